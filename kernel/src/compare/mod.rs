@@ -1,0 +1,515 @@
+//! The compare: find what changed since the last frame, page by page, and update the shadow.
+//!
+//! ```text
+//! for each page (sharded across cores with rayon, in page order):
+//!     skip if no actor lives here, or — full-push fast path — nothing on the page is dirty
+//!     for each parent:
+//!         consider = occupied & (dirty[page, parent] if the parent is push-based else all)
+//!         for each leaf of the parent:
+//!             changed = OR over its planes of diff(live plane, shadow plane) & consider
+//!             copy the changed lanes of each plane into the shadow
+//!             masks[page, leaf] = changed
+//!         dynamic arrays: element-wise diff of the lanes written since the last frame
+//!     clear the page's dirty masks
+//! ```
+//!
+//! Equality is bitwise: `-0.0` vs `0.0` is a change and a NaN that stays the same NaN is not (UE's
+//! `==` would resend a NaN forever). Newly spawned actors (a slot whose generation moved) get a
+//! zeroed shadow lane and every parent marked dirty, so their first compare finds every property
+//! that differs from the class defaults, as UE's shadow starts from the class default object.
+//!
+//! Optimisations: bit planes diff with one XOR; a parent whose consider mask has at most
+//! [`SPARSE_LANES`] lanes is diffed lane by lane instead of by whole planes; a fully changed plane is
+//! copied with one `memcpy`; pages and parents with nothing to consider read no column bytes.
+//!
+//! Output is a [`ChangeSet`]: per (page, leaf) a lane mask, per page the OR of its lanes, and per
+//! page the dynamic-array changes with their nested element handles. [`ChangeSet::changelist`]
+//! renders one actor's changes in UE's changelist format, which the tests compare with the
+//! reference path's.
+
+mod lanes;
+mod x86;
+
+pub use lanes::{scalar, Isa, Kernels};
+
+use crate::schema::{ClassLayout, LeafKind, PlaneWidth, PAGE_LANES};
+use crate::store::{BitIter, Block, ClassStore, DirtyState, LiveView, PageArray, PageArrays, WatcherId};
+use rayon::prelude::*;
+use std::sync::Arc;
+
+/// A parent considered for at most this many lanes is diffed lane by lane.
+pub const SPARSE_LANES: u32 = 2;
+
+/// Which properties the compare restricts to dirty-marked lanes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum PushMode {
+    /// Push model off: every property is compared for every actor (dynamic arrays still only when
+    /// written, which the store always knows).
+    Off,
+    /// Properties declared push-based are compared only where marked; the rest always.
+    #[default]
+    Declared,
+    /// Every property is treated as push-based (the game marks every change, e.g. through the
+    /// generated setters): only dirty bits are visited.
+    All,
+}
+
+/// How to run a compare.
+#[derive(Clone, Copy, Debug)]
+pub struct CompareConfig {
+    /// Push model.
+    pub push: PushMode,
+    /// Diff routines (an ISA).
+    pub kernels: Kernels,
+    /// Shard pages across the current rayon pool.
+    pub parallel: bool,
+}
+
+impl Default for CompareConfig {
+    fn default() -> Self {
+        Self { push: PushMode::Declared, kernels: Kernels::best(), parallel: true }
+    }
+}
+
+/// Why a compare was refused.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CompareError {
+    /// The shadow was created for another store.
+    ForeignStore,
+}
+
+impl std::fmt::Display for CompareError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "this shadow state watches a different store")
+    }
+}
+
+impl std::error::Error for CompareError {}
+
+/// One actor's dynamic-array change.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ArrayChange {
+    /// Actor slot.
+    pub slot: u32,
+    /// Leaf index of the array command.
+    pub leaf: u16,
+    /// Length in the shadow before this compare.
+    pub old_len: u16,
+    /// Length now.
+    pub new_len: u16,
+    /// Nested handles (`element * element_leaves + leaf + 1`) of changed or new element leaves.
+    pub elements: Vec<u16>,
+}
+
+/// What one compare found.
+#[derive(Clone, Debug, Default)]
+pub struct ChangeSet {
+    leaves: usize,
+    /// `masks[page * leaves + leaf]`: lanes whose leaf changed. Valid only where `page_lanes` is
+    /// non-zero; use [`ChangeSet::leaf_mask`].
+    masks: Vec<u64>,
+    /// Per page: lanes with any change.
+    page_lanes: Vec<u64>,
+    /// Per page: dynamic-array changes, in (slot, leaf) order.
+    arrays: Vec<Vec<ArrayChange>>,
+}
+
+impl ChangeSet {
+    /// An empty change set.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn reset(&mut self, pages: usize, leaves: usize) {
+        self.leaves = leaves;
+        self.masks.resize(pages * leaves, 0);
+        self.page_lanes.clear();
+        self.page_lanes.resize(pages, 0);
+        self.arrays.resize_with(pages, Vec::new);
+        for a in &mut self.arrays {
+            a.clear();
+        }
+    }
+
+    /// Pages covered.
+    pub fn pages(&self) -> usize {
+        self.page_lanes.len()
+    }
+
+    /// Lanes of page `p` with any change.
+    pub fn page_lanes(&self, p: usize) -> u64 {
+        self.page_lanes.get(p).copied().unwrap_or(0)
+    }
+
+    /// Lanes of page `p` whose leaf `leaf` changed.
+    pub fn leaf_mask(&self, p: usize, leaf: usize) -> u64 {
+        if self.page_lanes(p) == 0 {
+            return 0;
+        }
+        self.masks[p * self.leaves + leaf]
+    }
+
+    /// Dynamic-array changes of page `p`.
+    pub fn array_changes(&self, p: usize) -> &[ArrayChange] {
+        self.arrays.get(p).map_or(&[], |v| v.as_slice())
+    }
+
+    /// Number of actors with any change.
+    pub fn changed_actors(&self) -> usize {
+        self.page_lanes.iter().map(|m| m.count_ones() as usize).sum()
+    }
+
+    /// Slot `slot`'s changes in UE's changelist format: ascending handles; a dynamic array as
+    /// `handle, count, nested handles…, 0`; the whole list terminated by 0. Empty when nothing
+    /// changed.
+    pub fn changelist(&self, layout: &ClassLayout, slot: u32) -> Vec<u16> {
+        let (p, lane) = (slot as usize / PAGE_LANES, slot as usize % PAGE_LANES);
+        let mut out = Vec::new();
+        if self.page_lanes(p) >> lane & 1 == 0 {
+            return out;
+        }
+        for (i, leaf) in layout.leaves.iter().enumerate() {
+            if self.masks[p * self.leaves + i] >> lane & 1 == 0 {
+                continue;
+            }
+            out.push(leaf.handle);
+            if leaf.kind == LeafKind::Array {
+                let change = self.arrays[p].iter().find(|c| c.slot == slot && c.leaf as usize == i);
+                let elements = change.map_or(&[][..], |c| c.elements.as_slice());
+                out.push(elements.len() as u16);
+                out.extend_from_slice(elements);
+                out.push(0);
+            }
+        }
+        out.push(0);
+        out
+    }
+}
+
+/// One driver's shadow of one store: the values last seen by its compare.
+#[derive(Debug)]
+pub struct ShadowState {
+    layout: Arc<ClassLayout>,
+    watcher: WatcherId,
+    store: u64,
+    shadow: PageArray,
+    arrays: Vec<PageArrays>,
+    seen_epochs: Vec<u32>,
+    seen_generations: Vec<u32>,
+    seen_occupied: Vec<u64>,
+}
+
+impl ShadowState {
+    /// A shadow for `store`, registering a new watcher on it. Every actor already in the store
+    /// counts as newly registered: its first compare sends everything that differs from defaults.
+    pub fn new(store: &mut ClassStore) -> Self {
+        let watcher = store.add_watcher();
+        let layout = store.layout().clone();
+        Self {
+            store: store.id(),
+            shadow: PageArray::new(layout.page_blocks()),
+            layout,
+            watcher,
+            arrays: Vec::new(),
+            seen_epochs: Vec::new(),
+            seen_generations: Vec::new(),
+            seen_occupied: Vec::new(),
+        }
+    }
+
+    /// The shadow pages (same layout as the store's live pages).
+    pub fn pages(&self) -> &PageArray {
+        &self.shadow
+    }
+
+    /// Compares `store` against this shadow, consuming this driver's dirty marks (call
+    /// [`ClassStore::begin_tick`] first so this frame's marks are included).
+    pub fn compare(&mut self, store: &mut ClassStore, cfg: &CompareConfig, out: &mut ChangeSet) -> Result<(), CompareError> {
+        if store.id() != self.store {
+            return Err(CompareError::ForeignStore);
+        }
+        let (view, dirty) = store.split_for_compare(self.watcher);
+        self.sync_slots(&view, dirty);
+        let layout = &*self.layout;
+        let pages = view.occupied.len();
+        out.reset(pages, layout.leaves.len());
+        if layout.parents.is_empty() || pages == 0 {
+            dirty.clear();
+            return Ok(());
+        }
+        let plan = Plan::new(layout, cfg);
+        let parents = layout.parents.len();
+        let leaves = layout.leaves.len();
+        let stride = self.shadow.stride();
+        let dirty_pages = std::mem::take(&mut dirty.pages);
+        let work = |(p, (shadow, live, sh_arr, lv_arr, dmask, masks, lanes, arr, occ)): (
+            usize,
+            (&mut [Block], &[Block], &mut PageArrays, &PageArrays, &mut [u64], &mut [u64], &mut u64, &mut Vec<ArrayChange>, &u64),
+        )| {
+            let page_dirty = dirty_pages.get(p / 64).is_some_and(|w| w >> (p % 64) & 1 != 0);
+            if *occ == 0 || (plan.dirty_only && !page_dirty) {
+                return;
+            }
+            let page = PageRefs {
+                index: p,
+                occupied: *occ,
+                live: bytemuck::cast_slice(live),
+                shadow: bytemuck::cast_slice_mut(shadow),
+                live_arrays: lv_arr,
+                shadow_arrays: sh_arr,
+            };
+            *lanes = plan.compare_page(page, dmask, masks, arr);
+        };
+        let shadow_arrays = &mut self.arrays;
+        if cfg.parallel {
+            (
+                self.shadow.blocks_mut().par_chunks_mut(stride),
+                view.live.blocks().par_chunks(stride),
+                shadow_arrays.par_iter_mut(),
+                view.arrays.par_iter(),
+                dirty.masks.par_chunks_mut(parents),
+                out.masks.par_chunks_mut(leaves),
+                out.page_lanes.par_iter_mut(),
+                out.arrays.par_iter_mut(),
+                view.occupied.par_iter(),
+            )
+                .into_par_iter()
+                .enumerate()
+                .with_min_len(16)
+                .for_each(work);
+        } else {
+            self.shadow
+                .blocks_mut()
+                .chunks_mut(stride)
+                .zip(view.live.blocks().chunks(stride))
+                .zip(shadow_arrays.iter_mut())
+                .zip(view.arrays.iter())
+                .zip(dirty.masks.chunks_mut(parents))
+                .zip(out.masks.chunks_mut(leaves))
+                .zip(out.page_lanes.iter_mut())
+                .zip(out.arrays.iter_mut())
+                .zip(view.occupied.iter())
+                .map(|((((((((a, b), c), d), e), f), g), h), i)| (a, b, c, d, e, f, g, h, i))
+                .enumerate()
+                .for_each(work);
+        }
+        dirty.pages = dirty_pages;
+        dirty.pages.fill(0);
+        Ok(())
+    }
+
+    /// Brings the shadow's slots in line with the store's: new pages, and lanes whose actor was
+    /// spawned or despawned since the last compare (zeroed shadow, every parent marked dirty).
+    fn sync_slots(&mut self, view: &LiveView<'_>, dirty: &mut DirtyState) {
+        let pages = view.occupied.len();
+        while self.seen_epochs.len() < pages {
+            let p = self.seen_epochs.len();
+            self.shadow.push_zeroed();
+            self.arrays.push(vec![Vec::new(); self.layout.arrays.len() * PAGE_LANES]);
+            // Differs from the store's epoch, so the page's lanes are examined below.
+            self.seen_epochs.push(view.epochs[p].wrapping_add(1));
+            self.seen_occupied.push(0);
+        }
+        self.seen_generations.resize(view.generations.len(), 0);
+        let parents = self.layout.parents.len();
+        for p in 0..pages {
+            if self.seen_epochs[p] == view.epochs[p] {
+                continue;
+            }
+            let (now, was) = (view.occupied[p], self.seen_occupied[p]);
+            let first = p * PAGE_LANES;
+            let slots = first..(first + PAGE_LANES).min(view.generations.len());
+            let mut reset = now ^ was;
+            for (lane, slot) in slots.enumerate() {
+                if now >> lane & 1 != 0 && self.seen_generations[slot] != view.generations[slot] {
+                    reset |= 1 << lane;
+                }
+                self.seen_generations[slot] = view.generations[slot];
+            }
+            let bytes = self.shadow.page_mut(p);
+            for lane in BitIter(reset) {
+                for plane in &self.layout.planes {
+                    crate::store::zero_lane(bytes, plane.page_offset, plane.width, lane);
+                }
+                for a in 0..self.layout.arrays.len() {
+                    self.arrays[p][a * PAGE_LANES + lane] = Vec::new();
+                }
+            }
+            let born = reset & now;
+            if born != 0 {
+                for parent in 0..parents {
+                    dirty.mark(p, parent, born);
+                }
+            }
+            self.seen_occupied[p] = now;
+            self.seen_epochs[p] = view.epochs[p];
+        }
+    }
+}
+
+/// One page's live and shadow data, borrowed for its compare.
+struct PageRefs<'a> {
+    index: usize,
+    occupied: u64,
+    live: &'a [u8],
+    shadow: &'a mut [u8],
+    live_arrays: &'a PageArrays,
+    shadow_arrays: &'a mut PageArrays,
+}
+
+/// Per-compare decisions made once, not per page.
+struct Plan<'a> {
+    layout: &'a ClassLayout,
+    kernels: Kernels,
+    /// Per parent: compare only dirty lanes.
+    uses_dirty: Vec<bool>,
+    /// Every parent uses dirty lanes: clean pages are skipped outright.
+    dirty_only: bool,
+}
+
+impl<'a> Plan<'a> {
+    fn new(layout: &'a ClassLayout, cfg: &CompareConfig) -> Self {
+        let uses_dirty: Vec<bool> = layout
+            .parents
+            .iter()
+            .map(|p| {
+                let is_array = layout.leaves[p.leaves.clone()].iter().any(|l| l.kind == LeafKind::Array);
+                is_array
+                    || match cfg.push {
+                        PushMode::Off => false,
+                        PushMode::Declared => p.push,
+                        PushMode::All => true,
+                    }
+            })
+            .collect();
+        let dirty_only = uses_dirty.iter().all(|&d| d);
+        Self { layout, kernels: cfg.kernels, uses_dirty, dirty_only }
+    }
+
+    /// Compares one page; returns the lanes with any change.
+    fn compare_page(&self, mut page: PageRefs<'_>, dirty: &mut [u64], masks: &mut [u64], arrays: &mut Vec<ArrayChange>) -> u64 {
+        let mut any = 0u64;
+        for (pi, parent) in self.layout.parents.iter().enumerate() {
+            let consider = page.occupied & if self.uses_dirty[pi] { dirty[pi] } else { !0 };
+            dirty[pi] = 0;
+            for li in parent.leaves.clone() {
+                let leaf = &self.layout.leaves[li];
+                let changed = if consider == 0 {
+                    0
+                } else if let Some(a) = leaf.array {
+                    self.compare_arrays(&mut page, a, li, consider, arrays)
+                } else {
+                    self.compare_leaf(&mut page, leaf.planes.clone(), consider)
+                };
+                masks[li] = changed;
+                any |= changed;
+            }
+        }
+        any
+    }
+
+    fn compare_leaf(&self, page: &mut PageRefs<'_>, planes: std::ops::Range<usize>, consider: u64) -> u64 {
+        let planes = &self.layout.planes[planes];
+        let mut changed = 0u64;
+        if consider.count_ones() <= SPARSE_LANES {
+            for lane in BitIter(consider) {
+                for pl in planes {
+                    let (o, n) = (pl.page_offset, pl.width.lane_bytes());
+                    let differs = match pl.width {
+                        PlaneWidth::Bit => (word(page.live, o) ^ word(page.shadow, o)) >> lane & 1 != 0,
+                        _ => page.live[o + lane * n..o + (lane + 1) * n] != page.shadow[o + lane * n..o + (lane + 1) * n],
+                    };
+                    if differs {
+                        changed |= 1 << lane;
+                        break;
+                    }
+                }
+            }
+        } else {
+            for pl in planes {
+                changed |= self.diff_plane(pl.width, page.live, page.shadow, pl.page_offset);
+            }
+            changed &= consider;
+        }
+        if changed != 0 {
+            for pl in planes {
+                copy_lanes(pl.width, page.live, page.shadow, pl.page_offset, changed);
+            }
+        }
+        changed
+    }
+
+    fn diff_plane(&self, w: PlaneWidth, live: &[u8], shadow: &[u8], o: usize) -> u64 {
+        let k = &self.kernels;
+        match w {
+            PlaneWidth::Bit => word(live, o) ^ word(shadow, o),
+            PlaneWidth::B1 => (k.d1)(fixed(live, o), fixed(shadow, o)),
+            PlaneWidth::B2 => (k.d2)(fixed(live, o), fixed(shadow, o)),
+            PlaneWidth::B4 => (k.d4)(fixed(live, o), fixed(shadow, o)),
+            PlaneWidth::B8 => (k.d8)(fixed(live, o), fixed(shadow, o)),
+        }
+    }
+
+    fn compare_arrays(&self, page: &mut PageRefs<'_>, a: usize, leaf: usize, consider: u64, out: &mut Vec<ArrayChange>) -> u64 {
+        let array = &self.layout.arrays[a];
+        let n = array.elements.len();
+        let mut changed = 0u64;
+        for lane in BitIter(consider) {
+            let live = &page.live_arrays[a * PAGE_LANES + lane];
+            let shadow = &mut page.shadow_arrays[a * PAGE_LANES + lane];
+            let (nl, ns) = (live.len() / array.stride, shadow.len() / array.stride);
+            let mut elements = Vec::new();
+            for e in 0..nl {
+                for (i, el) in array.elements.iter().enumerate() {
+                    let r = e * array.stride + el.offset..e * array.stride + el.offset + el.kind.byte_size();
+                    if e >= ns || live[r.clone()] != shadow[r] {
+                        elements.push((e * n + i + 1) as u16);
+                    }
+                }
+            }
+            if nl != ns || !elements.is_empty() {
+                changed |= 1 << lane;
+                shadow.clone_from(live);
+                out.push(ArrayChange {
+                    slot: (page.index * PAGE_LANES + lane) as u32,
+                    leaf: leaf as u16,
+                    old_len: ns as u16,
+                    new_len: nl as u16,
+                    elements,
+                });
+            }
+        }
+        changed
+    }
+}
+
+fn word(bytes: &[u8], o: usize) -> u64 {
+    u64::from_le_bytes(*fixed::<8>(bytes, o))
+}
+
+/// The `N` bytes at `o`: planes lie inside their page by construction of the layout.
+fn fixed<const N: usize>(bytes: &[u8], o: usize) -> &[u8; N] {
+    bytes[o..o + N].try_into().expect("plane lies inside its page")
+}
+
+/// Copies the `lanes` of one plane from live to shadow.
+fn copy_lanes(w: PlaneWidth, live: &[u8], shadow: &mut [u8], o: usize, lanes: u64) {
+    match w {
+        PlaneWidth::Bit => {
+            let s = (word(shadow, o) & !lanes) | (word(live, o) & lanes);
+            shadow[o..o + 8].copy_from_slice(&s.to_le_bytes());
+        }
+        w => {
+            let n = w.lane_bytes();
+            if lanes == !0 {
+                let len = n * PAGE_LANES;
+                shadow[o..o + len].copy_from_slice(&live[o..o + len]);
+            } else {
+                for lane in BitIter(lanes) {
+                    let r = o + lane * n..o + (lane + 1) * n;
+                    shadow[r.clone()].copy_from_slice(&live[r]);
+                }
+            }
+        }
+    }
+}

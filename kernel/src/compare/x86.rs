@@ -1,0 +1,218 @@
+//! AVX2 and AVX-512 lane diffs. The only `unsafe` of the compare.
+//!
+//! Each routine loads a page plane of live and shadow with unaligned loads (planes are 64-byte
+//! aligned, but nothing here relies on it), compares lane-wise and gathers one bit per lane:
+//!
+//! ```text
+//! AVX2    w=1: cmpeq_epi8  + movemask_epi8          32 lanes / op
+//!         w=2: cmpeq_epi16 x2, packs_epi16, permute4x64, movemask_epi8   32 lanes / op
+//!         w=4: cmpeq_epi32 + movemask_ps            8 lanes / op
+//!         w=8: cmpeq_epi64 + movemask_pd            4 lanes / op
+//! AVX-512 w=k: cmpneq_epi{8,16,32,64}_mask          64 / 32 / 16 / 8 lanes / op (mask registers)
+//! ```
+//!
+//! Safe wrappers are handed out only through [`avx2_kernels`] / [`avx512_kernels`], which check the
+//! CPU first; the array parameter types fix every length, so no load can go out of bounds.
+
+#![allow(unsafe_code)]
+
+use super::lanes::{Isa, Kernels};
+
+/// The AVX2 table, if this CPU has AVX2.
+pub(crate) fn avx2_kernels() -> Option<Kernels> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("avx2") {
+            return Some(Kernels { isa: Isa::Avx2, d1: avx2::d1, d2: avx2::d2, d4: avx2::d4, d8: avx2::d8 });
+        }
+    }
+    None
+}
+
+/// The AVX-512 table, if this CPU has AVX-512 F and BW.
+pub(crate) fn avx512_kernels() -> Option<Kernels> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("avx512f") && std::arch::is_x86_feature_detected!("avx512bw") {
+            return Some(Kernels { isa: Isa::Avx512, d1: avx512::d1, d2: avx512::d2, d4: avx512::d4, d8: avx512::d8 });
+        }
+    }
+    None
+}
+
+#[cfg(target_arch = "x86_64")]
+mod avx2 {
+    use std::arch::x86_64::*;
+
+    // Each safe wrapper below is stored only in the table built by `avx2_kernels` after
+    // `is_x86_feature_detected!("avx2")` returned true; the module is private, so nothing else can
+    // call them.
+
+    pub(super) fn d1(l: &[u8; 64], s: &[u8; 64]) -> u64 {
+        // SAFETY: AVX2 was detected before this function was made reachable (see above).
+        unsafe { d1_impl(l, s) }
+    }
+    pub(super) fn d2(l: &[u8; 128], s: &[u8; 128]) -> u64 {
+        // SAFETY: as for `d1`.
+        unsafe { d2_impl(l, s) }
+    }
+    pub(super) fn d4(l: &[u8; 256], s: &[u8; 256]) -> u64 {
+        // SAFETY: as for `d1`.
+        unsafe { d4_impl(l, s) }
+    }
+    pub(super) fn d8(l: &[u8; 512], s: &[u8; 512]) -> u64 {
+        // SAFETY: as for `d1`.
+        unsafe { d8_impl(l, s) }
+    }
+
+    /// # Safety
+    /// The CPU must support AVX2.
+    #[target_feature(enable = "avx2")]
+    unsafe fn load(p: &[u8], i: usize) -> __m256i {
+        debug_assert!(p.len() >= (i + 1) * 32);
+        // SAFETY: callers pass fixed-size arrays and `i` below `len / 32`; loadu has no alignment need.
+        unsafe { _mm256_loadu_si256(p.as_ptr().add(i * 32) as *const __m256i) }
+    }
+
+    /// # Safety
+    /// The CPU must support AVX2.
+    #[target_feature(enable = "avx2")]
+    unsafe fn d1_impl(l: &[u8; 64], s: &[u8; 64]) -> u64 {
+        let mut m = 0u64;
+        for i in 0..2 {
+            // SAFETY: i < 2 and the arrays hold 64 bytes.
+            let (a, b) = unsafe { (load(l, i), load(s, i)) };
+            let eq = _mm256_movemask_epi8(_mm256_cmpeq_epi8(a, b)) as u32;
+            m |= (!eq as u64) << (32 * i);
+        }
+        m
+    }
+
+    /// # Safety
+    /// The CPU must support AVX2.
+    #[target_feature(enable = "avx2")]
+    unsafe fn d2_impl(l: &[u8; 128], s: &[u8; 128]) -> u64 {
+        let mut m = 0u64;
+        for i in 0..2 {
+            // SAFETY: 2*i+1 < 4 and the arrays hold 128 bytes.
+            let (a0, b0, a1, b1) = unsafe { (load(l, 2 * i), load(s, 2 * i), load(l, 2 * i + 1), load(s, 2 * i + 1)) };
+            // Each 16-bit lane's result is 0 or -1, so signed saturation packs it to one byte.
+            let packed = _mm256_packs_epi16(_mm256_cmpeq_epi16(a0, b0), _mm256_cmpeq_epi16(a1, b1));
+            // packs works per 128-bit half: [a.lo, b.lo, a.hi, b.hi]; restore [a.lo, a.hi, b.lo, b.hi].
+            let ordered = _mm256_permute4x64_epi64::<0b11_01_10_00>(packed);
+            let eq = _mm256_movemask_epi8(ordered) as u32;
+            m |= (!eq as u64) << (32 * i);
+        }
+        m
+    }
+
+    /// # Safety
+    /// The CPU must support AVX2.
+    #[target_feature(enable = "avx2")]
+    unsafe fn d4_impl(l: &[u8; 256], s: &[u8; 256]) -> u64 {
+        let mut m = 0u64;
+        for i in 0..8 {
+            // SAFETY: i < 8 and the arrays hold 256 bytes.
+            let (a, b) = unsafe { (load(l, i), load(s, i)) };
+            let eq = _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(a, b))) as u64;
+            m |= (!eq & 0xff) << (8 * i);
+        }
+        m
+    }
+
+    /// # Safety
+    /// The CPU must support AVX2.
+    #[target_feature(enable = "avx2")]
+    unsafe fn d8_impl(l: &[u8; 512], s: &[u8; 512]) -> u64 {
+        let mut m = 0u64;
+        for i in 0..16 {
+            // SAFETY: i < 16 and the arrays hold 512 bytes.
+            let (a, b) = unsafe { (load(l, i), load(s, i)) };
+            let eq = _mm256_movemask_pd(_mm256_castsi256_pd(_mm256_cmpeq_epi64(a, b))) as u64;
+            m |= (!eq & 0xf) << (4 * i);
+        }
+        m
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+mod avx512 {
+    use std::arch::x86_64::*;
+
+    // As in `avx2`: these wrappers become reachable only through `avx512_kernels`, after
+    // AVX-512 F and BW were detected.
+
+    pub(super) fn d1(l: &[u8; 64], s: &[u8; 64]) -> u64 {
+        // SAFETY: AVX-512 F+BW were detected before this function was made reachable.
+        unsafe { d1_impl(l, s) }
+    }
+    pub(super) fn d2(l: &[u8; 128], s: &[u8; 128]) -> u64 {
+        // SAFETY: as for `d1`.
+        unsafe { d2_impl(l, s) }
+    }
+    pub(super) fn d4(l: &[u8; 256], s: &[u8; 256]) -> u64 {
+        // SAFETY: as for `d1`.
+        unsafe { d4_impl(l, s) }
+    }
+    pub(super) fn d8(l: &[u8; 512], s: &[u8; 512]) -> u64 {
+        // SAFETY: as for `d1`.
+        unsafe { d8_impl(l, s) }
+    }
+
+    /// # Safety
+    /// The CPU must support AVX-512 F.
+    #[target_feature(enable = "avx512f")]
+    unsafe fn load(p: &[u8], i: usize) -> __m512i {
+        debug_assert!(p.len() >= (i + 1) * 64);
+        // SAFETY: callers pass fixed-size arrays and `i` below `len / 64`; loadu has no alignment need.
+        unsafe { _mm512_loadu_si512(p.as_ptr().add(i * 64) as *const _) }
+    }
+
+    /// # Safety
+    /// The CPU must support AVX-512 F and BW.
+    #[target_feature(enable = "avx512f,avx512bw")]
+    unsafe fn d1_impl(l: &[u8; 64], s: &[u8; 64]) -> u64 {
+        // SAFETY: the arrays hold exactly one 64-byte vector.
+        let (a, b) = unsafe { (load(l, 0), load(s, 0)) };
+        _mm512_cmpneq_epi8_mask(a, b)
+    }
+
+    /// # Safety
+    /// The CPU must support AVX-512 F and BW.
+    #[target_feature(enable = "avx512f,avx512bw")]
+    unsafe fn d2_impl(l: &[u8; 128], s: &[u8; 128]) -> u64 {
+        let mut m = 0u64;
+        for i in 0..2 {
+            // SAFETY: i < 2 and the arrays hold 128 bytes.
+            let (a, b) = unsafe { (load(l, i), load(s, i)) };
+            m |= (_mm512_cmpneq_epi16_mask(a, b) as u64) << (32 * i);
+        }
+        m
+    }
+
+    /// # Safety
+    /// The CPU must support AVX-512 F.
+    #[target_feature(enable = "avx512f")]
+    unsafe fn d4_impl(l: &[u8; 256], s: &[u8; 256]) -> u64 {
+        let mut m = 0u64;
+        for i in 0..4 {
+            // SAFETY: i < 4 and the arrays hold 256 bytes.
+            let (a, b) = unsafe { (load(l, i), load(s, i)) };
+            m |= (_mm512_cmpneq_epi32_mask(a, b) as u64) << (16 * i);
+        }
+        m
+    }
+
+    /// # Safety
+    /// The CPU must support AVX-512 F.
+    #[target_feature(enable = "avx512f")]
+    unsafe fn d8_impl(l: &[u8; 512], s: &[u8; 512]) -> u64 {
+        let mut m = 0u64;
+        for i in 0..8 {
+            // SAFETY: i < 8 and the arrays hold 512 bytes.
+            let (a, b) = unsafe { (load(l, i), load(s, i)) };
+            m |= (_mm512_cmpneq_epi64_mask(a, b) as u64) << (8 * i);
+        }
+        m
+    }
+}

@@ -1,0 +1,689 @@
+//! Live actor state of one class, in structure-of-arrays pages.
+//!
+//! ```text
+//! ClassStore
+//!   slots      index = page * 64 + lane, a generation per slot; ActorId = (index, generation)
+//!   live       PageArray: page p = blocks [p*stride, (p+1)*stride), every plane 64-byte aligned
+//!   arrays     per page: one element buffer per (array, lane) — the side arena of dynamic arrays
+//!   pending    per (page, parent) u64: push marks from the generated setters, and array writes
+//!   watchers   each driver's DirtyState; `begin_tick` ORs `pending` into every one, then clears it
+//! ```
+//!
+//! Invariants: a lane's occupied bit is set exactly while an actor lives in it; an [`ActorId`]
+//! whose generation differs from its slot's is stale and every accessor refuses it; despawn bumps
+//! the generation and zeroes the lane, so a slot's next actor starts from the class defaults.
+//! Every write to a dynamic array goes through this module, which marks the lane in `pending`: the
+//! compare therefore visits only arrays that were written (and still diffs them element-wise).
+//!
+//! Shadows are not here: each driver owns its own [`crate::compare::ShadowState`], as UE keeps one
+//! changelist manager per net driver, so a game driver and a replay driver can watch one store.
+
+use crate::schema::{ClassLayout, PlaneWidth, PAGE_LANES};
+use crate::value::{self, Value, ValueError};
+use std::fmt;
+use std::sync::Arc;
+
+/// One 64-byte aligned block of page memory.
+#[derive(Clone, Copy, Debug, bytemuck::Pod, bytemuck::Zeroable)]
+#[repr(C, align(64))]
+pub struct Block(pub [u8; 64]);
+
+/// Pages of one class, each `stride` blocks long, in one contiguous allocation.
+#[derive(Clone, Debug, Default)]
+pub struct PageArray {
+    blocks: Vec<Block>,
+    stride: usize,
+}
+
+impl PageArray {
+    /// An empty array of pages with `stride` blocks each.
+    pub fn new(stride: usize) -> Self {
+        Self { blocks: Vec::new(), stride: stride.max(1) }
+    }
+
+    /// Number of pages.
+    pub fn len(&self) -> usize {
+        self.blocks.len() / self.stride
+    }
+
+    /// Whether there are no pages.
+    pub fn is_empty(&self) -> bool {
+        self.blocks.is_empty()
+    }
+
+    /// Blocks per page.
+    pub fn stride(&self) -> usize {
+        self.stride
+    }
+
+    /// Appends a zeroed page.
+    pub fn push_zeroed(&mut self) {
+        self.blocks.resize(self.blocks.len() + self.stride, Block([0; 64]));
+    }
+
+    /// Page `p`'s bytes.
+    pub fn page(&self, p: usize) -> &[u8] {
+        bytemuck::cast_slice(&self.blocks[p * self.stride..(p + 1) * self.stride])
+    }
+
+    /// Page `p`'s bytes, mutable.
+    pub fn page_mut(&mut self, p: usize) -> &mut [u8] {
+        bytemuck::cast_slice_mut(&mut self.blocks[p * self.stride..(p + 1) * self.stride])
+    }
+
+    /// All pages' bytes.
+    pub fn bytes(&self) -> &[u8] {
+        bytemuck::cast_slice(&self.blocks)
+    }
+
+    /// All pages' blocks (for `par_chunks(stride)`).
+    pub fn blocks(&self) -> &[Block] {
+        &self.blocks
+    }
+
+    /// All pages' blocks, mutable.
+    pub fn blocks_mut(&mut self) -> &mut [Block] {
+        &mut self.blocks
+    }
+}
+
+/// A generation-checked actor id: slot index and generation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ActorId {
+    /// Slot index: `page * 64 + lane`.
+    pub index: u32,
+    /// Generation of the slot when this actor was spawned.
+    pub generation: u32,
+}
+
+impl ActorId {
+    /// Page of this actor.
+    pub fn page(self) -> usize {
+        self.index as usize / PAGE_LANES
+    }
+    /// Lane within its page.
+    pub fn lane(self) -> usize {
+        self.index as usize % PAGE_LANES
+    }
+}
+
+/// Why a store operation was refused.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum StoreError {
+    /// The id's actor was despawned (or never existed).
+    StaleId(ActorId),
+    /// The value does not fit the property.
+    Value(ValueError),
+    /// The plane's lane type does not match the requested Rust type.
+    PlaneType {
+        /// Plane index.
+        plane: usize,
+    },
+}
+
+impl fmt::Display for StoreError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StoreError::StaleId(id) => write!(f, "actor {}:{} does not exist (stale or never spawned)", id.index, id.generation),
+            StoreError::Value(e) => write!(f, "{e}"),
+            StoreError::PlaneType { plane } => write!(f, "plane {plane} does not hold lanes of the requested type"),
+        }
+    }
+}
+
+impl std::error::Error for StoreError {}
+
+impl From<ValueError> for StoreError {
+    fn from(e: ValueError) -> Self {
+        StoreError::Value(e)
+    }
+}
+
+/// Identifies one driver watching a store.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WatcherId(pub(crate) usize);
+
+/// One driver's view of what was marked dirty: per (page, parent) lane masks plus a per-page
+/// summary so clean pages are skipped without touching their columns.
+#[derive(Clone, Debug, Default)]
+pub struct DirtyState {
+    /// `masks[page * parents + parent]`: lanes marked since the last compare.
+    pub masks: Vec<u64>,
+    /// Bit `p % 64` of word `p / 64`: page `p` has at least one mark.
+    pub pages: Vec<u64>,
+    parents: usize,
+}
+
+impl DirtyState {
+    fn new(parents: usize) -> Self {
+        Self { masks: Vec::new(), pages: Vec::new(), parents }
+    }
+
+    fn ensure_pages(&mut self, pages: usize) {
+        self.masks.resize(pages * self.parents, 0);
+        self.pages.resize(pages.div_ceil(64), 0);
+    }
+
+    /// Marks `lanes` of `parent` on `page`.
+    pub fn mark(&mut self, page: usize, parent: usize, lanes: u64) {
+        self.masks[page * self.parents + parent] |= lanes;
+        self.pages[page / 64] |= 1 << (page % 64);
+    }
+
+    /// Whether page `p` has any mark.
+    pub fn page_dirty(&self, p: usize) -> bool {
+        self.pages.get(p / 64).is_some_and(|w| w >> (p % 64) & 1 != 0)
+    }
+
+    /// Clears every mark.
+    pub fn clear(&mut self) {
+        // Only dirty pages can hold non-zero masks.
+        for (w, word) in self.pages.iter_mut().enumerate() {
+            let mut bits = std::mem::take(word);
+            while bits != 0 {
+                let p = w * 64 + bits.trailing_zeros() as usize;
+                bits &= bits - 1;
+                self.masks[p * self.parents..(p + 1) * self.parents].fill(0);
+            }
+        }
+    }
+}
+
+/// Lanes of one page's dynamic arrays: `lanes[array * 64 + lane]` holds the element bytes.
+pub type PageArrays = Vec<Vec<u8>>;
+
+/// The live state of every actor of one class.
+#[derive(Debug)]
+pub struct ClassStore {
+    id: u64,
+    layout: Arc<ClassLayout>,
+    live: PageArray,
+    arrays: Vec<PageArrays>,
+    occupied: Vec<u64>,
+    epochs: Vec<u32>,
+    generations: Vec<u32>,
+    free: Vec<u32>,
+    len: usize,
+    pending: DirtyState,
+    watchers: Vec<DirtyState>,
+}
+
+impl ClassStore {
+    /// An empty store for `layout`.
+    pub fn new(layout: Arc<ClassLayout>) -> Self {
+        let parents = layout.parents.len();
+        static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+        Self {
+            id: NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+            live: PageArray::new(layout.page_blocks()),
+            arrays: Vec::new(),
+            occupied: Vec::new(),
+            epochs: Vec::new(),
+            generations: Vec::new(),
+            free: Vec::new(),
+            len: 0,
+            pending: DirtyState::new(parents),
+            watchers: Vec::new(),
+            layout,
+        }
+    }
+
+    /// A process-unique id of this store (shadows check they compare the store they watch).
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// The class layout.
+    pub fn layout(&self) -> &Arc<ClassLayout> {
+        &self.layout
+    }
+
+    /// Live actors.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether no actor lives here.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Pages allocated.
+    pub fn page_count(&self) -> usize {
+        self.occupied.len()
+    }
+
+    /// Occupied lanes of each page.
+    pub fn occupied(&self) -> &[u64] {
+        &self.occupied
+    }
+
+    /// Generation of each slot.
+    pub fn generations(&self) -> &[u32] {
+        &self.generations
+    }
+
+    /// Live pages.
+    pub fn live(&self) -> &PageArray {
+        &self.live
+    }
+
+    /// Dynamic-array contents per page.
+    pub fn arrays(&self) -> &[PageArrays] {
+        &self.arrays
+    }
+
+    /// Spawns an actor with default (zero) state. Reuses the lowest recently freed slot first.
+    pub fn spawn(&mut self) -> ActorId {
+        let index = match self.free.pop() {
+            Some(i) => i,
+            None => {
+                let i = self.generations.len() as u32;
+                if i as usize % PAGE_LANES == 0 {
+                    self.add_page();
+                }
+                self.generations.push(0);
+                i
+            }
+        };
+        let id = ActorId { index, generation: self.generations[index as usize] };
+        self.occupied[id.page()] |= 1 << id.lane();
+        self.epochs[id.page()] = self.epochs[id.page()].wrapping_add(1);
+        self.len += 1;
+        id
+    }
+
+    fn add_page(&mut self) {
+        self.live.push_zeroed();
+        self.arrays.push(vec![Vec::new(); self.layout.arrays.len() * PAGE_LANES]);
+        self.occupied.push(0);
+        self.epochs.push(0);
+        let pages = self.occupied.len();
+        self.pending.ensure_pages(pages);
+        for w in &mut self.watchers {
+            w.ensure_pages(pages);
+        }
+    }
+
+    /// Despawns an actor: its id (and every copy of it) goes stale, its lane returns to defaults.
+    pub fn despawn(&mut self, id: ActorId) -> Result<(), StoreError> {
+        self.check(id)?;
+        let (page, lane) = (id.page(), id.lane());
+        self.generations[id.index as usize] = self.generations[id.index as usize].wrapping_add(1);
+        self.occupied[page] &= !(1 << lane);
+        self.epochs[page] = self.epochs[page].wrapping_add(1);
+        let layout = self.layout.clone();
+        let bytes = self.live.page_mut(page);
+        for plane in &layout.planes {
+            zero_lane(bytes, plane.page_offset, plane.width, lane);
+        }
+        for a in 0..layout.arrays.len() {
+            self.arrays[page][a * PAGE_LANES + lane] = Vec::new();
+        }
+        self.free.push(id.index);
+        self.len -= 1;
+        Ok(())
+    }
+
+    /// Whether `id` names a live actor.
+    pub fn contains(&self, id: ActorId) -> bool {
+        self.check(id).is_ok()
+    }
+
+    fn check(&self, id: ActorId) -> Result<(), StoreError> {
+        let live = self.generations.get(id.index as usize) == Some(&id.generation)
+            && self.occupied[id.page()] >> id.lane() & 1 != 0;
+        if live {
+            Ok(())
+        } else {
+            Err(StoreError::StaleId(id))
+        }
+    }
+
+    /// Every live actor id, in slot order.
+    pub fn ids(&self) -> impl Iterator<Item = ActorId> + '_ {
+        self.occupied.iter().enumerate().flat_map(move |(p, &occ)| {
+            BitIter(occ).map(move |lane| {
+                let index = (p * PAGE_LANES + lane) as u32;
+                ActorId { index, generation: self.generations[index as usize] }
+            })
+        })
+    }
+
+    /// Reads parent `parent` of actor `id`.
+    pub fn get(&self, id: ActorId, parent: usize) -> Result<Value, StoreError> {
+        self.check(id)?;
+        let p = self.layout.parents.get(parent).ok_or(ValueError::NoSuchProperty(parent))?;
+        let (page, lane) = (id.page(), id.lane());
+        if let Some(ety) = value::element_type(&p.ty) {
+            let leaf = &self.layout.leaves[p.leaves.start];
+            let a = leaf.array.unwrap_or(0);
+            let bytes = &self.arrays[page][a * PAGE_LANES + lane];
+            return Ok(value::read_array(&self.layout.arrays[a], ety, bytes));
+        }
+        let mut record = vec![0u8; p.record_range.len() + 8];
+        let base = p.record_range.start;
+        let pb = self.live.page(page);
+        for leaf in &self.layout.leaves[p.leaves.clone()] {
+            let mut at = leaf.record_offset - base;
+            for plane in &self.layout.planes[leaf.planes.clone()] {
+                let n = plane.width.lane_bytes();
+                read_lane(pb, plane.page_offset, plane.width, lane, &mut record[at..at + n]);
+                at += n;
+            }
+        }
+        // Re-align: `read_fixed` aligns relative to the record start.
+        let pad = base % 8;
+        let mut aligned = vec![0u8; pad];
+        aligned.extend_from_slice(&record);
+        let mut off = pad;
+        Ok(value::read_fixed(&p.ty, &aligned, &mut off))
+    }
+
+    /// Writes parent `parent` of actor `id`. Does not mark it dirty (see [`Self::set_and_mark`]);
+    /// an array write is always recorded for compare.
+    pub fn set(&mut self, id: ActorId, parent: usize, v: &Value) -> Result<(), StoreError> {
+        self.check(id)?;
+        let layout = self.layout.clone();
+        let p = layout.parents.get(parent).ok_or(ValueError::NoSuchProperty(parent))?;
+        let (page, lane) = (id.page(), id.lane());
+        if let Some(ety) = value::element_type(&p.ty) {
+            let a = layout.leaves[p.leaves.start].array.unwrap_or(0);
+            let bytes = value::write_array(&layout.arrays[a], ety, v)?;
+            self.arrays[page][a * PAGE_LANES + lane] = bytes;
+            self.pending.mark(page, parent, 1 << lane);
+            return Ok(());
+        }
+        let record = value::encode_parent(&layout, parent, v)?;
+        let base = p.record_range.start;
+        let pb = self.live.page_mut(page);
+        for leaf in &layout.leaves[p.leaves.clone()] {
+            let mut at = leaf.record_offset - base;
+            for plane in &layout.planes[leaf.planes.clone()] {
+                let n = plane.width.lane_bytes();
+                write_lane(pb, plane.page_offset, plane.width, lane, &record[at..at + n]);
+                at += n;
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes a value and marks the property dirty only if the value really changed (UE's generated
+    /// `Set<Prop>AndMarkDirty`). Returns whether it changed.
+    pub fn set_and_mark(&mut self, id: ActorId, parent: usize, v: &Value) -> Result<bool, StoreError> {
+        let old = self.get(id, parent)?;
+        if value_bits_eq(&old, v) {
+            // Still validate the shape so a bad value is an error, not a silent no-op.
+            return Ok(false);
+        }
+        self.set(id, parent, v)?;
+        self.mark_dirty(id, parent)?;
+        Ok(true)
+    }
+
+    /// Marks a property dirty for every watching driver (UE's `MARK_PROPERTY_DIRTY`).
+    pub fn mark_dirty(&mut self, id: ActorId, parent: usize) -> Result<(), StoreError> {
+        self.check(id)?;
+        if parent >= self.layout.parents.len() {
+            return Err(ValueError::NoSuchProperty(parent).into());
+        }
+        self.pending.mark(id.page(), parent, 1 << id.lane());
+        Ok(())
+    }
+
+    /// Marks every property of an actor dirty.
+    pub fn mark_all_dirty(&mut self, id: ActorId) -> Result<(), StoreError> {
+        self.check(id)?;
+        for parent in 0..self.layout.parents.len() {
+            self.pending.mark(id.page(), parent, 1 << id.lane());
+        }
+        Ok(())
+    }
+
+    /// Marks `lanes` of `parent` on `page` dirty in bulk (for systems that wrote a column).
+    pub fn mark_lanes_dirty(&mut self, page: usize, parent: usize, lanes: u64) {
+        if page < self.page_count() && parent < self.layout.parents.len() {
+            self.pending.mark(page, parent, lanes & self.occupied[page]);
+        }
+    }
+
+    /// Registers a driver; it receives every mark made from the next [`Self::begin_tick`] on.
+    pub fn add_watcher(&mut self) -> WatcherId {
+        let mut d = DirtyState::new(self.layout.parents.len());
+        d.ensure_pages(self.page_count());
+        self.watchers.push(d);
+        WatcherId(self.watchers.len() - 1)
+    }
+
+    /// Start of a tick: hands the marks made since the last tick to every watching driver.
+    pub fn begin_tick(&mut self) {
+        let parents = self.layout.parents.len();
+        for (w, word) in self.pending.pages.iter_mut().enumerate() {
+            let mut bits = std::mem::take(word);
+            while bits != 0 {
+                let p = w * 64 + bits.trailing_zeros() as usize;
+                bits &= bits - 1;
+                let src = &mut self.pending.masks[p * parents..(p + 1) * parents];
+                for d in &mut self.watchers {
+                    for (dst, s) in d.masks[p * parents..(p + 1) * parents].iter_mut().zip(src.iter()) {
+                        *dst |= *s;
+                    }
+                    d.pages[p / 64] |= 1 << (p % 64);
+                }
+                src.fill(0);
+            }
+        }
+    }
+
+    /// A watcher's dirty state (what its next compare will consider).
+    pub fn dirty(&self, w: WatcherId) -> &DirtyState {
+        &self.watchers[w.0]
+    }
+
+    /// Splits the store for a compare: the live state, and the watcher's dirty state to consume.
+    pub(crate) fn split_for_compare(&mut self, w: WatcherId) -> (LiveView<'_>, &mut DirtyState) {
+        let view = LiveView {
+            live: &self.live,
+            arrays: &self.arrays,
+            occupied: &self.occupied,
+            epochs: &self.epochs,
+            generations: &self.generations,
+        };
+        (view, &mut self.watchers[w.0])
+    }
+
+    /// Lanes of plane `plane` on every page, as typed slices, for bulk systems (a movement system
+    /// writes every position). Lanes of free slots are included; `occupied()` tells which are live.
+    /// Writing through this does not mark anything dirty: polled properties need no marks, and
+    /// push-based ones must be marked with [`Self::mark_lanes_dirty`].
+    pub fn plane_mut<T: bytemuck::Pod>(&mut self, plane: usize) -> Result<PlanesMut<'_, T>, StoreError> {
+        let pl = *self.layout.planes.get(plane).ok_or(StoreError::PlaneType { plane })?;
+        if pl.width == PlaneWidth::Bit || std::mem::size_of::<T>() != pl.width.lane_bytes() {
+            return Err(StoreError::PlaneType { plane });
+        }
+        let stride = self.live.stride() * 64;
+        Ok(PlanesMut {
+            bytes: bytemuck::cast_slice_mut(self.live.blocks_mut()),
+            stride,
+            offset: pl.page_offset,
+            _t: std::marker::PhantomData,
+        })
+    }
+
+    /// Read-only counterpart of [`Self::plane_mut`].
+    pub fn plane<T: bytemuck::Pod>(&self, plane: usize, page: usize) -> Result<&[T], StoreError> {
+        let pl = *self.layout.planes.get(plane).ok_or(StoreError::PlaneType { plane })?;
+        if pl.width == PlaneWidth::Bit || std::mem::size_of::<T>() != pl.width.lane_bytes() || page >= self.page_count() {
+            return Err(StoreError::PlaneType { plane });
+        }
+        let bytes = &self.live.page(page)[pl.page_offset..pl.page_offset + pl.width.page_bytes()];
+        Ok(bytemuck::cast_slice(bytes))
+    }
+}
+
+/// Iterator-like access to one plane across all pages.
+pub struct PlanesMut<'a, T> {
+    bytes: &'a mut [u8],
+    stride: usize,
+    offset: usize,
+    _t: std::marker::PhantomData<T>,
+}
+
+impl<T: bytemuck::Pod> PlanesMut<'_, T> {
+    /// Page `p`'s 64 lanes.
+    pub fn page(&mut self, p: usize) -> &mut [T] {
+        let start = p * self.stride + self.offset;
+        bytemuck::cast_slice_mut(&mut self.bytes[start..start + 64 * std::mem::size_of::<T>()])
+    }
+
+    /// Number of pages.
+    pub fn pages(&self) -> usize {
+        self.bytes.len() / self.stride
+    }
+}
+
+/// Borrowed live state handed to the compare.
+pub(crate) struct LiveView<'a> {
+    pub live: &'a PageArray,
+    pub arrays: &'a [PageArrays],
+    pub occupied: &'a [u64],
+    /// Bumped on every spawn and despawn in a page.
+    pub epochs: &'a [u32],
+    pub generations: &'a [u32],
+}
+
+/// Bitwise equality of two values (floats by their bits, as the compare does).
+pub fn value_bits_eq(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::F32(x), Value::F32(y)) => x.to_bits() == y.to_bits(),
+        (Value::F64(x), Value::F64(y)) => x.to_bits() == y.to_bits(),
+        (Value::Vector(x), Value::Vector(y)) | (Value::Rotator(x), Value::Rotator(y)) => {
+            x.iter().zip(y).all(|(p, q)| p.to_bits() == q.to_bits())
+        }
+        (Value::Struct(x), Value::Struct(y)) | (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(p, q)| value_bits_eq(p, q))
+        }
+        _ => a == b,
+    }
+}
+
+/// Iterates the set bits of a `u64`, lowest first.
+#[derive(Clone, Copy, Debug)]
+pub struct BitIter(pub u64);
+
+impl Iterator for BitIter {
+    type Item = usize;
+    fn next(&mut self) -> Option<usize> {
+        if self.0 == 0 {
+            return None;
+        }
+        let i = self.0.trailing_zeros() as usize;
+        self.0 &= self.0 - 1;
+        Some(i)
+    }
+}
+
+/// Reads lane `lane` of a plane into `out` (`width.lane_bytes()` bytes).
+pub(crate) fn read_lane(page: &[u8], offset: usize, width: PlaneWidth, lane: usize, out: &mut [u8]) {
+    match width {
+        PlaneWidth::Bit => {
+            let word = u64::from_le_bytes(page[offset..offset + 8].try_into().unwrap_or_default());
+            out[0] = (word >> lane & 1) as u8;
+        }
+        w => {
+            let n = w.lane_bytes();
+            out[..n].copy_from_slice(&page[offset + lane * n..offset + (lane + 1) * n]);
+        }
+    }
+}
+
+/// Writes lane `lane` of a plane from `src` (`width.lane_bytes()` bytes).
+pub(crate) fn write_lane(page: &mut [u8], offset: usize, width: PlaneWidth, lane: usize, src: &[u8]) {
+    match width {
+        PlaneWidth::Bit => {
+            let mut word = u64::from_le_bytes(page[offset..offset + 8].try_into().unwrap_or_default());
+            word = (word & !(1 << lane)) | (((src[0] != 0) as u64) << lane);
+            page[offset..offset + 8].copy_from_slice(&word.to_le_bytes());
+        }
+        w => {
+            let n = w.lane_bytes();
+            page[offset + lane * n..offset + (lane + 1) * n].copy_from_slice(&src[..n]);
+        }
+    }
+}
+
+/// Zeroes lane `lane` of a plane.
+pub(crate) fn zero_lane(page: &mut [u8], offset: usize, width: PlaneWidth, lane: usize) {
+    write_lane(page, offset, width, lane, &[0u8; 8]);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::schema::{ClassBuilder, PropType, PropertyDecl, StructType};
+
+    fn layout() -> Arc<ClassLayout> {
+        Arc::new(
+            ClassBuilder::new("T")
+                .property(PropertyDecl::new("Flag", PropType::Bool))
+                .property(PropertyDecl::new("Hp", PropType::F32).push(true))
+                .property(PropertyDecl::new(
+                    "S",
+                    PropType::Struct(StructType::new("S").field("A", PropType::U8).field("B", PropType::Vector(Default::default()))),
+                ))
+                .property(PropertyDecl::new("Arr", PropType::array(PropType::U16)))
+                .build()
+                .unwrap(),
+        )
+    }
+
+    #[test]
+    fn values_round_trip_through_planes() {
+        let mut s = ClassStore::new(layout());
+        let ids: Vec<_> = (0..70).map(|_| s.spawn()).collect();
+        let id = ids[65];
+        s.set(id, 0, &Value::Bool(true)).unwrap();
+        s.set(id, 1, &Value::F32(-2.5)).unwrap();
+        let st = Value::Struct(vec![Value::U8(7), Value::Vector([1.0, 2.0, 3.0])]);
+        s.set(id, 2, &st).unwrap();
+        let arr = Value::Array(vec![Value::U16(3), Value::U16(9)]);
+        s.set(id, 3, &arr).unwrap();
+        assert_eq!(s.get(id, 0).unwrap(), Value::Bool(true));
+        assert_eq!(s.get(id, 1).unwrap(), Value::F32(-2.5));
+        assert_eq!(s.get(id, 2).unwrap(), st);
+        assert_eq!(s.get(id, 3).unwrap(), arr);
+        assert_eq!(s.get(ids[64], 2).unwrap(), Value::default_for(&s.layout().parents[2].ty));
+        assert!(matches!(s.set(id, 1, &Value::U8(1)), Err(StoreError::Value(ValueError::TypeMismatch { .. }))));
+    }
+
+    #[test]
+    fn stale_ids_never_touch_the_new_actor() {
+        let mut s = ClassStore::new(layout());
+        let a = s.spawn();
+        s.set(a, 1, &Value::F32(5.0)).unwrap();
+        s.despawn(a).unwrap();
+        let b = s.spawn();
+        assert_eq!(a.index, b.index);
+        assert_ne!(a.generation, b.generation);
+        assert_eq!(s.set(a, 1, &Value::F32(1.0)), Err(StoreError::StaleId(a)));
+        assert_eq!(s.despawn(a), Err(StoreError::StaleId(a)));
+        assert_eq!(s.get(b, 1).unwrap(), Value::F32(0.0));
+        assert_eq!(s.len(), 1);
+    }
+
+    #[test]
+    fn marks_reach_every_watcher_at_tick_start() {
+        let mut s = ClassStore::new(layout());
+        let w1 = s.add_watcher();
+        let a = s.spawn();
+        let w2 = s.add_watcher();
+        assert!(s.set_and_mark(a, 1, &Value::F32(1.0)).unwrap());
+        assert!(!s.set_and_mark(a, 1, &Value::F32(1.0)).unwrap());
+        assert!(!s.dirty(w1).page_dirty(0));
+        s.begin_tick();
+        for w in [w1, w2] {
+            assert!(s.dirty(w).page_dirty(0));
+            assert_eq!(s.dirty(w).masks[1], 1);
+        }
+    }
+}
