@@ -1,1 +1,284 @@
-//! placeholder
+//! The straightforward UE algorithm, kept as the oracle and the baseline.
+//!
+//! Every object is its own heap allocation, shaped like a UObject: a header, then the class's
+//! properties at their offsets with non-replicated fields between them ([`ObjectShape`]). Each
+//! object has its own shadow buffer holding only the replicated properties, packed in handle
+//! order (UE's `FRepStateStaticBuffer`). The compare walks parents, then leaf commands, reading each
+//! property by its type and comparing it with the shadow (UE's `CompareProperties_r`), and emits a
+//! sorted `u16` changelist per object:
+//!
+//! ```text
+//! handle, handle, …, array_handle, count, nested handles…, 0, …, 0
+//! ```
+//!
+//! Semantics shared with the kernel on purpose: floats compare by bits (see [`crate::compare`]);
+//! push-based parents are compared only when marked; a dynamic-array write marks its parent (as the
+//! store does); a new object starts with a zeroed shadow and every parent considered.
+
+use crate::compare::PushMode;
+use crate::schema::{ArrayLayout, ClassLayout, LeafKind};
+use crate::store::StoreError;
+use crate::value::{self, Value, ValueError};
+use std::sync::Arc;
+
+/// Where the replicated properties sit inside a reference object.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ObjectShape {
+    /// Bytes before the first property (vtable, flags, name, outer, …).
+    pub header: usize,
+    /// Non-replicated bytes before each parent property.
+    pub gap: usize,
+    /// Smallest object size; real actors are hundreds of bytes.
+    pub min_size: usize,
+}
+
+impl Default for ObjectShape {
+    /// 128-byte header, 16 bytes of other state before each property, at least 512 bytes.
+    fn default() -> Self {
+        Self { header: 128, gap: 16, min_size: 512 }
+    }
+}
+
+/// One object: its memory, its dynamic arrays, its shadow and its push-model dirty bits.
+#[derive(Debug)]
+struct RefObject {
+    data: Box<[u8]>,
+    arrays: Vec<Vec<u8>>,
+    shadow: Box<[u8]>,
+    shadow_arrays: Vec<Vec<u8>>,
+    dirty: Vec<u64>,
+    alive: bool,
+}
+
+/// Changelists of one compare: a flat buffer and one range per object.
+#[derive(Clone, Debug, Default)]
+pub struct RefChanges {
+    buf: Vec<u16>,
+    ranges: Vec<(u32, u32)>,
+}
+
+impl RefChanges {
+    /// Object `obj`'s changelist (empty when nothing changed).
+    pub fn changelist(&self, obj: usize) -> &[u16] {
+        self.ranges.get(obj).map_or(&[], |&(a, b)| &self.buf[a as usize..b as usize])
+    }
+
+    /// Objects with a non-empty changelist.
+    pub fn changed_objects(&self) -> usize {
+        self.ranges.iter().filter(|(a, b)| a != b).count()
+    }
+}
+
+/// A world of reference objects of one class.
+#[derive(Debug)]
+pub struct RefWorld {
+    layout: Arc<ClassLayout>,
+    /// Offset of each parent's record start inside an object.
+    parent_offsets: Vec<usize>,
+    object_size: usize,
+    objects: Vec<RefObject>,
+}
+
+impl RefWorld {
+    /// An empty world with the default object shape.
+    pub fn new(layout: Arc<ClassLayout>) -> Self {
+        Self::with_shape(layout, ObjectShape::default())
+    }
+
+    /// An empty world whose objects have `shape`.
+    pub fn with_shape(layout: Arc<ClassLayout>, shape: ObjectShape) -> Self {
+        let header = shape.header.next_multiple_of(8);
+        let gap = shape.gap.next_multiple_of(8);
+        // Adding a multiple of 8 to each record offset keeps every leaf at its natural alignment.
+        let parent_offsets: Vec<usize> =
+            layout.parents.iter().enumerate().map(|(i, p)| header + (i + 1) * gap + p.record_range.start).collect();
+        let end = header + (layout.parents.len() + 1) * gap + layout.record_bytes;
+        Self { parent_offsets, object_size: end.max(shape.min_size).next_multiple_of(8), layout, objects: Vec::new() }
+    }
+
+    /// The class layout.
+    pub fn layout(&self) -> &Arc<ClassLayout> {
+        &self.layout
+    }
+
+    /// Bytes of one object.
+    pub fn object_size(&self) -> usize {
+        self.object_size
+    }
+
+    /// Objects spawned (including destroyed ones, whose indices are not reused).
+    pub fn len(&self) -> usize {
+        self.objects.len()
+    }
+
+    /// Whether no object was spawned.
+    pub fn is_empty(&self) -> bool {
+        self.objects.is_empty()
+    }
+
+    /// Spawns an object with default state; returns its index.
+    pub fn spawn(&mut self) -> usize {
+        let arrays = self.layout.arrays.len();
+        self.objects.push(RefObject {
+            data: vec![0u8; self.object_size].into_boxed_slice(),
+            arrays: vec![Vec::new(); arrays],
+            shadow: vec![0u8; self.layout.record_bytes].into_boxed_slice(),
+            shadow_arrays: vec![Vec::new(); arrays],
+            dirty: vec![!0u64; self.layout.parents.len().div_ceil(64)],
+            alive: true,
+        });
+        self.objects.len() - 1
+    }
+
+    /// Destroys an object: it is never compared again.
+    pub fn destroy(&mut self, obj: usize) {
+        if let Some(o) = self.objects.get_mut(obj) {
+            o.alive = false;
+        }
+    }
+
+    fn object(&self, obj: usize) -> Result<&RefObject, StoreError> {
+        self.objects.get(obj).filter(|o| o.alive).ok_or(StoreError::Value(ValueError::NoSuchProperty(obj)))
+    }
+
+    /// Writes a parent's value (a write reaching a dynamic array also marks the parent dirty, as
+    /// the store does).
+    pub fn set(&mut self, obj: usize, parent: usize, v: &Value) -> Result<(), StoreError> {
+        self.object(obj)?;
+        let encoded = value::encode_parent(&self.layout, parent, v)?;
+        let at = self.parent_offsets[parent];
+        let o = &mut self.objects[obj];
+        o.data[at..at + encoded.record.len()].copy_from_slice(&encoded.record);
+        if !encoded.arrays.is_empty() {
+            for (a, data) in encoded.arrays {
+                o.arrays[a] = data;
+            }
+            o.dirty[parent / 64] |= 1 << (parent % 64);
+        }
+        Ok(())
+    }
+
+    /// Reads a parent's value.
+    pub fn get(&self, obj: usize, parent: usize) -> Result<Value, StoreError> {
+        let o = self.object(obj)?;
+        let p = self.layout.parents.get(parent).ok_or(ValueError::NoSuchProperty(parent))?;
+        let at = self.parent_offsets[parent];
+        let record = &o.data[at..at + p.record_range.len()];
+        Ok(value::decode_parent(&self.layout, parent, record, |a| o.arrays[a].as_slice()))
+    }
+
+    /// Reads a parent's value from the object's shadow buffer.
+    pub fn shadow_value(&self, obj: usize, parent: usize) -> Result<Value, StoreError> {
+        let o = self.object(obj)?;
+        let p = self.layout.parents.get(parent).ok_or(ValueError::NoSuchProperty(parent))?;
+        let record = &o.shadow[p.record_range.clone()];
+        Ok(value::decode_parent(&self.layout, parent, record, |a| o.shadow_arrays[a].as_slice()))
+    }
+
+    /// Marks a push-based parent dirty.
+    pub fn mark_dirty(&mut self, obj: usize, parent: usize) {
+        if let Some(o) = self.objects.get_mut(obj) {
+            if parent < self.layout.parents.len() {
+                o.dirty[parent / 64] |= 1 << (parent % 64);
+            }
+        }
+    }
+
+    /// Compares every live object with its shadow, filling `out` with one changelist per object.
+    pub fn compare(&mut self, push: PushMode, out: &mut RefChanges) {
+        out.buf.clear();
+        out.ranges.clear();
+        let layout = &*self.layout;
+        for o in &mut self.objects {
+            let start = out.buf.len() as u32;
+            if o.alive {
+                compare_object(layout, &self.parent_offsets, push, o, &mut out.buf);
+            }
+            out.ranges.push((start, out.buf.len() as u32));
+        }
+    }
+}
+
+/// UE's per-object compare: parents, then leaf commands by type.
+fn compare_object(layout: &ClassLayout, parent_offsets: &[usize], push: PushMode, o: &mut RefObject, out: &mut Vec<u16>) {
+    let start = out.len();
+    for (pi, parent) in layout.parents.iter().enumerate() {
+        let dirty = o.dirty[pi / 64] >> (pi % 64) & 1 != 0;
+        // A parent holding a dynamic array is compared only when written, like every push-based
+        // parent: the kernel's store sees every array write, so this is exact, not an assumption.
+        let has_array = layout.leaves[parent.leaves.clone()].iter().any(|l| l.array.is_some());
+        let skip = match push {
+            PushMode::Off => false,
+            PushMode::Declared => parent.push,
+            PushMode::All => true,
+        } || has_array;
+        if skip && !dirty {
+            continue;
+        }
+        let base = parent_offsets[pi] - parent.record_range.start;
+        for leaf in &layout.leaves[parent.leaves.clone()] {
+            if let Some(a) = leaf.array {
+                compare_array(&layout.arrays[a], leaf.handle, &o.arrays[a], &mut o.shadow_arrays[a], out);
+                continue;
+            }
+            let (at, so, n) = (base + leaf.record_offset, leaf.record_offset, leaf.kind.byte_size());
+            if !identical(leaf.kind, &o.data[at..at + n], &o.shadow[so..so + n]) {
+                out.push(leaf.handle);
+                o.shadow[so..so + n].copy_from_slice(&o.data[at..at + n]);
+            }
+        }
+    }
+    for w in &mut o.dirty {
+        *w = 0;
+    }
+    if out.len() > start {
+        out.push(0);
+    }
+}
+
+fn compare_array(array: &ArrayLayout, handle: u16, live: &[u8], shadow: &mut Vec<u8>, out: &mut Vec<u16>) {
+    let (nl, ns) = (live.len() / array.stride, shadow.len() / array.stride);
+    let header = out.len();
+    out.extend_from_slice(&[handle, 0]);
+    let n = array.elements.len();
+    for e in 0..nl {
+        for (i, el) in array.elements.iter().enumerate() {
+            let r = e * array.stride + el.offset..e * array.stride + el.offset + el.kind.byte_size();
+            if e >= ns || !identical(el.kind, &live[r.clone()], &shadow[r]) {
+                out.push((e * n + i + 1) as u16);
+            }
+        }
+    }
+    let count = out.len() - header - 2;
+    if count == 0 && nl == ns {
+        out.truncate(header);
+        return;
+    }
+    out[header + 1] = count as u16;
+    out.push(0);
+    shadow.clear();
+    shadow.extend_from_slice(live);
+}
+
+/// Compares one property of `kind` by reading it as its type (floats by their bits).
+fn identical(kind: LeafKind, a: &[u8], b: &[u8]) -> bool {
+    fn rd<const N: usize>(s: &[u8], at: usize) -> [u8; N] {
+        let mut x = [0u8; N];
+        x.copy_from_slice(&s[at..at + N]);
+        x
+    }
+    match kind {
+        LeafKind::Bool => (a[0] != 0) == (b[0] != 0),
+        LeafKind::U8 | LeafKind::I8 | LeafKind::Enum(_) => a[0] == b[0],
+        LeafKind::U16 | LeafKind::I16 => u16::from_le_bytes(rd(a, 0)) == u16::from_le_bytes(rd(b, 0)),
+        LeafKind::U32 | LeafKind::I32 | LeafKind::Name => u32::from_le_bytes(rd(a, 0)) == u32::from_le_bytes(rd(b, 0)),
+        LeafKind::F32 => f32::from_le_bytes(rd(a, 0)).to_bits() == f32::from_le_bytes(rd(b, 0)).to_bits(),
+        LeafKind::U64 | LeafKind::I64 | LeafKind::Object => u64::from_le_bytes(rd(a, 0)) == u64::from_le_bytes(rd(b, 0)),
+        LeafKind::F64 => f64::from_le_bytes(rd(a, 0)).to_bits() == f64::from_le_bytes(rd(b, 0)).to_bits(),
+        LeafKind::Vector(_) | LeafKind::Rotator => (0..3).all(|i| {
+            f32::from_le_bytes(rd(a, i * 4)).to_bits() == f32::from_le_bytes(rd(b, i * 4)).to_bits()
+        }),
+        LeafKind::Opaque(n) => a[..n as usize] == b[..n as usize],
+        LeafKind::Array => true,
+    }
+}

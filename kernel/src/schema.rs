@@ -701,7 +701,8 @@ fn validate_type(name: &str, ty: &PropType, in_array: bool) -> Result<(), Layout
     }
 }
 
-fn leaf_kind(ty: &PropType) -> Option<LeafKind> {
+/// The leaf kind of a scalar type; `None` for structs and arrays.
+pub(crate) fn leaf_kind(ty: &PropType) -> Option<LeafKind> {
     Some(match ty {
         PropType::Bool => LeafKind::Bool,
         PropType::U8 => LeafKind::U8,

@@ -353,57 +353,35 @@ impl ClassStore {
     /// Reads parent `parent` of actor `id`.
     pub fn get(&self, id: ActorId, parent: usize) -> Result<Value, StoreError> {
         self.check(id)?;
-        let p = self.layout.parents.get(parent).ok_or(ValueError::NoSuchProperty(parent))?;
-        let (page, lane) = (id.page(), id.lane());
-        if let Some(ety) = value::element_type(&p.ty) {
-            let leaf = &self.layout.leaves[p.leaves.start];
-            let a = leaf.array.unwrap_or(0);
-            let bytes = &self.arrays[page][a * PAGE_LANES + lane];
-            return Ok(value::read_array(&self.layout.arrays[a], ety, bytes));
+        if parent >= self.layout.parents.len() {
+            return Err(ValueError::NoSuchProperty(parent).into());
         }
-        let mut record = vec![0u8; p.record_range.len() + 8];
-        let base = p.record_range.start;
-        let pb = self.live.page(page);
-        for leaf in &self.layout.leaves[p.leaves.clone()] {
-            let mut at = leaf.record_offset - base;
-            for plane in &self.layout.planes[leaf.planes.clone()] {
-                let n = plane.width.lane_bytes();
-                read_lane(pb, plane.page_offset, plane.width, lane, &mut record[at..at + n]);
-                at += n;
-            }
-        }
-        // Re-align: `read_fixed` aligns relative to the record start.
-        let pad = base % 8;
-        let mut aligned = vec![0u8; pad];
-        aligned.extend_from_slice(&record);
-        let mut off = pad;
-        Ok(value::read_fixed(&p.ty, &aligned, &mut off))
+        Ok(read_parent(&self.layout, self.live.page(id.page()), &self.arrays[id.page()], id.lane(), parent))
     }
 
-    /// Writes parent `parent` of actor `id`. Does not mark it dirty (see [`Self::set_and_mark`]);
-    /// an array write is always recorded for compare.
+    /// Writes parent `parent` of actor `id`. Does not mark it dirty (see [`Self::set_and_mark`]),
+    /// except that a write reaching a dynamic array is always recorded for the compare.
     pub fn set(&mut self, id: ActorId, parent: usize, v: &Value) -> Result<(), StoreError> {
         self.check(id)?;
         let layout = self.layout.clone();
-        let p = layout.parents.get(parent).ok_or(ValueError::NoSuchProperty(parent))?;
+        let encoded = value::encode_parent(&layout, parent, v)?;
+        let p = &layout.parents[parent];
         let (page, lane) = (id.page(), id.lane());
-        if let Some(ety) = value::element_type(&p.ty) {
-            let a = layout.leaves[p.leaves.start].array.unwrap_or(0);
-            let bytes = value::write_array(&layout.arrays[a], ety, v)?;
-            self.arrays[page][a * PAGE_LANES + lane] = bytes;
-            self.pending.mark(page, parent, 1 << lane);
-            return Ok(());
-        }
-        let record = value::encode_parent(&layout, parent, v)?;
         let base = p.record_range.start;
-        let pb = self.live.page_mut(page);
+        let bytes = self.live.page_mut(page);
         for leaf in &layout.leaves[p.leaves.clone()] {
             let mut at = leaf.record_offset - base;
             for plane in &layout.planes[leaf.planes.clone()] {
                 let n = plane.width.lane_bytes();
-                write_lane(pb, plane.page_offset, plane.width, lane, &record[at..at + n]);
+                write_lane(bytes, plane.page_offset, plane.width, lane, &encoded.record[at..at + n]);
                 at += n;
             }
+        }
+        if !encoded.arrays.is_empty() {
+            for (a, data) in encoded.arrays {
+                self.arrays[page][a * PAGE_LANES + lane] = data;
+            }
+            self.pending.mark(page, parent, 1 << lane);
         }
         Ok(())
     }
@@ -581,6 +559,22 @@ impl Iterator for BitIter {
         self.0 &= self.0 - 1;
         Some(i)
     }
+}
+
+/// Gathers one lane's value of `parent` from a page (live or shadow) and its arrays.
+pub(crate) fn read_parent(layout: &ClassLayout, page: &[u8], arrays: &PageArrays, lane: usize, parent: usize) -> Value {
+    let p = &layout.parents[parent];
+    let base = p.record_range.start;
+    let mut record = vec![0u8; p.record_range.len() + 8];
+    for leaf in &layout.leaves[p.leaves.clone()] {
+        let mut at = leaf.record_offset - base;
+        for plane in &layout.planes[leaf.planes.clone()] {
+            let n = plane.width.lane_bytes();
+            read_lane(page, plane.page_offset, plane.width, lane, &mut record[at..at + n]);
+            at += n;
+        }
+    }
+    value::decode_parent(layout, parent, &record, |a| arrays[a * PAGE_LANES + lane].as_slice())
 }
 
 /// Reads lane `lane` of a plane into `out` (`width.lane_bytes()` bytes).

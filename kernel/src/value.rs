@@ -100,17 +100,24 @@ fn mismatch(ty: &PropType) -> ValueError {
     ValueError::TypeMismatch { expected: format!("{ty:?}") }
 }
 
-/// Writes a fixed (non-array) value of type `ty` into `out` as consecutive leaves laid out like a
-/// record: each leaf at its natural alignment relative to `*offset`.
-///
-/// The layout of leaves produced here matches [`crate::schema`]'s record offsets because both align
-/// each leaf the same way starting from the same place.
-pub(crate) fn write_fixed(ty: &PropType, v: &Value, out: &mut Vec<u8>) -> Result<(), ValueError> {
+/// Writes a value of type `ty` as consecutive leaves laid out like a record: each leaf at its
+/// natural alignment relative to the buffer start. Dynamic arrays take no record bytes; their
+/// values are collected, in leaf order, into `arrays` with their element type.
+fn write_fixed<'v>(
+    ty: &'v PropType,
+    v: &'v Value,
+    out: &mut Vec<u8>,
+    arrays: &mut Vec<(&'v PropType, &'v Value)>,
+) -> Result<(), ValueError> {
     match (ty, v) {
         (PropType::Struct(s), Value::Struct(fields)) if fields.len() == s.fields.len() => {
             for ((_, t), f) in s.fields.iter().zip(fields) {
-                write_fixed(t, f, out)?;
+                write_fixed(t, f, out, arrays)?;
             }
+            Ok(())
+        }
+        (PropType::Array { element, .. }, Value::Array(_)) => {
+            arrays.push((element, v));
             Ok(())
         }
         (PropType::Array { .. }, _) | (PropType::Struct(_), _) => Err(mismatch(ty)),
@@ -193,10 +200,20 @@ pub(crate) fn read_leaf(kind: LeafKind, bytes: &[u8]) -> Value {
     }
 }
 
-/// Reads a fixed value of type `ty` from a packed record starting at `*offset`.
-pub(crate) fn read_fixed(ty: &PropType, bytes: &[u8], offset: &mut usize) -> Value {
+/// Reads a value of type `ty` from a record starting at `*offset`; dynamic arrays take their
+/// element bytes, in leaf order, from `arrays`.
+fn read_fixed<'a>(
+    ty: &PropType,
+    bytes: &[u8],
+    offset: &mut usize,
+    arrays: &mut dyn Iterator<Item = (&'a ArrayLayout, &'a [u8])>,
+) -> Value {
     match ty {
-        PropType::Struct(s) => Value::Struct(s.fields.iter().map(|(_, t)| read_fixed(t, bytes, offset)).collect()),
+        PropType::Struct(s) => Value::Struct(s.fields.iter().map(|(_, t)| read_fixed(t, bytes, offset, arrays)).collect()),
+        PropType::Array { element, .. } => match arrays.next() {
+            Some((layout, data)) => read_array(layout, element, data),
+            None => Value::Array(Vec::new()),
+        },
         t => {
             let kind = leaf_kind_of(t);
             *offset = offset.next_multiple_of(kind.align());
@@ -207,33 +224,13 @@ pub(crate) fn read_fixed(ty: &PropType, bytes: &[u8], offset: &mut usize) -> Val
     }
 }
 
-/// The leaf kind of a scalar property type (structs and arrays have none; they map to `Array` here
-/// only as a placeholder that callers never reach after type checks).
-pub(crate) fn leaf_kind_of(ty: &PropType) -> LeafKind {
-    match ty {
-        PropType::Bool => LeafKind::Bool,
-        PropType::U8 => LeafKind::U8,
-        PropType::I8 => LeafKind::I8,
-        PropType::U16 => LeafKind::U16,
-        PropType::I16 => LeafKind::I16,
-        PropType::U32 => LeafKind::U32,
-        PropType::I32 => LeafKind::I32,
-        PropType::U64 => LeafKind::U64,
-        PropType::I64 => LeafKind::I64,
-        PropType::F32 => LeafKind::F32,
-        PropType::F64 => LeafKind::F64,
-        PropType::Enum { bits } => LeafKind::Enum(*bits),
-        PropType::Vector(q) => LeafKind::Vector(*q),
-        PropType::Rotator => LeafKind::Rotator,
-        PropType::Name => LeafKind::Name,
-        PropType::Object => LeafKind::Object,
-        PropType::Opaque { size, .. } => LeafKind::Opaque(*size),
-        PropType::Struct(_) | PropType::Array { .. } => LeafKind::Array,
-    }
+/// The leaf kind of a scalar type (`Array` stands in for composites, which callers match first).
+fn leaf_kind_of(ty: &PropType) -> LeafKind {
+    crate::schema::leaf_kind(ty).unwrap_or(LeafKind::Array)
 }
 
 /// Encodes an array value into element bytes (`len × stride`).
-pub(crate) fn write_array(array: &ArrayLayout, element: &PropType, v: &Value) -> Result<Vec<u8>, ValueError> {
+fn write_array(array: &ArrayLayout, element: &PropType, v: &Value) -> Result<Vec<u8>, ValueError> {
     let Value::Array(items) = v else {
         return Err(ValueError::TypeMismatch { expected: format!("array of {element:?}") });
     };
@@ -242,9 +239,10 @@ pub(crate) fn write_array(array: &ArrayLayout, element: &PropType, v: &Value) ->
     }
     let mut out = Vec::with_capacity(items.len() * array.stride);
     let mut tmp = Vec::with_capacity(array.stride);
+    let mut nested = Vec::new();
     for item in items {
         tmp.clear();
-        write_fixed(element, item, &mut tmp)?;
+        write_fixed(element, item, &mut tmp, &mut nested)?;
         tmp.resize(array.stride, 0);
         out.extend_from_slice(&tmp);
     }
@@ -252,39 +250,66 @@ pub(crate) fn write_array(array: &ArrayLayout, element: &PropType, v: &Value) ->
 }
 
 /// Decodes element bytes into an array value.
-pub(crate) fn read_array(array: &ArrayLayout, element: &PropType, bytes: &[u8]) -> Value {
+fn read_array(array: &ArrayLayout, element: &PropType, bytes: &[u8]) -> Value {
     Value::Array(
         bytes
             .chunks_exact(array.stride)
             .map(|e| {
                 let mut off = 0;
-                read_fixed(element, e, &mut off)
+                read_fixed(element, e, &mut off, &mut std::iter::empty())
             })
             .collect(),
     )
 }
 
-/// The element type of an array parent.
-pub(crate) fn element_type(ty: &PropType) -> Option<&PropType> {
-    match ty {
-        PropType::Array { element, .. } => Some(element),
-        _ => None,
-    }
+/// One parent's value in byte form.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub(crate) struct ParentBytes {
+    /// The fixed leaves, relative to the parent's record start (`record_range.len()` bytes).
+    pub record: Vec<u8>,
+    /// Element bytes of each dynamic array of the parent, in leaf order, with its array index.
+    pub arrays: Vec<(usize, Vec<u8>)>,
 }
 
-/// Encodes parent `parent`'s fixed value into the byte form of its leaves: one `Vec<u8>` holding
-/// each leaf's bytes back to back at natural alignment, relative to the parent's record start.
-pub(crate) fn encode_parent(layout: &ClassLayout, parent: usize, v: &Value) -> Result<Vec<u8>, ValueError> {
+/// The array indices of parent `parent`'s dynamic-array leaves, in leaf order.
+pub(crate) fn parent_arrays(layout: &ClassLayout, parent: usize) -> impl Iterator<Item = usize> + '_ {
+    layout.parents[parent].leaves.clone().filter_map(|l| layout.leaves[l].array)
+}
+
+/// Encodes parent `parent`'s value, type-checked against the layout.
+pub(crate) fn encode_parent(layout: &ClassLayout, parent: usize, v: &Value) -> Result<ParentBytes, ValueError> {
     let p = layout.parents.get(parent).ok_or(ValueError::NoSuchProperty(parent))?;
-    let mut out = Vec::with_capacity(p.record_range.len());
-    // Records align relative to offset 0; a parent's first leaf is aligned to its own alignment, so
-    // encoding from the parent start with an aligned base reproduces the record's relative offsets
-    // provided the base is aligned to 8. Pad the buffer to the record start's residue mod 8.
+    // Leaves align relative to offset 0 of the whole record; a buffer that starts with the record
+    // start's residue mod 8 reproduces the same alignment, since no leaf aligns beyond 8.
     let pad = p.record_range.start % 8;
-    out.resize(pad, 0);
-    write_fixed(&p.ty, v, &mut out)?;
-    out.drain(..pad);
-    Ok(out)
+    let mut record = vec![0u8; pad];
+    let mut found = Vec::new();
+    write_fixed(&p.ty, v, &mut record, &mut found)?;
+    record.drain(..pad);
+    record.resize(p.record_range.len(), 0);
+    let mut arrays = Vec::with_capacity(found.len());
+    for (a, (element, value)) in parent_arrays(layout, parent).zip(found) {
+        arrays.push((a, write_array(&layout.arrays[a], element, value)?));
+    }
+    Ok(ParentBytes { record, arrays })
+}
+
+/// Decodes parent `parent`'s value from its record bytes (relative to its record start) and the
+/// element bytes of its arrays (by array index, through `array_bytes`).
+pub(crate) fn decode_parent<'a>(
+    layout: &'a ClassLayout,
+    parent: usize,
+    record: &[u8],
+    array_bytes: impl Fn(usize) -> &'a [u8],
+) -> Value {
+    let p = &layout.parents[parent];
+    let pad = p.record_range.start % 8;
+    let mut aligned = vec![0u8; pad];
+    aligned.extend_from_slice(record);
+    aligned.resize(pad + p.record_range.len() + 8, 0);
+    let mut off = pad;
+    let mut arrays = parent_arrays(layout, parent).map(|a| (&layout.arrays[a], array_bytes(a)));
+    read_fixed(&p.ty, &aligned, &mut off, &mut arrays)
 }
 
 impl Value {
@@ -293,10 +318,7 @@ impl Value {
         match ty {
             PropType::Struct(s) => Value::Struct(s.fields.iter().map(|(_, t)| Value::default_for(t)).collect()),
             PropType::Array { .. } => Value::Array(Vec::new()),
-            t => {
-                let kind = leaf_kind_of(t);
-                read_leaf(kind, &[0u8; 256])
-            }
+            t => read_leaf(leaf_kind_of(t), &[0u8; 256]),
         }
     }
 }

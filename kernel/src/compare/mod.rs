@@ -33,7 +33,8 @@ mod x86;
 pub use lanes::{scalar, Isa, Kernels};
 
 use crate::schema::{ClassLayout, LeafKind, PlaneWidth, PAGE_LANES};
-use crate::store::{BitIter, Block, ClassStore, DirtyState, LiveView, PageArray, PageArrays, WatcherId};
+use crate::store::{read_parent, BitIter, Block, ClassStore, DirtyState, LiveView, PageArray, PageArrays, WatcherId};
+use crate::value::Value;
 use rayon::prelude::*;
 use std::sync::Arc;
 
@@ -220,6 +221,16 @@ impl ShadowState {
     /// The shadow pages (same layout as the store's live pages).
     pub fn pages(&self) -> &PageArray {
         &self.shadow
+    }
+
+    /// The shadow's value of `parent` for slot `slot` (what the last compare saw), or `None` for a
+    /// slot or parent this shadow does not hold.
+    pub fn value(&self, slot: u32, parent: usize) -> Option<Value> {
+        let (p, lane) = (slot as usize / PAGE_LANES, slot as usize % PAGE_LANES);
+        if p >= self.seen_epochs.len() || parent >= self.layout.parents.len() {
+            return None;
+        }
+        Some(read_parent(&self.layout, self.shadow.page(p), &self.arrays[p], lane, parent))
     }
 
     /// Compares `store` against this shadow, consuming this driver's dirty marks (call
