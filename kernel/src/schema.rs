@@ -21,6 +21,8 @@
 //! planes, a bool is a bit plane. A page of 64 actors holds each plane contiguous and 64-byte
 //! aligned (see [`crate::store`]); the compare kernel diffs planes lane-wise.
 //!
+//! Byte planes start on 64-byte boundaries; bit planes are packed 8 bytes apart after them.
+//!
 //! Invariants a built [`ClassLayout`] guarantees (checked in [`ClassBuilder::build`], never by a
 //! panic): unique parent names, at most [`MAX_HANDLES`] top-level handles, every dynamic array's
 //! worst-case nested handle count fits in a `u16`, no array directly inside an array element, enum
@@ -534,7 +536,7 @@ pub struct ClassLayout {
     pub planes: Vec<Plane>,
     /// Dynamic arrays.
     pub arrays: Vec<ArrayLayout>,
-    /// Bytes of one page (all planes, each 64-byte aligned).
+    /// Bytes of one page (byte planes 64-byte aligned, bit planes packed after them).
     pub page_bytes: usize,
     /// Bytes of the array-of-structs replicated record.
     pub record_bytes: usize,
@@ -646,6 +648,7 @@ impl ClassBuilder {
         if b.leaves.len() > MAX_HANDLES {
             return Err(LayoutError::TooManyHandles { class: self.name, needed: b.leaves.len() });
         }
+        b.place_planes();
         let page_bytes = b.page_bytes;
         let record_bytes = b.record_bytes.next_multiple_of(8);
         let mut layout = ClassLayout {
@@ -797,12 +800,28 @@ impl Flattener {
         }
     }
 
+    /// Lays the planes out in a page: byte planes first, each starting on a 64-byte boundary (a
+    /// cache line, and one AVX-512 vector), then every bit plane packed 8 bytes apart — a page's
+    /// bool column is one `u64`, so eight bools share one cache line instead of taking one each.
+    fn place_planes(&mut self) {
+        let mut at = 0;
+        for p in self.planes.iter_mut().filter(|p| p.width != PlaneWidth::Bit) {
+            p.page_offset = at;
+            at += p.width.page_bytes().next_multiple_of(64);
+        }
+        for p in self.planes.iter_mut().filter(|p| p.width == PlaneWidth::Bit) {
+            p.page_offset = at;
+            at += 8;
+        }
+        self.page_bytes = at.next_multiple_of(64);
+    }
+
     fn push_leaf(&mut self, path: &str, kind: LeafKind, parent: usize, array: Option<usize>) {
         let (width, count) = kind.planes();
         let first_plane = self.planes.len();
         for _ in 0..count {
-            self.planes.push(Plane { width, page_offset: self.page_bytes });
-            self.page_bytes += width.page_bytes().next_multiple_of(64);
+            // Offsets are assigned in `place_planes` once every plane is known.
+            self.planes.push(Plane { width, page_offset: 0 });
         }
         self.record_bytes = self.record_bytes.next_multiple_of(kind.align());
         let record_offset = self.record_bytes;
@@ -884,7 +903,7 @@ mod tests {
         assert_eq!(l.parent_index("Ammo[2]"), Some(5));
         assert_eq!(l.leaf_by_handle(3).unwrap().path, "Hit.DamageTypeClass");
         assert!(l.leaf_by_handle(0).is_none() && l.leaf_by_handle(8).is_none());
-        assert!(l.planes.iter().all(|p| p.page_offset % 64 == 0));
+        assert!(l.planes.iter().all(|p| p.page_offset % if p.width == PlaneWidth::Bit { 8 } else { 64 } == 0));
     }
 
     #[test]

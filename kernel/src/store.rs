@@ -3,7 +3,7 @@
 //! ```text
 //! ClassStore
 //!   slots      index = page * 64 + lane, a generation per slot; ActorId = (index, generation)
-//!   live       PageArray: page p = blocks [p*stride, (p+1)*stride), every plane 64-byte aligned
+//!   live       PageArray: page p = blocks [p*stride, (p+1)*stride), byte planes 64-byte aligned, bit planes packed
 //!   arrays     per page: one element buffer per (array, lane) — the side arena of dynamic arrays
 //!   pending    per (page, parent) u64: push marks from the generated setters, and array writes
 //!   watchers   each driver's DirtyState; `begin_tick` ORs `pending` into every one, then clears it

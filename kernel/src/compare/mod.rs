@@ -524,3 +524,132 @@ fn copy_lanes(w: PlaneWidth, live: &[u8], shadow: &mut [u8], o: usize, lanes: u6
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::schema::{ClassBuilder, PropType, PropertyDecl};
+
+    fn store(push: bool) -> ClassStore {
+        let layout = ClassBuilder::new("T")
+            .property(PropertyDecl::new("Hp", PropType::F32).push(push))
+            .property(PropertyDecl::new("Inv", PropType::array(PropType::U32)).push(push))
+            .build()
+            .unwrap();
+        ClassStore::new(Arc::new(layout))
+    }
+
+    fn frame(store: &mut ClassStore, shadow: &mut ShadowState, push: PushMode) -> ChangeSet {
+        let mut out = ChangeSet::new();
+        store.begin_tick();
+        let cfg = CompareConfig { push, ..CompareConfig::default() };
+        shadow.compare(store, &cfg, &mut out).unwrap();
+        out
+    }
+
+    #[test]
+    fn new_actors_send_what_differs_from_defaults_then_nothing() {
+        let mut s = store(false);
+        let mut sh = ShadowState::new(&mut s);
+        let a = s.spawn();
+        let b = s.spawn();
+        s.set(a, 0, &Value::F32(3.0)).unwrap();
+        let c = frame(&mut s, &mut sh, PushMode::Declared);
+        assert_eq!(c.changelist(s.layout(), a.index), vec![1, 0]);
+        assert!(c.changelist(s.layout(), b.index).is_empty());
+        assert_eq!(c.changed_actors(), 1);
+        let c = frame(&mut s, &mut sh, PushMode::Declared);
+        assert_eq!(c.changed_actors(), 0);
+    }
+
+    #[test]
+    fn equality_is_bitwise() {
+        let mut s = store(false);
+        let mut sh = ShadowState::new(&mut s);
+        let a = s.spawn();
+        frame(&mut s, &mut sh, PushMode::Off);
+        s.set(a, 0, &Value::F32(-0.0)).unwrap();
+        assert_eq!(frame(&mut s, &mut sh, PushMode::Off).changed_actors(), 1, "-0.0 differs from 0.0");
+        s.set(a, 0, &Value::F32(f32::NAN)).unwrap();
+        assert_eq!(frame(&mut s, &mut sh, PushMode::Off).changed_actors(), 1);
+        s.set(a, 0, &Value::F32(f32::NAN)).unwrap();
+        assert_eq!(frame(&mut s, &mut sh, PushMode::Off).changed_actors(), 0, "the same NaN is no change");
+    }
+
+    #[test]
+    fn push_properties_are_compared_only_when_marked() {
+        let mut s = store(true);
+        let mut sh = ShadowState::new(&mut s);
+        let a = s.spawn();
+        frame(&mut s, &mut sh, PushMode::Declared);
+        s.set(a, 0, &Value::F32(1.0)).unwrap();
+        assert_eq!(frame(&mut s, &mut sh, PushMode::Declared).changed_actors(), 0, "unmarked push change is not seen");
+        s.mark_dirty(a, 0).unwrap();
+        let c = frame(&mut s, &mut sh, PushMode::Declared);
+        assert_eq!(c.changelist(s.layout(), a.index), vec![1, 0]);
+        // Polled mode compares it regardless of marks.
+        s.set(a, 0, &Value::F32(2.0)).unwrap();
+        assert_eq!(frame(&mut s, &mut sh, PushMode::Off).changed_actors(), 1);
+        // A mark without a change sends nothing.
+        s.mark_dirty(a, 0).unwrap();
+        assert_eq!(frame(&mut s, &mut sh, PushMode::Declared).changed_actors(), 0);
+    }
+
+    #[test]
+    fn arrays_report_growth_shrink_and_element_changes() {
+        let mut s = store(false);
+        let mut sh = ShadowState::new(&mut s);
+        let a = s.spawn();
+        frame(&mut s, &mut sh, PushMode::Off);
+        let arr = |v: &[u32]| Value::Array(v.iter().map(|&x| Value::U32(x)).collect());
+        s.set(a, 1, &arr(&[5, 6])).unwrap();
+        assert_eq!(frame(&mut s, &mut sh, PushMode::Off).changelist(s.layout(), a.index), vec![2, 2, 1, 2, 0, 0]);
+        s.set(a, 1, &arr(&[5, 7, 8])).unwrap();
+        assert_eq!(frame(&mut s, &mut sh, PushMode::Off).changelist(s.layout(), a.index), vec![2, 2, 2, 3, 0, 0]);
+        s.set(a, 1, &arr(&[5])).unwrap();
+        let c = frame(&mut s, &mut sh, PushMode::Off);
+        assert_eq!(c.changelist(s.layout(), a.index), vec![2, 0, 0, 0], "a pure shrink still reaches the changelist");
+        assert_eq!(c.array_changes(0)[0].new_len, 1);
+        s.set(a, 1, &arr(&[5])).unwrap();
+        assert_eq!(frame(&mut s, &mut sh, PushMode::Off).changed_actors(), 0, "rewriting the same array is no change");
+    }
+
+    #[test]
+    fn two_drivers_see_the_same_marks_and_keep_their_own_shadows() {
+        let mut s = store(true);
+        let mut game = ShadowState::new(&mut s);
+        let mut replay = ShadowState::new(&mut s);
+        let a = s.spawn();
+        s.set_and_mark(a, 0, &Value::F32(4.0)).unwrap();
+        assert_eq!(frame(&mut s, &mut game, PushMode::Declared).changed_actors(), 1);
+        // The replay driver compares later; the marks were handed to it at the same tick start.
+        let mut out = ChangeSet::new();
+        replay.compare(&mut s, &CompareConfig::default(), &mut out).unwrap();
+        assert_eq!(out.changelist(s.layout(), a.index), vec![1, 0]);
+        assert_eq!(replay.value(a.index, 0), Some(Value::F32(4.0)));
+    }
+
+    #[test]
+    fn a_shadow_refuses_another_store() {
+        let mut s1 = store(false);
+        let mut s2 = store(false);
+        let mut sh = ShadowState::new(&mut s1);
+        let mut out = ChangeSet::new();
+        assert_eq!(sh.compare(&mut s2, &CompareConfig::default(), &mut out), Err(CompareError::ForeignStore));
+    }
+
+    #[test]
+    fn a_reused_slot_is_a_new_actor() {
+        let mut s = store(false);
+        let mut sh = ShadowState::new(&mut s);
+        let a = s.spawn();
+        s.set(a, 0, &Value::F32(9.0)).unwrap();
+        frame(&mut s, &mut sh, PushMode::Off);
+        s.despawn(a).unwrap();
+        let b = s.spawn();
+        s.set(b, 0, &Value::F32(9.0)).unwrap();
+        // Same slot, same value as the old actor: still sent, because b is new.
+        let c = frame(&mut s, &mut sh, PushMode::Off);
+        assert_eq!(c.changelist(s.layout(), b.index), vec![1, 0]);
+    }
+}
