@@ -1,1 +1,8 @@
+//! Workloads, measurement loops and the flamegraph profiler shared by the criterion benches
+//! (`benches/benches/*.rs`) and the `shadowrep` command (`profiles/`).
 
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod profiler;
+pub mod workload;

@@ -38,6 +38,7 @@ pub mod reference;
 pub mod schema;
 pub mod store;
 pub mod value;
+pub mod wire;
 
 /// The names most users need.
 pub mod prelude {

@@ -1,0 +1,298 @@
+//! Seeded workloads shared by the criterion benches and the `shadowrep` command.
+//!
+//! A [`CompareWorkload`] holds `N` actors of one sample class twice — in the kernel's
+//! [`ClassStore`] and in the UE-style [`RefWorld`] — with identical values, and mutates the same
+//! actors of both each frame: a changed actor moves (its movement parents get new values) and one in
+//! ten also changes health or a flag, as game actors do. [`run_compare`] times the kernel, the
+//! reference and `memcmp` over the same frames and reports medians.
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use shadowrep::compare::{ChangeSet, CompareConfig, Kernels, PushMode, ShadowState};
+use shadowrep::reference::{RefChanges, RefWorld};
+use shadowrep::schema::{ClassLayout, PropType};
+use shadowrep::store::{ActorId, ClassStore};
+use shadowrep::value::{ObjectRef, Value};
+use std::hint::black_box;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// Parents that move every frame an actor changes.
+const MOVEMENT: [&str; 4] = ["Location", "Rotation", "LinearVelocity", "Velocity"];
+/// Parents one changed actor in ten also changes.
+const OCCASIONAL: [&str; 4] = ["Health", "bIsTargeting", "bWantsToRun", "bHidden"];
+
+/// `N` actors of one class in the kernel store and (optionally) in the reference world.
+pub struct CompareWorkload {
+    /// Class layout.
+    pub layout: Arc<ClassLayout>,
+    /// Kernel store.
+    pub store: ClassStore,
+    /// Actor ids, index `i` is reference object `i`.
+    pub ids: Vec<ActorId>,
+    /// The reference world, when built.
+    pub reference: Option<RefWorld>,
+    rng: ChaCha8Rng,
+    order: Vec<u32>,
+    hot: Vec<usize>,
+    occasional: Vec<usize>,
+}
+
+impl CompareWorkload {
+    /// Spawns `actors` actors of `class` with seeded random movement and health.
+    pub fn new(class: &str, actors: usize, seed: u64, with_reference: bool) -> Result<Self, String> {
+        let layout = shadowrep_layouts::layout_by_name(class)
+            .ok_or_else(|| format!("unknown class `{class}`; known: {}", shadowrep_layouts::class_names().join(", ")))?
+            .clone();
+        let find = |names: &[&str]| -> Vec<usize> { names.iter().filter_map(|n| layout.parent_index(n)).collect() };
+        let mut hot = find(&MOVEMENT);
+        if hot.is_empty() {
+            // A class without movement (Counter): its first fixed parent is what changes.
+            hot.extend(layout.parents.iter().position(|p| !matches!(p.ty, PropType::Array { .. })));
+        }
+        let occasional = find(&OCCASIONAL);
+        let mut store = ClassStore::new(layout.clone());
+        let mut reference = with_reference.then(|| RefWorld::new(layout.clone()));
+        let ids: Vec<ActorId> = (0..actors).map(|_| store.spawn()).collect();
+        if let Some(r) = reference.as_mut() {
+            for _ in 0..actors {
+                r.spawn();
+            }
+        }
+        let mut w = Self {
+            layout,
+            store,
+            ids,
+            reference,
+            rng: ChaCha8Rng::seed_from_u64(seed),
+            order: (0..actors as u32).collect(),
+            hot,
+            occasional,
+        };
+        for i in 0..actors {
+            w.change_actor(i, true, false);
+        }
+        Ok(w)
+    }
+
+    /// Number of actors.
+    pub fn actors(&self) -> usize {
+        self.ids.len()
+    }
+
+    /// Changes `fraction` of the actors (distinct, chosen at random); with `mark`, also marks what
+    /// changed dirty (push model). Returns how many actors changed.
+    pub fn mutate(&mut self, fraction: f64, mark: bool) -> usize {
+        let n = self.ids.len();
+        let k = ((fraction.clamp(0.0, 1.0) * n as f64).round() as usize).min(n);
+        // Partial Fisher-Yates: the first k of `order` become a uniform sample.
+        for i in 0..k {
+            let j = self.rng.random_range(i..n);
+            self.order.swap(i, j);
+        }
+        for i in 0..k {
+            let actor = self.order[i] as usize;
+            let occasional = self.rng.random_range(0..10) == 0;
+            self.change_actor(actor, occasional, mark);
+        }
+        k
+    }
+
+    fn change_actor(&mut self, actor: usize, occasional: bool, mark: bool) {
+        let id = self.ids[actor];
+        let mut parents = self.hot.clone();
+        if occasional && !self.occasional.is_empty() {
+            parents.push(self.occasional[self.rng.random_range(0..self.occasional.len())]);
+        }
+        for parent in parents {
+            let v = random_value(&self.layout.parents[parent].ty, &mut self.rng);
+            // Values come from the layout's own types, so these writes cannot fail.
+            let _ = self.store.set(id, parent, &v);
+            if mark {
+                let _ = self.store.mark_dirty(id, parent);
+            }
+            if let Some(r) = self.reference.as_mut() {
+                let _ = r.set(actor, parent, &v);
+                if mark {
+                    r.mark_dirty(actor, parent);
+                }
+            }
+        }
+    }
+}
+
+/// A random value of type `ty` (movement-like magnitudes for vectors and rotators).
+pub fn random_value(ty: &PropType, rng: &mut ChaCha8Rng) -> Value {
+    let mut f = |scale: f32| (rng.random::<f32>() - 0.5) * 2.0 * scale;
+    match ty {
+        PropType::Bool => Value::Bool(rng.random()),
+        PropType::U8 => Value::U8(rng.random()),
+        PropType::I8 => Value::I8(rng.random()),
+        PropType::U16 => Value::U16(rng.random()),
+        PropType::I16 => Value::I16(rng.random()),
+        PropType::U32 => Value::U32(rng.random()),
+        PropType::I32 => Value::I32(rng.random()),
+        PropType::U64 => Value::U64(rng.random()),
+        PropType::I64 => Value::I64(rng.random()),
+        PropType::F32 => Value::F32(f(100.0)),
+        PropType::F64 => Value::F64(f(100.0) as f64),
+        PropType::Enum { bits } => Value::Enum((rng.random::<u16>() % (1u16 << bits)) as u8),
+        PropType::Vector(_) => Value::Vector([f(10000.0), f(10000.0), f(1000.0)]),
+        PropType::Rotator => Value::Rotator([f(90.0), f(180.0), f(180.0)]),
+        PropType::Name => Value::Name(rng.random_range(0..1000)),
+        PropType::Object => Value::Object(ObjectRef(rng.random_range(1..100_000))),
+        PropType::Opaque { size, .. } => Value::Opaque((0..*size).map(|_| rng.random()).collect()),
+        PropType::Struct(s) => Value::Struct(s.fields.iter().map(|(_, t)| random_value(t, rng)).collect()),
+        PropType::Array { element, max_len } => {
+            let n = rng.random_range(0..(*max_len).min(8)) as usize;
+            Value::Array((0..n).map(|_| random_value(element, rng)).collect())
+        }
+    }
+}
+
+/// What `shadowrep compare` measures.
+#[derive(Clone, Debug)]
+pub struct CompareOptions {
+    /// Class name.
+    pub class: String,
+    /// Actors.
+    pub actors: usize,
+    /// Fraction of actors changed per frame.
+    pub changed: f64,
+    /// Threads for the kernel (the reference is single-threaded, as UE's is).
+    pub threads: usize,
+    /// Timed frames (the median is reported).
+    pub frames: usize,
+    /// Diff routines.
+    pub kernels: Kernels,
+    /// RNG seed.
+    pub seed: u64,
+}
+
+/// Medians of one `compare` run, in nanoseconds per frame.
+#[derive(Clone, Debug)]
+pub struct CompareReport {
+    /// Kernel, push model off, at the requested fraction.
+    pub kernel_ns: u64,
+    /// Reference, push model off, same frames.
+    pub reference_ns: u64,
+    /// `memcmp` of the same live and shadow bytes (equal, so it reads all of them).
+    pub memcmp_ns: u64,
+    /// Kernel with every property push-based, 1 % of actors marked.
+    pub push_1pct_ns: u64,
+    /// Bytes of live state the kernel reads (the shadow is the same size).
+    pub live_bytes: usize,
+    /// Actors with a change in the last timed frame (kernel; the reference agreed).
+    pub changed_actors: usize,
+}
+
+impl CompareReport {
+    /// Reference time / kernel time.
+    pub fn speedup_vs_reference(&self) -> f64 {
+        self.reference_ns as f64 / self.kernel_ns.max(1) as f64
+    }
+    /// memcmp time / kernel time: 1.0 means the compare runs at memcmp's speed.
+    pub fn fraction_of_memcmp(&self) -> f64 {
+        self.memcmp_ns as f64 / self.kernel_ns.max(1) as f64
+    }
+    /// Push at 1 % dirty / full compare.
+    pub fn push_ratio(&self) -> f64 {
+        self.push_1pct_ns as f64 / self.kernel_ns.max(1) as f64
+    }
+}
+
+fn median(mut v: Vec<u64>) -> u64 {
+    v.sort_unstable();
+    v.get(v.len() / 2).copied().unwrap_or(0)
+}
+
+fn timed(f: impl FnOnce()) -> u64 {
+    let t = Instant::now();
+    f();
+    t.elapsed().as_nanos() as u64
+}
+
+/// Runs the compare measurement; `progress` is told what is happening (for a terminal).
+pub fn run_compare(opts: &CompareOptions, progress: &mut dyn FnMut(&str)) -> Result<CompareReport, String> {
+    progress(&format!("spawning {} {} actors", opts.actors, opts.class));
+    let mut w = CompareWorkload::new(&opts.class, opts.actors, opts.seed, true)?;
+    let pool = rayon::ThreadPoolBuilder::new().num_threads(opts.threads.max(1)).build().map_err(|e| e.to_string())?;
+    let full = CompareConfig { push: PushMode::Off, kernels: opts.kernels, parallel: opts.threads > 1 };
+    let push = CompareConfig { push: PushMode::All, ..full };
+    let mut full_shadow = ShadowState::new(&mut w.store);
+    let mut push_shadow = ShadowState::new(&mut w.store);
+    let mut changes = ChangeSet::new();
+    let mut ref_changes = RefChanges::default();
+    let compare = |w: &mut CompareWorkload, s: &mut ShadowState, cfg: &CompareConfig, out: &mut ChangeSet| {
+        pool.install(|| s.compare(&mut w.store, cfg, out)).map_err(|e| e.to_string())
+    };
+
+    // Initial replication: everything differs from defaults once.
+    progress("initial compare");
+    w.store.begin_tick();
+    compare(&mut w, &mut full_shadow, &full, &mut changes)?;
+    compare(&mut w, &mut push_shadow, &push, &mut changes)?;
+    if let Some(r) = w.reference.as_mut() {
+        r.compare(PushMode::Off, &mut ref_changes);
+    }
+
+    let (mut kernel, mut reference, mut memcmp) = (Vec::new(), Vec::new(), Vec::new());
+    let mut changed_actors = 0;
+    for frame in 0..opts.frames + 1 {
+        progress(&format!("frame {}/{} at {:.1} % changed", frame, opts.frames, opts.changed * 100.0));
+        w.mutate(opts.changed, false);
+        w.store.begin_tick();
+        let k = timed(|| {
+            let _ = compare(&mut w, &mut full_shadow, &full, &mut changes);
+        });
+        let r = match w.reference.as_mut() {
+            Some(world) => timed(|| world.compare(PushMode::Off, &mut ref_changes)),
+            None => 0,
+        };
+        if changes.changed_actors() != ref_changes.changed_objects() {
+            return Err(format!(
+                "kernel and reference disagree: {} vs {} changed actors",
+                changes.changed_actors(),
+                ref_changes.changed_objects()
+            ));
+        }
+        changed_actors = changes.changed_actors();
+        let (live, shadow) = (w.store.live().bytes(), full_shadow.pages().bytes());
+        let mut equal = false;
+        let m = timed(|| equal = black_box(live) == black_box(shadow));
+        if !equal {
+            return Err("after a push-off compare the shadow must equal live".into());
+        }
+        // Frame 0 warms caches and the thread pool.
+        if frame > 0 {
+            kernel.push(k);
+            reference.push(r);
+            memcmp.push(m);
+        }
+    }
+
+    let mut push_times = Vec::new();
+    for frame in 0..opts.frames + 1 {
+        progress(&format!("push frame {}/{} at 1 % dirty", frame, opts.frames));
+        w.mutate(0.01, true);
+        w.store.begin_tick();
+        let t = timed(|| {
+            let _ = compare(&mut w, &mut push_shadow, &push, &mut changes);
+        });
+        if frame > 0 {
+            push_times.push(t);
+        }
+        compare(&mut w, &mut full_shadow, &full, &mut changes)?;
+        if let Some(r) = w.reference.as_mut() {
+            r.compare(PushMode::Off, &mut ref_changes);
+        }
+    }
+    Ok(CompareReport {
+        kernel_ns: median(kernel),
+        reference_ns: median(reference),
+        memcmp_ns: median(memcmp),
+        push_1pct_ns: median(push_times),
+        live_bytes: w.store.live().bytes().len(),
+        changed_actors,
+    })
+}

@@ -1,0 +1,415 @@
+//! Declaring a replicated class: the [`replicated_class!`](crate::replicated_class) macro and the
+//! [`ReplicatedClass`] trait every declared class implements.
+//!
+//! ```text
+//! replicated_class! {
+//!     /// Docs of the class.
+//!     pub class ShooterCharacter extends Actor {
+//!         /// Docs of the getter.
+//!         inventory: Vec<ObjectRef> = "Inventory",
+//!         current_weapon: ObjectRef = "CurrentWeapon" [notify = OnChangedWithOld],
+//!         is_targeting: bool = "bIsTargeting" [cond = SkipOwner],
+//!         health: f32 = "Health" [push],
+//!     }
+//! }
+//! ```
+//!
+//! Each property is `rust_name: RustType = "WireName" [options]`; the options are any of
+//! `cond = <Condition variant>`, `notify = <Notify variant>` and `push`, comma separated, and the
+//! whole bracket is optional. `RustType` is any [`RepType`](crate::RepType). `extends Base` is
+//! optional; `Base` must itself be declared with this macro.
+//!
+//! The macro generates a unit struct with:
+//!
+//! | item | meaning |
+//! | ---- | ------- |
+//! | `CLASS_NAME`, `BASE_PARENT_COUNT`, `PARENT_COUNT`, `PROPERTY_NAMES` | consts: the class name (the struct's name), the base class's parent count, this class's (base + own), and the wire names this class declares itself |
+//! | `HEALTH: usize` | per property, its parent index: `BASE_PARENT_COUNT` + position (the field name upper-cased) |
+//! | `try_layout()` | the layout, built once; `Err` if the declaration is invalid |
+//! | `layout()` | the same, panicking on an invalid declaration |
+//! | `new_store()` | an empty [`ClassStore`] of this class |
+//! | `health(&store, id)` | typed getter |
+//! | `set_health(&mut store, id, v)` | plain setter: never marks (polled properties need no mark) |
+//! | `mark_health_dirty(&mut store, id)` | UE's `MARK_PROPERTY_DIRTY` |
+//! | `set_health_and_mark_dirty(&mut store, id, v)` | writes and marks only if the value changed; returns whether it did |
+//!
+//! so the names above (and `layout`, `try_layout`, `new_store`) are not available as property
+//! names.
+//!
+//! **Subclasses.** A subclass keeps its base's parents at the same indices, so the base's
+//! accessors work on a subclass's store: `Actor::location(&shooter_store, id)`. Every accessor
+//! checks that the store's parent at its index has its wire name, so an accessor of an unrelated
+//! class returns an error instead of touching another property.
+
+use shadowrep::schema::{ClassLayout, Condition, LayoutError, Notify, PropertyDecl, PropType};
+use shadowrep::store::{ActorId, ClassStore, StoreError};
+use shadowrep::value::ValueError;
+use std::sync::Arc;
+
+use crate::RepType;
+
+/// What every class declared with [`replicated_class!`](crate::replicated_class) provides, for
+/// code generic over classes. The generated inherent functions of the same names do the same.
+pub trait ReplicatedClass {
+    /// The class name.
+    const CLASS_NAME: &'static str;
+    /// The base class's name, if any.
+    const BASE_NAME: Option<&'static str>;
+    /// Parents of the class, its base's included.
+    const PARENT_COUNT: usize;
+
+    /// The class layout, built on first use; `Err` if the declaration is invalid.
+    fn try_layout() -> Result<&'static Arc<ClassLayout>, LayoutError>;
+
+    /// The class layout.
+    ///
+    /// # Panics
+    /// If the declaration is invalid (see [`Self::try_layout`]).
+    fn layout() -> &'static Arc<ClassLayout> {
+        expect_layout(Self::CLASS_NAME, Self::try_layout())
+    }
+
+    /// An empty store of this class.
+    ///
+    /// # Panics
+    /// If the declaration is invalid (see [`Self::try_layout`]).
+    fn new_store() -> ClassStore {
+        ClassStore::new(Self::layout().clone())
+    }
+}
+
+/// Declares a replicated class: a layout built once, plus typed accessors.
+///
+/// See [the module documentation](crate::class) for the syntax and the generated items.
+///
+/// ```
+/// use shadowrep_layouts::prelude::*;
+/// use shadowrep_layouts::classes::Actor;
+///
+/// replicated_class! {
+///     /// A door.
+///     pub class Door extends Actor {
+///         /// How far open, 0 to 1.
+///         openness: f32 = "Openness" [push, notify = OnChanged],
+///         locked: bool = "bLocked" [cond = OwnerOnly],
+///     }
+/// }
+///
+/// assert_eq!(Door::OPENNESS, Actor::PARENT_COUNT);
+/// assert_eq!(Door::layout().parents[Door::LOCKED].name, "bLocked");
+///
+/// let mut store = Door::new_store();
+/// let id = store.spawn();
+/// assert!(Door::set_openness_and_mark_dirty(&mut store, id, 0.5).unwrap());
+/// assert!(!Door::set_openness_and_mark_dirty(&mut store, id, 0.5).unwrap());
+/// assert_eq!(Door::openness(&store, id).unwrap(), 0.5);
+/// // Base-class accessors work on the subclass's store.
+/// Actor::set_hidden(&mut store, id, true).unwrap();
+/// assert!(Actor::hidden(&store, id).unwrap());
+/// ```
+#[macro_export]
+macro_rules! replicated_class {
+    // ---- internal rules -------------------------------------------------------------------
+    (@opt cond = $c:ident) => { $crate::__private::PropOpt::Condition($crate::__private::Condition::$c) };
+    (@opt notify = $n:ident) => { $crate::__private::PropOpt::Notify($crate::__private::Notify::$n) };
+    (@opt push) => { $crate::__private::PropOpt::Push };
+    (@opt $($other:tt)*) => {
+        compile_error!(concat!(
+            "unknown property option `", stringify!($($other)*),
+            "`: expected `cond = <Condition>`, `notify = <Notify>` or `push`"
+        ))
+    };
+    (@builder $name:expr;) => {
+        ::core::result::Result::<_, $crate::__private::LayoutError>::Ok($crate::__private::ClassBuilder::new($name))
+    };
+    (@builder $name:expr; $Base:path) => {
+        <$Base>::try_layout().map(|base| $crate::__private::ClassBuilder::extends($name, base))
+    };
+    (@base_count) => { 0 };
+    (@base_count $Base:path) => { <$Base>::PARENT_COUNT };
+    (@base_name) => { ::core::option::Option::None };
+    (@base_name $Base:path) => { ::core::option::Option::Some(<$Base>::CLASS_NAME) };
+
+    // ---- the declaration ----------------------------------------------------------------
+    (
+        $(#[$cmeta:meta])*
+        $vis:vis class $Class:ident $(extends $Base:path)? {
+            $(
+                $(#[$pmeta:meta])*
+                $field:ident : $ty:ty = $name:literal $([ $($opt:ident $(= $val:tt)?),* $(,)? ])?
+            ),* $(,)?
+        }
+    ) => { $crate::__private::paste! {
+        $(#[$cmeta])*
+        ///
+        /// # Replicated properties
+        ///
+        /// | wire name | Rust type | options | parent index |
+        /// | --------- | --------- | ------- | ------------ |
+        $(
+            #[doc = concat!(
+                "| `", $name, "` | `", stringify!($ty), "` | ", stringify!($($($opt $(= $val)?),*)?),
+                " | [`", stringify!([<$field:upper>]), "`](Self::", stringify!([<$field:upper>]), ") |"
+            )]
+        )*
+        #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+        #[allow(dead_code)]
+        $vis struct $Class;
+
+        #[allow(dead_code)]
+        impl $Class {
+            /// The class name.
+            pub const CLASS_NAME: &'static str = stringify!($Class);
+            /// Parents of the base class (0 without one); this class's own parents start here.
+            pub const BASE_PARENT_COUNT: usize = $crate::replicated_class!(@base_count $($Base)?);
+            /// Wire names of the properties this class declares itself, in order.
+            pub const PROPERTY_NAMES: &'static [&'static str] = &[$($name),*];
+            /// Parents of this class, its base's included.
+            pub const PARENT_COUNT: usize = Self::BASE_PARENT_COUNT + Self::PROPERTY_NAMES.len();
+
+            $(
+                #[doc = concat!("Parent index of `", $name, "`.")]
+                pub const [<$field:upper>]: usize =
+                    Self::BASE_PARENT_COUNT + $crate::__private::position(Self::PROPERTY_NAMES, $name);
+            )*
+
+            /// The class layout, built on first use and kept for the life of the process.
+            ///
+            /// # Errors
+            /// The [`LayoutError`](shadowrep::schema::LayoutError) of an invalid declaration (a
+            /// duplicate wire name, a nested array, …) or of the base class's.
+            pub fn try_layout() -> ::core::result::Result<
+                &'static ::std::sync::Arc<$crate::__private::ClassLayout>,
+                $crate::__private::LayoutError,
+            > {
+                static LAYOUT: ::std::sync::OnceLock<::core::result::Result<
+                    ::std::sync::Arc<$crate::__private::ClassLayout>,
+                    $crate::__private::LayoutError,
+                >> = ::std::sync::OnceLock::new();
+                LAYOUT
+                    .get_or_init(|| {
+                        let builder = $crate::replicated_class!(@builder Self::CLASS_NAME; $($Base)?)?
+                            $(.property($crate::__private::decl(
+                                $name,
+                                <$ty as $crate::RepType>::prop_type(),
+                                &[$($($crate::replicated_class!(@opt $opt $(= $val)?)),*)?],
+                            )))*;
+                        $crate::__private::finish(builder, Self::BASE_PARENT_COUNT, Self::PROPERTY_NAMES)
+                    })
+                    .as_ref()
+                    .map_err(::core::clone::Clone::clone)
+            }
+
+            /// The class layout.
+            ///
+            /// # Panics
+            /// If the declaration is invalid; [`Self::try_layout`] returns that as an error.
+            pub fn layout() -> &'static ::std::sync::Arc<$crate::__private::ClassLayout> {
+                $crate::__private::expect_layout(Self::CLASS_NAME, Self::try_layout())
+            }
+
+            /// An empty store of this class.
+            ///
+            /// # Panics
+            /// If the declaration is invalid (see [`Self::try_layout`]).
+            pub fn new_store() -> $crate::__private::ClassStore {
+                $crate::__private::ClassStore::new(::std::sync::Arc::clone(Self::layout()))
+            }
+
+            $(
+                $(#[$pmeta])*
+                #[doc = ""]
+                #[doc = concat!(
+                    "Reads `", $name, "` of actor `id` from a store of this class or of a subclass."
+                )]
+                pub fn $field(
+                    store: &$crate::__private::ClassStore,
+                    id: $crate::__private::ActorId,
+                ) -> ::core::result::Result<$ty, $crate::__private::StoreError> {
+                    $crate::__private::get(store, id, Self::CLASS_NAME, $name, Self::[<$field:upper>])
+                }
+
+                #[doc = concat!(
+                    "Writes `", $name, "` of actor `id` without marking it dirty (a push-based ",
+                    "property written this way is not seen by the compare; array writes are always seen)."
+                )]
+                pub fn [<set_ $field>](
+                    store: &mut $crate::__private::ClassStore,
+                    id: $crate::__private::ActorId,
+                    value: $ty,
+                ) -> ::core::result::Result<(), $crate::__private::StoreError> {
+                    $crate::__private::set(store, id, Self::CLASS_NAME, $name, Self::[<$field:upper>], &value)
+                }
+
+                #[doc = concat!("Marks `", $name, "` of actor `id` dirty for every watching driver.")]
+                pub fn [<mark_ $field _dirty>](
+                    store: &mut $crate::__private::ClassStore,
+                    id: $crate::__private::ActorId,
+                ) -> ::core::result::Result<(), $crate::__private::StoreError> {
+                    $crate::__private::mark_dirty(store, id, Self::CLASS_NAME, $name, Self::[<$field:upper>])
+                }
+
+                #[doc = concat!(
+                    "Writes `", $name, "` of actor `id` and marks it dirty only if the value changed ",
+                    "(bitwise; UE's `Set<Prop>AndMarkDirty`). Returns whether it changed."
+                )]
+                pub fn [<set_ $field _and_mark_dirty>](
+                    store: &mut $crate::__private::ClassStore,
+                    id: $crate::__private::ActorId,
+                    value: $ty,
+                ) -> ::core::result::Result<bool, $crate::__private::StoreError> {
+                    $crate::__private::set_and_mark(store, id, Self::CLASS_NAME, $name, Self::[<$field:upper>], &value)
+                }
+            )*
+        }
+
+        impl $crate::ReplicatedClass for $Class {
+            const CLASS_NAME: &'static str = <$Class>::CLASS_NAME;
+            const BASE_NAME: ::core::option::Option<&'static str> = $crate::replicated_class!(@base_name $($Base)?);
+            const PARENT_COUNT: usize = <$Class>::PARENT_COUNT;
+
+            fn try_layout() -> ::core::result::Result<
+                &'static ::std::sync::Arc<$crate::__private::ClassLayout>,
+                $crate::__private::LayoutError,
+            > {
+                <$Class>::try_layout()
+            }
+        }
+    }};
+}
+
+/// One option of a property declaration, as the macro parsed it.
+#[doc(hidden)]
+#[derive(Clone, Copy, Debug)]
+pub enum PropOpt {
+    Condition(Condition),
+    Notify(Notify),
+    Push,
+}
+
+/// A property declaration with its options applied.
+#[doc(hidden)]
+pub fn decl(name: &str, ty: PropType, opts: &[PropOpt]) -> PropertyDecl {
+    opts.iter().fold(PropertyDecl::new(name, ty), |d, o| match *o {
+        PropOpt::Condition(c) => d.condition(c),
+        PropOpt::Notify(n) => d.notify(n),
+        PropOpt::Push => d.push(true),
+    })
+}
+
+/// Builds the layout and checks the parent indices the macro computed at compile time.
+#[doc(hidden)]
+pub fn finish(
+    builder: shadowrep::schema::ClassBuilder,
+    base_parents: usize,
+    own: &[&str],
+) -> Result<Arc<ClassLayout>, LayoutError> {
+    let layout = builder.build()?;
+    // Holds whenever the build succeeded: a declared property is exactly one parent, appended
+    // after the base's, and names are unique.
+    for (i, name) in own.iter().enumerate() {
+        debug_assert_eq!(layout.parent_index(name), Some(base_parents + i), "parent index of `{name}`");
+    }
+    Ok(Arc::new(layout))
+}
+
+/// The layout, or a panic that says which declaration is invalid.
+#[doc(hidden)]
+pub fn expect_layout(
+    class: &str,
+    layout: Result<&'static Arc<ClassLayout>, LayoutError>,
+) -> &'static Arc<ClassLayout> {
+    match layout {
+        Ok(l) => l,
+        Err(e) => panic!("replicated class `{class}` has an invalid declaration: {e} (`{class}::try_layout()` returns this as an error)"),
+    }
+}
+
+/// Index of `name` in `names` (a compile-time lookup for the generated index consts).
+#[doc(hidden)]
+pub const fn position(names: &[&str], name: &str) -> usize {
+    let mut i = 0;
+    while i < names.len() {
+        if str_eq(names[i], name) {
+            return i;
+        }
+        i += 1;
+    }
+    panic!("property name not declared")
+}
+
+const fn str_eq(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
+
+/// Checks that the store's parent `parent` is the property `class.name`, i.e. that the store is of
+/// `class` or a subclass (or of a class that happens to declare the same name at the same index).
+fn check(store: &ClassStore, class: &str, name: &str, parent: usize) -> Result<(), StoreError> {
+    let layout = store.layout();
+    match layout.parents.get(parent) {
+        Some(p) if p.name == name => Ok(()),
+        Some(p) => Err(StoreError::Value(ValueError::TypeMismatch {
+            expected: format!(
+                "`{class}.{name}` at parent {parent}: this store holds class `{}`, whose parent {parent} is `{}`",
+                layout.name, p.name
+            ),
+        })),
+        None => Err(StoreError::Value(ValueError::NoSuchProperty(parent))),
+    }
+}
+
+/// Typed read of one parent.
+#[doc(hidden)]
+pub fn get<T: RepType>(store: &ClassStore, id: ActorId, class: &str, name: &str, parent: usize) -> Result<T, StoreError> {
+    check(store, class, name, parent)?;
+    let v = store.get(id, parent)?;
+    T::from_value(&v).ok_or_else(|| {
+        StoreError::Value(ValueError::TypeMismatch { expected: format!("{:?} for `{class}.{name}`", T::prop_type()) })
+    })
+}
+
+/// Typed write of one parent, without marking.
+#[doc(hidden)]
+pub fn set<T: RepType>(
+    store: &mut ClassStore,
+    id: ActorId,
+    class: &str,
+    name: &str,
+    parent: usize,
+    v: &T,
+) -> Result<(), StoreError> {
+    check(store, class, name, parent)?;
+    store.set(id, parent, &v.to_value())
+}
+
+/// Marks one parent dirty.
+#[doc(hidden)]
+pub fn mark_dirty(store: &mut ClassStore, id: ActorId, class: &str, name: &str, parent: usize) -> Result<(), StoreError> {
+    check(store, class, name, parent)?;
+    store.mark_dirty(id, parent)
+}
+
+/// Typed write that marks only on a change.
+#[doc(hidden)]
+pub fn set_and_mark<T: RepType>(
+    store: &mut ClassStore,
+    id: ActorId,
+    class: &str,
+    name: &str,
+    parent: usize,
+    v: &T,
+) -> Result<bool, StoreError> {
+    check(store, class, name, parent)?;
+    store.set_and_mark(id, parent, &v.to_value())
+}

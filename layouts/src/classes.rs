@@ -1,0 +1,414 @@
+//! The sample game classes: UE's `AActor` base state, ShooterGame's character, the push-model
+//! examples from UE's documentation, and three lean classes for scale tests.
+//!
+//! | class | base | parents | push-based |
+//! | ----- | ---- | ------- | ---------- |
+//! | [`Actor`] | — | 8 | `Owner`, `Instigator`, `Role`, `RemoteRole`, `bHidden` |
+//! | [`ShooterCharacter`] | `Actor` | 8 + 6 | as `Actor` |
+//! | [`LootContainer`] | `Actor` | 8 + 4 | as `Actor`, plus all four of its own |
+//! | [`ExampleActor`] | `Actor` | 8 + 2 | as `Actor`, plus `PushValue` |
+//! | [`Projectile`] | — | 4 | `Damage`, `Instigator` |
+//! | [`Pickup`] | — | 4 | all (the class takes the all-push fast path) |
+//! | [`Counter`] | — | 1 | none |
+//!
+//! Choices:
+//! - `Actor` splits UE's `ReplicatedMovement` struct into three parents, `Location`, `Rotation` and
+//!   `LinearVelocity`, so a movement system can write (and a compare can report) each on its own.
+//!   They are polled: a moving actor changes them nearly every frame, and bulk writers
+//!   (`ClassStore::plane_mut`) do not mark, so polling is what catches their writes. They keep UE's
+//!   condition (`SimulatedOrPhysics`) and notify (`Always`).
+//! - `Owner`, `Instigator`, `Role`, `RemoteRole` and `bHidden` change rarely and only through
+//!   setters (UE 5 marks them dirty in `SetOwner`, `SetRole`, `SetActorHiddenInGame`, …), so they
+//!   are push-based as in UE 5: write them with `set_*_and_mark_dirty`, or a plain `set_*`
+//!   followed by `mark_*_dirty`.
+//! - The kernel's store cannot yet read or write a *struct parent that contains a dynamic array*
+//!   (`ClassStore::set` rejects it with a type mismatch, `ClassStore::get` returns the array
+//!   empty), so `LootContainer`'s `ContainerOwnInfo` struct is declared as three parents named
+//!   `ContainerOwnInfo.PlayerIdArray`, `ContainerOwnInfo.StartTime` and
+//!   `ContainerOwnInfo.OwnDuration`. Their leaves, handles and checksum are exactly those of the
+//!   single struct parent, so a peer that declares the struct reads the same wire format; the
+//!   difference is that each part is compared, marked and notified on its own.
+//! - `Projectile`, `Pickup` and `Counter` have no base: they stand for lean, numerous objects, and
+//!   `Counter` is a single-property class for comparisons with other replication systems.
+
+use crate::types::{NetQuantize10, NetQuantize100, Rotator};
+use shadowrep::value::ObjectRef;
+
+crate::replicated_enum! {
+    /// UE's `ENetRole`: an actor's network role on one machine (2 bits on the wire).
+    pub enum ENetRole {
+        /// No role (a fresh actor).
+        None,
+        /// A client-side copy driven by the server's replicated state.
+        SimulatedProxy,
+        /// A client-side copy the local player controls.
+        AutonomousProxy,
+        /// The machine that owns the actor's state.
+        Authority,
+    }
+}
+
+crate::replicated_class! {
+    /// UE's `AActor`: the replicated state every actor has.
+    pub class Actor {
+        /// Position (UE's `ReplicatedMovement.Location`).
+        location: NetQuantize100 = "Location" [cond = SimulatedOrPhysics, notify = Always],
+        /// Orientation (UE's `ReplicatedMovement.Rotation`).
+        rotation: Rotator = "Rotation" [cond = SimulatedOrPhysics, notify = Always],
+        /// Velocity (UE's `ReplicatedMovement.LinearVelocity`).
+        linear_velocity: NetQuantize10 = "LinearVelocity" [cond = SimulatedOrPhysics, notify = Always],
+        /// The owning actor (usually a player controller).
+        owner: ObjectRef = "Owner" [notify = OnChanged, push],
+        /// The pawn responsible for damage this actor causes.
+        instigator: ObjectRef = "Instigator" [notify = OnChanged, push],
+        /// The role on the sending machine.
+        role: ENetRole = "Role" [push],
+        /// The role on the receiving machine.
+        remote_role: ENetRole = "RemoteRole" [push],
+        /// Hidden in game.
+        hidden: bool = "bHidden" [push],
+    }
+}
+
+crate::replicated_struct! {
+    /// ShooterGame's `FTakeHitInfo`: the last hit a character took.
+    pub struct TakeHitInfo {
+        /// Damage dealt.
+        pub actual_damage: f32 = "ActualDamage",
+        /// The damage type's class.
+        pub damage_type_class: ObjectRef = "DamageTypeClass",
+    }
+}
+
+crate::replicated_class! {
+    /// ShooterGame's `AShooterCharacter`.
+    pub class ShooterCharacter extends Actor {
+        /// Weapons carried.
+        inventory: Vec<ObjectRef> = "Inventory",
+        /// The weapon in hand; the notify receives the previous weapon.
+        current_weapon: ObjectRef = "CurrentWeapon" [notify = OnChangedWithOld],
+        /// The last hit taken, for hit effects on other clients.
+        last_take_hit_info: TakeHitInfo = "LastTakeHitInfo" [notify = OnChanged],
+        /// Aiming down sights (the owner predicts it locally).
+        is_targeting: bool = "bIsTargeting" [cond = SkipOwner],
+        /// Sprinting (the owner predicts it locally).
+        wants_to_run: bool = "bWantsToRun" [cond = SkipOwner],
+        /// Hit points.
+        health: f32 = "Health",
+    }
+}
+
+crate::replicated_class! {
+    /// The loot container of UE's push-model documentation. `ContainerOwnInfo` is three parents
+    /// (see the [module documentation](self)).
+    pub class LootContainer extends Actor {
+        /// Whether a player currently owns the container.
+        is_container_owned: bool = "bIsContainerOwned" [notify = OnChanged, push],
+        /// `ContainerOwnInfo.PlayerIdArray`: the owning players.
+        own_player_ids: Vec<u64> = "ContainerOwnInfo.PlayerIdArray" [notify = OnChanged, push],
+        /// `ContainerOwnInfo.StartTime`: when the ownership started.
+        own_start_time: f32 = "ContainerOwnInfo.StartTime" [notify = OnChanged, push],
+        /// `ContainerOwnInfo.OwnDuration`: how long it lasts.
+        own_duration: f32 = "ContainerOwnInfo.OwnDuration" [notify = OnChanged, push],
+    }
+}
+
+crate::replicated_class! {
+    /// The example actor of UE's push-model documentation: one polled and one push-based value.
+    pub class ExampleActor extends Actor {
+        /// Compared every time the actor is considered.
+        polled_value: i32 = "PolledValue",
+        /// Compared only when marked dirty.
+        push_value: i32 = "PushValue" [push],
+    }
+}
+
+crate::replicated_class! {
+    /// A lean projectile: it moves every frame (polled), its damage and instigator are set once
+    /// at spawn (push-based).
+    pub class Projectile {
+        /// Position.
+        location: NetQuantize100 = "Location",
+        /// Velocity.
+        velocity: NetQuantize10 = "Velocity",
+        /// Damage on impact.
+        damage: f32 = "Damage" [push],
+        /// Who fired it.
+        instigator: ObjectRef = "Instigator" [push],
+    }
+}
+
+crate::replicated_class! {
+    /// A lean pickup that rarely changes: every property is push-based, so the class takes the
+    /// kernel's dirty-bits-only path.
+    pub class Pickup {
+        /// Item type.
+        item_id: u32 = "ItemId" [push],
+        /// Stack size.
+        count: u16 = "Count" [push],
+        /// Whether it can be picked up.
+        available: bool = "bAvailable" [push],
+        /// Position.
+        location: NetQuantize100 = "Location" [push],
+    }
+}
+
+crate::replicated_class! {
+    /// A single polled counter, for comparisons with other replication systems.
+    pub class Counter {
+        /// The count.
+        count: u32 = "Count",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ReplicatedClass;
+    use shadowrep::schema::{ClassBuilder, LayoutError, PropType, PropertyDecl, StructType};
+    use shadowrep::store::StoreError;
+    use shadowrep::value::{Value, ValueError};
+
+    #[test]
+    fn parent_indices_continue_after_the_base() {
+        assert_eq!(Actor::PARENT_COUNT, 8);
+        assert_eq!((Actor::LOCATION, Actor::HIDDEN), (0, 7));
+        assert_eq!(ShooterCharacter::BASE_PARENT_COUNT, 8);
+        assert_eq!(ShooterCharacter::INVENTORY, 8);
+        assert_eq!(ShooterCharacter::HEALTH, 13);
+        assert_eq!(LootContainer::OWN_DURATION, 11);
+        assert_eq!(ExampleActor::PUSH_VALUE, 9);
+        assert_eq!((Counter::COUNT, Counter::PARENT_COUNT), (0, 1));
+
+        let actor = Actor::layout();
+        let shooter = ShooterCharacter::layout();
+        assert_eq!(shooter.base.as_deref(), Some("Actor"));
+        for (i, p) in actor.parents.iter().enumerate() {
+            assert_eq!(shooter.parents[i].name, p.name);
+            assert_eq!(shooter.parents[i].leaves, p.leaves);
+        }
+        // Handles: Actor has 8 leaves; the subclass's first leaf is handle 9.
+        assert_eq!(actor.handle_count(), 8);
+        let first = &shooter.leaves[shooter.parents[ShooterCharacter::INVENTORY].leaves.start];
+        assert_eq!((first.handle, first.path.as_str()), (9, "Inventory"));
+        let hit: Vec<_> = shooter.parents[ShooterCharacter::LAST_TAKE_HIT_INFO]
+            .leaves
+            .clone()
+            .map(|l| (shooter.leaves[l].handle, shooter.leaves[l].path.as_str()))
+            .collect();
+        assert_eq!(hit, [(11, "LastTakeHitInfo.ActualDamage"), (12, "LastTakeHitInfo.DamageTypeClass")]);
+        assert_eq!(shooter.leaf_by_handle(15).map(|l| l.path.as_str()), Some("Health"));
+        assert_eq!(shooter.handle_count(), 15);
+    }
+
+    #[test]
+    fn declared_options_reach_the_layout() {
+        use shadowrep::schema::{Condition, Notify, VectorQuant};
+        let a = Actor::layout();
+        assert_eq!(a.parents[Actor::LOCATION].ty, PropType::Vector(VectorQuant::Q100));
+        assert_eq!(a.parents[Actor::LINEAR_VELOCITY].ty, PropType::Vector(VectorQuant::Q10));
+        assert_eq!(a.parents[Actor::ROLE].ty, PropType::Enum { bits: 2 });
+        assert_eq!(a.parents[Actor::LOCATION].condition, Condition::SimulatedOrPhysics);
+        assert!(!a.parents[Actor::LOCATION].push && a.parents[Actor::OWNER].push);
+        let s = ShooterCharacter::layout();
+        assert_eq!(s.parents[ShooterCharacter::CURRENT_WEAPON].notify, Notify::OnChangedWithOld);
+        assert_eq!(s.parents[ShooterCharacter::IS_TARGETING].condition, Condition::SkipOwner);
+        assert_eq!(s.parents[ShooterCharacter::INVENTORY].ty, PropType::array(PropType::Object));
+        let e = ExampleActor::layout();
+        assert!(!e.parents[ExampleActor::POLLED_VALUE].push && e.parents[ExampleActor::PUSH_VALUE].push);
+        assert!(Pickup::layout().all_push());
+        assert!(!Counter::layout().all_push());
+    }
+
+    #[test]
+    fn enum_widths() {
+        assert_eq!((ENetRole::MAX, ENetRole::BITS), (3, 2));
+        assert_eq!(ENetRole::from_u8(2), Some(ENetRole::AutonomousProxy));
+    }
+
+    #[test]
+    fn typed_accessors_round_trip() {
+        let mut s = ShooterCharacter::new_store();
+        let other = s.spawn();
+        let id = s.spawn();
+        // A fresh actor reads back defaults through every accessor.
+        assert_eq!(ShooterCharacter::health(&s, id).unwrap(), 0.0);
+        assert_eq!(ShooterCharacter::inventory(&s, id).unwrap(), Vec::<ObjectRef>::new());
+        assert_eq!(Actor::role(&s, id).unwrap(), ENetRole::None);
+        assert_eq!(
+            ShooterCharacter::last_take_hit_info(&s, id).unwrap(),
+            TakeHitInfo { actual_damage: 0.0, damage_type_class: ObjectRef(0) }
+        );
+
+        ShooterCharacter::set_health(&mut s, id, 87.5).unwrap();
+        ShooterCharacter::set_inventory(&mut s, id, vec![ObjectRef(3), ObjectRef(4)]).unwrap();
+        let hit = TakeHitInfo { actual_damage: 12.0, damage_type_class: ObjectRef(9) };
+        ShooterCharacter::set_last_take_hit_info(&mut s, id, hit.clone()).unwrap();
+        ShooterCharacter::set_is_targeting(&mut s, id, true).unwrap();
+        Actor::set_location(&mut s, id, NetQuantize100::new(1.25, -2.5, 100.0)).unwrap();
+        Actor::set_role(&mut s, id, ENetRole::Authority).unwrap();
+
+        assert_eq!(ShooterCharacter::health(&s, id).unwrap(), 87.5);
+        assert_eq!(ShooterCharacter::inventory(&s, id).unwrap(), vec![ObjectRef(3), ObjectRef(4)]);
+        assert_eq!(ShooterCharacter::last_take_hit_info(&s, id).unwrap(), hit);
+        assert!(ShooterCharacter::is_targeting(&s, id).unwrap());
+        assert!(!ShooterCharacter::wants_to_run(&s, id).unwrap());
+        assert_eq!(Actor::location(&s, id).unwrap(), NetQuantize100::new(1.25, -2.5, 100.0));
+        assert_eq!(Actor::role(&s, id).unwrap(), ENetRole::Authority);
+        // The untyped view agrees, and the neighbour is untouched.
+        assert_eq!(s.get(id, ShooterCharacter::HEALTH).unwrap(), Value::F32(87.5));
+        assert_eq!(ShooterCharacter::health(&s, other).unwrap(), 0.0);
+
+        s.despawn(id).unwrap();
+        assert_eq!(ShooterCharacter::health(&s, id), Err(StoreError::StaleId(id)));
+    }
+
+    #[test]
+    fn loot_container_own_info_round_trips() {
+        let mut s = LootContainer::new_store();
+        let id = s.spawn();
+        LootContainer::set_own_player_ids(&mut s, id, vec![7, u64::MAX]).unwrap();
+        LootContainer::set_own_start_time(&mut s, id, 3.5).unwrap();
+        LootContainer::set_own_duration(&mut s, id, 60.0).unwrap();
+        assert!(LootContainer::set_is_container_owned_and_mark_dirty(&mut s, id, true).unwrap());
+        assert_eq!(LootContainer::own_player_ids(&s, id).unwrap(), vec![7, u64::MAX]);
+        assert_eq!(LootContainer::own_start_time(&s, id).unwrap(), 3.5);
+        assert_eq!(LootContainer::own_duration(&s, id).unwrap(), 60.0);
+        assert!(LootContainer::is_container_owned(&s, id).unwrap());
+    }
+
+    #[test]
+    fn loot_container_wire_format_matches_the_struct_declaration() {
+        let as_struct = ClassBuilder::extends("LootContainer", Actor::layout())
+            .property(PropertyDecl::new("bIsContainerOwned", PropType::Bool))
+            .property(PropertyDecl::new(
+                "ContainerOwnInfo",
+                PropType::Struct(
+                    StructType::new("FContainerOwnInfo")
+                        .field("PlayerIdArray", PropType::array(PropType::U64))
+                        .field("StartTime", PropType::F32)
+                        .field("OwnDuration", PropType::F32),
+                ),
+            ))
+            .build()
+            .unwrap();
+        let ours = LootContainer::layout();
+        let leaves = |l: &shadowrep::schema::ClassLayout| {
+            l.leaves.iter().map(|x| (x.handle, x.path.clone(), x.kind)).collect::<Vec<_>>()
+        };
+        assert_eq!(leaves(ours), leaves(&as_struct));
+        assert_eq!(ours.arrays[0].elements, as_struct.arrays[0].elements);
+        assert_eq!(ours.checksum, as_struct.checksum);
+    }
+
+    #[test]
+    fn set_and_mark_dirty_marks_only_on_change() {
+        let mut s = ExampleActor::new_store();
+        let w = s.add_watcher();
+        let ids: Vec<_> = (0..70).map(|_| s.spawn()).collect();
+        let id = ids[66]; // page 1, lane 2
+        let parents = s.layout().parents.len();
+        let mask = |s: &shadowrep::store::ClassStore, page: usize, parent: usize| s.dirty(w).masks[page * parents + parent];
+
+        // Equal to the current (default) value: no change, no mark.
+        assert!(!ExampleActor::set_push_value_and_mark_dirty(&mut s, id, 0).unwrap());
+        s.begin_tick();
+        assert!(!s.dirty(w).page_dirty(1));
+        assert_eq!(mask(&s, 1, ExampleActor::PUSH_VALUE), 0);
+
+        // A change marks exactly this lane of this parent.
+        assert!(ExampleActor::set_push_value_and_mark_dirty(&mut s, id, 5).unwrap());
+        s.begin_tick();
+        assert!(s.dirty(w).page_dirty(1) && !s.dirty(w).page_dirty(0));
+        assert_eq!(mask(&s, 1, ExampleActor::PUSH_VALUE), 1 << 2);
+        assert_eq!(mask(&s, 1, ExampleActor::POLLED_VALUE), 0);
+        assert_eq!(ExampleActor::push_value(&s, id).unwrap(), 5);
+
+        // Writing the same value again does not mark (nor does a plain set of a scalar).
+        let mut s = ExampleActor::new_store();
+        let w = s.add_watcher();
+        let id = s.spawn();
+        ExampleActor::set_push_value(&mut s, id, 5).unwrap();
+        assert!(!ExampleActor::set_push_value_and_mark_dirty(&mut s, id, 5).unwrap());
+        s.begin_tick();
+        assert!(!s.dirty(w).page_dirty(0));
+        ExampleActor::mark_push_value_dirty(&mut s, id).unwrap();
+        s.begin_tick();
+        assert_eq!(s.dirty(w).masks[ExampleActor::PUSH_VALUE], 1);
+
+        // Arrays compare element-wise, floats bitwise.
+        let mut s = ShooterCharacter::new_store();
+        let w = s.add_watcher();
+        let id = s.spawn();
+        ShooterCharacter::set_inventory(&mut s, id, vec![ObjectRef(1)]).unwrap();
+        ShooterCharacter::set_health(&mut s, id, -0.0).unwrap();
+        s.begin_tick();
+        // The kernel records every array write for compare, even a plain one.
+        assert_eq!(s.dirty(w).masks[ShooterCharacter::INVENTORY], 1);
+        let fresh = s.add_watcher();
+        assert!(!ShooterCharacter::set_inventory_and_mark_dirty(&mut s, id, vec![ObjectRef(1)]).unwrap());
+        assert!(ShooterCharacter::set_health_and_mark_dirty(&mut s, id, 0.0).unwrap(), "-0.0 and 0.0 differ bitwise");
+        s.begin_tick();
+        assert_eq!(s.dirty(fresh).masks[ShooterCharacter::INVENTORY], 0);
+        assert_eq!(s.dirty(fresh).masks[ShooterCharacter::HEALTH], 1);
+    }
+
+    #[test]
+    fn accessors_refuse_a_store_of_an_unrelated_class() {
+        let mut s = Counter::new_store();
+        let id = s.spawn();
+        // Actor::LOCATION is parent 0, but Counter's parent 0 is `Count`.
+        let err = Actor::location(&s, id).unwrap_err();
+        assert!(matches!(&err, StoreError::Value(ValueError::TypeMismatch { expected }) if expected.contains("Counter")), "{err}");
+        assert!(Actor::set_hidden(&mut s, id, true).is_err());
+        assert!(Actor::mark_owner_dirty(&mut s, id).is_err());
+        assert_eq!(Actor::remote_role(&s, id), Err(StoreError::Value(ValueError::NoSuchProperty(Actor::REMOTE_ROLE))));
+        // A base store cannot serve subclass accessors either.
+        let mut a = Actor::new_store();
+        let id = a.spawn();
+        assert!(ShooterCharacter::health(&a, id).is_err());
+        assert_eq!(Counter::count(&s, s.ids().next().unwrap()).unwrap(), 0);
+    }
+
+    crate::replicated_class! {
+        class Duplicate {
+            a: u8 = "A",
+            b: u16 = "A",
+        }
+    }
+
+    crate::replicated_class! {
+        class ShadowsBase extends Actor {
+            location: crate::types::Vec3 = "Location",
+        }
+    }
+
+    crate::replicated_class! {
+        class NestedArray {
+            grid: Vec<Vec<u8>> = "Grid",
+        }
+    }
+
+    crate::replicated_class! {
+        class OnBrokenBase extends Duplicate {
+            c: u8 = "C",
+        }
+    }
+
+    #[test]
+    fn invalid_declarations_are_errors_not_panics() {
+        assert_eq!(Duplicate::try_layout().unwrap_err(), LayoutError::DuplicateName("A".into()));
+        assert_eq!(ShadowsBase::try_layout().unwrap_err(), LayoutError::DuplicateName("Location".into()));
+        assert_eq!(NestedArray::try_layout().unwrap_err(), LayoutError::NestedArray("Grid".into()));
+        assert_eq!(OnBrokenBase::try_layout().unwrap_err(), LayoutError::DuplicateName("A".into()));
+        // The error is cached like a layout: asking twice gives the same answer.
+        assert!(Duplicate::try_layout().is_err());
+        assert_eq!(<Duplicate as ReplicatedClass>::try_layout().unwrap_err(), LayoutError::DuplicateName("A".into()));
+    }
+
+    #[test]
+    #[should_panic(expected = "replicated class `Duplicate` has an invalid declaration: property `A` is declared twice")]
+    fn layout_panics_with_a_clear_message_on_an_invalid_declaration() {
+        let _ = Duplicate::layout();
+    }
+}
