@@ -16,7 +16,7 @@
 //!
 //! Each property is `rust_name: RustType = "WireName" [options]`; the options are any of
 //! `cond = <Condition variant>`, `notify = <Notify variant>` and `push`, comma separated, and the
-//! whole bracket is optional. `RustType` is any [`RepType`](crate::RepType). `extends Base` is
+//! whole bracket is optional. `RustType` is any [`RepType`]. `extends Base` is
 //! optional; `Base` must itself be declared with this macro.
 //!
 //! The macro generates a unit struct with:

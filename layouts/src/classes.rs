@@ -5,7 +5,7 @@
 //! | ----- | ---- | ------- | ---------- |
 //! | [`Actor`] | — | 8 | `Owner`, `Instigator`, `Role`, `RemoteRole`, `bHidden` |
 //! | [`ShooterCharacter`] | `Actor` | 8 + 6 | as `Actor` |
-//! | [`LootContainer`] | `Actor` | 8 + 4 | as `Actor`, plus all four of its own |
+//! | [`LootContainer`] | `Actor` | 8 + 2 | as `Actor`, plus both of its own |
 //! | [`ExampleActor`] | `Actor` | 8 + 2 | as `Actor`, plus `PushValue` |
 //! | [`Projectile`] | — | 4 | `Damage`, `Instigator` |
 //! | [`Pickup`] | — | 4 | all (the class takes the all-push fast path) |
@@ -21,13 +21,9 @@
 //!   setters (UE 5 marks them dirty in `SetOwner`, `SetRole`, `SetActorHiddenInGame`, …), so they
 //!   are push-based as in UE 5: write them with `set_*_and_mark_dirty`, or a plain `set_*`
 //!   followed by `mark_*_dirty`.
-//! - The kernel's store cannot yet read or write a *struct parent that contains a dynamic array*
-//!   (`ClassStore::set` rejects it with a type mismatch, `ClassStore::get` returns the array
-//!   empty), so `LootContainer`'s `ContainerOwnInfo` struct is declared as three parents named
-//!   `ContainerOwnInfo.PlayerIdArray`, `ContainerOwnInfo.StartTime` and
-//!   `ContainerOwnInfo.OwnDuration`. Their leaves, handles and checksum are exactly those of the
-//!   single struct parent, so a peer that declares the struct reads the same wire format; the
-//!   difference is that each part is compared, marked and notified on its own.
+//! - `LootContainer`'s `ContainerOwnInfo` is one struct parent whose first field is a dynamic
+//!   array, as in UE: leaves `ContainerOwnInfo.PlayerIdArray` (an array command),
+//!   `ContainerOwnInfo.StartTime` and `ContainerOwnInfo.OwnDuration`.
 //! - `Projectile`, `Pickup` and `Counter` have no base: they stand for lean, numerous objects, and
 //!   `Counter` is a single-property class for comparisons with other replication systems.
 
@@ -98,18 +94,26 @@ crate::replicated_class! {
     }
 }
 
+crate::replicated_struct! {
+    /// The ownership state of UE's push-model loot container example (`FContainerOwnInfo`). Its
+    /// array flattens into an array leaf inside the struct parent.
+    pub struct ContainerOwnInfo {
+        /// The owning players.
+        pub player_id_array: Vec<u64> = "PlayerIdArray",
+        /// When the ownership started.
+        pub start_time: f32 = "StartTime",
+        /// How long it lasts.
+        pub own_duration: f32 = "OwnDuration",
+    }
+}
+
 crate::replicated_class! {
-    /// The loot container of UE's push-model documentation. `ContainerOwnInfo` is three parents
-    /// (see the [module documentation](self)).
+    /// The loot container of UE's push-model documentation: everything it adds is push-based.
     pub class LootContainer extends Actor {
         /// Whether a player currently owns the container.
         is_container_owned: bool = "bIsContainerOwned" [notify = OnChanged, push],
-        /// `ContainerOwnInfo.PlayerIdArray`: the owning players.
-        own_player_ids: Vec<u64> = "ContainerOwnInfo.PlayerIdArray" [notify = OnChanged, push],
-        /// `ContainerOwnInfo.StartTime`: when the ownership started.
-        own_start_time: f32 = "ContainerOwnInfo.StartTime" [notify = OnChanged, push],
-        /// `ContainerOwnInfo.OwnDuration`: how long it lasts.
-        own_duration: f32 = "ContainerOwnInfo.OwnDuration" [notify = OnChanged, push],
+        /// Who owns it, since when and for how long.
+        container_own_info: ContainerOwnInfo = "ContainerOwnInfo" [notify = OnChanged, push],
     }
 }
 
@@ -165,7 +169,7 @@ crate::replicated_class! {
 mod tests {
     use super::*;
     use crate::ReplicatedClass;
-    use shadowrep::schema::{ClassBuilder, LayoutError, PropType, PropertyDecl, StructType};
+    use shadowrep::schema::{LayoutError, PropType};
     use shadowrep::store::StoreError;
     use shadowrep::value::{Value, ValueError};
 
@@ -176,7 +180,7 @@ mod tests {
         assert_eq!(ShooterCharacter::BASE_PARENT_COUNT, 8);
         assert_eq!(ShooterCharacter::INVENTORY, 8);
         assert_eq!(ShooterCharacter::HEALTH, 13);
-        assert_eq!(LootContainer::OWN_DURATION, 11);
+        assert_eq!(LootContainer::CONTAINER_OWN_INFO, 9);
         assert_eq!(ExampleActor::PUSH_VALUE, 9);
         assert_eq!((Counter::COUNT, Counter::PARENT_COUNT), (0, 1));
 
@@ -264,41 +268,40 @@ mod tests {
     }
 
     #[test]
-    fn loot_container_own_info_round_trips() {
-        let mut s = LootContainer::new_store();
-        let id = s.spawn();
-        LootContainer::set_own_player_ids(&mut s, id, vec![7, u64::MAX]).unwrap();
-        LootContainer::set_own_start_time(&mut s, id, 3.5).unwrap();
-        LootContainer::set_own_duration(&mut s, id, 60.0).unwrap();
-        assert!(LootContainer::set_is_container_owned_and_mark_dirty(&mut s, id, true).unwrap());
-        assert_eq!(LootContainer::own_player_ids(&s, id).unwrap(), vec![7, u64::MAX]);
-        assert_eq!(LootContainer::own_start_time(&s, id).unwrap(), 3.5);
-        assert_eq!(LootContainer::own_duration(&s, id).unwrap(), 60.0);
-        assert!(LootContainer::is_container_owned(&s, id).unwrap());
-    }
+    fn loot_container_struct_with_an_array_round_trips() {
+        let l = LootContainer::layout();
+        let leaves: Vec<_> = l.leaves[8..].iter().map(|x| (x.handle, x.path.as_str(), x.parent)).collect();
+        assert_eq!(
+            leaves,
+            [
+                (9, "bIsContainerOwned", 8),
+                (10, "ContainerOwnInfo.PlayerIdArray", 9),
+                (11, "ContainerOwnInfo.StartTime", 9),
+                (12, "ContainerOwnInfo.OwnDuration", 9),
+            ]
+        );
 
-    #[test]
-    fn loot_container_wire_format_matches_the_struct_declaration() {
-        let as_struct = ClassBuilder::extends("LootContainer", Actor::layout())
-            .property(PropertyDecl::new("bIsContainerOwned", PropType::Bool))
-            .property(PropertyDecl::new(
-                "ContainerOwnInfo",
-                PropType::Struct(
-                    StructType::new("FContainerOwnInfo")
-                        .field("PlayerIdArray", PropType::array(PropType::U64))
-                        .field("StartTime", PropType::F32)
-                        .field("OwnDuration", PropType::F32),
-                ),
-            ))
-            .build()
-            .unwrap();
-        let ours = LootContainer::layout();
-        let leaves = |l: &shadowrep::schema::ClassLayout| {
-            l.leaves.iter().map(|x| (x.handle, x.path.clone(), x.kind)).collect::<Vec<_>>()
-        };
-        assert_eq!(leaves(ours), leaves(&as_struct));
-        assert_eq!(ours.arrays[0].elements, as_struct.arrays[0].elements);
-        assert_eq!(ours.checksum, as_struct.checksum);
+        let mut s = LootContainer::new_store();
+        let w = s.add_watcher();
+        let id = s.spawn();
+        let empty = ContainerOwnInfo { player_id_array: vec![], start_time: 0.0, own_duration: 0.0 };
+        assert_eq!(LootContainer::container_own_info(&s, id).unwrap(), empty);
+        let info = ContainerOwnInfo { player_id_array: vec![7, u64::MAX], start_time: 3.5, own_duration: 60.0 };
+        assert!(LootContainer::set_container_own_info_and_mark_dirty(&mut s, id, info.clone()).unwrap());
+        assert!(LootContainer::set_is_container_owned_and_mark_dirty(&mut s, id, true).unwrap());
+        assert_eq!(LootContainer::container_own_info(&s, id).unwrap(), info);
+        assert!(LootContainer::is_container_owned(&s, id).unwrap());
+        s.begin_tick();
+        assert_eq!(s.dirty(w).masks[LootContainer::CONTAINER_OWN_INFO], 1);
+
+        // Equal again (array included): no change, no mark.
+        let fresh = s.add_watcher();
+        assert!(!LootContainer::set_container_own_info_and_mark_dirty(&mut s, id, info.clone()).unwrap());
+        let longer = ContainerOwnInfo { player_id_array: vec![7, u64::MAX, 1], ..info };
+        s.begin_tick();
+        assert!(!s.dirty(fresh).page_dirty(0));
+        assert!(LootContainer::set_container_own_info_and_mark_dirty(&mut s, id, longer.clone()).unwrap());
+        assert_eq!(LootContainer::container_own_info(&s, id).unwrap(), longer);
     }
 
     #[test]
@@ -368,6 +371,20 @@ mod tests {
         let id = a.spawn();
         assert!(ShooterCharacter::health(&a, id).is_err());
         assert_eq!(Counter::count(&s, s.ids().next().unwrap()).unwrap(), 0);
+    }
+
+    crate::replicated_class! {
+        /// A subclass that adds nothing keeps its base's layout under its own name.
+        class Marker extends Actor {}
+    }
+
+    #[test]
+    fn a_subclass_may_add_nothing() {
+        assert_eq!(Marker::PARENT_COUNT, Actor::PARENT_COUNT);
+        let l = Marker::layout();
+        assert_eq!((l.name.as_str(), l.base.as_deref()), ("Marker", Some("Actor")));
+        assert_eq!(l.handle_count(), Actor::layout().handle_count());
+        assert_ne!(l.checksum, Actor::layout().checksum, "the class name is part of the checksum");
     }
 
     crate::replicated_class! {

@@ -61,8 +61,11 @@ pub mod prelude {
     pub use shadowrep::value::{ObjectRef, Value};
 }
 
+/// Returns a class's layout.
+type LayoutFn = fn() -> &'static Arc<ClassLayout>;
+
 /// The sample classes by name, in a stable order.
-const CLASSES: &[(&str, fn() -> &'static Arc<ClassLayout>)] = &[
+const CLASSES: &[(&str, LayoutFn)] = &[
     ("Actor", classes::Actor::layout),
     ("ShooterCharacter", classes::ShooterCharacter::layout),
     ("LootContainer", classes::LootContainer::layout),
@@ -133,7 +136,7 @@ pub fn describe(layout: &ClassLayout) -> String {
         if p.push {
             opts.push("push".to_owned());
         }
-        let _ = writeln!(out, "{i:>3}  {:<32} {:<12} {:<28} {}", p.name, type_name(&p.ty), opts.join(" "), handles);
+        let _ = writeln!(out, "{i:>3}  {:<20} {:<24} {:<38} {}", p.name, type_name(&p.ty), opts.join(" "), handles);
     }
     out
 }
@@ -211,8 +214,10 @@ mod tests {
 
     #[test]
     fn describe_lists_parents_with_handles() {
+        for name in class_names() {
+            println!("{}", describe(layout_by_name(name).unwrap()));
+        }
         let text = describe(classes::ShooterCharacter::layout());
-        println!("{text}");
         assert!(text.starts_with("class ShooterCharacter extends Actor: 14 parents, 15 handles"));
         assert!(text.contains(" 10  LastTakeHitInfo"));
         assert!(text.contains("handles 11..=12"));

@@ -277,9 +277,8 @@ pub const fn enum_bits(max: u8) -> u8 {
 /// Every field names its wire name after `=`. The struct derives `Clone, Debug, PartialEq`; add
 /// others yourself. A field may be any [`RepType`], including another struct.
 ///
-/// A `Vec` field makes a valid layout, but the current kernel's `ClassStore::get`/`set` cannot read
-/// or write a struct parent that contains a dynamic array (`set` fails with a type mismatch, `get`
-/// returns it empty): declare such an array as a parent of its own instead.
+/// A `Vec` field becomes an array leaf inside the struct parent (arrays inside an array's
+/// elements are rejected by the layout build).
 ///
 /// ```
 /// use shadowrep_layouts::{replicated_struct, RepType};
