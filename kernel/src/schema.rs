@@ -295,11 +295,11 @@ impl LeafKind {
             LeafKind::Vector(_) | LeafKind::Rotator => (PlaneWidth::B4, 3),
             LeafKind::Opaque(n) => {
                 let n = n as usize;
-                if n % 8 == 0 {
+                if n.is_multiple_of(8) {
                     (PlaneWidth::B8, n / 8)
-                } else if n % 4 == 0 {
+                } else if n.is_multiple_of(4) {
                     (PlaneWidth::B4, n / 4)
-                } else if n % 2 == 0 {
+                } else if n.is_multiple_of(2) {
                     (PlaneWidth::B2, n / 2)
                 } else {
                     (PlaneWidth::B1, n)

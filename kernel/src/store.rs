@@ -279,7 +279,7 @@ impl ClassStore {
             Some(i) => i,
             None => {
                 let i = self.generations.len() as u32;
-                if i as usize % PAGE_LANES == 0 {
+                if (i as usize).is_multiple_of(PAGE_LANES) {
                     self.add_page();
                 }
                 self.generations.push(0);

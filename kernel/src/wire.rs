@@ -89,7 +89,7 @@ impl BitWriter {
         if bits < self.bits {
             self.bits = bits;
             self.bytes.truncate(bits.div_ceil(8));
-            if bits % 8 != 0 {
+            if !bits.is_multiple_of(8) {
                 let last = self.bytes.len() - 1;
                 self.bytes[last] &= (1u8 << (bits % 8)) - 1;
             }
@@ -135,7 +135,7 @@ impl BitWriter {
         let mut at = from;
         let end = from + n;
         // Byte-aligned fast path when both sides are aligned.
-        if self.bits % 8 == 0 && at % 8 == 0 {
+        if self.bits.is_multiple_of(8) && at.is_multiple_of(8) {
             let whole = (end - at) / 8;
             self.bytes.extend_from_slice(&src[at / 8..at / 8 + whole]);
             self.bits += whole * 8;

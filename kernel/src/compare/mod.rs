@@ -255,10 +255,7 @@ impl ShadowState {
         let leaves = layout.leaves.len();
         let stride = self.shadow.stride();
         let dirty_pages = std::mem::take(&mut dirty.pages);
-        let work = |(p, (shadow, live, sh_arr, lv_arr, dmask, masks, lanes, arr, occ)): (
-            usize,
-            (&mut [Block], &[Block], &mut PageArrays, &PageArrays, &mut [u64], &mut [u64], &mut u64, &mut Vec<ArrayChange>, &u64),
-        )| {
+        let work = |(p, (shadow, live, sh_arr, lv_arr, dmask, masks, lanes, arr, occ)): (usize, PageJob<'_>)| {
             let page_dirty = dirty_pages.get(p / 64).is_some_and(|w| w >> (p % 64) & 1 != 0);
             if *occ == 0 || (plan.dirty_only && !page_dirty) {
                 return;
@@ -359,6 +356,21 @@ impl ShadowState {
         }
     }
 }
+
+/// Everything one page's compare borrows, as the page zip yields it: shadow blocks, live blocks,
+/// shadow and live arrays, dirty masks, output leaf masks, output lane summary, output array
+/// changes, occupied lanes.
+type PageJob<'a> = (
+    &'a mut [Block],
+    &'a [Block],
+    &'a mut PageArrays,
+    &'a PageArrays,
+    &'a mut [u64],
+    &'a mut [u64],
+    &'a mut u64,
+    &'a mut Vec<ArrayChange>,
+    &'a u64,
+);
 
 /// One page's live and shadow data, borrowed for its compare.
 struct PageRefs<'a> {
