@@ -21,7 +21,8 @@
 //! planes, a bool is a bit plane. A page of 64 actors holds each plane contiguous and 64-byte
 //! aligned (see [`crate::store`]); the compare kernel diffs planes lane-wise.
 //!
-//! Byte planes start on 64-byte boundaries; bit planes are packed 8 bytes apart after them.
+//! Byte planes start on 64-byte boundaries, grouped by width (widest first) into runs; bit planes
+//! are packed 8 bytes apart after them.
 //!
 //! Invariants a built [`ClassLayout`] guarantees (checked in [`ClassBuilder::build`], never by a
 //! panic): unique parent names, at most [`MAX_HANDLES`] top-level handles, every dynamic array's
@@ -357,6 +358,17 @@ pub struct Plane {
     pub page_offset: usize,
 }
 
+/// Consecutive planes of one width: `planes.len()` planes starting at byte `offset` of a page.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PlaneRun {
+    /// Lane width of every plane in the run.
+    pub width: PlaneWidth,
+    /// Byte offset of the first plane in a page.
+    pub offset: usize,
+    /// Plane indices (into [`ClassLayout::planes`]), consecutive in page order.
+    pub planes: std::ops::Range<usize>,
+}
+
 /// One leaf command.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Leaf {
@@ -532,12 +544,14 @@ pub struct ClassLayout {
     pub parents: Vec<Parent>,
     /// Leaves in handle order: `leaves[h - 1].handle == h`.
     pub leaves: Vec<Leaf>,
-    /// Planes of all fixed-size leaves, in leaf order.
+    /// Planes of all fixed-size leaves, in page order (grouped by width; see [`PlaneRun`]).
     pub planes: Vec<Plane>,
     /// Dynamic arrays.
     pub arrays: Vec<ArrayLayout>,
     /// Bytes of one page (byte planes 64-byte aligned, bit planes packed after them).
     pub page_bytes: usize,
+    /// The page's planes as contiguous runs of one width, in page order.
+    pub plane_runs: Vec<PlaneRun>,
     /// Bytes of the array-of-structs replicated record.
     pub record_bytes: usize,
     /// Checksum over everything that must agree for two sides to interoperate.
@@ -659,6 +673,7 @@ impl ClassBuilder {
             planes: b.planes,
             arrays: b.arrays,
             page_bytes,
+            plane_runs: b.runs,
             record_bytes,
             checksum: 0,
             by_name: b.by_name,
@@ -752,6 +767,7 @@ struct Flattener {
     leaves: Vec<Leaf>,
     planes: Vec<Plane>,
     arrays: Vec<ArrayLayout>,
+    runs: Vec<PlaneRun>,
     page_bytes: usize,
     record_bytes: usize,
     by_name: HashMap<String, usize>,
@@ -803,15 +819,38 @@ impl Flattener {
     /// Lays the planes out in a page: byte planes first, each starting on a 64-byte boundary (a
     /// cache line, and one AVX-512 vector), then every bit plane packed 8 bytes apart — a page's
     /// bool column is one `u64`, so eight bools share one cache line instead of taking one each.
+    ///
+    /// Planes are grouped by width, widest first, and renumbered in page order: each width forms
+    /// one contiguous run of plane indices and bytes that a full compare diffs in a single call
+    /// ([`PlaneRun`]). The grouping is stable, so a leaf's planes (all of one width) stay
+    /// consecutive.
     fn place_planes(&mut self) {
+        const ORDER: [PlaneWidth; 5] = [PlaneWidth::B8, PlaneWidth::B4, PlaneWidth::B2, PlaneWidth::B1, PlaneWidth::Bit];
+        let rank = |w: PlaneWidth| ORDER.iter().position(|&x| x == w).unwrap_or(ORDER.len());
+        // Leaves in their new plane order; each leaf's planes move as one block.
+        let mut order: Vec<usize> = (0..self.leaves.len()).collect();
+        order.sort_by_key(|&l| {
+            let leaf = &self.leaves[l];
+            let width = self.planes.get(leaf.planes.start).map_or(ORDER.len(), |p| rank(p.width));
+            (width, l)
+        });
+        let mut planes = Vec::with_capacity(self.planes.len());
         let mut at = 0;
-        for p in self.planes.iter_mut().filter(|p| p.width != PlaneWidth::Bit) {
-            p.page_offset = at;
-            at += p.width.page_bytes().next_multiple_of(64);
+        for l in order {
+            let leaf = &mut self.leaves[l];
+            let first = planes.len();
+            for p in &self.planes[leaf.planes.clone()] {
+                planes.push(Plane { width: p.width, page_offset: at });
+                at += if p.width == PlaneWidth::Bit { 8 } else { p.width.page_bytes() };
+            }
+            leaf.planes = first..planes.len();
         }
-        for p in self.planes.iter_mut().filter(|p| p.width == PlaneWidth::Bit) {
-            p.page_offset = at;
-            at += 8;
+        self.planes = planes;
+        for (i, p) in self.planes.iter().enumerate() {
+            match self.runs.last_mut() {
+                Some(run) if run.width == p.width => run.planes.end = i + 1,
+                _ => self.runs.push(PlaneRun { width: p.width, offset: p.page_offset, planes: i..i + 1 }),
+            }
         }
         self.page_bytes = at.next_multiple_of(64);
     }

@@ -61,14 +61,48 @@ pub struct Kernels {
     pub(crate) d2: fn(&[u8; 128], &[u8; 128]) -> u64,
     pub(crate) d4: fn(&[u8; 256], &[u8; 256]) -> u64,
     pub(crate) d8: fn(&[u8; 512], &[u8; 512]) -> u64,
+    /// Run versions: `out[i]` = diff of the `i`-th plane of consecutive planes (one call per run
+    /// of same-width planes, so the loop stays inside one target-feature function).
+    pub(crate) r1: RunFn,
+    pub(crate) r2: RunFn,
+    pub(crate) r4: RunFn,
+    pub(crate) r8: RunFn,
+}
+
+/// Diffs `out.len()` consecutive planes of `live` and `shadow`; planes beyond the shorter input
+/// are left untouched.
+pub(crate) type RunFn = fn(&[u8], &[u8], &mut [u64]);
+
+/// Applies a one-plane diff to each plane of a run.
+#[inline(always)]
+pub(crate) fn run<const N: usize>(d: impl Fn(&[u8; N], &[u8; N]) -> u64, live: &[u8], shadow: &[u8], out: &mut [u64]) {
+    for ((l, s), o) in live.chunks_exact(N).zip(shadow.chunks_exact(N)).zip(out) {
+        if let (Ok(l), Ok(s)) = (l.try_into(), s.try_into()) {
+            *o = d(l, s);
+        }
+    }
+}
+
+macro_rules! run_fns {
+    ($d1:path, $d2:path, $d4:path, $d8:path) => {
+        (
+            |l: &[u8], s: &[u8], o: &mut [u64]| run::<64>($d1, l, s, o),
+            |l: &[u8], s: &[u8], o: &mut [u64]| run::<128>($d2, l, s, o),
+            |l: &[u8], s: &[u8], o: &mut [u64]| run::<256>($d4, l, s, o),
+            |l: &[u8], s: &[u8], o: &mut [u64]| run::<512>($d8, l, s, o),
+        )
+    };
 }
 
 impl Kernels {
     /// The table for `isa`, or `None` when this CPU lacks it.
     pub fn for_isa(isa: Isa) -> Option<Kernels> {
         match isa {
-            Isa::Scalar => Some(Kernels { isa, d1: scalar::<64, 1>, d2: scalar::<128, 2>, d4: scalar::<256, 4>, d8: scalar::<512, 8> }),
-            Isa::Wide => Some(Kernels { isa, d1: wide_d1, d2: wide_d2, d4: wide_d4, d8: wide_d8 }),
+            Isa::Scalar => Some(SCALAR),
+            Isa::Wide => {
+                let (r1, r2, r4, r8) = run_fns!(wide_d1, wide_d2, wide_d4, wide_d8);
+                Some(Kernels { isa, d1: wide_d1, d2: wide_d2, d4: wide_d4, d8: wide_d8, r1, r2, r4, r8 })
+            }
             Isa::Avx2 => super::x86::avx2_kernels(),
             Isa::Avx512 => super::x86::avx512_kernels(),
         }
@@ -81,10 +115,15 @@ impl Kernels {
             [Isa::Avx512, Isa::Avx2, Isa::Wide]
                 .into_iter()
                 .find_map(Kernels::for_isa)
-                .unwrap_or(Kernels { isa: Isa::Scalar, d1: scalar::<64, 1>, d2: scalar::<128, 2>, d4: scalar::<256, 4>, d8: scalar::<512, 8> })
+                .unwrap_or(SCALAR)
         })
     }
 }
+
+const SCALAR: Kernels = {
+    let (r1, r2, r4, r8) = run_fns!(scalar::<64, 1>, scalar::<128, 2>, scalar::<256, 4>, scalar::<512, 8>);
+    Kernels { isa: Isa::Scalar, d1: scalar::<64, 1>, d2: scalar::<128, 2>, d4: scalar::<256, 4>, d8: scalar::<512, 8>, r1, r2, r4, r8 }
+};
 
 /// Reference: lane `i` differs iff its `W` bytes differ.
 pub fn scalar<const N: usize, const W: usize>(live: &[u8; N], shadow: &[u8; N]) -> u64 {
@@ -190,6 +229,29 @@ mod tests {
         #[test]
         fn every_isa_agrees_with_scalar_8((l, s) in pair::<512>()) {
             for k in tables() { prop_assert_eq!((k.d8)(&l, &s), scalar::<512, 8>(&l, &s), "{:?}", k.isa); }
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+        #[test]
+        fn runs_equal_plane_by_plane(planes in 1usize..5, seed in proptest::collection::vec(any::<u8>(), 512 * 5), flips in proptest::collection::vec((0usize..512 * 5, any::<u8>()), 0..30)) {
+            let live = seed.clone();
+            let mut shadow = seed;
+            for (i, x) in flips { shadow[i] = x; }
+            for k in tables() {
+                for (w, r) in [(64usize, k.r1), (128, k.r2), (256, k.r4), (512, k.r8)] {
+                    let n = planes * w;
+                    let mut out = vec![0u64; planes];
+                    r(&live[..n], &shadow[..n], &mut out);
+                    for (i, &m) in out.iter().enumerate() {
+                        let (l, s) = (&live[i * w..(i + 1) * w], &shadow[i * w..(i + 1) * w]);
+                        let expected = l.chunks_exact(w / 64).zip(s.chunks_exact(w / 64)).enumerate()
+                            .fold(0u64, |acc, (lane, (a, b))| acc | (((a != b) as u64) << lane));
+                        prop_assert_eq!(m, expected, "{:?} width {}", k.isa, w / 64);
+                    }
+                }
+            }
         }
     }
 

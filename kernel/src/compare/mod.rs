@@ -18,7 +18,9 @@
 //! zeroed shadow lane and every parent marked dirty, so their first compare finds every property
 //! that differs from the class defaults, as UE's shadow starts from the class default object.
 //!
-//! Optimisations: bit planes diff with one XOR; a parent whose consider mask has at most
+//! Optimisations: when no parent with planes is push-based (push model off, or a polled class),
+//! a page's planes are diffed run by run — one call per width, the SIMD loop inside — and only a
+//! page with a change visits its leaves; bit planes diff with one XOR; a parent whose consider mask has at most
 //! [`SPARSE_LANES`] lanes is diffed lane by lane (integer loads, no branch per plane) instead of
 //! by whole planes; a fully changed plane is copied with one `memcpy`; pages and parents with
 //! nothing to consider read no column bytes; a clean page never reads its dirty masks, and a page
@@ -390,7 +392,17 @@ struct Plan<'a> {
     uses_dirty: Vec<bool>,
     /// Every parent uses dirty lanes: clean pages are skipped outright.
     dirty_only: bool,
+    /// No parent with planes uses dirty lanes: every plane of a page is compared for every
+    /// occupied lane, so whole runs of planes are diffed in one call each.
+    dense: bool,
+    /// Dense path: every fixed leaf with its plane range.
+    fixed_leaves: Vec<(usize, std::ops::Range<usize>)>,
+    /// Dense path: every dynamic-array leaf as (parent, leaf, array).
+    array_leaves: Vec<(usize, usize, usize)>,
 }
+
+/// Most planes a class may have for the dense path's on-stack mask buffer.
+const DENSE_MAX_PLANES: usize = 64;
 
 impl<'a> Plan<'a> {
     fn new(layout: &'a ClassLayout, cfg: &CompareConfig) -> Self {
@@ -408,7 +420,11 @@ impl<'a> Plan<'a> {
             })
             .collect();
         let dirty_only = uses_dirty.iter().all(|&d| d);
-        Self { layout, kernels: cfg.kernels, uses_dirty, dirty_only }
+        let dense = layout.planes.len() <= DENSE_MAX_PLANES
+            && layout.parents.iter().zip(&uses_dirty).all(|(p, &d)| !d || p.leaves.clone().all(|l| layout.leaves[l].planes.is_empty()));
+        let fixed_leaves = layout.leaves.iter().enumerate().filter(|(_, l)| l.array.is_none()).map(|(i, l)| (i, l.planes.clone())).collect();
+        let array_leaves = layout.leaves.iter().enumerate().filter_map(|(i, l)| l.array.map(|a| (l.parent, i, a))).collect();
+        Self { layout, kernels: cfg.kernels, uses_dirty, dirty_only, dense, fixed_leaves, array_leaves }
     }
 
     /// Compares one page; returns the lanes with any change. `dirty` is `None` for a page with no
@@ -416,6 +432,9 @@ impl<'a> Plan<'a> {
     /// written only once something changed: a page whose lanes come back 0 leaves them stale, and
     /// [`ChangeSet`] never reads them.
     fn compare_page(&self, mut page: PageRefs<'_>, mut dirty: Option<&mut [u64]>, masks: &mut [u64], arrays: &mut Vec<ArrayChange>) -> u64 {
+        if self.dense {
+            return self.compare_page_dense(page, dirty, masks, arrays);
+        }
         let mut any = 0u64;
         for (pi, parent) in self.layout.parents.iter().enumerate() {
             let marked = match dirty.as_deref_mut() {
@@ -444,8 +463,8 @@ impl<'a> Plan<'a> {
         any
     }
 
-    fn compare_leaf(&self, page: &mut PageRefs<'_>, planes: std::ops::Range<usize>, consider: u64) -> u64 {
-        let planes = &self.layout.planes[planes];
+    fn compare_leaf(&self, page: &mut PageRefs<'_>, planes_range: std::ops::Range<usize>, consider: u64) -> u64 {
+        let planes = &self.layout.planes[planes_range.clone()];
         let mut changed = 0u64;
         if consider.count_ones() <= SPARSE_LANES {
             for lane in BitIter(consider) {
@@ -462,12 +481,80 @@ impl<'a> Plan<'a> {
             }
             changed &= consider;
         }
+        self.copy_leaf(page, planes_range, changed);
+        changed
+    }
+
+    /// The dense page compare: every plane diffed run by run, then only the leaves of a page that
+    /// changed are visited; dynamic arrays are compared where written.
+    fn compare_page_dense(&self, mut page: PageRefs<'_>, dirty: Option<&mut [u64]>, masks: &mut [u64], arrays: &mut Vec<ArrayChange>) -> u64 {
+        let mut plane_masks = [0u64; DENSE_MAX_PLANES];
+        self.diff_runs(&page, &mut plane_masks);
+        let occupied = page.occupied;
+        let mut any = 0u64;
+        let planes = &plane_masks[..self.layout.planes.len()];
+        if planes.iter().fold(0, |a, &m| a | m) & occupied != 0 {
+            masks.fill(0);
+            for (li, range) in &self.fixed_leaves {
+                let changed = plane_masks[range.clone()].iter().fold(0, |a, &m| a | m) & occupied;
+                if changed != 0 {
+                    masks[*li] = changed;
+                    any |= changed;
+                    self.copy_leaf(&mut page, range.clone(), changed);
+                }
+            }
+        }
+        if let Some(d) = dirty {
+            for &(pi, li, a) in &self.array_leaves {
+                let consider = d[pi] & occupied;
+                if consider == 0 {
+                    continue;
+                }
+                let changed = self.compare_arrays(&mut page, a, li, consider, arrays);
+                if changed != 0 {
+                    if any == 0 {
+                        masks.fill(0);
+                    }
+                    masks[li] = changed;
+                    any |= changed;
+                }
+            }
+            d.fill(0);
+        }
+        any
+    }
+
+    /// Copies a leaf's changed lanes from live to shadow.
+    fn copy_leaf(&self, page: &mut PageRefs<'_>, planes: std::ops::Range<usize>, changed: u64) {
         if changed != 0 {
-            for pl in planes {
+            for pl in &self.layout.planes[planes] {
                 copy_lanes(pl.width, page.live, page.shadow, pl.page_offset, changed);
             }
         }
-        changed
+    }
+
+    /// Diffs every plane of the page, one call per run of same-width planes; `out[plane]` gets the
+    /// plane's lane mask.
+    fn diff_runs(&self, page: &PageRefs<'_>, out: &mut [u64; DENSE_MAX_PLANES]) {
+        let k = &self.kernels;
+        for run in &self.layout.plane_runs {
+            let masks = &mut out[run.planes.clone()];
+            let run_fn = match run.width {
+                PlaneWidth::Bit => {
+                    for (i, m) in masks.iter_mut().enumerate() {
+                        let o = run.offset + 8 * i;
+                        *m = word(page.live, o) ^ word(page.shadow, o);
+                    }
+                    continue;
+                }
+                PlaneWidth::B1 => k.r1,
+                PlaneWidth::B2 => k.r2,
+                PlaneWidth::B4 => k.r4,
+                PlaneWidth::B8 => k.r8,
+            };
+            let bytes = run.offset..run.offset + masks.len() * run.width.page_bytes();
+            run_fn(&page.live[bytes.clone()], &page.shadow[bytes], masks);
+        }
     }
 
     fn diff_plane(&self, w: PlaneWidth, live: &[u8], shadow: &[u8], o: usize) -> u64 {

@@ -23,7 +23,17 @@ pub(crate) fn avx2_kernels() -> Option<Kernels> {
     #[cfg(target_arch = "x86_64")]
     {
         if std::arch::is_x86_feature_detected!("avx2") {
-            return Some(Kernels { isa: Isa::Avx2, d1: avx2::d1, d2: avx2::d2, d4: avx2::d4, d8: avx2::d8 });
+            return Some(Kernels {
+                isa: Isa::Avx2,
+                d1: avx2::d1,
+                d2: avx2::d2,
+                d4: avx2::d4,
+                d8: avx2::d8,
+                r1: avx2::r1,
+                r2: avx2::r2,
+                r4: avx2::r4,
+                r8: avx2::r8,
+            });
         }
     }
     None
@@ -34,7 +44,17 @@ pub(crate) fn avx512_kernels() -> Option<Kernels> {
     #[cfg(target_arch = "x86_64")]
     {
         if std::arch::is_x86_feature_detected!("avx512f") && std::arch::is_x86_feature_detected!("avx512bw") {
-            return Some(Kernels { isa: Isa::Avx512, d1: avx512::d1, d2: avx512::d2, d4: avx512::d4, d8: avx512::d8 });
+            return Some(Kernels {
+                isa: Isa::Avx512,
+                d1: avx512::d1,
+                d2: avx512::d2,
+                d4: avx512::d4,
+                d8: avx512::d8,
+                r1: avx512::r1,
+                r2: avx512::r2,
+                r4: avx512::r4,
+                r8: avx512::r8,
+            });
         }
     }
     None
@@ -43,6 +63,57 @@ pub(crate) fn avx512_kernels() -> Option<Kernels> {
 #[cfg(target_arch = "x86_64")]
 mod avx2 {
     use std::arch::x86_64::*;
+
+    use super::super::lanes::run;
+
+    pub(super) fn r1(l: &[u8], s: &[u8], o: &mut [u64]) {
+        // SAFETY: AVX2 was detected before this function was made reachable.
+        unsafe { r1_impl(l, s, o) }
+    }
+    pub(super) fn r2(l: &[u8], s: &[u8], o: &mut [u64]) {
+        // SAFETY: as for `r1`.
+        unsafe { r2_impl(l, s, o) }
+    }
+    pub(super) fn r4(l: &[u8], s: &[u8], o: &mut [u64]) {
+        // SAFETY: as for `r1`.
+        unsafe { r4_impl(l, s, o) }
+    }
+    pub(super) fn r8(l: &[u8], s: &[u8], o: &mut [u64]) {
+        // SAFETY: as for `r1`.
+        unsafe { r8_impl(l, s, o) }
+    }
+
+    // The run loops carry the target feature themselves, so the per-plane routine inlines into
+    // them: one call per run of planes, not one per plane.
+
+    /// # Safety
+    /// The CPU must support the module's target features.
+    #[target_feature(enable = "avx2")]
+    unsafe fn r1_impl(l: &[u8], s: &[u8], o: &mut [u64]) {
+        // SAFETY: the closure runs inside this function, whose features the caller guarantees.
+        run::<64>(|a, b| unsafe { d1_impl(a, b) }, l, s, o)
+    }
+    /// # Safety
+    /// The CPU must support the module's target features.
+    #[target_feature(enable = "avx2")]
+    unsafe fn r2_impl(l: &[u8], s: &[u8], o: &mut [u64]) {
+        // SAFETY: as in `r1_impl`.
+        run::<128>(|a, b| unsafe { d2_impl(a, b) }, l, s, o)
+    }
+    /// # Safety
+    /// The CPU must support the module's target features.
+    #[target_feature(enable = "avx2")]
+    unsafe fn r4_impl(l: &[u8], s: &[u8], o: &mut [u64]) {
+        // SAFETY: as in `r1_impl`.
+        run::<256>(|a, b| unsafe { d4_impl(a, b) }, l, s, o)
+    }
+    /// # Safety
+    /// The CPU must support the module's target features.
+    #[target_feature(enable = "avx2")]
+    unsafe fn r8_impl(l: &[u8], s: &[u8], o: &mut [u64]) {
+        // SAFETY: as in `r1_impl`.
+        run::<512>(|a, b| unsafe { d8_impl(a, b) }, l, s, o)
+    }
 
     // Each safe wrapper below is stored only in the table built by `avx2_kernels` after
     // `is_x86_feature_detected!("avx2")` returned true; the module is private, so nothing else can
@@ -76,6 +147,7 @@ mod avx2 {
 
     /// # Safety
     /// The CPU must support AVX2.
+    #[inline]
     #[target_feature(enable = "avx2")]
     unsafe fn d1_impl(l: &[u8; 64], s: &[u8; 64]) -> u64 {
         let mut m = 0u64;
@@ -90,6 +162,7 @@ mod avx2 {
 
     /// # Safety
     /// The CPU must support AVX2.
+    #[inline]
     #[target_feature(enable = "avx2")]
     unsafe fn d2_impl(l: &[u8; 128], s: &[u8; 128]) -> u64 {
         let mut m = 0u64;
@@ -108,6 +181,7 @@ mod avx2 {
 
     /// # Safety
     /// The CPU must support AVX2.
+    #[inline]
     #[target_feature(enable = "avx2")]
     unsafe fn d4_impl(l: &[u8; 256], s: &[u8; 256]) -> u64 {
         let mut m = 0u64;
@@ -122,6 +196,7 @@ mod avx2 {
 
     /// # Safety
     /// The CPU must support AVX2.
+    #[inline]
     #[target_feature(enable = "avx2")]
     unsafe fn d8_impl(l: &[u8; 512], s: &[u8; 512]) -> u64 {
         let mut m = 0u64;
@@ -138,6 +213,57 @@ mod avx2 {
 #[cfg(target_arch = "x86_64")]
 mod avx512 {
     use std::arch::x86_64::*;
+
+    use super::super::lanes::run;
+
+    pub(super) fn r1(l: &[u8], s: &[u8], o: &mut [u64]) {
+        // SAFETY: AVX-512 F+BW were detected before this function was made reachable.
+        unsafe { r1_impl(l, s, o) }
+    }
+    pub(super) fn r2(l: &[u8], s: &[u8], o: &mut [u64]) {
+        // SAFETY: as for `r1`.
+        unsafe { r2_impl(l, s, o) }
+    }
+    pub(super) fn r4(l: &[u8], s: &[u8], o: &mut [u64]) {
+        // SAFETY: as for `r1`.
+        unsafe { r4_impl(l, s, o) }
+    }
+    pub(super) fn r8(l: &[u8], s: &[u8], o: &mut [u64]) {
+        // SAFETY: as for `r1`.
+        unsafe { r8_impl(l, s, o) }
+    }
+
+    // The run loops carry the target feature themselves, so the per-plane routine inlines into
+    // them: one call per run of planes, not one per plane.
+
+    /// # Safety
+    /// The CPU must support the module's target features.
+    #[target_feature(enable = "avx512f,avx512bw")]
+    unsafe fn r1_impl(l: &[u8], s: &[u8], o: &mut [u64]) {
+        // SAFETY: the closure runs inside this function, whose features the caller guarantees.
+        run::<64>(|a, b| unsafe { d1_impl(a, b) }, l, s, o)
+    }
+    /// # Safety
+    /// The CPU must support the module's target features.
+    #[target_feature(enable = "avx512f,avx512bw")]
+    unsafe fn r2_impl(l: &[u8], s: &[u8], o: &mut [u64]) {
+        // SAFETY: as in `r1_impl`.
+        run::<128>(|a, b| unsafe { d2_impl(a, b) }, l, s, o)
+    }
+    /// # Safety
+    /// The CPU must support the module's target features.
+    #[target_feature(enable = "avx512f,avx512bw")]
+    unsafe fn r4_impl(l: &[u8], s: &[u8], o: &mut [u64]) {
+        // SAFETY: as in `r1_impl`.
+        run::<256>(|a, b| unsafe { d4_impl(a, b) }, l, s, o)
+    }
+    /// # Safety
+    /// The CPU must support the module's target features.
+    #[target_feature(enable = "avx512f,avx512bw")]
+    unsafe fn r8_impl(l: &[u8], s: &[u8], o: &mut [u64]) {
+        // SAFETY: as in `r1_impl`.
+        run::<512>(|a, b| unsafe { d8_impl(a, b) }, l, s, o)
+    }
 
     // As in `avx2`: these wrappers become reachable only through `avx512_kernels`, after
     // AVX-512 F and BW were detected.
@@ -170,6 +296,7 @@ mod avx512 {
 
     /// # Safety
     /// The CPU must support AVX-512 F and BW.
+    #[inline]
     #[target_feature(enable = "avx512f,avx512bw")]
     unsafe fn d1_impl(l: &[u8; 64], s: &[u8; 64]) -> u64 {
         // SAFETY: the arrays hold exactly one 64-byte vector.
@@ -179,6 +306,7 @@ mod avx512 {
 
     /// # Safety
     /// The CPU must support AVX-512 F and BW.
+    #[inline]
     #[target_feature(enable = "avx512f,avx512bw")]
     unsafe fn d2_impl(l: &[u8; 128], s: &[u8; 128]) -> u64 {
         let mut m = 0u64;
@@ -192,6 +320,7 @@ mod avx512 {
 
     /// # Safety
     /// The CPU must support AVX-512 F.
+    #[inline]
     #[target_feature(enable = "avx512f")]
     unsafe fn d4_impl(l: &[u8; 256], s: &[u8; 256]) -> u64 {
         let mut m = 0u64;
@@ -205,6 +334,7 @@ mod avx512 {
 
     /// # Safety
     /// The CPU must support AVX-512 F.
+    #[inline]
     #[target_feature(enable = "avx512f")]
     unsafe fn d8_impl(l: &[u8; 512], s: &[u8; 512]) -> u64 {
         let mut m = 0u64;
