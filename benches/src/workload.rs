@@ -184,26 +184,21 @@ pub struct CompareReport {
     pub live_bytes: usize,
     /// Actors with a change in the last timed frame (kernel; the reference agreed).
     pub changed_actors: usize,
+    /// Median over frames of reference / kernel, each pair timed in the same frame.
+    pub speedup_vs_reference: f64,
+    /// Median over frames of memcmp / kernel.
+    pub fraction_of_memcmp: f64,
+    /// Median over push frames of push / the full compare of the same frame.
+    pub push_ratio: f64,
 }
 
-impl CompareReport {
-    /// Reference time / kernel time.
-    pub fn speedup_vs_reference(&self) -> f64 {
-        self.reference_ns as f64 / self.kernel_ns.max(1) as f64
-    }
-    /// memcmp time / kernel time: 1.0 means the compare runs at memcmp's speed.
-    pub fn fraction_of_memcmp(&self) -> f64 {
-        self.memcmp_ns as f64 / self.kernel_ns.max(1) as f64
-    }
-    /// Push at 1 % dirty / full compare.
-    pub fn push_ratio(&self) -> f64 {
-        self.push_1pct_ns as f64 / self.kernel_ns.max(1) as f64
-    }
+fn median<T: PartialOrd + Copy + Default>(mut v: Vec<T>) -> T {
+    v.sort_unstable_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
+    v.get(v.len() / 2).copied().unwrap_or_default()
 }
 
-fn median(mut v: Vec<u64>) -> u64 {
-    v.sort_unstable();
-    v.get(v.len() / 2).copied().unwrap_or(0)
+fn ratio(a: u64, b: u64) -> f64 {
+    a as f64 / b.max(1) as f64
 }
 
 fn timed(f: impl FnOnce()) -> u64 {
@@ -237,6 +232,7 @@ pub fn run_compare(opts: &CompareOptions, progress: &mut dyn FnMut(&str)) -> Res
     }
 
     let (mut kernel, mut reference, mut memcmp) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut speedups, mut fractions, mut push_ratios) = (Vec::new(), Vec::new(), Vec::new());
     let mut changed_actors = 0;
     for frame in 0..opts.frames + 1 {
         progress(&format!("frame {}/{} at {:.1} % changed", frame, opts.frames, opts.changed * 100.0));
@@ -268,6 +264,8 @@ pub fn run_compare(opts: &CompareOptions, progress: &mut dyn FnMut(&str)) -> Res
             kernel.push(k);
             reference.push(r);
             memcmp.push(m);
+            speedups.push(ratio(r, k));
+            fractions.push(ratio(m, k));
         }
     }
 
@@ -279,10 +277,13 @@ pub fn run_compare(opts: &CompareOptions, progress: &mut dyn FnMut(&str)) -> Res
         let t = timed(|| {
             let _ = compare(&mut w, &mut push_shadow, &push, &mut changes);
         });
+        let f = timed(|| {
+            let _ = compare(&mut w, &mut full_shadow, &full, &mut changes);
+        });
         if frame > 0 {
             push_times.push(t);
+            push_ratios.push(ratio(t, f));
         }
-        compare(&mut w, &mut full_shadow, &full, &mut changes)?;
         if let Some(r) = w.reference.as_mut() {
             r.compare(PushMode::Off, &mut ref_changes);
         }
@@ -294,5 +295,8 @@ pub fn run_compare(opts: &CompareOptions, progress: &mut dyn FnMut(&str)) -> Res
         push_1pct_ns: median(push_times),
         live_bytes: w.store.live().bytes().len(),
         changed_actors,
+        speedup_vs_reference: median(speedups),
+        fraction_of_memcmp: median(fractions),
+        push_ratio: median(push_ratios),
     })
 }

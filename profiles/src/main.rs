@@ -155,10 +155,10 @@ fn compare(args: &CompareArgs, json: bool, progress: &mut dyn FnMut(&str)) -> Re
             "kernel_ns": r.kernel_ns,
             "reference_ns": r.reference_ns,
             "memcmp_ns": r.memcmp_ns,
-            "speedup_vs_reference": r.speedup_vs_reference(),
-            "fraction_of_memcmp": r.fraction_of_memcmp(),
+            "speedup_vs_reference": r.speedup_vs_reference,
+            "fraction_of_memcmp": r.fraction_of_memcmp,
             "push_1pct_ns": r.push_1pct_ns,
-            "push_ratio": r.push_ratio(),
+            "push_ratio": r.push_ratio,
             "live_bytes": r.live_bytes,
             "kernel_gb_per_s": gbps(r.kernel_ns),
             "memcmp_gb_per_s": gbps(r.memcmp_ns),
@@ -169,9 +169,9 @@ fn compare(args: &CompareArgs, json: bool, progress: &mut dyn FnMut(&str)) -> Re
         let ms = |ns: u64| ns as f64 / 1e6;
         println!("compare: {} × {} at {:.2} % changed, {} thread(s), {}", opts.actors, opts.class, opts.changed * 100.0, threads, opts.kernels.isa.name());
         println!("  kernel      {:>10.3} ms   {:>6.2} GB/s (live + shadow)", ms(r.kernel_ns), gbps(r.kernel_ns));
-        println!("  reference   {:>10.3} ms   speedup ×{:.1}", ms(r.reference_ns), r.speedup_vs_reference());
-        println!("  memcmp      {:>10.3} ms   kernel runs at {:.2} of memcmp speed", ms(r.memcmp_ns), r.fraction_of_memcmp());
-        println!("  push, 1 %   {:>10.3} ms   {:.4} of a full compare", ms(r.push_1pct_ns), r.push_ratio());
+        println!("  reference   {:>10.3} ms   speedup ×{:.1}", ms(r.reference_ns), r.speedup_vs_reference);
+        println!("  memcmp      {:>10.3} ms   kernel runs at {:.2} of memcmp speed", ms(r.memcmp_ns), r.fraction_of_memcmp);
+        println!("  push, 1 %   {:>10.3} ms   {:.4} of a full compare", ms(r.push_1pct_ns), r.push_ratio);
         println!("  {} actors changed in the last frame; {:.1} MB of live state", r.changed_actors, r.live_bytes as f64 / 1e6);
     }
     Ok(())

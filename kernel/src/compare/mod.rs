@@ -257,11 +257,28 @@ impl ShadowState {
         let leaves = layout.leaves.len();
         let stride = self.shadow.stride();
         let dirty_pages = std::mem::take(&mut dirty.pages);
-        let work = |(p, (shadow, live, sh_arr, lv_arr, dmask, masks, lanes, arr, occ)): (usize, PageJob<'_>)| {
-            let page_dirty = dirty_pages.get(p / 64).is_some_and(|w| w >> (p % 64) & 1 != 0);
+        let dirty_masks: &[u64] = &dirty.masks;
+        let live_all = view.live.bytes();
+        let shadow_base = self.shadow.bytes().as_ptr() as usize;
+        let page_bytes = layout.page_bytes;
+        let is_dirty = |p: usize| dirty_pages.get(p / 64).is_some_and(|w| w >> (p % 64) & 1 != 0);
+        let work = |(p, (shadow, live, sh_arr, lv_arr, masks, lanes, arr, occ)): (usize, PageJob<'_>)| {
+            let page_dirty = is_dirty(p);
+            if plan.dirty_only {
+                // Latency-bound: start the loads of a page a few pages ahead.
+                let q = p + PREFETCH_PAGES;
+                if is_dirty(q) {
+                    let base = q * page_bytes;
+                    plan.prefetch_page(&dirty_masks[q * parents..(q + 1) * parents], view.occupied[q], |off| {
+                        x86::prefetch_addr(live_all.as_ptr() as usize + base + off);
+                        x86::prefetch_addr(shadow_base + base + off);
+                    });
+                }
+            }
             if *occ == 0 || (plan.dirty_only && !page_dirty) {
                 return;
             }
+            let dmask = &dirty_masks[p * parents..(p + 1) * parents];
             let page = PageRefs {
                 index: p,
                 occupied: *occ,
@@ -279,7 +296,6 @@ impl ShadowState {
                 view.live.blocks().par_chunks(stride),
                 shadow_arrays.par_iter_mut(),
                 view.arrays.par_iter(),
-                dirty.masks.par_chunks_mut(parents),
                 out.masks.par_chunks_mut(leaves),
                 out.page_lanes.par_iter_mut(),
                 out.arrays.par_iter_mut(),
@@ -296,17 +312,16 @@ impl ShadowState {
                 .zip(view.live.blocks().chunks(stride))
                 .zip(shadow_arrays.iter_mut())
                 .zip(view.arrays.iter())
-                .zip(dirty.masks.chunks_mut(parents))
                 .zip(out.masks.chunks_mut(leaves))
                 .zip(out.page_lanes.iter_mut())
                 .zip(out.arrays.iter_mut())
                 .zip(view.occupied.iter())
-                .map(|((((((((a, b), c), d), e), f), g), h), i)| (a, b, c, d, e, f, g, h, i))
+                .map(|(((((((a, b), c), d), e), f), g), h)| (a, b, c, d, e, f, g, h))
                 .enumerate()
                 .for_each(work);
         }
         dirty.pages = dirty_pages;
-        dirty.pages.fill(0);
+        dirty.clear();
         Ok(())
     }
 
@@ -360,14 +375,13 @@ impl ShadowState {
 }
 
 /// Everything one page's compare borrows, as the page zip yields it: shadow blocks, live blocks,
-/// shadow and live arrays, dirty masks, output leaf masks, output lane summary, output array
+/// shadow and live arrays, output leaf masks, output lane summary, output array
 /// changes, occupied lanes.
 type PageJob<'a> = (
     &'a mut [Block],
     &'a [Block],
     &'a mut PageArrays,
     &'a PageArrays,
-    &'a mut [u64],
     &'a mut [u64],
     &'a mut u64,
     &'a mut Vec<ArrayChange>,
@@ -399,7 +413,13 @@ struct Plan<'a> {
     fixed_leaves: Vec<(usize, std::ops::Range<usize>)>,
     /// Dense path: every dynamic-array leaf as (parent, leaf, array).
     array_leaves: Vec<(usize, usize, usize)>,
+    /// Per parent: the planes of its fixed leaves, when they are one contiguous range (else
+    /// empty, and nothing is prefetched for it).
+    parent_planes: Vec<std::ops::Range<usize>>,
 }
+
+/// How many pages ahead a dirty-only compare prefetches.
+const PREFETCH_PAGES: usize = 8;
 
 /// Most planes a class may have for the dense path's on-stack mask buffer.
 const DENSE_MAX_PLANES: usize = 64;
@@ -424,23 +444,30 @@ impl<'a> Plan<'a> {
             && layout.parents.iter().zip(&uses_dirty).all(|(p, &d)| !d || p.leaves.clone().all(|l| layout.leaves[l].planes.is_empty()));
         let fixed_leaves = layout.leaves.iter().enumerate().filter(|(_, l)| l.array.is_none()).map(|(i, l)| (i, l.planes.clone())).collect();
         let array_leaves = layout.leaves.iter().enumerate().filter_map(|(i, l)| l.array.map(|a| (l.parent, i, a))).collect();
-        Self { layout, kernels: cfg.kernels, uses_dirty, dirty_only, dense, fixed_leaves, array_leaves }
+        let parent_planes = layout
+            .parents
+            .iter()
+            .map(|p| {
+                let mut ranges = layout.leaves[p.leaves.clone()].iter().map(|l| l.planes.clone()).filter(|r| !r.is_empty());
+                let first = ranges.next().unwrap_or(0..0);
+                ranges.try_fold(first, |acc, r| (r.start == acc.end).then_some(acc.start..r.end)).unwrap_or(0..0)
+            })
+            .collect();
+        Self { layout, kernels: cfg.kernels, uses_dirty, dirty_only, dense, fixed_leaves, array_leaves, parent_planes }
     }
 
     /// Compares one page; returns the lanes with any change. `dirty` is `None` for a page with no
-    /// marks, so a clean page never reads (or dirties) its mask memory. The page's leaf masks are
+    /// marks, so a clean page never reads its mask memory (marks are cleared after the compare,
+    /// page by dirty page). The page's leaf masks are
     /// written only once something changed: a page whose lanes come back 0 leaves them stale, and
     /// [`ChangeSet`] never reads them.
-    fn compare_page(&self, mut page: PageRefs<'_>, mut dirty: Option<&mut [u64]>, masks: &mut [u64], arrays: &mut Vec<ArrayChange>) -> u64 {
+    fn compare_page(&self, mut page: PageRefs<'_>, dirty: Option<&[u64]>, masks: &mut [u64], arrays: &mut Vec<ArrayChange>) -> u64 {
         if self.dense {
             return self.compare_page_dense(page, dirty, masks, arrays);
         }
         let mut any = 0u64;
         for (pi, parent) in self.layout.parents.iter().enumerate() {
-            let marked = match dirty.as_deref_mut() {
-                Some(d) => std::mem::take(&mut d[pi]),
-                None => 0,
-            };
+            let marked = dirty.map_or(0, |d| d[pi]);
             let consider = page.occupied & if self.uses_dirty[pi] { marked } else { !0 };
             for li in parent.leaves.clone() {
                 let leaf = &self.layout.leaves[li];
@@ -487,7 +514,7 @@ impl<'a> Plan<'a> {
 
     /// The dense page compare: every plane diffed run by run, then only the leaves of a page that
     /// changed are visited; dynamic arrays are compared where written.
-    fn compare_page_dense(&self, mut page: PageRefs<'_>, dirty: Option<&mut [u64]>, masks: &mut [u64], arrays: &mut Vec<ArrayChange>) -> u64 {
+    fn compare_page_dense(&self, mut page: PageRefs<'_>, dirty: Option<&[u64]>, masks: &mut [u64], arrays: &mut Vec<ArrayChange>) -> u64 {
         let mut plane_masks = [0u64; DENSE_MAX_PLANES];
         self.diff_runs(&page, &mut plane_masks);
         let occupied = page.occupied;
@@ -519,7 +546,6 @@ impl<'a> Plan<'a> {
                     any |= changed;
                 }
             }
-            d.fill(0);
         }
         any
     }
@@ -529,6 +555,21 @@ impl<'a> Plan<'a> {
         if changed != 0 {
             for pl in &self.layout.planes[planes] {
                 copy_lanes(pl.width, page.live, page.shadow, pl.page_offset, changed);
+            }
+        }
+    }
+
+    /// Calls `fetch` with the page offset of every lane a sparse diff of this page will read.
+    fn prefetch_page(&self, dirty: &[u64], occupied: u64, mut fetch: impl FnMut(usize)) {
+        for (pi, planes) in self.parent_planes.iter().enumerate() {
+            let consider = dirty[pi] & occupied;
+            if consider == 0 || consider.count_ones() > SPARSE_LANES {
+                continue;
+            }
+            for pl in &self.layout.planes[planes.clone()] {
+                for lane in BitIter(consider) {
+                    fetch(pl.page_offset + lane * pl.width.lane_bytes());
+                }
             }
         }
     }

@@ -1,4 +1,4 @@
-//! AVX2 and AVX-512 lane diffs. The only `unsafe` of the compare.
+//! AVX2 and AVX-512 lane diffs, and a prefetch hint. The only `unsafe` of the compare.
 //!
 //! Each routine loads a page plane of live and shadow with unaligned loads (planes are 64-byte
 //! aligned, but nothing here relies on it), compares lane-wise and gathers one bit per lane:
@@ -58,6 +58,20 @@ pub(crate) fn avx512_kernels() -> Option<Kernels> {
         }
     }
     None
+}
+
+/// Hints the CPU to start loading the cache line at `addr`. A prefetch never faults and never
+/// reads memory architecturally, so any address is allowed; a no-op off x86-64.
+#[inline(always)]
+pub(crate) fn prefetch_addr(addr: usize) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: PREFETCHT0 is a hint: it does not fault on any address and has no effect visible to
+    // the program; SSE is part of the x86-64 baseline.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(addr as *const i8)
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = addr;
 }
 
 #[cfg(target_arch = "x86_64")]
