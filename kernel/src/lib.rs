@@ -33,7 +33,12 @@
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod client;
 pub mod compare;
+pub mod connection;
+pub mod driver;
+pub mod history;
+pub mod link;
 pub mod reference;
 pub mod schema;
 pub mod store;

@@ -258,6 +258,53 @@ impl ClassStore {
         &self.occupied
     }
 
+    /// Per page, a counter bumped by every spawn and despawn there (to find changed pages cheaply).
+    pub fn epochs(&self) -> &[u32] {
+        &self.epochs
+    }
+
+    /// The byte form of leaf `leaf` for the actor in `slot` (into `out`, `kind.byte_size()`
+    /// bytes). Slot-level: callers that hold a live slot use it to serialize.
+    pub fn leaf_bytes(&self, slot: u32, leaf: usize, out: &mut [u8]) {
+        let (page, lane) = (slot as usize / PAGE_LANES, slot as usize % PAGE_LANES);
+        let bytes = self.live.page(page);
+        let mut at = 0;
+        for plane in &self.layout.planes[self.layout.leaves[leaf].planes.clone()] {
+            let n = plane.width.lane_bytes();
+            read_lane(bytes, plane.page_offset, plane.width, lane, &mut out[at..at + n]);
+            at += n;
+        }
+    }
+
+    /// The element bytes of dynamic array `array` for the actor in `slot`.
+    pub fn array_bytes(&self, slot: u32, array: usize) -> &[u8] {
+        let (page, lane) = (slot as usize / PAGE_LANES, slot as usize % PAGE_LANES);
+        self.arrays.get(page).and_then(|p| p.get(array * PAGE_LANES + lane)).map_or(&[], |v| v.as_slice())
+    }
+
+    /// Writes leaf `leaf` of actor `id` from its byte form (the receiver's apply).
+    pub(crate) fn write_leaf_bytes(&mut self, id: ActorId, leaf: usize, src: &[u8]) -> Result<(), StoreError> {
+        self.check(id)?;
+        let layout = self.layout.clone();
+        let bytes = self.live.page_mut(id.page());
+        let mut at = 0;
+        for plane in &layout.planes[layout.leaves[leaf].planes.clone()] {
+            let n = plane.width.lane_bytes();
+            write_lane(bytes, plane.page_offset, plane.width, id.lane(), &src[at..at + n]);
+            at += n;
+        }
+        Ok(())
+    }
+
+    /// The element bytes of dynamic array `array` of actor `id`, to edit in place (the receiver's
+    /// apply). The edit is recorded for compare like any array write.
+    pub(crate) fn array_bytes_mut(&mut self, id: ActorId, array: usize) -> Result<&mut Vec<u8>, StoreError> {
+        self.check(id)?;
+        let parent = self.layout.arrays[array].parent;
+        self.pending.mark(id.page(), parent, 1 << id.lane());
+        Ok(&mut self.arrays[id.page()][array * PAGE_LANES + id.lane()])
+    }
+
     /// Generation of each slot.
     pub fn generations(&self) -> &[u32] {
         &self.generations

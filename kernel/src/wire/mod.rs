@@ -24,6 +24,8 @@
 use crate::schema::{LeafKind, VectorQuant};
 use std::fmt;
 
+pub mod bunch;
+
 /// Why bits could not be decoded.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum WireError {
@@ -286,6 +288,27 @@ fn le_u64(b: &[u8], n: usize) -> u64 {
     let mut a = [0u8; 8];
     a[..n].copy_from_slice(&b[..n]);
     u64::from_le_bytes(a)
+}
+
+/// The most bits [`write_leaf`] spends on one value of `kind`.
+pub fn max_leaf_bits(kind: LeafKind) -> usize {
+    match kind {
+        LeafKind::Bool => 1,
+        LeafKind::Enum(bits) => bits as usize,
+        LeafKind::U8 | LeafKind::I8 => 8,
+        LeafKind::U16 | LeafKind::I16 => 16,
+        LeafKind::U32 | LeafKind::I32 | LeafKind::F32 => 32,
+        LeafKind::U64 | LeafKind::I64 | LeafKind::F64 => 64,
+        LeafKind::Name | LeafKind::Object => 80,
+        LeafKind::Vector(q) => match packed_params(q) {
+            Some((_, max)) => ranged_bits(max as u64) as usize + 3 * (max as usize + 1),
+            None if q == VectorQuant::Normal => 48,
+            None => 96,
+        },
+        LeafKind::Rotator => 51,
+        LeafKind::Opaque(n) => 8 * n as usize,
+        LeafKind::Array => 0,
+    }
 }
 
 /// Writes a leaf from its byte form.

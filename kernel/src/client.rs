@@ -1,0 +1,423 @@
+//! The client side: a world with the server's layouts that applies packets and fires notifies.
+//!
+//! ```text
+//! receive(packet):
+//!   decode the whole packet, validating handles, counts, caps, GUIDs and classes
+//!   (an error leaves every actor untouched)
+//!   a packet not newer than the newest one received is dropped (duplicate or late: its content,
+//!   if lost to us, is NAKed and resent with current values)
+//!   per bunch: open spawns the actor; records are written; close destroys it;
+//!              then notifies fire (on-changed only if the value differs; always on every receive)
+//!   an object reference to an actor the client does not have yet is stored as null and kept
+//!   unmapped; when that actor opens, the reference is written and its notify fires again
+//! feedback(): highest sequence received and a 32-bit history, for the server's acks and naks
+//! ```
+//!
+//! Actors live in [`ClassStore`]s exactly like the server's, one per class.
+
+use crate::schema::{ClassLayout, LeafKind, Notify};
+use crate::store::{value_bits_eq, ActorId, ClassStore};
+use crate::value::Value;
+use crate::wire::bunch::{decode_packet, write_feedback, RecordValue};
+use crate::wire::{BitWriter, WireError};
+use std::collections::{HashMap, HashSet};
+use std::fmt;
+use std::sync::Arc;
+
+/// Why a client could not be built.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ClientError {
+    /// The server registers a different number of classes.
+    ClassCount {
+        /// Server's count.
+        server: usize,
+        /// Client's count.
+        client: usize,
+    },
+    /// A class layout differs from the server's.
+    ChecksumMismatch {
+        /// Class id.
+        class: usize,
+        /// Server's checksum.
+        server: u64,
+        /// Client's checksum.
+        client: u64,
+    },
+}
+
+impl fmt::Display for ClientError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ClientError::ClassCount { server, client } => write!(f, "server has {server} classes, client {client}"),
+            ClientError::ChecksumMismatch { class, server, client } => write!(
+                f,
+                "class {class}: layout checksum {client:#x} does not match the server's {server:#x}; the builds do not interoperate"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for ClientError {}
+
+/// Why a packet was refused (nothing was applied).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ReceiveError {
+    /// Malformed bits.
+    Wire(WireError),
+    /// An odd (static) GUID the client does not know.
+    UnknownStatic(u64),
+}
+
+impl fmt::Display for ReceiveError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ReceiveError::Wire(e) => write!(f, "malformed packet: {e}"),
+            ReceiveError::UnknownStatic(g) => write!(f, "unknown static object GUID {g}"),
+        }
+    }
+}
+
+impl std::error::Error for ReceiveError {}
+
+impl From<WireError> for ReceiveError {
+    fn from(e: WireError) -> Self {
+        ReceiveError::Wire(e)
+    }
+}
+
+/// What `receive` did with a packet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Receipt {
+    /// Applied, with this many bunches.
+    Applied(usize),
+    /// Not newer than the newest received: a duplicate or a late packet, ignored.
+    Dropped,
+}
+
+/// A fired notify.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NotifyEvent {
+    /// Actor GUID.
+    pub guid: u64,
+    /// Parent property index.
+    pub parent: usize,
+    /// Previous value, when the notify is declared with it.
+    pub old: Option<Value>,
+    /// Value now.
+    pub new: Value,
+}
+
+/// A reference waiting for its target actor.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Unmapped {
+    owner: u64,
+    leaf: usize,
+    /// (element, element leaf) inside a dynamic array.
+    element: Option<(usize, usize)>,
+    target: u64,
+}
+
+struct ClientClass {
+    layout: Arc<ClassLayout>,
+    store: ClassStore,
+}
+
+/// A client's replicated world.
+pub struct ClientWorld {
+    classes: Vec<ClientClass>,
+    actors: HashMap<u64, (u32, ActorId)>,
+    statics: HashSet<u64>,
+    highest: u32,
+    history: u32,
+    unmapped: Vec<Unmapped>,
+    notifies: Vec<NotifyEvent>,
+}
+
+impl ClientWorld {
+    /// A client with `layouts` (in the server's class-id order), refusing any whose checksum is
+    /// not the server's.
+    pub fn new(layouts: &[Arc<ClassLayout>], server_checksums: &[u64]) -> Result<Self, ClientError> {
+        if layouts.len() != server_checksums.len() {
+            return Err(ClientError::ClassCount { server: server_checksums.len(), client: layouts.len() });
+        }
+        for (i, (l, &s)) in layouts.iter().zip(server_checksums).enumerate() {
+            if l.checksum != s {
+                return Err(ClientError::ChecksumMismatch { class: i, server: s, client: l.checksum });
+            }
+        }
+        Ok(Self {
+            classes: layouts.iter().map(|l| ClientClass { layout: l.clone(), store: ClassStore::new(l.clone()) }).collect(),
+            actors: HashMap::new(),
+            statics: HashSet::new(),
+            highest: 0,
+            history: 0,
+            unmapped: Vec::new(),
+            notifies: Vec::new(),
+        })
+    }
+
+    /// Makes a static object's (odd) GUID known.
+    pub fn register_static(&mut self, guid: u64) {
+        self.statics.insert(guid);
+    }
+
+    /// Actors the client has.
+    pub fn actor_count(&self) -> usize {
+        self.actors.len()
+    }
+
+    /// Whether the client has actor `guid`.
+    pub fn has(&self, guid: u64) -> bool {
+        self.actors.contains_key(&guid)
+    }
+
+    /// Class id of actor `guid`.
+    pub fn class_of(&self, guid: u64) -> Option<u32> {
+        self.actors.get(&guid).map(|a| a.0)
+    }
+
+    /// The client's value of a parent of actor `guid`.
+    pub fn value(&self, guid: u64, parent: usize) -> Option<Value> {
+        let &(c, id) = self.actors.get(&guid)?;
+        self.classes[c as usize].store.get(id, parent).ok()
+    }
+
+    /// The byte form of leaf `leaf` of actor `guid` (into `out`); false if the client lacks it.
+    pub fn leaf_bytes(&self, guid: u64, leaf: usize, out: &mut [u8]) -> bool {
+        match self.actors.get(&guid) {
+            Some(&(c, id)) => {
+                self.classes[c as usize].store.leaf_bytes(id.index, leaf, out);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// The element bytes of dynamic array `array` of actor `guid`.
+    pub fn array_bytes(&self, guid: u64, array: usize) -> Option<&[u8]> {
+        let &(c, id) = self.actors.get(&guid)?;
+        Some(self.classes[c as usize].store.array_bytes(id.index, array))
+    }
+
+    /// References still waiting for their target actor.
+    pub fn unmapped_count(&self) -> usize {
+        self.unmapped.len()
+    }
+
+    /// Notifies fired since the last call.
+    pub fn take_notifies(&mut self) -> Vec<NotifyEvent> {
+        std::mem::take(&mut self.notifies)
+    }
+
+    /// Acknowledgement feedback for the server.
+    pub fn feedback(&self) -> Vec<u8> {
+        let mut w = BitWriter::new();
+        write_feedback(&mut w, self.highest, self.history);
+        w.into_bytes()
+    }
+
+    /// Decodes, validates and applies one packet.
+    pub fn receive(&mut self, bytes: &[u8]) -> Result<Receipt, ReceiveError> {
+        // A packet not newer than the newest one received is a duplicate or late: it is dropped
+        // before decoding, since the actors it names may be gone by now.
+        let seq = crate::wire::BitReader::new(bytes).read_packed()?;
+        if seq <= self.highest as u64 {
+            return Ok(Receipt::Dropped);
+        }
+        let mut opened: HashMap<u64, u32> = HashMap::new();
+        let (classes, actors) = (&self.classes, &self.actors);
+        let packet = decode_packet(bytes, |guid, open| {
+            if guid == 0 || guid % 2 == 1 {
+                return Err(WireError::Invalid("actor GUID"));
+            }
+            let known = opened.get(&guid).copied().or_else(|| actors.get(&guid).map(|a| a.0));
+            let class = match (open, known) {
+                (Some(c), Some(k)) if c != k => return Err(WireError::Invalid("actor reopened with another class")),
+                (Some(c), _) => c,
+                (None, Some(k)) => k,
+                (None, None) => return Err(WireError::Invalid("bunch for an unknown actor")),
+            };
+            let layout = classes.get(class as usize).map(|c| &*c.layout).ok_or(WireError::Invalid("class id"))?;
+            opened.insert(guid, class);
+            Ok(layout)
+        })?;
+        // Object references: static GUIDs must be known.
+        for b in packet.bunches.iter().filter(|b| !b.close) {
+            let layout = &self.classes[opened[&b.guid] as usize].layout;
+            for r in &b.records {
+                for (kind, bytes) in record_leaves(layout, r.handle, &r.value) {
+                    if kind == LeafKind::Object {
+                        let g = guid_of(bytes);
+                        if g % 2 == 1 && !self.statics.contains(&g) {
+                            return Err(ReceiveError::UnknownStatic(g));
+                        }
+                    }
+                }
+            }
+        }
+        let shift = packet.seq - self.highest;
+        self.history = if shift > 32 { 0 } else { (self.history << (shift - 1) << 1) | (1 << (shift - 1)) };
+        if self.highest == 0 {
+            self.history = 0;
+        }
+        self.highest = packet.seq;
+        let n = packet.bunches.len();
+        for b in packet.bunches {
+            if b.close {
+                // Closing an actor the client never got (its open was lost) is no error.
+                if let Some((class, id)) = self.actors.remove(&b.guid) {
+                    let _ = self.classes[class as usize].store.despawn(id);
+                    self.unmapped.retain(|u| u.owner != b.guid);
+                }
+                continue;
+            }
+            self.apply_bunch(opened[&b.guid], b);
+        }
+        Ok(Receipt::Applied(n))
+    }
+
+    fn apply_bunch(&mut self, class: u32, b: crate::wire::bunch::Bunch) {
+        let guid = b.guid;
+        let mut spawned = false;
+        let id = match self.actors.get(&guid) {
+            Some(&(_, id)) => id,
+            None => {
+                let id = self.classes[class as usize].store.spawn();
+                self.actors.insert(guid, (class, id));
+                spawned = true;
+                id
+            }
+        };
+        let layout = self.classes[class as usize].layout.clone();
+        let mut touched: Vec<(usize, Value)> = Vec::new();
+        for r in &b.records {
+            let Some(leaf_index) = r.handle.checked_sub(1).map(usize::from) else { continue };
+            let leaf = &layout.leaves[leaf_index];
+            let store = &mut self.classes[class as usize].store;
+            if !touched.iter().any(|t| t.0 == leaf.parent) {
+                if let Ok(old) = store.get(id, leaf.parent) {
+                    touched.push((leaf.parent, old));
+                }
+            }
+            match &r.value {
+                RecordValue::Leaf(bytes) => {
+                    self.unmapped.retain(|u| !(u.owner == guid && u.leaf == leaf_index && u.element.is_none()));
+                    let mut bytes = bytes.clone();
+                    if leaf.kind == LeafKind::Object {
+                        self.map_reference(guid, leaf_index, None, &mut bytes);
+                    }
+                    let _ = self.classes[class as usize].store.write_leaf_bytes(id, leaf_index, &bytes);
+                }
+                RecordValue::Array { count, elements } => {
+                    let Some(a) = leaf.array else { continue };
+                    let array = &layout.arrays[a];
+                    let per = array.elements.len().max(1);
+                    let count = *count as usize;
+                    self.unmapped.retain(|u| !(u.owner == guid && u.leaf == leaf_index && u.element.is_some_and(|e| e.0 >= count)));
+                    let mut writes = Vec::with_capacity(elements.len());
+                    for (nested, bytes) in elements {
+                        let (e, i) = ((*nested as usize - 1) / per, (*nested as usize - 1) % per);
+                        let mut bytes = bytes.clone();
+                        self.unmapped.retain(|u| !(u.owner == guid && u.leaf == leaf_index && u.element == Some((e, i))));
+                        if array.elements[i].kind == LeafKind::Object {
+                            self.map_reference(guid, leaf_index, Some((e, i)), &mut bytes);
+                        }
+                        writes.push((e, i, bytes));
+                    }
+                    if let Ok(buf) = self.classes[class as usize].store.array_bytes_mut(id, a) {
+                        buf.resize(count * array.stride, 0);
+                        for (e, i, bytes) in writes {
+                            let at = e * array.stride + array.elements[i].offset;
+                            buf[at..at + bytes.len()].copy_from_slice(&bytes);
+                        }
+                    }
+                }
+            }
+        }
+        let store = &self.classes[class as usize].store;
+        for (parent, old) in touched {
+            let Ok(new) = store.get(id, parent) else { continue };
+            fire(&mut self.notifies, layout.parents[parent].notify, guid, parent, old, new);
+        }
+        if spawned {
+            self.resolve(guid);
+        }
+    }
+
+    /// An object reference to an actor the client lacks is written as null and remembered.
+    fn map_reference(&mut self, owner: u64, leaf: usize, element: Option<(usize, usize)>, bytes: &mut [u8]) {
+        let g = guid_of(bytes);
+        if g != 0 && g.is_multiple_of(2) && !self.actors.contains_key(&g) {
+            self.unmapped.push(Unmapped { owner, leaf, element, target: g });
+            bytes[..8].fill(0);
+        }
+    }
+
+    /// Actor `target` arrived: writes every reference waiting for it and fires their notifies.
+    fn resolve(&mut self, target: u64) {
+        let (ready, rest): (Vec<Unmapped>, Vec<Unmapped>) = self.unmapped.drain(..).partition(|u| u.target == target);
+        self.unmapped = rest;
+        for u in ready {
+            let Some(&(class, id)) = self.actors.get(&u.owner) else { continue };
+            let c = &mut self.classes[class as usize];
+            let layout = c.layout.clone();
+            let parent = layout.leaves[u.leaf].parent;
+            let Ok(old) = c.store.get(id, parent) else { continue };
+            let bytes = target.to_le_bytes();
+            match (u.element, layout.leaves[u.leaf].array) {
+                (None, _) => {
+                    let _ = c.store.write_leaf_bytes(id, u.leaf, &bytes);
+                }
+                (Some((e, i)), Some(a)) => {
+                    let array = &layout.arrays[a];
+                    if let Ok(buf) = c.store.array_bytes_mut(id, a) {
+                        let at = e * array.stride + array.elements[i].offset;
+                        if at + 8 <= buf.len() {
+                            buf[at..at + 8].copy_from_slice(&bytes);
+                        }
+                    }
+                }
+                _ => continue,
+            }
+            if let Ok(new) = c.store.get(id, parent) {
+                fire(&mut self.notifies, layout.parents[parent].notify, u.owner, parent, old, new);
+            }
+        }
+    }
+}
+
+/// Fires a notify by its declared mode.
+fn fire(out: &mut Vec<NotifyEvent>, mode: Notify, guid: u64, parent: usize, old: Value, new: Value) {
+    let changed = !value_bits_eq(&old, &new);
+    let (fires, with_old) = match mode {
+        Notify::None => (false, false),
+        Notify::OnChanged => (changed, false),
+        Notify::OnChangedWithOld => (changed, true),
+        Notify::Always => (true, false),
+        Notify::AlwaysWithOld => (true, true),
+    };
+    if fires {
+        out.push(NotifyEvent { guid, parent, old: with_old.then_some(old), new });
+    }
+}
+
+fn guid_of(bytes: &[u8]) -> u64 {
+    let mut a = [0u8; 8];
+    let n = bytes.len().min(8);
+    a[..n].copy_from_slice(&bytes[..n]);
+    u64::from_le_bytes(a)
+}
+
+/// The (kind, bytes) of every leaf value a record carries.
+fn record_leaves<'a>(layout: &'a ClassLayout, handle: u16, value: &'a RecordValue) -> Vec<(LeafKind, &'a [u8])> {
+    let Some(leaf) = layout.leaf_by_handle(handle) else { return Vec::new() };
+    match (value, leaf.array) {
+        (RecordValue::Leaf(b), _) => vec![(leaf.kind, b.as_slice())],
+        (RecordValue::Array { elements, .. }, Some(a)) => {
+            let array = &layout.arrays[a];
+            let per = array.elements.len().max(1);
+            elements.iter().map(|(n, b)| (array.elements[(*n as usize - 1) % per].kind, b.as_slice())).collect()
+        }
+        _ => Vec::new(),
+    }
+}

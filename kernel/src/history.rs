@@ -1,0 +1,126 @@
+//! The change history shared by every connection: when each property of each actor last changed.
+//!
+//! UE keeps, per object, a ring of the last 64 changelists (merging the oldest when full) and
+//! each connection remembers the ring index it has caught up to; sending means OR-ing the
+//! changelists after that index. Here the same question — *which leaves changed after frame F?* —
+//! is answered from one number per (actor, leaf): the frame it last changed.
+//!
+//! ```text
+//! frames[page][leaf][lane]   u32 frame of the last change (0 = never changed from the default)
+//! elements[page][array][lane] one u32 per element of a dynamic array
+//! changed_since(slot, F) = { leaf | frames[slot][leaf] > F }
+//! ```
+//!
+//! This yields exactly the union UE's ring would, for any catch-up point, without a 64-entry
+//! limit: a connection that is far behind gets precisely what changed since it last caught up
+//! (UE's merged oldest entry may add properties that changed even earlier; sending those too is
+//! harmless, sending fewer is what exactness buys). Frame numbers start at 1.
+
+use crate::compare::ChangeSet;
+use crate::schema::{ClassLayout, PAGE_LANES};
+use std::sync::Arc;
+
+/// Last-changed frames of every leaf (and array element) of one class.
+#[derive(Clone, Debug)]
+pub struct History {
+    layout: Arc<ClassLayout>,
+    /// `frames[(page * leaves + leaf) * 64 + lane]`.
+    frames: Vec<u32>,
+    /// `elements[page][array * 64 + lane]`: last-changed frame of each element.
+    elements: Vec<Vec<Vec<u32>>>,
+}
+
+impl History {
+    /// An empty history for `layout`.
+    pub fn new(layout: Arc<ClassLayout>) -> Self {
+        Self { layout, frames: Vec::new(), elements: Vec::new() }
+    }
+
+    fn ensure_pages(&mut self, pages: usize) {
+        let leaves = self.layout.leaves.len();
+        self.frames.resize(pages * leaves * PAGE_LANES, 0);
+        let arrays = self.layout.arrays.len();
+        self.elements.resize_with(pages, || vec![Vec::new(); arrays * PAGE_LANES]);
+    }
+
+    /// Records what `changes` found in `frame` (frames must increase from call to call).
+    pub fn record(&mut self, frame: u32, changes: &ChangeSet) {
+        self.ensure_pages(changes.pages());
+        let leaves = self.layout.leaves.len();
+        for p in 0..changes.pages() {
+            if changes.page_lanes(p) == 0 {
+                continue;
+            }
+            for leaf in 0..leaves {
+                let mask = changes.leaf_mask(p, leaf);
+                let base = (p * leaves + leaf) * PAGE_LANES;
+                for lane in crate::store::BitIter(mask) {
+                    self.frames[base + lane] = frame;
+                }
+            }
+            for c in changes.array_changes(p) {
+                let Some(a) = self.layout.leaves[c.leaf as usize].array else { continue };
+                let per = self.layout.arrays[a].elements.len().max(1);
+                let lane = c.slot as usize % PAGE_LANES;
+                let elements = &mut self.elements[p][a * PAGE_LANES + lane];
+                elements.resize(c.new_len as usize, 0);
+                for &h in &c.elements {
+                    if let Some(e) = elements.get_mut((h as usize - 1) / per) {
+                        *e = frame;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Forgets slot `slot` (its actor was despawned; a new actor there starts from defaults).
+    pub fn clear_slot(&mut self, slot: u32) {
+        let (p, lane) = (slot as usize / PAGE_LANES, slot as usize % PAGE_LANES);
+        let leaves = self.layout.leaves.len();
+        if p * leaves * PAGE_LANES >= self.frames.len() {
+            return;
+        }
+        for leaf in 0..leaves {
+            self.frames[(p * leaves + leaf) * PAGE_LANES + lane] = 0;
+        }
+        for a in 0..self.layout.arrays.len() {
+            self.elements[p][a * PAGE_LANES + lane].clear();
+        }
+    }
+
+    /// Frame of the last change of `leaf` of `slot` (0: never changed).
+    pub fn leaf_frame(&self, slot: u32, leaf: usize) -> u32 {
+        let (p, lane) = (slot as usize / PAGE_LANES, slot as usize % PAGE_LANES);
+        let leaves = self.layout.leaves.len();
+        self.frames.get((p * leaves + leaf) * PAGE_LANES + lane).copied().unwrap_or(0)
+    }
+
+    /// Leaves of `slot` (as a bit mask over leaf indices `< 64`; bit 63 stands for every leaf
+    /// from 63 on) that changed after frame `since`.
+    pub fn changed_since(&self, slot: u32, since: u32) -> u64 {
+        let (p, lane) = (slot as usize / PAGE_LANES, slot as usize % PAGE_LANES);
+        let leaves = self.layout.leaves.len();
+        let mut mask = 0u64;
+        for leaf in 0..leaves {
+            let f = self.frames.get((p * leaves + leaf) * PAGE_LANES + lane).copied().unwrap_or(0);
+            if f > since {
+                mask |= 1 << leaf.min(63);
+            }
+        }
+        mask
+    }
+
+    /// Element indices of array `array` of `slot` that changed after `since`.
+    pub fn elements_since(&self, slot: u32, array: usize, since: u32) -> impl Iterator<Item = usize> + '_ {
+        let (p, lane) = (slot as usize / PAGE_LANES, slot as usize % PAGE_LANES);
+        self.elements
+            .get(p)
+            .and_then(|pg| pg.get(array * PAGE_LANES + lane))
+            .map(|v| v.as_slice())
+            .unwrap_or(&[])
+            .iter()
+            .enumerate()
+            .filter(move |(_, &f)| f > since)
+            .map(|(i, _)| i)
+    }
+}

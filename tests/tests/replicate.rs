@@ -1,0 +1,88 @@
+//! End to end: server → lossy link → clients, for every sample class.
+
+use shadowrep::driver::DriverConfig;
+use shadowrep::link::LinkConfig;
+use shadowrep_tests::World;
+
+const CLASSES: [&str; 6] = ["ShooterCharacter", "LootContainer", "ExampleActor", "Projectile", "Pickup", "Counter"];
+
+/// Runs a churning world over links losing `loss` of their packets (and duplicating, reordering,
+/// jittering), then heals the links and checks every client converges.
+fn converges(loss: f64, seed: u64, shared: bool) {
+    let cfg = DriverConfig { shared_serialization: shared, ..DriverConfig::default() };
+    let mut w = World::new(&CLASSES, 3, cfg, |i| LinkConfig::lossy(loss, seed * 10 + i as u64), seed);
+    for s in 0..CLASSES.len() {
+        for _ in 0..12 {
+            w.spawn(s);
+        }
+    }
+    for frame in 0..80 {
+        w.mutate(0.2);
+        if frame % 10 == 5 {
+            // Despawn a few and spawn replacements that reuse their slots.
+            for _ in 0..3 {
+                let i = frame % w.actors.len();
+                let s = w.actors[i].0;
+                w.despawn(i);
+                w.spawn(s);
+            }
+        }
+        w.step();
+    }
+    w.set_links(LinkConfig::perfect(2));
+    // Long enough for the ack timeout to expire packets lost just before the links healed.
+    for _ in 0..45 {
+        w.step();
+    }
+    w.assert_converged();
+    for c in &w.clients {
+        assert_eq!(c.world.actor_count(), w.actors.len(), "destroyed actors are closed on the client");
+    }
+}
+
+#[test]
+fn converges_without_loss() {
+    for seed in 1..4 {
+        converges(0.0, seed, true);
+    }
+}
+
+#[test]
+fn converges_at_20_percent_loss() {
+    for seed in 10..16 {
+        converges(0.2, seed, true);
+    }
+}
+
+#[test]
+fn converges_at_50_percent_loss() {
+    for seed in 20..26 {
+        converges(0.5, seed, true);
+    }
+}
+
+#[test]
+fn converges_at_50_percent_loss_without_shared_serialization() {
+    for seed in 30..34 {
+        converges(0.5, seed, false);
+    }
+}
+
+#[test]
+fn nothing_is_sent_for_an_idle_world() {
+    let mut w = World::new(&CLASSES, 2, DriverConfig::default(), |_| LinkConfig::perfect(1), 5);
+    for s in 0..CLASSES.len() {
+        w.spawn(s);
+    }
+    for _ in 0..10 {
+        w.step();
+    }
+    let before: Vec<u64> = w.clients.iter().map(|c| w.driver.bytes_sent(c.conn)).collect();
+    for _ in 0..5 {
+        w.step();
+    }
+    let after: Vec<u64> = w.clients.iter().map(|c| w.driver.bytes_sent(c.conn)).collect();
+    assert_eq!(before, after, "no packet for actors with nothing to send");
+    w.assert_converged();
+}
+
