@@ -5,4 +5,5 @@
 #![warn(missing_docs)]
 
 pub mod profiler;
+pub mod replicate;
 pub mod workload;

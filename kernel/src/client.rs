@@ -241,6 +241,18 @@ impl ClientWorld {
             opened.insert(guid, class);
             Ok(layout)
         })?;
+        // Actors must exist when their bunch runs: a close within this packet ends an actor, and
+        // only an open brings one (back).
+        let mut gone: HashSet<u64> = HashSet::new();
+        for b in &packet.bunches {
+            if b.close {
+                gone.insert(b.guid);
+            } else if b.open.is_some() {
+                gone.remove(&b.guid);
+            } else if gone.contains(&b.guid) {
+                return Err(ReceiveError::Wire(WireError::Invalid("bunch for an actor closed earlier in the packet")));
+            }
+        }
         // Object references: static GUIDs must be known.
         for b in packet.bunches.iter().filter(|b| !b.close) {
             let layout = &self.classes[opened[&b.guid] as usize].layout;

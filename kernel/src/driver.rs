@@ -195,8 +195,11 @@ struct SentEntry {
 struct PacketRecord {
     seq: u32,
     frame: u32,
-    entries: Vec<SentEntry>,
-    closes: Vec<u64>,
+    /// Entries of this packet, at the front of the connection's `sent` ring once the packets
+    /// before it are settled.
+    entries: u32,
+    /// Closes of this packet, likewise in `sent_closes`.
+    closes: u32,
 }
 
 /// One actor to send to one connection this frame.
@@ -216,7 +219,13 @@ struct Connection {
     pending: Vec<(u32, u32)>,
     closes: Vec<u64>,
     in_flight: VecDeque<PacketRecord>,
-    packets: Vec<Vec<u8>>,
+    /// What each packet in flight carried, in packet order.
+    sent: VecDeque<SentEntry>,
+    sent_closes: VecDeque<u64>,
+    /// This frame's packets, back to back; `out_ends[i]` is where packet `i` ends.
+    out: Vec<u8>,
+    out_ends: Vec<usize>,
+    writer: BitWriter,
     sends: Vec<SendItem>,
     bytes_sent: u64,
 }
@@ -247,7 +256,7 @@ struct Arena {
     union: Vec<Vec<u64>>,
     /// (class, slot, leaves encoded), sorted.
     keys: Vec<(u32, u32, u64)>,
-    /// Per key, index of its first span; spans follow in leaf order.
+    /// Per key, index of its whole-bunch span; its record spans follow in leaf order.
     first_span: Vec<u32>,
     /// (chunk, bit start, bit length).
     spans: Vec<(u32, u32, u32)>,
@@ -338,7 +347,11 @@ impl NetDriver {
             pending: Vec::new(),
             closes: Vec::new(),
             in_flight: VecDeque::new(),
-            packets: Vec::new(),
+            sent: VecDeque::new(),
+            sent_closes: VecDeque::new(),
+            out: Vec::new(),
+            out_ends: Vec::new(),
+            writer: BitWriter::new(),
             sends: Vec::new(),
             bytes_sent: 0,
         };
@@ -521,8 +534,19 @@ impl NetDriver {
 
     /// Packets produced for `conn` by the last tick (taken: a second call returns none).
     pub fn take_packets(&mut self, conn: ConnectionId) -> Result<Vec<Vec<u8>>, DriverError> {
-        let c = self.conns.get_mut(conn.0 as usize).ok_or(DriverError::UnknownConnection(conn))?;
-        Ok(std::mem::take(&mut c.packets))
+        let packets = self.packets(conn)?.map(|p| p.to_vec()).collect();
+        let c = &mut self.conns[conn.0 as usize];
+        c.out.clear();
+        c.out_ends.clear();
+        Ok(packets)
+    }
+
+    /// Packets produced for `conn` by the last tick, borrowed (no allocation); the next tick
+    /// replaces them.
+    pub fn packets(&self, conn: ConnectionId) -> Result<impl Iterator<Item = &[u8]> + '_, DriverError> {
+        let c = self.conns.get(conn.0 as usize).ok_or(DriverError::UnknownConnection(conn))?;
+        let starts = std::iter::once(0).chain(c.out_ends.iter().copied());
+        Ok(starts.zip(c.out_ends.iter().copied()).map(move |(a, b)| &c.out[a..b]))
     }
 
     /// Bytes sent to `conn` so far.
@@ -555,7 +579,8 @@ impl NetDriver {
 
     fn settle(&mut self, ci: usize, rec: PacketRecord, delivered: bool) {
         let (classes, conn) = (&self.classes, &mut self.conns[ci]);
-        for e in &rec.entries {
+        for _ in 0..rec.entries {
+            let Some(e) = conn.sent.pop_front() else { break };
             let a = &classes[e.class as usize].actors[e.slot as usize];
             if !a.alive || a.guid != e.guid {
                 continue;
@@ -573,8 +598,11 @@ impl NetDriver {
                 conn.queue(e.class, e.slot);
             }
         }
-        if !delivered {
-            conn.closes.extend_from_slice(&rec.closes);
+        for _ in 0..rec.closes {
+            let Some(guid) = conn.sent_closes.pop_front() else { break };
+            if !delivered {
+                conn.closes.push(guid);
+            }
         }
     }
 
@@ -709,15 +737,23 @@ impl NetDriver {
             let mut spans = Vec::new();
             let mut buf = [0u8; 256];
             for &(class, slot, leaves) in keys {
-                let layout = &classes[class as usize].layout;
+                let c = &classes[class as usize];
+                // The whole bunch (header, records, terminator), so a connection that gets
+                // exactly these leaves copies one span; each record is a span inside it.
+                let bunch = spans.len();
+                let bunch_start = w.len_bits();
+                spans.push((0, 0));
+                begin_bunch(&mut w, c.actors[slot as usize].guid, None, false);
                 for leaf in BitIter(leaves) {
-                    let l = &layout.leaves[leaf];
+                    let l = &c.layout.leaves[leaf];
                     let n = l.kind.byte_size();
                     stores[class as usize].leaf_bytes(slot, leaf, &mut buf[..n]);
                     let start = w.len_bits();
                     write_leaf_record(&mut w, l.handle, l.kind, &buf[..n]);
                     spans.push((start as u32, (w.len_bits() - start) as u32));
                 }
+                end_bunch(&mut w);
+                spans[bunch] = (bunch_start as u32, (w.len_bits() - bunch_start) as u32);
             }
             (w, spans)
         };
@@ -734,7 +770,7 @@ impl NetDriver {
             let mut it = spans.into_iter();
             for k in &arena.keys[key..(key + CHUNK).min(arena.keys.len())] {
                 arena.first_span.push(arena.spans.len() as u32);
-                for _ in 0..k.2.count_ones() {
+                for _ in 0..=k.2.count_ones() {
                     let (start, len) = it.next().unwrap_or((0, 0));
                     arena.spans.push((chunk as u32, start, len));
                 }
@@ -742,7 +778,7 @@ impl NetDriver {
             key += CHUNK;
             arena.chunks.push(w);
         }
-        self.stats.shared_records = arena.spans.len();
+        self.stats.shared_records = arena.spans.len() - arena.keys.len();
     }
 
     /// Per connection: closes, then one bunch per actor, into packets of at most `mtu` bytes.
@@ -790,6 +826,9 @@ fn actor_flags(a: &ActorNet, conn: u32, replay: bool, open_acked: bool) -> u8 {
     f
 }
 
+/// How many changed actors ahead `plan_connection` prefetches pair states.
+const PAIR_PREFETCH: usize = 16;
+
 /// Decides what one connection gets this frame: merges the shared changed list with the
 /// connection's pending pairs.
 fn plan_connection(ci: u32, conn: &mut Connection, classes: &[ClassNet], changed: &[(u32, u32, u64)], frame: u32) {
@@ -799,6 +838,13 @@ fn plan_connection(ci: u32, conn: &mut Connection, classes: &[ClassNet], changed
     pending.dedup();
     let (mut i, mut j) = (0, 0);
     while i < changed.len() || j < pending.len() {
+        // Pair states are scattered (one per actor per connection); start loading the ones a
+        // few iterations ahead so their cache misses overlap.
+        if let Some(&(c, s, _)) = changed.get(i + PAIR_PREFETCH) {
+            if let Some(p) = conn.pairs[c as usize].get(s as usize) {
+                crate::compare::prefetch_addr(p as *const PairState as usize);
+            }
+        }
         let a = changed.get(i).map(|c| (c.0, c.1));
         let b = pending.get(j).copied();
         let (key, leaves) = match (a, b) {
@@ -831,7 +877,7 @@ fn plan_connection(ci: u32, conn: &mut Connection, classes: &[ClassNet], changed
         let active = c.active.get(f) & !actor.custom_inactive;
         let ps = conn.pair(class, slot);
         let mut send = leaves | ps.resend;
-        if ps.sent_through == 0 || ps.sent_through + 1 < frame {
+        if ps.sent_through == 0 || c.history.changed_between(slot, ps.sent_through, frame) {
             send |= c.history.changed_since(slot, ps.sent_through);
         }
         send &= active;
@@ -860,38 +906,43 @@ struct WriteCtx<'a> {
 /// Bits that must stay free after a record: the bunch's and the packet's terminators.
 const TAIL_BITS: usize = 8 + 1;
 
-/// Builds one connection's packets.
+/// The packet being built for one connection: its sequence number and what it carries so far.
 struct PacketBuilder {
-    w: BitWriter,
-    rec: PacketRecord,
+    seq: u32,
+    entries: u32,
+    closes: u32,
     has_bunch: bool,
     mtu_bits: usize,
 }
 
 impl PacketBuilder {
-    fn new(seq: u32, mtu_bits: usize) -> Self {
-        let mut w = BitWriter::new();
-        begin_packet(&mut w, seq);
-        Self { w, rec: PacketRecord { seq, frame: 0, entries: Vec::new(), closes: Vec::new() }, has_bunch: false, mtu_bits }
+    /// Starts a packet in the connection's writer.
+    fn start(conn: &mut Connection, mtu_bits: usize) -> Self {
+        conn.writer.clear();
+        begin_packet(&mut conn.writer, conn.next_seq);
+        Self { seq: conn.next_seq, entries: 0, closes: 0, has_bunch: false, mtu_bits }
     }
 
-    fn fits(&self, bits: usize) -> bool {
-        self.w.len_bits() + bits + TAIL_BITS <= self.mtu_bits
+    fn fits(&self, conn: &Connection, bits: usize) -> bool {
+        conn.writer.len_bits() + bits + TAIL_BITS <= self.mtu_bits
     }
 }
 
 impl WriteCtx<'_> {
+    /// Writes one connection's packets; returns (bunches, packets, bytes).
     fn write_connection(&self, conn: &mut Connection) -> (usize, usize, usize) {
-        let mut out = Vec::new();
-        let mut b = PacketBuilder::new(conn.next_seq, self.mtu_bits);
+        conn.out.clear();
+        conn.out_ends.clear();
+        let mut b = PacketBuilder::start(conn, self.mtu_bits);
         let mut bunches = 0;
         for guid in std::mem::take(&mut conn.closes) {
-            if !b.fits(80) {
-                self.flush(conn, &mut b, &mut out);
+            if !b.fits(conn, 80) {
+                self.flush(conn, &mut b);
             }
-            begin_bunch(&mut b.w, guid, None, true);
-            end_bunch(&mut b.w);
-            b.rec.closes.push(guid);
+            begin_bunch(&mut conn.writer, guid, None, true);
+            end_bunch(&mut conn.writer);
+            conn.sent_closes.push_back(guid);
+            b.closes += 1;
             b.has_bunch = true;
             bunches += 1;
         }
@@ -902,13 +953,6 @@ impl WriteCtx<'_> {
             let c = &self.classes[s.class as usize];
             let guid = c.actors[s.slot as usize].guid;
             let open = s.open.then_some(s.class);
-            let header_bits = 1 + 80 + 1 + if open.is_some() { 40 } else { 0 } + 1;
-            if !b.fits(header_bits + 64) {
-                self.flush(conn, &mut b, &mut out);
-            }
-            begin_bunch(&mut b.w, guid, open, false);
-            b.has_bunch = true;
-            bunches += 1;
             let mut entry = SentEntry { class: s.class, slot: s.slot, guid, leaves: 0, open: s.open };
             // Shared spans of this actor, if any (keys and sends are both sorted by actor).
             let spans = self.arena.and_then(|a| {
@@ -917,60 +961,80 @@ impl WriteCtx<'_> {
                 }
                 a.keys.get(span_key).filter(|k| (k.0, k.1) == (s.class, s.slot)).map(|k| (a, k.2, a.first_span[span_key]))
             });
+            // The common case: this connection gets exactly the encoded leaves of an open channel:
+            // one copy of the whole bunch.
+            if let Some((a, union, first)) = spans {
+                let (chunk, start, len) = a.spans[first as usize];
+                if !s.open && s.leaves == union && b.fits(conn, len as usize) {
+                    conn.writer.write_from(a.chunks[chunk as usize].bytes(), start as usize, len as usize);
+                    b.has_bunch = true;
+                    bunches += 1;
+                    entry.leaves = s.leaves;
+                    conn.sent.push_back(entry);
+                    b.entries += 1;
+                    continue;
+                }
+            }
+            let header_bits = 1 + 80 + 1 + if open.is_some() { 40 } else { 0 } + 1;
+            if !b.fits(conn, header_bits + 64) {
+                self.flush(conn, &mut b);
+            }
+            begin_bunch(&mut conn.writer, guid, open, false);
+            b.has_bunch = true;
+            bunches += 1;
             for leaf in BitIter(s.leaves) {
                 let l = &c.layout.leaves[leaf];
                 if let Some(a) = l.array {
-                    self.write_array(conn, &mut b, &mut out, &mut entry, s, leaf, a, &mut bunches);
+                    self.write_array(conn, &mut b, &mut entry, s, leaf, a, &mut bunches);
                     continue;
                 }
                 match spans {
                     // Shared: bit-copy the record encoded once for every connection.
                     Some((a, union, first)) => {
                         let k = (union & ((1u64 << leaf) - 1)).count_ones();
-                        let (chunk, start, len) = a.spans[(first + k) as usize];
-                        if !b.fits(len as usize) {
-                            self.split(conn, &mut b, &mut out, &mut entry, s, guid, &mut bunches);
+                        let (chunk, start, len) = a.spans[(first + 1 + k) as usize];
+                        if !b.fits(conn, len as usize) {
+                            self.split(conn, &mut b, &mut entry, s, &mut bunches);
                         }
-                        b.w.write_from(a.chunks[chunk as usize].bytes(), start as usize, len as usize);
+                        conn.writer.write_from(a.chunks[chunk as usize].bytes(), start as usize, len as usize);
                     }
                     // Per connection: encode straight into the packet, again in a new one if it
                     // did not fit.
                     None => {
                         let n = l.kind.byte_size();
                         self.stores[s.class as usize].leaf_bytes(s.slot, leaf, &mut buf[..n]);
-                        let before = b.w.len_bits();
-                        write_leaf_record(&mut b.w, l.handle, l.kind, &buf[..n]);
-                        if !b.fits(0) {
-                            b.w.truncate(before);
-                            self.split(conn, &mut b, &mut out, &mut entry, s, guid, &mut bunches);
-                            write_leaf_record(&mut b.w, l.handle, l.kind, &buf[..n]);
+                        let before = conn.writer.len_bits();
+                        write_leaf_record(&mut conn.writer, l.handle, l.kind, &buf[..n]);
+                        if !b.fits(conn, 0) {
+                            conn.writer.truncate(before);
+                            self.split(conn, &mut b, &mut entry, s, &mut bunches);
+                            write_leaf_record(&mut conn.writer, l.handle, l.kind, &buf[..n]);
                         }
                     }
                 }
                 entry.leaves |= 1 << leaf;
             }
-            end_bunch(&mut b.w);
-            b.rec.entries.push(entry);
+            end_bunch(&mut conn.writer);
+            conn.sent.push_back(entry);
+            b.entries += 1;
         }
         conn.sends = sends;
         if b.has_bunch {
-            self.finish(conn, b, &mut out);
+            self.finish(conn, &b);
         }
-        let bytes: usize = out.iter().map(|p| p.len()).sum();
+        let bytes = conn.out.len();
         conn.bytes_sent += bytes as u64;
-        let packets = out.len();
-        conn.packets.extend(out);
-        (bunches, packets, bytes)
+        (bunches, conn.out_ends.len(), bytes)
     }
 
     /// Ends the current bunch and packet, and opens a continuation bunch in a new packet.
-    #[allow(clippy::too_many_arguments)]
-    fn split(&self, conn: &mut Connection, b: &mut PacketBuilder, out: &mut Vec<Vec<u8>>, entry: &mut SentEntry, s: &SendItem, guid: u64, bunches: &mut usize) {
-        end_bunch(&mut b.w);
-        b.rec.entries.push(*entry);
+    fn split(&self, conn: &mut Connection, b: &mut PacketBuilder, entry: &mut SentEntry, s: &SendItem, bunches: &mut usize) {
+        end_bunch(&mut conn.writer);
+        conn.sent.push_back(*entry);
+        b.entries += 1;
         entry.leaves = 0;
-        self.flush(conn, b, out);
-        begin_bunch(&mut b.w, guid, s.open.then_some(s.class), false);
+        self.flush(conn, b);
+        begin_bunch(&mut conn.writer, entry.guid, s.open.then_some(s.class), false);
         b.has_bunch = true;
         *bunches += 1;
     }
@@ -981,7 +1045,6 @@ impl WriteCtx<'_> {
         &self,
         conn: &mut Connection,
         b: &mut PacketBuilder,
-        out: &mut Vec<Vec<u8>>,
         entry: &mut SentEntry,
         s: &SendItem,
         leaf: usize,
@@ -989,7 +1052,6 @@ impl WriteCtx<'_> {
         bunches: &mut usize,
     ) {
         let layout = &self.classes[s.class as usize].layout;
-        let guid = entry.guid;
         let array = &layout.arrays[a];
         let handle = layout.leaves[leaf].handle;
         let bytes = self.stores[s.class as usize].array_bytes(s.slot, a);
@@ -999,11 +1061,11 @@ impl WriteCtx<'_> {
         let mut e = 0;
         loop {
             // A record header (handle, count) and its terminator need about 48 bits.
-            if !b.fits(48 + 8) {
-                self.split(conn, b, out, entry, s, guid, bunches);
+            if !b.fits(conn, 48 + 8) {
+                self.split(conn, b, entry, s, bunches);
             }
-            b.w.write_packed(handle as u64);
-            b.w.write_packed(count as u64);
+            conn.writer.write_packed(handle as u64);
+            conn.writer.write_packed(count as u64);
             entry.leaves |= 1 << leaf;
             while e < count {
                 el.clear();
@@ -1012,39 +1074,35 @@ impl WriteCtx<'_> {
                     el.write_packed((e * per + i + 1) as u64);
                     crate::wire::write_leaf(&mut el, x.kind, &element[x.offset..x.offset + x.kind.byte_size()]);
                 }
-                if !b.fits(el.len_bits() + 8) {
+                if !b.fits(conn, el.len_bits() + 8) {
                     break;
                 }
-                b.w.write_from(el.bytes(), 0, el.len_bits());
+                conn.writer.write_from(el.bytes(), 0, el.len_bits());
                 e += 1;
             }
-            b.w.write_packed(0);
+            conn.writer.write_packed(0);
             if e >= count {
                 return;
             }
-            self.split(conn, b, out, entry, s, guid, bunches);
-            // The continuation bunch starts a new record for the same array; the loop writes it.
-            // Undo nothing: the split already closed the previous bunch.
-            continue;
+            // The rest goes in a new record for the same array, in a continuation bunch.
+            self.split(conn, b, entry, s, bunches);
         }
     }
 
-    fn flush(&self, conn: &mut Connection, b: &mut PacketBuilder, out: &mut Vec<Vec<u8>>) {
-        let next = PacketBuilder::new(conn.next_seq + 1, self.mtu_bits);
-        let done = std::mem::replace(b, next);
-        if done.has_bunch {
-            self.finish(conn, done, out);
-        } else {
-            // Nothing was written to it: reuse its sequence number.
-            *b = PacketBuilder::new(conn.next_seq, self.mtu_bits);
+    /// Finishes the current packet (if it carries anything) and starts the next.
+    fn flush(&self, conn: &mut Connection, b: &mut PacketBuilder) {
+        if b.has_bunch {
+            self.finish(conn, b);
         }
+        *b = PacketBuilder::start(conn, self.mtu_bits);
     }
 
-    fn finish(&self, conn: &mut Connection, mut b: PacketBuilder, out: &mut Vec<Vec<u8>>) {
-        end_packet(&mut b.w);
-        b.rec.frame = self.frame;
-        out.push(b.w.into_bytes());
-        conn.in_flight.push_back(b.rec);
+    /// Ends the packet in the writer, appends it to this frame's output and keeps its record.
+    fn finish(&self, conn: &mut Connection, b: &PacketBuilder) {
+        end_packet(&mut conn.writer);
+        conn.out.extend_from_slice(conn.writer.bytes());
+        conn.out_ends.push(conn.out.len());
+        conn.in_flight.push_back(PacketRecord { seq: b.seq, frame: self.frame, entries: b.entries, closes: b.closes });
         conn.next_seq += 1;
     }
 }

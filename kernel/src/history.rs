@@ -28,12 +28,14 @@ pub struct History {
     frames: Vec<u32>,
     /// `elements[page][array * 64 + lane]`: last-changed frame of each element.
     elements: Vec<Vec<Vec<u32>>>,
+    /// Per slot: the two most recent frames with any change (latest, the one before).
+    recent: Vec<(u32, u32)>,
 }
 
 impl History {
     /// An empty history for `layout`.
     pub fn new(layout: Arc<ClassLayout>) -> Self {
-        Self { layout, frames: Vec::new(), elements: Vec::new() }
+        Self { layout, frames: Vec::new(), elements: Vec::new(), recent: Vec::new() }
     }
 
     fn ensure_pages(&mut self, pages: usize) {
@@ -41,6 +43,7 @@ impl History {
         self.frames.resize(pages * leaves * PAGE_LANES, 0);
         let arrays = self.layout.arrays.len();
         self.elements.resize_with(pages, || vec![Vec::new(); arrays * PAGE_LANES]);
+        self.recent.resize(pages * PAGE_LANES, (0, 0));
     }
 
     /// Records what `changes` found in `frame` (frames must increase from call to call).
@@ -50,6 +53,12 @@ impl History {
         for p in 0..changes.pages() {
             if changes.page_lanes(p) == 0 {
                 continue;
+            }
+            for lane in crate::store::BitIter(changes.page_lanes(p)) {
+                let r = &mut self.recent[p * PAGE_LANES + lane];
+                if r.0 != frame {
+                    *r = (frame, r.0);
+                }
             }
             for leaf in 0..leaves {
                 let mask = changes.leaf_mask(p, leaf);
@@ -86,6 +95,15 @@ impl History {
         for a in 0..self.layout.arrays.len() {
             self.elements[p][a * PAGE_LANES + lane].clear();
         }
+        self.recent[slot as usize] = (0, 0);
+    }
+
+    /// Whether `slot` changed in a frame after `since` and before `frame` — what a pair that last
+    /// sent at `since` may have missed besides this frame's changes. Answers without a scan.
+    pub fn changed_between(&self, slot: u32, since: u32, frame: u32) -> bool {
+        let (latest, previous) = self.recent.get(slot as usize).copied().unwrap_or((0, 0));
+        let last_before = if latest == frame { previous } else { latest };
+        last_before > since && last_before < frame
     }
 
     /// Frame of the last change of `leaf` of `slot` (0: never changed).

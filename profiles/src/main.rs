@@ -3,6 +3,7 @@
 //! ```text
 //! shadowrep                                   # the default workload: compare, 100k ShooterCharacter
 //! shadowrep compare --class C --actors N --changed F --threads T [--json] [--flamegraph out.svg]
+//! shadowrep replicate --class C --actors N --connections M --changed F [--json]
 //! ```
 //!
 //! Every subcommand accepts `--json` (one JSON object on stdout, nothing on stderr) and
@@ -14,6 +15,7 @@
 use clap::{Args, Parser, Subcommand};
 use serde_json::json;
 use shadowrep::compare::{Isa, Kernels};
+use shadowrep_benches::replicate::{run_replicate, ReplicateOptions};
 use shadowrep_benches::workload::{run_compare, CompareOptions};
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -36,6 +38,40 @@ struct Cli {
 enum Command {
     /// Change detection: the SIMD kernel vs the UE-style reference vs memcmp, and the push model.
     Compare(CompareArgs),
+    /// Whole server frames (compare, history, send state, serialization, packets) for many
+    /// connections, with and without shared serialization.
+    Replicate(ReplicateArgs),
+}
+
+#[derive(Args, Clone)]
+struct ReplicateArgs {
+    /// Class to instantiate (ShooterCharacter, LootContainer, ExampleActor, Projectile, Pickup, Counter).
+    #[arg(long, default_value = "Counter")]
+    class: String,
+    /// Number of actors.
+    #[arg(long, default_value_t = 10_000)]
+    actors: usize,
+    /// Number of connections.
+    #[arg(long, default_value_t = 16)]
+    connections: usize,
+    /// Fraction of actors changed per frame (0.1 = 10 %).
+    #[arg(long, default_value_t = 0.1)]
+    changed: f64,
+    /// Timed frames; medians are reported.
+    #[arg(long, default_value_t = 10)]
+    frames: usize,
+    /// Largest packet in bytes.
+    #[arg(long, default_value_t = 1024)]
+    mtu: usize,
+    /// Worker threads (default: every core).
+    #[arg(long)]
+    threads: Option<usize>,
+    /// Diff routines: best, scalar, wide, avx2, avx512.
+    #[arg(long, default_value = "best")]
+    isa: String,
+    /// RNG seed.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
 }
 
 #[derive(Args, Clone)]
@@ -97,6 +133,7 @@ fn main() -> ExitCode {
     };
     let result = match cli.command.clone().unwrap_or(Command::Compare(CompareArgs::default())) {
         Command::Compare(args) => compare(&args, cli.json, &mut progress),
+        Command::Replicate(args) => replicate(&args, cli.json, &mut progress),
     };
     if show_progress {
         eprint!("\r\x1b[2K");
@@ -173,6 +210,67 @@ fn compare(args: &CompareArgs, json: bool, progress: &mut dyn FnMut(&str)) -> Re
         println!("  memcmp      {:>10.3} ms   kernel runs at {:.2} of memcmp speed", ms(r.memcmp_ns), r.fraction_of_memcmp);
         println!("  push, 1 %   {:>10.3} ms   {:.4} of a full compare", ms(r.push_1pct_ns), r.push_ratio);
         println!("  {} actors changed in the last frame; {:.1} MB of live state", r.changed_actors, r.live_bytes as f64 / 1e6);
+    }
+    Ok(())
+}
+
+fn replicate(args: &ReplicateArgs, json: bool, progress: &mut dyn FnMut(&str)) -> Result<(), String> {
+    if !(0.0..=1.0).contains(&args.changed) {
+        return Err(format!("--changed must be within 0..=1, got {}", args.changed));
+    }
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let threads = args.threads.unwrap_or(cores).max(1);
+    let opts = ReplicateOptions {
+        class: args.class.clone(),
+        actors: args.actors,
+        connections: args.connections.max(1),
+        changed: args.changed,
+        frames: args.frames.max(1),
+        mtu: args.mtu,
+        kernels: kernels(&args.isa)?,
+        seed: args.seed,
+    };
+    // One command per process: the global pool gets the requested size.
+    rayon::ThreadPoolBuilder::new().num_threads(threads).build_global().map_err(|e| e.to_string())?;
+    let r = run_replicate(&opts, progress)?;
+    if json {
+        let out = json!({
+            "command": "replicate",
+            "class": opts.class,
+            "actors": opts.actors,
+            "connections": opts.connections,
+            "changed": opts.changed,
+            "threads": threads,
+            "frames": opts.frames,
+            "mtu": opts.mtu,
+            "frame_ms": r.frame_ms,
+            "frame_ms_unshared": r.frame_ms_unshared,
+            "sharing_speedup": r.sharing_speedup,
+            "idle_frame_ms": r.idle_frame_ms,
+            "idle_ratio": r.frame_ms / r.idle_frame_ms.max(1e-9),
+            "bytes_per_connection_frame": r.bytes_per_connection_frame,
+            "packets_per_connection_frame": r.packets_per_connection_frame,
+            "bytes_per_pair_state": r.bytes_per_pair_state,
+            "changed_actors": r.changed_actors,
+        });
+        println!("{out}");
+    } else {
+        println!(
+            "replicate: {} × {} to {} connections at {:.2} % changed, {} thread(s)",
+            opts.actors,
+            opts.class,
+            opts.connections,
+            opts.changed * 100.0,
+            threads
+        );
+        println!("  server frame, shared        {:>10.3} ms", r.frame_ms);
+        println!("  server frame, per connection {:>9.3} ms   sharing ×{:.2}", r.frame_ms_unshared, r.sharing_speedup);
+        println!("  idle frame                  {:>10.3} ms   {:.0}× cheaper", r.idle_frame_ms, r.frame_ms / r.idle_frame_ms.max(1e-9));
+        println!(
+            "  per connection and frame    {:>10.0} bytes in {:.1} packets",
+            r.bytes_per_connection_frame, r.packets_per_connection_frame
+        );
+        println!("  send state per (connection, actor): {} bytes", r.bytes_per_pair_state);
     }
     Ok(())
 }

@@ -105,6 +105,8 @@ impl World {
                     eprintln!("client refused a packet: {e}");
                     c.errors += 1;
                 }
+                // Acks ride on the client's own traffic: one feedback per packet received.
+                c.up.send(c.world.feedback());
             }
             c.up.send(c.world.feedback());
             for f in c.up.tick() {

@@ -35,6 +35,7 @@ mod lanes;
 mod x86;
 
 pub use lanes::{scalar, Isa, Kernels};
+pub(crate) use x86::prefetch_addr;
 
 use crate::schema::{ClassLayout, LeafKind, PlaneWidth, PAGE_LANES};
 use crate::store::{read_parent, BitIter, Block, ClassStore, DirtyState, LiveView, PageArray, PageArrays, WatcherId};

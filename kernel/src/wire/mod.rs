@@ -58,9 +58,13 @@ impl fmt::Display for WireError {
 impl std::error::Error for WireError {}
 
 /// Appends bits, least significant first, into a byte buffer.
+///
+/// Writes are word-at-a-time: the buffer keeps 8 zero bytes of slack past the last written bit,
+/// so up to 56 bits are OR-ed in with one unaligned 64-bit load and store. Invariant: every bit
+/// past `bits` is zero.
 #[derive(Clone, Debug, Default)]
 pub struct BitWriter {
-    bytes: Vec<u8>,
+    buf: Vec<u8>,
     bits: usize,
 }
 
@@ -82,48 +86,60 @@ impl BitWriter {
 
     /// Drops everything written (keeps the allocation).
     pub fn clear(&mut self) {
-        self.bytes.clear();
+        let used = self.bits.div_ceil(8).min(self.buf.len());
+        self.buf[..used].fill(0);
         self.bits = 0;
     }
 
     /// Drops bits past `bits` (to undo a partial write).
     pub fn truncate(&mut self, bits: usize) {
         if bits < self.bits {
-            self.bits = bits;
-            self.bytes.truncate(bits.div_ceil(8));
+            let used = self.bits.div_ceil(8);
+            let keep = bits / 8;
             if !bits.is_multiple_of(8) {
-                let last = self.bytes.len() - 1;
-                self.bytes[last] &= (1u8 << (bits % 8)) - 1;
+                self.buf[keep] &= (1u8 << (bits % 8)) - 1;
+                self.buf[keep + 1..used].fill(0);
+            } else {
+                self.buf[keep..used].fill(0);
             }
+            self.bits = bits;
         }
     }
 
     /// The bytes written (the last one zero-padded).
     pub fn bytes(&self) -> &[u8] {
-        &self.bytes
+        &self.buf[..self.bits.div_ceil(8).min(self.buf.len())]
     }
 
     /// Consumes the writer.
-    pub fn into_bytes(self) -> Vec<u8> {
-        self.bytes
+    pub fn into_bytes(mut self) -> Vec<u8> {
+        self.buf.truncate(self.bits.div_ceil(8));
+        self.buf
+    }
+
+    /// ORs up to 56 bits in at the end.
+    #[inline(always)]
+    fn put(&mut self, v: u64, n: u32) {
+        let byte = self.bits / 8;
+        if self.buf.len() < byte + 8 {
+            let want = (byte + 8).max(self.buf.len() * 2).max(64);
+            self.buf.resize(want, 0);
+        }
+        let mut word = [0u8; 8];
+        word.copy_from_slice(&self.buf[byte..byte + 8]);
+        let w = u64::from_le_bytes(word) | (v << (self.bits % 8));
+        self.buf[byte..byte + 8].copy_from_slice(&w.to_le_bytes());
+        self.bits += n as usize;
     }
 
     /// Writes the low `n` bits of `value` (n ≤ 64).
+    #[inline]
     pub fn write_bits(&mut self, value: u64, n: u32) {
-        let mut left = n as usize;
-        let mut v = if n == 64 { value } else { value & ((1u64 << n) - 1) };
-        while left > 0 {
-            let used = self.bits % 8;
-            if used == 0 {
-                self.bytes.push(0);
-            }
-            let room = 8 - used;
-            let take = room.min(left);
-            let last = self.bytes.len() - 1;
-            self.bytes[last] |= ((v & ((1u64 << take) - 1)) as u8) << used;
-            v = if take == 64 { 0 } else { v >> take };
-            left -= take;
-            self.bits += take;
+        if n > 56 {
+            self.put(value & 0xffff_ffff, 32);
+            self.put((value >> 32) & ((1u64 << (n - 32)) - 1), n - 32);
+        } else if n > 0 {
+            self.put(value & ((1u64 << n) - 1), n);
         }
     }
 
@@ -136,16 +152,9 @@ impl BitWriter {
     pub fn write_from(&mut self, src: &[u8], from: usize, n: usize) {
         let mut at = from;
         let end = from + n;
-        // Byte-aligned fast path when both sides are aligned.
-        if self.bits.is_multiple_of(8) && at.is_multiple_of(8) {
-            let whole = (end - at) / 8;
-            self.bytes.extend_from_slice(&src[at / 8..at / 8 + whole]);
-            self.bits += whole * 8;
-            at += whole * 8;
-        }
         while at < end {
             let take = (end - at).min(56);
-            self.write_bits(read_bits_at(src, at, take), take as u32);
+            self.put(read_bits_at(src, at, take), take as u32);
             at += take;
         }
     }
@@ -178,17 +187,14 @@ pub fn ranged_bits(max: u64) -> u32 {
     }
 }
 
+/// Reads `n ≤ 56` bits of `src` at bit `at` (the caller checked they exist).
+#[inline(always)]
 fn read_bits_at(src: &[u8], at: usize, n: usize) -> u64 {
-    let mut v = 0u64;
-    let mut got = 0;
-    while got < n {
-        let pos = at + got;
-        let byte = src[pos / 8] >> (pos % 8);
-        let take = (8 - pos % 8).min(n - got);
-        v |= ((byte as u64) & ((1u64 << take) - 1)) << got;
-        got += take;
-    }
-    v
+    let byte = at / 8;
+    let mut word = [0u8; 8];
+    let avail = src.len().saturating_sub(byte).min(8);
+    word[..avail].copy_from_slice(&src[byte..byte + avail]);
+    (u64::from_le_bytes(word) >> (at % 8)) & ((1u64 << n) - 1)
 }
 
 /// Reads bits written by [`BitWriter`]; every read checks the length.

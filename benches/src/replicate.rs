@@ -1,0 +1,152 @@
+//! The replicate workload: one store, many connections, server frames timed end to end.
+//!
+//! Two drivers watch the same store — one with shared serialization, one encoding per
+//! connection — and tick the same frames, so their times compare side by side. Clients are not
+//! simulated: each connection acknowledges every packet of a frame (feedback built from the
+//! packets' own sequence numbers), which keeps in-flight records bounded as a healthy link would.
+//! A frame is timed from compare to the last packet; acks are not part of it.
+
+use crate::workload::CompareWorkload;
+use shadowrep::compare::{CompareConfig, Kernels, PushMode};
+use shadowrep::driver::{ConnectionId, DriverConfig, NetDriver};
+use shadowrep::wire::bunch::write_feedback;
+use shadowrep::wire::{BitReader, BitWriter};
+use std::time::Instant;
+
+/// What `shadowrep replicate` measures.
+#[derive(Clone, Debug)]
+pub struct ReplicateOptions {
+    /// Class name.
+    pub class: String,
+    /// Actors.
+    pub actors: usize,
+    /// Connections.
+    pub connections: usize,
+    /// Fraction of actors changed per frame.
+    pub changed: f64,
+    /// Timed frames.
+    pub frames: usize,
+    /// Packet size limit.
+    pub mtu: usize,
+    /// Diff routines.
+    pub kernels: Kernels,
+    /// RNG seed.
+    pub seed: u64,
+}
+
+/// Medians of one run.
+#[derive(Clone, Debug)]
+pub struct ReplicateReport {
+    /// Server frame with shared serialization, ms.
+    pub frame_ms: f64,
+    /// The same frames encoded per connection, ms.
+    pub frame_ms_unshared: f64,
+    /// A frame where nothing changed (shared driver), ms.
+    pub idle_frame_ms: f64,
+    /// Median over frames of unshared / shared, timed in the same frame.
+    pub sharing_speedup: f64,
+    /// Bytes each connection receives per frame (mean over the timed frames).
+    pub bytes_per_connection_frame: f64,
+    /// Packets each connection receives per frame.
+    pub packets_per_connection_frame: f64,
+    /// Bytes of send state per (connection, actor).
+    pub bytes_per_pair_state: usize,
+    /// Actors changed per frame (last timed frame).
+    pub changed_actors: usize,
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
+    v.get(v.len() / 2).copied().unwrap_or(0.0)
+}
+
+/// Acknowledges every packet a driver produced for each connection this frame, one feedback
+/// per packet as a client piggybacking acks on its own traffic would; returns bytes and packets.
+fn drain_and_ack(driver: &mut NetDriver, conns: &[ConnectionId]) -> Result<(usize, usize), String> {
+    let (mut bytes, mut packets) = (0, 0);
+    let mut w = BitWriter::new();
+    let mut seqs = Vec::new();
+    for &c in conns {
+        seqs.clear();
+        for p in driver.packets(c).map_err(|e| e.to_string())? {
+            bytes += p.len();
+            packets += 1;
+            seqs.push(BitReader::new(p).read_packed().map_err(|e| e.to_string())? as u32);
+        }
+        for &seq in &seqs {
+            w.clear();
+            write_feedback(&mut w, seq, u32::MAX);
+            driver.receive_feedback(c, w.bytes()).map_err(|e| e.to_string())?;
+        }
+    }
+    Ok((bytes, packets))
+}
+
+/// Runs the replicate measurement.
+pub fn run_replicate(opts: &ReplicateOptions, progress: &mut dyn FnMut(&str)) -> Result<ReplicateReport, String> {
+    progress(&format!("spawning {} {} actors", opts.actors, opts.class));
+    let mut w = CompareWorkload::new(&opts.class, opts.actors, opts.seed, false)?;
+    let compare = CompareConfig { push: PushMode::Declared, kernels: opts.kernels, parallel: true };
+    let cfg = DriverConfig { mtu: opts.mtu, compare, ..DriverConfig::default() };
+    let mut shared = NetDriver::new(cfg).map_err(|e| e.to_string())?;
+    let mut unshared = NetDriver::new(DriverConfig { shared_serialization: false, ..cfg }).map_err(|e| e.to_string())?;
+    shared.register_class(&mut w.store).map_err(|e| e.to_string())?;
+    unshared.register_class(&mut w.store).map_err(|e| e.to_string())?;
+    let conns: Vec<ConnectionId> = (0..opts.connections).map(|_| shared.add_connection(false)).collect();
+    for _ in 0..opts.connections {
+        unshared.add_connection(false);
+    }
+    // Initial replication: every actor opens on every connection; then a frame to settle acks.
+    for frame in 0..3 {
+        progress(&format!("initial replication, frame {}", frame + 1));
+        w.mutate(opts.changed, true);
+        shared.tick(&mut [&mut w.store]).map_err(|e| e.to_string())?;
+        unshared.tick(&mut [&mut w.store]).map_err(|e| e.to_string())?;
+        drain_and_ack(&mut shared, &conns)?;
+        drain_and_ack(&mut unshared, &conns)?;
+    }
+    let (mut t_shared, mut t_unshared, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut bytes, mut packets, mut changed_actors) = (0usize, 0usize, 0usize);
+    for frame in 0..opts.frames {
+        progress(&format!("frame {}/{} at {:.1} % changed", frame + 1, opts.frames, opts.changed * 100.0));
+        w.mutate(opts.changed, true);
+        let t = Instant::now();
+        let stats = shared.tick(&mut [&mut w.store]).map_err(|e| e.to_string())?;
+        let a = t.elapsed().as_secs_f64() * 1e3;
+        let t = Instant::now();
+        unshared.tick(&mut [&mut w.store]).map_err(|e| e.to_string())?;
+        let b = t.elapsed().as_secs_f64() * 1e3;
+        let (by, pk) = drain_and_ack(&mut shared, &conns)?;
+        let (by_u, _) = drain_and_ack(&mut unshared, &conns)?;
+        if by != by_u {
+            return Err(format!("shared and per-connection encodings differ in size: {by} vs {by_u} bytes"));
+        }
+        bytes += by;
+        packets += pk;
+        changed_actors = stats.changed_actors;
+        t_shared.push(a);
+        t_unshared.push(b);
+        ratios.push(b / a.max(1e-9));
+    }
+    let mut idle = Vec::new();
+    for frame in 0..opts.frames {
+        progress(&format!("idle frame {}/{}", frame + 1, opts.frames));
+        let t = Instant::now();
+        shared.tick(&mut [&mut w.store]).map_err(|e| e.to_string())?;
+        idle.push(t.elapsed().as_secs_f64() * 1e3);
+        unshared.tick(&mut [&mut w.store]).map_err(|e| e.to_string())?;
+        drain_and_ack(&mut shared, &conns)?;
+        drain_and_ack(&mut unshared, &conns)?;
+    }
+    let per = (opts.connections * opts.frames).max(1) as f64;
+    Ok(ReplicateReport {
+        frame_ms: median(t_shared),
+        frame_ms_unshared: median(t_unshared),
+        idle_frame_ms: median(idle),
+        sharing_speedup: median(ratios),
+        bytes_per_connection_frame: bytes as f64 / per,
+        packets_per_connection_frame: packets as f64 / per,
+        bytes_per_pair_state: NetDriver::pair_state_bytes(),
+        changed_actors,
+    })
+}
