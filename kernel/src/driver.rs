@@ -222,10 +222,10 @@ struct Connection {
     /// What each packet in flight carried, in packet order.
     sent: VecDeque<SentEntry>,
     sent_closes: VecDeque<u64>,
-    /// This frame's packets, back to back; `out_ends[i]` is where packet `i` ends.
-    out: Vec<u8>,
-    out_ends: Vec<usize>,
+    /// This frame's packets, back to back and byte-aligned, written in place;
+    /// `out_ends[i]` is the byte where packet `i` ends.
     writer: BitWriter,
+    out_ends: Vec<usize>,
     sends: Vec<SendItem>,
     bytes_sent: u64,
 }
@@ -248,13 +248,11 @@ impl Connection {
     }
 }
 
-/// The frame's shared encodings: per actor key, the bit spans of its fixed-leaf records.
+/// The frame's shared encodings: for each actor that changed, its changed fixed leaves as one
+/// whole bunch and as one span per record.
 #[derive(Default)]
 struct Arena {
-    /// Per class, per slot: union of the fixed leaves some connection sends this frame (zeroed
-    /// again after each frame; only touched entries are non-zero).
-    union: Vec<Vec<u64>>,
-    /// (class, slot, leaves encoded), sorted.
+    /// (class, slot, leaves encoded), sorted by actor.
     keys: Vec<(u32, u32, u64)>,
     /// Per key, index of its whole-bunch span; its record spans follow in leaf order.
     first_span: Vec<u32>,
@@ -349,9 +347,8 @@ impl NetDriver {
             in_flight: VecDeque::new(),
             sent: VecDeque::new(),
             sent_closes: VecDeque::new(),
-            out: Vec::new(),
-            out_ends: Vec::new(),
             writer: BitWriter::new(),
+            out_ends: Vec::new(),
             sends: Vec::new(),
             bytes_sent: 0,
         };
@@ -536,7 +533,7 @@ impl NetDriver {
     pub fn take_packets(&mut self, conn: ConnectionId) -> Result<Vec<Vec<u8>>, DriverError> {
         let packets = self.packets(conn)?.map(|p| p.to_vec()).collect();
         let c = &mut self.conns[conn.0 as usize];
-        c.out.clear();
+        c.writer.clear();
         c.out_ends.clear();
         Ok(packets)
     }
@@ -546,7 +543,8 @@ impl NetDriver {
     pub fn packets(&self, conn: ConnectionId) -> Result<impl Iterator<Item = &[u8]> + '_, DriverError> {
         let c = self.conns.get(conn.0 as usize).ok_or(DriverError::UnknownConnection(conn))?;
         let starts = std::iter::once(0).chain(c.out_ends.iter().copied());
-        Ok(starts.zip(c.out_ends.iter().copied()).map(move |(a, b)| &c.out[a..b]))
+        let bytes = c.writer.bytes();
+        Ok(starts.zip(c.out_ends.iter().copied()).map(move |(a, b)| &bytes[a..b]))
     }
 
     /// Bytes sent to `conn` so far.
@@ -710,25 +708,16 @@ impl NetDriver {
 
     /// Encodes the union of every connection's fixed leaves, once per (actor, leaf).
     fn encode_shared(&mut self, stores: &[&ClassStore]) {
+        // What nearly every connection needs is what changed this frame: encode that, once.
+        // Leaves only some connections need (resends, first sends, newly active properties) are
+        // encoded by those connections themselves.
         let arena = &mut self.arena;
         arena.keys.clear();
-        arena.union.resize_with(self.classes.len(), Vec::new);
-        for (u, c) in arena.union.iter_mut().zip(&self.classes) {
-            u.resize(c.actors.len(), 0);
-        }
-        for conn in &self.conns {
-            for s in &conn.sends {
-                let fixed = s.leaves & !self.classes[s.class as usize].array_leaves;
-                let u = &mut arena.union[s.class as usize][s.slot as usize];
-                if *u == 0 && fixed != 0 {
-                    arena.keys.push((s.class, s.slot, 0));
-                }
-                *u |= fixed;
+        for &(class, slot, leaves) in &self.changed {
+            let fixed = leaves & !self.classes[class as usize].array_leaves;
+            if fixed != 0 {
+                arena.keys.push((class, slot, fixed));
             }
-        }
-        arena.keys.sort_unstable_by_key(|k| (k.0, k.1));
-        for k in &mut arena.keys {
-            k.2 = std::mem::take(&mut arena.union[k.0 as usize][k.1 as usize]);
         }
         let classes = &self.classes;
         const CHUNK: usize = 256;
@@ -909,6 +898,8 @@ const TAIL_BITS: usize = 8 + 1;
 /// The packet being built for one connection: its sequence number and what it carries so far.
 struct PacketBuilder {
     seq: u32,
+    /// Bit where this packet starts in the connection's writer.
+    start_bits: usize,
     entries: u32,
     closes: u32,
     has_bunch: bool,
@@ -916,22 +907,22 @@ struct PacketBuilder {
 }
 
 impl PacketBuilder {
-    /// Starts a packet in the connection's writer.
+    /// Starts a packet at the end of the connection's writer (which is byte-aligned).
     fn start(conn: &mut Connection, mtu_bits: usize) -> Self {
-        conn.writer.clear();
+        let start_bits = conn.writer.len_bits();
         begin_packet(&mut conn.writer, conn.next_seq);
-        Self { seq: conn.next_seq, entries: 0, closes: 0, has_bunch: false, mtu_bits }
+        Self { seq: conn.next_seq, start_bits, entries: 0, closes: 0, has_bunch: false, mtu_bits }
     }
 
     fn fits(&self, conn: &Connection, bits: usize) -> bool {
-        conn.writer.len_bits() + bits + TAIL_BITS <= self.mtu_bits
+        conn.writer.len_bits() - self.start_bits + bits + TAIL_BITS <= self.mtu_bits
     }
 }
 
 impl WriteCtx<'_> {
     /// Writes one connection's packets; returns (bunches, packets, bytes).
     fn write_connection(&self, conn: &mut Connection) -> (usize, usize, usize) {
-        conn.out.clear();
+        conn.writer.clear();
         conn.out_ends.clear();
         let mut b = PacketBuilder::start(conn, self.mtu_bits);
         let mut bunches = 0;
@@ -988,7 +979,7 @@ impl WriteCtx<'_> {
                     self.write_array(conn, &mut b, &mut entry, s, leaf, a, &mut bunches);
                     continue;
                 }
-                match spans {
+                match spans.filter(|&(_, union, _)| union >> leaf & 1 != 0) {
                     // Shared: bit-copy the record encoded once for every connection.
                     Some((a, union, first)) => {
                         let k = (union & ((1u64 << leaf) - 1)).count_ones();
@@ -998,8 +989,8 @@ impl WriteCtx<'_> {
                         }
                         conn.writer.write_from(a.chunks[chunk as usize].bytes(), start as usize, len as usize);
                     }
-                    // Per connection: encode straight into the packet, again in a new one if it
-                    // did not fit.
+                    // Per connection (sharing off, or a leaf only this connection needs): encode
+                    // straight into the packet, again in a new one if it did not fit.
                     None => {
                         let n = l.kind.byte_size();
                         self.stores[s.class as usize].leaf_bytes(s.slot, leaf, &mut buf[..n]);
@@ -1022,7 +1013,8 @@ impl WriteCtx<'_> {
         if b.has_bunch {
             self.finish(conn, &b);
         }
-        let bytes = conn.out.len();
+        let bytes = conn.out_ends.last().copied().unwrap_or(0);
+        conn.writer.truncate(bytes * 8);
         conn.bytes_sent += bytes as u64;
         (bunches, conn.out_ends.len(), bytes)
     }
@@ -1093,15 +1085,18 @@ impl WriteCtx<'_> {
     fn flush(&self, conn: &mut Connection, b: &mut PacketBuilder) {
         if b.has_bunch {
             self.finish(conn, b);
+        } else {
+            // Nothing in it: drop its header and start it again.
+            conn.writer.truncate(b.start_bits);
         }
         *b = PacketBuilder::start(conn, self.mtu_bits);
     }
 
-    /// Ends the packet in the writer, appends it to this frame's output and keeps its record.
+    /// Ends the packet in place (padded to a byte) and keeps its record.
     fn finish(&self, conn: &mut Connection, b: &PacketBuilder) {
         end_packet(&mut conn.writer);
-        conn.out.extend_from_slice(conn.writer.bytes());
-        conn.out_ends.push(conn.out.len());
+        conn.writer.pad_to_byte();
+        conn.out_ends.push(conn.writer.len_bits() / 8);
         conn.in_flight.push_back(PacketRecord { seq: b.seq, frame: self.frame, entries: b.entries, closes: b.closes });
         conn.next_seq += 1;
     }

@@ -143,6 +143,14 @@ impl BitWriter {
         }
     }
 
+    /// Advances to the next byte boundary (the skipped bits are zero).
+    pub fn pad_to_byte(&mut self) {
+        let pad = (8 - self.bits % 8) % 8;
+        if pad > 0 {
+            self.put(0, pad as u32);
+        }
+    }
+
     /// Writes one bit.
     pub fn write_bool(&mut self, b: bool) {
         self.write_bits(b as u64, 1);
@@ -191,10 +199,12 @@ pub fn ranged_bits(max: u64) -> u32 {
 #[inline(always)]
 fn read_bits_at(src: &[u8], at: usize, n: usize) -> u64 {
     let byte = at / 8;
-    let mut word = [0u8; 8];
-    let avail = src.len().saturating_sub(byte).min(8);
-    word[..avail].copy_from_slice(&src[byte..byte + avail]);
-    (u64::from_le_bytes(word) >> (at % 8)) & ((1u64 << n) - 1)
+    let word = match src.get(byte..byte + 8) {
+        // One unaligned load when 8 bytes are there; byte by byte only at the very end.
+        Some(w) => u64::from_le_bytes(w.try_into().unwrap_or([0; 8])),
+        None => src[byte.min(src.len())..].iter().rev().fold(0u64, |acc, &b| acc << 8 | b as u64),
+    };
+    (word >> (at % 8)) & ((1u64 << n) - 1)
 }
 
 /// Reads bits written by [`BitWriter`]; every read checks the length.
