@@ -422,6 +422,9 @@ struct Plan<'a> {
 /// How many pages ahead a dirty-only compare prefetches.
 const PREFETCH_PAGES: usize = 8;
 
+/// From this many changed lanes on, the dense path copies whole planes.
+const DENSE_WHOLE_PLANE_COPY: u32 = 8;
+
 /// Most planes a class may have for the dense path's on-stack mask buffer.
 const DENSE_MAX_PLANES: usize = 64;
 
@@ -528,7 +531,11 @@ impl<'a> Plan<'a> {
                 if changed != 0 {
                     masks[*li] = changed;
                     any |= changed;
-                    self.copy_leaf(&mut page, range.clone(), changed);
+                    // Dense pages compare every occupied lane, and free lanes are zero on both
+                    // sides, so every lane outside `changed` already matches: with many changed
+                    // lanes one whole-plane copy beats a copy per lane.
+                    let copy = if changed.count_ones() >= DENSE_WHOLE_PLANE_COPY { !0 } else { changed };
+                    self.copy_leaf(&mut page, range.clone(), copy);
                 }
             }
         }
