@@ -699,7 +699,7 @@ impl NetDriver {
     fn plan_sends(&mut self) {
         let (classes, changed, frame) = (&self.classes, &self.changed, self.frame);
         let plan = |(ci, conn): (usize, &mut Connection)| plan_connection(ci as u32, conn, classes, changed, frame);
-        if self.cfg.parallel {
+        if self.cfg.parallel && self.parallel_worth_it() {
             self.conns.par_iter_mut().enumerate().for_each(plan);
         } else {
             self.conns.iter_mut().enumerate().for_each(plan);
@@ -746,7 +746,7 @@ impl NetDriver {
             }
             (w, spans)
         };
-        let chunks: Vec<(BitWriter, Vec<(u32, u32)>)> = if self.cfg.parallel {
+        let chunks: Vec<(BitWriter, Vec<(u32, u32)>)> = if self.cfg.parallel && arena.keys.len() > CHUNK {
             arena.keys.par_chunks(CHUNK).map(encode).collect()
         } else {
             arena.keys.chunks(CHUNK).map(encode).collect()
@@ -770,6 +770,13 @@ impl NetDriver {
         self.stats.shared_records = arena.spans.len() - arena.keys.len();
     }
 
+    /// Whether this frame's per-connection work is big enough to pay for waking the pool (an idle
+    /// frame should cost next to nothing).
+    fn parallel_worth_it(&self) -> bool {
+        let pending: usize = self.conns.iter().map(|c| c.pending.len() + c.sends.len() + c.closes.len()).sum();
+        self.changed.len() * self.conns.len() + pending >= PARALLEL_MIN_ITEMS
+    }
+
     /// Per connection: closes, then one bunch per actor, into packets of at most `mtu` bytes.
     fn write_packets(&mut self, stores: &[&ClassStore]) {
         let ctx = WriteCtx {
@@ -780,7 +787,8 @@ impl NetDriver {
             mtu_bits: self.cfg.mtu * 8,
         };
         let write = |conn: &mut Connection| ctx.write_connection(conn);
-        let counts: Vec<(usize, usize, usize)> = if self.cfg.parallel {
+        let parallel = self.cfg.parallel && self.parallel_worth_it();
+        let counts: Vec<(usize, usize, usize)> = if parallel {
             self.conns.par_iter_mut().map(write).collect()
         } else {
             self.conns.iter_mut().map(write).collect()
@@ -814,6 +822,9 @@ fn actor_flags(a: &ActorNet, conn: u32, replay: bool, open_acked: bool) -> u8 {
     }
     f
 }
+
+/// Fewer (actor, connection) candidates than this in a frame run on the calling thread.
+const PARALLEL_MIN_ITEMS: usize = 2048;
 
 /// How many changed actors ahead `plan_connection` prefetches pair states.
 const PAIR_PREFETCH: usize = 16;

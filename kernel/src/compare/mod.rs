@@ -43,6 +43,10 @@ use crate::value::Value;
 use rayon::prelude::*;
 use std::sync::Arc;
 
+/// Fewer pages than this are compared on the calling thread even when parallel (waking the pool
+/// costs more than the work).
+pub const PARALLEL_MIN_PAGES: usize = 256;
+
 /// A parent considered for at most this many lanes is diffed lane by lane.
 pub const SPARSE_LANES: u32 = 2;
 
@@ -291,7 +295,7 @@ impl ShadowState {
             *lanes = plan.compare_page(page, page_dirty.then_some(dmask), masks, arr);
         };
         let shadow_arrays = &mut self.arrays;
-        if cfg.parallel {
+        if cfg.parallel && pages >= PARALLEL_MIN_PAGES {
             (
                 self.shadow.blocks_mut().par_chunks_mut(stride),
                 view.live.blocks().par_chunks(stride),
