@@ -86,7 +86,7 @@ fn drain_and_ack(driver: &mut NetDriver, conns: &[ConnectionId]) -> Result<(usiz
 pub fn run_replicate(opts: &ReplicateOptions, progress: &mut dyn FnMut(&str)) -> Result<ReplicateReport, String> {
     progress(&format!("spawning {} {} actors", opts.actors, opts.class));
     let mut w = CompareWorkload::new(&opts.class, opts.actors, opts.seed, false)?;
-    let compare = CompareConfig { push: PushMode::Declared, kernels: opts.kernels, parallel: true };
+    let compare = CompareConfig { push: PushMode::Declared, kernels: opts.kernels, ..CompareConfig::default() };
     let cfg = DriverConfig { mtu: opts.mtu, compare, ..DriverConfig::default() };
     let mut shared = NetDriver::new(cfg).map_err(|e| e.to_string())?;
     let mut unshared = NetDriver::new(DriverConfig { shared_serialization: false, ..cfg }).map_err(|e| e.to_string())?;

@@ -48,6 +48,9 @@ pub struct DriverConfig {
     pub shared_serialization: bool,
     /// Run per-connection work and shared encoding on the rayon pool.
     pub parallel: bool,
+    /// Frames with fewer (actor, connection) candidates than this run on the calling thread even
+    /// when `parallel`: an idle frame should cost next to nothing.
+    pub min_parallel_items: usize,
     /// A packet with no news for this many frames counts as lost and its content is resent (the
     /// last packets before a quiet spell have no later packet whose ack would reveal their loss).
     pub ack_timeout_frames: u32,
@@ -57,7 +60,14 @@ pub struct DriverConfig {
 
 impl Default for DriverConfig {
     fn default() -> Self {
-        Self { mtu: 1024, shared_serialization: true, parallel: true, ack_timeout_frames: 30, compare: CompareConfig::default() }
+        Self {
+            mtu: 1024,
+            shared_serialization: true,
+            parallel: true,
+            min_parallel_items: 2048,
+            ack_timeout_frames: 30,
+            compare: CompareConfig::default(),
+        }
     }
 }
 
@@ -774,7 +784,7 @@ impl NetDriver {
     /// frame should cost next to nothing).
     fn parallel_worth_it(&self) -> bool {
         let pending: usize = self.conns.iter().map(|c| c.pending.len() + c.sends.len() + c.closes.len()).sum();
-        self.changed.len() * self.conns.len() + pending >= PARALLEL_MIN_ITEMS
+        self.changed.len() * self.conns.len() + pending >= self.cfg.min_parallel_items
     }
 
     /// Per connection: closes, then one bunch per actor, into packets of at most `mtu` bytes.
@@ -822,9 +832,6 @@ fn actor_flags(a: &ActorNet, conn: u32, replay: bool, open_acked: bool) -> u8 {
     }
     f
 }
-
-/// Fewer (actor, connection) candidates than this in a frame run on the calling thread.
-const PARALLEL_MIN_ITEMS: usize = 2048;
 
 /// How many changed actors ahead `plan_connection` prefetches pair states.
 const PAIR_PREFETCH: usize = 16;

@@ -126,7 +126,7 @@ fn run(layout: ClassLayout, actors: usize, push: PushMode, seed: u64) -> Result<
     let mut drivers: Vec<Driver> = Isa::ALL
         .into_iter()
         .filter_map(Kernels::for_isa)
-        .flat_map(|kernels| [false, true].map(|parallel| CompareConfig { push, kernels, parallel }))
+        .flat_map(|kernels| [false, true].map(|parallel| CompareConfig { push, kernels, parallel, min_parallel_pages: 0 }))
         .map(|cfg| Driver { shadow: ShadowState::new(&mut store), cfg, changes: ChangeSet::new() })
         .collect();
     // slot -> (actor id, reference object)

@@ -9,7 +9,10 @@ const CLASSES: [&str; 6] = ["ShooterCharacter", "LootContainer", "ExampleActor",
 /// Runs a churning world over links losing `loss` of their packets (and duplicating, reordering,
 /// jittering), then heals the links and checks every client converges.
 fn converges(loss: f64, seed: u64, shared: bool) {
-    let cfg = DriverConfig { shared_serialization: shared, ..DriverConfig::default() };
+    // Parallel paths even for these small worlds (the no-loss runs keep the sequential default).
+    let min_parallel_items = if loss > 0.0 { 0 } else { DriverConfig::default().min_parallel_items };
+    let mut cfg = DriverConfig { shared_serialization: shared, min_parallel_items, ..DriverConfig::default() };
+    cfg.compare.min_parallel_pages = if loss > 0.0 { 0 } else { cfg.compare.min_parallel_pages };
     let mut w = World::new(&CLASSES, 3, cfg, |i| LinkConfig::lossy(loss, seed * 10 + i as u64), seed);
     for s in 0..CLASSES.len() {
         for _ in 0..12 {

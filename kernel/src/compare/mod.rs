@@ -43,8 +43,7 @@ use crate::value::Value;
 use rayon::prelude::*;
 use std::sync::Arc;
 
-/// Fewer pages than this are compared on the calling thread even when parallel (waking the pool
-/// costs more than the work).
+/// Default [`CompareConfig::min_parallel_pages`].
 pub const PARALLEL_MIN_PAGES: usize = 256;
 
 /// A parent considered for at most this many lanes is diffed lane by lane.
@@ -73,11 +72,14 @@ pub struct CompareConfig {
     pub kernels: Kernels,
     /// Shard pages across the current rayon pool.
     pub parallel: bool,
+    /// Fewer pages than this are compared on the calling thread even when `parallel` (waking
+    /// the pool costs more than the work); default [`PARALLEL_MIN_PAGES`].
+    pub min_parallel_pages: usize,
 }
 
 impl Default for CompareConfig {
     fn default() -> Self {
-        Self { push: PushMode::Declared, kernels: Kernels::best(), parallel: true }
+        Self { push: PushMode::Declared, kernels: Kernels::best(), parallel: true, min_parallel_pages: PARALLEL_MIN_PAGES }
     }
 }
 
@@ -295,7 +297,7 @@ impl ShadowState {
             *lanes = plan.compare_page(page, page_dirty.then_some(dmask), masks, arr);
         };
         let shadow_arrays = &mut self.arrays;
-        if cfg.parallel && pages >= PARALLEL_MIN_PAGES {
+        if cfg.parallel && pages >= cfg.min_parallel_pages {
             (
                 self.shadow.blocks_mut().par_chunks_mut(stride),
                 view.live.blocks().par_chunks(stride),
