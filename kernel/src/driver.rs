@@ -217,6 +217,7 @@ struct PacketRecord {
 struct SendItem {
     class: u32,
     slot: u32,
+    guid: u64,
     leaves: u64,
     open: bool,
 }
@@ -279,6 +280,9 @@ pub struct NetDriver {
     conns: Vec<Connection>,
     next_guid: u64,
     changed: Vec<(u32, u32, u64)>,
+    /// The changed actors' replication state, parallel to `changed`: per-connection planning
+    /// reads it in order instead of jumping around the actor tables once per connection.
+    changed_actors: Vec<ActorNet>,
     arena: Arena,
     stats: TickStats,
 }
@@ -296,6 +300,7 @@ impl NetDriver {
             conns: Vec::new(),
             next_guid: 2,
             changed: Vec::new(),
+            changed_actors: Vec::new(),
             arena: Arena::default(),
             stats: TickStats::default(),
         })
@@ -685,6 +690,7 @@ impl NetDriver {
     /// The frame's changed actors with their changed leaves, sorted by (class, slot).
     fn collect_changed(&mut self) {
         self.changed.clear();
+        self.changed_actors.clear();
         for (ci, c) in self.classes.iter().enumerate() {
             let leaves = c.layout.leaves.len();
             for p in 0..c.changes.pages() {
@@ -699,7 +705,9 @@ impl NetDriver {
                     }
                 }
                 for lane in BitIter(lanes) {
-                    self.changed.push((ci as u32, (p * PAGE_LANES + lane) as u32, per_lane[lane]));
+                    let slot = p * PAGE_LANES + lane;
+                    self.changed.push((ci as u32, slot as u32, per_lane[lane]));
+                    self.changed_actors.push(c.actors.get(slot).copied().unwrap_or_default());
                 }
             }
         }
@@ -707,7 +715,8 @@ impl NetDriver {
 
     /// Per connection: what to send to whom.
     fn plan_sends(&mut self) {
-        let (classes, changed, frame) = (&self.classes, &self.changed, self.frame);
+        let (classes, frame) = (&self.classes, self.frame);
+        let changed = (&self.changed[..], &self.changed_actors[..]);
         let plan = |(ci, conn): (usize, &mut Connection)| plan_connection(ci as u32, conn, classes, changed, frame);
         if self.cfg.parallel && self.parallel_worth_it() {
             self.conns.par_iter_mut().enumerate().for_each(plan);
@@ -838,7 +847,13 @@ const PAIR_PREFETCH: usize = 16;
 
 /// Decides what one connection gets this frame: merges the shared changed list with the
 /// connection's pending pairs.
-fn plan_connection(ci: u32, conn: &mut Connection, classes: &[ClassNet], changed: &[(u32, u32, u64)], frame: u32) {
+fn plan_connection(
+    ci: u32,
+    conn: &mut Connection,
+    classes: &[ClassNet],
+    (changed, changed_actors): (&[(u32, u32, u64)], &[ActorNet]),
+    frame: u32,
+) {
     conn.sends.clear();
     let mut pending = std::mem::take(&mut conn.pending);
     pending.sort_unstable();
@@ -854,29 +869,29 @@ fn plan_connection(ci: u32, conn: &mut Connection, classes: &[ClassNet], changed
         }
         let a = changed.get(i).map(|c| (c.0, c.1));
         let b = pending.get(j).copied();
-        let (key, leaves) = match (a, b) {
+        let (key, leaves, known) = match (a, b) {
             (Some(a), Some(b)) if a == b => {
                 i += 1;
                 j += 1;
-                (a, changed[i - 1].2)
+                (a, changed[i - 1].2, Some(&changed_actors[i - 1]))
             }
             (Some(a), Some(b)) if a < b => {
                 i += 1;
-                (a, changed[i - 1].2)
+                (a, changed[i - 1].2, Some(&changed_actors[i - 1]))
             }
             (Some(a), None) => {
                 i += 1;
-                (a, changed[i - 1].2)
+                (a, changed[i - 1].2, Some(&changed_actors[i - 1]))
             }
             (_, Some(b)) => {
                 j += 1;
-                (b, 0)
+                (b, 0, None)
             }
             (None, None) => break,
         };
         let (class, slot) = key;
         let c = &classes[class as usize];
-        let Some(actor) = c.actors.get(slot as usize).filter(|a| a.alive) else { continue };
+        let Some(actor) = known.or_else(|| c.actors.get(slot as usize)).filter(|a| a.alive) else { continue };
         let ps = conn.pair(class, slot);
         ps.flags &= !pair::PENDING;
         let open = ps.flags & pair::OPEN_ACKED == 0;
@@ -897,7 +912,7 @@ fn plan_connection(ci: u32, conn: &mut Connection, classes: &[ClassNet], changed
         if open {
             ps.flags |= pair::OPEN_SENT | pair::EVER_OPENED;
         }
-        conn.sends.push(SendItem { class, slot, leaves: send, open });
+        conn.sends.push(SendItem { class, slot, guid: actor.guid, leaves: send, open });
     }
 }
 
@@ -960,7 +975,7 @@ impl WriteCtx<'_> {
         let sends = std::mem::take(&mut conn.sends);
         for s in &sends {
             let c = &self.classes[s.class as usize];
-            let guid = c.actors[s.slot as usize].guid;
+            let guid = s.guid;
             let open = s.open.then_some(s.class);
             let mut entry = SentEntry { class: s.class, slot: s.slot, guid, leaves: 0, open: s.open };
             // Shared spans of this actor, if any (keys and sends are both sorted by actor).

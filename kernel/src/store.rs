@@ -631,11 +631,17 @@ pub(crate) fn read_lane(page: &[u8], offset: usize, width: PlaneWidth, lane: usi
             let word = u64::from_le_bytes(page[offset..offset + 8].try_into().unwrap_or_default());
             out[0] = (word >> lane & 1) as u8;
         }
-        w => {
-            let n = w.lane_bytes();
-            out[..n].copy_from_slice(&page[offset + lane * n..offset + (lane + 1) * n]);
-        }
+        PlaneWidth::B1 => out[0] = page[offset + lane],
+        PlaneWidth::B2 => copy_n::<2>(&page[offset + lane * 2..], out),
+        PlaneWidth::B4 => copy_n::<4>(&page[offset + lane * 4..], out),
+        PlaneWidth::B8 => copy_n::<8>(&page[offset + lane * 8..], out),
     }
+}
+
+/// Copies exactly `N` bytes (a fixed-size copy the compiler turns into one load and store).
+#[inline(always)]
+fn copy_n<const N: usize>(src: &[u8], dst: &mut [u8]) {
+    dst[..N].copy_from_slice(&src[..N]);
 }
 
 /// Writes lane `lane` of a plane from `src` (`width.lane_bytes()` bytes).
