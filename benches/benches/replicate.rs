@@ -1,0 +1,81 @@
+//! Replication benches: whole server frames with shared serialization vs per-connection encoding,
+//! side by side on the same store and the same changes.
+//!
+//! ```text
+//! cargo bench -p shadowrep-benches --bench replicate
+//! cargo bench -p shadowrep-benches --bench replicate -- --profile-time 5   # flamegraphs
+//! ```
+
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use shadowrep::driver::{ConnectionId, DriverConfig, NetDriver};
+use shadowrep::wire::bunch::write_feedback;
+use shadowrep::wire::{BitReader, BitWriter};
+use shadowrep_benches::profiler::FlamegraphProfiler;
+use shadowrep_benches::workload::CompareWorkload;
+use std::time::{Duration, Instant};
+
+/// Acknowledges every packet of the last tick, one feedback per packet.
+fn ack_all(driver: &mut NetDriver, conns: &[ConnectionId]) -> usize {
+    let mut bytes = 0;
+    let mut w = BitWriter::new();
+    for &c in conns {
+        let seqs: Vec<u32> = driver
+            .packets(c)
+            .expect("connection")
+            .map(|p| {
+                bytes += p.len();
+                BitReader::new(p).read_packed().expect("packet header") as u32
+            })
+            .collect();
+        for seq in seqs {
+            w.clear();
+            write_feedback(&mut w, seq, u32::MAX);
+            driver.receive_feedback(c, w.bytes()).expect("feedback");
+        }
+    }
+    bytes
+}
+
+fn frames(c: &mut Criterion) {
+    for (class, actors, connections, changed) in [("Counter", 10_000, 16, 0.1), ("ShooterCharacter", 20_000, 50, 0.05)] {
+        let mut group = c.benchmark_group(format!("replicate/{class}/{actors}x{connections}"));
+        group.sample_size(10).warm_up_time(Duration::from_secs(1)).measurement_time(Duration::from_secs(3));
+        for shared in [true, false] {
+            let mut w = CompareWorkload::new(class, actors, 3, false).expect("sample class");
+            let cfg = DriverConfig { shared_serialization: shared, ..DriverConfig::default() };
+            let mut driver = NetDriver::new(cfg).expect("config");
+            driver.register_class(&mut w.store).expect("class");
+            let conns: Vec<ConnectionId> = (0..connections).map(|_| driver.add_connection(false)).collect();
+            // Initial replication, then one frame so the bytes per frame are representative.
+            for _ in 0..2 {
+                driver.tick(&mut [&mut w.store]).expect("tick");
+                ack_all(&mut driver, &conns);
+            }
+            w.mutate(changed, true);
+            driver.tick(&mut [&mut w.store]).expect("tick");
+            group.throughput(Throughput::Bytes(ack_all(&mut driver, &conns) as u64));
+            let name = if shared { "shared" } else { "per_connection" };
+            group.bench_function(BenchmarkId::new(name, changed), |b| {
+                b.iter_custom(|iters| {
+                    let mut total = Duration::ZERO;
+                    for _ in 0..iters {
+                        w.mutate(changed, true);
+                        let t = Instant::now();
+                        driver.tick(&mut [&mut w.store]).expect("tick");
+                        total += t.elapsed();
+                        ack_all(&mut driver, &conns);
+                    }
+                    total
+                })
+            });
+        }
+        group.finish();
+    }
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default().with_profiler(FlamegraphProfiler::new(100));
+    targets = frames
+}
+criterion_main!(benches);
