@@ -25,6 +25,36 @@
 //! NetGUIDs: dynamic actors get even GUIDs from 2 upwards, never reused; static objects are odd
 //! ([`NetDriver::register_static`]). Object-reference properties hold GUIDs: the game writes
 //! `ObjectRef(driver.guid(..))`.
+//!
+//! ```
+//! use shadowrep::client::ClientWorld;
+//! use shadowrep::driver::{DriverConfig, NetDriver};
+//! use shadowrep::prelude::*;
+//! use std::sync::Arc;
+//!
+//! let layout = Arc::new(
+//!     ClassBuilder::new("Door")
+//!         .property(PropertyDecl::new("Open", PropType::Bool).notify(Notify::OnChanged))
+//!         .build()
+//!         .unwrap(),
+//! );
+//! let mut store = ClassStore::new(layout.clone());
+//! let mut driver = NetDriver::new(DriverConfig::default()).unwrap();
+//! driver.register_class(&mut store).unwrap();
+//! let conn = driver.add_connection(false);
+//! let mut client = ClientWorld::new(&[layout], &driver.checksums()).unwrap();
+//!
+//! let door = store.spawn();
+//! store.set(door, 0, &Value::Bool(true)).unwrap();
+//! let guid = driver.guid(shadowrep::driver::ClassId(0), &store, door).unwrap();
+//! driver.tick(&mut [&mut store]).unwrap();
+//! for packet in driver.take_packets(conn).unwrap() {
+//!     client.receive(&packet).unwrap();
+//! }
+//! driver.receive_feedback(conn, &client.feedback()).unwrap();
+//! assert_eq!(client.value(guid, 0), Some(Value::Bool(true)));
+//! assert_eq!(client.take_notifies().len(), 1);
+//! ```
 
 use crate::compare::{ChangeSet, CompareConfig, CompareError, ShadowState};
 use crate::connection::{flags, pair, ActiveLeaves, PairState};
