@@ -438,7 +438,7 @@ impl ClassStore {
     pub fn set_and_mark(&mut self, id: ActorId, parent: usize, v: &Value) -> Result<bool, StoreError> {
         let old = self.get(id, parent)?;
         if value_bits_eq(&old, v) {
-            // Still validate the shape so a bad value is an error, not a silent no-op.
+            // Equal to a value read from the store, so it has the property's shape: nothing to do.
             return Ok(false);
         }
         self.set(id, parent, v)?;
