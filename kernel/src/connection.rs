@@ -123,6 +123,14 @@ mod tests {
     use super::*;
 
     #[test]
+    fn pair_state_packs_into_sixteen_bytes() {
+        assert_eq!(std::mem::size_of::<PairState>(), 16);
+        assert_eq!(memoffset::offset_of!(PairState, resend), 0);
+        assert_eq!(memoffset::offset_of!(PairState, sent_through), 8);
+        assert_eq!(memoffset::offset_of!(PairState, flags), 12);
+    }
+
+    #[test]
     fn the_condition_map_matches_ue() {
         let owner_autonomous = flags::OWNER; // owner of an autonomous actor: not simulated
         let other = flags::SIMULATED;
