@@ -17,8 +17,8 @@
 //! layout and continues its handles. Lookup from handle to leaf is a direct table.
 //!
 //! For the structure-of-arrays stores, every fixed-size leaf is split further into *planes*: one
-//! plane is one primitive lane per actor (a bit, or 1, 2, 4 or 8 bytes). A vector is three `f32`
-//! planes, a bool is a bit plane. A page of 64 actors holds each plane contiguous and 64-byte
+//! plane is one primitive lane per actor (a bit, or 1, 2, 4, 8 or 12 bytes). A vector is one
+//! 12-byte plane (its three `f32` interleaved), a bool is a bit plane. A page of 64 actors holds each plane contiguous and 64-byte
 //! aligned (see [`crate::store`]); the compare kernel diffs planes lane-wise.
 //!
 //! Byte planes start on 64-byte boundaries, grouped by width (widest first) into runs; bit planes
@@ -293,7 +293,8 @@ impl LeafKind {
             LeafKind::U16 | LeafKind::I16 => (PlaneWidth::B2, 1),
             LeafKind::U32 | LeafKind::I32 | LeafKind::F32 | LeafKind::Name => (PlaneWidth::B4, 1),
             LeafKind::U64 | LeafKind::I64 | LeafKind::F64 | LeafKind::Object => (PlaneWidth::B8, 1),
-            LeafKind::Vector(_) | LeafKind::Rotator => (PlaneWidth::B4, 3),
+            // One interleaved 12-byte lane: a dirty actor's vector is one cache line, not three.
+            LeafKind::Vector(_) | LeafKind::Rotator => (PlaneWidth::B12, 1),
             LeafKind::Opaque(n) => {
                 let n = n as usize;
                 if n.is_multiple_of(8) {
@@ -324,6 +325,8 @@ pub enum PlaneWidth {
     B4,
     /// Eight bytes per actor.
     B8,
+    /// Twelve bytes per actor (a vector or rotator, components interleaved).
+    B12,
 }
 
 impl PlaneWidth {
@@ -335,6 +338,7 @@ impl PlaneWidth {
             PlaneWidth::B2 => 2 * PAGE_LANES,
             PlaneWidth::B4 => 4 * PAGE_LANES,
             PlaneWidth::B8 => 8 * PAGE_LANES,
+            PlaneWidth::B12 => 12 * PAGE_LANES,
         }
     }
 
@@ -345,6 +349,7 @@ impl PlaneWidth {
             PlaneWidth::B2 => 2,
             PlaneWidth::B4 => 4,
             PlaneWidth::B8 => 8,
+            PlaneWidth::B12 => 12,
         }
     }
 }
@@ -825,7 +830,8 @@ impl Flattener {
     /// ([`PlaneRun`]). The grouping is stable, so a leaf's planes (all of one width) stay
     /// consecutive.
     fn place_planes(&mut self) {
-        const ORDER: [PlaneWidth; 5] = [PlaneWidth::B8, PlaneWidth::B4, PlaneWidth::B2, PlaneWidth::B1, PlaneWidth::Bit];
+        const ORDER: [PlaneWidth; 6] =
+            [PlaneWidth::B12, PlaneWidth::B8, PlaneWidth::B4, PlaneWidth::B2, PlaneWidth::B1, PlaneWidth::Bit];
         let rank = |w: PlaneWidth| ORDER.iter().position(|&x| x == w).unwrap_or(ORDER.len());
         // Leaves in their new plane order; each leaf's planes move as one block.
         let mut order: Vec<usize> = (0..self.leaves.len()).collect();

@@ -635,6 +635,7 @@ pub(crate) fn read_lane(page: &[u8], offset: usize, width: PlaneWidth, lane: usi
         PlaneWidth::B2 => copy_n::<2>(&page[offset + lane * 2..], out),
         PlaneWidth::B4 => copy_n::<4>(&page[offset + lane * 4..], out),
         PlaneWidth::B8 => copy_n::<8>(&page[offset + lane * 8..], out),
+        PlaneWidth::B12 => copy_n::<12>(&page[offset + lane * 12..], out),
     }
 }
 
@@ -661,7 +662,7 @@ pub(crate) fn write_lane(page: &mut [u8], offset: usize, width: PlaneWidth, lane
 
 /// Zeroes lane `lane` of a plane.
 pub(crate) fn zero_lane(page: &mut [u8], offset: usize, width: PlaneWidth, lane: usize) {
-    write_lane(page, offset, width, lane, &[0u8; 8]);
+    write_lane(page, offset, width, lane, &[0u8; 16]);
 }
 
 #[cfg(test)]

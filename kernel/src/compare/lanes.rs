@@ -4,7 +4,7 @@
 //! diff_w(live: [u8; 64*w], shadow: [u8; 64*w]) -> u64   bit i set <=> lane i differs bitwise
 //! ```
 //!
-//! One routine per lane width (1, 2, 4, 8 bytes), each written three or four times: a scalar
+//! One routine per lane width (1, 2, 4, 8, 12 bytes), each written three or four times: a scalar
 //! reference (one lane at a time, the oracle), a portable `wide` version (SSE2/NEON/scalar at the
 //! crate's compile-time features), and AVX2 / AVX-512 versions in [`super::x86`]. The CPU is asked
 //! once; [`Kernels::best`] caches the fastest table in a `OnceLock`, so dispatch is one indirect call
@@ -61,12 +61,14 @@ pub struct Kernels {
     pub(crate) d2: fn(&[u8; 128], &[u8; 128]) -> u64,
     pub(crate) d4: fn(&[u8; 256], &[u8; 256]) -> u64,
     pub(crate) d8: fn(&[u8; 512], &[u8; 512]) -> u64,
+    pub(crate) d12: fn(&[u8; 768], &[u8; 768]) -> u64,
     /// Run versions: `out[i]` = diff of the `i`-th plane of consecutive planes (one call per run
     /// of same-width planes, so the loop stays inside one target-feature function).
     pub(crate) r1: RunFn,
     pub(crate) r2: RunFn,
     pub(crate) r4: RunFn,
     pub(crate) r8: RunFn,
+    pub(crate) r12: RunFn,
 }
 
 /// Diffs `out.len()` consecutive planes of `live` and `shadow`; planes beyond the shorter input
@@ -84,14 +86,41 @@ pub(crate) fn run<const N: usize>(d: impl Fn(&[u8; N], &[u8; N]) -> u64, live: &
 }
 
 macro_rules! run_fns {
-    ($d1:path, $d2:path, $d4:path, $d8:path) => {
+    ($d1:path, $d2:path, $d4:path, $d8:path, $d12:path) => {
         (
             |l: &[u8], s: &[u8], o: &mut [u64]| run::<64>($d1, l, s, o),
             |l: &[u8], s: &[u8], o: &mut [u64]| run::<128>($d2, l, s, o),
             |l: &[u8], s: &[u8], o: &mut [u64]| run::<256>($d4, l, s, o),
             |l: &[u8], s: &[u8], o: &mut [u64]| run::<512>($d8, l, s, o),
+            |l: &[u8], s: &[u8], o: &mut [u64]| run::<768>($d12, l, s, o),
         )
     };
+}
+
+/// Lanes of a 12-byte plane that differ, from the plane's 192 four-byte "equal" bits (bit `i` of
+/// the 192-bit string `eq` is set when the `i`-th `u32` of live and shadow are equal): lane `j`
+/// is unchanged iff bits `3j`, `3j+1`, `3j+2` are all set.
+///
+/// Eight lanes are 24 bits: AND each bit with its two upper neighbours, then gather every third
+/// bit with three shift-or-mask steps (bits 0,3,…,21 → 0..8).
+#[inline(always)]
+pub(crate) fn lanes_of_12(eq: &[u64; 3]) -> u64 {
+    let mut changed = 0u64;
+    for k in 0..8 {
+        let start = 24 * k;
+        let (w, off) = (start / 64, start % 64);
+        let mut bits = eq[w] >> off;
+        if off > 40 && w + 1 < 3 {
+            bits |= eq[w + 1] << (64 - off);
+        }
+        let m = bits & 0xff_ffff;
+        let mut x = m & (m >> 1) & (m >> 2) & 0x24_9249;
+        x = (x | (x >> 2)) & 0x0c_30c3;
+        x = (x | (x >> 4)) & 0xf00f;
+        x = (x | (x >> 8)) & 0xff;
+        changed |= (!x & 0xff) << (8 * k);
+    }
+    changed
 }
 
 impl Kernels {
@@ -100,8 +129,8 @@ impl Kernels {
         match isa {
             Isa::Scalar => Some(SCALAR),
             Isa::Wide => {
-                let (r1, r2, r4, r8) = run_fns!(wide_d1, wide_d2, wide_d4, wide_d8);
-                Some(Kernels { isa, d1: wide_d1, d2: wide_d2, d4: wide_d4, d8: wide_d8, r1, r2, r4, r8 })
+                let (r1, r2, r4, r8, r12) = run_fns!(wide_d1, wide_d2, wide_d4, wide_d8, wide_d12);
+                Some(Kernels { isa, d1: wide_d1, d2: wide_d2, d4: wide_d4, d8: wide_d8, d12: wide_d12, r1, r2, r4, r8, r12 })
             }
             Isa::Avx2 => super::x86::avx2_kernels(),
             Isa::Avx512 => super::x86::avx512_kernels(),
@@ -121,8 +150,21 @@ impl Kernels {
 }
 
 const SCALAR: Kernels = {
-    let (r1, r2, r4, r8) = run_fns!(scalar::<64, 1>, scalar::<128, 2>, scalar::<256, 4>, scalar::<512, 8>);
-    Kernels { isa: Isa::Scalar, d1: scalar::<64, 1>, d2: scalar::<128, 2>, d4: scalar::<256, 4>, d8: scalar::<512, 8>, r1, r2, r4, r8 }
+    let (r1, r2, r4, r8, r12) =
+        run_fns!(scalar::<64, 1>, scalar::<128, 2>, scalar::<256, 4>, scalar::<512, 8>, scalar::<768, 12>);
+    Kernels {
+        isa: Isa::Scalar,
+        d1: scalar::<64, 1>,
+        d2: scalar::<128, 2>,
+        d4: scalar::<256, 4>,
+        d8: scalar::<512, 8>,
+        d12: scalar::<768, 12>,
+        r1,
+        r2,
+        r4,
+        r8,
+        r12,
+    }
 };
 
 /// Reference: lane `i` differs iff its `W` bytes differ.
@@ -172,6 +214,16 @@ fn wide_d8(live: &[u8; 512], shadow: &[u8; 512]) -> u64 {
         m |= (!a.simd_eq(b).to_bitmask() as u64 & 0xf) << (i * 4);
     }
     m
+}
+
+fn wide_d12(live: &[u8; 768], shadow: &[u8; 768]) -> u64 {
+    let mut eq = [0u64; 3];
+    for i in 0..24 {
+        let a = wide::u32x8::from(bytemuck::cast::<[u8; 32], [u32; 8]>(arr::<32>(&live[i * 32..])));
+        let b = wide::u32x8::from(bytemuck::cast::<[u8; 32], [u32; 8]>(arr::<32>(&shadow[i * 32..])));
+        eq[i / 8] |= (a.simd_eq(b).to_bitmask() as u64 & 0xff) << (8 * (i % 8));
+    }
+    lanes_of_12(&eq)
 }
 
 #[inline(always)]
@@ -230,17 +282,21 @@ mod tests {
         fn every_isa_agrees_with_scalar_8((l, s) in pair::<512>()) {
             for k in tables() { prop_assert_eq!((k.d8)(&l, &s), scalar::<512, 8>(&l, &s), "{:?}", k.isa); }
         }
+        #[test]
+        fn every_isa_agrees_with_scalar_12((l, s) in pair::<768>()) {
+            for k in tables() { prop_assert_eq!((k.d12)(&l, &s), scalar::<768, 12>(&l, &s), "{:?}", k.isa); }
+        }
     }
 
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(64))]
         #[test]
-        fn runs_equal_plane_by_plane(planes in 1usize..5, seed in proptest::collection::vec(any::<u8>(), 512 * 5), flips in proptest::collection::vec((0usize..512 * 5, any::<u8>()), 0..30)) {
+        fn runs_equal_plane_by_plane(planes in 1usize..5, seed in proptest::collection::vec(any::<u8>(), 768 * 5), flips in proptest::collection::vec((0usize..768 * 5, any::<u8>()), 0..30)) {
             let live = seed.clone();
             let mut shadow = seed;
             for (i, x) in flips { shadow[i] = x; }
             for k in tables() {
-                for (w, r) in [(64usize, k.r1), (128, k.r2), (256, k.r4), (512, k.r8)] {
+                for (w, r) in [(64usize, k.r1), (128, k.r2), (256, k.r4), (512, k.r8), (768, k.r12)] {
                     let n = planes * w;
                     let mut out = vec![0u64; planes];
                     r(&live[..n], &shadow[..n], &mut out);
@@ -271,6 +327,12 @@ mod tests {
                 let mut s = [0u8; 128];
                 s[lane * 2 + 1] = 0x80;
                 assert_eq!((k.d2)(&l, &s), 1 << lane, "{:?}", k.isa);
+                for byte in [0, 5, 11] {
+                    let l = [0u8; 768];
+                    let mut s = [0u8; 768];
+                    s[lane * 12 + byte] = 1;
+                    assert_eq!((k.d12)(&l, &s), 1 << lane, "{:?} byte {byte}", k.isa);
+                }
             }
         }
     }

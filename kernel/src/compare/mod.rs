@@ -509,6 +509,11 @@ impl<'a> Plan<'a> {
                 for pl in planes {
                     differs |= lane_bits(pl.width, page.live, pl.page_offset, lane)
                         ^ lane_bits(pl.width, page.shadow, pl.page_offset, lane);
+                    if pl.width == PlaneWidth::B12 {
+                        // The lane's last four bytes (lane_bits covered the first eight).
+                        let at = pl.page_offset + lane * 12 + 8;
+                        differs |= (fixed::<4>(page.live, at) != fixed::<4>(page.shadow, at)) as u64;
+                    }
                 }
                 changed |= ((differs != 0) as u64) << lane;
             }
@@ -606,6 +611,7 @@ impl<'a> Plan<'a> {
                 PlaneWidth::B2 => k.r2,
                 PlaneWidth::B4 => k.r4,
                 PlaneWidth::B8 => k.r8,
+                PlaneWidth::B12 => k.r12,
             };
             let bytes = run.offset..run.offset + masks.len() * run.width.page_bytes();
             run_fn(&page.live[bytes.clone()], &page.shadow[bytes], masks);
@@ -620,6 +626,7 @@ impl<'a> Plan<'a> {
             PlaneWidth::B2 => (k.d2)(fixed(live, o), fixed(shadow, o)),
             PlaneWidth::B4 => (k.d4)(fixed(live, o), fixed(shadow, o)),
             PlaneWidth::B8 => (k.d8)(fixed(live, o), fixed(shadow, o)),
+            PlaneWidth::B12 => (k.d12)(fixed(live, o), fixed(shadow, o)),
         }
     }
 
@@ -665,6 +672,8 @@ fn lane_bits(w: PlaneWidth, bytes: &[u8], o: usize, lane: usize) -> u64 {
         PlaneWidth::B2 => u16::from_le_bytes(*fixed(bytes, o + lane * 2)) as u64,
         PlaneWidth::B4 => u32::from_le_bytes(*fixed(bytes, o + lane * 4)) as u64,
         PlaneWidth::B8 => u64::from_le_bytes(*fixed(bytes, o + lane * 8)),
+        // The first eight of the lane's twelve bytes; the caller compares the rest.
+        PlaneWidth::B12 => u64::from_le_bytes(*fixed(bytes, o + lane * 12)),
     }
 }
 

@@ -8,6 +8,7 @@
 //!         w=2: cmpeq_epi16 x2, packs_epi16, permute4x64, movemask_epi8   32 lanes / op
 //!         w=4: cmpeq_epi32 + movemask_ps            8 lanes / op
 //!         w=8: cmpeq_epi64 + movemask_pd            4 lanes / op
+//!         w=12: cmpeq_epi32 + movemask_ps, then each lane's three u32 bits folded to one
 //! AVX-512 w=k: cmpneq_epi{8,16,32,64}_mask          64 / 32 / 16 / 8 lanes / op (mask registers)
 //! ```
 //!
@@ -29,10 +30,12 @@ pub(crate) fn avx2_kernels() -> Option<Kernels> {
                 d2: avx2::d2,
                 d4: avx2::d4,
                 d8: avx2::d8,
+                d12: avx2::d12,
                 r1: avx2::r1,
                 r2: avx2::r2,
                 r4: avx2::r4,
                 r8: avx2::r8,
+                r12: avx2::r12,
             });
         }
     }
@@ -50,10 +53,12 @@ pub(crate) fn avx512_kernels() -> Option<Kernels> {
                 d2: avx512::d2,
                 d4: avx512::d4,
                 d8: avx512::d8,
+                d12: avx512::d12,
                 r1: avx512::r1,
                 r2: avx512::r2,
                 r4: avx512::r4,
                 r8: avx512::r8,
+                r12: avx512::r12,
             });
         }
     }
@@ -95,6 +100,22 @@ mod avx2 {
     pub(super) fn r8(l: &[u8], s: &[u8], o: &mut [u64]) {
         // SAFETY: as for `r1`.
         unsafe { r8_impl(l, s, o) }
+    }
+    pub(super) fn r12(l: &[u8], s: &[u8], o: &mut [u64]) {
+        // SAFETY: as for `r1`.
+        unsafe { r12_impl(l, s, o) }
+    }
+    pub(super) fn d12(l: &[u8; 768], s: &[u8; 768]) -> u64 {
+        // SAFETY: AVX2 was detected before this function was made reachable.
+        unsafe { d12_impl(l, s) }
+    }
+
+    /// # Safety
+    /// The CPU must support the module's target features.
+    #[target_feature(enable = "avx2")]
+    unsafe fn r12_impl(l: &[u8], s: &[u8], o: &mut [u64]) {
+        // SAFETY: as in `r1_impl`.
+        run::<768>(|a, b| unsafe { d12_impl(a, b) }, l, s, o)
     }
 
     // The run loops carry the target feature themselves, so the per-plane routine inlines into
@@ -212,6 +233,21 @@ mod avx2 {
     /// The CPU must support AVX2.
     #[inline]
     #[target_feature(enable = "avx2")]
+    unsafe fn d12_impl(l: &[u8; 768], s: &[u8; 768]) -> u64 {
+        let mut eq = [0u64; 3];
+        for i in 0..24 {
+            // SAFETY: i < 24 and the arrays hold 768 bytes.
+            let (a, b) = unsafe { (load(l, i), load(s, i)) };
+            let bits = _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(a, b))) as u64;
+            eq[i / 8] |= bits << (8 * (i % 8));
+        }
+        super::super::lanes::lanes_of_12(&eq)
+    }
+
+    /// # Safety
+    /// The CPU must support AVX2.
+    #[inline]
+    #[target_feature(enable = "avx2")]
     unsafe fn d8_impl(l: &[u8; 512], s: &[u8; 512]) -> u64 {
         let mut m = 0u64;
         for i in 0..16 {
@@ -245,6 +281,22 @@ mod avx512 {
     pub(super) fn r8(l: &[u8], s: &[u8], o: &mut [u64]) {
         // SAFETY: as for `r1`.
         unsafe { r8_impl(l, s, o) }
+    }
+    pub(super) fn r12(l: &[u8], s: &[u8], o: &mut [u64]) {
+        // SAFETY: as for `r1`.
+        unsafe { r12_impl(l, s, o) }
+    }
+    pub(super) fn d12(l: &[u8; 768], s: &[u8; 768]) -> u64 {
+        // SAFETY: AVX-512 F+BW were detected before this function was made reachable.
+        unsafe { d12_impl(l, s) }
+    }
+
+    /// # Safety
+    /// The CPU must support the module's target features.
+    #[target_feature(enable = "avx512f,avx512bw")]
+    unsafe fn r12_impl(l: &[u8], s: &[u8], o: &mut [u64]) {
+        // SAFETY: as in `r1_impl`.
+        run::<768>(|a, b| unsafe { d12_impl(a, b) }, l, s, o)
     }
 
     // The run loops carry the target feature themselves, so the per-plane routine inlines into
@@ -344,6 +396,20 @@ mod avx512 {
             m |= (_mm512_cmpneq_epi32_mask(a, b) as u64) << (16 * i);
         }
         m
+    }
+
+    /// # Safety
+    /// The CPU must support AVX-512 F and BW.
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512bw")]
+    unsafe fn d12_impl(l: &[u8; 768], s: &[u8; 768]) -> u64 {
+        let mut eq = [0u64; 3];
+        for i in 0..12 {
+            // SAFETY: i < 12 and the arrays hold 768 bytes.
+            let (a, b) = unsafe { (load(l, i), load(s, i)) };
+            eq[i / 4] |= (_mm512_cmpeq_epi32_mask(a, b) as u64) << (16 * (i % 4));
+        }
+        super::super::lanes::lanes_of_12(&eq)
     }
 
     /// # Safety
