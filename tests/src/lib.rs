@@ -5,6 +5,8 @@
 //! [`World::assert_converged`] checks every client holds, for every actor and every property
 //! active for it, what the server holds (as the wire quantises it).
 
+#![forbid(unsafe_code)]
+
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use shadowrep::client::ClientWorld;
