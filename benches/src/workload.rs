@@ -105,7 +105,7 @@ impl CompareWorkload {
             parents.push(self.occasional[self.rng.random_range(0..self.occasional.len())]);
         }
         for parent in parents {
-            let v = random_value(&self.layout.parents[parent].ty, &mut self.rng);
+            let v = random_value(&self.layout.parents[parent].ty, &mut self.rng, &[]);
             // Values come from the layout's own types, so these writes cannot fail.
             let _ = self.store.set(id, parent, &v);
             if mark {
@@ -121,8 +121,10 @@ impl CompareWorkload {
     }
 }
 
-/// A random value of type `ty` (movement-like magnitudes for vectors and rotators).
-pub fn random_value(ty: &PropType, rng: &mut ChaCha8Rng) -> Value {
+/// A random value of type `ty` (movement-like magnitudes for vectors and rotators); object
+/// references are drawn from `objects` (GUIDs of live actors) or null. The integration tests use
+/// it too.
+pub fn random_value(ty: &PropType, rng: &mut ChaCha8Rng, objects: &[u64]) -> Value {
     let mut f = |scale: f32| (rng.random::<f32>() - 0.5) * 2.0 * scale;
     match ty {
         PropType::Bool => Value::Bool(rng.random()),
@@ -140,12 +142,15 @@ pub fn random_value(ty: &PropType, rng: &mut ChaCha8Rng) -> Value {
         PropType::Vector(_) => Value::Vector([f(10000.0), f(10000.0), f(1000.0)]),
         PropType::Rotator => Value::Rotator([f(90.0), f(180.0), f(180.0)]),
         PropType::Name => Value::Name(rng.random_range(0..1000)),
-        PropType::Object => Value::Object(ObjectRef(rng.random_range(1..100_000))),
+        PropType::Object => {
+            let i = rng.random_range(0..=objects.len());
+            Value::Object(ObjectRef(objects.get(i).copied().unwrap_or(0)))
+        }
         PropType::Opaque { size, .. } => Value::Opaque((0..*size).map(|_| rng.random()).collect()),
-        PropType::Struct(s) => Value::Struct(s.fields.iter().map(|(_, t)| random_value(t, rng)).collect()),
+        PropType::Struct(s) => Value::Struct(s.fields.iter().map(|(_, t)| random_value(t, rng, objects)).collect()),
         PropType::Array { element, max_len } => {
             let n = rng.random_range(0..(*max_len).min(8)) as usize;
-            Value::Array((0..n).map(|_| random_value(element, rng)).collect())
+            Value::Array((0..n).map(|_| random_value(element, rng, objects)).collect())
         }
     }
 }

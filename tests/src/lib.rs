@@ -15,7 +15,7 @@ use shadowrep::driver::{ClassId, ConnectionId, DriverConfig, NetDriver};
 use shadowrep::link::{Link, LinkConfig};
 use shadowrep::schema::{ClassLayout, Condition, LeafKind, PropType};
 use shadowrep::store::{ActorId, ClassStore};
-use shadowrep::value::{ObjectRef, Value};
+use shadowrep::value::Value;
 use shadowrep::wire::quantize_leaf;
 use std::sync::Arc;
 
@@ -134,7 +134,7 @@ impl World {
                 guids.push(self.guid(s, id));
             }
         }
-        random_value(ty, &mut self.rng, &guids)
+        shadowrep_benches::workload::random_value(ty, &mut self.rng, &guids)
     }
 
     /// Changes `fraction` of the actors: each gets one random property a new random value.
@@ -213,38 +213,6 @@ impl World {
                     }
                 }
             }
-        }
-    }
-}
-
-/// A random value of `ty`; object references are drawn from `guids` or null.
-pub fn random_value(ty: &PropType, rng: &mut ChaCha8Rng, guids: &[u64]) -> Value {
-    let mut f = |s: f32| (rng.random::<f32>() - 0.5) * 2.0 * s;
-    match ty {
-        PropType::Bool => Value::Bool(rng.random()),
-        PropType::U8 => Value::U8(rng.random()),
-        PropType::I8 => Value::I8(rng.random()),
-        PropType::U16 => Value::U16(rng.random()),
-        PropType::I16 => Value::I16(rng.random()),
-        PropType::U32 => Value::U32(rng.random()),
-        PropType::I32 => Value::I32(rng.random()),
-        PropType::U64 => Value::U64(rng.random()),
-        PropType::I64 => Value::I64(rng.random()),
-        PropType::F32 => Value::F32(f(1000.0)),
-        PropType::F64 => Value::F64(f(1000.0) as f64),
-        PropType::Enum { bits } => Value::Enum((rng.random::<u16>() % (1u16 << bits)) as u8),
-        PropType::Vector(_) => Value::Vector([f(10000.0), f(10000.0), f(1000.0)]),
-        PropType::Rotator => Value::Rotator([f(180.0), f(180.0), f(180.0)]),
-        PropType::Name => Value::Name(rng.random_range(0..100)),
-        PropType::Object => {
-            let i = rng.random_range(0..=guids.len());
-            Value::Object(ObjectRef(guids.get(i).copied().unwrap_or(0)))
-        }
-        PropType::Opaque { size, .. } => Value::Opaque((0..*size).map(|_| rng.random()).collect()),
-        PropType::Struct(s) => Value::Struct(s.fields.iter().map(|(_, t)| random_value(t, rng, guids)).collect()),
-        PropType::Array { element, max_len } => {
-            let n = rng.random_range(0..(*max_len as usize).min(6));
-            Value::Array((0..n).map(|_| random_value(element, rng, guids)).collect())
         }
     }
 }
