@@ -48,7 +48,8 @@ fn compare(c: &mut Criterion) {
         for push in [PushMode::Off, PushMode::All] {
             for threads in [1, all_threads] {
                 let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().expect("pool");
-                let cfg = CompareConfig { push, kernels: Kernels::best(), parallel: threads > 1, ..CompareConfig::default() };
+                let cfg =
+                    CompareConfig { push, kernels: Kernels::best(), parallel: threads > 1, ..CompareConfig::default() };
                 let mut shadow = ShadowState::new(&mut w.store);
                 for f in FRACTIONS {
                     let id = BenchmarkId::new(format!("kernel_{threads}t/{}", push_name(push)), f);
@@ -87,10 +88,17 @@ fn compare(c: &mut Criterion) {
         // memcmp over equal live and shadow bytes: the bandwidth bound for the same data.
         let mut shadow = ShadowState::new(&mut w.store);
         w.store.begin_tick();
-        let cfg = CompareConfig { push: PushMode::Off, kernels: Kernels::best(), parallel: false, ..CompareConfig::default() };
+        let cfg = CompareConfig {
+            push: PushMode::Off,
+            kernels: Kernels::best(),
+            parallel: false,
+            ..CompareConfig::default()
+        };
         shadow.compare(&mut w.store, &cfg, &mut changes).expect("own store");
         assert!(w.store.live().bytes() == shadow.pages().bytes(), "shadow equals live after a full compare");
-        group.bench_function("memcmp", |b| b.iter(|| black_box(w.store.live().bytes()) == black_box(shadow.pages().bytes())));
+        group.bench_function("memcmp", |b| {
+            b.iter(|| black_box(w.store.live().bytes()) == black_box(shadow.pages().bytes()))
+        });
         group.finish();
     }
 }

@@ -37,7 +37,8 @@ fn ack_all(driver: &mut NetDriver, conns: &[ConnectionId]) -> usize {
 }
 
 fn frames(c: &mut Criterion) {
-    for (class, actors, connections, changed) in [("Counter", 10_000, 16, 0.1), ("ShooterCharacter", 20_000, 50, 0.05)] {
+    for (class, actors, connections, changed) in [("Counter", 10_000, 16, 0.1), ("ShooterCharacter", 20_000, 50, 0.05)]
+    {
         let mut group = c.benchmark_group(format!("replicate/{class}/{actors}x{connections}"));
         group.sample_size(10).warm_up_time(Duration::from_secs(1)).measurement_time(Duration::from_secs(3));
         for shared in [true, false] {

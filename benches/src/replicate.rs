@@ -89,7 +89,8 @@ pub fn run_replicate(opts: &ReplicateOptions, progress: &mut dyn FnMut(&str)) ->
     let compare = CompareConfig { push: PushMode::Declared, kernels: opts.kernels, ..CompareConfig::default() };
     let cfg = DriverConfig { mtu: opts.mtu, compare, ..DriverConfig::default() };
     let mut shared = NetDriver::new(cfg).map_err(|e| e.to_string())?;
-    let mut unshared = NetDriver::new(DriverConfig { shared_serialization: false, ..cfg }).map_err(|e| e.to_string())?;
+    let mut unshared =
+        NetDriver::new(DriverConfig { shared_serialization: false, ..cfg }).map_err(|e| e.to_string())?;
     shared.register_class(&mut w.store).map_err(|e| e.to_string())?;
     unshared.register_class(&mut w.store).map_err(|e| e.to_string())?;
     let conns: Vec<ConnectionId> = (0..opts.connections).map(|_| shared.add_connection(false)).collect();

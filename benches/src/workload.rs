@@ -217,7 +217,12 @@ pub fn run_compare(opts: &CompareOptions, progress: &mut dyn FnMut(&str)) -> Res
     progress(&format!("spawning {} {} actors", opts.actors, opts.class));
     let mut w = CompareWorkload::new(&opts.class, opts.actors, opts.seed, true)?;
     let pool = rayon::ThreadPoolBuilder::new().num_threads(opts.threads.max(1)).build().map_err(|e| e.to_string())?;
-    let full = CompareConfig { push: PushMode::Off, kernels: opts.kernels, parallel: opts.threads > 1, ..CompareConfig::default() };
+    let full = CompareConfig {
+        push: PushMode::Off,
+        kernels: opts.kernels,
+        parallel: opts.threads > 1,
+        ..CompareConfig::default()
+    };
     let push = CompareConfig { push: PushMode::All, ..full };
     let mut full_shadow = ShadowState::new(&mut w.store);
     let mut push_shadow = ShadowState::new(&mut w.store);

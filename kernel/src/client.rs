@@ -146,7 +146,10 @@ impl ClientWorld {
             }
         }
         Ok(Self {
-            classes: layouts.iter().map(|l| ClientClass { layout: l.clone(), store: ClassStore::new(l.clone()) }).collect(),
+            classes: layouts
+                .iter()
+                .map(|l| ClientClass { layout: l.clone(), store: ClassStore::new(l.clone()) })
+                .collect(),
             actors: HashMap::new(),
             statics: HashSet::new(),
             highest: 0,
@@ -325,12 +328,15 @@ impl ClientWorld {
                     let array = &layout.arrays[a];
                     let per = array.elements.len().max(1);
                     let count = *count as usize;
-                    self.unmapped.retain(|u| !(u.owner == guid && u.leaf == leaf_index && u.element.is_some_and(|e| e.0 >= count)));
+                    self.unmapped.retain(|u| {
+                        !(u.owner == guid && u.leaf == leaf_index && u.element.is_some_and(|e| e.0 >= count))
+                    });
                     let mut writes = Vec::with_capacity(elements.len());
                     for (nested, bytes) in elements {
                         let (e, i) = ((*nested as usize - 1) / per, (*nested as usize - 1) % per);
                         let mut bytes = bytes.clone();
-                        self.unmapped.retain(|u| !(u.owner == guid && u.leaf == leaf_index && u.element == Some((e, i))));
+                        self.unmapped
+                            .retain(|u| !(u.owner == guid && u.leaf == leaf_index && u.element == Some((e, i))));
                         if array.elements[i].kind == LeafKind::Object {
                             self.map_reference(guid, leaf_index, Some((e, i)), &mut bytes);
                         }

@@ -358,7 +358,8 @@ impl NetDriver {
         if largest > room {
             return Err(DriverError::RecordTooLarge { class: layout.name.clone(), bits: largest });
         }
-        let array_leaves = layout.leaves.iter().enumerate().filter(|(_, l)| l.array.is_some()).fold(0u64, |m, (i, _)| m | 1 << i);
+        let array_leaves =
+            layout.leaves.iter().enumerate().filter(|(_, l)| l.array.is_some()).fold(0u64, |m, (i, _)| m | 1 << i);
         self.classes.push(ClassNet {
             store_id: store.id(),
             shadow: ShadowState::new(store),
@@ -512,7 +513,13 @@ impl NetDriver {
     }
 
     /// Sets whether an actor replicates physics (the SimulatedOrPhysics conditions).
-    pub fn set_physics(&mut self, class: ClassId, store: &ClassStore, id: ActorId, physics: bool) -> Result<(), DriverError> {
+    pub fn set_physics(
+        &mut self,
+        class: ClassId,
+        store: &ClassStore,
+        id: ActorId,
+        physics: bool,
+    ) -> Result<(), DriverError> {
         let before: Vec<u8> = (0..self.conns.len()).map(|c| self.pair_flags(class.0, id.index, c)).collect();
         self.actor_mut(class, store, id)?.physics = physics;
         self.wake_newly_active(class.0, id.index, &before);
@@ -1013,7 +1020,10 @@ impl WriteCtx<'_> {
                 while a.keys.get(span_key).is_some_and(|k| (k.0, k.1) < (s.class, s.slot)) {
                     span_key += 1;
                 }
-                a.keys.get(span_key).filter(|k| (k.0, k.1) == (s.class, s.slot)).map(|k| (a, k.2, a.first_span[span_key]))
+                a.keys
+                    .get(span_key)
+                    .filter(|k| (k.0, k.1) == (s.class, s.slot))
+                    .map(|k| (a, k.2, a.first_span[span_key]))
             });
             // The common case: this connection gets exactly the encoded leaves of an open channel:
             // one copy of the whole bunch.
@@ -1083,7 +1093,14 @@ impl WriteCtx<'_> {
     }
 
     /// Ends the current bunch and packet, and opens a continuation bunch in a new packet.
-    fn split(&self, conn: &mut Connection, b: &mut PacketBuilder, entry: &mut SentEntry, s: &SendItem, bunches: &mut usize) {
+    fn split(
+        &self,
+        conn: &mut Connection,
+        b: &mut PacketBuilder,
+        entry: &mut SentEntry,
+        s: &SendItem,
+        bunches: &mut usize,
+    ) {
         end_bunch(&mut conn.writer);
         conn.sent.push_back(*entry);
         b.entries += 1;

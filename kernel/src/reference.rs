@@ -200,7 +200,13 @@ impl RefWorld {
 }
 
 /// UE's per-object compare: parents, then leaf commands by type.
-fn compare_object(layout: &ClassLayout, parent_offsets: &[usize], push: PushMode, o: &mut RefObject, out: &mut Vec<u16>) {
+fn compare_object(
+    layout: &ClassLayout,
+    parent_offsets: &[usize],
+    push: PushMode,
+    o: &mut RefObject,
+    out: &mut Vec<u16>,
+) {
     let start = out.len();
     for (pi, parent) in layout.parents.iter().enumerate() {
         let dirty = o.dirty[pi / 64] >> (pi % 64) & 1 != 0;
@@ -273,11 +279,13 @@ fn identical(kind: LeafKind, a: &[u8], b: &[u8]) -> bool {
         LeafKind::U16 | LeafKind::I16 => u16::from_le_bytes(rd(a, 0)) == u16::from_le_bytes(rd(b, 0)),
         LeafKind::U32 | LeafKind::I32 | LeafKind::Name => u32::from_le_bytes(rd(a, 0)) == u32::from_le_bytes(rd(b, 0)),
         LeafKind::F32 => f32::from_le_bytes(rd(a, 0)).to_bits() == f32::from_le_bytes(rd(b, 0)).to_bits(),
-        LeafKind::U64 | LeafKind::I64 | LeafKind::Object => u64::from_le_bytes(rd(a, 0)) == u64::from_le_bytes(rd(b, 0)),
+        LeafKind::U64 | LeafKind::I64 | LeafKind::Object => {
+            u64::from_le_bytes(rd(a, 0)) == u64::from_le_bytes(rd(b, 0))
+        }
         LeafKind::F64 => f64::from_le_bytes(rd(a, 0)).to_bits() == f64::from_le_bytes(rd(b, 0)).to_bits(),
-        LeafKind::Vector(_) | LeafKind::Rotator => (0..3).all(|i| {
-            f32::from_le_bytes(rd(a, i * 4)).to_bits() == f32::from_le_bytes(rd(b, i * 4)).to_bits()
-        }),
+        LeafKind::Vector(_) | LeafKind::Rotator => {
+            (0..3).all(|i| f32::from_le_bytes(rd(a, i * 4)).to_bits() == f32::from_le_bytes(rd(b, i * 4)).to_bits())
+        }
         LeafKind::Opaque(n) => a[..n as usize] == b[..n as usize],
         LeafKind::Array => true,
     }

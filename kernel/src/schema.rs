@@ -18,8 +18,8 @@
 //!
 //! For the structure-of-arrays stores, every fixed-size leaf is split further into *planes*: one
 //! plane is one primitive lane per actor (a bit, or 1, 2, 4, 8 or 12 bytes). A vector is one
-//! 12-byte plane (its three `f32` interleaved), a bool is a bit plane. A page of 64 actors holds each plane contiguous and 64-byte
-//! aligned (see [`crate::store`]); the compare kernel diffs planes lane-wise.
+//! 12-byte plane (its three `f32` interleaved), a bool is a bit plane. A page of 64 actors holds
+//! each plane contiguous (see [`crate::store`]); the compare kernel diffs planes lane-wise.
 //!
 //! Byte planes start on 64-byte boundaries, grouped by width (widest first) into runs; bit planes
 //! are packed 8 bytes apart after them.
@@ -926,7 +926,9 @@ mod tests {
 
     fn hit_info() -> PropType {
         PropType::Struct(
-            StructType::new("TakeHitInfo").field("ActualDamage", PropType::F32).field("DamageTypeClass", PropType::Object),
+            StructType::new("TakeHitInfo")
+                .field("ActualDamage", PropType::F32)
+                .field("DamageTypeClass", PropType::Object),
         )
     }
 
@@ -942,7 +944,15 @@ mod tests {
         let paths: Vec<_> = l.leaves.iter().map(|x| (x.handle, x.path.as_str())).collect();
         assert_eq!(
             paths,
-            [(1, "Health"), (2, "Hit.ActualDamage"), (3, "Hit.DamageTypeClass"), (4, "Inv"), (5, "Ammo[0]"), (6, "Ammo[1]"), (7, "Ammo[2]")]
+            [
+                (1, "Health"),
+                (2, "Hit.ActualDamage"),
+                (3, "Hit.DamageTypeClass"),
+                (4, "Inv"),
+                (5, "Ammo[0]"),
+                (6, "Ammo[1]"),
+                (7, "Ammo[2]")
+            ]
         );
         assert_eq!(l.parents.len(), 6);
         assert_eq!(l.parent_index("Ammo[2]"), Some(5));
@@ -977,12 +987,21 @@ mod tests {
             .property(PropertyDecl::new("A", PropType::array(PropType::array(PropType::U8))))
             .build();
         assert_eq!(nested.unwrap_err(), LayoutError::NestedArray("A".into()));
-        let many = ClassBuilder::new("C").property(PropertyDecl::new("A", PropType::U8).dim(u16::MAX)).property(PropertyDecl::new("B", PropType::U8)).build();
+        let many = ClassBuilder::new("C")
+            .property(PropertyDecl::new("A", PropType::U8).dim(u16::MAX))
+            .property(PropertyDecl::new("B", PropType::U8))
+            .build();
         assert!(matches!(many.unwrap_err(), LayoutError::TooManyHandles { needed: 65536, .. }));
         let bits = ClassBuilder::new("C").property(PropertyDecl::new("E", PropType::Enum { bits: 9 })).build();
         assert_eq!(bits.unwrap_err(), LayoutError::BadEnumBits("E".into(), 9));
         let big = ClassBuilder::new("C")
-            .property(PropertyDecl::new("A", PropType::Array { element: Box::new(PropType::Opaque { name: "Blob".into(), size: 64 }), max_len: 2048 }))
+            .property(PropertyDecl::new(
+                "A",
+                PropType::Array {
+                    element: Box::new(PropType::Opaque { name: "Blob".into(), size: 64 }),
+                    max_len: 2048,
+                },
+            ))
             .build();
         assert_eq!(big.unwrap_err(), LayoutError::ArrayTooLarge("A".into()));
     }

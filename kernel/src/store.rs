@@ -124,7 +124,9 @@ pub enum StoreError {
 impl fmt::Display for StoreError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            StoreError::StaleId(id) => write!(f, "actor {}:{} does not exist (stale or never spawned)", id.index, id.generation),
+            StoreError::StaleId(id) => {
+                write!(f, "actor {}:{} does not exist (stale or never spawned)", id.index, id.generation)
+            }
             StoreError::Value(e) => write!(f, "{e}"),
             StoreError::PlaneType { plane } => write!(f, "plane {plane} does not hold lanes of the requested type"),
         }
@@ -538,7 +540,8 @@ impl ClassStore {
     /// Read-only counterpart of [`Self::plane_mut`].
     pub fn plane<T: bytemuck::Pod>(&self, plane: usize, page: usize) -> Result<&[T], StoreError> {
         let pl = *self.layout.planes.get(plane).ok_or(StoreError::PlaneType { plane })?;
-        if pl.width == PlaneWidth::Bit || std::mem::size_of::<T>() != pl.width.lane_bytes() || page >= self.page_count() {
+        if pl.width == PlaneWidth::Bit || std::mem::size_of::<T>() != pl.width.lane_bytes() || page >= self.page_count()
+        {
             return Err(StoreError::PlaneType { plane });
         }
         let bytes = &self.live.page(page)[pl.page_offset..pl.page_offset + pl.width.page_bytes()];
@@ -677,7 +680,9 @@ mod tests {
                 .property(PropertyDecl::new("Hp", PropType::F32).push(true))
                 .property(PropertyDecl::new(
                     "S",
-                    PropType::Struct(StructType::new("S").field("A", PropType::U8).field("B", PropType::Vector(Default::default()))),
+                    PropType::Struct(
+                        StructType::new("S").field("A", PropType::U8).field("B", PropType::Vector(Default::default())),
+                    ),
                 ))
                 .property(PropertyDecl::new("Arr", PropType::array(PropType::U16)))
                 .build()

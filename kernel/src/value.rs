@@ -209,7 +209,9 @@ fn read_fixed<'a>(
     arrays: &mut dyn Iterator<Item = (&'a ArrayLayout, &'a [u8])>,
 ) -> Value {
     match ty {
-        PropType::Struct(s) => Value::Struct(s.fields.iter().map(|(_, t)| read_fixed(t, bytes, offset, arrays)).collect()),
+        PropType::Struct(s) => {
+            Value::Struct(s.fields.iter().map(|(_, t)| read_fixed(t, bytes, offset, arrays)).collect())
+        }
         PropType::Array { element, .. } => match arrays.next() {
             Some((layout, data)) => read_array(layout, element, data),
             None => Value::Array(Vec::new()),

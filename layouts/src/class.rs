@@ -41,7 +41,7 @@
 //! checks that the store's parent at its index has its wire name, so an accessor of an unrelated
 //! class returns an error instead of touching another property.
 
-use shadowrep::schema::{ClassLayout, Condition, LayoutError, Notify, PropertyDecl, PropType};
+use shadowrep::schema::{ClassLayout, Condition, LayoutError, Notify, PropType, PropertyDecl};
 use shadowrep::store::{ActorId, ClassStore, StoreError};
 use shadowrep::value::ValueError;
 use std::sync::Arc;
@@ -315,10 +315,7 @@ pub fn finish(
 
 /// The layout, or a panic that says which declaration is invalid.
 #[doc(hidden)]
-pub fn expect_layout(
-    class: &str,
-    layout: Result<&'static Arc<ClassLayout>, LayoutError>,
-) -> &'static Arc<ClassLayout> {
+pub fn expect_layout(class: &str, layout: Result<&'static Arc<ClassLayout>, LayoutError>) -> &'static Arc<ClassLayout> {
     match layout {
         Ok(l) => l,
         Err(e) => panic!("replicated class `{class}` has an invalid declaration: {e} (`{class}::try_layout()` returns this as an error)"),
@@ -371,7 +368,13 @@ fn check(store: &ClassStore, class: &str, name: &str, parent: usize) -> Result<(
 
 /// Typed read of one parent.
 #[doc(hidden)]
-pub fn get<T: RepType>(store: &ClassStore, id: ActorId, class: &str, name: &str, parent: usize) -> Result<T, StoreError> {
+pub fn get<T: RepType>(
+    store: &ClassStore,
+    id: ActorId,
+    class: &str,
+    name: &str,
+    parent: usize,
+) -> Result<T, StoreError> {
     check(store, class, name, parent)?;
     let v = store.get(id, parent)?;
     T::from_value(&v).ok_or_else(|| {
@@ -395,7 +398,13 @@ pub fn set<T: RepType>(
 
 /// Marks one parent dirty.
 #[doc(hidden)]
-pub fn mark_dirty(store: &mut ClassStore, id: ActorId, class: &str, name: &str, parent: usize) -> Result<(), StoreError> {
+pub fn mark_dirty(
+    store: &mut ClassStore,
+    id: ActorId,
+    class: &str,
+    name: &str,
+    parent: usize,
+) -> Result<(), StoreError> {
     check(store, class, name, parent)?;
     store.mark_dirty(id, parent)
 }

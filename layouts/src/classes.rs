@@ -311,7 +311,8 @@ mod tests {
         let ids: Vec<_> = (0..70).map(|_| s.spawn()).collect();
         let id = ids[66]; // page 1, lane 2
         let parents = s.layout().parents.len();
-        let mask = |s: &shadowrep::store::ClassStore, page: usize, parent: usize| s.dirty(w).masks[page * parents + parent];
+        let mask =
+            |s: &shadowrep::store::ClassStore, page: usize, parent: usize| s.dirty(w).masks[page * parents + parent];
 
         // Equal to the current (default) value: no change, no mark.
         assert!(!ExampleActor::set_push_value_and_mark_dirty(&mut s, id, 0).unwrap());
@@ -362,7 +363,10 @@ mod tests {
         let id = s.spawn();
         // Actor::LOCATION is parent 0, but Counter's parent 0 is `Count`.
         let err = Actor::location(&s, id).unwrap_err();
-        assert!(matches!(&err, StoreError::Value(ValueError::TypeMismatch { expected }) if expected.contains("Counter")), "{err}");
+        assert!(
+            matches!(&err, StoreError::Value(ValueError::TypeMismatch { expected }) if expected.contains("Counter")),
+            "{err}"
+        );
         assert!(Actor::set_hidden(&mut s, id, true).is_err());
         assert!(Actor::mark_owner_dirty(&mut s, id).is_err());
         assert_eq!(Actor::remote_role(&s, id), Err(StoreError::Value(ValueError::NoSuchProperty(Actor::REMOTE_ROLE))));
@@ -424,7 +428,9 @@ mod tests {
     }
 
     #[test]
-    #[should_panic(expected = "replicated class `Duplicate` has an invalid declaration: property `A` is declared twice")]
+    #[should_panic(
+        expected = "replicated class `Duplicate` has an invalid declaration: property `A` is declared twice"
+    )]
     fn layout_panics_with_a_clear_message_on_an_invalid_declaration() {
         let _ = Duplicate::layout();
     }

@@ -44,7 +44,9 @@ pub mod classes;
 pub mod types;
 
 pub use class::ReplicatedClass;
-pub use types::{enum_bits, Name, NetQuantize, NetQuantize10, NetQuantize100, NetQuantizeNormal, RepType, Rotator, Vec3};
+pub use types::{
+    enum_bits, Name, NetQuantize, NetQuantize10, NetQuantize100, NetQuantizeNormal, RepType, Rotator, Vec3,
+};
 
 use shadowrep::schema::ClassLayout;
 use shadowrep::store::ClassStore;
@@ -54,7 +56,9 @@ use std::sync::Arc;
 /// The names most users need: the macros, [`RepType`], [`ReplicatedClass`], the value newtypes
 /// and the kernel types the generated accessors take.
 pub mod prelude {
-    pub use crate::types::{Name, NetQuantize, NetQuantize10, NetQuantize100, NetQuantizeNormal, RepType, Rotator, Vec3};
+    pub use crate::types::{
+        Name, NetQuantize, NetQuantize10, NetQuantize100, NetQuantizeNormal, RepType, Rotator, Vec3,
+    };
     pub use crate::{replicated_class, replicated_enum, replicated_opaque, replicated_struct, ReplicatedClass};
     pub use shadowrep::schema::{ClassLayout, Condition, LayoutError, Notify, PropType};
     pub use shadowrep::store::{ActorId, ClassStore, StoreError};

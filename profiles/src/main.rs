@@ -204,12 +204,27 @@ fn compare(args: &CompareArgs, json: bool, progress: &mut dyn FnMut(&str)) -> Re
         println!("{out}");
     } else {
         let ms = |ns: u64| ns as f64 / 1e6;
-        println!("compare: {} × {} at {:.2} % changed, {} thread(s), {}", opts.actors, opts.class, opts.changed * 100.0, threads, opts.kernels.isa.name());
+        println!(
+            "compare: {} × {} at {:.2} % changed, {} thread(s), {}",
+            opts.actors,
+            opts.class,
+            opts.changed * 100.0,
+            threads,
+            opts.kernels.isa.name()
+        );
         println!("  kernel      {:>10.3} ms   {:>6.2} GB/s (live + shadow)", ms(r.kernel_ns), gbps(r.kernel_ns));
         println!("  reference   {:>10.3} ms   speedup ×{:.1}", ms(r.reference_ns), r.speedup_vs_reference);
-        println!("  memcmp      {:>10.3} ms   kernel runs at {:.2} of memcmp speed", ms(r.memcmp_ns), r.fraction_of_memcmp);
+        println!(
+            "  memcmp      {:>10.3} ms   kernel runs at {:.2} of memcmp speed",
+            ms(r.memcmp_ns),
+            r.fraction_of_memcmp
+        );
         println!("  push, 1 %   {:>10.3} ms   {:.4} of a full compare", ms(r.push_1pct_ns), r.push_ratio);
-        println!("  {} actors changed in the last frame; {:.1} MB of live state", r.changed_actors, r.live_bytes as f64 / 1e6);
+        println!(
+            "  {} actors changed in the last frame; {:.1} MB of live state",
+            r.changed_actors,
+            r.live_bytes as f64 / 1e6
+        );
     }
     Ok(())
 }
@@ -265,7 +280,11 @@ fn replicate(args: &ReplicateArgs, json: bool, progress: &mut dyn FnMut(&str)) -
         );
         println!("  server frame, shared        {:>10.3} ms", r.frame_ms);
         println!("  server frame, per connection {:>9.3} ms   sharing ×{:.2}", r.frame_ms_unshared, r.sharing_speedup);
-        println!("  idle frame                  {:>10.3} ms   {:.0}× cheaper", r.idle_frame_ms, r.frame_ms / r.idle_frame_ms.max(1e-9));
+        println!(
+            "  idle frame                  {:>10.3} ms   {:.0}× cheaper",
+            r.idle_frame_ms,
+            r.frame_ms / r.idle_frame_ms.max(1e-9)
+        );
         println!(
             "  per connection and frame    {:>10.0} bytes in {:.1} packets",
             r.bytes_per_connection_frame, r.packets_per_connection_frame

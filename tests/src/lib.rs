@@ -51,8 +51,15 @@ pub struct World {
 
 impl World {
     /// A server with the named sample classes and `clients` clients on links made by `link(i)`.
-    pub fn new(class_names: &[&str], clients: usize, cfg: DriverConfig, link: impl Fn(usize) -> LinkConfig, seed: u64) -> Self {
-        let layouts = class_names.iter().map(|n| shadowrep_layouts::layout_by_name(n).expect("sample class").clone()).collect();
+    pub fn new(
+        class_names: &[&str],
+        clients: usize,
+        cfg: DriverConfig,
+        link: impl Fn(usize) -> LinkConfig,
+        seed: u64,
+    ) -> Self {
+        let layouts =
+            class_names.iter().map(|n| shadowrep_layouts::layout_by_name(n).expect("sample class").clone()).collect();
         let mut w = Self::with_layouts(layouts, cfg, seed);
         for i in 0..clients {
             w.add_client(false, link(i));
@@ -167,7 +174,10 @@ impl World {
         let same = |kind: LeafKind, server: &[u8], client: &[u8]| -> bool {
             let q = quantize_leaf(kind, server);
             if kind == LeafKind::Object {
-                let (s, c) = (u64::from_le_bytes(q[..8].try_into().expect("8 bytes")), u64::from_le_bytes(client[..8].try_into().expect("8 bytes")));
+                let (s, c) = (
+                    u64::from_le_bytes(q[..8].try_into().expect("8 bytes")),
+                    u64::from_le_bytes(client[..8].try_into().expect("8 bytes")),
+                );
                 if !live.contains(&s) {
                     return c == 0 || !live.contains(&c);
                 }
@@ -196,7 +206,11 @@ impl World {
                             self.stores[s].leaf_bytes(id.index, li, &mut server);
                             let mut client = vec![0u8; n];
                             c.world.leaf_bytes(guid, li, &mut client);
-                            assert!(same(leaf.kind, &server, &client), "client {ci}, actor {guid}, leaf {}: server {server:?}, client {client:?}", leaf.path);
+                            assert!(
+                                same(leaf.kind, &server, &client),
+                                "client {ci}, actor {guid}, leaf {}: server {server:?}, client {client:?}",
+                                leaf.path
+                            );
                         }
                         Some(a) => {
                             let array = &layout.arrays[a];
@@ -206,7 +220,11 @@ impl World {
                             for (se, ce) in server.chunks(array.stride).zip(client.chunks(array.stride)) {
                                 for el in &array.elements {
                                     let r = el.offset..el.offset + el.kind.byte_size();
-                                    assert!(same(el.kind, &se[r.clone()], &ce[r]), "client {ci}, actor {guid}, array {}", leaf.path);
+                                    assert!(
+                                        same(el.kind, &se[r.clone()], &ce[r]),
+                                        "client {ci}, actor {guid}, array {}",
+                                        leaf.path
+                                    );
                                 }
                             }
                         }

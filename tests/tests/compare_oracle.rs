@@ -126,7 +126,9 @@ fn run(layout: ClassLayout, actors: usize, push: PushMode, seed: u64) -> Result<
     let mut drivers: Vec<Driver> = Isa::ALL
         .into_iter()
         .filter_map(Kernels::for_isa)
-        .flat_map(|kernels| [false, true].map(|parallel| CompareConfig { push, kernels, parallel, min_parallel_pages: 0 }))
+        .flat_map(|kernels| {
+            [false, true].map(|parallel| CompareConfig { push, kernels, parallel, min_parallel_pages: 0 })
+        })
         .map(|cfg| Driver { shadow: ShadowState::new(&mut store), cfg, changes: ChangeSet::new() })
         .collect();
     // slot -> (actor id, reference object)
@@ -187,7 +189,14 @@ fn run(layout: ClassLayout, actors: usize, push: PushMode, seed: u64) -> Result<
                 for parent in 0..parents {
                     let shadow = d.shadow.value(id.index, parent).unwrap();
                     let expected = world.shadow_value(obj, parent).unwrap();
-                    prop_assert!(value_bits_eq(&shadow, &expected), "shadow of {} parent {}: {:?} vs {:?}", id.index, parent, shadow, expected);
+                    prop_assert!(
+                        value_bits_eq(&shadow, &expected),
+                        "shadow of {} parent {}: {:?} vs {:?}",
+                        id.index,
+                        parent,
+                        shadow,
+                        expected
+                    );
                     if push == PushMode::Off {
                         let now = store.get(id, parent).unwrap();
                         prop_assert!(value_bits_eq(&shadow, &now), "after compare the shadow equals live");

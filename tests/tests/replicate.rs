@@ -88,4 +88,3 @@ fn nothing_is_sent_for_an_idle_world() {
     assert_eq!(before, after, "no packet for actors with nothing to send");
     w.assert_converged();
 }
-

@@ -4,13 +4,17 @@
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use shadowrep::client::{ClientError, ClientWorld, NotifyEvent, ReceiveError, Receipt};
+use shadowrep::client::{ClientError, ClientWorld, NotifyEvent, Receipt, ReceiveError};
 use shadowrep::driver::DriverConfig;
 use shadowrep::link::LinkConfig;
-use shadowrep::schema::{ClassBuilder, ClassLayout, Condition, LeafKind, Notify, PropType, PropertyDecl, StructType, VectorQuant};
+use shadowrep::schema::{
+    ClassBuilder, ClassLayout, Condition, LeafKind, Notify, PropType, PropertyDecl, StructType, VectorQuant,
+};
 use shadowrep::store::{ActorId, ClassStore};
 use shadowrep::value::{ObjectRef, Value};
-use shadowrep::wire::bunch::{begin_bunch, begin_packet, decode_packet, end_bunch, end_packet, write_leaf_record, Packet};
+use shadowrep::wire::bunch::{
+    begin_bunch, begin_packet, decode_packet, end_bunch, end_packet, write_leaf_record, Packet,
+};
 use shadowrep::wire::{BitReader, BitWriter, WireError};
 use shadowrep_tests::World;
 use std::collections::{HashMap, HashSet};
@@ -77,12 +81,18 @@ fn step_capture(w: &mut World) -> Vec<Vec<Vec<u8>>> {
 
 /// Decodes a server packet with a resolver mapping each actor GUID to its class layout.
 fn decode(bytes: &[u8], layouts: &HashMap<u64, Arc<ClassLayout>>) -> Packet {
-    decode_packet(bytes, |guid, _| layouts.get(&guid).map(|l| &**l).ok_or(WireError::Invalid("GUID not in the test's map")))
-        .expect("server packet decodes")
+    decode_packet(bytes, |guid, _| {
+        layouts.get(&guid).map(|l| &**l).ok_or(WireError::Invalid("GUID not in the test's map"))
+    })
+    .expect("server packet decodes")
 }
 
 /// Runs `frames` frames and returns every (client, actor GUID, record handle) that was sent.
-fn run_and_collect(w: &mut World, frames: usize, layouts: &HashMap<u64, Arc<ClassLayout>>) -> HashSet<(usize, u64, u16)> {
+fn run_and_collect(
+    w: &mut World,
+    frames: usize,
+    layouts: &HashMap<u64, Arc<ClassLayout>>,
+) -> HashSet<(usize, u64, u16)> {
     let mut sent = HashSet::new();
     for _ in 0..frames {
         for (ci, packets) in step_capture(w).iter().enumerate() {
@@ -246,10 +256,10 @@ fn condition_scenario(cond: Condition) {
         Phase::Values(1000),
         Phase::Values(2000),
         Phase::Flags(vec![
-            (0, Setup::new(Some(0), true, true)),   // physics on
-            (1, Setup::new(None, false, false)),    // ownership dropped
-            (2, Setup::new(Some(1), false, true)),  // ownership moves, autonomy lost
-            (3, Setup::new(Some(1), true, false)),  // ownership gained
+            (0, Setup::new(Some(0), true, true)),  // physics on
+            (1, Setup::new(None, false, false)),   // ownership dropped
+            (2, Setup::new(Some(1), false, true)), // ownership moves, autonomy lost
+            (3, Setup::new(Some(1), true, false)), // ownership gained
         ]),
         Phase::Values(3000),
         Phase::Flags(vec![
@@ -363,7 +373,11 @@ fn role_table_agrees_with_the_kernel_condition_map() {
             for initial in [false, true] {
                 for physics in [false, true] {
                     let f = f | if initial { flags::INITIAL } else { 0 } | if physics { flags::PHYSICS } else { 0 };
-                    assert_eq!(condition_active(c, f), ue_active(c, role, initial, physics), "{c:?} {role:?} initial {initial} physics {physics}");
+                    assert_eq!(
+                        condition_active(c, f),
+                        ue_active(c, role, initial, physics),
+                        "{c:?} {role:?} initial {initial} physics {physics}"
+                    );
                 }
             }
         }
@@ -475,7 +489,13 @@ fn custom_and_dynamic_overrides() {
 /// active for (with their current value), and only to it.
 #[test]
 fn ownership_changes_send_newly_active_properties() {
-    let conds = [Condition::OwnerOnly, Condition::SkipOwner, Condition::AutonomousOnly, Condition::InitialOrOwner, Condition::ReplayOrOwner];
+    let conds = [
+        Condition::OwnerOnly,
+        Condition::SkipOwner,
+        Condition::AutonomousOnly,
+        Condition::InitialOrOwner,
+        Condition::ReplayOrOwner,
+    ];
     let mut b = ClassBuilder::new("Owned");
     for c in conds {
         b = b.property(PropertyDecl::new(format!("{c:?}"), PropType::U32).condition(c));
@@ -510,7 +530,11 @@ fn ownership_changes_send_newly_active_properties() {
 
     set_owner(&mut w, id, Some(0), false);
     run_and_collect(&mut w, 3, &layouts);
-    check(&w, [[20, 21, 0, 23, 24], [20, 21, 22, 23, 24], [0, 21, 0, 13, 24]], "ownership moved to client 0 (simulated proxy)");
+    check(
+        &w,
+        [[20, 21, 0, 23, 24], [20, 21, 22, 23, 24], [0, 21, 0, 13, 24]],
+        "ownership moved to client 0 (simulated proxy)",
+    );
 
     set_all(&mut w, 30);
     run_and_collect(&mut w, 3, &layouts);
@@ -535,7 +559,11 @@ fn newly_active_arrays_are_sent_whole() {
     let check = |w: &World, want: [(Value, Value); 2], what: &str| {
         for (ci, (m, t)) in want.iter().enumerate() {
             let c = &w.clients[ci].world;
-            assert_eq!((c.value(guid, 0).as_ref(), c.value(guid, 1).as_ref()), (Some(m), Some(t)), "client {ci}: {what}");
+            assert_eq!(
+                (c.value(guid, 0).as_ref(), c.value(guid, 1).as_ref()),
+                (Some(m), Some(t)),
+                "client {ci}: {what}"
+            );
         }
     };
     w.driver.set_custom_active(w.classes[0], &w.stores[0], id, 1, false).expect("override");
@@ -590,7 +618,11 @@ fn owner_only_stays_private(shared: bool, loss: f64) {
             frame += 1;
             for (a, &id) in ids.iter().enumerate() {
                 for p in 0..3 {
-                    let v = if p == 2 { Value::U64((u64::from(frame) << 32) | a as u64) } else { Value::U32(frame * 10 + a as u32) };
+                    let v = if p == 2 {
+                        Value::U64((u64::from(frame) << 32) | a as u64)
+                    } else {
+                        Value::U32(frame * 10 + a as u32)
+                    };
                     w.stores[0].set(id, p, &v).expect("valid");
                 }
             }
@@ -599,7 +631,11 @@ fn owner_only_stays_private(shared: bool, loss: f64) {
                     for b in decode(p, &layouts).bunches {
                         let owned = b.guid != guids[2];
                         for r in b.records.iter().filter(|r| r.handle == secret) {
-                            assert!(owned && ci == owner, "client {ci} got the OwnerOnly record of actor {}: {r:?}", b.guid);
+                            assert!(
+                                owned && ci == owner,
+                                "client {ci} got the OwnerOnly record of actor {}: {r:?}",
+                                b.guid
+                            );
                             records[ci] += 1;
                         }
                     }
@@ -662,7 +698,12 @@ fn notifies_fire_by_their_declared_mode() {
     assert_eq!((1..=5).map(|p| handle(&layout, p)).collect::<Vec<_>>(), [2, 3, 4, 5, 6]);
     let mut c = ClientWorld::new(std::slice::from_ref(&layout), &[layout.checksum]).expect("same layout");
     let g = 2;
-    let ev = |parent: usize, old: Option<u32>, new: u32| NotifyEvent { guid: g, parent, old: old.map(Value::U32), new: Value::U32(new) };
+    let ev = |parent: usize, old: Option<u32>, new: u32| NotifyEvent {
+        guid: g,
+        parent,
+        old: old.map(Value::U32),
+        new: Value::U32(new),
+    };
     let pair_value = |a: u32, b: u32| Value::Struct(vec![Value::U32(a), Value::U32(b)]);
     let take = |c: &mut ClientWorld| {
         let mut n = c.take_notifies();
@@ -743,8 +784,18 @@ fn assert_arrays_match(w: &World, id: ActorId, guid: u64, what: &str) {
         let server = w.stores[0].array_bytes(id.index, a);
         for (ci, c) in w.clients.iter().enumerate() {
             let client = c.world.array_bytes(guid, a).expect("client has the actor");
-            assert!(client == server, "{what}: client {ci}, array {}: {} bytes vs the server's {}", layout.leaves[array.leaf].path, client.len(), server.len());
-            assert_eq!(c.world.value(guid, array.parent), w.stores[0].get(id, array.parent).ok(), "{what}: client {ci}");
+            assert!(
+                client == server,
+                "{what}: client {ci}, array {}: {} bytes vs the server's {}",
+                layout.leaves[array.leaf].path,
+                client.len(),
+                server.len()
+            );
+            assert_eq!(
+                c.world.value(guid, array.parent),
+                w.stores[0].get(id, array.parent).ok(),
+                "{what}: client {ci}"
+            );
         }
     }
 }
@@ -781,7 +832,9 @@ fn large_dynamic_arrays_split_across_packets() {
     let mut w = world_with(&layout, &[false, false]);
     let id = w.spawn(0);
     let guid = w.guid(0, id);
-    let big = |n: usize, salt: u64| Value::Array((0..n as u64).map(|i| Value::U64(i.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ salt)).collect());
+    let big = |n: usize, salt: u64| {
+        Value::Array((0..n as u64).map(|i| Value::U64(i.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ salt)).collect())
+    };
     step_capture(&mut w);
     let cases: [(&str, usize, u64, usize); 6] = [
         ("300 elements", 300, 1, 3),
@@ -950,7 +1003,15 @@ fn unmapped_reference_through_the_server() {
     assert!(c.has(gb));
     assert_eq!(c.value(ga, 0), Some(Value::Object(ObjectRef(gb))));
     assert_eq!(c.unmapped_count(), 0);
-    assert_eq!(c.take_notifies(), [NotifyEvent { guid: ga, parent: 0, old: Some(Value::Object(ObjectRef(0))), new: Value::Object(ObjectRef(gb)) }]);
+    assert_eq!(
+        c.take_notifies(),
+        [NotifyEvent {
+            guid: ga,
+            parent: 0,
+            old: Some(Value::Object(ObjectRef(0))),
+            new: Value::Object(ObjectRef(gb))
+        }]
+    );
     let fb = c.feedback();
     w.driver.receive_feedback(conn, &fb).expect("feedback");
     for _ in 0..3 {
@@ -1044,7 +1105,13 @@ fn fresh_client(layouts: &[Arc<ClassLayout>]) -> ClientWorld {
 }
 
 /// `Err` must leave the client exactly as it was (and fire nothing).
-fn assert_refused_without_effect(c: &mut ClientWorld, bytes: &[u8], guids: &[u64], layouts: &[Arc<ClassLayout>], what: &str) -> ReceiveError {
+fn assert_refused_without_effect(
+    c: &mut ClientWorld,
+    bytes: &[u8],
+    guids: &[u64],
+    layouts: &[Arc<ClassLayout>],
+    what: &str,
+) -> ReceiveError {
     let before = snapshot(c, guids, layouts);
     let e = match c.receive(bytes) {
         Err(e) => e,
@@ -1062,7 +1129,13 @@ fn every_truncation_of_a_real_packet_is_refused_without_effect() {
     let mut c = fresh_client(&layouts);
     for (i, p) in packets.iter().enumerate() {
         for cut in 0..p.len() {
-            assert_refused_without_effect(&mut c, &p[..cut], &guids, &layouts, &format!("packet {i} cut to {cut} of {} bytes", p.len()));
+            assert_refused_without_effect(
+                &mut c,
+                &p[..cut],
+                &guids,
+                &layouts,
+                &format!("packet {i} cut to {cut} of {} bytes", p.len()),
+            );
         }
         assert!(matches!(c.receive(p), Ok(Receipt::Applied(_))), "packet {i} whole");
         c.take_notifies();
@@ -1091,7 +1164,11 @@ fn bit_flipped_packets_never_panic_and_refusals_have_no_effect() {
         match c.receive(&bad) {
             Err(e) => {
                 refused += 1;
-                assert_eq!(snapshot(&c, &guids, &layouts), before, "sample {sample}: refused ({e}) but the state changed");
+                assert_eq!(
+                    snapshot(&c, &guids, &layouts),
+                    before,
+                    "sample {sample}: refused ({e}) but the state changed"
+                );
                 assert!(c.take_notifies().is_empty());
                 // The refusal did not consume the sequence number: the real packet applies.
                 assert!(matches!(c.receive(&packets[i]), Ok(Receipt::Applied(_))), "sample {sample}");
@@ -1137,61 +1214,88 @@ fn crafted_malformed_packets_are_refused_without_effect() {
         end_bunch(w);
     };
     let cases: Vec<(&str, Vec<u8>)> = vec![
-        ("unknown handle", craft(seq, |w| {
-            valid(w);
-            u32_bunch(w, victim, None, &[(mixed.leaves.len() as u16 + 1, 1)]);
-        })),
+        (
+            "unknown handle",
+            craft(seq, |w| {
+                valid(w);
+                u32_bunch(w, victim, None, &[(mixed.leaves.len() as u16 + 1, 1)]);
+            }),
+        ),
         ("handles out of order", craft(seq, |w| u32_bunch(w, victim, None, &[(health, 1), (health, 2)]))),
-        ("array count over its cap", craft(seq, |w| {
-            valid(w);
-            begin_bunch(w, victim, None, false);
-            w.write_packed(u64::from(items));
-            w.write_packed(9);
-            w.write_packed(0);
-            end_bunch(w);
-        })),
-        ("nested handle beyond the count", craft(seq, |w| {
-            valid(w);
-            begin_bunch(w, victim, None, false);
-            w.write_packed(u64::from(items));
-            w.write_packed(1);
-            w.write_packed(3); // one element has nested handles 1 and 2
-            w.write_bits(0, 16);
-            w.write_packed(0);
-            end_bunch(w);
-        })),
-        ("unknown static GUID", craft(seq, |w| {
-            valid(w);
-            object_bunch(w, 7);
-        })),
-        ("unknown static GUID in an array element", craft(seq, |w| {
-            valid(w);
-            begin_bunch(w, victim, None, false);
-            w.write_packed(u64::from(items));
-            w.write_packed(1);
-            w.write_packed(1);
-            w.write_bits(3, 16);
-            w.write_packed(2);
-            w.write_packed(9);
-            w.write_packed(0);
-            end_bunch(w);
-        })),
-        ("bunch for an unknown actor without an open", craft(seq, |w| {
-            valid(w);
-            u32_bunch(w, 998, None, &[(1, 1)]);
-        })),
-        ("unknown class id in an open", craft(seq, |w| {
-            valid(w);
-            u32_bunch(w, 1000, Some(layouts.len() as u32), &[]);
-        })),
-        ("an odd (static) GUID as an actor", craft(seq, |w| {
-            valid(w);
-            u32_bunch(w, 1001, Some(0), &[]);
-        })),
-        ("an actor reopened with another class", craft(seq, |w| {
-            valid(w);
-            u32_bunch(w, small, Some(0), &[]);
-        })),
+        (
+            "array count over its cap",
+            craft(seq, |w| {
+                valid(w);
+                begin_bunch(w, victim, None, false);
+                w.write_packed(u64::from(items));
+                w.write_packed(9);
+                w.write_packed(0);
+                end_bunch(w);
+            }),
+        ),
+        (
+            "nested handle beyond the count",
+            craft(seq, |w| {
+                valid(w);
+                begin_bunch(w, victim, None, false);
+                w.write_packed(u64::from(items));
+                w.write_packed(1);
+                w.write_packed(3); // one element has nested handles 1 and 2
+                w.write_bits(0, 16);
+                w.write_packed(0);
+                end_bunch(w);
+            }),
+        ),
+        (
+            "unknown static GUID",
+            craft(seq, |w| {
+                valid(w);
+                object_bunch(w, 7);
+            }),
+        ),
+        (
+            "unknown static GUID in an array element",
+            craft(seq, |w| {
+                valid(w);
+                begin_bunch(w, victim, None, false);
+                w.write_packed(u64::from(items));
+                w.write_packed(1);
+                w.write_packed(1);
+                w.write_bits(3, 16);
+                w.write_packed(2);
+                w.write_packed(9);
+                w.write_packed(0);
+                end_bunch(w);
+            }),
+        ),
+        (
+            "bunch for an unknown actor without an open",
+            craft(seq, |w| {
+                valid(w);
+                u32_bunch(w, 998, None, &[(1, 1)]);
+            }),
+        ),
+        (
+            "unknown class id in an open",
+            craft(seq, |w| {
+                valid(w);
+                u32_bunch(w, 1000, Some(layouts.len() as u32), &[]);
+            }),
+        ),
+        (
+            "an odd (static) GUID as an actor",
+            craft(seq, |w| {
+                valid(w);
+                u32_bunch(w, 1001, Some(0), &[]);
+            }),
+        ),
+        (
+            "an actor reopened with another class",
+            craft(seq, |w| {
+                valid(w);
+                u32_bunch(w, small, Some(0), &[]);
+            }),
+        ),
     ];
     for (what, bytes) in &cases {
         let e = assert_refused_without_effect(&mut c, bytes, &guids, &layouts, what);
@@ -1269,11 +1373,11 @@ fn a_client_with_a_different_layout_is_refused() {
     assert!(matches!(ClientWorld::new(&two, &checksums), Err(ClientError::ClassCount { server: 1, client: 2 })));
     // Conditions and notifies are not part of the wire contract: such a client interoperates.
     let relaxed = build(
-        ClassBuilder::new("Thing").property(PropertyDecl::new("A", PropType::U32).condition(Condition::OwnerOnly).notify(Notify::Always)),
+        ClassBuilder::new("Thing")
+            .property(PropertyDecl::new("A", PropType::U32).condition(Condition::OwnerOnly).notify(Notify::Always)),
     );
     assert!(ClientWorld::new(&[relaxed], &checksums).is_ok());
     // And the world's own clients use the server's layouts.
     w.add_client(false, LinkConfig::perfect(1));
     w.step();
 }
-

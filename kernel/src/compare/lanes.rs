@@ -130,7 +130,19 @@ impl Kernels {
             Isa::Scalar => Some(SCALAR),
             Isa::Wide => {
                 let (r1, r2, r4, r8, r12) = run_fns!(wide_d1, wide_d2, wide_d4, wide_d8, wide_d12);
-                Some(Kernels { isa, d1: wide_d1, d2: wide_d2, d4: wide_d4, d8: wide_d8, d12: wide_d12, r1, r2, r4, r8, r12 })
+                Some(Kernels {
+                    isa,
+                    d1: wide_d1,
+                    d2: wide_d2,
+                    d4: wide_d4,
+                    d8: wide_d8,
+                    d12: wide_d12,
+                    r1,
+                    r2,
+                    r4,
+                    r8,
+                    r12,
+                })
             }
             Isa::Avx2 => super::x86::avx2_kernels(),
             Isa::Avx512 => super::x86::avx512_kernels(),
@@ -141,10 +153,7 @@ impl Kernels {
     pub fn best() -> Kernels {
         static BEST: OnceLock<Kernels> = OnceLock::new();
         *BEST.get_or_init(|| {
-            [Isa::Avx512, Isa::Avx2, Isa::Wide]
-                .into_iter()
-                .find_map(Kernels::for_isa)
-                .unwrap_or(SCALAR)
+            [Isa::Avx512, Isa::Avx2, Isa::Wide].into_iter().find_map(Kernels::for_isa).unwrap_or(SCALAR)
         })
     }
 }
@@ -241,8 +250,12 @@ mod tests {
     /// Mutates `flips` random bytes of a copy of `live`: sparse differences exercise single lanes,
     /// dense ones whole vectors.
     fn pair<const N: usize>() -> impl Strategy<Value = ([u8; N], [u8; N])> {
-        (proptest::collection::vec(any::<u8>(), N), proptest::collection::vec((0..N, any::<u8>()), 0..20), any::<bool>()).prop_map(
-            |(live, flips, dense)| {
+        (
+            proptest::collection::vec(any::<u8>(), N),
+            proptest::collection::vec((0..N, any::<u8>()), 0..20),
+            any::<bool>(),
+        )
+            .prop_map(|(live, flips, dense)| {
                 let live: [u8; N] = live.try_into().unwrap();
                 let mut shadow = live;
                 for (i, x) in flips {
@@ -256,8 +269,7 @@ mod tests {
                     }
                 }
                 (live, shadow)
-            },
-        )
+            })
     }
 
     fn tables() -> Vec<Kernels> {

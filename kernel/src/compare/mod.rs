@@ -79,7 +79,12 @@ pub struct CompareConfig {
 
 impl Default for CompareConfig {
     fn default() -> Self {
-        Self { push: PushMode::Declared, kernels: Kernels::best(), parallel: true, min_parallel_pages: PARALLEL_MIN_PAGES }
+        Self {
+            push: PushMode::Declared,
+            kernels: Kernels::best(),
+            parallel: true,
+            min_parallel_pages: PARALLEL_MIN_PAGES,
+        }
     }
 }
 
@@ -246,7 +251,12 @@ impl ShadowState {
 
     /// Compares `store` against this shadow, consuming this driver's dirty marks (call
     /// [`ClassStore::begin_tick`] first so this frame's marks are included).
-    pub fn compare(&mut self, store: &mut ClassStore, cfg: &CompareConfig, out: &mut ChangeSet) -> Result<(), CompareError> {
+    pub fn compare(
+        &mut self,
+        store: &mut ClassStore,
+        cfg: &CompareConfig,
+        out: &mut ChangeSet,
+    ) -> Result<(), CompareError> {
         if store.id() != self.store {
             return Err(CompareError::ForeignStore);
         }
@@ -451,14 +461,26 @@ impl<'a> Plan<'a> {
             .collect();
         let dirty_only = uses_dirty.iter().all(|&d| d);
         let dense = layout.planes.len() <= DENSE_MAX_PLANES
-            && layout.parents.iter().zip(&uses_dirty).all(|(p, &d)| !d || p.leaves.clone().all(|l| layout.leaves[l].planes.is_empty()));
-        let fixed_leaves = layout.leaves.iter().enumerate().filter(|(_, l)| l.array.is_none()).map(|(i, l)| (i, l.planes.clone())).collect();
-        let array_leaves = layout.leaves.iter().enumerate().filter_map(|(i, l)| l.array.map(|a| (l.parent, i, a))).collect();
+            && layout
+                .parents
+                .iter()
+                .zip(&uses_dirty)
+                .all(|(p, &d)| !d || p.leaves.clone().all(|l| layout.leaves[l].planes.is_empty()));
+        let fixed_leaves = layout
+            .leaves
+            .iter()
+            .enumerate()
+            .filter(|(_, l)| l.array.is_none())
+            .map(|(i, l)| (i, l.planes.clone()))
+            .collect();
+        let array_leaves =
+            layout.leaves.iter().enumerate().filter_map(|(i, l)| l.array.map(|a| (l.parent, i, a))).collect();
         let parent_planes = layout
             .parents
             .iter()
             .map(|p| {
-                let mut ranges = layout.leaves[p.leaves.clone()].iter().map(|l| l.planes.clone()).filter(|r| !r.is_empty());
+                let mut ranges =
+                    layout.leaves[p.leaves.clone()].iter().map(|l| l.planes.clone()).filter(|r| !r.is_empty());
                 let first = ranges.next().unwrap_or(0..0);
                 ranges.try_fold(first, |acc, r| (r.start == acc.end).then_some(acc.start..r.end)).unwrap_or(0..0)
             })
@@ -471,7 +493,13 @@ impl<'a> Plan<'a> {
     /// page by dirty page). The page's leaf masks are
     /// written only once something changed: a page whose lanes come back 0 leaves them stale, and
     /// [`ChangeSet`] never reads them.
-    fn compare_page(&self, mut page: PageRefs<'_>, dirty: Option<&[u64]>, masks: &mut [u64], arrays: &mut Vec<ArrayChange>) -> u64 {
+    fn compare_page(
+        &self,
+        mut page: PageRefs<'_>,
+        dirty: Option<&[u64]>,
+        masks: &mut [u64],
+        arrays: &mut Vec<ArrayChange>,
+    ) -> u64 {
         if self.dense {
             return self.compare_page_dense(page, dirty, masks, arrays);
         }
@@ -529,7 +557,13 @@ impl<'a> Plan<'a> {
 
     /// The dense page compare: every plane diffed run by run, then only the leaves of a page that
     /// changed are visited; dynamic arrays are compared where written.
-    fn compare_page_dense(&self, mut page: PageRefs<'_>, dirty: Option<&[u64]>, masks: &mut [u64], arrays: &mut Vec<ArrayChange>) -> u64 {
+    fn compare_page_dense(
+        &self,
+        mut page: PageRefs<'_>,
+        dirty: Option<&[u64]>,
+        masks: &mut [u64],
+        arrays: &mut Vec<ArrayChange>,
+    ) -> u64 {
         let mut plane_masks = [0u64; DENSE_MAX_PLANES];
         self.diff_runs(&page, &mut plane_masks);
         let occupied = page.occupied;
@@ -630,7 +664,14 @@ impl<'a> Plan<'a> {
         }
     }
 
-    fn compare_arrays(&self, page: &mut PageRefs<'_>, a: usize, leaf: usize, consider: u64, out: &mut Vec<ArrayChange>) -> u64 {
+    fn compare_arrays(
+        &self,
+        page: &mut PageRefs<'_>,
+        a: usize,
+        leaf: usize,
+        consider: u64,
+        out: &mut Vec<ArrayChange>,
+    ) -> u64 {
         let array = &self.layout.arrays[a];
         let n = array.elements.len();
         let mut changed = 0u64;
