@@ -6,7 +6,7 @@
 //! packets' own sequence numbers), which keeps in-flight records bounded as a healthy link would.
 //! A frame is timed from compare to the last packet; acks are not part of it.
 
-use crate::workload::CompareWorkload;
+use crate::workload::{median, CompareWorkload};
 use shadowrep::compare::{CompareConfig, Kernels, PushMode};
 use shadowrep::driver::{ConnectionId, DriverConfig, NetDriver};
 use shadowrep::wire::bunch::write_feedback;
@@ -53,11 +53,6 @@ pub struct ReplicateReport {
     pub bytes_per_pair_state: usize,
     /// Actors changed per frame (last timed frame).
     pub changed_actors: usize,
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
-    v.get(v.len() / 2).copied().unwrap_or(0.0)
 }
 
 /// Acknowledges every packet a driver produced for each connection this frame, one feedback

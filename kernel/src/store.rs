@@ -269,13 +269,7 @@ impl ClassStore {
     /// bytes). Slot-level: callers that hold a live slot use it to serialize.
     pub fn leaf_bytes(&self, slot: u32, leaf: usize, out: &mut [u8]) {
         let (page, lane) = (slot as usize / PAGE_LANES, slot as usize % PAGE_LANES);
-        let bytes = self.live.page(page);
-        let mut at = 0;
-        for plane in &self.layout.planes[self.layout.leaves[leaf].planes.clone()] {
-            let n = plane.width.lane_bytes();
-            read_lane(bytes, plane.page_offset, plane.width, lane, &mut out[at..at + n]);
-            at += n;
-        }
+        gather_leaf(&self.layout, self.live.page(page), leaf, lane, out);
     }
 
     /// The element bytes of dynamic array `array` for the actor in `slot`.
@@ -287,14 +281,7 @@ impl ClassStore {
     /// Writes leaf `leaf` of actor `id` from its byte form (the receiver's apply).
     pub(crate) fn write_leaf_bytes(&mut self, id: ActorId, leaf: usize, src: &[u8]) -> Result<(), StoreError> {
         self.check(id)?;
-        let layout = self.layout.clone();
-        let bytes = self.live.page_mut(id.page());
-        let mut at = 0;
-        for plane in &layout.planes[layout.leaves[leaf].planes.clone()] {
-            let n = plane.width.lane_bytes();
-            write_lane(bytes, plane.page_offset, plane.width, id.lane(), &src[at..at + n]);
-            at += n;
-        }
+        scatter_leaf(&self.layout, self.live.page_mut(id.page()), leaf, id.lane(), src);
         Ok(())
     }
 
@@ -418,13 +405,9 @@ impl ClassStore {
         let (page, lane) = (id.page(), id.lane());
         let base = p.record_range.start;
         let bytes = self.live.page_mut(page);
-        for leaf in &layout.leaves[p.leaves.clone()] {
-            let mut at = leaf.record_offset - base;
-            for plane in &layout.planes[leaf.planes.clone()] {
-                let n = plane.width.lane_bytes();
-                write_lane(bytes, plane.page_offset, plane.width, lane, &encoded.record[at..at + n]);
-                at += n;
-            }
+        for l in p.leaves.clone() {
+            let at = layout.leaves[l].record_offset - base;
+            scatter_leaf(&layout, bytes, l, lane, &encoded.record[at..]);
         }
         if !encoded.arrays.is_empty() {
             for (a, data) in encoded.arrays {
@@ -616,15 +599,31 @@ pub(crate) fn read_parent(layout: &ClassLayout, page: &[u8], arrays: &PageArrays
     let p = &layout.parents[parent];
     let base = p.record_range.start;
     let mut record = vec![0u8; p.record_range.len() + 8];
-    for leaf in &layout.leaves[p.leaves.clone()] {
-        let mut at = leaf.record_offset - base;
-        for plane in &layout.planes[leaf.planes.clone()] {
-            let n = plane.width.lane_bytes();
-            read_lane(page, plane.page_offset, plane.width, lane, &mut record[at..at + n]);
-            at += n;
-        }
+    for l in p.leaves.clone() {
+        let at = layout.leaves[l].record_offset - base;
+        gather_leaf(layout, page, l, lane, &mut record[at..]);
     }
     value::decode_parent(layout, parent, &record, |a| arrays[a * PAGE_LANES + lane].as_slice())
+}
+
+/// Gathers leaf `leaf`'s byte form for lane `lane` from its planes (into the front of `out`).
+fn gather_leaf(layout: &ClassLayout, page: &[u8], leaf: usize, lane: usize, out: &mut [u8]) {
+    let mut at = 0;
+    for plane in &layout.planes[layout.leaves[leaf].planes.clone()] {
+        let n = plane.width.lane_bytes();
+        read_lane(page, plane.page_offset, plane.width, lane, &mut out[at..at + n]);
+        at += n;
+    }
+}
+
+/// Scatters leaf `leaf`'s byte form (the front of `src`) into lane `lane` of its planes.
+fn scatter_leaf(layout: &ClassLayout, page: &mut [u8], leaf: usize, lane: usize, src: &[u8]) {
+    let mut at = 0;
+    for plane in &layout.planes[layout.leaves[leaf].planes.clone()] {
+        let n = plane.width.lane_bytes();
+        write_lane(page, plane.page_offset, plane.width, lane, &src[at..at + n]);
+        at += n;
+    }
 }
 
 /// Reads lane `lane` of a plane into `out` (`width.lane_bytes()` bytes).
