@@ -1,0 +1,145 @@
+//! Dynamic arrays through the server
+
+use crate::helpers::*;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use shadowrep::driver::DriverConfig;
+use shadowrep::link::LinkConfig;
+use shadowrep::schema::{ClassBuilder, ClassLayout, PropType, PropertyDecl};
+use shadowrep::store::ActorId;
+use shadowrep::value::Value;
+use shadowrep_tests::World;
+use std::sync::Arc;
+
+fn arrays_layout() -> Arc<ClassLayout> {
+    build(
+        ClassBuilder::new("Arrays")
+            .property(PropertyDecl::new("Tag", PropType::U32))
+            .property(PropertyDecl::new("Small", PropType::array(PropType::U32)))
+            .property(PropertyDecl::new("Big", PropType::Array { element: Box::new(PropType::U64), max_len: 2048 })),
+    )
+}
+
+/// Every client holds exactly the server's bytes for every array of actor `id`.
+fn assert_arrays_match(w: &World, id: ActorId, guid: u64, what: &str) {
+    let layout = w.stores[0].layout().clone();
+    for (a, array) in layout.arrays.iter().enumerate() {
+        let server = w.stores[0].array_bytes(id.index, a);
+        for (ci, c) in w.clients.iter().enumerate() {
+            let client = c.world.array_bytes(guid, a).expect("client has the actor");
+            assert!(
+                client == server,
+                "{what}: client {ci}, array {}: {} bytes vs the server's {}",
+                layout.leaves[array.leaf].path,
+                client.len(),
+                server.len()
+            );
+            assert_eq!(
+                c.world.value(guid, array.parent),
+                w.stores[0].get(id, array.parent).ok(),
+                "{what}: client {ci}"
+            );
+        }
+    }
+}
+
+#[test]
+fn dynamic_arrays_grow_shrink_and_change() {
+    let layout = arrays_layout();
+    let mut w = world_with(&layout, &[false, true]);
+    let id = w.spawn(0);
+    let guid = w.guid(0, id);
+    let small = |v: &[u32]| Value::Array(v.iter().map(|&x| Value::U32(x)).collect());
+    let steps: [(&str, Vec<u32>); 7] = [
+        ("grow from empty", vec![1, 2, 3]),
+        ("grow", (1..=10).collect()),
+        ("change one element", vec![1, 2, 3, 4, 99, 6, 7, 8, 9, 10]),
+        ("change first and last", vec![7, 2, 3, 4, 99, 6, 7, 8, 9, 70]),
+        ("shrink", vec![7, 2, 3, 4]),
+        ("shrink to empty", vec![]),
+        ("grow again", vec![0, 5]),
+    ];
+    for (what, v) in steps {
+        set(&mut w, 0, id, 1, small(&v));
+        w.step();
+        w.step();
+        assert_eq!(w.clients[0].world.array_bytes(guid, 0).map(|b| b.len()), Some(v.len() * 4), "{what}");
+        assert_arrays_match(&w, id, guid, what);
+        w.assert_converged();
+    }
+}
+
+#[test]
+fn large_dynamic_arrays_split_across_packets() {
+    let layout = arrays_layout();
+    let mut w = world_with(&layout, &[false, false]);
+    let id = w.spawn(0);
+    let guid = w.guid(0, id);
+    let big = |n: usize, salt: u64| {
+        Value::Array((0..n as u64).map(|i| Value::U64(i.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ salt)).collect())
+    };
+    step_capture(&mut w);
+    let cases: [(&str, usize, u64, usize); 6] = [
+        ("300 elements", 300, 1, 3),
+        ("300 elements, all changed", 300, 2, 3),
+        ("shrink to 120", 120, 2, 1),
+        ("grow to 700", 700, 3, 7),
+        ("the cap: 2048 elements", 2048, 4, 20),
+        ("shrink to empty", 0, 0, 1),
+    ];
+    for (what, n, salt, min_packets) in cases {
+        set(&mut w, 0, id, 2, big(n, salt));
+        set(&mut w, 0, id, 0, Value::U32(n as u32));
+        let packets = step_capture(&mut w);
+        for (ci, p) in packets.iter().enumerate() {
+            assert!(p.len() >= min_packets, "{what}: client {ci} got {} packets", p.len());
+            assert!(p.iter().all(|p| p.len() <= 1024), "{what}: a packet over the MTU");
+        }
+        assert_eq!(w.clients[0].world.array_bytes(guid, 1).map(|b| b.len()), Some(n * 8), "{what}");
+        assert_arrays_match(&w, id, guid, what);
+    }
+    // Single elements of a large array.
+    set(&mut w, 0, id, 2, big(300, 5));
+    step_capture(&mut w);
+    let mut v = match big(300, 5) {
+        Value::Array(v) => v,
+        _ => unreachable!(),
+    };
+    for i in [0, 150, 299] {
+        v[i] = Value::U64(u64::MAX - i as u64);
+    }
+    set(&mut w, 0, id, 2, Value::Array(v));
+    step_capture(&mut w);
+    assert_arrays_match(&w, id, guid, "single elements changed");
+    w.assert_converged();
+}
+
+#[test]
+fn large_dynamic_arrays_converge_over_a_lossy_link() {
+    let layout = arrays_layout();
+    let mut w = World::with_layouts(vec![layout], DriverConfig::default(), 9);
+    for i in 0..2 {
+        w.add_client(false, LinkConfig::lossy(0.25, 90 + i));
+    }
+    let ids: Vec<ActorId> = (0..2).map(|_| w.spawn(0)).collect();
+    let mut rng = ChaCha8Rng::seed_from_u64(17);
+    for frame in 0..40 {
+        if frame % 4 == 0 {
+            for &id in &ids {
+                let n = rng.random_range(0..500);
+                let v = Value::Array((0..n).map(|_| Value::U64(rng.random())).collect());
+                set(&mut w, 0, id, 2, v);
+            }
+        }
+        w.step();
+    }
+    w.set_links(LinkConfig::perfect(1));
+    for _ in 0..45 {
+        w.step();
+    }
+    w.assert_converged();
+    for &id in &ids {
+        let guid = w.guid(0, id);
+        assert_arrays_match(&w, id, guid, "after healing");
+    }
+}

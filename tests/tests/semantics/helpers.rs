@@ -1,0 +1,131 @@
+//! Shared helpers of the semantics tests: one-class worlds, captured and decoded server packets,
+//! hand-made packets.
+
+use shadowrep::client::ClientWorld;
+use shadowrep::driver::DriverConfig;
+use shadowrep::link::LinkConfig;
+use shadowrep::schema::{ClassBuilder, ClassLayout, LeafKind};
+use shadowrep::store::{ActorId, ClassStore};
+use shadowrep::value::Value;
+use shadowrep::wire::bunch::{
+    begin_bunch, begin_packet, decode_packet, end_bunch, end_packet, write_leaf_record, Packet,
+};
+use shadowrep::wire::{BitWriter, WireError};
+use shadowrep_tests::World;
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+/// Clients of the condition and privacy scenarios: 0 and 1 are game clients, 2 records a replay.
+pub(crate) const REPLAY_CLIENT: usize = 2;
+pub(crate) const CLIENTS: usize = 3;
+
+pub(crate) fn build(b: ClassBuilder) -> Arc<ClassLayout> {
+    Arc::new(b.build().expect("valid layout"))
+}
+
+/// The handle of parent `parent`'s first leaf.
+pub(crate) fn handle(layout: &ClassLayout, parent: usize) -> u16 {
+    layout.leaves[layout.parents[parent].leaves.start].handle
+}
+
+/// A world with one class and one client per entry of `replays` (true: a replay connection), all
+/// on perfect links.
+pub(crate) fn world_with(layout: &Arc<ClassLayout>, replays: &[bool]) -> World {
+    let mut w = World::with_layouts(vec![layout.clone()], DriverConfig::default(), 7);
+    for &replay in replays {
+        w.add_client(replay, LinkConfig::perfect(1));
+    }
+    w
+}
+
+/// Writes a value on the server and marks it dirty.
+pub(crate) fn set(w: &mut World, store: usize, id: ActorId, parent: usize, v: Value) {
+    w.stores[store].set(id, parent, &v).expect("valid value");
+    w.stores[store].mark_dirty(id, parent).expect("live actor");
+}
+
+pub(crate) fn set_owner(w: &mut World, id: ActorId, owner: Option<usize>, autonomous: bool) {
+    let owner = owner.map(|o| w.clients[o].conn);
+    w.driver.set_owner(w.classes[0], &w.stores[0], id, owner, autonomous).expect("set_owner");
+}
+
+/// Like [`World::step`], but returns the packets the server produced for each client. Every
+/// packet the server produces must be accepted by its client.
+pub(crate) fn step_capture(w: &mut World) -> Vec<Vec<Vec<u8>>> {
+    let mut stores: Vec<&mut ClassStore> = w.stores.iter_mut().collect();
+    w.driver.tick(&mut stores).expect("tick");
+    let mut out = Vec::new();
+    for (ci, c) in w.clients.iter_mut().enumerate() {
+        let packets = w.driver.take_packets(c.conn).expect("connection");
+        for p in &packets {
+            c.down.send(p.clone());
+        }
+        for p in c.down.tick() {
+            if let Err(e) = c.world.receive(&p) {
+                panic!("client {ci} refused a server packet: {e}");
+            }
+        }
+        c.up.send(c.world.feedback());
+        for f in c.up.tick() {
+            w.driver.receive_feedback(c.conn, &f).expect("feedback decodes");
+        }
+        out.push(packets);
+    }
+    out
+}
+
+/// Decodes a server packet with a resolver mapping each actor GUID to its class layout.
+pub(crate) fn decode(bytes: &[u8], layouts: &HashMap<u64, Arc<ClassLayout>>) -> Packet {
+    decode_packet(bytes, |guid, _| {
+        layouts.get(&guid).map(|l| &**l).ok_or(WireError::Invalid("GUID not in the test's map"))
+    })
+    .expect("server packet decodes")
+}
+
+/// Runs `frames` frames and returns every (client, actor GUID, record handle) that was sent.
+pub(crate) fn run_and_collect(
+    w: &mut World,
+    frames: usize,
+    layouts: &HashMap<u64, Arc<ClassLayout>>,
+) -> HashSet<(usize, u64, u16)> {
+    let mut sent = HashSet::new();
+    for _ in 0..frames {
+        for (ci, packets) in step_capture(w).iter().enumerate() {
+            for p in packets {
+                for b in decode(p, layouts).bunches {
+                    for r in &b.records {
+                        sent.insert((ci, b.guid, r.handle));
+                    }
+                }
+            }
+        }
+    }
+    sent
+}
+
+pub(crate) fn u32s(c: &ClientWorld, guid: u64, parents: usize) -> Vec<u32> {
+    (0..parents)
+        .map(|p| match c.value(guid, p) {
+            Some(Value::U32(v)) => v,
+            other => panic!("actor {guid} parent {p}: expected a u32, got {other:?}"),
+        })
+        .collect()
+}
+
+/// A hand-made packet: `body` writes the bunches.
+pub(crate) fn craft(seq: u32, body: impl FnOnce(&mut BitWriter)) -> Vec<u8> {
+    let mut w = BitWriter::new();
+    begin_packet(&mut w, seq);
+    body(&mut w);
+    end_packet(&mut w);
+    w.into_bytes()
+}
+
+/// A bunch of `u32` leaf records (handle, value), in handle order.
+pub(crate) fn u32_bunch(w: &mut BitWriter, guid: u64, open: Option<u32>, records: &[(u16, u32)]) {
+    begin_bunch(w, guid, open, false);
+    for &(h, v) in records {
+        write_leaf_record(w, h, LeafKind::U32, &v.to_le_bytes());
+    }
+    end_bunch(w);
+}

@@ -1,0 +1,336 @@
+//! Malformed input
+
+use crate::helpers::*;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use shadowrep::client::{ClientWorld, Receipt, ReceiveError};
+use shadowrep::driver::DriverConfig;
+use shadowrep::link::LinkConfig;
+use shadowrep::schema::{ClassBuilder, ClassLayout, LeafKind, Notify, PropType, PropertyDecl, StructType, VectorQuant};
+use shadowrep::value::{ObjectRef, Value};
+use shadowrep::wire::bunch::{begin_bunch, end_bunch, write_leaf_record};
+use shadowrep::wire::{BitReader, BitWriter};
+use shadowrep_tests::World;
+use std::collections::HashSet;
+use std::sync::Arc;
+
+fn mixed_layouts() -> Vec<Arc<ClassLayout>> {
+    let item = PropType::Struct(StructType::new("Item").field("Count", PropType::U16).field("Owner", PropType::Object));
+    vec![
+        build(
+            ClassBuilder::new("Mixed")
+                .property(PropertyDecl::new("Health", PropType::U32))
+                .property(PropertyDecl::new("Speed", PropType::F32))
+                .property(PropertyDecl::new("Location", PropType::Vector(VectorQuant::Q100)))
+                .property(PropertyDecl::new("Rotation", PropType::Rotator))
+                .property(PropertyDecl::new("Alive", PropType::Bool))
+                .property(PropertyDecl::new("Mode", PropType::Enum { bits: 3 }))
+                .property(PropertyDecl::new("Target", PropType::Object).notify(Notify::Always))
+                .property(PropertyDecl::new("Label", PropType::Name))
+                .property(PropertyDecl::new("Items", PropType::Array { element: Box::new(item), max_len: 8 })),
+        ),
+        build(ClassBuilder::new("Small").property(PropertyDecl::new("Byte", PropType::U8).notify(Notify::OnChanged))),
+    ]
+}
+
+/// A run of the server: the packets to one client, in order, and every actor GUID used.
+fn recorded_run() -> (Vec<Arc<ClassLayout>>, Vec<Vec<u8>>, Vec<u64>) {
+    let layouts = mixed_layouts();
+    let mut w = World::with_layouts(layouts.clone(), DriverConfig::default(), 11);
+    w.add_client(false, LinkConfig::perfect(1));
+    for s in [0, 0, 0, 1, 1] {
+        w.spawn(s);
+    }
+    let mut guids = HashSet::new();
+    let mut packets = Vec::new();
+    for frame in 0..10 {
+        w.mutate(0.6);
+        if frame == 5 {
+            w.despawn(1);
+            w.spawn(0);
+        }
+        for &(s, id) in &w.actors.clone() {
+            guids.insert(w.guid(s, id));
+        }
+        packets.extend(step_capture(&mut w).swap_remove(0));
+    }
+    w.assert_converged();
+    let mut guids: Vec<u64> = guids.into_iter().collect();
+    guids.sort_unstable();
+    (layouts, packets, guids)
+}
+
+/// Everything observable about a client's state, bit-exact.
+fn snapshot(c: &ClientWorld, guids: &[u64], layouts: &[Arc<ClassLayout>]) -> String {
+    use std::fmt::Write;
+    let mut s = format!("actors {} unmapped {} feedback {:?}\n", c.actor_count(), c.unmapped_count(), c.feedback());
+    for &g in guids {
+        let Some(class) = c.class_of(g) else {
+            let _ = writeln!(s, "{g}: absent");
+            continue;
+        };
+        let layout = &layouts[class as usize];
+        for p in 0..layout.parents.len() {
+            let _ = writeln!(s, "{g}.{p} = {:?}", c.value(g, p));
+        }
+        for (li, leaf) in layout.leaves.iter().enumerate() {
+            match leaf.array {
+                None => {
+                    let mut b = vec![0u8; leaf.kind.byte_size()];
+                    assert!(c.leaf_bytes(g, li, &mut b));
+                    let _ = writeln!(s, "{g} leaf {li}: {b:?}");
+                }
+                Some(a) => {
+                    let _ = writeln!(s, "{g} array {a}: {:?}", c.array_bytes(g, a));
+                }
+            }
+        }
+    }
+    s
+}
+
+fn fresh_client(layouts: &[Arc<ClassLayout>]) -> ClientWorld {
+    let checksums: Vec<u64> = layouts.iter().map(|l| l.checksum).collect();
+    ClientWorld::new(layouts, &checksums).expect("same layouts")
+}
+
+/// `Err` must leave the client exactly as it was (and fire nothing).
+fn assert_refused_without_effect(
+    c: &mut ClientWorld,
+    bytes: &[u8],
+    guids: &[u64],
+    layouts: &[Arc<ClassLayout>],
+    what: &str,
+) -> ReceiveError {
+    let before = snapshot(c, guids, layouts);
+    let e = match c.receive(bytes) {
+        Err(e) => e,
+        Ok(r) => panic!("{what}: accepted ({r:?})"),
+    };
+    assert_eq!(snapshot(c, guids, layouts), before, "{what}: refused ({e}) but the state changed");
+    assert!(c.take_notifies().is_empty(), "{what}: refused but notified");
+    e
+}
+
+#[test]
+fn every_truncation_of_a_real_packet_is_refused_without_effect() {
+    let (layouts, packets, guids) = recorded_run();
+    assert!(packets.len() >= 10);
+    let mut c = fresh_client(&layouts);
+    for (i, p) in packets.iter().enumerate() {
+        for cut in 0..p.len() {
+            assert_refused_without_effect(
+                &mut c,
+                &p[..cut],
+                &guids,
+                &layouts,
+                &format!("packet {i} cut to {cut} of {} bytes", p.len()),
+            );
+        }
+        assert!(matches!(c.receive(p), Ok(Receipt::Applied(_))), "packet {i} whole");
+        c.take_notifies();
+    }
+    assert!(c.actor_count() > 0);
+}
+
+#[test]
+fn bit_flipped_packets_never_panic_and_refusals_have_no_effect() {
+    let (layouts, packets, guids) = recorded_run();
+    let mut rng = ChaCha8Rng::seed_from_u64(0xf11b);
+    let (mut refused, mut applied, mut dropped) = (0, 0, 0);
+    for sample in 0..300 {
+        let i = rng.random_range(0..packets.len());
+        let mut c = fresh_client(&layouts);
+        for p in &packets[..i] {
+            assert!(matches!(c.receive(p), Ok(Receipt::Applied(_))));
+        }
+        c.take_notifies();
+        let mut bad = packets[i].clone();
+        for _ in 0..rng.random_range(1..=3) {
+            let bit = rng.random_range(0..bad.len() * 8);
+            bad[bit / 8] ^= 1 << (bit % 8);
+        }
+        let before = snapshot(&c, &guids, &layouts);
+        match c.receive(&bad) {
+            Err(e) => {
+                refused += 1;
+                assert_eq!(
+                    snapshot(&c, &guids, &layouts),
+                    before,
+                    "sample {sample}: refused ({e}) but the state changed"
+                );
+                assert!(c.take_notifies().is_empty());
+                // The refusal did not consume the sequence number: the real packet applies.
+                assert!(matches!(c.receive(&packets[i]), Ok(Receipt::Applied(_))), "sample {sample}");
+            }
+            Ok(Receipt::Dropped) => {
+                dropped += 1;
+                assert_eq!(snapshot(&c, &guids, &layouts), before, "sample {sample}: dropped but the state changed");
+            }
+            Ok(Receipt::Applied(_)) => {
+                applied += 1;
+                // Whatever state that left, later packets must not panic either.
+                for p in &packets[i + 1..] {
+                    let _ = c.receive(p);
+                }
+            }
+        }
+    }
+    assert!(refused > 0 && applied > 0, "refused {refused}, applied {applied}, dropped {dropped}");
+}
+
+#[test]
+fn crafted_malformed_packets_are_refused_without_effect() {
+    let (layouts, packets, guids) = recorded_run();
+    let mut c = fresh_client(&layouts);
+    for p in &packets {
+        assert!(matches!(c.receive(p), Ok(Receipt::Applied(_))));
+    }
+    c.take_notifies();
+    let last = packets.iter().map(|p| BitReader::new(p).read_packed().expect("seq")).max().expect("packets");
+    let seq = u32::try_from(last).expect("u32") + 1;
+    let mixed = &layouts[0];
+    let victim = *guids.iter().find(|&&g| c.class_of(g) == Some(0)).expect("a Mixed actor on the client");
+    let small = *guids.iter().find(|&&g| c.class_of(g) == Some(1)).expect("a Small actor on the client");
+    let health = handle(mixed, 0);
+    let target = handle(mixed, 6);
+    let items = handle(mixed, 8);
+    assert_eq!(mixed.arrays[0].max_len, 8);
+    // Every bad packet starts with a valid bunch, which must not be applied either.
+    let valid = |w: &mut BitWriter| u32_bunch(w, victim, None, &[(health, 0xdead_beef)]);
+    let object_bunch = |w: &mut BitWriter, g: u64| {
+        begin_bunch(w, victim, None, false);
+        write_leaf_record(w, target, LeafKind::Object, &g.to_le_bytes());
+        end_bunch(w);
+    };
+    let cases: Vec<(&str, Vec<u8>)> = vec![
+        (
+            "unknown handle",
+            craft(seq, |w| {
+                valid(w);
+                u32_bunch(w, victim, None, &[(mixed.leaves.len() as u16 + 1, 1)]);
+            }),
+        ),
+        ("handles out of order", craft(seq, |w| u32_bunch(w, victim, None, &[(health, 1), (health, 2)]))),
+        (
+            "array count over its cap",
+            craft(seq, |w| {
+                valid(w);
+                begin_bunch(w, victim, None, false);
+                w.write_packed(u64::from(items));
+                w.write_packed(9);
+                w.write_packed(0);
+                end_bunch(w);
+            }),
+        ),
+        (
+            "nested handle beyond the count",
+            craft(seq, |w| {
+                valid(w);
+                begin_bunch(w, victim, None, false);
+                w.write_packed(u64::from(items));
+                w.write_packed(1);
+                w.write_packed(3); // one element has nested handles 1 and 2
+                w.write_bits(0, 16);
+                w.write_packed(0);
+                end_bunch(w);
+            }),
+        ),
+        (
+            "unknown static GUID",
+            craft(seq, |w| {
+                valid(w);
+                object_bunch(w, 7);
+            }),
+        ),
+        (
+            "unknown static GUID in an array element",
+            craft(seq, |w| {
+                valid(w);
+                begin_bunch(w, victim, None, false);
+                w.write_packed(u64::from(items));
+                w.write_packed(1);
+                w.write_packed(1);
+                w.write_bits(3, 16);
+                w.write_packed(2);
+                w.write_packed(9);
+                w.write_packed(0);
+                end_bunch(w);
+            }),
+        ),
+        (
+            "bunch for an unknown actor without an open",
+            craft(seq, |w| {
+                valid(w);
+                u32_bunch(w, 998, None, &[(1, 1)]);
+            }),
+        ),
+        (
+            "unknown class id in an open",
+            craft(seq, |w| {
+                valid(w);
+                u32_bunch(w, 1000, Some(layouts.len() as u32), &[]);
+            }),
+        ),
+        (
+            "an odd (static) GUID as an actor",
+            craft(seq, |w| {
+                valid(w);
+                u32_bunch(w, 1001, Some(0), &[]);
+            }),
+        ),
+        (
+            "an actor reopened with another class",
+            craft(seq, |w| {
+                valid(w);
+                u32_bunch(w, small, Some(0), &[]);
+            }),
+        ),
+    ];
+    for (what, bytes) in &cases {
+        let e = assert_refused_without_effect(&mut c, bytes, &guids, &layouts, what);
+        match *what {
+            "unknown static GUID" => assert_eq!(e, ReceiveError::UnknownStatic(7)),
+            "unknown static GUID in an array element" => assert_eq!(e, ReceiveError::UnknownStatic(9)),
+            _ => assert!(matches!(e, ReceiveError::Wire(_)), "{what}: {e:?}"),
+        }
+    }
+    // Positive control: the same static reference is fine once the client knows GUID 7, and it
+    // applies with the sequence number none of the refusals consumed.
+    c.register_static(7);
+    let ok = craft(seq, |w| {
+        valid(w);
+        object_bunch(w, 7);
+    });
+    assert_eq!(c.receive(&ok), Ok(Receipt::Applied(2)));
+    assert_eq!(c.value(victim, 0), Some(Value::U32(0xdead_beef)));
+    assert_eq!(c.value(victim, 6), Some(Value::Object(ObjectRef(7))));
+    assert_eq!(c.unmapped_count(), 0);
+}
+
+/// A bunch for an actor closed earlier in the same packet names an actor the client no longer
+/// has, without an open: the packet must be refused (and change nothing), or at least leave the
+/// actor closed. The client validates bunches against the actors it had before the packet plus
+/// the packet's opens, but not its closes, so the update re-spawns the closed actor.
+#[test]
+fn a_bunch_after_its_actors_close_in_the_same_packet_does_not_resurrect_it() {
+    let layout = build(ClassBuilder::new("P").property(PropertyDecl::new("N", PropType::U32)));
+    let layouts = [layout.clone()];
+    let mut c = ClientWorld::new(&layouts, &[layout.checksum]).expect("same layout");
+    assert_eq!(c.receive(&craft(1, |w| u32_bunch(w, 2, Some(0), &[(1, 5)]))), Ok(Receipt::Applied(1)));
+    let p = craft(2, |w| {
+        begin_bunch(w, 2, None, true);
+        end_bunch(w);
+        u32_bunch(w, 2, None, &[(1, 6)]);
+    });
+    let before = snapshot(&c, &[2], &layouts);
+    match c.receive(&p) {
+        Err(e) => assert_eq!(snapshot(&c, &[2], &layouts), before, "refused ({e}) but the state changed"),
+        Ok(r) => assert!(
+            !c.has(2),
+            "{r:?}: the closed actor is back without an open (actors {}, value {:?})",
+            c.actor_count(),
+            c.value(2, 0)
+        ),
+    }
+}

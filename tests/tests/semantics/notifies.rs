@@ -1,0 +1,87 @@
+//! Notifies at the client
+
+use crate::helpers::*;
+use shadowrep::client::{ClientWorld, NotifyEvent, Receipt};
+use shadowrep::schema::{ClassBuilder, Notify, PropType, PropertyDecl, StructType};
+use shadowrep::value::Value;
+
+#[test]
+fn notifies_fire_by_their_declared_mode() {
+    let pair = PropType::Struct(StructType::new("Pair").field("A", PropType::U32).field("B", PropType::U32));
+    let layout = build(
+        ClassBuilder::new("Notified")
+            .property(PropertyDecl::new("Quiet", PropType::U32))
+            .property(PropertyDecl::new("Changed", PropType::U32).notify(Notify::OnChanged))
+            .property(PropertyDecl::new("ChangedOld", PropType::U32).notify(Notify::OnChangedWithOld))
+            .property(PropertyDecl::new("Always", PropType::U32).notify(Notify::Always))
+            .property(PropertyDecl::new("AlwaysOld", PropType::U32).notify(Notify::AlwaysWithOld))
+            .property(PropertyDecl::new("Pair", pair).notify(Notify::OnChangedWithOld)),
+    );
+    assert_eq!((1..=5).map(|p| handle(&layout, p)).collect::<Vec<_>>(), [2, 3, 4, 5, 6]);
+    let mut c = ClientWorld::new(std::slice::from_ref(&layout), &[layout.checksum]).expect("same layout");
+    let g = 2;
+    let ev = |parent: usize, old: Option<u32>, new: u32| NotifyEvent {
+        guid: g,
+        parent,
+        old: old.map(Value::U32),
+        new: Value::U32(new),
+    };
+    let pair_value = |a: u32, b: u32| Value::Struct(vec![Value::U32(a), Value::U32(b)]);
+    let take = |c: &mut ClientWorld| {
+        let mut n = c.take_notifies();
+        n.sort_by_key(|e| e.parent);
+        n
+    };
+
+    // Open with every value 5: OnChanged fires (5 differs from the default 0), Always fires.
+    let p = craft(1, |w| u32_bunch(w, g, Some(0), &[(1, 5), (2, 5), (3, 5), (4, 5), (5, 5)]));
+    assert_eq!(c.receive(&p), Ok(Receipt::Applied(1)));
+    assert_eq!(take(&mut c), [ev(1, None, 5), ev(2, Some(0), 5), ev(3, None, 5), ev(4, Some(0), 5)]);
+    assert_eq!(u32s(&c, g, 5), [5; 5]);
+
+    // The same values again: only the Always notifies.
+    let p = craft(2, |w| u32_bunch(w, g, None, &[(1, 5), (2, 5), (3, 5), (4, 5), (5, 5)]));
+    assert_eq!(c.receive(&p), Ok(Receipt::Applied(1)));
+    assert_eq!(take(&mut c), [ev(3, None, 5), ev(4, Some(5), 5)]);
+
+    // New values, and both leaves of the struct: every notify, with old values where declared,
+    // and one notify for the struct parent.
+    let p = craft(3, |w| u32_bunch(w, g, None, &[(1, 9), (2, 9), (3, 9), (4, 9), (5, 9), (6, 1), (7, 2)]));
+    assert_eq!(c.receive(&p), Ok(Receipt::Applied(1)));
+    let mut want = vec![ev(1, None, 9), ev(2, Some(5), 9), ev(3, None, 9), ev(4, Some(5), 9)];
+    want.push(NotifyEvent { guid: g, parent: 5, old: Some(pair_value(0, 0)), new: pair_value(1, 2) });
+    assert_eq!(take(&mut c), want);
+    assert_eq!(c.value(g, 5), Some(pair_value(1, 2)));
+
+    // A partial bunch: Changed with its current value (nothing), Always (fires), one struct leaf
+    // unchanged (nothing); properties not received fire nothing.
+    let p = craft(4, |w| u32_bunch(w, g, None, &[(2, 9), (4, 9), (7, 2)]));
+    assert_eq!(c.receive(&p), Ok(Receipt::Applied(1)));
+    assert_eq!(take(&mut c), [ev(3, None, 9)]);
+
+    // Notify::None never fires, changed or not.
+    let p = craft(5, |w| u32_bunch(w, g, None, &[(1, 1)]));
+    assert_eq!(c.receive(&p), Ok(Receipt::Applied(1)));
+    assert!(take(&mut c).is_empty());
+    assert_eq!(u32s(&c, g, 5), [1, 9, 9, 9, 9]);
+
+    // One struct leaf changed: the struct parent fires with the whole old and new value.
+    let p = craft(6, |w| u32_bunch(w, g, None, &[(7, 3)]));
+    assert_eq!(c.receive(&p), Ok(Receipt::Applied(1)));
+    assert_eq!(take(&mut c), [NotifyEvent { guid: g, parent: 5, old: Some(pair_value(1, 2)), new: pair_value(1, 3) }]);
+
+    // A second actor opened with default values: OnChanged stays quiet, Always fires.
+    let p = craft(7, |w| u32_bunch(w, 4, Some(0), &[(1, 0), (2, 0), (3, 0), (4, 0), (5, 0)]));
+    assert_eq!(c.receive(&p), Ok(Receipt::Applied(1)));
+    let opened_at_default = [
+        NotifyEvent { guid: 4, parent: 3, old: None, new: Value::U32(0) },
+        NotifyEvent { guid: 4, parent: 4, old: Some(Value::U32(0)), new: Value::U32(0) },
+    ];
+    assert_eq!(take(&mut c), opened_at_default);
+
+    // A duplicate (not newer) is dropped: no values, no notifies.
+    let p = craft(7, |w| u32_bunch(w, g, None, &[(1, 7), (4, 7)]));
+    assert_eq!(c.receive(&p), Ok(Receipt::Dropped));
+    assert!(take(&mut c).is_empty());
+    assert_eq!(u32s(&c, g, 5), [1, 9, 9, 9, 9]);
+}
