@@ -7,30 +7,23 @@
 //! ```
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use shadowrep::driver::{ConnectionId, DriverConfig, NetDriver};
-use shadowrep::wire::bunch::write_feedback;
-use shadowrep::wire::{BitReader, BitWriter};
+use shadowrep::net::{ConnectionId, DriverConfig, NetDriver};
+use shadowrep::wire::feedback::ack_everything;
 use shadowrep_benches::profiler::FlamegraphProfiler;
 use shadowrep_benches::workload::CompareWorkload;
 use std::time::{Duration, Instant};
 
-/// Acknowledges every packet of the last tick, one feedback per packet.
+/// Acknowledges every packet of the last tick, one feedback per connection.
 fn ack_all(driver: &mut NetDriver, conns: &[ConnectionId]) -> usize {
     let mut bytes = 0;
-    let mut w = BitWriter::new();
     for &c in conns {
-        let seqs: Vec<u32> = driver
-            .packets(c)
-            .expect("connection")
-            .map(|p| {
-                bytes += p.len();
-                BitReader::new(p).read_packed().expect("packet header") as u32
-            })
-            .collect();
-        for seq in seqs {
-            w.clear();
-            write_feedback(&mut w, seq, u32::MAX);
-            driver.receive_feedback(c, w.bytes()).expect("feedback");
+        let mut feedback = None;
+        for p in driver.packets(c).expect("connection") {
+            bytes += p.len();
+            feedback = Some(ack_everything(p).expect("packet header"));
+        }
+        if let Some(f) = feedback {
+            driver.receive_feedback(c, &f).expect("feedback");
         }
     }
     bytes

@@ -2,15 +2,15 @@
 //!
 //! Two drivers watch the same store — one with shared serialization, one encoding per
 //! connection — and tick the same frames, so their times compare side by side. Clients are not
-//! simulated: each connection acknowledges every packet of a frame (feedback built from the
-//! packets' own sequence numbers), which keeps in-flight records bounded as a healthy link would.
+//! simulated: each connection acknowledges every packet of a frame with one feedback (built from
+//! the newest packet's sequence number), which keeps in-flight records bounded as a healthy link
+//! would.
 //! A frame is timed from compare to the last packet; acks are not part of it.
 
 use crate::workload::{median, CompareWorkload};
 use shadowrep::compare::{CompareConfig, Kernels, PushMode};
-use shadowrep::driver::{ConnectionId, DriverConfig, NetDriver};
-use shadowrep::wire::bunch::write_feedback;
-use shadowrep::wire::{BitReader, BitWriter};
+use shadowrep::net::{ConnectionId, DriverConfig, NetDriver};
+use shadowrep::wire::feedback::ack_everything;
 use std::time::Instant;
 
 /// What `shadowrep replicate` measures.
@@ -55,23 +55,19 @@ pub struct ReplicateReport {
     pub changed_actors: usize,
 }
 
-/// Acknowledges every packet a driver produced for each connection this frame, one feedback
-/// per packet as a client piggybacking acks on its own traffic would; returns bytes and packets.
+/// Acknowledges every packet a driver produced for each connection this frame, with one
+/// feedback per connection; returns bytes and packets.
 fn drain_and_ack(driver: &mut NetDriver, conns: &[ConnectionId]) -> Result<(usize, usize), String> {
     let (mut bytes, mut packets) = (0, 0);
-    let mut w = BitWriter::new();
-    let mut seqs = Vec::new();
     for &c in conns {
-        seqs.clear();
+        let mut newest = None;
         for p in driver.packets(c).map_err(|e| e.to_string())? {
             bytes += p.len();
             packets += 1;
-            seqs.push(BitReader::new(p).read_packed().map_err(|e| e.to_string())? as u32);
+            newest = Some(p);
         }
-        for &seq in &seqs {
-            w.clear();
-            write_feedback(&mut w, seq, u32::MAX);
-            driver.receive_feedback(c, w.bytes()).map_err(|e| e.to_string())?;
+        if let Some(feedback) = newest.map(ack_everything).transpose().map_err(|e| e.to_string())? {
+            driver.receive_feedback(c, &feedback).map_err(|e| e.to_string())?;
         }
     }
     Ok((bytes, packets))

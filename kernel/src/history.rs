@@ -7,9 +7,11 @@
 //!
 //! ```text
 //! frames[page][leaf][lane]   u32 frame of the last change (0 = never changed from the default)
-//! elements[page][array][lane] one u32 per element of a dynamic array
 //! changed_since(slot, F) = { leaf | frames[slot][leaf] > F }
 //! ```
+//!
+//! A dynamic array is one leaf here: it is sent whole, so "the array changed after F" is all a
+//! connection needs to know.
 //!
 //! This yields exactly the union UE's ring would, for any catch-up point, without a 64-entry
 //! limit: a connection that is far behind gets precisely what changed since it last caught up
@@ -17,6 +19,7 @@
 //! harmless, sending fewer is what exactness buys). Frame numbers start at 1.
 
 use crate::compare::ChangeSet;
+use crate::ids::{Frame, LeafMask};
 use crate::schema::{ClassLayout, PAGE_LANES};
 use std::sync::Arc;
 
@@ -26,8 +29,6 @@ pub struct History {
     layout: Arc<ClassLayout>,
     /// `frames[(page * leaves + leaf) * 64 + lane]`.
     frames: Vec<u32>,
-    /// `elements[page][array * 64 + lane]`: last-changed frame of each element.
-    elements: Vec<Vec<Vec<u32>>>,
     /// Per slot: the two most recent frames with any change (latest, the one before).
     recent: Vec<(u32, u32)>,
 }
@@ -35,19 +36,18 @@ pub struct History {
 impl History {
     /// An empty history for `layout`.
     pub fn new(layout: Arc<ClassLayout>) -> Self {
-        Self { layout, frames: Vec::new(), elements: Vec::new(), recent: Vec::new() }
+        Self { layout, frames: Vec::new(), recent: Vec::new() }
     }
 
     fn ensure_pages(&mut self, pages: usize) {
         let leaves = self.layout.leaves.len();
         self.frames.resize(pages * leaves * PAGE_LANES, 0);
-        let arrays = self.layout.arrays.len();
-        self.elements.resize_with(pages, || vec![Vec::new(); arrays * PAGE_LANES]);
         self.recent.resize(pages * PAGE_LANES, (0, 0));
     }
 
     /// Records what `changes` found in `frame` (frames must increase from call to call).
-    pub fn record(&mut self, frame: u32, changes: &ChangeSet) {
+    pub fn record(&mut self, frame: Frame, changes: &ChangeSet) {
+        let frame = frame.0;
         self.ensure_pages(changes.pages());
         let leaves = self.layout.leaves.len();
         for p in 0..changes.pages() {
@@ -67,18 +67,6 @@ impl History {
                     self.frames[base + lane] = frame;
                 }
             }
-            for c in changes.array_changes(p) {
-                let Some(a) = self.layout.leaves[c.leaf as usize].array else { continue };
-                let per = self.layout.arrays[a].elements.len().max(1);
-                let lane = c.slot as usize % PAGE_LANES;
-                let elements = &mut self.elements[p][a * PAGE_LANES + lane];
-                elements.resize(c.new_len as usize, 0);
-                for &h in &c.elements {
-                    if let Some(e) = elements.get_mut((h as usize - 1) / per) {
-                        *e = frame;
-                    }
-                }
-            }
         }
     }
 
@@ -92,53 +80,29 @@ impl History {
         for leaf in 0..leaves {
             self.frames[(p * leaves + leaf) * PAGE_LANES + lane] = 0;
         }
-        for a in 0..self.layout.arrays.len() {
-            self.elements[p][a * PAGE_LANES + lane].clear();
-        }
         self.recent[slot as usize] = (0, 0);
     }
 
     /// Whether `slot` changed in a frame after `since` and before `frame` — what a pair that last
     /// sent at `since` may have missed besides this frame's changes. Answers without a scan.
-    pub fn changed_between(&self, slot: u32, since: u32, frame: u32) -> bool {
+    pub fn changed_between(&self, slot: u32, since: Frame, frame: Frame) -> bool {
+        let (since, frame) = (since.0, frame.0);
         let (latest, previous) = self.recent.get(slot as usize).copied().unwrap_or((0, 0));
         let last_before = if latest == frame { previous } else { latest };
         last_before > since && last_before < frame
     }
 
-    /// Frame of the last change of `leaf` of `slot` (0: never changed).
-    pub fn leaf_frame(&self, slot: u32, leaf: usize) -> u32 {
+    /// Leaves of `slot` that changed after frame `since`.
+    pub fn changed_since(&self, slot: u32, since: Frame) -> LeafMask {
         let (p, lane) = (slot as usize / PAGE_LANES, slot as usize % PAGE_LANES);
         let leaves = self.layout.leaves.len();
-        self.frames.get((p * leaves + leaf) * PAGE_LANES + lane).copied().unwrap_or(0)
-    }
-
-    /// Leaves of `slot` (as a bit mask over leaf indices `< 64`; bit 63 stands for every leaf
-    /// from 63 on) that changed after frame `since`.
-    pub fn changed_since(&self, slot: u32, since: u32) -> u64 {
-        let (p, lane) = (slot as usize / PAGE_LANES, slot as usize % PAGE_LANES);
-        let leaves = self.layout.leaves.len();
-        let mut mask = 0u64;
-        for leaf in 0..leaves {
+        let mut mask = LeafMask::EMPTY;
+        for leaf in 0..leaves.min(64) {
             let f = self.frames.get((p * leaves + leaf) * PAGE_LANES + lane).copied().unwrap_or(0);
-            if f > since {
-                mask |= 1 << leaf.min(63);
+            if f > since.0 {
+                mask |= LeafMask::leaf(leaf);
             }
         }
         mask
-    }
-
-    /// Element indices of array `array` of `slot` that changed after `since`.
-    pub fn elements_since(&self, slot: u32, array: usize, since: u32) -> impl Iterator<Item = usize> + '_ {
-        let (p, lane) = (slot as usize / PAGE_LANES, slot as usize % PAGE_LANES);
-        self.elements
-            .get(p)
-            .and_then(|pg| pg.get(array * PAGE_LANES + lane))
-            .map(|v| v.as_slice())
-            .unwrap_or(&[])
-            .iter()
-            .enumerate()
-            .filter(move |(_, &f)| f > since)
-            .map(|(i, _)| i)
     }
 }

@@ -35,10 +35,10 @@
 
 pub mod client;
 pub mod compare;
-pub mod connection;
-pub mod driver;
 pub mod history;
+pub mod ids;
 pub mod link;
+pub mod net;
 pub mod reference;
 pub mod schema;
 pub mod store;
@@ -47,7 +47,10 @@ pub mod wire;
 
 /// The names most users need.
 pub mod prelude {
+    pub use crate::client::{ClientWorld, Receipt};
     pub use crate::compare::{ChangeSet, CompareConfig, Isa, Kernels, PushMode, ShadowState};
+    pub use crate::ids::{ClassId, ConnectionId, NetGuid};
+    pub use crate::net::{DriverConfig, NetDriver};
     pub use crate::schema::{
         ClassBuilder, ClassLayout, Condition, LayoutError, Notify, PropType, PropertyDecl, StructType, VectorQuant,
     };

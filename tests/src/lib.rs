@@ -10,9 +10,10 @@
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use shadowrep::client::ClientWorld;
-use shadowrep::connection::{condition_active, flags};
-use shadowrep::driver::{ClassId, ConnectionId, DriverConfig, NetDriver};
+use shadowrep::ids::{ClassId, ConnectionId, NetGuid};
 use shadowrep::link::{Link, LinkConfig};
+use shadowrep::net::condition::{condition_active, flags};
+use shadowrep::net::{DriverConfig, NetDriver};
 use shadowrep::schema::{ClassLayout, Condition, LeafKind, PropType};
 use shadowrep::store::{ActorId, ClassStore};
 use shadowrep::value::Value;
@@ -96,9 +97,9 @@ impl World {
         id
     }
 
-    /// The GUID of an actor.
-    pub fn guid(&mut self, s: usize, id: ActorId) -> u64 {
-        self.driver.guid(self.classes[s], &self.stores[s], id).expect("live actor")
+    /// The GUID of an actor (assigned now if no tick has seen it yet).
+    pub fn guid(&mut self, s: usize, id: ActorId) -> NetGuid {
+        self.driver.assign_guid(self.classes[s], &self.stores[s], id).expect("live actor")
     }
 
     /// One frame: tick, deliver, apply, feed back.
@@ -138,7 +139,7 @@ impl World {
         for _ in 0..2 {
             if !self.actors.is_empty() {
                 let (s, id) = self.actors[self.rng.random_range(0..self.actors.len())];
-                guids.push(self.guid(s, id));
+                guids.push(self.guid(s, id).0);
             }
         }
         shadowrep_benches::workload::random_value(ty, &mut self.rng, &guids)
@@ -170,7 +171,7 @@ impl World {
     /// (it never saw the actor) or the GUID of an actor it has destroyed.
     pub fn assert_converged(&mut self) {
         let actors = self.actors.clone();
-        let live: std::collections::HashSet<u64> = actors.iter().map(|&(s, id)| self.guid(s, id)).collect();
+        let live: std::collections::HashSet<u64> = actors.iter().map(|&(s, id)| self.guid(s, id).0).collect();
         let same = |kind: LeafKind, server: &[u8], client: &[u8]| -> bool {
             let q = quantize_leaf(kind, server);
             if kind == LeafKind::Object {

@@ -1,7 +1,7 @@
 //! End to end: server → lossy link → clients, for every sample class.
 
-use shadowrep::driver::DriverConfig;
 use shadowrep::link::LinkConfig;
+use shadowrep::net::DriverConfig;
 use shadowrep_tests::World;
 
 const CLASSES: [&str; 6] = ["ShooterCharacter", "LootContainer", "ExampleActor", "Projectile", "Pickup", "Counter"];

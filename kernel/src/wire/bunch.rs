@@ -1,25 +1,31 @@
-//! Packets, bunches and records: what one frame's replication looks like on the wire.
+//! Packets, bunches and records: what one frame's replication looks like on the wire, and the
+//! decoder that validates it.
 //!
 //! ```text
 //! packet   := seq:packed  { 1:bit bunch }*  0:bit
-//! bunch    := guid:packed  open:bit [class:packed]  close:bit  { record }*  0:packed
+//! bunch    := guid:packed  open:bit [class:packed]  close:bit  [ len:packed body ]
+//!                                                   (a close has no length and no body)
+//! body     := { record }*  0:packed                 exactly `len` bits
 //! record   := handle:packed(≥1)  value                         a fixed leaf
 //!           | handle:packed(≥1)  count:packed { nested:packed(≥1) value }*  0:packed
 //!                                                              a dynamic array
-//! feedback := highest:packed  history:32 bits  (bit i: packet highest−1−i arrived)
 //! ```
 //!
 //! A bunch carries one actor's records (UE's content block). `open` introduces the actor with
 //! its class (UE's spawn info); it is repeated on every bunch until the client acknowledged a
 //! packet carrying it, so a lost open never strands later bunches. `close` retires the actor. A
-//! large actor may be split into several bunches across packets; each part stands alone.
+//! large actor may be split into several bunches across packets; each part stands alone. The
+//! body length lets a receiver step over a bunch for an actor it does not have (as UE skips a
+//! bunch for a channel it cannot open) and keep the rest of the packet. Packet writing under an
+//! MTU lives in [`super::packet`], feedback in [`super::feedback`].
 //!
 //! Decoding validates everything structural before a caller touches any state: unknown handles,
-//! array counts over the declared cap, nested handles outside the count, truncation, and unknown
-//! classes or actors are [`WireError`]s, never panics.
+//! array counts over the declared cap, nested handles outside the count, a body that does not end
+//! at its length, truncation, and unknown classes are [`WireError`]s, never panics.
 
 use super::{read_leaf, write_leaf, BitReader, BitWriter, WireError};
-use crate::schema::{ClassLayout, LeafKind};
+use crate::ids::{NetGuid, Seq};
+use crate::schema::{ArrayLayout, ClassLayout, LeafKind};
 
 /// One record: a leaf's value, or a dynamic array's count and element values.
 #[derive(Clone, Debug, PartialEq)]
@@ -48,7 +54,7 @@ pub struct Record {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Bunch {
     /// The actor's NetGUID.
-    pub guid: u64,
+    pub guid: NetGuid,
     /// The class id when this bunch opens the actor's channel.
     pub open: Option<u32>,
     /// The channel closes: the client destroys the actor.
@@ -61,35 +67,19 @@ pub struct Bunch {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Packet {
     /// Sequence number.
-    pub seq: u32,
-    /// Bunches in order.
+    pub seq: Seq,
+    /// Bunches in order (skipped ones left out).
     pub bunches: Vec<Bunch>,
+    /// GUIDs of the bunches the resolver asked to skip, in order.
+    pub skipped: Vec<NetGuid>,
 }
 
-/// Writes a packet header.
-pub fn begin_packet(w: &mut BitWriter, seq: u32) {
-    w.write_packed(seq as u64);
-}
-
-/// Ends a packet (no more bunches).
-pub fn end_packet(w: &mut BitWriter) {
-    w.write_bool(false);
-}
-
-/// Starts a bunch for actor `guid`.
-pub fn begin_bunch(w: &mut BitWriter, guid: u64, open: Option<u32>, close: bool) {
-    w.write_bool(true);
-    w.write_packed(guid);
-    w.write_bool(open.is_some());
-    if let Some(class) = open {
-        w.write_packed(class as u64);
-    }
-    w.write_bool(close);
-}
-
-/// Ends a bunch's records.
-pub fn end_bunch(w: &mut BitWriter) {
-    w.write_packed(0);
+/// What the decoder should do with a bunch, as the receiver decides from its GUID and open class.
+pub enum Resolve<'a> {
+    /// Decode its records with this layout.
+    Layout(&'a ClassLayout),
+    /// Step over it (the receiver cannot apply it).
+    Skip,
 }
 
 /// Writes a fixed leaf record.
@@ -98,50 +88,51 @@ pub fn write_leaf_record(w: &mut BitWriter, handle: u16, kind: LeafKind, bytes: 
     write_leaf(w, kind, bytes);
 }
 
+/// Writes the head of a dynamic array record: its handle and the array's length.
+pub fn write_array_head(w: &mut BitWriter, handle: u16, count: usize) {
+    w.write_packed(handle as u64);
+    w.write_packed(count as u64);
+}
+
+/// Writes element `e` of an array record (every element leaf, with its nested handle).
+pub fn write_array_element(w: &mut BitWriter, array: &ArrayLayout, e: usize, element: &[u8]) {
+    let per = array.elements.len();
+    for (i, el) in array.elements.iter().enumerate() {
+        w.write_packed((e * per + i + 1) as u64);
+        write_leaf(w, el.kind, &element[el.offset..el.offset + el.kind.byte_size()]);
+    }
+}
+
+/// Ends an array record.
+pub fn end_array(w: &mut BitWriter) {
+    w.write_packed(0);
+}
+
 /// Writes a whole dynamic array as one record: every element leaf of every element.
 pub fn write_array_record(w: &mut BitWriter, layout: &ClassLayout, leaf: usize, elements: &[u8]) {
     let Some(a) = layout.leaves[leaf].array else { return };
     let array = &layout.arrays[a];
     let count = elements.len() / array.stride;
-    w.write_packed(layout.leaves[leaf].handle as u64);
-    w.write_packed(count as u64);
-    let per = array.elements.len();
+    write_array_head(w, layout.leaves[leaf].handle, count);
     for e in 0..count {
-        let element = &elements[e * array.stride..(e + 1) * array.stride];
-        for (i, el) in array.elements.iter().enumerate() {
-            w.write_packed((e * per + i + 1) as u64);
-            write_leaf(w, el.kind, &element[el.offset..el.offset + el.kind.byte_size()]);
-        }
+        write_array_element(w, array, e, &elements[e * array.stride..(e + 1) * array.stride]);
     }
-    w.write_packed(0);
+    end_array(w);
 }
 
-/// Writes acknowledgement feedback.
-pub fn write_feedback(w: &mut BitWriter, highest: u32, history: u32) {
-    w.write_packed(highest as u64);
-    w.write_bits(history as u64, 32);
-}
-
-/// Reads acknowledgement feedback: (highest sequence received, history bits).
-pub fn read_feedback(bytes: &[u8]) -> Result<(u32, u32), WireError> {
-    let mut r = BitReader::new(bytes);
-    let highest = u32::try_from(r.read_packed()?).map_err(|_| WireError::Invalid("sequence number"))?;
-    let history = r.read_bits(32)? as u32;
-    Ok((highest, history))
-}
-
-/// Decodes a packet. `resolve(guid, open_class)` names the layout of each bunch's actor: the class
-/// in `open` for a new actor, or the class the caller already knows for `guid`. Close bunches
-/// carry no records and are not resolved.
+/// Decodes a packet. `resolve(guid, open_class)` decides each bunch: decode it with a layout
+/// (the class in `open` for a new actor, or the class the caller already knows for `guid`), or
+/// skip it. Close bunches carry no records and are not resolved.
 pub fn decode_packet<'a>(
     bytes: &[u8],
-    mut resolve: impl FnMut(u64, Option<u32>) -> Result<&'a ClassLayout, WireError>,
+    mut resolve: impl FnMut(NetGuid, Option<u32>) -> Result<Resolve<'a>, WireError>,
 ) -> Result<Packet, WireError> {
     let mut r = BitReader::new(bytes);
-    let seq = u32::try_from(r.read_packed()?).map_err(|_| WireError::Invalid("sequence number"))?;
+    let seq = Seq(u32::try_from(r.read_packed()?).map_err(|_| WireError::Invalid("sequence number"))?);
     let mut bunches = Vec::new();
+    let mut skipped = Vec::new();
     while r.read_bool()? {
-        let guid = r.read_packed()?;
+        let guid = NetGuid(r.read_packed()?);
         let open = if r.read_bool()? {
             Some(u32::try_from(r.read_packed()?).map_err(|_| WireError::Invalid("class id"))?)
         } else {
@@ -149,71 +140,95 @@ pub fn decode_packet<'a>(
         };
         let close = r.read_bool()?;
         if close {
-            // A close carries no records, and may name an actor the receiver never got (its open
-            // was lost); the receiver decides what that means, so no layout is needed here.
-            if r.read_packed()? != 0 {
-                return Err(WireError::Invalid("records in a close bunch"));
+            // A close may name an actor the receiver never got (its open was lost); the
+            // receiver decides what that means, so no layout is needed here.
+            if open.is_some() {
+                return Err(WireError::Invalid("a close that opens"));
             }
             bunches.push(Bunch { guid, open, close, records: Vec::new() });
             continue;
         }
-        let layout = resolve(guid, open)?;
-        let mut records = Vec::new();
-        let mut last = 0u16;
-        loop {
-            let handle = r.read_packed()?;
-            if handle == 0 {
-                break;
-            }
-            let handle = u16::try_from(handle).map_err(|_| WireError::Invalid("handle"))?;
-            if handle <= last {
-                return Err(WireError::Invalid("handle order"));
-            }
-            last = handle;
-            let leaf = layout.leaf_by_handle(handle).ok_or(WireError::Invalid("handle"))?;
-            let value = match leaf.array {
-                None => {
-                    let mut out = vec![0u8; leaf.kind.byte_size()];
-                    read_leaf(&mut r, leaf.kind, &mut out)?;
-                    RecordValue::Leaf(out)
-                }
-                Some(a) => {
-                    let array = &layout.arrays[a];
-                    let count = r.read_packed()?;
-                    if count > array.max_len as u64 {
-                        return Err(WireError::OutOfRange { value: count, max: array.max_len as u64 + 1 });
-                    }
-                    let per = array.elements.len() as u64;
-                    let mut elements = Vec::new();
-                    let mut last_nested = 0u64;
-                    loop {
-                        let nested = r.read_packed()?;
-                        if nested == 0 {
-                            break;
-                        }
-                        if nested <= last_nested || nested > count * per {
-                            return Err(WireError::Invalid("nested handle"));
-                        }
-                        last_nested = nested;
-                        let el = &array.elements[((nested - 1) % per) as usize];
-                        let mut out = vec![0u8; el.kind.byte_size()];
-                        read_leaf(&mut r, el.kind, &mut out)?;
-                        elements.push((nested as u16, out));
-                    }
-                    RecordValue::Array { count: count as u16, elements }
-                }
-            };
-            records.push(Record { handle, value });
+        let len = r.read_packed()?;
+        if len > r.remaining() as u64 {
+            return Err(WireError::Truncated);
         }
+        let (start, len) = (r.position(), len as usize);
+        let layout = match resolve(guid, open)? {
+            Resolve::Layout(l) => l,
+            Resolve::Skip => {
+                r.skip(len)?;
+                skipped.push(guid);
+                continue;
+            }
+        };
+        let mut body = BitReader::with_len(bytes, start + len);
+        body.skip(start)?;
+        let records = read_records(&mut body, layout)?;
+        if body.remaining() != 0 {
+            return Err(WireError::Invalid("bunch length"));
+        }
+        r.skip(len)?;
         bunches.push(Bunch { guid, open, close, records });
     }
-    Ok(Packet { seq, bunches })
+    Ok(Packet { seq, bunches, skipped })
+}
+
+/// Reads a bunch body's records, up to and including its terminator.
+fn read_records(r: &mut BitReader<'_>, layout: &ClassLayout) -> Result<Vec<Record>, WireError> {
+    let mut records = Vec::new();
+    let mut last = 0u16;
+    loop {
+        let handle = r.read_packed()?;
+        if handle == 0 {
+            return Ok(records);
+        }
+        let handle = u16::try_from(handle).map_err(|_| WireError::Invalid("handle"))?;
+        if handle <= last {
+            return Err(WireError::Invalid("handle order"));
+        }
+        last = handle;
+        let leaf = layout.leaf_by_handle(handle).ok_or(WireError::Invalid("handle"))?;
+        let value = match leaf.array {
+            None => {
+                let mut out = vec![0u8; leaf.kind.byte_size()];
+                read_leaf(r, leaf.kind, &mut out)?;
+                RecordValue::Leaf(out)
+            }
+            Some(a) => {
+                let array = &layout.arrays[a];
+                let count = r.read_packed()?;
+                if count > array.max_len as u64 {
+                    return Err(WireError::OutOfRange { value: count, max: array.max_len as u64 + 1 });
+                }
+                let per = array.elements.len() as u64;
+                let mut elements = Vec::new();
+                let mut last_nested = 0u64;
+                loop {
+                    let nested = r.read_packed()?;
+                    if nested == 0 {
+                        break;
+                    }
+                    if nested <= last_nested || nested > count * per {
+                        return Err(WireError::Invalid("nested handle"));
+                    }
+                    last_nested = nested;
+                    let el = &array.elements[((nested - 1) % per) as usize];
+                    let mut out = vec![0u8; el.kind.byte_size()];
+                    read_leaf(r, el.kind, &mut out)?;
+                    elements.push((nested as u16, out));
+                }
+                RecordValue::Array { count: count as u16, elements }
+            }
+        };
+        records.push(Record { handle, value });
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::schema::{ClassBuilder, PropType, PropertyDecl};
+    use crate::wire::packet::{begin_packet, end_packet, write_bunch, write_close};
 
     fn layout() -> ClassLayout {
         ClassBuilder::new("B")
@@ -226,13 +241,13 @@ mod tests {
     fn sample() -> Vec<u8> {
         let l = layout();
         let mut w = BitWriter::new();
-        begin_packet(&mut w, 7);
-        begin_bunch(&mut w, 4, Some(2), false);
-        write_leaf_record(&mut w, 1, LeafKind::U16, &[0x34, 0x12]);
-        write_array_record(&mut w, &l, 1, &[9, 8]);
-        end_bunch(&mut w);
-        begin_bunch(&mut w, 6, None, true);
-        end_bunch(&mut w);
+        begin_packet(&mut w, Seq(7));
+        let mut body = BitWriter::new();
+        write_leaf_record(&mut body, 1, LeafKind::U16, &[0x34, 0x12]);
+        write_array_record(&mut body, &l, 1, &[9, 8]);
+        write_bunch(&mut w, NetGuid(4), Some(2), &body);
+        write_close(&mut w, NetGuid(6));
+        write_bunch(&mut w, NetGuid(8), None, &body);
         end_packet(&mut w);
         w.into_bytes()
     }
@@ -240,9 +255,9 @@ mod tests {
     #[test]
     fn packets_round_trip() {
         let l = layout();
-        let p = decode_packet(&sample(), |_, _| Ok(&l)).unwrap();
-        assert_eq!(p.seq, 7);
-        assert_eq!(p.bunches.len(), 2);
+        let p = decode_packet(&sample(), |_, _| Ok(Resolve::Layout(&l))).unwrap();
+        assert_eq!(p.seq, Seq(7));
+        assert_eq!(p.bunches.len(), 3);
         assert_eq!(p.bunches[0].open, Some(2));
         assert_eq!(p.bunches[0].records[0], Record { handle: 1, value: RecordValue::Leaf(vec![0x34, 0x12]) });
         assert_eq!(
@@ -250,6 +265,18 @@ mod tests {
             Record { handle: 2, value: RecordValue::Array { count: 2, elements: vec![(1, vec![9]), (2, vec![8])] } }
         );
         assert!(p.bunches[1].close);
+        assert_eq!(p.bunches[2].records, p.bunches[0].records);
+    }
+
+    #[test]
+    fn a_skipped_bunch_is_stepped_over_and_the_rest_decodes() {
+        let l = layout();
+        let p = decode_packet(&sample(), |g, _| Ok(if g == NetGuid(4) { Resolve::Skip } else { Resolve::Layout(&l) }))
+            .unwrap();
+        assert_eq!(p.skipped, vec![NetGuid(4)]);
+        assert_eq!(p.bunches.len(), 2);
+        assert_eq!(p.bunches[1].guid, NetGuid(8));
+        assert_eq!(p.bunches[1].records.len(), 2);
     }
 
     #[test]
@@ -257,25 +284,49 @@ mod tests {
         let l = layout();
         let bytes = sample();
         for cut in 0..bytes.len() {
-            assert!(decode_packet(&bytes[..cut], |_, _| Ok(&l)).is_err(), "cut at {cut}");
+            assert!(decode_packet(&bytes[..cut], |_, _| Ok(Resolve::Layout(&l))).is_err(), "cut at {cut}");
+            assert!(decode_packet(&bytes[..cut], |_, _| Ok(Resolve::Skip)).is_err(), "cut at {cut}, skipping");
         }
     }
 
-    #[test]
-    fn bad_handles_and_counts_are_errors() {
-        let l = layout();
+    fn one_bunch(len_adjust: i64, body: impl FnOnce(&mut BitWriter)) -> Vec<u8> {
+        let mut b = BitWriter::new();
+        body(&mut b);
         let mut w = BitWriter::new();
-        begin_packet(&mut w, 1);
-        begin_bunch(&mut w, 2, None, false);
-        w.write_packed(9); // no such handle
-        let bad = w.into_bytes();
-        assert_eq!(decode_packet(&bad, |_, _| Ok(&l)), Err(WireError::Invalid("handle")));
-        let mut w = BitWriter::new();
-        begin_packet(&mut w, 1);
-        begin_bunch(&mut w, 2, None, false);
+        begin_packet(&mut w, Seq(1));
+        w.write_bool(true);
         w.write_packed(2);
-        w.write_packed(5); // count over the cap of 4
-        let bad = w.into_bytes();
-        assert!(matches!(decode_packet(&bad, |_, _| Ok(&l)), Err(WireError::OutOfRange { .. })));
+        w.write_bool(false);
+        w.write_bool(false);
+        w.write_packed((b.len_bits() as i64 + len_adjust) as u64);
+        w.write_from(b.bytes(), 0, b.len_bits());
+        end_packet(&mut w);
+        w.into_bytes()
+    }
+
+    #[test]
+    fn bad_handles_counts_and_lengths_are_errors() {
+        let l = layout();
+        let decode = |bytes: &[u8]| decode_packet(bytes, |_, _| Ok(Resolve::Layout(&l)));
+        let bad = one_bunch(0, |w| {
+            w.write_packed(9); // no such handle
+            w.write_packed(0);
+        });
+        assert_eq!(decode(&bad), Err(WireError::Invalid("handle")));
+        let bad = one_bunch(0, |w| {
+            w.write_packed(2);
+            w.write_packed(5); // count over the cap of 4
+            w.write_packed(0);
+            w.write_packed(0);
+        });
+        assert!(matches!(decode(&bad), Err(WireError::OutOfRange { .. })));
+        let good = |w: &mut BitWriter| {
+            write_leaf_record(w, 1, LeafKind::U16, &[1, 0]);
+            w.write_packed(0);
+        };
+        assert!(decode(&one_bunch(0, good)).is_ok());
+        assert!(decode(&one_bunch(1, good)).is_err(), "a body shorter than its length");
+        assert!(decode(&one_bunch(-8, good)).is_err());
+        assert_eq!(decode(&one_bunch(1 << 20, good)), Err(WireError::Truncated));
     }
 }

@@ -25,6 +25,8 @@ use crate::schema::{LeafKind, VectorQuant};
 use std::fmt;
 
 pub mod bunch;
+pub mod feedback;
+pub mod packet;
 
 /// Why bits could not be decoded.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -251,6 +253,15 @@ impl<'a> BitReader<'a> {
             got += take;
         }
         Ok(v)
+    }
+
+    /// Steps over `n` bits.
+    pub fn skip(&mut self, n: usize) -> Result<(), WireError> {
+        if n > self.remaining() {
+            return Err(WireError::Truncated);
+        }
+        self.pos += n;
+        Ok(())
     }
 
     /// Reads one bit.

@@ -3,8 +3,8 @@
 use crate::helpers::*;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use shadowrep::driver::DriverConfig;
 use shadowrep::link::LinkConfig;
+use shadowrep::net::DriverConfig;
 use shadowrep::schema::{ClassBuilder, ClassLayout, PropType, PropertyDecl};
 use shadowrep::store::ActorId;
 use shadowrep::value::Value;
@@ -21,7 +21,7 @@ fn arrays_layout() -> Arc<ClassLayout> {
 }
 
 /// Every client holds exactly the server's bytes for every array of actor `id`.
-fn assert_arrays_match(w: &World, id: ActorId, guid: u64, what: &str) {
+fn assert_arrays_match(w: &World, id: ActorId, guid: NetGuid, what: &str) {
     let layout = w.stores[0].layout().clone();
     for (a, array) in layout.arrays.iter().enumerate() {
         let server = w.stores[0].array_bytes(id.index, a);

@@ -2,8 +2,8 @@
 
 use crate::helpers::*;
 use shadowrep::client::{ClientError, ClientWorld};
-use shadowrep::driver::DriverConfig;
 use shadowrep::link::LinkConfig;
+use shadowrep::net::DriverConfig;
 use shadowrep::schema::{ClassBuilder, Condition, Notify, PropType, PropertyDecl};
 use shadowrep_tests::World;
 

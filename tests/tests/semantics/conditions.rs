@@ -114,8 +114,8 @@ fn condition_scenario(cond: Condition) {
         Setup::new(None, false, false),    // nobody's
     ];
     let ids: Vec<ActorId> = setups.iter().map(|_| w.spawn(0)).collect();
-    let guids: Vec<u64> = ids.iter().map(|&id| w.guid(0, id)).collect();
-    let layouts: HashMap<u64, Arc<ClassLayout>> = guids.iter().map(|&g| (g, layout.clone())).collect();
+    let guids: Vec<NetGuid> = ids.iter().map(|&id| w.guid(0, id)).collect();
+    let layouts: HashMap<NetGuid, Arc<ClassLayout>> = guids.iter().map(|&g| (g, layout.clone())).collect();
     for (s, &id) in setups.iter().zip(&ids) {
         s.apply(&mut w, id);
     }
@@ -228,7 +228,7 @@ condition_tests! {
 /// The test's role table and the kernel's flag map agree (a cross-check of the oracle itself).
 #[test]
 fn role_table_agrees_with_the_kernel_condition_map() {
-    use shadowrep::connection::{condition_active, flags};
+    use shadowrep::net::condition::{condition_active, flags};
     let roles = [
         (Role::AutonomousOwner, flags::OWNER),
         (Role::SimulatedOwner, flags::OWNER | flags::SIMULATED),

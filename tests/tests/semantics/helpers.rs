@@ -1,15 +1,16 @@
 //! Shared helpers of the semantics tests: one-class worlds, captured and decoded server packets,
 //! hand-made packets.
 
-use shadowrep::client::ClientWorld;
-use shadowrep::driver::DriverConfig;
+use shadowrep::client::{ClientWorld, Receipt};
+pub(crate) use shadowrep::ids::NetGuid;
+use shadowrep::ids::Seq;
 use shadowrep::link::LinkConfig;
+use shadowrep::net::DriverConfig;
 use shadowrep::schema::{ClassBuilder, ClassLayout, LeafKind};
 use shadowrep::store::{ActorId, ClassStore};
 use shadowrep::value::Value;
-use shadowrep::wire::bunch::{
-    begin_bunch, begin_packet, decode_packet, end_bunch, end_packet, write_leaf_record, Packet,
-};
+use shadowrep::wire::bunch::{decode_packet, write_leaf_record, Packet, Resolve};
+use shadowrep::wire::packet::{begin_packet, end_packet, write_bunch, write_close};
 use shadowrep::wire::{BitWriter, WireError};
 use shadowrep_tests::World;
 use std::collections::{HashMap, HashSet};
@@ -75,9 +76,9 @@ pub(crate) fn step_capture(w: &mut World) -> Vec<Vec<Vec<u8>>> {
 }
 
 /// Decodes a server packet with a resolver mapping each actor GUID to its class layout.
-pub(crate) fn decode(bytes: &[u8], layouts: &HashMap<u64, Arc<ClassLayout>>) -> Packet {
+pub(crate) fn decode(bytes: &[u8], layouts: &HashMap<NetGuid, Arc<ClassLayout>>) -> Packet {
     decode_packet(bytes, |guid, _| {
-        layouts.get(&guid).map(|l| &**l).ok_or(WireError::Invalid("GUID not in the test's map"))
+        layouts.get(&guid).map(|l| Resolve::Layout(l)).ok_or(WireError::Invalid("GUID not in the test's map"))
     })
     .expect("server packet decodes")
 }
@@ -86,8 +87,8 @@ pub(crate) fn decode(bytes: &[u8], layouts: &HashMap<u64, Arc<ClassLayout>>) -> 
 pub(crate) fn run_and_collect(
     w: &mut World,
     frames: usize,
-    layouts: &HashMap<u64, Arc<ClassLayout>>,
-) -> HashSet<(usize, u64, u16)> {
+    layouts: &HashMap<NetGuid, Arc<ClassLayout>>,
+) -> HashSet<(usize, NetGuid, u16)> {
     let mut sent = HashSet::new();
     for _ in 0..frames {
         for (ci, packets) in step_capture(w).iter().enumerate() {
@@ -103,7 +104,7 @@ pub(crate) fn run_and_collect(
     sent
 }
 
-pub(crate) fn u32s(c: &ClientWorld, guid: u64, parents: usize) -> Vec<u32> {
+pub(crate) fn u32s(c: &ClientWorld, guid: NetGuid, parents: usize) -> Vec<u32> {
     (0..parents)
         .map(|p| match c.value(guid, p) {
             Some(Value::U32(v)) => v,
@@ -115,17 +116,34 @@ pub(crate) fn u32s(c: &ClientWorld, guid: u64, parents: usize) -> Vec<u32> {
 /// A hand-made packet: `body` writes the bunches.
 pub(crate) fn craft(seq: u32, body: impl FnOnce(&mut BitWriter)) -> Vec<u8> {
     let mut w = BitWriter::new();
-    begin_packet(&mut w, seq);
+    begin_packet(&mut w, Seq(seq));
     body(&mut w);
     end_packet(&mut w);
     w.into_bytes()
 }
 
+/// A hand-made bunch for `guid`: `records` writes its records (the terminator is added).
+pub(crate) fn bunch(w: &mut BitWriter, guid: NetGuid, open: Option<u32>, records: impl FnOnce(&mut BitWriter)) {
+    let mut body = BitWriter::new();
+    records(&mut body);
+    write_bunch(w, guid, open, &body);
+}
+
+/// A hand-made close bunch.
+pub(crate) fn close(w: &mut BitWriter, guid: NetGuid) {
+    write_close(w, guid);
+}
+
 /// A bunch of `u32` leaf records (handle, value), in handle order.
-pub(crate) fn u32_bunch(w: &mut BitWriter, guid: u64, open: Option<u32>, records: &[(u16, u32)]) {
-    begin_bunch(w, guid, open, false);
-    for &(h, v) in records {
-        write_leaf_record(w, h, LeafKind::U32, &v.to_le_bytes());
-    }
-    end_bunch(w);
+pub(crate) fn u32_bunch(w: &mut BitWriter, guid: NetGuid, open: Option<u32>, records: &[(u16, u32)]) {
+    bunch(w, guid, open, |b| {
+        for &(h, v) in records {
+            write_leaf_record(b, h, LeafKind::U32, &v.to_le_bytes());
+        }
+    });
+}
+
+/// What `receive` says of a packet whose `n` bunches all applied.
+pub(crate) fn applied(n: usize) -> Result<Receipt, shadowrep::client::ReceiveError> {
+    Ok(Receipt::Applied { bunches: n, skipped: 0 })
 }

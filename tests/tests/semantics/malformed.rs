@@ -4,11 +4,11 @@ use crate::helpers::*;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use shadowrep::client::{ClientWorld, Receipt, ReceiveError};
-use shadowrep::driver::DriverConfig;
 use shadowrep::link::LinkConfig;
+use shadowrep::net::DriverConfig;
 use shadowrep::schema::{ClassBuilder, ClassLayout, LeafKind, Notify, PropType, PropertyDecl, StructType, VectorQuant};
 use shadowrep::value::{ObjectRef, Value};
-use shadowrep::wire::bunch::{begin_bunch, end_bunch, write_leaf_record};
+use shadowrep::wire::bunch::write_leaf_record;
 use shadowrep::wire::{BitReader, BitWriter};
 use shadowrep_tests::World;
 use std::collections::HashSet;
@@ -34,7 +34,7 @@ fn mixed_layouts() -> Vec<Arc<ClassLayout>> {
 }
 
 /// A run of the server: the packets to one client, in order, and every actor GUID used.
-fn recorded_run() -> (Vec<Arc<ClassLayout>>, Vec<Vec<u8>>, Vec<u64>) {
+fn recorded_run() -> (Vec<Arc<ClassLayout>>, Vec<Vec<u8>>, Vec<NetGuid>) {
     let layouts = mixed_layouts();
     let mut w = World::with_layouts(layouts.clone(), DriverConfig::default(), 11);
     w.add_client(false, LinkConfig::perfect(1));
@@ -55,15 +55,21 @@ fn recorded_run() -> (Vec<Arc<ClassLayout>>, Vec<Vec<u8>>, Vec<u64>) {
         packets.extend(step_capture(&mut w).swap_remove(0));
     }
     w.assert_converged();
-    let mut guids: Vec<u64> = guids.into_iter().collect();
+    let mut guids: Vec<NetGuid> = guids.into_iter().collect();
     guids.sort_unstable();
     (layouts, packets, guids)
 }
 
 /// Everything observable about a client's state, bit-exact.
-fn snapshot(c: &ClientWorld, guids: &[u64], layouts: &[Arc<ClassLayout>]) -> String {
+fn snapshot(c: &ClientWorld, guids: &[NetGuid], layouts: &[Arc<ClassLayout>]) -> String {
     use std::fmt::Write;
-    let mut s = format!("actors {} unmapped {} feedback {:?}\n", c.actor_count(), c.unmapped_count(), c.feedback());
+    let mut s = format!(
+        "actors {} unmapped {} highest {} reopens {}\n",
+        c.actor_count(),
+        c.unmapped_count(),
+        c.highest_received(),
+        c.stats().reopens_requested
+    );
     for &g in guids {
         let Some(class) = c.class_of(g) else {
             let _ = writeln!(s, "{g}: absent");
@@ -98,7 +104,7 @@ fn fresh_client(layouts: &[Arc<ClassLayout>]) -> ClientWorld {
 fn assert_refused_without_effect(
     c: &mut ClientWorld,
     bytes: &[u8],
-    guids: &[u64],
+    guids: &[NetGuid],
     layouts: &[Arc<ClassLayout>],
     what: &str,
 ) -> ReceiveError {
@@ -127,7 +133,7 @@ fn every_truncation_of_a_real_packet_is_refused_without_effect() {
                 &format!("packet {i} cut to {cut} of {} bytes", p.len()),
             );
         }
-        assert!(matches!(c.receive(p), Ok(Receipt::Applied(_))), "packet {i} whole");
+        assert!(matches!(c.receive(p), Ok(Receipt::Applied { .. })), "packet {i} whole");
         c.take_notifies();
     }
     assert!(c.actor_count() > 0);
@@ -142,7 +148,7 @@ fn bit_flipped_packets_never_panic_and_refusals_have_no_effect() {
         let i = rng.random_range(0..packets.len());
         let mut c = fresh_client(&layouts);
         for p in &packets[..i] {
-            assert!(matches!(c.receive(p), Ok(Receipt::Applied(_))));
+            assert!(matches!(c.receive(p), Ok(Receipt::Applied { .. })));
         }
         c.take_notifies();
         let mut bad = packets[i].clone();
@@ -161,13 +167,13 @@ fn bit_flipped_packets_never_panic_and_refusals_have_no_effect() {
                 );
                 assert!(c.take_notifies().is_empty());
                 // The refusal did not consume the sequence number: the real packet applies.
-                assert!(matches!(c.receive(&packets[i]), Ok(Receipt::Applied(_))), "sample {sample}");
+                assert!(matches!(c.receive(&packets[i]), Ok(Receipt::Applied { .. })), "sample {sample}");
             }
-            Ok(Receipt::Dropped) => {
+            Ok(Receipt::Dropped(_)) => {
                 dropped += 1;
                 assert_eq!(snapshot(&c, &guids, &layouts), before, "sample {sample}: dropped but the state changed");
             }
-            Ok(Receipt::Applied(_)) => {
+            Ok(Receipt::Applied { .. }) => {
                 applied += 1;
                 // Whatever state that left, later packets must not panic either.
                 for p in &packets[i + 1..] {
@@ -184,7 +190,7 @@ fn crafted_malformed_packets_are_refused_without_effect() {
     let (layouts, packets, guids) = recorded_run();
     let mut c = fresh_client(&layouts);
     for p in &packets {
-        assert!(matches!(c.receive(p), Ok(Receipt::Applied(_))));
+        assert!(matches!(c.receive(p), Ok(Receipt::Applied { .. })));
     }
     c.take_notifies();
     let last = packets.iter().map(|p| BitReader::new(p).read_packed().expect("seq")).max().expect("packets");
@@ -199,9 +205,7 @@ fn crafted_malformed_packets_are_refused_without_effect() {
     // Every bad packet starts with a valid bunch, which must not be applied either.
     let valid = |w: &mut BitWriter| u32_bunch(w, victim, None, &[(health, 0xdead_beef)]);
     let object_bunch = |w: &mut BitWriter, g: u64| {
-        begin_bunch(w, victim, None, false);
-        write_leaf_record(w, target, LeafKind::Object, &g.to_le_bytes());
-        end_bunch(w);
+        bunch(w, victim, None, |w| write_leaf_record(w, target, LeafKind::Object, &g.to_le_bytes()));
     };
     let cases: Vec<(&str, Vec<u8>)> = vec![
         (
@@ -216,67 +220,38 @@ fn crafted_malformed_packets_are_refused_without_effect() {
             "array count over its cap",
             craft(seq, |w| {
                 valid(w);
-                begin_bunch(w, victim, None, false);
-                w.write_packed(u64::from(items));
-                w.write_packed(9);
-                w.write_packed(0);
-                end_bunch(w);
+                bunch(w, victim, None, |w| {
+                    w.write_packed(u64::from(items));
+                    w.write_packed(9);
+                    w.write_packed(0);
+                });
             }),
         ),
         (
             "nested handle beyond the count",
             craft(seq, |w| {
                 valid(w);
-                begin_bunch(w, victim, None, false);
-                w.write_packed(u64::from(items));
-                w.write_packed(1);
-                w.write_packed(3); // one element has nested handles 1 and 2
-                w.write_bits(0, 16);
-                w.write_packed(0);
-                end_bunch(w);
-            }),
-        ),
-        (
-            "unknown static GUID",
-            craft(seq, |w| {
-                valid(w);
-                object_bunch(w, 7);
-            }),
-        ),
-        (
-            "unknown static GUID in an array element",
-            craft(seq, |w| {
-                valid(w);
-                begin_bunch(w, victim, None, false);
-                w.write_packed(u64::from(items));
-                w.write_packed(1);
-                w.write_packed(1);
-                w.write_bits(3, 16);
-                w.write_packed(2);
-                w.write_packed(9);
-                w.write_packed(0);
-                end_bunch(w);
-            }),
-        ),
-        (
-            "bunch for an unknown actor without an open",
-            craft(seq, |w| {
-                valid(w);
-                u32_bunch(w, 998, None, &[(1, 1)]);
+                bunch(w, victim, None, |w| {
+                    w.write_packed(u64::from(items));
+                    w.write_packed(1);
+                    w.write_packed(3); // one element has nested handles 1 and 2
+                    w.write_bits(0, 16);
+                    w.write_packed(0);
+                });
             }),
         ),
         (
             "unknown class id in an open",
             craft(seq, |w| {
                 valid(w);
-                u32_bunch(w, 1000, Some(layouts.len() as u32), &[]);
+                u32_bunch(w, NetGuid(1000), Some(layouts.len() as u32), &[]);
             }),
         ),
         (
             "an odd (static) GUID as an actor",
             craft(seq, |w| {
                 valid(w);
-                u32_bunch(w, 1001, Some(0), &[]);
+                u32_bunch(w, NetGuid(1001), Some(0), &[]);
             }),
         ),
         (
@@ -289,48 +264,79 @@ fn crafted_malformed_packets_are_refused_without_effect() {
     ];
     for (what, bytes) in &cases {
         let e = assert_refused_without_effect(&mut c, bytes, &guids, &layouts, what);
-        match *what {
-            "unknown static GUID" => assert_eq!(e, ReceiveError::UnknownStatic(7)),
-            "unknown static GUID in an array element" => assert_eq!(e, ReceiveError::UnknownStatic(9)),
-            _ => assert!(matches!(e, ReceiveError::Wire(_)), "{what}: {e:?}"),
-        }
+        assert!(matches!(e, ReceiveError::Wire(_)), "{what}: {e:?}");
     }
-    // Positive control: the same static reference is fine once the client knows GUID 7, and it
-    // applies with the sequence number none of the refusals consumed.
-    c.register_static(7);
-    let ok = craft(seq, |w| {
+    // Bunches the client cannot apply are stepped over; the rest of the packet applies, with the
+    // sequence number none of the refusals consumed.
+    let unknown_static = craft(seq, |w| {
+        object_bunch(w, 7);
+        valid(w);
+        bunch(w, victim, None, |w| {
+            w.write_packed(u64::from(items));
+            w.write_packed(1);
+            w.write_packed(1);
+            w.write_bits(3, 16);
+            w.write_packed(2);
+            w.write_packed(9);
+            w.write_packed(0);
+        });
+    });
+    assert_eq!(c.receive(&unknown_static), Ok(Receipt::Applied { bunches: 1, skipped: 2 }));
+    assert_eq!(c.value(victim, 0), Some(Value::U32(0xdead_beef)));
+    assert_ne!(c.value(victim, 6), Some(Value::Object(ObjectRef(7))), "the skipped reference did not apply");
+    // Positive control: the same static reference is fine once the client knows GUID 7.
+    assert!(c.register_static(NetGuid(7)));
+    assert!(!c.register_static(NetGuid(8)), "an even GUID is not static");
+    let ok = craft(seq + 1, |w| {
         valid(w);
         object_bunch(w, 7);
     });
-    assert_eq!(c.receive(&ok), Ok(Receipt::Applied(2)));
+    assert_eq!(c.receive(&ok), applied(2));
     assert_eq!(c.value(victim, 0), Some(Value::U32(0xdead_beef)));
     assert_eq!(c.value(victim, 6), Some(Value::Object(ObjectRef(7))));
     assert_eq!(c.unmapped_count(), 0);
 }
 
 /// A bunch for an actor closed earlier in the same packet names an actor the client no longer
-/// has, without an open: the packet must be refused (and change nothing), or at least leave the
-/// actor closed. The client validates bunches against the actors it had before the packet plus
-/// the packet's opens, but not its closes, so the update re-spawns the closed actor.
+/// has, without an open: it is stepped over (the close applies), and the actor stays closed.
 #[test]
 fn a_bunch_after_its_actors_close_in_the_same_packet_does_not_resurrect_it() {
     let layout = build(ClassBuilder::new("P").property(PropertyDecl::new("N", PropType::U32)));
     let layouts = [layout.clone()];
     let mut c = ClientWorld::new(&layouts, &[layout.checksum]).expect("same layout");
-    assert_eq!(c.receive(&craft(1, |w| u32_bunch(w, 2, Some(0), &[(1, 5)]))), Ok(Receipt::Applied(1)));
+    let g = NetGuid(2);
+    assert_eq!(c.receive(&craft(1, |w| u32_bunch(w, g, Some(0), &[(1, 5)]))), applied(1));
     let p = craft(2, |w| {
-        begin_bunch(w, 2, None, true);
-        end_bunch(w);
-        u32_bunch(w, 2, None, &[(1, 6)]);
+        close(w, g);
+        u32_bunch(w, g, None, &[(1, 6)]);
     });
-    let before = snapshot(&c, &[2], &layouts);
-    match c.receive(&p) {
-        Err(e) => assert_eq!(snapshot(&c, &[2], &layouts), before, "refused ({e}) but the state changed"),
-        Ok(r) => assert!(
-            !c.has(2),
-            "{r:?}: the closed actor is back without an open (actors {}, value {:?})",
-            c.actor_count(),
-            c.value(2, 0)
-        ),
-    }
+    assert_eq!(c.receive(&p), Ok(Receipt::Applied { bunches: 1, skipped: 1 }));
+    assert!(!c.has(g), "the closed actor is back without an open (value {:?})", c.value(g, 0));
+    assert_eq!(c.stats().reopens_requested, 0, "a closed actor is not asked for again");
+}
+
+/// A bunch for an actor the client does not have is stepped over, the rest of the packet
+/// applies, and the client's feedback asks the server to open the actor again (once).
+#[test]
+fn a_bunch_for_an_unknown_actor_is_skipped_and_asked_for() {
+    let layout = build(ClassBuilder::new("P").property(PropertyDecl::new("N", PropType::U32)));
+    let layouts = [layout.clone()];
+    let mut c = ClientWorld::new(&layouts, &[layout.checksum]).expect("same layout");
+    let (known, unknown) = (NetGuid(2), NetGuid(4));
+    assert_eq!(c.receive(&craft(1, |w| u32_bunch(w, known, Some(0), &[(1, 5)]))), applied(1));
+    let p = craft(2, |w| {
+        u32_bunch(w, unknown, None, &[(1, 7)]);
+        u32_bunch(w, known, None, &[(1, 6)]);
+    });
+    assert_eq!(c.receive(&p), Ok(Receipt::Applied { bunches: 1, skipped: 1 }));
+    assert_eq!(c.value(known, 0), Some(Value::U32(6)), "the rest of the packet applied");
+    assert!(!c.has(unknown));
+    let fb = shadowrep::wire::feedback::read_feedback(&c.feedback()).expect("feedback decodes");
+    assert_eq!(fb.reopen, vec![unknown]);
+    assert_eq!(c.stats().reopens_requested, 1);
+    // Once the actor opens, nobody asks for it any more.
+    assert_eq!(c.receive(&craft(3, |w| u32_bunch(w, unknown, Some(0), &[(1, 8)]))), applied(1));
+    let fb = shadowrep::wire::feedback::read_feedback(&c.feedback()).expect("feedback decodes");
+    assert!(fb.reopen.is_empty());
+    assert_eq!(c.value(unknown, 0), Some(Value::U32(8)));
 }

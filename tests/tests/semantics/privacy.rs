@@ -1,8 +1,8 @@
 //! Privacy: OwnerOnly data never reaches a non-owner's wire
 
 use crate::helpers::*;
-use shadowrep::driver::DriverConfig;
 use shadowrep::link::LinkConfig;
+use shadowrep::net::DriverConfig;
 use shadowrep::schema::{ClassBuilder, ClassLayout, Condition, PropType, PropertyDecl};
 use shadowrep::store::ActorId;
 use shadowrep::value::Value;
@@ -25,8 +25,8 @@ fn owner_only_stays_private(shared: bool, loss: f64) {
         w.add_client(replay, link);
     }
     let ids: Vec<ActorId> = (0..3).map(|_| w.spawn(0)).collect();
-    let guids: Vec<u64> = ids.iter().map(|&id| w.guid(0, id)).collect();
-    let layouts: HashMap<u64, Arc<ClassLayout>> = guids.iter().map(|&g| (g, layout.clone())).collect();
+    let guids: Vec<NetGuid> = ids.iter().map(|&id| w.guid(0, id)).collect();
+    let layouts: HashMap<NetGuid, Arc<ClassLayout>> = guids.iter().map(|&g| (g, layout.clone())).collect();
     // Actors 0 and 1 are client 0's, actor 2 nobody's.
     set_owner(&mut w, ids[0], Some(0), true);
     set_owner(&mut w, ids[1], Some(0), false);

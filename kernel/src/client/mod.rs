@@ -2,27 +2,37 @@
 //!
 //! ```text
 //! receive(packet):
-//!   decode the whole packet, validating handles, counts, caps, GUIDs and classes
-//!   (an error leaves every actor untouched)
-//!   a packet not newer than the newest one received is dropped (duplicate or late: its content,
-//!   if lost to us, is NAKed and resent with current values)
+//!   a packet not newer than the newest one received (duplicate or late: its content, if lost
+//!   to us, is NAKed and resent with current values), or too far ahead of it, is dropped
+//!   decode the whole packet, validating handles, counts, caps, lengths, GUIDs and classes
+//!   (an error leaves every actor untouched, and the packet counts as not received)
+//!   a bunch for an actor the client does not have is stepped over and reported; the next
+//!   feedback asks the server to open that actor again
 //!   per bunch: open spawns the actor; records are written; close destroys it;
 //!              then notifies fire (on-changed only if the value differs; always on every receive)
 //!   an object reference to an actor the client does not have yet is stored as null and kept
 //!   unmapped; when that actor opens, the reference is written and its notify fires again
-//! feedback(): highest sequence received and a 32-bit history, for the server's acks and naks
+//! feedback(): the newest packet received, which of the 255 before it arrived, and the actors to
+//!   open again — send it at least once per frame in which packets arrived
 //! ```
 //!
 //! Actors live in [`ClassStore`]s exactly like the server's, one per class.
 
+mod window;
+
+pub use window::SeqVerdict;
+
+use crate::ids::{NetGuid, Seq};
 use crate::schema::{ClassLayout, LeafKind, Notify};
 use crate::store::{value_bits_eq, ActorId, ClassStore};
 use crate::value::Value;
-use crate::wire::bunch::{decode_packet, write_feedback, RecordValue};
+use crate::wire::bunch::{decode_packet, RecordValue, Resolve};
+use crate::wire::feedback::{write_feedback, MAX_REOPENS};
 use crate::wire::{BitWriter, WireError};
 use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::sync::Arc;
+use window::ReceiveWindow;
 
 /// Why a client could not be built.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -64,15 +74,12 @@ impl std::error::Error for ClientError {}
 pub enum ReceiveError {
     /// Malformed bits.
     Wire(WireError),
-    /// An odd (static) GUID the client does not know.
-    UnknownStatic(u64),
 }
 
 impl fmt::Display for ReceiveError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             ReceiveError::Wire(e) => write!(f, "malformed packet: {e}"),
-            ReceiveError::UnknownStatic(g) => write!(f, "unknown static object GUID {g}"),
         }
     }
 }
@@ -88,17 +95,42 @@ impl From<WireError> for ReceiveError {
 /// What `receive` did with a packet.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Receipt {
-    /// Applied, with this many bunches.
-    Applied(usize),
-    /// Not newer than the newest received: a duplicate or a late packet, ignored.
-    Dropped,
+    /// Applied.
+    Applied {
+        /// Bunches applied.
+        bunches: usize,
+        /// Bunches stepped over: for an actor the client does not have (asked for again), closed
+        /// earlier in the same packet, or referencing a static object the client does not know.
+        skipped: usize,
+    },
+    /// Not applied: a duplicate, a late packet, or one too far ahead (see [`SeqVerdict`]).
+    Dropped(SeqVerdict),
+}
+
+/// Counters of a client, for monitoring.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ClientStats {
+    /// Packets applied.
+    pub packets_applied: u64,
+    /// Packets dropped as duplicates.
+    pub duplicates: u64,
+    /// Packets dropped as late.
+    pub late: u64,
+    /// Packets dropped as too far ahead.
+    pub too_far: u64,
+    /// Packets refused as malformed.
+    pub refused: u64,
+    /// Bunches stepped over.
+    pub bunches_skipped: u64,
+    /// Requests to open an actor again, counted once per actor.
+    pub reopens_requested: u64,
 }
 
 /// A fired notify.
 #[derive(Clone, Debug, PartialEq)]
 pub struct NotifyEvent {
     /// Actor GUID.
-    pub guid: u64,
+    pub guid: NetGuid,
     /// Parent property index.
     pub parent: usize,
     /// Previous value, when the notify is declared with it.
@@ -110,12 +142,16 @@ pub struct NotifyEvent {
 /// A reference waiting for its target actor.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Unmapped {
-    owner: u64,
+    owner: NetGuid,
     leaf: usize,
     /// (element, element leaf) inside a dynamic array.
     element: Option<(usize, usize)>,
-    target: u64,
+    target: NetGuid,
 }
+
+/// Feedbacks a reopen request rides in before the client gives up on it (the server answers
+/// the first one it can; a request for an actor the server no longer has is never answered).
+const REOPEN_TRIES: u8 = 8;
 
 struct ClientClass {
     layout: Arc<ClassLayout>,
@@ -125,12 +161,14 @@ struct ClientClass {
 /// A client's replicated world.
 pub struct ClientWorld {
     classes: Vec<ClientClass>,
-    actors: HashMap<u64, (u32, ActorId)>,
-    statics: HashSet<u64>,
-    highest: u32,
-    history: u32,
+    actors: HashMap<NetGuid, (u32, ActorId)>,
+    statics: HashSet<NetGuid>,
+    window: ReceiveWindow,
+    /// Actors to ask the server to open again, with the feedbacks that carried the request.
+    reopen: Vec<(NetGuid, u8)>,
     unmapped: Vec<Unmapped>,
     notifies: Vec<NotifyEvent>,
+    stats: ClientStats,
 }
 
 impl ClientWorld {
@@ -152,16 +190,38 @@ impl ClientWorld {
                 .collect(),
             actors: HashMap::new(),
             statics: HashSet::new(),
-            highest: 0,
-            history: 0,
+            window: ReceiveWindow::new(Seq(1)),
+            reopen: Vec::new(),
             unmapped: Vec::new(),
             notifies: Vec::new(),
+            stats: ClientStats::default(),
         })
     }
 
-    /// Makes a static object's (odd) GUID known.
-    pub fn register_static(&mut self, guid: u64) {
+    /// Expects the server's first packet to have sequence number `first` (the default is 1; see
+    /// [`crate::net::NetDriver::add_connection_at`]).
+    pub fn with_first_seq(mut self, first: Seq) -> Self {
+        self.window = ReceiveWindow::new(first);
+        self
+    }
+
+    /// Makes a static object's GUID known; false (and nothing done) if `guid` is not odd.
+    pub fn register_static(&mut self, guid: NetGuid) -> bool {
+        if !guid.is_static() {
+            return false;
+        }
         self.statics.insert(guid);
+        true
+    }
+
+    /// Counters of this client.
+    pub fn stats(&self) -> ClientStats {
+        self.stats
+    }
+
+    /// The newest packet received.
+    pub fn highest_received(&self) -> Seq {
+        self.window.highest()
     }
 
     /// Actors the client has.
@@ -170,23 +230,23 @@ impl ClientWorld {
     }
 
     /// Whether the client has actor `guid`.
-    pub fn has(&self, guid: u64) -> bool {
+    pub fn has(&self, guid: NetGuid) -> bool {
         self.actors.contains_key(&guid)
     }
 
     /// Class id of actor `guid`.
-    pub fn class_of(&self, guid: u64) -> Option<u32> {
+    pub fn class_of(&self, guid: NetGuid) -> Option<u32> {
         self.actors.get(&guid).map(|a| a.0)
     }
 
     /// The client's value of a parent of actor `guid`.
-    pub fn value(&self, guid: u64, parent: usize) -> Option<Value> {
+    pub fn value(&self, guid: NetGuid, parent: usize) -> Option<Value> {
         let &(c, id) = self.actors.get(&guid)?;
         self.classes[c as usize].store.get(id, parent).ok()
     }
 
     /// The byte form of leaf `leaf` of actor `guid` (into `out`); false if the client lacks it.
-    pub fn leaf_bytes(&self, guid: u64, leaf: usize, out: &mut [u8]) -> bool {
+    pub fn leaf_bytes(&self, guid: NetGuid, leaf: usize, out: &mut [u8]) -> bool {
         match self.actors.get(&guid) {
             Some(&(c, id)) => {
                 self.classes[c as usize].store.leaf_bytes(id.index, leaf, out);
@@ -197,7 +257,7 @@ impl ClientWorld {
     }
 
     /// The element bytes of dynamic array `array` of actor `guid`.
-    pub fn array_bytes(&self, guid: u64, array: usize) -> Option<&[u8]> {
+    pub fn array_bytes(&self, guid: NetGuid, array: usize) -> Option<&[u8]> {
         let &(c, id) = self.actors.get(&guid)?;
         Some(self.classes[c as usize].store.array_bytes(id.index, array))
     }
@@ -212,25 +272,44 @@ impl ClientWorld {
         std::mem::take(&mut self.notifies)
     }
 
-    /// Acknowledgement feedback for the server.
-    pub fn feedback(&self) -> Vec<u8> {
+    /// Feedback for the server: what arrived, and the actors to open again.
+    pub fn feedback(&mut self) -> Vec<u8> {
         let mut w = BitWriter::new();
-        write_feedback(&mut w, self.highest, self.history);
+        let guids: Vec<NetGuid> = self.reopen.iter().map(|r| r.0).collect();
+        write_feedback(&mut w, self.window.highest(), self.window.received(), &guids);
+        for r in &mut self.reopen {
+            r.1 += 1;
+        }
+        self.reopen.retain(|r| r.1 < REOPEN_TRIES);
         w.into_bytes()
     }
 
     /// Decodes, validates and applies one packet.
     pub fn receive(&mut self, bytes: &[u8]) -> Result<Receipt, ReceiveError> {
-        // A packet not newer than the newest one received is a duplicate or late: it is dropped
-        // before decoding, since the actors it names may be gone by now.
-        let seq = crate::wire::BitReader::new(bytes).read_packed()?;
-        if seq <= self.highest as u64 {
-            return Ok(Receipt::Dropped);
+        let seq = match crate::wire::BitReader::new(bytes).read_packed().map(u32::try_from) {
+            Ok(Ok(s)) => Seq(s),
+            _ => {
+                self.stats.refused += 1;
+                return Err(ReceiveError::Wire(WireError::Invalid("sequence number")));
+            }
+        };
+        // A packet not newer than the newest received is a duplicate or late: dropped before
+        // decoding, since the actors it names may be gone by now.
+        let verdict = self.window.verdict(seq);
+        match verdict {
+            SeqVerdict::New => {}
+            SeqVerdict::Duplicate => self.stats.duplicates += 1,
+            SeqVerdict::Late => self.stats.late += 1,
+            SeqVerdict::TooFar => self.stats.too_far += 1,
         }
-        let mut opened: HashMap<u64, u32> = HashMap::new();
+        if verdict != SeqVerdict::New {
+            return Ok(Receipt::Dropped(verdict));
+        }
+        let mut opened: HashMap<NetGuid, u32> = HashMap::new();
+        let mut missing: Vec<NetGuid> = Vec::new();
         let (classes, actors) = (&self.classes, &self.actors);
-        let packet = decode_packet(bytes, |guid, open| {
-            if guid == 0 || guid % 2 == 1 {
+        let decoded = decode_packet(bytes, |guid, open| {
+            if !guid.is_dynamic() {
                 return Err(WireError::Invalid("actor GUID"));
             }
             let known = opened.get(&guid).copied().or_else(|| actors.get(&guid).map(|a| a.0));
@@ -238,46 +317,61 @@ impl ClientWorld {
                 (Some(c), Some(k)) if c != k => return Err(WireError::Invalid("actor reopened with another class")),
                 (Some(c), _) => c,
                 (None, Some(k)) => k,
-                (None, None) => return Err(WireError::Invalid("bunch for an unknown actor")),
+                (None, None) => {
+                    missing.push(guid);
+                    return Ok(Resolve::Skip);
+                }
             };
             let layout = classes.get(class as usize).map(|c| &*c.layout).ok_or(WireError::Invalid("class id"))?;
             opened.insert(guid, class);
-            Ok(layout)
-        })?;
+            Ok(Resolve::Layout(layout))
+        });
+        let mut packet = match decoded {
+            Ok(p) => p,
+            Err(e) => {
+                self.stats.refused += 1;
+                return Err(ReceiveError::Wire(e));
+            }
+        };
+        let mut skipped = packet.skipped.len();
         // Actors must exist when their bunch runs: a close within this packet ends an actor, and
-        // only an open brings one (back).
-        let mut gone: HashSet<u64> = HashSet::new();
-        for b in &packet.bunches {
+        // only an open brings one back; a bunch naming a static object the client does not know
+        // cannot be applied either.
+        let mut gone: HashSet<NetGuid> = HashSet::new();
+        let statics = &self.statics;
+        packet.bunches.retain(|b| {
             if b.close {
                 gone.insert(b.guid);
-            } else if b.open.is_some() {
+                return true;
+            }
+            if b.open.is_some() {
                 gone.remove(&b.guid);
             } else if gone.contains(&b.guid) {
-                return Err(ReceiveError::Wire(WireError::Invalid("bunch for an actor closed earlier in the packet")));
+                skipped += 1;
+                return false;
+            }
+            let layout = &classes[opened[&b.guid] as usize].layout;
+            let unknown_static = b.records.iter().any(|r| {
+                record_leaves(layout, r.handle, &r.value).iter().any(|&(kind, bytes)| {
+                    let g = guid_of(bytes);
+                    kind == LeafKind::Object && g.is_static() && !statics.contains(&g)
+                })
+            });
+            skipped += unknown_static as usize;
+            !unknown_static
+        });
+        self.window.accept(packet.seq);
+        self.stats.packets_applied += 1;
+        self.stats.bunches_skipped += skipped as u64;
+        for guid in missing {
+            if self.reopen.len() < MAX_REOPENS && !self.reopen.iter().any(|r| r.0 == guid) {
+                self.reopen.push((guid, 0));
+                self.stats.reopens_requested += 1;
             }
         }
-        // Object references: static GUIDs must be known.
-        for b in packet.bunches.iter().filter(|b| !b.close) {
-            let layout = &self.classes[opened[&b.guid] as usize].layout;
-            for r in &b.records {
-                for (kind, bytes) in record_leaves(layout, r.handle, &r.value) {
-                    if kind == LeafKind::Object {
-                        let g = guid_of(bytes);
-                        if g % 2 == 1 && !self.statics.contains(&g) {
-                            return Err(ReceiveError::UnknownStatic(g));
-                        }
-                    }
-                }
-            }
-        }
-        let shift = packet.seq - self.highest;
-        self.history = if shift > 32 { 0 } else { (self.history << (shift - 1) << 1) | (1 << (shift - 1)) };
-        if self.highest == 0 {
-            self.history = 0;
-        }
-        self.highest = packet.seq;
         let n = packet.bunches.len();
         for b in packet.bunches {
+            self.reopen.retain(|r| r.0 != b.guid);
             if b.close {
                 // Closing an actor the client never got (its open was lost) is no error.
                 if let Some((class, id)) = self.actors.remove(&b.guid) {
@@ -288,7 +382,7 @@ impl ClientWorld {
             }
             self.apply_bunch(opened[&b.guid], b);
         }
-        Ok(Receipt::Applied(n))
+        Ok(Receipt::Applied { bunches: n, skipped })
     }
 
     fn apply_bunch(&mut self, class: u32, b: crate::wire::bunch::Bunch) {
@@ -363,16 +457,16 @@ impl ClientWorld {
     }
 
     /// An object reference to an actor the client lacks is written as null and remembered.
-    fn map_reference(&mut self, owner: u64, leaf: usize, element: Option<(usize, usize)>, bytes: &mut [u8]) {
+    fn map_reference(&mut self, owner: NetGuid, leaf: usize, element: Option<(usize, usize)>, bytes: &mut [u8]) {
         let g = guid_of(bytes);
-        if g != 0 && g.is_multiple_of(2) && !self.actors.contains_key(&g) {
+        if g.is_dynamic() && !self.actors.contains_key(&g) {
             self.unmapped.push(Unmapped { owner, leaf, element, target: g });
             bytes[..8].fill(0);
         }
     }
 
     /// Actor `target` arrived: writes every reference waiting for it and fires their notifies.
-    fn resolve(&mut self, target: u64) {
+    fn resolve(&mut self, target: NetGuid) {
         let (ready, rest): (Vec<Unmapped>, Vec<Unmapped>) = self.unmapped.drain(..).partition(|u| u.target == target);
         self.unmapped = rest;
         for u in ready {
@@ -381,7 +475,7 @@ impl ClientWorld {
             let layout = c.layout.clone();
             let parent = layout.leaves[u.leaf].parent;
             let Ok(old) = c.store.get(id, parent) else { continue };
-            let bytes = target.to_le_bytes();
+            let bytes = target.0.to_le_bytes();
             match (u.element, layout.leaves[u.leaf].array) {
                 (None, _) => {
                     let _ = c.store.write_leaf_bytes(id, u.leaf, &bytes);
@@ -405,7 +499,7 @@ impl ClientWorld {
 }
 
 /// Fires a notify by its declared mode.
-fn fire(out: &mut Vec<NotifyEvent>, mode: Notify, guid: u64, parent: usize, old: Value, new: Value) {
+fn fire(out: &mut Vec<NotifyEvent>, mode: Notify, guid: NetGuid, parent: usize, old: Value, new: Value) {
     let changed = !value_bits_eq(&old, &new);
     let (fires, with_old) = match mode {
         Notify::None => (false, false),
@@ -419,11 +513,11 @@ fn fire(out: &mut Vec<NotifyEvent>, mode: Notify, guid: u64, parent: usize, old:
     }
 }
 
-fn guid_of(bytes: &[u8]) -> u64 {
+fn guid_of(bytes: &[u8]) -> NetGuid {
     let mut a = [0u8; 8];
     let n = bytes.len().min(8);
     a[..n].copy_from_slice(&bytes[..n]);
-    u64::from_le_bytes(a)
+    NetGuid(u64::from_le_bytes(a))
 }
 
 /// The (kind, bytes) of every leaf value a record carries.

@@ -1,0 +1,193 @@
+//! The gather step of a frame: per class, compare, find spawned and despawned actors (NetGUIDs,
+//! opens, closes), record history, and list the frame's changed actors for every connection.
+//!
+//! ```text
+//! per class   begin_tick → compare → ChangeSet
+//!             pages whose spawn epoch moved: new generations get a NetGUID and an open on every
+//!             connection; vanished ones are retired (a close where the client may have them)
+//!             history.record(frame)
+//! changed     (class, slot, changed leaves) of every actor that changed, sorted, with a copy of
+//!             its replication state, so per-connection planning reads them in order
+//! ```
+
+use super::condition::{flags, ActiveLeaves};
+use super::connection::{pair, PairState};
+use super::NetDriver;
+use crate::compare::{ChangeSet, ShadowState};
+use crate::history::History;
+use crate::ids::{LeafMask, NetGuid};
+use crate::schema::{ClassLayout, PAGE_LANES};
+use crate::store::{BitIter, ClassStore};
+use std::sync::Arc;
+
+/// Replication state of one actor slot.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct ActorNet {
+    pub guid: NetGuid,
+    pub generation: u32,
+    pub alive: bool,
+    /// Index of the owning connection.
+    pub owner: Option<u32>,
+    pub autonomous: bool,
+    pub physics: bool,
+    /// Leaves of Custom/Dynamic parents switched off for this actor.
+    pub custom_inactive: LeafMask,
+}
+
+impl ActorNet {
+    /// The replication flags of this actor for connection `conn`.
+    pub fn flags(&self, conn: u32, replay: bool, open_acked: bool) -> u8 {
+        let owner = self.owner == Some(conn);
+        let mut f = 0;
+        if !open_acked {
+            f |= flags::INITIAL;
+        }
+        if owner {
+            f |= flags::OWNER;
+        }
+        if !(owner && self.autonomous) {
+            f |= flags::SIMULATED;
+        }
+        if replay {
+            f |= flags::REPLAY;
+        }
+        if self.physics {
+            f |= flags::PHYSICS;
+        }
+        f
+    }
+}
+
+/// One registered class: its shadow, history and actors.
+pub(crate) struct ClassNet {
+    pub layout: Arc<ClassLayout>,
+    pub store_id: u64,
+    pub shadow: ShadowState,
+    pub history: History,
+    pub changes: ChangeSet,
+    pub active: ActiveLeaves,
+    pub actors: Vec<ActorNet>,
+    pub seen_epochs: Vec<u32>,
+    /// Leaves that are dynamic arrays (written per connection, not shared).
+    pub array_leaves: LeafMask,
+}
+
+/// One changed actor of the frame.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct ChangedActor {
+    pub class: u32,
+    pub slot: u32,
+    pub leaves: LeafMask,
+}
+
+impl NetDriver {
+    /// Compares class `ci` against its shadow, tracks its slots and records history.
+    pub(super) fn gather_class(&mut self, ci: usize, store: &mut ClassStore) -> Result<(), super::DriverError> {
+        store.begin_tick();
+        let c = &mut self.classes[ci];
+        c.shadow.compare(store, &self.cfg.compare, &mut c.changes)?;
+        self.track_slots(ci as u32, store);
+        let c = &mut self.classes[ci];
+        c.history.record(self.frame, &c.changes);
+        Ok(())
+    }
+
+    /// Finds actors spawned and despawned since the last tick (pages whose epoch moved).
+    fn track_slots(&mut self, class: u32, store: &ClassStore) {
+        let epochs = store.epochs();
+        let c = &mut self.classes[class as usize];
+        c.seen_epochs.resize(epochs.len(), u32::MAX);
+        let mut changed_pages = Vec::new();
+        for (p, (&e, seen)) in epochs.iter().zip(c.seen_epochs.iter_mut()).enumerate() {
+            if e != *seen {
+                *seen = e;
+                changed_pages.push(p);
+            }
+        }
+        for p in changed_pages {
+            let occupied = store.occupied()[p];
+            for lane in 0..PAGE_LANES {
+                let slot = (p * PAGE_LANES + lane) as u32;
+                let Some(&generation) = store.generations().get(slot as usize) else { break };
+                let live = occupied >> lane & 1 != 0;
+                let known = self.classes[class as usize].actors.get(slot as usize).copied().unwrap_or_default();
+                if known.alive && (!live || known.generation != generation) {
+                    self.retire_actor(class, slot);
+                }
+                if live {
+                    self.ensure_actor(class, slot, generation);
+                }
+            }
+        }
+    }
+
+    /// The GUID of the actor in `slot` with `generation`, announcing it to every connection if it
+    /// is new to the driver.
+    pub(super) fn ensure_actor(&mut self, class: u32, slot: u32, generation: u32) -> NetGuid {
+        let c = &mut self.classes[class as usize];
+        if c.actors.len() <= slot as usize {
+            c.actors.resize(slot as usize + 1, ActorNet::default());
+        }
+        let a = c.actors[slot as usize];
+        if a.alive && a.generation == generation {
+            return a.guid;
+        }
+        if a.alive {
+            // The slot's previous actor died unseen: close it first.
+            self.retire_actor(class, slot);
+        }
+        let guid = self.next_guid;
+        self.next_guid = guid.next_dynamic();
+        self.guids.insert(guid, (class, slot));
+        let c = &mut self.classes[class as usize];
+        c.actors[slot as usize] = ActorNet { guid, generation, alive: true, ..ActorNet::default() };
+        c.history.clear_slot(slot);
+        for conn in &mut self.conns {
+            *conn.pair(class, slot) = PairState::default();
+            conn.queue(class, slot);
+        }
+        guid
+    }
+
+    /// The actor in `slot` is gone: connections that may have it get a close.
+    fn retire_actor(&mut self, class: u32, slot: u32) {
+        let c = &mut self.classes[class as usize];
+        let a = &mut c.actors[slot as usize];
+        a.alive = false;
+        let guid = a.guid;
+        c.history.clear_slot(slot);
+        self.guids.remove(&guid);
+        for conn in &mut self.conns {
+            let ps = std::mem::take(conn.pair(class, slot));
+            if ps.flags & pair::EVER_OPENED != 0 {
+                conn.closes.push(guid);
+            }
+        }
+    }
+
+    /// The frame's changed actors with their changed leaves, sorted by (class, slot).
+    pub(super) fn collect_changed(&mut self) {
+        self.changed.clear();
+        self.changed_actors.clear();
+        for (ci, c) in self.classes.iter().enumerate() {
+            let leaves = c.layout.leaves.len();
+            for p in 0..c.changes.pages() {
+                let lanes = c.changes.page_lanes(p);
+                if lanes == 0 {
+                    continue;
+                }
+                let mut per_lane = [LeafMask::EMPTY; PAGE_LANES];
+                for leaf in 0..leaves {
+                    for lane in BitIter(c.changes.leaf_mask(p, leaf)) {
+                        per_lane[lane] |= LeafMask::leaf(leaf);
+                    }
+                }
+                for lane in BitIter(lanes) {
+                    let slot = p * PAGE_LANES + lane;
+                    self.changed.push(ChangedActor { class: ci as u32, slot: slot as u32, leaves: per_lane[lane] });
+                    self.changed_actors.push(c.actors.get(slot).copied().unwrap_or_default());
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,152 @@
+//! One client as the server sees it: the 16-byte state kept per (connection, actor) pair, the
+//! pairs waiting for attention, the closes to send, and the connection's packets and reliability.
+//!
+//! [`PairState`] is all a connection keeps per actor: where its catch-up stands (the frame it last
+//! sent), what to resend after a NAK, and channel flags — 16 bytes, Iris's figure. A pair that
+//! needs sending although its actor did not change this frame (an open, a resend, a property
+//! that became active) is *pending*: its flag is set and it sits once in [`Connection::pending`].
+
+use super::plan::SendItem;
+use super::reliability::Reliability;
+use crate::ids::{Frame, LeafMask, NetGuid, Seq};
+use crate::wire::packet::PacketWriter;
+use crate::wire::BitWriter;
+
+/// Bits of [`PairState::flags`].
+pub mod pair {
+    /// A bunch carrying this actor's channel open has been sent since the last loss of one.
+    pub const OPEN_SENT: u8 = 1;
+    /// A packet carrying the open was acknowledged: the client has the actor.
+    pub const OPEN_ACKED: u8 = 2;
+    /// The pair is queued in its connection's pending list.
+    pub const PENDING: u8 = 4;
+    /// Some packet carried this actor's open: the client may have it, so its end needs a close
+    /// (kept even when that packet is later lost, as another may still deliver the open).
+    pub const EVER_OPENED: u8 = 8;
+}
+
+/// What one connection keeps for one actor: 16 bytes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[repr(C)]
+pub struct PairState {
+    /// Leaves whose packet was lost: their current value is sent next.
+    pub resend: LeafMask,
+    /// The frame this pair last sent; everything that changed up to it was sent (0: never).
+    pub sent_through: Frame,
+    /// [`pair`] bits.
+    pub flags: u8,
+    _pad: [u8; 3],
+}
+
+const _: () = assert!(std::mem::size_of::<PairState>() == 16);
+
+/// Counters of one connection, for monitoring (see [`super::NetDriver::connection_stats`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ConnectionStats {
+    /// Bytes of packets sent (keep-alives and repeats included).
+    pub bytes_sent: u64,
+    /// Packets sent (keep-alives and repeats included).
+    pub packets_sent: u64,
+    /// Packets the client reported received.
+    pub packets_acked: u64,
+    /// Packets the client reported missing (their content was queued again).
+    pub packets_lost: u64,
+    /// Empty packets sent so a quiet connection's losses come to light.
+    pub keep_alives: u64,
+    /// Packets sent again byte for byte because the sequence window was full.
+    pub repeats: u64,
+    /// Feedback applied.
+    pub feedback_applied: u64,
+    /// Feedback about nothing new (duplicated, reordered or repeated): ignored.
+    pub feedback_stale: u64,
+    /// Feedback naming a packet never sent: ignored.
+    pub feedback_forged: u64,
+    /// Feedback that did not decode: refused.
+    pub feedback_malformed: u64,
+    /// Requests to open an actor again that were honoured.
+    pub reopens_honoured: u64,
+    /// Requests to open an actor again that were ignored (unknown actor, or its open is not
+    /// acknowledged yet, so one is already on its way).
+    pub reopens_ignored: u64,
+    /// Frames in which the connection could start no packet because the window was full.
+    pub window_full_frames: u64,
+}
+
+/// The server's state for one client.
+pub(crate) struct Connection {
+    pub replay: bool,
+    /// Per class, per slot.
+    pub pairs: Vec<Vec<PairState>>,
+    /// (class, slot) of pairs with the PENDING flag.
+    pub pending: Vec<(u32, u32)>,
+    /// Actors whose close must be sent.
+    pub closes: Vec<NetGuid>,
+    /// This frame's sends, from planning to packet writing.
+    pub sends: Vec<SendItem>,
+    pub rel: Reliability,
+    /// This frame's packets, back to back and byte-aligned, written in place;
+    /// `out_ends[i]` is the byte where packet `i` ends.
+    pub out: BitWriter,
+    pub out_ends: Vec<usize>,
+    pub writer: PacketWriter,
+    pub stats: ConnectionStats,
+}
+
+impl Connection {
+    pub fn new(replay: bool, classes: usize, mtu: usize, first_seq: Seq) -> Self {
+        Self {
+            replay,
+            pairs: vec![Vec::new(); classes],
+            pending: Vec::new(),
+            closes: Vec::new(),
+            sends: Vec::new(),
+            rel: Reliability::new(first_seq),
+            out: BitWriter::new(),
+            out_ends: Vec::new(),
+            writer: PacketWriter::new(mtu),
+            stats: ConnectionStats::default(),
+        }
+    }
+
+    /// Queues a pair for attention next frame (once).
+    pub fn queue(&mut self, class: u32, slot: u32) {
+        let ps = self.pair(class, slot);
+        if ps.flags & pair::PENDING == 0 {
+            ps.flags |= pair::PENDING;
+            self.pending.push((class, slot));
+        }
+    }
+
+    /// The state of a pair, created on first use.
+    pub fn pair(&mut self, class: u32, slot: u32) -> &mut PairState {
+        let v = &mut self.pairs[class as usize];
+        if v.len() <= slot as usize {
+            v.resize(slot as usize + 1, PairState::default());
+        }
+        &mut v[slot as usize]
+    }
+
+    /// The state of a pair, if it exists.
+    pub fn pair_ref(&self, class: u32, slot: u32) -> Option<&PairState> {
+        self.pairs.get(class as usize)?.get(slot as usize)
+    }
+
+    /// This frame's packets.
+    pub fn packets(&self) -> impl Iterator<Item = &[u8]> + '_ {
+        let starts = std::iter::once(0).chain(self.out_ends.iter().copied());
+        let bytes = self.out.bytes();
+        starts.zip(self.out_ends.iter().copied()).map(move |(a, b)| &bytes[a..b])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pair_state_packs_into_sixteen_bytes() {
+        assert_eq!(memoffset::offset_of!(PairState, resend), 0);
+        assert_eq!(memoffset::offset_of!(PairState, sent_through), 8);
+        assert_eq!(memoffset::offset_of!(PairState, flags), 12);
+    }
+}

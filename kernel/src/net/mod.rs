@@ -1,0 +1,651 @@
+//! The net layer: one server frame from compare to packets, and what client feedback does.
+//!
+//! ```text
+//! tick(frame N)                                              modules, in the order a frame runs
+//!   gather        per class: begin_tick, compare → ChangeSet, spawned/despawned   actors
+//!                 slots (NetGUIDs, opens, closes), history.record(N); the frame's
+//!                 changed actors, sorted
+//!   plan          per connection (rayon): merge the changed actors with the      plan
+//!                 connection's pending pairs; send = (changed ∪ resend ∪
+//!                 changed-since-last-send) ∩ active(condition flags)
+//!   share         every changed actor's changed fixed leaves encoded once        shared
+//!   send          per connection (rayon): packets of at most `mtu` bytes,         send, wire::packet
+//!                 records copied from the shared arena; each packet recorded
+//!                 in flight; a full window defers the rest; keep-alives
+//! receive_feedback  ack → retire (an acknowledged open makes the channel open);  reliability
+//!                 nak → the lost leaves are resent (current values), a lost open
+//!                 is sent again, a lost close queued again; forged, stale and
+//!                 repeated feedback is ignored and counted; reopen requests
+//! ```
+//!
+//! Per-connection state ([`connection`]) is 16 bytes per (connection, actor) plus what is in
+//! flight; the condition map is in [`condition`].
+//!
+//! NetGUIDs ([`NetGuid`]): a dynamic actor gets an even GUID from 2 upwards the first tick that
+//! sees it spawned (or earlier, through [`NetDriver::assign_guid`]), never reused. Object-reference
+//! properties hold GUIDs: the game writes `ObjectRef(driver.assign_guid(..)?.0)`.
+//!
+//! ```
+//! use shadowrep::client::ClientWorld;
+//! use shadowrep::net::{DriverConfig, NetDriver};
+//! use shadowrep::prelude::*;
+//! use std::sync::Arc;
+//!
+//! let layout = Arc::new(
+//!     ClassBuilder::new("Door")
+//!         .property(PropertyDecl::new("Open", PropType::Bool).notify(Notify::OnChanged))
+//!         .build()
+//!         .unwrap(),
+//! );
+//! let mut store = ClassStore::new(layout.clone());
+//! let mut driver = NetDriver::new(DriverConfig::default()).unwrap();
+//! let class = driver.register_class(&mut store).unwrap();
+//! let conn = driver.add_connection(false);
+//! let mut client = ClientWorld::new(&[layout], &driver.checksums()).unwrap();
+//!
+//! let door = store.spawn();
+//! store.set(door, 0, &Value::Bool(true)).unwrap();
+//! let guid = driver.assign_guid(class, &store, door).unwrap();
+//! driver.tick(&mut [&mut store]).unwrap();
+//! for packet in driver.take_packets(conn).unwrap() {
+//!     client.receive(&packet).unwrap();
+//! }
+//! driver.receive_feedback(conn, &client.feedback()).unwrap();
+//! assert_eq!(client.value(guid, 0), Some(Value::Bool(true)));
+//! assert_eq!(client.take_notifies().len(), 1);
+//! ```
+
+mod actors;
+pub mod condition;
+pub mod connection;
+mod plan;
+mod reliability;
+mod send;
+mod shared;
+
+pub use crate::ids::{ClassId, ConnectionId, Frame, LeafMask, NetGuid, Seq};
+pub use connection::{ConnectionStats, PairState};
+
+use crate::compare::{ChangeSet, CompareConfig, CompareError, ShadowState};
+use crate::history::History;
+use crate::store::{ActorId, ClassStore};
+use crate::wire::feedback::read_feedback;
+use crate::wire::packet::{MAX_MTU, MIN_MTU};
+use crate::wire::WireError;
+use actors::{ActorNet, ChangedActor, ClassNet};
+use condition::ActiveLeaves;
+use connection::{pair, Connection};
+use rayon::prelude::*;
+use reliability::Intake;
+use shared::SharedArena;
+use std::collections::HashMap;
+use std::fmt;
+
+/// How a driver runs.
+#[derive(Clone, Copy, Debug)]
+pub struct DriverConfig {
+    /// Largest packet in bytes (UE's `MAX_PACKET_SIZE` is 1024), in `512..=16384`.
+    pub mtu: usize,
+    /// Encode each (actor, property) once per frame for every connection (UE's
+    /// `ShareSerializedData`); off, every connection encodes for itself.
+    pub shared_serialization: bool,
+    /// Run per-connection work and shared encoding on the rayon pool.
+    pub parallel: bool,
+    /// Frames with fewer (actor, connection) candidates than this run on the calling thread even
+    /// when `parallel`: an idle frame should cost next to nothing.
+    pub min_parallel_items: usize,
+    /// A connection with content in flight that sent nothing for this many frames sends a
+    /// keep-alive, so a lost tail is found within about a round trip plus this interval (UE's
+    /// `KeepAliveTime` is 0.2 s: 6 frames at 30 Hz).
+    pub keep_alive_frames: u32,
+    /// How to compare.
+    pub compare: CompareConfig,
+}
+
+impl Default for DriverConfig {
+    fn default() -> Self {
+        Self {
+            mtu: 1024,
+            shared_serialization: true,
+            parallel: true,
+            min_parallel_items: 2048,
+            keep_alive_frames: 6,
+            compare: CompareConfig::default(),
+        }
+    }
+}
+
+/// Why a driver call was refused.
+#[derive(Clone, Debug, PartialEq)]
+pub enum DriverError {
+    /// `mtu` outside `512..=16384` bytes.
+    MtuOutOfRange(usize),
+    /// The per-pair state keeps one `u64` of leaves; this class has more.
+    TooManyLeaves {
+        /// Class name.
+        class: String,
+        /// Its leaf count.
+        leaves: usize,
+    },
+    /// A record (or one array element) of this class may not fit one packet at this MTU.
+    RecordTooLarge {
+        /// Class name.
+        class: String,
+        /// Worst-case bits of its largest record.
+        bits: usize,
+    },
+    /// The store is already registered with this driver.
+    AlreadyRegistered(ClassId),
+    /// No such class.
+    UnknownClass(ClassId),
+    /// No such connection.
+    UnknownConnection(ConnectionId),
+    /// A store that is not registered with this driver (or not the one registered as `ClassId`).
+    UnknownStore,
+    /// `tick` was not given the store of this class.
+    MissingStore(ClassId),
+    /// `tick` was given the store of this class twice.
+    DuplicateStore(ClassId),
+    /// The actor id is stale.
+    StaleActor(ActorId),
+    /// A parent index out of range.
+    NoSuchParent(usize),
+    /// Feedback bytes did not decode (counted in the connection's statistics; nothing changed).
+    Feedback(WireError),
+}
+
+impl fmt::Display for DriverError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DriverError::MtuOutOfRange(m) => write!(f, "mtu of {m} bytes is outside {MIN_MTU}..={MAX_MTU}"),
+            DriverError::TooManyLeaves { class, leaves } => {
+                write!(f, "class `{class}` has {leaves} leaf handles; the send state supports at most 64")
+            }
+            DriverError::RecordTooLarge { class, bits } => {
+                write!(f, "class `{class}` has a record of up to {bits} bits, more than one packet holds")
+            }
+            DriverError::AlreadyRegistered(c) => write!(f, "this store is already registered as class {}", c.0),
+            DriverError::UnknownClass(c) => write!(f, "no class with id {}", c.0),
+            DriverError::UnknownConnection(c) => write!(f, "no connection with id {}", c.0),
+            DriverError::UnknownStore => write!(f, "a store that is not registered with this driver"),
+            DriverError::MissingStore(c) => write!(f, "tick needs the store of class {} too", c.0),
+            DriverError::DuplicateStore(c) => write!(f, "tick got the store of class {} twice", c.0),
+            DriverError::StaleActor(id) => write!(f, "actor {}:{} does not exist", id.index, id.generation),
+            DriverError::NoSuchParent(p) => write!(f, "no parent property with index {p}"),
+            DriverError::Feedback(e) => write!(f, "bad feedback: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for DriverError {}
+
+/// What one tick did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TickStats {
+    /// Frame number.
+    pub frame: Frame,
+    /// Actors that changed.
+    pub changed_actors: usize,
+    /// (connection, actor) bunches written.
+    pub bunches: usize,
+    /// Packets written.
+    pub packets: usize,
+    /// Bytes written, over every connection.
+    pub bytes: usize,
+    /// Fixed-leaf records encoded into the shared arena.
+    pub shared_records: usize,
+}
+
+/// What [`NetDriver::receive_feedback`] did with a feedback message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FeedbackOutcome {
+    /// It settled this many packets in flight.
+    Applied(usize),
+    /// It reports nothing newer than what was already settled (a duplicate, a reordered or
+    /// repeated feedback): its acks are ignored (its reopen requests still count).
+    Stale,
+    /// It names a packet never sent: ignored entirely.
+    NeverSent,
+}
+
+/// The server replication driver.
+pub struct NetDriver {
+    cfg: DriverConfig,
+    frame: Frame,
+    classes: Vec<ClassNet>,
+    /// Store id → class index.
+    by_store: HashMap<u64, u32>,
+    conns: Vec<Connection>,
+    next_guid: NetGuid,
+    /// Live dynamic GUIDs → (class, slot).
+    guids: HashMap<NetGuid, (u32, u32)>,
+    changed: Vec<ChangedActor>,
+    /// The changed actors' replication state, parallel to `changed`: per-connection planning
+    /// reads it in order instead of jumping around the actor tables once per connection.
+    changed_actors: Vec<ActorNet>,
+    arena: SharedArena,
+    stats: TickStats,
+}
+
+impl NetDriver {
+    /// A driver with no classes and no connections.
+    pub fn new(cfg: DriverConfig) -> Result<Self, DriverError> {
+        if !(MIN_MTU..=MAX_MTU).contains(&cfg.mtu) {
+            return Err(DriverError::MtuOutOfRange(cfg.mtu));
+        }
+        Ok(Self {
+            cfg,
+            frame: Frame(0),
+            classes: Vec::new(),
+            by_store: HashMap::new(),
+            conns: Vec::new(),
+            next_guid: NetGuid::FIRST_DYNAMIC,
+            guids: HashMap::new(),
+            changed: Vec::new(),
+            changed_actors: Vec::new(),
+            arena: SharedArena::default(),
+            stats: TickStats::default(),
+        })
+    }
+
+    /// Starts watching `store`; its class id is the registration index.
+    pub fn register_class(&mut self, store: &mut ClassStore) -> Result<ClassId, DriverError> {
+        if let Some(&c) = self.by_store.get(&store.id()) {
+            return Err(DriverError::AlreadyRegistered(ClassId(c)));
+        }
+        let layout = store.layout().clone();
+        if layout.leaves.len() > 64 {
+            return Err(DriverError::TooManyLeaves { class: layout.name.clone(), leaves: layout.leaves.len() });
+        }
+        // Every record (and every array element with its record head) must fit an otherwise
+        // empty packet: packet header and terminator, a bunch header with an open, its length.
+        let room = self.cfg.mtu * 8 - 40 - 1 - (1 + 80 + 1 + 40 + 1) - 24 - 8;
+        let record = |kind| 24 + crate::wire::max_leaf_bits(kind);
+        let largest = layout
+            .leaves
+            .iter()
+            .map(|l| match l.array {
+                Some(a) => layout.arrays[a].elements.iter().map(|e| record(e.kind)).sum::<usize>() + 48 + 8,
+                None => record(l.kind),
+            })
+            .max()
+            .unwrap_or(0);
+        if largest > room {
+            return Err(DriverError::RecordTooLarge { class: layout.name.clone(), bits: largest });
+        }
+        let array_leaves = layout
+            .leaves
+            .iter()
+            .enumerate()
+            .filter(|(_, l)| l.array.is_some())
+            .fold(LeafMask::EMPTY, |m, (i, _)| m | LeafMask::leaf(i));
+        let id = ClassId(self.classes.len() as u32);
+        self.by_store.insert(store.id(), id.0);
+        self.classes.push(ClassNet {
+            store_id: store.id(),
+            shadow: ShadowState::new(store),
+            history: History::new(layout.clone()),
+            changes: ChangeSet::new(),
+            active: ActiveLeaves::new(&layout),
+            actors: Vec::new(),
+            seen_epochs: Vec::new(),
+            array_leaves,
+            layout,
+        });
+        for c in &mut self.conns {
+            c.pairs.push(Vec::new());
+        }
+        Ok(id)
+    }
+
+    /// Checksums of the registered layouts, in class-id order (a client must match them).
+    pub fn checksums(&self) -> Vec<u64> {
+        self.classes.iter().map(|c| c.layout.checksum).collect()
+    }
+
+    /// Adds a connection whose first packet has sequence number 1; every live actor will be
+    /// opened on it.
+    pub fn add_connection(&mut self, replay: bool) -> ConnectionId {
+        self.add_connection_at(replay, Seq(1))
+    }
+
+    /// Adds a connection whose first packet has sequence number `first` (a handshake may pick
+    /// it at random, as UE's does; the client must be told: [`crate::client::ClientWorld::with_first_seq`]).
+    pub fn add_connection_at(&mut self, replay: bool, first: Seq) -> ConnectionId {
+        let mut c = Connection::new(replay, self.classes.len(), self.cfg.mtu, first);
+        for (ci, class) in self.classes.iter().enumerate() {
+            c.pairs[ci].resize(class.actors.len(), PairState::default());
+            for (slot, a) in class.actors.iter().enumerate() {
+                if a.alive {
+                    c.queue(ci as u32, slot as u32);
+                }
+            }
+        }
+        self.conns.push(c);
+        ConnectionId(self.conns.len() as u32 - 1)
+    }
+
+    /// Size of the per-(connection, actor) send state in bytes.
+    pub fn pair_state_bytes() -> usize {
+        std::mem::size_of::<PairState>()
+    }
+
+    /// Current frame number (0 before the first tick).
+    pub fn frame(&self) -> Frame {
+        self.frame
+    }
+
+    fn class_for(&self, class: ClassId, store: &ClassStore) -> Result<usize, DriverError> {
+        let c = self.classes.get(class.0 as usize).ok_or(DriverError::UnknownClass(class))?;
+        if c.store_id != store.id() {
+            return Err(DriverError::UnknownStore);
+        }
+        Ok(class.0 as usize)
+    }
+
+    /// The NetGUID of a live actor, assigning one now (and announcing the actor to every
+    /// connection) if no tick has seen it yet. A tick assigns GUIDs to new actors by itself;
+    /// call this to reference an actor in a property before that tick.
+    pub fn assign_guid(&mut self, class: ClassId, store: &ClassStore, id: ActorId) -> Result<NetGuid, DriverError> {
+        let ci = self.class_for(class, store)?;
+        if !store.contains(id) {
+            return Err(DriverError::StaleActor(id));
+        }
+        Ok(self.ensure_actor(ci as u32, id.index, id.generation))
+    }
+
+    /// The NetGUID of an actor, if the driver has assigned one (no side effects).
+    pub fn guid_of(&self, class: ClassId, id: ActorId) -> Option<NetGuid> {
+        let a = self.classes.get(class.0 as usize)?.actors.get(id.index as usize)?;
+        (a.alive && a.generation == id.generation).then_some(a.guid)
+    }
+
+    fn actor_mut(&mut self, class: ClassId, store: &ClassStore, id: ActorId) -> Result<&mut ActorNet, DriverError> {
+        self.assign_guid(class, store, id)?;
+        Ok(&mut self.classes[class.0 as usize].actors[id.index as usize])
+    }
+
+    /// Sets which connection owns an actor (`None`: nobody) and whether the owner holds an
+    /// autonomous proxy. Properties that become active for a connection are sent to it.
+    pub fn set_owner(
+        &mut self,
+        class: ClassId,
+        store: &ClassStore,
+        id: ActorId,
+        owner: Option<ConnectionId>,
+        autonomous: bool,
+    ) -> Result<(), DriverError> {
+        if let Some(o) = owner {
+            if o.0 as usize >= self.conns.len() {
+                return Err(DriverError::UnknownConnection(o));
+            }
+        }
+        self.class_for(class, store)?;
+        let before = self.all_pair_flags(class.0, id.index);
+        let a = self.actor_mut(class, store, id)?;
+        a.owner = owner.map(|o| o.0);
+        a.autonomous = autonomous;
+        self.wake_newly_active(class.0, id.index, &before);
+        Ok(())
+    }
+
+    /// Sets whether an actor replicates physics (the SimulatedOrPhysics conditions).
+    pub fn set_physics(
+        &mut self,
+        class: ClassId,
+        store: &ClassStore,
+        id: ActorId,
+        physics: bool,
+    ) -> Result<(), DriverError> {
+        self.class_for(class, store)?;
+        let before = self.all_pair_flags(class.0, id.index);
+        self.actor_mut(class, store, id)?.physics = physics;
+        self.wake_newly_active(class.0, id.index, &before);
+        Ok(())
+    }
+
+    /// Switches a Custom (or Dynamic) condition property of one actor on or off (UE's
+    /// `DOREPLIFETIME_ACTIVE_OVERRIDE`). Switching it on sends its current value.
+    pub fn set_custom_active(
+        &mut self,
+        class: ClassId,
+        store: &ClassStore,
+        id: ActorId,
+        parent: usize,
+        active: bool,
+    ) -> Result<(), DriverError> {
+        let ci = self.class_for(class, store)?;
+        let c = &self.classes[ci];
+        if parent >= c.layout.parents.len() {
+            return Err(DriverError::NoSuchParent(parent));
+        }
+        let leaves = c.active.parent(parent);
+        let a = self.actor_mut(class, store, id)?;
+        let was_inactive = !(a.custom_inactive & leaves).is_empty();
+        if active {
+            a.custom_inactive &= !leaves;
+        } else {
+            a.custom_inactive |= leaves;
+        }
+        if active && was_inactive {
+            let ever = self.classes[ci].history.changed_since(id.index, Frame(0)) & leaves;
+            for conn in &mut self.conns {
+                conn.pair(class.0, id.index).resend |= ever;
+                conn.queue(class.0, id.index);
+            }
+        }
+        Ok(())
+    }
+
+    fn all_pair_flags(&self, class: u32, slot: u32) -> Vec<u8> {
+        (0..self.conns.len()).map(|c| self.pair_flags(class, slot, c)).collect()
+    }
+
+    fn pair_flags(&self, class: u32, slot: u32, conn: usize) -> u8 {
+        let Some(a) = self.classes.get(class as usize).and_then(|c| c.actors.get(slot as usize)) else { return 0 };
+        let Some(c) = self.conns.get(conn) else { return 0 };
+        let acked = c.pair_ref(class, slot).is_some_and(|p| p.flags & pair::OPEN_ACKED != 0);
+        a.flags(conn as u32, c.replay, acked)
+    }
+
+    /// After flags changed: leaves that became active for a connection are sent to it.
+    fn wake_newly_active(&mut self, class: u32, slot: u32, before: &[u8]) {
+        let ever = self.classes[class as usize].history.changed_since(slot, Frame(0));
+        for (ci, &was) in before.iter().enumerate() {
+            let now = self.pair_flags(class, slot, ci);
+            let c = &self.classes[class as usize];
+            let custom = c.actors[slot as usize].custom_inactive;
+            let newly = c.active.get(now) & !c.active.get(was) & !custom & ever;
+            if !newly.is_empty() {
+                let conn = &mut self.conns[ci];
+                conn.pair(class, slot).resend |= newly;
+                conn.queue(class, slot);
+            }
+        }
+    }
+
+    fn conn(&self, conn: ConnectionId) -> Result<&Connection, DriverError> {
+        self.conns.get(conn.0 as usize).ok_or(DriverError::UnknownConnection(conn))
+    }
+
+    /// Packets produced for `conn` by the last tick (taken: a second call returns none).
+    pub fn take_packets(&mut self, conn: ConnectionId) -> Result<Vec<Vec<u8>>, DriverError> {
+        let packets = self.conn(conn)?.packets().map(|p| p.to_vec()).collect();
+        let c = &mut self.conns[conn.0 as usize];
+        c.out.clear();
+        c.out_ends.clear();
+        Ok(packets)
+    }
+
+    /// Packets produced for `conn` by the last tick, borrowed (no allocation); the next tick
+    /// replaces them.
+    pub fn packets(&self, conn: ConnectionId) -> Result<impl Iterator<Item = &[u8]> + '_, DriverError> {
+        Ok(self.conn(conn)?.packets())
+    }
+
+    /// Counters of `conn`.
+    pub fn connection_stats(&self, conn: ConnectionId) -> Result<ConnectionStats, DriverError> {
+        Ok(self.conn(conn)?.stats)
+    }
+
+    /// Bytes sent to `conn` so far.
+    pub fn bytes_sent(&self, conn: ConnectionId) -> u64 {
+        self.conns.get(conn.0 as usize).map_or(0, |c| c.stats.bytes_sent)
+    }
+
+    /// Packets sent to `conn` whose fate is not known yet.
+    pub fn in_flight(&self, conn: ConnectionId) -> usize {
+        self.conns.get(conn.0 as usize).map_or(0, |c| c.rel.in_flight())
+    }
+
+    /// Applies a client's feedback (see [`crate::wire::feedback`]): packets it received are
+    /// retired, packets it missed have their content resent, actors it asks for are opened
+    /// again. Feedback that is stale (duplicated, reordered, repeated) or names packets never
+    /// sent changes nothing and is counted; bytes that do not decode are an error (and counted).
+    pub fn receive_feedback(&mut self, conn: ConnectionId, bytes: &[u8]) -> Result<FeedbackOutcome, DriverError> {
+        let ci = conn.0 as usize;
+        if ci >= self.conns.len() {
+            return Err(DriverError::UnknownConnection(conn));
+        }
+        let fb = match read_feedback(bytes) {
+            Ok(fb) => fb,
+            Err(e) => {
+                self.conns[ci].stats.feedback_malformed += 1;
+                return Err(DriverError::Feedback(e));
+            }
+        };
+        let outcome = match self.conns[ci].rel.classify(&fb) {
+            Intake::NeverSent => {
+                self.conns[ci].stats.feedback_forged += 1;
+                return Ok(FeedbackOutcome::NeverSent);
+            }
+            Intake::Stale => {
+                self.conns[ci].stats.feedback_stale += 1;
+                FeedbackOutcome::Stale
+            }
+            Intake::Settle => {
+                let (classes, c) = (&self.classes, &mut self.conns[ci]);
+                let mut settled = 0;
+                while let Some((rec, delivered)) = c.rel.settle_next(&fb) {
+                    reliability::apply_settled(c, classes, rec, delivered);
+                    settled += 1;
+                }
+                c.rel.settled(&fb);
+                c.stats.feedback_applied += 1;
+                FeedbackOutcome::Applied(settled)
+            }
+        };
+        for &guid in &fb.reopen {
+            self.reopen(ci, guid);
+        }
+        Ok(outcome)
+    }
+
+    /// A client got a bunch for `guid` but does not have the actor: open it again, if the
+    /// server believes the open acknowledged (otherwise one is already on its way). Honoured at
+    /// most once per round trip: the reopen clears the acknowledgement until a packet carrying
+    /// the new open is acknowledged.
+    fn reopen(&mut self, ci: usize, guid: NetGuid) {
+        let c = &mut self.conns[ci];
+        let Some(&(class, slot)) = self.guids.get(&guid) else {
+            c.stats.reopens_ignored += 1;
+            return;
+        };
+        let ps = c.pair(class, slot);
+        if ps.flags & pair::OPEN_ACKED == 0 {
+            c.stats.reopens_ignored += 1;
+            return;
+        }
+        ps.flags &= !(pair::OPEN_ACKED | pair::OPEN_SENT);
+        ps.sent_through = Frame(0);
+        c.queue(class, slot);
+        c.stats.reopens_honoured += 1;
+    }
+
+    /// One server frame. `stores` are the registered stores, in any order, each once.
+    pub fn tick(&mut self, stores: &mut [&mut ClassStore]) -> Result<TickStats, DriverError> {
+        // Find each class's store before touching anything.
+        let mut order = vec![usize::MAX; self.classes.len()];
+        for (i, s) in stores.iter().enumerate() {
+            let &c = self.by_store.get(&s.id()).ok_or(DriverError::UnknownStore)?;
+            if order[c as usize] != usize::MAX {
+                return Err(DriverError::DuplicateStore(ClassId(c)));
+            }
+            order[c as usize] = i;
+        }
+        if let Some(missing) = order.iter().position(|&i| i == usize::MAX) {
+            return Err(DriverError::MissingStore(ClassId(missing as u32)));
+        }
+        self.frame = Frame(self.frame.0 + 1);
+        self.stats = TickStats { frame: self.frame, ..TickStats::default() };
+        for (ci, &si) in order.iter().enumerate() {
+            self.gather_class(ci, stores[si])?;
+        }
+        self.collect_changed();
+        self.stats.changed_actors = self.changed.len();
+        let parallel = self.cfg.parallel && self.parallel_worth_it();
+        self.plan_sends(parallel);
+        let stores: Vec<&ClassStore> = order.iter().map(|&si| &*stores[si]).collect();
+        if self.cfg.shared_serialization {
+            self.stats.shared_records = self.arena.encode(&self.changed, &self.classes, &stores, self.cfg.parallel);
+        } else {
+            self.arena.clear();
+        }
+        self.write_packets(&stores, parallel);
+        Ok(self.stats)
+    }
+
+    /// Per connection: what to send to whom. A connection whose window is full plans nothing
+    /// (its pairs keep their catch-up points and pending state).
+    fn plan_sends(&mut self, parallel: bool) {
+        let (classes, frame) = (&self.classes, self.frame);
+        let changed = (&self.changed[..], &self.changed_actors[..]);
+        let plan = |(ci, conn): (usize, &mut Connection)| {
+            conn.sends.clear();
+            if conn.rel.room() > 0 {
+                plan::plan_connection(ci as u32, conn, classes, changed, frame);
+            }
+        };
+        if parallel {
+            self.conns.par_iter_mut().enumerate().for_each(plan);
+        } else {
+            self.conns.iter_mut().enumerate().for_each(plan);
+        }
+    }
+
+    /// Whether this frame's per-connection work is big enough to pay for waking the pool (an idle
+    /// frame should cost next to nothing).
+    fn parallel_worth_it(&self) -> bool {
+        let pending: usize = self.conns.iter().map(|c| c.pending.len() + c.closes.len()).sum();
+        self.changed.len() * self.conns.len() + pending >= self.cfg.min_parallel_items
+    }
+
+    /// Per connection: closes, then one bunch per actor, into packets of at most `mtu` bytes.
+    fn write_packets(&mut self, stores: &[&ClassStore], parallel: bool) {
+        let ctx = send::WriteCtx {
+            classes: &self.classes,
+            stores,
+            arena: self.cfg.shared_serialization.then_some(&self.arena),
+            keep_alive_frames: self.cfg.keep_alive_frames,
+        };
+        let write = |conn: &mut Connection| ctx.write_connection(conn);
+        let written: Vec<send::Written> = if parallel {
+            self.conns.par_iter_mut().map(write).collect()
+        } else {
+            self.conns.iter_mut().map(write).collect()
+        };
+        for w in written {
+            self.stats.bunches += w.bunches;
+            self.stats.packets += w.packets;
+            self.stats.bytes += w.bytes;
+        }
+    }
+}
+
+/// Maps a compare refusal (a shadow watching another store) to the driver's error; the driver
+/// finds each class's store by id, so this cannot happen through it.
+impl From<CompareError> for DriverError {
+    fn from(_: CompareError) -> Self {
+        DriverError::UnknownStore
+    }
+}

@@ -1,0 +1,112 @@
+//! Planning: what one connection gets this frame.
+//!
+//! ```text
+//! merge the frame's changed actors (sorted) with the connection's pending pairs (sorted);
+//! per pair:
+//!   flags   = owner / autonomous / replay / physics, and INITIAL until the open is acknowledged
+//!   active  = condition map[flags] − the actor's switched-off Custom leaves
+//!   owed    = condition map[flags ∪ INITIAL] − switched-off: resent leaves a lost packet carried
+//!             stay owed even when the open was acknowledged by another packet, so an
+//!             InitialOnly value is settled only by the ack of a packet that carried it
+//!   send    = ((changed ∪ changed since the pair's last send) ∩ active) ∪ (resend ∩ owed)
+//!   an actor whose open is not acknowledged is sent with its open (class) on every bunch
+//! ```
+//!
+//! Planning moves the pair's catch-up point to this frame and empties its resend set; what
+//! packet writing then cannot send (a full window) goes back through [`unsent`].
+
+use super::actors::{ActorNet, ChangedActor, ClassNet};
+use super::condition::flags;
+use super::connection::{pair, Connection, PairState};
+use crate::ids::{Frame, LeafMask, NetGuid};
+
+/// One actor to send to one connection this frame.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct SendItem {
+    pub class: u32,
+    pub slot: u32,
+    pub guid: NetGuid,
+    pub leaves: LeafMask,
+    /// The bunch carries the channel open (the open is not acknowledged yet).
+    pub open: bool,
+}
+
+/// How many changed actors ahead planning prefetches pair states.
+const PAIR_PREFETCH: usize = 16;
+
+/// Decides what connection `ci` gets this frame into `conn.sends`.
+pub(crate) fn plan_connection(
+    ci: u32,
+    conn: &mut Connection,
+    classes: &[ClassNet],
+    (changed, changed_actors): (&[ChangedActor], &[ActorNet]),
+    frame: Frame,
+) {
+    conn.sends.clear();
+    let mut pending = std::mem::take(&mut conn.pending);
+    pending.sort_unstable();
+    pending.dedup();
+    let (mut i, mut j) = (0, 0);
+    loop {
+        // Pair states are scattered (one per actor per connection); start loading the ones a
+        // few iterations ahead so their cache misses overlap.
+        if let Some(c) = changed.get(i + PAIR_PREFETCH) {
+            if let Some(p) = conn.pair_ref(c.class, c.slot) {
+                crate::compare::prefetch_addr(p as *const PairState as usize);
+            }
+        }
+        let a = changed.get(i).map(|c| (c.class, c.slot));
+        let b = pending.get(j).copied();
+        let take_changed = match (a, b) {
+            (Some(a), Some(b)) => {
+                if a == b {
+                    j += 1;
+                }
+                a <= b
+            }
+            (Some(_), None) => true,
+            (None, Some(_)) => false,
+            (None, None) => break,
+        };
+        let (class, slot, leaves, known) = if take_changed {
+            i += 1;
+            let c = &changed[i - 1];
+            (c.class, c.slot, c.leaves, Some(&changed_actors[i - 1]))
+        } else {
+            j += 1;
+            let (class, slot) = pending[j - 1];
+            (class, slot, LeafMask::EMPTY, None)
+        };
+        let c = &classes[class as usize];
+        let Some(actor) = known.or_else(|| c.actors.get(slot as usize)).filter(|a| a.alive) else { continue };
+        let ps = conn.pair(class, slot);
+        ps.flags &= !pair::PENDING;
+        let open = ps.flags & pair::OPEN_ACKED == 0;
+        let f = actor.flags(ci, conn.replay, !open);
+        let active = c.active.get(f) & !actor.custom_inactive;
+        let owed = c.active.get(f | flags::INITIAL) & !actor.custom_inactive;
+        let ps = conn.pair(class, slot);
+        let mut changed_leaves = leaves;
+        if ps.sent_through == Frame(0) || c.history.changed_between(slot, ps.sent_through, frame) {
+            changed_leaves |= c.history.changed_since(slot, ps.sent_through);
+        }
+        let send = (changed_leaves & active) | (ps.resend & owed);
+        let open_bunch = open && ps.flags & pair::OPEN_SENT == 0;
+        ps.resend = LeafMask::EMPTY;
+        ps.sent_through = frame;
+        if send.is_empty() && !open_bunch {
+            continue;
+        }
+        conn.sends.push(SendItem { class, slot, guid: actor.guid, leaves: send, open });
+    }
+    conn.pending = pending;
+    conn.pending.clear();
+}
+
+/// What packet writing could not send of `item` (`leaves`; an open not written is simply not
+/// marked sent) goes back to the pair: resent next frame.
+pub(crate) fn unsent(conn: &mut Connection, item: &SendItem, leaves: LeafMask) {
+    let ps = conn.pair(item.class, item.slot);
+    ps.resend |= leaves;
+    conn.queue(item.class, item.slot);
+}

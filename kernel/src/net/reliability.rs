@@ -1,0 +1,271 @@
+//! Reliability: sequence numbers, what each packet in flight carried, and what feedback does.
+//!
+//! ```text
+//! window     a packet may be started only while next_seq − acked ≤ ACK_WINDOW (256), where
+//!            acked is the newest packet the client reported; so one feedback always describes
+//!            every packet in flight, and an honest packet is never more than ACK_WINDOW ahead
+//!            of what the client has (which is all the jump a client accepts)
+//! feedback   newer than acked and not past the newest packet sent: every packet in flight up
+//!            to its `highest` is settled — delivered (retired; an open becomes acknowledged) or
+//!            missing (its leaves go back to the pair's resend set, an open is sent again, a
+//!            close is queued again); acked = highest
+//!            about nothing newer than acked (duplicated, reordered, repeated): ignored, counted
+//!            naming a packet never sent: ignored, counted — it can neither settle nor resend
+//! keep-alive a connection with content in flight that sent nothing for `keep_alive_frames`
+//!            sends an empty packet, so the client's next feedback reveals a lost tail (UE's
+//!            keep-alive does the same); with the window full, the newest packet is sent again
+//!            byte for byte instead, as a new sequence number would be refused
+//! ```
+//!
+//! Each packet is settled exactly once, so no feedback — forged, repeated or random — can make
+//! the server send a packet's content more than once per loss the client reports for a packet
+//! really in flight. There are no timeouts: a client that stops sending feedback stops the
+//! connection at a full window (the embedding server decides when a silent client is gone).
+
+use super::actors::ClassNet;
+use super::connection::{pair, Connection};
+use crate::ids::{LeafMask, NetGuid, Seq};
+use crate::wire::feedback::{Feedback, ACK_WINDOW};
+use std::collections::VecDeque;
+
+/// A packet in flight.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct PacketRecord {
+    pub seq: Seq,
+    /// Entries of this packet, at the front of [`Reliability::entries`] once the packets before
+    /// it are settled.
+    pub entries: u32,
+    /// Closes of this packet, likewise in [`Reliability::closes`].
+    pub closes: u32,
+}
+
+/// What one packet carried for one actor.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct SentEntry {
+    pub class: u32,
+    pub slot: u32,
+    pub guid: NetGuid,
+    pub leaves: LeafMask,
+    pub open: bool,
+}
+
+/// How a feedback relates to what was sent.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Intake {
+    /// It settles the packets in flight up to its `highest`.
+    Settle,
+    /// Nothing newer than what was already settled.
+    Stale,
+    /// It names a packet never sent.
+    NeverSent,
+}
+
+/// Sequence numbers and packets in flight of one connection.
+pub(crate) struct Reliability {
+    next_seq: Seq,
+    /// The newest packet the client reported: the window's base.
+    acked: Seq,
+    in_flight: VecDeque<PacketRecord>,
+    /// What each packet in flight carried, in packet order.
+    pub entries: VecDeque<SentEntry>,
+    pub closes: VecDeque<NetGuid>,
+    /// Packets in flight that carry entries or closes.
+    content: u32,
+    /// The newest packet sent, kept to be sent again while the window is full.
+    last_packet: Vec<u8>,
+    /// Frames since the last packet was sent.
+    pub idle_frames: u32,
+}
+
+impl Reliability {
+    pub fn new(first: Seq) -> Self {
+        Self {
+            next_seq: first,
+            acked: first.back(1),
+            in_flight: VecDeque::new(),
+            entries: VecDeque::new(),
+            closes: VecDeque::new(),
+            content: 0,
+            last_packet: Vec::new(),
+            idle_frames: 0,
+        }
+    }
+
+    /// Sequence number of the next packet.
+    pub fn next_seq(&self) -> Seq {
+        self.next_seq
+    }
+
+    /// Packets that may still be started before the window is full.
+    pub fn room(&self) -> u32 {
+        (ACK_WINDOW as i64 + 1 - self.next_seq.ahead_of(self.acked)).clamp(0, ACK_WINDOW as i64) as u32
+    }
+
+    /// Packets in flight.
+    pub fn in_flight(&self) -> usize {
+        self.in_flight.len()
+    }
+
+    /// Records the packet just written with sequence [`Self::next_seq`] (its entries and closes
+    /// already pushed); `bytes` are the packet.
+    pub fn sent(&mut self, entries: u32, closes: u32, bytes: &[u8]) {
+        debug_assert!(self.room() > 0);
+        self.in_flight.push_back(PacketRecord { seq: self.next_seq, entries, closes });
+        self.content += (entries + closes > 0) as u32;
+        self.next_seq = self.next_seq.next();
+        self.last_packet.clear();
+        self.last_packet.extend_from_slice(bytes);
+        self.idle_frames = 0;
+    }
+
+    /// Whether a quiet connection should send a keep-alive now.
+    pub fn keep_alive_due(&self, keep_alive_frames: u32) -> bool {
+        self.idle_frames >= keep_alive_frames && !self.in_flight.is_empty() && (self.content > 0 || self.room() == 0)
+    }
+
+    /// The newest packet sent, to send again while the window is full.
+    pub fn repeat(&mut self) -> &[u8] {
+        self.idle_frames = 0;
+        &self.last_packet
+    }
+
+    /// How `fb` relates to what was sent.
+    pub fn classify(&self, fb: &Feedback) -> Intake {
+        let newest = self.next_seq.back(1);
+        if fb.highest.ahead_of(newest) > 0 {
+            Intake::NeverSent
+        } else if fb.highest.ahead_of(self.acked) <= 0 {
+            Intake::Stale
+        } else {
+            Intake::Settle
+        }
+    }
+
+    /// Takes the next packet `fb` settles, with whether it was delivered; call while it
+    /// returns something, after [`Self::classify`] said [`Intake::Settle`].
+    pub fn settle_next(&mut self, fb: &Feedback) -> Option<(PacketRecord, bool)> {
+        let front = self.in_flight.front()?;
+        let back = fb.highest.ahead_of(front.seq);
+        if back < 0 {
+            self.acked = fb.highest;
+            return None;
+        }
+        let rec = self.in_flight.pop_front()?;
+        self.content -= (rec.entries + rec.closes > 0) as u32;
+        Some((rec, fb.received.get(back as u32)))
+    }
+
+    /// Marks `fb` fully settled (call when [`Self::settle_next`] returned `None`).
+    pub fn settled(&mut self, fb: &Feedback) {
+        if fb.highest.ahead_of(self.acked) > 0 {
+            self.acked = fb.highest;
+        }
+    }
+}
+
+/// Applies the fate of one settled packet to the connection's pairs.
+pub(crate) fn apply_settled(conn: &mut Connection, classes: &[ClassNet], rec: PacketRecord, delivered: bool) {
+    if delivered {
+        conn.stats.packets_acked += 1;
+    } else {
+        conn.stats.packets_lost += 1;
+    }
+    for _ in 0..rec.entries {
+        let Some(e) = conn.rel.entries.pop_front() else { break };
+        let Some(a) = classes[e.class as usize].actors.get(e.slot as usize) else { continue };
+        if !a.alive || a.guid != e.guid {
+            continue;
+        }
+        let ps = conn.pair(e.class, e.slot);
+        if delivered {
+            if e.open {
+                ps.flags |= pair::OPEN_ACKED;
+            }
+        } else {
+            ps.resend |= e.leaves;
+            if e.open && ps.flags & pair::OPEN_ACKED == 0 {
+                ps.flags &= !pair::OPEN_SENT;
+            }
+            conn.queue(e.class, e.slot);
+        }
+    }
+    for _ in 0..rec.closes {
+        let Some(guid) = conn.rel.closes.pop_front() else { break };
+        if !delivered {
+            conn.closes.push(guid);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::feedback::AckBits;
+
+    fn feedback(highest: u32, received: &[u32]) -> Feedback {
+        let mut bits = AckBits::default();
+        for &r in received {
+            bits.set(highest.wrapping_sub(r));
+        }
+        Feedback { highest: Seq(highest), received: bits, reopen: Vec::new() }
+    }
+
+    fn send(r: &mut Reliability, n: u32) {
+        for _ in 0..n {
+            r.sent(1, 0, &[1]);
+        }
+    }
+
+    #[test]
+    fn the_window_holds_256_packets_past_the_newest_reported() {
+        let mut r = Reliability::new(Seq(u32::MAX - 10));
+        assert_eq!(r.room(), ACK_WINDOW);
+        send(&mut r, ACK_WINDOW);
+        assert_eq!(r.room(), 0);
+        let top = (u32::MAX - 10).wrapping_add(100);
+        let fb = feedback(top, &[top]);
+        assert_eq!(r.classify(&fb), Intake::Settle);
+        let mut settled = 0;
+        while let Some((_, delivered)) = r.settle_next(&fb) {
+            settled += 1;
+            assert_eq!(delivered, settled == 101, "only the newest was received");
+        }
+        r.settled(&fb);
+        assert_eq!(settled, 101);
+        assert_eq!(r.room(), 101, "settling across the wrap frees the window");
+    }
+
+    #[test]
+    fn feedback_about_nothing_new_or_never_sent_is_refused() {
+        let mut r = Reliability::new(Seq(1));
+        assert_eq!(r.classify(&feedback(1, &[1])), Intake::NeverSent, "nothing sent yet");
+        assert_eq!(r.classify(&feedback(0, &[])), Intake::Stale);
+        send(&mut r, 10);
+        for forged in [11, 1000, u32::MAX, 10 + (1 << 31)] {
+            assert_ne!(r.classify(&feedback(forged, &[])), Intake::Settle, "{forged}");
+        }
+        let fb = feedback(5, &[5, 4]);
+        assert_eq!(r.classify(&fb), Intake::Settle);
+        while r.settle_next(&fb).is_some() {}
+        r.settled(&fb);
+        assert_eq!(r.in_flight(), 5);
+        for again in [5, 4, 1] {
+            assert_eq!(r.classify(&feedback(again, &[again])), Intake::Stale, "{again} is settled");
+        }
+    }
+
+    #[test]
+    fn keep_alives_are_due_only_with_content_in_flight() {
+        let mut r = Reliability::new(Seq(1));
+        r.idle_frames = 100;
+        assert!(!r.keep_alive_due(6), "nothing in flight");
+        r.sent(0, 0, &[]);
+        r.idle_frames = 100;
+        assert!(!r.keep_alive_due(6), "only a keep-alive in flight");
+        r.sent(1, 0, &[]);
+        r.idle_frames = 5;
+        assert!(!r.keep_alive_due(6));
+        r.idle_frames = 6;
+        assert!(r.keep_alive_due(6));
+    }
+}

@@ -1,0 +1,334 @@
+//! Packet writing for one connection: closes, then one bunch per planned actor, into packets of
+//! at most `mtu` bytes, each recorded in flight.
+//!
+//! ```text
+//! closes first, then per SendItem (in actor order):
+//!   exactly the shared leaves of an open channel → copy the arena's whole bunch
+//!   otherwise build a bunch: fixed leaves copied from the arena's record spans or encoded here,
+//!            dynamic arrays encoded here and split between elements across packets
+//!   a record that does not fit ends the bunch and the packet; the actor continues in a new
+//!   bunch of a new packet (each part stands alone and carries the open while it is owed)
+//! no packet may start while the sequence window is full: what is left goes back to the pairs
+//! a quiet connection with content in flight sends a keep-alive (or repeats its newest packet)
+//! ```
+//!
+//! The grammar and the MTU budget are the wire's ([`crate::wire::packet::PacketWriter`]); this
+//! module decides what goes where and what each packet carried.
+
+use super::actors::ClassNet;
+use super::connection::{pair, Connection};
+use super::plan::{unsent, SendItem};
+use super::reliability::SentEntry;
+use super::shared::{SharedActor, SharedArena};
+use crate::ids::LeafMask;
+use crate::store::ClassStore;
+use crate::wire::bunch::{end_array, write_array_element, write_array_head, write_leaf_record};
+use crate::wire::packet::packed_bits;
+use crate::wire::BitWriter;
+
+/// Body bits a new bunch should have room for, or it starts in the next packet.
+const MIN_BODY_BITS: usize = 64;
+
+/// What packet writing reads.
+pub(crate) struct WriteCtx<'a> {
+    pub classes: &'a [ClassNet],
+    pub stores: &'a [&'a ClassStore],
+    pub arena: Option<&'a SharedArena>,
+    pub keep_alive_frames: u32,
+}
+
+/// What one connection's writing produced.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Written {
+    pub bunches: usize,
+    pub packets: usize,
+    pub bytes: usize,
+}
+
+/// The packet being filled: what it carries so far.
+#[derive(Default)]
+struct Open {
+    entries: u32,
+    closes: u32,
+    /// Byte in the connection's buffer where the packet starts.
+    start: usize,
+}
+
+/// Whether a packet could be started (false: the sequence window is full).
+type Room = bool;
+
+impl WriteCtx<'_> {
+    /// Writes one connection's packets for this frame.
+    pub fn write_connection(&self, conn: &mut Connection) -> Written {
+        conn.out.clear();
+        conn.out_ends.clear();
+        let mut open = Open::default();
+        let mut bunches = 0;
+        let mut full = false;
+
+        let closes = std::mem::take(&mut conn.closes);
+        let mut written = 0;
+        for &guid in &closes {
+            if !self.ensure(conn, &mut open, |c| c.writer.close_fits(&c.out, guid)) {
+                full = true;
+                break;
+            }
+            conn.writer.write_close(&mut conn.out, guid);
+            conn.rel.closes.push_back(guid);
+            open.closes += 1;
+            bunches += 1;
+            written += 1;
+        }
+        conn.closes.extend_from_slice(&closes[written..]);
+
+        let sends = std::mem::take(&mut conn.sends);
+        let mut cursor = 0;
+        for item in &sends {
+            let shared = self.arena.and_then(|a| a.find(&mut cursor, item.class, item.slot));
+            if full {
+                unsent(conn, item, item.leaves);
+                continue;
+            }
+            match self.write_item(conn, &mut open, item, shared) {
+                Some(n) => bunches += n,
+                None => full = true,
+            }
+        }
+        conn.sends = sends;
+
+        if conn.writer.packet_open() {
+            if conn.writer.bunches() > 0 {
+                self.finish(conn, &mut open);
+            } else {
+                conn.writer.abandon_packet(&mut conn.out);
+            }
+        }
+        if full {
+            conn.stats.window_full_frames += 1;
+        }
+        if conn.out_ends.is_empty() {
+            conn.rel.idle_frames += 1;
+            if conn.rel.keep_alive_due(self.keep_alive_frames) {
+                self.keep_alive(conn, &mut open);
+            }
+        }
+        let bytes = conn.out_ends.last().copied().unwrap_or(0);
+        conn.stats.bytes_sent += bytes as u64;
+        conn.stats.packets_sent += conn.out_ends.len() as u64;
+        Written { bunches, packets: conn.out_ends.len(), bytes }
+    }
+
+    /// Sends an empty packet so the client's feedback reveals what was lost before it, or —
+    /// with the window full — the newest packet again.
+    fn keep_alive(&self, conn: &mut Connection, open: &mut Open) {
+        if conn.rel.room() > 0 {
+            open.start = conn.out.len_bits() / 8;
+            conn.writer.begin_packet(&mut conn.out, conn.rel.next_seq());
+            self.finish(conn, open);
+            conn.stats.keep_alives += 1;
+        } else {
+            let bytes = conn.rel.repeat().to_vec();
+            conn.out.write_from(&bytes, 0, bytes.len() * 8);
+            conn.out_ends.push(conn.out.len_bits() / 8);
+            conn.stats.repeats += 1;
+        }
+    }
+
+    /// Makes sure a packet is open and `fits` it, finishing the current one and starting
+    /// another if needed; false when no packet may start.
+    fn ensure(&self, conn: &mut Connection, open: &mut Open, fits: impl Fn(&Connection) -> bool) -> Room {
+        if conn.writer.packet_open() {
+            if fits(conn) || conn.writer.bunches() == 0 {
+                return true;
+            }
+            self.finish(conn, open);
+        }
+        if conn.rel.room() == 0 {
+            return false;
+        }
+        open.start = conn.out.len_bits() / 8;
+        conn.writer.begin_packet(&mut conn.out, conn.rel.next_seq());
+        true
+    }
+
+    /// Ends the open packet and records it in flight.
+    fn finish(&self, conn: &mut Connection, open: &mut Open) {
+        let end = conn.writer.finish_packet(&mut conn.out);
+        conn.out_ends.push(end);
+        conn.rel.sent(open.entries, open.closes, &conn.out.bytes()[open.start..end]);
+        *open = Open { start: end, ..Open::default() };
+    }
+
+    /// Writes one actor; returns the bunches written, or `None` when the window filled (what
+    /// was not written went back to the pair).
+    fn write_item(
+        &self,
+        conn: &mut Connection,
+        open: &mut Open,
+        item: &SendItem,
+        shared: Option<SharedActor<'_>>,
+    ) -> Option<usize> {
+        // The common case: exactly the shared leaves of an open channel, one copy of the bunch.
+        if let Some(sh) = shared.filter(|sh| !item.open && item.leaves == sh.leaves) {
+            let (src, start, bits) = sh.bunch();
+            if !self.ensure(conn, open, |c| c.writer.span_fits(&c.out, bits)) {
+                unsent(conn, item, item.leaves);
+                return None;
+            }
+            conn.writer.write_span(&mut conn.out, src, start, bits);
+            self.entry(conn, open, item, item.leaves);
+            return Some(1);
+        }
+        let class_open = item.open.then_some(item.class);
+        let mut part = BunchPart { item, class_open, leaves: LeafMask::EMPTY, bunches: 0 };
+        if !self.ensure(conn, open, |c| c.writer.bunch_fits(&c.out, item.guid, class_open, MIN_BODY_BITS)) {
+            unsent(conn, item, item.leaves);
+            return None;
+        }
+        conn.writer.begin_bunch(item.guid, class_open);
+        let c = &self.classes[item.class as usize];
+        let mut done = LeafMask::EMPTY;
+        let mut buf = [0u8; 256];
+        for leaf in item.leaves.iter() {
+            let l = &c.layout.leaves[leaf];
+            let ok = match l.array {
+                Some(a) => self.write_array(conn, open, &mut part, leaf, a),
+                None => match shared.filter(|sh| sh.leaves.contains(leaf)) {
+                    // Shared: bit-copy the record encoded once for every connection.
+                    Some(sh) => {
+                        let (src, start, bits) = sh.record(leaf);
+                        if !conn.writer.body_fits(&conn.out, bits) && !self.split(conn, open, &mut part) {
+                            false
+                        } else {
+                            conn.writer.body().write_from(src, start, bits);
+                            true
+                        }
+                    }
+                    // This connection's own: encode straight into the bunch, again in the next
+                    // packet if it did not fit.
+                    None => {
+                        let n = l.kind.byte_size();
+                        self.stores[item.class as usize].leaf_bytes(item.slot, leaf, &mut buf[..n]);
+                        let before = conn.writer.body_bits();
+                        write_leaf_record(conn.writer.body(), l.handle, l.kind, &buf[..n]);
+                        if conn.writer.body_fits(&conn.out, 0) {
+                            true
+                        } else {
+                            conn.writer.body().truncate(before);
+                            let room = self.split(conn, open, &mut part);
+                            if room {
+                                write_leaf_record(conn.writer.body(), l.handle, l.kind, &buf[..n]);
+                            }
+                            room
+                        }
+                    }
+                },
+            };
+            if !ok {
+                unsent(conn, item, item.leaves & !done);
+                return None;
+            }
+            part.leaves |= LeafMask::leaf(leaf);
+            done |= LeafMask::leaf(leaf);
+        }
+        self.end_part(conn, open, &mut part);
+        Some(part.bunches)
+    }
+
+    /// Records that the open packet carries `leaves` (and the open, if owed) of `item`.
+    fn entry(&self, conn: &mut Connection, open: &mut Open, item: &SendItem, leaves: LeafMask) {
+        let e = SentEntry { class: item.class, slot: item.slot, guid: item.guid, leaves, open: item.open };
+        conn.rel.entries.push_back(e);
+        open.entries += 1;
+        if item.open {
+            conn.pair(item.class, item.slot).flags |= pair::OPEN_SENT | pair::EVER_OPENED;
+        }
+    }
+
+    /// Ends the bunch being built (dropping it if it carries nothing) and records it.
+    fn end_part(&self, conn: &mut Connection, open: &mut Open, part: &mut BunchPart<'_>) {
+        if conn.writer.body_bits() == 0 && part.class_open.is_none() {
+            conn.writer.abandon_bunch();
+        } else {
+            conn.writer.end_bunch(&mut conn.out);
+            self.entry(conn, open, part.item, part.leaves);
+            part.bunches += 1;
+        }
+        part.leaves = LeafMask::EMPTY;
+    }
+
+    /// Ends the bunch and the packet, and continues the actor in a new bunch of a new packet;
+    /// false when no packet may start.
+    fn split(&self, conn: &mut Connection, open: &mut Open, part: &mut BunchPart<'_>) -> Room {
+        self.end_part(conn, open, part);
+        if conn.writer.bunches() > 0 {
+            self.finish(conn, open);
+        }
+        if !self.ensure(conn, open, |_| true) {
+            return false;
+        }
+        conn.writer.begin_bunch(part.item.guid, part.class_open);
+        true
+    }
+
+    /// Writes a whole dynamic array, splitting it between elements across packets.
+    fn write_array(
+        &self,
+        conn: &mut Connection,
+        open: &mut Open,
+        part: &mut BunchPart<'_>,
+        leaf: usize,
+        a: usize,
+    ) -> Room {
+        let item = part.item;
+        let layout = &self.classes[item.class as usize].layout;
+        let array = &layout.arrays[a];
+        let handle = layout.leaves[leaf].handle;
+        let bytes = self.stores[item.class as usize].array_bytes(item.slot, a);
+        let count = bytes.len() / array.stride;
+        let head = packed_bits(handle as u64) + packed_bits(count as u64) + 8;
+        let mut el = BitWriter::new();
+        let element = |el: &mut BitWriter, e: usize| {
+            el.clear();
+            if e < count {
+                write_array_element(el, array, e, &bytes[e * array.stride..(e + 1) * array.stride]);
+            }
+        };
+        let mut e = 0;
+        element(&mut el, e);
+        loop {
+            // The head and at least the next element, or a new packet.
+            if !conn.writer.body_fits(&conn.out, head + el.len_bits()) {
+                let fresh = conn.writer.body_bits() == 0 && conn.writer.bunches() <= 1;
+                if fresh || !self.split(conn, open, part) {
+                    // Registration guarantees one element fits an empty packet; a full window
+                    // leaves the array to be sent again.
+                    return false;
+                }
+            }
+            write_array_head(conn.writer.body(), handle, count);
+            part.leaves |= LeafMask::leaf(leaf);
+            while e < count && conn.writer.body_fits(&conn.out, el.len_bits() + 8) {
+                conn.writer.body().write_from(el.bytes(), 0, el.len_bits());
+                e += 1;
+                element(&mut el, e);
+            }
+            end_array(conn.writer.body());
+            if e >= count {
+                return true;
+            }
+            // The rest goes in a new record for the same array, in a continuation bunch.
+            if !self.split(conn, open, part) {
+                return false;
+            }
+        }
+    }
+}
+
+/// The actor being written and what its current bunch carries.
+struct BunchPart<'a> {
+    item: &'a SendItem,
+    class_open: Option<u32>,
+    leaves: LeafMask,
+    bunches: usize,
+}

@@ -1,0 +1,150 @@
+//! Shared serialization: each changed actor's changed fixed leaves encoded once per frame, for
+//! every connection (UE's `ShareSerializedData`).
+//!
+//! ```text
+//! keys     (class, slot, fixed leaves that changed) for every changed actor, sorted
+//! per key  one whole bunch (header, body length, records, terminator) into a chunk's bits, and
+//!          one span per record inside it (rayon over chunks of CHUNK actors)
+//! ```
+//!
+//! A connection that gets exactly a key's leaves for an open channel copies the whole bunch; one
+//! that gets a subset or a superset (conditions, resends, first sends) copies record spans into
+//! its own bunch and encodes the rest itself. Dynamic arrays are never shared (they are written
+//! per connection, split across packets when large).
+
+use super::actors::{ChangedActor, ClassNet};
+use crate::ids::LeafMask;
+use crate::store::ClassStore;
+use crate::wire::bunch::write_leaf_record;
+use crate::wire::packet::write_bunch;
+use crate::wire::BitWriter;
+use rayon::prelude::*;
+
+/// Actors per encoding chunk (one rayon task each).
+const CHUNK: usize = 256;
+
+/// A run of bits in one of the arena's chunks.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Span {
+    pub chunk: u32,
+    pub start: u32,
+    pub bits: u32,
+}
+
+/// The frame's shared encodings.
+#[derive(Default)]
+pub(crate) struct SharedArena {
+    /// Actors and the fixed leaves encoded for them, sorted by (class, slot).
+    pub keys: Vec<ChangedActor>,
+    /// Per key, the index of its whole-bunch span; its record spans follow in leaf order.
+    pub first_span: Vec<u32>,
+    pub spans: Vec<Span>,
+    pub chunks: Vec<BitWriter>,
+}
+
+/// What one connection finds in the arena for one actor.
+#[derive(Clone, Copy)]
+pub(crate) struct SharedActor<'a> {
+    arena: &'a SharedArena,
+    pub leaves: LeafMask,
+    first: u32,
+}
+
+impl<'a> SharedActor<'a> {
+    /// The whole bunch: (chunk bytes, start bit, bits).
+    pub fn bunch(&self) -> (&'a [u8], usize, usize) {
+        self.span(self.first)
+    }
+
+    /// The record of `leaf` (which must be in `leaves`).
+    pub fn record(&self, leaf: usize) -> (&'a [u8], usize, usize) {
+        self.span(self.first + 1 + self.leaves.rank(leaf))
+    }
+
+    fn span(&self, i: u32) -> (&'a [u8], usize, usize) {
+        let s = self.arena.spans[i as usize];
+        (self.arena.chunks[s.chunk as usize].bytes(), s.start as usize, s.bits as usize)
+    }
+}
+
+impl SharedArena {
+    /// Encodes the fixed leaves of every changed actor, once.
+    pub fn encode(
+        &mut self,
+        changed: &[ChangedActor],
+        classes: &[ClassNet],
+        stores: &[&ClassStore],
+        parallel: bool,
+    ) -> usize {
+        self.keys.clear();
+        self.keys.extend(changed.iter().filter_map(|c| {
+            let fixed = c.leaves & !classes[c.class as usize].array_leaves;
+            (!fixed.is_empty()).then_some(ChangedActor { leaves: fixed, ..*c })
+        }));
+        let encode = |keys: &[ChangedActor]| {
+            let mut w = BitWriter::new();
+            let mut body = BitWriter::new();
+            let mut spans = Vec::with_capacity(keys.len() * 4);
+            let mut buf = [0u8; 256];
+            for k in keys {
+                let c = &classes[k.class as usize];
+                body.clear();
+                let mut records = Vec::with_capacity(k.leaves.count() as usize);
+                for leaf in k.leaves.iter() {
+                    let l = &c.layout.leaves[leaf];
+                    let n = l.kind.byte_size();
+                    stores[k.class as usize].leaf_bytes(k.slot, leaf, &mut buf[..n]);
+                    let start = body.len_bits();
+                    write_leaf_record(&mut body, l.handle, l.kind, &buf[..n]);
+                    records.push((start, body.len_bits() - start));
+                }
+                let bunch_start = w.len_bits();
+                write_bunch(&mut w, c.actors[k.slot as usize].guid, None, &body);
+                let bunch_bits = w.len_bits() - bunch_start;
+                // The body sits just before the terminator at the bunch's end.
+                let body_start = w.len_bits() - 8 - body.len_bits();
+                spans.push((bunch_start as u32, bunch_bits as u32));
+                spans.extend(records.iter().map(|&(s, n)| ((body_start + s) as u32, n as u32)));
+            }
+            (w, spans)
+        };
+        let chunks: Vec<(BitWriter, Vec<(u32, u32)>)> = if parallel && self.keys.len() > CHUNK {
+            self.keys.par_chunks(CHUNK).map(encode).collect()
+        } else {
+            self.keys.chunks(CHUNK).map(encode).collect()
+        };
+        self.spans.clear();
+        self.first_span.clear();
+        self.chunks.clear();
+        for (chunk, ((w, spans), keys)) in chunks.into_iter().zip(self.keys.chunks(CHUNK)).enumerate() {
+            let mut it = spans.into_iter();
+            for k in keys {
+                self.first_span.push(self.spans.len() as u32);
+                for _ in 0..=k.leaves.count() {
+                    let (start, bits) = it.next().unwrap_or_default();
+                    self.spans.push(Span { chunk: chunk as u32, start, bits });
+                }
+            }
+            self.chunks.push(w);
+        }
+        self.spans.len() - self.keys.len()
+    }
+
+    /// Empties the arena (a frame without sharing).
+    pub fn clear(&mut self) {
+        self.keys.clear();
+        self.first_span.clear();
+        self.spans.clear();
+        self.chunks.clear();
+    }
+
+    /// The shared encodings of actor (`class`, `slot`), given a cursor into the sorted keys that
+    /// only moves forward (callers visit actors in order).
+    pub fn find(&self, cursor: &mut usize, class: u32, slot: u32) -> Option<SharedActor<'_>> {
+        while self.keys.get(*cursor).is_some_and(|k| (k.class, k.slot) < (class, slot)) {
+            *cursor += 1;
+        }
+        let k = self.keys.get(*cursor).filter(|k| (k.class, k.slot) == (class, slot))?;
+        Some(SharedActor { arena: self, leaves: k.leaves, first: self.first_span[*cursor] })
+    }
+}

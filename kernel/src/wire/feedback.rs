@@ -1,0 +1,283 @@
+//! Acknowledgement feedback: which of the last [`ACK_WINDOW`] packets a client received, and
+//! which actors it asks the server to open again.
+//!
+//! ```text
+//! feedback := highest:packed  runs:packed { run:packed }*  reopens:packed { guid:packed }*
+//! ```
+//!
+//! `highest` is the newest packet received. The runs describe the `ACK_WINDOW − 1` packets below
+//! it, newest first, as alternating lengths: received, missing, received, … (only the first run
+//! may be 0). A packet the runs do not reach was not received. A clean link is one run — a few
+//! bytes — and one feedback always covers every packet a server may have in flight, since a
+//! server keeps at most [`ACK_WINDOW`] packets past the newest one the client reported (UE's
+//! largest ack history is 256 packets too).
+//!
+//! A client should send feedback at least once per server frame in which it received packets
+//! (more is harmless: a repeat changes nothing), and at least every keep-alive interval
+//! otherwise; the server settles nothing it has not heard about.
+//!
+//! Decoding is strict: more runs than the window holds, runs past the window, a non-canonical
+//! zero run, too many or invalid reopen GUIDs, and trailing garbage are errors. Nothing is
+//! allocated beyond [`MAX_REOPENS`] GUIDs.
+
+use super::{BitReader, BitWriter, WireError};
+use crate::ids::{NetGuid, Seq};
+
+/// Packets one feedback describes: the newest received and the 255 before it.
+pub const ACK_WINDOW: u32 = 256;
+
+/// Reopen requests one feedback may carry.
+pub const MAX_REOPENS: usize = 64;
+
+/// Which of the [`ACK_WINDOW`] packets ending at some newest one were received: bit `i` stands
+/// for the packet `i` before the newest.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct AckBits(pub [u64; 4]);
+
+impl AckBits {
+    /// Whether the packet `back` before the newest was received.
+    pub fn get(&self, back: u32) -> bool {
+        back < ACK_WINDOW && self.0[(back / 64) as usize] >> (back % 64) & 1 != 0
+    }
+
+    /// Marks the packet `back` before the newest as received.
+    pub fn set(&mut self, back: u32) {
+        if back < ACK_WINDOW {
+            self.0[(back / 64) as usize] |= 1 << (back % 64);
+        }
+    }
+
+    /// Moves the window `n` packets forward: every bit ages by `n`, new packets are missing.
+    pub fn shift(&mut self, n: u32) {
+        if n >= ACK_WINDOW {
+            self.0 = [0; 4];
+            return;
+        }
+        let (words, bits) = ((n / 64) as usize, n % 64);
+        let old = self.0;
+        for i in (0..4usize).rev() {
+            let lo = i.checked_sub(words).map_or(0, |j| old[j]);
+            let below = i.checked_sub(words + 1).map_or(0, |j| old[j]);
+            self.0[i] = if bits == 0 { lo } else { lo << bits | below >> (64 - bits) };
+        }
+    }
+}
+
+/// One decoded feedback message.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Feedback {
+    /// Newest packet received.
+    pub highest: Seq,
+    /// Which packets up to `highest` were received (bit 0 is `highest` itself).
+    pub received: AckBits,
+    /// Actors the client got a bunch for but does not have: the server should open them again.
+    pub reopen: Vec<NetGuid>,
+}
+
+/// Writes feedback.
+pub fn write_feedback(w: &mut BitWriter, highest: Seq, received: &AckBits, reopen: &[NetGuid]) {
+    w.write_packed(highest.0 as u64);
+    // Run lengths over backs 1..ACK_WINDOW, starting with a received run; a trailing missing
+    // run is left out (what the runs do not reach is missing).
+    let mut runs = [0u16; ACK_WINDOW as usize];
+    let mut n = 0;
+    let mut state = true;
+    let mut len = 0u16;
+    for back in 1..ACK_WINDOW {
+        if received.get(back) == state {
+            len += 1;
+        } else {
+            runs[n] = len;
+            n += 1;
+            state = !state;
+            len = 1;
+        }
+    }
+    if state {
+        runs[n] = len;
+        n += 1;
+    }
+    w.write_packed(n as u64);
+    for &r in &runs[..n] {
+        w.write_packed(r as u64);
+    }
+    let reopen = &reopen[..reopen.len().min(MAX_REOPENS)];
+    w.write_packed(reopen.len() as u64);
+    for g in reopen {
+        w.write_packed(g.0);
+    }
+}
+
+/// Feedback saying every packet up to and including `packet` (a packet's bytes) arrived — for
+/// benchmarks and tests that stand in for a perfect client.
+pub fn ack_everything(packet: &[u8]) -> Result<Vec<u8>, WireError> {
+    let seq =
+        u32::try_from(BitReader::new(packet).read_packed()?).map_err(|_| WireError::Invalid("sequence number"))?;
+    let all = AckBits([u64::MAX; 4]);
+    let mut w = BitWriter::new();
+    write_feedback(&mut w, Seq(seq), &all, &[]);
+    Ok(w.into_bytes())
+}
+
+/// Reads feedback, refusing anything malformed.
+pub fn read_feedback(bytes: &[u8]) -> Result<Feedback, WireError> {
+    let mut r = BitReader::new(bytes);
+    let highest = Seq(u32::try_from(r.read_packed()?).map_err(|_| WireError::Invalid("sequence number"))?);
+    let mut received = AckBits::default();
+    received.set(0);
+    let runs = r.read_packed()?;
+    if runs > (ACK_WINDOW - 1) as u64 {
+        return Err(WireError::Invalid("feedback runs"));
+    }
+    let mut back = 1u64;
+    for i in 0..runs {
+        let len = r.read_packed()?;
+        if len == 0 && i > 0 {
+            return Err(WireError::Invalid("empty feedback run"));
+        }
+        if back + len > ACK_WINDOW as u64 {
+            return Err(WireError::Invalid("feedback runs past the window"));
+        }
+        if i % 2 == 0 {
+            for b in back..back + len {
+                received.set(b as u32);
+            }
+        }
+        back += len;
+    }
+    let count = r.read_packed()?;
+    if count > MAX_REOPENS as u64 {
+        return Err(WireError::OutOfRange { value: count, max: MAX_REOPENS as u64 + 1 });
+    }
+    let mut reopen = Vec::with_capacity(count as usize);
+    for _ in 0..count {
+        let g = NetGuid(r.read_packed()?);
+        if !g.is_dynamic() {
+            return Err(WireError::Invalid("reopen GUID"));
+        }
+        reopen.push(g);
+    }
+    if r.remaining() >= 8 || (r.remaining() > 0 && r.read_bits(r.remaining() as u32)? != 0) {
+        return Err(WireError::Invalid("bytes after the feedback"));
+    }
+    Ok(Feedback { highest, received, reopen })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn round_trip(f: &Feedback) -> Feedback {
+        let mut w = BitWriter::new();
+        write_feedback(&mut w, f.highest, &f.received, &f.reopen);
+        read_feedback(&w.into_bytes()).unwrap()
+    }
+
+    #[test]
+    fn every_pattern_of_the_window_round_trips() {
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        for case in 0..300 {
+            let mut bits = AckBits::default();
+            bits.set(0);
+            for back in 1..ACK_WINDOW {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                // Vary the density from all-missing to all-received.
+                if (x % 300) < case {
+                    bits.set(back);
+                }
+            }
+            let f = Feedback { highest: Seq(case as u32 * 977), received: bits, reopen: vec![NetGuid(2), NetGuid(8)] };
+            assert_eq!(round_trip(&f), f);
+        }
+    }
+
+    #[test]
+    fn a_clean_window_is_a_few_bytes() {
+        let mut bits = AckBits::default();
+        for b in 0..ACK_WINDOW {
+            bits.set(b);
+        }
+        let mut w = BitWriter::new();
+        write_feedback(&mut w, Seq(1000), &bits, &[]);
+        assert!(w.bytes().len() <= 6, "{} bytes", w.bytes().len());
+    }
+
+    #[test]
+    fn shifting_ages_every_bit() {
+        let mut bits = AckBits::default();
+        for b in [0, 1, 63, 64, 130, 255] {
+            bits.set(b);
+        }
+        for n in [0, 1, 5, 63, 64, 65, 128, 200, 255, 256, 1000] {
+            let mut s = bits;
+            s.shift(n);
+            for b in 0..ACK_WINDOW {
+                let want = b >= n && bits.get(b - n);
+                assert_eq!(s.get(b), want, "shift {n}, bit {b}");
+            }
+        }
+    }
+
+    #[test]
+    fn malformed_feedback_is_refused() {
+        let bad = |f: &dyn Fn(&mut BitWriter)| {
+            let mut w = BitWriter::new();
+            f(&mut w);
+            read_feedback(&w.into_bytes())
+        };
+        assert!(bad(&|w| w.write_packed(1 << 40)).is_err(), "sequence over 32 bits");
+        assert!(bad(&|w| {
+            w.write_packed(9);
+            w.write_packed(300);
+        })
+        .is_err());
+        assert!(bad(&|w| {
+            w.write_packed(9);
+            w.write_packed(2);
+            w.write_packed(200);
+            w.write_packed(100);
+        })
+        .is_err());
+        assert!(bad(&|w| {
+            w.write_packed(9);
+            w.write_packed(2);
+            w.write_packed(3);
+            w.write_packed(0);
+        })
+        .is_err());
+        assert!(bad(&|w| {
+            w.write_packed(9);
+            w.write_packed(0);
+            w.write_packed(65);
+        })
+        .is_err());
+        assert!(
+            bad(&|w| {
+                w.write_packed(9);
+                w.write_packed(0);
+                w.write_packed(1);
+                w.write_packed(3);
+            })
+            .is_err(),
+            "odd reopen GUID"
+        );
+        assert!(
+            bad(&|w| {
+                w.write_packed(9);
+                w.write_packed(0);
+                w.write_packed(0);
+                w.write_packed(7);
+            })
+            .is_err(),
+            "trailing bytes"
+        );
+        let mut w = BitWriter::new();
+        write_feedback(&mut w, Seq(5), &AckBits::default(), &[]);
+        let bytes = w.into_bytes();
+        for cut in 0..bytes.len() {
+            assert!(read_feedback(&bytes[..cut]).is_err(), "cut at {cut}");
+        }
+    }
+}

@@ -1,0 +1,253 @@
+//! Writing packets: the grammar of [`super::bunch`] under an MTU budget.
+//!
+//! A connection's packets for one frame are written back to back, byte-aligned, into one
+//! [`BitWriter`] the caller owns; a [`PacketWriter`] keeps track of the packet being written and
+//! of the bunch being built inside it. A bunch's body is built apart and copied in when the bunch
+//! ends, because its header carries the body's length (so a receiver can step over a bunch it
+//! cannot apply). Every `*_fits` question answers for the packet as it would be *finished*: the
+//! bunch terminator, the body-length field and the packet terminator are all counted.
+//!
+//! ```text
+//! begin_packet(seq)
+//!   write_close(guid) | write_bunch(pre-encoded span)
+//!   | begin_bunch(guid, open) { body().write… while body_fits(bits) } end_bunch()
+//! finish_packet() → end byte
+//! ```
+
+use super::BitWriter;
+use crate::ids::{NetGuid, Seq};
+
+/// Largest MTU a driver accepts: a bunch body's length then always fits 3 packed bytes.
+pub const MAX_MTU: usize = 16 * 1024;
+
+/// Smallest MTU a driver accepts.
+pub const MIN_MTU: usize = 512;
+
+/// Bits of UE's packed encoding of `v` (7 bits per byte).
+pub fn packed_bits(v: u64) -> usize {
+    let significant = 64 - v.leading_zeros() as usize;
+    8 * significant.div_ceil(7).max(1)
+}
+
+/// Bits a bunch header takes before its body length: presence bit, GUID, open bit and class,
+/// close bit.
+pub fn bunch_header_bits(guid: NetGuid, open: Option<u32>) -> usize {
+    1 + packed_bits(guid.0) + 1 + open.map_or(0, |c| packed_bits(c as u64)) + 1
+}
+
+/// Bits of the packet terminator.
+const PACKET_END_BITS: usize = 1;
+/// Bits of a body's record terminator.
+const BODY_END_BITS: usize = 8;
+
+/// Writes a packet header.
+pub fn begin_packet(w: &mut BitWriter, seq: Seq) {
+    w.write_packed(seq.0 as u64);
+}
+
+/// Ends a packet: no more bunches.
+pub fn end_packet(w: &mut BitWriter) {
+    w.write_bool(false);
+}
+
+/// Writes one whole bunch: header, body length and `body` (records without their terminator,
+/// which is added here).
+pub fn write_bunch(w: &mut BitWriter, guid: NetGuid, open: Option<u32>, body: &BitWriter) {
+    write_bunch_header(w, guid, open, false);
+    w.write_packed((body.len_bits() + BODY_END_BITS) as u64);
+    w.write_from(body.bytes(), 0, body.len_bits());
+    w.write_packed(0);
+}
+
+/// Writes a close bunch (it has no body).
+pub fn write_close(w: &mut BitWriter, guid: NetGuid) {
+    write_bunch_header(w, guid, None, true);
+}
+
+fn write_bunch_header(w: &mut BitWriter, guid: NetGuid, open: Option<u32>, close: bool) {
+    w.write_bool(true);
+    w.write_packed(guid.0);
+    w.write_bool(open.is_some());
+    if let Some(class) = open {
+        w.write_packed(class as u64);
+    }
+    w.write_bool(close);
+}
+
+/// The packet and bunch being written for one connection.
+#[derive(Debug)]
+pub struct PacketWriter {
+    mtu_bits: usize,
+    /// Bit where the open packet starts in the caller's writer.
+    start: usize,
+    open_packet: bool,
+    bunches: u32,
+    body: BitWriter,
+    header: Option<(NetGuid, Option<u32>)>,
+}
+
+impl PacketWriter {
+    /// A writer for packets of at most `mtu` bytes (clamped to `MIN_MTU..=MAX_MTU`).
+    pub fn new(mtu: usize) -> Self {
+        Self {
+            mtu_bits: mtu.clamp(MIN_MTU, MAX_MTU) * 8,
+            start: 0,
+            open_packet: false,
+            bunches: 0,
+            body: BitWriter::new(),
+            header: None,
+        }
+    }
+
+    /// Starts a packet at the end of `out`, which must be byte-aligned.
+    pub fn begin_packet(&mut self, out: &mut BitWriter, seq: Seq) {
+        debug_assert!(out.len_bits().is_multiple_of(8) && !self.open_packet);
+        self.start = out.len_bits();
+        self.open_packet = true;
+        self.bunches = 0;
+        begin_packet(out, seq);
+    }
+
+    /// Whether a packet is open.
+    pub fn packet_open(&self) -> bool {
+        self.open_packet
+    }
+
+    /// Bunches in the open packet (a bunch being built counts).
+    pub fn bunches(&self) -> u32 {
+        self.bunches + self.header.is_some() as u32
+    }
+
+    /// Bits the open packet would take, terminated, with `extra` more bits after the bunch
+    /// being built and `extra_body` more bits in its body.
+    fn total(&self, out: &BitWriter, extra: usize, extra_body: usize) -> usize {
+        let mut bits = out.len_bits() - self.start + extra + PACKET_END_BITS;
+        if let Some((guid, open)) = self.header {
+            let body = self.body.len_bits() + extra_body + BODY_END_BITS;
+            bits += bunch_header_bits(guid, open) + packed_bits(body as u64) + body;
+        }
+        bits
+    }
+
+    /// Whether a whole bunch of `bits` bits (as copied by [`Self::write_span`]) fits the open packet.
+    pub fn span_fits(&self, out: &BitWriter, bits: usize) -> bool {
+        self.total(out, bits, 0) <= self.mtu_bits
+    }
+
+    /// Copies a whole pre-encoded bunch (`bits` bits of `src` from bit `from`) into the packet.
+    pub fn write_span(&mut self, out: &mut BitWriter, src: &[u8], from: usize, bits: usize) {
+        debug_assert!(self.header.is_none());
+        out.write_from(src, from, bits);
+        self.bunches += 1;
+    }
+
+    /// Whether a close bunch for `guid` fits the open packet.
+    pub fn close_fits(&self, out: &BitWriter, guid: NetGuid) -> bool {
+        self.total(out, bunch_header_bits(guid, None), 0) <= self.mtu_bits
+    }
+
+    /// Writes a close bunch.
+    pub fn write_close(&mut self, out: &mut BitWriter, guid: NetGuid) {
+        debug_assert!(self.header.is_none());
+        write_close(out, guid);
+        self.bunches += 1;
+    }
+
+    /// Whether a bunch for `guid` with `body_bits` of records fits the open packet.
+    pub fn bunch_fits(&self, out: &BitWriter, guid: NetGuid, open: Option<u32>, body_bits: usize) -> bool {
+        let body = body_bits + BODY_END_BITS;
+        self.total(out, bunch_header_bits(guid, open) + packed_bits(body as u64) + body, 0) <= self.mtu_bits
+    }
+
+    /// Starts building a bunch for `guid`; its records go to [`Self::body`].
+    pub fn begin_bunch(&mut self, guid: NetGuid, open: Option<u32>) {
+        debug_assert!(self.header.is_none());
+        self.body.clear();
+        self.header = Some((guid, open));
+    }
+
+    /// The body of the bunch being built.
+    pub fn body(&mut self) -> &mut BitWriter {
+        &mut self.body
+    }
+
+    /// Bits in the body of the bunch being built.
+    pub fn body_bits(&self) -> usize {
+        self.body.len_bits()
+    }
+
+    /// Whether `bits` more record bits fit the bunch being built.
+    pub fn body_fits(&self, out: &BitWriter, bits: usize) -> bool {
+        self.total(out, 0, bits) <= self.mtu_bits
+    }
+
+    /// Ends the bunch being built: writes its header, length and body into the packet.
+    pub fn end_bunch(&mut self, out: &mut BitWriter) {
+        if let Some((guid, open)) = self.header.take() {
+            write_bunch(out, guid, open, &self.body);
+            self.bunches += 1;
+        }
+    }
+
+    /// Drops the bunch being built (nothing of it reaches the packet).
+    pub fn abandon_bunch(&mut self) {
+        self.header = None;
+    }
+
+    /// Ends the open packet (ending its bunch first) and pads it to a byte; returns the byte in
+    /// `out` where it ends.
+    pub fn finish_packet(&mut self, out: &mut BitWriter) -> usize {
+        self.end_bunch(out);
+        end_packet(out);
+        out.pad_to_byte();
+        self.open_packet = false;
+        debug_assert!(out.len_bits() - self.start <= self.mtu_bits);
+        out.len_bits() / 8
+    }
+
+    /// Removes the open packet from `out` as if it was never begun.
+    pub fn abandon_packet(&mut self, out: &mut BitWriter) {
+        self.header = None;
+        out.truncate(self.start);
+        self.open_packet = false;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn packed_bits_match_the_writer() {
+        for v in [0u64, 1, 127, 128, 16383, 16384, u32::MAX as u64, u64::MAX] {
+            let mut w = BitWriter::new();
+            w.write_packed(v);
+            assert_eq!(packed_bits(v), w.len_bits(), "{v}");
+        }
+    }
+
+    #[test]
+    fn a_packet_filled_to_the_brim_stays_within_the_mtu() {
+        for mtu in [MIN_MTU, 1024, 1400] {
+            let mut out = BitWriter::new();
+            let mut p = PacketWriter::new(mtu);
+            p.begin_packet(&mut out, Seq(70_000));
+            let mut guid = NetGuid(2);
+            loop {
+                if !p.bunch_fits(&out, guid, Some(3), 13) {
+                    break;
+                }
+                p.begin_bunch(guid, Some(3));
+                p.body().write_bits(0x1fff, 13);
+                while p.body_fits(&out, 13) {
+                    p.body().write_bits(0x1fff, 13);
+                }
+                p.end_bunch(&mut out);
+                guid = guid.next_dynamic();
+            }
+            let end = p.finish_packet(&mut out);
+            assert!(end <= mtu, "{end} bytes in a {mtu}-byte packet");
+            assert!(end * 8 + 13 + 64 > mtu * 8, "the packet is nearly full: {end} of {mtu}");
+        }
+    }
+}
