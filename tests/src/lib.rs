@@ -7,6 +7,8 @@
 
 #![forbid(unsafe_code)]
 
+pub mod expect;
+
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use shadowrep::client::ClientWorld;

@@ -408,10 +408,11 @@ pub fn read_leaf(r: &mut BitReader<'_>, kind: LeafKind, out: &mut [u8]) -> Resul
 fn write_vector(w: &mut BitWriter, q: VectorQuant, c: [f32; 3]) {
     if let Some((scale, max_bits)) = packed_params(q) {
         // NaN and infinities are not representable; they travel as 0, as UE's writer does.
+        // Scaled in f64: an f32 times 100 is exact there and cannot overflow, so every finite
+        // value beyond the range clamps (in f32, 1e37 × 100 became infinity and travelled as 0).
         let ints = c.map(|x| {
-            let s = (x * scale).round();
-            if s.is_finite() {
-                s.clamp(i32::MIN as f32, i32::MAX as f32) as i64
+            if x.is_finite() {
+                (x as f64 * scale as f64).round().clamp(i32::MIN as f64, i32::MAX as f64) as i64
             } else {
                 0
             }
@@ -445,7 +446,9 @@ fn read_vector(r: &mut BitReader<'_>, q: VectorQuant) -> Result<[f32; 3], WireEr
         let bias = 1i64 << (bits + 1);
         let max = 1u64 << (bits + 2);
         for x in &mut c {
-            *x = (r.read_ranged(max)? as i64 - bias) as f32 / scale;
+            // Divided in f64 and rounded once: above 2^24 quanta an i64 → f32 conversion
+            // first would round the integer and land up to a quarter unit off.
+            *x = ((r.read_ranged(max)? as i64 - bias) as f64 / scale as f64) as f32;
         }
     } else if q == VectorQuant::Normal {
         for x in &mut c {
