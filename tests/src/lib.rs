@@ -12,7 +12,7 @@ pub mod expect;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use shadowrep::client::ClientWorld;
-use shadowrep::ids::{ClassId, ConnectionId, NetGuid};
+use shadowrep::ids::{ClassId, ConnectionId, NetGuid, Seq};
 use shadowrep::link::{Link, LinkConfig};
 use shadowrep::net::condition::{condition_active, flags};
 use shadowrep::net::{DriverConfig, NetDriver};
@@ -80,11 +80,16 @@ impl World {
 
     /// Adds a client (a replay connection if `replay`); returns its index.
     pub fn add_client(&mut self, replay: bool, link: LinkConfig) -> usize {
+        self.add_client_at(replay, link, Seq(1))
+    }
+
+    /// Adds a client whose connection's first packet has sequence number `first`.
+    pub fn add_client_at(&mut self, replay: bool, link: LinkConfig, first: Seq) -> usize {
         let layouts: Vec<Arc<ClassLayout>> = self.stores.iter().map(|s| s.layout().clone()).collect();
         let checksums = self.driver.checksums();
         self.clients.push(Client {
-            conn: self.driver.add_connection(replay),
-            world: ClientWorld::new(&layouts, &checksums).expect("same layouts"),
+            conn: self.driver.add_connection_at(replay, first),
+            world: ClientWorld::new(&layouts, &checksums).expect("same layouts").with_first_seq(first),
             down: Link::new(link),
             up: Link::new(LinkConfig { seed: link.seed.wrapping_add(1000), ..link }),
             errors: 0,

@@ -3,7 +3,7 @@
 //! combinations of the replication flags, then [`ActiveLeaves`] of small classes against the
 //! same table.
 
-use shadowrep::connection::{condition_active, flags, ActiveLeaves};
+use shadowrep::net::condition::{condition_active, flags, ActiveLeaves};
 use shadowrep::schema::{ClassBuilder, ClassLayout, Condition, PropType, PropertyDecl, StructType, VectorQuant};
 use shadowrep_tests::expect::{table_active, RepFlags, UE_CONDITION_TABLE};
 
@@ -120,7 +120,7 @@ fn check_active_leaves(layout: &ClassLayout) {
     let active = ActiveLeaves::new(layout);
     for (p, parent) in layout.parents.iter().enumerate() {
         let want: u64 = parent.leaves.clone().map(|l| 1u64 << l).sum();
-        assert_eq!(active.parent(p), want, "parent {p}'s leaves");
+        assert_eq!(active.parent(p).0, want, "parent {p}'s leaves");
     }
     for f in RepFlags::all() {
         let want = layout
@@ -129,7 +129,7 @@ fn check_active_leaves(layout: &ClassLayout) {
             .filter(|p| table_active(p.condition, f))
             .flat_map(|p| p.leaves.clone())
             .fold(0u64, |m, l| m | 1 << l);
-        assert_eq!(active.get(kernel_flags(f)), want, "{}: active leaves for {f:?}", layout.name);
+        assert_eq!(active.get(kernel_flags(f)).0, want, "{}: active leaves for {f:?}", layout.name);
     }
 }
 

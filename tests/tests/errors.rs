@@ -14,7 +14,7 @@
 //!   class. (A 65-leaf class is refused when registered with the driver, which is not tested
 //!   here while the driver API changes.)
 
-use shadowrep::connection::{flags, ActiveLeaves};
+use shadowrep::net::condition::{flags, ActiveLeaves};
 use shadowrep::schema::{
     ClassBuilder, ClassLayout, LayoutError, PropType, PropertyDecl, StructType, VectorQuant, MAX_ARRAY_BYTES,
     MAX_ARRAY_ELEMENTS, MAX_HANDLES,
@@ -393,6 +393,6 @@ fn active_leaves_cover_a_64_leaf_class() {
         class(vec![PropertyDecl::new("A", PropType::U8).dim(63), PropertyDecl::new("Last", PropType::U32)]).unwrap();
     assert_eq!(layout.leaves.len(), 64);
     let active = ActiveLeaves::new(&layout);
-    assert_eq!(active.get(flags::SIMULATED), u64::MAX, "all 64 leaves, leaf 63 included");
-    assert_eq!(active.parent(63), 1 << 63);
+    assert_eq!(active.get(flags::SIMULATED).0, u64::MAX, "all 64 leaves, leaf 63 included");
+    assert_eq!(active.parent(63).0, 1 << 63);
 }

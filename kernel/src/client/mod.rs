@@ -118,6 +118,9 @@ pub struct ClientStats {
     pub late: u64,
     /// Packets dropped as too far ahead.
     pub too_far: u64,
+    /// Packets with the newest sequence number but other bytes than the packet received under
+    /// it (one of the two was forged): applied.
+    pub replaced: u64,
     /// Packets refused as malformed.
     pub refused: u64,
     /// Bunches stepped over.
@@ -296,13 +299,16 @@ impl ClientWorld {
         // A packet not newer than the newest received is a duplicate or late: dropped before
         // decoding, since the actors it names may be gone by now.
         let verdict = self.window.verdict(seq);
+        let hash = packet_hash(bytes);
+        let replaces = verdict == SeqVerdict::Duplicate && self.window.differs(hash);
         match verdict {
             SeqVerdict::New => {}
+            SeqVerdict::Duplicate if replaces => self.stats.replaced += 1,
             SeqVerdict::Duplicate => self.stats.duplicates += 1,
             SeqVerdict::Late => self.stats.late += 1,
             SeqVerdict::TooFar => self.stats.too_far += 1,
         }
-        if verdict != SeqVerdict::New {
+        if verdict != SeqVerdict::New && !replaces {
             return Ok(Receipt::Dropped(verdict));
         }
         let mut opened: HashMap<NetGuid, u32> = HashMap::new();
@@ -360,7 +366,7 @@ impl ClientWorld {
             skipped += unknown_static as usize;
             !unknown_static
         });
-        self.window.accept(packet.seq);
+        self.window.accept(packet.seq, hash);
         self.stats.packets_applied += 1;
         self.stats.bunches_skipped += skipped as u64;
         for guid in missing {
@@ -496,6 +502,14 @@ impl ClientWorld {
             }
         }
     }
+}
+
+/// A hash of a packet's bytes (to tell a repeat from a different packet with the same number).
+fn packet_hash(bytes: &[u8]) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    bytes.hash(&mut h);
+    h.finish()
 }
 
 /// Fires a notify by its declared mode.

@@ -9,6 +9,11 @@
 //!                    ACK_WINDOW ahead, stalling the connection for at most that many packets
 //! otherwise          accepted (once the packet decoded): the window moves d forward
 //! ```
+//!
+//! The newest packet's hash is kept: a packet with the newest sequence number but other bytes
+//! means one of the two was forged (an honest server repeats a packet byte for byte). The
+//! arriving one is applied too, so a forged jump to sequence N is undone by the server's own
+//! packet N rather than making the client acknowledge content it never saw.
 
 use crate::ids::Seq;
 use crate::wire::feedback::{AckBits, ACK_WINDOW};
@@ -31,12 +36,14 @@ pub enum SeqVerdict {
 pub(crate) struct ReceiveWindow {
     highest: Seq,
     received: AckBits,
+    /// Hash of the newest packet's bytes.
+    newest: u64,
 }
 
 impl ReceiveWindow {
     /// A window expecting `first` as the first packet.
     pub fn new(first: Seq) -> Self {
-        Self { highest: first.back(1), received: AckBits::default() }
+        Self { highest: first.back(1), received: AckBits::default(), newest: 0 }
     }
 
     /// Judges `seq`.
@@ -49,13 +56,19 @@ impl ReceiveWindow {
         }
     }
 
-    /// Records `seq` (which [`Self::verdict`] judged new) as received.
-    pub fn accept(&mut self, seq: Seq) {
+    /// Whether a packet judged [`SeqVerdict::Duplicate`] differs from the newest one received.
+    pub fn differs(&self, hash: u64) -> bool {
+        self.received.get(0) && hash != self.newest
+    }
+
+    /// Records `seq` (which [`Self::verdict`] judged new, or a differing duplicate) as received.
+    pub fn accept(&mut self, seq: Seq, hash: u64) {
         let d = seq.ahead_of(self.highest);
-        debug_assert!(d > 0 && d <= ACK_WINDOW as i64);
-        self.received.shift(d as u32);
+        debug_assert!((0..=ACK_WINDOW as i64).contains(&d));
+        self.received.shift(d.clamp(0, ACK_WINDOW as i64) as u32);
         self.received.set(0);
         self.highest = seq;
+        self.newest = hash;
     }
 
     /// The newest packet received (the one before the first, if none was).
@@ -78,9 +91,11 @@ mod tests {
         let mut w = ReceiveWindow::new(Seq(u32::MAX - 1));
         assert_eq!(w.verdict(Seq(u32::MAX - 1)), SeqVerdict::New);
         assert_eq!(w.verdict(Seq(u32::MAX - 2)), SeqVerdict::Duplicate, "the one before the first");
-        w.accept(Seq(u32::MAX - 1));
+        assert!(!w.differs(1), "nothing was received yet");
+        w.accept(Seq(u32::MAX - 1), 1);
         assert_eq!(w.verdict(Seq(3)), SeqVerdict::New, "across the wrap");
-        w.accept(Seq(3));
+        w.accept(Seq(3), 2);
+        assert!(!w.differs(2) && w.differs(5));
         assert!(w.received().get(0) && w.received().get(5) && !w.received().get(1));
         assert_eq!(w.verdict(Seq(3)), SeqVerdict::Duplicate);
         assert_eq!(w.verdict(Seq(u32::MAX)), SeqVerdict::Late);

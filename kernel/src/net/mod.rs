@@ -144,8 +144,6 @@ pub enum DriverError {
     UnknownStore,
     /// `tick` was not given the store of this class.
     MissingStore(ClassId),
-    /// `tick` was given the store of this class twice.
-    DuplicateStore(ClassId),
     /// The actor id is stale.
     StaleActor(ActorId),
     /// A parent index out of range.
@@ -169,7 +167,6 @@ impl fmt::Display for DriverError {
             DriverError::UnknownConnection(c) => write!(f, "no connection with id {}", c.0),
             DriverError::UnknownStore => write!(f, "a store that is not registered with this driver"),
             DriverError::MissingStore(c) => write!(f, "tick needs the store of class {} too", c.0),
-            DriverError::DuplicateStore(c) => write!(f, "tick got the store of class {} twice", c.0),
             DriverError::StaleActor(id) => write!(f, "actor {}:{} does not exist", id.index, id.generation),
             DriverError::NoSuchParent(p) => write!(f, "no parent property with index {p}"),
             DriverError::Feedback(e) => write!(f, "bad feedback: {e}"),
@@ -564,13 +561,11 @@ impl NetDriver {
 
     /// One server frame. `stores` are the registered stores, in any order, each once.
     pub fn tick(&mut self, stores: &mut [&mut ClassStore]) -> Result<TickStats, DriverError> {
-        // Find each class's store before touching anything.
+        // Find each class's store before touching anything (store ids are unique and stores
+        // cannot be cloned, so no class can be given twice).
         let mut order = vec![usize::MAX; self.classes.len()];
         for (i, s) in stores.iter().enumerate() {
             let &c = self.by_store.get(&s.id()).ok_or(DriverError::UnknownStore)?;
-            if order[c as usize] != usize::MAX {
-                return Err(DriverError::DuplicateStore(ClassId(c)));
-            }
             order[c as usize] = i;
         }
         if let Some(missing) = order.iter().position(|&i| i == usize::MAX) {

@@ -80,8 +80,12 @@ fn notifies_fire_by_their_declared_mode() {
     assert_eq!(take(&mut c), opened_at_default);
 
     // A duplicate (not newer) is dropped: no values, no notifies.
-    let p = craft(7, |w| u32_bunch(w, g, None, &[(1, 7), (4, 7)]));
     assert_eq!(c.receive(&p), Ok(Receipt::Dropped(shadowrep::client::SeqVerdict::Duplicate)));
+    assert!(take(&mut c).is_empty());
+    assert_eq!(u32s(&c, g, 5), [1, 9, 9, 9, 9]);
+    // An older one too.
+    let old = craft(6, |w| u32_bunch(w, g, None, &[(1, 7), (4, 7)]));
+    assert_eq!(c.receive(&old), Ok(Receipt::Dropped(shadowrep::client::SeqVerdict::Late)));
     assert!(take(&mut c).is_empty());
     assert_eq!(u32s(&c, g, 5), [1, 9, 9, 9, 9]);
 }

@@ -1,0 +1,177 @@
+//! The defects of the hardening issue, each reproduced.
+
+use crate::Bench;
+use shadowrep::net::DriverConfig;
+use shadowrep::schema::{ClassBuilder, Condition, PropType, PropertyDecl};
+use shadowrep::value::Value;
+use shadowrep::wire::feedback::ack_everything;
+
+fn initial_class() -> ClassBuilder {
+    ClassBuilder::new("Spawned")
+        .property(PropertyDecl::new("N", PropType::U32))
+        .property(PropertyDecl::new("Init", PropType::U32).condition(Condition::InitialOnly))
+        .property(PropertyDecl::new("InitOrOwner", PropType::U32).condition(Condition::InitialOrOwner))
+}
+
+/// Packet 1 (open + InitialOnly values) is lost; packet 2 repeats the open with an ordinary
+/// change and arrives. The ack of packet 2 acknowledges the open, but the InitialOnly values
+/// packet 1 carried stay owed until a packet carrying them is acknowledged.
+#[test]
+fn initial_only_values_survive_the_loss_of_the_first_open() {
+    let mut b = Bench::new(initial_class(), DriverConfig::default());
+    let a = b.store.spawn();
+    let guid = b.guid(a);
+    for (p, v) in [(0, 1), (1, 7), (2, 9)] {
+        b.store.set(a, p, &Value::U32(v)).unwrap();
+    }
+    let lost = b.tick();
+    assert_eq!(lost.len(), 1);
+    b.store.set(a, 0, &Value::U32(2)).unwrap();
+    let second = b.tick();
+    b.deliver(&second);
+    assert_eq!(b.client.value(guid, 0), Some(Value::U32(2)), "the second packet opened the actor");
+    assert_eq!(b.client.value(guid, 1), Some(Value::U32(0)), "InitialOnly not there yet");
+    b.run(3);
+    assert_eq!(b.client.value(guid, 1), Some(Value::U32(7)), "InitialOnly resent after the nak");
+    assert_eq!(b.client.value(guid, 2), Some(Value::U32(9)), "InitialOrOwner resent after the nak");
+    // And it is not sent again once delivered.
+    b.store.set(a, 1, &Value::U32(70)).unwrap();
+    b.run(3);
+    assert_eq!(b.client.value(guid, 1), Some(Value::U32(7)), "InitialOnly is initial only");
+}
+
+/// The resend of a lost InitialOnly value can itself be lost: it stays owed.
+#[test]
+fn a_lost_resend_of_an_initial_only_value_is_resent_again() {
+    let mut b = Bench::new(initial_class(), DriverConfig::default());
+    let a = b.store.spawn();
+    let guid = b.guid(a);
+    b.store.set(a, 1, &Value::U32(7)).unwrap();
+    let _lost = b.tick();
+    b.store.set(a, 0, &Value::U32(2)).unwrap();
+    let second = b.tick();
+    b.deliver(&second);
+    let resend = b.tick();
+    assert!(!resend.is_empty(), "the nak produced a resend");
+    // Lose the resend; a later packet reveals the loss.
+    b.store.set(a, 0, &Value::U32(3)).unwrap();
+    let later = b.tick();
+    b.deliver(&later);
+    b.run(3);
+    assert_eq!(b.client.value(guid, 1), Some(Value::U32(7)));
+}
+
+/// A bunch for an actor the client does not have (here: a client that claimed to have received
+/// the open it lost) is skipped, the rest of the packet applies, and the client's request makes
+/// the server open the actor again — once per round trip.
+#[test]
+fn a_false_claim_of_an_open_is_repaired_by_a_reopen() {
+    let mut b = Bench::new(initial_class(), DriverConfig::default());
+    let ids: Vec<_> = (0..3).map(|_| b.store.spawn()).collect();
+    let guids: Vec<_> = ids.iter().map(|&id| b.guid(id)).collect();
+    b.store.set(ids[0], 1, &Value::U32(11)).unwrap();
+    let lost = b.tick();
+    // The client never got these packets but acknowledges all of them.
+    let lie = ack_everything(lost.last().expect("a packet")).unwrap();
+    b.driver.receive_feedback(b.conn, &lie).unwrap();
+    for &id in &ids {
+        let n = b.store.get(id, 0).unwrap();
+        let Value::U32(n) = n else { panic!() };
+        b.store.set(id, 0, &Value::U32(n + 1)).unwrap();
+    }
+    let updates = b.tick();
+    b.deliver(&updates);
+    assert_eq!(b.client.stats().bunches_skipped, 3, "three bunches for actors the client lacks");
+    assert_eq!(b.client.stats().reopens_requested, 3);
+    b.run(4);
+    let stats = b.driver.connection_stats(b.conn).unwrap();
+    assert_eq!(stats.reopens_honoured, 3, "{stats:?}");
+    for (i, &g) in guids.iter().enumerate() {
+        assert!(b.client.has(g), "actor {i} reopened");
+        assert_eq!(b.client.value(g, 0), Some(Value::U32(1)));
+    }
+    assert_eq!(b.client.value(guids[0], 1), Some(Value::U32(11)), "a reopen sends initial values too");
+}
+
+/// Reopen requests for an actor whose open is on its way, or that the server never had, are
+/// ignored: they cannot make the server send more than it would.
+#[test]
+fn reopen_requests_are_honoured_at_most_once_per_round_trip() {
+    use shadowrep::ids::{NetGuid, Seq};
+    use shadowrep::wire::feedback::{write_feedback, AckBits};
+    use shadowrep::wire::BitWriter;
+    let mut b = Bench::new(initial_class(), DriverConfig::default());
+    let a = b.store.spawn();
+    let g = b.guid(a);
+    b.run(2);
+    let newest = b.client.highest_received();
+    let ask = |guids: &[NetGuid], highest: Seq| {
+        let mut w = BitWriter::new();
+        write_feedback(&mut w, highest, &AckBits([u64::MAX; 4]), guids);
+        w.into_bytes()
+    };
+    // The first request is honoured; repeats before the new open is acknowledged are not.
+    for _ in 0..100 {
+        b.driver.receive_feedback(b.conn, &ask(&[g, NetGuid(1000)], newest)).unwrap();
+    }
+    let stats = b.driver.connection_stats(b.conn).unwrap();
+    assert_eq!((stats.reopens_honoured, stats.reopens_ignored), (1, 199));
+    let reopened = b.tick();
+    assert_eq!(reopened.len(), 1, "one open, once");
+    b.deliver(&reopened);
+    assert!(b.client.has(g));
+}
+
+/// One feedback covers every packet since the last one: a frame of far more than 32 packets,
+/// acknowledged once, is settled without a single spurious loss.
+#[test]
+fn one_feedback_settles_a_frame_of_many_packets() {
+    let mut b = Bench::new(
+        ClassBuilder::new("Wide")
+            .property(PropertyDecl::new("A", PropType::U64))
+            .property(PropertyDecl::new("B", PropType::U64)),
+        DriverConfig::default(),
+    );
+    let ids: Vec<_> = (0..6000).map(|_| b.store.spawn()).collect();
+    for (i, &id) in ids.iter().enumerate() {
+        b.store.set(id, 0, &Value::U64(i as u64 * 7919)).unwrap();
+    }
+    let packets = b.tick();
+    assert!(packets.len() > 64, "{} packets: more than the old 32-packet window", packets.len());
+    b.deliver(&packets);
+    let stats = b.driver.connection_stats(b.conn).unwrap();
+    assert_eq!(stats.packets_lost, 0, "{stats:?}");
+    assert_eq!(stats.packets_acked, packets.len() as u64);
+    assert_eq!(b.driver.in_flight(b.conn), 0);
+    assert!(b.tick().is_empty(), "nothing is resent");
+}
+
+/// A lost tail during a quiet spell is found by a keep-alive: repaired within a round trip plus
+/// the keep-alive interval, not after a long timeout.
+#[test]
+fn a_lost_tail_is_repaired_within_a_keep_alive_and_a_round_trip() {
+    let cfg = DriverConfig { keep_alive_frames: 6, ..DriverConfig::default() };
+    let mut b = Bench::new(initial_class(), cfg);
+    let a = b.store.spawn();
+    let guid = b.guid(a);
+    b.run(3);
+    b.store.set(a, 0, &Value::U32(42)).unwrap();
+    let lost = b.tick();
+    assert_eq!(lost.len(), 1);
+    b.feed_back();
+    // Quiet frames; the link delivers in the same frame.
+    let mut frames = 0;
+    while b.client.value(guid, 0) != Some(Value::U32(42)) {
+        frames += 1;
+        assert!(frames <= 6 + 2, "not repaired after {frames} quiet frames");
+        let p = b.tick();
+        b.deliver(&p);
+    }
+    let stats = b.driver.connection_stats(b.conn).unwrap();
+    assert_eq!(stats.keep_alives, 1, "{stats:?}");
+    // Once everything is settled, a quiet connection sends nothing at all.
+    for _ in 0..30 {
+        assert!(b.tick().is_empty());
+        b.feed_back();
+    }
+}

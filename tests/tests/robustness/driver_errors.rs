@@ -1,0 +1,91 @@
+//! Every `DriverError` a user can reach, with its message.
+
+use crate::Bench;
+use shadowrep::ids::{ClassId, ConnectionId};
+use shadowrep::net::{DriverConfig, DriverError, NetDriver};
+use shadowrep::schema::{ClassBuilder, PropType, PropertyDecl};
+use shadowrep::store::ClassStore;
+use std::sync::Arc;
+
+fn class(name: &str, leaves: usize) -> ClassStore {
+    let mut b = ClassBuilder::new(name);
+    for i in 0..leaves {
+        b = b.property(PropertyDecl::new(format!("P{i}"), PropType::U8));
+    }
+    ClassStore::new(Arc::new(b.build().expect("valid layout")))
+}
+
+fn message(e: DriverError, want: &str) {
+    let m = e.to_string();
+    assert!(m.contains(want), "{m:?} should mention {want:?}");
+}
+
+#[test]
+fn configuration_and_registration_errors() {
+    for mtu in [0, 511, 16385] {
+        let e = NetDriver::new(DriverConfig { mtu, ..DriverConfig::default() }).err().expect("refused");
+        assert_eq!(e, DriverError::MtuOutOfRange(mtu));
+        message(e, "512..=16384");
+    }
+    for mtu in [512, 16384] {
+        assert!(NetDriver::new(DriverConfig { mtu, ..DriverConfig::default() }).is_ok());
+    }
+    let mut d = NetDriver::new(DriverConfig::default()).unwrap();
+    let mut exactly = class("Exactly64", 64);
+    let id = d.register_class(&mut exactly).expect("64 leaves fit the send state");
+    let mut over = class("Over", 65);
+    let e = d.register_class(&mut over).unwrap_err();
+    assert_eq!(e, DriverError::TooManyLeaves { class: "Over".into(), leaves: 65 });
+    message(e, "at most 64");
+    assert_eq!(d.register_class(&mut exactly), Err(DriverError::AlreadyRegistered(id)));
+    let big = PropType::Opaque { name: "Blob".into(), size: 200 };
+    let mut blob =
+        ClassStore::new(Arc::new(ClassBuilder::new("Blob").property(PropertyDecl::new("B", big)).build().unwrap()));
+    let mut small = NetDriver::new(DriverConfig { mtu: 512, ..DriverConfig::default() }).unwrap();
+    assert!(small.register_class(&mut blob).is_ok(), "a 200-byte record fits a 512-byte packet");
+    // An array element of three 256-byte structs: ~6 kbit, more than a 512-byte packet.
+    let blob = || PropType::Opaque { name: "Blob".into(), size: 256 };
+    let element = PropType::Struct(
+        shadowrep::schema::StructType::new("Three").field("A", blob()).field("B", blob()).field("C", blob()),
+    );
+    let array = PropType::Array { element: Box::new(element), max_len: 4 };
+    let mut huge =
+        ClassStore::new(Arc::new(ClassBuilder::new("Huge").property(PropertyDecl::new("H", array)).build().unwrap()));
+    let e = small.register_class(&mut huge).unwrap_err();
+    assert!(matches!(e, DriverError::RecordTooLarge { .. }), "{e:?}");
+    message(e, "more than one packet holds");
+}
+
+#[test]
+fn calls_naming_what_does_not_exist() {
+    let mut b =
+        Bench::new(ClassBuilder::new("C").property(PropertyDecl::new("N", PropType::U32)), DriverConfig::default());
+    let a = b.store.spawn();
+    let mut other = class("Other", 1);
+    let stranger = other.spawn();
+    assert_eq!(b.driver.assign_guid(ClassId(7), &b.store, a), Err(DriverError::UnknownClass(ClassId(7))));
+    assert_eq!(b.driver.assign_guid(b.class, &other, stranger), Err(DriverError::UnknownStore));
+    b.store.despawn(a).unwrap();
+    assert_eq!(b.driver.assign_guid(b.class, &b.store, a), Err(DriverError::StaleActor(a)));
+    let a = b.store.spawn();
+    let nobody = ConnectionId(9);
+    assert_eq!(
+        b.driver.set_owner(b.class, &b.store, a, Some(nobody), false),
+        Err(DriverError::UnknownConnection(nobody))
+    );
+    assert_eq!(b.driver.set_custom_active(b.class, &b.store, a, 3, true), Err(DriverError::NoSuchParent(3)));
+    assert!(b.driver.take_packets(nobody).is_err());
+    assert!(b.driver.connection_stats(nobody).is_err());
+    assert_eq!(b.driver.receive_feedback(nobody, &[0]), Err(DriverError::UnknownConnection(nobody)));
+    let e = b.driver.receive_feedback(b.conn, &[0x01]).unwrap_err();
+    assert!(matches!(e, DriverError::Feedback(_)));
+    message(e, "bad feedback");
+    // tick: a foreign store, a missing one.
+    let e = b.driver.tick(&mut [&mut b.store, &mut other]).unwrap_err();
+    assert_eq!(e, DriverError::UnknownStore);
+    let mut second = class("Second", 1);
+    let second_id = b.driver.register_class(&mut second).unwrap();
+    assert_eq!(b.driver.tick(&mut [&mut b.store]), Err(DriverError::MissingStore(second_id)));
+    // Stores in any order work.
+    assert!(b.driver.tick(&mut [&mut second, &mut b.store]).is_ok());
+}
