@@ -2,8 +2,11 @@
 //!
 //! [`World::step`] runs one frame: the server ticks, each client's packets travel down its link,
 //! the client applies what arrives, its feedback travels up and the server applies that.
-//! [`World::assert_converged`] checks every client holds, for every actor and every property
-//! active for it, what the server holds (as the wire quantises it).
+//! [`World::assert_converged`] checks every client against expectations written apart from the
+//! kernel ([`expect`]): for every actor and every property active for the client's role now,
+//! the server's value (exactly, or within the stated tolerance of a quantised kind); for every
+//! property never active for any role the client has had, the default. Ownership, physics and
+//! Custom overrides go through [`World`] so it knows every client's role over time.
 
 #![forbid(unsafe_code)]
 
@@ -14,12 +17,11 @@ use rand_chacha::ChaCha8Rng;
 use shadowrep::client::ClientWorld;
 use shadowrep::ids::{ClassId, ConnectionId, NetGuid, Seq};
 use shadowrep::link::{Link, LinkConfig};
-use shadowrep::net::condition::{condition_active, flags};
 use shadowrep::net::{DriverConfig, NetDriver};
 use shadowrep::schema::{ClassLayout, Condition, LeafKind, PropType};
 use shadowrep::store::{ActorId, ClassStore};
 use shadowrep::value::Value;
-use shadowrep::wire::quantize_leaf;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 /// One client: its connection on the server, its world, and its two links.
@@ -34,6 +36,30 @@ pub struct Client {
     pub up: Link,
     /// Packets refused by the client (must stay 0 for a well-behaved server).
     pub errors: usize,
+    /// A replay connection.
+    pub replay: bool,
+}
+
+/// What the test knows of one actor's replication settings, and the roles each client has had.
+#[derive(Clone, Debug, Default)]
+pub struct ActorMeta {
+    /// Owning client.
+    pub owner: Option<usize>,
+    /// The owner holds an autonomous proxy.
+    pub autonomous: bool,
+    /// The actor replicates physics.
+    pub physics: bool,
+    /// Custom-condition parents switched off.
+    pub custom_off: HashSet<usize>,
+    /// Per client, every role it has had (the first one is the role it opened with).
+    pub roles: Vec<Vec<expect::Role>>,
+}
+
+impl ActorMeta {
+    fn role(&self, client: usize, replay: bool) -> expect::Role {
+        let owner = self.owner == Some(client);
+        expect::Role { owner, autonomous: owner && self.autonomous, replay, physics: self.physics }
+    }
 }
 
 /// A server with every sample class and some clients.
@@ -50,6 +76,8 @@ pub struct World {
     pub actors: Vec<(usize, ActorId)>,
     /// Seeded randomness for mutations.
     pub rng: ChaCha8Rng,
+    /// Replication settings and role history per live actor.
+    pub meta: HashMap<(usize, ActorId), ActorMeta>,
 }
 
 impl World {
@@ -75,7 +103,15 @@ impl World {
         let mut driver = NetDriver::new(cfg).expect("valid config");
         let mut stores: Vec<ClassStore> = layouts.into_iter().map(ClassStore::new).collect();
         let classes = stores.iter_mut().map(|s| driver.register_class(s).expect("registers")).collect();
-        Self { stores, driver, classes, clients: Vec::new(), actors: Vec::new(), rng: ChaCha8Rng::seed_from_u64(seed) }
+        Self {
+            stores,
+            driver,
+            classes,
+            clients: Vec::new(),
+            actors: Vec::new(),
+            rng: ChaCha8Rng::seed_from_u64(seed),
+            meta: HashMap::new(),
+        }
     }
 
     /// Adds a client (a replay connection if `replay`); returns its index.
@@ -93,6 +129,7 @@ impl World {
             down: Link::new(link),
             up: Link::new(LinkConfig { seed: link.seed.wrapping_add(1000), ..link }),
             errors: 0,
+            replay,
         });
         self.clients.len() - 1
     }
@@ -101,7 +138,48 @@ impl World {
     pub fn spawn(&mut self, s: usize) -> ActorId {
         let id = self.stores[s].spawn();
         self.actors.push((s, id));
+        self.meta.insert((s, id), ActorMeta::default());
         id
+    }
+
+    /// Gives an actor to a client (`None`: nobody), as an autonomous proxy or not.
+    pub fn set_owner(&mut self, s: usize, id: ActorId, owner: Option<usize>, autonomous: bool) {
+        let conn = owner.map(|o| self.clients[o].conn);
+        self.driver.set_owner(self.classes[s], &self.stores[s], id, conn, autonomous).expect("set_owner");
+        let m = self.meta.entry((s, id)).or_default();
+        m.owner = owner;
+        m.autonomous = autonomous;
+    }
+
+    /// Switches an actor's physics replication.
+    pub fn set_physics(&mut self, s: usize, id: ActorId, physics: bool) {
+        self.driver.set_physics(self.classes[s], &self.stores[s], id, physics).expect("set_physics");
+        self.meta.entry((s, id)).or_default().physics = physics;
+    }
+
+    /// Switches a Custom-condition parent of an actor on or off.
+    pub fn set_custom(&mut self, s: usize, id: ActorId, parent: usize, active: bool) {
+        self.driver.set_custom_active(self.classes[s], &self.stores[s], id, parent, active).expect("set_custom");
+        let m = self.meta.entry((s, id)).or_default();
+        if active {
+            m.custom_off.remove(&parent);
+        } else {
+            m.custom_off.insert(parent);
+        }
+    }
+
+    /// Notes every client's current role over every live actor.
+    fn record_roles(&mut self) {
+        let replays: Vec<bool> = self.clients.iter().map(|c| c.replay).collect();
+        for m in self.meta.values_mut() {
+            m.roles.resize(replays.len(), Vec::new());
+            for (ci, &replay) in replays.iter().enumerate() {
+                let role = m.role(ci, replay);
+                if m.roles[ci].last() != Some(&role) {
+                    m.roles[ci].push(role);
+                }
+            }
+        }
     }
 
     /// The GUID of an actor (assigned now if no tick has seen it yet).
@@ -111,6 +189,7 @@ impl World {
 
     /// One frame: tick, deliver, apply, feed back.
     pub fn step(&mut self) {
+        self.record_roles();
         let mut stores: Vec<&mut ClassStore> = self.stores.iter_mut().collect();
         self.driver.tick(&mut stores).expect("tick");
         for c in &mut self.clients {
@@ -154,11 +233,21 @@ impl World {
 
     /// Changes `fraction` of the actors: each gets one random property a new random value.
     pub fn mutate(&mut self, fraction: f64) {
+        self.mutate_where(fraction, |_| true);
+    }
+
+    /// Like [`Self::mutate`], choosing only among parents whose condition passes `allowed`.
+    pub fn mutate_where(&mut self, fraction: f64, allowed: impl Fn(Condition) -> bool) {
         let n = ((self.actors.len() as f64) * fraction).ceil() as usize;
         for _ in 0..n {
             let (s, id) = self.actors[self.rng.random_range(0..self.actors.len())];
             let layout = self.stores[s].layout().clone();
-            let parent = self.rng.random_range(0..layout.parents.len());
+            let choices: Vec<usize> =
+                (0..layout.parents.len()).filter(|&p| allowed(layout.parents[p].condition)).collect();
+            if choices.is_empty() {
+                continue;
+            }
+            let parent = choices[self.rng.random_range(0..choices.len())];
             let v = self.random_value(&layout.parents[parent].ty);
             self.stores[s].set(id, parent, &v).expect("valid value");
             let _ = self.stores[s].mark_dirty(id, parent);
@@ -169,70 +258,91 @@ impl World {
     pub fn despawn(&mut self, i: usize) {
         let (s, id) = self.actors.swap_remove(i);
         self.stores[s].despawn(id).expect("live");
+        self.meta.remove(&(s, id));
     }
 
-    /// Asserts every client matches the server for every property active for it (InitialOnly
-    /// properties excepted: they are checked by their own test).
+    /// Asserts every client matches the server (see the module docs): for every live actor and
+    /// every parent, by the condition table of [`expect`] and the client's role history:
+    /// - active for the client's role now (InitialOnly: active for the role it opened with) →
+    ///   the server's value, as [`expect::leaf_matches`] judges a trip over the wire;
+    /// - never active for any role it has had → the default;
+    /// - otherwise (active once, not now) → not checked: the client keeps the last value it got.
     ///
-    /// A reference to an actor that no longer exists is dead on both sides: the client holds null
-    /// (it never saw the actor) or the GUID of an actor it has destroyed.
+    /// InitialOnly and InitialOrOwner values must not change after the actor's first tick (the
+    /// client keeps the value it opened with), and roles must not change before the open is
+    /// acknowledged. A reference to an actor that no longer exists is dead on both sides: the
+    /// client holds null (it never saw the actor) or the GUID of an actor it has destroyed.
     pub fn assert_converged(&mut self) {
+        self.record_roles();
         let actors = self.actors.clone();
-        let live: std::collections::HashSet<u64> = actors.iter().map(|&(s, id)| self.guid(s, id).0).collect();
-        let same = |kind: LeafKind, server: &[u8], client: &[u8]| -> bool {
-            let q = quantize_leaf(kind, server);
-            if kind == LeafKind::Object {
-                let (s, c) = (
-                    u64::from_le_bytes(q[..8].try_into().expect("8 bytes")),
-                    u64::from_le_bytes(client[..8].try_into().expect("8 bytes")),
-                );
-                if !live.contains(&s) {
-                    return c == 0 || !live.contains(&c);
-                }
-            }
-            q == client
-        };
+        let live: HashSet<u64> = actors.iter().map(|&(s, id)| self.guid(s, id).0).collect();
         for (ci, c) in self.clients.iter().enumerate() {
             assert_eq!(c.errors, 0, "client {ci} refused packets");
         }
+        let mut defaults: HashMap<usize, (ClassStore, ActorId)> = HashMap::new();
         for (s, id) in actors {
             let guid = self.guid(s, id);
             let layout = self.stores[s].layout().clone();
+            let (fresh, fresh_id) = defaults.entry(s).or_insert_with(|| {
+                let mut st = ClassStore::new(layout.clone());
+                let id = st.spawn();
+                (st, id)
+            });
+            let meta = self.meta.get(&(s, id)).cloned().unwrap_or_default();
             for (ci, c) in self.clients.iter().enumerate() {
                 assert!(c.world.has(guid), "client {ci} lacks actor {guid}");
-                // Sample tests own nothing: every client is a simulated, non-owner, non-replay viewer.
-                let f = flags::SIMULATED;
-                for (li, leaf) in layout.leaves.iter().enumerate() {
-                    let parent = &layout.parents[leaf.parent];
-                    if parent.condition == Condition::InitialOnly || !condition_active(parent.condition, f) {
+                let roles = meta.roles.get(ci).cloned().unwrap_or_default();
+                let now = meta.role(ci, c.replay);
+                for (pi, parent) in layout.parents.iter().enumerate() {
+                    let cond = parent.condition;
+                    let custom = matches!(cond, Condition::Custom | Condition::Dynamic);
+                    let initial = matches!(cond, Condition::InitialOnly | Condition::InitialOrOwner);
+                    let active_now = if custom {
+                        !meta.custom_off.contains(&pi)
+                    } else {
+                        expect::expected_active(cond, now, false)
+                            || (initial && roles.first().is_some_and(|&r| expect::expected_active(cond, r, true)))
+                    };
+                    let ever = active_now
+                        || custom
+                        || roles.iter().enumerate().any(|(k, &r)| expect::expected_active(cond, r, k == 0));
+                    let (want, what): (&ClassStore, ActorId) = if active_now {
+                        (&self.stores[s], id)
+                    } else if !ever {
+                        (fresh, *fresh_id)
+                    } else {
                         continue;
-                    }
-                    match leaf.array {
-                        None => {
-                            let n = leaf.kind.byte_size();
-                            let mut server = vec![0u8; n];
-                            self.stores[s].leaf_bytes(id.index, li, &mut server);
-                            let mut client = vec![0u8; n];
-                            c.world.leaf_bytes(guid, li, &mut client);
-                            assert!(
-                                same(leaf.kind, &server, &client),
-                                "client {ci}, actor {guid}, leaf {}: server {server:?}, client {client:?}",
-                                leaf.path
-                            );
-                        }
-                        Some(a) => {
-                            let array = &layout.arrays[a];
-                            let server = self.stores[s].array_bytes(id.index, a);
-                            let client = c.world.array_bytes(guid, a).unwrap_or(&[]);
-                            assert_eq!(server.len(), client.len(), "client {ci}, actor {guid}, array {}", leaf.path);
-                            for (se, ce) in server.chunks(array.stride).zip(client.chunks(array.stride)) {
-                                for el in &array.elements {
-                                    let r = el.offset..el.offset + el.kind.byte_size();
-                                    assert!(
-                                        same(el.kind, &se[r.clone()], &ce[r]),
-                                        "client {ci}, actor {guid}, array {}",
-                                        leaf.path
-                                    );
+                    };
+                    let ctx = |leaf: &str| format!("client {ci} ({now:?}), actor {guid}, {cond:?} {leaf}");
+                    for li in parent.leaves.clone() {
+                        let leaf = &layout.leaves[li];
+                        match leaf.array {
+                            None => {
+                                let n = leaf.kind.byte_size();
+                                let (mut server, mut client) = (vec![0u8; n], vec![0u8; n]);
+                                want.leaf_bytes(what.index, li, &mut server);
+                                c.world.leaf_bytes(guid, li, &mut client);
+                                if !dead_reference(leaf.kind, &server, &client, &live) {
+                                    if let Err(e) = expect::leaf_matches(leaf.kind, &server, &client) {
+                                        panic!("{}: {e}", ctx(&leaf.path));
+                                    }
+                                }
+                            }
+                            Some(a) => {
+                                let array = &layout.arrays[a];
+                                let server = want.array_bytes(what.index, a);
+                                let client = c.world.array_bytes(guid, a).unwrap_or(&[]);
+                                assert_eq!(server.len(), client.len(), "{}: array length", ctx(&leaf.path));
+                                for (se, ce) in server.chunks(array.stride).zip(client.chunks(array.stride)) {
+                                    for el in &array.elements {
+                                        let r = el.offset..el.offset + el.kind.byte_size();
+                                        if dead_reference(el.kind, &se[r.clone()], &ce[r.clone()], &live) {
+                                            continue;
+                                        }
+                                        if let Err(e) = expect::leaf_matches(el.kind, &se[r.clone()], &ce[r]) {
+                                            panic!("{}: {e}", ctx(&leaf.path));
+                                        }
+                                    }
                                 }
                             }
                         }
@@ -241,4 +351,15 @@ impl World {
             }
         }
     }
+}
+
+/// An object reference whose target is gone on the server: the client holds null or the GUID of
+/// an actor that is gone too.
+fn dead_reference(kind: LeafKind, server: &[u8], client: &[u8], live: &HashSet<u64>) -> bool {
+    if kind != LeafKind::Object {
+        return false;
+    }
+    let guid = |b: &[u8]| u64::from_le_bytes(b[..8].try_into().expect("8 bytes"));
+    let (s, c) = (guid(server), guid(client));
+    s != 0 && !live.contains(&s) && (c == 0 || !live.contains(&c))
 }

@@ -5,6 +5,7 @@ mod defects;
 mod driver_errors;
 mod forged;
 mod sequence;
+mod soak;
 
 use shadowrep::client::ClientWorld;
 use shadowrep::ids::{ClassId, ConnectionId, NetGuid};

@@ -75,7 +75,7 @@ impl Setup {
 
     fn apply(&self, w: &mut World, id: ActorId) {
         set_owner(w, id, self.owner, self.autonomous);
-        w.driver.set_physics(w.classes[0], &w.stores[0], id, self.physics).expect("set_physics");
+        w.set_physics(0, id, self.physics);
     }
 }
 
@@ -307,7 +307,7 @@ fn custom_and_dynamic_overrides() {
     let layouts = HashMap::from([(guid, layout.clone())]);
     let (hc, hd) = (handle(&layout, 0), handle(&layout, 1));
     let toggle = |w: &mut World, parent: usize, on: bool| {
-        w.driver.set_custom_active(w.classes[0], &w.stores[0], id, parent, on).expect("set_custom_active");
+        w.set_custom(0, id, parent, on);
     };
     let check = |w: &World, want: [u32; 3], what: &str| {
         for (ci, c) in w.clients.iter().enumerate() {
@@ -433,7 +433,7 @@ fn newly_active_arrays_are_sent_whole() {
             );
         }
     };
-    w.driver.set_custom_active(w.classes[0], &w.stores[0], id, 1, false).expect("override");
+    w.set_custom(0, id, 1, false);
     set(&mut w, 0, id, 0, mine(&[1, 2, 3]));
     set(&mut w, 0, id, 1, toggled(&[4, 5]));
     run_and_collect(&mut w, 3, &layouts);
@@ -443,7 +443,7 @@ fn newly_active_arrays_are_sent_whole() {
     run_and_collect(&mut w, 3, &layouts);
     check(&w, [(mine(&[1, 2, 3]), toggled(&[])), (mine(&[]), toggled(&[]))], "client 0 owns it");
 
-    w.driver.set_custom_active(w.classes[0], &w.stores[0], id, 1, true).expect("override");
+    w.set_custom(0, id, 1, true);
     run_and_collect(&mut w, 3, &layouts);
     check(&w, [(mine(&[1, 2, 3]), toggled(&[4, 5])), (mine(&[]), toggled(&[4, 5]))], "override on");
 

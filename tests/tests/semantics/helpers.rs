@@ -46,8 +46,7 @@ pub(crate) fn set(w: &mut World, store: usize, id: ActorId, parent: usize, v: Va
 }
 
 pub(crate) fn set_owner(w: &mut World, id: ActorId, owner: Option<usize>, autonomous: bool) {
-    let owner = owner.map(|o| w.clients[o].conn);
-    w.driver.set_owner(w.classes[0], &w.stores[0], id, owner, autonomous).expect("set_owner");
+    w.set_owner(0, id, owner, autonomous);
 }
 
 /// Like [`World::step`], but returns the packets the server produced for each client. Every
