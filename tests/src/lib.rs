@@ -18,11 +18,36 @@ use shadowrep::client::ClientWorld;
 use shadowrep::ids::{ClassId, ConnectionId, NetGuid, Seq};
 use shadowrep::link::{Link, LinkConfig};
 use shadowrep::net::{DriverConfig, NetDriver};
-use shadowrep::schema::{ClassLayout, Condition, LeafKind, PropType};
+use shadowrep::schema::{
+    ClassBuilder, ClassLayout, Condition, LeafKind, Notify, PropType, PropertyDecl, StructType, VectorQuant,
+};
 use shadowrep::store::{ActorId, ClassStore};
 use shadowrep::value::Value;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
+
+/// Two classes that between them use every kind of leaf a packet can carry — scalars, a
+/// quantised vector, a rotator, a bool, an enum, an object reference, a name and a dynamic
+/// array of structs holding references — for tests of hostile input.
+pub fn mixed_layouts() -> Vec<Arc<ClassLayout>> {
+    let item = PropType::Struct(StructType::new("Item").field("Count", PropType::U16).field("Owner", PropType::Object));
+    let build = |b: ClassBuilder| Arc::new(b.build().expect("valid layout"));
+    vec![
+        build(
+            ClassBuilder::new("Mixed")
+                .property(PropertyDecl::new("Health", PropType::U32))
+                .property(PropertyDecl::new("Speed", PropType::F32))
+                .property(PropertyDecl::new("Location", PropType::Vector(VectorQuant::Q100)))
+                .property(PropertyDecl::new("Rotation", PropType::Rotator))
+                .property(PropertyDecl::new("Alive", PropType::Bool))
+                .property(PropertyDecl::new("Mode", PropType::Enum { bits: 3 }))
+                .property(PropertyDecl::new("Target", PropType::Object).notify(Notify::Always))
+                .property(PropertyDecl::new("Label", PropType::Name))
+                .property(PropertyDecl::new("Items", PropType::Array { element: Box::new(item), max_len: 8 })),
+        ),
+        build(ClassBuilder::new("Small").property(PropertyDecl::new("Byte", PropType::U8).notify(Notify::OnChanged))),
+    ]
+}
 
 /// One client: its connection on the server, its world, and its two links.
 pub struct Client {

@@ -28,6 +28,7 @@ use crate::store::{value_bits_eq, ActorId, ClassStore};
 use crate::value::Value;
 use crate::wire::bunch::{decode_packet, RecordValue, Resolve};
 use crate::wire::feedback::{write_feedback, MAX_REOPENS};
+use crate::wire::packet::MAX_MTU;
 use crate::wire::{BitWriter, WireError};
 use std::collections::{HashMap, HashSet};
 use std::fmt;
@@ -289,6 +290,10 @@ impl ClientWorld {
 
     /// Decodes, validates and applies one packet.
     pub fn receive(&mut self, bytes: &[u8]) -> Result<Receipt, ReceiveError> {
+        if bytes.len() > MAX_MTU {
+            self.stats.refused += 1;
+            return Err(ReceiveError::Wire(WireError::Invalid("packet larger than the largest MTU")));
+        }
         let seq = match crate::wire::BitReader::new(bytes).read_packed().map(u32::try_from) {
             Ok(Ok(s)) => Seq(s),
             _ => {

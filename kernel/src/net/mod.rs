@@ -84,7 +84,7 @@ use std::fmt;
 /// How a driver runs.
 #[derive(Clone, Copy, Debug)]
 pub struct DriverConfig {
-    /// Largest packet in bytes (UE's `MAX_PACKET_SIZE` is 1024), in `512..=16384`.
+    /// Largest packet in bytes (UE's `MAX_PACKET_SIZE` is 1024), in `512..=8192`.
     pub mtu: usize,
     /// Encode each (actor, property) once per frame for every connection (UE's
     /// `ShareSerializedData`); off, every connection encodes for itself.
@@ -118,7 +118,7 @@ impl Default for DriverConfig {
 /// Why a driver call was refused.
 #[derive(Clone, Debug, PartialEq)]
 pub enum DriverError {
-    /// `mtu` outside `512..=16384` bytes.
+    /// `mtu` outside `512..=8192` bytes.
     MtuOutOfRange(usize),
     /// The per-pair state keeps one `u64` of leaves; this class has more.
     TooManyLeaves {

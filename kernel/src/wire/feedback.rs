@@ -135,7 +135,7 @@ pub fn read_feedback(bytes: &[u8]) -> Result<Feedback, WireError> {
         if len == 0 && i > 0 {
             return Err(WireError::Invalid("empty feedback run"));
         }
-        if back + len > ACK_WINDOW as u64 {
+        if len > ACK_WINDOW as u64 || back + len > ACK_WINDOW as u64 {
             return Err(WireError::Invalid("feedback runs past the window"));
         }
         if i % 2 == 0 {
@@ -247,6 +247,15 @@ mod tests {
             w.write_packed(0);
         })
         .is_err());
+        assert!(
+            bad(&|w| {
+                w.write_packed(9);
+                w.write_packed(1);
+                w.write_packed(u64::MAX);
+            })
+            .is_err(),
+            "a run length that would overflow"
+        );
         assert!(bad(&|w| {
             w.write_packed(9);
             w.write_packed(0);

@@ -17,8 +17,9 @@
 use super::BitWriter;
 use crate::ids::{NetGuid, Seq};
 
-/// Largest MTU a driver accepts: a bunch body's length then always fits 3 packed bytes.
-pub const MAX_MTU: usize = 16 * 1024;
+/// Largest MTU a driver accepts, and the largest packet a client decodes (UE's packets are at
+/// most 1024 bytes; 8 KiB leaves room for jumbo frames and bounds what one decode allocates).
+pub const MAX_MTU: usize = 8 * 1024;
 
 /// Smallest MTU a driver accepts.
 pub const MIN_MTU: usize = 512;

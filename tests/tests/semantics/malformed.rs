@@ -6,32 +6,13 @@ use rand_chacha::ChaCha8Rng;
 use shadowrep::client::{ClientWorld, Receipt, ReceiveError};
 use shadowrep::link::LinkConfig;
 use shadowrep::net::DriverConfig;
-use shadowrep::schema::{ClassBuilder, ClassLayout, LeafKind, Notify, PropType, PropertyDecl, StructType, VectorQuant};
+use shadowrep::schema::{ClassBuilder, ClassLayout, LeafKind, PropType, PropertyDecl};
 use shadowrep::value::{ObjectRef, Value};
 use shadowrep::wire::bunch::write_leaf_record;
 use shadowrep::wire::{BitReader, BitWriter};
-use shadowrep_tests::World;
+use shadowrep_tests::{mixed_layouts, World};
 use std::collections::HashSet;
 use std::sync::Arc;
-
-fn mixed_layouts() -> Vec<Arc<ClassLayout>> {
-    let item = PropType::Struct(StructType::new("Item").field("Count", PropType::U16).field("Owner", PropType::Object));
-    vec![
-        build(
-            ClassBuilder::new("Mixed")
-                .property(PropertyDecl::new("Health", PropType::U32))
-                .property(PropertyDecl::new("Speed", PropType::F32))
-                .property(PropertyDecl::new("Location", PropType::Vector(VectorQuant::Q100)))
-                .property(PropertyDecl::new("Rotation", PropType::Rotator))
-                .property(PropertyDecl::new("Alive", PropType::Bool))
-                .property(PropertyDecl::new("Mode", PropType::Enum { bits: 3 }))
-                .property(PropertyDecl::new("Target", PropType::Object).notify(Notify::Always))
-                .property(PropertyDecl::new("Label", PropType::Name))
-                .property(PropertyDecl::new("Items", PropType::Array { element: Box::new(item), max_len: 8 })),
-        ),
-        build(ClassBuilder::new("Small").property(PropertyDecl::new("Byte", PropType::U8).notify(Notify::OnChanged))),
-    ]
-}
 
 /// A run of the server: the packets to one client, in order, and every actor GUID used.
 fn recorded_run() -> (Vec<Arc<ClassLayout>>, Vec<Vec<u8>>, Vec<NetGuid>) {
