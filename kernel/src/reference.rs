@@ -11,9 +11,13 @@
 //! handle, handle, …, array_handle, count, nested handles…, 0, …, 0
 //! ```
 //!
-//! Semantics shared with the kernel on purpose: floats compare by bits (see [`crate::compare`]);
-//! push-based parents are compared only when marked; a dynamic-array write marks its parent (as the
-//! store does); a new object starts with a zeroed shadow and every parent considered.
+//! The semantics are the documented ones, decided here without the kernel's shortcuts: every
+//! property of every live object that is not push-based (under the [`PushMode`]) is compared by
+//! value every frame — fixed fields and dynamic arrays alike; a push-based one only when marked.
+//! Floats compare by their bits (see [`crate::compare`]). Writes that the store records as marks
+//! are marks here too: [`RefWorld::set`] of a parent reaching a dynamic array marks it, as
+//! [`crate::store::ClassStore::set`] does, while [`RefWorld::write_leaf`] (a bulk system's write)
+//! marks nothing. A new object starts with a zeroed shadow and every parent considered.
 
 use crate::compare::PushMode;
 use crate::schema::{ArrayLayout, ClassLayout, LeafKind};
@@ -167,6 +171,21 @@ impl RefWorld {
         Ok(value::decode_parent(&self.layout, parent, record, |a| o.arrays[a].as_slice()))
     }
 
+    /// Writes one fixed leaf from its byte form without marking anything: what a bulk system
+    /// writing a column does ([`crate::store::ClassStore::plane_mut`]). Dynamic-array leaves are
+    /// refused (their writes always go through [`Self::set`]).
+    pub fn write_leaf(&mut self, obj: usize, leaf: usize, bytes: &[u8]) -> Result<(), StoreError> {
+        self.object(obj)?;
+        let l = self.layout.leaves.get(leaf).filter(|l| l.array.is_none()).ok_or(ValueError::NoSuchProperty(leaf))?;
+        let n = l.kind.byte_size();
+        let src =
+            bytes.get(..n).ok_or_else(|| ValueError::TypeMismatch { expected: format!("{n} bytes for {}", l.path) })?;
+        let p = &self.layout.parents[l.parent];
+        let at = self.parent_offsets[l.parent] - p.record_range.start + l.record_offset;
+        self.objects[obj].data[at..at + n].copy_from_slice(src);
+        Ok(())
+    }
+
     /// Reads a parent's value from the object's shadow buffer.
     pub fn shadow_value(&self, obj: usize, parent: usize) -> Result<Value, StoreError> {
         let o = self.object(obj)?;
@@ -209,16 +228,14 @@ fn compare_object(
 ) {
     let start = out.len();
     for (pi, parent) in layout.parents.iter().enumerate() {
-        let dirty = o.dirty[pi / 64] >> (pi % 64) & 1 != 0;
-        // A parent holding a dynamic array is compared only when written, like every push-based
-        // parent: the kernel's store sees every array write, so this is exact, not an assumption.
-        let has_array = layout.leaves[parent.leaves.clone()].iter().any(|l| l.array.is_some());
-        let skip = match push {
+        // UE's generic path: a polled property is compared by value every frame, whatever it
+        // holds; a push-based one only when marked.
+        let push_based = match push {
             PushMode::Off => false,
             PushMode::Declared => parent.push,
             PushMode::All => true,
-        } || has_array;
-        if skip && !dirty {
+        };
+        if push_based && o.dirty[pi / 64] >> (pi % 64) & 1 == 0 {
             continue;
         }
         let base = parent_offsets[pi] - parent.record_range.start;

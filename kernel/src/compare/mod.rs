@@ -419,9 +419,10 @@ struct PageRefs<'a> {
 struct Plan<'a> {
     layout: &'a ClassLayout,
     kernels: Kernels,
-    /// Per parent: compare only dirty lanes.
+    /// Per parent: its fixed leaves are compared only in dirty lanes (push rules). Dynamic arrays
+    /// are always compared only in dirty lanes: the store marks every array write.
     uses_dirty: Vec<bool>,
-    /// Every parent uses dirty lanes: clean pages are skipped outright.
+    /// Nothing is compared outside dirty lanes: clean pages are skipped outright.
     dirty_only: bool,
     /// No parent with planes uses dirty lanes: every plane of a page is compared for every
     /// occupied lane, so whole runs of planes are diffed in one call each.
@@ -446,20 +447,21 @@ const DENSE_MAX_PLANES: usize = 64;
 
 impl<'a> Plan<'a> {
     fn new(layout: &'a ClassLayout, cfg: &CompareConfig) -> Self {
+        // Push rules decide for fixed leaves only; a dynamic array is always compared where the
+        // store recorded a write, whatever its parent's push setting.
         let uses_dirty: Vec<bool> = layout
             .parents
             .iter()
-            .map(|p| {
-                let is_array = layout.leaves[p.leaves.clone()].iter().any(|l| l.kind == LeafKind::Array);
-                is_array
-                    || match cfg.push {
-                        PushMode::Off => false,
-                        PushMode::Declared => p.push,
-                        PushMode::All => true,
-                    }
+            .map(|p| match cfg.push {
+                PushMode::Off => false,
+                PushMode::Declared => p.push,
+                PushMode::All => true,
             })
             .collect();
-        let dirty_only = uses_dirty.iter().all(|&d| d);
+        let has_fixed = |p: &crate::schema::Parent| layout.leaves[p.leaves.clone()].iter().any(|l| l.array.is_none());
+        // Clean pages can be skipped when nothing is compared without a mark: every parent's fixed
+        // leaves are push-ruled (arrays always need a mark).
+        let dirty_only = layout.parents.iter().zip(&uses_dirty).all(|(p, &d)| d || !has_fixed(p));
         let dense = layout.planes.len() <= DENSE_MAX_PLANES
             && layout
                 .parents
@@ -505,16 +507,14 @@ impl<'a> Plan<'a> {
         }
         let mut any = 0u64;
         for (pi, parent) in self.layout.parents.iter().enumerate() {
-            let marked = dirty.map_or(0, |d| d[pi]);
-            let consider = page.occupied & if self.uses_dirty[pi] { marked } else { !0 };
+            let marked = page.occupied & dirty.map_or(0, |d| d[pi]);
+            let consider_fixed = if self.uses_dirty[pi] { marked } else { page.occupied };
             for li in parent.leaves.clone() {
                 let leaf = &self.layout.leaves[li];
-                let changed = if consider == 0 {
-                    0
-                } else if let Some(a) = leaf.array {
-                    self.compare_arrays(&mut page, a, li, consider, arrays)
-                } else {
-                    self.compare_leaf(&mut page, leaf.planes.clone(), consider)
+                let changed = match leaf.array {
+                    Some(a) if marked != 0 => self.compare_arrays(&mut page, a, li, marked, arrays),
+                    None if consider_fixed != 0 => self.compare_leaf(&mut page, leaf.planes.clone(), consider_fixed),
+                    _ => 0,
                 };
                 if any != 0 {
                     masks[li] = changed;
@@ -752,7 +752,7 @@ fn copy_lanes(w: PlaneWidth, live: &[u8], shadow: &mut [u8], o: usize, lanes: u6
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::schema::{ClassBuilder, PropType, PropertyDecl};
+    use crate::schema::{ClassBuilder, PropType, PropertyDecl, StructType};
 
     fn store(push: bool) -> ClassStore {
         let layout = ClassBuilder::new("T")
@@ -860,6 +860,41 @@ mod tests {
         let mut sh = ShadowState::new(&mut s1);
         let mut out = ChangeSet::new();
         assert_eq!(sh.compare(&mut s2, &CompareConfig::default(), &mut out), Err(CompareError::ForeignStore));
+    }
+
+    /// A polled leaf that shares its struct with a dynamic array, written by a bulk system
+    /// (`plane_mut`, no mark): the array part needs the store's write mark, the fixed part does not.
+    #[test]
+    fn a_bulk_write_beside_an_array_is_found_without_a_mark() {
+        let inner = StructType::new("S").field("A", PropType::F32).field("Inv", PropType::array(PropType::U32));
+        for (push_decl, mode, expect_seen) in [
+            (false, PushMode::Off, true),
+            (false, PushMode::Declared, true),
+            (true, PushMode::Off, true),
+            (true, PushMode::Declared, false),
+            (false, PushMode::All, false),
+        ] {
+            let layout = ClassBuilder::new("T")
+                .property(PropertyDecl::new("S", PropType::Struct(inner.clone())).push(push_decl))
+                .build()
+                .unwrap();
+            let mut s = ClassStore::new(Arc::new(layout));
+            let mut sh = ShadowState::new(&mut s);
+            let a = s.spawn();
+            frame(&mut s, &mut sh, mode);
+            let leaf = s.layout().leaf_index("S.A").unwrap();
+            let plane = s.layout().leaves[leaf].planes.start;
+            s.plane_mut::<f32>(plane).unwrap().page(0)[a.lane()] = 5.0;
+            let c = frame(&mut s, &mut sh, mode);
+            let handle = s.layout().leaves[leaf].handle;
+            let expected = if expect_seen { vec![handle, 0] } else { vec![] };
+            assert_eq!(c.changelist(s.layout(), a.index), expected, "push {push_decl} mode {mode:?}");
+            // Marked in bulk, the push-based case finds it too.
+            s.mark_lanes_dirty(0, 0, 1 << a.lane());
+            let c = frame(&mut s, &mut sh, mode);
+            let expected = if expect_seen { vec![] } else { vec![handle, 0] };
+            assert_eq!(c.changelist(s.layout(), a.index), expected, "marked: push {push_decl} mode {mode:?}");
+        }
     }
 
     #[test]
