@@ -31,11 +31,10 @@
 //! renders one actor's changes in UE's changelist format, which the tests compare with the
 //! reference path's.
 
-mod lanes;
-mod x86;
+mod simd;
 
-pub use lanes::{scalar, Isa, Kernels};
-pub(crate) use x86::prefetch_addr;
+pub(crate) use simd::prefetch_addr;
+pub use simd::{scalar, Isa, Kernels};
 
 use crate::schema::{ClassLayout, LeafKind, PlaneWidth, PAGE_LANES};
 use crate::store::{read_parent, BitIter, Block, ClassStore, DirtyState, LiveView, PageArray, PageArrays, WatcherId};
@@ -287,8 +286,8 @@ impl ShadowState {
                 if is_dirty(q) {
                     let base = q * page_bytes;
                     plan.prefetch_page(&dirty_masks[q * parents..(q + 1) * parents], view.occupied[q], |off| {
-                        x86::prefetch_addr(live_all.as_ptr() as usize + base + off);
-                        x86::prefetch_addr(shadow_base + base + off);
+                        prefetch_addr(live_all.as_ptr() as usize + base + off);
+                        prefetch_addr(shadow_base + base + off);
                     });
                 }
             }
@@ -630,7 +629,7 @@ impl<'a> Plan<'a> {
     /// Diffs every plane of the page, one call per run of same-width planes; `out[plane]` gets the
     /// plane's lane mask.
     fn diff_runs(&self, page: &PageRefs<'_>, out: &mut [u64; DENSE_MAX_PLANES]) {
-        let k = &self.kernels;
+        let k = &self.kernels.routines;
         for run in &self.layout.plane_runs {
             let masks = &mut out[run.planes.clone()];
             let run_fn = match run.width {
@@ -653,7 +652,7 @@ impl<'a> Plan<'a> {
     }
 
     fn diff_plane(&self, w: PlaneWidth, live: &[u8], shadow: &[u8], o: usize) -> u64 {
-        let k = &self.kernels;
+        let k = &self.kernels.routines;
         match w {
             PlaneWidth::Bit => word(live, o) ^ word(shadow, o),
             PlaneWidth::B1 => (k.d1)(fixed(live, o), fixed(shadow, o)),
