@@ -100,26 +100,6 @@ impl RefWorld {
         Self { parent_offsets, object_size: end.max(shape.min_size).next_multiple_of(8), layout, objects: Vec::new() }
     }
 
-    /// The class layout.
-    pub fn layout(&self) -> &Arc<ClassLayout> {
-        &self.layout
-    }
-
-    /// Bytes of one object.
-    pub fn object_size(&self) -> usize {
-        self.object_size
-    }
-
-    /// Objects spawned (including destroyed ones, whose indices are not reused).
-    pub fn len(&self) -> usize {
-        self.objects.len()
-    }
-
-    /// Whether no object was spawned.
-    pub fn is_empty(&self) -> bool {
-        self.objects.is_empty()
-    }
-
     /// Spawns an object with default state; returns its index.
     pub fn spawn(&mut self) -> usize {
         let arrays = self.layout.arrays.len();
@@ -305,5 +285,65 @@ fn identical(kind: LeafKind, a: &[u8], b: &[u8]) -> bool {
         }
         LeafKind::Opaque(n) => a[..n as usize] == b[..n as usize],
         LeafKind::Array => true,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::schema::{ClassBuilder, PropType, PropertyDecl, StructType};
+
+    fn layout() -> Arc<ClassLayout> {
+        let s = StructType::new("S").field("A", PropType::U16).field("Inv", PropType::array(PropType::U32));
+        Arc::new(
+            ClassBuilder::new("T")
+                .property(PropertyDecl::new("Hp", PropType::F32))
+                .property(PropertyDecl::new("S", PropType::Struct(s)))
+                .property(PropertyDecl::new("Ammo", PropType::U8).push(true))
+                .build()
+                .unwrap(),
+        )
+    }
+
+    /// The object shape only moves properties around: any header and gap give the same values
+    /// and changelists (a wrong offset would make writes overlap).
+    #[test]
+    fn object_shape_does_not_change_what_is_found() {
+        let worlds = [ObjectShape::default(), ObjectShape { header: 0, gap: 0, min_size: 0 }];
+        let mut found = Vec::new();
+        for shape in worlds {
+            let mut w = RefWorld::with_shape(layout(), shape);
+            let o = w.spawn();
+            w.set(o, 0, &Value::F32(-0.0)).unwrap();
+            let s = Value::Struct(vec![Value::U16(9), Value::Array(vec![Value::U32(1), Value::U32(2)])]);
+            w.set(o, 1, &s).unwrap();
+            w.set(o, 2, &Value::U8(3)).unwrap();
+            assert_eq!(w.get(o, 1).unwrap(), s);
+            let mut c = RefChanges::default();
+            w.compare(PushMode::Declared, &mut c);
+            found.push(c.changelist(o).to_vec());
+        }
+        assert_eq!(found[0], vec![1, 2, 3, 2, 1, 2, 0, 4, 0]);
+        assert_eq!(found[0], found[1]);
+    }
+
+    /// A bulk write marks nothing: a push-based leaf written that way is not found until marked,
+    /// and an array leaf cannot be written that way.
+    #[test]
+    fn write_leaf_marks_nothing_and_refuses_arrays() {
+        let mut w = RefWorld::new(layout());
+        let o = w.spawn();
+        let mut c = RefChanges::default();
+        w.compare(PushMode::Declared, &mut c);
+        let ammo = w.layout.leaf_index("Ammo").unwrap();
+        w.write_leaf(o, ammo, &[7]).unwrap();
+        w.compare(PushMode::Declared, &mut c);
+        assert!(c.changelist(o).is_empty());
+        w.mark_dirty(o, 2);
+        w.compare(PushMode::Declared, &mut c);
+        assert_eq!(c.changelist(o), [4, 0]);
+        let inv = w.layout.leaf_index("S.Inv").unwrap();
+        assert!(w.write_leaf(o, inv, &[0; 8]).is_err());
+        assert!(w.write_leaf(o, 0, &[0; 2]).is_err(), "too few bytes for an f32");
     }
 }

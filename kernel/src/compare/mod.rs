@@ -109,8 +109,6 @@ pub struct ArrayChange {
     pub slot: u32,
     /// Leaf index of the array command.
     pub leaf: u16,
-    /// Length in the shadow before this compare.
-    pub old_len: u16,
     /// Length now.
     pub new_len: u16,
     /// Nested handles (`element * element_leaves + leaf + 1`) of changed or new element leaves.
@@ -693,7 +691,6 @@ impl<'a> Plan<'a> {
                 out.push(ArrayChange {
                     slot: (page.index * PAGE_LANES + lane) as u32,
                     leaf: leaf as u16,
-                    old_len: ns as u16,
                     new_len: nl as u16,
                     elements,
                 });
