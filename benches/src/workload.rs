@@ -4,7 +4,8 @@
 //! [`ClassStore`] and in the UE-style [`RefWorld`] — with identical values, and mutates the same
 //! actors of both each frame: a changed actor moves (its movement parents get new values) and one in
 //! ten also changes health or a flag, as game actors do. [`run_compare`] times the kernel, the
-//! reference and `memcmp` over the same frames and reports medians.
+//! reference and `memcmp` over the same frames and reports medians; after every compare, outside
+//! the timed region, each actor's kernel changelist must equal the reference's.
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -106,13 +107,14 @@ impl CompareWorkload {
         }
         for parent in parents {
             let v = random_value(&self.layout.parents[parent].ty, &mut self.rng, &[]);
-            // Values come from the layout's own types, so these writes cannot fail.
-            let _ = self.store.set(id, parent, &v);
+            // Values come from the layout's own types and ids stay live, so these writes cannot
+            // fail; if they did, kernel and reference would silently diverge.
+            self.store.set(id, parent, &v).expect("a value of the property's own type");
             if mark {
-                let _ = self.store.mark_dirty(id, parent);
+                self.store.mark_dirty(id, parent).expect("a live actor");
             }
             if let Some(r) = self.reference.as_mut() {
-                let _ = r.set(actor, parent, &v);
+                r.set(actor, parent, &v).expect("a value of the property's own type");
                 if mark {
                     r.mark_dirty(actor, parent);
                 }
@@ -187,7 +189,8 @@ pub struct CompareReport {
     pub push_1pct_ns: u64,
     /// Bytes of live state the kernel reads (the shadow is the same size).
     pub live_bytes: usize,
-    /// Actors with a change in the last timed frame (kernel; the reference agreed).
+    /// Actors with a change in the last timed frame (kernel; every changelist equalled the
+    /// reference's).
     pub changed_actors: usize,
     /// Median over frames of reference / kernel, each pair timed in the same frame.
     pub speedup_vs_reference: f64,
@@ -211,6 +214,24 @@ fn timed(f: impl FnOnce()) -> u64 {
     let t = Instant::now();
     f();
     t.elapsed().as_nanos() as u64
+}
+
+/// Times a fallible step; its error is returned, not dropped.
+fn timed_try<E>(f: impl FnOnce() -> Result<(), E>) -> Result<u64, E> {
+    let mut result = Ok(());
+    let ns = timed(|| result = f());
+    result.map(|()| ns)
+}
+
+/// Every actor's kernel changelist must equal the reference's (object `i` is actor `i`).
+fn check_changelists(w: &CompareWorkload, kernel: &ChangeSet, reference: &RefChanges) -> Result<(), String> {
+    for (i, id) in w.ids.iter().enumerate() {
+        let k = kernel.changelist(&w.layout, id.index);
+        if k.as_slice() != reference.changelist(i) {
+            return Err(format!("kernel and reference disagree on actor {i}: {k:?} vs {:?}", reference.changelist(i)));
+        }
+    }
+    Ok(())
 }
 
 /// Runs the compare measurement; `progress` is told what is happening (for a terminal).
@@ -240,6 +261,7 @@ pub fn run_compare(opts: &CompareOptions, progress: &mut dyn FnMut(&str)) -> Res
     compare(&mut w, &mut push_shadow, &push, &mut changes)?;
     if let Some(r) = w.reference.as_mut() {
         r.compare(PushMode::Off, &mut ref_changes);
+        check_changelists(&w, &changes, &ref_changes)?;
     }
 
     let (mut kernel, mut reference, mut memcmp) = (Vec::new(), Vec::new(), Vec::new());
@@ -249,20 +271,12 @@ pub fn run_compare(opts: &CompareOptions, progress: &mut dyn FnMut(&str)) -> Res
         progress(&format!("frame {}/{} at {:.1} % changed", frame, opts.frames, opts.changed * 100.0));
         w.mutate(opts.changed, false);
         w.store.begin_tick();
-        let k = timed(|| {
-            let _ = compare(&mut w, &mut full_shadow, &full, &mut changes);
-        });
+        let k = timed_try(|| compare(&mut w, &mut full_shadow, &full, &mut changes))?;
         let r = match w.reference.as_mut() {
             Some(world) => timed(|| world.compare(PushMode::Off, &mut ref_changes)),
             None => 0,
         };
-        if changes.changed_actors() != ref_changes.changed_objects() {
-            return Err(format!(
-                "kernel and reference disagree: {} vs {} changed actors",
-                changes.changed_actors(),
-                ref_changes.changed_objects()
-            ));
-        }
+        check_changelists(&w, &changes, &ref_changes)?;
         changed_actors = changes.changed_actors();
         let (live, shadow) = (w.store.live().bytes(), full_shadow.pages().bytes());
         let mut equal = false;
@@ -285,18 +299,16 @@ pub fn run_compare(opts: &CompareOptions, progress: &mut dyn FnMut(&str)) -> Res
         progress(&format!("push frame {}/{} at 1 % dirty", frame, opts.frames));
         w.mutate(0.01, true);
         w.store.begin_tick();
-        let t = timed(|| {
-            let _ = compare(&mut w, &mut push_shadow, &push, &mut changes);
-        });
-        let f = timed(|| {
-            let _ = compare(&mut w, &mut full_shadow, &full, &mut changes);
-        });
+        let t = timed_try(|| compare(&mut w, &mut push_shadow, &push, &mut changes))?;
+        let f = timed_try(|| compare(&mut w, &mut full_shadow, &full, &mut changes))?;
         if frame > 0 {
             push_times.push(t);
             push_ratios.push(ratio(t, f));
         }
+        // `changes` now holds the polled compare of this frame, which the reference must match.
         if let Some(r) = w.reference.as_mut() {
             r.compare(PushMode::Off, &mut ref_changes);
+            check_changelists(&w, &changes, &ref_changes)?;
         }
     }
     Ok(CompareReport {

@@ -11,9 +11,13 @@
 //! handle, handle, …, array_handle, count, nested handles…, 0, …, 0
 //! ```
 //!
-//! Semantics shared with the kernel on purpose: floats compare by bits (see [`crate::compare`]);
-//! push-based parents are compared only when marked; a dynamic-array write marks its parent (as the
-//! store does); a new object starts with a zeroed shadow and every parent considered.
+//! The semantics are the documented ones, decided here without the kernel's shortcuts: every
+//! property of every live object that is not push-based (under the [`PushMode`]) is compared by
+//! value every frame — fixed fields and dynamic arrays alike; a push-based one only when marked.
+//! Floats compare by their bits (see [`crate::compare`]). Writes that the store records as marks
+//! are marks here too: [`RefWorld::set`] of a parent reaching a dynamic array marks it, as
+//! [`crate::store::ClassStore::set`] does, while [`RefWorld::write_leaf`] (a bulk system's write)
+//! marks nothing. A new object starts with a zeroed shadow and every parent considered.
 
 use crate::compare::PushMode;
 use crate::schema::{ArrayLayout, ClassLayout, LeafKind};
@@ -96,26 +100,6 @@ impl RefWorld {
         Self { parent_offsets, object_size: end.max(shape.min_size).next_multiple_of(8), layout, objects: Vec::new() }
     }
 
-    /// The class layout.
-    pub fn layout(&self) -> &Arc<ClassLayout> {
-        &self.layout
-    }
-
-    /// Bytes of one object.
-    pub fn object_size(&self) -> usize {
-        self.object_size
-    }
-
-    /// Objects spawned (including destroyed ones, whose indices are not reused).
-    pub fn len(&self) -> usize {
-        self.objects.len()
-    }
-
-    /// Whether no object was spawned.
-    pub fn is_empty(&self) -> bool {
-        self.objects.is_empty()
-    }
-
     /// Spawns an object with default state; returns its index.
     pub fn spawn(&mut self) -> usize {
         let arrays = self.layout.arrays.len();
@@ -167,6 +151,21 @@ impl RefWorld {
         Ok(value::decode_parent(&self.layout, parent, record, |a| o.arrays[a].as_slice()))
     }
 
+    /// Writes one fixed leaf from its byte form without marking anything: what a bulk system
+    /// writing a column does ([`crate::store::ClassStore::plane_mut`]). Dynamic-array leaves are
+    /// refused (their writes always go through [`Self::set`]).
+    pub fn write_leaf(&mut self, obj: usize, leaf: usize, bytes: &[u8]) -> Result<(), StoreError> {
+        self.object(obj)?;
+        let l = self.layout.leaves.get(leaf).filter(|l| l.array.is_none()).ok_or(ValueError::NoSuchProperty(leaf))?;
+        let n = l.kind.byte_size();
+        let src =
+            bytes.get(..n).ok_or_else(|| ValueError::TypeMismatch { expected: format!("{n} bytes for {}", l.path) })?;
+        let p = &self.layout.parents[l.parent];
+        let at = self.parent_offsets[l.parent] - p.record_range.start + l.record_offset;
+        self.objects[obj].data[at..at + n].copy_from_slice(src);
+        Ok(())
+    }
+
     /// Reads a parent's value from the object's shadow buffer.
     pub fn shadow_value(&self, obj: usize, parent: usize) -> Result<Value, StoreError> {
         let o = self.object(obj)?;
@@ -209,16 +208,14 @@ fn compare_object(
 ) {
     let start = out.len();
     for (pi, parent) in layout.parents.iter().enumerate() {
-        let dirty = o.dirty[pi / 64] >> (pi % 64) & 1 != 0;
-        // A parent holding a dynamic array is compared only when written, like every push-based
-        // parent: the kernel's store sees every array write, so this is exact, not an assumption.
-        let has_array = layout.leaves[parent.leaves.clone()].iter().any(|l| l.array.is_some());
-        let skip = match push {
+        // UE's generic path: a polled property is compared by value every frame, whatever it
+        // holds; a push-based one only when marked.
+        let push_based = match push {
             PushMode::Off => false,
             PushMode::Declared => parent.push,
             PushMode::All => true,
-        } || has_array;
-        if skip && !dirty {
+        };
+        if push_based && o.dirty[pi / 64] >> (pi % 64) & 1 == 0 {
             continue;
         }
         let base = parent_offsets[pi] - parent.record_range.start;
@@ -288,5 +285,65 @@ fn identical(kind: LeafKind, a: &[u8], b: &[u8]) -> bool {
         }
         LeafKind::Opaque(n) => a[..n as usize] == b[..n as usize],
         LeafKind::Array => true,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::schema::{ClassBuilder, PropType, PropertyDecl, StructType};
+
+    fn layout() -> Arc<ClassLayout> {
+        let s = StructType::new("S").field("A", PropType::U16).field("Inv", PropType::array(PropType::U32));
+        Arc::new(
+            ClassBuilder::new("T")
+                .property(PropertyDecl::new("Hp", PropType::F32))
+                .property(PropertyDecl::new("S", PropType::Struct(s)))
+                .property(PropertyDecl::new("Ammo", PropType::U8).push(true))
+                .build()
+                .unwrap(),
+        )
+    }
+
+    /// The object shape only moves properties around: any header and gap give the same values
+    /// and changelists (a wrong offset would make writes overlap).
+    #[test]
+    fn object_shape_does_not_change_what_is_found() {
+        let worlds = [ObjectShape::default(), ObjectShape { header: 0, gap: 0, min_size: 0 }];
+        let mut found = Vec::new();
+        for shape in worlds {
+            let mut w = RefWorld::with_shape(layout(), shape);
+            let o = w.spawn();
+            w.set(o, 0, &Value::F32(-0.0)).unwrap();
+            let s = Value::Struct(vec![Value::U16(9), Value::Array(vec![Value::U32(1), Value::U32(2)])]);
+            w.set(o, 1, &s).unwrap();
+            w.set(o, 2, &Value::U8(3)).unwrap();
+            assert_eq!(w.get(o, 1).unwrap(), s);
+            let mut c = RefChanges::default();
+            w.compare(PushMode::Declared, &mut c);
+            found.push(c.changelist(o).to_vec());
+        }
+        assert_eq!(found[0], vec![1, 2, 3, 2, 1, 2, 0, 4, 0]);
+        assert_eq!(found[0], found[1]);
+    }
+
+    /// A bulk write marks nothing: a push-based leaf written that way is not found until marked,
+    /// and an array leaf cannot be written that way.
+    #[test]
+    fn write_leaf_marks_nothing_and_refuses_arrays() {
+        let mut w = RefWorld::new(layout());
+        let o = w.spawn();
+        let mut c = RefChanges::default();
+        w.compare(PushMode::Declared, &mut c);
+        let ammo = w.layout.leaf_index("Ammo").unwrap();
+        w.write_leaf(o, ammo, &[7]).unwrap();
+        w.compare(PushMode::Declared, &mut c);
+        assert!(c.changelist(o).is_empty());
+        w.mark_dirty(o, 2);
+        w.compare(PushMode::Declared, &mut c);
+        assert_eq!(c.changelist(o), [4, 0]);
+        let inv = w.layout.leaf_index("S.Inv").unwrap();
+        assert!(w.write_leaf(o, inv, &[0; 8]).is_err());
+        assert!(w.write_leaf(o, 0, &[0; 2]).is_err(), "too few bytes for an f32");
     }
 }

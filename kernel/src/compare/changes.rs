@@ -1,0 +1,107 @@
+//! What a compare found: per (page, leaf) lane masks, per-page summaries and dynamic-array
+//! changes, and their rendering as UE changelists.
+//!
+//! Invariant: `masks[page * leaves + leaf]` is valid only where `page_lanes[page]` is non-zero (a
+//! page without changes leaves its masks stale, so the compare never writes them); every reader
+//! goes through [`ChangeSet::leaf_mask`] or [`ChangeSet::changelist`], which check the summary
+//! first.
+
+use crate::schema::{ClassLayout, LeafKind, PAGE_LANES};
+
+/// One actor's dynamic-array change.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ArrayChange {
+    /// Actor slot.
+    pub slot: u32,
+    /// Leaf index of the array command.
+    pub leaf: u16,
+    /// Length now.
+    pub new_len: u16,
+    /// Nested handles (`element * element_leaves + leaf + 1`) of changed or new element leaves.
+    pub elements: Vec<u16>,
+}
+
+/// What one compare found.
+#[derive(Clone, Debug, Default)]
+pub struct ChangeSet {
+    pub(super) leaves: usize,
+    /// `masks[page * leaves + leaf]`: lanes whose leaf changed. Valid only where `page_lanes` is
+    /// non-zero; use [`ChangeSet::leaf_mask`].
+    pub(super) masks: Vec<u64>,
+    /// Per page: lanes with any change.
+    pub(super) page_lanes: Vec<u64>,
+    /// Per page: dynamic-array changes, in (slot, leaf) order.
+    pub(super) arrays: Vec<Vec<ArrayChange>>,
+}
+
+impl ChangeSet {
+    /// An empty change set.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub(super) fn reset(&mut self, pages: usize, leaves: usize) {
+        self.leaves = leaves;
+        self.masks.resize(pages * leaves, 0);
+        self.page_lanes.clear();
+        self.page_lanes.resize(pages, 0);
+        self.arrays.resize_with(pages, Vec::new);
+        for a in &mut self.arrays {
+            a.clear();
+        }
+    }
+
+    /// Pages covered.
+    pub fn pages(&self) -> usize {
+        self.page_lanes.len()
+    }
+
+    /// Lanes of page `p` with any change.
+    pub fn page_lanes(&self, p: usize) -> u64 {
+        self.page_lanes.get(p).copied().unwrap_or(0)
+    }
+
+    /// Lanes of page `p` whose leaf `leaf` changed.
+    pub fn leaf_mask(&self, p: usize, leaf: usize) -> u64 {
+        if self.page_lanes(p) == 0 {
+            return 0;
+        }
+        self.masks[p * self.leaves + leaf]
+    }
+
+    /// Dynamic-array changes of page `p`.
+    pub fn array_changes(&self, p: usize) -> &[ArrayChange] {
+        self.arrays.get(p).map_or(&[], |v| v.as_slice())
+    }
+
+    /// Number of actors with any change.
+    pub fn changed_actors(&self) -> usize {
+        self.page_lanes.iter().map(|m| m.count_ones() as usize).sum()
+    }
+
+    /// Slot `slot`'s changes in UE's changelist format: ascending handles; a dynamic array as
+    /// `handle, count, nested handles…, 0`; the whole list terminated by 0. Empty when nothing
+    /// changed.
+    pub fn changelist(&self, layout: &ClassLayout, slot: u32) -> Vec<u16> {
+        let (p, lane) = (slot as usize / PAGE_LANES, slot as usize % PAGE_LANES);
+        let mut out = Vec::new();
+        if self.page_lanes(p) >> lane & 1 == 0 {
+            return out;
+        }
+        for (i, leaf) in layout.leaves.iter().enumerate() {
+            if self.masks[p * self.leaves + i] >> lane & 1 == 0 {
+                continue;
+            }
+            out.push(leaf.handle);
+            if leaf.kind == LeafKind::Array {
+                let change = self.arrays[p].iter().find(|c| c.slot == slot && c.leaf as usize == i);
+                let elements = change.map_or(&[][..], |c| c.elements.as_slice());
+                out.push(elements.len() as u16);
+                out.extend_from_slice(elements);
+                out.push(0);
+            }
+        }
+        out.push(0);
+        out
+    }
+}

@@ -1,0 +1,355 @@
+//! One page's compare: the per-compare [`Plan`] (which leaves use dirty lanes, which path a page
+//! takes) and the page walk itself — sparse lane-by-lane diffs, whole-plane diffs, the dense
+//! run-by-run path, shadow copies and dynamic-array diffs. See the module docs of
+//! [`super`] for the algorithm and its optimisations.
+//!
+//! Data flow: [`super::ShadowState::compare`] builds one [`Plan`] per compare, then hands each page's
+//! borrowed live and shadow bytes ([`PageRefs`]) to [`Plan::compare_page`], which updates the
+//! shadow in place and writes the page's leaf masks and array changes.
+
+use super::{ArrayChange, CompareConfig, Kernels, PushMode, SPARSE_LANES};
+use crate::schema::{ClassLayout, PlaneWidth, PAGE_LANES};
+use crate::store::{BitIter, PageArrays};
+
+/// One page's live and shadow data, borrowed for its compare.
+pub(super) struct PageRefs<'a> {
+    pub(super) index: usize,
+    pub(super) occupied: u64,
+    pub(super) live: &'a [u8],
+    pub(super) shadow: &'a mut [u8],
+    pub(super) live_arrays: &'a PageArrays,
+    pub(super) shadow_arrays: &'a mut PageArrays,
+}
+
+/// Per-compare decisions made once, not per page.
+pub(super) struct Plan<'a> {
+    layout: &'a ClassLayout,
+    kernels: Kernels,
+    /// Per parent: its fixed leaves are compared only in dirty lanes (push rules). Dynamic arrays
+    /// are always compared only in dirty lanes: the store marks every array write.
+    uses_dirty: Vec<bool>,
+    /// Nothing is compared outside dirty lanes: clean pages are skipped outright.
+    pub(super) dirty_only: bool,
+    /// No parent with planes uses dirty lanes: every plane of a page is compared for every
+    /// occupied lane, so whole runs of planes are diffed in one call each.
+    dense: bool,
+    /// Dense path: every fixed leaf with its plane range.
+    fixed_leaves: Vec<(usize, std::ops::Range<usize>)>,
+    /// Dense path: every dynamic-array leaf as (parent, leaf, array).
+    array_leaves: Vec<(usize, usize, usize)>,
+    /// Per parent: the planes of its fixed leaves, when they are one contiguous range (else
+    /// empty, and nothing is prefetched for it).
+    parent_planes: Vec<std::ops::Range<usize>>,
+}
+
+/// How many pages ahead a dirty-only compare prefetches.
+pub(super) const PREFETCH_PAGES: usize = 8;
+
+/// From this many changed lanes on, the dense path copies whole planes.
+const DENSE_WHOLE_PLANE_COPY: u32 = 8;
+
+/// Most planes a class may have for the dense path's on-stack mask buffer.
+const DENSE_MAX_PLANES: usize = 64;
+
+impl<'a> Plan<'a> {
+    pub(super) fn new(layout: &'a ClassLayout, cfg: &CompareConfig) -> Self {
+        // Push rules decide for fixed leaves only; a dynamic array is always compared where the
+        // store recorded a write, whatever its parent's push setting.
+        let uses_dirty: Vec<bool> = layout
+            .parents
+            .iter()
+            .map(|p| match cfg.push {
+                PushMode::Off => false,
+                PushMode::Declared => p.push,
+                PushMode::All => true,
+            })
+            .collect();
+        let has_fixed = |p: &crate::schema::Parent| layout.leaves[p.leaves.clone()].iter().any(|l| l.array.is_none());
+        // Clean pages can be skipped when nothing is compared without a mark: every parent's fixed
+        // leaves are push-ruled (arrays always need a mark).
+        let dirty_only = layout.parents.iter().zip(&uses_dirty).all(|(p, &d)| d || !has_fixed(p));
+        let dense = layout.planes.len() <= DENSE_MAX_PLANES
+            && layout
+                .parents
+                .iter()
+                .zip(&uses_dirty)
+                .all(|(p, &d)| !d || p.leaves.clone().all(|l| layout.leaves[l].planes.is_empty()));
+        let fixed_leaves = layout
+            .leaves
+            .iter()
+            .enumerate()
+            .filter(|(_, l)| l.array.is_none())
+            .map(|(i, l)| (i, l.planes.clone()))
+            .collect();
+        let array_leaves =
+            layout.leaves.iter().enumerate().filter_map(|(i, l)| l.array.map(|a| (l.parent, i, a))).collect();
+        let parent_planes = layout
+            .parents
+            .iter()
+            .map(|p| {
+                let mut ranges =
+                    layout.leaves[p.leaves.clone()].iter().map(|l| l.planes.clone()).filter(|r| !r.is_empty());
+                let first = ranges.next().unwrap_or(0..0);
+                ranges.try_fold(first, |acc, r| (r.start == acc.end).then_some(acc.start..r.end)).unwrap_or(0..0)
+            })
+            .collect();
+        Self { layout, kernels: cfg.kernels, uses_dirty, dirty_only, dense, fixed_leaves, array_leaves, parent_planes }
+    }
+
+    /// Compares one page; returns the lanes with any change. `dirty` is `None` for a page with no
+    /// marks, so a clean page never reads its mask memory (marks are cleared after the compare,
+    /// page by dirty page). The page's leaf masks are
+    /// written only once something changed: a page whose lanes come back 0 leaves them stale, and
+    /// [`ChangeSet`] never reads them.
+    pub(super) fn compare_page(
+        &self,
+        mut page: PageRefs<'_>,
+        dirty: Option<&[u64]>,
+        masks: &mut [u64],
+        arrays: &mut Vec<ArrayChange>,
+    ) -> u64 {
+        if self.dense {
+            return self.compare_page_dense(page, dirty, masks, arrays);
+        }
+        let mut any = 0u64;
+        for (pi, parent) in self.layout.parents.iter().enumerate() {
+            let marked = page.occupied & dirty.map_or(0, |d| d[pi]);
+            let consider_fixed = if self.uses_dirty[pi] { marked } else { page.occupied };
+            for li in parent.leaves.clone() {
+                let leaf = &self.layout.leaves[li];
+                let changed = match leaf.array {
+                    Some(a) if marked != 0 => self.compare_arrays(&mut page, a, li, marked, arrays),
+                    None if consider_fixed != 0 => self.compare_leaf(&mut page, leaf.planes.clone(), consider_fixed),
+                    _ => 0,
+                };
+                if any != 0 {
+                    masks[li] = changed;
+                } else if changed != 0 {
+                    masks[..li].fill(0);
+                    masks[li] = changed;
+                }
+                any |= changed;
+            }
+        }
+        any
+    }
+
+    fn compare_leaf(&self, page: &mut PageRefs<'_>, planes_range: std::ops::Range<usize>, consider: u64) -> u64 {
+        let planes = &self.layout.planes[planes_range.clone()];
+        let mut changed = 0u64;
+        if consider.count_ones() <= SPARSE_LANES {
+            for lane in BitIter(consider) {
+                let mut differs = 0u64;
+                for pl in planes {
+                    differs |= lane_bits(pl.width, page.live, pl.page_offset, lane)
+                        ^ lane_bits(pl.width, page.shadow, pl.page_offset, lane);
+                    if pl.width == PlaneWidth::B12 {
+                        // The lane's last four bytes (lane_bits covered the first eight).
+                        let at = pl.page_offset + lane * 12 + 8;
+                        differs |= (fixed::<4>(page.live, at) != fixed::<4>(page.shadow, at)) as u64;
+                    }
+                }
+                changed |= ((differs != 0) as u64) << lane;
+            }
+        } else {
+            for pl in planes {
+                changed |= self.diff_plane(pl.width, page.live, page.shadow, pl.page_offset);
+            }
+            changed &= consider;
+        }
+        self.copy_leaf(page, planes_range, changed);
+        changed
+    }
+
+    /// The dense page compare: every plane diffed run by run, then only the leaves of a page that
+    /// changed are visited; dynamic arrays are compared where written.
+    fn compare_page_dense(
+        &self,
+        mut page: PageRefs<'_>,
+        dirty: Option<&[u64]>,
+        masks: &mut [u64],
+        arrays: &mut Vec<ArrayChange>,
+    ) -> u64 {
+        let mut plane_masks = [0u64; DENSE_MAX_PLANES];
+        self.diff_runs(&page, &mut plane_masks);
+        let occupied = page.occupied;
+        let mut any = 0u64;
+        let planes = &plane_masks[..self.layout.planes.len()];
+        if planes.iter().fold(0, |a, &m| a | m) & occupied != 0 {
+            masks.fill(0);
+            for (li, range) in &self.fixed_leaves {
+                let changed = plane_masks[range.clone()].iter().fold(0, |a, &m| a | m) & occupied;
+                if changed != 0 {
+                    masks[*li] = changed;
+                    any |= changed;
+                    // Dense pages compare every occupied lane, and free lanes are zero on both
+                    // sides, so every lane outside `changed` already matches: with many changed
+                    // lanes one whole-plane copy beats a copy per lane.
+                    let copy = if changed.count_ones() >= DENSE_WHOLE_PLANE_COPY { !0 } else { changed };
+                    self.copy_leaf(&mut page, range.clone(), copy);
+                }
+            }
+        }
+        if let Some(d) = dirty {
+            for &(pi, li, a) in &self.array_leaves {
+                let consider = d[pi] & occupied;
+                if consider == 0 {
+                    continue;
+                }
+                let changed = self.compare_arrays(&mut page, a, li, consider, arrays);
+                if changed != 0 {
+                    if any == 0 {
+                        masks.fill(0);
+                    }
+                    masks[li] = changed;
+                    any |= changed;
+                }
+            }
+        }
+        any
+    }
+
+    /// Copies a leaf's changed lanes from live to shadow.
+    fn copy_leaf(&self, page: &mut PageRefs<'_>, planes: std::ops::Range<usize>, changed: u64) {
+        if changed != 0 {
+            for pl in &self.layout.planes[planes] {
+                copy_lanes(pl.width, page.live, page.shadow, pl.page_offset, changed);
+            }
+        }
+    }
+
+    /// Calls `fetch` with the page offset of every lane a sparse diff of this page will read.
+    pub(super) fn prefetch_page(&self, dirty: &[u64], occupied: u64, mut fetch: impl FnMut(usize)) {
+        for (pi, planes) in self.parent_planes.iter().enumerate() {
+            let consider = dirty[pi] & occupied;
+            if consider == 0 || consider.count_ones() > SPARSE_LANES {
+                continue;
+            }
+            for pl in &self.layout.planes[planes.clone()] {
+                for lane in BitIter(consider) {
+                    fetch(pl.page_offset + lane * pl.width.lane_bytes());
+                }
+            }
+        }
+    }
+
+    /// Diffs every plane of the page, one call per run of same-width planes; `out[plane]` gets the
+    /// plane's lane mask.
+    fn diff_runs(&self, page: &PageRefs<'_>, out: &mut [u64; DENSE_MAX_PLANES]) {
+        let k = &self.kernels.routines;
+        for run in &self.layout.plane_runs {
+            let masks = &mut out[run.planes.clone()];
+            let run_fn = match run.width {
+                PlaneWidth::Bit => {
+                    for (i, m) in masks.iter_mut().enumerate() {
+                        let o = run.offset + 8 * i;
+                        *m = word(page.live, o) ^ word(page.shadow, o);
+                    }
+                    continue;
+                }
+                PlaneWidth::B1 => k.r1,
+                PlaneWidth::B2 => k.r2,
+                PlaneWidth::B4 => k.r4,
+                PlaneWidth::B8 => k.r8,
+                PlaneWidth::B12 => k.r12,
+            };
+            let bytes = run.offset..run.offset + masks.len() * run.width.page_bytes();
+            run_fn(&page.live[bytes.clone()], &page.shadow[bytes], masks);
+        }
+    }
+
+    fn diff_plane(&self, w: PlaneWidth, live: &[u8], shadow: &[u8], o: usize) -> u64 {
+        let k = &self.kernels.routines;
+        match w {
+            PlaneWidth::Bit => word(live, o) ^ word(shadow, o),
+            PlaneWidth::B1 => (k.d1)(fixed(live, o), fixed(shadow, o)),
+            PlaneWidth::B2 => (k.d2)(fixed(live, o), fixed(shadow, o)),
+            PlaneWidth::B4 => (k.d4)(fixed(live, o), fixed(shadow, o)),
+            PlaneWidth::B8 => (k.d8)(fixed(live, o), fixed(shadow, o)),
+            PlaneWidth::B12 => (k.d12)(fixed(live, o), fixed(shadow, o)),
+        }
+    }
+
+    fn compare_arrays(
+        &self,
+        page: &mut PageRefs<'_>,
+        a: usize,
+        leaf: usize,
+        consider: u64,
+        out: &mut Vec<ArrayChange>,
+    ) -> u64 {
+        let array = &self.layout.arrays[a];
+        let n = array.elements.len();
+        let mut changed = 0u64;
+        for lane in BitIter(consider) {
+            let live = &page.live_arrays[a * PAGE_LANES + lane];
+            let shadow = &mut page.shadow_arrays[a * PAGE_LANES + lane];
+            let (nl, ns) = (live.len() / array.stride, shadow.len() / array.stride);
+            let mut elements = Vec::new();
+            for e in 0..nl {
+                for (i, el) in array.elements.iter().enumerate() {
+                    let r = e * array.stride + el.offset..e * array.stride + el.offset + el.kind.byte_size();
+                    if e >= ns || live[r.clone()] != shadow[r] {
+                        elements.push((e * n + i + 1) as u16);
+                    }
+                }
+            }
+            if nl != ns || !elements.is_empty() {
+                changed |= 1 << lane;
+                shadow.clone_from(live);
+                out.push(ArrayChange {
+                    slot: (page.index * PAGE_LANES + lane) as u32,
+                    leaf: leaf as u16,
+                    new_len: nl as u16,
+                    elements,
+                });
+            }
+        }
+        changed
+    }
+}
+
+/// Lane `lane` of the plane at `o`, zero-extended (a bit plane yields that lane's bit).
+#[inline(always)]
+fn lane_bits(w: PlaneWidth, bytes: &[u8], o: usize, lane: usize) -> u64 {
+    match w {
+        PlaneWidth::Bit => word(bytes, o) >> lane & 1,
+        PlaneWidth::B1 => bytes[o + lane] as u64,
+        PlaneWidth::B2 => u16::from_le_bytes(*fixed(bytes, o + lane * 2)) as u64,
+        PlaneWidth::B4 => u32::from_le_bytes(*fixed(bytes, o + lane * 4)) as u64,
+        PlaneWidth::B8 => u64::from_le_bytes(*fixed(bytes, o + lane * 8)),
+        // The first eight of the lane's twelve bytes; the caller compares the rest.
+        PlaneWidth::B12 => u64::from_le_bytes(*fixed(bytes, o + lane * 12)),
+    }
+}
+
+fn word(bytes: &[u8], o: usize) -> u64 {
+    u64::from_le_bytes(*fixed::<8>(bytes, o))
+}
+
+/// The `N` bytes at `o`: planes lie inside their page by construction of the layout.
+fn fixed<const N: usize>(bytes: &[u8], o: usize) -> &[u8; N] {
+    bytes[o..o + N].try_into().expect("plane lies inside its page")
+}
+
+/// Copies the `lanes` of one plane from live to shadow.
+fn copy_lanes(w: PlaneWidth, live: &[u8], shadow: &mut [u8], o: usize, lanes: u64) {
+    match w {
+        PlaneWidth::Bit => {
+            let s = (word(shadow, o) & !lanes) | (word(live, o) & lanes);
+            shadow[o..o + 8].copy_from_slice(&s.to_le_bytes());
+        }
+        w => {
+            let n = w.lane_bytes();
+            if lanes == !0 {
+                let len = n * PAGE_LANES;
+                shadow[o..o + len].copy_from_slice(&live[o..o + len]);
+            } else {
+                for lane in BitIter(lanes) {
+                    let r = o + lane * n..o + (lane + 1) * n;
+                    shadow[r.clone()].copy_from_slice(&live[r]);
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,128 @@
+//! The lane diff, written once over a small vector trait; every vectorised backend instantiates it.
+//!
+//! ```text
+//! diff_w(live, shadow):                       // 64 lanes of w bytes each, w in {1, 2, 4, 8}
+//!     for each vector-sized chunk i of live and shadow:
+//!         m |= ne_w(load(live_i), load(shadow_i)) << (i * lanes per vector)
+//! diff_12(live, shadow):                      // a 12-byte lane is three u32 lanes
+//!     eq = concatenation of !ne_32 over every chunk   // 192 bits, three per lane
+//!     lanes_of_12(eq)                         // lane j differs unless bits 3j..3j+2 are all set
+//! ```
+//!
+//! [`LaneOps`] is implemented by a zero-sized *token* per instruction set: a value of the type is
+//! the proof that this CPU runs its instructions (the x86 tokens are created only after feature
+//! detection or inside code compiled for the feature), so the trait's methods are safe and this
+//! module holds no `unsafe`. Every method is `#[inline(always)]`: a backend wraps [`diff`],
+//! [`diff12`] and [`run`] in functions compiled for its ISA, and the whole loop is generated
+//! there, with the chunk loop fully unrolled (the lengths are constants).
+//!
+//! The one-lane-at-a-time reference every instantiation is tested against lives in
+//! [`super::scalar`], deliberately not written over this trait.
+
+/// The vector operations the lane diff needs, on a token that proves the CPU has them.
+pub(crate) trait LaneOps: Copy {
+    /// One vector register.
+    type V: Copy;
+    /// Bytes per vector; divides 64 (so no vector straddles two planes or two result words).
+    const BYTES: usize;
+    /// The first [`Self::BYTES`] bytes of `bytes` (no alignment needed). Panics if `bytes` is
+    /// shorter; [`diff`] passes exact chunks, so the check folds away.
+    fn load(self, bytes: &[u8]) -> Self::V;
+    /// Bit `i` set iff byte `i` of `a` and `b` differ (`BYTES` bits).
+    fn ne8(self, a: Self::V, b: Self::V) -> u64;
+    /// Bit `i` set iff the `i`-th `u16` of `a` and `b` differ (`BYTES / 2` bits).
+    fn ne16(self, a: Self::V, b: Self::V) -> u64;
+    /// Bit `i` set iff the `i`-th `u32` of `a` and `b` differ (`BYTES / 4` bits).
+    fn ne32(self, a: Self::V, b: Self::V) -> u64;
+    /// Bit `i` set iff the `i`-th `u64` of `a` and `b` differ (`BYTES / 8` bits).
+    fn ne64(self, a: Self::V, b: Self::V) -> u64;
+}
+
+/// Lanes of a plane of 64 `W`-byte lanes (`N = 64 * W`, `W` in 1, 2, 4, 8) whose bytes differ.
+#[inline(always)]
+pub(crate) fn diff<S: LaneOps, const N: usize, const W: usize>(ops: S, live: &[u8; N], shadow: &[u8; N]) -> u64 {
+    const { assert!(N == 64 * W && (W == 1 || W == 2 || W == 4 || W == 8)) };
+    let per_vector = S::BYTES / W;
+    let mut m = 0u64;
+    for (i, (l, s)) in live.chunks_exact(S::BYTES).zip(shadow.chunks_exact(S::BYTES)).enumerate() {
+        let (a, b) = (ops.load(l), ops.load(s));
+        let ne = match W {
+            1 => ops.ne8(a, b),
+            2 => ops.ne16(a, b),
+            4 => ops.ne32(a, b),
+            _ => ops.ne64(a, b),
+        };
+        m |= ne << (i * per_vector);
+    }
+    m
+}
+
+/// Lanes of a plane of 64 twelve-byte lanes (vectors and rotators) whose bytes differ.
+#[inline(always)]
+pub(crate) fn diff12<S: LaneOps>(ops: S, live: &[u8; 768], shadow: &[u8; 768]) -> u64 {
+    let per_vector = S::BYTES / 4;
+    let all = u64::MAX >> (64 - per_vector);
+    let mut eq = [0u64; 3];
+    for (i, (l, s)) in live.chunks_exact(S::BYTES).zip(shadow.chunks_exact(S::BYTES)).enumerate() {
+        let bit = i * per_vector;
+        eq[bit / 64] |= (!ops.ne32(ops.load(l), ops.load(s)) & all) << (bit % 64);
+    }
+    lanes_of_12(&eq)
+}
+
+/// Lanes of a 12-byte plane that differ, from the plane's 192 four-byte "equal" bits (bit `i` of
+/// the 192-bit string `eq` is set when the `i`-th `u32` of live and shadow are equal): lane `j`
+/// is unchanged iff bits `3j`, `3j+1`, `3j+2` are all set.
+///
+/// Eight lanes are 24 bits: AND each bit with its two upper neighbours, then gather every third
+/// bit with three shift-or-mask steps (bits 0,3,…,21 → 0..8).
+#[inline(always)]
+pub(crate) fn lanes_of_12(eq: &[u64; 3]) -> u64 {
+    let mut changed = 0u64;
+    for k in 0..8 {
+        let start = 24 * k;
+        let (w, off) = (start / 64, start % 64);
+        let mut bits = eq[w] >> off;
+        if off > 40 && w + 1 < 3 {
+            bits |= eq[w + 1] << (64 - off);
+        }
+        let m = bits & 0xff_ffff;
+        let mut x = m & (m >> 1) & (m >> 2) & 0x24_9249;
+        x = (x | (x >> 2)) & 0x0c_30c3;
+        x = (x | (x >> 4)) & 0xf00f;
+        x = (x | (x >> 8)) & 0xff;
+        changed |= (!x & 0xff) << (8 * k);
+    }
+    changed
+}
+
+/// Applies a one-plane diff to each of `out.len()` consecutive planes of `N` bytes; planes beyond
+/// the shorter input are left untouched. Backends wrap it in a function compiled for their ISA, so
+/// one call covers a whole run of same-width planes.
+#[inline(always)]
+pub(crate) fn run<const N: usize>(d: impl Fn(&[u8; N], &[u8; N]) -> u64, live: &[u8], shadow: &[u8], out: &mut [u64]) {
+    for ((l, s), o) in live.chunks_exact(N).zip(shadow.chunks_exact(N)).zip(out) {
+        if let (Ok(l), Ok(s)) = (l.try_into(), s.try_into()) {
+            *o = d(l, s);
+        }
+    }
+}
+
+/// Diffs `out.len()` consecutive planes of `live` and `shadow` (see [`run`]).
+pub(crate) type RunFn = fn(&[u8], &[u8], &mut [u64]);
+
+/// One backend's lane diffs: one routine per plane width, and a run version of each.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Routines {
+    pub d1: fn(&[u8; 64], &[u8; 64]) -> u64,
+    pub d2: fn(&[u8; 128], &[u8; 128]) -> u64,
+    pub d4: fn(&[u8; 256], &[u8; 256]) -> u64,
+    pub d8: fn(&[u8; 512], &[u8; 512]) -> u64,
+    pub d12: fn(&[u8; 768], &[u8; 768]) -> u64,
+    /// `out[i]` = diff of the `i`-th plane of a run of same-width planes.
+    pub r1: RunFn,
+    pub r2: RunFn,
+    pub r4: RunFn,
+    pub r8: RunFn,
+    pub r12: RunFn,
+}

@@ -1,0 +1,30 @@
+//! The reference lane diff: one lane at a time, byte slices compared with `!=`.
+//!
+//! It is the oracle every vectorised backend is tested against, and [`super::Isa::Scalar`]'s
+//! table (the slow baseline). It is deliberately not an instance of [`super::generic`]: a bug in
+//! the shared algorithm must not be able to hide by appearing on both sides of the test.
+
+use super::generic::{run, Routines};
+
+/// Reference: lane `i` differs iff its `W` bytes differ (`N = 64 * W`).
+pub fn scalar<const N: usize, const W: usize>(live: &[u8; N], shadow: &[u8; N]) -> u64 {
+    let mut m = 0u64;
+    for (i, (a, b)) in live.chunks_exact(W).zip(shadow.chunks_exact(W)).enumerate() {
+        m |= ((a != b) as u64) << i;
+    }
+    m
+}
+
+/// The reference table.
+pub(crate) const ROUTINES: Routines = Routines {
+    d1: scalar::<64, 1>,
+    d2: scalar::<128, 2>,
+    d4: scalar::<256, 4>,
+    d8: scalar::<512, 8>,
+    d12: scalar::<768, 12>,
+    r1: |l, s, o| run(scalar::<64, 1>, l, s, o),
+    r2: |l, s, o| run(scalar::<128, 2>, l, s, o),
+    r4: |l, s, o| run(scalar::<256, 4>, l, s, o),
+    r8: |l, s, o| run(scalar::<512, 8>, l, s, o),
+    r12: |l, s, o| run(scalar::<768, 12>, l, s, o),
+};

@@ -1,0 +1,163 @@
+//! Every table against the scalar reference, on planes placed at every alignment inside buffers
+//! whose padding differs between live and shadow (a read outside the plane would show), with
+//! sparse and dense differences, single planes and runs, and runs given fewer planes than outputs.
+
+use super::*;
+use proptest::prelude::*;
+
+const WIDTHS: [usize; 5] = [1, 2, 4, 8, 12];
+
+/// Every table this CPU runs, checked against what the CPU reports: an ISA the CPU has must not
+/// be skipped silently.
+fn tables() -> Vec<Kernels> {
+    let tables: Vec<Kernels> = Isa::ALL.into_iter().filter_map(Kernels::for_isa).collect();
+    let ran: Vec<Isa> = tables.iter().map(|k| k.isa).collect();
+    assert!(ran.contains(&Isa::Scalar) && ran.contains(&Isa::Wide), "portable tables missing: {ran:?}");
+    #[cfg(target_arch = "x86_64")]
+    {
+        assert_eq!(ran.contains(&Isa::Avx2), std::arch::is_x86_feature_detected!("avx2"));
+        let avx512 = std::arch::is_x86_feature_detected!("avx512f") && std::arch::is_x86_feature_detected!("avx512bw");
+        assert_eq!(ran.contains(&Isa::Avx512), avx512);
+    }
+    tables
+}
+
+/// One plane's diff through table `k`'s single-plane routine for width `w`.
+fn single(k: &Kernels, w: usize, l: &[u8], s: &[u8]) -> u64 {
+    let r = &k.routines;
+    match w {
+        1 => (r.d1)(l.try_into().unwrap(), s.try_into().unwrap()),
+        2 => (r.d2)(l.try_into().unwrap(), s.try_into().unwrap()),
+        4 => (r.d4)(l.try_into().unwrap(), s.try_into().unwrap()),
+        8 => (r.d8)(l.try_into().unwrap(), s.try_into().unwrap()),
+        12 => (r.d12)(l.try_into().unwrap(), s.try_into().unwrap()),
+        _ => unreachable!(),
+    }
+}
+
+fn run_fn(k: &Kernels, w: usize) -> generic::RunFn {
+    let r = &k.routines;
+    match w {
+        1 => r.r1,
+        2 => r.r2,
+        4 => r.r4,
+        8 => r.r8,
+        12 => r.r12,
+        _ => unreachable!(),
+    }
+}
+
+/// The public reference for width `w`.
+fn reference(w: usize, l: &[u8], s: &[u8]) -> u64 {
+    match w {
+        1 => scalar::<64, 1>(l.try_into().unwrap(), s.try_into().unwrap()),
+        2 => scalar::<128, 2>(l.try_into().unwrap(), s.try_into().unwrap()),
+        4 => scalar::<256, 4>(l.try_into().unwrap(), s.try_into().unwrap()),
+        8 => scalar::<512, 8>(l.try_into().unwrap(), s.try_into().unwrap()),
+        12 => scalar::<768, 12>(l.try_into().unwrap(), s.try_into().unwrap()),
+        _ => unreachable!(),
+    }
+}
+
+/// Live and shadow buffers: `front` bytes of padding, `planes` planes of width `w`, 64 bytes of
+/// padding; the padding differs between the two, the planes differ by `flips` and, when `dense`,
+/// in every third byte.
+fn buffers(
+    w: usize,
+    planes: usize,
+    front: usize,
+    seed: &[u8],
+    flips: &[(usize, u8)],
+    dense: bool,
+) -> (Vec<u8>, Vec<u8>) {
+    let len = front + planes * 64 * w + 64;
+    let live: Vec<u8> = (0..len).map(|i| seed[i % seed.len()] ^ (i / seed.len()) as u8).collect();
+    let mut shadow: Vec<u8> = live.iter().map(|b| !b).collect();
+    let body = front..front + planes * 64 * w;
+    shadow[body.clone()].copy_from_slice(&live[body.clone()]);
+    for &(i, x) in flips {
+        shadow[front + i % body.len()] = x;
+    }
+    if dense {
+        for i in body.step_by(3) {
+            shadow[i] = shadow[i].wrapping_add(1);
+        }
+    }
+    (live, shadow)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    #[test]
+    fn every_isa_agrees_with_scalar(
+        w in proptest::sample::select(WIDTHS.to_vec()),
+        front in 0usize..64,
+        seed in proptest::collection::vec(any::<u8>(), 1..97),
+        flips in proptest::collection::vec((any::<usize>(), any::<u8>()), 0..20),
+        dense in any::<bool>(),
+    ) {
+        let (live, shadow) = buffers(w, 1, front, &seed, &flips, dense);
+        let plane = front..front + 64 * w;
+        let expected = reference(w, &live[plane.clone()], &shadow[plane.clone()]);
+        for k in tables() {
+            prop_assert_eq!(single(&k, w, &live[plane.clone()], &shadow[plane.clone()]), expected, "{:?} width {}", k.isa, w);
+        }
+    }
+
+    #[test]
+    fn runs_equal_plane_by_plane(
+        w in proptest::sample::select(WIDTHS.to_vec()),
+        planes in 1usize..5,
+        front in 0usize..64,
+        seed in proptest::collection::vec(any::<u8>(), 1..97),
+        flips in proptest::collection::vec((any::<usize>(), any::<u8>()), 0..30),
+    ) {
+        let (live, shadow) = buffers(w, planes, front, &seed, &flips, false);
+        let n = 64 * w;
+        for k in tables() {
+            // One output more than planes given: the routine must leave it alone.
+            let mut out = vec![0xdead_beef_u64; planes + 1];
+            run_fn(&k, w)(&live[front..front + planes * n], &shadow[front..front + planes * n], &mut out);
+            for (i, &m) in out[..planes].iter().enumerate() {
+                let r = front + i * n..front + (i + 1) * n;
+                prop_assert_eq!(m, reference(w, &live[r.clone()], &shadow[r]), "{:?} width {} plane {}", k.isa, w, i);
+            }
+            prop_assert_eq!(out[planes], 0xdead_beef, "{:?} wrote past the planes it was given", k.isa);
+        }
+    }
+}
+
+#[test]
+fn every_byte_of_every_lane_counts() {
+    for k in tables() {
+        for w in WIDTHS {
+            for lane in 0..64 {
+                for byte in 0..w {
+                    let l = vec![0u8; 64 * w];
+                    let mut s = l.clone();
+                    s[lane * w + byte] = 0x80;
+                    assert_eq!(single(&k, w, &l, &s), 1 << lane, "{:?} width {w} lane {lane} byte {byte}", k.isa);
+                }
+            }
+            let (l, s) = (vec![1u8; 64 * w], vec![2u8; 64 * w]);
+            assert_eq!(single(&k, w, &l, &s), !0, "{:?} width {w}: every lane differs", k.isa);
+        }
+    }
+}
+
+#[test]
+fn every_available_isa_is_tested() {
+    let ran: Vec<&str> = tables().iter().map(|k| k.isa.name()).collect();
+    eprintln!("lane diff tables tested on this CPU: {}", ran.join(", "));
+    assert!(ran.len() >= 2);
+}
+
+#[test]
+fn best_is_available_and_names_parse() {
+    assert!(Kernels::best().isa.available());
+    for isa in Isa::ALL {
+        assert_eq!(Isa::parse(isa.name()), Some(isa));
+    }
+    assert_eq!(Isa::parse("sse9"), None);
+}
