@@ -1,16 +1,22 @@
 //! # shadowrep
 //!
-//! A data-oriented re-creation of Unreal Engine's property replication: class layouts
-//! ([`schema`]), structure-of-arrays stores ([`store`]), a SIMD compare of live state against
-//! per-driver shadows ([`compare`]), and the straightforward UE-style path it is tested and
-//! benchmarked against ([`reference`]).
+//! A data-oriented re-creation of Unreal Engine's replication. Follow one frame through the
+//! modules named for its steps:
 //!
-//! One frame, in order:
-//! 1. game code writes actor state through [`store::ClassStore`] (typed setters mark push-based
-//!    properties dirty);
-//! 2. [`store::ClassStore::begin_tick`] hands the marks to every watching driver;
-//! 3. [`compare::ShadowState::compare`] diffs live against shadow and yields a
-//!    [`compare::ChangeSet`].
+//! 1. [`schema`]: class layouts (parents flattened into leaves with handles, planes, checksum);
+//!    [`value`]: property values and their byte form;
+//! 2. [`store`]: game code writes actor state into structure-of-arrays pages (typed setters mark
+//!    push-based properties dirty);
+//! 3. [`compare`]: a SIMD diff of live state against a per-driver shadow yields a
+//!    [`compare::ChangeSet`]; [`history`] stamps when each property last changed;
+//! 4. [`net`]: per connection, what to send (conditions, resends), shared serialization, packets
+//!    under an MTU, reliability (sequence window, feedback, keep-alives);
+//! 5. [`wire`]: the bit-level grammar of packets, bunches, records and feedback;
+//! 6. [`client`]: validates and applies packets, fires notifies, writes feedback.
+//!
+//! [`ids`] holds the identity and mask types, [`link`] a seeded lossy link for tests, and
+//! [`mod@reference`] the straightforward UE-style compare path the kernel is tested and
+//! benchmarked against.
 //!
 //! ```
 //! use shadowrep::prelude::*;

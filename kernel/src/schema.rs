@@ -662,7 +662,7 @@ impl ClassBuilder {
             if b.by_name.insert(d.name.clone(), b.parents.len()).is_some() {
                 return Err(LayoutError::DuplicateName(d.name));
             }
-            b.add_parent(d, index)?;
+            b.add_parent(d, index);
         }
         if b.leaves.len() > MAX_HANDLES {
             return Err(LayoutError::TooManyHandles { class: self.name, needed: b.leaves.len() });
@@ -779,7 +779,7 @@ struct Flattener {
 }
 
 impl Flattener {
-    fn add_parent(&mut self, d: PropertyDecl, array_index: u16) -> Result<(), LayoutError> {
+    fn add_parent(&mut self, d: PropertyDecl, array_index: u16) {
         let parent = self.parents.len();
         let first_leaf = self.leaves.len();
         let record_start = self.record_bytes;
@@ -794,7 +794,6 @@ impl Flattener {
             array_index,
             record_range: record_start..self.record_bytes,
         });
-        Ok(())
     }
 
     fn add_leaves(&mut self, ty: &PropType, path: &str, parent: usize) {

@@ -423,6 +423,24 @@ mod tests {
     }
 
     #[test]
+    fn a_shadow_created_after_actors_exist_finds_everything_they_changed() {
+        for push in [false, true] {
+            let mut s = store(push);
+            let a = s.spawn();
+            let b = s.spawn();
+            s.set_and_mark(a, 0, &Value::F32(4.0)).unwrap();
+            s.begin_tick();
+            // A driver that starts watching now sees every live actor as new: its first compare
+            // reports whatever differs from the defaults, marks or not.
+            let mut late = ShadowState::new(&mut s);
+            let c = frame(&mut s, &mut late, PushMode::Declared);
+            assert_eq!(c.changelist(s.layout(), a.index), vec![1, 0], "push {push}");
+            assert_eq!(c.changelist(s.layout(), b.index), Vec::<u16>::new(), "push {push}: defaults are no change");
+            assert_eq!(late.value(a.index, 0), Some(Value::F32(4.0)));
+        }
+    }
+
+    #[test]
     fn a_shadow_refuses_another_store() {
         let mut s1 = store(false);
         let mut s2 = store(false);

@@ -4,7 +4,7 @@
 //! [`PairState`] is all a connection keeps per actor: where its catch-up stands (the frame it last
 //! sent), what to resend after a NAK, and channel flags — 16 bytes, Iris's figure. A pair that
 //! needs sending although its actor did not change this frame (an open, a resend, a property
-//! that became active) is *pending*: its flag is set and it sits once in [`Connection::pending`].
+//! that became active) is *pending*: its flag is set and it sits once in the connection's pending list.
 
 use super::plan::SendItem;
 use super::reliability::Reliability;

@@ -236,6 +236,28 @@ fn crafted_malformed_packets_are_refused_without_effect() {
             }),
         ),
         (
+            "GUID 0 (the null reference) as an actor",
+            craft(seq, |w| {
+                valid(w);
+                u32_bunch(w, NetGuid::NULL, Some(0), &[]);
+            }),
+        ),
+        (
+            "nested handles out of order",
+            craft(seq, |w| {
+                valid(w);
+                bunch(w, victim, None, |w| {
+                    w.write_packed(u64::from(items));
+                    w.write_packed(2);
+                    w.write_packed(3); // element 1 before element 0
+                    w.write_bits(0, 16);
+                    w.write_packed(1);
+                    w.write_bits(0, 16);
+                    w.write_packed(0);
+                });
+            }),
+        ),
+        (
             "an actor reopened with another class",
             craft(seq, |w| {
                 valid(w);
