@@ -51,10 +51,10 @@ impl History {
         self.ensure_pages(changes.pages());
         let leaves = self.layout.leaves.len();
         for p in 0..changes.pages() {
-            if changes.page_lanes(p) == 0 {
+            if changes.page_lanes(p).is_empty() {
                 continue;
             }
-            for lane in crate::store::BitIter(changes.page_lanes(p)) {
+            for lane in changes.page_lanes(p).iter() {
                 let r = &mut self.recent[p * PAGE_LANES + lane];
                 if r.0 != frame {
                     *r = (frame, r.0);
@@ -63,7 +63,7 @@ impl History {
             for leaf in 0..leaves {
                 let mask = changes.leaf_mask(p, leaf);
                 let base = (p * leaves + leaf) * PAGE_LANES;
-                for lane in crate::store::BitIter(mask) {
+                for lane in mask.iter() {
                     self.frames[base + lane] = frame;
                 }
             }

@@ -1,6 +1,6 @@
 //! What the numbers of the net layer mean: identity and mask newtypes.
 //!
-//! A `u64` can be a mask of an actor's leaves or a NetGUID, a `u32` a frame, a packet sequence
+//! A `u64` can be a mask of a page's lanes, a mask of an actor's leaves or a NetGUID, a `u32` a frame, a packet sequence
 //! number, a class or a connection. Each gets its own `#[repr(transparent)]` type so the compiler
 //! keeps them apart (bevy_ecs's `TableRow` and `Tick` do the same), and the rules that go with
 //! each — GUID parity, sequence wrap-around — live here and nowhere else.
@@ -22,6 +22,36 @@ pub struct ConnectionId(pub u32);
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
 #[repr(transparent)]
 pub struct Frame(pub u32);
+
+/// The lanes of one page (64 actor slots), as a bit set: bit `i` is slot `page * 64 + i`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[repr(transparent)]
+pub struct LaneMask(pub u64);
+
+impl LaneMask {
+    /// No lanes.
+    pub const EMPTY: LaneMask = LaneMask(0);
+
+    /// Whether no lane is set.
+    pub fn is_empty(self) -> bool {
+        self.0 == 0
+    }
+
+    /// Whether `lane` is set.
+    pub fn contains(self, lane: usize) -> bool {
+        lane < 64 && self.0 >> lane & 1 != 0
+    }
+
+    /// Number of lanes set.
+    pub fn count(self) -> u32 {
+        self.0.count_ones()
+    }
+
+    /// The lanes set, ascending.
+    pub fn iter(self) -> crate::store::BitIter {
+        crate::store::BitIter(self.0)
+    }
+}
 
 /// The leaves of one actor, as a bit set: bit `i` is leaf index `i` (handle `i + 1`). Classes
 /// the net layer replicates have at most 64 leaves.

@@ -6,6 +6,7 @@
 //! goes through [`ChangeSet::leaf_mask`] or [`ChangeSet::changelist`], which check the summary
 //! first.
 
+use crate::ids::LaneMask;
 use crate::schema::{ClassLayout, LeafKind, PAGE_LANES};
 
 /// One actor's dynamic-array change.
@@ -57,16 +58,16 @@ impl ChangeSet {
     }
 
     /// Lanes of page `p` with any change.
-    pub fn page_lanes(&self, p: usize) -> u64 {
-        self.page_lanes.get(p).copied().unwrap_or(0)
+    pub fn page_lanes(&self, p: usize) -> LaneMask {
+        LaneMask(self.page_lanes.get(p).copied().unwrap_or(0))
     }
 
     /// Lanes of page `p` whose leaf `leaf` changed.
-    pub fn leaf_mask(&self, p: usize, leaf: usize) -> u64 {
-        if self.page_lanes(p) == 0 {
-            return 0;
+    pub fn leaf_mask(&self, p: usize, leaf: usize) -> LaneMask {
+        if self.page_lanes(p).is_empty() {
+            return LaneMask::EMPTY;
         }
-        self.masks[p * self.leaves + leaf]
+        LaneMask(self.masks[p * self.leaves + leaf])
     }
 
     /// Dynamic-array changes of page `p`.
@@ -85,7 +86,7 @@ impl ChangeSet {
     pub fn changelist(&self, layout: &ClassLayout, slot: u32) -> Vec<u16> {
         let (p, lane) = (slot as usize / PAGE_LANES, slot as usize % PAGE_LANES);
         let mut out = Vec::new();
-        if self.page_lanes(p) >> lane & 1 == 0 {
+        if !self.page_lanes(p).contains(lane) {
             return out;
         }
         for (i, leaf) in layout.leaves.iter().enumerate() {

@@ -17,7 +17,7 @@ use crate::compare::{ChangeSet, ShadowState};
 use crate::history::History;
 use crate::ids::{LeafMask, NetGuid};
 use crate::schema::{ClassLayout, PAGE_LANES};
-use crate::store::{BitIter, ClassStore};
+use crate::store::ClassStore;
 use std::sync::Arc;
 
 /// Replication state of one actor slot.
@@ -173,16 +173,16 @@ impl NetDriver {
             let leaves = c.layout.leaves.len();
             for p in 0..c.changes.pages() {
                 let lanes = c.changes.page_lanes(p);
-                if lanes == 0 {
+                if lanes.is_empty() {
                     continue;
                 }
                 let mut per_lane = [LeafMask::EMPTY; PAGE_LANES];
                 for leaf in 0..leaves {
-                    for lane in BitIter(c.changes.leaf_mask(p, leaf)) {
+                    for lane in c.changes.leaf_mask(p, leaf).iter() {
                         per_lane[lane] |= LeafMask::leaf(leaf);
                     }
                 }
-                for lane in BitIter(lanes) {
+                for lane in lanes.iter() {
                     let slot = p * PAGE_LANES + lane;
                     self.changed.push(ChangedActor { class: ci as u32, slot: slot as u32, leaves: per_lane[lane] });
                     self.changed_actors.push(c.actors.get(slot).copied().unwrap_or_default());
