@@ -101,6 +101,7 @@ fn forged_feedback_never_amplifies_traffic() {
             step_forging(&mut attacked, &mut forge);
         }
         let (a, b) = (bytes_sent(&honest), bytes_sent(&attacked));
+        eprintln!("seed {seed}: {b} bytes sent under forged feedback, {a} without: {:.4}×", b as f64 / a as f64);
         assert!(b as f64 <= a as f64 * 1.1, "seed {seed}: {b} bytes under forgery vs {a} without");
         let stats = attacked.driver.connection_stats(attacked.clients[0].conn).unwrap();
         assert!(stats.feedback_forged > 100 && stats.feedback_stale > 1000, "{stats:?}");
@@ -154,6 +155,7 @@ fn random_feedback_bytes_never_amplify_traffic() {
         step_forging(&mut attacked, &mut forge);
     }
     let (a, b) = (bytes_sent(&honest), bytes_sent(&attacked));
+    eprintln!("{b} bytes sent under random feedback bytes, {a} without: {:.4}×", b as f64 / a as f64);
     assert!(b as f64 <= a as f64 * 1.1, "{b} bytes under random feedback vs {a} without");
     let stats = attacked.driver.connection_stats(attacked.clients[0].conn).unwrap();
     assert!(stats.feedback_malformed > 1000, "{stats:?}");
