@@ -168,9 +168,10 @@ impl WriteCtx<'_> {
         item: &SendItem,
         shared: Option<SharedActor<'_>>,
     ) -> Option<usize> {
-        // The common case: exactly the shared leaves of an open channel, one copy of the bunch.
-        if let Some(sh) = shared.filter(|sh| !item.open && item.leaves == sh.leaves) {
-            let (src, start, bits) = sh.bunch();
+        // The common case: exactly the shared leaves of an open channel, one copy of the bunch
+        // (unless the bunch is larger than a packet: then it is built and split record by record).
+        let whole = shared.filter(|sh| !item.open && item.leaves == sh.leaves);
+        if let Some((src, start, bits)) = whole.map(|sh| sh.bunch()).filter(|s| conn.writer.span_fits_empty(s.2)) {
             if !self.ensure(conn, open, |c| c.writer.span_fits(&c.out, bits)) {
                 unsent(conn, item, item.leaves);
                 return None;

@@ -130,6 +130,12 @@ impl PacketWriter {
         bits
     }
 
+    /// Whether a whole bunch of `bits` bits fits an otherwise empty packet (whatever its
+    /// sequence number).
+    pub fn span_fits_empty(&self, bits: usize) -> bool {
+        packed_bits(u32::MAX as u64) + bits + PACKET_END_BITS <= self.mtu_bits
+    }
+
     /// Whether a whole bunch of `bits` bits (as copied by [`Self::write_span`]) fits the open packet.
     pub fn span_fits(&self, out: &BitWriter, bits: usize) -> bool {
         self.total(out, bits, 0) <= self.mtu_bits
