@@ -223,3 +223,36 @@ fn records_fill_packets_of_the_smallest_mtu_exactly_and_arrive() {
         }
     }
 }
+
+/// A blackout: the server keeps sending while nothing arrives and no feedback comes back. It
+/// stops at 256 packets in flight (the window), repeats its newest packet while the window is
+/// full, and everything converges once the link is back.
+#[test]
+fn a_blackout_fills_the_window_and_the_connection_recovers() {
+    let cfg = DriverConfig { keep_alive_frames: 2, ..DriverConfig::default() };
+    let mut b = Bench::new(ClassBuilder::new("Wide").property(PropertyDecl::new("A", PropType::U64)), cfg);
+    let ids: Vec<_> = (0..3000).map(|_| b.store.spawn()).collect();
+    let guids: Vec<_> = ids.iter().map(|&id| b.guid(id)).collect();
+    b.run(2);
+    let mut v = 0u64;
+    let mut sent = 0;
+    for _ in 0..12 {
+        v += 1;
+        for &id in &ids {
+            b.store.set(id, 0, &Value::U64(v)).unwrap();
+        }
+        sent += b.tick().len();
+        assert!(b.driver.in_flight(b.conn) <= 256, "{} in flight", b.driver.in_flight(b.conn));
+    }
+    let stats = b.driver.connection_stats(b.conn).unwrap();
+    assert!(sent >= 256 && stats.window_full_frames > 0, "{sent} packets, {stats:?}");
+    assert!(stats.repeats > 0, "the newest packet is repeated while the window is full: {stats:?}");
+    // The link is back.
+    for _ in 0..10 {
+        b.run(1);
+    }
+    for (i, &g) in guids.iter().enumerate() {
+        assert_eq!(b.client.value(g, 0), Some(Value::U64(v)), "actor {i}");
+    }
+    assert_eq!(b.driver.in_flight(b.conn), 0);
+}
