@@ -13,29 +13,11 @@ use shadowrep::value::Value;
 use shadowrep_tests::World;
 use std::sync::Arc;
 
-const CONDITIONS: [Condition; 16] = [
-    Condition::None,
-    Condition::InitialOnly,
-    Condition::OwnerOnly,
-    Condition::SkipOwner,
-    Condition::SimulatedOnly,
-    Condition::AutonomousOnly,
-    Condition::SimulatedOrPhysics,
-    Condition::InitialOrOwner,
-    Condition::Custom,
-    Condition::ReplayOrOwner,
-    Condition::ReplayOnly,
-    Condition::SimulatedOnlyNoReplay,
-    Condition::SimulatedOrPhysicsNoReplay,
-    Condition::SkipReplay,
-    Condition::Dynamic,
-    Condition::Never,
-];
 
 /// One `u32` parent per condition, and an array, a vector and a rotator under conditions too.
 fn every_condition() -> Arc<ClassLayout> {
     let mut b = ClassBuilder::new("EveryCondition");
-    for c in CONDITIONS {
+    for c in Condition::ALL {
         b = b.property(PropertyDecl::new(format!("{c:?}"), PropType::U32).condition(c));
     }
     let array = PropType::Array { element: Box::new(PropType::U16), max_len: 40 };
