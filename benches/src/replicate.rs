@@ -88,7 +88,9 @@ pub fn run_replicate(opts: &ReplicateOptions, progress: &mut dyn FnMut(&str)) ->
     for _ in 0..opts.connections {
         unshared.add_connection(false);
     }
-    // Initial replication: every actor opens on every connection; then a frame to settle acks.
+    // Initial replication: every actor opens on every connection (a connection sends at most
+    // 256 packets past its last acknowledgement, so a large world takes several frames); then
+    // frames until nothing is left over, so the timed frames carry only their own changes.
     for frame in 0..3 {
         progress(&format!("initial replication, frame {}", frame + 1));
         w.mutate(opts.changed, true);
@@ -96,6 +98,23 @@ pub fn run_replicate(opts: &ReplicateOptions, progress: &mut dyn FnMut(&str)) ->
         unshared.tick(&mut [&mut w.store]).map_err(|e| e.to_string())?;
         drain_and_ack(&mut shared, &conns)?;
         drain_and_ack(&mut unshared, &conns)?;
+    }
+    for frame in 0.. {
+        let full = |d: &NetDriver| {
+            conns.iter().map(|&c| d.connection_stats(c).map_or(0, |s| s.window_full_frames)).sum::<u64>()
+        };
+        let before = (full(&shared), full(&unshared));
+        progress(&format!("draining the initial backlog, frame {}", frame + 1));
+        shared.tick(&mut [&mut w.store]).map_err(|e| e.to_string())?;
+        unshared.tick(&mut [&mut w.store]).map_err(|e| e.to_string())?;
+        drain_and_ack(&mut shared, &conns)?;
+        drain_and_ack(&mut unshared, &conns)?;
+        if (full(&shared), full(&unshared)) == before {
+            break;
+        }
+        if frame > 10_000 {
+            return Err("the initial replication never drained".into());
+        }
     }
     let (mut t_shared, mut t_unshared, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
     let (mut bytes, mut packets, mut changed_actors) = (0usize, 0usize, 0usize);

@@ -13,7 +13,6 @@ use shadowrep::value::Value;
 use shadowrep_tests::World;
 use std::sync::Arc;
 
-
 /// One `u32` parent per condition, and an array, a vector and a rotator under conditions too.
 fn every_condition() -> Arc<ClassLayout> {
     let mut b = ClassBuilder::new("EveryCondition");
