@@ -590,17 +590,14 @@ impl NetDriver {
         Ok(self.stats)
     }
 
-    /// Per connection: what to send to whom. A connection whose window is full plans nothing
-    /// (its pairs keep their catch-up points and pending state).
+    /// Per connection: what to send to whom. A connection whose window is full is planned too
+    /// (it is the only moment this frame's changes are visited for it); packet writing then
+    /// hands everything back to the pairs as resends.
     fn plan_sends(&mut self, parallel: bool) {
         let (classes, frame) = (&self.classes, self.frame);
         let changed = (&self.changed[..], &self.changed_actors[..]);
-        let plan = |(ci, conn): (usize, &mut Connection)| {
-            conn.sends.clear();
-            if conn.rel.room() > 0 {
-                plan::plan_connection(ci as u32, conn, classes, changed, frame);
-            }
-        };
+        let plan =
+            |(ci, conn): (usize, &mut Connection)| plan::plan_connection(ci as u32, conn, classes, changed, frame);
         if parallel {
             self.conns.par_iter_mut().enumerate().for_each(plan);
         } else {

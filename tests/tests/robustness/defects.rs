@@ -256,3 +256,30 @@ fn a_blackout_fills_the_window_and_the_connection_recovers() {
     }
     assert_eq!(b.driver.in_flight(b.conn), 0);
 }
+
+/// Changes made while a connection's window is full (so it can send nothing) still reach it once
+/// the window opens, even for an actor that changes only then.
+#[test]
+fn changes_made_while_the_window_is_full_are_not_forgotten() {
+    let cfg = DriverConfig { keep_alive_frames: 2, ..DriverConfig::default() };
+    let mut b = Bench::new(ClassBuilder::new("Wide").property(PropertyDecl::new("A", PropType::U64)), cfg);
+    let ids: Vec<_> = (0..3000).map(|_| b.store.spawn()).collect();
+    let quiet = b.store.spawn();
+    let quiet_guid = b.guid(quiet);
+    b.run(2);
+    for v in 1..=12u64 {
+        for &id in &ids {
+            b.store.set(id, 0, &Value::U64(v)).unwrap();
+        }
+        if v == 11 {
+            // The window is full by now: this change is made while nothing can be sent.
+            assert!(b.driver.connection_stats(b.conn).unwrap().window_full_frames > 0);
+            b.store.set(quiet, 0, &Value::U64(99)).unwrap();
+        }
+        b.tick();
+    }
+    for _ in 0..10 {
+        b.run(1);
+    }
+    assert_eq!(b.client.value(quiet_guid, 0), Some(Value::U64(99)));
+}
