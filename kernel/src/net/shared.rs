@@ -85,11 +85,12 @@ impl SharedArena {
             let mut w = BitWriter::new();
             let mut body = BitWriter::new();
             let mut spans = Vec::with_capacity(keys.len() * 4);
+            let mut records = Vec::new();
             let mut buf = [0u8; 256];
             for k in keys {
                 let c = &classes[k.class as usize];
                 body.clear();
-                let mut records = Vec::with_capacity(k.leaves.count() as usize);
+                records.clear();
                 for leaf in k.leaves.iter() {
                     let l = &c.layout.leaves[leaf];
                     let n = l.kind.byte_size();
