@@ -142,7 +142,7 @@ impl NetDriver {
         let c = &mut self.classes[class as usize];
         c.actors[slot as usize] = ActorNet { guid, generation, alive: true, ..ActorNet::default() };
         c.history.clear_slot(slot);
-        for conn in &mut self.conns {
+        for conn in self.conns.iter_mut().filter(|c| !c.removed) {
             *conn.pair(class, slot) = PairState::default();
             conn.queue(class, slot);
         }
@@ -157,7 +157,7 @@ impl NetDriver {
         let guid = a.guid;
         c.history.clear_slot(slot);
         self.guids.remove(&guid);
-        for conn in &mut self.conns {
+        for conn in self.conns.iter_mut().filter(|c| !c.removed) {
             let ps = std::mem::take(conn.pair(class, slot));
             if ps.flags & pair::EVER_OPENED != 0 {
                 conn.closes.push(guid);

@@ -75,6 +75,8 @@ pub struct ConnectionStats {
 /// The server's state for one client.
 pub(crate) struct Connection {
     pub replay: bool,
+    /// Removed by the game: keeps its id, holds nothing, sends nothing.
+    pub removed: bool,
     /// Per class, per slot.
     pub pairs: Vec<Vec<PairState>>,
     /// (class, slot) of pairs with the PENDING flag.
@@ -96,6 +98,7 @@ impl Connection {
     pub fn new(replay: bool, classes: usize, mtu: usize, first_seq: Seq) -> Self {
         Self {
             replay,
+            removed: false,
             pairs: vec![Vec::new(); classes],
             pending: Vec::new(),
             closes: Vec::new(),
@@ -106,6 +109,14 @@ impl Connection {
             writer: PacketWriter::new(mtu),
             stats: ConnectionStats::default(),
         }
+    }
+
+    /// Drops everything this connection holds; it keeps its place so other ids stay valid.
+    pub fn remove(&mut self) {
+        let classes = self.pairs.len();
+        *self = Connection::new(self.replay, classes, crate::wire::packet::MIN_MTU, Seq(0));
+        self.removed = true;
+        self.pairs = vec![Vec::new(); classes];
     }
 
     /// Queues a pair for attention next frame (once).

@@ -322,6 +322,32 @@ impl NetDriver {
         ConnectionId(self.conns.len() as u32 - 1)
     }
 
+    /// Removes a connection: it sends nothing more and its state is freed. Its id stays taken
+    /// (later calls with it are [`DriverError::UnknownConnection`]); actors it owned are owned
+    /// by nobody.
+    pub fn remove_connection(&mut self, conn: ConnectionId) -> Result<(), DriverError> {
+        let ci = self.live(conn)?;
+        self.conns[ci].remove();
+        for c in &mut self.classes {
+            for a in c.actors.iter_mut().filter(|a| a.owner == Some(conn.0)) {
+                a.owner = None;
+            }
+        }
+        Ok(())
+    }
+
+    /// The connections that exist, in id order.
+    pub fn connections(&self) -> impl Iterator<Item = ConnectionId> + '_ {
+        self.conns.iter().enumerate().filter(|(_, c)| !c.removed).map(|(i, _)| ConnectionId(i as u32))
+    }
+
+    fn live(&self, conn: ConnectionId) -> Result<usize, DriverError> {
+        match self.conns.get(conn.0 as usize) {
+            Some(c) if !c.removed => Ok(conn.0 as usize),
+            _ => Err(DriverError::UnknownConnection(conn)),
+        }
+    }
+
     /// Size of the per-(connection, actor) send state in bytes.
     pub fn pair_state_bytes() -> usize {
         std::mem::size_of::<PairState>()
@@ -373,9 +399,7 @@ impl NetDriver {
         autonomous: bool,
     ) -> Result<(), DriverError> {
         if let Some(o) = owner {
-            if o.0 as usize >= self.conns.len() {
-                return Err(DriverError::UnknownConnection(o));
-            }
+            self.live(o)?;
         }
         self.class_for(class, store)?;
         let before = self.all_pair_flags(class.0, id.index);
@@ -426,7 +450,7 @@ impl NetDriver {
         }
         if active && was_inactive {
             let ever = self.classes[ci].history.changed_since(id.index, Frame(0)) & leaves;
-            for conn in &mut self.conns {
+            for conn in self.conns.iter_mut().filter(|c| !c.removed) {
                 conn.pair(class.0, id.index).resend |= ever;
                 conn.queue(class.0, id.index);
             }
@@ -440,7 +464,7 @@ impl NetDriver {
 
     fn pair_flags(&self, class: u32, slot: u32, conn: usize) -> u8 {
         let Some(a) = self.classes.get(class as usize).and_then(|c| c.actors.get(slot as usize)) else { return 0 };
-        let Some(c) = self.conns.get(conn) else { return 0 };
+        let Some(c) = self.conns.get(conn).filter(|c| !c.removed) else { return 0 };
         let acked = c.pair_ref(class, slot).is_some_and(|p| p.flags & pair::OPEN_ACKED != 0);
         a.flags(conn as u32, c.replay, acked)
     }
@@ -453,7 +477,7 @@ impl NetDriver {
             let c = &self.classes[class as usize];
             let custom = c.actors[slot as usize].custom_inactive;
             let newly = c.active.get(now) & !c.active.get(was) & !custom & ever;
-            if !newly.is_empty() {
+            if !newly.is_empty() && !self.conns[ci].removed {
                 let conn = &mut self.conns[ci];
                 conn.pair(class, slot).resend |= newly;
                 conn.queue(class, slot);
@@ -462,7 +486,7 @@ impl NetDriver {
     }
 
     fn conn(&self, conn: ConnectionId) -> Result<&Connection, DriverError> {
-        self.conns.get(conn.0 as usize).ok_or(DriverError::UnknownConnection(conn))
+        Ok(&self.conns[self.live(conn)?])
     }
 
     /// Packets produced for `conn` by the last tick (taken: a second call returns none).
@@ -500,10 +524,7 @@ impl NetDriver {
     /// again. Feedback that is stale (duplicated, reordered, repeated) or names packets never
     /// sent changes nothing and is counted; bytes that do not decode are an error (and counted).
     pub fn receive_feedback(&mut self, conn: ConnectionId, bytes: &[u8]) -> Result<FeedbackOutcome, DriverError> {
-        let ci = conn.0 as usize;
-        if ci >= self.conns.len() {
-            return Err(DriverError::UnknownConnection(conn));
-        }
+        let ci = self.live(conn)?;
         let fb = match read_feedback(bytes) {
             Ok(fb) => fb,
             Err(e) => {

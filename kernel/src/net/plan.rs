@@ -43,6 +43,9 @@ pub(crate) fn plan_connection(
     frame: Frame,
 ) {
     conn.sends.clear();
+    if conn.removed {
+        return;
+    }
     let mut pending = std::mem::take(&mut conn.pending);
     pending.sort_unstable();
     pending.dedup();

@@ -62,6 +62,9 @@ impl WriteCtx<'_> {
     pub fn write_connection(&self, conn: &mut Connection) -> Written {
         conn.out.clear();
         conn.out_ends.clear();
+        if conn.removed {
+            return Written::default();
+        }
         let mut open = Open::default();
         let mut bunches = 0;
         let mut full = false;

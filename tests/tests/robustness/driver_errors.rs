@@ -89,3 +89,48 @@ fn calls_naming_what_does_not_exist() {
     // Stores in any order work.
     assert!(b.driver.tick(&mut [&mut second, &mut b.store]).is_ok());
 }
+
+/// A removed connection sends nothing more, frees its state, and its id is refused afterwards;
+/// the other connections go on.
+#[test]
+fn removed_connections_send_nothing_and_refuse_their_id() {
+    use shadowrep::link::LinkConfig;
+    use shadowrep_tests::World;
+    let mut w = World::new(&["ShooterCharacter"], 2, DriverConfig::default(), |_| LinkConfig::perfect(1), 4);
+    let ids: Vec<_> = (0..20).map(|_| w.spawn(0)).collect();
+    w.set_owner(0, ids[0], Some(0), true);
+    for _ in 0..3 {
+        w.mutate(0.5);
+        w.step();
+    }
+    let gone = w.clients[0].conn;
+    let kept = w.clients[1].conn;
+    assert_eq!(w.driver.connections().collect::<Vec<_>>(), vec![gone, kept]);
+    w.driver.remove_connection(gone).expect("removes");
+    assert_eq!(w.driver.connections().collect::<Vec<_>>(), vec![kept]);
+    assert_eq!(w.driver.remove_connection(gone), Err(DriverError::UnknownConnection(gone)));
+    assert_eq!(w.driver.take_packets(gone).err(), Some(DriverError::UnknownConnection(gone)));
+    assert_eq!(w.driver.receive_feedback(gone, &[0]), Err(DriverError::UnknownConnection(gone)));
+    let class = w.classes[0];
+    assert_eq!(
+        w.driver.set_owner(class, &w.stores[0], ids[1], Some(gone), false),
+        Err(DriverError::UnknownConnection(gone))
+    );
+    // The remaining client goes on as before; the removed one is not stepped any more.
+    let removed = w.clients.remove(0);
+    assert_eq!(removed.conn, gone);
+    w.meta.values_mut().for_each(|m| {
+        if m.owner == Some(0) {
+            m.owner = None;
+        }
+        m.owner = m.owner.map(|o| o - 1);
+        m.roles.remove(0);
+    });
+    for _ in 0..5 {
+        w.mutate(0.5);
+        w.step();
+    }
+    w.assert_converged();
+    assert_eq!(w.driver.in_flight(gone), 0);
+    assert_eq!(w.driver.bytes_sent(gone), 0, "its state is gone");
+}
