@@ -45,26 +45,26 @@ enum Command {
 
 #[derive(Args, Clone)]
 struct ReplicateArgs {
-    /// Class to instantiate (ShooterCharacter, LootContainer, ExampleActor, Projectile, Pickup, Counter).
+    /// Class to instantiate: ShooterCharacter, LootContainer, ExampleActor, Projectile, Pickup, Counter.
     #[arg(long, default_value = "Counter")]
     class: String,
     /// Number of actors.
-    #[arg(long, default_value_t = 10_000)]
+    #[arg(long, default_value_t = 10_000, value_parser = positive)]
     actors: usize,
     /// Number of connections.
-    #[arg(long, default_value_t = 16)]
+    #[arg(long, default_value_t = 16, value_parser = positive)]
     connections: usize,
     /// Fraction of actors changed per frame (0.1 = 10 %).
     #[arg(long, default_value_t = 0.1)]
     changed: f64,
     /// Timed frames; medians are reported.
-    #[arg(long, default_value_t = 10)]
+    #[arg(long, default_value_t = 10, value_parser = positive)]
     frames: usize,
     /// Largest packet in bytes.
     #[arg(long, default_value_t = 1024)]
     mtu: usize,
     /// Worker threads (default: every core).
-    #[arg(long)]
+    #[arg(long, value_parser = positive)]
     threads: Option<usize>,
     /// Diff routines: best, scalar, wide, avx2, avx512.
     #[arg(long, default_value = "best")]
@@ -76,20 +76,20 @@ struct ReplicateArgs {
 
 #[derive(Args, Clone)]
 struct CompareArgs {
-    /// Class to instantiate (ShooterCharacter, LootContainer, ExampleActor, Projectile, Pickup, Counter).
+    /// Class to instantiate: ShooterCharacter, LootContainer, ExampleActor, Projectile, Pickup, Counter.
     #[arg(long, default_value = "ShooterCharacter")]
     class: String,
     /// Number of actors.
-    #[arg(long, default_value_t = 100_000)]
+    #[arg(long, default_value_t = 100_000, value_parser = positive)]
     actors: usize,
     /// Fraction of actors changed per frame (0.01 = 1 %).
     #[arg(long, default_value_t = 0.01)]
     changed: f64,
     /// Kernel threads (default: every core). The reference is single-threaded, as UE's is.
-    #[arg(long)]
+    #[arg(long, value_parser = positive)]
     threads: Option<usize>,
     /// Timed frames; medians are reported.
-    #[arg(long, default_value_t = 5)]
+    #[arg(long, default_value_t = 5, value_parser = positive)]
     frames: usize,
     /// Diff routines: best, scalar, wide, avx2, avx512.
     #[arg(long, default_value = "best")]
@@ -156,6 +156,36 @@ fn main() -> ExitCode {
     }
 }
 
+/// A count that must be at least 1.
+fn positive(s: &str) -> Result<usize, String> {
+    match s.parse::<usize>() {
+        Ok(0) => Err("must be at least 1".into()),
+        Ok(n) => Ok(n),
+        Err(e) => Err(format!("not a whole number: {e}")),
+    }
+}
+
+/// Refuses a run whose estimated memory (`bytes`) is more than the machine has available.
+fn check_memory(what: &str, bytes: f64) -> Result<(), String> {
+    let available = std::fs::read_to_string("/proc/meminfo").ok().and_then(|m| {
+        let line = m.lines().find(|l| l.starts_with("MemAvailable:"))?;
+        line.split_whitespace().nth(1)?.parse::<f64>().ok().map(|kb| kb * 1024.0)
+    });
+    match available {
+        Some(avail) if bytes > avail => {
+            Err(format!("{what} needs about {:.1} GB of memory; {:.1} GB is available", bytes / 1e9, avail / 1e9))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Bytes of live state per actor of `class` (its store page share and its record).
+fn actor_bytes(class: &str) -> Result<(f64, f64), String> {
+    let layout = shadowrep_layouts::layout_by_name(class)
+        .ok_or_else(|| format!("unknown class `{class}` (one of {})", shadowrep_layouts::class_names().join(", ")))?;
+    Ok((layout.page_bytes as f64 / shadowrep::schema::PAGE_LANES as f64, layout.record_bytes as f64))
+}
+
 fn kernels(isa: &str) -> Result<Kernels, String> {
     if isa == "best" {
         return Ok(Kernels::best());
@@ -168,6 +198,9 @@ fn compare(args: &CompareArgs, json: bool, progress: &mut dyn FnMut(&str)) -> Re
     if !(0.0..=1.0).contains(&args.changed) {
         return Err(format!("--changed must be within 0..=1, got {}", args.changed));
     }
+    // Live and shadow pages, and the reference's objects and their shadows.
+    let (page, record) = actor_bytes(&args.class)?;
+    check_memory("this compare", args.actors as f64 * (2.0 * page + 2.0 * record) * 1.25)?;
     let threads = args.threads.unwrap_or_else(rayon::current_num_threads).max(1);
     let opts = CompareOptions {
         class: args.class.clone(),
@@ -233,6 +266,12 @@ fn replicate(args: &ReplicateArgs, json: bool, progress: &mut dyn FnMut(&str)) -
     if !(0.0..=1.0).contains(&args.changed) {
         return Err(format!("--changed must be within 0..=1, got {}", args.changed));
     }
+    // One store, and per driver (shared and per-connection) a shadow, a history of one frame
+    // stamp per leaf, and 16 bytes per (connection, actor) pair.
+    let (page, _) = actor_bytes(&args.class)?;
+    let leaves = shadowrep_layouts::layout_by_name(&args.class).map_or(0, |l| l.leaves.len()) as f64;
+    let per_actor = 3.0 * page + 2.0 * (4.0 * leaves + 16.0 * args.connections as f64);
+    check_memory("this replicate run", args.actors as f64 * per_actor * 1.25)?;
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let threads = args.threads.unwrap_or(cores).max(1);
     let opts = ReplicateOptions {
