@@ -59,6 +59,8 @@ mod actors;
 pub mod condition;
 pub mod connection;
 mod plan;
+pub mod priority;
+pub mod relevancy;
 mod reliability;
 mod send;
 mod shared;

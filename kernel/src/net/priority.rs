@@ -1,0 +1,182 @@
+//! UE's actor priority (`AActor::GetNetPriority`) and the per-connection send order.
+//!
+//! ```text
+//! T = seconds since the actor was last sent to this connection (no channel yet: 1 s, UE's
+//!     SpawnPrioritySeconds)
+//! view target (or instigated by it)        T × 4, no distance terms
+//! else, D = actor − view, d² = |D|², dot = view direction · D:
+//!   behind (dot < 0):  d² > 2000² → T × 0.2;  else d² > 500² → T × 0.4
+//!   ahead within 45° (dot² > ½ d²) and d² < 8000²  → T × 2
+//!   otherwise d² > 3162²                      → T × 0.4
+//! priority = NetPriority × T; a connection's key = max over its viewers of round(65536 × p)
+//! send order: keys descending, ties by NetGuid ascending (so every order is defined)
+//! ```
+//!
+//! A starved actor rises: T grows every frame it is not sent. [`select_top`] orders only what
+//! a frame can carry — a partial selection (`select_nth_unstable_by`) then a sort of the chosen
+//! few — never a full sort of everything relevant.
+
+use crate::ids::NetGuid;
+use crate::net::relevancy::Viewer;
+use std::cmp::Ordering;
+
+/// UE's `CLOSEPROXIMITY`.
+pub const CLOSE_PROXIMITY: f32 = 500.0;
+/// UE's `NEARSIGHTTHRESHOLD`.
+pub const NEAR_SIGHT: f32 = 2000.0;
+/// UE's `MEDSIGHTTHRESHOLD`.
+pub const MED_SIGHT: f32 = 3162.0;
+/// UE's `FARSIGHTTHRESHOLD`.
+pub const FAR_SIGHT: f32 = 8000.0;
+/// UE's `SpawnPrioritySeconds`: the T of an actor without a channel.
+pub const SPAWN_PRIORITY_SECONDS: f32 = 1.0;
+
+/// An actor's priority for one viewer.
+///
+/// `view_target`: the actor is the viewer's view target or was instigated by it; `visible`: it
+/// has a root component and is not hidden (UE applies the distance terms only then).
+pub fn net_priority(
+    location: [f32; 3],
+    net_priority: f32,
+    time_since_sent: f32,
+    view_target: bool,
+    visible: bool,
+    viewer: &Viewer,
+) -> f32 {
+    let mut t = time_since_sent;
+    if view_target {
+        t *= 4.0;
+    } else if visible {
+        let d = [location[0] - viewer.location[0], location[1] - viewer.location[1], location[2] - viewer.location[2]];
+        let d2 = d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
+        let dir = viewer.direction;
+        let dot = d[0] * dir[0] + d[1] * dir[1] + d[2] * dir[2];
+        if dot < 0.0 {
+            if d2 > NEAR_SIGHT * NEAR_SIGHT {
+                t *= 0.2;
+            } else if d2 > CLOSE_PROXIMITY * CLOSE_PROXIMITY {
+                t *= 0.4;
+            }
+        } else if d2 < FAR_SIGHT * FAR_SIGHT && dot * dot > 0.5 * d2 {
+            t *= 2.0;
+        } else if d2 > MED_SIGHT * MED_SIGHT {
+            t *= 0.4;
+        }
+    }
+    net_priority * t
+}
+
+/// The integer sort key of a priority: `round(65536 × p)`, saturating (NaN and negatives: 0).
+pub fn priority_key(priority: f32) -> u32 {
+    let k = (priority as f64 * 65536.0).round();
+    if k.is_nan() || k <= 0.0 {
+        0
+    } else {
+        k.min(u32::MAX as f64) as u32
+    }
+}
+
+/// One candidate of a connection's frame.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Candidate {
+    /// [`priority_key`] of its priority (max over the connection's viewers).
+    pub key: u32,
+    /// The actor.
+    pub guid: NetGuid,
+}
+
+/// The send order: higher key first, then lower GUID.
+pub fn send_order(a: &Candidate, b: &Candidate) -> Ordering {
+    b.key.cmp(&a.key).then(a.guid.cmp(&b.guid))
+}
+
+/// Keeps the `n` first candidates in send order, sorted; the rest are dropped from the slice's
+/// front part (the returned length). Costs O(len) to find them plus O(n log n) to order them.
+pub fn select_top(candidates: &mut [Candidate], n: usize) -> &mut [Candidate] {
+    let n = n.min(candidates.len());
+    if n == 0 {
+        return &mut candidates[..0];
+    }
+    if n < candidates.len() {
+        candidates.select_nth_unstable_by(n - 1, send_order);
+    }
+    let top = &mut candidates[..n];
+    top.sort_unstable_by(send_order);
+    top
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn viewer() -> Viewer {
+        Viewer { real_viewer: None, view_target: None, location: [0.0; 3], direction: [1.0, 0.0, 0.0] }
+    }
+
+    fn p(at: [f32; 3]) -> f32 {
+        net_priority(at, 1.0, 1.0, false, true, &viewer())
+    }
+
+    #[test]
+    fn every_factor_of_ues_formula() {
+        // Behind: beyond 2000 → 0.2, beyond 500 → 0.4, close → 1.
+        assert_eq!(p([-2001.0, 0.0, 0.0]), 0.2);
+        assert_eq!(p([-2000.0, 0.0, 0.0]), 0.4, "2000 exactly is not beyond");
+        assert_eq!(p([-501.0, 0.0, 0.0]), 0.4);
+        assert_eq!(p([-500.0, 0.0, 0.0]), 1.0);
+        // Ahead within 45° and nearer than 8000 → 2; at 45° exactly or beyond 8000 it is not.
+        assert_eq!(p([7999.0, 0.0, 0.0]), 2.0);
+        assert_eq!(p([100.0, 99.0, 0.0]), 2.0);
+        assert_eq!(p([100.0, 100.0, 0.0]), 1.0, "45° exactly is not within");
+        assert_eq!(p([8000.0, 0.0, 0.0]), 0.4, "8000 exactly is not nearer, and beyond 3162");
+        // Off to the side: beyond 3162 → 0.4.
+        assert_eq!(p([0.0, 3163.0, 0.0]), 0.4);
+        assert_eq!(p([0.0, 3162.0, 0.0]), 1.0);
+        // The view target: ×4 wherever it is; invisible actors get no distance terms.
+        assert_eq!(net_priority([-1.0e6, 0.0, 0.0], 1.0, 1.0, true, true, &viewer()), 4.0);
+        assert_eq!(net_priority([-1.0e6, 0.0, 0.0], 1.0, 1.0, false, false, &viewer()), 1.0);
+        // NetPriority and T scale it.
+        assert_eq!(net_priority([7999.0, 0.0, 0.0], 3.0, 0.5, false, true, &viewer()), 3.0);
+    }
+
+    #[test]
+    fn keys_round_and_saturate() {
+        assert_eq!(priority_key(1.0), 65536);
+        assert_eq!(priority_key(0.2), 13107);
+        assert_eq!(priority_key(-1.0), 0);
+        assert_eq!(priority_key(f32::NAN), 0);
+        assert_eq!(priority_key(1.0e30), u32::MAX);
+    }
+
+    #[test]
+    fn the_top_n_equal_the_first_n_of_a_full_sort() {
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        for len in [0, 1, 2, 7, 64, 1000] {
+            let all: Vec<Candidate> = (0..len)
+                .map(|i| {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    // Few distinct keys, so ties (broken by GUID) are common.
+                    Candidate { key: (x % 5) as u32 * 1000, guid: NetGuid(2 * i as u64 + 2) }
+                })
+                .collect();
+            let mut sorted = all.clone();
+            sorted.sort_by(send_order);
+            for n in [0, 1, 3, len / 2, len, len + 5] {
+                let mut work = all.clone();
+                let top = select_top(&mut work, n).to_vec();
+                assert_eq!(top, sorted[..n.min(len)].to_vec(), "len {len}, n {n}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_starved_actor_rises_over_time() {
+        // Far behind (×0.2) against an actor dead ahead sent every frame (T = 1/30 s, ×2).
+        let v = viewer();
+        let hot = net_priority([1000.0, 0.0, 0.0], 1.0, 1.0 / 30.0, false, true, &v);
+        let frames = (1..).find(|&f| net_priority([-5000.0, 0.0, 0.0], 1.0, f as f32 / 30.0, false, true, &v) > hot);
+        assert_eq!(frames, Some(11), "after 11 frames unsent it outranks the hot actor");
+    }
+}

@@ -1,0 +1,273 @@
+//! UE's actor relevancy rules (`AActor::IsNetRelevantFor`), one actor and one viewer at a time.
+//!
+//! ```text
+//! in UE's order, first match wins:
+//! 1. relevant if always relevant, owned by the view target or the real viewer (the owner chain
+//!    is walked), the view target itself, or instigated by the view target
+//! 2. net-use-owner-relevancy with an owner → the owner's answer
+//! 3. only relevant to owner → not relevant (1 already said yes to the owner)
+//! 4. hidden and (no root component or collision disabled) → not relevant
+//! 5. no root component → not relevant
+//! 6. relevant iff dist²(view location, actor location) < net cull distance squared (strictly)
+//! ```
+//!
+//! This is the rule as UE states it, written for clarity: the UE-style reference frame calls it
+//! per actor, and the kernel's data-oriented path (grid broad phase, SIMD distance sweeps over
+//! columns, issue 7's spatial layer) must agree with it. A connection's answer is the
+//! OR over its viewers (split-screen children count for their parent). Attachment to a parent
+//! component (UE's rule between 3 and 4) has no equivalent until sub-objects exist (issue 8).
+//!
+//! Owner and instigator chains are followed through a lookup the caller provides, at most
+//! [`MAX_OWNER_DEPTH`] links deep: a cycle (a misconfigured game) ends as "not owned".
+
+use crate::ids::NetGuid;
+
+/// UE's default `NetCullDistanceSquared` (15 000 units).
+pub const DEFAULT_CULL_DISTANCE_SQUARED: f32 = 225_000_000.0;
+
+/// Owner links followed before giving up (a cycle, or an absurd chain).
+pub const MAX_OWNER_DEPTH: usize = 16;
+
+/// What relevancy reads of one actor.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ActorRelevancy {
+    /// The actor.
+    pub guid: NetGuid,
+    /// Its owner (UE's `Owner`), if any.
+    pub owner: Option<NetGuid>,
+    /// Its instigator, if any.
+    pub instigator: Option<NetGuid>,
+    /// Where it is.
+    pub location: [f32; 3],
+    /// `NetCullDistanceSquared`.
+    pub cull_distance_squared: f32,
+    /// `bAlwaysRelevant`.
+    pub always_relevant: bool,
+    /// `bOnlyRelevantToOwner`.
+    pub only_relevant_to_owner: bool,
+    /// `bNetUseOwnerRelevancy`.
+    pub use_owner_relevancy: bool,
+    /// `bHidden`.
+    pub hidden: bool,
+    /// Has a root component (UE: a scene component; actors without one are relevant only by
+    /// rule 1 or 2).
+    pub has_root: bool,
+    /// Its root collides (a hidden actor that collides stays relevant, as in UE).
+    pub collision: bool,
+}
+
+impl ActorRelevancy {
+    /// An actor with UE's defaults at `location`: a root with collision, visible, not owned.
+    pub fn at(guid: NetGuid, location: [f32; 3]) -> Self {
+        Self {
+            guid,
+            owner: None,
+            instigator: None,
+            location,
+            cull_distance_squared: DEFAULT_CULL_DISTANCE_SQUARED,
+            always_relevant: false,
+            only_relevant_to_owner: false,
+            use_owner_relevancy: false,
+            hidden: false,
+            has_root: true,
+            collision: true,
+        }
+    }
+}
+
+/// One viewer of a connection.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Viewer {
+    /// The connection's own actor (UE's `RealViewer`, usually the player controller).
+    pub real_viewer: Option<NetGuid>,
+    /// The actor it views through (UE's `ViewTarget`, usually the pawn).
+    pub view_target: Option<NetGuid>,
+    /// Where it views from.
+    pub location: [f32; 3],
+    /// Unit view direction.
+    pub direction: [f32; 3],
+}
+
+/// Whether `actor` is relevant to `viewer`, by UE's rules in UE's order. `lookup` finds the
+/// actors named by owner links.
+pub fn is_net_relevant_for<'a>(
+    actor: &ActorRelevancy,
+    viewer: &Viewer,
+    lookup: &impl Fn(NetGuid) -> Option<&'a ActorRelevancy>,
+) -> bool {
+    relevant(actor, viewer, lookup, 0)
+}
+
+fn relevant<'a>(
+    actor: &ActorRelevancy,
+    viewer: &Viewer,
+    lookup: &impl Fn(NetGuid) -> Option<&'a ActorRelevancy>,
+    depth: usize,
+) -> bool {
+    if depth > MAX_OWNER_DEPTH {
+        return false;
+    }
+    // `owned_by` counts the actor itself, so "this == view target" is in the first test.
+    if actor.always_relevant
+        || owned_by(actor, viewer.view_target, lookup)
+        || owned_by(actor, viewer.real_viewer, lookup)
+        || (viewer.view_target.is_some() && actor.instigator == viewer.view_target)
+    {
+        return true;
+    }
+    if actor.use_owner_relevancy {
+        if let Some(owner) = actor.owner.and_then(lookup) {
+            return relevant(owner, viewer, lookup, depth + 1);
+        }
+    }
+    if actor.only_relevant_to_owner {
+        return false;
+    }
+    if actor.hidden && (!actor.has_root || !actor.collision) {
+        return false;
+    }
+    if !actor.has_root {
+        return false;
+    }
+    within_cull_distance(actor.location, actor.cull_distance_squared, viewer.location)
+}
+
+/// UE's `IsOwnedBy`: `owner` is the actor itself or on its owner chain.
+pub fn owned_by<'a>(
+    actor: &ActorRelevancy,
+    owner: Option<NetGuid>,
+    lookup: &impl Fn(NetGuid) -> Option<&'a ActorRelevancy>,
+) -> bool {
+    let Some(owner) = owner else { return false };
+    if actor.guid == owner {
+        return true;
+    }
+    let mut link = actor.owner;
+    for _ in 0..MAX_OWNER_DEPTH {
+        match link {
+            Some(g) if g == owner => return true,
+            Some(g) => link = lookup(g).and_then(|a| a.owner),
+            None => return false,
+        }
+    }
+    false
+}
+
+/// The distance rule: strictly inside the cull distance (NaN anywhere: not relevant).
+pub fn within_cull_distance(location: [f32; 3], cull_distance_squared: f32, view: [f32; 3]) -> bool {
+    let d = [location[0] - view[0], location[1] - view[1], location[2] - view[2]];
+    d[0] * d[0] + d[1] * d[1] + d[2] * d[2] < cull_distance_squared
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn viewer(at: [f32; 3]) -> Viewer {
+        Viewer {
+            real_viewer: Some(NetGuid(100)),
+            view_target: Some(NetGuid(102)),
+            location: at,
+            direction: [1.0, 0.0, 0.0],
+        }
+    }
+
+    fn check(actor: &ActorRelevancy, others: &[ActorRelevancy], v: &Viewer) -> bool {
+        let map: HashMap<NetGuid, ActorRelevancy> = others.iter().map(|a| (a.guid, *a)).collect();
+        is_net_relevant_for(actor, v, &|g| map.get(&g))
+    }
+
+    #[test]
+    fn cull_distance_is_strictly_less_than() {
+        let v = viewer([0.0; 3]);
+        let mut a = ActorRelevancy::at(NetGuid(2), [15_000.0, 0.0, 0.0]);
+        assert!(!check(&a, &[], &v), "exactly at the cull distance is not relevant");
+        a.location = [14_999.0, 0.0, 0.0];
+        assert!(check(&a, &[], &v));
+        a.location = [0.0, 3.0, 4.0];
+        a.cull_distance_squared = 25.0;
+        assert!(!check(&a, &[], &v), "3-4-5 exactly on the edge");
+        a.cull_distance_squared = 25.0001;
+        assert!(check(&a, &[], &v));
+        a.location = [f32::NAN, 0.0, 0.0];
+        assert!(!check(&a, &[], &v));
+    }
+
+    #[test]
+    fn rule_one_beats_everything_after_it() {
+        let far = [1.0e9, 0.0, 0.0];
+        let v = viewer([0.0; 3]);
+        let base = ActorRelevancy {
+            only_relevant_to_owner: true,
+            hidden: true,
+            has_root: false,
+            ..ActorRelevancy::at(NetGuid(2), far)
+        };
+        assert!(!check(&base, &[], &v));
+        assert!(check(&ActorRelevancy { always_relevant: true, ..base }, &[], &v));
+        assert!(check(&ActorRelevancy { guid: NetGuid(102), ..base }, &[], &v), "the view target itself");
+        assert!(
+            check(&ActorRelevancy { instigator: Some(NetGuid(102)), ..base }, &[], &v),
+            "instigated by the view target"
+        );
+        assert!(check(&ActorRelevancy { owner: Some(NetGuid(100)), ..base }, &[], &v), "owned by the real viewer");
+        assert!(check(&ActorRelevancy { guid: NetGuid(100), ..base }, &[], &v), "the real viewer itself");
+        // Owned through a chain: weapon → pawn (102, the view target).
+        let pawn = ActorRelevancy::at(NetGuid(102), far);
+        let holster = ActorRelevancy { owner: Some(NetGuid(102)), ..ActorRelevancy::at(NetGuid(4), far) };
+        let weapon = ActorRelevancy { owner: Some(NetGuid(4)), ..base };
+        assert!(check(&weapon, &[pawn, holster], &v));
+        // No view target: an actor without an instigator is not "instigated by it".
+        let blind = Viewer { view_target: None, real_viewer: None, ..v };
+        assert!(!check(&ActorRelevancy { instigator: None, ..base }, &[], &blind));
+    }
+
+    #[test]
+    fn owner_relevancy_and_owner_only() {
+        let v = viewer([0.0; 3]);
+        let near = [10.0, 0.0, 0.0];
+        let far = [1.0e9, 0.0, 0.0];
+        let owner_near = ActorRelevancy::at(NetGuid(6), near);
+        let owner_far = ActorRelevancy::at(NetGuid(8), far);
+        let follower = |owner, at| ActorRelevancy {
+            use_owner_relevancy: true,
+            owner: Some(NetGuid(owner)),
+            ..ActorRelevancy::at(NetGuid(2), at)
+        };
+        assert!(check(&follower(6, far), &[owner_near], &v), "far, but its owner is near");
+        assert!(!check(&follower(8, near), &[owner_far], &v), "near, but its owner is far");
+        // An owner the lookup does not know: the rule does not apply; the distance decides.
+        assert!(check(&follower(10, near), &[], &v));
+        let private = ActorRelevancy { only_relevant_to_owner: true, ..ActorRelevancy::at(NetGuid(2), near) };
+        assert!(!check(&private, &[], &v), "owner-only and not owned by this viewer");
+        assert!(check(&ActorRelevancy { owner: Some(NetGuid(100)), ..private }, &[], &v));
+    }
+
+    #[test]
+    fn hidden_actors_and_actors_without_a_root() {
+        let v = viewer([0.0; 3]);
+        let a = ActorRelevancy::at(NetGuid(2), [1.0, 0.0, 0.0]);
+        assert!(check(&ActorRelevancy { hidden: true, ..a }, &[], &v), "hidden but colliding: relevant");
+        assert!(!check(&ActorRelevancy { hidden: true, collision: false, ..a }, &[], &v));
+        assert!(!check(&ActorRelevancy { has_root: false, ..a }, &[], &v));
+        assert!(check(&ActorRelevancy { has_root: false, always_relevant: true, ..a }, &[], &v));
+    }
+
+    #[test]
+    fn owner_cycles_end_as_not_owned() {
+        let v = viewer([0.0; 3]);
+        let far = [1.0e9, 0.0, 0.0];
+        let a = ActorRelevancy {
+            owner: Some(NetGuid(4)),
+            use_owner_relevancy: true,
+            ..ActorRelevancy::at(NetGuid(2), far)
+        };
+        let b = ActorRelevancy {
+            owner: Some(NetGuid(2)),
+            use_owner_relevancy: true,
+            ..ActorRelevancy::at(NetGuid(4), far)
+        };
+        assert!(!check(&a, &[a, b], &v), "a cycle neither hangs nor counts as owned");
+    }
+}
