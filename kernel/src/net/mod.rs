@@ -58,6 +58,7 @@
 mod actors;
 pub mod condition;
 pub mod connection;
+pub mod consider;
 mod plan;
 pub mod priority;
 pub mod relevancy;
