@@ -24,6 +24,17 @@ pub const ADAPTIVE_BACKOFF_AFTER: f64 = 2.0;
 /// Seconds over which adaptive frequency backs off completely (UE: 5 s).
 pub const ADAPTIVE_BACKOFF_SPAN: f64 = 5.0;
 
+/// Where a frame stands in server time.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ServerTime {
+    /// The frame.
+    pub frame: Frame,
+    /// Seconds of server time now.
+    pub now: f64,
+    /// Seconds per tick (1 / the tick rate).
+    pub tick: f64,
+}
+
 /// How often an actor wants to replicate.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct UpdateFrequency {
@@ -77,21 +88,12 @@ impl ConsiderClock {
         self.pending_net_update || now > self.next_update_time
     }
 
-    /// The actor was considered at `now` (frame `frame`, ticks of `tick` seconds); `sent` tells
-    /// whether it had anything to send. Schedules the next time.
-    pub fn considered(
-        &mut self,
-        guid: NetGuid,
-        frame: Frame,
-        now: f64,
-        tick: f64,
-        f: &UpdateFrequency,
-        adaptive: bool,
-        sent: bool,
-    ) {
+    /// The actor was considered at `t`; `sent` tells whether it had anything to send.
+    /// Schedules the next time.
+    pub fn considered(&mut self, guid: NetGuid, t: &ServerTime, f: &UpdateFrequency, adaptive: bool, sent: bool) {
         self.pending_net_update = false;
-        let interval = if adaptive { self.adapt(now, f, sent) } else { f.fastest() };
-        self.next_update_time = now + jitter(guid, frame) * tick + interval;
+        let interval = if adaptive { self.adapt(t.now, f, sent) } else { f.fastest() };
+        self.next_update_time = t.now + jitter(guid, t.frame) * t.tick + interval;
     }
 
     /// UE's adaptive rule: a send pulls the interval towards 0.7 × the time since the last send;
@@ -135,7 +137,7 @@ mod tests {
             let now = frame as f64 * tick;
             if clock.due(now) {
                 out.push(frame);
-                clock.considered(NetGuid(guid), Frame(frame), now, tick, &f, false, true);
+                clock.considered(NetGuid(guid), &ServerTime { frame: Frame(frame), now, tick }, &f, false, true);
             }
         }
         out
@@ -205,21 +207,21 @@ mod tests {
         let f = UpdateFrequency { net_update_frequency: 10.0, min_net_update_frequency: 2.0 };
         let tick = 1.0 / 30.0;
         let mut c = ConsiderClock::default();
-        c.considered(NetGuid(2), Frame(1), 0.0, tick, &f, true, true);
+        c.considered(NetGuid(2), &ServerTime { frame: Frame(1), now: 0.0, tick }, &f, true, true);
         assert!((c.optimal_delta - 0.1).abs() < 1e-9, "starts at the fastest");
         // Silent for 2 + 5 seconds: all the way to 1 / MinNetUpdateFrequency.
-        c.considered(NetGuid(2), Frame(2), 7.0, tick, &f, true, false);
+        c.considered(NetGuid(2), &ServerTime { frame: Frame(2), now: 7.0, tick }, &f, true, false);
         assert!((c.optimal_delta - 0.5).abs() < 1e-9, "{}", c.optimal_delta);
         // Halfway through the back-off span.
         let mut h = ConsiderClock::default();
-        h.considered(NetGuid(2), Frame(1), 0.0, tick, &f, true, true);
-        h.considered(NetGuid(2), Frame(2), 4.5, tick, &f, true, false);
+        h.considered(NetGuid(2), &ServerTime { frame: Frame(1), now: 0.0, tick }, &f, true, true);
+        h.considered(NetGuid(2), &ServerTime { frame: Frame(2), now: 4.5, tick }, &f, true, false);
         assert!((h.optimal_delta - 0.3).abs() < 1e-9, "{}", h.optimal_delta);
         // The first send after the silence: 0.7 × 7.1 s, clamped to the slowest; the next send
         // a tenth of a second later pulls it back to the fastest.
-        c.considered(NetGuid(2), Frame(3), 7.1, tick, &f, true, true);
+        c.considered(NetGuid(2), &ServerTime { frame: Frame(3), now: 7.1, tick }, &f, true, true);
         assert!((c.optimal_delta - 0.5).abs() < 1e-9, "{}", c.optimal_delta);
-        c.considered(NetGuid(2), Frame(4), 7.2, tick, &f, true, true);
+        c.considered(NetGuid(2), &ServerTime { frame: Frame(4), now: 7.2, tick }, &f, true, true);
         assert!((c.optimal_delta - 0.1).abs() < 1e-9, "{}", c.optimal_delta);
     }
 }
