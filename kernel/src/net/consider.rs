@@ -185,15 +185,8 @@ mod tests {
     #[test]
     fn force_and_pending_make_an_actor_due() {
         let mut c = ConsiderClock::default();
-        c.considered(
-            NetGuid(2),
-            Frame(1),
-            1.0,
-            1.0 / 30.0,
-            &UpdateFrequency { net_update_frequency: 1.0, ..Default::default() },
-            false,
-            true,
-        );
+        let t = ServerTime { frame: Frame(1), now: 1.0, tick: 1.0 / 30.0 };
+        c.considered(NetGuid(2), &t, &UpdateFrequency { net_update_frequency: 1.0, ..Default::default() }, false, true);
         assert!(!c.due(1.5));
         c.force_net_update(1.5);
         assert!(c.due(1.5));
