@@ -56,6 +56,7 @@
 //! ```
 
 mod actors;
+pub mod budget;
 pub mod condition;
 pub mod connection;
 pub mod consider;

@@ -1,0 +1,98 @@
+//! A connection's bandwidth budget (UE's `QueuedBits` and `IsNetReady`).
+//!
+//! ```text
+//! each tick     queued −= net_speed × 8 × Δ            (Δ at least 1 / MaxNetTickRate)
+//!               queued  = max(queued, −2 × that allowance)   (at most two ticks of credit)
+//! each packet   queued += its bits
+//! net ready     queued + bits written but not yet flushed ≤ 0
+//! ```
+//!
+//! A saturated connection stops its frame; what was left is considered next frame. Replay
+//! connections are never saturated (UE's `IsReplay` → ready).
+
+/// UE 5's default `ConfiguredInternetSpeed` / `MaxClientRate`: bytes per second.
+pub const DEFAULT_NET_SPEED: u32 = 100_000;
+
+/// UE's `MaxNetTickRate`: a tick counts at least 1/120 s of allowance.
+pub const MAX_NET_TICK_RATE: f64 = 120.0;
+
+/// The bandwidth state of one connection.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Budget {
+    /// Bytes per second the connection may receive.
+    pub net_speed: u32,
+    /// Bits sent beyond the allowance so far (negative: credit).
+    pub queued_bits: f64,
+    /// Never saturated.
+    pub replay: bool,
+}
+
+impl Budget {
+    /// A budget of `net_speed` bytes per second.
+    pub fn new(net_speed: u32, replay: bool) -> Self {
+        Self { net_speed, queued_bits: 0.0, replay }
+    }
+
+    /// A new tick of `delta` seconds: the allowance drains the queue, down to two ticks of credit.
+    pub fn tick(&mut self, delta: f64) {
+        let a = self.net_speed as f64 * 8.0 * delta.max(1.0 / MAX_NET_TICK_RATE);
+        self.queued_bits = (self.queued_bits - a).max(-2.0 * a);
+    }
+
+    /// Whether the connection may send more, with `pending_bits` written and not yet counted.
+    pub fn ready(&self, pending_bits: f64) -> bool {
+        self.replay || self.queued_bits + pending_bits <= 0.0
+    }
+
+    /// Counts a packet of `bytes` sent.
+    pub fn sent(&mut self, bytes: usize) {
+        self.queued_bits += bytes as f64 * 8.0;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_tick_drains_the_queue_and_banks_at_most_two_ticks() {
+        let mut b = Budget::new(DEFAULT_NET_SPEED, false);
+        let tick = 1.0 / 30.0;
+        let per_tick = 100_000.0 * 8.0 * tick;
+        b.tick(tick);
+        assert!((b.queued_bits + per_tick).abs() < 1e-6, "one tick of credit");
+        for _ in 0..10 {
+            b.tick(tick);
+        }
+        assert!((b.queued_bits + 2.0 * per_tick).abs() < 1e-6, "never more than two ticks of credit");
+        // Sending three ticks' worth saturates it.
+        b.sent((3.0 * per_tick / 8.0) as usize);
+        assert!(!b.ready(0.0));
+        b.tick(tick);
+        assert!(b.ready(0.0), "one tick later it may send again");
+        assert!(!b.ready(per_tick), "but not another tick's worth");
+    }
+
+    #[test]
+    fn a_frame_at_100_kb_per_second_carries_about_3_3_kb() {
+        let mut b = Budget::new(DEFAULT_NET_SPEED, false);
+        let tick = 1.0 / 30.0;
+        let mut sent = 0usize;
+        for _ in 0..300 {
+            b.tick(tick);
+            while b.ready(0.0) {
+                b.sent(1000);
+                sent += 1000;
+            }
+        }
+        let per_second = sent as f64 / 10.0;
+        assert!((per_second - 100_000.0).abs() < 4_000.0, "{per_second} bytes per second");
+    }
+
+    #[test]
+    fn replays_are_never_saturated() {
+        let mut b = Budget::new(1, true);
+        b.sent(1 << 20);
+        assert!(b.ready(1e9));
+    }
+}
