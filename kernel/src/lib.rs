@@ -53,7 +53,7 @@ pub mod wire;
 
 /// The names most users need.
 pub mod prelude {
-    pub use crate::client::{ClientWorld, Receipt};
+    pub use crate::client::{ClientEvent, ClientWorld, Receipt};
     pub use crate::compare::{ChangeSet, CompareConfig, Isa, Kernels, PushMode, ShadowState};
     pub use crate::ids::{ClassId, ConnectionId, NetGuid};
     pub use crate::net::{DriverConfig, NetDriver};

@@ -143,6 +143,23 @@ pub struct NotifyEvent {
     pub new: Value,
 }
 
+/// An actor appearing or disappearing on the client.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ClientEvent {
+    /// The server opened an actor: it exists now, with the values of the packet that opened it.
+    Spawned {
+        /// The actor.
+        guid: NetGuid,
+        /// Its class id.
+        class: u32,
+    },
+    /// The server closed an actor: it is gone.
+    Destroyed {
+        /// The actor.
+        guid: NetGuid,
+    },
+}
+
 /// A reference waiting for its target actor.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Unmapped {
@@ -172,6 +189,9 @@ pub struct ClientWorld {
     reopen: Vec<(NetGuid, u8)>,
     unmapped: Vec<Unmapped>,
     notifies: Vec<NotifyEvent>,
+    events: Vec<ClientEvent>,
+    /// Packets were applied since the last feedback.
+    unreported: bool,
     stats: ClientStats,
 }
 
@@ -198,6 +218,8 @@ impl ClientWorld {
             reopen: Vec::new(),
             unmapped: Vec::new(),
             notifies: Vec::new(),
+            events: Vec::new(),
+            unreported: false,
             stats: ClientStats::default(),
         })
     }
@@ -231,6 +253,30 @@ impl ClientWorld {
     /// Actors the client has.
     pub fn actor_count(&self) -> usize {
         self.actors.len()
+    }
+
+    /// Every actor the client has: (GUID, class id), in no particular order.
+    pub fn actors(&self) -> impl Iterator<Item = (NetGuid, u32)> + '_ {
+        self.actors.iter().map(|(&g, &(c, _))| (g, c))
+    }
+
+    /// The store holding actor `guid` and its id there, for typed reads through the layouts
+    /// crate's generated accessors (e.g. `Door::open(store, id)`).
+    pub fn actor(&self, guid: NetGuid) -> Option<(&ClassStore, ActorId)> {
+        let &(c, id) = self.actors.get(&guid)?;
+        Some((&self.classes[c as usize].store, id))
+    }
+
+    /// Actors spawned and destroyed since the last call, in order. (Like notifies, they pile up
+    /// until taken: take them every frame.)
+    pub fn take_events(&mut self) -> Vec<ClientEvent> {
+        std::mem::take(&mut self.events)
+    }
+
+    /// Whether the server is owed feedback: packets were applied since the last
+    /// [`Self::feedback`], or an actor is being asked for.
+    pub fn feedback_due(&self) -> bool {
+        self.unreported || !self.reopen.is_empty()
     }
 
     /// Whether the client has actor `guid`.
@@ -278,6 +324,7 @@ impl ClientWorld {
 
     /// Feedback for the server: what arrived, and the actors to open again.
     pub fn feedback(&mut self) -> Vec<u8> {
+        self.unreported = false;
         let mut w = BitWriter::new();
         let guids: Vec<NetGuid> = self.reopen.iter().map(|r| r.0).collect();
         write_feedback(&mut w, self.window.highest(), self.window.received(), &guids);
@@ -372,6 +419,7 @@ impl ClientWorld {
             !unknown_static
         });
         self.window.accept(packet.seq, hash);
+        self.unreported = true;
         self.stats.packets_applied += 1;
         self.stats.bunches_skipped += skipped as u64;
         for guid in missing {
@@ -388,6 +436,7 @@ impl ClientWorld {
                 if let Some((class, id)) = self.actors.remove(&b.guid) {
                     let _ = self.classes[class as usize].store.despawn(id);
                     self.unmapped.retain(|u| u.owner != b.guid);
+                    self.events.push(ClientEvent::Destroyed { guid: b.guid });
                 }
                 continue;
             }
@@ -404,6 +453,7 @@ impl ClientWorld {
             None => {
                 let id = self.classes[class as usize].store.spawn();
                 self.actors.insert(guid, (class, id));
+                self.events.push(ClientEvent::Spawned { guid, class });
                 spawned = true;
                 id
             }
