@@ -62,6 +62,7 @@ mod plan;
 mod reliability;
 mod send;
 mod shared;
+pub mod spatial;
 
 pub use crate::ids::{ClassId, ConnectionId, Frame, LeafMask, NetGuid, Seq};
 pub use connection::{ConnectionStats, PairState};
