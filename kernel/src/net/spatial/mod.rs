@@ -57,6 +57,9 @@
 //!   and a gathered cell is five contiguous slices ready for the sweep. `insert`/`update`/
 //!   `remove` are kept for sparse edits and tests; they mark the grid stale and the next
 //!   `refresh` rebuilds — fine while rebuilds happen every frame anyway.
+//! - **The build runs in parallel over bands of cell rows** (rayon, disjoint `split_at_mut`
+//!   shards, no `unsafe`): each band scans the placements in index order and writes only its
+//!   own cells, so rows stay ascending by index without a merge.
 //! - **A bounded dense grid** rather than a hash map of cells: the cell of a point is
 //!   arithmetic, the counting sort needs dense cell numbers, and the bound plus clamping is
 //!   what keeps 1e30 from allocating anything.
