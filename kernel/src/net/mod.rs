@@ -66,6 +66,7 @@ pub mod relevancy;
 mod reliability;
 mod send;
 mod shared;
+pub mod spatial;
 
 pub use crate::ids::{ClassId, ConnectionId, Frame, LeafMask, NetGuid, Seq};
 pub use connection::{ConnectionStats, PairState};
