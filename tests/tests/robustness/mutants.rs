@@ -203,3 +203,39 @@ fn reopen_requests_are_deduplicated_capped_and_expire() {
     let fb = read_feedback(&b.client.feedback()).expect("feedback decodes");
     assert_eq!(fb.reopen.len(), MAX_REOPENS);
 }
+
+/// When the window fills in the middle of an actor, only what was not written goes back to the
+/// pair: the part already in flight is not sent a second time.
+#[test]
+fn a_window_full_mid_actor_resends_only_the_unwritten_part() {
+    let mut class = ClassBuilder::new("Big").property(PropertyDecl::new("N", PropType::U32));
+    for i in 0..3 {
+        let blob = PropType::Opaque { name: format!("Blob{i}"), size: 256 };
+        class = class.property(PropertyDecl::new(format!("S{i}"), blob));
+    }
+    let mut b = Bench::new(class, DriverConfig { mtu: 512, ..DriverConfig::default() });
+    let a = b.store.spawn();
+    let guid = b.guid(a);
+    b.run(2);
+    assert!(b.client.has(guid));
+    // 255 packets without feedback leave one slot in the window.
+    let mut in_flight = Vec::new();
+    for v in 1..=255 {
+        b.store.set(a, 0, &Value::U32(v)).unwrap();
+        in_flight.extend(b.tick());
+    }
+    // One 256-byte struct per 512-byte packet: the first goes out, then the window is full.
+    for p in 1..=3 {
+        b.store.set(a, p, &Value::Opaque(vec![p as u8; 256])).unwrap();
+    }
+    let last = b.tick();
+    assert_eq!(last.len(), 1);
+    in_flight.extend(last);
+    b.deliver(&in_flight);
+    let resend = b.tick();
+    assert_eq!(resend.len(), 2, "the two structs that did not fit, not the one already delivered");
+    b.deliver(&resend);
+    for p in 1..=3 {
+        assert_eq!(b.client.value(guid, p), Some(Value::Opaque(vec![p as u8; 256])));
+    }
+}
