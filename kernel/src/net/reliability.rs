@@ -268,4 +268,29 @@ mod tests {
         r.idle_frames = 6;
         assert!(r.keep_alive_due(6));
     }
+
+    #[test]
+    fn settling_the_content_stops_keep_alives() {
+        let mut r = Reliability::new(Seq(1));
+        r.sent(1, 0, &[1]); // 1: content
+        r.sent(0, 0, &[2]); // 2: a keep-alive
+        let fb = feedback(1, &[1]);
+        assert_eq!(r.classify(&fb), Intake::Settle);
+        while r.settle_next(&fb).is_some() {}
+        r.settled(&fb);
+        assert_eq!(r.in_flight(), 1);
+        r.idle_frames = 100;
+        assert!(!r.keep_alive_due(6), "only a keep-alive is left in flight");
+        // A lost content packet is settled too: its content goes back to the pairs.
+        r.sent(1, 0, &[3]); // 3: content
+        r.idle_frames = 100;
+        assert!(r.keep_alive_due(6));
+        let fb = feedback(3, &[]);
+        while r.settle_next(&fb).is_some() {}
+        r.settled(&fb);
+        assert_eq!(r.in_flight(), 0);
+        r.sent(0, 0, &[4]);
+        r.idle_frames = 100;
+        assert!(!r.keep_alive_due(6), "the lost packet's content is no longer in flight");
+    }
 }

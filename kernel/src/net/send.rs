@@ -179,9 +179,12 @@ impl WriteCtx<'_> {
                 unsent(conn, item, item.leaves);
                 return None;
             }
-            conn.writer.write_span(&mut conn.out, src, start, bits);
-            self.entry(conn, open, item, item.leaves);
-            return Some(1);
+            // A bunch larger than a whole packet is written record by record below instead.
+            if conn.writer.span_fits(&conn.out, bits) {
+                conn.writer.write_span(&mut conn.out, src, start, bits);
+                self.entry(conn, open, item, item.leaves);
+                return Some(1);
+            }
         }
         let class_open = item.open.then_some(item.class);
         let mut part = BunchPart { item, class_open, leaves: LeafMask::EMPTY, bunches: 0 };

@@ -329,4 +329,35 @@ mod tests {
         assert!(decode(&one_bunch(-8, good)).is_err());
         assert_eq!(decode(&one_bunch(1 << 20, good)), Err(WireError::Truncated));
     }
+
+    #[test]
+    fn a_close_that_opens_and_a_repeated_nested_handle_are_errors() {
+        let l = layout();
+        let decode = |bytes: &[u8]| decode_packet(bytes, |_, _| Ok(Resolve::Layout(&l)));
+        let mut w = BitWriter::new();
+        begin_packet(&mut w, Seq(1));
+        w.write_bool(true);
+        w.write_packed(2);
+        w.write_bool(true); // opens with class 0
+        w.write_packed(0);
+        w.write_bool(true); // and closes
+        end_packet(&mut w);
+        assert_eq!(decode(&w.into_bytes()), Err(WireError::Invalid("a close that opens")));
+        // Two one-leaf elements: nested handles 1 and 2, each at most once, ascending.
+        let array = |nested: [u64; 2]| {
+            one_bunch(0, move |w| {
+                w.write_packed(2);
+                w.write_packed(2);
+                for n in nested {
+                    w.write_packed(n);
+                    w.write_bits(5, 8);
+                }
+                w.write_packed(0);
+                w.write_packed(0);
+            })
+        };
+        assert!(decode(&array([1, 2])).is_ok());
+        assert_eq!(decode(&array([1, 1])), Err(WireError::Invalid("nested handle")));
+        assert_eq!(decode(&array([2, 1])), Err(WireError::Invalid("nested handle")));
+    }
 }

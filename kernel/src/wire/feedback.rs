@@ -289,4 +289,89 @@ mod tests {
             assert!(read_feedback(&bytes[..cut]).is_err(), "cut at {cut}");
         }
     }
+
+    #[test]
+    fn bits_outside_the_window_are_neither_set_nor_read() {
+        let mut bits = AckBits::default();
+        for back in [0, 255, 256, 300, u32::MAX] {
+            bits.set(back);
+        }
+        let mut want = AckBits::default();
+        want.0[0] = 1;
+        want.0[3] = 1 << 63;
+        assert_eq!(bits, want);
+        for back in [256, 257, 511, 512, u32::MAX] {
+            assert!(!bits.get(back), "{back}");
+        }
+    }
+
+    #[test]
+    fn the_encoding_leaves_out_a_trailing_missing_run() {
+        let encode = |received: &[u32]| {
+            let mut bits = AckBits::default();
+            for &b in received {
+                bits.set(b);
+            }
+            let mut w = BitWriter::new();
+            write_feedback(&mut w, Seq(9), &bits, &[]);
+            w.into_bytes()
+        };
+        let packed = |values: &[u64]| {
+            let mut w = BitWriter::new();
+            for &v in values {
+                w.write_packed(v);
+            }
+            w.into_bytes()
+        };
+        // Only the newest: one empty received run, the missing rest implied.
+        assert_eq!(encode(&[0]), packed(&[9, 1, 0, 0]));
+        // Received 1..=2, missing 3..=5, received 6, missing after: runs 2, 3, 1.
+        assert_eq!(encode(&[0, 1, 2, 6]), packed(&[9, 3, 2, 3, 1, 0]));
+    }
+
+    #[test]
+    fn feedback_at_its_limits_is_accepted_and_one_past_them_refused() {
+        let decode = |f: &dyn Fn(&mut BitWriter)| {
+            let mut w = BitWriter::new();
+            w.write_packed(9);
+            f(&mut w);
+            read_feedback(&w.into_bytes())
+        };
+        let runs = |lens: Vec<u64>| {
+            move |w: &mut BitWriter| {
+                w.write_packed(lens.len() as u64);
+                for &l in &lens {
+                    w.write_packed(l);
+                }
+                w.write_packed(0);
+            }
+        };
+        // One run over the whole window, and one packet more.
+        assert!(decode(&runs(vec![255])).is_ok());
+        assert_eq!(decode(&runs(vec![256])), Err(WireError::Invalid("feedback runs past the window")));
+        // 255 runs of one packet fill the window; an empty first run makes 256 runs, too many.
+        assert!(decode(&runs(vec![1; 255])).is_ok());
+        let mut many = vec![0u64];
+        many.extend([1; 255]);
+        assert_eq!(decode(&runs(many)), Err(WireError::Invalid("feedback runs")));
+        // MAX_REOPENS reopens, and one more.
+        let reopens = |n: u64| {
+            move |w: &mut BitWriter| {
+                w.write_packed(0);
+                w.write_packed(n);
+                for i in 0..n {
+                    w.write_packed(2 * (i + 1));
+                }
+            }
+        };
+        assert_eq!(decode(&reopens(MAX_REOPENS as u64)).map(|f| f.reopen.len()), Ok(MAX_REOPENS));
+        assert!(matches!(decode(&reopens(MAX_REOPENS as u64 + 1)), Err(WireError::OutOfRange { .. })));
+        // A trailing zero byte is garbage too (only padding to the byte is allowed).
+        let mut w = BitWriter::new();
+        write_feedback(&mut w, Seq(9), &AckBits::default(), &[]);
+        let mut bytes = w.into_bytes();
+        assert!(read_feedback(&bytes).is_ok());
+        bytes.push(0);
+        assert_eq!(read_feedback(&bytes), Err(WireError::Invalid("bytes after the feedback")));
+    }
 }

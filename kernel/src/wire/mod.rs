@@ -578,4 +578,48 @@ mod tests {
         write_leaf(&mut w, LeafKind::Rotator, &[0u8; 12]);
         assert_eq!(w.len_bits(), 3, "zero axes cost one bit each");
     }
+
+    #[test]
+    fn a_skip_past_the_end_is_refused_and_does_not_move() {
+        let bytes = [0xffu8; 2];
+        let mut r = BitReader::with_len(&bytes, 12);
+        assert_eq!(r.skip(13), Err(WireError::Truncated));
+        assert_eq!(r.position(), 0);
+        assert_eq!(r.skip(12), Ok(()));
+        assert_eq!(r.remaining(), 0);
+        assert_eq!(r.skip(1), Err(WireError::Truncated));
+        assert_eq!(r.position(), 12);
+    }
+
+    #[test]
+    fn a_packed_int_past_64_bits_is_refused() {
+        // Nine groups of 7 bits with "more" set hold bits 0..63; a tenth byte may add bit 63 only.
+        let mut max = vec![0xffu8; 9];
+        max.push(1 << 1);
+        assert_eq!(BitReader::new(&max).read_packed(), Ok(u64::MAX));
+        for group in [2u8, 3, 0x7f] {
+            let mut over = vec![0xffu8; 9];
+            over.push(group << 1);
+            assert_eq!(BitReader::new(&over).read_packed(), Err(WireError::PackedOverflow), "group {group}");
+        }
+    }
+
+    #[test]
+    fn ranged_ints_stay_below_their_maximum() {
+        // A value below 20 takes 5 bits, which can also hold 20..32: those are refused.
+        for v in [20u64, 21, 31] {
+            let mut w = BitWriter::new();
+            w.write_bits(v, ranged_bits(20));
+            let mut r = BitReader::with_len(w.bytes(), w.len_bits());
+            assert_eq!(r.read_ranged(20), Err(WireError::OutOfRange { value: v, max: 20 }));
+        }
+        // The writer clamps a value at or over the maximum to the largest one below it.
+        for (v, max) in [(20u64, 20u64), (99, 20), (8, 8), (u64::MAX, 8)] {
+            let mut w = BitWriter::new();
+            w.write_ranged(v, max);
+            assert_eq!(w.len_bits() as u32, ranged_bits(max));
+            let mut r = BitReader::with_len(w.bytes(), w.len_bits());
+            assert_eq!(r.read_ranged(max), Ok(max - 1), "{v} clamped below {max}");
+        }
+    }
 }

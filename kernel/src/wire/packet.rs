@@ -257,4 +257,25 @@ mod tests {
             assert!(end * 8 + 13 + 64 > mtu * 8, "the packet is nearly full: {end} of {mtu}");
         }
     }
+
+    #[test]
+    fn fits_answers_are_exact_at_the_mtu() {
+        for mtu in [0, MIN_MTU, 1400, MAX_MTU, 100_000] {
+            let mtu_bits = mtu.clamp(MIN_MTU, MAX_MTU) * 8;
+            let mut out = BitWriter::new();
+            let mut p = PacketWriter::new(mtu);
+            p.begin_packet(&mut out, Seq(300));
+            // The header (2 bytes) and the packet terminator (1 bit) are counted.
+            let room = mtu_bits - 16 - 1;
+            assert!(p.span_fits(&out, room), "mtu {mtu}");
+            assert!(!p.span_fits(&out, room + 1), "mtu {mtu}");
+            // In a bunch: its header, the body-length field and the body terminator count too.
+            p.begin_bunch(NetGuid(2), None);
+            let header = bunch_header_bits(NetGuid(2), None);
+            let body = |bits: usize| bits + BODY_END_BITS;
+            let fits = (0..room).rev().find(|&b| header + packed_bits(body(b) as u64) + body(b) <= room).unwrap();
+            assert!(p.body_fits(&out, fits), "mtu {mtu}");
+            assert!(!p.body_fits(&out, fits + 1), "mtu {mtu}");
+        }
+    }
 }

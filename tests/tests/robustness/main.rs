@@ -4,6 +4,7 @@
 mod defects;
 mod driver_errors;
 mod forged;
+mod mutants;
 mod sequence;
 mod soak;
 
