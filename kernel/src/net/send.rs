@@ -179,7 +179,7 @@ impl WriteCtx<'_> {
                 unsent(conn, item, item.leaves);
                 return None;
             }
-            // A bunch larger than a whole packet is written record by record below instead.
+            // Defensive: `span_fits_empty` already keeps a bunch larger than a packet out of here.
             if conn.writer.span_fits(&conn.out, bits) {
                 conn.writer.write_span(&mut conn.out, src, start, bits);
                 self.entry(conn, open, item, item.leaves);
