@@ -1,5 +1,6 @@
-//! The broad phase: a bounded uniform grid whose cells hold, contiguously, every actor whose cull
-//! square overlaps them. See the [module docs](super) for the layout and the reasons.
+//! The broad phase: a bounded uniform grid whose cells hold, contiguously, the actors whose X/Y
+//! lies in them (their home cell), with each cell's largest cull distance and the bounding box of
+//! its actors' X/Y. See the [module docs](super) for the layout and the reasons.
 
 use super::sweep::relevant_lanes;
 use super::CellView;
@@ -13,22 +14,26 @@ pub const DEFAULT_CELL_SIZE: f32 = 10_000.0;
 pub const DEFAULT_CELLS_PER_AXIS: u32 = 256;
 /// The most cells a grid may have (`cells_x × cells_y`): bounds the per-frame cell table.
 pub const MAX_GRID_CELLS: u64 = 1 << 22;
-/// Default cap on the cells one actor is written into; an actor whose cull square covers more
+/// Default cap on the cells one actor's cull square may cover; an actor whose square covers more
 /// goes to the large-radius list instead.
 pub const DEFAULT_MAX_CELLS_PER_ACTOR: u32 = 64;
 /// UE's default `NetCullDistanceSquared`: 15000².
 pub const UE_DEFAULT_CULL_DISTANCE_SQUARED: f32 = 225_000_000.0;
 
-/// Cell rows per parallel band of a build: a band's cells × 5 columns of write streams stay in
-/// L2 for grids up to ~500 cells wide. Measured on the loaded 2-core box: 1, 4, 16 and 64 rows
-/// all within noise of the serial build; every band rescans all placements, which is what
-/// bucketing placements by band first would remove.
-const BAND_ROWS: usize = 4;
-
-/// Relative widening of an actor's cull square before it is rasterised into cells. The exact
-/// f32 test can pass for a true distance a few ulps above `sqrt(cull_sq)` (the squares round
-/// down); widening by far more than that keeps the broad phase a superset of the exact test.
+/// Relative widening of an actor's cull radius in every broad-phase test (the cells its square
+/// spans, a cell's reach). The exact f32 test can pass for a true distance a few ulps above
+/// `sqrt(cull_sq)` (the squares round down); widening by far more than that keeps the broad
+/// phase a superset of the exact test.
 const SQUARE_PAD: f64 = 1e-6;
+
+/// Absolute widening on top of [`SQUARE_PAD`]: with subnormal squares the f32 test's error is
+/// absolute (up to ~3.5e-45 on `d²`, ~6e-23 on `d`), which no relative pad covers.
+const ABS_PAD: f64 = 1e-20;
+
+/// The broad phase's cull radius for `cull_sq`: never below any distance the exact test passes.
+fn reach(cull_sq: f32) -> f64 {
+    f64::from(cull_sq).sqrt() * (1.0 + SQUARE_PAD) + ABS_PAD
+}
 
 /// The shape of a [`SpatialGrid`].
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -42,7 +47,8 @@ pub struct GridConfig {
     /// Cells along Y; at least 1; `cells_x × cells_y ≤` [`MAX_GRID_CELLS`].
     pub cells_y: u32,
     /// An actor whose cull square covers more cells than this goes to the large-radius list,
-    /// which every query sweeps; at least 1.
+    /// which every query sweeps; at least 1. This bounds how many cells around its own a
+    /// viewer visits.
     pub max_cells_per_actor: u32,
 }
 
@@ -125,13 +131,6 @@ pub struct CellKey {
     pub y: u32,
 }
 
-/// The cells an actor's cull square covers, inclusive on both ends.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct CellRect {
-    lo: CellKey,
-    hi: CellKey,
-}
-
 /// Where one actor goes in a build.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Placement {
@@ -139,10 +138,12 @@ enum Placement {
     Nowhere,
     /// Covers more than `max_cells_per_actor` cells.
     Large,
-    Cells(CellRect),
+    /// In dense cell `cell` (the one holding its clamped X/Y); its widened cull square spans at
+    /// most `span` cells from there along either axis.
+    Home { cell: u32, span: u32 },
 }
 
-/// Parallel columns of actor entries: one row per (actor, cell) pair.
+/// Parallel columns of actor entries: one row per placed actor.
 #[derive(Clone, Debug, Default)]
 struct Entries {
     indices: Vec<u32>,
@@ -169,22 +170,20 @@ impl Entries {
         self.cull_sq.resize(len, 0.0);
     }
 
-    fn as_mut(&mut self) -> EntriesMut<'_> {
-        EntriesMut {
-            indices: &mut self.indices,
-            xs: &mut self.xs,
-            ys: &mut self.ys,
-            zs: &mut self.zs,
-            cull_sq: &mut self.cull_sq,
-        }
-    }
-
     fn push(&mut self, index: u32, pos: [f32; 3], cull_sq: f32) {
         self.indices.push(index);
         self.xs.push(pos[0]);
         self.ys.push(pos[1]);
         self.zs.push(pos[2]);
         self.cull_sq.push(cull_sq);
+    }
+
+    fn set(&mut self, row: usize, index: u32, pos: [f32; 3], cull_sq: f32) {
+        self.indices[row] = index;
+        self.xs[row] = pos[0];
+        self.ys[row] = pos[1];
+        self.zs[row] = pos[2];
+        self.cull_sq[row] = cull_sq;
     }
 
     fn view(&self, rows: std::ops::Range<usize>) -> CellView<'_> {
@@ -198,42 +197,17 @@ impl Entries {
     }
 }
 
-/// A band of rows of [`Entries`], borrowed mutably for one parallel task.
-struct EntriesMut<'a> {
-    indices: &'a mut [u32],
-    xs: &'a mut [f32],
-    ys: &'a mut [f32],
-    zs: &'a mut [f32],
-    cull_sq: &'a mut [f32],
-}
-
-impl<'a> EntriesMut<'a> {
-    fn split_at(self, mid: usize) -> (EntriesMut<'a>, EntriesMut<'a>) {
-        let (i0, i1) = self.indices.split_at_mut(mid);
-        let (x0, x1) = self.xs.split_at_mut(mid);
-        let (y0, y1) = self.ys.split_at_mut(mid);
-        let (z0, z1) = self.zs.split_at_mut(mid);
-        let (c0, c1) = self.cull_sq.split_at_mut(mid);
-        let head = EntriesMut { indices: i0, xs: x0, ys: y0, zs: z0, cull_sq: c0 };
-        (head, EntriesMut { indices: i1, xs: x1, ys: y1, zs: z1, cull_sq: c1 })
-    }
-
-    fn set(&mut self, row: usize, index: u32, pos: [f32; 3], cull_sq: f32) {
-        self.indices[row] = index;
-        self.xs[row] = pos[0];
-        self.ys[row] = pos[1];
-        self.zs[row] = pos[2];
-        self.cull_sq[row] = cull_sq;
-    }
-}
-
 /// A uniform 2D grid over actor positions, rebuilt from the caller's columns each frame.
 ///
 /// Invariants after a build (and until the next `insert`/`update`/`remove`):
 /// - cell `c`'s actors are rows `starts[c]..starts[c + 1]` of `entries`, ascending by index;
-/// - every live actor with a finite position and a cull distance above 0 is either in every cell
-///   its (slightly widened, clamped) cull square overlaps, or in `large`, never both;
-/// - every other actor is in no cell: the exact test could not pass for it.
+/// - every live actor with a finite position and a cull distance above 0 is either in its home
+///   cell (the cell of its clamped X/Y) or in `large`, never both, and nowhere else;
+/// - every other actor is in no cell: the exact test could not pass for it;
+/// - for a non-empty cell `c`, `cell_cull[c]` is the largest cull distance squared of its rows
+///   and `cell_box[c]` the bounding box of their X/Y (real, unclamped coordinates);
+/// - `span` is the most cells any placed actor's widened cull square reaches from its home cell
+///   along either axis (0 when no actor is placed).
 #[derive(Clone, Debug)]
 pub struct SpatialGrid {
     config: GridConfig,
@@ -244,6 +218,10 @@ pub struct SpatialGrid {
     placements: Vec<Placement>,
     starts: Vec<usize>,
     cursor: Vec<usize>,
+    cell_cull: Vec<f32>,
+    /// `[min x, min y, max x, max y]` of the cell's rows.
+    cell_box: Vec<[f32; 4]>,
+    span: u32,
     entries: Entries,
     large: Entries,
     stale: bool,
@@ -262,6 +240,9 @@ impl SpatialGrid {
             placements: Vec::new(),
             starts: vec![0; cells + 1],
             cursor: Vec::new(),
+            cell_cull: vec![0.0; cells],
+            cell_box: vec![EMPTY_BOX; cells],
+            span: 0,
             entries: Entries::default(),
             large: Entries::default(),
             stale: false,
@@ -353,8 +334,9 @@ impl SpatialGrid {
         })
     }
 
-    /// The actors written into the cell containing `view`: with [`large`](Self::large), every
-    /// actor that can be relevant to a viewer there. Empty if a coordinate of `view` is NaN.
+    /// The actors whose home is the cell containing `view` (not every actor relevant there:
+    /// [`relevant`](Self::relevant) also visits the neighbouring cells that reach `view`).
+    /// Empty if a coordinate of `view` is NaN.
     ///
     /// # Panics
     /// If the grid is stale (see [`refresh`](Self::refresh)).
@@ -366,7 +348,7 @@ impl SpatialGrid {
         }
     }
 
-    /// The actors of one cell.
+    /// The actors whose home is one cell.
     ///
     /// # Panics
     /// If the grid is stale or `key` is outside it.
@@ -386,15 +368,38 @@ impl SpatialGrid {
         self.large.view(0..self.large.indices.len())
     }
 
-    /// Rows in all cells (an actor counts once per cell it is in) plus the large list: the
-    /// memory the build wrote, 20 bytes a row.
+    /// Rows in all cells plus the large list — one per placed actor: the memory the build wrote,
+    /// 20 bytes a row.
     pub fn entry_count(&self) -> usize {
         self.entries.indices.len() + self.large.indices.len()
     }
 
+    /// The most cells a viewer looks past its own along either axis: the largest reach of any
+    /// placed actor's widened cull square from its home cell.
+    pub fn span(&self) -> u32 {
+        self.span
+    }
+
+    /// Rows [`relevant`](Self::relevant) would sweep for `viewers` (the cells it visits plus the
+    /// large list): the broad phase's cost, for measurement.
+    ///
+    /// # Panics
+    /// If the grid is stale.
+    pub fn swept_rows(&self, viewers: &[[f32; 3]]) -> usize {
+        self.assert_fresh();
+        let mut rows = 0;
+        self.for_each_visited_cell(viewers, |cell| rows += cell.len());
+        if viewers.is_empty() {
+            rows
+        } else {
+            rows + self.large.indices.len()
+        }
+    }
+
     /// Writes into `out` (cleared first), ascending and without duplicates, every actor relevant
-    /// to at least one of `viewers` — a connection and its split-screen children: the cells
-    /// containing the viewers and the large list, swept against all viewers.
+    /// to at least one of `viewers` — a connection and its split-screen children: every cell
+    /// within [`span`](Self::span) of a viewer's cell whose actors' reach covers the viewer,
+    /// once, and the large list, swept against all viewers.
     ///
     /// # Panics
     /// If the grid is stale.
@@ -402,22 +407,71 @@ impl SpatialGrid {
         self.assert_fresh();
         out.clear();
         let mut sweeps = 0;
-        for (i, &view) in viewers.iter().enumerate() {
-            let Some(key) = self.cell_of(view) else { continue };
-            if viewers[..i].iter().any(|&v| self.cell_of(v) == Some(key)) {
-                continue;
-            }
-            relevant_lanes(self.cell(key), viewers, out);
+        self.for_each_visited_cell(viewers, |cell| {
+            relevant_lanes(cell, viewers, out);
             sweeps += 1;
-        }
+        });
         if !self.large.indices.is_empty() {
             relevant_lanes(self.large(), viewers, out);
             sweeps += 1;
         }
+        // Each cell's hits are ascending and an actor is in one cell or the large list, but the
+        // runs of different cells interleave.
         if sweeps > 1 {
             out.sort_unstable();
             out.dedup();
         }
+    }
+
+    /// Calls `f` once for every non-empty cell that some viewer visits: within `span` of the
+    /// viewer's cell on both axes, and the viewer within the cell's reach (its largest cull
+    /// radius, widened) of the cell's bounding box. Every actor relevant to a viewer is in such a
+    /// cell: its square's cells (monotone, clamped) contain the viewer's cell, so the viewer's
+    /// cell is within `span` of its home cell; and the viewer's X/Y is within its radius of its
+    /// X/Y, which is inside the box.
+    fn for_each_visited_cell<'s>(&'s self, viewers: &[[f32; 3]], mut f: impl FnMut(CellView<'s>)) {
+        let cx = self.config.cells_x;
+        for (i, &view) in viewers.iter().enumerate() {
+            let Some(key) = self.cell_of(view) else { continue };
+            let (xs, ys) = (self.near(key.x, cx), self.near(key.y, self.config.cells_y));
+            for y in ys.clone() {
+                for x in xs.clone() {
+                    let c = (y * cx + x) as usize;
+                    if !self.visits(c, view) {
+                        continue;
+                    }
+                    let earlier = viewers[..i].iter().any(|&w| {
+                        self.cell_of(w).is_some_and(|k| {
+                            self.near(k.x, cx).contains(&x) && self.near(k.y, self.config.cells_y).contains(&y)
+                        }) && self.visits(c, w)
+                    });
+                    if !earlier {
+                        f(self.entries.view(self.starts[c]..self.starts[c + 1]));
+                    }
+                }
+            }
+        }
+    }
+
+    /// Cells `k − span ..= k + span` along an axis of `cells`, clamped into the grid.
+    fn near(&self, k: u32, cells: u32) -> std::ops::RangeInclusive<u32> {
+        k.saturating_sub(self.span)..=k.saturating_add(self.span).min(cells - 1)
+    }
+
+    /// Whether cell `c` has rows and `view`'s X/Y is within the cell's widened largest cull
+    /// radius of its bounding box (computed in f64; an infinite coordinate is infinitely far).
+    fn visits(&self, c: usize, view: [f32; 3]) -> bool {
+        if self.starts[c] == self.starts[c + 1] {
+            return false;
+        }
+        let [x0, y0, x1, y1] = self.cell_box[c];
+        let gap = |v: f32, lo: f32, hi: f32| {
+            let v = f64::from(v);
+            (f64::from(lo) - v).max(v - f64::from(hi)).max(0.0)
+        };
+        let (dx, dy) = (gap(view[0], x0, x1), gap(view[1], y0, y1));
+        let r = reach(self.cell_cull[c]);
+        dx * dx + dy * dy <= r * r
     }
 
     fn assert_fresh(&self) {
@@ -436,93 +490,73 @@ impl SpatialGrid {
         if !self.live[index] || !pos.iter().all(|c| c.is_finite()) || cull_sq.is_nan() || cull_sq <= 0.0 {
             return Placement::Nowhere;
         }
-        let r = f64::from(cull_sq).sqrt() * (1.0 + SQUARE_PAD);
+        let r = reach(cull_sq);
         let (x, y) = (f64::from(pos[0]), f64::from(pos[1]));
         let [ox, oy] = self.config.origin;
         let (cx, cy) = (self.config.cells_x, self.config.cells_y);
-        let rect = CellRect {
-            lo: CellKey { x: self.axis_cell(x - r, ox, cx), y: self.axis_cell(y - r, oy, cy) },
-            hi: CellKey { x: self.axis_cell(x + r, ox, cx), y: self.axis_cell(y + r, oy, cy) },
-        };
-        let covered = u64::from(rect.hi.x - rect.lo.x + 1) * u64::from(rect.hi.y - rect.lo.y + 1);
+        let (hx, hy) = (self.axis_cell(x, ox, cx), self.axis_cell(y, oy, cy));
+        let (lx, ly) = (self.axis_cell(x - r, ox, cx), self.axis_cell(y - r, oy, cy));
+        let (ux, uy) = (self.axis_cell(x + r, ox, cx), self.axis_cell(y + r, oy, cy));
+        let covered = u64::from(ux - lx + 1) * u64::from(uy - ly + 1);
         if covered > u64::from(self.config.max_cells_per_actor) {
             Placement::Large
         } else {
-            Placement::Cells(rect)
+            let span = (hx - lx).max(ux - hx).max(hy - ly).max(uy - hy);
+            Placement::Home { cell: hy * cx + hx, span }
         }
     }
 
-    /// Counting sort of (actor, cell) rows by cell, in parallel over bands of cell rows: each
-    /// band scans every placement in index order (so a cell's rows stay ascending) and counts,
-    /// then writes, only its own cells — few enough write streams to stay in cache.
+    /// Counting sort of actors by home cell: place (parallel), count (with each cell's largest
+    /// cull distance and bounding box), prefix-sum, scatter in index order so a cell's rows stay
+    /// ascending.
     fn build(&mut self) {
         let n = self.live.len();
         let mut placements = std::mem::take(&mut self.placements);
         (0..n).into_par_iter().map(|i| self.place(i)).collect_into_vec(&mut placements);
-        let cx = self.config.cells_x as usize;
-        let cy = self.config.cells_y as usize;
-        let cells = cx * cy;
-        let band_rows = BAND_ROWS;
-        let band_cells = band_rows * cx;
+        let cells = (self.config.cells_x * self.config.cells_y) as usize;
 
         self.starts.clear();
         self.starts.resize(cells + 1, 0);
-        self.starts[1..].par_chunks_mut(band_cells).enumerate().for_each(|(band, counts)| {
-            let y0 = band * band_rows;
-            for_each_cell_in_band(&placements, y0, counts.len() / cx, |_, y, x| {
-                counts[(y - y0) * cx + x] += 1;
-            });
-        });
+        self.cell_cull.clear();
+        self.cell_cull.resize(cells, 0.0);
+        self.cell_box.clear();
+        self.cell_box.resize(cells, EMPTY_BOX);
+        self.large.clear();
+        self.span = 0;
+        for (i, p) in placements.iter().enumerate() {
+            match *p {
+                Placement::Home { cell, span } => {
+                    let c = cell as usize;
+                    let (pos, cull_sq) = (self.positions[i], self.cull_sq[i]);
+                    self.starts[c + 1] += 1;
+                    self.span = self.span.max(span);
+                    self.cell_cull[c] = self.cell_cull[c].max(cull_sq);
+                    let b = &mut self.cell_box[c];
+                    *b = [b[0].min(pos[0]), b[1].min(pos[1]), b[2].max(pos[0]), b[3].max(pos[1])];
+                }
+                Placement::Large => self.large.push(i as u32, self.positions[i], self.cull_sq[i]),
+                Placement::Nowhere => {}
+            }
+        }
         for c in 0..cells {
             self.starts[c + 1] += self.starts[c];
-        }
-
-        self.large.clear();
-        for (i, p) in placements.iter().enumerate() {
-            if *p == Placement::Large {
-                self.large.push(i as u32, self.positions[i], self.cull_sq[i]);
-            }
         }
 
         // Every row below is overwritten by the scatter, so growing need not clear first.
         self.entries.resize(self.starts[cells]);
         self.cursor.clear();
         self.cursor.extend_from_slice(&self.starts[..cells]);
-        let mut bands = Vec::with_capacity(cy.div_ceil(band_rows));
-        let mut rest = self.entries.as_mut();
-        let mut base = 0;
-        for (band, cursor) in self.cursor.chunks_mut(band_cells).enumerate() {
-            let end = self.starts[band * band_cells + cursor.len()];
-            let (rows, tail) = rest.split_at(end - base);
-            bands.push((band * band_rows, base, cursor, rows));
-            rest = tail;
-            base = end;
-        }
-        let (positions, cull_sq) = (&self.positions, &self.cull_sq);
-        bands.into_par_iter().for_each(|(y0, base, cursor, mut rows)| {
-            for_each_cell_in_band(&placements, y0, cursor.len() / cx, |i, y, x| {
-                let row = &mut cursor[(y - y0) * cx + x];
-                rows.set(*row - base, i as u32, positions[i], cull_sq[i]);
+        for (i, p) in placements.iter().enumerate() {
+            if let Placement::Home { cell, .. } = *p {
+                let row = &mut self.cursor[cell as usize];
+                self.entries.set(*row, i as u32, self.positions[i], self.cull_sq[i]);
                 *row += 1;
-            });
-        });
+            }
+        }
         self.placements = placements;
         self.stale = false;
     }
 }
 
-/// Calls `f(actor, y, x)` for every cell in rows `y0..y0 + rows` of every placed actor, actors
-/// ascending.
-#[inline(always)]
-fn for_each_cell_in_band(placements: &[Placement], y0: usize, rows: usize, mut f: impl FnMut(usize, usize, usize)) {
-    let y1 = y0 + rows;
-    for (i, p) in placements.iter().enumerate() {
-        let Placement::Cells(r) = *p else { continue };
-        let (lo, hi) = ((r.lo.y as usize).max(y0), (r.hi.y as usize + 1).min(y1));
-        for y in lo..hi {
-            for x in r.lo.x as usize..=r.hi.x as usize {
-                f(i, y, x);
-            }
-        }
-    }
-}
+/// The bounding box of no rows: any `min`/`max` with a finite point replaces it.
+const EMPTY_BOX: [f32; 4] = [f32::INFINITY, f32::INFINITY, f32::NEG_INFINITY, f32::NEG_INFINITY];

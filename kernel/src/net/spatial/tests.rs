@@ -197,21 +197,76 @@ fn grid_and_sweep_equal_brute_force() {
 }
 
 #[test]
-fn an_actor_is_in_every_cell_its_square_overlaps_and_no_other() {
+fn an_actor_is_in_its_home_cell_only_and_found_from_the_cells_its_square_overlaps() {
     let cfg = GridConfig { origin: [0.0, 0.0], ..GridConfig::centred(100.0, 10) };
     let mut grid = SpatialGrid::new(cfg).unwrap();
-    // Square [200 − 49, 200 + 49] on both axes: cells 1..=2 each way.
+    // Square [200 − 49, 200 + 49] on both axes: cells 1..=2 each way; home cell (2, 2).
     grid.rebuild(&[[200.0, 200.0, 0.0]], &[49.0 * 49.0], |_| true);
     let holding: Vec<(u32, u32)> = (0..10)
         .flat_map(|y| (0..10).map(move |x| (x, y)))
         .filter(|&(x, y)| !grid.cell(CellKey { x, y }).is_empty())
         .collect();
-    assert_eq!(holding, [(1, 1), (2, 1), (1, 2), (2, 2)]);
-    assert_eq!(grid.entry_count(), 4);
+    assert_eq!(holding, [(2, 2)]);
+    assert_eq!(grid.entry_count(), 1);
+    assert_eq!(grid.span(), 1);
+    let mut out = Vec::new();
+    // From the three other cells the square overlaps, just inside the cull distance.
+    for v in [[152.0, 200.0, 0.0], [200.0, 152.0, 0.0], [166.0, 166.0, 0.0]] {
+        grid.relevant(&[v], &mut out);
+        assert_eq!(out, [0], "viewer {v:?}");
+    }
+    grid.relevant(&[[150.0, 200.0, 0.0]], &mut out);
+    assert!(out.is_empty(), "a hair outside");
     // A square exactly on cell edges (100..=200) is widened a hair into the neighbours: the
     // broad phase errs on the side of a superset.
     grid.rebuild(&[[150.0, 150.0, 0.0]], &[50.0 * 50.0], |_| true);
-    assert_eq!(grid.entry_count(), 9);
+    assert_eq!((grid.entry_count(), grid.span()), (1, 1));
+    grid.rebuild(&[[150.0, 150.0, 0.0]], &[49.0 * 49.0], |_| true);
+    assert_eq!(grid.span(), 0);
+}
+
+#[test]
+fn a_viewer_visits_only_cells_whose_reach_covers_it() {
+    let cfg = GridConfig { origin: [0.0, 0.0], ..GridConfig::centred(100.0, 10) };
+    let mut grid = SpatialGrid::new(cfg).unwrap();
+    // Actor 0 (cull 150, span 2) in cell (5, 5); actors 1, 2 (cull 10) in cells (4, 5), (7, 5).
+    let positions = [[550.0, 550.0, 0.0], [410.0, 550.0, 0.0], [710.0, 550.0, 0.0]];
+    grid.rebuild(&positions, &[150.0 * 150.0, 100.0, 100.0], |_| true);
+    assert_eq!(grid.span(), 2);
+    // Cells (4, 5) and (7, 5) are within span of (5, 5), but their actors' reach is 10.
+    assert_eq!(grid.swept_rows(&[[550.0, 550.0, 0.0]]), 1);
+    assert_eq!(grid.swept_rows(&[[495.0, 550.0, 0.0]]), 1);
+    assert_eq!(grid.swept_rows(&[[405.0, 550.0, 0.0]]), 2);
+    assert_eq!(grid.swept_rows(&[[380.0, 550.0, 0.0]]), 0, "beyond both reaches");
+    // Two viewers near one cell sweep it once.
+    assert_eq!(grid.swept_rows(&[[550.0, 550.0, 0.0], [560.0, 560.0, 0.0]]), 1);
+    assert_eq!(grid.swept_rows(&[[405.0, 550.0, 0.0], [715.0, 550.0, 0.0]]), 3);
+    let mut out = Vec::new();
+    grid.relevant(&[[715.0, 550.0, 0.0], [405.0, 550.0, 0.0]], &mut out);
+    assert_eq!(out, [0, 1, 2]);
+}
+
+#[test]
+fn clamped_actors_are_found_by_viewers_beyond_the_edge() {
+    // Cells cover −200..200; actors and viewers beyond it share the edge cells.
+    let mut grid = SpatialGrid::new(GridConfig::centred(100.0, 4)).unwrap();
+    let positions = [[10_000.0, 0.0, 0.0], [-10_000.0, -10_000.0, 0.0], [0.0, 0.0, 0.0]];
+    grid.rebuild(&positions, &[15_000.0 * 15_000.0, 1_000.0 * 1_000.0, 1.0], |_| true);
+    assert_eq!(grid.cell(CellKey { x: 3, y: 2 }).indices(), [0]);
+    assert_eq!(grid.cell(CellKey { x: 0, y: 0 }).indices(), [1]);
+    let mut out = Vec::new();
+    // Same clamped cell, but 10 000 from its nominal square and 10 000 within reach of actor 0.
+    grid.relevant(&[[20_000.0, 0.0, 0.0]], &mut out);
+    assert_eq!(out, [0]);
+    grid.relevant(&[[-10_500.0, -10_500.0, 0.0]], &mut out);
+    assert_eq!(out, [1]);
+    grid.relevant(&[[-11_000.0, -11_000.0, 0.0]], &mut out);
+    assert!(out.is_empty());
+    // From across the grid: actor 0's square spans every column from its clamped home.
+    grid.relevant(&[[-4_000.0, 0.0, 0.0]], &mut out);
+    assert_eq!(out, [0]);
+    grid.relevant(&[[-5_000.0, 0.0, 0.0]], &mut out);
+    assert!(out.is_empty(), "exactly 15 000 away is not relevant");
 }
 
 #[test]
@@ -246,7 +301,8 @@ fn max_cells_per_actor_is_the_edge_of_the_large_list() {
     // Half-width 100 around 450: cells 3..=5 (9 cells); around 400 it is 2..=5 (16 cells).
     grid.rebuild(&[[450.0, 450.0, 0.0], [400.0, 400.0, 0.0]], &[10_000.0, 10_000.0], |_| true);
     assert_eq!(grid.large().indices(), [1]);
-    assert_eq!(grid.entry_count(), 9 + 1);
+    assert_eq!(grid.entry_count(), 2);
+    assert_eq!(grid.span(), 1);
 }
 
 #[test]
@@ -409,11 +465,12 @@ fn measure_rebuild_1m_and_relevant_1000_viewers() {
         }
         let rows = grid.entry_count();
         println!(
-            "cell {cell_size}, world {side}², {n} actors: rebuild {rebuild:?} ({rows} rows, {:.1}/actor); \
+            "cell {cell_size}, world {side}², {n} actors: rebuild {rebuild:?} ({rows} rows, {:.1}/actor, span {}); \
              1000 viewers: serial {serial:?}, rayon {parallel:?}; {:.0} relevant/viewer, {:.0} rows swept/viewer",
             rows as f64 / n as f64,
+            grid.span(),
             total as f64 / 1000.0,
-            viewers.iter().map(|&v| grid.gather(v).len()).sum::<usize>() as f64 / 1000.0,
+            viewers.iter().map(|&v| grid.swept_rows(&[v])).sum::<usize>() as f64 / 1000.0,
         );
     }
 }
