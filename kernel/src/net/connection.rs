@@ -128,6 +128,13 @@ impl Connection {
         }
     }
 
+    /// `leaves` of a pair are owed to the client: their current values go out with the pair's
+    /// next send (NAKs, window-full deferrals, newly active properties).
+    pub fn owe(&mut self, class: u32, slot: u32, leaves: LeafMask) {
+        self.pair(class, slot).resend |= leaves;
+        self.queue(class, slot);
+    }
+
     /// The state of a pair, created on first use.
     pub fn pair(&mut self, class: u32, slot: u32) -> &mut PairState {
         let v = &mut self.pairs[class as usize];

@@ -74,8 +74,9 @@ pub use connection::{ConnectionStats, PairState};
 use crate::compare::{ChangeSet, CompareConfig, CompareError, ShadowState};
 use crate::history::History;
 use crate::store::{ActorId, ClassStore};
+use crate::wire::bunch::max_record_bits;
 use crate::wire::feedback::read_feedback;
-use crate::wire::packet::{MAX_MTU, MIN_MTU};
+use crate::wire::packet::{max_body_bits, MAX_MTU, MIN_MTU};
 use crate::wire::WireError;
 use actors::{ActorNet, ChangedActor, ClassNet};
 use condition::ActiveLeaves;
@@ -260,19 +261,9 @@ impl NetDriver {
             return Err(DriverError::TooManyLeaves { class: layout.name.clone(), leaves: layout.leaves.len() });
         }
         // Every record (and every array element with its record head) must fit an otherwise
-        // empty packet: packet header and terminator, a bunch header with an open, its length.
-        let room = self.cfg.mtu * 8 - 40 - 1 - (1 + 80 + 1 + 40 + 1) - 24 - 8;
-        let record = |kind| 24 + crate::wire::max_leaf_bits(kind);
-        let largest = layout
-            .leaves
-            .iter()
-            .map(|l| match l.array {
-                Some(a) => layout.arrays[a].elements.iter().map(|e| record(e.kind)).sum::<usize>() + 48 + 8,
-                None => record(l.kind),
-            })
-            .max()
-            .unwrap_or(0);
-        if largest > room {
+        // empty packet.
+        let largest = (0..layout.leaves.len()).map(|leaf| max_record_bits(&layout, leaf)).max().unwrap_or(0);
+        if largest > max_body_bits(self.cfg.mtu) {
             return Err(DriverError::RecordTooLarge { class: layout.name.clone(), bits: largest });
         }
         let array_leaves = layout
@@ -456,8 +447,7 @@ impl NetDriver {
         if active && was_inactive {
             let ever = self.classes[ci].history.changed_since(id.index, Frame(0)) & leaves;
             for conn in self.conns.iter_mut().filter(|c| !c.removed) {
-                conn.pair(class.0, id.index).resend |= ever;
-                conn.queue(class.0, id.index);
+                conn.owe(class.0, id.index, ever);
             }
         }
         Ok(())
@@ -483,9 +473,7 @@ impl NetDriver {
             let custom = c.actors[slot as usize].custom_inactive;
             let newly = c.active.get(now) & !c.active.get(was) & !custom & ever;
             if !newly.is_empty() && !self.conns[ci].removed {
-                let conn = &mut self.conns[ci];
-                conn.pair(class, slot).resend |= newly;
-                conn.queue(class, slot);
+                self.conns[ci].owe(class, slot, newly);
             }
         }
     }

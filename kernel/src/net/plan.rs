@@ -13,7 +13,7 @@
 //! ```
 //!
 //! Planning moves the pair's catch-up point to this frame and empties its resend set; what
-//! packet writing then cannot send (a full window) goes back through [`unsent`].
+//! packet writing then cannot send (a full window) goes back through `Connection::owe`.
 
 use super::actors::{ActorNet, ChangedActor, ClassNet};
 use super::condition::flags;
@@ -104,12 +104,4 @@ pub(crate) fn plan_connection(
     }
     conn.pending = pending;
     conn.pending.clear();
-}
-
-/// What packet writing could not send of `item` (`leaves`; an open not written is simply not
-/// marked sent) goes back to the pair: resent next frame.
-pub(crate) fn unsent(conn: &mut Connection, item: &SendItem, leaves: LeafMask) {
-    let ps = conn.pair(item.class, item.slot);
-    ps.resend |= leaves;
-    conn.queue(item.class, item.slot);
 }

@@ -107,15 +107,20 @@ impl Reliability {
     }
 
     /// Records the packet just written with sequence [`Self::next_seq`] (its entries and closes
-    /// already pushed); `bytes` are the packet.
-    pub fn sent(&mut self, entries: u32, closes: u32, bytes: &[u8]) {
+    /// already pushed).
+    pub fn sent(&mut self, entries: u32, closes: u32) {
         debug_assert!(self.room() > 0);
         self.in_flight.push_back(PacketRecord { seq: self.next_seq, entries, closes });
         self.content += (entries + closes > 0) as u32;
         self.next_seq = self.next_seq.next();
+        self.idle_frames = 0;
+    }
+
+    /// Keeps the newest packet sent (the last of a frame), to send again while the window is
+    /// full. Called once per frame that sent anything, not once per packet.
+    pub fn remember_newest(&mut self, bytes: &[u8]) {
         self.last_packet.clear();
         self.last_packet.extend_from_slice(bytes);
-        self.idle_frames = 0;
     }
 
     /// Whether a quiet connection should send a keep-alive now.
@@ -182,11 +187,10 @@ pub(crate) fn apply_settled(conn: &mut Connection, classes: &[ClassNet], rec: Pa
                 ps.flags |= pair::OPEN_ACKED;
             }
         } else {
-            ps.resend |= e.leaves;
             if e.open && ps.flags & pair::OPEN_ACKED == 0 {
                 ps.flags &= !pair::OPEN_SENT;
             }
-            conn.queue(e.class, e.slot);
+            conn.owe(e.class, e.slot, e.leaves);
         }
     }
     for _ in 0..rec.closes {
@@ -212,7 +216,7 @@ mod tests {
 
     fn send(r: &mut Reliability, n: u32) {
         for _ in 0..n {
-            r.sent(1, 0, &[1]);
+            r.sent(1, 0);
         }
     }
 
@@ -259,10 +263,10 @@ mod tests {
         let mut r = Reliability::new(Seq(1));
         r.idle_frames = 100;
         assert!(!r.keep_alive_due(6), "nothing in flight");
-        r.sent(0, 0, &[]);
+        r.sent(0, 0);
         r.idle_frames = 100;
         assert!(!r.keep_alive_due(6), "only a keep-alive in flight");
-        r.sent(1, 0, &[]);
+        r.sent(1, 0);
         r.idle_frames = 5;
         assert!(!r.keep_alive_due(6));
         r.idle_frames = 6;
@@ -272,8 +276,8 @@ mod tests {
     #[test]
     fn settling_the_content_stops_keep_alives() {
         let mut r = Reliability::new(Seq(1));
-        r.sent(1, 0, &[1]); // 1: content
-        r.sent(0, 0, &[2]); // 2: a keep-alive
+        r.sent(1, 0); // 1: content
+        r.sent(0, 0); // 2: a keep-alive
         let fb = feedback(1, &[1]);
         assert_eq!(r.classify(&fb), Intake::Settle);
         while r.settle_next(&fb).is_some() {}
@@ -282,14 +286,14 @@ mod tests {
         r.idle_frames = 100;
         assert!(!r.keep_alive_due(6), "only a keep-alive is left in flight");
         // A lost content packet is settled too: its content goes back to the pairs.
-        r.sent(1, 0, &[3]); // 3: content
+        r.sent(1, 0); // 3: content
         r.idle_frames = 100;
         assert!(r.keep_alive_due(6));
         let fb = feedback(3, &[]);
         while r.settle_next(&fb).is_some() {}
         r.settled(&fb);
         assert_eq!(r.in_flight(), 0);
-        r.sent(0, 0, &[4]);
+        r.sent(0, 0);
         r.idle_frames = 100;
         assert!(!r.keep_alive_due(6), "the lost packet's content is no longer in flight");
     }

@@ -17,7 +17,7 @@
 
 use super::actors::ClassNet;
 use super::connection::{pair, Connection};
-use super::plan::{unsent, SendItem};
+use super::plan::SendItem;
 use super::reliability::SentEntry;
 use super::shared::{SharedActor, SharedArena};
 use crate::ids::LeafMask;
@@ -50,8 +50,6 @@ pub(crate) struct Written {
 struct Open {
     entries: u32,
     closes: u32,
-    /// Byte in the connection's buffer where the packet starts.
-    start: usize,
 }
 
 /// Whether a packet could be started (false: the sequence window is full).
@@ -89,7 +87,7 @@ impl WriteCtx<'_> {
         for item in &sends {
             let shared = self.arena.and_then(|a| a.find(&mut cursor, item.class, item.slot));
             if full {
-                unsent(conn, item, item.leaves);
+                conn.owe(item.class, item.slot, item.leaves);
                 continue;
             }
             match self.write_item(conn, &mut open, item, shared) {
@@ -115,6 +113,10 @@ impl WriteCtx<'_> {
                 self.keep_alive(conn, &mut open);
             }
         }
+        if let Some(&end) = conn.out_ends.last() {
+            let start = conn.out_ends.len().checked_sub(2).map_or(0, |i| conn.out_ends[i]);
+            conn.rel.remember_newest(&conn.out.bytes()[start..end]);
+        }
         let bytes = conn.out_ends.last().copied().unwrap_or(0);
         conn.stats.bytes_sent += bytes as u64;
         conn.stats.packets_sent += conn.out_ends.len() as u64;
@@ -125,13 +127,12 @@ impl WriteCtx<'_> {
     /// with the window full — the newest packet again.
     fn keep_alive(&self, conn: &mut Connection, open: &mut Open) {
         if conn.rel.room() > 0 {
-            open.start = conn.out.len_bits() / 8;
             conn.writer.begin_packet(&mut conn.out, conn.rel.next_seq());
             self.finish(conn, open);
             conn.stats.keep_alives += 1;
         } else {
-            let bytes = conn.rel.repeat().to_vec();
-            conn.out.write_from(&bytes, 0, bytes.len() * 8);
+            let bytes = conn.rel.repeat();
+            conn.out.write_from(bytes, 0, bytes.len() * 8);
             conn.out_ends.push(conn.out.len_bits() / 8);
             conn.stats.repeats += 1;
         }
@@ -155,7 +156,6 @@ impl WriteCtx<'_> {
         if conn.rel.room() == 0 {
             return false;
         }
-        open.start = conn.out.len_bits() / 8;
         conn.writer.begin_packet(&mut conn.out, conn.rel.next_seq());
         true
     }
@@ -164,8 +164,8 @@ impl WriteCtx<'_> {
     fn finish(&self, conn: &mut Connection, open: &mut Open) {
         let end = conn.writer.finish_packet(&mut conn.out);
         conn.out_ends.push(end);
-        conn.rel.sent(open.entries, open.closes, &conn.out.bytes()[open.start..end]);
-        *open = Open { start: end, ..Open::default() };
+        conn.rel.sent(open.entries, open.closes);
+        *open = Open::default();
     }
 
     /// Writes one actor; returns the bunches written, or `None` when the window filled (what
@@ -182,20 +182,17 @@ impl WriteCtx<'_> {
         let whole = shared.filter(|sh| !item.open && item.leaves == sh.leaves);
         if let Some((src, start, bits)) = whole.map(|sh| sh.bunch()).filter(|s| conn.writer.span_fits_empty(s.2)) {
             if !self.ensure(conn, open, |c| c.writer.span_fits(&c.out, bits)) {
-                unsent(conn, item, item.leaves);
+                conn.owe(item.class, item.slot, item.leaves);
                 return None;
             }
-            // Defensive: `span_fits_empty` already keeps a bunch larger than a packet out of here.
-            if conn.writer.span_fits(&conn.out, bits) {
-                conn.writer.write_span(&mut conn.out, src, start, bits);
-                self.entry(conn, open, item, item.leaves);
-                return Some(1);
-            }
+            conn.writer.write_span(&mut conn.out, src, start, bits);
+            self.entry(conn, open, item, item.leaves);
+            return Some(1);
         }
         let class_open = item.open.then_some(item.class);
         let mut part = BunchPart { item, class_open, leaves: LeafMask::EMPTY, bunches: 0 };
         if !self.ensure(conn, open, |c| c.writer.bunch_fits(&c.out, item.guid, class_open, MIN_BODY_BITS)) {
-            unsent(conn, item, item.leaves);
+            conn.owe(item.class, item.slot, item.leaves);
             return None;
         }
         conn.writer.begin_bunch(item.guid, class_open);
@@ -238,7 +235,7 @@ impl WriteCtx<'_> {
                 },
             };
             if !ok {
-                unsent(conn, item, item.leaves & !done);
+                conn.owe(item.class, item.slot, item.leaves & !done);
                 return None;
             }
             part.leaves |= LeafMask::leaf(leaf);

@@ -82,6 +82,22 @@ pub enum Resolve<'a> {
     Skip,
 }
 
+/// The most bits one record of leaf `leaf` takes: a fixed leaf's handle and value; for a dynamic
+/// array, its head and end with one whole element (an array is split between elements, so one
+/// element is the most a packet must hold at once).
+pub fn max_record_bits(layout: &ClassLayout, leaf: usize) -> usize {
+    let handle = super::packet::packed_bits(u16::MAX as u64);
+    let l = &layout.leaves[leaf];
+    match l.array {
+        None => handle + super::max_leaf_bits(l.kind),
+        Some(a) => {
+            let element: usize = layout.arrays[a].elements.iter().map(|e| handle + super::max_leaf_bits(e.kind)).sum();
+            // Head: handle and count; end: a zero nested handle.
+            element + 2 * handle + 8
+        }
+    }
+}
+
 /// Writes a fixed leaf record.
 pub fn write_leaf_record(w: &mut BitWriter, handle: u16, kind: LeafKind, bytes: &[u8]) {
     w.write_packed(handle as u64);

@@ -36,6 +36,15 @@ pub fn bunch_header_bits(guid: NetGuid, open: Option<u32>) -> usize {
     1 + packed_bits(guid.0) + 1 + open.map_or(0, |c| packed_bits(c as u64)) + 1
 }
 
+/// Bits a bunch body (its records) may take in an otherwise empty packet of `mtu` bytes, whatever
+/// the packet's sequence number, the actor's GUID and class, and with the bunch carrying an open:
+/// every record a class may send must fit this, or it could never be sent.
+pub fn max_body_bits(mtu: usize) -> usize {
+    let header = packed_bits(u32::MAX as u64) + bunch_header_bits(NetGuid(u64::MAX), Some(u32::MAX));
+    let length = packed_bits((MAX_MTU * 8) as u64);
+    (mtu * 8).saturating_sub(header + PACKET_END_BITS + length + BODY_END_BITS)
+}
+
 /// Bits of the packet terminator.
 const PACKET_END_BITS: usize = 1;
 /// Bits of a body's record terminator.

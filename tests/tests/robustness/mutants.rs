@@ -75,17 +75,22 @@ fn the_last_slot_of_the_window_takes_a_keep_alive_and_only_then_packets_repeat()
     assert_eq!((stats(&b).keep_alives, stats(&b).repeats), (1, 1));
 }
 
+/// `class` with three 256-byte opaque structs after its properties, at a 512-byte MTU: any two
+/// of them changing together are more than one packet holds.
+fn big_at_mtu_512(mut class: ClassBuilder) -> Bench {
+    for i in 0..3 {
+        let blob = PropType::Opaque { name: format!("Blob{i}"), size: 256 };
+        class = class.property(PropertyDecl::new(format!("S{i}"), blob));
+    }
+    Bench::new(class, DriverConfig { mtu: 512, ..DriverConfig::default() })
+}
+
 /// A shared bunch larger than a packet (three 256-byte structs changing together under a
 /// 512-byte MTU, the channel open acknowledged) is split record by record across packets like
 /// any other bunch, never copied whole past the MTU.
 #[test]
 fn a_shared_bunch_larger_than_a_packet_is_split_across_packets() {
-    let mut class = ClassBuilder::new("Big");
-    for i in 0..3 {
-        let blob = PropType::Opaque { name: format!("Blob{i}"), size: 256 };
-        class = class.property(PropertyDecl::new(format!("S{i}"), blob));
-    }
-    let mut b = Bench::new(class, DriverConfig { mtu: 512, ..DriverConfig::default() });
+    let mut b = big_at_mtu_512(ClassBuilder::new("Big"));
     let a = b.store.spawn();
     let guid = b.guid(a);
     b.run(2);
@@ -208,12 +213,7 @@ fn reopen_requests_are_deduplicated_capped_and_expire() {
 /// pair: the part already in flight is not sent a second time.
 #[test]
 fn a_window_full_mid_actor_resends_only_the_unwritten_part() {
-    let mut class = ClassBuilder::new("Big").property(PropertyDecl::new("N", PropType::U32));
-    for i in 0..3 {
-        let blob = PropType::Opaque { name: format!("Blob{i}"), size: 256 };
-        class = class.property(PropertyDecl::new(format!("S{i}"), blob));
-    }
-    let mut b = Bench::new(class, DriverConfig { mtu: 512, ..DriverConfig::default() });
+    let mut b = big_at_mtu_512(ClassBuilder::new("Big").property(PropertyDecl::new("N", PropType::U32)));
     let a = b.store.spawn();
     let guid = b.guid(a);
     b.run(2);
