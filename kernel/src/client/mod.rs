@@ -350,18 +350,28 @@ impl ClientWorld {
         };
         // A packet not newer than the newest received is a duplicate or late: dropped before
         // decoding, since the actors it names may be gone by now.
+        // Only a packet that may be applied — a new one, or the newest number with other bytes —
+        // is hashed.
         let verdict = self.window.verdict(seq);
-        let hash = packet_hash(bytes);
-        let replaces = verdict == SeqVerdict::Duplicate && self.window.differs(hash);
+        let hash = match verdict {
+            SeqVerdict::Late | SeqVerdict::TooFar => 0,
+            SeqVerdict::New | SeqVerdict::Duplicate => packet_hash(bytes),
+        };
         match verdict {
             SeqVerdict::New => {}
-            SeqVerdict::Duplicate if replaces => self.stats.replaced += 1,
-            SeqVerdict::Duplicate => self.stats.duplicates += 1,
-            SeqVerdict::Late => self.stats.late += 1,
-            SeqVerdict::TooFar => self.stats.too_far += 1,
-        }
-        if verdict != SeqVerdict::New && !replaces {
-            return Ok(Receipt::Dropped(verdict));
+            SeqVerdict::Duplicate if self.window.differs(hash) => self.stats.replaced += 1,
+            SeqVerdict::Duplicate => {
+                self.stats.duplicates += 1;
+                return Ok(Receipt::Dropped(verdict));
+            }
+            SeqVerdict::Late => {
+                self.stats.late += 1;
+                return Ok(Receipt::Dropped(verdict));
+            }
+            SeqVerdict::TooFar => {
+                self.stats.too_far += 1;
+                return Ok(Receipt::Dropped(verdict));
+            }
         }
         let mut opened: HashMap<NetGuid, u32> = HashMap::new();
         let mut missing: Vec<NetGuid> = Vec::new();
