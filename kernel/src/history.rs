@@ -92,6 +92,11 @@ impl History {
         last_before > since && last_before < frame
     }
 
+    /// The last frame `slot` changed in (0: never since it was cleared).
+    pub fn last_changed(&self, slot: u32) -> Frame {
+        Frame(self.recent.get(slot as usize).map_or(0, |r| r.0))
+    }
+
     /// Leaves of `slot` that changed after frame `since`.
     pub fn changed_since(&self, slot: u32, since: Frame) -> LeafMask {
         let (p, lane) = (slot as usize / PAGE_LANES, slot as usize % PAGE_LANES);

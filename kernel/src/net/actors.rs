@@ -11,7 +11,8 @@
 //! ```
 
 use super::condition::{flags, ActiveLeaves};
-use super::connection::{pair, PairState};
+use super::connection::pair;
+use super::settings::Columns;
 use super::NetDriver;
 use crate::compare::{ChangeSet, ShadowState};
 use crate::history::History;
@@ -70,6 +71,8 @@ pub(crate) struct ClassNet {
     pub seen_epochs: Vec<u32>,
     /// Leaves that are dynamic arrays (written per connection, not shared).
     pub array_leaves: LeafMask,
+    /// The actor level's per-actor columns.
+    pub cols: Columns,
 }
 
 /// One changed actor of the frame.
@@ -142,8 +145,9 @@ impl NetDriver {
         let c = &mut self.classes[class as usize];
         c.actors[slot as usize] = ActorNet { guid, generation, alive: true, ..ActorNet::default() };
         c.history.clear_slot(slot);
+        c.cols.reset(slot as usize);
         for conn in self.conns.iter_mut().filter(|c| !c.removed) {
-            *conn.pair(class, slot) = PairState::default();
+            conn.drop_pair(class, slot);
             conn.queue(class, slot);
         }
         guid
@@ -158,7 +162,7 @@ impl NetDriver {
         c.history.clear_slot(slot);
         self.guids.remove(&guid);
         for conn in self.conns.iter_mut().filter(|c| !c.removed) {
-            let ps = std::mem::take(conn.pair(class, slot));
+            let ps = conn.drop_pair(class, slot);
             if ps.flags & pair::EVER_OPENED != 0 {
                 conn.closes.push(guid);
             }

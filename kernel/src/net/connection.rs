@@ -6,7 +6,11 @@
 //! needs sending although its actor did not change this frame (an open, a resend, a property
 //! that became active) is *pending*: its flag is set and it sits once in the connection's pending list.
 
+use super::budget::Budget;
+use super::channels::FrameDecisions;
+use super::pairs::Pairs;
 use super::plan::SendItem;
+use super::relevancy::Viewer;
 use super::reliability::Reliability;
 use crate::ids::{Frame, LeafMask, NetGuid, Seq};
 use crate::wire::packet::PacketWriter;
@@ -23,6 +27,9 @@ pub mod pair {
     /// Some packet carried this actor's open: the client may have it, so its end needs a close
     /// (kept even when that packet is later lost, as another may still deliver the open).
     pub const EVER_OPENED: u8 = 8;
+    /// The actor level opened a channel for this pair (it was relevant when processed); pairs
+    /// without it are a frame's scratch rows.
+    pub const CHANNEL: u8 = 16;
 }
 
 /// What one connection keeps for one actor: 16 bytes.
@@ -77,8 +84,8 @@ pub(crate) struct Connection {
     pub replay: bool,
     /// Removed by the game: keeps its id, holds nothing, sends nothing.
     pub removed: bool,
-    /// Per class, per slot.
-    pub pairs: Vec<Vec<PairState>>,
+    /// Per-actor state ([`Pairs`]: dense, or only the channels that exist).
+    pub pairs: Pairs,
     /// (class, slot) of pairs with the PENDING flag.
     pub pending: Vec<(u32, u32)>,
     /// Actors whose close must be sent.
@@ -92,14 +99,21 @@ pub(crate) struct Connection {
     pub out_ends: Vec<usize>,
     pub writer: PacketWriter,
     pub stats: ConnectionStats,
+    /// The actor level's view of the client: where it looks from (its split-screen children's
+    /// viewers too), its bandwidth, when it was last heard from (server seconds), and the last
+    /// frame's decisions when they are recorded.
+    pub viewers: Vec<Viewer>,
+    pub budget: Budget,
+    pub heard: f64,
+    pub decisions: Option<Box<FrameDecisions>>,
 }
 
 impl Connection {
-    pub fn new(replay: bool, classes: usize, mtu: usize, first_seq: Seq) -> Self {
+    pub fn new(replay: bool, pairs: Pairs, mtu: usize, first_seq: Seq) -> Self {
         Self {
             replay,
             removed: false,
-            pairs: vec![Vec::new(); classes],
+            pairs,
             pending: Vec::new(),
             closes: Vec::new(),
             sends: Vec::new(),
@@ -108,19 +122,25 @@ impl Connection {
             out_ends: Vec::new(),
             writer: PacketWriter::new(mtu),
             stats: ConnectionStats::default(),
+            viewers: Vec::new(),
+            budget: Budget::new(super::budget::DEFAULT_NET_SPEED, replay),
+            heard: 0.0,
+            decisions: None,
         }
     }
 
     /// Drops everything this connection holds; it keeps its place so other ids stay valid.
     pub fn remove(&mut self) {
-        let classes = self.pairs.len();
-        *self = Connection::new(self.replay, classes, crate::wire::packet::MIN_MTU, Seq(0));
+        *self = Connection::new(self.replay, Pairs::Channels(Vec::new()), crate::wire::packet::MIN_MTU, Seq(0));
         self.removed = true;
-        self.pairs = vec![Vec::new(); classes];
     }
 
-    /// Queues a pair for attention next frame (once).
+    /// Queues a pair for attention next frame (once). The actor level has no queue: a pair
+    /// is looked at when its actor is due.
     pub fn queue(&mut self, class: u32, slot: u32) {
+        if matches!(self.pairs, Pairs::Channels(_)) {
+            return;
+        }
         let ps = self.pair(class, slot);
         if ps.flags & pair::PENDING == 0 {
             ps.flags |= pair::PENDING;
@@ -130,23 +150,31 @@ impl Connection {
 
     /// `leaves` of a pair are owed to the client: their current values go out with the pair's
     /// next send (NAKs, window-full deferrals, newly active properties).
+    /// A pair the actor level has closed is not created again: a reopen sends everything.
     pub fn owe(&mut self, class: u32, slot: u32, leaves: LeafMask) {
+        if let Pairs::Channels(_) = self.pairs {
+            if let Some(ps) = self.pairs.get_mut(class, slot) {
+                ps.resend |= leaves;
+            }
+            return;
+        }
         self.pair(class, slot).resend |= leaves;
         self.queue(class, slot);
     }
 
     /// The state of a pair, created on first use.
     pub fn pair(&mut self, class: u32, slot: u32) -> &mut PairState {
-        let v = &mut self.pairs[class as usize];
-        if v.len() <= slot as usize {
-            v.resize(slot as usize + 1, PairState::default());
-        }
-        &mut v[slot as usize]
+        self.pairs.get_or_insert(class, slot)
     }
 
     /// The state of a pair, if it exists.
     pub fn pair_ref(&self, class: u32, slot: u32) -> Option<&PairState> {
-        self.pairs.get(class as usize)?.get(slot as usize)
+        self.pairs.get(class, slot)
+    }
+
+    /// Forgets a pair (its actor is gone, or its channel closed); returns what it held.
+    pub fn drop_pair(&mut self, class: u32, slot: u32) -> PairState {
+        self.pairs.remove(class, slot)
     }
 
     /// This frame's packets.

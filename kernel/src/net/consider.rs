@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! due(now)          pending_net_update || now > next_update_time
-//! after a send      next = now + jitter·tick + interval
+//! considered        next = now + jitter·tick + interval (a pending actor keeps its time)
 //!   interval        1 / NetUpdateFrequency;  adaptive (off by default, as in UE 5):
 //!                   the optimal delta, which backs off towards 1 / MinNetUpdateFrequency while the
 //!                   actor has nothing to send and recovers when it does
@@ -89,11 +89,14 @@ impl ConsiderClock {
     }
 
     /// The actor was considered at `t`; `sent` tells whether it had anything to send.
-    /// Schedules the next time.
+    /// Schedules the next time — unless it was only pending (left over by a saturated frame),
+    /// which keeps the time already scheduled, as UE does.
     pub fn considered(&mut self, guid: NetGuid, t: &ServerTime, f: &UpdateFrequency, adaptive: bool, sent: bool) {
-        self.pending_net_update = false;
         let interval = if adaptive { self.adapt(t.now, f, sent) } else { f.fastest() };
-        self.next_update_time = t.now + jitter(guid, t.frame) * t.tick + interval;
+        if !self.pending_net_update {
+            self.next_update_time = t.now + jitter(guid, t.frame) * t.tick + interval;
+        }
+        self.pending_net_update = false;
     }
 
     /// UE's adaptive rule: a send pulls the interval towards 0.7 × the time since the last send;

@@ -57,19 +57,26 @@
 
 mod actors;
 pub mod budget;
+pub mod channels;
 pub mod condition;
 pub mod connection;
 pub mod consider;
+pub mod level;
+mod pairs;
 mod plan;
 pub mod priority;
 pub mod relevancy;
 mod reliability;
 mod send;
+pub mod settings;
 mod shared;
 pub mod spatial;
 
 pub use crate::ids::{ClassId, ConnectionId, Frame, LeafMask, NetGuid, Seq};
+pub use channels::{Action, FrameDecisions, SendDecision};
 pub use connection::{ConnectionStats, PairState};
+pub use relevancy::{RelevancyHook, Viewer};
+pub use settings::{ActorLevelConfig, NetSettings};
 
 use crate::compare::{ChangeSet, CompareConfig, CompareError, ShadowState};
 use crate::history::History;
@@ -81,6 +88,7 @@ use crate::wire::WireError;
 use actors::{ActorNet, ChangedActor, ClassNet};
 use condition::ActiveLeaves;
 use connection::{pair, Connection};
+use pairs::Pairs;
 use rayon::prelude::*;
 use reliability::Intake;
 use shared::SharedArena;
@@ -106,6 +114,10 @@ pub struct DriverConfig {
     pub keep_alive_frames: u32,
     /// How to compare.
     pub compare: CompareConfig,
+    /// Run the actor level (UE's `ServerReplicateActors`: viewers, relevancy, priority,
+    /// bandwidth; [`level`]). `None`: every actor goes to every connection, as fast as the
+    /// window allows.
+    pub actor_level: Option<ActorLevelConfig>,
 }
 
 impl Default for DriverConfig {
@@ -117,6 +129,7 @@ impl Default for DriverConfig {
             min_parallel_items: 2048,
             keep_alive_frames: 6,
             compare: CompareConfig::default(),
+            actor_level: None,
         }
     }
 }
@@ -156,6 +169,17 @@ pub enum DriverError {
     NoSuchParent(usize),
     /// Feedback bytes did not decode (counted in the connection's statistics; nothing changed).
     Feedback(WireError),
+    /// An actor-level setting was refused.
+    ActorLevel(String),
+    /// The call needs [`DriverConfig::actor_level`].
+    ActorLevelOff,
+    /// The parent is not a vector property, so it cannot be a class's location.
+    NotALocation {
+        /// Class name.
+        class: String,
+        /// The parent index.
+        parent: usize,
+    },
 }
 
 impl fmt::Display for DriverError {
@@ -176,6 +200,11 @@ impl fmt::Display for DriverError {
             DriverError::StaleActor(id) => write!(f, "actor {}:{} does not exist", id.index, id.generation),
             DriverError::NoSuchParent(p) => write!(f, "no parent property with index {p}"),
             DriverError::Feedback(e) => write!(f, "bad feedback: {e}"),
+            DriverError::ActorLevel(why) => write!(f, "actor level: {why}"),
+            DriverError::ActorLevelOff => write!(f, "this needs the actor level (DriverConfig::actor_level)"),
+            DriverError::NotALocation { class, parent } => {
+                write!(f, "parent {parent} of class `{class}` is not a (non-array) vector property")
+            }
         }
     }
 }
@@ -197,6 +226,15 @@ pub struct TickStats {
     pub bytes: usize,
     /// Fixed-leaf records encoded into the shared arena.
     pub shared_records: usize,
+    /// Actor level: actors on the consider list.
+    pub due_actors: usize,
+    /// Actor level: (connection, due actor) pairs relevant this frame.
+    pub relevant_pairs: usize,
+    /// Actor level: (connection, actor) pairs replicated this frame (opened or updated, even with
+    /// nothing owed).
+    pub sent_pairs: usize,
+    /// Actor level: connections whose budget ran out before their candidates did.
+    pub saturated_connections: usize,
 }
 
 /// What [`NetDriver::receive_feedback`] did with a feedback message.
@@ -228,6 +266,7 @@ pub struct NetDriver {
     changed_actors: Vec<ActorNet>,
     arena: SharedArena,
     stats: TickStats,
+    level: Option<level::Level>,
 }
 
 impl NetDriver {
@@ -236,7 +275,9 @@ impl NetDriver {
         if !(MIN_MTU..=MAX_MTU).contains(&cfg.mtu) {
             return Err(DriverError::MtuOutOfRange(cfg.mtu));
         }
+        let level = cfg.actor_level.map(level::Level::new).transpose()?;
         Ok(Self {
+            level,
             cfg,
             frame: Frame(0),
             classes: Vec::new(),
@@ -284,9 +325,10 @@ impl NetDriver {
             seen_epochs: Vec::new(),
             array_leaves,
             layout,
+            cols: Default::default(),
         });
         for c in &mut self.conns {
-            c.pairs.push(Vec::new());
+            c.pairs.add_class();
         }
         Ok(id)
     }
@@ -305,9 +347,9 @@ impl NetDriver {
     /// Adds a connection whose first packet has sequence number `first` (a handshake may pick
     /// it at random, as UE's does; the client must be told: [`crate::client::ClientWorld::with_first_seq`]).
     pub fn add_connection_at(&mut self, replay: bool, first: Seq) -> ConnectionId {
-        let mut c = Connection::new(replay, self.classes.len(), self.cfg.mtu, first);
-        for (ci, class) in self.classes.iter().enumerate() {
-            c.pairs[ci].resize(class.actors.len(), PairState::default());
+        let mut c = Connection::new(replay, Pairs::new(false, self.classes.len()), self.cfg.mtu, first);
+        self.level_connection(&mut c);
+        for (ci, class) in self.classes.iter().enumerate().filter(|_| self.level.is_none()) {
             for (slot, a) in class.actors.iter().enumerate() {
                 if a.alive {
                     c.queue(ci as u32, slot as u32);
@@ -525,6 +567,7 @@ impl NetDriver {
                 return Err(DriverError::Feedback(e));
             }
         };
+        self.conns[ci].heard = self.server_time();
         let outcome = match self.conns[ci].rel.classify(&fb) {
             Intake::NeverSent => {
                 self.conns[ci].stats.feedback_forged += 1;
@@ -535,10 +578,10 @@ impl NetDriver {
                 FeedbackOutcome::Stale
             }
             Intake::Settle => {
-                let (classes, c) = (&self.classes, &mut self.conns[ci]);
+                let (classes, guids, c) = (&self.classes, &self.guids, &mut self.conns[ci]);
                 let mut settled = 0;
                 while let Some((rec, delivered)) = c.rel.settle_next(&fb) {
-                    reliability::apply_settled(c, classes, rec, delivered);
+                    reliability::apply_settled(c, classes, guids, rec, delivered);
                     settled += 1;
                 }
                 c.rel.settled(&fb);
@@ -562,11 +605,10 @@ impl NetDriver {
             c.stats.reopens_ignored += 1;
             return;
         };
-        let ps = c.pair(class, slot);
-        if ps.flags & pair::OPEN_ACKED == 0 {
+        let Some(ps) = c.pairs.get_mut(class, slot).filter(|ps| ps.flags & pair::OPEN_ACKED != 0) else {
             c.stats.reopens_ignored += 1;
             return;
-        }
+        };
         ps.flags &= !(pair::OPEN_ACKED | pair::OPEN_SENT);
         ps.sent_through = Frame(0);
         c.queue(class, slot);
@@ -589,6 +631,11 @@ impl NetDriver {
         self.stats = TickStats { frame: self.frame, ..TickStats::default() };
         for (ci, &si) in order.iter().enumerate() {
             self.gather_class(ci, stores[si])?;
+        }
+        if self.level.is_some() {
+            let stores: Vec<&ClassStore> = order.iter().map(|&si| &*stores[si]).collect();
+            self.tick_level(&stores);
+            return Ok(self.stats);
         }
         self.collect_changed();
         self.stats.changed_actors = self.changed.len();

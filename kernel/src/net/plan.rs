@@ -82,26 +82,47 @@ pub(crate) fn plan_connection(
         };
         let c = &classes[class as usize];
         let Some(actor) = known.or_else(|| c.actors.get(slot as usize)).filter(|a| a.alive) else { continue };
+        let replay = conn.replay;
         let ps = conn.pair(class, slot);
         ps.flags &= !pair::PENDING;
-        let open = ps.flags & pair::OPEN_ACKED == 0;
-        let f = actor.flags(ci, conn.replay, !open);
-        let active = c.active.get(f) & !actor.custom_inactive;
-        let owed = c.active.get(f | flags::INITIAL) & !actor.custom_inactive;
-        let ps = conn.pair(class, slot);
-        let mut changed_leaves = leaves;
-        if ps.sent_through == Frame(0) || c.history.changed_between(slot, ps.sent_through, frame) {
-            changed_leaves |= c.history.changed_since(slot, ps.sent_through);
+        let catch_up = ps.sent_through == Frame(0) || c.history.changed_between(slot, ps.sent_through, frame);
+        if let Some(item) = plan_pair(ci, replay, ps, c, (class, slot), actor, leaves, catch_up, frame) {
+            conn.sends.push(item);
         }
-        let send = (changed_leaves & active) | (ps.resend & owed);
-        let open_bunch = open && ps.flags & pair::OPEN_SENT == 0;
-        ps.resend = LeafMask::EMPTY;
-        ps.sent_through = frame;
-        if send.is_empty() && !open_bunch {
-            continue;
-        }
-        conn.sends.push(SendItem { class, slot, guid: actor.guid, leaves: send, open });
     }
     conn.pending = pending;
     conn.pending.clear();
+}
+
+/// What one pair sends this frame, if anything: `this_frame` are the leaves that changed this
+/// frame; `catch_up` says the pair may have missed earlier changes (history is asked only
+/// then). Moves the pair's catch-up point to `frame` and empties its resend set.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn plan_pair(
+    ci: u32,
+    replay: bool,
+    ps: &mut PairState,
+    c: &ClassNet,
+    (class, slot): (u32, u32),
+    actor: &ActorNet,
+    this_frame: LeafMask,
+    catch_up: bool,
+    frame: Frame,
+) -> Option<SendItem> {
+    let open = ps.flags & pair::OPEN_ACKED == 0;
+    let f = actor.flags(ci, replay, !open);
+    let active = c.active.get(f) & !actor.custom_inactive;
+    let owed = c.active.get(f | flags::INITIAL) & !actor.custom_inactive;
+    let mut changed_leaves = this_frame;
+    if catch_up {
+        changed_leaves |= c.history.changed_since(slot, ps.sent_through);
+    }
+    let send = (changed_leaves & active) | (ps.resend & owed);
+    let open_bunch = open && ps.flags & pair::OPEN_SENT == 0;
+    ps.resend = LeafMask::EMPTY;
+    ps.sent_through = frame;
+    if send.is_empty() && !open_bunch {
+        return None;
+    }
+    Some(SendItem { class, slot, guid: actor.guid, leaves: send, open })
 }

@@ -17,7 +17,7 @@
 //! few — never a full sort of everything relevant.
 
 use crate::ids::NetGuid;
-use crate::net::relevancy::Viewer;
+use crate::net::relevancy::{ActorRelevancy, Viewer, MAX_OWNER_DEPTH};
 use std::cmp::Ordering;
 
 /// UE's `CLOSEPROXIMITY`.
@@ -66,6 +66,28 @@ pub fn net_priority(
     net_priority * t
 }
 
+/// UE's `AActor::GetNetPriority` of an actor for one viewer, `t` seconds since its channel last
+/// replicated: an actor with owner relevancy and an owner takes its owner's priority (followed
+/// through `lookup`, which gives an actor's relevancy data and net priority by GUID, at most
+/// [`crate::net::relevancy::MAX_OWNER_DEPTH`] links).
+pub fn actor_priority<'a>(
+    actor: &'a ActorRelevancy,
+    priority: f32,
+    t: f32,
+    viewer: &Viewer,
+    lookup: &impl Fn(NetGuid) -> Option<&'a (ActorRelevancy, f32)>,
+) -> f32 {
+    let (mut a, mut p) = (actor, priority);
+    for _ in 0..MAX_OWNER_DEPTH {
+        match a.owner.filter(|_| a.use_owner_relevancy).and_then(lookup) {
+            Some((owner, owner_priority)) => (a, p) = (owner, *owner_priority),
+            None => break,
+        }
+    }
+    let view_target = viewer.view_target.is_some_and(|vt| a.guid == vt || a.instigator == Some(vt));
+    net_priority(a.location, p, t, view_target, a.has_root && !a.hidden, viewer)
+}
+
 /// The integer sort key of a priority: `round(65536 × p)`, saturating (NaN and negatives: 0).
 pub fn priority_key(priority: f32) -> u32 {
     let k = (priority as f64 * 65536.0).round();
@@ -83,6 +105,8 @@ pub struct Candidate {
     pub key: u32,
     /// The actor.
     pub guid: NetGuid,
+    /// The caller's index of the candidate (not part of the order).
+    pub index: u32,
 }
 
 /// The send order: higher key first, then lower GUID.
@@ -158,7 +182,7 @@ mod tests {
                     x ^= x >> 7;
                     x ^= x << 17;
                     // Few distinct keys, so ties (broken by GUID) are common.
-                    Candidate { key: (x % 5) as u32 * 1000, guid: NetGuid(2 * i as u64 + 2) }
+                    Candidate { key: (x % 5) as u32 * 1000, guid: NetGuid(2 * i as u64 + 2), index: i as u32 }
                 })
                 .collect();
             let mut sorted = all.clone();

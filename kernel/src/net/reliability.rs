@@ -26,7 +26,7 @@ use super::actors::ClassNet;
 use super::connection::{pair, Connection};
 use crate::ids::{LeafMask, NetGuid, Seq};
 use crate::wire::feedback::{Feedback, ACK_WINDOW};
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 
 /// A packet in flight.
 #[derive(Clone, Copy, Debug)]
@@ -124,8 +124,11 @@ impl Reliability {
     }
 
     /// Whether a quiet connection should send a keep-alive now.
-    pub fn keep_alive_due(&self, keep_alive_frames: u32) -> bool {
-        self.idle_frames >= keep_alive_frames && !self.in_flight.is_empty() && (self.content > 0 || self.room() == 0)
+    /// `always`: even with nothing in flight (the actor level keeps every client hearing from
+    /// the server, so it answers and stays ready).
+    pub fn keep_alive_due(&self, keep_alive_frames: u32, always: bool) -> bool {
+        self.idle_frames >= keep_alive_frames
+            && (always || !self.in_flight.is_empty() && (self.content > 0 || self.room() == 0))
     }
 
     /// The newest packet sent, to send again while the window is full.
@@ -169,7 +172,16 @@ impl Reliability {
 }
 
 /// Applies the fate of one settled packet to the connection's pairs.
-pub(crate) fn apply_settled(conn: &mut Connection, classes: &[ClassNet], rec: PacketRecord, delivered: bool) {
+///
+/// A lost close is queued again unless its actor has a channel again on this connection (the
+/// actor level closed it for relevancy and has reopened it since: the open replaced the close).
+pub(crate) fn apply_settled(
+    conn: &mut Connection,
+    classes: &[ClassNet],
+    guids: &HashMap<NetGuid, (u32, u32)>,
+    rec: PacketRecord,
+    delivered: bool,
+) {
     if delivered {
         conn.stats.packets_acked += 1;
     } else {
@@ -181,7 +193,7 @@ pub(crate) fn apply_settled(conn: &mut Connection, classes: &[ClassNet], rec: Pa
         if !a.alive || a.guid != e.guid {
             continue;
         }
-        let ps = conn.pair(e.class, e.slot);
+        let Some(ps) = conn.pairs.get_mut(e.class, e.slot) else { continue };
         if delivered {
             if e.open {
                 ps.flags |= pair::OPEN_ACKED;
@@ -195,7 +207,8 @@ pub(crate) fn apply_settled(conn: &mut Connection, classes: &[ClassNet], rec: Pa
     }
     for _ in 0..rec.closes {
         let Some(guid) = conn.rel.closes.pop_front() else { break };
-        if !delivered {
+        let reopened = guids.get(&guid).is_some_and(|&(c, s)| conn.pair_ref(c, s).is_some());
+        if !delivered && !reopened {
             conn.closes.push(guid);
         }
     }
@@ -262,15 +275,20 @@ mod tests {
     fn keep_alives_are_due_only_with_content_in_flight() {
         let mut r = Reliability::new(Seq(1));
         r.idle_frames = 100;
-        assert!(!r.keep_alive_due(6), "nothing in flight");
+        assert!(!r.keep_alive_due(6, false), "nothing in flight");
         r.sent(0, 0);
         r.idle_frames = 100;
-        assert!(!r.keep_alive_due(6), "only a keep-alive in flight");
+        assert!(!r.keep_alive_due(6, false), "only a keep-alive in flight");
         r.sent(1, 0);
         r.idle_frames = 5;
-        assert!(!r.keep_alive_due(6));
+        assert!(!r.keep_alive_due(6, false));
         r.idle_frames = 6;
-        assert!(r.keep_alive_due(6));
+        assert!(r.keep_alive_due(6, false));
+        let mut quiet = Reliability::new(Seq(1));
+        quiet.idle_frames = 5;
+        assert!(!quiet.keep_alive_due(6, true));
+        quiet.idle_frames = 6;
+        assert!(quiet.keep_alive_due(6, true), "the actor level keeps a quiet client hearing from us");
     }
 
     #[test]
@@ -284,17 +302,17 @@ mod tests {
         r.settled(&fb);
         assert_eq!(r.in_flight(), 1);
         r.idle_frames = 100;
-        assert!(!r.keep_alive_due(6), "only a keep-alive is left in flight");
+        assert!(!r.keep_alive_due(6, false), "only a keep-alive is left in flight");
         // A lost content packet is settled too: its content goes back to the pairs.
         r.sent(1, 0); // 3: content
         r.idle_frames = 100;
-        assert!(r.keep_alive_due(6));
+        assert!(r.keep_alive_due(6, false));
         let fb = feedback(3, &[]);
         while r.settle_next(&fb).is_some() {}
         r.settled(&fb);
         assert_eq!(r.in_flight(), 0);
         r.sent(0, 0);
         r.idle_frames = 100;
-        assert!(!r.keep_alive_due(6), "the lost packet's content is no longer in flight");
+        assert!(!r.keep_alive_due(6, false), "the lost packet's content is no longer in flight");
     }
 }

@@ -45,6 +45,15 @@ pub(crate) struct Written {
     pub bytes: usize,
 }
 
+/// One connection's frame being written.
+#[derive(Default)]
+pub(crate) struct FrameWrite {
+    open: Open,
+    bunches: usize,
+    /// The window filled: nothing more may be written this frame.
+    pub full: bool,
+}
+
 /// The packet being filled: what it carries so far.
 #[derive(Default)]
 struct Open {
@@ -56,61 +65,87 @@ struct Open {
 type Room = bool;
 
 impl WriteCtx<'_> {
-    /// Writes one connection's packets for this frame.
+    /// Writes one connection's packets for this frame: its closes, then its planned sends.
     pub fn write_connection(&self, conn: &mut Connection) -> Written {
-        conn.out.clear();
-        conn.out_ends.clear();
+        let mut st = self.begin(conn);
         if conn.removed {
             return Written::default();
         }
-        let mut open = Open::default();
-        let mut bunches = 0;
-        let mut full = false;
-
-        let closes = std::mem::take(&mut conn.closes);
-        let mut written = 0;
-        for &guid in &closes {
-            if !self.ensure(conn, &mut open, |c| c.writer.close_fits(&c.out, guid)) {
-                full = true;
-                break;
-            }
-            conn.writer.write_close(&mut conn.out, guid);
-            conn.rel.closes.push_back(guid);
-            open.closes += 1;
-            bunches += 1;
-            written += 1;
-        }
-        conn.closes.extend_from_slice(&closes[written..]);
-
+        self.write_closes(conn, &mut st);
         let sends = std::mem::take(&mut conn.sends);
         let mut cursor = 0;
         for item in &sends {
             let shared = self.arena.and_then(|a| a.find(&mut cursor, item.class, item.slot));
-            if full {
-                conn.owe(item.class, item.slot, item.leaves);
-                continue;
-            }
-            match self.write_item(conn, &mut open, item, shared) {
-                Some(n) => bunches += n,
-                None => full = true,
-            }
+            self.write(conn, &mut st, item, shared);
         }
         conn.sends = sends;
+        self.end(conn, st, false)
+    }
 
+    /// Starts a connection's frame: no packets yet.
+    pub fn begin(&self, conn: &mut Connection) -> FrameWrite {
+        conn.out.clear();
+        conn.out_ends.clear();
+        FrameWrite::default()
+    }
+
+    /// Writes the queued closes (those that fit the window; the rest stay queued).
+    pub fn write_closes(&self, conn: &mut Connection, st: &mut FrameWrite) {
+        let closes = std::mem::take(&mut conn.closes);
+        let written = closes.iter().take_while(|&&guid| self.write_close(conn, st, guid)).count();
+        conn.closes = closes;
+        conn.closes.drain(..written);
+    }
+
+    /// Writes one close; false when the window is full.
+    pub fn write_close(&self, conn: &mut Connection, st: &mut FrameWrite, guid: crate::ids::NetGuid) -> bool {
+        if st.full || !self.ensure(conn, &mut st.open, |c| c.writer.close_fits(&c.out, guid)) {
+            st.full = true;
+            return false;
+        }
+        conn.writer.write_close(&mut conn.out, guid);
+        conn.rel.closes.push_back(guid);
+        st.open.closes += 1;
+        st.bunches += 1;
+        true
+    }
+
+    /// Writes one planned send; with the window full, hands it back to the pair.
+    pub fn write(&self, conn: &mut Connection, st: &mut FrameWrite, item: &SendItem, shared: Option<SharedActor<'_>>) {
+        if st.full {
+            conn.owe(item.class, item.slot, item.leaves);
+            return;
+        }
+        match self.write_item(conn, &mut st.open, item, shared) {
+            Some(n) => st.bunches += n,
+            None => st.full = true,
+        }
+    }
+
+    /// Bits written this frame so far (finished packets and the open one's bunches).
+    pub fn bits_written(&self, conn: &Connection) -> usize {
+        conn.out.len_bits()
+    }
+
+    /// Ends the frame: finishes the open packet, sends a keep-alive if one is due (`always`: even
+    /// with nothing in flight, so a client with nothing relevant still hears from the server and
+    /// answers), keeps the newest packet and counts.
+    pub fn end(&self, conn: &mut Connection, mut st: FrameWrite, always: bool) -> Written {
+        let open = &mut st.open;
         if conn.writer.packet_open() {
             if conn.writer.bunches() > 0 {
-                self.finish(conn, &mut open);
+                self.finish(conn, open);
             } else {
                 conn.writer.abandon_packet(&mut conn.out);
             }
         }
-        if full {
+        if st.full {
             conn.stats.window_full_frames += 1;
         }
         if conn.out_ends.is_empty() {
             conn.rel.idle_frames += 1;
-            if conn.rel.keep_alive_due(self.keep_alive_frames) {
-                self.keep_alive(conn, &mut open);
+            if conn.rel.keep_alive_due(self.keep_alive_frames, always) {
+                self.keep_alive(conn, open);
             }
         }
         if let Some(&end) = conn.out_ends.last() {
@@ -120,7 +155,7 @@ impl WriteCtx<'_> {
         let bytes = conn.out_ends.last().copied().unwrap_or(0);
         conn.stats.bytes_sent += bytes as u64;
         conn.stats.packets_sent += conn.out_ends.len() as u64;
-        Written { bunches, packets: conn.out_ends.len(), bytes }
+        Written { bunches: st.bunches, packets: conn.out_ends.len(), bytes }
     }
 
     /// Sends an empty packet so the client's feedback reveals what was lost before it, or —

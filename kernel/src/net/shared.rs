@@ -139,6 +139,12 @@ impl SharedArena {
         self.chunks.clear();
     }
 
+    /// The shared encodings of actor (`class`, `slot`), in any order (binary search).
+    pub fn get(&self, class: u32, slot: u32) -> Option<SharedActor<'_>> {
+        let i = self.keys.binary_search_by_key(&(class, slot), |k| (k.class, k.slot)).ok()?;
+        Some(SharedActor { arena: self, leaves: self.keys[i].leaves, first: self.first_span[i] })
+    }
+
     /// The shared encodings of actor (`class`, `slot`), given a cursor into the sorted keys that
     /// only moves forward (callers visit actors in order).
     pub fn find(&self, cursor: &mut usize, class: u32, slot: u32) -> Option<SharedActor<'_>> {

@@ -21,6 +21,14 @@
 //! [`MAX_OWNER_DEPTH`] links deep: a cycle (a misconfigured game) ends as "not owned".
 
 use crate::ids::NetGuid;
+use std::sync::Arc;
+
+mod index;
+pub(crate) use index::{DueActor, RelevancyIndex};
+
+/// A class's own relevancy rule (UE's `IsNetRelevantFor` override): `Some(answer)` decides,
+/// `None` leaves it to UE's rules. Called once per (actor, viewer) the frame asks about.
+pub type RelevancyHook = Arc<dyn Fn(&ActorRelevancy, &Viewer) -> Option<bool> + Send + Sync>;
 
 /// UE's default `NetCullDistanceSquared` (15 000 units).
 pub const DEFAULT_CULL_DISTANCE_SQUARED: f32 = 225_000_000.0;
@@ -151,6 +159,25 @@ pub fn owned_by<'a>(
         }
     }
     false
+}
+
+/// UE's `IsActorRelevantToConnection`: relevant to any of the connection's viewers (split-screen
+/// children count for it). `owned_by_connection`: the game made the connection the actor's owner
+/// ([`crate::net::NetDriver::set_owner`]), which counts as owned by its real viewer (rule 1).
+pub fn relevant_to_connection<'a>(
+    actor: &ActorRelevancy,
+    owned_by_connection: bool,
+    viewers: &[Viewer],
+    hook: Option<&RelevancyHook>,
+    lookup: &impl Fn(NetGuid) -> Option<&'a ActorRelevancy>,
+) -> bool {
+    if owned_by_connection && !viewers.is_empty() {
+        return true;
+    }
+    viewers.iter().any(|v| match hook.and_then(|h| h(actor, v)) {
+        Some(answer) => answer,
+        None => is_net_relevant_for(actor, v, lookup),
+    })
 }
 
 /// The distance rule: strictly inside the cull distance (NaN anywhere: not relevant).

@@ -1,0 +1,313 @@
+//! One connection's frame at the actor level (UE's `ServerReplicateActors_PrioritizeActors` and
+//! `_ProcessPrioritizedActors`): candidates, priority, and channels opened, replicated and
+//! closed in priority order until the bandwidth is spent.
+//!
+//! ```text
+//! not heard from within ready_timeout → nothing but a keep-alive
+//! queued closes of destroyed actors
+//! relevant   = the relevancy index's answer for the viewers (due actors only)
+//! rows      += a scratch row for each relevant actor without one          (one merge)
+//! candidates = rows whose actor is due (relevant ones and open channels)
+//! priority   = max over viewers of GetNetPriority; T = now − last update (no channel: 1 s)
+//! in send order (key desc, GUID asc), selected in batches (select_nth, then sort the batch):
+//!   recheck relevancy if no channel or now − relevant_time ≥ min(timeout, 1 s)
+//!   recently relevant (relevant now, or a channel relevant within the timeout):
+//!       open the channel if none; if relevant now: relevant_time = now + 0.5 · jitter
+//!       replicate (what the pair owes: changes since its last send, resends, the open)
+//!       last_update = now; stop if the budget is spent (saturated)
+//!   else, a channel that is not a level's startup actor's → close it (the client destroys
+//!       its copy)
+//! leftovers of a saturated frame: a channel relevant within 1 s, or a relevant actor
+//!   without one → pending (considered next frame whatever its clock)
+//! rows without a channel (scratch, or closed) are dropped
+//! ```
+
+use super::connection::{pair, Connection};
+use super::consider::{jitter, ServerTime};
+use super::level::NOT_DUE;
+use super::pairs::{merge_rows, split_key, Channel, Pairs};
+use super::plan::plan_pair;
+use super::priority::{actor_priority, priority_key, select_top, Candidate, SPAWN_PRIORITY_SECONDS};
+use super::relevancy::{DueActor, RelevancyHook, RelevancyIndex};
+use super::send::{WriteCtx, Written};
+use super::settings::ActorLevelConfig;
+use crate::ids::{Frame, LeafMask, NetGuid};
+
+/// What a connection did with one actor.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Action {
+    /// Replicated (maybe nothing was owed: `bits` is 0), opening its channel if `opened`.
+    Replicated {
+        /// This frame opened the channel.
+        opened: bool,
+    },
+    /// Its channel was closed: not relevant for the relevant timeout.
+    Closed,
+}
+
+/// One actor in a connection's send order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SendDecision {
+    /// The actor.
+    pub guid: NetGuid,
+    /// Its priority key (`round(65536 × priority)`, max over the viewers).
+    pub priority: u32,
+    /// What was done.
+    pub action: Action,
+    /// Bits written for it (bunch headers, and packet headers of packets it started).
+    pub bits: u32,
+}
+
+/// A connection's last frame, as the actor level decided it.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct FrameDecisions {
+    /// The frame.
+    pub frame: Frame,
+    /// Heard from within the ready timeout (otherwise nothing was considered).
+    pub ready: bool,
+    /// Queued bits at the start of the frame, after the tick's allowance.
+    pub queued_bits: f64,
+    /// The due actors relevant to the viewers this frame, ascending.
+    pub relevant: Vec<NetGuid>,
+    /// What was done, in send order.
+    pub sends: Vec<SendDecision>,
+    /// The budget ran out before the candidates did.
+    pub saturated: bool,
+}
+
+/// What the per-connection step reads.
+pub(crate) struct LevelCtx<'a> {
+    pub write: &'a WriteCtx<'a>,
+    pub due: &'a [DueActor],
+    pub due_index: &'a [Vec<u32>],
+    pub index: &'a RelevancyIndex,
+    pub hooks: &'a [Option<RelevancyHook>],
+    pub time: ServerTime,
+    pub cfg: &'a ActorLevelConfig,
+}
+
+/// What one connection's frame produced.
+#[derive(Default)]
+pub(crate) struct Outcome {
+    /// Due indices of leftovers to consider next frame.
+    pub pending: Vec<u32>,
+    pub written: Written,
+    pub relevant: usize,
+    pub processed: usize,
+    pub saturated: bool,
+}
+
+/// Candidates ranked per batch: the first batch is this many, each next one twice the last.
+const FIRST_BATCH: usize = 32;
+
+/// A connection's channel rows.
+fn rows(conn: &mut Connection) -> &mut Vec<Channel> {
+    match &mut conn.pairs {
+        Pairs::Channels(rows) => rows,
+        Pairs::Dense(_) => unreachable!("the actor level keeps channel rows"),
+    }
+}
+
+/// Salt of a connection in the relevant-time jitter, so connections do not recheck in step.
+fn conn_salt(ci: u32) -> u64 {
+    (ci as u64 + 1).wrapping_mul(0xd6e8_feb8_6659_fd93)
+}
+
+/// See the module documentation.
+pub(crate) fn replicate_connection(ctx: &LevelCtx<'_>, ci: u32, conn: &mut Connection) -> Outcome {
+    let mut out = Outcome::default();
+    let mut st = ctx.write.begin(conn);
+    if conn.removed {
+        return out;
+    }
+    let now = ctx.time.now;
+    let ready = now - conn.heard <= ctx.cfg.ready_timeout;
+    let record = conn.decisions.is_some() || ctx.cfg.record_decisions;
+    let mut decisions = record.then(|| FrameDecisions {
+        frame: ctx.time.frame,
+        ready,
+        queued_bits: conn.budget.queued_bits,
+        ..FrameDecisions::default()
+    });
+    if ready {
+        ctx.write.write_closes(conn, &mut st);
+        let mut relevant = Vec::new();
+        ctx.index.relevant_for(ctx.due, ci, &conn.viewers, ctx.hooks, &mut relevant);
+        out.relevant = relevant.len();
+        if let Some(d) = &mut decisions {
+            d.relevant = relevant.iter().map(|&i| ctx.due[i as usize].rel.guid).collect();
+        }
+        let cands = candidates(ctx, conn, &relevant);
+        let mut order = rank(ctx, conn, &cands);
+        let mut run = Run { ci, st: &mut st, out: &mut out, decisions: decisions.as_mut() };
+        process(ctx, &mut run, conn, &cands, &mut order);
+        rows(conn).retain(|r| r.state.flags & pair::CHANNEL != 0);
+    }
+    out.written = ctx.write.end(conn, st, true);
+    conn.budget.sent(out.written.bytes);
+    if let Some(d) = &mut decisions {
+        d.saturated = out.saturated;
+    }
+    conn.decisions = decisions.map(Box::new);
+    out
+}
+
+/// One candidate of the frame: a row whose actor is due.
+#[derive(Clone, Copy)]
+struct Cand {
+    row: u32,
+    due: u32,
+    relevant_now: bool,
+}
+
+/// Adds a scratch row for every relevant actor without one, then lists the rows whose actor is
+/// due.
+fn candidates(ctx: &LevelCtx<'_>, conn: &mut Connection, relevant: &[u32]) -> Vec<Cand> {
+    let rows = rows(conn);
+    let mut fresh = Vec::new();
+    let mut r = 0;
+    for &d in relevant {
+        let key = ctx.due[d as usize].key;
+        while r < rows.len() && rows[r].key < key {
+            r += 1;
+        }
+        if rows.get(r).is_none_or(|row| row.key != key) {
+            fresh.push(Channel { key, ..Channel::default() });
+        }
+    }
+    merge_rows(rows, &fresh);
+    let mut cands = Vec::new();
+    let mut k = 0;
+    for (ri, row) in rows.iter().enumerate() {
+        let (class, slot) = split_key(row.key);
+        let d = ctx.due_index.get(class as usize).and_then(|v| v.get(slot as usize)).copied().unwrap_or(NOT_DUE);
+        if d == NOT_DUE {
+            continue;
+        }
+        while k < relevant.len() && relevant[k] < d {
+            k += 1;
+        }
+        let relevant_now = relevant.get(k) == Some(&d);
+        cands.push(Cand { row: ri as u32, due: d, relevant_now });
+    }
+    cands
+}
+
+/// Each candidate's priority key — the max over the viewers of UE's `GetNetPriority` — with
+/// its GUID and its index in `cands`.
+fn rank(ctx: &LevelCtx<'_>, conn: &Connection, cands: &[Cand]) -> Vec<Candidate> {
+    let now = ctx.time.now;
+    let viewers = &conn.viewers;
+    let Pairs::Channels(rows) = &conn.pairs else { unreachable!("the actor level keeps channel rows") };
+    let lookup = |g: NetGuid| ctx.index.linked.get(&g);
+    let mut order = Vec::with_capacity(cands.len());
+    for (i, c) in cands.iter().enumerate() {
+        let row = &rows[c.row as usize];
+        let t =
+            if row.state.flags & pair::CHANNEL != 0 { (now - row.last_update) as f32 } else { SPAWN_PRIORITY_SECONDS };
+        let a = &ctx.due[c.due as usize];
+        let best = viewers.iter().map(|v| actor_priority(&a.rel, a.net_priority, t, v, &lookup)).fold(0.0f32, f32::max);
+        order.push(Candidate { key: priority_key(best), guid: a.rel.guid, index: i as u32 });
+    }
+    order
+}
+
+/// One connection's frame in progress.
+struct Run<'r> {
+    ci: u32,
+    st: &'r mut super::send::FrameWrite,
+    out: &'r mut Outcome,
+    decisions: Option<&'r mut FrameDecisions>,
+}
+
+/// Processes the candidates in send order until the budget is spent.
+fn process(ctx: &LevelCtx<'_>, run: &mut Run<'_>, conn: &mut Connection, cands: &[Cand], order: &mut [Candidate]) {
+    let Run { ci, st, out, decisions } = run;
+    let ci = *ci;
+    let now = ctx.time.now;
+    let recheck_after = ctx.cfg.relevant_timeout.min(1.0);
+    let mut start = 0;
+    let mut batch = FIRST_BATCH;
+    while start < order.len() {
+        let n = select_top(&mut order[start..], batch).len();
+        for i in start..start + n {
+            let c = order[i];
+            let Cand { row: ri, due: d, relevant_now } = cands[c.index as usize];
+            let due = &ctx.due[d as usize];
+            let row = &mut rows(conn)[ri as usize];
+            let has_channel = row.state.flags & pair::CHANNEL != 0;
+            let recheck = !has_channel || now - row.relevant_time >= recheck_after;
+            let relevant = recheck && relevant_now;
+            let recently = relevant || (has_channel && now - row.relevant_time < ctx.cfg.relevant_timeout);
+            if recently {
+                if !has_channel {
+                    row.state.flags |= pair::CHANNEL;
+                }
+                if relevant {
+                    row.relevant_time = now + 0.5 * jitter(NetGuid(due.rel.guid.0 ^ conn_salt(ci)), ctx.time.frame);
+                }
+                row.last_update = now;
+                let before = ctx.write.bits_written(conn);
+                replicate(ctx, ci, conn, st, ri as usize, due);
+                let bits = (ctx.write.bits_written(conn) - before) as u32;
+                out.processed += 1;
+                if let Some(dec) = decisions.as_deref_mut() {
+                    let action = Action::Replicated { opened: !has_channel };
+                    dec.sends.push(SendDecision { guid: c.guid, priority: c.key, action, bits });
+                }
+                if !conn.budget.ready(ctx.write.bits_written(conn) as f64) {
+                    out.saturated = true;
+                    leftovers(ctx, conn, cands, &order[i + 1..], &mut out.pending);
+                    return;
+                }
+            } else if has_channel && !due.startup {
+                let before = ctx.write.bits_written(conn);
+                if ctx.write.write_close(conn, st, c.guid) {
+                    rows(conn)[ri as usize].state.flags = 0;
+                    let bits = (ctx.write.bits_written(conn) - before) as u32;
+                    if let Some(dec) = decisions.as_deref_mut() {
+                        dec.sends.push(SendDecision { guid: c.guid, priority: c.key, action: Action::Closed, bits });
+                    }
+                }
+            }
+        }
+        start += n;
+        batch *= 2;
+    }
+}
+
+/// Plans and writes what the pair in row `row` owes.
+fn replicate(
+    ctx: &LevelCtx<'_>,
+    ci: u32,
+    conn: &mut Connection,
+    st: &mut super::send::FrameWrite,
+    row: usize,
+    due: &DueActor,
+) {
+    let c = &ctx.write.classes[due.class as usize];
+    let actor = &c.actors[due.slot as usize];
+    let replay = conn.replay;
+    let ps = &mut rows(conn)[row].state;
+    let catch_up = ps.sent_through == Frame(0) || c.history.last_changed(due.slot) > ps.sent_through;
+    let item = plan_pair(ci, replay, ps, c, (due.class, due.slot), actor, LeafMask::EMPTY, catch_up, ctx.time.frame);
+    if let Some(item) = item {
+        let shared = ctx.write.arena.and_then(|a| a.get(due.class, due.slot));
+        ctx.write.write(conn, st, &item, shared);
+    }
+}
+
+/// UE's leftovers: a channel relevant within the last second, or a relevant actor without a
+/// channel, is considered again next frame.
+fn leftovers(ctx: &LevelCtx<'_>, conn: &mut Connection, cands: &[Cand], rest: &[Candidate], pending: &mut Vec<u32>) {
+    let now = ctx.time.now;
+    let rows = rows(conn);
+    for c in rest {
+        let Cand { row, due: d, relevant_now } = cands[c.index as usize];
+        let row = &rows[row as usize];
+        let has_channel = row.state.flags & pair::CHANNEL != 0;
+        if (has_channel && now - row.relevant_time <= 1.0) || (!has_channel && relevant_now) {
+            pending.push(d);
+        }
+    }
+}

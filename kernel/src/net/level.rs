@@ -1,0 +1,375 @@
+//! The actor level (UE's `ServerReplicateActors`): which actors each connection gets, in what
+//! order, and how many — a frame of [`super::DriverConfig::actor_level`].
+//!
+//! ```text
+//! tick(frame N), now = N / tick_rate                                   modules
+//!   gather      compare every class, record history (as without the   actors
+//!               actor level)
+//!   budgets     every connection's queued bits drain by one tick       budget
+//!   consider    actors whose clock is due (or pending) → the due list,  consider
+//!               sorted by (class, slot); their next time is scheduled
+//!               (UE's jitter from a hash of (NetGUID, frame))
+//!   relevancy   index over the due actors: grid (distance), links      relevancy::index
+//!               (owners, instigators, view targets), rule actors
+//!   share       due actors' changes since they were last considered,   shared
+//!               encoded once for every connection
+//!   per connection (rayon)                                              channels
+//!               relevant due actors ∪ due actors with a channel → UE
+//!               priority (max over viewers) → partial sort, in batches →
+//!               in order: relevancy recheck, open / replicate / close,
+//!               until the budget is spent; leftovers → pending
+//!   pending     leftovers that were relevant are considered next frame
+//! ```
+//!
+//! Per-pair state exists only for channels (open, opening, or recently relevant): each
+//! connection keeps a sorted table of channel rows (`pairs::Channel`), never a row per actor of
+//! the world.
+
+use super::actors::ClassNet;
+use super::channels::{self, FrameDecisions, LevelCtx, Outcome};
+use super::connection::Connection;
+use super::consider::ServerTime;
+use super::pairs::Pairs;
+use super::relevancy::{ActorRelevancy, DueActor, RelevancyHook, RelevancyIndex, Viewer};
+use super::send::WriteCtx;
+use super::settings::{ActorLevelConfig, NetSettings};
+use super::{ChangedActor, ClassId, ConnectionId, DriverError, Frame, NetDriver, NetGuid};
+use crate::schema::LeafKind;
+use crate::store::{ActorId, ClassStore};
+use rayon::prelude::*;
+
+/// No due entry for a slot.
+pub(crate) const NOT_DUE: u32 = u32::MAX;
+
+/// The actor level's frame state.
+pub(crate) struct Level {
+    pub cfg: ActorLevelConfig,
+    pub index: RelevancyIndex,
+    /// The frame's consider list, sorted by (class, slot).
+    pub due: Vec<DueActor>,
+    /// Per class, per slot: index into `due`, or [`NOT_DUE`].
+    pub due_index: Vec<Vec<u32>>,
+    pub time: ServerTime,
+}
+
+impl Level {
+    pub fn new(cfg: ActorLevelConfig) -> Result<Level, DriverError> {
+        if !(cfg.tick_rate.is_finite() && cfg.tick_rate > 0.0) {
+            return Err(DriverError::ActorLevel(format!("tick rate {} is not finite and positive", cfg.tick_rate)));
+        }
+        for (name, v) in [("relevant timeout", cfg.relevant_timeout), ("ready timeout", cfg.ready_timeout)] {
+            if !(v.is_finite() && v >= 0.0) {
+                return Err(DriverError::ActorLevel(format!("{name} {v} is not finite and non-negative")));
+            }
+        }
+        let index = RelevancyIndex::new(cfg.grid).map_err(|e| DriverError::ActorLevel(e.to_string()))?;
+        Ok(Level {
+            cfg,
+            index,
+            due: Vec::new(),
+            due_index: Vec::new(),
+            time: ServerTime { frame: Frame(0), now: 0.0, tick: 1.0 / cfg.tick_rate },
+        })
+    }
+}
+
+/// Reads an actor's location: its location leaf (three `f32`) or its position column.
+fn location(c: &ClassNet, store: &ClassStore, slot: u32) -> [f32; 3] {
+    match c.cols.location_leaf {
+        Some(leaf) => {
+            let mut b = [0u8; 12];
+            store.leaf_bytes(slot, leaf, &mut b);
+            let f = |i: usize| f32::from_le_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]);
+            [f(0), f(4), f(8)]
+        }
+        None => c.cols.position[slot as usize],
+    }
+}
+
+/// What relevancy reads of the actor in `slot`.
+fn relevancy_of(c: &ClassNet, slot: u32, location: [f32; 3]) -> ActorRelevancy {
+    let s = &c.cols.settings[slot as usize];
+    ActorRelevancy {
+        guid: c.actors[slot as usize].guid,
+        owner: c.cols.owner_actor[slot as usize],
+        instigator: c.cols.instigator[slot as usize],
+        location,
+        cull_distance_squared: s.cull_distance_squared,
+        always_relevant: s.always_relevant,
+        only_relevant_to_owner: s.only_relevant_to_owner,
+        use_owner_relevancy: s.use_owner_relevancy,
+        hidden: s.hidden,
+        has_root: s.has_root,
+        collision: s.collision,
+    }
+}
+
+impl NetDriver {
+    fn level(&self) -> Result<&Level, DriverError> {
+        self.level.as_ref().ok_or(DriverError::ActorLevelOff)
+    }
+
+    fn level_class(&mut self, class: ClassId) -> Result<&mut ClassNet, DriverError> {
+        self.classes.get_mut(class.0 as usize).ok_or(DriverError::UnknownClass(class))
+    }
+
+    /// Sets a class's default net settings; actors without their own settings take them.
+    pub fn set_class_settings(&mut self, class: ClassId, settings: NetSettings) -> Result<(), DriverError> {
+        let c = self.level_class(class)?;
+        c.cols.defaults = settings;
+        for (s, &own) in c.cols.settings.iter_mut().zip(&c.cols.overridden) {
+            if !own {
+                *s = settings;
+            }
+        }
+        Ok(())
+    }
+
+    /// Names the parent property that holds a class's replicated location (a vector, UE's
+    /// `ReplicatedMovement.Location`): relevancy and priority read it from the store, so the
+    /// game never sets positions of that class by hand.
+    pub fn set_location_property(&mut self, class: ClassId, parent: usize) -> Result<(), DriverError> {
+        let c = self.level_class(class)?;
+        if parent >= c.layout.parents.len() {
+            return Err(DriverError::NoSuchParent(parent));
+        }
+        let leaf = c.layout.leaves.iter().position(|l| l.parent == parent && matches!(l.kind, LeafKind::Vector(_)));
+        match leaf {
+            Some(leaf) if c.layout.leaves[leaf].array.is_none() => {
+                c.cols.location_leaf = Some(leaf);
+                Ok(())
+            }
+            _ => Err(DriverError::NotALocation { class: c.layout.name.clone(), parent }),
+        }
+    }
+
+    /// Gives a class its own relevancy rule (UE's `IsNetRelevantFor` override).
+    pub fn set_relevancy_hook(&mut self, class: ClassId, hook: Option<RelevancyHook>) -> Result<(), DriverError> {
+        self.level_class(class)?.cols.hook = hook;
+        Ok(())
+    }
+
+    fn cols_slot(&mut self, class: ClassId, store: &ClassStore, id: ActorId) -> Result<(usize, usize), DriverError> {
+        self.assign_guid(class, store, id)?;
+        Ok((class.0 as usize, id.index as usize))
+    }
+
+    /// Gives one actor its own net settings.
+    pub fn set_net_settings(
+        &mut self,
+        class: ClassId,
+        store: &ClassStore,
+        id: ActorId,
+        settings: NetSettings,
+    ) -> Result<(), DriverError> {
+        let (c, s) = self.cols_slot(class, store, id)?;
+        let cols = &mut self.classes[c].cols;
+        cols.settings[s] = settings;
+        cols.overridden[s] = true;
+        Ok(())
+    }
+
+    /// An actor's net settings (its own, or its class's).
+    pub fn net_settings(&self, class: ClassId, id: ActorId) -> Option<NetSettings> {
+        self.guid_of(class, id)?;
+        self.classes[class.0 as usize].cols.settings.get(id.index as usize).copied()
+    }
+
+    /// Sets where an actor of a class without a location property is.
+    pub fn set_position(
+        &mut self,
+        class: ClassId,
+        store: &ClassStore,
+        id: ActorId,
+        at: [f32; 3],
+    ) -> Result<(), DriverError> {
+        let (c, s) = self.cols_slot(class, store, id)?;
+        self.classes[c].cols.position[s] = at;
+        Ok(())
+    }
+
+    /// Sets an actor's owner actor (UE's `Owner`: owner relevancy and "owned by the viewer"
+    /// follow the chain) and instigator.
+    pub fn set_owner_actor(
+        &mut self,
+        class: ClassId,
+        store: &ClassStore,
+        id: ActorId,
+        owner: Option<NetGuid>,
+        instigator: Option<NetGuid>,
+    ) -> Result<(), DriverError> {
+        let (c, s) = self.cols_slot(class, store, id)?;
+        self.classes[c].cols.owner_actor[s] = owner;
+        self.classes[c].cols.instigator[s] = instigator;
+        Ok(())
+    }
+
+    /// UE's `ForceNetUpdate`: the actor is considered on the next frame.
+    pub fn force_net_update(&mut self, class: ClassId, store: &ClassStore, id: ActorId) -> Result<(), DriverError> {
+        let (c, s) = self.cols_slot(class, store, id)?;
+        let now = self.level.as_ref().map_or(0.0, |l| l.time.now);
+        self.classes[c].cols.clock[s].force_net_update(now);
+        Ok(())
+    }
+
+    /// Sets a connection's viewers: its own first, then its split-screen children's (each
+    /// counts for the connection). A connection without viewers sees nothing.
+    pub fn set_viewers(&mut self, conn: ConnectionId, viewers: &[Viewer]) -> Result<(), DriverError> {
+        let ci = self.live(conn)?;
+        self.conns[ci].viewers = viewers.to_vec();
+        Ok(())
+    }
+
+    /// Sets a connection's bandwidth in bytes per second (UE's `CurrentNetSpeed`).
+    pub fn set_net_speed(&mut self, conn: ConnectionId, bytes_per_second: u32) -> Result<(), DriverError> {
+        let ci = self.live(conn)?;
+        self.conns[ci].budget.net_speed = bytes_per_second;
+        Ok(())
+    }
+
+    /// The transport heard from the client (any packet): it stays ready to be replicated to.
+    /// Feedback counts by itself.
+    pub fn heard_from(&mut self, conn: ConnectionId) -> Result<(), DriverError> {
+        let ci = self.live(conn)?;
+        self.conns[ci].heard = self.server_time();
+        Ok(())
+    }
+
+    /// Seconds of server time (frame / tick rate with the actor level; 0 without).
+    pub fn server_time(&self) -> f64 {
+        self.level.as_ref().map_or(0.0, |l| l.time.now)
+    }
+
+    /// The last frame's decisions for `conn` (with
+    /// [`ActorLevelConfig::record_decisions`]): its relevant set and its send order.
+    pub fn decisions(&self, conn: ConnectionId) -> Result<Option<&FrameDecisions>, DriverError> {
+        self.level()?;
+        Ok(self.conn(conn)?.decisions.as_deref())
+    }
+
+    /// Channels a connection holds (open, opening or recently relevant) and their bytes.
+    pub fn channels(&self, conn: ConnectionId) -> Result<(usize, usize), DriverError> {
+        let c = self.conn(conn)?;
+        Ok((c.pairs.len(), c.pairs.bytes()))
+    }
+
+    /// A new connection's state under the actor level.
+    pub(super) fn level_connection(&self, c: &mut Connection) {
+        if let Some(l) = &self.level {
+            c.pairs = Pairs::Channels(Vec::new());
+            c.budget.net_speed = l.cfg.net_speed;
+            c.heard = l.time.now;
+        }
+    }
+
+    /// The actor level's part of a frame, after gather.
+    pub(super) fn tick_level(&mut self, stores: &[&ClassStore]) {
+        let Some(level) = self.level.as_mut() else { return };
+        let time = ServerTime { frame: self.frame, now: self.frame.0 as f64 * level.time.tick, tick: level.time.tick };
+        level.time = time;
+        for c in &mut self.conns {
+            c.budget.tick(time.tick);
+        }
+        self.consider(stores);
+        let level = self.level.as_mut().expect("checked above");
+        let classes = &self.classes;
+        let guids = &self.guids;
+        level.index.build(&level.due, |g| {
+            let &(c, s) = guids.get(&g)?;
+            let class = &classes[c as usize];
+            let at = location(class, stores[c as usize], s);
+            Some((relevancy_of(class, s, at), class.cols.settings[s as usize].net_priority))
+        });
+        self.stats.changed_actors = self.changed.len();
+        if self.cfg.shared_serialization {
+            self.stats.shared_records = self.arena.encode(&self.changed, &self.classes, stores, self.cfg.parallel);
+        } else {
+            self.arena.clear();
+        }
+        let level = self.level.as_ref().expect("checked above");
+        let hooks: Vec<Option<RelevancyHook>> = self.classes.iter().map(|c| c.cols.hook.clone()).collect();
+        let write = WriteCtx {
+            classes: &self.classes,
+            stores,
+            arena: self.cfg.shared_serialization.then_some(&self.arena),
+            keep_alive_frames: self.cfg.keep_alive_frames,
+        };
+        let ctx = LevelCtx {
+            write: &write,
+            due: &level.due,
+            due_index: &level.due_index,
+            index: &level.index,
+            hooks: &hooks,
+            time,
+            cfg: &level.cfg,
+        };
+        let run = |(ci, conn): (usize, &mut Connection)| channels::replicate_connection(&ctx, ci as u32, conn);
+        let parallel = self.cfg.parallel && level.due.len() * self.conns.len() >= self.cfg.min_parallel_items;
+        let outcomes: Vec<Outcome> = if parallel {
+            self.conns.par_iter_mut().enumerate().map(run).collect()
+        } else {
+            self.conns.iter_mut().enumerate().map(run).collect()
+        };
+        let level = self.level.as_ref().expect("checked above");
+        for o in &outcomes {
+            self.stats.bunches += o.written.bunches;
+            self.stats.packets += o.written.packets;
+            self.stats.bytes += o.written.bytes;
+            self.stats.relevant_pairs += o.relevant;
+            self.stats.sent_pairs += o.processed;
+            self.stats.saturated_connections += o.saturated as usize;
+            for &d in &o.pending {
+                let d = &level.due[d as usize];
+                self.classes[d.class as usize].cols.clock[d.slot as usize].pending_net_update = true;
+            }
+        }
+        self.stats.due_actors = level.due.len();
+    }
+
+    /// The consider list: due actors (clock due or pending), their next time scheduled, and the
+    /// frame's changed list narrowed to them (their changes since they were last considered).
+    fn consider(&mut self, stores: &[&ClassStore]) {
+        let level = self.level.as_mut().expect("actor level");
+        let time = level.time;
+        let adaptive = level.cfg.adaptive_frequency;
+        for d in level.due.drain(..) {
+            level.due_index[d.class as usize][d.slot as usize] = NOT_DUE;
+        }
+        level.due_index.resize(self.classes.len(), Vec::new());
+        self.changed.clear();
+        for (ci, c) in self.classes.iter_mut().enumerate() {
+            let index = &mut level.due_index[ci];
+            index.resize(c.actors.len(), NOT_DUE);
+            let live = c.actors.iter().enumerate().filter(|(_, a)| a.alive).map(|(slot, a)| (slot, *a));
+            let due: Vec<(usize, super::actors::ActorNet)> =
+                live.filter(|&(slot, _)| c.cols.clock[slot].due(time.now)).collect();
+            for (slot, a) in due {
+                let since = c.cols.last_considered[slot];
+                let changed = c.history.last_changed(slot as u32) > since;
+                let freq = c.cols.settings[slot].frequency;
+                c.cols.clock[slot].considered(a.guid, &time, &freq, adaptive, changed);
+                c.cols.last_considered[slot] = time.frame;
+                if changed {
+                    let leaves = c.history.changed_since(slot as u32, since) & !c.array_leaves;
+                    if !leaves.is_empty() {
+                        self.changed.push(ChangedActor { class: ci as u32, slot: slot as u32, leaves });
+                    }
+                }
+                let at = location(c, stores[ci], slot as u32);
+                c.cols.position[slot] = at;
+                let s = c.cols.settings[slot];
+                index[slot] = level.due.len() as u32;
+                level.due.push(DueActor {
+                    key: super::pairs::pair_key(ci as u32, slot as u32),
+                    class: ci as u32,
+                    slot: slot as u32,
+                    rel: relevancy_of(c, slot as u32, at),
+                    net_priority: s.net_priority,
+                    owner_conn: a.owner,
+                    startup: s.startup,
+                    rules: s.needs_rules() || c.cols.hook.is_some(),
+                });
+            }
+        }
+    }
+}

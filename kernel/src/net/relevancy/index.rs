@@ -1,0 +1,181 @@
+//! The frame's relevancy index: which of the frame's due actors each connection's viewers see,
+//! answered per connection at the cost of the actors near its viewers, not of the world.
+//!
+//! ```text
+//! built once per frame from the due actors (the consider list), sorted by (class, slot):
+//!   plain actors   only rule 1 (owner / view target / instigator) and the distance rule can
+//!                  decide them → the spatial grid (home cell, SIMD sweep), plus link lists
+//!   owned          (owner GUID on the actor's owner chain, due index), sorted by GUID
+//!   instigated     (instigator GUID, due index), sorted by GUID
+//!   by connection  (owning connection, due index), sorted
+//!   (links hold plain actors only)
+//!   rule actors    always relevant, owner relevancy, owner only, hidden without collision, no
+//!                  root, or a class hook → UE's rules one by one (few: controllers, game state,
+//!                  attached items)
+//! per connection:  grid hits ∪ links of each viewer's view target and real viewer ∪ owned by
+//!                  the connection ∪ rule actors that pass → sorted due indices
+//! ```
+//!
+//! The union is exactly "relevant to some viewer by UE's rules": a plain actor has a root, and
+//! is visible or collides, so rules 2–5 cannot fire and rule 6 is the distance test; the grid
+//! returns exactly the brute-force distance answer ([`crate::net::spatial`]); rule 1 is the
+//! links. The UE-style reference asks [`super::relevant_to_connection`] per actor and must agree.
+
+use super::{relevant_to_connection, ActorRelevancy, RelevancyHook, Viewer, MAX_OWNER_DEPTH};
+use crate::ids::NetGuid;
+use crate::net::spatial::{GridConfig, GridConfigError, SpatialGrid};
+use std::collections::HashMap;
+
+/// One actor of the frame's consider list.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct DueActor {
+    pub key: u64,
+    pub class: u32,
+    pub slot: u32,
+    /// What relevancy and priority read (GUID, location, owner, instigator, flags).
+    pub rel: ActorRelevancy,
+    pub net_priority: f32,
+    /// The connection that owns it ([`crate::net::NetDriver::set_owner`]).
+    pub owner_conn: Option<u32>,
+    /// Loaded with the level: never closed for relevancy.
+    pub startup: bool,
+    /// Decided by UE's rules one by one, not by the grid.
+    pub rules: bool,
+}
+
+/// See the module documentation.
+pub(crate) struct RelevancyIndex {
+    grid: SpatialGrid,
+    /// Grid row `i` is due actor `grid_due[i]`.
+    grid_due: Vec<u32>,
+    positions: Vec<[f32; 3]>,
+    cull_sq: Vec<f32>,
+    rules: Vec<u32>,
+    owned: Vec<(NetGuid, u32)>,
+    instigated: Vec<(NetGuid, u32)>,
+    by_conn: Vec<(u32, u32)>,
+    /// Actors on the owner chains of due actors (due or not), for the rules' lookups.
+    pub linked: HashMap<NetGuid, (ActorRelevancy, f32)>,
+    /// Due index of every due actor's GUID.
+    due_of: HashMap<NetGuid, u32>,
+}
+
+impl RelevancyIndex {
+    pub fn new(grid: GridConfig) -> Result<Self, GridConfigError> {
+        Ok(Self {
+            grid: SpatialGrid::new(grid)?,
+            grid_due: Vec::new(),
+            positions: Vec::new(),
+            cull_sq: Vec::new(),
+            rules: Vec::new(),
+            owned: Vec::new(),
+            instigated: Vec::new(),
+            by_conn: Vec::new(),
+            linked: HashMap::new(),
+            due_of: HashMap::new(),
+        })
+    }
+
+    /// Builds the index over `due`. `find` gives any live actor's relevancy data and net
+    /// priority by GUID (owner chains leave the consider list).
+    pub fn build(&mut self, due: &[DueActor], find: impl Fn(NetGuid) -> Option<(ActorRelevancy, f32)>) {
+        self.grid_due.clear();
+        self.positions.clear();
+        self.cull_sq.clear();
+        self.rules.clear();
+        self.owned.clear();
+        self.instigated.clear();
+        self.by_conn.clear();
+        self.linked.clear();
+        self.due_of.clear();
+        for (i, d) in due.iter().enumerate() {
+            let i = i as u32;
+            // Rule actors answer every rule themselves (rule 1 included); plain ones through
+            // the grid and the links.
+            let plain = !d.rules;
+            if plain {
+                self.due_of.insert(d.rel.guid, i);
+                self.grid_due.push(i);
+                self.positions.push(d.rel.location);
+                self.cull_sq.push(d.rel.cull_distance_squared);
+                if let Some(c) = d.owner_conn {
+                    self.by_conn.push((c, i));
+                }
+                if let Some(g) = d.rel.instigator {
+                    self.instigated.push((g, i));
+                }
+            } else {
+                self.rules.push(i);
+            }
+            let mut link = d.rel.owner;
+            for _ in 0..MAX_OWNER_DEPTH {
+                let Some(g) = link else { break };
+                if plain {
+                    self.owned.push((g, i));
+                }
+                let owner = match self.linked.get(&g) {
+                    Some(o) => Some(*o),
+                    None => find(g).inspect(|o| {
+                        self.linked.insert(g, *o);
+                    }),
+                };
+                link = owner.and_then(|o| o.0.owner);
+            }
+        }
+        self.owned.sort_unstable();
+        self.owned.dedup();
+        self.instigated.sort_unstable();
+        self.by_conn.sort_unstable();
+        self.grid.rebuild(&self.positions, &self.cull_sq, |_| true);
+    }
+
+    /// The due indices relevant to connection `conn` with `viewers`, ascending, into `out`.
+    pub fn relevant_for(
+        &self,
+        due: &[DueActor],
+        conn: u32,
+        viewers: &[Viewer],
+        hooks: &[Option<RelevancyHook>],
+        out: &mut Vec<u32>,
+    ) {
+        out.clear();
+        if viewers.is_empty() {
+            return;
+        }
+        let locations: Vec<[f32; 3]> = viewers.iter().map(|v| v.location).collect();
+        self.grid.relevant(&locations, out);
+        for hit in out.iter_mut() {
+            *hit = self.grid_due[*hit as usize];
+        }
+        let range = |list: &[(NetGuid, u32)], g: NetGuid| {
+            let start = list.partition_point(|e| e.0 < g);
+            let end = list.partition_point(|e| e.0 <= g);
+            start..end
+        };
+        let mut extra = Vec::new();
+        for v in viewers {
+            for g in [v.view_target, v.real_viewer].into_iter().flatten() {
+                extra.extend(self.due_of.get(&g));
+                extra.extend(self.owned[range(&self.owned, g)].iter().map(|e| e.1));
+            }
+            if let Some(t) = v.view_target {
+                extra.extend(self.instigated[range(&self.instigated, t)].iter().map(|e| e.1));
+            }
+        }
+        let start = self.by_conn.partition_point(|e| e.0 < conn);
+        extra.extend(self.by_conn[start..].iter().take_while(|e| e.0 == conn).map(|e| e.1));
+        let lookup = |g: NetGuid| self.linked.get(&g).map(|l| &l.0);
+        for &i in &self.rules {
+            let d = &due[i as usize];
+            let hook = hooks.get(d.class as usize).and_then(Option::as_ref);
+            if relevant_to_connection(&d.rel, d.owner_conn == Some(conn), viewers, hook, &lookup) {
+                extra.push(i);
+            }
+        }
+        if !extra.is_empty() {
+            out.extend(extra);
+            out.sort_unstable();
+            out.dedup();
+        }
+    }
+}

@@ -1,0 +1,152 @@
+//! What the actor level reads: per-actor net settings (class defaults, per-actor overrides) and
+//! how a driver runs the actor level.
+//!
+//! Defaults are UE's `AActor` defaults: `NetUpdateFrequency` 100, `MinNetUpdateFrequency` 2,
+//! `NetPriority` 1, `NetCullDistanceSquared` 15000², visible, with a colliding root.
+
+use super::budget::DEFAULT_NET_SPEED;
+use super::consider::{UpdateFrequency, DEFAULT_TICK_RATE};
+use super::relevancy::DEFAULT_CULL_DISTANCE_SQUARED;
+use super::spatial::GridConfig;
+
+/// UE's `RelevantTimeout`: seconds a channel stays open after its actor was last relevant.
+pub const DEFAULT_RELEVANT_TIMEOUT: f64 = 5.0;
+
+/// Seconds without hearing from a client after which it is not replicated to (UE's "ready"
+/// rule: a connection received from within 1.5 s).
+pub const DEFAULT_READY_TIMEOUT: f64 = 1.5;
+
+/// An actor's net settings (UE's `AActor` replication properties).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct NetSettings {
+    /// `NetUpdateFrequency` and `MinNetUpdateFrequency`, in Hz.
+    pub frequency: UpdateFrequency,
+    /// `NetPriority`.
+    pub net_priority: f32,
+    /// `NetCullDistanceSquared`.
+    pub cull_distance_squared: f32,
+    /// `bAlwaysRelevant`.
+    pub always_relevant: bool,
+    /// `bOnlyRelevantToOwner`.
+    pub only_relevant_to_owner: bool,
+    /// `bNetUseOwnerRelevancy`: relevancy and priority are the owner actor's.
+    pub use_owner_relevancy: bool,
+    /// `bHidden`.
+    pub hidden: bool,
+    /// Has a root component (without one, only the owner rules can make it relevant).
+    pub has_root: bool,
+    /// Its root collides (a hidden actor that collides stays relevant by distance, as in UE).
+    pub collision: bool,
+    /// Loaded with the level (UE's `bNetStartup`): its channel is never closed for relevancy.
+    pub startup: bool,
+}
+
+impl Default for NetSettings {
+    fn default() -> Self {
+        Self {
+            frequency: UpdateFrequency::default(),
+            net_priority: 1.0,
+            cull_distance_squared: DEFAULT_CULL_DISTANCE_SQUARED,
+            always_relevant: false,
+            only_relevant_to_owner: false,
+            use_owner_relevancy: false,
+            hidden: false,
+            has_root: true,
+            collision: true,
+            startup: false,
+        }
+    }
+}
+
+impl NetSettings {
+    /// Whether relevancy needs more than the distance test and the owner links: the rules
+    /// before it can decide on their own (always relevant, owner relevancy, owner only, hidden
+    /// without collision, no root).
+    pub(crate) fn needs_rules(&self) -> bool {
+        self.always_relevant
+            || self.only_relevant_to_owner
+            || self.use_owner_relevancy
+            || !self.has_root
+            || (self.hidden && !self.collision)
+    }
+}
+
+/// How a driver runs the actor level (UE's `ServerReplicateActors`): per connection, the due
+/// actors relevant to its viewers, in priority order, until its bandwidth is spent.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ActorLevelConfig {
+    /// Server ticks per second (UE's `NetServerMaxTickRate`, 30): server time advances by one
+    /// tick per [`super::NetDriver::tick`].
+    pub tick_rate: f64,
+    /// Seconds a channel stays open after its actor was last relevant (UE: 5).
+    pub relevant_timeout: f64,
+    /// Seconds without hearing from a client after which it is not replicated to (UE: 1.5).
+    pub ready_timeout: f64,
+    /// Bytes per second a new connection may receive (UE 5: 100 000).
+    pub net_speed: u32,
+    /// UE's adaptive net update frequency (off by default, as in UE 5).
+    pub adaptive_frequency: bool,
+    /// The spatial grid of the distance test's broad phase.
+    pub grid: GridConfig,
+    /// Keep each connection's relevant set and send order of the last frame
+    /// ([`super::NetDriver::decisions`]): for tests, dumps and debugging a server's choices.
+    pub record_decisions: bool,
+}
+
+impl Default for ActorLevelConfig {
+    fn default() -> Self {
+        Self {
+            tick_rate: DEFAULT_TICK_RATE,
+            relevant_timeout: DEFAULT_RELEVANT_TIMEOUT,
+            ready_timeout: DEFAULT_READY_TIMEOUT,
+            net_speed: DEFAULT_NET_SPEED,
+            adaptive_frequency: false,
+            grid: GridConfig::default(),
+            record_decisions: false,
+        }
+    }
+}
+
+/// A class's actor-level columns, one row per actor slot.
+#[derive(Clone, Default)]
+pub(crate) struct Columns {
+    /// The class default.
+    pub defaults: NetSettings,
+    /// The leaf holding the replicated location (a vector), if the class has one.
+    pub location_leaf: Option<usize>,
+    pub hook: Option<super::relevancy::RelevancyHook>,
+    pub settings: Vec<NetSettings>,
+    /// Set by a per-actor override: a new class default leaves the row alone.
+    pub overridden: Vec<bool>,
+    /// Where the actor is (read from the location leaf each time it is due, if there is one).
+    pub position: Vec<[f32; 3]>,
+    /// UE's `Owner` and `Instigator`.
+    pub owner_actor: Vec<Option<crate::ids::NetGuid>>,
+    pub instigator: Vec<Option<crate::ids::NetGuid>>,
+    pub clock: Vec<super::consider::ConsiderClock>,
+    /// The frame the actor was last on the consider list.
+    pub last_considered: Vec<crate::ids::Frame>,
+}
+
+impl Columns {
+    /// A new actor in `slot`: the class defaults, nowhere, owned by nobody, due at once.
+    pub fn reset(&mut self, slot: usize) {
+        if self.settings.len() <= slot {
+            let n = slot + 1;
+            self.settings.resize(n, self.defaults);
+            self.overridden.resize(n, false);
+            self.position.resize(n, [0.0; 3]);
+            self.owner_actor.resize(n, None);
+            self.instigator.resize(n, None);
+            self.clock.resize(n, Default::default());
+            self.last_considered.resize(n, Default::default());
+        }
+        self.settings[slot] = self.defaults;
+        self.overridden[slot] = false;
+        self.position[slot] = [0.0; 3];
+        self.owner_actor[slot] = None;
+        self.instigator[slot] = None;
+        self.clock[slot] = Default::default();
+        self.last_considered[slot] = Default::default();
+    }
+}

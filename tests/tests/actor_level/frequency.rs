@@ -1,0 +1,51 @@
+//! Update frequency: an actor is considered exactly on the frames UE's formula gives.
+
+use super::*;
+use shadowrep::net::consider::jitter;
+
+#[test]
+fn a_ten_hertz_actor_at_a_thirty_hertz_tick_is_considered_exactly_on_ues_frames() {
+    let mut l = Level::new(every_frame(), 1);
+    let (id, guid) = l.spawn([100.0, 0.0, 0.0], 0);
+    l.settings(id, |s| s.frequency.net_update_frequency = 10.0);
+    // UE: due when now > next; when considered, next = now + FRand · tick + 1 / NUF (FRand: the
+    // kernel's hash of (GUID, frame)).
+    let tick = 1.0 / 30.0;
+    let mut next = 0.0f64;
+    let mut considered = Vec::new();
+    let mut expected = Vec::new();
+    for frame in 1..=300u32 {
+        l.store.set(id, HEALTH, &Value::U32(frame)).unwrap();
+        l.step();
+        let now = frame as f64 * tick;
+        if now > next {
+            expected.push(frame);
+            next = now + jitter(guid, shadowrep::ids::Frame(frame)) * tick + 0.1;
+        }
+        if l.decisions(0).sends.iter().any(|s| s.guid == guid) {
+            considered.push(frame);
+            assert_eq!(l.client(0).value(guid, HEALTH), Some(Value::U32(frame)), "sent when considered");
+        } else {
+            assert_ne!(l.client(0).value(guid, HEALTH), Some(Value::U32(frame)), "nothing sent between");
+        }
+    }
+    assert_eq!(considered, expected);
+    for second in 0..10 {
+        let n = considered.iter().filter(|&&f| (f - 1) / 30 == second).count();
+        assert!((6..=10).contains(&n), "second {second}: {n} times");
+    }
+}
+
+#[test]
+fn force_net_update_makes_a_slow_actor_due_on_the_next_frame() {
+    let mut l = Level::new(every_frame(), 1);
+    let (id, guid) = l.spawn([100.0, 0.0, 0.0], 0);
+    l.settings(id, |s| s.frequency.net_update_frequency = 0.5);
+    l.run(2);
+    l.store.set(id, HEALTH, &Value::U32(5)).unwrap();
+    l.run(3);
+    assert_ne!(l.client(0).value(guid, HEALTH), Some(Value::U32(5)), "not due for 2 s");
+    l.driver.force_net_update(l.class, &l.store, id).unwrap();
+    l.step();
+    assert_eq!(l.client(0).value(guid, HEALTH), Some(Value::U32(5)));
+}

@@ -1,0 +1,140 @@
+//! The actor level through the driver: relevancy, the relevant timeout, update frequency,
+//! priority, bandwidth and the sparse channel table, each checked on what a client receives and
+//! on the driver's recorded decisions.
+
+mod frequency;
+mod priority;
+mod relevancy;
+mod timeout;
+
+use shadowrep::client::{ClientEvent, ClientWorld};
+use shadowrep::ids::{ClassId, ConnectionId, NetGuid};
+use shadowrep::net::{ActorLevelConfig, DriverConfig, FrameDecisions, NetDriver, NetSettings, Viewer};
+use shadowrep::schema::{ClassBuilder, ClassLayout, PropType, PropertyDecl, VectorQuant};
+use shadowrep::store::{ActorId, ClassStore};
+use shadowrep::value::Value;
+use std::sync::Arc;
+
+/// Parent indices of [`thing`].
+pub const LOCATION: usize = 0;
+pub const HEALTH: usize = 1;
+
+/// A class with a replicated location and a health.
+pub fn thing() -> Arc<ClassLayout> {
+    Arc::new(
+        ClassBuilder::new("Thing")
+            .property(PropertyDecl::new("Location", PropType::Vector(VectorQuant::None)))
+            .property(PropertyDecl::new("Health", PropType::U32))
+            .build()
+            .expect("valid layout"),
+    )
+}
+
+/// A server with one class of things and clients over a perfect link.
+pub struct Level {
+    pub driver: NetDriver,
+    pub store: ClassStore,
+    pub class: ClassId,
+    pub clients: Vec<(ConnectionId, ClientWorld)>,
+    pub layout: Arc<ClassLayout>,
+}
+
+impl Level {
+    /// A level with `cfg` (decisions recorded) and `clients` clients, each viewing from the
+    /// origin along +X.
+    pub fn new(cfg: ActorLevelConfig, clients: usize) -> Level {
+        let layout = thing();
+        let mut store = ClassStore::new(layout.clone());
+        let level = ActorLevelConfig { record_decisions: true, ..cfg };
+        let mut driver =
+            NetDriver::new(DriverConfig { actor_level: Some(level), ..DriverConfig::default() }).expect("valid config");
+        let class = driver.register_class(&mut store).expect("registers");
+        driver.set_location_property(class, LOCATION).expect("a vector");
+        let mut l = Level { driver, store, class, clients: Vec::new(), layout };
+        for _ in 0..clients {
+            l.add_client();
+        }
+        l
+    }
+
+    /// Adds a client viewing from the origin.
+    pub fn add_client(&mut self) -> usize {
+        let conn = self.driver.add_connection(false);
+        let world =
+            ClientWorld::new(std::slice::from_ref(&self.layout), &self.driver.checksums()).expect("checksums match");
+        self.driver.set_viewers(conn, &[viewer([0.0; 3], None)]).expect("live");
+        self.clients.push((conn, world));
+        self.clients.len() - 1
+    }
+
+    /// Spawns a thing at `at` with `health`.
+    pub fn spawn(&mut self, at: [f32; 3], health: u32) -> (ActorId, NetGuid) {
+        let id = self.store.spawn();
+        self.store.set(id, LOCATION, &Value::Vector(at)).expect("a vector");
+        self.store.set(id, HEALTH, &Value::U32(health)).expect("a u32");
+        let guid = self.driver.assign_guid(self.class, &self.store, id).expect("live");
+        (id, guid)
+    }
+
+    /// Moves a thing.
+    pub fn move_to(&mut self, id: ActorId, at: [f32; 3]) {
+        self.store.set(id, LOCATION, &Value::Vector(at)).expect("a vector");
+    }
+
+    /// Gives one actor its own settings.
+    pub fn settings(&mut self, id: ActorId, f: impl FnOnce(&mut NetSettings)) {
+        let mut s = self.driver.net_settings(self.class, id).expect("live");
+        f(&mut s);
+        self.driver.set_net_settings(self.class, &self.store, id, s).expect("live");
+    }
+
+    /// One frame: tick, deliver every packet, return feedback.
+    pub fn step(&mut self) {
+        self.driver.tick(&mut [&mut self.store]).expect("tick");
+        for (conn, world) in &mut self.clients {
+            for p in self.driver.take_packets(*conn).expect("live") {
+                world.receive(&p).expect("a well-formed packet");
+            }
+            self.driver.receive_feedback(*conn, &world.feedback()).expect("decodes");
+        }
+    }
+
+    /// Runs `n` frames.
+    pub fn run(&mut self, n: usize) {
+        for _ in 0..n {
+            self.step();
+        }
+    }
+
+    /// Client `c`'s world.
+    pub fn client(&self, c: usize) -> &ClientWorld {
+        &self.clients[c].1
+    }
+
+    /// Client `c`'s decisions of the last frame.
+    pub fn decisions(&self, c: usize) -> FrameDecisions {
+        self.driver.decisions(self.clients[c].0).expect("live").cloned().expect("recorded")
+    }
+
+    /// Client `c`'s events since the last call.
+    pub fn events(&mut self, c: usize) -> Vec<ClientEvent> {
+        self.clients[c].1.take_events()
+    }
+}
+
+/// A viewer at `at` looking along +X.
+pub fn viewer(at: [f32; 3], view_target: Option<NetGuid>) -> Viewer {
+    Viewer { real_viewer: None, view_target, location: at, direction: [1.0, 0.0, 0.0] }
+}
+
+/// Settings considered every frame (a frequency far above the tick rate).
+pub fn every_frame() -> ActorLevelConfig {
+    ActorLevelConfig::default()
+}
+
+/// A class default with a frequency that makes every actor due every frame.
+pub fn always_due(level: &mut Level) {
+    let mut s = NetSettings::default();
+    s.frequency.net_update_frequency = 1.0e6;
+    level.driver.set_class_settings(level.class, s).expect("known class");
+}

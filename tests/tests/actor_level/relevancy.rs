@@ -1,0 +1,196 @@
+//! Relevancy through the driver: UE's rules, the grid and the links agree with the rules asked
+//! one actor at a time.
+
+use super::*;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use shadowrep::net::relevancy::{relevant_to_connection, ActorRelevancy};
+use std::collections::HashMap;
+
+fn has(l: &Level, c: usize, g: NetGuid) -> bool {
+    l.client(c).has(g)
+}
+
+#[test]
+fn distance_decides_strictly_and_the_client_gets_only_what_is_near() {
+    let mut l = Level::new(every_frame(), 1);
+    let (_, near) = l.spawn([100.0, 0.0, 0.0], 1);
+    let (_, far) = l.spawn([20_000.0, 0.0, 0.0], 2);
+    let (_, edge) = l.spawn([15_000.0, 0.0, 0.0], 3);
+    let (_, inside) = l.spawn([14_999.0, 0.0, 0.0], 4);
+    l.run(2);
+    assert!(has(&l, 0, near) && has(&l, 0, inside));
+    assert!(!has(&l, 0, far), "beyond the cull distance");
+    assert!(!has(&l, 0, edge), "exactly at the cull distance is not relevant (strictly less)");
+    assert_eq!(l.client(0).value(near, HEALTH), Some(Value::U32(1)));
+    let (conn, _) = l.clients[0];
+    assert_eq!(l.driver.channels(conn).unwrap().0, 2, "channels only for the relevant actors");
+}
+
+#[test]
+fn owner_only_always_relevant_and_hidden_actors() {
+    let mut l = Level::new(every_frame(), 2);
+    let far = [1.0e6, 0.0, 0.0];
+    let (private, p) = l.spawn(far, 1);
+    l.settings(private, |s| s.only_relevant_to_owner = true);
+    let conn0 = l.clients[0].0;
+    l.driver.set_owner(l.class, &l.store, private, Some(conn0), true).unwrap();
+    let (always, a) = l.spawn(far, 2);
+    l.settings(always, |s| s.always_relevant = true);
+    let (ghost, g) = l.spawn([10.0, 0.0, 0.0], 3);
+    l.settings(ghost, |s| {
+        s.hidden = true;
+        s.collision = false
+    });
+    let (solid, h) = l.spawn([10.0, 0.0, 0.0], 4);
+    l.settings(solid, |s| s.hidden = true);
+    let (rootless, r) = l.spawn([10.0, 0.0, 0.0], 5);
+    l.settings(rootless, |s| s.has_root = false);
+    l.run(2);
+    assert!(has(&l, 0, p) && !has(&l, 1, p), "owner only: its owning connection alone");
+    assert!(has(&l, 0, a) && has(&l, 1, a), "always relevant, however far");
+    assert!(!has(&l, 0, g) && !has(&l, 1, g), "hidden without collision");
+    assert!(has(&l, 0, h) && has(&l, 1, h), "hidden but colliding: the distance decides");
+    assert!(!has(&l, 0, r), "no root component");
+}
+
+#[test]
+fn view_targets_owner_chains_instigators_and_owner_relevancy() {
+    let mut l = Level::new(every_frame(), 2);
+    let far = [1.0e6, 0.0, 0.0];
+    let (_, pawn) = l.spawn(far, 1);
+    let (weapon, w) = l.spawn(far, 2);
+    let (scope, s) = l.spawn(far, 3);
+    let (bullet, b) = l.spawn(far, 4);
+    let (badge, bd) = l.spawn(far, 5);
+    let (near_owner, no) = l.spawn([10.0, 0.0, 0.0], 6);
+    l.driver.set_owner_actor(l.class, &l.store, weapon, Some(pawn), None).unwrap();
+    l.driver.set_owner_actor(l.class, &l.store, scope, Some(w), None).unwrap();
+    l.driver.set_owner_actor(l.class, &l.store, bullet, None, Some(pawn)).unwrap();
+    l.driver.set_owner_actor(l.class, &l.store, badge, Some(no), None).unwrap();
+    l.settings(badge, |s| s.use_owner_relevancy = true);
+    let conn0 = l.clients[0].0;
+    l.driver.set_viewers(conn0, &[viewer([0.0; 3], Some(pawn))]).unwrap();
+    l.run(2);
+    for (what, g) in [("view target", pawn), ("owned by it", w), ("owned through a chain", s), ("instigated", b)] {
+        assert!(has(&l, 0, g), "{what}: relevant to the viewer of the pawn");
+        assert!(!has(&l, 1, g), "{what}: not relevant to another viewer");
+    }
+    let _ = near_owner;
+    assert!(has(&l, 0, bd) && has(&l, 1, bd), "owner relevancy: far, but its owner is near");
+}
+
+#[test]
+fn a_class_hook_overrides_ues_rules_and_split_screen_viewers_count() {
+    let mut l = Level::new(every_frame(), 1);
+    let (_, hidden_by_hook) = l.spawn([10.0, 0.0, 0.0], 1);
+    let (_, other) = l.spawn([20.0, 0.0, 0.0], 2);
+    let (_, by_child) = l.spawn([50_000.0, 0.0, 0.0], 3);
+    let hook: shadowrep::net::RelevancyHook = Arc::new(move |a, _| (a.guid == hidden_by_hook).then_some(false));
+    l.driver.set_relevancy_hook(l.class, Some(hook)).unwrap();
+    let conn = l.clients[0].0;
+    l.driver.set_viewers(conn, &[viewer([0.0; 3], None), viewer([50_100.0, 0.0, 0.0], None)]).unwrap();
+    l.run(2);
+    assert!(!has(&l, 0, hidden_by_hook), "the hook said no");
+    assert!(has(&l, 0, other), "the hook left it to UE's rules");
+    assert!(has(&l, 0, by_child), "near the second (split-screen) viewer");
+}
+
+/// What the test set for one actor (written apart from the driver).
+#[derive(Clone, Copy)]
+struct Known {
+    id: ActorId,
+    rel: ActorRelevancy,
+    owner_conn: Option<usize>,
+}
+
+#[test]
+fn the_index_equals_ues_rules_asked_one_actor_at_a_time_on_random_worlds() {
+    for seed in 0..4u64 {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let mut l = Level::new(every_frame(), 4);
+        let mut known: Vec<Known> = Vec::new();
+        let span = 40_000.0f32;
+        let pos = |rng: &mut ChaCha8Rng| {
+            [rng.random_range(-span..span), rng.random_range(-span..span), rng.random_range(-500.0..500.0f32)]
+        };
+        for i in 0..400 {
+            let at = pos(&mut rng);
+            let (id, guid) = l.spawn(at, i);
+            let s = NetSettings {
+                cull_distance_squared: [225_000_000.0, 25_000_000.0, 4.0e8][rng.random_range(0..3)],
+                always_relevant: rng.random_bool(0.03),
+                only_relevant_to_owner: rng.random_bool(0.08),
+                use_owner_relevancy: rng.random_bool(0.08),
+                hidden: rng.random_bool(0.1),
+                collision: !rng.random_bool(0.3),
+                has_root: !rng.random_bool(0.03),
+                ..NetSettings::default()
+            };
+            l.driver.set_net_settings(l.class, &l.store, id, s).unwrap();
+            let owner_actor =
+                (rng.random_bool(0.2) && !known.is_empty()).then(|| known[rng.random_range(0..known.len())].rel.guid);
+            let instigator =
+                (rng.random_bool(0.1) && !known.is_empty()).then(|| known[rng.random_range(0..known.len())].rel.guid);
+            l.driver.set_owner_actor(l.class, &l.store, id, owner_actor, instigator).unwrap();
+            let owner_conn = rng.random_bool(0.1).then(|| rng.random_range(0..4));
+            if let Some(c) = owner_conn {
+                l.driver.set_owner(l.class, &l.store, id, Some(l.clients[c].0), false).unwrap();
+            }
+            let rel = ActorRelevancy {
+                guid,
+                owner: owner_actor,
+                instigator,
+                location: at,
+                cull_distance_squared: s.cull_distance_squared,
+                always_relevant: s.always_relevant,
+                only_relevant_to_owner: s.only_relevant_to_owner,
+                use_owner_relevancy: s.use_owner_relevancy,
+                hidden: s.hidden,
+                has_root: s.has_root,
+                collision: s.collision,
+            };
+            known.push(Known { id, rel, owner_conn });
+        }
+        // A cycle in the owner chains must neither hang nor count as owned.
+        let (a, b) = (known[5].rel.guid, known[6].rel.guid);
+        l.driver.set_owner_actor(l.class, &l.store, known[5].id, Some(b), None).unwrap();
+        l.driver.set_owner_actor(l.class, &l.store, known[6].id, Some(a), None).unwrap();
+        known[5].rel.owner = Some(b);
+        known[6].rel.owner = Some(a);
+        let mut viewers = Vec::new();
+        for c in 0..4 {
+            let n = rng.random_range(1..=2);
+            let vs: Vec<Viewer> = (0..n)
+                .map(|_| {
+                    let vt = rng.random_bool(0.7).then(|| known[rng.random_range(0..known.len())].rel.guid);
+                    let rv = rng.random_bool(0.5).then(|| known[rng.random_range(0..known.len())].rel.guid);
+                    Viewer { real_viewer: rv, ..viewer(pos(&mut rng), vt) }
+                })
+                .collect();
+            l.driver.set_viewers(l.clients[c].0, &vs).unwrap();
+            viewers.push(vs);
+        }
+        for frame in 0..6 {
+            // Everyone moves; everyone is due.
+            for k in known.iter_mut() {
+                let at = pos(&mut rng);
+                k.rel.location = at;
+                l.move_to(k.id, at);
+                l.driver.force_net_update(l.class, &l.store, k.id).unwrap();
+            }
+            l.step();
+            let map: HashMap<NetGuid, ActorRelevancy> = known.iter().map(|k| (k.rel.guid, k.rel)).collect();
+            for (c, vs) in viewers.iter().enumerate() {
+                let mut expect: Vec<NetGuid> = known
+                    .iter()
+                    .filter(|k| relevant_to_connection(&k.rel, k.owner_conn == Some(c), vs, None, &|g| map.get(&g)))
+                    .map(|k| k.rel.guid)
+                    .collect();
+                expect.sort();
+                let got = l.decisions(c).relevant;
+                assert_eq!(got, expect, "seed {seed}, frame {frame}, client {c}");
+            }
+        }
+    }
+}
