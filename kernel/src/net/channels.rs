@@ -32,6 +32,7 @@ use super::relevancy::{DueActor, RelevancyHook, RelevancyIndex};
 use super::send::{WriteCtx, Written};
 use super::settings::ActorLevelConfig;
 use crate::ids::{Frame, LeafMask, NetGuid};
+use std::time::Instant;
 
 /// What a connection did with one actor.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -95,6 +96,8 @@ pub(crate) struct Outcome {
     pub relevant: usize,
     pub processed: usize,
     pub saturated: bool,
+    /// Nanoseconds in the relevancy query, candidates and priority, and the send loop.
+    pub nanos: [u64; 3],
 }
 
 /// Candidates ranked per batch: the first batch is this many, each next one twice the last.
@@ -122,7 +125,7 @@ pub(crate) fn replicate_connection(ctx: &LevelCtx<'_>, ci: u32, conn: &mut Conne
     }
     let now = ctx.time.now;
     let ready = now - conn.heard <= ctx.cfg.ready_timeout;
-    let record = conn.decisions.is_some() || ctx.cfg.record_decisions;
+    let record = ctx.cfg.record_decisions;
     let mut decisions = record.then(|| FrameDecisions {
         frame: ctx.time.frame,
         ready,
@@ -131,17 +134,23 @@ pub(crate) fn replicate_connection(ctx: &LevelCtx<'_>, ci: u32, conn: &mut Conne
     });
     if ready {
         ctx.write.write_closes(conn, &mut st);
+        let t = Instant::now();
         let mut relevant = Vec::new();
         ctx.index.relevant_for(ctx.due, ci, &conn.viewers, ctx.hooks, &mut relevant);
+        out.nanos[0] = t.elapsed().as_nanos() as u64;
+        let t = Instant::now();
         out.relevant = relevant.len();
         if let Some(d) = &mut decisions {
             d.relevant = relevant.iter().map(|&i| ctx.due[i as usize].rel.guid).collect();
         }
         let cands = candidates(ctx, conn, &relevant);
         let mut order = rank(ctx, conn, &cands);
+        out.nanos[1] = t.elapsed().as_nanos() as u64;
+        let t = Instant::now();
         let mut run = Run { ci, st: &mut st, out: &mut out, decisions: decisions.as_mut() };
         process(ctx, &mut run, conn, &cands, &mut order);
         rows(conn).retain(|r| r.state.flags & pair::CHANNEL != 0);
+        out.nanos[2] = t.elapsed().as_nanos() as u64;
     }
     out.written = ctx.write.end(conn, st, true);
     conn.budget.sent(out.written.bytes);

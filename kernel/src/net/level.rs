@@ -37,6 +37,22 @@ use super::{ChangedActor, ClassId, ConnectionId, DriverError, Frame, NetDriver, 
 use crate::schema::LeafKind;
 use crate::store::{ActorId, ClassStore};
 use rayon::prelude::*;
+use std::time::Instant;
+
+/// One channel of a connection ([`NetDriver::channel_info`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ChannelInfo {
+    /// The actor.
+    pub guid: NetGuid,
+    /// Its class.
+    pub class: ClassId,
+    /// The client acknowledged the open.
+    pub open_acked: bool,
+    /// Server time the channel last replicated (priority's T counts from it).
+    pub last_update: f64,
+    /// Server time until which it counts as relevant without a recheck.
+    pub relevant_time: f64,
+}
 
 /// No due entry for a slot.
 pub(crate) const NOT_DUE: u32 = u32::MAX;
@@ -247,6 +263,50 @@ impl NetDriver {
         Ok(self.conn(conn)?.decisions.as_deref())
     }
 
+    /// Records (or stops recording) every connection's decisions from the next frame on
+    /// ([`NetDriver::decisions`]).
+    pub fn set_record_decisions(&mut self, on: bool) -> Result<(), DriverError> {
+        self.level.as_mut().ok_or(DriverError::ActorLevelOff)?.cfg.record_decisions = on;
+        Ok(())
+    }
+
+    /// A connection's channels: actor, whether the client acknowledged the open, and the times
+    /// priority and relevancy read.
+    pub fn channel_info(&self, conn: ConnectionId) -> Result<Vec<ChannelInfo>, DriverError> {
+        self.level()?;
+        let Pairs::Channels(rows) = &self.conn(conn)?.pairs else { return Ok(Vec::new()) };
+        Ok(rows
+            .iter()
+            .filter_map(|r| {
+                let (class, slot) = super::pairs::split_key(r.key);
+                let a = self.classes.get(class as usize)?.actors.get(slot as usize)?;
+                Some(ChannelInfo {
+                    guid: a.guid,
+                    class: ClassId(class),
+                    open_acked: r.state.flags & super::connection::pair::OPEN_ACKED != 0,
+                    last_update: r.last_update,
+                    relevant_time: r.relevant_time,
+                })
+            })
+            .collect())
+    }
+
+    /// A connection's bandwidth: bytes per second, and bits queued beyond its allowance
+    /// (negative: credit).
+    pub fn connection_budget(&self, conn: ConnectionId) -> Result<(u32, f64), DriverError> {
+        let c = self.conn(conn)?;
+        Ok((c.budget.net_speed, c.budget.queued_bits))
+    }
+
+    /// Where the actor level last saw an actor (its location when it was last due, or what
+    /// [`NetDriver::set_position`] set), its owner actor and its instigator.
+    pub fn actor_place(&self, class: ClassId, id: ActorId) -> Option<([f32; 3], Option<NetGuid>, Option<NetGuid>)> {
+        self.guid_of(class, id)?;
+        let cols = &self.classes[class.0 as usize].cols;
+        let s = id.index as usize;
+        Some((*cols.position.get(s)?, cols.owner_actor[s], cols.instigator[s]))
+    }
+
     /// Channels a connection holds (open, opening or recently relevant) and their bytes.
     pub fn channels(&self, conn: ConnectionId) -> Result<(usize, usize), DriverError> {
         let c = self.conn(conn)?;
@@ -270,7 +330,10 @@ impl NetDriver {
         for c in &mut self.conns {
             c.budget.tick(time.tick);
         }
+        let t = Instant::now();
         self.consider(stores);
+        self.stats.stages.consider = t.elapsed().as_nanos() as u64;
+        let t = Instant::now();
         let level = self.level.as_mut().expect("checked above");
         let classes = &self.classes;
         let guids = &self.guids;
@@ -280,12 +343,15 @@ impl NetDriver {
             let at = location(class, stores[c as usize], s);
             Some((relevancy_of(class, s, at), class.cols.settings[s as usize].net_priority))
         });
+        self.stats.stages.relevancy_index = t.elapsed().as_nanos() as u64;
         self.stats.changed_actors = self.changed.len();
+        let t = Instant::now();
         if self.cfg.shared_serialization {
             self.stats.shared_records = self.arena.encode(&self.changed, &self.classes, stores, self.cfg.parallel);
         } else {
             self.arena.clear();
         }
+        self.stats.stages.share = t.elapsed().as_nanos() as u64;
         let level = self.level.as_ref().expect("checked above");
         let hooks: Vec<Option<RelevancyHook>> = self.classes.iter().map(|c| c.cols.hook.clone()).collect();
         let write = WriteCtx {
@@ -305,11 +371,13 @@ impl NetDriver {
         };
         let run = |(ci, conn): (usize, &mut Connection)| channels::replicate_connection(&ctx, ci as u32, conn);
         let parallel = self.cfg.parallel && level.due.len() * self.conns.len() >= self.cfg.min_parallel_items;
+        let t = Instant::now();
         let outcomes: Vec<Outcome> = if parallel {
             self.conns.par_iter_mut().enumerate().map(run).collect()
         } else {
             self.conns.iter_mut().enumerate().map(run).collect()
         };
+        self.stats.stages.connections = t.elapsed().as_nanos() as u64;
         let level = self.level.as_ref().expect("checked above");
         for o in &outcomes {
             self.stats.bunches += o.written.bunches;
@@ -318,6 +386,9 @@ impl NetDriver {
             self.stats.relevant_pairs += o.relevant;
             self.stats.sent_pairs += o.processed;
             self.stats.saturated_connections += o.saturated as usize;
+            self.stats.stages.relevancy_query += o.nanos[0];
+            self.stats.stages.priority += o.nanos[1];
+            self.stats.stages.write += o.nanos[2];
             for &d in &o.pending {
                 let d = &level.due[d as usize];
                 self.classes[d.class as usize].cols.clock[d.slot as usize].pending_net_update = true;

@@ -75,6 +75,7 @@ pub mod spatial;
 pub use crate::ids::{ClassId, ConnectionId, Frame, LeafMask, NetGuid, Seq};
 pub use channels::{Action, FrameDecisions, SendDecision};
 pub use connection::{ConnectionStats, PairState};
+pub use level::ChannelInfo;
 pub use relevancy::{RelevancyHook, Viewer};
 pub use settings::{ActorLevelConfig, NetSettings};
 
@@ -235,6 +236,31 @@ pub struct TickStats {
     pub sent_pairs: usize,
     /// Actor level: connections whose budget ran out before their candidates did.
     pub saturated_connections: usize,
+    /// Where the frame's time went.
+    pub stages: Stages,
+}
+
+/// Nanoseconds per step of a frame. The per-connection steps (`relevancy_query`, `priority`,
+/// `write`) are summed over connections (CPU time: on N threads the wall time is about 1/N).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Stages {
+    /// Compare, slot tracking and history, every class.
+    pub gather: u64,
+    /// Actor level: the consider list.
+    pub consider: u64,
+    /// Actor level: building the relevancy index (grid, links).
+    pub relevancy_index: u64,
+    /// Shared serialization.
+    pub share: u64,
+    /// Every connection's step, wall time (without the actor level: planning and packets).
+    pub connections: u64,
+    /// Actor level, summed over connections: the relevant set of the viewers.
+    pub relevancy_query: u64,
+    /// Actor level, summed over connections: candidates and priority keys.
+    pub priority: u64,
+    /// Actor level, summed over connections: the send loop (relevancy rechecks, opens, closes,
+    /// planning, packets).
+    pub write: u64,
 }
 
 /// What [`NetDriver::receive_feedback`] did with a feedback message.
@@ -629,9 +655,11 @@ impl NetDriver {
         }
         self.frame = Frame(self.frame.0 + 1);
         self.stats = TickStats { frame: self.frame, ..TickStats::default() };
+        let t = std::time::Instant::now();
         for (ci, &si) in order.iter().enumerate() {
             self.gather_class(ci, stores[si])?;
         }
+        self.stats.stages.gather = t.elapsed().as_nanos() as u64;
         if self.level.is_some() {
             let stores: Vec<&ClassStore> = order.iter().map(|&si| &*stores[si]).collect();
             self.tick_level(&stores);
@@ -640,14 +668,20 @@ impl NetDriver {
         self.collect_changed();
         self.stats.changed_actors = self.changed.len();
         let parallel = self.cfg.parallel && self.parallel_worth_it();
+        let t = std::time::Instant::now();
         self.plan_sends(parallel);
+        let planned = t.elapsed().as_nanos() as u64;
         let stores: Vec<&ClassStore> = order.iter().map(|&si| &*stores[si]).collect();
+        let t = std::time::Instant::now();
         if self.cfg.shared_serialization {
             self.stats.shared_records = self.arena.encode(&self.changed, &self.classes, &stores, self.cfg.parallel);
         } else {
             self.arena.clear();
         }
+        self.stats.stages.share = t.elapsed().as_nanos() as u64;
+        let t = std::time::Instant::now();
         self.write_packets(&stores, parallel);
+        self.stats.stages.connections = planned + t.elapsed().as_nanos() as u64;
         Ok(self.stats)
     }
 
