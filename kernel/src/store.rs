@@ -177,6 +177,28 @@ impl DirtyState {
         self.pages.get(p / 64).is_some_and(|w| w >> (p % 64) & 1 != 0)
     }
 
+    /// Clears the marks of `lanes[p]` on each page `p` (pages past the slice keep theirs): the
+    /// lanes a compare looked at.
+    pub fn clear_lanes(&mut self, lanes: &[u64]) {
+        for (w, word) in self.pages.iter_mut().enumerate() {
+            let mut bits = *word;
+            while bits != 0 {
+                let p = w * 64 + bits.trailing_zeros() as usize;
+                bits &= bits - 1;
+                let keep = !lanes.get(p).copied().unwrap_or(0);
+                let masks = &mut self.masks[p * self.parents..(p + 1) * self.parents];
+                let mut left = 0;
+                for m in masks {
+                    *m &= keep;
+                    left |= *m;
+                }
+                if left == 0 {
+                    *word &= !(1 << (p % 64));
+                }
+            }
+        }
+    }
+
     /// Clears every mark.
     pub fn clear(&mut self) {
         // Only dirty pages can hold non-zero masks.

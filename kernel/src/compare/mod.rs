@@ -170,6 +170,20 @@ impl ShadowState {
         cfg: &CompareConfig,
         out: &mut ChangeSet,
     ) -> Result<(), CompareError> {
+        self.compare_lanes(store, cfg, None, out)
+    }
+
+    /// Compares only the lanes `lanes[p]` of each page `p` (pages past the slice: none), as UE
+    /// compares an actor only in a frame that replicates it: the other lanes cost nothing, keep
+    /// their shadow and keep their push marks, so what changed is found when they are compared.
+    /// `None`: every lane.
+    pub fn compare_lanes(
+        &mut self,
+        store: &mut ClassStore,
+        cfg: &CompareConfig,
+        lanes: Option<&[u64]>,
+        out: &mut ChangeSet,
+    ) -> Result<(), CompareError> {
         if store.id() != self.store {
             return Err(CompareError::ForeignStore);
         }
@@ -192,7 +206,10 @@ impl ShadowState {
         let shadow_base = self.shadow.bytes().as_ptr() as usize;
         let page_bytes = layout.page_bytes;
         let is_dirty = |p: usize| dirty_pages.get(p / 64).is_some_and(|w| w >> (p % 64) & 1 != 0);
+        let selected = |p: usize| lanes.map_or(!0, |l| l.get(p).copied().unwrap_or(0));
         let work = |(p, (shadow, live, sh_arr, lv_arr, masks, lanes, arr, occ)): (usize, PageJob<'_>)| {
+            let all = *occ;
+            let occ = all & selected(p);
             let page_dirty = is_dirty(p);
             if plan.dirty_only {
                 // Latency-bound: start the loads of a page a few pages ahead.
@@ -205,13 +222,14 @@ impl ShadowState {
                     });
                 }
             }
-            if *occ == 0 || (plan.dirty_only && !page_dirty) {
+            if occ == 0 || (plan.dirty_only && !page_dirty) {
                 return;
             }
             let dmask = &dirty_masks[p * parents..(p + 1) * parents];
             let page = PageRefs {
                 index: p,
-                occupied: *occ,
+                occupied: occ,
+                every_lane: occ == all,
                 live: bytemuck::cast_slice(live),
                 shadow: bytemuck::cast_slice_mut(shadow),
                 live_arrays: lv_arr,
@@ -251,7 +269,10 @@ impl ShadowState {
                 .for_each(work);
         }
         dirty.pages = dirty_pages;
-        dirty.clear();
+        match lanes {
+            None => dirty.clear(),
+            Some(l) => dirty.clear_lanes(l),
+        }
         Ok(())
     }
 
@@ -437,6 +458,65 @@ mod tests {
             assert_eq!(c.changelist(s.layout(), a.index), vec![1, 0], "push {push}");
             assert_eq!(c.changelist(s.layout(), b.index), Vec::<u16>::new(), "push {push}: defaults are no change");
             assert_eq!(late.value(a.index, 0), Some(Value::F32(4.0)));
+        }
+    }
+
+    #[test]
+    fn a_lane_selection_compares_only_those_lanes_and_the_rest_is_found_later() {
+        use rand::{Rng, SeedableRng};
+        for (seed, push) in [(1u64, false), (2, true), (3, false), (4, true)] {
+            let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+            let mut s = store(push);
+            let mut sh = ShadowState::new(&mut s);
+            let ids: Vec<_> = (0..150).map(|_| s.spawn()).collect();
+            // What each actor's Hp and Inv were when it was last compared (a new actor: defaults).
+            let mut seen: Vec<(f32, Vec<u32>)> = vec![(0.0, Vec::new()); ids.len()];
+            for round in 0..40 {
+                // Dense rounds change most actors (the dense path's whole-plane copy), sparse
+                // rounds a few.
+                let p_change = if round % 3 == 0 { 0.9 } else { 0.1 };
+                for &a in &ids {
+                    if rng.random_bool(p_change) {
+                        s.set_and_mark(a, 0, &Value::F32(rng.random_range(0..4) as f32)).unwrap();
+                    }
+                    if rng.random_bool(p_change / 2.0) {
+                        let v: Vec<Value> =
+                            (0..rng.random_range(0..3)).map(|_| Value::U32(rng.random_range(0..3))).collect();
+                        s.set_and_mark(a, 1, &Value::Array(v)).unwrap();
+                    }
+                }
+                let pick = if round % 5 == 4 { 1.0 } else { 0.5 };
+                let mut lanes = vec![0u64; ids.len().div_ceil(PAGE_LANES)];
+                for &a in &ids {
+                    if rng.random_bool(pick) {
+                        lanes[a.index as usize / PAGE_LANES] |= 1 << (a.index as usize % PAGE_LANES);
+                    }
+                }
+                s.begin_tick();
+                let mut out = ChangeSet::new();
+                let cfg = CompareConfig { push: PushMode::Declared, ..CompareConfig::default() };
+                sh.compare_lanes(&mut s, &cfg, Some(&lanes), &mut out).unwrap();
+                for (i, &a) in ids.iter().enumerate() {
+                    let selected = lanes[i / PAGE_LANES] >> (i % PAGE_LANES) & 1 != 0;
+                    let list = out.changelist(s.layout(), a.index);
+                    if !selected {
+                        assert!(list.is_empty(), "seed {seed} round {round}: unselected actor {i} reported");
+                        continue;
+                    }
+                    let Value::F32(hp) = s.get(a, 0).unwrap() else { unreachable!() };
+                    let Value::Array(inv) = s.get(a, 1).unwrap() else { unreachable!() };
+                    let inv: Vec<u32> = inv.iter().map(|v| if let Value::U32(x) = v { *x } else { 0 }).collect();
+                    let hp_changed = hp.to_bits() != seen[i].0.to_bits();
+                    let inv_changed = inv != seen[i].1;
+                    // Handles in order: 1 (Hp) first if it changed, then 2 (Inv) with its count.
+                    let hp_listed = list.first() == Some(&1);
+                    let inv_listed = list.get(hp_listed as usize) == Some(&2);
+                    assert_eq!(hp_listed, hp_changed, "seed {seed} round {round} actor {i}: Hp");
+                    assert_eq!(inv_listed, inv_changed, "seed {seed} round {round} actor {i}: Inv");
+                    assert_eq!(sh.value(a.index, 0), Some(Value::F32(hp)), "the shadow caught up");
+                    seen[i] = (hp, inv);
+                }
+            }
         }
     }
 

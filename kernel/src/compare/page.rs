@@ -15,6 +15,8 @@ use crate::store::{BitIter, PageArrays};
 pub(super) struct PageRefs<'a> {
     pub(super) index: usize,
     pub(super) occupied: u64,
+    /// `occupied` is every occupied lane of the page (not a selection of them).
+    pub(super) every_lane: bool,
     pub(super) live: &'a [u8],
     pub(super) shadow: &'a mut [u8],
     pub(super) live_arrays: &'a PageArrays,
@@ -185,7 +187,9 @@ impl<'a> Plan<'a> {
                     // Dense pages compare every occupied lane, and free lanes are zero on both
                     // sides, so every lane outside `changed` already matches: with many changed
                     // lanes one whole-plane copy beats a copy per lane.
-                    let copy = if changed.count_ones() >= DENSE_WHOLE_PLANE_COPY { !0 } else { changed };
+                    // (Not when only some lanes are compared: the others may differ.)
+                    let whole = page.every_lane && changed.count_ones() >= DENSE_WHOLE_PLANE_COPY;
+                    let copy = if whole { !0 } else { changed };
                     self.copy_leaf(&mut page, range.clone(), copy);
                 }
             }

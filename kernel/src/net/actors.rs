@@ -85,12 +85,20 @@ pub(crate) struct ChangedActor {
 
 impl NetDriver {
     /// Compares class `ci` against its shadow, tracks its slots and records history.
+    ///
+    /// Slots are tracked first, so a new actor's history starts empty before this frame's
+    /// compare records its first values. Under the actor level only the due actors' lanes are
+    /// compared (UE compares an actor when it replicates it); the others keep their shadow and
+    /// push marks until they are due.
     pub(super) fn gather_class(&mut self, ci: usize, store: &mut ClassStore) -> Result<(), super::DriverError> {
         store.begin_tick();
-        let c = &mut self.classes[ci];
-        c.shadow.compare(store, &self.cfg.compare, &mut c.changes)?;
         self.track_slots(ci as u32, store);
+        if let Some(level) = self.level.as_mut() {
+            level.select_due(ci, &self.classes[ci]);
+        }
+        let lanes = self.level.as_ref().map(|l| &l.selected[ci][..]);
         let c = &mut self.classes[ci];
+        c.shadow.compare_lanes(store, &self.cfg.compare, lanes, &mut c.changes)?;
         c.history.record(self.frame, &c.changes);
         Ok(())
     }

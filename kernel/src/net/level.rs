@@ -34,7 +34,8 @@ use super::relevancy::{ActorRelevancy, DueActor, RelevancyHook, RelevancyIndex, 
 use super::send::WriteCtx;
 use super::settings::{ActorLevelConfig, NetSettings};
 use super::{ChangedActor, ClassId, ConnectionId, DriverError, Frame, NetDriver, NetGuid};
-use crate::schema::LeafKind;
+use crate::schema::{LeafKind, PAGE_LANES};
+use crate::store::BitIter;
 use crate::store::{ActorId, ClassStore};
 use rayon::prelude::*;
 use std::time::Instant;
@@ -65,10 +66,34 @@ pub(crate) struct Level {
     pub due: Vec<DueActor>,
     /// Per class, per slot: index into `due`, or [`NOT_DUE`].
     pub due_index: Vec<Vec<u32>>,
+    /// Per class, per page: the lanes of actors due this frame (the lanes compared).
+    pub selected: Vec<Vec<u64>>,
     pub time: ServerTime,
 }
 
 impl Level {
+    /// Starts frame `frame`: server time moves on by one tick.
+    pub fn begin_frame(&mut self, frame: Frame) {
+        self.time = ServerTime { frame, now: frame.0 as f64 * self.time.tick, tick: self.time.tick };
+    }
+
+    /// The lanes of class `ci` whose actor is due now (clock due, or pending): the consider
+    /// list's members, and the only lanes compared this frame.
+    pub fn select_due(&mut self, ci: usize, c: &ClassNet) {
+        if self.selected.len() <= ci {
+            self.selected.resize(ci + 1, Vec::new());
+        }
+        let lanes = &mut self.selected[ci];
+        lanes.clear();
+        lanes.resize(c.actors.len().div_ceil(PAGE_LANES), 0);
+        let now = self.time.now;
+        for (slot, a) in c.actors.iter().enumerate() {
+            if a.alive && c.cols.clock[slot].due(now) {
+                lanes[slot / PAGE_LANES] |= 1 << (slot % PAGE_LANES);
+            }
+        }
+    }
+
     pub fn new(cfg: ActorLevelConfig) -> Result<Level, DriverError> {
         if !(cfg.tick_rate.is_finite() && cfg.tick_rate > 0.0) {
             return Err(DriverError::ActorLevel(format!("tick rate {} is not finite and positive", cfg.tick_rate)));
@@ -84,6 +109,7 @@ impl Level {
             index,
             due: Vec::new(),
             due_index: Vec::new(),
+            selected: Vec::new(),
             time: ServerTime { frame: Frame(0), now: 0.0, tick: 1.0 / cfg.tick_rate },
         })
     }
@@ -324,9 +350,8 @@ impl NetDriver {
 
     /// The actor level's part of a frame, after gather.
     pub(super) fn tick_level(&mut self, stores: &[&ClassStore]) {
-        let Some(level) = self.level.as_mut() else { return };
-        let time = ServerTime { frame: self.frame, now: self.frame.0 as f64 * level.time.tick, tick: level.time.tick };
-        level.time = time;
+        let Some(level) = self.level.as_ref() else { return };
+        let time = level.time;
         for c in &mut self.conns {
             c.budget.tick(time.tick);
         }
@@ -411,10 +436,11 @@ impl NetDriver {
         for (ci, c) in self.classes.iter_mut().enumerate() {
             let index = &mut level.due_index[ci];
             index.resize(c.actors.len(), NOT_DUE);
-            let live = c.actors.iter().enumerate().filter(|(_, a)| a.alive).map(|(slot, a)| (slot, *a));
-            let due: Vec<(usize, super::actors::ActorNet)> =
-                live.filter(|&(slot, _)| c.cols.clock[slot].due(time.now)).collect();
-            for (slot, a) in due {
+            let selected = level.selected.get(ci).map_or(&[][..], |v| &v[..]);
+            let due =
+                selected.iter().enumerate().flat_map(|(p, &lanes)| BitIter(lanes).map(move |l| p * PAGE_LANES + l));
+            for slot in due {
+                let a = c.actors[slot];
                 let since = c.cols.last_considered[slot];
                 let changed = c.history.last_changed(slot as u32) > since;
                 let freq = c.cols.settings[slot].frequency;

@@ -655,6 +655,9 @@ impl NetDriver {
         }
         self.frame = Frame(self.frame.0 + 1);
         self.stats = TickStats { frame: self.frame, ..TickStats::default() };
+        if let Some(level) = self.level.as_mut() {
+            level.begin_frame(self.frame);
+        }
         let t = std::time::Instant::now();
         for (ci, &si) in order.iter().enumerate() {
             self.gather_class(ci, stores[si])?;

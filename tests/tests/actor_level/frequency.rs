@@ -49,3 +49,31 @@ fn force_net_update_makes_a_slow_actor_due_on_the_next_frame() {
     l.step();
     assert_eq!(l.client(0).value(guid, HEALTH), Some(Value::U32(5)));
 }
+
+#[test]
+fn an_actor_is_compared_only_when_due_so_a_change_undone_in_between_sends_nothing() {
+    let mut l = Level::new(every_frame(), 1);
+    let (id, guid) = l.spawn([100.0, 0.0, 0.0], 7);
+    l.settings(id, |s| s.frequency.net_update_frequency = 1.0);
+    l.step();
+    assert_eq!(l.client(0).value(guid, HEALTH), Some(Value::U32(7)));
+    // Changed and changed back between two considerations: nothing to send when it is due.
+    l.store.set(id, HEALTH, &Value::U32(9)).unwrap();
+    l.step();
+    l.store.set(id, HEALTH, &Value::U32(7)).unwrap();
+    let mut seen = None;
+    for _ in 0..60 {
+        l.step();
+        if let Some(s) = l.decisions(0).sends.iter().find(|s| s.guid == guid) {
+            seen = Some(s.bits);
+            break;
+        }
+    }
+    assert_eq!(seen, Some(0), "considered again within 2 s, with nothing owed");
+    // A change that stays is found and sent when the actor is next due.
+    l.store.set(id, HEALTH, &Value::U32(11)).unwrap();
+    for _ in 0..60 {
+        l.step();
+    }
+    assert_eq!(l.client(0).value(guid, HEALTH), Some(Value::U32(11)));
+}
