@@ -112,7 +112,7 @@ fn rows(conn: &mut Connection) -> &mut Vec<Channel> {
 }
 
 /// Salt of a connection in the relevant-time jitter, so connections do not recheck in step.
-fn conn_salt(ci: u32) -> u64 {
+pub(crate) fn conn_salt(ci: u32) -> u64 {
     (ci as u64 + 1).wrapping_mul(0xd6e8_feb8_6659_fd93)
 }
 
@@ -142,6 +142,7 @@ pub(crate) fn replicate_connection(ctx: &LevelCtx<'_>, ci: u32, conn: &mut Conne
         out.relevant = relevant.len();
         if let Some(d) = &mut decisions {
             d.relevant = relevant.iter().map(|&i| ctx.due[i as usize].rel.guid).collect();
+            d.relevant.sort_unstable();
         }
         let cands = candidates(ctx, conn, &relevant);
         let mut order = rank(ctx, conn, &cands);

@@ -55,21 +55,21 @@
 //! assert_eq!(client.take_notifies().len(), 1);
 //! ```
 
-mod actors;
+pub(crate) mod actors;
 pub mod budget;
 pub mod channels;
 pub mod condition;
 pub mod connection;
 pub mod consider;
 pub mod level;
-mod pairs;
-mod plan;
+pub(crate) mod pairs;
+pub(crate) mod plan;
 pub mod priority;
 pub mod relevancy;
-mod reliability;
-mod send;
+pub(crate) mod reliability;
+pub(crate) mod send;
 pub mod settings;
-mod shared;
+pub(crate) mod shared;
 pub mod spatial;
 
 pub use crate::ids::{ClassId, ConnectionId, Frame, LeafMask, NetGuid, Seq};
@@ -277,22 +277,22 @@ pub enum FeedbackOutcome {
 
 /// The server replication driver.
 pub struct NetDriver {
-    cfg: DriverConfig,
-    frame: Frame,
-    classes: Vec<ClassNet>,
+    pub(crate) cfg: DriverConfig,
+    pub(crate) frame: Frame,
+    pub(crate) classes: Vec<ClassNet>,
     /// Store id → class index.
-    by_store: HashMap<u64, u32>,
-    conns: Vec<Connection>,
-    next_guid: NetGuid,
+    pub(crate) by_store: HashMap<u64, u32>,
+    pub(crate) conns: Vec<Connection>,
+    pub(crate) next_guid: NetGuid,
     /// Live dynamic GUIDs → (class, slot).
-    guids: HashMap<NetGuid, (u32, u32)>,
-    changed: Vec<ChangedActor>,
+    pub(crate) guids: HashMap<NetGuid, (u32, u32)>,
+    pub(crate) changed: Vec<ChangedActor>,
     /// The changed actors' replication state, parallel to `changed`: per-connection planning
     /// reads it in order instead of jumping around the actor tables once per connection.
-    changed_actors: Vec<ActorNet>,
-    arena: SharedArena,
-    stats: TickStats,
-    level: Option<level::Level>,
+    pub(crate) changed_actors: Vec<ActorNet>,
+    pub(crate) arena: SharedArena,
+    pub(crate) stats: TickStats,
+    pub(crate) level: Option<level::Level>,
 }
 
 impl NetDriver {

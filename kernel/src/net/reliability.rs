@@ -163,6 +163,18 @@ impl Reliability {
         Some((rec, fb.received.get(back as u32)))
     }
 
+    /// Settles every packet in flight as delivered, without a feedback message (a perfect link:
+    /// the UE-style reference frame's model). Returns the packets settled.
+    pub fn acknowledge_everything(&mut self) -> usize {
+        let n = self.in_flight.len();
+        self.in_flight.clear();
+        self.entries.clear();
+        self.closes.clear();
+        self.content = 0;
+        self.acked = self.next_seq.back(1);
+        n
+    }
+
     /// Marks `fb` fully settled (call when [`Self::settle_next`] returned `None`).
     pub fn settled(&mut self, fb: &Feedback) {
         if fb.highest.ahead_of(self.acked) > 0 {

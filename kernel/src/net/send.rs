@@ -214,15 +214,23 @@ impl WriteCtx<'_> {
     ) -> Option<usize> {
         // The common case: exactly the shared leaves of an open channel, one copy of the bunch
         // (unless the bunch is larger than a packet: then it is built and split record by record).
+        // The copy lands exactly where building it would: in this packet if a bunch may start
+        // here and the whole of it fits, else at the start of the next — and where building would
+        // split it (a bunch may start here but the rest does not fit), it is built, so shared and
+        // per-connection encoding write the same packets.
         let whole = shared.filter(|sh| !item.open && item.leaves == sh.leaves);
         if let Some((src, start, bits)) = whole.map(|sh| sh.bunch()).filter(|s| conn.writer.span_fits_empty(s.2)) {
-            if !self.ensure(conn, open, |c| c.writer.span_fits(&c.out, bits)) {
-                conn.owe(item.class, item.slot, item.leaves);
-                return None;
+            let starts_here = |c: &Connection| c.writer.bunch_fits(&c.out, item.guid, None, MIN_BODY_BITS);
+            let splits_here = conn.writer.packet_open() && starts_here(conn) && !conn.writer.span_fits(&conn.out, bits);
+            if !splits_here {
+                if !self.ensure(conn, open, |c| starts_here(c) && c.writer.span_fits(&c.out, bits)) {
+                    conn.owe(item.class, item.slot, item.leaves);
+                    return None;
+                }
+                conn.writer.write_span(&mut conn.out, src, start, bits);
+                self.entry(conn, open, item, item.leaves);
+                return Some(1);
             }
-            conn.writer.write_span(&mut conn.out, src, start, bits);
-            self.entry(conn, open, item, item.leaves);
-            return Some(1);
         }
         let class_open = item.open.then_some(item.class);
         let mut part = BunchPart { item, class_open, leaves: LeafMask::EMPTY, bunches: 0 };

@@ -4,6 +4,7 @@
 
 mod frequency;
 mod priority;
+mod reference;
 mod relevancy;
 mod timeout;
 

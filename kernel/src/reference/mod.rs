@@ -19,6 +19,8 @@
 //! [`crate::store::ClassStore::set`] does, while [`RefWorld::write_leaf`] (a bulk system's write)
 //! marks nothing. A new object starts with a zeroed shadow and every parent considered.
 
+pub mod frame;
+
 use crate::compare::PushMode;
 use crate::schema::{ArrayLayout, ClassLayout, LeafKind};
 use crate::store::StoreError;

@@ -1,0 +1,510 @@
+//! The actor level the straightforward UE way: the oracle for [`crate::net::level`] and the
+//! baseline it is measured against.
+//!
+//! ```text
+//! per frame (after the driver's tick, on the same stores and the driver's inputs):
+//!   actor list     every live actor, one object each: new ones get an object, destroyed ones
+//!                  queue a close on every connection with a channel
+//!   consider list  every actor whose clock is due (or pending); each is compared property by
+//!                  property — read from the store into its object, compared with its own shadow
+//!                  (push-based properties and dynamic arrays only where marked) — and its next
+//!                  time scheduled
+//!   per connection, one after the other:
+//!     ready?       heard from within the ready timeout
+//!     closes       of destroyed actors
+//!     prioritize   for every due actor: skip it if it has no channel and is not relevant
+//!                  (UE's IsActorRelevantToConnection, asked actor by actor); priority = max over
+//!                  the viewers of GetNetPriority; sort everything
+//!     process      in order: relevancy recheck, open / replicate / close, stop when the budget
+//!                  is spent, leftovers pending (UE's ServerReplicateActors_ProcessPrioritizedActors)
+//!     replicate    the changed properties since the channel's last send, active under the
+//!                  condition map, encoded for this connection alone
+//! acknowledge_all  a perfect link: every packet arrives, every open is acknowledged
+//! ```
+//!
+//! It decides everything itself — relevancy per actor, the full sort, per-property change
+//! detection, per-channel state — from the same inputs as the kernel: the stores, the net
+//! settings, owners, viewers, net speeds and ready times the game gave the driver. What it shares
+//! with the kernel is UE's per-actor formulas ([`crate::net::relevancy::relevant_to_connection`],
+//! [`crate::net::priority::actor_priority`], [`crate::net::consider::ConsiderClock`],
+//! [`crate::net::budget::Budget`]) and the packet writer, so each actor is charged exactly the
+//! bits the kernel's encoder writes and both saturate at the same place (keep it so when the wire
+//! changes: the reference writes its bunches through the kernel's writer).
+//!
+//! Equal decisions need equal histories: the reference models a perfect link (call
+//! [`ReferenceFrame::acknowledge_all`] where the kernel's clients return their feedback), so
+//! compare them on lossless runs.
+
+use crate::compare::PushMode;
+use crate::ids::{Frame, LeafMask, NetGuid, Seq};
+use crate::net::budget::Budget;
+use crate::net::channels::{conn_salt, Action, FrameDecisions, SendDecision};
+use crate::net::connection::Connection;
+use crate::net::consider::{jitter, ConsiderClock, ServerTime};
+use crate::net::pairs::Pairs;
+use crate::net::plan::SendItem;
+use crate::net::priority::{actor_priority, priority_key, send_order, Candidate, SPAWN_PRIORITY_SECONDS};
+use crate::net::relevancy::{relevant_to_connection, ActorRelevancy};
+use crate::net::send::WriteCtx;
+use crate::net::{ConnectionId, DriverError, NetDriver, NetSettings};
+use crate::schema::PAGE_LANES;
+use crate::store::{ClassStore, WatcherId};
+use std::collections::HashMap;
+use std::time::Instant;
+
+/// One actor as an object of its own.
+struct RefActor {
+    guid: NetGuid,
+    generation: u32,
+    /// The replicated properties, array-of-structs (`ClassLayout::record_bytes`).
+    object: Vec<u8>,
+    shadow: Vec<u8>,
+    shadow_arrays: Vec<Vec<u8>>,
+    /// Per leaf, the frame its compare last found it changed (0: never).
+    last_changed: Vec<u32>,
+    clock: ConsiderClock,
+    /// Not compared yet: every property is looked at, marks or not.
+    fresh: bool,
+    /// What relevancy and priority read this frame.
+    rel: ActorRelevancy,
+}
+
+/// One actor channel of a connection.
+#[derive(Clone, Copy, Debug)]
+struct RefChannel {
+    class: u32,
+    slot: u32,
+    open_sent: bool,
+    open_acked: bool,
+    sent_through: Frame,
+    relevant_time: f64,
+    last_update: f64,
+}
+
+/// One connection.
+struct RefConn {
+    conn: Connection,
+    channels: HashMap<NetGuid, RefChannel>,
+    budget: Budget,
+    closes: Vec<NetGuid>,
+    decisions: FrameDecisions,
+}
+
+/// What one reference frame did.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct ReferenceTick {
+    /// Wall time of the frame, seconds.
+    pub seconds: f64,
+    /// Actors on the consider list.
+    pub due_actors: usize,
+    /// Bytes written over every connection.
+    pub bytes: usize,
+}
+
+/// See the module documentation.
+pub struct ReferenceFrame {
+    watchers: Vec<WatcherId>,
+    /// Per class, per slot.
+    actors: Vec<Vec<Option<RefActor>>>,
+    conns: Vec<RefConn>,
+    frame: Frame,
+}
+
+impl ReferenceFrame {
+    /// A reference for `driver` (which must run the actor level), watching its stores' push
+    /// marks: create it right after the driver's classes are registered, before any tick, with
+    /// the stores in any order.
+    pub fn new(driver: &NetDriver, stores: &mut [&mut ClassStore]) -> Result<ReferenceFrame, DriverError> {
+        driver.level.as_ref().ok_or(DriverError::ActorLevelOff)?;
+        let mut watchers = vec![None; driver.classes.len()];
+        for s in stores.iter_mut() {
+            let &c = driver.by_store.get(&s.id()).ok_or(DriverError::UnknownStore)?;
+            watchers[c as usize] = Some(s.add_watcher());
+        }
+        let watchers = watchers
+            .into_iter()
+            .enumerate()
+            .map(|(c, w)| w.ok_or(DriverError::MissingStore(crate::ids::ClassId(c as u32))))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(ReferenceFrame {
+            watchers,
+            actors: (0..driver.classes.len()).map(|_| Vec::new()).collect(),
+            conns: Vec::new(),
+            frame: Frame(0),
+        })
+    }
+
+    /// The decisions of the last frame for `conn`.
+    pub fn decisions(&self, conn: ConnectionId) -> Option<&FrameDecisions> {
+        self.conns.get(conn.0 as usize).map(|c| &c.decisions)
+    }
+
+    /// A perfect link: every packet sent so far arrived, every open is acknowledged.
+    pub fn acknowledge_all(&mut self) {
+        for c in &mut self.conns {
+            c.conn.rel.acknowledge_everything();
+            for ch in c.channels.values_mut() {
+                ch.open_acked |= ch.open_sent;
+            }
+        }
+    }
+
+    /// Runs the frame the driver just ticked, on the same stores (any order).
+    pub fn tick(&mut self, driver: &NetDriver, stores: &mut [&mut ClassStore]) -> Result<ReferenceTick, DriverError> {
+        let start = Instant::now();
+        let level = driver.level.as_ref().ok_or(DriverError::ActorLevelOff)?;
+        let mut order = vec![usize::MAX; driver.classes.len()];
+        for (i, s) in stores.iter().enumerate() {
+            let &c = driver.by_store.get(&s.id()).ok_or(DriverError::UnknownStore)?;
+            order[c as usize] = i;
+        }
+        if let Some(missing) = order.iter().position(|&i| i == usize::MAX) {
+            return Err(DriverError::MissingStore(crate::ids::ClassId(missing as u32)));
+        }
+        self.frame = driver.frame;
+        let time = level.time;
+        let cfg = &level.cfg;
+        while self.conns.len() < driver.conns.len() {
+            let c = &driver.conns[self.conns.len()];
+            self.conns.push(RefConn {
+                conn: Connection::new(c.replay, Pairs::Channels(Vec::new()), driver.cfg.mtu, Seq(1)),
+                channels: HashMap::new(),
+                budget: Budget::new(cfg.net_speed, c.replay),
+                closes: Vec::new(),
+                decisions: FrameDecisions::default(),
+            });
+        }
+        self.track_actors(driver, stores, &order);
+        for (rc, dc) in self.conns.iter_mut().zip(&driver.conns) {
+            rc.budget.net_speed = dc.budget.net_speed;
+            rc.budget.tick(time.tick);
+        }
+        let due = self.consider(driver, stores, &order, &time);
+
+        let lookup_map: HashMap<NetGuid, (ActorRelevancy, f32)> = self
+            .actors
+            .iter()
+            .enumerate()
+            .flat_map(|(c, v)| v.iter().enumerate().filter_map(move |(s, a)| a.as_ref().map(|a| (c, s, a))))
+            .map(|(c, s, a)| (a.guid, (a.rel, driver.classes[c].cols.settings[s].net_priority)))
+            .collect();
+        let ordered: Vec<&ClassStore> = order.iter().map(|&i| &*stores[i]).collect();
+        let write = WriteCtx {
+            classes: &driver.classes,
+            stores: &ordered,
+            arena: None,
+            keep_alive_frames: driver.cfg.keep_alive_frames,
+        };
+        let mut bytes = 0;
+        for ci in 0..self.conns.len() {
+            bytes += self.replicate_connection(driver, &write, &lookup_map, &due, ci, &time);
+        }
+        Ok(ReferenceTick { seconds: start.elapsed().as_secs_f64(), due_actors: due.len(), bytes })
+    }
+
+    /// New actors get an object; destroyed ones are closed where they have a channel.
+    fn track_actors(&mut self, driver: &NetDriver, stores: &[&mut ClassStore], order: &[usize]) {
+        for (c, class) in driver.classes.iter().enumerate() {
+            let store = &*stores[order[c]];
+            let table = &mut self.actors[c];
+            table.resize_with(class.actors.len().max(table.len()), || None);
+            for (slot, entry) in table.iter_mut().enumerate() {
+                let a = class.actors.get(slot).filter(|a| a.alive);
+                let live = a.is_some_and(|a| store.generations().get(slot) == Some(&a.generation));
+                let same = entry.as_ref().is_some_and(|e| a.is_some_and(|a| a.guid == e.guid && live));
+                if entry.is_some() && !same {
+                    let gone = entry.take().map(|e| e.guid);
+                    for rc in &mut self.conns {
+                        if let Some(g) = gone.filter(|g| rc.channels.remove(g).is_some_and(|ch| ch.open_sent)) {
+                            rc.closes.push(g);
+                        }
+                    }
+                }
+                if entry.is_none() && live {
+                    let a = a.expect("live");
+                    let layout = &class.layout;
+                    *entry = Some(RefActor {
+                        guid: a.guid,
+                        generation: a.generation,
+                        object: vec![0; layout.record_bytes],
+                        shadow: vec![0; layout.record_bytes],
+                        shadow_arrays: vec![Vec::new(); layout.arrays.len()],
+                        last_changed: vec![0; layout.leaves.len()],
+                        clock: ConsiderClock::default(),
+                        fresh: true,
+                        rel: ActorRelevancy::at(a.guid, [0.0; 3]),
+                    });
+                }
+                if let Some(e) = entry.as_mut() {
+                    debug_assert_eq!(e.generation, a.map_or(0, |a| a.generation));
+                }
+            }
+        }
+    }
+
+    /// The consider list: due actors, each compared property by property and rescheduled.
+    fn consider(
+        &mut self,
+        driver: &NetDriver,
+        stores: &mut [&mut ClassStore],
+        order: &[usize],
+        time: &ServerTime,
+    ) -> Vec<(u32, u32)> {
+        let adaptive = driver.level.as_ref().is_some_and(|l| l.cfg.adaptive_frequency);
+        let push = driver.cfg.compare.push;
+        let mut due = Vec::new();
+        for (c, class) in driver.classes.iter().enumerate() {
+            let layout = &class.layout;
+            let store = &mut *stores[order[c]];
+            let (_, dirty) = store.split_for_compare(self.watchers[c]);
+            let dirty = dirty.clone();
+            let parents = layout.parents.len();
+            let mut compared = vec![0u64; class.actors.len().div_ceil(PAGE_LANES)];
+            let mut buf = [0u8; 256];
+            for (slot, entry) in self.actors[c].iter_mut().enumerate() {
+                let Some(a) = entry.as_mut() else { continue };
+                if !a.clock.due(time.now) {
+                    continue;
+                }
+                compared[slot / PAGE_LANES] |= 1 << (slot % PAGE_LANES);
+                let (p, lane) = (slot / PAGE_LANES, slot % PAGE_LANES);
+                let marked = |parent: usize| dirty.masks.get(p * parents + parent).is_some_and(|m| m >> lane & 1 != 0);
+                let mut changed = false;
+                for (li, leaf) in layout.leaves.iter().enumerate() {
+                    let parent = &layout.parents[leaf.parent];
+                    let uses_marks = match push {
+                        PushMode::Off => false,
+                        PushMode::Declared => parent.push,
+                        PushMode::All => true,
+                    };
+                    let differs = match leaf.array {
+                        Some(arr) => {
+                            if !(a.fresh || marked(leaf.parent)) {
+                                continue;
+                            }
+                            let now = store.array_bytes(slot as u32, arr);
+                            let d = now != &a.shadow_arrays[arr][..];
+                            if d {
+                                a.shadow_arrays[arr] = now.to_vec();
+                            }
+                            d
+                        }
+                        None => {
+                            if uses_marks && !(a.fresh || marked(leaf.parent)) {
+                                continue;
+                            }
+                            let n = leaf.kind.byte_size();
+                            store.leaf_bytes(slot as u32, li, &mut buf[..n]);
+                            let at = leaf.record_offset;
+                            a.object[at..at + n].copy_from_slice(&buf[..n]);
+                            let d = a.object[at..at + n] != a.shadow[at..at + n];
+                            if d {
+                                a.shadow[at..at + n].copy_from_slice(&buf[..n]);
+                            }
+                            d
+                        }
+                    };
+                    if differs {
+                        a.last_changed[li] = time.frame.0;
+                        changed = true;
+                    }
+                }
+                a.fresh = false;
+                let settings: NetSettings = class.cols.settings[slot];
+                a.clock.considered(a.guid, time, &settings.frequency, adaptive, changed);
+                due.push((c as u32, slot as u32));
+            }
+            let (_, dirty) = store.split_for_compare(self.watchers[c]);
+            dirty.clear_lanes(&compared);
+            // Relevancy data of every live actor (owner chains reach actors that are not due).
+            for (slot, entry) in self.actors[c].iter_mut().enumerate() {
+                let Some(a) = entry.as_mut() else { continue };
+                let s = &class.cols.settings[slot];
+                let location = match class.cols.location_leaf {
+                    Some(leaf) => {
+                        let mut b = [0u8; 12];
+                        store.leaf_bytes(slot as u32, leaf, &mut b);
+                        let f = |i: usize| f32::from_le_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]);
+                        [f(0), f(4), f(8)]
+                    }
+                    None => class.cols.position[slot],
+                };
+                a.rel = ActorRelevancy {
+                    guid: a.guid,
+                    owner: class.cols.owner_actor[slot],
+                    instigator: class.cols.instigator[slot],
+                    location,
+                    cull_distance_squared: s.cull_distance_squared,
+                    always_relevant: s.always_relevant,
+                    only_relevant_to_owner: s.only_relevant_to_owner,
+                    use_owner_relevancy: s.use_owner_relevancy,
+                    hidden: s.hidden,
+                    has_root: s.has_root,
+                    collision: s.collision,
+                };
+            }
+        }
+        due
+    }
+
+    /// One connection's frame, UE's way. Returns the bytes written.
+    fn replicate_connection(
+        &mut self,
+        driver: &NetDriver,
+        write: &WriteCtx<'_>,
+        lookup_map: &HashMap<NetGuid, (ActorRelevancy, f32)>,
+        due: &[(u32, u32)],
+        ci: usize,
+        time: &ServerTime,
+    ) -> usize {
+        let level = driver.level.as_ref().expect("checked by tick");
+        let cfg = &level.cfg;
+        let dc = &driver.conns[ci];
+        let rc = &mut self.conns[ci];
+        let actors = &self.actors;
+        let mut st = write.begin(&mut rc.conn);
+        let now = time.now;
+        let ready = !dc.removed && now - dc.heard <= cfg.ready_timeout;
+        rc.decisions = FrameDecisions {
+            frame: time.frame,
+            ready,
+            queued_bits: rc.budget.queued_bits,
+            ..FrameDecisions::default()
+        };
+        if dc.removed {
+            return 0;
+        }
+        let mut pending = Vec::new();
+        let lookup = |g: NetGuid| lookup_map.get(&g).map(|l| &l.0);
+        let plookup = |g: NetGuid| lookup_map.get(&g);
+        let viewers = &dc.viewers;
+        if ready {
+            let closes = std::mem::take(&mut rc.closes);
+            let sent = closes.iter().take_while(|&&g| write.write_close(&mut rc.conn, &mut st, g)).count();
+            rc.closes = closes[sent..].to_vec();
+            // Prioritize: every due actor with a channel, or relevant.
+            let mut list: Vec<(Candidate, u32, u32, bool)> = Vec::new();
+            for (i, &(c, s)) in due.iter().enumerate() {
+                let a = actors[c as usize][s as usize].as_ref().expect("due actors are live");
+                let class = &driver.classes[c as usize];
+                let hook = class.cols.hook.as_ref();
+                let owned = class.actors[s as usize].owner == Some(ci as u32);
+                let relevant = relevant_to_connection(&a.rel, owned, viewers, hook, &lookup);
+                if relevant {
+                    rc.decisions.relevant.push(a.guid);
+                }
+                let channel = rc.channels.get(&a.guid);
+                if channel.is_none() && !relevant {
+                    continue;
+                }
+                let t = channel.map_or(SPAWN_PRIORITY_SECONDS, |ch| (now - ch.last_update) as f32);
+                let np = class.cols.settings[s as usize].net_priority;
+                let best = viewers.iter().map(|v| actor_priority(&a.rel, np, t, v, &plookup)).fold(0.0f32, f32::max);
+                list.push((Candidate { key: priority_key(best), guid: a.guid, index: i as u32 }, c, s, relevant));
+            }
+            rc.decisions.relevant.sort();
+            list.sort_by(|a, b| send_order(&a.0, &b.0));
+            // Process.
+            let recheck_after = cfg.relevant_timeout.min(1.0);
+            for (k, &(cand, c, s, relevant_now)) in list.iter().enumerate() {
+                let guid = cand.guid;
+                let channel = rc.channels.get(&guid).copied();
+                let recheck = channel.is_none_or(|ch| now - ch.relevant_time >= recheck_after);
+                let relevant = recheck && relevant_now;
+                let recently = relevant || channel.is_some_and(|ch| now - ch.relevant_time < cfg.relevant_timeout);
+                let startup = driver.classes[c as usize].cols.settings[s as usize].startup;
+                if recently {
+                    let mut ch = channel.unwrap_or(RefChannel {
+                        class: c,
+                        slot: s,
+                        open_sent: false,
+                        open_acked: false,
+                        sent_through: Frame(0),
+                        relevant_time: 0.0,
+                        last_update: 0.0,
+                    });
+                    if relevant {
+                        ch.relevant_time = now + 0.5 * jitter(NetGuid(guid.0 ^ conn_salt(ci as u32)), time.frame);
+                    }
+                    ch.last_update = now;
+                    let before = write.bits_written(&rc.conn);
+                    let a = actors[c as usize][s as usize].as_ref().expect("due actors are live");
+                    replicate(driver, write, &mut rc.conn, &mut st, &mut ch, a, ci as u32, time.frame);
+                    rc.channels.insert(guid, ch);
+                    let bits = (write.bits_written(&rc.conn) - before) as u32;
+                    let action = Action::Replicated { opened: channel.is_none() };
+                    rc.decisions.sends.push(SendDecision { guid, priority: cand.key, action, bits });
+                    if !rc.budget.ready(write.bits_written(&rc.conn) as f64) {
+                        rc.decisions.saturated = true;
+                        for &(rest, _, _, rest_relevant) in &list[k + 1..] {
+                            let keep = match rc.channels.get(&rest.guid) {
+                                Some(ch) => now - ch.relevant_time <= 1.0,
+                                None => rest_relevant,
+                            };
+                            if keep {
+                                pending.push(due[rest.index as usize]);
+                            }
+                        }
+                        break;
+                    }
+                } else if channel.is_some() && !startup {
+                    let before = write.bits_written(&rc.conn);
+                    if write.write_close(&mut rc.conn, &mut st, guid) {
+                        rc.channels.remove(&guid);
+                        let bits = (write.bits_written(&rc.conn) - before) as u32;
+                        rc.decisions.sends.push(SendDecision {
+                            guid,
+                            priority: cand.key,
+                            action: Action::Closed,
+                            bits,
+                        });
+                    }
+                }
+            }
+        }
+        let written = write.end(&mut rc.conn, st, true);
+        rc.budget.sent(written.bytes);
+        for (c, s) in pending {
+            if let Some(a) = self.actors[c as usize][s as usize].as_mut() {
+                a.clock.pending_net_update = true;
+            }
+        }
+        written.bytes
+    }
+}
+
+/// Sends what a channel owes: the properties changed since its last send that are active for
+/// this connection, and the open until it is acknowledged.
+#[allow(clippy::too_many_arguments)]
+fn replicate(
+    driver: &NetDriver,
+    write: &WriteCtx<'_>,
+    conn: &mut Connection,
+    st: &mut crate::net::send::FrameWrite,
+    ch: &mut RefChannel,
+    a: &RefActor,
+    ci: u32,
+    frame: Frame,
+) {
+    let class = &driver.classes[ch.class as usize];
+    let net = &class.actors[ch.slot as usize];
+    let f = net.flags(ci, conn.replay, ch.open_acked);
+    let active = class.active.get(f) & !net.custom_inactive;
+    let mut changed = LeafMask::EMPTY;
+    for (leaf, &at) in a.last_changed.iter().enumerate() {
+        if at > ch.sent_through.0 {
+            changed |= LeafMask::leaf(leaf);
+        }
+    }
+    let send = changed & active;
+    let open_bunch = !ch.open_acked && !ch.open_sent;
+    ch.sent_through = frame;
+    if send.is_empty() && !open_bunch {
+        return;
+    }
+    let item = SendItem { class: ch.class, slot: ch.slot, guid: a.guid, leaves: send, open: !ch.open_acked };
+    write.write(conn, st, &item, None);
+    if !ch.open_acked {
+        ch.open_sent = true;
+    }
+}
