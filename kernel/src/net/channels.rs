@@ -81,6 +81,8 @@ pub(crate) struct LevelCtx<'a> {
     pub write: &'a WriteCtx<'a>,
     pub due: &'a [DueActor],
     pub due_index: &'a [Vec<u32>],
+    /// Live dynamic actors by GUID.
+    pub guids: &'a std::collections::HashMap<NetGuid, (u32, u32)>,
     pub index: &'a RelevancyIndex,
     pub hooks: &'a [Option<RelevancyHook>],
     pub time: ServerTime,
@@ -136,7 +138,12 @@ pub(crate) fn replicate_connection(ctx: &LevelCtx<'_>, ci: u32, conn: &mut Conne
         ctx.write.write_closes(conn, &mut st);
         let t = Instant::now();
         let mut relevant = Vec::new();
-        ctx.index.relevant_for(ctx.due, ci, &conn.viewers, ctx.hooks, &mut relevant);
+        let due_of = |g: NetGuid| {
+            let &(c, s) = ctx.guids.get(&g)?;
+            let d = *ctx.due_index.get(c as usize)?.get(s as usize)?;
+            (d != NOT_DUE).then_some(d)
+        };
+        ctx.index.relevant_for(ctx.due, due_of, ci, &conn.viewers, ctx.hooks, &mut relevant);
         out.nanos[0] = t.elapsed().as_nanos() as u64;
         let t = Instant::now();
         out.relevant = relevant.len();

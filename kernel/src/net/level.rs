@@ -389,6 +389,7 @@ impl NetDriver {
             write: &write,
             due: &level.due,
             due_index: &level.due_index,
+            guids: &self.guids,
             index: &level.index,
             hooks: &hooks,
             time,

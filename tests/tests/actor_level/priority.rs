@@ -78,3 +78,33 @@ fn a_starved_low_priority_actor_is_sent_within_a_bounded_number_of_frames() {
     }
     assert!(last_seen > 60, "it keeps getting through");
 }
+
+#[test]
+fn leftovers_of_a_saturated_frame_are_considered_on_the_next_frame_whatever_their_clock() {
+    let mut l = Level::new(ActorLevelConfig { net_speed: 3000, ..every_frame() }, 1);
+    let mut s = NetSettings::default();
+    s.frequency.net_update_frequency = 0.5; // due once every 2 s by the clock
+    l.driver.set_class_settings(l.class, s).unwrap();
+    let spawned: Vec<NetGuid> = (0..60).map(|i| l.spawn([100.0 + i as f32, 0.0, 0.0], i).1).collect();
+    l.step();
+    let first = l.decisions(0);
+    assert!(first.saturated);
+    let sent: Vec<NetGuid> = first.sends.iter().map(|s| s.guid).collect();
+    assert!(sent.len() < spawned.len(), "the budget stopped the frame");
+    // Every later frame within the first two seconds carries actors left over before, none twice,
+    // until all are open.
+    let mut opened = sent.clone();
+    for frame in 2..=40 {
+        l.step();
+        let d = l.decisions(0);
+        let now: Vec<NetGuid> = d.sends.iter().map(|s| s.guid).collect();
+        if opened.len() < spawned.len() {
+            assert!(!now.is_empty(), "frame {frame}: leftovers considered although not due");
+        }
+        for g in &now {
+            assert!(!opened.contains(g), "frame {frame}: {g:?} sent again before its clock is due");
+            opened.push(*g);
+        }
+    }
+    assert_eq!(opened.len(), spawned.len(), "all opened within 40 frames, each once");
+}

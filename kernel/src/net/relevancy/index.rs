@@ -56,8 +56,6 @@ pub(crate) struct RelevancyIndex {
     by_conn: Vec<(u32, u32)>,
     /// Actors on the owner chains of due actors (due or not), for the rules' lookups.
     pub linked: HashMap<NetGuid, (ActorRelevancy, f32)>,
-    /// Due index of every due actor's GUID.
-    due_of: HashMap<NetGuid, u32>,
 }
 
 impl RelevancyIndex {
@@ -72,7 +70,6 @@ impl RelevancyIndex {
             instigated: Vec::new(),
             by_conn: Vec::new(),
             linked: HashMap::new(),
-            due_of: HashMap::new(),
         })
     }
 
@@ -87,14 +84,12 @@ impl RelevancyIndex {
         self.instigated.clear();
         self.by_conn.clear();
         self.linked.clear();
-        self.due_of.clear();
         for (i, d) in due.iter().enumerate() {
             let i = i as u32;
             // Rule actors answer every rule themselves (rule 1 included); plain ones through
             // the grid and the links.
             let plain = !d.rules;
             if plain {
-                self.due_of.insert(d.rel.guid, i);
                 self.grid_due.push(i);
                 self.positions.push(d.rel.location);
                 self.cull_sq.push(d.rel.cull_distance_squared);
@@ -130,9 +125,11 @@ impl RelevancyIndex {
     }
 
     /// The due indices relevant to connection `conn` with `viewers`, ascending, into `out`.
+    /// `due_of` gives the due index of an actor by GUID, if it is due.
     pub fn relevant_for(
         &self,
         due: &[DueActor],
+        due_of: impl Fn(NetGuid) -> Option<u32>,
         conn: u32,
         viewers: &[Viewer],
         hooks: &[Option<RelevancyHook>],
@@ -155,7 +152,8 @@ impl RelevancyIndex {
         let mut extra = Vec::new();
         for v in viewers {
             for g in [v.view_target, v.real_viewer].into_iter().flatten() {
-                extra.extend(self.due_of.get(&g));
+                // The view target or real viewer itself (rule actors answer for themselves).
+                extra.extend(due_of(g).filter(|&i| !due[i as usize].rules));
                 extra.extend(self.owned[range(&self.owned, g)].iter().map(|e| e.1));
             }
             if let Some(t) = v.view_target {
