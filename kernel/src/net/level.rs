@@ -24,6 +24,48 @@
 //! Per-pair state exists only for channels (open, opening, or recently relevant): each
 //! connection keeps a sorted table of channel rows (`pairs::Channel`), never a row per actor of
 //! the world.
+//!
+//! ```
+//! use shadowrep::client::ClientWorld;
+//! use shadowrep::net::{ActorLevelConfig, DriverConfig, NetDriver, NetSettings, Viewer};
+//! use shadowrep::prelude::*;
+//! use std::sync::Arc;
+//!
+//! let layout = Arc::new(
+//!     ClassBuilder::new("Crate")
+//!         .property(PropertyDecl::new("Location", PropType::Vector(VectorQuant::Q100)))
+//!         .property(PropertyDecl::new("Health", PropType::U32))
+//!         .build()
+//!         .unwrap(),
+//! );
+//! let mut store = ClassStore::new(layout.clone());
+//! let cfg = DriverConfig { actor_level: Some(ActorLevelConfig::default()), ..DriverConfig::default() };
+//! let mut driver = NetDriver::new(cfg).unwrap();
+//! let class = driver.register_class(&mut store).unwrap();
+//! driver.set_location_property(class, 0).unwrap(); // relevancy reads "Location"
+//! let mut settings = NetSettings::default(); // UE's AActor defaults
+//! settings.frequency.net_update_frequency = 10.0;
+//! driver.set_class_settings(class, settings).unwrap();
+//!
+//! let conn = driver.add_connection(false);
+//! let viewer = Viewer { real_viewer: None, view_target: None, location: [0.0; 3], direction: [1.0, 0.0, 0.0] };
+//! driver.set_viewers(conn, &[viewer]).unwrap();
+//! let mut client = ClientWorld::new(&[layout], &driver.checksums()).unwrap();
+//!
+//! let near = store.spawn();
+//! store.set(near, 0, &Value::Vector([500.0, 0.0, 0.0])).unwrap();
+//! let far = store.spawn();
+//! store.set(far, 0, &Value::Vector([90_000.0, 0.0, 0.0])).unwrap(); // beyond 15 000 units
+//! for _ in 0..3 {
+//!     driver.tick(&mut [&mut store]).unwrap();
+//!     for packet in driver.take_packets(conn).unwrap() {
+//!         client.receive(&packet).unwrap();
+//!     }
+//!     driver.receive_feedback(conn, &client.feedback()).unwrap(); // also keeps the client "ready"
+//! }
+//! assert!(client.has(driver.guid_of(class, near).unwrap()));
+//! assert!(!client.has(driver.guid_of(class, far).unwrap()));
+//! ```
 
 use super::actors::ClassNet;
 use super::channels::{self, FrameDecisions, LevelCtx, Outcome};
