@@ -158,7 +158,7 @@ impl Level {
 }
 
 /// Reads an actor's location: its location leaf (three `f32`) or its position column.
-fn location(c: &ClassNet, store: &ClassStore, slot: u32) -> [f32; 3] {
+pub(crate) fn location(c: &ClassNet, store: &ClassStore, slot: u32) -> [f32; 3] {
     match c.cols.location_leaf {
         Some(leaf) => {
             let mut b = [0u8; 12];
@@ -171,7 +171,7 @@ fn location(c: &ClassNet, store: &ClassStore, slot: u32) -> [f32; 3] {
 }
 
 /// What relevancy reads of the actor in `slot`.
-fn relevancy_of(c: &ClassNet, slot: u32, location: [f32; 3]) -> ActorRelevancy {
+pub(crate) fn relevancy_of(c: &ClassNet, slot: u32, location: [f32; 3]) -> ActorRelevancy {
     let s = &c.cols.settings[slot as usize];
     ActorRelevancy {
         guid: c.actors[slot as usize].guid,

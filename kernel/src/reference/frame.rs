@@ -41,6 +41,7 @@ use crate::net::budget::Budget;
 use crate::net::channels::{conn_salt, Action, FrameDecisions, SendDecision};
 use crate::net::connection::Connection;
 use crate::net::consider::{jitter, ConsiderClock, ServerTime};
+use crate::net::level::{location, relevancy_of};
 use crate::net::pairs::Pairs;
 use crate::net::plan::SendItem;
 use crate::net::priority::{actor_priority, priority_key, send_order, Candidate, SPAWN_PRIORITY_SECONDS};
@@ -319,29 +320,7 @@ impl ReferenceFrame {
             // Relevancy data of every live actor (owner chains reach actors that are not due).
             for (slot, entry) in self.actors[c].iter_mut().enumerate() {
                 let Some(a) = entry.as_mut() else { continue };
-                let s = &class.cols.settings[slot];
-                let location = match class.cols.location_leaf {
-                    Some(leaf) => {
-                        let mut b = [0u8; 12];
-                        store.leaf_bytes(slot as u32, leaf, &mut b);
-                        let f = |i: usize| f32::from_le_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]);
-                        [f(0), f(4), f(8)]
-                    }
-                    None => class.cols.position[slot],
-                };
-                a.rel = ActorRelevancy {
-                    guid: a.guid,
-                    owner: class.cols.owner_actor[slot],
-                    instigator: class.cols.instigator[slot],
-                    location,
-                    cull_distance_squared: s.cull_distance_squared,
-                    always_relevant: s.always_relevant,
-                    only_relevant_to_owner: s.only_relevant_to_owner,
-                    use_owner_relevancy: s.use_owner_relevancy,
-                    hidden: s.hidden,
-                    has_root: s.has_root,
-                    collision: s.collision,
-                };
+                a.rel = relevancy_of(class, slot as u32, location(class, store, slot as u32));
             }
         }
         due
