@@ -289,7 +289,10 @@ pub struct FrameRecord {
     pub tick_ns: u64,
     /// Applying every connection's feedback, ns.
     pub feedback_ns: u64,
-    /// The game's step and the server's prepare (not part of the frame), ns.
+    /// The server's share of the game's calls ([`ScenarioServer::prepare`]; not part of the
+    /// frame), ns.
+    pub prepare_ns: u64,
+    /// The game's own step (not part of the frame), ns.
     pub game_ns: u64,
     /// What the tick reported.
     pub stats: TickStats,
@@ -310,7 +313,7 @@ pub fn run_frame(
     let t = Instant::now();
     server.feedback()?;
     let feedback_ns = t.elapsed().as_nanos() as u64;
-    Ok(FrameRecord { tick_ns, feedback_ns, game_ns: prepare_ns, stats })
+    Ok(FrameRecord { tick_ns, feedback_ns, prepare_ns, game_ns: 0, stats })
 }
 
 /// Frames run before the timed ones (with connections): the thread pool's and the caches' first
@@ -366,7 +369,7 @@ pub fn run(
             server.record_decisions(true)?;
         }
         let mut r = run_frame(server, world, &events)?;
-        r.game_ns += step_ns;
+        r.game_ns = step_ns;
         if let (true, Some(d)) = (dumping, dump.as_mut()) {
             progress(&format!("writing frame {f}"));
             server.dump(world, f, d.out)?;
@@ -432,7 +435,11 @@ pub struct RunSummary {
     pub stages: StagesMs,
     /// Median actors on the consider list.
     pub due_actors: f64,
-    /// Median game step plus the server's prepare (not in the frame), ms.
+    /// Median of the server's prepare (the game's calls into it; not in the frame), ms.
+    pub prepare_ms: f64,
+    /// Median of frame plus prepare: the kernel's whole work per frame, ms.
+    pub frame_with_prepare_ms: f64,
+    /// Median of the game's own step (not in the frame), ms.
     pub game_ms: f64,
     /// The first second of timed frames (the hot drop, in battle_royale).
     pub first_second: PhaseSummary,
@@ -484,6 +491,8 @@ pub fn summarize(records: &[FrameRecord], connections: usize, tick_rate: f64) ->
             feedback: m(&|r| ms(r.feedback_ns)),
         },
         due_actors: m(&|r| r.stats.due_actors as f64),
+        prepare_ms: m(&|r| ms(r.prepare_ns)),
+        frame_with_prepare_ms: m(&|r| ms(r.tick_ns + r.prepare_ns)),
         game_ms: m(&|r| ms(r.game_ns)),
         first_second: phase(&records[..second.min(records.len())], connections),
         last_second: phase(&records[records.len().saturating_sub(second)..], connections),
