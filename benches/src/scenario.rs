@@ -219,11 +219,12 @@ impl Profile {
     }
 
     /// Timed frames when none are asked for: battle_royale's hot drop and its spreading out
-    /// (12 s); a 1M-actor world's first second.
+    /// (12 s); a 1M-actor world's first two seconds (projectiles in the air reach their
+    /// number in the second).
     pub fn default_frames(self) -> usize {
         match self {
             Profile::BattleRoyale => 360,
-            Profile::Mmo => 30,
+            Profile::Mmo => 60,
         }
     }
 
