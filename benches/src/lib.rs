@@ -6,4 +6,5 @@
 
 pub mod profiler;
 pub mod replicate;
+pub mod scenario;
 pub mod workload;

@@ -57,7 +57,7 @@ pub struct ReplicateReport {
 
 /// Acknowledges every packet a driver produced for each connection this frame, with one
 /// feedback per connection; returns bytes and packets.
-fn drain_and_ack(driver: &mut NetDriver, conns: &[ConnectionId]) -> Result<(usize, usize), String> {
+pub(crate) fn drain_and_ack(driver: &mut NetDriver, conns: &[ConnectionId]) -> Result<(usize, usize), String> {
     let (mut bytes, mut packets) = (0, 0);
     for &c in conns {
         let mut newest = None;

@@ -4,6 +4,8 @@
 //! shadowrep                                   # the default workload: compare, 100k ShooterCharacter
 //! shadowrep compare --class C --actors N --changed F --threads T [--json] [--flamegraph out.svg]
 //! shadowrep replicate --class C --actors N --connections M --changed F [--json]
+//! shadowrep run --profile battle_royale|mmo [--frames N] [--threads T] [--seed S]
+//!               [--json] [--flamegraph out.svg] [--dump-frame K FILE.json]
 //! ```
 //!
 //! Every subcommand accepts `--json` (one JSON object on stdout, nothing on stderr) and
@@ -16,9 +18,11 @@ use clap::{Args, Parser, Subcommand};
 use serde_json::json;
 use shadowrep::compare::{Isa, Kernels};
 use shadowrep_benches::replicate::{run_replicate, ReplicateOptions};
+use shadowrep_benches::scenario::{self, DumpRequest, KernelServer, PhaseSummary, Profile, ScenarioServer, World};
 use shadowrep_benches::workload::{run_compare, CompareOptions};
-use std::io::IsTerminal;
-use std::path::PathBuf;
+use std::fs::File;
+use std::io::{BufWriter, IsTerminal};
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 #[derive(Parser)]
@@ -41,6 +45,29 @@ enum Command {
     /// Whole server frames (compare, history, send state, serialization, packets) for many
     /// connections, with and without shared serialization.
     Replicate(ReplicateArgs),
+    /// A simulated server world at its tick rate through the actor level (UE's
+    /// ServerReplicateActors): battle_royale (100 players, 50k actors, a hot drop) or mmo (1000
+    /// players, 1M actors).
+    Run(RunArgs),
+}
+
+#[derive(Args, Clone)]
+struct RunArgs {
+    /// The profile: battle_royale or mmo.
+    #[arg(long)]
+    profile: String,
+    /// Timed frames (default: 360 for battle_royale, 60 for mmo); medians are reported.
+    #[arg(long, value_parser = positive)]
+    frames: Option<usize>,
+    /// Worker threads (default: every core).
+    #[arg(long, value_parser = positive)]
+    threads: Option<usize>,
+    /// RNG seed of the world.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Write timed frame K's inputs and decisions (1..=frames) as JSON to FILE.
+    #[arg(long, num_args = 2, value_names = ["K", "FILE.json"])]
+    dump_frame: Option<Vec<String>>,
 }
 
 #[derive(Args, Clone)]
@@ -125,6 +152,12 @@ fn main() -> ExitCode {
         },
         None => None,
     };
+    if let Some(path) = &cli.flamegraph {
+        if let Err(e) = check_writable(path, true) {
+            eprintln!("error: --flamegraph: {e}");
+            return ExitCode::FAILURE;
+        }
+    }
     let show_progress = !cli.json && std::io::stderr().is_terminal();
     let mut progress = |msg: &str| {
         if show_progress {
@@ -134,6 +167,7 @@ fn main() -> ExitCode {
     let result = match cli.command.clone().unwrap_or(Command::Compare(CompareArgs::default())) {
         Command::Compare(args) => compare(&args, cli.json, &mut progress),
         Command::Replicate(args) => replicate(&args, cli.json, &mut progress),
+        Command::Run(args) => run(&args, cli.json, &mut progress),
     };
     if show_progress {
         eprint!("\r\x1b[2K");
@@ -163,6 +197,15 @@ fn positive(s: &str) -> Result<usize, String> {
         Ok(n) => Ok(n),
         Err(e) => Err(format!("not a whole number: {e}")),
     }
+}
+
+/// Opens `path` for writing (creating its folder if `mkdir`), so a run that could not write its
+/// output is refused before it starts rather than after.
+fn check_writable(path: &Path, mkdir: bool) -> Result<File, String> {
+    if let Some(dir) = path.parent().filter(|d| mkdir && !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    }
+    File::create(path).map_err(|e| format!("cannot write {}: {e}", path.display()))
 }
 
 /// Refuses a run whose estimated memory (`bytes`) is more than the machine has available.
@@ -329,6 +372,163 @@ fn replicate(args: &ReplicateArgs, json: bool, progress: &mut dyn FnMut(&str)) -
             r.bytes_per_connection_frame, r.packets_per_connection_frame
         );
         println!("  send state per (connection, actor): {} bytes", r.bytes_per_pair_state);
+    }
+    Ok(())
+}
+
+fn phase_json(p: &PhaseSummary) -> serde_json::Value {
+    json!({
+        "frames": p.frames,
+        "frame_ms": p.frame_ms,
+        "relevant_pairs": p.relevant_pairs,
+        "sent_pairs": p.sent_pairs,
+        "saturated_connections": p.saturated_connections,
+        "bytes_per_connection_frame": p.bytes_per_connection_frame,
+    })
+}
+
+fn run(args: &RunArgs, json: bool, progress: &mut dyn FnMut(&str)) -> Result<(), String> {
+    let profile = Profile::by_name(&args.profile).ok_or_else(|| {
+        let known: Vec<&str> = Profile::ALL.iter().map(|p| p.name()).collect();
+        format!("unknown profile `{}` (known: {})", args.profile, known.join(", "))
+    })?;
+    let frames = args.frames.unwrap_or(profile.default_frames());
+    let mut dump = match args.dump_frame.as_deref() {
+        None => None,
+        Some([k, file]) => {
+            let k: usize = k.parse().map_err(|e| format!("--dump-frame: frame `{k}` is not a whole number: {e}"))?;
+            if k == 0 || k > frames {
+                return Err(format!("--dump-frame {k}: the run times frames 1..={frames}"));
+            }
+            let out = check_writable(Path::new(file), false).map_err(|e| format!("--dump-frame: {e}"))?;
+            Some((k, BufWriter::with_capacity(1 << 20, out), file.clone()))
+        }
+        Some(_) => return Err("--dump-frame takes a frame and a file".into()),
+    };
+    let cfg = profile.config(args.seed);
+    // Per actor: live and shadow pages, history and the actor level's columns (mmo peaks at
+    // ~0.41 KB per actor); per connection its channel rows and packets.
+    check_memory("this run", cfg.actors as f64 * 600.0 + cfg.connections as f64 * 100_000.0)?;
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let threads = args.threads.unwrap_or(cores).max(1);
+    rayon::ThreadPoolBuilder::new().num_threads(threads).build_global().map_err(|e| e.to_string())?;
+    let started = std::time::Instant::now();
+    progress("building the world");
+    let mut world = World::new(&cfg);
+    let mut server = KernelServer::new(&mut world, threads > 1)?;
+    let request = dump.as_mut().map(|(frame, out, _)| DumpRequest { frame: *frame, out });
+    let records = scenario::run(&mut world, &mut server, frames, request, progress)?;
+    let wall_s = started.elapsed().as_secs_f64();
+    let s = scenario::summarize(&records, cfg.connections, cfg.tick_rate);
+    let (open_pairs, pair_bytes) = server.pair_state()?;
+    let actors: usize = world.stores.iter().map(|st| st.len()).sum();
+    let peak_rss_mb = scenario::peak_rss_bytes().map(|b| b as f64 / 1e6);
+    let bytes_per_open_pair = pair_bytes as f64 / open_pairs.max(1) as f64;
+    let st = &s.stages;
+    if json {
+        let out = json!({
+            "command": "run",
+            "profile": profile.name(),
+            "seed": cfg.seed,
+            "frames": frames,
+            "warmup_frames": scenario::WARMUP_FRAMES,
+            "level_load_frames": cfg.load_frames(),
+            "threads": threads,
+            "connections": cfg.connections,
+            "actors": actors,
+            "tick_rate": cfg.tick_rate,
+            "frame_ms": s.all.frame_ms,
+            "frame_p99_ms": s.frame_p99_ms,
+            "tick_share": s.tick_share,
+            "stages_ms": {
+                "gather": st.gather,
+                "consider": st.consider,
+                "relevancy": st.relevancy,
+                "relevancy_index": st.relevancy_index,
+                "relevancy_query": st.relevancy_query,
+                "share": st.share,
+                "priority": st.priority,
+                "write": st.write,
+                "connections": st.connections,
+                "feedback": st.feedback,
+            },
+            "stages_note": "medians per frame; relevancy_query, priority and write are CPU time summed over connections \
+                            (connections is their wall time); feedback is outside frame_ms, and so is prepare_ms (the kernel's work inside \
+                            the game's calls: GUIDs of new actors, set_owner_actor, force_net_update, set_viewers)",
+            "relevant_pairs": s.all.relevant_pairs,
+            "sent_pairs": s.all.sent_pairs,
+            "due_actors": s.due_actors,
+            "bytes_per_connection_frame": s.all.bytes_per_connection_frame,
+            "saturated_connections": s.all.saturated_connections,
+            "first_second": phase_json(&s.first_second),
+            "last_second": phase_json(&s.last_second),
+            "per_second": s.per_second.iter().map(phase_json).collect::<Vec<_>>(),
+            "open_pairs": open_pairs,
+            "bytes_per_open_pair": bytes_per_open_pair,
+            "pair_state_mb": pair_bytes as f64 / 1e6,
+            "peak_rss_mb": peak_rss_mb,
+            "prepare_ms": s.prepare_ms,
+            "frame_with_prepare_ms": s.frame_with_prepare_ms,
+            "game_ms": s.game_ms,
+            "wall_s": wall_s,
+            "dump_frame": dump.as_ref().map(|(k, _, file)| json!({"frame": k, "file": file})),
+        });
+        println!("{out}");
+    } else {
+        println!(
+            "run {}: {} connections, {} actors, {} timed frames at {} Hz (after {} level-load frame(s) without \
+             connections and {} warm-up frame), {} thread(s), seed {}",
+            profile.name(),
+            cfg.connections,
+            actors,
+            frames,
+            cfg.tick_rate,
+            cfg.load_frames(),
+            scenario::WARMUP_FRAMES,
+            threads,
+            cfg.seed
+        );
+        println!(
+            "  server frame      {:>9.3} ms median, {:.3} ms p99, {:.1} % of the {:.1} ms tick",
+            s.all.frame_ms,
+            s.frame_p99_ms,
+            s.tick_share * 100.0,
+            1e3 / cfg.tick_rate
+        );
+        println!("  stages (medians; * = CPU time summed over connections):");
+        for (name, v) in [
+            ("gather", st.gather),
+            ("consider", st.consider),
+            ("relevancy index", st.relevancy_index),
+            ("relevancy query*", st.relevancy_query),
+            ("share", st.share),
+            ("priority*", st.priority),
+            ("write*", st.write),
+            ("connections (wall)", st.connections),
+            ("feedback (not in frame)", st.feedback),
+        ] {
+            println!("    {name:<24}{v:>9.3} ms");
+        }
+        let seconds = s.per_second.iter().enumerate().map(|(i, p)| (format!("second {}", i + 1), p));
+        for (name, p) in [("all frames".to_string(), &s.all)].into_iter().chain(seconds) {
+            println!(
+                "  {name:<13} frame {:>8.3} ms, relevant pairs {:>8.0}, sent {:>7.0}, saturated {:>5.0}, {:>6.0} B/conn/frame",
+                p.frame_ms, p.relevant_pairs, p.sent_pairs, p.saturated_connections, p.bytes_per_connection_frame
+            );
+        }
+        println!("  due actors per frame {:.0}", s.due_actors);
+        println!("  channels: {open_pairs} rows, {bytes_per_open_pair:.0} B each, {:.1} MB", pair_bytes as f64 / 1e6);
+        if let Some(mb) = peak_rss_mb {
+            println!("  peak RSS {mb:.0} MB");
+        }
+        println!(
+            "  not in the frame: the server's prepare (game calls: GUIDs of new actors, owners, viewers) {:.3} ms, \
+             the game's step {:.3} ms; frame + prepare {:.3} ms; the run took {wall_s:.1} s",
+            s.prepare_ms, s.game_ms, s.frame_with_prepare_ms
+        );
+        if let Some((k, _, file)) = &dump {
+            println!("  frame {k} written to {file}");
+        }
     }
     Ok(())
 }

@@ -1,0 +1,319 @@
+//! The kernel's server for a scenario: a [`NetDriver`] with the actor level, the game's calls
+//! into it, acknowledging clients, and the frame dump.
+//!
+//! ```text
+//! new         register the four classes (class id = Kind index), their net settings and
+//!             location properties
+//! prepare     joined   → a connection each, its character's GUID, set_owner(autonomous)
+//!             fired    → set_owner_actor(projectile, owner = instigator = the shooter)
+//!             changed  → force_net_update
+//!             always   → each connection's viewer: view target = its character, at its eyes,
+//!                        looking where it faces
+//! tick        NetDriver::tick over the world's stores
+//! feedback    per connection: heard_from (the client's own traffic), and one feedback
+//!             acknowledging every packet of the frame
+//! ```
+
+use super::{FrameEvents, Kind, ScenarioServer, World};
+use crate::replicate::drain_and_ack;
+use shadowrep::net::spatial::{GridConfig, DEFAULT_CELL_SIZE};
+use shadowrep::net::{
+    Action, ActorLevelConfig, ClassId, ConnectionId, DriverConfig, NetDriver, NetGuid, NetSettings, TickStats, Viewer,
+};
+use shadowrep::store::ActorId;
+use shadowrep_layouts::classes::{Actor, Pickup, Projectile};
+use std::io::Write;
+
+/// See the module documentation.
+pub struct KernelServer {
+    driver: NetDriver,
+    classes: [ClassId; 4],
+    conns: Vec<ConnectionId>,
+    /// Each player's character.
+    characters: Vec<NetGuid>,
+    viewers: Vec<Viewer>,
+}
+
+fn err(e: impl std::fmt::Display) -> String {
+    e.to_string()
+}
+
+impl KernelServer {
+    /// A driver for `world`'s classes; `parallel`: per-connection work on the rayon pool.
+    pub fn new(world: &mut World, parallel: bool) -> Result<KernelServer, String> {
+        let cfg = world.config();
+        // Cells of the replication graph's size, covering the map with a cell to spare.
+        let cells = (cfg.world_size / DEFAULT_CELL_SIZE).ceil() as u32 + 2;
+        let level = ActorLevelConfig {
+            tick_rate: cfg.tick_rate,
+            net_speed: cfg.net_speed,
+            grid: GridConfig::centred(DEFAULT_CELL_SIZE, cells),
+            ..ActorLevelConfig::default()
+        };
+        let mut driver = NetDriver::new(DriverConfig { parallel, actor_level: Some(level), ..DriverConfig::default() })
+            .map_err(err)?;
+        let mut classes = [ClassId(0); 4];
+        for kind in Kind::ALL {
+            let class = driver.register_class(&mut world.stores[kind.index()]).map_err(err)?;
+            driver.set_class_settings(class, kind.net_settings()).map_err(err)?;
+            let location = match kind {
+                // LootContainer extends Actor: the base's parents keep their indices.
+                Kind::Character | Kind::Loot => Actor::LOCATION,
+                Kind::Projectile => Projectile::LOCATION,
+                Kind::Pickup => Pickup::LOCATION,
+            };
+            driver.set_location_property(class, location).map_err(err)?;
+            classes[kind.index()] = class;
+        }
+        Ok(KernelServer { driver, classes, conns: Vec::new(), characters: Vec::new(), viewers: Vec::new() })
+    }
+
+    /// The driver.
+    pub fn driver(&self) -> &NetDriver {
+        &self.driver
+    }
+
+    /// The connections, in player order.
+    pub fn connections(&self) -> &[ConnectionId] {
+        &self.conns
+    }
+
+    /// Each player's character.
+    pub fn characters(&self) -> &[NetGuid] {
+        &self.characters
+    }
+
+    fn class(&self, kind: Kind) -> ClassId {
+        self.classes[kind.index()]
+    }
+}
+
+impl ScenarioServer for KernelServer {
+    fn prepare(&mut self, world: &mut World, events: &FrameEvents) -> Result<(), String> {
+        let character = self.class(Kind::Character);
+        for &p in &events.joined {
+            if p != self.conns.len() {
+                return Err(format!("player {p} joined out of order"));
+            }
+            let id = world.character(p).ok_or_else(|| format!("player {p} has no character"))?;
+            let store = world.store(Kind::Character);
+            let conn = self.driver.add_connection(false);
+            let guid = self.driver.assign_guid(character, store, id).map_err(err)?;
+            self.driver.set_owner(character, store, id, Some(conn), true).map_err(err)?;
+            self.conns.push(conn);
+            self.characters.push(guid);
+        }
+        if !events.joined.is_empty() {
+            world.bind_character_guids(self.characters.iter().map(|g| g.0).collect());
+        }
+        let projectile = self.class(Kind::Projectile);
+        for &(id, p) in &events.fired {
+            let shooter = self.characters.get(p).copied();
+            self.driver
+                .set_owner_actor(projectile, world.store(Kind::Projectile), id, shooter, shooter)
+                .map_err(err)?;
+        }
+        for &(kind, id) in &events.changed {
+            self.driver.force_net_update(self.class(kind), world.store(kind), id).map_err(err)?;
+        }
+        self.viewers.clear();
+        for (p, (&conn, &guid)) in self.conns.iter().zip(&self.characters).enumerate() {
+            let (location, direction) = world.view(p);
+            let viewer = Viewer { real_viewer: None, view_target: Some(guid), location, direction };
+            self.driver.set_viewers(conn, std::slice::from_ref(&viewer)).map_err(err)?;
+            self.viewers.push(viewer);
+        }
+        Ok(())
+    }
+
+    fn tick(&mut self, world: &mut World) -> Result<TickStats, String> {
+        self.driver.tick(&mut world.stores_mut()).map_err(err)
+    }
+
+    fn feedback(&mut self) -> Result<(), String> {
+        for &c in &self.conns {
+            self.driver.heard_from(c).map_err(err)?;
+        }
+        drain_and_ack(&mut self.driver, &self.conns).map(|_| ())
+    }
+
+    fn record_decisions(&mut self, on: bool) -> Result<(), String> {
+        self.driver.set_record_decisions(on).map_err(err)
+    }
+
+    fn dump(&self, world: &World, frame: usize, out: &mut dyn Write) -> Result<(), String> {
+        write_dump(self, world, frame, out).map_err(|e| format!("writing the frame dump: {e}"))
+    }
+
+    fn pair_state(&self) -> Result<(usize, usize), String> {
+        let mut total = (0, 0);
+        for &c in &self.conns {
+            let (rows, bytes) = self.driver.channels(c).map_err(err)?;
+            total = (total.0 + rows, total.1 + bytes);
+        }
+        Ok(total)
+    }
+}
+
+/// A finite number as JSON (`null` otherwise).
+fn num(x: f64) -> String {
+    if x.is_finite() {
+        format!("{x}")
+    } else {
+        "null".into()
+    }
+}
+
+fn vec3(v: [f32; 3]) -> String {
+    format!("[{},{},{}]", num(v[0] as f64), num(v[1] as f64), num(v[2] as f64))
+}
+
+fn guid(g: Option<NetGuid>) -> String {
+    g.map_or_else(|| "null".into(), |g| g.0.to_string())
+}
+
+fn settings(s: &NetSettings) -> String {
+    format!(
+        concat!(
+            "{{\"net_update_frequency\":{},\"min_net_update_frequency\":{},\"net_priority\":{},",
+            "\"cull_distance_squared\":{},\"always_relevant\":{},\"only_relevant_to_owner\":{},",
+            "\"use_owner_relevancy\":{},\"hidden\":{},\"has_root\":{},\"collision\":{},\"startup\":{}}}"
+        ),
+        num(s.frequency.net_update_frequency as f64),
+        num(s.frequency.min_net_update_frequency as f64),
+        num(s.net_priority as f64),
+        num(s.cull_distance_squared as f64),
+        s.always_relevant,
+        s.only_relevant_to_owner,
+        s.use_owner_relevancy,
+        s.hidden,
+        s.has_root,
+        s.collision,
+        s.startup
+    )
+}
+
+/// Reads an actor's replicated location from its store (the frame's input).
+fn location(world: &World, kind: Kind, id: ActorId) -> [f32; 3] {
+    let store = world.store(kind);
+    let read = match kind {
+        Kind::Character | Kind::Loot => Actor::location(store, id).map(|v| v.0),
+        Kind::Projectile => Projectile::location(store, id).map(|v| v.0),
+        Kind::Pickup => Pickup::location(store, id).map(|v| v.0),
+    };
+    read.unwrap_or([f32::NAN; 3])
+}
+
+/// The dump: written row by row (a 1M-actor frame is hundreds of MB), one actor or channel per
+/// line.
+fn write_dump(s: &KernelServer, world: &World, frame: usize, out: &mut dyn Write) -> std::io::Result<()> {
+    let d = &s.driver;
+    let cfg = world.config();
+    writeln!(
+        out,
+        "{{\"profile\":{},\"seed\":{},\"frame\":{frame},\"server_frame\":{},\"server_time\":{},\"tick_rate\":{},",
+        serde_json::Value::from(cfg.name.as_str()),
+        cfg.seed,
+        d.frame().0,
+        num(d.server_time()),
+        num(cfg.tick_rate)
+    )?;
+    write!(out, "\"classes\":[")?;
+    for (i, kind) in Kind::ALL.into_iter().enumerate() {
+        let sep = if i == 0 { "" } else { "," };
+        write!(
+            out,
+            "{sep}{{\"class_id\":{},\"name\":\"{}\",\"settings\":{}}}",
+            s.class(kind).0,
+            kind.class_name(),
+            settings(&kind.net_settings())
+        )?;
+    }
+    writeln!(out, "],\n\"actors\":[")?;
+    let mut first = true;
+    for kind in Kind::ALL {
+        let class = s.class(kind);
+        for id in world.store(kind).ids() {
+            let (Some(g), Some(ns)) = (d.guid_of(class, id), d.net_settings(class, id)) else { continue };
+            let (_, owner, instigator) = d.actor_place(class, id).unwrap_or(([0.0; 3], None, None));
+            let sep = if first { "" } else { ",\n" };
+            first = false;
+            write!(
+                out,
+                "{sep}{{\"guid\":{},\"class\":\"{}\",\"position\":{},\"settings\":{},\"owner_actor\":{},\"instigator\":{},\"hidden\":{}}}",
+                g.0,
+                kind.class_name(),
+                vec3(location(world, kind, id)),
+                settings(&ns),
+                guid(owner),
+                guid(instigator),
+                ns.hidden
+            )?;
+        }
+    }
+    writeln!(out, "\n],\n\"connections\":[")?;
+    for (i, (&conn, viewer)) in s.conns.iter().zip(&s.viewers).enumerate() {
+        let (net_speed, queued_after) = d.connection_budget(conn).map_err(std::io::Error::other)?;
+        let decisions = d.decisions(conn).map_err(std::io::Error::other)?;
+        let sep = if i == 0 { "" } else { ",\n" };
+        write!(
+            out,
+            "{sep}{{\"connection\":{},\"viewers\":[{{\"real_viewer\":{},\"view_target\":{},\"location\":{},\"direction\":{}}}],\"net_speed\":{net_speed},\"queued_bits_after\":{}",
+            conn.0,
+            guid(viewer.real_viewer),
+            guid(viewer.view_target),
+            vec3(viewer.location),
+            vec3(viewer.direction),
+            num(queued_after)
+        )?;
+        match decisions {
+            Some(dec) => {
+                write!(
+                    out,
+                    ",\"queued_bits_before\":{},\"ready\":{},\"saturated\":{},\n \"relevant\":[",
+                    num(dec.queued_bits),
+                    dec.ready,
+                    dec.saturated
+                )?;
+                for (k, g) in dec.relevant.iter().enumerate() {
+                    write!(out, "{}{}", if k == 0 { "" } else { "," }, g.0)?;
+                }
+                write!(out, "],\n \"sends\":[")?;
+                for (k, send) in dec.sends.iter().enumerate() {
+                    let action = match send.action {
+                        Action::Replicated { opened: true } => "opened",
+                        Action::Replicated { opened: false } => "replicated",
+                        Action::Closed => "closed",
+                    };
+                    write!(
+                        out,
+                        "{}{{\"guid\":{},\"priority\":{},\"priority_key\":{},\"action\":\"{action}\",\"bits\":{}}}",
+                        if k == 0 { "" } else { "," },
+                        send.guid.0,
+                        num(send.priority as f64 / 65536.0),
+                        send.priority,
+                        send.bits
+                    )?;
+                }
+                write!(out, "]")?;
+            }
+            None => write!(out, ",\"relevant\":null,\"sends\":null")?,
+        }
+        write!(out, ",\n \"channels\":[")?;
+        for (k, ch) in d.channel_info(conn).map_err(std::io::Error::other)?.iter().enumerate() {
+            write!(
+                out,
+                "{}{{\"guid\":{},\"class_id\":{},\"open_acked\":{},\"last_update\":{},\"relevant_time\":{}}}",
+                if k == 0 { "" } else { "," },
+                ch.guid.0,
+                ch.class.0,
+                ch.open_acked,
+                num(ch.last_update),
+                num(ch.relevant_time)
+            )?;
+        }
+        write!(out, "]}}")?;
+    }
+    writeln!(out, "\n]}}")?;
+    out.flush()
+}

@@ -1,0 +1,80 @@
+//! `shadowrep run`: bad input is refused before anything runs, and `--json` prints exactly one
+//! object with the documented keys.
+
+use std::process::{Command, Output};
+
+fn shadowrep(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_shadowrep")).args(args).output().expect("the command starts")
+}
+
+fn refused(args: &[&str], says: &str) {
+    let out = shadowrep(args);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{args:?} must fail");
+    assert!(stderr.contains(says), "{args:?}: `{says}` not in {stderr}");
+    assert!(out.stdout.is_empty(), "{args:?} printed {}", String::from_utf8_lossy(&out.stdout));
+}
+
+#[test]
+fn bad_input_is_refused_with_a_clear_error() {
+    refused(&["run", "--profile", "moba"], "unknown profile `moba` (known: battle_royale, mmo)");
+    refused(&["run", "--profile", "mmo", "--frames", "0"], "must be at least 1");
+    refused(&["run", "--profile", "mmo", "--threads", "0"], "must be at least 1");
+    refused(&["run", "--profile", "battle_royale", "--frames", "5", "--dump-frame", "6", "x.json"], "frames 1..=5");
+    refused(&["run", "--profile", "battle_royale", "--dump-frame", "0", "x.json"], "frames 1..=360");
+    refused(&["run", "--profile", "battle_royale", "--dump-frame", "2", "/nonexistent/dir/x.json"], "cannot write");
+    refused(&["run", "--profile", "battle_royale", "--json", "--flamegraph", "/proc/no/f.svg"], "cannot");
+}
+
+#[test]
+fn json_is_one_object_with_the_documented_keys() {
+    let dir = std::env::temp_dir().join(format!("shadowrep-run-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("a temporary folder");
+    let dump = dir.join("frame.json");
+    let out = shadowrep(&[
+        "run",
+        "--profile",
+        "battle_royale",
+        "--frames",
+        "2",
+        "--json",
+        "--dump-frame",
+        "2",
+        dump.to_str().expect("a UTF-8 path"),
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(out.stderr.is_empty(), "--json prints nothing on stderr");
+    let text = String::from_utf8(out.stdout).expect("UTF-8");
+    assert_eq!(text.trim().lines().count(), 1);
+    let v: serde_json::Value = serde_json::from_str(&text).expect("one JSON object");
+    for key in [
+        "profile",
+        "frames",
+        "threads",
+        "connections",
+        "actors",
+        "frame_ms",
+        "frame_p99_ms",
+        "stages_ms",
+        "relevant_pairs",
+        "sent_pairs",
+        "bytes_per_connection_frame",
+        "saturated_connections",
+        "tick_share",
+        "bytes_per_open_pair",
+        "pair_state_mb",
+        "open_pairs",
+    ] {
+        assert!(v.get(key).is_some(), "no `{key}` in {v}");
+    }
+    for stage in ["gather", "consider", "relevancy", "priority", "write", "feedback"] {
+        assert!(v["stages_ms"][stage].as_f64().is_some(), "no stage `{stage}`");
+    }
+    assert_eq!(v["profile"], "battle_royale");
+    assert_eq!(v["frames"], 2);
+    assert_eq!(v["connections"], 100);
+    let frame: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&dump).expect("the dump was written")).expect("valid JSON");
+    assert_eq!(frame["connections"].as_array().map(Vec::len), Some(100));
+    std::fs::remove_dir_all(&dir).ok();
+}
