@@ -218,6 +218,15 @@ impl Profile {
         Profile::ALL.into_iter().find(|p| p.name() == name)
     }
 
+    /// Frames the UE-style reference runs on by default (it loops over every due actor for every
+    /// connection: mmo's takes seconds a frame).
+    pub fn default_reference_frames(self) -> usize {
+        match self {
+            Profile::BattleRoyale => 360,
+            Profile::Mmo => 5,
+        }
+    }
+
     /// Timed frames when none are asked for: battle_royale's hot drop and its spreading out
     /// (12 s); a 1M-actor world's first two seconds (projectiles in the air reach their
     /// number in the second).
@@ -281,6 +290,10 @@ pub trait ScenarioServer {
     fn dump(&self, world: &World, frame: usize, out: &mut dyn Write) -> Result<(), String>;
     /// Channel rows held over every connection, and their bytes.
     fn pair_state(&self) -> Result<(usize, usize), String>;
+    /// With a UE-style reference ticked beside the server: its last frame's time, ns.
+    fn reference_ns(&self) -> Option<u64> {
+        None
+    }
 }
 
 /// One frame of one server.
@@ -297,6 +310,9 @@ pub struct FrameRecord {
     pub game_ns: u64,
     /// What the tick reported.
     pub stats: TickStats,
+    /// The UE-style reference's frame, ns, when one ticked beside the server (not part of
+    /// `tick_ns`).
+    pub reference_ns: Option<u64>,
 }
 
 /// Runs one frame of `server` on the events of a world step that already happened.
@@ -314,7 +330,9 @@ pub fn run_frame(
     let t = Instant::now();
     server.feedback()?;
     let feedback_ns = t.elapsed().as_nanos() as u64;
-    Ok(FrameRecord { tick_ns, feedback_ns, prepare_ns, game_ns: 0, stats })
+    let reference_ns = server.reference_ns();
+    let tick_ns = tick_ns - reference_ns.unwrap_or(0);
+    Ok(FrameRecord { tick_ns, feedback_ns, prepare_ns, game_ns: 0, stats, reference_ns })
 }
 
 /// Frames run before the timed ones (with connections): the thread pool's and the caches' first

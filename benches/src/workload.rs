@@ -201,7 +201,7 @@ pub struct CompareReport {
 }
 
 /// Median of measurements (0 for none).
-pub(crate) fn median<T: PartialOrd + Copy + Default>(mut v: Vec<T>) -> T {
+pub fn median<T: PartialOrd + Copy + Default>(mut v: Vec<T>) -> T {
     v.sort_unstable_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
     v.get(v.len() / 2).copied().unwrap_or_default()
 }

@@ -19,7 +19,7 @@ use serde_json::json;
 use shadowrep::compare::{Isa, Kernels};
 use shadowrep_benches::replicate::{run_replicate, ReplicateOptions};
 use shadowrep_benches::scenario::{self, DumpRequest, KernelServer, PhaseSummary, Profile, ScenarioServer, World};
-use shadowrep_benches::workload::{run_compare, CompareOptions};
+use shadowrep_benches::workload::{median, run_compare, CompareOptions};
 use std::fs::File;
 use std::io::{BufWriter, IsTerminal};
 use std::path::{Path, PathBuf};
@@ -68,6 +68,11 @@ struct RunArgs {
     /// Write timed frame K's inputs and decisions (1..=frames) as JSON to FILE.
     #[arg(long, num_args = 2, value_names = ["K", "FILE.json"])]
     dump_frame: Option<Vec<String>>,
+    /// Run the UE-style reference on the first N timed frames (a second pass over the same
+    /// seeded world, the kernel's decisions compared with it on every frame); 0 skips it.
+    /// Default: every frame for battle_royale, 5 for mmo (its reference takes seconds a frame).
+    #[arg(long)]
+    reference_frames: Option<usize>,
 }
 
 #[derive(Args, Clone)]
@@ -418,6 +423,19 @@ fn run(args: &RunArgs, json: bool, progress: &mut dyn FnMut(&str)) -> Result<(),
     let mut server = KernelServer::new(&mut world, threads > 1)?;
     let request = dump.as_mut().map(|(frame, out, _)| DumpRequest { frame: *frame, out });
     let records = scenario::run(&mut world, &mut server, frames, request, progress)?;
+    let reference_frames = args.reference_frames.unwrap_or(profile.default_reference_frames()).min(frames);
+    let reference = if reference_frames > 0 {
+        progress("the UE-style reference, on the same frames");
+        let mut world = World::new(&cfg);
+        let mut server = KernelServer::with_reference(&mut world, threads > 1)?;
+        let recs = scenario::run(&mut world, &mut server, reference_frames, None, progress)?;
+        let mismatch = server.reference_report().and_then(|(_, m)| m.map(str::to_string));
+        let reference_ms = median(recs.iter().map(|r| r.reference_ns.unwrap_or(0) as f64 / 1e6).collect());
+        let kernel_ms = median(records[..reference_frames].iter().map(|r| r.tick_ns as f64 / 1e6).collect());
+        Some((reference_ms, kernel_ms, mismatch))
+    } else {
+        None
+    };
     let wall_s = started.elapsed().as_secs_f64();
     let s = scenario::summarize(&records, cfg.connections, cfg.tick_rate);
     let (open_pairs, pair_bytes) = server.pair_state()?;
@@ -439,6 +457,12 @@ fn run(args: &RunArgs, json: bool, progress: &mut dyn FnMut(&str)) -> Result<(),
             "tick_rate": cfg.tick_rate,
             "frame_ms": s.all.frame_ms,
             "frame_p99_ms": s.frame_p99_ms,
+            "reference_frames": reference_frames,
+            "reference_frame_ms": reference.as_ref().map(|r| r.0),
+            "kernel_frame_ms_same_frames": reference.as_ref().map(|r| r.1),
+            "speedup_vs_reference": reference.as_ref().map(|r| r.0 / r.1.max(1e-9)),
+            "matches_reference": reference.as_ref().map(|r| r.2.is_none()),
+            "first_mismatch": reference.as_ref().and_then(|r| r.2.clone()),
             "tick_share": s.tick_share,
             "stages_ms": {
                 "gather": st.gather,
@@ -495,6 +519,17 @@ fn run(args: &RunArgs, json: bool, progress: &mut dyn FnMut(&str)) -> Result<(),
             s.tick_share * 100.0,
             1e3 / cfg.tick_rate
         );
+        if let Some((reference_ms, kernel_ms, mismatch)) = &reference {
+            println!(
+                "  UE-style reference {reference_ms:>9.3} ms median over the first {reference_frames} frames (kernel \
+                 {kernel_ms:.3} ms on them): {:.1}× faster; decisions {}",
+                reference_ms / kernel_ms.max(1e-9),
+                match mismatch {
+                    None => "identical on every frame".to_string(),
+                    Some(m) => format!("DIFFER: {m}"),
+                }
+            );
+        }
         println!("  stages (medians; * = CPU time summed over connections):");
         for (name, v) in [
             ("gather", st.gather),

@@ -20,6 +20,7 @@ use shadowrep::net::spatial::{GridConfig, DEFAULT_CELL_SIZE};
 use shadowrep::net::{
     Action, ActorLevelConfig, ClassId, ConnectionId, DriverConfig, NetDriver, NetGuid, NetSettings, TickStats, Viewer,
 };
+use shadowrep::reference::frame::ReferenceFrame;
 use shadowrep::store::ActorId;
 use shadowrep_layouts::classes::{Actor, Pickup, Projectile};
 use std::io::Write;
@@ -27,6 +28,8 @@ use std::io::Write;
 /// See the module documentation.
 pub struct KernelServer {
     driver: NetDriver,
+    /// The UE-style reference ticked on the same frames, when comparing.
+    reference: Option<Reference>,
     classes: [ClassId; 4],
     conns: Vec<ConnectionId>,
     /// Each player's character.
@@ -65,7 +68,30 @@ impl KernelServer {
             driver.set_location_property(class, location).map_err(err)?;
             classes[kind.index()] = class;
         }
-        Ok(KernelServer { driver, classes, conns: Vec::new(), characters: Vec::new(), viewers: Vec::new() })
+        Ok(KernelServer {
+            driver,
+            reference: None,
+            classes,
+            conns: Vec::new(),
+            characters: Vec::new(),
+            viewers: Vec::new(),
+        })
+    }
+
+    /// The same server with the UE-style reference frame ticked after the kernel on every frame,
+    /// and the kernel's decisions recorded so the two can be compared.
+    pub fn with_reference(world: &mut World, parallel: bool) -> Result<KernelServer, String> {
+        let mut server = KernelServer::new(world, parallel)?;
+        let frame = ReferenceFrame::new(&server.driver, &mut world.stores_mut()).map_err(err)?;
+        server.driver.set_record_decisions(true).map_err(err)?;
+        server.reference = Some(Reference { frame, last_ns: 0, mismatch: None });
+        Ok(server)
+    }
+
+    /// With a reference: the last frame's reference time, ns, and the first frame on which the
+    /// two decided differently so far (a description), if any.
+    pub fn reference_report(&self) -> Option<(u64, Option<&str>)> {
+        self.reference.as_ref().map(|r| (r.last_ns, r.mismatch.as_deref()))
     }
 
     /// The driver.
@@ -127,10 +153,22 @@ impl ScenarioServer for KernelServer {
     }
 
     fn tick(&mut self, world: &mut World) -> Result<TickStats, String> {
-        self.driver.tick(&mut world.stores_mut()).map_err(err)
+        let stats = self.driver.tick(&mut world.stores_mut()).map_err(err)?;
+        if let Some(r) = self.reference.as_mut() {
+            let t = std::time::Instant::now();
+            r.frame.tick(&self.driver, &mut world.stores_mut()).map_err(err)?;
+            r.last_ns = t.elapsed().as_nanos() as u64;
+            if r.mismatch.is_none() {
+                r.mismatch = compare_decisions(&self.driver, &r.frame, &self.conns);
+            }
+        }
+        Ok(stats)
     }
 
     fn feedback(&mut self) -> Result<(), String> {
+        if let Some(r) = self.reference.as_mut() {
+            r.frame.acknowledge_all();
+        }
         for &c in &self.conns {
             self.driver.heard_from(c).map_err(err)?;
         }
@@ -145,6 +183,10 @@ impl ScenarioServer for KernelServer {
         write_dump(self, world, frame, out).map_err(|e| format!("writing the frame dump: {e}"))
     }
 
+    fn reference_ns(&self) -> Option<u64> {
+        self.reference.as_ref().map(|r| r.last_ns)
+    }
+
     fn pair_state(&self) -> Result<(usize, usize), String> {
         let mut total = (0, 0);
         for &c in &self.conns {
@@ -153,6 +195,52 @@ impl ScenarioServer for KernelServer {
         }
         Ok(total)
     }
+}
+
+/// The reference frame and what it found.
+struct Reference {
+    frame: ReferenceFrame,
+    last_ns: u64,
+    mismatch: Option<String>,
+}
+
+/// Where the kernel's and the reference's decisions of the last frame differ, if they do:
+/// relevant sets, send order with priorities, actions and bits, saturation, queued bits.
+fn compare_decisions(driver: &NetDriver, reference: &ReferenceFrame, conns: &[ConnectionId]) -> Option<String> {
+    for &c in conns {
+        let kernel = driver.decisions(c).ok().flatten();
+        let refd = reference.decisions(c);
+        let (Some(k), Some(r)) = (kernel, refd) else {
+            return Some(format!("connection {}: decisions missing", c.0));
+        };
+        if k.relevant != r.relevant {
+            let only_kernel: Vec<u64> =
+                k.relevant.iter().filter(|g| !r.relevant.contains(g)).map(|g| g.0).take(5).collect();
+            let only_reference: Vec<u64> =
+                r.relevant.iter().filter(|g| !k.relevant.contains(g)).map(|g| g.0).take(5).collect();
+            return Some(format!(
+                "frame {}, connection {}: relevant sets differ ({} vs {} actors; only the kernel's: {only_kernel:?}, \
+                 only the reference's: {only_reference:?})",
+                k.frame.0,
+                c.0,
+                k.relevant.len(),
+                r.relevant.len()
+            ));
+        }
+        if let Some(i) = (0..k.sends.len().max(r.sends.len())).find(|&i| k.sends.get(i) != r.sends.get(i)) {
+            return Some(format!(
+                "frame {}, connection {}: send {i} differs (kernel {:?}, reference {:?})",
+                k.frame.0,
+                c.0,
+                k.sends.get(i),
+                r.sends.get(i)
+            ));
+        }
+        if k.saturated != r.saturated || k.queued_bits != r.queued_bits {
+            return Some(format!("frame {}, connection {}: budgets differ", k.frame.0, c.0));
+        }
+    }
+    None
 }
 
 /// A finite number as JSON (`null` otherwise).

@@ -154,9 +154,13 @@ impl NetDriver {
         c.actors[slot as usize] = ActorNet { guid, generation, alive: true, ..ActorNet::default() };
         c.history.clear_slot(slot);
         c.cols.reset(slot as usize);
-        for conn in self.conns.iter_mut().filter(|c| !c.removed) {
-            conn.drop_pair(class, slot);
-            conn.queue(class, slot);
+        // Under the actor level a connection meets a new actor when it becomes relevant; the
+        // slot's old rows went with the retired list.
+        if self.level.is_none() {
+            for conn in self.conns.iter_mut().filter(|c| !c.removed) {
+                conn.drop_pair(class, slot);
+                conn.queue(class, slot);
+            }
         }
         guid
     }
@@ -169,6 +173,12 @@ impl NetDriver {
         let guid = a.guid;
         c.history.clear_slot(slot);
         self.guids.remove(&guid);
+        if let Some(level) = self.level.as_mut() {
+            // Each connection drops its row (and closes the channel) in its next frame: no
+            // per-connection work here, where spawns and despawns happen by the thousand.
+            level.retired.push((super::pairs::pair_key(class, slot), guid));
+            return;
+        }
         for conn in self.conns.iter_mut().filter(|c| !c.removed) {
             let ps = conn.drop_pair(class, slot);
             if ps.flags & pair::EVER_OPENED != 0 {

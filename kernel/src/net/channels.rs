@@ -81,6 +81,8 @@ pub(crate) struct LevelCtx<'a> {
     pub write: &'a WriteCtx<'a>,
     pub due: &'a [DueActor],
     pub due_index: &'a [Vec<u32>],
+    /// Actors gone since the last frame, sorted by key.
+    pub retired: &'a [(u64, NetGuid)],
     /// Live dynamic actors by GUID.
     pub guids: &'a std::collections::HashMap<NetGuid, (u32, u32)>,
     pub index: &'a RelevancyIndex,
@@ -125,6 +127,7 @@ pub(crate) fn replicate_connection(ctx: &LevelCtx<'_>, ci: u32, conn: &mut Conne
     if conn.removed {
         return out;
     }
+    drop_retired(conn, ctx.retired);
     let now = ctx.time.now;
     let ready = now - conn.heard <= ctx.cfg.ready_timeout;
     let record = ctx.cfg.record_decisions;
@@ -167,6 +170,32 @@ pub(crate) fn replicate_connection(ctx: &LevelCtx<'_>, ci: u32, conn: &mut Conne
     }
     conn.decisions = decisions.map(Box::new);
     out
+}
+
+/// Drops the rows of actors that are gone (one merge of two sorted lists), queueing a close
+/// where a packet carried the open.
+fn drop_retired(conn: &mut Connection, retired: &[(u64, NetGuid)]) {
+    if retired.is_empty() {
+        return;
+    }
+    let Pairs::Channels(rows) = &mut conn.pairs else { return };
+    let mut gone = 0;
+    let mut j = 0;
+    for row in rows.iter_mut() {
+        while j < retired.len() && retired[j].0 < row.key {
+            j += 1;
+        }
+        if retired.get(j).is_some_and(|r| r.0 == row.key) {
+            if row.state.flags & pair::EVER_OPENED != 0 {
+                conn.closes.push(retired[j].1);
+            }
+            row.key = u64::MAX;
+            gone += 1;
+        }
+    }
+    if gone > 0 {
+        rows.retain(|r| r.key != u64::MAX);
+    }
 }
 
 /// One candidate of the frame: a row whose actor is due.
@@ -306,10 +335,16 @@ fn replicate(
     let actor = &c.actors[due.slot as usize];
     let replay = conn.replay;
     let ps = &mut rows(conn)[row].state;
-    let catch_up = ps.sent_through == Frame(0) || c.history.last_changed(due.slot) > ps.sent_through;
-    let item = plan_pair(ci, replay, ps, c, (due.class, due.slot), actor, LeafMask::EMPTY, catch_up, ctx.time.frame);
+    // A pair that replicated when the actor was last considered owes what this frame's compare
+    // found (shared by every such connection); one further behind asks the history.
+    let (this_frame, catch_up) = if ps.sent_through == due.since {
+        (due.changed, false)
+    } else {
+        (LeafMask::EMPTY, ps.sent_through == Frame(0) || c.history.last_changed(due.slot) > ps.sent_through)
+    };
+    let item = plan_pair(ci, replay, ps, c, (due.class, due.slot), actor, this_frame, catch_up, ctx.time.frame);
     if let Some(item) = item {
-        let shared = ctx.write.arena.and_then(|a| a.get(due.class, due.slot));
+        let shared = ctx.write.arena.and_then(|a| a.at(due.shared));
         ctx.write.write(conn, st, &item, shared);
     }
 }

@@ -75,7 +75,7 @@ use super::pairs::Pairs;
 use super::relevancy::{ActorRelevancy, DueActor, RelevancyHook, RelevancyIndex, Viewer};
 use super::send::WriteCtx;
 use super::settings::{ActorLevelConfig, NetSettings};
-use super::{ChangedActor, ClassId, ConnectionId, DriverError, Frame, NetDriver, NetGuid};
+use super::{ChangedActor, ClassId, ConnectionId, DriverError, Frame, LeafMask, NetDriver, NetGuid};
 use crate::schema::{LeafKind, PAGE_LANES};
 use crate::store::BitIter;
 use crate::store::{ActorId, ClassStore};
@@ -97,6 +97,9 @@ pub struct ChannelInfo {
     pub relevant_time: f64,
 }
 
+/// A due actor with nothing in the shared arena.
+pub(crate) const NOT_SHARED: u32 = u32::MAX;
+
 /// No due entry for a slot.
 pub(crate) const NOT_DUE: u32 = u32::MAX;
 
@@ -110,12 +113,22 @@ pub(crate) struct Level {
     pub due_index: Vec<Vec<u32>>,
     /// Per class, per page: the lanes of actors due this frame (the lanes compared).
     pub selected: Vec<Vec<u64>>,
+    /// Actors gone since the last frame's connection step, by (key, GUID): every connection
+    /// drops their rows and closes their open channels.
+    pub retired: Vec<(u64, NetGuid)>,
+    /// `force_net_update` calls since the last tick, as (class, slot, server time of the call):
+    /// inputs a reference replays.
+    pub forced: Vec<(u32, u32, f64)>,
+    /// The calls the last tick saw.
+    pub forced_last_tick: Vec<(u32, u32, f64)>,
     pub time: ServerTime,
 }
 
 impl Level {
     /// Starts frame `frame`: server time moves on by one tick.
     pub fn begin_frame(&mut self, frame: Frame) {
+        self.forced_last_tick.clear();
+        std::mem::swap(&mut self.forced, &mut self.forced_last_tick);
         self.time = ServerTime { frame, now: frame.0 as f64 * self.time.tick, tick: self.time.tick };
     }
 
@@ -152,6 +165,9 @@ impl Level {
             due: Vec::new(),
             due_index: Vec::new(),
             selected: Vec::new(),
+            retired: Vec::new(),
+            forced: Vec::new(),
+            forced_last_tick: Vec::new(),
             time: ServerTime { frame: Frame(0), now: 0.0, tick: 1.0 / cfg.tick_rate },
         })
     }
@@ -291,8 +307,11 @@ impl NetDriver {
     /// UE's `ForceNetUpdate`: the actor is considered on the next frame.
     pub fn force_net_update(&mut self, class: ClassId, store: &ClassStore, id: ActorId) -> Result<(), DriverError> {
         let (c, s) = self.cols_slot(class, store, id)?;
-        let now = self.level.as_ref().map_or(0.0, |l| l.time.now);
+        let now = self.server_time();
         self.classes[c].cols.clock[s].force_net_update(now);
+        if let Some(l) = self.level.as_mut() {
+            l.forced.push((c as u32, s as u32, now));
+        }
         Ok(())
     }
 
@@ -419,6 +438,8 @@ impl NetDriver {
             self.arena.clear();
         }
         self.stats.stages.share = t.elapsed().as_nanos() as u64;
+        let level = self.level.as_mut().expect("checked above");
+        level.retired.sort_unstable();
         let level = self.level.as_ref().expect("checked above");
         let hooks: Vec<Option<RelevancyHook>> = self.classes.iter().map(|c| c.cols.hook.clone()).collect();
         let write = WriteCtx {
@@ -431,6 +452,7 @@ impl NetDriver {
             write: &write,
             due: &level.due,
             due_index: &level.due_index,
+            retired: &level.retired,
             guids: &self.guids,
             index: &level.index,
             hooks: &hooks,
@@ -463,6 +485,7 @@ impl NetDriver {
             }
         }
         self.stats.due_actors = level.due.len();
+        self.level.as_mut().expect("checked above").retired.clear();
     }
 
     /// The consider list: due actors (clock due or pending), their next time scheduled, and the
@@ -489,10 +512,15 @@ impl NetDriver {
                 let freq = c.cols.settings[slot].frequency;
                 c.cols.clock[slot].considered(a.guid, &time, &freq, adaptive, changed);
                 c.cols.last_considered[slot] = time.frame;
+                let mut leaves = LeafMask::EMPTY;
+                let mut shared = NOT_SHARED;
                 if changed {
-                    let leaves = c.history.changed_since(slot as u32, since) & !c.array_leaves;
-                    if !leaves.is_empty() {
-                        self.changed.push(ChangedActor { class: ci as u32, slot: slot as u32, leaves });
+                    leaves = c.history.changed_since(slot as u32, since);
+                    let fixed = leaves & !c.array_leaves;
+                    if !fixed.is_empty() {
+                        // The arena keeps one key per entry of this list, in this order.
+                        shared = self.changed.len() as u32;
+                        self.changed.push(ChangedActor { class: ci as u32, slot: slot as u32, leaves: fixed });
                     }
                 }
                 let at = location(c, stores[ci], slot as u32);
@@ -508,6 +536,9 @@ impl NetDriver {
                     owner_conn: a.owner,
                     startup: s.startup,
                     rules: s.needs_rules() || c.cols.hook.is_some(),
+                    since,
+                    changed: leaves,
+                    shared,
                 });
             }
         }

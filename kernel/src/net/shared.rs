@@ -139,10 +139,11 @@ impl SharedArena {
         self.chunks.clear();
     }
 
-    /// The shared encodings of actor (`class`, `slot`), in any order (binary search).
-    pub fn get(&self, class: u32, slot: u32) -> Option<SharedActor<'_>> {
-        let i = self.keys.binary_search_by_key(&(class, slot), |k| (k.class, k.slot)).ok()?;
-        Some(SharedActor { arena: self, leaves: self.keys[i].leaves, first: self.first_span[i] })
+    /// The shared encodings of key `i` (the `i`-th entry of the list given to
+    /// [`SharedArena::encode`], when every entry had fixed leaves).
+    pub fn at(&self, i: u32) -> Option<SharedActor<'_>> {
+        let k = self.keys.get(i as usize)?;
+        Some(SharedActor { arena: self, leaves: k.leaves, first: self.first_span[i as usize] })
     }
 
     /// The shared encodings of actor (`class`, `slot`), given a cursor into the sorted keys that

@@ -176,6 +176,12 @@ impl ReferenceFrame {
             });
         }
         self.track_actors(driver, stores, &order);
+        // The game's ForceNetUpdate calls since the last frame.
+        for &(c, s, at) in &level.forced_last_tick {
+            if let Some(a) = self.actors[c as usize].get_mut(s as usize).and_then(Option::as_mut) {
+                a.clock.force_net_update(at);
+            }
+        }
         for (rc, dc) in self.conns.iter_mut().zip(&driver.conns) {
             rc.budget.net_speed = dc.budget.net_speed;
             rc.budget.tick(time.tick);

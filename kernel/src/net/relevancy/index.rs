@@ -41,6 +41,12 @@ pub(crate) struct DueActor {
     pub startup: bool,
     /// Decided by UE's rules one by one, not by the grid.
     pub rules: bool,
+    /// The frame it was last considered before this one (its last compare).
+    pub since: crate::ids::Frame,
+    /// Its leaves that changed since then (found by this frame's compare).
+    pub changed: crate::ids::LeafMask,
+    /// Its key in the frame's shared arena (`level::NOT_SHARED`: none).
+    pub shared: u32,
 }
 
 /// See the module documentation.
