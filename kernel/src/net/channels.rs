@@ -80,6 +80,8 @@ pub struct FrameDecisions {
 pub(crate) struct LevelCtx<'a> {
     pub write: &'a WriteCtx<'a>,
     pub due: &'a [DueActor],
+    /// The due actors' keys (`due[i].key`), packed for the merges.
+    pub keys: &'a [u64],
     pub due_index: &'a [Vec<u32>],
     /// Actors gone since the last frame, sorted by key.
     pub retired: &'a [(u64, NetGuid)],
@@ -140,27 +142,29 @@ pub(crate) fn replicate_connection(ctx: &LevelCtx<'_>, ci: u32, conn: &mut Conne
     if ready {
         ctx.write.write_closes(conn, &mut st);
         let t = Instant::now();
-        let mut relevant = Vec::new();
+        let mut scratch = std::mem::take(&mut conn.scratch);
         let due_of = |g: NetGuid| {
             let &(c, s) = ctx.guids.get(&g)?;
             let d = *ctx.due_index.get(c as usize)?.get(s as usize)?;
             (d != NOT_DUE).then_some(d)
         };
-        ctx.index.relevant_for(ctx.due, due_of, ci, &conn.viewers, ctx.hooks, &mut relevant);
+        let Scratch { relevant, query, .. } = &mut *scratch;
+        ctx.index.relevant_for(ctx.due, due_of, ci, &conn.viewers, ctx.hooks, query, relevant);
         out.nanos[0] = t.elapsed().as_nanos() as u64;
         let t = Instant::now();
-        out.relevant = relevant.len();
+        out.relevant = scratch.relevant.len();
         if let Some(d) = &mut decisions {
-            d.relevant = relevant.iter().map(|&i| ctx.due[i as usize].rel.guid).collect();
+            d.relevant = scratch.relevant.iter().map(|&i| ctx.due[i as usize].rel.guid).collect();
             d.relevant.sort_unstable();
         }
-        let cands = candidates(ctx, conn, &relevant);
-        let mut order = rank(ctx, conn, &cands);
+        candidates(ctx, conn, &mut scratch);
+        rank(ctx, conn, &mut scratch);
         out.nanos[1] = t.elapsed().as_nanos() as u64;
         let t = Instant::now();
         let mut run = Run { ci, st: &mut st, out: &mut out, decisions: decisions.as_mut() };
-        process(ctx, &mut run, conn, &cands, &mut order);
+        process(ctx, &mut run, conn, &mut scratch);
         rows(conn).retain(|r| r.state.flags & pair::CHANNEL != 0);
+        conn.scratch = scratch;
         out.nanos[2] = t.elapsed().as_nanos() as u64;
     }
     out.written = ctx.write.end(conn, st, true);
@@ -175,27 +179,35 @@ pub(crate) fn replicate_connection(ctx: &LevelCtx<'_>, ci: u32, conn: &mut Conne
 /// Drops the rows of actors that are gone (one merge of two sorted lists), queueing a close
 /// where a packet carried the open.
 fn drop_retired(conn: &mut Connection, retired: &[(u64, NetGuid)]) {
-    if retired.is_empty() {
-        return;
-    }
     let Pairs::Channels(rows) = &mut conn.pairs else { return };
-    let mut gone = 0;
-    let mut j = 0;
-    for row in rows.iter_mut() {
-        while j < retired.len() && retired[j].0 < row.key {
-            j += 1;
-        }
-        if retired.get(j).is_some_and(|r| r.0 == row.key) {
-            if row.state.flags & pair::EVER_OPENED != 0 {
-                conn.closes.push(retired[j].1);
+    let mut gone = false;
+    // A frame retires few actors next to a connection's rows: look each one up (keys stay in
+    // place until the end, so the rows stay sorted for the searches; between frames every row
+    // has a channel, so a cleared flag byte marks the gone).
+    for &(key, guid) in retired {
+        if let Ok(i) = rows.binary_search_by_key(&key, |r| r.key) {
+            if rows[i].state.flags & pair::EVER_OPENED != 0 {
+                conn.closes.push(guid);
             }
-            row.key = u64::MAX;
-            gone += 1;
+            rows[i].state.flags = 0;
+            gone = true;
         }
     }
-    if gone > 0 {
-        rows.retain(|r| r.key != u64::MAX);
+    if gone {
+        rows.retain(|r| r.state.flags != 0);
     }
+}
+
+/// A connection's buffers for its actor-level frame, kept from frame to frame.
+#[derive(Default)]
+pub(crate) struct Scratch {
+    relevant: Vec<u32>,
+    query: super::relevancy::Scratch,
+    fresh: Vec<Channel>,
+    cands: Vec<Cand>,
+    order: Vec<Candidate>,
+    /// Mean bits of a replicated pair in the last saturated frame: sizes the first ranked batch.
+    bits_per_send: f64,
 }
 
 /// One candidate of the frame: a row whose actor is due.
@@ -208,12 +220,13 @@ struct Cand {
 
 /// Adds a scratch row for every relevant actor without one, then lists the rows whose actor is
 /// due.
-fn candidates(ctx: &LevelCtx<'_>, conn: &mut Connection, relevant: &[u32]) -> Vec<Cand> {
+fn candidates(ctx: &LevelCtx<'_>, conn: &mut Connection, scratch: &mut Scratch) {
+    let Scratch { relevant, fresh, cands, .. } = scratch;
     let rows = rows(conn);
-    let mut fresh = Vec::new();
+    fresh.clear();
     let mut r = 0;
-    for &d in relevant {
-        let key = ctx.due[d as usize].key;
+    for &d in relevant.iter() {
+        let key = ctx.keys[d as usize];
         while r < rows.len() && rows[r].key < key {
             r += 1;
         }
@@ -221,12 +234,18 @@ fn candidates(ctx: &LevelCtx<'_>, conn: &mut Connection, relevant: &[u32]) -> Ve
             fresh.push(Channel { key, ..Channel::default() });
         }
     }
-    merge_rows(rows, &fresh);
-    let mut cands = Vec::new();
+    merge_rows(rows, fresh);
+    cands.clear();
     let mut k = 0;
+    let mut class = u32::MAX;
+    let mut index: &[u32] = &[];
     for (ri, row) in rows.iter().enumerate() {
-        let (class, slot) = split_key(row.key);
-        let d = ctx.due_index.get(class as usize).and_then(|v| v.get(slot as usize)).copied().unwrap_or(NOT_DUE);
+        let (c, slot) = split_key(row.key);
+        if c != class {
+            class = c;
+            index = ctx.due_index.get(c as usize).map_or(&[], |v| &v[..]);
+        }
+        let d = index.get(slot as usize).copied().unwrap_or(NOT_DUE);
         if d == NOT_DUE {
             continue;
         }
@@ -236,26 +255,24 @@ fn candidates(ctx: &LevelCtx<'_>, conn: &mut Connection, relevant: &[u32]) -> Ve
         let relevant_now = relevant.get(k) == Some(&d);
         cands.push(Cand { row: ri as u32, due: d, relevant_now });
     }
-    cands
 }
 
 /// Each candidate's priority key — the max over the viewers of UE's `GetNetPriority` — with
-/// its GUID and its index in `cands`.
-fn rank(ctx: &LevelCtx<'_>, conn: &Connection, cands: &[Cand]) -> Vec<Candidate> {
+/// its GUID and its index in the candidates.
+fn rank(ctx: &LevelCtx<'_>, conn: &Connection, scratch: &mut Scratch) {
     let now = ctx.time.now;
     let viewers = &conn.viewers;
     let Pairs::Channels(rows) = &conn.pairs else { unreachable!("the actor level keeps channel rows") };
     let lookup = |g: NetGuid| ctx.index.linked.get(&g);
-    let mut order = Vec::with_capacity(cands.len());
-    for (i, c) in cands.iter().enumerate() {
+    scratch.order.clear();
+    for (i, c) in scratch.cands.iter().enumerate() {
         let row = &rows[c.row as usize];
         let t =
             if row.state.flags & pair::CHANNEL != 0 { (now - row.last_update) as f32 } else { SPAWN_PRIORITY_SECONDS };
         let a = &ctx.due[c.due as usize];
         let best = viewers.iter().map(|v| actor_priority(&a.rel, a.net_priority, t, v, &lookup)).fold(0.0f32, f32::max);
-        order.push(Candidate { key: priority_key(best), guid: a.rel.guid, index: i as u32 });
+        scratch.order.push(Candidate { key: priority_key(best), guid: a.rel.guid, index: i as u32 });
     }
-    order
 }
 
 /// One connection's frame in progress.
@@ -267,13 +284,23 @@ struct Run<'r> {
 }
 
 /// Processes the candidates in send order until the budget is spent.
-fn process(ctx: &LevelCtx<'_>, run: &mut Run<'_>, conn: &mut Connection, cands: &[Cand], order: &mut [Candidate]) {
+fn process(ctx: &LevelCtx<'_>, run: &mut Run<'_>, conn: &mut Connection, scratch: &mut Scratch) {
     let Run { ci, st, out, decisions } = run;
     let ci = *ci;
     let now = ctx.time.now;
     let recheck_after = ctx.cfg.relevant_timeout.min(1.0);
+    let Scratch { cands, order, bits_per_send, .. } = scratch;
+    let order = &mut order[..];
     let mut start = 0;
-    let mut batch = FIRST_BATCH;
+    // The first batch: what the budget's credit carries at last frame's bits per send, and a
+    // quarter more; each next batch twice the last.
+    let credit = -conn.budget.queued_bits;
+    let mut batch = if *bits_per_send > 0.0 && credit > 0.0 && !conn.budget.replay {
+        ((credit / *bits_per_send * 1.25) as usize).max(FIRST_BATCH)
+    } else {
+        FIRST_BATCH
+    };
+    let bits_at_start = ctx.write.bits_written(conn);
     while start < order.len() {
         let n = select_top(&mut order[start..], batch).len();
         for i in start..start + n {
@@ -303,6 +330,8 @@ fn process(ctx: &LevelCtx<'_>, run: &mut Run<'_>, conn: &mut Connection, cands: 
                 }
                 if !conn.budget.ready(ctx.write.bits_written(conn) as f64) {
                     out.saturated = true;
+                    *bits_per_send =
+                        (ctx.write.bits_written(conn) - bits_at_start) as f64 / out.processed.max(1) as f64;
                     leftovers(ctx, conn, cands, &order[i + 1..], &mut out.pending);
                     return;
                 }

@@ -106,6 +106,8 @@ pub(crate) struct Connection {
     pub budget: Budget,
     pub heard: f64,
     pub decisions: Option<Box<FrameDecisions>>,
+    /// The actor level's buffers, reused from frame to frame.
+    pub scratch: Box<super::channels::Scratch>,
 }
 
 impl Connection {
@@ -126,6 +128,7 @@ impl Connection {
             budget: Budget::new(super::budget::DEFAULT_NET_SPEED, replay),
             heard: 0.0,
             decisions: None,
+            scratch: Box::default(),
         }
     }
 

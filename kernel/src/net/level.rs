@@ -109,6 +109,8 @@ pub(crate) struct Level {
     pub index: RelevancyIndex,
     /// The frame's consider list, sorted by (class, slot).
     pub due: Vec<DueActor>,
+    /// `due[i].key`, packed.
+    pub keys: Vec<u64>,
     /// Per class, per slot: index into `due`, or [`NOT_DUE`].
     pub due_index: Vec<Vec<u32>>,
     /// Per class, per page: the lanes of actors due this frame (the lanes compared).
@@ -163,6 +165,7 @@ impl Level {
             cfg,
             index,
             due: Vec::new(),
+            keys: Vec::new(),
             due_index: Vec::new(),
             selected: Vec::new(),
             retired: Vec::new(),
@@ -451,6 +454,7 @@ impl NetDriver {
         let ctx = LevelCtx {
             write: &write,
             due: &level.due,
+            keys: &level.keys,
             due_index: &level.due_index,
             retired: &level.retired,
             guids: &self.guids,
@@ -499,6 +503,7 @@ impl NetDriver {
         }
         level.due_index.resize(self.classes.len(), Vec::new());
         self.changed.clear();
+        level.keys.clear();
         for (ci, c) in self.classes.iter_mut().enumerate() {
             let index = &mut level.due_index[ci];
             index.resize(c.actors.len(), NOT_DUE);
@@ -527,8 +532,8 @@ impl NetDriver {
                 c.cols.position[slot] = at;
                 let s = c.cols.settings[slot];
                 index[slot] = level.due.len() as u32;
+                level.keys.push(super::pairs::pair_key(ci as u32, slot as u32));
                 level.due.push(DueActor {
-                    key: super::pairs::pair_key(ci as u32, slot as u32),
                     class: ci as u32,
                     slot: slot as u32,
                     rel: relevancy_of(c, slot as u32, at),

@@ -90,11 +90,14 @@ pub fn actor_priority<'a>(
 
 /// The integer sort key of a priority: `round(65536 × p)`, saturating (NaN and negatives: 0).
 pub fn priority_key(priority: f32) -> u32 {
-    let k = (priority as f64 * 65536.0).round();
+    let k = priority as f64 * 65536.0;
     if k.is_nan() || k <= 0.0 {
         0
+    } else if k >= u32::MAX as f64 {
+        u32::MAX
     } else {
-        k.min(u32::MAX as f64) as u32
+        // Round half up by truncation (no libm call): for k > 0 this is `k.round()`.
+        (k + 0.5) as u32
     }
 }
 

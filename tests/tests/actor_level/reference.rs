@@ -201,7 +201,13 @@ fn the_kernel_decides_exactly_as_the_ue_style_reference_on_random_worlds() {
                 assert_eq!(
                     kernel.sends.len(),
                     reference.sends.len(),
-                    "seed {seed} frame {frame} client {c}: sends differ at {at:?}"
+                    "seed {seed} frame {frame} client {c}: sends differ at {at:?}; saturated {} / {}; queued {} / {}; tail {:?} / {:?}",
+                    kernel.saturated,
+                    reference.saturated,
+                    kernel.queued_bits,
+                    reference.queued_bits,
+                    &kernel.sends[kernel.sends.len().saturating_sub(3)..],
+                    &reference.sends[reference.sends.len().saturating_sub(3)..]
                 );
                 if let Some(i) = at {
                     panic!(

@@ -29,7 +29,6 @@ use std::collections::HashMap;
 /// One actor of the frame's consider list.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct DueActor {
-    pub key: u64,
     pub class: u32,
     pub slot: u32,
     /// What relevancy and priority read (GUID, location, owner, instigator, flags).
@@ -132,6 +131,7 @@ impl RelevancyIndex {
 
     /// The due indices relevant to connection `conn` with `viewers`, ascending, into `out`.
     /// `due_of` gives the due index of an actor by GUID, if it is due.
+    #[allow(clippy::too_many_arguments)]
     pub fn relevant_for(
         &self,
         due: &[DueActor],
@@ -139,14 +139,17 @@ impl RelevancyIndex {
         conn: u32,
         viewers: &[Viewer],
         hooks: &[Option<RelevancyHook>],
+        scratch: &mut Scratch,
         out: &mut Vec<u32>,
     ) {
         out.clear();
         if viewers.is_empty() {
             return;
         }
-        let locations: Vec<[f32; 3]> = viewers.iter().map(|v| v.location).collect();
-        self.grid.relevant(&locations, out);
+        scratch.locations.clear();
+        scratch.locations.extend(viewers.iter().map(|v| v.location));
+        self.grid.relevant(&scratch.locations, out);
+        // Grid rows are in due order, so the mapped hits stay ascending.
         for hit in out.iter_mut() {
             *hit = self.grid_due[*hit as usize];
         }
@@ -155,7 +158,8 @@ impl RelevancyIndex {
             let end = list.partition_point(|e| e.0 <= g);
             start..end
         };
-        let mut extra = Vec::new();
+        let extra = &mut scratch.extra;
+        extra.clear();
         for v in viewers {
             for g in [v.view_target, v.real_viewer].into_iter().flatten() {
                 // The view target or real viewer itself (rule actors answer for themselves).
@@ -176,10 +180,44 @@ impl RelevancyIndex {
                 extra.push(i);
             }
         }
-        if !extra.is_empty() {
-            out.extend(extra);
-            out.sort_unstable();
-            out.dedup();
+        if extra.is_empty() {
+            return;
         }
+        // The few link and rule hits, sorted, merged into the grid's sorted hits.
+        extra.sort_unstable();
+        let merged = &mut scratch.merged;
+        merged.clear();
+        merged.reserve(out.len() + extra.len());
+        let (mut i, mut j) = (0, 0);
+        while i < out.len() || j < extra.len() {
+            let next = match (out.get(i), extra.get(j)) {
+                (Some(&a), Some(&b)) if a <= b => {
+                    i += 1;
+                    j += (a == b) as usize;
+                    a
+                }
+                (_, Some(&b)) => {
+                    j += 1;
+                    b
+                }
+                (Some(&a), None) => {
+                    i += 1;
+                    a
+                }
+                (None, None) => unreachable!(),
+            };
+            if merged.last() != Some(&next) {
+                merged.push(next);
+            }
+        }
+        std::mem::swap(out, merged);
     }
+}
+
+/// Buffers one connection's query reuses from frame to frame.
+#[derive(Default)]
+pub(crate) struct Scratch {
+    locations: Vec<[f32; 3]>,
+    extra: Vec<u32>,
+    merged: Vec<u32>,
 }

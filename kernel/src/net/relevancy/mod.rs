@@ -24,7 +24,7 @@ use crate::ids::NetGuid;
 use std::sync::Arc;
 
 mod index;
-pub(crate) use index::{DueActor, RelevancyIndex};
+pub(crate) use index::{DueActor, RelevancyIndex, Scratch};
 
 /// A class's own relevancy rule (UE's `IsNetRelevantFor` override): `Some(answer)` decides,
 /// `None` leaves it to UE's rules. Called once per (actor, viewer) the frame asks about.
