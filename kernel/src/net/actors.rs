@@ -94,7 +94,7 @@ impl NetDriver {
         store.begin_tick();
         self.track_slots(ci as u32, store);
         if let Some(level) = self.level.as_mut() {
-            level.select_due(ci, &self.classes[ci]);
+            level.select_due(ci, &self.classes[ci], self.cfg.parallel);
         }
         let lanes = self.level.as_ref().map(|l| &l.selected[ci][..]);
         let c = &mut self.classes[ci];

@@ -70,11 +70,12 @@
 use super::actors::ClassNet;
 use super::channels::{self, FrameDecisions, LevelCtx, Outcome};
 use super::connection::Connection;
+use super::consider::ConsiderClock;
 use super::consider::ServerTime;
 use super::pairs::Pairs;
 use super::relevancy::{ActorRelevancy, DueActor, RelevancyHook, RelevancyIndex, Viewer};
 use super::send::WriteCtx;
-use super::settings::{ActorLevelConfig, NetSettings};
+use super::settings::{ActorLevelConfig, Columns, NetSettings};
 use super::{ChangedActor, ClassId, ConnectionId, DriverError, Frame, LeafMask, NetDriver, NetGuid};
 use crate::schema::{LeafKind, PAGE_LANES};
 use crate::store::BitIter;
@@ -136,7 +137,7 @@ impl Level {
 
     /// The lanes of class `ci` whose actor is due now (clock due, or pending): the consider
     /// list's members, and the only lanes compared this frame.
-    pub fn select_due(&mut self, ci: usize, c: &ClassNet) {
+    pub fn select_due(&mut self, ci: usize, c: &ClassNet, parallel: bool) {
         if self.selected.len() <= ci {
             self.selected.resize(ci + 1, Vec::new());
         }
@@ -144,10 +145,18 @@ impl Level {
         lanes.clear();
         lanes.resize(c.actors.len().div_ceil(PAGE_LANES), 0);
         let now = self.time.now;
-        for (slot, a) in c.actors.iter().enumerate() {
-            if a.alive && c.cols.clock[slot].due(now) {
-                lanes[slot / PAGE_LANES] |= 1 << (slot % PAGE_LANES);
+        let page = |(p, out): (usize, &mut u64)| {
+            let slots = p * PAGE_LANES..((p + 1) * PAGE_LANES).min(c.actors.len());
+            for (lane, slot) in slots.enumerate() {
+                if c.actors[slot].alive && c.cols.clock[slot].due(now) {
+                    *out |= 1 << lane;
+                }
             }
+        };
+        if parallel && lanes.len() >= PARALLEL_CONSIDER_PAGES {
+            lanes.par_iter_mut().enumerate().with_min_len(16).for_each(page);
+        } else {
+            lanes.iter_mut().enumerate().for_each(page);
         }
     }
 
@@ -178,24 +187,39 @@ impl Level {
 
 /// Reads an actor's location: its location leaf (three `f32`) or its position column.
 pub(crate) fn location(c: &ClassNet, store: &ClassStore, slot: u32) -> [f32; 3] {
-    match c.cols.location_leaf {
+    read_location(c.cols.location_leaf, c.cols.position[slot as usize], store, slot)
+}
+
+fn read_location(leaf: Option<usize>, column: [f32; 3], store: &ClassStore, slot: u32) -> [f32; 3] {
+    match leaf {
         Some(leaf) => {
             let mut b = [0u8; 12];
             store.leaf_bytes(slot, leaf, &mut b);
             let f = |i: usize| f32::from_le_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]);
             [f(0), f(4), f(8)]
         }
-        None => c.cols.position[slot as usize],
+        None => column,
     }
 }
 
 /// What relevancy reads of the actor in `slot`.
 pub(crate) fn relevancy_of(c: &ClassNet, slot: u32, location: [f32; 3]) -> ActorRelevancy {
-    let s = &c.cols.settings[slot as usize];
+    let s = slot as usize;
+    let cols = &c.cols;
+    relevancy(c.actors[s].guid, &cols.settings[s], cols.owner_actor[s], cols.instigator[s], location)
+}
+
+fn relevancy(
+    guid: NetGuid,
+    s: &NetSettings,
+    owner: Option<NetGuid>,
+    instigator: Option<NetGuid>,
+    location: [f32; 3],
+) -> ActorRelevancy {
     ActorRelevancy {
-        guid: c.actors[slot as usize].guid,
-        owner: c.cols.owner_actor[slot as usize],
-        instigator: c.cols.instigator[slot as usize],
+        guid,
+        owner,
+        instigator,
         location,
         cull_distance_squared: s.cull_distance_squared,
         always_relevant: s.always_relevant,
@@ -206,6 +230,12 @@ pub(crate) fn relevancy_of(c: &ClassNet, slot: u32, location: [f32; 3]) -> Actor
         collision: s.collision,
     }
 }
+
+/// Pages of a class below which the due selection stays on the calling thread.
+const PARALLEL_CONSIDER_PAGES: usize = 64;
+
+/// Pages per task of the consider step (a run of 4096 slots).
+const CONSIDER_RUN_PAGES: usize = 64;
 
 impl NetDriver {
     fn level(&self) -> Result<&Level, DriverError> {
@@ -495,6 +525,7 @@ impl NetDriver {
     /// The consider list: due actors (clock due or pending), their next time scheduled, and the
     /// frame's changed list narrowed to them (their changes since they were last considered).
     fn consider(&mut self, stores: &[&ClassStore]) {
+        let parallel = self.cfg.parallel;
         let level = self.level.as_mut().expect("actor level");
         let time = level.time;
         let adaptive = level.cfg.adaptive_frequency;
@@ -505,46 +536,81 @@ impl NetDriver {
         self.changed.clear();
         level.keys.clear();
         for (ci, c) in self.classes.iter_mut().enumerate() {
-            let index = &mut level.due_index[ci];
-            index.resize(c.actors.len(), NOT_DUE);
             let selected = level.selected.get(ci).map_or(&[][..], |v| &v[..]);
-            let due =
-                selected.iter().enumerate().flat_map(|(p, &lanes)| BitIter(lanes).map(move |l| p * PAGE_LANES + l));
-            for slot in due {
-                let a = c.actors[slot];
-                let since = c.cols.last_considered[slot];
-                let changed = c.history.last_changed(slot as u32) > since;
-                let freq = c.cols.settings[slot].frequency;
-                c.cols.clock[slot].considered(a.guid, &time, &freq, adaptive, changed);
-                c.cols.last_considered[slot] = time.frame;
-                let mut leaves = LeafMask::EMPTY;
-                let mut shared = NOT_SHARED;
-                if changed {
-                    leaves = c.history.changed_since(slot as u32, since);
-                    let fixed = leaves & !c.array_leaves;
-                    if !fixed.is_empty() {
-                        // The arena keeps one key per entry of this list, in this order.
-                        shared = self.changed.len() as u32;
-                        self.changed.push(ChangedActor { class: ci as u32, slot: slot as u32, leaves: fixed });
+            let ClassNet { actors, history, array_leaves, cols, .. } = c;
+            let (actors, history, array_leaves) = (&*actors, &*history, *array_leaves);
+            let Columns {
+                clock,
+                last_considered,
+                position,
+                settings,
+                owner_actor,
+                instigator,
+                location_leaf,
+                hook,
+                ..
+            } = cols;
+            let (settings, owner_actor, instigator, location_leaf) =
+                (&*settings, &*owner_actor, &*instigator, *location_leaf);
+            let rules_class = hook.is_some();
+            let store = stores[ci];
+            // Per run of pages: each due actor's clock scheduled, its changes since it was last
+            // considered, where it is, and what relevancy reads — runs apart, in parallel.
+            type Cols<'c> = ((&'c mut [ConsiderClock], &'c mut [Frame]), &'c mut [[f32; 3]]);
+            let run = |(r, ((clock, last), pos)): (usize, Cols<'_>)| {
+                let first_page = r * CONSIDER_RUN_PAGES;
+                let pages = selected.iter().skip(first_page).take(CONSIDER_RUN_PAGES);
+                let mut out = Vec::with_capacity(pages.clone().map(|l| l.count_ones() as usize).sum());
+                for (q, &lanes) in pages.enumerate() {
+                    for lane in BitIter(lanes) {
+                        let i = q * PAGE_LANES + lane;
+                        let slot = first_page * PAGE_LANES + i;
+                        let a = actors[slot];
+                        let since = last[i];
+                        let changed = history.last_changed(slot as u32) > since;
+                        let s = &settings[slot];
+                        clock[i].considered(a.guid, &time, &s.frequency, adaptive, changed);
+                        last[i] = time.frame;
+                        let leaves = if changed { history.changed_since(slot as u32, since) } else { LeafMask::EMPTY };
+                        let at = read_location(location_leaf, pos[i], store, slot as u32);
+                        pos[i] = at;
+                        out.push(DueActor {
+                            class: ci as u32,
+                            slot: slot as u32,
+                            rel: relevancy(a.guid, s, owner_actor[slot], instigator[slot], at),
+                            net_priority: s.net_priority,
+                            owner_conn: a.owner,
+                            startup: s.startup,
+                            rules: s.needs_rules() || rules_class,
+                            since,
+                            changed: leaves,
+                            shared: NOT_SHARED,
+                        });
                     }
                 }
-                let at = location(c, stores[ci], slot as u32);
-                c.cols.position[slot] = at;
-                let s = c.cols.settings[slot];
-                index[slot] = level.due.len() as u32;
-                level.keys.push(super::pairs::pair_key(ci as u32, slot as u32));
-                level.due.push(DueActor {
-                    class: ci as u32,
-                    slot: slot as u32,
-                    rel: relevancy_of(c, slot as u32, at),
-                    net_priority: s.net_priority,
-                    owner_conn: a.owner,
-                    startup: s.startup,
-                    rules: s.needs_rules() || c.cols.hook.is_some(),
-                    since,
-                    changed: leaves,
-                    shared,
-                });
+                out
+            };
+            let n = CONSIDER_RUN_PAGES * PAGE_LANES;
+            let pages: Vec<Vec<DueActor>> = if parallel && selected.len() >= 2 * CONSIDER_RUN_PAGES {
+                let columns =
+                    clock.par_chunks_mut(n).zip(last_considered.par_chunks_mut(n)).zip(position.par_chunks_mut(n));
+                columns.enumerate().map(run).collect()
+            } else {
+                let columns = clock.chunks_mut(n).zip(last_considered.chunks_mut(n)).zip(position.chunks_mut(n));
+                columns.enumerate().map(run).collect()
+            };
+            let index = &mut level.due_index[ci];
+            index.resize(actors.len(), NOT_DUE);
+            for mut d in pages.into_iter().flatten() {
+                let fixed = d.changed & !array_leaves;
+                if !fixed.is_empty() {
+                    // The arena keeps one key per entry of this list, in this order.
+                    d.shared = self.changed.len() as u32;
+                    self.changed.push(ChangedActor { class: d.class, slot: d.slot, leaves: fixed });
+                }
+                index[d.slot as usize] = level.due.len() as u32;
+                level.keys.push(super::pairs::pair_key(d.class, d.slot));
+                level.due.push(d);
             }
         }
     }
