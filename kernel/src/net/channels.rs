@@ -367,6 +367,11 @@ fn replicate(
     // A pair that replicated when the actor was last considered owes what this frame's compare
     // found (shared by every such connection); one further behind asks the history.
     let (this_frame, catch_up) = if ps.sent_through == due.since {
+        // The common case of an actor at rest on an open channel: nothing owed, no lookups.
+        if due.changed.is_empty() && ps.resend.is_empty() && ps.flags & pair::OPEN_ACKED != 0 {
+            ps.sent_through = ctx.time.frame;
+            return;
+        }
         (due.changed, false)
     } else {
         (LeafMask::EMPTY, ps.sent_through == Frame(0) || c.history.last_changed(due.slot) > ps.sent_through)
