@@ -423,6 +423,11 @@ fn run(args: &RunArgs, json: bool, progress: &mut dyn FnMut(&str)) -> Result<(),
     let mut server = KernelServer::new(&mut world, threads > 1)?;
     let request = dump.as_mut().map(|(frame, out, _)| DumpRequest { frame: *frame, out });
     let records = scenario::run(&mut world, &mut server, frames, request, progress)?;
+    // What the kernel's run leaves, read before its world is dropped for the reference's pass.
+    let (open_pairs, pair_bytes) = server.pair_state()?;
+    let actors: usize = world.stores.iter().map(|st| st.len()).sum();
+    let peak_rss_mb = scenario::peak_rss_bytes().map(|b| b as f64 / 1e6);
+    drop((world, server));
     let reference_frames = args.reference_frames.unwrap_or(profile.default_reference_frames()).min(frames);
     let reference = if reference_frames > 0 {
         progress("the UE-style reference, on the same frames");
@@ -438,9 +443,6 @@ fn run(args: &RunArgs, json: bool, progress: &mut dyn FnMut(&str)) -> Result<(),
     };
     let wall_s = started.elapsed().as_secs_f64();
     let s = scenario::summarize(&records, cfg.connections, cfg.tick_rate);
-    let (open_pairs, pair_bytes) = server.pair_state()?;
-    let actors: usize = world.stores.iter().map(|st| st.len()).sum();
-    let peak_rss_mb = scenario::peak_rss_bytes().map(|b| b as f64 / 1e6);
     let bytes_per_open_pair = pair_bytes as f64 / open_pairs.max(1) as f64;
     let st = &s.stages;
     if json {

@@ -18,8 +18,13 @@
 //!                 repeated feedback is ignored and counted; reopen requests
 //! ```
 //!
+//! With [`DriverConfig::actor_level`] set, the frame after gather is UE's `ServerReplicateActors`
+//! instead of plan/share/send for every changed actor: the consider list, relevancy, priority and
+//! bandwidth per connection ([`level`], [`channels`]); only due actors are compared.
+//!
 //! Per-connection state ([`connection`]) is 16 bytes per (connection, actor) plus what is in
-//! flight; the condition map is in [`condition`].
+//! flight — dense tables without the actor level, sorted channel rows with it (only the actors a
+//! connection has a channel with); the condition map is in [`condition`].
 //!
 //! NetGUIDs ([`NetGuid`]): a dynamic actor gets an even GUID from 2 upwards the first tick that
 //! sees it spawned (or earlier, through [`NetDriver::assign_guid`]), never reused. Object-reference
