@@ -3,6 +3,7 @@
 //! on the driver's recorded decisions.
 
 mod frequency;
+mod hostile;
 mod priority;
 mod reference;
 mod relevancy;
