@@ -452,25 +452,37 @@ impl NetDriver {
         let t = Instant::now();
         self.consider(stores);
         self.stats.stages.consider = t.elapsed().as_nanos() as u64;
-        let t = Instant::now();
+        // The relevancy index and the shared encodings read the same frame and nothing of each
+        // other: built side by side.
         let level = self.level.as_mut().expect("checked above");
-        let classes = &self.classes;
-        let guids = &self.guids;
-        level.index.build(&level.due, |g| {
-            let &(c, s) = guids.get(&g)?;
-            let class = &classes[c as usize];
-            let at = location(class, stores[c as usize], s);
-            Some((relevancy_of(class, s, at), class.cols.settings[s as usize].net_priority))
-        });
-        self.stats.stages.relevancy_index = t.elapsed().as_nanos() as u64;
+        let (classes, guids, changed) = (&self.classes, &self.guids, &self.changed);
+        let (arena, shared, parallel) = (&mut self.arena, self.cfg.shared_serialization, self.cfg.parallel);
+        let mut build_index = || {
+            let t = Instant::now();
+            level.index.build(&level.due, |g| {
+                let &(c, s) = guids.get(&g)?;
+                let class = &classes[c as usize];
+                let at = location(class, stores[c as usize], s);
+                Some((relevancy_of(class, s, at), class.cols.settings[s as usize].net_priority))
+            });
+            t.elapsed().as_nanos() as u64
+        };
+        let mut encode = || {
+            let t = Instant::now();
+            let records = if shared {
+                arena.encode(changed, classes, stores, parallel)
+            } else {
+                arena.clear();
+                0
+            };
+            (records, t.elapsed().as_nanos() as u64)
+        };
+        let (index_ns, (records, share_ns)) =
+            if parallel { rayon::join(build_index, encode) } else { (build_index(), encode()) };
+        self.stats.stages.relevancy_index = index_ns;
+        self.stats.stages.share = share_ns;
+        self.stats.shared_records = records;
         self.stats.changed_actors = self.changed.len();
-        let t = Instant::now();
-        if self.cfg.shared_serialization {
-            self.stats.shared_records = self.arena.encode(&self.changed, &self.classes, stores, self.cfg.parallel);
-        } else {
-            self.arena.clear();
-        }
-        self.stats.stages.share = t.elapsed().as_nanos() as u64;
         let level = self.level.as_mut().expect("checked above");
         level.retired.sort_unstable();
         let level = self.level.as_ref().expect("checked above");

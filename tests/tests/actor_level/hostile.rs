@@ -46,7 +46,8 @@ fn a_hostile_client_neither_crashes_the_server_nor_sees_what_is_not_relevant_to_
                 bits.set(b);
             }
         }
-        let reopen: Vec<NetGuid> = (0..rng.random_range(0..64)).map(|_| guids[rng.random_range(0..guids.len())]).collect();
+        let reopen: Vec<NetGuid> =
+            (0..rng.random_range(0..64)).map(|_| guids[rng.random_range(0..guids.len())]).collect();
         write_feedback(&mut w, highest, &bits, &reopen);
         let _ = l.driver.receive_feedback(evil, &w.into_bytes());
         let junk: Vec<u8> = (0..rng.random_range(0..40)).map(|_| rng.random()).collect();
