@@ -80,7 +80,7 @@ pub struct FrameDecisions {
 pub(crate) struct LevelCtx<'a> {
     pub write: &'a WriteCtx<'a>,
     pub due: &'a [DueActor],
-    /// The due actors' keys (`due[i].key`), packed for the merges.
+    /// The due actors' pair keys, parallel to `due`, packed for the merges.
     pub keys: &'a [u64],
     pub due_index: &'a [Vec<u32>],
     /// Actors gone since the last frame, sorted by key.
@@ -117,9 +117,12 @@ fn rows(conn: &mut Connection) -> &mut Vec<Channel> {
     }
 }
 
-/// Salt of a connection in the relevant-time jitter, so connections do not recheck in step.
-pub(crate) fn conn_salt(ci: u32) -> u64 {
-    (ci as u64 + 1).wrapping_mul(0xd6e8_feb8_6659_fd93)
+/// UE's `RelevantTime` after a relevancy check that said yes: `now + 0.5 · FRand`, the random
+/// number a hash of (NetGUID salted by the connection, frame), so connections do not recheck in
+/// step and any sharding gives the same answer.
+pub(crate) fn relevant_until(now: f64, guid: NetGuid, ci: u32, frame: Frame) -> f64 {
+    let salt = (ci as u64 + 1).wrapping_mul(0xd6e8_feb8_6659_fd93);
+    now + 0.5 * jitter(NetGuid(guid.0 ^ salt), frame)
 }
 
 /// See the module documentation.
@@ -317,7 +320,7 @@ fn process(ctx: &LevelCtx<'_>, run: &mut Run<'_>, conn: &mut Connection, scratch
                     row.state.flags |= pair::CHANNEL;
                 }
                 if relevant {
-                    row.relevant_time = now + 0.5 * jitter(NetGuid(due.rel.guid.0 ^ conn_salt(ci)), ctx.time.frame);
+                    row.relevant_time = relevant_until(now, due.rel.guid, ci, ctx.time.frame);
                 }
                 row.last_update = now;
                 let before = ctx.write.bits_written(conn);

@@ -3,11 +3,12 @@
 //!
 //! ```text
 //! tick(frame N), now = N / tick_rate                                   modules
-//!   gather      compare every class, record history (as without the   actors
-//!               actor level)
+//!   gather      per class: slots tracked, the due actors selected     actors
+//!               (clock due or pending), only their lanes compared,
+//!               history recorded
 //!   budgets     every connection's queued bits drain by one tick       budget
-//!   consider    actors whose clock is due (or pending) → the due list,  consider
-//!               sorted by (class, slot); their next time is scheduled
+//!   consider    the selected actors → the due list, sorted by (class,  consider
+//!               slot); their next time is scheduled
 //!               (UE's jitter from a hash of (NetGUID, frame))
 //!   relevancy   index over the due actors: grid (distance), links      relevancy::index
 //!               (owners, instigators, view targets), rule actors
@@ -110,7 +111,7 @@ pub(crate) struct Level {
     pub index: RelevancyIndex,
     /// The frame's consider list, sorted by (class, slot).
     pub due: Vec<DueActor>,
-    /// `due[i].key`, packed.
+    /// The due actors' pair keys, parallel to `due`, packed for the per-connection merges.
     pub keys: Vec<u64>,
     /// Per class, per slot: index into `due`, or [`NOT_DUE`].
     pub due_index: Vec<Vec<u32>>,

@@ -38,9 +38,9 @@
 use crate::compare::PushMode;
 use crate::ids::{Frame, LeafMask, NetGuid, Seq};
 use crate::net::budget::Budget;
-use crate::net::channels::{conn_salt, Action, FrameDecisions, SendDecision};
+use crate::net::channels::{relevant_until, Action, FrameDecisions, SendDecision};
 use crate::net::connection::Connection;
-use crate::net::consider::{jitter, ConsiderClock, ServerTime};
+use crate::net::consider::{ConsiderClock, ServerTime};
 use crate::net::level::{location, relevancy_of};
 use crate::net::pairs::Pairs;
 use crate::net::plan::SendItem;
@@ -66,8 +66,9 @@ struct RefActor {
     clock: ConsiderClock,
     /// Not compared yet: every property is looked at, marks or not.
     fresh: bool,
-    /// What relevancy and priority read this frame.
-    rel: ActorRelevancy,
+    /// What relevancy and priority read this frame, and its net priority (what an owner chain
+    /// reads of it).
+    link: (ActorRelevancy, f32),
 }
 
 /// One actor channel of a connection.
@@ -188,13 +189,6 @@ impl ReferenceFrame {
         }
         let due = self.consider(driver, stores, &order, &time);
 
-        let lookup_map: HashMap<NetGuid, (ActorRelevancy, f32)> = self
-            .actors
-            .iter()
-            .enumerate()
-            .flat_map(|(c, v)| v.iter().enumerate().filter_map(move |(s, a)| a.as_ref().map(|a| (c, s, a))))
-            .map(|(c, s, a)| (a.guid, (a.rel, driver.classes[c].cols.settings[s].net_priority)))
-            .collect();
         let ordered: Vec<&ClassStore> = order.iter().map(|&i| &*stores[i]).collect();
         let write = WriteCtx {
             classes: &driver.classes,
@@ -204,7 +198,7 @@ impl ReferenceFrame {
         };
         let mut bytes = 0;
         for ci in 0..self.conns.len() {
-            bytes += self.replicate_connection(driver, &write, &lookup_map, &due, ci, &time);
+            bytes += self.replicate_connection(driver, &write, &due, ci, &time);
         }
         Ok(ReferenceTick { seconds: start.elapsed().as_secs_f64(), due_actors: due.len(), bytes })
     }
@@ -239,7 +233,7 @@ impl ReferenceFrame {
                         last_changed: vec![0; layout.leaves.len()],
                         clock: ConsiderClock::default(),
                         fresh: true,
-                        rel: ActorRelevancy::at(a.guid, [0.0; 3]),
+                        link: (ActorRelevancy::at(a.guid, [0.0; 3]), 0.0),
                     });
                 }
                 if let Some(e) = entry.as_mut() {
@@ -262,10 +256,19 @@ impl ReferenceFrame {
         let mut due = Vec::new();
         for (c, class) in driver.classes.iter().enumerate() {
             let layout = &class.layout;
-            let store = &mut *stores[order[c]];
-            let (_, dirty) = store.split_for_compare(self.watchers[c]);
-            let dirty = dirty.clone();
+            let store = &*stores[order[c]];
+            let dirty = store.dirty(self.watchers[c]);
             let parents = layout.parents.len();
+            // Which parents' fixed leaves are compared only where marked (arrays always are).
+            let uses_marks: Vec<bool> = layout
+                .parents
+                .iter()
+                .map(|parent| match push {
+                    PushMode::Off => false,
+                    PushMode::Declared => parent.push,
+                    PushMode::All => true,
+                })
+                .collect();
             let mut compared = vec![0u64; class.actors.len().div_ceil(PAGE_LANES)];
             let mut buf = [0u8; 256];
             for (slot, entry) in self.actors[c].iter_mut().enumerate() {
@@ -278,12 +281,6 @@ impl ReferenceFrame {
                 let marked = |parent: usize| dirty.masks.get(p * parents + parent).is_some_and(|m| m >> lane & 1 != 0);
                 let mut changed = false;
                 for (li, leaf) in layout.leaves.iter().enumerate() {
-                    let parent = &layout.parents[leaf.parent];
-                    let uses_marks = match push {
-                        PushMode::Off => false,
-                        PushMode::Declared => parent.push,
-                        PushMode::All => true,
-                    };
                     let differs = match leaf.array {
                         Some(arr) => {
                             if !(a.fresh || marked(leaf.parent)) {
@@ -297,7 +294,7 @@ impl ReferenceFrame {
                             d
                         }
                         None => {
-                            if uses_marks && !(a.fresh || marked(leaf.parent)) {
+                            if uses_marks[leaf.parent] && !(a.fresh || marked(leaf.parent)) {
                                 continue;
                             }
                             let n = leaf.kind.byte_size();
@@ -321,13 +318,14 @@ impl ReferenceFrame {
                 a.clock.considered(a.guid, time, &settings.frequency, adaptive, changed);
                 due.push((c as u32, slot as u32));
             }
-            let (_, dirty) = store.split_for_compare(self.watchers[c]);
-            dirty.clear_lanes(&compared);
             // Relevancy data of every live actor (owner chains reach actors that are not due).
             for (slot, entry) in self.actors[c].iter_mut().enumerate() {
                 let Some(a) = entry.as_mut() else { continue };
-                a.rel = relevancy_of(class, slot as u32, location(class, store, slot as u32));
+                let at = location(class, store, slot as u32);
+                a.link = (relevancy_of(class, slot as u32, at), class.cols.settings[slot].net_priority);
             }
+            let (_, dirty) = stores[order[c]].split_for_compare(self.watchers[c]);
+            dirty.clear_lanes(&compared);
         }
         due
     }
@@ -337,7 +335,6 @@ impl ReferenceFrame {
         &mut self,
         driver: &NetDriver,
         write: &WriteCtx<'_>,
-        lookup_map: &HashMap<NetGuid, (ActorRelevancy, f32)>,
         due: &[(u32, u32)],
         ci: usize,
         time: &ServerTime,
@@ -360,8 +357,12 @@ impl ReferenceFrame {
             return 0;
         }
         let mut pending = Vec::new();
-        let lookup = |g: NetGuid| lookup_map.get(&g).map(|l| &l.0);
-        let plookup = |g: NetGuid| lookup_map.get(&g);
+        // Owner chains are followed actor to actor, as UE follows `Owner` pointers.
+        let plookup = |g: NetGuid| {
+            let &(c, s) = driver.guids.get(&g)?;
+            actors.get(c as usize)?.get(s as usize)?.as_ref().map(|a| &a.link)
+        };
+        let lookup = |g: NetGuid| plookup(g).map(|l| &l.0);
         let viewers = &dc.viewers;
         if ready {
             let closes = std::mem::take(&mut rc.closes);
@@ -374,7 +375,7 @@ impl ReferenceFrame {
                 let class = &driver.classes[c as usize];
                 let hook = class.cols.hook.as_ref();
                 let owned = class.actors[s as usize].owner == Some(ci as u32);
-                let relevant = relevant_to_connection(&a.rel, owned, viewers, hook, &lookup);
+                let relevant = relevant_to_connection(&a.link.0, owned, viewers, hook, &lookup);
                 if relevant {
                     rc.decisions.relevant.push(a.guid);
                 }
@@ -383,8 +384,8 @@ impl ReferenceFrame {
                     continue;
                 }
                 let t = channel.map_or(SPAWN_PRIORITY_SECONDS, |ch| (now - ch.last_update) as f32);
-                let np = class.cols.settings[s as usize].net_priority;
-                let best = viewers.iter().map(|v| actor_priority(&a.rel, np, t, v, &plookup)).fold(0.0f32, f32::max);
+                let (rel, np) = &a.link;
+                let best = viewers.iter().map(|v| actor_priority(rel, *np, t, v, &plookup)).fold(0.0f32, f32::max);
                 list.push((Candidate { key: priority_key(best), guid: a.guid, index: i as u32 }, c, s, relevant));
             }
             rc.decisions.relevant.sort();
@@ -409,7 +410,7 @@ impl ReferenceFrame {
                         last_update: 0.0,
                     });
                     if relevant {
-                        ch.relevant_time = now + 0.5 * jitter(NetGuid(guid.0 ^ conn_salt(ci as u32)), time.frame);
+                        ch.relevant_time = relevant_until(now, guid, ci as u32, time.frame);
                     }
                     ch.last_update = now;
                     let before = write.bits_written(&rc.conn);
