@@ -45,11 +45,17 @@ impl Level {
     /// A level with `cfg` (decisions recorded) and `clients` clients, each viewing from the
     /// origin along +X.
     pub fn new(cfg: ActorLevelConfig, clients: usize) -> Level {
+        Level::with_parallel(cfg, clients, true)
+    }
+
+    /// The same, on the rayon pool or on the calling thread only.
+    pub fn with_parallel(cfg: ActorLevelConfig, clients: usize, parallel: bool) -> Level {
         let layout = thing();
         let mut store = ClassStore::new(layout.clone());
         let level = ActorLevelConfig { record_decisions: true, ..cfg };
-        let mut driver =
-            NetDriver::new(DriverConfig { actor_level: Some(level), ..DriverConfig::default() }).expect("valid config");
+        let compare = shadowrep::compare::CompareConfig { parallel, ..Default::default() };
+        let driver_cfg = DriverConfig { actor_level: Some(level), parallel, compare, ..DriverConfig::default() };
+        let mut driver = NetDriver::new(driver_cfg).expect("valid config");
         let class = driver.register_class(&mut store).expect("registers");
         driver.set_location_property(class, LOCATION).expect("a vector");
         let mut l = Level { driver, store, class, clients: Vec::new(), layout };
