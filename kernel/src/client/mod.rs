@@ -26,8 +26,9 @@ use crate::ids::{NetGuid, Seq};
 use crate::schema::{ClassLayout, LeafKind, Notify};
 use crate::store::{value_bits_eq, ActorId, ClassStore};
 use crate::value::Value;
-use crate::wire::bunch::{decode_packet, RecordValue, Resolve};
+use crate::wire::bunch::{decode_packet, Close, RecordValue, Resolve};
 use crate::wire::feedback::{write_feedback, MAX_REOPENS};
+use crate::wire::open::{CloseReason, OpenHeader, OpenKind, SpawnInfo, MAX_PATH_BYTES};
 use crate::wire::packet::MAX_MTU;
 use crate::wire::{BitWriter, WireError};
 use std::collections::{HashMap, HashSet};
@@ -45,6 +46,10 @@ pub enum ClientError {
         /// Client's count.
         client: usize,
     },
+    /// No class with this id.
+    UnknownClass(u32),
+    /// A static actor's path is empty, too long, or loaded already.
+    BadStaticPath(String),
     /// A class layout differs from the server's.
     ChecksumMismatch {
         /// Class id.
@@ -60,6 +65,10 @@ impl fmt::Display for ClientError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             ClientError::ClassCount { server, client } => write!(f, "server has {server} classes, client {client}"),
+            ClientError::UnknownClass(c) => write!(f, "no class with id {c}"),
+            ClientError::BadStaticPath(p) => {
+                write!(f, "static actor path `{p}` is empty, longer than {MAX_PATH_BYTES} bytes, or loaded already")
+            }
             ClientError::ChecksumMismatch { class, server, client } => write!(
                 f,
                 "class {class}: layout checksum {client:#x} does not match the server's {server:#x}; the builds do not interoperate"
@@ -128,6 +137,9 @@ pub struct ClientStats {
     pub bunches_skipped: u64,
     /// Requests to open an actor again, counted once per actor.
     pub reopens_requested: u64,
+    /// Opens of static actors this client did not load (no such path, or another class):
+    /// stepped over.
+    pub unknown_statics: u64,
 }
 
 /// A fired notify.
@@ -158,6 +170,26 @@ pub enum ClientEvent {
         /// The actor.
         guid: NetGuid,
     },
+    /// The server opened a static actor the client loaded with the level
+    /// ([`ClientWorld::load_static_actor`]): the GUID names that copy now.
+    Bound {
+        /// The actor.
+        guid: NetGuid,
+        /// Its class id.
+        class: u32,
+    },
+    /// The actor went dormant: the client keeps it as it is; the server sends nothing for it
+    /// until it wakes.
+    Dormant {
+        /// The actor.
+        guid: NetGuid,
+    },
+    /// The actor was torn off: the client keeps it and owns it now; the server sends nothing more
+    /// ([`ClientWorld::forget`] lets go of it).
+    TornOff {
+        /// The actor.
+        guid: NetGuid,
+    },
 }
 
 /// A reference waiting for its target actor.
@@ -184,6 +216,14 @@ pub struct ClientWorld {
     classes: Vec<ClientClass>,
     actors: HashMap<NetGuid, (u32, ActorId)>,
     statics: HashSet<NetGuid>,
+    /// Static actors loaded with the level, by path: (class, id, the GUID bound to it).
+    level: HashMap<Arc<str>, (u32, ActorId, Option<NetGuid>)>,
+    /// Dynamic actors' spawn info, as their open carried it.
+    spawn: HashMap<NetGuid, SpawnInfo>,
+    /// Actors closed for dormancy (kept, not updated).
+    dormant: HashSet<NetGuid>,
+    /// Actors torn off (kept, owned by the client, never updated again).
+    torn: HashSet<NetGuid>,
     window: ReceiveWindow,
     /// Actors to ask the server to open again, with the feedbacks that carried the request.
     reopen: Vec<(NetGuid, u8)>,
@@ -214,6 +254,10 @@ impl ClientWorld {
                 .collect(),
             actors: HashMap::new(),
             statics: HashSet::new(),
+            level: HashMap::new(),
+            spawn: HashMap::new(),
+            dormant: HashSet::new(),
+            torn: HashSet::new(),
             window: ReceiveWindow::new(Seq(1)),
             reopen: Vec::new(),
             unmapped: Vec::new(),
@@ -237,6 +281,49 @@ impl ClientWorld {
             return false;
         }
         self.statics.insert(guid);
+        true
+    }
+
+    /// Loads a static actor with the level (UE: the map's placed actors exist on both ends
+    /// before any packet): an actor of class `class` at `path`, with default values until the
+    /// server opens it by that path and its properties arrive. Returns its id in the class's
+    /// store.
+    pub fn load_static_actor(&mut self, path: &str, class: u32) -> Result<ActorId, ClientError> {
+        if path.is_empty() || path.len() > MAX_PATH_BYTES {
+            return Err(ClientError::BadStaticPath(path.to_string()));
+        }
+        let c = self.classes.get_mut(class as usize).ok_or(ClientError::UnknownClass(class))?;
+        if self.level.contains_key(path) {
+            return Err(ClientError::BadStaticPath(path.to_string()));
+        }
+        let id = c.store.spawn();
+        self.level.insert(path.into(), (class, id, None));
+        Ok(id)
+    }
+
+    /// The spawn info a dynamic actor's open carried (quantised as on the wire).
+    pub fn spawn_info(&self, guid: NetGuid) -> Option<SpawnInfo> {
+        self.spawn.get(&guid).copied()
+    }
+
+    /// Whether actor `guid` is dormant (kept as last received; the server sends nothing until it
+    /// wakes).
+    pub fn is_dormant(&self, guid: NetGuid) -> bool {
+        self.dormant.contains(&guid)
+    }
+
+    /// Whether actor `guid` was torn off (the client owns its copy).
+    pub fn is_torn_off(&self, guid: NetGuid) -> bool {
+        self.torn.contains(&guid)
+    }
+
+    /// Lets go of a torn-off actor: it is despawned from its store. False if `guid` is not a
+    /// torn-off actor.
+    pub fn forget(&mut self, guid: NetGuid) -> bool {
+        if !self.torn.remove(&guid) {
+            return false;
+        }
+        self.destroy(guid);
         true
     }
 
@@ -376,9 +463,14 @@ impl ClientWorld {
         let mut opened: HashMap<NetGuid, u32> = HashMap::new();
         let mut missing: Vec<NetGuid> = Vec::new();
         let (classes, actors) = (&self.classes, &self.actors);
+        let torn = &self.torn;
         let decoded = decode_packet(bytes, |guid, open| {
-            if !guid.is_dynamic() {
+            if guid.is_null() {
                 return Err(WireError::Invalid("actor GUID"));
+            }
+            if torn.contains(&guid) {
+                // The server's last bunches before the tear-off: the actor is the client's now.
+                return Ok(Resolve::Skip);
             }
             let known = opened.get(&guid).copied().or_else(|| actors.get(&guid).map(|a| a.0));
             let class = match (open, known) {
@@ -402,17 +494,45 @@ impl ClientWorld {
             }
         };
         let mut skipped = packet.skipped.len();
+        // Every open must say what its GUID's parity says: a dynamic actor spawns from spawn
+        // info, a static one is found by its path among the actors loaded with the level.
+        for b in &packet.bunches {
+            match b.open.as_ref().map(|o| &o.kind) {
+                Some(OpenKind::Spawn(_)) if !b.guid.is_dynamic() => {
+                    self.stats.refused += 1;
+                    return Err(ReceiveError::Wire(WireError::Invalid("a static GUID opened with spawn info")));
+                }
+                Some(OpenKind::Static(_)) if !b.guid.is_static() => {
+                    self.stats.refused += 1;
+                    return Err(ReceiveError::Wire(WireError::Invalid("a dynamic GUID opened by path")));
+                }
+                _ => {}
+            }
+        }
         // Actors must exist when their bunch runs: a close within this packet ends an actor, and
         // only an open brings one back; a bunch naming a static object the client does not know
-        // cannot be applied either.
+        // cannot be applied either, nor an open of a static actor the client did not load.
         let mut gone: HashSet<NetGuid> = HashSet::new();
-        let statics = &self.statics;
+        let (statics, level) = (&self.statics, &self.level);
+        let mut unknown_statics = 0;
         packet.bunches.retain(|b| {
-            if b.close {
+            if b.close.is_some() {
                 gone.insert(b.guid);
                 return true;
             }
-            if b.open.is_some() {
+            if let Some(open) = &b.open {
+                if let OpenKind::Static(path) = &open.kind {
+                    let loaded = level.get(path).is_some_and(|&(c, _, bound)| {
+                        c == open.class
+                            && bound.is_none_or(|g| g == b.guid)
+                            && actors.get(&b.guid).is_none_or(|a| a.0 == c)
+                    });
+                    if !loaded {
+                        unknown_statics += 1;
+                        skipped += 1;
+                        return false;
+                    }
+                }
                 gone.remove(&b.guid);
             } else if gone.contains(&b.guid) {
                 skipped += 1;
@@ -422,7 +542,7 @@ impl ClientWorld {
             let unknown_static = b.records.iter().any(|r| {
                 record_leaves(layout, r.handle, &r.value).iter().any(|&(kind, bytes)| {
                     let g = guid_of(bytes);
-                    kind == LeafKind::Object && g.is_static() && !statics.contains(&g)
+                    kind == LeafKind::Object && g.is_static() && !statics.contains(&g) && !actors.contains_key(&g)
                 })
             });
             skipped += unknown_static as usize;
@@ -432,6 +552,7 @@ impl ClientWorld {
         self.unreported = true;
         self.stats.packets_applied += 1;
         self.stats.bunches_skipped += skipped as u64;
+        self.stats.unknown_statics += unknown_statics;
         for guid in missing {
             if self.reopen.len() < MAX_REOPENS && !self.reopen.iter().any(|r| r.0 == guid) {
                 self.reopen.push((guid, 0));
@@ -441,13 +562,8 @@ impl ClientWorld {
         let n = packet.bunches.len();
         for b in packet.bunches {
             self.reopen.retain(|r| r.0 != b.guid);
-            if b.close {
-                // Closing an actor the client never got (its open was lost) is no error.
-                if let Some((class, id)) = self.actors.remove(&b.guid) {
-                    let _ = self.classes[class as usize].store.despawn(id);
-                    self.unmapped.retain(|u| u.owner != b.guid);
-                    self.events.push(ClientEvent::Destroyed { guid: b.guid });
-                }
+            if let Some(close) = b.close {
+                self.close(b.guid, close);
                 continue;
             }
             self.apply_bunch(opened[&b.guid], b);
@@ -455,13 +571,68 @@ impl ClientWorld {
         Ok(Receipt::Applied { bunches: n, skipped })
     }
 
+    /// Applies a channel's close. Closing an actor the client never got (its open was lost) is
+    /// no error; a destroyed static actor is found by its path if its GUID was never bound.
+    fn close(&mut self, guid: NetGuid, close: Close) {
+        match close.reason {
+            CloseReason::Destroyed => {
+                if self.actors.contains_key(&guid) {
+                    self.destroy(guid);
+                } else if let Some((class, id, None)) = close.path.as_deref().and_then(|p| self.level.get(p).copied()) {
+                    let _ = self.classes[class as usize].store.despawn(id);
+                    self.events.push(ClientEvent::Destroyed { guid });
+                }
+                if let Some(path) = close.path.as_deref() {
+                    self.level.remove(path);
+                }
+            }
+            CloseReason::Dormant => {
+                if self.actors.contains_key(&guid) && self.dormant.insert(guid) {
+                    self.events.push(ClientEvent::Dormant { guid });
+                }
+            }
+            CloseReason::TornOff => {
+                if self.actors.contains_key(&guid) && self.torn.insert(guid) {
+                    self.dormant.remove(&guid);
+                    self.unmapped.retain(|u| u.owner != guid);
+                    self.events.push(ClientEvent::TornOff { guid });
+                }
+            }
+        }
+    }
+
+    /// Removes actor `guid` and everything kept about it.
+    fn destroy(&mut self, guid: NetGuid) {
+        if let Some((class, id)) = self.actors.remove(&guid) {
+            let _ = self.classes[class as usize].store.despawn(id);
+            self.unmapped.retain(|u| u.owner != guid);
+            self.spawn.remove(&guid);
+            self.dormant.remove(&guid);
+            self.torn.remove(&guid);
+            self.events.push(ClientEvent::Destroyed { guid });
+        }
+    }
+
     fn apply_bunch(&mut self, class: u32, b: crate::wire::bunch::Bunch) {
         let guid = b.guid;
         let mut spawned = false;
-        let id = match self.actors.get(&guid) {
-            Some(&(_, id)) => id,
-            None => {
+        self.dormant.remove(&guid);
+        let id = match (self.actors.get(&guid), &b.open) {
+            (Some(&(_, id)), _) => id,
+            (None, Some(OpenHeader { kind: OpenKind::Static(path), .. })) => {
+                // Checked before anything was applied: the path names a loaded actor of this class.
+                let Some(entry) = self.level.get_mut(path) else { return };
+                entry.2 = Some(guid);
+                self.actors.insert(guid, (class, entry.1));
+                self.events.push(ClientEvent::Bound { guid, class });
+                spawned = true;
+                entry.1
+            }
+            (None, open) => {
                 let id = self.classes[class as usize].store.spawn();
+                if let Some(OpenHeader { kind: OpenKind::Spawn(info), .. }) = open {
+                    self.spawn.insert(guid, *info);
+                }
                 self.actors.insert(guid, (class, id));
                 self.events.push(ClientEvent::Spawned { guid, class });
                 spawned = true;

@@ -11,7 +11,7 @@
 //! ```
 
 use super::condition::{flags, ActiveLeaves};
-use super::connection::pair;
+use super::connection::{pair, PendingClose};
 use super::settings::Columns;
 use super::NetDriver;
 use crate::compare::{ChangeSet, ShadowState};
@@ -33,6 +33,8 @@ pub(crate) struct ActorNet {
     pub physics: bool,
     /// Leaves of Custom/Dynamic parents switched off for this actor.
     pub custom_inactive: LeafMask,
+    /// Torn off ([`NetDriver::tear_off`]): still in the store, never replicated again.
+    pub torn_off: bool,
 }
 
 impl ActorNet {
@@ -149,6 +151,16 @@ impl NetDriver {
         }
         let guid = self.next_guid;
         self.next_guid = guid.next_dynamic();
+        self.adopt(class, slot, generation, guid);
+        guid
+    }
+
+    /// Starts replicating the actor in `slot` under `guid`: every connection will meet it.
+    pub(super) fn adopt(&mut self, class: u32, slot: u32, generation: u32, guid: NetGuid) {
+        let c = &mut self.classes[class as usize];
+        if c.actors.len() <= slot as usize {
+            c.actors.resize(slot as usize + 1, ActorNet::default());
+        }
         self.guids.insert(guid, (class, slot));
         let c = &mut self.classes[class as usize];
         c.actors[slot as usize] = ActorNet { guid, generation, alive: true, ..ActorNet::default() };
@@ -162,17 +174,33 @@ impl NetDriver {
                 conn.queue(class, slot);
             }
         }
-        guid
     }
 
-    /// The actor in `slot` is gone: connections that may have it get a close.
-    fn retire_actor(&mut self, class: u32, slot: u32) {
+    /// The actor in `slot` is gone: connections that may have it get a close (every connection,
+    /// for a static actor: its client loaded it with the level; none for a torn-off one: its
+    /// clients own their copies).
+    pub(super) fn retire_actor(&mut self, class: u32, slot: u32) {
         let c = &mut self.classes[class as usize];
         let a = &mut c.actors[slot as usize];
         a.alive = false;
-        let guid = a.guid;
+        let (guid, torn_off) = (a.guid, std::mem::take(&mut a.torn_off));
         c.history.clear_slot(slot);
         self.guids.remove(&guid);
+        if torn_off {
+            return;
+        }
+        if guid.is_static() {
+            self.statics.destroyed.push(guid);
+            for conn in self.conns.iter_mut().filter(|c| !c.removed) {
+                conn.drop_pair(class, slot);
+                conn.closes.push(PendingClose::destroyed(guid));
+            }
+            if let Some(level) = self.level.as_mut() {
+                // The rows are gone already; the retired list still clears the slot's due state.
+                level.retired.push((super::pairs::pair_key(class, slot), guid));
+            }
+            return;
+        }
         if let Some(level) = self.level.as_mut() {
             // Each connection drops its row (and closes the channel) in its next frame: no
             // per-connection work here, where spawns and despawns happen by the thousand.
@@ -182,7 +210,7 @@ impl NetDriver {
         for conn in self.conns.iter_mut().filter(|c| !c.removed) {
             let ps = conn.drop_pair(class, slot);
             if ps.flags & pair::EVER_OPENED != 0 {
-                conn.closes.push(guid);
+                conn.closes.push(PendingClose::destroyed(guid));
             }
         }
     }

@@ -22,7 +22,7 @@
 //! rows without a channel (scratch, or closed) are dropped
 //! ```
 
-use super::connection::{pair, Connection};
+use super::connection::{pair, Connection, PendingClose};
 use super::consider::{jitter, ServerTime};
 use super::level::NOT_DUE;
 use super::pairs::{merge_rows, split_key, Channel, Pairs};
@@ -189,8 +189,8 @@ fn drop_retired(conn: &mut Connection, retired: &[(u64, NetGuid)]) {
     // has a channel, so a cleared flag byte marks the gone).
     for &(key, guid) in retired {
         if let Ok(i) = rows.binary_search_by_key(&key, |r| r.key) {
-            if rows[i].state.flags & pair::EVER_OPENED != 0 {
-                conn.closes.push(guid);
+            if rows[i].state.flags & pair::EVER_OPENED != 0 && !guid.is_static() {
+                conn.closes.push(PendingClose::destroyed(guid));
             }
             rows[i].state.flags = 0;
             gone = true;
@@ -340,7 +340,7 @@ fn process(ctx: &LevelCtx<'_>, run: &mut Run<'_>, conn: &mut Connection, scratch
                 }
             } else if has_channel && !due.startup {
                 let before = ctx.write.bits_written(conn);
-                if ctx.write.write_close(conn, st, c.guid) {
+                if ctx.write.write_close(conn, st, PendingClose::destroyed(c.guid)) {
                     rows(conn)[ri as usize].state.flags = 0;
                     let bits = (ctx.write.bits_written(conn) - before) as u32;
                     if let Some(dec) = decisions.as_deref_mut() {
@@ -382,7 +382,10 @@ fn replicate(
     let item = plan_pair(ci, replay, ps, c, (due.class, due.slot), actor, this_frame, catch_up, ctx.time.frame);
     if let Some(item) = item {
         let shared = ctx.write.arena.and_then(|a| a.at(due.shared));
+        let bunches = st.bunches;
         ctx.write.write(conn, st, &item, shared);
+        let ps = &mut rows(conn)[row].state;
+        ps.in_flight = ps.in_flight.saturating_add((st.bunches - bunches) as u16);
     }
 }
 

@@ -13,6 +13,7 @@ use super::plan::SendItem;
 use super::relevancy::Viewer;
 use super::reliability::Reliability;
 use crate::ids::{Frame, LeafMask, NetGuid, Seq};
+use crate::wire::open::CloseReason;
 use crate::wire::packet::PacketWriter;
 use crate::wire::BitWriter;
 
@@ -30,6 +31,10 @@ pub mod pair {
     /// The actor level opened a channel for this pair (it was relevant when processed); pairs
     /// without it are a frame's scratch rows.
     pub const CHANNEL: u8 = 16;
+    /// The channel is closed for dormancy: the client keeps the actor as last acknowledged, the
+    /// row remembers what it has (`sent_through`), and nothing is sent until the actor wakes
+    /// or is flushed.
+    pub const DORMANT: u8 = 32;
 }
 
 /// What one connection keeps for one actor: 16 bytes.
@@ -42,7 +47,10 @@ pub struct PairState {
     pub sent_through: Frame,
     /// [`pair`] bits.
     pub flags: u8,
-    _pad: [u8; 3],
+    _pad: u8,
+    /// Bunches of this pair in packets whose fate is unknown (an actor goes dormant for a
+    /// connection only when this is 0 and nothing is owed).
+    pub in_flight: u16,
 }
 
 const _: () = assert!(std::mem::size_of::<PairState>() == 16);
@@ -79,6 +87,20 @@ pub struct ConnectionStats {
     pub window_full_frames: u64,
 }
 
+/// A close to send (or in flight): the actor and why its channel ends.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct PendingClose {
+    pub guid: NetGuid,
+    pub reason: CloseReason,
+}
+
+impl PendingClose {
+    /// The close of a destroyed (or no longer relevant) actor.
+    pub fn destroyed(guid: NetGuid) -> PendingClose {
+        PendingClose { guid, reason: CloseReason::Destroyed }
+    }
+}
+
 /// The server's state for one client.
 pub(crate) struct Connection {
     pub replay: bool,
@@ -88,8 +110,8 @@ pub(crate) struct Connection {
     pub pairs: Pairs,
     /// (class, slot) of pairs with the PENDING flag.
     pub pending: Vec<(u32, u32)>,
-    /// Actors whose close must be sent.
-    pub closes: Vec<NetGuid>,
+    /// Closes to send.
+    pub closes: Vec<PendingClose>,
     /// This frame's sends, from planning to packet writing.
     pub sends: Vec<SendItem>,
     pub rel: Reliability,

@@ -76,11 +76,12 @@ use super::consider::ServerTime;
 use super::pairs::Pairs;
 use super::relevancy::{ActorRelevancy, DueActor, RelevancyHook, RelevancyIndex, Viewer};
 use super::send::WriteCtx;
-use super::settings::{ActorLevelConfig, Columns, NetSettings};
+use super::settings::{ActorLevelConfig, Columns, NetSettings, SpawnLeaves};
 use super::{ChangedActor, ClassId, ConnectionId, DriverError, Frame, LeafMask, NetDriver, NetGuid};
 use crate::schema::{LeafKind, PAGE_LANES};
 use crate::store::BitIter;
 use crate::store::{ActorId, ClassStore};
+use crate::wire::open::SpawnInfo;
 use rayon::prelude::*;
 use std::time::Instant;
 
@@ -149,7 +150,8 @@ impl Level {
         let page = |(p, out): (usize, &mut u64)| {
             let slots = p * PAGE_LANES..((p + 1) * PAGE_LANES).min(c.actors.len());
             for (lane, slot) in slots.enumerate() {
-                if c.actors[slot].alive && c.cols.clock[slot].due(now) {
+                let a = &c.actors[slot];
+                if a.alive && !a.torn_off && c.cols.clock[slot].due(now) {
                     *out |= 1 << lane;
                 }
             }
@@ -193,13 +195,30 @@ pub(crate) fn location(c: &ClassNet, store: &ClassStore, slot: u32) -> [f32; 3] 
 
 fn read_location(leaf: Option<usize>, column: [f32; 3], store: &ClassStore, slot: u32) -> [f32; 3] {
     match leaf {
-        Some(leaf) => {
-            let mut b = [0u8; 12];
-            store.leaf_bytes(slot, leaf, &mut b);
-            let f = |i: usize| f32::from_le_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]);
-            [f(0), f(4), f(8)]
-        }
+        Some(leaf) => read_vector(store, slot, leaf),
         None => column,
+    }
+}
+
+/// Three `f32` of a vector or rotator leaf.
+fn read_vector(store: &ClassStore, slot: u32, leaf: usize) -> [f32; 3] {
+    let mut b = [0u8; 12];
+    store.leaf_bytes(slot, leaf, &mut b);
+    let f = |i: usize| f32::from_le_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]);
+    [f(0), f(4), f(8)]
+}
+
+/// What a dynamic actor's open carries: its location, and the rotation, scale and velocity
+/// its class keeps in the properties named by [`NetDriver::set_spawn_properties`].
+pub(crate) fn spawn_info(c: &ClassNet, store: &ClassStore, slot: u32) -> SpawnInfo {
+    let leaves = c.cols.spawn_leaves;
+    let at = c.cols.position.get(slot as usize).copied().unwrap_or_default();
+    let or = |leaf: Option<usize>, default: [f32; 3]| leaf.map_or(default, |l| read_vector(store, slot, l));
+    SpawnInfo {
+        location: read_location(c.cols.location_leaf, at, store, slot),
+        rotation: or(leaves.rotation, [0.0; 3]),
+        scale: or(leaves.scale, [1.0; 3]),
+        velocity: or(leaves.velocity, [0.0; 3]),
     }
 }
 
@@ -275,6 +294,38 @@ impl NetDriver {
             }
             _ => Err(DriverError::NotALocation { class: c.layout.name.clone(), parent }),
         }
+    }
+
+    /// Names the properties a class's spawn info reads besides its location (UE's spawn info:
+    /// the root component's rotation, scale and velocity), by parent index: `rotation` a
+    /// rotator, `scale` and `velocity` vectors; `None` leaves the default (unrotated, unit scale,
+    /// at rest). A dynamic actor's open carries them, and the client creates the actor from them
+    /// ([`crate::client::ClientWorld::spawn_info`]).
+    pub fn set_spawn_properties(
+        &mut self,
+        class: ClassId,
+        rotation: Option<usize>,
+        scale: Option<usize>,
+        velocity: Option<usize>,
+    ) -> Result<(), DriverError> {
+        let c = self.level_class(class)?;
+        let find = |parent: Option<usize>, rotator: bool| -> Result<Option<usize>, DriverError> {
+            let Some(parent) = parent else { return Ok(None) };
+            if parent >= c.layout.parents.len() {
+                return Err(DriverError::NoSuchParent(parent));
+            }
+            let fits = |k: LeafKind| if rotator { k == LeafKind::Rotator } else { matches!(k, LeafKind::Vector(_)) };
+            let leaf = c.layout.leaves.iter().position(|l| l.parent == parent && l.array.is_none() && fits(l.kind));
+            let what = if rotator { "rotator" } else { "vector" };
+            leaf.map(Some).ok_or_else(|| DriverError::NotASpawnProperty { class: c.layout.name.clone(), parent, what })
+        };
+        let leaves = SpawnLeaves {
+            rotation: find(rotation, true)?,
+            scale: find(scale, false)?,
+            velocity: find(velocity, false)?,
+        };
+        self.classes[class.0 as usize].cols.spawn_leaves = leaves;
+        Ok(())
     }
 
     /// Gives a class its own relevancy rule (UE's `IsNetRelevantFor` override).
@@ -493,6 +544,7 @@ impl NetDriver {
             stores,
             arena: self.cfg.shared_serialization.then_some(&self.arena),
             keep_alive_frames: self.cfg.keep_alive_frames,
+            statics: &self.statics.paths,
         };
         let ctx = LevelCtx {
             write: &write,
@@ -593,7 +645,7 @@ impl NetDriver {
                             rel: relevancy(a.guid, s, owner_actor[slot], instigator[slot], at),
                             net_priority: s.net_priority,
                             owner_conn: a.owner,
-                            startup: s.startup,
+                            startup: s.startup || a.guid.is_static(),
                             rules: s.needs_rules() || rules_class,
                             since,
                             changed: leaves,

@@ -67,6 +67,7 @@ pub mod condition;
 pub mod connection;
 pub mod consider;
 pub mod level;
+pub mod lifecycle;
 pub(crate) mod pairs;
 pub(crate) mod plan;
 pub mod priority;
@@ -186,6 +187,21 @@ pub enum DriverError {
         /// The parent index.
         parent: usize,
     },
+    /// The parent is not a (non-array) property of the kind spawn info needs.
+    NotASpawnProperty {
+        /// Class name.
+        class: String,
+        /// The parent index.
+        parent: usize,
+        /// The kind it should be.
+        what: &'static str,
+    },
+    /// A static actor's path is empty, longer than [`crate::wire::open::MAX_PATH_BYTES`], or
+    /// taken by another static actor.
+    BadStaticPath(String),
+    /// The actor already has a NetGUID (a tick or a call gave it a dynamic one): a static actor
+    /// is registered before the first tick sees it.
+    AlreadyReplicated(ActorId),
 }
 
 impl fmt::Display for DriverError {
@@ -210,6 +226,17 @@ impl fmt::Display for DriverError {
             DriverError::ActorLevelOff => write!(f, "this needs the actor level (DriverConfig::actor_level)"),
             DriverError::NotALocation { class, parent } => {
                 write!(f, "parent {parent} of class `{class}` is not a (non-array) vector property")
+            }
+            DriverError::NotASpawnProperty { class, parent, what } => {
+                write!(f, "parent {parent} of class `{class}` is not a (non-array) {what} property")
+            }
+            DriverError::BadStaticPath(why) => write!(f, "static actor path: {why}"),
+            DriverError::AlreadyReplicated(id) => {
+                write!(
+                    f,
+                    "actor {}:{} already has a NetGUID; register static actors before a tick sees them",
+                    id.index, id.generation
+                )
             }
         }
     }
@@ -298,6 +325,8 @@ pub struct NetDriver {
     pub(crate) arena: SharedArena,
     pub(crate) stats: TickStats,
     pub(crate) level: Option<level::Level>,
+    /// Static actors (and destroyed ones), by GUID: their paths ([`lifecycle`]).
+    pub(crate) statics: lifecycle::Statics,
 }
 
 impl NetDriver {
@@ -320,6 +349,7 @@ impl NetDriver {
             changed_actors: Vec::new(),
             arena: SharedArena::default(),
             stats: TickStats::default(),
+            statics: lifecycle::Statics::default(),
         })
     }
 
@@ -380,6 +410,8 @@ impl NetDriver {
     pub fn add_connection_at(&mut self, replay: bool, first: Seq) -> ConnectionId {
         let mut c = Connection::new(replay, Pairs::new(false, self.classes.len()), self.cfg.mtu, first);
         self.level_connection(&mut c);
+        // Static actors destroyed before it joined: its client loaded them with the level.
+        c.closes.extend(self.statics.destroyed.iter().map(|&g| connection::PendingClose::destroyed(g)));
         for (ci, class) in self.classes.iter().enumerate().filter(|_| self.level.is_none()) {
             for (slot, a) in class.actors.iter().enumerate() {
                 if a.alive {
@@ -722,6 +754,7 @@ impl NetDriver {
             stores,
             arena: self.cfg.shared_serialization.then_some(&self.arena),
             keep_alive_frames: self.cfg.keep_alive_frames,
+            statics: &self.statics.paths,
         };
         let write = |conn: &mut Connection| ctx.write_connection(conn);
         let written: Vec<send::Written> = if parallel {

@@ -81,7 +81,9 @@ pub(crate) fn plan_connection(
             (class, slot, LeafMask::EMPTY, None)
         };
         let c = &classes[class as usize];
-        let Some(actor) = known.or_else(|| c.actors.get(slot as usize)).filter(|a| a.alive) else { continue };
+        let Some(actor) = known.or_else(|| c.actors.get(slot as usize)).filter(|a| a.alive && !a.torn_off) else {
+            continue;
+        };
         let replay = conn.replay;
         let ps = conn.pair(class, slot);
         ps.flags &= !pair::PENDING;

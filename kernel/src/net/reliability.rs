@@ -23,9 +23,10 @@
 //! connection at a full window (the embedding server decides when a silent client is gone).
 
 use super::actors::ClassNet;
-use super::connection::{pair, Connection};
+use super::connection::{pair, Connection, PendingClose};
 use crate::ids::{LeafMask, NetGuid, Seq};
 use crate::wire::feedback::{Feedback, ACK_WINDOW};
+use crate::wire::open::CloseReason;
 use std::collections::{HashMap, VecDeque};
 
 /// A packet in flight.
@@ -68,7 +69,7 @@ pub(crate) struct Reliability {
     in_flight: VecDeque<PacketRecord>,
     /// What each packet in flight carried, in packet order.
     pub entries: VecDeque<SentEntry>,
-    pub closes: VecDeque<NetGuid>,
+    pub closes: VecDeque<PendingClose>,
     /// Packets in flight that carry entries or closes.
     content: u32,
     /// The newest packet sent, kept to be sent again while the window is full.
@@ -206,6 +207,7 @@ pub(crate) fn apply_settled(
             continue;
         }
         let Some(ps) = conn.pairs.get_mut(e.class, e.slot) else { continue };
+        ps.in_flight = ps.in_flight.saturating_sub(1);
         if delivered {
             if e.open {
                 ps.flags |= pair::OPEN_ACKED;
@@ -218,10 +220,21 @@ pub(crate) fn apply_settled(
         }
     }
     for _ in 0..rec.closes {
-        let Some(guid) = conn.rel.closes.pop_front() else { break };
-        let reopened = guids.get(&guid).is_some_and(|&(c, s)| conn.pair_ref(c, s).is_some());
-        if !delivered && !reopened {
-            conn.closes.push(guid);
+        let Some(close) = conn.rel.closes.pop_front() else { break };
+        if delivered {
+            continue;
+        }
+        // A lost close goes again unless the channel is back: a destroyed actor's or a torn-off
+        // one's always; a relevancy close unless the actor has a row again; a dormancy close
+        // while the row is still dormant.
+        let row = guids.get(&close.guid).and_then(|&(c, s)| conn.pair_ref(c, s));
+        let again = match close.reason {
+            CloseReason::Destroyed => row.is_none(),
+            CloseReason::Dormant => row.is_some_and(|ps| ps.flags & pair::DORMANT != 0),
+            CloseReason::TornOff => true,
+        };
+        if again {
+            conn.closes.push(close);
         }
     }
 }

@@ -16,15 +16,19 @@
 //! module decides what goes where and what each packet carried.
 
 use super::actors::ClassNet;
-use super::connection::{pair, Connection};
+use super::connection::{pair, Connection, PendingClose};
 use super::plan::SendItem;
 use super::reliability::SentEntry;
 use super::shared::{SharedActor, SharedArena};
 use crate::ids::LeafMask;
+use crate::ids::NetGuid;
 use crate::store::ClassStore;
 use crate::wire::bunch::{end_array, write_array_element, write_array_head, write_leaf_record};
+use crate::wire::open::{OpenHeader, OpenKind};
 use crate::wire::packet::packed_bits;
 use crate::wire::BitWriter;
+use std::collections::HashMap;
+use std::sync::Arc;
 
 /// Body bits a new bunch should have room for, or it starts in the next packet.
 const MIN_BODY_BITS: usize = 64;
@@ -35,6 +39,8 @@ pub(crate) struct WriteCtx<'a> {
     pub stores: &'a [&'a ClassStore],
     pub arena: Option<&'a SharedArena>,
     pub keep_alive_frames: u32,
+    /// Static actors' paths (their opens, and the closes of destroyed ones).
+    pub statics: &'a HashMap<NetGuid, Arc<str>>,
 }
 
 /// What one connection's writing produced.
@@ -49,7 +55,8 @@ pub(crate) struct Written {
 #[derive(Default)]
 pub(crate) struct FrameWrite {
     open: Open,
-    bunches: usize,
+    /// Bunches written so far.
+    pub bunches: usize,
     /// The window filled: nothing more may be written this frame.
     pub full: bool,
 }
@@ -92,19 +99,21 @@ impl WriteCtx<'_> {
     /// Writes the queued closes (those that fit the window; the rest stay queued).
     pub fn write_closes(&self, conn: &mut Connection, st: &mut FrameWrite) {
         let closes = std::mem::take(&mut conn.closes);
-        let written = closes.iter().take_while(|&&guid| self.write_close(conn, st, guid)).count();
+        let written = closes.iter().take_while(|&&close| self.write_close(conn, st, close)).count();
         conn.closes = closes;
         conn.closes.drain(..written);
     }
 
     /// Writes one close; false when the window is full.
-    pub fn write_close(&self, conn: &mut Connection, st: &mut FrameWrite, guid: crate::ids::NetGuid) -> bool {
-        if st.full || !self.ensure(conn, &mut st.open, |c| c.writer.close_fits(&c.out, guid)) {
+    pub fn write_close(&self, conn: &mut Connection, st: &mut FrameWrite, close: PendingClose) -> bool {
+        let PendingClose { guid, reason } = close;
+        let path = self.statics.get(&guid).map(|p| &**p);
+        if st.full || !self.ensure(conn, &mut st.open, |c| c.writer.close_fits(&c.out, guid, reason, path)) {
             st.full = true;
             return false;
         }
-        conn.writer.write_close(&mut conn.out, guid);
-        conn.rel.closes.push_back(guid);
+        conn.writer.write_close(&mut conn.out, guid, reason, path);
+        conn.rel.closes.push_back(close);
         st.open.closes += 1;
         st.bunches += 1;
         true
@@ -232,13 +241,14 @@ impl WriteCtx<'_> {
                 return Some(1);
             }
         }
-        let class_open = item.open.then_some(item.class);
+        let class_open = item.open.then(|| self.open_header(item));
         let mut part = BunchPart { item, class_open, leaves: LeafMask::EMPTY, bunches: 0 };
-        if !self.ensure(conn, open, |c| c.writer.bunch_fits(&c.out, item.guid, class_open, MIN_BODY_BITS)) {
+        let header = part.class_open.as_ref();
+        if !self.ensure(conn, open, |c| c.writer.bunch_fits(&c.out, item.guid, header, MIN_BODY_BITS)) {
             conn.owe(item.class, item.slot, item.leaves);
             return None;
         }
-        conn.writer.begin_bunch(item.guid, class_open);
+        conn.writer.begin_bunch(item.guid, header);
         let c = &self.classes[item.class as usize];
         let mut done = LeafMask::EMPTY;
         let mut buf = [0u8; 256];
@@ -288,13 +298,32 @@ impl WriteCtx<'_> {
         Some(part.bunches)
     }
 
+    /// How `item`'s channel opens: a static actor by its path, a dynamic one from its spawn info.
+    fn open_header(&self, item: &SendItem) -> OpenHeader {
+        let kind = match self.statics.get(&item.guid) {
+            Some(path) => OpenKind::Static(path.clone()),
+            None => {
+                let c = &self.classes[item.class as usize];
+                OpenKind::Spawn(super::level::spawn_info(c, self.stores[item.class as usize], item.slot))
+            }
+        };
+        OpenHeader { class: item.class, kind }
+    }
+
     /// Records that the open packet carries `leaves` (and the open, if owed) of `item`.
     fn entry(&self, conn: &mut Connection, open: &mut Open, item: &SendItem, leaves: LeafMask) {
         let e = SentEntry { class: item.class, slot: item.slot, guid: item.guid, leaves, open: item.open };
         conn.rel.entries.push_back(e);
         open.entries += 1;
-        if item.open {
-            conn.pair(item.class, item.slot).flags |= pair::OPEN_SENT | pair::EVER_OPENED;
+        // The actor level counts its rows' bunches itself (it holds the row; a lookup per
+        // bunch here would be a binary search).
+        let dense = matches!(conn.pairs, super::pairs::Pairs::Dense(_));
+        if dense || item.open {
+            let ps = conn.pair(item.class, item.slot);
+            ps.in_flight = ps.in_flight.saturating_add(dense as u16);
+            if item.open {
+                ps.flags |= pair::OPEN_SENT | pair::EVER_OPENED;
+            }
         }
     }
 
@@ -320,7 +349,7 @@ impl WriteCtx<'_> {
         if !self.ensure(conn, open, |_| true) {
             return false;
         }
-        conn.writer.begin_bunch(part.item.guid, part.class_open);
+        conn.writer.begin_bunch(part.item.guid, part.class_open.as_ref());
         true
     }
 
@@ -381,7 +410,7 @@ impl WriteCtx<'_> {
 /// The actor being written and what its current bunch carries.
 struct BunchPart<'a> {
     item: &'a SendItem,
-    class_open: Option<u32>,
+    class_open: Option<OpenHeader>,
     leaves: LeafMask,
     bunches: usize,
 }

@@ -107,6 +107,15 @@ impl Default for ActorLevelConfig {
     }
 }
 
+/// Where a class keeps what a channel's spawn info carries besides the location: leaf indices
+/// (a rotator, and vectors), each optional (then the default: unrotated, unit scale, at rest).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct SpawnLeaves {
+    pub rotation: Option<usize>,
+    pub scale: Option<usize>,
+    pub velocity: Option<usize>,
+}
+
 /// A class's actor-level columns, one row per actor slot.
 #[derive(Clone, Default)]
 pub(crate) struct Columns {
@@ -114,6 +123,8 @@ pub(crate) struct Columns {
     pub defaults: NetSettings,
     /// The leaf holding the replicated location (a vector), if the class has one.
     pub location_leaf: Option<usize>,
+    /// The leaves a channel's spawn info reads rotation, scale and velocity from.
+    pub spawn_leaves: SpawnLeaves,
     pub hook: Option<super::relevancy::RelevancyHook>,
     pub settings: Vec<NetSettings>,
     /// Set by a per-actor override: a new class default leaves the row alone.

@@ -39,7 +39,7 @@ use crate::compare::PushMode;
 use crate::ids::{Frame, LeafMask, NetGuid, Seq};
 use crate::net::budget::Budget;
 use crate::net::channels::{relevant_until, Action, FrameDecisions, SendDecision};
-use crate::net::connection::Connection;
+use crate::net::connection::{Connection, PendingClose};
 use crate::net::consider::{ConsiderClock, ServerTime};
 use crate::net::level::{location, relevancy_of};
 use crate::net::pairs::Pairs;
@@ -195,6 +195,7 @@ impl ReferenceFrame {
             stores: &ordered,
             arena: None,
             keep_alive_frames: driver.cfg.keep_alive_frames,
+            statics: &driver.statics.paths,
         };
         let mut bytes = 0;
         for ci in 0..self.conns.len() {
@@ -366,7 +367,10 @@ impl ReferenceFrame {
         let viewers = &dc.viewers;
         if ready {
             let closes = std::mem::take(&mut rc.closes);
-            let sent = closes.iter().take_while(|&&g| write.write_close(&mut rc.conn, &mut st, g)).count();
+            let sent = closes
+                .iter()
+                .take_while(|&&g| write.write_close(&mut rc.conn, &mut st, PendingClose::destroyed(g)))
+                .count();
             rc.closes = closes[sent..].to_vec();
             // Prioritize: every due actor with a channel, or relevant.
             let mut list: Vec<(Candidate, u32, u32, bool)> = Vec::new();
@@ -435,7 +439,7 @@ impl ReferenceFrame {
                     }
                 } else if channel.is_some() && !startup {
                     let before = write.bits_written(&rc.conn);
-                    if write.write_close(&mut rc.conn, &mut st, guid) {
+                    if write.write_close(&mut rc.conn, &mut st, PendingClose::destroyed(guid)) {
                         rc.channels.remove(&guid);
                         let bits = (write.bits_written(&rc.conn) - before) as u32;
                         rc.decisions.sends.push(SendDecision {

@@ -3,8 +3,9 @@
 //!
 //! ```text
 //! packet   := seq:packed  { 1:bit bunch }*  0:bit
-//! bunch    := guid:packed  open:bit [class:packed]  close:bit  [ len:packed body ]
-//!                                                   (a close has no length and no body)
+//! bunch    := guid:packed  open:bit [open]  close:bit [close]  [ len:packed body ]
+//!                                     (a close has no length and no body; open and close in
+//!                                      super::open: spawn info or a static path, close reason)
 //! body     := { record }*  0:packed                 exactly `len` bits
 //! record   := handle:packed(≥1)  value                         a fixed leaf
 //!           | handle:packed(≥1)  count:packed { nested:packed(≥1) value }*  0:packed
@@ -12,8 +13,9 @@
 //! ```
 //!
 //! A bunch carries one actor's records (UE's content block). `open` introduces the actor with
-//! its class (UE's spawn info); it is repeated on every bunch until the client acknowledged a
-//! packet carrying it, so a lost open never strands later bunches. `close` retires the actor. A
+//! its class and spawn info (or binds a static actor by its path); it is repeated on every bunch
+//! until the client acknowledged a packet carrying it, so a lost open never strands later
+//! bunches. `close` ends the channel, saying why (destroyed, dormant, torn off). A
 //! large actor may be split into several bunches across packets; each part stands alone. The
 //! body length lets a receiver step over a bunch for an actor it does not have (as UE skips a
 //! bunch for a channel it cannot open) and keep the rest of the packet. Packet writing under an
@@ -23,6 +25,7 @@
 //! array counts over the declared cap, nested handles outside the count, a body that does not end
 //! at its length, truncation, and unknown classes are [`WireError`]s, never panics.
 
+use super::open::{read_close_reason, read_open, CloseReason, OpenHeader};
 use super::{read_leaf, write_leaf, BitReader, BitWriter, WireError};
 use crate::ids::{NetGuid, Seq};
 use crate::schema::{ArrayLayout, ClassLayout, LeafKind};
@@ -55,12 +58,21 @@ pub struct Record {
 pub struct Bunch {
     /// The actor's NetGUID.
     pub guid: NetGuid,
-    /// The class id when this bunch opens the actor's channel.
-    pub open: Option<u32>,
-    /// The channel closes: the client destroys the actor.
-    pub close: bool,
+    /// The open, when this bunch opens the actor's channel: class, and spawn info or path.
+    pub open: Option<OpenHeader>,
+    /// The close, when this bunch ends the channel.
+    pub close: Option<Close>,
     /// Records in handle order.
     pub records: Vec<Record>,
+}
+
+/// A channel's end as decoded.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Close {
+    /// Why.
+    pub reason: CloseReason,
+    /// A destroyed static actor's path.
+    pub path: Option<String>,
 }
 
 /// One decoded packet.
@@ -149,19 +161,15 @@ pub fn decode_packet<'a>(
     let mut skipped = Vec::new();
     while r.read_bool()? {
         let guid = NetGuid(r.read_packed()?);
-        let open = if r.read_bool()? {
-            Some(u32::try_from(r.read_packed()?).map_err(|_| WireError::Invalid("class id"))?)
-        } else {
-            None
-        };
-        let close = r.read_bool()?;
-        if close {
+        let open = if r.read_bool()? { Some(read_open(&mut r)?) } else { None };
+        if r.read_bool()? {
             // A close may name an actor the receiver never got (its open was lost); the
             // receiver decides what that means, so no layout is needed here.
             if open.is_some() {
                 return Err(WireError::Invalid("a close that opens"));
             }
-            bunches.push(Bunch { guid, open, close, records: Vec::new() });
+            let (reason, path) = read_close_reason(&mut r, guid)?;
+            bunches.push(Bunch { guid, open, close: Some(Close { reason, path }), records: Vec::new() });
             continue;
         }
         let len = r.read_packed()?;
@@ -169,7 +177,7 @@ pub fn decode_packet<'a>(
             return Err(WireError::Truncated);
         }
         let (start, len) = (r.position(), len as usize);
-        let layout = match resolve(guid, open)? {
+        let layout = match resolve(guid, open.as_ref().map(|o| o.class))? {
             Resolve::Layout(l) => l,
             Resolve::Skip => {
                 r.skip(len)?;
@@ -184,7 +192,7 @@ pub fn decode_packet<'a>(
             return Err(WireError::Invalid("bunch length"));
         }
         r.skip(len)?;
-        bunches.push(Bunch { guid, open, close, records });
+        bunches.push(Bunch { guid, open, close: None, records });
     }
     Ok(Packet { seq, bunches, skipped })
 }
@@ -261,7 +269,7 @@ mod tests {
         let mut body = BitWriter::new();
         write_leaf_record(&mut body, 1, LeafKind::U16, &[0x34, 0x12]);
         write_array_record(&mut body, &l, 1, &[9, 8]);
-        write_bunch(&mut w, NetGuid(4), Some(2), &body);
+        write_bunch(&mut w, NetGuid(4), Some(&OpenHeader::spawn(2)), &body);
         write_close(&mut w, NetGuid(6));
         write_bunch(&mut w, NetGuid(8), None, &body);
         end_packet(&mut w);
@@ -274,13 +282,13 @@ mod tests {
         let p = decode_packet(&sample(), |_, _| Ok(Resolve::Layout(&l))).unwrap();
         assert_eq!(p.seq, Seq(7));
         assert_eq!(p.bunches.len(), 3);
-        assert_eq!(p.bunches[0].open, Some(2));
+        assert_eq!(p.bunches[0].open, Some(OpenHeader::spawn(2)));
         assert_eq!(p.bunches[0].records[0], Record { handle: 1, value: RecordValue::Leaf(vec![0x34, 0x12]) });
         assert_eq!(
             p.bunches[0].records[1],
             Record { handle: 2, value: RecordValue::Array { count: 2, elements: vec![(1, vec![9]), (2, vec![8])] } }
         );
-        assert!(p.bunches[1].close);
+        assert_eq!(p.bunches[1].close, Some(Close { reason: CloseReason::Destroyed, path: None }));
         assert_eq!(p.bunches[2].records, p.bunches[0].records);
     }
 
@@ -355,7 +363,7 @@ mod tests {
         w.write_bool(true);
         w.write_packed(2);
         w.write_bool(true); // opens with class 0
-        w.write_packed(0);
+        crate::wire::open::write_open(&mut w, &OpenHeader::spawn(0));
         w.write_bool(true); // and closes
         end_packet(&mut w);
         assert_eq!(decode(&w.into_bytes()), Err(WireError::Invalid("a close that opens")));

@@ -26,6 +26,7 @@ use std::fmt;
 
 pub mod bunch;
 pub mod feedback;
+pub mod open;
 pub mod packet;
 
 /// Why bits could not be decoded.

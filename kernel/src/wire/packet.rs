@@ -9,11 +9,14 @@
 //!
 //! ```text
 //! begin_packet(seq)
-//!   write_close(guid) | write_bunch(pre-encoded span)
+//!   write_close(guid, reason) | write_bunch(pre-encoded span)
 //!   | begin_bunch(guid, open) { body().write… while body_fits(bits) } end_bunch()
 //! finish_packet() → end byte
 //! ```
 
+use super::open::{
+    close_reason_bits, max_open_bits, open_bits, write_close_reason, write_open, CloseReason, OpenHeader,
+};
 use super::BitWriter;
 use crate::ids::{NetGuid, Seq};
 
@@ -30,17 +33,22 @@ pub fn packed_bits(v: u64) -> usize {
     8 * significant.div_ceil(7).max(1)
 }
 
-/// Bits a bunch header takes before its body length: presence bit, GUID, open bit and class,
-/// close bit.
-pub fn bunch_header_bits(guid: NetGuid, open: Option<u32>) -> usize {
-    1 + packed_bits(guid.0) + 1 + open.map_or(0, |c| packed_bits(c as u64)) + 1
+/// Bits a bunch header takes before its body length: presence bit, GUID, open bit and open
+/// ([`super::open`]), close bit.
+pub fn bunch_header_bits(guid: NetGuid, open: Option<&OpenHeader>) -> usize {
+    1 + packed_bits(guid.0) + 1 + open.map_or(0, open_bits) + 1
+}
+
+/// Bits a close bunch takes.
+pub fn close_bits(guid: NetGuid, reason: CloseReason, path: Option<&str>) -> usize {
+    1 + packed_bits(guid.0) + 1 + 1 + close_reason_bits(guid, reason, path)
 }
 
 /// Bits a bunch body (its records) may take in an otherwise empty packet of `mtu` bytes, whatever
 /// the packet's sequence number, the actor's GUID and class, and with the bunch carrying an open:
 /// every record a class may send must fit this, or it could never be sent.
 pub fn max_body_bits(mtu: usize) -> usize {
-    let header = packed_bits(u32::MAX as u64) + bunch_header_bits(NetGuid(u64::MAX), Some(u32::MAX));
+    let header = packed_bits(u32::MAX as u64) + bunch_header_bits(NetGuid(u64::MAX), None) + max_open_bits(u32::MAX);
     let length = packed_bits((MAX_MTU * 8) as u64);
     (mtu * 8).saturating_sub(header + PACKET_END_BITS + length + BODY_END_BITS)
 }
@@ -62,24 +70,30 @@ pub fn end_packet(w: &mut BitWriter) {
 
 /// Writes one whole bunch: header, body length and `body` (records without their terminator,
 /// which is added here).
-pub fn write_bunch(w: &mut BitWriter, guid: NetGuid, open: Option<u32>, body: &BitWriter) {
+pub fn write_bunch(w: &mut BitWriter, guid: NetGuid, open: Option<&OpenHeader>, body: &BitWriter) {
     write_bunch_header(w, guid, open, false);
     w.write_packed((body.len_bits() + BODY_END_BITS) as u64);
     w.write_from(body.bytes(), 0, body.len_bits());
     w.write_packed(0);
 }
 
-/// Writes a close bunch (it has no body).
+/// Writes a close bunch of a destroyed actor (it has no body).
 pub fn write_close(w: &mut BitWriter, guid: NetGuid) {
-    write_bunch_header(w, guid, None, true);
+    write_close_for(w, guid, CloseReason::Destroyed, None);
 }
 
-fn write_bunch_header(w: &mut BitWriter, guid: NetGuid, open: Option<u32>, close: bool) {
+/// Writes a close bunch with its reason (and a destroyed static actor's path).
+pub fn write_close_for(w: &mut BitWriter, guid: NetGuid, reason: CloseReason, path: Option<&str>) {
+    write_bunch_header(w, guid, None, true);
+    write_close_reason(w, guid, reason, path);
+}
+
+fn write_bunch_header(w: &mut BitWriter, guid: NetGuid, open: Option<&OpenHeader>, close: bool) {
     w.write_bool(true);
     w.write_packed(guid.0);
     w.write_bool(open.is_some());
-    if let Some(class) = open {
-        w.write_packed(class as u64);
+    if let Some(open) = open {
+        write_open(w, open);
     }
     w.write_bool(close);
 }
@@ -93,7 +107,9 @@ pub struct PacketWriter {
     open_packet: bool,
     bunches: u32,
     body: BitWriter,
-    header: Option<(NetGuid, Option<u32>)>,
+    /// The bunch being built: its GUID and the bits of its header.
+    header: Option<(NetGuid, usize)>,
+    open: Option<OpenHeader>,
 }
 
 impl PacketWriter {
@@ -106,6 +122,7 @@ impl PacketWriter {
             bunches: 0,
             body: BitWriter::new(),
             header: None,
+            open: None,
         }
     }
 
@@ -132,9 +149,9 @@ impl PacketWriter {
     /// being built and `extra_body` more bits in its body.
     fn total(&self, out: &BitWriter, extra: usize, extra_body: usize) -> usize {
         let mut bits = out.len_bits() - self.start + extra + PACKET_END_BITS;
-        if let Some((guid, open)) = self.header {
+        if let Some((_, header)) = self.header {
             let body = self.body.len_bits() + extra_body + BODY_END_BITS;
-            bits += bunch_header_bits(guid, open) + packed_bits(body as u64) + body;
+            bits += header + packed_bits(body as u64) + body;
         }
         bits
     }
@@ -158,28 +175,29 @@ impl PacketWriter {
     }
 
     /// Whether a close bunch for `guid` fits the open packet.
-    pub fn close_fits(&self, out: &BitWriter, guid: NetGuid) -> bool {
-        self.total(out, bunch_header_bits(guid, None), 0) <= self.mtu_bits
+    pub fn close_fits(&self, out: &BitWriter, guid: NetGuid, reason: CloseReason, path: Option<&str>) -> bool {
+        self.total(out, close_bits(guid, reason, path), 0) <= self.mtu_bits
     }
 
     /// Writes a close bunch.
-    pub fn write_close(&mut self, out: &mut BitWriter, guid: NetGuid) {
+    pub fn write_close(&mut self, out: &mut BitWriter, guid: NetGuid, reason: CloseReason, path: Option<&str>) {
         debug_assert!(self.header.is_none());
-        write_close(out, guid);
+        write_close_for(out, guid, reason, path);
         self.bunches += 1;
     }
 
     /// Whether a bunch for `guid` with `body_bits` of records fits the open packet.
-    pub fn bunch_fits(&self, out: &BitWriter, guid: NetGuid, open: Option<u32>, body_bits: usize) -> bool {
+    pub fn bunch_fits(&self, out: &BitWriter, guid: NetGuid, open: Option<&OpenHeader>, body_bits: usize) -> bool {
         let body = body_bits + BODY_END_BITS;
         self.total(out, bunch_header_bits(guid, open) + packed_bits(body as u64) + body, 0) <= self.mtu_bits
     }
 
     /// Starts building a bunch for `guid`; its records go to [`Self::body`].
-    pub fn begin_bunch(&mut self, guid: NetGuid, open: Option<u32>) {
+    pub fn begin_bunch(&mut self, guid: NetGuid, open: Option<&OpenHeader>) {
         debug_assert!(self.header.is_none());
         self.body.clear();
-        self.header = Some((guid, open));
+        self.header = Some((guid, bunch_header_bits(guid, open)));
+        self.open = open.cloned();
     }
 
     /// The body of the bunch being built.
@@ -199,8 +217,8 @@ impl PacketWriter {
 
     /// Ends the bunch being built: writes its header, length and body into the packet.
     pub fn end_bunch(&mut self, out: &mut BitWriter) {
-        if let Some((guid, open)) = self.header.take() {
-            write_bunch(out, guid, open, &self.body);
+        if let Some((guid, _)) = self.header.take() {
+            write_bunch(out, guid, self.open.take().as_ref(), &self.body);
             self.bunches += 1;
         }
     }
@@ -208,6 +226,7 @@ impl PacketWriter {
     /// Drops the bunch being built (nothing of it reaches the packet).
     pub fn abandon_bunch(&mut self) {
         self.header = None;
+        self.open = None;
     }
 
     /// Ends the open packet (ending its bunch first) and pads it to a byte; returns the byte in
@@ -250,10 +269,11 @@ mod tests {
             p.begin_packet(&mut out, Seq(70_000));
             let mut guid = NetGuid(2);
             loop {
-                if !p.bunch_fits(&out, guid, Some(3), 13) {
+                let open = OpenHeader::spawn(3);
+                if !p.bunch_fits(&out, guid, Some(&open), 13) {
                     break;
                 }
-                p.begin_bunch(guid, Some(3));
+                p.begin_bunch(guid, Some(&open));
                 p.body().write_bits(0x1fff, 13);
                 while p.body_fits(&out, 13) {
                     p.body().write_bits(0x1fff, 13);

@@ -4,6 +4,7 @@
 
 mod frequency;
 mod hostile;
+mod lifecycle;
 mod priority;
 mod reference;
 mod relevancy;

@@ -156,7 +156,7 @@ fn an_open_after_a_close_in_one_packet_brings_the_actor_back() {
     let bunch = |w: &mut BitWriter, open: Option<u32>, v: u32| {
         let mut body = BitWriter::new();
         write_leaf_record(&mut body, 1, shadowrep::schema::LeafKind::U32, &v.to_le_bytes());
-        write_bunch(w, g, open, &body);
+        write_bunch(w, g, open.map(shadowrep::wire::open::OpenHeader::spawn).as_ref(), &body);
     };
     let mut w = BitWriter::new();
     begin_packet(&mut w, Seq(1));

@@ -125,7 +125,7 @@ pub(crate) fn craft(seq: u32, body: impl FnOnce(&mut BitWriter)) -> Vec<u8> {
 pub(crate) fn bunch(w: &mut BitWriter, guid: NetGuid, open: Option<u32>, records: impl FnOnce(&mut BitWriter)) {
     let mut body = BitWriter::new();
     records(&mut body);
-    write_bunch(w, guid, open, &body);
+    write_bunch(w, guid, open.map(shadowrep::wire::open::OpenHeader::spawn).as_ref(), &body);
 }
 
 /// A hand-made close bunch.

@@ -1,0 +1,337 @@
+//! What a channel's open and close say (UE's `SerializeNewActor` and channel close reasons).
+//!
+//! ```text
+//! open   := class:packed  static:bit ( path | spawn )
+//! spawn  := location:vector(Q100)  rotation:rotator  scaled:bit [scale:vector(Q10)]
+//!           moving:bit [velocity:vector(Q1)]
+//! path   := len:packed(≤ MAX_PATH_BYTES) byte{len}            UTF-8
+//! close  := reason:2  [path]        the path only for a static actor destroyed (reason 0)
+//! ```
+//!
+//! A dynamic actor opens with its spawn info — UE's quantisation: location to two decimals,
+//! rotation as three compressed 16-bit axes (a zero axis costs one bit), scale to one decimal and
+//! velocity to whole units, each of the last two left out at its default (1 and 0) — and the client
+//! creates it from that before applying any property. A static actor (placed in the level, odd
+//! NetGUID) opens with its path instead: the client already has it and binds the GUID to it. A
+//! close says why the channel ends: the actor is destroyed (or no longer relevant: the client
+//! destroys its copy), went dormant, or was torn off (in both of those the client keeps it). A
+//! destroyed static actor's close carries its path, so a client that never bound the GUID —
+//! one that joined after the destruction — still finds the copy to destroy.
+
+use super::{read_leaf, write_leaf, BitReader, BitWriter, WireError};
+use crate::ids::NetGuid;
+use crate::schema::{LeafKind, VectorQuant};
+use std::sync::Arc;
+
+/// Longest static-actor path, in bytes (bounds the open header, and what a decode allocates).
+pub const MAX_PATH_BYTES: usize = 128;
+
+/// Where and how a dynamic actor appears (UE's spawn info).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SpawnInfo {
+    /// Location.
+    pub location: [f32; 3],
+    /// Rotation in degrees (pitch, yaw, roll).
+    pub rotation: [f32; 3],
+    /// Scale (1 on every axis by default).
+    pub scale: [f32; 3],
+    /// Velocity.
+    pub velocity: [f32; 3],
+}
+
+impl Default for SpawnInfo {
+    fn default() -> Self {
+        Self { location: [0.0; 3], rotation: [0.0; 3], scale: [1.0; 3], velocity: [0.0; 3] }
+    }
+}
+
+impl SpawnInfo {
+    /// The values as a receiver decodes them (quantised as on the wire).
+    pub fn quantized(&self) -> SpawnInfo {
+        let mut w = BitWriter::new();
+        write_spawn(&mut w, self);
+        read_spawn(&mut BitReader::new(w.bytes())).expect("a spawn info just written reads back")
+    }
+}
+
+/// How a channel opens: a dynamic actor spawned from its spawn info, or a static one bound by
+/// its path.
+#[derive(Clone, Debug, PartialEq)]
+pub enum OpenKind {
+    /// A dynamic actor.
+    Spawn(SpawnInfo),
+    /// A static actor, by its path in the level.
+    Static(Arc<str>),
+}
+
+/// A channel's open: the actor's class and how to create or find it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct OpenHeader {
+    /// Class id.
+    pub class: u32,
+    /// Spawn info or path.
+    pub kind: OpenKind,
+}
+
+impl OpenHeader {
+    /// A dynamic actor's open with the default spawn info (at the origin, unrotated, unit scale,
+    /// at rest).
+    pub fn spawn(class: u32) -> OpenHeader {
+        OpenHeader { class, kind: OpenKind::Spawn(SpawnInfo::default()) }
+    }
+}
+
+/// Why a channel closes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum CloseReason {
+    /// The actor is destroyed, or no longer relevant: the client destroys its copy.
+    #[default]
+    Destroyed,
+    /// The actor went dormant for this connection: the client keeps its copy.
+    Dormant,
+    /// The actor was torn off: the client keeps its copy and the server sends no more.
+    TornOff,
+}
+
+impl CloseReason {
+    fn bits(self) -> u64 {
+        match self {
+            CloseReason::Destroyed => 0,
+            CloseReason::Dormant => 1,
+            CloseReason::TornOff => 2,
+        }
+    }
+}
+
+/// Bits of a close reason.
+const REASON_BITS: u32 = 2;
+
+fn vector_bytes(v: [f32; 3]) -> [u8; 12] {
+    let mut b = [0u8; 12];
+    for (i, c) in v.iter().enumerate() {
+        b[i * 4..i * 4 + 4].copy_from_slice(&c.to_le_bytes());
+    }
+    b
+}
+
+fn bytes_vector(b: &[u8; 12]) -> [f32; 3] {
+    let f = |i: usize| f32::from_le_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]);
+    [f(0), f(4), f(8)]
+}
+
+fn write_vector(w: &mut BitWriter, kind: LeafKind, v: [f32; 3]) {
+    write_leaf(w, kind, &vector_bytes(v));
+}
+
+fn read_vector(r: &mut BitReader<'_>, kind: LeafKind) -> Result<[f32; 3], WireError> {
+    let mut b = [0u8; 12];
+    read_leaf(r, kind, &mut b)?;
+    Ok(bytes_vector(&b))
+}
+
+const LOCATION: LeafKind = LeafKind::Vector(VectorQuant::Q100);
+const SCALE: LeafKind = LeafKind::Vector(VectorQuant::Q10);
+const VELOCITY: LeafKind = LeafKind::Vector(VectorQuant::Q1);
+
+fn write_spawn(w: &mut BitWriter, s: &SpawnInfo) {
+    write_vector(w, LOCATION, s.location);
+    write_vector(w, LeafKind::Rotator, s.rotation);
+    let scaled = s.scale != [1.0; 3];
+    w.write_bool(scaled);
+    if scaled {
+        write_vector(w, SCALE, s.scale);
+    }
+    let moving = s.velocity != [0.0; 3];
+    w.write_bool(moving);
+    if moving {
+        write_vector(w, VELOCITY, s.velocity);
+    }
+}
+
+fn read_spawn(r: &mut BitReader<'_>) -> Result<SpawnInfo, WireError> {
+    let location = read_vector(r, LOCATION)?;
+    let rotation = read_vector(r, LeafKind::Rotator)?;
+    let scale = if r.read_bool()? { read_vector(r, SCALE)? } else { [1.0; 3] };
+    let velocity = if r.read_bool()? { read_vector(r, VELOCITY)? } else { [0.0; 3] };
+    Ok(SpawnInfo { location, rotation, scale, velocity })
+}
+
+fn write_path(w: &mut BitWriter, path: &str) {
+    // Paths are checked at registration; a longer one is cut (never reached through the driver).
+    let bytes = &path.as_bytes()[..path.len().min(MAX_PATH_BYTES)];
+    w.write_packed(bytes.len() as u64);
+    for &b in bytes {
+        w.write_bits(b as u64, 8);
+    }
+}
+
+fn read_path(r: &mut BitReader<'_>) -> Result<String, WireError> {
+    let len = r.read_packed()?;
+    if len > MAX_PATH_BYTES as u64 {
+        return Err(WireError::OutOfRange { value: len, max: MAX_PATH_BYTES as u64 + 1 });
+    }
+    if len * 8 > r.remaining() as u64 {
+        return Err(WireError::Truncated);
+    }
+    let bytes = (0..len).map(|_| r.read_bits(8).map(|b| b as u8)).collect::<Result<Vec<u8>, _>>()?;
+    String::from_utf8(bytes).map_err(|_| WireError::Invalid("path is not UTF-8"))
+}
+
+fn path_bits(path: &str) -> usize {
+    let n = path.len().min(MAX_PATH_BYTES);
+    super::packet::packed_bits(n as u64) + 8 * n
+}
+
+/// Writes an open (after the bunch's open bit).
+pub fn write_open(w: &mut BitWriter, open: &OpenHeader) {
+    w.write_packed(open.class as u64);
+    match &open.kind {
+        OpenKind::Spawn(s) => {
+            w.write_bool(false);
+            write_spawn(w, s);
+        }
+        OpenKind::Static(path) => {
+            w.write_bool(true);
+            write_path(w, path);
+        }
+    }
+}
+
+/// Reads an open (after the bunch's open bit).
+pub fn read_open(r: &mut BitReader<'_>) -> Result<OpenHeader, WireError> {
+    let class = u32::try_from(r.read_packed()?).map_err(|_| WireError::Invalid("class id"))?;
+    let kind = if r.read_bool()? { OpenKind::Static(read_path(r)?.into()) } else { OpenKind::Spawn(read_spawn(r)?) };
+    Ok(OpenHeader { class, kind })
+}
+
+/// Bits [`write_open`] writes.
+pub fn open_bits(open: &OpenHeader) -> usize {
+    let mut w = BitWriter::new();
+    write_open(&mut w, open);
+    w.len_bits()
+}
+
+/// The most bits an open of class id `class` may take.
+pub fn max_open_bits(class: u32) -> usize {
+    let spawn = super::max_leaf_bits(LOCATION)
+        + super::max_leaf_bits(LeafKind::Rotator)
+        + 2
+        + super::max_leaf_bits(SCALE)
+        + super::max_leaf_bits(VELOCITY);
+    let path = super::packet::packed_bits(MAX_PATH_BYTES as u64) + 8 * MAX_PATH_BYTES;
+    super::packet::packed_bits(class as u64) + 1 + spawn.max(path)
+}
+
+/// Writes a close's reason (after the bunch's close bit), and the path of a destroyed static
+/// actor.
+pub fn write_close_reason(w: &mut BitWriter, guid: NetGuid, reason: CloseReason, path: Option<&str>) {
+    w.write_bits(reason.bits(), REASON_BITS);
+    if guid.is_static() && reason == CloseReason::Destroyed {
+        write_path(w, path.unwrap_or(""));
+    }
+}
+
+/// Reads a close's reason, and the path a destroyed static actor's close carries.
+pub fn read_close_reason(r: &mut BitReader<'_>, guid: NetGuid) -> Result<(CloseReason, Option<String>), WireError> {
+    let reason = match r.read_bits(REASON_BITS)? {
+        0 => CloseReason::Destroyed,
+        1 => CloseReason::Dormant,
+        2 => CloseReason::TornOff,
+        _ => return Err(WireError::Invalid("close reason")),
+    };
+    let path = (guid.is_static() && reason == CloseReason::Destroyed).then(|| read_path(r)).transpose()?;
+    Ok((reason, path))
+}
+
+/// Bits [`write_close_reason`] writes.
+pub fn close_reason_bits(guid: NetGuid, reason: CloseReason, path: Option<&str>) -> usize {
+    let path = if guid.is_static() && reason == CloseReason::Destroyed { path_bits(path.unwrap_or("")) } else { 0 };
+    REASON_BITS as usize + path
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn round_trip(open: &OpenHeader) -> OpenHeader {
+        let mut w = BitWriter::new();
+        write_open(&mut w, open);
+        assert_eq!(w.len_bits(), open_bits(open));
+        assert!(w.len_bits() <= max_open_bits(open.class));
+        let mut r = BitReader::new(w.bytes());
+        let back = read_open(&mut r).unwrap();
+        assert_eq!(r.position(), w.len_bits());
+        back
+    }
+
+    #[test]
+    fn spawn_info_round_trips_quantised_and_defaults_cost_a_bit() {
+        let s = SpawnInfo {
+            location: [1234.567, -89.123, 40.0],
+            rotation: [0.0, 90.0, 0.0],
+            scale: [1.0, 2.5, 1.0],
+            velocity: [300.4, 0.0, -12.0],
+        };
+        let open = OpenHeader { class: 3, kind: OpenKind::Spawn(s) };
+        let OpenKind::Spawn(back) = round_trip(&open).kind else { panic!("spawn") };
+        assert_eq!(back, s.quantized());
+        assert!((back.location[0] - 1234.57).abs() < 1e-3 && (back.rotation[1] - 90.0).abs() < 0.01);
+        assert_eq!(back.velocity, [300.0, 0.0, -12.0]);
+        let plain = OpenHeader { class: 3, kind: OpenKind::Spawn(SpawnInfo::default()) };
+        let defaults = open_bits(&plain);
+        assert_eq!(round_trip(&plain), plain);
+        assert!(defaults < open_bits(&open));
+    }
+
+    #[test]
+    fn a_static_open_carries_its_path_and_bad_paths_are_errors() {
+        let open = OpenHeader { class: 1, kind: OpenKind::Static("/Game/Map.Map:PersistentLevel.Door_12".into()) };
+        assert_eq!(round_trip(&open), open);
+        let long = OpenHeader { class: 1, kind: OpenKind::Static("x".repeat(MAX_PATH_BYTES).into()) };
+        assert_eq!(round_trip(&long), long);
+        // Too long on the wire.
+        let mut w = BitWriter::new();
+        w.write_packed(1);
+        w.write_bool(true);
+        w.write_packed(MAX_PATH_BYTES as u64 + 1);
+        assert!(matches!(read_open(&mut BitReader::new(w.bytes())), Err(WireError::OutOfRange { .. })));
+        // Not UTF-8.
+        let mut w = BitWriter::new();
+        w.write_packed(1);
+        w.write_bool(true);
+        w.write_packed(1);
+        w.write_bits(0xff, 8);
+        assert_eq!(read_open(&mut BitReader::new(w.bytes())), Err(WireError::Invalid("path is not UTF-8")));
+        // Every truncation.
+        let mut w = BitWriter::new();
+        write_open(&mut w, &open);
+        for cut in 0..w.len_bits() {
+            let mut r = BitReader::with_len(w.bytes(), cut);
+            assert!(read_open(&mut r).is_err(), "cut at {cut}");
+        }
+    }
+
+    #[test]
+    fn close_reasons_round_trip_and_a_destroyed_static_carries_its_path() {
+        for (guid, reason) in [
+            (NetGuid(4), CloseReason::Destroyed),
+            (NetGuid(4), CloseReason::Dormant),
+            (NetGuid(4), CloseReason::TornOff),
+            (NetGuid(5), CloseReason::Destroyed),
+            (NetGuid(5), CloseReason::Dormant),
+        ] {
+            let mut w = BitWriter::new();
+            write_close_reason(&mut w, guid, reason, Some("/Game/Map.Lamp"));
+            assert_eq!(w.len_bits(), close_reason_bits(guid, reason, Some("/Game/Map.Lamp")));
+            let (r2, path) = read_close_reason(&mut BitReader::new(w.bytes()), guid).unwrap();
+            assert_eq!(r2, reason);
+            assert_eq!(path.is_some(), guid.is_static() && reason == CloseReason::Destroyed);
+        }
+        let mut w = BitWriter::new();
+        w.write_bits(3, REASON_BITS);
+        assert_eq!(
+            read_close_reason(&mut BitReader::new(w.bytes()), NetGuid(4)),
+            Err(WireError::Invalid("close reason"))
+        );
+    }
+}

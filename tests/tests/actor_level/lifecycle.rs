@@ -1,0 +1,225 @@
+//! Opens and closes as UE does them: spawn info, static actors bound by path (and destroyed on
+//! clients that join later), tear-off.
+
+use super::*;
+use shadowrep::client::ReceiveError;
+use shadowrep::net::DriverError;
+use shadowrep::wire::open::{OpenHeader, OpenKind, SpawnInfo, MAX_PATH_BYTES};
+use shadowrep::wire::packet::{begin_packet, end_packet, write_bunch};
+use shadowrep::wire::{BitWriter, WireError};
+
+/// A class whose spawn info reads a rotation and a velocity property.
+fn mover() -> Arc<ClassLayout> {
+    Arc::new(
+        ClassBuilder::new("Mover")
+            .property(PropertyDecl::new("Location", PropType::Vector(VectorQuant::None)))
+            .property(PropertyDecl::new("Rotation", PropType::Rotator))
+            .property(PropertyDecl::new("Velocity", PropType::Vector(VectorQuant::None)))
+            .property(PropertyDecl::new("Health", PropType::U32))
+            .build()
+            .expect("valid layout"),
+    )
+}
+
+#[test]
+fn a_dynamic_actor_is_created_from_the_spawn_info_its_open_carries() {
+    for actor_level in [false, true] {
+        let layout = mover();
+        let mut store = ClassStore::new(layout.clone());
+        let level = actor_level.then(ActorLevelConfig::default);
+        let mut driver = NetDriver::new(DriverConfig { actor_level: level, ..DriverConfig::default() }).unwrap();
+        let class = driver.register_class(&mut store).unwrap();
+        driver.set_location_property(class, 0).unwrap();
+        driver.set_spawn_properties(class, Some(1), None, Some(2)).unwrap();
+        let conn = driver.add_connection(false);
+        if actor_level {
+            driver.set_viewers(conn, &[viewer([0.0; 3], None)]).unwrap();
+        }
+        let mut client = ClientWorld::new(&[layout], &driver.checksums()).unwrap();
+        let id = store.spawn();
+        store.set(id, 0, &Value::Vector([120.25, -40.5, 7.0])).unwrap();
+        store.set(id, 1, &Value::Rotator([10.0, 270.0, 0.0])).unwrap();
+        store.set(id, 2, &Value::Vector([600.0, 0.0, -3.0])).unwrap();
+        for _ in 0..2 {
+            driver.tick(&mut [&mut store]).unwrap();
+            for p in driver.take_packets(conn).unwrap() {
+                client.receive(&p).unwrap();
+            }
+            driver.receive_feedback(conn, &client.feedback()).unwrap();
+        }
+        let guid = driver.guid_of(class, id).unwrap();
+        let expected = SpawnInfo {
+            location: [120.25, -40.5, 7.0],
+            rotation: [10.0, 270.0, 0.0],
+            scale: [1.0; 3],
+            velocity: [600.0, 0.0, -3.0],
+        }
+        .quantized();
+        assert_eq!(client.spawn_info(guid), Some(expected), "actor level {actor_level}");
+        assert!((expected.rotation[1] - 270.0).abs() < 0.01 && expected.location[0] == 120.25);
+    }
+}
+
+#[test]
+fn spawn_properties_of_the_wrong_kind_are_refused() {
+    let layout = mover();
+    let mut store = ClassStore::new(layout);
+    let mut driver = NetDriver::new(DriverConfig::default()).unwrap();
+    let class = driver.register_class(&mut store).unwrap();
+    assert!(matches!(
+        driver.set_spawn_properties(class, Some(0), None, None),
+        Err(DriverError::NotASpawnProperty { parent: 0, what: "rotator", .. })
+    ));
+    assert!(matches!(
+        driver.set_spawn_properties(class, None, Some(3), None),
+        Err(DriverError::NotASpawnProperty { parent: 3, what: "vector", .. })
+    ));
+    assert_eq!(driver.set_spawn_properties(class, None, None, Some(9)), Err(DriverError::NoSuchParent(9)));
+}
+
+const DOOR: &str = "/Game/Maps/Arena.Arena:PersistentLevel.Door_7";
+
+/// A level with one static thing at `at`, loaded by client 0 as well.
+fn with_static_door(at: [f32; 3]) -> (Level, ActorId, NetGuid) {
+    let mut l = Level::new(every_frame(), 1);
+    always_due(&mut l);
+    let id = l.store.spawn();
+    l.move_to(id, at);
+    l.store.set(id, HEALTH, &Value::U32(40)).unwrap();
+    let guid = l.driver.register_static_actor(l.class, &l.store, id, DOOR).unwrap();
+    l.clients[0].1.load_static_actor(DOOR, l.class.0).unwrap();
+    (l, id, guid)
+}
+
+#[test]
+fn a_static_actor_binds_the_clients_level_copy_and_keeps_its_channel_when_far() {
+    let (mut l, id, guid) = with_static_door([500.0, 0.0, 0.0]);
+    assert!(guid.is_static());
+    assert_eq!(l.client(0).actor_count(), 0, "loaded, not bound yet");
+    l.run(2);
+    assert!(l.events(0).contains(&ClientEvent::Bound { guid, class: l.class.0 }));
+    assert_eq!(l.client(0).value(guid, HEALTH), Some(Value::U32(40)));
+    assert_eq!(l.client(0).spawn_info(guid), None, "a static actor is not spawned");
+    // Far away for longer than the relevant timeout: a startup actor's channel stays.
+    l.move_to(id, [900_000.0, 0.0, 0.0]);
+    l.run(200);
+    assert!(l.client(0).has(guid));
+    assert!(!l.events(0).iter().any(|e| matches!(e, ClientEvent::Destroyed { .. })));
+    assert!(l.driver.channel_info(l.clients[0].0).unwrap().iter().any(|c| c.guid == guid));
+}
+
+#[test]
+fn a_destroyed_static_actor_is_destroyed_on_every_client_and_on_those_that_join_later() {
+    let (mut l, id, guid) = with_static_door([900_000.0, 0.0, 0.0]);
+    l.run(2);
+    assert!(!l.client(0).has(guid), "never relevant: not bound");
+    l.store.despawn(id).unwrap();
+    l.run(2);
+    // Client 0 never bound the GUID: the close's path found its level copy.
+    assert_eq!(l.events(0), vec![ClientEvent::Destroyed { guid }]);
+    let c = l.add_client();
+    l.clients[c].1.load_static_actor(DOOR, l.class.0).unwrap();
+    let before = l.client(c).actor(guid).is_none();
+    l.run(2);
+    assert!(before);
+    assert_eq!(l.events(c), vec![ClientEvent::Destroyed { guid }]);
+    // The path is free again on the client and nothing is left of the copy.
+    assert!(l.clients[c].1.load_static_actor(DOOR, l.class.0).is_ok());
+}
+
+#[test]
+fn a_static_open_the_client_did_not_load_is_stepped_over_and_counted() {
+    let mut l = Level::new(every_frame(), 1);
+    let id = l.store.spawn();
+    l.move_to(id, [100.0, 0.0, 0.0]);
+    let guid = l.driver.register_static_actor(l.class, &l.store, id, DOOR).unwrap();
+    l.run(3);
+    assert!(!l.client(0).has(guid));
+    assert!(l.client(0).stats().unknown_statics > 0);
+    // Loaded with the wrong class id: refused by the client, not bound.
+    assert!(l.clients[0].1.load_static_actor(DOOR, 7).is_err());
+}
+
+#[test]
+fn static_registration_errors_are_clear() {
+    let mut l = Level::new(every_frame(), 0);
+    let (id, _) = l.spawn([0.0; 3], 1);
+    assert_eq!(l.driver.register_static_actor(l.class, &l.store, id, DOOR), Err(DriverError::AlreadyReplicated(id)));
+    let a = l.store.spawn();
+    let b = l.store.spawn();
+    assert!(matches!(l.driver.register_static_actor(l.class, &l.store, a, ""), Err(DriverError::BadStaticPath(_))));
+    let long = "p".repeat(MAX_PATH_BYTES + 1);
+    assert!(matches!(l.driver.register_static_actor(l.class, &l.store, a, &long), Err(DriverError::BadStaticPath(_))));
+    let g = l.driver.register_static_actor(l.class, &l.store, a, DOOR).unwrap();
+    assert!(matches!(l.driver.register_static_actor(l.class, &l.store, b, DOOR), Err(DriverError::BadStaticPath(_))));
+    let h = l.driver.register_static_actor(l.class, &l.store, b, "/Game/Other").unwrap();
+    assert!(g.is_static() && h.is_static() && g != h && g.0 >= 3);
+}
+
+#[test]
+fn a_torn_off_actor_stays_on_the_client_and_is_never_updated_again() {
+    for actor_level in [false, true] {
+        let mut l = Level::new(every_frame(), 1);
+        if !actor_level {
+            // The same world without the actor level.
+            let mut driver = NetDriver::new(DriverConfig::default()).unwrap();
+            let mut store = ClassStore::new(l.layout.clone());
+            l.class = driver.register_class(&mut store).unwrap();
+            let conn = driver.add_connection(false);
+            let world = ClientWorld::new(std::slice::from_ref(&l.layout), &driver.checksums()).unwrap();
+            l.driver = driver;
+            l.store = store;
+            l.clients = vec![(conn, world)];
+        }
+        always_due(&mut l);
+        let (id, guid) = l.spawn([100.0, 0.0, 0.0], 5);
+        l.run(2);
+        l.store.set(id, HEALTH, &Value::U32(6)).unwrap();
+        l.run(2);
+        assert_eq!(l.client(0).value(guid, HEALTH), Some(Value::U32(6)));
+        l.events(0);
+        l.driver.tear_off(l.class, &l.store, id).unwrap();
+        l.driver.tear_off(l.class, &l.store, id).unwrap();
+        l.store.set(id, HEALTH, &Value::U32(7)).unwrap();
+        l.run(3);
+        assert_eq!(l.events(0), vec![ClientEvent::TornOff { guid }], "actor level {actor_level}");
+        assert!(l.client(0).is_torn_off(guid));
+        assert_eq!(l.client(0).value(guid, HEALTH), Some(Value::U32(6)), "nothing after the tear-off");
+        // Destroyed on the server: the client's copy is its own.
+        l.store.despawn(id).unwrap();
+        l.run(3);
+        assert!(l.client(0).has(guid));
+        assert!(l.events(0).is_empty());
+        assert!(l.clients[0].1.forget(guid));
+        assert!(!l.client(0).has(guid));
+        assert!(!l.clients[0].1.forget(guid));
+    }
+}
+
+/// One hand-made packet with one open of `guid`.
+fn open_packet(guid: NetGuid, kind: OpenKind) -> Vec<u8> {
+    let mut w = BitWriter::new();
+    begin_packet(&mut w, shadowrep::ids::Seq(1));
+    write_bunch(&mut w, guid, Some(&OpenHeader { class: 0, kind }), &BitWriter::new());
+    end_packet(&mut w);
+    w.into_bytes()
+}
+
+#[test]
+fn an_open_that_contradicts_its_guids_parity_is_refused() {
+    let l = Level::new(every_frame(), 0);
+    let mut client = ClientWorld::new(std::slice::from_ref(&l.layout), &l.driver.checksums()).unwrap();
+    client.load_static_actor(DOOR, 0).unwrap();
+    let refused = |c: &mut ClientWorld, p: &[u8], why: &'static str| {
+        assert_eq!(c.receive(p), Err(ReceiveError::Wire(WireError::Invalid(why))));
+    };
+    refused(
+        &mut client,
+        &open_packet(NetGuid(5), OpenKind::Spawn(SpawnInfo::default())),
+        "a static GUID opened with spawn info",
+    );
+    refused(&mut client, &open_packet(NetGuid(4), OpenKind::Static(DOOR.into())), "a dynamic GUID opened by path");
+    assert_eq!(client.actor_count(), 0);
+    assert!(client.receive(&open_packet(NetGuid(5), OpenKind::Static(DOOR.into()))).is_ok());
+    assert!(client.has(NetGuid(5)));
+}
