@@ -24,6 +24,7 @@
 
 use super::connection::{pair, Connection, PendingClose};
 use super::consider::{jitter, ServerTime};
+use super::dormancy::{dormant_for, DormancyHook};
 use super::level::NOT_DUE;
 use super::pairs::{merge_rows, split_key, Channel, Pairs};
 use super::plan::plan_pair;
@@ -32,6 +33,7 @@ use super::relevancy::{DueActor, RelevancyHook, RelevancyIndex};
 use super::send::{WriteCtx, Written};
 use super::settings::ActorLevelConfig;
 use crate::ids::{Frame, LeafMask, NetGuid};
+use crate::wire::open::CloseReason;
 use std::time::Instant;
 
 /// What a connection did with one actor.
@@ -89,6 +91,7 @@ pub(crate) struct LevelCtx<'a> {
     pub guids: &'a std::collections::HashMap<NetGuid, (u32, u32)>,
     pub index: &'a RelevancyIndex,
     pub hooks: &'a [Option<RelevancyHook>],
+    pub dormancy_hooks: &'a [Option<DormancyHook>],
     pub time: ServerTime,
     pub cfg: &'a ActorLevelConfig,
 }
@@ -98,6 +101,9 @@ pub(crate) struct LevelCtx<'a> {
 pub(crate) struct Outcome {
     /// Due indices of leftovers to consider next frame.
     pub pending: Vec<u32>,
+    /// Due indices of actors that want dormancy but that this connection holds awake (an open
+    /// channel not yet dormant, or relevant and waiting for one): they stay on the consider list.
+    pub awake: Vec<u32>,
     pub written: Written,
     pub relevant: usize,
     pub processed: usize,
@@ -166,9 +172,13 @@ pub(crate) fn replicate_connection(ctx: &LevelCtx<'_>, ci: u32, conn: &mut Conne
         let t = Instant::now();
         let mut run = Run { ci, st: &mut st, out: &mut out, decisions: decisions.as_mut() };
         process(ctx, &mut run, conn, &mut scratch);
+        held_awake(ctx, conn, &scratch.cands, &mut out.awake);
         rows(conn).retain(|r| r.state.flags & pair::CHANNEL != 0);
         conn.scratch = scratch;
         out.nanos[2] = t.elapsed().as_nanos() as u64;
+    }
+    if !ready {
+        held_awake_idle(ctx, conn, &mut out.awake);
     }
     out.written = ctx.write.end(conn, st, true);
     conn.budget.sent(out.written.bytes);
@@ -249,7 +259,7 @@ fn candidates(ctx: &LevelCtx<'_>, conn: &mut Connection, scratch: &mut Scratch) 
             index = ctx.due_index.get(c as usize).map_or(&[], |v| &v[..]);
         }
         let d = index.get(slot as usize).copied().unwrap_or(NOT_DUE);
-        if d == NOT_DUE {
+        if d == NOT_DUE || row.state.flags & pair::DORMANT != 0 {
             continue;
         }
         while k < relevant.len() && relevant[k] < d {
@@ -325,6 +335,9 @@ fn process(ctx: &LevelCtx<'_>, run: &mut Run<'_>, conn: &mut Connection, scratch
                 row.last_update = now;
                 let before = ctx.write.bits_written(conn);
                 replicate(ctx, ci, conn, st, ri as usize, due);
+                if due.dormancy.dormant() && has_channel && dormant_for(due, ci, ctx.dormancy_hooks) {
+                    go_dormant(ctx, conn, st, ri as usize, c.guid);
+                }
                 let bits = (ctx.write.bits_written(conn) - before) as u32;
                 out.processed += 1;
                 if let Some(dec) = decisions.as_deref_mut() {
@@ -351,6 +364,45 @@ fn process(ctx: &LevelCtx<'_>, run: &mut Run<'_>, conn: &mut Connection, scratch
         }
         start += n;
         batch *= 2;
+    }
+}
+
+/// Closes a channel for dormancy once everything sent on it is acknowledged (open acked,
+/// nothing owed, no bunch in flight); the row stays, flagged, as what the client keeps.
+fn go_dormant(ctx: &LevelCtx<'_>, conn: &mut Connection, st: &mut super::send::FrameWrite, row: usize, guid: NetGuid) {
+    let ps = &rows(conn)[row].state;
+    let settled = ps.flags & pair::OPEN_ACKED != 0 && ps.resend.is_empty() && ps.in_flight == 0;
+    if settled && ctx.write.write_close(conn, st, PendingClose { guid, reason: CloseReason::Dormant }) {
+        rows(conn)[row].state.flags |= pair::DORMANT;
+    }
+}
+
+/// Reports the due actors that want dormancy and that this connection holds awake: a channel
+/// open and not dormant, or relevant now without a channel (it must get the actor once).
+fn held_awake(ctx: &LevelCtx<'_>, conn: &mut Connection, cands: &[Cand], awake: &mut Vec<u32>) {
+    let rows = rows(conn);
+    for c in cands {
+        if !ctx.due[c.due as usize].sleepy {
+            continue;
+        }
+        let flags = rows[c.row as usize].state.flags;
+        let open = flags & pair::CHANNEL != 0 && flags & pair::DORMANT == 0;
+        if open || (flags & pair::CHANNEL == 0 && c.relevant_now) {
+            awake.push(c.due);
+        }
+    }
+}
+
+/// The same for a connection that is not replicated to this frame (not heard from): its open
+/// channels hold their actors awake.
+fn held_awake_idle(ctx: &LevelCtx<'_>, conn: &mut Connection, awake: &mut Vec<u32>) {
+    let Pairs::Channels(rows) = &conn.pairs else { return };
+    for r in rows.iter().filter(|r| r.state.flags & pair::CHANNEL != 0 && r.state.flags & pair::DORMANT == 0) {
+        let (c, slot) = split_key(r.key);
+        let d = ctx.due_index.get(c as usize).and_then(|v| v.get(slot as usize)).copied().unwrap_or(NOT_DUE);
+        if d != NOT_DUE && ctx.due[d as usize].sleepy {
+            awake.push(d);
+        }
     }
 }
 

@@ -130,6 +130,8 @@ pub(crate) struct Connection {
     pub decisions: Option<Box<FrameDecisions>>,
     /// The actor level's buffers, reused from frame to frame.
     pub scratch: Box<super::channels::Scratch>,
+    /// Look for sleeping actors near the viewers at the next frame (a new connection does).
+    pub dormant_look: bool,
 }
 
 impl Connection {
@@ -151,6 +153,7 @@ impl Connection {
             heard: 0.0,
             decisions: None,
             scratch: Box::default(),
+            dormant_look: true,
         }
     }
 

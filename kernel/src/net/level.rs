@@ -127,6 +127,8 @@ pub(crate) struct Level {
     /// The calls the last tick saw.
     pub forced_last_tick: Vec<(u32, u32, f64)>,
     pub time: ServerTime,
+    /// Sleeping actors by cell, where connections look for those they have not met.
+    pub dormant: super::dormancy::DormantCells,
 }
 
 impl Level {
@@ -151,7 +153,7 @@ impl Level {
             let slots = p * PAGE_LANES..((p + 1) * PAGE_LANES).min(c.actors.len());
             for (lane, slot) in slots.enumerate() {
                 let a = &c.actors[slot];
-                if a.alive && !a.torn_off && c.cols.clock[slot].due(now) {
+                if a.alive && !a.torn_off && !c.cols.asleep[slot] && c.cols.clock[slot].due(now) {
                     *out |= 1 << lane;
                 }
             }
@@ -184,6 +186,7 @@ impl Level {
             forced: Vec::new(),
             forced_last_tick: Vec::new(),
             time: ServerTime { frame: Frame(0), now: 0.0, tick: 1.0 / cfg.tick_rate },
+            dormant: super::dormancy::DormantCells::new(cfg.grid.cell_size),
         })
     }
 }
@@ -539,6 +542,7 @@ impl NetDriver {
         level.retired.sort_unstable();
         let level = self.level.as_ref().expect("checked above");
         let hooks: Vec<Option<RelevancyHook>> = self.classes.iter().map(|c| c.cols.hook.clone()).collect();
+        let dormancy_hooks: Vec<_> = self.classes.iter().map(|c| c.cols.dormancy_hook.clone()).collect();
         let write = WriteCtx {
             classes: &self.classes,
             stores,
@@ -555,6 +559,7 @@ impl NetDriver {
             guids: &self.guids,
             index: &level.index,
             hooks: &hooks,
+            dormancy_hooks: &dormancy_hooks,
             time,
             cfg: &level.cfg,
         };
@@ -568,7 +573,11 @@ impl NetDriver {
         };
         self.stats.stages.connections = t.elapsed().as_nanos() as u64;
         let level = self.level.as_ref().expect("checked above");
+        let mut awake = vec![false; level.due.len()];
         for o in &outcomes {
+            for &d in &o.awake {
+                awake[d as usize] = true;
+            }
             self.stats.bunches += o.written.bunches;
             self.stats.packets += o.written.packets;
             self.stats.bytes += o.written.bytes;
@@ -584,6 +593,7 @@ impl NetDriver {
             }
         }
         self.stats.due_actors = level.due.len();
+        self.sleep_settled(&awake);
         self.level.as_mut().expect("checked above").retired.clear();
     }
 
@@ -613,8 +623,10 @@ impl NetDriver {
                 instigator,
                 location_leaf,
                 hook,
+                dormancy,
                 ..
             } = cols;
+            let dormancy = &*dormancy;
             let (settings, owner_actor, instigator, location_leaf) =
                 (&*settings, &*owner_actor, &*instigator, *location_leaf);
             let rules_class = hook.is_some();
@@ -639,6 +651,9 @@ impl NetDriver {
                         let leaves = if changed { history.changed_since(slot as u32, since) } else { LeafMask::EMPTY };
                         let at = read_location(location_leaf, pos[i], store, slot as u32);
                         pos[i] = at;
+                        let rules = s.needs_rules() || rules_class;
+                        let plain =
+                            !rules && owner_actor[slot].is_none() && instigator[slot].is_none() && a.owner.is_none();
                         out.push(DueActor {
                             class: ci as u32,
                             slot: slot as u32,
@@ -646,10 +661,12 @@ impl NetDriver {
                             net_priority: s.net_priority,
                             owner_conn: a.owner,
                             startup: s.startup || a.guid.is_static(),
-                            rules: s.needs_rules() || rules_class,
+                            rules,
                             since,
                             changed: leaves,
                             shared: NOT_SHARED,
+                            dormancy: dormancy[slot],
+                            sleepy: dormancy[slot].dormant() && plain,
                         });
                     }
                 }

@@ -66,6 +66,7 @@ pub mod channels;
 pub mod condition;
 pub mod connection;
 pub mod consider;
+pub mod dormancy;
 pub mod level;
 pub mod lifecycle;
 pub(crate) mod pairs;
@@ -81,6 +82,7 @@ pub mod spatial;
 pub use crate::ids::{ClassId, ConnectionId, Frame, LeafMask, NetGuid, Seq};
 pub use channels::{Action, FrameDecisions, SendDecision};
 pub use connection::{ConnectionStats, PairState};
+pub use dormancy::{Dormancy, DormancyHook};
 pub use level::ChannelInfo;
 pub use relevancy::{RelevancyHook, Viewer};
 pub use settings::{ActorLevelConfig, NetSettings};
@@ -694,6 +696,7 @@ impl NetDriver {
         self.stats = TickStats { frame: self.frame, ..TickStats::default() };
         if let Some(level) = self.level.as_mut() {
             level.begin_frame(self.frame);
+            self.wake_for_viewers();
         }
         let t = std::time::Instant::now();
         for (ci, &si) in order.iter().enumerate() {

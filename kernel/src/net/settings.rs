@@ -137,6 +137,13 @@ pub(crate) struct Columns {
     pub clock: Vec<super::consider::ConsiderClock>,
     /// The frame the actor was last on the consider list.
     pub last_considered: Vec<crate::ids::Frame>,
+    /// UE's `NetDormancy` of each actor ([`super::dormancy`]).
+    pub dormancy: Vec<super::dormancy::Dormancy>,
+    /// Off the consider list: dormant on every connection that has it (not compared, nothing
+    /// per connection) until woken, flushed, or needed by a connection that meets it.
+    pub asleep: Vec<bool>,
+    /// The class's per-connection answer for `DormantPartial` actors.
+    pub dormancy_hook: Option<super::dormancy::DormancyHook>,
 }
 
 impl Columns {
@@ -151,6 +158,8 @@ impl Columns {
             self.instigator.resize(n, None);
             self.clock.resize(n, Default::default());
             self.last_considered.resize(n, Default::default());
+            self.dormancy.resize(n, Default::default());
+            self.asleep.resize(n, false);
         }
         self.settings[slot] = self.defaults;
         self.overridden[slot] = false;
@@ -159,5 +168,7 @@ impl Columns {
         self.instigator[slot] = None;
         self.clock[slot] = Default::default();
         self.last_considered[slot] = Default::default();
+        self.dormancy[slot] = Default::default();
+        self.asleep[slot] = false;
     }
 }

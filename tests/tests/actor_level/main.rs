@@ -2,6 +2,7 @@
 //! priority, bandwidth and the sparse channel table, each checked on what a client receives and
 //! on the driver's recorded decisions.
 
+mod dormancy;
 mod frequency;
 mod hostile;
 mod lifecycle;
@@ -105,6 +106,26 @@ impl Level {
                 world.receive(&p).expect("a well-formed packet");
             }
             self.driver.receive_feedback(*conn, &world.feedback()).expect("decodes");
+        }
+    }
+
+    /// One frame over a lossy link: each packet and each feedback is lost with probability
+    /// `loss`.
+    pub fn step_lossy(&mut self, rng: &mut impl rand::Rng, loss: f64) {
+        self.driver.tick(&mut [&mut self.store]).expect("tick");
+        for (conn, world) in &mut self.clients {
+            for p in self.driver.take_packets(*conn).expect("live") {
+                if !rng.random_bool(loss) {
+                    world.receive(&p).expect("a well-formed packet");
+                }
+            }
+            let fb = world.feedback();
+            if !rng.random_bool(loss) {
+                self.driver.receive_feedback(*conn, &fb).expect("decodes");
+            } else {
+                // A client that lost its feedback is still alive: the server hears from it later.
+                self.driver.heard_from(*conn).expect("live");
+            }
         }
     }
 

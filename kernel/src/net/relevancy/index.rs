@@ -46,6 +46,10 @@ pub(crate) struct DueActor {
     pub changed: crate::ids::LeafMask,
     /// Its key in the frame's shared arena (`level::NOT_SHARED`: none).
     pub shared: u32,
+    /// Its dormancy.
+    pub dormancy: crate::net::dormancy::Dormancy,
+    /// It wants dormancy and may sleep (relevant by distance alone: see [`crate::net::dormancy`]).
+    pub sleepy: bool,
 }
 
 /// See the module documentation.

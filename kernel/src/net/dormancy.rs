@@ -1,0 +1,332 @@
+//! Dormancy (UE's `NetDormancy`): actors at rest leave the frame, and connections keep their
+//! copies without a channel.
+//!
+//! ```text
+//! per connection, when a due actor that wants dormancy there (DormantAll, Initial, or
+//! DormantPartial and the class hook says so) has everything acknowledged — open acked,
+//! nothing owed, no bunch in flight — its channel closes with reason Dormant: the client keeps
+//! the actor, the row stays (flag DORMANT: what the client has, as `sent_through`)
+//! after the connections: a due actor that wants dormancy and is held awake by no connection
+//! (no open non-dormant channel, no relevant connection still waiting for it) falls asleep:
+//! off the consider list — not compared (push marks kept), nothing per connection — and into
+//! the dormant cells, where connections look for it:
+//! before gather, each connection about once a second (and in its first frame) asks the dormant
+//! cells for sleeping actors relevant to its viewers that it has no row for: those wake for one
+//! consideration, so a connection that joins or comes near later still gets the current state
+//! once (it then goes dormant there too)
+//! wake (set Awake/Never) or flush: every dormant row of the actor becomes a channel again and the
+//! actor is due now: each connection gets every property changed since its row's sent_through
+//! (history), so changes made while dormant are never lost; a flushed DormantAll actor goes
+//! dormant again once that is acknowledged
+//! ```
+//!
+//! Only "plain" actors sleep (relevant by distance alone: no owner, instigator, owning
+//! connection, rule settings or class hook); the others stay on the consider list while dormant,
+//! so their dormant rows cost a skip per due frame and owner rules keep working. A sleeping
+//! actor's position is where it fell asleep. A static actor with `Initial` dormancy sleeps from
+//! its registration and never opens until woken: its clients loaded it with the level.
+
+use super::connection::{pair, Connection};
+use super::level::Level;
+use super::pairs::{pair_key, Pairs};
+use super::relevancy::{DueActor, Viewer};
+use super::{ClassId, ConnectionId, DriverError, NetDriver, NetGuid};
+use crate::store::{ActorId, ClassStore};
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// An actor's dormancy (UE's `ENetDormancy`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Dormancy {
+    /// Never dormant.
+    Never,
+    /// Awake now; may be made dormant later (UE's default, `DORM_Awake`).
+    #[default]
+    Awake,
+    /// Dormant on every connection.
+    DormantAll,
+    /// Dormant on the connections the class's [`DormancyHook`] names.
+    DormantPartial,
+    /// A static actor that never opens until woken (clients loaded it with the level); for a
+    /// dynamic actor, the same as `DormantAll`.
+    Initial,
+}
+
+impl Dormancy {
+    /// Whether this asks for dormancy at all.
+    pub fn dormant(self) -> bool {
+        matches!(self, Dormancy::DormantAll | Dormancy::DormantPartial | Dormancy::Initial)
+    }
+}
+
+/// A class's answer for a `DormantPartial` actor: whether it is dormant for the connection
+/// (UE's `GetNetDormancy` override).
+pub type DormancyHook = Arc<dyn Fn(NetGuid, ConnectionId) -> bool + Send + Sync>;
+
+/// Seconds between a connection's looks at the dormant cells (UE's relevancy recheck cadence).
+pub const DORMANT_CHECK_SECONDS: f64 = 1.0;
+
+/// Cells around a viewer's cell (on each axis) an actor's cull radius may reach before the
+/// actor goes to the list every look sweeps.
+const MAX_CELL_REACH: i64 = 4;
+
+/// One sleeping actor, where it fell asleep.
+#[derive(Clone, Copy, Debug)]
+struct Sleeper {
+    key: u64,
+    guid: NetGuid,
+    at: [f32; 3],
+    cull_sq: f32,
+}
+
+/// Sleeping actors by square cell of the actor level's grid size. Entries are dropped lazily: a
+/// look skips (and a compaction removes) those no longer asleep.
+#[derive(Default)]
+pub(crate) struct DormantCells {
+    cell: f32,
+    cells: HashMap<(i64, i64), Vec<Sleeper>>,
+    large: Vec<Sleeper>,
+    entries: usize,
+    /// Entries after the last compaction.
+    compacted: usize,
+}
+
+impl DormantCells {
+    pub fn new(cell: f32) -> DormantCells {
+        DormantCells { cell, ..DormantCells::default() }
+    }
+
+    fn cell_of(&self, at: [f32; 3]) -> (i64, i64) {
+        ((at[0] / self.cell).floor() as i64, (at[1] / self.cell).floor() as i64)
+    }
+
+    fn insert(&mut self, s: Sleeper) {
+        self.entries += 1;
+        let reach = (s.cull_sq.sqrt() / self.cell).ceil();
+        let near = reach.is_finite() && reach <= MAX_CELL_REACH as f32;
+        if !near || !s.at.iter().all(|c| c.is_finite()) {
+            self.large.push(s);
+        } else {
+            let c = self.cell_of(s.at);
+            self.cells.entry(c).or_default().push(s);
+        }
+    }
+
+    /// Sleepers within their cull distance of a viewer (maybe stale: the caller checks).
+    fn near(&self, viewers: &[Viewer], out: &mut Vec<Sleeper>) {
+        out.clear();
+        let within =
+            |s: &Sleeper| viewers.iter().any(|v| super::relevancy::within_cull_distance(s.at, s.cull_sq, v.location));
+        for (i, v) in viewers.iter().enumerate() {
+            if !v.location.iter().all(|c| c.is_finite()) {
+                continue;
+            }
+            let (cx, cy) = self.cell_of(v.location);
+            for y in cy - MAX_CELL_REACH..=cy + MAX_CELL_REACH {
+                for x in cx - MAX_CELL_REACH..=cx + MAX_CELL_REACH {
+                    // A cell an earlier viewer visited was swept for every viewer already.
+                    let seen = viewers[..i].iter().any(|w| {
+                        let (wx, wy) = self.cell_of(w.location);
+                        (x - wx).abs() <= MAX_CELL_REACH && (y - wy).abs() <= MAX_CELL_REACH
+                    });
+                    if seen {
+                        continue;
+                    }
+                    if let Some(list) = self.cells.get(&(x, y)) {
+                        out.extend(list.iter().filter(|s| within(s)));
+                    }
+                }
+            }
+        }
+        out.extend(self.large.iter().filter(|s| within(s)));
+    }
+
+    /// Drops entries `alive` says are gone, once the cells have doubled since the last
+    /// compaction (so memory stays within twice the sleepers, at amortised O(1) per entry).
+    fn compact(&mut self, alive: impl Fn(&Sleeper) -> bool) {
+        if self.entries <= 2 * self.compacted + 1024 {
+            return;
+        }
+        self.cells.retain(|_, list| {
+            list.retain(&alive);
+            !list.is_empty()
+        });
+        self.large.retain(&alive);
+        self.entries = self.cells.values().map(Vec::len).sum::<usize>() + self.large.len();
+        self.compacted = self.entries;
+    }
+}
+
+/// Whether `due` wants to be dormant for connection `ci`.
+pub(crate) fn dormant_for(due: &DueActor, ci: u32, hooks: &[Option<DormancyHook>]) -> bool {
+    match due.dormancy {
+        Dormancy::DormantAll | Dormancy::Initial => true,
+        Dormancy::DormantPartial => {
+            hooks.get(due.class as usize).and_then(|h| h.as_ref()).is_some_and(|h| h(due.rel.guid, ConnectionId(ci)))
+        }
+        Dormancy::Never | Dormancy::Awake => false,
+    }
+}
+
+impl Level {
+    /// Frames between a connection's looks at the dormant cells.
+    fn check_interval(&self) -> u64 {
+        (DORMANT_CHECK_SECONDS * self.cfg.tick_rate).round().max(1.0) as u64
+    }
+}
+
+impl NetDriver {
+    /// Sets an actor's dormancy (UE's `SetNetDormancy`). `Awake` or `Never` wakes it: every
+    /// connection holding it dormant gets what changed while it slept. A dormant setting takes
+    /// effect per connection once everything sent there is acknowledged. `Initial` is for a
+    /// static actor not yet replicated: it sleeps at once and never opens until woken.
+    pub fn set_net_dormancy(
+        &mut self,
+        class: ClassId,
+        store: &ClassStore,
+        id: ActorId,
+        dormancy: Dormancy,
+    ) -> Result<(), DriverError> {
+        self.level.as_ref().ok_or(DriverError::ActorLevelOff)?;
+        let ci = self.class_for(class, store)?;
+        let guid = self.guid_of(class, id).ok_or(DriverError::StaleActor(id))?;
+        let slot = id.index as usize;
+        let fresh = !self.ever_opened(ci as u32, id.index);
+        let cols = &mut self.classes[ci].cols;
+        cols.dormancy[slot] = dormancy;
+        match dormancy {
+            Dormancy::Never | Dormancy::Awake => self.wake(ci, slot),
+            Dormancy::Initial if guid.is_static() && fresh => cols.asleep[slot] = true,
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// An actor's dormancy.
+    pub fn net_dormancy(&self, class: ClassId, id: ActorId) -> Option<Dormancy> {
+        self.guid_of(class, id)?;
+        self.classes[class.0 as usize].cols.dormancy.get(id.index as usize).copied()
+    }
+
+    /// Replicates a dormant actor once more (UE's `FlushNetDormancy`): every connection holding
+    /// it dormant gets what changed since, then it goes dormant again. `Initial` becomes
+    /// `DormantAll`, as in UE.
+    pub fn flush_net_dormancy(&mut self, class: ClassId, store: &ClassStore, id: ActorId) -> Result<(), DriverError> {
+        self.level.as_ref().ok_or(DriverError::ActorLevelOff)?;
+        let ci = self.class_for(class, store)?;
+        self.guid_of(class, id).ok_or(DriverError::StaleActor(id))?;
+        let slot = id.index as usize;
+        let d = &mut self.classes[ci].cols.dormancy[slot];
+        if *d == Dormancy::Initial {
+            *d = Dormancy::DormantAll;
+        }
+        self.wake(ci, slot);
+        Ok(())
+    }
+
+    /// Gives a class its per-connection dormancy answer for `DormantPartial` actors.
+    pub fn set_dormancy_hook(&mut self, class: ClassId, hook: Option<DormancyHook>) -> Result<(), DriverError> {
+        self.classes.get_mut(class.0 as usize).ok_or(DriverError::UnknownClass(class))?.cols.dormancy_hook = hook;
+        Ok(())
+    }
+
+    /// Whether an actor is asleep: dormant wherever it is held, off the consider list.
+    pub fn is_asleep(&self, class: ClassId, id: ActorId) -> bool {
+        self.guid_of(class, id).is_some() && self.classes[class.0 as usize].cols.asleep[id.index as usize]
+    }
+
+    /// Actors asleep, over every class.
+    pub fn asleep_actors(&self) -> usize {
+        self.classes.iter().map(|c| c.cols.asleep.iter().filter(|&&a| a).count()).sum()
+    }
+
+    fn ever_opened(&self, class: u32, slot: u32) -> bool {
+        self.conns.iter().any(|c| c.pair_ref(class, slot).is_some_and(|p| p.flags & pair::EVER_OPENED != 0))
+    }
+
+    /// Wakes an actor: due now, and every dormant row of it a channel again.
+    fn wake(&mut self, ci: usize, slot: usize) {
+        let now = self.server_time();
+        let cols = &mut self.classes[ci].cols;
+        cols.asleep[slot] = false;
+        cols.clock[slot].force_net_update(now);
+        for conn in self.conns.iter_mut().filter(|c| !c.removed) {
+            if let Some(ps) = conn.pairs.get_mut(ci as u32, slot as u32) {
+                ps.flags &= !pair::DORMANT;
+            }
+        }
+    }
+
+    /// Before gather: connections whose look is due wake the sleeping actors relevant to them
+    /// that they do not hold.
+    pub(super) fn wake_for_viewers(&mut self) {
+        let Some(level) = self.level.as_mut() else { return };
+        if level.dormant.entries == 0 {
+            return;
+        }
+        let (frame, interval, now) = (level.time.frame.0 as u64, level.check_interval(), level.time.now);
+        let mut near = Vec::new();
+        for (ci, conn) in self.conns.iter_mut().enumerate() {
+            if conn.removed || conn.viewers.is_empty() {
+                continue;
+            }
+            let due = std::mem::take(&mut conn.dormant_look) || (frame + ci as u64).is_multiple_of(interval);
+            if !due {
+                continue;
+            }
+            level.dormant.near(&conn.viewers, &mut near);
+            for s in &near {
+                let (c, slot) = super::pairs::split_key(s.key);
+                let class = &mut self.classes[c as usize];
+                let a = class.actors.get(slot as usize).copied().unwrap_or_default();
+                if !(a.alive && a.guid == s.guid && class.cols.asleep[slot as usize]) || holds(conn, s.key) {
+                    continue;
+                }
+                class.cols.asleep[slot as usize] = false;
+                class.cols.clock[slot as usize].force_net_update(now);
+            }
+        }
+    }
+
+    /// After the connections: due actors that want dormancy and that no connection holds awake
+    /// fall asleep.
+    pub(super) fn sleep_settled(&mut self, awake: &[bool]) {
+        let Some(level) = self.level.as_mut() else { return };
+        let mut fell = 0;
+        for (d, due) in level.due.iter().enumerate() {
+            if !due.sleepy || awake[d] {
+                continue;
+            }
+            let cols = &mut self.classes[due.class as usize].cols;
+            cols.asleep[due.slot as usize] = true;
+            cols.clock[due.slot as usize].pending_net_update = false;
+            if due.dormancy != Dormancy::Initial || due.rel.guid.is_dynamic() {
+                let key = pair_key(due.class, due.slot);
+                level.dormant.insert(Sleeper {
+                    key,
+                    guid: due.rel.guid,
+                    at: due.rel.location,
+                    cull_sq: due.rel.cull_distance_squared,
+                });
+            }
+            fell += 1;
+        }
+        if fell > 0 {
+            let classes = &self.classes;
+            level.dormant.compact(|s| {
+                let (c, slot) = super::pairs::split_key(s.key);
+                let class = &classes[c as usize];
+                class.actors.get(slot as usize).is_some_and(|a| a.alive && a.guid == s.guid)
+                    && class.cols.asleep[slot as usize]
+            });
+        }
+    }
+}
+
+/// Whether the connection has a row (a channel, or a dormant copy) for `key`.
+fn holds(conn: &Connection, key: u64) -> bool {
+    match &conn.pairs {
+        Pairs::Channels(rows) => rows.binary_search_by_key(&key, |r| r.key).is_ok(),
+        Pairs::Dense(_) => true,
+    }
+}

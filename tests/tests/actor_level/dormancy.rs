@@ -1,0 +1,244 @@
+//! Dormancy: every transition, seen by the clients and by the driver's frame.
+
+use super::*;
+use shadowrep::net::{Dormancy, DriverError};
+use std::sync::Arc;
+
+const DOOR: &str = "/Game/Maps/Arena.Arena:PersistentLevel.Door_1";
+
+/// A level with `clients` clients and one thing near the origin, made dormant-all, after
+/// `frames` frames.
+fn dormant_thing(clients: usize, frames: usize) -> (Level, ActorId, NetGuid) {
+    let mut l = Level::new(every_frame(), clients);
+    always_due(&mut l);
+    let (id, guid) = l.spawn([500.0, 0.0, 0.0], 10);
+    l.driver.set_net_dormancy(l.class, &l.store, id, Dormancy::DormantAll).unwrap();
+    l.run(frames);
+    (l, id, guid)
+}
+
+fn health(l: &Level, c: usize, guid: NetGuid) -> Option<Value> {
+    l.client(c).value(guid, HEALTH)
+}
+
+#[test]
+fn an_actor_goes_dormant_once_acknowledged_and_then_costs_nothing() {
+    let (mut l, id, guid) = dormant_thing(2, 4);
+    for c in 0..2 {
+        assert_eq!(health(&l, c, guid), Some(Value::U32(10)));
+        assert!(l.client(c).is_dormant(guid));
+        assert!(l.events(c).contains(&ClientEvent::Dormant { guid }));
+    }
+    assert!(l.driver.is_asleep(l.class, id));
+    // Asleep: off the consider list, nothing sent, and a change is not compared or sent.
+    l.store.set(id, HEALTH, &Value::U32(11)).unwrap();
+    let before = l.driver.bytes_sent(l.clients[0].0);
+    l.step();
+    let stats = l.driver.tick(&mut [&mut l.store]).unwrap();
+    assert_eq!(stats.due_actors, 0);
+    assert!(l.decisions(0).sends.is_empty());
+    l.run(30);
+    assert_eq!(health(&l, 0, guid), Some(Value::U32(10)));
+    let keep_alives = l.driver.connection_stats(l.clients[0].0).unwrap().keep_alives;
+    // Only keep-alives went out (a few bytes each).
+    assert!(l.driver.bytes_sent(l.clients[0].0) - before <= 8 * (keep_alives + 2), "only keep-alives");
+    // The dormant row is all the connection keeps for it: the client still has the actor.
+    assert!(l.client(0).has(guid));
+}
+
+#[test]
+fn waking_sends_every_change_made_while_dormant() {
+    let (mut l, id, guid) = dormant_thing(1, 4);
+    l.store.set(id, HEALTH, &Value::U32(77)).unwrap();
+    l.move_to(id, [600.0, 0.0, 0.0]);
+    l.run(10);
+    assert_eq!(health(&l, 0, guid), Some(Value::U32(10)));
+    l.driver.set_net_dormancy(l.class, &l.store, id, Dormancy::Awake).unwrap();
+    assert!(!l.driver.is_asleep(l.class, id));
+    l.run(2);
+    assert_eq!(health(&l, 0, guid), Some(Value::U32(77)));
+    assert_eq!(l.client(0).value(guid, LOCATION), Some(Value::Vector([600.0, 0.0, 0.0])));
+    assert!(!l.client(0).is_dormant(guid));
+    // Awake: changes flow again.
+    l.store.set(id, HEALTH, &Value::U32(78)).unwrap();
+    l.run(2);
+    assert_eq!(health(&l, 0, guid), Some(Value::U32(78)));
+    assert!(!l.driver.is_asleep(l.class, id));
+}
+
+#[test]
+fn a_flush_replicates_once_and_the_actor_goes_dormant_again() {
+    let (mut l, id, guid) = dormant_thing(1, 4);
+    l.events(0);
+    l.store.set(id, HEALTH, &Value::U32(5)).unwrap();
+    l.run(3);
+    l.driver.flush_net_dormancy(l.class, &l.store, id).unwrap();
+    l.run(4);
+    assert_eq!(health(&l, 0, guid), Some(Value::U32(5)));
+    assert_eq!(l.events(0), vec![ClientEvent::Dormant { guid }], "dormant again after the flush");
+    assert!(l.driver.is_asleep(l.class, id));
+    assert_eq!(l.driver.net_dormancy(l.class, id), Some(Dormancy::DormantAll));
+    // Changes after the flush wait for the next one.
+    l.store.set(id, HEALTH, &Value::U32(6)).unwrap();
+    l.run(5);
+    assert_eq!(health(&l, 0, guid), Some(Value::U32(5)));
+}
+
+#[test]
+fn a_connection_that_joins_later_gets_the_dormant_actors_current_state_once() {
+    let (mut l, id, guid) = dormant_thing(1, 4);
+    l.store.set(id, HEALTH, &Value::U32(33)).unwrap();
+    l.run(3);
+    let late = l.add_client();
+    l.run(4);
+    assert_eq!(health(&l, late, guid), Some(Value::U32(33)));
+    assert!(l.client(late).is_dormant(guid));
+    // The first client still holds it dormant as it was, and it sleeps again.
+    assert_eq!(health(&l, 0, guid), Some(Value::U32(10)));
+    assert!(l.driver.is_asleep(l.class, id));
+}
+
+#[test]
+fn a_connection_that_comes_near_later_gets_it_within_a_look() {
+    let mut l = Level::new(every_frame(), 2);
+    always_due(&mut l);
+    let far = [0.0, 200_000.0, 0.0];
+    let conn1 = l.clients[1].0;
+    l.driver.set_viewers(conn1, &[viewer(far, None)]).unwrap();
+    let (id, guid) = l.spawn([500.0, 0.0, 0.0], 10);
+    l.driver.set_net_dormancy(l.class, &l.store, id, Dormancy::DormantAll).unwrap();
+    l.run(6);
+    assert!(l.driver.is_asleep(l.class, id));
+    assert!(!l.client(1).has(guid));
+    l.driver.set_viewers(conn1, &[viewer([0.0; 3], None)]).unwrap();
+    // One look per second (30 frames), plus the round trip to dormancy.
+    l.run(40);
+    assert_eq!(health(&l, 1, guid), Some(Value::U32(10)));
+    assert!(l.client(1).is_dormant(guid));
+    assert!(l.driver.is_asleep(l.class, id));
+}
+
+#[test]
+fn destroying_a_dormant_actor_destroys_it_on_every_client() {
+    let (mut l, id, guid) = dormant_thing(2, 4);
+    l.events(0);
+    l.events(1);
+    l.store.despawn(id).unwrap();
+    l.run(2);
+    for c in 0..2 {
+        assert_eq!(l.events(c), vec![ClientEvent::Destroyed { guid }]);
+        assert!(!l.client(c).has(guid));
+    }
+}
+
+#[test]
+fn partial_dormancy_asks_the_class_per_connection() {
+    let mut l = Level::new(every_frame(), 2);
+    always_due(&mut l);
+    let dormant_conn = l.clients[0].0;
+    l.driver.set_dormancy_hook(l.class, Some(Arc::new(move |_, conn| conn == dormant_conn))).unwrap();
+    let (id, guid) = l.spawn([500.0, 0.0, 0.0], 10);
+    l.driver.set_net_dormancy(l.class, &l.store, id, Dormancy::DormantPartial).unwrap();
+    l.run(4);
+    assert!(l.client(0).is_dormant(guid));
+    assert!(!l.client(1).is_dormant(guid));
+    assert!(!l.driver.is_asleep(l.class, id), "held awake by the second connection");
+    l.store.set(id, HEALTH, &Value::U32(12)).unwrap();
+    l.run(2);
+    assert_eq!(health(&l, 0, guid), Some(Value::U32(10)));
+    assert_eq!(health(&l, 1, guid), Some(Value::U32(12)));
+}
+
+#[test]
+fn an_initially_dormant_static_actor_never_opens_until_woken() {
+    let mut l = Level::new(every_frame(), 1);
+    always_due(&mut l);
+    let id = l.store.spawn();
+    l.move_to(id, [300.0, 0.0, 0.0]);
+    l.store.set(id, HEALTH, &Value::U32(3)).unwrap();
+    let guid = l.driver.register_static_actor(l.class, &l.store, id, DOOR).unwrap();
+    l.driver.set_net_dormancy(l.class, &l.store, id, Dormancy::Initial).unwrap();
+    let copy = l.clients[0].1.load_static_actor(DOOR, l.class.0).unwrap();
+    l.run(40);
+    assert!(!l.client(0).has(guid), "never opened");
+    assert!(l.driver.is_asleep(l.class, id));
+    l.driver.set_net_dormancy(l.class, &l.store, id, Dormancy::Awake).unwrap();
+    l.run(2);
+    let (_, bound) = l.client(0).actor(guid).expect("bound");
+    assert_eq!(bound, copy);
+    assert_eq!(health(&l, 0, guid), Some(Value::U32(3)));
+}
+
+#[test]
+fn dormancy_needs_the_actor_level() {
+    let layout = thing();
+    let mut store = ClassStore::new(layout);
+    let mut driver = NetDriver::new(DriverConfig::default()).unwrap();
+    let class = driver.register_class(&mut store).unwrap();
+    let id = store.spawn();
+    driver.assign_guid(class, &store, id).unwrap();
+    assert_eq!(driver.set_net_dormancy(class, &store, id, Dormancy::DormantAll), Err(DriverError::ActorLevelOff));
+    assert_eq!(driver.flush_net_dormancy(class, &store, id), Err(DriverError::ActorLevelOff));
+}
+
+#[test]
+fn clients_converge_under_30_percent_loss_with_dormancy_flushes_wakes_spawns_and_joins() {
+    use rand::{Rng, SeedableRng};
+    for seed in 0..3 {
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+        let mut l = Level::new(every_frame(), 2);
+        always_due(&mut l);
+        let mut live: Vec<ActorId> = (0..12).map(|i| l.spawn([100.0 * i as f32, 0.0, 0.0], i)).map(|a| a.0).collect();
+        for frame in 0..400 {
+            if frame == 150 {
+                l.add_client();
+            }
+            let id = live[rng.random_range(0..live.len())];
+            match rng.random_range(0..20) {
+                0..=5 => l.store.set(id, HEALTH, &Value::U32(rng.random_range(0..1000))).unwrap(),
+                6..=8 => l.driver.set_net_dormancy(l.class, &l.store, id, Dormancy::DormantAll).unwrap(),
+                9 => l.driver.set_net_dormancy(l.class, &l.store, id, Dormancy::Awake).unwrap(),
+                10 => l.driver.flush_net_dormancy(l.class, &l.store, id).unwrap(),
+                11 if live.len() > 4 => {
+                    l.store.despawn(id).unwrap();
+                    live.retain(|&a| a != id);
+                }
+                12 => live.push(l.spawn([rng.random_range(0.0..2000.0), 0.0, 0.0], 1).0),
+                _ => {}
+            }
+            l.step_lossy(&mut rng, 0.3);
+        }
+        // Everything is flushed and goes dormant, still over the lossy link: a channel closes
+        // for dormancy only once what it carried is acknowledged, so every sleeping copy is the
+        // server's.
+        for &id in &live {
+            l.driver.set_net_dormancy(l.class, &l.store, id, Dormancy::DormantAll).unwrap();
+            l.driver.flush_net_dormancy(l.class, &l.store, id).unwrap();
+        }
+        for _ in 0..300 {
+            l.step_lossy(&mut rng, 0.3);
+        }
+        assert!(live.iter().all(|&id| l.driver.is_asleep(l.class, id)), "seed {seed}: all asleep");
+        let check = |l: &Level, when: &str| {
+            for c in 0..l.clients.len() {
+                let mut want: Vec<NetGuid> = live.iter().map(|&id| l.driver.guid_of(l.class, id).unwrap()).collect();
+                let mut have: Vec<NetGuid> = l.client(c).actors().map(|a| a.0).collect();
+                want.sort();
+                have.sort();
+                assert_eq!(have, want, "seed {seed}, client {c}, {when}: actors");
+                for &id in &live {
+                    let guid = l.driver.guid_of(l.class, id).unwrap();
+                    let v = l.store.get(id, HEALTH).ok();
+                    assert_eq!(health(l, c, guid), v, "seed {seed}, client {c}, {when}, {guid}");
+                }
+            }
+        };
+        check(&l, "asleep");
+        // The link heals and everything wakes: every client must hold exactly the server's world.
+        for &id in &live {
+            l.driver.set_net_dormancy(l.class, &l.store, id, Dormancy::Awake).unwrap();
+        }
+        l.run(40);
+        check(&l, "awake");
+    }
+}
