@@ -31,6 +31,13 @@
 //! - **mmo**: 1 000 connections and 1 000 000 actors (the same mix: 4 % projectiles, the rest
 //!   static but the characters) on a map √20 ≈ 4.47× wider, so the actor density around a viewer
 //!   is battle_royale's. No hot drop: players start anywhere.
+//! - **open_world**: 100 connections and 10 000 awake actors (the characters, ~2 000
+//!   projectiles, pickups and loot containers as in battle_royale) on battle_royale's map, plus
+//!   990 000 dormant ones (99 % of the world): 90 % of them placed in the level (static
+//!   actors with `Initial` dormancy — props, closed doors: every client loads them, they never
+//!   open), 10 % idle loot (dynamic, `DormantAll`: a client gets each once when it first comes
+//!   near, then holds it dormant). No hot drop. `--dormant-fraction F` sets the dormant share
+//!   (0: the awake actors alone).
 //!
 //! # Net settings (per class, as UE games set them)
 //! | class | NetUpdateFrequency | NetPriority | why |
@@ -161,8 +168,20 @@ pub struct ScenarioConfig {
     pub hot_drop: Option<HotDrop>,
     /// Share of the static actors whose state changes per second.
     pub static_change_rate: f64,
+    /// Dormant actors besides the awake ones (`actors` counts the awake), if any.
+    pub dormant: Option<DormantActors>,
     /// RNG seed.
     pub seed: u64,
+}
+
+/// A world's dormant actors: spawned at level load, idle.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct DormantActors {
+    /// How many.
+    pub actors: usize,
+    /// Share placed in the level (static actors, `Initial` dormancy); the rest is idle loot
+    /// (dynamic, `DormantAll`).
+    pub static_share: f64,
 }
 
 impl ScenarioConfig {
@@ -178,6 +197,22 @@ impl ScenarioConfig {
         (self.tick_rate / slowest as f64).ceil().max(1.0) as usize
     }
 
+    /// The same world with dormant actors making up `fraction` of it (`0 ≤ fraction < 1`): the
+    /// awake actors stay, the dormant ones are `awake × fraction / (1 − fraction)`.
+    pub fn with_dormant_fraction(&self, fraction: f64) -> Result<ScenarioConfig, String> {
+        if !(0.0..1.0).contains(&fraction) {
+            return Err(format!("dormant fraction {fraction} is not in 0..1"));
+        }
+        let actors = (self.actors as f64 * fraction / (1.0 - fraction)).round() as usize;
+        let static_share = self.dormant.map_or(0.9, |d| d.static_share);
+        Ok(ScenarioConfig { dormant: (actors > 0).then_some(DormantActors { actors, static_share }), ..self.clone() })
+    }
+
+    /// Every actor: the awake and the dormant.
+    pub fn all_actors(&self) -> usize {
+        self.actors + self.dormant.map_or(0, |d| d.actors)
+    }
+
     /// The same world with `factor` × the actors, connections and area (the same density; the
     /// hot drop's disc keeps its size), for tests of a smaller world.
     pub fn scaled(&self, factor: f64) -> ScenarioConfig {
@@ -187,6 +222,7 @@ impl ScenarioConfig {
             actors: n(self.actors),
             projectiles: n(self.projectiles),
             world_size: self.world_size * factor.sqrt() as f32,
+            dormant: self.dormant.map(|d| DormantActors { actors: n(d.actors), ..d }),
             ..self.clone()
         }
     }
@@ -199,17 +235,20 @@ pub enum Profile {
     BattleRoyale,
     /// 1000 players, 1M actors, 20× the area.
     Mmo,
+    /// 100 players, 10k awake actors and 990k dormant ones.
+    OpenWorld,
 }
 
 impl Profile {
     /// Every profile.
-    pub const ALL: [Profile; 2] = [Profile::BattleRoyale, Profile::Mmo];
+    pub const ALL: [Profile; 3] = [Profile::BattleRoyale, Profile::Mmo, Profile::OpenWorld];
 
     /// Its name on the command line.
     pub fn name(self) -> &'static str {
         match self {
             Profile::BattleRoyale => "battle_royale",
             Profile::Mmo => "mmo",
+            Profile::OpenWorld => "open_world",
         }
     }
 
@@ -224,6 +263,8 @@ impl Profile {
         match self {
             Profile::BattleRoyale => 360,
             Profile::Mmo => 5,
+            // The reference has no dormancy.
+            Profile::OpenWorld => 0,
         }
     }
 
@@ -234,6 +275,7 @@ impl Profile {
         match self {
             Profile::BattleRoyale => 360,
             Profile::Mmo => 60,
+            Profile::OpenWorld => 300,
         }
     }
 
@@ -256,6 +298,7 @@ impl Profile {
                 spread_seconds: (3.0, 8.0),
             }),
             static_change_rate: 0.005,
+            dormant: None,
             seed,
         };
         match self {
@@ -267,6 +310,13 @@ impl Profile {
                 projectiles: 40_000,
                 world_size: battle_royale.world_size * 20f32.sqrt(),
                 hot_drop: None,
+                ..battle_royale
+            },
+            Profile::OpenWorld => ScenarioConfig {
+                name: "open_world".into(),
+                actors: 10_000,
+                hot_drop: None,
+                dormant: Some(DormantActors { actors: 990_000, static_share: 0.9 }),
                 ..battle_royale
             },
         }
@@ -406,6 +456,8 @@ pub struct StagesMs {
     pub gather: f64,
     /// The consider list.
     pub consider: f64,
+    /// Dormancy's own work (looks for sleeping actors, falling asleep).
+    pub dormancy: f64,
     /// The relevancy index (grid, links).
     pub relevancy_index: f64,
     /// Every connection's relevant set, summed over connections.
@@ -500,6 +552,7 @@ pub fn summarize(records: &[FrameRecord], connections: usize, tick_rate: f64) ->
         stages: StagesMs {
             gather: s(|x| x.gather),
             consider: s(|x| x.consider),
+            dormancy: s(|x| x.dormancy),
             relevancy_index: s(|x| x.relevancy_index),
             relevancy_query: s(|x| x.relevancy_query),
             relevancy: s(|x| x.relevancy_index + x.relevancy_query),

@@ -4,14 +4,14 @@
 //! shadowrep                                   # the default workload: compare, 100k ShooterCharacter
 //! shadowrep compare --class C --actors N --changed F --threads T [--json] [--flamegraph out.svg]
 //! shadowrep replicate --class C --actors N --connections M --changed F [--json]
-//! shadowrep run --profile battle_royale|mmo [--frames N] [--threads T] [--seed S]
+//! shadowrep run --profile battle_royale|mmo|open_world [--frames N] [--threads T] [--seed S]
 //!               [--json] [--flamegraph out.svg] [--dump-frame K FILE.json]
 //! ```
 //!
 //! Every subcommand accepts `--json` (one JSON object on stdout, nothing on stderr) and
 //! `--flamegraph FILE.svg` (a pprof flamegraph of the whole run). On a terminal, long runs show
 //! their progress on stderr.
-
+#![recursion_limit = "256"]
 #![forbid(unsafe_code)]
 
 use clap::{Args, Parser, Subcommand};
@@ -46,17 +46,23 @@ enum Command {
     /// connections, with and without shared serialization.
     Replicate(ReplicateArgs),
     /// A simulated server world at its tick rate through the actor level (UE's
-    /// ServerReplicateActors): battle_royale (100 players, 50k actors, a hot drop) or mmo (1000
-    /// players, 1M actors).
+    /// ServerReplicateActors): battle_royale (100 players, 50k actors, a hot drop), mmo (1000
+    /// players, 1M actors) or open_world (100 players, 10k awake actors and 990k dormant ones).
     Run(RunArgs),
 }
 
 #[derive(Args, Clone)]
 struct RunArgs {
-    /// The profile: battle_royale or mmo.
+    /// The profile: battle_royale, mmo or open_world.
     #[arg(long)]
     profile: String,
-    /// Timed frames (default: 360 for battle_royale, 60 for mmo); medians are reported.
+    /// open_world: the dormant share of the world, in 0..1 (default 0.99; 0: the awake actors
+    /// alone). Above 0, a second pass runs the awake actors alone on the same frames, and the
+    /// report gives the ratio.
+    #[arg(long)]
+    dormant_fraction: Option<f64>,
+    /// Timed frames (default: 360 for battle_royale, 60 for mmo, 300 for open_world); medians are
+    /// reported.
     #[arg(long, value_parser = positive)]
     frames: Option<usize>,
     /// Worker threads (default: every core).
@@ -410,10 +416,16 @@ fn run(args: &RunArgs, json: bool, progress: &mut dyn FnMut(&str)) -> Result<(),
         }
         Some(_) => return Err("--dump-frame takes a frame and a file".into()),
     };
-    let cfg = profile.config(args.seed);
+    let mut cfg = profile.config(args.seed);
+    if let Some(f) = args.dormant_fraction {
+        if profile != Profile::OpenWorld {
+            return Err(format!("--dormant-fraction is for open_world, not {}", profile.name()));
+        }
+        cfg = cfg.with_dormant_fraction(f).map_err(|e| format!("--dormant-fraction: {e}"))?;
+    }
     // Per actor: live and shadow pages, history and the actor level's columns (mmo peaks at
     // ~0.41 KB per actor); per connection its channel rows and packets.
-    check_memory("this run", cfg.actors as f64 * 600.0 + cfg.connections as f64 * 100_000.0)?;
+    check_memory("this run", cfg.all_actors() as f64 * 600.0 + cfg.connections as f64 * 100_000.0)?;
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let threads = args.threads.unwrap_or(cores).max(1);
     rayon::ThreadPoolBuilder::new().num_threads(threads).build_global().map_err(|e| e.to_string())?;
@@ -427,6 +439,10 @@ fn run(args: &RunArgs, json: bool, progress: &mut dyn FnMut(&str)) -> Result<(),
     let (open_pairs, pair_bytes) = server.pair_state()?;
     let actors: usize = world.stores.iter().map(|st| st.len()).sum();
     let peak_rss_mb = scenario::peak_rss_bytes().map(|b| b as f64 / 1e6);
+    let dormant = match cfg.dormant {
+        Some(_) => Some(dormant_report(&cfg, &mut world, &mut server, frames, threads, progress)?),
+        None => None,
+    };
     drop((world, server));
     let reference_frames = args.reference_frames.unwrap_or(profile.default_reference_frames()).min(frames);
     let reference = if reference_frames > 0 {
@@ -469,6 +485,7 @@ fn run(args: &RunArgs, json: bool, progress: &mut dyn FnMut(&str)) -> Result<(),
             "stages_ms": {
                 "gather": st.gather,
                 "consider": st.consider,
+                "dormancy": st.dormancy,
                 "relevancy": st.relevancy,
                 "relevancy_index": st.relevancy_index,
                 "relevancy_query": st.relevancy_query,
@@ -498,6 +515,13 @@ fn run(args: &RunArgs, json: bool, progress: &mut dyn FnMut(&str)) -> Result<(),
             "game_ms": s.game_ms,
             "wall_s": wall_s,
             "dump_frame": dump.as_ref().map(|(k, _, file)| json!({"frame": k, "file": file})),
+            "dormant_actors": cfg.dormant.map_or(0, |d| d.actors),
+            "asleep_actors": dormant.as_ref().map(|d| d.asleep),
+            "awake_only_frame_ms": dormant.as_ref().map(|d| d.awake_only_ms),
+            "dormant_cost_ratio": dormant.as_ref().map(|d| s.all.frame_ms / d.awake_only_ms.max(1e-9)),
+            "dormant_bytes_per_frame": dormant.as_ref().map(|d| d.idle_bytes),
+            "dormant_first_sight_bytes_per_frame": dormant.as_ref().map(|d| d.first_sight_bytes),
+            "dormant_sample_frames": dormant.as_ref().map(|_| DORMANT_SAMPLE_FRAMES),
         });
         println!("{out}");
     } else {
@@ -536,6 +560,7 @@ fn run(args: &RunArgs, json: bool, progress: &mut dyn FnMut(&str)) -> Result<(),
         for (name, v) in [
             ("gather", st.gather),
             ("consider", st.consider),
+            ("dormancy", st.dormancy),
             ("relevancy index", st.relevancy_index),
             ("relevancy query*", st.relevancy_query),
             ("share", st.share),
@@ -563,9 +588,71 @@ fn run(args: &RunArgs, json: bool, progress: &mut dyn FnMut(&str)) -> Result<(),
              the game's step {:.3} ms; frame + prepare {:.3} ms; the run took {wall_s:.1} s",
             s.prepare_ms, s.game_ms, s.frame_with_prepare_ms
         );
+        if let Some(d) = &dormant {
+            println!(
+                "  dormant: {} actors ({} asleep at the end); the awake actors alone {:.3} ms median on the same \
+                 frames: {:.2}× with the dormant ones",
+                cfg.dormant.map_or(0, |d| d.actors),
+                d.asleep,
+                d.awake_only_ms,
+                s.all.frame_ms / d.awake_only_ms.max(1e-9)
+            );
+            println!(
+                "  dormant bytes per frame over {DORMANT_SAMPLE_FRAMES} more frames: {:.1} B updating copies clients \
+                 hold, {:.1} B of first sight (opens of those a connection meets, and their dormancy closes)",
+                d.idle_bytes, d.first_sight_bytes
+            );
+        }
         if let Some((k, _, file)) = &dump {
             println!("  frame {k} written to {file}");
         }
     }
     Ok(())
+}
+
+/// Frames after the timed ones with every connection's decisions recorded, to tell the bytes
+/// spent on dormant actors apart.
+const DORMANT_SAMPLE_FRAMES: usize = 30;
+
+/// What a world with dormant actors adds to the report.
+struct DormantReport {
+    asleep: usize,
+    awake_only_ms: f64,
+    idle_bytes: f64,
+    first_sight_bytes: f64,
+}
+
+/// Samples the dormant actors' bytes after the timed frames, then runs the awake actors alone
+/// on the same frames (a second pass from the same seed) and times it.
+fn dormant_report(
+    cfg: &scenario::ScenarioConfig,
+    world: &mut World,
+    server: &mut KernelServer,
+    frames: usize,
+    threads: usize,
+    progress: &mut dyn FnMut(&str),
+) -> Result<DormantReport, String> {
+    let asleep = server.driver().asleep_actors();
+    server.record_decisions(true)?;
+    let (mut idle, mut first) = (0.0, 0.0);
+    for f in 0..DORMANT_SAMPLE_FRAMES {
+        progress(&format!("dormant bytes, frame {}/{DORMANT_SAMPLE_FRAMES}", f + 1));
+        let events = world.step();
+        scenario::run_frame(server, world, &events)?;
+        let (i, fs) = server.dormant_bytes()?;
+        idle += i;
+        first += fs;
+    }
+    server.record_decisions(false)?;
+    progress("the awake actors alone, on the same frames");
+    let awake = cfg.with_dormant_fraction(0.0)?;
+    let mut world = World::new(&awake);
+    let mut server = KernelServer::new(&mut world, threads > 1)?;
+    let alone = scenario::run(&mut world, &mut server, frames, None, progress)?;
+    Ok(DormantReport {
+        asleep,
+        awake_only_ms: median(alone.iter().map(|r| r.tick_ns as f64 / 1e6).collect()),
+        idle_bytes: idle / DORMANT_SAMPLE_FRAMES as f64,
+        first_sight_bytes: first / DORMANT_SAMPLE_FRAMES as f64,
+    })
 }

@@ -17,7 +17,10 @@ fn refused(args: &[&str], says: &str) {
 
 #[test]
 fn bad_input_is_refused_with_a_clear_error() {
-    refused(&["run", "--profile", "moba"], "unknown profile `moba` (known: battle_royale, mmo)");
+    refused(&["run", "--profile", "moba"], "unknown profile `moba` (known: battle_royale, mmo, open_world)");
+    refused(&["run", "--profile", "mmo", "--dormant-fraction", "0.5"], "--dormant-fraction is for open_world");
+    refused(&["run", "--profile", "open_world", "--dormant-fraction", "1"], "is not in 0..1");
+    refused(&["run", "--profile", "open_world", "--dormant-fraction=-0.1"], "is not in 0..1");
     refused(&["run", "--profile", "mmo", "--frames", "0"], "must be at least 1");
     refused(&["run", "--profile", "mmo", "--threads", "0"], "must be at least 1");
     refused(&["run", "--profile", "battle_royale", "--frames", "5", "--dump-frame", "6", "x.json"], "frames 1..=5");
@@ -77,4 +80,17 @@ fn json_is_one_object_with_the_documented_keys() {
         serde_json::from_slice(&std::fs::read(&dump).expect("the dump was written")).expect("valid JSON");
     assert_eq!(frame["connections"].as_array().map(Vec::len), Some(100));
     std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn open_world_reports_its_dormant_actors() {
+    let out = shadowrep(&["run", "--profile", "open_world", "--frames", "3", "--dormant-fraction", "0.5", "--json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
+    assert_eq!(v["dormant_actors"], 10_000);
+    assert!(v["awake_only_frame_ms"].as_f64().is_some_and(|ms| ms > 0.0));
+    assert!(v["dormant_cost_ratio"].as_f64().is_some());
+    assert_eq!(v["dormant_bytes_per_frame"].as_f64(), Some(0.0), "idle dormant actors send nothing");
+    assert!(v["asleep_actors"].as_u64().is_some_and(|n| n >= 9_000), "{}", v["asleep_actors"]);
+    assert!(v["stages_ms"]["dormancy"].as_f64().is_some());
 }

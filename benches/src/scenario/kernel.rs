@@ -7,6 +7,8 @@
 //! prepare     joined   → a connection each, its character's GUID, set_owner(autonomous)
 //!             fired    → set_owner_actor(projectile, owner = instigator = the shooter)
 //!             changed  → force_net_update
+//!             dormant  → placed in the level: register_static_actor (path `Prop_<n>`) and
+//!                        Initial dormancy; idle loot: DormantAll
 //!             always   → each connection's viewer: view target = its character, at its eyes,
 //!                        looking where it faces
 //! tick        NetDriver::tick over the world's stores
@@ -18,7 +20,8 @@ use super::{FrameEvents, Kind, ScenarioServer, World};
 use crate::replicate::drain_and_ack;
 use shadowrep::net::spatial::{GridConfig, DEFAULT_CELL_SIZE};
 use shadowrep::net::{
-    Action, ActorLevelConfig, ClassId, ConnectionId, DriverConfig, NetDriver, NetGuid, NetSettings, TickStats, Viewer,
+    Action, ActorLevelConfig, ClassId, ConnectionId, Dormancy, DriverConfig, NetDriver, NetGuid, NetSettings,
+    TickStats, Viewer,
 };
 use shadowrep::reference::frame::ReferenceFrame;
 use shadowrep::store::ActorId;
@@ -35,6 +38,8 @@ pub struct KernelServer {
     /// Each player's character.
     characters: Vec<NetGuid>,
     viewers: Vec<Viewer>,
+    /// The dormant actors' GUIDs (to tell their bytes apart).
+    dormant: std::collections::HashSet<NetGuid>,
 }
 
 fn err(e: impl std::fmt::Display) -> String {
@@ -75,6 +80,7 @@ impl KernelServer {
             conns: Vec::new(),
             characters: Vec::new(),
             viewers: Vec::new(),
+            dormant: Default::default(),
         })
     }
 
@@ -109,6 +115,24 @@ impl KernelServer {
         &self.characters
     }
 
+    /// Bytes the last frame (recorded with [`ScenarioServer::record_decisions`]) spent on
+    /// dormant actors, over every connection: (updates of copies a client already holds — idle
+    /// dormant actors should cost nothing —, first sight: the opens of those a connection meets
+    /// and their dormancy closes).
+    pub fn dormant_bytes(&self) -> Result<(f64, f64), String> {
+        let (mut idle, mut first) = (0u64, 0u64);
+        for &c in &self.conns {
+            let Some(d) = self.driver.decisions(c).map_err(err)? else { continue };
+            for s in d.sends.iter().filter(|s| self.dormant.contains(&s.guid)) {
+                match s.action {
+                    Action::Replicated { opened: false } | Action::Closed => idle += s.bits as u64,
+                    Action::Replicated { opened: true } | Action::Dormant => first += s.bits as u64,
+                }
+            }
+        }
+        Ok((idle as f64 / 8.0, first as f64 / 8.0))
+    }
+
     fn class(&self, kind: Kind) -> ClassId {
         self.classes[kind.index()]
     }
@@ -141,6 +165,19 @@ impl ScenarioServer for KernelServer {
         }
         for &(kind, id) in &events.changed {
             self.driver.force_net_update(self.class(kind), world.store(kind), id).map_err(err)?;
+        }
+        for &(kind, id, placed, n) in &events.dormant {
+            let (class, store) = (self.class(kind), world.store(kind));
+            let (guid, dormancy) = if placed {
+                (
+                    self.driver.register_static_actor(class, store, id, &format!("Prop_{n}")).map_err(err)?,
+                    Dormancy::Initial,
+                )
+            } else {
+                (self.driver.assign_guid(class, store, id).map_err(err)?, Dormancy::DormantAll)
+            };
+            self.driver.set_net_dormancy(class, store, id, dormancy).map_err(err)?;
+            self.dormant.insert(guid);
         }
         self.viewers.clear();
         for (p, (&conn, &guid)) in self.conns.iter().zip(&self.characters).enumerate() {
@@ -372,6 +409,7 @@ fn write_dump(s: &KernelServer, world: &World, frame: usize, out: &mut dyn Write
                         Action::Replicated { opened: true } => "opened",
                         Action::Replicated { opened: false } => "replicated",
                         Action::Closed => "closed",
+                        Action::Dormant => "dormant",
                     };
                     write!(
                         out,

@@ -4,7 +4,8 @@
 //!
 //! ```text
 //! World::new            empty stores, the map, the players' drop positions (not yet spawned)
-//! load_step(b) × B      level load: batch b of the pickups and loot containers spawns
+//! load_step(b) × B      level load: batch b of the pickups and loot containers spawns (and of
+//!                       the dormant ones, if the world has any: idle, never changed)
 //! join                  every player's ShooterCharacter spawns at its drop position
 //! step                  one tick of game time (1 / tick rate):
 //!   characters          after the hot drop's fight, dispersing from it (straight out, fast);
@@ -60,6 +61,10 @@ pub struct FrameEvents {
     pub fired: Vec<(ActorId, usize)>,
     /// Static actors (pickups, loot containers) that spawned (level load).
     pub loaded: Vec<(Kind, ActorId)>,
+    /// Dormant actors that spawned (level load), and whether each is placed in the level (a
+    /// static actor with `Initial` dormancy; otherwise idle loot, `DormantAll`), with its index
+    /// among the dormant actors (its path's number).
+    pub dormant: Vec<(Kind, ActorId, bool, usize)>,
     /// Projectiles that despawned (already gone from the store).
     pub despawned: Vec<ActorId>,
     /// Static actors whose replicated state the game changed (a server calls ForceNetUpdate).
@@ -112,6 +117,8 @@ pub struct World {
     statics: Vec<(Kind, ActorId)>,
     /// Static actors of the whole level, per kind.
     static_totals: [usize; 4],
+    /// Dormant actors spawned so far (never changed by the game).
+    dormant: usize,
     time: f64,
     /// Static changes owed (fractional rate carried over).
     changes_owed: f64,
@@ -167,6 +174,7 @@ impl World {
             flying: Vec::new(),
             statics: Vec::with_capacity(statics),
             static_totals,
+            dormant: 0,
             time: 0.0,
             changes_owed: 0.0,
             fire_rate: cfg.projectiles as f64 / (cfg.connections.max(1) as f64 * mean_life),
@@ -243,7 +251,24 @@ impl World {
                 ev.loaded.push((kind, id));
             }
         }
+        if let Some(d) = self.cfg.dormant {
+            let share = |b: usize| (d.actors * b / batches).min(d.actors);
+            let placed = (d.actors as f64 * d.static_share).round() as usize;
+            for i in share(b)..share(b + 1) {
+                let kind = if self.rng.random_bool(self.cfg.pickup_share) { Kind::Pickup } else { Kind::Loot };
+                let rng = &mut self.rng;
+                let at = [rng.random_range(-half..half), rng.random_range(-half..half), rng.random_range(0.0..300.0)];
+                let id = self.spawn_static(kind, at);
+                ev.dormant.push((kind, id, i < placed, i));
+                self.dormant += 1;
+            }
+        }
         ev
+    }
+
+    /// Dormant actors spawned so far.
+    pub fn dormant_actors(&self) -> usize {
+        self.dormant
     }
 
     fn spawn_static(&mut self, kind: Kind, at: [f32; 3]) -> ActorId {

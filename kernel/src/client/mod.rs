@@ -10,8 +10,10 @@
 //!   feedback asks the server to open that actor again
 //!   per bunch: open spawns the actor; records are written; close destroys it;
 //!              then notifies fire (on-changed only if the value differs; always on every receive)
-//!   an object reference to an actor the client does not have yet is stored as null and kept
-//!   unmapped; when that actor opens, the reference is written and its notify fires again
+//!   exports bind static actors loaded with the level to the GUIDs references name
+//!   an object reference to an object the client does not have yet is stored as null and kept
+//!   unmapped; when that object arrives (an open, an export, a registered static object), the
+//!   reference is written and its notify fires again
 //! feedback(): the newest packet received, which of the 255 before it arrived, and the actors to
 //!   open again — send it at least once per frame in which packets arrived
 //! ```
@@ -281,6 +283,7 @@ impl ClientWorld {
             return false;
         }
         self.statics.insert(guid);
+        self.resolve(guid);
         true
     }
 
@@ -513,7 +516,7 @@ impl ClientWorld {
         // only an open brings one back; a bunch naming a static object the client does not know
         // cannot be applied either, nor an open of a static actor the client did not load.
         let mut gone: HashSet<NetGuid> = HashSet::new();
-        let (statics, level) = (&self.statics, &self.level);
+        let level = &self.level;
         let mut unknown_statics = 0;
         packet.bunches.retain(|b| {
             if b.close.is_some() {
@@ -538,15 +541,7 @@ impl ClientWorld {
                 skipped += 1;
                 return false;
             }
-            let layout = &classes[opened[&b.guid] as usize].layout;
-            let unknown_static = b.records.iter().any(|r| {
-                record_leaves(layout, r.handle, &r.value).iter().any(|&(kind, bytes)| {
-                    let g = guid_of(bytes);
-                    kind == LeafKind::Object && g.is_static() && !statics.contains(&g) && !actors.contains_key(&g)
-                })
-            });
-            skipped += unknown_static as usize;
-            !unknown_static
+            true
         });
         self.window.accept(packet.seq, hash);
         self.unreported = true;
@@ -559,6 +554,10 @@ impl ClientWorld {
                 self.stats.reopens_requested += 1;
             }
         }
+        // Exports first: the static objects this packet's references name.
+        for (guid, path) in std::mem::take(&mut packet.exports) {
+            self.bind_export(guid, &path);
+        }
         let n = packet.bunches.len();
         for b in packet.bunches {
             self.reopen.retain(|r| r.0 != b.guid);
@@ -569,6 +568,24 @@ impl ClientWorld {
             self.apply_bunch(opened[&b.guid], b);
         }
         Ok(Receipt::Applied { bunches: n, skipped })
+    }
+
+    /// Binds a static actor the client loaded at `path` to `guid` (an export: the server's
+    /// references name it), and writes the references that waited for it. An export of a path
+    /// the client did not load, or already bound to another GUID, changes nothing.
+    fn bind_export(&mut self, guid: NetGuid, path: &str) {
+        if self.actors.contains_key(&guid) {
+            return;
+        }
+        let Some(entry) = self.level.get_mut(path).filter(|e| e.2.is_none()) else {
+            self.stats.unknown_statics += 1;
+            return;
+        };
+        entry.2 = Some(guid);
+        let (class, id) = (entry.0, entry.1);
+        self.actors.insert(guid, (class, id));
+        self.events.push(ClientEvent::Bound { guid, class });
+        self.resolve(guid);
     }
 
     /// Applies a channel's close. Closing an actor the client never got (its open was lost) is
@@ -698,10 +715,11 @@ impl ClientWorld {
         }
     }
 
-    /// An object reference to an actor the client lacks is written as null and remembered.
+    /// An object reference to an object the client lacks (an actor not opened yet, a static
+    /// object neither registered nor exported yet) is written as null and remembered.
     fn map_reference(&mut self, owner: NetGuid, leaf: usize, element: Option<(usize, usize)>, bytes: &mut [u8]) {
         let g = guid_of(bytes);
-        if g.is_dynamic() && !self.actors.contains_key(&g) {
+        if !g.is_null() && !self.actors.contains_key(&g) && !self.statics.contains(&g) {
             self.unmapped.push(Unmapped { owner, leaf, element, target: g });
             bytes[..8].fill(0);
         }
@@ -768,18 +786,4 @@ fn guid_of(bytes: &[u8]) -> NetGuid {
     let n = bytes.len().min(8);
     a[..n].copy_from_slice(&bytes[..n]);
     NetGuid(u64::from_le_bytes(a))
-}
-
-/// The (kind, bytes) of every leaf value a record carries.
-fn record_leaves<'a>(layout: &'a ClassLayout, handle: u16, value: &'a RecordValue) -> Vec<(LeafKind, &'a [u8])> {
-    let Some(leaf) = layout.leaf_by_handle(handle) else { return Vec::new() };
-    match (value, leaf.array) {
-        (RecordValue::Leaf(b), _) => vec![(leaf.kind, b.as_slice())],
-        (RecordValue::Array { elements, .. }, Some(a)) => {
-            let array = &layout.arrays[a];
-            let per = array.elements.len().max(1);
-            elements.iter().map(|(n, b)| (array.elements[(*n as usize - 1) % per].kind, b.as_slice())).collect()
-        }
-        _ => Vec::new(),
-    }
 }

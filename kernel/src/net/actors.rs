@@ -73,6 +73,9 @@ pub(crate) struct ClassNet {
     pub seen_epochs: Vec<u32>,
     /// Leaves that are dynamic arrays (written per connection, not shared).
     pub array_leaves: LeafMask,
+    /// Leaves that hold object references (fixed, or arrays with a reference in their element):
+    /// a static object they name is exported to a connection before it is sent there.
+    pub object_leaves: LeafMask,
     /// The actor level's per-actor columns.
     pub cols: Columns,
 }
@@ -185,6 +188,7 @@ impl NetDriver {
         a.alive = false;
         let (guid, torn_off) = (a.guid, std::mem::take(&mut a.torn_off));
         c.history.clear_slot(slot);
+        c.cols.set_awake_lane(slot as usize, false);
         self.guids.remove(&guid);
         if torn_off {
             return;

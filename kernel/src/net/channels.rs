@@ -46,6 +46,9 @@ pub enum Action {
     },
     /// Its channel was closed: not relevant for the relevant timeout.
     Closed,
+    /// Its channel was closed for dormancy (after this frame's replication of it, which has an
+    /// entry of its own just before): the client keeps it.
+    Dormant,
 }
 
 /// One actor in a connection's send order.
@@ -107,6 +110,8 @@ pub(crate) struct Outcome {
     pub written: Written,
     pub relevant: usize,
     pub processed: usize,
+    /// Channels closed for dormancy this frame.
+    pub went_dormant: usize,
     pub saturated: bool,
     /// Nanoseconds in the relevancy query, candidates and priority, and the send loop.
     pub nanos: [u64; 3],
@@ -118,7 +123,7 @@ const FIRST_BATCH: usize = 32;
 /// A connection's channel rows.
 fn rows(conn: &mut Connection) -> &mut Vec<Channel> {
     match &mut conn.pairs {
-        Pairs::Channels(rows) => rows,
+        Pairs::Channels { rows, .. } => rows,
         Pairs::Dense(_) => unreachable!("the actor level keeps channel rows"),
     }
 }
@@ -173,6 +178,9 @@ pub(crate) fn replicate_connection(ctx: &LevelCtx<'_>, ci: u32, conn: &mut Conne
         let mut run = Run { ci, st: &mut st, out: &mut out, decisions: decisions.as_mut() };
         process(ctx, &mut run, conn, &mut scratch);
         held_awake(ctx, conn, &scratch.cands, &mut out.awake);
+        if out.went_dormant > 0 {
+            conn.pairs.settle_dormant(&mut scratch.fresh);
+        }
         rows(conn).retain(|r| r.state.flags & pair::CHANNEL != 0);
         conn.scratch = scratch;
         out.nanos[2] = t.elapsed().as_nanos() as u64;
@@ -192,7 +200,16 @@ pub(crate) fn replicate_connection(ctx: &LevelCtx<'_>, ci: u32, conn: &mut Conne
 /// Drops the rows of actors that are gone (one merge of two sorted lists), queueing a close
 /// where a packet carried the open.
 fn drop_retired(conn: &mut Connection, retired: &[(u64, NetGuid)]) {
-    let Pairs::Channels(rows) = &mut conn.pairs else { return };
+    let Pairs::Channels { rows, dormant } = &mut conn.pairs else { return };
+    // Dormant copies of gone actors: the client keeps them until told (UE's destruction infos).
+    for &(key, guid) in retired {
+        if let Ok(i) = dormant.binary_search_by_key(&key, |r| r.key) {
+            dormant.remove(i);
+            if !guid.is_static() {
+                conn.closes.push(PendingClose::destroyed(guid));
+            }
+        }
+    }
     let mut gone = false;
     // A frame retires few actors next to a connection's rows: look each one up (keys stay in
     // place until the end, so the rows stay sorted for the searches; between frames every row
@@ -235,7 +252,7 @@ struct Cand {
 /// due.
 fn candidates(ctx: &LevelCtx<'_>, conn: &mut Connection, scratch: &mut Scratch) {
     let Scratch { relevant, fresh, cands, .. } = scratch;
-    let rows = rows(conn);
+    let Pairs::Channels { rows, dormant } = &mut conn.pairs else { unreachable!("the actor level keeps channel rows") };
     fresh.clear();
     let mut r = 0;
     for &d in relevant.iter() {
@@ -243,7 +260,9 @@ fn candidates(ctx: &LevelCtx<'_>, conn: &mut Connection, scratch: &mut Scratch) 
         while r < rows.len() && rows[r].key < key {
             r += 1;
         }
-        if rows.get(r).is_none_or(|row| row.key != key) {
+        // A copy held dormant is not replicated (and needs no new row) until the actor wakes.
+        let held = |key| !dormant.is_empty() && dormant.binary_search_by_key(&key, |r: &Channel| r.key).is_ok();
+        if rows.get(r).is_none_or(|row| row.key != key) && !held(key) {
             fresh.push(Channel { key, ..Channel::default() });
         }
     }
@@ -275,7 +294,7 @@ fn candidates(ctx: &LevelCtx<'_>, conn: &mut Connection, scratch: &mut Scratch) 
 fn rank(ctx: &LevelCtx<'_>, conn: &Connection, scratch: &mut Scratch) {
     let now = ctx.time.now;
     let viewers = &conn.viewers;
-    let Pairs::Channels(rows) = &conn.pairs else { unreachable!("the actor level keeps channel rows") };
+    let Pairs::Channels { rows, .. } = &conn.pairs else { unreachable!("the actor level keeps channel rows") };
     let lookup = |g: NetGuid| ctx.index.linked.get(&g);
     scratch.order.clear();
     for (i, c) in scratch.cands.iter().enumerate() {
@@ -335,14 +354,26 @@ fn process(ctx: &LevelCtx<'_>, run: &mut Run<'_>, conn: &mut Connection, scratch
                 row.last_update = now;
                 let before = ctx.write.bits_written(conn);
                 replicate(ctx, ci, conn, st, ri as usize, due);
-                if due.dormancy.dormant() && has_channel && dormant_for(due, ci, ctx.dormancy_hooks) {
-                    go_dormant(ctx, conn, st, ri as usize, c.guid);
-                }
                 let bits = (ctx.write.bits_written(conn) - before) as u32;
                 out.processed += 1;
                 if let Some(dec) = decisions.as_deref_mut() {
                     let action = Action::Replicated { opened: !has_channel };
                     dec.sends.push(SendDecision { guid: c.guid, priority: c.key, action, bits });
+                }
+                if due.dormancy.dormant() && has_channel && dormant_for(due, ci, ctx.dormancy_hooks) {
+                    let before = ctx.write.bits_written(conn);
+                    if go_dormant(ctx, conn, st, ri as usize, c.guid) {
+                        out.went_dormant += 1;
+                        if let Some(dec) = decisions.as_deref_mut() {
+                            let bits = (ctx.write.bits_written(conn) - before) as u32;
+                            dec.sends.push(SendDecision {
+                                guid: c.guid,
+                                priority: c.key,
+                                action: Action::Dormant,
+                                bits,
+                            });
+                        }
+                    }
                 }
                 if !conn.budget.ready(ctx.write.bits_written(conn) as f64) {
                     out.saturated = true;
@@ -369,12 +400,20 @@ fn process(ctx: &LevelCtx<'_>, run: &mut Run<'_>, conn: &mut Connection, scratch
 
 /// Closes a channel for dormancy once everything sent on it is acknowledged (open acked,
 /// nothing owed, no bunch in flight); the row stays, flagged, as what the client keeps.
-fn go_dormant(ctx: &LevelCtx<'_>, conn: &mut Connection, st: &mut super::send::FrameWrite, row: usize, guid: NetGuid) {
+fn go_dormant(
+    ctx: &LevelCtx<'_>,
+    conn: &mut Connection,
+    st: &mut super::send::FrameWrite,
+    row: usize,
+    guid: NetGuid,
+) -> bool {
     let ps = &rows(conn)[row].state;
     let settled = ps.flags & pair::OPEN_ACKED != 0 && ps.resend.is_empty() && ps.in_flight == 0;
-    if settled && ctx.write.write_close(conn, st, PendingClose { guid, reason: CloseReason::Dormant }) {
+    let closed = settled && ctx.write.write_close(conn, st, PendingClose { guid, reason: CloseReason::Dormant });
+    if closed {
         rows(conn)[row].state.flags |= pair::DORMANT;
     }
+    closed
 }
 
 /// Reports the due actors that want dormancy and that this connection holds awake: a channel
@@ -396,7 +435,7 @@ fn held_awake(ctx: &LevelCtx<'_>, conn: &mut Connection, cands: &[Cand], awake: 
 /// The same for a connection that is not replicated to this frame (not heard from): its open
 /// channels hold their actors awake.
 fn held_awake_idle(ctx: &LevelCtx<'_>, conn: &mut Connection, awake: &mut Vec<u32>) {
-    let Pairs::Channels(rows) = &conn.pairs else { return };
+    let Pairs::Channels { rows, .. } = &conn.pairs else { return };
     for r in rows.iter().filter(|r| r.state.flags & pair::CHANNEL != 0 && r.state.flags & pair::DORMANT == 0) {
         let (c, slot) = split_key(r.key);
         let d = ctx.due_index.get(c as usize).and_then(|v| v.get(slot as usize)).copied().unwrap_or(NOT_DUE);

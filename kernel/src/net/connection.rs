@@ -16,6 +16,7 @@ use crate::ids::{Frame, LeafMask, NetGuid, Seq};
 use crate::wire::open::CloseReason;
 use crate::wire::packet::PacketWriter;
 use crate::wire::BitWriter;
+use std::collections::HashSet;
 
 /// Bits of [`PairState::flags`].
 pub mod pair {
@@ -112,6 +113,11 @@ pub(crate) struct Connection {
     pub pending: Vec<(u32, u32)>,
     /// Closes to send.
     pub closes: Vec<PendingClose>,
+    /// Static objects referenced by what was sent, whose export the client acknowledged /
+    /// whose export is in flight / whose export was lost (written again at the next frame).
+    pub exported: HashSet<NetGuid>,
+    pub exporting: HashSet<NetGuid>,
+    pub exports: Vec<NetGuid>,
     /// This frame's sends, from planning to packet writing.
     pub sends: Vec<SendItem>,
     pub rel: Reliability,
@@ -142,6 +148,9 @@ impl Connection {
             pairs,
             pending: Vec::new(),
             closes: Vec::new(),
+            exported: HashSet::new(),
+            exporting: HashSet::new(),
+            exports: Vec::new(),
             sends: Vec::new(),
             rel: Reliability::new(first_seq),
             out: BitWriter::new(),
@@ -159,14 +168,14 @@ impl Connection {
 
     /// Drops everything this connection holds; it keeps its place so other ids stay valid.
     pub fn remove(&mut self) {
-        *self = Connection::new(self.replay, Pairs::Channels(Vec::new()), crate::wire::packet::MIN_MTU, Seq(0));
+        *self = Connection::new(self.replay, Pairs::channels(), crate::wire::packet::MIN_MTU, Seq(0));
         self.removed = true;
     }
 
     /// Queues a pair for attention next frame (once). The actor level has no queue: a pair
     /// is looked at when its actor is due.
     pub fn queue(&mut self, class: u32, slot: u32) {
-        if matches!(self.pairs, Pairs::Channels(_)) {
+        if matches!(self.pairs, Pairs::Channels { .. }) {
             return;
         }
         let ps = self.pair(class, slot);
@@ -180,7 +189,7 @@ impl Connection {
     /// next send (NAKs, window-full deferrals, newly active properties).
     /// A pair the actor level has closed is not created again: a reopen sends everything.
     pub fn owe(&mut self, class: u32, slot: u32, leaves: LeafMask) {
-        if let Pairs::Channels(_) = self.pairs {
+        if let Pairs::Channels { .. } = self.pairs {
             if let Some(ps) = self.pairs.get_mut(class, slot) {
                 ps.resend |= leaves;
             }

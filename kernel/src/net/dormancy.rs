@@ -89,6 +89,9 @@ pub(crate) struct DormantCells {
     entries: usize,
     /// Entries after the last compaction.
     compacted: usize,
+    /// The most cells an entry in `cells` reaches from its own (a look visits that many around
+    /// a viewer's cell).
+    reach: i64,
 }
 
 impl DormantCells {
@@ -102,11 +105,12 @@ impl DormantCells {
 
     fn insert(&mut self, s: Sleeper) {
         self.entries += 1;
-        let reach = (s.cull_sq.sqrt() / self.cell).ceil();
+        let reach = (s.cull_sq.max(0.0).sqrt() / self.cell).ceil();
         let near = reach.is_finite() && reach <= MAX_CELL_REACH as f32;
         if !near || !s.at.iter().all(|c| c.is_finite()) {
             self.large.push(s);
         } else {
+            self.reach = self.reach.max(reach as i64);
             let c = self.cell_of(s.at);
             self.cells.entry(c).or_default().push(s);
         }
@@ -121,13 +125,13 @@ impl DormantCells {
             if !v.location.iter().all(|c| c.is_finite()) {
                 continue;
             }
-            let (cx, cy) = self.cell_of(v.location);
-            for y in cy - MAX_CELL_REACH..=cy + MAX_CELL_REACH {
-                for x in cx - MAX_CELL_REACH..=cx + MAX_CELL_REACH {
+            let (cx, cy, r) = (self.cell_of(v.location).0, self.cell_of(v.location).1, self.reach);
+            for y in cy - r..=cy + r {
+                for x in cx - r..=cx + r {
                     // A cell an earlier viewer visited was swept for every viewer already.
                     let seen = viewers[..i].iter().any(|w| {
                         let (wx, wy) = self.cell_of(w.location);
-                        (x - wx).abs() <= MAX_CELL_REACH && (y - wy).abs() <= MAX_CELL_REACH
+                        (x - wx).abs() <= r && (y - wy).abs() <= r
                     });
                     if seen {
                         continue;
@@ -196,7 +200,7 @@ impl NetDriver {
         cols.dormancy[slot] = dormancy;
         match dormancy {
             Dormancy::Never | Dormancy::Awake => self.wake(ci, slot),
-            Dormancy::Initial if guid.is_static() && fresh => cols.asleep[slot] = true,
+            Dormancy::Initial if guid.is_static() && fresh => cols.set_asleep(slot, true),
             _ => {}
         }
         Ok(())
@@ -248,12 +252,11 @@ impl NetDriver {
     fn wake(&mut self, ci: usize, slot: usize) {
         let now = self.server_time();
         let cols = &mut self.classes[ci].cols;
-        cols.asleep[slot] = false;
+        cols.set_asleep(slot, false);
         cols.clock[slot].force_net_update(now);
+        let key = pair_key(ci as u32, slot as u32);
         for conn in self.conns.iter_mut().filter(|c| !c.removed) {
-            if let Some(ps) = conn.pairs.get_mut(ci as u32, slot as u32) {
-                ps.flags &= !pair::DORMANT;
-            }
+            conn.pairs.wake(key);
         }
     }
 
@@ -282,7 +285,7 @@ impl NetDriver {
                 if !(a.alive && a.guid == s.guid && class.cols.asleep[slot as usize]) || holds(conn, s.key) {
                     continue;
                 }
-                class.cols.asleep[slot as usize] = false;
+                class.cols.set_asleep(slot as usize, false);
                 class.cols.clock[slot as usize].force_net_update(now);
             }
         }
@@ -298,7 +301,7 @@ impl NetDriver {
                 continue;
             }
             let cols = &mut self.classes[due.class as usize].cols;
-            cols.asleep[due.slot as usize] = true;
+            cols.set_asleep(due.slot as usize, true);
             cols.clock[due.slot as usize].pending_net_update = false;
             if due.dormancy != Dormancy::Initial || due.rel.guid.is_dynamic() {
                 let key = pair_key(due.class, due.slot);
@@ -326,7 +329,9 @@ impl NetDriver {
 /// Whether the connection has a row (a channel, or a dormant copy) for `key`.
 fn holds(conn: &Connection, key: u64) -> bool {
     match &conn.pairs {
-        Pairs::Channels(rows) => rows.binary_search_by_key(&key, |r| r.key).is_ok(),
+        Pairs::Channels { rows, dormant } => {
+            rows.binary_search_by_key(&key, |r| r.key).is_ok() || dormant.binary_search_by_key(&key, |r| r.key).is_ok()
+        }
         Pairs::Dense(_) => true,
     }
 }

@@ -149,11 +149,13 @@ impl Level {
         lanes.clear();
         lanes.resize(c.actors.len().div_ceil(PAGE_LANES), 0);
         let now = self.time.now;
+        let awake = &c.cols.awake;
         let page = |(p, out): (usize, &mut u64)| {
-            let slots = p * PAGE_LANES..((p + 1) * PAGE_LANES).min(c.actors.len());
-            for (lane, slot) in slots.enumerate() {
+            let lanes = awake.get(p).copied().unwrap_or(0);
+            for lane in BitIter(lanes) {
+                let slot = p * PAGE_LANES + lane;
                 let a = &c.actors[slot];
-                if a.alive && !a.torn_off && !c.cols.asleep[slot] && c.cols.clock[slot].due(now) {
+                if a.alive && !a.torn_off && c.cols.clock[slot].due(now) {
                     *out |= 1 << lane;
                 }
             }
@@ -449,7 +451,7 @@ impl NetDriver {
     /// priority and relevancy read.
     pub fn channel_info(&self, conn: ConnectionId) -> Result<Vec<ChannelInfo>, DriverError> {
         self.level()?;
-        let Pairs::Channels(rows) = &self.conn(conn)?.pairs else { return Ok(Vec::new()) };
+        let Pairs::Channels { rows, .. } = &self.conn(conn)?.pairs else { return Ok(Vec::new()) };
         Ok(rows
             .iter()
             .filter_map(|r| {
@@ -491,7 +493,7 @@ impl NetDriver {
     /// A new connection's state under the actor level.
     pub(super) fn level_connection(&self, c: &mut Connection) {
         if let Some(l) = &self.level {
-            c.pairs = Pairs::Channels(Vec::new());
+            c.pairs = Pairs::channels();
             c.budget.net_speed = l.cfg.net_speed;
             c.heard = l.time.now;
         }
@@ -593,7 +595,9 @@ impl NetDriver {
             }
         }
         self.stats.due_actors = level.due.len();
+        let t = Instant::now();
         self.sleep_settled(&awake);
+        self.stats.stages.dormancy += t.elapsed().as_nanos() as u64;
         self.level.as_mut().expect("checked above").retired.clear();
     }
 

@@ -93,6 +93,7 @@ impl NetDriver {
         if std::mem::replace(&mut a.torn_off, true) {
             return Ok(());
         }
+        self.classes[ci].cols.set_awake_lane(id.index as usize, false);
         for conn in self.conns.iter_mut().filter(|c| !c.removed) {
             let ps = conn.drop_pair(ci as u32, id.index);
             if ps.flags & super::connection::pair::EVER_OPENED != 0 {

@@ -282,6 +282,9 @@ pub struct Stages {
     pub gather: u64,
     /// Actor level: the consider list.
     pub consider: u64,
+    /// Actor level: dormancy's own work (connections looking for sleeping actors they have not
+    /// met, before gather; actors falling asleep, after the connections).
+    pub dormancy: u64,
     /// Actor level: building the relevancy index (grid, links).
     pub relevancy_index: u64,
     /// Shared serialization.
@@ -376,6 +379,15 @@ impl NetDriver {
             .enumerate()
             .filter(|(_, l)| l.array.is_some())
             .fold(LeafMask::EMPTY, |m, (i, _)| m | LeafMask::leaf(i));
+        let object_leaves = layout
+            .leaves
+            .iter()
+            .enumerate()
+            .filter(|(_, l)| match l.array {
+                None => l.kind == crate::schema::LeafKind::Object,
+                Some(a) => layout.arrays[a].elements.iter().any(|e| e.kind == crate::schema::LeafKind::Object),
+            })
+            .fold(LeafMask::EMPTY, |m, (i, _)| m | LeafMask::leaf(i));
         let id = ClassId(self.classes.len() as u32);
         self.by_store.insert(store.id(), id.0);
         self.classes.push(ClassNet {
@@ -387,6 +399,7 @@ impl NetDriver {
             actors: Vec::new(),
             seen_epochs: Vec::new(),
             array_leaves,
+            object_leaves,
             layout,
             cols: Default::default(),
         });
@@ -696,7 +709,9 @@ impl NetDriver {
         self.stats = TickStats { frame: self.frame, ..TickStats::default() };
         if let Some(level) = self.level.as_mut() {
             level.begin_frame(self.frame);
+            let t = std::time::Instant::now();
             self.wake_for_viewers();
+            self.stats.stages.dormancy = t.elapsed().as_nanos() as u64;
         }
         let t = std::time::Instant::now();
         for (ci, &si) in order.iter().enumerate() {

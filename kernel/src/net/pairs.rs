@@ -8,7 +8,9 @@
 //!            relevant — sorted by (class, slot): the actor level's mode, where a connection
 //!            sees the actors near its viewers and 1M actors × 1000 connections × 16 bytes
 //!            (16 GB) must never be allocated. A frame walks the rows in order; other lookups
-//!            binary-search; a frame's new channels are merged in at once.
+//!            binary-search; a frame's new channels are merged in at once. Channels closed for
+//!            dormancy move to a second sorted table the frame never walks (a connection may
+//!            hold thousands of dormant copies); waking moves a row back.
 //! ```
 //!
 //! A sparse hash map was measured first for both modes: on ShooterCharacter 50k × 100 at 5 %
@@ -44,15 +46,30 @@ pub(crate) struct Channel {
 pub(crate) enum Pairs {
     /// Per class, per slot.
     Dense(Vec<Vec<PairState>>),
-    /// Rows sorted by key.
-    Channels(Vec<Channel>),
+    /// Rows sorted by key: the channels a frame walks, and the dormant ones it does not.
+    Channels {
+        /// Open, opening or recently relevant channels.
+        rows: Vec<Channel>,
+        /// Channels closed for dormancy (flag `DORMANT`): what the client keeps.
+        dormant: Vec<Channel>,
+    },
+}
+
+/// The index of `key` in sorted `rows`.
+fn find(rows: &[Channel], key: u64) -> Option<usize> {
+    rows.binary_search_by_key(&key, |r| r.key).ok()
 }
 
 impl Pairs {
+    /// An empty channel table.
+    pub fn channels() -> Self {
+        Pairs::Channels { rows: Vec::new(), dormant: Vec::new() }
+    }
+
     /// Dense tables for `classes` classes, or an empty channel table.
     pub fn new(sparse: bool, classes: usize) -> Self {
         if sparse {
-            Pairs::Channels(Vec::new())
+            Pairs::channels()
         } else {
             Pairs::Dense(vec![Vec::new(); classes])
         }
@@ -75,8 +92,11 @@ impl Pairs {
                 }
                 &mut v[slot as usize]
             }
-            Pairs::Channels(rows) => {
+            Pairs::Channels { rows, dormant } => {
                 let key = pair_key(class, slot);
+                if let Some(i) = find(dormant, key) {
+                    return &mut dormant[i].state;
+                }
                 let i = match rows.binary_search_by_key(&key, |r| r.key) {
                     Ok(i) => i,
                     Err(i) => {
@@ -93,9 +113,12 @@ impl Pairs {
     pub fn get(&self, class: u32, slot: u32) -> Option<&PairState> {
         match self {
             Pairs::Dense(d) => d.get(class as usize)?.get(slot as usize),
-            Pairs::Channels(rows) => {
-                let i = rows.binary_search_by_key(&pair_key(class, slot), |r| r.key).ok()?;
-                Some(&rows[i].state)
+            Pairs::Channels { rows, dormant } => {
+                let key = pair_key(class, slot);
+                match find(rows, key) {
+                    Some(i) => Some(&rows[i].state),
+                    None => find(dormant, key).map(|i| &dormant[i].state),
+                }
             }
         }
     }
@@ -104,9 +127,12 @@ impl Pairs {
     pub fn get_mut(&mut self, class: u32, slot: u32) -> Option<&mut PairState> {
         match self {
             Pairs::Dense(d) => d.get_mut(class as usize)?.get_mut(slot as usize),
-            Pairs::Channels(rows) => {
-                let i = rows.binary_search_by_key(&pair_key(class, slot), |r| r.key).ok()?;
-                Some(&mut rows[i].state)
+            Pairs::Channels { rows, dormant } => {
+                let key = pair_key(class, slot);
+                match find(rows, key) {
+                    Some(i) => Some(&mut rows[i].state),
+                    None => find(dormant, key).map(|i| &mut dormant[i].state),
+                }
             }
         }
     }
@@ -117,10 +143,14 @@ impl Pairs {
             Pairs::Dense(d) => {
                 d.get_mut(class as usize).and_then(|v| v.get_mut(slot as usize)).map(std::mem::take).unwrap_or_default()
             }
-            Pairs::Channels(rows) => match rows.binary_search_by_key(&pair_key(class, slot), |r| r.key) {
-                Ok(i) => rows.remove(i).state,
-                Err(_) => PairState::default(),
-            },
+            Pairs::Channels { rows, dormant } => {
+                let key = pair_key(class, slot);
+                match (find(rows, key), find(dormant, key)) {
+                    (Some(i), _) => rows.remove(i).state,
+                    (None, Some(i)) => dormant.remove(i).state,
+                    (None, None) => PairState::default(),
+                }
+            }
         }
     }
 
@@ -128,7 +158,7 @@ impl Pairs {
     pub fn len(&self) -> usize {
         match self {
             Pairs::Dense(d) => d.iter().map(Vec::len).sum(),
-            Pairs::Channels(rows) => rows.len(),
+            Pairs::Channels { rows, dormant } => rows.len() + dormant.len(),
         }
     }
 
@@ -136,8 +166,38 @@ impl Pairs {
     pub fn bytes(&self) -> usize {
         match self {
             Pairs::Dense(d) => d.iter().map(|v| v.capacity() * std::mem::size_of::<PairState>()).sum(),
-            Pairs::Channels(rows) => rows.capacity() * std::mem::size_of::<Channel>(),
+            Pairs::Channels { rows, dormant } => {
+                (rows.capacity() + dormant.capacity()) * std::mem::size_of::<Channel>()
+            }
         }
+    }
+}
+
+impl Pairs {
+    /// Wakes the dormant row of `key`, if there is one: it becomes a channel the frame walks
+    /// again (flag `DORMANT` cleared). Returns whether there was one.
+    pub fn wake(&mut self, key: u64) -> bool {
+        let Pairs::Channels { rows, dormant } = self else { return false };
+        let Some(i) = find(dormant, key) else { return false };
+        let mut row = dormant.remove(i);
+        row.state.flags &= !super::connection::pair::DORMANT;
+        let at = rows.partition_point(|r| r.key < key);
+        rows.insert(at, row);
+        true
+    }
+
+    /// Moves the rows flagged `DORMANT` to the dormant table (`moving`: a buffer).
+    pub fn settle_dormant(&mut self, moving: &mut Vec<Channel>) {
+        let Pairs::Channels { rows, dormant } = self else { return };
+        moving.clear();
+        rows.retain(|r| {
+            let d = r.state.flags & super::connection::pair::DORMANT != 0;
+            if d {
+                moving.push(*r);
+            }
+            !d
+        });
+        merge_rows(dormant, moving);
     }
 }
 
@@ -184,6 +244,7 @@ mod tests {
     fn both_modes_answer_alike() {
         for sparse in [false, true] {
             let mut p = Pairs::new(sparse, 2);
+            assert!(!p.wake(pair_key(1, 70)));
             assert!(p.get(1, 70).is_none());
             p.get_or_insert(1, 70).flags = 3;
             p.get_or_insert(0, 5).flags = 1;
@@ -193,5 +254,31 @@ mod tests {
             assert_eq!(p.get(0, 5).map(|s| s.flags).unwrap_or(0), 0);
             assert_eq!(p.remove(1, 99), PairState::default());
         }
+    }
+
+    #[test]
+    fn dormant_rows_move_aside_and_back_and_are_still_found() {
+        use crate::net::connection::pair::DORMANT;
+        let mut p = Pairs::channels();
+        for slot in [1, 4, 9] {
+            p.get_or_insert(0, slot).flags = 1;
+        }
+        p.get_mut(0, 4).unwrap().flags |= DORMANT;
+        p.settle_dormant(&mut Vec::new());
+        let Pairs::Channels { rows, dormant } = &p else { unreachable!() };
+        assert_eq!(rows.iter().map(|r| r.key).collect::<Vec<_>>(), [1, 9]);
+        assert_eq!(dormant.iter().map(|r| r.key).collect::<Vec<_>>(), [4]);
+        assert_eq!(p.get(0, 4).map(|s| s.flags), Some(1 | DORMANT));
+        assert_eq!(p.len(), 3);
+        assert!(p.wake(pair_key(0, 4)));
+        assert!(!p.wake(pair_key(0, 4)));
+        let Pairs::Channels { rows, dormant } = &p else { unreachable!() };
+        assert_eq!(rows.iter().map(|r| r.key).collect::<Vec<_>>(), [1, 4, 9]);
+        assert!(dormant.is_empty());
+        assert_eq!(p.get(0, 4).map(|s| s.flags), Some(1));
+        p.get_mut(0, 9).unwrap().flags |= DORMANT;
+        p.settle_dormant(&mut Vec::new());
+        assert_eq!(p.remove(0, 9).flags, 1 | DORMANT);
+        assert_eq!(p.len(), 2);
     }
 }

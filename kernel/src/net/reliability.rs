@@ -38,6 +38,8 @@ pub(crate) struct PacketRecord {
     pub entries: u32,
     /// Closes of this packet, likewise in [`Reliability::closes`].
     pub closes: u32,
+    /// Exports of this packet, likewise in [`Reliability::exports`].
+    pub exports: u32,
 }
 
 /// What one packet carried for one actor.
@@ -70,6 +72,7 @@ pub(crate) struct Reliability {
     /// What each packet in flight carried, in packet order.
     pub entries: VecDeque<SentEntry>,
     pub closes: VecDeque<PendingClose>,
+    pub exports: VecDeque<NetGuid>,
     /// Packets in flight that carry entries or closes.
     content: u32,
     /// The newest packet sent, kept to be sent again while the window is full.
@@ -86,6 +89,7 @@ impl Reliability {
             in_flight: VecDeque::new(),
             entries: VecDeque::new(),
             closes: VecDeque::new(),
+            exports: VecDeque::new(),
             content: 0,
             last_packet: Vec::new(),
             idle_frames: 0,
@@ -109,10 +113,10 @@ impl Reliability {
 
     /// Records the packet just written with sequence [`Self::next_seq`] (its entries and closes
     /// already pushed).
-    pub fn sent(&mut self, entries: u32, closes: u32) {
+    pub fn sent(&mut self, entries: u32, closes: u32, exports: u32) {
         debug_assert!(self.room() > 0);
-        self.in_flight.push_back(PacketRecord { seq: self.next_seq, entries, closes });
-        self.content += (entries + closes > 0) as u32;
+        self.in_flight.push_back(PacketRecord { seq: self.next_seq, entries, closes, exports });
+        self.content += (entries + closes + exports > 0) as u32;
         self.next_seq = self.next_seq.next();
         self.idle_frames = 0;
     }
@@ -160,7 +164,7 @@ impl Reliability {
             return None;
         }
         let rec = self.in_flight.pop_front()?;
-        self.content -= (rec.entries + rec.closes > 0) as u32;
+        self.content -= (rec.entries + rec.closes + rec.exports > 0) as u32;
         Some((rec, fb.received.get(back as u32)))
     }
 
@@ -171,6 +175,7 @@ impl Reliability {
         self.in_flight.clear();
         self.entries.clear();
         self.closes.clear();
+        self.exports.clear();
         self.content = 0;
         self.acked = self.next_seq.back(1);
         n
@@ -237,6 +242,17 @@ pub(crate) fn apply_settled(
             conn.closes.push(close);
         }
     }
+    // An export the client acknowledged is never sent again; a lost one goes at the next frame
+    // (the references it serves may have arrived without it: they wait on the client).
+    for _ in 0..rec.exports {
+        let Some(guid) = conn.rel.exports.pop_front() else { break };
+        conn.exporting.remove(&guid);
+        if delivered {
+            conn.exported.insert(guid);
+        } else if !conn.exported.contains(&guid) {
+            conn.exports.push(guid);
+        }
+    }
 }
 
 #[cfg(test)]
@@ -254,7 +270,7 @@ mod tests {
 
     fn send(r: &mut Reliability, n: u32) {
         for _ in 0..n {
-            r.sent(1, 0);
+            r.sent(1, 0, 0);
         }
     }
 
@@ -301,10 +317,10 @@ mod tests {
         let mut r = Reliability::new(Seq(1));
         r.idle_frames = 100;
         assert!(!r.keep_alive_due(6, false), "nothing in flight");
-        r.sent(0, 0);
+        r.sent(0, 0, 0);
         r.idle_frames = 100;
         assert!(!r.keep_alive_due(6, false), "only a keep-alive in flight");
-        r.sent(1, 0);
+        r.sent(1, 0, 0);
         r.idle_frames = 5;
         assert!(!r.keep_alive_due(6, false));
         r.idle_frames = 6;
@@ -319,8 +335,8 @@ mod tests {
     #[test]
     fn settling_the_content_stops_keep_alives() {
         let mut r = Reliability::new(Seq(1));
-        r.sent(1, 0); // 1: content
-        r.sent(0, 0); // 2: a keep-alive
+        r.sent(1, 0, 0); // 1: content
+        r.sent(0, 0, 0); // 2: a keep-alive
         let fb = feedback(1, &[1]);
         assert_eq!(r.classify(&fb), Intake::Settle);
         while r.settle_next(&fb).is_some() {}
@@ -329,14 +345,14 @@ mod tests {
         r.idle_frames = 100;
         assert!(!r.keep_alive_due(6, false), "only a keep-alive is left in flight");
         // A lost content packet is settled too: its content goes back to the pairs.
-        r.sent(1, 0); // 3: content
+        r.sent(1, 0, 0); // 3: content
         r.idle_frames = 100;
         assert!(r.keep_alive_due(6, false));
         let fb = feedback(3, &[]);
         while r.settle_next(&fb).is_some() {}
         r.settled(&fb);
         assert_eq!(r.in_flight(), 0);
-        r.sent(0, 0);
+        r.sent(0, 0, 0);
         r.idle_frames = 100;
         assert!(!r.keep_alive_due(6, false), "the lost packet's content is no longer in flight");
     }

@@ -66,6 +66,7 @@ pub(crate) struct FrameWrite {
 struct Open {
     entries: u32,
     closes: u32,
+    exports: u32,
 }
 
 /// Whether a packet could be started (false: the sequence window is full).
@@ -96,12 +97,73 @@ impl WriteCtx<'_> {
         FrameWrite::default()
     }
 
-    /// Writes the queued closes (those that fit the window; the rest stay queued).
+    /// Writes the queued closes and the exports lost before (those that fit the window; the
+    /// rest stay queued).
     pub fn write_closes(&self, conn: &mut Connection, st: &mut FrameWrite) {
         let closes = std::mem::take(&mut conn.closes);
         let written = closes.iter().take_while(|&&close| self.write_close(conn, st, close)).count();
         conn.closes = closes;
         conn.closes.drain(..written);
+        let exports = std::mem::take(&mut conn.exports);
+        let written = exports.iter().take_while(|&&guid| self.write_export(conn, st, guid)).count();
+        conn.exports = exports;
+        conn.exports.drain(..written);
+    }
+
+    /// Writes the export of static object `guid` (its path) unless the client has it or it is
+    /// in flight; false when the window is full.
+    fn write_export(&self, conn: &mut Connection, st: &mut FrameWrite, guid: NetGuid) -> bool {
+        let Some(path) = self.statics.get(&guid) else { return true };
+        if conn.exported.contains(&guid) || conn.exporting.contains(&guid) {
+            return true;
+        }
+        if st.full || !self.ensure(conn, &mut st.open, |c| c.writer.export_fits(&c.out, guid, path)) {
+            st.full = true;
+            return false;
+        }
+        conn.writer.write_export(&mut conn.out, guid, path);
+        conn.rel.exports.push_back(guid);
+        conn.exporting.insert(guid);
+        st.open.exports += 1;
+        st.bunches += 1;
+        true
+    }
+
+    /// Exports the static objects `item`'s object references name that the client may not know
+    /// yet, before the item's bunch (an export that does not fit waits for the next frame; the
+    /// reference waits on the client meanwhile).
+    fn export_references(&self, conn: &mut Connection, st: &mut FrameWrite, item: &SendItem) {
+        let c = &self.classes[item.class as usize];
+        let refs = item.leaves & c.object_leaves;
+        if refs.is_empty() || self.statics.is_empty() {
+            return;
+        }
+        let store = self.stores[item.class as usize];
+        let mut export = |g: NetGuid| {
+            if g.is_static() && !self.write_export(conn, st, g) {
+                conn.exports.push(g);
+            }
+        };
+        for leaf in refs.iter() {
+            let l = &c.layout.leaves[leaf];
+            match l.array {
+                None => {
+                    let mut b = [0u8; 8];
+                    store.leaf_bytes(item.slot, leaf, &mut b);
+                    export(NetGuid(u64::from_le_bytes(b)));
+                }
+                Some(a) => {
+                    let array = &c.layout.arrays[a];
+                    for element in store.array_bytes(item.slot, a).chunks_exact(array.stride) {
+                        for el in array.elements.iter().filter(|e| e.kind == crate::schema::LeafKind::Object) {
+                            let mut b = [0u8; 8];
+                            b.copy_from_slice(&element[el.offset..el.offset + 8]);
+                            export(NetGuid(u64::from_le_bytes(b)));
+                        }
+                    }
+                }
+            }
+        }
     }
 
     /// Writes one close; false when the window is full.
@@ -125,6 +187,7 @@ impl WriteCtx<'_> {
             conn.owe(item.class, item.slot, item.leaves);
             return;
         }
+        self.export_references(conn, st, item);
         match self.write_item(conn, &mut st.open, item, shared) {
             Some(n) => st.bunches += n,
             None => st.full = true,
@@ -208,7 +271,7 @@ impl WriteCtx<'_> {
     fn finish(&self, conn: &mut Connection, open: &mut Open) {
         let end = conn.writer.finish_packet(&mut conn.out);
         conn.out_ends.push(end);
-        conn.rel.sent(open.entries, open.closes);
+        conn.rel.sent(open.entries, open.closes, open.exports);
         *open = Open::default();
     }
 

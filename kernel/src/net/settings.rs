@@ -144,6 +144,9 @@ pub(crate) struct Columns {
     pub asleep: Vec<bool>,
     /// The class's per-connection answer for `DormantPartial` actors.
     pub dormancy_hook: Option<super::dormancy::DormancyHook>,
+    /// Per page: the lanes of actors that may be due — live, not torn off, not asleep — so the
+    /// due selection costs the awake actors, not the world.
+    pub awake: Vec<u64>,
 }
 
 impl Columns {
@@ -169,6 +172,25 @@ impl Columns {
         self.clock[slot] = Default::default();
         self.last_considered[slot] = Default::default();
         self.dormancy[slot] = Default::default();
-        self.asleep[slot] = false;
+        self.set_asleep(slot, false);
+    }
+
+    /// Puts the actor in `slot` to sleep (off the due selection) or wakes it.
+    pub fn set_asleep(&mut self, slot: usize, asleep: bool) {
+        self.asleep[slot] = asleep;
+        self.set_awake_lane(slot, !asleep);
+    }
+
+    /// Whether the due selection looks at `slot` at all (false: gone, torn off or asleep).
+    pub fn set_awake_lane(&mut self, slot: usize, awake: bool) {
+        let (page, lane) = (slot / crate::schema::PAGE_LANES, slot % crate::schema::PAGE_LANES);
+        if self.awake.len() <= page {
+            self.awake.resize(page + 1, 0);
+        }
+        if awake {
+            self.awake[page] |= 1 << lane;
+        } else {
+            self.awake[page] &= !(1 << lane);
+        }
     }
 }

@@ -169,7 +169,7 @@ impl ReferenceFrame {
         while self.conns.len() < driver.conns.len() {
             let c = &driver.conns[self.conns.len()];
             self.conns.push(RefConn {
-                conn: Connection::new(c.replay, Pairs::Channels(Vec::new()), driver.cfg.mtu, Seq(1)),
+                conn: Connection::new(c.replay, Pairs::channels(), driver.cfg.mtu, Seq(1)),
                 channels: HashMap::new(),
                 budget: Budget::new(cfg.net_speed, c.replay),
                 closes: Vec::new(),

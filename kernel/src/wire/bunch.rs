@@ -25,7 +25,7 @@
 //! array counts over the declared cap, nested handles outside the count, a body that does not end
 //! at its length, truncation, and unknown classes are [`WireError`]s, never panics.
 
-use super::open::{read_close_reason, read_open, CloseReason, OpenHeader};
+use super::open::{read_close_reason, read_export_body, read_open, CloseReason, OpenHeader, EXPORT_GUID};
 use super::{read_leaf, write_leaf, BitReader, BitWriter, WireError};
 use crate::ids::{NetGuid, Seq};
 use crate::schema::{ArrayLayout, ClassLayout, LeafKind};
@@ -84,6 +84,8 @@ pub struct Packet {
     pub bunches: Vec<Bunch>,
     /// GUIDs of the bunches the resolver asked to skip, in order.
     pub skipped: Vec<NetGuid>,
+    /// Static objects the packet exports: (GUID, path) (see [`super::open::EXPORT_GUID`]).
+    pub exports: Vec<(NetGuid, String)>,
 }
 
 /// What the decoder should do with a bunch, as the receiver decides from its GUID and open class.
@@ -159,6 +161,7 @@ pub fn decode_packet<'a>(
     let seq = Seq(u32::try_from(r.read_packed()?).map_err(|_| WireError::Invalid("sequence number"))?);
     let mut bunches = Vec::new();
     let mut skipped = Vec::new();
+    let mut exports = Vec::new();
     while r.read_bool()? {
         let guid = NetGuid(r.read_packed()?);
         let open = if r.read_bool()? { Some(read_open(&mut r)?) } else { None };
@@ -177,6 +180,19 @@ pub fn decode_packet<'a>(
             return Err(WireError::Truncated);
         }
         let (start, len) = (r.position(), len as usize);
+        if guid == EXPORT_GUID {
+            if open.is_some() {
+                return Err(WireError::Invalid("an export that opens"));
+            }
+            let mut body = BitReader::with_len(bytes, start + len);
+            body.skip(start)?;
+            exports.push(read_export_body(&mut body)?);
+            if body.remaining() != 0 {
+                return Err(WireError::Invalid("bunch length"));
+            }
+            r.skip(len)?;
+            continue;
+        }
         let layout = match resolve(guid, open.as_ref().map(|o| o.class))? {
             Resolve::Layout(l) => l,
             Resolve::Skip => {
@@ -194,7 +210,7 @@ pub fn decode_packet<'a>(
         r.skip(len)?;
         bunches.push(Bunch { guid, open, close: None, records });
     }
-    Ok(Packet { seq, bunches, skipped })
+    Ok(Packet { seq, bunches, skipped, exports })
 }
 
 /// Reads a bunch body's records, up to and including its terminator.

@@ -6,6 +6,7 @@
 //!           moving:bit [velocity:vector(Q1)]
 //! path   := len:packed(≤ MAX_PATH_BYTES) byte{len}            UTF-8
 //! close  := reason:2  [path]        the path only for a static actor destroyed (reason 0)
+//! export := a bunch of GUID 1 (EXPORT_GUID) whose body is  guid:packed(static)  path  0:packed
 //! ```
 //!
 //! A dynamic actor opens with its spawn info — UE's quantisation: location to two decimals,
@@ -79,6 +80,30 @@ impl OpenHeader {
     pub fn spawn(class: u32) -> OpenHeader {
         OpenHeader { class, kind: OpenKind::Spawn(SpawnInfo::default()) }
     }
+}
+
+/// The GUID of an export bunch: UE's "default object" GUID, never an actor's. Its body names
+/// a static object's GUID and path, so a client can bind an object-reference property's target
+/// it was never opened (a door an `Initial`-dormant static actor, say).
+pub const EXPORT_GUID: NetGuid = NetGuid(1);
+
+/// Writes an export's body (the bunch's records terminator is the writer's).
+pub fn write_export_body(w: &mut BitWriter, guid: NetGuid, path: &str) {
+    w.write_packed(guid.0);
+    write_path(w, path);
+}
+
+/// Reads an export's body up to its terminator.
+pub fn read_export_body(r: &mut BitReader<'_>) -> Result<(NetGuid, String), WireError> {
+    let guid = NetGuid(r.read_packed()?);
+    if !guid.is_static() || guid == EXPORT_GUID {
+        return Err(WireError::Invalid("exported GUID"));
+    }
+    let path = read_path(r)?;
+    if r.read_packed()? != 0 {
+        return Err(WireError::Invalid("export terminator"));
+    }
+    Ok((guid, path))
 }
 
 /// Why a channel closes.

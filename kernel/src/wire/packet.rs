@@ -186,6 +186,22 @@ impl PacketWriter {
         self.bunches += 1;
     }
 
+    /// Whether an export of static object `guid` at `path` fits the open packet.
+    pub fn export_fits(&self, out: &BitWriter, guid: NetGuid, path: &str) -> bool {
+        let mut body = BitWriter::new();
+        super::open::write_export_body(&mut body, guid, path);
+        self.bunch_fits(out, super::open::EXPORT_GUID, None, body.len_bits())
+    }
+
+    /// Writes an export bunch.
+    pub fn write_export(&mut self, out: &mut BitWriter, guid: NetGuid, path: &str) {
+        debug_assert!(self.header.is_none());
+        let mut body = BitWriter::new();
+        super::open::write_export_body(&mut body, guid, path);
+        write_bunch(out, super::open::EXPORT_GUID, None, &body);
+        self.bunches += 1;
+    }
+
     /// Whether a bunch for `guid` with `body_bits` of records fits the open packet.
     pub fn bunch_fits(&self, out: &BitWriter, guid: NetGuid, open: Option<&OpenHeader>, body_bits: usize) -> bool {
         let body = body_bits + BODY_END_BITS;

@@ -223,3 +223,63 @@ fn an_open_that_contradicts_its_guids_parity_is_refused() {
     assert!(client.receive(&open_packet(NetGuid(5), OpenKind::Static(DOOR.into()))).is_ok());
     assert!(client.has(NetGuid(5)));
 }
+
+#[test]
+fn a_reference_to_a_static_actor_that_never_opened_travels_with_its_export_until_acknowledged() {
+    use rand::{Rng, SeedableRng};
+    use shadowrep::net::Dormancy;
+    use shadowrep::value::ObjectRef;
+    let key = Arc::new(
+        ClassBuilder::new("Key")
+            .property(PropertyDecl::new("Location", PropType::Vector(VectorQuant::None)))
+            .property(PropertyDecl::new("Opens", PropType::Object))
+            .property(PropertyDecl::new("Spares", PropType::array(PropType::Object)))
+            .build()
+            .unwrap(),
+    );
+    let door = thing();
+    let mut doors = ClassStore::new(door.clone());
+    let mut keys = ClassStore::new(key.clone());
+    let cfg = DriverConfig { actor_level: Some(ActorLevelConfig::default()), ..DriverConfig::default() };
+    let mut driver = NetDriver::new(cfg).unwrap();
+    let door_class = driver.register_class(&mut doors).unwrap();
+    let key_class = driver.register_class(&mut keys).unwrap();
+    driver.set_location_property(door_class, LOCATION).unwrap();
+    driver.set_location_property(key_class, 0).unwrap();
+    let conn = driver.add_connection(false);
+    driver.set_viewers(conn, &[viewer([0.0; 3], None)]).unwrap();
+    let mut client = ClientWorld::new(&[door, key], &driver.checksums()).unwrap();
+    // Two doors placed in the level, far away and asleep: they never open on this client.
+    let mut door_guids = Vec::new();
+    for (i, path) in ["/Game/Map.Door_A", "/Game/Map.Door_B"].into_iter().enumerate() {
+        let d = doors.spawn();
+        doors.set(d, LOCATION, &Value::Vector([900_000.0, i as f32, 0.0])).unwrap();
+        door_guids.push(driver.register_static_actor(door_class, &doors, d, path).unwrap());
+        driver.set_net_dormancy(door_class, &doors, d, Dormancy::Initial).unwrap();
+        client.load_static_actor(path, door_class.0).unwrap();
+    }
+    let k = keys.spawn();
+    keys.set(k, 1, &Value::Object(ObjectRef(door_guids[0].0))).unwrap();
+    keys.set(k, 2, &Value::Array(vec![Value::Object(ObjectRef(door_guids[1].0))])).unwrap();
+    let key_guid = driver.assign_guid(key_class, &keys, k).unwrap();
+    // Half the packets are lost for a while: the exports go again until one is acknowledged.
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(3);
+    for frame in 0..60 {
+        driver.tick(&mut [&mut doors, &mut keys]).unwrap();
+        for p in driver.take_packets(conn).unwrap() {
+            if frame >= 30 || rng.random_bool(0.5) {
+                client.receive(&p).unwrap();
+            }
+        }
+        driver.receive_feedback(conn, &client.feedback()).unwrap();
+    }
+    assert_eq!(client.value(key_guid, 1), Some(Value::Object(ObjectRef(door_guids[0].0))));
+    let spares = client.value(key_guid, 2);
+    assert_eq!(spares, Some(Value::Array(vec![Value::Object(ObjectRef(door_guids[1].0))])));
+    assert_eq!(client.unmapped_count(), 0);
+    for &g in &door_guids {
+        assert!(client.has(g), "bound by its export");
+        assert!(client.take_events().iter().all(|e| !matches!(e, ClientEvent::Spawned { guid, .. } if *guid == g)));
+    }
+    assert!(driver.channel_info(conn).unwrap().iter().all(|c| !door_guids.contains(&c.guid)), "never opened");
+}

@@ -269,8 +269,9 @@ fn crafted_malformed_packets_are_refused_without_effect() {
         let e = assert_refused_without_effect(&mut c, bytes, &guids, &layouts, what);
         assert!(matches!(e, ReceiveError::Wire(_)), "{what}: {e:?}");
     }
-    // Bunches the client cannot apply are stepped over; the rest of the packet applies, with the
-    // sequence number none of the refusals consumed.
+    // References to static objects the client does not know yet apply as null and wait (the
+    // server exports such objects; a registered one resolves them), with the sequence number
+    // none of the refusals consumed.
     let unknown_static = craft(seq, |w| {
         object_bunch(w, 7);
         valid(w);
@@ -284,20 +285,21 @@ fn crafted_malformed_packets_are_refused_without_effect() {
             w.write_packed(0);
         });
     });
-    assert_eq!(c.receive(&unknown_static), Ok(Receipt::Applied { bunches: 1, skipped: 2 }));
+    assert_eq!(c.receive(&unknown_static), applied(3));
     assert_eq!(c.value(victim, 0), Some(Value::U32(0xdead_beef)));
-    assert_ne!(c.value(victim, 6), Some(Value::Object(ObjectRef(7))), "the skipped reference did not apply");
-    // Positive control: the same static reference is fine once the client knows GUID 7.
+    assert_eq!(c.value(victim, 6), Some(Value::Object(ObjectRef(0))), "held as null until GUID 7 is known");
+    assert_eq!(c.unmapped_count(), 2);
+    // Registering GUID 7 writes the reference that waited for it.
     assert!(c.register_static(NetGuid(7)));
     assert!(!c.register_static(NetGuid(8)), "an even GUID is not static");
+    assert_eq!(c.value(victim, 6), Some(Value::Object(ObjectRef(7))));
+    assert_eq!(c.unmapped_count(), 1);
     let ok = craft(seq + 1, |w| {
         valid(w);
         object_bunch(w, 7);
     });
     assert_eq!(c.receive(&ok), applied(2));
-    assert_eq!(c.value(victim, 0), Some(Value::U32(0xdead_beef)));
     assert_eq!(c.value(victim, 6), Some(Value::Object(ObjectRef(7))));
-    assert_eq!(c.unmapped_count(), 0);
 }
 
 /// A bunch for an actor closed earlier in the same packet names an actor the client no longer
