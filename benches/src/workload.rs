@@ -9,7 +9,7 @@
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use shadowrep::compare::{ChangeSet, CompareConfig, Kernels, PushMode, ShadowState};
+use shadowrep::compare::{ChangeSet, CompareConfig, Kernels, PropertyDirtyStats, PushMode, ShadowState};
 use shadowrep::reference::{RefChanges, RefWorld};
 use shadowrep::schema::{ClassLayout, PropType};
 use shadowrep::store::{ActorId, ClassStore};
@@ -198,6 +198,9 @@ pub struct CompareReport {
     pub fraction_of_memcmp: f64,
     /// Median over push frames of push / the full compare of the same frame.
     pub push_ratio: f64,
+    /// Per parent of the class, over the timed push frames: lanes compared with a mark, and lanes
+    /// whose value changed (the push compare counts them, inside its timed region).
+    pub dirty_stats: Vec<PropertyDirtyStats>,
 }
 
 /// Median of measurements (0 for none).
@@ -245,7 +248,7 @@ pub fn run_compare(opts: &CompareOptions, progress: &mut dyn FnMut(&str)) -> Res
         parallel: opts.threads > 1,
         ..CompareConfig::default()
     };
-    let push = CompareConfig { push: PushMode::All, ..full };
+    let push = CompareConfig { push: PushMode::All, dirty_stats: true, ..full };
     let mut full_shadow = ShadowState::new(&mut w.store);
     let mut push_shadow = ShadowState::new(&mut w.store);
     let mut changes = ChangeSet::new();
@@ -296,6 +299,10 @@ pub fn run_compare(opts: &CompareOptions, progress: &mut dyn FnMut(&str)) -> Res
 
     let mut push_times = Vec::new();
     for frame in 0..opts.frames + 1 {
+        if frame == 1 {
+            // Statistics of the timed frames only (not the initial compare nor the warm-up).
+            push_shadow.reset_dirty_stats();
+        }
         progress(&format!("push frame {}/{} at 1 % dirty", frame, opts.frames));
         w.mutate(0.01, true);
         w.store.begin_tick();
@@ -321,5 +328,6 @@ pub fn run_compare(opts: &CompareOptions, progress: &mut dyn FnMut(&str)) -> Res
         speedup_vs_reference: median(speedups),
         fraction_of_memcmp: median(fractions),
         push_ratio: median(push_ratios),
+        dirty_stats: push_shadow.dirty_stats().to_vec(),
     })
 }

@@ -5,8 +5,10 @@
 //!   slots      index = page * 64 + lane, a generation per slot; ActorId = (index, generation)
 //!   live       PageArray: page p = blocks [p*stride, (p+1)*stride), byte planes 64-byte aligned, bit planes packed
 //!   arrays     per page: one element buffer per (array, lane) — the side arena of dynamic arrays
-//!   pending    per (page, parent) u64: push marks from the generated setters, and array writes
-//!   watchers   each driver's DirtyState; `begin_tick` ORs `pending` into every one, then clears it
+//!   pending    per (page, parent) u64: push marks from the generated setters, and array writes,
+//!              with the list of marked pages (a page is listed at its first mark of the tick)
+//!   watchers   each driver's DirtyState; `begin_tick` ORs the listed pages of `pending` into
+//!              every one, then clears them
 //! ```
 //!
 //! Invariants: a lane's occupied bit is set exactly while an actor lives in it; an [`ActorId`]
@@ -145,20 +147,28 @@ impl From<ValueError> for StoreError {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct WatcherId(pub(crate) usize);
 
-/// One driver's view of what was marked dirty: per (page, parent) lane masks plus a per-page
-/// summary so clean pages are skipped without touching their columns.
+/// One driver's view of what was marked dirty: per (page, parent) lane masks, a per-page summary
+/// so clean pages are skipped without touching their columns, and the list of marked pages.
+///
+/// The list is NetDirty's frame dirty list at page granularity: the first mark on a clean page
+/// pushes the page, and the page's summary bit is its stamp, so a second mark on the same page
+/// costs a bit test, not a push. A compare then visits the listed pages only (see
+/// [`crate::compare`]), so a frame with few marks costs what its marks cost, not what the class
+/// holds. Invariant: `list` holds exactly the pages whose summary bit is set, each once.
 #[derive(Clone, Debug, Default)]
 pub struct DirtyState {
     /// `masks[page * parents + parent]`: lanes marked since the last compare.
     pub masks: Vec<u64>,
     /// Bit `p % 64` of word `p / 64`: page `p` has at least one mark.
     pub pages: Vec<u64>,
+    /// Pages with a mark, each once, in the order they were first marked.
+    list: Vec<u32>,
     parents: usize,
 }
 
 impl DirtyState {
     fn new(parents: usize) -> Self {
-        Self { masks: Vec::new(), pages: Vec::new(), parents }
+        Self { masks: Vec::new(), pages: Vec::new(), list: Vec::new(), parents }
     }
 
     fn ensure_pages(&mut self, pages: usize) {
@@ -168,8 +178,15 @@ impl DirtyState {
 
     /// Marks `lanes` of `parent` on `page`.
     pub fn mark(&mut self, page: usize, parent: usize, lanes: u64) {
+        if lanes == 0 {
+            return;
+        }
         self.masks[page * self.parents + parent] |= lanes;
-        self.pages[page / 64] |= 1 << (page % 64);
+        let (word, bit) = (&mut self.pages[page / 64], 1u64 << (page % 64));
+        if *word & bit == 0 {
+            *word |= bit;
+            self.list.push(page as u32);
+        }
     }
 
     /// Whether page `p` has any mark.
@@ -177,38 +194,43 @@ impl DirtyState {
         self.pages.get(p / 64).is_some_and(|w| w >> (p % 64) & 1 != 0)
     }
 
+    /// The pages with a mark, each once, in the order they were first marked (not sorted).
+    pub fn dirty_pages(&self) -> &[u32] {
+        &self.list
+    }
+
+    /// Marked lanes of every parent of page `p` (`parents` words).
+    pub(crate) fn page_masks(&self, p: usize) -> &[u64] {
+        &self.masks[p * self.parents..(p + 1) * self.parents]
+    }
+
     /// Clears the marks of `lanes[p]` on each page `p` (pages past the slice keep theirs): the
     /// lanes a compare looked at.
     pub fn clear_lanes(&mut self, lanes: &[u64]) {
-        for (w, word) in self.pages.iter_mut().enumerate() {
-            let mut bits = *word;
-            while bits != 0 {
-                let p = w * 64 + bits.trailing_zeros() as usize;
-                bits &= bits - 1;
-                let keep = !lanes.get(p).copied().unwrap_or(0);
-                let masks = &mut self.masks[p * self.parents..(p + 1) * self.parents];
-                let mut left = 0;
-                for m in masks {
-                    *m &= keep;
-                    left |= *m;
-                }
-                if left == 0 {
-                    *word &= !(1 << (p % 64));
-                }
+        let parents = self.parents;
+        let (masks, pages) = (&mut self.masks, &mut self.pages);
+        self.list.retain(|&p| {
+            let p = p as usize;
+            let keep = !lanes.get(p).copied().unwrap_or(0);
+            let mut left = 0;
+            for m in &mut masks[p * parents..(p + 1) * parents] {
+                *m &= keep;
+                left |= *m;
             }
-        }
+            if left == 0 {
+                pages[p / 64] &= !(1 << (p % 64));
+            }
+            left != 0
+        });
     }
 
     /// Clears every mark.
     pub fn clear(&mut self) {
-        // Only dirty pages can hold non-zero masks.
-        for (w, word) in self.pages.iter_mut().enumerate() {
-            let mut bits = std::mem::take(word);
-            while bits != 0 {
-                let p = w * 64 + bits.trailing_zeros() as usize;
-                bits &= bits - 1;
-                self.masks[p * self.parents..(p + 1) * self.parents].fill(0);
-            }
+        // Only listed pages can hold non-zero masks.
+        for p in self.list.drain(..) {
+            let p = p as usize;
+            self.masks[p * self.parents..(p + 1) * self.parents].fill(0);
+            self.pages[p / 64] &= !(1 << (p % 64));
         }
     }
 }
@@ -490,21 +512,18 @@ impl ClassStore {
     /// Start of a tick: hands the marks made since the last tick to every watching driver.
     pub fn begin_tick(&mut self) {
         let parents = self.layout.parents.len();
-        for (w, word) in self.pending.pages.iter_mut().enumerate() {
-            let mut bits = std::mem::take(word);
-            while bits != 0 {
-                let p = w * 64 + bits.trailing_zeros() as usize;
-                bits &= bits - 1;
-                let src = &mut self.pending.masks[p * parents..(p + 1) * parents];
-                for d in &mut self.watchers {
-                    for (dst, s) in d.masks[p * parents..(p + 1) * parents].iter_mut().zip(src.iter()) {
-                        *dst |= *s;
+        for &p in &self.pending.list {
+            let p = p as usize;
+            let src = &self.pending.masks[p * parents..(p + 1) * parents];
+            for d in &mut self.watchers {
+                for (parent, &lanes) in src.iter().enumerate() {
+                    if lanes != 0 {
+                        d.mark(p, parent, lanes);
                     }
-                    d.pages[p / 64] |= 1 << (p % 64);
                 }
-                src.fill(0);
             }
         }
+        self.pending.clear();
     }
 
     /// A watcher's dirty state (what its next compare will consider).

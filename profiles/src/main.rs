@@ -287,6 +287,12 @@ fn compare(args: &CompareArgs, json: bool, progress: &mut dyn FnMut(&str)) -> Re
             "kernel_gb_per_s": gbps(r.kernel_ns),
             "memcmp_gb_per_s": gbps(r.memcmp_ns),
             "changed_actors": r.changed_actors,
+            "dirty_stats": r.dirty_stats.iter().map(|s| json!({
+                "property": s.property,
+                "push": s.push,
+                "marked": s.marked,
+                "changed": s.changed,
+            })).collect::<Vec<_>>(),
         });
         println!("{out}");
     } else {
@@ -312,6 +318,10 @@ fn compare(args: &CompareArgs, json: bool, progress: &mut dyn FnMut(&str)) -> Re
             r.changed_actors,
             r.live_bytes as f64 / 1e6
         );
+        println!("  dirty statistics of the push frames (lanes compared with a mark / lanes changed):");
+        for s in r.dirty_stats.iter().filter(|s| s.marked != 0 || s.changed != 0) {
+            println!("    {:<24} {:>10} marked {:>10} changed", s.property, s.marked, s.changed);
+        }
     }
     Ok(())
 }

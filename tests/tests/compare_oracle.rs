@@ -371,7 +371,13 @@ fn every_isa(push: PushMode) -> Vec<CompareConfig> {
     assert!(isas.iter().any(|k| k.isa == Isa::Wide), "the portable path always runs");
     isas.into_iter()
         .flat_map(|kernels| {
-            [false, true].map(|parallel| CompareConfig { push, kernels, parallel, min_parallel_pages: 1 })
+            [false, true].map(|parallel| CompareConfig {
+                push,
+                kernels,
+                parallel,
+                min_parallel_pages: 1,
+                ..CompareConfig::default()
+            })
         })
         .collect()
 }

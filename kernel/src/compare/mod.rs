@@ -1,7 +1,9 @@
 //! The compare: find what changed since the last frame, page by page, and update the shadow.
 //!
 //! ```text
-//! for each page (sharded across cores with rayon, in page order):
+//! pages = the marked pages (full-push fast path: every fixed leaf push-ruled, no validation),
+//!         else every page
+//! for each of those pages (sharded across cores with rayon, in page order):
 //!     skip if no actor lives here, or — full-push fast path — nothing on the page is dirty
 //!     for each parent:
 //!         marked = occupied & dirty[page, parent]
@@ -19,6 +21,12 @@
 //! `==` would resend a NaN forever). Newly spawned actors (a slot whose generation moved) get a
 //! zeroed shadow lane and every parent marked dirty, so their first compare finds every property
 //! that differs from the class defaults, as UE's shadow starts from the class default object.
+//!
+//! The full-push fast path builds its page jobs from the dirty summary bits (ascending, which the
+//! safe `split_at_mut` split needs), so a frame with few marks neither walks nor wakes rayon for
+//! the clean pages, and prefetches the next marked page a few jobs ahead. With
+//! [`CompareConfig::validate_push`] or [`CompareConfig::dirty_stats`] on, `check` validates the
+//! push-ruled leaves and counts marks and changes per parent (see its module docs).
 //!
 //! Optimisations: when no parent with planes is push-based (push model off, or a polled class),
 //! a page's planes are diffed run by run — one call per width, the SIMD loop inside — and only a
@@ -42,10 +50,13 @@
 //! is still compared every frame, and a bulk write to it (`plane_mut`) is found without a mark.
 
 mod changes;
+mod check;
 mod page;
 mod simd;
 
 pub use changes::{ArrayChange, ChangeSet};
+use check::PushCheck;
+pub use check::{CompareVisit, PropertyDirtyStats, UnmarkedChange};
 pub(crate) use simd::prefetch_addr;
 pub use simd::{scalar, Isa, Kernels};
 
@@ -88,6 +99,16 @@ pub struct CompareConfig {
     /// Fewer pages than this are compared on the calling thread even when `parallel` (waking
     /// the pool costs more than the work); default [`PARALLEL_MIN_PAGES`].
     pub min_parallel_pages: usize,
+    /// Push-model validation (UE's `net.PushModelValidateProperties`): push-ruled fixed leaves
+    /// are also compared in unmarked lanes, against a validation shadow of their own, and every
+    /// change found without a mark is recorded (read it with
+    /// [`ShadowState::take_unmarked_changes`]). Replication is unchanged: an unmarked change is
+    /// still not sent, exactly as with the switch off. Costs a second shadow and a visit of every
+    /// page. Default off.
+    pub validate_push: bool,
+    /// Count, per parent, the lanes compared with a mark and the lanes whose value changed
+    /// (read them with [`ShadowState::dirty_stats`]). Default off.
+    pub dirty_stats: bool,
 }
 
 impl Default for CompareConfig {
@@ -97,6 +118,8 @@ impl Default for CompareConfig {
             kernels: Kernels::best(),
             parallel: true,
             min_parallel_pages: PARALLEL_MIN_PAGES,
+            validate_push: false,
+            dirty_stats: false,
         }
     }
 }
@@ -127,6 +150,10 @@ pub struct ShadowState {
     seen_epochs: Vec<u32>,
     seen_generations: Vec<u32>,
     seen_occupied: Vec<u64>,
+    /// Push validation and dirty statistics.
+    check: PushCheck,
+    /// What the last compare visited.
+    visit: CompareVisit,
 }
 
 impl ShadowState {
@@ -138,12 +165,14 @@ impl ShadowState {
         Self {
             store: store.id(),
             shadow: PageArray::new(layout.page_blocks()),
-            layout,
             watcher,
             arrays: Vec::new(),
             seen_epochs: Vec::new(),
             seen_generations: Vec::new(),
             seen_occupied: Vec::new(),
+            check: PushCheck::new(&layout),
+            visit: CompareVisit::default(),
+            layout,
         }
     }
 
@@ -200,75 +229,152 @@ impl ShadowState {
         let parents = layout.parents.len();
         let leaves = layout.leaves.len();
         let stride = self.shadow.stride();
-        let dirty_pages = std::mem::take(&mut dirty.pages);
-        let dirty_masks: &[u64] = &dirty.masks;
+        // Push validation compares push-ruled leaves against their own shadow in every lane, so it
+        // visits every page; it is off (and its shadow dropped) unless the class has such leaves.
+        let validate = cfg.validate_push && plan.validates();
+        if validate {
+            self.check.prepare(view.live, pages, parents);
+        } else {
+            self.check.validated = None;
+        }
+        let list_mode = plan.dirty_only && !validate;
+        let stat_words = if cfg.dirty_stats { 2 * parents } else { 0 };
+        let dirty_ref: &DirtyState = dirty;
+        let is_dirty = |p: usize| dirty_ref.page_dirty(p);
+        let selected = |p: usize| lanes.map_or(!0, |l| l.get(p).copied().unwrap_or(0));
         let live_all = view.live.bytes();
         let shadow_base = self.shadow.bytes().as_ptr() as usize;
         let page_bytes = layout.page_bytes;
-        let is_dirty = |p: usize| dirty_pages.get(p / 64).is_some_and(|w| w >> (p % 64) & 1 != 0);
-        let selected = |p: usize| lanes.map_or(!0, |l| l.get(p).copied().unwrap_or(0));
-        let work = |(p, (shadow, live, sh_arr, lv_arr, masks, lanes, arr, occ)): (usize, PageJob<'_>)| {
-            let all = *occ;
+        let work = |tally: &mut Tally, job: PageJob<'_>| {
+            let p = job.index;
+            if let Some(q) = job.prefetch {
+                // Latency-bound: start the loads of the dirty page a few list entries ahead.
+                let base = q * page_bytes;
+                plan.prefetch_page(dirty_ref.page_masks(q), view.occupied[q], |off| {
+                    prefetch_addr(live_all.as_ptr() as usize + base + off);
+                    prefetch_addr(shadow_base + base + off);
+                });
+            }
+            let all = job.occupied;
             let occ = all & selected(p);
             let page_dirty = is_dirty(p);
-            if plan.dirty_only {
-                // Latency-bound: start the loads of a page a few pages ahead.
-                let q = p + PREFETCH_PAGES;
-                if is_dirty(q) {
-                    let base = q * page_bytes;
-                    plan.prefetch_page(&dirty_masks[q * parents..(q + 1) * parents], view.occupied[q], |off| {
-                        prefetch_addr(live_all.as_ptr() as usize + base + off);
-                        prefetch_addr(shadow_base + base + off);
-                    });
-                }
-            }
             if occ == 0 || (plan.dirty_only && !page_dirty) {
                 return;
             }
-            let dmask = &dirty_masks[p * parents..(p + 1) * parents];
+            let dmask = page_dirty.then(|| dirty_ref.page_masks(p));
+            tally.pages += 1;
+            tally.lanes += u64::from(
+                if plan.dirty_only { dmask.map_or(0, |d| d.iter().fold(0, |a, &m| a | m)) & occ } else { occ }
+                    .count_ones(),
+            );
+            let live: &[u8] = bytemuck::cast_slice(job.live);
+            if let Some((validated, unmarked)) = job.check {
+                plan.validate_page(live, bytemuck::cast_slice_mut(validated), occ, dmask, unmarked);
+            }
             let page = PageRefs {
                 index: p,
                 occupied: occ,
                 every_lane: occ == all,
-                live: bytemuck::cast_slice(live),
-                shadow: bytemuck::cast_slice_mut(shadow),
-                live_arrays: lv_arr,
-                shadow_arrays: sh_arr,
+                live,
+                shadow: bytemuck::cast_slice_mut(job.shadow),
+                live_arrays: job.live_arrays,
+                shadow_arrays: job.shadow_arrays,
             };
-            *lanes = plan.compare_page(page, page_dirty.then_some(dmask), masks, arr);
+            let changed = plan.compare_page(page, dmask, job.masks, job.arrays);
+            *job.lanes = changed;
+            if !tally.parents.is_empty() {
+                plan.count_page(occ, dmask, (changed != 0).then_some(&*job.masks), &mut tally.parents);
+            }
         };
-        let shadow_arrays = &mut self.arrays;
-        if cfg.parallel && pages >= cfg.min_parallel_pages {
-            (
-                self.shadow.blocks_mut().par_chunks_mut(stride),
-                view.live.blocks().par_chunks(stride),
-                shadow_arrays.par_iter_mut(),
-                view.arrays.par_iter(),
-                out.masks.par_chunks_mut(leaves),
-                out.page_lanes.par_iter_mut(),
-                out.arrays.par_iter_mut(),
-                view.occupied.par_iter(),
-            )
-                .into_par_iter()
-                .enumerate()
-                .with_min_len(16)
-                .for_each(work);
+        let fold = |mut t: Tally, job: PageJob<'_>| {
+            work(&mut t, job);
+            t
+        };
+        let parallel = cfg.parallel && pages >= cfg.min_parallel_pages;
+        let tally = if list_mode || validate {
+            // Only the marked pages (in ascending order, as the summary bits list them), or every
+            // page with the validation shadow beside it.
+            let order: Vec<usize> = if list_mode {
+                dirty_ref
+                    .pages
+                    .iter()
+                    .enumerate()
+                    .flat_map(|(w, &bits)| BitIter(bits).map(move |b| w * 64 + b))
+                    .filter(|&p| p < pages)
+                    .collect()
+            } else {
+                (0..pages).collect()
+            };
+            let check = self.check.validated.as_mut().map(|v| (v.blocks_mut(), &mut self.check.scratch[..]));
+            let jobs = split_jobs(
+                &order,
+                JobSource {
+                    shadow: self.shadow.blocks_mut(),
+                    live: view.live.blocks(),
+                    stride,
+                    shadow_arrays: &mut self.arrays,
+                    live_arrays: view.arrays,
+                    masks: &mut out.masks,
+                    leaves,
+                    page_lanes: &mut out.page_lanes,
+                    arrays: &mut out.arrays,
+                    occupied: view.occupied,
+                    check,
+                    parents,
+                    prefetch: list_mode,
+                },
+            );
+            if parallel {
+                jobs.into_par_iter()
+                    .with_min_len(16)
+                    .fold(|| Tally::new(stat_words), fold)
+                    .reduce(|| Tally::new(stat_words), Tally::add)
+            } else {
+                jobs.into_iter().fold(Tally::new(stat_words), fold)
+            }
         } else {
-            self.shadow
-                .blocks_mut()
-                .chunks_mut(stride)
-                .zip(view.live.blocks().chunks(stride))
-                .zip(shadow_arrays.iter_mut())
-                .zip(view.arrays.iter())
-                .zip(out.masks.chunks_mut(leaves))
-                .zip(out.page_lanes.iter_mut())
-                .zip(out.arrays.iter_mut())
-                .zip(view.occupied.iter())
-                .map(|(((((((a, b), c), d), e), f), g), h)| (a, b, c, d, e, f, g, h))
-                .enumerate()
-                .for_each(work);
+            let job = zip_job;
+            if parallel {
+                (
+                    self.shadow.blocks_mut().par_chunks_mut(stride),
+                    view.live.blocks().par_chunks(stride),
+                    self.arrays.par_iter_mut(),
+                    view.arrays.par_iter(),
+                    out.masks.par_chunks_mut(leaves),
+                    out.page_lanes.par_iter_mut(),
+                    out.arrays.par_iter_mut(),
+                    view.occupied.par_iter(),
+                )
+                    .into_par_iter()
+                    .enumerate()
+                    .with_min_len(16)
+                    .map(job)
+                    .fold(|| Tally::new(stat_words), fold)
+                    .reduce(|| Tally::new(stat_words), Tally::add)
+            } else {
+                self.shadow
+                    .blocks_mut()
+                    .chunks_mut(stride)
+                    .zip(view.live.blocks().chunks(stride))
+                    .zip(self.arrays.iter_mut())
+                    .zip(view.arrays.iter())
+                    .zip(out.masks.chunks_mut(leaves))
+                    .zip(out.page_lanes.iter_mut())
+                    .zip(out.arrays.iter_mut())
+                    .zip(view.occupied.iter())
+                    .map(|(((((((a, b), c), d), e), f), g), h)| (a, b, c, d, e, f, g, h))
+                    .enumerate()
+                    .map(job)
+                    .fold(Tally::new(stat_words), fold)
+            }
+        };
+        self.visit = CompareVisit { pages: tally.pages, lanes: tally.lanes };
+        if validate {
+            self.check.collect(layout, view.generations, pages);
         }
-        dirty.pages = dirty_pages;
+        if !tally.parents.is_empty() {
+            self.check.add_stats(&tally.parents);
+        }
         match lanes {
             None => dirty.clear(),
             Some(l) => dirty.clear_lanes(l),
@@ -309,6 +415,7 @@ impl ShadowState {
                 for plane in &self.layout.planes {
                     crate::store::zero_lane(bytes, plane.page_offset, plane.width, lane);
                 }
+                self.check.reset_lane(&self.layout, p, lane);
                 for a in 0..self.layout.arrays.len() {
                     self.arrays[p][a * PAGE_LANES + lane] = Vec::new();
                 }
@@ -328,7 +435,7 @@ impl ShadowState {
 /// Everything one page's compare borrows, as the page zip yields it: shadow blocks, live blocks,
 /// shadow and live arrays, output leaf masks, output lane summary, output array
 /// changes, occupied lanes.
-type PageJob<'a> = (
+type ZipJob<'a> = (
     &'a mut [Block],
     &'a [Block],
     &'a mut PageArrays,
@@ -338,6 +445,150 @@ type PageJob<'a> = (
     &'a mut Vec<ArrayChange>,
     &'a u64,
 );
+
+/// A page of the zip as a [`PageJob`] (no validation, no prefetch).
+fn zip_job(
+    (index, (shadow, live, shadow_arrays, live_arrays, masks, lanes, arrays, occupied)): (usize, ZipJob<'_>),
+) -> PageJob<'_> {
+    PageJob {
+        index,
+        shadow,
+        live,
+        shadow_arrays,
+        live_arrays,
+        masks,
+        lanes,
+        arrays,
+        occupied: *occupied,
+        check: None,
+        prefetch: None,
+    }
+}
+
+/// Everything one page's compare borrows.
+struct PageJob<'a> {
+    /// Page index.
+    index: usize,
+    shadow: &'a mut [Block],
+    live: &'a [Block],
+    shadow_arrays: &'a mut PageArrays,
+    live_arrays: &'a PageArrays,
+    /// Output leaf masks of the page.
+    masks: &'a mut [u64],
+    /// Output lanes with any change.
+    lanes: &'a mut u64,
+    /// Output array changes.
+    arrays: &'a mut Vec<ArrayChange>,
+    occupied: u64,
+    /// Push validation: the page of the validation shadow, and its per-parent unmarked lanes.
+    check: Option<(&'a mut [Block], &'a mut [u64])>,
+    /// A dirty page a few list entries ahead, to prefetch.
+    prefetch: Option<usize>,
+}
+
+/// What [`split_jobs`] cuts into pages.
+struct JobSource<'a> {
+    shadow: &'a mut [Block],
+    live: &'a [Block],
+    stride: usize,
+    shadow_arrays: &'a mut [PageArrays],
+    live_arrays: &'a [PageArrays],
+    masks: &'a mut [u64],
+    leaves: usize,
+    page_lanes: &'a mut [u64],
+    arrays: &'a mut [Vec<ArrayChange>],
+    occupied: &'a [u64],
+    check: Option<(&'a mut [Block], &'a mut [u64])>,
+    parents: usize,
+    /// Give each job the page [`PREFETCH_PAGES`] entries ahead in `order`.
+    prefetch: bool,
+}
+
+/// Splits off the first `n` items of `*rest` (safe `split_at_mut`; `rest` keeps the remainder).
+fn take_front<'a, T>(rest: &mut &'a mut [T], n: usize) -> &'a mut [T] {
+    let (front, back) = std::mem::take(rest).split_at_mut(n);
+    *rest = back;
+    front
+}
+
+/// One job per page of `order` (ascending page indices), each borrowing only its page's parts.
+fn split_jobs<'a>(order: &[usize], src: JobSource<'a>) -> Vec<PageJob<'a>> {
+    let JobSource {
+        mut shadow,
+        live,
+        stride,
+        mut shadow_arrays,
+        live_arrays,
+        mut masks,
+        leaves,
+        mut page_lanes,
+        mut arrays,
+        occupied,
+        check,
+        parents,
+        prefetch,
+    } = src;
+    let (mut validated, mut unmarked) = match check {
+        Some((v, u)) => (Some(v), Some(u)),
+        None => (None, None),
+    };
+    let mut jobs = Vec::with_capacity(order.len());
+    let mut at = 0;
+    for (i, &p) in order.iter().enumerate() {
+        let skip = p - at;
+        take_front(&mut shadow, skip * stride);
+        take_front(&mut shadow_arrays, skip);
+        take_front(&mut masks, skip * leaves);
+        take_front(&mut page_lanes, skip);
+        take_front(&mut arrays, skip);
+        let check = match (validated.as_mut(), unmarked.as_mut()) {
+            (Some(v), Some(u)) => {
+                take_front(v, skip * stride);
+                take_front(u, skip * parents);
+                Some((take_front(v, stride), take_front(u, parents)))
+            }
+            _ => None,
+        };
+        jobs.push(PageJob {
+            index: p,
+            shadow: take_front(&mut shadow, stride),
+            live: &live[p * stride..(p + 1) * stride],
+            shadow_arrays: &mut take_front(&mut shadow_arrays, 1)[0],
+            live_arrays: &live_arrays[p],
+            masks: take_front(&mut masks, leaves),
+            lanes: &mut take_front(&mut page_lanes, 1)[0],
+            arrays: &mut take_front(&mut arrays, 1)[0],
+            occupied: occupied[p],
+            check,
+            prefetch: if prefetch { order.get(i + PREFETCH_PAGES).copied() } else { None },
+        });
+        at = p + 1;
+    }
+    jobs
+}
+
+/// What one shard of a compare counted: pages and lanes visited, and (with
+/// [`CompareConfig::dirty_stats`]) per parent `[marked, changed]` lane counts.
+struct Tally {
+    pages: u64,
+    lanes: u64,
+    parents: Vec<u64>,
+}
+
+impl Tally {
+    fn new(words: usize) -> Self {
+        Self { pages: 0, lanes: 0, parents: vec![0; words] }
+    }
+
+    fn add(mut self, other: Self) -> Self {
+        self.pages += other.pages;
+        self.lanes += other.lanes;
+        for (a, b) in self.parents.iter_mut().zip(other.parents) {
+            *a += b;
+        }
+        self
+    }
+}
 
 #[cfg(test)]
 mod tests {

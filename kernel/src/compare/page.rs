@@ -98,6 +98,61 @@ impl<'a> Plan<'a> {
         Self { layout, kernels: cfg.kernels, uses_dirty, dirty_only, dense, fixed_leaves, array_leaves, parent_planes }
     }
 
+    /// Whether push validation has anything to check: a push-ruled parent with fixed leaves.
+    pub(super) fn validates(&self) -> bool {
+        self.layout.parents.iter().zip(&self.uses_dirty).any(|(p, &d)| d && self.has_planes(p))
+    }
+
+    fn has_planes(&self, p: &crate::schema::Parent) -> bool {
+        self.layout.leaves[p.leaves.clone()].iter().any(|l| l.array.is_none() && !l.planes.is_empty())
+    }
+
+    /// Push validation of one page (see [`super::check`]): diffs every push-ruled fixed leaf in the
+    /// `occupied` lanes against the validation shadow `validated`, records the changed lanes
+    /// without a mark in `unmarked[parent]`, and copies the changed lanes into `validated`.
+    pub(super) fn validate_page(
+        &self,
+        live: &[u8],
+        validated: &mut [u8],
+        occupied: u64,
+        dirty: Option<&[u64]>,
+        unmarked: &mut [u64],
+    ) {
+        for (pi, parent) in self.layout.parents.iter().enumerate() {
+            if !self.uses_dirty[pi] {
+                continue;
+            }
+            let mut changed = 0u64;
+            for leaf in &self.layout.leaves[parent.leaves.clone()] {
+                if leaf.array.is_some() {
+                    continue;
+                }
+                let planes = &self.layout.planes[leaf.planes.clone()];
+                let mut leaf_changed = 0u64;
+                for pl in planes {
+                    leaf_changed |= self.diff_plane(pl.width, live, validated, pl.page_offset);
+                }
+                leaf_changed &= occupied;
+                for pl in planes {
+                    copy_lanes(pl.width, live, validated, pl.page_offset, leaf_changed);
+                }
+                changed |= leaf_changed;
+            }
+            unmarked[pi] = changed & !dirty.map_or(0, |d| d[pi]);
+        }
+    }
+
+    /// Adds one compared page's per-parent `[marked, changed]` lane counts to `counts`; `masks` is
+    /// the page's leaf masks when the page changed.
+    pub(super) fn count_page(&self, occupied: u64, dirty: Option<&[u64]>, masks: Option<&[u64]>, counts: &mut [u64]) {
+        for (pi, parent) in self.layout.parents.iter().enumerate() {
+            let marked = dirty.map_or(0, |d| d[pi]) & occupied;
+            let changed = masks.map_or(0, |m| m[parent.leaves.clone()].iter().fold(0, |a, &x| a | x));
+            counts[2 * pi] += u64::from(marked.count_ones());
+            counts[2 * pi + 1] += u64::from(changed.count_ones());
+        }
+    }
+
     /// Compares one page; returns the lanes with any change. `dirty` is `None` for a page with no
     /// marks, so a clean page never reads its mask memory (marks are cleared after the compare,
     /// page by dirty page). The page's leaf masks are

@@ -786,6 +786,20 @@ impl NetDriver {
             self.stats.bytes += w.bytes;
         }
     }
+
+    /// Push-model validation's findings since the last call, over every class, leaving none:
+    /// changes of push-based properties made without a dirty mark (not replicated, exactly as
+    /// with validation off). Empty unless `DriverConfig::compare.validate_push` is on.
+    pub fn take_unmarked_changes(&mut self) -> Vec<crate::compare::UnmarkedChange> {
+        self.classes.iter_mut().flat_map(|c| c.shadow.take_unmarked_changes()).collect()
+    }
+
+    /// Class `class`'s per-property dirty statistics (counted while
+    /// `DriverConfig::compare.dirty_stats` is on).
+    pub fn dirty_stats(&self, class: ClassId) -> Result<&[crate::compare::PropertyDirtyStats], DriverError> {
+        let c = self.classes.get(class.0 as usize).ok_or(DriverError::UnknownClass(class))?;
+        Ok(c.shadow.dirty_stats())
+    }
 }
 
 /// Maps a compare refusal (a shadow watching another store) to the driver's error; the driver
