@@ -237,7 +237,10 @@ impl ShadowState {
         } else {
             self.check.validated = None;
         }
-        let list_mode = plan.dirty_only && !validate;
+        // A list of pages instead of a walk over all of them: the marked pages when every
+        // compared leaf is push-ruled, or the pages with a selected lane (the actor level's due
+        // actors, a few of a large world's pages).
+        let list_mode = (plan.dirty_only || lanes.is_some()) && !validate;
         let stat_words = if cfg.dirty_stats { 2 * parents } else { 0 };
         let dirty_ref: &DirtyState = dirty;
         let is_dirty = |p: usize| dirty_ref.page_dirty(p);
@@ -294,7 +297,12 @@ impl ShadowState {
         let tally = if list_mode || validate {
             // Only the marked pages (in ascending order, as the summary bits list them), or every
             // page with the validation shadow beside it.
-            let order: Vec<usize> = if list_mode {
+            let order: Vec<usize> = if let (true, Some(l)) = (list_mode, lanes) {
+                (0..pages)
+                    .filter(|&p| l.get(p).is_some_and(|&m| m & view.occupied[p] != 0))
+                    .filter(|&p| !plan.dirty_only || is_dirty(p))
+                    .collect()
+            } else if list_mode {
                 dirty_ref
                     .pages
                     .iter()
@@ -321,7 +329,7 @@ impl ShadowState {
                     occupied: view.occupied,
                     check,
                     parents,
-                    prefetch: list_mode,
+                    prefetch: list_mode && plan.dirty_only,
                 },
             );
             if parallel {

@@ -279,10 +279,15 @@ impl NetDriver {
             }
             level.dormant.near(&conn.viewers, &mut near);
             for s in &near {
+                // Most sleepers near a viewer are held already: the connection's own rows answer
+                // first (warm), the world's columns only for the rest.
+                if holds(conn, s.key) {
+                    continue;
+                }
                 let (c, slot) = super::pairs::split_key(s.key);
                 let class = &mut self.classes[c as usize];
                 let a = class.actors.get(slot as usize).copied().unwrap_or_default();
-                if !(a.alive && a.guid == s.guid && class.cols.asleep[slot as usize]) || holds(conn, s.key) {
+                if !(a.alive && a.guid == s.guid && class.cols.asleep[slot as usize]) {
                     continue;
                 }
                 class.cols.set_asleep(slot as usize, false);

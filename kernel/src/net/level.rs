@@ -160,10 +160,12 @@ impl Level {
                 }
             }
         };
-        if parallel && lanes.len() >= PARALLEL_CONSIDER_PAGES {
+        // The pool pays off only with many awake actors (a world of sleepers has few).
+        let awake_lanes: u32 = awake.iter().map(|w| w.count_ones()).sum();
+        if parallel && awake_lanes as usize >= PARALLEL_CONSIDER_PAGES * PAGE_LANES {
             lanes.par_iter_mut().enumerate().with_min_len(16).for_each(page);
         } else {
-            lanes.iter_mut().enumerate().for_each(page);
+            lanes.iter_mut().enumerate().filter(|(p, _)| awake.get(*p).is_some_and(|&w| w != 0)).for_each(page);
         }
     }
 
@@ -677,13 +679,17 @@ impl NetDriver {
                 out
             };
             let n = CONSIDER_RUN_PAGES * PAGE_LANES;
-            let pages: Vec<Vec<DueActor>> = if parallel && selected.len() >= 2 * CONSIDER_RUN_PAGES {
+            // Runs without a due actor are skipped; the pool only for many due actors.
+            let busy =
+                |r: usize| selected.iter().skip(r * CONSIDER_RUN_PAGES).take(CONSIDER_RUN_PAGES).any(|&l| l != 0);
+            let due: u32 = selected.iter().map(|l| l.count_ones()).sum();
+            let pages: Vec<Vec<DueActor>> = if parallel && due as usize >= 2 * n {
                 let columns =
                     clock.par_chunks_mut(n).zip(last_considered.par_chunks_mut(n)).zip(position.par_chunks_mut(n));
-                columns.enumerate().map(run).collect()
+                columns.enumerate().filter(|(r, _)| busy(*r)).map(run).collect()
             } else {
                 let columns = clock.chunks_mut(n).zip(last_considered.chunks_mut(n)).zip(position.chunks_mut(n));
-                columns.enumerate().map(run).collect()
+                columns.enumerate().filter(|(r, _)| busy(*r)).map(run).collect()
             };
             let index = &mut level.due_index[ci];
             index.resize(actors.len(), NOT_DUE);
