@@ -1,6 +1,7 @@
 //! FastArray under loss and reordering: a server array with two connections over seeded lossy,
 //! reordering links (feedback delayed and reordered too), mutated every frame with adds, changes,
-//! removals and the occasional `mark_array_dirty`. After the mutations stop and the links heal,
+//! removals and the occasional `mark_array_dirty`; while lossy, each delta must fit a 1200-byte
+//! packet (`write_delta_within`). After the mutations stop and the links heal,
 //! every client holds exactly the server's items.
 //!
 //! Two receivers are exercised: one behind a connection layer that drops late packets (as the
@@ -61,11 +62,13 @@ struct Conn {
 struct Link {
     loss: f64,
     jitter: u32,
+    /// Bits a delta may take (a packet's room).
+    budget: usize,
 }
 
 fn step(server: &mut FastArray, c: &mut Conn, link: &Link, frame: u32, rng: &mut ChaCha8Rng) {
     let mut w = BitWriter::new();
-    if let Some(token) = server.write_delta(c.base, &mut w).unwrap() {
+    if let Some(token) = server.write_delta_within(c.base, &mut w, link.budget).unwrap() {
         let seq = c.next_seq;
         c.next_seq += 1;
         if rng.random_bool(link.loss) {
@@ -171,14 +174,14 @@ fn converge(seed: u64, start: usize, frames: u32, loss: f64, jitter: u32) -> u32
             events: Vec::new(),
         })
         .collect();
-    let lossy = Link { loss, jitter };
+    let lossy = Link { loss, jitter, budget: 8 * 1200 };
     for frame in 0..frames {
         mutate(&mut server, &mut live, &mut rng);
         for c in &mut conns {
             step(&mut server, c, &lossy, frame, &mut rng);
         }
     }
-    let healed = Link { loss: 0.0, jitter: 0 };
+    let healed = Link { loss: 0.0, jitter: 0, budget: usize::MAX };
     for extra in 0..2_000 {
         let frame = frames + extra;
         for c in &mut conns {

@@ -277,7 +277,27 @@ impl FastArray {
     /// deletes (a larger change goes out over successive calls). Returns the token to store with
     /// the packet, or `None` when there is nothing to send (nothing is written then).
     pub fn write_delta(&mut self, base: BaseId, w: &mut BitWriter) -> Result<Option<DeltaToken>, FastArrayError> {
+        self.write_delta_within(base, w, usize::MAX)
+    }
+
+    /// The fewest bits [`write_delta_within`](Self::write_delta_within) needs to make progress:
+    /// the worst-case header, one id and one item.
+    pub fn min_delta_bits(&self) -> usize {
+        wire::HEADER_MAX_BITS + wire::ID_MAX_BITS + wire::item_max_bits(&self.layout)
+    }
+
+    /// [`write_delta`](Self::write_delta) within `max_bits` (a packet's room): entries are taken
+    /// while the delta's worst-case size stays within it, and the rest follows in later deltas.
+    /// Below [`min_delta_bits`](Self::min_delta_bits) it may send nothing and change nothing.
+    pub fn write_delta_within(
+        &mut self,
+        base: BaseId,
+        w: &mut BitWriter,
+        max_bits: usize,
+    ) -> Result<Option<DeltaToken>, FastArrayError> {
         let array_key = self.array_key;
+        let item_bits = wire::ID_MAX_BITS + wire::item_max_bits(&self.layout);
+        let mut bits = wire::HEADER_MAX_BITS;
         let b =
             self.bases.get_mut(base.0 as usize).and_then(Option::as_mut).ok_or(FastArrayError::UnknownBase(base))?;
         b.make_room();
@@ -298,26 +318,30 @@ impl FastArray {
                     if self.keys[row as usize] != e.key {
                         continue; // re-marked later: its newest entry stands for it
                     }
-                    if changed.len() == MAX_CHANGED_PER_DELTA {
+                    if changed.len() == MAX_CHANGED_PER_DELTA || bits + item_bits > max_bits {
                         to = ArrayKey(e.key.0 - 1);
                         break;
                     }
+                    bits += item_bits;
                     changed.push((e.id, row));
                 }
                 LogOp::Remove => {
                     if e.key <= b.joined() {
                         continue; // removed before this connection could have had it
                     }
-                    if deleted.len() == MAX_DELETED_PER_DELTA {
+                    if deleted.len() == MAX_DELETED_PER_DELTA || bits + wire::ID_MAX_BITS > max_bits {
                         to = ArrayKey(e.key.0 - 1);
                         break;
                     }
+                    bits += wire::ID_MAX_BITS;
                     deleted.push(e.id);
                 }
             }
         }
         let range = KeyRange { from, to };
-        let token = if changed.is_empty() && deleted.is_empty() {
+        let token = if to == from {
+            None // not even the first entry fits the budget
+        } else if changed.is_empty() && deleted.is_empty() {
             // Nothing in (from, to] reaches this client: settle the range without a delta.
             let t = b.on_sent(range);
             b.acked(t);

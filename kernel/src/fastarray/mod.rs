@@ -63,6 +63,11 @@
 //! time. The receiver applies deltas in that order and rejects an older one as
 //! [`FastArrayError::Late`] (state untouched); like the kernel's connection layer, which drops a
 //! late packet so it counts as lost, the caller must report such a delta as lost, never as acked.
+//! Two deltas with the same array key were written with no mark between them (the parts of one
+//! first send, or a resend): they describe one state and apply in either order. A short key
+//! (see [`wire`]) is exact for every delta newer than the receiver's; a late one more than
+//! [`wire::SHORT_KEY_WINDOW`] keys behind could be misread as new, so the receiver's own check
+//! backs up the connection layer's sequence window rather than replacing it.
 //!
 //! # Example
 //!

@@ -542,3 +542,36 @@ fn the_short_key_is_used_up_to_its_window_edge() {
         assert_same(&s, &c);
     }
 }
+
+#[test]
+fn a_bit_budget_spreads_a_delta_and_each_part_fits() {
+    let (mut s, conn, mut c) = inventory(10);
+    sync(&mut s, conn, &mut c);
+    for id in 1..=7 {
+        s.set(ReplicationId(id), &item(900)).unwrap();
+    }
+    for id in 8..=9 {
+        s.remove(ReplicationId(id)).unwrap();
+    }
+    let per_item = wire::ID_MAX_BITS + wire::item_max_bits(s.layout());
+    let budget = wire::HEADER_MAX_BITS + 3 * per_item;
+    assert_eq!(s.min_delta_bits(), wire::HEADER_MAX_BITS + per_item);
+    // Below the minimum: nothing written, nothing changed.
+    let mut w = BitWriter::new();
+    assert_eq!(s.write_delta_within(conn, &mut w, s.min_delta_bits() - 1).unwrap(), None);
+    assert!(w.is_empty());
+    assert_eq!(s.in_flight(conn), 0);
+    let mut parts = Vec::new();
+    loop {
+        let mut w = BitWriter::new();
+        let Some(t) = s.write_delta_within(conn, &mut w, budget).unwrap() else { break };
+        assert!(w.len_bits() <= budget, "{} bits over a {budget}-bit budget", w.len_bits());
+        let d = c.read(&mut BitReader::new(w.bytes())).unwrap();
+        parts.push((d.changed.len(), d.deleted.len()));
+        c.apply(&d, &mut ()).unwrap();
+        s.acked(conn, t);
+    }
+    assert_eq!(parts, [(3, 0), (3, 0), (1, 2)], "7 changes then 2 removals, 3 entries a delta at most");
+    assert!(s.is_synced(conn));
+    assert_same(&s, &c);
+}

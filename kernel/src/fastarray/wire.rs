@@ -34,6 +34,16 @@ pub const SHORT_KEY_BITS: u32 = 16;
 pub const SHORT_KEY_WINDOW: u64 = 1 << (SHORT_KEY_BITS - 1);
 /// Most leading zeros of a count: 2048 + 1 takes 12 bits.
 const COUNT_MAX_ZEROS: u32 = 11;
+/// Most bits one id gap takes (a packed `u32`).
+pub const ID_MAX_BITS: usize = 40;
+/// Most bits a header takes: a long key (flag and a packed `u64`), the base difference, two
+/// counts of at most 23 bits.
+pub const HEADER_MAX_BITS: usize = 1 + 80 + 80 + 2 * (2 * COUNT_MAX_ZEROS as usize + 1);
+
+/// Most bits one item's leaves take.
+pub fn item_max_bits(layout: &ArrayLayout) -> usize {
+    layout.elements.iter().map(|e| crate::wire::max_leaf_bits(e.kind)).sum()
+}
 
 /// The fixed part of a delta, as the writer knows it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
