@@ -4,6 +4,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod fastarray;
 pub mod profiler;
 pub mod replicate;
 pub mod scenario;

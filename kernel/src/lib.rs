@@ -14,7 +14,8 @@
 //! 5. [`wire`]: the bit-level grammar of packets, bunches, records and feedback;
 //! 6. [`client`]: validates and applies packets, fires notifies, writes feedback.
 //!
-//! [`ids`] holds the identity and mask types, [`link`] a seeded lossy link for tests, and
+//! [`fastarray`] is UE's `FFastArraySerializer`: an array replicated as per-connection deltas of
+//! its dirty items. [`ids`] holds the identity and mask types, [`link`] a seeded lossy link for tests, and
 //! [`mod@reference`] the straightforward UE-style compare path the kernel is tested and
 //! benchmarked against.
 //!
@@ -41,6 +42,7 @@
 
 pub mod client;
 pub mod compare;
+pub mod fastarray;
 pub mod history;
 pub mod ids;
 pub mod link;
