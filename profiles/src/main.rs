@@ -453,6 +453,10 @@ fn run(args: &RunArgs, json: bool, progress: &mut dyn FnMut(&str)) -> Result<(),
         Some(_) => Some(dormant_report(&cfg, &mut world, &mut server, frames, threads, progress)?),
         None => None,
     };
+    let fast_array = (profile == Profile::OpenWorld).then(|| {
+        progress("FastArray: a 10 000-item inventory");
+        shadowrep_benches::fastarray::measure_ratios(FAST_ARRAY_ITEMS, 20)
+    });
     drop((world, server));
     let reference_frames = args.reference_frames.unwrap_or(profile.default_reference_frames()).min(frames);
     let reference = if reference_frames > 0 {
@@ -532,6 +536,16 @@ fn run(args: &RunArgs, json: bool, progress: &mut dyn FnMut(&str)) -> Result<(),
             "dormant_bytes_per_frame": dormant.as_ref().map(|d| d.idle_bytes),
             "dormant_first_sight_bytes_per_frame": dormant.as_ref().map(|d| d.first_sight_bytes),
             "dormant_sample_frames": dormant.as_ref().map(|_| DORMANT_SAMPLE_FRAMES),
+            "fast_array_items": fast_array.as_ref().map(|f| f.items),
+            "fast_array_item_bits": fast_array.as_ref().map(|f| f.item_bits),
+            "fast_array_one_item_delta_bits": fast_array.as_ref().map(|f| f.one_item_delta_bits),
+            "fast_array_bytes_ratio": fast_array.as_ref().map(|f| f.fast_array_bytes_ratio),
+            "fast_array_compare_ratio": fast_array.as_ref().map(|f| f.fast_array_compare_ratio),
+            "fast_array_delta_ns": fast_array.as_ref().map(|f| f.delta_ns),
+            "fast_array_full_compare_ns": fast_array.as_ref().map(|f| f.full_compare_ns),
+            "fast_array_row_memcmp_ns": fast_array.as_ref().map(|f| f.row_compare_ns),
+            "fast_array_block_memcmp_ns": fast_array.as_ref().map(|f| f.block_compare_ns),
+            "fast_array_first_send_updates": fast_array.as_ref().map(|f| f.first_send_updates),
         });
         println!("{out}");
     } else {
@@ -613,12 +627,33 @@ fn run(args: &RunArgs, json: bool, progress: &mut dyn FnMut(&str)) -> Result<(),
                 d.idle_bytes, d.first_sight_bytes
             );
         }
+        if let Some(f) = &fast_array {
+            println!(
+                "  FastArray, {} items of {} bits: one changed item {} bits ({} over the item: header and id), \
+                 {:.2e} of the whole array; found and encoded in {:.0} ns, {:.4} of a full element-wise compare \
+                 ({:.0} ns; one memcmp per element {:.0} ns, of the whole block {:.0} ns); a first send takes {} updates",
+                f.items,
+                f.item_bits,
+                f.one_item_delta_bits,
+                f.one_item_delta_bits.saturating_sub(f.item_bits),
+                f.fast_array_bytes_ratio,
+                f.delta_ns,
+                f.fast_array_compare_ratio,
+                f.full_compare_ns,
+                f.row_compare_ns,
+                f.block_compare_ns,
+                f.first_send_updates
+            );
+        }
         if let Some((k, _, file)) = &dump {
             println!("  frame {k} written to {file}");
         }
     }
     Ok(())
 }
+
+/// Items of the FastArray inventory the open_world report measures.
+const FAST_ARRAY_ITEMS: usize = 10_000;
 
 /// Frames after the timed ones with every connection's decisions recorded, to tell the bytes
 /// spent on dormant actors apart.
