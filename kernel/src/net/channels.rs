@@ -95,6 +95,9 @@ pub(crate) struct LevelCtx<'a> {
     pub index: &'a RelevancyIndex,
     pub hooks: &'a [Option<RelevancyHook>],
     pub dormancy_hooks: &'a [Option<DormancyHook>],
+    /// Due actors that may fall asleep this frame (none: no connection needs to say which it
+    /// holds awake).
+    pub sleepy: usize,
     pub time: ServerTime,
     pub cfg: &'a ActorLevelConfig,
 }
@@ -177,7 +180,9 @@ pub(crate) fn replicate_connection(ctx: &LevelCtx<'_>, ci: u32, conn: &mut Conne
         let t = Instant::now();
         let mut run = Run { ci, st: &mut st, out: &mut out, decisions: decisions.as_mut() };
         process(ctx, &mut run, conn, &mut scratch);
-        held_awake(ctx, conn, &scratch.cands, &mut out.awake);
+        if ctx.sleepy > 0 {
+            held_awake(ctx, conn, &scratch.cands, &mut out.awake);
+        }
         if out.went_dormant > 0 {
             conn.pairs.settle_dormant(&mut scratch.fresh);
         }
@@ -185,7 +190,7 @@ pub(crate) fn replicate_connection(ctx: &LevelCtx<'_>, ci: u32, conn: &mut Conne
         conn.scratch = scratch;
         out.nanos[2] = t.elapsed().as_nanos() as u64;
     }
-    if !ready {
+    if !ready && ctx.sleepy > 0 {
         held_awake_idle(ctx, conn, &mut out.awake);
     }
     out.written = ctx.write.end(conn, st, true);

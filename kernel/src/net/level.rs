@@ -564,6 +564,7 @@ impl NetDriver {
             index: &level.index,
             hooks: &hooks,
             dormancy_hooks: &dormancy_hooks,
+            sleepy: level.due.iter().filter(|d| d.sleepy).count(),
             time,
             cfg: &level.cfg,
         };

@@ -24,7 +24,7 @@ use crate::ids::LeafMask;
 use crate::ids::NetGuid;
 use crate::store::ClassStore;
 use crate::wire::bunch::{end_array, write_array_element, write_array_head, write_leaf_record};
-use crate::wire::open::{OpenHeader, OpenKind};
+use crate::wire::open::{EncodedOpen, OpenHeader, OpenKind};
 use crate::wire::packet::packed_bits;
 use crate::wire::BitWriter;
 use std::collections::HashMap;
@@ -304,7 +304,7 @@ impl WriteCtx<'_> {
                 return Some(1);
             }
         }
-        let class_open = item.open.then(|| self.open_header(item));
+        let class_open = item.open.then(|| self.open_header(item).encode());
         let mut part = BunchPart { item, class_open, leaves: LeafMask::EMPTY, bunches: 0 };
         let header = part.class_open.as_ref();
         if !self.ensure(conn, open, |c| c.writer.bunch_fits(&c.out, item.guid, header, MIN_BODY_BITS)) {
@@ -473,7 +473,7 @@ impl WriteCtx<'_> {
 /// The actor being written and what its current bunch carries.
 struct BunchPart<'a> {
     item: &'a SendItem,
-    class_open: Option<OpenHeader>,
+    class_open: Option<EncodedOpen>,
     leaves: LeafMask,
     bunches: usize,
 }

@@ -74,7 +74,36 @@ pub struct OpenHeader {
     pub kind: OpenKind,
 }
 
+/// An open in its wire form, encoded once and copied into every bunch part that carries it.
+#[derive(Clone, Debug, Default)]
+pub struct EncodedOpen(BitWriter);
+
+impl EncodedOpen {
+    /// Its bits.
+    pub fn bits(&self) -> usize {
+        self.0.len_bits()
+    }
+
+    /// Copies it into `w`.
+    pub fn write(&self, w: &mut BitWriter) {
+        w.write_from(self.0.bytes(), 0, self.0.len_bits());
+    }
+
+    /// Replaces it with `other` (reusing the buffer).
+    pub fn set(&mut self, other: &EncodedOpen) {
+        self.0.clear();
+        other.write(&mut self.0);
+    }
+}
+
 impl OpenHeader {
+    /// The wire form.
+    pub fn encode(&self) -> EncodedOpen {
+        let mut w = BitWriter::new();
+        write_open(&mut w, self);
+        EncodedOpen(w)
+    }
+
     /// A dynamic actor's open with the default spawn info (at the origin, unrotated, unit scale,
     /// at rest).
     pub fn spawn(class: u32) -> OpenHeader {

@@ -14,9 +14,7 @@
 //! finish_packet() → end byte
 //! ```
 
-use super::open::{
-    close_reason_bits, max_open_bits, open_bits, write_close_reason, write_open, CloseReason, OpenHeader,
-};
+use super::open::{close_reason_bits, max_open_bits, write_close_reason, CloseReason, EncodedOpen, OpenHeader};
 use super::BitWriter;
 use crate::ids::{NetGuid, Seq};
 
@@ -35,8 +33,8 @@ pub fn packed_bits(v: u64) -> usize {
 
 /// Bits a bunch header takes before its body length: presence bit, GUID, open bit and open
 /// ([`super::open`]), close bit.
-pub fn bunch_header_bits(guid: NetGuid, open: Option<&OpenHeader>) -> usize {
-    1 + packed_bits(guid.0) + 1 + open.map_or(0, open_bits) + 1
+pub fn bunch_header_bits(guid: NetGuid, open: Option<&EncodedOpen>) -> usize {
+    1 + packed_bits(guid.0) + 1 + open.map_or(0, EncodedOpen::bits) + 1
 }
 
 /// Bits a close bunch takes.
@@ -71,6 +69,11 @@ pub fn end_packet(w: &mut BitWriter) {
 /// Writes one whole bunch: header, body length and `body` (records without their terminator,
 /// which is added here).
 pub fn write_bunch(w: &mut BitWriter, guid: NetGuid, open: Option<&OpenHeader>, body: &BitWriter) {
+    write_bunch_encoded(w, guid, open.map(OpenHeader::encode).as_ref(), body);
+}
+
+/// [`write_bunch`] with the open already encoded.
+pub fn write_bunch_encoded(w: &mut BitWriter, guid: NetGuid, open: Option<&EncodedOpen>, body: &BitWriter) {
     write_bunch_header(w, guid, open, false);
     w.write_packed((body.len_bits() + BODY_END_BITS) as u64);
     w.write_from(body.bytes(), 0, body.len_bits());
@@ -88,12 +91,12 @@ pub fn write_close_for(w: &mut BitWriter, guid: NetGuid, reason: CloseReason, pa
     write_close_reason(w, guid, reason, path);
 }
 
-fn write_bunch_header(w: &mut BitWriter, guid: NetGuid, open: Option<&OpenHeader>, close: bool) {
+fn write_bunch_header(w: &mut BitWriter, guid: NetGuid, open: Option<&EncodedOpen>, close: bool) {
     w.write_bool(true);
     w.write_packed(guid.0);
     w.write_bool(open.is_some());
     if let Some(open) = open {
-        write_open(w, open);
+        open.write(w);
     }
     w.write_bool(close);
 }
@@ -109,7 +112,9 @@ pub struct PacketWriter {
     body: BitWriter,
     /// The bunch being built: its GUID and the bits of its header.
     header: Option<(NetGuid, usize)>,
-    open: Option<OpenHeader>,
+    /// The open of the bunch being built (`has_open`), its buffer reused.
+    open: EncodedOpen,
+    has_open: bool,
 }
 
 impl PacketWriter {
@@ -122,7 +127,8 @@ impl PacketWriter {
             bunches: 0,
             body: BitWriter::new(),
             header: None,
-            open: None,
+            open: EncodedOpen::default(),
+            has_open: false,
         }
     }
 
@@ -203,17 +209,20 @@ impl PacketWriter {
     }
 
     /// Whether a bunch for `guid` with `body_bits` of records fits the open packet.
-    pub fn bunch_fits(&self, out: &BitWriter, guid: NetGuid, open: Option<&OpenHeader>, body_bits: usize) -> bool {
+    pub fn bunch_fits(&self, out: &BitWriter, guid: NetGuid, open: Option<&EncodedOpen>, body_bits: usize) -> bool {
         let body = body_bits + BODY_END_BITS;
         self.total(out, bunch_header_bits(guid, open) + packed_bits(body as u64) + body, 0) <= self.mtu_bits
     }
 
     /// Starts building a bunch for `guid`; its records go to [`Self::body`].
-    pub fn begin_bunch(&mut self, guid: NetGuid, open: Option<&OpenHeader>) {
+    pub fn begin_bunch(&mut self, guid: NetGuid, open: Option<&EncodedOpen>) {
         debug_assert!(self.header.is_none());
         self.body.clear();
         self.header = Some((guid, bunch_header_bits(guid, open)));
-        self.open = open.cloned();
+        self.has_open = open.is_some();
+        if let Some(open) = open {
+            self.open.set(open);
+        }
     }
 
     /// The body of the bunch being built.
@@ -234,7 +243,8 @@ impl PacketWriter {
     /// Ends the bunch being built: writes its header, length and body into the packet.
     pub fn end_bunch(&mut self, out: &mut BitWriter) {
         if let Some((guid, _)) = self.header.take() {
-            write_bunch(out, guid, self.open.take().as_ref(), &self.body);
+            let open = std::mem::take(&mut self.has_open).then_some(&self.open);
+            write_bunch_encoded(out, guid, open, &self.body);
             self.bunches += 1;
         }
     }
@@ -242,7 +252,7 @@ impl PacketWriter {
     /// Drops the bunch being built (nothing of it reaches the packet).
     pub fn abandon_bunch(&mut self) {
         self.header = None;
-        self.open = None;
+        self.has_open = false;
     }
 
     /// Ends the open packet (ending its bunch first) and pads it to a byte; returns the byte in
@@ -285,7 +295,7 @@ mod tests {
             p.begin_packet(&mut out, Seq(70_000));
             let mut guid = NetGuid(2);
             loop {
-                let open = OpenHeader::spawn(3);
+                let open = OpenHeader::spawn(3).encode();
                 if !p.bunch_fits(&out, guid, Some(&open), 13) {
                     break;
                 }
