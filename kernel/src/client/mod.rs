@@ -226,6 +226,9 @@ pub struct ClientWorld {
     dormant: HashSet<NetGuid>,
     /// Actors torn off (kept, owned by the client, never updated again).
     torn: HashSet<NetGuid>,
+    /// Sub-object → owner, and owner → its sub-objects.
+    outer: HashMap<NetGuid, NetGuid>,
+    inner: HashMap<NetGuid, Vec<NetGuid>>,
     window: ReceiveWindow,
     /// Actors to ask the server to open again, with the feedbacks that carried the request.
     reopen: Vec<(NetGuid, u8)>,
@@ -260,6 +263,8 @@ impl ClientWorld {
             spawn: HashMap::new(),
             dormant: HashSet::new(),
             torn: HashSet::new(),
+            outer: HashMap::new(),
+            inner: HashMap::new(),
             window: ReceiveWindow::new(Seq(1)),
             reopen: Vec::new(),
             unmapped: Vec::new(),
@@ -307,6 +312,16 @@ impl ClientWorld {
     /// The spawn info a dynamic actor's open carried (quantised as on the wire).
     pub fn spawn_info(&self, guid: NetGuid) -> Option<SpawnInfo> {
         self.spawn.get(&guid).copied()
+    }
+
+    /// The owner of sub-object `guid`.
+    pub fn owner_of(&self, guid: NetGuid) -> Option<NetGuid> {
+        self.outer.get(&guid).copied()
+    }
+
+    /// Actor `owner`'s sub-objects the client has.
+    pub fn sub_objects(&self, owner: NetGuid) -> &[NetGuid] {
+        self.inner.get(&owner).map_or(&[], |v| &v[..])
     }
 
     /// Whether actor `guid` is dormant (kept as last received; the server sends nothing until it
@@ -518,6 +533,8 @@ impl ClientWorld {
         let mut gone: HashSet<NetGuid> = HashSet::new();
         let level = &self.level;
         let mut unknown_statics = 0;
+        let mut opened_here: HashSet<NetGuid> = HashSet::new();
+        let mut orphans: Vec<NetGuid> = Vec::new();
         packet.bunches.retain(|b| {
             if b.close.is_some() {
                 gone.insert(b.guid);
@@ -536,6 +553,17 @@ impl ClientWorld {
                         return false;
                     }
                 }
+                if let OpenKind::SubObject { owner } = open.kind {
+                    let present =
+                        (actors.contains_key(&owner) && !gone.contains(&owner)) || opened_here.contains(&owner);
+                    if !present || owner == b.guid {
+                        // Its owner is not here (yet): the server sends the open again.
+                        skipped += 1;
+                        orphans.push(b.guid);
+                        return false;
+                    }
+                }
+                opened_here.insert(b.guid);
                 gone.remove(&b.guid);
             } else if gone.contains(&b.guid) {
                 skipped += 1;
@@ -548,7 +576,7 @@ impl ClientWorld {
         self.stats.packets_applied += 1;
         self.stats.bunches_skipped += skipped as u64;
         self.stats.unknown_statics += unknown_statics;
-        for guid in missing {
+        for guid in missing.into_iter().chain(orphans) {
             if self.reopen.len() < MAX_REOPENS && !self.reopen.iter().any(|r| r.0 == guid) {
                 self.reopen.push((guid, 0));
                 self.stats.reopens_requested += 1;
@@ -618,7 +646,7 @@ impl ClientWorld {
         }
     }
 
-    /// Removes actor `guid` and everything kept about it.
+    /// Removes actor `guid` and everything kept about it, and its sub-objects with it.
     fn destroy(&mut self, guid: NetGuid) {
         if let Some((class, id)) = self.actors.remove(&guid) {
             let _ = self.classes[class as usize].store.despawn(id);
@@ -627,6 +655,15 @@ impl ClientWorld {
             self.dormant.remove(&guid);
             self.torn.remove(&guid);
             self.events.push(ClientEvent::Destroyed { guid });
+        }
+        if let Some(owner) = self.outer.remove(&guid) {
+            if let Some(list) = self.inner.get_mut(&owner) {
+                list.retain(|&g| g != guid);
+            }
+        }
+        for sub in self.inner.remove(&guid).unwrap_or_default() {
+            self.outer.remove(&sub);
+            self.destroy(sub);
         }
     }
 
@@ -647,8 +684,15 @@ impl ClientWorld {
             }
             (None, open) => {
                 let id = self.classes[class as usize].store.spawn();
-                if let Some(OpenHeader { kind: OpenKind::Spawn(info), .. }) = open {
-                    self.spawn.insert(guid, *info);
+                match open {
+                    Some(OpenHeader { kind: OpenKind::Spawn(info), .. }) => {
+                        self.spawn.insert(guid, *info);
+                    }
+                    Some(OpenHeader { kind: OpenKind::SubObject { owner }, .. }) => {
+                        self.outer.insert(guid, *owner);
+                        self.inner.entry(*owner).or_default().push(guid);
+                    }
+                    _ => {}
                 }
                 self.actors.insert(guid, (class, id));
                 self.events.push(ClientEvent::Spawned { guid, class });

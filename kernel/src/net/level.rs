@@ -553,6 +553,7 @@ impl NetDriver {
             arena: self.cfg.shared_serialization.then_some(&self.arena),
             keep_alive_frames: self.cfg.keep_alive_frames,
             statics: &self.statics.paths,
+            outers: &self.subs.outer,
         };
         let ctx = LevelCtx {
             write: &write,

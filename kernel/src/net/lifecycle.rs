@@ -7,6 +7,13 @@
 //!                and to every connection that joins later
 //! tear-off       the channel closes with reason TornOff on every connection that may have the
 //!                actor; clients keep their copies; the driver never replicates it again
+//! sub-object     an object of its own class and store (a weapon, a component, an inventory),
+//!                with its own NetGUID, linked to an owner actor: relevant exactly when its owner
+//!                is (UE's sub-objects ride their owner's channel; here they use its relevancy
+//!                and priority), to the owner's connection only if its condition says so, owned
+//!                by whoever owns the owner; its open names the owner, the client creates it on
+//!                first sight and destroys it with the owner; removed (despawned) → a close;
+//!                the owner gone → the driver stops replicating it (clients destroyed it already)
 //! ```
 //!
 //! Dynamic actors' opens carry spawn info (location, rotation, scale, velocity: see
@@ -19,6 +26,25 @@ use crate::store::{ActorId, ClassStore};
 use crate::wire::open::{CloseReason, MAX_PATH_BYTES};
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
+
+/// Which connections get a sub-object (UE 5's registered sub-object list conditions).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum SubObjectCondition {
+    /// Every connection its owner is relevant to.
+    #[default]
+    None,
+    /// Only the connection that owns the owner actor (an inventory, say).
+    OwnerOnly,
+}
+
+/// Sub-objects and their owners.
+#[derive(Default)]
+pub(crate) struct SubObjects {
+    /// Sub-object → owner.
+    pub outer: HashMap<NetGuid, NetGuid>,
+    /// Owner → its sub-objects.
+    pub inner: HashMap<NetGuid, Vec<NetGuid>>,
+}
 
 /// Static actors as the driver knows them.
 pub(crate) struct Statics {
@@ -80,6 +106,107 @@ impl NetDriver {
         }
         self.adopt(ci as u32, id.index, id.generation, guid);
         Ok(guid)
+    }
+
+    /// Makes a live actor of a registered class a sub-object of `owner` (an actor of another
+    /// registered class): a weapon of a character, a component, an inventory. It keeps its own
+    /// class, store and NetGUID (an object reference may name it) and replicates as a content
+    /// block of its own to exactly the connections its owner is relevant to — with
+    /// [`SubObjectCondition::OwnerOnly`], only to the connection owning the owner — with the
+    /// owner's priority, update frequency and ownership (roles and property conditions follow
+    /// [`Self::set_owner`] of the owner). Its open names the owner: a client creates it on
+    /// first sight, linked to the owner, and destroys it with the owner. Despawning it removes it
+    /// from the owner (clients get a close); despawning the owner ends it (clients destroyed it
+    /// with the owner; the driver stops replicating it). Needs the actor level; call before the
+    /// sub-object's first tick.
+    pub fn register_sub_object(
+        &mut self,
+        class: ClassId,
+        store: &ClassStore,
+        id: ActorId,
+        owner: NetGuid,
+        condition: SubObjectCondition,
+    ) -> Result<NetGuid, DriverError> {
+        self.level.as_ref().ok_or(DriverError::ActorLevelOff)?;
+        let ci = self.class_for(class, store)?;
+        let &(oc, os) = self.guids.get(&owner).ok_or(DriverError::UnknownOwner(owner))?;
+        let guid = self.assign_guid(class, store, id)?;
+        if guid == owner || self.subs.outer.contains_key(&owner) || self.subs.inner.contains_key(&guid) {
+            return Err(DriverError::SubObjectChain(guid));
+        }
+        if self.subs.outer.insert(guid, owner).is_some_and(|old| old != owner) {
+            // Moved to another owner: leave the old one's list.
+            for list in self.subs.inner.values_mut() {
+                list.retain(|&g| g != guid);
+            }
+        }
+        let list = self.subs.inner.entry(owner).or_default();
+        if !list.contains(&guid) {
+            list.push(guid);
+        }
+        let (owner_net, owner_settings) = {
+            let o = &self.classes[oc as usize];
+            (o.actors[os as usize], o.cols.settings[os as usize])
+        };
+        let slot = id.index as usize;
+        let c = &mut self.classes[ci];
+        let s = &mut c.cols.settings[slot];
+        s.frequency = owner_settings.frequency;
+        s.net_priority = owner_settings.net_priority;
+        // UE asks owner relevancy before the owner-only rule, so an owner-only sub-object must
+        // not use its owner's relevancy: it is relevant where its owner chain or its owning
+        // connection (the owner's) says so.
+        let owner_only = condition == SubObjectCondition::OwnerOnly;
+        s.use_owner_relevancy = !owner_only;
+        s.only_relevant_to_owner = owner_only;
+        c.cols.overridden[slot] = true;
+        c.cols.owner_actor[slot] = Some(owner);
+        let a = &mut c.actors[slot];
+        a.owner = owner_net.owner;
+        a.autonomous = owner_net.autonomous;
+        Ok(guid)
+    }
+
+    /// The owner of sub-object `guid`.
+    pub fn owner_of(&self, guid: NetGuid) -> Option<NetGuid> {
+        self.subs.outer.get(&guid).copied()
+    }
+
+    /// Actor `owner`'s sub-objects, in registration order.
+    pub fn sub_objects(&self, owner: NetGuid) -> &[NetGuid] {
+        self.subs.inner.get(&owner).map_or(&[], |v| &v[..])
+    }
+
+    /// Sub-objects follow their owner's connection ownership ([`Self::set_owner`]).
+    pub(super) fn own_sub_objects(&mut self, owner: NetGuid, conn: Option<u32>, autonomous: bool) {
+        let Some(list) = self.subs.inner.get(&owner) else { return };
+        for g in list {
+            if let Some(&(c, s)) = self.guids.get(g) {
+                let a = &mut self.classes[c as usize].actors[s as usize];
+                a.owner = conn;
+                a.autonomous = autonomous;
+            }
+        }
+    }
+
+    /// An actor is gone: as a sub-object it leaves its owner's list; as an owner its sub-objects
+    /// stop replicating (each client destroyed them with the owner) and their rows go.
+    pub(super) fn forget_sub_objects(&mut self, guid: NetGuid) {
+        if let Some(owner) = self.subs.outer.remove(&guid) {
+            if let Some(list) = self.subs.inner.get_mut(&owner) {
+                list.retain(|&g| g != guid);
+            }
+        }
+        for sub in self.subs.inner.remove(&guid).unwrap_or_default() {
+            self.subs.outer.remove(&sub);
+            let Some(&(c, s)) = self.guids.get(&sub) else { continue };
+            let class = &mut self.classes[c as usize];
+            class.actors[s as usize].torn_off = true;
+            class.cols.set_awake_lane(s as usize, false);
+            for conn in self.conns.iter_mut().filter(|c| !c.removed) {
+                conn.drop_pair(c, s);
+            }
+        }
     }
 
     /// Tears an actor off (UE's `TearOff`): every connection that may have it gets a close with

@@ -84,6 +84,7 @@ pub use channels::{Action, FrameDecisions, SendDecision};
 pub use connection::{ConnectionStats, PairState};
 pub use dormancy::{Dormancy, DormancyHook};
 pub use level::ChannelInfo;
+pub use lifecycle::SubObjectCondition;
 pub use relevancy::{RelevancyHook, Viewer};
 pub use settings::{ActorLevelConfig, NetSettings};
 
@@ -204,6 +205,11 @@ pub enum DriverError {
     /// The actor already has a NetGUID (a tick or a call gave it a dynamic one): a static actor
     /// is registered before the first tick sees it.
     AlreadyReplicated(ActorId),
+    /// No live actor has this GUID (a sub-object's owner).
+    UnknownOwner(NetGuid),
+    /// A sub-object's owner must be an actor, not itself nor another sub-object, and a
+    /// sub-object cannot own sub-objects.
+    SubObjectChain(NetGuid),
 }
 
 impl fmt::Display for DriverError {
@@ -233,6 +239,13 @@ impl fmt::Display for DriverError {
                 write!(f, "parent {parent} of class `{class}` is not a (non-array) {what} property")
             }
             DriverError::BadStaticPath(why) => write!(f, "static actor path: {why}"),
+            DriverError::UnknownOwner(g) => write!(f, "no live actor has GUID {g}"),
+            DriverError::SubObjectChain(g) => {
+                write!(
+                    f,
+                    "{g}: a sub-object's owner is an actor (not itself, nor a sub-object), and owns no sub-objects"
+                )
+            }
             DriverError::AlreadyReplicated(id) => {
                 write!(
                     f,
@@ -332,6 +345,8 @@ pub struct NetDriver {
     pub(crate) level: Option<level::Level>,
     /// Static actors (and destroyed ones), by GUID: their paths ([`lifecycle`]).
     pub(crate) statics: lifecycle::Statics,
+    /// Sub-objects and their owners ([`lifecycle`]).
+    pub(crate) subs: lifecycle::SubObjects,
 }
 
 impl NetDriver {
@@ -355,6 +370,7 @@ impl NetDriver {
             arena: SharedArena::default(),
             stats: TickStats::default(),
             statics: lifecycle::Statics::default(),
+            subs: lifecycle::SubObjects::default(),
         })
     }
 
@@ -522,7 +538,9 @@ impl NetDriver {
         let a = self.actor_mut(class, store, id)?;
         a.owner = owner.map(|o| o.0);
         a.autonomous = autonomous;
+        let guid = a.guid;
         self.wake_newly_active(class.0, id.index, &before);
+        self.own_sub_objects(guid, owner.map(|o| o.0), autonomous);
         Ok(())
     }
 
@@ -773,6 +791,7 @@ impl NetDriver {
             arena: self.cfg.shared_serialization.then_some(&self.arena),
             keep_alive_frames: self.cfg.keep_alive_frames,
             statics: &self.statics.paths,
+            outers: &self.subs.outer,
         };
         let write = |conn: &mut Connection| ctx.write_connection(conn);
         let written: Vec<send::Written> = if parallel {

@@ -41,6 +41,8 @@ pub(crate) struct WriteCtx<'a> {
     pub keep_alive_frames: u32,
     /// Static actors' paths (their opens, and the closes of destroyed ones).
     pub statics: &'a HashMap<NetGuid, Arc<str>>,
+    /// Sub-objects' owners (their opens).
+    pub outers: &'a HashMap<NetGuid, NetGuid>,
 }
 
 /// What one connection's writing produced.
@@ -363,9 +365,10 @@ impl WriteCtx<'_> {
 
     /// How `item`'s channel opens: a static actor by its path, a dynamic one from its spawn info.
     fn open_header(&self, item: &SendItem) -> OpenHeader {
-        let kind = match self.statics.get(&item.guid) {
-            Some(path) => OpenKind::Static(path.clone()),
-            None => {
+        let kind = match (self.statics.get(&item.guid), self.outers.get(&item.guid)) {
+            (Some(path), _) => OpenKind::Static(path.clone()),
+            (None, Some(&owner)) => OpenKind::SubObject { owner },
+            (None, None) => {
                 let c = &self.classes[item.class as usize];
                 OpenKind::Spawn(super::level::spawn_info(c, self.stores[item.class as usize], item.slot))
             }

@@ -196,6 +196,7 @@ impl ReferenceFrame {
             arena: None,
             keep_alive_frames: driver.cfg.keep_alive_frames,
             statics: &driver.statics.paths,
+            outers: &driver.subs.outer,
         };
         let mut bytes = 0;
         for ci in 0..self.conns.len() {

@@ -1,7 +1,7 @@
 //! What a channel's open and close say (UE's `SerializeNewActor` and channel close reasons).
 //!
 //! ```text
-//! open   := class:packed  static:bit ( path | spawn )
+//! open   := class:packed  kind:2 ( spawn | path | owner:packed )     0 spawn, 1 static, 2 sub-object
 //! spawn  := location:vector(Q100)  rotation:rotator  scaled:bit [scale:vector(Q10)]
 //!           moving:bit [velocity:vector(Q1)]
 //! path   := len:packed(≤ MAX_PATH_BYTES) byte{len}            UTF-8
@@ -16,6 +16,8 @@
 //! NetGUID) opens with its path instead: the client already has it and binds the GUID to it. A
 //! close says why the channel ends: the actor is destroyed (or no longer relevant: the client
 //! destroys its copy), went dormant, or was torn off (in both of those the client keeps it). A
+//! sub-object (a component, a weapon) opens with its owner actor's GUID: the client creates it
+//! on first sight, linked to that owner, and destroys it with the owner. A
 //! destroyed static actor's close carries its path, so a client that never bound the GUID —
 //! one that joined after the destruction — still finds the copy to destroy.
 
@@ -63,7 +65,15 @@ pub enum OpenKind {
     Spawn(SpawnInfo),
     /// A static actor, by its path in the level.
     Static(Arc<str>),
+    /// A sub-object of the actor `owner` (its outer).
+    SubObject {
+        /// The owner actor.
+        owner: NetGuid,
+    },
 }
+
+/// Bits of an open's kind.
+const KIND_BITS: u32 = 2;
 
 /// A channel's open: the actor's class and how to create or find it.
 #[derive(Clone, Debug, PartialEq)]
@@ -241,12 +251,16 @@ pub fn write_open(w: &mut BitWriter, open: &OpenHeader) {
     w.write_packed(open.class as u64);
     match &open.kind {
         OpenKind::Spawn(s) => {
-            w.write_bool(false);
+            w.write_bits(0, KIND_BITS);
             write_spawn(w, s);
         }
         OpenKind::Static(path) => {
-            w.write_bool(true);
+            w.write_bits(1, KIND_BITS);
             write_path(w, path);
+        }
+        OpenKind::SubObject { owner } => {
+            w.write_bits(2, KIND_BITS);
+            w.write_packed(owner.0);
         }
     }
 }
@@ -254,7 +268,12 @@ pub fn write_open(w: &mut BitWriter, open: &OpenHeader) {
 /// Reads an open (after the bunch's open bit).
 pub fn read_open(r: &mut BitReader<'_>) -> Result<OpenHeader, WireError> {
     let class = u32::try_from(r.read_packed()?).map_err(|_| WireError::Invalid("class id"))?;
-    let kind = if r.read_bool()? { OpenKind::Static(read_path(r)?.into()) } else { OpenKind::Spawn(read_spawn(r)?) };
+    let kind = match r.read_bits(KIND_BITS)? {
+        0 => OpenKind::Spawn(read_spawn(r)?),
+        1 => OpenKind::Static(read_path(r)?.into()),
+        2 => OpenKind::SubObject { owner: NetGuid(r.read_packed()?) },
+        _ => return Err(WireError::Invalid("open kind")),
+    };
     Ok(OpenHeader { class, kind })
 }
 
@@ -273,7 +292,8 @@ pub fn max_open_bits(class: u32) -> usize {
         + super::max_leaf_bits(SCALE)
         + super::max_leaf_bits(VELOCITY);
     let path = super::packet::packed_bits(MAX_PATH_BYTES as u64) + 8 * MAX_PATH_BYTES;
-    super::packet::packed_bits(class as u64) + 1 + spawn.max(path)
+    let owner = super::packet::packed_bits(u64::MAX);
+    super::packet::packed_bits(class as u64) + KIND_BITS as usize + spawn.max(path).max(owner)
 }
 
 /// Writes a close's reason (after the bunch's close bit), and the path of a destroyed static
@@ -346,13 +366,13 @@ mod tests {
         // Too long on the wire.
         let mut w = BitWriter::new();
         w.write_packed(1);
-        w.write_bool(true);
+        w.write_bits(1, KIND_BITS);
         w.write_packed(MAX_PATH_BYTES as u64 + 1);
         assert!(matches!(read_open(&mut BitReader::new(w.bytes())), Err(WireError::OutOfRange { .. })));
         // Not UTF-8.
         let mut w = BitWriter::new();
         w.write_packed(1);
-        w.write_bool(true);
+        w.write_bits(1, KIND_BITS);
         w.write_packed(1);
         w.write_bits(0xff, 8);
         assert_eq!(read_open(&mut BitReader::new(w.bytes())), Err(WireError::Invalid("path is not UTF-8")));
@@ -363,6 +383,16 @@ mod tests {
             let mut r = BitReader::with_len(w.bytes(), cut);
             assert!(read_open(&mut r).is_err(), "cut at {cut}");
         }
+    }
+
+    #[test]
+    fn a_sub_object_open_names_its_owner_and_an_unknown_kind_is_an_error() {
+        let open = OpenHeader { class: 2, kind: OpenKind::SubObject { owner: NetGuid(40) } };
+        assert_eq!(round_trip(&open), open);
+        let mut w = BitWriter::new();
+        w.write_packed(1);
+        w.write_bits(3, KIND_BITS);
+        assert_eq!(read_open(&mut BitReader::new(w.bytes())), Err(WireError::Invalid("open kind")));
     }
 
     #[test]

@@ -9,6 +9,7 @@ mod lifecycle;
 mod priority;
 mod reference;
 mod relevancy;
+mod subobjects;
 mod timeout;
 
 use shadowrep::client::{ClientEvent, ClientWorld};

@@ -1,0 +1,201 @@
+//! Sub-objects: created on the client with their owner, replicated where the owner is relevant
+//! (to its owning connection only when owner-only), referenced by GUID, destroyed with the owner.
+
+use super::*;
+use shadowrep::net::{DriverError, SubObjectCondition};
+use shadowrep::value::ObjectRef;
+
+/// Parents of [`weapon`].
+const AMMO: usize = 0;
+
+fn weapon() -> Arc<ClassLayout> {
+    Arc::new(ClassBuilder::new("Weapon").property(PropertyDecl::new("Ammo", PropType::U32)).build().unwrap())
+}
+
+/// Characters (the `thing` class with a current-weapon reference) and weapons, two clients at
+/// the origin.
+struct Arena {
+    driver: NetDriver,
+    characters: ClassStore,
+    weapons: ClassStore,
+    character: ClassId,
+    weapon: ClassId,
+    clients: Vec<(ConnectionId, ClientWorld)>,
+}
+
+/// Parent of the character's current weapon.
+const CURRENT: usize = 2;
+
+impl Arena {
+    fn new() -> Arena {
+        let character = Arc::new(
+            ClassBuilder::new("Character")
+                .property(PropertyDecl::new("Location", PropType::Vector(VectorQuant::None)))
+                .property(PropertyDecl::new("Health", PropType::U32))
+                .property(PropertyDecl::new("Current", PropType::Object))
+                .build()
+                .unwrap(),
+        );
+        let mut characters = ClassStore::new(character.clone());
+        let mut weapons = ClassStore::new(weapon());
+        let cfg = DriverConfig { actor_level: Some(ActorLevelConfig::default()), ..DriverConfig::default() };
+        let mut driver = NetDriver::new(cfg).unwrap();
+        let c = driver.register_class(&mut characters).unwrap();
+        let w = driver.register_class(&mut weapons).unwrap();
+        driver.set_location_property(c, LOCATION).unwrap();
+        let mut s = NetSettings::default();
+        s.frequency.net_update_frequency = 1.0e6;
+        driver.set_class_settings(c, s).unwrap();
+        driver.set_class_settings(w, s).unwrap();
+        let mut clients = Vec::new();
+        for _ in 0..2 {
+            let conn = driver.add_connection(false);
+            driver.set_viewers(conn, &[viewer([0.0; 3], None)]).unwrap();
+            let world = ClientWorld::new(&[character.clone(), weapon()], &driver.checksums()).unwrap();
+            clients.push((conn, world));
+        }
+        Arena { driver, characters, weapons, character: c, weapon: w, clients }
+    }
+
+    /// A character at `at` owned by client `owner`, with a weapon holding `ammo` (`condition`).
+    fn armed(
+        &mut self,
+        at: [f32; 3],
+        owner: usize,
+        ammo: u32,
+        condition: SubObjectCondition,
+    ) -> (ActorId, NetGuid, ActorId, NetGuid) {
+        let ch = self.characters.spawn();
+        self.characters.set(ch, LOCATION, &Value::Vector(at)).unwrap();
+        let cg = self.driver.assign_guid(self.character, &self.characters, ch).unwrap();
+        self.driver.set_owner(self.character, &self.characters, ch, Some(self.clients[owner].0), true).unwrap();
+        let w = self.weapons.spawn();
+        self.weapons.set(w, AMMO, &Value::U32(ammo)).unwrap();
+        let wg = self.driver.register_sub_object(self.weapon, &self.weapons, w, cg, condition).unwrap();
+        self.characters.set(ch, CURRENT, &Value::Object(ObjectRef(wg.0))).unwrap();
+        (ch, cg, w, wg)
+    }
+
+    fn run(&mut self, frames: usize) {
+        for _ in 0..frames {
+            self.driver.tick(&mut [&mut self.characters, &mut self.weapons]).unwrap();
+            for (conn, world) in &mut self.clients {
+                for p in self.driver.take_packets(*conn).unwrap() {
+                    world.receive(&p).unwrap();
+                }
+                self.driver.receive_feedback(*conn, &world.feedback()).unwrap();
+            }
+        }
+    }
+
+    fn client(&self, c: usize) -> &ClientWorld {
+        &self.clients[c].1
+    }
+}
+
+#[test]
+fn a_sub_object_is_created_with_its_owner_and_a_reference_to_it_resolves() {
+    let mut a = Arena::new();
+    let (_, cg, w, wg) = a.armed([100.0, 0.0, 0.0], 0, 30, SubObjectCondition::None);
+    a.run(3);
+    for c in 0..2 {
+        let client = a.client(c);
+        assert_eq!(client.value(wg, AMMO), Some(Value::U32(30)), "client {c}");
+        assert_eq!(client.owner_of(wg), Some(cg));
+        assert_eq!(client.sub_objects(cg), &[wg]);
+        assert_eq!(client.value(cg, CURRENT), Some(Value::Object(ObjectRef(wg.0))));
+        assert_eq!(client.unmapped_count(), 0);
+    }
+    assert_eq!(a.driver.owner_of(wg), Some(cg));
+    assert_eq!(a.driver.sub_objects(cg), &[wg]);
+    a.weapons.set(w, AMMO, &Value::U32(29)).unwrap();
+    a.run(2);
+    assert_eq!(a.client(1).value(wg, AMMO), Some(Value::U32(29)));
+}
+
+#[test]
+fn an_owner_only_sub_object_goes_to_the_owners_connection_only_and_follows_ownership() {
+    let mut a = Arena::new();
+    let (ch, cg, _, wg) = a.armed([100.0, 0.0, 0.0], 0, 5, SubObjectCondition::OwnerOnly);
+    a.run(3);
+    assert!(a.client(0).has(wg));
+    assert!(!a.client(1).has(wg), "the inventory is its owner's");
+    assert!(a.client(1).has(cg));
+    // The character changes hands: the sub-object follows its owner's ownership.
+    a.driver.set_owner(a.character, &a.characters, ch, Some(a.clients[1].0), true).unwrap();
+    a.run(3);
+    assert!(a.client(1).has(wg));
+}
+
+#[test]
+fn a_sub_object_is_relevant_exactly_where_its_owner_is() {
+    let mut a = Arena::new();
+    let (ch, cg, _, wg) = a.armed([100.0, 0.0, 0.0], 0, 5, SubObjectCondition::None);
+    a.run(3);
+    assert!(a.client(1).has(wg));
+    // The owner walks away from client 1's viewer (client 0 owns it: still relevant there).
+    a.characters.set(ch, LOCATION, &Value::Vector([500_000.0, 0.0, 0.0])).unwrap();
+    a.run(200);
+    assert!(!a.client(1).has(cg));
+    assert!(!a.client(1).has(wg), "closed with its owner");
+    assert!(a.client(0).has(wg));
+}
+
+#[test]
+fn removing_a_sub_object_or_destroying_its_owner_destroys_it_on_clients() {
+    let mut a = Arena::new();
+    let (ch, cg, w, wg) = a.armed([100.0, 0.0, 0.0], 0, 5, SubObjectCondition::None);
+    let (_, _, _, spare) = {
+        let w2 = a.weapons.spawn();
+        let g = a.driver.register_sub_object(a.weapon, &a.weapons, w2, cg, SubObjectCondition::None).unwrap();
+        (ch, cg, w2, g)
+    };
+    a.run(3);
+    assert_eq!(a.client(0).sub_objects(cg).len(), 2);
+    a.weapons.despawn(w).unwrap();
+    a.run(2);
+    assert!(!a.client(0).has(wg));
+    assert_eq!(a.client(0).sub_objects(cg), &[spare]);
+    a.characters.despawn(ch).unwrap();
+    a.run(2);
+    for c in 0..2 {
+        assert!(!a.client(c).has(cg));
+        assert!(!a.client(c).has(spare), "destroyed with its owner");
+        let events = a.clients[c].1.take_events();
+        assert!(events.contains(&ClientEvent::Destroyed { guid: spare }));
+    }
+    // The driver stopped replicating the orphan; it sends nothing for it any more.
+    assert!(a.driver.sub_objects(cg).is_empty());
+    assert_eq!(a.driver.owner_of(spare), None);
+}
+
+#[test]
+fn sub_object_registration_errors_are_clear() {
+    let mut a = Arena::new();
+    let (_, cg, w, wg) = a.armed([0.0; 3], 0, 1, SubObjectCondition::None);
+    assert_eq!(
+        a.driver.register_sub_object(a.weapon, &a.weapons, w, NetGuid(9_999_998), SubObjectCondition::None),
+        Err(DriverError::UnknownOwner(NetGuid(9_999_998)))
+    );
+    let other = a.weapons.spawn();
+    assert_eq!(
+        a.driver.register_sub_object(a.weapon, &a.weapons, other, wg, SubObjectCondition::None),
+        Err(DriverError::SubObjectChain(a.driver.guid_of(a.weapon, other).unwrap())),
+        "a sub-object owns no sub-objects"
+    );
+    assert_eq!(
+        a.driver.register_sub_object(a.weapon, &a.weapons, w, wg, SubObjectCondition::None),
+        Err(DriverError::SubObjectChain(wg))
+    );
+    // Without the actor level there is no owner relevancy to ride on.
+    let mut dense = NetDriver::new(DriverConfig::default()).unwrap();
+    let mut weapons = ClassStore::new(weapon());
+    let class = dense.register_class(&mut weapons).unwrap();
+    let (x, y) = (weapons.spawn(), weapons.spawn());
+    let owner = dense.assign_guid(class, &weapons, x).unwrap();
+    assert_eq!(
+        dense.register_sub_object(class, &weapons, y, owner, SubObjectCondition::None),
+        Err(DriverError::ActorLevelOff)
+    );
+    assert!(a.driver.sub_objects(cg).contains(&wg));
+}
