@@ -46,6 +46,7 @@
 //! | Projectile | 100 (every frame) | 1 | fast movers; the shooter's own get T × 4 (instigated by its view target) |
 //! | Pickup | 2 | 1 | at rest; a change is pushed at once with ForceNetUpdate |
 //! | LootContainer | 5 | 1 | at rest, interacted with more than pickups; ForceNetUpdate too |
+//! | ShooterWeapon | its character's | its character's | a sub-object of the character: relevant where it is; its burst counter changes with every shot, its ammo (owner only) too |
 //!
 //! Every class keeps UE's default cull distance (15 000) and `MinNetUpdateFrequency` 2 (1 for
 //! the static classes; it matters only with adaptive frequency, off as in UE 5). None is a
@@ -67,7 +68,7 @@ use crate::workload::median;
 use shadowrep::net::consider::UpdateFrequency;
 use shadowrep::net::{NetSettings, TickStats};
 use shadowrep::schema::ClassLayout;
-use shadowrep_layouts::classes::{LootContainer, Pickup, Projectile, ShooterCharacter};
+use shadowrep_layouts::classes::{LootContainer, Pickup, Projectile, ShooterCharacter, ShooterWeapon};
 use std::io::Write;
 use std::sync::Arc;
 use std::time::Instant;
@@ -83,11 +84,13 @@ pub enum Kind {
     Pickup,
     /// A `LootContainer`.
     Loot,
+    /// A character's `ShooterWeapon` (a sub-object of the character).
+    Weapon,
 }
 
 impl Kind {
     /// Every kind, in registration order.
-    pub const ALL: [Kind; 4] = [Kind::Character, Kind::Projectile, Kind::Pickup, Kind::Loot];
+    pub const ALL: [Kind; 5] = [Kind::Character, Kind::Projectile, Kind::Pickup, Kind::Loot, Kind::Weapon];
 
     /// Index in [`Kind::ALL`] (and the class id the server registers it as).
     pub fn index(self) -> usize {
@@ -101,6 +104,7 @@ impl Kind {
             Kind::Projectile => Projectile::layout(),
             Kind::Pickup => Pickup::layout(),
             Kind::Loot => LootContainer::layout(),
+            Kind::Weapon => ShooterWeapon::layout(),
         }
     }
 
@@ -111,6 +115,7 @@ impl Kind {
             Kind::Projectile => Projectile::CLASS_NAME,
             Kind::Pickup => Pickup::CLASS_NAME,
             Kind::Loot => LootContainer::CLASS_NAME,
+            Kind::Weapon => ShooterWeapon::CLASS_NAME,
         }
     }
 
@@ -126,6 +131,8 @@ impl Kind {
             Kind::Projectile => NetSettings { frequency: freq(100.0, 2.0), net_priority: 1.0, ..ue },
             Kind::Pickup => NetSettings { frequency: freq(2.0, 1.0), net_priority: 1.0, ..ue },
             Kind::Loot => NetSettings { frequency: freq(5.0, 1.0), net_priority: 1.0, ..ue },
+            // A sub-object takes its character's frequency, priority and relevancy.
+            Kind::Weapon => NetSettings { frequency: freq(100.0, 2.0), net_priority: 3.0, ..ue },
         }
     }
 }

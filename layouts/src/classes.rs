@@ -8,6 +8,7 @@
 //! | [`LootContainer`] | `Actor` | 8 + 2 | as `Actor`, plus both of its own |
 //! | [`ExampleActor`] | `Actor` | 8 + 2 | as `Actor`, plus `PushValue` |
 //! | [`Projectile`] | — | 4 | `Damage`, `Instigator` |
+//! | [`ShooterWeapon`] | — | 4 | `MyPawn` |
 //! | [`Pickup`] | — | 4 | all (the class takes the all-push fast path) |
 //! | [`Counter`] | — | 1 | none |
 //!
@@ -24,6 +25,9 @@
 //! - `LootContainer`'s `ContainerOwnInfo` is one struct parent whose first field is a dynamic
 //!   array, as in UE: leaves `ContainerOwnInfo.PlayerIdArray` (an array command),
 //!   `ContainerOwnInfo.StartTime` and `ContainerOwnInfo.OwnDuration`.
+//! - `ShooterWeapon` is ShooterGame's `AShooterWeapon`, replicated as a sub-object of its
+//!   character (`NetDriver::register_sub_object`): the burst counter everyone sees (it drives the
+//!   muzzle effects), the ammo only its owner sees.
 //! - `Projectile`, `Pickup` and `Counter` have no base: they stand for lean, numerous objects, and
 //!   `Counter` is a single-property class for comparisons with other replication systems.
 
@@ -139,6 +143,20 @@ crate::replicated_class! {
         damage: f32 = "Damage" [push],
         /// Who fired it.
         instigator: ObjectRef = "Instigator" [push],
+    }
+}
+
+crate::replicated_class! {
+    /// ShooterGame's weapon: a sub-object of the character carrying it.
+    pub class ShooterWeapon {
+        /// The character carrying it.
+        my_pawn: ObjectRef = "MyPawn" [notify = OnChanged, push],
+        /// Shots of the current burst: clients play the firing effects when it changes.
+        burst_counter: i32 = "BurstCounter" [notify = OnChanged],
+        /// Ammo left: its owner's only.
+        current_ammo: i32 = "CurrentAmmo" [cond = OwnerOnly],
+        /// Ammo in the clip: its owner's only.
+        current_ammo_in_clip: i32 = "CurrentAmmoInClip" [cond = OwnerOnly],
     }
 }
 

@@ -75,12 +75,13 @@ const CLASSES: &[(&str, LayoutFn)] = &[
     ("LootContainer", classes::LootContainer::layout),
     ("ExampleActor", classes::ExampleActor::layout),
     ("Projectile", classes::Projectile::layout),
+    ("ShooterWeapon", classes::ShooterWeapon::layout),
     ("Pickup", classes::Pickup::layout),
     ("Counter", classes::Counter::layout),
 ];
 
 /// Names of the sample classes, in a stable order: `Actor`, `ShooterCharacter`, `LootContainer`,
-/// `ExampleActor`, `Projectile`, `Pickup`, `Counter`.
+/// `ExampleActor`, `Projectile`, `ShooterWeapon`, `Pickup`, `Counter`.
 pub fn class_names() -> &'static [&'static str] {
     const NAMES: &[&str] = &{
         let mut names = [""; CLASSES.len()];
@@ -188,7 +189,16 @@ mod tests {
     fn every_registered_class_builds() {
         assert_eq!(
             class_names(),
-            ["Actor", "ShooterCharacter", "LootContainer", "ExampleActor", "Projectile", "Pickup", "Counter"]
+            [
+                "Actor",
+                "ShooterCharacter",
+                "LootContainer",
+                "ExampleActor",
+                "Projectile",
+                "ShooterWeapon",
+                "Pickup",
+                "Counter"
+            ]
         );
         for name in class_names() {
             let layout = layout_by_name(name).unwrap_or_else(|| panic!("{name} not registered"));

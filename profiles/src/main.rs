@@ -83,7 +83,7 @@ struct RunArgs {
 
 #[derive(Args, Clone)]
 struct ReplicateArgs {
-    /// Class to instantiate: ShooterCharacter, LootContainer, ExampleActor, Projectile, Pickup, Counter.
+    /// Class to instantiate: ShooterCharacter, LootContainer, ExampleActor, Projectile, ShooterWeapon, Pickup, Counter.
     #[arg(long, default_value = "Counter")]
     class: String,
     /// Number of actors.
@@ -114,7 +114,7 @@ struct ReplicateArgs {
 
 #[derive(Args, Clone)]
 struct CompareArgs {
-    /// Class to instantiate: ShooterCharacter, LootContainer, ExampleActor, Projectile, Pickup, Counter.
+    /// Class to instantiate: ShooterCharacter, LootContainer, ExampleActor, Projectile, ShooterWeapon, Pickup, Counter.
     #[arg(long, default_value = "ShooterCharacter")]
     class: String,
     /// Number of actors.

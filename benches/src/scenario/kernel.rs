@@ -21,7 +21,7 @@ use crate::replicate::drain_and_ack;
 use shadowrep::net::spatial::{GridConfig, DEFAULT_CELL_SIZE};
 use shadowrep::net::{
     Action, ActorLevelConfig, ClassId, ConnectionId, Dormancy, DriverConfig, NetDriver, NetGuid, NetSettings,
-    TickStats, Viewer,
+    SubObjectCondition, TickStats, Viewer,
 };
 use shadowrep::reference::frame::ReferenceFrame;
 use shadowrep::store::ActorId;
@@ -33,7 +33,7 @@ pub struct KernelServer {
     driver: NetDriver,
     /// The UE-style reference ticked on the same frames, when comparing.
     reference: Option<Reference>,
-    classes: [ClassId; 4],
+    classes: [ClassId; 5],
     conns: Vec<ConnectionId>,
     /// Each player's character.
     characters: Vec<NetGuid>,
@@ -60,17 +60,21 @@ impl KernelServer {
         };
         let mut driver = NetDriver::new(DriverConfig { parallel, actor_level: Some(level), ..DriverConfig::default() })
             .map_err(err)?;
-        let mut classes = [ClassId(0); 4];
+        let mut classes = [ClassId(0); 5];
         for kind in Kind::ALL {
             let class = driver.register_class(&mut world.stores[kind.index()]).map_err(err)?;
             driver.set_class_settings(class, kind.net_settings()).map_err(err)?;
             let location = match kind {
                 // LootContainer extends Actor: the base's parents keep their indices.
-                Kind::Character | Kind::Loot => Actor::LOCATION,
-                Kind::Projectile => Projectile::LOCATION,
-                Kind::Pickup => Pickup::LOCATION,
+                Kind::Character | Kind::Loot => Some(Actor::LOCATION),
+                Kind::Projectile => Some(Projectile::LOCATION),
+                Kind::Pickup => Some(Pickup::LOCATION),
+                // A sub-object is where its owner is.
+                Kind::Weapon => None,
             };
-            driver.set_location_property(class, location).map_err(err)?;
+            if let Some(location) = location {
+                driver.set_location_property(class, location).map_err(err)?;
+            }
             classes[kind.index()] = class;
         }
         Ok(KernelServer {
@@ -150,6 +154,11 @@ impl ScenarioServer for KernelServer {
             let conn = self.driver.add_connection(false);
             let guid = self.driver.assign_guid(character, store, id).map_err(err)?;
             self.driver.set_owner(character, store, id, Some(conn), true).map_err(err)?;
+            let weapon = world.weapon(p).ok_or_else(|| format!("player {p} has no weapon"))?;
+            let weapon_class = self.class(Kind::Weapon);
+            self.driver
+                .register_sub_object(weapon_class, world.store(Kind::Weapon), weapon, guid, SubObjectCondition::None)
+                .map_err(err)?;
             self.conns.push(conn);
             self.characters.push(guid);
         }
@@ -325,6 +334,8 @@ fn location(world: &World, kind: Kind, id: ActorId) -> [f32; 3] {
         Kind::Character | Kind::Loot => Actor::location(store, id).map(|v| v.0),
         Kind::Projectile => Projectile::location(store, id).map(|v| v.0),
         Kind::Pickup => Pickup::location(store, id).map(|v| v.0),
+        // Where its owner is (the dump's reader finds it through the owner).
+        Kind::Weapon => return [f32::NAN; 3],
     };
     read.unwrap_or([f32::NAN; 3])
 }

@@ -6,14 +6,16 @@
 //! World::new            empty stores, the map, the players' drop positions (not yet spawned)
 //! load_step(b) × B      level load: batch b of the pickups and loot containers spawns (and of
 //!                       the dormant ones, if the world has any: idle, never changed)
-//! join                  every player's ShooterCharacter spawns at its drop position
+//! join                  every player's ShooterCharacter spawns at its drop position, with its
+//!                       ShooterWeapon (a sub-object)
 //! step                  one tick of game time (1 / tick rate):
 //!   characters          after the hot drop's fight, dispersing from it (straight out, fast);
 //!                       otherwise roaming
 //!                       (running, turning at a rate that wanders); now and then hit, aiming,
 //!                       sprinting
 //!   projectiles         past their lifetime → despawned; the rest fly straight
-//!   firing              each character fires at the rate that keeps ~`projectiles` in the air
+//!   firing              each character fires at the rate that keeps ~`projectiles` in the air;
+//!                       its weapon's burst counter and ammo change with each shot
 //!   static actors       a fraction per second changes (a pickup taken or restocked, a loot
 //!                       container claimed): the game calls ForceNetUpdate on each
 //! ```
@@ -27,7 +29,7 @@ use rand_chacha::ChaCha8Rng;
 use shadowrep::store::{ActorId, ClassStore};
 use shadowrep::value::ObjectRef;
 use shadowrep_layouts::classes::{
-    Actor, ContainerOwnInfo, ENetRole, LootContainer, Pickup, Projectile, ShooterCharacter, TakeHitInfo,
+    Actor, ContainerOwnInfo, ENetRole, LootContainer, Pickup, Projectile, ShooterCharacter, ShooterWeapon, TakeHitInfo,
 };
 use shadowrep_layouts::{NetQuantize10, NetQuantize100, Rotator};
 use std::f32::consts::{PI, TAU};
@@ -48,6 +50,10 @@ const PROJECTILE_LIFETIME: (f64, f64) = (1.0, 2.0);
 const HIT_RATE: f64 = 0.5;
 const AIM_TOGGLE_RATE: f64 = 0.3;
 const RUN_TOGGLE_RATE: f64 = 0.2;
+
+/// A weapon's reserve and clip at spawn.
+const WEAPON_AMMO: i32 = 300;
+const CLIP_AMMO: i32 = 30;
 
 /// Game-side lookup failure: the world only touches live actors of the stores' own classes.
 const LIVE: &str = "the world writes only its own live actors with their own property types";
@@ -75,6 +81,8 @@ pub struct FrameEvents {
 #[derive(Clone, Copy, Debug)]
 struct Character {
     id: Option<ActorId>,
+    /// Its weapon (a sub-object), once it joined.
+    weapon: Option<ActorId>,
     pos: [f32; 3],
     /// Facing and heading (radians about +Z).
     yaw: f32,
@@ -108,7 +116,7 @@ struct Flying {
 pub struct World {
     cfg: ScenarioConfig,
     /// The stores, indexed by [`Kind::index`].
-    pub stores: [ClassStore; 4],
+    pub stores: [ClassStore; 5],
     rng: ChaCha8Rng,
     characters: Vec<Character>,
     /// Each player's character NetGUID, as the server named it (projectiles' `Instigator`).
@@ -116,7 +124,7 @@ pub struct World {
     flying: Vec<Flying>,
     statics: Vec<(Kind, ActorId)>,
     /// Static actors of the whole level, per kind.
-    static_totals: [usize; 4],
+    static_totals: [usize; 5],
     /// Dormant actors spawned so far (never changed by the game).
     dormant: usize,
     time: f64,
@@ -140,6 +148,7 @@ impl World {
             let yaw = rng.random_range(0.0..TAU);
             let mut c = Character {
                 id: None,
+                weapon: None,
                 pos: [rng.random_range(-half..half), rng.random_range(-half..half), 0.0],
                 yaw,
                 yaw_rate: 0.0,
@@ -162,7 +171,7 @@ impl World {
         }
         let statics = cfg.static_actors();
         let pickups = (statics as f64 * cfg.pickup_share).round() as usize;
-        let mut static_totals = [0; 4];
+        let mut static_totals = [0; 5];
         static_totals[Kind::Pickup.index()] = pickups;
         static_totals[Kind::Loot.index()] = statics - pickups;
         let mean_life = (PROJECTILE_LIFETIME.0 + PROJECTILE_LIFETIME.1) / 2.0;
@@ -231,6 +240,12 @@ impl World {
     /// Gives the world the NetGUID of each player's character (projectiles name their
     /// instigator by it).
     pub fn bind_character_guids(&mut self, guids: Vec<u64>) {
+        let store = &mut self.stores[Kind::Weapon.index()];
+        for (c, &g) in self.characters.iter().zip(&guids) {
+            if let Some(w) = c.weapon {
+                ShooterWeapon::set_my_pawn_and_mark_dirty(store, w, ObjectRef(g)).expect(LIVE);
+            }
+        }
         self.guids = guids;
     }
 
@@ -304,9 +319,19 @@ impl World {
             Actor::set_rotation(store, id, Rotator::new(0.0, c.yaw.to_degrees(), 0.0)).expect(LIVE);
             ShooterCharacter::set_health(store, id, c.health).expect(LIVE);
             set_roles(store, id, ENetRole::AutonomousProxy);
+            let weapons = &mut self.stores[Kind::Weapon.index()];
+            let w = weapons.spawn();
+            ShooterWeapon::set_current_ammo(weapons, w, WEAPON_AMMO).expect(LIVE);
+            ShooterWeapon::set_current_ammo_in_clip(weapons, w, CLIP_AMMO).expect(LIVE);
+            self.characters[p].weapon = Some(w);
             ev.joined.push(p);
         }
         ev
+    }
+
+    /// Player `p`'s weapon, once it joined.
+    pub fn weapon(&self, p: usize) -> Option<ActorId> {
+        self.characters.get(p)?.weapon
     }
 
     /// One tick of game time.
@@ -393,7 +418,8 @@ impl World {
     }
 
     fn fire(&mut self, dt: f64, ev: &mut FrameEvents) {
-        let store = &mut self.stores[Kind::Projectile.index()];
+        const _: () = assert!(Kind::Projectile as usize == 1 && Kind::Weapon as usize == 4, "the stores' order");
+        let [_, store, _, _, weapons] = &mut self.stores;
         for (p, c) in self.characters.iter_mut().enumerate() {
             if c.id.is_none() {
                 continue;
@@ -416,6 +442,17 @@ impl World {
                 let life = self.rng.random_range(PROJECTILE_LIFETIME.0..PROJECTILE_LIFETIME.1);
                 self.flying.push(Flying { id, pos, vel, expires: self.time + life });
                 ev.fired.push((id, p));
+                if let Some(w) = c.weapon {
+                    let burst = ShooterWeapon::burst_counter(weapons, w).expect(LIVE);
+                    ShooterWeapon::set_burst_counter(weapons, w, burst.wrapping_add(1)).expect(LIVE);
+                    let clip = ShooterWeapon::current_ammo_in_clip(weapons, w).expect(LIVE);
+                    let ammo = ShooterWeapon::current_ammo(weapons, w).expect(LIVE);
+                    // Reloaded from the reserve when the clip runs dry; the reserve refills.
+                    let (clip, ammo) =
+                        if clip > 1 { (clip - 1, ammo) } else { (CLIP_AMMO, (ammo - CLIP_AMMO).max(CLIP_AMMO)) };
+                    ShooterWeapon::set_current_ammo_in_clip(weapons, w, clip).expect(LIVE);
+                    ShooterWeapon::set_current_ammo(weapons, w, ammo).expect(LIVE);
+                }
             }
         }
     }

@@ -9,12 +9,20 @@
 //!   instigated     (instigator GUID, due index), sorted by GUID
 //!   by connection  (owning connection, due index), sorted
 //!   (links hold plain actors only)
-//!   rule actors    always relevant, owner relevancy, owner only, hidden without collision, no
-//!                  root, or a class hook → UE's rules one by one (few: controllers, game state,
-//!                  attached items)
+//!   followers      owner relevancy and nothing else that could decide (sub-objects, attached
+//!                  items): relevant exactly when their owner is, or when a viewer views them
+//!   rule actors    always relevant, owner only, hidden without collision, no root, or a class
+//!                  hook → UE's rules one by one (few: controllers, game state)
 //! per connection:  grid hits ∪ links of each viewer's view target and real viewer ∪ owned by
-//!                  the connection ∪ rule actors that pass → sorted due indices
+//!                  the connection ∪ rule actors that pass → sorted due indices; then followers
+//!                  whose owner is among them (an owner not due this frame, or with a class hook:
+//!                  UE's rules for the follower)
 //! ```
+//!
+//! A follower's answer is UE's: rule 1 for it is "it is the view target or real viewer" (its
+//! owner chain is its owner's, which rule 1 of the owner covers), its instigator is none, and
+//! then owner relevancy hands the question to its owner — which, without a hook, is what the
+//! owner's own answer already says (owned by the connection included: ownership is the owner's).
 //!
 //! The union is exactly "relevant to some viewer by UE's rules": a plain actor has a root, and
 //! is visible or collides, so rules 2–5 cannot fire and rule 6 is the distance test; the grid
@@ -60,6 +68,8 @@ pub(crate) struct RelevancyIndex {
     positions: Vec<[f32; 3]>,
     cull_sq: Vec<f32>,
     rules: Vec<u32>,
+    /// (follower's due index, its owner).
+    followers: Vec<(u32, NetGuid)>,
     owned: Vec<(NetGuid, u32)>,
     instigated: Vec<(NetGuid, u32)>,
     by_conn: Vec<(u32, u32)>,
@@ -75,6 +85,7 @@ impl RelevancyIndex {
             positions: Vec::new(),
             cull_sq: Vec::new(),
             rules: Vec::new(),
+            followers: Vec::new(),
             owned: Vec::new(),
             instigated: Vec::new(),
             by_conn: Vec::new(),
@@ -89,6 +100,7 @@ impl RelevancyIndex {
         self.positions.clear();
         self.cull_sq.clear();
         self.rules.clear();
+        self.followers.clear();
         self.owned.clear();
         self.instigated.clear();
         self.by_conn.clear();
@@ -108,6 +120,8 @@ impl RelevancyIndex {
                 if let Some(g) = d.rel.instigator {
                     self.instigated.push((g, i));
                 }
+            } else if let Some(owner) = follows(d) {
+                self.followers.push((i, owner));
             } else {
                 self.rules.push(i);
             }
@@ -177,19 +191,60 @@ impl RelevancyIndex {
         let start = self.by_conn.partition_point(|e| e.0 < conn);
         extra.extend(self.by_conn[start..].iter().take_while(|e| e.0 == conn).map(|e| e.1));
         let lookup = |g: NetGuid| self.linked.get(&g).map(|l| &l.0);
-        for &i in &self.rules {
+        let by_rules = |i: u32| {
             let d = &due[i as usize];
             let hook = hooks.get(d.class as usize).and_then(Option::as_ref);
-            if relevant_to_connection(&d.rel, d.owner_conn == Some(conn), viewers, hook, &lookup) {
+            relevant_to_connection(&d.rel, d.owner_conn == Some(conn), viewers, hook, &lookup)
+        };
+        for &i in &self.rules {
+            if by_rules(i) {
                 extra.push(i);
             }
         }
-        if extra.is_empty() {
+        if !extra.is_empty() {
+            merge_into(out, extra, &mut scratch.merged);
+        }
+        if self.followers.is_empty() {
             return;
         }
-        // The few link and rule hits, sorted, merged into the grid's sorted hits.
+        let viewed = |g: NetGuid| viewers.iter().any(|v| v.view_target == Some(g) || v.real_viewer == Some(g));
+        let hooked = |c: u32| hooks.get(c as usize).is_some_and(Option::is_some);
+        extra.clear();
+        for &(i, owner) in &self.followers {
+            let d = &due[i as usize];
+            // The owner's own answer is the follower's when the owner is due, has no hook, does
+            // not hand its question on (owner relevancy: depth and order), and is owned by the
+            // same connection (its answer counts that ownership); otherwise UE's rules.
+            let owner_due = due_of(owner).filter(|&o| {
+                let od = &due[o as usize];
+                !hooked(od.class) && !hooked(d.class) && !od.rel.use_owner_relevancy && od.owner_conn == d.owner_conn
+            });
+            let relevant = match owner_due {
+                Some(o) => out.binary_search(&o).is_ok() || viewed(d.rel.guid) || d.owner_conn == Some(conn),
+                None => by_rules(i),
+            };
+            if relevant {
+                extra.push(i);
+            }
+        }
+        if !extra.is_empty() {
+            merge_into(out, extra, &mut scratch.merged);
+        }
+    }
+}
+
+/// Whether `d` follows its owner's relevancy and nothing else could decide for it (see the
+/// module documentation): its owner, if so.
+fn follows(d: &DueActor) -> Option<NetGuid> {
+    let r = &d.rel;
+    let only_owner_rules = r.use_owner_relevancy && !r.always_relevant && r.instigator.is_none();
+    r.owner.filter(|_| only_owner_rules)
+}
+
+/// Merges the few hits in `extra` (sorted here) into the sorted `out`, without duplicates.
+fn merge_into(out: &mut Vec<u32>, extra: &mut [u32], merged: &mut Vec<u32>) {
+    {
         extra.sort_unstable();
-        let merged = &mut scratch.merged;
         merged.clear();
         merged.reserve(out.len() + extra.len());
         let (mut i, mut j) = (0, 0);
