@@ -112,13 +112,19 @@ impl InventoryWorkload {
         self.writer.len_bits()
     }
 
-    /// Changes one random item of the plain array, then compares every leaf of every element
-    /// with the shadow, copying changed leaves; returns the changed leaves.
-    pub fn full_compare(&mut self) -> usize {
+    /// Changes the count of one random item of the plain array; returns the stride.
+    fn change_one_row(&mut self) -> usize {
         let stride = self.layout.stride;
         let row = self.rng.random_range(0..self.live.len() / stride);
         let count = self.rng.random::<u16>();
         put(&self.layout, &mut self.live[row * stride..(row + 1) * stride], 1, &count.to_le_bytes());
+        stride
+    }
+
+    /// Changes one random item of the plain array, then compares every leaf of every element
+    /// with the shadow, copying changed leaves; returns the changed leaves.
+    pub fn full_compare(&mut self) -> usize {
+        let stride = self.change_one_row();
         let mut changed = 0;
         for (live, shadow) in self.live.chunks_exact(stride).zip(self.shadow.chunks_exact_mut(stride)) {
             for el in &self.layout.elements {
@@ -135,10 +141,7 @@ impl InventoryWorkload {
     /// Compares the plain array with its shadow element by element as whole rows (one `memcmp`
     /// per element, leaves only inside a differing row); returns the differing rows.
     pub fn row_compare(&mut self) -> usize {
-        let stride = self.layout.stride;
-        let row = self.rng.random_range(0..self.live.len() / stride);
-        let count = self.rng.random::<u16>();
-        put(&self.layout, &mut self.live[row * stride..(row + 1) * stride], 1, &count.to_le_bytes());
+        let stride = self.change_one_row();
         let mut changed = 0;
         for (live, shadow) in self.live.chunks_exact(stride).zip(self.shadow.chunks_exact_mut(stride)) {
             if live != shadow {

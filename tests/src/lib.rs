@@ -388,3 +388,13 @@ fn dead_reference(kind: LeafKind, server: &[u8], client: &[u8], live: &HashSet<u
     let (s, c) = (guid(server), guid(client));
     s != 0 && !live.contains(&s) && (c == 0 || !live.contains(&c))
 }
+
+/// Runs `f` with at most `budget` more bytes available from `allocator` (the test binary's
+/// global allocator; an allocation beyond it aborts the binary). A panic in `f` lifts the limit
+/// before it goes on. A binary that uses it holds one test, so the cap sees nothing else.
+pub fn capped<T>(allocator: &cap::Cap<std::alloc::System>, budget: usize, f: impl FnOnce() -> T) -> T {
+    allocator.set_limit(allocator.allocated() + budget).expect("limit above what is allocated");
+    let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
+    allocator.set_limit(usize::MAX).expect("lift the limit");
+    out.unwrap_or_else(|p| std::panic::resume_unwind(p))
+}

@@ -23,10 +23,7 @@ static ALLOCATOR: Cap<alloc::System> = Cap::new(alloc::System, usize::MAX);
 const ALLOCATION_BUDGET: usize = 1 << 20;
 
 fn capped<T>(f: impl FnOnce() -> T) -> T {
-    ALLOCATOR.set_limit(ALLOCATOR.allocated() + ALLOCATION_BUDGET).expect("limit above what is allocated");
-    let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
-    ALLOCATOR.set_limit(usize::MAX).expect("lift the limit");
-    out.unwrap_or_else(|p| std::panic::resume_unwind(p))
+    shadowrep_tests::capped(&ALLOCATOR, ALLOCATION_BUDGET, f)
 }
 
 fn items(c: &FastArrayReceiver) -> BTreeMap<ReplicationId, Vec<u8>> {

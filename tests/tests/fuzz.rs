@@ -31,13 +31,8 @@ static ALLOCATOR: Cap<alloc::System> = Cap::new(alloc::System, usize::MAX);
 /// Extra bytes one call may allocate.
 const ALLOCATION_BUDGET: usize = 1 << 20;
 
-/// Runs `f` with at most [`ALLOCATION_BUDGET`] more bytes available (an allocation beyond it
-/// aborts the test binary). A panic in `f` lifts the limit before it goes on.
 fn capped<T>(f: impl FnOnce() -> T) -> T {
-    ALLOCATOR.set_limit(ALLOCATOR.allocated() + ALLOCATION_BUDGET).expect("limit above what is allocated");
-    let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
-    ALLOCATOR.set_limit(usize::MAX).expect("lift the limit");
-    out.unwrap_or_else(|p| std::panic::resume_unwind(p))
+    shadowrep_tests::capped(&ALLOCATOR, ALLOCATION_BUDGET, f)
 }
 
 /// One server run: the packets and feedbacks of client 0, frame by frame.
