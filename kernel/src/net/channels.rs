@@ -98,6 +98,8 @@ pub(crate) struct LevelCtx<'a> {
     /// Due actors that may fall asleep this frame (none: no connection needs to say which it
     /// holds awake).
     pub sleepy: usize,
+    /// Due sub-objects whose condition leaves some connections out.
+    pub conditioned: usize,
     pub time: ServerTime,
     pub cfg: &'a ActorLevelConfig,
 }
@@ -167,6 +169,9 @@ pub(crate) fn replicate_connection(ctx: &LevelCtx<'_>, ci: u32, conn: &mut Conne
         };
         let Scratch { relevant, query, .. } = &mut *scratch;
         ctx.index.relevant_for(ctx.due, due_of, ci, &conn.viewers, ctx.hooks, query, relevant);
+        if ctx.conditioned > 0 {
+            relevant.retain(|&d| ctx.due[d as usize].allowed_for(ci, conn.replay));
+        }
         out.nanos[0] = t.elapsed().as_nanos() as u64;
         let t = Instant::now();
         out.relevant = scratch.relevant.len();
@@ -328,6 +333,7 @@ fn process(ctx: &LevelCtx<'_>, run: &mut Run<'_>, conn: &mut Connection, scratch
     let recheck_after = ctx.cfg.relevant_timeout.min(1.0);
     let Scratch { cands, order, bits_per_send, .. } = scratch;
     let order = &mut order[..];
+    let replay = conn.replay;
     let mut start = 0;
     // The first batch: what the budget's credit carries at last frame's bits per send, and a
     // quarter more; each next batch twice the last.
@@ -344,11 +350,16 @@ fn process(ctx: &LevelCtx<'_>, run: &mut Run<'_>, conn: &mut Connection, scratch
             let c = order[i];
             let Cand { row: ri, due: d, relevant_now } = cands[c.index as usize];
             let due = &ctx.due[d as usize];
+            // A sub-object its condition leaves out closes at once; one whose owner has no
+            // channel here (not opened yet, or closed) waits for it (UE sends sub-objects in
+            // their owner's channel).
+            let allowed = (ctx.conditioned == 0 || due.allowed_for(ci, replay))
+                && (due.condition.is_none() || owner_held(ctx, conn, due));
             let row = &mut rows(conn)[ri as usize];
             let has_channel = row.state.flags & pair::CHANNEL != 0;
             let recheck = !has_channel || now - row.relevant_time >= recheck_after;
             let relevant = recheck && relevant_now;
-            let recently = relevant || (has_channel && now - row.relevant_time < ctx.cfg.relevant_timeout);
+            let recently = allowed && (relevant || (has_channel && now - row.relevant_time < ctx.cfg.relevant_timeout));
             if recently {
                 if !has_channel {
                     row.state.flags |= pair::CHANNEL;
@@ -448,6 +459,13 @@ fn held_awake_idle(ctx: &LevelCtx<'_>, conn: &mut Connection, awake: &mut Vec<u3
             awake.push(d);
         }
     }
+}
+
+/// Whether sub-object `due`'s owner has a channel on this connection (open, opening, or held
+/// dormant: the client has the owner).
+fn owner_held(ctx: &LevelCtx<'_>, conn: &Connection, due: &DueActor) -> bool {
+    let Some(&(c, s)) = due.rel.owner.and_then(|g| ctx.guids.get(&g)) else { return false };
+    conn.pairs.get(c, s).is_some_and(|ps| ps.flags & (pair::CHANNEL | pair::DORMANT) != 0)
 }
 
 /// Plans and writes what the pair in row `row` owes.

@@ -73,6 +73,7 @@ use super::channels::{self, FrameDecisions, LevelCtx, Outcome};
 use super::connection::Connection;
 use super::consider::ConsiderClock;
 use super::consider::ServerTime;
+use super::lifecycle::SubObjectCondition;
 use super::pairs::Pairs;
 use super::relevancy::{ActorRelevancy, DueActor, RelevancyHook, RelevancyIndex, Viewer};
 use super::send::WriteCtx;
@@ -566,6 +567,11 @@ impl NetDriver {
             hooks: &hooks,
             dormancy_hooks: &dormancy_hooks,
             sleepy: level.due.iter().filter(|d| d.sleepy).count(),
+            conditioned: level
+                .due
+                .iter()
+                .filter(|d| d.condition.is_some_and(|c| c != SubObjectCondition::None))
+                .count(),
             time,
             cfg: &level.cfg,
         };
@@ -632,9 +638,10 @@ impl NetDriver {
                 location_leaf,
                 hook,
                 dormancy,
+                sub_condition,
                 ..
             } = cols;
-            let dormancy = &*dormancy;
+            let (dormancy, sub_condition) = (&*dormancy, &*sub_condition);
             let (settings, owner_actor, instigator, location_leaf) =
                 (&*settings, &*owner_actor, &*instigator, *location_leaf);
             let rules_class = hook.is_some();
@@ -675,6 +682,8 @@ impl NetDriver {
                             shared: NOT_SHARED,
                             dormancy: dormancy[slot],
                             sleepy: dormancy[slot].dormant() && plain,
+                            condition: sub_condition[slot],
+                            autonomous: a.autonomous,
                         });
                     }
                 }

@@ -27,7 +27,10 @@ use crate::wire::open::{CloseReason, MAX_PATH_BYTES};
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-/// Which connections get a sub-object (UE 5's registered sub-object list conditions).
+/// Which connections get a sub-object (UE 5's registered sub-object list conditions, evaluated
+/// with its owner actor's ownership), among those its owner is relevant to. A connection the
+/// condition leaves out gets no channel, and one it has is closed at once (an inventory that
+/// changes hands stops reaching its old owner on the next consideration).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum SubObjectCondition {
     /// Every connection its owner is relevant to.
@@ -35,6 +38,38 @@ pub enum SubObjectCondition {
     None,
     /// Only the connection that owns the owner actor (an inventory, say).
     OwnerOnly,
+    /// Every connection but the owner's.
+    SkipOwner,
+    /// Connections where the owner is a simulated proxy (all but an autonomous owner's).
+    SimulatedOnly,
+    /// Only the owner's connection, and only when it holds an autonomous proxy.
+    AutonomousOnly,
+    /// Replay connections and the owner's.
+    ReplayOrOwner,
+    /// Replay connections only.
+    ReplayOnly,
+    /// Every connection but replays.
+    SkipReplay,
+    /// No connection.
+    Never,
+}
+
+impl SubObjectCondition {
+    /// Whether a connection gets the sub-object: `owner` — it owns the owner actor;
+    /// `autonomous` — the owner is its autonomous proxy there; `replay` — a replay connection.
+    pub fn allows(self, owner: bool, autonomous: bool, replay: bool) -> bool {
+        match self {
+            SubObjectCondition::None => true,
+            SubObjectCondition::OwnerOnly => owner,
+            SubObjectCondition::SkipOwner => !owner,
+            SubObjectCondition::SimulatedOnly => !(owner && autonomous),
+            SubObjectCondition::AutonomousOnly => owner && autonomous,
+            SubObjectCondition::ReplayOrOwner => replay || owner,
+            SubObjectCondition::ReplayOnly => replay,
+            SubObjectCondition::SkipReplay => !replay,
+            SubObjectCondition::Never => false,
+        }
+    }
 }
 
 /// Sub-objects and their owners.
@@ -153,13 +188,9 @@ impl NetDriver {
         let s = &mut c.cols.settings[slot];
         s.frequency = owner_settings.frequency;
         s.net_priority = owner_settings.net_priority;
-        // UE asks owner relevancy before the owner-only rule, so an owner-only sub-object must
-        // not use its owner's relevancy: it is relevant where its owner chain or its owning
-        // connection (the owner's) says so.
-        let owner_only = condition == SubObjectCondition::OwnerOnly;
-        s.use_owner_relevancy = !owner_only;
-        s.only_relevant_to_owner = owner_only;
+        s.use_owner_relevancy = true;
         c.cols.overridden[slot] = true;
+        c.cols.sub_condition[slot] = Some(condition);
         c.cols.owner_actor[slot] = Some(owner);
         let a = &mut c.actors[slot];
         a.owner = owner_net.owner;
@@ -196,11 +227,15 @@ impl NetDriver {
             if let Some(list) = self.subs.inner.get_mut(&owner) {
                 list.retain(|&g| g != guid);
             }
+            if let Some(&(c, s)) = self.guids.get(&guid) {
+                self.classes[c as usize].cols.sub_condition[s as usize] = None;
+            }
         }
         for sub in self.subs.inner.remove(&guid).unwrap_or_default() {
             self.subs.outer.remove(&sub);
             let Some(&(c, s)) = self.guids.get(&sub) else { continue };
             let class = &mut self.classes[c as usize];
+            class.cols.sub_condition[s as usize] = None;
             class.actors[s as usize].torn_off = true;
             class.cols.set_awake_lane(s as usize, false);
             for conn in self.conns.iter_mut().filter(|c| !c.removed) {

@@ -142,6 +142,9 @@ pub(crate) struct Columns {
     /// Off the consider list: dormant on every connection that has it (not compared, nothing
     /// per connection) until woken, flushed, or needed by a connection that meets it.
     pub asleep: Vec<bool>,
+    /// A sub-object's condition ([`super::lifecycle::SubObjectCondition`]); `None`: not a
+    /// sub-object.
+    pub sub_condition: Vec<Option<super::lifecycle::SubObjectCondition>>,
     /// The class's per-connection answer for `DormantPartial` actors.
     pub dormancy_hook: Option<super::dormancy::DormancyHook>,
     /// Per page: the lanes of actors that may be due — live, not torn off, not asleep — so the
@@ -163,6 +166,7 @@ impl Columns {
             self.last_considered.resize(n, Default::default());
             self.dormancy.resize(n, Default::default());
             self.asleep.resize(n, false);
+            self.sub_condition.resize(n, None);
         }
         self.settings[slot] = self.defaults;
         self.overridden[slot] = false;
@@ -172,6 +176,7 @@ impl Columns {
         self.clock[slot] = Default::default();
         self.last_considered[slot] = Default::default();
         self.dormancy[slot] = Default::default();
+        self.sub_condition[slot] = None;
         self.set_asleep(slot, false);
     }
 

@@ -223,6 +223,13 @@ impl ReferenceFrame {
                         }
                     }
                 }
+                // Torn off (or a sub-object whose owner is gone): its channels end without a
+                // close (the clients keep, or already destroyed, their copies).
+                if let Some(e) = entry.as_ref().filter(|_| a.is_some_and(|a| a.torn_off)) {
+                    for rc in &mut self.conns {
+                        rc.channels.remove(&e.guid);
+                    }
+                }
                 if entry.is_none() && live {
                     let a = a.expect("live");
                     let layout = &class.layout;
@@ -275,7 +282,8 @@ impl ReferenceFrame {
             let mut buf = [0u8; 256];
             for (slot, entry) in self.actors[c].iter_mut().enumerate() {
                 let Some(a) = entry.as_mut() else { continue };
-                if !a.clock.due(time.now) {
+                // Torn off (or a sub-object whose owner is gone): never replicated again.
+                if !a.clock.due(time.now) || class.actors.get(slot).is_some_and(|n| n.torn_off) {
                     continue;
                 }
                 compared[slot / PAGE_LANES] |= 1 << (slot % PAGE_LANES);
@@ -379,8 +387,13 @@ impl ReferenceFrame {
                 let a = actors[c as usize][s as usize].as_ref().expect("due actors are live");
                 let class = &driver.classes[c as usize];
                 let hook = class.cols.hook.as_ref();
-                let owned = class.actors[s as usize].owner == Some(ci as u32);
-                let relevant = relevant_to_connection(&a.link.0, owned, viewers, hook, &lookup);
+                let net = &class.actors[s as usize];
+                let owned = net.owner == Some(ci as u32);
+                // A sub-object's condition, with its owner's ownership (the driver keeps the two
+                // the same), comes before any rule.
+                let allowed = class.cols.sub_condition[s as usize]
+                    .is_none_or(|c| c.allows(owned, net.autonomous, rc.conn.replay));
+                let relevant = allowed && relevant_to_connection(&a.link.0, owned, viewers, hook, &lookup);
                 if relevant {
                     rc.decisions.relevant.push(a.guid);
                 }
@@ -402,8 +415,17 @@ impl ReferenceFrame {
                 let channel = rc.channels.get(&guid).copied();
                 let recheck = channel.is_none_or(|ch| now - ch.relevant_time >= recheck_after);
                 let relevant = recheck && relevant_now;
-                let recently = relevant || channel.is_some_and(|ch| now - ch.relevant_time < cfg.relevant_timeout);
-                let startup = driver.classes[c as usize].cols.settings[s as usize].startup;
+                let class = &driver.classes[c as usize];
+                let net = &class.actors[s as usize];
+                let allowed = class.cols.sub_condition[s as usize]
+                    .is_none_or(|cond| cond.allows(net.owner == Some(ci as u32), net.autonomous, rc.conn.replay));
+                // A sub-object goes in its owner's channel: none here, none for it.
+                let owner_open = class.cols.sub_condition[s as usize].is_none()
+                    || driver.owner_of(guid).is_some_and(|o| rc.channels.contains_key(&o));
+                let recently = allowed
+                    && owner_open
+                    && (relevant || channel.is_some_and(|ch| now - ch.relevant_time < cfg.relevant_timeout));
+                let startup = class.cols.settings[s as usize].startup;
                 if recently {
                     let mut ch = channel.unwrap_or(RefChannel {
                         class: c,

@@ -109,10 +109,23 @@ impl Sim {
         let owner_conn = r.random_bool(0.1).then(|| r.random_range(0..self.clients.len()));
         let store = if is_bag { &self.bags } else { &self.things };
         self.driver.set_net_settings(class, store, id, s).unwrap();
+        // A quarter of the bags are sub-objects of a thing, under every condition.
+        let things: Vec<ActorId> = self.live.iter().filter(|l| l.0 == self.thing).map(|l| l.1).collect();
+        if is_bag && !things.is_empty() && self.rng.random_bool(0.25) {
+            use shadowrep::net::SubObjectCondition as C;
+            let conditions = [C::None, C::OwnerOnly, C::SkipOwner, C::SimulatedOnly, C::AutonomousOnly, C::Never];
+            let condition = conditions[self.rng.random_range(0..conditions.len())];
+            let owner = things[self.rng.random_range(0..things.len())];
+            let owner = self.driver.guid_of(self.thing, owner).expect("live");
+            self.driver.register_sub_object(class, &self.bags, id, owner, condition).unwrap();
+            self.live.push((class, id));
+            return;
+        }
         let owner_guid = owner_actor.and_then(|(c, a)| self.driver.guid_of(c, a));
         self.driver.set_owner_actor(class, store, id, owner_guid, None).unwrap();
         if let Some(c) = owner_conn {
-            self.driver.set_owner(class, store, id, Some(self.clients[c].0), false).unwrap();
+            let autonomous = self.rng.random_bool(0.5);
+            self.driver.set_owner(class, store, id, Some(self.clients[c].0), autonomous).unwrap();
         }
         self.live.push((class, id));
     }
@@ -187,6 +200,7 @@ fn the_kernel_decides_exactly_as_the_ue_style_reference_on_random_worlds() {
         let mut saturated = 0;
         let mut closed = 0;
         let mut sends = 0;
+        let mut sub_sends = 0;
         for frame in 0..240 {
             // Sometimes the actors stay where they are, so channels time out.
             if frame % 90 < 60 {
@@ -221,11 +235,13 @@ fn the_kernel_decides_exactly_as_the_ue_style_reference_on_random_worlds() {
                 saturated += kernel.saturated as usize;
                 closed += kernel.sends.iter().filter(|s| s.action == shadowrep::net::Action::Closed).count();
                 sends += kernel.sends.len();
+                sub_sends += kernel.sends.iter().filter(|s| sim.driver.owner_of(s.guid).is_some()).count();
             }
         }
         // The worlds exercised what they should.
         assert!(saturated > 50, "seed {seed}: {saturated} saturated connection-frames");
         assert!(closed > 10, "seed {seed}: {closed} relevancy closes");
         assert!(sends > 5_000, "seed {seed}: {sends} sends");
+        assert!(sub_sends > 100, "seed {seed}: {sub_sends} sends of sub-objects");
     }
 }

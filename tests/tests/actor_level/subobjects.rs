@@ -199,3 +199,36 @@ fn sub_object_registration_errors_are_clear() {
     );
     assert!(a.driver.sub_objects(cg).contains(&wg));
 }
+
+#[test]
+fn every_condition_picks_its_connections_and_a_lost_condition_closes_at_once() {
+    use SubObjectCondition as C;
+    // (condition, client 0 — the owner, autonomous — gets it, client 1 gets it)
+    let cases = [
+        (C::None, true, true),
+        (C::OwnerOnly, true, false),
+        (C::SkipOwner, false, true),
+        (C::SimulatedOnly, false, true),
+        (C::AutonomousOnly, true, false),
+        (C::ReplayOrOwner, true, false),
+        (C::ReplayOnly, false, false),
+        (C::SkipReplay, true, true),
+        (C::Never, false, false),
+    ];
+    for (condition, to_owner, to_other) in cases {
+        let mut a = Arena::new();
+        let (ch, cg, _, wg) = a.armed([100.0, 0.0, 0.0], 0, 5, condition);
+        a.run(3);
+        assert!(a.client(0).has(cg) && a.client(1).has(cg));
+        assert_eq!(a.client(0).has(wg), to_owner, "{condition:?} to the owner");
+        assert_eq!(a.client(1).has(wg), to_other, "{condition:?} to the other");
+        if condition == C::OwnerOnly {
+            // The character changes hands: the old owner loses the inventory within frames, not
+            // after the relevant timeout.
+            a.driver.set_owner(a.character, &a.characters, ch, Some(a.clients[1].0), true).unwrap();
+            a.run(3);
+            assert!(!a.client(0).has(wg), "closed at once for the old owner");
+            assert!(a.client(1).has(wg));
+        }
+    }
+}

@@ -58,6 +58,18 @@ pub(crate) struct DueActor {
     pub dormancy: crate::net::dormancy::Dormancy,
     /// It wants dormancy and may sleep (relevant by distance alone: see [`crate::net::dormancy`]).
     pub sleepy: bool,
+    /// A sub-object's condition, and whether its owner is an autonomous proxy on the owning
+    /// connection.
+    pub condition: Option<crate::net::lifecycle::SubObjectCondition>,
+    pub autonomous: bool,
+}
+
+impl DueActor {
+    /// Whether connection `ci` (`replay`: a replay connection) may have it at all: a
+    /// sub-object's condition; every other actor: yes.
+    pub fn allowed_for(&self, ci: u32, replay: bool) -> bool {
+        self.condition.is_none_or(|c| c.allows(self.owner_conn == Some(ci), self.autonomous, replay))
+    }
 }
 
 /// See the module documentation.
