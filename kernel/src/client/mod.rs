@@ -142,6 +142,8 @@ pub struct ClientStats {
     /// Opens of static actors this client did not load (no such path, or another class):
     /// stepped over.
     pub unknown_statics: u64,
+    /// References to unknown objects not remembered because [`MAX_UNMAPPED`] were waiting.
+    pub unmapped_dropped: u64,
 }
 
 /// A fired notify.
@@ -204,6 +206,10 @@ struct Unmapped {
     target: NetGuid,
 }
 
+/// References waiting for their target kept at most (each costs a scan per record that may
+/// replace it): beyond, a reference is written as null and counted, not remembered.
+pub const MAX_UNMAPPED: usize = 16_384;
+
 /// Feedbacks a reopen request rides in before the client gives up on it (the server answers
 /// the first one it can; a request for an actor the server no longer has is never answered).
 const REOPEN_TRIES: u8 = 8;
@@ -220,6 +226,8 @@ pub struct ClientWorld {
     statics: HashSet<NetGuid>,
     /// Static actors loaded with the level, by path: (class, id, the GUID bound to it).
     level: HashMap<Arc<str>, (u32, ActorId, Option<NetGuid>)>,
+    /// Static actors bound to a GUID, by GUID: their paths (in `level`).
+    bound: HashMap<NetGuid, Arc<str>>,
     /// Dynamic actors' spawn info, as their open carried it.
     spawn: HashMap<NetGuid, SpawnInfo>,
     /// Actors closed for dormancy (kept, not updated).
@@ -260,6 +268,7 @@ impl ClientWorld {
             actors: HashMap::new(),
             statics: HashSet::new(),
             level: HashMap::new(),
+            bound: HashMap::new(),
             spawn: HashMap::new(),
             dormant: HashSet::new(),
             torn: HashSet::new(),
@@ -534,6 +543,8 @@ impl ClientWorld {
         let level = &self.level;
         let mut unknown_statics = 0;
         let mut opened_here: HashSet<NetGuid> = HashSet::new();
+        let mut sub_opened_here: HashSet<NetGuid> = HashSet::new();
+        let outer = &self.outer;
         let mut orphans: Vec<NetGuid> = Vec::new();
         packet.bunches.retain(|b| {
             if b.close.is_some() {
@@ -554,6 +565,11 @@ impl ClientWorld {
                     }
                 }
                 if let OpenKind::SubObject { owner } = open.kind {
+                    // An owner is an actor, never a sub-object (no chains: the server makes none).
+                    if !owner.is_dynamic() || outer.contains_key(&owner) || sub_opened_here.contains(&owner) {
+                        skipped += 1;
+                        return false;
+                    }
                     let present =
                         (actors.contains_key(&owner) && !gone.contains(&owner)) || opened_here.contains(&owner);
                     if !present || owner == b.guid {
@@ -564,6 +580,9 @@ impl ClientWorld {
                     }
                 }
                 opened_here.insert(b.guid);
+                if matches!(open.kind, OpenKind::SubObject { .. }) {
+                    sub_opened_here.insert(b.guid);
+                }
                 gone.remove(&b.guid);
             } else if gone.contains(&b.guid) {
                 skipped += 1;
@@ -611,6 +630,7 @@ impl ClientWorld {
         };
         entry.2 = Some(guid);
         let (class, id) = (entry.0, entry.1);
+        self.bound.insert(guid, path.into());
         self.actors.insert(guid, (class, id));
         self.events.push(ClientEvent::Bound { guid, class });
         self.resolve(guid);
@@ -622,13 +642,16 @@ impl ClientWorld {
         match close.reason {
             CloseReason::Destroyed => {
                 if self.actors.contains_key(&guid) {
+                    // A bound static actor's level entry goes with it (`destroy`).
                     self.destroy(guid);
-                } else if let Some((class, id, None)) = close.path.as_deref().and_then(|p| self.level.get(p).copied()) {
-                    let _ = self.classes[class as usize].store.despawn(id);
-                    self.events.push(ClientEvent::Destroyed { guid });
-                }
-                if let Some(path) = close.path.as_deref() {
-                    self.level.remove(path);
+                } else if let Some(path) = close.path.as_deref() {
+                    // A static actor this client never bound (it joined after the destruction,
+                    // or the actor never opened here): only a path bound to nobody is taken.
+                    if let Some((class, id, None)) = self.level.get(path).copied() {
+                        self.level.remove(path);
+                        let _ = self.classes[class as usize].store.despawn(id);
+                        self.events.push(ClientEvent::Destroyed { guid });
+                    }
                 }
             }
             CloseReason::Dormant => {
@@ -646,24 +669,27 @@ impl ClientWorld {
         }
     }
 
-    /// Removes actor `guid` and everything kept about it, and its sub-objects with it.
+    /// Removes actor `guid` and everything kept about it, and its sub-objects with it (one level:
+    /// a sub-object owns none).
     fn destroy(&mut self, guid: NetGuid) {
-        if let Some((class, id)) = self.actors.remove(&guid) {
-            let _ = self.classes[class as usize].store.despawn(id);
-            self.unmapped.retain(|u| u.owner != guid);
-            self.spawn.remove(&guid);
-            self.dormant.remove(&guid);
-            self.torn.remove(&guid);
-            self.events.push(ClientEvent::Destroyed { guid });
-        }
-        if let Some(owner) = self.outer.remove(&guid) {
-            if let Some(list) = self.inner.get_mut(&owner) {
-                list.retain(|&g| g != guid);
+        let subs = self.inner.remove(&guid).unwrap_or_default();
+        for g in std::iter::once(guid).chain(subs) {
+            if let Some((class, id)) = self.actors.remove(&g) {
+                let _ = self.classes[class as usize].store.despawn(id);
+                self.unmapped.retain(|u| u.owner != g);
+                self.spawn.remove(&g);
+                self.dormant.remove(&g);
+                self.torn.remove(&g);
+                if let Some(path) = self.bound.remove(&g) {
+                    self.level.remove(&path);
+                }
+                self.events.push(ClientEvent::Destroyed { guid: g });
             }
-        }
-        for sub in self.inner.remove(&guid).unwrap_or_default() {
-            self.outer.remove(&sub);
-            self.destroy(sub);
+            if let Some(owner) = self.outer.remove(&g) {
+                if let Some(list) = self.inner.get_mut(&owner) {
+                    list.retain(|&x| x != g);
+                }
+            }
         }
     }
 
@@ -674,13 +700,19 @@ impl ClientWorld {
         let id = match (self.actors.get(&guid), &b.open) {
             (Some(&(_, id)), _) => id,
             (None, Some(OpenHeader { kind: OpenKind::Static(path), .. })) => {
-                // Checked before anything was applied: the path names a loaded actor of this class.
-                let Some(entry) = self.level.get_mut(path) else { return };
+                // Checked before anything was applied: the path names a loaded actor of this
+                // class; an export earlier in the packet may have bound it to another GUID since.
+                let Some(entry) = self.level.get_mut(path).filter(|e| e.2.is_none_or(|g| g == guid)) else {
+                    self.stats.unknown_statics += 1;
+                    return;
+                };
                 entry.2 = Some(guid);
-                self.actors.insert(guid, (class, entry.1));
+                let id = entry.1;
+                self.bound.insert(guid, path.clone());
+                self.actors.insert(guid, (class, id));
                 self.events.push(ClientEvent::Bound { guid, class });
                 spawned = true;
-                entry.1
+                id
             }
             (None, open) => {
                 let id = self.classes[class as usize].store.spawn();
@@ -764,7 +796,11 @@ impl ClientWorld {
     fn map_reference(&mut self, owner: NetGuid, leaf: usize, element: Option<(usize, usize)>, bytes: &mut [u8]) {
         let g = guid_of(bytes);
         if !g.is_null() && !self.actors.contains_key(&g) && !self.statics.contains(&g) {
-            self.unmapped.push(Unmapped { owner, leaf, element, target: g });
+            if self.unmapped.len() < MAX_UNMAPPED {
+                self.unmapped.push(Unmapped { owner, leaf, element, target: g });
+            } else {
+                self.stats.unmapped_dropped += 1;
+            }
             bytes[..8].fill(0);
         }
     }

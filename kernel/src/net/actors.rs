@@ -35,6 +35,9 @@ pub(crate) struct ActorNet {
     pub custom_inactive: LeafMask,
     /// Torn off ([`NetDriver::tear_off`]): still in the store, never replicated again.
     pub torn_off: bool,
+    /// The frame before the first tick that replicates it (the driver's frame when it got its
+    /// GUID): until that tick no connection has it.
+    pub adopted: crate::ids::Frame,
 }
 
 impl ActorNet {
@@ -166,7 +169,8 @@ impl NetDriver {
         }
         self.guids.insert(guid, (class, slot));
         let c = &mut self.classes[class as usize];
-        c.actors[slot as usize] = ActorNet { guid, generation, alive: true, ..ActorNet::default() };
+        c.actors[slot as usize] =
+            ActorNet { guid, generation, alive: true, adopted: self.frame, ..ActorNet::default() };
         c.history.clear_slot(slot);
         c.cols.reset(slot as usize);
         // Under the actor level a connection meets a new actor when it becomes relevant; the

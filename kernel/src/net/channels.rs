@@ -496,10 +496,12 @@ fn replicate(
     let item = plan_pair(ci, replay, ps, c, (due.class, due.slot), actor, this_frame, catch_up, ctx.time.frame);
     if let Some(item) = item {
         let shared = ctx.write.arena.and_then(|a| a.at(due.shared));
-        let bunches = st.bunches;
+        // The actor's own bunches (not the exports written before them).
+        let entries = conn.rel.entries.len();
         ctx.write.write(conn, st, &item, shared);
+        let written = (conn.rel.entries.len() - entries) as u16;
         let ps = &mut rows(conn)[row].state;
-        ps.in_flight = ps.in_flight.saturating_add((st.bunches - bunches) as u16);
+        ps.in_flight = ps.in_flight.saturating_add(written);
     }
 }
 

@@ -26,7 +26,7 @@
 //! actor's position is where it fell asleep. A static actor with `Initial` dormancy sleeps from
 //! its registration and never opens until woken: its clients loaded it with the level.
 
-use super::connection::{pair, Connection};
+use super::connection::Connection;
 use super::level::Level;
 use super::pairs::{pair_key, Pairs};
 use super::relevancy::{DueActor, Viewer};
@@ -194,8 +194,12 @@ impl NetDriver {
         self.level.as_ref().ok_or(DriverError::ActorLevelOff)?;
         let ci = self.class_for(class, store)?;
         let guid = self.guid_of(class, id).ok_or(DriverError::StaleActor(id))?;
+        if self.subs.outer.contains_key(&guid) {
+            // It rides its owner's channel: the owner's dormancy is its own.
+            return Err(DriverError::ActorLevel(format!("{guid} is a sub-object: set its owner's dormancy")));
+        }
         let slot = id.index as usize;
-        let fresh = !self.ever_opened(ci as u32, id.index);
+        let fresh = self.classes[ci].actors[slot].adopted == self.frame;
         let cols = &mut self.classes[ci].cols;
         cols.dormancy[slot] = dormancy;
         match dormancy {
@@ -242,10 +246,6 @@ impl NetDriver {
     /// Actors asleep, over every class.
     pub fn asleep_actors(&self) -> usize {
         self.classes.iter().map(|c| c.cols.asleep.iter().filter(|&&a| a).count()).sum()
-    }
-
-    fn ever_opened(&self, class: u32, slot: u32) -> bool {
-        self.conns.iter().any(|c| c.pair_ref(class, slot).is_some_and(|p| p.flags & pair::EVER_OPENED != 0))
     }
 
     /// Wakes an actor: due now, and every dormant row of it a channel again.

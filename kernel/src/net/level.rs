@@ -555,6 +555,7 @@ impl NetDriver {
             keep_alive_frames: self.cfg.keep_alive_frames,
             statics: &self.statics.paths,
             outers: &self.subs.outer,
+            guids: &self.guids,
         };
         let ctx = LevelCtx {
             write: &write,

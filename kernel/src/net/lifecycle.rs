@@ -164,21 +164,28 @@ impl NetDriver {
     ) -> Result<NetGuid, DriverError> {
         self.level.as_ref().ok_or(DriverError::ActorLevelOff)?;
         let ci = self.class_for(class, store)?;
-        let &(oc, os) = self.guids.get(&owner).ok_or(DriverError::UnknownOwner(owner))?;
-        let guid = self.assign_guid(class, store, id)?;
-        if guid == owner || self.subs.outer.contains_key(&owner) || self.subs.inner.contains_key(&guid) {
-            return Err(DriverError::SubObjectChain(guid));
+        if !store.contains(id) {
+            return Err(DriverError::StaleActor(id));
         }
-        if self.subs.outer.insert(guid, owner).is_some_and(|old| old != owner) {
-            // Moved to another owner: leave the old one's list.
-            for list in self.subs.inner.values_mut() {
-                list.retain(|&g| g != guid);
+        let &(oc, os) = self.guids.get(&owner).ok_or(DriverError::UnknownOwner(owner))?;
+        // Everything is checked before the actor gets a GUID: a refused call changes nothing.
+        if let Some(guid) = self.guid_of(class, id) {
+            // Already known to clients as an actor of its own (or as a static actor, or as
+            // another owner's sub-object): they would never link it.
+            let opened = self.classes[ci].actors[id.index as usize].adopted != self.frame;
+            if guid == owner || guid.is_static() || opened || self.subs.outer.contains_key(&guid) {
+                return Err(DriverError::AlreadyReplicated(id));
+            }
+            if self.subs.inner.contains_key(&guid) {
+                return Err(DriverError::SubObjectChain(guid));
             }
         }
-        let list = self.subs.inner.entry(owner).or_default();
-        if !list.contains(&guid) {
-            list.push(guid);
+        if self.subs.outer.contains_key(&owner) || !owner.is_dynamic() {
+            return Err(DriverError::SubObjectChain(owner));
         }
+        let guid = self.assign_guid(class, store, id)?;
+        self.subs.outer.insert(guid, owner);
+        self.subs.inner.entry(owner).or_default().push(guid);
         let (owner_net, owner_settings) = {
             let o = &self.classes[oc as usize];
             (o.actors[os as usize], o.cols.settings[os as usize])
@@ -256,16 +263,30 @@ impl NetDriver {
             return Ok(());
         }
         self.classes[ci].cols.set_awake_lane(id.index as usize, false);
+        // Its sub-objects go with it (clients keep them, linked to the torn-off owner).
+        for sub in self.subs.inner.get(&guid).cloned().unwrap_or_default() {
+            if let Some(&(sc, ss)) = self.guids.get(&sub) {
+                self.tear_off_slot(sc as usize, ss, sub);
+            }
+        }
+        self.tear_off_slot(ci, id.index, guid);
+        Ok(())
+    }
+
+    /// Marks the actor in `slot` torn off and closes its channels with reason TornOff.
+    fn tear_off_slot(&mut self, ci: usize, slot: u32, guid: NetGuid) {
+        let a = &mut self.classes[ci].actors[slot as usize];
+        a.torn_off = true;
+        self.classes[ci].cols.set_awake_lane(slot as usize, false);
         for conn in self.conns.iter_mut().filter(|c| !c.removed) {
-            let ps = conn.drop_pair(ci as u32, id.index);
+            let ps = conn.drop_pair(ci as u32, slot);
             if ps.flags & super::connection::pair::EVER_OPENED != 0 {
                 conn.closes.push(PendingClose { guid, reason: CloseReason::TornOff });
             }
             if let Pairs::Dense(_) = conn.pairs {
                 // A dense pair left in the pending list is skipped when planned (torn off).
-                conn.pending.retain(|&(c, s)| (c, s) != (ci as u32, id.index));
+                conn.pending.retain(|&(c, s)| (c, s) != (ci as u32, slot));
             }
         }
-        Ok(())
     }
 }

@@ -792,6 +792,7 @@ impl NetDriver {
             keep_alive_frames: self.cfg.keep_alive_frames,
             statics: &self.statics.paths,
             outers: &self.subs.outer,
+            guids: &self.guids,
         };
         let write = |conn: &mut Connection| ctx.write_connection(conn);
         let written: Vec<send::Written> = if parallel {

@@ -43,6 +43,8 @@ pub(crate) struct WriteCtx<'a> {
     pub statics: &'a HashMap<NetGuid, Arc<str>>,
     /// Sub-objects' owners (their opens).
     pub outers: &'a HashMap<NetGuid, NetGuid>,
+    /// Live actors by GUID.
+    pub guids: &'a HashMap<NetGuid, (u32, u32)>,
 }
 
 /// What one connection's writing produced.
@@ -115,7 +117,8 @@ impl WriteCtx<'_> {
     /// Writes the export of static object `guid` (its path) unless the client has it or it is
     /// in flight; false when the window is full.
     fn write_export(&self, conn: &mut Connection, st: &mut FrameWrite, guid: NetGuid) -> bool {
-        let Some(path) = self.statics.get(&guid) else { return true };
+        // Only live static actors (a destroyed one's path stays for late joiners' closes).
+        let Some(path) = self.statics.get(&guid).filter(|_| self.live(guid)) else { return true };
         if conn.exported.contains(&guid) || conn.exporting.contains(&guid) {
             return true;
         }
@@ -361,6 +364,11 @@ impl WriteCtx<'_> {
         }
         self.end_part(conn, open, &mut part);
         Some(part.bunches)
+    }
+
+    /// Whether `guid` names a live actor.
+    fn live(&self, guid: NetGuid) -> bool {
+        self.guids.contains_key(&guid)
     }
 
     /// How `item`'s channel opens: a static actor by its path, a dynamic one from its spawn info.

@@ -197,6 +197,7 @@ impl ReferenceFrame {
             keep_alive_frames: driver.cfg.keep_alive_frames,
             statics: &driver.statics.paths,
             outers: &driver.subs.outer,
+            guids: &driver.guids,
         };
         let mut bytes = 0;
         for ci in 0..self.conns.len() {

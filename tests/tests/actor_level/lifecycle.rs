@@ -283,3 +283,68 @@ fn a_reference_to_a_static_actor_that_never_opened_travels_with_its_export_until
     }
     assert!(driver.channel_info(conn).unwrap().iter().all(|c| !door_guids.contains(&c.guid)), "never opened");
 }
+
+/// A hand-made packet of bunches written by `f`.
+fn crafted(seq: u32, f: impl FnOnce(&mut BitWriter)) -> Vec<u8> {
+    let mut w = BitWriter::new();
+    begin_packet(&mut w, shadowrep::ids::Seq(seq));
+    f(&mut w);
+    end_packet(&mut w);
+    w.into_bytes()
+}
+
+fn open(w: &mut BitWriter, guid: u64, kind: OpenKind) {
+    write_bunch(w, NetGuid(guid), Some(&OpenHeader { class: 0, kind }), &BitWriter::new());
+}
+
+#[test]
+fn hostile_sub_object_chains_export_conflicts_and_foreign_close_paths_do_no_harm() {
+    use shadowrep::wire::open::{write_export_body, CloseReason, EXPORT_GUID};
+    use shadowrep::wire::packet::write_close_for;
+    let l = Level::new(every_frame(), 0);
+    let mut c = ClientWorld::new(std::slice::from_ref(&l.layout), &l.driver.checksums()).unwrap();
+    // A chain: 2 is an actor, 4 its sub-object, 6 claims 4 as its owner, and so on for 2 000
+    // links — only the first level is created, and destroying the root is no deep recursion.
+    let spawn = || OpenKind::Spawn(SpawnInfo::default());
+    c.receive(&crafted(1, |w| open(w, 2, spawn()))).unwrap();
+    for (i, g) in (4..4004u64).step_by(2).enumerate() {
+        c.receive(&crafted(2 + i as u32, |w| open(w, g, OpenKind::SubObject { owner: NetGuid(g - 2) }))).unwrap();
+    }
+    assert!(c.has(NetGuid(4)) && !c.has(NetGuid(6)), "no sub-object of a sub-object");
+    assert_eq!(c.sub_objects(NetGuid(2)), &[NetGuid(4)]);
+    // A sub-object opened under a static GUID or the export GUID is stepped over.
+    c.receive(&crafted(2002, |w| open(w, 5000, OpenKind::SubObject { owner: NetGuid(3) }))).unwrap();
+    c.receive(&crafted(2003, |w| open(w, 5002, OpenKind::SubObject { owner: EXPORT_GUID }))).unwrap();
+    assert!(!c.has(NetGuid(5000)) && !c.has(NetGuid(5002)));
+    c.receive(&crafted(2004, |w| write_close_for(w, NetGuid(2), CloseReason::Destroyed, None))).unwrap();
+    assert!(!c.has(NetGuid(2)) && !c.has(NetGuid(4)), "the sub-object went with its owner");
+
+    // One level copy is never bound to two GUIDs: an export and an open of the same path in one
+    // packet bind it once.
+    let other = "/Game/Map.Lamp";
+    c.load_static_actor(DOOR, 0).unwrap();
+    let lamp = c.load_static_actor(other, 0).unwrap();
+    let export = |w: &mut BitWriter| {
+        let mut body = BitWriter::new();
+        write_export_body(&mut body, NetGuid(7), DOOR);
+        write_bunch(w, EXPORT_GUID, None, &body);
+    };
+    c.receive(&crafted(2005, |w| {
+        export(w);
+        open(w, 5, OpenKind::Static(DOOR.into()));
+    }))
+    .unwrap();
+    assert!(c.has(NetGuid(7)) && !c.has(NetGuid(5)), "bound once, by the export");
+    // A close naming someone else's path takes nothing; one naming an unbound path takes it.
+    c.receive(&crafted(2006, |w| write_close_for(w, NetGuid(9), CloseReason::Destroyed, Some(DOOR)))).unwrap();
+    assert!(c.has(NetGuid(7)), "the door is bound to 7, not 9");
+    let events = c.take_events();
+    c.receive(&crafted(2007, |w| write_close_for(w, NetGuid(11), CloseReason::Destroyed, Some(other)))).unwrap();
+    assert!(c.take_events().contains(&ClientEvent::Destroyed { guid: NetGuid(11) }), "{events:?}");
+    assert!(c.load_static_actor(other, 0).is_ok(), "the lamp's path is free again");
+    let _ = lamp;
+    // Destroying the bound door frees its path too.
+    c.receive(&crafted(2008, |w| write_close_for(w, NetGuid(7), CloseReason::Destroyed, Some(DOOR)))).unwrap();
+    assert!(!c.has(NetGuid(7)));
+    assert!(c.load_static_actor(DOOR, 0).is_ok());
+}

@@ -180,12 +180,14 @@ fn sub_object_registration_errors_are_clear() {
     let other = a.weapons.spawn();
     assert_eq!(
         a.driver.register_sub_object(a.weapon, &a.weapons, other, wg, SubObjectCondition::None),
-        Err(DriverError::SubObjectChain(a.driver.guid_of(a.weapon, other).unwrap())),
+        Err(DriverError::SubObjectChain(wg)),
         "a sub-object owns no sub-objects"
     );
+    assert_eq!(a.driver.guid_of(a.weapon, other), None, "a refused call changes nothing");
     assert_eq!(
         a.driver.register_sub_object(a.weapon, &a.weapons, w, wg, SubObjectCondition::None),
-        Err(DriverError::SubObjectChain(wg))
+        Err(DriverError::AlreadyReplicated(w)),
+        "its own owner"
     );
     // Without the actor level there is no owner relevancy to ride on.
     let mut dense = NetDriver::new(DriverConfig::default()).unwrap();
