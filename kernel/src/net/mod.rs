@@ -544,6 +544,12 @@ impl NetDriver {
         Ok(())
     }
 
+    /// The connection that owns an actor ([`Self::set_owner`]), if any.
+    pub fn owning_connection(&self, class: ClassId, id: ActorId) -> Option<ConnectionId> {
+        self.guid_of(class, id)?;
+        self.classes[class.0 as usize].actors[id.index as usize].owner.map(ConnectionId)
+    }
+
     /// Sets whether an actor replicates physics (the SimulatedOrPhysics conditions).
     pub fn set_physics(
         &mut self,

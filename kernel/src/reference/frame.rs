@@ -145,6 +145,9 @@ impl ReferenceFrame {
     pub fn acknowledge_all(&mut self) {
         for c in &mut self.conns {
             c.conn.rel.acknowledge_everything();
+            // Every export in flight arrived too.
+            let exporting: Vec<NetGuid> = c.conn.exporting.drain().collect();
+            c.conn.exported.extend(exporting);
             for ch in c.channels.values_mut() {
                 ch.open_acked |= ch.open_sent;
             }

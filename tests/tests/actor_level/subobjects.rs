@@ -234,3 +234,93 @@ fn every_condition_picks_its_connections_and_a_lost_condition_closes_at_once() {
         }
     }
 }
+
+#[test]
+fn sub_objects_converge_under_30_percent_loss_with_owners_coming_and_going() {
+    use rand::{Rng, SeedableRng};
+    for seed in 0..3u64 {
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+        let mut a = Arena::new();
+        // (character, its guid, weapons)
+        let mut armed: Vec<(ActorId, NetGuid, Vec<(ActorId, NetGuid, SubObjectCondition)>)> = Vec::new();
+        let conditions = [SubObjectCondition::None, SubObjectCondition::OwnerOnly, SubObjectCondition::SkipOwner];
+        for frame in 0..300 {
+            match rng.random_range(0..12) {
+                0 | 1 if armed.len() < 8 => {
+                    let cond = conditions[rng.random_range(0..3)];
+                    let owner = rng.random_range(0..2);
+                    let (ch, cg, w, wg) = a.armed([rng.random_range(0.0..3000.0), 0.0, 0.0], owner, 9, cond);
+                    armed.push((ch, cg, vec![(w, wg, cond)]));
+                }
+                2 if !armed.is_empty() => {
+                    // An owner goes, its weapons with it (the game destroys them).
+                    let (ch, _, weapons) = armed.swap_remove(rng.random_range(0..armed.len()));
+                    a.characters.despawn(ch).unwrap();
+                    for (w, _, _) in weapons {
+                        a.weapons.despawn(w).unwrap();
+                    }
+                }
+                3 if !armed.is_empty() => {
+                    // A second weapon, or one dropped.
+                    let i = rng.random_range(0..armed.len());
+                    if armed[i].2.len() < 3 {
+                        let w = a.weapons.spawn();
+                        let cond = conditions[rng.random_range(0..3)];
+                        let wg = a.driver.register_sub_object(a.weapon, &a.weapons, w, armed[i].1, cond).unwrap();
+                        armed[i].2.push((w, wg, cond));
+                    } else {
+                        let (w, _, _) = armed[i].2.remove(0);
+                        a.weapons.despawn(w).unwrap();
+                    }
+                }
+                4 if !armed.is_empty() => {
+                    let i = rng.random_range(0..armed.len());
+                    let conn = a.clients[rng.random_range(0..2)].0;
+                    a.driver.set_owner(a.character, &a.characters, armed[i].0, Some(conn), true).unwrap();
+                }
+                _ => {}
+            }
+            for (_, _, weapons) in &armed {
+                for &(w, _, _) in weapons {
+                    if rng.random_bool(0.2) {
+                        a.weapons.set(w, AMMO, &Value::U32(rng.random_range(0..100))).unwrap();
+                    }
+                }
+            }
+            let loss = if frame < 250 { 0.3 } else { 0.0 };
+            a.driver.tick(&mut [&mut a.characters, &mut a.weapons]).unwrap();
+            for (conn, world) in &mut a.clients {
+                for p in a.driver.take_packets(*conn).unwrap() {
+                    if !rng.random_bool(loss) {
+                        world.receive(&p).unwrap();
+                    }
+                }
+                let fb = world.feedback();
+                if !rng.random_bool(loss) {
+                    a.driver.receive_feedback(*conn, &fb).unwrap();
+                } else {
+                    a.driver.heard_from(*conn).unwrap();
+                }
+            }
+        }
+        a.run(40);
+        for (c, (conn, world)) in a.clients.iter().enumerate() {
+            for (ch, cg, weapons) in &armed {
+                assert!(world.has(*cg), "seed {seed}: client {c} has character {cg}");
+                let mut want: Vec<NetGuid> = Vec::new();
+                for &(w, wg, cond) in weapons {
+                    let is_owner = a.driver.owning_connection(a.character, *ch) == Some(*conn);
+                    if cond.allows(is_owner, true, false) {
+                        want.push(wg);
+                        let value = a.weapons.get(w, AMMO).ok();
+                        assert_eq!(world.value(wg, AMMO), value, "seed {seed}: client {c}, weapon {wg} ({cond:?})");
+                    }
+                }
+                let mut have = world.sub_objects(*cg).to_vec();
+                want.sort();
+                have.sort();
+                assert_eq!(have, want, "seed {seed}: client {c}, character {cg}'s sub-objects");
+            }
+        }
+    }
+}
