@@ -235,6 +235,9 @@ fn every_condition_picks_its_connections_and_a_lost_condition_closes_at_once() {
     }
 }
 
+/// A weapon of the loss test: its id, GUID and condition.
+type Weapon = (ActorId, NetGuid, SubObjectCondition);
+
 #[test]
 fn sub_objects_converge_under_30_percent_loss_with_owners_coming_and_going() {
     use rand::{Rng, SeedableRng};
@@ -242,7 +245,7 @@ fn sub_objects_converge_under_30_percent_loss_with_owners_coming_and_going() {
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
         let mut a = Arena::new();
         // (character, its guid, weapons)
-        let mut armed: Vec<(ActorId, NetGuid, Vec<(ActorId, NetGuid, SubObjectCondition)>)> = Vec::new();
+        let mut armed: Vec<(ActorId, NetGuid, Vec<Weapon>)> = Vec::new();
         let conditions = [SubObjectCondition::None, SubObjectCondition::OwnerOnly, SubObjectCondition::SkipOwner];
         for frame in 0..300 {
             match rng.random_range(0..12) {
