@@ -354,7 +354,7 @@ fn process(ctx: &LevelCtx<'_>, run: &mut Run<'_>, conn: &mut Connection, scratch
             // channel here (not opened yet, or closed) waits for it (UE sends sub-objects in
             // their owner's channel).
             let allowed = (ctx.conditioned == 0 || due.allowed_for(ci, replay))
-                && (due.condition.is_none() || owner_held(ctx, conn, due));
+                && (due.condition.is_none() || owner_held(conn, due));
             let row = &mut rows(conn)[ri as usize];
             let has_channel = row.state.flags & pair::CHANNEL != 0;
             let recheck = !has_channel || now - row.relevant_time >= recheck_after;
@@ -463,8 +463,8 @@ fn held_awake_idle(ctx: &LevelCtx<'_>, conn: &mut Connection, awake: &mut Vec<u3
 
 /// Whether sub-object `due`'s owner has a channel on this connection (open, opening, or held
 /// dormant: the client has the owner).
-fn owner_held(ctx: &LevelCtx<'_>, conn: &Connection, due: &DueActor) -> bool {
-    let Some(&(c, s)) = due.rel.owner.and_then(|g| ctx.guids.get(&g)) else { return false };
+fn owner_held(conn: &Connection, due: &DueActor) -> bool {
+    let Some((c, s)) = due.owner_slot else { return false };
     conn.pairs.get(c, s).is_some_and(|ps| ps.flags & (pair::CHANNEL | pair::DORMANT) != 0)
 }
 

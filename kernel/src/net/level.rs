@@ -519,12 +519,19 @@ impl NetDriver {
         let (arena, shared, parallel) = (&mut self.arena, self.cfg.shared_serialization, self.cfg.parallel);
         let mut build_index = || {
             let t = Instant::now();
-            level.index.build(&level.due, |g| {
+            let due_index = &level.due_index;
+            let due_of = |g: NetGuid| {
+                let &(c, s) = guids.get(&g)?;
+                let d = *due_index.get(c as usize)?.get(s as usize)?;
+                (d != NOT_DUE).then_some(d)
+            };
+            let find = |g: NetGuid| {
                 let &(c, s) = guids.get(&g)?;
                 let class = &classes[c as usize];
                 let at = location(class, stores[c as usize], s);
                 Some((relevancy_of(class, s, at), class.cols.settings[s as usize].net_priority))
-            });
+            };
+            level.index.build(&level.due, find, due_of);
             t.elapsed().as_nanos() as u64
         };
         let mut encode = || {
@@ -625,6 +632,7 @@ impl NetDriver {
         level.due_index.resize(self.classes.len(), Vec::new());
         self.changed.clear();
         level.keys.clear();
+        let guids = &self.guids;
         for (ci, c) in self.classes.iter_mut().enumerate() {
             let selected = level.selected.get(ci).map_or(&[][..], |v| &v[..]);
             let ClassNet { actors, history, array_leaves, cols, .. } = c;
@@ -685,6 +693,7 @@ impl NetDriver {
                             sleepy: dormancy[slot].dormant() && plain,
                             condition: sub_condition[slot],
                             autonomous: a.autonomous,
+                            owner_slot: sub_condition[slot].and(owner_actor[slot]).and_then(|g| guids.get(&g).copied()),
                         });
                     }
                 }

@@ -62,6 +62,8 @@ pub(crate) struct DueActor {
     /// connection.
     pub condition: Option<crate::net::lifecycle::SubObjectCondition>,
     pub autonomous: bool,
+    /// A sub-object's owner's (class, slot), while the owner lives.
+    pub owner_slot: Option<(u32, u32)>,
 }
 
 impl DueActor {
@@ -80,8 +82,8 @@ pub(crate) struct RelevancyIndex {
     positions: Vec<[f32; 3]>,
     cull_sq: Vec<f32>,
     rules: Vec<u32>,
-    /// (follower's due index, its owner).
-    followers: Vec<(u32, NetGuid)>,
+    /// (follower's due index, its owner's due index if the owner is due).
+    followers: Vec<(u32, Option<u32>)>,
     owned: Vec<(NetGuid, u32)>,
     instigated: Vec<(NetGuid, u32)>,
     by_conn: Vec<(u32, u32)>,
@@ -107,7 +109,12 @@ impl RelevancyIndex {
 
     /// Builds the index over `due`. `find` gives any live actor's relevancy data and net
     /// priority by GUID (owner chains leave the consider list).
-    pub fn build(&mut self, due: &[DueActor], find: impl Fn(NetGuid) -> Option<(ActorRelevancy, f32)>) {
+    pub fn build(
+        &mut self,
+        due: &[DueActor],
+        find: impl Fn(NetGuid) -> Option<(ActorRelevancy, f32)>,
+        due_of: impl Fn(NetGuid) -> Option<u32>,
+    ) {
         self.grid_due.clear();
         self.positions.clear();
         self.cull_sq.clear();
@@ -133,7 +140,7 @@ impl RelevancyIndex {
                     self.instigated.push((g, i));
                 }
             } else if let Some(owner) = follows(d) {
-                self.followers.push((i, owner));
+                self.followers.push((i, due_of(owner)));
             } else {
                 self.rules.push(i);
             }
@@ -222,12 +229,12 @@ impl RelevancyIndex {
         let viewed = |g: NetGuid| viewers.iter().any(|v| v.view_target == Some(g) || v.real_viewer == Some(g));
         let hooked = |c: u32| hooks.get(c as usize).is_some_and(Option::is_some);
         extra.clear();
-        for &(i, owner) in &self.followers {
+        for &(i, owner_due) in &self.followers {
             let d = &due[i as usize];
             // The owner's own answer is the follower's when the owner is due, has no hook, does
             // not hand its question on (owner relevancy: depth and order), and is owned by the
             // same connection (its answer counts that ownership); otherwise UE's rules.
-            let owner_due = due_of(owner).filter(|&o| {
+            let owner_due = owner_due.filter(|&o| {
                 let od = &due[o as usize];
                 !hooked(od.class) && !hooked(d.class) && !od.rel.use_owner_relevancy && od.owner_conn == d.owner_conn
             });
