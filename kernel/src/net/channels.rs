@@ -262,6 +262,7 @@ struct Cand {
 /// due.
 fn candidates(ctx: &LevelCtx<'_>, conn: &mut Connection, scratch: &mut Scratch) {
     let Scratch { relevant, fresh, cands, .. } = scratch;
+    let next_epoch = &mut conn.next_epoch;
     let Pairs::Channels { rows, dormant } = &mut conn.pairs else { unreachable!("the actor level keeps channel rows") };
     fresh.clear();
     let mut r = 0;
@@ -273,7 +274,10 @@ fn candidates(ctx: &LevelCtx<'_>, conn: &mut Connection, scratch: &mut Scratch) 
         // A copy held dormant is not replicated (and needs no new row) until the actor wakes.
         let held = |key| !dormant.is_empty() && dormant.binary_search_by_key(&key, |r: &Channel| r.key).is_ok();
         if rows.get(r).is_none_or(|row| row.key != key) && !held(key) {
-            fresh.push(Channel { key, ..Channel::default() });
+            let mut row = Channel { key, ..Channel::default() };
+            row.state.epoch = *next_epoch;
+            *next_epoch = next_epoch.wrapping_add(1);
+            fresh.push(row);
         }
     }
     merge_rows(rows, fresh);

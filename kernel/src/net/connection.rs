@@ -48,7 +48,9 @@ pub struct PairState {
     pub sent_through: Frame,
     /// [`pair`] bits.
     pub flags: u8,
-    _pad: u8,
+    /// Which channel of this pair this is (a connection numbers the channels it opens, wrapping):
+    /// bunches of an earlier channel settling late do not count against this one's `in_flight`.
+    pub epoch: u8,
     /// Bunches of this pair in packets whose fate is unknown (an actor goes dormant for a
     /// connection only when this is 0 and nothing is owed).
     pub in_flight: u16,
@@ -138,6 +140,8 @@ pub(crate) struct Connection {
     pub scratch: Box<super::channels::Scratch>,
     /// Look for sleeping actors near the viewers at the next frame (a new connection does).
     pub dormant_look: bool,
+    /// The epoch the next channel row gets.
+    pub next_epoch: u8,
 }
 
 impl Connection {
@@ -163,6 +167,7 @@ impl Connection {
             decisions: None,
             scratch: Box::default(),
             dormant_look: true,
+            next_epoch: 0,
         }
     }
 

@@ -29,6 +29,8 @@ pub(crate) struct SendItem {
     pub leaves: LeafMask,
     /// The bunch carries the channel open (the open is not acknowledged yet).
     pub open: bool,
+    /// The pair's channel epoch ([`PairState::epoch`]).
+    pub epoch: u8,
 }
 
 /// How many changed actors ahead planning prefetches pair states.
@@ -126,5 +128,5 @@ pub(crate) fn plan_pair(
     if send.is_empty() && !open_bunch {
         return None;
     }
-    Some(SendItem { class, slot, guid: actor.guid, leaves: send, open })
+    Some(SendItem { class, slot, guid: actor.guid, leaves: send, open, epoch: ps.epoch })
 }

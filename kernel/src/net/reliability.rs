@@ -50,6 +50,8 @@ pub(crate) struct SentEntry {
     pub guid: NetGuid,
     pub leaves: LeafMask,
     pub open: bool,
+    /// The channel epoch of the pair when sent.
+    pub epoch: u8,
 }
 
 /// How a feedback relates to what was sent.
@@ -212,7 +214,9 @@ pub(crate) fn apply_settled(
             continue;
         }
         let Some(ps) = conn.pairs.get_mut(e.class, e.slot) else { continue };
-        ps.in_flight = ps.in_flight.saturating_sub(1);
+        if ps.epoch == e.epoch {
+            ps.in_flight = ps.in_flight.saturating_sub(1);
+        }
         if delivered {
             if e.open {
                 ps.flags |= pair::OPEN_ACKED;

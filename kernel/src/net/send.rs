@@ -386,7 +386,14 @@ impl WriteCtx<'_> {
 
     /// Records that the open packet carries `leaves` (and the open, if owed) of `item`.
     fn entry(&self, conn: &mut Connection, open: &mut Open, item: &SendItem, leaves: LeafMask) {
-        let e = SentEntry { class: item.class, slot: item.slot, guid: item.guid, leaves, open: item.open };
+        let e = SentEntry {
+            class: item.class,
+            slot: item.slot,
+            guid: item.guid,
+            leaves,
+            open: item.open,
+            epoch: item.epoch,
+        };
         conn.rel.entries.push_back(e);
         open.entries += 1;
         // The actor level counts its rows' bunches itself (it holds the row; a lookup per

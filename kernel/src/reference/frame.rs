@@ -519,7 +519,7 @@ fn replicate(
     if send.is_empty() && !open_bunch {
         return;
     }
-    let item = SendItem { class: ch.class, slot: ch.slot, guid: a.guid, leaves: send, open: !ch.open_acked };
+    let item = SendItem { class: ch.class, slot: ch.slot, guid: a.guid, leaves: send, open: !ch.open_acked, epoch: 0 };
     write.write(conn, st, &item, None);
     if !ch.open_acked {
         ch.open_sent = true;
