@@ -4,7 +4,8 @@
 //! [`ClassStore`] and in the UE-style [`RefWorld`] — with identical values, and mutates the same
 //! actors of both each frame: a changed actor moves (its movement parents get new values) and one in
 //! ten also changes health or a flag, as game actors do. [`run_compare`] times the kernel, the
-//! reference and `memcmp` over the same frames and reports medians; after every compare, outside
+//! reference and `memcmp` (on one thread, and split in two halves on two threads) over the same
+//! frames and reports medians; after every compare, outside
 //! the timed region, each actor's kernel changelist must equal the reference's.
 
 use rand::{Rng, SeedableRng};
@@ -185,6 +186,9 @@ pub struct CompareReport {
     pub reference_ns: u64,
     /// `memcmp` of the same live and shadow bytes (equal, so it reads all of them).
     pub memcmp_ns: u64,
+    /// The same `memcmp` on two threads, each comparing one half of the bytes (the two-core
+    /// memory-speed bar).
+    pub memcmp_2t_ns: u64,
     /// Kernel with every property push-based, 1 % of actors marked.
     pub push_1pct_ns: u64,
     /// Bytes of live state the kernel reads (the shadow is the same size).
@@ -196,6 +200,8 @@ pub struct CompareReport {
     pub speedup_vs_reference: f64,
     /// Median over frames of memcmp / kernel.
     pub fraction_of_memcmp: f64,
+    /// Median over frames of the two-thread memcmp / kernel.
+    pub fraction_of_memcmp_2t: f64,
     /// Median over push frames of push / the full compare of the same frame.
     pub push_ratio: f64,
     /// Per parent of the class, over the timed push frames: lanes compared with a mark, and lanes
@@ -242,6 +248,7 @@ pub fn run_compare(opts: &CompareOptions, progress: &mut dyn FnMut(&str)) -> Res
     progress(&format!("spawning {} {} actors", opts.actors, opts.class));
     let mut w = CompareWorkload::new(&opts.class, opts.actors, opts.seed, true)?;
     let pool = rayon::ThreadPoolBuilder::new().num_threads(opts.threads.max(1)).build().map_err(|e| e.to_string())?;
+    let pool_2t = rayon::ThreadPoolBuilder::new().num_threads(2).build().map_err(|e| e.to_string())?;
     let full = CompareConfig {
         push: PushMode::Off,
         kernels: opts.kernels,
@@ -253,8 +260,12 @@ pub fn run_compare(opts: &CompareOptions, progress: &mut dyn FnMut(&str)) -> Res
     let mut push_shadow = ShadowState::new(&mut w.store);
     let mut changes = ChangeSet::new();
     let mut ref_changes = RefChanges::default();
+    // One thread: the compare runs on the calling thread, as a game thread would run it (handing
+    // it to a one-thread pool only adds two thread wake-ups to every timed frame).
+    let single = opts.threads <= 1;
     let compare = |w: &mut CompareWorkload, s: &mut ShadowState, cfg: &CompareConfig, out: &mut ChangeSet| {
-        pool.install(|| s.compare(&mut w.store, cfg, out)).map_err(|e| e.to_string())
+        if single { s.compare(&mut w.store, cfg, out) } else { pool.install(|| s.compare(&mut w.store, cfg, out)) }
+            .map_err(|e| e.to_string())
     };
 
     // Initial replication: everything differs from defaults once.
@@ -267,8 +278,9 @@ pub fn run_compare(opts: &CompareOptions, progress: &mut dyn FnMut(&str)) -> Res
         check_changelists(&w, &changes, &ref_changes)?;
     }
 
-    let (mut kernel, mut reference, mut memcmp) = (Vec::new(), Vec::new(), Vec::new());
-    let (mut speedups, mut fractions, mut push_ratios) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut kernel, mut reference, mut memcmp, mut memcmp_2t) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let (mut speedups, mut fractions, mut fractions_2t, mut push_ratios) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let mut changed_actors = 0;
     for frame in 0..opts.frames + 1 {
         progress(&format!("frame {}/{} at {:.1} % changed", frame, opts.frames, opts.changed * 100.0));
@@ -287,13 +299,25 @@ pub fn run_compare(opts: &CompareOptions, progress: &mut dyn FnMut(&str)) -> Res
         if !equal {
             return Err("after a push-off compare the shadow must equal live".into());
         }
+        let half = live.len() / 2;
+        let ((l1, l2), (s1, s2)) = (live.split_at(half), shadow.split_at(half));
+        let mut halves = (false, false);
+        let m2 = timed(|| {
+            halves =
+                pool_2t.install(|| rayon::join(|| black_box(l1) == black_box(s1), || black_box(l2) == black_box(s2)))
+        });
+        if halves != (true, true) {
+            return Err("the two-thread memcmp must find the same equal bytes".into());
+        }
         // Frame 0 warms caches and the thread pool.
         if frame > 0 {
             kernel.push(k);
             reference.push(r);
             memcmp.push(m);
+            memcmp_2t.push(m2);
             speedups.push(ratio(r, k));
             fractions.push(ratio(m, k));
+            fractions_2t.push(ratio(m2, k));
         }
     }
 
@@ -322,11 +346,13 @@ pub fn run_compare(opts: &CompareOptions, progress: &mut dyn FnMut(&str)) -> Res
         kernel_ns: median(kernel),
         reference_ns: median(reference),
         memcmp_ns: median(memcmp),
+        memcmp_2t_ns: median(memcmp_2t),
         push_1pct_ns: median(push_times),
         live_bytes: w.store.live().bytes().len(),
         changed_actors,
         speedup_vs_reference: median(speedups),
         fraction_of_memcmp: median(fractions),
+        fraction_of_memcmp_2t: median(fractions_2t),
         push_ratio: median(push_ratios),
         dirty_stats: push_shadow.dirty_stats().to_vec(),
     })

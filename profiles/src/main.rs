@@ -275,17 +275,24 @@ fn compare(args: &CompareArgs, json: bool, progress: &mut dyn FnMut(&str)) -> Re
             "changed": opts.changed,
             "threads": threads,
             "isa": opts.kernels.isa.name(),
+            "isa_calibration_ns": Kernels::calibration()
+                .iter()
+                .map(|(isa, ns)| (isa.name().to_string(), json!(ns)))
+                .collect::<serde_json::Map<_, _>>(),
             "frames": opts.frames,
             "kernel_ns": r.kernel_ns,
             "reference_ns": r.reference_ns,
             "memcmp_ns": r.memcmp_ns,
+            "memcmp_2t_ns": r.memcmp_2t_ns,
             "speedup_vs_reference": r.speedup_vs_reference,
             "fraction_of_memcmp": r.fraction_of_memcmp,
+            "fraction_of_memcmp_2t": r.fraction_of_memcmp_2t,
             "push_1pct_ns": r.push_1pct_ns,
             "push_ratio": r.push_ratio,
             "live_bytes": r.live_bytes,
             "kernel_gb_per_s": gbps(r.kernel_ns),
             "memcmp_gb_per_s": gbps(r.memcmp_ns),
+            "memcmp_2t_gb_per_s": gbps(r.memcmp_2t_ns),
             "changed_actors": r.changed_actors,
             "dirty_stats": r.dirty_stats.iter().map(|s| json!({
                 "property": s.property,
@@ -311,6 +318,11 @@ fn compare(args: &CompareArgs, json: bool, progress: &mut dyn FnMut(&str)) -> Re
             "  memcmp      {:>10.3} ms   kernel runs at {:.2} of memcmp speed",
             ms(r.memcmp_ns),
             r.fraction_of_memcmp
+        );
+        println!(
+            "  memcmp, 2t  {:>10.3} ms   kernel runs at {:.2} of a two-thread memcmp",
+            ms(r.memcmp_2t_ns),
+            r.fraction_of_memcmp_2t
         );
         println!("  push, 1 %   {:>10.3} ms   {:.4} of a full compare", ms(r.push_1pct_ns), r.push_ratio);
         println!(

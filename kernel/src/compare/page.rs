@@ -42,6 +42,13 @@ pub(super) struct Plan<'a> {
     /// Per parent: the planes of its fixed leaves, when they are one contiguous range (else
     /// empty, and nothing is prefetched for it).
     parent_planes: Vec<std::ops::Range<usize>>,
+    /// Bytes of a page its planes cover (`0..planes_end`, no gaps: byte planes are multiples of
+    /// 64 bytes and bit planes follow them 8 bytes apart).
+    planes_end: usize,
+    /// Some parent with planes is compared in every occupied lane (not push-ruled): a page read
+    /// whole anyway starts with one "equal?" pass over its planes, and a page that passes skips
+    /// every fixed leaf.
+    page_check: bool,
 }
 
 /// How many pages ahead a dirty-only compare prefetches.
@@ -95,7 +102,34 @@ impl<'a> Plan<'a> {
                 ranges.try_fold(first, |acc, r| (r.start == acc.end).then_some(acc.start..r.end)).unwrap_or(0..0)
             })
             .collect();
-        Self { layout, kernels: cfg.kernels, uses_dirty, dirty_only, dense, fixed_leaves, array_leaves, parent_planes }
+        let planes_end = layout
+            .planes
+            .iter()
+            .map(|p| p.page_offset + if p.width == PlaneWidth::Bit { 8 } else { p.width.page_bytes() })
+            .max()
+            .unwrap_or(0);
+        let page_check = layout.parents.iter().zip(&uses_dirty).any(|(p, &d)| {
+            !d && layout.leaves[p.leaves.clone()].iter().any(|l| l.array.is_none() && !l.planes.is_empty())
+        });
+        Self {
+            layout,
+            kernels: cfg.kernels,
+            uses_dirty,
+            dirty_only,
+            dense,
+            fixed_leaves,
+            array_leaves,
+            parent_planes,
+            planes_end,
+            page_check,
+        }
+    }
+
+    /// Whether the page's plane bytes are equal in live and shadow: then no fixed leaf changed,
+    /// whatever lanes are considered.
+    fn planes_equal(&self, page: &PageRefs<'_>) -> bool {
+        let end = self.planes_end;
+        (self.kernels.routines.eq)(&page.live[..end], &page.shadow[..end])
     }
 
     /// Whether push validation has anything to check: a push-ruled parent with fixed leaves.
@@ -168,10 +202,17 @@ impl<'a> Plan<'a> {
         if self.dense {
             return self.compare_page_dense(page, dirty, masks, arrays);
         }
+        // Every occupied lane of the page is compared for some parent, so its planes are read
+        // anyway: one "equal?" pass first, and fixed leaves only if something differs.
+        let fixed = !(self.page_check && page.every_lane && self.planes_equal(&page));
         let mut any = 0u64;
         for (pi, parent) in self.layout.parents.iter().enumerate() {
             let marked = page.occupied & dirty.map_or(0, |d| d[pi]);
-            let consider_fixed = if self.uses_dirty[pi] { marked } else { page.occupied };
+            let consider_fixed = match (fixed, self.uses_dirty[pi]) {
+                (false, _) => 0,
+                (true, true) => marked,
+                (true, false) => page.occupied,
+            };
             for li in parent.leaves.clone() {
                 let leaf = &self.layout.leaves[li];
                 let changed = match leaf.array {
@@ -218,8 +259,9 @@ impl<'a> Plan<'a> {
         changed
     }
 
-    /// The dense page compare: every plane diffed run by run, then only the leaves of a page that
-    /// changed are visited; dynamic arrays are compared where written.
+    /// The dense page compare: a page whose plane bytes are equal costs one XOR/OR pass; else
+    /// every plane is diffed run by run (an equal plane without a lane mask) and only the leaves
+    /// that changed are visited. Dynamic arrays are compared where written.
     fn compare_page_dense(
         &self,
         mut page: PageRefs<'_>,
@@ -227,28 +269,10 @@ impl<'a> Plan<'a> {
         masks: &mut [u64],
         arrays: &mut Vec<ArrayChange>,
     ) -> u64 {
-        let mut plane_masks = [0u64; DENSE_MAX_PLANES];
-        self.diff_runs(&page, &mut plane_masks);
         let occupied = page.occupied;
-        let mut any = 0u64;
-        let planes = &plane_masks[..self.layout.planes.len()];
-        if planes.iter().fold(0, |a, &m| a | m) & occupied != 0 {
-            masks.fill(0);
-            for (li, range) in &self.fixed_leaves {
-                let changed = plane_masks[range.clone()].iter().fold(0, |a, &m| a | m) & occupied;
-                if changed != 0 {
-                    masks[*li] = changed;
-                    any |= changed;
-                    // Dense pages compare every occupied lane, and free lanes are zero on both
-                    // sides, so every lane outside `changed` already matches: with many changed
-                    // lanes one whole-plane copy beats a copy per lane.
-                    // (Not when only some lanes are compared: the others may differ.)
-                    let whole = page.every_lane && changed.count_ones() >= DENSE_WHOLE_PLANE_COPY;
-                    let copy = if whole { !0 } else { changed };
-                    self.copy_leaf(&mut page, range.clone(), copy);
-                }
-            }
-        }
+        // Most pages of a frame with little change are equal: no lane masks, no leaves.
+        let eq = self.planes_equal(&page);
+        let mut any = if eq { 0 } else { self.compare_planes_dense(&mut page, masks) };
         if let Some(d) = dirty {
             for &(pi, li, a) in &self.array_leaves {
                 let consider = d[pi] & occupied;
@@ -263,6 +287,36 @@ impl<'a> Plan<'a> {
                     masks[li] = changed;
                     any |= changed;
                 }
+            }
+        }
+        any
+    }
+
+    /// The fixed leaves of a dense page whose planes differ somewhere: lane masks of every plane,
+    /// then the changed lanes of each leaf copied; returns the lanes with a change (the page's
+    /// leaf masks written when there is one).
+    fn compare_planes_dense(&self, page: &mut PageRefs<'_>, masks: &mut [u64]) -> u64 {
+        let mut plane_masks = [0u64; DENSE_MAX_PLANES];
+        self.diff_runs(page, &mut plane_masks);
+        let occupied = page.occupied;
+        let planes = &plane_masks[..self.layout.planes.len()];
+        if planes.iter().fold(0, |a, &m| a | m) & occupied == 0 {
+            return 0;
+        }
+        let mut any = 0u64;
+        masks.fill(0);
+        for (li, range) in &self.fixed_leaves {
+            let changed = plane_masks[range.clone()].iter().fold(0, |a, &m| a | m) & occupied;
+            if changed != 0 {
+                masks[*li] = changed;
+                any |= changed;
+                // Dense pages compare every occupied lane, and free lanes are zero on both
+                // sides, so every lane outside `changed` already matches: with many changed
+                // lanes one whole-plane copy beats a copy per lane.
+                // (Not when only some lanes are compared: the others may differ.)
+                let whole = page.every_lane && changed.count_ones() >= DENSE_WHOLE_PLANE_COPY;
+                let copy = if whole { !0 } else { changed };
+                self.copy_leaf(page, range.clone(), copy);
             }
         }
         any

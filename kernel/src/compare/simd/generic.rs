@@ -7,13 +7,17 @@
 //! diff_12(live, shadow):                      // a 12-byte lane is three u32 lanes
 //!     eq = concatenation of !ne_32 over every chunk   // 192 bits, three per lane
 //!     lanes_of_12(eq)                         // lane j differs unless bits 3j..3j+2 are all set
+//! equal(live, shadow):                        // any length: memcmp's work, no lane masks
+//!     OR of (live_i ^ shadow_i) over blocks of four vectors, stopping at a non-zero block
+//! run_w(planes):                              // consecutive planes of one width
+//!     per plane: 0 if equal(plane), else diff_w(plane)
 //! ```
 //!
 //! [`LaneOps`] is implemented by a zero-sized *token* per instruction set: a value of the type is
 //! the proof that this CPU runs its instructions (the x86 tokens are created only after feature
 //! detection or inside code compiled for the feature), so the trait's methods are safe and this
 //! module holds no `unsafe`. Every method is `#[inline(always)]`: a backend wraps [`diff`],
-//! [`diff12`] and [`run`] in functions compiled for its ISA, and the whole loop is generated
+//! [`diff12`], [`equal`] and [`run`] in functions compiled for its ISA, and the whole loop is generated
 //! there, with the chunk loop fully unrolled (the lengths are constants).
 //!
 //! The one-lane-at-a-time reference every instantiation is tested against lives in
@@ -36,6 +40,52 @@ pub(crate) trait LaneOps: Copy {
     fn ne32(self, a: Self::V, b: Self::V) -> u64;
     /// Bit `i` set iff the `i`-th `u64` of `a` and `b` differ (`BYTES / 8` bits).
     fn ne64(self, a: Self::V, b: Self::V) -> u64;
+    /// The all-zero vector.
+    fn zero(self) -> Self::V;
+    /// `acc | (a ^ b)`: accumulates where two vectors differ, without a mask.
+    fn or_xor(self, acc: Self::V, a: Self::V, b: Self::V) -> Self::V;
+    /// Whether every bit of `v` is zero.
+    fn is_zero(self, v: Self::V) -> bool;
+}
+
+/// Whether `live` and `shadow` hold the same bytes (`false` when their lengths differ): the
+/// "equal?" pass that runs before any lane mask, at the cost of a `memcmp`.
+///
+/// ```text
+/// for each block of 4 vectors:  acc = OR of (live ^ shadow) over the block; stop at the first
+///                               block with acc != 0
+/// the remaining whole vectors:  the same, one vector at a time
+/// the last < BYTES bytes:       compared as a slice
+/// ```
+///
+/// No lane masks, no movemask: one XOR and one OR per vector, and one test per block (so a page
+/// whose first plane differs is abandoned after a few hundred bytes and its planes are diffed
+/// from there, not read twice from memory).
+#[inline(always)]
+pub(crate) fn equal<S: LaneOps>(ops: S, live: &[u8], shadow: &[u8]) -> bool {
+    if live.len() != shadow.len() {
+        return false;
+    }
+    let block = 4 * S::BYTES;
+    let mut l = live.chunks_exact(block);
+    let mut s = shadow.chunks_exact(block);
+    for (lb, sb) in (&mut l).zip(&mut s) {
+        let mut acc = ops.zero();
+        for (lv, sv) in lb.chunks_exact(S::BYTES).zip(sb.chunks_exact(S::BYTES)) {
+            acc = ops.or_xor(acc, ops.load(lv), ops.load(sv));
+        }
+        if !ops.is_zero(acc) {
+            return false;
+        }
+    }
+    let (l, s) = (l.remainder(), s.remainder());
+    let mut lv = l.chunks_exact(S::BYTES);
+    let mut sv = s.chunks_exact(S::BYTES);
+    let mut acc = ops.zero();
+    for (a, b) in (&mut lv).zip(&mut sv) {
+        acc = ops.or_xor(acc, ops.load(a), ops.load(b));
+    }
+    ops.is_zero(acc) && lv.remainder() == sv.remainder()
 }
 
 /// Lanes of a plane of 64 `W`-byte lanes (`N = 64 * W`, `W` in 1, 2, 4, 8) whose bytes differ.
@@ -58,14 +108,23 @@ pub(crate) fn diff<S: LaneOps, const N: usize, const W: usize>(ops: S, live: &[u
 }
 
 /// Lanes of a plane of 64 twelve-byte lanes (vectors and rotators) whose bytes differ.
+///
+/// The 192 "equal" bits are gathered one 64-bit word at a time in a register (a loop writing
+/// `eq[bit / 64]` in memory chains every vector through a store and a reload).
 #[inline(always)]
 pub(crate) fn diff12<S: LaneOps>(ops: S, live: &[u8; 768], shadow: &[u8; 768]) -> u64 {
     let per_vector = S::BYTES / 4;
+    let per_word = 64 / per_vector;
     let all = u64::MAX >> (64 - per_vector);
     let mut eq = [0u64; 3];
-    for (i, (l, s)) in live.chunks_exact(S::BYTES).zip(shadow.chunks_exact(S::BYTES)).enumerate() {
-        let bit = i * per_vector;
-        eq[bit / 64] |= (!ops.ne32(ops.load(l), ops.load(s)) & all) << (bit % 64);
+    for (w, e) in eq.iter_mut().enumerate() {
+        let mut acc = 0u64;
+        for j in 0..per_word {
+            let at = (w * per_word + j) * S::BYTES;
+            let ne = ops.ne32(ops.load(&live[at..at + S::BYTES]), ops.load(&shadow[at..at + S::BYTES]));
+            acc |= (!ne & all) << (j * per_vector);
+        }
+        *e = acc;
     }
     lanes_of_12(&eq)
 }
@@ -97,16 +156,27 @@ pub(crate) fn lanes_of_12(eq: &[u64; 3]) -> u64 {
 }
 
 /// Applies a one-plane diff to each of `out.len()` consecutive planes of `N` bytes; planes beyond
-/// the shorter input are left untouched. Backends wrap it in a function compiled for their ISA, so
-/// one call covers a whole run of same-width planes.
+/// the shorter input are left untouched. A plane whose bytes are `eq`ual gets 0 without a lane
+/// mask (one XOR/OR pass); only a plane that differs is diffed lane by lane (from L1 by then).
+/// Backends wrap it in a function compiled for their ISA, so one call covers a whole run of
+/// same-width planes.
 #[inline(always)]
-pub(crate) fn run<const N: usize>(d: impl Fn(&[u8; N], &[u8; N]) -> u64, live: &[u8], shadow: &[u8], out: &mut [u64]) {
+pub(crate) fn run<const N: usize>(
+    eq: impl Fn(&[u8], &[u8]) -> bool,
+    d: impl Fn(&[u8; N], &[u8; N]) -> u64,
+    live: &[u8],
+    shadow: &[u8],
+    out: &mut [u64],
+) {
     for ((l, s), o) in live.chunks_exact(N).zip(shadow.chunks_exact(N)).zip(out) {
-        if let (Ok(l), Ok(s)) = (l.try_into(), s.try_into()) {
-            *o = d(l, s);
+        if let (Ok(la), Ok(sa)) = (l.try_into(), s.try_into()) {
+            *o = if eq(l, s) { 0 } else { d(la, sa) };
         }
     }
 }
+
+/// Whether two byte slices are equal (see [`equal`]).
+pub(crate) type EqFn = fn(&[u8], &[u8]) -> bool;
 
 /// Diffs `out.len()` consecutive planes of `live` and `shadow` (see [`run`]).
 pub(crate) type RunFn = fn(&[u8], &[u8], &mut [u64]);
@@ -119,10 +189,13 @@ pub(crate) struct Routines {
     pub d4: fn(&[u8; 256], &[u8; 256]) -> u64,
     pub d8: fn(&[u8; 512], &[u8; 512]) -> u64,
     pub d12: fn(&[u8; 768], &[u8; 768]) -> u64,
-    /// `out[i]` = diff of the `i`-th plane of a run of same-width planes.
+    /// `out[i]` = diff of the `i`-th plane of a run of same-width planes (0 without a lane
+    /// mask when the plane's bytes are equal).
     pub r1: RunFn,
     pub r2: RunFn,
     pub r4: RunFn,
     pub r8: RunFn,
     pub r12: RunFn,
+    /// Whether two byte ranges are equal: a page's "anything to do?" test.
+    pub eq: EqFn,
 }

@@ -15,6 +15,13 @@
 //! detect their features first), and [`Kernels::best`] caches the fastest table in a `OnceLock`,
 //! so dispatch is one indirect call per plane or run of planes. Bit planes need no routine:
 //! their diff is `live ^ shadow`.
+//!
+//! "Fastest" is measured, not assumed: the widest vectors are not the fastest on every CPU (an
+//! AVX-512 path has lost to the portable one), so `best` times every vector table the CPU runs on
+//! a small synthetic page set (a cache-resident mix of equal pages and pages with changed lanes,
+//! the routines a dense compare calls) and keeps the fastest; a wider ISA wins ties within
+//! [`CALIBRATION_TIE`]. It costs well under a millisecond, once per process; the timings are in
+//! [`Kernels::calibration`].
 
 mod generic;
 mod scalar;
@@ -88,14 +95,96 @@ impl Kernels {
         Some(Kernels { isa, routines })
     }
 
-    /// The fastest table this CPU runs, detected once.
+    /// The fastest table this CPU runs, chosen once per process by a short calibration (see the
+    /// module docs); never a table slower than [`Isa::Wide`] in that calibration.
     pub fn best() -> Kernels {
-        static BEST: OnceLock<Kernels> = OnceLock::new();
-        *BEST.get_or_init(|| {
-            [Isa::Avx512, Isa::Avx2, Isa::Wide, Isa::Scalar]
-                .into_iter()
-                .find_map(Kernels::for_isa)
-                .expect("the scalar table is always available")
-        })
+        calibrated().0
     }
+
+    /// What chose [`Kernels::best`]: each vector table this CPU runs with its best time (ns) for
+    /// the calibration's synthetic pages, widest ISA first.
+    pub fn calibration() -> &'static [(Isa, u64)] {
+        &calibrated().1
+    }
+}
+
+/// A wider ISA is kept over a faster narrower one when it is at most this much slower (ratio):
+/// timing noise must not flip the choice between two equally fast tables.
+pub const CALIBRATION_TIE: f64 = 1.03;
+
+/// The calibrated choice and its timings, computed once.
+fn calibrated() -> &'static (Kernels, Vec<(Isa, u64)>) {
+    static BEST: OnceLock<(Kernels, Vec<(Isa, u64)>)> = OnceLock::new();
+    BEST.get_or_init(|| {
+        let candidates: Vec<Kernels> =
+            [Isa::Avx512, Isa::Avx2, Isa::Wide].into_iter().filter_map(Kernels::for_isa).collect();
+        let times = calibrate(&candidates);
+        let fastest = times.iter().copied().min().unwrap_or(0);
+        // Widest first: the first within the tie margin of the fastest.
+        let pick = candidates
+            .iter()
+            .zip(&times)
+            .find(|(_, &t)| t as f64 <= fastest as f64 * CALIBRATION_TIE)
+            .map(|(k, _)| *k)
+            .unwrap_or(scalar_kernels());
+        (pick, candidates.iter().map(|k| k.isa).zip(times).collect())
+    })
+}
+
+fn scalar_kernels() -> Kernels {
+    Kernels { isa: Isa::Scalar, routines: scalar::ROUTINES }
+}
+
+/// Planes of one synthetic calibration page: (width in bytes, planes), widest first as a layout
+/// places them (three movement vectors, object references, a float, two bytes).
+const CALIBRATION_PAGE: [(usize, usize); 4] = [(12, 3), (8, 3), (4, 1), (1, 2)];
+/// Pages of the calibration set: about 34 KB of live and shadow bytes, cache-resident.
+const CALIBRATION_PAGES: usize = 8;
+
+/// Best-of-rounds time (ns) of each table over the calibration pages; rounds alternate between
+/// the tables so a burst of noise hits them alike.
+fn calibrate(tables: &[Kernels]) -> Vec<u64> {
+    let page_bytes: usize = CALIBRATION_PAGE.iter().map(|&(w, n)| 64 * w * n).sum();
+    let live: Vec<u8> = (0..page_bytes * CALIBRATION_PAGES).map(|i| (i * 7 + i / 251) as u8).collect();
+    let mut shadow = live.clone();
+    // Odd pages change: one lane of each movement plane in one page, several in another, a
+    // float in a third; even pages are equal.
+    for p in (1..CALIBRATION_PAGES).step_by(2) {
+        let base = p * page_bytes;
+        for lane in (0..64).step_by(p * 4) {
+            shadow[base + lane * 12 + p % 12] ^= 1;
+            shadow[base + 3 * 768 + 3 * 512 + lane * 4] ^= 0x80;
+        }
+    }
+    let mut best = vec![u64::MAX; tables.len()];
+    let mut masks = [0u64; 16];
+    for _round in 0..7 {
+        for (k, b) in tables.iter().zip(&mut best) {
+            let t = std::time::Instant::now();
+            for _ in 0..16 {
+                for (l, s) in live.chunks_exact(page_bytes).zip(shadow.chunks_exact(page_bytes)) {
+                    let (l, s) = (std::hint::black_box(l), std::hint::black_box(s));
+                    if (k.routines.eq)(l, s) {
+                        continue;
+                    }
+                    let mut at = 0;
+                    for &(w, n) in &CALIBRATION_PAGE {
+                        let r = &k.routines;
+                        let f = match w {
+                            12 => r.r12,
+                            8 => r.r8,
+                            4 => r.r4,
+                            _ => r.r1,
+                        };
+                        let bytes = at..at + 64 * w * n;
+                        f(&l[bytes.clone()], &s[bytes], &mut masks[..n]);
+                        at += 64 * w * n;
+                    }
+                    std::hint::black_box(&masks);
+                }
+            }
+            *b = (*b).min(t.elapsed().as_nanos() as u64);
+        }
+    }
+    best
 }

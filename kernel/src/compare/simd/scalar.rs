@@ -15,6 +15,11 @@ pub fn scalar<const N: usize, const W: usize>(live: &[u8; N], shadow: &[u8; N]) 
     m
 }
 
+/// Reference: whether two byte ranges are equal (slice `==`).
+pub(crate) fn scalar_eq(live: &[u8], shadow: &[u8]) -> bool {
+    live == shadow
+}
+
 /// The reference table.
 pub(crate) const ROUTINES: Routines = Routines {
     d1: scalar::<64, 1>,
@@ -22,9 +27,10 @@ pub(crate) const ROUTINES: Routines = Routines {
     d4: scalar::<256, 4>,
     d8: scalar::<512, 8>,
     d12: scalar::<768, 12>,
-    r1: |l, s, o| run(scalar::<64, 1>, l, s, o),
-    r2: |l, s, o| run(scalar::<128, 2>, l, s, o),
-    r4: |l, s, o| run(scalar::<256, 4>, l, s, o),
-    r8: |l, s, o| run(scalar::<512, 8>, l, s, o),
-    r12: |l, s, o| run(scalar::<768, 12>, l, s, o),
+    r1: |l, s, o| run(scalar_eq, scalar::<64, 1>, l, s, o),
+    r2: |l, s, o| run(scalar_eq, scalar::<128, 2>, l, s, o),
+    r4: |l, s, o| run(scalar_eq, scalar::<256, 4>, l, s, o),
+    r8: |l, s, o| run(scalar_eq, scalar::<512, 8>, l, s, o),
+    r12: |l, s, o| run(scalar_eq, scalar::<768, 12>, l, s, o),
+    eq: scalar_eq,
 };

@@ -128,6 +128,42 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    /// The "equal?" pass against slice `==`: any length (whole blocks, whole vectors and a
+    /// ragged tail), any alignment of either side, at most one differing byte anywhere (in a
+    /// block, a lone vector or the tail), and slices of different lengths.
+    #[test]
+    fn equal_agrees_with_scalar(
+        len in 0usize..1100,
+        front_live in 0usize..64,
+        front_shadow in 0usize..64,
+        seed in proptest::collection::vec(any::<u8>(), 1..97),
+        flip in proptest::option::of((any::<usize>(), 1u8..=255)),
+        shorter in 0usize..3,
+    ) {
+        let fill = |front: usize| -> Vec<u8> {
+            let mut v: Vec<u8> = (0..front + len + 64).map(|i| !(i as u8)).collect();
+            for i in 0..len {
+                v[front + i] = seed[i % seed.len()] ^ (i / seed.len()) as u8;
+            }
+            v
+        };
+        let live = fill(front_live);
+        let mut shadow = fill(front_shadow);
+        if let (Some((at, x)), true) = (flip, len > 0) {
+            shadow[front_shadow + at % len] ^= x;
+        }
+        let l = &live[front_live..front_live + len];
+        let s = &shadow[front_shadow..front_shadow + len - shorter.min(len)];
+        let expected = scalar::scalar_eq(l, s);
+        for k in tables() {
+            prop_assert_eq!((k.routines.eq)(l, s), expected, "{:?} len {} flip {:?}", k.isa, len, flip);
+        }
+    }
+}
+
 #[test]
 fn every_byte_of_every_lane_counts() {
     for k in tables() {
@@ -143,6 +179,14 @@ fn every_byte_of_every_lane_counts() {
             let (l, s) = (vec![1u8; 64 * w], vec![2u8; 64 * w]);
             assert_eq!(single(&k, w, &l, &s), !0, "{:?} width {w}: every lane differs", k.isa);
         }
+        // Every byte of a buffer of a few blocks and a ragged tail counts for "equal?".
+        let l = vec![7u8; 1000];
+        assert!((k.routines.eq)(&l, &l.clone()), "{:?}", k.isa);
+        for byte in 0..l.len() {
+            let mut s = l.clone();
+            s[byte] = 0x87;
+            assert!(!(k.routines.eq)(&l, &s), "{:?} byte {byte}", k.isa);
+        }
     }
 }
 
@@ -156,6 +200,16 @@ fn every_available_isa_is_tested() {
 #[test]
 fn best_is_available_and_names_parse() {
     assert!(Kernels::best().isa.available());
+    // Calibrated: every vector table was timed, and the pick is never slower than `wide` beyond
+    // the tie margin.
+    let cal = Kernels::calibration();
+    let time = |isa| cal.iter().find(|(i, _)| *i == isa).map(|&(_, t)| t);
+    let wide = time(Isa::Wide).expect("wide is always calibrated");
+    let best = time(Kernels::best().isa).expect("the pick was calibrated");
+    assert!(best as f64 <= wide as f64 * CALIBRATION_TIE, "{cal:?}");
+    for k in tables().iter().filter(|k| k.isa != Isa::Scalar) {
+        assert!(time(k.isa).is_some(), "{:?} not calibrated: {cal:?}", k.isa);
+    }
     for isa in Isa::ALL {
         assert_eq!(Isa::parse(isa.name()), Some(isa));
     }

@@ -2,7 +2,7 @@
 //! lower to whatever the crate is compiled for (SSE2 pairs on baseline x86-64, NEON on aarch64,
 //! plain integers elsewhere). No feature detection, no `unsafe`.
 
-use super::generic::{diff, diff12, run, LaneOps, Routines};
+use super::generic::{diff, diff12, equal, run, LaneOps, Routines};
 use wide::{u16x16, u32x8, u64x4, u8x32};
 
 /// The portable token: available everywhere.
@@ -42,6 +42,27 @@ impl LaneOps for Portable {
         let v = |x: [u8; 32]| u64x4::from(bytemuck::cast::<[u8; 32], [u64; 4]>(x));
         !v(a).simd_eq(v(b)).to_bitmask() as u64 & 0xf
     }
+
+    #[inline(always)]
+    fn zero(self) -> [u8; 32] {
+        [0; 32]
+    }
+
+    #[inline(always)]
+    fn or_xor(self, acc: [u8; 32], a: [u8; 32], b: [u8; 32]) -> [u8; 32] {
+        (u8x32::from(acc) | (u8x32::from(a) ^ u8x32::from(b))).to_array()
+    }
+
+    #[inline(always)]
+    fn is_zero(self, v: [u8; 32]) -> bool {
+        let w = bytemuck::cast::<[u8; 32], [u64; 4]>(v);
+        (w[0] | w[1] | w[2] | w[3]) == 0
+    }
+}
+
+/// The portable "equal?" pass.
+fn eq(l: &[u8], s: &[u8]) -> bool {
+    equal(Portable, l, s)
 }
 
 /// The portable table.
@@ -51,9 +72,10 @@ pub(crate) const ROUTINES: Routines = Routines {
     d4: |l, s| diff::<_, 256, 4>(Portable, l, s),
     d8: |l, s| diff::<_, 512, 8>(Portable, l, s),
     d12: |l, s| diff12(Portable, l, s),
-    r1: |l, s, o| run(|a, b| diff::<_, 64, 1>(Portable, a, b), l, s, o),
-    r2: |l, s, o| run(|a, b| diff::<_, 128, 2>(Portable, a, b), l, s, o),
-    r4: |l, s, o| run(|a, b| diff::<_, 256, 4>(Portable, a, b), l, s, o),
-    r8: |l, s, o| run(|a, b| diff::<_, 512, 8>(Portable, a, b), l, s, o),
-    r12: |l, s, o| run(|a, b| diff12(Portable, a, b), l, s, o),
+    r1: |l, s, o| run(eq, |a, b| diff::<_, 64, 1>(Portable, a, b), l, s, o),
+    r2: |l, s, o| run(eq, |a, b| diff::<_, 128, 2>(Portable, a, b), l, s, o),
+    r4: |l, s, o| run(eq, |a, b| diff::<_, 256, 4>(Portable, a, b), l, s, o),
+    r8: |l, s, o| run(eq, |a, b| diff::<_, 512, 8>(Portable, a, b), l, s, o),
+    r12: |l, s, o| run(eq, |a, b| diff12(Portable, a, b), l, s, o),
+    eq,
 };

@@ -11,6 +11,7 @@
 //!          ne64: cmpeq_epi64 + movemask_pd       4 lanes
 //! AVX-512  load: loadu_si512                     64 bytes / vector
 //!          ne8/16/32/64: cmpneq_epi{8,16,32,64}_mask straight into a mask register
+//! equal?   AVX2: or(acc, xor(a, b)), testz        AVX-512: or(acc, xor(a, b)), test_epi64_mask
 //! ```
 //!
 //! Why this is sound, in three steps:
@@ -48,7 +49,7 @@ pub(crate) fn prefetch_addr(addr: usize) {
 #[cfg(target_arch = "x86_64")]
 macro_rules! backend {
     ($token:ident, $features:literal) => {
-        use super::super::generic::{diff, diff12, run, Routines};
+        use super::super::generic::{diff, diff12, equal, run, Routines};
 
         #[target_feature(enable = $features)]
         fn d1(t: $token, l: &[u8; 64], s: &[u8; 64]) -> u64 {
@@ -70,27 +71,31 @@ macro_rules! backend {
         fn d12(t: $token, l: &[u8; 768], s: &[u8; 768]) -> u64 {
             diff12(t, l, s)
         }
+        #[target_feature(enable = $features)]
+        fn eq(t: $token, l: &[u8], s: &[u8]) -> bool {
+            equal(t, l, s)
+        }
         // The run loops carry the features themselves, so the plane diff inlines into them: one
         // call per run of planes, not one per plane.
         #[target_feature(enable = $features)]
         fn r1(t: $token, l: &[u8], s: &[u8], o: &mut [u64]) {
-            run(|a, b| diff::<_, 64, 1>(t, a, b), l, s, o)
+            run(|a, b| equal(t, a, b), |a, b| diff::<_, 64, 1>(t, a, b), l, s, o)
         }
         #[target_feature(enable = $features)]
         fn r2(t: $token, l: &[u8], s: &[u8], o: &mut [u64]) {
-            run(|a, b| diff::<_, 128, 2>(t, a, b), l, s, o)
+            run(|a, b| equal(t, a, b), |a, b| diff::<_, 128, 2>(t, a, b), l, s, o)
         }
         #[target_feature(enable = $features)]
         fn r4(t: $token, l: &[u8], s: &[u8], o: &mut [u64]) {
-            run(|a, b| diff::<_, 256, 4>(t, a, b), l, s, o)
+            run(|a, b| equal(t, a, b), |a, b| diff::<_, 256, 4>(t, a, b), l, s, o)
         }
         #[target_feature(enable = $features)]
         fn r8(t: $token, l: &[u8], s: &[u8], o: &mut [u64]) {
-            run(|a, b| diff::<_, 512, 8>(t, a, b), l, s, o)
+            run(|a, b| equal(t, a, b), |a, b| diff::<_, 512, 8>(t, a, b), l, s, o)
         }
         #[target_feature(enable = $features)]
         fn r12(t: $token, l: &[u8], s: &[u8], o: &mut [u64]) {
-            run(|a, b| diff12(t, a, b), l, s, o)
+            run(|a, b| equal(t, a, b), |a, b| diff12(t, a, b), l, s, o)
         }
 
         /// A token for a table entry: the table exists only after detection succeeded, so this
@@ -116,6 +121,7 @@ macro_rules! backend {
                 r4: |l, s, o| unsafe { r4(token(), l, s, o) },
                 r8: |l, s, o| unsafe { r8(token(), l, s, o) },
                 r12: |l, s, o| unsafe { r12(token(), l, s, o) },
+                eq: |l, s| unsafe { eq(token(), l, s) },
             })
         }
     };
@@ -186,6 +192,25 @@ pub(crate) mod avx2 {
             let eq = unsafe { _mm256_movemask_pd(_mm256_castsi256_pd(_mm256_cmpeq_epi64(a, b))) } as u64;
             !eq & 0xf
         }
+
+        #[inline(always)]
+        fn zero(self) -> __m256i {
+            // SAFETY: see the impl.
+            unsafe { _mm256_setzero_si256() }
+        }
+
+        #[inline(always)]
+        fn or_xor(self, acc: __m256i, a: __m256i, b: __m256i) -> __m256i {
+            // SAFETY: see the impl.
+            unsafe { _mm256_or_si256(acc, _mm256_xor_si256(a, b)) }
+        }
+
+        #[inline(always)]
+        fn is_zero(self, v: __m256i) -> bool {
+            // VPTEST: ZF is set iff `v & v` is all zero.
+            // SAFETY: see the impl.
+            unsafe { _mm256_testz_si256(v, v) != 0 }
+        }
     }
 
     backend!(Avx2, "avx2");
@@ -246,6 +271,25 @@ pub(crate) mod avx512 {
         fn ne64(self, a: __m512i, b: __m512i) -> u64 {
             // SAFETY: see the impl.
             unsafe { _mm512_cmpneq_epi64_mask(a, b) as u64 }
+        }
+
+        #[inline(always)]
+        fn zero(self) -> __m512i {
+            // SAFETY: see the impl.
+            unsafe { _mm512_setzero_si512() }
+        }
+
+        #[inline(always)]
+        fn or_xor(self, acc: __m512i, a: __m512i, b: __m512i) -> __m512i {
+            // SAFETY: see the impl.
+            unsafe { _mm512_or_si512(acc, _mm512_xor_si512(a, b)) }
+        }
+
+        #[inline(always)]
+        fn is_zero(self, v: __m512i) -> bool {
+            // One mask bit per 64-bit element of `v & v` that is non-zero.
+            // SAFETY: see the impl.
+            unsafe { _mm512_test_epi64_mask(v, v) == 0 }
         }
     }
 

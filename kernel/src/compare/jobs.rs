@@ -1,0 +1,166 @@
+//! Splitting a compare into page jobs: [`PageJob`] is everything one page's compare borrows,
+//! cut from the shadow, the live view and the output either by a zip over every page
+//! ([`zip_job`]) or, for a list of pages, by [`split_jobs`] (safe `split_at_mut`, ascending
+//! pages); [`Tally`] is what one shard of the compare counted.
+
+use super::page::PREFETCH_PAGES;
+use super::ArrayChange;
+use crate::store::{Block, PageArrays};
+
+/// Everything one page's compare borrows, as the page zip yields it: shadow blocks, live blocks,
+/// shadow and live arrays, output leaf masks, output lane summary, output array
+/// changes, occupied lanes.
+pub(super) type ZipJob<'a> = (
+    &'a mut [Block],
+    &'a [Block],
+    &'a mut PageArrays,
+    &'a PageArrays,
+    &'a mut [u64],
+    &'a mut u64,
+    &'a mut Vec<ArrayChange>,
+    &'a u64,
+);
+
+/// A page of the zip as a [`PageJob`] (no validation, no prefetch).
+pub(super) fn zip_job(
+    (index, (shadow, live, shadow_arrays, live_arrays, masks, lanes, arrays, occupied)): (usize, ZipJob<'_>),
+) -> PageJob<'_> {
+    PageJob {
+        index,
+        shadow,
+        live,
+        shadow_arrays,
+        live_arrays,
+        masks,
+        lanes,
+        arrays,
+        occupied: *occupied,
+        check: None,
+        prefetch: None,
+    }
+}
+
+/// Everything one page's compare borrows.
+pub(super) struct PageJob<'a> {
+    /// Page index.
+    pub(super) index: usize,
+    pub(super) shadow: &'a mut [Block],
+    pub(super) live: &'a [Block],
+    pub(super) shadow_arrays: &'a mut PageArrays,
+    pub(super) live_arrays: &'a PageArrays,
+    /// Output leaf masks of the page.
+    pub(super) masks: &'a mut [u64],
+    /// Output lanes with any change.
+    pub(super) lanes: &'a mut u64,
+    /// Output array changes.
+    pub(super) arrays: &'a mut Vec<ArrayChange>,
+    pub(super) occupied: u64,
+    /// Push validation: the page of the validation shadow, and its per-parent unmarked lanes.
+    pub(super) check: Option<(&'a mut [Block], &'a mut [u64])>,
+    /// A dirty page a few list entries ahead, to prefetch.
+    pub(super) prefetch: Option<usize>,
+}
+
+/// What [`split_jobs`] cuts into pages.
+pub(super) struct JobSource<'a> {
+    pub(super) shadow: &'a mut [Block],
+    pub(super) live: &'a [Block],
+    pub(super) stride: usize,
+    pub(super) shadow_arrays: &'a mut [PageArrays],
+    pub(super) live_arrays: &'a [PageArrays],
+    pub(super) masks: &'a mut [u64],
+    pub(super) leaves: usize,
+    pub(super) page_lanes: &'a mut [u64],
+    pub(super) arrays: &'a mut [Vec<ArrayChange>],
+    pub(super) occupied: &'a [u64],
+    pub(super) check: Option<(&'a mut [Block], &'a mut [u64])>,
+    pub(super) parents: usize,
+    /// Give each job the page [`PREFETCH_PAGES`] entries ahead in `order`.
+    pub(super) prefetch: bool,
+}
+
+/// Splits off the first `n` items of `*rest` (safe `split_at_mut`; `rest` keeps the remainder).
+fn take_front<'a, T>(rest: &mut &'a mut [T], n: usize) -> &'a mut [T] {
+    let (front, back) = std::mem::take(rest).split_at_mut(n);
+    *rest = back;
+    front
+}
+
+/// One job per page of `order` (ascending page indices), each borrowing only its page's parts.
+pub(super) fn split_jobs<'a>(order: &[usize], src: JobSource<'a>) -> Vec<PageJob<'a>> {
+    let JobSource {
+        mut shadow,
+        live,
+        stride,
+        mut shadow_arrays,
+        live_arrays,
+        mut masks,
+        leaves,
+        mut page_lanes,
+        mut arrays,
+        occupied,
+        check,
+        parents,
+        prefetch,
+    } = src;
+    let (mut validated, mut unmarked) = match check {
+        Some((v, u)) => (Some(v), Some(u)),
+        None => (None, None),
+    };
+    let mut jobs = Vec::with_capacity(order.len());
+    let mut at = 0;
+    for (i, &p) in order.iter().enumerate() {
+        let skip = p - at;
+        take_front(&mut shadow, skip * stride);
+        take_front(&mut shadow_arrays, skip);
+        take_front(&mut masks, skip * leaves);
+        take_front(&mut page_lanes, skip);
+        take_front(&mut arrays, skip);
+        let check = match (validated.as_mut(), unmarked.as_mut()) {
+            (Some(v), Some(u)) => {
+                take_front(v, skip * stride);
+                take_front(u, skip * parents);
+                Some((take_front(v, stride), take_front(u, parents)))
+            }
+            _ => None,
+        };
+        jobs.push(PageJob {
+            index: p,
+            shadow: take_front(&mut shadow, stride),
+            live: &live[p * stride..(p + 1) * stride],
+            shadow_arrays: &mut take_front(&mut shadow_arrays, 1)[0],
+            live_arrays: &live_arrays[p],
+            masks: take_front(&mut masks, leaves),
+            lanes: &mut take_front(&mut page_lanes, 1)[0],
+            arrays: &mut take_front(&mut arrays, 1)[0],
+            occupied: occupied[p],
+            check,
+            prefetch: if prefetch { order.get(i + PREFETCH_PAGES).copied() } else { None },
+        });
+        at = p + 1;
+    }
+    jobs
+}
+
+/// What one shard of a compare counted: pages and lanes visited, and (with
+/// [`CompareConfig::dirty_stats`]) per parent `[marked, changed]` lane counts.
+pub(super) struct Tally {
+    pub(super) pages: u64,
+    pub(super) lanes: u64,
+    pub(super) parents: Vec<u64>,
+}
+
+impl Tally {
+    pub(super) fn new(words: usize) -> Self {
+        Self { pages: 0, lanes: 0, parents: vec![0; words] }
+    }
+
+    pub(super) fn add(mut self, other: Self) -> Self {
+        self.pages += other.pages;
+        self.lanes += other.lanes;
+        for (a, b) in self.parents.iter_mut().zip(other.parents) {
+            *a += b;
+        }
+        self
+    }
+}

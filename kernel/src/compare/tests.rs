@@ -1,0 +1,240 @@
+//! The driver's unit tests: new actors, bitwise equality, push rules, arrays, several drivers,
+//! lane selections, foreign stores, bulk writes beside arrays, reused slots.
+
+use super::*;
+use crate::schema::{ClassBuilder, PropType, PropertyDecl, StructType};
+
+fn store(push: bool) -> ClassStore {
+    let layout = ClassBuilder::new("T")
+        .property(PropertyDecl::new("Hp", PropType::F32).push(push))
+        .property(PropertyDecl::new("Inv", PropType::array(PropType::U32)).push(push))
+        .build()
+        .unwrap();
+    ClassStore::new(Arc::new(layout))
+}
+
+fn frame(store: &mut ClassStore, shadow: &mut ShadowState, push: PushMode) -> ChangeSet {
+    let mut out = ChangeSet::new();
+    store.begin_tick();
+    let cfg = CompareConfig { push, ..CompareConfig::default() };
+    shadow.compare(store, &cfg, &mut out).unwrap();
+    out
+}
+
+#[test]
+fn new_actors_send_what_differs_from_defaults_then_nothing() {
+    let mut s = store(false);
+    let mut sh = ShadowState::new(&mut s);
+    let a = s.spawn();
+    let b = s.spawn();
+    s.set(a, 0, &Value::F32(3.0)).unwrap();
+    let c = frame(&mut s, &mut sh, PushMode::Declared);
+    assert_eq!(c.changelist(s.layout(), a.index), vec![1, 0]);
+    assert!(c.changelist(s.layout(), b.index).is_empty());
+    assert_eq!(c.changed_actors(), 1);
+    let c = frame(&mut s, &mut sh, PushMode::Declared);
+    assert_eq!(c.changed_actors(), 0);
+}
+
+#[test]
+fn equality_is_bitwise() {
+    let mut s = store(false);
+    let mut sh = ShadowState::new(&mut s);
+    let a = s.spawn();
+    frame(&mut s, &mut sh, PushMode::Off);
+    s.set(a, 0, &Value::F32(-0.0)).unwrap();
+    assert_eq!(frame(&mut s, &mut sh, PushMode::Off).changed_actors(), 1, "-0.0 differs from 0.0");
+    s.set(a, 0, &Value::F32(f32::NAN)).unwrap();
+    assert_eq!(frame(&mut s, &mut sh, PushMode::Off).changed_actors(), 1);
+    s.set(a, 0, &Value::F32(f32::NAN)).unwrap();
+    assert_eq!(frame(&mut s, &mut sh, PushMode::Off).changed_actors(), 0, "the same NaN is no change");
+}
+
+#[test]
+fn push_properties_are_compared_only_when_marked() {
+    let mut s = store(true);
+    let mut sh = ShadowState::new(&mut s);
+    let a = s.spawn();
+    frame(&mut s, &mut sh, PushMode::Declared);
+    s.set(a, 0, &Value::F32(1.0)).unwrap();
+    assert_eq!(frame(&mut s, &mut sh, PushMode::Declared).changed_actors(), 0, "unmarked push change is not seen");
+    s.mark_dirty(a, 0).unwrap();
+    let c = frame(&mut s, &mut sh, PushMode::Declared);
+    assert_eq!(c.changelist(s.layout(), a.index), vec![1, 0]);
+    // Polled mode compares it regardless of marks.
+    s.set(a, 0, &Value::F32(2.0)).unwrap();
+    assert_eq!(frame(&mut s, &mut sh, PushMode::Off).changed_actors(), 1);
+    // A mark without a change sends nothing.
+    s.mark_dirty(a, 0).unwrap();
+    assert_eq!(frame(&mut s, &mut sh, PushMode::Declared).changed_actors(), 0);
+}
+
+#[test]
+fn arrays_report_growth_shrink_and_element_changes() {
+    let mut s = store(false);
+    let mut sh = ShadowState::new(&mut s);
+    let a = s.spawn();
+    frame(&mut s, &mut sh, PushMode::Off);
+    let arr = |v: &[u32]| Value::Array(v.iter().map(|&x| Value::U32(x)).collect());
+    s.set(a, 1, &arr(&[5, 6])).unwrap();
+    assert_eq!(frame(&mut s, &mut sh, PushMode::Off).changelist(s.layout(), a.index), vec![2, 2, 1, 2, 0, 0]);
+    s.set(a, 1, &arr(&[5, 7, 8])).unwrap();
+    assert_eq!(frame(&mut s, &mut sh, PushMode::Off).changelist(s.layout(), a.index), vec![2, 2, 2, 3, 0, 0]);
+    s.set(a, 1, &arr(&[5])).unwrap();
+    let c = frame(&mut s, &mut sh, PushMode::Off);
+    assert_eq!(c.changelist(s.layout(), a.index), vec![2, 0, 0, 0], "a pure shrink still reaches the changelist");
+    assert_eq!(c.array_changes(0)[0].new_len, 1);
+    s.set(a, 1, &arr(&[5])).unwrap();
+    assert_eq!(frame(&mut s, &mut sh, PushMode::Off).changed_actors(), 0, "rewriting the same array is no change");
+}
+
+#[test]
+fn two_drivers_see_the_same_marks_and_keep_their_own_shadows() {
+    let mut s = store(true);
+    let mut game = ShadowState::new(&mut s);
+    let mut replay = ShadowState::new(&mut s);
+    let a = s.spawn();
+    s.set_and_mark(a, 0, &Value::F32(4.0)).unwrap();
+    assert_eq!(frame(&mut s, &mut game, PushMode::Declared).changed_actors(), 1);
+    // The replay driver compares later; the marks were handed to it at the same tick start.
+    let mut out = ChangeSet::new();
+    replay.compare(&mut s, &CompareConfig::default(), &mut out).unwrap();
+    assert_eq!(out.changelist(s.layout(), a.index), vec![1, 0]);
+    assert_eq!(replay.value(a.index, 0), Some(Value::F32(4.0)));
+}
+
+#[test]
+fn a_shadow_created_after_actors_exist_finds_everything_they_changed() {
+    for push in [false, true] {
+        let mut s = store(push);
+        let a = s.spawn();
+        let b = s.spawn();
+        s.set_and_mark(a, 0, &Value::F32(4.0)).unwrap();
+        s.begin_tick();
+        // A driver that starts watching now sees every live actor as new: its first compare
+        // reports whatever differs from the defaults, marks or not.
+        let mut late = ShadowState::new(&mut s);
+        let c = frame(&mut s, &mut late, PushMode::Declared);
+        assert_eq!(c.changelist(s.layout(), a.index), vec![1, 0], "push {push}");
+        assert_eq!(c.changelist(s.layout(), b.index), Vec::<u16>::new(), "push {push}: defaults are no change");
+        assert_eq!(late.value(a.index, 0), Some(Value::F32(4.0)));
+    }
+}
+
+#[test]
+fn a_lane_selection_compares_only_those_lanes_and_the_rest_is_found_later() {
+    use rand::{Rng, SeedableRng};
+    for (seed, push) in [(1u64, false), (2, true), (3, false), (4, true)] {
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+        let mut s = store(push);
+        let mut sh = ShadowState::new(&mut s);
+        let ids: Vec<_> = (0..150).map(|_| s.spawn()).collect();
+        // What each actor's Hp and Inv were when it was last compared (a new actor: defaults).
+        let mut seen: Vec<(f32, Vec<u32>)> = vec![(0.0, Vec::new()); ids.len()];
+        for round in 0..40 {
+            // Dense rounds change most actors (the dense path's whole-plane copy), sparse
+            // rounds a few.
+            let p_change = if round % 3 == 0 { 0.9 } else { 0.1 };
+            for &a in &ids {
+                if rng.random_bool(p_change) {
+                    s.set_and_mark(a, 0, &Value::F32(rng.random_range(0..4) as f32)).unwrap();
+                }
+                if rng.random_bool(p_change / 2.0) {
+                    let v: Vec<Value> =
+                        (0..rng.random_range(0..3)).map(|_| Value::U32(rng.random_range(0..3))).collect();
+                    s.set_and_mark(a, 1, &Value::Array(v)).unwrap();
+                }
+            }
+            let pick = if round % 5 == 4 { 1.0 } else { 0.5 };
+            let mut lanes = vec![0u64; ids.len().div_ceil(PAGE_LANES)];
+            for &a in &ids {
+                if rng.random_bool(pick) {
+                    lanes[a.index as usize / PAGE_LANES] |= 1 << (a.index as usize % PAGE_LANES);
+                }
+            }
+            s.begin_tick();
+            let mut out = ChangeSet::new();
+            let cfg = CompareConfig { push: PushMode::Declared, ..CompareConfig::default() };
+            sh.compare_lanes(&mut s, &cfg, Some(&lanes), &mut out).unwrap();
+            for (i, &a) in ids.iter().enumerate() {
+                let selected = lanes[i / PAGE_LANES] >> (i % PAGE_LANES) & 1 != 0;
+                let list = out.changelist(s.layout(), a.index);
+                if !selected {
+                    assert!(list.is_empty(), "seed {seed} round {round}: unselected actor {i} reported");
+                    continue;
+                }
+                let Value::F32(hp) = s.get(a, 0).unwrap() else { unreachable!() };
+                let Value::Array(inv) = s.get(a, 1).unwrap() else { unreachable!() };
+                let inv: Vec<u32> = inv.iter().map(|v| if let Value::U32(x) = v { *x } else { 0 }).collect();
+                let hp_changed = hp.to_bits() != seen[i].0.to_bits();
+                let inv_changed = inv != seen[i].1;
+                // Handles in order: 1 (Hp) first if it changed, then 2 (Inv) with its count.
+                let hp_listed = list.first() == Some(&1);
+                let inv_listed = list.get(hp_listed as usize) == Some(&2);
+                assert_eq!(hp_listed, hp_changed, "seed {seed} round {round} actor {i}: Hp");
+                assert_eq!(inv_listed, inv_changed, "seed {seed} round {round} actor {i}: Inv");
+                assert_eq!(sh.value(a.index, 0), Some(Value::F32(hp)), "the shadow caught up");
+                seen[i] = (hp, inv);
+            }
+        }
+    }
+}
+
+#[test]
+fn a_shadow_refuses_another_store() {
+    let mut s1 = store(false);
+    let mut s2 = store(false);
+    let mut sh = ShadowState::new(&mut s1);
+    let mut out = ChangeSet::new();
+    assert_eq!(sh.compare(&mut s2, &CompareConfig::default(), &mut out), Err(CompareError::ForeignStore));
+}
+
+/// A polled leaf that shares its struct with a dynamic array, written by a bulk system
+/// (`plane_mut`, no mark): the array part needs the store's write mark, the fixed part does not.
+#[test]
+fn a_bulk_write_beside_an_array_is_found_without_a_mark() {
+    let inner = StructType::new("S").field("A", PropType::F32).field("Inv", PropType::array(PropType::U32));
+    for (push_decl, mode, expect_seen) in [
+        (false, PushMode::Off, true),
+        (false, PushMode::Declared, true),
+        (true, PushMode::Off, true),
+        (true, PushMode::Declared, false),
+        (false, PushMode::All, false),
+    ] {
+        let layout = ClassBuilder::new("T")
+            .property(PropertyDecl::new("S", PropType::Struct(inner.clone())).push(push_decl))
+            .build()
+            .unwrap();
+        let mut s = ClassStore::new(Arc::new(layout));
+        let mut sh = ShadowState::new(&mut s);
+        let a = s.spawn();
+        frame(&mut s, &mut sh, mode);
+        let leaf = s.layout().leaf_index("S.A").unwrap();
+        let plane = s.layout().leaves[leaf].planes.start;
+        s.plane_mut::<f32>(plane).unwrap().page(0)[a.lane()] = 5.0;
+        let c = frame(&mut s, &mut sh, mode);
+        let handle = s.layout().leaves[leaf].handle;
+        let expected = if expect_seen { vec![handle, 0] } else { vec![] };
+        assert_eq!(c.changelist(s.layout(), a.index), expected, "push {push_decl} mode {mode:?}");
+        // Marked in bulk, the push-based case finds it too.
+        s.mark_lanes_dirty(0, 0, 1 << a.lane());
+        let c = frame(&mut s, &mut sh, mode);
+        let expected = if expect_seen { vec![] } else { vec![handle, 0] };
+        assert_eq!(c.changelist(s.layout(), a.index), expected, "marked: push {push_decl} mode {mode:?}");
+    }
+}
+
+#[test]
+fn a_reused_slot_is_a_new_actor() {
+    let mut s = store(false);
+    let mut sh = ShadowState::new(&mut s);
+    let a = s.spawn();
+    s.set(a, 0, &Value::F32(9.0)).unwrap();
+    frame(&mut s, &mut sh, PushMode::Off);
+    s.despawn(a).unwrap();
+    let b = s.spawn();
+    s.set(b, 0, &Value::F32(9.0)).unwrap();
+    // Same slot, same value as the old actor: still sent, because b is new.
+    let c = frame(&mut s, &mut sh, PushMode::Off);
+    assert_eq!(c.changelist(s.layout(), b.index), vec![1, 0]);
+}
