@@ -265,14 +265,14 @@ fn candidates(ctx: &LevelCtx<'_>, conn: &mut Connection, scratch: &mut Scratch) 
     let next_epoch = &mut conn.next_epoch;
     let Pairs::Channels { rows, dormant } = &mut conn.pairs else { unreachable!("the actor level keeps channel rows") };
     fresh.clear();
+    // A copy held dormant is not replicated (and needs no new row) until the actor wakes.
+    let held = |key| !dormant.is_empty() && dormant.binary_search_by_key(&key, |r: &Channel| r.key).is_ok();
     let mut r = 0;
     for &d in relevant.iter() {
         let key = ctx.keys[d as usize];
         while r < rows.len() && rows[r].key < key {
             r += 1;
         }
-        // A copy held dormant is not replicated (and needs no new row) until the actor wakes.
-        let held = |key| !dormant.is_empty() && dormant.binary_search_by_key(&key, |r: &Channel| r.key).is_ok();
         if rows.get(r).is_none_or(|row| row.key != key) && !held(key) {
             let mut row = Channel { key, ..Channel::default() };
             row.state.epoch = *next_epoch;
@@ -292,7 +292,7 @@ fn candidates(ctx: &LevelCtx<'_>, conn: &mut Connection, scratch: &mut Scratch) 
             index = ctx.due_index.get(c as usize).map_or(&[], |v| &v[..]);
         }
         let d = index.get(slot as usize).copied().unwrap_or(NOT_DUE);
-        if d == NOT_DUE || row.state.flags & pair::DORMANT != 0 {
+        if d == NOT_DUE {
             continue;
         }
         while k < relevant.len() && relevant[k] < d {
@@ -456,7 +456,9 @@ fn held_awake(ctx: &LevelCtx<'_>, conn: &mut Connection, cands: &[Cand], awake: 
 /// channels hold their actors awake.
 fn held_awake_idle(ctx: &LevelCtx<'_>, conn: &mut Connection, awake: &mut Vec<u32>) {
     let Pairs::Channels { rows, .. } = &conn.pairs else { return };
-    for r in rows.iter().filter(|r| r.state.flags & pair::CHANNEL != 0 && r.state.flags & pair::DORMANT == 0) {
+    // Between frames dormant copies live in the other table: every row here is a channel or a
+    // scratch row.
+    for r in rows.iter().filter(|r| r.state.flags & pair::CHANNEL != 0) {
         let (c, slot) = split_key(r.key);
         let d = ctx.due_index.get(c as usize).and_then(|v| v.get(slot as usize)).copied().unwrap_or(NOT_DUE);
         if d != NOT_DUE && ctx.due[d as usize].sleepy {

@@ -26,9 +26,8 @@
 //! actor's position is where it fell asleep. A static actor with `Initial` dormancy sleeps from
 //! its registration and never opens until woken: its clients loaded it with the level.
 
-use super::connection::Connection;
 use super::level::Level;
-use super::pairs::{pair_key, Pairs};
+use super::pairs::pair_key;
 use super::relevancy::{DueActor, Viewer};
 use super::{ClassId, ConnectionId, DriverError, NetDriver, NetGuid};
 use crate::store::{ActorId, ClassStore};
@@ -279,19 +278,15 @@ impl NetDriver {
             }
             level.dormant.near(&conn.viewers, &mut near);
             for s in &near {
-                // Most sleepers near a viewer are held already: the connection's own rows answer
-                // first (warm), the world's columns only for the rest.
-                if holds(conn, s.key) {
-                    continue;
-                }
+                // Most sleepers near a viewer are held already (a channel or a dormant copy): the
+                // connection's own rows answer first (warm), the world's columns only for the rest.
                 let (c, slot) = super::pairs::split_key(s.key);
-                let class = &mut self.classes[c as usize];
-                let a = class.actors.get(slot as usize).copied().unwrap_or_default();
-                if !(a.alive && a.guid == s.guid && class.cols.asleep[slot as usize]) {
+                if conn.pairs.get(c, slot).is_some() || !still_asleep(&self.classes, s) {
                     continue;
                 }
-                class.cols.set_asleep(slot as usize, false);
-                class.cols.clock[slot as usize].force_net_update(now);
+                let cols = &mut self.classes[c as usize].cols;
+                cols.set_asleep(slot as usize, false);
+                cols.clock[slot as usize].force_net_update(now);
             }
         }
     }
@@ -321,22 +316,15 @@ impl NetDriver {
         }
         if fell > 0 {
             let classes = &self.classes;
-            level.dormant.compact(|s| {
-                let (c, slot) = super::pairs::split_key(s.key);
-                let class = &classes[c as usize];
-                class.actors.get(slot as usize).is_some_and(|a| a.alive && a.guid == s.guid)
-                    && class.cols.asleep[slot as usize]
-            });
+            level.dormant.compact(|s| still_asleep(classes, s));
         }
     }
 }
 
-/// Whether the connection has a row (a channel, or a dormant copy) for `key`.
-fn holds(conn: &Connection, key: u64) -> bool {
-    match &conn.pairs {
-        Pairs::Channels { rows, dormant } => {
-            rows.binary_search_by_key(&key, |r| r.key).is_ok() || dormant.binary_search_by_key(&key, |r| r.key).is_ok()
-        }
-        Pairs::Dense(_) => true,
-    }
+/// Whether the actor a cell entry names is still the one that fell asleep, and asleep (entries
+/// are dropped lazily).
+fn still_asleep(classes: &[super::actors::ClassNet], s: &Sleeper) -> bool {
+    let (c, slot) = super::pairs::split_key(s.key);
+    let class = &classes[c as usize];
+    class.actors.get(slot as usize).is_some_and(|a| a.alive && a.guid == s.guid) && class.cols.asleep[slot as usize]
 }

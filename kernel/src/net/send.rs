@@ -59,8 +59,7 @@ pub(crate) struct Written {
 #[derive(Default)]
 pub(crate) struct FrameWrite {
     open: Open,
-    /// Bunches written so far.
-    pub bunches: usize,
+    bunches: usize,
     /// The window filled: nothing more may be written this frame.
     pub full: bool,
 }
@@ -174,7 +173,7 @@ impl WriteCtx<'_> {
     /// Writes one close; false when the window is full.
     pub fn write_close(&self, conn: &mut Connection, st: &mut FrameWrite, close: PendingClose) -> bool {
         let PendingClose { guid, reason } = close;
-        let path = self.statics.get(&guid).map(|p| &**p);
+        let path = guid.is_static().then(|| self.statics.get(&guid)).flatten().map(|p| &**p);
         if st.full || !self.ensure(conn, &mut st.open, |c| c.writer.close_fits(&c.out, guid, reason, path)) {
             st.full = true;
             return false;
