@@ -396,6 +396,28 @@ mod tests {
     }
 
     #[test]
+    fn an_export_names_a_static_guid_and_its_path_and_nothing_else_passes() {
+        let body = |guid: NetGuid, terminator: u64| {
+            let mut w = BitWriter::new();
+            write_export_body(&mut w, guid, "/Game/Map.Door");
+            w.write_packed(terminator);
+            w
+        };
+        let w = body(NetGuid(7), 0);
+        assert_eq!(read_export_body(&mut BitReader::new(w.bytes())), Ok((NetGuid(7), "/Game/Map.Door".into())));
+        for bad in [NetGuid(8), NetGuid(0), EXPORT_GUID] {
+            let w = body(bad, 0);
+            assert_eq!(read_export_body(&mut BitReader::new(w.bytes())), Err(WireError::Invalid("exported GUID")));
+        }
+        let w = body(NetGuid(7), 1);
+        assert_eq!(read_export_body(&mut BitReader::new(w.bytes())), Err(WireError::Invalid("export terminator")));
+        let w = body(NetGuid(7), 0);
+        for cut in 0..w.len_bits() {
+            assert!(read_export_body(&mut BitReader::with_len(w.bytes(), cut)).is_err(), "cut at {cut}");
+        }
+    }
+
+    #[test]
     fn close_reasons_round_trip_and_a_destroyed_static_carries_its_path() {
         for (guid, reason) in [
             (NetGuid(4), CloseReason::Destroyed),

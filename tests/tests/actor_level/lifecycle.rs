@@ -348,3 +348,49 @@ fn hostile_sub_object_chains_export_conflicts_and_foreign_close_paths_do_no_harm
     assert!(!c.has(NetGuid(7)));
     assert!(c.load_static_actor(DOOR, 0).is_ok());
 }
+
+#[test]
+fn references_waiting_for_unknown_objects_stop_at_max_unmapped_and_are_counted() {
+    use shadowrep::client::MAX_UNMAPPED;
+    use shadowrep::schema::LeafKind;
+    use shadowrep::wire::bunch::{end_array, write_array_head};
+    let layout = Arc::new(
+        ClassBuilder::new("Keyring")
+            .property(PropertyDecl::new("Keys", PropType::Array { element: Box::new(PropType::Object), max_len: 2048 }))
+            .build()
+            .unwrap(),
+    );
+    let mut c = ClientWorld::new(std::slice::from_ref(&layout), &[layout.checksum]).unwrap();
+    let mut seq = 1;
+    let mut next_static = 3u64;
+    // Actors of 2048 references each, every one to a static GUID nobody registered, in bunches
+    // of 1000 elements (a packet holds them under the largest MTU).
+    let actors = MAX_UNMAPPED / 2048 + 2;
+    for a in 0..actors as u64 {
+        let guid = NetGuid(2 + 2 * a);
+        for part in 0..3usize {
+            let elements = part * 1000..((part + 1) * 1000).min(2048);
+            let mut body = BitWriter::new();
+            write_array_head(&mut body, 1, 2048);
+            for e in elements {
+                body.write_packed(e as u64 + 1);
+                shadowrep::wire::write_leaf(&mut body, LeafKind::Object, &next_static.to_le_bytes());
+                next_static += 2;
+            }
+            end_array(&mut body);
+            let open = (part == 0).then(|| OpenHeader::spawn(0));
+            let packet = crafted(seq, |w| write_bunch(w, guid, open.as_ref(), &body));
+            seq += 1;
+            assert!(packet.len() <= shadowrep::wire::packet::MAX_MTU);
+            c.receive(&packet).unwrap();
+        }
+    }
+    assert_eq!(c.unmapped_count(), MAX_UNMAPPED, "remembered up to the cap");
+    let dropped = (actors * 2048 - MAX_UNMAPPED) as u64;
+    assert_eq!(c.stats().unmapped_dropped, dropped, "the rest counted");
+    // Every reference reads as null until its object is known.
+    let last = NetGuid(2 + 2 * (actors as u64 - 1));
+    assert!(
+        matches!(c.value(last, 0), Some(Value::Array(v)) if v.iter().all(|x| *x == Value::Object(shadowrep::value::ObjectRef(0))))
+    );
+}
