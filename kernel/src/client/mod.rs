@@ -38,6 +38,8 @@ use std::fmt;
 use std::sync::Arc;
 use window::ReceiveWindow;
 
+mod fastarrays;
+
 /// Why a client could not be built.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ClientError {
@@ -61,6 +63,22 @@ pub enum ClientError {
         /// Client's checksum.
         client: u64,
     },
+    /// The server registers a different number of fast array kinds.
+    FastArrayKindCount {
+        /// Server's count.
+        server: usize,
+        /// Client's count.
+        client: usize,
+    },
+    /// A fast array item layout differs from the server's.
+    FastArrayChecksumMismatch {
+        /// Kind index.
+        kind: usize,
+        /// Server's checksum.
+        server: u64,
+        /// Client's checksum.
+        client: u64,
+    },
 }
 
 impl fmt::Display for ClientError {
@@ -74,6 +92,13 @@ impl fmt::Display for ClientError {
             ClientError::ChecksumMismatch { class, server, client } => write!(
                 f,
                 "class {class}: layout checksum {client:#x} does not match the server's {server:#x}; the builds do not interoperate"
+            ),
+            ClientError::FastArrayKindCount { server, client } => {
+                write!(f, "server has {server} fast array kinds, client {client}")
+            }
+            ClientError::FastArrayChecksumMismatch { kind, server, client } => write!(
+                f,
+                "fast array kind {kind}: item layout checksum {client:#x} does not match the server's {server:#x}"
             ),
         }
     }
@@ -144,6 +169,9 @@ pub struct ClientStats {
     pub unknown_statics: u64,
     /// References to unknown objects not remembered because [`MAX_UNMAPPED`] were waiting.
     pub unmapped_dropped: u64,
+    /// Fast array deltas that decoded but could not be applied (late, or naming ids wrongly):
+    /// stepped over, state untouched.
+    pub fast_array_refused: u64,
 }
 
 /// A fired notify.
@@ -237,6 +265,8 @@ pub struct ClientWorld {
     /// Sub-object → owner, and owner → its sub-objects.
     outer: HashMap<NetGuid, NetGuid>,
     inner: HashMap<NetGuid, Vec<NetGuid>>,
+    /// Fast arrays ([`fastarrays`]).
+    fast: fastarrays::ClientFastArrays,
     window: ReceiveWindow,
     /// Actors to ask the server to open again, with the feedbacks that carried the request.
     reopen: Vec<(NetGuid, u8)>,
@@ -274,6 +304,7 @@ impl ClientWorld {
             torn: HashSet::new(),
             outer: HashMap::new(),
             inner: HashMap::new(),
+            fast: fastarrays::ClientFastArrays::default(),
             window: ReceiveWindow::new(Seq(1)),
             reopen: Vec::new(),
             unmapped: Vec::new(),
@@ -488,8 +519,9 @@ impl ClientWorld {
             }
         }
         let mut opened: HashMap<NetGuid, u32> = HashMap::new();
+        let mut fast_opened: HashMap<NetGuid, u32> = HashMap::new();
         let mut missing: Vec<NetGuid> = Vec::new();
-        let (classes, actors) = (&self.classes, &self.actors);
+        let (classes, actors, fast) = (&self.classes, &self.actors, &self.fast);
         let torn = &self.torn;
         let decoded = decode_packet(bytes, |guid, open| {
             if guid.is_null() {
@@ -500,7 +532,10 @@ impl ClientWorld {
                 return Ok(Resolve::Skip);
             }
             let known = opened.get(&guid).copied().or_else(|| actors.get(&guid).map(|a| a.0));
-            let class = match (open, known) {
+            if let Some(r) = fast.resolve(guid, open, known.is_some(), &mut fast_opened)? {
+                return Ok(r);
+            }
+            let class = match (open.map(|o| o.class), known) {
                 (Some(c), Some(k)) if c != k => return Err(WireError::Invalid("actor reopened with another class")),
                 (Some(c), _) => c,
                 (None, Some(k)) => k,
@@ -533,6 +568,10 @@ impl ClientWorld {
                     self.stats.refused += 1;
                     return Err(ReceiveError::Wire(WireError::Invalid("a dynamic GUID opened by path")));
                 }
+                Some(OpenKind::FastArray { .. }) if !b.guid.is_dynamic() => {
+                    self.stats.refused += 1;
+                    return Err(ReceiveError::Wire(WireError::Invalid("a static GUID opened as a fast array")));
+                }
                 _ => {}
             }
         }
@@ -563,6 +602,26 @@ impl ClientWorld {
                         skipped += 1;
                         return false;
                     }
+                }
+                if let OpenKind::FastArray { owner } = open.kind {
+                    // An actor's (a static one's too), never a sub-object's nor a fast array's.
+                    let present =
+                        (actors.contains_key(&owner) && !gone.contains(&owner)) || opened_here.contains(&owner);
+                    if outer.contains_key(&owner)
+                        || sub_opened_here.contains(&owner)
+                        || fast_opened.contains_key(&owner)
+                    {
+                        skipped += 1;
+                        return false;
+                    }
+                    if !present {
+                        // Its owner is not here (yet): the server sends the open again.
+                        skipped += 1;
+                        orphans.push(b.guid);
+                        return false;
+                    }
+                    gone.remove(&b.guid);
+                    return true;
                 }
                 if let OpenKind::SubObject { owner } = open.kind {
                     // An owner is an actor, never a sub-object (no chains: the server makes none).
@@ -612,7 +671,11 @@ impl ClientWorld {
                 self.close(b.guid, close);
                 continue;
             }
-            self.apply_bunch(opened[&b.guid], b);
+            if let Some(&class) = opened.get(&b.guid) {
+                self.apply_bunch(class, b);
+            } else {
+                self.apply_fast(b);
+            }
         }
         Ok(Receipt::Applied { bunches: n, skipped })
     }
@@ -641,7 +704,9 @@ impl ClientWorld {
     fn close(&mut self, guid: NetGuid, close: Close) {
         match close.reason {
             CloseReason::Destroyed => {
-                if self.actors.contains_key(&guid) {
+                if self.fast.remove(guid) {
+                    // A fast array removed from its owner (or no longer for this connection).
+                } else if self.actors.contains_key(&guid) {
                     // A bound static actor's level entry goes with it (`destroy`).
                     self.destroy(guid);
                 } else if let Some(path) = close.path.as_deref() {
@@ -673,6 +738,7 @@ impl ClientWorld {
     /// a sub-object owns none).
     fn destroy(&mut self, guid: NetGuid) {
         let subs = self.inner.remove(&guid).unwrap_or_default();
+        self.fast.remove_owned(guid);
         for g in std::iter::once(guid).chain(subs) {
             if let Some((class, id)) = self.actors.remove(&g) {
                 let _ = self.classes[class as usize].store.despawn(id);

@@ -267,6 +267,12 @@ impl FastArray {
         self.acked_key(base) == Some(self.array_key)
     }
 
+    /// Whether the connection's base has marks or removals it was not sent yet (false for an
+    /// unknown base).
+    pub fn has_unsent(&self, base: BaseId) -> bool {
+        self.base(base).is_some_and(|b| b.sent_key() < self.array_key)
+    }
+
     /// Deltas in flight to the connection.
     pub fn in_flight(&self, base: BaseId) -> usize {
         self.base(base).map_or(0, ConnectionBase::in_flight)

@@ -92,6 +92,11 @@ impl FastArrayReceiver {
         }
     }
 
+    /// The item layout.
+    pub fn layout(&self) -> &ArrayLayout {
+        &self.layout
+    }
+
     /// Number of items.
     pub fn len(&self) -> usize {
         self.ids.len()

@@ -1,6 +1,8 @@
-//! FastArray: UE's `FFastArraySerializer` as a standalone kernel module — an array whose items are
-//! marked dirty one by one and replicated as per-connection deltas of added, changed and removed
-//! items, so compare and serialization cost follow the dirty items, not the array length.
+//! FastArray: UE's `FFastArraySerializer` — an array whose items are marked dirty one by one and
+//! replicated as per-connection deltas of added, changed and removed items, so compare and
+//! serialization cost follow the dirty items, not the array length. This module stands alone
+//! (any transport can drive it); [`crate::net::NetDriver::add_fast_array`] replicates one
+//! through its owner actor's channel ([`crate::net::fastarrays`]).
 //!
 //! What each file owns:
 //!
@@ -220,6 +222,25 @@ impl fmt::Display for FastArrayError {
 }
 
 impl std::error::Error for FastArrayError {}
+
+/// A checksum of an item layout (stride, and each leaf's kind and offset): two ends that
+/// register fast array kinds compare these, as they compare class checksums.
+pub fn layout_checksum(layout: &ArrayLayout) -> u64 {
+    // FNV-1a over the layout's description; stable across builds and platforms.
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut eat = |bytes: &[u8]| {
+        for &b in bytes {
+            h = (h ^ b as u64).wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    };
+    eat(&(layout.stride as u64).to_le_bytes());
+    eat(&(layout.elements.len() as u64).to_le_bytes());
+    for e in &layout.elements {
+        eat(&(e.offset as u64).to_le_bytes());
+        eat(format!("{:?}", e.kind).as_bytes());
+    }
+    h
+}
 
 /// The item layout of a fast array whose items are `element` (a scalar or a struct): the
 /// kernel's dynamic-array element description, built by [`ClassBuilder`] (so element leaves,

@@ -382,7 +382,7 @@ fn process(ctx: &LevelCtx<'_>, run: &mut Run<'_>, conn: &mut Connection, scratch
                 }
                 if due.dormancy.dormant() && has_channel && dormant_for(due, ci, ctx.dormancy_hooks) {
                     let before = ctx.write.bits_written(conn);
-                    if go_dormant(ctx, conn, st, ri as usize, c.guid) {
+                    if go_dormant(ctx, ci, conn, st, ri as usize, c.guid) {
                         out.went_dormant += 1;
                         if let Some(dec) = decisions.as_deref_mut() {
                             let bits = (ctx.write.bits_written(conn) - before) as u32;
@@ -422,13 +422,17 @@ fn process(ctx: &LevelCtx<'_>, run: &mut Run<'_>, conn: &mut Connection, scratch
 /// nothing owed, no bunch in flight); the row stays, flagged, as what the client keeps.
 fn go_dormant(
     ctx: &LevelCtx<'_>,
+    ci: u32,
     conn: &mut Connection,
     st: &mut super::send::FrameWrite,
     row: usize,
     guid: NetGuid,
 ) -> bool {
     let ps = &rows(conn)[row].state;
-    let settled = ps.flags & pair::OPEN_ACKED != 0 && ps.resend.is_empty() && ps.in_flight == 0;
+    let settled = ps.flags & pair::OPEN_ACKED != 0
+        && ps.resend.is_empty()
+        && ps.in_flight == 0
+        && ctx.write.fast.settled_for(guid, ci as usize);
     let closed = settled && ctx.write.write_close(conn, st, PendingClose { guid, reason: CloseReason::Dormant });
     if closed {
         rows(conn)[row].state.flags |= pair::DORMANT;
@@ -493,6 +497,9 @@ fn replicate(
         // The common case of an actor at rest on an open channel: nothing owed, no lookups.
         if due.changed.is_empty() && ps.resend.is_empty() && ps.flags & pair::OPEN_ACKED != 0 {
             ps.sent_through = ctx.time.frame;
+            if !ctx.write.fast.is_empty() {
+                ctx.write.write_fast_arrays_of(ci, conn, st, due.rel.guid);
+            }
             return;
         }
         (due.changed, false)
@@ -508,6 +515,9 @@ fn replicate(
         let written = (conn.rel.entries.len() - entries) as u16;
         let ps = &mut rows(conn)[row].state;
         ps.in_flight = ps.in_flight.saturating_add(written);
+    }
+    if !ctx.write.fast.is_empty() {
+        ctx.write.write_fast_arrays_of(ci, conn, st, due.rel.guid);
     }
 }
 

@@ -563,6 +563,7 @@ impl NetDriver {
             statics: &self.statics.paths,
             outers: &self.subs.outer,
             guids: &self.guids,
+            fast: &self.fast,
         };
         let ctx = LevelCtx {
             write: &write,

@@ -67,6 +67,7 @@ pub mod condition;
 pub mod connection;
 pub mod consider;
 pub mod dormancy;
+pub mod fastarrays;
 pub mod level;
 pub mod lifecycle;
 pub(crate) mod pairs;
@@ -83,6 +84,7 @@ pub use crate::ids::{ClassId, ConnectionId, Frame, LeafMask, NetGuid, Seq};
 pub use channels::{Action, FrameDecisions, SendDecision};
 pub use connection::{ConnectionStats, PairState};
 pub use dormancy::{Dormancy, DormancyHook};
+pub use fastarrays::{FastArrayItems, FastArrayKind};
 pub use level::ChannelInfo;
 pub use lifecycle::SubObjectCondition;
 pub use relevancy::{RelevancyHook, Viewer};
@@ -210,6 +212,10 @@ pub enum DriverError {
     /// A sub-object's owner must be an actor, not itself nor another sub-object, and a
     /// sub-object cannot own sub-objects.
     SubObjectChain(NetGuid),
+    /// No fast array kind with this index.
+    UnknownFastArrayKind(fastarrays::FastArrayKind),
+    /// No fast array has this GUID.
+    UnknownFastArray(NetGuid),
 }
 
 impl fmt::Display for DriverError {
@@ -240,6 +246,8 @@ impl fmt::Display for DriverError {
             }
             DriverError::BadStaticPath(why) => write!(f, "static actor path: {why}"),
             DriverError::UnknownOwner(g) => write!(f, "no live actor has GUID {g}"),
+            DriverError::UnknownFastArrayKind(k) => write!(f, "no fast array kind {}", k.0),
+            DriverError::UnknownFastArray(g) => write!(f, "no fast array has GUID {g}"),
             DriverError::SubObjectChain(g) => {
                 write!(
                     f,
@@ -347,6 +355,8 @@ pub struct NetDriver {
     pub(crate) statics: lifecycle::Statics,
     /// Sub-objects and their owners ([`lifecycle`]).
     pub(crate) subs: lifecycle::SubObjects,
+    /// Fast arrays ([`fastarrays`]).
+    pub(crate) fast: fastarrays::FastArrays,
 }
 
 impl NetDriver {
@@ -371,6 +381,7 @@ impl NetDriver {
             stats: TickStats::default(),
             statics: lifecycle::Statics::default(),
             subs: lifecycle::SubObjects::default(),
+            fast: fastarrays::FastArrays::default(),
         })
     }
 
@@ -460,6 +471,7 @@ impl NetDriver {
     pub fn remove_connection(&mut self, conn: ConnectionId) -> Result<(), DriverError> {
         let ci = self.live(conn)?;
         self.conns[ci].remove();
+        self.fast.remove_connection(ci);
         for c in &mut self.classes {
             for a in c.actors.iter_mut().filter(|a| a.owner == Some(conn.0)) {
                 a.owner = None;
@@ -681,9 +693,10 @@ impl NetDriver {
             }
             Intake::Settle => {
                 let (classes, guids, c) = (&self.classes, &self.guids, &mut self.conns[ci]);
+                let fast = &mut self.fast;
                 let mut settled = 0;
                 while let Some((rec, delivered)) = c.rel.settle_next(&fb) {
-                    reliability::apply_settled(c, classes, guids, rec, delivered);
+                    reliability::apply_settled((ci, c), classes, guids, fast, rec, delivered);
                     settled += 1;
                 }
                 c.rel.settled(&fb);
@@ -703,6 +716,14 @@ impl NetDriver {
     /// the new open is acknowledged.
     fn reopen(&mut self, ci: usize, guid: NetGuid) {
         let c = &mut self.conns[ci];
+        if self.fast.contains(guid) {
+            if self.fast.reopen(ci, guid) {
+                c.stats.reopens_honoured += 1;
+            } else {
+                c.stats.reopens_ignored += 1;
+            }
+            return;
+        }
         let Some(&(class, slot)) = self.guids.get(&guid) else {
             c.stats.reopens_ignored += 1;
             return;
@@ -742,6 +763,7 @@ impl NetDriver {
             self.gather_class(ci, stores[si])?;
         }
         self.stats.stages.gather = t.elapsed().as_nanos() as u64;
+        self.fast.drop_orphans(&self.guids, &self.classes);
         if self.level.is_some() {
             let stores: Vec<&ClassStore> = order.iter().map(|&si| &*stores[si]).collect();
             self.tick_level(&stores);
@@ -799,12 +821,13 @@ impl NetDriver {
             statics: &self.statics.paths,
             outers: &self.subs.outer,
             guids: &self.guids,
+            fast: &self.fast,
         };
-        let write = |conn: &mut Connection| ctx.write_connection(conn);
+        let write = |(ci, conn): (usize, &mut Connection)| ctx.write_connection(ci as u32, conn);
         let written: Vec<send::Written> = if parallel {
-            self.conns.par_iter_mut().map(write).collect()
+            self.conns.par_iter_mut().enumerate().map(write).collect()
         } else {
-            self.conns.iter_mut().map(write).collect()
+            self.conns.iter_mut().enumerate().map(write).collect()
         };
         for w in written {
             self.stats.bunches += w.bunches;

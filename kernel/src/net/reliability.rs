@@ -24,6 +24,7 @@
 
 use super::actors::ClassNet;
 use super::connection::{pair, Connection, PendingClose};
+use super::fastarrays::{FastArrays, FastSent};
 use crate::ids::{LeafMask, NetGuid, Seq};
 use crate::wire::feedback::{Feedback, ACK_WINDOW};
 use crate::wire::open::CloseReason;
@@ -40,6 +41,8 @@ pub(crate) struct PacketRecord {
     pub closes: u32,
     /// Exports of this packet, likewise in [`Reliability::exports`].
     pub exports: u32,
+    /// Fast array bunches of this packet, likewise in [`Reliability::fast`].
+    pub fast: u32,
 }
 
 /// What one packet carried for one actor.
@@ -75,6 +78,7 @@ pub(crate) struct Reliability {
     pub entries: VecDeque<SentEntry>,
     pub closes: VecDeque<PendingClose>,
     pub exports: VecDeque<NetGuid>,
+    pub fast: VecDeque<FastSent>,
     /// Packets in flight that carry entries or closes.
     content: u32,
     /// The newest packet sent, kept to be sent again while the window is full.
@@ -92,6 +96,7 @@ impl Reliability {
             entries: VecDeque::new(),
             closes: VecDeque::new(),
             exports: VecDeque::new(),
+            fast: VecDeque::new(),
             content: 0,
             last_packet: Vec::new(),
             idle_frames: 0,
@@ -115,10 +120,10 @@ impl Reliability {
 
     /// Records the packet just written with sequence [`Self::next_seq`] (its entries and closes
     /// already pushed).
-    pub fn sent(&mut self, entries: u32, closes: u32, exports: u32) {
+    pub fn sent(&mut self, entries: u32, closes: u32, exports: u32, fast: u32) {
         debug_assert!(self.room() > 0);
-        self.in_flight.push_back(PacketRecord { seq: self.next_seq, entries, closes, exports });
-        self.content += (entries + closes + exports > 0) as u32;
+        self.in_flight.push_back(PacketRecord { seq: self.next_seq, entries, closes, exports, fast });
+        self.content += (entries + closes + exports + fast > 0) as u32;
         self.next_seq = self.next_seq.next();
         self.idle_frames = 0;
     }
@@ -166,7 +171,7 @@ impl Reliability {
             return None;
         }
         let rec = self.in_flight.pop_front()?;
-        self.content -= (rec.entries + rec.closes + rec.exports > 0) as u32;
+        self.content -= (rec.entries + rec.closes + rec.exports + rec.fast > 0) as u32;
         Some((rec, fb.received.get(back as u32)))
     }
 
@@ -178,6 +183,7 @@ impl Reliability {
         self.entries.clear();
         self.closes.clear();
         self.exports.clear();
+        self.fast.clear();
         self.content = 0;
         self.acked = self.next_seq.back(1);
         n
@@ -196,9 +202,10 @@ impl Reliability {
 /// A lost close is queued again unless its actor has a channel again on this connection (the
 /// actor level closed it for relevancy and has reopened it since: the open replaced the close).
 pub(crate) fn apply_settled(
-    conn: &mut Connection,
+    (ci, conn): (usize, &mut Connection),
     classes: &[ClassNet],
     guids: &HashMap<NetGuid, (u32, u32)>,
+    fast: &mut FastArrays,
     rec: PacketRecord,
     delivered: bool,
 ) {
@@ -246,6 +253,10 @@ pub(crate) fn apply_settled(
             conn.closes.push(close);
         }
     }
+    for _ in 0..rec.fast {
+        let Some(sent) = conn.rel.fast.pop_front() else { break };
+        fast.settle(ci, sent, delivered);
+    }
     // An export the client acknowledged is never sent again; a lost one goes at the next frame
     // (the references it serves may have arrived without it: they wait on the client).
     for _ in 0..rec.exports {
@@ -274,7 +285,7 @@ mod tests {
 
     fn send(r: &mut Reliability, n: u32) {
         for _ in 0..n {
-            r.sent(1, 0, 0);
+            r.sent(1, 0, 0, 0);
         }
     }
 
@@ -321,10 +332,10 @@ mod tests {
         let mut r = Reliability::new(Seq(1));
         r.idle_frames = 100;
         assert!(!r.keep_alive_due(6, false), "nothing in flight");
-        r.sent(0, 0, 0);
+        r.sent(0, 0, 0, 0);
         r.idle_frames = 100;
         assert!(!r.keep_alive_due(6, false), "only a keep-alive in flight");
-        r.sent(1, 0, 0);
+        r.sent(1, 0, 0, 0);
         r.idle_frames = 5;
         assert!(!r.keep_alive_due(6, false));
         r.idle_frames = 6;
@@ -339,8 +350,8 @@ mod tests {
     #[test]
     fn settling_the_content_stops_keep_alives() {
         let mut r = Reliability::new(Seq(1));
-        r.sent(1, 0, 0); // 1: content
-        r.sent(0, 0, 0); // 2: a keep-alive
+        r.sent(1, 0, 0, 0); // 1: content
+        r.sent(0, 0, 0, 0); // 2: a keep-alive
         let fb = feedback(1, &[1]);
         assert_eq!(r.classify(&fb), Intake::Settle);
         while r.settle_next(&fb).is_some() {}
@@ -349,14 +360,14 @@ mod tests {
         r.idle_frames = 100;
         assert!(!r.keep_alive_due(6, false), "only a keep-alive is left in flight");
         // A lost content packet is settled too: its content goes back to the pairs.
-        r.sent(1, 0, 0); // 3: content
+        r.sent(1, 0, 0, 0); // 3: content
         r.idle_frames = 100;
         assert!(r.keep_alive_due(6, false));
         let fb = feedback(3, &[]);
         while r.settle_next(&fb).is_some() {}
         r.settled(&fb);
         assert_eq!(r.in_flight(), 0);
-        r.sent(0, 0, 0);
+        r.sent(0, 0, 0, 0);
         r.idle_frames = 100;
         assert!(!r.keep_alive_due(6, false), "the lost packet's content is no longer in flight");
     }

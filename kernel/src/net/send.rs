@@ -45,6 +45,8 @@ pub(crate) struct WriteCtx<'a> {
     pub outers: &'a HashMap<NetGuid, NetGuid>,
     /// Live actors by GUID.
     pub guids: &'a HashMap<NetGuid, (u32, u32)>,
+    /// Fast arrays ([`super::fastarrays`]).
+    pub fast: &'a super::fastarrays::FastArrays,
 }
 
 /// What one connection's writing produced.
@@ -70,14 +72,24 @@ struct Open {
     entries: u32,
     closes: u32,
     exports: u32,
+    fast: u32,
+}
+
+impl FrameWrite {
+    /// Counts a fast array bunch just written into the open packet.
+    pub fn wrote_fast(&mut self) {
+        self.open.fast += 1;
+        self.bunches += 1;
+    }
 }
 
 /// Whether a packet could be started (false: the sequence window is full).
 type Room = bool;
 
 impl WriteCtx<'_> {
-    /// Writes one connection's packets for this frame: its closes, then its planned sends.
-    pub fn write_connection(&self, conn: &mut Connection) -> Written {
+    /// Writes connection `ci`'s packets for this frame: its closes, its planned sends, then its
+    /// fast arrays.
+    pub fn write_connection(&self, ci: u32, conn: &mut Connection) -> Written {
         let mut st = self.begin(conn);
         if conn.removed {
             return Written::default();
@@ -90,6 +102,9 @@ impl WriteCtx<'_> {
             self.write(conn, &mut st, item, shared);
         }
         conn.sends = sends;
+        if !self.fast.is_empty() {
+            self.write_all_fast_arrays(ci, conn, &mut st);
+        }
         self.end(conn, st, false)
     }
 
@@ -249,6 +264,11 @@ impl WriteCtx<'_> {
         }
     }
 
+    /// [`Self::ensure`] for the frame being written.
+    pub fn ensure_in(&self, conn: &mut Connection, st: &mut FrameWrite, fits: impl Fn(&Connection) -> bool) -> Room {
+        self.ensure(conn, &mut st.open, fits)
+    }
+
     /// Makes sure a packet is open and `fits` it, finishing the current one and starting
     /// another if needed; false when no packet may start.
     fn ensure(&self, conn: &mut Connection, open: &mut Open, fits: impl Fn(&Connection) -> bool) -> Room {
@@ -275,7 +295,7 @@ impl WriteCtx<'_> {
     fn finish(&self, conn: &mut Connection, open: &mut Open) {
         let end = conn.writer.finish_packet(&mut conn.out);
         conn.out_ends.push(end);
-        conn.rel.sent(open.entries, open.closes, open.exports);
+        conn.rel.sent(open.entries, open.closes, open.exports, open.fast);
         *open = Open::default();
     }
 

@@ -193,6 +193,8 @@ impl ReferenceFrame {
         let due = self.consider(driver, stores, &order, &time);
 
         let ordered: Vec<&ClassStore> = order.iter().map(|&i| &*stores[i]).collect();
+        // The reference keeps no fast arrays (their bases live in the driver's arrays).
+        let no_fast = crate::net::fastarrays::FastArrays::default();
         let write = WriteCtx {
             classes: &driver.classes,
             stores: &ordered,
@@ -201,6 +203,7 @@ impl ReferenceFrame {
             statics: &driver.statics.paths,
             outers: &driver.subs.outer,
             guids: &driver.guids,
+            fast: &no_fast,
         };
         let mut bytes = 0;
         for ci in 0..self.conns.len() {

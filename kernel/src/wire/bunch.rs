@@ -7,6 +7,7 @@
 //!                                     (a close has no length and no body; open and close in
 //!                                      super::open: spawn info or a static path, close reason)
 //! body     := { record }*  0:packed                 exactly `len` bits
+//!           | [ delta ]  0:packed                    a fast array's bunch (crate::fastarray::wire)
 //! record   := handle:packed(≥1)  value                         a fixed leaf
 //!           | handle:packed(≥1)  count:packed { nested:packed(≥1) value }*  0:packed
 //!                                                              a dynamic array
@@ -27,6 +28,7 @@
 
 use super::open::{read_close_reason, read_export_body, read_open, CloseReason, OpenHeader, EXPORT_GUID};
 use super::{read_leaf, write_leaf, BitReader, BitWriter, WireError};
+use crate::fastarray::{wire::read_delta, ArrayKey, Delta, FastArrayError};
 use crate::ids::{NetGuid, Seq};
 use crate::schema::{ArrayLayout, ClassLayout, LeafKind};
 
@@ -64,6 +66,8 @@ pub struct Bunch {
     pub close: Option<Close>,
     /// Records in handle order.
     pub records: Vec<Record>,
+    /// A fast array's bunch: its delta (none in a bunch that only opens it).
+    pub delta: Option<Delta>,
 }
 
 /// A channel's end as decoded.
@@ -92,6 +96,9 @@ pub struct Packet {
 pub enum Resolve<'a> {
     /// Decode its records with this layout.
     Layout(&'a ClassLayout),
+    /// Its body is a fast array delta of items of this layout; the key is the newest the
+    /// receiver applied (it widens a short key; see [`crate::fastarray::wire`]).
+    Delta(&'a ArrayLayout, ArrayKey),
     /// Step over it (the receiver cannot apply it).
     Skip,
 }
@@ -155,7 +162,7 @@ pub fn write_array_record(w: &mut BitWriter, layout: &ClassLayout, leaf: usize, 
 /// skip it. Close bunches carry no records and are not resolved.
 pub fn decode_packet<'a>(
     bytes: &[u8],
-    mut resolve: impl FnMut(NetGuid, Option<u32>) -> Result<Resolve<'a>, WireError>,
+    mut resolve: impl FnMut(NetGuid, Option<&OpenHeader>) -> Result<Resolve<'a>, WireError>,
 ) -> Result<Packet, WireError> {
     let mut r = BitReader::new(bytes);
     let seq = Seq(u32::try_from(r.read_packed()?).map_err(|_| WireError::Invalid("sequence number"))?);
@@ -172,7 +179,7 @@ pub fn decode_packet<'a>(
                 return Err(WireError::Invalid("a close that opens"));
             }
             let (reason, path) = read_close_reason(&mut r, guid)?;
-            bunches.push(Bunch { guid, open, close: Some(Close { reason, path }), records: Vec::new() });
+            bunches.push(Bunch { guid, open, close: Some(Close { reason, path }), records: Vec::new(), delta: None });
             continue;
         }
         let len = r.read_packed()?;
@@ -193,24 +200,51 @@ pub fn decode_packet<'a>(
             r.skip(len)?;
             continue;
         }
-        let layout = match resolve(guid, open.as_ref().map(|o| o.class))? {
-            Resolve::Layout(l) => l,
+        let mut body = BitReader::with_len(bytes, start + len);
+        body.skip(start)?;
+        let (records, delta) = match resolve(guid, open.as_ref())? {
+            Resolve::Layout(l) => (read_records(&mut body, l)?, None),
+            Resolve::Delta(l, newest) => (Vec::new(), read_delta_body(&mut body, l, newest)?),
             Resolve::Skip => {
                 r.skip(len)?;
                 skipped.push(guid);
                 continue;
             }
         };
-        let mut body = BitReader::with_len(bytes, start + len);
-        body.skip(start)?;
-        let records = read_records(&mut body, layout)?;
         if body.remaining() != 0 {
             return Err(WireError::Invalid("bunch length"));
         }
         r.skip(len)?;
-        bunches.push(Bunch { guid, open, close: None, records });
+        bunches.push(Bunch { guid, open, close: None, records, delta });
     }
     Ok(Packet { seq, bunches, skipped, exports })
+}
+
+/// Reads a fast array bunch's body: a delta (none when the body is only the terminator), then
+/// the terminator.
+fn read_delta_body(
+    body: &mut BitReader<'_>,
+    layout: &ArrayLayout,
+    newest: ArrayKey,
+) -> Result<Option<Delta>, WireError> {
+    if body.remaining() == super::packet::packed_bits(0) {
+        return read_terminator(body).map(|()| None);
+    }
+    let delta = read_delta(body, layout, newest).map_err(|e| match e {
+        FastArrayError::Wire(w) => w,
+        FastArrayError::TooManyChanged(_) => WireError::Invalid("fast array changes over the cap"),
+        FastArrayError::TooManyDeleted(_) => WireError::Invalid("fast array deletes over the cap"),
+        _ => WireError::Invalid("fast array delta"),
+    })?;
+    read_terminator(body)?;
+    Ok(Some(delta))
+}
+
+fn read_terminator(body: &mut BitReader<'_>) -> Result<(), WireError> {
+    match body.read_packed()? {
+        0 => Ok(()),
+        _ => Err(WireError::Invalid("fast array bunch terminator")),
+    }
 }
 
 /// Reads a bunch body's records, up to and including its terminator.

@@ -1,7 +1,8 @@
 //! What a channel's open and close say (UE's `SerializeNewActor` and channel close reasons).
 //!
 //! ```text
-//! open   := class:packed  kind:2 ( spawn | path | owner:packed )     0 spawn, 1 static, 2 sub-object
+//! open   := class:packed  kind:2 ( spawn | path | owner:packed | owner:packed )
+//!                               0 spawn, 1 static, 2 sub-object, 3 fast array (class: its kind)
 //! spawn  := location:vector(Q100)  rotation:rotator  scaled:bit [scale:vector(Q10)]
 //!           moving:bit [velocity:vector(Q1)]
 //! path   := len:packed(≤ MAX_PATH_BYTES) byte{len}            UTF-8
@@ -67,6 +68,12 @@ pub enum OpenKind {
     Static(Arc<str>),
     /// A sub-object of the actor `owner` (its outer).
     SubObject {
+        /// The owner actor.
+        owner: NetGuid,
+    },
+    /// A fast array of the actor `owner` ([`crate::fastarray`]); the open's class is the fast
+    /// array kind (its item layout), and the bunch bodies are deltas.
+    FastArray {
         /// The owner actor.
         owner: NetGuid,
     },
@@ -262,6 +269,10 @@ pub fn write_open(w: &mut BitWriter, open: &OpenHeader) {
             w.write_bits(2, KIND_BITS);
             w.write_packed(owner.0);
         }
+        OpenKind::FastArray { owner } => {
+            w.write_bits(3, KIND_BITS);
+            w.write_packed(owner.0);
+        }
     }
 }
 
@@ -272,7 +283,7 @@ pub fn read_open(r: &mut BitReader<'_>) -> Result<OpenHeader, WireError> {
         0 => OpenKind::Spawn(read_spawn(r)?),
         1 => OpenKind::Static(read_path(r)?.into()),
         2 => OpenKind::SubObject { owner: NetGuid(r.read_packed()?) },
-        _ => return Err(WireError::Invalid("open kind")),
+        _ => OpenKind::FastArray { owner: NetGuid(r.read_packed()?) },
     };
     Ok(OpenHeader { class, kind })
 }
@@ -386,13 +397,19 @@ mod tests {
     }
 
     #[test]
-    fn a_sub_object_open_names_its_owner_and_an_unknown_kind_is_an_error() {
-        let open = OpenHeader { class: 2, kind: OpenKind::SubObject { owner: NetGuid(40) } };
-        assert_eq!(round_trip(&open), open);
-        let mut w = BitWriter::new();
-        w.write_packed(1);
-        w.write_bits(3, KIND_BITS);
-        assert_eq!(read_open(&mut BitReader::new(w.bytes())), Err(WireError::Invalid("open kind")));
+    fn sub_object_and_fast_array_opens_name_their_owner() {
+        for open in [
+            OpenHeader { class: 2, kind: OpenKind::SubObject { owner: NetGuid(40) } },
+            OpenHeader { class: 0, kind: OpenKind::FastArray { owner: NetGuid(u64::MAX) } },
+        ] {
+            assert_eq!(round_trip(&open), open);
+            assert!(open_bits(&open) <= max_open_bits(open.class));
+            let mut w = BitWriter::new();
+            write_open(&mut w, &open);
+            for cut in 0..w.len_bits() {
+                assert!(read_open(&mut BitReader::with_len(w.bytes(), cut)).is_err(), "cut at {cut}");
+            }
+        }
     }
 
     #[test]

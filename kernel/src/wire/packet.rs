@@ -240,6 +240,14 @@ impl PacketWriter {
         self.total(out, 0, bits) <= self.mtu_bits
     }
 
+    /// Body bits the bunch being built may still take in the open packet (its length field
+    /// sized for the whole packet).
+    pub fn body_room(&self, out: &BitWriter) -> usize {
+        let length = packed_bits((self.mtu_bits) as u64);
+        let used = self.total(out, 0, 0) - packed_bits((self.body.len_bits() + BODY_END_BITS) as u64) + length;
+        self.mtu_bits.saturating_sub(used)
+    }
+
     /// Ends the bunch being built: writes its header, length and body into the packet.
     pub fn end_bunch(&mut self, out: &mut BitWriter) {
         if let Some((guid, _)) = self.header.take() {

@@ -3,6 +3,7 @@
 //! on the driver's recorded decisions.
 
 mod dormancy;
+mod fastarrays;
 mod frequency;
 mod hostile;
 mod lifecycle;
@@ -42,6 +43,8 @@ pub struct Level {
     pub class: ClassId,
     pub clients: Vec<(ConnectionId, ClientWorld)>,
     pub layout: Arc<ClassLayout>,
+    /// Fast array kinds clients added later register.
+    pub fast_kinds: Vec<Arc<shadowrep::schema::ArrayLayout>>,
 }
 
 impl Level {
@@ -61,7 +64,7 @@ impl Level {
         let mut driver = NetDriver::new(driver_cfg).expect("valid config");
         let class = driver.register_class(&mut store).expect("registers");
         driver.set_location_property(class, LOCATION).expect("a vector");
-        let mut l = Level { driver, store, class, clients: Vec::new(), layout };
+        let mut l = Level { driver, store, class, clients: Vec::new(), layout, fast_kinds: Vec::new() };
         for _ in 0..clients {
             l.add_client();
         }
@@ -71,8 +74,9 @@ impl Level {
     /// Adds a client viewing from the origin.
     pub fn add_client(&mut self) -> usize {
         let conn = self.driver.add_connection(false);
-        let world =
-            ClientWorld::new(std::slice::from_ref(&self.layout), &self.driver.checksums()).expect("checksums match");
+        let world = ClientWorld::new(std::slice::from_ref(&self.layout), &self.driver.checksums())
+            .and_then(|w| w.with_fast_array_kinds(&self.fast_kinds, &self.driver.fast_array_checksums()))
+            .expect("checksums match");
         self.driver.set_viewers(conn, &[viewer([0.0; 3], None)]).expect("live");
         self.clients.push((conn, world));
         self.clients.len() - 1

@@ -1,0 +1,437 @@
+//! Fast arrays in the frame: UE's `FFastArraySerializer` properties, replicated through their
+//! owner actor's channel as bunches of their own whose bodies are deltas ([`crate::fastarray`]).
+//!
+//! ```text
+//! kind        an item layout registered on both ends in the same order (checksummed)
+//! fast array  a FastArray owned by the driver, linked to an owner actor, with its own NetGUID and
+//!             a condition (as a sub-object's: OwnerOnly for an inventory, say)
+//! per connection (FaConn): a base in the array, open flags, a generation
+//!
+//! written with its owner: whenever the owner is replicated to a connection (the actor level: in
+//! the owner's priority order, charged to its budget; without it: every frame after the actors)
+//!   owner's channel not acknowledged yet → wait (the client must have the owner first)
+//!   owner dormant                          → wait, keeping the base (wake sends what changed)
+//!   owner's channel gone or reopened       → forget the base (the client destroyed its copy
+//!                                            with the owner): a new base sends everything
+//!   condition leaves this connection out  → close it (the client destroys it), forget the base
+//!   otherwise: bunches of deltas while the base has something unsent (at most
+//!   MAX_DELTAS_PER_FRAME), the first after a (re)open carrying the open (owner, kind)
+//! acknowledged → the base advances (FastArray::acked), the open is settled
+//! lost         → the base rolls back (FastArray::lost); a lost open forgets the base (below)
+//! ```
+//!
+//! Only the first bunch after a (re)open carries the open, unlike an actor's, which repeats it
+//! until acknowledged: a client resets its copy on an open (the new base starts from nothing, and
+//! the client must drop items removed while it had no base), so a repeated open would drop what
+//! the bunches before it delivered. A delta that reaches a client without the array (its open was
+//! lost) is stepped over there although its packet is acknowledged, so a lost open forgets the
+//! base — a new generation, whose first bunch opens the array again with every item — and the
+//! bunches of the old generation settle as nothing.
+//!
+//! Each array sits behind a mutex: connections are written in parallel, and a delta moves the
+//! connection's base inside the array. Each connection locks each array once per frame; no two
+//! locks are held at once.
+
+use super::actors::ClassNet;
+use super::connection::{pair, Connection, PendingClose};
+use super::lifecycle::SubObjectCondition;
+use super::send::{FrameWrite, WriteCtx};
+use super::{DriverError, NetDriver};
+use crate::fastarray::{BaseId, DeltaToken, FastArray, FastArrayError, ReplicationId};
+use crate::ids::NetGuid;
+use crate::schema::ArrayLayout;
+use crate::wire::open::{OpenHeader, OpenKind};
+use crate::wire::packet::max_body_bits;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex, PoisonError};
+
+/// Most delta bunches one fast array sends one connection in one frame (a first send of a large
+/// array goes out over frames, as UE's does).
+pub const MAX_DELTAS_PER_FRAME: usize = 4;
+
+/// A fast array item layout registered with [`NetDriver::register_fast_array_kind`] (its index).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct FastArrayKind(pub u32);
+
+/// [`FaConn::flags`]: the open was sent since the last (re)open or loss of it.
+const OPEN_SENT: u8 = 1;
+/// [`FaConn::flags`]: a packet carrying the open was acknowledged.
+const OPEN_ACKED: u8 = 2;
+
+/// One connection's state in one fast array.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct FaConn {
+    base: Option<BaseId>,
+    flags: u8,
+    /// The owner's channel epoch when the base was made.
+    owner_epoch: u8,
+    /// Bunches in packets whose fate is unknown.
+    in_flight: u16,
+    /// Counts resets: bunches of an earlier base settle as nothing.
+    generation: u32,
+}
+
+/// A fast array, its owner and its connections.
+pub(crate) struct FastArrayNet {
+    array: FastArray,
+    kind: u32,
+    owner: NetGuid,
+    condition: SubObjectCondition,
+    conns: Vec<FaConn>,
+}
+
+impl FastArrayNet {
+    /// Forgets connection `ci`'s base: its next bunch opens the array again from nothing.
+    fn reset(&mut self, ci: usize) {
+        let Some(fc) = self.conns.get_mut(ci) else { return };
+        if let Some(base) = fc.base.take() {
+            let _ = self.array.disconnect(base);
+        }
+        *fc = FaConn { generation: fc.generation.wrapping_add(1), ..FaConn::default() };
+    }
+
+    /// Whether connection `ci` holds nothing of this array in flight and nothing unsent: its
+    /// owner may go dormant for it.
+    fn settled(&self, ci: usize) -> bool {
+        self.conns.get(ci).is_none_or(|fc| {
+            fc.in_flight == 0 && fc.base.is_none_or(|b| !self.array.has_unsent(b) && fc.flags & OPEN_ACKED != 0)
+        })
+    }
+}
+
+/// What one packet carried of one fast array.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct FastSent {
+    guid: NetGuid,
+    generation: u32,
+    token: Option<DeltaToken>,
+    open: bool,
+}
+
+/// Every fast array of a driver.
+#[derive(Default)]
+pub(crate) struct FastArrays {
+    kinds: Vec<(Arc<ArrayLayout>, u64)>,
+    /// By GUID: written in this order where every array is written.
+    arrays: BTreeMap<NetGuid, Mutex<FastArrayNet>>,
+    /// Owner → its fast arrays.
+    by_owner: HashMap<NetGuid, Vec<NetGuid>>,
+}
+
+fn lock(m: &Mutex<FastArrayNet>) -> std::sync::MutexGuard<'_, FastArrayNet> {
+    // A panic while holding the lock is a bug elsewhere; the array's state stays usable.
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl FastArrays {
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.arrays.is_empty()
+    }
+
+    /// Whether `guid` is a fast array.
+    pub fn contains(&self, guid: NetGuid) -> bool {
+        self.arrays.contains_key(&guid)
+    }
+
+    /// Whether every fast array of `owner` is settled on connection `ci` (see
+    /// [`FastArrayNet::settled`]).
+    pub fn settled_for(&self, owner: NetGuid, ci: usize) -> bool {
+        self.by_owner
+            .get(&owner)
+            .is_none_or(|list| list.iter().all(|g| self.arrays.get(g).is_none_or(|m| lock(m).settled(ci))))
+    }
+
+    /// Settles one packet's fast array bunch: delivered or lost.
+    pub fn settle(&mut self, ci: usize, sent: FastSent, delivered: bool) {
+        let Some(m) = self.arrays.get_mut(&sent.guid) else { return };
+        let fa = m.get_mut().unwrap_or_else(PoisonError::into_inner);
+        let Some(fc) = fa.conns.get_mut(ci).filter(|fc| fc.generation == sent.generation) else { return };
+        let Some(base) = fc.base else { return };
+        fc.in_flight = fc.in_flight.saturating_sub(1);
+        if delivered {
+            if sent.open {
+                fc.flags |= OPEN_ACKED;
+            }
+            if let Some(t) = sent.token {
+                fa.array.acked(base, t);
+            }
+        } else if sent.open && fc.flags & OPEN_ACKED == 0 {
+            // The client never got the array: whatever followed the open was stepped over there,
+            // even if acknowledged. Start again from nothing.
+            fa.reset(ci);
+        } else if let Some(t) = sent.token {
+            fa.array.lost(base, t);
+        }
+    }
+
+    /// A client got a bunch of fast array `guid` it does not have: send it again from nothing,
+    /// if the server believes the open acknowledged (once per round trip, as an actor's reopen).
+    /// False when not honoured (no such array, or its open is on its way).
+    pub fn reopen(&mut self, ci: usize, guid: NetGuid) -> bool {
+        let Some(m) = self.arrays.get_mut(&guid) else { return false };
+        let fa = m.get_mut().unwrap_or_else(PoisonError::into_inner);
+        if fa.conns.get(ci).is_none_or(|fc| fc.flags & OPEN_ACKED == 0) {
+            return false;
+        }
+        fa.reset(ci);
+        true
+    }
+
+    /// Connection `ci` is gone: its bases go.
+    pub fn remove_connection(&mut self, ci: usize) {
+        for m in self.arrays.values_mut() {
+            m.get_mut().unwrap_or_else(PoisonError::into_inner).reset(ci);
+        }
+    }
+
+    /// Drops the arrays whose owner is gone or torn off (clients destroyed them with the owner,
+    /// or keep them as the owner's, torn off).
+    pub fn drop_orphans(&mut self, guids: &HashMap<NetGuid, (u32, u32)>, classes: &[ClassNet]) {
+        if self.arrays.is_empty() {
+            return;
+        }
+        let live = |owner: &NetGuid| {
+            guids.get(owner).is_some_and(|&(c, s)| {
+                classes[c as usize].actors.get(s as usize).is_some_and(|a| a.alive && !a.torn_off && a.guid == *owner)
+            })
+        };
+        let gone: Vec<NetGuid> = self.by_owner.keys().filter(|o| !live(o)).copied().collect();
+        for owner in gone {
+            for g in self.by_owner.remove(&owner).unwrap_or_default() {
+                self.arrays.remove(&g);
+            }
+        }
+    }
+}
+
+impl WriteCtx<'_> {
+    /// Writes what connection `ci` is owed of `owner`'s fast arrays (its owner was just
+    /// replicated to it).
+    pub(crate) fn write_fast_arrays_of(&self, ci: u32, conn: &mut Connection, st: &mut FrameWrite, owner: NetGuid) {
+        if let Some(list) = self.fast.by_owner.get(&owner) {
+            for &g in list {
+                self.write_fast_array(ci, conn, st, g);
+            }
+        }
+    }
+
+    /// Writes what connection `ci` is owed of every fast array.
+    pub(crate) fn write_all_fast_arrays(&self, ci: u32, conn: &mut Connection, st: &mut FrameWrite) {
+        for &g in self.fast.arrays.keys() {
+            self.write_fast_array(ci, conn, st, g);
+        }
+    }
+
+    fn write_fast_array(&self, ci: u32, conn: &mut Connection, st: &mut FrameWrite, guid: NetGuid) {
+        let Some(m) = self.fast.arrays.get(&guid) else { return };
+        let mut fa = lock(m);
+        let fa = &mut *fa;
+        let Some(&(class, slot)) = self.guids.get(&fa.owner) else { return };
+        let Some(actor) = self.classes[class as usize]
+            .actors
+            .get(slot as usize)
+            .filter(|a| a.alive && !a.torn_off && a.guid == fa.owner)
+        else {
+            return;
+        };
+        let i = ci as usize;
+        if fa.conns.len() <= i {
+            fa.conns.resize(i + 1, FaConn::default());
+        }
+        let epoch = match conn.pair_ref(class, slot).map(|ps| (ps.flags, ps.epoch)) {
+            Some((flags, _)) if flags & pair::DORMANT != 0 => return,
+            Some((flags, epoch)) if flags & pair::OPEN_ACKED != 0 => epoch,
+            // The client has not got the owner yet, or no more (closed, or asked to open it
+            // again): a base from an earlier channel of the owner went with the client's copy.
+            _ => {
+                if fa.conns[i].base.is_some() {
+                    fa.reset(i);
+                }
+                return;
+            }
+        };
+        if !fa.condition.allows(actor.owner == Some(ci), actor.autonomous, conn.replay) {
+            if fa.conns[i].base.is_some() {
+                if fa.conns[i].flags & (OPEN_SENT | OPEN_ACKED) != 0 || fa.conns[i].in_flight > 0 {
+                    conn.closes.push(PendingClose::destroyed(guid));
+                }
+                fa.reset(i);
+            }
+            return;
+        }
+        if fa.conns[i].base.is_some() && fa.conns[i].owner_epoch != epoch {
+            fa.reset(i);
+        }
+        if fa.conns[i].base.is_none() {
+            let base = fa.array.connect();
+            let fc = &mut fa.conns[i];
+            fc.base = Some(base);
+            fc.owner_epoch = epoch;
+        }
+        let Some(base) = fa.conns[i].base else { return };
+        for _ in 0..MAX_DELTAS_PER_FRAME {
+            let opening = fa.conns[i].flags & OPEN_SENT == 0;
+            if st.full || (!opening && !fa.array.has_unsent(base)) {
+                return;
+            }
+            let header =
+                opening.then(|| OpenHeader { class: fa.kind, kind: OpenKind::FastArray { owner: fa.owner } }.encode());
+            let need = if fa.array.has_unsent(base) { fa.array.min_delta_bits() } else { 0 };
+            if !self.ensure_in(conn, st, |c| c.writer.bunch_fits(&c.out, guid, header.as_ref(), need)) {
+                st.full = true;
+                return;
+            }
+            conn.writer.begin_bunch(guid, header.as_ref());
+            let room = conn.writer.body_room(&conn.out);
+            // The base exists and the room was checked: an error here is a bug; send nothing.
+            let token = fa.array.write_delta_within(base, conn.writer.body(), room).unwrap_or(None);
+            if token.is_none() && !opening {
+                conn.writer.abandon_bunch();
+                return;
+            }
+            conn.writer.end_bunch(&mut conn.out);
+            let fc = &mut fa.conns[i];
+            conn.rel.fast.push_back(FastSent { guid, generation: fc.generation, token, open: opening });
+            st.wrote_fast();
+            fc.flags |= OPEN_SENT;
+            fc.in_flight = fc.in_flight.saturating_add(1);
+            if token.is_none() {
+                return;
+            }
+        }
+    }
+}
+
+/// A fast array's items, to change on the server ([`NetDriver::fast_array_mut`]): every change
+/// marks the item, and the next frames send it to every connection that has the array.
+pub struct FastArrayItems<'a>(&'a mut FastArray);
+
+impl FastArrayItems<'_> {
+    /// Items.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Whether there are no items.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// An item's bytes.
+    pub fn item(&self, id: ReplicationId) -> Option<&[u8]> {
+        self.0.item(id)
+    }
+
+    /// Every item, in storage order (not the order of adding: removal swaps).
+    pub fn iter(&self) -> impl Iterator<Item = (ReplicationId, &[u8])> {
+        self.0.iter()
+    }
+
+    /// Adds an item (one stride of bytes); returns its replication id.
+    pub fn add(&mut self, item: &[u8]) -> Result<ReplicationId, FastArrayError> {
+        self.0.add(item)
+    }
+
+    /// Replaces an item's bytes and marks it.
+    pub fn set(&mut self, id: ReplicationId, item: &[u8]) -> Result<(), FastArrayError> {
+        self.0.set(id, item)
+    }
+
+    /// An item's bytes to change in place; marks it.
+    pub fn item_mut(&mut self, id: ReplicationId) -> Result<&mut [u8], FastArrayError> {
+        self.0.item_mut(id)
+    }
+
+    /// Marks an item changed (UE's `MarkItemDirty`).
+    pub fn mark_item_dirty(&mut self, id: ReplicationId) -> Result<(), FastArrayError> {
+        self.0.mark_item_dirty(id)
+    }
+
+    /// Marks every item changed (UE's `MarkArrayDirty`).
+    pub fn mark_array_dirty(&mut self) {
+        self.0.mark_array_dirty()
+    }
+
+    /// Removes an item.
+    pub fn remove(&mut self, id: ReplicationId) -> Result<(), FastArrayError> {
+        self.0.remove(id)
+    }
+}
+
+impl NetDriver {
+    /// Registers a fast array item layout (build one with [`crate::fastarray::item_layout`]).
+    /// Clients register the same layouts in the same order
+    /// ([`crate::client::ClientWorld::with_fast_array_kinds`], checked against
+    /// [`Self::fast_array_checksums`]). An item must fit one packet.
+    pub fn register_fast_array_kind(&mut self, layout: Arc<ArrayLayout>) -> Result<FastArrayKind, DriverError> {
+        let bits = FastArray::new(layout.clone()).min_delta_bits();
+        if bits > max_body_bits(self.cfg.mtu) {
+            return Err(DriverError::RecordTooLarge { class: "fast array item".into(), bits });
+        }
+        let checksum = crate::fastarray::layout_checksum(&layout);
+        self.fast.kinds.push((layout, checksum));
+        Ok(FastArrayKind(self.fast.kinds.len() as u32 - 1))
+    }
+
+    /// The checksums of the registered fast array kinds, in order (for a client's check).
+    pub fn fast_array_checksums(&self) -> Vec<u64> {
+        self.fast.kinds.iter().map(|k| k.1).collect()
+    }
+
+    /// Adds a fast array of `kind` to the actor `owner` (a live actor with a NetGUID — see
+    /// [`Self::assign_guid`] — not a sub-object), sent to the connections its owner reaches that
+    /// `condition` allows (evaluated with the owner's ownership, as a sub-object's). Returns its
+    /// NetGUID; change its items with [`Self::fast_array_mut`]. Clients create it once they have
+    /// the owner, and destroy it with the owner.
+    pub fn add_fast_array(
+        &mut self,
+        kind: FastArrayKind,
+        owner: NetGuid,
+        condition: SubObjectCondition,
+    ) -> Result<NetGuid, DriverError> {
+        let (layout, _) = self.fast.kinds.get(kind.0 as usize).ok_or(DriverError::UnknownFastArrayKind(kind))?;
+        let layout = layout.clone();
+        self.guids.get(&owner).ok_or(DriverError::UnknownOwner(owner))?;
+        if self.subs.outer.contains_key(&owner) {
+            return Err(DriverError::SubObjectChain(owner));
+        }
+        let guid = self.next_guid;
+        self.next_guid = guid.next_dynamic();
+        let fa = FastArrayNet { array: FastArray::new(layout), kind: kind.0, owner, condition, conns: Vec::new() };
+        self.fast.arrays.insert(guid, Mutex::new(fa));
+        self.fast.by_owner.entry(owner).or_default().push(guid);
+        Ok(guid)
+    }
+
+    /// Fast array `guid`'s items, to read and change.
+    pub fn fast_array_mut(&mut self, guid: NetGuid) -> Result<FastArrayItems<'_>, DriverError> {
+        let m = self.fast.arrays.get_mut(&guid).ok_or(DriverError::UnknownFastArray(guid))?;
+        Ok(FastArrayItems(&mut m.get_mut().unwrap_or_else(PoisonError::into_inner).array))
+    }
+
+    /// The fast arrays of actor `owner`, in the order they were added.
+    pub fn fast_arrays_of(&self, owner: NetGuid) -> &[NetGuid] {
+        self.fast.by_owner.get(&owner).map_or(&[], |v| &v[..])
+    }
+
+    /// Removes fast array `guid` from its owner: clients that have it get a close (and destroy it).
+    pub fn remove_fast_array(&mut self, guid: NetGuid) -> Result<(), DriverError> {
+        let m = self.fast.arrays.remove(&guid).ok_or(DriverError::UnknownFastArray(guid))?;
+        let fa = m.into_inner().unwrap_or_else(PoisonError::into_inner);
+        if let Some(list) = self.fast.by_owner.get_mut(&fa.owner) {
+            list.retain(|&g| g != guid);
+            if list.is_empty() {
+                self.fast.by_owner.remove(&fa.owner);
+            }
+        }
+        for (ci, fc) in fa.conns.iter().enumerate() {
+            if fc.flags & (OPEN_SENT | OPEN_ACKED) != 0 || fc.in_flight > 0 {
+                if let Some(conn) = self.conns.get_mut(ci).filter(|c| !c.removed) {
+                    conn.closes.push(PendingClose::destroyed(guid));
+                }
+            }
+        }
+        Ok(())
+    }
+}

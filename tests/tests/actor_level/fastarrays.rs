@@ -1,0 +1,479 @@
+//! Fast arrays through the driver: opened with their owner, deltas of what changed, callbacks in
+//! UE's order, conditions, relevancy and dormancy of the owner, removal, loss, hostile bytes.
+
+use super::*;
+use shadowrep::client::ReceiveError;
+use shadowrep::fastarray::{item_layout, FastArrayEvent, ReplicationId};
+use shadowrep::net::{Dormancy, DriverError, FastArrayKind, SubObjectCondition};
+use shadowrep::schema::{ArrayLayout, StructType};
+use shadowrep::wire::open::{OpenHeader, OpenKind};
+use shadowrep::wire::packet::{begin_packet, end_packet, write_bunch};
+use shadowrep::wire::{BitWriter, WireError};
+use std::collections::BTreeMap;
+
+fn slots() -> Arc<ArrayLayout> {
+    let item = StructType::new("Slot").field("Count", PropType::U16).field("Durability", PropType::U8);
+    Arc::new(item_layout("Inventory", PropType::Struct(item)).unwrap())
+}
+
+/// An item's bytes (the stride is 4: a padding byte, kept zero).
+fn slot(count: u16, durability: u8) -> [u8; 4] {
+    let c = count.to_le_bytes();
+    [c[0], c[1], durability, 0]
+}
+
+/// A level whose clients know the inventory kind; every actor due every frame.
+fn level(clients: usize) -> (Level, FastArrayKind) {
+    let mut l = Level::new(every_frame(), 0);
+    always_due(&mut l);
+    let kind = l.driver.register_fast_array_kind(slots()).unwrap();
+    l.fast_kinds.push(slots());
+    for _ in 0..clients {
+        l.add_client();
+    }
+    (l, kind)
+}
+
+type Items = BTreeMap<u32, Vec<u8>>;
+
+fn server_items(l: &mut Level, fa: NetGuid) -> Items {
+    l.driver.fast_array_mut(fa).unwrap().iter().map(|(id, b)| (id.0, b.to_vec())).collect()
+}
+
+fn client_items(l: &Level, c: usize, fa: NetGuid) -> Option<Items> {
+    l.client(c).fast_array(fa).map(|r| r.iter().map(|(id, b)| (id.0, b.to_vec())).collect())
+}
+
+fn fill(l: &mut Level, fa: NetGuid, n: u16) -> Vec<ReplicationId> {
+    let mut items = l.driver.fast_array_mut(fa).unwrap();
+    (0..n).map(|i| items.add(&slot(i, 100)).unwrap()).collect()
+}
+
+#[test]
+fn a_fast_array_opens_with_its_owner_then_sends_only_what_changed_with_callbacks_in_ues_order() {
+    let (mut l, kind) = level(2);
+    let (_, owner) = l.spawn([100.0, 0.0, 0.0], 1);
+    let fa = l.driver.add_fast_array(kind, owner, SubObjectCondition::None).unwrap();
+    assert_eq!(l.driver.fast_arrays_of(owner), &[fa]);
+    let ids = fill(&mut l, fa, 100);
+    l.run(4);
+    let want = server_items(&mut l, fa);
+    for c in 0..2 {
+        assert_eq!(client_items(&l, c, fa).as_ref(), Some(&want), "client {c}");
+        assert_eq!(l.client(c).fast_array_owner(fa), Some(owner));
+        assert_eq!(l.client(c).fast_arrays_of(owner), &[fa]);
+        let events = l.clients[c].1.take_fast_array_events();
+        let added: Vec<_> = ids.iter().map(|&id| (fa, FastArrayEvent::Added(id))).collect();
+        assert_eq!(events, added, "client {c}: every item added once");
+    }
+    // Nothing changes: nothing but the actor level's keep-alive (an empty packet).
+    let quiet = l.driver.connection_stats(l.clients[0].0).unwrap();
+    l.step();
+    let now = l.driver.connection_stats(l.clients[0].0).unwrap();
+    assert_eq!(now.bytes_sent - quiet.bytes_sent, 2 * (now.keep_alives - quiet.keep_alives));
+    // A change, a removal and an add in one frame: one delta, callbacks removes → adds → changes.
+    let added = {
+        let mut items = l.driver.fast_array_mut(fa).unwrap();
+        items.set(ids[5], &slot(5, 99)).unwrap();
+        items.remove(ids[7]).unwrap();
+        items.add(&slot(1000, 1)).unwrap()
+    };
+    let before = l.driver.bytes_sent(l.clients[0].0);
+    l.step();
+    let bytes = l.driver.bytes_sent(l.clients[0].0) - before;
+    let events = l.clients[0].1.take_fast_array_events();
+    assert_eq!(
+        events,
+        [
+            (fa, FastArrayEvent::Removed(ids[7])),
+            (fa, FastArrayEvent::Added(added)),
+            (fa, FastArrayEvent::Changed(ids[5]))
+        ]
+    );
+    assert_eq!(client_items(&l, 0, fa), Some(server_items(&mut l, fa)));
+    // The packet: its header, the bunch's, the delta's and three ids with two items of 3 bytes.
+    assert!(bytes <= 24, "{bytes} bytes for a three-item delta");
+}
+
+#[test]
+fn a_large_first_send_is_spread_over_frames_and_converges() {
+    let (mut l, kind) = level(1);
+    let (_, owner) = l.spawn([100.0, 0.0, 0.0], 1);
+    let fa = l.driver.add_fast_array(kind, owner, SubObjectCondition::None).unwrap();
+    fill(&mut l, fa, 10_000);
+    l.run(2);
+    let partial = client_items(&l, 0, fa).map_or(0, |m| m.len());
+    assert!(partial > 0 && partial < 10_000, "{partial} items after two frames");
+    l.run(60);
+    assert_eq!(client_items(&l, 0, fa), Some(server_items(&mut l, fa)));
+}
+
+#[test]
+fn an_owner_only_fast_array_follows_ownership() {
+    let (mut l, kind) = level(2);
+    let (id, owner) = l.spawn([100.0, 0.0, 0.0], 1);
+    l.driver.set_owner(l.class, &l.store, id, Some(l.clients[0].0), true).unwrap();
+    let fa = l.driver.add_fast_array(kind, owner, SubObjectCondition::OwnerOnly).unwrap();
+    fill(&mut l, fa, 3);
+    l.run(4);
+    assert!(client_items(&l, 0, fa).is_some());
+    assert!(l.client(1).has(owner));
+    assert_eq!(client_items(&l, 1, fa), None, "an inventory is its owner's");
+    l.driver.set_owner(l.class, &l.store, id, Some(l.clients[1].0), true).unwrap();
+    l.driver.fast_array_mut(fa).unwrap().add(&slot(7, 7)).unwrap();
+    l.run(4);
+    assert_eq!(client_items(&l, 0, fa), None, "closed for the old owner");
+    assert_eq!(client_items(&l, 1, fa), Some(server_items(&mut l, fa)));
+}
+
+#[test]
+fn a_fast_array_leaves_with_its_owners_relevancy_and_comes_back_whole() {
+    let (mut l, kind) = level(1);
+    let (id, owner) = l.spawn([100.0, 0.0, 0.0], 1);
+    let fa = l.driver.add_fast_array(kind, owner, SubObjectCondition::None).unwrap();
+    let ids = fill(&mut l, fa, 20);
+    l.run(4);
+    assert!(client_items(&l, 0, fa).is_some());
+    l.move_to(id, [500_000.0, 0.0, 0.0]);
+    l.run(200);
+    assert!(!l.client(0).has(owner));
+    assert_eq!(client_items(&l, 0, fa), None, "destroyed with its owner");
+    // Changed while away (removals included), then back: the new copy is the server's.
+    {
+        let mut items = l.driver.fast_array_mut(fa).unwrap();
+        for &i in &ids[..10] {
+            items.remove(i).unwrap();
+        }
+        items.set(ids[15], &slot(1, 1)).unwrap();
+    }
+    l.move_to(id, [100.0, 0.0, 0.0]);
+    l.run(4);
+    assert_eq!(client_items(&l, 0, fa), Some(server_items(&mut l, fa)));
+}
+
+#[test]
+fn removing_a_fast_array_or_its_owner_destroys_it_on_clients() {
+    let (mut l, kind) = level(1);
+    let (id, owner) = l.spawn([100.0, 0.0, 0.0], 1);
+    let a = l.driver.add_fast_array(kind, owner, SubObjectCondition::None).unwrap();
+    let b = l.driver.add_fast_array(kind, owner, SubObjectCondition::None).unwrap();
+    fill(&mut l, a, 2);
+    fill(&mut l, b, 2);
+    l.run(4);
+    assert_eq!(l.client(0).fast_arrays_of(owner), &[a, b]);
+    l.driver.remove_fast_array(a).unwrap();
+    assert_eq!(l.driver.remove_fast_array(a), Err(DriverError::UnknownFastArray(a)));
+    l.run(3);
+    assert_eq!(l.client(0).fast_arrays_of(owner), &[b]);
+    assert!(l.client(0).fast_array(a).is_none());
+    l.store.despawn(id).unwrap();
+    l.run(3);
+    assert!(l.client(0).fast_array(b).is_none());
+    assert!(l.client(0).fast_arrays_of(owner).is_empty());
+    assert!(matches!(l.driver.fast_array_mut(b), Err(DriverError::UnknownFastArray(_))), "gone with its owner");
+}
+
+#[test]
+fn a_dormant_owner_holds_its_fast_array_and_waking_sends_what_changed_meanwhile() {
+    let (mut l, kind) = level(1);
+    let (id, owner) = l.spawn([100.0, 0.0, 0.0], 1);
+    let fa = l.driver.add_fast_array(kind, owner, SubObjectCondition::None).unwrap();
+    let ids = fill(&mut l, fa, 5);
+    l.driver.set_net_dormancy(l.class, &l.store, id, Dormancy::DormantAll).unwrap();
+    l.run(6);
+    assert!(l.driver.is_asleep(l.class, id), "dormant once the fast array is acknowledged too");
+    assert_eq!(client_items(&l, 0, fa), Some(server_items(&mut l, fa)));
+    l.driver.fast_array_mut(fa).unwrap().set(ids[1], &slot(42, 42)).unwrap();
+    let stats = |l: &Level| l.driver.connection_stats(l.clients[0].0).unwrap();
+    let before = stats(&l);
+    l.run(5);
+    let after = stats(&l);
+    // Only keep-alives (an empty packet: two bytes) go out.
+    assert_eq!(
+        after.bytes_sent - before.bytes_sent,
+        2 * (after.keep_alives - before.keep_alives),
+        "nothing but keep-alives"
+    );
+    assert_ne!(client_items(&l, 0, fa), Some(server_items(&mut l, fa)));
+    l.driver.flush_net_dormancy(l.class, &l.store, id).unwrap();
+    l.run(6);
+    assert_eq!(client_items(&l, 0, fa), Some(server_items(&mut l, fa)));
+    assert!(l.driver.is_asleep(l.class, id), "asleep again after the flush");
+}
+
+#[test]
+fn fast_array_registration_and_checksums_refuse_bad_input() {
+    let (mut l, kind) = level(0);
+    assert_eq!(
+        l.driver.add_fast_array(FastArrayKind(9), NetGuid(2), SubObjectCondition::None),
+        Err(DriverError::UnknownFastArrayKind(FastArrayKind(9)))
+    );
+    assert_eq!(
+        l.driver.add_fast_array(kind, NetGuid(9_999_998), SubObjectCondition::None),
+        Err(DriverError::UnknownOwner(NetGuid(9_999_998)))
+    );
+    let other = Arc::new(item_layout("Other", PropType::U32).unwrap());
+    let client = ClientWorld::new(std::slice::from_ref(&l.layout), &l.driver.checksums()).unwrap();
+    assert!(matches!(
+        client.with_fast_array_kinds(&[other], &l.driver.fast_array_checksums()),
+        Err(shadowrep::client::ClientError::FastArrayChecksumMismatch { kind: 0, .. })
+    ));
+    let client = ClientWorld::new(std::slice::from_ref(&l.layout), &l.driver.checksums()).unwrap();
+    assert!(matches!(
+        client.with_fast_array_kinds(&[], &l.driver.fast_array_checksums()),
+        Err(shadowrep::client::ClientError::FastArrayKindCount { server: 1, client: 0 })
+    ));
+}
+
+fn crafted(seq: u32, f: impl FnOnce(&mut BitWriter)) -> Vec<u8> {
+    let mut w = BitWriter::new();
+    begin_packet(&mut w, shadowrep::ids::Seq(seq));
+    f(&mut w);
+    end_packet(&mut w);
+    w.into_bytes()
+}
+
+#[test]
+fn hostile_fast_array_bunches_do_no_harm() {
+    let (l, _) = level(0);
+    let mut c = ClientWorld::new(std::slice::from_ref(&l.layout), &l.driver.checksums())
+        .unwrap()
+        .with_fast_array_kinds(&[slots()], &l.driver.fast_array_checksums())
+        .unwrap();
+    let fast = |class: u32, owner: u64| Some(OpenHeader { class, kind: OpenKind::FastArray { owner: NetGuid(owner) } });
+    let empty = BitWriter::new();
+    // An unknown kind, a static GUID: the packet is refused.
+    let p = crafted(1, |w| write_bunch(w, NetGuid(10), fast(5, 2).as_ref(), &empty));
+    assert_eq!(c.receive(&p), Err(ReceiveError::Wire(WireError::Invalid("fast array kind"))));
+    let p = crafted(1, |w| write_bunch(w, NetGuid(11), fast(0, 2).as_ref(), &empty));
+    assert!(c.receive(&p).is_err());
+    // No such owner: stepped over and asked for again.
+    let p = crafted(1, |w| write_bunch(w, NetGuid(10), fast(0, 2).as_ref(), &empty));
+    assert!(matches!(c.receive(&p), Ok(shadowrep::client::Receipt::Applied { skipped: 1, .. })));
+    assert!(c.fast_array(NetGuid(10)).is_none());
+    // An owner, then its fast array; a body that is not a delta is refused whole.
+    let spawn = Some(OpenHeader::spawn(0));
+    let p = crafted(2, |w| {
+        write_bunch(w, NetGuid(2), spawn.as_ref(), &empty);
+        write_bunch(w, NetGuid(10), fast(0, 2).as_ref(), &empty);
+    });
+    c.receive(&p).unwrap();
+    assert_eq!(c.fast_array(NetGuid(10)).map(|r| r.len()), Some(0));
+    let mut junk = BitWriter::new();
+    junk.write_bits(0x5a5a, 16);
+    let p = crafted(3, |w| write_bunch(w, NetGuid(10), None, &junk));
+    assert!(c.receive(&p).is_err());
+    // An actor's open under the fast array's GUID, a fast array opened under an actor's.
+    let p = crafted(3, |w| write_bunch(w, NetGuid(10), spawn.as_ref(), &empty));
+    assert!(c.receive(&p).is_err());
+    let p = crafted(3, |w| write_bunch(w, NetGuid(2), fast(0, 2).as_ref(), &empty));
+    assert!(c.receive(&p).is_err());
+    // A fast array cannot own one.
+    let p = crafted(3, |w| write_bunch(w, NetGuid(12), fast(0, 10).as_ref(), &empty));
+    assert!(matches!(c.receive(&p), Ok(shadowrep::client::Receipt::Applied { skipped: 1, .. })));
+    assert!(c.fast_array(NetGuid(12)).is_none());
+    assert_eq!(c.fast_array(NetGuid(10)).map(|r| r.len()), Some(0), "untouched");
+}
+
+/// One owner and its fast array in the convergence runs.
+struct Owned {
+    id: ActorId,
+    guid: NetGuid,
+    fa: NetGuid,
+    condition: SubObjectCondition,
+    owner: Option<usize>,
+}
+
+const CONDITIONS: [SubObjectCondition; 3] =
+    [SubObjectCondition::None, SubObjectCondition::OwnerOnly, SubObjectCondition::SkipOwner];
+
+fn random_items(l: &mut Level, fa: NetGuid, rng: &mut impl rand::Rng, n: usize) {
+    let mut items = l.driver.fast_array_mut(fa).unwrap();
+    for _ in 0..n {
+        items.add(&slot(rng.random(), rng.random())).unwrap();
+    }
+}
+
+fn random_id(l: &mut Level, fa: NetGuid, rng: &mut impl rand::Rng) -> Option<ReplicationId> {
+    let items = l.driver.fast_array_mut(fa).unwrap();
+    let n = items.len();
+    (n > 0).then(|| items.iter().nth(rng.random_range(0..n)).unwrap().0)
+}
+
+/// Each client holds exactly the fast arrays its conditions allow, with the server's items.
+fn assert_fast_arrays_converged(l: &mut Level, owned: &[Owned], what: &str) {
+    for c in 0..l.clients.len() {
+        for o in owned {
+            assert!(l.client(c).has(o.guid), "{what}, client {c}: owner {}", o.guid);
+            let allowed = o.condition.allows(o.owner == Some(c), true, false);
+            let want = allowed.then(|| server_items(l, o.fa));
+            assert_eq!(client_items(l, c, o.fa), want, "{what}, client {c}: fast array {}", o.fa);
+            let want_list: &[NetGuid] = if allowed { &[o.fa] } else { &[] };
+            assert_eq!(l.client(c).fast_arrays_of(o.guid), want_list, "{what}, client {c}: no stale arrays");
+        }
+    }
+}
+
+#[test]
+fn clients_converge_under_30_percent_loss_with_fast_arrays_relevancy_ownership_dormancy_and_joins() {
+    use rand::{Rng, SeedableRng};
+    for seed in 0..6 {
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+        let (mut l, kind) = level(2);
+        let mut owned: Vec<Owned> = Vec::new();
+        let spawn_owner = |l: &mut Level, rng: &mut rand_chacha::ChaCha8Rng, owned: &mut Vec<Owned>| {
+            let (id, guid) = l.spawn([rng.random_range(0.0..2000.0), 0.0, 0.0], 1);
+            let condition = CONDITIONS[owned.len() % CONDITIONS.len()];
+            let fa = l.driver.add_fast_array(kind, guid, condition).unwrap();
+            let n = rng.random_range(0..30);
+            random_items(l, fa, rng, n);
+            owned.push(Owned { id, guid, fa, condition, owner: None });
+        };
+        for _ in 0..6 {
+            spawn_owner(&mut l, &mut rng, &mut owned);
+        }
+        for frame in 0..400 {
+            if frame == 150 {
+                l.add_client();
+            }
+            let k = rng.random_range(0..owned.len());
+            let (id, fa) = (owned[k].id, owned[k].fa);
+            match rng.random_range(0..24) {
+                0..=4 => random_items(&mut l, fa, &mut rng, 1),
+                5..=9 => {
+                    if let Some(item) = random_id(&mut l, fa, &mut rng) {
+                        l.driver.fast_array_mut(fa).unwrap().set(item, &slot(rng.random(), rng.random())).unwrap();
+                    }
+                }
+                10..=11 => {
+                    if let Some(item) = random_id(&mut l, fa, &mut rng) {
+                        l.driver.fast_array_mut(fa).unwrap().remove(item).unwrap();
+                    }
+                }
+                12 => l.driver.fast_array_mut(fa).unwrap().mark_array_dirty(),
+                13 => l.move_to(id, [500_000.0, 0.0, 0.0]),
+                14 => l.move_to(id, [rng.random_range(0.0..2000.0), 0.0, 0.0]),
+                15 => {
+                    let owner = rng.random_range(0..=l.clients.len());
+                    let owner = (owner < l.clients.len()).then_some(owner);
+                    let conn = owner.map(|c| l.clients[c].0);
+                    l.driver.set_owner(l.class, &l.store, id, conn, true).unwrap();
+                    owned[k].owner = owner;
+                }
+                16 => l.driver.set_net_dormancy(l.class, &l.store, id, Dormancy::DormantAll).unwrap(),
+                17 => l.driver.set_net_dormancy(l.class, &l.store, id, Dormancy::Awake).unwrap(),
+                18 => l.driver.flush_net_dormancy(l.class, &l.store, id).unwrap(),
+                19 if owned.len() > 3 => {
+                    l.store.despawn(id).unwrap();
+                    owned.swap_remove(k);
+                }
+                20 => spawn_owner(&mut l, &mut rng, &mut owned),
+                21 => {
+                    l.driver.remove_fast_array(fa).unwrap();
+                    let condition = owned[k].condition;
+                    owned[k].fa = l.driver.add_fast_array(kind, owned[k].guid, condition).unwrap();
+                    let n = rng.random_range(0..5);
+                    random_items(&mut l, owned[k].fa, &mut rng, n);
+                }
+                _ => {}
+            }
+            l.step_lossy(&mut rng, 0.3);
+        }
+        // Everything near and awake; the link heals.
+        for o in &owned {
+            l.move_to(o.id, [100.0, 0.0, 0.0]);
+            l.driver.set_net_dormancy(l.class, &l.store, o.id, Dormancy::Awake).unwrap();
+        }
+        for _ in 0..100 {
+            l.step_lossy(&mut rng, 0.3);
+        }
+        l.run(40);
+        assert_fast_arrays_converged(&mut l, &owned, &format!("seed {seed}"));
+    }
+}
+
+#[test]
+fn without_the_actor_level_clients_converge_under_30_percent_loss() {
+    use rand::{Rng, SeedableRng};
+    for seed in 0..4 {
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+        let layout = thing();
+        let mut store = ClassStore::new(layout.clone());
+        let mut driver = NetDriver::new(DriverConfig::default()).unwrap();
+        let class = driver.register_class(&mut store).unwrap();
+        let kind = driver.register_fast_array_kind(slots()).unwrap();
+        let mut clients: Vec<(ConnectionId, ClientWorld)> = (0..2)
+            .map(|_| {
+                let conn = driver.add_connection(false);
+                let world = ClientWorld::new(std::slice::from_ref(&layout), &driver.checksums())
+                    .and_then(|w| w.with_fast_array_kinds(&[slots()], &driver.fast_array_checksums()))
+                    .unwrap();
+                (conn, world)
+            })
+            .collect();
+        // (owner actor, its GUID, its fast array, condition, owning client)
+        let mut owned: Vec<(ActorId, NetGuid, NetGuid, SubObjectCondition, Option<usize>)> = Vec::new();
+        for frame in 0..300 {
+            if owned.len() < 3 || rng.random_range(0..40) == 0 {
+                let id = store.spawn();
+                let guid = driver.assign_guid(class, &store, id).unwrap();
+                let condition = CONDITIONS[owned.len() % CONDITIONS.len()];
+                let fa = driver.add_fast_array(kind, guid, condition).unwrap();
+                owned.push((id, guid, fa, condition, None));
+            }
+            let k = rng.random_range(0..owned.len());
+            let (id, _, fa, _, _) = owned[k];
+            let mut items = driver.fast_array_mut(fa).unwrap();
+            let pick = |items: &shadowrep::net::FastArrayItems<'_>, rng: &mut rand_chacha::ChaCha8Rng| {
+                let n = items.len();
+                (n > 0).then(|| items.iter().nth(rng.random_range(0..n)).unwrap().0)
+            };
+            match rng.random_range(0..16) {
+                0..=5 => drop(items.add(&slot(rng.random(), rng.random())).unwrap()),
+                6..=9 => {
+                    if let Some(i) = pick(&items, &mut rng) {
+                        items.set(i, &slot(rng.random(), 3)).unwrap();
+                    }
+                }
+                10..=11 => {
+                    if let Some(i) = pick(&items, &mut rng) {
+                        items.remove(i).unwrap();
+                    }
+                }
+                12 => {
+                    let owner = rng.random_range(0..3);
+                    let owner = (owner < 2).then_some(owner);
+                    driver.set_owner(class, &store, id, owner.map(|c| clients[c].0), true).unwrap();
+                    owned[k].4 = owner;
+                }
+                13 if owned.len() > 3 && frame < 250 => {
+                    store.despawn(id).unwrap();
+                    owned.swap_remove(k);
+                }
+                _ => {}
+            }
+            let lossy = frame < 250;
+            driver.tick(&mut [&mut store]).unwrap();
+            for (conn, world) in &mut clients {
+                for p in driver.take_packets(*conn).unwrap() {
+                    if !lossy || !rng.random_bool(0.3) {
+                        world.receive(&p).unwrap();
+                    }
+                }
+                let fb = world.feedback();
+                if !lossy || !rng.random_bool(0.3) {
+                    driver.receive_feedback(*conn, &fb).unwrap();
+                }
+            }
+        }
+        for (c, (_, world)) in clients.iter().enumerate() {
+            for &(_, guid, fa, condition, owner) in &owned {
+                assert!(world.has(guid), "seed {seed}, client {c}: owner {guid}");
+                let allowed = condition.allows(owner == Some(c), true, false);
+                let server: Items = driver.fast_array_mut(fa).unwrap().iter().map(|(i, b)| (i.0, b.to_vec())).collect();
+                let client = world.fast_array(fa).map(|r| r.iter().map(|(i, b)| (i.0, b.to_vec())).collect::<Items>());
+                assert_eq!(client, allowed.then_some(server), "seed {seed}, client {c}: fast array {fa}");
+            }
+        }
+    }
+}
