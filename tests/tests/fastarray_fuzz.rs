@@ -10,7 +10,7 @@ use cap::Cap;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use shadowrep::fastarray::{item_layout, FastArray, FastArrayReceiver, ReplicationId};
-use shadowrep::schema::{PropType, StructType};
+use shadowrep::schema::{ArrayLayout, PropType, StructType};
 use shadowrep::wire::BitWriter;
 use std::alloc;
 use std::collections::BTreeMap;
@@ -115,10 +115,106 @@ fn hostile_deltas_never_panic_never_balloon_and_change_nothing_when_refused() {
     }
     assert!(refused > mutants / 2, "only {refused} of {mutants} refused");
     // The real deltas still apply exactly.
-    let mut client = FastArrayReceiver::new(l);
+    let mut client = FastArrayReceiver::new(l.clone());
     for d in &real {
         client.receive(d, &mut ()).unwrap();
     }
     let want: BTreeMap<_, _> = server.iter().map(|(id, b)| (id, b.to_vec())).collect();
     assert_eq!(items(&client), want);
+    hostile_packets_with_fast_arrays(&l, mutants / 10);
+}
+
+/// The same through the driver's packets: a client with the kind receives mutants of real
+/// packets carrying fast array opens and deltas (beside an actor's bunches). No panic, the cap,
+/// and a refused packet leaves every fast array copy as it was.
+fn hostile_packets_with_fast_arrays(l: &Arc<ArrayLayout>, mutants: usize) {
+    use shadowrep::client::ClientWorld;
+    use shadowrep::net::{DriverConfig, NetDriver, SubObjectCondition};
+    use shadowrep::schema::{ClassBuilder, PropertyDecl};
+    use shadowrep::store::ClassStore;
+    let class =
+        Arc::new(ClassBuilder::new("Owner").property(PropertyDecl::new("Health", PropType::U32)).build().unwrap());
+    let mut store = ClassStore::new(class.clone());
+    let mut driver = NetDriver::new(DriverConfig::default()).unwrap();
+    let c = driver.register_class(&mut store).unwrap();
+    let kind = driver.register_fast_array_kind(l.clone()).unwrap();
+    let conn = driver.add_connection(false);
+    let new_client = |driver: &NetDriver| {
+        ClientWorld::new(std::slice::from_ref(&class), &driver.checksums())
+            .and_then(|w| w.with_fast_array_kinds(std::slice::from_ref(l), &driver.fast_array_checksums()))
+            .unwrap()
+    };
+    let mut rng = ChaCha8Rng::seed_from_u64(12);
+    let mut arrays = Vec::new();
+    for _ in 0..3 {
+        let id = store.spawn();
+        let owner = driver.assign_guid(c, &store, id).unwrap();
+        arrays.push(driver.add_fast_array(kind, owner, SubObjectCondition::None).unwrap());
+    }
+    let mut client = new_client(&driver);
+    let mut real = Vec::new();
+    for _ in 0..12 {
+        for &fa in &arrays {
+            let mut items = driver.fast_array_mut(fa).unwrap();
+            for _ in 0..rng.random_range(0..3) {
+                let mut b = vec![0u8; l.stride];
+                rng.fill(&mut b[..]);
+                items.add(&b).unwrap();
+            }
+            let first: Option<ReplicationId> = items.iter().next().map(|(id, _)| id);
+            if let Some(id) = first.filter(|_| rng.random_bool(0.3)) {
+                items.remove(id).unwrap();
+            }
+        }
+        driver.tick(&mut [&mut store]).unwrap();
+        for p in driver.take_packets(conn).unwrap() {
+            client.receive(&p).unwrap();
+            real.push(p);
+        }
+        driver.receive_feedback(conn, &client.feedback()).unwrap();
+    }
+    assert!(arrays.iter().all(|&fa| client.fast_array(fa).is_some()), "the recording opened every array");
+    let copies = |c: &ClientWorld| -> Vec<Option<BTreeMap<ReplicationId, Vec<u8>>>> {
+        arrays.iter().map(|&fa| c.fast_array(fa).map(items)).collect()
+    };
+    let (mut refused, mut client) = (0, new_client(&driver));
+    let mut applied = 0;
+    for i in 0..mutants {
+        if i % 200 == 0 {
+            // Start over with the first half of the real traffic applied.
+            client = new_client(&driver);
+            applied = real.len() / 2;
+            for p in &real[..applied] {
+                client.receive(p).unwrap();
+            }
+        }
+        let src = &real[applied + i % (real.len() - applied)];
+        let other = &real[rng.random_range(0..real.len())];
+        let mut m = src.clone();
+        match i % 4 {
+            0 => m.truncate(rng.random_range(1..m.len().max(2))),
+            1 => {
+                for _ in 0..rng.random_range(1..4) {
+                    let bit = rng.random_range(0..m.len() * 8);
+                    m[bit / 8] ^= 1 << (bit % 8);
+                }
+            }
+            2 => {
+                let at = rng.random_range(0..m.len());
+                m.truncate(at);
+                m.extend_from_slice(&other[rng.random_range(0..other.len())..]);
+            }
+            _ => {
+                let at = rng.random_range(0..m.len());
+                m[at] = rng.random();
+            }
+        }
+        let before = copies(&client);
+        let r = capped(|| client.receive(&m));
+        if r.is_err() {
+            refused += 1;
+            assert_eq!(copies(&client), before, "packet mutant {i}: a refused packet changed a fast array");
+        }
+    }
+    assert!(mutants == 0 || refused > 0, "no packet mutant was refused");
 }
