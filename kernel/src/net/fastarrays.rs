@@ -53,6 +53,32 @@ pub const MAX_DELTAS_PER_FRAME: usize = 4;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct FastArrayKind(pub u32);
 
+/// Whose connection a fast array's per-connection state belongs to: the driver's, or the UE-style
+/// reference's ([`crate::reference::frame`]), which keeps bases of its own in the same arrays.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Side {
+    Driver,
+    Reference,
+}
+
+impl Side {
+    /// Where connection `ci`'s state sits in [`FastArrayNet::conns`].
+    fn slot(self, ci: usize) -> usize {
+        2 * ci + self as usize
+    }
+}
+
+/// The owner's channel on a connection, as the writer needs it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum OwnerChannel {
+    /// None, or its open is not acknowledged yet.
+    Missing,
+    /// Closed for dormancy.
+    Dormant,
+    /// Open and acknowledged: the client has the owner (the channel's epoch).
+    Open(u8),
+}
+
 /// [`FaConn::flags`]: the open was sent since the last (re)open or loss of it.
 const OPEN_SENT: u8 = 1;
 /// [`FaConn::flags`]: a packet carrying the open was acknowledged.
@@ -77,23 +103,24 @@ pub(crate) struct FastArrayNet {
     kind: u32,
     owner: NetGuid,
     condition: SubObjectCondition,
+    /// Per connection, at [`Side::slot`].
     conns: Vec<FaConn>,
 }
 
 impl FastArrayNet {
-    /// Forgets connection `ci`'s base: its next bunch opens the array again from nothing.
-    fn reset(&mut self, ci: usize) {
-        let Some(fc) = self.conns.get_mut(ci) else { return };
+    /// Forgets the base at `slot`: its next bunch opens the array again from nothing.
+    fn reset(&mut self, slot: usize) {
+        let Some(fc) = self.conns.get_mut(slot) else { return };
         if let Some(base) = fc.base.take() {
             let _ = self.array.disconnect(base);
         }
         *fc = FaConn { generation: fc.generation.wrapping_add(1), ..FaConn::default() };
     }
 
-    /// Whether connection `ci` holds nothing of this array in flight and nothing unsent: its
-    /// owner may go dormant for it.
+    /// Whether the driver's connection `ci` holds nothing of this array in flight and nothing
+    /// unsent: its owner may go dormant for it.
     fn settled(&self, ci: usize) -> bool {
-        self.conns.get(ci).is_none_or(|fc| {
+        self.conns.get(Side::Driver.slot(ci)).is_none_or(|fc| {
             fc.in_flight == 0 && fc.base.is_none_or(|b| !self.array.has_unsent(b) && fc.flags & OPEN_ACKED != 0)
         })
     }
@@ -142,11 +169,13 @@ impl FastArrays {
             .is_none_or(|list| list.iter().all(|g| self.arrays.get(g).is_none_or(|m| lock(m).settled(ci))))
     }
 
-    /// Settles one packet's fast array bunch: delivered or lost.
-    pub fn settle(&mut self, ci: usize, sent: FastSent, delivered: bool) {
-        let Some(m) = self.arrays.get_mut(&sent.guid) else { return };
-        let fa = m.get_mut().unwrap_or_else(PoisonError::into_inner);
-        let Some(fc) = fa.conns.get_mut(ci).filter(|fc| fc.generation == sent.generation) else { return };
+    /// Settles one packet's fast array bunch to `side`'s connection `ci`: delivered or lost.
+    pub fn settle(&self, side: Side, ci: usize, sent: FastSent, delivered: bool) {
+        let Some(m) = self.arrays.get(&sent.guid) else { return };
+        let mut fa = lock(m);
+        let fa = &mut *fa;
+        let slot = side.slot(ci);
+        let Some(fc) = fa.conns.get_mut(slot).filter(|fc| fc.generation == sent.generation) else { return };
         let Some(base) = fc.base else { return };
         fc.in_flight = fc.in_flight.saturating_sub(1);
         if delivered {
@@ -159,7 +188,7 @@ impl FastArrays {
         } else if sent.open && fc.flags & OPEN_ACKED == 0 {
             // The client never got the array: whatever followed the open was stepped over there,
             // even if acknowledged. Start again from nothing.
-            fa.reset(ci);
+            fa.reset(slot);
         } else if let Some(t) = sent.token {
             fa.array.lost(base, t);
         }
@@ -171,17 +200,18 @@ impl FastArrays {
     pub fn reopen(&mut self, ci: usize, guid: NetGuid) -> bool {
         let Some(m) = self.arrays.get_mut(&guid) else { return false };
         let fa = m.get_mut().unwrap_or_else(PoisonError::into_inner);
-        if fa.conns.get(ci).is_none_or(|fc| fc.flags & OPEN_ACKED == 0) {
+        let slot = Side::Driver.slot(ci);
+        if fa.conns.get(slot).is_none_or(|fc| fc.flags & OPEN_ACKED == 0) {
             return false;
         }
-        fa.reset(ci);
+        fa.reset(slot);
         true
     }
 
     /// Connection `ci` is gone: its bases go.
     pub fn remove_connection(&mut self, ci: usize) {
         for m in self.arrays.values_mut() {
-            m.get_mut().unwrap_or_else(PoisonError::into_inner).reset(ci);
+            m.get_mut().unwrap_or_else(PoisonError::into_inner).reset(Side::Driver.slot(ci));
         }
     }
 
@@ -211,7 +241,23 @@ impl WriteCtx<'_> {
     pub(crate) fn write_fast_arrays_of(&self, ci: u32, conn: &mut Connection, st: &mut FrameWrite, owner: NetGuid) {
         if let Some(list) = self.fast.by_owner.get(&owner) {
             for &g in list {
-                self.write_fast_array(ci, conn, st, g);
+                self.write_fast_array(Side::Driver, ci, conn, st, g, None);
+            }
+        }
+    }
+
+    /// [`Self::write_fast_arrays_of`] for `side`'s connection, whose owner channel is `channel`.
+    pub(crate) fn write_fast_arrays_for(
+        &self,
+        side: Side,
+        (ci, conn): (u32, &mut Connection),
+        st: &mut FrameWrite,
+        owner: NetGuid,
+        channel: OwnerChannel,
+    ) {
+        if let Some(list) = self.fast.by_owner.get(&owner) {
+            for &g in list {
+                self.write_fast_array(side, ci, conn, st, g, Some(channel));
             }
         }
     }
@@ -219,11 +265,21 @@ impl WriteCtx<'_> {
     /// Writes what connection `ci` is owed of every fast array.
     pub(crate) fn write_all_fast_arrays(&self, ci: u32, conn: &mut Connection, st: &mut FrameWrite) {
         for &g in self.fast.arrays.keys() {
-            self.write_fast_array(ci, conn, st, g);
+            self.write_fast_array(Side::Driver, ci, conn, st, g, None);
         }
     }
 
-    fn write_fast_array(&self, ci: u32, conn: &mut Connection, st: &mut FrameWrite, guid: NetGuid) {
+    /// Writes fast array `guid`'s bunches to `side`'s connection `ci`; `channel`: its owner's
+    /// channel there (`None`: read from the connection's pairs).
+    fn write_fast_array(
+        &self,
+        side: Side,
+        ci: u32,
+        conn: &mut Connection,
+        st: &mut FrameWrite,
+        guid: NetGuid,
+        channel: Option<OwnerChannel>,
+    ) {
         let Some(m) = self.fast.arrays.get(&guid) else { return };
         let mut fa = lock(m);
         let fa = &mut *fa;
@@ -235,16 +291,21 @@ impl WriteCtx<'_> {
         else {
             return;
         };
-        let i = ci as usize;
+        let i = side.slot(ci as usize);
         if fa.conns.len() <= i {
             fa.conns.resize(i + 1, FaConn::default());
         }
-        let epoch = match conn.pair_ref(class, slot).map(|ps| (ps.flags, ps.epoch)) {
-            Some((flags, _)) if flags & pair::DORMANT != 0 => return,
-            Some((flags, epoch)) if flags & pair::OPEN_ACKED != 0 => epoch,
+        let channel = channel.unwrap_or_else(|| match conn.pair_ref(class, slot) {
+            Some(ps) if ps.flags & pair::DORMANT != 0 => OwnerChannel::Dormant,
+            Some(ps) if ps.flags & pair::OPEN_ACKED != 0 => OwnerChannel::Open(ps.epoch),
+            _ => OwnerChannel::Missing,
+        });
+        let epoch = match channel {
+            OwnerChannel::Dormant => return,
+            OwnerChannel::Open(epoch) => epoch,
             // The client has not got the owner yet, or no more (closed, or asked to open it
             // again): a base from an earlier channel of the owner went with the client's copy.
-            _ => {
+            OwnerChannel::Missing => {
                 if fa.conns[i].base.is_some() {
                     fa.reset(i);
                 }
@@ -425,7 +486,8 @@ impl NetDriver {
                 self.fast.by_owner.remove(&fa.owner);
             }
         }
-        for (ci, fc) in fa.conns.iter().enumerate() {
+        // The driver's connections' states sit at even slots (the reference's at odd ones).
+        for (ci, fc) in fa.conns.iter().step_by(2).enumerate() {
             if fc.flags & (OPEN_SENT | OPEN_ACKED) != 0 || fc.in_flight > 0 {
                 if let Some(conn) = self.conns.get_mut(ci).filter(|c| !c.removed) {
                     conn.closes.push(PendingClose::destroyed(guid));

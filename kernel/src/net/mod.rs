@@ -693,7 +693,7 @@ impl NetDriver {
             }
             Intake::Settle => {
                 let (classes, guids, c) = (&self.classes, &self.guids, &mut self.conns[ci]);
-                let fast = &mut self.fast;
+                let fast = &self.fast;
                 let mut settled = 0;
                 while let Some((rec, delivered)) = c.rel.settle_next(&fb) {
                     reliability::apply_settled((ci, c), classes, guids, fast, rec, delivered);

@@ -205,7 +205,7 @@ pub(crate) fn apply_settled(
     (ci, conn): (usize, &mut Connection),
     classes: &[ClassNet],
     guids: &HashMap<NetGuid, (u32, u32)>,
-    fast: &mut FastArrays,
+    fast: &FastArrays,
     rec: PacketRecord,
     delivered: bool,
 ) {
@@ -255,7 +255,7 @@ pub(crate) fn apply_settled(
     }
     for _ in 0..rec.fast {
         let Some(sent) = conn.rel.fast.pop_front() else { break };
-        fast.settle(ci, sent, delivered);
+        fast.settle(super::fastarrays::Side::Driver, ci, sent, delivered);
     }
     // An export the client acknowledged is never sent again; a lost one goes at the next frame
     // (the references it serves may have arrived without it: they wait on the client).

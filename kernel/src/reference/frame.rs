@@ -18,7 +18,8 @@
 //!     process      in order: relevancy recheck, open / replicate / close, stop when the budget
 //!                  is spent, leftovers pending (UE's ServerReplicateActors_ProcessPrioritizedActors)
 //!     replicate    the changed properties since the channel's last send, active under the
-//!                  condition map, encoded for this connection alone
+//!                  condition map, encoded for this connection alone; then the actor's fast
+//!                  arrays (bases of the reference's own in the driver's arrays)
 //! acknowledge_all  a perfect link: every packet arrives, every open is acknowledged
 //! ```
 //!
@@ -41,6 +42,7 @@ use crate::net::budget::Budget;
 use crate::net::channels::{relevant_until, Action, FrameDecisions, SendDecision};
 use crate::net::connection::{Connection, PendingClose};
 use crate::net::consider::{ConsiderClock, ServerTime};
+use crate::net::fastarrays::{FastSent, OwnerChannel, Side};
 use crate::net::level::{location, relevancy_of};
 use crate::net::pairs::Pairs;
 use crate::net::plan::SendItem;
@@ -90,6 +92,9 @@ struct RefConn {
     budget: Budget,
     closes: Vec<NetGuid>,
     decisions: FrameDecisions,
+    /// Fast array bunches the perfect link delivered, settled at the next frame (the arrays
+    /// are the driver's, reached through it then).
+    fast_delivered: Vec<FastSent>,
 }
 
 /// What one reference frame did.
@@ -144,6 +149,7 @@ impl ReferenceFrame {
     /// A perfect link: every packet sent so far arrived, every open is acknowledged.
     pub fn acknowledge_all(&mut self) {
         for c in &mut self.conns {
+            c.fast_delivered.extend(c.conn.rel.fast.drain(..));
             c.conn.rel.acknowledge_everything();
             // Every export in flight arrived too.
             let exporting: Vec<NetGuid> = c.conn.exporting.drain().collect();
@@ -177,6 +183,7 @@ impl ReferenceFrame {
                 budget: Budget::new(cfg.net_speed, c.replay),
                 closes: Vec::new(),
                 decisions: FrameDecisions::default(),
+                fast_delivered: Vec::new(),
             });
         }
         self.track_actors(driver, stores, &order);
@@ -193,8 +200,12 @@ impl ReferenceFrame {
         let due = self.consider(driver, stores, &order, &time);
 
         let ordered: Vec<&ClassStore> = order.iter().map(|&i| &*stores[i]).collect();
-        // The reference keeps no fast arrays (their bases live in the driver's arrays).
-        let no_fast = crate::net::fastarrays::FastArrays::default();
+        // Fast arrays are the driver's; the reference keeps bases of its own in them.
+        for (ci, rc) in self.conns.iter_mut().enumerate() {
+            for sent in rc.fast_delivered.drain(..) {
+                driver.fast.settle(Side::Reference, ci, sent, true);
+            }
+        }
         let write = WriteCtx {
             classes: &driver.classes,
             stores: &ordered,
@@ -203,7 +214,7 @@ impl ReferenceFrame {
             statics: &driver.statics.paths,
             outers: &driver.subs.outer,
             guids: &driver.guids,
-            fast: &no_fast,
+            fast: &driver.fast,
         };
         let mut bytes = 0;
         for ci in 0..self.conns.len() {
@@ -388,6 +399,8 @@ impl ReferenceFrame {
                 .take_while(|&&g| write.write_close(&mut rc.conn, &mut st, PendingClose::destroyed(g)))
                 .count();
             rc.closes = closes[sent..].to_vec();
+            // Closes the writer queued (a fast array its condition no longer allows).
+            write.write_closes(&mut rc.conn, &mut st);
             // Prioritize: every due actor with a channel, or relevant.
             let mut list: Vec<(Candidate, u32, u32, bool)> = Vec::new();
             for (i, &(c, s)) in due.iter().enumerate() {
@@ -494,7 +507,7 @@ impl ReferenceFrame {
 }
 
 /// Sends what a channel owes: the properties changed since its last send that are active for
-/// this connection, and the open until it is acknowledged.
+/// this connection, and the open until it is acknowledged; then the actor's fast arrays.
 #[allow(clippy::too_many_arguments)]
 fn replicate(
     driver: &NetDriver,
@@ -519,12 +532,15 @@ fn replicate(
     let send = changed & active;
     let open_bunch = !ch.open_acked && !ch.open_sent;
     ch.sent_through = frame;
-    if send.is_empty() && !open_bunch {
-        return;
+    if !send.is_empty() || open_bunch {
+        let item =
+            SendItem { class: ch.class, slot: ch.slot, guid: a.guid, leaves: send, open: !ch.open_acked, epoch: 0 };
+        write.write(conn, st, &item, None);
+        if !ch.open_acked {
+            ch.open_sent = true;
+        }
     }
-    let item = SendItem { class: ch.class, slot: ch.slot, guid: a.guid, leaves: send, open: !ch.open_acked, epoch: 0 };
-    write.write(conn, st, &item, None);
-    if !ch.open_acked {
-        ch.open_sent = true;
-    }
+    // Its fast arrays ride its channel, right after its bunch (once the client has it).
+    let channel = if ch.open_acked { OwnerChannel::Open(0) } else { OwnerChannel::Missing };
+    write.write_fast_arrays_for(Side::Reference, (ci, conn), st, a.guid, channel);
 }

@@ -31,6 +31,13 @@ struct Sim {
     live: Vec<(ClassId, ActorId)>,
     rng: ChaCha8Rng,
     span: f32,
+    /// Things' fast arrays (inventories), and their kind.
+    arrays: Vec<NetGuid>,
+    kind: shadowrep::net::FastArrayKind,
+}
+
+fn slots() -> Arc<shadowrep::schema::ArrayLayout> {
+    Arc::new(shadowrep::fastarray::item_layout("Slots", PropType::U32).unwrap())
 }
 
 impl Sim {
@@ -44,6 +51,7 @@ impl Sim {
         let thing = driver.register_class(&mut things).unwrap();
         let bag = driver.register_class(&mut bags).unwrap();
         driver.set_location_property(thing, LOCATION).unwrap();
+        let kind = driver.register_fast_array_kind(slots()).unwrap();
         let reference = ReferenceFrame::new(&driver, &mut [&mut things, &mut bags]).expect("actor level on");
         let mut sim = Sim {
             driver,
@@ -56,10 +64,14 @@ impl Sim {
             live: Vec::new(),
             rng: ChaCha8Rng::seed_from_u64(seed),
             span: 30_000.0,
+            arrays: Vec::new(),
+            kind,
         };
         for _ in 0..connections {
             let conn = sim.driver.add_connection(false);
-            let world = ClientWorld::new(&[tl.clone(), bl.clone()], &sim.driver.checksums()).unwrap();
+            let world = ClientWorld::new(&[tl.clone(), bl.clone()], &sim.driver.checksums())
+                .and_then(|w| w.with_fast_array_kinds(&[slots()], &sim.driver.fast_array_checksums()))
+                .unwrap();
             let speed = [4_000, 12_000, 100_000][sim.rng.random_range(0..3)];
             sim.driver.set_net_speed(conn, speed).unwrap();
             sim.clients.push((conn, world));
@@ -127,7 +139,40 @@ impl Sim {
             let autonomous = self.rng.random_bool(0.5);
             self.driver.set_owner(class, store, id, Some(self.clients[c].0), autonomous).unwrap();
         }
+        // A fifth of the things carry an inventory (a fast array), under a few conditions.
+        if class == self.thing && self.rng.random_bool(0.2) {
+            use shadowrep::net::SubObjectCondition as C;
+            let condition = [C::None, C::OwnerOnly, C::SkipOwner][self.rng.random_range(0..3)];
+            let owner = self.driver.guid_of(class, id).expect("live");
+            let fa = self.driver.add_fast_array(self.kind, owner, condition).unwrap();
+            let n = self.rng.random_range(0..40);
+            let mut items = self.driver.fast_array_mut(fa).unwrap();
+            for i in 0..n {
+                items.add(&(i as u32).to_le_bytes()).unwrap();
+            }
+            self.arrays.push(fa);
+        }
         self.live.push((class, id));
+    }
+
+    /// Changes, adds and removes items of a few inventories (dropping those whose owner is gone).
+    fn play_inventories(&mut self) {
+        let driver = &mut self.driver;
+        self.arrays.retain(|&fa| driver.fast_array_mut(fa).is_ok());
+        for _ in 0..self.arrays.len() / 4 {
+            let fa = self.arrays[self.rng.random_range(0..self.arrays.len())];
+            let mut items = self.driver.fast_array_mut(fa).unwrap();
+            let ids: Vec<_> = items.iter().map(|(id, _)| id).collect();
+            match self.rng.random_range(0..4) {
+                0 => drop(items.add(&self.rng.random::<u32>().to_le_bytes()).unwrap()),
+                1 if !ids.is_empty() => items.remove(ids[self.rng.random_range(0..ids.len())]).unwrap(),
+                _ if !ids.is_empty() => {
+                    let id = ids[self.rng.random_range(0..ids.len())];
+                    items.set(id, &self.rng.random::<u32>().to_le_bytes()).unwrap();
+                }
+                _ => {}
+            }
+        }
     }
 
     /// The game's frame: moves, changes, a few spawns and despawns, viewers follow actors.
@@ -201,11 +246,13 @@ fn the_kernel_decides_exactly_as_the_ue_style_reference_on_random_worlds() {
         let mut closed = 0;
         let mut sends = 0;
         let mut sub_sends = 0;
+        let mut item_events = 0;
         for frame in 0..240 {
             // Sometimes the actors stay where they are, so channels time out.
             if frame % 90 < 60 {
                 sim.play();
             }
+            sim.play_inventories();
             sim.step();
             for (c, &(conn, _)) in sim.clients.iter().enumerate() {
                 let kernel = sim.driver.decisions(conn).unwrap().expect("recorded").clone();
@@ -237,11 +284,15 @@ fn the_kernel_decides_exactly_as_the_ue_style_reference_on_random_worlds() {
                 sends += kernel.sends.len();
                 sub_sends += kernel.sends.iter().filter(|s| sim.driver.owner_of(s.guid).is_some()).count();
             }
+            for (_, world) in &mut sim.clients {
+                item_events += world.take_fast_array_events().len();
+            }
         }
         // The worlds exercised what they should.
         assert!(saturated > 50, "seed {seed}: {saturated} saturated connection-frames");
         assert!(closed > 10, "seed {seed}: {closed} relevancy closes");
         assert!(sends > 5_000, "seed {seed}: {sends} sends");
+        assert!(item_events > 500, "seed {seed}: {item_events} fast array item callbacks");
         assert!(sub_sends > 100, "seed {seed}: {sub_sends} sends of sub-objects");
     }
 }
