@@ -4,8 +4,12 @@
 //! ```text
 //! new         register the four classes (class id = Kind index), their net settings and
 //!             location properties
-//! prepare     joined   → a connection each, its character's GUID, set_owner(autonomous)
-//!             fired    → set_owner_actor(projectile, owner = instigator = the shooter)
+//! prepare     joined   → a connection each, its character's GUID, set_owner(autonomous), its
+//!                        weapon (a sub-object), its inventory (an owner-only fast array of
+//!                        INVENTORY_ITEMS items)
+//!             fired    → set_owner_actor(projectile, owner = instigator = the shooter); one of
+//!                        the shooter's inventory items loses a round, and every PICKUP_EVERY-th
+//!                        shot picks one up (an add; past INVENTORY_MAX the oldest goes)
 //!             changed  → force_net_update
 //!             dormant  → placed in the level: register_static_actor (path `Prop_<n>`) and
 //!                        Initial dormancy; idle loot: DormantAll
@@ -18,12 +22,15 @@
 
 use super::{FrameEvents, Kind, ScenarioServer, World};
 use crate::replicate::drain_and_ack;
+use shadowrep::fastarray::{item_layout, ReplicationId};
 use shadowrep::net::spatial::{GridConfig, DEFAULT_CELL_SIZE};
+use shadowrep::net::FastArrayKind;
 use shadowrep::net::{
     Action, ActorLevelConfig, ClassId, ConnectionId, Dormancy, DriverConfig, NetDriver, NetGuid, NetSettings,
     SubObjectCondition, TickStats, Viewer,
 };
 use shadowrep::reference::frame::ReferenceFrame;
+use shadowrep::schema::{ArrayLayout, PropType, StructType};
 use shadowrep::store::ActorId;
 use shadowrep_layouts::classes::{Actor, Pickup, Projectile};
 use std::io::Write;
@@ -40,6 +47,39 @@ pub struct KernelServer {
     viewers: Vec<Viewer>,
     /// The dormant actors' GUIDs (to tell their bytes apart).
     dormant: std::collections::HashSet<NetGuid>,
+    /// The inventories' item layout.
+    inventory_kind: FastArrayKind,
+    /// Each player's inventory: its fast array, its items (oldest first), shots fired.
+    inventories: Vec<Inventory>,
+}
+
+/// One player's inventory.
+struct Inventory {
+    guid: NetGuid,
+    items: std::collections::VecDeque<ReplicationId>,
+    shots: u32,
+}
+
+/// Items an inventory starts with.
+pub const INVENTORY_ITEMS: u16 = 16;
+/// Most items an inventory holds (a pickup past it drops the oldest).
+pub const INVENTORY_MAX: usize = 24;
+/// A pickup every this many shots.
+pub const PICKUP_EVERY: u32 = 8;
+
+/// An inventory item: which item, how many, and its durability.
+pub fn inventory_layout() -> std::sync::Arc<ArrayLayout> {
+    let item = StructType::new("InventoryItem")
+        .field("ItemId", PropType::U16)
+        .field("Count", PropType::U16)
+        .field("Durability", PropType::U8);
+    std::sync::Arc::new(item_layout("Inventory", PropType::Struct(item)).expect("a valid item layout"))
+}
+
+/// An item's bytes in [`inventory_layout`] (its stride is 6: a padding byte, kept zero).
+fn inventory_item(item: u16, count: u16, durability: u8) -> [u8; 6] {
+    let (i, c) = (item.to_le_bytes(), count.to_le_bytes());
+    [i[0], i[1], c[0], c[1], durability, 0]
 }
 
 fn err(e: impl std::fmt::Display) -> String {
@@ -77,6 +117,7 @@ impl KernelServer {
             }
             classes[kind.index()] = class;
         }
+        let inventory_kind = driver.register_fast_array_kind(inventory_layout()).map_err(err)?;
         Ok(KernelServer {
             driver,
             reference: None,
@@ -85,6 +126,8 @@ impl KernelServer {
             characters: Vec::new(),
             viewers: Vec::new(),
             dormant: Default::default(),
+            inventory_kind,
+            inventories: Vec::new(),
         })
     }
 
@@ -140,6 +183,28 @@ impl KernelServer {
     fn class(&self, kind: Kind) -> ClassId {
         self.classes[kind.index()]
     }
+
+    /// Player `p` fired: an inventory item loses a round; every PICKUP_EVERY-th shot picks an
+    /// item up. (An inventory whose owner is gone went with it: nothing to do.)
+    fn shot(&mut self, p: usize) -> Result<(), String> {
+        let Some(inv) = self.inventories.get_mut(p) else { return Ok(()) };
+        let Ok(mut items) = self.driver.fast_array_mut(inv.guid) else { return Ok(()) };
+        inv.shots += 1;
+        if let Some(&id) = inv.items.get(inv.shots as usize % inv.items.len().max(1)) {
+            let bytes = items.item_mut(id).map_err(err)?;
+            let count = u16::from_le_bytes([bytes[2], bytes[3]]).wrapping_sub(1);
+            bytes[2..4].copy_from_slice(&count.to_le_bytes());
+        }
+        if inv.shots % PICKUP_EVERY == 0 {
+            let item = (inv.shots / PICKUP_EVERY) as u16;
+            inv.items.push_back(items.add(&inventory_item(item, 1, 100)).map_err(err)?);
+            if inv.items.len() > INVENTORY_MAX {
+                let oldest = inv.items.pop_front().expect("more than the maximum");
+                items.remove(oldest).map_err(err)?;
+            }
+        }
+        Ok(())
+    }
 }
 
 impl ScenarioServer for KernelServer {
@@ -159,6 +224,13 @@ impl ScenarioServer for KernelServer {
             self.driver
                 .register_sub_object(weapon_class, world.store(Kind::Weapon), weapon, guid, SubObjectCondition::None)
                 .map_err(err)?;
+            let inventory =
+                self.driver.add_fast_array(self.inventory_kind, guid, SubObjectCondition::OwnerOnly).map_err(err)?;
+            let mut items = self.driver.fast_array_mut(inventory).map_err(err)?;
+            let ids = (0..INVENTORY_ITEMS)
+                .map(|i| items.add(&inventory_item(i, 30, 100)).map_err(err))
+                .collect::<Result<_, _>>()?;
+            self.inventories.push(Inventory { guid: inventory, items: ids, shots: 0 });
             self.conns.push(conn);
             self.characters.push(guid);
         }
@@ -171,6 +243,7 @@ impl ScenarioServer for KernelServer {
             self.driver
                 .set_owner_actor(projectile, world.store(Kind::Projectile), id, shooter, shooter)
                 .map_err(err)?;
+            self.shot(p)?;
         }
         for &(kind, id) in &events.changed {
             self.driver.force_net_update(self.class(kind), world.store(kind), id).map_err(err)?;
