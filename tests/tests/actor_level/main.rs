@@ -7,6 +7,7 @@ mod fastarrays;
 mod frequency;
 mod hostile;
 mod lifecycle;
+mod mixed;
 mod priority;
 mod reference;
 mod relevancy;
