@@ -296,7 +296,7 @@ impl ShadowState {
             work(&mut t, job);
             t
         };
-        let parallel = cfg.parallel && pages >= cfg.min_parallel_pages;
+        let mut parallel = cfg.parallel && pages >= cfg.min_parallel_pages;
         let tally = if list_mode || validate {
             // Only the marked pages (in ascending order, as the summary bits list them), or every
             // page with the validation shadow beside it.
@@ -316,6 +316,8 @@ impl ShadowState {
             } else {
                 (0..pages).collect()
             };
+            // The pool pays off for many pages, not for a few listed out of a large class.
+            parallel &= order.len() >= cfg.min_parallel_pages;
             let check = self.check.validated.as_mut().map(|v| (v.blocks_mut(), &mut self.check.scratch[..]));
             let jobs = split_jobs(
                 &order,

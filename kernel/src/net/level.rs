@@ -163,7 +163,7 @@ impl Level {
         };
         // The pool pays off only with many awake actors (a world of sleepers has few).
         let awake_lanes: u32 = awake.iter().map(|w| w.count_ones()).sum();
-        if parallel && awake_lanes as usize >= PARALLEL_CONSIDER_PAGES * PAGE_LANES {
+        if parallel && awake_lanes as usize >= PARALLEL_CONSIDER_LANES {
             lanes.par_iter_mut().enumerate().with_min_len(16).for_each(page);
         } else {
             lanes.iter_mut().enumerate().filter(|(p, _)| awake.get(*p).is_some_and(|&w| w != 0)).for_each(page);
@@ -259,8 +259,9 @@ fn relevancy(
     }
 }
 
-/// Pages of a class below which the due selection stays on the calling thread.
-const PARALLEL_CONSIDER_PAGES: usize = 64;
+/// Awake lanes of a class below which the due selection stays on the calling thread (a lane's
+/// clock check costs a few nanoseconds: below this, waking the pool costs more than it saves).
+const PARALLEL_CONSIDER_LANES: usize = 32_768;
 
 /// Pages per task of the consider step (a run of 4096 slots).
 const CONSIDER_RUN_PAGES: usize = 64;
