@@ -13,6 +13,10 @@
 //!
 //! Dormant channels are left out: the client keeps what it last acknowledged, which the server
 //! does not remember.
+//!
+//! [`NetDriver::is_settled`] says when that view is the client's: nothing in flight, nothing
+//! queued to send (pending pairs: opens, resends of lost leaves, newly active leaves; closes;
+//! exports), and no pair owing a resend.
 
 use super::condition::flags;
 use super::connection::{pair, PairState};
@@ -73,5 +77,21 @@ impl NetDriver {
         }
         out.sort_unstable_by_key(|h| h.guid);
         Ok(out)
+    }
+
+    /// Whether connection `conn` owes its client nothing: no packet in flight, no pair
+    /// pending (an open, a resend, newly active leaves), no close or export queued, no leaf
+    /// owed a resend. Changes the game makes later, and actors not yet due or cut by the
+    /// bandwidth budget, are not counted (the driver learns of them at the next tick).
+    pub fn is_settled(&self, conn: ConnectionId) -> Result<bool, DriverError> {
+        let c = self.conn(conn)?;
+        if c.rel.in_flight() > 0 || !c.pending.is_empty() || !c.closes.is_empty() || !c.exports.is_empty() {
+            return Ok(false);
+        }
+        let owes = |st: &PairState| !st.resend.is_empty() || st.flags & pair::PENDING != 0;
+        Ok(match &c.pairs {
+            Pairs::Dense(tables) => !tables.iter().flatten().any(owes),
+            Pairs::Channels { rows, .. } => !rows.iter().any(|r| owes(&r.state)),
+        })
     }
 }
