@@ -61,7 +61,7 @@
 mod kernel;
 mod world;
 
-pub use kernel::KernelServer;
+pub use kernel::{apply_events, scenario_driver, KernelServer};
 pub use world::{FrameEvents, World};
 
 use crate::workload::median;

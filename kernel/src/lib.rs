@@ -12,7 +12,9 @@
 //! 4. [`net`]: per connection, what to send (conditions, resends), shared serialization, packets
 //!    under an MTU, reliability (sequence window, feedback, keep-alives);
 //! 5. [`wire`]: the bit-level grammar of packets, bunches, records and feedback;
-//! 6. [`client`]: validates and applies packets, fires notifies, writes feedback.
+//! 6. [`client`]: validates and applies packets, fires notifies, writes feedback;
+//! 7. [`session`]: a stateless handshake, session tokens and datagram framing for a transport
+//!    such as UDP, and state digests that tell whether a client converged.
 //!
 //! [`fastarray`] is UE's `FFastArraySerializer`: an array replicated as per-connection deltas of
 //! its dirty items. [`ids`] holds the identity and mask types, [`link`] a seeded lossy link for tests, and
@@ -49,6 +51,7 @@ pub mod link;
 pub mod net;
 pub mod reference;
 pub mod schema;
+pub mod session;
 pub mod store;
 pub mod value;
 pub mod wire;

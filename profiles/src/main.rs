@@ -6,6 +6,8 @@
 //! shadowrep replicate --class C --actors N --connections M --changed F [--json]
 //! shadowrep run --profile battle_royale|mmo|open_world [--frames N] [--threads T] [--seed S]
 //!               [--json] [--flamegraph out.svg] [--dump-frame K FILE.json]
+//! shadowrep serve [--profile battle_royale|mmo] --bind 127.0.0.1:PORT [--seconds S] [--scale F]
+//! shadowrep bots --connect 127.0.0.1:PORT --count N [--loss F] [--seconds S] [--json]
 //! ```
 //!
 //! Every subcommand accepts `--json` (one JSON object on stdout, nothing on stderr) and
@@ -24,6 +26,8 @@ use std::fs::File;
 use std::io::{BufWriter, IsTerminal};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+
+mod udp;
 
 #[derive(Parser)]
 #[command(name = "shadowrep", version, about = "Replication kernel workloads: measure, compare, profile")]
@@ -49,6 +53,12 @@ enum Command {
     /// ServerReplicateActors): battle_royale (100 players, 50k actors, a hot drop), mmo (1000
     /// players, 1M actors) or open_world (100 players, 10k awake actors and 990k dormant ones).
     Run(RunArgs),
+    /// A profile's world at its tick rate over real UDP (a stateless handshake, session tokens),
+    /// frozen for its last seconds so clients can check what they hold.
+    Serve(udp::ServeArgs),
+    /// Headless clients over real UDP: handshake, receive, apply, feedback, a report per
+    /// second, and at the end whether every bot holds what the server says it should.
+    Bots(udp::BotsArgs),
 }
 
 #[derive(Args, Clone)]
@@ -179,6 +189,8 @@ fn main() -> ExitCode {
         Command::Compare(args) => compare(&args, cli.json, &mut progress),
         Command::Replicate(args) => replicate(&args, cli.json, &mut progress),
         Command::Run(args) => run(&args, cli.json, &mut progress),
+        Command::Serve(args) => udp::serve(&args, cli.json),
+        Command::Bots(args) => udp::bots(&args, cli.json),
     };
     if show_progress {
         eprint!("\r\x1b[2K");

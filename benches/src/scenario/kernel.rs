@@ -89,34 +89,7 @@ fn err(e: impl std::fmt::Display) -> String {
 impl KernelServer {
     /// A driver for `world`'s classes; `parallel`: per-connection work on the rayon pool.
     pub fn new(world: &mut World, parallel: bool) -> Result<KernelServer, String> {
-        let cfg = world.config();
-        // Cells of the replication graph's size, covering the map with a cell to spare.
-        let cells = (cfg.world_size / DEFAULT_CELL_SIZE).ceil() as u32 + 2;
-        let level = ActorLevelConfig {
-            tick_rate: cfg.tick_rate,
-            net_speed: cfg.net_speed,
-            grid: GridConfig::centred(DEFAULT_CELL_SIZE, cells),
-            ..ActorLevelConfig::default()
-        };
-        let mut driver = NetDriver::new(DriverConfig { parallel, actor_level: Some(level), ..DriverConfig::default() })
-            .map_err(err)?;
-        let mut classes = [ClassId(0); 5];
-        for kind in Kind::ALL {
-            let class = driver.register_class(&mut world.stores[kind.index()]).map_err(err)?;
-            driver.set_class_settings(class, kind.net_settings()).map_err(err)?;
-            let location = match kind {
-                // LootContainer extends Actor: the base's parents keep their indices.
-                Kind::Character | Kind::Loot => Some(Actor::LOCATION),
-                Kind::Projectile => Some(Projectile::LOCATION),
-                Kind::Pickup => Some(Pickup::LOCATION),
-                // A sub-object is where its owner is.
-                Kind::Weapon => None,
-            };
-            if let Some(location) = location {
-                driver.set_location_property(class, location).map_err(err)?;
-            }
-            classes[kind.index()] = class;
-        }
+        let (mut driver, classes) = scenario_driver(world, parallel)?;
         let inventory_kind = driver.register_fast_array_kind(inventory_layout()).map_err(err)?;
         Ok(KernelServer {
             driver,
@@ -207,6 +180,76 @@ impl KernelServer {
     }
 }
 
+/// A driver for `world`'s classes (class id = [`Kind`] index) with the actor level at the
+/// world's tick rate and net speed, each class's net settings and location property;
+/// `parallel`: per-connection work on the rayon pool. The scenario's server and `shadowrep
+/// serve` start from it.
+pub fn scenario_driver(world: &mut World, parallel: bool) -> Result<(NetDriver, [ClassId; 5]), String> {
+    let cfg = world.config();
+    // Cells of the replication graph's size, covering the map with a cell to spare.
+    let cells = (cfg.world_size / DEFAULT_CELL_SIZE).ceil() as u32 + 2;
+    let level = ActorLevelConfig {
+        tick_rate: cfg.tick_rate,
+        net_speed: cfg.net_speed,
+        grid: GridConfig::centred(DEFAULT_CELL_SIZE, cells),
+        ..ActorLevelConfig::default()
+    };
+    let mut driver =
+        NetDriver::new(DriverConfig { parallel, actor_level: Some(level), ..DriverConfig::default() }).map_err(err)?;
+    let mut classes = [ClassId(0); 5];
+    for kind in Kind::ALL {
+        let class = driver.register_class(&mut world.stores[kind.index()]).map_err(err)?;
+        driver.set_class_settings(class, kind.net_settings()).map_err(err)?;
+        let location = match kind {
+            // LootContainer extends Actor: the base's parents keep their indices.
+            Kind::Character | Kind::Loot => Some(Actor::LOCATION),
+            Kind::Projectile => Some(Projectile::LOCATION),
+            Kind::Pickup => Some(Pickup::LOCATION),
+            // A sub-object is where its owner is.
+            Kind::Weapon => None,
+        };
+        if let Some(location) = location {
+            driver.set_location_property(class, location).map_err(err)?;
+        }
+        classes[kind.index()] = class;
+    }
+    Ok((driver, classes))
+}
+
+/// The game's calls into `driver` for a frame's events besides joins: projectiles owned and
+/// instigated by their shooter (`characters[p]`: player p's character), `ForceNetUpdate` on
+/// changed static actors, dormant actors registered (placed in the level: static, `Initial`
+/// dormancy; idle loot: `DormantAll`). Returns the dormant actors' GUIDs.
+pub fn apply_events(
+    driver: &mut NetDriver,
+    classes: &[ClassId; 5],
+    world: &World,
+    events: &FrameEvents,
+    characters: &[NetGuid],
+) -> Result<Vec<NetGuid>, String> {
+    let class = |kind: Kind| classes[kind.index()];
+    let projectile = class(Kind::Projectile);
+    for &(id, p) in &events.fired {
+        let shooter = characters.get(p).copied();
+        driver.set_owner_actor(projectile, world.store(Kind::Projectile), id, shooter, shooter).map_err(err)?;
+    }
+    for &(kind, id) in &events.changed {
+        driver.force_net_update(class(kind), world.store(kind), id).map_err(err)?;
+    }
+    let mut dormant = Vec::with_capacity(events.dormant.len());
+    for &(kind, id, placed, n) in &events.dormant {
+        let (c, store) = (class(kind), world.store(kind));
+        let (guid, dormancy) = if placed {
+            (driver.register_static_actor(c, store, id, &format!("Prop_{n}")).map_err(err)?, Dormancy::Initial)
+        } else {
+            (driver.assign_guid(c, store, id).map_err(err)?, Dormancy::DormantAll)
+        };
+        driver.set_net_dormancy(c, store, id, dormancy).map_err(err)?;
+        dormant.push(guid);
+    }
+    Ok(dormant)
+}
+
 impl ScenarioServer for KernelServer {
     fn prepare(&mut self, world: &mut World, events: &FrameEvents) -> Result<(), String> {
         let character = self.class(Kind::Character);
@@ -237,29 +280,10 @@ impl ScenarioServer for KernelServer {
         if !events.joined.is_empty() {
             world.bind_character_guids(self.characters.iter().map(|g| g.0).collect());
         }
-        let projectile = self.class(Kind::Projectile);
-        for &(id, p) in &events.fired {
-            let shooter = self.characters.get(p).copied();
-            self.driver
-                .set_owner_actor(projectile, world.store(Kind::Projectile), id, shooter, shooter)
-                .map_err(err)?;
+        let dormant = apply_events(&mut self.driver, &self.classes, world, events, &self.characters)?;
+        self.dormant.extend(dormant);
+        for &(_, p) in &events.fired {
             self.shot(p)?;
-        }
-        for &(kind, id) in &events.changed {
-            self.driver.force_net_update(self.class(kind), world.store(kind), id).map_err(err)?;
-        }
-        for &(kind, id, placed, n) in &events.dormant {
-            let (class, store) = (self.class(kind), world.store(kind));
-            let (guid, dormancy) = if placed {
-                (
-                    self.driver.register_static_actor(class, store, id, &format!("Prop_{n}")).map_err(err)?,
-                    Dormancy::Initial,
-                )
-            } else {
-                (self.driver.assign_guid(class, store, id).map_err(err)?, Dormancy::DormantAll)
-            };
-            self.driver.set_net_dormancy(class, store, id, dormancy).map_err(err)?;
-            self.dormant.insert(guid);
         }
         self.viewers.clear();
         for (p, (&conn, &guid)) in self.conns.iter().zip(&self.characters).enumerate() {

@@ -1,0 +1,73 @@
+//! A minimal UDP client of `udp_server`: handshake, then apply packets and send feedback;
+//! once a second, what it holds.
+//!
+//! ```sh
+//! cargo run --release -p shadowrep --example udp_client -- 127.0.0.1:7777 --seconds 5
+//! ```
+
+mod udp_common;
+
+use shadowrep::session::{random_u64, ClientIncoming, SessionClient, MAX_DATAGRAM};
+use std::net::UdpSocket;
+use std::time::{Duration, Instant};
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let (addr, run_for) = udp_common::args(5);
+    let socket = UdpSocket::bind("127.0.0.1:0")?;
+    socket.connect(addr)?;
+    socket.set_read_timeout(Some(Duration::from_millis(50)))?;
+    // The layouts must be the server's, in its class-id order: the hello carries their
+    // checksums and the server refuses a mismatch.
+    let mut client = SessionClient::new(vec![udp_common::ball_layout()], random_u64());
+    let mut buf = vec![0u8; MAX_DATAGRAM];
+    let start = Instant::now();
+    let (mut last_send, mut last_report) = (start - Duration::from_secs(1), start);
+    let mut notifies = 0;
+
+    while start.elapsed() < run_for {
+        // Say hello (again, every 200 ms, until welcomed), or send feedback when it is due —
+        // and every 100 ms anyway, so the server keeps hearing from us.
+        let due = client.world().is_some_and(|w| w.feedback_due());
+        if let Some(hello) = client.hello() {
+            if last_send.elapsed() >= Duration::from_millis(200) {
+                socket.send(&hello)?;
+                last_send = Instant::now();
+            }
+        } else if due || last_send.elapsed() >= Duration::from_millis(100) {
+            if let Some(feedback) = client.feedback() {
+                socket.send(&feedback)?;
+                last_send = Instant::now();
+            }
+        }
+
+        if let Ok(n) = socket.recv(&mut buf) {
+            match client.handle(&buf[..n]) {
+                ClientIncoming::Challenge => last_send = start - Duration::from_secs(1), // echo at once
+                ClientIncoming::Welcome => println!("welcomed by {addr}"),
+                ClientIncoming::Rejected(reason) => return Err(format!("refused: {reason}").into()),
+                ClientIncoming::Disconnected(reason) => {
+                    println!("the server ended the session: {reason:?}");
+                    break;
+                }
+                _ => {}
+            }
+        }
+        if let Some(world) = client.world_mut() {
+            notifies += world.take_notifies().len();
+            world.take_events();
+            if last_report.elapsed() >= Duration::from_secs(1) {
+                last_report = Instant::now();
+                let s = world.stats();
+                println!(
+                    "{} balls, {} packets applied, {notifies} bounce notifies",
+                    world.actor_count(),
+                    s.packets_applied
+                );
+            }
+        }
+    }
+    if let Some(bye) = client.disconnect() {
+        socket.send(&bye)?;
+    }
+    Ok(())
+}

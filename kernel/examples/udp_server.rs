@@ -1,0 +1,98 @@
+//! A minimal UDP server: 200 bouncing balls at 30 Hz, any number of clients.
+//!
+//! ```sh
+//! cargo run --release -p shadowrep --example udp_server -- 127.0.0.1:7777 --seconds 10
+//! cargo run --release -p shadowrep --example udp_client -- 127.0.0.1:7777 --seconds 5
+//! ```
+//!
+//! One thread: wait for datagrams until the next tick (the session layer answers the handshake
+//! and hands over feedback), move the balls, tick the driver, send each session its packets.
+
+mod udp_common;
+
+use shadowrep::net::{DriverConfig, NetDriver};
+use shadowrep::prelude::*;
+use shadowrep::session::{DigestStatus, Incoming, RejectReason, ServerConfig, SessionServer, MAX_DATAGRAM};
+use std::net::UdpSocket;
+use std::time::{Duration, Instant};
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let (addr, run_for) = udp_common::args(10);
+    let mut balls = ClassStore::new(udp_common::ball_layout());
+    let mut driver = NetDriver::new(DriverConfig::default())?;
+    driver.register_class(&mut balls)?;
+    let ids: Vec<ActorId> = (0..200).map(|_| balls.spawn()).collect();
+
+    let socket = UdpSocket::bind(addr)?;
+    let start = Instant::now();
+    let mut sessions = SessionServer::new(ServerConfig::new(driver.checksums()), start);
+    let mut buf = vec![0u8; MAX_DATAGRAM];
+    let tick = Duration::from_secs_f64(1.0 / 30.0);
+    let mut next_tick = start;
+    println!("serving 200 balls on {} for {:?}", socket.local_addr()?, run_for);
+
+    while start.elapsed() < run_for {
+        // Datagrams until the next tick is due.
+        let now = Instant::now();
+        if now < next_tick {
+            socket.set_read_timeout(Some(next_tick - now))?;
+            let Ok((n, from)) = socket.recv_from(&mut buf) else { continue };
+            match sessions.handle(from, &buf[..n], Instant::now()) {
+                Incoming::Reply(bytes) => drop(socket.send_to(&bytes, from)),
+                Incoming::Join(join) => {
+                    let conn = driver.add_connection(false);
+                    match sessions.accept(join, conn, Instant::now()) {
+                        Some(welcome) => drop(socket.send_to(&welcome, from)),
+                        None => {
+                            driver.remove_connection(conn)?;
+                            drop(socket.send_to(&sessions.refuse(join, RejectReason::Full), from));
+                        }
+                    }
+                    println!("{from} joined as connection {}", conn.0);
+                }
+                Incoming::Feedback { conn, payload } => {
+                    // Feedback from the network may be malformed: the driver refuses it.
+                    let _ = driver.receive_feedback(conn, payload);
+                }
+                Incoming::DigestRequest { conn, id } => {
+                    // This world never freezes: its digest would be stale by the time it arrives.
+                    if let Some((to, bytes)) = sessions.digest_answer(conn, id, DigestStatus::Live, None) {
+                        drop(socket.send_to(&bytes, to));
+                    }
+                }
+                Incoming::Disconnected { conn } => {
+                    driver.remove_connection(conn)?;
+                    println!("connection {} left", conn.0);
+                }
+                Incoming::Dropped(_) => {}
+            }
+            continue;
+        }
+
+        // One frame: the game moves the balls, the driver replicates.
+        let t = start.elapsed().as_secs_f32();
+        for (i, &id) in ids.iter().enumerate() {
+            let phase = t + i as f32 * 0.1;
+            let height = (phase * 3.0).sin().abs() * 500.0;
+            balls.set(id, 0, &Value::Vector([i as f32 * 100.0, 0.0, height]))?;
+            if height < 15.0 {
+                balls.set(id, 1, &Value::U32((phase * 3.0 / std::f32::consts::PI) as u32))?;
+            }
+        }
+        driver.tick(&mut [&mut balls])?;
+        let conns: Vec<_> = sessions.sessions().map(|(conn, _)| conn).collect();
+        for conn in conns {
+            for packet in driver.take_packets(conn)? {
+                if let Some((to, bytes)) = sessions.packet(conn, &packet) {
+                    drop(socket.send_to(&bytes, to));
+                }
+            }
+        }
+        for conn in sessions.expire(Instant::now()) {
+            driver.remove_connection(conn)?;
+        }
+        next_tick += tick;
+    }
+    println!("done: {:?}", sessions.stats());
+    Ok(())
+}

@@ -1,0 +1,245 @@
+//! The client's side of a session: hello until welcomed, then a [`ClientWorld`] fed by packets.
+//!
+//! ```text
+//! Connecting ── hello() ───────────────→ server         (send again until answered)
+//!            ←─ challenge(cookie) ─────                  cookie kept
+//!            ── hello() (with cookie) ─→                 (send again until answered)
+//!            ←─ welcome(token, checksums)                ClientWorld::new(layouts, checksums)
+//! Connected  ←─ packet(token) ─────────                  ClientWorld::receive
+//!            ── feedback() ────────────→                 when ClientWorld::feedback_due, and
+//!                                                        every keep-alive interval
+//!            ── digest_request(id) ────→ / ←─ answer     compare with digest::client_digest
+//! Rejected / Failed / Closed                             final
+//! ```
+//!
+//! A handshake reply whose nonce is not this client's, and a session datagram whose token is
+//! not the session's, is dropped and counted; so is anything that does not decode.
+
+use super::digest::{client_digest, StateDigest};
+use super::frame::{Datagram, DigestAnswer, DisconnectReason, Hello, RejectReason, PROTOCOL_VERSION};
+use crate::client::{ClientError, ClientWorld, Receipt, ReceiveError};
+use crate::schema::ClassLayout;
+use std::sync::Arc;
+
+/// Where a client's session stands.
+pub enum ClientState {
+    /// Saying hello (with the server's cookie once it came).
+    Connecting {
+        /// The challenge's cookie.
+        cookie: Option<u64>,
+    },
+    /// Welcomed: packets are applied to the world.
+    Connected {
+        /// The session token.
+        token: u64,
+        /// Server ticks per second.
+        tick_rate: u16,
+        /// The replicated world.
+        world: Box<ClientWorld>,
+    },
+    /// The server refused the hello.
+    Rejected(RejectReason),
+    /// The server's welcome named layouts this client cannot build a world from.
+    Failed(ClientError),
+    /// The session ended.
+    Closed(DisconnectReason),
+}
+
+/// What a datagram did.
+#[derive(Debug, PartialEq, Eq)]
+pub enum ClientIncoming {
+    /// A challenge: send [`SessionClient::hello`] again (it carries the cookie now).
+    Challenge,
+    /// Welcomed: the world exists.
+    Welcome,
+    /// Refused (final).
+    Rejected(RejectReason),
+    /// The welcome's checksums do not build a world (final).
+    Failed(ClientError),
+    /// A packet, and what the world did with it.
+    Packet(Result<Receipt, ReceiveError>),
+    /// The answer to a digest request.
+    DigestAnswer(DigestAnswer),
+    /// The server ended the session (final).
+    Disconnected(DisconnectReason),
+    /// Dropped: not a datagram, not for this client, or not expected now.
+    Dropped(ClientDropped),
+}
+
+/// Why a client dropped a datagram.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ClientDropped {
+    /// Not a datagram.
+    Malformed,
+    /// A handshake reply with another nonce.
+    BadNonce,
+    /// A session datagram with another token.
+    BadToken,
+    /// Not expected in this state (a packet before the welcome, a hello…).
+    Unexpected,
+}
+
+/// Counters of a [`SessionClient`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SessionClientStats {
+    /// Datagrams dropped as malformed.
+    pub malformed: u64,
+    /// Handshake replies with another nonce.
+    pub bad_nonce: u64,
+    /// Session datagrams with another token.
+    pub bad_token: u64,
+    /// Datagrams not expected in the state the client was in.
+    pub unexpected: u64,
+    /// Packets the world refused as malformed.
+    pub packets_refused: u64,
+}
+
+/// See the module documentation.
+pub struct SessionClient {
+    layouts: Vec<Arc<ClassLayout>>,
+    nonce: u64,
+    state: ClientState,
+    stats: SessionClientStats,
+}
+
+impl SessionClient {
+    /// A client with `layouts` (in the server's class-id order) and a random `nonce`
+    /// ([`super::random_u64`]).
+    pub fn new(layouts: Vec<Arc<ClassLayout>>, nonce: u64) -> Self {
+        Self { layouts, nonce, state: ClientState::Connecting { cookie: None }, stats: SessionClientStats::default() }
+    }
+
+    /// Where the session stands.
+    pub fn state(&self) -> &ClientState {
+        &self.state
+    }
+
+    /// Counters.
+    pub fn stats(&self) -> SessionClientStats {
+        self.stats
+    }
+
+    /// The world, once welcomed.
+    pub fn world(&self) -> Option<&ClientWorld> {
+        match &self.state {
+            ClientState::Connected { world, .. } => Some(world),
+            _ => None,
+        }
+    }
+
+    /// The world, once welcomed, to read events and notifies from.
+    pub fn world_mut(&mut self) -> Option<&mut ClientWorld> {
+        match &mut self.state {
+            ClientState::Connected { world, .. } => Some(world),
+            _ => None,
+        }
+    }
+
+    fn token(&self) -> Option<u64> {
+        match &self.state {
+            ClientState::Connected { token, .. } => Some(*token),
+            _ => None,
+        }
+    }
+
+    /// While connecting: the hello to send (with the cookie once the challenge came), padded
+    /// to [`super::frame::MIN_HELLO_BYTES`]. Send it again until the state changes.
+    pub fn hello(&self) -> Option<Vec<u8>> {
+        let ClientState::Connecting { cookie } = self.state else { return None };
+        let checksums = self.layouts.iter().map(|l| l.checksum).collect();
+        Some(Datagram::Hello(Hello { version: PROTOCOL_VERSION, nonce: self.nonce, cookie, checksums }).encode())
+    }
+
+    /// Feedback for the server, framed (once connected). Send it when the world's
+    /// `feedback_due` says so, and every keep-alive interval otherwise.
+    pub fn feedback(&mut self) -> Option<Vec<u8>> {
+        let ClientState::Connected { token, world, .. } = &mut self.state else { return None };
+        let payload = world.feedback();
+        Some(Datagram::Feedback { token: *token, payload: &payload }.encode())
+    }
+
+    /// A digest request, framed (once connected).
+    pub fn digest_request(&self, id: u32) -> Option<Vec<u8>> {
+        Some(Datagram::DigestRequest { token: self.token()?, id }.encode())
+    }
+
+    /// A disconnect, framed; the session is closed here.
+    pub fn disconnect(&mut self) -> Option<Vec<u8>> {
+        let token = self.token()?;
+        self.state = ClientState::Closed(DisconnectReason::Closed);
+        Some(Datagram::Disconnect { token, reason: DisconnectReason::Closed }.encode())
+    }
+
+    /// The digest of the world as it is ([`client_digest`]).
+    pub fn digest(&self) -> Option<StateDigest> {
+        self.world().map(client_digest)
+    }
+
+    fn drop(&mut self, why: ClientDropped) -> ClientIncoming {
+        match why {
+            ClientDropped::Malformed => self.stats.malformed += 1,
+            ClientDropped::BadNonce => self.stats.bad_nonce += 1,
+            ClientDropped::BadToken => self.stats.bad_token += 1,
+            ClientDropped::Unexpected => self.stats.unexpected += 1,
+        }
+        ClientIncoming::Dropped(why)
+    }
+
+    /// Handles one datagram from the server (see the module documentation).
+    pub fn handle(&mut self, bytes: &[u8]) -> ClientIncoming {
+        let Ok(d) = Datagram::decode(bytes) else { return self.drop(ClientDropped::Malformed) };
+        let connecting = matches!(self.state, ClientState::Connecting { .. });
+        match d {
+            Datagram::Challenge { nonce, .. } | Datagram::Welcome { nonce, .. } | Datagram::Reject { nonce, .. }
+                if nonce != self.nonce =>
+            {
+                self.drop(ClientDropped::BadNonce)
+            }
+            Datagram::Challenge { cookie, .. } if connecting => {
+                self.state = ClientState::Connecting { cookie: Some(cookie) };
+                ClientIncoming::Challenge
+            }
+            Datagram::Welcome { token, tick_rate, checksums, .. } if connecting => {
+                match ClientWorld::new(&self.layouts, &checksums) {
+                    Ok(world) => {
+                        self.state = ClientState::Connected { token, tick_rate, world: Box::new(world) };
+                        ClientIncoming::Welcome
+                    }
+                    Err(e) => {
+                        self.state = ClientState::Failed(e.clone());
+                        ClientIncoming::Failed(e)
+                    }
+                }
+            }
+            Datagram::Reject { reason, .. } if connecting => {
+                self.state = ClientState::Rejected(reason);
+                ClientIncoming::Rejected(reason)
+            }
+            Datagram::Packet { token, payload } => match &mut self.state {
+                ClientState::Connected { token: t, world, .. } if *t == token => {
+                    let r = world.receive(payload);
+                    if r.is_err() {
+                        self.stats.packets_refused += 1;
+                    }
+                    ClientIncoming::Packet(r)
+                }
+                ClientState::Connected { .. } => self.drop(ClientDropped::BadToken),
+                _ => self.drop(ClientDropped::Unexpected),
+            },
+            Datagram::DigestAnswer { token, answer } => match self.token() {
+                Some(t) if t == token => ClientIncoming::DigestAnswer(answer),
+                Some(_) => self.drop(ClientDropped::BadToken),
+                None => self.drop(ClientDropped::Unexpected),
+            },
+            Datagram::Disconnect { token, reason } => match self.token() {
+                Some(t) if t == token => {
+                    self.state = ClientState::Closed(reason);
+                    ClientIncoming::Disconnected(reason)
+                }
+                Some(_) => self.drop(ClientDropped::BadToken),
+                None => self.drop(ClientDropped::Unexpected),
+            },
+            _ => self.drop(ClientDropped::Unexpected),
+        }
+    }
+}

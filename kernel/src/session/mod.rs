@@ -1,0 +1,70 @@
+//! Sessions over datagrams: a stateless handshake, a session token, and framing that lets a
+//! transport tell every kind of datagram apart on one socket. The kernel's packets and feedback
+//! ride inside; the transport (a `UdpSocket`, anything that moves datagrams) is the game's.
+//!
+//! # Handshake (UE's stateless handshake)
+//! ```text
+//! client                                   server
+//!   hello(version, nonce, checksums) ──→   version/classes/checksums differ → reject(reason)
+//!                                          else challenge: cookie = H_k(addr, nonce, period)
+//!                                          — nothing is kept: a spoofed hello costs the
+//!                                          server a hash and gets a reply no larger than
+//!                                          itself (hellos are padded to MIN_HELLO_BYTES)
+//!   ←── challenge(nonce, cookie)
+//!   hello+cookie ──────────────────────→   cookie checked (this period or the last): the
+//!                                          client can receive at its address; now the game
+//!                                          opens a connection (NetDriver::add_connection)
+//!   ←── welcome(nonce, token, tick rate,   the client builds ClientWorld::new(layouts,
+//!        server checksums)                 checksums); the token is a random u64
+//!   ←── packet(token, …) / feedback(token, …) ──→   every later datagram carries the token
+//! ```
+//!
+//! # Datagrams
+//! One type byte, then fields, little-endian:
+//! ```text
+//! 0x01 hello          | 01 | version u16 | nonce u64 | n u16 | checksum u64 × n | 00… to 48 bytes |
+//! 0x02 challenge      | 02 | nonce u64 | cookie u64 |                                    17 bytes
+//! 0x03 hello+cookie   | 03 | version u16 | nonce u64 | cookie u64 | n u16 | checksum u64 × n | 00… to 48 |
+//! 0x04 welcome        | 04 | nonce u64 | token u64 | tick rate u16 | n u16 | checksum u64 × n |
+//! 0x05 reject         | 05 | nonce u64 | reason u8 | server version u16 | detail u16 | 14 bytes
+//!                       reason: 1 version, 2 class count (detail: the server's),
+//!                       3 checksum (detail: the first class that differs), 4 full,
+//!                       5 address in use
+//! 0x10 packet         | 10 | token u64 | kernel packet (1..=8192 bytes) |
+//! 0x11 feedback       | 11 | token u64 | kernel feedback (1..=8192 bytes) |
+//! 0x12 digest request | 12 | token u64 | id u32 |
+//! 0x13 digest answer  | 13 | token u64 | id u32 | status u8 | seq u32 | actors u32 | digest u64 |
+//!                       status: 0 live (world still changing), 1 busy (packets in flight),
+//!                       2 ready (digest of what the client should hold once it has every
+//!                       packet up to seq)
+//! 0x14 disconnect     | 14 | token u64 | reason u8 (0 closed, 1 timed out) |
+//! ```
+//!
+//! Everything received is hostile: [`frame::Datagram::decode`] checks every length before
+//! reading it, caps the checksum list at [`frame::MAX_CLASSES`] and a datagram at
+//! [`frame::MAX_DATAGRAM`], and returns an error value for anything else; [`SessionServer`]
+//! and [`SessionClient`] drop and count what does not belong (unknown address, wrong token,
+//! wrong nonce, bad cookie). A server keeps nothing for a client before its cookie comes back,
+//! at most [`ServerConfig::max_sessions`] sessions after, and ends idle ones
+//! ([`SessionServer::expire`]). Tokens and cookies are keyed hashes, **not cryptography**
+//! ([`cookie`] says what they are good for). There is no encryption.
+//!
+//! # State digests
+//! [`digest`] reduces "what a client holds" to one number the server can compute for a
+//! connection and the client for its world; a server freezes its world, waits until nothing is
+//! in flight, and answers digest requests, so bots can check they converged
+//! (`shadowrep bots`).
+//!
+//! `kernel/examples/udp_server.rs` and `udp_client.rs` embed all of it over `UdpSocket`s.
+
+pub mod client;
+pub mod cookie;
+pub mod digest;
+pub mod frame;
+pub mod server;
+
+pub use client::{ClientIncoming, ClientState, SessionClient};
+pub use cookie::random_u64;
+pub use digest::{client_digest, expected_digest, StateDigest};
+pub use frame::{Datagram, DigestStatus, DisconnectReason, RejectReason, MAX_DATAGRAM, PROTOCOL_VERSION};
+pub use server::{Incoming, JoinRequest, ServerConfig, SessionServer};

@@ -1,0 +1,370 @@
+//! The server's side of sessions: the stateless handshake, the address → session table, and
+//! the framing of everything a session sends.
+//!
+//! ```text
+//! handle(from, bytes, now):
+//!   not a datagram                        → Dropped(Malformed)
+//!   hello, no session for `from`          → Reply(reject) if version/classes/checksums differ,
+//!                                           else Reply(challenge: cookie)   — nothing is kept
+//!   hello with cookie                     → the cookie is checked (this period or the last);
+//!                                           bad → Dropped(BadCookie); full → Reply(reject);
+//!                                           good → Join: the game opens a connection and
+//!                                           calls accept(), which creates the session and
+//!                                           returns the welcome
+//!   hello with cookie from a session's    → Reply(the same welcome) (it was lost)
+//!     address and nonce
+//!   packet-layer datagram from an address → Dropped(UnknownAddress)
+//!     without a session
+//!   …with another token                   → Dropped(BadToken)
+//!   feedback / digest request / disconnect → Feedback / DigestRequest / Disconnected
+//!   anything a server never receives      → Dropped(Unexpected)
+//! ```
+//!
+//! Every reply to a datagram from an address that has not proved itself (a challenge or a
+//! reject) is at most as large as that datagram (hellos are at least
+//! [`MIN_HELLO_BYTES`](super::frame::MIN_HELLO_BYTES)). Sessions are capped
+//! ([`ServerConfig::max_sessions`]); a session nobody heard from for
+//! [`ServerConfig::idle_timeout`] is ended by [`SessionServer::expire`].
+
+use super::cookie::{CookieJar, Keyed};
+use super::digest::StateDigest;
+use super::frame::{Datagram, DigestAnswer, DigestStatus, DisconnectReason, Hello, RejectReason, PROTOCOL_VERSION};
+use crate::ids::ConnectionId;
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+/// What a [`SessionServer`] accepts.
+#[derive(Clone, Debug)]
+pub struct ServerConfig {
+    /// The driver's layout checksums (`NetDriver::checksums`): a client must have the same.
+    pub checksums: Vec<u64>,
+    /// Server ticks per second (told to clients in the welcome).
+    pub tick_rate: u16,
+    /// Most sessions at once; a hello beyond gets [`RejectReason::Full`].
+    pub max_sessions: usize,
+    /// A session not heard from for this long is ended by [`SessionServer::expire`].
+    pub idle_timeout: Duration,
+    /// A secret mixed into the cookie and token key besides the random one (0: none).
+    pub secret: u128,
+}
+
+impl ServerConfig {
+    /// Defaults for a driver's checksums: 30 Hz, 256 sessions, 5 s idle timeout.
+    pub fn new(checksums: Vec<u64>) -> Self {
+        Self { checksums, tick_rate: 30, max_sessions: 256, idle_timeout: Duration::from_secs(5), secret: 0 }
+    }
+}
+
+/// Why a datagram was dropped without an answer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Dropped {
+    /// Not a datagram ([`super::frame::FrameError`]).
+    Malformed,
+    /// A hello with a cookie this server did not give (or gave too long ago).
+    BadCookie,
+    /// A session datagram from an address without a session.
+    UnknownAddress,
+    /// A session datagram with another session's token.
+    BadToken,
+    /// A datagram only a server sends.
+    Unexpected,
+}
+
+/// Counters of a [`SessionServer`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ServerStats {
+    /// Hellos answered with a challenge.
+    pub challenges: u64,
+    /// Hellos answered with a reject.
+    pub rejects: u64,
+    /// Sessions created.
+    pub joins: u64,
+    /// Welcomes sent again (the first was lost).
+    pub welcomes_repeated: u64,
+    /// Datagrams dropped: malformed.
+    pub malformed: u64,
+    /// Datagrams dropped: bad cookie.
+    pub bad_cookies: u64,
+    /// Datagrams dropped: from an address without a session.
+    pub unknown_address: u64,
+    /// Datagrams dropped: wrong token.
+    pub bad_token: u64,
+    /// Datagrams dropped: of a kind only a server sends.
+    pub unexpected: u64,
+    /// Sessions ended (by the client, by [`SessionServer::expire`] or by the game).
+    pub ended: u64,
+}
+
+/// What the game does with a datagram.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Incoming<'a> {
+    /// Send these bytes back to the sender.
+    Reply(Vec<u8>),
+    /// A client proved its address and has the server's layouts: open a connection for it and
+    /// call [`SessionServer::accept`] (or [`SessionServer::refuse`]).
+    Join(JoinRequest),
+    /// Kernel feedback for `NetDriver::receive_feedback` (the client was heard from).
+    Feedback {
+        /// The session's connection.
+        conn: ConnectionId,
+        /// The feedback.
+        payload: &'a [u8],
+    },
+    /// The client asks for the digest of what it should hold: answer with
+    /// [`SessionServer::digest_answer`].
+    DigestRequest {
+        /// The session's connection.
+        conn: ConnectionId,
+        /// The request's id.
+        id: u32,
+    },
+    /// The client left: its session is gone; remove its connection.
+    Disconnected {
+        /// The session's connection.
+        conn: ConnectionId,
+    },
+    /// Nothing to do (counted in [`ServerStats`]).
+    Dropped(Dropped),
+}
+
+/// A client waiting for [`SessionServer::accept`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct JoinRequest {
+    /// Where it is.
+    pub addr: SocketAddr,
+    /// Its hello's nonce.
+    pub nonce: u64,
+}
+
+struct Session {
+    conn: ConnectionId,
+    token: u64,
+    nonce: u64,
+    heard: Instant,
+    /// Sequence number of the last packet sent (0: none).
+    last_seq: u32,
+}
+
+/// See the module documentation.
+pub struct SessionServer {
+    cfg: ServerConfig,
+    jar: CookieJar,
+    tokens: Keyed,
+    minted: u64,
+    sessions: HashMap<SocketAddr, Session>,
+    by_conn: HashMap<ConnectionId, SocketAddr>,
+    stats: ServerStats,
+}
+
+impl SessionServer {
+    /// A server whose cookie periods start at `now`.
+    pub fn new(cfg: ServerConfig, now: Instant) -> Self {
+        let jar = CookieJar::new(cfg.secret, now);
+        let tokens = Keyed::new(cfg.secret);
+        Self {
+            cfg,
+            jar,
+            tokens,
+            minted: 0,
+            sessions: HashMap::new(),
+            by_conn: HashMap::new(),
+            stats: ServerStats::default(),
+        }
+    }
+
+    /// Counters.
+    pub fn stats(&self) -> ServerStats {
+        self.stats
+    }
+
+    /// Sessions open.
+    pub fn len(&self) -> usize {
+        self.sessions.len()
+    }
+
+    /// Whether no session is open.
+    pub fn is_empty(&self) -> bool {
+        self.sessions.is_empty()
+    }
+
+    /// Every session's connection and address.
+    pub fn sessions(&self) -> impl Iterator<Item = (ConnectionId, SocketAddr)> + '_ {
+        self.sessions.iter().map(|(&a, s)| (s.conn, a))
+    }
+
+    /// The address of a session's connection.
+    pub fn addr_of(&self, conn: ConnectionId) -> Option<SocketAddr> {
+        self.by_conn.get(&conn).copied()
+    }
+
+    fn reject(&mut self, nonce: u64, reason: RejectReason) -> Incoming<'static> {
+        self.stats.rejects += 1;
+        Incoming::Reply(Datagram::Reject { nonce, reason, server_version: PROTOCOL_VERSION }.encode())
+    }
+
+    /// Why a hello is refused, if it is.
+    fn check_hello(&self, h: &Hello) -> Option<RejectReason> {
+        if h.version != PROTOCOL_VERSION {
+            return Some(RejectReason::Version);
+        }
+        if h.checksums.len() != self.cfg.checksums.len() {
+            return Some(RejectReason::ClassCount { server: self.cfg.checksums.len() as u16 });
+        }
+        let class = h.checksums.iter().zip(&self.cfg.checksums).position(|(a, b)| a != b)?;
+        Some(RejectReason::Checksum { class: class as u16 })
+    }
+
+    /// Handles one datagram from `from` (see the module documentation).
+    pub fn handle<'a>(&mut self, from: SocketAddr, bytes: &'a [u8], now: Instant) -> Incoming<'a> {
+        let d = match Datagram::decode(bytes) {
+            Ok(d) => d,
+            Err(_) => {
+                self.stats.malformed += 1;
+                return Incoming::Dropped(Dropped::Malformed);
+            }
+        };
+        let token = match &d {
+            Datagram::Hello(h) => return self.hello(from, h, now),
+            Datagram::Feedback { token, .. }
+            | Datagram::DigestRequest { token, .. }
+            | Datagram::Disconnect { token, .. } => *token,
+            _ => {
+                self.stats.unexpected += 1;
+                return Incoming::Dropped(Dropped::Unexpected);
+            }
+        };
+        let Some(s) = self.sessions.get_mut(&from) else {
+            self.stats.unknown_address += 1;
+            return Incoming::Dropped(Dropped::UnknownAddress);
+        };
+        if s.token != token {
+            self.stats.bad_token += 1;
+            return Incoming::Dropped(Dropped::BadToken);
+        }
+        s.heard = now;
+        let conn = s.conn;
+        match d {
+            Datagram::Feedback { payload, .. } => Incoming::Feedback { conn, payload },
+            Datagram::DigestRequest { id, .. } => Incoming::DigestRequest { conn, id },
+            _ => {
+                self.end(conn);
+                Incoming::Disconnected { conn }
+            }
+        }
+    }
+
+    fn hello(&mut self, from: SocketAddr, h: &Hello, now: Instant) -> Incoming<'static> {
+        if let Some(reason) = self.check_hello(h) {
+            return self.reject(h.nonce, reason);
+        }
+        let Some(cookie) = h.cookie else {
+            self.stats.challenges += 1;
+            let cookie = self.jar.cookie(from, h.nonce, now);
+            return Incoming::Reply(Datagram::Challenge { nonce: h.nonce, cookie }.encode());
+        };
+        if !self.jar.check(from, h.nonce, cookie, now) {
+            self.stats.bad_cookies += 1;
+            return Incoming::Dropped(Dropped::BadCookie);
+        }
+        if let Some(s) = self.sessions.get_mut(&from) {
+            if s.nonce != h.nonce {
+                return self.reject(h.nonce, RejectReason::AddressInUse);
+            }
+            s.heard = now;
+            self.stats.welcomes_repeated += 1;
+            let token = s.token;
+            return Incoming::Reply(self.welcome(h.nonce, token));
+        }
+        if self.sessions.len() >= self.cfg.max_sessions {
+            return self.reject(h.nonce, RejectReason::Full);
+        }
+        Incoming::Join(JoinRequest { addr: from, nonce: h.nonce })
+    }
+
+    fn welcome(&self, nonce: u64, token: u64) -> Vec<u8> {
+        Datagram::Welcome { nonce, token, tick_rate: self.cfg.tick_rate, checksums: self.cfg.checksums.clone() }
+            .encode()
+    }
+
+    /// Opens the session of `join` on connection `conn` and returns the welcome to send to
+    /// `join.addr`. `None` if the address got a session in the meantime or the server is full.
+    pub fn accept(&mut self, join: JoinRequest, conn: ConnectionId, now: Instant) -> Option<Vec<u8>> {
+        if self.sessions.contains_key(&join.addr) || self.sessions.len() >= self.cfg.max_sessions {
+            return None;
+        }
+        self.minted += 1;
+        // A token is never 0, so an all-zero header never matches.
+        let token = self.tokens.hash(&(self.minted, join.addr, join.nonce)).max(1);
+        self.sessions.insert(join.addr, Session { conn, token, nonce: join.nonce, heard: now, last_seq: 0 });
+        self.by_conn.insert(conn, join.addr);
+        self.stats.joins += 1;
+        Some(self.welcome(join.nonce, token))
+    }
+
+    /// The reject to send `join.addr` when the game has no room for it.
+    pub fn refuse(&mut self, join: JoinRequest, reason: RejectReason) -> Vec<u8> {
+        self.stats.rejects += 1;
+        Datagram::Reject { nonce: join.nonce, reason, server_version: PROTOCOL_VERSION }.encode()
+    }
+
+    /// A kernel packet for `conn`, framed: (where to send it, the datagram). `None` if `conn`
+    /// has no session.
+    pub fn packet(&mut self, conn: ConnectionId, payload: &[u8]) -> Option<(SocketAddr, Vec<u8>)> {
+        let addr = *self.by_conn.get(&conn)?;
+        let s = self.sessions.get_mut(&addr)?;
+        // A kernel packet starts with its sequence number (packed); the digest answer names it.
+        if let Ok(seq) = crate::wire::BitReader::new(payload).read_packed() {
+            s.last_seq = u32::try_from(seq).unwrap_or(s.last_seq);
+        }
+        Some((addr, Datagram::Packet { token: s.token, payload }.encode()))
+    }
+
+    /// The answer to a digest request of `conn`: `Some(digest)` makes it
+    /// [`DigestStatus::Ready`] with the sequence number of the last packet sent; `None` with
+    /// `status` Live or Busy.
+    pub fn digest_answer(
+        &self,
+        conn: ConnectionId,
+        id: u32,
+        status: DigestStatus,
+        digest: Option<StateDigest>,
+    ) -> Option<(SocketAddr, Vec<u8>)> {
+        let addr = *self.by_conn.get(&conn)?;
+        let s = self.sessions.get(&addr)?;
+        let d = digest.unwrap_or_default();
+        let answer = DigestAnswer { id, status, seq: s.last_seq, actors: d.actors, digest: d.hash };
+        Some((addr, Datagram::DigestAnswer { token: s.token, answer }.encode()))
+    }
+
+    /// Ends `conn`'s session and returns the disconnect to send it.
+    pub fn disconnect(&mut self, conn: ConnectionId, reason: DisconnectReason) -> Option<(SocketAddr, Vec<u8>)> {
+        let addr = self.by_conn.get(&conn).copied()?;
+        let token = self.sessions.get(&addr)?.token;
+        self.end(conn);
+        Some((addr, Datagram::Disconnect { token, reason }.encode()))
+    }
+
+    fn end(&mut self, conn: ConnectionId) {
+        if let Some(addr) = self.by_conn.remove(&conn) {
+            self.sessions.remove(&addr);
+            self.stats.ended += 1;
+        }
+    }
+
+    /// Ends every session not heard from for [`ServerConfig::idle_timeout`]; returns their
+    /// connections (for `NetDriver::remove_connection`).
+    pub fn expire(&mut self, now: Instant) -> Vec<ConnectionId> {
+        let timeout = self.cfg.idle_timeout;
+        let gone: Vec<ConnectionId> = self
+            .sessions
+            .values()
+            .filter(|s| now.saturating_duration_since(s.heard) > timeout)
+            .map(|s| s.conn)
+            .collect();
+        for &c in &gone {
+            self.end(c);
+        }
+        gone
+    }
+}

@@ -1,0 +1,142 @@
+//! The world `shadowrep serve` runs: a profile's simulated game (`benches/src/scenario`) driven
+//! one frame at a time, with real clients taking over its players as they join.
+//!
+//! ```text
+//! new       the profile's world (scaled), its driver (scenario_driver), the level load
+//!           (ticked, no connections), then every player's character spawns with its weapon
+//!           (a sub-object): players nobody controls still move and shoot
+//! attach    a client joins: the first free player's character is owned by its new
+//!           connection (autonomous proxy) and the connection views from it
+//! detach    the client left: its connection is removed, the character is nobody's
+//! frame     unless frozen: the game's step and its calls (apply_events); every attached
+//!           connection's viewer; NetDriver::tick
+//! freeze    the game stops changing anything; ticks go on, so the links drain
+//! ```
+
+use shadowrep::net::{ClassId, ConnectionId, NetDriver, NetGuid, SubObjectCondition, TickStats, Viewer};
+use shadowrep::session::{expected_digest, StateDigest};
+use shadowrep::store::ClassStore;
+use shadowrep_benches::scenario::{apply_events, scenario_driver, Kind, ScenarioConfig, World};
+
+fn err(e: impl std::fmt::Display) -> String {
+    e.to_string()
+}
+
+/// See the module documentation.
+pub struct LiveGame {
+    world: World,
+    driver: NetDriver,
+    classes: [ClassId; 5],
+    /// Each player's character.
+    characters: Vec<NetGuid>,
+    /// The connection controlling each player, if any.
+    players: Vec<Option<ConnectionId>>,
+    frozen: bool,
+}
+
+impl LiveGame {
+    /// Builds `cfg`'s world, loads its level and spawns every player's character.
+    pub fn new(cfg: &ScenarioConfig, parallel: bool) -> Result<LiveGame, String> {
+        let mut world = World::new(cfg);
+        let (mut driver, classes) = scenario_driver(&mut world, parallel)?;
+        let batches = cfg.load_frames();
+        for b in 0..batches {
+            let events = world.load_step(b, batches);
+            apply_events(&mut driver, &classes, &world, &events, &[])?;
+            driver.tick(&mut world.stores_mut()).map_err(err)?;
+        }
+        let events = world.join();
+        let (character, weapon) = (classes[Kind::Character.index()], classes[Kind::Weapon.index()]);
+        let mut characters = Vec::with_capacity(events.joined.len());
+        for &p in &events.joined {
+            let id = world.character(p).ok_or_else(|| format!("player {p} has no character"))?;
+            let guid = driver.assign_guid(character, world.store(Kind::Character), id).map_err(err)?;
+            let w = world.weapon(p).ok_or_else(|| format!("player {p} has no weapon"))?;
+            driver
+                .register_sub_object(weapon, world.store(Kind::Weapon), w, guid, SubObjectCondition::None)
+                .map_err(err)?;
+            characters.push(guid);
+        }
+        world.bind_character_guids(characters.iter().map(|g| g.0).collect());
+        let players = vec![None; characters.len()];
+        Ok(LiveGame { world, driver, classes, characters, players, frozen: false })
+    }
+
+    /// The driver.
+    pub fn driver(&self) -> &NetDriver {
+        &self.driver
+    }
+
+    /// The driver, for feedback.
+    pub fn driver_mut(&mut self) -> &mut NetDriver {
+        &mut self.driver
+    }
+
+    /// Actors in the world.
+    pub fn actors(&self) -> usize {
+        self.world.stores.iter().map(ClassStore::len).sum()
+    }
+
+    /// Players in the world, and how many clients control one.
+    pub fn players(&self) -> (usize, usize) {
+        (self.players.len(), self.players.iter().flatten().count())
+    }
+
+    /// A new client: a connection controlling the first free player, or `None` when every
+    /// player has one.
+    pub fn attach(&mut self) -> Result<Option<ConnectionId>, String> {
+        let Some(p) = self.players.iter().position(Option::is_none) else { return Ok(None) };
+        let conn = self.driver.add_connection(false);
+        let class = self.classes[Kind::Character.index()];
+        let id = self.world.character(p).ok_or_else(|| format!("player {p} has no character"))?;
+        self.driver.set_owner(class, self.world.store(Kind::Character), id, Some(conn), true).map_err(err)?;
+        self.players[p] = Some(conn);
+        self.set_viewer(p, conn)?;
+        Ok(Some(conn))
+    }
+
+    /// A client left: its connection goes, its player is free again.
+    pub fn detach(&mut self, conn: ConnectionId) -> Result<(), String> {
+        if let Some(p) = self.players.iter().position(|c| *c == Some(conn)) {
+            self.players[p] = None;
+            self.driver.remove_connection(conn).map_err(err)?;
+        }
+        Ok(())
+    }
+
+    fn set_viewer(&mut self, p: usize, conn: ConnectionId) -> Result<(), String> {
+        let (location, direction) = self.world.view(p);
+        let viewer = Viewer { real_viewer: None, view_target: Some(self.characters[p]), location, direction };
+        self.driver.set_viewers(conn, std::slice::from_ref(&viewer)).map_err(err)
+    }
+
+    /// Stops the game: nothing changes from now on; frames still tick.
+    pub fn freeze(&mut self) {
+        self.frozen = true;
+    }
+
+    /// Whether the game is frozen.
+    pub fn frozen(&self) -> bool {
+        self.frozen
+    }
+
+    /// One server frame (the game's step unless frozen, then the driver's tick).
+    pub fn frame(&mut self) -> Result<TickStats, String> {
+        if !self.frozen {
+            let events = self.world.step();
+            apply_events(&mut self.driver, &self.classes, &self.world, &events, &self.characters)?;
+        }
+        for p in 0..self.players.len() {
+            if let Some(conn) = self.players[p] {
+                self.set_viewer(p, conn)?;
+            }
+        }
+        self.driver.tick(&mut self.world.stores_mut()).map_err(err)
+    }
+
+    /// The digest of what `conn` should hold.
+    pub fn digest(&self, conn: ConnectionId) -> Result<StateDigest, String> {
+        let stores: Vec<&ClassStore> = self.world.stores.iter().collect();
+        expected_digest(&self.driver, conn, &stores).map_err(err)
+    }
+}

@@ -1,0 +1,60 @@
+//! End to end over real localhost UDP: `shadowrep serve` with a small battle_royale world and
+//! `shadowrep bots` with three bots and 5 % loss each way, about five seconds of wall time. The
+//! bots must all complete the handshake, see losses, and match the server's digest of what
+//! each should hold after the world froze.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+#[test]
+fn bots_converge_with_a_served_world_over_lossy_udp() {
+    let exe = env!("CARGO_BIN_EXE_shadowrep");
+    let mut serve = Command::new(exe)
+        .args([
+            "serve",
+            "--bind",
+            "127.0.0.1:0",
+            "--scale",
+            "0.02",
+            "--players",
+            "4",
+            "--seconds",
+            "5",
+            "--freeze",
+            "2",
+        ])
+        .args(["--threads", "1"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the command runs");
+    // The first line names the port the system gave.
+    let mut stderr = BufReader::new(serve.stderr.take().expect("stderr"));
+    let mut first = String::new();
+    stderr.read_line(&mut first).expect("a line");
+    let addr = first
+        .split("listening on ")
+        .nth(1)
+        .and_then(|s| s.split(';').next())
+        .unwrap_or_else(|| panic!("no address in {first:?}"))
+        .to_string();
+    let started = Instant::now();
+    let bots = Command::new(exe)
+        .args(["bots", "--connect", &addr, "--count", "3", "--loss", "0.05", "--seconds", "4.6", "--json"])
+        .output()
+        .expect("the command runs");
+    let served = serve.wait_with_output().expect("serve ends by itself");
+    assert!(started.elapsed() < Duration::from_secs(15));
+    let report: serde_json::Value = serde_json::from_slice(&bots.stdout)
+        .unwrap_or_else(|e| panic!("bots printed no JSON ({e}): {}", String::from_utf8_lossy(&bots.stderr)));
+    assert!(served.status.success(), "serve failed: {}", String::from_utf8_lossy(&served.stdout));
+    assert_eq!(report["bots"], 3);
+    assert_eq!(report["handshakes_completed"], 3, "{report}");
+    assert!(report["packets_dropped"].as_u64().unwrap() > 0, "the loss dropped nothing: {report}");
+    assert!(report["bytes_received_per_second"].as_f64().unwrap() > 1000.0, "{report}");
+    assert!(report["actors_known"].as_u64().unwrap() > 0, "{report}");
+    assert_eq!(report["converged"], true, "{report}");
+    assert_eq!(report["bots_matched"], 3);
+    assert!(bots.status.success());
+}

@@ -1,0 +1,271 @@
+//! Sessions (`shadowrep::session`) without sockets: the handshake round trip, statelessness
+//! before the cookie comes back (and replies no larger than their request), tokens, rejects
+//! with their reasons, and state digests that agree on a converged client and differ on one
+//! that missed something.
+
+use shadowrep::client::Receipt;
+use shadowrep::net::{ConnectionId, DriverConfig, NetDriver};
+use shadowrep::prelude::*;
+use shadowrep::session::frame::{Hello, MIN_HELLO_BYTES};
+use shadowrep::session::server::Dropped;
+use shadowrep::session::{
+    client_digest, expected_digest, ClientIncoming, Datagram, DigestStatus, Incoming, RejectReason, ServerConfig,
+    SessionClient, SessionServer, PROTOCOL_VERSION,
+};
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+fn addr(port: u16) -> SocketAddr {
+    SocketAddr::from(([127, 0, 0, 1], port))
+}
+
+fn door() -> Arc<ClassLayout> {
+    Arc::new(
+        ClassBuilder::new("Door")
+            .property(PropertyDecl::new("Open", PropType::Bool).notify(Notify::OnChanged))
+            .property(PropertyDecl::new("Angle", PropType::F32))
+            .property(PropertyDecl::new("Key", PropType::U32).condition(Condition::OwnerOnly))
+            .property(PropertyDecl::new("Where", PropType::Vector(VectorQuant::Q100)))
+            .build()
+            .expect("a valid layout"),
+    )
+}
+
+fn reply(i: Incoming<'_>) -> Vec<u8> {
+    match i {
+        Incoming::Reply(b) => b,
+        other => panic!("expected a reply, got {other:?}"),
+    }
+}
+
+/// Runs the handshake of `client` at `from` against `server`; returns the session's connection.
+fn handshake(server: &mut SessionServer, client: &mut SessionClient, from: SocketAddr, conn: ConnectionId) {
+    let now = Instant::now();
+    let hello = client.hello().expect("connecting");
+    let challenge = reply(server.handle(from, &hello, now));
+    assert!(challenge.len() <= hello.len());
+    assert_eq!(client.handle(&challenge), ClientIncoming::Challenge);
+    let echo = client.hello().expect("still connecting");
+    let Incoming::Join(join) = server.handle(from, &echo, now) else { panic!("no join") };
+    let welcome = server.accept(join, conn, now).expect("room");
+    assert_eq!(client.handle(&welcome), ClientIncoming::Welcome);
+}
+
+#[test]
+fn handshake_round_trip_then_packets_and_feedback_ride_in_the_session() {
+    let layout = door();
+    let mut store = ClassStore::new(layout.clone());
+    let mut driver = NetDriver::new(DriverConfig::default()).unwrap();
+    let class = driver.register_class(&mut store).unwrap();
+    let mut server = SessionServer::new(ServerConfig::new(driver.checksums()), Instant::now());
+    let mut client = SessionClient::new(vec![layout], 42);
+    let conn = driver.add_connection(false);
+    handshake(&mut server, &mut client, addr(5000), conn);
+    assert_eq!(server.len(), 1);
+    assert!(client.world().is_some());
+    assert!(client.hello().is_none(), "a welcomed client says hello no more");
+
+    let a = store.spawn();
+    store.set(a, 0, &Value::Bool(true)).unwrap();
+    let guid = driver.assign_guid(class, &store, a).unwrap();
+    driver.tick(&mut [&mut store]).unwrap();
+    for p in driver.take_packets(conn).unwrap() {
+        let (to, d) = server.packet(conn, &p).expect("a session");
+        assert_eq!(to, addr(5000));
+        assert!(matches!(client.handle(&d), ClientIncoming::Packet(Ok(Receipt::Applied { .. }))));
+    }
+    assert_eq!(client.world().unwrap().value(guid, 0), Some(Value::Bool(true)));
+    let fb = client.feedback().expect("connected");
+    let Incoming::Feedback { conn: c, payload } = server.handle(addr(5000), &fb, Instant::now()) else {
+        panic!("feedback expected")
+    };
+    assert_eq!(c, conn);
+    driver.receive_feedback(conn, payload).unwrap();
+    assert_eq!(driver.in_flight(conn), 0);
+
+    // The welcome lost: the echo again gets the same welcome, not a second session.
+    let mut again = SessionClient::new(vec![door()], 42);
+    let hello = again.hello().unwrap();
+    let ch = reply(server.handle(addr(5000), &hello, Instant::now()));
+    again.handle(&ch);
+    let w = reply(server.handle(addr(5000), &again.hello().unwrap(), Instant::now()));
+    assert_eq!(again.handle(&w), ClientIncoming::Welcome);
+    assert_eq!((server.len(), server.stats().welcomes_repeated), (1, 1));
+
+    // Disconnect ends the session both ways.
+    let bye = client.disconnect().unwrap();
+    assert_eq!(server.handle(addr(5000), &bye, Instant::now()), Incoming::Disconnected { conn });
+    assert!(server.is_empty());
+}
+
+#[test]
+fn nothing_is_kept_before_the_cookie_and_no_reply_is_larger_than_its_request() {
+    let t0 = Instant::now();
+    let mut server = SessionServer::new(ServerConfig::new(vec![door().checksum]), t0);
+    // A flood of hellos from spoofed addresses, good and bad: challenges and rejects only.
+    for port in 1..2000u16 {
+        let checksums = if port % 3 == 0 { vec![7] } else { vec![door().checksum] };
+        let hello = Datagram::Hello(Hello { version: PROTOCOL_VERSION, nonce: port as u64, cookie: None, checksums });
+        let bytes = hello.encode();
+        assert_eq!(bytes.len(), MIN_HELLO_BYTES);
+        let r = reply(server.handle(addr(port), &bytes, t0));
+        assert!(r.len() <= bytes.len(), "{} byte reply to a {} byte hello", r.len(), bytes.len());
+    }
+    assert!(server.is_empty());
+    let st = server.stats();
+    assert_eq!((st.challenges, st.rejects, st.joins), (1333, 666, 0));
+
+    // A hello shorter than the minimum gets nothing at all.
+    let mut short = Datagram::Hello(Hello { version: 1, nonce: 1, cookie: None, checksums: vec![] }).encode();
+    short.truncate(MIN_HELLO_BYTES - 1);
+    assert_eq!(server.handle(addr(9), &short, t0), Incoming::Dropped(Dropped::Malformed));
+
+    // A cookie works from its address only, for its nonce only, and for one to two periods.
+    let mut client = SessionClient::new(vec![door()], 5);
+    let ch = reply(server.handle(addr(1), &client.hello().unwrap(), t0));
+    client.handle(&ch);
+    let echo = client.hello().unwrap();
+    assert_eq!(server.handle(addr(2), &echo, t0), Incoming::Dropped(Dropped::BadCookie));
+    let mut forged = Datagram::decode(&echo).unwrap();
+    if let Datagram::Hello(h) = &mut forged {
+        h.nonce += 1;
+    }
+    assert_eq!(server.handle(addr(1), &forged.encode(), t0), Incoming::Dropped(Dropped::BadCookie));
+    assert!(matches!(server.handle(addr(1), &echo, t0 + Duration::from_secs(15)), Incoming::Join(_)));
+    assert_eq!(server.handle(addr(1), &echo, t0 + Duration::from_secs(25)), Incoming::Dropped(Dropped::BadCookie));
+    // Another server (another random key) does not take this one's cookies.
+    let mut other = SessionServer::new(ServerConfig::new(vec![door().checksum]), t0);
+    assert_eq!(other.handle(addr(1), &echo, t0), Incoming::Dropped(Dropped::BadCookie));
+    assert!(server.is_empty() && other.is_empty());
+    assert_eq!(server.stats().bad_cookies, 3);
+}
+
+#[test]
+fn datagrams_with_a_wrong_token_or_from_an_unknown_address_are_dropped_and_counted() {
+    let layout = door();
+    let mut server = SessionServer::new(ServerConfig::new(vec![layout.checksum]), Instant::now());
+    let mut client = SessionClient::new(vec![layout.clone()], 1);
+    let conn = ConnectionId(0);
+    handshake(&mut server, &mut client, addr(7000), conn);
+    let fb = client.feedback().unwrap();
+    let mut wrong = fb.clone();
+    wrong[1] ^= 1; // the token's first byte
+    let now = Instant::now();
+    assert_eq!(server.handle(addr(7000), &wrong, now), Incoming::Dropped(Dropped::BadToken));
+    assert_eq!(server.handle(addr(7001), &fb, now), Incoming::Dropped(Dropped::UnknownAddress));
+    let st = server.stats();
+    assert_eq!((st.bad_token, st.unknown_address), (1, 1));
+
+    // The client side: a packet under another token never reaches the world.
+    let (_, mut packet) = server.packet(conn, &[1]).unwrap();
+    packet[3] ^= 0x40;
+    assert_eq!(client.handle(&packet), ClientIncoming::Dropped(shadowrep::session::client::ClientDropped::BadToken));
+    assert_eq!(client.stats().bad_token, 1);
+    // A challenge for another nonce is not for this client.
+    let mut other = SessionClient::new(vec![layout], 2);
+    let ch = Datagram::Challenge { nonce: 3, cookie: 4 }.encode();
+    assert_eq!(other.handle(&ch), ClientIncoming::Dropped(shadowrep::session::client::ClientDropped::BadNonce));
+}
+
+#[test]
+fn a_mismatch_of_version_classes_or_checksums_is_rejected_with_its_reason() {
+    let layout = door();
+    let t = Instant::now();
+    let mut server = SessionServer::new(ServerConfig::new(vec![layout.checksum, 99]), t);
+    // Checksum of class 1 differs.
+    let other = Arc::new(ClassBuilder::new("Other").property(PropertyDecl::new("X", PropType::U8)).build().unwrap());
+    let mut client = SessionClient::new(vec![layout.clone(), other], 1);
+    let r = reply(server.handle(addr(1), &client.hello().unwrap(), t));
+    assert_eq!(client.handle(&r), ClientIncoming::Rejected(RejectReason::Checksum { class: 1 }));
+    assert!(client.hello().is_none(), "a rejected client stops");
+    assert_eq!(
+        RejectReason::Checksum { class: 1 }.to_string(),
+        "layout checksum mismatch at class 1: the builds do not interoperate"
+    );
+    // Class count.
+    let mut one = SessionClient::new(vec![layout.clone()], 2);
+    let r = reply(server.handle(addr(2), &one.hello().unwrap(), t));
+    assert_eq!(one.handle(&r), ClientIncoming::Rejected(RejectReason::ClassCount { server: 2 }));
+    // Version.
+    let hello = Datagram::Hello(Hello { version: PROTOCOL_VERSION + 1, nonce: 3, cookie: None, checksums: vec![] });
+    let r = reply(server.handle(addr(3), &hello.encode(), t));
+    assert!(matches!(Datagram::decode(&r), Ok(Datagram::Reject { reason: RejectReason::Version, nonce: 3, .. })));
+    assert!(server.is_empty());
+    // A server that is full says so.
+    let mut cfg = ServerConfig::new(vec![layout.checksum]);
+    cfg.max_sessions = 1;
+    let mut small = SessionServer::new(cfg, t);
+    handshake(&mut small, &mut SessionClient::new(vec![layout.clone()], 1), addr(1), ConnectionId(0));
+    let mut late = SessionClient::new(vec![layout], 9);
+    let ch = reply(small.handle(addr(2), &late.hello().unwrap(), t));
+    late.handle(&ch);
+    let r = reply(small.handle(addr(2), &late.hello().unwrap(), t));
+    assert_eq!(late.handle(&r), ClientIncoming::Rejected(RejectReason::Full));
+}
+
+/// A server, two clients (one owning the actor: it gets the OwnerOnly key), everything applied.
+#[test]
+fn digests_agree_on_converged_clients_and_differ_when_a_change_was_missed() {
+    let layout = door();
+    let mut store = ClassStore::new(layout.clone());
+    let mut driver = NetDriver::new(DriverConfig::default()).unwrap();
+    let class = driver.register_class(&mut store).unwrap();
+    let conns = [driver.add_connection(false), driver.add_connection(false)];
+    let mut clients: Vec<ClientWorld> =
+        (0..2).map(|_| ClientWorld::new(std::slice::from_ref(&layout), &driver.checksums()).unwrap()).collect();
+    let doors: Vec<ActorId> = (0..5).map(|_| store.spawn()).collect();
+    for (i, &d) in doors.iter().enumerate() {
+        store.set(d, 0, &Value::Bool(i % 2 == 0)).unwrap();
+        store.set(d, 1, &Value::F32(i as f32 * 1.5)).unwrap();
+        store.set(d, 2, &Value::U32(1000 + i as u32)).unwrap();
+        store.set(d, 3, &Value::Vector([i as f32 * 10.123_456, -3.333_33, 0.5])).unwrap();
+    }
+    driver.set_owner(class, &store, doors[0], Some(conns[0]), false).unwrap();
+    let run = |driver: &mut NetDriver, store: &mut ClassStore, clients: &mut [ClientWorld], deliver: bool| {
+        driver.tick(&mut [store]).unwrap();
+        for (c, &conn) in clients.iter_mut().zip(&conns) {
+            for p in driver.take_packets(conn).unwrap() {
+                if deliver {
+                    c.receive(&p).unwrap();
+                }
+            }
+            if deliver {
+                driver.receive_feedback(conn, &c.feedback()).unwrap();
+            }
+        }
+    };
+    run(&mut driver, &mut store, &mut clients, true);
+    let expected =
+        |driver: &NetDriver, store: &ClassStore, i: usize| expected_digest(driver, conns[i], &[store]).unwrap();
+    for i in 0..2 {
+        assert_eq!(driver.in_flight(conns[i]), 0);
+        let mine = client_digest(&clients[i]);
+        assert_eq!(mine.actors, 5);
+        assert_eq!(expected(&driver, &store, i), mine, "client {i}");
+    }
+    // The owner holds the key, the other the default: their digests differ.
+    assert_ne!(client_digest(&clients[0]), client_digest(&clients[1]));
+
+    // A change that never arrives: the server's digest moves, the client's does not.
+    store.set(doors[3], 1, &Value::F32(99.0)).unwrap();
+    run(&mut driver, &mut store, &mut clients, false);
+    assert_ne!(expected(&driver, &store, 1), client_digest(&clients[1]));
+    // A client value changed behind the driver's back (a bad apply) shows too.
+    let before = client_digest(&clients[0]);
+    store.set(doors[3], 1, &Value::F32(4.5)).unwrap(); // back to what client 0 holds
+    run(&mut driver, &mut store, &mut clients, false);
+    assert_eq!(expected(&driver, &store, 0), before);
+
+    // A status the wire carries: Ready answers name the last packet sent.
+    let mut server = SessionServer::new(ServerConfig::new(driver.checksums()), Instant::now());
+    let mut c = SessionClient::new(vec![layout], 1);
+    handshake(&mut server, &mut c, addr(1), conns[0]);
+    let (_, d) = server.digest_answer(conns[0], 7, DigestStatus::Ready, Some(before)).unwrap();
+    match c.handle(&d) {
+        ClientIncoming::DigestAnswer(a) => {
+            assert_eq!((a.id, a.status, a.actors, a.digest), (7, DigestStatus::Ready, 5, before.hash))
+        }
+        other => panic!("{other:?}"),
+    }
+}

@@ -1,0 +1,131 @@
+//! A seeded fuzz of the session layer's doors: `Datagram::decode`, `SessionServer::handle` and
+//! `SessionClient::handle`, on random bytes and on mutants of every kind of valid datagram
+//! (bit flips, truncation, extension, overwritten bytes, huge counts). For every input: no
+//! panic; no more than 64 KiB allocated on top of what was live (the global allocator is
+//! capped around each call); the server never opens a session without a valid cookie and never
+//! answers with more bytes than it got; a client never gets a world from bytes that are not
+//! the server's welcome.
+//!
+//! `SHADOWREP_FUZZ_MUTANTS=N` sets the number of inputs (default 200 000). This binary holds
+//! one test, so the allocation cap sees nothing else.
+
+use cap::Cap;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use shadowrep::schema::{ClassBuilder, PropType, PropertyDecl};
+use shadowrep::session::frame::{DigestAnswer, Hello, MAX_DATAGRAM};
+use shadowrep::session::{
+    ClientIncoming, Datagram, DigestStatus, DisconnectReason, Incoming, RejectReason, ServerConfig, SessionClient,
+    SessionServer,
+};
+use std::alloc;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Instant;
+
+#[global_allocator]
+static ALLOCATOR: Cap<alloc::System> = Cap::new(alloc::System, usize::MAX);
+
+const ALLOCATION_BUDGET: usize = 64 << 10;
+
+fn capped<T>(f: impl FnOnce() -> T) -> T {
+    shadowrep_tests::capped(&ALLOCATOR, ALLOCATION_BUDGET, f)
+}
+
+fn seeds() -> Vec<Vec<u8>> {
+    let payload = [0x11u8; 40];
+    [
+        Datagram::Hello(Hello { version: 1, nonce: 7, cookie: None, checksums: vec![1, 2] }),
+        Datagram::Hello(Hello { version: 1, nonce: 7, cookie: Some(3), checksums: vec![1; 40] }),
+        Datagram::Challenge { nonce: 7, cookie: 3 },
+        Datagram::Welcome { nonce: 7, token: 5, tick_rate: 30, checksums: vec![1, 2] },
+        Datagram::Reject { nonce: 7, reason: RejectReason::ClassCount { server: 2 }, server_version: 1 },
+        Datagram::Packet { token: 5, payload: &payload },
+        Datagram::Feedback { token: 5, payload: &payload },
+        Datagram::DigestRequest { token: 5, id: 1 },
+        Datagram::DigestAnswer {
+            token: 5,
+            answer: DigestAnswer { id: 1, status: DigestStatus::Ready, seq: 3, actors: 4, digest: 5 },
+        },
+        Datagram::Disconnect { token: 5, reason: DisconnectReason::Closed },
+    ]
+    .iter()
+    .map(Datagram::encode)
+    .collect()
+}
+
+fn mutate(rng: &mut ChaCha8Rng, seeds: &[Vec<u8>]) -> Vec<u8> {
+    if rng.random_bool(0.2) {
+        let n = rng.random_range(0..MAX_DATAGRAM + 16);
+        let mut v = vec![0u8; n];
+        rng.fill(&mut v[..]);
+        if let Some(first) = v.first_mut() {
+            *first = rng.random_range(0..0x16); // mostly real type bytes
+        }
+        return v;
+    }
+    let mut v = seeds[rng.random_range(0..seeds.len())].clone();
+    for _ in 0..rng.random_range(1..4) {
+        match rng.random_range(0..5) {
+            0 if !v.is_empty() => {
+                let i = rng.random_range(0..v.len());
+                v[i] ^= 1 << rng.random_range(0..8);
+            }
+            1 => v.truncate(rng.random_range(0..=v.len())),
+            2 => {
+                let extra = rng.random_range(0..64);
+                v.extend((0..extra).map(|_| rng.random::<u8>()));
+            }
+            3 if v.len() > 12 => {
+                // A count field blown up (the checksum count of a hello or welcome).
+                let i = rng.random_range(1..v.len() - 2);
+                v[i] = 0xff;
+                v[i + 1] = 0xff;
+            }
+            _ if !v.is_empty() => {
+                let i = rng.random_range(0..v.len());
+                v[i] = rng.random();
+            }
+            _ => {}
+        }
+    }
+    v
+}
+
+#[test]
+fn the_session_layer_survives_random_and_mutated_datagrams() {
+    let n: usize = std::env::var("SHADOWREP_FUZZ_MUTANTS").ok().and_then(|s| s.parse().ok()).unwrap_or(200_000);
+    let layout = Arc::new(ClassBuilder::new("Thing").property(PropertyDecl::new("X", PropType::U32)).build().unwrap());
+    let t0 = Instant::now();
+    let mut server = SessionServer::new(ServerConfig::new(vec![1, 2]), t0);
+    let mut client = SessionClient::new(vec![layout.clone()], 7);
+    let seeds = seeds();
+    let mut rng = ChaCha8Rng::seed_from_u64(10);
+    let mut decoded = 0usize;
+    for i in 0..n {
+        let bytes = mutate(&mut rng, &seeds);
+        let from = SocketAddr::from(([10, 0, (i >> 8) as u8, i as u8], 4000));
+        if capped(|| Datagram::decode(&bytes)).is_ok() {
+            decoded += 1;
+        }
+        match capped(|| server.handle(from, &bytes, t0)) {
+            Incoming::Reply(r) => assert!(r.len() <= bytes.len(), "a {} byte reply to {} bytes", r.len(), bytes.len()),
+            Incoming::Join(j) => panic!("a join without a cookie this server gave: {j:?}"),
+            Incoming::Feedback { .. } | Incoming::DigestRequest { .. } | Incoming::Disconnected { .. } => {
+                panic!("a session datagram accepted with no session open")
+            }
+            Incoming::Dropped(_) => {}
+        }
+        match capped(|| client.handle(&bytes)) {
+            // The seeds' nonce is the client's: a mutated welcome or reject may still be one.
+            ClientIncoming::Welcome | ClientIncoming::Rejected(_) | ClientIncoming::Failed(_) => {
+                client = SessionClient::new(vec![layout.clone()], 7);
+            }
+            _ => {}
+        }
+    }
+    assert!(server.is_empty());
+    assert_eq!(server.stats().joins, 0);
+    // Enough of the mutants decode that the validation past the type byte is exercised.
+    assert!(decoded > n / 10, "only {decoded} of {n} inputs decoded");
+}
