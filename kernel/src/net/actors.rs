@@ -35,6 +35,9 @@ pub(crate) struct ActorNet {
     pub custom_inactive: LeafMask,
     /// Torn off ([`NetDriver::tear_off`]): still in the store, never replicated again.
     pub torn_off: bool,
+    /// Torn off because it was a sub-object whose owner is gone (no close: clients destroyed it
+    /// with the owner).
+    pub orphaned: bool,
     /// The frame before the first tick that replicates it (the driver's frame when it got its
     /// GUID): until that tick no connection has it.
     pub adopted: crate::ids::Frame,

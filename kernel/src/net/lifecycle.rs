@@ -244,6 +244,7 @@ impl NetDriver {
             let class = &mut self.classes[c as usize];
             class.cols.sub_condition[s as usize] = None;
             class.actors[s as usize].torn_off = true;
+            class.actors[s as usize].orphaned = true;
             class.cols.set_awake_lane(s as usize, false);
             for conn in self.conns.iter_mut().filter(|c| !c.removed) {
                 conn.drop_pair(c, s);

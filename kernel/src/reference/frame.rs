@@ -11,7 +11,7 @@
 //!                  time scheduled
 //!   per connection, one after the other:
 //!     ready?       heard from within the ready timeout
-//!     closes       of destroyed actors
+//!     closes       of destroyed actors, and torn-off ones
 //!     prioritize   for every due actor: skip it if it has no channel and is not relevant
 //!                  (UE's IsActorRelevantToConnection, asked actor by actor); priority = max over
 //!                  the viewers of GetNetPriority; sort everything
@@ -52,6 +52,7 @@ use crate::net::send::WriteCtx;
 use crate::net::{ConnectionId, DriverError, NetDriver, NetSettings};
 use crate::schema::PAGE_LANES;
 use crate::store::{ClassStore, WatcherId};
+use crate::wire::open::CloseReason;
 use std::collections::HashMap;
 use std::time::Instant;
 
@@ -90,7 +91,8 @@ struct RefConn {
     conn: Connection,
     channels: HashMap<NetGuid, RefChannel>,
     budget: Budget,
-    closes: Vec<NetGuid>,
+    /// Closes to send: destroyed actors, torn-off ones.
+    closes: Vec<PendingClose>,
     decisions: FrameDecisions,
     /// Fast array bunches the perfect link delivered, settled at the next frame (the arrays
     /// are the driver's, reached through it then).
@@ -237,15 +239,19 @@ impl ReferenceFrame {
                     let gone = entry.take().map(|e| e.guid);
                     for rc in &mut self.conns {
                         if let Some(g) = gone.filter(|g| rc.channels.remove(g).is_some_and(|ch| ch.open_sent)) {
-                            rc.closes.push(g);
+                            rc.closes.push(PendingClose::destroyed(g));
                         }
                     }
                 }
-                // Torn off (or a sub-object whose owner is gone): its channels end without a
-                // close (the clients keep, or already destroyed, their copies).
+                // Torn off: its channels end with a TornOff close (clients keep their copies);
+                // a sub-object whose owner is gone: without one (clients destroyed it with the
+                // owner).
                 if let Some(e) = entry.as_ref().filter(|_| a.is_some_and(|a| a.torn_off)) {
                     for rc in &mut self.conns {
-                        rc.channels.remove(&e.guid);
+                        let opened = rc.channels.remove(&e.guid).is_some_and(|ch| ch.open_sent);
+                        if opened && a.is_some_and(|a| !a.orphaned) {
+                            rc.closes.push(PendingClose { guid: e.guid, reason: CloseReason::TornOff });
+                        }
                     }
                 }
                 if entry.is_none() && live {
@@ -394,10 +400,7 @@ impl ReferenceFrame {
         let viewers = &dc.viewers;
         if ready {
             let closes = std::mem::take(&mut rc.closes);
-            let sent = closes
-                .iter()
-                .take_while(|&&g| write.write_close(&mut rc.conn, &mut st, PendingClose::destroyed(g)))
-                .count();
+            let sent = closes.iter().take_while(|&&close| write.write_close(&mut rc.conn, &mut st, close)).count();
             rc.closes = closes[sent..].to_vec();
             // Closes the writer queued (a fast array its condition no longer allows).
             write.write_closes(&mut rc.conn, &mut st);

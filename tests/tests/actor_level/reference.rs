@@ -34,6 +34,8 @@ struct Sim {
     /// Things' fast arrays (inventories), and their kind.
     arrays: Vec<NetGuid>,
     kind: shadowrep::net::FastArrayKind,
+    /// Actors torn off so far.
+    torn: usize,
 }
 
 fn slots() -> Arc<shadowrep::schema::ArrayLayout> {
@@ -66,6 +68,7 @@ impl Sim {
             span: 30_000.0,
             arrays: Vec::new(),
             kind,
+            torn: 0,
         };
         for _ in 0..connections {
             let conn = sim.driver.add_connection(false);
@@ -199,6 +202,14 @@ impl Sim {
                 self.bags.set(id, 2, &Value::Bool(open)).unwrap();
             }
         }
+        // Now and then an actor is torn off (its sub-objects with it): clients keep their copies.
+        if self.rng.random_bool(0.05) && self.live.len() > 50 {
+            let i = self.rng.random_range(0..self.live.len());
+            let (class, id) = self.live.swap_remove(i);
+            let store = if class == self.thing { &self.things } else { &self.bags };
+            self.driver.tear_off(class, store, id).unwrap();
+            self.torn += 1;
+        }
         for _ in 0..3 {
             if self.rng.random_bool(0.5) && self.live.len() > 50 {
                 let i = self.rng.random_range(0..self.live.len());
@@ -293,6 +304,7 @@ fn the_kernel_decides_exactly_as_the_ue_style_reference_on_random_worlds() {
         assert!(closed > 10, "seed {seed}: {closed} relevancy closes");
         assert!(sends > 5_000, "seed {seed}: {sends} sends");
         assert!(item_events > 500, "seed {seed}: {item_events} fast array item callbacks");
+        assert!(sim.torn > 3, "seed {seed}: {} actors torn off", sim.torn);
         assert!(sub_sends > 100, "seed {seed}: {sub_sends} sends of sub-objects");
     }
 }
