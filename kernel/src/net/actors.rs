@@ -38,6 +38,8 @@ pub(crate) struct ActorNet {
     /// Torn off because it was a sub-object whose owner is gone (no close: clients destroyed it
     /// with the owner).
     pub orphaned: bool,
+    /// It owns fast arrays ([`NetDriver::add_fast_array`]): written after it when it replicates.
+    pub fast: bool,
     /// The frame before the first tick that replicates it (the driver's frame when it got its
     /// GUID): until that tick no connection has it.
     pub adopted: crate::ids::Frame,

@@ -25,6 +25,7 @@
 use super::connection::{pair, Connection, PendingClose};
 use super::consider::{jitter, ServerTime};
 use super::dormancy::{dormant_for, DormancyHook};
+use super::fastarrays::{OwnerChannel, Side};
 use super::level::NOT_DUE;
 use super::pairs::{merge_rows, split_key, Channel, Pairs};
 use super::plan::plan_pair;
@@ -497,8 +498,8 @@ fn replicate(
         // The common case of an actor at rest on an open channel: nothing owed, no lookups.
         if due.changed.is_empty() && ps.resend.is_empty() && ps.flags & pair::OPEN_ACKED != 0 {
             ps.sent_through = ctx.time.frame;
-            if !ctx.write.fast.is_empty() {
-                ctx.write.write_fast_arrays_of(ci, conn, st, due.rel.guid);
+            if actor.fast {
+                write_fast_arrays(ctx, ci, conn, st, row, due);
             }
             return;
         }
@@ -516,9 +517,24 @@ fn replicate(
         let ps = &mut rows(conn)[row].state;
         ps.in_flight = ps.in_flight.saturating_add(written);
     }
-    if !ctx.write.fast.is_empty() {
-        ctx.write.write_fast_arrays_of(ci, conn, st, due.rel.guid);
+    if actor.fast {
+        write_fast_arrays(ctx, ci, conn, st, row, due);
     }
+}
+
+/// Writes the fast arrays of the actor in row `row`, just replicated (its row says whether the
+/// client has it: no lookup).
+fn write_fast_arrays(
+    ctx: &LevelCtx<'_>,
+    ci: u32,
+    conn: &mut Connection,
+    st: &mut super::send::FrameWrite,
+    row: usize,
+    due: &DueActor,
+) {
+    let ps = rows(conn)[row].state;
+    let channel = if ps.flags & pair::OPEN_ACKED != 0 { OwnerChannel::Open(ps.epoch) } else { OwnerChannel::Missing };
+    ctx.write.write_fast_arrays_for(Side::Driver, (ci, conn), st, due.rel.guid, channel);
 }
 
 /// UE's leftovers: a channel relevant within the last second, or a relevant actor without a

@@ -236,17 +236,8 @@ impl FastArrays {
 }
 
 impl WriteCtx<'_> {
-    /// Writes what connection `ci` is owed of `owner`'s fast arrays (its owner was just
-    /// replicated to it).
-    pub(crate) fn write_fast_arrays_of(&self, ci: u32, conn: &mut Connection, st: &mut FrameWrite, owner: NetGuid) {
-        if let Some(list) = self.fast.by_owner.get(&owner) {
-            for &g in list {
-                self.write_fast_array(Side::Driver, ci, conn, st, g, None);
-            }
-        }
-    }
-
-    /// [`Self::write_fast_arrays_of`] for `side`'s connection, whose owner channel is `channel`.
+    /// Writes what `side`'s connection `ci` is owed of `owner`'s fast arrays (the owner was just
+    /// replicated to it; its channel there is `channel`).
     pub(crate) fn write_fast_arrays_for(
         &self,
         side: Side,
@@ -453,10 +444,11 @@ impl NetDriver {
     ) -> Result<NetGuid, DriverError> {
         let (layout, _) = self.fast.kinds.get(kind.0 as usize).ok_or(DriverError::UnknownFastArrayKind(kind))?;
         let layout = layout.clone();
-        self.guids.get(&owner).ok_or(DriverError::UnknownOwner(owner))?;
+        let &(oc, os) = self.guids.get(&owner).ok_or(DriverError::UnknownOwner(owner))?;
         if self.subs.outer.contains_key(&owner) {
             return Err(DriverError::SubObjectChain(owner));
         }
+        self.classes[oc as usize].actors[os as usize].fast = true;
         let guid = self.next_guid;
         self.next_guid = guid.next_dynamic();
         let fa = FastArrayNet { array: FastArray::new(layout), kind: kind.0, owner, condition, conns: Vec::new() };
@@ -484,6 +476,9 @@ impl NetDriver {
             list.retain(|&g| g != guid);
             if list.is_empty() {
                 self.fast.by_owner.remove(&fa.owner);
+                if let Some(&(oc, os)) = self.guids.get(&fa.owner) {
+                    self.classes[oc as usize].actors[os as usize].fast = false;
+                }
             }
         }
         // The driver's connections' states sit at even slots (the reference's at odd ones).
