@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! keys     (class, slot, fixed leaves that changed) for every changed actor, sorted
-//! per key  one whole bunch (header, body length, records, terminator) into a chunk's bits, and
+//! per key  one whole bunch (header, body length, records) into a chunk's bits, and
 //!          one span per record inside it (rayon over chunks of CHUNK actors)
 //! ```
 //!
@@ -102,8 +102,8 @@ impl SharedArena {
                 let bunch_start = w.len_bits();
                 write_bunch(&mut w, c.actors[k.slot as usize].guid, None, &body);
                 let bunch_bits = w.len_bits() - bunch_start;
-                // The body sits just before the terminator at the bunch's end.
-                let body_start = w.len_bits() - 8 - body.len_bits();
+                // The body ends the bunch.
+                let body_start = w.len_bits() - body.len_bits();
                 spans.push((bunch_start as u32, bunch_bits as u32));
                 spans.extend(records.iter().map(|&(s, n)| ((body_start + s) as u32, n as u32)));
             }

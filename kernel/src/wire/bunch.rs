@@ -6,8 +6,8 @@
 //! bunch    := guid:packed  open:bit [open]  close:bit [close]  [ len:packed body ]
 //!                                     (a close has no length and no body; open and close in
 //!                                      super::open: spawn info or a static path, close reason)
-//! body     := { record }*  0:packed                 exactly `len` bits
-//!           | [ delta ]  0:packed                    a fast array's bunch (crate::fastarray::wire)
+//! body     := { record }*                           exactly `len` bits: the length ends it
+//!           | [ delta ]                              a fast array's bunch (crate::fastarray::wire)
 //! record   := handle:packed(≥1)  value                         a fixed leaf
 //!           | handle:packed(≥1)  count:packed { nested:packed(≥1) value }*  0:packed
 //!                                                              a dynamic array
@@ -220,15 +220,14 @@ pub fn decode_packet<'a>(
     Ok(Packet { seq, bunches, skipped, exports })
 }
 
-/// Reads a fast array bunch's body: a delta (none when the body is only the terminator), then
-/// the terminator.
+/// Reads a fast array bunch's body: a delta, or nothing (a bunch that only opens the array).
 fn read_delta_body(
     body: &mut BitReader<'_>,
     layout: &ArrayLayout,
     newest: ArrayKey,
 ) -> Result<Option<Delta>, WireError> {
-    if body.remaining() == super::packet::packed_bits(0) {
-        return read_terminator(body).map(|()| None);
+    if body.remaining() == 0 {
+        return Ok(None);
     }
     let delta = read_delta(body, layout, newest).map_err(|e| match e {
         FastArrayError::Wire(w) => w,
@@ -236,27 +235,16 @@ fn read_delta_body(
         FastArrayError::TooManyDeleted(_) => WireError::Invalid("fast array deletes over the cap"),
         _ => WireError::Invalid("fast array delta"),
     })?;
-    read_terminator(body)?;
     Ok(Some(delta))
 }
 
-fn read_terminator(body: &mut BitReader<'_>) -> Result<(), WireError> {
-    match body.read_packed()? {
-        0 => Ok(()),
-        _ => Err(WireError::Invalid("fast array bunch terminator")),
-    }
-}
-
-/// Reads a bunch body's records, up to and including its terminator.
+/// Reads a bunch body's records, to the end of the body (its length).
 fn read_records(r: &mut BitReader<'_>, layout: &ClassLayout) -> Result<Vec<Record>, WireError> {
     let mut records = Vec::new();
     let mut last = 0u16;
-    loop {
+    while r.remaining() > 0 {
         let handle = r.read_packed()?;
-        if handle == 0 {
-            return Ok(records);
-        }
-        let handle = u16::try_from(handle).map_err(|_| WireError::Invalid("handle"))?;
+        let handle = u16::try_from(handle).ok().filter(|&h| h != 0).ok_or(WireError::Invalid("handle"))?;
         if handle <= last {
             return Err(WireError::Invalid("handle order"));
         }
@@ -296,6 +284,7 @@ fn read_records(r: &mut BitReader<'_>, layout: &ClassLayout) -> Result<Vec<Recor
         };
         records.push(Record { handle, value });
     }
+    Ok(records)
 }
 
 #[cfg(test)]
@@ -384,19 +373,20 @@ mod tests {
         let decode = |bytes: &[u8]| decode_packet(bytes, |_, _| Ok(Resolve::Layout(&l)));
         let bad = one_bunch(0, |w| {
             w.write_packed(9); // no such handle
-            w.write_packed(0);
+        });
+        assert_eq!(decode(&bad), Err(WireError::Invalid("handle")));
+        let bad = one_bunch(0, |w| {
+            w.write_packed(0); // handle 0 is no handle (the body has no terminator)
         });
         assert_eq!(decode(&bad), Err(WireError::Invalid("handle")));
         let bad = one_bunch(0, |w| {
             w.write_packed(2);
             w.write_packed(5); // count over the cap of 4
             w.write_packed(0);
-            w.write_packed(0);
         });
         assert!(matches!(decode(&bad), Err(WireError::OutOfRange { .. })));
         let good = |w: &mut BitWriter| {
             write_leaf_record(w, 1, LeafKind::U16, &[1, 0]);
-            w.write_packed(0);
         };
         assert!(decode(&one_bunch(0, good)).is_ok());
         assert!(decode(&one_bunch(1, good)).is_err(), "a body shorter than its length");
@@ -426,7 +416,6 @@ mod tests {
                     w.write_packed(n);
                     w.write_bits(5, 8);
                 }
-                w.write_packed(0);
                 w.write_packed(0);
             })
         };

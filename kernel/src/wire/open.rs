@@ -7,7 +7,7 @@
 //!           moving:bit [velocity:vector(Q1)]
 //! path   := len:packed(≤ MAX_PATH_BYTES) byte{len}            UTF-8
 //! close  := reason:2  [path]        the path only for a static actor destroyed (reason 0)
-//! export := a bunch of GUID 1 (EXPORT_GUID) whose body is  guid:packed(static)  path  0:packed
+//! export := a bunch of GUID 1 (EXPORT_GUID) whose body is  guid:packed(static)  path
 //! ```
 //!
 //! A dynamic actor opens with its spawn info — UE's quantisation: location to two decimals,
@@ -133,22 +133,19 @@ impl OpenHeader {
 /// it was never opened (a door an `Initial`-dormant static actor, say).
 pub const EXPORT_GUID: NetGuid = NetGuid(1);
 
-/// Writes an export's body (the bunch's records terminator is the writer's).
+/// Writes an export's body.
 pub fn write_export_body(w: &mut BitWriter, guid: NetGuid, path: &str) {
     w.write_packed(guid.0);
     write_path(w, path);
 }
 
-/// Reads an export's body up to its terminator.
+/// Reads an export's body (the bunch's length ends it).
 pub fn read_export_body(r: &mut BitReader<'_>) -> Result<(NetGuid, String), WireError> {
     let guid = NetGuid(r.read_packed()?);
     if !guid.is_static() || guid == EXPORT_GUID {
         return Err(WireError::Invalid("exported GUID"));
     }
     let path = read_path(r)?;
-    if r.read_packed()? != 0 {
-        return Err(WireError::Invalid("export terminator"));
-    }
     Ok((guid, path))
 }
 
@@ -414,21 +411,18 @@ mod tests {
 
     #[test]
     fn an_export_names_a_static_guid_and_its_path_and_nothing_else_passes() {
-        let body = |guid: NetGuid, terminator: u64| {
+        let body = |guid: NetGuid| {
             let mut w = BitWriter::new();
             write_export_body(&mut w, guid, "/Game/Map.Door");
-            w.write_packed(terminator);
             w
         };
-        let w = body(NetGuid(7), 0);
+        let w = body(NetGuid(7));
         assert_eq!(read_export_body(&mut BitReader::new(w.bytes())), Ok((NetGuid(7), "/Game/Map.Door".into())));
         for bad in [NetGuid(8), NetGuid(0), EXPORT_GUID] {
-            let w = body(bad, 0);
+            let w = body(bad);
             assert_eq!(read_export_body(&mut BitReader::new(w.bytes())), Err(WireError::Invalid("exported GUID")));
         }
-        let w = body(NetGuid(7), 1);
-        assert_eq!(read_export_body(&mut BitReader::new(w.bytes())), Err(WireError::Invalid("export terminator")));
-        let w = body(NetGuid(7), 0);
+        let w = body(NetGuid(7));
         for cut in 0..w.len_bits() {
             assert!(read_export_body(&mut BitReader::with_len(w.bytes(), cut)).is_err(), "cut at {cut}");
         }

@@ -5,7 +5,8 @@
 //! of the bunch being built inside it. A bunch's body is built apart and copied in when the bunch
 //! ends, because its header carries the body's length (so a receiver can step over a bunch it
 //! cannot apply). Every `*_fits` question answers for the packet as it would be *finished*: the
-//! bunch terminator, the body-length field and the packet terminator are all counted.
+//! body-length field and the packet terminator are counted (a body has no terminator of its own:
+//! its length says where it ends).
 //!
 //! ```text
 //! begin_packet(seq)
@@ -53,8 +54,9 @@ pub fn max_body_bits(mtu: usize) -> usize {
 
 /// Bits of the packet terminator.
 const PACKET_END_BITS: usize = 1;
-/// Bits of a body's record terminator.
-const BODY_END_BITS: usize = 8;
+/// Bits after a body's records: none, the body length says where they end (a terminator of 8
+/// bits per bunch was dropped for it; see `wire::bunch`).
+const BODY_END_BITS: usize = 0;
 
 /// Writes a packet header.
 pub fn begin_packet(w: &mut BitWriter, seq: Seq) {
@@ -66,8 +68,7 @@ pub fn end_packet(w: &mut BitWriter) {
     w.write_bool(false);
 }
 
-/// Writes one whole bunch: header, body length and `body` (records without their terminator,
-/// which is added here).
+/// Writes one whole bunch: header, body length and `body` (its records).
 pub fn write_bunch(w: &mut BitWriter, guid: NetGuid, open: Option<&OpenHeader>, body: &BitWriter) {
     write_bunch_encoded(w, guid, open.map(OpenHeader::encode).as_ref(), body);
 }
@@ -77,7 +78,6 @@ pub fn write_bunch_encoded(w: &mut BitWriter, guid: NetGuid, open: Option<&Encod
     write_bunch_header(w, guid, open, false);
     w.write_packed((body.len_bits() + BODY_END_BITS) as u64);
     w.write_from(body.bytes(), 0, body.len_bits());
-    w.write_packed(0);
 }
 
 /// Writes a close bunch of a destroyed actor (it has no body).
@@ -332,7 +332,7 @@ mod tests {
             let room = mtu_bits - 16 - 1;
             assert!(p.span_fits(&out, room), "mtu {mtu}");
             assert!(!p.span_fits(&out, room + 1), "mtu {mtu}");
-            // In a bunch: its header, the body-length field and the body terminator count too.
+            // In a bunch: its header and the body-length field count too.
             p.begin_bunch(NetGuid(2), None);
             let header = bunch_header_bits(NetGuid(2), None);
             let body = |bits: usize| bits + BODY_END_BITS;
