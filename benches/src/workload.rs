@@ -38,6 +38,8 @@ pub struct CompareWorkload {
     order: Vec<u32>,
     hot: Vec<usize>,
     occasional: Vec<usize>,
+    /// The one hot parent is a count: index at spawn, +1 per change.
+    counting: bool,
 }
 
 impl CompareWorkload {
@@ -52,6 +54,11 @@ impl CompareWorkload {
             // A class without movement (Counter): its first fixed parent is what changes.
             hot.extend(layout.parents.iter().position(|p| !matches!(p.ty, PropType::Array { .. })));
         }
+        // A counter counts: a `u32` that is all a class changes starts at the actor's index and
+        // grows by one per change (values stay small, as real counters' do).
+        let counting = find(&MOVEMENT).is_empty()
+            && hot.len() == 1
+            && matches!(layout.parents[hot[0]].ty, PropType::U32);
         let occasional = find(&OCCASIONAL);
         let mut store = ClassStore::new(layout.clone());
         let mut reference = with_reference.then(|| RefWorld::new(layout.clone()));
@@ -70,9 +77,10 @@ impl CompareWorkload {
             order: (0..actors as u32).collect(),
             hot,
             occasional,
+            counting,
         };
         for i in 0..actors {
-            w.change_actor(i, true, false);
+            w.set_actor(i, true, false, true);
         }
         Ok(w)
     }
@@ -101,13 +109,23 @@ impl CompareWorkload {
     }
 
     fn change_actor(&mut self, actor: usize, occasional: bool, mark: bool) {
+        self.set_actor(actor, occasional, mark, false);
+    }
+
+    /// [`Self::change_actor`]; `initial`: the actor's first values (a counter's index).
+    fn set_actor(&mut self, actor: usize, occasional: bool, mark: bool, initial: bool) {
         let id = self.ids[actor];
         let mut parents = self.hot.clone();
         if occasional && !self.occasional.is_empty() {
             parents.push(self.occasional[self.rng.random_range(0..self.occasional.len())]);
         }
         for parent in parents {
-            let v = random_value(&self.layout.parents[parent].ty, &mut self.rng, &[]);
+            let v = match self.store.get(id, parent) {
+                Ok(Value::U32(n)) if self.counting && !initial => Value::U32(n.wrapping_add(1)),
+                // A counter's first value: its index.
+                _ if self.counting => Value::U32(actor as u32),
+                _ => random_value(&self.layout.parents[parent].ty, &mut self.rng, &[]),
+            };
             // Values come from the layout's own types and ids stay live, so these writes cannot
             // fail; if they did, kernel and reference would silently diverge.
             self.store.set(id, parent, &v).expect("a value of the property's own type");
