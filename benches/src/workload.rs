@@ -58,7 +58,7 @@ impl CompareWorkload {
         // grows by one per change (values stay small, as real counters' do).
         let counting = find(&MOVEMENT).is_empty()
             && hot.len() == 1
-            && matches!(layout.parents[hot[0]].ty, PropType::U32);
+            && matches!(layout.parents[hot[0]].ty, PropType::U32 | PropType::PackedU32);
         let occasional = find(&OCCASIONAL);
         let mut store = ClassStore::new(layout.clone());
         let mut reference = with_reference.then(|| RefWorld::new(layout.clone()));
@@ -153,7 +153,7 @@ pub fn random_value(ty: &PropType, rng: &mut ChaCha8Rng, objects: &[u64]) -> Val
         PropType::I8 => Value::I8(rng.random()),
         PropType::U16 => Value::U16(rng.random()),
         PropType::I16 => Value::I16(rng.random()),
-        PropType::U32 => Value::U32(rng.random()),
+        PropType::U32 | PropType::PackedU32 => Value::U32(rng.random()),
         PropType::I32 => Value::I32(rng.random()),
         PropType::U64 => Value::U64(rng.random()),
         PropType::I64 => Value::I64(rng.random()),

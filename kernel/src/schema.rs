@@ -150,6 +150,9 @@ pub enum PropType {
     I16,
     /// `u32`.
     U32,
+    /// A `u32` written with UE's packed encoding (`SerializeIntPacked`: 7 bits a byte), for
+    /// values that stay small — counts, ids: a value below 128 takes 8 bits, below 16 384 16.
+    PackedU32,
     /// `i32`.
     I32,
     /// `u64`.
@@ -235,6 +238,8 @@ pub enum LeafKind {
     I16,
     /// `u32`.
     U32,
+    /// `u32`, packed on the wire ([`PropType::PackedU32`]).
+    PackedU32,
     /// `i32`.
     I32,
     /// `u64`.
@@ -267,7 +272,7 @@ impl LeafKind {
         match self {
             LeafKind::Bool | LeafKind::U8 | LeafKind::I8 | LeafKind::Enum(_) => 1,
             LeafKind::U16 | LeafKind::I16 => 2,
-            LeafKind::U32 | LeafKind::I32 | LeafKind::F32 | LeafKind::Name => 4,
+            LeafKind::U32 | LeafKind::PackedU32 | LeafKind::I32 | LeafKind::F32 | LeafKind::Name => 4,
             LeafKind::U64 | LeafKind::I64 | LeafKind::F64 | LeafKind::Object => 8,
             LeafKind::Vector(_) | LeafKind::Rotator => 12,
             LeafKind::Opaque(n) => n as usize,
@@ -291,7 +296,7 @@ impl LeafKind {
             LeafKind::Bool => (PlaneWidth::Bit, 1),
             LeafKind::U8 | LeafKind::I8 | LeafKind::Enum(_) => (PlaneWidth::B1, 1),
             LeafKind::U16 | LeafKind::I16 => (PlaneWidth::B2, 1),
-            LeafKind::U32 | LeafKind::I32 | LeafKind::F32 | LeafKind::Name => (PlaneWidth::B4, 1),
+            LeafKind::U32 | LeafKind::PackedU32 | LeafKind::I32 | LeafKind::F32 | LeafKind::Name => (PlaneWidth::B4, 1),
             LeafKind::U64 | LeafKind::I64 | LeafKind::F64 | LeafKind::Object => (PlaneWidth::B8, 1),
             // One interleaved 12-byte lane: a dirty actor's vector is one cache line, not three.
             LeafKind::Vector(_) | LeafKind::Rotator => (PlaneWidth::B12, 1),
@@ -733,6 +738,7 @@ pub(crate) fn leaf_kind(ty: &PropType) -> Option<LeafKind> {
         PropType::U16 => LeafKind::U16,
         PropType::I16 => LeafKind::I16,
         PropType::U32 => LeafKind::U32,
+        PropType::PackedU32 => LeafKind::PackedU32,
         PropType::I32 => LeafKind::I32,
         PropType::U64 => LeafKind::U64,
         PropType::I64 => LeafKind::I64,

@@ -31,7 +31,7 @@
 //! - `Projectile`, `Pickup` and `Counter` have no base: they stand for lean, numerous objects, and
 //!   `Counter` is a single-property class for comparisons with other replication systems.
 
-use crate::types::{NetQuantize10, NetQuantize100, Rotator};
+use crate::types::{NetQuantize10, NetQuantize100, PackedU32, Rotator};
 use shadowrep::value::ObjectRef;
 
 crate::replicated_enum! {
@@ -176,10 +176,11 @@ crate::replicated_class! {
 }
 
 crate::replicated_class! {
-    /// A single polled counter, for comparisons with other replication systems.
+    /// A single polled counter, for comparisons with other replication systems (its count is
+    /// declared packed: counts stay small).
     pub class Counter {
         /// The count.
-        count: u32 = "Count",
+        count: PackedU32 = "Count",
     }
 }
 
@@ -392,7 +393,7 @@ mod tests {
         let mut a = Actor::new_store();
         let id = a.spawn();
         assert!(ShooterCharacter::health(&a, id).is_err());
-        assert_eq!(Counter::count(&s, s.ids().next().unwrap()).unwrap(), 0);
+        assert_eq!(Counter::count(&s, s.ids().next().unwrap()).unwrap(), PackedU32(0));
     }
 
     crate::replicated_class! {

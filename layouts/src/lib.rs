@@ -45,7 +45,7 @@ pub mod types;
 
 pub use class::ReplicatedClass;
 pub use types::{
-    enum_bits, Name, NetQuantize, NetQuantize10, NetQuantize100, NetQuantizeNormal, RepType, Rotator, Vec3,
+    enum_bits, Name, NetQuantize, NetQuantize10, NetQuantize100, NetQuantizeNormal, PackedU32, RepType, Rotator, Vec3,
 };
 
 use shadowrep::schema::ClassLayout;
@@ -57,7 +57,7 @@ use std::sync::Arc;
 /// and the kernel types the generated accessors take.
 pub mod prelude {
     pub use crate::types::{
-        Name, NetQuantize, NetQuantize10, NetQuantize100, NetQuantizeNormal, RepType, Rotator, Vec3,
+        Name, NetQuantize, NetQuantize10, NetQuantize100, NetQuantizeNormal, PackedU32, RepType, Rotator, Vec3,
     };
     pub use crate::{replicated_class, replicated_enum, replicated_opaque, replicated_struct, ReplicatedClass};
     pub use shadowrep::schema::{ClassLayout, Condition, LayoutError, Notify, PropType};

@@ -92,6 +92,26 @@ impl RepType for ObjectRef {
     }
 }
 
+/// A `u32` written packed on the wire ([`PropType::PackedU32`]: 7 bits a byte), for values that
+/// stay small — counts, ids, scores.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct PackedU32(pub u32);
+
+impl RepType for PackedU32 {
+    fn prop_type() -> PropType {
+        PropType::PackedU32
+    }
+    fn to_value(&self) -> Value {
+        Value::U32(self.0)
+    }
+    fn from_value(v: &Value) -> Option<Self> {
+        match v {
+            Value::U32(x) => Some(PackedU32(*x)),
+            _ => None,
+        }
+    }
+}
+
 /// An index into the name table (UE's `FName`), replicated as [`PropType::Name`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Name(pub u32);

@@ -248,7 +248,7 @@ fn kind_size(kind: LeafKind) -> usize {
     match kind {
         LeafKind::Bool | LeafKind::U8 | LeafKind::I8 | LeafKind::Enum(_) => 1,
         LeafKind::U16 | LeafKind::I16 => 2,
-        LeafKind::U32 | LeafKind::I32 | LeafKind::F32 | LeafKind::Name => 4,
+        LeafKind::U32 | LeafKind::PackedU32 | LeafKind::I32 | LeafKind::F32 | LeafKind::Name => 4,
         LeafKind::U64 | LeafKind::I64 | LeafKind::F64 | LeafKind::Object => 8,
         LeafKind::Vector(_) | LeafKind::Rotator => 12,
         LeafKind::Opaque(n) => n as usize,

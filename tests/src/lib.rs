@@ -27,7 +27,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 /// Two classes that between them use every kind of leaf a packet can carry — scalars, a
-/// quantised vector, a rotator, a bool, an enum, an object reference, a name and a dynamic
+/// quantised vector, a rotator, a bool, an enum, an object reference, a name, a packed u32 and a dynamic
 /// array of structs holding references — for tests of hostile input.
 pub fn mixed_layouts() -> Vec<Arc<ClassLayout>> {
     let item = PropType::Struct(StructType::new("Item").field("Count", PropType::U16).field("Owner", PropType::Object));
@@ -43,7 +43,8 @@ pub fn mixed_layouts() -> Vec<Arc<ClassLayout>> {
                 .property(PropertyDecl::new("Mode", PropType::Enum { bits: 3 }))
                 .property(PropertyDecl::new("Target", PropType::Object).notify(Notify::Always))
                 .property(PropertyDecl::new("Label", PropType::Name))
-                .property(PropertyDecl::new("Items", PropType::Array { element: Box::new(item), max_len: 8 })),
+                .property(PropertyDecl::new("Items", PropType::Array { element: Box::new(item), max_len: 8 }))
+                .property(PropertyDecl::new("Kills", PropType::PackedU32)),
         ),
         build(ClassBuilder::new("Small").property(PropertyDecl::new("Byte", PropType::U8).notify(Notify::OnChanged))),
     ]

@@ -4,6 +4,7 @@
 use shadowrep::client::ClientEvent;
 use shadowrep::prelude::*;
 use shadowrep_layouts::classes::Counter;
+use shadowrep_layouts::PackedU32;
 use std::collections::HashSet;
 
 #[test]
@@ -15,7 +16,7 @@ fn a_client_lists_reads_and_reports_its_actors() {
     let mut client = ClientWorld::new(&[Counter::layout().clone()], &driver.checksums()).expect("same layout");
     let ids: Vec<ActorId> = (0..3).map(|_| store.spawn()).collect();
     for (i, &id) in ids.iter().enumerate() {
-        Counter::set_count(&mut store, id, 10 + i as u32).expect("set");
+        Counter::set_count(&mut store, id, PackedU32(10 + i as u32)).expect("set");
     }
     let guids: Vec<NetGuid> = ids.iter().map(|&id| driver.assign_guid(class, &store, id).expect("guid")).collect();
     assert!(!client.feedback_due(), "nothing received yet");
@@ -31,7 +32,7 @@ fn a_client_lists_reads_and_reports_its_actors() {
     for (i, &g) in guids.iter().enumerate() {
         assert!(spawned.contains(&ClientEvent::Spawned { guid: g, class: class.0 }));
         let (client_store, id) = client.actor(g).expect("the client has it");
-        assert_eq!(Counter::count(client_store, id), Ok(10 + i as u32), "typed read on the client");
+        assert_eq!(Counter::count(client_store, id), Ok(PackedU32(10 + i as u32)), "typed read on the client");
     }
     let fb = client.feedback();
     assert!(!client.feedback_due(), "reported");

@@ -182,6 +182,7 @@ fn raw_kinds() -> Vec<LeafKind> {
         LeafKind::U16,
         LeafKind::I16,
         LeafKind::U32,
+        LeafKind::PackedU32,
         LeafKind::I32,
         LeafKind::U64,
         LeafKind::I64,
@@ -202,7 +203,7 @@ fn raw_bytes(kind: LeafKind, rng: &mut ChaCha8Rng) -> Vec<u8> {
     rng.fill_bytes(&mut b);
     match kind {
         LeafKind::Enum(bits) => b[0] &= ((1u16 << bits) - 1) as u8,
-        LeafKind::Name | LeafKind::Object if rng.random_bool(0.5) => {
+        LeafKind::Name | LeafKind::Object | LeafKind::PackedU32 if rng.random_bool(0.5) => {
             // Short values: a random number of significant bits.
             let v = rng.next_u64() >> rng.random_range(0..64);
             let n = b.len();
@@ -227,7 +228,7 @@ fn expected_raw_bits(kind: LeafKind, b: &[u8]) -> Bits {
     let mut e = Bits::default();
     match kind {
         LeafKind::Enum(bits) => e.push(b[0] as u64, bits as u32),
-        LeafKind::Name | LeafKind::Object => {
+        LeafKind::Name | LeafKind::Object | LeafKind::PackedU32 => {
             let mut v = b.iter().rev().fold(0u64, |acc, &x| acc << 8 | x as u64);
             loop {
                 let more = v >= 0x80;
@@ -257,13 +258,14 @@ fn raw_kinds_round_trip_bit_for_bit() {
             let (out, leaf) = trip(kind, &b, &mut rng);
             assert_eq!(out, b, "{kind:?} case {case}: decoded bytes differ");
             assert_eq!(leaf, expected_raw_bits(kind, &b), "{kind:?} {b:02x?}: wire bits");
-            if let LeafKind::Name | LeafKind::Object = kind {
+            if let LeafKind::Name | LeafKind::Object | LeafKind::PackedU32 = kind {
                 let v = b.iter().rev().fold(0u64, |acc, &x| acc << 8 | x as u64);
                 assert_eq!(leaf.0.len(), packed_width(v), "{kind:?} {v}: packed width");
+                assert!(leaf.0.len() <= max_leaf_bits(kind), "{kind:?} {v}: within max_leaf_bits");
             }
             widest = widest.max(leaf.0.len());
         }
-        if !matches!(kind, LeafKind::Name | LeafKind::Object) {
+        if !matches!(kind, LeafKind::Name | LeafKind::Object | LeafKind::PackedU32) {
             assert_eq!(widest, max_leaf_bits(kind), "{kind:?}: a fixed-width kind's max_leaf_bits");
         }
     }

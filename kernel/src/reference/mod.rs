@@ -276,7 +276,9 @@ fn identical(kind: LeafKind, a: &[u8], b: &[u8]) -> bool {
         LeafKind::Bool => (a[0] != 0) == (b[0] != 0),
         LeafKind::U8 | LeafKind::I8 | LeafKind::Enum(_) => a[0] == b[0],
         LeafKind::U16 | LeafKind::I16 => u16::from_le_bytes(rd(a, 0)) == u16::from_le_bytes(rd(b, 0)),
-        LeafKind::U32 | LeafKind::I32 | LeafKind::Name => u32::from_le_bytes(rd(a, 0)) == u32::from_le_bytes(rd(b, 0)),
+        LeafKind::U32 | LeafKind::PackedU32 | LeafKind::I32 | LeafKind::Name => {
+            u32::from_le_bytes(rd(a, 0)) == u32::from_le_bytes(rd(b, 0))
+        }
         LeafKind::F32 => f32::from_le_bytes(rd(a, 0)).to_bits() == f32::from_le_bytes(rd(b, 0)).to_bits(),
         LeafKind::U64 | LeafKind::I64 | LeafKind::Object => {
             u64::from_le_bytes(rd(a, 0)) == u64::from_le_bytes(rd(b, 0))

@@ -326,6 +326,7 @@ pub fn max_leaf_bits(kind: LeafKind) -> usize {
         LeafKind::U8 | LeafKind::I8 => 8,
         LeafKind::U16 | LeafKind::I16 => 16,
         LeafKind::U32 | LeafKind::I32 | LeafKind::F32 => 32,
+        LeafKind::PackedU32 => 40,
         LeafKind::U64 | LeafKind::I64 | LeafKind::F64 => 64,
         LeafKind::Name | LeafKind::Object => 80,
         LeafKind::Vector(q) => match packed_params(q) {
@@ -347,6 +348,7 @@ pub fn write_leaf(w: &mut BitWriter, kind: LeafKind, bytes: &[u8]) {
         LeafKind::U8 | LeafKind::I8 => w.write_bits(bytes[0] as u64, 8),
         LeafKind::U16 | LeafKind::I16 => w.write_bits(le_u64(bytes, 2), 16),
         LeafKind::U32 | LeafKind::I32 | LeafKind::F32 => w.write_bits(le_u64(bytes, 4), 32),
+        LeafKind::PackedU32 => w.write_packed(le_u64(bytes, 4)),
         LeafKind::U64 | LeafKind::I64 | LeafKind::F64 => w.write_bits(le_u64(bytes, 8), 64),
         LeafKind::Name | LeafKind::Object => w.write_packed(le_u64(bytes, kind.byte_size())),
         LeafKind::Vector(q) => write_vector(w, q, [f32_at(bytes, 0), f32_at(bytes, 1), f32_at(bytes, 2)]),
@@ -377,6 +379,10 @@ pub fn read_leaf(r: &mut BitReader<'_>, kind: LeafKind, out: &mut [u8]) -> Resul
         LeafKind::U8 | LeafKind::I8 => out[0] = r.read_bits(8)? as u8,
         LeafKind::U16 | LeafKind::I16 => put(out, r.read_bits(16)?, 2),
         LeafKind::U32 | LeafKind::I32 | LeafKind::F32 => put(out, r.read_bits(32)?, 4),
+        LeafKind::PackedU32 => {
+            let v = u32::try_from(r.read_packed()?).map_err(|_| WireError::Invalid("packed u32"))?;
+            put(out, v as u64, 4);
+        }
         LeafKind::U64 | LeafKind::I64 | LeafKind::F64 => put(out, r.read_bits(64)?, 8),
         LeafKind::Name => {
             let v = r.read_packed()?;
@@ -554,6 +560,22 @@ mod tests {
         let mut w = BitWriter::new();
         w.write_packed(300); // 300 = 0b10_0101100 -> groups 0x2c, 0x02
         assert_eq!(w.bytes(), &[(0x2c << 1) | 1, 0x02 << 1]);
+    }
+
+    #[test]
+    fn a_packed_u32_over_u32_max_is_an_error() {
+        let mut w = BitWriter::new();
+        w.write_packed(1 << 32);
+        let mut out = [0u8; 4];
+        assert_eq!(
+            read_leaf(&mut BitReader::new(w.bytes()), LeafKind::PackedU32, &mut out),
+            Err(WireError::Invalid("packed u32"))
+        );
+        let mut w = BitWriter::new();
+        write_leaf(&mut w, LeafKind::PackedU32, &u32::MAX.to_le_bytes());
+        assert_eq!(w.len_bits(), max_leaf_bits(LeafKind::PackedU32));
+        read_leaf(&mut BitReader::new(w.bytes()), LeafKind::PackedU32, &mut out).unwrap();
+        assert_eq!(out, u32::MAX.to_le_bytes());
     }
 
     #[test]
