@@ -23,7 +23,7 @@ use super::shared::{SharedActor, SharedArena};
 use crate::ids::LeafMask;
 use crate::ids::NetGuid;
 use crate::store::ClassStore;
-use crate::wire::bunch::{end_array, write_array_element, write_array_head, write_leaf_record};
+use crate::wire::bunch::{end_array, handle_bits, write_array_element, write_array_head, write_leaf_record};
 use crate::wire::open::{EncodedOpen, OpenHeader, OpenKind};
 use crate::wire::packet::packed_bits;
 use crate::wire::BitWriter;
@@ -339,6 +339,7 @@ impl WriteCtx<'_> {
         let c = &self.classes[item.class as usize];
         let mut done = LeafMask::EMPTY;
         let mut buf = [0u8; 256];
+        let handle_width = handle_bits(&c.layout);
         for leaf in item.leaves.iter() {
             let l = &c.layout.leaves[leaf];
             let ok = match l.array {
@@ -360,14 +361,14 @@ impl WriteCtx<'_> {
                         let n = l.kind.byte_size();
                         self.stores[item.class as usize].leaf_bytes(item.slot, leaf, &mut buf[..n]);
                         let before = conn.writer.body_bits();
-                        write_leaf_record(conn.writer.body(), l.handle, l.kind, &buf[..n]);
+                        write_leaf_record(conn.writer.body(), handle_width, l.handle, l.kind, &buf[..n]);
                         if conn.writer.body_fits(&conn.out, 0) {
                             true
                         } else {
                             conn.writer.body().truncate(before);
                             let room = self.split(conn, open, &mut part);
                             if room {
-                                write_leaf_record(conn.writer.body(), l.handle, l.kind, &buf[..n]);
+                                write_leaf_record(conn.writer.body(), handle_width, l.handle, l.kind, &buf[..n]);
                             }
                             room
                         }
@@ -468,7 +469,7 @@ impl WriteCtx<'_> {
         let handle = layout.leaves[leaf].handle;
         let bytes = self.stores[item.class as usize].array_bytes(item.slot, a);
         let count = bytes.len() / array.stride;
-        let head = packed_bits(handle as u64) + packed_bits(count as u64) + 8;
+        let head = handle_bits(layout) as usize + packed_bits(count as u64) + 8;
         let mut el = BitWriter::new();
         let element = |el: &mut BitWriter, e: usize| {
             el.clear();
@@ -488,7 +489,7 @@ impl WriteCtx<'_> {
                     return false;
                 }
             }
-            write_array_head(conn.writer.body(), handle, count);
+            write_array_head(conn.writer.body(), handle_bits(layout), handle, count);
             part.leaves |= LeafMask::leaf(leaf);
             while e < count && conn.writer.body_fits(&conn.out, el.len_bits() + 8) {
                 conn.writer.body().write_from(el.bytes(), 0, el.len_bits());

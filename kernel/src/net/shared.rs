@@ -15,7 +15,7 @@
 use super::actors::{ChangedActor, ClassNet};
 use crate::ids::LeafMask;
 use crate::store::ClassStore;
-use crate::wire::bunch::write_leaf_record;
+use crate::wire::bunch::{handle_bits, write_leaf_record};
 use crate::wire::packet::write_bunch;
 use crate::wire::BitWriter;
 use rayon::prelude::*;
@@ -96,7 +96,7 @@ impl SharedArena {
                     let n = l.kind.byte_size();
                     stores[k.class as usize].leaf_bytes(k.slot, leaf, &mut buf[..n]);
                     let start = body.len_bits();
-                    write_leaf_record(&mut body, l.handle, l.kind, &buf[..n]);
+                    write_leaf_record(&mut body, handle_bits(&c.layout), l.handle, l.kind, &buf[..n]);
                     records.push((start, body.len_bits() - start));
                 }
                 let bunch_start = w.len_bits();

@@ -8,9 +8,11 @@
 //!                                      super::open: spawn info or a static path, close reason)
 //! body     := { record }*                           exactly `len` bits: the length ends it
 //!           | [ delta ]                              a fast array's bunch (crate::fastarray::wire)
-//! record   := handle:packed(≥1)  value                         a fixed leaf
-//!           | handle:packed(≥1)  count:packed { nested:packed(≥1) value }*  0:packed
+//! record   := handle  value                                   a fixed leaf
+//!           | handle  count:packed { nested:packed(≥1) value }*  0:packed
 //!                                                              a dynamic array
+//! handle   := (handle − 1) in handle_bits(class) bits           ⌈log₂ leaves⌉: none for a
+//!                                                              one-leaf class
 //! ```
 //!
 //! A bunch carries one actor's records (UE's content block). `open` introduces the actor with
@@ -107,27 +109,41 @@ pub enum Resolve<'a> {
 /// array, its head and end with one whole element (an array is split between elements, so one
 /// element is the most a packet must hold at once).
 pub fn max_record_bits(layout: &ClassLayout, leaf: usize) -> usize {
-    let handle = super::packet::packed_bits(u16::MAX as u64);
+    let handle = handle_bits(layout) as usize;
+    let packed = super::packet::packed_bits(u16::MAX as u64);
     let l = &layout.leaves[leaf];
     match l.array {
         None => handle + super::max_leaf_bits(l.kind),
         Some(a) => {
-            let element: usize = layout.arrays[a].elements.iter().map(|e| handle + super::max_leaf_bits(e.kind)).sum();
+            let element: usize = layout.arrays[a].elements.iter().map(|e| packed + super::max_leaf_bits(e.kind)).sum();
             // Head: handle and count; end: a zero nested handle.
-            element + 2 * handle + 8
+            element + handle + packed + 8
         }
     }
 }
 
-/// Writes a fixed leaf record.
-pub fn write_leaf_record(w: &mut BitWriter, handle: u16, kind: LeafKind, bytes: &[u8]) {
-    w.write_packed(handle as u64);
+/// Bits of a record's handle in `layout`'s bunches: enough for its leaf handles `1..=n`, written
+/// as `handle − 1` (UE writes handles as ranged ints of the class's width too; a one-leaf class
+/// spends none).
+pub fn handle_bits(layout: &ClassLayout) -> u32 {
+    let n = layout.leaves.len().max(1) as u32;
+    u32::BITS - (n - 1).leading_zeros()
+}
+
+/// Writes a record's handle in `bits` bits ([`handle_bits`]).
+fn write_handle(w: &mut BitWriter, bits: u32, handle: u16) {
+    w.write_bits(u64::from(handle.saturating_sub(1)), bits);
+}
+
+/// Writes a fixed leaf record; `bits`: the class's [`handle_bits`].
+pub fn write_leaf_record(w: &mut BitWriter, bits: u32, handle: u16, kind: LeafKind, bytes: &[u8]) {
+    write_handle(w, bits, handle);
     write_leaf(w, kind, bytes);
 }
 
 /// Writes the head of a dynamic array record: its handle and the array's length.
-pub fn write_array_head(w: &mut BitWriter, handle: u16, count: usize) {
-    w.write_packed(handle as u64);
+pub fn write_array_head(w: &mut BitWriter, bits: u32, handle: u16, count: usize) {
+    write_handle(w, bits, handle);
     w.write_packed(count as u64);
 }
 
@@ -150,7 +166,7 @@ pub fn write_array_record(w: &mut BitWriter, layout: &ClassLayout, leaf: usize, 
     let Some(a) = layout.leaves[leaf].array else { return };
     let array = &layout.arrays[a];
     let count = elements.len() / array.stride;
-    write_array_head(w, layout.leaves[leaf].handle, count);
+    write_array_head(w, handle_bits(layout), layout.leaves[leaf].handle, count);
     for e in 0..count {
         write_array_element(w, array, e, &elements[e * array.stride..(e + 1) * array.stride]);
     }
@@ -242,9 +258,10 @@ fn read_delta_body(
 fn read_records(r: &mut BitReader<'_>, layout: &ClassLayout) -> Result<Vec<Record>, WireError> {
     let mut records = Vec::new();
     let mut last = 0u16;
+    let bits = handle_bits(layout);
     while r.remaining() > 0 {
-        let handle = r.read_packed()?;
-        let handle = u16::try_from(handle).ok().filter(|&h| h != 0).ok_or(WireError::Invalid("handle"))?;
+        let handle = r.read_bits(bits)? + 1;
+        let handle = u16::try_from(handle).map_err(|_| WireError::Invalid("handle"))?;
         if handle <= last {
             return Err(WireError::Invalid("handle order"));
         }
@@ -297,6 +314,7 @@ mod tests {
         ClassBuilder::new("B")
             .property(PropertyDecl::new("A", PropType::U16))
             .property(PropertyDecl::new("Arr", PropType::Array { element: Box::new(PropType::U8), max_len: 4 }))
+            .property(PropertyDecl::new("C", PropType::U8))
             .build()
             .unwrap()
     }
@@ -306,7 +324,7 @@ mod tests {
         let mut w = BitWriter::new();
         begin_packet(&mut w, Seq(7));
         let mut body = BitWriter::new();
-        write_leaf_record(&mut body, 1, LeafKind::U16, &[0x34, 0x12]);
+        write_leaf_record(&mut body, handle_bits(&l), 1, LeafKind::U16, &[0x34, 0x12]);
         write_array_record(&mut body, &l, 1, &[9, 8]);
         write_bunch(&mut w, NetGuid(4), Some(&OpenHeader::spawn(2)), &body);
         write_close(&mut w, NetGuid(6));
@@ -371,27 +389,44 @@ mod tests {
     fn bad_handles_counts_and_lengths_are_errors() {
         let l = layout();
         let decode = |bytes: &[u8]| decode_packet(bytes, |_, _| Ok(Resolve::Layout(&l)));
+        // Three leaves: handles in two bits, 1..=3 written as 0..=2.
+        assert_eq!(handle_bits(&l), 2);
         let bad = one_bunch(0, |w| {
-            w.write_packed(9); // no such handle
+            w.write_bits(3, 2); // handle 4: no such leaf
+            w.write_bits(0, 8);
         });
         assert_eq!(decode(&bad), Err(WireError::Invalid("handle")));
         let bad = one_bunch(0, |w| {
-            w.write_packed(0); // handle 0 is no handle (the body has no terminator)
-        });
-        assert_eq!(decode(&bad), Err(WireError::Invalid("handle")));
-        let bad = one_bunch(0, |w| {
-            w.write_packed(2);
+            w.write_bits(1, 2);
             w.write_packed(5); // count over the cap of 4
             w.write_packed(0);
         });
         assert!(matches!(decode(&bad), Err(WireError::OutOfRange { .. })));
         let good = |w: &mut BitWriter| {
-            write_leaf_record(w, 1, LeafKind::U16, &[1, 0]);
+            write_leaf_record(w, handle_bits(&l), 1, LeafKind::U16, &[1, 0]);
         };
         assert!(decode(&one_bunch(0, good)).is_ok());
         assert!(decode(&one_bunch(1, good)).is_err(), "a body shorter than its length");
         assert!(decode(&one_bunch(-8, good)).is_err());
         assert_eq!(decode(&one_bunch(1 << 20, good)), Err(WireError::Truncated));
+    }
+
+    #[test]
+    fn a_one_leaf_class_spends_no_handle_bits_and_still_refuses_a_repeated_record() {
+        let l = ClassBuilder::new("Count").property(PropertyDecl::new("N", PropType::U16)).build().unwrap();
+        assert_eq!(handle_bits(&l), 0);
+        let decode = |bytes: &[u8]| decode_packet(bytes, |_, _| Ok(Resolve::Layout(&l)));
+        let record = |w: &mut BitWriter| write_leaf_record(w, 0, 1, LeafKind::U16, &[7, 0]);
+        let mut body = BitWriter::new();
+        record(&mut body);
+        assert_eq!(body.len_bits(), 16, "the value alone");
+        let p = decode(&one_bunch(0, record)).unwrap();
+        assert_eq!(p.bunches[0].records, [Record { handle: 1, value: RecordValue::Leaf(vec![7, 0]) }]);
+        let twice = |w: &mut BitWriter| {
+            record(w);
+            record(w);
+        };
+        assert_eq!(decode(&one_bunch(0, twice)), Err(WireError::Invalid("handle order")));
     }
 
     #[test]
@@ -410,7 +445,7 @@ mod tests {
         // Two one-leaf elements: nested handles 1 and 2, each at most once, ascending.
         let array = |nested: [u64; 2]| {
             one_bunch(0, move |w| {
-                w.write_packed(2);
+                w.write_bits(1, 2); // handle 2
                 w.write_packed(2);
                 for n in nested {
                     w.write_packed(n);

@@ -371,7 +371,7 @@ fn references_waiting_for_unknown_objects_stop_at_max_unmapped_and_are_counted()
         for part in 0..3usize {
             let elements = part * 1000..((part + 1) * 1000).min(2048);
             let mut body = BitWriter::new();
-            write_array_head(&mut body, 1, 2048);
+            write_array_head(&mut body, shadowrep::wire::bunch::handle_bits(&layout), 1, 2048);
             for e in elements {
                 body.write_packed(e as u64 + 1);
                 shadowrep::wire::write_leaf(&mut body, LeafKind::Object, &next_static.to_le_bytes());

@@ -155,7 +155,8 @@ fn an_open_after_a_close_in_one_packet_brings_the_actor_back() {
     let g = shadowrep::ids::NetGuid(2);
     let bunch = |w: &mut BitWriter, open: Option<u32>, v: u32| {
         let mut body = BitWriter::new();
-        write_leaf_record(&mut body, 1, shadowrep::schema::LeafKind::U32, &v.to_le_bytes());
+        let bits = shadowrep::wire::bunch::handle_bits(&counter().build().unwrap());
+        write_leaf_record(&mut body, bits, 1, shadowrep::schema::LeafKind::U32, &v.to_le_bytes());
         write_bunch(w, g, open.map(shadowrep::wire::open::OpenHeader::spawn).as_ref(), &body);
     };
     let mut w = BitWriter::new();
@@ -180,7 +181,8 @@ fn reopen_requests_are_deduplicated_capped_and_expire() {
     let mut b = Bench::new(counter(), DriverConfig::default());
     let unknown = |w: &mut BitWriter, g: u64| {
         let mut body = BitWriter::new();
-        write_leaf_record(&mut body, 1, shadowrep::schema::LeafKind::U32, &[1, 0, 0, 0]);
+        let bits = shadowrep::wire::bunch::handle_bits(&counter().build().unwrap());
+        write_leaf_record(&mut body, bits, 1, shadowrep::schema::LeafKind::U32, &[1, 0, 0, 0]);
         write_bunch(w, shadowrep::ids::NetGuid(g), None, &body);
     };
     let packet = |seq: u32, guids: &mut dyn Iterator<Item = u64>| {

@@ -133,11 +133,18 @@ pub(crate) fn close(w: &mut BitWriter, guid: NetGuid) {
     write_close(w, guid);
 }
 
-/// A bunch of `u32` leaf records (handle, value), in handle order.
-pub(crate) fn u32_bunch(w: &mut BitWriter, guid: NetGuid, open: Option<u32>, records: &[(u16, u32)]) {
+/// A bunch of `u32` leaf records (handle, value) of a `layout` actor, in handle order.
+pub(crate) fn u32_bunch(
+    w: &mut BitWriter,
+    layout: &ClassLayout,
+    guid: NetGuid,
+    open: Option<u32>,
+    records: &[(u16, u32)],
+) {
+    let bits = shadowrep::wire::bunch::handle_bits(layout);
     bunch(w, guid, open, |b| {
         for &(h, v) in records {
-            write_leaf_record(b, h, LeafKind::U32, &v.to_le_bytes());
+            write_leaf_record(b, bits, h, LeafKind::U32, &v.to_le_bytes());
         }
     });
 }

@@ -8,7 +8,7 @@ use shadowrep::link::LinkConfig;
 use shadowrep::net::DriverConfig;
 use shadowrep::schema::{ClassBuilder, ClassLayout, LeafKind, PropType, PropertyDecl};
 use shadowrep::value::{ObjectRef, Value};
-use shadowrep::wire::bunch::write_leaf_record;
+use shadowrep::wire::bunch::{handle_bits, write_leaf_record};
 use shadowrep::wire::{BitReader, BitWriter};
 use shadowrep_tests::{mixed_layouts, World};
 use std::collections::HashSet;
@@ -184,25 +184,27 @@ fn crafted_malformed_packets_are_refused_without_effect() {
     let items = handle(mixed, 8);
     assert_eq!(mixed.arrays[0].max_len, 8);
     // Every bad packet starts with a valid bunch, which must not be applied either.
-    let valid = |w: &mut BitWriter| u32_bunch(w, victim, None, &[(health, 0xdead_beef)]);
+    let valid = |w: &mut BitWriter| u32_bunch(w, mixed, victim, None, &[(health, 0xdead_beef)]);
     let object_bunch = |w: &mut BitWriter, g: u64| {
-        bunch(w, victim, None, |w| write_leaf_record(w, target, LeafKind::Object, &g.to_le_bytes()));
+        bunch(w, victim, None, |w| {
+            write_leaf_record(w, handle_bits(mixed), target, LeafKind::Object, &g.to_le_bytes())
+        });
     };
     let cases: Vec<(&str, Vec<u8>)> = vec![
         (
             "unknown handle",
             craft(seq, |w| {
                 valid(w);
-                u32_bunch(w, victim, None, &[(mixed.leaves.len() as u16 + 1, 1)]);
+                u32_bunch(w, mixed, victim, None, &[(mixed.leaves.len() as u16 + 1, 1)]);
             }),
         ),
-        ("handles out of order", craft(seq, |w| u32_bunch(w, victim, None, &[(health, 1), (health, 2)]))),
+        ("handles out of order", craft(seq, |w| u32_bunch(w, mixed, victim, None, &[(health, 1), (health, 2)]))),
         (
             "array count over its cap",
             craft(seq, |w| {
                 valid(w);
                 bunch(w, victim, None, |w| {
-                    w.write_packed(u64::from(items));
+                    w.write_bits(u64::from(items) - 1, handle_bits(mixed));
                     w.write_packed(9);
                     w.write_packed(0);
                 });
@@ -213,7 +215,7 @@ fn crafted_malformed_packets_are_refused_without_effect() {
             craft(seq, |w| {
                 valid(w);
                 bunch(w, victim, None, |w| {
-                    w.write_packed(u64::from(items));
+                    w.write_bits(u64::from(items) - 1, handle_bits(mixed));
                     w.write_packed(1);
                     w.write_packed(3); // one element has nested handles 1 and 2
                     w.write_bits(0, 16);
@@ -225,21 +227,21 @@ fn crafted_malformed_packets_are_refused_without_effect() {
             "unknown class id in an open",
             craft(seq, |w| {
                 valid(w);
-                u32_bunch(w, NetGuid(1000), Some(layouts.len() as u32), &[]);
+                u32_bunch(w, mixed, NetGuid(1000), Some(layouts.len() as u32), &[]);
             }),
         ),
         (
             "an odd (static) GUID as an actor",
             craft(seq, |w| {
                 valid(w);
-                u32_bunch(w, NetGuid(1001), Some(0), &[]);
+                u32_bunch(w, mixed, NetGuid(1001), Some(0), &[]);
             }),
         ),
         (
             "GUID 0 (the null reference) as an actor",
             craft(seq, |w| {
                 valid(w);
-                u32_bunch(w, NetGuid::NULL, Some(0), &[]);
+                u32_bunch(w, mixed, NetGuid::NULL, Some(0), &[]);
             }),
         ),
         (
@@ -247,7 +249,7 @@ fn crafted_malformed_packets_are_refused_without_effect() {
             craft(seq, |w| {
                 valid(w);
                 bunch(w, victim, None, |w| {
-                    w.write_packed(u64::from(items));
+                    w.write_bits(u64::from(items) - 1, handle_bits(mixed));
                     w.write_packed(2);
                     w.write_packed(3); // element 1 before element 0
                     w.write_bits(0, 16);
@@ -261,7 +263,7 @@ fn crafted_malformed_packets_are_refused_without_effect() {
             "an actor reopened with another class",
             craft(seq, |w| {
                 valid(w);
-                u32_bunch(w, small, Some(0), &[]);
+                u32_bunch(w, mixed, small, Some(0), &[]);
             }),
         ),
     ];
@@ -276,7 +278,7 @@ fn crafted_malformed_packets_are_refused_without_effect() {
         object_bunch(w, 7);
         valid(w);
         bunch(w, victim, None, |w| {
-            w.write_packed(u64::from(items));
+            w.write_bits(u64::from(items) - 1, handle_bits(mixed));
             w.write_packed(1);
             w.write_packed(1);
             w.write_bits(3, 16);
@@ -310,10 +312,10 @@ fn a_bunch_after_its_actors_close_in_the_same_packet_does_not_resurrect_it() {
     let layouts = [layout.clone()];
     let mut c = ClientWorld::new(&layouts, &[layout.checksum]).expect("same layout");
     let g = NetGuid(2);
-    assert_eq!(c.receive(&craft(1, |w| u32_bunch(w, g, Some(0), &[(1, 5)]))), applied(1));
+    assert_eq!(c.receive(&craft(1, |w| u32_bunch(w, &layout, g, Some(0), &[(1, 5)]))), applied(1));
     let p = craft(2, |w| {
         close(w, g);
-        u32_bunch(w, g, None, &[(1, 6)]);
+        u32_bunch(w, &layout, g, None, &[(1, 6)]);
     });
     assert_eq!(c.receive(&p), Ok(Receipt::Applied { bunches: 1, skipped: 1 }));
     assert!(!c.has(g), "the closed actor is back without an open (value {:?})", c.value(g, 0));
@@ -328,10 +330,10 @@ fn a_bunch_for_an_unknown_actor_is_skipped_and_asked_for() {
     let layouts = [layout.clone()];
     let mut c = ClientWorld::new(&layouts, &[layout.checksum]).expect("same layout");
     let (known, unknown) = (NetGuid(2), NetGuid(4));
-    assert_eq!(c.receive(&craft(1, |w| u32_bunch(w, known, Some(0), &[(1, 5)]))), applied(1));
+    assert_eq!(c.receive(&craft(1, |w| u32_bunch(w, &layout, known, Some(0), &[(1, 5)]))), applied(1));
     let p = craft(2, |w| {
-        u32_bunch(w, unknown, None, &[(1, 7)]);
-        u32_bunch(w, known, None, &[(1, 6)]);
+        u32_bunch(w, &layout, unknown, None, &[(1, 7)]);
+        u32_bunch(w, &layout, known, None, &[(1, 6)]);
     });
     assert_eq!(c.receive(&p), Ok(Receipt::Applied { bunches: 1, skipped: 1 }));
     assert_eq!(c.value(known, 0), Some(Value::U32(6)), "the rest of the packet applied");
@@ -340,7 +342,7 @@ fn a_bunch_for_an_unknown_actor_is_skipped_and_asked_for() {
     assert_eq!(fb.reopen, vec![unknown]);
     assert_eq!(c.stats().reopens_requested, 1);
     // Once the actor opens, nobody asks for it any more.
-    assert_eq!(c.receive(&craft(3, |w| u32_bunch(w, unknown, Some(0), &[(1, 8)]))), applied(1));
+    assert_eq!(c.receive(&craft(3, |w| u32_bunch(w, &layout, unknown, Some(0), &[(1, 8)]))), applied(1));
     let fb = shadowrep::wire::feedback::read_feedback(&c.feedback()).expect("feedback decodes");
     assert!(fb.reopen.is_empty());
     assert_eq!(c.value(unknown, 0), Some(Value::U32(8)));

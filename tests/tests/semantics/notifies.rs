@@ -34,19 +34,19 @@ fn notifies_fire_by_their_declared_mode() {
     };
 
     // Open with every value 5: OnChanged fires (5 differs from the default 0), Always fires.
-    let p = craft(1, |w| u32_bunch(w, g, Some(0), &[(1, 5), (2, 5), (3, 5), (4, 5), (5, 5)]));
+    let p = craft(1, |w| u32_bunch(w, &layout, g, Some(0), &[(1, 5), (2, 5), (3, 5), (4, 5), (5, 5)]));
     assert_eq!(c.receive(&p), applied(1));
     assert_eq!(take(&mut c), [ev(1, None, 5), ev(2, Some(0), 5), ev(3, None, 5), ev(4, Some(0), 5)]);
     assert_eq!(u32s(&c, g, 5), [5; 5]);
 
     // The same values again: only the Always notifies.
-    let p = craft(2, |w| u32_bunch(w, g, None, &[(1, 5), (2, 5), (3, 5), (4, 5), (5, 5)]));
+    let p = craft(2, |w| u32_bunch(w, &layout, g, None, &[(1, 5), (2, 5), (3, 5), (4, 5), (5, 5)]));
     assert_eq!(c.receive(&p), applied(1));
     assert_eq!(take(&mut c), [ev(3, None, 5), ev(4, Some(5), 5)]);
 
     // New values, and both leaves of the struct: every notify, with old values where declared,
     // and one notify for the struct parent.
-    let p = craft(3, |w| u32_bunch(w, g, None, &[(1, 9), (2, 9), (3, 9), (4, 9), (5, 9), (6, 1), (7, 2)]));
+    let p = craft(3, |w| u32_bunch(w, &layout, g, None, &[(1, 9), (2, 9), (3, 9), (4, 9), (5, 9), (6, 1), (7, 2)]));
     assert_eq!(c.receive(&p), applied(1));
     let mut want = vec![ev(1, None, 9), ev(2, Some(5), 9), ev(3, None, 9), ev(4, Some(5), 9)];
     want.push(NotifyEvent { guid: g, parent: 5, old: Some(pair_value(0, 0)), new: pair_value(1, 2) });
@@ -55,23 +55,23 @@ fn notifies_fire_by_their_declared_mode() {
 
     // A partial bunch: Changed with its current value (nothing), Always (fires), one struct leaf
     // unchanged (nothing); properties not received fire nothing.
-    let p = craft(4, |w| u32_bunch(w, g, None, &[(2, 9), (4, 9), (7, 2)]));
+    let p = craft(4, |w| u32_bunch(w, &layout, g, None, &[(2, 9), (4, 9), (7, 2)]));
     assert_eq!(c.receive(&p), applied(1));
     assert_eq!(take(&mut c), [ev(3, None, 9)]);
 
     // Notify::None never fires, changed or not.
-    let p = craft(5, |w| u32_bunch(w, g, None, &[(1, 1)]));
+    let p = craft(5, |w| u32_bunch(w, &layout, g, None, &[(1, 1)]));
     assert_eq!(c.receive(&p), applied(1));
     assert!(take(&mut c).is_empty());
     assert_eq!(u32s(&c, g, 5), [1, 9, 9, 9, 9]);
 
     // One struct leaf changed: the struct parent fires with the whole old and new value.
-    let p = craft(6, |w| u32_bunch(w, g, None, &[(7, 3)]));
+    let p = craft(6, |w| u32_bunch(w, &layout, g, None, &[(7, 3)]));
     assert_eq!(c.receive(&p), applied(1));
     assert_eq!(take(&mut c), [NotifyEvent { guid: g, parent: 5, old: Some(pair_value(1, 2)), new: pair_value(1, 3) }]);
 
     // A second actor opened with default values: OnChanged stays quiet, Always fires.
-    let p = craft(7, |w| u32_bunch(w, NetGuid(4), Some(0), &[(1, 0), (2, 0), (3, 0), (4, 0), (5, 0)]));
+    let p = craft(7, |w| u32_bunch(w, &layout, NetGuid(4), Some(0), &[(1, 0), (2, 0), (3, 0), (4, 0), (5, 0)]));
     assert_eq!(c.receive(&p), applied(1));
     let opened_at_default = [
         NotifyEvent { guid: NetGuid(4), parent: 3, old: None, new: Value::U32(0) },
@@ -84,7 +84,7 @@ fn notifies_fire_by_their_declared_mode() {
     assert!(take(&mut c).is_empty());
     assert_eq!(u32s(&c, g, 5), [1, 9, 9, 9, 9]);
     // An older one too.
-    let old = craft(6, |w| u32_bunch(w, g, None, &[(1, 7), (4, 7)]));
+    let old = craft(6, |w| u32_bunch(w, &layout, g, None, &[(1, 7), (4, 7)]));
     assert_eq!(c.receive(&old), Ok(Receipt::Dropped(shadowrep::client::SeqVerdict::Late)));
     assert!(take(&mut c).is_empty());
     assert_eq!(u32s(&c, g, 5), [1, 9, 9, 9, 9]);

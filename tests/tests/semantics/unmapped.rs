@@ -19,7 +19,15 @@ fn unmapped_reference_resolves_when_its_target_opens() {
     let (a, b, d) = (NetGuid(2), NetGuid(4), NetGuid(6));
     let obj = |g: NetGuid| Value::Object(ObjectRef(g.0));
     let reference = |w: &mut BitWriter, guid: NetGuid, open: Option<u32>, target: NetGuid| {
-        bunch(w, guid, open, |w| write_leaf_record(w, 1, LeafKind::Object, &target.0.to_le_bytes()));
+        bunch(w, guid, open, |w| {
+            write_leaf_record(
+                w,
+                shadowrep::wire::bunch::handle_bits(&layout),
+                1,
+                LeafKind::Object,
+                &target.0.to_le_bytes(),
+            )
+        });
     };
 
     // A opens pointing at B, which the client does not have: null, and waiting.
@@ -33,7 +41,7 @@ fn unmapped_reference_resolves_when_its_target_opens() {
     assert!(c.take_notifies().is_empty());
 
     // B opens: A's reference now reads B, and A's notify fired with the old null.
-    assert_eq!(c.receive(&craft(3, |w| u32_bunch(w, b, Some(0), &[(2, 1)]))), applied(1));
+    assert_eq!(c.receive(&craft(3, |w| u32_bunch(w, &layout, b, Some(0), &[(2, 1)]))), applied(1));
     assert_eq!(c.value(a, 0), Some(obj(b)));
     assert_eq!(c.unmapped_count(), 0);
     assert_eq!(c.take_notifies(), [NotifyEvent { guid: a, parent: 0, old: Some(obj(NetGuid::NULL)), new: obj(b) }]);
@@ -46,7 +54,7 @@ fn unmapped_reference_resolves_when_its_target_opens() {
     assert_eq!(c.receive(&craft(5, |w| reference(w, a, None, NetGuid::NULL))), applied(1));
     assert_eq!(c.unmapped_count(), 0, "a newer value replaces the waiting reference");
     assert!(c.take_notifies().is_empty());
-    assert_eq!(c.receive(&craft(6, |w| u32_bunch(w, d, Some(0), &[]))), applied(1));
+    assert_eq!(c.receive(&craft(6, |w| u32_bunch(w, &layout, d, Some(0), &[]))), applied(1));
     assert_eq!(c.value(a, 0), Some(obj(NetGuid::NULL)));
     assert!(c.take_notifies().is_empty());
 
@@ -57,7 +65,7 @@ fn unmapped_reference_resolves_when_its_target_opens() {
     assert_eq!(c.receive(&closing), applied(1));
     assert!(!c.has(b));
     assert_eq!(c.unmapped_count(), 0);
-    assert_eq!(c.receive(&craft(9, |w| u32_bunch(w, NetGuid(8), Some(0), &[]))), applied(1));
+    assert_eq!(c.receive(&craft(9, |w| u32_bunch(w, &layout, NetGuid(8), Some(0), &[]))), applied(1));
     assert_eq!(c.actor_count(), 3);
 }
 
