@@ -492,22 +492,24 @@ fn replicate(
     let actor = &c.actors[due.slot as usize];
     let replay = conn.replay;
     let ps = &mut rows(conn)[row].state;
+    // The common case of an actor at rest on an open channel: nothing owed, no lookups.
+    let at_rest = ps.sent_through == due.since
+        && due.changed.is_empty()
+        && ps.resend.is_empty()
+        && ps.flags & pair::OPEN_ACKED != 0;
     // A pair that replicated when the actor was last considered owes what this frame's compare
     // found (shared by every such connection); one further behind asks the history.
-    let (this_frame, catch_up) = if ps.sent_through == due.since {
-        // The common case of an actor at rest on an open channel: nothing owed, no lookups.
-        if due.changed.is_empty() && ps.resend.is_empty() && ps.flags & pair::OPEN_ACKED != 0 {
-            ps.sent_through = ctx.time.frame;
-            if actor.fast {
-                write_fast_arrays(ctx, ci, conn, st, row, due);
-            }
-            return;
-        }
-        (due.changed, false)
+    let item = if at_rest {
+        ps.sent_through = ctx.time.frame;
+        None
     } else {
-        (LeafMask::EMPTY, ps.sent_through == Frame(0) || c.history.last_changed(due.slot) > ps.sent_through)
+        let (this_frame, catch_up) = if ps.sent_through == due.since {
+            (due.changed, false)
+        } else {
+            (LeafMask::EMPTY, ps.sent_through == Frame(0) || c.history.last_changed(due.slot) > ps.sent_through)
+        };
+        plan_pair(ci, replay, ps, c, (due.class, due.slot), actor, this_frame, catch_up, ctx.time.frame)
     };
-    let item = plan_pair(ci, replay, ps, c, (due.class, due.slot), actor, this_frame, catch_up, ctx.time.frame);
     if let Some(item) = item {
         let shared = ctx.write.arena.and_then(|a| a.at(due.shared));
         // The actor's own bunches (not the exports written before them).

@@ -7,7 +7,7 @@ use shadowrep::fastarray::{item_layout, FastArrayEvent, ReplicationId};
 use shadowrep::net::{Dormancy, DriverError, FastArrayKind, SubObjectCondition};
 use shadowrep::schema::{ArrayLayout, StructType};
 use shadowrep::wire::open::{OpenHeader, OpenKind};
-use shadowrep::wire::packet::{begin_packet, end_packet, write_bunch};
+use shadowrep::wire::packet::write_bunch;
 use shadowrep::wire::{BitWriter, WireError};
 use std::collections::BTreeMap;
 
@@ -223,14 +223,6 @@ fn fast_array_registration_and_checksums_refuse_bad_input() {
         client.with_fast_array_kinds(&[], &l.driver.fast_array_checksums()),
         Err(shadowrep::client::ClientError::FastArrayKindCount { server: 1, client: 0 })
     ));
-}
-
-fn crafted(seq: u32, f: impl FnOnce(&mut BitWriter)) -> Vec<u8> {
-    let mut w = BitWriter::new();
-    begin_packet(&mut w, shadowrep::ids::Seq(seq));
-    f(&mut w);
-    end_packet(&mut w);
-    w.into_bytes()
 }
 
 #[test]

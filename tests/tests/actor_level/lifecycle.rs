@@ -284,15 +284,6 @@ fn a_reference_to_a_static_actor_that_never_opened_travels_with_its_export_until
     assert!(driver.channel_info(conn).unwrap().iter().all(|c| !door_guids.contains(&c.guid)), "never opened");
 }
 
-/// A hand-made packet of bunches written by `f`.
-fn crafted(seq: u32, f: impl FnOnce(&mut BitWriter)) -> Vec<u8> {
-    let mut w = BitWriter::new();
-    begin_packet(&mut w, shadowrep::ids::Seq(seq));
-    f(&mut w);
-    end_packet(&mut w);
-    w.into_bytes()
-}
-
 fn open(w: &mut BitWriter, guid: u64, kind: OpenKind) {
     write_bunch(w, NetGuid(guid), Some(&OpenHeader { class: 0, kind }), &BitWriter::new());
 }

@@ -158,6 +158,16 @@ impl Level {
     }
 }
 
+/// A hand-made packet with sequence number `seq`: `f` writes its bunches.
+pub fn crafted(seq: u32, f: impl FnOnce(&mut shadowrep::wire::BitWriter)) -> Vec<u8> {
+    use shadowrep::wire::packet::{begin_packet, end_packet};
+    let mut w = shadowrep::wire::BitWriter::new();
+    begin_packet(&mut w, shadowrep::ids::Seq(seq));
+    f(&mut w);
+    end_packet(&mut w);
+    w.into_bytes()
+}
+
 /// A viewer at `at` looking along +X.
 pub fn viewer(at: [f32; 3], view_target: Option<NetGuid>) -> Viewer {
     Viewer { real_viewer: None, view_target, location: at, direction: [1.0, 0.0, 0.0] }
