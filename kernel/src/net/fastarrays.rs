@@ -31,6 +31,49 @@
 //! Each array sits behind a mutex: connections are written in parallel, and a delta moves the
 //! connection's base inside the array. Each connection locks each array once per frame; no two
 //! locks are held at once.
+//!
+//! # Example
+//!
+//! An inventory on a character, sent to its owner only:
+//!
+//! ```
+//! use shadowrep::client::ClientWorld;
+//! use shadowrep::fastarray::{item_layout, FastArrayEvent};
+//! use shadowrep::net::{DriverConfig, NetDriver, SubObjectCondition};
+//! use shadowrep::prelude::*;
+//! use std::sync::Arc;
+//!
+//! let character = Arc::new(
+//!     ClassBuilder::new("Character").property(PropertyDecl::new("Health", PropType::U16)).build().unwrap(),
+//! );
+//! let slot = Arc::new(item_layout("Inventory", PropType::U32).unwrap()); // one u32 per item
+//! let mut store = ClassStore::new(character.clone());
+//! let mut driver = NetDriver::new(DriverConfig::default()).unwrap();
+//! let class = driver.register_class(&mut store).unwrap();
+//! let kind = driver.register_fast_array_kind(slot.clone()).unwrap();
+//! let conn = driver.add_connection(false);
+//! let mut client = ClientWorld::new(&[character], &driver.checksums())
+//!     .and_then(|c| c.with_fast_array_kinds(&[slot], &driver.fast_array_checksums()))
+//!     .unwrap();
+//!
+//! let hero = store.spawn();
+//! let owner = driver.assign_guid(class, &store, hero).unwrap();
+//! driver.set_owner(class, &store, hero, Some(conn), true).unwrap();
+//! let inventory = driver.add_fast_array(kind, owner, SubObjectCondition::OwnerOnly).unwrap();
+//! let sword = driver.fast_array_mut(inventory).unwrap().add(&7u32.to_le_bytes()).unwrap();
+//!
+//! // The owner opens first; its fast array follows once the client has it.
+//! for _ in 0..3 {
+//!     driver.tick(&mut [&mut store]).unwrap();
+//!     for packet in driver.take_packets(conn).unwrap() {
+//!         client.receive(&packet).unwrap();
+//!     }
+//!     driver.receive_feedback(conn, &client.feedback()).unwrap();
+//! }
+//! assert_eq!(client.fast_array(inventory).unwrap().item(sword), Some(&7u32.to_le_bytes()[..]));
+//! assert_eq!(client.take_fast_array_events(), [(inventory, FastArrayEvent::Added(sword))]);
+//! assert_eq!(client.fast_arrays_of(owner), &[inventory]);
+//! ```
 
 use super::actors::ClassNet;
 use super::connection::{pair, Connection, PendingClose};
