@@ -165,10 +165,15 @@ pub fn run_replicate(
             progress(&format!("profiling: extra frame {}", extra.frames()));
         }
         w.mutate(opts.changed, true);
-        within(probe, Phase::Kernel, || shared.tick(&mut [&mut w.store])).map_err(|e| e.to_string())?;
-        within(probe, Phase::Reference, || unshared.tick(&mut [&mut w.store])).map_err(|e| e.to_string())?;
-        drain_and_ack(&mut shared, &conns)?;
-        drain_and_ack(&mut unshared, &conns)?;
+        // Only the driver the probe watches ticks (the other one is not used again).
+        if probe.watches(Phase::Kernel) {
+            within(probe, Phase::Kernel, || shared.tick(&mut [&mut w.store])).map_err(|e| e.to_string())?;
+            drain_and_ack(&mut shared, &conns)?;
+        }
+        if probe.watches(Phase::Reference) {
+            within(probe, Phase::Reference, || unshared.tick(&mut [&mut w.store])).map_err(|e| e.to_string())?;
+            drain_and_ack(&mut unshared, &conns)?;
+        }
     }
     let per = (opts.connections * opts.frames).max(1) as f64;
     Ok(ReplicateReport {

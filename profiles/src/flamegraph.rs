@@ -1,12 +1,14 @@
 //! `--flamegraph FILE.svg [--flamegraph-phase kernel|reference|whole]`: a pprof flamegraph of
 //! the phase a command measures.
 //!
-//! One profiler guard samples the process from start to end (at [`FREQUENCY`] Hz of CPU time),
-//! and the profiler keeps only the samples taken inside the chosen phase: at each
+//! A profiler guard samples the whole process (at [`FREQUENCY`] Hz of CPU time), and the
+//! profiler keeps only the samples taken inside the chosen phase: at each
 //! [`PhaseProbe::enter`] it reads the guard's sample counts, at the matching `leave` it reads
 //! them again and adds the difference. (A guard per window would not do: pprof's timer starts
 //! afresh with each guard and fires only after a whole period of CPU time, so phases shorter
-//! than a period — a 1 % compare takes a fraction of a millisecond — would never be sampled.)
+//! than a period — a 1 % compare takes about a millisecond — would never be sampled, and the
+//! first period of every window would be missed.) Reading the counts gets slower as pprof's
+//! collector fills, so every 32 windows the guard is restarted, between two windows.
 //! Until the phase has [`MIN_SAMPLES`] samples the workloads run extra, untimed frames of it
 //! (at most `shadowrep_benches::phase::EXTRA_SECONDS`); the report says how many samples the
 //! SVG holds.
@@ -21,6 +23,10 @@ use std::path::Path;
 #[cfg(feature = "flamegraph")]
 pub const FREQUENCY: i32 = 997;
 
+/// Windows of the phase between two restarts of the guard.
+#[cfg(feature = "flamegraph")]
+const RESTART_WINDOWS: usize = 32;
+
 /// Samples a profile of one phase should hold: extra frames run until it does.
 #[cfg(feature = "flamegraph")]
 pub const MIN_SAMPLES: usize = 1000;
@@ -28,7 +34,10 @@ pub const MIN_SAMPLES: usize = 1000;
 /// Records the samples taken inside one phase.
 #[cfg(feature = "flamegraph")]
 pub struct PhaseProfiler {
-    guard: pprof::ProfilerGuard<'static>,
+    /// None only after a failed restart (`error` says why).
+    guard: Option<pprof::ProfilerGuard<'static>>,
+    /// Windows of the phase so far.
+    windows: usize,
     phase: Phase,
     /// The guard's counts when the phase was entered, while inside it.
     at_enter: Option<pprof::UnresolvedReport>,
@@ -45,7 +54,7 @@ impl PhaseProfiler {
         let guard = pprof::ProfilerGuard::new(FREQUENCY).map_err(|e| format!("cannot start the profiler: {e}"))?;
         let mut inside = guard.report().build_unresolved().map_err(|e| format!("profiler: {e}"))?;
         inside.data.clear();
-        Ok(Self { guard, phase, at_enter: None, inside, samples: 0, error: None })
+        Ok(Self { guard: Some(guard), windows: 0, phase, at_enter: None, inside, samples: 0, error: None })
     }
 
     /// Writes the kept samples as a flamegraph SVG to `path`; returns how many it holds.
@@ -65,7 +74,7 @@ impl PhaseProfiler {
     }
 
     fn counts(&mut self) -> Option<pprof::UnresolvedReport> {
-        match self.guard.report().build_unresolved() {
+        match self.guard.as_ref()?.report().build_unresolved() {
             Ok(r) => Some(r),
             Err(e) => {
                 self.error.get_or_insert(format!("profiler: {e}"));
@@ -93,6 +102,19 @@ impl PhaseProbe for PhaseProfiler {
             if new > 0 {
                 self.samples += new as usize;
                 *self.inside.data.entry(stack).or_insert(0) += new;
+            }
+        }
+        // Reading the counts costs more as pprof's collector fills (its evicted entries go to a
+        // file that every read goes through again): start a fresh guard now and then. Its timer
+        // starts afresh, but between windows, so the phase's samples stay where they fall.
+        self.windows += 1;
+        if self.windows.is_multiple_of(RESTART_WINDOWS) {
+            self.guard = None;
+            match pprof::ProfilerGuard::new(FREQUENCY) {
+                Ok(g) => self.guard = Some(g),
+                Err(e) => {
+                    self.error.get_or_insert(format!("cannot restart the profiler: {e}"));
+                }
             }
         }
     }

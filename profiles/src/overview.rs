@@ -131,13 +131,59 @@ pub fn main_job(json: bool, progress: &mut dyn FnMut(&str), session: &mut Sessio
     );
     println!("  push, 1 %  {:>8.3} ms   {:.3} of a full compare", ms(c.push_1pct_ns), c.push_ratio);
     println!();
-    println!("reference (server frames): {REFERENCE_RUN}.");
-    println!("reference (change detection): {REFERENCE_COMPARE}.");
-    println!("push, 1 %: {PUSH_1PCT}.");
+    for (name, what) in [
+        ("reference, server frames", REFERENCE_RUN),
+        ("reference, change detection", REFERENCE_COMPARE),
+        ("push, 1 %", PUSH_1PCT),
+    ] {
+        println!("{}", wrap(&format!("{name}: {what}."), 100, "    "));
+    }
     println!(
-        "more: `shadowrep run --profile battle_royale` (all 360 frames, stages), `shadowrep compare --help`, \
-         `shadowrep sweep --quick --plot sweep.svg`, `shadowrep serve` + `shadowrep bots`; took {:.1} s",
-        started.elapsed().as_secs_f64()
+        "{}",
+        wrap(
+            &format!(
+                "more: `shadowrep run --profile battle_royale` (all 360 frames, where the time goes), \
+                 `shadowrep sweep --quick --plot sweep.svg` (how cost grows), `shadowrep serve` + `shadowrep bots` \
+                 (over real UDP), `shadowrep --help`. This report took {:.1} s.",
+                started.elapsed().as_secs_f64()
+            ),
+            100,
+            "    "
+        )
     );
     Ok(())
+}
+
+/// `text` broken into lines of at most `width` characters at spaces, lines after the first
+/// indented by `indent`.
+fn wrap(text: &str, width: usize, indent: &str) -> String {
+    let mut out = String::new();
+    let mut line = String::new();
+    for word in text.split_whitespace() {
+        if !line.is_empty() && line.chars().count() + 1 + word.chars().count() > width {
+            out.push_str(&line);
+            out.push('\n');
+            line = indent.to_string();
+        } else if !line.is_empty() && line != indent {
+            line.push(' ');
+        }
+        line.push_str(word);
+    }
+    out.push_str(&line);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::wrap;
+
+    #[test]
+    fn wrapping_keeps_every_word_within_the_width() {
+        let text = "one two three four five six seven eight nine ten";
+        let w = wrap(text, 14, "  ");
+        assert!(w.lines().all(|l| l.chars().count() <= 14), "{w}");
+        assert_eq!(w.split_whitespace().collect::<Vec<_>>().join(" "), text);
+        assert!(w.lines().skip(1).all(|l| l.starts_with("  ")), "{w}");
+        assert_eq!(wrap("short", 14, "  "), "short");
+    }
 }
