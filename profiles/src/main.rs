@@ -13,7 +13,7 @@
 //!
 //! Every subcommand accepts `--json` (one JSON object on stdout, nothing on stderr) and, built
 //! with the `flamegraph` feature, `--flamegraph FILE.svg [--flamegraph-phase kernel|reference|whole]`
-//! (a pprof flamegraph of the measured phase: see `flamegraph.rs`). On a terminal, long runs
+//! (a pprof flamegraph of the measured phase: see `shadowrep_benches::flamegraph`). On a terminal, long runs
 //! show their progress on stderr.
 #![recursion_limit = "256"]
 #![forbid(unsafe_code)]
@@ -21,6 +21,7 @@
 use clap::{Args, Parser, Subcommand};
 use serde_json::json;
 use shadowrep::compare::{Isa, Kernels};
+use shadowrep_benches::flamegraph::PhaseProfiler;
 use shadowrep_benches::phase::{NoProbe, Phase, PhaseProbe, Scoped};
 use shadowrep_benches::replicate::{run_replicate, ReplicateOptions};
 use shadowrep_benches::scenario::{self, DumpRequest, KernelServer, PhaseSummary, Profile, ScenarioServer, World};
@@ -30,12 +31,9 @@ use std::io::{BufWriter, IsTerminal};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-mod flamegraph;
 mod overview;
 mod sweep;
 mod udp;
-
-use flamegraph::PhaseProfiler;
 
 #[derive(Parser)]
 #[command(name = "shadowrep", version, about = "Replication kernel workloads: measure, compare, profile")]

@@ -79,16 +79,10 @@ fn flamegraph_flags_are_checked() {
     );
 }
 
-/// Without the `flamegraph` feature, `--flamegraph` says how to get it.
-#[cfg(not(feature = "flamegraph"))]
-#[test]
-fn without_the_feature_a_flamegraph_is_refused_with_the_way_to_build_it() {
-    let svg = std::env::temp_dir().join(format!("shadowrep-nofeature-{}.svg", std::process::id()));
-    refused(&["compare", "--actors", "1000", "--flamegraph", svg.to_str().expect("UTF-8")], "--features flamegraph");
-}
-
-/// With it, each phase's profile holds 1000 samples of that phase's code and not the other's.
-#[cfg(feature = "flamegraph")]
+/// Each phase's profile holds 1000 samples of that phase's code and not the other's. A build of
+/// the command alone (`cargo test -p shadowrep-profiles`) has no flamegraphs unless asked
+/// (`--features flamegraph`): then the refusal must say how to get them. Workspace builds
+/// always have them (`tests/tests/features.rs`).
 #[test]
 fn a_phase_flamegraph_holds_only_its_phase() {
     let dir = std::env::temp_dir().join(format!("shadowrep-flamegraph-{}", std::process::id()));
@@ -105,7 +99,14 @@ fn a_phase_flamegraph_holds_only_its_phase() {
         "--flamegraph",
         reference.to_str().expect("UTF-8"),
     ]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if stderr.contains("built without flamegraphs") {
+        assert!(!out.status.success() && out.stdout.is_empty());
+        assert!(stderr.contains("--features flamegraph"), "says how to build it: {stderr}");
+        eprintln!("this build has no flamegraphs (the command alone): only the refusal was checked");
+        return;
+    }
+    assert!(out.status.success(), "{stderr}");
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
     assert_eq!(v["flamegraph"]["phase"], "reference");
     assert!(v["flamegraph"]["samples"].as_u64().is_some_and(|n| n >= 1000), "{}", v["flamegraph"]);

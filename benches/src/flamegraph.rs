@@ -9,19 +9,24 @@
 //! than a period — a 1 % compare takes about a millisecond — would never be sampled, and the
 //! first period of every window would be missed.) Reading the counts gets slower as pprof's
 //! collector fills, so every 32 windows the guard is restarted, between two windows.
-//! Until the phase has [`MIN_SAMPLES`] samples the workloads run extra, untimed frames of it
-//! (at most `shadowrep_benches::phase::EXTRA_SECONDS`); the report says how many samples the
-//! SVG holds.
+//! Until the phase has `MIN_SAMPLES` (1000) samples the workloads run extra, untimed frames of it
+//! (at most [`crate::phase::EXTRA_SECONDS`]); the report says how many samples the SVG holds.
 //!
-//! pprof is an optional dependency (feature `flamegraph`, off by default so the main job builds
-//! lean); without it, `--flamegraph` is refused with the command to build it.
+//! pprof is an optional dependency (feature `flamegraph`, off for the command alone so the main
+//! job builds lean; on in every workspace build); without it, [`PhaseProfiler::start`] refuses
+//! with the command that builds it.
 
-use shadowrep_benches::phase::{Phase, PhaseProbe};
+/// Whether this build has flamegraphs (the `flamegraph` feature).
+pub fn available() -> bool {
+    cfg!(feature = "flamegraph")
+}
+
+use crate::phase::{Phase, PhaseProbe};
 use std::path::Path;
 
 /// Sampling frequency, Hz (prime, so sampling does not beat with periodic work).
 #[cfg(feature = "flamegraph")]
-pub const FREQUENCY: i32 = 997;
+const FREQUENCY: i32 = 997;
 
 /// Windows of the phase between two restarts of the guard.
 #[cfg(feature = "flamegraph")]
@@ -29,7 +34,7 @@ const RESTART_WINDOWS: usize = 32;
 
 /// Samples a profile of one phase should hold: extra frames run until it does.
 #[cfg(feature = "flamegraph")]
-pub const MIN_SAMPLES: usize = 1000;
+const MIN_SAMPLES: usize = 1000;
 
 /// Records the samples taken inside one phase.
 #[cfg(feature = "flamegraph")]
