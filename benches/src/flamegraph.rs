@@ -1,7 +1,7 @@
 //! `--flamegraph FILE.svg [--flamegraph-phase kernel|reference|whole]`: a pprof flamegraph of
 //! the phase a command measures.
 //!
-//! A profiler guard samples the whole process (at [`FREQUENCY`] Hz of CPU time), and the
+//! A profiler guard samples the whole process (at 997 Hz of CPU time), and the
 //! profiler keeps only the samples taken inside the chosen phase: at each
 //! [`PhaseProbe::enter`] it reads the guard's sample counts, at the matching `leave` it reads
 //! them again and adds the difference. (A guard per window would not do: pprof's timer starts
@@ -16,13 +16,13 @@
 //! job builds lean; on in every workspace build); without it, [`PhaseProfiler::start`] refuses
 //! with the command that builds it.
 
+use crate::phase::{Phase, PhaseProbe};
+use std::path::Path;
+
 /// Whether this build has flamegraphs (the `flamegraph` feature).
 pub fn available() -> bool {
     cfg!(feature = "flamegraph")
 }
-
-use crate::phase::{Phase, PhaseProbe};
-use std::path::Path;
 
 /// Sampling frequency, Hz (prime, so sampling does not beat with periodic work).
 #[cfg(feature = "flamegraph")]
