@@ -338,7 +338,8 @@ pub trait ScenarioServer {
     /// updates) and every connection's viewers; not timed.
     fn prepare(&mut self, world: &mut World, events: &FrameEvents) -> Result<(), String>;
     /// One server frame: what `frame_ms` times. `probe` is told when the kernel's tick
-    /// ([`Phase::Kernel`]) and a reference's frame ([`Phase::Reference`]) start and end.
+    /// ([`Phase::Kernel`](crate::phase::Phase::Kernel)) and a reference's frame
+    /// ([`Phase::Reference`](crate::phase::Phase::Reference)) start and end.
     fn tick(&mut self, world: &mut World, probe: &mut dyn PhaseProbe) -> Result<TickStats, String>;
     /// The clients' feedback: every packet of the frame acknowledged.
     fn feedback(&mut self) -> Result<(), String>;

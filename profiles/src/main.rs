@@ -214,7 +214,7 @@ fn main() -> ExitCode {
     match result {
         Ok(session) => {
             if let (false, Some((path, phase, samples))) = (cli.json, session.written()) {
-                let few = if samples < 1000 { " (fewer than 1000: a longer run gives a steadier profile)" } else { "" };
+                let few = if samples < 1000 { "; fewer than 1000: a longer run gives a steadier profile" } else { "" };
                 eprintln!(
                     "flamegraph of the {} phase ({samples} samples{few}) written to {}",
                     phase.name(),

@@ -510,13 +510,16 @@ fn plot(points: &[Point], path: &Path) -> Result<(), String> {
                 .margin(12)
                 .x_label_area_size(36)
                 .y_label_area_size(56)
-                .build_cartesian_2d((x0 * 0.8..x1 * 1.25).log_scale(), (y0 * 0.7..y1 * 1.4).log_scale())
+                // Room above the lines for the legend.
+                .build_cartesian_2d((x0 * 0.8..x1 * 1.25).log_scale(), (y0 * 0.7..y1 * 4.0).log_scale())
                 .map_err(|x| e(&x))?;
             chart
                 .configure_mesh()
                 .x_desc(s.axis())
+                .y_labels(6)
+                .light_line_style(WHITE)
                 .x_label_formatter(&|v| format!("{v}"))
-                .y_label_formatter(&|v| format!("{v:.3}"))
+                .y_label_formatter(&|v| short(*v))
                 .draw()
                 .map_err(|x| e(&x))?;
             for (k, (name, line)) in lines.iter().enumerate() {
@@ -541,6 +544,26 @@ fn plot(points: &[Point], path: &Path) -> Result<(), String> {
     root.present().map_err(|x| e(&x))
 }
 
+/// A number for an axis label: three significant digits at most, no trailing zeros.
+#[cfg(feature = "plots")]
+fn short(v: f64) -> String {
+    let digits = if v >= 100.0 {
+        0
+    } else if v >= 10.0 {
+        1
+    } else if v >= 1.0 {
+        2
+    } else {
+        3
+    };
+    let s = format!("{v:.digits$}");
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        s
+    }
+}
+
 #[cfg(not(feature = "plots"))]
 fn plot(_points: &[Point], path: &Path) -> Result<(), String> {
     Err(format!("{}: this shadowrep was built without plots (the `plots` feature)", path.display()))
@@ -549,6 +572,16 @@ fn plot(_points: &[Point], path: &Path) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[cfg(feature = "plots")]
+    #[test]
+    fn axis_labels_are_short() {
+        assert_eq!(short(100.0), "100");
+        assert_eq!(short(12.5), "12.5");
+        assert_eq!(short(2.0), "2");
+        assert_eq!(short(0.125), "0.125");
+        assert_eq!(short(0.1), "0.1");
+    }
 
     #[test]
     fn rates_outside_zero_to_one_are_refused() {
