@@ -2,8 +2,11 @@
 //!
 //! `ShooterCharacter` at 10k, 100k and 1M actors, 0.1 %, 1 %, 10 % and 100 % changed, push model
 //! off and on, kernel on one thread and on all threads; plus every ISA this CPU has at 100k.
-//! Only the compare is timed (`iter_custom`); mutation happens between timings. Each timed
-//! compare's result is checked against the reference's count of changed actors where both ran.
+//! Only the compare is timed (`iter_custom`); mutation happens between timings. Before each
+//! size's group, a short run of `shadowrep compare`'s workload (3 frames per change rate, every
+//! changelist checked against the reference's) prints the command's ratios: speedup vs the
+//! reference, fraction of `memcmp` (one and two threads), push at 1 % vs a full compare.
+//! `SHADOWREP_BENCH_ACTORS` sets the sizes, and caps `compare_isa`'s 100 000.
 //!
 //! ```text
 //! cargo bench -p shadowrep-benches --bench compare                      # everything (long)
@@ -14,19 +17,46 @@
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use shadowrep::compare::{ChangeSet, CompareConfig, Isa, Kernels, PushMode, ShadowState};
 use shadowrep::reference::RefChanges;
-use shadowrep_benches::profiler::FlamegraphProfiler;
-use shadowrep_benches::workload::CompareWorkload;
+use shadowrep_benches::phase::NoProbe;
+use shadowrep_benches::workload::{run_compare, CompareOptions, CompareWorkload};
 use std::hint::black_box;
 use std::time::{Duration, Instant};
+
+mod common;
+use common::{bench_actors, limited, FlamegraphProfiler};
 
 const CLASS: &str = "ShooterCharacter";
 const FRACTIONS: [f64; 4] = [0.001, 0.01, 0.1, 1.0];
 
 fn sizes() -> Vec<usize> {
-    std::env::var("SHADOWREP_BENCH_ACTORS")
-        .ok()
-        .map(|s| s.split(',').filter_map(|x| x.trim().parse().ok()).collect())
-        .unwrap_or_else(|| vec![10_000, 100_000, 1_000_000])
+    bench_actors().unwrap_or_else(|| vec![10_000, 100_000, 1_000_000])
+}
+
+/// The command's ratios at `n` actors, from a short measured run of its workload (all threads).
+fn print_ratios(n: usize) {
+    for f in FRACTIONS {
+        let opts = CompareOptions {
+            class: CLASS.into(),
+            actors: n,
+            changed: f,
+            threads: rayon::current_num_threads(),
+            frames: 3,
+            kernels: Kernels::best(),
+            seed: 42,
+        };
+        let r = run_compare(&opts, &mut |_| {}, &mut NoProbe).expect("the compare workload");
+        eprintln!(
+            "compare/{n} at {:.1} % changed ({} threads, {}; per-frame medians of 3): speedup_vs_reference {:.1}, \
+             fraction_of_memcmp {:.2} (two-thread memcmp {:.2}), push 1 % / full compare {:.4}",
+            f * 100.0,
+            opts.threads,
+            opts.kernels.isa.name(),
+            r.speedup_vs_reference,
+            r.fraction_of_memcmp,
+            r.fraction_of_memcmp_2t,
+            r.push_ratio
+        );
+    }
 }
 
 fn push_name(p: PushMode) -> &'static str {
@@ -40,6 +70,7 @@ fn push_name(p: PushMode) -> &'static str {
 fn compare(c: &mut Criterion) {
     let all_threads = rayon::current_num_threads();
     for n in sizes() {
+        print_ratios(n);
         let mut w = CompareWorkload::new(CLASS, n, 42, true).expect("sample class");
         let mut group = c.benchmark_group(format!("compare/{n}"));
         group.sample_size(10).warm_up_time(Duration::from_secs(1)).measurement_time(Duration::from_secs(3));
@@ -104,7 +135,7 @@ fn compare(c: &mut Criterion) {
 }
 
 fn isa(c: &mut Criterion) {
-    let n = 100_000;
+    let n = limited(100_000);
     let mut w = CompareWorkload::new(CLASS, n, 7, false).expect("sample class");
     let mut group = c.benchmark_group(format!("compare_isa/{n}"));
     group.sample_size(10).warm_up_time(Duration::from_secs(1)).measurement_time(Duration::from_secs(3));

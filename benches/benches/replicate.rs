@@ -1,5 +1,7 @@
 //! Replication benches: whole server frames with shared serialization vs per-connection encoding,
-//! side by side on the same store and the same changes.
+//! side by side on the same store and the same changes. Before each group, a short run of
+//! `shadowrep replicate`'s workload (5 frames) prints the command's sharing ratio (per-connection
+//! frame / shared frame) and bytes per connection. `SHADOWREP_BENCH_ACTORS` caps the actors.
 //!
 //! ```text
 //! cargo bench -p shadowrep-benches --bench replicate
@@ -7,11 +9,16 @@
 //! ```
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use shadowrep::compare::Kernels;
 use shadowrep::net::{ConnectionId, DriverConfig, NetDriver};
 use shadowrep::wire::feedback::ack_everything;
-use shadowrep_benches::profiler::FlamegraphProfiler;
+use shadowrep_benches::phase::NoProbe;
+use shadowrep_benches::replicate::{run_replicate, ReplicateOptions};
 use shadowrep_benches::workload::CompareWorkload;
 use std::time::{Duration, Instant};
+
+mod common;
+use common::{limited, FlamegraphProfiler};
 
 /// Acknowledges every packet of the last tick, one feedback per connection.
 fn ack_all(driver: &mut NetDriver, conns: &[ConnectionId]) -> usize {
@@ -32,6 +39,28 @@ fn ack_all(driver: &mut NetDriver, conns: &[ConnectionId]) -> usize {
 fn frames(c: &mut Criterion) {
     for (class, actors, connections, changed) in [("Counter", 10_000, 16, 0.1), ("ShooterCharacter", 20_000, 50, 0.05)]
     {
+        let actors = limited(actors);
+        let opts = ReplicateOptions {
+            class: class.into(),
+            actors,
+            connections,
+            changed,
+            frames: 5,
+            mtu: 1024,
+            kernels: Kernels::best(),
+            seed: 3,
+        };
+        let r = run_replicate(&opts, &mut |_| {}, &mut NoProbe).expect("the replicate workload");
+        eprintln!(
+            "replicate/{class}/{actors}x{connections} at {:.0} % changed ({} threads; per-frame medians of 5): \
+             shared frame {:.3} ms, per-connection {:.3} ms, sharing_speedup {:.2}, {:.0} B per connection and frame",
+            changed * 100.0,
+            rayon::current_num_threads(),
+            r.frame_ms,
+            r.frame_ms_unshared,
+            r.sharing_speedup,
+            r.bytes_per_connection_frame
+        );
         let mut group = c.benchmark_group(format!("replicate/{class}/{actors}x{connections}"));
         group.sample_size(10).warm_up_time(Duration::from_secs(1)).measurement_time(Duration::from_secs(3));
         for shared in [true, false] {

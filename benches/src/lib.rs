@@ -1,11 +1,16 @@
-//! Workloads, measurement loops and the flamegraph profiler shared by the criterion benches
-//! (`benches/benches/*.rs`) and the `shadowrep` command (`profiles/`).
+//! Workloads and measurement loops shared by the criterion benches (`benches/benches/*.rs`) and
+//! the `shadowrep` command (`profiles/`).
+//!
+//! The library depends on neither criterion nor (by default) pprof: criterion is the benches'
+//! dev-dependency, pprof the optional feature `flamegraph` ([`flamegraph`]: the command's phase
+//! flamegraphs, which watch [`phase`]'s probe), so the command builds lean.
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 pub mod fastarray;
-pub mod profiler;
+pub mod flamegraph;
+pub mod phase;
 pub mod replicate;
 pub mod scenario;
 pub mod workload;

@@ -7,6 +7,7 @@
 //! would.
 //! A frame is timed from compare to the last packet; acks are not part of it.
 
+use crate::phase::{within, ExtraFrames, Phase, PhaseProbe};
 use crate::workload::{median, CompareWorkload};
 use shadowrep::compare::{CompareConfig, Kernels, PushMode};
 use shadowrep::net::{ConnectionId, DriverConfig, NetDriver};
@@ -73,8 +74,14 @@ pub(crate) fn drain_and_ack(driver: &mut NetDriver, conns: &[ConnectionId]) -> R
     Ok((bytes, packets))
 }
 
-/// Runs the replicate measurement.
-pub fn run_replicate(opts: &ReplicateOptions, progress: &mut dyn FnMut(&str)) -> Result<ReplicateReport, String> {
+/// Runs the replicate measurement; `probe` is told when the shared driver's frame
+/// ([`Phase::Kernel`]) and the per-connection driver's ([`Phase::Reference`]) start and end, and
+/// may ask for extra frames after the timed ones (untimed, unreported).
+pub fn run_replicate(
+    opts: &ReplicateOptions,
+    progress: &mut dyn FnMut(&str),
+    probe: &mut dyn PhaseProbe,
+) -> Result<ReplicateReport, String> {
     progress(&format!("spawning {} {} actors", opts.actors, opts.class));
     let mut w = CompareWorkload::new(&opts.class, opts.actors, opts.seed, false)?;
     let compare = CompareConfig { push: PushMode::Declared, kernels: opts.kernels, ..CompareConfig::default() };
@@ -122,10 +129,10 @@ pub fn run_replicate(opts: &ReplicateOptions, progress: &mut dyn FnMut(&str)) ->
         progress(&format!("frame {}/{} at {:.1} % changed", frame + 1, opts.frames, opts.changed * 100.0));
         w.mutate(opts.changed, true);
         let t = Instant::now();
-        let stats = shared.tick(&mut [&mut w.store]).map_err(|e| e.to_string())?;
+        let stats = within(probe, Phase::Kernel, || shared.tick(&mut [&mut w.store])).map_err(|e| e.to_string())?;
         let a = t.elapsed().as_secs_f64() * 1e3;
         let t = Instant::now();
-        unshared.tick(&mut [&mut w.store]).map_err(|e| e.to_string())?;
+        within(probe, Phase::Reference, || unshared.tick(&mut [&mut w.store])).map_err(|e| e.to_string())?;
         let b = t.elapsed().as_secs_f64() * 1e3;
         let (by, pk) = drain_and_ack(&mut shared, &conns)?;
         let (by_u, _) = drain_and_ack(&mut unshared, &conns)?;
@@ -150,6 +157,23 @@ pub fn run_replicate(opts: &ReplicateOptions, progress: &mut dyn FnMut(&str)) ->
         unshared.tick(&mut [&mut w.store]).map_err(|e| e.to_string())?;
         drain_and_ack(&mut shared, &conns)?;
         drain_and_ack(&mut unshared, &conns)?;
+    }
+    // A profiler that wants more of its phase gets extra changing frames (untimed).
+    let mut extra = ExtraFrames::new();
+    while extra.another(probe) {
+        if extra.frames() % 20 == 1 {
+            progress(&format!("profiling: extra frame {}", extra.frames()));
+        }
+        w.mutate(opts.changed, true);
+        // Only the driver the probe watches ticks (the other one is not used again).
+        if probe.watches(Phase::Kernel) {
+            within(probe, Phase::Kernel, || shared.tick(&mut [&mut w.store])).map_err(|e| e.to_string())?;
+            drain_and_ack(&mut shared, &conns)?;
+        }
+        if probe.watches(Phase::Reference) {
+            within(probe, Phase::Reference, || unshared.tick(&mut [&mut w.store])).map_err(|e| e.to_string())?;
+            drain_and_ack(&mut unshared, &conns)?;
+        }
     }
     let per = (opts.connections * opts.frames).max(1) as f64;
     Ok(ReplicateReport {

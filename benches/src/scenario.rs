@@ -64,6 +64,7 @@ mod world;
 pub use kernel::{apply_events, scenario_driver, KernelServer};
 pub use world::{FrameEvents, World};
 
+use crate::phase::{ExtraFrames, PhaseProbe};
 use crate::workload::median;
 use shadowrep::net::consider::UpdateFrequency;
 use shadowrep::net::{NetSettings, TickStats};
@@ -336,8 +337,10 @@ pub trait ScenarioServer {
     /// The game's calls into the server for what happened (owners, instigators, forced
     /// updates) and every connection's viewers; not timed.
     fn prepare(&mut self, world: &mut World, events: &FrameEvents) -> Result<(), String>;
-    /// One server frame: what `frame_ms` times.
-    fn tick(&mut self, world: &mut World) -> Result<TickStats, String>;
+    /// One server frame: what `frame_ms` times. `probe` is told when the kernel's tick
+    /// ([`Phase::Kernel`](crate::phase::Phase::Kernel)) and a reference's frame
+    /// ([`Phase::Reference`](crate::phase::Phase::Reference)) start and end.
+    fn tick(&mut self, world: &mut World, probe: &mut dyn PhaseProbe) -> Result<TickStats, String>;
     /// The clients' feedback: every packet of the frame acknowledged.
     fn feedback(&mut self) -> Result<(), String>;
     /// Records (or stops recording) every connection's decisions from the next tick on.
@@ -377,12 +380,13 @@ pub fn run_frame(
     server: &mut dyn ScenarioServer,
     world: &mut World,
     events: &FrameEvents,
+    probe: &mut dyn PhaseProbe,
 ) -> Result<FrameRecord, String> {
     let t = Instant::now();
     server.prepare(world, events)?;
     let prepare_ns = t.elapsed().as_nanos() as u64;
     let t = Instant::now();
-    let stats = server.tick(world)?;
+    let stats = server.tick(world, probe)?;
     let tick_ns = t.elapsed().as_nanos() as u64;
     let t = Instant::now();
     server.feedback()?;
@@ -406,12 +410,17 @@ pub struct DumpRequest<'a> {
 
 /// Loads the level (its frames have no connections), joins the players and runs the warm-up:
 /// what comes before the timed frames.
-pub fn start(world: &mut World, server: &mut dyn ScenarioServer, progress: &mut dyn FnMut(&str)) -> Result<(), String> {
+pub fn start(
+    world: &mut World,
+    server: &mut dyn ScenarioServer,
+    progress: &mut dyn FnMut(&str),
+    probe: &mut dyn PhaseProbe,
+) -> Result<(), String> {
     let batches = world.config().load_frames();
     for b in 0..batches {
         progress(&format!("level load {}/{batches}", b + 1));
         let events = world.load_step(b, batches);
-        run_frame(server, world, &events)?;
+        run_frame(server, world, &events, probe)?;
     }
     progress("players join");
     let events = world.join();
@@ -419,21 +428,23 @@ pub fn start(world: &mut World, server: &mut dyn ScenarioServer, progress: &mut 
     for w in 0..WARMUP_FRAMES {
         progress(&format!("warm-up frame {}/{WARMUP_FRAMES}", w + 1));
         let events = world.step();
-        run_frame(server, world, &events)?;
+        run_frame(server, world, &events, probe)?;
     }
     Ok(())
 }
 
 /// [`start`]s a new world and server, then runs `frames` timed frames (dumping one if asked).
-/// Returns each timed frame's record.
+/// Returns each timed frame's record. A `probe` that wants more of its phase afterwards gets
+/// extra frames (the world goes on; they are not recorded).
 pub fn run(
     world: &mut World,
     server: &mut dyn ScenarioServer,
     frames: usize,
     mut dump: Option<DumpRequest<'_>>,
     progress: &mut dyn FnMut(&str),
+    probe: &mut dyn PhaseProbe,
 ) -> Result<Vec<FrameRecord>, String> {
-    start(world, server, progress)?;
+    start(world, server, progress, probe)?;
     let mut records = Vec::with_capacity(frames);
     for f in 1..=frames {
         progress(&format!("frame {f}/{frames}"));
@@ -444,7 +455,7 @@ pub fn run(
         if dumping {
             server.record_decisions(true)?;
         }
-        let mut r = run_frame(server, world, &events)?;
+        let mut r = run_frame(server, world, &events, probe)?;
         r.game_ns = step_ns;
         if let (true, Some(d)) = (dumping, dump.as_mut()) {
             progress(&format!("writing frame {f}"));
@@ -452,6 +463,12 @@ pub fn run(
             server.record_decisions(false)?;
         }
         records.push(r);
+    }
+    let mut extra = ExtraFrames::new();
+    while extra.another(probe) {
+        progress(&format!("profiling: extra frame {}", extra.frames()));
+        let events = world.step();
+        run_frame(server, world, &events, probe)?;
     }
     Ok(records)
 }
@@ -589,6 +606,7 @@ pub fn peak_rss_bytes() -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::phase::NoProbe;
     use shadowrep::net::NetGuid;
 
     /// battle_royale at a tenth of its size (10 players, 5000 actors, the same density), with a
@@ -602,7 +620,7 @@ mod tests {
     fn run_small(cfg: &ScenarioConfig, frames: usize, dump: Option<DumpRequest<'_>>) -> (World, Vec<FrameRecord>) {
         let mut world = World::new(cfg);
         let mut server = KernelServer::new(&mut world, true).expect("a valid driver");
-        let records = run(&mut world, &mut server, frames, dump, &mut |_| {}).expect("runs");
+        let records = run(&mut world, &mut server, frames, dump, &mut |_| {}, &mut NoProbe).expect("runs");
         (world, records)
     }
 
@@ -638,7 +656,7 @@ mod tests {
         let cfg = small();
         let mut world = World::new(&cfg);
         let mut server = KernelServer::new(&mut world, true).expect("a valid driver");
-        start(&mut world, &mut server, &mut |_| {}).expect("starts");
+        start(&mut world, &mut server, &mut |_| {}, &mut NoProbe).expect("starts");
         server.record_decisions(true).expect("the actor level is on");
         let characters: std::collections::HashSet<NetGuid> = server.characters().iter().copied().collect();
         // Per frame: the frame's record, and (connection, another player's character) pairs
@@ -646,7 +664,7 @@ mod tests {
         let mut frames = Vec::new();
         for _ in 0..270 {
             let events = world.step();
-            let r = run_frame(&mut server, &mut world, &events).expect("runs");
+            let r = run_frame(&mut server, &mut world, &events, &mut NoProbe).expect("runs");
             let mut seen = 0;
             for (&conn, own) in server.connections().iter().zip(server.characters()) {
                 let d = server.driver().decisions(conn).expect("live").expect("recorded");

@@ -8,6 +8,7 @@
 //! frames and reports medians; after every compare, outside
 //! the timed region, each actor's kernel changelist must equal the reference's.
 
+use crate::phase::{within, ExtraFrames, Phase, PhaseProbe};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use shadowrep::compare::{ChangeSet, CompareConfig, Kernels, PropertyDirtyStats, PushMode, ShadowState};
@@ -261,8 +262,15 @@ fn check_changelists(w: &CompareWorkload, kernel: &ChangeSet, reference: &RefCha
     Ok(())
 }
 
-/// Runs the compare measurement; `progress` is told what is happening (for a terminal).
-pub fn run_compare(opts: &CompareOptions, progress: &mut dyn FnMut(&str)) -> Result<CompareReport, String> {
+/// Runs the compare measurement; `progress` is told what is happening (for a terminal), `probe`
+/// when the kernel's and the reference's timed compares start and end (and it may ask for more
+/// of them after the timed frames: extra frames at the same change rate, neither timed nor
+/// checked).
+pub fn run_compare(
+    opts: &CompareOptions,
+    progress: &mut dyn FnMut(&str),
+    probe: &mut dyn PhaseProbe,
+) -> Result<CompareReport, String> {
     progress(&format!("spawning {} {} actors", opts.actors, opts.class));
     let mut w = CompareWorkload::new(&opts.class, opts.actors, opts.seed, true)?;
     let pool = rayon::ThreadPoolBuilder::new().num_threads(opts.threads.max(1)).build().map_err(|e| e.to_string())?;
@@ -304,9 +312,9 @@ pub fn run_compare(opts: &CompareOptions, progress: &mut dyn FnMut(&str)) -> Res
         progress(&format!("frame {}/{} at {:.1} % changed", frame, opts.frames, opts.changed * 100.0));
         w.mutate(opts.changed, false);
         w.store.begin_tick();
-        let k = timed_try(|| compare(&mut w, &mut full_shadow, &full, &mut changes))?;
+        let k = within(probe, Phase::Kernel, || timed_try(|| compare(&mut w, &mut full_shadow, &full, &mut changes)))?;
         let r = match w.reference.as_mut() {
-            Some(world) => timed(|| world.compare(PushMode::Off, &mut ref_changes)),
+            Some(world) => within(probe, Phase::Reference, || timed(|| world.compare(PushMode::Off, &mut ref_changes))),
             None => 0,
         };
         check_changelists(&w, &changes, &ref_changes)?;
@@ -358,6 +366,22 @@ pub fn run_compare(opts: &CompareOptions, progress: &mut dyn FnMut(&str)) -> Res
         if let Some(r) = w.reference.as_mut() {
             r.compare(PushMode::Off, &mut ref_changes);
             check_changelists(&w, &changes, &ref_changes)?;
+        }
+    }
+    // A profiler that wants more of its phase gets extra frames of it (only the side it
+    // watches compares; nothing is timed or checked).
+    let mut extra = ExtraFrames::new();
+    while extra.another(probe) {
+        if extra.frames() % 100 == 1 {
+            progress(&format!("profiling: extra frame {}", extra.frames()));
+        }
+        w.mutate(opts.changed, false);
+        w.store.begin_tick();
+        if probe.watches(Phase::Kernel) {
+            within(probe, Phase::Kernel, || compare(&mut w, &mut full_shadow, &full, &mut changes))?;
+        }
+        if let Some(world) = w.reference.as_mut().filter(|_| probe.watches(Phase::Reference)) {
+            within(probe, Phase::Reference, || world.compare(PushMode::Off, &mut ref_changes));
         }
     }
     Ok(CompareReport {

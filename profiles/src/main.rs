@@ -1,24 +1,28 @@
 //! `shadowrep`: run a named replication workload and report what it cost.
 //!
 //! ```text
-//! shadowrep                                   # the default workload: compare, 100k ShooterCharacter
+//! shadowrep                                   # the main job: battle_royale briefly + compare, one report
 //! shadowrep compare --class C --actors N --changed F --threads T [--json] [--flamegraph out.svg]
 //! shadowrep replicate --class C --actors N --connections M --changed F [--json]
 //! shadowrep run --profile battle_royale|mmo|open_world [--frames N] [--threads T] [--seed S]
 //!               [--json] [--flamegraph out.svg] [--dump-frame K FILE.json]
 //! shadowrep serve [--profile battle_royale|mmo] --bind 127.0.0.1:PORT [--seconds S] [--scale F]
 //! shadowrep bots --connect 127.0.0.1:PORT --count N [--loss F] [--seconds S] [--json]
+//! shadowrep sweep [--quick] [--series actors,changed,connections] [--out DIR] [--csv F] [--plot F.svg]
 //! ```
 //!
-//! Every subcommand accepts `--json` (one JSON object on stdout, nothing on stderr) and
-//! `--flamegraph FILE.svg` (a pprof flamegraph of the whole run). On a terminal, long runs show
-//! their progress on stderr.
+//! Every subcommand accepts `--json` (one JSON object on stdout, nothing on stderr) and, built
+//! with the `flamegraph` feature, `--flamegraph FILE.svg [--flamegraph-phase kernel|reference|whole]`
+//! (a pprof flamegraph of the measured phase: see `shadowrep_benches::flamegraph`). On a terminal, long runs
+//! show their progress on stderr.
 #![recursion_limit = "256"]
 #![forbid(unsafe_code)]
 
 use clap::{Args, Parser, Subcommand};
 use serde_json::json;
 use shadowrep::compare::{Isa, Kernels};
+use shadowrep_benches::flamegraph::PhaseProfiler;
+use shadowrep_benches::phase::{NoProbe, Phase, PhaseProbe, Scoped};
 use shadowrep_benches::replicate::{run_replicate, ReplicateOptions};
 use shadowrep_benches::scenario::{self, DumpRequest, KernelServer, PhaseSummary, Profile, ScenarioServer, World};
 use shadowrep_benches::workload::{median, run_compare, CompareOptions};
@@ -27,6 +31,8 @@ use std::io::{BufWriter, IsTerminal};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+mod overview;
+mod sweep;
 mod udp;
 
 #[derive(Parser)]
@@ -37,9 +43,25 @@ struct Cli {
     /// Print one JSON object instead of a report (and no progress).
     #[arg(long, global = true)]
     json: bool,
-    /// Write a pprof flamegraph of the run to this SVG file.
+    /// Write a pprof flamegraph of the measured phase to this SVG file (builds with the
+    /// `flamegraph` feature only).
     #[arg(long, global = true, value_name = "FILE.svg")]
     flamegraph: Option<PathBuf>,
+    /// What the flamegraph samples: kernel (the kernel's timed work: compare, shared frame,
+    /// tick), reference (the UE-style reference's; in replicate, the per-connection encoding's)
+    /// or whole (the whole run, set-up included). Default: kernel; whole for serve, bots and
+    /// sweep. Kernel and reference run extra untimed frames until the profile holds 1000
+    /// samples.
+    #[arg(long, global = true, value_parser = phase_arg, value_name = "PHASE")]
+    flamegraph_phase: Option<Phase>,
+}
+
+/// `--flamegraph-phase`'s value.
+fn phase_arg(s: &str) -> Result<Phase, String> {
+    Phase::parse(s).ok_or_else(|| {
+        let known: Vec<&str> = Phase::ALL.iter().map(|p| p.name()).collect();
+        format!("unknown phase `{s}` (one of {})", known.join(", "))
+    })
 }
 
 #[derive(Subcommand, Clone)]
@@ -59,6 +81,9 @@ enum Command {
     /// Headless clients over real UDP: handshake, receive, apply, feedback, a report per
     /// second, and at the end whether every bot holds what the server says it should.
     Bots(udp::BotsArgs),
+    /// A scaling series: actors (compare), change rate (compare) and connections (replicate),
+    /// written as CSV / JSON and SVG line plots of frame time and ratios.
+    Sweep(sweep::SweepArgs),
 }
 
 #[derive(Args, Clone)]
@@ -163,53 +188,141 @@ impl Default for CompareArgs {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let guard = match &cli.flamegraph {
-        Some(_) => match pprof::ProfilerGuard::new(997) {
-            Ok(g) => Some(g),
-            Err(e) => {
-                eprintln!("error: cannot start the profiler: {e}");
-                return ExitCode::FAILURE;
-            }
-        },
-        None => None,
-    };
-    if let Some(path) = &cli.flamegraph {
-        if let Err(e) = check_writable(path, true) {
-            eprintln!("error: --flamegraph: {e}");
-            return ExitCode::FAILURE;
-        }
-    }
     let show_progress = !cli.json && std::io::stderr().is_terminal();
     let mut progress = |msg: &str| {
         if show_progress {
             eprint!("\r\x1b[2K{msg}");
         }
     };
-    let result = match cli.command.clone().unwrap_or(Command::Compare(CompareArgs::default())) {
-        Command::Compare(args) => compare(&args, cli.json, &mut progress),
-        Command::Replicate(args) => replicate(&args, cli.json, &mut progress),
-        Command::Run(args) => run(&args, cli.json, &mut progress),
-        Command::Serve(args) => udp::serve(&args, cli.json),
-        Command::Bots(args) => udp::bots(&args, cli.json),
-    };
-    if show_progress {
-        eprint!("\r\x1b[2K");
-    }
-    if let (Some(guard), Some(path)) = (guard, &cli.flamegraph) {
-        if let Err(e) = shadowrep_benches::profiler::write_flamegraph(&guard, path) {
-            eprintln!("error: flamegraph: {e}");
-            return ExitCode::FAILURE;
+    let result = Session::start(&cli).and_then(|mut session| {
+        let result = match cli.command.clone() {
+            None => overview::main_job(cli.json, &mut progress, &mut session),
+            Some(Command::Compare(args)) => compare(&args, cli.json, &mut progress, &mut session),
+            Some(Command::Replicate(args)) => replicate(&args, cli.json, &mut progress, &mut session),
+            Some(Command::Run(args)) => run(&args, cli.json, &mut progress, &mut session),
+            Some(Command::Serve(args)) => udp::serve(&args, cli.json, &mut session),
+            Some(Command::Bots(args)) => udp::bots(&args, cli.json, &mut session),
+            Some(Command::Sweep(args)) => sweep::sweep(&args, cli.json, show_progress, &mut session),
+        };
+        if show_progress {
+            eprint!("\r\x1b[2K");
         }
-        if !cli.json {
-            eprintln!("flamegraph written to {}", path.display());
-        }
-    }
+        // A failed command's partial profile is not written.
+        let written = if result.is_ok() { session.finish().map(|_| ()) } else { Ok(()) };
+        result.and(written).map(|()| session)
+    });
     match result {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(session) => {
+            if let (false, Some((path, phase, samples))) = (cli.json, session.written()) {
+                let few = if samples < 1000 { "; fewer than 1000: a longer run gives a steadier profile" } else { "" };
+                eprintln!(
+                    "flamegraph of the {} phase ({samples} samples{few}) written to {}",
+                    phase.name(),
+                    path.display()
+                );
+            }
+            ExitCode::SUCCESS
+        }
         Err(e) => {
+            if show_progress {
+                eprint!("\r\x1b[2K");
+            }
             eprintln!("error: {e}");
             ExitCode::FAILURE
         }
+    }
+}
+
+/// What one invocation carries besides its arguments: the flamegraph, if asked for, and how
+/// the command's JSON goes out.
+pub(crate) struct Session {
+    flamegraph: Option<Flamegraph>,
+    written: Option<(PathBuf, Phase, usize)>,
+}
+
+struct Flamegraph {
+    profiler: PhaseProfiler,
+    path: PathBuf,
+    phase: Phase,
+}
+
+impl Session {
+    /// Checks the flamegraph flags against the command and starts the profiler.
+    fn start(cli: &Cli) -> Result<Session, String> {
+        let whole_only = matches!(cli.command, Some(Command::Serve(_) | Command::Bots(_) | Command::Sweep(_)));
+        let Some(path) = &cli.flamegraph else {
+            if cli.flamegraph_phase.is_some() {
+                return Err("--flamegraph-phase needs --flamegraph FILE.svg".into());
+            }
+            return Ok(Session { flamegraph: None, written: None });
+        };
+        let phase = cli.flamegraph_phase.unwrap_or(if whole_only { Phase::Whole } else { Phase::Kernel });
+        if whole_only && phase != Phase::Whole {
+            return Err(format!(
+                "--flamegraph-phase {}: serve, bots and sweep are profiled whole (--flamegraph-phase whole)",
+                phase.name()
+            ));
+        }
+        check_writable(path, true).map_err(|e| format!("--flamegraph: {e}"))?;
+        let mut profiler = PhaseProfiler::start(phase)?;
+        profiler.enter(Phase::Whole);
+        Ok(Session { flamegraph: Some(Flamegraph { profiler, path: path.clone(), phase }), written: None })
+    }
+
+    /// Whether a flamegraph of `phase` is being taken.
+    pub(crate) fn profiles(&self, phase: Phase) -> bool {
+        self.flamegraph.as_ref().is_some_and(|f| f.phase == phase)
+    }
+
+    /// Writes the flamegraph, if one was asked for (once); returns its JSON description.
+    fn finish(&mut self) -> Result<serde_json::Value, String> {
+        if let Some(mut f) = self.flamegraph.take() {
+            f.profiler.leave(Phase::Whole);
+            let samples = f.profiler.write(&f.path)?;
+            self.written = Some((f.path, f.phase, samples));
+        }
+        Ok(match &self.written {
+            Some((path, phase, samples)) => json!({
+                "file": path.display().to_string(),
+                "phase": phase.name(),
+                "samples": samples,
+            }),
+            None => serde_json::Value::Null,
+        })
+    }
+
+    /// The flamegraph written: its file, phase and samples.
+    fn written(&self) -> Option<(&Path, Phase, usize)> {
+        self.written.as_ref().map(|(p, ph, n)| (p.as_path(), *ph, *n))
+    }
+
+    /// Prints a command's JSON object, with a `flamegraph` key (null without one), as one line.
+    pub(crate) fn emit(&mut self, mut out: serde_json::Value) -> Result<(), String> {
+        let flamegraph = self.finish()?;
+        if let Some(map) = out.as_object_mut() {
+            map.insert("flamegraph".into(), flamegraph);
+        }
+        println!("{out}");
+        Ok(())
+    }
+}
+
+impl PhaseProbe for Session {
+    fn enter(&mut self, phase: Phase) {
+        if let Some(f) = self.flamegraph.as_mut() {
+            f.profiler.enter(phase);
+        }
+    }
+    fn leave(&mut self, phase: Phase) {
+        if let Some(f) = self.flamegraph.as_mut() {
+            f.profiler.leave(phase);
+        }
+    }
+    fn wants_more(&self) -> bool {
+        self.flamegraph.as_ref().is_some_and(|f| f.profiler.wants_more())
+    }
+    fn watches(&self, phase: Phase) -> bool {
+        self.profiles(phase)
     }
 }
 
@@ -260,7 +373,12 @@ fn kernels(isa: &str) -> Result<Kernels, String> {
     Kernels::for_isa(parsed).ok_or_else(|| format!("this CPU cannot run {isa}"))
 }
 
-fn compare(args: &CompareArgs, json: bool, progress: &mut dyn FnMut(&str)) -> Result<(), String> {
+fn compare(
+    args: &CompareArgs,
+    json: bool,
+    progress: &mut dyn FnMut(&str),
+    session: &mut Session,
+) -> Result<(), String> {
     if !(0.0..=1.0).contains(&args.changed) {
         return Err(format!("--changed must be within 0..=1, got {}", args.changed));
     }
@@ -277,7 +395,7 @@ fn compare(args: &CompareArgs, json: bool, progress: &mut dyn FnMut(&str)) -> Re
         kernels: kernels(&args.isa)?,
         seed: args.seed,
     };
-    let r = run_compare(&opts, progress)?;
+    let r = run_compare(&opts, progress, session)?;
     let gbps = |ns: u64| 2.0 * r.live_bytes as f64 / ns.max(1) as f64;
     if json {
         let out = json!({
@@ -292,6 +410,9 @@ fn compare(args: &CompareArgs, json: bool, progress: &mut dyn FnMut(&str)) -> Re
                 .map(|(isa, ns)| (isa.name().to_string(), json!(ns)))
                 .collect::<serde_json::Map<_, _>>(),
             "frames": opts.frames,
+            "times": "per-frame medians over the timed frames (one untimed warm-up frame first)",
+            "reference": REFERENCE_COMPARE,
+            "push_1pct": PUSH_1PCT,
             "kernel_ns": r.kernel_ns,
             "reference_ns": r.reference_ns,
             "memcmp_ns": r.memcmp_ns,
@@ -313,16 +434,18 @@ fn compare(args: &CompareArgs, json: bool, progress: &mut dyn FnMut(&str)) -> Re
                 "changed": s.changed,
             })).collect::<Vec<_>>(),
         });
-        println!("{out}");
+        session.emit(out)?;
     } else {
         let ms = |ns: u64| ns as f64 / 1e6;
         println!(
-            "compare: {} × {} at {:.2} % changed, {} thread(s), {}",
+            "compare: {} × {} at {:.2} % changed per frame; kernel on {} thread(s), ISA {}; times are per-frame \
+             medians of {} timed frames",
             opts.actors,
             opts.class,
             opts.changed * 100.0,
             threads,
-            opts.kernels.isa.name()
+            opts.kernels.isa.name(),
+            opts.frames
         );
         println!("  kernel      {:>10.3} ms   {:>6.2} GB/s (live + shadow)", ms(r.kernel_ns), gbps(r.kernel_ns));
         println!("  reference   {:>10.3} ms   speedup ×{:.1}", ms(r.reference_ns), r.speedup_vs_reference);
@@ -346,11 +469,28 @@ fn compare(args: &CompareArgs, json: bool, progress: &mut dyn FnMut(&str)) -> Re
         for s in r.dirty_stats.iter().filter(|s| s.marked != 0 || s.changed != 0) {
             println!("    {:<24} {:>10} marked {:>10} changed", s.property, s.marked, s.changed);
         }
+        println!("  reference: {REFERENCE_COMPARE}");
+        println!("  push, 1 %: {PUSH_1PCT}");
+        println!("  memcmp: the same live and shadow bytes compared with `==` (equal, so every byte is read)");
     }
     Ok(())
 }
 
-fn replicate(args: &ReplicateArgs, json: bool, progress: &mut dyn FnMut(&str)) -> Result<(), String> {
+/// What `compare`'s "reference" is.
+pub(crate) const REFERENCE_COMPARE: &str = "the UE-style path on the same actors: array-of-structs objects, each \
+    property compared against its own shadow one by one (UE's CompareProperties), single-threaded as UE's is; \
+    every frame its changelists must equal the kernel's";
+
+/// What `compare`'s "push, 1 %" is.
+pub(crate) const PUSH_1PCT: &str = "every property push-based, 1 % of the actors marked dirty (and changed): the \
+    kernel compares only marked lanes; its time against a full compare of the same frame";
+
+fn replicate(
+    args: &ReplicateArgs,
+    json: bool,
+    progress: &mut dyn FnMut(&str),
+    session: &mut Session,
+) -> Result<(), String> {
     if !(0.0..=1.0).contains(&args.changed) {
         return Err(format!("--changed must be within 0..=1, got {}", args.changed));
     }
@@ -374,7 +514,7 @@ fn replicate(args: &ReplicateArgs, json: bool, progress: &mut dyn FnMut(&str)) -
     };
     // One command per process: the global pool gets the requested size.
     rayon::ThreadPoolBuilder::new().num_threads(threads).build_global().map_err(|e| e.to_string())?;
-    let r = run_replicate(&opts, progress)?;
+    let r = run_replicate(&opts, progress, session)?;
     if json {
         let out = json!({
             "command": "replicate",
@@ -383,7 +523,10 @@ fn replicate(args: &ReplicateArgs, json: bool, progress: &mut dyn FnMut(&str)) -
             "connections": opts.connections,
             "changed": opts.changed,
             "threads": threads,
+            "isa": opts.kernels.isa.name(),
             "frames": opts.frames,
+            "times": "per-frame medians over the timed frames",
+            "reference": REFERENCE_REPLICATE,
             "mtu": opts.mtu,
             "frame_ms": r.frame_ms,
             "frame_ms_unshared": r.frame_ms_unshared,
@@ -395,15 +538,18 @@ fn replicate(args: &ReplicateArgs, json: bool, progress: &mut dyn FnMut(&str)) -
             "bytes_per_pair_state": r.bytes_per_pair_state,
             "changed_actors": r.changed_actors,
         });
-        println!("{out}");
+        session.emit(out)?;
     } else {
         println!(
-            "replicate: {} × {} to {} connections at {:.2} % changed, {} thread(s)",
+            "replicate: {} × {} to {} connections at {:.2} % changed per frame; {} thread(s), ISA {}; times are \
+             per-frame medians of {} timed frames",
             opts.actors,
             opts.class,
             opts.connections,
             opts.changed * 100.0,
-            threads
+            threads,
+            opts.kernels.isa.name(),
+            opts.frames
         );
         println!("  server frame, shared        {:>10.3} ms", r.frame_ms);
         println!("  server frame, per connection {:>9.3} ms   sharing ×{:.2}", r.frame_ms_unshared, r.sharing_speedup);
@@ -417,9 +563,15 @@ fn replicate(args: &ReplicateArgs, json: bool, progress: &mut dyn FnMut(&str)) -
             r.bytes_per_connection_frame, r.packets_per_connection_frame
         );
         println!("  send state per (connection, actor): {} bytes", r.bytes_per_pair_state);
+        println!("  per connection (the reference here): {REFERENCE_REPLICATE}");
     }
     Ok(())
 }
+
+/// What `replicate`'s baseline is.
+const REFERENCE_REPLICATE: &str = "a second driver on the same store and changes that encodes every connection's \
+    packets itself (UE's per-connection serialization); the shared driver encodes each changed property once per \
+    frame for every connection";
 
 fn phase_json(p: &PhaseSummary) -> serde_json::Value {
     json!({
@@ -432,7 +584,7 @@ fn phase_json(p: &PhaseSummary) -> serde_json::Value {
     })
 }
 
-fn run(args: &RunArgs, json: bool, progress: &mut dyn FnMut(&str)) -> Result<(), String> {
+fn run(args: &RunArgs, json: bool, progress: &mut dyn FnMut(&str), session: &mut Session) -> Result<(), String> {
     let profile = Profile::by_name(&args.profile).ok_or_else(|| {
         let known: Vec<&str> = Profile::ALL.iter().map(|p| p.name()).collect();
         format!("unknown profile `{}` (known: {})", args.profile, known.join(", "))
@@ -463,12 +615,13 @@ fn run(args: &RunArgs, json: bool, progress: &mut dyn FnMut(&str)) -> Result<(),
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let threads = args.threads.unwrap_or(cores).max(1);
     rayon::ThreadPoolBuilder::new().num_threads(threads).build_global().map_err(|e| e.to_string())?;
+    let reference_frames = args.reference_frames.unwrap_or(profile.default_reference_frames()).min(frames);
+    if reference_frames == 0 && session.profiles(Phase::Reference) {
+        return Err("--flamegraph-phase reference needs the reference pass (--reference-frames above 0)".into());
+    }
     let started = std::time::Instant::now();
-    progress("building the world");
-    let mut world = World::new(&cfg);
-    let mut server = KernelServer::new(&mut world, threads > 1)?;
     let request = dump.as_mut().map(|(frame, out, _)| DumpRequest { frame: *frame, out });
-    let records = scenario::run(&mut world, &mut server, frames, request, progress)?;
+    let (mut world, mut server, records) = kernel_pass(&cfg, frames, threads, request, progress, session)?;
     // What the kernel's run leaves, read before its world is dropped for the reference's pass.
     let (open_pairs, pair_bytes) = server.pair_state()?;
     let actors: usize = world.stores.iter().map(|st| st.len()).sum();
@@ -482,19 +635,8 @@ fn run(args: &RunArgs, json: bool, progress: &mut dyn FnMut(&str)) -> Result<(),
         shadowrep_benches::fastarray::measure_ratios(FAST_ARRAY_ITEMS, 20)
     });
     drop((world, server));
-    let reference_frames = args.reference_frames.unwrap_or(profile.default_reference_frames()).min(frames);
-    let reference = if reference_frames > 0 {
-        progress("the UE-style reference, on the same frames");
-        let mut world = World::new(&cfg);
-        let mut server = KernelServer::with_reference(&mut world, threads > 1)?;
-        let recs = scenario::run(&mut world, &mut server, reference_frames, None, progress)?;
-        let mismatch = server.reference_report().and_then(|(_, m)| m.map(str::to_string));
-        let reference_ms = median(recs.iter().map(|r| r.reference_ns.unwrap_or(0) as f64 / 1e6).collect());
-        let kernel_ms = median(records[..reference_frames].iter().map(|r| r.tick_ns as f64 / 1e6).collect());
-        Some((reference_ms, kernel_ms, mismatch))
-    } else {
-        None
-    };
+    let reference = reference_pass(&cfg, reference_frames, threads, &records, progress, session)?
+        .map(|r| (r.reference_ms, r.kernel_ms, r.mismatch));
     let wall_s = started.elapsed().as_secs_f64();
     let s = scenario::summarize(&records, cfg.connections, cfg.tick_rate);
     let bytes_per_open_pair = pair_bytes as f64 / open_pairs.max(1) as f64;
@@ -508,6 +650,9 @@ fn run(args: &RunArgs, json: bool, progress: &mut dyn FnMut(&str)) -> Result<(),
             "warmup_frames": scenario::WARMUP_FRAMES,
             "level_load_frames": cfg.load_frames(),
             "threads": threads,
+            "isa": Kernels::best().isa.name(),
+            "times": "per-frame medians over the timed frames (p99: the 99th percentile)",
+            "reference": REFERENCE_RUN,
             "connections": cfg.connections,
             "actors": actors,
             "tick_rate": cfg.tick_rate,
@@ -571,11 +716,11 @@ fn run(args: &RunArgs, json: bool, progress: &mut dyn FnMut(&str)) -> Result<(),
             "fast_array_block_memcmp_ns": fast_array.as_ref().map(|f| f.block_compare_ns),
             "fast_array_first_send_updates": fast_array.as_ref().map(|f| f.first_send_updates),
         });
-        println!("{out}");
+        session.emit(out)?;
     } else {
         println!(
             "run {}: {} connections, {} actors, {} timed frames at {} Hz (after {} level-load frame(s) without \
-             connections and {} warm-up frame), {} thread(s), seed {}",
+             connections and {} warm-up frame), {} thread(s), ISA {}, seed {}; times are per-frame medians",
             profile.name(),
             cfg.connections,
             actors,
@@ -584,6 +729,7 @@ fn run(args: &RunArgs, json: bool, progress: &mut dyn FnMut(&str)) -> Result<(),
             cfg.load_frames(),
             scenario::WARMUP_FRAMES,
             threads,
+            Kernels::best().isa.name(),
             cfg.seed
         );
         println!(
@@ -672,8 +818,70 @@ fn run(args: &RunArgs, json: bool, progress: &mut dyn FnMut(&str)) -> Result<(),
         if let Some((k, _, file)) = &dump {
             println!("  frame {k} written to {file}");
         }
+        if reference.is_some() {
+            println!("  reference: {REFERENCE_RUN}");
+        }
     }
     Ok(())
+}
+
+/// What `run`'s reference is.
+pub(crate) const REFERENCE_RUN: &str = "UE's ServerReplicateActors done UE's way on the same frames (a second \
+    pass over the same seeded world): the whole actor list, per-property compare of each due actor against its \
+    own shadow, relevancy asked actor by actor, a full sort and per-connection serialization per connection, on \
+    one thread; its decisions are checked against the kernel's on every frame";
+
+/// The kernel's pass of a profile: the world, its server after the timed frames, and each timed
+/// frame's record; `threads > 1` runs the per-connection work on the global pool.
+pub(crate) fn kernel_pass(
+    cfg: &scenario::ScenarioConfig,
+    frames: usize,
+    threads: usize,
+    request: Option<DumpRequest<'_>>,
+    progress: &mut dyn FnMut(&str),
+    probe: &mut dyn PhaseProbe,
+) -> Result<(World, KernelServer, Vec<scenario::FrameRecord>), String> {
+    progress("building the world");
+    let mut world = World::new(cfg);
+    let mut server = KernelServer::new(&mut world, threads > 1)?;
+    let mut probe = Scoped { inner: probe, runs: &[Phase::Kernel] };
+    let records = scenario::run(&mut world, &mut server, frames, request, progress, &mut probe)?;
+    Ok((world, server, records))
+}
+
+/// What the reference's pass found.
+pub(crate) struct ReferenceOutcome {
+    /// Median of the reference's frames, ms.
+    pub reference_ms: f64,
+    /// Median of the kernel's frames (of its own pass) over the same frames, ms.
+    pub kernel_ms: f64,
+    /// The first frame on which the two decided differently, if any.
+    pub mismatch: Option<String>,
+}
+
+/// The reference's pass over the first `reference_frames` frames of the same seeded world
+/// (none for 0), against the kernel pass's `records`.
+pub(crate) fn reference_pass(
+    cfg: &scenario::ScenarioConfig,
+    reference_frames: usize,
+    threads: usize,
+    records: &[scenario::FrameRecord],
+    progress: &mut dyn FnMut(&str),
+    probe: &mut dyn PhaseProbe,
+) -> Result<Option<ReferenceOutcome>, String> {
+    if reference_frames == 0 {
+        return Ok(None);
+    }
+    progress("the UE-style reference, on the same frames");
+    let mut world = World::new(cfg);
+    let mut server = KernelServer::with_reference(&mut world, threads > 1)?;
+    let mut probe = Scoped { inner: probe, runs: &[Phase::Kernel, Phase::Reference] };
+    let recs = scenario::run(&mut world, &mut server, reference_frames, None, progress, &mut probe)?;
+    let mismatch = server.reference_report().and_then(|(_, m)| m.map(str::to_string));
+    let reference_ms = median(recs.iter().map(|r| r.reference_ns.unwrap_or(0) as f64 / 1e6).collect());
+    let n = reference_frames.min(records.len());
+    let kernel_ms = median(records[..n].iter().map(|r| r.tick_ns as f64 / 1e6).collect());
+    Ok(Some(ReferenceOutcome { reference_ms, kernel_ms, mismatch }))
 }
 
 /// Items of the FastArray inventory the open_world report measures.
@@ -707,7 +915,7 @@ fn dormant_report(
     for f in 0..DORMANT_SAMPLE_FRAMES {
         progress(&format!("dormant bytes, frame {}/{DORMANT_SAMPLE_FRAMES}", f + 1));
         let events = world.step();
-        scenario::run_frame(server, world, &events)?;
+        scenario::run_frame(server, world, &events, &mut NoProbe)?;
         let (i, fs) = server.dormant_bytes()?;
         idle += i;
         first += fs;
@@ -717,7 +925,7 @@ fn dormant_report(
     let awake = cfg.with_dormant_fraction(0.0)?;
     let mut world = World::new(&awake);
     let mut server = KernelServer::new(&mut world, threads > 1)?;
-    let alone = scenario::run(&mut world, &mut server, frames, None, progress)?;
+    let alone = scenario::run(&mut world, &mut server, frames, None, progress, &mut NoProbe)?;
     Ok(DormantReport {
         asleep,
         awake_only_ms: median(alone.iter().map(|r| r.tick_ns as f64 / 1e6).collect()),

@@ -21,6 +21,7 @@
 //! ```
 
 use super::{FrameEvents, Kind, ScenarioServer, World};
+use crate::phase::{within, Phase, PhaseProbe};
 use crate::replicate::drain_and_ack;
 use shadowrep::fastarray::{item_layout, ReplicationId};
 use shadowrep::net::spatial::{GridConfig, DEFAULT_CELL_SIZE};
@@ -295,11 +296,11 @@ impl ScenarioServer for KernelServer {
         Ok(())
     }
 
-    fn tick(&mut self, world: &mut World) -> Result<TickStats, String> {
-        let stats = self.driver.tick(&mut world.stores_mut()).map_err(err)?;
+    fn tick(&mut self, world: &mut World, probe: &mut dyn PhaseProbe) -> Result<TickStats, String> {
+        let stats = within(probe, Phase::Kernel, || self.driver.tick(&mut world.stores_mut())).map_err(err)?;
         if let Some(r) = self.reference.as_mut() {
             let t = std::time::Instant::now();
-            r.frame.tick(&self.driver, &mut world.stores_mut()).map_err(err)?;
+            within(probe, Phase::Reference, || r.frame.tick(&self.driver, &mut world.stores_mut())).map_err(err)?;
             r.last_ns = t.elapsed().as_nanos() as u64;
             if r.mismatch.is_none() {
                 r.mismatch = compare_decisions(&self.driver, &r.frame, &self.conns);

@@ -157,7 +157,7 @@ impl Bot {
     }
 }
 
-pub fn bots(args: &BotsArgs, json: bool) -> Result<(), String> {
+pub fn bots(args: &BotsArgs, json: bool, session: &mut crate::Session) -> Result<(), String> {
     if !(0.0..1.0).contains(&args.loss) {
         return Err(format!("--loss must be within 0..1, got {}", args.loss));
     }
@@ -342,7 +342,7 @@ pub fn bots(args: &BotsArgs, json: bool) -> Result<(), String> {
             "converged": converged,
             "per_second": per_second,
         });
-        println!("{out}");
+        session.emit(out)?;
     } else {
         println!(
             "bots: {} bots, {wall:.1} s, {} connected; received {:.1} KB/s, {} packets applied, {} notifies, {} actors held \

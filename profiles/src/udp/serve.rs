@@ -78,7 +78,7 @@ struct Second {
     send_errors: u64,
 }
 
-pub fn serve(args: &ServeArgs, json: bool) -> Result<(), String> {
+pub fn serve(args: &ServeArgs, json: bool, run: &mut crate::Session) -> Result<(), String> {
     let profile = Profile::by_name(&args.profile).ok_or_else(|| {
         let known: Vec<&str> = Profile::ALL.iter().map(|p| p.name()).collect();
         format!("unknown profile `{}` (known: {})", args.profile, known.join(", "))
@@ -255,7 +255,7 @@ pub fn serve(args: &ServeArgs, json: bool) -> Result<(), String> {
             },
             "per_second": seconds_json,
         });
-        println!("{out}");
+        run.emit(out)?;
     } else {
         println!(
             "serve {}: {:.1} s, {} ticks ({} late), frame {:.2} ms mean / {:.2} ms max; {} packets out ({:.1} KB/s); \

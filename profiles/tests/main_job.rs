@@ -1,0 +1,136 @@
+//! The main job (`shadowrep` with no arguments): battle_royale with its reference beside the
+//! compare, in one report; and the flags every command shares.
+
+use std::process::{Command, Output};
+
+fn shadowrep(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_shadowrep")).args(args).output().expect("the command starts")
+}
+
+fn refused(args: &[&str], says: &str) {
+    let out = shadowrep(args);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{args:?} must fail");
+    assert!(stderr.contains(says), "{args:?}: `{says}` not in {stderr}");
+    assert!(out.stdout.is_empty(), "{args:?} printed {}", String::from_utf8_lossy(&out.stdout));
+}
+
+#[test]
+fn the_main_job_reports_both_runs_and_what_they_are_measured_against() {
+    let out = shadowrep(&["--json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
+    assert_eq!(v["command"], "main");
+    assert!(v["isa"].as_str().is_some() && v["threads"].as_u64().is_some_and(|t| t >= 1));
+    let br = &v["battle_royale"];
+    assert_eq!(br["connections"], 100);
+    assert!(br["actors"].as_u64().is_some_and(|n| n > 40_000), "{br}");
+    assert_eq!(br["matches_reference"], true, "{br}");
+    assert!(br["frame_ms"].as_f64().is_some_and(|ms| ms > 0.0));
+    assert!(br["speedup_vs_reference"].as_f64().is_some_and(|r| r > 1.0), "{br}");
+    assert!(br["reference"].as_str().is_some_and(|s| s.contains("ServerReplicateActors")));
+    let c = &v["compare"];
+    assert_eq!(c["actors"], 100_000);
+    assert!(c["speedup_vs_reference"].as_f64().is_some_and(|r| r > 1.0), "{c}");
+    assert!(c["push_ratio"].as_f64().is_some_and(|r| r > 0.0 && r < 1.0), "{c}");
+    assert!(v["wall_s"].as_f64().is_some_and(|s| s < 120.0), "{v}");
+}
+
+#[test]
+fn compare_and_replicate_say_what_they_measured() {
+    let out = shadowrep(&["compare", "--actors", "5000", "--frames", "2"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout);
+    for says in ["per-frame medians", "ISA", "thread(s)", "reference: the UE-style path", "push, 1 %: every property"] {
+        assert!(text.contains(says), "`{says}` not in {text}");
+    }
+    let out = shadowrep(&["replicate", "--actors", "500", "--connections", "2", "--frames", "2", "--json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
+    for key in ["isa", "threads", "times", "reference", "sharing_speedup"] {
+        assert!(v.get(key).is_some(), "no `{key}` in {v}");
+    }
+    assert!(v["flamegraph"].is_null());
+}
+
+#[test]
+fn flamegraph_flags_are_checked() {
+    refused(&["compare", "--flamegraph-phase", "kernels"], "unknown phase `kernels` (one of kernel, reference, whole)");
+    refused(&["compare", "--flamegraph-phase", "kernel"], "--flamegraph-phase needs --flamegraph");
+    let svg = std::env::temp_dir().join(format!("shadowrep-flags-{}.svg", std::process::id()));
+    let svg = svg.to_str().expect("UTF-8");
+    refused(
+        &["bots", "--connect", "127.0.0.1:9", "--count", "1", "--flamegraph", svg, "--flamegraph-phase", "kernel"],
+        "profiled whole",
+    );
+    refused(
+        &[
+            "run",
+            "--profile",
+            "battle_royale",
+            "--reference-frames",
+            "0",
+            "--flamegraph",
+            svg,
+            "--flamegraph-phase",
+            "reference",
+        ],
+        "needs the reference pass",
+    );
+}
+
+/// Each phase's profile holds 1000 samples of that phase's code and not the other's. A build of
+/// the command alone (`cargo test -p shadowrep-profiles`) has no flamegraphs unless asked
+/// (`--features flamegraph`): then the refusal must say how to get them. Workspace builds
+/// always have them (`tests/tests/features.rs`).
+#[test]
+fn a_phase_flamegraph_holds_only_its_phase() {
+    let dir = std::env::temp_dir().join(format!("shadowrep-flamegraph-{}", std::process::id()));
+    let reference = dir.join("reference.svg");
+    let out = shadowrep(&[
+        "compare",
+        "--actors",
+        "20000",
+        "--frames",
+        "2",
+        "--json",
+        "--flamegraph-phase",
+        "reference",
+        "--flamegraph",
+        reference.to_str().expect("UTF-8"),
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if stderr.contains("built without flamegraphs") {
+        assert!(!out.status.success() && out.stdout.is_empty());
+        assert!(stderr.contains("--features flamegraph"), "says how to build it: {stderr}");
+        eprintln!("this build has no flamegraphs (the command alone): only the refusal was checked");
+        return;
+    }
+    assert!(out.status.success(), "{stderr}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
+    assert_eq!(v["flamegraph"]["phase"], "reference");
+    assert!(v["flamegraph"]["samples"].as_u64().is_some_and(|n| n >= 1000), "{}", v["flamegraph"]);
+    let svg = std::fs::read_to_string(&reference).expect("the SVG");
+    assert!(svg.contains("RefWorld::compare"), "the reference's compare is in its profile");
+    assert!(!svg.contains("compare_lanes"), "the kernel's compare is not");
+
+    let kernel = dir.join("kernel.svg");
+    let out = shadowrep(&[
+        "run",
+        "--profile",
+        "battle_royale",
+        "--frames",
+        "3",
+        "--reference-frames",
+        "0",
+        "--flamegraph",
+        kernel.to_str().expect("UTF-8"),
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains(&format!("written to {}", kernel.display())), "the path is printed: {stderr}");
+    let svg = std::fs::read_to_string(&kernel).expect("the SVG");
+    assert!(svg.contains("NetDriver::tick"), "the driver's tick is in the kernel's profile");
+    assert!(!svg.contains("World::step") && !svg.contains("World::new"), "the game and the set-up are not");
+    std::fs::remove_dir_all(&dir).ok();
+}
