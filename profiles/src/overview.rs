@@ -10,7 +10,8 @@
 //! The report gives each headline figure with what it is measured against, and the commands
 //! that go further.
 
-use crate::{kernel_pass, reference_pass, Session, PUSH_1PCT, REFERENCE_COMPARE, REFERENCE_RUN};
+use crate::run::{kernel_pass, reference_pass, REFERENCE_RUN};
+use crate::{Session, PUSH_1PCT, REFERENCE_COMPARE};
 use shadowrep::compare::Kernels;
 use shadowrep_benches::scenario::{self, Profile};
 use shadowrep_benches::workload::{run_compare, CompareOptions};
