@@ -1,19 +1,8 @@
 //! The main job (`shadowrep` with no arguments): battle_royale with its reference beside the
 //! compare, in one report; and the flags every command shares.
 
-use std::process::{Command, Output};
-
-fn shadowrep(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_shadowrep")).args(args).output().expect("the command starts")
-}
-
-fn refused(args: &[&str], says: &str) {
-    let out = shadowrep(args);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success(), "{args:?} must fail");
-    assert!(stderr.contains(says), "{args:?}: `{says}` not in {stderr}");
-    assert!(out.stdout.is_empty(), "{args:?} printed {}", String::from_utf8_lossy(&out.stdout));
-}
+mod common;
+use common::{refused, shadowrep};
 
 #[test]
 fn the_main_job_reports_both_runs_and_what_they_are_measured_against() {

@@ -1,19 +1,8 @@
 //! `shadowrep run`: bad input is refused before anything runs, and `--json` prints exactly one
 //! object with the documented keys.
 
-use std::process::{Command, Output};
-
-fn shadowrep(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_shadowrep")).args(args).output().expect("the command starts")
-}
-
-fn refused(args: &[&str], says: &str) {
-    let out = shadowrep(args);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success(), "{args:?} must fail");
-    assert!(stderr.contains(says), "{args:?}: `{says}` not in {stderr}");
-    assert!(out.stdout.is_empty(), "{args:?} printed {}", String::from_utf8_lossy(&out.stdout));
-}
+mod common;
+use common::{refused, shadowrep};
 
 #[test]
 fn bad_input_is_refused_with_a_clear_error() {

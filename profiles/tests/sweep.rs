@@ -2,19 +2,9 @@
 //! object and an SVG plot; bad ranges are refused before anything runs.
 
 use std::path::Path;
-use std::process::{Command, Output};
 
-fn shadowrep(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_shadowrep")).args(args).output().expect("the command starts")
-}
-
-fn refused(args: &[&str], says: &str) {
-    let out = shadowrep(args);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success(), "{args:?} must fail");
-    assert!(stderr.contains(says), "{args:?}: `{says}` not in {stderr}");
-    assert!(out.stdout.is_empty(), "{args:?} printed {}", String::from_utf8_lossy(&out.stdout));
-}
+mod common;
+use common::{refused, shadowrep};
 
 /// A sweep small enough for CI: two points per series.
 const TINY: [&str; 14] = [
