@@ -480,7 +480,33 @@ impl ClientWorld {
         w.into_bytes()
     }
 
-    /// Decodes, validates and applies one packet.
+    /// Decodes, validates and applies one packet. A malformed packet is an error and changes
+    /// nothing; a duplicate, late or too-far packet is dropped ([`Receipt::Dropped`]).
+    ///
+    /// ```
+    /// use shadowrep::client::ClientWorld;
+    /// use shadowrep::net::{DriverConfig, NetDriver};
+    /// use shadowrep::prelude::*;
+    /// use std::sync::Arc;
+    ///
+    /// let layout = Arc::new(ClassBuilder::new("Crate").property(PropertyDecl::new("Hp", PropType::U16)).build().unwrap());
+    /// let mut store = ClassStore::new(layout.clone());
+    /// let mut driver = NetDriver::new(DriverConfig::default()).unwrap();
+    /// let class = driver.register_class(&mut store).unwrap();
+    /// let conn = driver.add_connection(false);
+    /// let mut client = ClientWorld::new(&[layout], &driver.checksums()).unwrap();
+    /// let id = store.spawn();
+    /// store.set(id, 0, &Value::U16(100)).unwrap();
+    /// let guid = driver.assign_guid(class, &store, id).unwrap();
+    /// use shadowrep::client::{Receipt, SeqVerdict};
+    ///
+    /// driver.tick(&mut [&mut store]).unwrap();
+    /// let packet = driver.take_packets(conn).unwrap().remove(0);
+    /// assert_eq!(client.receive(&packet), Ok(Receipt::Applied { bunches: 1, skipped: 0 }));
+    /// assert_eq!(client.receive(&packet), Ok(Receipt::Dropped(SeqVerdict::Duplicate)));
+    /// assert!(client.receive(&packet[..1]).is_err(), "truncated: refused");
+    /// assert_eq!(client.value(guid, 0), Some(Value::U16(100)));
+    /// ```
     pub fn receive(&mut self, bytes: &[u8]) -> Result<Receipt, ReceiveError> {
         if bytes.len() > MAX_MTU {
             self.stats.refused += 1;

@@ -88,6 +88,11 @@ pub struct ConnectionStats {
     pub reopens_ignored: u64,
     /// Frames in which the connection could start no packet because the window was full.
     pub window_full_frames: u64,
+    /// Leaf values owed again because a packet carrying them was lost (UE resends current
+    /// values, not old bytes: each goes out with the actor's next bunch).
+    pub leaves_resent: u64,
+    /// Packets in flight (sent, fate unknown) when the counters were read.
+    pub packets_in_flight: u64,
 }
 
 /// A close to send (or in flight): the actor and why its channel ends.

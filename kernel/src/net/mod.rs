@@ -536,6 +536,29 @@ impl NetDriver {
 
     /// Sets which connection owns an actor (`None`: nobody) and whether the owner holds an
     /// autonomous proxy. Properties that become active for a connection are sent to it.
+    ///
+    /// ```
+    /// use shadowrep::client::ClientWorld;
+    /// use shadowrep::net::{DriverConfig, NetDriver};
+    /// use shadowrep::prelude::*;
+    /// use std::sync::Arc;
+    ///
+    /// let layout = Arc::new(ClassBuilder::new("Crate").property(PropertyDecl::new("Hp", PropType::U16)).build().unwrap());
+    /// let mut store = ClassStore::new(layout.clone());
+    /// let mut driver = NetDriver::new(DriverConfig::default()).unwrap();
+    /// let class = driver.register_class(&mut store).unwrap();
+    /// let conn = driver.add_connection(false);
+    /// let mut client = ClientWorld::new(&[layout], &driver.checksums()).unwrap();
+    /// let id = store.spawn();
+    /// store.set(id, 0, &Value::U16(100)).unwrap();
+    /// let guid = driver.assign_guid(class, &store, id).unwrap();
+    /// // The player controlling it: owner-only and autonomous-only properties reach `conn` alone.
+    /// driver.set_owner(class, &store, id, Some(conn), true).unwrap();
+    /// assert_eq!(driver.owning_connection(class, id), Some(conn));
+    /// driver.set_owner(class, &store, id, None, false).unwrap();
+    /// assert_eq!(driver.owning_connection(class, id), None);
+    /// # let _ = (guid, &mut client);
+    /// ```
     pub fn set_owner(
         &mut self,
         class: ClassId,
@@ -657,7 +680,8 @@ impl NetDriver {
 
     /// Counters of `conn`.
     pub fn connection_stats(&self, conn: ConnectionId) -> Result<ConnectionStats, DriverError> {
-        Ok(self.conn(conn)?.stats)
+        let c = self.conn(conn)?;
+        Ok(ConnectionStats { packets_in_flight: c.rel.in_flight() as u64, ..c.stats })
     }
 
     /// Bytes sent to `conn` so far.
@@ -674,6 +698,37 @@ impl NetDriver {
     /// retired, packets it missed have their content resent, actors it asks for are opened
     /// again. Feedback that is stale (duplicated, reordered, repeated) or names packets never
     /// sent changes nothing and is counted; bytes that do not decode are an error (and counted).
+    ///
+    /// ```
+    /// use shadowrep::client::ClientWorld;
+    /// use shadowrep::net::{DriverConfig, NetDriver};
+    /// use shadowrep::prelude::*;
+    /// use std::sync::Arc;
+    ///
+    /// let layout = Arc::new(ClassBuilder::new("Crate").property(PropertyDecl::new("Hp", PropType::U16)).build().unwrap());
+    /// let mut store = ClassStore::new(layout.clone());
+    /// let mut driver = NetDriver::new(DriverConfig::default()).unwrap();
+    /// let class = driver.register_class(&mut store).unwrap();
+    /// let conn = driver.add_connection(false);
+    /// let mut client = ClientWorld::new(&[layout], &driver.checksums()).unwrap();
+    /// let id = store.spawn();
+    /// store.set(id, 0, &Value::U16(100)).unwrap();
+    /// let guid = driver.assign_guid(class, &store, id).unwrap();
+    /// use shadowrep::net::FeedbackOutcome;
+    ///
+    /// driver.tick(&mut [&mut store]).unwrap();
+    /// let packets = driver.take_packets(conn).unwrap();
+    /// for packet in &packets {
+    ///     client.receive(packet).unwrap();
+    /// }
+    /// // Once per frame in which packets arrived (`client.feedback_due()`), back to the server:
+    /// let outcome = driver.receive_feedback(conn, &client.feedback()).unwrap();
+    /// assert_eq!(outcome, FeedbackOutcome::Applied(packets.len()));
+    /// assert_eq!(driver.in_flight(conn), 0);
+    /// // The same feedback again (a duplicate on the wire) changes nothing.
+    /// assert_eq!(driver.receive_feedback(conn, &client.feedback()).unwrap(), FeedbackOutcome::Stale);
+    /// # let _ = guid;
+    /// ```
     pub fn receive_feedback(&mut self, conn: ConnectionId, bytes: &[u8]) -> Result<FeedbackOutcome, DriverError> {
         let ci = self.live(conn)?;
         let fb = match read_feedback(bytes) {
@@ -741,6 +796,29 @@ impl NetDriver {
     }
 
     /// One server frame. `stores` are the registered stores, in any order, each once.
+    ///
+    /// ```
+    /// use shadowrep::client::ClientWorld;
+    /// use shadowrep::net::{DriverConfig, NetDriver};
+    /// use shadowrep::prelude::*;
+    /// use std::sync::Arc;
+    ///
+    /// let layout = Arc::new(ClassBuilder::new("Crate").property(PropertyDecl::new("Hp", PropType::U16)).build().unwrap());
+    /// let mut store = ClassStore::new(layout.clone());
+    /// let mut driver = NetDriver::new(DriverConfig::default()).unwrap();
+    /// let class = driver.register_class(&mut store).unwrap();
+    /// let conn = driver.add_connection(false);
+    /// let mut client = ClientWorld::new(&[layout], &driver.checksums()).unwrap();
+    /// let id = store.spawn();
+    /// store.set(id, 0, &Value::U16(100)).unwrap();
+    /// let guid = driver.assign_guid(class, &store, id).unwrap();
+    /// let stats = driver.tick(&mut [&mut store]).unwrap(); // compare, plan, write packets
+    /// assert_eq!(stats.changed_actors, 1);
+    /// for packet in driver.take_packets(conn).unwrap() {
+    ///     client.receive(&packet).unwrap(); // over any transport
+    /// }
+    /// assert_eq!(client.value(guid, 0), Some(Value::U16(100)));
+    /// ```
     pub fn tick(&mut self, stores: &mut [&mut ClassStore]) -> Result<TickStats, DriverError> {
         // Find each class's store before touching anything (store ids are unique and stores
         // cannot be cloned, so no class can be given twice).

@@ -232,6 +232,7 @@ pub(crate) fn apply_settled(
             if e.open && ps.flags & pair::OPEN_ACKED == 0 {
                 ps.flags &= !pair::OPEN_SENT;
             }
+            conn.stats.leaves_resent += u64::from(e.leaves.count());
             conn.owe(e.class, e.slot, e.leaves);
         }
     }
