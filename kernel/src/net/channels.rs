@@ -519,24 +519,13 @@ fn replicate(
         let ps = &mut rows(conn)[row].state;
         ps.in_flight = ps.in_flight.saturating_add(written);
     }
+    // Its fast arrays follow its bunch; its row says whether the client has it (no lookup).
     if actor.fast {
-        write_fast_arrays(ctx, ci, conn, st, row, due);
+        let ps = rows(conn)[row].state;
+        let channel =
+            if ps.flags & pair::OPEN_ACKED != 0 { OwnerChannel::Open(ps.epoch) } else { OwnerChannel::Missing };
+        ctx.write.write_fast_arrays_for(Side::Driver, (ci, conn), st, due.rel.guid, channel);
     }
-}
-
-/// Writes the fast arrays of the actor in row `row`, just replicated (its row says whether the
-/// client has it: no lookup).
-fn write_fast_arrays(
-    ctx: &LevelCtx<'_>,
-    ci: u32,
-    conn: &mut Connection,
-    st: &mut super::send::FrameWrite,
-    row: usize,
-    due: &DueActor,
-) {
-    let ps = rows(conn)[row].state;
-    let channel = if ps.flags & pair::OPEN_ACKED != 0 { OwnerChannel::Open(ps.epoch) } else { OwnerChannel::Missing };
-    ctx.write.write_fast_arrays_for(Side::Driver, (ci, conn), st, due.rel.guid, channel);
 }
 
 /// UE's leftovers: a channel relevant within the last second, or a relevant actor without a

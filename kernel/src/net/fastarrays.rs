@@ -358,13 +358,14 @@ impl WriteCtx<'_> {
         if fa.conns[i].base.is_some() && fa.conns[i].owner_epoch != epoch {
             fa.reset(i);
         }
-        if fa.conns[i].base.is_none() {
-            let base = fa.array.connect();
-            let fc = &mut fa.conns[i];
-            fc.base = Some(base);
-            fc.owner_epoch = epoch;
-        }
-        let Some(base) = fa.conns[i].base else { return };
+        let base = match fa.conns[i].base {
+            Some(base) => base,
+            None => {
+                let base = fa.array.connect();
+                fa.conns[i] = FaConn { base: Some(base), owner_epoch: epoch, ..fa.conns[i] };
+                base
+            }
+        };
         for _ in 0..MAX_DELTAS_PER_FRAME {
             let opening = fa.conns[i].flags & OPEN_SENT == 0;
             if st.full || (!opening && !fa.array.has_unsent(base)) {

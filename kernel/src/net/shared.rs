@@ -89,6 +89,7 @@ impl SharedArena {
             let mut buf = [0u8; 256];
             for k in keys {
                 let c = &classes[k.class as usize];
+                let bits = handle_bits(&c.layout);
                 body.clear();
                 records.clear();
                 for leaf in k.leaves.iter() {
@@ -96,7 +97,7 @@ impl SharedArena {
                     let n = l.kind.byte_size();
                     stores[k.class as usize].leaf_bytes(k.slot, leaf, &mut buf[..n]);
                     let start = body.len_bits();
-                    write_leaf_record(&mut body, handle_bits(&c.layout), l.handle, l.kind, &buf[..n]);
+                    write_leaf_record(&mut body, bits, l.handle, l.kind, &buf[..n]);
                     records.push((start, body.len_bits() - start));
                 }
                 let bunch_start = w.len_bits();
