@@ -28,7 +28,7 @@ use crate::ids::{NetGuid, Seq};
 use crate::schema::{ClassLayout, LeafKind, Notify};
 use crate::store::{value_bits_eq, ActorId, ClassStore};
 use crate::value::Value;
-use crate::wire::bunch::{decode_packet, Close, RecordValue, Resolve};
+use crate::wire::bunch::{decode_packet, Close, RecordValue, Resolve, PLAIN_FOR_MISSING};
 use crate::wire::feedback::{write_feedback, MAX_REOPENS};
 use crate::wire::open::{CloseReason, OpenHeader, OpenKind, SpawnInfo, MAX_PATH_BYTES};
 use crate::wire::packet::MAX_MTU;
@@ -242,6 +242,11 @@ pub const MAX_UNMAPPED: usize = 16_384;
 /// the first one it can; a request for an actor the server no longer has is never answered).
 const REOPEN_TRIES: u8 = 8;
 
+/// Static actors whose opens the client refused (it did not load their path) remembered at most:
+/// their updates are read past (a plain bunch cannot be stepped over without knowing the class).
+/// Beyond, a refused static's update makes its packet refused, as for any actor the client lacks.
+const MAX_IGNORED: usize = 4096;
+
 struct ClientClass {
     layout: Arc<ClassLayout>,
     store: ClassStore,
@@ -262,6 +267,9 @@ pub struct ClientWorld {
     dormant: HashSet<NetGuid>,
     /// Actors torn off (kept, owned by the client, never updated again).
     torn: HashSet<NetGuid>,
+    /// Static actors opened by a path this client did not load, with their class: their updates
+    /// are read and dropped (at most [`MAX_IGNORED`]).
+    ignored: HashMap<NetGuid, u32>,
     /// Sub-object → owner, and owner → its sub-objects.
     outer: HashMap<NetGuid, NetGuid>,
     inner: HashMap<NetGuid, Vec<NetGuid>>,
@@ -302,6 +310,7 @@ impl ClientWorld {
             spawn: HashMap::new(),
             dormant: HashSet::new(),
             torn: HashSet::new(),
+            ignored: HashMap::new(),
             outer: HashMap::new(),
             inner: HashMap::new(),
             fast: fastarrays::ClientFastArrays::default(),
@@ -548,14 +557,19 @@ impl ClientWorld {
         let mut fast_opened: HashMap<NetGuid, u32> = HashMap::new();
         let mut missing: Vec<NetGuid> = Vec::new();
         let (classes, actors, fast) = (&self.classes, &self.actors, &self.fast);
-        let torn = &self.torn;
+        let (torn, ignored) = (&self.torn, &self.ignored);
         let decoded = decode_packet(bytes, |guid, open| {
             if guid.is_null() {
                 return Err(WireError::Invalid("actor GUID"));
             }
-            if torn.contains(&guid) {
-                // The server's last bunches before the tear-off: the actor is the client's now.
-                return Ok(Resolve::Skip);
+            if torn.contains(&guid) || (open.is_none() && ignored.contains_key(&guid)) {
+                // The server's last bunches before the tear-off (the actor is the client's now),
+                // or updates of a static actor this client did not load: read past, not applied.
+                let class = actors.get(&guid).map(|a| a.0).or_else(|| ignored.get(&guid).copied());
+                return Ok(match class.and_then(|c| classes.get(c as usize)) {
+                    Some(c) if open.is_none() => Resolve::Discard(&c.layout),
+                    _ => Resolve::Skip,
+                });
             }
             let known = opened.get(&guid).copied().or_else(|| actors.get(&guid).map(|a| a.0));
             if let Some(r) = fast.resolve(guid, open, known.is_some(), &mut fast_opened)? {
@@ -578,6 +592,14 @@ impl ClientWorld {
             Ok(p) => p,
             Err(e) => {
                 self.stats.refused += 1;
+                if e == WireError::Invalid(PLAIN_FOR_MISSING) {
+                    // An update of an actor this client does not have, which cannot be stepped
+                    // over: the packet is refused (the server sends its content again, as for a
+                    // lost one) and the actor asked for, so the next bunch opens it.
+                    if let Some(&guid) = missing.last() {
+                        self.request_reopen(guid);
+                    }
+                }
                 return Err(ReceiveError::Wire(e));
             }
         };
@@ -611,6 +633,7 @@ impl ClientWorld {
         let mut sub_opened_here: HashSet<NetGuid> = HashSet::new();
         let outer = &self.outer;
         let mut orphans: Vec<NetGuid> = Vec::new();
+        let mut not_loaded: Vec<(NetGuid, u32)> = Vec::new();
         packet.bunches.retain(|b| {
             if b.close.is_some() {
                 gone.insert(b.guid);
@@ -626,6 +649,7 @@ impl ClientWorld {
                     if !loaded {
                         unknown_statics += 1;
                         skipped += 1;
+                        not_loaded.push((b.guid, open.class));
                         return false;
                     }
                 }
@@ -681,9 +705,11 @@ impl ClientWorld {
         self.stats.bunches_skipped += skipped as u64;
         self.stats.unknown_statics += unknown_statics;
         for guid in missing.into_iter().chain(orphans) {
-            if self.reopen.len() < MAX_REOPENS && !self.reopen.iter().any(|r| r.0 == guid) {
-                self.reopen.push((guid, 0));
-                self.stats.reopens_requested += 1;
+            self.request_reopen(guid);
+        }
+        for (guid, class) in not_loaded {
+            if self.ignored.len() < MAX_IGNORED || self.ignored.contains_key(&guid) {
+                self.ignored.insert(guid, class);
             }
         }
         // Exports first: the static objects this packet's references name.
@@ -693,6 +719,9 @@ impl ClientWorld {
         let n = packet.bunches.len();
         for b in packet.bunches {
             self.reopen.retain(|r| r.0 != b.guid);
+            if b.close.is_some() || b.open.is_some() {
+                self.ignored.remove(&b.guid);
+            }
             if let Some(close) = b.close {
                 self.close(b.guid, close);
                 continue;
@@ -704,6 +733,14 @@ impl ClientWorld {
             }
         }
         Ok(Receipt::Applied { bunches: n, skipped })
+    }
+
+    /// Asks the server to open actor `guid` again (in the next feedbacks), unless already asked.
+    fn request_reopen(&mut self, guid: NetGuid) {
+        if self.reopen.len() < MAX_REOPENS && !self.reopen.iter().any(|r| r.0 == guid) {
+            self.reopen.push((guid, 0));
+            self.stats.reopens_requested += 1;
+        }
     }
 
     /// Binds a static actor the client loaded at `path` to `guid` (an export: the server's

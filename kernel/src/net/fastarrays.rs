@@ -386,7 +386,7 @@ impl WriteCtx<'_> {
                 conn.writer.abandon_bunch();
                 return;
             }
-            conn.writer.end_bunch(&mut conn.out);
+            conn.writer.end_bunch(&mut conn.out, 0);
             let fc = &mut fa.conns[i];
             conn.rel.fast.push_back(FastSent { guid, generation: fc.generation, token, open: opening });
             st.wrote_fast();

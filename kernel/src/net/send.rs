@@ -115,9 +115,10 @@ impl WriteCtx<'_> {
         FrameWrite::default()
     }
 
-    /// Writes the queued closes and the exports lost before (those that fit the window; the
-    /// rest stay queued).
+    /// Writes the queued closes, by GUID (each a small step from the one before), and the exports
+    /// lost before (those that fit the window; the rest stay queued).
     pub fn write_closes(&self, conn: &mut Connection, st: &mut FrameWrite) {
+        conn.closes.sort_by_key(|c| c.guid);
         let closes = std::mem::take(&mut conn.closes);
         let written = closes.iter().take_while(|&&close| self.write_close(conn, st, close)).count();
         conn.closes = closes;
@@ -314,32 +315,36 @@ impl WriteCtx<'_> {
         // here and the whole of it fits, else at the start of the next — and where building would
         // split it (a bunch may start here but the rest does not fit), it is built, so shared and
         // per-connection encoding write the same packets.
+        let c = &self.classes[item.class as usize];
+        let handle_width = handle_bits(&c.layout);
         let whole = shared.filter(|sh| !item.open && item.leaves == sh.leaves);
-        if let Some((src, start, bits)) = whole.map(|sh| sh.bunch()).filter(|s| conn.writer.span_fits_empty(s.2)) {
-            let starts_here = |c: &Connection| c.writer.bunch_fits(&c.out, item.guid, None, MIN_BODY_BITS);
-            let splits_here = conn.writer.packet_open() && starts_here(conn) && !conn.writer.span_fits(&conn.out, bits);
-            if !splits_here {
-                if !self.ensure(conn, open, |c| starts_here(c) && c.writer.span_fits(&c.out, bits)) {
+        if let Some((src, start, bits)) = whole.map(|sh| sh.bunch()) {
+            // Room for the whole of it, and for a bunch to start (what building asks).
+            let need = bits.max(handle_width as usize + MIN_BODY_BITS);
+            let here = conn.writer.packet_open() && conn.writer.plain_fits(&conn.out, item.guid, need);
+            let starts_here =
+                |c: &Connection| c.writer.plain_fits(&c.out, item.guid, handle_width as usize + MIN_BODY_BITS);
+            let splits_here = !here && conn.writer.packet_open() && starts_here(conn);
+            if here || (!splits_here && conn.writer.plain_fits_empty(item.guid, need)) {
+                if !here && !self.ensure(conn, open, |c| c.writer.plain_fits(&c.out, item.guid, need)) {
                     conn.owe(item.class, item.slot, item.leaves);
                     return None;
                 }
-                conn.writer.write_span(&mut conn.out, src, start, bits);
+                conn.writer.write_plain(&mut conn.out, item.guid, src, start, bits);
                 self.entry(conn, open, item, item.leaves);
                 return Some(1);
             }
         }
+        // An open is owed: a sized bunch (any client can step over it); else a plain one.
         let class_open = item.open.then(|| self.open_header(item).encode());
-        let mut part = BunchPart { item, class_open, leaves: LeafMask::EMPTY, bunches: 0 };
-        let header = part.class_open.as_ref();
-        if !self.ensure(conn, open, |c| c.writer.bunch_fits(&c.out, item.guid, header, MIN_BODY_BITS)) {
+        let mut part = BunchPart { item, class_open, handle_width, leaves: LeafMask::EMPTY, bunches: 0 };
+        if !self.ensure(conn, open, |c| part.fits_start(c)) {
             conn.owe(item.class, item.slot, item.leaves);
             return None;
         }
-        conn.writer.begin_bunch(item.guid, header);
-        let c = &self.classes[item.class as usize];
+        part.begin(conn);
         let mut done = LeafMask::EMPTY;
         let mut buf = [0u8; 256];
-        let handle_width = handle_bits(&c.layout);
         for leaf in item.leaves.iter() {
             let l = &c.layout.leaves[leaf];
             let ok = match l.array {
@@ -433,7 +438,7 @@ impl WriteCtx<'_> {
         if conn.writer.body_bits() == 0 && part.class_open.is_none() {
             conn.writer.abandon_bunch();
         } else {
-            conn.writer.end_bunch(&mut conn.out);
+            conn.writer.end_bunch(&mut conn.out, part.leaves.count());
             self.entry(conn, open, part.item, part.leaves);
             part.bunches += 1;
         }
@@ -450,7 +455,7 @@ impl WriteCtx<'_> {
         if !self.ensure(conn, open, |_| true) {
             return false;
         }
-        conn.writer.begin_bunch(part.item.guid, part.class_open.as_ref());
+        part.begin(conn);
         true
     }
 
@@ -511,7 +516,28 @@ impl WriteCtx<'_> {
 /// The actor being written and what its current bunch carries.
 struct BunchPart<'a> {
     item: &'a SendItem,
+    /// The open, while one is owed: the bunch is sized. Without, it is plain.
     class_open: Option<EncodedOpen>,
+    /// The class's handle width (a plain bunch's record count has as many bits).
+    handle_width: u32,
     leaves: LeafMask,
     bunches: usize,
+}
+
+impl BunchPart<'_> {
+    /// Whether a bunch of this actor may start in `conn`'s open packet with room for some body.
+    fn fits_start(&self, conn: &Connection) -> bool {
+        match &self.class_open {
+            Some(header) => conn.writer.bunch_fits(&conn.out, self.item.guid, Some(header), MIN_BODY_BITS),
+            None => conn.writer.plain_fits(&conn.out, self.item.guid, self.handle_width as usize + MIN_BODY_BITS),
+        }
+    }
+
+    /// Starts this actor's next bunch in `conn`'s open packet.
+    fn begin(&self, conn: &mut Connection) {
+        match &self.class_open {
+            Some(header) => conn.writer.begin_bunch(self.item.guid, Some(header)),
+            None => conn.writer.begin_plain(self.item.guid, self.handle_width),
+        }
+    }
 }

@@ -3,11 +3,13 @@
 //!
 //! ```text
 //! keys     (class, slot, fixed leaves that changed) for every changed actor, sorted
-//! per key  one whole bunch (header, body length, records) into a chunk's bits, and
-//!          one span per record inside it (rayon over chunks of CHUNK actors)
+//! per key  one plain bunch body (record count, records) into a chunk's bits, and one span
+//!          per record inside it (rayon over chunks of CHUNK actors)
 //! ```
 //!
-//! A connection that gets exactly a key's leaves for an open channel copies the whole bunch; one
+//! A connection that gets exactly a key's leaves for an open channel writes the bunch's lead (its
+//! GUID is a step from the bunch before it in that connection's packet, so it cannot be shared)
+//! and copies the body; one
 //! that gets a subset or a superset (conditions, resends, first sends) copies record spans into
 //! its own bunch and encodes the rest itself. Dynamic arrays are never shared (they are written
 //! per connection, split across packets when large).
@@ -15,8 +17,7 @@
 use super::actors::{ChangedActor, ClassNet};
 use crate::ids::LeafMask;
 use crate::store::ClassStore;
-use crate::wire::bunch::{handle_bits, write_leaf_record};
-use crate::wire::packet::write_bunch;
+use crate::wire::bunch::{handle_bits, write_leaf_record, write_record_count};
 use crate::wire::BitWriter;
 use rayon::prelude::*;
 
@@ -36,7 +37,7 @@ pub(crate) struct Span {
 pub(crate) struct SharedArena {
     /// Actors and the fixed leaves encoded for them, sorted by (class, slot).
     pub keys: Vec<ChangedActor>,
-    /// Per key, the index of its whole-bunch span; its record spans follow in leaf order.
+    /// Per key, the index of its plain body's span; its record spans follow in leaf order.
     pub first_span: Vec<u32>,
     pub spans: Vec<Span>,
     pub chunks: Vec<BitWriter>,
@@ -51,7 +52,7 @@ pub(crate) struct SharedActor<'a> {
 }
 
 impl<'a> SharedActor<'a> {
-    /// The whole bunch: (chunk bytes, start bit, bits).
+    /// The plain bunch's body (record count and records): (chunk bytes, start bit, bits).
     pub fn bunch(&self) -> (&'a [u8], usize, usize) {
         self.span(self.first)
     }
@@ -83,30 +84,24 @@ impl SharedArena {
         }));
         let encode = |keys: &[ChangedActor]| {
             let mut w = BitWriter::new();
-            let mut body = BitWriter::new();
             let mut spans = Vec::with_capacity(keys.len() * 4);
-            let mut records = Vec::new();
             let mut buf = [0u8; 256];
             for k in keys {
                 let c = &classes[k.class as usize];
                 let bits = handle_bits(&c.layout);
-                body.clear();
-                records.clear();
+                let body_start = w.len_bits();
+                write_record_count(&mut w, bits, k.leaves.count());
+                let whole = spans.len();
+                spans.push((body_start as u32, 0));
                 for leaf in k.leaves.iter() {
                     let l = &c.layout.leaves[leaf];
                     let n = l.kind.byte_size();
                     stores[k.class as usize].leaf_bytes(k.slot, leaf, &mut buf[..n]);
-                    let start = body.len_bits();
-                    write_leaf_record(&mut body, bits, l.handle, l.kind, &buf[..n]);
-                    records.push((start, body.len_bits() - start));
+                    let start = w.len_bits();
+                    write_leaf_record(&mut w, bits, l.handle, l.kind, &buf[..n]);
+                    spans.push((start as u32, (w.len_bits() - start) as u32));
                 }
-                let bunch_start = w.len_bits();
-                write_bunch(&mut w, c.actors[k.slot as usize].guid, None, &body);
-                let bunch_bits = w.len_bits() - bunch_start;
-                // The body ends the bunch.
-                let body_start = w.len_bits() - body.len_bits();
-                spans.push((bunch_start as u32, bunch_bits as u32));
-                spans.extend(records.iter().map(|&(s, n)| ((body_start + s) as u32, n as u32)));
+                spans[whole].1 = (w.len_bits() - body_start) as u32;
             }
             (w, spans)
         };

@@ -399,10 +399,9 @@ impl ReferenceFrame {
         let lookup = |g: NetGuid| plookup(g).map(|l| &l.0);
         let viewers = &dc.viewers;
         if ready {
-            let closes = std::mem::take(&mut rc.closes);
-            let sent = closes.iter().take_while(|&&close| write.write_close(&mut rc.conn, &mut st, close)).count();
-            rc.closes = closes[sent..].to_vec();
-            // Closes the writer queued (a fast array its condition no longer allows).
+            // Its closes and those the writer queued (a fast array its condition no longer
+            // allows), written as the kernel writes its queue: by GUID.
+            rc.conn.closes.append(&mut rc.closes);
             write.write_closes(&mut rc.conn, &mut st);
             // Prioritize: every due actor with a channel, or relevant.
             let mut list: Vec<(Candidate, u32, u32, bool)> = Vec::new();

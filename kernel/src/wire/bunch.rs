@@ -3,9 +3,13 @@
 //!
 //! ```text
 //! packet   := seq:packed  { 1:bit bunch }*  0:bit
-//! bunch    := guid:packed  open:bit [open]  close:bit [close]  [ len:packed body ]
-//!                                     (a close has no length and no body; open and close in
-//!                                      super::open: spawn info or a static path, close reason)
+//! bunch    := step:packed  1:bit  count  { record }{count}          a plain bunch
+//!           | step:packed  0:bit  open:bit [open]  close:bit ( close | len:packed body )
+//!                                     a sized bunch (open and close in super::open: spawn info
+//!                                     or a static path, close reason; a close has no body)
+//! step     := the GUID's difference from the previous bunch's in the packet (0 before the
+//!             first), zigzag-mapped: ascending GUIDs cost about a byte each (packet::guid_delta)
+//! count    := (records − 1) in handle_bits(class) bits          none for a one-leaf class
 //! body     := { record }*                           exactly `len` bits: the length ends it
 //!           | [ delta ]                              a fast array's bunch (crate::fastarray::wire)
 //! record   := handle  value                                   a fixed leaf
@@ -19,16 +23,26 @@
 //! its class and spawn info (or binds a static actor by its path); it is repeated on every bunch
 //! until the client acknowledged a packet carrying it, so a lost open never strands later
 //! bunches. `close` ends the channel, saying why (destroyed, dormant, torn off). A
-//! large actor may be split into several bunches across packets; each part stands alone. The
-//! body length lets a receiver step over a bunch for an actor it does not have (as UE skips a
-//! bunch for a channel it cannot open) and keep the rest of the packet. Packet writing under an
-//! MTU lives in [`super::packet`], feedback in [`super::feedback`].
+//! large actor may be split into several bunches across packets; each part stands alone.
+//!
+//! Two forms, because a length costs a byte or two on every bunch and only a receiver that lacks
+//! the actor needs it. A **sized** bunch (an open, a close, a fast array's delta, an export)
+//! carries its body length, so a receiver can step over a bunch it cannot apply (as UE skips a
+//! bunch for a channel it cannot open) and keep the rest of the packet. A **plain** bunch — an
+//! update of a channel whose open the client acknowledged, by far the most common — carries a
+//! record count instead: the client has the actor, knows its class and reads exactly its records.
+//! A client that somehow lacks it cannot read past it and refuses the packet (which the server
+//! then treats as lost) and asks for the actor again; the server's next bunch for it opens it,
+//! sized. Packet writing under an MTU lives in [`super::packet`], feedback in
+//! [`super::feedback`].
 //!
 //! Decoding validates everything structural before a caller touches any state: unknown handles,
 //! array counts over the declared cap, nested handles outside the count, a body that does not end
-//! at its length, truncation, and unknown classes are [`WireError`]s, never panics.
+//! at its length, a plain bunch for an actor the receiver does not have, truncation, and unknown
+//! classes are [`WireError`]s, never panics.
 
 use super::open::{read_close_reason, read_export_body, read_open, CloseReason, OpenHeader, EXPORT_GUID};
+use super::packet::guid_from_delta;
 use super::{read_leaf, write_leaf, BitReader, BitWriter, WireError};
 use crate::fastarray::{wire::read_delta, ArrayKey, Delta, FastArrayError};
 use crate::ids::{NetGuid, Seq};
@@ -94,6 +108,10 @@ pub struct Packet {
     pub exports: Vec<(NetGuid, String)>,
 }
 
+/// The [`WireError::Invalid`] text of a plain bunch whose actor the receiver does not have (it
+/// cannot be stepped over: the receiver refuses the packet and asks for the actor).
+pub const PLAIN_FOR_MISSING: &str = "a plain bunch for an actor the receiver does not have";
+
 /// What the decoder should do with a bunch, as the receiver decides from its GUID and open class.
 pub enum Resolve<'a> {
     /// Decode its records with this layout.
@@ -101,8 +119,13 @@ pub enum Resolve<'a> {
     /// Its body is a fast array delta of items of this layout; the key is the newest the
     /// receiver applied (it widens a short key; see [`crate::fastarray::wire`]).
     Delta(&'a ArrayLayout, ArrayKey),
-    /// Step over it (the receiver cannot apply it).
+    /// Step over it (the receiver cannot apply it). A plain bunch cannot be stepped over: the
+    /// decode fails with [`WireError::Invalid`] ("a plain bunch for an actor the receiver does
+    /// not have").
     Skip,
+    /// Read its records with this layout (to step over them) and drop them: the receiver knows
+    /// the actor's class but will not apply it (a torn-off actor, a static one it did not bind).
+    Discard(&'a ClassLayout),
 }
 
 /// The most bits one record of leaf `leaf` takes: a fixed leaf's handle and value; for a dynamic
@@ -128,6 +151,12 @@ pub fn max_record_bits(layout: &ClassLayout, leaf: usize) -> usize {
 pub fn handle_bits(layout: &ClassLayout) -> u32 {
     let n = layout.leaves.len().max(1) as u32;
     u32::BITS - (n - 1).leading_zeros()
+}
+
+/// Writes a plain bunch's record count (at least 1, at most the class's leaves) in `bits` bits
+/// ([`handle_bits`]).
+pub fn write_record_count(w: &mut BitWriter, bits: u32, records: u32) {
+    w.write_bits(u64::from(records.saturating_sub(1)), bits);
 }
 
 /// Writes a record's handle in `bits` bits ([`handle_bits`]).
@@ -185,8 +214,28 @@ pub fn decode_packet<'a>(
     let mut bunches = Vec::new();
     let mut skipped = Vec::new();
     let mut exports = Vec::new();
+    let mut prev = NetGuid(0);
     while r.read_bool()? {
-        let guid = NetGuid(r.read_packed()?);
+        let guid = guid_from_delta(prev, r.read_packed()?);
+        prev = guid;
+        if r.read_bool()? {
+            // Plain: an acknowledged channel's update; the records count themselves.
+            let layout = match resolve(guid, None)? {
+                Resolve::Layout(l) => Some(l),
+                Resolve::Discard(l) => {
+                    read_counted_records(&mut r, l)?;
+                    skipped.push(guid);
+                    None
+                }
+                Resolve::Skip => return Err(WireError::Invalid(PLAIN_FOR_MISSING)),
+                Resolve::Delta(..) => return Err(WireError::Invalid("a plain bunch for a fast array")),
+            };
+            if let Some(l) = layout {
+                let records = read_counted_records(&mut r, l)?;
+                bunches.push(Bunch { guid, open: None, close: None, records, delta: None });
+            }
+            continue;
+        }
         let open = if r.read_bool()? { Some(read_open(&mut r)?) } else { None };
         if r.read_bool()? {
             // A close may name an actor the receiver never got (its open was lost); the
@@ -219,9 +268,9 @@ pub fn decode_packet<'a>(
         let mut body = BitReader::with_len(bytes, start + len);
         body.skip(start)?;
         let (records, delta) = match resolve(guid, open.as_ref())? {
-            Resolve::Layout(l) => (read_records(&mut body, l)?, None),
+            Resolve::Layout(l) => (read_records(&mut body, l, usize::MAX)?, None),
             Resolve::Delta(l, newest) => (Vec::new(), read_delta_body(&mut body, l, newest)?),
-            Resolve::Skip => {
+            Resolve::Skip | Resolve::Discard(_) => {
                 r.skip(len)?;
                 skipped.push(guid);
                 continue;
@@ -234,6 +283,12 @@ pub fn decode_packet<'a>(
         bunches.push(Bunch { guid, open, close: None, records, delta });
     }
     Ok(Packet { seq, bunches, skipped, exports })
+}
+
+/// Reads a plain bunch's record count and that many records.
+fn read_counted_records(r: &mut BitReader<'_>, layout: &ClassLayout) -> Result<Vec<Record>, WireError> {
+    let count = r.read_bits(handle_bits(layout))? as usize + 1;
+    read_records(r, layout, count)
 }
 
 /// Reads a fast array bunch's body: a delta, or nothing (a bunch that only opens the array).
@@ -254,12 +309,14 @@ fn read_delta_body(
     Ok(Some(delta))
 }
 
-/// Reads a bunch body's records, to the end of the body (its length).
-fn read_records(r: &mut BitReader<'_>, layout: &ClassLayout) -> Result<Vec<Record>, WireError> {
+/// Reads a bunch body's records: `count` of them, or (`usize::MAX`) to the end of the body (its
+/// length).
+fn read_records(r: &mut BitReader<'_>, layout: &ClassLayout, count: usize) -> Result<Vec<Record>, WireError> {
     let mut records = Vec::new();
     let mut last = 0u16;
     let bits = handle_bits(layout);
-    while r.remaining() > 0 {
+    let sized = count == usize::MAX;
+    while if sized { r.remaining() > 0 } else { records.len() < count } {
         let handle = r.read_bits(bits)? + 1;
         let handle = u16::try_from(handle).map_err(|_| WireError::Invalid("handle"))?;
         if handle <= last {
@@ -308,7 +365,9 @@ fn read_records(r: &mut BitReader<'_>, layout: &ClassLayout) -> Result<Vec<Recor
 mod tests {
     use super::*;
     use crate::schema::{ClassBuilder, PropType, PropertyDecl};
-    use crate::wire::packet::{begin_packet, end_packet, write_bunch, write_close};
+    use crate::wire::packet::{
+        begin_packet, end_packet, guid_delta, write_bunch, write_bunch_after, write_close_after, write_plain,
+    };
 
     fn layout() -> ClassLayout {
         ClassBuilder::new("B")
@@ -327,8 +386,8 @@ mod tests {
         write_leaf_record(&mut body, handle_bits(&l), 1, LeafKind::U16, &[0x34, 0x12]);
         write_array_record(&mut body, &l, 1, &[9, 8]);
         write_bunch(&mut w, NetGuid(4), Some(&OpenHeader::spawn(2)), &body);
-        write_close(&mut w, NetGuid(6));
-        write_bunch(&mut w, NetGuid(8), None, &body);
+        write_close_after(&mut w, NetGuid(4), NetGuid(6), CloseReason::Destroyed, None);
+        write_bunch_after(&mut w, NetGuid(6), NetGuid(8), None, &body);
         end_packet(&mut w);
         w.into_bytes()
     }
@@ -376,7 +435,8 @@ mod tests {
         let mut w = BitWriter::new();
         begin_packet(&mut w, Seq(1));
         w.write_bool(true);
-        w.write_packed(2);
+        w.write_packed(guid_delta(NetGuid(0), NetGuid(2)));
+        w.write_bool(false); // sized
         w.write_bool(false);
         w.write_bool(false);
         w.write_packed((b.len_bits() as i64 + len_adjust) as u64);
@@ -436,7 +496,8 @@ mod tests {
         let mut w = BitWriter::new();
         begin_packet(&mut w, Seq(1));
         w.write_bool(true);
-        w.write_packed(2);
+        w.write_packed(guid_delta(NetGuid(0), NetGuid(2)));
+        w.write_bool(false); // sized
         w.write_bool(true); // opens with class 0
         crate::wire::open::write_open(&mut w, &OpenHeader::spawn(0));
         w.write_bool(true); // and closes
@@ -457,5 +518,79 @@ mod tests {
         assert!(decode(&array([1, 2])).is_ok());
         assert_eq!(decode(&array([1, 1])), Err(WireError::Invalid("nested handle")));
         assert_eq!(decode(&array([2, 1])), Err(WireError::Invalid("nested handle")));
+    }
+
+    /// A packet of plain bunches (record count, records) for `guids`, each with `records`.
+    fn plain_packet(guids: &[u64], records: impl Fn(&mut BitWriter)) -> Vec<u8> {
+        let mut w = BitWriter::new();
+        begin_packet(&mut w, Seq(9));
+        let mut prev = NetGuid(0);
+        for &g in guids {
+            let mut body = BitWriter::new();
+            records(&mut body);
+            write_plain(&mut w, prev, NetGuid(g), body.bytes(), 0, body.len_bits());
+            prev = NetGuid(g);
+        }
+        end_packet(&mut w);
+        w.into_bytes()
+    }
+
+    #[test]
+    fn plain_bunches_count_their_records_in_any_guid_order() {
+        let l = layout();
+        let two = |w: &mut BitWriter| {
+            write_record_count(w, handle_bits(&l), 2);
+            write_leaf_record(w, handle_bits(&l), 1, LeafKind::U16, &[0x34, 0x12]);
+            write_leaf_record(w, handle_bits(&l), 3, LeafKind::U8, &[5]);
+        };
+        let bytes = plain_packet(&[40, 2, 1 << 40, 42], two);
+        let p = decode_packet(&bytes, |_, open| {
+            assert!(open.is_none());
+            Ok(Resolve::Layout(&l))
+        })
+        .unwrap();
+        assert_eq!(p.bunches.iter().map(|b| b.guid.0).collect::<Vec<_>>(), [40, 2, 1 << 40, 42]);
+        for b in &p.bunches {
+            assert_eq!(b.records.len(), 2);
+            assert_eq!(b.records[1], Record { handle: 3, value: RecordValue::Leaf(vec![5]) });
+        }
+        // Discarded: read and dropped, the rest still decodes.
+        let p = decode_packet(&bytes, |g, _| Ok(if g.0 == 2 { Resolve::Discard(&l) } else { Resolve::Layout(&l) }))
+            .unwrap();
+        assert_eq!(p.skipped, [NetGuid(2)]);
+        assert_eq!(p.bunches.len(), 3);
+        // Skipped: a plain bunch has no length to step over.
+        assert_eq!(
+            decode_packet(&bytes, |g, _| Ok(if g.0 == 2 { Resolve::Skip } else { Resolve::Layout(&l) })),
+            Err(WireError::Invalid(PLAIN_FOR_MISSING))
+        );
+        // More records than the count says: the next "bunch" is garbage; fewer: a record is
+        // read as the next bunch's header. Either way an error or a different packet, never a panic.
+        for n in [1u32, 3, 4] {
+            let bytes = plain_packet(&[2, 4], |w| {
+                write_record_count(w, handle_bits(&l), n);
+                write_leaf_record(w, handle_bits(&l), 1, LeafKind::U16, &[0x34, 0x12]);
+                write_leaf_record(w, handle_bits(&l), 3, LeafKind::U8, &[5]);
+            });
+            let p = decode_packet(&bytes, |_, _| Ok(Resolve::Layout(&l)));
+            assert!(p.map_or(true, |p| p.bunches.iter().all(|b| b.records.len() != 2)), "count {n}");
+        }
+        for cut in 0..bytes.len() {
+            assert!(decode_packet(&bytes[..cut], |_, _| Ok(Resolve::Layout(&l))).is_err(), "cut at {cut}");
+        }
+    }
+
+    #[test]
+    fn a_plain_bunch_for_a_fast_array_is_an_error() {
+        let l = layout();
+        let item = l.arrays[0].clone();
+        let bytes = plain_packet(&[2], |w| {
+            write_record_count(w, handle_bits(&l), 1);
+            write_leaf_record(w, handle_bits(&l), 3, LeafKind::U8, &[5]);
+        });
+        assert_eq!(
+            decode_packet(&bytes, |_, _| Ok(Resolve::Delta(&item, ArrayKey(0)))),
+            Err(WireError::Invalid("a plain bunch for a fast array"))
+        );
     }
 }

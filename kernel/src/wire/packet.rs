@@ -1,17 +1,19 @@
 //! Writing packets: the grammar of [`super::bunch`] under an MTU budget.
 //!
 //! A connection's packets for one frame are written back to back, byte-aligned, into one
-//! [`BitWriter`] the caller owns; a [`PacketWriter`] keeps track of the packet being written and
-//! of the bunch being built inside it. A bunch's body is built apart and copied in when the bunch
-//! ends, because its header carries the body's length (so a receiver can step over a bunch it
-//! cannot apply). Every `*_fits` question answers for the packet as it would be *finished*: the
-//! body-length field and the packet terminator are counted (a body has no terminator of its own:
-//! its length says where it ends).
+//! [`BitWriter`] the caller owns; a [`PacketWriter`] keeps track of the packet being written, of
+//! the GUID of its last bunch (each bunch's GUID is a step from it: see [`guid_delta`]) and of the
+//! bunch being built. A bunch's body is built apart and copied in when the bunch ends, because its
+//! header carries the body's length (a sized bunch) or its record count (a plain one; see
+//! [`super::bunch`] for the two forms). Every `*_fits` question answers for the packet as it
+//! would be *finished*: the header, the body-length field and the packet terminator are counted.
 //!
 //! ```text
 //! begin_packet(seq)
-//!   write_close(guid, reason) | write_bunch(pre-encoded span)
-//!   | begin_bunch(guid, open) { body().write… while body_fits(bits) } end_bunch()
+//!   write_close(guid, reason) | write_export(guid, path)
+//!   | write_plain(guid, pre-encoded count and records)            the shared arena's copy
+//!   | begin_bunch(guid, open) | begin_plain(guid, count bits)
+//!       { body().write… while body_fits(bits) } end_bunch(records)
 //! finish_packet() → end byte
 //! ```
 
@@ -32,31 +34,48 @@ pub fn packed_bits(v: u64) -> usize {
     8 * significant.div_ceil(7).max(1)
 }
 
-/// Bits a bunch header takes before its body length: presence bit, GUID, open bit and open
+/// A bunch's GUID on the wire: its difference from the GUID of the bunch before it in the packet
+/// (0 for the first), wrapping, zigzag-mapped so a small step either way is a small number.
+pub fn guid_delta(prev: NetGuid, guid: NetGuid) -> u64 {
+    let d = guid.0.wrapping_sub(prev.0) as i64;
+    ((d << 1) ^ (d >> 63)) as u64
+}
+
+/// The GUID a [`guid_delta`] `v` names after `prev` (every `v` names one: the mapping is a
+/// bijection on 64 bits, so a decoder has nothing to refuse here).
+pub fn guid_from_delta(prev: NetGuid, v: u64) -> NetGuid {
+    let d = (v >> 1) as i64 ^ -((v & 1) as i64);
+    NetGuid(prev.0.wrapping_add(d as u64))
+}
+
+/// Bits of a bunch's presence bit, GUID (after `prev`) and form bit: what every bunch starts with.
+pub fn bunch_lead_bits(prev: NetGuid, guid: NetGuid) -> usize {
+    1 + packed_bits(guid_delta(prev, guid)) + 1
+}
+
+/// Bits a sized bunch's header takes before its body length: its lead, open bit and open
 /// ([`super::open`]), close bit.
-pub fn bunch_header_bits(guid: NetGuid, open: Option<&EncodedOpen>) -> usize {
-    1 + packed_bits(guid.0) + 1 + open.map_or(0, EncodedOpen::bits) + 1
+pub fn bunch_header_bits(prev: NetGuid, guid: NetGuid, open: Option<&EncodedOpen>) -> usize {
+    bunch_lead_bits(prev, guid) + 1 + open.map_or(0, EncodedOpen::bits) + 1
 }
 
 /// Bits a close bunch takes.
-pub fn close_bits(guid: NetGuid, reason: CloseReason, path: Option<&str>) -> usize {
-    1 + packed_bits(guid.0) + 1 + 1 + close_reason_bits(guid, reason, path)
+pub fn close_bits(prev: NetGuid, guid: NetGuid, reason: CloseReason, path: Option<&str>) -> usize {
+    bunch_header_bits(prev, guid, None) + close_reason_bits(guid, reason, path)
 }
 
 /// Bits a bunch body (its records) may take in an otherwise empty packet of `mtu` bytes, whatever
 /// the packet's sequence number, the actor's GUID and class, and with the bunch carrying an open:
 /// every record a class may send must fit this, or it could never be sent.
 pub fn max_body_bits(mtu: usize) -> usize {
-    let header = packed_bits(u32::MAX as u64) + bunch_header_bits(NetGuid(u64::MAX), None) + max_open_bits(u32::MAX);
+    let worst = NetGuid(1 << 63);
+    let header = packed_bits(u32::MAX as u64) + bunch_header_bits(NetGuid(0), worst, None) + max_open_bits(u32::MAX);
     let length = packed_bits((MAX_MTU * 8) as u64);
-    (mtu * 8).saturating_sub(header + PACKET_END_BITS + length + BODY_END_BITS)
+    (mtu * 8).saturating_sub(header + PACKET_END_BITS + length)
 }
 
 /// Bits of the packet terminator.
 const PACKET_END_BITS: usize = 1;
-/// Bits after a body's records: none, the body length says where they end (a terminator of 8
-/// bits per bunch was dropped for it; see `wire::bunch`).
-const BODY_END_BITS: usize = 0;
 
 /// Writes a packet header.
 pub fn begin_packet(w: &mut BitWriter, seq: Seq) {
@@ -68,37 +87,89 @@ pub fn end_packet(w: &mut BitWriter) {
     w.write_bool(false);
 }
 
-/// Writes one whole bunch: header, body length and `body` (its records).
-pub fn write_bunch(w: &mut BitWriter, guid: NetGuid, open: Option<&OpenHeader>, body: &BitWriter) {
-    write_bunch_encoded(w, guid, open.map(OpenHeader::encode).as_ref(), body);
+/// Writes one whole sized bunch after the bunch for `prev` (or first in its packet, `prev` 0):
+/// header, body length and `body` (its records).
+pub fn write_bunch_after(w: &mut BitWriter, prev: NetGuid, guid: NetGuid, open: Option<&OpenHeader>, body: &BitWriter) {
+    write_bunch_encoded(w, prev, guid, open.map(OpenHeader::encode).as_ref(), body);
 }
 
-/// [`write_bunch`] with the open already encoded.
-pub fn write_bunch_encoded(w: &mut BitWriter, guid: NetGuid, open: Option<&EncodedOpen>, body: &BitWriter) {
-    write_bunch_header(w, guid, open, false);
-    w.write_packed((body.len_bits() + BODY_END_BITS) as u64);
+/// Writes one whole sized bunch as the first of its packet (tests and tools that build packets by
+/// hand write one bunch per packet, or use [`write_bunch_after`]).
+pub fn write_bunch(w: &mut BitWriter, guid: NetGuid, open: Option<&OpenHeader>, body: &BitWriter) {
+    write_bunch_after(w, NetGuid(0), guid, open, body);
+}
+
+/// [`write_bunch_after`] with the open already encoded.
+pub fn write_bunch_encoded(
+    w: &mut BitWriter,
+    prev: NetGuid,
+    guid: NetGuid,
+    open: Option<&EncodedOpen>,
+    body: &BitWriter,
+) {
+    write_sized_header(w, prev, guid, open, false);
+    w.write_packed(body.len_bits() as u64);
     w.write_from(body.bytes(), 0, body.len_bits());
 }
 
-/// Writes a close bunch of a destroyed actor (it has no body).
+/// Writes a plain bunch: an update of a channel whose open the client acknowledged. `body` is
+/// its record count and records ([`super::bunch::write_record_count`]); it has no length, since
+/// the client has the actor and reads exactly its records.
+pub fn write_plain(w: &mut BitWriter, prev: NetGuid, guid: NetGuid, body: &[u8], from: usize, bits: usize) {
+    write_plain_lead(w, guid_delta(prev, guid));
+    w.write_from(body, from, bits);
+}
+
+/// Writes a plain bunch's presence bit, GUID step and form bit — in one write when the step
+/// takes one or two packed bytes (below 2¹⁴), as it does for nearly every bunch.
+fn write_plain_lead(w: &mut BitWriter, delta: u64) {
+    if delta < 1 << 7 {
+        w.write_bits(1 | delta << 2 | 1 << 9, 10);
+    } else if delta < 1 << 14 {
+        let packed = (delta & 0x7f) << 1 | 1 | (delta >> 7) << 9;
+        w.write_bits(1 | packed << 1 | 1 << 17, 18);
+    } else {
+        w.write_bool(true);
+        w.write_packed(delta);
+        w.write_bool(true);
+    }
+}
+
+/// Writes a close bunch of a destroyed actor (it has no body), first in its packet.
 pub fn write_close(w: &mut BitWriter, guid: NetGuid) {
     write_close_for(w, guid, CloseReason::Destroyed, None);
 }
 
-/// Writes a close bunch with its reason (and a destroyed static actor's path).
+/// Writes a close bunch, first in its packet, with its reason (and a destroyed static actor's
+/// path).
 pub fn write_close_for(w: &mut BitWriter, guid: NetGuid, reason: CloseReason, path: Option<&str>) {
-    write_bunch_header(w, guid, None, true);
+    write_close_after(w, NetGuid(0), guid, reason, path);
+}
+
+/// [`write_close_for`] after the bunch for `prev`.
+pub fn write_close_after(w: &mut BitWriter, prev: NetGuid, guid: NetGuid, reason: CloseReason, path: Option<&str>) {
+    write_sized_header(w, prev, guid, None, true);
     write_close_reason(w, guid, reason, path);
 }
 
-fn write_bunch_header(w: &mut BitWriter, guid: NetGuid, open: Option<&EncodedOpen>, close: bool) {
+fn write_sized_header(w: &mut BitWriter, prev: NetGuid, guid: NetGuid, open: Option<&EncodedOpen>, close: bool) {
     w.write_bool(true);
-    w.write_packed(guid.0);
+    w.write_packed(guid_delta(prev, guid));
+    w.write_bool(false);
     w.write_bool(open.is_some());
     if let Some(open) = open {
         open.write(w);
     }
     w.write_bool(close);
+}
+
+/// How the bunch being built ends its body.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Form {
+    /// With a length (it may open; any receiver can step over it).
+    Sized,
+    /// With a record count of this many bits in front ([`super::bunch::handle_bits`]).
+    Plain(u32),
 }
 
 /// The packet and bunch being written for one connection.
@@ -109,9 +180,12 @@ pub struct PacketWriter {
     start: usize,
     open_packet: bool,
     bunches: u32,
+    /// GUID of the last bunch written in the open packet (0 before the first): the next one's
+    /// GUID is written as a step from it.
+    prev: NetGuid,
     body: BitWriter,
-    /// The bunch being built: its GUID and the bits of its header.
-    header: Option<(NetGuid, usize)>,
+    /// The bunch being built: its GUID, the bits of its header and how its body ends.
+    header: Option<(NetGuid, usize, Form)>,
     /// The open of the bunch being built (`has_open`), its buffer reused.
     open: EncodedOpen,
     has_open: bool,
@@ -125,6 +199,7 @@ impl PacketWriter {
             start: 0,
             open_packet: false,
             bunches: 0,
+            prev: NetGuid(0),
             body: BitWriter::new(),
             header: None,
             open: EncodedOpen::default(),
@@ -138,6 +213,7 @@ impl PacketWriter {
         self.start = out.len_bits();
         self.open_packet = true;
         self.bunches = 0;
+        self.prev = NetGuid(0);
         begin_packet(out, seq);
     }
 
@@ -155,40 +231,52 @@ impl PacketWriter {
     /// being built and `extra_body` more bits in its body.
     fn total(&self, out: &BitWriter, extra: usize, extra_body: usize) -> usize {
         let mut bits = out.len_bits() - self.start + extra + PACKET_END_BITS;
-        if let Some((_, header)) = self.header {
-            let body = self.body.len_bits() + extra_body + BODY_END_BITS;
-            bits += header + packed_bits(body as u64) + body;
+        if let Some((_, header, form)) = self.header {
+            let body = self.body.len_bits() + extra_body;
+            bits += header + body;
+            if form == Form::Sized {
+                bits += packed_bits(body as u64);
+            }
         }
         bits
     }
 
-    /// Whether a whole bunch of `bits` bits fits an otherwise empty packet (whatever its
-    /// sequence number).
-    pub fn span_fits_empty(&self, bits: usize) -> bool {
-        packed_bits(u32::MAX as u64) + bits + PACKET_END_BITS <= self.mtu_bits
+    /// The GUID the next bunch steps from: the bunch being built's, or the last one written.
+    fn last_guid(&self) -> NetGuid {
+        self.header.map_or(self.prev, |h| h.0)
     }
 
-    /// Whether a whole bunch of `bits` bits (as copied by [`Self::write_span`]) fits the open packet.
-    pub fn span_fits(&self, out: &BitWriter, bits: usize) -> bool {
-        self.total(out, bits, 0) <= self.mtu_bits
+    /// Whether a plain bunch for `guid` whose body (record count and records) takes `bits`
+    /// fits an otherwise empty packet (whatever its sequence number).
+    pub fn plain_fits_empty(&self, guid: NetGuid, bits: usize) -> bool {
+        packed_bits(u32::MAX as u64) + bunch_lead_bits(NetGuid(0), guid) + bits + PACKET_END_BITS <= self.mtu_bits
     }
 
-    /// Copies a whole pre-encoded bunch (`bits` bits of `src` from bit `from`) into the packet.
-    pub fn write_span(&mut self, out: &mut BitWriter, src: &[u8], from: usize, bits: usize) {
+    /// Whether a plain bunch for `guid` whose body (record count and records) takes `bits` fits
+    /// the open packet.
+    pub fn plain_fits(&self, out: &BitWriter, guid: NetGuid, bits: usize) -> bool {
+        self.total(out, bunch_lead_bits(self.last_guid(), guid) + bits, 0) <= self.mtu_bits
+    }
+
+    /// Writes a whole plain bunch for `guid` whose body (record count and records) is `bits`
+    /// bits of `src` from bit `from`.
+    pub fn write_plain(&mut self, out: &mut BitWriter, guid: NetGuid, src: &[u8], from: usize, bits: usize) {
         debug_assert!(self.header.is_none());
-        out.write_from(src, from, bits);
+        write_plain(out, self.prev, guid, src, from, bits);
+        self.prev = guid;
         self.bunches += 1;
     }
 
     /// Whether a close bunch for `guid` fits the open packet.
     pub fn close_fits(&self, out: &BitWriter, guid: NetGuid, reason: CloseReason, path: Option<&str>) -> bool {
-        self.total(out, close_bits(guid, reason, path), 0) <= self.mtu_bits
+        self.total(out, close_bits(self.last_guid(), guid, reason, path), 0) <= self.mtu_bits
     }
 
     /// Writes a close bunch.
     pub fn write_close(&mut self, out: &mut BitWriter, guid: NetGuid, reason: CloseReason, path: Option<&str>) {
         debug_assert!(self.header.is_none());
-        write_close_for(out, guid, reason, path);
+        write_close_after(out, self.prev, guid, reason, path);
+        self.prev = guid;
         self.bunches += 1;
     }
 
@@ -204,25 +292,37 @@ impl PacketWriter {
         debug_assert!(self.header.is_none());
         let mut body = BitWriter::new();
         super::open::write_export_body(&mut body, guid, path);
-        write_bunch(out, super::open::EXPORT_GUID, None, &body);
+        write_bunch_after(out, self.prev, super::open::EXPORT_GUID, None, &body);
+        self.prev = super::open::EXPORT_GUID;
         self.bunches += 1;
     }
 
-    /// Whether a bunch for `guid` with `body_bits` of records fits the open packet.
+    /// Whether a sized bunch for `guid` with `body_bits` of records fits the open packet.
     pub fn bunch_fits(&self, out: &BitWriter, guid: NetGuid, open: Option<&EncodedOpen>, body_bits: usize) -> bool {
-        let body = body_bits + BODY_END_BITS;
-        self.total(out, bunch_header_bits(guid, open) + packed_bits(body as u64) + body, 0) <= self.mtu_bits
+        let header = bunch_header_bits(self.last_guid(), guid, open);
+        self.total(out, header + packed_bits(body_bits as u64) + body_bits, 0) <= self.mtu_bits
     }
 
-    /// Starts building a bunch for `guid`; its records go to [`Self::body`].
+    /// Starts building a sized bunch for `guid` (one that opens, or a fast array's); its body
+    /// goes to [`Self::body`].
     pub fn begin_bunch(&mut self, guid: NetGuid, open: Option<&EncodedOpen>) {
         debug_assert!(self.header.is_none());
         self.body.clear();
-        self.header = Some((guid, bunch_header_bits(guid, open)));
+        self.header = Some((guid, bunch_header_bits(self.prev, guid, open), Form::Sized));
         self.has_open = open.is_some();
         if let Some(open) = open {
             self.open.set(open);
         }
+    }
+
+    /// Starts building a plain bunch for `guid`, whose class writes handles (and its record
+    /// count) in `count_bits` bits; its records go to [`Self::body`], their number to
+    /// [`Self::end_bunch`].
+    pub fn begin_plain(&mut self, guid: NetGuid, count_bits: u32) {
+        debug_assert!(self.header.is_none());
+        self.body.clear();
+        self.header = Some((guid, bunch_lead_bits(self.prev, guid) + count_bits as usize, Form::Plain(count_bits)));
+        self.has_open = false;
     }
 
     /// The body of the bunch being built.
@@ -240,21 +340,38 @@ impl PacketWriter {
         self.total(out, 0, bits) <= self.mtu_bits
     }
 
-    /// Body bits the bunch being built may still take in the open packet (its length field
-    /// sized for the whole packet).
+    /// Body bits the bunch being built may still take in the open packet (a sized bunch's length
+    /// field sized for the whole packet).
     pub fn body_room(&self, out: &BitWriter) -> usize {
-        let length = packed_bits((self.mtu_bits) as u64);
-        let used = self.total(out, 0, 0) - packed_bits((self.body.len_bits() + BODY_END_BITS) as u64) + length;
+        let mut used = out.len_bits() - self.start + PACKET_END_BITS;
+        if let Some((_, header, form)) = self.header {
+            used += header + self.body.len_bits();
+            if form == Form::Sized {
+                used += packed_bits(self.mtu_bits as u64);
+            }
+        }
         self.mtu_bits.saturating_sub(used)
     }
 
-    /// Ends the bunch being built: writes its header, length and body into the packet.
-    pub fn end_bunch(&mut self, out: &mut BitWriter) {
-        if let Some((guid, _)) = self.header.take() {
-            let open = std::mem::take(&mut self.has_open).then_some(&self.open);
-            write_bunch_encoded(out, guid, open, &self.body);
-            self.bunches += 1;
+    /// Ends the bunch being built, which carries `records` records (a plain bunch writes their
+    /// number; a sized one its length): writes its header and body into the packet. A plain
+    /// bunch without records is dropped.
+    pub fn end_bunch(&mut self, out: &mut BitWriter, records: u32) {
+        let Some((guid, _, form)) = self.header.take() else { return };
+        match form {
+            Form::Sized => {
+                let open = std::mem::take(&mut self.has_open).then_some(&self.open);
+                write_bunch_encoded(out, self.prev, guid, open, &self.body);
+            }
+            Form::Plain(_) if records == 0 => return,
+            Form::Plain(count_bits) => {
+                write_plain_lead(out, guid_delta(self.prev, guid));
+                super::bunch::write_record_count(out, count_bits, records);
+                out.write_from(self.body.bytes(), 0, self.body.len_bits());
+            }
         }
+        self.prev = guid;
+        self.bunches += 1;
     }
 
     /// Drops the bunch being built (nothing of it reaches the packet).
@@ -263,10 +380,11 @@ impl PacketWriter {
         self.has_open = false;
     }
 
-    /// Ends the open packet (ending its bunch first) and pads it to a byte; returns the byte in
-    /// `out` where it ends.
+    /// Ends the open packet and pads it to a byte; returns the byte in `out` where it ends. A
+    /// bunch still being built is dropped: its caller ends it, knowing what it carries.
     pub fn finish_packet(&mut self, out: &mut BitWriter) -> usize {
-        self.end_bunch(out);
+        debug_assert!(self.header.is_none(), "a packet finished with a bunch being built");
+        self.abandon_bunch();
         end_packet(out);
         out.pad_to_byte();
         self.open_packet = false;
@@ -312,7 +430,7 @@ mod tests {
                 while p.body_fits(&out, 13) {
                     p.body().write_bits(0x1fff, 13);
                 }
-                p.end_bunch(&mut out);
+                p.end_bunch(&mut out, 0);
                 guid = guid.next_dynamic();
             }
             let end = p.finish_packet(&mut out);
@@ -330,15 +448,77 @@ mod tests {
             p.begin_packet(&mut out, Seq(300));
             // The header (2 bytes) and the packet terminator (1 bit) are counted.
             let room = mtu_bits - 16 - 1;
-            assert!(p.span_fits(&out, room), "mtu {mtu}");
-            assert!(!p.span_fits(&out, room + 1), "mtu {mtu}");
+            let lead = bunch_lead_bits(NetGuid(0), NetGuid(2));
+            assert!(p.plain_fits(&out, NetGuid(2), room - lead), "mtu {mtu}");
+            assert!(!p.plain_fits(&out, NetGuid(2), room - lead + 1), "mtu {mtu}");
             // In a bunch: its header and the body-length field count too.
             p.begin_bunch(NetGuid(2), None);
-            let header = bunch_header_bits(NetGuid(2), None);
-            let body = |bits: usize| bits + BODY_END_BITS;
-            let fits = (0..room).rev().find(|&b| header + packed_bits(body(b) as u64) + body(b) <= room).unwrap();
+            let header = bunch_header_bits(NetGuid(0), NetGuid(2), None);
+            let fits = (0..room).rev().find(|&b| header + packed_bits(b as u64) + b <= room).unwrap();
             assert!(p.body_fits(&out, fits), "mtu {mtu}");
             assert!(!p.body_fits(&out, fits + 1), "mtu {mtu}");
+            assert_eq!(p.body_room(&out), room - header - packed_bits(mtu_bits as u64), "mtu {mtu}");
+            // A plain bunch: no length; its lead (presence, GUID, form) and record count.
+            p.abandon_bunch();
+            p.begin_plain(NetGuid(2), 3);
+            let lead = lead + 3;
+            assert!(p.body_fits(&out, room - lead), "mtu {mtu}");
+            assert!(!p.body_fits(&out, room - lead + 1), "mtu {mtu}");
+            assert_eq!(p.body_room(&out), room - lead, "mtu {mtu}");
+            p.abandon_bunch();
+            assert!(p.plain_fits(&out, NetGuid(2), room - lead + 3));
+            assert!(!p.plain_fits(&out, NetGuid(2), room - lead + 4));
         }
+    }
+
+    #[test]
+    fn guid_steps_round_trip_both_ways_and_at_the_ends_of_the_range() {
+        let guids = [0u64, 1, 2, 4, 3, 1 << 40, 2, u64::MAX, 0, u64::MAX - 1, 1 << 63, 7];
+        for w in guids.windows(2) {
+            let (prev, guid) = (NetGuid(w[0]), NetGuid(w[1]));
+            assert_eq!(guid_from_delta(prev, guid_delta(prev, guid)), guid, "{w:?}");
+        }
+        // A step of ±1 costs a byte whatever the GUIDs; an ascending run of dynamic GUIDs two
+        // apart costs one byte each.
+        assert_eq!(guid_delta(NetGuid(1 << 40), NetGuid((1 << 40) + 2)), 4);
+        assert_eq!(guid_delta(NetGuid(10), NetGuid(9)), 1);
+        assert_eq!(packed_bits(guid_delta(NetGuid(0), NetGuid(u64::MAX))), 8);
+        // Every packed value names some GUID: a decoder has nothing to refuse.
+        for v in [0u64, 1, u64::MAX, u64::MAX - 1, 1 << 63] {
+            let g = guid_from_delta(NetGuid(5), v);
+            assert_eq!(guid_delta(NetGuid(5), g), v);
+        }
+    }
+
+    #[test]
+    fn the_one_write_lead_equals_its_bit_by_bit_twin() {
+        for delta in (0..300u64).chain([16383, 16384, (1 << 21) - 1, 1 << 21, u64::MAX]) {
+            let mut fast = BitWriter::new();
+            write_plain_lead(&mut fast, delta);
+            let mut slow = BitWriter::new();
+            slow.write_bool(true);
+            slow.write_packed(delta);
+            slow.write_bool(true);
+            assert_eq!((fast.len_bits(), fast.bytes()), (slow.len_bits(), slow.bytes()), "{delta}");
+        }
+    }
+
+    #[test]
+    fn bunches_step_from_the_one_before_them_and_each_packet_starts_from_zero() {
+        let mut out = BitWriter::new();
+        let mut p = PacketWriter::new(MIN_MTU);
+        p.begin_packet(&mut out, Seq(1));
+        let body = [0b1010_1010u8];
+        p.write_plain(&mut out, NetGuid(1000), &body, 0, 8);
+        let first = out.len_bits();
+        p.write_plain(&mut out, NetGuid(1002), &body, 0, 8);
+        // Presence, one byte for +2, form, body.
+        assert_eq!(out.len_bits() - first, 1 + 8 + 1 + 8);
+        assert_eq!(first - 8, 1 + packed_bits(2000) + 1 + 8);
+        p.finish_packet(&mut out);
+        let at = out.len_bits();
+        p.begin_packet(&mut out, Seq(2));
+        p.write_plain(&mut out, NetGuid(1002), &body, 0, 8);
+        assert_eq!(out.len_bits() - at - 8, 1 + packed_bits(2004) + 1 + 8, "from 0 again");
     }
 }

@@ -7,7 +7,7 @@ use shadowrep::fastarray::{item_layout, FastArrayEvent, ReplicationId};
 use shadowrep::net::{Dormancy, DriverError, FastArrayKind, SubObjectCondition};
 use shadowrep::schema::{ArrayLayout, StructType};
 use shadowrep::wire::open::{OpenHeader, OpenKind};
-use shadowrep::wire::packet::write_bunch;
+use shadowrep::wire::packet::{write_bunch, write_bunch_after};
 use shadowrep::wire::{BitWriter, WireError};
 use std::collections::BTreeMap;
 
@@ -247,7 +247,7 @@ fn hostile_fast_array_bunches_do_no_harm() {
     let spawn = Some(OpenHeader::spawn(0));
     let p = crafted(2, |w| {
         write_bunch(w, NetGuid(2), spawn.as_ref(), &empty);
-        write_bunch(w, NetGuid(10), fast(0, 2).as_ref(), &empty);
+        write_bunch_after(w, NetGuid(2), NetGuid(10), fast(0, 2).as_ref(), &empty);
     });
     c.receive(&p).unwrap();
     assert_eq!(c.fast_array(NetGuid(10)).map(|r| r.len()), Some(0));

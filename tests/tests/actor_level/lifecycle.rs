@@ -322,7 +322,8 @@ fn hostile_sub_object_chains_export_conflicts_and_foreign_close_paths_do_no_harm
     };
     c.receive(&crafted(2005, |w| {
         export(w);
-        open(w, 5, OpenKind::Static(DOOR.into()));
+        let door = OpenHeader { class: 0, kind: OpenKind::Static(DOOR.into()) };
+        shadowrep::wire::packet::write_bunch_after(w, EXPORT_GUID, NetGuid(5), Some(&door), &BitWriter::new());
     }))
     .unwrap();
     assert!(c.has(NetGuid(7)) && !c.has(NetGuid(5)), "bound once, by the export");

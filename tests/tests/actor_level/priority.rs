@@ -74,7 +74,13 @@ fn a_starved_low_priority_actor_is_sent_within_a_bounded_number_of_frames() {
             assert!(frame - last_seen <= 45, "starved for {} frames", frame - last_seen);
             last_seen = frame;
         }
-        assert!(l.decisions(0).saturated, "more to send than the budget carries");
+        // The first frame may spend the credit the quiet frames before saved (two ticks' worth).
+        let d = l.decisions(0);
+        assert!(
+            d.saturated || frame == 1,
+            "more to send than the budget carries: frame {frame}, {} sends",
+            d.sends.len()
+        );
     }
     assert!(last_seen > 60, "it keeps getting through");
 }

@@ -1,10 +1,13 @@
 //! The defects of the hardening issue, each reproduced.
 
 use crate::Bench;
+use shadowrep::client::ReceiveError;
 use shadowrep::net::DriverConfig;
 use shadowrep::schema::{ClassBuilder, Condition, PropType, PropertyDecl};
 use shadowrep::value::Value;
+use shadowrep::wire::bunch::PLAIN_FOR_MISSING;
 use shadowrep::wire::feedback::ack_everything;
+use shadowrep::wire::WireError;
 
 fn initial_class() -> ClassBuilder {
     ClassBuilder::new("Spawned")
@@ -61,9 +64,11 @@ fn a_lost_resend_of_an_initial_only_value_is_resent_again() {
     assert_eq!(b.client.value(guid, 1), Some(Value::U32(7)));
 }
 
-/// A bunch for an actor the client does not have (here: a client that claimed to have received
-/// the open it lost) is skipped, the rest of the packet applies, and the client's request makes
-/// the server open the actor again — once per round trip.
+/// An update for an actor the client does not have (here: a client that claimed to have received
+/// the open it lost) is a plain bunch the client cannot read past: it refuses the packet — which
+/// the server then treats as lost and sends again — and asks for the actor; the server opens it
+/// again, once per round trip. The liar pays a refused packet per actor it lied about, and
+/// converges.
 #[test]
 fn a_false_claim_of_an_open_is_repaired_by_a_reopen() {
     let mut b = Bench::new(initial_class(), DriverConfig::default());
@@ -80,17 +85,33 @@ fn a_false_claim_of_an_open_is_repaired_by_a_reopen() {
         b.store.set(id, 0, &Value::U32(n + 1)).unwrap();
     }
     let updates = b.tick();
-    b.deliver(&updates);
-    assert_eq!(b.client.stats().bunches_skipped, 3, "three bunches for actors the client lacks");
-    assert_eq!(b.client.stats().reopens_requested, 3);
-    b.run(4);
+    assert_eq!(updates.len(), 1);
+    assert_eq!(
+        b.client.receive(&updates[0]),
+        Err(ReceiveError::Wire(WireError::Invalid(PLAIN_FOR_MISSING))),
+        "plain bunches for actors the client lacks"
+    );
+    assert_eq!(b.client.stats().reopens_requested, 1, "the first of them, where the decode stopped");
+    b.feed_back();
+    for _ in 0..8 {
+        for p in b.tick() {
+            let _ = b.client.receive(&p);
+        }
+        b.feed_back();
+    }
     let stats = b.driver.connection_stats(b.conn).unwrap();
     assert_eq!(stats.reopens_honoured, 3, "{stats:?}");
+    assert_eq!(b.client.stats().reopens_requested, 3);
+    assert_eq!(b.client.stats().refused, 3, "one refused packet per actor lied about");
     for (i, &g) in guids.iter().enumerate() {
         assert!(b.client.has(g), "actor {i} reopened");
         assert_eq!(b.client.value(g, 0), Some(Value::U32(1)));
     }
     assert_eq!(b.client.value(guids[0], 1), Some(Value::U32(11)), "a reopen sends initial values too");
+    // Converged: later packets apply.
+    b.store.set(ids[2], 0, &Value::U32(5)).unwrap();
+    b.run(1);
+    assert_eq!(b.client.value(guids[2], 0), Some(Value::U32(5)));
 }
 
 /// Reopen requests for an actor whose open is on its way, or that the server never had, are
@@ -132,7 +153,7 @@ fn one_feedback_settles_a_frame_of_many_packets() {
             .property(PropertyDecl::new("B", PropType::U64)),
         DriverConfig::default(),
     );
-    let ids: Vec<_> = (0..6000).map(|_| b.store.spawn()).collect();
+    let ids: Vec<_> = (0..9000).map(|_| b.store.spawn()).collect();
     for (i, &id) in ids.iter().enumerate() {
         b.store.set(id, 0, &Value::U64(i as u64 * 7919)).unwrap();
     }
@@ -140,7 +161,7 @@ fn one_feedback_settles_a_frame_of_many_packets() {
     let packets = b.tick();
     assert!(packets.len() > 64, "{} packets: more than the old 32-packet window", packets.len());
     b.deliver(&packets);
-    // 6000 changed actors: the shared arena is encoded in many chunks; every actor got its own.
+    // 9000 changed actors: the shared arena is encoded in many chunks; every actor got its own.
     for (i, &g) in guids.iter().enumerate() {
         assert_eq!(b.client.value(g, 0), Some(Value::U64(i as u64 * 7919)), "actor {i}");
     }

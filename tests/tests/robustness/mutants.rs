@@ -150,21 +150,23 @@ fn a_packet_of_exactly_the_largest_mtu_is_not_refused_for_its_size() {
 #[test]
 fn an_open_after_a_close_in_one_packet_brings_the_actor_back() {
     use shadowrep::wire::bunch::write_leaf_record;
-    use shadowrep::wire::packet::{write_bunch, write_close};
+    use shadowrep::wire::packet::{write_bunch_after, write_close_after};
     let mut b = Bench::new(counter(), DriverConfig::default());
     let g = shadowrep::ids::NetGuid(2);
-    let bunch = |w: &mut BitWriter, open: Option<u32>, v: u32| {
+    // Each bunch after the first steps from the one before: the same GUID, a step of 0.
+    let bunch = |w: &mut BitWriter, open: Option<u32>, v: u32, first: bool| {
         let mut body = BitWriter::new();
         let bits = shadowrep::wire::bunch::handle_bits(&counter().build().unwrap());
         write_leaf_record(&mut body, bits, 1, shadowrep::schema::LeafKind::U32, &v.to_le_bytes());
-        write_bunch(w, g, open.map(shadowrep::wire::open::OpenHeader::spawn).as_ref(), &body);
+        let prev = if first { shadowrep::ids::NetGuid(0) } else { g };
+        write_bunch_after(w, prev, g, open.map(shadowrep::wire::open::OpenHeader::spawn).as_ref(), &body);
     };
     let mut w = BitWriter::new();
     begin_packet(&mut w, Seq(1));
-    bunch(&mut w, Some(0), 1);
-    write_close(&mut w, g);
-    bunch(&mut w, Some(0), 2);
-    bunch(&mut w, None, 3);
+    bunch(&mut w, Some(0), 1, true);
+    write_close_after(&mut w, g, g, shadowrep::wire::open::CloseReason::Destroyed, None);
+    bunch(&mut w, Some(0), 2, false);
+    bunch(&mut w, None, 3, false);
     end_packet(&mut w);
     assert_eq!(b.client.receive(&w.into_bytes()), Ok(Receipt::Applied { bunches: 4, skipped: 0 }));
     assert!(b.client.has(g));
@@ -177,19 +179,22 @@ fn an_open_after_a_close_in_one_packet_brings_the_actor_back() {
 fn reopen_requests_are_deduplicated_capped_and_expire() {
     use shadowrep::wire::bunch::write_leaf_record;
     use shadowrep::wire::feedback::{read_feedback, MAX_REOPENS};
-    use shadowrep::wire::packet::write_bunch;
+    use shadowrep::wire::packet::write_bunch_after;
     let mut b = Bench::new(counter(), DriverConfig::default());
-    let unknown = |w: &mut BitWriter, g: u64| {
+    // Sized bunches (a plain one for an unknown actor would refuse the packet at the first).
+    let unknown = |w: &mut BitWriter, prev: u64, g: u64| {
         let mut body = BitWriter::new();
         let bits = shadowrep::wire::bunch::handle_bits(&counter().build().unwrap());
         write_leaf_record(&mut body, bits, 1, shadowrep::schema::LeafKind::U32, &[1, 0, 0, 0]);
-        write_bunch(w, shadowrep::ids::NetGuid(g), None, &body);
+        write_bunch_after(w, shadowrep::ids::NetGuid(prev), shadowrep::ids::NetGuid(g), None, &body);
     };
     let packet = |seq: u32, guids: &mut dyn Iterator<Item = u64>| {
         let mut w = BitWriter::new();
         begin_packet(&mut w, Seq(seq));
+        let mut prev = 0;
         for g in guids {
-            unknown(&mut w, g);
+            unknown(&mut w, prev, g);
+            prev = g;
         }
         end_packet(&mut w);
         w.into_bytes()

@@ -10,7 +10,7 @@ use shadowrep::schema::{ClassBuilder, ClassLayout, LeafKind};
 use shadowrep::store::{ActorId, ClassStore};
 use shadowrep::value::Value;
 use shadowrep::wire::bunch::{decode_packet, write_leaf_record, Packet, Resolve};
-use shadowrep::wire::packet::{begin_packet, end_packet, write_bunch, write_close};
+use shadowrep::wire::packet::{begin_packet, end_packet, write_bunch_after, write_close_after};
 use shadowrep::wire::{BitWriter, WireError};
 use shadowrep_tests::World;
 use std::collections::{HashMap, HashSet};
@@ -112,35 +112,52 @@ pub(crate) fn u32s(c: &ClientWorld, guid: NetGuid, parents: usize) -> Vec<u32> {
         .collect()
 }
 
-/// A hand-made packet: `body` writes the bunches.
-pub(crate) fn craft(seq: u32, body: impl FnOnce(&mut BitWriter)) -> Vec<u8> {
-    let mut w = BitWriter::new();
-    begin_packet(&mut w, Seq(seq));
-    body(&mut w);
-    end_packet(&mut w);
-    w.into_bytes()
+/// A hand-made packet being written: its bits and the GUID of its last bunch (the next one's
+/// GUID is a step from it).
+pub(crate) struct Craft {
+    w: BitWriter,
+    prev: NetGuid,
 }
 
-/// A hand-made bunch for `guid`: `records` writes its records (the terminator is added).
-pub(crate) fn bunch(w: &mut BitWriter, guid: NetGuid, open: Option<u32>, records: impl FnOnce(&mut BitWriter)) {
+impl std::ops::Deref for Craft {
+    type Target = BitWriter;
+    fn deref(&self) -> &BitWriter {
+        &self.w
+    }
+}
+
+impl std::ops::DerefMut for Craft {
+    fn deref_mut(&mut self) -> &mut BitWriter {
+        &mut self.w
+    }
+}
+
+/// A hand-made packet: `body` writes the bunches.
+pub(crate) fn craft(seq: u32, body: impl FnOnce(&mut Craft)) -> Vec<u8> {
+    let mut c = Craft { w: BitWriter::new(), prev: NetGuid(0) };
+    begin_packet(&mut c.w, Seq(seq));
+    body(&mut c);
+    end_packet(&mut c.w);
+    c.w.into_bytes()
+}
+
+/// A hand-made sized bunch for `guid` (any receiver may step over it): `records` writes its
+/// records.
+pub(crate) fn bunch(w: &mut Craft, guid: NetGuid, open: Option<u32>, records: impl FnOnce(&mut BitWriter)) {
     let mut body = BitWriter::new();
     records(&mut body);
-    write_bunch(w, guid, open.map(shadowrep::wire::open::OpenHeader::spawn).as_ref(), &body);
+    write_bunch_after(&mut w.w, w.prev, guid, open.map(shadowrep::wire::open::OpenHeader::spawn).as_ref(), &body);
+    w.prev = guid;
 }
 
 /// A hand-made close bunch.
-pub(crate) fn close(w: &mut BitWriter, guid: NetGuid) {
-    write_close(w, guid);
+pub(crate) fn close(w: &mut Craft, guid: NetGuid) {
+    write_close_after(&mut w.w, w.prev, guid, shadowrep::wire::open::CloseReason::Destroyed, None);
+    w.prev = guid;
 }
 
 /// A bunch of `u32` leaf records (handle, value) of a `layout` actor, in handle order.
-pub(crate) fn u32_bunch(
-    w: &mut BitWriter,
-    layout: &ClassLayout,
-    guid: NetGuid,
-    open: Option<u32>,
-    records: &[(u16, u32)],
-) {
+pub(crate) fn u32_bunch(w: &mut Craft, layout: &ClassLayout, guid: NetGuid, open: Option<u32>, records: &[(u16, u32)]) {
     let bits = shadowrep::wire::bunch::handle_bits(layout);
     bunch(w, guid, open, |b| {
         for &(h, v) in records {

@@ -6,7 +6,6 @@ use shadowrep::schema::{ClassBuilder, LeafKind, Notify, PropType, PropertyDecl};
 use shadowrep::store::ClassStore;
 use shadowrep::value::{ObjectRef, Value};
 use shadowrep::wire::bunch::write_leaf_record;
-use shadowrep::wire::BitWriter;
 
 #[test]
 fn unmapped_reference_resolves_when_its_target_opens() {
@@ -18,7 +17,7 @@ fn unmapped_reference_resolves_when_its_target_opens() {
     let mut c = ClientWorld::new(std::slice::from_ref(&layout), &[layout.checksum]).expect("same layout");
     let (a, b, d) = (NetGuid(2), NetGuid(4), NetGuid(6));
     let obj = |g: NetGuid| Value::Object(ObjectRef(g.0));
-    let reference = |w: &mut BitWriter, guid: NetGuid, open: Option<u32>, target: NetGuid| {
+    let reference = |w: &mut Craft, guid: NetGuid, open: Option<u32>, target: NetGuid| {
         bunch(w, guid, open, |w| {
             write_leaf_record(
                 w,
