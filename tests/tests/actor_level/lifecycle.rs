@@ -133,9 +133,24 @@ fn a_static_open_the_client_did_not_load_is_stepped_over_and_counted() {
     let id = l.store.spawn();
     l.move_to(id, [100.0, 0.0, 0.0]);
     let guid = l.driver.register_static_actor(l.class, &l.store, id, DOOR).unwrap();
+    let (other, other_guid) = l.spawn([120.0, 0.0, 0.0], 1);
+    always_due(&mut l);
     l.run(3);
     assert!(!l.client(0).has(guid));
     assert!(l.client(0).stats().unknown_statics > 0);
+    // The server believes the open acknowledged: its updates are plain bunches, which the client
+    // reads with the class the refused open named and drops — neither refusing the packets they
+    // share with other actors nor asking for the actor again and again.
+    for v in 10..15u32 {
+        l.store.set(id, HEALTH, &Value::U32(v)).unwrap();
+        l.store.set(other, HEALTH, &Value::U32(v)).unwrap();
+        l.step();
+        assert_eq!(l.client(0).value(other_guid, HEALTH), Some(Value::U32(v)), "frame {v}: {:?}", l.client(0).stats());
+    }
+    let stats = l.client(0).stats();
+    assert_eq!((stats.refused, stats.reopens_requested), (0, 0), "{stats:?}");
+    assert!(stats.bunches_skipped >= 5, "{stats:?}");
+    assert!(!l.client(0).has(guid));
     // Loaded with the wrong class id: refused by the client, not bound.
     assert!(l.clients[0].1.load_static_actor(DOOR, 7).is_err());
 }
