@@ -13,7 +13,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use shadowrep::compare::{ChangeSet, CompareConfig, Kernels, PropertyDirtyStats, PushMode, ShadowState};
 use shadowrep::reference::{RefChanges, RefWorld};
-use shadowrep::schema::{ClassLayout, PropType};
+use shadowrep::schema::{ClassLayout, PlaneWidth, PropType, PAGE_LANES};
 use shadowrep::store::{ActorId, ClassStore};
 use shadowrep::value::{ObjectRef, Value};
 use std::hint::black_box;
@@ -41,6 +41,8 @@ pub struct CompareWorkload {
     occasional: Vec<usize>,
     /// The one hot parent is a count: index at spawn, +1 per change.
     counting: bool,
+    /// (slot, parent) marked dirty by the last [`Self::mutate`] with `mark`.
+    marked: Vec<(u32, usize)>,
 }
 
 impl CompareWorkload {
@@ -79,6 +81,7 @@ impl CompareWorkload {
             hot,
             occasional,
             counting,
+            marked: Vec::new(),
         };
         for i in 0..actors {
             w.set_actor(i, true, false, true);
@@ -91,11 +94,45 @@ impl CompareWorkload {
         self.ids.len()
     }
 
+    /// Byte offsets in the store's pages (the shadow's pages lie out the same) of every plane
+    /// lane the last marking [`Self::mutate`] marked: one per plane of each leaf of each marked
+    /// (actor, parent) — what a push compare must touch, at least.
+    pub fn marked_offsets(&self) -> Vec<usize> {
+        let stride = self.layout.page_bytes;
+        let mut out = Vec::with_capacity(self.marked.len() * 8);
+        for &(slot, parent) in &self.marked {
+            let (page, lane) = (slot as usize / PAGE_LANES, slot as usize % PAGE_LANES);
+            for leaf in self.layout.leaves.iter().filter(|l| l.parent == parent) {
+                for plane in &self.layout.planes[leaf.planes.clone()] {
+                    let at = match plane.width {
+                        PlaneWidth::Bit => plane.page_offset,
+                        w => plane.page_offset + lane * w.lane_bytes(),
+                    };
+                    out.push(page * stride + at);
+                }
+            }
+        }
+        out
+    }
+}
+
+/// Reads the byte at every offset of `live` and `shadow`: the latency floor of a push compare
+/// that touches exactly those lanes (a plain gather of their cache lines, nothing else).
+pub fn gather(live: &[u8], shadow: &[u8], offsets: &[usize]) -> u64 {
+    let mut acc = 0u64;
+    for &o in offsets {
+        acc = acc.wrapping_add(u64::from(live[o]) ^ u64::from(shadow[o]) << 8);
+    }
+    black_box(acc)
+}
+
+impl CompareWorkload {
     /// Changes `fraction` of the actors (distinct, chosen at random); with `mark`, also marks what
     /// changed dirty (push model). Returns how many actors changed.
     pub fn mutate(&mut self, fraction: f64, mark: bool) -> usize {
         let n = self.ids.len();
         let k = ((fraction.clamp(0.0, 1.0) * n as f64).round() as usize).min(n);
+        self.marked.clear();
         // Partial Fisher-Yates: the first k of `order` become a uniform sample.
         for i in 0..k {
             let j = self.rng.random_range(i..n);
@@ -132,6 +169,7 @@ impl CompareWorkload {
             self.store.set(id, parent, &v).expect("a value of the property's own type");
             if mark {
                 self.store.mark_dirty(id, parent).expect("a live actor");
+                self.marked.push((id.index, parent));
             }
             if let Some(r) = self.reference.as_mut() {
                 r.set(actor, parent, &v).expect("a value of the property's own type");
@@ -223,6 +261,12 @@ pub struct CompareReport {
     pub fraction_of_memcmp_2t: f64,
     /// Median over push frames of push / the full compare of the same frame.
     pub push_ratio: f64,
+    /// A plain gather of the lanes each push frame marked — one byte of every plane lane, live
+    /// and shadow — timed after the full compare flushed them from the cache (the live ones
+    /// warmed again first, as the game's writes leave them): the latency floor of a push frame.
+    pub push_gather_ns: u64,
+    /// Median over push frames of push / the gather of the same frame's marked lanes.
+    pub push_vs_gather: f64,
     /// Per parent of the class, over the timed push frames: lanes compared with a mark, and lanes
     /// whose value changed (the push compare counts them, inside its timed region).
     pub dirty_stats: Vec<PropertyDirtyStats>,
@@ -347,7 +391,7 @@ pub fn run_compare(
         }
     }
 
-    let mut push_times = Vec::new();
+    let (mut push_times, mut gathers, mut vs_gather) = (Vec::new(), Vec::new(), Vec::new());
     for frame in 0..opts.frames + 1 {
         if frame == 1 {
             // Statistics of the timed frames only (not the initial compare nor the warm-up).
@@ -356,11 +400,21 @@ pub fn run_compare(
         progress(&format!("push frame {}/{} at 1 % dirty", frame, opts.frames));
         w.mutate(0.01, true);
         w.store.begin_tick();
+        let offsets = w.marked_offsets();
         let t = timed_try(|| compare(&mut w, &mut push_shadow, &push, &mut changes))?;
         let f = timed_try(|| compare(&mut w, &mut full_shadow, &full, &mut changes))?;
+        // The full compare streamed every page through the cache: the marked lanes are cold
+        // again. The game's writes had left the live ones warm for the push compare; so here.
+        let (live, shadow) = (w.store.live().bytes(), push_shadow.pages().bytes());
+        gather(live, live, &offsets);
+        let g = timed(|| {
+            gather(live, shadow, &offsets);
+        });
         if frame > 0 {
             push_times.push(t);
             push_ratios.push(ratio(t, f));
+            gathers.push(g);
+            vs_gather.push(ratio(t, g));
         }
         // `changes` now holds the polled compare of this frame, which the reference must match.
         if let Some(r) = w.reference.as_mut() {
@@ -396,6 +450,106 @@ pub fn run_compare(
         fraction_of_memcmp: median(fractions),
         fraction_of_memcmp_2t: median(fractions_2t),
         push_ratio: median(push_ratios),
+        push_gather_ns: median(gathers),
+        push_vs_gather: median(vs_gather),
         dirty_stats: push_shadow.dirty_stats().to_vec(),
+    })
+}
+
+/// What [`run_push_scaling`] measured: push frames with the same number of marked actors in a
+/// world and in one ten times larger (both far beyond the last-level cache).
+#[derive(Clone, Debug)]
+pub struct ScalingReport {
+    /// Actors of the smaller world, and of the larger (ten times as many).
+    pub actors: [usize; 2],
+    /// Actors marked (and changed) per frame, in both.
+    pub dirty: usize,
+    /// Median push frame of each world, in nanoseconds.
+    pub push_ns: [u64; 2],
+    /// Median gather of the marked lanes of each world (see [`CompareReport::push_gather_ns`];
+    /// here the lanes are cold, live ones too: nothing streams the cache between frames).
+    pub gather_ns: [u64; 2],
+    /// Median over frames of large / small push frame, frames paired by index.
+    pub scaling_ratio: f64,
+}
+
+/// What [`run_push_scaling`] runs.
+#[derive(Clone, Debug)]
+pub struct ScalingOptions {
+    /// Class name.
+    pub class: String,
+    /// Actors of the smaller world (the larger holds ten times as many).
+    pub actors: usize,
+    /// Actors marked (and changed) per push frame.
+    pub dirty: usize,
+    /// Timed frames per world (the median is reported).
+    pub frames: usize,
+    /// Diff routines.
+    pub kernels: Kernels,
+    /// RNG seed.
+    pub seed: u64,
+}
+
+/// Times push frames (every property push-based, `dirty` actors marked and changed per frame, one
+/// thread) in a world of `actors` actors and in one of `10 × actors`: a push frame should cost
+/// what its marks cost, not what the world holds.
+pub fn run_push_scaling(
+    opts: &ScalingOptions,
+    progress: &mut dyn FnMut(&str),
+    probe: &mut dyn PhaseProbe,
+) -> Result<ScalingReport, String> {
+    let ScalingOptions { ref class, actors, dirty, frames, kernels, seed } = *opts;
+    let push = CompareConfig { push: PushMode::All, kernels, parallel: false, ..CompareConfig::default() };
+    let mut measure = |n: usize| -> Result<(Vec<u64>, Vec<u64>), String> {
+        progress(&format!("spawning {n} {class} actors"));
+        let mut w = CompareWorkload::new(class, n, seed, false)?;
+        let mut shadow = ShadowState::new(&mut w.store);
+        let mut changes = ChangeSet::new();
+        w.store.begin_tick();
+        shadow.compare(&mut w.store, &push, &mut changes).map_err(|e| e.to_string())?;
+        // A buffer larger than the last-level cache (and than the world's pages, up to 256 MB),
+        // streamed between frames so each frame starts cold.
+        let live_bytes = w.store.live().bytes().len();
+        let mut flush = vec![0u64; (2 * live_bytes).clamp(64 << 20, 256 << 20) / 8];
+        let (mut times, mut gathers) = (Vec::new(), Vec::new());
+        for frame in 0..frames + 1 {
+            progress(&format!("{n} actors: push frame {frame}/{frames}, {dirty} marked"));
+            let flush = &mut flush[..];
+            w.mutate(dirty as f64 / n as f64, true);
+            let offsets = w.marked_offsets();
+            flush.iter_mut().for_each(|b| *b = b.wrapping_add(1));
+            black_box(&*flush);
+            w.store.begin_tick();
+            let t = within(probe, Phase::Kernel, || timed_try(|| shadow.compare(&mut w.store, &push, &mut changes)))
+                .map_err(|e| e.to_string())?;
+            flush.iter_mut().for_each(|b| *b = b.wrapping_add(1));
+            black_box(&*flush);
+            let g = timed(|| {
+                gather(w.store.live().bytes(), shadow.pages().bytes(), &offsets);
+            });
+            if frame > 0 {
+                times.push(t);
+                gathers.push(g);
+            }
+        }
+        // A profiler that wants more push frames of the larger world gets them (untimed).
+        let mut extra = ExtraFrames::new();
+        while n > actors && extra.another(probe) {
+            w.mutate(dirty as f64 / n as f64, true);
+            w.store.begin_tick();
+            within(probe, Phase::Kernel, || shadow.compare(&mut w.store, &push, &mut changes))
+                .map_err(|e| e.to_string())?;
+        }
+        Ok((times, gathers))
+    };
+    let (small, small_gather) = measure(actors)?;
+    let (large, large_gather) = measure(actors * 10)?;
+    let ratios: Vec<f64> = small.iter().zip(&large).map(|(&s, &l)| ratio(l, s)).collect();
+    Ok(ScalingReport {
+        actors: [actors, actors * 10],
+        dirty,
+        push_ns: [median(small), median(large)],
+        gather_ns: [median(small_gather), median(large_gather)],
+        scaling_ratio: median(ratios),
     })
 }

@@ -247,6 +247,9 @@ pub struct ClassStore {
     arrays: Vec<PageArrays>,
     occupied: Vec<u64>,
     epochs: Vec<u32>,
+    /// Bumped with every epoch (every spawn, despawn and new page): a compare that saw this
+    /// value has nothing to bring in line, without looking at each page's epoch.
+    structure: u64,
     generations: Vec<u32>,
     free: Vec<u32>,
     len: usize,
@@ -265,6 +268,7 @@ impl ClassStore {
             arrays: Vec::new(),
             occupied: Vec::new(),
             epochs: Vec::new(),
+            structure: 0,
             generations: Vec::new(),
             free: Vec::new(),
             len: 0,
@@ -369,6 +373,7 @@ impl ClassStore {
         let id = ActorId { index, generation: self.generations[index as usize] };
         self.occupied[id.page()] |= 1 << id.lane();
         self.epochs[id.page()] = self.epochs[id.page()].wrapping_add(1);
+        self.structure += 1;
         self.len += 1;
         id
     }
@@ -378,6 +383,7 @@ impl ClassStore {
         self.arrays.push(vec![Vec::new(); self.layout.arrays.len() * PAGE_LANES]);
         self.occupied.push(0);
         self.epochs.push(0);
+        self.structure += 1;
         let pages = self.occupied.len();
         self.pending.ensure_pages(pages);
         for w in &mut self.watchers {
@@ -392,6 +398,7 @@ impl ClassStore {
         self.generations[id.index as usize] = self.generations[id.index as usize].wrapping_add(1);
         self.occupied[page] &= !(1 << lane);
         self.epochs[page] = self.epochs[page].wrapping_add(1);
+        self.structure += 1;
         let layout = self.layout.clone();
         let bytes = self.live.page_mut(page);
         for plane in &layout.planes {
@@ -538,6 +545,7 @@ impl ClassStore {
             arrays: &self.arrays,
             occupied: &self.occupied,
             epochs: &self.epochs,
+            structure: self.structure,
             generations: &self.generations,
         };
         (view, &mut self.watchers[w.0])
@@ -601,6 +609,8 @@ pub(crate) struct LiveView<'a> {
     pub occupied: &'a [u64],
     /// Bumped on every spawn and despawn in a page.
     pub epochs: &'a [u32],
+    /// Bumped with every epoch ([`ClassStore`]'s count of spawns, despawns and pages).
+    pub structure: u64,
     pub generations: &'a [u32],
 }
 

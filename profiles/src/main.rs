@@ -24,7 +24,7 @@ use shadowrep::compare::{Isa, Kernels};
 use shadowrep_benches::flamegraph::PhaseProfiler;
 use shadowrep_benches::phase::{Phase, PhaseProbe};
 use shadowrep_benches::replicate::{run_replicate, ReplicateOptions};
-use shadowrep_benches::workload::{run_compare, CompareOptions};
+use shadowrep_benches::workload::{run_compare, run_push_scaling, CompareOptions, ScalingOptions};
 use std::fs::File;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -140,6 +140,13 @@ struct CompareArgs {
     /// RNG seed.
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// Instead: push frames with `--dirty` actors marked, in a world of `--actors` actors and in
+    /// one ten times larger, one thread; reports `scaling_ratio` (large / small).
+    #[arg(long)]
+    scaling: bool,
+    /// Actors marked (and changed) per push frame with `--scaling`.
+    #[arg(long, default_value_t = 10_000, value_parser = positive)]
+    dirty: usize,
 }
 
 impl Default for CompareArgs {
@@ -152,6 +159,8 @@ impl Default for CompareArgs {
             frames: 5,
             isa: "best".into(),
             seed: 1,
+            scaling: false,
+            dirty: 10_000,
         }
     }
 }
@@ -352,6 +361,9 @@ fn compare(
     if !(0.0..=1.0).contains(&args.changed) {
         return Err(format!("--changed must be within 0..=1, got {}", args.changed));
     }
+    if args.scaling {
+        return compare_scaling(args, json, progress, session);
+    }
     // Live and shadow pages, and the reference's objects and their shadows.
     let (page, record) = actor_bytes(&args.class)?;
     check_memory("this compare", args.actors as f64 * (2.0 * page + 2.0 * record) * 1.25)?;
@@ -392,6 +404,9 @@ fn compare(
             "fraction_of_memcmp_2t": r.fraction_of_memcmp_2t,
             "push_1pct_ns": r.push_1pct_ns,
             "push_ratio": r.push_ratio,
+            "push_gather_ns": r.push_gather_ns,
+            "push_vs_gather": r.push_vs_gather,
+            "push_gather": PUSH_GATHER,
             "live_bytes": r.live_bytes,
             "kernel_gb_per_s": gbps(r.kernel_ns),
             "memcmp_gb_per_s": gbps(r.memcmp_ns),
@@ -431,6 +446,11 @@ fn compare(
         );
         println!("  push, 1 %   {:>10.3} ms   {:.4} of a full compare", ms(r.push_1pct_ns), r.push_ratio);
         println!(
+            "  gather      {:>10.3} ms   push frame / gather of its marked lanes: {:.2}",
+            ms(r.push_gather_ns),
+            r.push_vs_gather
+        );
+        println!(
             "  {} actors changed in the last frame; {:.1} MB of live state",
             r.changed_actors,
             r.live_bytes as f64 / 1e6
@@ -441,6 +461,7 @@ fn compare(
         }
         println!("  reference: {REFERENCE_COMPARE}");
         println!("  push, 1 %: {PUSH_1PCT}");
+        println!("  gather: {PUSH_GATHER}");
         println!("  memcmp: the same live and shadow bytes compared with `==` (equal, so every byte is read)");
     }
     Ok(())
@@ -454,6 +475,73 @@ pub(crate) const REFERENCE_COMPARE: &str = "the UE-style path on the same actors
 /// What `compare`'s "push, 1 %" is.
 pub(crate) const PUSH_1PCT: &str = "every property push-based, 1 % of the actors marked dirty (and changed): the \
     kernel compares only marked lanes; its time against a full compare of the same frame";
+
+/// What `compare`'s "gather" is.
+pub(crate) const PUSH_GATHER: &str = "one byte of every plane lane the push frame's marks name, live and shadow, \
+    read with nothing else done, after the full compare flushed them from the cache (the live ones warmed again, \
+    as the game's writes leave them): the latency floor of the push frame";
+
+/// `compare --scaling`: the same number of marked actors in a world and in one ten times larger.
+fn compare_scaling(
+    args: &CompareArgs,
+    json: bool,
+    progress: &mut dyn FnMut(&str),
+    session: &mut Session,
+) -> Result<(), String> {
+    let (page, _) = actor_bytes(&args.class)?;
+    check_memory("this scaling run", args.actors as f64 * 10.0 * 2.0 * page * 1.25 + 256e6)?;
+    if args.dirty > args.actors {
+        return Err(format!("--dirty {} is more than the {} actors", args.dirty, args.actors));
+    }
+    let kernels = kernels(&args.isa)?;
+    let frames = args.frames.max(1);
+    let opts = ScalingOptions {
+        class: args.class.clone(),
+        actors: args.actors,
+        dirty: args.dirty,
+        frames,
+        kernels,
+        seed: args.seed,
+    };
+    let r = run_push_scaling(&opts, progress, session)?;
+    if json {
+        session.emit(json!({
+            "command": "compare",
+            "scaling": "push frames (every property push-based, one thread) with the same number of actors marked \
+                and changed, in a world and in one ten times larger; a large cache-sized buffer is streamed before \
+                each frame so it starts cold",
+            "class": args.class,
+            "actors": r.actors,
+            "dirty": r.dirty,
+            "isa": kernels.isa.name(),
+            "frames": frames,
+            "push_ns": r.push_ns,
+            "gather_ns": r.gather_ns,
+            "scaling_ratio": r.scaling_ratio,
+        }))?;
+    } else {
+        let ms = |ns: u64| ns as f64 / 1e6;
+        println!(
+            "compare --scaling: {} actors marked per push frame, {} × {} vs {}; medians of {frames} frames, ISA {}",
+            r.dirty,
+            args.class,
+            r.actors[0],
+            r.actors[1],
+            kernels.isa.name()
+        );
+        for i in 0..2 {
+            println!(
+                "  {:>10} actors   push {:>8.3} ms   gather {:>8.3} ms   ({:.2}× the gather)",
+                r.actors[i],
+                ms(r.push_ns[i]),
+                ms(r.gather_ns[i]),
+                r.push_ns[i] as f64 / r.gather_ns[i].max(1) as f64
+            );
+        }
+        println!("  scaling_ratio {:.2} (large / small)", r.scaling_ratio);
+    }
+    Ok(())
+}
 
 fn replicate(
     args: &ReplicateArgs,

@@ -32,9 +32,29 @@ fn compare_and_replicate_say_what_they_measured() {
     let out = shadowrep(&["compare", "--actors", "5000", "--frames", "2"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let text = String::from_utf8_lossy(&out.stdout);
-    for says in ["per-frame medians", "ISA", "thread(s)", "reference: the UE-style path", "push, 1 %: every property"] {
+    for says in [
+        "per-frame medians",
+        "ISA",
+        "thread(s)",
+        "reference: the UE-style path",
+        "push, 1 %: every property",
+        "gather: one byte of every plane lane",
+    ] {
         assert!(text.contains(says), "`{says}` not in {text}");
     }
+    // The push frame against the latency floor of its marks, and push frames at two world sizes.
+    let out = shadowrep(&["compare", "--actors", "3000", "--frames", "1", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
+    assert!(v["push_gather_ns"].as_u64().is_some_and(|g| g > 0), "{v}");
+    assert!(v["push_vs_gather"].as_f64().is_some_and(|r| r > 0.0), "{v}");
+    let out = shadowrep(&["compare", "--scaling", "--actors", "2000", "--dirty", "50", "--frames", "2", "--json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
+    assert_eq!(v["actors"], serde_json::json!([2000, 20000]), "{v}");
+    assert_eq!(v["dirty"], 50);
+    assert!(v["scaling_ratio"].as_f64().is_some_and(|r| r > 0.0), "{v}");
+    assert!(v["push_ns"][1].as_u64().is_some_and(|t| t > 0) && v["gather_ns"][0].as_u64().is_some(), "{v}");
+    refused(&["compare", "--scaling", "--actors", "100", "--dirty", "101"], "--dirty 101 is more than the 100 actors");
     let out = shadowrep(&["replicate", "--actors", "500", "--connections", "2", "--frames", "2", "--json"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON object");

@@ -33,6 +33,9 @@ pub struct ChangeSet {
     pub(super) page_lanes: Vec<u64>,
     /// Per page: dynamic-array changes, in (slot, leaf) order.
     pub(super) arrays: Vec<Vec<ArrayChange>>,
+    /// The only pages the last compare may have written (a listed compare's pages), so the next
+    /// reset clears just those; `None`: any page (clear them all).
+    pub(super) written: Option<Vec<usize>>,
 }
 
 impl ChangeSet {
@@ -41,7 +44,18 @@ impl ChangeSet {
         Self::default()
     }
 
+    /// Empties the set for a compare of `pages` pages of `leaves` leaves. After a listed compare
+    /// of the same shape only its pages are cleared, so a push frame's reset costs what the frame
+    /// wrote, not what the class holds.
     pub(super) fn reset(&mut self, pages: usize, leaves: usize) {
+        let written = self.written.take();
+        if let Some(list) = written.filter(|_| self.leaves == leaves && self.page_lanes.len() == pages) {
+            for p in list {
+                self.page_lanes[p] = 0;
+                self.arrays[p].clear();
+            }
+            return;
+        }
         self.leaves = leaves;
         self.masks.resize(pages * leaves, 0);
         self.page_lanes.clear();

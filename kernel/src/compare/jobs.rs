@@ -37,6 +37,7 @@ pub(super) fn zip_job(
         occupied: *occupied,
         check: None,
         prefetch: None,
+        prefetch_far: None,
     }
 }
 
@@ -59,6 +60,9 @@ pub(super) struct PageJob<'a> {
     pub(super) check: Option<(&'a mut [Block], &'a mut [u64])>,
     /// A dirty page a few list entries ahead, to prefetch.
     pub(super) prefetch: Option<usize>,
+    /// A dirty page twice as far ahead, whose bookkeeping (its dirty masks, occupancy and output
+    /// masks) to prefetch, so the near prefetch reads its marks from the cache.
+    pub(super) prefetch_far: Option<usize>,
 }
 
 /// What [`split_jobs`] cuts into pages.
@@ -136,6 +140,7 @@ pub(super) fn split_jobs<'a>(order: &[usize], src: JobSource<'a>) -> Vec<PageJob
             occupied: occupied[p],
             check,
             prefetch: if prefetch { order.get(i + PREFETCH_PAGES).copied() } else { None },
+            prefetch_far: if prefetch { order.get(i + 2 * PREFETCH_PAGES).copied() } else { None },
         });
         at = p + 1;
     }

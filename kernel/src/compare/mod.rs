@@ -60,6 +60,15 @@ pub use changes::{ArrayChange, ChangeSet};
 use check::PushCheck;
 pub use check::{CompareVisit, PropertyDirtyStats, UnmarkedChange};
 pub(crate) use simd::prefetch_addr;
+
+/// Prefetches every cache line of the `len` bytes at `addr`.
+fn prefetch_lines(addr: usize, len: usize) {
+    let mut line = addr & !63;
+    while line < addr + len {
+        prefetch_addr(line);
+        line += 64;
+    }
+}
 pub use simd::{scalar, Isa, Kernels};
 
 use crate::schema::{ClassLayout, PAGE_LANES};
@@ -153,6 +162,8 @@ pub struct ShadowState {
     seen_epochs: Vec<u32>,
     seen_generations: Vec<u32>,
     seen_occupied: Vec<u64>,
+    /// The store's structure count when the slots were last brought in line.
+    seen_structure: Option<u64>,
     /// Push validation and dirty statistics.
     check: PushCheck,
     /// What the last compare visited.
@@ -173,6 +184,7 @@ impl ShadowState {
             seen_epochs: Vec::new(),
             seen_generations: Vec::new(),
             seen_occupied: Vec::new(),
+            seen_structure: None,
             check: PushCheck::new(&layout),
             visit: CompareVisit::default(),
             layout,
@@ -251,8 +263,18 @@ impl ShadowState {
         let live_all = view.live.bytes();
         let shadow_base = self.shadow.bytes().as_ptr() as usize;
         let page_bytes = layout.page_bytes;
+        // Addresses only (no borrow): the far prefetch names another job's output.
+        let (out_masks, out_lanes) = (out.masks.as_ptr() as usize, out.page_lanes.as_ptr() as usize);
         let work = |tally: &mut Tally, job: PageJob<'_>| {
             let p = job.index;
+            if let Some(q) = job.prefetch_far {
+                // Two stages: first the page's bookkeeping, which the near stage reads.
+                let masks = dirty_ref.page_masks(q);
+                prefetch_lines(masks.as_ptr() as usize, std::mem::size_of_val(masks));
+                prefetch_addr(&view.occupied[q] as *const u64 as usize);
+                prefetch_lines(out_masks + q * leaves * 8, leaves * 8);
+                prefetch_addr(out_lanes + q * 8);
+            }
             if let Some(q) = job.prefetch {
                 // Latency-bound: start the loads of the dirty page a few list entries ahead.
                 let base = q * page_bytes;
@@ -297,6 +319,7 @@ impl ShadowState {
             t
         };
         let mut parallel = cfg.parallel && pages >= cfg.min_parallel_pages;
+        let mut written = None;
         let tally = if list_mode || validate {
             // Only the marked pages (in ascending order, as the summary bits list them), or every
             // page with the validation shadow beside it.
@@ -318,6 +341,7 @@ impl ShadowState {
             };
             // The pool pays off for many pages, not for a few listed out of a large class.
             parallel &= order.len() >= cfg.min_parallel_pages;
+            written = (order.len() < pages).then(|| order.clone());
             let check = self.check.validated.as_mut().map(|v| (v.blocks_mut(), &mut self.check.scratch[..]));
             let jobs = split_jobs(
                 &order,
@@ -382,6 +406,7 @@ impl ShadowState {
             }
         };
         self.visit = CompareVisit { pages: tally.pages, lanes: tally.lanes };
+        out.written = written;
         if validate {
             self.check.collect(layout, view.generations, pages);
         }
@@ -399,6 +424,11 @@ impl ShadowState {
     /// spawned or despawned since the last compare (zeroed shadow, every parent marked dirty).
     fn sync_slots(&mut self, view: &LiveView<'_>, dirty: &mut DirtyState) {
         let pages = view.occupied.len();
+        // Nothing spawned or despawned since the last look: no page to visit (a push frame of a
+        // large class costs its marks, not a pass over every page's epoch).
+        if self.seen_structure == Some(view.structure) && self.seen_epochs.len() == pages {
+            return;
+        }
         while self.seen_epochs.len() < pages {
             let p = self.seen_epochs.len();
             self.shadow.push_zeroed();
@@ -442,6 +472,7 @@ impl ShadowState {
             self.seen_occupied[p] = now;
             self.seen_epochs[p] = view.epochs[p];
         }
+        self.seen_structure = Some(view.structure);
     }
 }
 

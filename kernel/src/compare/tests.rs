@@ -238,3 +238,47 @@ fn a_reused_slot_is_a_new_actor() {
     let c = frame(&mut s, &mut sh, PushMode::Off);
     assert_eq!(c.changelist(s.layout(), b.index), vec![1, 0]);
 }
+
+/// One change set reused frame after frame, as a driver reuses it: a push frame (a listed
+/// compare) clears only the pages the frame before wrote, and nothing of them is left over; a
+/// spawn between frames is still seen although steady frames skip the look at every page.
+#[test]
+fn a_reused_change_set_keeps_nothing_of_the_frame_before() {
+    let mut s = store(true);
+    let mut sh = ShadowState::new(&mut s);
+    let ids: Vec<_> = (0..4 * PAGE_LANES).map(|_| s.spawn()).collect();
+    let mut out = ChangeSet::new();
+    let step = |s: &mut ClassStore, sh: &mut ShadowState, out: &mut ChangeSet, push| {
+        s.begin_tick();
+        sh.compare(s, &CompareConfig { push, ..CompareConfig::default() }, out).unwrap();
+    };
+    step(&mut s, &mut sh, &mut out, PushMode::Declared);
+    let (first, last) = (ids[3], ids[3 * PAGE_LANES + 5]);
+    s.set_and_mark(first, 0, &Value::F32(1.0)).unwrap();
+    s.set_and_mark(first, 1, &Value::Array(vec![Value::U32(7)])).unwrap();
+    step(&mut s, &mut sh, &mut out, PushMode::Declared);
+    assert_eq!(out.changed_actors(), 1);
+    assert_eq!(out.changelist(s.layout(), first.index), vec![1, 2, 1, 1, 0, 0]);
+    s.set_and_mark(last, 0, &Value::F32(2.0)).unwrap();
+    step(&mut s, &mut sh, &mut out, PushMode::Declared);
+    assert_eq!(out.changed_actors(), 1, "the first page's changes are gone");
+    assert!(out.changelist(s.layout(), first.index).is_empty());
+    assert!(out.arrays[0].is_empty(), "and its array changes");
+    assert_eq!(out.changelist(s.layout(), last.index), vec![1, 0]);
+    // A full compare after a listed one, and a listed one after a full one.
+    step(&mut s, &mut sh, &mut out, PushMode::Off);
+    assert_eq!(out.changed_actors(), 0);
+    s.set_and_mark(first, 0, &Value::F32(3.0)).unwrap();
+    step(&mut s, &mut sh, &mut out, PushMode::Declared);
+    assert_eq!(out.changelist(s.layout(), first.index), vec![1, 0]);
+    assert!(out.changelist(s.layout(), last.index).is_empty());
+    // A spawn after steady frames, into a page the compare knows (a freed slot): its first
+    // compare sends what differs from defaults.
+    s.despawn(ids[10]).unwrap();
+    let born = s.spawn();
+    assert_eq!(born.index, ids[10].index);
+    s.set(born, 0, &Value::F32(4.0)).unwrap();
+    step(&mut s, &mut sh, &mut out, PushMode::Declared);
+    assert_eq!(out.changelist(s.layout(), born.index), vec![1, 0]);
+    assert_eq!(out.changed_actors(), 1);
+}
