@@ -89,6 +89,10 @@ pub(crate) struct LevelCtx<'a> {
     /// The due actors' pair keys, parallel to `due`, packed for the merges.
     pub keys: &'a [u64],
     pub due_index: &'a [Vec<u32>],
+    /// Per class, per page: the lanes of the due actors (`due_index` as bits: a connection's
+    /// rows of idle actors are told apart in a bitset that stays in the cache, without a miss in
+    /// the index each).
+    pub selected: &'a [Vec<u64>],
     /// Actors gone since the last frame, sorted by key.
     pub retired: &'a [(u64, NetGuid)],
     /// Live dynamic actors by GUID.
@@ -286,11 +290,16 @@ fn candidates(ctx: &LevelCtx<'_>, conn: &mut Connection, scratch: &mut Scratch) 
     let mut k = 0;
     let mut class = u32::MAX;
     let mut index: &[u32] = &[];
+    let mut bits: &[u64] = &[];
     for (ri, row) in rows.iter().enumerate() {
         let (c, slot) = split_key(row.key);
         if c != class {
             class = c;
             index = ctx.due_index.get(c as usize).map_or(&[], |v| &v[..]);
+            bits = ctx.selected.get(c as usize).map_or(&[], |v| &v[..]);
+        }
+        if !lane_set(bits, slot) {
+            continue;
         }
         let d = index.get(slot as usize).copied().unwrap_or(NOT_DUE);
         if d == NOT_DUE {
@@ -465,11 +474,20 @@ fn held_awake_idle(ctx: &LevelCtx<'_>, conn: &mut Connection, awake: &mut Vec<u3
     // scratch row.
     for r in rows.iter().filter(|r| r.state.flags & pair::CHANNEL != 0) {
         let (c, slot) = split_key(r.key);
+        if !lane_set(ctx.selected.get(c as usize).map_or(&[], |v| &v[..]), slot) {
+            continue;
+        }
         let d = ctx.due_index.get(c as usize).and_then(|v| v.get(slot as usize)).copied().unwrap_or(NOT_DUE);
         if d != NOT_DUE && ctx.due[d as usize].sleepy {
             awake.push(d);
         }
     }
+}
+
+/// Whether `slot`'s bit is set in a per-page lane bitset.
+fn lane_set(bits: &[u64], slot: u32) -> bool {
+    let slot = slot as usize;
+    bits.get(slot / crate::schema::PAGE_LANES).is_some_and(|w| w >> (slot % crate::schema::PAGE_LANES) & 1 != 0)
 }
 
 /// Whether sub-object `due`'s owner has a channel on this connection (open, opening, or held

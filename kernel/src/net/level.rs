@@ -572,6 +572,7 @@ impl NetDriver {
             due: &level.due,
             keys: &level.keys,
             due_index: &level.due_index,
+            selected: &level.selected,
             retired: &level.retired,
             guids: &self.guids,
             index: &level.index,
