@@ -81,6 +81,9 @@ pub(crate) struct ClassNet {
     pub seen_epochs: Vec<u32>,
     /// Leaves that are dynamic arrays (written per connection, not shared).
     pub array_leaves: LeafMask,
+    /// Fixed leaves the shared arena encodes: those a simulated proxy receives (see
+    /// [`super::shared`]).
+    pub shared_leaves: LeafMask,
     /// Leaves that hold object references (fixed, or arrays with a reference in their element):
     /// a static object they name is exported to a connection before it is sent there.
     pub object_leaves: LeafMask,

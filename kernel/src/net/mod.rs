@@ -417,6 +417,13 @@ impl NetDriver {
                 Some(a) => layout.arrays[a].elements.iter().any(|e| e.kind == crate::schema::LeafKind::Object),
             })
             .fold(LeafMask::EMPTY, |m, (i, _)| m | LeafMask::leaf(i));
+        let active = ActiveLeaves::new(&layout);
+        // Encoded once for every connection: the fixed leaves a plain simulated proxy receives
+        // (physics or not). Owner-only, autonomous-only, initial-only and replay-only leaves
+        // reach a connection or two, which encode them themselves — the arena would encode them
+        // for nobody most frames.
+        use condition::flags::{PHYSICS, SIMULATED};
+        let shared_leaves = (active.get(SIMULATED) | active.get(SIMULATED | PHYSICS)) & !array_leaves;
         let id = ClassId(self.classes.len() as u32);
         self.by_store.insert(store.id(), id.0);
         self.classes.push(ClassNet {
@@ -424,10 +431,11 @@ impl NetDriver {
             shadow: ShadowState::new(store),
             history: History::new(layout.clone()),
             changes: ChangeSet::new(),
-            active: ActiveLeaves::new(&layout),
+            active,
             actors: Vec::new(),
             seen_epochs: Vec::new(),
             array_leaves,
+            shared_leaves,
             object_leaves,
             layout,
             cols: Default::default(),

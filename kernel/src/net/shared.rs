@@ -2,7 +2,8 @@
 //! every connection (UE's `ShareSerializedData`).
 //!
 //! ```text
-//! keys     (class, slot, fixed leaves that changed) for every changed actor, sorted
+//! keys     (class, slot, changed fixed leaves a simulated proxy receives) for every changed
+//!          actor, in the order given
 //! per key  one plain bunch body (record count, records) into a chunk's bits, and one span
 //!          per record inside it (rayon over chunks of CHUNK actors)
 //! ```
@@ -12,7 +13,9 @@
 //! and copies the body; one
 //! that gets a subset or a superset (conditions, resends, first sends) copies record spans into
 //! its own bunch and encodes the rest itself. Dynamic arrays are never shared (they are written
-//! per connection, split across packets when large).
+//! per connection, split across packets when large), nor leaves that reach only an owner, an
+//! autonomous proxy, a first send or a replay (`ClassNet::shared_leaves`): the one or two
+//! connections that get them encode them, instead of the arena encoding them every frame.
 
 use super::actors::{ChangedActor, ClassNet};
 use crate::ids::LeafMask;
@@ -77,16 +80,30 @@ impl SharedArena {
         stores: &[&ClassStore],
         parallel: bool,
     ) -> usize {
+        // One key per entry, in order (the actor level finds an actor's by its index in the
+        // list); an entry with no shared leaf keeps an empty key.
         self.keys.clear();
-        self.keys.extend(changed.iter().filter_map(|c| {
-            let fixed = c.leaves & !classes[c.class as usize].array_leaves;
-            (!fixed.is_empty()).then_some(ChangedActor { leaves: fixed, ..*c })
-        }));
+        self.keys.extend(
+            changed.iter().map(|c| ChangedActor { leaves: c.leaves & classes[c.class as usize].shared_leaves, ..*c }),
+        );
+        if self.keys.iter().all(|k| k.leaves.is_empty()) {
+            // Nothing to share (changes that reach an owner only, say): no chunks at all.
+            self.spans.clear();
+            self.spans.resize(self.keys.len(), Span::default());
+            self.first_span.clear();
+            self.first_span.extend(0..self.keys.len() as u32);
+            self.chunks.clear();
+            return 0;
+        }
         let encode = |keys: &[ChangedActor]| {
             let mut w = BitWriter::new();
             let mut spans = Vec::with_capacity(keys.len() * 4);
             let mut buf = [0u8; 256];
             for k in keys {
+                if k.leaves.is_empty() {
+                    spans.push((0, 0));
+                    continue;
+                }
                 let c = &classes[k.class as usize];
                 let bits = handle_bits(&c.layout);
                 let body_start = w.len_bits();
@@ -136,7 +153,7 @@ impl SharedArena {
     }
 
     /// The shared encodings of key `i` (the `i`-th entry of the list given to
-    /// [`SharedArena::encode`], when every entry had fixed leaves).
+    /// [`SharedArena::encode`]).
     pub fn at(&self, i: u32) -> Option<SharedActor<'_>> {
         let k = self.keys.get(i as usize)?;
         Some(SharedActor { arena: self, leaves: k.leaves, first: self.first_span[i as usize] })
