@@ -414,10 +414,10 @@ impl WriteCtx<'_> {
         let e = SentEntry {
             class: item.class,
             slot: item.slot,
-            guid: item.guid,
-            leaves,
-            open: item.open,
+            guid_low: item.guid.0 as u32,
             epoch: item.epoch,
+            open: item.open,
+            leaves,
         };
         conn.rel.entries.push_back(e);
         open.entries += 1;
