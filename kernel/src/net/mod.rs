@@ -860,9 +860,6 @@ impl NetDriver {
         self.collect_changed();
         self.stats.changed_actors = self.changed.len();
         let parallel = self.cfg.parallel && self.parallel_worth_it();
-        let t = std::time::Instant::now();
-        self.plan_sends(parallel);
-        let planned = t.elapsed().as_nanos() as u64;
         let stores: Vec<&ClassStore> = order.iter().map(|&si| &*stores[si]).collect();
         let t = std::time::Instant::now();
         if self.cfg.shared_serialization {
@@ -872,24 +869,9 @@ impl NetDriver {
         }
         self.stats.stages.share = t.elapsed().as_nanos() as u64;
         let t = std::time::Instant::now();
-        self.write_packets(&stores, parallel);
-        self.stats.stages.connections = planned + t.elapsed().as_nanos() as u64;
+        self.plan_and_write(&stores, parallel);
+        self.stats.stages.connections = t.elapsed().as_nanos() as u64;
         Ok(self.stats)
-    }
-
-    /// Per connection: what to send to whom. A connection whose window is full is planned too
-    /// (it is the only moment this frame's changes are visited for it); packet writing then
-    /// hands everything back to the pairs as resends.
-    fn plan_sends(&mut self, parallel: bool) {
-        let (classes, frame) = (&self.classes, self.frame);
-        let changed = (&self.changed[..], &self.changed_actors[..]);
-        let plan =
-            |(ci, conn): (usize, &mut Connection)| plan::plan_connection(ci as u32, conn, classes, changed, frame);
-        if parallel {
-            self.conns.par_iter_mut().enumerate().for_each(plan);
-        } else {
-            self.conns.iter_mut().enumerate().for_each(plan);
-        }
     }
 
     /// Whether this frame's per-connection work is big enough to pay for waking the pool (an idle
@@ -899,8 +881,14 @@ impl NetDriver {
         self.changed.len() * self.conns.len() + pending >= self.cfg.min_parallel_items
     }
 
-    /// Per connection: closes, then one bunch per actor, into packets of at most `mtu` bytes.
-    fn write_packets(&mut self, stores: &[&ClassStore], parallel: bool) {
+    /// Per connection, one after the other on a worker: what to send (a connection whose window
+    /// is full is planned too — it is the only moment this frame's changes are visited for it;
+    /// writing then hands everything back to the pairs as resends), then its closes and one
+    /// bunch per actor into packets of at most `mtu` bytes. Planning and writing one connection
+    /// together keeps its pair states in the cache between the two (planned for every
+    /// connection first, a large world's pair states were gone by the time they were written).
+    fn plan_and_write(&mut self, stores: &[&ClassStore], parallel: bool) {
+        let (frame, changed) = (self.frame, (&self.changed[..], &self.changed_actors[..]));
         let ctx = send::WriteCtx {
             classes: &self.classes,
             stores,
@@ -911,7 +899,11 @@ impl NetDriver {
             guids: &self.guids,
             fast: &self.fast,
         };
-        let write = |(ci, conn): (usize, &mut Connection)| ctx.write_connection(ci as u32, conn);
+        let classes = &self.classes;
+        let write = |(ci, conn): (usize, &mut Connection)| {
+            plan::plan_connection(ci as u32, conn, classes, changed, frame);
+            ctx.write_connection(ci as u32, conn)
+        };
         let written: Vec<send::Written> = if parallel {
             self.conns.par_iter_mut().enumerate().map(write).collect()
         } else {
