@@ -154,3 +154,58 @@ fn shared_and_per_connection_encoding_write_the_same_packets() {
     }
     assert!(compared > 200, "{compared} packets compared");
 }
+
+/// The shared arena encodes what a simulated proxy receives, once; an owner-only property goes
+/// to its owner's connection, encoded there, and to nobody else.
+#[test]
+fn owner_only_changes_are_not_encoded_for_everybody() {
+    use shadowrep::client::ClientWorld;
+    use shadowrep::net::NetDriver;
+    use shadowrep::schema::{ClassBuilder, Condition, PropType, PropertyDecl};
+    use shadowrep::store::ClassStore;
+    use shadowrep::value::Value;
+    let layout = std::sync::Arc::new(
+        ClassBuilder::new("Armed")
+            .property(PropertyDecl::new("Health", PropType::U32))
+            .property(PropertyDecl::new("Ammo", PropType::U32).condition(Condition::OwnerOnly))
+            .build()
+            .unwrap(),
+    );
+    let mut store = ClassStore::new(layout.clone());
+    let mut driver = NetDriver::new(DriverConfig::default()).unwrap();
+    let class = driver.register_class(&mut store).unwrap();
+    let conns = [driver.add_connection(false), driver.add_connection(false), driver.add_connection(false)];
+    let mut clients: Vec<ClientWorld> =
+        conns.iter().map(|_| ClientWorld::new(std::slice::from_ref(&layout), &driver.checksums()).unwrap()).collect();
+    let ids: Vec<_> = (0..10).map(|_| store.spawn()).collect();
+    driver.set_owner(class, &store, ids[0], Some(conns[0]), false).unwrap();
+    let mut step = |driver: &mut NetDriver, store: &mut ClassStore, clients: &mut [ClientWorld]| {
+        let stats = driver.tick(&mut [store]).unwrap();
+        for (c, &conn) in clients.iter_mut().zip(&conns) {
+            for p in driver.take_packets(conn).unwrap() {
+                c.receive(&p).unwrap();
+            }
+            driver.receive_feedback(conn, &c.feedback()).unwrap();
+        }
+        stats
+    };
+    step(&mut driver, &mut store, &mut clients);
+    for v in 1..4u32 {
+        // Only owner-only values change: nothing to share.
+        for &id in &ids {
+            store.set(id, 1, &Value::U32(v)).unwrap();
+        }
+        assert_eq!(step(&mut driver, &mut store, &mut clients).shared_records, 0, "frame {v}");
+    }
+    let guid = driver.guid_of(class, ids[0]).unwrap();
+    assert_eq!(clients[0].value(guid, 1), Some(Value::U32(3)), "the owner got its ammo");
+    assert_eq!(clients[1].value(guid, 1), Some(Value::U32(0)), "nobody else did");
+    // Both change: health is shared (one record per actor), ammo is not.
+    for &id in &ids {
+        store.set(id, 0, &Value::U32(50)).unwrap();
+        store.set(id, 1, &Value::U32(9)).unwrap();
+    }
+    assert_eq!(step(&mut driver, &mut store, &mut clients).shared_records, ids.len());
+    assert_eq!(clients[0].value(guid, 1), Some(Value::U32(9)));
+    assert!(clients.iter().all(|c| c.value(guid, 0) == Some(Value::U32(50))));
+}
