@@ -179,7 +179,7 @@ fn owner_only_changes_are_not_encoded_for_everybody() {
         conns.iter().map(|_| ClientWorld::new(std::slice::from_ref(&layout), &driver.checksums()).unwrap()).collect();
     let ids: Vec<_> = (0..10).map(|_| store.spawn()).collect();
     driver.set_owner(class, &store, ids[0], Some(conns[0]), false).unwrap();
-    let mut step = |driver: &mut NetDriver, store: &mut ClassStore, clients: &mut [ClientWorld]| {
+    let step = |driver: &mut NetDriver, store: &mut ClassStore, clients: &mut [ClientWorld]| {
         let stats = driver.tick(&mut [store]).unwrap();
         for (c, &conn) in clients.iter_mut().zip(&conns) {
             for p in driver.take_packets(conn).unwrap() {
