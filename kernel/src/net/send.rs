@@ -2,10 +2,12 @@
 //! at most `mtu` bytes, each recorded in flight.
 //!
 //! ```text
-//! closes first, then per SendItem (in actor order):
-//!   exactly the shared leaves of an open channel → copy the arena's whole bunch
-//!   otherwise build a bunch: fixed leaves copied from the arena's record spans or encoded here,
-//!            dynamic arrays encoded here and split between elements across packets
+//! closes first (by GUID), then per SendItem (in actor order):
+//!   exactly the shared leaves of an open channel → a plain bunch: its lead (GUID step) written
+//!            here, the arena's body (record count and records) copied
+//!   otherwise build a bunch — sized with the open while one is owed, plain after: fixed leaves
+//!            copied from the arena's record spans or encoded here, dynamic arrays encoded here
+//!            and split between elements across packets
 //!   a record that does not fit ends the bunch and the packet; the actor continues in a new
 //!   bunch of a new packet (each part stands alone and carries the open while it is owed)
 //! no packet may start while the sequence window is full: what is left goes back to the pairs
@@ -279,7 +281,7 @@ impl WriteCtx<'_> {
             }
             if conn.writer.bunches() == 0 {
                 // Nothing this module asks for is larger than an empty packet (registration
-                // bounds records; whole bunches are filtered by `span_fits_empty`).
+                // bounds records; copied plain bunches by `plain_fits_empty`).
                 debug_assert!(false, "asked to fit more than an empty packet holds");
                 return true;
             }
