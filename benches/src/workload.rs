@@ -467,10 +467,17 @@ pub struct ScalingReport {
     /// Median push frame of each world, in nanoseconds.
     pub push_ns: [u64; 2],
     /// Median gather of the marked lanes of each world (see [`CompareReport::push_gather_ns`];
-    /// here the lanes are cold, live ones too: nothing streams the cache between frames).
+    /// here the live lanes are cold too: the cache is flushed before the gather as before the push
+    /// frame).
     pub gather_ns: [u64; 2],
     /// Median over frames of large / small push frame, frames paired by index.
     pub scaling_ratio: f64,
+}
+
+/// Reads and writes every word of `buf` (larger than the cache: what was cached is evicted).
+fn stream(buf: &mut [u64]) {
+    buf.iter_mut().for_each(|b| *b = b.wrapping_add(1));
+    black_box(&*buf);
 }
 
 /// What [`run_push_scaling`] runs.
@@ -514,16 +521,13 @@ pub fn run_push_scaling(
         let (mut times, mut gathers) = (Vec::new(), Vec::new());
         for frame in 0..frames + 1 {
             progress(&format!("{n} actors: push frame {frame}/{frames}, {dirty} marked"));
-            let flush = &mut flush[..];
             w.mutate(dirty as f64 / n as f64, true);
             let offsets = w.marked_offsets();
-            flush.iter_mut().for_each(|b| *b = b.wrapping_add(1));
-            black_box(&*flush);
+            stream(&mut flush);
             w.store.begin_tick();
             let t = within(probe, Phase::Kernel, || timed_try(|| shadow.compare(&mut w.store, &push, &mut changes)))
                 .map_err(|e| e.to_string())?;
-            flush.iter_mut().for_each(|b| *b = b.wrapping_add(1));
-            black_box(&*flush);
+            stream(&mut flush);
             let g = timed(|| {
                 gather(w.store.live().bytes(), shadow.pages().bytes(), &offsets);
             });

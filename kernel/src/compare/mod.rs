@@ -341,7 +341,6 @@ impl ShadowState {
             };
             // The pool pays off for many pages, not for a few listed out of a large class.
             parallel &= order.len() >= cfg.min_parallel_pages;
-            written = (order.len() < pages).then(|| order.clone());
             let check = self.check.validated.as_mut().map(|v| (v.blocks_mut(), &mut self.check.scratch[..]));
             let jobs = split_jobs(
                 &order,
@@ -361,14 +360,16 @@ impl ShadowState {
                     prefetch: list_mode && plan.dirty_only,
                 },
             );
-            if parallel {
+            let tally = if parallel {
                 jobs.into_par_iter()
                     .with_min_len(16)
                     .fold(|| Tally::new(stat_words), fold)
                     .reduce(|| Tally::new(stat_words), Tally::add)
             } else {
                 jobs.into_iter().fold(Tally::new(stat_words), fold)
-            }
+            };
+            written = (order.len() < pages).then_some(order);
+            tally
         } else {
             let job = zip_job;
             if parallel {

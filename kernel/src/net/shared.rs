@@ -86,15 +86,6 @@ impl SharedArena {
         self.keys.extend(
             changed.iter().map(|c| ChangedActor { leaves: c.leaves & classes[c.class as usize].shared_leaves, ..*c }),
         );
-        if self.keys.iter().all(|k| k.leaves.is_empty()) {
-            // Nothing to share (changes that reach an owner only, say): no chunks at all.
-            self.spans.clear();
-            self.spans.resize(self.keys.len(), Span::default());
-            self.first_span.clear();
-            self.first_span.extend(0..self.keys.len() as u32);
-            self.chunks.clear();
-            return 0;
-        }
         let encode = |keys: &[ChangedActor]| {
             let mut w = BitWriter::new();
             let mut spans = Vec::with_capacity(keys.len() * 4);

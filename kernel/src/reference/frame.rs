@@ -91,8 +91,6 @@ struct RefConn {
     conn: Connection,
     channels: HashMap<NetGuid, RefChannel>,
     budget: Budget,
-    /// Closes to send: destroyed actors, torn-off ones.
-    closes: Vec<PendingClose>,
     decisions: FrameDecisions,
     /// Fast array bunches the perfect link delivered, settled at the next frame (the arrays
     /// are the driver's, reached through it then).
@@ -183,7 +181,6 @@ impl ReferenceFrame {
                 conn: Connection::new(c.replay, Pairs::channels(), driver.cfg.mtu, Seq(1)),
                 channels: HashMap::new(),
                 budget: Budget::new(cfg.net_speed, c.replay),
-                closes: Vec::new(),
                 decisions: FrameDecisions::default(),
                 fast_delivered: Vec::new(),
             });
@@ -239,7 +236,7 @@ impl ReferenceFrame {
                     let gone = entry.take().map(|e| e.guid);
                     for rc in &mut self.conns {
                         if let Some(g) = gone.filter(|g| rc.channels.remove(g).is_some_and(|ch| ch.open_sent)) {
-                            rc.closes.push(PendingClose::destroyed(g));
+                            rc.conn.closes.push(PendingClose::destroyed(g));
                         }
                     }
                 }
@@ -250,7 +247,7 @@ impl ReferenceFrame {
                     for rc in &mut self.conns {
                         let opened = rc.channels.remove(&e.guid).is_some_and(|ch| ch.open_sent);
                         if opened && a.is_some_and(|a| !a.orphaned) {
-                            rc.closes.push(PendingClose { guid: e.guid, reason: CloseReason::TornOff });
+                            rc.conn.closes.push(PendingClose { guid: e.guid, reason: CloseReason::TornOff });
                         }
                     }
                 }
@@ -399,9 +396,8 @@ impl ReferenceFrame {
         let lookup = |g: NetGuid| plookup(g).map(|l| &l.0);
         let viewers = &dc.viewers;
         if ready {
-            // Its closes and those the writer queued (a fast array its condition no longer
-            // allows), written as the kernel writes its queue: by GUID.
-            rc.conn.closes.append(&mut rc.closes);
+            // Its closes (destroyed and torn-off actors) and those the writer queued (a fast
+            // array its condition no longer allows), written as the kernel writes its queue.
             write.write_closes(&mut rc.conn, &mut st);
             // Prioritize: every due actor with a channel, or relevant.
             let mut list: Vec<(Candidate, u32, u32, bool)> = Vec::new();

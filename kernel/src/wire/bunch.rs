@@ -220,19 +220,18 @@ pub fn decode_packet<'a>(
         prev = guid;
         if r.read_bool()? {
             // Plain: an acknowledged channel's update; the records count themselves.
-            let layout = match resolve(guid, None)? {
-                Resolve::Layout(l) => Some(l),
-                Resolve::Discard(l) => {
-                    read_counted_records(&mut r, l)?;
-                    skipped.push(guid);
-                    None
-                }
+            let (layout, keep) = match resolve(guid, None)? {
+                Resolve::Layout(l) => (l, true),
+                Resolve::Discard(l) => (l, false),
                 Resolve::Skip => return Err(WireError::Invalid(PLAIN_FOR_MISSING)),
                 Resolve::Delta(..) => return Err(WireError::Invalid("a plain bunch for a fast array")),
             };
-            if let Some(l) = layout {
-                let records = read_counted_records(&mut r, l)?;
+            let count = r.read_bits(handle_bits(layout))? as usize + 1;
+            let records = read_records(&mut r, layout, Some(count))?;
+            if keep {
                 bunches.push(Bunch { guid, open: None, close: None, records, delta: None });
+            } else {
+                skipped.push(guid);
             }
             continue;
         }
@@ -268,7 +267,7 @@ pub fn decode_packet<'a>(
         let mut body = BitReader::with_len(bytes, start + len);
         body.skip(start)?;
         let (records, delta) = match resolve(guid, open.as_ref())? {
-            Resolve::Layout(l) => (read_records(&mut body, l, usize::MAX)?, None),
+            Resolve::Layout(l) => (read_records(&mut body, l, None)?, None),
             Resolve::Delta(l, newest) => (Vec::new(), read_delta_body(&mut body, l, newest)?),
             Resolve::Skip | Resolve::Discard(_) => {
                 r.skip(len)?;
@@ -283,12 +282,6 @@ pub fn decode_packet<'a>(
         bunches.push(Bunch { guid, open, close: None, records, delta });
     }
     Ok(Packet { seq, bunches, skipped, exports })
-}
-
-/// Reads a plain bunch's record count and that many records.
-fn read_counted_records(r: &mut BitReader<'_>, layout: &ClassLayout) -> Result<Vec<Record>, WireError> {
-    let count = r.read_bits(handle_bits(layout))? as usize + 1;
-    read_records(r, layout, count)
 }
 
 /// Reads a fast array bunch's body: a delta, or nothing (a bunch that only opens the array).
@@ -309,14 +302,13 @@ fn read_delta_body(
     Ok(Some(delta))
 }
 
-/// Reads a bunch body's records: `count` of them, or (`usize::MAX`) to the end of the body (its
-/// length).
-fn read_records(r: &mut BitReader<'_>, layout: &ClassLayout, count: usize) -> Result<Vec<Record>, WireError> {
+/// Reads a bunch body's records: `count` of them (a plain bunch), or to the end of the body (a
+/// sized one: its length ends it).
+fn read_records(r: &mut BitReader<'_>, layout: &ClassLayout, count: Option<usize>) -> Result<Vec<Record>, WireError> {
     let mut records = Vec::new();
     let mut last = 0u16;
     let bits = handle_bits(layout);
-    let sized = count == usize::MAX;
-    while if sized { r.remaining() > 0 } else { records.len() < count } {
+    while count.map_or(r.remaining() > 0, |n| records.len() < n) {
         let handle = r.read_bits(bits)? + 1;
         let handle = u16::try_from(handle).map_err(|_| WireError::Invalid("handle"))?;
         if handle <= last {

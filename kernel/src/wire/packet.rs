@@ -116,22 +116,24 @@ pub fn write_bunch_encoded(
 /// its record count and records ([`super::bunch::write_record_count`]); it has no length, since
 /// the client has the actor and reads exactly its records.
 pub fn write_plain(w: &mut BitWriter, prev: NetGuid, guid: NetGuid, body: &[u8], from: usize, bits: usize) {
-    write_plain_lead(w, guid_delta(prev, guid));
+    write_lead(w, guid_delta(prev, guid), true);
     w.write_from(body, from, bits);
 }
 
-/// Writes a plain bunch's presence bit, GUID step and form bit — in one write when the step
-/// takes one or two packed bytes (below 2¹⁴), as it does for nearly every bunch.
-fn write_plain_lead(w: &mut BitWriter, delta: u64) {
+/// Writes what every bunch starts with: its presence bit, GUID step and form bit (`plain`) — in
+/// one write when the step takes one or two packed bytes (below 2¹⁴), as it does for nearly every
+/// bunch.
+fn write_lead(w: &mut BitWriter, delta: u64, plain: bool) {
+    let form = u64::from(plain);
     if delta < 1 << 7 {
-        w.write_bits(1 | delta << 2 | 1 << 9, 10);
+        w.write_bits(1 | delta << 2 | form << 9, 10);
     } else if delta < 1 << 14 {
         let packed = (delta & 0x7f) << 1 | 1 | (delta >> 7) << 9;
-        w.write_bits(1 | packed << 1 | 1 << 17, 18);
+        w.write_bits(1 | packed << 1 | form << 17, 18);
     } else {
         w.write_bool(true);
         w.write_packed(delta);
-        w.write_bool(true);
+        w.write_bool(plain);
     }
 }
 
@@ -153,9 +155,7 @@ pub fn write_close_after(w: &mut BitWriter, prev: NetGuid, guid: NetGuid, reason
 }
 
 fn write_sized_header(w: &mut BitWriter, prev: NetGuid, guid: NetGuid, open: Option<&EncodedOpen>, close: bool) {
-    w.write_bool(true);
-    w.write_packed(guid_delta(prev, guid));
-    w.write_bool(false);
+    write_lead(w, guid_delta(prev, guid), false);
     w.write_bool(open.is_some());
     if let Some(open) = open {
         open.write(w);
@@ -343,12 +343,9 @@ impl PacketWriter {
     /// Body bits the bunch being built may still take in the open packet (a sized bunch's length
     /// field sized for the whole packet).
     pub fn body_room(&self, out: &BitWriter) -> usize {
-        let mut used = out.len_bits() - self.start + PACKET_END_BITS;
-        if let Some((_, header, form)) = self.header {
-            used += header + self.body.len_bits();
-            if form == Form::Sized {
-                used += packed_bits(self.mtu_bits as u64);
-            }
+        let mut used = self.total(out, 0, 0);
+        if let Some((_, _, Form::Sized)) = self.header {
+            used = used - packed_bits(self.body.len_bits() as u64) + packed_bits(self.mtu_bits as u64);
         }
         self.mtu_bits.saturating_sub(used)
     }
@@ -365,7 +362,7 @@ impl PacketWriter {
             }
             Form::Plain(_) if records == 0 => return,
             Form::Plain(count_bits) => {
-                write_plain_lead(out, guid_delta(self.prev, guid));
+                write_lead(out, guid_delta(self.prev, guid), true);
                 super::bunch::write_record_count(out, count_bits, records);
                 out.write_from(self.body.bytes(), 0, self.body.len_bits());
             }
@@ -493,13 +490,15 @@ mod tests {
     #[test]
     fn the_one_write_lead_equals_its_bit_by_bit_twin() {
         for delta in (0..300u64).chain([16383, 16384, (1 << 21) - 1, 1 << 21, u64::MAX]) {
-            let mut fast = BitWriter::new();
-            write_plain_lead(&mut fast, delta);
-            let mut slow = BitWriter::new();
-            slow.write_bool(true);
-            slow.write_packed(delta);
-            slow.write_bool(true);
-            assert_eq!((fast.len_bits(), fast.bytes()), (slow.len_bits(), slow.bytes()), "{delta}");
+            for plain in [false, true] {
+                let mut fast = BitWriter::new();
+                write_lead(&mut fast, delta, plain);
+                let mut slow = BitWriter::new();
+                slow.write_bool(true);
+                slow.write_packed(delta);
+                slow.write_bool(plain);
+                assert_eq!((fast.len_bits(), fast.bytes()), (slow.len_bits(), slow.bytes()), "{delta} {plain}");
+            }
         }
     }
 
