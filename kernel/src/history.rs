@@ -50,7 +50,7 @@ impl History {
         let frame = frame.0;
         self.ensure_pages(changes.pages());
         let leaves = self.layout.leaves.len();
-        for p in 0..changes.pages() {
+        for p in changes.touched_pages() {
             if changes.page_lanes(p).is_empty() {
                 continue;
             }

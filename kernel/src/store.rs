@@ -154,26 +154,32 @@ pub struct WatcherId(pub(crate) usize);
 /// pushes the page, and the page's summary bit is its stamp, so a second mark on the same page
 /// costs a bit test, not a push. A compare then visits the listed pages only (see
 /// [`crate::compare`]), so a frame with few marks costs what its marks cost, not what the class
-/// holds. Invariant: `list` holds exactly the pages whose summary bit is set, each once.
+/// holds. Invariant: `list` holds exactly the pages whose summary bit is set, each once, and
+/// `at[p]` is page `p`'s place in it, so clearing a page's last mark unlists it in O(1): a compare
+/// of a few selected lanes costs those lanes, however many other pages keep marks (the push marks
+/// of a world's dormant actors wait in their pages until the actors are due again).
 #[derive(Clone, Debug, Default)]
 pub struct DirtyState {
     /// `masks[page * parents + parent]`: lanes marked since the last compare.
     pub masks: Vec<u64>,
     /// Bit `p % 64` of word `p / 64`: page `p` has at least one mark.
     pub pages: Vec<u64>,
-    /// Pages with a mark, each once, in the order they were first marked.
+    /// Pages with a mark, each once (in no particular order).
     list: Vec<u32>,
+    /// `at[p]`: where page `p` is in `list`, while its summary bit is set.
+    at: Vec<u32>,
     parents: usize,
 }
 
 impl DirtyState {
     fn new(parents: usize) -> Self {
-        Self { masks: Vec::new(), pages: Vec::new(), list: Vec::new(), parents }
+        Self { masks: Vec::new(), pages: Vec::new(), list: Vec::new(), at: Vec::new(), parents }
     }
 
     fn ensure_pages(&mut self, pages: usize) {
         self.masks.resize(pages * self.parents, 0);
         self.pages.resize(pages.div_ceil(64), 0);
+        self.at.resize(pages, 0);
     }
 
     /// Marks `lanes` of `parent` on `page`.
@@ -185,7 +191,18 @@ impl DirtyState {
         let (word, bit) = (&mut self.pages[page / 64], 1u64 << (page % 64));
         if *word & bit == 0 {
             *word |= bit;
+            self.at[page] = self.list.len() as u32;
             self.list.push(page as u32);
+        }
+    }
+
+    /// Takes page `p`, whose marks are all clear now, off the list and its summary bit.
+    fn unlist(&mut self, p: usize) {
+        self.pages[p / 64] &= !(1 << (p % 64));
+        let i = self.at[p] as usize;
+        self.list.swap_remove(i);
+        if let Some(&moved) = self.list.get(i) {
+            self.at[moved as usize] = i as u32;
         }
     }
 
@@ -194,7 +211,7 @@ impl DirtyState {
         self.pages.get(p / 64).is_some_and(|w| w >> (p % 64) & 1 != 0)
     }
 
-    /// The pages with a mark, each once, in the order they were first marked (not sorted).
+    /// The pages with a mark, each once, in no particular order.
     pub fn dirty_pages(&self) -> &[u32] {
         &self.list
     }
@@ -205,23 +222,22 @@ impl DirtyState {
     }
 
     /// Clears the marks of `lanes[p]` on each page `p` (pages past the slice keep theirs): the
-    /// lanes a compare looked at.
+    /// lanes a compare looked at. Costs the pages with a selected lane, not the marked ones.
     pub fn clear_lanes(&mut self, lanes: &[u64]) {
         let parents = self.parents;
-        let (masks, pages) = (&mut self.masks, &mut self.pages);
-        self.list.retain(|&p| {
-            let p = p as usize;
-            let keep = !lanes.get(p).copied().unwrap_or(0);
+        for (p, &sel) in lanes.iter().enumerate() {
+            if sel == 0 || !self.page_dirty(p) {
+                continue;
+            }
             let mut left = 0;
-            for m in &mut masks[p * parents..(p + 1) * parents] {
-                *m &= keep;
+            for m in &mut self.masks[p * parents..(p + 1) * parents] {
+                *m &= !sel;
                 left |= *m;
             }
             if left == 0 {
-                pages[p / 64] &= !(1 << (p % 64));
+                self.unlist(p);
             }
-            left != 0
-        });
+        }
     }
 
     /// Clears every mark.
@@ -772,6 +788,62 @@ mod tests {
         assert_eq!(s.despawn(a), Err(StoreError::StaleId(a)));
         assert_eq!(s.get(b, 1).unwrap(), Value::F32(0.0));
         assert_eq!(s.len(), 1);
+    }
+
+    /// The dirty list against a model (a set of marked (page, parent, lane)): after any mix of
+    /// marks, lane clears and full clears, it lists exactly the pages with a mark, each once.
+    #[test]
+    fn the_dirty_list_names_exactly_the_marked_pages() {
+        use rand::{Rng, SeedableRng};
+        let (pages, parents) = (40, 3);
+        for seed in 0..50 {
+            let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+            let mut d = DirtyState::new(parents);
+            d.ensure_pages(pages);
+            let mut model = std::collections::HashSet::new();
+            for step in 0..400 {
+                match rng.random_range(0..10) {
+                    0..=5 => {
+                        let (p, parent, lanes) = (
+                            rng.random_range(0..pages),
+                            rng.random_range(0..parents),
+                            rng.random::<u64>() & rng.random::<u64>(),
+                        );
+                        d.mark(p, parent, lanes);
+                        for lane in BitIter(lanes) {
+                            model.insert((p, parent, lane));
+                        }
+                    }
+                    6..=8 => {
+                        let lanes: Vec<u64> = (0..rng.random_range(0..=pages))
+                            .map(|_| if rng.random_bool(0.3) { rng.random::<u64>() | rng.random::<u64>() } else { 0 })
+                            .collect();
+                        d.clear_lanes(&lanes);
+                        model.retain(|&(p, _, lane)| lanes.get(p).is_none_or(|&l| l >> lane & 1 == 0));
+                    }
+                    _ => {
+                        d.clear();
+                        model.clear();
+                    }
+                }
+                let mut listed = d.dirty_pages().to_vec();
+                listed.sort_unstable();
+                let mut want: Vec<u32> = model.iter().map(|&(p, _, _)| p as u32).collect();
+                want.sort_unstable();
+                want.dedup();
+                assert_eq!(listed, want, "seed {seed} step {step}");
+                for p in 0..pages {
+                    assert_eq!(d.page_dirty(p), want.contains(&(p as u32)), "seed {seed} step {step} page {p}");
+                    for parent in 0..parents {
+                        let lanes = model
+                            .iter()
+                            .filter(|&&(q, r, _)| q == p && r == parent)
+                            .fold(0u64, |m, &(_, _, l)| m | 1 << l);
+                        assert_eq!(d.page_masks(p)[parent], lanes, "seed {seed} step {step}");
+                    }
+                }
+            }
+        }
     }
 
     #[test]

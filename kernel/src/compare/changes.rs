@@ -66,6 +66,14 @@ impl ChangeSet {
         }
     }
 
+    /// The pages the last compare may have changed, ascending: a listed compare's own pages
+    /// (so a reader of a few selected lanes of a large class costs those), else every page.
+    pub fn touched_pages(&self) -> impl Iterator<Item = usize> + '_ {
+        let listed = self.written.as_deref().map(|l| l.iter().copied());
+        let all = self.written.is_none().then_some(0..self.pages());
+        listed.into_iter().flatten().chain(all.into_iter().flatten())
+    }
+
     /// Pages covered.
     pub fn pages(&self) -> usize {
         self.page_lanes.len()

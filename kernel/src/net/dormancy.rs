@@ -78,8 +78,8 @@ struct Sleeper {
     cull_sq: f32,
 }
 
-/// Sleeping actors by square cell of the actor level's grid size. Entries are dropped lazily: a
-/// look skips (and a compaction removes) those no longer asleep.
+/// Sleeping actors by square cell of the actor level's grid size, each cell sorted by key.
+/// Entries are dropped lazily: a look skips (and a compaction removes) those no longer asleep.
 #[derive(Default)]
 pub(crate) struct DormantCells {
     cell: f32,
@@ -111,7 +111,18 @@ impl DormantCells {
         } else {
             self.reach = self.reach.max(reach as i64);
             let c = self.cell_of(s.at);
-            self.cells.entry(c).or_default().push(s);
+            let list = self.cells.entry(c).or_default();
+            // Each cell is sorted by key, so a look's sleepers come out in sorted runs. An actor
+            // falling asleep again where it slept before (woken for a connection that met it)
+            // takes its old entry's place instead of listing itself twice.
+            let at = list.partition_point(|e| e.key < s.key);
+            match list[at..].iter_mut().take_while(|e| e.key == s.key).find(|e| e.guid == s.guid) {
+                Some(e) => {
+                    *e = s;
+                    self.entries -= 1;
+                }
+                None => list.insert(at, s),
+            }
         }
     }
 
@@ -267,7 +278,7 @@ impl NetDriver {
             return;
         }
         let (frame, interval, now) = (level.time.frame.0 as u64, level.check_interval(), level.time.now);
-        let mut near = Vec::new();
+        let (mut near, mut keys) = (Vec::new(), Vec::new());
         for (ci, conn) in self.conns.iter_mut().enumerate() {
             if conn.removed || conn.viewers.is_empty() {
                 continue;
@@ -277,13 +288,18 @@ impl NetDriver {
                 continue;
             }
             level.dormant.near(&conn.viewers, &mut near);
-            for s in &near {
-                // Most sleepers near a viewer are held already (a channel or a dormant copy): the
-                // connection's own rows answer first (warm), the world's columns only for the rest.
-                let (c, slot) = super::pairs::split_key(s.key);
-                if conn.pairs.get(c, slot).is_some() || !still_asleep(&self.classes, s) {
+            // Most sleepers near a viewer are held already (a channel or a dormant copy): each
+            // cell's sorted run of keys is matched against the connection's sorted rows in one
+            // forward walk, and only the rest are looked up in the world's columns.
+            keys.clear();
+            keys.extend(near.iter().enumerate().map(|(i, s)| (s.key, i as u32)));
+            conn.pairs.retain_unheld(&mut keys);
+            for &(_, i) in &keys {
+                let s = &near[i as usize];
+                if !still_asleep(&self.classes, s) {
                     continue;
                 }
+                let (c, slot) = super::pairs::split_key(s.key);
                 let cols = &mut self.classes[c as usize].cols;
                 cols.set_asleep(slot as usize, false);
                 cols.clock[slot as usize].force_net_update(now);

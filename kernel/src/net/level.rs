@@ -119,6 +119,8 @@ pub(crate) struct Level {
     pub due_index: Vec<Vec<u32>>,
     /// Per class, per page: the lanes of actors due this frame (the lanes compared).
     pub selected: Vec<Vec<u64>>,
+    /// Per class: the pages with a selected lane, ascending.
+    pub selected_pages: Vec<Vec<u32>>,
     /// Actors gone since the last frame's connection step, by (key, GUID): every connection
     /// drops their rows and closes their open channels.
     pub retired: Vec<(u64, NetGuid)>,
@@ -146,28 +148,47 @@ impl Level {
         if self.selected.len() <= ci {
             self.selected.resize(ci + 1, Vec::new());
         }
+        if self.selected_pages.len() <= ci {
+            self.selected_pages.resize(ci + 1, Vec::new());
+        }
         let lanes = &mut self.selected[ci];
-        lanes.clear();
-        lanes.resize(c.actors.len().div_ceil(PAGE_LANES), 0);
+        let listed = &mut self.selected_pages[ci];
+        let pages = c.actors.len().div_ceil(PAGE_LANES);
+        if lanes.len() == pages {
+            // Only last frame's selected pages hold bits.
+            for &p in listed.iter() {
+                lanes[p as usize] = 0;
+            }
+        } else {
+            lanes.clear();
+            lanes.resize(pages, 0);
+        }
+        listed.clear();
         let now = self.time.now;
         let awake = &c.cols.awake;
-        let page = |(p, out): (usize, &mut u64)| {
-            let lanes = awake.get(p).copied().unwrap_or(0);
-            for lane in BitIter(lanes) {
+        let page = |p: usize| {
+            let mut out = 0;
+            for lane in BitIter(awake[p]) {
                 let slot = p * PAGE_LANES + lane;
                 // The clock first: most awake actors are not due, and their actor entries (a cache
                 // miss each in a large world) are then never read.
                 if c.cols.clock[slot].due(now) && c.actors[slot].alive && !c.actors[slot].torn_off {
-                    *out |= 1 << lane;
+                    out |= 1 << lane;
                 }
             }
+            out
         };
+        let list: Vec<usize> = c.cols.awake_page_list().filter(|&p| p < pages).collect();
         // The pool pays off only with many awake actors (a world of sleepers has few).
-        let awake_lanes: u32 = awake.iter().map(|w| w.count_ones()).sum();
-        if parallel && awake_lanes as usize >= PARALLEL_CONSIDER_LANES {
-            lanes.par_iter_mut().enumerate().with_min_len(16).for_each(page);
+        let awake_lanes: u32 = list.iter().map(|&p| awake[p].count_ones()).sum();
+        let found: Vec<u64> = if parallel && awake_lanes as usize >= PARALLEL_CONSIDER_LANES {
+            list.par_iter().with_min_len(16).map(|&p| page(p)).collect()
         } else {
-            lanes.iter_mut().enumerate().filter(|(p, _)| awake.get(*p).is_some_and(|&w| w != 0)).for_each(page);
+            list.iter().map(|&p| page(p)).collect()
+        };
+        for (&p, l) in list.iter().zip(found).filter(|(_, l)| *l != 0) {
+            lanes[p] = l;
+            listed.push(p as u32);
         }
     }
 
@@ -188,6 +209,7 @@ impl Level {
             keys: Vec::new(),
             due_index: Vec::new(),
             selected: Vec::new(),
+            selected_pages: Vec::new(),
             retired: Vec::new(),
             forced: Vec::new(),
             forced_last_tick: Vec::new(),
@@ -705,9 +727,13 @@ impl NetDriver {
             };
             let n = CONSIDER_RUN_PAGES * PAGE_LANES;
             // Runs without a due actor are skipped; the pool only for many due actors.
-            let busy =
-                |r: usize| selected.iter().skip(r * CONSIDER_RUN_PAGES).take(CONSIDER_RUN_PAGES).any(|&l| l != 0);
-            let due: u32 = selected.iter().map(|l| l.count_ones()).sum();
+            let listed = level.selected_pages.get(ci).map_or(&[][..], |v| &v[..]);
+            let mut runs = vec![false; selected.len().div_ceil(CONSIDER_RUN_PAGES)];
+            for &p in listed {
+                runs[p as usize / CONSIDER_RUN_PAGES] = true;
+            }
+            let busy = |r: usize| runs[r];
+            let due: u32 = listed.iter().map(|&p| selected[p as usize].count_ones()).sum();
             let pages: Vec<Vec<DueActor>> = if parallel && due as usize >= 2 * n {
                 let columns =
                     clock.par_chunks_mut(n).zip(last_considered.par_chunks_mut(n)).zip(position.par_chunks_mut(n));

@@ -55,6 +55,22 @@ pub(crate) enum Pairs {
     },
 }
 
+/// The first index at or after `from` of sorted `rows` whose key is not below `key`: steps of
+/// doubling length from `from`, then a binary search inside the last one, so a walk over sorted
+/// keys costs O(keys · log(gap)) — a linear merge when the keys are dense, a search when sparse.
+fn gallop(rows: &[Channel], from: usize, key: u64) -> usize {
+    let (mut lo, mut step) = (from, 1);
+    while lo < rows.len() && rows[lo].key < key {
+        let hi = (lo + step).min(rows.len());
+        if rows[hi - 1].key >= key {
+            return lo + rows[lo..hi].partition_point(|x| x.key < key);
+        }
+        lo = hi;
+        step *= 2;
+    }
+    lo
+}
+
 /// The index of `key` in sorted `rows`.
 fn find(rows: &[Channel], key: u64) -> Option<usize> {
     rows.binary_search_by_key(&key, |r| r.key).ok()
@@ -119,6 +135,31 @@ impl Pairs {
                     Some(i) => Some(&rows[i].state),
                     None => find(dormant, key).map(|i| &dormant[i].state),
                 }
+            }
+        }
+    }
+
+    /// Keeps the entries of `keys` (a key and the caller's tag) whose key has no pair here. An
+    /// ascending run of keys walks both sorted tables forward once (a dormancy look asks this of
+    /// hundreds of sleepers at a time, a sorted run per cell); a key below the one before starts
+    /// the walk over. Dense pairs answer as [`Pairs::get`] does.
+    pub fn retain_unheld<T>(&self, keys: &mut Vec<(u64, T)>) {
+        match self {
+            Pairs::Dense(_) => keys.retain(|&(k, _)| {
+                let (c, slot) = split_key(k);
+                self.get(c, slot).is_none()
+            }),
+            Pairs::Channels { rows, dormant } => {
+                let (mut r, mut d, mut last) = (0, 0, 0);
+                keys.retain(|&(k, _)| {
+                    if k < last {
+                        (r, d) = (0, 0);
+                    }
+                    last = k;
+                    r = gallop(rows, r, k);
+                    d = gallop(dormant, d, k);
+                    rows.get(r).is_none_or(|x| x.key != k) && dormant.get(d).is_none_or(|x| x.key != k)
+                });
             }
         }
     }
@@ -253,6 +294,53 @@ mod tests {
             assert_eq!(p.remove(0, 5).flags, 9);
             assert_eq!(p.get(0, 5).map(|s| s.flags).unwrap_or(0), 0);
             assert_eq!(p.remove(1, 99), PairState::default());
+        }
+    }
+
+    #[test]
+    fn unheld_keys_are_those_in_neither_table() {
+        use crate::net::connection::pair::DORMANT;
+        let mut p = Pairs::channels();
+        for slot in [2, 5, 8, 11] {
+            p.get_or_insert(0, slot).flags = 1;
+        }
+        p.get_mut(0, 5).unwrap().flags |= DORMANT;
+        p.get_mut(0, 11).unwrap().flags |= DORMANT;
+        p.settle_dormant(&mut Vec::new());
+        let mut keys: Vec<(u64, usize)> =
+            [0, 2, 3, 5, 5, 9, 11, 12].into_iter().enumerate().map(|(i, s)| (pair_key(0, s), i)).collect();
+        p.retain_unheld(&mut keys);
+        assert_eq!(keys, [(0, 0), (3, 2), (9, 5), (12, 7)].map(|(s, i)| (pair_key(0, s), i)));
+        // Tables and key lists of every relative size, against a set.
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(7);
+        for round in 0..200 {
+            let row = |key| Channel { key, ..Channel::default() };
+            let span = rng.random_range(1..5000u64);
+            let table = |rng: &mut rand_chacha::ChaCha8Rng, n: usize| {
+                let mut v: Vec<u64> = (0..n).map(|_| rng.random_range(0..span)).collect();
+                v.sort_unstable();
+                v.dedup();
+                v
+            };
+            let (n, m) = (rng.random_range(0..300), rng.random_range(0..2000));
+            let (rows, dormant) = (table(&mut rng, n), table(&mut rng, m));
+            let held: std::collections::HashSet<u64> = rows.iter().chain(&dormant).copied().collect();
+            let p = Pairs::Channels {
+                rows: rows.into_iter().map(row).collect(),
+                dormant: dormant.into_iter().map(row).collect(),
+            };
+            let mut keys: Vec<(u64, ())> =
+                (0..rng.random_range(0..600)).map(|_| (rng.random_range(0..span), ())).collect();
+            // Sorted runs (as a look's cells give them), or no order at all.
+            match round % 3 {
+                0 => keys.sort_unstable(),
+                1 => keys.chunks_mut(37).for_each(|c| c.sort_unstable()),
+                _ => {}
+            }
+            let want: Vec<(u64, ())> = keys.iter().copied().filter(|(k, _)| !held.contains(k)).collect();
+            p.retain_unheld(&mut keys);
+            assert_eq!(keys, want, "round {round}");
         }
     }
 

@@ -150,6 +150,9 @@ pub(crate) struct Columns {
     /// Per page: the lanes of actors that may be due — live, not torn off, not asleep — so the
     /// due selection costs the awake actors, not the world.
     pub awake: Vec<u64>,
+    /// Bit `p % 64` of word `p / 64`: `awake[p]` is not empty. The due selection walks these
+    /// words, so a world of sleepers costs its awake pages, not all of its pages.
+    pub awake_pages: Vec<u64>,
 }
 
 impl Columns {
@@ -191,11 +194,25 @@ impl Columns {
         let (page, lane) = (slot / crate::schema::PAGE_LANES, slot % crate::schema::PAGE_LANES);
         if self.awake.len() <= page {
             self.awake.resize(page + 1, 0);
+            self.awake_pages.resize(self.awake.len().div_ceil(64), 0);
         }
+        let word = &mut self.awake[page];
         if awake {
-            self.awake[page] |= 1 << lane;
+            *word |= 1 << lane;
         } else {
-            self.awake[page] &= !(1 << lane);
+            *word &= !(1 << lane);
         }
+        let bit = 1 << (page % 64);
+        if *word != 0 {
+            self.awake_pages[page / 64] |= bit;
+        } else {
+            self.awake_pages[page / 64] &= !bit;
+        }
+    }
+
+    /// The pages with an awake lane, ascending.
+    pub fn awake_page_list(&self) -> impl Iterator<Item = usize> + '_ {
+        let words = self.awake_pages.iter().enumerate();
+        words.flat_map(|(w, &bits)| crate::store::BitIter(bits).map(move |b| w * 64 + b))
     }
 }
