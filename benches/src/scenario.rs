@@ -64,7 +64,7 @@ mod world;
 pub use kernel::{apply_events, scenario_driver, KernelServer};
 pub use world::{FrameEvents, World};
 
-use crate::phase::{ExtraFrames, PhaseProbe};
+use crate::phase::{ExtraFrames, NoProbe, PhaseProbe};
 use crate::workload::median;
 use shadowrep::net::consider::UpdateFrequency;
 use shadowrep::net::{NetSettings, TickStats};
@@ -440,14 +440,55 @@ pub fn run(
     world: &mut World,
     server: &mut dyn ScenarioServer,
     frames: usize,
-    mut dump: Option<DumpRequest<'_>>,
+    dump: Option<DumpRequest<'_>>,
     progress: &mut dyn FnMut(&str),
     probe: &mut dyn PhaseProbe,
 ) -> Result<Vec<FrameRecord>, String> {
+    run_beside(world, server, frames, dump, progress, probe, None)
+}
+
+/// A second world and its server, run frame by frame beside a timed run: a ratio between the
+/// two runs then compares frames of the same moments of a shared machine, which a second pass
+/// afterwards does not (a noisy host moved such a ratio by a third from run to run).
+pub struct Companion<'c> {
+    /// The second world (its own seed and config).
+    pub world: &'c mut World,
+    /// Its server.
+    pub server: &'c mut dyn ScenarioServer,
+    /// Its timed frames' records, filled by [`run_beside`].
+    pub records: Vec<FrameRecord>,
+}
+
+/// [`run`], with a [`Companion`] (not probed) started after the world and stepped beside each
+/// timed frame, first on odd frames and second on even ones, so neither side always runs in
+/// the other's wake.
+pub fn run_beside(
+    world: &mut World,
+    server: &mut dyn ScenarioServer,
+    frames: usize,
+    mut dump: Option<DumpRequest<'_>>,
+    progress: &mut dyn FnMut(&str),
+    probe: &mut dyn PhaseProbe,
+    mut companion: Option<&mut Companion<'_>>,
+) -> Result<Vec<FrameRecord>, String> {
     start(world, server, progress, probe)?;
+    if let Some(c) = companion.as_deref_mut() {
+        progress("the companion world");
+        start(c.world, c.server, progress, &mut NoProbe)?;
+        c.records = Vec::with_capacity(frames);
+    }
+    let companion_frame = |c: &mut Companion<'_>| -> Result<(), String> {
+        let events = c.world.step();
+        let r = run_frame(c.server, c.world, &events, &mut NoProbe)?;
+        c.records.push(r);
+        Ok(())
+    };
     let mut records = Vec::with_capacity(frames);
     for f in 1..=frames {
         progress(&format!("frame {f}/{frames}"));
+        if let Some(c) = companion.as_deref_mut().filter(|_| f % 2 == 1) {
+            companion_frame(c)?;
+        }
         let t = Instant::now();
         let events = world.step();
         let step_ns = t.elapsed().as_nanos() as u64;
@@ -463,6 +504,9 @@ pub fn run(
             server.record_decisions(false)?;
         }
         records.push(r);
+        if let Some(c) = companion.as_deref_mut().filter(|_| f % 2 == 0) {
+            companion_frame(c)?;
+        }
     }
     let mut extra = ExtraFrames::new();
     while extra.another(probe) {

@@ -222,10 +222,19 @@ impl DirtyState {
     }
 
     /// Clears the marks of `lanes[p]` on each page `p` (pages past the slice keep theirs): the
-    /// lanes a compare looked at. Costs the pages with a selected lane, not the marked ones.
+    /// lanes a compare looked at.
     pub fn clear_lanes(&mut self, lanes: &[u64]) {
+        let listed: Vec<u32> = (0..lanes.len() as u32).filter(|&p| lanes[p as usize] != 0).collect();
+        self.clear_listed(lanes, &listed);
+    }
+
+    /// [`Self::clear_lanes`] on the pages `pages` only (those with a selected lane): costs them,
+    /// not the marked pages or the class.
+    pub fn clear_listed(&mut self, lanes: &[u64], pages: &[u32]) {
         let parents = self.parents;
-        for (p, &sel) in lanes.iter().enumerate() {
+        for &p in pages {
+            let p = p as usize;
+            let Some(&sel) = lanes.get(p) else { continue };
             if sel == 0 || !self.page_dirty(p) {
                 continue;
             }
@@ -327,6 +336,12 @@ impl ClassStore {
     /// Per page, a counter bumped by every spawn and despawn there (to find changed pages cheaply).
     pub fn epochs(&self) -> &[u32] {
         &self.epochs
+    }
+
+    /// A count of every spawn, despawn and new page: while it stays the same, no slot changed
+    /// hands (a watcher skips its pass over the page epochs).
+    pub fn structure(&self) -> u64 {
+        self.structure
     }
 
     /// The byte form of leaf `leaf` for the actor in `slot` (into `out`, `kind.byte_size()`

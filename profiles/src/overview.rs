@@ -10,7 +10,7 @@
 //! The report gives each headline figure with what it is measured against, and the commands
 //! that go further.
 
-use crate::run::{kernel_pass, reference_pass, REFERENCE_RUN};
+use crate::run::{kernel_pass, reference_pass, KernelPass, REFERENCE_RUN};
 use crate::{Session, PUSH_1PCT, REFERENCE_COMPARE};
 use shadowrep::compare::Kernels;
 use shadowrep_benches::scenario::{self, Profile};
@@ -29,7 +29,7 @@ pub fn main_job(json: bool, progress: &mut dyn FnMut(&str), session: &mut Sessio
     rayon::ThreadPoolBuilder::new().num_threads(threads).build_global().map_err(|e| e.to_string())?;
     let isa = Kernels::best().isa.name();
     let cfg = Profile::BattleRoyale.config(1);
-    let (world, server, records) = kernel_pass(&cfg, FRAMES, threads, None, progress, session)?;
+    let KernelPass { world, server, records, .. } = kernel_pass(&cfg, FRAMES, threads, None, None, progress, session)?;
     let actors: usize = world.stores.iter().map(|s| s.len()).sum();
     drop((world, server));
     let reference =

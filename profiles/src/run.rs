@@ -18,8 +18,8 @@ pub(crate) struct RunArgs {
     #[arg(long)]
     profile: String,
     /// open_world: the dormant share of the world, in 0..1 (default 0.99; 0: the awake actors
-    /// alone). Above 0, a second pass runs the awake actors alone on the same frames, and the
-    /// report gives the ratio.
+    /// alone). Above 0, a world of the awake actors alone runs beside it, frame by frame (the
+    /// same seed, its own server), and the report gives the ratio of their medians.
     #[arg(long)]
     dormant_fraction: Option<f64>,
     /// Timed frames (default: 360 for battle_royale, 60 for mmo, 300 for open_world); medians are
@@ -95,13 +95,17 @@ pub(crate) fn run(
     }
     let started = std::time::Instant::now();
     let request = dump.as_mut().map(|(frame, out, _)| DumpRequest { frame: *frame, out });
-    let (mut world, mut server, records) = kernel_pass(&cfg, frames, threads, request, progress, session)?;
+    // An open world with sleepers runs the awake actors alone beside it, frame by frame: the
+    // dormant ones' cost is the ratio of the two.
+    let awake_alone = cfg.dormant.map(|_| cfg.with_dormant_fraction(0.0)).transpose()?;
+    let KernelPass { mut world, mut server, records, beside: alone } =
+        kernel_pass(&cfg, frames, threads, request, awake_alone.as_ref(), progress, session)?;
     // What the kernel's run leaves, read before its world is dropped for the reference's pass.
     let (open_pairs, pair_bytes) = server.pair_state()?;
     let actors: usize = world.stores.iter().map(|st| st.len()).sum();
     let peak_rss_mb = scenario::peak_rss_bytes().map(|b| b as f64 / 1e6);
     let dormant = match cfg.dormant {
-        Some(_) => Some(dormant_report(&cfg, &mut world, &mut server, frames, threads, progress)?),
+        Some(_) => Some(dormant_report(&mut world, &mut server, alone.unwrap_or_default(), progress)?),
         None => None,
     };
     let fast_array = (profile == Profile::OpenWorld).then(|| {
@@ -139,19 +143,7 @@ pub(crate) fn run(
             "matches_reference": reference.as_ref().map(|r| r.2.is_none()),
             "first_mismatch": reference.as_ref().and_then(|r| r.2.clone()),
             "tick_share": s.tick_share,
-            "stages_ms": {
-                "gather": st.gather,
-                "consider": st.consider,
-                "dormancy": st.dormancy,
-                "relevancy": st.relevancy,
-                "relevancy_index": st.relevancy_index,
-                "relevancy_query": st.relevancy_query,
-                "share": st.share,
-                "priority": st.priority,
-                "write": st.write,
-                "connections": st.connections,
-                "feedback": st.feedback,
-            },
+            "stages_ms": stages_json(st),
             "stages_note": "medians per frame; relevancy_query, priority and write are CPU time summed over connections \
                             (connections is their wall time); feedback is outside frame_ms, and so is prepare_ms (the kernel's work inside \
                             the game's calls: GUIDs of new actors, set_owner_actor, force_net_update, set_viewers)",
@@ -176,6 +168,7 @@ pub(crate) fn run(
             "asleep_actors": dormant.as_ref().map(|d| d.asleep),
             "awake_only_frame_ms": dormant.as_ref().map(|d| d.awake_only_ms),
             "dormant_cost_ratio": dormant.as_ref().map(|d| s.all.frame_ms / d.awake_only_ms.max(1e-9)),
+            "awake_only_stages_ms": dormant.as_ref().map(|d| stages_json(&d.awake_only_stages)),
             "dormant_bytes_per_frame": dormant.as_ref().map(|d| d.idle_bytes),
             "dormant_first_sight_bytes_per_frame": dormant.as_ref().map(|d| d.first_sight_bytes),
             "dormant_sample_frames": dormant.as_ref().map(|_| DORMANT_SAMPLE_FRAMES),
@@ -305,22 +298,46 @@ pub(crate) const REFERENCE_RUN: &str = "UE's ServerReplicateActors done UE's way
     own shadow, relevancy asked actor by actor, a full sort and per-connection serialization per connection, on \
     one thread; its decisions are checked against the kernel's on every frame";
 
+/// What [`kernel_pass`] leaves.
+pub(crate) struct KernelPass {
+    /// The world and its server after the timed frames.
+    pub world: World,
+    pub server: KernelServer,
+    /// Each timed frame's record.
+    pub records: Vec<scenario::FrameRecord>,
+    /// The records of the world run beside, if any.
+    pub beside: Option<Vec<scenario::FrameRecord>>,
+}
+
 /// The kernel's pass of a profile: the world, its server after the timed frames, and each timed
-/// frame's record; `threads > 1` runs the per-connection work on the global pool.
+/// frame's record; `threads > 1` runs the per-connection work on the global pool. With `beside`,
+/// a second world of that config (its own server) runs frame by frame beside the timed frames
+/// (not probed) and its records come back too.
 pub(crate) fn kernel_pass(
     cfg: &scenario::ScenarioConfig,
     frames: usize,
     threads: usize,
     request: Option<DumpRequest<'_>>,
+    beside: Option<&scenario::ScenarioConfig>,
     progress: &mut dyn FnMut(&str),
     probe: &mut dyn PhaseProbe,
-) -> Result<(World, KernelServer, Vec<scenario::FrameRecord>), String> {
+) -> Result<KernelPass, String> {
     progress("building the world");
     let mut world = World::new(cfg);
     let mut server = KernelServer::new(&mut world, threads > 1)?;
     let mut probe = Scoped { inner: probe, runs: &[Phase::Kernel] };
-    let records = scenario::run(&mut world, &mut server, frames, request, progress, &mut probe)?;
-    Ok((world, server, records))
+    let Some(other) = beside else {
+        let records = scenario::run(&mut world, &mut server, frames, request, progress, &mut probe)?;
+        return Ok(KernelPass { world, server, records, beside: None });
+    };
+    progress("building the companion world");
+    let mut other_world = World::new(other);
+    let mut other_server = KernelServer::new(&mut other_world, threads > 1)?;
+    let mut companion = scenario::Companion { world: &mut other_world, server: &mut other_server, records: Vec::new() };
+    let records =
+        scenario::run_beside(&mut world, &mut server, frames, request, progress, &mut probe, Some(&mut companion))?;
+    let beside = Some(std::mem::take(&mut companion.records));
+    Ok(KernelPass { world, server, records, beside })
 }
 
 /// What the reference's pass found.
@@ -369,18 +386,18 @@ const DORMANT_SAMPLE_FRAMES: usize = 30;
 struct DormantReport {
     asleep: usize,
     awake_only_ms: f64,
+    /// The awake-only frames' stage medians.
+    awake_only_stages: scenario::StagesMs,
     idle_bytes: f64,
     first_sight_bytes: f64,
 }
 
-/// Samples the dormant actors' bytes after the timed frames, then runs the awake actors alone
-/// on the same frames (a second pass from the same seed) and times it.
+/// Samples the dormant actors' bytes after the timed frames; `alone` are the frames of the awake
+/// actors alone, run beside the timed ones.
 fn dormant_report(
-    cfg: &scenario::ScenarioConfig,
     world: &mut World,
     server: &mut KernelServer,
-    frames: usize,
-    threads: usize,
+    alone: Vec<scenario::FrameRecord>,
     progress: &mut dyn FnMut(&str),
 ) -> Result<DormantReport, String> {
     let asleep = server.driver().asleep_actors();
@@ -395,15 +412,28 @@ fn dormant_report(
         first += fs;
     }
     server.record_decisions(false)?;
-    progress("the awake actors alone, on the same frames");
-    let awake = cfg.with_dormant_fraction(0.0)?;
-    let mut world = World::new(&awake);
-    let mut server = KernelServer::new(&mut world, threads > 1)?;
-    let alone = scenario::run(&mut world, &mut server, frames, None, progress, &mut NoProbe)?;
     Ok(DormantReport {
         asleep,
         awake_only_ms: median(alone.iter().map(|r| r.tick_ns as f64 / 1e6).collect()),
+        awake_only_stages: scenario::summarize(&alone, 1, 1.0).stages,
         idle_bytes: idle / DORMANT_SAMPLE_FRAMES as f64,
         first_sight_bytes: first / DORMANT_SAMPLE_FRAMES as f64,
+    })
+}
+
+/// A run's stage medians as JSON.
+fn stages_json(st: &scenario::StagesMs) -> serde_json::Value {
+    json!({
+        "gather": st.gather,
+        "consider": st.consider,
+        "dormancy": st.dormancy,
+        "relevancy": st.relevancy,
+        "relevancy_index": st.relevancy_index,
+        "relevancy_query": st.relevancy_query,
+        "share": st.share,
+        "priority": st.priority,
+        "write": st.write,
+        "connections": st.connections,
+        "feedback": st.feedback,
     })
 }

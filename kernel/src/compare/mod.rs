@@ -228,6 +228,34 @@ impl ShadowState {
         lanes: Option<&[u64]>,
         out: &mut ChangeSet,
     ) -> Result<(), CompareError> {
+        let pages: Option<Vec<u32>> =
+            lanes.map(|l| l.iter().enumerate().filter(|(_, &m)| m != 0).map(|(p, _)| p as u32).collect());
+        self.compare_inner(store, cfg, lanes.zip(pages.as_deref()), out)
+    }
+
+    /// [`Self::compare_lanes`] of `lanes` when the caller knows the pages with a selected lane
+    /// (`pages`: ascending, each once; lanes of pages not listed are not compared): the frame
+    /// costs those pages, not a pass over the class's (the actor level's due selection, a few
+    /// pages of a large world of sleepers).
+    pub fn compare_selected(
+        &mut self,
+        store: &mut ClassStore,
+        cfg: &CompareConfig,
+        lanes: &[u64],
+        pages: &[u32],
+        out: &mut ChangeSet,
+    ) -> Result<(), CompareError> {
+        self.compare_inner(store, cfg, Some((lanes, pages)), out)
+    }
+
+    fn compare_inner(
+        &mut self,
+        store: &mut ClassStore,
+        cfg: &CompareConfig,
+        selection: Option<(&[u64], &[u32])>,
+        out: &mut ChangeSet,
+    ) -> Result<(), CompareError> {
+        let lanes = selection.map(|(l, _)| l);
         if store.id() != self.store {
             return Err(CompareError::ForeignStore);
         }
@@ -323,9 +351,11 @@ impl ShadowState {
         let tally = if list_mode || validate {
             // Only the marked pages (in ascending order, as the summary bits list them), or every
             // page with the validation shadow beside it.
-            let order: Vec<usize> = if let (true, Some(l)) = (list_mode, lanes) {
-                (0..pages)
-                    .filter(|&p| l.get(p).is_some_and(|&m| m & view.occupied[p] != 0))
+            let order: Vec<usize> = if let (true, Some((l, listed))) = (list_mode, selection) {
+                listed
+                    .iter()
+                    .map(|&p| p as usize)
+                    .filter(|&p| p < pages && l.get(p).is_some_and(|&m| m & view.occupied[p] != 0))
                     .filter(|&p| !plan.dirty_only || is_dirty(p))
                     .collect()
             } else if list_mode {
@@ -414,9 +444,9 @@ impl ShadowState {
         if !tally.parents.is_empty() {
             self.check.add_stats(&tally.parents);
         }
-        match lanes {
+        match selection {
             None => dirty.clear(),
-            Some(l) => dirty.clear_lanes(l),
+            Some((l, listed)) => dirty.clear_listed(l, listed),
         }
         Ok(())
     }

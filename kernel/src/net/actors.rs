@@ -79,6 +79,8 @@ pub(crate) struct ClassNet {
     pub active: ActiveLeaves,
     pub actors: Vec<ActorNet>,
     pub seen_epochs: Vec<u32>,
+    /// The store's structure count when `seen_epochs` was last brought in line.
+    pub seen_structure: Option<u64>,
     /// Leaves that are dynamic arrays (written per connection, not shared).
     pub array_leaves: LeafMask,
     /// Fixed leaves the shared arena encodes: those a simulated proxy receives (see
@@ -112,9 +114,17 @@ impl NetDriver {
         if let Some(level) = self.level.as_mut() {
             level.select_due(ci, &self.classes[ci], self.cfg.parallel);
         }
-        let lanes = self.level.as_ref().map(|l| &l.selected[ci][..]);
         let c = &mut self.classes[ci];
-        c.shadow.compare_lanes(store, &self.cfg.compare, lanes, &mut c.changes)?;
+        match self.level.as_ref() {
+            Some(l) => c.shadow.compare_selected(
+                store,
+                &self.cfg.compare,
+                &l.selected[ci],
+                &l.selected_pages[ci],
+                &mut c.changes,
+            )?,
+            None => c.shadow.compare(store, &self.cfg.compare, &mut c.changes)?,
+        }
         c.history.record(self.frame, &c.changes);
         Ok(())
     }
@@ -123,6 +133,10 @@ impl NetDriver {
     fn track_slots(&mut self, class: u32, store: &ClassStore) {
         let epochs = store.epochs();
         let c = &mut self.classes[class as usize];
+        // Nothing spawned or despawned since the last look: no epoch to compare.
+        if c.seen_structure.replace(store.structure()) == Some(store.structure()) {
+            return;
+        }
         c.seen_epochs.resize(epochs.len(), u32::MAX);
         let mut changed_pages = Vec::new();
         for (p, (&e, seen)) in epochs.iter().zip(c.seen_epochs.iter_mut()).enumerate() {

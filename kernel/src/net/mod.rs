@@ -434,6 +434,7 @@ impl NetDriver {
             active,
             actors: Vec::new(),
             seen_epochs: Vec::new(),
+            seen_structure: None,
             array_leaves,
             shared_leaves,
             object_leaves,
