@@ -695,6 +695,26 @@ mod tests {
         assert!(a.iter().all(|r| r.stats.bytes > 0 && r.stats.relevant_pairs > 0));
     }
 
+    /// Running a companion world beside the timed one changes neither's frames: each is what it
+    /// is alone, and the companion records every timed frame.
+    #[test]
+    fn a_world_run_beside_another_gives_the_same_frames_as_alone() {
+        let (cfg, other) = (small(), ScenarioConfig { seed: 9, ..small() });
+        let (_, alone) = run_small(&cfg, 12, None);
+        let (_, other_alone) = run_small(&other, 12, None);
+        let mut world = World::new(&cfg);
+        let mut server = KernelServer::new(&mut world, true).expect("a valid driver");
+        let mut other_world = World::new(&other);
+        let mut other_server = KernelServer::new(&mut other_world, true).expect("a valid driver");
+        let mut companion = Companion { world: &mut other_world, server: &mut other_server, records: Vec::new() };
+        let records = run_beside(&mut world, &mut server, 12, None, &mut |_| {}, &mut NoProbe, Some(&mut companion))
+            .expect("runs");
+        let counts_of = |r: &[FrameRecord]| r.iter().map(counts).collect::<Vec<_>>();
+        assert_eq!(counts_of(&records), counts_of(&alone));
+        assert_eq!(counts_of(&companion.records), counts_of(&other_alone));
+        assert_ne!(counts_of(&alone), counts_of(&other_alone), "the two worlds differ");
+    }
+
     #[test]
     fn the_hot_drop_makes_players_see_each_other_then_they_spread_out() {
         let cfg = small();

@@ -27,7 +27,7 @@ use super::consider::{jitter, ServerTime};
 use super::dormancy::{dormant_for, DormancyHook};
 use super::fastarrays::{OwnerChannel, Side};
 use super::level::NOT_DUE;
-use super::pairs::{merge_rows, split_key, Channel, Pairs};
+use super::pairs::{gallop, merge_rows, split_key, Channel, Pairs};
 use super::plan::plan_pair;
 use super::priority::{actor_priority, priority_key, select_top, Candidate, SPAWN_PRIORITY_SECONDS};
 use super::relevancy::{DueActor, RelevancyHook, RelevancyIndex};
@@ -226,15 +226,17 @@ fn drop_retired(conn: &mut Connection, retired: &[(u64, NetGuid)]) {
         }
     }
     let mut gone = false;
-    // A frame retires few actors next to a connection's rows: look each one up (keys stay in
-    // place until the end, so the rows stay sorted for the searches; between frames every row
-    // has a channel, so a cleared flag byte marks the gone).
+    // A frame retires few actors next to a connection's rows: the sorted retired list walks the
+    // sorted rows forward, galloping over the gaps (keys stay in place until the end; between
+    // frames every row has a channel, so a cleared flag byte marks the gone).
+    let mut r = 0;
     for &(key, guid) in retired {
-        if let Ok(i) = rows.binary_search_by_key(&key, |r| r.key) {
-            if rows[i].state.flags & pair::EVER_OPENED != 0 && !guid.is_static() {
+        r = gallop(rows, r, key);
+        if let Some(row) = rows.get_mut(r).filter(|row| row.key == key) {
+            if row.state.flags & pair::EVER_OPENED != 0 && !guid.is_static() {
                 conn.closes.push(PendingClose::destroyed(guid));
             }
-            rows[i].state.flags = 0;
+            row.state.flags = 0;
             gone = true;
         }
     }
