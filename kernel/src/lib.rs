@@ -17,7 +17,8 @@
 //!    such as UDP, and state digests that tell whether a client converged.
 //!
 //! [`fastarray`] is UE's `FFastArraySerializer`: an array replicated as per-connection deltas of
-//! its dirty items. [`ids`] holds the identity and mask types, [`link`] a seeded lossy link for tests, and
+//! its dirty items. [`ids`] holds the identity and mask types, [`link`] a seeded lossy link for tests,
+//! [`memory`] the huge-page advice behind the page arrays, and
 //! [`mod@reference`] the straightforward UE-style compare path the kernel is tested and
 //! benchmarked against.
 //!
@@ -48,6 +49,7 @@ pub mod fastarray;
 pub mod history;
 pub mod ids;
 pub mod link;
+pub mod memory;
 pub mod net;
 pub mod reference;
 pub mod schema;

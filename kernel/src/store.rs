@@ -58,9 +58,22 @@ impl PageArray {
         self.stride
     }
 
-    /// Appends a zeroed page.
+    /// Appends a zeroed page. When the allocation grows, it moves to a new one (twice as large)
+    /// that is advised onto huge pages (see [`crate::memory`]) before its pages are first
+    /// touched — a reallocation in place would keep the old small pages.
     pub fn push_zeroed(&mut self) {
-        self.blocks.resize(self.blocks.len() + self.stride, Block([0; 64]));
+        let need = self.blocks.len() + self.stride;
+        if need > self.blocks.capacity() {
+            let capacity = need.max(2 * self.blocks.capacity());
+            let bytes = capacity * std::mem::size_of::<Block>();
+            if bytes >= crate::memory::HUGE_PAGE_BYTES {
+                let mut grown: Vec<Block> = Vec::with_capacity(capacity);
+                crate::memory::advise_huge_pages(grown.as_ptr().cast(), bytes);
+                grown.extend_from_slice(&self.blocks);
+                self.blocks = grown;
+            }
+        }
+        self.blocks.resize(need, Block([0; 64]));
     }
 
     /// Page `p`'s bytes.
