@@ -732,7 +732,7 @@ impl NetDriver {
             for &p in listed {
                 runs[p as usize / CONSIDER_RUN_PAGES] = true;
             }
-            let busy = |r: usize| runs[r];
+            let busy = |r: usize| runs.get(r).copied().unwrap_or(false);
             let due: u32 = listed.iter().map(|&p| selected[p as usize].count_ones()).sum();
             let pages: Vec<Vec<DueActor>> = if parallel && due as usize >= 2 * n {
                 let columns =
