@@ -96,7 +96,7 @@ pub(crate) struct LevelCtx<'a> {
     /// Actors gone since the last frame, sorted by key.
     pub retired: &'a [(u64, NetGuid)],
     /// Live dynamic actors by GUID.
-    pub guids: &'a std::collections::HashMap<NetGuid, (u32, u32)>,
+    pub guids: &'a crate::ids::GuidMap<(u32, u32)>,
     pub index: &'a RelevancyIndex,
     pub hooks: &'a [Option<RelevancyHook>],
     pub dormancy_hooks: &'a [Option<DormancyHook>],

@@ -260,7 +260,7 @@ impl FastArrays {
 
     /// Drops the arrays whose owner is gone or torn off (clients destroyed them with the owner,
     /// or keep them as the owner's, torn off).
-    pub fn drop_orphans(&mut self, guids: &HashMap<NetGuid, (u32, u32)>, classes: &[ClassNet]) {
+    pub fn drop_orphans(&mut self, guids: &crate::ids::GuidMap<(u32, u32)>, classes: &[ClassNet]) {
         if self.arrays.is_empty() {
             return;
         }

@@ -24,7 +24,7 @@ use super::pairs::Pairs;
 use super::{ClassId, DriverError, NetDriver, NetGuid};
 use crate::store::{ActorId, ClassStore};
 use crate::wire::open::{CloseReason, MAX_PATH_BYTES};
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::sync::Arc;
 
 /// Which connections get a sub-object (UE 5's registered sub-object list conditions, evaluated
@@ -76,15 +76,15 @@ impl SubObjectCondition {
 #[derive(Default)]
 pub(crate) struct SubObjects {
     /// Sub-object → owner.
-    pub outer: HashMap<NetGuid, NetGuid>,
+    pub outer: crate::ids::GuidMap<NetGuid>,
     /// Owner → its sub-objects.
-    pub inner: HashMap<NetGuid, Vec<NetGuid>>,
+    pub inner: crate::ids::GuidMap<Vec<NetGuid>>,
 }
 
 /// Static actors as the driver knows them.
 pub(crate) struct Statics {
     /// Paths by GUID, of live and destroyed static actors.
-    pub paths: HashMap<NetGuid, Arc<str>>,
+    pub paths: crate::ids::GuidMap<Arc<str>>,
     /// Paths in use.
     taken: HashSet<Arc<str>>,
     /// The next static GUID (odd; 1 is UE's "default object" and stays unused).
@@ -95,7 +95,7 @@ pub(crate) struct Statics {
 
 impl Default for Statics {
     fn default() -> Self {
-        Self { paths: HashMap::new(), taken: HashSet::new(), next: NetGuid(3), destroyed: Vec::new() }
+        Self { paths: Default::default(), taken: HashSet::new(), next: NetGuid(3), destroyed: Vec::new() }
     }
 }
 

@@ -345,7 +345,7 @@ pub struct NetDriver {
     pub(crate) conns: Vec<Connection>,
     pub(crate) next_guid: NetGuid,
     /// Live dynamic GUIDs → (class, slot).
-    pub(crate) guids: HashMap<NetGuid, (u32, u32)>,
+    pub(crate) guids: crate::ids::GuidMap<(u32, u32)>,
     pub(crate) changed: Vec<ChangedActor>,
     /// The changed actors' replication state, parallel to `changed`: per-connection planning
     /// reads it in order instead of jumping around the actor tables once per connection.
@@ -376,7 +376,7 @@ impl NetDriver {
             by_store: HashMap::new(),
             conns: Vec::new(),
             next_guid: NetGuid::FIRST_DYNAMIC,
-            guids: HashMap::new(),
+            guids: Default::default(),
             changed: Vec::new(),
             changed_actors: Vec::new(),
             arena: SharedArena::default(),

@@ -28,7 +28,7 @@ use super::fastarrays::{FastArrays, FastSent};
 use crate::ids::{LeafMask, NetGuid, Seq};
 use crate::wire::feedback::{Feedback, ACK_WINDOW};
 use crate::wire::open::CloseReason;
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 
 /// A packet in flight.
 #[derive(Clone, Copy, Debug)]
@@ -217,7 +217,7 @@ impl Reliability {
 pub(crate) fn apply_settled(
     (ci, conn): (usize, &mut Connection),
     classes: &[ClassNet],
-    guids: &HashMap<NetGuid, (u32, u32)>,
+    guids: &crate::ids::GuidMap<(u32, u32)>,
     fast: &FastArrays,
     rec: PacketRecord,
     delivered: bool,

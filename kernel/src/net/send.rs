@@ -23,13 +23,12 @@ use super::plan::SendItem;
 use super::reliability::SentEntry;
 use super::shared::{SharedActor, SharedArena};
 use crate::ids::LeafMask;
-use crate::ids::NetGuid;
+use crate::ids::{GuidMap, NetGuid};
 use crate::store::ClassStore;
 use crate::wire::bunch::{end_array, handle_bits, write_array_element, write_array_head, write_leaf_record};
 use crate::wire::open::{EncodedOpen, OpenHeader, OpenKind};
 use crate::wire::packet::packed_bits;
 use crate::wire::BitWriter;
-use std::collections::HashMap;
 use std::sync::Arc;
 
 /// Body bits a new bunch should have room for, or it starts in the next packet.
@@ -42,11 +41,11 @@ pub(crate) struct WriteCtx<'a> {
     pub arena: Option<&'a SharedArena>,
     pub keep_alive_frames: u32,
     /// Static actors' paths (their opens, and the closes of destroyed ones).
-    pub statics: &'a HashMap<NetGuid, Arc<str>>,
+    pub statics: &'a GuidMap<Arc<str>>,
     /// Sub-objects' owners (their opens).
-    pub outers: &'a HashMap<NetGuid, NetGuid>,
+    pub outers: &'a GuidMap<NetGuid>,
     /// Live actors by GUID.
-    pub guids: &'a HashMap<NetGuid, (u32, u32)>,
+    pub guids: &'a GuidMap<(u32, u32)>,
     /// Fast arrays ([`super::fastarrays`]).
     pub fast: &'a super::fastarrays::FastArrays,
 }

@@ -32,7 +32,6 @@
 use super::{relevant_to_connection, ActorRelevancy, RelevancyHook, Viewer, MAX_OWNER_DEPTH};
 use crate::ids::NetGuid;
 use crate::net::spatial::{GridConfig, GridConfigError, SpatialGrid};
-use std::collections::HashMap;
 
 /// One actor of the frame's consider list.
 #[derive(Clone, Copy, Debug)]
@@ -88,7 +87,7 @@ pub(crate) struct RelevancyIndex {
     instigated: Vec<(NetGuid, u32)>,
     by_conn: Vec<(u32, u32)>,
     /// Actors on the owner chains of due actors (due or not), for the rules' lookups.
-    pub linked: HashMap<NetGuid, (ActorRelevancy, f32)>,
+    pub linked: crate::ids::GuidMap<(ActorRelevancy, f32)>,
 }
 
 impl RelevancyIndex {
@@ -103,7 +102,7 @@ impl RelevancyIndex {
             owned: Vec::new(),
             instigated: Vec::new(),
             by_conn: Vec::new(),
-            linked: HashMap::new(),
+            linked: Default::default(),
         })
     }
 
