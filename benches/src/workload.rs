@@ -114,19 +114,7 @@ impl CompareWorkload {
         }
         out
     }
-}
 
-/// Reads the byte at every offset of `live` and `shadow`: the latency floor of a push compare
-/// that touches exactly those lanes (a plain gather of their cache lines, nothing else).
-pub fn gather(live: &[u8], shadow: &[u8], offsets: &[usize]) -> u64 {
-    let mut acc = 0u64;
-    for &o in offsets {
-        acc = acc.wrapping_add(u64::from(live[o]) ^ u64::from(shadow[o]) << 8);
-    }
-    black_box(acc)
-}
-
-impl CompareWorkload {
     /// Changes `fraction` of the actors (distinct, chosen at random); with `mark`, also marks what
     /// changed dirty (push model). Returns how many actors changed.
     pub fn mutate(&mut self, fraction: f64, mark: bool) -> usize {
@@ -454,6 +442,16 @@ pub fn run_compare(
         push_vs_gather: median(vs_gather),
         dirty_stats: push_shadow.dirty_stats().to_vec(),
     })
+}
+
+/// Reads the byte at every offset of `live` and `shadow`: the latency floor of a push compare
+/// that touches exactly those lanes (a plain gather of their cache lines, nothing else).
+pub fn gather(live: &[u8], shadow: &[u8], offsets: &[usize]) -> u64 {
+    let mut acc = 0u64;
+    for &o in offsets {
+        acc = acc.wrapping_add(u64::from(live[o]) ^ u64::from(shadow[o]) << 8);
+    }
+    black_box(acc)
 }
 
 /// What [`run_push_scaling`] measured: push frames with the same number of marked actors in a

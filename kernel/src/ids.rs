@@ -199,8 +199,8 @@ impl fmt::Display for Seq {
 }
 
 /// Hashes the server's own NetGuids for its maps (GUID → class and slot, owners, paths): one
-/// folded multiply instead of SipHash. The keys are assigned by the server (dynamic GUIDs
-/// count up, static ones come from the game's level paths), so there is no attacker to collide
+/// folded multiply instead of SipHash. The keys are assigned by the server (dynamic GUIDs count
+/// up through the even numbers, static ones through the odd), so there is no attacker to collide
 /// them; a lookup of a GUID named by a client only probes. The client's maps, keyed by what
 /// arrives from the network, keep std's keyed SipHash.
 #[derive(Clone, Copy, Debug, Default)]
@@ -232,8 +232,8 @@ pub type GuidMap<V> = std::collections::HashMap<NetGuid, V, std::hash::BuildHash
 mod tests {
     use super::*;
 
-    /// The server's GUIDs count up in steps of two (dynamic) or come from level paths (static,
-    /// odd): both spread evenly over a table's low bits.
+    /// The server's GUIDs count up in steps of two (dynamic: even; static: odd); a sparse set
+    /// stands for any other: each spreads evenly over a table's low bits.
     #[test]
     fn guid_hashes_spread_over_the_low_bits() {
         use std::hash::{BuildHasher, BuildHasherDefault};

@@ -160,6 +160,12 @@ impl From<ValueError> for StoreError {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct WatcherId(pub(crate) usize);
 
+/// The pages `p` with a lane in `lanes[p]`, ascending: the page list of a per-page lane
+/// selection.
+pub fn pages_with_lanes(lanes: &[u64]) -> Vec<u32> {
+    (0..lanes.len() as u32).filter(|&p| lanes[p as usize] != 0).collect()
+}
+
 /// One driver's view of what was marked dirty: per (page, parent) lane masks, a per-page summary
 /// so clean pages are skipped without touching their columns, and the list of marked pages.
 ///
@@ -237,8 +243,7 @@ impl DirtyState {
     /// Clears the marks of `lanes[p]` on each page `p` (pages past the slice keep theirs): the
     /// lanes a compare looked at.
     pub fn clear_lanes(&mut self, lanes: &[u64]) {
-        let listed: Vec<u32> = (0..lanes.len() as u32).filter(|&p| lanes[p as usize] != 0).collect();
-        self.clear_listed(lanes, &listed);
+        self.clear_listed(lanes, &pages_with_lanes(lanes));
     }
 
     /// [`Self::clear_lanes`] on the pages `pages` only (those with a selected lane): costs them,

@@ -72,7 +72,9 @@ fn prefetch_lines(addr: usize, len: usize) {
 pub use simd::{scalar, Isa, Kernels};
 
 use crate::schema::{ClassLayout, PAGE_LANES};
-use crate::store::{read_parent, BitIter, ClassStore, DirtyState, LiveView, PageArray, PageArrays, WatcherId};
+use crate::store::{
+    pages_with_lanes, read_parent, BitIter, ClassStore, DirtyState, LiveView, PageArray, PageArrays, WatcherId,
+};
 use crate::value::Value;
 use jobs::{split_jobs, zip_job, JobSource, PageJob, Tally};
 use page::{PageRefs, Plan};
@@ -228,8 +230,7 @@ impl ShadowState {
         lanes: Option<&[u64]>,
         out: &mut ChangeSet,
     ) -> Result<(), CompareError> {
-        let pages: Option<Vec<u32>> =
-            lanes.map(|l| l.iter().enumerate().filter(|(_, &m)| m != 0).map(|(p, _)| p as u32).collect());
+        let pages = lanes.map(pages_with_lanes);
         self.compare_inner(store, cfg, lanes.zip(pages.as_deref()), out)
     }
 

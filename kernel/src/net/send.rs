@@ -318,14 +318,15 @@ impl WriteCtx<'_> {
         // per-connection encoding write the same packets.
         let c = &self.classes[item.class as usize];
         let handle_width = handle_bits(&c.layout);
+        // An open is owed: a sized bunch (any client can step over it); else a plain one.
+        let class_open = item.open.then(|| self.open_header(item).encode());
+        let mut part = BunchPart { item, class_open, handle_width, leaves: LeafMask::EMPTY, bunches: 0 };
         let whole = shared.filter(|sh| !item.open && item.leaves == sh.leaves);
         if let Some((src, start, bits)) = whole.map(|sh| sh.bunch()) {
             // Room for the whole of it, and for a bunch to start (what building asks).
-            let need = bits.max(handle_width as usize + MIN_BODY_BITS);
+            let need = bits.max(part.plain_start_bits());
             let here = conn.writer.packet_open() && conn.writer.plain_fits(&conn.out, item.guid, need);
-            let starts_here =
-                |c: &Connection| c.writer.plain_fits(&c.out, item.guid, handle_width as usize + MIN_BODY_BITS);
-            let splits_here = !here && conn.writer.packet_open() && starts_here(conn);
+            let splits_here = !here && conn.writer.packet_open() && part.fits_start(conn);
             if here || (!splits_here && conn.writer.plain_fits_empty(item.guid, need)) {
                 if !here && !self.ensure(conn, open, |c| c.writer.plain_fits(&c.out, item.guid, need)) {
                     conn.owe(item.class, item.slot, item.leaves);
@@ -336,9 +337,6 @@ impl WriteCtx<'_> {
                 return Some(1);
             }
         }
-        // An open is owed: a sized bunch (any client can step over it); else a plain one.
-        let class_open = item.open.then(|| self.open_header(item).encode());
-        let mut part = BunchPart { item, class_open, handle_width, leaves: LeafMask::EMPTY, bunches: 0 };
         if !self.ensure(conn, open, |c| part.fits_start(c)) {
             conn.owe(item.class, item.slot, item.leaves);
             return None;
@@ -526,11 +524,17 @@ struct BunchPart<'a> {
 }
 
 impl BunchPart<'_> {
+    /// Body bits a plain bunch of this actor must have room for to start: its record count and
+    /// some records.
+    fn plain_start_bits(&self) -> usize {
+        self.handle_width as usize + MIN_BODY_BITS
+    }
+
     /// Whether a bunch of this actor may start in `conn`'s open packet with room for some body.
     fn fits_start(&self, conn: &Connection) -> bool {
         match &self.class_open {
             Some(header) => conn.writer.bunch_fits(&conn.out, self.item.guid, Some(header), MIN_BODY_BITS),
-            None => conn.writer.plain_fits(&conn.out, self.item.guid, self.handle_width as usize + MIN_BODY_BITS),
+            None => conn.writer.plain_fits(&conn.out, self.item.guid, self.plain_start_bits()),
         }
     }
 
