@@ -79,14 +79,15 @@ fn an_actor_is_compared_only_when_due_so_a_change_undone_in_between_sends_nothin
 }
 
 /// The due selection and the consider step run page runs on the rayon pool when a class is large
-/// (here 10 000 actors: 157 pages); sharded, they must decide exactly as on one thread — the
-/// bug this catches is a run of pages read or written at the wrong offset.
+/// (here 34 000 actors, 532 pages: above the due selection's 32 768 awake lanes and the consider
+/// step's 8 192 due actors); sharded, they must decide exactly as on one thread — the bug this
+/// catches is a page or a run of pages read or written at the wrong offset.
 #[test]
 fn the_parallel_consider_step_decides_as_the_sequential_one() {
     use rand::{Rng, SeedableRng};
     let mut levels = [Level::with_parallel(every_frame(), 2, true), Level::with_parallel(every_frame(), 2, false)];
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(5);
-    for i in 0..10_000u32 {
+    for i in 0..34_000u32 {
         let at = [rng.random_range(-40_000.0..40_000.0f32), rng.random_range(-40_000.0..40_000.0f32), 0.0];
         let hz = [100.0, 10.0, 2.0][rng.random_range(0..3)];
         for l in levels.iter_mut() {
@@ -100,7 +101,7 @@ fn the_parallel_consider_step_decides_as_the_sequential_one() {
     }
     for frame in 0..30 {
         let changes: Vec<(usize, u32)> =
-            (0..300).map(|_| (rng.random_range(0..10_000), rng.random_range(0..9))).collect();
+            (0..300).map(|_| (rng.random_range(0..34_000), rng.random_range(0..9))).collect();
         for l in levels.iter_mut() {
             let all: Vec<ActorId> = l.store.ids().collect();
             for &(i, h) in &changes {
