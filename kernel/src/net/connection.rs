@@ -147,6 +147,9 @@ pub(crate) struct Connection {
     pub dormant_look: bool,
     /// The epoch the next channel row gets.
     pub next_epoch: u8,
+    /// A feedback's settled entries, kept to be applied together (reused; no larger than the
+    /// entries in flight).
+    pub settled: Vec<super::reliability::SettledEntry>,
 }
 
 impl Connection {
@@ -173,6 +176,7 @@ impl Connection {
             scratch: Box::default(),
             dormant_look: true,
             next_epoch: 0,
+            settled: Vec::new(),
         }
     }
 

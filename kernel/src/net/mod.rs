@@ -761,10 +761,13 @@ impl NetDriver {
                 let (classes, guids, c) = (&self.classes, &self.guids, &mut self.conns[ci]);
                 let fast = &self.fast;
                 let mut settled = 0;
+                let mut entries = std::mem::take(&mut c.settled);
                 while let Some((rec, delivered)) = c.rel.settle_next(&fb) {
-                    reliability::apply_settled((ci, c), classes, guids, fast, rec, delivered);
+                    reliability::apply_settled((ci, c), classes, guids, fast, rec, delivered, &mut entries);
                     settled += 1;
                 }
+                reliability::apply_entries(c, &mut entries);
+                c.settled = entries;
                 c.rel.settled(&fb);
                 c.stats.feedback_applied += 1;
                 FeedbackOutcome::Applied(settled)

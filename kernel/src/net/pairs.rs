@@ -178,6 +178,24 @@ impl Pairs {
         }
     }
 
+    /// The state of a pair, if it exists, to change — for a walk whose keys
+    /// ([`pair_key`] of (`class`, `slot`)) never decrease from one call to the next: `cursor`
+    /// (start it at 0) is where the last call stopped in the channel rows, so the walk gallops
+    /// forward instead of searching the whole table each time.
+    pub fn get_mut_from(&mut self, cursor: &mut usize, class: u32, slot: u32) -> Option<&mut PairState> {
+        match self {
+            Pairs::Dense(d) => d.get_mut(class as usize)?.get_mut(slot as usize),
+            Pairs::Channels { rows, dormant } => {
+                let key = pair_key(class, slot);
+                *cursor = gallop(rows, *cursor, key);
+                match rows.get(*cursor).is_some_and(|r| r.key == key) {
+                    true => Some(&mut rows[*cursor].state),
+                    false => find(dormant, key).map(|i| &mut dormant[i].state),
+                }
+            }
+        }
+    }
+
     /// Forgets a pair; returns what it held.
     pub fn remove(&mut self, class: u32, slot: u32) -> PairState {
         match self {
@@ -279,6 +297,33 @@ mod tests {
         let mut empty = Vec::new();
         merge_rows(&mut empty, &[row(3)]);
         assert_eq!(empty[0].key, 3);
+    }
+
+    #[test]
+    fn a_forward_walk_finds_what_a_search_finds() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(7);
+        for sparse in [true, false] {
+            let mut p = Pairs::new(sparse, 3);
+            for _ in 0..300 {
+                let (class, slot) = (rng.random_range(0..3), rng.random_range(0..400));
+                p.get_or_insert(class, slot).flags = rng.random_range(1..=u8::MAX);
+            }
+            if let Pairs::Channels { rows, dormant } = &mut p {
+                // Some rows sleep in the other table; the walk finds them there too.
+                let (awake, asleep): (Vec<Channel>, Vec<Channel>) = rows.iter().partition(|r| r.key % 5 != 0);
+                (*rows, *dormant) = (awake, asleep);
+            }
+            let mut queries: Vec<(u32, u32)> =
+                (0..500).map(|_| (rng.random_range(0..3), rng.random_range(0..420))).collect();
+            queries.sort_unstable();
+            let mut cursor = 0;
+            for (class, slot) in queries {
+                let searched = p.get(class, slot).copied();
+                let walked = p.get_mut_from(&mut cursor, class, slot).map(|ps| *ps);
+                assert_eq!(walked, searched, "({class}, {slot}), sparse {sparse}");
+            }
+        }
     }
 
     #[test]

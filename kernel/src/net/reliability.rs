@@ -210,10 +210,25 @@ impl Reliability {
     }
 }
 
-/// Applies the fate of one settled packet to the connection's pairs.
+/// One entry of a settled packet, waiting for [`apply_entries`].
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct SettledEntry {
+    /// The pair's key ([`super::pairs::pair_key`]).
+    key: u64,
+    /// Its place among the feedback's settled entries (packet order).
+    order: u32,
+    delivered: bool,
+    entry: SentEntry,
+}
+
+/// Applies the fate of one settled packet to the connection: its entries go to `entries`
+/// (applied together by [`apply_entries`] once every packet of the feedback is settled), its
+/// closes, fast array bunches and exports are applied here.
 ///
 /// A lost close is queued again unless its actor has a channel again on this connection (the
 /// actor level closed it for relevancy and has reopened it since: the open replaced the close).
+/// Entries touch only their own pair's state, which no close, fast array or export reads, so
+/// applying them after the rest changes nothing but the cost.
 pub(crate) fn apply_settled(
     (ci, conn): (usize, &mut Connection),
     classes: &[ClassNet],
@@ -221,6 +236,7 @@ pub(crate) fn apply_settled(
     fast: &FastArrays,
     rec: PacketRecord,
     delivered: bool,
+    entries: &mut Vec<SettledEntry>,
 ) {
     if delivered {
         conn.stats.packets_acked += 1;
@@ -230,23 +246,9 @@ pub(crate) fn apply_settled(
     for _ in 0..rec.entries {
         let Some(e) = conn.rel.entries.pop_front() else { break };
         let Some(a) = classes[e.class as usize].actors.get(e.slot as usize) else { continue };
-        if !a.alive || !e.names(a.guid) {
-            continue;
-        }
-        let Some(ps) = conn.pairs.get_mut(e.class, e.slot) else { continue };
-        if ps.epoch == e.epoch {
-            ps.in_flight = ps.in_flight.saturating_sub(1);
-        }
-        if delivered {
-            if e.open {
-                ps.flags |= pair::OPEN_ACKED;
-            }
-        } else {
-            if e.open && ps.flags & pair::OPEN_ACKED == 0 {
-                ps.flags &= !pair::OPEN_SENT;
-            }
-            conn.stats.leaves_resent += u64::from(e.leaves.count());
-            conn.owe(e.class, e.slot, e.leaves);
+        if a.alive && e.names(a.guid) {
+            let (key, order) = (super::pairs::pair_key(e.class, e.slot), entries.len() as u32);
+            entries.push(SettledEntry { key, order, delivered, entry: e });
         }
     }
     for _ in 0..rec.closes {
@@ -284,6 +286,36 @@ pub(crate) fn apply_settled(
     }
 }
 
+/// Applies the settled packets' entries to their pairs (and empties `entries`): a delivered
+/// open is acknowledged; a lost entry's leaves go back to the pair's resend set and a lost open
+/// that was not acknowledged meanwhile is sent again.
+///
+/// One feedback settles a few packets of a hundred bunches each, scattered over the
+/// connection's channel table in send (priority) order. Sorted by pair, then packet order (one
+/// pair's entries keep theirs: a lost open then a delivered one is not the same as the reverse),
+/// they are applied in one forward walk over the table instead of one binary search each.
+pub(crate) fn apply_entries(conn: &mut Connection, entries: &mut Vec<SettledEntry>) {
+    entries.sort_unstable_by_key(|s| (s.key, s.order));
+    let mut cursor = 0;
+    for SettledEntry { entry: e, delivered, .. } in entries.drain(..) {
+        let Some(ps) = conn.pairs.get_mut_from(&mut cursor, e.class, e.slot) else { continue };
+        if ps.epoch == e.epoch {
+            ps.in_flight = ps.in_flight.saturating_sub(1);
+        }
+        if delivered {
+            if e.open {
+                ps.flags |= pair::OPEN_ACKED;
+            }
+            continue;
+        }
+        if e.open && ps.flags & pair::OPEN_ACKED == 0 {
+            ps.flags &= !pair::OPEN_SENT;
+        }
+        conn.stats.leaves_resent += u64::from(e.leaves.count());
+        conn.owe(e.class, e.slot, e.leaves);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -301,6 +333,58 @@ mod tests {
         for _ in 0..n {
             r.sent(1, 0, 0, 0);
         }
+    }
+
+    #[test]
+    fn settled_entries_reach_their_pairs_in_packet_order_whatever_the_table_order() {
+        use crate::net::pairs::{pair_key, Pairs};
+        let mut conn = Connection::new(false, Pairs::channels(), crate::wire::packet::MIN_MTU, Seq(1));
+        let pair = |conn: &mut Connection, class, slot, flags, epoch, in_flight| {
+            let ps = conn.pairs.get_or_insert(class, slot);
+            (ps.flags, ps.epoch, ps.in_flight) = (flags, epoch, in_flight);
+        };
+        pair(&mut conn, 0, 3, pair::OPEN_SENT, 1, 2);
+        pair(&mut conn, 0, 9, pair::OPEN_ACKED, 4, 1);
+        pair(&mut conn, 1, 2, pair::OPEN_ACKED, 0, 3);
+        pair(&mut conn, 2, 7, pair::OPEN_ACKED, 0, 1);
+        let entry = |class, slot, epoch, open, leaf| SentEntry {
+            class,
+            slot,
+            guid_low: 0,
+            epoch,
+            open,
+            leaves: LeafMask::leaf(leaf),
+        };
+        let mut entries = Vec::new();
+        let mut push = |e: SentEntry, delivered| {
+            let order = entries.len() as u32;
+            entries.push(SettledEntry { key: pair_key(e.class, e.slot), order, delivered, entry: e });
+        };
+        // Packet 1, lost, in send order: (2, 7), (0, 3)'s open, (1, 2), (0, 5) which has no pair.
+        push(entry(2, 7, 0, false, 1), false);
+        push(entry(0, 3, 1, true, 0), false);
+        push(entry(1, 2, 0, false, 2), false);
+        push(entry(0, 5, 0, false, 0), false);
+        // Packet 2, delivered: (0, 3)'s open again, (0, 9) from an older channel epoch, (1, 2).
+        push(entry(0, 3, 1, true, 0), true);
+        push(entry(0, 9, 3, false, 0), true);
+        push(entry(1, 2, 0, false, 2), true);
+        apply_entries(&mut conn, &mut entries);
+        assert!(entries.is_empty());
+        let ps = |conn: &Connection, class, slot| *conn.pairs.get(class, slot).unwrap();
+        // The lost open was sent again, then the second open was acknowledged: in that order
+        // the open is acknowledged and not owed (the reverse would leave it `OPEN_SENT`).
+        let a = ps(&conn, 0, 3);
+        assert_eq!((a.flags, a.in_flight), (pair::OPEN_ACKED, 0));
+        assert_eq!(a.resend, LeafMask::leaf(0));
+        let stale = ps(&conn, 0, 9);
+        assert_eq!(stale.in_flight, 1, "an entry of an older channel leaves this one's count");
+        let b = ps(&conn, 1, 2);
+        assert_eq!((b.in_flight, b.resend), (1, LeafMask::leaf(2)));
+        let c = ps(&conn, 2, 7);
+        assert_eq!((c.in_flight, c.resend), (0, LeafMask::leaf(1)));
+        assert!(conn.pairs.get(0, 5).is_none(), "a settled entry creates no pair");
+        assert_eq!(conn.stats.leaves_resent, 3);
     }
 
     #[test]
