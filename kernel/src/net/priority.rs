@@ -51,19 +51,25 @@ pub fn net_priority(
         let d2 = d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
         let dir = viewer.direction;
         let dot = d[0] * dir[0] + d[1] * dir[1] + d[2] * dir[2];
-        if dot < 0.0 {
-            if d2 > NEAR_SIGHT * NEAR_SIGHT {
-                t *= 0.2;
-            } else if d2 > CLOSE_PROXIMITY * CLOSE_PROXIMITY {
-                t *= 0.4;
-            }
-        } else if d2 < FAR_SIGHT * FAR_SIGHT && dot * dot > 0.5 * d2 {
-            t *= 2.0;
-        } else if d2 > MED_SIGHT * MED_SIGHT {
-            t *= 0.4;
-        }
+        t *= distance_factor(d2, dot);
     }
     net_priority * t
+}
+
+/// UE's distance and direction factor for an actor `d2` away (squared) whose offset from the
+/// viewer has `dot` along the view direction. Every comparison is made and the factor picked
+/// by selects, not branches: which side of a viewer a candidate is on is a coin toss, which a
+/// branch mispredicts half the time. (A factor of 1 leaves `T` bit for bit as UE's skipped
+/// multiply does.)
+#[inline]
+fn distance_factor(d2: f32, dot: f32) -> f32 {
+    let pick = |c: bool, a: f32, b: f32| {
+        f32::from_bits((c as u32).wrapping_neg() & a.to_bits() | (!c as u32).wrapping_neg() & b.to_bits())
+    };
+    let behind = pick(d2 > NEAR_SIGHT * NEAR_SIGHT, 0.2, pick(d2 > CLOSE_PROXIMITY * CLOSE_PROXIMITY, 0.4, 1.0));
+    let ahead =
+        pick(d2 < FAR_SIGHT * FAR_SIGHT && dot * dot > 0.5 * d2, 2.0, pick(d2 > MED_SIGHT * MED_SIGHT, 0.4, 1.0));
+    pick(dot < 0.0, behind, ahead)
 }
 
 /// UE's `AActor::GetNetPriority` of an actor for one viewer, `t` seconds since its channel last
