@@ -619,7 +619,7 @@ impl NetDriver {
         };
         self.stats.stages.connections = t.elapsed().as_nanos() as u64;
         let level = self.level.as_ref().expect("checked above");
-        let mut awake = vec![false; level.due.len()];
+        let (mut awake, mut pending) = (vec![false; level.due.len()], vec![false; level.due.len()]);
         for o in &outcomes {
             for &d in &o.awake {
                 awake[d as usize] = true;
@@ -634,9 +634,13 @@ impl NetDriver {
             self.stats.stages.priority += o.nanos[1];
             self.stats.stages.write += o.nanos[2];
             for &d in &o.pending {
-                let d = &level.due[d as usize];
-                self.classes[d.class as usize].cols.clock[d.slot as usize].pending_net_update = true;
+                pending[d as usize] = true;
             }
+        }
+        // Left over by some connection: considered again next frame. One pass in due order
+        // (class, slot ascending), each actor once, however many connections left it over.
+        for (d, _) in level.due.iter().zip(&pending).filter(|&(_, &p)| p) {
+            self.classes[d.class as usize].cols.clock[d.slot as usize].pending_net_update = true;
         }
         self.stats.due_actors = level.due.len();
         let t = Instant::now();
