@@ -29,7 +29,7 @@ use super::fastarrays::{OwnerChannel, Side};
 use super::level::NOT_DUE;
 use super::pairs::{gallop, merge_rows, split_key, Channel, Pairs};
 use super::plan::plan_pair;
-use super::priority::{actor_priority, priority_key, select_top, Candidate, SPAWN_PRIORITY_SECONDS};
+use super::priority::{priority_key, select_top, Candidate, SPAWN_PRIORITY_SECONDS};
 use super::relevancy::{DueActor, RelevancyHook, RelevancyIndex};
 use super::send::{WriteCtx, Written};
 use super::settings::ActorLevelConfig;
@@ -316,20 +316,20 @@ fn candidates(ctx: &LevelCtx<'_>, conn: &mut Connection, scratch: &mut Scratch) 
 }
 
 /// Each candidate's priority key — the max over the viewers of UE's `GetNetPriority` — with
-/// its GUID and its index in the candidates.
+/// its GUID and its index in the candidates. Reads the frame's per-due-actor
+/// [`super::priority::PriorityInput`] (owner chains followed once per frame, not per connection).
 fn rank(ctx: &LevelCtx<'_>, conn: &Connection, scratch: &mut Scratch) {
     let now = ctx.time.now;
     let viewers = &conn.viewers;
     let Pairs::Channels { rows, .. } = &conn.pairs else { unreachable!("the actor level keeps channel rows") };
-    let lookup = |g: NetGuid| ctx.index.linked.get(&g);
     scratch.order.clear();
     for (i, c) in scratch.cands.iter().enumerate() {
         let row = &rows[c.row as usize];
         let t =
             if row.state.flags & pair::CHANNEL != 0 { (now - row.last_update) as f32 } else { SPAWN_PRIORITY_SECONDS };
-        let a = &ctx.due[c.due as usize];
-        let best = viewers.iter().map(|v| actor_priority(&a.rel, a.net_priority, t, v, &lookup)).fold(0.0f32, f32::max);
-        scratch.order.push(Candidate { key: priority_key(best), guid: a.rel.guid, index: i as u32 });
+        let p = &ctx.index.priority[c.due as usize];
+        let best = viewers.iter().map(|v| p.priority(t, v)).fold(0.0f32, f32::max);
+        scratch.order.push(Candidate { key: priority_key(best), guid: p.actor, index: i as u32 });
     }
 }
 

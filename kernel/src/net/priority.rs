@@ -83,15 +83,64 @@ pub fn actor_priority<'a>(
     viewer: &Viewer,
     lookup: &impl Fn(NetGuid) -> Option<&'a (ActorRelevancy, f32)>,
 ) -> f32 {
-    let (mut a, mut p) = (actor, priority);
-    for _ in 0..MAX_OWNER_DEPTH {
-        match a.owner.filter(|_| a.use_owner_relevancy).and_then(lookup) {
-            Some((owner, owner_priority)) => (a, p) = (owner, *owner_priority),
-            None => break,
+    PriorityInput::resolve(actor, priority, lookup).priority(t, viewer)
+}
+
+/// What [`actor_priority`] reads of an actor, its owner chain already followed — the same for
+/// every connection. The actor level resolves it once a frame per due actor, so ranking a
+/// candidate reads one small row (no owner lookups, no wide actor record).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PriorityInput {
+    /// The actor itself (the send order's tie-break).
+    pub actor: NetGuid,
+    /// The actor whose priority counts: this one, or its owner under owner relevancy (a
+    /// viewer's view target gets × 4).
+    pub source: NetGuid,
+    /// The source's instigator, if any (`instigated`): one instigated by the view target gets
+    /// × 4 too.
+    pub instigator: NetGuid,
+    /// Where the source is.
+    pub location: [f32; 3],
+    /// The source's `NetPriority`.
+    pub net_priority: f32,
+    /// The source has a root and is not hidden: the distance terms apply.
+    pub visible: bool,
+    /// The source has an instigator (`instigator` names it).
+    pub instigated: bool,
+}
+
+impl PriorityInput {
+    /// Follows `actor`'s owner chain under owner relevancy (see [`actor_priority`]).
+    pub fn resolve<'a>(
+        actor: &'a ActorRelevancy,
+        priority: f32,
+        lookup: &impl Fn(NetGuid) -> Option<&'a (ActorRelevancy, f32)>,
+    ) -> Self {
+        let (mut a, mut p) = (actor, priority);
+        for _ in 0..MAX_OWNER_DEPTH {
+            match a.owner.filter(|_| a.use_owner_relevancy).and_then(lookup) {
+                Some((owner, owner_priority)) => (a, p) = (owner, *owner_priority),
+                None => break,
+            }
+        }
+        Self {
+            actor: actor.guid,
+            source: a.guid,
+            instigator: a.instigator.unwrap_or(NetGuid::NULL),
+            location: a.location,
+            net_priority: p,
+            visible: a.has_root && !a.hidden,
+            instigated: a.instigator.is_some(),
         }
     }
-    let view_target = viewer.view_target.is_some_and(|vt| a.guid == vt || a.instigator == Some(vt));
-    net_priority(a.location, p, t, view_target, a.has_root && !a.hidden, viewer)
+
+    /// The priority for one viewer, `t` seconds since the channel last replicated.
+    #[inline]
+    pub fn priority(&self, t: f32, viewer: &Viewer) -> f32 {
+        let view_target =
+            viewer.view_target.is_some_and(|vt| self.source == vt || (self.instigated && self.instigator == vt));
+        net_priority(self.location, self.net_priority, t, view_target, self.visible, viewer)
+    }
 }
 
 /// The integer sort key of a priority: `round(65536 × p)`, saturating (NaN and negatives: 0).
@@ -170,6 +219,65 @@ mod tests {
         assert_eq!(net_priority([-1.0e6, 0.0, 0.0], 1.0, 1.0, false, false, &viewer()), 1.0);
         // NetPriority and T scale it.
         assert_eq!(net_priority([7999.0, 0.0, 0.0], 3.0, 0.5, false, true, &viewer()), 3.0);
+    }
+
+    #[test]
+    fn owner_relevancy_takes_the_owners_place_priority_and_view_target() {
+        use std::collections::HashMap;
+        let g = NetGuid;
+        // Owner 2 far behind the viewer with priority 3; weapon 4 owned by it, right ahead;
+        // projectile 6 owned by the weapon, instigated by 8; a cycle 10 ↔ 12.
+        let owner = ActorRelevancy { ..ActorRelevancy::at(g(2), [-5000.0, 0.0, 0.0]) };
+        let weapon = ActorRelevancy {
+            owner: Some(g(2)),
+            use_owner_relevancy: true,
+            ..ActorRelevancy::at(g(4), [100.0, 0.0, 0.0])
+        };
+        let projectile = ActorRelevancy {
+            owner: Some(g(4)),
+            instigator: Some(g(8)),
+            use_owner_relevancy: true,
+            ..ActorRelevancy::at(g(6), [100.0, 0.0, 0.0])
+        };
+        let loner = ActorRelevancy {
+            owner: Some(g(2)),
+            instigator: Some(g(8)),
+            ..ActorRelevancy::at(g(14), [100.0, 0.0, 0.0])
+        };
+        let a = ActorRelevancy {
+            owner: Some(g(12)),
+            use_owner_relevancy: true,
+            ..ActorRelevancy::at(g(10), [100.0, 0.0, 0.0])
+        };
+        let b = ActorRelevancy {
+            owner: Some(g(10)),
+            use_owner_relevancy: true,
+            ..ActorRelevancy::at(g(12), [100.0, 0.0, 0.0])
+        };
+        let table: HashMap<NetGuid, (ActorRelevancy, f32)> =
+            [(g(2), (owner, 3.0)), (g(4), (weapon, 1.0)), (g(10), (a, 1.0)), (g(12), (b, 1.0))].into();
+        let lookup = |x: NetGuid| table.get(&x);
+        let v = viewer();
+        // Behind beyond 2000: 0.2 × the owner's priority 3, whatever the weapon's own place.
+        for follower in [&weapon, &projectile] {
+            let input = PriorityInput::resolve(follower, 1.0, &lookup);
+            assert_eq!((input.actor, input.source), (follower.guid, g(2)));
+            assert_eq!(input.priority(1.0, &v), 3.0 * 0.2);
+            assert_eq!(input.priority(1.0, &v), actor_priority(follower, 1.0, 1.0, &v, &lookup));
+        }
+        // Viewing the owner: × 4 for its followers; the projectile's own instigator no longer
+        // counts (the owner's does, and it has none).
+        let on = |vt| Viewer { view_target: Some(g(vt)), ..viewer() };
+        assert_eq!(PriorityInput::resolve(&projectile, 1.0, &lookup).priority(1.0, &on(2)), 12.0);
+        assert_eq!(PriorityInput::resolve(&projectile, 1.0, &lookup).priority(1.0, &on(8)), 3.0 * 0.2);
+        // Without owner relevancy an actor keeps its own place, and its instigator counts.
+        let own = PriorityInput::resolve(&loner, 1.5, &lookup);
+        assert_eq!((own.source, own.priority(1.0, &v)), (g(14), 1.5 * 2.0));
+        assert_eq!(own.priority(1.0, &on(8)), 1.5 * 4.0);
+        let alone = PriorityInput::resolve(&owner, 3.0, &lookup);
+        assert_eq!(alone.priority(1.0, &on(0)), 3.0 * 0.2, "a null view target matches no missing instigator");
+        // A cycle ends after MAX_OWNER_DEPTH links (an even number: back where it started).
+        assert_eq!(PriorityInput::resolve(&a, 1.0, &lookup).source, g(10));
     }
 
     #[test]

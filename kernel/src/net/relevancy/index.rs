@@ -31,6 +31,7 @@
 
 use super::{relevant_to_connection, ActorRelevancy, RelevancyHook, Viewer, MAX_OWNER_DEPTH};
 use crate::ids::NetGuid;
+use crate::net::priority::PriorityInput;
 use crate::net::spatial::{GridConfig, GridConfigError, SpatialGrid};
 
 /// One actor of the frame's consider list.
@@ -88,6 +89,9 @@ pub(crate) struct RelevancyIndex {
     by_conn: Vec<(u32, u32)>,
     /// Actors on the owner chains of due actors (due or not), for the rules' lookups.
     pub linked: crate::ids::GuidMap<(ActorRelevancy, f32)>,
+    /// Per due actor, what its priority reads, owner chain followed: what each connection's
+    /// ranking reads instead of the wide [`DueActor`] and the owner lookups.
+    pub priority: Vec<PriorityInput>,
 }
 
 impl RelevancyIndex {
@@ -103,6 +107,7 @@ impl RelevancyIndex {
             instigated: Vec::new(),
             by_conn: Vec::new(),
             linked: Default::default(),
+            priority: Vec::new(),
         })
     }
 
@@ -158,6 +163,10 @@ impl RelevancyIndex {
                 link = owner.and_then(|o| o.0.owner);
             }
         }
+        // The owner chains are all in `linked` only now.
+        let lookup = |g: NetGuid| self.linked.get(&g);
+        self.priority.clear();
+        self.priority.extend(due.iter().map(|d| PriorityInput::resolve(&d.rel, d.net_priority, &lookup)));
         self.owned.sort_unstable();
         self.owned.dedup();
         self.instigated.sort_unstable();
