@@ -26,7 +26,7 @@ pub const COMPARE_ACTORS: usize = 100_000;
 pub fn main_job(json: bool, progress: &mut dyn FnMut(&str), session: &mut Session) -> Result<(), String> {
     let started = std::time::Instant::now();
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-    rayon::ThreadPoolBuilder::new().num_threads(threads).build_global().map_err(|e| e.to_string())?;
+    crate::build_pool(threads)?;
     let isa = Kernels::best().isa.name();
     let cfg = Profile::BattleRoyale.config(1);
     let KernelPass { world, server, records, .. } = kernel_pass(&cfg, FRAMES, threads, None, None, progress, session)?;

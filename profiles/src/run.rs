@@ -88,7 +88,7 @@ pub(crate) fn run(
     check_memory("this run", cfg.all_actors() as f64 * 600.0 + cfg.connections as f64 * 100_000.0)?;
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let threads = args.threads.unwrap_or(cores).max(1);
-    rayon::ThreadPoolBuilder::new().num_threads(threads).build_global().map_err(|e| e.to_string())?;
+    crate::build_pool(threads)?;
     let reference_frames = args.reference_frames.unwrap_or(profile.default_reference_frames()).min(frames);
     if reference_frames == 0 && session.profiles(Phase::Reference) {
         return Err("--flamegraph-phase reference needs the reference pass (--reference-frames above 0)".into());

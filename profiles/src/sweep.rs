@@ -333,7 +333,7 @@ pub fn sweep(args: &SweepArgs, json: bool, terminal: bool, session: &mut Session
     for p in csv_paths.iter().chain(&plot_paths).chain(&json_path) {
         check_writable(p, true)?;
     }
-    rayon::ThreadPoolBuilder::new().num_threads(threads).build_global().map_err(|e| e.to_string())?;
+    crate::build_pool(threads)?;
 
     let bar = Bar::new(jobs.len(), terminal && !json);
     let mut points = Vec::with_capacity(jobs.len());

@@ -365,7 +365,7 @@ pub struct NetDriver {
 
 /// A tick from outside the rayon pool runs on one of its workers when the last took at least
 /// this long (see [`NetDriver::tick`]).
-const POOL_TICK_MIN_NS: u64 = 1_000_000;
+const POOL_TICK_MIN_NS: u64 = 4_000_000;
 
 impl NetDriver {
     /// A driver with no classes and no connections.
@@ -817,10 +817,12 @@ impl NetDriver {
     /// One server frame. `stores` are the registered stores, in any order, each once.
     ///
     /// With [`DriverConfig::parallel`], the frame's parallel phases run on the current rayon
-    /// pool. Called from a thread outside any pool, a frame whose predecessor took a millisecond
-    /// or more moves onto a worker of the global pool and the calling thread waits (so each
-    /// phase starts without waiting for a sleeping worker to wake); call it inside
-    /// `pool.install` to run it on a pool of your own.
+    /// pool. Best called from a thread of that pool — e.g. a game thread made a worker of the
+    /// global pool with `rayon::ThreadPoolBuilder::use_current_thread`, or inside
+    /// `pool.install` — so each phase starts on the calling thread at once. Called from outside
+    /// any pool, a frame whose predecessor took 4 ms or more moves onto a worker of the global
+    /// pool and the calling thread waits: one worker wake-up per frame instead of one per
+    /// parallel phase.
     ///
     /// ```
     /// use shadowrep::client::ClientWorld;
@@ -850,8 +852,8 @@ impl NetDriver {
         // phase then starts at once on this worker while the other wakes, instead of this
         // thread blocking until a sleeping worker wakes for it — on a loaded two-core host the
         // wake took 0.4–0.6 ms, paid by every phase (battle_royale's connections phase started
-        // ~0.5 ms late on both workers). A small frame stays here: one wake would cost more
-        // than its parallel work saves.
+        // ~0.5 ms late on both workers). A smaller frame stays here: the one wake-up of the move
+        // (~0.4 ms there) cost open_world's 2 ms frames more than their phases' wakes.
         let move_to_pool =
             self.cfg.parallel && self.last_tick_ns >= POOL_TICK_MIN_NS && rayon::current_thread_index().is_none();
         let stats = if move_to_pool { rayon::scope(|_| self.tick_body(stores)) } else { self.tick_body(stores) };

@@ -105,7 +105,7 @@ pub fn serve(args: &ServeArgs, json: bool, run: &mut crate::Session) -> Result<(
     crate::check_memory("this world", cfg.all_actors() as f64 * 600.0 + cfg.connections as f64 * 100_000.0)?;
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let threads = args.threads.unwrap_or(cores);
-    rayon::ThreadPoolBuilder::new().num_threads(threads).build_global().map_err(|e| e.to_string())?;
+    crate::build_pool(threads)?;
 
     let socket = UdpSocket::bind(args.bind).map_err(|e| format!("cannot bind {}: {e}", args.bind))?;
     let local = socket.local_addr().map_err(|e| e.to_string())?;
