@@ -227,33 +227,17 @@ mod tests {
         let g = NetGuid;
         // Owner 2 far behind the viewer with priority 3; weapon 4 owned by it, right ahead;
         // projectile 6 owned by the weapon, instigated by 8; a cycle 10 ↔ 12.
-        let owner = ActorRelevancy { ..ActorRelevancy::at(g(2), [-5000.0, 0.0, 0.0]) };
-        let weapon = ActorRelevancy {
-            owner: Some(g(2)),
+        let owner = ActorRelevancy::at(g(2), [-5000.0, 0.0, 0.0]);
+        // An actor right ahead of the viewer that follows its owner's relevancy.
+        let follower = |guid, of| ActorRelevancy {
+            owner: Some(g(of)),
             use_owner_relevancy: true,
-            ..ActorRelevancy::at(g(4), [100.0, 0.0, 0.0])
+            ..ActorRelevancy::at(g(guid), [100.0, 0.0, 0.0])
         };
-        let projectile = ActorRelevancy {
-            owner: Some(g(4)),
-            instigator: Some(g(8)),
-            use_owner_relevancy: true,
-            ..ActorRelevancy::at(g(6), [100.0, 0.0, 0.0])
-        };
-        let loner = ActorRelevancy {
-            owner: Some(g(2)),
-            instigator: Some(g(8)),
-            ..ActorRelevancy::at(g(14), [100.0, 0.0, 0.0])
-        };
-        let a = ActorRelevancy {
-            owner: Some(g(12)),
-            use_owner_relevancy: true,
-            ..ActorRelevancy::at(g(10), [100.0, 0.0, 0.0])
-        };
-        let b = ActorRelevancy {
-            owner: Some(g(10)),
-            use_owner_relevancy: true,
-            ..ActorRelevancy::at(g(12), [100.0, 0.0, 0.0])
-        };
+        let weapon = follower(4, 2);
+        let projectile = ActorRelevancy { instigator: Some(g(8)), ..follower(6, 4) };
+        let loner = ActorRelevancy { use_owner_relevancy: false, instigator: Some(g(8)), ..follower(14, 2) };
+        let (a, b) = (follower(10, 12), follower(12, 10));
         let table: HashMap<NetGuid, (ActorRelevancy, f32)> =
             [(g(2), (owner, 3.0)), (g(4), (weapon, 1.0)), (g(10), (a, 1.0)), (g(12), (b, 1.0))].into();
         let lookup = |x: NetGuid| table.get(&x);
