@@ -509,7 +509,7 @@ fn replicate(
     due: &DueActor,
 ) {
     let c = &ctx.write.classes[due.class as usize];
-    let actor = &c.actors[due.slot as usize];
+    let actor = &due.actor;
     let replay = conn.replay;
     let ps = &mut rows(conn)[row].state;
     // The common case of an actor at rest on an open channel: nothing owed, no lookups.
@@ -526,7 +526,7 @@ fn replicate(
         let (this_frame, catch_up) = if ps.sent_through == due.since {
             (due.changed, false)
         } else {
-            (LeafMask::EMPTY, ps.sent_through == Frame(0) || c.history.last_changed(due.slot) > ps.sent_through)
+            (LeafMask::EMPTY, ps.sent_through == Frame(0) || due.last_changed > ps.sent_through)
         };
         plan_pair(ci, replay, ps, c, (due.class, due.slot), actor, this_frame, catch_up, ctx.time.frame)
     };

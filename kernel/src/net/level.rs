@@ -698,7 +698,8 @@ impl NetDriver {
                         let slot = first_page * PAGE_LANES + i;
                         let a = actors[slot];
                         let since = last[i];
-                        let changed = history.last_changed(slot as u32) > since;
+                        let last_changed = history.last_changed(slot as u32);
+                        let changed = last_changed > since;
                         let s = &settings[slot];
                         clock[i].considered(a.guid, &time, &s.frequency, adaptive, changed);
                         last[i] = time.frame;
@@ -724,6 +725,8 @@ impl NetDriver {
                             condition: sub_condition[slot],
                             autonomous: a.autonomous,
                             owner_slot: sub_condition[slot].and(owner_actor[slot]).and_then(|g| guids.get(&g).copied()),
+                            actor: a,
+                            last_changed,
                         });
                     }
                 }

@@ -64,6 +64,11 @@ pub(crate) struct DueActor {
     pub autonomous: bool,
     /// A sub-object's owner's (class, slot), while the owner lives.
     pub owner_slot: Option<(u32, u32)>,
+    /// Its replication state (a copy: nothing changes it while a frame runs), so a send reads
+    /// this record and not the class's actor table too.
+    pub actor: crate::net::actors::ActorNet,
+    /// The last frame that changed it (its history's stamp), likewise.
+    pub last_changed: crate::ids::Frame,
 }
 
 impl DueActor {
