@@ -323,20 +323,16 @@ fn check_writable(path: &Path, mkdir: bool) -> Result<File, String> {
     File::create(path).map_err(|e| format!("cannot write {}: {e}", path.display()))
 }
 
-/// Refuses a run whose estimated memory (`bytes`) is more than the machine has available.
 /// Builds the global rayon pool of `threads` threads with the calling thread as one of them (as
 /// an engine's game thread is a worker of its job system): a frame's parallel phases start on
 /// this thread at once, and no worker has to wake before the frame can begin. (Called from a
 /// thread outside the pool, a long `NetDriver::tick` moves itself onto a worker instead, which
 /// costs one wake-up: 0.4 ms on a loaded two-core VM.)
 pub(crate) fn build_pool(threads: usize) -> Result<(), String> {
-    rayon::ThreadPoolBuilder::new()
-        .num_threads(threads.max(1))
-        .use_current_thread()
-        .build_global()
-        .map_err(|e| e.to_string())
+    rayon::ThreadPoolBuilder::new().num_threads(threads).use_current_thread().build_global().map_err(|e| e.to_string())
 }
 
+/// Refuses a run whose estimated memory (`bytes`) is more than the machine has available.
 fn check_memory(what: &str, bytes: f64) -> Result<(), String> {
     let available = std::fs::read_to_string("/proc/meminfo").ok().and_then(|m| {
         let line = m.lines().find(|l| l.starts_with("MemAvailable:"))?;

@@ -213,8 +213,6 @@ impl Reliability {
 /// One entry of a settled packet, waiting for [`apply_entries`].
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct SettledEntry {
-    /// The pair's key ([`super::pairs::pair_key`]).
-    key: u64,
     /// Its place among the feedback's settled entries (packet order).
     order: u32,
     delivered: bool,
@@ -247,8 +245,7 @@ pub(crate) fn apply_settled(
         let Some(e) = conn.rel.entries.pop_front() else { break };
         let Some(a) = classes[e.class as usize].actors.get(e.slot as usize) else { continue };
         if a.alive && e.names(a.guid) {
-            let (key, order) = (super::pairs::pair_key(e.class, e.slot), entries.len() as u32);
-            entries.push(SettledEntry { key, order, delivered, entry: e });
+            entries.push(SettledEntry { order: entries.len() as u32, delivered, entry: e });
         }
     }
     for _ in 0..rec.closes {
@@ -295,7 +292,7 @@ pub(crate) fn apply_settled(
 /// pair's entries keep theirs: a lost open then a delivered one is not the same as the reverse),
 /// they are applied in one forward walk over the table instead of one binary search each.
 pub(crate) fn apply_entries(conn: &mut Connection, entries: &mut Vec<SettledEntry>) {
-    entries.sort_unstable_by_key(|s| (s.key, s.order));
+    entries.sort_unstable_by_key(|s| (super::pairs::pair_key(s.entry.class, s.entry.slot), s.order));
     let mut cursor = 0;
     for SettledEntry { entry: e, delivered, .. } in entries.drain(..) {
         let Some(ps) = conn.pairs.get_mut_from(&mut cursor, e.class, e.slot) else { continue };
@@ -337,7 +334,7 @@ mod tests {
 
     #[test]
     fn settled_entries_reach_their_pairs_in_packet_order_whatever_the_table_order() {
-        use crate::net::pairs::{pair_key, Pairs};
+        use crate::net::pairs::Pairs;
         let mut conn = Connection::new(false, Pairs::channels(), crate::wire::packet::MIN_MTU, Seq(1));
         let pair = |conn: &mut Connection, class, slot, flags, epoch, in_flight| {
             let ps = conn.pairs.get_or_insert(class, slot);
@@ -358,7 +355,7 @@ mod tests {
         let mut entries = Vec::new();
         let mut push = |e: SentEntry, delivered| {
             let order = entries.len() as u32;
-            entries.push(SettledEntry { key: pair_key(e.class, e.slot), order, delivered, entry: e });
+            entries.push(SettledEntry { order, delivered, entry: e });
         };
         // Packet 1, lost, in send order: (2, 7), (0, 3)'s open, (1, 2), (0, 5) which has no pair.
         push(entry(2, 7, 0, false, 1), false);

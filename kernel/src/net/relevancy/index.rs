@@ -42,8 +42,6 @@ pub(crate) struct DueActor {
     /// What relevancy and priority read (GUID, location, owner, instigator, flags).
     pub rel: ActorRelevancy,
     pub net_priority: f32,
-    /// The connection that owns it ([`crate::net::NetDriver::set_owner`]).
-    pub owner_conn: Option<u32>,
     /// Loaded with the level: never closed for relevancy.
     pub startup: bool,
     /// Decided by UE's rules one by one, not by the grid.
@@ -58,14 +56,15 @@ pub(crate) struct DueActor {
     pub dormancy: crate::net::dormancy::Dormancy,
     /// It wants dormancy and may sleep (relevant by distance alone: see [`crate::net::dormancy`]).
     pub sleepy: bool,
-    /// A sub-object's condition, and whether its owner is an autonomous proxy on the owning
-    /// connection.
+    /// A sub-object's condition (whether its owner is an autonomous proxy on the owning
+    /// connection is `actor.autonomous`).
     pub condition: Option<crate::net::lifecycle::SubObjectCondition>,
-    pub autonomous: bool,
     /// A sub-object's owner's (class, slot), while the owner lives.
     pub owner_slot: Option<(u32, u32)>,
-    /// Its replication state (a copy: nothing changes it while a frame runs), so a send reads
-    /// this record and not the class's actor table too.
+    /// Its replication state, among it the connection that owns it (`owner`,
+    /// [`crate::net::NetDriver::set_owner`]) and whether it is an autonomous proxy there: a copy
+    /// (nothing changes it while a frame runs), so a send reads this record and not the class's
+    /// actor table too.
     pub actor: crate::net::actors::ActorNet,
     /// The last frame that changed it (its history's stamp), likewise.
     pub last_changed: crate::ids::Frame,
@@ -75,7 +74,7 @@ impl DueActor {
     /// Whether connection `ci` (`replay`: a replay connection) may have it at all: a
     /// sub-object's condition; every other actor: yes.
     pub fn allowed_for(&self, ci: u32, replay: bool) -> bool {
-        self.condition.is_none_or(|c| c.allows(self.owner_conn == Some(ci), self.autonomous, replay))
+        self.condition.is_none_or(|c| c.allows(self.actor.owner == Some(ci), self.actor.autonomous, replay))
     }
 }
 
@@ -142,7 +141,7 @@ impl RelevancyIndex {
                 self.grid_due.push(i);
                 self.positions.push(d.rel.location);
                 self.cull_sq.push(d.rel.cull_distance_squared);
-                if let Some(c) = d.owner_conn {
+                if let Some(c) = d.actor.owner {
                     self.by_conn.push((c, i));
                 }
                 if let Some(g) = d.rel.instigator {
@@ -226,7 +225,7 @@ impl RelevancyIndex {
         let by_rules = |i: u32| {
             let d = &due[i as usize];
             let hook = hooks.get(d.class as usize).and_then(Option::as_ref);
-            relevant_to_connection(&d.rel, d.owner_conn == Some(conn), viewers, hook, &lookup)
+            relevant_to_connection(&d.rel, d.actor.owner == Some(conn), viewers, hook, &lookup)
         };
         for &i in &self.rules {
             if by_rules(i) {
@@ -249,10 +248,10 @@ impl RelevancyIndex {
             // same connection (its answer counts that ownership); otherwise UE's rules.
             let owner_due = owner_due.filter(|&o| {
                 let od = &due[o as usize];
-                !hooked(od.class) && !hooked(d.class) && !od.rel.use_owner_relevancy && od.owner_conn == d.owner_conn
+                !hooked(od.class) && !hooked(d.class) && !od.rel.use_owner_relevancy && od.actor.owner == d.actor.owner
             });
             let relevant = match owner_due {
-                Some(o) => out.binary_search(&o).is_ok() || viewed(d.rel.guid) || d.owner_conn == Some(conn),
+                Some(o) => out.binary_search(&o).is_ok() || viewed(d.rel.guid) || d.actor.owner == Some(conn),
                 None => by_rules(i),
             };
             if relevant {
