@@ -90,8 +90,12 @@ fn take_front<'a, T>(rest: &mut &'a mut [T], n: usize) -> &'a mut [T] {
     front
 }
 
-/// One job per page of `order` (ascending page indices), each borrowing only its page's parts.
-pub(super) fn split_jobs<'a>(order: &[usize], src: JobSource<'a>) -> Vec<PageJob<'a>> {
+/// One job per page of `order` (ascending page indices), each borrowing only its page's parts,
+/// cut as the iterator goes (a serial compare never holds more than one job).
+pub(super) fn split_jobs<'a, 'o>(
+    order: &'o [usize],
+    src: JobSource<'a>,
+) -> impl Iterator<Item = PageJob<'a>> + use<'a, 'o> {
     let JobSource {
         mut shadow,
         live,
@@ -111,9 +115,8 @@ pub(super) fn split_jobs<'a>(order: &[usize], src: JobSource<'a>) -> Vec<PageJob
         Some((v, u)) => (Some(v), Some(u)),
         None => (None, None),
     };
-    let mut jobs = Vec::with_capacity(order.len());
     let mut at = 0;
-    for (i, &p) in order.iter().enumerate() {
+    order.iter().enumerate().map(move |(i, &p)| {
         let skip = p - at;
         take_front(&mut shadow, skip * stride);
         take_front(&mut shadow_arrays, skip);
@@ -128,7 +131,8 @@ pub(super) fn split_jobs<'a>(order: &[usize], src: JobSource<'a>) -> Vec<PageJob
             }
             _ => None,
         };
-        jobs.push(PageJob {
+        at = p + 1;
+        PageJob {
             index: p,
             shadow: take_front(&mut shadow, stride),
             live: &live[p * stride..(p + 1) * stride],
@@ -141,10 +145,8 @@ pub(super) fn split_jobs<'a>(order: &[usize], src: JobSource<'a>) -> Vec<PageJob
             check,
             prefetch: if prefetch { order.get(i + PREFETCH_PAGES).copied() } else { None },
             prefetch_far: if prefetch { order.get(i + 2 * PREFETCH_PAGES).copied() } else { None },
-        });
-        at = p + 1;
-    }
-    jobs
+        }
+    })
 }
 
 /// What one shard of a compare counted: pages and lanes visited, and (with

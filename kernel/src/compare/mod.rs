@@ -392,12 +392,13 @@ impl ShadowState {
                 },
             );
             let tally = if parallel {
-                jobs.into_par_iter()
+                jobs.collect::<Vec<_>>()
+                    .into_par_iter()
                     .with_min_len(16)
                     .fold(|| Tally::new(stat_words), fold)
                     .reduce(|| Tally::new(stat_words), Tally::add)
             } else {
-                jobs.into_iter().fold(Tally::new(stat_words), fold)
+                jobs.fold(Tally::new(stat_words), fold)
             };
             written = (order.len() < pages).then_some(order);
             tally

@@ -213,6 +213,11 @@ impl<'a> Plan<'a> {
                 (true, true) => marked,
                 (true, false) => page.occupied,
             };
+            // A parent with nothing to compare here (push-ruled and unmarked, the common case
+            // of a push frame's page) costs one mask test, not a visit of its leaves.
+            if marked == 0 && consider_fixed == 0 {
+                continue;
+            }
             for li in parent.leaves.clone() {
                 let leaf = &self.layout.leaves[li];
                 let changed = match leaf.array {
@@ -220,13 +225,14 @@ impl<'a> Plan<'a> {
                     None if consider_fixed != 0 => self.compare_leaf(&mut page, leaf.planes.clone(), consider_fixed),
                     _ => 0,
                 };
-                if any != 0 {
+                if changed != 0 {
+                    // The page's first change zeroes its masks; only changed leaves are written.
+                    if any == 0 {
+                        masks.fill(0);
+                    }
                     masks[li] = changed;
-                } else if changed != 0 {
-                    masks[..li].fill(0);
-                    masks[li] = changed;
+                    any |= changed;
                 }
-                any |= changed;
             }
         }
         any
@@ -281,9 +287,6 @@ impl<'a> Plan<'a> {
                 }
                 let changed = self.compare_arrays(&mut page, a, li, consider, arrays);
                 if changed != 0 {
-                    if any == 0 {
-                        masks.fill(0);
-                    }
                     masks[li] = changed;
                     any |= changed;
                 }
