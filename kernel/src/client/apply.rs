@@ -1,0 +1,259 @@
+//! Applying a validated packet to the actor table: exports bind static actors loaded with the
+//! level, closes destroy an actor (or keep it, for dormancy and tear-off), bunches spawn or bind
+//! their actor and write its records; a reference to an object the client lacks waits, unmapped,
+//! until its target arrives; notifies fire by their declared mode.
+
+use super::{ClientEvent, ClientWorld, NotifyEvent, Unmapped, MAX_UNMAPPED};
+use crate::ids::NetGuid;
+use crate::schema::{LeafKind, Notify};
+use crate::store::value_bits_eq;
+use crate::value::Value;
+use crate::wire::bunch::{Close, RecordValue};
+use crate::wire::open::{CloseReason, OpenHeader, OpenKind};
+
+impl ClientWorld {
+    /// Binds a static actor the client loaded at `path` to `guid` (an export: the server's
+    /// references name it), and writes the references that waited for it. An export of a path
+    /// the client did not load, or already bound to another GUID, changes nothing.
+    pub(super) fn bind_export(&mut self, guid: NetGuid, path: &str) {
+        if self.actors.contains_key(&guid) {
+            return;
+        }
+        let Some(entry) = self.level.get_mut(path).filter(|e| e.2.is_none()) else {
+            self.stats.unknown_statics += 1;
+            return;
+        };
+        entry.2 = Some(guid);
+        let (class, id) = (entry.0, entry.1);
+        self.bound.insert(guid, path.into());
+        self.actors.insert(guid, (class, id));
+        self.events.push(ClientEvent::Bound { guid, class });
+        self.resolve(guid);
+    }
+
+    /// Applies a channel's close. Closing an actor the client never got (its open was lost) is
+    /// no error; a destroyed static actor is found by its path if its GUID was never bound.
+    pub(super) fn close(&mut self, guid: NetGuid, close: Close) {
+        match close.reason {
+            CloseReason::Destroyed => {
+                if self.fast.remove(guid) {
+                    // A fast array removed from its owner (or no longer for this connection).
+                } else if self.actors.contains_key(&guid) {
+                    // A bound static actor's level entry goes with it (`destroy`).
+                    self.destroy(guid);
+                } else if let Some(path) = close.path.as_deref() {
+                    // A static actor this client never bound (it joined after the destruction,
+                    // or the actor never opened here): only a path bound to nobody is taken.
+                    if let Some((class, id, None)) = self.level.get(path).copied() {
+                        self.level.remove(path);
+                        let _ = self.classes[class as usize].store.despawn(id);
+                        self.events.push(ClientEvent::Destroyed { guid });
+                    }
+                }
+            }
+            CloseReason::Dormant => {
+                if self.actors.contains_key(&guid) && self.dormant.insert(guid) {
+                    self.events.push(ClientEvent::Dormant { guid });
+                }
+            }
+            CloseReason::TornOff => {
+                if self.actors.contains_key(&guid) && self.torn.insert(guid) {
+                    self.dormant.remove(&guid);
+                    self.unmapped.retain(|u| u.owner != guid);
+                    self.events.push(ClientEvent::TornOff { guid });
+                }
+            }
+        }
+    }
+
+    /// Removes actor `guid` and everything kept about it, and its sub-objects with it (one level:
+    /// a sub-object owns none).
+    pub(super) fn destroy(&mut self, guid: NetGuid) {
+        let subs = self.inner.remove(&guid).unwrap_or_default();
+        self.fast.remove_owned(guid);
+        for g in std::iter::once(guid).chain(subs) {
+            if let Some((class, id)) = self.actors.remove(&g) {
+                let _ = self.classes[class as usize].store.despawn(id);
+                self.unmapped.retain(|u| u.owner != g);
+                self.spawn.remove(&g);
+                self.dormant.remove(&g);
+                self.torn.remove(&g);
+                if let Some(path) = self.bound.remove(&g) {
+                    self.level.remove(&path);
+                }
+                self.events.push(ClientEvent::Destroyed { guid: g });
+            }
+            if let Some(owner) = self.outer.remove(&g) {
+                if let Some(list) = self.inner.get_mut(&owner) {
+                    list.retain(|&x| x != g);
+                }
+            }
+        }
+    }
+
+    pub(super) fn apply_bunch(&mut self, class: u32, b: crate::wire::bunch::Bunch) {
+        let guid = b.guid;
+        let mut spawned = false;
+        self.dormant.remove(&guid);
+        let id = match (self.actors.get(&guid), &b.open) {
+            (Some(&(_, id)), _) => id,
+            (None, Some(OpenHeader { kind: OpenKind::Static(path), .. })) => {
+                // Checked before anything was applied: the path names a loaded actor of this
+                // class; an export earlier in the packet may have bound it to another GUID since.
+                let Some(entry) = self.level.get_mut(path).filter(|e| e.2.is_none_or(|g| g == guid)) else {
+                    self.stats.unknown_statics += 1;
+                    return;
+                };
+                entry.2 = Some(guid);
+                let id = entry.1;
+                self.bound.insert(guid, path.clone());
+                self.actors.insert(guid, (class, id));
+                self.events.push(ClientEvent::Bound { guid, class });
+                spawned = true;
+                id
+            }
+            (None, open) => {
+                let id = self.classes[class as usize].store.spawn();
+                match open {
+                    Some(OpenHeader { kind: OpenKind::Spawn(info), .. }) => {
+                        self.spawn.insert(guid, *info);
+                    }
+                    Some(OpenHeader { kind: OpenKind::SubObject { owner }, .. }) => {
+                        self.outer.insert(guid, *owner);
+                        self.inner.entry(*owner).or_default().push(guid);
+                    }
+                    _ => {}
+                }
+                self.actors.insert(guid, (class, id));
+                self.events.push(ClientEvent::Spawned { guid, class });
+                spawned = true;
+                id
+            }
+        };
+        let layout = self.classes[class as usize].layout.clone();
+        let mut touched: Vec<(usize, Value)> = Vec::new();
+        for r in &b.records {
+            let Some(leaf_index) = r.handle.checked_sub(1).map(usize::from) else { continue };
+            let leaf = &layout.leaves[leaf_index];
+            let store = &mut self.classes[class as usize].store;
+            if !touched.iter().any(|t| t.0 == leaf.parent) {
+                if let Ok(old) = store.get(id, leaf.parent) {
+                    touched.push((leaf.parent, old));
+                }
+            }
+            match &r.value {
+                RecordValue::Leaf(bytes) => {
+                    self.unmapped.retain(|u| !(u.owner == guid && u.leaf == leaf_index && u.element.is_none()));
+                    let mut bytes = bytes.clone();
+                    if leaf.kind == LeafKind::Object {
+                        self.map_reference(guid, leaf_index, None, &mut bytes);
+                    }
+                    let _ = self.classes[class as usize].store.write_leaf_bytes(id, leaf_index, &bytes);
+                }
+                RecordValue::Array { count, elements } => {
+                    let Some(a) = leaf.array else { continue };
+                    let array = &layout.arrays[a];
+                    let per = array.elements.len().max(1);
+                    let count = *count as usize;
+                    self.unmapped.retain(|u| {
+                        !(u.owner == guid && u.leaf == leaf_index && u.element.is_some_and(|e| e.0 >= count))
+                    });
+                    let mut writes = Vec::with_capacity(elements.len());
+                    for (nested, bytes) in elements {
+                        let (e, i) = ((*nested as usize - 1) / per, (*nested as usize - 1) % per);
+                        let mut bytes = bytes.clone();
+                        self.unmapped
+                            .retain(|u| !(u.owner == guid && u.leaf == leaf_index && u.element == Some((e, i))));
+                        if array.elements[i].kind == LeafKind::Object {
+                            self.map_reference(guid, leaf_index, Some((e, i)), &mut bytes);
+                        }
+                        writes.push((e, i, bytes));
+                    }
+                    if let Ok(buf) = self.classes[class as usize].store.array_bytes_mut(id, a) {
+                        buf.resize(count * array.stride, 0);
+                        for (e, i, bytes) in writes {
+                            let at = e * array.stride + array.elements[i].offset;
+                            buf[at..at + bytes.len()].copy_from_slice(&bytes);
+                        }
+                    }
+                }
+            }
+        }
+        let store = &self.classes[class as usize].store;
+        for (parent, old) in touched {
+            let Ok(new) = store.get(id, parent) else { continue };
+            fire(&mut self.notifies, layout.parents[parent].notify, guid, parent, old, new);
+        }
+        if spawned {
+            self.resolve(guid);
+        }
+    }
+
+    /// An object reference to an object the client lacks (an actor not opened yet, a static
+    /// object neither registered nor exported yet) is written as null and remembered.
+    fn map_reference(&mut self, owner: NetGuid, leaf: usize, element: Option<(usize, usize)>, bytes: &mut [u8]) {
+        let g = guid_of(bytes);
+        if !g.is_null() && !self.actors.contains_key(&g) && !self.statics.contains(&g) {
+            if self.unmapped.len() < MAX_UNMAPPED {
+                self.unmapped.push(Unmapped { owner, leaf, element, target: g });
+            } else {
+                self.stats.unmapped_dropped += 1;
+            }
+            bytes[..8].fill(0);
+        }
+    }
+
+    /// Actor `target` arrived: writes every reference waiting for it and fires their notifies.
+    pub(super) fn resolve(&mut self, target: NetGuid) {
+        let (ready, rest): (Vec<Unmapped>, Vec<Unmapped>) = self.unmapped.drain(..).partition(|u| u.target == target);
+        self.unmapped = rest;
+        for u in ready {
+            let Some(&(class, id)) = self.actors.get(&u.owner) else { continue };
+            let c = &mut self.classes[class as usize];
+            let layout = c.layout.clone();
+            let parent = layout.leaves[u.leaf].parent;
+            let Ok(old) = c.store.get(id, parent) else { continue };
+            let bytes = target.0.to_le_bytes();
+            match (u.element, layout.leaves[u.leaf].array) {
+                (None, _) => {
+                    let _ = c.store.write_leaf_bytes(id, u.leaf, &bytes);
+                }
+                (Some((e, i)), Some(a)) => {
+                    let array = &layout.arrays[a];
+                    if let Ok(buf) = c.store.array_bytes_mut(id, a) {
+                        let at = e * array.stride + array.elements[i].offset;
+                        if at + 8 <= buf.len() {
+                            buf[at..at + 8].copy_from_slice(&bytes);
+                        }
+                    }
+                }
+                _ => continue,
+            }
+            if let Ok(new) = c.store.get(id, parent) {
+                fire(&mut self.notifies, layout.parents[parent].notify, u.owner, parent, old, new);
+            }
+        }
+    }
+}
+
+/// Fires a notify by its declared mode.
+fn fire(out: &mut Vec<NotifyEvent>, mode: Notify, guid: NetGuid, parent: usize, old: Value, new: Value) {
+    let changed = !value_bits_eq(&old, &new);
+    let (fires, with_old) = match mode {
+        Notify::None => (false, false),
+        Notify::OnChanged => (changed, false),
+        Notify::OnChangedWithOld => (changed, true),
+        Notify::Always => (true, false),
+        Notify::AlwaysWithOld => (true, true),
+    };
+    if fires {
+        out.push(NotifyEvent { guid, parent, old: with_old.then_some(old), new });
+    }
+}
+
+fn guid_of(bytes: &[u8]) -> NetGuid {
+    let mut a = [0u8; 8];
+    let n = bytes.len().min(8);
+    a[..n].copy_from_slice(&bytes[..n]);
+    NetGuid(u64::from_le_bytes(a))
+}

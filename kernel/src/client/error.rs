@@ -1,0 +1,95 @@
+//! Why a client could not be built ([`ClientError`]: its layouts are not the server's) or
+//! refused a packet ([`ReceiveError`]: nothing of it was applied).
+
+use crate::wire::open::MAX_PATH_BYTES;
+use crate::wire::WireError;
+use std::fmt;
+
+/// Why a client could not be built.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ClientError {
+    /// The server registers a different number of classes.
+    ClassCount {
+        /// Server's count.
+        server: usize,
+        /// Client's count.
+        client: usize,
+    },
+    /// No class with this id.
+    UnknownClass(u32),
+    /// A static actor's path is empty, too long, or loaded already.
+    BadStaticPath(String),
+    /// A class layout differs from the server's.
+    ChecksumMismatch {
+        /// Class id.
+        class: usize,
+        /// Server's checksum.
+        server: u64,
+        /// Client's checksum.
+        client: u64,
+    },
+    /// The server registers a different number of fast array kinds.
+    FastArrayKindCount {
+        /// Server's count.
+        server: usize,
+        /// Client's count.
+        client: usize,
+    },
+    /// A fast array item layout differs from the server's.
+    FastArrayChecksumMismatch {
+        /// Kind index.
+        kind: usize,
+        /// Server's checksum.
+        server: u64,
+        /// Client's checksum.
+        client: u64,
+    },
+}
+
+impl fmt::Display for ClientError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ClientError::ClassCount { server, client } => write!(f, "server has {server} classes, client {client}"),
+            ClientError::UnknownClass(c) => write!(f, "no class with id {c}"),
+            ClientError::BadStaticPath(p) => {
+                write!(f, "static actor path `{p}` is empty, longer than {MAX_PATH_BYTES} bytes, or loaded already")
+            }
+            ClientError::ChecksumMismatch { class, server, client } => write!(
+                f,
+                "class {class}: layout checksum {client:#x} does not match the server's {server:#x}; the builds do not interoperate"
+            ),
+            ClientError::FastArrayKindCount { server, client } => {
+                write!(f, "server has {server} fast array kinds, client {client}")
+            }
+            ClientError::FastArrayChecksumMismatch { kind, server, client } => write!(
+                f,
+                "fast array kind {kind}: item layout checksum {client:#x} does not match the server's {server:#x}"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for ClientError {}
+
+/// Why a packet was refused (nothing was applied).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ReceiveError {
+    /// Malformed bits.
+    Wire(WireError),
+}
+
+impl fmt::Display for ReceiveError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ReceiveError::Wire(e) => write!(f, "malformed packet: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for ReceiveError {}
+
+impl From<WireError> for ReceiveError {
+    fn from(e: WireError) -> Self {
+        ReceiveError::Wire(e)
+    }
+}

@@ -1,0 +1,102 @@
+//! What a client reports: what [`super::ClientWorld::receive`] did with a packet ([`Receipt`]),
+//! its counters ([`ClientStats`]), and the notifies and actor events it fires, which pile up
+//! until the game takes them.
+
+use super::SeqVerdict;
+use crate::ids::NetGuid;
+use crate::value::Value;
+
+/// What `receive` did with a packet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Receipt {
+    /// Applied.
+    Applied {
+        /// Bunches applied.
+        bunches: usize,
+        /// Bunches stepped over: for an actor the client does not have (asked for again), closed
+        /// earlier in the same packet, or referencing a static object the client does not know.
+        skipped: usize,
+    },
+    /// Not applied: a duplicate, a late packet, or one too far ahead (see [`SeqVerdict`]).
+    Dropped(SeqVerdict),
+}
+
+/// Counters of a client, for monitoring.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ClientStats {
+    /// Packets applied.
+    pub packets_applied: u64,
+    /// Packets dropped as duplicates.
+    pub duplicates: u64,
+    /// Packets dropped as late.
+    pub late: u64,
+    /// Packets dropped as too far ahead.
+    pub too_far: u64,
+    /// Packets with the newest sequence number but other bytes than the packet received under
+    /// it (one of the two was forged): applied.
+    pub replaced: u64,
+    /// Packets refused as malformed.
+    pub refused: u64,
+    /// Bunches stepped over.
+    pub bunches_skipped: u64,
+    /// Requests to open an actor again, counted once per actor.
+    pub reopens_requested: u64,
+    /// Opens of static actors this client did not load (no such path, or another class):
+    /// stepped over.
+    pub unknown_statics: u64,
+    /// References to unknown objects not remembered because [`MAX_UNMAPPED`](super::MAX_UNMAPPED) were waiting.
+    pub unmapped_dropped: u64,
+    /// Fast array deltas that decoded but could not be applied (late, or naming ids wrongly):
+    /// stepped over, state untouched.
+    pub fast_array_refused: u64,
+}
+
+/// A fired notify.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NotifyEvent {
+    /// Actor GUID.
+    pub guid: NetGuid,
+    /// Parent property index.
+    pub parent: usize,
+    /// Previous value, when the notify is declared with it.
+    pub old: Option<Value>,
+    /// Value now.
+    pub new: Value,
+}
+
+/// An actor appearing or disappearing on the client.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ClientEvent {
+    /// The server opened an actor: it exists now, with the values of the packet that opened it.
+    Spawned {
+        /// The actor.
+        guid: NetGuid,
+        /// Its class id.
+        class: u32,
+    },
+    /// The server closed an actor: it is gone.
+    Destroyed {
+        /// The actor.
+        guid: NetGuid,
+    },
+    /// The server opened a static actor the client loaded with the level
+    /// ([`ClientWorld::load_static_actor`](super::ClientWorld::load_static_actor)): the GUID names that copy now.
+    Bound {
+        /// The actor.
+        guid: NetGuid,
+        /// Its class id.
+        class: u32,
+    },
+    /// The actor went dormant: the client keeps it as it is; the server sends nothing for it
+    /// until it wakes.
+    Dormant {
+        /// The actor.
+        guid: NetGuid,
+    },
+    /// The actor was torn off: the client keeps it and owns it now; the server sends nothing more
+    /// ([`ClientWorld::forget`](super::ClientWorld::forget) lets go of it).
+    TornOff {
+        /// The actor.
+        guid: NetGuid,
+    },
+}

@@ -1,0 +1,277 @@
+//! Receiving a packet: the sequence-number verdict, decoding with each bunch's class resolved,
+//! and the checks that decide which bunches can apply (opens that match their GUID's parity,
+//! owners that are here, static actors that were loaded) before anything changes; then the
+//! bunches go to [`super::apply`] in order, and actors the client lacks are asked for again.
+
+use super::{ClientWorld, Receipt, ReceiveError, SeqVerdict, MAX_IGNORED};
+use crate::ids::{NetGuid, Seq};
+use crate::wire::bunch::{decode_packet, Resolve, PLAIN_FOR_MISSING};
+use crate::wire::feedback::MAX_REOPENS;
+use crate::wire::open::OpenKind;
+use crate::wire::packet::MAX_MTU;
+use crate::wire::WireError;
+use std::collections::{HashMap, HashSet};
+
+impl ClientWorld {
+    /// Decodes, validates and applies one packet. A malformed packet is an error and changes
+    /// nothing; a duplicate, late or too-far packet is dropped ([`Receipt::Dropped`]).
+    ///
+    /// ```
+    /// use shadowrep::client::ClientWorld;
+    /// use shadowrep::net::{DriverConfig, NetDriver};
+    /// use shadowrep::prelude::*;
+    /// use std::sync::Arc;
+    ///
+    /// let layout = Arc::new(ClassBuilder::new("Crate").property(PropertyDecl::new("Hp", PropType::U16)).build().unwrap());
+    /// let mut store = ClassStore::new(layout.clone());
+    /// let mut driver = NetDriver::new(DriverConfig::default()).unwrap();
+    /// let class = driver.register_class(&mut store).unwrap();
+    /// let conn = driver.add_connection(false);
+    /// let mut client = ClientWorld::new(&[layout], &driver.checksums()).unwrap();
+    /// let id = store.spawn();
+    /// store.set(id, 0, &Value::U16(100)).unwrap();
+    /// let guid = driver.assign_guid(class, &store, id).unwrap();
+    /// use shadowrep::client::{Receipt, SeqVerdict};
+    ///
+    /// driver.tick(&mut [&mut store]).unwrap();
+    /// let packet = driver.take_packets(conn).unwrap().remove(0);
+    /// assert_eq!(client.receive(&packet), Ok(Receipt::Applied { bunches: 1, skipped: 0 }));
+    /// assert_eq!(client.receive(&packet), Ok(Receipt::Dropped(SeqVerdict::Duplicate)));
+    /// assert!(client.receive(&packet[..1]).is_err(), "truncated: refused");
+    /// assert_eq!(client.value(guid, 0), Some(Value::U16(100)));
+    /// ```
+    pub fn receive(&mut self, bytes: &[u8]) -> Result<Receipt, ReceiveError> {
+        if bytes.len() > MAX_MTU {
+            self.stats.refused += 1;
+            return Err(ReceiveError::Wire(WireError::Invalid("packet larger than the largest MTU")));
+        }
+        let seq = match crate::wire::BitReader::new(bytes).read_packed().map(u32::try_from) {
+            Ok(Ok(s)) => Seq(s),
+            _ => {
+                self.stats.refused += 1;
+                return Err(ReceiveError::Wire(WireError::Invalid("sequence number")));
+            }
+        };
+        // A packet not newer than the newest received is a duplicate or late: dropped before
+        // decoding, since the actors it names may be gone by now.
+        // Only a packet that may be applied — a new one, or the newest number with other bytes —
+        // is hashed.
+        let verdict = self.window.verdict(seq);
+        let hash = match verdict {
+            SeqVerdict::Late | SeqVerdict::TooFar => 0,
+            SeqVerdict::New | SeqVerdict::Duplicate => packet_hash(bytes),
+        };
+        match verdict {
+            SeqVerdict::New => {}
+            SeqVerdict::Duplicate if self.window.differs(hash) => self.stats.replaced += 1,
+            SeqVerdict::Duplicate => {
+                self.stats.duplicates += 1;
+                return Ok(Receipt::Dropped(verdict));
+            }
+            SeqVerdict::Late => {
+                self.stats.late += 1;
+                return Ok(Receipt::Dropped(verdict));
+            }
+            SeqVerdict::TooFar => {
+                self.stats.too_far += 1;
+                return Ok(Receipt::Dropped(verdict));
+            }
+        }
+        let mut opened: HashMap<NetGuid, u32> = HashMap::new();
+        let mut fast_opened: HashMap<NetGuid, u32> = HashMap::new();
+        let mut missing: Vec<NetGuid> = Vec::new();
+        let (classes, actors, fast) = (&self.classes, &self.actors, &self.fast);
+        let (torn, ignored) = (&self.torn, &self.ignored);
+        let decoded = decode_packet(bytes, |guid, open| {
+            if guid.is_null() {
+                return Err(WireError::Invalid("actor GUID"));
+            }
+            if torn.contains(&guid) || (open.is_none() && ignored.contains_key(&guid)) {
+                // The server's last bunches before the tear-off (the actor is the client's now),
+                // or updates of a static actor this client did not load: read past, not applied.
+                let class = actors.get(&guid).map(|a| a.0).or_else(|| ignored.get(&guid).copied());
+                return Ok(match class.and_then(|c| classes.get(c as usize)) {
+                    Some(c) if open.is_none() => Resolve::Discard(&c.layout),
+                    _ => Resolve::Skip,
+                });
+            }
+            let known = opened.get(&guid).copied().or_else(|| actors.get(&guid).map(|a| a.0));
+            if let Some(r) = fast.resolve(guid, open, known.is_some(), &mut fast_opened)? {
+                return Ok(r);
+            }
+            let class = match (open.map(|o| o.class), known) {
+                (Some(c), Some(k)) if c != k => return Err(WireError::Invalid("actor reopened with another class")),
+                (Some(c), _) => c,
+                (None, Some(k)) => k,
+                (None, None) => {
+                    missing.push(guid);
+                    return Ok(Resolve::Skip);
+                }
+            };
+            let layout = classes.get(class as usize).map(|c| &*c.layout).ok_or(WireError::Invalid("class id"))?;
+            opened.insert(guid, class);
+            Ok(Resolve::Layout(layout))
+        });
+        let mut packet = match decoded {
+            Ok(p) => p,
+            Err(e) => {
+                self.stats.refused += 1;
+                if e == WireError::Invalid(PLAIN_FOR_MISSING) {
+                    // An update of an actor this client does not have, which cannot be stepped
+                    // over: the packet is refused (the server sends its content again, as for a
+                    // lost one) and the actor asked for, so the next bunch opens it.
+                    if let Some(&guid) = missing.last() {
+                        self.request_reopen(guid);
+                    }
+                }
+                return Err(ReceiveError::Wire(e));
+            }
+        };
+        let mut skipped = packet.skipped.len();
+        // Every open must say what its GUID's parity says: a dynamic actor spawns from spawn
+        // info, a static one is found by its path among the actors loaded with the level.
+        for b in &packet.bunches {
+            match b.open.as_ref().map(|o| &o.kind) {
+                Some(OpenKind::Spawn(_)) if !b.guid.is_dynamic() => {
+                    self.stats.refused += 1;
+                    return Err(ReceiveError::Wire(WireError::Invalid("a static GUID opened with spawn info")));
+                }
+                Some(OpenKind::Static(_)) if !b.guid.is_static() => {
+                    self.stats.refused += 1;
+                    return Err(ReceiveError::Wire(WireError::Invalid("a dynamic GUID opened by path")));
+                }
+                Some(OpenKind::FastArray { .. }) if !b.guid.is_dynamic() => {
+                    self.stats.refused += 1;
+                    return Err(ReceiveError::Wire(WireError::Invalid("a static GUID opened as a fast array")));
+                }
+                _ => {}
+            }
+        }
+        // Actors must exist when their bunch runs: a close within this packet ends an actor, and
+        // only an open brings one back; a bunch naming a static object the client does not know
+        // cannot be applied either, nor an open of a static actor the client did not load.
+        let mut gone: HashSet<NetGuid> = HashSet::new();
+        let level = &self.level;
+        let mut unknown_statics = 0;
+        let mut opened_here: HashSet<NetGuid> = HashSet::new();
+        let mut sub_opened_here: HashSet<NetGuid> = HashSet::new();
+        let outer = &self.outer;
+        let mut orphans: Vec<NetGuid> = Vec::new();
+        let mut not_loaded: Vec<(NetGuid, u32)> = Vec::new();
+        packet.bunches.retain(|b| {
+            if b.close.is_some() {
+                gone.insert(b.guid);
+                return true;
+            }
+            if let Some(open) = &b.open {
+                if let OpenKind::Static(path) = &open.kind {
+                    let loaded = level.get(path).is_some_and(|&(c, _, bound)| {
+                        c == open.class
+                            && bound.is_none_or(|g| g == b.guid)
+                            && actors.get(&b.guid).is_none_or(|a| a.0 == c)
+                    });
+                    if !loaded {
+                        unknown_statics += 1;
+                        skipped += 1;
+                        not_loaded.push((b.guid, open.class));
+                        return false;
+                    }
+                }
+                if let OpenKind::FastArray { owner } = open.kind {
+                    // An actor's (a static one's too), never a sub-object's nor a fast array's.
+                    let present =
+                        (actors.contains_key(&owner) && !gone.contains(&owner)) || opened_here.contains(&owner);
+                    if outer.contains_key(&owner)
+                        || sub_opened_here.contains(&owner)
+                        || fast_opened.contains_key(&owner)
+                    {
+                        skipped += 1;
+                        return false;
+                    }
+                    if !present {
+                        // Its owner is not here (yet): the server sends the open again.
+                        skipped += 1;
+                        orphans.push(b.guid);
+                        return false;
+                    }
+                    gone.remove(&b.guid);
+                    return true;
+                }
+                if let OpenKind::SubObject { owner } = open.kind {
+                    // An owner is an actor, never a sub-object (no chains: the server makes none).
+                    if !owner.is_dynamic() || outer.contains_key(&owner) || sub_opened_here.contains(&owner) {
+                        skipped += 1;
+                        return false;
+                    }
+                    let present =
+                        (actors.contains_key(&owner) && !gone.contains(&owner)) || opened_here.contains(&owner);
+                    if !present || owner == b.guid {
+                        // Its owner is not here (yet): the server sends the open again.
+                        skipped += 1;
+                        orphans.push(b.guid);
+                        return false;
+                    }
+                }
+                opened_here.insert(b.guid);
+                if matches!(open.kind, OpenKind::SubObject { .. }) {
+                    sub_opened_here.insert(b.guid);
+                }
+                gone.remove(&b.guid);
+            } else if gone.contains(&b.guid) {
+                skipped += 1;
+                return false;
+            }
+            true
+        });
+        self.window.accept(packet.seq, hash);
+        self.unreported = true;
+        self.stats.packets_applied += 1;
+        self.stats.bunches_skipped += skipped as u64;
+        self.stats.unknown_statics += unknown_statics;
+        for guid in missing.into_iter().chain(orphans) {
+            self.request_reopen(guid);
+        }
+        for (guid, class) in not_loaded {
+            if self.ignored.len() < MAX_IGNORED || self.ignored.contains_key(&guid) {
+                self.ignored.insert(guid, class);
+            }
+        }
+        // Exports first: the static objects this packet's references name.
+        for (guid, path) in std::mem::take(&mut packet.exports) {
+            self.bind_export(guid, &path);
+        }
+        let n = packet.bunches.len();
+        for b in packet.bunches {
+            self.reopen.retain(|r| r.0 != b.guid);
+            if b.close.is_some() || b.open.is_some() {
+                self.ignored.remove(&b.guid);
+            }
+            if let Some(close) = b.close {
+                self.close(b.guid, close);
+                continue;
+            }
+            if let Some(&class) = opened.get(&b.guid) {
+                self.apply_bunch(class, b);
+            } else {
+                self.apply_fast(b);
+            }
+        }
+        Ok(Receipt::Applied { bunches: n, skipped })
+    }
+
+    /// Asks the server to open actor `guid` again (in the next feedbacks), unless already asked.
+    fn request_reopen(&mut self, guid: NetGuid) {
+        if self.reopen.len() < MAX_REOPENS && !self.reopen.iter().any(|r| r.0 == guid) {
+            self.reopen.push((guid, 0));
+            self.stats.reopens_requested += 1;
+        }
+    }
+}
+
+/// A hash of a packet's bytes (to tell a repeat from a different packet with the same number).
+fn packet_hash(bytes: &[u8]) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    bytes.hash(&mut h);
+    h.finish()
+}
