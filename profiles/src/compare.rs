@@ -1,0 +1,248 @@
+//! `shadowrep compare`: change detection — the SIMD kernel against the UE-style reference and
+//! `memcmp`, and the push model — and `compare --scaling`, push frames in a world and in one ten
+//! times larger. The main job (`overview.rs`) and `sweep` quote its baselines.
+
+use crate::{actor_bytes, check_memory, kernels, positive, Session};
+use clap::Args;
+use serde_json::json;
+use shadowrep::compare::Kernels;
+use shadowrep_benches::workload::{run_compare, run_push_scaling, CompareOptions, ScalingOptions};
+
+#[derive(Args, Clone)]
+pub(crate) struct CompareArgs {
+    /// Class to instantiate: ShooterCharacter, LootContainer, ExampleActor, Projectile, ShooterWeapon, Pickup, Counter.
+    #[arg(long, default_value = "ShooterCharacter")]
+    class: String,
+    /// Number of actors.
+    #[arg(long, default_value_t = 100_000, value_parser = positive)]
+    actors: usize,
+    /// Fraction of actors changed per frame (0.01 = 1 %).
+    #[arg(long, default_value_t = 0.01)]
+    changed: f64,
+    /// Kernel threads (default: every core). The reference is single-threaded, as UE's is.
+    #[arg(long, value_parser = positive)]
+    threads: Option<usize>,
+    /// Timed frames; medians are reported.
+    #[arg(long, default_value_t = 5, value_parser = positive)]
+    frames: usize,
+    /// Diff routines: best, scalar, wide, avx2, avx512.
+    #[arg(long, default_value = "best")]
+    isa: String,
+    /// RNG seed.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Instead: push frames with `--dirty` actors marked, in a world of `--actors` actors and in
+    /// one ten times larger, one thread; reports `scaling_ratio` (large / small).
+    #[arg(long)]
+    scaling: bool,
+    /// Actors marked (and changed) per push frame with `--scaling`.
+    #[arg(long, default_value_t = 10_000, value_parser = positive)]
+    dirty: usize,
+}
+
+impl Default for CompareArgs {
+    fn default() -> Self {
+        Self {
+            class: "ShooterCharacter".into(),
+            actors: 100_000,
+            changed: 0.01,
+            threads: None,
+            frames: 5,
+            isa: "best".into(),
+            seed: 1,
+            scaling: false,
+            dirty: 10_000,
+        }
+    }
+}
+
+pub(crate) fn compare(
+    args: &CompareArgs,
+    json: bool,
+    progress: &mut dyn FnMut(&str),
+    session: &mut Session,
+) -> Result<(), String> {
+    if !(0.0..=1.0).contains(&args.changed) {
+        return Err(format!("--changed must be within 0..=1, got {}", args.changed));
+    }
+    if args.scaling {
+        return compare_scaling(args, json, progress, session);
+    }
+    // Live and shadow pages, and the reference's objects and their shadows.
+    let (page, record) = actor_bytes(&args.class)?;
+    check_memory("this compare", args.actors as f64 * (2.0 * page + 2.0 * record) * 1.25)?;
+    let threads = args.threads.unwrap_or_else(rayon::current_num_threads).max(1);
+    let opts = CompareOptions {
+        class: args.class.clone(),
+        actors: args.actors,
+        changed: args.changed,
+        threads,
+        frames: args.frames.max(1),
+        kernels: kernels(&args.isa)?,
+        seed: args.seed,
+    };
+    let r = run_compare(&opts, progress, session)?;
+    let gbps = |ns: u64| 2.0 * r.live_bytes as f64 / ns.max(1) as f64;
+    if json {
+        let out = json!({
+            "command": "compare",
+            "class": opts.class,
+            "actors": opts.actors,
+            "changed": opts.changed,
+            "threads": threads,
+            "isa": opts.kernels.isa.name(),
+            "isa_calibration_ns": Kernels::calibration()
+                .iter()
+                .map(|(isa, ns)| (isa.name().to_string(), json!(ns)))
+                .collect::<serde_json::Map<_, _>>(),
+            "frames": opts.frames,
+            "times": "per-frame medians over the timed frames (one untimed warm-up frame first)",
+            "reference": REFERENCE_COMPARE,
+            "push_1pct": PUSH_1PCT,
+            "kernel_ns": r.kernel_ns,
+            "reference_ns": r.reference_ns,
+            "memcmp_ns": r.memcmp_ns,
+            "memcmp_2t_ns": r.memcmp_2t_ns,
+            "speedup_vs_reference": r.speedup_vs_reference,
+            "fraction_of_memcmp": r.fraction_of_memcmp,
+            "fraction_of_memcmp_2t": r.fraction_of_memcmp_2t,
+            "push_1pct_ns": r.push_1pct_ns,
+            "push_ratio": r.push_ratio,
+            "push_gather_ns": r.push_gather_ns,
+            "push_vs_gather": r.push_vs_gather,
+            "push_gather": PUSH_GATHER,
+            "live_bytes": r.live_bytes,
+            "kernel_gb_per_s": gbps(r.kernel_ns),
+            "memcmp_gb_per_s": gbps(r.memcmp_ns),
+            "memcmp_2t_gb_per_s": gbps(r.memcmp_2t_ns),
+            "changed_actors": r.changed_actors,
+            "dirty_stats": r.dirty_stats.iter().map(|s| json!({
+                "property": s.property,
+                "push": s.push,
+                "marked": s.marked,
+                "changed": s.changed,
+            })).collect::<Vec<_>>(),
+        });
+        session.emit(out)?;
+    } else {
+        let ms = |ns: u64| ns as f64 / 1e6;
+        println!(
+            "compare: {} × {} at {:.2} % changed per frame; kernel on {} thread(s), ISA {}; times are per-frame \
+             medians of {} timed frames",
+            opts.actors,
+            opts.class,
+            opts.changed * 100.0,
+            threads,
+            opts.kernels.isa.name(),
+            opts.frames
+        );
+        println!("  kernel      {:>10.3} ms   {:>6.2} GB/s (live + shadow)", ms(r.kernel_ns), gbps(r.kernel_ns));
+        println!("  reference   {:>10.3} ms   speedup ×{:.1}", ms(r.reference_ns), r.speedup_vs_reference);
+        println!(
+            "  memcmp      {:>10.3} ms   kernel runs at {:.2} of memcmp speed",
+            ms(r.memcmp_ns),
+            r.fraction_of_memcmp
+        );
+        println!(
+            "  memcmp, 2t  {:>10.3} ms   kernel runs at {:.2} of a two-thread memcmp",
+            ms(r.memcmp_2t_ns),
+            r.fraction_of_memcmp_2t
+        );
+        println!("  push, 1 %   {:>10.3} ms   {:.4} of a full compare", ms(r.push_1pct_ns), r.push_ratio);
+        println!(
+            "  gather      {:>10.3} ms   push frame / gather of its marked lanes: {:.2}",
+            ms(r.push_gather_ns),
+            r.push_vs_gather
+        );
+        println!(
+            "  {} actors changed in the last frame; {:.1} MB of live state",
+            r.changed_actors,
+            r.live_bytes as f64 / 1e6
+        );
+        println!("  dirty statistics of the push frames (lanes compared with a mark / lanes changed):");
+        for s in r.dirty_stats.iter().filter(|s| s.marked != 0 || s.changed != 0) {
+            println!("    {:<24} {:>10} marked {:>10} changed", s.property, s.marked, s.changed);
+        }
+        println!("  reference: {REFERENCE_COMPARE}");
+        println!("  push, 1 %: {PUSH_1PCT}");
+        println!("  gather: {PUSH_GATHER}");
+        println!("  memcmp: the same live and shadow bytes compared with `==` (equal, so every byte is read)");
+    }
+    Ok(())
+}
+
+/// What `compare`'s "reference" is.
+pub(crate) const REFERENCE_COMPARE: &str = "the UE-style path on the same actors: array-of-structs objects, each \
+    property compared against its own shadow one by one (UE's CompareProperties), single-threaded as UE's is; \
+    every frame its changelists must equal the kernel's";
+
+/// What `compare`'s "push, 1 %" is.
+pub(crate) const PUSH_1PCT: &str = "every property push-based, 1 % of the actors marked dirty (and changed): the \
+    kernel compares only marked lanes; its time against a full compare of the same frame";
+
+/// What `compare`'s "gather" is.
+pub(crate) const PUSH_GATHER: &str = "one byte of every plane lane the push frame's marks name, live and shadow, \
+    read with nothing else done, after the full compare flushed them from the cache (the live ones warmed again, \
+    as the game's writes leave them): the latency floor of the push frame";
+
+/// `compare --scaling`: the same number of marked actors in a world and in one ten times larger.
+fn compare_scaling(
+    args: &CompareArgs,
+    json: bool,
+    progress: &mut dyn FnMut(&str),
+    session: &mut Session,
+) -> Result<(), String> {
+    let (page, _) = actor_bytes(&args.class)?;
+    check_memory("this scaling run", args.actors as f64 * 10.0 * 2.0 * page * 1.25 + 256e6)?;
+    if args.dirty > args.actors {
+        return Err(format!("--dirty {} is more than the {} actors", args.dirty, args.actors));
+    }
+    let kernels = kernels(&args.isa)?;
+    let frames = args.frames.max(1);
+    let opts = ScalingOptions {
+        class: args.class.clone(),
+        actors: args.actors,
+        dirty: args.dirty,
+        frames,
+        kernels,
+        seed: args.seed,
+    };
+    let r = run_push_scaling(&opts, progress, session)?;
+    if json {
+        session.emit(json!({
+            "command": "compare",
+            "scaling": "push frames (every property push-based, one thread) with the same number of actors marked \
+                and changed, in a world and in one ten times larger; a large cache-sized buffer is streamed before \
+                each frame so it starts cold",
+            "class": args.class,
+            "actors": r.actors,
+            "dirty": r.dirty,
+            "isa": kernels.isa.name(),
+            "frames": frames,
+            "push_ns": r.push_ns,
+            "gather_ns": r.gather_ns,
+            "scaling_ratio": r.scaling_ratio,
+        }))?;
+    } else {
+        let ms = |ns: u64| ns as f64 / 1e6;
+        println!(
+            "compare --scaling: {} actors marked per push frame, {} × {} vs {}; medians of {frames} frames, ISA {}",
+            r.dirty,
+            args.class,
+            r.actors[0],
+            r.actors[1],
+            kernels.isa.name()
+        );
+        for i in 0..2 {
+            println!(
+                "  {:>10} actors   push {:>8.3} ms   gather {:>8.3} ms   ({:.2}× the gather)",
+                r.actors[i],
+                ms(r.push_ns[i]),
+                ms(r.gather_ns[i]),
+                r.push_ns[i] as f64 / r.gather_ns[i].max(1) as f64
+            );
+        }
+        println!("  scaling_ratio {:.2} (large / small)", r.scaling_ratio);
+    }
+    Ok(())
+}
