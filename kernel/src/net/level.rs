@@ -688,10 +688,10 @@ impl NetDriver {
             // Per run of pages: each due actor's clock scheduled, its changes since it was last
             // considered, where it is, and what relevancy reads — runs apart, in parallel.
             type Cols<'c> = ((&'c mut [ConsiderClock], &'c mut [Frame]), &'c mut [[f32; 3]]);
-            let run = |(r, ((clock, last), pos)): (usize, Cols<'_>)| {
+            let run = |out: &mut Vec<DueActor>, (r, ((clock, last), pos)): (usize, Cols<'_>)| {
                 let first_page = r * CONSIDER_RUN_PAGES;
                 let pages = selected.iter().skip(first_page).take(CONSIDER_RUN_PAGES);
-                let mut out = Vec::with_capacity(pages.clone().map(|l| l.count_ones() as usize).sum());
+                out.reserve(pages.clone().map(|l| l.count_ones() as usize).sum());
                 for (q, &lanes) in pages.enumerate() {
                     for lane in BitIter(lanes) {
                         let i = q * PAGE_LANES + lane;
@@ -728,7 +728,6 @@ impl NetDriver {
                         });
                     }
                 }
-                out
             };
             let n = CONSIDER_RUN_PAGES * PAGE_LANES;
             // Runs without a due actor are skipped; the pool only for many due actors.
@@ -739,26 +738,39 @@ impl NetDriver {
             }
             let busy = |r: usize| runs.get(r).copied().unwrap_or(false);
             let due: u32 = listed.iter().map(|&p| selected[p as usize].count_ones()).sum();
-            let pages: Vec<Vec<DueActor>> = if parallel && due as usize >= 2 * n {
+            // Serially the records go straight to the frame's list (each ~170 bytes, written
+            // once); on the pool each run fills its own list, appended in run order.
+            let start = level.due.len();
+            if parallel && due as usize >= 2 * n {
                 let columns =
                     clock.par_chunks_mut(n).zip(last_considered.par_chunks_mut(n)).zip(position.par_chunks_mut(n));
-                columns.enumerate().filter(|(r, _)| busy(*r)).map(run).collect()
+                let runs: Vec<Vec<DueActor>> = columns
+                    .enumerate()
+                    .filter(|(r, _)| busy(*r))
+                    .map(|job| {
+                        let mut out = Vec::new();
+                        run(&mut out, job);
+                        out
+                    })
+                    .collect();
+                level.due.extend(runs.into_iter().flatten());
             } else {
                 let columns = clock.chunks_mut(n).zip(last_considered.chunks_mut(n)).zip(position.chunks_mut(n));
-                columns.enumerate().filter(|(r, _)| busy(*r)).map(run).collect()
-            };
+                for job in columns.enumerate().filter(|(r, _)| busy(*r)) {
+                    run(&mut level.due, job);
+                }
+            }
             let index = &mut level.due_index[ci];
             index.resize(actors.len(), NOT_DUE);
-            for mut d in pages.into_iter().flatten() {
+            for (i, d) in level.due.iter_mut().enumerate().skip(start) {
                 let fixed = d.changed & !array_leaves;
                 if !fixed.is_empty() {
                     // The arena keeps one key per entry of this list, in this order.
                     d.shared = self.changed.len() as u32;
                     self.changed.push(ChangedActor { class: d.class, slot: d.slot, leaves: fixed });
                 }
-                index[d.slot as usize] = level.due.len() as u32;
+                index[d.slot as usize] = i as u32;
                 level.keys.push(super::pairs::pair_key(d.class, d.slot));
-                level.due.push(d);
             }
         }
     }
