@@ -481,8 +481,7 @@ impl SpatialGrid {
     /// The column or row of world coordinate `v`, clamped into `0..cells`. Computed in f64 and
     /// monotone in `v`, so a point inside an actor's square maps inside the square's cells.
     fn axis_cell(&self, v: impl Into<f64>, origin: f32, cells: u32) -> u32 {
-        let t = ((v.into() - f64::from(origin)) / f64::from(self.config.cell_size)).floor();
-        t.clamp(0.0, f64::from(cells - 1)) as u32
+        cell_index((v.into() - f64::from(origin)) / f64::from(self.config.cell_size), cells)
     }
 
     fn place(&self, index: usize) -> Placement {
@@ -560,3 +559,11 @@ impl SpatialGrid {
 
 /// The bounding box of no rows: any `min`/`max` with a finite point replaces it.
 const EMPTY_BOX: [f32; 4] = [f32::INFINITY, f32::INFINITY, f32::NEG_INFINITY, f32::NEG_INFINITY];
+
+/// `floor(t)` clamped into `0..cells` (NaN: 0). The saturating cast does it without a call to a
+/// software `floor` (the x86-64 baseline has no rounding instruction; that call was a tenth of
+/// the grid's build): a negative `t` or NaN casts to 0, which is the clamp's answer, and from 0
+/// up truncation is the floor.
+pub(super) fn cell_index(t: f64, cells: u32) -> u32 {
+    (t as u32).min(cells - 1)
+}

@@ -1,5 +1,6 @@
 //! The SIMD sweep against its scalar twin, and grid + sweep against a brute-force scan.
 
+use super::grid::cell_index;
 use super::*;
 use proptest::prelude::*;
 use proptest::test_runner::RngSeed;
@@ -43,6 +44,22 @@ fn cull() -> impl Strategy<Value = f32> {
             0.0, -1.0, f32::NAN, f32::INFINITY, 1e12, UE_DEFAULT_CULL_DISTANCE_SQUARED, 25.0,
         ]),
     ]
+}
+
+/// The grid's cell of a coordinate is `floor` clamped into the grid, for every value a position
+/// may hold (the cast that replaced the `floor` call must agree with it everywhere).
+#[test]
+fn cell_index_is_the_clamped_floor() {
+    let floor_clamp = |t: f64, cells: u32| t.floor().clamp(0.0, f64::from(cells - 1)) as u32;
+    let mut values = vec![-1e300, -2.5, -1.0, -0.5, -0.0, 0.0, 0.25, 0.999, 1.0, 7.5, 63.99, 64.0, 65.5, 1e300];
+    values.extend([f64::NAN, f64::INFINITY, f64::NEG_INFINITY, f64::MIN_POSITIVE, -f64::MIN_POSITIVE]);
+    let mut rng = ChaCha8Rng::seed_from_u64(7);
+    values.extend((0..10_000).map(|_| rng.random_range(-200.0..200.0)));
+    for cells in [1, 2, 64, 1000] {
+        for &t in &values {
+            assert_eq!(cell_index(t, cells), floor_clamp(t, cells), "t = {t}, cells = {cells}");
+        }
+    }
 }
 
 proptest! {
