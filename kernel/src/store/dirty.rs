@@ -1,0 +1,286 @@
+//! Push marks and their watchers: a [`DirtyState`] (per (page, parent) lane masks and the list of
+//! marked pages), the store's marking calls, `begin_tick` handing the marks to every watching
+//! driver ([`WatcherId`]), and the split a compare consumes ([`LiveView`]).
+
+use super::{value_bits_eq, ActorId, ClassStore, PageArray, PageArrays, StoreError};
+use crate::value::{Value, ValueError};
+
+/// Identifies one driver watching a store.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WatcherId(pub(crate) usize);
+
+/// The pages `p` with a lane in `lanes[p]`, ascending: the page list of a per-page lane
+/// selection.
+pub fn pages_with_lanes(lanes: &[u64]) -> Vec<u32> {
+    (0..lanes.len() as u32).filter(|&p| lanes[p as usize] != 0).collect()
+}
+
+/// One driver's view of what was marked dirty: per (page, parent) lane masks, a per-page summary
+/// so clean pages are skipped without touching their columns, and the list of marked pages.
+///
+/// The list is NetDirty's frame dirty list at page granularity: the first mark on a clean page
+/// pushes the page, and the page's summary bit is its stamp, so a second mark on the same page
+/// costs a bit test, not a push. A compare then visits the listed pages only (see
+/// [`crate::compare`]), so a frame with few marks costs what its marks cost, not what the class
+/// holds. Invariant: `list` holds exactly the pages whose summary bit is set, each once, and
+/// `at[p]` is page `p`'s place in it, so clearing a page's last mark unlists it in O(1): a compare
+/// of a few selected lanes costs those lanes, however many other pages keep marks (the push marks
+/// of a world's dormant actors wait in their pages until the actors are due again).
+#[derive(Clone, Debug, Default)]
+pub struct DirtyState {
+    /// `masks[page * parents + parent]`: lanes marked since the last compare.
+    pub masks: Vec<u64>,
+    /// Bit `p % 64` of word `p / 64`: page `p` has at least one mark.
+    pub pages: Vec<u64>,
+    /// Pages with a mark, each once (in no particular order).
+    list: Vec<u32>,
+    /// `at[p]`: where page `p` is in `list`, while its summary bit is set.
+    at: Vec<u32>,
+    parents: usize,
+}
+
+impl DirtyState {
+    pub(super) fn new(parents: usize) -> Self {
+        Self { masks: Vec::new(), pages: Vec::new(), list: Vec::new(), at: Vec::new(), parents }
+    }
+
+    pub(super) fn ensure_pages(&mut self, pages: usize) {
+        self.masks.resize(pages * self.parents, 0);
+        self.pages.resize(pages.div_ceil(64), 0);
+        self.at.resize(pages, 0);
+    }
+
+    /// Marks `lanes` of `parent` on `page`.
+    pub fn mark(&mut self, page: usize, parent: usize, lanes: u64) {
+        if lanes == 0 {
+            return;
+        }
+        self.masks[page * self.parents + parent] |= lanes;
+        let (word, bit) = (&mut self.pages[page / 64], 1u64 << (page % 64));
+        if *word & bit == 0 {
+            *word |= bit;
+            self.at[page] = self.list.len() as u32;
+            self.list.push(page as u32);
+        }
+    }
+
+    /// Takes page `p`, whose marks are all clear now, off the list and its summary bit.
+    fn unlist(&mut self, p: usize) {
+        self.pages[p / 64] &= !(1 << (p % 64));
+        let i = self.at[p] as usize;
+        self.list.swap_remove(i);
+        if let Some(&moved) = self.list.get(i) {
+            self.at[moved as usize] = i as u32;
+        }
+    }
+
+    /// Whether page `p` has any mark.
+    pub fn page_dirty(&self, p: usize) -> bool {
+        self.pages.get(p / 64).is_some_and(|w| w >> (p % 64) & 1 != 0)
+    }
+
+    /// The pages with a mark, each once, in no particular order.
+    pub fn dirty_pages(&self) -> &[u32] {
+        &self.list
+    }
+
+    /// Marked lanes of every parent of page `p` (`parents` words).
+    pub(crate) fn page_masks(&self, p: usize) -> &[u64] {
+        &self.masks[p * self.parents..(p + 1) * self.parents]
+    }
+
+    /// Clears the marks of `lanes[p]` on each page `p` (pages past the slice keep theirs): the
+    /// lanes a compare looked at.
+    pub fn clear_lanes(&mut self, lanes: &[u64]) {
+        self.clear_listed(lanes, &pages_with_lanes(lanes));
+    }
+
+    /// [`Self::clear_lanes`] on the pages `pages` only (those with a selected lane): costs them,
+    /// not the marked pages or the class.
+    pub fn clear_listed(&mut self, lanes: &[u64], pages: &[u32]) {
+        let parents = self.parents;
+        for &p in pages {
+            let p = p as usize;
+            let Some(&sel) = lanes.get(p) else { continue };
+            if sel == 0 || !self.page_dirty(p) {
+                continue;
+            }
+            let mut left = 0;
+            for m in &mut self.masks[p * parents..(p + 1) * parents] {
+                *m &= !sel;
+                left |= *m;
+            }
+            if left == 0 {
+                self.unlist(p);
+            }
+        }
+    }
+
+    /// Clears every mark.
+    pub fn clear(&mut self) {
+        // Only listed pages can hold non-zero masks.
+        for p in self.list.drain(..) {
+            let p = p as usize;
+            self.masks[p * self.parents..(p + 1) * self.parents].fill(0);
+            self.pages[p / 64] &= !(1 << (p % 64));
+        }
+    }
+}
+
+impl ClassStore {
+    /// Writes a value and marks the property dirty only if the value really changed (UE's generated
+    /// `Set<Prop>AndMarkDirty`). Returns whether it changed.
+    pub fn set_and_mark(&mut self, id: ActorId, parent: usize, v: &Value) -> Result<bool, StoreError> {
+        let old = self.get(id, parent)?;
+        if value_bits_eq(&old, v) {
+            // Equal to a value read from the store, so it has the property's shape: nothing to do.
+            return Ok(false);
+        }
+        self.set(id, parent, v)?;
+        self.mark_dirty(id, parent)?;
+        Ok(true)
+    }
+
+    /// Marks a property dirty for every watching driver (UE's `MARK_PROPERTY_DIRTY`).
+    pub fn mark_dirty(&mut self, id: ActorId, parent: usize) -> Result<(), StoreError> {
+        self.check(id)?;
+        if parent >= self.layout.parents.len() {
+            return Err(ValueError::NoSuchProperty(parent).into());
+        }
+        self.pending.mark(id.page(), parent, 1 << id.lane());
+        Ok(())
+    }
+
+    /// Marks every property of an actor dirty.
+    pub fn mark_all_dirty(&mut self, id: ActorId) -> Result<(), StoreError> {
+        self.check(id)?;
+        for parent in 0..self.layout.parents.len() {
+            self.pending.mark(id.page(), parent, 1 << id.lane());
+        }
+        Ok(())
+    }
+
+    /// Marks `lanes` of `parent` on `page` dirty in bulk (for systems that wrote a column).
+    pub fn mark_lanes_dirty(&mut self, page: usize, parent: usize, lanes: u64) {
+        if page < self.page_count() && parent < self.layout.parents.len() {
+            self.pending.mark(page, parent, lanes & self.occupied[page]);
+        }
+    }
+
+    /// Registers a driver; it receives every mark made from the next [`Self::begin_tick`] on.
+    pub fn add_watcher(&mut self) -> WatcherId {
+        let mut d = DirtyState::new(self.layout.parents.len());
+        d.ensure_pages(self.page_count());
+        self.watchers.push(d);
+        WatcherId(self.watchers.len() - 1)
+    }
+
+    /// Start of a tick: hands the marks made since the last tick to every watching driver.
+    pub fn begin_tick(&mut self) {
+        let parents = self.layout.parents.len();
+        for &p in &self.pending.list {
+            let p = p as usize;
+            let src = &self.pending.masks[p * parents..(p + 1) * parents];
+            for d in &mut self.watchers {
+                for (parent, &lanes) in src.iter().enumerate() {
+                    if lanes != 0 {
+                        d.mark(p, parent, lanes);
+                    }
+                }
+            }
+        }
+        self.pending.clear();
+    }
+
+    /// A watcher's dirty state (what its next compare will consider).
+    pub fn dirty(&self, w: WatcherId) -> &DirtyState {
+        &self.watchers[w.0]
+    }
+
+    /// Splits the store for a compare: the live state, and the watcher's dirty state to consume.
+    pub(crate) fn split_for_compare(&mut self, w: WatcherId) -> (LiveView<'_>, &mut DirtyState) {
+        let view = LiveView {
+            live: &self.live,
+            arrays: &self.arrays,
+            occupied: &self.occupied,
+            epochs: &self.epochs,
+            structure: self.structure,
+            generations: &self.generations,
+        };
+        (view, &mut self.watchers[w.0])
+    }
+}
+
+/// Borrowed live state handed to the compare.
+pub(crate) struct LiveView<'a> {
+    pub live: &'a PageArray,
+    pub arrays: &'a [PageArrays],
+    pub occupied: &'a [u64],
+    /// Bumped on every spawn and despawn in a page.
+    pub epochs: &'a [u32],
+    /// Bumped with every epoch ([`ClassStore`]'s count of spawns, despawns and pages).
+    pub structure: u64,
+    pub generations: &'a [u32],
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::BitIter;
+
+    /// The dirty list against a model (a set of marked (page, parent, lane)): after any mix of
+    /// marks, lane clears and full clears, it lists exactly the pages with a mark, each once.
+    #[test]
+    fn the_dirty_list_names_exactly_the_marked_pages() {
+        use rand::{Rng, SeedableRng};
+        let (pages, parents) = (40, 3);
+        for seed in 0..50 {
+            let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+            let mut d = DirtyState::new(parents);
+            d.ensure_pages(pages);
+            let mut model = std::collections::HashSet::new();
+            for step in 0..400 {
+                match rng.random_range(0..10) {
+                    0..=5 => {
+                        let (p, parent, lanes) = (
+                            rng.random_range(0..pages),
+                            rng.random_range(0..parents),
+                            rng.random::<u64>() & rng.random::<u64>(),
+                        );
+                        d.mark(p, parent, lanes);
+                        for lane in BitIter(lanes) {
+                            model.insert((p, parent, lane));
+                        }
+                    }
+                    6..=8 => {
+                        let lanes: Vec<u64> = (0..rng.random_range(0..=pages))
+                            .map(|_| if rng.random_bool(0.3) { rng.random::<u64>() | rng.random::<u64>() } else { 0 })
+                            .collect();
+                        d.clear_lanes(&lanes);
+                        model.retain(|&(p, _, lane)| lanes.get(p).is_none_or(|&l| l >> lane & 1 == 0));
+                    }
+                    _ => {
+                        d.clear();
+                        model.clear();
+                    }
+                }
+                let mut listed = d.dirty_pages().to_vec();
+                listed.sort_unstable();
+                let mut want: Vec<u32> = model.iter().map(|&(p, _, _)| p as u32).collect();
+                want.sort_unstable();
+                want.dedup();
+                assert_eq!(listed, want, "seed {seed} step {step}");
+                for p in 0..pages {
+                    assert_eq!(d.page_dirty(p), want.contains(&(p as u32)), "seed {seed} step {step} page {p}");
+                    for parent in 0..parents {
+                        let lanes = model
+                            .iter()
+                            .filter(|&&(q, r, _)| q == p && r == parent)
+                            .fold(0u64, |m, &(_, _, l)| m | 1 << l);
+                        assert_eq!(d.page_masks(p)[parent], lanes, "seed {seed} step {step}");
+                    }
+                }
+            }
+        }
+    }
+}
