@@ -1,0 +1,139 @@
+//! Why a driver call was refused: [`DriverError`], one variant per refusal a caller can reach,
+//! each with its message. Re-exported from [`super`].
+
+use super::fastarrays;
+use super::{ClassId, ConnectionId, NetGuid};
+use crate::compare::CompareError;
+use crate::store::ActorId;
+use crate::wire::packet::{MAX_MTU, MIN_MTU};
+use crate::wire::WireError;
+use std::fmt;
+
+/// Why a driver call was refused.
+#[derive(Clone, Debug, PartialEq)]
+pub enum DriverError {
+    /// `mtu` outside `512..=8192` bytes.
+    MtuOutOfRange(usize),
+    /// The per-pair state keeps one `u64` of leaves; this class has more.
+    TooManyLeaves {
+        /// Class name.
+        class: String,
+        /// Its leaf count.
+        leaves: usize,
+    },
+    /// A record (or one array element) of this class may not fit one packet at this MTU.
+    RecordTooLarge {
+        /// Class name.
+        class: String,
+        /// Worst-case bits of its largest record.
+        bits: usize,
+    },
+    /// The store is already registered with this driver.
+    AlreadyRegistered(ClassId),
+    /// No such class.
+    UnknownClass(ClassId),
+    /// No such connection.
+    UnknownConnection(ConnectionId),
+    /// A store that is not registered with this driver (or not the one registered as `ClassId`).
+    UnknownStore,
+    /// `tick` was not given the store of this class.
+    MissingStore(ClassId),
+    /// The actor id is stale.
+    StaleActor(ActorId),
+    /// A parent index out of range.
+    NoSuchParent(usize),
+    /// Feedback bytes did not decode (counted in the connection's statistics; nothing changed).
+    Feedback(WireError),
+    /// An actor-level setting was refused.
+    ActorLevel(String),
+    /// The call needs [`DriverConfig::actor_level`](super::DriverConfig::actor_level).
+    ActorLevelOff,
+    /// The parent is not a vector property, so it cannot be a class's location.
+    NotALocation {
+        /// Class name.
+        class: String,
+        /// The parent index.
+        parent: usize,
+    },
+    /// The parent is not a (non-array) property of the kind spawn info needs.
+    NotASpawnProperty {
+        /// Class name.
+        class: String,
+        /// The parent index.
+        parent: usize,
+        /// The kind it should be.
+        what: &'static str,
+    },
+    /// A static actor's path is empty, longer than [`crate::wire::open::MAX_PATH_BYTES`], or
+    /// taken by another static actor.
+    BadStaticPath(String),
+    /// The actor already has a NetGUID (a tick or a call gave it a dynamic one): a static actor
+    /// is registered before the first tick sees it.
+    AlreadyReplicated(ActorId),
+    /// No live actor has this GUID (a sub-object's owner).
+    UnknownOwner(NetGuid),
+    /// A sub-object's owner must be an actor, not itself nor another sub-object, and a
+    /// sub-object cannot own sub-objects.
+    SubObjectChain(NetGuid),
+    /// No fast array kind with this index.
+    UnknownFastArrayKind(fastarrays::FastArrayKind),
+    /// No fast array has this GUID.
+    UnknownFastArray(NetGuid),
+}
+
+impl fmt::Display for DriverError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DriverError::MtuOutOfRange(m) => write!(f, "mtu of {m} bytes is outside {MIN_MTU}..={MAX_MTU}"),
+            DriverError::TooManyLeaves { class, leaves } => {
+                write!(f, "class `{class}` has {leaves} leaf handles; the send state supports at most 64")
+            }
+            DriverError::RecordTooLarge { class, bits } => {
+                write!(f, "class `{class}` has a record of up to {bits} bits, more than one packet holds")
+            }
+            DriverError::AlreadyRegistered(c) => write!(f, "this store is already registered as class {}", c.0),
+            DriverError::UnknownClass(c) => write!(f, "no class with id {}", c.0),
+            DriverError::UnknownConnection(c) => write!(f, "no connection with id {}", c.0),
+            DriverError::UnknownStore => write!(f, "a store that is not registered with this driver"),
+            DriverError::MissingStore(c) => write!(f, "tick needs the store of class {} too", c.0),
+            DriverError::StaleActor(id) => write!(f, "actor {}:{} does not exist", id.index, id.generation),
+            DriverError::NoSuchParent(p) => write!(f, "no parent property with index {p}"),
+            DriverError::Feedback(e) => write!(f, "bad feedback: {e}"),
+            DriverError::ActorLevel(why) => write!(f, "actor level: {why}"),
+            DriverError::ActorLevelOff => write!(f, "this needs the actor level (DriverConfig::actor_level)"),
+            DriverError::NotALocation { class, parent } => {
+                write!(f, "parent {parent} of class `{class}` is not a (non-array) vector property")
+            }
+            DriverError::NotASpawnProperty { class, parent, what } => {
+                write!(f, "parent {parent} of class `{class}` is not a (non-array) {what} property")
+            }
+            DriverError::BadStaticPath(why) => write!(f, "static actor path: {why}"),
+            DriverError::UnknownOwner(g) => write!(f, "no live actor has GUID {g}"),
+            DriverError::UnknownFastArrayKind(k) => write!(f, "no fast array kind {}", k.0),
+            DriverError::UnknownFastArray(g) => write!(f, "no fast array has GUID {g}"),
+            DriverError::SubObjectChain(g) => {
+                write!(
+                    f,
+                    "{g}: a sub-object's owner is an actor (not itself, nor a sub-object), and owns no sub-objects"
+                )
+            }
+            DriverError::AlreadyReplicated(id) => {
+                write!(
+                    f,
+                    "actor {}:{} already has a NetGUID; register static actors before a tick sees them",
+                    id.index, id.generation
+                )
+            }
+        }
+    }
+}
+
+impl std::error::Error for DriverError {}
+
+/// Maps a compare refusal (a shadow watching another store) to the driver's error; the driver
+/// finds each class's store by id, so this cannot happen through it.
+impl From<CompareError> for DriverError {
+    fn from(_: CompareError) -> Self {
+        DriverError::UnknownStore
+    }
+}

@@ -1,0 +1,126 @@
+//! What a client's feedback does ([`NetDriver::receive_feedback`]): decoded, classified against
+//! the sequence window ([`reliability`](super::reliability)), its packets settled — acks retire,
+//! naks resend — and its reopen requests honoured at most once per round trip.
+
+use super::connection::pair;
+use super::reliability::{self, Intake};
+use super::{ConnectionId, DriverError, Frame, NetDriver, NetGuid};
+use crate::wire::feedback::read_feedback;
+
+/// What [`NetDriver::receive_feedback`] did with a feedback message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FeedbackOutcome {
+    /// It settled this many packets in flight.
+    Applied(usize),
+    /// It reports nothing newer than what was already settled (a duplicate, a reordered or
+    /// repeated feedback): its acks are ignored (its reopen requests still count).
+    Stale,
+    /// It names a packet never sent: ignored entirely.
+    NeverSent,
+}
+
+impl NetDriver {
+    /// Applies a client's feedback (see [`crate::wire::feedback`]): packets it received are
+    /// retired, packets it missed have their content resent, actors it asks for are opened
+    /// again. Feedback that is stale (duplicated, reordered, repeated) or names packets never
+    /// sent changes nothing and is counted; bytes that do not decode are an error (and counted).
+    ///
+    /// ```
+    /// use shadowrep::client::ClientWorld;
+    /// use shadowrep::net::{DriverConfig, NetDriver};
+    /// use shadowrep::prelude::*;
+    /// use std::sync::Arc;
+    ///
+    /// let layout = Arc::new(ClassBuilder::new("Crate").property(PropertyDecl::new("Hp", PropType::U16)).build().unwrap());
+    /// let mut store = ClassStore::new(layout.clone());
+    /// let mut driver = NetDriver::new(DriverConfig::default()).unwrap();
+    /// let class = driver.register_class(&mut store).unwrap();
+    /// let conn = driver.add_connection(false);
+    /// let mut client = ClientWorld::new(&[layout], &driver.checksums()).unwrap();
+    /// let id = store.spawn();
+    /// store.set(id, 0, &Value::U16(100)).unwrap();
+    /// let guid = driver.assign_guid(class, &store, id).unwrap();
+    /// use shadowrep::net::FeedbackOutcome;
+    ///
+    /// driver.tick(&mut [&mut store]).unwrap();
+    /// let packets = driver.take_packets(conn).unwrap();
+    /// for packet in &packets {
+    ///     client.receive(packet).unwrap();
+    /// }
+    /// // Once per frame in which packets arrived (`client.feedback_due()`), back to the server:
+    /// let outcome = driver.receive_feedback(conn, &client.feedback()).unwrap();
+    /// assert_eq!(outcome, FeedbackOutcome::Applied(packets.len()));
+    /// assert_eq!(driver.in_flight(conn), 0);
+    /// // The same feedback again (a duplicate on the wire) changes nothing.
+    /// assert_eq!(driver.receive_feedback(conn, &client.feedback()).unwrap(), FeedbackOutcome::Stale);
+    /// # let _ = guid;
+    /// ```
+    pub fn receive_feedback(&mut self, conn: ConnectionId, bytes: &[u8]) -> Result<FeedbackOutcome, DriverError> {
+        let ci = self.live(conn)?;
+        let fb = match read_feedback(bytes) {
+            Ok(fb) => fb,
+            Err(e) => {
+                self.conns[ci].stats.feedback_malformed += 1;
+                return Err(DriverError::Feedback(e));
+            }
+        };
+        self.conns[ci].heard = self.server_time();
+        let outcome = match self.conns[ci].rel.classify(&fb) {
+            Intake::NeverSent => {
+                self.conns[ci].stats.feedback_forged += 1;
+                return Ok(FeedbackOutcome::NeverSent);
+            }
+            Intake::Stale => {
+                self.conns[ci].stats.feedback_stale += 1;
+                FeedbackOutcome::Stale
+            }
+            Intake::Settle => {
+                let (classes, guids, c) = (&self.classes, &self.guids, &mut self.conns[ci]);
+                let fast = &self.fast;
+                let mut settled = 0;
+                let mut entries = std::mem::take(&mut c.settled);
+                while let Some((rec, delivered)) = c.rel.settle_next(&fb) {
+                    reliability::apply_settled((ci, c), classes, guids, fast, rec, delivered, &mut entries);
+                    settled += 1;
+                }
+                reliability::apply_entries(c, &mut entries);
+                c.settled = entries;
+                c.rel.settled(&fb);
+                c.stats.feedback_applied += 1;
+                FeedbackOutcome::Applied(settled)
+            }
+        };
+        for &guid in &fb.reopen {
+            self.reopen(ci, guid);
+        }
+        Ok(outcome)
+    }
+
+    /// A client got a bunch for `guid` but does not have the actor: open it again, if the
+    /// server believes the open acknowledged (otherwise one is already on its way). Honoured at
+    /// most once per round trip: the reopen clears the acknowledgement until a packet carrying
+    /// the new open is acknowledged.
+    fn reopen(&mut self, ci: usize, guid: NetGuid) {
+        let c = &mut self.conns[ci];
+        if self.fast.contains(guid) {
+            if self.fast.reopen(ci, guid) {
+                c.stats.reopens_honoured += 1;
+            } else {
+                c.stats.reopens_ignored += 1;
+            }
+            return;
+        }
+        let Some(&(class, slot)) = self.guids.get(&guid) else {
+            c.stats.reopens_ignored += 1;
+            return;
+        };
+        let Some(ps) = c.pairs.get_mut(class, slot).filter(|ps| ps.flags & pair::OPEN_ACKED != 0) else {
+            c.stats.reopens_ignored += 1;
+            return;
+        };
+        ps.flags &= !(pair::OPEN_ACKED | pair::OPEN_SENT);
+        ps.sent_through = Frame(0);
+        c.queue(class, slot);
+        c.stats.reopens_honoured += 1;
+    }
+}

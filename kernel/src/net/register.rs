@@ -1,0 +1,142 @@
+//! Setting a driver up: a class's store registered (with the checks its layout must pass, and
+//! what the driver keeps per class), connections added, listed and removed, and actors given
+//! their NetGUIDs ahead of the tick that would.
+
+use super::actors::ClassNet;
+use super::condition::ActiveLeaves;
+use super::connection::{self, Connection};
+use super::pairs::Pairs;
+use super::{condition, ClassId, ConnectionId, DriverError, LeafMask, NetDriver, NetGuid, Seq};
+use crate::compare::{ChangeSet, ShadowState};
+use crate::history::History;
+use crate::store::{ActorId, ClassStore};
+use crate::wire::bunch::max_record_bits;
+use crate::wire::packet::max_body_bits;
+
+impl NetDriver {
+    /// Starts watching `store`; its class id is the registration index.
+    pub fn register_class(&mut self, store: &mut ClassStore) -> Result<ClassId, DriverError> {
+        if let Some(&c) = self.by_store.get(&store.id()) {
+            return Err(DriverError::AlreadyRegistered(ClassId(c)));
+        }
+        let layout = store.layout().clone();
+        if layout.leaves.len() > 64 {
+            return Err(DriverError::TooManyLeaves { class: layout.name.clone(), leaves: layout.leaves.len() });
+        }
+        // Every record (and every array element with its record head) must fit an otherwise
+        // empty packet.
+        let largest = (0..layout.leaves.len()).map(|leaf| max_record_bits(&layout, leaf)).max().unwrap_or(0);
+        if largest > max_body_bits(self.cfg.mtu) {
+            return Err(DriverError::RecordTooLarge { class: layout.name.clone(), bits: largest });
+        }
+        let array_leaves = layout
+            .leaves
+            .iter()
+            .enumerate()
+            .filter(|(_, l)| l.array.is_some())
+            .fold(LeafMask::EMPTY, |m, (i, _)| m | LeafMask::leaf(i));
+        let object_leaves = layout
+            .leaves
+            .iter()
+            .enumerate()
+            .filter(|(_, l)| match l.array {
+                None => l.kind == crate::schema::LeafKind::Object,
+                Some(a) => layout.arrays[a].elements.iter().any(|e| e.kind == crate::schema::LeafKind::Object),
+            })
+            .fold(LeafMask::EMPTY, |m, (i, _)| m | LeafMask::leaf(i));
+        let active = ActiveLeaves::new(&layout);
+        // Encoded once for every connection: the fixed leaves a plain simulated proxy receives
+        // (physics or not). Owner-only, autonomous-only, initial-only and replay-only leaves
+        // reach a connection or two, which encode them themselves — the arena would encode them
+        // for nobody most frames.
+        use condition::flags::{PHYSICS, SIMULATED};
+        let shared_leaves = (active.get(SIMULATED) | active.get(SIMULATED | PHYSICS)) & !array_leaves;
+        let id = ClassId(self.classes.len() as u32);
+        self.by_store.insert(store.id(), id.0);
+        self.classes.push(ClassNet {
+            store_id: store.id(),
+            shadow: ShadowState::new(store),
+            history: History::new(layout.clone()),
+            changes: ChangeSet::new(),
+            active,
+            actors: Vec::new(),
+            seen_epochs: Vec::new(),
+            seen_structure: None,
+            array_leaves,
+            shared_leaves,
+            object_leaves,
+            layout,
+            cols: Default::default(),
+        });
+        for c in &mut self.conns {
+            c.pairs.add_class();
+        }
+        Ok(id)
+    }
+
+    /// Checksums of the registered layouts, in class-id order (a client must match them).
+    pub fn checksums(&self) -> Vec<u64> {
+        self.classes.iter().map(|c| c.layout.checksum).collect()
+    }
+
+    /// Adds a connection whose first packet has sequence number 1; every live actor will be
+    /// opened on it.
+    pub fn add_connection(&mut self, replay: bool) -> ConnectionId {
+        self.add_connection_at(replay, Seq(1))
+    }
+
+    /// Adds a connection whose first packet has sequence number `first` (a handshake may pick
+    /// it at random, as UE's does; the client must be told: [`crate::client::ClientWorld::with_first_seq`]).
+    pub fn add_connection_at(&mut self, replay: bool, first: Seq) -> ConnectionId {
+        let mut c = Connection::new(replay, Pairs::new(false, self.classes.len()), self.cfg.mtu, first);
+        self.level_connection(&mut c);
+        // Static actors destroyed before it joined: its client loaded them with the level.
+        c.closes.extend(self.statics.destroyed.iter().map(|&g| connection::PendingClose::destroyed(g)));
+        for (ci, class) in self.classes.iter().enumerate().filter(|_| self.level.is_none()) {
+            for (slot, a) in class.actors.iter().enumerate() {
+                if a.alive {
+                    c.queue(ci as u32, slot as u32);
+                }
+            }
+        }
+        self.conns.push(c);
+        ConnectionId(self.conns.len() as u32 - 1)
+    }
+
+    /// Removes a connection: it sends nothing more and its state is freed. Its id stays taken
+    /// (later calls with it are [`DriverError::UnknownConnection`]); actors it owned are owned
+    /// by nobody.
+    pub fn remove_connection(&mut self, conn: ConnectionId) -> Result<(), DriverError> {
+        let ci = self.live(conn)?;
+        self.conns[ci].remove();
+        self.fast.remove_connection(ci);
+        for c in &mut self.classes {
+            for a in c.actors.iter_mut().filter(|a| a.owner == Some(conn.0)) {
+                a.owner = None;
+            }
+        }
+        Ok(())
+    }
+
+    /// The connections that exist, in id order.
+    pub fn connections(&self) -> impl Iterator<Item = ConnectionId> + '_ {
+        self.conns.iter().enumerate().filter(|(_, c)| !c.removed).map(|(i, _)| ConnectionId(i as u32))
+    }
+
+    /// The NetGUID of a live actor, assigning one now (and announcing the actor to every
+    /// connection) if no tick has seen it yet. A tick assigns GUIDs to new actors by itself;
+    /// call this to reference an actor in a property before that tick.
+    pub fn assign_guid(&mut self, class: ClassId, store: &ClassStore, id: ActorId) -> Result<NetGuid, DriverError> {
+        let ci = self.class_for(class, store)?;
+        if !store.contains(id) {
+            return Err(DriverError::StaleActor(id));
+        }
+        Ok(self.ensure_actor(ci as u32, id.index, id.generation))
+    }
+
+    /// The NetGUID of an actor, if the driver has assigned one (no side effects).
+    pub fn guid_of(&self, class: ClassId, id: ActorId) -> Option<NetGuid> {
+        let a = self.classes.get(class.0 as usize)?.actors.get(id.index as usize)?;
+        (a.alive && a.generation == id.generation).then_some(a.guid)
+    }
+}

@@ -1,0 +1,168 @@
+//! The body of one server frame: [`NetDriver::tick`] (in `mod.rs`, where it picks the thread)
+//! runs `tick_body` — the stores matched to their classes, dormancy, gather, then the actor level
+//! or, without it, shared encoding and each connection planned and written. Also what a frame did
+//! ([`TickStats`], [`Stages`]) and what its compares found.
+
+use super::connection::Connection;
+use super::{plan, send, ClassId, DriverError, Frame, NetDriver};
+use crate::store::ClassStore;
+use rayon::prelude::*;
+
+/// What one tick did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TickStats {
+    /// Frame number.
+    pub frame: Frame,
+    /// Actors that changed.
+    pub changed_actors: usize,
+    /// (connection, actor) bunches written.
+    pub bunches: usize,
+    /// Packets written.
+    pub packets: usize,
+    /// Bytes written, over every connection.
+    pub bytes: usize,
+    /// Fixed-leaf records encoded into the shared arena.
+    pub shared_records: usize,
+    /// Actor level: actors on the consider list.
+    pub due_actors: usize,
+    /// Actor level: (connection, due actor) pairs relevant this frame.
+    pub relevant_pairs: usize,
+    /// Actor level: (connection, actor) pairs replicated this frame (opened or updated, even with
+    /// nothing owed).
+    pub sent_pairs: usize,
+    /// Actor level: connections whose budget ran out before their candidates did.
+    pub saturated_connections: usize,
+    /// Where the frame's time went.
+    pub stages: Stages,
+}
+
+/// Nanoseconds per step of a frame. The per-connection steps (`relevancy_query`, `priority`,
+/// `write`) are summed over connections (CPU time: on N threads the wall time is about 1/N).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Stages {
+    /// Compare, slot tracking and history, every class.
+    pub gather: u64,
+    /// Actor level: the consider list.
+    pub consider: u64,
+    /// Actor level: dormancy's own work (connections looking for sleeping actors they have not
+    /// met, before gather; actors falling asleep, after the connections).
+    pub dormancy: u64,
+    /// Actor level: building the relevancy index (grid, links).
+    pub relevancy_index: u64,
+    /// Shared serialization.
+    pub share: u64,
+    /// Every connection's step, wall time (without the actor level: planning and packets).
+    pub connections: u64,
+    /// Actor level, summed over connections: the relevant set of the viewers.
+    pub relevancy_query: u64,
+    /// Actor level, summed over connections: candidates and priority keys.
+    pub priority: u64,
+    /// Actor level, summed over connections: the send loop (relevancy rechecks, opens, closes,
+    /// planning, packets).
+    pub write: u64,
+}
+
+impl NetDriver {
+    pub(super) fn tick_body(&mut self, stores: &mut [&mut ClassStore]) -> Result<TickStats, DriverError> {
+        // Find each class's store before touching anything (store ids are unique and stores
+        // cannot be cloned, so no class can be given twice).
+        let mut order = vec![usize::MAX; self.classes.len()];
+        for (i, s) in stores.iter().enumerate() {
+            let &c = self.by_store.get(&s.id()).ok_or(DriverError::UnknownStore)?;
+            order[c as usize] = i;
+        }
+        if let Some(missing) = order.iter().position(|&i| i == usize::MAX) {
+            return Err(DriverError::MissingStore(ClassId(missing as u32)));
+        }
+        self.frame = Frame(self.frame.0 + 1);
+        self.stats = TickStats { frame: self.frame, ..TickStats::default() };
+        if let Some(level) = self.level.as_mut() {
+            level.begin_frame(self.frame);
+            let t = std::time::Instant::now();
+            self.wake_for_viewers();
+            self.stats.stages.dormancy = t.elapsed().as_nanos() as u64;
+        }
+        let t = std::time::Instant::now();
+        for (ci, &si) in order.iter().enumerate() {
+            self.gather_class(ci, stores[si])?;
+        }
+        self.stats.stages.gather = t.elapsed().as_nanos() as u64;
+        self.fast.drop_orphans(&self.guids, &self.classes);
+        if self.level.is_some() {
+            let stores: Vec<&ClassStore> = order.iter().map(|&si| &*stores[si]).collect();
+            self.tick_level(&stores);
+            return Ok(self.stats);
+        }
+        self.collect_changed();
+        self.stats.changed_actors = self.changed.len();
+        let parallel = self.cfg.parallel && self.parallel_worth_it();
+        let stores: Vec<&ClassStore> = order.iter().map(|&si| &*stores[si]).collect();
+        let t = std::time::Instant::now();
+        if self.cfg.shared_serialization {
+            self.stats.shared_records = self.arena.encode(&self.changed, &self.classes, &stores, self.cfg.parallel);
+        } else {
+            self.arena.clear();
+        }
+        self.stats.stages.share = t.elapsed().as_nanos() as u64;
+        let t = std::time::Instant::now();
+        self.plan_and_write(&stores, parallel);
+        self.stats.stages.connections = t.elapsed().as_nanos() as u64;
+        Ok(self.stats)
+    }
+
+    /// Whether this frame's per-connection work is big enough to pay for waking the pool (an idle
+    /// frame should cost next to nothing).
+    fn parallel_worth_it(&self) -> bool {
+        let pending: usize = self.conns.iter().map(|c| c.pending.len() + c.closes.len()).sum();
+        self.changed.len() * self.conns.len() + pending >= self.cfg.min_parallel_items
+    }
+
+    /// Per connection, one after the other on a worker: what to send (a connection whose window
+    /// is full is planned too — it is the only moment this frame's changes are visited for it;
+    /// writing then hands everything back to the pairs as resends), then its closes and one
+    /// bunch per actor into packets of at most `mtu` bytes. Planning and writing one connection
+    /// together keeps its pair states in the cache between the two (planned for every
+    /// connection first, a large world's pair states were gone by the time they were written).
+    fn plan_and_write(&mut self, stores: &[&ClassStore], parallel: bool) {
+        let (frame, changed) = (self.frame, (&self.changed[..], &self.changed_actors[..]));
+        let ctx = send::WriteCtx {
+            classes: &self.classes,
+            stores,
+            arena: self.cfg.shared_serialization.then_some(&self.arena),
+            keep_alive_frames: self.cfg.keep_alive_frames,
+            statics: &self.statics.paths,
+            outers: &self.subs.outer,
+            guids: &self.guids,
+            fast: &self.fast,
+        };
+        let classes = &self.classes;
+        let write = |(ci, conn): (usize, &mut Connection)| {
+            plan::plan_connection(ci as u32, conn, classes, changed, frame);
+            ctx.write_connection(ci as u32, conn)
+        };
+        let written: Vec<send::Written> = if parallel {
+            self.conns.par_iter_mut().enumerate().map(write).collect()
+        } else {
+            self.conns.iter_mut().enumerate().map(write).collect()
+        };
+        for w in written {
+            self.stats.bunches += w.bunches;
+            self.stats.packets += w.packets;
+            self.stats.bytes += w.bytes;
+        }
+    }
+
+    /// Push-model validation's findings since the last call, over every class, leaving none:
+    /// changes of push-based properties made without a dirty mark (not replicated, exactly as
+    /// with validation off). Empty unless `DriverConfig::compare.validate_push` is on.
+    pub fn take_unmarked_changes(&mut self) -> Vec<crate::compare::UnmarkedChange> {
+        self.classes.iter_mut().flat_map(|c| c.shadow.take_unmarked_changes()).collect()
+    }
+
+    /// Class `class`'s per-property dirty statistics (counted while
+    /// `DriverConfig::compare.dirty_stats` is on).
+    pub fn dirty_stats(&self, class: ClassId) -> Result<&[crate::compare::PropertyDirtyStats], DriverError> {
+        let c = self.classes.get(class.0 as usize).ok_or(DriverError::UnknownClass(class))?;
+        Ok(c.shadow.dirty_stats())
+    }
+}
