@@ -1,0 +1,253 @@
+//! The actor level's inputs and what it shows: per-class and per-actor net settings, where an
+//! actor is and who owns it, `force_net_update`, each connection's viewers, net speed and
+//! "heard from", and the last frame's decisions, channels and budgets — the calls a game makes
+//! between ticks (the frame itself is in [`super`]).
+
+use super::{ChannelInfo, Level};
+use crate::net::actors::ClassNet;
+use crate::net::channels::FrameDecisions;
+use crate::net::connection::Connection;
+use crate::net::pairs::Pairs;
+use crate::net::relevancy::{RelevancyHook, Viewer};
+use crate::net::settings::{NetSettings, SpawnLeaves};
+use crate::net::{ClassId, ConnectionId, DriverError, NetDriver, NetGuid};
+use crate::schema::LeafKind;
+use crate::store::{ActorId, ClassStore};
+
+impl NetDriver {
+    fn level(&self) -> Result<&Level, DriverError> {
+        self.level.as_ref().ok_or(DriverError::ActorLevelOff)
+    }
+
+    fn level_class(&mut self, class: ClassId) -> Result<&mut ClassNet, DriverError> {
+        self.classes.get_mut(class.0 as usize).ok_or(DriverError::UnknownClass(class))
+    }
+
+    /// Sets a class's default net settings; actors without their own settings take them.
+    pub fn set_class_settings(&mut self, class: ClassId, settings: NetSettings) -> Result<(), DriverError> {
+        let c = self.level_class(class)?;
+        c.cols.defaults = settings;
+        for (s, &own) in c.cols.settings.iter_mut().zip(&c.cols.overridden) {
+            if !own {
+                *s = settings;
+            }
+        }
+        Ok(())
+    }
+
+    /// Names the parent property that holds a class's replicated location (a vector, UE's
+    /// `ReplicatedMovement.Location`): relevancy and priority read it from the store, so the
+    /// game never sets positions of that class by hand.
+    pub fn set_location_property(&mut self, class: ClassId, parent: usize) -> Result<(), DriverError> {
+        let c = self.level_class(class)?;
+        if parent >= c.layout.parents.len() {
+            return Err(DriverError::NoSuchParent(parent));
+        }
+        let leaf = c.layout.leaves.iter().position(|l| l.parent == parent && matches!(l.kind, LeafKind::Vector(_)));
+        match leaf {
+            Some(leaf) if c.layout.leaves[leaf].array.is_none() => {
+                c.cols.location_leaf = Some(leaf);
+                Ok(())
+            }
+            _ => Err(DriverError::NotALocation { class: c.layout.name.clone(), parent }),
+        }
+    }
+
+    /// Names the properties a class's spawn info reads besides its location (UE's spawn info:
+    /// the root component's rotation, scale and velocity), by parent index: `rotation` a
+    /// rotator, `scale` and `velocity` vectors; `None` leaves the default (unrotated, unit scale,
+    /// at rest). A dynamic actor's open carries them, and the client creates the actor from them
+    /// ([`crate::client::ClientWorld::spawn_info`]).
+    pub fn set_spawn_properties(
+        &mut self,
+        class: ClassId,
+        rotation: Option<usize>,
+        scale: Option<usize>,
+        velocity: Option<usize>,
+    ) -> Result<(), DriverError> {
+        let c = self.level_class(class)?;
+        let find = |parent: Option<usize>, rotator: bool| -> Result<Option<usize>, DriverError> {
+            let Some(parent) = parent else { return Ok(None) };
+            if parent >= c.layout.parents.len() {
+                return Err(DriverError::NoSuchParent(parent));
+            }
+            let fits = |k: LeafKind| if rotator { k == LeafKind::Rotator } else { matches!(k, LeafKind::Vector(_)) };
+            let leaf = c.layout.leaves.iter().position(|l| l.parent == parent && l.array.is_none() && fits(l.kind));
+            let what = if rotator { "rotator" } else { "vector" };
+            leaf.map(Some).ok_or_else(|| DriverError::NotASpawnProperty { class: c.layout.name.clone(), parent, what })
+        };
+        let leaves = SpawnLeaves {
+            rotation: find(rotation, true)?,
+            scale: find(scale, false)?,
+            velocity: find(velocity, false)?,
+        };
+        self.classes[class.0 as usize].cols.spawn_leaves = leaves;
+        Ok(())
+    }
+
+    /// Gives a class its own relevancy rule (UE's `IsNetRelevantFor` override).
+    pub fn set_relevancy_hook(&mut self, class: ClassId, hook: Option<RelevancyHook>) -> Result<(), DriverError> {
+        self.level_class(class)?.cols.hook = hook;
+        Ok(())
+    }
+
+    fn cols_slot(&mut self, class: ClassId, store: &ClassStore, id: ActorId) -> Result<(usize, usize), DriverError> {
+        self.assign_guid(class, store, id)?;
+        Ok((class.0 as usize, id.index as usize))
+    }
+
+    /// Gives one actor its own net settings.
+    pub fn set_net_settings(
+        &mut self,
+        class: ClassId,
+        store: &ClassStore,
+        id: ActorId,
+        settings: NetSettings,
+    ) -> Result<(), DriverError> {
+        let (c, s) = self.cols_slot(class, store, id)?;
+        let cols = &mut self.classes[c].cols;
+        cols.settings[s] = settings;
+        cols.overridden[s] = true;
+        Ok(())
+    }
+
+    /// An actor's net settings (its own, or its class's).
+    pub fn net_settings(&self, class: ClassId, id: ActorId) -> Option<NetSettings> {
+        self.guid_of(class, id)?;
+        self.classes[class.0 as usize].cols.settings.get(id.index as usize).copied()
+    }
+
+    /// Sets where an actor of a class without a location property is.
+    pub fn set_position(
+        &mut self,
+        class: ClassId,
+        store: &ClassStore,
+        id: ActorId,
+        at: [f32; 3],
+    ) -> Result<(), DriverError> {
+        let (c, s) = self.cols_slot(class, store, id)?;
+        self.classes[c].cols.position[s] = at;
+        Ok(())
+    }
+
+    /// Sets an actor's owner actor (UE's `Owner`: owner relevancy and "owned by the viewer"
+    /// follow the chain) and instigator.
+    pub fn set_owner_actor(
+        &mut self,
+        class: ClassId,
+        store: &ClassStore,
+        id: ActorId,
+        owner: Option<NetGuid>,
+        instigator: Option<NetGuid>,
+    ) -> Result<(), DriverError> {
+        let (c, s) = self.cols_slot(class, store, id)?;
+        self.classes[c].cols.owner_actor[s] = owner;
+        self.classes[c].cols.instigator[s] = instigator;
+        Ok(())
+    }
+
+    /// UE's `ForceNetUpdate`: the actor is considered on the next frame.
+    pub fn force_net_update(&mut self, class: ClassId, store: &ClassStore, id: ActorId) -> Result<(), DriverError> {
+        let (c, s) = self.cols_slot(class, store, id)?;
+        let now = self.server_time();
+        self.classes[c].cols.clock[s].force_net_update(now);
+        if let Some(l) = self.level.as_mut() {
+            l.forced.push((c as u32, s as u32, now));
+        }
+        Ok(())
+    }
+
+    /// Sets a connection's viewers: its own first, then its split-screen children's (each
+    /// counts for the connection). A connection without viewers sees nothing.
+    pub fn set_viewers(&mut self, conn: ConnectionId, viewers: &[Viewer]) -> Result<(), DriverError> {
+        let ci = self.live(conn)?;
+        self.conns[ci].viewers = viewers.to_vec();
+        Ok(())
+    }
+
+    /// Sets a connection's bandwidth in bytes per second (UE's `CurrentNetSpeed`).
+    pub fn set_net_speed(&mut self, conn: ConnectionId, bytes_per_second: u32) -> Result<(), DriverError> {
+        let ci = self.live(conn)?;
+        self.conns[ci].budget.net_speed = bytes_per_second;
+        Ok(())
+    }
+
+    /// The transport heard from the client (any packet): it stays ready to be replicated to.
+    /// Feedback counts by itself.
+    pub fn heard_from(&mut self, conn: ConnectionId) -> Result<(), DriverError> {
+        let ci = self.live(conn)?;
+        self.conns[ci].heard = self.server_time();
+        Ok(())
+    }
+
+    /// Seconds of server time (frame / tick rate with the actor level; 0 without).
+    pub fn server_time(&self) -> f64 {
+        self.level.as_ref().map_or(0.0, |l| l.time.now)
+    }
+
+    /// The last frame's decisions for `conn` (with
+    /// [`ActorLevelConfig::record_decisions`](crate::net::ActorLevelConfig::record_decisions)): its relevant set and its send order.
+    pub fn decisions(&self, conn: ConnectionId) -> Result<Option<&FrameDecisions>, DriverError> {
+        self.level()?;
+        Ok(self.conn(conn)?.decisions.as_deref())
+    }
+
+    /// Records (or stops recording) every connection's decisions from the next frame on
+    /// ([`NetDriver::decisions`]).
+    pub fn set_record_decisions(&mut self, on: bool) -> Result<(), DriverError> {
+        self.level.as_mut().ok_or(DriverError::ActorLevelOff)?.cfg.record_decisions = on;
+        Ok(())
+    }
+
+    /// A connection's channels: actor, whether the client acknowledged the open, and the times
+    /// priority and relevancy read.
+    pub fn channel_info(&self, conn: ConnectionId) -> Result<Vec<ChannelInfo>, DriverError> {
+        self.level()?;
+        let Pairs::Channels { rows, .. } = &self.conn(conn)?.pairs else { return Ok(Vec::new()) };
+        Ok(rows
+            .iter()
+            .filter_map(|r| {
+                let (class, slot) = crate::net::pairs::split_key(r.key);
+                let a = self.classes.get(class as usize)?.actors.get(slot as usize)?;
+                Some(ChannelInfo {
+                    guid: a.guid,
+                    class: ClassId(class),
+                    open_acked: r.state.flags & crate::net::connection::pair::OPEN_ACKED != 0,
+                    last_update: r.last_update,
+                    relevant_time: r.relevant_time,
+                })
+            })
+            .collect())
+    }
+
+    /// A connection's bandwidth: bytes per second, and bits queued beyond its allowance
+    /// (negative: credit).
+    pub fn connection_budget(&self, conn: ConnectionId) -> Result<(u32, f64), DriverError> {
+        let c = self.conn(conn)?;
+        Ok((c.budget.net_speed, c.budget.queued_bits))
+    }
+
+    /// Where the actor level last saw an actor (its location when it was last due, or what
+    /// [`NetDriver::set_position`] set), its owner actor and its instigator.
+    pub fn actor_place(&self, class: ClassId, id: ActorId) -> Option<([f32; 3], Option<NetGuid>, Option<NetGuid>)> {
+        self.guid_of(class, id)?;
+        let cols = &self.classes[class.0 as usize].cols;
+        let s = id.index as usize;
+        Some((*cols.position.get(s)?, cols.owner_actor[s], cols.instigator[s]))
+    }
+
+    /// Channels a connection holds (open, opening or recently relevant) and their bytes.
+    pub fn channels(&self, conn: ConnectionId) -> Result<(usize, usize), DriverError> {
+        let c = self.conn(conn)?;
+        Ok((c.pairs.len(), c.pairs.bytes()))
+    }
+
+    /// A new connection's state under the actor level.
+    pub(in crate::net) fn level_connection(&self, c: &mut Connection) {
+        if let Some(l) = &self.level {
+            c.pairs = Pairs::channels();
+            c.budget.net_speed = l.cfg.net_speed;
+            c.heard = l.time.now;
+        }
+    }
+}
