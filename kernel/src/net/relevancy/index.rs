@@ -180,6 +180,11 @@ impl RelevancyIndex {
 
     /// The due indices relevant to connection `conn` with `viewers`, ascending, into `out`.
     /// `due_of` gives the due index of an actor by GUID, if it is due.
+    ///
+    /// Every answer (grid hits, links, rule actors, followers) sets its bit in a bitset over the
+    /// due list, and one scan of it lists them ascending without duplicates: no sort of the
+    /// grid's interleaved runs and no merges (a few hundred hits against a due list of a few
+    /// thousand words at most).
     #[allow(clippy::too_many_arguments)]
     pub fn relevant_for(
         &self,
@@ -195,32 +200,42 @@ impl RelevancyIndex {
         if viewers.is_empty() {
             return;
         }
-        scratch.locations.clear();
-        scratch.locations.extend(viewers.iter().map(|v| v.location));
-        self.grid.relevant(&scratch.locations, out);
-        // Grid rows are in due order, so the mapped hits stay ascending.
-        for hit in out.iter_mut() {
-            *hit = self.grid_due[*hit as usize];
+        let Scratch { locations, hits, bits } = scratch;
+        locations.clear();
+        locations.extend(viewers.iter().map(|v| v.location));
+        self.grid.relevant_unsorted(locations, hits);
+        bits.clear();
+        bits.resize(due.len().div_ceil(64), 0);
+        let set = |bits: &mut [u64], i: u32| bits[i as usize / 64] |= 1 << (i % 64);
+        let has = |bits: &[u64], i: u32| bits[i as usize / 64] >> (i % 64) & 1 != 0;
+        for &row in hits.iter() {
+            set(bits, self.grid_due[row as usize]);
         }
         let range = |list: &[(NetGuid, u32)], g: NetGuid| {
             let start = list.partition_point(|e| e.0 < g);
             let end = list.partition_point(|e| e.0 <= g);
             start..end
         };
-        let extra = &mut scratch.extra;
-        extra.clear();
         for v in viewers {
             for g in [v.view_target, v.real_viewer].into_iter().flatten() {
                 // The view target or real viewer itself (rule actors answer for themselves).
-                extra.extend(due_of(g).filter(|&i| !due[i as usize].rules));
-                extra.extend(self.owned[range(&self.owned, g)].iter().map(|e| e.1));
+                if let Some(i) = due_of(g).filter(|&i| !due[i as usize].rules) {
+                    set(bits, i);
+                }
+                for e in &self.owned[range(&self.owned, g)] {
+                    set(bits, e.1);
+                }
             }
             if let Some(t) = v.view_target {
-                extra.extend(self.instigated[range(&self.instigated, t)].iter().map(|e| e.1));
+                for e in &self.instigated[range(&self.instigated, t)] {
+                    set(bits, e.1);
+                }
             }
         }
         let start = self.by_conn.partition_point(|e| e.0 < conn);
-        extra.extend(self.by_conn[start..].iter().take_while(|e| e.0 == conn).map(|e| e.1));
+        for e in self.by_conn[start..].iter().take_while(|e| e.0 == conn) {
+            set(bits, e.1);
+        }
         let lookup = |g: NetGuid| self.linked.get(&g).map(|l| &l.0);
         let by_rules = |i: u32| {
             let d = &due[i as usize];
@@ -229,37 +244,36 @@ impl RelevancyIndex {
         };
         for &i in &self.rules {
             if by_rules(i) {
-                extra.push(i);
+                set(bits, i);
             }
         }
-        if !extra.is_empty() {
-            merge_into(out, extra, &mut scratch.merged);
-        }
-        if self.followers.is_empty() {
-            return;
-        }
-        let viewed = |g: NetGuid| viewers.iter().any(|v| v.view_target == Some(g) || v.real_viewer == Some(g));
-        let hooked = |c: u32| hooks.get(c as usize).is_some_and(Option::is_some);
-        extra.clear();
-        for &(i, owner_due) in &self.followers {
-            let d = &due[i as usize];
-            // The owner's own answer is the follower's when the owner is due, has no hook, does
-            // not hand its question on (owner relevancy: depth and order), and is owned by the
-            // same connection (its answer counts that ownership); otherwise UE's rules.
-            let owner_due = owner_due.filter(|&o| {
-                let od = &due[o as usize];
-                !hooked(od.class) && !hooked(d.class) && !od.rel.use_owner_relevancy && od.actor.owner == d.actor.owner
-            });
-            let relevant = match owner_due {
-                Some(o) => out.binary_search(&o).is_ok() || viewed(d.rel.guid) || d.actor.owner == Some(conn),
-                None => by_rules(i),
-            };
-            if relevant {
-                extra.push(i);
+        if !self.followers.is_empty() {
+            let viewed = |g: NetGuid| viewers.iter().any(|v| v.view_target == Some(g) || v.real_viewer == Some(g));
+            let hooked = |c: u32| hooks.get(c as usize).is_some_and(Option::is_some);
+            for &(i, owner_due) in &self.followers {
+                let d = &due[i as usize];
+                // The owner's own answer is the follower's when the owner is due, has no hook,
+                // does not hand its question on (owner relevancy: depth and order), and is owned
+                // by the same connection (its answer counts that ownership); otherwise UE's rules.
+                // Such an owner is no follower, so its bit is final before any follower's is set.
+                let owner_due = owner_due.filter(|&o| {
+                    let od = &due[o as usize];
+                    !hooked(od.class)
+                        && !hooked(d.class)
+                        && !od.rel.use_owner_relevancy
+                        && od.actor.owner == d.actor.owner
+                });
+                let relevant = match owner_due {
+                    Some(o) => has(bits, o) || viewed(d.rel.guid) || d.actor.owner == Some(conn),
+                    None => by_rules(i),
+                };
+                if relevant {
+                    set(bits, i);
+                }
             }
         }
-        if !extra.is_empty() {
-            merge_into(out, extra, &mut scratch.merged);
+        for (w, &word) in bits.iter().enumerate() {
+            out.extend(crate::store::BitIter(word).map(|b| (w * 64 + b) as u32));
         }
     }
 }
@@ -272,42 +286,12 @@ fn follows(d: &DueActor) -> Option<NetGuid> {
     r.owner.filter(|_| only_owner_rules)
 }
 
-/// Merges the few hits in `extra` (sorted here) into the sorted `out`, without duplicates.
-fn merge_into(out: &mut Vec<u32>, extra: &mut [u32], merged: &mut Vec<u32>) {
-    {
-        extra.sort_unstable();
-        merged.clear();
-        merged.reserve(out.len() + extra.len());
-        let (mut i, mut j) = (0, 0);
-        while i < out.len() || j < extra.len() {
-            let next = match (out.get(i), extra.get(j)) {
-                (Some(&a), Some(&b)) if a <= b => {
-                    i += 1;
-                    j += (a == b) as usize;
-                    a
-                }
-                (_, Some(&b)) => {
-                    j += 1;
-                    b
-                }
-                (Some(&a), None) => {
-                    i += 1;
-                    a
-                }
-                (None, None) => unreachable!(),
-            };
-            if merged.last() != Some(&next) {
-                merged.push(next);
-            }
-        }
-        std::mem::swap(out, merged);
-    }
-}
-
 /// Buffers one connection's query reuses from frame to frame.
 #[derive(Default)]
 pub(crate) struct Scratch {
     locations: Vec<[f32; 3]>,
-    extra: Vec<u32>,
-    merged: Vec<u32>,
+    /// The grid's hits (its rows).
+    hits: Vec<u32>,
+    /// One bit per due actor: relevant.
+    bits: Vec<u64>,
 }

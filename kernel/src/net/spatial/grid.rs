@@ -404,6 +404,23 @@ impl SpatialGrid {
     /// # Panics
     /// If the grid is stale.
     pub fn relevant(&self, viewers: &[[f32; 3]], out: &mut Vec<u32>) {
+        let sweeps = self.relevant_unsorted(viewers, out);
+        // Each cell's hits are ascending and an actor is in one cell or the large list, but the
+        // runs of different cells interleave.
+        if sweeps > 1 {
+            out.sort_unstable();
+            out.dedup();
+        }
+    }
+
+    /// [`relevant`](Self::relevant)'s actors in the order the sweeps found them (ascending within
+    /// each cell, the cells' runs interleaved): for a caller that orders them its own way (an
+    /// actor is in one cell or the large list, and each is swept once, so none repeats). Returns
+    /// how many cells (and the large list) were swept.
+    ///
+    /// # Panics
+    /// If the grid is stale.
+    pub fn relevant_unsorted(&self, viewers: &[[f32; 3]], out: &mut Vec<u32>) -> usize {
         self.assert_fresh();
         out.clear();
         let mut sweeps = 0;
@@ -415,12 +432,7 @@ impl SpatialGrid {
             relevant_lanes(self.large(), viewers, out);
             sweeps += 1;
         }
-        // Each cell's hits are ascending and an actor is in one cell or the large list, but the
-        // runs of different cells interleave.
-        if sweeps > 1 {
-            out.sort_unstable();
-            out.dedup();
-        }
+        sweeps
     }
 
     /// Calls `f` once for every non-empty cell that some viewer visits: within `span` of the
