@@ -153,9 +153,9 @@ pub(crate) fn replicate_connection(ctx: &LevelCtx<'_>, ci: u32, conn: &mut Conne
     if conn.removed {
         return out;
     }
-    drop_retired(conn, ctx.retired);
     let now = ctx.time.now;
     let ready = now - conn.heard <= ctx.cfg.ready_timeout;
+    drop_retired(conn, ctx.retired, ready);
     let record = ctx.cfg.record_decisions;
     let mut decisions = record.then(|| FrameDecisions {
         frame: ctx.time.frame,
@@ -213,8 +213,10 @@ pub(crate) fn replicate_connection(ctx: &LevelCtx<'_>, ci: u32, conn: &mut Conne
 }
 
 /// Drops the rows of actors that are gone (one merge of two sorted lists), queueing a close
-/// where a packet carried the open.
-fn drop_retired(conn: &mut Connection, retired: &[(u64, NetGuid)]) {
+/// where a packet carried the open. In a frame that replicates (`ready`) a gone row becomes a
+/// scratch row in place — what the frame's last pass drops, or the row of a new actor in the same
+/// slot, numbered then as a fresh row is — so the table is compacted once a frame, not twice.
+fn drop_retired(conn: &mut Connection, retired: &[(u64, NetGuid)], ready: bool) {
     let Pairs::Channels { rows, dormant } = &mut conn.pairs else { return };
     // Dormant copies of gone actors: the client keeps them until told (UE's destruction infos).
     for &(key, guid) in retired {
@@ -236,11 +238,11 @@ fn drop_retired(conn: &mut Connection, retired: &[(u64, NetGuid)]) {
             if row.state.flags & pair::EVER_OPENED != 0 && !guid.is_static() {
                 conn.closes.push(PendingClose::destroyed(guid));
             }
-            row.state.flags = 0;
+            *row = Channel { key, ..Channel::default() };
             gone = true;
         }
     }
-    if gone {
+    if gone && !ready {
         rows.retain(|r| r.state.flags != 0);
     }
 }
@@ -280,11 +282,21 @@ fn candidates(ctx: &LevelCtx<'_>, conn: &mut Connection, scratch: &mut Scratch) 
         while r < rows.len() && rows[r].key < key {
             r += 1;
         }
-        if rows.get(r).is_none_or(|row| row.key != key) && !held(key) {
-            let mut row = Channel { key, ..Channel::default() };
-            row.state.epoch = *next_epoch;
-            *next_epoch = next_epoch.wrapping_add(1);
-            fresh.push(row);
+        match rows.get_mut(r).filter(|row| row.key == key) {
+            // A gone actor's row left as a scratch row (no flags: between frames every row is a
+            // channel): a new actor in its slot takes it, numbered as a fresh row would be.
+            Some(row) if row.state.flags == 0 => {
+                row.state.epoch = *next_epoch;
+                *next_epoch = next_epoch.wrapping_add(1);
+            }
+            Some(_) => {}
+            None if held(key) => {}
+            None => {
+                let mut row = Channel { key, ..Channel::default() };
+                row.state.epoch = *next_epoch;
+                *next_epoch = next_epoch.wrapping_add(1);
+                fresh.push(row);
+            }
         }
     }
     merge_rows(rows, fresh);

@@ -401,3 +401,53 @@ fn references_waiting_for_unknown_objects_stop_at_max_unmapped_and_are_counted()
         matches!(c.value(last, 0), Some(Value::Array(v)) if v.iter().all(|x| *x == Value::Object(shadowrep::value::ObjectRef(0))))
     );
 }
+
+/// A new actor in the slot of one destroyed the same frame gets a channel of its own: the late
+/// acknowledgement of the old channel's open (its packet delivered only after the new open was
+/// sent) acknowledges nothing of the new one, the client gets the new actor's state, and nothing
+/// of the old channel (its bunch still in flight when the slot changed hands) keeps the new one
+/// from settling and going dormant.
+#[test]
+fn a_new_actor_in_a_gone_actors_slot_gets_a_channel_of_its_own() {
+    let mut level = Level::new(every_frame(), 1);
+    always_due(&mut level);
+    let (old, old_guid) = level.spawn([100.0, 0.0, 0.0], 7);
+    let conn = level.clients[0].0;
+    level.driver.tick(&mut [&mut level.store]).unwrap();
+    let first = level.driver.take_packets(conn).unwrap();
+    assert!(!first.is_empty(), "the old actor's open goes out");
+    level.store.despawn(old).unwrap();
+    let (new, new_guid) = level.spawn([200.0, 0.0, 0.0], 9);
+    // It sleeps once its channel settles: no count of the old channel's bunches may hold it.
+    level.driver.set_net_dormancy(level.class, &level.store, new, shadowrep::net::Dormancy::DormantAll).unwrap();
+    assert_eq!(new.index, old.index, "the store reuses the slot");
+    assert_ne!(new_guid, old_guid);
+    level.driver.tick(&mut [&mut level.store]).unwrap();
+    let second = level.driver.take_packets(conn).unwrap();
+    assert!(!second.is_empty(), "the new actor's open goes out");
+    // Only the first frame's packets arrive (the second's are still on their way).
+    let world = &mut level.clients[0].1;
+    for p in &first {
+        world.receive(p).unwrap();
+    }
+    level.driver.receive_feedback(conn, &world.feedback()).unwrap();
+    let channels = level.driver.channel_info(conn).unwrap();
+    let row = channels.iter().find(|c| c.guid == new_guid).expect("the new actor has a channel");
+    assert!(!row.open_acked, "the old channel's packet acknowledged the new channel's open");
+    assert!(channels.iter().all(|c| c.guid != old_guid), "the old actor's channel is gone");
+    // Its own packets acknowledge it.
+    for p in &second {
+        world.receive(p).unwrap();
+    }
+    level.driver.receive_feedback(conn, &world.feedback()).unwrap();
+    let channels = level.driver.channel_info(conn).unwrap();
+    assert!(channels.iter().any(|c| c.guid == new_guid && c.open_acked));
+    // The client destroyed the old actor and holds the new one with its own state.
+    level.step();
+    let world = level.client(0);
+    assert!(!world.has(old_guid) && world.has(new_guid));
+    assert_eq!(world.value(new_guid, HEALTH), Some(Value::U32(9)));
+    assert_eq!(world.value(new_guid, LOCATION), Some(Value::Vector([200.0, 0.0, 0.0])));
+    level.run(4);
+    assert!(level.client(0).is_dormant(new_guid), "the new actor's channel settled and went dormant");
+}
