@@ -85,7 +85,7 @@ use crate::ids::NetGuid;
 use crate::schema::ArrayLayout;
 use crate::wire::open::{OpenHeader, OpenKind};
 use crate::wire::packet::max_body_bits;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
 /// Most delta bunches one fast array sends one connection in one frame (a first send of a large
@@ -185,7 +185,7 @@ pub(crate) struct FastArrays {
     /// By GUID: written in this order where every array is written.
     arrays: BTreeMap<NetGuid, Mutex<FastArrayNet>>,
     /// Owner → its fast arrays.
-    by_owner: HashMap<NetGuid, Vec<NetGuid>>,
+    by_owner: crate::ids::GuidMap<Vec<NetGuid>>,
 }
 
 fn lock(m: &Mutex<FastArrayNet>) -> std::sync::MutexGuard<'_, FastArrayNet> {
