@@ -228,6 +228,9 @@ impl std::hash::Hasher for GuidHasher {
 /// A map keyed by the server's NetGuids ([`GuidHasher`]).
 pub type GuidMap<V> = std::collections::HashMap<NetGuid, V, std::hash::BuildHasherDefault<GuidHasher>>;
 
+/// A set of the server's NetGuids ([`GuidHasher`]).
+pub type GuidSet = std::collections::HashSet<NetGuid, std::hash::BuildHasherDefault<GuidHasher>>;
+
 #[cfg(test)]
 mod tests {
     use super::*;

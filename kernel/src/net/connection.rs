@@ -16,7 +16,6 @@ use crate::ids::{Frame, LeafMask, NetGuid, Seq};
 use crate::wire::open::CloseReason;
 use crate::wire::packet::PacketWriter;
 use crate::wire::BitWriter;
-use std::collections::HashSet;
 
 /// Bits of [`PairState::flags`].
 pub mod pair {
@@ -122,8 +121,8 @@ pub(crate) struct Connection {
     pub closes: Vec<PendingClose>,
     /// Static objects referenced by what was sent, whose export the client acknowledged /
     /// whose export is in flight / whose export was lost (written again at the next frame).
-    pub exported: HashSet<NetGuid>,
-    pub exporting: HashSet<NetGuid>,
+    pub exported: crate::ids::GuidSet,
+    pub exporting: crate::ids::GuidSet,
     pub exports: Vec<NetGuid>,
     /// This frame's sends, from planning to packet writing.
     pub sends: Vec<SendItem>,
@@ -160,8 +159,8 @@ impl Connection {
             pairs,
             pending: Vec::new(),
             closes: Vec::new(),
-            exported: HashSet::new(),
-            exporting: HashSet::new(),
+            exported: Default::default(),
+            exporting: Default::default(),
             exports: Vec::new(),
             sends: Vec::new(),
             rel: Reliability::new(first_seq),
