@@ -287,6 +287,10 @@ impl<'a> Plan<'a> {
                 }
                 let changed = self.compare_arrays(&mut page, a, li, consider, arrays);
                 if changed != 0 {
+                    // The page's first change zeroes its masks (an earlier frame's may be there).
+                    if any == 0 {
+                        masks.fill(0);
+                    }
                     masks[li] = changed;
                     any |= changed;
                 }

@@ -292,3 +292,42 @@ fn a_reused_change_set_keeps_nothing_of_the_frame_before() {
     assert_eq!(out.changelist(s.layout(), born.index), vec![1, 0]);
     assert_eq!(out.changed_actors(), 1);
 }
+
+/// A change set reused from frame to frame (as the driver reuses its own) reports exactly what a
+/// fresh one does: a frame whose only change is an array must not repeat a leaf an earlier frame
+/// changed in the same page (the page's masks are zeroed at its first change, on every path).
+#[test]
+fn a_reused_change_set_reports_what_a_fresh_one_does() {
+    for (push, mode) in [(false, PushMode::Off), (false, PushMode::Declared), (true, PushMode::All)] {
+        let mut s = store(push);
+        let mut reused_shadow = ShadowState::new(&mut s);
+        let mut fresh_shadow = ShadowState::new(&mut s);
+        let (a, b) = (s.spawn(), s.spawn());
+        let mut reused = ChangeSet::new();
+        let cfg = CompareConfig { push: mode, ..CompareConfig::default() };
+        let steps: [&dyn Fn(&mut ClassStore); 3] = [
+            &|s| s.set(a, 0, &Value::F32(2.0)).unwrap(),
+            &|s| s.set(a, 1, &Value::Array(vec![Value::U32(5)])).unwrap(),
+            &|s| s.set(b, 1, &Value::Array(vec![Value::U32(6), Value::U32(7)])).unwrap(),
+        ];
+        for (i, step) in steps.iter().enumerate() {
+            step(&mut s);
+            if push {
+                s.mark_all_dirty(a).unwrap();
+                s.mark_all_dirty(b).unwrap();
+            }
+            s.begin_tick();
+            reused_shadow.compare(&mut s, &cfg, &mut reused).unwrap();
+            let mut fresh = ChangeSet::new();
+            fresh_shadow.compare(&mut s, &cfg, &mut fresh).unwrap();
+            for id in [a, b] {
+                assert_eq!(
+                    reused.changelist(s.layout(), id.index),
+                    fresh.changelist(s.layout(), id.index),
+                    "{mode:?}, frame {i}, slot {}",
+                    id.index
+                );
+            }
+        }
+    }
+}

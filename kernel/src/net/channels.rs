@@ -4,9 +4,11 @@
 //!
 //! ```text
 //! not heard from within ready_timeout → nothing but a keep-alive
-//! queued closes of destroyed actors
+//! queued closes of destroyed actors; rows of gone actors → scratch rows in place (a connection
+//!   not replicated to this frame drops them at once)
 //! relevant   = the relevancy index's answer for the viewers (due actors only)
-//! rows      += a scratch row for each relevant actor without one          (one merge)
+//! rows      += a scratch row for each relevant actor without one          (one merge; a gone
+//!   actor's scratch row in the slot is taken, numbered as a fresh row)
 //! candidates = rows whose actor is due (relevant ones and open channels)
 //! priority   = max over viewers of GetNetPriority; T = now − last update (no channel: 1 s)
 //! in send order (key desc, GUID asc), selected in batches (select_nth, then sort the batch):
@@ -212,10 +214,11 @@ pub(crate) fn replicate_connection(ctx: &LevelCtx<'_>, ci: u32, conn: &mut Conne
     out
 }
 
-/// Drops the rows of actors that are gone (one merge of two sorted lists), queueing a close
-/// where a packet carried the open. In a frame that replicates (`ready`) a gone row becomes a
-/// scratch row in place — what the frame's last pass drops, or the row of a new actor in the same
-/// slot, numbered then as a fresh row is — so the table is compacted once a frame, not twice.
+/// Retires the rows of actors that are gone (the sorted retired list galloping over the sorted
+/// rows), queueing a close where a packet carried the open. In a frame that replicates
+/// (`ready`) a gone row becomes a scratch row in place — what the frame's last pass drops, or the
+/// row of a new actor in the same slot, numbered then as a fresh row is — so the table is
+/// compacted once a frame, not twice; otherwise the rows are dropped at once.
 fn drop_retired(conn: &mut Connection, retired: &[(u64, NetGuid)], ready: bool) {
     let Pairs::Channels { rows, dormant } = &mut conn.pairs else { return };
     // Dormant copies of gone actors: the client keeps them until told (UE's destruction infos).
@@ -323,6 +326,10 @@ fn candidates(ctx: &LevelCtx<'_>, conn: &mut Connection, scratch: &mut Scratch) 
             k += 1;
         }
         let relevant_now = relevant.get(k) == Some(&d);
+        // A gone actor's scratch row whose slot's new actor is not relevant here: no candidate.
+        if row.state.flags == 0 && !relevant_now {
+            continue;
+        }
         cands.push(Cand { row: ri as u32, due: d, relevant_now });
     }
 }
@@ -484,8 +491,8 @@ fn held_awake(ctx: &LevelCtx<'_>, conn: &mut Connection, cands: &[Cand], awake: 
 /// channels hold their actors awake.
 fn held_awake_idle(ctx: &LevelCtx<'_>, conn: &mut Connection, awake: &mut Vec<u32>) {
     let Pairs::Channels { rows, .. } = &conn.pairs else { return };
-    // Between frames dormant copies live in the other table: every row here is a channel or a
-    // scratch row.
+    // Between frames dormant copies live in the other table and every row here is a channel (a
+    // frame that does not replicate drops its gone actors' rows at once): the filter is a guard.
     for r in rows.iter().filter(|r| r.state.flags & pair::CHANNEL != 0) {
         let (c, slot) = split_key(r.key);
         if !lane_set(ctx.selected.get(c as usize).map_or(&[], |v| &v[..]), slot) {

@@ -451,3 +451,24 @@ fn a_new_actor_in_a_gone_actors_slot_gets_a_channel_of_its_own() {
     level.run(4);
     assert!(level.client(0).is_dormant(new_guid), "the new actor's channel settled and went dormant");
 }
+
+/// The same with the new actor out of sight: the gone actor's row is dropped by the frame (no
+/// channel, no row left for the slot), and the client destroys the old actor.
+#[test]
+fn a_gone_actors_row_leaves_no_row_when_the_slot_s_new_actor_is_not_relevant() {
+    let mut level = Level::new(every_frame(), 1);
+    always_due(&mut level);
+    let (old, old_guid) = level.spawn([100.0, 0.0, 0.0], 7);
+    let conn = level.clients[0].0;
+    level.run(2);
+    assert!(level.client(0).has(old_guid));
+    level.store.despawn(old).unwrap();
+    let (new, new_guid) = level.spawn([90_000.0, 0.0, 0.0], 9); // beyond the cull distance
+    assert_eq!(new.index, old.index, "the store reuses the slot");
+    level.step();
+    assert!(level.driver.channel_info(conn).unwrap().is_empty(), "no channel for either actor");
+    assert_eq!(level.driver.channels(conn).unwrap().0, 0, "no row is left behind");
+    assert!(level.decisions(0).sends.is_empty(), "nothing is sent for either actor");
+    level.run(2);
+    assert!(!level.client(0).has(old_guid) && !level.client(0).has(new_guid));
+}

@@ -14,9 +14,10 @@
 //!   rule actors    always relevant, owner only, hidden without collision, no root, or a class
 //!                  hook → UE's rules one by one (few: controllers, game state)
 //! per connection:  grid hits ∪ links of each viewer's view target and real viewer ∪ owned by
-//!                  the connection ∪ rule actors that pass → sorted due indices; then followers
-//!                  whose owner is among them (an owner not due this frame, or with a class hook:
-//!                  UE's rules for the follower)
+//!                  the connection ∪ rule actors that pass → bits over the due list; then
+//!                  followers whose owner's bit is set (an owner not due this frame, or with a
+//!                  class hook: UE's rules for the follower); one scan of the bits → ascending
+//!                  due indices
 //! ```
 //!
 //! A follower's answer is UE's: rule 1 for it is "it is the view target or real viewer" (its
@@ -182,9 +183,9 @@ impl RelevancyIndex {
     /// `due_of` gives the due index of an actor by GUID, if it is due.
     ///
     /// Every answer (grid hits, links, rule actors, followers) sets its bit in a bitset over the
-    /// due list, and one scan of it lists them ascending without duplicates: no sort of the
-    /// grid's interleaved runs and no merges (a few hundred hits against a due list of a few
-    /// thousand words at most).
+    /// due list (`due.len() / 64` words, zeroed and scanned once per connection), and the scan
+    /// lists them ascending without duplicates: no sort of the grid's interleaved cell runs and
+    /// no merges.
     #[allow(clippy::too_many_arguments)]
     pub fn relevant_for(
         &self,

@@ -573,8 +573,8 @@ impl SpatialGrid {
 const EMPTY_BOX: [f32; 4] = [f32::INFINITY, f32::INFINITY, f32::NEG_INFINITY, f32::NEG_INFINITY];
 
 /// `floor(t)` clamped into `0..cells` (NaN: 0). The saturating cast does it without a call to a
-/// software `floor` (the x86-64 baseline has no rounding instruction; that call was a tenth of
-/// the grid's build): a negative `t` or NaN casts to 0, which is the clamp's answer, and from 0
+/// software `floor` (the x86-64 baseline has no rounding instruction; that call and its clamp
+/// were about a fifth of the grid's build): a negative `t` or NaN casts to 0, which is the clamp's answer, and from 0
 /// up truncation is the floor.
 pub(super) fn cell_index(t: f64, cells: u32) -> u32 {
     (t as u32).min(cells - 1)

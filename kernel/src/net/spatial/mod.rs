@@ -71,7 +71,9 @@
 //!   cells.
 //! - **Sorting the hits**: each cell's hits are ascending but cells interleave, so a query with
 //!   more than one non-empty sweep sorts. There are no duplicates to remove (an actor is in one
-//!   place); the dedup stays as a cheap guard of the documented contract.
+//!   place); the dedup stays as a cheap guard of the documented contract. The actor level's
+//!   query takes the hits unsorted (`relevant_unsorted`) and orders them in a bitset over its due
+//!   list, with its other answers.
 //! - **One SoA for all cells, per-cell ranges rebuilt each frame** (a counting sort: place in
 //!   parallel, count with the per-cell reach and box, prefix-sum, scatter in index order so
 //!   rows stay ascending), rather than a `Vec` per column per cell: dynamic actors are
