@@ -225,14 +225,7 @@ impl<'a> Plan<'a> {
                     None if consider_fixed != 0 => self.compare_leaf(&mut page, leaf.planes.clone(), consider_fixed),
                     _ => 0,
                 };
-                if changed != 0 {
-                    // The page's first change zeroes its masks; only changed leaves are written.
-                    if any == 0 {
-                        masks.fill(0);
-                    }
-                    masks[li] = changed;
-                    any |= changed;
-                }
+                note_change(masks, &mut any, li, changed);
             }
         }
         any
@@ -286,14 +279,7 @@ impl<'a> Plan<'a> {
                     continue;
                 }
                 let changed = self.compare_arrays(&mut page, a, li, consider, arrays);
-                if changed != 0 {
-                    // The page's first change zeroes its masks (an earlier frame's may be there).
-                    if any == 0 {
-                        masks.fill(0);
-                    }
-                    masks[li] = changed;
-                    any |= changed;
-                }
+                note_change(masks, &mut any, li, changed);
             }
         }
         any
@@ -311,12 +297,10 @@ impl<'a> Plan<'a> {
             return 0;
         }
         let mut any = 0u64;
-        masks.fill(0);
         for (li, range) in &self.fixed_leaves {
             let changed = plane_masks[range.clone()].iter().fold(0, |a, &m| a | m) & occupied;
+            note_change(masks, &mut any, *li, changed);
             if changed != 0 {
-                masks[*li] = changed;
-                any |= changed;
                 // Dense pages compare every occupied lane, and free lanes are zero on both
                 // sides, so every lane outside `changed` already matches: with many changed
                 // lanes one whole-plane copy beats a copy per lane.
@@ -426,6 +410,20 @@ impl<'a> Plan<'a> {
             }
         }
         changed
+    }
+}
+
+/// Records that leaf `li` changed in lanes `changed` of a page whose changed lanes so far are
+/// `any`. The page's first change zeroes its masks (a change set is reused from frame to frame,
+/// so an earlier frame's may be there; a page with no change leaves them stale, unread): every
+/// path of a page's compare records through here.
+fn note_change(masks: &mut [u64], any: &mut u64, li: usize, changed: u64) {
+    if changed != 0 {
+        if *any == 0 {
+            masks.fill(0);
+        }
+        masks[li] = changed;
+        *any |= changed;
     }
 }
 

@@ -157,7 +157,7 @@ pub(crate) fn replicate_connection(ctx: &LevelCtx<'_>, ci: u32, conn: &mut Conne
     }
     let now = ctx.time.now;
     let ready = now - conn.heard <= ctx.cfg.ready_timeout;
-    drop_retired(conn, ctx.retired, ready);
+    retire_rows(conn, ctx.retired, ready);
     let record = ctx.cfg.record_decisions;
     let mut decisions = record.then(|| FrameDecisions {
         frame: ctx.time.frame,
@@ -219,7 +219,7 @@ pub(crate) fn replicate_connection(ctx: &LevelCtx<'_>, ci: u32, conn: &mut Conne
 /// (`ready`) a gone row becomes a scratch row in place — what the frame's last pass drops, or the
 /// row of a new actor in the same slot, numbered then as a fresh row is — so the table is
 /// compacted once a frame, not twice; otherwise the rows are dropped at once.
-fn drop_retired(conn: &mut Connection, retired: &[(u64, NetGuid)], ready: bool) {
+fn retire_rows(conn: &mut Connection, retired: &[(u64, NetGuid)], ready: bool) {
     let Pairs::Channels { rows, dormant } = &mut conn.pairs else { return };
     // Dormant copies of gone actors: the client keeps them until told (UE's destruction infos).
     for &(key, guid) in retired {
@@ -288,16 +288,12 @@ fn candidates(ctx: &LevelCtx<'_>, conn: &mut Connection, scratch: &mut Scratch) 
         match rows.get_mut(r).filter(|row| row.key == key) {
             // A gone actor's row left as a scratch row (no flags: between frames every row is a
             // channel): a new actor in its slot takes it, numbered as a fresh row would be.
-            Some(row) if row.state.flags == 0 => {
-                row.state.epoch = *next_epoch;
-                *next_epoch = next_epoch.wrapping_add(1);
-            }
+            Some(row) if row.state.flags == 0 => row.state.epoch = number(next_epoch),
             Some(_) => {}
             None if held(key) => {}
             None => {
                 let mut row = Channel { key, ..Channel::default() };
-                row.state.epoch = *next_epoch;
-                *next_epoch = next_epoch.wrapping_add(1);
+                row.state.epoch = number(next_epoch);
                 fresh.push(row);
             }
         }
@@ -503,6 +499,14 @@ fn held_awake_idle(ctx: &LevelCtx<'_>, conn: &mut Connection, awake: &mut Vec<u3
             awake.push(d);
         }
     }
+}
+
+/// The epoch of a connection's next channel row (see [`super::connection::PairState::epoch`]),
+/// counting on.
+fn number(next_epoch: &mut u8) -> u8 {
+    let epoch = *next_epoch;
+    *next_epoch = epoch.wrapping_add(1);
+    epoch
 }
 
 /// Whether `slot`'s bit is set in a per-page lane bitset.
