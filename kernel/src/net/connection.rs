@@ -51,7 +51,9 @@ pub struct PairState {
     /// bunches of an earlier channel settling late do not count against this one's `in_flight`.
     pub epoch: u8,
     /// Bunches of this pair in packets whose fate is unknown (an actor goes dormant for a
-    /// connection only when this is 0 and nothing is owed).
+    /// connection only when this is 0 and nothing is owed). Counted by the actor level, whose
+    /// channels may go dormant; without it (per-slot pairs, no dormancy) nothing reads it and
+    /// packet writing leaves it at 0.
     pub in_flight: u16,
 }
 

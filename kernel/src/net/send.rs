@@ -420,15 +420,12 @@ impl WriteCtx<'_> {
         };
         conn.rel.entries.push_back(e);
         open.entries += 1;
-        // The actor level counts its rows' bunches itself (it holds the row; a lookup per
-        // bunch here would be a binary search).
-        let dense = matches!(conn.pairs, super::pairs::Pairs::Dense(_));
-        if dense || item.open {
-            let ps = conn.pair(item.class, item.slot);
-            ps.in_flight = ps.in_flight.saturating_add(dense as u16);
-            if item.open {
-                ps.flags |= pair::OPEN_SENT | pair::EVER_OPENED;
-            }
+        // Only an open touches the pair here: the actor level counts its rows' bunches in
+        // flight itself (it holds the row), and per-slot pairs do not count them (nothing reads
+        // the count without the actor level's dormancy) — a pair state per bunch was a cache
+        // miss each, an eighth of a shared frame.
+        if item.open {
+            conn.pair(item.class, item.slot).flags |= pair::OPEN_SENT | pair::EVER_OPENED;
         }
     }
 
