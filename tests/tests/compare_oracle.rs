@@ -384,13 +384,24 @@ fn every_isa(push: PushMode) -> Vec<CompareConfig> {
 }
 
 fn run(layout: ClassLayout, actors: usize, push: PushMode, seed: u64) -> Result<(), TestCaseError> {
+    run_with(layout, actors, push, seed, |live| live.clamp(1, 300) * 3)
+}
+
+/// [`run`] with at most `most(live actors)` writes a frame.
+fn run_with(
+    layout: ClassLayout,
+    actors: usize,
+    push: PushMode,
+    seed: u64,
+    most: impl Fn(usize) -> usize,
+) -> Result<(), TestCaseError> {
     let mut sim = Sim::new(layout, push, seed, &every_isa(push));
     sim.spawn(actors);
     for frame in 0..4 {
         if frame > 0 && sim.rng.random_bool(0.5) {
             sim.churn();
         }
-        let writes = sim.rng.random_range(0..sim.live.len().clamp(1, 300) * 3);
+        let writes = sim.rng.random_range(0..most(sim.live.len()).max(1));
         sim.write(writes);
         sim.compare_and_check(frame)?;
     }
@@ -412,6 +423,21 @@ proptest! {
         seed in any::<u64>(),
     ) {
         run(layout, actors, push, seed)?;
+    }
+}
+
+proptest! {
+    #![proptest_config(config(24, 0x5eed_0002))]
+
+    /// Push frames with few marks a page: most pages go to the batched push compare (a few
+    /// marked lanes a parent), the rest to the page walk, in the same frame.
+    #[test]
+    fn sparse_push_frames_equal_the_reference(
+        layout in layout(),
+        actors in 300usize..2300,
+        seed in any::<u64>(),
+    ) {
+        run_with(layout, actors, PushMode::All, seed, |live| live / 8)?;
     }
 }
 

@@ -24,7 +24,10 @@
 //!
 //! The full-push fast path builds its page jobs from the dirty summary bits (ascending, which the
 //! safe `split_at_mut` split needs), so a frame with few marks neither walks nor wakes rayon for
-//! the clean pages, and prefetches the next marked page a few jobs ahead. With
+//! the clean pages, and prefetches the next marked page a few jobs ahead. On the calling thread
+//! it first hands the quiet marked pages (a few marked lanes a parent, no dynamic array marked)
+//! to `push`, which lists their marked lanes from the marks and compares them as one flat list
+//! — a loop shaped like a gather of the same lines — and walks only the busier pages. With
 //! [`CompareConfig::validate_push`] or [`CompareConfig::dirty_stats`] on, `check` validates the
 //! push-ruled leaves and counts marks and changes per parent (see its module docs).
 //!
@@ -43,7 +46,8 @@
 //!
 //! Where things are: this module owns the configuration and each driver's [`ShadowState`] (slot
 //! tracking, sharding pages across rayon); `jobs` cuts the per-page borrows (`PageJob`) and
-//! counts what a shard visited; `page` holds the per-compare plan and one page's walk;
+//! counts what a shard visited; `page` holds the per-compare plan and one page's walk; `push`
+//! the batched push frame;
 //! `changes` the [`ChangeSet`] output; `simd` the lane diffs per ISA and the choice among them.
 //!
 //! Push rules decide for fixed leaves only: a dynamic array is compared exactly where the store
@@ -54,6 +58,7 @@ mod changes;
 mod check;
 mod jobs;
 mod page;
+mod push;
 mod simd;
 
 pub use changes::{ArrayChange, ChangeSet};
@@ -170,6 +175,8 @@ pub struct ShadowState {
     check: PushCheck,
     /// What the last compare visited.
     visit: CompareVisit,
+    /// The batched push frame's lists.
+    batch: push::Batch,
 }
 
 impl ShadowState {
@@ -189,6 +196,7 @@ impl ShadowState {
             seen_structure: None,
             check: PushCheck::new(&layout),
             visit: CompareVisit::default(),
+            batch: push::Batch::default(),
             layout,
         }
     }
@@ -372,9 +380,28 @@ impl ShadowState {
             };
             // The pool pays off for many pages, not for a few listed out of a large class.
             parallel &= order.len() >= cfg.min_parallel_pages;
+            // A push frame on this thread: the marked lanes of quiet pages as one list
+            // (`push`), the busier pages walked below.
+            let batched = list_mode
+                && plan.dirty_only
+                && selection.is_none()
+                && !parallel
+                && parents <= push::MAX_PARENTS
+                && leaves <= push::MAX_LEAVES;
+            let mut start = Tally::new(stat_words);
+            if batched {
+                let target = push::Target {
+                    live: live_all,
+                    shadow: bytemuck::cast_slice_mut(self.shadow.blocks_mut()),
+                    masks: &mut out.masks,
+                    page_lanes: &mut out.page_lanes,
+                };
+                self.batch.compare(&plan, &order, (dirty_ref, view.occupied), target, &mut start);
+            }
+            let walk = if batched { &self.batch.walk } else { &order };
             let check = self.check.validated.as_mut().map(|v| (v.blocks_mut(), &mut self.check.scratch[..]));
             let jobs = split_jobs(
-                &order,
+                walk,
                 JobSource {
                     shadow: self.shadow.blocks_mut(),
                     live: view.live.blocks(),
@@ -398,7 +425,7 @@ impl ShadowState {
                     .fold(|| Tally::new(stat_words), fold)
                     .reduce(|| Tally::new(stat_words), Tally::add)
             } else {
-                jobs.fold(Tally::new(stat_words), fold)
+                jobs.fold(start, fold)
             };
             written = (order.len() < pages).then_some(order);
             tally

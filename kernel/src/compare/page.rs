@@ -125,6 +125,11 @@ impl<'a> Plan<'a> {
         }
     }
 
+    /// The class layout compared.
+    pub(super) fn layout(&self) -> &'a ClassLayout {
+        self.layout
+    }
+
     /// Whether the page's plane bytes are equal in live and shadow: then no fixed leaf changed,
     /// whatever lanes are considered.
     fn planes_equal(&self, page: &PageRefs<'_>) -> bool {
@@ -236,17 +241,7 @@ impl<'a> Plan<'a> {
         let mut changed = 0u64;
         if consider.count_ones() <= SPARSE_LANES {
             for lane in BitIter(consider) {
-                let mut differs = 0u64;
-                for pl in planes {
-                    differs |= lane_bits(pl.width, page.live, pl.page_offset, lane)
-                        ^ lane_bits(pl.width, page.shadow, pl.page_offset, lane);
-                    if pl.width == PlaneWidth::B12 {
-                        // The lane's last four bytes (lane_bits covered the first eight).
-                        let at = pl.page_offset + lane * 12 + 8;
-                        differs |= (fixed::<4>(page.live, at) != fixed::<4>(page.shadow, at)) as u64;
-                    }
-                }
-                changed |= ((differs != 0) as u64) << lane;
+                changed |= u64::from(lane_differs(planes, page.live, page.shadow, lane)) << lane;
             }
         } else {
             for pl in planes {
@@ -425,6 +420,22 @@ fn note_change(masks: &mut [u64], any: &mut u64, li: usize, changed: u64) {
         masks[li] = changed;
         *any |= changed;
     }
+}
+
+/// Whether lane `lane` of a leaf's `planes` differs between the pages `live` and `shadow`
+/// (integer loads, no branch per plane).
+#[inline(always)]
+pub(super) fn lane_differs(planes: &[crate::schema::Plane], live: &[u8], shadow: &[u8], lane: usize) -> bool {
+    let mut differs = 0u64;
+    for pl in planes {
+        differs |= lane_bits(pl.width, live, pl.page_offset, lane) ^ lane_bits(pl.width, shadow, pl.page_offset, lane);
+        if pl.width == PlaneWidth::B12 {
+            // The lane's last four bytes (lane_bits covered the first eight).
+            let at = pl.page_offset + lane * 12 + 8;
+            differs |= (fixed::<4>(live, at) != fixed::<4>(shadow, at)) as u64;
+        }
+    }
+    differs != 0
 }
 
 /// Lane `lane` of the plane at `o`, zero-extended (a bit plane yields that lane's bit).

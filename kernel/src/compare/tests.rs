@@ -331,3 +331,52 @@ fn a_reused_change_set_reports_what_a_fresh_one_does() {
         }
     }
 }
+
+#[test]
+fn a_push_frame_reports_the_same_on_the_batch_and_on_the_page_walk() {
+    // Every property push-ruled: on the calling thread quiet pages take the batch (`push`),
+    // on the pool every page is walked. Both must report the same changes, the same dirty
+    // statistics and what they visited, whatever mix of quiet and busy pages a frame has.
+    let layout = ClassBuilder::new("T")
+        .property(PropertyDecl::new("Hp", PropType::F32).push(true))
+        .property(PropertyDecl::new("Alive", PropType::Bool).push(true))
+        .property(PropertyDecl::new("Pos", PropType::Vector(Default::default())).push(true))
+        .property(PropertyDecl::new("Inv", PropType::array(PropType::U32)).push(true))
+        .build()
+        .unwrap();
+    let mut s = ClassStore::new(Arc::new(layout));
+    let serial = CompareConfig { push: PushMode::All, dirty_stats: true, parallel: false, ..CompareConfig::default() };
+    let pool = CompareConfig { parallel: true, min_parallel_pages: 1, ..serial };
+    let (mut a, mut b) = (ShadowState::new(&mut s), ShadowState::new(&mut s));
+    let ids: Vec<_> = (0..640).map(|_| s.spawn()).collect();
+    let (mut ca, mut cb) = (ChangeSet::new(), ChangeSet::new());
+    for frame in 0..6u32 {
+        // A few actors a page on most pages, many on page 3, an array write on page 5.
+        for (i, &id) in ids.iter().enumerate() {
+            let page = i / PAGE_LANES;
+            let busy = page == 3 && i % 3 == 0;
+            if busy || (i * 7 + frame as usize).is_multiple_of(29) {
+                let x = (i as u32 + frame) % 5;
+                s.set_and_mark(id, 0, &Value::F32(x as f32)).unwrap();
+                s.set_and_mark(id, 1, &Value::Bool(x.is_multiple_of(2))).unwrap();
+                if x == 1 {
+                    s.set_and_mark(id, 2, &Value::Vector([x as f32, 0.0, frame as f32])).unwrap();
+                }
+            }
+            if page == 5 && i % 9 == frame as usize {
+                s.set(id, 3, &Value::Array(vec![Value::U32(frame)])).unwrap();
+            }
+        }
+        s.begin_tick();
+        a.compare(&mut s, &serial, &mut ca).unwrap();
+        b.compare(&mut s, &pool, &mut cb).unwrap();
+        for id in &ids {
+            assert_eq!(ca.changelist(s.layout(), id.index), cb.changelist(s.layout(), id.index), "frame {frame}");
+        }
+        assert_eq!(ca.changed_actors(), cb.changed_actors());
+        assert_eq!(a.dirty_stats(), b.dirty_stats(), "frame {frame}");
+        assert_eq!(a.last_visit(), b.last_visit(), "frame {frame}");
+        assert!(ca.changed_actors() > 0 || frame == 0);
+    }
+    assert!(a.dirty_stats().iter().all(|p| p.changed > 0 && p.marked >= p.changed));
+}
