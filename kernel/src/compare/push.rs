@@ -53,8 +53,8 @@ pub(super) struct Batch {
     probes: Vec<Probe>,
     /// Marked pages left to the page walk (a busy parent, or a dynamic array marked).
     pub(super) walk: Vec<usize>,
-    /// Pages the batch compared.
-    listed: Vec<usize>,
+    /// Pages the batch compared, with their marked parents as bits.
+    listed: Vec<(usize, u64)>,
     /// Every plane of every fixed leaf, parent by parent: (page offset, width, leaf).
     planes: Vec<(usize, PlaneWidth, u16)>,
     /// Per parent: its range of `planes`, and whether it has a dynamic array.
@@ -110,10 +110,14 @@ impl Batch {
             }
             tally.pages += 1;
             tally.lanes += u64::from(lanes.count_ones());
-            self.listed.push(p);
+            self.listed.push((p, marked_parents));
+            let stats = !tally.parents.is_empty();
             let base = p * layout.page_bytes;
             for pi in BitIter(marked_parents) {
                 let marked = marks[pi] & occ;
+                if stats {
+                    tally.parents[2 * pi] += u64::from(marked.count_ones());
+                }
                 for &(offset, width, leaf) in &self.planes[self.parents[pi].0.clone()] {
                     let step = if width == PlaneWidth::Bit { 0 } else { width.lane_bytes() };
                     for lane in BitIter(marked) {
@@ -127,10 +131,14 @@ impl Batch {
         let Target { live, shadow, masks, page_lanes } = target;
         self.run(leaves, live, shadow, masks, page_lanes);
         if !tally.parents.is_empty() {
-            // Dirty statistics: the page walk's count, page by page.
-            for &p in &self.listed {
-                let page_masks = (page_lanes[p] != 0).then(|| &masks[p * leaves..(p + 1) * leaves]);
-                plan.count_page(occupied[p], Some(dirty.page_masks(p)), page_masks, &mut tally.parents);
+            // Dirty statistics (marked lanes were counted while listing): a marked parent's
+            // lanes with a change, from the masks just written (an unmarked parent has none).
+            for &(p, marked_parents) in self.listed.iter().filter(|&&(p, _)| page_lanes[p] != 0) {
+                let row = &masks[p * leaves..(p + 1) * leaves];
+                for pi in BitIter(marked_parents) {
+                    let changed = row[layout.parents[pi].leaves.clone()].iter().fold(0, |a, &m| a | m);
+                    tally.parents[2 * pi + 1] += u64::from(changed.count_ones());
+                }
             }
         }
     }
