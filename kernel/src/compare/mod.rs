@@ -380,12 +380,13 @@ impl ShadowState {
             };
             // The pool pays off for many pages, not for a few listed out of a large class.
             parallel &= order.len() >= cfg.min_parallel_pages;
-            // A push frame on this thread: the marked lanes of quiet pages as one list
-            // (`push`), the busier pages walked below.
+            // A push frame: the marked lanes of quiet pages as one list (`push`), on this thread
+            // even when the pool is allowed — a latency-bound list beat the page walk on two
+            // threads by 2–3× (1M ShooterCharacter, 10 000 marked: 1.3–1.5 ms against 3.7 ms) —
+            // and the busier pages walked below.
             let batched = list_mode
                 && plan.dirty_only
                 && selection.is_none()
-                && !parallel
                 && parents <= push::MAX_PARENTS
                 && leaves <= push::MAX_LEAVES;
             let mut start = Tally::new(stat_words);
@@ -399,6 +400,7 @@ impl ShadowState {
                 self.batch.compare(&plan, &order, (dirty_ref, view.occupied), target, &mut start);
             }
             let walk = if batched { &self.batch.walk } else { &order };
+            parallel &= walk.len() >= cfg.min_parallel_pages;
             let check = self.check.validated.as_mut().map(|v| (v.blocks_mut(), &mut self.check.scratch[..]));
             let jobs = split_jobs(
                 walk,
@@ -419,11 +421,13 @@ impl ShadowState {
                 },
             );
             let tally = if parallel {
-                jobs.collect::<Vec<_>>()
+                let walked = jobs
+                    .collect::<Vec<_>>()
                     .into_par_iter()
                     .with_min_len(16)
                     .fold(|| Tally::new(stat_words), fold)
-                    .reduce(|| Tally::new(stat_words), Tally::add)
+                    .reduce(|| Tally::new(stat_words), Tally::add);
+                start.add(walked)
             } else {
                 jobs.fold(start, fold)
             };

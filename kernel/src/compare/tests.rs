@@ -334,9 +334,10 @@ fn a_reused_change_set_reports_what_a_fresh_one_does() {
 
 #[test]
 fn a_push_frame_reports_the_same_on_the_batch_and_on_the_page_walk() {
-    // Every property push-ruled: on the calling thread quiet pages take the batch (`push`),
-    // on the pool every page is walked. Both must report the same changes, the same dirty
-    // statistics and what they visited, whatever mix of quiet and busy pages a frame has.
+    // Every property push-ruled: a whole compare hands quiet pages to the batch (`push`); a
+    // compare of a lane selection (here every lane) walks every page, serially or on the pool.
+    // All must report the same changes, the same dirty statistics and what they visited,
+    // whatever mix of quiet and busy pages a frame has.
     let layout = ClassBuilder::new("T")
         .property(PropertyDecl::new("Hp", PropType::F32).push(true))
         .property(PropertyDecl::new("Alive", PropType::Bool).push(true))
@@ -347,9 +348,10 @@ fn a_push_frame_reports_the_same_on_the_batch_and_on_the_page_walk() {
     let mut s = ClassStore::new(Arc::new(layout));
     let serial = CompareConfig { push: PushMode::All, dirty_stats: true, parallel: false, ..CompareConfig::default() };
     let pool = CompareConfig { parallel: true, min_parallel_pages: 1, ..serial };
-    let (mut a, mut b) = (ShadowState::new(&mut s), ShadowState::new(&mut s));
+    let (mut a, mut b, mut c) = (ShadowState::new(&mut s), ShadowState::new(&mut s), ShadowState::new(&mut s));
     let ids: Vec<_> = (0..640).map(|_| s.spawn()).collect();
-    let (mut ca, mut cb) = (ChangeSet::new(), ChangeSet::new());
+    let (mut ca, mut cb, mut cc) = (ChangeSet::new(), ChangeSet::new(), ChangeSet::new());
+    let every_lane = vec![!0u64; 640 / PAGE_LANES];
     for frame in 0..6u32 {
         // A few actors a page on most pages, many on page 3, an array write on page 5.
         for (i, &id) in ids.iter().enumerate() {
@@ -369,13 +371,18 @@ fn a_push_frame_reports_the_same_on_the_batch_and_on_the_page_walk() {
         }
         s.begin_tick();
         a.compare(&mut s, &serial, &mut ca).unwrap();
-        b.compare(&mut s, &pool, &mut cb).unwrap();
+        b.compare_lanes(&mut s, &serial, Some(&every_lane), &mut cb).unwrap();
+        c.compare_lanes(&mut s, &pool, Some(&every_lane), &mut cc).unwrap();
         for id in &ids {
-            assert_eq!(ca.changelist(s.layout(), id.index), cb.changelist(s.layout(), id.index), "frame {frame}");
+            let expected = ca.changelist(s.layout(), id.index);
+            assert_eq!(expected, cb.changelist(s.layout(), id.index), "frame {frame}");
+            assert_eq!(expected, cc.changelist(s.layout(), id.index), "frame {frame}");
         }
         assert_eq!(ca.changed_actors(), cb.changed_actors());
         assert_eq!(a.dirty_stats(), b.dirty_stats(), "frame {frame}");
+        assert_eq!(a.dirty_stats(), c.dirty_stats(), "frame {frame}");
         assert_eq!(a.last_visit(), b.last_visit(), "frame {frame}");
+        assert_eq!(a.last_visit(), c.last_visit(), "frame {frame}");
         assert!(ca.changed_actors() > 0 || frame == 0);
     }
     assert!(a.dirty_stats().iter().all(|p| p.changed > 0 && p.marked >= p.changed));
