@@ -193,7 +193,8 @@ fn compare_scaling(
     session: &mut Session,
 ) -> Result<(), String> {
     let (page, _) = actor_bytes(&args.class)?;
-    check_memory("this scaling run", args.actors as f64 * 10.0 * 2.0 * page * 1.25 + 256e6)?;
+    let flush = shadowrep_benches::workload::flush_bytes() as f64;
+    check_memory("this scaling run", args.actors as f64 * 10.0 * 2.0 * page * 1.25 + flush)?;
     if args.dirty > args.actors {
         return Err(format!("--dirty {} is more than the {} actors", args.dirty, args.actors));
     }
@@ -212,8 +213,8 @@ fn compare_scaling(
         session.emit(json!({
             "command": "compare",
             "scaling": "push frames (every property push-based, one thread) with the same number of actors marked \
-                and changed, in a world and in one ten times larger; a large cache-sized buffer is streamed before \
-                each frame so it starts cold",
+                and changed, in a world and in one ten times larger; a buffer twice the last-level cache is streamed \
+                before each frame so it starts cold",
             "class": args.class,
             "actors": r.actors,
             "dirty": r.dirty,

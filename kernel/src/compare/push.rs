@@ -35,6 +35,11 @@ pub(super) const MAX_LEAVES: usize = u16::MAX as usize;
 /// How many probes ahead the run prefetches lane lines (16, 32 and 64 measured the same).
 const PROBE_PREFETCH: usize = 16;
 
+/// How many marked pages ahead the listing prefetches marks and occupancy. In a 10M-actor world
+/// (10 000 marked, cold) this took the push frame from 2.9–3.0 to 2.2 ms on an AMD EPYC (Zen 3)
+/// and left 1M unchanged; prefetching each listed page's masks row as well made 1M slower.
+const PAGE_PREFETCH: usize = 16;
+
 /// One marked lane of one plane of a fixed leaf: where its bytes are (the same offset in the
 /// live and the shadow pages), how wide, and which leaf mask it reports to.
 #[derive(Clone, Copy, Debug)]
@@ -90,7 +95,14 @@ impl Batch {
         self.probes.clear();
         self.walk.clear();
         self.listed.clear();
-        for &p in order {
+        for (i, &p) in order.iter().enumerate() {
+            // In a large world the marked pages are far apart: their marks and occupancy are
+            // a miss each unless asked for ahead.
+            if let Some(&q) = order.get(i + PAGE_PREFETCH) {
+                let marks = dirty.page_masks(q);
+                super::prefetch_lines(marks.as_ptr() as usize, std::mem::size_of_val(marks));
+                super::prefetch_addr(&occupied[q] as *const u64 as usize);
+            }
             let occ = occupied[p];
             if occ == 0 {
                 continue;
