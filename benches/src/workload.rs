@@ -11,7 +11,7 @@
 use crate::phase::{within, ExtraFrames, Phase, PhaseProbe};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use shadowrep::compare::{ChangeSet, CompareConfig, Kernels, PropertyDirtyStats, PushMode, ShadowState};
+use shadowrep::compare::{tune, ChangeSet, CompareConfig, Isa, Kernels, PropertyDirtyStats, PushMode, ShadowState};
 use shadowrep::reference::{RefChanges, RefWorld};
 use shadowrep::schema::{ClassLayout, PlaneWidth, PropType, PAGE_LANES};
 use shadowrep::store::{ActorId, ClassStore};
@@ -225,6 +225,9 @@ pub struct CompareOptions {
 /// Medians of one `compare` run, in nanoseconds per frame.
 #[derive(Clone, Debug)]
 pub struct CompareReport {
+    /// The diff table the timed full frames ran: the one asked for, or with [`Kernels::best`] the
+    /// one the compare kept after trying each on its first large frames (untimed here).
+    pub isa: Isa,
     /// Kernel, push model off, at the requested fraction.
     pub kernel_ns: u64,
     /// Reference, push model off, same frames.
@@ -340,8 +343,21 @@ pub fn run_compare(
     let (mut speedups, mut fractions, mut fractions_2t, mut push_ratios) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let mut changed_actors = 0;
-    for frame in 0..opts.frames + 1 {
-        progress(&format!("frame {}/{} at {:.1} % changed", frame, opts.frames, opts.changed * 100.0));
+    // Frame 0 warms caches and the thread pool. With `Kernels::best()` a large world's compare
+    // then tries each diff table on its next frames (`shadowrep::compare::tune`): those are not
+    // timed either, so the timed frames run the table it kept.
+    let settles = opts.kernels.tuned() && w.store.live().len() >= tune::TUNE_MIN_PAGES;
+    let (mut frame, mut timed_frames) = (0, 0);
+    while timed_frames < opts.frames {
+        let timing = frame > 0 && (!settles || full_shadow.tuned_isa().is_some() || frame > 16);
+        frame += 1;
+        progress(&format!(
+            "frame {}/{} at {:.1} % changed{}",
+            timed_frames,
+            opts.frames,
+            opts.changed * 100.0,
+            if timing { "" } else { " (untimed: warm-up, diff tables tried)" }
+        ));
         w.mutate(opts.changed, false);
         w.store.begin_tick();
         let k = within(probe, Phase::Kernel, || timed_try(|| compare(&mut w, &mut full_shadow, &full, &mut changes)))?;
@@ -367,8 +383,8 @@ pub fn run_compare(
         if halves != (true, true) {
             return Err("the two-thread memcmp must find the same equal bytes".into());
         }
-        // Frame 0 warms caches and the thread pool.
-        if frame > 0 {
+        if timing {
+            timed_frames += 1;
             kernel.push(k);
             reference.push(r);
             memcmp.push(m);
@@ -427,6 +443,7 @@ pub fn run_compare(
         }
     }
     Ok(CompareReport {
+        isa: full_shadow.tuned_isa().unwrap_or(opts.kernels.isa),
         kernel_ns: median(kernel),
         reference_ns: median(reference),
         memcmp_ns: median(memcmp),

@@ -90,13 +90,16 @@ pub(crate) fn compare(
             "actors": opts.actors,
             "changed": opts.changed,
             "threads": threads,
-            "isa": opts.kernels.isa.name(),
+            "isa": r.isa.name(),
+            "isa_calibrated": opts.kernels.isa.name(),
+            "isa_tuned": opts.kernels.tuned(),
             "isa_calibration_ns": Kernels::calibration()
                 .iter()
                 .map(|(isa, ns)| (isa.name().to_string(), json!(ns)))
                 .collect::<serde_json::Map<_, _>>(),
             "frames": opts.frames,
-            "times": "per-frame medians over the timed frames (one untimed warm-up frame first)",
+            "times": "per-frame medians over the timed frames (untimed first: one warm-up frame and, with --isa best \
+                on a large world, the frames where the compare tries each diff table; `isa` is the table it kept)",
             "reference": REFERENCE_COMPARE,
             "push_1pct": PUSH_1PCT,
             "kernel_ns": r.kernel_ns,
@@ -133,7 +136,15 @@ pub(crate) fn compare(
             opts.class,
             opts.changed * 100.0,
             threads,
-            opts.kernels.isa.name(),
+            if opts.kernels.tuned() {
+                format!(
+                    "{} (calibrated {}, kept from trials on the first frames)",
+                    r.isa.name(),
+                    opts.kernels.isa.name()
+                )
+            } else {
+                r.isa.name().to_string()
+            },
             opts.frames
         );
         println!("  kernel      {:>10.3} ms   {:>6.2} GB/s (live + shadow)", ms(r.kernel_ns), gbps(r.kernel_ns));

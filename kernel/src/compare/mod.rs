@@ -31,6 +31,10 @@
 //! [`CompareConfig::validate_push`] or [`CompareConfig::dirty_stats`] on, `check` validates the
 //! push-ruled leaves and counts marks and changes per parent (see its module docs).
 //!
+//! With [`Kernels::best`], a class's first large full frames try each vector diff table in turn
+//! and keep the fastest per page (`tune`): the start-up calibration ranks them on cached pages,
+//! and out of the cache the ranking can differ.
+//!
 //! Optimisations: when no parent with planes is push-based (push model off, or a polled class),
 //! a page's planes are diffed run by run — one call per width, the SIMD loop inside — and only a
 //! page with a change visits its leaves; bit planes diff with one XOR; a parent whose consider mask has at most
@@ -60,6 +64,7 @@ mod jobs;
 mod page;
 mod push;
 mod simd;
+pub mod tune;
 
 pub use changes::{ArrayChange, ChangeSet};
 use check::PushCheck;
@@ -177,6 +182,8 @@ pub struct ShadowState {
     visit: CompareVisit,
     /// The batched push frame's lists.
     batch: push::Batch,
+    /// Which diff table large full frames use (see `tune`).
+    tuner: tune::IsaTuner,
 }
 
 impl ShadowState {
@@ -197,8 +204,17 @@ impl ShadowState {
             check: PushCheck::new(&layout),
             visit: CompareVisit::default(),
             batch: push::Batch::default(),
+            tuner: tune::IsaTuner::default(),
             layout,
         }
+    }
+
+    /// The diff table this shadow's compares settled on, when given [`Kernels::best`]: `None`
+    /// until it has timed every vector table over its first large full frames (at least
+    /// [`tune::TUNE_MIN_PAGES`] pages, every page walked; see [`tune`]), which push frames and
+    /// compares of selected lanes never are.
+    pub fn tuned_isa(&self) -> Option<Isa> {
+        self.tuner.chosen()
     }
 
     /// The shadow pages (same layout as the store's live pages).
@@ -277,7 +293,7 @@ impl ShadowState {
             dirty.clear();
             return Ok(());
         }
-        let plan = Plan::new(layout, cfg);
+        let mut plan = Plan::new(layout, cfg);
         let parents = layout.parents.len();
         let leaves = layout.leaves.len();
         let stride = self.shadow.stride();
@@ -293,6 +309,11 @@ impl ShadowState {
         // compared leaf is push-ruled, or the pages with a selected lane (the actor level's due
         // actors, a few of a large world's pages).
         let list_mode = (plan.dirty_only || lanes.is_some()) && !validate;
+        // A large full frame may be a trial of another diff table (`tune`): timed, per page.
+        let eligible = !list_mode && !validate && pages >= tune::TUNE_MIN_PAGES;
+        let (kernels, trial) = self.tuner.pick(cfg.kernels, eligible);
+        plan.set_kernels(kernels);
+        let started = trial.map(|i| (i, std::time::Instant::now()));
         let stat_words = if cfg.dirty_stats { 2 * parents } else { 0 };
         let dirty_ref: &DirtyState = dirty;
         let is_dirty = |p: usize| dirty_ref.page_dirty(p);
@@ -469,6 +490,9 @@ impl ShadowState {
                     .fold(Tally::new(stat_words), fold)
             }
         };
+        if let Some((i, at)) = started {
+            self.tuner.record(i, at.elapsed().as_nanos() as u64, tally.pages as usize);
+        }
         self.visit = CompareVisit { pages: tally.pages, lanes: tally.lanes };
         out.written = written;
         if validate {

@@ -125,6 +125,11 @@ impl<'a> Plan<'a> {
         }
     }
 
+    /// Replaces the diff table (a trial of another, or the one a tuner kept).
+    pub(super) fn set_kernels(&mut self, kernels: Kernels) {
+        self.kernels = kernels;
+    }
+
     /// The class layout compared.
     pub(super) fn layout(&self) -> &'a ClassLayout {
         self.layout

@@ -387,3 +387,53 @@ fn a_push_frame_reports_the_same_on_the_batch_and_on_the_page_walk() {
     }
     assert!(a.dirty_stats().iter().all(|p| p.changed > 0 && p.marked >= p.changed));
 }
+
+#[test]
+fn large_full_frames_try_every_table_keep_one_and_find_what_the_scalar_table_finds() {
+    let layout = ClassBuilder::new("Big")
+        .property(PropertyDecl::new("Location", PropType::Vector(crate::schema::VectorQuant::None)))
+        .property(PropertyDecl::new("Hp", PropType::F32))
+        .property(PropertyDecl::new("Ammo", PropType::U8))
+        .build()
+        .unwrap();
+    let mut s = ClassStore::new(Arc::new(layout));
+    let ids: Vec<_> = (0..tune::TUNE_MIN_PAGES * PAGE_LANES).map(|_| s.spawn()).collect();
+    let mut tuned = ShadowState::new(&mut s);
+    let mut scalar = ShadowState::new(&mut s);
+    let mut push = ShadowState::new(&mut s);
+    let best = CompareConfig { push: PushMode::Off, parallel: false, ..CompareConfig::default() };
+    let by_scalar = CompareConfig { kernels: Kernels::for_isa(Isa::Scalar).unwrap(), ..best };
+    let all_push = CompareConfig { push: PushMode::All, ..best };
+    let tables = [Isa::Avx512, Isa::Avx2, Isa::Wide].into_iter().filter(|i| i.available()).count();
+    let (mut a, mut b) = (ChangeSet::new(), ChangeSet::new());
+    // The warm-up, three trials per table, and three frames on the table kept.
+    for f in 0..1 + 3 * tables + 3 {
+        assert_eq!(tuned.tuned_isa().is_some(), f > 3 * tables || tables < 2, "frame {f}");
+        for (i, &id) in ids.iter().enumerate().filter(|(i, _)| (i * 7 + f * 13) % 29 == 0) {
+            s.set_and_mark(
+                id,
+                i % 3,
+                &match i % 3 {
+                    0 => Value::Vector([f as f32, i as f32, 1.0]),
+                    1 => Value::F32(f as f32 + 0.5),
+                    _ => Value::U8((f + i) as u8),
+                },
+            )
+            .unwrap();
+        }
+        s.begin_tick();
+        tuned.compare(&mut s, &best, &mut a).unwrap();
+        scalar.compare(&mut s, &by_scalar, &mut b).unwrap();
+        push.compare(&mut s, &all_push, &mut ChangeSet::new()).unwrap();
+        assert!(a.changed_actors() > 0);
+        assert_eq!(a.changed_actors(), b.changed_actors(), "frame {f}");
+        for id in &ids {
+            let (x, y) = (a.changelist(s.layout(), id.index), b.changelist(s.layout(), id.index));
+            assert_eq!(x, y, "frame {f}, actor {}: a trial table found other changes than the scalar table", id.index);
+        }
+    }
+    let kept = tuned.tuned_isa().expect("every table was tried");
+    assert!(matches!(kept, Isa::Avx512 | Isa::Avx2 | Isa::Wide), "{kept:?}");
+    assert_eq!(scalar.tuned_isa(), None, "a named table is used as given");
+    assert_eq!(push.tuned_isa(), None, "push frames walk only marked pages: never a trial");
+}

@@ -22,6 +22,8 @@
 //! the routines a dense compare calls) and keeps the fastest; a wider ISA wins ties within
 //! [`CALIBRATION_TIE`]. It costs well under a millisecond, once per process; the timings are in
 //! [`Kernels::calibration`].
+//! A compare given `best` goes on to time the vector tables on its own first large frames and may
+//! keep another (see `compare::tune`): on cached pages the ranking can differ from out of cache.
 
 mod generic;
 mod scalar;
@@ -81,6 +83,10 @@ pub struct Kernels {
     /// Which ISA the table runs on.
     pub isa: Isa,
     pub(crate) routines: Routines,
+    /// Whether a compare may try the other vector tables on its large full frames and keep the
+    /// fastest (see [`crate::compare::tune`]); set by [`Kernels::best`], not by
+    /// [`Kernels::for_isa`].
+    tune: bool,
 }
 
 impl Kernels {
@@ -92,13 +98,22 @@ impl Kernels {
             Isa::Avx2 => x86::avx2::routines()?,
             Isa::Avx512 => x86::avx512::routines()?,
         };
-        Some(Kernels { isa, routines })
+        Some(Kernels { isa, routines, tune: false })
     }
 
     /// The fastest table this CPU runs, chosen once per process by a short calibration (see the
     /// module docs); never a table slower than [`Isa::Wide`] in that calibration.
+    ///
+    /// A compare given this table times the vector tables on its first large full frames and
+    /// keeps the fastest there (see [`crate::compare::tune`]; [`crate::compare::ShadowState::tuned_isa`]
+    /// tells which); a table from [`Kernels::for_isa`] is used as given.
     pub fn best() -> Kernels {
-        calibrated().0
+        Kernels { tune: true, ..calibrated().0 }
+    }
+
+    /// Whether compares may replace this table by a faster one they measure ([`Kernels::best`]).
+    pub fn tuned(self) -> bool {
+        self.tune
     }
 
     /// What chose [`Kernels::best`]: each vector table this CPU runs with its best time (ns) for
@@ -132,7 +147,7 @@ fn calibrated() -> &'static (Kernels, Vec<(Isa, u64)>) {
 }
 
 fn scalar_kernels() -> Kernels {
-    Kernels { isa: Isa::Scalar, routines: scalar::ROUTINES }
+    Kernels { isa: Isa::Scalar, routines: scalar::ROUTINES, tune: false }
 }
 
 /// Planes of one synthetic calibration page: (width in bytes, planes), widest first as a layout

@@ -1,0 +1,139 @@
+//! Choosing the diff table from the compare's own frames.
+//!
+//! ```text
+//! a full frame (every page walked) of at least TUNE_MIN_PAGES pages, with `Kernels::best()`:
+//!     the first one:              warm-up, not timed (page faults, a new shadow)
+//!     the next TRIALS × tables:   each vector table in turn, timed per page walked
+//!     then:                       the table with the lowest median time per page, for good
+//! ```
+//!
+//! Why: the start-up calibration ([`super::Kernels::best`]) times the tables on cache-resident
+//! pages, and a large compare is bound by memory, where the ranking can differ. On an Intel Xeon
+//! with AVX-512 (2026-12-01) the calibration put AVX-512 50 % ahead of `wide`, yet on 1M actors
+//! with 10 % changed AVX-512 compared 7–13 % slower than `wide`. Every table finds the same changes
+//! (each is tested against the scalar reference), so trying them on real frames changes only the
+//! time. A caller that names a table ([`super::Kernels::for_isa`]) gets that table, untried.
+
+use super::simd::{Isa, Kernels};
+
+/// Frames with fewer pages are not timed: too short to rank the tables, and cached.
+pub const TUNE_MIN_PAGES: usize = 1024;
+
+/// Timed frames per table.
+const TRIALS: usize = 3;
+
+/// One class's choice of table, made over its first large full frames.
+#[derive(Debug, Default)]
+pub(super) struct IsaTuner {
+    /// The vector tables this CPU runs, widest first (filled at the first eligible frame).
+    tables: Vec<Kernels>,
+    /// Per table: nanoseconds per page walked, one entry per timed frame.
+    samples: Vec<Vec<f64>>,
+    /// Eligible frames seen so far (the first is the warm-up).
+    frames: usize,
+    /// The table kept once every table was timed.
+    chosen: Option<Kernels>,
+}
+
+impl IsaTuner {
+    /// The table for this frame and, when it is a trial, the index to [`Self::record`] its time
+    /// under. `eligible`: a full frame of at least [`TUNE_MIN_PAGES`] pages.
+    pub(super) fn pick(&mut self, asked: Kernels, eligible: bool) -> (Kernels, Option<usize>) {
+        if !asked.tuned() {
+            return (asked, None);
+        }
+        if let Some(k) = self.chosen {
+            return (k, None);
+        }
+        if !eligible {
+            return (asked, None);
+        }
+        if self.tables.is_empty() {
+            self.tables = [Isa::Avx512, Isa::Avx2, Isa::Wide].into_iter().filter_map(Kernels::for_isa).collect();
+            self.samples = vec![Vec::new(); self.tables.len()];
+        }
+        self.frames += 1;
+        if self.frames == 1 || self.tables.len() < 2 {
+            if self.tables.len() < 2 {
+                self.chosen = Some(asked);
+            }
+            return (asked, None);
+        }
+        let i = (self.frames - 2) % self.tables.len();
+        (self.tables[i], Some(i))
+    }
+
+    /// Records trial `i`'s time; once every table has [`TRIALS`] the fastest is kept.
+    pub(super) fn record(&mut self, i: usize, nanos: u64, pages: usize) {
+        let Some(samples) = self.samples.get_mut(i) else { return };
+        samples.push(nanos as f64 / pages.max(1) as f64);
+        if self.samples.iter().all(|s| s.len() >= TRIALS) {
+            let median = |s: &Vec<f64>| {
+                let mut s = s.clone();
+                s.sort_by(f64::total_cmp);
+                s[s.len() / 2]
+            };
+            let best =
+                (0..self.tables.len()).min_by(|&a, &b| median(&self.samples[a]).total_cmp(&median(&self.samples[b])));
+            self.chosen = best.map(|b| self.tables[b]);
+        }
+    }
+
+    /// The table kept, once the trials are done.
+    pub(super) fn chosen(&self) -> Option<Isa> {
+        self.chosen.map(|k| k.isa)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_named_table_is_never_tried_and_small_frames_are_not_timed() {
+        let mut t = IsaTuner::default();
+        let scalar = Kernels::for_isa(Isa::Scalar).unwrap();
+        for _ in 0..20 {
+            assert_eq!(t.pick(scalar, true).0.isa, Isa::Scalar);
+        }
+        let best = Kernels::best();
+        for _ in 0..20 {
+            let (k, trial) = t.pick(best, false);
+            assert_eq!((k.isa, trial), (best.isa, None));
+        }
+        assert_eq!(t.chosen(), None);
+    }
+
+    #[test]
+    fn every_table_is_tried_and_the_fastest_per_page_kept() {
+        let mut t = IsaTuner::default();
+        let best = Kernels::best();
+        let tables: Vec<Isa> = [Isa::Avx512, Isa::Avx2, Isa::Wide].into_iter().filter(|i| i.available()).collect();
+        // The warm-up frame runs the calibrated table, untimed.
+        let (k, trial) = t.pick(best, true);
+        assert_eq!((k.isa, trial), (best.isa, None));
+        if tables.len() < 2 {
+            assert_eq!(t.chosen(), Some(best.isa), "one table: nothing to try");
+            return;
+        }
+        let mut tried = vec![0; tables.len()];
+        // The narrowest table is made the fastest: 100 ns a page against 130 for the others.
+        let fastest = *tables.last().unwrap();
+        for _ in 0..3 * tables.len() {
+            let (k, trial) = t.pick(best, true);
+            let i = trial.expect("a trial frame");
+            assert_eq!(k.isa, tables[i]);
+            tried[i] += 1;
+            assert_eq!(t.chosen(), None);
+            let nanos = if k.isa == fastest { 100 } else { 130 } * 2000;
+            t.record(i, nanos, 2000);
+        }
+        assert!(tried.iter().all(|&n| n == 3), "{tried:?}");
+        assert_eq!(t.chosen(), Some(fastest));
+        // From then on the kept table runs, eligible or not, untimed.
+        for eligible in [true, false] {
+            let (k, trial) = t.pick(best, eligible);
+            assert_eq!((k.isa, trial), (fastest, None));
+        }
+    }
+}
