@@ -32,7 +32,8 @@
 //! push-ruled leaves and counts marks and changes per parent (see its module docs).
 //!
 //! With [`Kernels::best`], a class's first large full frames try each vector diff table in turn
-//! and keep the fastest per page (`tune`): the start-up calibration ranks them on cached pages,
+//! and keep the fastest per page, checked again every few thousand such frames (`tune`): the
+//! start-up calibration ranks them on cached pages,
 //! and out of the cache the ranking can differ.
 //!
 //! Optimisations: when no parent with planes is push-based (push model off, or a polled class),

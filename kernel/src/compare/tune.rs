@@ -4,7 +4,9 @@
 //! a full frame (every page walked) of at least TUNE_MIN_PAGES pages, with `Kernels::best()`:
 //!     the first one:              warm-up, not timed (page faults, a new shadow)
 //!     the next TRIALS × tables:   each vector table in turn, timed per page walked
-//!     then:                       the table with the lowest median time per page, for good
+//!     then:                       the table with the lowest median time per page
+//!     every RETRY_EVERY frames:   the trials again (a choice made in a noisy minute, or for
+//!                                 another mix of change, is not kept forever)
 //! ```
 //!
 //! Why: the start-up calibration ([`super::Kernels::best`]) times the tables on cache-resident
@@ -22,16 +24,21 @@ pub const TUNE_MIN_PAGES: usize = 1024;
 /// Timed frames per table.
 const TRIALS: usize = 3;
 
-/// One class's choice of table, made over its first large full frames.
+/// Eligible frames between two rounds of trials once a table is kept (two minutes of full frames
+/// at 30 Hz; a round runs the other tables on `TRIALS` frames each).
+pub const RETRY_EVERY: usize = 3600;
+
+/// One class's choice of table, made over its first large full frames and checked again every
+/// [`RETRY_EVERY`] of them.
 #[derive(Debug, Default)]
 pub(super) struct IsaTuner {
     /// The vector tables this CPU runs, widest first (filled at the first eligible frame).
     tables: Vec<Kernels>,
     /// Per table: nanoseconds per page walked, one entry per timed frame.
     samples: Vec<Vec<f64>>,
-    /// Eligible frames seen so far (the first is the warm-up).
+    /// Eligible frames since the last choice, or since the start (whose first is the warm-up).
     frames: usize,
-    /// The table kept once every table was timed.
+    /// The table kept after the last round of trials.
     chosen: Option<Kernels>,
 }
 
@@ -42,28 +49,34 @@ impl IsaTuner {
         if !asked.tuned() {
             return (asked, None);
         }
-        if let Some(k) = self.chosen {
-            return (k, None);
-        }
         if !eligible {
-            return (asked, None);
+            return (self.chosen.unwrap_or(asked), None);
         }
         if self.tables.is_empty() {
             self.tables = [Isa::Avx512, Isa::Avx2, Isa::Wide].into_iter().filter_map(Kernels::for_isa).collect();
             self.samples = vec![Vec::new(); self.tables.len()];
         }
-        self.frames += 1;
-        if self.frames == 1 || self.tables.len() < 2 {
-            if self.tables.len() < 2 {
-                self.chosen = Some(asked);
-            }
+        if self.tables.len() < 2 {
+            self.chosen = Some(asked);
             return (asked, None);
         }
-        let i = (self.frames - 2) % self.tables.len();
+        // `frames` counts the eligible frames since the last choice (or since the start).
+        self.frames += 1;
+        let n = self.tables.len();
+        match self.chosen {
+            None if self.frames == 1 => (asked, None),
+            None => self.trial((self.frames - 2) % n),
+            Some(k) if self.frames <= RETRY_EVERY => (k, None),
+            Some(_) => self.trial((self.frames - RETRY_EVERY - 1) % n),
+        }
+    }
+
+    fn trial(&self, i: usize) -> (Kernels, Option<usize>) {
         (self.tables[i], Some(i))
     }
 
-    /// Records trial `i`'s time; once every table has [`TRIALS`] the fastest is kept.
+    /// Records trial `i`'s time; once every table has [`TRIALS`] the fastest is kept (until the
+    /// next round, [`RETRY_EVERY`] eligible frames on).
     pub(super) fn record(&mut self, i: usize, nanos: u64, pages: usize) {
         let Some(samples) = self.samples.get_mut(i) else { return };
         samples.push(nanos as f64 / pages.max(1) as f64);
@@ -76,6 +89,8 @@ impl IsaTuner {
             let best =
                 (0..self.tables.len()).min_by(|&a, &b| median(&self.samples[a]).total_cmp(&median(&self.samples[b])));
             self.chosen = best.map(|b| self.tables[b]);
+            self.samples.iter_mut().for_each(Vec::clear);
+            self.frames = 0;
         }
     }
 
@@ -130,10 +145,26 @@ mod tests {
         }
         assert!(tried.iter().all(|&n| n == 3), "{tried:?}");
         assert_eq!(t.chosen(), Some(fastest));
-        // From then on the kept table runs, eligible or not, untimed.
-        for eligible in [true, false] {
-            let (k, trial) = t.pick(best, eligible);
+        // From then on the kept table runs, eligible or not, untimed, until the next round.
+        let _ = t.pick(best, false);
+        for _ in 0..RETRY_EVERY {
+            let (k, trial) = t.pick(best, true);
             assert_eq!((k.isa, trial), (fastest, None));
         }
+        // The next round: the widest is the fastest now, and is kept; meanwhile the last choice
+        // still reads as the tuned table.
+        let widest = tables[0];
+        tried.iter_mut().for_each(|n| *n = 0);
+        for _ in 0..3 * tables.len() {
+            assert_eq!(t.chosen(), Some(fastest));
+            let (k, trial) = t.pick(best, true);
+            let i = trial.expect("a trial frame of the second round");
+            assert_eq!(k.isa, tables[i]);
+            tried[i] += 1;
+            t.record(i, if k.isa == widest { 100 } else { 130 } * 2000, 2000);
+        }
+        assert!(tried.iter().all(|&n| n == 3), "{tried:?}");
+        assert_eq!(t.chosen(), Some(widest));
+        assert_eq!(t.pick(best, true).0.isa, widest);
     }
 }
