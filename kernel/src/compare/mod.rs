@@ -187,6 +187,17 @@ pub struct ShadowState {
     tuner: tune::IsaTuner,
 }
 
+/// The pages with a mark below `pages`, ascending (as the summary bits list them).
+fn marked_pages(dirty: &DirtyState, pages: usize) -> Vec<usize> {
+    dirty
+        .pages
+        .iter()
+        .enumerate()
+        .flat_map(|(w, &bits)| BitIter(bits).map(move |b| w * 64 + b))
+        .filter(|&p| p < pages)
+        .collect()
+}
+
 impl ShadowState {
     /// A shadow for `store`, registering a new watcher on it. Every actor already in the store
     /// counts as newly registered: its first compare sends everything that differs from defaults.
@@ -316,10 +327,32 @@ impl ShadowState {
         plan.set_kernels(kernels);
         let started = trial.map(|i| (i, std::time::Instant::now()));
         let stat_words = if cfg.dirty_stats { 2 * parents } else { 0 };
+        let live_all = view.live.bytes();
+        // A push frame: the marked lanes of quiet pages as one list (`push`), on this thread even
+        // when the pool is allowed — a latency-bound list beat the page walk on two threads by
+        // 2–3× (1M ShooterCharacter, 10 000 marked: 1.3–1.5 ms against 3.7 ms) — and the busier
+        // pages walked below. It runs before the walk so that it can clear a listed page's marks
+        // while their lines are at hand.
+        let batched = list_mode
+            && plan.dirty_only
+            && selection.is_none()
+            && parents <= push::MAX_PARENTS
+            && leaves <= push::MAX_LEAVES;
+        let mut start = Tally::new(stat_words);
+        let mut marked = Vec::new();
+        if batched {
+            marked = marked_pages(dirty, pages);
+            let target = push::Target {
+                live: live_all,
+                shadow: bytemuck::cast_slice_mut(self.shadow.blocks_mut()),
+                masks: &mut out.masks,
+                page_lanes: &mut out.page_lanes,
+            };
+            self.batch.compare(&plan, &marked, (&mut *dirty, view.occupied), target, &mut start);
+        }
         let dirty_ref: &DirtyState = dirty;
         let is_dirty = |p: usize| dirty_ref.page_dirty(p);
         let selected = |p: usize| lanes.map_or(!0, |l| l.get(p).copied().unwrap_or(0));
-        let live_all = view.live.bytes();
         let shadow_base = self.shadow.bytes().as_ptr() as usize;
         let page_bytes = layout.page_bytes;
         // Addresses only (no borrow): the far prefetch names another job's output.
@@ -389,38 +422,15 @@ impl ShadowState {
                     .filter(|&p| p < pages && l.get(p).is_some_and(|&m| m & view.occupied[p] != 0))
                     .filter(|&p| !plan.dirty_only || is_dirty(p))
                     .collect()
+            } else if batched {
+                std::mem::take(&mut marked)
             } else if list_mode {
-                dirty_ref
-                    .pages
-                    .iter()
-                    .enumerate()
-                    .flat_map(|(w, &bits)| BitIter(bits).map(move |b| w * 64 + b))
-                    .filter(|&p| p < pages)
-                    .collect()
+                marked_pages(dirty_ref, pages)
             } else {
                 (0..pages).collect()
             };
             // The pool pays off for many pages, not for a few listed out of a large class.
             parallel &= order.len() >= cfg.min_parallel_pages;
-            // A push frame: the marked lanes of quiet pages as one list (`push`), on this thread
-            // even when the pool is allowed — a latency-bound list beat the page walk on two
-            // threads by 2–3× (1M ShooterCharacter, 10 000 marked: 1.3–1.5 ms against 3.7 ms) —
-            // and the busier pages walked below.
-            let batched = list_mode
-                && plan.dirty_only
-                && selection.is_none()
-                && parents <= push::MAX_PARENTS
-                && leaves <= push::MAX_LEAVES;
-            let mut start = Tally::new(stat_words);
-            if batched {
-                let target = push::Target {
-                    live: live_all,
-                    shadow: bytemuck::cast_slice_mut(self.shadow.blocks_mut()),
-                    masks: &mut out.masks,
-                    page_lanes: &mut out.page_lanes,
-                };
-                self.batch.compare(&plan, &order, (dirty_ref, view.occupied), target, &mut start);
-            }
             let walk = if batched { &self.batch.walk } else { &order };
             parallel &= walk.len() >= cfg.min_parallel_pages;
             let check = self.check.validated.as_mut().map(|v| (v.blocks_mut(), &mut self.check.scratch[..]));

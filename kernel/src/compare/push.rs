@@ -86,7 +86,7 @@ impl Batch {
         &mut self,
         plan: &Plan<'_>,
         order: &[usize],
-        (dirty, occupied): (&DirtyState, &[u64]),
+        (dirty, occupied): (&mut DirtyState, &[u64]),
         target: Target<'_>,
         tally: &mut Tally,
     ) {
@@ -138,6 +138,9 @@ impl Batch {
                     }
                 }
             }
+            // The page's marks are consumed: cleared now, while their lines are at hand (the
+            // frame's `DirtyState::clear` skips the page).
+            dirty.clear_page(p);
         }
         let leaves = layout.leaves.len();
         let Target { live, shadow, masks, page_lanes } = target;

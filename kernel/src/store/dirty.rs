@@ -26,6 +26,10 @@ pub fn pages_with_lanes(lanes: &[u64]) -> Vec<u32> {
 /// `at[p]` is page `p`'s place in it, so clearing a page's last mark unlists it in O(1): a compare
 /// of a few selected lanes costs those lanes, however many other pages keep marks (the push marks
 /// of a world's dormant actors wait in their pages until the actors are due again).
+///
+/// (Inside one compare, a batched push frame clears the pages it consumes with `clear_page` and
+/// ends with [`DirtyState::clear`], which skips them: in between, the list may hold pages whose
+/// bit is clear.)
 #[derive(Clone, Debug, Default)]
 pub struct DirtyState {
     /// `masks[page * parents + parent]`: lanes marked since the last compare.
@@ -118,12 +122,23 @@ impl DirtyState {
 
     /// Clears every mark.
     pub fn clear(&mut self) {
-        // Only listed pages can hold non-zero masks.
+        // Only listed pages can hold non-zero masks; a listed page whose summary bit is clear
+        // was cleared already (`clear_page`).
         for p in self.list.drain(..) {
             let p = p as usize;
-            self.masks[p * self.parents..(p + 1) * self.parents].fill(0);
-            self.pages[p / 64] &= !(1 << (p % 64));
+            if self.pages[p / 64] >> (p % 64) & 1 != 0 {
+                self.masks[p * self.parents..(p + 1) * self.parents].fill(0);
+                self.pages[p / 64] &= !(1 << (p % 64));
+            }
         }
+    }
+
+    /// Clears page `p`'s marks and summary bit but leaves it in the list, for a compare that
+    /// consumes a page's marks as it reads them and calls [`Self::clear`] before it returns:
+    /// until then the list holds pages whose bit is clear, which only `clear` may see.
+    pub(crate) fn clear_page(&mut self, p: usize) {
+        self.masks[p * self.parents..(p + 1) * self.parents].fill(0);
+        self.pages[p / 64] &= !(1 << (p % 64));
     }
 }
 
