@@ -345,8 +345,9 @@ pub fn run_compare(
         (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let mut changed_actors = 0;
     // Frame 0 warms caches and the thread pool. With `Kernels::best()` a large world's compare
-    // then tries each diff table on its next frames (`shadowrep::compare::tune`): those are not
-    // timed either, so the timed frames run the table it kept.
+    // then tries each diff table on its next frames (`shadowrep::compare::tune`: a warm-up and
+    // three per table, 10 with three tables): those are not timed either, so the timed frames run
+    // the table it kept. Past 16 frames timing starts whatever the compare says.
     let settles = opts.kernels.tuned() && w.store.live().len() >= tune::TUNE_MIN_PAGES;
     let (mut frame, mut timed_frames) = (0, 0);
     while timed_frames < opts.frames {

@@ -68,10 +68,7 @@ pub(crate) fn compare(
     if args.scaling {
         return compare_scaling(args, json, progress, session);
     }
-    // Live and shadow pages, and the reference's objects and their shadows.
-    let (page, record) = actor_bytes(&args.class)?;
-    let flush = shadowrep_benches::workload::flush_bytes() as f64;
-    check_memory("this compare", args.actors as f64 * (2.0 * page + 2.0 * record) * 1.25 + flush)?;
+    check_memory("this compare", compare_bytes(&args.class, args.actors)?)?;
     let threads = args.threads.unwrap_or_else(rayon::current_num_threads).max(1);
     let opts = CompareOptions {
         class: args.class.clone(),
@@ -197,6 +194,13 @@ pub(crate) const PUSH_GATHER: &str = "one byte of every plane lane the push fram
     read with nothing else done, from a cache as cold as the push frame's (a buffer twice the last-level cache \
     streamed before each; the live lanes warmed again, as the game's writes leave them): the latency floor of the \
     push frame";
+
+/// Bytes a `compare` of `actors` actors of `class` needs: live and shadow pages, the reference's
+/// objects and their shadows, and the buffer streamed to start push frames cold.
+pub(crate) fn compare_bytes(class: &str, actors: usize) -> Result<f64, String> {
+    let (page, record) = actor_bytes(class)?;
+    Ok(actors as f64 * (2.0 * page + 2.0 * record) * 1.25 + shadowrep_benches::workload::flush_bytes() as f64)
+}
 
 /// `compare --scaling`: the same number of marked actors in a world and in one ten times larger.
 fn compare_scaling(

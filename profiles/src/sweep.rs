@@ -11,6 +11,7 @@
 //! time of the kernel and its baseline, and the key ratios, on log-log axes: `sweep/plot.rs`).
 //! `--quick` runs small sizes that finish in seconds.
 
+use crate::compare::compare_bytes;
 use crate::{check_memory, check_writable, kernels, positive, Session};
 use clap::Args;
 use serde_json::json;
@@ -249,14 +250,12 @@ fn plan(args: &SweepArgs, threads: usize, kernels: Kernels) -> Result<Vec<Job>, 
             })),
         }
     }
-    // The largest point must fit: the compare's pages and the reference's objects, twice each;
-    // the replicate's two drivers' pair states.
-    let (page, record) = crate::actor_bytes(CLASS)?;
+    // The largest point must fit: the compare's pages and the reference's objects, twice each,
+    // and its cold-cache buffer; the replicate's two drivers' pair states.
+    let (page, _) = crate::actor_bytes(CLASS)?;
     for job in &jobs {
         match job {
-            Job::Compare(_, _, o) => {
-                check_memory("this sweep's largest compare", o.actors as f64 * (2.0 * page + 2.0 * record) * 1.25)?
-            }
+            Job::Compare(_, _, o) => check_memory("this sweep's largest compare", compare_bytes(CLASS, o.actors)?)?,
             Job::Replicate(o) => check_memory(
                 "this sweep's largest replicate",
                 o.actors as f64 * (3.0 * page + 2.0 * 16.0 * o.connections as f64) * 1.25,

@@ -33,8 +33,7 @@
 //!
 //! With [`Kernels::best`], a class's first large full frames try each vector diff table in turn
 //! and keep the fastest per page, checked again every few thousand such frames (`tune`): the
-//! start-up calibration ranks them on cached pages,
-//! and out of the cache the ranking can differ.
+//! start-up calibration ranks them on cached pages, and out of the cache the ranking can differ.
 //!
 //! Optimisations: when no parent with planes is push-based (push model off, or a polled class),
 //! a page's planes are diffed run by run — one call per width, the SIMD loop inside — and only a
@@ -429,8 +428,8 @@ impl ShadowState {
             } else {
                 (0..pages).collect()
             };
-            // The pool pays off for many pages, not for a few listed out of a large class.
-            parallel &= order.len() >= cfg.min_parallel_pages;
+            // The pool pays off for many pages, not for a few walked out of a large class (the
+            // batch took its pages already).
             let walk = if batched { &self.batch.walk } else { &order };
             parallel &= walk.len() >= cfg.min_parallel_pages;
             let check = self.check.validated.as_mut().map(|v| (v.blocks_mut(), &mut self.check.scratch[..]));

@@ -81,13 +81,15 @@ impl IsaTuner {
         let Some(samples) = self.samples.get_mut(i) else { return };
         samples.push(nanos as f64 / pages.max(1) as f64);
         if self.samples.iter().all(|s| s.len() >= TRIALS) {
-            let median = |s: &Vec<f64>| {
-                let mut s = s.clone();
-                s.sort_by(f64::total_cmp);
-                s[s.len() / 2]
-            };
-            let best =
-                (0..self.tables.len()).min_by(|&a, &b| median(&self.samples[a]).total_cmp(&median(&self.samples[b])));
+            let medians: Vec<f64> = self
+                .samples
+                .iter_mut()
+                .map(|s| {
+                    s.sort_by(f64::total_cmp);
+                    s[s.len() / 2]
+                })
+                .collect();
+            let best = (0..medians.len()).min_by(|&a, &b| medians[a].total_cmp(&medians[b]));
             self.chosen = best.map(|b| self.tables[b]);
             self.samples.iter_mut().for_each(Vec::clear);
             self.frames = 0;

@@ -22,6 +22,7 @@
 //! the routines a dense compare calls) and keeps the fastest; a wider ISA wins ties within
 //! [`CALIBRATION_TIE`]. It costs well under a millisecond, once per process; the timings are in
 //! [`Kernels::calibration`].
+//!
 //! A compare given `best` goes on to time the vector tables on its own first large frames and may
 //! keep another (see `compare::tune`): on cached pages the ranking can differ from out of cache.
 
