@@ -72,6 +72,7 @@ pub fn main_job(json: bool, progress: &mut dyn FnMut(&str), session: &mut Sessio
                 "class": opts.class,
                 "actors": opts.actors,
                 "changed": opts.changed,
+                "isa": c.isa.name(),
                 "kernel_ns": c.kernel_ns,
                 "reference_ns": c.reference_ns,
                 "memcmp_ns": c.memcmp_ns,
@@ -116,10 +117,11 @@ pub fn main_job(json: bool, progress: &mut dyn FnMut(&str), session: &mut Sessio
     );
     println!();
     println!(
-        "change detection: {} ShooterCharacter, {:.0} % changed per frame ({:.1} MB of live state)",
+        "change detection: {} ShooterCharacter, {:.0} % changed per frame ({:.1} MB of live state; diff table {})",
         opts.actors,
         opts.changed * 100.0,
-        c.live_bytes as f64 / 1e6
+        c.live_bytes as f64 / 1e6,
+        c.isa.name()
     );
     println!(
         "  kernel     {:>8.3} ms   reference {:.3} ms: {:.1}× faster; memcmp of the same bytes {:.3} ms: the kernel \
