@@ -19,7 +19,7 @@ pub struct ClassId(pub u32);
 pub struct ConnectionId(pub u32);
 
 /// A server frame number. Frame 0 is "before the first tick"; ticks count from 1.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, bytemuck::Zeroable)]
 #[repr(transparent)]
 pub struct Frame(pub u32);
 
@@ -55,7 +55,7 @@ impl LaneMask {
 
 /// The leaves of one actor, as a bit set: bit `i` is leaf index `i` (handle `i + 1`). Classes
 /// the net layer replicates have at most 64 leaves.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, bytemuck::Zeroable)]
 #[repr(transparent)]
 pub struct LeafMask(pub u64);
 

@@ -24,6 +24,29 @@ pub fn advise_huge_pages(addr: *const u8, len: usize) -> bool {
     advise(addr, len)
 }
 
+/// `n` zeroed values in a new allocation, advised onto huge pages (when it is large enough)
+/// before anything touches it: zeroing is the first touch, which decides how the OS backs it.
+pub fn zeroed_vec<T: bytemuck::Zeroable>(n: usize) -> Vec<T> {
+    let mut v: Vec<T> = Vec::with_capacity(n);
+    advise_huge_pages(v.as_ptr().cast(), n * std::mem::size_of::<T>());
+    zero_fill(&mut v, n);
+    v
+}
+
+/// Fills the empty `v` (capacity ≥ `n`) with `n` zeroed values in place (a large `T` is never
+/// built on the stack).
+#[allow(unsafe_code)]
+fn zero_fill<T: bytemuck::Zeroable>(v: &mut Vec<T>, n: usize) {
+    assert!(v.is_empty() && v.capacity() >= n);
+    // SAFETY: the allocation holds at least `n` values (asserted); `write_bytes` initialises
+    // all `n` of them, and all-zero bytes are a valid `T` (`Zeroable`), so after it the first
+    // `n` values are initialised and `set_len(n)` exposes only those.
+    unsafe {
+        std::ptr::write_bytes(v.as_mut_ptr(), 0, n);
+        v.set_len(n);
+    }
+}
+
 #[cfg(target_os = "linux")]
 #[allow(unsafe_code)]
 fn advise(addr: *const u8, len: usize) -> bool {
@@ -60,5 +83,19 @@ mod tests {
         assert!(v.iter().enumerate().all(|(i, &b)| b == (i % 251) as u8));
         v[HUGE_PAGE_BYTES + 5] = 7;
         assert_eq!(v[HUGE_PAGE_BYTES + 5], 7);
+    }
+
+    #[test]
+    fn zeroed_vectors_hold_zeros_of_any_size() {
+        #[derive(Clone, Copy, bytemuck::Zeroable)]
+        #[repr(C, align(4096))]
+        struct Big([u64; 512]);
+        let v: Vec<Big> = zeroed_vec(3);
+        assert_eq!(v.len(), 3);
+        assert!(v.iter().all(|b| b.0.iter().all(|&x| x == 0)));
+        assert_eq!(v.as_ptr() as usize % 4096, 0, "the element's alignment is kept");
+        let w: Vec<u32> = zeroed_vec(HUGE_PAGE_BYTES);
+        assert!(w.len() == HUGE_PAGE_BYTES && w.iter().all(|&x| x == 0));
+        assert!(zeroed_vec::<u8>(0).is_empty());
     }
 }

@@ -37,8 +37,8 @@ pub mod pair {
     pub const DORMANT: u8 = 32;
 }
 
-/// What one connection keeps for one actor: 16 bytes.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+/// What one connection keeps for one actor: 16 bytes (all zero: a pair that never sent).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, bytemuck::Zeroable)]
 #[repr(C)]
 pub struct PairState {
     /// Leaves whose packet was lost: their current value is sent next.

@@ -90,7 +90,7 @@ impl NetDriver {
         }
         let owes = |st: &PairState| !st.resend.is_empty() || st.flags & pair::PENDING != 0;
         Ok(match &c.pairs {
-            Pairs::Dense(tables) => !tables.iter().flatten().any(owes),
+            Pairs::Dense(tables) => !tables.iter().flat_map(|t| t.iter()).any(owes),
             Pairs::Channels { rows, .. } => !rows.iter().any(|r| owes(&r.state)),
         })
     }
