@@ -86,10 +86,14 @@ impl History {
     /// Whether `slot` changed in a frame after `since` and before `frame` — what a pair that last
     /// sent at `since` may have missed besides this frame's changes. Answers without a scan.
     pub fn changed_between(&self, slot: u32, since: Frame, frame: Frame) -> bool {
-        let (since, frame) = (since.0, frame.0);
+        let before = self.changed_before(slot, frame);
+        before > since && before < frame
+    }
+
+    /// The last frame before `frame` that `slot` changed in (0: none since it was cleared).
+    pub fn changed_before(&self, slot: u32, frame: Frame) -> Frame {
         let (latest, previous) = self.recent.get(slot as usize).copied().unwrap_or((0, 0));
-        let last_before = if latest == frame { previous } else { latest };
-        last_before > since && last_before < frame
+        Frame(if latest == frame.0 { previous } else { latest })
     }
 
     /// The last frame `slot` changed in (0: never since it was cleared).

@@ -16,7 +16,7 @@ use super::settings::Columns;
 use super::NetDriver;
 use crate::compare::{ChangeSet, ShadowState};
 use crate::history::History;
-use crate::ids::{LeafMask, NetGuid};
+use crate::ids::{Frame, LeafMask, NetGuid};
 use crate::schema::{ClassLayout, PAGE_LANES};
 use crate::store::ClassStore;
 use std::sync::Arc;
@@ -91,6 +91,17 @@ pub(crate) struct ClassNet {
     pub object_leaves: LeafMask,
     /// The actor level's per-actor columns.
     pub cols: Columns,
+}
+
+/// What planning reads of a changed actor, gathered once a frame rather than once a connection
+/// (every connection visits the same changed actors: a random read of the actor table and of
+/// the history per actor, not per pair).
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct ChangedNet {
+    pub actor: ActorNet,
+    /// The actor's last change before this frame (0: none): a pair that last sent before it
+    /// missed that change.
+    pub before: Frame,
 }
 
 /// One changed actor of the frame.
@@ -266,7 +277,9 @@ impl NetDriver {
                 for lane in lanes.iter() {
                     let slot = p * PAGE_LANES + lane;
                     self.changed.push(ChangedActor { class: ci as u32, slot: slot as u32, leaves: per_lane[lane] });
-                    self.changed_actors.push(c.actors.get(slot).copied().unwrap_or_default());
+                    let actor = c.actors.get(slot).copied().unwrap_or_default();
+                    self.changed_actors
+                        .push(ChangedNet { actor, before: c.history.changed_before(slot as u32, self.frame) });
                 }
             }
         }

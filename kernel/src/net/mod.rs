@@ -103,7 +103,7 @@ pub use tick::{Stages, TickStats};
 use crate::compare::CompareConfig;
 use crate::store::ClassStore;
 use crate::wire::packet::{MAX_MTU, MIN_MTU};
-use actors::{ActorNet, ChangedActor, ClassNet};
+use actors::{ChangedActor, ClassNet};
 use connection::Connection;
 use shared::SharedArena;
 use std::collections::HashMap;
@@ -159,9 +159,10 @@ pub struct NetDriver {
     /// Live dynamic GUIDs → (class, slot).
     pub(crate) guids: crate::ids::GuidMap<(u32, u32)>,
     pub(crate) changed: Vec<ChangedActor>,
-    /// The changed actors' replication state, parallel to `changed`: per-connection planning
-    /// reads it in order instead of jumping around the actor tables once per connection.
-    pub(crate) changed_actors: Vec<ActorNet>,
+    /// The changed actors' replication state and last change before this frame, parallel to
+    /// `changed`: per-connection planning reads them in order instead of jumping around the
+    /// actor tables and the history once per connection.
+    pub(crate) changed_actors: Vec<actors::ChangedNet>,
     pub(crate) arena: SharedArena,
     pub(crate) stats: TickStats,
     pub(crate) level: Option<level::Level>,

@@ -15,7 +15,7 @@
 //! Planning moves the pair's catch-up point to this frame and empties its resend set; what
 //! packet writing then cannot send (a full window) goes back through `Connection::owe`.
 
-use super::actors::{ActorNet, ChangedActor, ClassNet};
+use super::actors::{ActorNet, ChangedActor, ChangedNet, ClassNet};
 use super::condition::flags;
 use super::connection::{pair, Connection, PairState};
 use crate::ids::{Frame, LeafMask, NetGuid};
@@ -41,7 +41,7 @@ pub(crate) fn plan_connection(
     ci: u32,
     conn: &mut Connection,
     classes: &[ClassNet],
-    (changed, changed_actors): (&[ChangedActor], &[ActorNet]),
+    (changed, changed_actors): (&[ChangedActor], &[ChangedNet]),
     frame: Frame,
 ) {
     conn.sends.clear();
@@ -83,13 +83,16 @@ pub(crate) fn plan_connection(
             (class, slot, LeafMask::EMPTY, None)
         };
         let c = &classes[class as usize];
-        let Some(actor) = known.or_else(|| c.actors.get(slot as usize)).filter(|a| a.alive && !a.torn_off) else {
+        let Some(actor) =
+            known.map(|k| &k.actor).or_else(|| c.actors.get(slot as usize)).filter(|a| a.alive && !a.torn_off)
+        else {
             continue;
         };
         let replay = conn.replay;
         let ps = conn.pair(class, slot);
         ps.flags &= !pair::PENDING;
-        let catch_up = ps.sent_through == Frame(0) || c.history.changed_between(slot, ps.sent_through, frame);
+        let before = known.map_or_else(|| c.history.changed_before(slot, frame), |k| k.before);
+        let catch_up = ps.sent_through == Frame(0) || (before > ps.sent_through && before < frame);
         if let Some(item) = plan_pair(ci, replay, ps, c, (class, slot), actor, leaves, catch_up, frame) {
             conn.sends.push(item);
         }
