@@ -6,9 +6,11 @@ use super::WireError;
 
 /// Appends bits, least significant first, into a byte buffer.
 ///
-/// Writes are word-at-a-time: the buffer keeps 8 zero bytes of slack past the last written bit,
-/// so up to 56 bits are OR-ed in with one unaligned 64-bit load and store. Invariant: every bit
-/// past `bits` is zero.
+/// Writes are word-at-a-time: the buffer keeps 8 bytes of slack past the last written bit, so up
+/// to 56 bits go in with one unaligned 64-bit store. Every write keeps the bits written before it
+/// in its first byte and stores zeros past its end within its 8 bytes; bytes beyond are never
+/// read, so clearing a writer does not zero its buffer (a connection's packets are 64 KB a frame
+/// on ShooterCharacter 50k × 100 at 5 %: zeroing them doubled the bytes the frame writes).
 #[derive(Clone, Debug, Default)]
 pub struct BitWriter {
     buf: Vec<u8>,
@@ -31,23 +33,17 @@ impl BitWriter {
         self.bits == 0
     }
 
-    /// Drops everything written (keeps the allocation).
+    /// Drops everything written (keeps the allocation, unzeroed).
     pub fn clear(&mut self) {
-        let used = self.bits.div_ceil(8).min(self.buf.len());
-        self.buf[..used].fill(0);
         self.bits = 0;
     }
 
     /// Drops bits past `bits` (to undo a partial write).
     pub fn truncate(&mut self, bits: usize) {
         if bits < self.bits {
-            let used = self.bits.div_ceil(8);
-            let keep = bits / 8;
             if !bits.is_multiple_of(8) {
-                self.buf[keep] &= (1u8 << (bits % 8)) - 1;
-                self.buf[keep + 1..used].fill(0);
-            } else {
-                self.buf[keep..used].fill(0);
+                // `bytes` ends with this byte: its bits past the end read as zero.
+                self.buf[bits / 8] &= (1u8 << (bits % 8)) - 1;
             }
             self.bits = bits;
         }
@@ -64,7 +60,7 @@ impl BitWriter {
         self.buf
     }
 
-    /// ORs up to 56 bits in at the end.
+    /// Appends up to 56 bits (`v` has none above `n`).
     #[inline(always)]
     fn put(&mut self, v: u64, n: u32) {
         let byte = self.bits / 8;
@@ -72,9 +68,8 @@ impl BitWriter {
             let want = (byte + 8).max(self.buf.len() * 2).max(64);
             self.buf.resize(want, 0);
         }
-        let mut word = [0u8; 8];
-        word.copy_from_slice(&self.buf[byte..byte + 8]);
-        let w = u64::from_le_bytes(word) | (v << (self.bits % 8));
+        let s = self.bits % 8;
+        let w = (u64::from(self.buf[byte]) & ((1u64 << s) - 1)) | (v << s);
         self.buf[byte..byte + 8].copy_from_slice(&w.to_le_bytes());
         self.bits += n as usize;
     }
@@ -119,7 +114,7 @@ impl BitWriter {
             self.buf.resize(want, 0);
         }
         let mut byte = self.bits / 8;
-        // The bits already in the last partial byte (every bit past them is zero).
+        // The bits already in the last partial byte.
         let mut pending = (self.bits % 8) as u32;
         let mut acc = u64::from(self.buf[byte]) & ((1u64 << pending) - 1);
         let (mut at, end) = (from, from + n);
@@ -294,6 +289,40 @@ mod tests {
             let mut r = BitReader::with_len(w.bytes(), w.len_bits());
             prop_assert_eq!(r.read_packed().unwrap(), v);
             prop_assert_eq!(r.read_ranged(max).unwrap(), v % max);
+        }
+
+        #[test]
+        fn a_cleared_or_truncated_writer_writes_what_a_fresh_one_does(
+            old in proptest::collection::vec((any::<u64>(), 1u32..=64), 1..20),
+            keep in 0usize..200,
+            new in proptest::collection::vec((any::<u64>(), 1u32..=64), 0..10),
+            copy in 0usize..64,
+        ) {
+            // The buffer keeps the old bytes (clear and truncate zero nothing past the end):
+            // what is written after must read exactly as if written into a fresh writer.
+            let mut w = BitWriter::new();
+            for &(v, n) in &old { w.write_bits(v, n); }
+            let keep = keep.min(w.len_bits());
+            let kept = w.bytes().to_vec();
+            let mut fresh = BitWriter::new();
+            fresh.write_from(&kept, 0, keep);
+            w.truncate(keep);
+            prop_assert_eq!(w.bytes(), fresh.bytes());
+            let src: Vec<u8> = (0..16u8).map(|b| b.wrapping_mul(37)).collect();
+            for writer in [&mut w, &mut fresh] {
+                for &(v, n) in &new { writer.write_bits(v, n); }
+                writer.write_from(&src, copy % 8, copy);
+                writer.pad_to_byte();
+            }
+            prop_assert_eq!(w.bytes(), fresh.bytes());
+            w.clear();
+            let mut fresh = BitWriter::new();
+            for writer in [&mut w, &mut fresh] {
+                for &(v, n) in &new { writer.write_bits(v, n); }
+                writer.write_bool(true);
+            }
+            prop_assert_eq!(w.bytes(), fresh.bytes());
+            prop_assert_eq!(w.len_bits(), fresh.len_bits());
         }
 
         #[test]
