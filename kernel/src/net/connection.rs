@@ -9,7 +9,6 @@
 use super::budget::Budget;
 use super::channels::FrameDecisions;
 use super::pairs::Pairs;
-use super::plan::SendItem;
 use super::relevancy::Viewer;
 use super::reliability::Reliability;
 use crate::ids::{Frame, LeafMask, NetGuid, Seq};
@@ -126,8 +125,6 @@ pub(crate) struct Connection {
     pub exported: crate::ids::GuidSet,
     pub exporting: crate::ids::GuidSet,
     pub exports: Vec<NetGuid>,
-    /// This frame's sends, from planning to packet writing.
-    pub sends: Vec<SendItem>,
     pub rel: Reliability,
     /// This frame's packets, back to back and byte-aligned, written in place;
     /// `out_ends[i]` is the byte where packet `i` ends.
@@ -164,7 +161,6 @@ impl Connection {
             exported: Default::default(),
             exporting: Default::default(),
             exports: Vec::new(),
-            sends: Vec::new(),
             rel: Reliability::new(first_seq),
             out: BitWriter::new(),
             out_ends: Vec::new(),

@@ -88,21 +88,15 @@ impl FrameWrite {
 type Room = bool;
 
 impl WriteCtx<'_> {
-    /// Writes connection `ci`'s packets for this frame: its closes, its planned sends, then its
-    /// fast arrays.
-    pub fn write_connection(&self, ci: u32, conn: &mut Connection) -> Written {
-        let mut st = self.begin(conn);
-        if conn.removed {
-            return Written::default();
-        }
-        self.write_closes(conn, &mut st);
-        let sends = std::mem::take(&mut conn.sends);
-        let mut cursor = 0;
-        for item in &sends {
-            let shared = self.arena.and_then(|a| a.find(&mut cursor, item.class, item.slot));
-            self.write(conn, &mut st, item, shared);
-        }
-        conn.sends = sends;
+    /// Writes one planned send with its shared encoding, if the arena has one: sends come in
+    /// actor order, so `cursor` (0 at the start of a connection's frame) walks the arena forward.
+    pub fn write_planned(&self, conn: &mut Connection, st: &mut FrameWrite, cursor: &mut usize, item: &SendItem) {
+        let shared = self.arena.and_then(|a| a.find(cursor, item.class, item.slot));
+        self.write(conn, st, item, shared);
+    }
+
+    /// Ends connection `ci`'s frame of planned sends: its fast arrays, then [`Self::end`].
+    pub fn end_connection(&self, ci: u32, conn: &mut Connection, mut st: FrameWrite) -> Written {
         if !self.fast.is_empty() {
             self.write_all_fast_arrays(ci, conn, &mut st);
         }

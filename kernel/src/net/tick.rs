@@ -117,12 +117,13 @@ impl NetDriver {
         self.changed.len() * self.conns.len() + pending >= self.cfg.min_parallel_items
     }
 
-    /// Per connection, one after the other on a worker: what to send (a connection whose window
-    /// is full is planned too — it is the only moment this frame's changes are visited for it;
-    /// writing then hands everything back to the pairs as resends), then its closes and one
-    /// bunch per actor into packets of at most `mtu` bytes. Planning and writing one connection
-    /// together keeps its pair states in the cache between the two (planned for every
-    /// connection first, a large world's pair states were gone by the time they were written).
+    /// Per connection, one after the other on a worker: its closes, then what to send (a
+    /// connection whose window is full is planned too — it is the only moment this frame's
+    /// changes are visited for it; writing then hands everything back to the pairs as resends),
+    /// each send written as soon as it is planned, one bunch per actor into packets of at most
+    /// `mtu` bytes. Planning and writing together keep a pair's state in the cache between the
+    /// two (planned for every connection first, a large world's pair states were gone by the time
+    /// they were written; planned for one connection first, its list of sends was).
     fn plan_and_write(&mut self, stores: &[&ClassStore], parallel: bool) {
         let (frame, changed) = (self.frame, (&self.changed[..], &self.changed_actors[..]));
         let ctx = send::WriteCtx {
@@ -137,8 +138,16 @@ impl NetDriver {
         };
         let classes = &self.classes;
         let write = |(ci, conn): (usize, &mut Connection)| {
-            plan::plan_connection(ci as u32, conn, classes, changed, frame);
-            ctx.write_connection(ci as u32, conn)
+            let mut st = ctx.begin(conn);
+            if conn.removed {
+                return send::Written::default();
+            }
+            ctx.write_closes(conn, &mut st);
+            let mut cursor = 0;
+            plan::plan_connection(ci as u32, conn, classes, changed, frame, |conn, item| {
+                ctx.write_planned(conn, &mut st, &mut cursor, item)
+            });
+            ctx.end_connection(ci as u32, conn, st)
         };
         let written: Vec<send::Written> = if parallel {
             self.conns.par_iter_mut().enumerate().map(write).collect()
