@@ -3,6 +3,8 @@
 //! ```text
 //! merge the frame's changed actors (sorted) with the connection's pending pairs (sorted);
 //! per pair:
+//!   a clean pair (open acknowledged, nothing owed, nothing missed: one bit of `DenseTable`)
+//!           sends this frame's changed active leaves; its state is not loaded. Otherwise:
 //!   flags   = owner / autonomous / replay / physics, and INITIAL until the open is acknowledged
 //!   active  = condition map[flags] − the actor's switched-off Custom leaves
 //!   owed    = condition map[flags ∪ INITIAL] − switched-off: resent leaves a lost packet carried
@@ -51,6 +53,7 @@ pub(crate) fn plan_connection(
     if conn.removed {
         return;
     }
+    conn.pairs.begin_plan(frame);
     let mut pending = std::mem::take(&mut conn.pending);
     pending.sort_unstable();
     pending.dedup();
@@ -58,7 +61,7 @@ pub(crate) fn plan_connection(
     loop {
         // Pair states are scattered (one per actor per connection); start loading the ones a
         // few iterations ahead so their cache misses overlap.
-        if let Some(c) = changed.get(i + PAIR_PREFETCH) {
+        if let Some(c) = changed.get(i + PAIR_PREFETCH).filter(|c| !conn.pairs.is_clean(c.class, c.slot)) {
             if let Some(p) = conn.pair_ref(c.class, c.slot) {
                 crate::compare::prefetch_addr(p as *const PairState as usize);
             }
@@ -92,11 +95,28 @@ pub(crate) fn plan_connection(
             continue;
         };
         let replay = conn.replay;
+        if known.is_some() && conn.pairs.is_clean(class, slot) {
+            // A clean pair sends this frame's changed active leaves; its state stays untouched
+            // (see `DenseTable`): what `plan_pair` would do with an acknowledged open, nothing
+            // owed and nothing missed.
+            let f = actor.flags(ci, replay, true);
+            let send = leaves & c.active.get(f) & !actor.custom_inactive;
+            if !send.is_empty() {
+                emit(conn, &SendItem { class, slot, guid: actor.guid, leaves: send, open: false, epoch: 0 });
+            }
+            continue;
+        }
         let ps = conn.pair(class, slot);
         ps.flags &= !pair::PENDING;
         let before = known.map_or_else(|| c.history.changed_before(slot, frame), |k| k.before);
         let catch_up = ps.sent_through == Frame(0) || (before > ps.sent_through && before < frame);
-        if let Some(item) = plan_pair(ci, replay, ps, c, (class, slot), actor, leaves, catch_up, frame) {
+        let item = plan_pair(ci, replay, ps, c, (class, slot), actor, leaves, catch_up, frame);
+        // Sent everything through this frame, open acknowledged, nothing owed: clean from now
+        // on (a write that cannot send it owes it, which ends that at once).
+        if ps.flags & pair::OPEN_ACKED != 0 && ps.epoch == 0 {
+            conn.pairs.set_clean(class, slot);
+        }
+        if let Some(item) = item {
             emit(conn, &item);
         }
     }

@@ -295,6 +295,10 @@ pub(crate) fn apply_entries(conn: &mut Connection, entries: &mut Vec<SettledEntr
     entries.sort_unstable_by_key(|s| (super::pairs::pair_key(s.entry.class, s.entry.slot), s.order));
     let mut cursor = 0;
     for SettledEntry { entry: e, delivered, .. } in entries.drain(..) {
+        if delivered && !e.open && conn.pairs.is_clean(e.class, e.slot) {
+            // A clean pair counts nothing in flight and owes nothing: nothing to settle.
+            continue;
+        }
         let Some(ps) = conn.pairs.get_mut_from(&mut cursor, e.class, e.slot) else { continue };
         if ps.epoch == e.epoch {
             ps.in_flight = ps.in_flight.saturating_sub(1);
@@ -302,6 +306,11 @@ pub(crate) fn apply_entries(conn: &mut Connection, entries: &mut Vec<SettledEntr
         if delivered {
             if e.open {
                 ps.flags |= pair::OPEN_ACKED;
+                // Planned on every change since (sent with its open until now), owing nothing:
+                // clean from here (see `DenseTable`).
+                if ps.resend.is_empty() && ps.flags & pair::PENDING == 0 && ps.epoch == 0 && ps.sent_through.0 != 0 {
+                    conn.pairs.set_clean(e.class, e.slot);
+                }
             }
             continue;
         }
