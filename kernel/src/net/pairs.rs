@@ -52,7 +52,7 @@ const LARGE_TABLE_BYTES: usize = HUGE_PAGE_BYTES / 4;
 /// One huge page of pair states, aligned to its size so the OS can back it with one TLB entry.
 #[derive(Clone, Copy, bytemuck::Zeroable)]
 #[repr(C, align(2097152))]
-pub(crate) struct PairBlock([PairState; BLOCK_PAIRS]);
+struct PairBlock([PairState; BLOCK_PAIRS]);
 
 const _: () = assert!(std::mem::size_of::<PairBlock>() == HUGE_PAGE_BYTES);
 
