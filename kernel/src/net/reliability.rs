@@ -241,8 +241,14 @@ pub(crate) fn apply_settled(
     } else {
         conn.stats.packets_lost += 1;
     }
+    // A per-slot pair counts nothing in flight, so a delivered entry without an open changes
+    // nothing there: only the others wait to be applied (sorted, then walked).
+    let dense = matches!(conn.pairs, super::pairs::Pairs::Dense(_));
     for _ in 0..rec.entries {
         let Some(e) = conn.rel.entries.pop_front() else { break };
+        if dense && delivered && !e.open {
+            continue;
+        }
         let Some(a) = classes[e.class as usize].actors.get(e.slot as usize) else { continue };
         if a.alive && e.names(a.guid) {
             entries.push(SettledEntry { order: entries.len() as u32, delivered, entry: e });
@@ -295,10 +301,6 @@ pub(crate) fn apply_entries(conn: &mut Connection, entries: &mut Vec<SettledEntr
     entries.sort_unstable_by_key(|s| (super::pairs::pair_key(s.entry.class, s.entry.slot), s.order));
     let mut cursor = 0;
     for SettledEntry { entry: e, delivered, .. } in entries.drain(..) {
-        if delivered && !e.open && conn.pairs.is_clean(e.class, e.slot) {
-            // A clean pair counts nothing in flight and owes nothing: nothing to settle.
-            continue;
-        }
         let Some(ps) = conn.pairs.get_mut_from(&mut cursor, e.class, e.slot) else { continue };
         if ps.epoch == e.epoch {
             ps.in_flight = ps.in_flight.saturating_sub(1);
