@@ -124,13 +124,13 @@ impl DirtyState {
     pub fn clear(&mut self) {
         // Only listed pages can hold non-zero masks; a listed page whose summary bit is clear
         // was cleared already (`clear_page`).
-        for p in self.list.drain(..) {
-            let p = p as usize;
-            if self.pages[p / 64] >> (p % 64) & 1 != 0 {
-                self.masks[p * self.parents..(p + 1) * self.parents].fill(0);
-                self.pages[p / 64] &= !(1 << (p % 64));
+        let mut list = std::mem::take(&mut self.list);
+        for p in list.drain(..) {
+            if self.page_dirty(p as usize) {
+                self.clear_page(p as usize);
             }
         }
+        self.list = list;
     }
 
     /// Clears page `p`'s marks and summary bit but leaves it in the list, for a compare that
