@@ -163,7 +163,7 @@ impl DenseTable {
             self.clean.resize((slot + 1).div_ceil(64), 0);
         }
         self.touch(slot);
-        self.states.get_or_insert(slot)
+        self.states.get_mut(slot).expect("the table was grown to hold the slot")
     }
 
     /// Forgets `slot`'s pair (a never-sent state takes its place); returns what it held.
@@ -212,18 +212,6 @@ impl States {
             States::Large { blocks, len } => {
                 (slot < *len).then(|| &mut blocks[slot / BLOCK_PAIRS].0[slot % BLOCK_PAIRS])
             }
-        }
-    }
-
-    /// The state of `slot`, holding every slot up to it (new ones never sent).
-    #[inline]
-    fn get_or_insert(&mut self, slot: usize) -> &mut PairState {
-        if slot >= self.len() {
-            self.grow(slot + 1);
-        }
-        match self {
-            States::Small(v) => &mut v[slot],
-            States::Large { blocks, .. } => &mut blocks[slot / BLOCK_PAIRS].0[slot % BLOCK_PAIRS],
         }
     }
 
