@@ -35,6 +35,7 @@ use super::priority::{priority_key, select_top, Candidate, SPAWN_PRIORITY_SECOND
 use super::relevancy::{DueActor, RelevancyHook, RelevancyIndex};
 use super::send::{WriteCtx, Written};
 use super::settings::ActorLevelConfig;
+use crate::compare::prefetch_addr;
 use crate::ids::{Frame, LeafMask, NetGuid};
 use crate::wire::open::CloseReason;
 use std::time::Instant;
@@ -131,6 +132,9 @@ pub(crate) struct Outcome {
 
 /// Candidates ranked per batch: the first batch is this many, each next one twice the last.
 const FIRST_BATCH: usize = 32;
+
+/// How many sends ahead the send loop prefetches a due record.
+const PREFETCH_AHEAD: usize = 6;
 
 /// A connection's channel rows.
 fn rows(conn: &mut Connection) -> &mut Vec<Channel> {
@@ -377,7 +381,14 @@ fn process(ctx: &LevelCtx<'_>, run: &mut Run<'_>, conn: &mut Connection, scratch
     let bits_at_start = ctx.write.bits_written(conn);
     while start < order.len() {
         let n = select_top(&mut order[start..], batch).len();
+        // The due records are read in priority order, all over the frame's list: each is asked
+        // for a few sends ahead, while the ones before it are written.
+        let fetch = |c: &Candidate| prefetch_record(&ctx.due[cands[c.index as usize].due as usize]);
+        order[start..start + n].iter().take(PREFETCH_AHEAD).for_each(fetch);
         for i in start..start + n {
+            if let Some(ahead) = order[..start + n].get(i + PREFETCH_AHEAD) {
+                fetch(ahead);
+            }
             let c = order[i];
             let Cand { row: ri, due: d, relevant_now } = cands[c.index as usize];
             let due = &ctx.due[d as usize];
@@ -507,6 +518,14 @@ fn number(next_epoch: &mut u8) -> u8 {
     let epoch = *next_epoch;
     *next_epoch = epoch.wrapping_add(1);
     epoch
+}
+
+/// Prefetches every cache line of a due record.
+fn prefetch_record(due: &DueActor) {
+    let at = due as *const DueActor as usize;
+    for line in 0..std::mem::size_of::<DueActor>().div_ceil(64) {
+        prefetch_addr(at + 64 * line);
+    }
 }
 
 /// Whether `slot`'s bit is set in a per-page lane bitset.

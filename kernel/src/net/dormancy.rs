@@ -312,10 +312,11 @@ impl NetDriver {
     pub(super) fn sleep_settled(&mut self, awake: &[bool]) {
         let Some(level) = self.level.as_mut() else { return };
         let mut fell = 0;
-        for (d, due) in level.due.iter().enumerate() {
-            if !due.sleepy || awake[d] {
+        for &d in &level.sleepy {
+            if awake[d as usize] {
                 continue;
             }
+            let due = &level.due[d as usize];
             let cols = &mut self.classes[due.class as usize].cols;
             cols.set_asleep(due.slot as usize, true);
             cols.clock[due.slot as usize].pending_net_update = false;

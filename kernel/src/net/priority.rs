@@ -179,11 +179,14 @@ pub fn select_top(candidates: &mut [Candidate], n: usize) -> &mut [Candidate] {
     if n == 0 {
         return &mut candidates[..0];
     }
+    // The order as one integer (the key inverted, then the GUID): the sort compares integers,
+    // not a chained comparison.
+    let rank = |c: &Candidate| (u128::from(!c.key) << 64) | u128::from(c.guid.0);
     if n < candidates.len() {
-        candidates.select_nth_unstable_by(n - 1, send_order);
+        candidates.select_nth_unstable_by_key(n - 1, rank);
     }
     let top = &mut candidates[..n];
-    top.sort_unstable_by(send_order);
+    top.sort_unstable_by_key(rank);
     top
 }
 

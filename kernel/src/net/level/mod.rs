@@ -116,6 +116,11 @@ pub(crate) struct Level {
     pub due: Vec<DueActor>,
     /// The due actors' pair keys, parallel to `due`, packed for the per-connection merges.
     pub keys: Vec<u64>,
+    /// The due actors that may fall asleep this frame (indices into `due`, ascending), and how
+    /// many due sub-objects have a condition that leaves some connections out: listed as the
+    /// consider list is built, so no later step walks the wide records again to find them.
+    pub sleepy: Vec<u32>,
+    pub conditioned: usize,
     /// Per class, per slot: index into `due`, or [`NOT_DUE`].
     pub due_index: Vec<Vec<u32>>,
     /// Per class, per page: the lanes of actors due this frame (the lanes compared).
@@ -208,6 +213,8 @@ impl Level {
             index,
             due: Vec::new(),
             keys: Vec::new(),
+            sleepy: Vec::new(),
+            conditioned: 0,
             due_index: Vec::new(),
             selected: Vec::new(),
             selected_pages: Vec::new(),
@@ -365,12 +372,8 @@ impl NetDriver {
             index: &level.index,
             hooks: &hooks,
             dormancy_hooks: &dormancy_hooks,
-            sleepy: level.due.iter().filter(|d| d.sleepy).count(),
-            conditioned: level
-                .due
-                .iter()
-                .filter(|d| d.condition.is_some_and(|c| c != SubObjectCondition::None))
-                .count(),
+            sleepy: level.sleepy.len(),
+            conditioned: level.conditioned,
             time,
             cfg: &level.cfg,
         };
@@ -421,12 +424,17 @@ impl NetDriver {
         let level = self.level.as_mut().expect("actor level");
         let time = level.time;
         let adaptive = level.cfg.adaptive_frequency;
-        for d in level.due.drain(..) {
-            level.due_index[d.class as usize][d.slot as usize] = NOT_DUE;
+        // Last frame's entries of the index, found from the packed keys (not the wide records).
+        for &key in &level.keys {
+            let (c, slot) = super::pairs::split_key(key);
+            level.due_index[c as usize][slot as usize] = NOT_DUE;
         }
+        level.due.clear();
         level.due_index.resize(self.classes.len(), Vec::new());
         self.changed.clear();
         level.keys.clear();
+        level.sleepy.clear();
+        level.conditioned = 0;
         let guids = &self.guids;
         for (ci, c) in self.classes.iter_mut().enumerate() {
             let selected = level.selected.get(ci).map_or(&[][..], |v| &v[..]);
@@ -536,6 +544,10 @@ impl NetDriver {
                 }
                 index[d.slot as usize] = i as u32;
                 level.keys.push(super::pairs::pair_key(d.class, d.slot));
+                if d.sleepy {
+                    level.sleepy.push(i as u32);
+                }
+                level.conditioned += d.condition.is_some_and(|c| c != SubObjectCondition::None) as usize;
             }
         }
     }
