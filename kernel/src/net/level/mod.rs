@@ -327,7 +327,8 @@ impl NetDriver {
                 let at = location(class, stores[c as usize], s);
                 Some((relevancy_of(class, s, at), class.cols.settings[s as usize].net_priority))
             };
-            level.index.build(&level.due, find, due_of);
+            let hooked = |c: u32| classes.get(c as usize).is_some_and(|c| c.cols.hook.is_some());
+            level.index.build(&level.due, find, due_of, hooked);
             t.elapsed().as_nanos() as u64
         };
         let mut encode = || {

@@ -87,8 +87,7 @@ pub(crate) struct RelevancyIndex {
     positions: Vec<[f32; 3]>,
     cull_sq: Vec<f32>,
     rules: Vec<u32>,
-    /// (follower's due index, its owner's due index if the owner is due).
-    followers: Vec<(u32, Option<u32>)>,
+    followers: Vec<Follower>,
     owned: Vec<(NetGuid, u32)>,
     instigated: Vec<(NetGuid, u32)>,
     by_conn: Vec<(u32, u32)>,
@@ -97,6 +96,23 @@ pub(crate) struct RelevancyIndex {
     /// Per due actor, what its priority reads, owner chain followed: what each connection's
     /// ranking reads instead of the wide [`DueActor`] and the owner lookups.
     pub priority: Vec<PriorityInput>,
+}
+
+/// A follower, resolved once a frame: what each connection's query reads of it, so the query
+/// does not read the wide due records of the follower and its owner per connection.
+#[derive(Clone, Copy, Debug)]
+struct Follower {
+    /// Its due index.
+    due: u32,
+    /// Its owner's due index when the owner's answer is the follower's: the owner is due, no
+    /// class hook on either, the owner does not hand its question on (owner relevancy: depth and
+    /// order), and both are owned by the same connection (the owner's answer counts that
+    /// ownership). Such an owner is no follower, so its bit is final before any follower's is
+    /// set. `None`: UE's rules for the follower.
+    owner: Option<u32>,
+    guid: NetGuid,
+    /// The connection that owns it.
+    conn: Option<u32>,
 }
 
 impl RelevancyIndex {
@@ -117,12 +133,14 @@ impl RelevancyIndex {
     }
 
     /// Builds the index over `due`. `find` gives any live actor's relevancy data and net
-    /// priority by GUID (owner chains leave the consider list).
+    /// priority by GUID (owner chains leave the consider list); `hooked` tells whether a class
+    /// has a relevancy hook.
     pub fn build(
         &mut self,
         due: &[DueActor],
         find: impl Fn(NetGuid) -> Option<(ActorRelevancy, f32)>,
         due_of: impl Fn(NetGuid) -> Option<u32>,
+        hooked: impl Fn(u32) -> bool,
     ) {
         self.grid_due.clear();
         self.positions.clear();
@@ -149,7 +167,14 @@ impl RelevancyIndex {
                     self.instigated.push((g, i));
                 }
             } else if let Some(owner) = follows(d) {
-                self.followers.push((i, due_of(owner)));
+                let owner = due_of(owner).filter(|&o| {
+                    let od = &due[o as usize];
+                    !hooked(od.class)
+                        && !hooked(d.class)
+                        && !od.rel.use_owner_relevancy
+                        && od.actor.owner == d.actor.owner
+                });
+                self.followers.push(Follower { due: i, owner, guid: d.rel.guid, conn: d.actor.owner });
             } else {
                 self.rules.push(i);
             }
@@ -248,29 +273,15 @@ impl RelevancyIndex {
                 set(bits, i);
             }
         }
-        if !self.followers.is_empty() {
-            let viewed = |g: NetGuid| viewers.iter().any(|v| v.view_target == Some(g) || v.real_viewer == Some(g));
-            let hooked = |c: u32| hooks.get(c as usize).is_some_and(Option::is_some);
-            for &(i, owner_due) in &self.followers {
-                let d = &due[i as usize];
-                // The owner's own answer is the follower's when the owner is due, has no hook,
-                // does not hand its question on (owner relevancy: depth and order), and is owned
-                // by the same connection (its answer counts that ownership); otherwise UE's rules.
-                // Such an owner is no follower, so its bit is final before any follower's is set.
-                let owner_due = owner_due.filter(|&o| {
-                    let od = &due[o as usize];
-                    !hooked(od.class)
-                        && !hooked(d.class)
-                        && !od.rel.use_owner_relevancy
-                        && od.actor.owner == d.actor.owner
-                });
-                let relevant = match owner_due {
-                    Some(o) => has(bits, o) || viewed(d.rel.guid) || d.actor.owner == Some(conn),
-                    None => by_rules(i),
-                };
-                if relevant {
-                    set(bits, i);
-                }
+        let viewed = |g: NetGuid| viewers.iter().any(|v| v.view_target == Some(g) || v.real_viewer == Some(g));
+        for f in &self.followers {
+            // The owner's own answer (see `Follower::owner`), or UE's rules.
+            let relevant = match f.owner {
+                Some(o) => has(bits, o) || viewed(f.guid) || f.conn == Some(conn),
+                None => by_rules(f.due),
+            };
+            if relevant {
+                set(bits, f.due);
             }
         }
         for (w, &word) in bits.iter().enumerate() {
