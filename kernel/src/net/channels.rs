@@ -466,10 +466,10 @@ fn go_dormant(
     row: usize,
     guid: NetGuid,
 ) -> bool {
-    let ps = &rows(conn)[row].state;
+    let ps = rows(conn)[row].state;
     let settled = ps.flags & pair::OPEN_ACKED != 0
         && ps.resend.is_empty()
-        && ps.in_flight == 0
+        && !conn.rel.carries(ps.last_packet)
         && ctx.write.fast.settled_for(guid, ci as usize);
     let closed = settled && ctx.write.write_close(conn, st, PendingClose { guid, reason: CloseReason::Dormant });
     if closed {
@@ -577,9 +577,11 @@ fn replicate(
         // The actor's own bunches (not the exports written before them).
         let entries = conn.rel.entries.len();
         ctx.write.write(conn, st, &item, shared);
-        let written = (conn.rel.entries.len() - entries) as u16;
-        let ps = &mut rows(conn)[row].state;
-        ps.in_flight = ps.in_flight.saturating_add(written);
+        // Its newest bunch is in the open packet (a write that starts a packet leaves it open).
+        if conn.rel.entries.len() > entries {
+            let open = conn.rel.next_seq().0 as u16;
+            rows(conn)[row].state.last_packet = open;
+        }
     }
     // Its fast arrays follow its bunch; its row says whether the client has it (no lookup).
     if actor.fast {

@@ -47,13 +47,15 @@ pub struct PairState {
     /// [`pair`] bits.
     pub flags: u8,
     /// Which channel of this pair this is (a connection numbers the channels it opens, wrapping):
-    /// bunches of an earlier channel settling late do not count against this one's `in_flight`.
+    /// a late acknowledgement of an earlier channel's open does not acknowledge this one's.
     pub epoch: u8,
-    /// Bunches of this pair in packets whose fate is unknown (an actor goes dormant for a
-    /// connection only when this is 0 and nothing is owed). Counted by the actor level, whose
-    /// channels may go dormant; without it (per-slot pairs, no dormancy) nothing reads it and
-    /// packet writing leaves it at 0.
-    pub in_flight: u16,
+    /// The low 16 bits of the sequence number of the newest packet that carries a bunch of this
+    /// pair: the pair has a bunch whose fate is unknown exactly when that packet is still in
+    /// flight ([`super::reliability::Reliability::carries`]), and an actor goes dormant for a
+    /// connection only when it is not and nothing is owed. Kept by the actor level, whose channels
+    /// may go dormant, as it writes; a feedback never touches it, so a delivered bunch costs its
+    /// pair nothing. Per-slot pairs (no dormancy) leave it at 0.
+    pub last_packet: u16,
 }
 
 const _: () = assert!(std::mem::size_of::<PairState>() == 16);

@@ -131,6 +131,16 @@ impl Reliability {
         self.in_flight.len()
     }
 
+    /// Whether the packet whose sequence number ends in the 16 bits `low` may still be in
+    /// flight: it is the open packet (the next sequence number) or one of the packets in
+    /// flight, which are the ones just before it. At most [`ACK_WINDOW`] packets are in flight,
+    /// so a packet sent 65 536 or more packets ago reads as in flight only while the window
+    /// holds the few numbers that share its 16 bits — until the next packets move on.
+    pub fn carries(&self, low: u16) -> bool {
+        let back = (self.next_seq.0 as u16).wrapping_sub(low);
+        usize::from(back) <= self.in_flight.len()
+    }
+
     /// Records the packet just written with sequence [`Self::next_seq`] (its entries and closes
     /// already pushed).
     pub fn sent(&mut self, entries: u32, closes: u32, exports: u32, fast: u32) {
@@ -241,12 +251,11 @@ pub(crate) fn apply_settled(
     } else {
         conn.stats.packets_lost += 1;
     }
-    // A per-slot pair counts nothing in flight, so a delivered entry without an open changes
-    // nothing there: only the others wait to be applied (sorted, then walked).
-    let dense = matches!(conn.pairs, super::pairs::Pairs::Dense(_));
+    // A pair counts nothing in flight (its newest packet tells), so a delivered entry without
+    // an open changes nothing: only the others wait to be applied (sorted, then walked).
     for _ in 0..rec.entries {
         let Some(e) = conn.rel.entries.pop_front() else { break };
-        if dense && delivered && !e.open {
+        if delivered && !e.open {
             continue;
         }
         let Some(a) = classes[e.class as usize].actors.get(e.slot as usize) else { continue };
@@ -302,11 +311,12 @@ pub(crate) fn apply_entries(conn: &mut Connection, entries: &mut Vec<SettledEntr
     let mut cursor = 0;
     for SettledEntry { entry: e, delivered, .. } in entries.drain(..) {
         let Some(ps) = conn.pairs.get_mut_from(&mut cursor, e.class, e.slot) else { continue };
-        if ps.epoch == e.epoch {
-            ps.in_flight = ps.in_flight.saturating_sub(1);
-        }
+        // An open is its channel's: one of an earlier channel of the pair (closed and opened
+        // again while it was in flight) acknowledges nothing of this one's, nor is its loss this
+        // one's (the client may have that open and then the close after it).
+        let this_channel = ps.epoch == e.epoch;
         if delivered {
-            if e.open {
+            if e.open && this_channel {
                 ps.flags |= pair::OPEN_ACKED;
                 // Planned on every change since (sent with its open until now), owing nothing:
                 // clean from here (see `DenseTable`).
@@ -316,7 +326,7 @@ pub(crate) fn apply_entries(conn: &mut Connection, entries: &mut Vec<SettledEntr
             }
             continue;
         }
-        if e.open && ps.flags & pair::OPEN_ACKED == 0 {
+        if e.open && this_channel && ps.flags & pair::OPEN_ACKED == 0 {
             ps.flags &= !pair::OPEN_SENT;
         }
         conn.stats.leaves_resent += u64::from(e.leaves.count());
@@ -347,14 +357,15 @@ mod tests {
     fn settled_entries_reach_their_pairs_in_packet_order_whatever_the_table_order() {
         use crate::net::pairs::Pairs;
         let mut conn = Connection::new(false, Pairs::channels(), crate::wire::packet::MIN_MTU, Seq(1));
-        let pair = |conn: &mut Connection, class, slot, flags, epoch, in_flight| {
+        let pair = |conn: &mut Connection, class, slot, flags, epoch| {
             let ps = conn.pairs.get_or_insert(class, slot);
-            (ps.flags, ps.epoch, ps.in_flight) = (flags, epoch, in_flight);
+            (ps.flags, ps.epoch) = (flags, epoch);
         };
-        pair(&mut conn, 0, 3, pair::OPEN_SENT, 1, 2);
-        pair(&mut conn, 0, 9, pair::OPEN_ACKED, 4, 1);
-        pair(&mut conn, 1, 2, pair::OPEN_ACKED, 0, 3);
-        pair(&mut conn, 2, 7, pair::OPEN_ACKED, 0, 1);
+        pair(&mut conn, 0, 3, pair::OPEN_SENT, 1);
+        pair(&mut conn, 0, 9, pair::OPEN_SENT, 4);
+        pair(&mut conn, 0, 11, pair::OPEN_SENT, 6);
+        pair(&mut conn, 1, 2, pair::OPEN_ACKED, 0);
+        pair(&mut conn, 2, 7, pair::OPEN_ACKED, 0);
         let entry = |class, slot, epoch, open, leaf| SentEntry {
             class,
             slot,
@@ -373,26 +384,25 @@ mod tests {
         push(entry(0, 3, 1, true, 0), false);
         push(entry(1, 2, 0, false, 2), false);
         push(entry(0, 5, 0, false, 0), false);
-        // Packet 2, delivered: (0, 3)'s open again, (0, 9) from an older channel epoch, (1, 2).
+        // Packet 2, delivered: (0, 3)'s open again, (0, 9)'s open of an older channel, (1, 2).
+        // (0, 11)'s open of an older channel lost.
         push(entry(0, 3, 1, true, 0), true);
-        push(entry(0, 9, 3, false, 0), true);
+        push(entry(0, 9, 3, true, 0), true);
         push(entry(1, 2, 0, false, 2), true);
+        push(entry(0, 11, 5, true, 0), false);
         apply_entries(&mut conn, &mut entries);
         assert!(entries.is_empty());
         let ps = |conn: &Connection, class, slot| *conn.pairs.get(class, slot).unwrap();
         // The lost open was sent again, then the second open was acknowledged: in that order
         // the open is acknowledged and not owed (the reverse would leave it `OPEN_SENT`).
         let a = ps(&conn, 0, 3);
-        assert_eq!((a.flags, a.in_flight), (pair::OPEN_ACKED, 0));
-        assert_eq!(a.resend, LeafMask::leaf(0));
-        let stale = ps(&conn, 0, 9);
-        assert_eq!(stale.in_flight, 1, "an entry of an older channel leaves this one's count");
-        let b = ps(&conn, 1, 2);
-        assert_eq!((b.in_flight, b.resend), (1, LeafMask::leaf(2)));
-        let c = ps(&conn, 2, 7);
-        assert_eq!((c.in_flight, c.resend), (0, LeafMask::leaf(1)));
+        assert_eq!((a.flags, a.resend), (pair::OPEN_ACKED, LeafMask::leaf(0)));
+        assert_eq!(ps(&conn, 0, 9).flags, pair::OPEN_SENT, "an older channel's open acknowledges nothing");
+        assert_eq!(ps(&conn, 0, 11).flags, pair::OPEN_SENT, "an older channel's lost open is not this one's");
+        assert_eq!(ps(&conn, 1, 2).resend, LeafMask::leaf(2));
+        assert_eq!(ps(&conn, 2, 7).resend, LeafMask::leaf(1));
         assert!(conn.pairs.get(0, 5).is_none(), "a settled entry creates no pair");
-        assert_eq!(conn.stats.leaves_resent, 3);
+        assert_eq!(conn.stats.leaves_resent, 4);
     }
 
     #[test]
@@ -431,6 +441,30 @@ mod tests {
         for again in [5, 4, 1] {
             assert_eq!(r.classify(&feedback(again, &[again])), Intake::Stale, "{again} is settled");
         }
+    }
+
+    #[test]
+    fn a_packet_is_carried_while_open_or_in_flight_and_not_after() {
+        // Sequence numbers across the 16-bit wrap of the pairs' record.
+        let mut r = Reliability::new(Seq(0x1_fffe));
+        let low = |s: u32| s as u16;
+        assert!(r.carries(low(0x1_fffe)), "the open packet");
+        assert!(!r.carries(low(0x1_fffd)), "nothing in flight before it");
+        send(&mut r, 3);
+        for s in 0x1_fffe..=0x2_0001 {
+            assert!(r.carries(low(s)), "{s:#x}: sent and not settled, or open");
+        }
+        assert!(!r.carries(low(0x1_fffd)));
+        let mut bits = AckBits::default();
+        bits.set(0);
+        bits.set(1);
+        let fb = Feedback { highest: Seq(0x1_ffff), received: bits, reopen: Vec::new() };
+        while r.settle_next(&fb).is_some() {}
+        r.settled(&fb);
+        assert!(!r.carries(low(0x1_fffe)) && !r.carries(low(0x1_ffff)), "settled");
+        assert!(r.carries(low(0x2_0000)) && r.carries(low(0x2_0001)), "still in flight, and open");
+        // A packet 65 536 back shares its 16 bits with the open one: read as in flight.
+        assert!(r.carries(low(0x1_0001)));
     }
 
     #[test]

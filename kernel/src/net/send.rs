@@ -414,10 +414,10 @@ impl WriteCtx<'_> {
         };
         conn.rel.entries.push_back(e);
         open.entries += 1;
-        // Only an open touches the pair here: the actor level counts its rows' bunches in
-        // flight itself (it holds the row), and per-slot pairs do not count them (nothing reads
-        // the count without the actor level's dormancy) — a pair state per bunch was a cache
-        // miss each, an eighth of a shared frame.
+        // Only an open touches the pair here: the actor level records its rows' newest packet
+        // itself (it holds the row), and per-slot pairs do not (nothing reads it without the
+        // actor level's dormancy) — a pair state per bunch was a cache miss each, an eighth of a
+        // shared frame.
         if item.open {
             conn.pair(item.class, item.slot).flags |= pair::OPEN_SENT | pair::EVER_OPENED;
         }
