@@ -29,7 +29,7 @@ use super::consider::{jitter, ServerTime};
 use super::dormancy::{dormant_for, DormancyHook};
 use super::fastarrays::{OwnerChannel, Side};
 use super::level::NOT_DUE;
-use super::pairs::{gallop, merge_rows, split_key, Channel, Pairs};
+use super::pairs::{merge_rows, split_key, Channel, Pairs};
 use super::plan::plan_pair;
 use super::priority::{priority_key, select_top, Candidate, SPAWN_PRIORITY_SECONDS};
 use super::relevancy::{DueActor, RelevancyHook, RelevancyIndex};
@@ -218,7 +218,7 @@ pub(crate) fn replicate_connection(ctx: &LevelCtx<'_>, ci: u32, conn: &mut Conne
     out
 }
 
-/// Retires the rows of actors that are gone (the sorted retired list galloping over the sorted
+/// Retires the rows of actors that are gone (the sorted retired list merged with the sorted
 /// rows), queueing a close where a packet carried the open. In a frame that replicates
 /// (`ready`) a gone row becomes a scratch row in place — what the frame's last pass drops, or the
 /// row of a new actor in the same slot, numbered then as a fresh row is — so the table is
@@ -235,13 +235,18 @@ fn retire_rows(conn: &mut Connection, retired: &[(u64, NetGuid)], ready: bool) {
         }
     }
     let mut gone = false;
-    // A frame retires few actors next to a connection's rows: the sorted retired list walks the
-    // sorted rows forward, galloping over the gaps (keys stay in place until the end; between
-    // frames every row has a channel, so a cleared flag byte marks the gone).
-    let mut r = 0;
+    // The sorted retired list merges with the rows of its key range, walked forward: the rows
+    // come from memory at the start of a connection's frame, and a walk streams them where a
+    // search per retired actor would wait on each step (keys stay in place until the end;
+    // between frames every row has a channel, so a cleared flag byte marks the gone).
+    let (Some(first), Some(last)) = (retired.first(), retired.last()) else { return };
+    let mut r = rows.partition_point(|row| row.key < first.0);
+    let end = rows.partition_point(|row| row.key <= last.0);
     for &(key, guid) in retired {
-        r = gallop(rows, r, key);
-        if let Some(row) = rows.get_mut(r).filter(|row| row.key == key) {
+        while r < end && rows[r].key < key {
+            r += 1;
+        }
+        if let Some(row) = rows[..end].get_mut(r).filter(|row| row.key == key) {
             if row.state.flags & pair::EVER_OPENED != 0 && !guid.is_static() {
                 conn.closes.push(PendingClose::destroyed(guid));
             }

@@ -268,7 +268,7 @@ pub(crate) enum Pairs {
 /// The first index at or after `from` of sorted `rows` whose key is not below `key`: steps of
 /// doubling length from `from`, then a binary search inside the last one, so a walk over sorted
 /// keys costs O(keys · log(gap)) — a linear merge when the keys are dense, a search when sparse.
-pub(crate) fn gallop(rows: &[Channel], from: usize, key: u64) -> usize {
+fn gallop(rows: &[Channel], from: usize, key: u64) -> usize {
     let (mut lo, mut step) = (from, 1);
     while lo < rows.len() && rows[lo].key < key {
         let hi = (lo + step).min(rows.len());
