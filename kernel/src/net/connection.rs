@@ -51,10 +51,10 @@ pub struct PairState {
     pub epoch: u8,
     /// The low 16 bits of the sequence number of the newest packet that carries a bunch of this
     /// pair: the pair has a bunch whose fate is unknown exactly when that packet is still in
-    /// flight ([`super::reliability::Reliability::carries`]), and an actor goes dormant for a
-    /// connection only when it is not and nothing is owed. Kept by the actor level, whose channels
-    /// may go dormant, as it writes; a feedback never touches it, so a delivered bunch costs its
-    /// pair nothing. Per-slot pairs (no dormancy) leave it at 0.
+    /// flight (the connection's reliability state tells: `Reliability::carries`), and an actor
+    /// goes dormant for a connection only when it is not and nothing is owed. Kept by the actor
+    /// level, whose channels may go dormant, as it writes; a feedback never touches it, so a
+    /// delivered bunch costs its pair nothing. Per-slot pairs (no dormancy) leave it at 0.
     pub last_packet: u16,
 }
 
