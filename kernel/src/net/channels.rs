@@ -525,11 +525,13 @@ fn number(next_epoch: &mut u8) -> u8 {
     epoch
 }
 
-/// Prefetches every cache line of a due record.
+/// Prefetches every cache line of a due record (a record need not start a line).
 fn prefetch_record(due: &DueActor) {
     let at = due as *const DueActor as usize;
-    for line in 0..std::mem::size_of::<DueActor>().div_ceil(64) {
-        prefetch_addr(at + 64 * line);
+    let mut line = at & !63;
+    while line < at + std::mem::size_of::<DueActor>() {
+        prefetch_addr(line);
+        line += 64;
     }
 }
 
@@ -582,7 +584,9 @@ fn replicate(
         // The actor's own bunches (not the exports written before them).
         let entries = conn.rel.entries.len();
         ctx.write.write(conn, st, &item, shared);
-        // Its newest bunch is in the open packet (a write that starts a packet leaves it open).
+        // Its newest bunch is in the open packet: a write that starts a packet leaves it open.
+        // (One that finishes a packet and finds the window full records the number of a packet
+        // not started: later than the real one, which only keeps the pair waiting longer.)
         if conn.rel.entries.len() > entries {
             let open = conn.rel.next_seq().0 as u16;
             rows(conn)[row].state.last_packet = open;

@@ -384,8 +384,9 @@ mod tests {
         push(entry(0, 3, 1, true, 0), false);
         push(entry(1, 2, 0, false, 2), false);
         push(entry(0, 5, 0, false, 0), false);
-        // Packet 2, delivered: (0, 3)'s open again, (0, 9)'s open of an older channel, (1, 2).
-        // (0, 11)'s open of an older channel lost.
+        // Packet 2, delivered: (0, 3)'s open again, (0, 9)'s open of an older channel, (1, 2)
+        // (an entry `apply_settled` drops, applied here to show it changes nothing). Packet 3,
+        // lost: (0, 11)'s open of an older channel.
         push(entry(0, 3, 1, true, 0), true);
         push(entry(0, 9, 3, true, 0), true);
         push(entry(1, 2, 0, false, 2), true);

@@ -404,9 +404,10 @@ fn references_waiting_for_unknown_objects_stop_at_max_unmapped_and_are_counted()
 
 /// A new actor in the slot of one destroyed the same frame gets a channel of its own: the late
 /// acknowledgement of the old channel's open (its packet delivered only after the new open was
-/// sent) acknowledges nothing of the new one, the client gets the new actor's state, and nothing
-/// of the old channel (its bunch still in flight when the slot changed hands) keeps the new one
-/// from settling and going dormant.
+/// sent; the entry names the old GUID, and the row's channel epoch differs) acknowledges nothing
+/// of the new one, the client gets the new actor's state, and nothing of the old channel (its
+/// bunch still in flight when the slot changed hands) keeps the new one from settling and going
+/// dormant.
 #[test]
 fn a_new_actor_in_a_gone_actors_slot_gets_a_channel_of_its_own() {
     let mut level = Level::new(every_frame(), 1);
@@ -418,7 +419,7 @@ fn a_new_actor_in_a_gone_actors_slot_gets_a_channel_of_its_own() {
     assert!(!first.is_empty(), "the old actor's open goes out");
     level.store.despawn(old).unwrap();
     let (new, new_guid) = level.spawn([200.0, 0.0, 0.0], 9);
-    // It sleeps once its channel settles: no count of the old channel's bunches may hold it.
+    // It sleeps once its channel settles: only the new channel's own packets may hold it.
     level.driver.set_net_dormancy(level.class, &level.store, new, shadowrep::net::Dormancy::DormantAll).unwrap();
     assert_eq!(new.index, old.index, "the store reuses the slot");
     assert_ne!(new_guid, old_guid);

@@ -116,10 +116,11 @@ pub(crate) struct Level {
     pub due: Vec<DueActor>,
     /// The due actors' pair keys, parallel to `due`, packed for the per-connection merges.
     pub keys: Vec<u64>,
-    /// The due actors that may fall asleep this frame (indices into `due`, ascending), and how
-    /// many due sub-objects have a condition that leaves some connections out: listed as the
-    /// consider list is built, so no later step walks the wide records again to find them.
+    /// The due actors that may fall asleep this frame (indices into `due`, ascending): listed
+    /// as the consider list is built, so no later step walks the wide records to find them.
     pub sleepy: Vec<u32>,
+    /// How many due sub-objects have a condition that leaves some connections out (counted
+    /// likewise).
     pub conditioned: usize,
     /// Per class, per slot: index into `due`, or [`NOT_DUE`].
     pub due_index: Vec<Vec<u32>>,
