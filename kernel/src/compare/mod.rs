@@ -72,7 +72,7 @@ pub use check::{CompareVisit, PropertyDirtyStats, UnmarkedChange};
 pub(crate) use simd::prefetch_addr;
 
 /// Prefetches every cache line of the `len` bytes at `addr`.
-fn prefetch_lines(addr: usize, len: usize) {
+pub(crate) fn prefetch_lines(addr: usize, len: usize) {
     let mut line = addr & !63;
     while line < addr + len {
         prefetch_addr(line);

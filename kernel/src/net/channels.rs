@@ -35,7 +35,7 @@ use super::priority::{priority_key, select_top, Candidate, SPAWN_PRIORITY_SECOND
 use super::relevancy::{DueActor, RelevancyHook, RelevancyIndex};
 use super::send::{WriteCtx, Written};
 use super::settings::ActorLevelConfig;
-use crate::compare::prefetch_addr;
+use crate::compare::prefetch_lines;
 use crate::ids::{Frame, LeafMask, NetGuid};
 use crate::wire::open::CloseReason;
 use std::time::Instant;
@@ -388,7 +388,10 @@ fn process(ctx: &LevelCtx<'_>, run: &mut Run<'_>, conn: &mut Connection, scratch
         let n = select_top(&mut order[start..], batch).len();
         // The due records are read in priority order, all over the frame's list: each is asked
         // for a few sends ahead, while the ones before it are written.
-        let fetch = |c: &Candidate| prefetch_record(&ctx.due[cands[c.index as usize].due as usize]);
+        let fetch = |c: &Candidate| {
+            let due = &ctx.due[cands[c.index as usize].due as usize];
+            prefetch_lines(due as *const DueActor as usize, std::mem::size_of::<DueActor>());
+        };
         order[start..start + n].iter().take(PREFETCH_AHEAD).for_each(fetch);
         for i in start..start + n {
             if let Some(ahead) = order[..start + n].get(i + PREFETCH_AHEAD) {
@@ -523,16 +526,6 @@ fn number(next_epoch: &mut u8) -> u8 {
     let epoch = *next_epoch;
     *next_epoch = epoch.wrapping_add(1);
     epoch
-}
-
-/// Prefetches every cache line of a due record (a record need not start a line).
-fn prefetch_record(due: &DueActor) {
-    let at = due as *const DueActor as usize;
-    let mut line = at & !63;
-    while line < at + std::mem::size_of::<DueActor>() {
-        prefetch_addr(line);
-        line += 64;
-    }
 }
 
 /// Whether `slot`'s bit is set in a per-page lane bitset.
