@@ -82,6 +82,7 @@ pub(crate) mod reliability;
 mod roles;
 pub(crate) mod send;
 pub mod settings;
+mod share;
 pub(crate) mod shared;
 pub mod spatial;
 mod tick;

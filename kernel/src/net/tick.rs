@@ -6,7 +6,6 @@
 use super::connection::Connection;
 use super::{plan, send, ClassId, DriverError, Frame, NetDriver};
 use crate::store::ClassStore;
-use rayon::prelude::*;
 
 /// What one tick did.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -150,7 +149,7 @@ impl NetDriver {
             ctx.end_connection(ci as u32, conn, st)
         };
         let written: Vec<send::Written> = if parallel {
-            self.conns.par_iter_mut().enumerate().map(write).collect()
+            super::share::share_mut(&mut self.conns, |ci, c| write((ci, c)))
         } else {
             self.conns.iter_mut().enumerate().map(write).collect()
         };

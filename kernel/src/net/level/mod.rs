@@ -69,7 +69,6 @@
 //! ```
 
 mod inputs;
-mod share;
 
 use super::actors::ClassNet;
 use super::channels::{self, LevelCtx, Outcome};
@@ -86,7 +85,6 @@ use crate::store::BitIter;
 use crate::store::ClassStore;
 use crate::wire::open::SpawnInfo;
 use rayon::prelude::*;
-use std::sync::{Mutex, PoisonError};
 use std::time::Instant;
 
 /// One channel of a connection ([`NetDriver::channel_info`]).
@@ -385,14 +383,7 @@ impl NetDriver {
         let parallel = self.cfg.parallel && level.due.len() * self.conns.len() >= self.cfg.min_parallel_items;
         let t = Instant::now();
         let outcomes: Vec<Outcome> = if parallel {
-            let slots: Vec<Mutex<Option<&mut Connection>>> =
-                self.conns.iter_mut().map(|c| Mutex::new(Some(c))).collect();
-            let mut done = share::share_out(slots.len(), rayon::current_num_threads(), |ci| {
-                let conn = slots[ci].lock().unwrap_or_else(PoisonError::into_inner).take();
-                conn.map(|c| run((ci, c)))
-            });
-            done.sort_unstable_by_key(|(ci, _)| *ci);
-            done.into_iter().map(|(_, o)| o).collect()
+            super::share::share_mut(&mut self.conns, |ci, c| run((ci, c)))
         } else {
             self.conns.iter_mut().enumerate().map(run).collect()
         };

@@ -1,6 +1,19 @@
-//! Sharing a phase's items — the connections of the actor level — among the pool's threads.
+//! Sharing a frame phase's connections among the pool's threads.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, PoisonError};
+
+/// `task(i, &mut items[i])` for every item, shared among the pool's threads by [`share_out`];
+/// the results in item order.
+pub(super) fn share_mut<C: Send, R: Send>(items: &mut [C], task: impl Fn(usize, &mut C) -> R + Sync) -> Vec<R> {
+    let slots: Vec<Mutex<Option<&mut C>>> = items.iter_mut().map(|c| Mutex::new(Some(c))).collect();
+    let mut done = share_out(slots.len(), rayon::current_num_threads(), |i| {
+        let item = slots[i].lock().unwrap_or_else(PoisonError::into_inner).take();
+        item.map(|c| task(i, c))
+    });
+    done.sort_unstable_by_key(|(i, _)| *i);
+    done.into_iter().map(|(_, r)| r).collect()
+}
 
 /// Runs `task` once for each of `0..items`, on up to `threads` threads of the pool; returns the
 /// results with their items, in no particular order.
@@ -8,15 +21,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 /// The items are cut into one contiguous run per thread, each taken in order by its own
 /// counter; a thread done with its run helps with the next ones, from where their owners are.
 /// So each thread works through neighbouring items (battle_royale's connections in index order
-/// share cells of the grid), and the threads finish within one item of each other: with
+/// share cells of the grid; taken turn about, their relevancy queries cost 13 % more), and the threads finish within one item of each other: with
 /// `par_iter` the worker done first waited on the other's last stolen piece (~0.1 ms a frame of
 /// battle_royale), fell asleep, and its wake-up on a loaded VM ended the phase late by as much
 /// again.
-pub(super) fn share_out<T: Send>(
-    items: usize,
-    threads: usize,
-    task: impl Fn(usize) -> Option<T> + Sync,
-) -> Vec<(usize, T)> {
+fn share_out<T: Send>(items: usize, threads: usize, task: impl Fn(usize) -> Option<T> + Sync) -> Vec<(usize, T)> {
     let threads = threads.clamp(1, items.max(1));
     let bounds: Vec<usize> = (0..=threads).map(|k| k * items / threads).collect();
     let next: Vec<AtomicUsize> = bounds[..threads].iter().map(|&b| AtomicUsize::new(b)).collect();
@@ -72,5 +81,19 @@ mod tests {
                 assert_eq!(done, want, "{items} items, {threads} threads");
             }
         }
+    }
+
+    #[test]
+    fn share_mut_hands_each_item_to_its_task_and_keeps_the_order() {
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
+        let mut items: Vec<u64> = (0..37).collect();
+        let out = pool.install(|| {
+            share_mut(&mut items, |i, x| {
+                *x += 100;
+                (i, *x)
+            })
+        });
+        assert_eq!(out, (0..37).map(|i| (i, i as u64 + 100)).collect::<Vec<_>>());
+        assert_eq!(items, (100..137).collect::<Vec<u64>>());
     }
 }
