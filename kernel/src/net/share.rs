@@ -21,10 +21,10 @@ pub(super) fn share_mut<C: Send, R: Send>(items: &mut [C], task: impl Fn(usize, 
 /// The items are cut into one contiguous run per thread, each taken in order by its own
 /// counter; a thread done with its run helps with the next ones, from where their owners are.
 /// So each thread works through neighbouring items (battle_royale's connections in index order
-/// share cells of the grid; taken turn about, their relevancy queries cost 13 % more), and the threads finish within one item of each other: with
-/// `par_iter` the worker done first waited on the other's last stolen piece (~0.1 ms a frame of
-/// battle_royale), fell asleep, and its wake-up on a loaded VM ended the phase late by as much
-/// again.
+/// share cells of the grid; taken turn about from one counter, their relevancy queries cost 13 %
+/// more), and the threads finish within one item of each other. With `par_iter` the worker done
+/// first waited on the other's last stolen piece (~0.1 ms a frame of battle_royale), fell
+/// asleep, and its wake-up on a loaded VM ended the phase late by as much again.
 fn share_out<T: Send>(items: usize, threads: usize, task: impl Fn(usize) -> Option<T> + Sync) -> Vec<(usize, T)> {
     let threads = threads.clamp(1, items.max(1));
     let bounds: Vec<usize> = (0..=threads).map(|k| k * items / threads).collect();
