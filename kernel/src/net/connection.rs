@@ -150,6 +150,8 @@ pub(crate) struct Connection {
     /// A feedback's settled entries, kept to be applied together (reused; no larger than the
     /// entries in flight).
     pub settled: Vec<super::reliability::SettledEntry>,
+    /// Fast arrays with nothing to write here until something changes (skipped unlocked).
+    pub quiet: super::fastarrays::QuietArrays,
 }
 
 impl Connection {
@@ -176,6 +178,7 @@ impl Connection {
             dormant_look: true,
             next_epoch: 0,
             settled: Vec::new(),
+            quiet: Default::default(),
         }
     }
 

@@ -29,7 +29,8 @@
 //! bunches of the old generation settle as nothing.
 //!
 //! Each array sits behind a mutex: connections are written in parallel, and a delta moves the
-//! connection's base inside the array. Each connection locks each array once per frame; no two
+//! connection's base inside the array. Each connection locks each array at most once per frame,
+//! and not at all while its record of quiet arrays says nothing can have changed for it; no two
 //! locks are held at once.
 //!
 //! # Example
@@ -178,19 +179,73 @@ pub(crate) struct FastSent {
     open: bool,
 }
 
+impl FastSent {
+    /// The fast array.
+    pub(crate) fn guid(&self) -> NetGuid {
+        self.guid
+    }
+}
+
 /// Every fast array of a driver.
 #[derive(Default)]
 pub(crate) struct FastArrays {
     kinds: Vec<(Arc<ArrayLayout>, u64)>,
     /// By GUID: written in this order where every array is written.
-    arrays: BTreeMap<NetGuid, Mutex<FastArrayNet>>,
+    arrays: BTreeMap<NetGuid, FaEntry>,
     /// Owner → its fast arrays.
     by_owner: crate::ids::GuidMap<Vec<NetGuid>>,
 }
 
-fn lock(m: &Mutex<FastArrayNet>) -> std::sync::MutexGuard<'_, FastArrayNet> {
+/// A fast array and the count of its changes through [`NetDriver::fast_array_mut`], which a
+/// connection's [`QuietArrays`] compares without taking the lock.
+struct FaEntry {
+    version: u64,
+    m: Mutex<FastArrayNet>,
+}
+
+fn lock(e: &FaEntry) -> std::sync::MutexGuard<'_, FastArrayNet> {
     // A panic while holding the lock is a bug elsewhere; the array's state stays usable.
-    m.lock().unwrap_or_else(PoisonError::into_inner)
+    e.m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// A connection's fast arrays with nothing to write: the ones whose last write found the
+/// condition leaving this connection out, or left nothing unsent, with what that answer rested
+/// on — the owner's channel epoch, the array's version and the owner's ownership as the
+/// condition read it. Writing the owner again finds the same and skips the array without
+/// locking it: an owner-only inventory is asked for by every connection its character is sent
+/// to, from both threads of a frame, and its lock's line went back and forth between them. The
+/// answer holds until the array changes (its version; not for an excluded connection), the
+/// owner's channel or ownership changes (compared), or this connection's feedback settles a
+/// bunch of the array or asks for it again (forgotten there).
+#[derive(Debug, Default)]
+pub(crate) struct QuietArrays(crate::ids::GuidMap<Quiet>);
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Quiet {
+    epoch: u8,
+    /// The array's version; `None` when the condition left the connection out, whatever the
+    /// items (an owner-only inventory changes with every shot its owner fires).
+    version: Option<u64>,
+    owned: bool,
+    autonomous: bool,
+}
+
+/// How a write of a fast array to a connection ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Left {
+    /// Something may be left to do (written, out of room, or waiting on the owner's channel).
+    Busy,
+    /// The condition leaves the connection out, and it holds no base.
+    Excluded,
+    /// The open is sent and nothing is unsent.
+    Synced,
+}
+
+impl QuietArrays {
+    /// Forgets fast array `guid` (its state for this connection may have changed).
+    pub(crate) fn forget(&mut self, guid: NetGuid) {
+        self.0.remove(&guid);
+    }
 }
 
 impl FastArrays {
@@ -242,7 +297,7 @@ impl FastArrays {
     /// False when not honoured (no such array, or its open is on its way).
     pub fn reopen(&mut self, ci: usize, guid: NetGuid) -> bool {
         let Some(m) = self.arrays.get_mut(&guid) else { return false };
-        let fa = m.get_mut().unwrap_or_else(PoisonError::into_inner);
+        let fa = m.m.get_mut().unwrap_or_else(PoisonError::into_inner);
         let slot = Side::Driver.slot(ci);
         if fa.conns.get(slot).is_none_or(|fc| fc.flags & OPEN_ACKED == 0) {
             return false;
@@ -254,15 +309,17 @@ impl FastArrays {
     /// Connection `ci` is gone: its bases go.
     pub fn remove_connection(&mut self, ci: usize) {
         for m in self.arrays.values_mut() {
-            m.get_mut().unwrap_or_else(PoisonError::into_inner).reset(Side::Driver.slot(ci));
+            m.m.get_mut().unwrap_or_else(PoisonError::into_inner).reset(Side::Driver.slot(ci));
         }
     }
 
     /// Drops the arrays whose owner is gone or torn off (clients destroyed them with the owner,
     /// or keep them as the owner's, torn off).
-    pub fn drop_orphans(&mut self, guids: &crate::ids::GuidMap<(u32, u32)>, classes: &[ClassNet]) {
+    /// Returns the arrays dropped.
+    pub fn drop_orphans(&mut self, guids: &crate::ids::GuidMap<(u32, u32)>, classes: &[ClassNet]) -> Vec<NetGuid> {
+        let mut dropped = Vec::new();
         if self.arrays.is_empty() {
-            return;
+            return dropped;
         }
         let live = |owner: &NetGuid| {
             guids.get(owner).is_some_and(|&(c, s)| {
@@ -273,8 +330,10 @@ impl FastArrays {
         for owner in gone {
             for g in self.by_owner.remove(&owner).unwrap_or_default() {
                 self.arrays.remove(&g);
+                dropped.push(g);
             }
         }
+        dropped
     }
 }
 
@@ -289,9 +348,36 @@ impl WriteCtx<'_> {
         owner: NetGuid,
         channel: OwnerChannel,
     ) {
-        if let Some(list) = self.fast.by_owner.get(&owner) {
-            for &g in list {
-                self.write_fast_array(side, ci, conn, st, g, Some(channel));
+        let Some(list) = self.fast.by_owner.get(&owner) else { return };
+        // What a quiet answer rests on, for the driver's connections (the reference's keep none).
+        let basis = match (side, channel) {
+            (Side::Driver, OwnerChannel::Open(epoch)) => self
+                .guids
+                .get(&owner)
+                .and_then(|&(c, s)| self.classes[c as usize].actors.get(s as usize))
+                .filter(|a| a.alive && !a.torn_off && a.guid == owner)
+                .map(|a| (epoch, a.owner == Some(ci), a.autonomous)),
+            _ => None,
+        };
+        for &g in list {
+            let now = basis.and_then(|(epoch, owned, autonomous)| {
+                let version = self.fast.arrays.get(&g)?.version;
+                Some(Quiet { epoch, version: Some(version), owned, autonomous })
+            });
+            if let (Some(now), Some(was)) = (now, conn.quiet.0.get(&g)) {
+                if *was == now || *was == (Quiet { version: None, ..now }) {
+                    continue;
+                }
+            }
+            let left = self.write_fast_array(side, ci, conn, st, g, Some(channel));
+            match (now, left) {
+                (Some(q), Left::Synced) => {
+                    conn.quiet.0.insert(g, q);
+                }
+                (Some(q), Left::Excluded) => {
+                    conn.quiet.0.insert(g, Quiet { version: None, ..q });
+                }
+                _ => conn.quiet.forget(g),
             }
         }
     }
@@ -299,12 +385,17 @@ impl WriteCtx<'_> {
     /// Writes what connection `ci` is owed of every fast array.
     pub(crate) fn write_all_fast_arrays(&self, ci: u32, conn: &mut Connection, st: &mut FrameWrite) {
         for &g in self.fast.arrays.keys() {
-            self.write_fast_array(Side::Driver, ci, conn, st, g, None);
+            let _ = self.write_fast_array(Side::Driver, ci, conn, st, g, None);
         }
+        // Written without the owner's channel at hand: no quiet answers kept.
+        conn.quiet.0.clear();
     }
 
     /// Writes fast array `guid`'s bunches to `side`'s connection `ci`; `channel`: its owner's
-    /// channel there (`None`: read from the connection's pairs).
+    /// channel there (`None`: read from the connection's pairs). Returns how it ended: with nothing
+    /// left to do (excluded by the condition, or synced), a call would do nothing until the owner's
+    /// channel or ownership, this connection's feedback of the array, or (synced) the array
+    /// changes.
     fn write_fast_array(
         &self,
         side: Side,
@@ -313,17 +404,17 @@ impl WriteCtx<'_> {
         st: &mut FrameWrite,
         guid: NetGuid,
         channel: Option<OwnerChannel>,
-    ) {
-        let Some(m) = self.fast.arrays.get(&guid) else { return };
+    ) -> Left {
+        let Some(m) = self.fast.arrays.get(&guid) else { return Left::Busy };
         let mut fa = lock(m);
         let fa = &mut *fa;
-        let Some(&(class, slot)) = self.guids.get(&fa.owner) else { return };
+        let Some(&(class, slot)) = self.guids.get(&fa.owner) else { return Left::Busy };
         let Some(actor) = self.classes[class as usize]
             .actors
             .get(slot as usize)
             .filter(|a| a.alive && !a.torn_off && a.guid == fa.owner)
         else {
-            return;
+            return Left::Busy;
         };
         let i = side.slot(ci as usize);
         if fa.conns.len() <= i {
@@ -335,7 +426,7 @@ impl WriteCtx<'_> {
             _ => OwnerChannel::Missing,
         });
         let epoch = match channel {
-            OwnerChannel::Dormant => return,
+            OwnerChannel::Dormant => return Left::Busy,
             OwnerChannel::Open(epoch) => epoch,
             // The client has not got the owner yet, or no more (closed, or asked to open it
             // again): a base from an earlier channel of the owner went with the client's copy.
@@ -343,7 +434,7 @@ impl WriteCtx<'_> {
                 if fa.conns[i].base.is_some() {
                     fa.reset(i);
                 }
-                return;
+                return Left::Busy;
             }
         };
         if !fa.condition.allows(actor.owner == Some(ci), actor.autonomous, conn.replay) {
@@ -353,7 +444,8 @@ impl WriteCtx<'_> {
                 }
                 fa.reset(i);
             }
-            return;
+            // No base: until the owner's ownership changes, every call ends here.
+            return Left::Excluded;
         }
         if fa.conns[i].base.is_some() && fa.conns[i].owner_epoch != epoch {
             fa.reset(i);
@@ -368,15 +460,18 @@ impl WriteCtx<'_> {
         };
         for _ in 0..MAX_DELTAS_PER_FRAME {
             let opening = fa.conns[i].flags & OPEN_SENT == 0;
-            if st.full || (!opening && !fa.array.has_unsent(base)) {
-                return;
+            if st.full {
+                return Left::Busy;
+            }
+            if !opening && !fa.array.has_unsent(base) {
+                return Left::Synced;
             }
             let header =
                 opening.then(|| OpenHeader { class: fa.kind, kind: OpenKind::FastArray { owner: fa.owner } }.encode());
             let need = if fa.array.has_unsent(base) { fa.array.min_delta_bits() } else { 0 };
             if !self.ensure_in(conn, st, |c| c.writer.bunch_fits(&c.out, guid, header.as_ref(), need)) {
                 st.full = true;
-                return;
+                return Left::Busy;
             }
             conn.writer.begin_bunch(guid, header.as_ref());
             let room = conn.writer.body_room(&conn.out);
@@ -384,7 +479,7 @@ impl WriteCtx<'_> {
             let token = fa.array.write_delta_within(base, conn.writer.body(), room).unwrap_or(None);
             if token.is_none() && !opening {
                 conn.writer.abandon_bunch();
-                return;
+                return Left::Busy;
             }
             conn.writer.end_bunch(&mut conn.out, 0);
             let fc = &mut fa.conns[i];
@@ -393,9 +488,10 @@ impl WriteCtx<'_> {
             fc.flags |= OPEN_SENT;
             fc.in_flight = fc.in_flight.saturating_add(1);
             if token.is_none() {
-                return;
+                return Left::Busy;
             }
         }
+        Left::Busy
     }
 }
 
@@ -496,7 +592,7 @@ impl NetDriver {
         let guid = self.next_guid;
         self.next_guid = guid.next_dynamic();
         let fa = FastArrayNet { array: FastArray::new(layout), kind: kind.0, owner, condition, conns: Vec::new() };
-        self.fast.arrays.insert(guid, Mutex::new(fa));
+        self.fast.arrays.insert(guid, FaEntry { version: 0, m: Mutex::new(fa) });
         self.fast.by_owner.entry(owner).or_default().push(guid);
         Ok(guid)
     }
@@ -504,7 +600,9 @@ impl NetDriver {
     /// Fast array `guid`'s items, to read and change.
     pub fn fast_array_mut(&mut self, guid: NetGuid) -> Result<FastArrayItems<'_>, DriverError> {
         let m = self.fast.arrays.get_mut(&guid).ok_or(DriverError::UnknownFastArray(guid))?;
-        Ok(FastArrayItems(&mut m.get_mut().unwrap_or_else(PoisonError::into_inner).array))
+        // Any change may leave something unsent to every connection.
+        m.version += 1;
+        Ok(FastArrayItems(&mut m.m.get_mut().unwrap_or_else(PoisonError::into_inner).array))
     }
 
     /// The fast arrays of actor `owner`, in the order they were added.
@@ -515,7 +613,10 @@ impl NetDriver {
     /// Removes fast array `guid` from its owner: clients that have it get a close (and destroy it).
     pub fn remove_fast_array(&mut self, guid: NetGuid) -> Result<(), DriverError> {
         let m = self.fast.arrays.remove(&guid).ok_or(DriverError::UnknownFastArray(guid))?;
-        let fa = m.into_inner().unwrap_or_else(PoisonError::into_inner);
+        let fa = m.m.into_inner().unwrap_or_else(PoisonError::into_inner);
+        for conn in &mut self.conns {
+            conn.quiet.forget(guid);
+        }
         if let Some(list) = self.fast.by_owner.get_mut(&fa.owner) {
             list.retain(|&g| g != guid);
             if list.is_empty() {

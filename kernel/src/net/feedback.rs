@@ -103,6 +103,7 @@ impl NetDriver {
     fn reopen(&mut self, ci: usize, guid: NetGuid) {
         let c = &mut self.conns[ci];
         if self.fast.contains(guid) {
+            c.quiet.forget(guid);
             if self.fast.reopen(ci, guid) {
                 c.stats.reopens_honoured += 1;
             } else {

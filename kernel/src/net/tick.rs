@@ -86,7 +86,9 @@ impl NetDriver {
             self.gather_class(ci, stores[si])?;
         }
         self.stats.stages.gather = t.elapsed().as_nanos() as u64;
-        self.fast.drop_orphans(&self.guids, &self.classes);
+        for g in self.fast.drop_orphans(&self.guids, &self.classes) {
+            self.conns.iter_mut().for_each(|c| c.quiet.forget(g));
+        }
         if self.level.is_some() {
             let stores: Vec<&ClassStore> = order.iter().map(|&si| &*stores[si]).collect();
             self.tick_level(&stores);

@@ -96,6 +96,39 @@ fn a_fast_array_opens_with_its_owner_then_sends_only_what_changed_with_callbacks
 }
 
 #[test]
+fn a_reopen_of_a_synced_fast_array_sends_it_again_whole() {
+    // A client asks again for an array the server believes it has (its owner stays acknowledged):
+    // the next frame opens the array again with every item, although nothing changed — a quiet
+    // array skipped without its lock must not stay skipped.
+    let (mut l, kind) = level(1);
+    let (_, owner) = l.spawn([100.0, 0.0, 0.0], 1);
+    let fa = l.driver.add_fast_array(kind, owner, SubObjectCondition::None).unwrap();
+    fill(&mut l, fa, 20);
+    l.run(4);
+    let conn = l.clients[0].0;
+    let quiet = l.driver.connection_stats(conn).unwrap();
+    l.step();
+    let idle = l.driver.connection_stats(conn).unwrap();
+    assert_eq!(idle.bytes_sent - quiet.bytes_sent, 2 * (idle.keep_alives - quiet.keep_alives), "nothing to send");
+    // The client's last feedback again (stale: it settles nothing), asking for the array.
+    let last = shadowrep::wire::feedback::read_feedback(&l.clients[0].1.feedback()).unwrap();
+    let mut w = BitWriter::new();
+    shadowrep::wire::feedback::write_feedback(&mut w, last.highest, &last.received, &[fa]);
+    l.driver.receive_feedback(conn, &w.into_bytes()).unwrap();
+    assert_eq!(l.driver.connection_stats(conn).unwrap().reopens_honoured, idle.reopens_honoured + 1);
+    l.step();
+    let after = l.driver.connection_stats(conn).unwrap();
+    let items_bytes = 20 * 4;
+    assert!(
+        after.bytes_sent - idle.bytes_sent > items_bytes as u64,
+        "the array went again with its items: {} bytes",
+        after.bytes_sent - idle.bytes_sent
+    );
+    l.run(2);
+    assert_eq!(client_items(&l, 0, fa), Some(server_items(&mut l, fa)));
+}
+
+#[test]
 fn a_large_first_send_is_spread_over_frames_and_converges() {
     let (mut l, kind) = level(1);
     let (_, owner) = l.spawn([100.0, 0.0, 0.0], 1);
