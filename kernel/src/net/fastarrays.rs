@@ -29,9 +29,9 @@
 //! bunches of the old generation settle as nothing.
 //!
 //! Each array sits behind a mutex: connections are written in parallel, and a delta moves the
-//! connection's base inside the array. Each connection locks each array at most once per frame,
-//! and not at all while its record of quiet arrays says nothing can have changed for it; no two
-//! locks are held at once.
+//! connection's base inside the array. A connection locks an array when the array's owner is
+//! written to it — unless its record of quiet arrays says nothing can have changed for it — and
+//! when the owner may go dormant; no two locks are held at once.
 //!
 //! # Example
 //!
@@ -213,10 +213,12 @@ fn lock(e: &FaEntry) -> std::sync::MutexGuard<'_, FastArrayNet> {
 /// on — the owner's channel epoch, the array's version and the owner's ownership as the
 /// condition read it. Writing the owner again finds the same and skips the array without
 /// locking it: an owner-only inventory is asked for by every connection its character is sent
-/// to, from both threads of a frame, and its lock's line went back and forth between them. The
-/// answer holds until the array changes (its version; not for an excluded connection), the
-/// owner's channel or ownership changes (compared), or this connection's feedback settles a
-/// bunch of the array or asks for it again (forgotten there).
+/// to, from every thread of a frame, and its lock's line went back and forth between them. The
+/// answer holds until the array changes (its version, bumped by [`NetDriver::fast_array_mut`];
+/// not for an excluded connection), the owner's channel or ownership changes (compared; a
+/// channel that was not open passes through a write that forgets), or this connection's
+/// feedback settles a bunch of the array or asks for it again (forgotten there). A removed or
+/// orphaned array is forgotten by every connection.
 #[derive(Debug, Default)]
 pub(crate) struct QuietArrays(crate::ids::GuidMap<Quiet>);
 
@@ -551,6 +553,32 @@ impl FastArrayItems<'_> {
     }
 }
 
+/// A fast array's items, to read ([`NetDriver::fast_array`]): reading changes nothing, so the
+/// connections that have everything go on skipping the array.
+pub struct FastArrayView<'a>(std::sync::MutexGuard<'a, FastArrayNet>);
+
+impl FastArrayView<'_> {
+    /// Items.
+    pub fn len(&self) -> usize {
+        self.0.array.len()
+    }
+
+    /// Whether there are no items.
+    pub fn is_empty(&self) -> bool {
+        self.0.array.is_empty()
+    }
+
+    /// An item's bytes.
+    pub fn item(&self, id: ReplicationId) -> Option<&[u8]> {
+        self.0.array.item(id)
+    }
+
+    /// Every item, in storage order (not the order of adding: removal swaps).
+    pub fn iter(&self) -> impl Iterator<Item = (ReplicationId, &[u8])> {
+        self.0.array.iter()
+    }
+}
+
 impl NetDriver {
     /// Registers a fast array item layout (build one with [`crate::fastarray::item_layout`]).
     /// Clients register the same layouts in the same order
@@ -597,7 +625,15 @@ impl NetDriver {
         Ok(guid)
     }
 
-    /// Fast array `guid`'s items, to read and change.
+    /// Fast array `guid`'s items, to read.
+    pub fn fast_array(&self, guid: NetGuid) -> Result<FastArrayView<'_>, DriverError> {
+        let m = self.fast.arrays.get(&guid).ok_or(DriverError::UnknownFastArray(guid))?;
+        Ok(FastArrayView(lock(m)))
+    }
+
+    /// Fast array `guid`'s items, to read and change. Every call counts as a change (each
+    /// connection looks at the array again at its owner's next write): to only read, use
+    /// [`Self::fast_array`].
     pub fn fast_array_mut(&mut self, guid: NetGuid) -> Result<FastArrayItems<'_>, DriverError> {
         let m = self.fast.arrays.get_mut(&guid).ok_or(DriverError::UnknownFastArray(guid))?;
         // Any change may leave something unsent to every connection.

@@ -92,7 +92,7 @@ pub use channels::{Action, FrameDecisions, SendDecision};
 pub use connection::{ConnectionStats, PairState};
 pub use dormancy::{Dormancy, DormancyHook};
 pub use error::DriverError;
-pub use fastarrays::{FastArrayItems, FastArrayKind};
+pub use fastarrays::{FastArrayItems, FastArrayKind, FastArrayView};
 pub use feedback::FeedbackOutcome;
 pub use held::HeldActor;
 pub use level::ChannelInfo;

@@ -96,4 +96,16 @@ mod tests {
         assert_eq!(out, (0..37).map(|i| (i, i as u64 + 100)).collect::<Vec<_>>());
         assert_eq!(items, (100..137).collect::<Vec<u64>>());
     }
+
+    #[test]
+    fn share_mut_works_from_outside_any_pool() {
+        // A plain thread: the work goes to the global pool, and the caller waits for it.
+        let out = std::thread::spawn(|| {
+            let mut items = vec![1u32; 50];
+            share_mut(&mut items, |i, x| *x + i as u32)
+        })
+        .join()
+        .unwrap();
+        assert_eq!(out, (1..51).collect::<Vec<u32>>());
+    }
 }

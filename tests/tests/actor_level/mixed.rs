@@ -155,7 +155,7 @@ impl Mixed {
     fn check(&mut self, what: &str) {
         let mut items: BTreeMap<NetGuid, BTreeMap<u32, Vec<u8>>> = BTreeMap::new();
         for o in &self.owners {
-            let fa = self.l.driver.fast_array_mut(o.fa.0).unwrap();
+            let fa = self.l.driver.fast_array(o.fa.0).unwrap();
             items.insert(o.fa.0, fa.iter().map(|(i, b)| (i.0, b.to_vec())).collect());
         }
         for c in 0..self.l.clients.len() {
