@@ -387,10 +387,9 @@ impl WriteCtx<'_> {
     /// Writes what connection `ci` is owed of every fast array.
     pub(crate) fn write_all_fast_arrays(&self, ci: u32, conn: &mut Connection, st: &mut FrameWrite) {
         for &g in self.fast.arrays.keys() {
+            // Without the actor level no answer is recorded: every array is looked at, locked.
             let _ = self.write_fast_array(Side::Driver, ci, conn, st, g, None);
         }
-        // Written without the owner's channel at hand: no quiet answers kept.
-        conn.quiet.0.clear();
     }
 
     /// Writes fast array `guid`'s bunches to `side`'s connection `ci`; `channel`: its owner's

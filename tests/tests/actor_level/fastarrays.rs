@@ -4,7 +4,7 @@
 use super::*;
 use shadowrep::client::ReceiveError;
 use shadowrep::fastarray::{item_layout, FastArrayEvent, ReplicationId};
-use shadowrep::net::{Dormancy, DriverError, FastArrayKind, SubObjectCondition};
+use shadowrep::net::{ConnectionStats, Dormancy, DriverError, FastArrayKind, SubObjectCondition};
 use shadowrep::schema::{ArrayLayout, StructType};
 use shadowrep::wire::open::{OpenHeader, OpenKind};
 use shadowrep::wire::packet::{write_bunch, write_bunch_after};
@@ -44,6 +44,17 @@ fn client_items(l: &Level, c: usize, fa: NetGuid) -> Option<Items> {
     l.client(c).fast_array(fa).map(|r| r.iter().map(|(id, b)| (id.0, b.to_vec())).collect())
 }
 
+/// One frame in which client `c`'s connection sends nothing but the actor level's keep-alive (an
+/// empty packet, two bytes); returns the connection's statistics after it.
+fn idle_step(l: &mut Level, c: usize) -> ConnectionStats {
+    let conn = l.clients[c].0;
+    let before = l.driver.connection_stats(conn).unwrap();
+    l.step();
+    let after = l.driver.connection_stats(conn).unwrap();
+    assert_eq!(after.bytes_sent - before.bytes_sent, 2 * (after.keep_alives - before.keep_alives), "nothing to send");
+    after
+}
+
 fn fill(l: &mut Level, fa: NetGuid, n: u16) -> Vec<ReplicationId> {
     let mut items = l.driver.fast_array_mut(fa).unwrap();
     (0..n).map(|i| items.add(&slot(i, 100)).unwrap()).collect()
@@ -67,10 +78,7 @@ fn a_fast_array_opens_with_its_owner_then_sends_only_what_changed_with_callbacks
         assert_eq!(events, added, "client {c}: every item added once");
     }
     // Nothing changes: nothing but the actor level's keep-alive (an empty packet).
-    let quiet = l.driver.connection_stats(l.clients[0].0).unwrap();
-    l.step();
-    let now = l.driver.connection_stats(l.clients[0].0).unwrap();
-    assert_eq!(now.bytes_sent - quiet.bytes_sent, 2 * (now.keep_alives - quiet.keep_alives));
+    idle_step(&mut l, 0);
     // A change, a removal and an add in one frame: one delta, callbacks removes → adds → changes.
     let added = {
         let mut items = l.driver.fast_array_mut(fa).unwrap();
@@ -106,10 +114,7 @@ fn a_reopen_of_a_synced_fast_array_sends_it_again_whole() {
     fill(&mut l, fa, 20);
     l.run(4);
     let conn = l.clients[0].0;
-    let quiet = l.driver.connection_stats(conn).unwrap();
-    l.step();
-    let idle = l.driver.connection_stats(conn).unwrap();
-    assert_eq!(idle.bytes_sent - quiet.bytes_sent, 2 * (idle.keep_alives - quiet.keep_alives), "nothing to send");
+    let idle = idle_step(&mut l, 0);
     // The client's last feedback again (stale: it settles nothing), asking for the array.
     let last = shadowrep::wire::feedback::read_feedback(&l.clients[0].1.feedback()).unwrap();
     let mut w = BitWriter::new();
@@ -120,7 +125,7 @@ fn a_reopen_of_a_synced_fast_array_sends_it_again_whole() {
     let after = l.driver.connection_stats(conn).unwrap();
     let items_bytes = 20 * 4;
     assert!(
-        after.bytes_sent - idle.bytes_sent > items_bytes as u64,
+        after.bytes_sent - idle.bytes_sent > items_bytes,
         "the array went again with its items: {} bytes",
         after.bytes_sent - idle.bytes_sent
     );
