@@ -38,6 +38,7 @@ pub(super) fn zip_job(
         check: None,
         prefetch: None,
         prefetch_far: None,
+        streamed: true,
     }
 }
 
@@ -63,6 +64,9 @@ pub(super) struct PageJob<'a> {
     /// A dirty page twice as far ahead, whose bookkeeping (its dirty masks, occupancy and output
     /// masks) to prefetch, so the near prefetch reads its marks from the cache.
     pub(super) prefetch_far: Option<usize>,
+    /// The page after this one in memory is the next this thread compares (a walk over every
+    /// page in order): a changed page's diff prefetches it (see [`super::page`]).
+    pub(super) streamed: bool,
 }
 
 /// What [`split_jobs`] cuts into pages.
@@ -145,6 +149,7 @@ pub(super) fn split_jobs<'a, 'o>(
             check,
             prefetch: if prefetch { order.get(i + PREFETCH_PAGES).copied() } else { None },
             prefetch_far: if prefetch { order.get(i + 2 * PREFETCH_PAGES).copied() } else { None },
+            streamed: order.get(i + 1) == Some(&(p + 1)),
         }
     })
 }

@@ -394,6 +394,7 @@ impl ShadowState {
                 index: p,
                 occupied: occ,
                 every_lane: occ == all,
+                streamed: job.streamed,
                 live,
                 shadow: bytemuck::cast_slice_mut(job.shadow),
                 live_arrays: job.live_arrays,

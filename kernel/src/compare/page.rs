@@ -7,6 +7,7 @@
 //! borrowed live and shadow bytes ([`PageRefs`]) to [`Plan::compare_page`], which updates the
 //! shadow in place and writes the page's leaf masks and array changes.
 
+use super::simd::prefetch_addr;
 use super::{ArrayChange, CompareConfig, Kernels, PushMode, SPARSE_LANES};
 use crate::schema::{ClassLayout, PlaneWidth, PAGE_LANES};
 use crate::store::{BitIter, PageArrays};
@@ -17,6 +18,8 @@ pub(super) struct PageRefs<'a> {
     pub(super) occupied: u64,
     /// `occupied` is every occupied lane of the page (not a selection of them).
     pub(super) every_lane: bool,
+    /// The page after this one in memory (live and shadow) is the next this thread compares.
+    pub(super) streamed: bool,
     pub(super) live: &'a [u8],
     pub(super) shadow: &'a mut [u8],
     pub(super) live_arrays: &'a PageArrays,
@@ -339,9 +342,30 @@ impl<'a> Plan<'a> {
 
     /// Diffs every plane of the page, one call per run of same-width planes; `out[plane]` gets the
     /// plane's lane mask.
+    ///
+    /// In a walk over consecutive pages each run first prefetches its bytes of the next page,
+    /// live and shadow: a lane diff spends several instructions per byte where `memcmp` spends
+    /// one, so the out-of-order window holds a few lines' loads ahead instead of dozens, and the
+    /// hardware prefetchers alone left the diff and the memory stream one after the other (1M
+    /// ShooterCharacter at 10 % changed on an AMD EPYC with AVX-512: 480 → 340 ns a page, the
+    /// same for every table; the diff alone costs ~200 ns a page in L2, DRAM ~240). A prefetch
+    /// per line spread among the runs: the whole next page prefetched at once before the "equal?"
+    /// pass was slower than none (the burst fills the miss buffers the stream needs); spread
+    /// through the "equal?" pass of equal pages too it was level (they go at `memcmp` speed).
     fn diff_runs(&self, page: &PageRefs<'_>, out: &mut [u64; DENSE_MAX_PLANES]) {
         let k = &self.kernels.routines;
+        let next = page.streamed.then(|| {
+            let stride = self.layout.page_bytes;
+            (page.live.as_ptr() as usize + stride, page.shadow.as_ptr() as usize + stride)
+        });
         for run in &self.layout.plane_runs {
+            if let Some((live, shadow)) = next {
+                let bytes = run.offset..run.offset + run.planes.len() * run.width.page_bytes();
+                for at in bytes.step_by(64) {
+                    prefetch_addr(live + at);
+                    prefetch_addr(shadow + at);
+                }
+            }
             let masks = &mut out[run.planes.clone()];
             let run_fn = match run.width {
                 PlaneWidth::Bit => {
