@@ -1,0 +1,190 @@
+//! Fast arrays in the driver's API: registering kinds, adding and removing arrays, reading and
+//! changing their items.
+
+use crate::fastarray::{FastArray, FastArrayError, ReplicationId};
+use crate::ids::NetGuid;
+use crate::net::connection::PendingClose;
+use crate::net::lifecycle::SubObjectCondition;
+use crate::net::{DriverError, NetDriver};
+use crate::schema::ArrayLayout;
+use crate::wire::packet::max_body_bits;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use super::{lock, FaEntry, FastArrayKind, FastArrayNet, OPEN_ACKED, OPEN_SENT};
+
+/// A fast array's items, to change on the server ([`NetDriver::fast_array_mut`]): every change
+/// marks the item, and the next frames send it to every connection that has the array.
+pub struct FastArrayItems<'a>(&'a mut FastArray);
+
+impl FastArrayItems<'_> {
+    /// Items.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Whether there are no items.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// An item's bytes.
+    pub fn item(&self, id: ReplicationId) -> Option<&[u8]> {
+        self.0.item(id)
+    }
+
+    /// Every item, in storage order (not the order of adding: removal swaps).
+    pub fn iter(&self) -> impl Iterator<Item = (ReplicationId, &[u8])> {
+        self.0.iter()
+    }
+
+    /// Adds an item (one stride of bytes); returns its replication id.
+    pub fn add(&mut self, item: &[u8]) -> Result<ReplicationId, FastArrayError> {
+        self.0.add(item)
+    }
+
+    /// Replaces an item's bytes and marks it.
+    pub fn set(&mut self, id: ReplicationId, item: &[u8]) -> Result<(), FastArrayError> {
+        self.0.set(id, item)
+    }
+
+    /// An item's bytes to change in place; marks it.
+    pub fn item_mut(&mut self, id: ReplicationId) -> Result<&mut [u8], FastArrayError> {
+        self.0.item_mut(id)
+    }
+
+    /// Marks an item changed (UE's `MarkItemDirty`).
+    pub fn mark_item_dirty(&mut self, id: ReplicationId) -> Result<(), FastArrayError> {
+        self.0.mark_item_dirty(id)
+    }
+
+    /// Marks every item changed (UE's `MarkArrayDirty`).
+    pub fn mark_array_dirty(&mut self) {
+        self.0.mark_array_dirty()
+    }
+
+    /// Removes an item.
+    pub fn remove(&mut self, id: ReplicationId) -> Result<(), FastArrayError> {
+        self.0.remove(id)
+    }
+}
+
+/// A fast array's items, to read ([`NetDriver::fast_array`]): reading changes nothing, so the
+/// connections that have everything go on skipping the array.
+pub struct FastArrayView<'a>(std::sync::MutexGuard<'a, FastArrayNet>);
+
+impl FastArrayView<'_> {
+    /// Items.
+    pub fn len(&self) -> usize {
+        self.0.array.len()
+    }
+
+    /// Whether there are no items.
+    pub fn is_empty(&self) -> bool {
+        self.0.array.is_empty()
+    }
+
+    /// An item's bytes.
+    pub fn item(&self, id: ReplicationId) -> Option<&[u8]> {
+        self.0.array.item(id)
+    }
+
+    /// Every item, in storage order (not the order of adding: removal swaps).
+    pub fn iter(&self) -> impl Iterator<Item = (ReplicationId, &[u8])> {
+        self.0.array.iter()
+    }
+}
+
+impl NetDriver {
+    /// Registers a fast array item layout (build one with [`crate::fastarray::item_layout`]).
+    /// Clients register the same layouts in the same order
+    /// ([`crate::client::ClientWorld::with_fast_array_kinds`], checked against
+    /// [`Self::fast_array_checksums`]). An item must fit one packet.
+    pub fn register_fast_array_kind(&mut self, layout: Arc<ArrayLayout>) -> Result<FastArrayKind, DriverError> {
+        let bits = FastArray::new(layout.clone()).min_delta_bits();
+        if bits > max_body_bits(self.cfg.mtu) {
+            return Err(DriverError::RecordTooLarge { class: "fast array item".into(), bits });
+        }
+        let checksum = crate::fastarray::layout_checksum(&layout);
+        self.fast.kinds.push((layout, checksum));
+        Ok(FastArrayKind(self.fast.kinds.len() as u32 - 1))
+    }
+
+    /// The checksums of the registered fast array kinds, in order (for a client's check).
+    pub fn fast_array_checksums(&self) -> Vec<u64> {
+        self.fast.kinds.iter().map(|k| k.1).collect()
+    }
+
+    /// Adds a fast array of `kind` to the actor `owner` (a live actor with a NetGUID — see
+    /// [`Self::assign_guid`] — not a sub-object), sent to the connections its owner reaches that
+    /// `condition` allows (evaluated with the owner's ownership, as a sub-object's). Returns its
+    /// NetGUID; change its items with [`Self::fast_array_mut`]. Clients create it once they have
+    /// the owner, and destroy it with the owner.
+    pub fn add_fast_array(
+        &mut self,
+        kind: FastArrayKind,
+        owner: NetGuid,
+        condition: SubObjectCondition,
+    ) -> Result<NetGuid, DriverError> {
+        let (layout, _) = self.fast.kinds.get(kind.0 as usize).ok_or(DriverError::UnknownFastArrayKind(kind))?;
+        let layout = layout.clone();
+        let &(oc, os) = self.guids.get(&owner).ok_or(DriverError::UnknownOwner(owner))?;
+        if self.subs.outer.contains_key(&owner) {
+            return Err(DriverError::SubObjectChain(owner));
+        }
+        self.classes[oc as usize].actors[os as usize].fast = true;
+        let guid = self.next_guid;
+        self.next_guid = guid.next_dynamic();
+        let fa = FastArrayNet { array: FastArray::new(layout), kind: kind.0, owner, condition, conns: Vec::new() };
+        self.fast.arrays.insert(guid, FaEntry { version: 0, m: Mutex::new(fa) });
+        self.fast.by_owner.entry(owner).or_default().push(guid);
+        Ok(guid)
+    }
+
+    /// Fast array `guid`'s items, to read.
+    pub fn fast_array(&self, guid: NetGuid) -> Result<FastArrayView<'_>, DriverError> {
+        let m = self.fast.arrays.get(&guid).ok_or(DriverError::UnknownFastArray(guid))?;
+        Ok(FastArrayView(lock(m)))
+    }
+
+    /// Fast array `guid`'s items, to read and change. Every call counts as a change (each
+    /// connection looks at the array again at its owner's next write): to only read, use
+    /// [`Self::fast_array`].
+    pub fn fast_array_mut(&mut self, guid: NetGuid) -> Result<FastArrayItems<'_>, DriverError> {
+        let m = self.fast.arrays.get_mut(&guid).ok_or(DriverError::UnknownFastArray(guid))?;
+        // Any change may leave something unsent to every connection.
+        m.version += 1;
+        Ok(FastArrayItems(&mut m.m.get_mut().unwrap_or_else(PoisonError::into_inner).array))
+    }
+
+    /// The fast arrays of actor `owner`, in the order they were added.
+    pub fn fast_arrays_of(&self, owner: NetGuid) -> &[NetGuid] {
+        self.fast.by_owner.get(&owner).map_or(&[], |v| &v[..])
+    }
+
+    /// Removes fast array `guid` from its owner: clients that have it get a close (and destroy it).
+    pub fn remove_fast_array(&mut self, guid: NetGuid) -> Result<(), DriverError> {
+        let m = self.fast.arrays.remove(&guid).ok_or(DriverError::UnknownFastArray(guid))?;
+        let fa = m.m.into_inner().unwrap_or_else(PoisonError::into_inner);
+        for conn in &mut self.conns {
+            conn.quiet.forget(guid);
+        }
+        if let Some(list) = self.fast.by_owner.get_mut(&fa.owner) {
+            list.retain(|&g| g != guid);
+            if list.is_empty() {
+                self.fast.by_owner.remove(&fa.owner);
+                if let Some(&(oc, os)) = self.guids.get(&fa.owner) {
+                    self.classes[oc as usize].actors[os as usize].fast = false;
+                }
+            }
+        }
+        // The driver's connections' states sit at even slots (the reference's at odd ones).
+        for (ci, fc) in fa.conns.iter().step_by(2).enumerate() {
+            if fc.flags & (OPEN_SENT | OPEN_ACKED) != 0 || fc.in_flight > 0 {
+                if let Some(conn) = self.conns.get_mut(ci).filter(|c| !c.removed) {
+                    conn.closes.push(PendingClose::destroyed(guid));
+                }
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,344 @@
+//! Fast arrays in the frame: UE's `FFastArraySerializer` properties, replicated through their
+//! owner actor's channel as bunches of their own whose bodies are deltas ([`crate::fastarray`]).
+//!
+//! ```text
+//! kind        an item layout registered on both ends in the same order (checksummed)
+//! fast array  a FastArray owned by the driver, linked to an owner actor, with its own NetGUID and
+//!             a condition (as a sub-object's: OwnerOnly for an inventory, say)
+//! per connection (FaConn): a base in the array, open flags, a generation
+//!
+//! written with its owner: whenever the owner is replicated to a connection (the actor level: in
+//! the owner's priority order, charged to its budget; without it: every frame after the actors)
+//!   owner's channel not acknowledged yet → wait (the client must have the owner first)
+//!   owner dormant                          → wait, keeping the base (wake sends what changed)
+//!   owner's channel gone or reopened       → forget the base (the client destroyed its copy
+//!                                            with the owner): a new base sends everything
+//!   condition leaves this connection out  → close it (the client destroys it), forget the base
+//!   otherwise: bunches of deltas while the base has something unsent (at most
+//!   MAX_DELTAS_PER_FRAME), the first after a (re)open carrying the open (owner, kind)
+//! acknowledged → the base advances (FastArray::acked), the open is settled
+//! lost         → the base rolls back (FastArray::lost); a lost open forgets the base (below)
+//! ```
+//!
+//! Only the first bunch after a (re)open carries the open, unlike an actor's, which repeats it
+//! until acknowledged: a client resets its copy on an open (the new base starts from nothing, and
+//! the client must drop items removed while it had no base), so a repeated open would drop what
+//! the bunches before it delivered. A delta that reaches a client without the array (its open was
+//! lost) is stepped over there although its packet is acknowledged, so a lost open forgets the
+//! base — a new generation, whose first bunch opens the array again with every item — and the
+//! bunches of the old generation settle as nothing.
+//!
+//! Each array sits behind a mutex: connections are written in parallel, and a delta moves the
+//! connection's base inside the array. A connection locks an array when the array's owner is
+//! written to it — unless its record of quiet arrays says nothing can have changed for it — and
+//! when the owner may go dormant; no two locks are held at once.
+//!
+//! Here: the kinds, the arrays and their per-connection state, and each connection's record of
+//! quiet arrays; the write path in `write.rs`; the driver's calls (`register_fast_array_kind`,
+//! `add_fast_array`, `fast_array_mut`, …) in `api.rs`.
+//!
+//! # Example
+//!
+//! An inventory on a character, sent to its owner only:
+//!
+//! ```
+//! use shadowrep::client::ClientWorld;
+//! use shadowrep::fastarray::{item_layout, FastArrayEvent};
+//! use shadowrep::net::{DriverConfig, NetDriver, SubObjectCondition};
+//! use shadowrep::prelude::*;
+//! use std::sync::Arc;
+//!
+//! let character = Arc::new(
+//!     ClassBuilder::new("Character").property(PropertyDecl::new("Health", PropType::U16)).build().unwrap(),
+//! );
+//! let slot = Arc::new(item_layout("Inventory", PropType::U32).unwrap()); // one u32 per item
+//! let mut store = ClassStore::new(character.clone());
+//! let mut driver = NetDriver::new(DriverConfig::default()).unwrap();
+//! let class = driver.register_class(&mut store).unwrap();
+//! let kind = driver.register_fast_array_kind(slot.clone()).unwrap();
+//! let conn = driver.add_connection(false);
+//! let mut client = ClientWorld::new(&[character], &driver.checksums())
+//!     .and_then(|c| c.with_fast_array_kinds(&[slot], &driver.fast_array_checksums()))
+//!     .unwrap();
+//!
+//! let hero = store.spawn();
+//! let owner = driver.assign_guid(class, &store, hero).unwrap();
+//! driver.set_owner(class, &store, hero, Some(conn), true).unwrap();
+//! let inventory = driver.add_fast_array(kind, owner, SubObjectCondition::OwnerOnly).unwrap();
+//! let sword = driver.fast_array_mut(inventory).unwrap().add(&7u32.to_le_bytes()).unwrap();
+//!
+//! // The owner opens first; its fast array follows once the client has it.
+//! for _ in 0..3 {
+//!     driver.tick(&mut [&mut store]).unwrap();
+//!     for packet in driver.take_packets(conn).unwrap() {
+//!         client.receive(&packet).unwrap();
+//!     }
+//!     driver.receive_feedback(conn, &client.feedback()).unwrap();
+//! }
+//! assert_eq!(client.fast_array(inventory).unwrap().item(sword), Some(&7u32.to_le_bytes()[..]));
+//! assert_eq!(client.take_fast_array_events(), [(inventory, FastArrayEvent::Added(sword))]);
+//! assert_eq!(client.fast_arrays_of(owner), &[inventory]);
+//! ```
+
+mod api;
+mod write;
+
+pub use api::{FastArrayItems, FastArrayView};
+
+use super::actors::ClassNet;
+use super::lifecycle::SubObjectCondition;
+use crate::fastarray::{BaseId, DeltaToken, FastArray};
+use crate::ids::NetGuid;
+use crate::schema::ArrayLayout;
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, PoisonError};
+
+/// Most delta bunches one fast array sends one connection in one frame (a first send of a large
+/// array goes out over frames, as UE's does).
+pub const MAX_DELTAS_PER_FRAME: usize = 4;
+
+/// A fast array item layout registered with [`NetDriver::register_fast_array_kind`](super::NetDriver::register_fast_array_kind) (its index).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct FastArrayKind(pub u32);
+
+/// Whose connection a fast array's per-connection state belongs to: the driver's, or the UE-style
+/// reference's ([`crate::reference::frame`]), which keeps bases of its own in the same arrays.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Side {
+    Driver,
+    Reference,
+}
+
+impl Side {
+    /// Where connection `ci`'s state sits in [`FastArrayNet::conns`].
+    fn slot(self, ci: usize) -> usize {
+        2 * ci + self as usize
+    }
+}
+
+/// The owner's channel on a connection, as the writer needs it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum OwnerChannel {
+    /// None, or its open is not acknowledged yet.
+    Missing,
+    /// Closed for dormancy.
+    Dormant,
+    /// Open and acknowledged: the client has the owner (the channel's epoch).
+    Open(u8),
+}
+
+/// [`FaConn::flags`]: the open was sent since the last (re)open or loss of it.
+const OPEN_SENT: u8 = 1;
+/// [`FaConn::flags`]: a packet carrying the open was acknowledged.
+const OPEN_ACKED: u8 = 2;
+
+/// One connection's state in one fast array.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct FaConn {
+    base: Option<BaseId>,
+    flags: u8,
+    /// The owner's channel epoch when the base was made.
+    owner_epoch: u8,
+    /// Bunches in packets whose fate is unknown.
+    in_flight: u16,
+    /// Counts resets: bunches of an earlier base settle as nothing.
+    generation: u32,
+}
+
+/// A fast array, its owner and its connections.
+pub(crate) struct FastArrayNet {
+    array: FastArray,
+    kind: u32,
+    owner: NetGuid,
+    condition: SubObjectCondition,
+    /// Per connection, at [`Side::slot`].
+    conns: Vec<FaConn>,
+}
+
+impl FastArrayNet {
+    /// Forgets the base at `slot`: its next bunch opens the array again from nothing.
+    fn reset(&mut self, slot: usize) {
+        let Some(fc) = self.conns.get_mut(slot) else { return };
+        if let Some(base) = fc.base.take() {
+            let _ = self.array.disconnect(base);
+        }
+        *fc = FaConn { generation: fc.generation.wrapping_add(1), ..FaConn::default() };
+    }
+
+    /// Whether the driver's connection `ci` holds nothing of this array in flight and nothing
+    /// unsent: its owner may go dormant for it.
+    fn settled(&self, ci: usize) -> bool {
+        self.conns.get(Side::Driver.slot(ci)).is_none_or(|fc| {
+            fc.in_flight == 0 && fc.base.is_none_or(|b| !self.array.has_unsent(b) && fc.flags & OPEN_ACKED != 0)
+        })
+    }
+}
+
+/// What one packet carried of one fast array.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct FastSent {
+    guid: NetGuid,
+    generation: u32,
+    token: Option<DeltaToken>,
+    open: bool,
+}
+
+impl FastSent {
+    /// The fast array.
+    pub(crate) fn guid(&self) -> NetGuid {
+        self.guid
+    }
+}
+
+/// Every fast array of a driver.
+#[derive(Default)]
+pub(crate) struct FastArrays {
+    kinds: Vec<(Arc<ArrayLayout>, u64)>,
+    /// By GUID: written in this order where every array is written.
+    arrays: BTreeMap<NetGuid, FaEntry>,
+    /// Owner → its fast arrays.
+    by_owner: crate::ids::GuidMap<Vec<NetGuid>>,
+}
+
+/// A fast array and the count of its changes through [`NetDriver::fast_array_mut`](super::NetDriver::fast_array_mut), which a
+/// connection's [`QuietArrays`] compares without taking the lock.
+struct FaEntry {
+    version: u64,
+    m: Mutex<FastArrayNet>,
+}
+
+fn lock(e: &FaEntry) -> std::sync::MutexGuard<'_, FastArrayNet> {
+    // A panic while holding the lock is a bug elsewhere; the array's state stays usable.
+    e.m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// A connection's fast arrays with nothing to write: the ones whose last write found the
+/// condition leaving this connection out, or left nothing unsent, with what that answer rested
+/// on — the owner's channel epoch, the array's version and the owner's ownership as the
+/// condition read it. Writing the owner again finds the same and skips the array without
+/// locking it: an owner-only inventory is asked for by every connection its character is sent
+/// to, from every thread of a frame, and its lock's line went back and forth between them. The
+/// answer holds until the array changes (its version, bumped by [`NetDriver::fast_array_mut`](super::NetDriver::fast_array_mut);
+/// not for an excluded connection), the owner's channel or ownership changes (compared; a
+/// channel that was not open passes through a write that forgets), or this connection's
+/// feedback settles a bunch of the array or asks for it again (forgotten there). A removed or
+/// orphaned array is forgotten by every connection.
+#[derive(Debug, Default)]
+pub(crate) struct QuietArrays(crate::ids::GuidMap<Quiet>);
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Quiet {
+    epoch: u8,
+    /// The array's version; `None` when the condition left the connection out, whatever the
+    /// items (an owner-only inventory changes with every shot its owner fires).
+    version: Option<u64>,
+    owned: bool,
+    autonomous: bool,
+}
+
+/// How a write of a fast array to a connection ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Left {
+    /// Something may be left to do (written, out of room, or waiting on the owner's channel).
+    Busy,
+    /// The condition leaves the connection out, and it holds no base.
+    Excluded,
+    /// The open is sent and nothing is unsent.
+    Synced,
+}
+
+impl QuietArrays {
+    /// Forgets fast array `guid` (its state for this connection may have changed).
+    pub(crate) fn forget(&mut self, guid: NetGuid) {
+        self.0.remove(&guid);
+    }
+}
+
+impl FastArrays {
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.arrays.is_empty()
+    }
+
+    /// Whether `guid` is a fast array.
+    pub fn contains(&self, guid: NetGuid) -> bool {
+        self.arrays.contains_key(&guid)
+    }
+
+    /// Whether every fast array of `owner` is settled on connection `ci` (see
+    /// [`FastArrayNet::settled`]).
+    pub fn settled_for(&self, owner: NetGuid, ci: usize) -> bool {
+        self.by_owner
+            .get(&owner)
+            .is_none_or(|list| list.iter().all(|g| self.arrays.get(g).is_none_or(|m| lock(m).settled(ci))))
+    }
+
+    /// Settles one packet's fast array bunch to `side`'s connection `ci`: delivered or lost.
+    pub fn settle(&self, side: Side, ci: usize, sent: FastSent, delivered: bool) {
+        let Some(m) = self.arrays.get(&sent.guid) else { return };
+        let mut fa = lock(m);
+        let fa = &mut *fa;
+        let slot = side.slot(ci);
+        let Some(fc) = fa.conns.get_mut(slot).filter(|fc| fc.generation == sent.generation) else { return };
+        let Some(base) = fc.base else { return };
+        fc.in_flight = fc.in_flight.saturating_sub(1);
+        if delivered {
+            if sent.open {
+                fc.flags |= OPEN_ACKED;
+            }
+            if let Some(t) = sent.token {
+                fa.array.acked(base, t);
+            }
+        } else if sent.open && fc.flags & OPEN_ACKED == 0 {
+            // The client never got the array: whatever followed the open was stepped over there,
+            // even if acknowledged. Start again from nothing.
+            fa.reset(slot);
+        } else if let Some(t) = sent.token {
+            fa.array.lost(base, t);
+        }
+    }
+
+    /// A client got a bunch of fast array `guid` it does not have: send it again from nothing,
+    /// if the server believes the open acknowledged (once per round trip, as an actor's reopen).
+    /// False when not honoured (no such array, or its open is on its way).
+    pub fn reopen(&mut self, ci: usize, guid: NetGuid) -> bool {
+        let Some(m) = self.arrays.get_mut(&guid) else { return false };
+        let fa = m.m.get_mut().unwrap_or_else(PoisonError::into_inner);
+        let slot = Side::Driver.slot(ci);
+        if fa.conns.get(slot).is_none_or(|fc| fc.flags & OPEN_ACKED == 0) {
+            return false;
+        }
+        fa.reset(slot);
+        true
+    }
+
+    /// Connection `ci` is gone: its bases go.
+    pub fn remove_connection(&mut self, ci: usize) {
+        for m in self.arrays.values_mut() {
+            m.m.get_mut().unwrap_or_else(PoisonError::into_inner).reset(Side::Driver.slot(ci));
+        }
+    }
+
+    /// Drops the arrays whose owner is gone or torn off (clients destroyed them with the owner,
+    /// or keep them as the owner's, torn off).
+    /// Returns the arrays dropped.
+    pub fn drop_orphans(&mut self, guids: &crate::ids::GuidMap<(u32, u32)>, classes: &[ClassNet]) -> Vec<NetGuid> {
+        let mut dropped = Vec::new();
+        if self.arrays.is_empty() {
+            return dropped;
+        }
+        let live = |owner: &NetGuid| {
+            guids.get(owner).is_some_and(|&(c, s)| {
+                classes[c as usize].actors.get(s as usize).is_some_and(|a| a.alive && !a.torn_off && a.guid == *owner)
+            })
+        };
+        let gone: Vec<NetGuid> = self.by_owner.keys().filter(|o| !live(o)).copied().collect();
+        for owner in gone {
+            for g in self.by_owner.remove(&owner).unwrap_or_default() {
+                self.arrays.remove(&g);
+                dropped.push(g);
+            }
+        }
+        dropped
+    }
+}

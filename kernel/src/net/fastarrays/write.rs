@@ -1,0 +1,166 @@
+//! The write path of fast arrays: what a connection is owed of an owner's arrays, written when
+//! the owner is (see the parent module's table), and the quiet record that lets most writes skip
+//! the array's lock.
+
+use super::{lock, FaConn, FastSent, Left, OwnerChannel, Quiet, Side, MAX_DELTAS_PER_FRAME, OPEN_ACKED, OPEN_SENT};
+use crate::ids::NetGuid;
+use crate::net::connection::{pair, Connection, PendingClose};
+use crate::net::send::{FrameWrite, WriteCtx};
+use crate::wire::open::{OpenHeader, OpenKind};
+
+impl WriteCtx<'_> {
+    /// Writes what `side`'s connection `ci` is owed of `owner`'s fast arrays (the owner was just
+    /// replicated to it; its channel there is `channel`).
+    pub(crate) fn write_fast_arrays_for(
+        &self,
+        side: Side,
+        (ci, conn): (u32, &mut Connection),
+        st: &mut FrameWrite,
+        owner: NetGuid,
+        channel: OwnerChannel,
+    ) {
+        let Some(list) = self.fast.by_owner.get(&owner) else { return };
+        // What a quiet answer rests on, for the driver's connections (the reference's keep none).
+        let basis = match (side, channel) {
+            (Side::Driver, OwnerChannel::Open(epoch)) => self
+                .guids
+                .get(&owner)
+                .and_then(|&(c, s)| self.classes[c as usize].actors.get(s as usize))
+                .filter(|a| a.alive && !a.torn_off && a.guid == owner)
+                .map(|a| (epoch, a.owner == Some(ci), a.autonomous)),
+            _ => None,
+        };
+        for &g in list {
+            let now = basis.and_then(|(epoch, owned, autonomous)| {
+                let version = self.fast.arrays.get(&g)?.version;
+                Some(Quiet { epoch, version: Some(version), owned, autonomous })
+            });
+            if let (Some(now), Some(was)) = (now, conn.quiet.0.get(&g)) {
+                if *was == now || *was == (Quiet { version: None, ..now }) {
+                    continue;
+                }
+            }
+            let left = self.write_fast_array(side, ci, conn, st, g, Some(channel));
+            match (now, left) {
+                (Some(q), Left::Synced) => {
+                    conn.quiet.0.insert(g, q);
+                }
+                (Some(q), Left::Excluded) => {
+                    conn.quiet.0.insert(g, Quiet { version: None, ..q });
+                }
+                _ => conn.quiet.forget(g),
+            }
+        }
+    }
+
+    /// Writes what connection `ci` is owed of every fast array.
+    pub(crate) fn write_all_fast_arrays(&self, ci: u32, conn: &mut Connection, st: &mut FrameWrite) {
+        for &g in self.fast.arrays.keys() {
+            // Without the actor level no answer is recorded: every array is looked at, locked.
+            let _ = self.write_fast_array(Side::Driver, ci, conn, st, g, None);
+        }
+    }
+
+    /// Writes fast array `guid`'s bunches to `side`'s connection `ci`; `channel`: its owner's
+    /// channel there (`None`: read from the connection's pairs). Returns how it ended: with nothing
+    /// left to do (excluded by the condition, or synced), a call would do nothing until the owner's
+    /// channel or ownership, this connection's feedback of the array, or (synced) the array
+    /// changes.
+    fn write_fast_array(
+        &self,
+        side: Side,
+        ci: u32,
+        conn: &mut Connection,
+        st: &mut FrameWrite,
+        guid: NetGuid,
+        channel: Option<OwnerChannel>,
+    ) -> Left {
+        let Some(m) = self.fast.arrays.get(&guid) else { return Left::Busy };
+        let mut fa = lock(m);
+        let fa = &mut *fa;
+        let Some(&(class, slot)) = self.guids.get(&fa.owner) else { return Left::Busy };
+        let Some(actor) = self.classes[class as usize]
+            .actors
+            .get(slot as usize)
+            .filter(|a| a.alive && !a.torn_off && a.guid == fa.owner)
+        else {
+            return Left::Busy;
+        };
+        let i = side.slot(ci as usize);
+        if fa.conns.len() <= i {
+            fa.conns.resize(i + 1, FaConn::default());
+        }
+        let channel = channel.unwrap_or_else(|| match conn.pair_ref(class, slot) {
+            Some(ps) if ps.flags & pair::DORMANT != 0 => OwnerChannel::Dormant,
+            Some(ps) if ps.flags & pair::OPEN_ACKED != 0 => OwnerChannel::Open(ps.epoch),
+            _ => OwnerChannel::Missing,
+        });
+        let epoch = match channel {
+            OwnerChannel::Dormant => return Left::Busy,
+            OwnerChannel::Open(epoch) => epoch,
+            // The client has not got the owner yet, or no more (closed, or asked to open it
+            // again): a base from an earlier channel of the owner went with the client's copy.
+            OwnerChannel::Missing => {
+                if fa.conns[i].base.is_some() {
+                    fa.reset(i);
+                }
+                return Left::Busy;
+            }
+        };
+        if !fa.condition.allows(actor.owner == Some(ci), actor.autonomous, conn.replay) {
+            if fa.conns[i].base.is_some() {
+                if fa.conns[i].flags & (OPEN_SENT | OPEN_ACKED) != 0 || fa.conns[i].in_flight > 0 {
+                    conn.closes.push(PendingClose::destroyed(guid));
+                }
+                fa.reset(i);
+            }
+            // No base: until the owner's ownership changes, every call ends here.
+            return Left::Excluded;
+        }
+        if fa.conns[i].base.is_some() && fa.conns[i].owner_epoch != epoch {
+            fa.reset(i);
+        }
+        let base = match fa.conns[i].base {
+            Some(base) => base,
+            None => {
+                let base = fa.array.connect();
+                fa.conns[i] = FaConn { base: Some(base), owner_epoch: epoch, ..fa.conns[i] };
+                base
+            }
+        };
+        for _ in 0..MAX_DELTAS_PER_FRAME {
+            let opening = fa.conns[i].flags & OPEN_SENT == 0;
+            if st.full {
+                return Left::Busy;
+            }
+            if !opening && !fa.array.has_unsent(base) {
+                return Left::Synced;
+            }
+            let header =
+                opening.then(|| OpenHeader { class: fa.kind, kind: OpenKind::FastArray { owner: fa.owner } }.encode());
+            let need = if fa.array.has_unsent(base) { fa.array.min_delta_bits() } else { 0 };
+            if !self.ensure_in(conn, st, |c| c.writer.bunch_fits(&c.out, guid, header.as_ref(), need)) {
+                st.full = true;
+                return Left::Busy;
+            }
+            conn.writer.begin_bunch(guid, header.as_ref());
+            let room = conn.writer.body_room(&conn.out);
+            // The base exists and the room was checked: an error here is a bug; send nothing.
+            let token = fa.array.write_delta_within(base, conn.writer.body(), room).unwrap_or(None);
+            if token.is_none() && !opening {
+                conn.writer.abandon_bunch();
+                return Left::Busy;
+            }
+            conn.writer.end_bunch(&mut conn.out, 0);
+            let fc = &mut fa.conns[i];
+            conn.rel.fast.push_back(FastSent { guid, generation: fc.generation, token, open: opening });
+            st.wrote_fast();
+            fc.flags |= OPEN_SENT;
+            fc.in_flight = fc.in_flight.saturating_add(1);
+            if token.is_none() {
+                return Left::Busy;
+            }
+        }
+        Left::Busy
+    }
+}
