@@ -88,6 +88,16 @@ impl ConsiderClock {
         self.pending_net_update || now > self.next_update_time
     }
 
+    /// The time after which the actor is due: its next update time, or −∞ while pending (so
+    /// `now > due_at()` is [`Self::due`] for any finite `now`).
+    pub fn due_at(&self) -> f64 {
+        if self.pending_net_update {
+            f64::NEG_INFINITY
+        } else {
+            self.next_update_time
+        }
+    }
+
     /// The actor was considered at `t`; `sent` tells whether it had anything to send.
     /// Schedules the next time — unless it was only pending (left over by a saturated frame),
     /// which keeps the time already scheduled, as UE does.

@@ -263,7 +263,7 @@ impl NetDriver {
         let now = self.server_time();
         let cols = &mut self.classes[ci].cols;
         cols.set_asleep(slot, false);
-        cols.clock[slot].force_net_update(now);
+        cols.force_net_update(slot, now);
         let key = pair_key(ci as u32, slot as u32);
         for conn in self.conns.iter_mut().filter(|c| !c.removed) {
             conn.pairs.wake(key);
@@ -302,7 +302,7 @@ impl NetDriver {
                 let (c, slot) = super::pairs::split_key(s.key);
                 let cols = &mut self.classes[c as usize].cols;
                 cols.set_asleep(slot as usize, false);
-                cols.clock[slot as usize].force_net_update(now);
+                cols.force_net_update(slot as usize, now);
             }
         }
     }
@@ -319,7 +319,7 @@ impl NetDriver {
             let due = &level.due[d as usize];
             let cols = &mut self.classes[due.class as usize].cols;
             cols.set_asleep(due.slot as usize, true);
-            cols.clock[due.slot as usize].pending_net_update = false;
+            cols.set_pending(due.slot as usize, false);
             if due.dormancy != Dormancy::Initial || due.rel.guid.is_dynamic() {
                 let key = pair_key(due.class, due.slot);
                 level.dormant.insert(Sleeper {

@@ -134,7 +134,13 @@ pub(crate) struct Columns {
     /// UE's `Owner` and `Instigator`.
     pub owner_actor: Vec<Option<crate::ids::NetGuid>>,
     pub instigator: Vec<Option<crate::ids::NetGuid>>,
+    /// Change it through [`Columns::force_net_update`], [`Columns::set_pending`] or with
+    /// `due_at` beside it: the two must agree.
     pub clock: Vec<super::consider::ConsiderClock>,
+    /// Per slot, [`ConsiderClock::due_at`](super::consider::ConsiderClock::due_at) of `clock`: the
+    /// due selection reads 8 bytes a lane here instead of the 32-byte clock (1M actors: 8 MB a
+    /// frame instead of 32).
+    pub due_at: Vec<f64>,
     /// The frame the actor was last on the consider list.
     pub last_considered: Vec<crate::ids::Frame>,
     /// UE's `NetDormancy` of each actor ([`super::dormancy`]).
@@ -156,6 +162,18 @@ pub(crate) struct Columns {
 }
 
 impl Columns {
+    /// UE's `ForceNetUpdate` of the actor in `slot` at server time `now`.
+    pub fn force_net_update(&mut self, slot: usize, now: f64) {
+        self.clock[slot].force_net_update(now);
+        self.due_at[slot] = self.clock[slot].due_at();
+    }
+
+    /// Marks the actor in `slot` left over (considered next frame whatever its time), or not.
+    pub fn set_pending(&mut self, slot: usize, pending: bool) {
+        self.clock[slot].pending_net_update = pending;
+        self.due_at[slot] = self.clock[slot].due_at();
+    }
+
     /// A new actor in `slot`: the class defaults, nowhere, owned by nobody, due at once.
     pub fn reset(&mut self, slot: usize) {
         if self.settings.len() <= slot {
@@ -166,6 +184,7 @@ impl Columns {
             self.owner_actor.resize(n, None);
             self.instigator.resize(n, None);
             self.clock.resize(n, Default::default());
+            self.due_at.resize(n, super::consider::ConsiderClock::default().due_at());
             self.last_considered.resize(n, Default::default());
             self.dormancy.resize(n, Default::default());
             self.asleep.resize(n, false);
@@ -177,6 +196,7 @@ impl Columns {
         self.owner_actor[slot] = None;
         self.instigator[slot] = None;
         self.clock[slot] = Default::default();
+        self.due_at[slot] = self.clock[slot].due_at();
         self.last_considered[slot] = Default::default();
         self.dormancy[slot] = Default::default();
         self.sub_condition[slot] = None;

@@ -150,7 +150,7 @@ impl NetDriver {
     pub fn force_net_update(&mut self, class: ClassId, store: &ClassStore, id: ActorId) -> Result<(), DriverError> {
         let (c, s) = self.cols_slot(class, store, id)?;
         let now = self.server_time();
-        self.classes[c].cols.clock[s].force_net_update(now);
+        self.classes[c].cols.force_net_update(s, now);
         if let Some(l) = self.level.as_mut() {
             l.forced.push((c as u32, s as u32, now));
         }

@@ -173,13 +173,22 @@ impl Level {
         listed.clear();
         let now = self.time.now;
         let awake = &c.cols.awake;
+        let due_at = &c.cols.due_at;
+        debug_assert!(
+            c.cols.clock.iter().zip(due_at).all(|(k, &t)| k.due_at() == t) && c.cols.clock.len() == due_at.len(),
+            "a consider clock changed without its due time"
+        );
         let page = |p: usize| {
+            // The due times first, a page's 64 in one branch-free pass over their column: most
+            // awake actors are not due, and their actor entries (a cache miss each in a large
+            // world) are then never read.
+            let base = p * PAGE_LANES;
+            let times = due_at.get(base..due_at.len().min(base + PAGE_LANES)).unwrap_or(&[]);
+            let due = times.iter().enumerate().fold(0u64, |m, (lane, &t)| m | u64::from(now > t) << lane);
             let mut out = 0;
-            for lane in BitIter(awake[p]) {
-                let slot = p * PAGE_LANES + lane;
-                // The clock first: most awake actors are not due, and their actor entries (a cache
-                // miss each in a large world) are then never read.
-                if c.cols.clock[slot].due(now) && c.actors[slot].alive && !c.actors[slot].torn_off {
+            for lane in BitIter(awake[p] & due) {
+                let slot = base + lane;
+                if c.actors[slot].alive && !c.actors[slot].torn_off {
                     out |= 1 << lane;
                 }
             }
@@ -410,7 +419,7 @@ impl NetDriver {
         // Left over by some connection: considered again next frame. One pass in due order
         // (class, slot ascending), each actor once, however many connections left it over.
         for (d, _) in level.due.iter().zip(&pending).filter(|&(_, &p)| p) {
-            self.classes[d.class as usize].cols.clock[d.slot as usize].pending_net_update = true;
+            self.classes[d.class as usize].cols.set_pending(d.slot as usize, true);
         }
         self.stats.due_actors = level.due.len();
         let t = Instant::now();
@@ -444,6 +453,7 @@ impl NetDriver {
             let (actors, history, array_leaves) = (&*actors, &*history, *array_leaves);
             let Columns {
                 clock,
+                due_at,
                 last_considered,
                 position,
                 settings,
@@ -462,8 +472,8 @@ impl NetDriver {
             let store = stores[ci];
             // Per run of pages: each due actor's clock scheduled, its changes since it was last
             // considered, where it is, and what relevancy reads — runs apart, in parallel.
-            type Cols<'c> = ((&'c mut [ConsiderClock], &'c mut [Frame]), &'c mut [[f32; 3]]);
-            let run = |out: &mut Vec<DueActor>, (r, ((clock, last), pos)): (usize, Cols<'_>)| {
+            type Cols<'c> = (((&'c mut [ConsiderClock], &'c mut [f64]), &'c mut [Frame]), &'c mut [[f32; 3]]);
+            let run = |out: &mut Vec<DueActor>, (r, (((clock, due_at), last), pos)): (usize, Cols<'_>)| {
                 let first_page = r * CONSIDER_RUN_PAGES;
                 let pages = selected.iter().skip(first_page).take(CONSIDER_RUN_PAGES);
                 out.reserve(pages.clone().map(|l| l.count_ones() as usize).sum());
@@ -477,6 +487,7 @@ impl NetDriver {
                         let changed = last_changed > since;
                         let s = &settings[slot];
                         clock[i].considered(a.guid, &time, &s.frequency, adaptive, changed);
+                        due_at[i] = clock[i].due_at();
                         last[i] = time.frame;
                         let leaves = if changed { history.changed_since(slot as u32, since) } else { LeafMask::EMPTY };
                         let at = read_location(location_leaf, pos[i], store, slot as u32);
@@ -517,8 +528,11 @@ impl NetDriver {
             // once); on the pool each run fills its own list, appended in run order.
             let start = level.due.len();
             if parallel && due as usize >= 2 * n {
-                let columns =
-                    clock.par_chunks_mut(n).zip(last_considered.par_chunks_mut(n)).zip(position.par_chunks_mut(n));
+                let columns = clock
+                    .par_chunks_mut(n)
+                    .zip(due_at.par_chunks_mut(n))
+                    .zip(last_considered.par_chunks_mut(n))
+                    .zip(position.par_chunks_mut(n));
                 let runs: Vec<Vec<DueActor>> = columns
                     .enumerate()
                     .filter(|(r, _)| busy(*r))
@@ -530,7 +544,11 @@ impl NetDriver {
                     .collect();
                 level.due.extend(runs.into_iter().flatten());
             } else {
-                let columns = clock.chunks_mut(n).zip(last_considered.chunks_mut(n)).zip(position.chunks_mut(n));
+                let columns = clock
+                    .chunks_mut(n)
+                    .zip(due_at.chunks_mut(n))
+                    .zip(last_considered.chunks_mut(n))
+                    .zip(position.chunks_mut(n));
                 for job in columns.enumerate().filter(|(r, _)| busy(*r)) {
                     run(&mut level.due, job);
                 }
