@@ -91,6 +91,9 @@ pub(crate) struct RelevancyIndex {
     owned: Vec<(NetGuid, u32)>,
     instigated: Vec<(NetGuid, u32)>,
     by_conn: Vec<(u32, u32)>,
+    /// The radix sorts' buffers for `owned` and `instigated`, and for `by_conn`.
+    sort_scratch: Vec<(NetGuid, u32)>,
+    conn_scratch: Vec<(u32, u32)>,
     /// Actors on the owner chains of due actors (due or not), for the rules' lookups.
     pub linked: crate::ids::GuidMap<(ActorRelevancy, f32)>,
     /// Per due actor, what its priority reads, owner chain followed: what each connection's
@@ -127,6 +130,8 @@ impl RelevancyIndex {
             owned: Vec::new(),
             instigated: Vec::new(),
             by_conn: Vec::new(),
+            sort_scratch: Vec::new(),
+            conn_scratch: Vec::new(),
             linked: Default::default(),
             priority: Vec::new(),
         })
@@ -197,10 +202,12 @@ impl RelevancyIndex {
         let lookup = |g: NetGuid| self.linked.get(&g);
         self.priority.clear();
         self.priority.extend(due.iter().map(|d| PriorityInput::resolve(&d.rel, d.net_priority, &lookup)));
-        self.owned.sort_unstable();
+        let scratch = &mut self.sort_scratch;
+        super::radix::sort_pairs(&mut self.owned, scratch, |g| g.0);
         self.owned.dedup();
-        self.instigated.sort_unstable();
-        self.by_conn.sort_unstable();
+        super::radix::sort_pairs(&mut self.instigated, scratch, |g| g.0);
+        let by_conn = &mut self.conn_scratch;
+        super::radix::sort_pairs(&mut self.by_conn, by_conn, u64::from);
         self.grid.rebuild(&self.positions, &self.cull_sq, |_| true);
     }
 
