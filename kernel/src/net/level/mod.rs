@@ -525,7 +525,9 @@ impl NetDriver {
             let busy = |r: usize| runs.get(r).copied().unwrap_or(false);
             let due: u32 = listed.iter().map(|&p| selected[p as usize].count_ones()).sum();
             // Serially the records go straight to the frame's list (each ~170 bytes, written
-            // once); on the pool each run fills its own list, appended in run order.
+            // once); on the pool each run fills its own list, appended in run order (a block copy
+            // each: moved record by record, mmo's 115 000 due records — 19.5 MB — took 0.6–2.6 ms
+            // more).
             let start = level.due.len();
             if parallel && due as usize >= 2 * n {
                 let columns = clock
@@ -542,7 +544,10 @@ impl NetDriver {
                         out
                     })
                     .collect();
-                level.due.extend(runs.into_iter().flatten());
+                level.due.reserve(due as usize);
+                for mut r in runs {
+                    level.due.append(&mut r);
+                }
             } else {
                 let columns = clock
                     .chunks_mut(n)
