@@ -334,7 +334,17 @@ impl<'a> Plan<'a> {
             }
             for pl in &self.layout.planes[planes.clone()] {
                 for lane in BitIter(consider) {
-                    fetch(pl.page_offset + lane * pl.width.lane_bytes());
+                    // A bit plane's lanes are one word; a 12-byte lane may end in the next line.
+                    let at = if pl.width == PlaneWidth::Bit {
+                        pl.page_offset
+                    } else {
+                        pl.page_offset + lane * pl.width.lane_bytes()
+                    };
+                    fetch(at);
+                    let last = at + pl.width.read_bytes() - 1;
+                    if last / 64 != at / 64 {
+                        fetch(last);
+                    }
                 }
             }
         }

@@ -166,6 +166,13 @@ impl Batch {
             if let Some(ahead) = self.probes.get(i + PROBE_PREFETCH) {
                 super::prefetch_addr(live_at + ahead.at);
                 super::prefetch_addr(shadow_at + ahead.at);
+                // A 12-byte lane crosses into the next line in 2 of every 16 lanes (bytes 60–71,
+                // 124–135 of a plane's lines): that line is asked for too.
+                let last = ahead.at + ahead.width.read_bytes() - 1;
+                if last / 64 != ahead.at / 64 {
+                    super::prefetch_addr(live_at + last);
+                    super::prefetch_addr(shadow_at + last);
+                }
             }
             let p = probe.page as usize;
             if p != page {

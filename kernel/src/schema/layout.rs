@@ -139,6 +139,15 @@ impl PlaneWidth {
             PlaneWidth::B12 => 12,
         }
     }
+
+    /// Bytes a read of one lane touches: [`Self::lane_bytes`], except a bit plane's, whose lane
+    /// is read as its plane's 8-byte word.
+    pub(crate) fn read_bytes(self) -> usize {
+        match self {
+            PlaneWidth::Bit => 8,
+            w => w.lane_bytes(),
+        }
+    }
 }
 
 /// One plane of a page: a lane per actor.
