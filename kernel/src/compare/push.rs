@@ -32,8 +32,11 @@ pub(super) const MAX_PARENTS: usize = 64;
 /// Most leaves of a class the batch takes (a probe names its leaf in 16 bits).
 pub(super) const MAX_LEAVES: usize = u16::MAX as usize;
 
-/// How many probes ahead the run prefetches lane lines (16, 32 and 64 measured the same).
-const PROBE_PREFETCH: usize = 16;
+/// How many probes ahead the run prefetches lane lines. 16, 32 and 64 measured the same on an
+/// Intel Xeon; on an AMD EPYC with AVX-512 (1M ShooterCharacter, 1 % marked) 32 took
+/// `push_vs_gather` from 3.50–3.98 to 3.05–3.40 (six alternating runs each), 48 and 64 were like
+/// 32, and 8 was worse (4.1–4.6).
+const PROBE_PREFETCH: usize = 32;
 
 /// How many marked pages ahead the listing prefetches marks and occupancy. In a 10M-actor world
 /// (10 000 marked, cold) this took the push frame from 2.9–3.0 to 2.2 ms on an AMD EPYC (Zen 3)
