@@ -168,7 +168,7 @@ pub(crate) fn compare(
             r.changed_actors,
             r.live_bytes as f64 / 1e6
         );
-        println!("  dirty statistics of the push frames (lanes compared with a mark / lanes changed):");
+        println!("  dirty statistics of untimed push frames after the timed ones (lanes compared with a mark / lanes changed):");
         for s in r.dirty_stats.iter().filter(|s| s.marked != 0 || s.changed != 0) {
             println!("    {:<24} {:>10} marked {:>10} changed", s.property, s.marked, s.changed);
         }
@@ -187,7 +187,8 @@ pub(crate) const REFERENCE_COMPARE: &str = "the UE-style path on the same actors
 
 /// What `compare`'s "push, 1 %" is.
 pub(crate) const PUSH_1PCT: &str = "every property push-based, 1 % of the actors marked dirty (and changed), from a \
-    cold cache: the kernel compares only marked lanes; its time against a full compare of the same frame";
+    cold cache: the kernel compares only marked lanes; its time against a full compare of the same frame (timed \
+    without the dirty statistics, a diagnostic, which come from as many push frames after the timed ones)";
 
 /// What `compare`'s "gather" is.
 pub(crate) const PUSH_GATHER: &str = "one byte of every plane lane the push frame's marks name, live and shadow, \
