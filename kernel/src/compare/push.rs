@@ -32,6 +32,9 @@ pub(super) const MAX_PARENTS: usize = 64;
 /// Most leaves of a class the batch takes (a probe names its leaf in 16 bits).
 pub(super) const MAX_LEAVES: usize = u16::MAX as usize;
 
+/// Leaves of a class whose page masks the run gathers on the stack (see `Batch::run`).
+const ROW_LEAVES: usize = 64;
+
 /// How many probes ahead the run prefetches lane lines. 16, 32 and 64 measured the same on an
 /// Intel Xeon; on an AMD EPYC with AVX-512 (1M ShooterCharacter, 1 % marked) 32 took
 /// `push_vs_gather` from 3.50–3.98 to 3.05–3.40 (six alternating runs each), 48 and 64 were like
@@ -162,9 +165,32 @@ impl Batch {
     }
 
     /// Runs the listed probes: each lane diffed and copied, its page's masks written.
+    ///
+    /// A page's leaf masks are gathered in a row on the stack and stored whole when the run
+    /// leaves the page: or-ing each change into the change set's row in place read that row
+    /// right after zeroing it, and the read waited for its line (a quarter of the frame's samples
+    /// sat on it, AMD EPYC). Classes with more leaves than the stack row holds keep the in-place
+    /// masks.
     fn run(&self, leaves: usize, live: &[u8], shadow: &mut [u8], masks: &mut [u64], page_lanes: &mut [u64]) {
+        if leaves <= ROW_LEAVES {
+            self.run_rows::<true>(leaves, live, shadow, masks, page_lanes);
+        } else {
+            self.run_rows::<false>(leaves, live, shadow, masks, page_lanes);
+        }
+    }
+
+    /// [`Self::run`], the page's masks on the stack (`STACK`) or in place.
+    fn run_rows<const STACK: bool>(
+        &self,
+        leaves: usize,
+        live: &[u8],
+        shadow: &mut [u8],
+        masks: &mut [u64],
+        page_lanes: &mut [u64],
+    ) {
         let (live_at, shadow_at) = (live.as_ptr() as usize, shadow.as_ptr() as usize);
         let (mut page, mut any) = (usize::MAX, 0u64);
+        let mut row = [0u64; ROW_LEAVES];
         for (i, probe) in self.probes.iter().enumerate() {
             if let Some(ahead) = self.probes.get(i + PROBE_PREFETCH) {
                 super::prefetch_addr(live_at + ahead.at);
@@ -181,19 +207,33 @@ impl Batch {
             if p != page {
                 if page != usize::MAX {
                     page_lanes[page] = any;
+                    if STACK {
+                        masks[page * leaves..(page + 1) * leaves].copy_from_slice(&row[..leaves]);
+                    }
                 }
                 // Every listed page's masks start from zero, changed or not (they are read only
                 // where its lanes say so): no branch on each probe's outcome.
-                masks[p * leaves..(p + 1) * leaves].fill(0);
+                if STACK {
+                    row[..leaves].fill(0);
+                } else {
+                    masks[p * leaves..(p + 1) * leaves].fill(0);
+                }
                 (page, any) = (p, 0);
             }
             let lane = probe.lane as usize;
             let changed = u64::from(copy_lane(probe.width, live, shadow, probe.at, lane)) << lane;
-            masks[p * leaves + probe.leaf as usize] |= changed;
+            if STACK {
+                row[probe.leaf as usize] |= changed;
+            } else {
+                masks[p * leaves + probe.leaf as usize] |= changed;
+            }
             any |= changed;
         }
         if page != usize::MAX {
             page_lanes[page] = any;
+            if STACK {
+                masks[page * leaves..(page + 1) * leaves].copy_from_slice(&row[..leaves]);
+            }
         }
     }
 

@@ -389,6 +389,43 @@ fn a_push_frame_reports_the_same_on_the_batch_and_on_the_page_walk() {
 }
 
 #[test]
+fn a_push_frame_of_a_class_with_many_leaves_reports_the_same_on_the_batch_and_on_the_page_walk() {
+    // More leaves than the batch gathers on the stack (64) under few parents: its masks are
+    // or-ed in place.
+    let pair = StructType::new("Pair").field("A", PropType::U8).field("B", PropType::U8);
+    let mut builder = ClassBuilder::new("Many");
+    for i in 0..40 {
+        builder = builder.property(PropertyDecl::new(format!("P{i}"), PropType::Struct(pair.clone())).push(true));
+    }
+    let mut s = ClassStore::new(Arc::new(builder.build().unwrap()));
+    assert!(s.layout().leaves.len() > 64 && s.layout().parents.len() <= 64);
+    let cfg = CompareConfig { push: PushMode::All, parallel: false, ..CompareConfig::default() };
+    let (mut a, mut b) = (ShadowState::new(&mut s), ShadowState::new(&mut s));
+    let ids: Vec<_> = (0..320).map(|_| s.spawn()).collect();
+    let (mut ca, mut cb) = (ChangeSet::new(), ChangeSet::new());
+    let every_lane = vec![!0u64; 320 / PAGE_LANES];
+    for frame in 0..5u32 {
+        for (i, &id) in ids.iter().enumerate() {
+            if (i * 7 + frame as usize).is_multiple_of(23) {
+                // Two properties an actor, one of them among the last leaves (past the 64th).
+                for parent in [i % 32, 32 + i % 8] {
+                    let v = (i as u32 + frame) as u8;
+                    let value = Value::Struct(vec![Value::U8(v), Value::U8(v.wrapping_mul(3))]);
+                    s.set_and_mark(id, parent, &value).unwrap();
+                }
+            }
+        }
+        s.begin_tick();
+        a.compare(&mut s, &cfg, &mut ca).unwrap();
+        b.compare_lanes(&mut s, &cfg, Some(&every_lane), &mut cb).unwrap();
+        for id in &ids {
+            assert_eq!(ca.changelist(s.layout(), id.index), cb.changelist(s.layout(), id.index), "frame {frame}");
+        }
+        assert!(ca.changed_actors() > 0);
+    }
+}
+
+#[test]
 fn large_full_frames_try_every_table_keep_one_and_find_what_the_scalar_table_finds() {
     let layout = ClassBuilder::new("Big")
         .property(PropertyDecl::new("Location", PropType::Vector(crate::schema::VectorQuant::None)))
