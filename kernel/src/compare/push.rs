@@ -115,13 +115,16 @@ impl Batch {
             }
             let marks = dirty.page_masks(p);
             // The marked parents as bits, and whether one keeps the page in the walk.
-            let (mut marked_parents, mut busy, mut lanes) = (0u64, false, 0u64);
-            for (pi, (&m, (_, array))) in marks.iter().zip(&self.parents).enumerate() {
+            // One branch-free pass over the page's marks (most parents are unmarked), then the
+            // few marked parents asked whether one is busy.
+            let (mut marked_parents, mut lanes) = (0u64, 0u64);
+            for (pi, &m) in marks.iter().enumerate() {
                 let m = m & occ;
-                busy |= m != 0 && (*array || m.count_ones() > BATCH_LANES);
                 marked_parents |= u64::from(m != 0) << pi;
                 lanes |= m;
             }
+            let busy =
+                BitIter(marked_parents).any(|pi| self.parents[pi].1 || (marks[pi] & occ).count_ones() > BATCH_LANES);
             if busy {
                 self.walk.push(p);
                 continue;
