@@ -17,7 +17,7 @@
 //! not depend on each other, so the lane loads of many probes are in flight at once, as in a
 //! plain gather of the same lines.
 
-use super::page::Plan;
+use super::page::{lane_lines, Plan};
 use super::Tally;
 use crate::schema::{ClassLayout, PlaneWidth, PAGE_LANES};
 use crate::store::{BitIter, DirtyState};
@@ -31,9 +31,6 @@ pub(super) const MAX_PARENTS: usize = 64;
 
 /// Most leaves of a class the batch takes (a probe names its leaf in 16 bits).
 pub(super) const MAX_LEAVES: usize = u16::MAX as usize;
-
-/// Leaves of a class whose page masks the run gathers on the stack (see `Batch::run`).
-const ROW_LEAVES: usize = 64;
 
 /// How many probes ahead the run prefetches lane lines. 16, 32 and 64 measured the same on an
 /// Intel Xeon; on an AMD EPYC with AVX-512 (1M ShooterCharacter, 1 % marked) 32 took
@@ -169,74 +166,42 @@ impl Batch {
 
     /// Runs the listed probes: each lane diffed and copied, its page's masks written.
     ///
-    /// A page's leaf masks are gathered in a row on the stack and stored whole when the run
+    /// A page's leaf masks are gathered in a row of their own and stored whole when the run
     /// leaves the page: or-ing each change into the change set's row in place read that row
     /// right after zeroing it, and the read waited for its line (a quarter of the frame's samples
-    /// sat on it, AMD EPYC). Classes with more leaves than the stack row holds keep the in-place
-    /// masks.
+    /// sat on it, AMD EPYC).
     fn run(&self, leaves: usize, live: &[u8], shadow: &mut [u8], masks: &mut [u64], page_lanes: &mut [u64]) {
-        if leaves <= ROW_LEAVES {
-            self.run_rows::<true>(leaves, live, shadow, masks, page_lanes);
-        } else {
-            self.run_rows::<false>(leaves, live, shadow, masks, page_lanes);
-        }
-    }
-
-    /// [`Self::run`], the page's masks on the stack (`STACK`) or in place.
-    fn run_rows<const STACK: bool>(
-        &self,
-        leaves: usize,
-        live: &[u8],
-        shadow: &mut [u8],
-        masks: &mut [u64],
-        page_lanes: &mut [u64],
-    ) {
         let (live_at, shadow_at) = (live.as_ptr() as usize, shadow.as_ptr() as usize);
         let (mut page, mut any) = (usize::MAX, 0u64);
-        let mut row = [0u64; ROW_LEAVES];
+        let mut row = vec![0u64; leaves];
+        let mut store = |page: usize, any: u64, row: &[u64]| {
+            page_lanes[page] = any;
+            masks[page * leaves..(page + 1) * leaves].copy_from_slice(row);
+        };
         for (i, probe) in self.probes.iter().enumerate() {
             if let Some(ahead) = self.probes.get(i + PROBE_PREFETCH) {
-                super::prefetch_addr(live_at + ahead.at);
-                super::prefetch_addr(shadow_at + ahead.at);
-                // A 12-byte lane crosses into the next line in 2 of every 16 lanes (bytes 60–71,
-                // 124–135 of a plane's lines): that line is asked for too.
-                let last = ahead.at + ahead.width.read_bytes() - 1;
-                if last / 64 != ahead.at / 64 {
-                    super::prefetch_addr(live_at + last);
-                    super::prefetch_addr(shadow_at + last);
-                }
+                lane_lines(ahead.at, ahead.width, |at| {
+                    super::prefetch_addr(live_at + at);
+                    super::prefetch_addr(shadow_at + at);
+                });
             }
             let p = probe.page as usize;
             if p != page {
                 if page != usize::MAX {
-                    page_lanes[page] = any;
-                    if STACK {
-                        masks[page * leaves..(page + 1) * leaves].copy_from_slice(&row[..leaves]);
-                    }
+                    store(page, any, &row);
                 }
                 // Every listed page's masks start from zero, changed or not (they are read only
                 // where its lanes say so): no branch on each probe's outcome.
-                if STACK {
-                    row[..leaves].fill(0);
-                } else {
-                    masks[p * leaves..(p + 1) * leaves].fill(0);
-                }
+                row.fill(0);
                 (page, any) = (p, 0);
             }
             let lane = probe.lane as usize;
             let changed = u64::from(copy_lane(probe.width, live, shadow, probe.at, lane)) << lane;
-            if STACK {
-                row[probe.leaf as usize] |= changed;
-            } else {
-                masks[p * leaves + probe.leaf as usize] |= changed;
-            }
+            row[probe.leaf as usize] |= changed;
             any |= changed;
         }
         if page != usize::MAX {
-            page_lanes[page] = any;
-            if STACK {
-                masks[page * leaves..(page + 1) * leaves].copy_from_slice(&row[..leaves]);
-            }
+            store(page, any, &row);
         }
     }
 

@@ -390,8 +390,8 @@ fn a_push_frame_reports_the_same_on_the_batch_and_on_the_page_walk() {
 
 #[test]
 fn a_push_frame_of_a_class_with_many_leaves_reports_the_same_on_the_batch_and_on_the_page_walk() {
-    // More leaves than the batch gathers on the stack (64) under few parents: its masks are
-    // or-ed in place.
+    // A page's row of leaf masks wider than a word of leaves (80 leaves under 40 parents), some
+    // changes past the 64th leaf: the batch's rows must land whole where the page walk's do.
     let pair = StructType::new("Pair").field("A", PropType::U8).field("B", PropType::U8);
     let mut builder = ClassBuilder::new("Many");
     for i in 0..40 {

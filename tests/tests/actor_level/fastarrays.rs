@@ -36,7 +36,7 @@ fn level(clients: usize) -> (Level, FastArrayKind) {
 
 type Items = BTreeMap<u32, Vec<u8>>;
 
-fn server_items(l: &mut Level, fa: NetGuid) -> Items {
+fn server_items(l: &Level, fa: NetGuid) -> Items {
     l.driver.fast_array(fa).unwrap().iter().map(|(id, b)| (id.0, b.to_vec())).collect()
 }
 
@@ -68,7 +68,7 @@ fn a_fast_array_opens_with_its_owner_then_sends_only_what_changed_with_callbacks
     assert_eq!(l.driver.fast_arrays_of(owner), &[fa]);
     let ids = fill(&mut l, fa, 100);
     l.run(4);
-    let want = server_items(&mut l, fa);
+    let want = server_items(&l, fa);
     for c in 0..2 {
         assert_eq!(client_items(&l, c, fa).as_ref(), Some(&want), "client {c}");
         assert_eq!(l.client(c).fast_array_owner(fa), Some(owner));
@@ -98,7 +98,7 @@ fn a_fast_array_opens_with_its_owner_then_sends_only_what_changed_with_callbacks
             (fa, FastArrayEvent::Changed(ids[5]))
         ]
     );
-    assert_eq!(client_items(&l, 0, fa), Some(server_items(&mut l, fa)));
+    assert_eq!(client_items(&l, 0, fa), Some(server_items(&l, fa)));
     // The packet: its header, the bunch's, the delta's and three ids with two items of 3 bytes.
     assert!(bytes <= 24, "{bytes} bytes for a three-item delta");
 }
@@ -130,7 +130,7 @@ fn a_reopen_of_a_synced_fast_array_sends_it_again_whole() {
         after.bytes_sent - idle.bytes_sent
     );
     l.run(2);
-    assert_eq!(client_items(&l, 0, fa), Some(server_items(&mut l, fa)));
+    assert_eq!(client_items(&l, 0, fa), Some(server_items(&l, fa)));
 }
 
 #[test]
@@ -143,7 +143,7 @@ fn a_large_first_send_is_spread_over_frames_and_converges() {
     let partial = client_items(&l, 0, fa).map_or(0, |m| m.len());
     assert!(partial > 0 && partial < 10_000, "{partial} items after two frames");
     l.run(60);
-    assert_eq!(client_items(&l, 0, fa), Some(server_items(&mut l, fa)));
+    assert_eq!(client_items(&l, 0, fa), Some(server_items(&l, fa)));
 }
 
 #[test]
@@ -161,7 +161,7 @@ fn an_owner_only_fast_array_follows_ownership() {
     l.driver.fast_array_mut(fa).unwrap().add(&slot(7, 7)).unwrap();
     l.run(4);
     assert_eq!(client_items(&l, 0, fa), None, "closed for the old owner");
-    assert_eq!(client_items(&l, 1, fa), Some(server_items(&mut l, fa)));
+    assert_eq!(client_items(&l, 1, fa), Some(server_items(&l, fa)));
 }
 
 #[test]
@@ -186,7 +186,7 @@ fn a_fast_array_leaves_with_its_owners_relevancy_and_comes_back_whole() {
     }
     l.move_to(id, [100.0, 0.0, 0.0]);
     l.run(4);
-    assert_eq!(client_items(&l, 0, fa), Some(server_items(&mut l, fa)));
+    assert_eq!(client_items(&l, 0, fa), Some(server_items(&l, fa)));
 }
 
 #[test]
@@ -221,7 +221,7 @@ fn a_dormant_owner_holds_its_fast_array_and_waking_sends_what_changed_meanwhile(
     l.driver.set_net_dormancy(l.class, &l.store, id, Dormancy::DormantAll).unwrap();
     l.run(6);
     assert!(l.driver.is_asleep(l.class, id), "dormant once the fast array is acknowledged too");
-    assert_eq!(client_items(&l, 0, fa), Some(server_items(&mut l, fa)));
+    assert_eq!(client_items(&l, 0, fa), Some(server_items(&l, fa)));
     l.driver.fast_array_mut(fa).unwrap().set(ids[1], &slot(42, 42)).unwrap();
     let stats = |l: &Level| l.driver.connection_stats(l.clients[0].0).unwrap();
     let before = stats(&l);
@@ -233,10 +233,10 @@ fn a_dormant_owner_holds_its_fast_array_and_waking_sends_what_changed_meanwhile(
         2 * (after.keep_alives - before.keep_alives),
         "nothing but keep-alives"
     );
-    assert_ne!(client_items(&l, 0, fa), Some(server_items(&mut l, fa)));
+    assert_ne!(client_items(&l, 0, fa), Some(server_items(&l, fa)));
     l.driver.flush_net_dormancy(l.class, &l.store, id).unwrap();
     l.run(6);
-    assert_eq!(client_items(&l, 0, fa), Some(server_items(&mut l, fa)));
+    assert_eq!(client_items(&l, 0, fa), Some(server_items(&l, fa)));
     assert!(l.driver.is_asleep(l.class, id), "asleep again after the flush");
 }
 
@@ -325,14 +325,14 @@ fn random_items(l: &mut Level, fa: NetGuid, rng: &mut impl rand::Rng, n: usize) 
     }
 }
 
-fn random_id(l: &mut Level, fa: NetGuid, rng: &mut impl rand::Rng) -> Option<ReplicationId> {
+fn random_id(l: &Level, fa: NetGuid, rng: &mut impl rand::Rng) -> Option<ReplicationId> {
     let items = l.driver.fast_array(fa).unwrap();
     let n = items.len();
     (n > 0).then(|| items.iter().nth(rng.random_range(0..n)).unwrap().0)
 }
 
 /// Each client holds exactly the fast arrays its conditions allow, with the server's items.
-fn assert_fast_arrays_converged(l: &mut Level, owned: &[Owned], what: &str) {
+fn assert_fast_arrays_converged(l: &Level, owned: &[Owned], what: &str) {
     for c in 0..l.clients.len() {
         for o in owned {
             assert!(l.client(c).has(o.guid), "{what}, client {c}: owner {}", o.guid);
@@ -372,12 +372,12 @@ fn clients_converge_under_30_percent_loss_with_fast_arrays_relevancy_ownership_d
             match rng.random_range(0..24) {
                 0..=4 => random_items(&mut l, fa, &mut rng, 1),
                 5..=9 => {
-                    if let Some(item) = random_id(&mut l, fa, &mut rng) {
+                    if let Some(item) = random_id(&l, fa, &mut rng) {
                         l.driver.fast_array_mut(fa).unwrap().set(item, &slot(rng.random(), rng.random())).unwrap();
                     }
                 }
                 10..=11 => {
-                    if let Some(item) = random_id(&mut l, fa, &mut rng) {
+                    if let Some(item) = random_id(&l, fa, &mut rng) {
                         l.driver.fast_array_mut(fa).unwrap().remove(item).unwrap();
                     }
                 }
@@ -419,7 +419,7 @@ fn clients_converge_under_30_percent_loss_with_fast_arrays_relevancy_ownership_d
             l.step_lossy(&mut rng, 0.3);
         }
         l.run(40);
-        assert_fast_arrays_converged(&mut l, &owned, &format!("seed {seed}"));
+        assert_fast_arrays_converged(&l, &owned, &format!("seed {seed}"));
     }
 }
 

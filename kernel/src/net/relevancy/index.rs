@@ -202,12 +202,10 @@ impl RelevancyIndex {
         let lookup = |g: NetGuid| self.linked.get(&g);
         self.priority.clear();
         self.priority.extend(due.iter().map(|d| PriorityInput::resolve(&d.rel, d.net_priority, &lookup)));
-        let scratch = &mut self.sort_scratch;
-        super::radix::sort_pairs(&mut self.owned, scratch, |g| g.0);
+        super::radix::sort_pairs(&mut self.owned, &mut self.sort_scratch, |g| g.0);
         self.owned.dedup();
-        super::radix::sort_pairs(&mut self.instigated, scratch, |g| g.0);
-        let by_conn = &mut self.conn_scratch;
-        super::radix::sort_pairs(&mut self.by_conn, by_conn, u64::from);
+        super::radix::sort_pairs(&mut self.instigated, &mut self.sort_scratch, |g| g.0);
+        super::radix::sort_pairs(&mut self.by_conn, &mut self.conn_scratch, u64::from);
         self.grid.rebuild(&self.positions, &self.cull_sq, |_| true);
     }
 

@@ -25,6 +25,10 @@ pub(super) fn sort_pairs<K: Copy + Ord>(v: &mut Vec<(K, u32)>, scratch: &mut Vec
     }
     let first = key(v[0].0);
     let varying = v.iter().fold(0u64, |acc, p| acc | (key(p.0) ^ first));
+    if varying == 0 {
+        // One key: pushed in order, the list is sorted.
+        return;
+    }
     scratch.clear();
     scratch.extend_from_slice(v);
     let (mut src, mut dst) = (v, scratch);
