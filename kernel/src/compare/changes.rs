@@ -36,6 +36,9 @@ pub struct ChangeSet {
     /// The only pages the last compare may have written (a listed compare's pages), so the next
     /// reset clears just those; `None`: any page (clear them all).
     pub(super) written: Option<Vec<usize>>,
+    /// Of those, the pages the page walk compared: the only ones whose `arrays` may be non-empty
+    /// (the batched push frame never writes them), so the next reset reads just their lists.
+    pub(super) walked: Vec<usize>,
 }
 
 impl ChangeSet {
@@ -52,10 +55,13 @@ impl ChangeSet {
         if let Some(list) = written.filter(|_| self.leaves == leaves && self.page_lanes.len() == pages) {
             for p in list {
                 self.page_lanes[p] = 0;
+            }
+            for p in self.walked.drain(..) {
                 self.arrays[p].clear();
             }
             return;
         }
+        self.walked.clear();
         self.leaves = leaves;
         self.masks.resize(pages * leaves, 0);
         self.page_lanes.clear();

@@ -463,7 +463,12 @@ impl ShadowState {
             } else {
                 jobs.fold(start, fold)
             };
-            written = (order.len() < pages).then_some(order);
+            if order.len() < pages {
+                // A listed compare: the next reset clears its pages, and the array lists of
+                // those it walked (a push frame's batched pages have none).
+                out.walked.extend_from_slice(if batched { &self.batch.walk } else { &order });
+                written = Some(order);
+            }
             tally
         } else {
             let job = zip_job;

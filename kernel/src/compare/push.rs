@@ -174,16 +174,27 @@ impl Batch {
         let (live_at, shadow_at) = (live.as_ptr() as usize, shadow.as_ptr() as usize);
         let (mut page, mut any) = (usize::MAX, 0u64);
         let mut row = vec![0u64; leaves];
+        let (masks_at, lanes_at) = (masks.as_ptr() as usize, page_lanes.as_ptr() as usize);
         let mut store = |page: usize, any: u64, row: &[u64]| {
             page_lanes[page] = any;
             masks[page * leaves..(page + 1) * leaves].copy_from_slice(row);
         };
+        let mut ahead_page = u32::MAX;
         for (i, probe) in self.probes.iter().enumerate() {
             if let Some(ahead) = self.probes.get(i + PROBE_PREFETCH) {
                 lane_lines(ahead.at, ahead.width, |at| {
                     super::prefetch_addr(live_at + at);
                     super::prefetch_addr(shadow_at + at);
                 });
+                // A page's first probe: its row of leaf masks and its lanes word, which the run
+                // stores when it leaves the page, asked for as well (cold, each store waited for
+                // its line).
+                if ahead.page != ahead_page {
+                    ahead_page = ahead.page;
+                    let q = ahead.page as usize;
+                    super::prefetch_lines(masks_at + q * leaves * 8, leaves * 8);
+                    super::prefetch_addr(lanes_at + q * 8);
+                }
             }
             let p = probe.page as usize;
             if p != page {
