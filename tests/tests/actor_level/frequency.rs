@@ -80,7 +80,7 @@ fn an_actor_is_compared_only_when_due_so_a_change_undone_in_between_sends_nothin
 
 /// The due selection and the consider step run page runs on the rayon pool when a class is large
 /// (here 34 000 actors, 532 pages: above the due selection's 32 768 awake lanes and the consider
-/// step's 8 192 due actors); sharded, they must decide exactly as on one thread — the bug this
+/// step's 1 024 due actors); sharded, they must decide exactly as on one thread — the bug this
 /// catches is a page or a run of pages read or written at the wrong offset.
 #[test]
 fn the_parallel_consider_step_decides_as_the_sequential_one() {

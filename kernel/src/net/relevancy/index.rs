@@ -72,6 +72,27 @@ pub(crate) struct DueActor {
 }
 
 impl DueActor {
+    /// A record to be overwritten before anything reads it (the consider list grows by these).
+    pub fn placeholder() -> Self {
+        DueActor {
+            class: 0,
+            slot: 0,
+            rel: ActorRelevancy::at(NetGuid::NULL, [0.0; 3]),
+            net_priority: 0.0,
+            startup: false,
+            rules: false,
+            since: crate::ids::Frame::default(),
+            changed: crate::ids::LeafMask::EMPTY,
+            shared: 0,
+            dormancy: crate::net::dormancy::Dormancy::default(),
+            sleepy: false,
+            condition: None,
+            owner_slot: None,
+            actor: crate::net::actors::ActorNet::default(),
+            last_changed: crate::ids::Frame::default(),
+        }
+    }
+
     /// Whether connection `ci` (`replay`: a replay connection) may have it at all: a
     /// sub-object's condition; every other actor: yes.
     pub fn allowed_for(&self, ci: u32, replay: bool) -> bool {
