@@ -105,18 +105,18 @@ impl Batch {
                 let marks = dirty.page_masks(q);
                 super::prefetch_lines(marks.as_ptr() as usize, std::mem::size_of_val(marks));
                 super::prefetch_addr(&occupied[q] as *const u64 as usize);
+                super::prefetch_addr(dirty.page_parents_at(q));
             }
             let occ = occupied[p];
             if occ == 0 {
                 continue;
             }
             let marks = dirty.page_masks(p);
-            // The marked parents as bits, and whether one keeps the page in the walk.
-            // One branch-free pass over the page's marks (most parents are unmarked), then the
-            // few marked parents asked whether one is busy.
+            // The marked parents as bits (from the page's parent bits: most parents are
+            // unmarked, and their masks are not read), and whether one keeps the page in the walk.
             let (mut marked_parents, mut lanes) = (0u64, 0u64);
-            for (pi, &m) in marks.iter().enumerate() {
-                let m = m & occ;
+            for pi in BitIter(dirty.page_parents(p)) {
+                let m = marks[pi] & occ;
                 marked_parents |= u64::from(m != 0) << pi;
                 lanes |= m;
             }

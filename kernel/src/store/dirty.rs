@@ -40,18 +40,30 @@ pub struct DirtyState {
     list: Vec<u32>,
     /// `at[p]`: where page `p` is in `list`, while its summary bit is set.
     at: Vec<u32>,
+    /// Per page, its parents with a mark, as bits (parent 63 and any past it share bit 63): a
+    /// superset — a lane clear may leave a parent's bit on an empty mask — that lets a batched
+    /// push frame visit a page's few marked parents instead of every parent's mask.
+    parent_bits: Vec<u64>,
     parents: usize,
 }
 
 impl DirtyState {
     pub(super) fn new(parents: usize) -> Self {
-        Self { masks: Vec::new(), pages: Vec::new(), list: Vec::new(), at: Vec::new(), parents }
+        Self {
+            masks: Vec::new(),
+            pages: Vec::new(),
+            list: Vec::new(),
+            at: Vec::new(),
+            parent_bits: Vec::new(),
+            parents,
+        }
     }
 
     pub(super) fn ensure_pages(&mut self, pages: usize) {
         self.masks.resize(pages * self.parents, 0);
         self.pages.resize(pages.div_ceil(64), 0);
         self.at.resize(pages, 0);
+        self.parent_bits.resize(pages, 0);
     }
 
     /// Marks `lanes` of `parent` on `page`.
@@ -60,6 +72,7 @@ impl DirtyState {
             return;
         }
         self.masks[page * self.parents + parent] |= lanes;
+        self.parent_bits[page] |= 1 << parent.min(63);
         let (word, bit) = (&mut self.pages[page / 64], 1u64 << (page % 64));
         if *word & bit == 0 {
             *word |= bit;
@@ -71,6 +84,7 @@ impl DirtyState {
     /// Takes page `p`, whose marks are all clear now, off the list and its summary bit.
     fn unlist(&mut self, p: usize) {
         self.pages[p / 64] &= !(1 << (p % 64));
+        self.parent_bits[p] = 0;
         let i = self.at[p] as usize;
         self.list.swap_remove(i);
         if let Some(&moved) = self.list.get(i) {
@@ -86,6 +100,17 @@ impl DirtyState {
     /// The pages with a mark, each once, in no particular order.
     pub fn dirty_pages(&self) -> &[u32] {
         &self.list
+    }
+
+    /// Page `p`'s parents with a mark, as bits: every parent whose mask is non-zero has its bit
+    /// (parent 63 and any past it: bit 63), and maybe a few whose mask a lane clear emptied.
+    pub(crate) fn page_parents(&self, p: usize) -> u64 {
+        self.parent_bits[p]
+    }
+
+    /// The address of [`Self::page_parents`]'s word for page `p` (for a prefetch).
+    pub(crate) fn page_parents_at(&self, p: usize) -> usize {
+        &self.parent_bits[p] as *const u64 as usize
     }
 
     /// Marked lanes of every parent of page `p` (`parents` words).
@@ -139,6 +164,7 @@ impl DirtyState {
     pub(crate) fn clear_page(&mut self, p: usize) {
         self.masks[p * self.parents..(p + 1) * self.parents].fill(0);
         self.pages[p / 64] &= !(1 << (p % 64));
+        self.parent_bits[p] = 0;
     }
 }
 
@@ -293,6 +319,9 @@ mod tests {
                             .filter(|&&(q, r, _)| q == p && r == parent)
                             .fold(0u64, |m, &(_, _, l)| m | 1 << l);
                         assert_eq!(d.page_masks(p)[parent], lanes, "seed {seed} step {step}");
+                        if lanes != 0 {
+                            assert!(d.page_parents(p) >> parent & 1 != 0, "seed {seed} step {step}: parent bit");
+                        }
                     }
                 }
             }
