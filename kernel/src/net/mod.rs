@@ -66,6 +66,7 @@ pub mod channels;
 pub mod condition;
 pub mod connection;
 pub mod consider;
+pub mod decisions;
 pub mod dormancy;
 mod error;
 pub mod fastarrays;
