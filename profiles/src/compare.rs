@@ -232,7 +232,7 @@ fn compare_scaling(
             "command": "compare",
             "scaling": "push frames (every property push-based, one thread) with the same number of actors marked \
                 and changed, in a world and in one ten times larger; a buffer twice the last-level cache is streamed \
-                before each frame so it starts cold",
+                before each frame so it starts cold; the gather of the marked lanes timed in frames of its own",
             "class": args.class,
             "actors": r.actors,
             "dirty": r.dirty,
@@ -241,6 +241,7 @@ fn compare_scaling(
             "push_ns": r.push_ns,
             "gather_ns": r.gather_ns,
             "scaling_ratio": r.scaling_ratio,
+            "gather_scaling_ratio": r.gather_scaling_ratio,
         }))?;
     } else {
         let ms = |ns: u64| ns as f64 / 1e6;
@@ -261,7 +262,10 @@ fn compare_scaling(
                 r.push_ns[i] as f64 / r.gather_ns[i].max(1) as f64
             );
         }
-        println!("  scaling_ratio {:.2} (large / small)", r.scaling_ratio);
+        println!(
+            "  scaling_ratio {:.2} (large / small); the gather's own {:.2}",
+            r.scaling_ratio, r.gather_scaling_ratio
+        );
     }
     Ok(())
 }
