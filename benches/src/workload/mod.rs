@@ -18,7 +18,7 @@ use rand_chacha::ChaCha8Rng;
 use scaling::stream;
 use shadowrep::compare::{tune, ChangeSet, CompareConfig, Isa, Kernels, PropertyDirtyStats, PushMode, ShadowState};
 use shadowrep::reference::{RefChanges, RefWorld};
-use shadowrep::schema::{ClassLayout, PlaneWidth, PropType, PAGE_LANES};
+use shadowrep::schema::{ClassLayout, PropType, PAGE_LANES};
 use shadowrep::store::{ActorId, ClassStore};
 use shadowrep::value::{ObjectRef, Value};
 use std::hint::black_box;
@@ -109,11 +109,7 @@ impl CompareWorkload {
             let (page, lane) = (slot as usize / PAGE_LANES, slot as usize % PAGE_LANES);
             for leaf in self.layout.leaves.iter().filter(|l| l.parent == parent) {
                 for plane in &self.layout.planes[leaf.planes.clone()] {
-                    let at = match plane.width {
-                        PlaneWidth::Bit => plane.page_offset,
-                        w => plane.page_offset + lane * w.lane_bytes(),
-                    };
-                    out.push(page * stride + at);
+                    out.push(page * stride + plane.page_offset + lane * plane.width.read_stride());
                 }
             }
         }

@@ -334,13 +334,7 @@ impl<'a> Plan<'a> {
             }
             for pl in &self.layout.planes[planes.clone()] {
                 for lane in BitIter(consider) {
-                    // A bit plane's lanes are one word.
-                    let at = if pl.width == PlaneWidth::Bit {
-                        pl.page_offset
-                    } else {
-                        pl.page_offset + lane * pl.width.lane_bytes()
-                    };
-                    lane_lines(at, pl.width, &mut fetch);
+                    lane_lines(pl.page_offset + lane * pl.width.read_stride(), pl.width, &mut fetch);
                 }
             }
         }

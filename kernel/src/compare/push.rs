@@ -136,7 +136,7 @@ impl Batch {
                     tally.parents[2 * pi] += u64::from(marked.count_ones());
                 }
                 for &(offset, width, leaf) in &self.planes[self.parents[pi].0.clone()] {
-                    let step = if width == PlaneWidth::Bit { 0 } else { width.lane_bytes() };
+                    let step = width.read_stride();
                     for lane in BitIter(marked) {
                         let at = base + offset + lane * step;
                         self.probes.push(Probe { at, page: p as u32, leaf, lane: lane as u8, width });

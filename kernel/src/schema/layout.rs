@@ -148,6 +148,16 @@ impl PlaneWidth {
             w => w.lane_bytes(),
         }
     }
+
+    /// Bytes between the reads of two neighbouring lanes: lane `l`'s read starts `l ×` this past
+    /// the plane's offset — [`Self::lane_bytes`], except a bit plane's 0 (every lane reads the
+    /// plane's one word).
+    pub fn read_stride(self) -> usize {
+        match self {
+            PlaneWidth::Bit => 0,
+            w => w.lane_bytes(),
+        }
+    }
 }
 
 /// One plane of a page: a lane per actor.
