@@ -25,10 +25,11 @@ use std::hint::black_box;
 use std::sync::Arc;
 use std::time::Instant;
 
-/// Parents that move every frame an actor changes.
-const MOVEMENT: [&str; 4] = ["Location", "Rotation", "LinearVelocity", "Velocity"];
+/// Parents that change every time an actor changes: movement, and a weapon's shot (its burst
+/// counter and the round it takes from the clip).
+const HOT: [&str; 6] = ["Location", "Rotation", "LinearVelocity", "Velocity", "BurstCounter", "CurrentAmmoInClip"];
 /// Parents one changed actor in ten also changes.
-const OCCASIONAL: [&str; 4] = ["Health", "bIsTargeting", "bWantsToRun", "bHidden"];
+const OCCASIONAL: [&str; 5] = ["Health", "bIsTargeting", "bWantsToRun", "bHidden", "CurrentAmmo"];
 
 /// `N` actors of one class in the kernel store and (optionally) in the reference world.
 pub struct CompareWorkload {
@@ -57,16 +58,22 @@ impl CompareWorkload {
             .ok_or_else(|| format!("unknown class `{class}`; known: {}", shadowrep_layouts::class_names().join(", ")))?
             .clone();
         let find = |names: &[&str]| -> Vec<usize> { names.iter().filter_map(|n| layout.parent_index(n)).collect() };
-        let mut hot = find(&MOVEMENT);
+        let mut hot = find(&HOT);
+        let named = !hot.is_empty();
+        if !named {
+            // A class with none of those (Counter): its first fixed parent is what changes — not an
+            // object reference, which has no other actor to point at here and would never change.
+            hot.extend(layout.parents.iter().position(|p| !matches!(p.ty, PropType::Array { .. } | PropType::Object)));
+        }
         if hot.is_empty() {
-            // A class without movement (Counter): its first fixed parent is what changes.
-            hot.extend(layout.parents.iter().position(|p| !matches!(p.ty, PropType::Array { .. })));
+            return Err(format!(
+                "class `{class}` has no property this workload can change (every one is an object reference or an array)"
+            ));
         }
         // A counter counts: a `u32` that is all a class changes starts at the actor's index and
         // grows by one per change (values stay small, as real counters' do).
-        let counting = find(&MOVEMENT).is_empty()
-            && hot.len() == 1
-            && matches!(layout.parents[hot[0]].ty, PropType::U32 | PropType::PackedU32);
+        let counting =
+            !named && hot.len() == 1 && matches!(layout.parents[hot[0]].ty, PropType::U32 | PropType::PackedU32);
         let occasional = find(&OCCASIONAL);
         let mut store = ClassStore::new(layout.clone());
         let mut reference = with_reference.then(|| RefWorld::new(layout.clone()));
@@ -478,4 +485,27 @@ pub fn run_compare(
         push_vs_gather: median(vs_gather),
         dirty_stats: push_shadow.dirty_stats().to_vec(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every sample class's workload really changes its actors: a class whose chosen properties
+    /// cannot change (an object reference with no actor to point at) would time empty frames.
+    #[test]
+    fn every_sample_class_changes_when_mutated() {
+        for &class in shadowrep_layouts::class_names() {
+            let mut w = CompareWorkload::new(class, 200, 3, false).expect("a sample class");
+            let before = w.store.live().bytes().to_vec();
+            assert_eq!(w.mutate(1.0, false), 200);
+            let after = w.store.live().bytes();
+            let changed = before
+                .chunks(w.layout.page_bytes)
+                .zip(after.chunks(w.layout.page_bytes))
+                .filter(|(a, b)| a != b)
+                .count();
+            assert_eq!(changed, before.len() / w.layout.page_bytes, "{class}: every page has a changed actor");
+        }
+    }
 }
