@@ -1,44 +1,66 @@
 //! Splitting a compare into page jobs: [`PageJob`] is everything one page's compare borrows,
-//! cut from the shadow, the live view and the output either by a zip over every page
-//! ([`zip_job`]) or, for a list of pages, by [`split_jobs`] (safe `split_at_mut`, ascending
-//! pages); [`Tally`] is what one shard of the compare counted.
+//! cut from the shadow, the live view and the output either from a run of consecutive pages
+//! ([`PageBlock`], a walk over every page) or, for a list of pages, by [`split_jobs`] (safe
+//! `split_at_mut`, ascending pages); [`Tally`] is what one shard of the compare counted.
 
 use super::page::PREFETCH_PAGES;
 use super::ArrayChange;
 use crate::store::{Block, PageArrays};
 
-/// Everything one page's compare borrows, as the page zip yields it: shadow blocks, live blocks,
-/// shadow and live arrays, output leaf masks, output lane summary, output array
-/// changes, occupied lanes.
-pub(super) type ZipJob<'a> = (
-    &'a mut [Block],
-    &'a [Block],
-    &'a mut PageArrays,
-    &'a PageArrays,
-    &'a mut [u64],
-    &'a mut u64,
-    &'a mut Vec<ArrayChange>,
-    &'a u64,
-);
+/// A run of consecutive pages from page `first`, as a walk over every page hands them out: the
+/// whole class to one thread, or [`BLOCK_PAGES`] at a time to the pool.
+pub(super) struct PageBlock<'a> {
+    pub(super) first: usize,
+    /// Blocks of a page.
+    pub(super) stride: usize,
+    /// Leaf masks of a page.
+    pub(super) leaves: usize,
+    pub(super) shadow: &'a mut [Block],
+    pub(super) live: &'a [Block],
+    pub(super) shadow_arrays: &'a mut [PageArrays],
+    pub(super) live_arrays: &'a [PageArrays],
+    /// Output leaf masks of the pages.
+    pub(super) masks: &'a mut [u64],
+    /// Output lanes with any change, a word a page.
+    pub(super) lanes: &'a mut [u64],
+    /// Output array changes, a list a page.
+    pub(super) arrays: &'a mut [Vec<ArrayChange>],
+    pub(super) occupied: &'a [u64],
+}
 
-/// A page of the zip as a [`PageJob`] (no validation, no prefetch).
-pub(super) fn zip_job(
-    (index, (shadow, live, shadow_arrays, live_arrays, masks, lanes, arrays, occupied)): (usize, ZipJob<'_>),
-) -> PageJob<'_> {
-    PageJob {
-        index,
-        shadow,
-        live,
-        shadow_arrays,
-        live_arrays,
-        masks,
-        lanes,
-        arrays,
-        occupied: *occupied,
-        check: None,
-        prefetch: None,
-        prefetch_far: None,
-        streamed: true,
+/// Pages a pool task of a walk over every page takes at once.
+pub(super) const BLOCK_PAGES: usize = 64;
+
+impl PageBlock<'_> {
+    /// Pages in the block.
+    pub(super) fn pages(&self) -> usize {
+        self.occupied.len()
+    }
+
+    /// The live and shadow bytes of the block's page `i`.
+    pub(super) fn bytes(&self, i: usize) -> (&[u8], &[u8]) {
+        let blocks = i * self.stride..(i + 1) * self.stride;
+        (bytemuck::cast_slice(&self.live[blocks.clone()]), bytemuck::cast_slice(&self.shadow[blocks]))
+    }
+
+    /// The block's page `i` as a [`PageJob`] (no validation, no prefetch).
+    pub(super) fn job(&mut self, i: usize) -> PageJob<'_> {
+        let blocks = i * self.stride..(i + 1) * self.stride;
+        PageJob {
+            index: self.first + i,
+            shadow: &mut self.shadow[blocks.clone()],
+            live: &self.live[blocks],
+            shadow_arrays: &mut self.shadow_arrays[i],
+            live_arrays: &self.live_arrays[i],
+            masks: &mut self.masks[i * self.leaves..(i + 1) * self.leaves],
+            lanes: &mut self.lanes[i],
+            arrays: &mut self.arrays[i],
+            occupied: self.occupied[i],
+            check: None,
+            prefetch: None,
+            prefetch_far: None,
+            streamed: true,
+        }
     }
 }
 

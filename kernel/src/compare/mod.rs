@@ -5,6 +5,8 @@
 //!         else every page
 //! for each of those pages (sharded across cores with rayon, in page order):
 //!     skip if no actor lives here, or — full-push fast path — nothing on the page is dirty
+//!     skip if — walk over every page — nothing on the page is dirty and its plane bytes are
+//!         equal in live and shadow (one XOR/OR pass)
 //!     for each parent:
 //!         marked = occupied & dirty[page, parent]
 //!         consider = marked if the parent is push-based (under the PushMode) else occupied
@@ -49,8 +51,8 @@
 //! reference path's.
 //!
 //! Where things are: this module owns the configuration and each driver's [`ShadowState`] (slot
-//! tracking, sharding pages across rayon); `jobs` cuts the per-page borrows (`PageJob`) and
-//! counts what a shard visited; `page` holds the per-compare plan and one page's walk; `push`
+//! tracking, sharding pages across rayon); `jobs` cuts the per-page borrows (`PageJob`, from a
+//! run of consecutive pages, `PageBlock`, or a list) and counts what a shard visited; `page` holds the per-compare plan and one page's walk; `push`
 //! the batched push frame;
 //! `changes` the [`ChangeSet`] output; `simd` the lane diffs per ISA and the choice among them.
 //!
@@ -86,7 +88,7 @@ use crate::store::{
     pages_with_lanes, read_parent, BitIter, ClassStore, DirtyState, LiveView, PageArray, PageArrays, WatcherId,
 };
 use crate::value::Value;
-use jobs::{split_jobs, zip_job, JobSource, PageJob, Tally};
+use jobs::{split_jobs, JobSource, PageBlock, PageJob, Tally, BLOCK_PAGES};
 use page::{PageRefs, Plan};
 use rayon::prelude::*;
 use std::sync::Arc;
@@ -471,39 +473,78 @@ impl ShadowState {
             }
             tally
         } else {
-            let job = zip_job;
+            // Every page in order. A clean page whose plane bytes are equal changed nothing
+            // (dynamic arrays are compared only where marked): one XOR/OR pass in a tight loop and
+            // no job — most pages of a frame with little change. (Built as a job like any other
+            // page, the walk ran 15 % slower at 0.1 % and 1 % changed: 1M ShooterCharacter, one
+            // thread, AMD EPYC with AVX-512.)
+            let walk = |t: &mut Tally, mut block: PageBlock<'_>| {
+                for i in 0..block.pages() {
+                    let occ = block.occupied[i];
+                    if occ != 0 && !is_dirty(block.first + i) {
+                        let (live, shadow) = block.bytes(i);
+                        if plan.bytes_equal(live, shadow) {
+                            t.pages += 1;
+                            t.lanes += u64::from(occ.count_ones());
+                            continue;
+                        }
+                    }
+                    work(t, block.job(i));
+                }
+            };
+            let shadow = &mut self.shadow.blocks_mut()[..pages * stride];
+            let live = &view.live.blocks()[..pages * stride];
             if parallel {
                 (
-                    self.shadow.blocks_mut().par_chunks_mut(stride),
-                    view.live.blocks().par_chunks(stride),
-                    self.arrays.par_iter_mut(),
-                    view.arrays.par_iter(),
-                    out.masks.par_chunks_mut(leaves),
-                    out.page_lanes.par_iter_mut(),
-                    out.arrays.par_iter_mut(),
-                    view.occupied.par_iter(),
+                    shadow.par_chunks_mut(BLOCK_PAGES * stride),
+                    live.par_chunks(BLOCK_PAGES * stride),
+                    self.arrays[..pages].par_chunks_mut(BLOCK_PAGES),
+                    view.arrays[..pages].par_chunks(BLOCK_PAGES),
+                    out.masks.par_chunks_mut(BLOCK_PAGES * leaves),
+                    out.page_lanes.par_chunks_mut(BLOCK_PAGES),
+                    out.arrays.par_chunks_mut(BLOCK_PAGES),
+                    view.occupied.par_chunks(BLOCK_PAGES),
                 )
                     .into_par_iter()
                     .enumerate()
-                    .with_min_len(16)
-                    .map(job)
-                    .fold(|| Tally::new(stat_words), fold)
+                    .map(|(k, (shadow, live, shadow_arrays, live_arrays, masks, lanes, arrays, occupied))| PageBlock {
+                        first: k * BLOCK_PAGES,
+                        stride,
+                        leaves,
+                        shadow,
+                        live,
+                        shadow_arrays,
+                        live_arrays,
+                        masks,
+                        lanes,
+                        arrays,
+                        occupied,
+                    })
+                    .fold(
+                        || Tally::new(stat_words),
+                        |mut t, block| {
+                            walk(&mut t, block);
+                            t
+                        },
+                    )
                     .reduce(|| Tally::new(stat_words), Tally::add)
             } else {
-                self.shadow
-                    .blocks_mut()
-                    .chunks_mut(stride)
-                    .zip(view.live.blocks().chunks(stride))
-                    .zip(self.arrays.iter_mut())
-                    .zip(view.arrays.iter())
-                    .zip(out.masks.chunks_mut(leaves))
-                    .zip(out.page_lanes.iter_mut())
-                    .zip(out.arrays.iter_mut())
-                    .zip(view.occupied.iter())
-                    .map(|(((((((a, b), c), d), e), f), g), h)| (a, b, c, d, e, f, g, h))
-                    .enumerate()
-                    .map(job)
-                    .fold(Tally::new(stat_words), fold)
+                let mut t = Tally::new(stat_words);
+                let block = PageBlock {
+                    first: 0,
+                    stride,
+                    leaves,
+                    shadow,
+                    live,
+                    shadow_arrays: &mut self.arrays[..pages],
+                    live_arrays: &view.arrays[..pages],
+                    masks: &mut out.masks[..pages * leaves],
+                    lanes: &mut out.page_lanes[..pages],
+                    arrays: &mut out.arrays[..pages],
+                    occupied: view.occupied,
+                };
+                walk(&mut t, block);
+                t
             }
         };
         if let Some((i, at)) = started {

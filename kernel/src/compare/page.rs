@@ -141,8 +141,13 @@ impl<'a> Plan<'a> {
     /// Whether the page's plane bytes are equal in live and shadow: then no fixed leaf changed,
     /// whatever lanes are considered.
     fn planes_equal(&self, page: &PageRefs<'_>) -> bool {
+        self.bytes_equal(page.live, page.shadow)
+    }
+
+    /// [`Self::planes_equal`] on a page's bytes, live and shadow.
+    pub(super) fn bytes_equal(&self, live: &[u8], shadow: &[u8]) -> bool {
         let end = self.planes_end;
-        (self.kernels.routines.eq)(&page.live[..end], &page.shadow[..end])
+        (self.kernels.routines.eq)(&live[..end], &shadow[..end])
     }
 
     /// Whether push validation has anything to check: a push-ruled parent with fixed leaves.
