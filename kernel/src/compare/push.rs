@@ -61,7 +61,7 @@ pub(super) struct Batch {
     probes: Vec<Probe>,
     /// Marked pages left to the page walk (a busy parent, or a dynamic array marked).
     pub(super) walk: Vec<usize>,
-    /// Pages the batch compared, with their marked parents as bits.
+    /// Pages the batch compared, with their marked parents as bits (for the dirty statistics).
     listed: Vec<(usize, u64)>,
     /// Every plane of every fixed leaf, parent by parent: (page offset, width, leaf).
     planes: Vec<(usize, PlaneWidth, u16)>,
@@ -98,6 +98,7 @@ impl Batch {
         self.probes.clear();
         self.walk.clear();
         self.listed.clear();
+        let stats = !tally.parents.is_empty();
         for (i, &p) in order.iter().enumerate() {
             // In a large world the marked pages are far apart: their marks and occupancy are
             // a miss each unless asked for ahead.
@@ -114,21 +115,22 @@ impl Batch {
             let marks = dirty.page_masks(p);
             // The marked parents as bits (from the page's parent bits: most parents are
             // unmarked, and their masks are not read), and whether one keeps the page in the walk.
-            let (mut marked_parents, mut lanes) = (0u64, 0u64);
+            let (mut marked_parents, mut lanes, mut busy) = (0u64, 0u64, false);
             for pi in BitIter(dirty.page_parents(p)) {
                 let m = marks[pi] & occ;
                 marked_parents |= u64::from(m != 0) << pi;
                 lanes |= m;
+                busy |= m != 0 && (self.parents[pi].1 || more_than_batch(m));
             }
-            let busy = BitIter(marked_parents).any(|pi| self.parents[pi].1 || more_than_batch(marks[pi] & occ));
             if busy {
                 self.walk.push(p);
                 continue;
             }
             tally.pages += 1;
             tally.lanes += u64::from(lanes.count_ones());
-            self.listed.push((p, marked_parents));
-            let stats = !tally.parents.is_empty();
+            if stats {
+                self.listed.push((p, marked_parents));
+            }
             let base = p * layout.page_bytes;
             for pi in BitIter(marked_parents) {
                 let marked = marks[pi] & occ;
