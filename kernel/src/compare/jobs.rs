@@ -3,7 +3,7 @@
 //! ([`PageBlock`], a walk over every page) or, for a list of pages, by [`split_jobs`] (safe
 //! `split_at_mut`, ascending pages); [`Tally`] is what one shard of the compare counted.
 
-use super::page::PREFETCH_PAGES;
+use super::page::{PageRefs, PREFETCH_PAGES};
 use super::ArrayChange;
 use crate::store::{Block, PageArrays};
 
@@ -41,6 +41,23 @@ impl PageBlock<'_> {
     pub(super) fn bytes(&self, i: usize) -> (&[u8], &[u8]) {
         let blocks = i * self.stride..(i + 1) * self.stride;
         (bytemuck::cast_slice(&self.live[blocks.clone()]), bytemuck::cast_slice(&self.shadow[blocks]))
+    }
+
+    /// The block's page `i` as [`PageRefs`] (every lane, streamed), with its leaf masks and lane
+    /// word.
+    pub(super) fn refs(&mut self, i: usize) -> (PageRefs<'_>, &mut [u64], &mut u64) {
+        let blocks = i * self.stride..(i + 1) * self.stride;
+        let page = PageRefs {
+            index: self.first + i,
+            occupied: self.occupied[i],
+            every_lane: true,
+            streamed: true,
+            live: bytemuck::cast_slice(&self.live[blocks.clone()]),
+            shadow: bytemuck::cast_slice_mut(&mut self.shadow[blocks]),
+            live_arrays: &self.live_arrays[i],
+            shadow_arrays: &mut self.shadow_arrays[i],
+        };
+        (page, &mut self.masks[i * self.leaves..(i + 1) * self.leaves], &mut self.lanes[i])
     }
 
     /// The block's page `i` as a [`PageJob`] (no validation, no prefetch).

@@ -478,14 +478,23 @@ impl ShadowState {
             // no job — most pages of a frame with little change. (Built as a job like any other
             // page, the walk ran 15 % slower at 0.1 % and 1 % changed: 1M ShooterCharacter, one
             // thread, AMD EPYC with AVX-512.)
+            // A clean page of a dense plan (nothing push-ruled) that differs goes straight to the
+            // plane diff too (no job, no second "equal?" pass): 1–2 % at 1–100 % changed, six
+            // alternating runs each. With dirty statistics on, every page is a job (they count).
+            let dense = plan.is_dense() && stat_words == 0;
             let walk = |t: &mut Tally, mut block: PageBlock<'_>| {
                 for i in 0..block.pages() {
                     let occ = block.occupied[i];
                     if occ != 0 && !is_dirty(block.first + i) {
                         let (live, shadow) = block.bytes(i);
-                        if plan.bytes_equal(live, shadow) {
+                        let equal = plan.bytes_equal(live, shadow);
+                        if equal || dense {
                             t.pages += 1;
                             t.lanes += u64::from(occ.count_ones());
+                            if !equal {
+                                let (mut page, masks, lanes) = block.refs(i);
+                                *lanes = plan.compare_planes_dense(&mut page, masks);
+                            }
                             continue;
                         }
                     }

@@ -150,6 +150,11 @@ impl<'a> Plan<'a> {
         (self.kernels.routines.eq)(&live[..end], &shadow[..end])
     }
 
+    /// Whether every page takes the dense path (see [`Self::compare_planes_dense`]).
+    pub(super) fn is_dense(&self) -> bool {
+        self.dense
+    }
+
     /// Whether push validation has anything to check: a push-ruled parent with fixed leaves.
     pub(super) fn validates(&self) -> bool {
         self.layout.parents.iter().zip(&self.uses_dirty).any(|(p, &d)| d && self.has_planes(p))
@@ -296,7 +301,7 @@ impl<'a> Plan<'a> {
     /// The fixed leaves of a dense page whose planes differ somewhere: lane masks of every plane,
     /// then the changed lanes of each leaf copied; returns the lanes with a change (the page's
     /// leaf masks written when there is one).
-    fn compare_planes_dense(&self, page: &mut PageRefs<'_>, masks: &mut [u64]) -> u64 {
+    pub(super) fn compare_planes_dense(&self, page: &mut PageRefs<'_>, masks: &mut [u64]) -> u64 {
         let mut plane_masks = [0u64; DENSE_MAX_PLANES];
         self.diff_runs(page, &mut plane_masks);
         let occupied = page.occupied;
