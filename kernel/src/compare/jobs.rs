@@ -37,16 +37,21 @@ impl PageBlock<'_> {
         self.occupied.len()
     }
 
+    /// The blocks of the block's page `i` in `live` and `shadow`.
+    fn page_blocks(&self, i: usize) -> std::ops::Range<usize> {
+        i * self.stride..(i + 1) * self.stride
+    }
+
     /// The live and shadow bytes of the block's page `i`.
     pub(super) fn bytes(&self, i: usize) -> (&[u8], &[u8]) {
-        let blocks = i * self.stride..(i + 1) * self.stride;
+        let blocks = self.page_blocks(i);
         (bytemuck::cast_slice(&self.live[blocks.clone()]), bytemuck::cast_slice(&self.shadow[blocks]))
     }
 
     /// The block's page `i` as [`PageRefs`] (every lane, streamed), with its leaf masks and lane
     /// word.
     pub(super) fn refs(&mut self, i: usize) -> (PageRefs<'_>, &mut [u64], &mut u64) {
-        let blocks = i * self.stride..(i + 1) * self.stride;
+        let blocks = self.page_blocks(i);
         let page = PageRefs {
             index: self.first + i,
             occupied: self.occupied[i],
@@ -62,7 +67,7 @@ impl PageBlock<'_> {
 
     /// The block's page `i` as a [`PageJob`] (no validation, no prefetch).
     pub(super) fn job(&mut self, i: usize) -> PageJob<'_> {
-        let blocks = i * self.stride..(i + 1) * self.stride;
+        let blocks = self.page_blocks(i);
         PageJob {
             index: self.first + i,
             shadow: &mut self.shadow[blocks.clone()],

@@ -52,9 +52,9 @@
 //!
 //! Where things are: this module owns the configuration and each driver's [`ShadowState`] (slot
 //! tracking, sharding pages across rayon); `jobs` cuts the per-page borrows (`PageJob`, from a
-//! run of consecutive pages, `PageBlock`, or a list) and counts what a shard visited; `page` holds the per-compare plan and one page's walk; `push`
-//! the batched push frame;
-//! `changes` the [`ChangeSet`] output; `simd` the lane diffs per ISA and the choice among them.
+//! run of consecutive pages, `PageBlock`, or a list) and counts what a shard visited; `page`
+//! holds the per-compare plan and one page's walk; `push` the batched push frame; `changes` the
+//! [`ChangeSet`] output; `simd` the lane diffs per ISA and the choice among them.
 //!
 //! Push rules decide for fixed leaves only: a dynamic array is compared exactly where the store
 //! recorded a write (it records every one), so a polled fixed leaf in the same struct as an array

@@ -370,7 +370,8 @@ impl<'a> Plan<'a> {
             (page.live.as_ptr() as usize + stride, page.shadow.as_ptr() as usize + stride)
         });
         // The next page's lines of `bytes` bytes from page offset `o`: a plain loop, two
-        // prefetches an iteration.
+        // prefetches an iteration, live and shadow side by side (not `prefetch_lines` once per
+        // side, which would ask for all of one side's lines before the other's).
         let prefetch_next = |o: usize, bytes: usize| {
             if let Some((live, shadow)) = next {
                 let mut at = o & !63;
