@@ -27,7 +27,7 @@
 use super::connection::{pair, Connection, PendingClose};
 use super::consider::{jitter, ServerTime};
 use super::dormancy::{dormant_for, DormancyHook};
-use super::fastarrays::{OwnerChannel, Side};
+use super::fastarrays::OwnerChannel;
 use super::level::NOT_DUE;
 use super::pairs::{merge_rows, split_key, Channel, Pairs};
 use super::plan::plan_pair;
@@ -65,6 +65,8 @@ pub(crate) struct LevelCtx<'a> {
     pub sleepy: usize,
     /// Due sub-objects whose condition leaves some connections out.
     pub conditioned: usize,
+    /// The due owners' fast arrays with their versions (`DueActor::fast_arrays` ranges).
+    pub fast_arrays: &'a [(NetGuid, Option<u64>)],
     pub time: ServerTime,
     pub cfg: &'a ActorLevelConfig,
 }
@@ -111,7 +113,11 @@ pub(crate) fn relevant_until(now: f64, guid: NetGuid, ci: u32, frame: Frame) -> 
 
 /// See the module documentation.
 pub(crate) fn replicate_connection(ctx: &LevelCtx<'_>, ci: u32, conn: &mut Connection) -> Outcome {
-    let mut out = Outcome::default();
+    // Last frame's lists, emptied: a frame allocates nothing once the lists have grown.
+    let (mut pending, mut awake) = (std::mem::take(&mut conn.scratch.pending), std::mem::take(&mut conn.scratch.awake));
+    pending.clear();
+    awake.clear();
+    let mut out = Outcome { pending, awake, ..Outcome::default() };
     let mut st = ctx.write.begin(conn);
     if conn.removed {
         return out;
@@ -226,6 +232,15 @@ pub(crate) struct Scratch {
     order: Vec<Candidate>,
     /// Mean bits of a replicated pair in the last saturated frame: sizes the first ranked batch.
     bits_per_send: f64,
+    /// [`Outcome::pending`] and [`Outcome::awake`], handed back by [`recycle`] after the frame.
+    pending: Vec<u32>,
+    awake: Vec<u32>,
+}
+
+/// Hands a connection's outcome lists back to it, for its next frame to fill.
+pub(crate) fn recycle(conn: &mut Connection, out: Outcome) {
+    conn.scratch.pending = out.pending;
+    conn.scratch.awake = out.awake;
 }
 
 /// One candidate of the frame: a row whose actor is due.
@@ -547,7 +562,9 @@ fn replicate(
         let ps = rows(conn)[row].state;
         let channel =
             if ps.flags & pair::OPEN_ACKED != 0 { OwnerChannel::Open(ps.epoch) } else { OwnerChannel::Missing };
-        ctx.write.write_fast_arrays_for(Side::Driver, (ci, conn), st, due.rel.guid, channel);
+        let (start, end) = due.fast_arrays;
+        let arrays = &ctx.fast_arrays[start as usize..end as usize];
+        ctx.write.write_listed_fast_arrays((ci, conn), st, actor, arrays, channel);
     }
 }
 

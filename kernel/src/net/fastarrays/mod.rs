@@ -265,6 +265,12 @@ impl FastArrays {
         self.arrays.contains_key(&guid)
     }
 
+    /// `owner`'s fast arrays with their versions (`None`: no such array), in the owner's order.
+    pub fn versions_of(&self, owner: NetGuid) -> impl Iterator<Item = (NetGuid, Option<u64>)> + '_ {
+        let list = self.by_owner.get(&owner).map_or(&[][..], |l| &l[..]);
+        list.iter().map(|&g| (g, self.arrays.get(&g).map(|e| e.version)))
+    }
+
     /// Whether every fast array of `owner` is settled on connection `ci` (see
     /// [`FastArrayNet::settled`]).
     pub fn settled_for(&self, owner: NetGuid, ci: usize) -> bool {

@@ -4,6 +4,7 @@
 
 use super::{lock, FaConn, FastSent, Left, OwnerChannel, Quiet, Side, MAX_DELTAS_PER_FRAME, OPEN_ACKED, OPEN_SENT};
 use crate::ids::NetGuid;
+use crate::net::actors::ActorNet;
 use crate::net::connection::{pair, Connection, PendingClose};
 use crate::net::send::{FrameWrite, WriteCtx};
 use crate::wire::open::{OpenHeader, OpenKind};
@@ -21,19 +22,53 @@ impl WriteCtx<'_> {
     ) {
         let Some(list) = self.fast.by_owner.get(&owner) else { return };
         // What a quiet answer rests on, for the driver's connections (the reference's keep none).
-        let basis = match (side, channel) {
-            (Side::Driver, OwnerChannel::Open(epoch)) => self
+        let live = match side {
+            Side::Driver => self
                 .guids
                 .get(&owner)
                 .and_then(|&(c, s)| self.classes[c as usize].actors.get(s as usize))
-                .filter(|a| a.alive && !a.torn_off && a.guid == owner)
-                .map(|a| (epoch, a.owner == Some(ci), a.autonomous)),
+                .filter(|a| a.guid == owner),
+            Side::Reference => None,
+        };
+        let arrays = list.iter().map(|&g| (g, self.fast.arrays.get(&g).map(|e| e.version)));
+        self.write_owned(side, (ci, conn), st, live.copied(), arrays, channel);
+    }
+
+    /// [`WriteCtx::write_fast_arrays_for`] on the driver's side, from what the frame read once:
+    /// the owner's record as the frame's consider step copied it, and its arrays with their
+    /// versions (the actor level's `fast_arrays`).
+    pub(crate) fn write_listed_fast_arrays(
+        &self,
+        (ci, conn): (u32, &mut Connection),
+        st: &mut FrameWrite,
+        owner: &ActorNet,
+        arrays: &[(NetGuid, Option<u64>)],
+        channel: OwnerChannel,
+    ) {
+        self.write_owned(Side::Driver, (ci, conn), st, Some(*owner), arrays.iter().copied(), channel);
+    }
+
+    /// Writes each of `arrays` (GUID, version if the array exists) to `side`'s connection `ci`,
+    /// skipping the ones its quiet record says are unchanged for it — when `owner`, the owner's
+    /// record, is given (the driver's side) and alive.
+    fn write_owned(
+        &self,
+        side: Side,
+        (ci, conn): (u32, &mut Connection),
+        st: &mut FrameWrite,
+        owner: Option<ActorNet>,
+        arrays: impl Iterator<Item = (NetGuid, Option<u64>)>,
+        channel: OwnerChannel,
+    ) {
+        let basis = match channel {
+            OwnerChannel::Open(epoch) => {
+                owner.filter(|a| a.alive && !a.torn_off).map(|a| (epoch, a.owner == Some(ci), a.autonomous))
+            }
             _ => None,
         };
-        for &g in list {
+        for (g, version) in arrays {
             let now = basis.and_then(|(epoch, owned, autonomous)| {
-                let version = self.fast.arrays.get(&g)?.version;
-                Some(Quiet { epoch, version: Some(version), owned, autonomous })
+                Some(Quiet { epoch, version: Some(version?), owned, autonomous })
             });
             if let (Some(now), Some(was)) = (now, conn.quiet.0.get(&g)) {
                 if *was == now || *was == (Quiet { version: None, ..now }) {

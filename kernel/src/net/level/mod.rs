@@ -139,6 +139,10 @@ pub(crate) struct Level {
     pub time: ServerTime,
     /// Sleeping actors by cell, where connections look for those they have not met.
     pub dormant: super::dormancy::DormantCells,
+    /// The due owners' fast arrays and their versions (`None`: no such array), each owner's
+    /// run named by its record's `fast_arrays`: read once a frame, not once per connection the
+    /// owner is sent to (a hash lookup for the owner's list and a tree lookup per array).
+    pub fast_arrays: Vec<(NetGuid, Option<u64>)>,
 }
 
 impl Level {
@@ -233,6 +237,7 @@ impl Level {
             forced_last_tick: Vec::new(),
             time: ServerTime { frame: Frame(0), now: 0.0, tick: 1.0 / cfg.tick_rate },
             dormant: super::dormancy::DormantCells::new(cfg.grid.cell_size),
+            fast_arrays: Vec::new(),
         })
     }
 }
@@ -390,6 +395,7 @@ impl NetDriver {
             hooks: &hooks,
             dormancy_hooks: &dormancy_hooks,
             sleepy: level.sleepy.len(),
+            fast_arrays: &level.fast_arrays,
             conditioned: level.conditioned,
             time,
             cfg: &level.cfg,
@@ -427,6 +433,9 @@ impl NetDriver {
         for (d, _) in level.due.iter().zip(&pending).filter(|&(_, &p)| p) {
             self.classes[d.class as usize].cols.set_pending(d.slot as usize, true);
         }
+        for (conn, o) in self.conns.iter_mut().zip(outcomes) {
+            channels::recycle(conn, o);
+        }
         self.stats.due_actors = level.due.len();
         let t = Instant::now();
         self.sleep_settled(&awake);
@@ -453,6 +462,7 @@ impl NetDriver {
         self.changed.clear();
         level.keys.clear();
         level.sleepy.clear();
+        level.fast_arrays.clear();
         level.conditioned = 0;
         let guids = &self.guids;
         for (ci, c) in self.classes.iter_mut().enumerate() {
@@ -519,6 +529,7 @@ impl NetDriver {
                             owner_slot: sub_condition[slot].and(owner_actor[slot]).and_then(|g| guids.get(&g).copied()),
                             actor: a,
                             last_changed,
+                            fast_arrays: (0, 0),
                         };
                     }
                 }
@@ -582,6 +593,11 @@ impl NetDriver {
                 level.keys.push(super::pairs::pair_key(d.class, d.slot));
                 if d.sleepy {
                     level.sleepy.push(i as u32);
+                }
+                if d.actor.fast {
+                    let start = level.fast_arrays.len() as u32;
+                    level.fast_arrays.extend(self.fast.versions_of(d.actor.guid));
+                    d.fast_arrays = (start, level.fast_arrays.len() as u32);
                 }
                 level.conditioned += d.condition.is_some_and(|c| c != SubObjectCondition::None) as usize;
             }

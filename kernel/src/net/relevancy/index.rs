@@ -69,6 +69,9 @@ pub(crate) struct DueActor {
     pub actor: crate::net::actors::ActorNet,
     /// The last frame that changed it (its history's stamp), likewise.
     pub last_changed: crate::ids::Frame,
+    /// Its fast arrays with their versions, read once a frame: a range of the level's
+    /// `fast_arrays` (empty when it has none).
+    pub fast_arrays: (u32, u32),
 }
 
 impl DueActor {
@@ -90,6 +93,7 @@ impl DueActor {
             owner_slot: None,
             actor: crate::net::actors::ActorNet::default(),
             last_changed: crate::ids::Frame::default(),
+            fast_arrays: (0, 0),
         }
     }
 
