@@ -251,41 +251,49 @@ struct Cand {
     relevant_now: bool,
 }
 
-/// Adds a scratch row for every relevant actor without one, then lists the rows whose actor is
-/// due.
+/// Lists the candidates — the rows whose actor is due, and a scratch row for every relevant
+/// actor without one — in one walk over the rows and the relevant actors, both in key order. A
+/// row's index once the scratch rows are merged in is its index now plus the scratch rows
+/// before it, so the candidates name their rows as they will be. (A first walk that added the
+/// scratch rows and a second that listed the merged rows read every row twice.)
 fn candidates(ctx: &LevelCtx<'_>, conn: &mut Connection, scratch: &mut Scratch) {
     let Scratch { relevant, fresh, cands, .. } = scratch;
     let next_epoch = &mut conn.next_epoch;
     let Pairs::Channels { rows, dormant } = &mut conn.pairs else { unreachable!("the actor level keeps channel rows") };
     fresh.clear();
+    cands.clear();
     // A copy held dormant is not replicated (and needs no new row) until the actor wakes.
     let held = |key| !dormant.is_empty() && dormant.binary_search_by_key(&key, |r: &Channel| r.key).is_ok();
-    let mut r = 0;
-    for &d in relevant.iter() {
-        let key = ctx.keys[d as usize];
-        while r < rows.len() && rows[r].key < key {
-            r += 1;
+    // A relevant actor without a row: a scratch row, numbered, at `at` once merged.
+    let add = |(key, d): (u64, u32), at: usize, fresh: &mut Vec<Channel>, cands: &mut Vec<Cand>, epoch: &mut u8| {
+        if !held(key) {
+            let mut row = Channel { key, ..Channel::default() };
+            row.state.epoch = number(epoch);
+            fresh.push(row);
+            cands.push(Cand { row: at as u32, due: d, relevant_now: true });
         }
-        match rows.get_mut(r).filter(|row| row.key == key) {
+    };
+    let mut rel = relevant.iter().map(|&d| (ctx.keys[d as usize], d)).peekable();
+    let (mut class, mut index, mut bits): (u32, &[u32], &[u64]) = (u32::MAX, &[], &[]);
+    for (ri, row) in rows.iter_mut().enumerate() {
+        while let Some(actor) = rel.next_if(|&(key, _)| key < row.key) {
+            add(actor, ri + fresh.len(), fresh, cands, next_epoch);
+        }
+        let at = (ri + fresh.len()) as u32;
+        if let Some((_, d)) = rel.next_if(|&(key, _)| key == row.key) {
             // A gone actor's row left as a scratch row (no flags: between frames every row is a
             // channel): a new actor in its slot takes it, numbered as a fresh row would be.
-            Some(row) if row.state.flags == 0 => row.state.epoch = number(next_epoch),
-            Some(_) => {}
-            None if held(key) => {}
-            None => {
-                let mut row = Channel { key, ..Channel::default() };
+            if row.state.flags == 0 {
                 row.state.epoch = number(next_epoch);
-                fresh.push(row);
             }
+            cands.push(Cand { row: at, due: d, relevant_now: true });
+            continue;
         }
-    }
-    merge_rows(rows, fresh);
-    cands.clear();
-    let mut k = 0;
-    let mut class = u32::MAX;
-    let mut index: &[u32] = &[];
-    let mut bits: &[u64] = &[];
-    for (ri, row) in rows.iter().enumerate() {
+        // Not relevant now. A gone actor's scratch row whose slot's new actor is not relevant
+        // here: no candidate.
+        if row.state.flags == 0 {
+            continue;
+        }
         let (c, slot) = split_key(row.key);
         if c != class {
             class = c;
@@ -296,19 +304,14 @@ fn candidates(ctx: &LevelCtx<'_>, conn: &mut Connection, scratch: &mut Scratch) 
             continue;
         }
         let d = index.get(slot as usize).copied().unwrap_or(NOT_DUE);
-        if d == NOT_DUE {
-            continue;
+        if d != NOT_DUE {
+            cands.push(Cand { row: at, due: d, relevant_now: false });
         }
-        while k < relevant.len() && relevant[k] < d {
-            k += 1;
-        }
-        let relevant_now = relevant.get(k) == Some(&d);
-        // A gone actor's scratch row whose slot's new actor is not relevant here: no candidate.
-        if row.state.flags == 0 && !relevant_now {
-            continue;
-        }
-        cands.push(Cand { row: ri as u32, due: d, relevant_now });
     }
+    for actor in rel {
+        add(actor, rows.len() + fresh.len(), fresh, cands, next_epoch);
+    }
+    merge_rows(rows, fresh);
 }
 
 /// Each candidate's priority key — the max over the viewers of UE's `GetNetPriority` — with
