@@ -541,6 +541,6 @@ fn replicate(
     // Its fast arrays ride its channel, right after its bunch (once the client has it).
     if net.fast {
         let channel = if ch.open_acked { OwnerChannel::Open(0) } else { OwnerChannel::Missing };
-        write.write_fast_arrays_for(Side::Reference, (ci, conn), st, a.guid, channel);
+        write.write_fast_arrays_for((ci, conn), st, a.guid, channel);
     }
 }

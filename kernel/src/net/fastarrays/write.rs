@@ -10,33 +10,26 @@ use crate::net::send::{FrameWrite, WriteCtx};
 use crate::wire::open::{OpenHeader, OpenKind};
 
 impl WriteCtx<'_> {
-    /// Writes what `side`'s connection `ci` is owed of `owner`'s fast arrays (the owner was just
-    /// replicated to it; its channel there is `channel`).
+    /// Writes what the UE-style reference's connection `ci` is owed of `owner`'s fast arrays (the
+    /// owner was just replicated to it; its channel there is `channel`), looking up the owner's
+    /// arrays and their versions as it goes. The reference keeps no quiet record: every array is
+    /// looked at.
     pub(crate) fn write_fast_arrays_for(
         &self,
-        side: Side,
         (ci, conn): (u32, &mut Connection),
         st: &mut FrameWrite,
         owner: NetGuid,
         channel: OwnerChannel,
     ) {
         let Some(list) = self.fast.by_owner.get(&owner) else { return };
-        // What a quiet answer rests on, for the driver's connections (the reference's keep none).
-        let live = match side {
-            Side::Driver => self
-                .guids
-                .get(&owner)
-                .and_then(|&(c, s)| self.classes[c as usize].actors.get(s as usize))
-                .filter(|a| a.guid == owner),
-            Side::Reference => None,
-        };
         let arrays = list.iter().map(|&g| (g, self.fast.arrays.get(&g).map(|e| e.version)));
-        self.write_owned(side, (ci, conn), st, live.copied(), arrays, channel);
+        self.write_owned(Side::Reference, (ci, conn), st, None, arrays, channel);
     }
 
-    /// [`WriteCtx::write_fast_arrays_for`] on the driver's side, from what the frame read once:
-    /// the owner's record as the frame's consider step copied it, and its arrays with their
-    /// versions (the actor level's `fast_arrays`).
+    /// Writes what the driver's connection `ci` is owed of an owner's fast arrays (the owner was
+    /// just replicated to it; its channel there is `channel`), from what the frame read once: the
+    /// owner's record as the consider step copied it, and its arrays with their versions (the
+    /// actor level's `fast_arrays`).
     pub(crate) fn write_listed_fast_arrays(
         &self,
         (ci, conn): (u32, &mut Connection),
@@ -50,7 +43,8 @@ impl WriteCtx<'_> {
 
     /// Writes each of `arrays` (GUID, version if the array exists) to `side`'s connection `ci`,
     /// skipping the ones its quiet record says are unchanged for it — when `owner`, the owner's
-    /// record, is given (the driver's side) and alive.
+    /// record, is given (the driver's side) and alive and not torn off, and the owner's channel
+    /// is open there.
     fn write_owned(
         &self,
         side: Side,
