@@ -252,10 +252,11 @@ struct Cand {
 }
 
 /// Lists the candidates — the rows whose actor is due, and a scratch row for every relevant
-/// actor without one (but an actor whose copy is held dormant) — in one walk over the rows and the relevant actors, both in key order. A
-/// row's index once the scratch rows are merged in is its index now plus the scratch rows
-/// before it, so the candidates name their rows as they will be. (A first walk that added the
-/// scratch rows and a second that listed the merged rows read every row twice.)
+/// actor without one (but an actor whose copy is held dormant) — in one walk over the rows and
+/// the relevant actors, both in key order. A row's index once the scratch rows are merged in is
+/// its index now plus the scratch rows before it, so the candidates name their rows as they will
+/// be. (A first walk that added the scratch rows and a second that listed the merged rows read
+/// every row twice.)
 fn candidates(ctx: &LevelCtx<'_>, conn: &mut Connection, scratch: &mut Scratch) {
     let Scratch { relevant, fresh, cands, .. } = scratch;
     let next_epoch = &mut conn.next_epoch;

@@ -21,9 +21,7 @@ impl WriteCtx<'_> {
         owner: NetGuid,
         channel: OwnerChannel,
     ) {
-        let Some(list) = self.fast.by_owner.get(&owner) else { return };
-        let arrays = list.iter().map(|&g| (g, self.fast.arrays.get(&g).map(|e| e.version)));
-        self.write_owned(Side::Reference, (ci, conn), st, None, arrays, channel);
+        self.write_owned(Side::Reference, (ci, conn), st, None, self.fast.versions_of(owner), channel);
     }
 
     /// Writes what the driver's connection `ci` is owed of an owner's fast arrays (the owner was
