@@ -127,7 +127,7 @@ pub fn run_push_scaling(
             let timing_gather = frame % 2 == 1;
             progress(&format!("{n} actors: push frame {}/{frames}, {dirty} marked", frame / 2));
             w.mutate(dirty as f64 / n as f64, true);
-            let offsets = w.marked_offsets();
+            let offsets = if timing_gather { w.marked_offsets() } else { Vec::new() };
             stream(&mut flush);
             let g = timing_gather.then(|| {
                 timed(|| {
