@@ -7,8 +7,8 @@
 //!               (clock due or pending), only their lanes compared,
 //!               history recorded
 //!   budgets     every connection's queued bits drain by one tick       budget
-//!   consider    the selected actors → the due list, sorted by (class,  consider
-//!               slot); their next time is scheduled
+//!   consider    the selected actors → the due list, sorted by (class,  level/due,
+//!               slot); their next time is scheduled                     consider
 //!               (UE's jitter from a hash of (NetGUID, frame))
 //!   relevancy   index over the due actors: grid (distance), links      relevancy::index
 //!               (owners, instigators, view targets), rule actors
@@ -68,18 +68,17 @@
 //! assert!(!client.has(driver.guid_of(class, far).unwrap()));
 //! ```
 
+mod due;
 mod inputs;
 
 use super::actors::ClassNet;
 use super::channels::{self, LevelCtx, Outcome};
 use super::connection::Connection;
-use super::consider::ConsiderClock;
 use super::consider::ServerTime;
-use super::lifecycle::SubObjectCondition;
 use super::relevancy::{ActorRelevancy, DueActor, RelevancyHook, RelevancyIndex};
 use super::send::WriteCtx;
-use super::settings::{ActorLevelConfig, Columns, NetSettings};
-use super::{ChangedActor, ClassId, DriverError, Frame, LeafMask, NetDriver, NetGuid};
+use super::settings::{ActorLevelConfig, NetSettings};
+use super::{ClassId, DriverError, Frame, LeafMask, NetDriver, NetGuid};
 use crate::schema::PAGE_LANES;
 use crate::store::BitIter;
 use crate::store::ClassStore;
@@ -309,15 +308,6 @@ fn relevancy(
 /// clock check costs a few nanoseconds: below this, waking the pool costs more than it saves).
 const PARALLEL_CONSIDER_LANES: usize = 32_768;
 
-/// Pages per task of the consider step (a run of 1024 slots): small enough that a class of a
-/// few thousand due actors splits over both cores of a small server (battle_royale, AMD EPYC:
-/// the four classes' runs 183 → 130 µs against runs of 64 pages and the pool from 8192 due).
-const CONSIDER_RUN_PAGES: usize = 16;
-
-/// Due actors of a class from which the consider step runs on the pool (a record costs 20–40 ns:
-/// below this, waking the pool costs more than it saves).
-const PARALLEL_CONSIDER_DUE: usize = 1024;
-
 impl NetDriver {
     /// The actor level's part of a frame, after gather.
     pub(super) fn tick_level(&mut self, stores: &[&ClassStore]) {
@@ -441,167 +431,5 @@ impl NetDriver {
         self.sleep_settled(&awake);
         self.stats.stages.dormancy += t.elapsed().as_nanos() as u64;
         self.level.as_mut().expect("checked above").retired.clear();
-    }
-
-    /// The consider list: due actors (clock due or pending), their next time scheduled, and the
-    /// frame's changed list narrowed to them (their changes since they were last considered).
-    fn consider(&mut self, stores: &[&ClassStore]) {
-        let parallel = self.cfg.parallel;
-        let level = self.level.as_mut().expect("actor level");
-        let time = level.time;
-        let adaptive = level.cfg.adaptive_frequency;
-        // Last frame's entries of the index, found from the packed keys (not the wide records).
-        for &key in &level.keys {
-            let (c, slot) = super::pairs::split_key(key);
-            level.due_index[c as usize][slot as usize] = NOT_DUE;
-        }
-        // The list is refilled in place: last frame's records are overwritten, and the vector
-        // grows only past its longest frame (see below).
-        let mut filled = 0;
-        level.due_index.resize(self.classes.len(), Vec::new());
-        self.changed.clear();
-        level.keys.clear();
-        level.sleepy.clear();
-        level.fast_arrays.clear();
-        level.conditioned = 0;
-        let guids = &self.guids;
-        for (ci, c) in self.classes.iter_mut().enumerate() {
-            let selected = level.selected.get(ci).map_or(&[][..], |v| &v[..]);
-            let ClassNet { actors, history, array_leaves, cols, .. } = c;
-            let (actors, history, array_leaves) = (&*actors, &*history, *array_leaves);
-            let Columns {
-                clock,
-                due_at,
-                last_considered,
-                position,
-                settings,
-                owner_actor,
-                instigator,
-                location_leaf,
-                hook,
-                dormancy,
-                sub_condition,
-                ..
-            } = cols;
-            let (dormancy, sub_condition) = (&*dormancy, &*sub_condition);
-            let (settings, owner_actor, instigator, location_leaf) =
-                (&*settings, &*owner_actor, &*instigator, *location_leaf);
-            let rules_class = hook.is_some();
-            let store = stores[ci];
-            // Per run of pages: each due actor's clock scheduled, its changes since it was last
-            // considered, where it is, and what relevancy reads — runs apart, in parallel.
-            type Cols<'c> = (((&'c mut [ConsiderClock], &'c mut [f64]), &'c mut [Frame]), &'c mut [[f32; 3]]);
-            let run = |out: &mut [DueActor], (r, (((clock, due_at), last), pos)): (usize, Cols<'_>)| {
-                let first_page = r * CONSIDER_RUN_PAGES;
-                let pages = selected.iter().skip(first_page).take(CONSIDER_RUN_PAGES);
-                let mut records = out.iter_mut();
-                for (q, &lanes) in pages.enumerate() {
-                    for lane in BitIter(lanes) {
-                        let i = q * PAGE_LANES + lane;
-                        let slot = first_page * PAGE_LANES + i;
-                        let a = actors[slot];
-                        let since = last[i];
-                        let last_changed = history.last_changed(slot as u32);
-                        let changed = last_changed > since;
-                        let s = &settings[slot];
-                        clock[i].considered(a.guid, &time, &s.frequency, adaptive, changed);
-                        due_at[i] = clock[i].due_at();
-                        last[i] = time.frame;
-                        let leaves = if changed { history.changed_since(slot as u32, since) } else { LeafMask::EMPTY };
-                        let at = read_location(location_leaf, pos[i], store, slot as u32);
-                        pos[i] = at;
-                        let rules = s.needs_rules() || rules_class;
-                        let plain =
-                            !rules && owner_actor[slot].is_none() && instigator[slot].is_none() && a.owner.is_none();
-                        *records.next().expect("a record per due lane of the run") = DueActor {
-                            class: ci as u32,
-                            slot: slot as u32,
-                            rel: relevancy(a.guid, s, owner_actor[slot], instigator[slot], at),
-                            net_priority: s.net_priority,
-                            startup: s.startup || a.guid.is_static(),
-                            rules,
-                            since,
-                            changed: leaves,
-                            shared: NOT_SHARED,
-                            dormancy: dormancy[slot],
-                            sleepy: dormancy[slot].dormant() && plain,
-                            condition: sub_condition[slot],
-                            owner_slot: sub_condition[slot].and(owner_actor[slot]).and_then(|g| guids.get(&g).copied()),
-                            actor: a,
-                            last_changed,
-                            fast_arrays: (0, 0),
-                        };
-                    }
-                }
-                debug_assert!(records.next().is_none(), "as many records as due lanes");
-            };
-            let n = CONSIDER_RUN_PAGES * PAGE_LANES;
-            // Each run's due lanes, counted from the selection: its records' place in the list.
-            let listed = level.selected_pages.get(ci).map_or(&[][..], |v| &v[..]);
-            let mut counts = vec![0usize; selected.len().div_ceil(CONSIDER_RUN_PAGES)];
-            for &p in listed {
-                counts[p as usize / CONSIDER_RUN_PAGES] += selected[p as usize].count_ones() as usize;
-            }
-            let due: usize = counts.iter().sum();
-            let start = filled;
-            filled += due;
-            if level.due.len() < filled {
-                level.due.resize(filled, DueActor::placeholder());
-            }
-            // Every run writes its own part of the list (runs without a due actor are skipped):
-            // no record is moved after it is written (per-run lists appended after the runs cost
-            // mmo's 115 000 records — 19.5 MB — 0.6–2.6 ms more).
-            let mut parts = Vec::with_capacity(counts.len());
-            let mut rest = &mut level.due[start..filled];
-            for &c in &counts {
-                let (part, tail) = std::mem::take(&mut rest).split_at_mut(c);
-                parts.push(part);
-                rest = tail;
-            }
-            // The pool only for many due actors.
-            if parallel && due >= PARALLEL_CONSIDER_DUE {
-                let columns = clock
-                    .par_chunks_mut(n)
-                    .zip(due_at.par_chunks_mut(n))
-                    .zip(last_considered.par_chunks_mut(n))
-                    .zip(position.par_chunks_mut(n));
-                columns
-                    .enumerate()
-                    .zip(parts)
-                    .filter(|(_, part)| !part.is_empty())
-                    .for_each(|(job, part)| run(part, job));
-            } else {
-                let columns = clock
-                    .chunks_mut(n)
-                    .zip(due_at.chunks_mut(n))
-                    .zip(last_considered.chunks_mut(n))
-                    .zip(position.chunks_mut(n));
-                for (job, part) in columns.enumerate().zip(parts).filter(|(_, part)| !part.is_empty()) {
-                    run(part, job);
-                }
-            }
-            let index = &mut level.due_index[ci];
-            index.resize(actors.len(), NOT_DUE);
-            for (i, d) in level.due[..filled].iter_mut().enumerate().skip(start) {
-                let fixed = d.changed & !array_leaves;
-                if !fixed.is_empty() {
-                    // The arena keeps one key per entry of this list, in this order.
-                    d.shared = self.changed.len() as u32;
-                    self.changed.push(ChangedActor { class: d.class, slot: d.slot, leaves: fixed });
-                }
-                index[d.slot as usize] = i as u32;
-                level.keys.push(super::pairs::pair_key(d.class, d.slot));
-                if d.sleepy {
-                    level.sleepy.push(i as u32);
-                }
-                if d.actor.fast {
-                    let start = level.fast_arrays.len() as u32;
-                    level.fast_arrays.extend(self.fast.versions_of(d.actor.guid));
-                    d.fast_arrays = (start, level.fast_arrays.len() as u32);
-                }
-                level.conditioned += d.condition.is_some_and(|c| c != SubObjectCondition::None) as usize;
-            }
-        }
-        level.due.truncate(filled);
     }
 }
