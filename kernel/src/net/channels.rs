@@ -31,7 +31,7 @@ use super::fastarrays::OwnerChannel;
 use super::level::NOT_DUE;
 use super::pairs::{merge_rows, split_key, Channel, Pairs};
 use super::plan::plan_pair;
-use super::priority::{priority_key, select_top, Candidate, SPAWN_PRIORITY_SECONDS};
+use super::priority::{priority_key, SendOrder, SPAWN_PRIORITY_SECONDS};
 use super::relevancy::{DueActor, RelevancyHook, RelevancyIndex};
 use super::send::{WriteCtx, Written};
 use super::settings::ActorLevelConfig;
@@ -67,6 +67,8 @@ pub(crate) struct LevelCtx<'a> {
     pub conditioned: usize,
     /// The due owners' fast arrays with their versions (`DueActor::fast_arrays` ranges).
     pub fast_arrays: &'a [(NetGuid, Option<u64>)],
+    /// The due actors' ranks by GUID: the send order's tie-break.
+    pub guid_rank: &'a super::level::GuidRanks,
     pub time: ServerTime,
     pub cfg: &'a ActorLevelConfig,
 }
@@ -229,7 +231,7 @@ pub(crate) struct Scratch {
     query: super::relevancy::Scratch,
     fresh: Vec<Channel>,
     cands: Vec<Cand>,
-    order: Vec<Candidate>,
+    order: SendOrder,
     /// Mean bits of a replicated pair in the last saturated frame: sizes the first ranked batch.
     bits_per_send: f64,
     /// [`Outcome::pending`] and [`Outcome::awake`], handed back by [`recycle`] after the frame.
@@ -322,14 +324,14 @@ fn rank(ctx: &LevelCtx<'_>, conn: &Connection, scratch: &mut Scratch) {
     let now = ctx.time.now;
     let viewers = &conn.viewers;
     let Pairs::Channels { rows, .. } = &conn.pairs else { unreachable!("the actor level keeps channel rows") };
-    scratch.order.clear();
+    scratch.order.begin(scratch.cands.len(), ctx.guid_rank.bits);
     for (i, c) in scratch.cands.iter().enumerate() {
         let row = &rows[c.row as usize];
         let t =
             if row.state.flags & pair::CHANNEL != 0 { (now - row.last_update) as f32 } else { SPAWN_PRIORITY_SECONDS };
         let p = &ctx.index.priority[c.due as usize];
         let best = viewers.iter().map(|v| p.priority(t, v)).fold(0.0f32, f32::max);
-        scratch.order.push(Candidate { key: priority_key(best), guid: p.actor, index: i as u32 });
+        scratch.order.push(priority_key(best), p.actor, ctx.guid_rank.ranks[c.due as usize], i as u32);
     }
 }
 
@@ -348,7 +350,6 @@ fn process(ctx: &LevelCtx<'_>, run: &mut Run<'_>, conn: &mut Connection, scratch
     let now = ctx.time.now;
     let recheck_after = ctx.cfg.relevant_timeout.min(1.0);
     let Scratch { cands, order, bits_per_send, .. } = scratch;
-    let order = &mut order[..];
     let replay = conn.replay;
     let mut start = 0;
     // The first batch: what the budget's credit carries at last frame's bits per send, and a
@@ -361,21 +362,22 @@ fn process(ctx: &LevelCtx<'_>, run: &mut Run<'_>, conn: &mut Connection, scratch
     };
     let bits_at_start = ctx.write.bits_written(conn);
     while start < order.len() {
-        let n = select_top(&mut order[start..], batch).len();
+        let n = order.select(start, batch);
         // The due records are read in priority order, all over the frame's list: each is asked
         // for a few sends ahead, while the ones before it are written.
-        let fetch = |c: &Candidate| {
-            let due = &ctx.due[cands[c.index as usize].due as usize];
+        let fetch = |i: usize| {
+            let due = &ctx.due[cands[order.get(i).1 as usize].due as usize];
             prefetch_lines(due as *const DueActor as usize, std::mem::size_of::<DueActor>());
         };
-        order[start..start + n].iter().take(PREFETCH_AHEAD).for_each(fetch);
+        (start..start + n).take(PREFETCH_AHEAD).for_each(fetch);
         for i in start..start + n {
-            if let Some(ahead) = order[..start + n].get(i + PREFETCH_AHEAD) {
-                fetch(ahead);
+            if i + PREFETCH_AHEAD < start + n {
+                fetch(i + PREFETCH_AHEAD);
             }
-            let c = order[i];
-            let Cand { row: ri, due: d, relevant_now } = cands[c.index as usize];
+            let (key, index) = order.get(i);
+            let Cand { row: ri, due: d, relevant_now } = cands[index as usize];
             let due = &ctx.due[d as usize];
+            let guid = due.rel.guid;
             // A sub-object its condition leaves out closes at once; one whose owner has no
             // channel here (not opened yet, or closed) waits for it (UE sends sub-objects in
             // their owner's channel).
@@ -400,20 +402,15 @@ fn process(ctx: &LevelCtx<'_>, run: &mut Run<'_>, conn: &mut Connection, scratch
                 out.processed += 1;
                 if let Some(dec) = decisions.as_deref_mut() {
                     let action = Action::Replicated { opened: !has_channel };
-                    dec.sends.push(SendDecision { guid: c.guid, priority: c.key, action, bits });
+                    dec.sends.push(SendDecision { guid, priority: key, action, bits });
                 }
                 if due.dormancy.dormant() && has_channel && dormant_for(due, ci, ctx.dormancy_hooks) {
                     let before = ctx.write.bits_written(conn);
-                    if go_dormant(ctx, ci, conn, st, ri as usize, c.guid) {
+                    if go_dormant(ctx, ci, conn, st, ri as usize, guid) {
                         out.went_dormant += 1;
                         if let Some(dec) = decisions.as_deref_mut() {
                             let bits = (ctx.write.bits_written(conn) - before) as u32;
-                            dec.sends.push(SendDecision {
-                                guid: c.guid,
-                                priority: c.key,
-                                action: Action::Dormant,
-                                bits,
-                            });
+                            dec.sends.push(SendDecision { guid, priority: key, action: Action::Dormant, bits });
                         }
                     }
                 }
@@ -421,16 +418,17 @@ fn process(ctx: &LevelCtx<'_>, run: &mut Run<'_>, conn: &mut Connection, scratch
                     out.saturated = true;
                     *bits_per_send =
                         (ctx.write.bits_written(conn) - bits_at_start) as f64 / out.processed.max(1) as f64;
-                    leftovers(ctx, conn, cands, &order[i + 1..], &mut out.pending);
+                    let rest = (i + 1..order.len()).map(|j| order.get(j).1);
+                    leftovers(ctx, conn, cands, rest, &mut out.pending);
                     return;
                 }
             } else if has_channel && !due.startup {
                 let before = ctx.write.bits_written(conn);
-                if ctx.write.write_close(conn, st, PendingClose::destroyed(c.guid)) {
+                if ctx.write.write_close(conn, st, PendingClose::destroyed(guid)) {
                     rows(conn)[ri as usize].state.flags = 0;
                     let bits = (ctx.write.bits_written(conn) - before) as u32;
                     if let Some(dec) = decisions.as_deref_mut() {
-                        dec.sends.push(SendDecision { guid: c.guid, priority: c.key, action: Action::Closed, bits });
+                        dec.sends.push(SendDecision { guid, priority: key, action: Action::Closed, bits });
                     }
                 }
             }
@@ -574,11 +572,17 @@ fn replicate(
 
 /// UE's leftovers: a channel relevant within the last second, or a relevant actor without a
 /// channel, is considered again next frame.
-fn leftovers(ctx: &LevelCtx<'_>, conn: &mut Connection, cands: &[Cand], rest: &[Candidate], pending: &mut Vec<u32>) {
+fn leftovers(
+    ctx: &LevelCtx<'_>,
+    conn: &mut Connection,
+    cands: &[Cand],
+    rest: impl Iterator<Item = u32>,
+    pending: &mut Vec<u32>,
+) {
     let now = ctx.time.now;
     let rows = rows(conn);
-    for c in rest {
-        let Cand { row, due: d, relevant_now } = cands[c.index as usize];
+    for index in rest {
+        let Cand { row, due: d, relevant_now } = cands[index as usize];
         let row = &rows[row as usize];
         let has_channel = row.state.flags & pair::CHANNEL != 0;
         if (has_channel && now - row.relevant_time <= 1.0) || (!has_channel && relevant_now) {

@@ -79,6 +79,7 @@ impl NetDriver {
         level.keys.clear();
         level.sleepy.clear();
         level.fast_arrays.clear();
+        level.guid_rank.begin();
         level.conditioned = 0;
         let n = CONSIDER_RUN_PAGES * PAGE_LANES;
         // Each run's due lanes, counted from the selection: its records' place in the list. The
@@ -168,6 +169,7 @@ impl NetDriver {
                     self.changed.push(ChangedActor { class: d.class, slot: d.slot, leaves: fixed });
                 }
                 index[d.slot as usize] = i as u32;
+                level.guid_rank.note(d.rel.guid, i as u32);
                 level.keys.push(crate::net::pairs::pair_key(d.class, d.slot));
                 if d.sleepy {
                     level.sleepy.push(i as u32);
@@ -236,4 +238,44 @@ fn consider_run(
         }
     }
     debug_assert!(records.next().is_none(), "as many records as due lanes");
+}
+
+/// The due actors' ranks by GUID (see [`crate::net::priority::SendOrder`]): rank `r` of due
+/// actor `d` is how many due actors have a smaller GUID.
+#[derive(Default)]
+pub(crate) struct GuidRanks {
+    /// Parallel to the due list.
+    pub ranks: Vec<u32>,
+    /// Bits that hold every rank.
+    pub bits: u32,
+    pairs: Vec<(super::NetGuid, u32)>,
+    scratch: Vec<(super::NetGuid, u32)>,
+}
+
+impl GuidRanks {
+    /// Starts a frame's list.
+    pub fn begin(&mut self) {
+        self.pairs.clear();
+    }
+
+    /// Lists due actor `d` (the consider step, in due order, while its record is at hand: a
+    /// pass over the wide records for their GUIDs alone took longer than the sort).
+    pub fn note(&mut self, guid: super::NetGuid, d: u32) {
+        self.pairs.push((guid, d));
+    }
+
+    /// Ranks the frame's due list, noted since the last call: a radix sort of (GUID, due
+    /// index) over the bytes in which the GUIDs differ (three passes for GUIDs below 2²⁴), then
+    /// each actor's place.
+    pub fn rank(&mut self) {
+        crate::net::relevancy::radix::sort_pairs(&mut self.pairs, &mut self.scratch, |g| g.0);
+        let due = self.pairs.len();
+        self.ranks.clear();
+        self.ranks.resize(due, 0);
+        for (r, &(_, d)) in self.pairs.iter().enumerate() {
+            self.ranks[d as usize] = r as u32;
+        }
+        self.pairs.clear();
+        self.bits = crate::net::priority::bits_below(due);
+    }
 }

@@ -69,6 +69,8 @@
 //! ```
 
 mod due;
+
+pub(crate) use due::GuidRanks;
 mod inputs;
 
 use super::actors::ClassNet;
@@ -142,6 +144,9 @@ pub(crate) struct Level {
     /// run named by its record's `fast_arrays`: read once a frame, not once per connection the
     /// owner is sent to (a hash lookup for the owner's list and a tree lookup per array).
     pub fast_arrays: Vec<(NetGuid, Option<u64>)>,
+    /// Each due actor's rank by GUID among the frame's due actors (parallel to `due`): the send
+    /// order's tie-break as one small integer, shared by every connection.
+    pub guid_rank: GuidRanks,
 }
 
 impl Level {
@@ -237,6 +242,7 @@ impl Level {
             time: ServerTime { frame: Frame(0), now: 0.0, tick: 1.0 / cfg.tick_rate },
             dormant: super::dormancy::DormantCells::new(cfg.grid.cell_size),
             fast_arrays: Vec::new(),
+            guid_rank: GuidRanks::default(),
         })
     }
 }
@@ -324,9 +330,9 @@ impl NetDriver {
         let level = self.level.as_mut().expect("checked above");
         let (classes, guids, changed) = (&self.classes, &self.guids, &self.changed);
         let (arena, shared, parallel) = (&mut self.arena, self.cfg.shared_serialization, self.cfg.parallel);
+        let Level { due, due_index, index, guid_rank, .. } = level;
         let mut build_index = || {
             let t = Instant::now();
-            let due_index = &level.due_index;
             let due_of = |g: NetGuid| {
                 let &(c, s) = guids.get(&g)?;
                 let d = *due_index.get(c as usize)?.get(s as usize)?;
@@ -339,9 +345,10 @@ impl NetDriver {
                 Some((relevancy_of(class, s, at), class.cols.settings[s as usize].net_priority))
             };
             let hooked = |c: u32| classes.get(c as usize).is_some_and(|c| c.cols.hook.is_some());
-            level.index.build(&level.due, find, due_of, hooked);
+            index.build(due, find, due_of, hooked);
             t.elapsed().as_nanos() as u64
         };
+        // The shared encodings, then the due actors' GUID ranks (the shorter side of the join).
         let mut encode = || {
             let t = Instant::now();
             let records = if shared {
@@ -350,6 +357,7 @@ impl NetDriver {
                 arena.clear();
                 0
             };
+            guid_rank.rank();
             (records, t.elapsed().as_nanos() as u64)
         };
         let (index_ns, (records, share_ns)) =
@@ -386,6 +394,7 @@ impl NetDriver {
             dormancy_hooks: &dormancy_hooks,
             sleepy: level.sleepy.len(),
             fast_arrays: &level.fast_arrays,
+            guid_rank: &level.guid_rank,
             conditioned: level.conditioned,
             time,
             cfg: &level.cfg,

@@ -24,7 +24,7 @@ use crate::ids::NetGuid;
 use std::sync::Arc;
 
 mod index;
-mod radix;
+pub(crate) mod radix;
 pub(crate) use index::{DueActor, RelevancyIndex, Scratch};
 
 /// A class's own relevancy rule (UE's `IsNetRelevantFor` override): `Some(answer)` decides,

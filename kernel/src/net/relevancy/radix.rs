@@ -1,5 +1,6 @@
 //! Sorting the relevancy index's link lists — (key, due index) pairs pushed in due order — by
-//! key: a least-significant-digit radix sort over the bytes in which the keys differ.
+//! key, and the due list by GUID (the send order's tie-break ranks, `level::GuidRanks`): a
+//! least-significant-digit radix sort over the bytes in which the keys differ.
 //!
 //! ```text
 //! varying   = OR of (key XOR first key): the bytes where some key differs
@@ -18,7 +19,7 @@ const RADIX_FROM: usize = 256;
 
 /// Sorts `v` (pushed with non-decreasing `.1` among equal keys) by `(key, .1)`, keys from `key`;
 /// `scratch` is reused from call to call.
-pub(super) fn sort_pairs<K: Copy + Ord>(v: &mut Vec<(K, u32)>, scratch: &mut Vec<(K, u32)>, key: impl Fn(K) -> u64) {
+pub(crate) fn sort_pairs<K: Copy + Ord>(v: &mut Vec<(K, u32)>, scratch: &mut Vec<(K, u32)>, key: impl Fn(K) -> u64) {
     if v.len() < RADIX_FROM {
         v.sort_unstable();
         return;
