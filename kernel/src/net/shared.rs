@@ -6,6 +6,7 @@
 //!          actor, in the order given
 //! per key  one plain bunch body (record count, records) into a chunk's bits, and one span
 //!          per record inside it (rayon over chunks of CHUNK actors)
+//! heads    per key: its leaves, its body's span, where its record spans start
 //! ```
 //!
 //! A connection that gets exactly a key's leaves for an open channel writes the bunch's lead (its
@@ -40,10 +41,24 @@ pub(crate) struct Span {
 pub(crate) struct SharedArena {
     /// Actors and the fixed leaves encoded for them, sorted by (class, slot).
     pub keys: Vec<ChangedActor>,
-    /// Per key, the index of its plain body's span; its record spans follow in leaf order.
-    pub first_span: Vec<u32>,
+    /// Per key, what a send reads first: its leaves, its plain body's span and where its record
+    /// spans start — one line for the common send of exactly the key's leaves (with the leaves,
+    /// the index into `spans` and the span read from three arrays, each a miss of its own, a
+    /// connection's send waited on three dependent loads before the bytes).
+    pub heads: Vec<Head>,
+    /// Per key, its record spans in leaf order.
     pub spans: Vec<Span>,
     pub chunks: Vec<BitWriter>,
+}
+
+/// A key's entry in [`SharedArena::heads`].
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Head {
+    pub leaves: LeafMask,
+    /// The plain body (record count and records).
+    pub body: Span,
+    /// Index of its first record's span.
+    pub records: u32,
 }
 
 /// What one connection finds in the arena for one actor.
@@ -51,23 +66,19 @@ pub(crate) struct SharedArena {
 pub(crate) struct SharedActor<'a> {
     arena: &'a SharedArena,
     pub leaves: LeafMask,
-    first: u32,
+    body: Span,
+    records: u32,
 }
 
 impl<'a> SharedActor<'a> {
     /// The plain bunch's body (record count and records): (chunk bytes, start bit, bits).
     pub fn bunch(&self) -> (&'a [u8], usize, usize) {
-        self.span(self.first)
+        self.arena.bits_of(self.body)
     }
 
     /// The record of `leaf` (which must be in `leaves`).
     pub fn record(&self, leaf: usize) -> (&'a [u8], usize, usize) {
-        self.span(self.first + 1 + self.leaves.rank(leaf))
-    }
-
-    fn span(&self, i: u32) -> (&'a [u8], usize, usize) {
-        let s = self.arena.spans[i as usize];
-        (self.arena.chunks[s.chunk as usize].bytes(), s.start as usize, s.bits as usize)
+        self.arena.bits_of(self.arena.spans[(self.records + self.leaves.rank(leaf)) as usize])
     }
 }
 
@@ -119,26 +130,35 @@ impl SharedArena {
             self.keys.chunks(CHUNK).map(encode).collect()
         };
         self.spans.clear();
-        self.first_span.clear();
+        self.heads.clear();
         self.chunks.clear();
         for (chunk, ((w, spans), keys)) in chunks.into_iter().zip(self.keys.chunks(CHUNK)).enumerate() {
             let mut it = spans.into_iter();
+            let mut span = || {
+                let (start, bits) = it.next().unwrap_or_default();
+                Span { chunk: chunk as u32, start, bits }
+            };
             for k in keys {
-                self.first_span.push(self.spans.len() as u32);
-                for _ in 0..=k.leaves.count() {
-                    let (start, bits) = it.next().unwrap_or_default();
-                    self.spans.push(Span { chunk: chunk as u32, start, bits });
+                let body = span();
+                self.heads.push(Head { leaves: k.leaves, body, records: self.spans.len() as u32 });
+                for _ in 0..k.leaves.count() {
+                    self.spans.push(span());
                 }
             }
             self.chunks.push(w);
         }
-        self.spans.len() - self.keys.len()
+        self.spans.len()
+    }
+
+    /// The bits of a span: (chunk bytes, start bit, bits).
+    fn bits_of(&self, s: Span) -> (&[u8], usize, usize) {
+        (self.chunks[s.chunk as usize].bytes(), s.start as usize, s.bits as usize)
     }
 
     /// Empties the arena (a frame without sharing).
     pub fn clear(&mut self) {
         self.keys.clear();
-        self.first_span.clear();
+        self.heads.clear();
         self.spans.clear();
         self.chunks.clear();
     }
@@ -146,8 +166,11 @@ impl SharedArena {
     /// The shared encodings of key `i` (the `i`-th entry of the list given to
     /// [`SharedArena::encode`]).
     pub fn at(&self, i: u32) -> Option<SharedActor<'_>> {
-        let k = self.keys.get(i as usize)?;
-        Some(SharedActor { arena: self, leaves: k.leaves, first: self.first_span[i as usize] })
+        self.heads.get(i as usize).map(|h| self.actor(h))
+    }
+
+    fn actor(&self, h: &Head) -> SharedActor<'_> {
+        SharedActor { arena: self, leaves: h.leaves, body: h.body, records: h.records }
     }
 
     /// The shared encodings of actor (`class`, `slot`), given a cursor into the sorted keys that
@@ -156,7 +179,7 @@ impl SharedArena {
         while self.keys.get(*cursor).is_some_and(|k| (k.class, k.slot) < (class, slot)) {
             *cursor += 1;
         }
-        let k = self.keys.get(*cursor).filter(|k| (k.class, k.slot) == (class, slot))?;
-        Some(SharedActor { arena: self, leaves: k.leaves, first: self.first_span[*cursor] })
+        self.keys.get(*cursor).filter(|k| (k.class, k.slot) == (class, slot))?;
+        Some(self.actor(&self.heads[*cursor]))
     }
 }
