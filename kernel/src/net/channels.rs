@@ -66,7 +66,7 @@ pub(crate) struct LevelCtx<'a> {
     /// Due sub-objects whose condition leaves some connections out.
     pub conditioned: usize,
     /// The due owners' fast arrays with their versions (`DueActor::fast_arrays` ranges).
-    pub fast_arrays: &'a [(NetGuid, Option<u64>)],
+    pub fast_arrays: &'a [(NetGuid, Option<super::fastarrays::ArrayStamp>)],
     /// The due actors' ranks by GUID: the send order's tie-break.
     pub guid_rank: &'a super::level::GuidRanks,
     pub time: ServerTime,

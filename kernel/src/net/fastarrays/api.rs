@@ -8,9 +8,9 @@ use crate::net::lifecycle::SubObjectCondition;
 use crate::net::{DriverError, NetDriver};
 use crate::schema::ArrayLayout;
 use crate::wire::packet::max_body_bits;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, PoisonError};
 
-use super::{lock, FaEntry, FastArrayKind, FastArrayNet, OPEN_ACKED, OPEN_SENT};
+use super::{lock, FastArrayKind, FastArrayNet, OPEN_ACKED, OPEN_SENT};
 
 /// A fast array's items, to change on the server ([`NetDriver::fast_array_mut`]): every change
 /// marks the item, and the next frames send it to every connection that has the array.
@@ -135,7 +135,7 @@ impl NetDriver {
         let guid = self.next_guid;
         self.next_guid = guid.next_dynamic();
         let fa = FastArrayNet { array: FastArray::new(layout), kind: kind.0, owner, condition, conns: Vec::new() };
-        self.fast.arrays.insert(guid, FaEntry { version: 0, m: Mutex::new(fa) });
+        self.fast.insert(guid, fa);
         self.fast.by_owner.entry(owner).or_default().push(guid);
         Ok(guid)
     }
@@ -163,8 +163,7 @@ impl NetDriver {
 
     /// Removes fast array `guid` from its owner: clients that have it get a close (and destroy it).
     pub fn remove_fast_array(&mut self, guid: NetGuid) -> Result<(), DriverError> {
-        let m = self.fast.arrays.remove(&guid).ok_or(DriverError::UnknownFastArray(guid))?;
-        let fa = m.m.into_inner().unwrap_or_else(PoisonError::into_inner);
+        let fa = self.fast.remove(guid).ok_or(DriverError::UnknownFastArray(guid))?;
         for conn in &mut self.conns {
             conn.quiet.forget(guid);
         }

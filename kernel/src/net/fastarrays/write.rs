@@ -2,7 +2,9 @@
 //! the owner is (see the parent module's table), and the quiet record that lets most writes skip
 //! the array's lock.
 
-use super::{lock, FaConn, FastSent, Left, OwnerChannel, Quiet, Side, MAX_DELTAS_PER_FRAME, OPEN_ACKED, OPEN_SENT};
+use super::{
+    lock, ArrayStamp, FaConn, FastSent, Left, OwnerChannel, Quiet, Side, MAX_DELTAS_PER_FRAME, OPEN_ACKED, OPEN_SENT,
+};
 use crate::ids::NetGuid;
 use crate::net::actors::ActorNet;
 use crate::net::connection::{pair, Connection, PendingClose};
@@ -33,13 +35,13 @@ impl WriteCtx<'_> {
         (ci, conn): (u32, &mut Connection),
         st: &mut FrameWrite,
         owner: &ActorNet,
-        arrays: &[(NetGuid, Option<u64>)],
+        arrays: &[(NetGuid, Option<ArrayStamp>)],
         channel: OwnerChannel,
     ) {
         self.write_owned(Side::Driver, (ci, conn), st, Some(*owner), arrays.iter().copied(), channel);
     }
 
-    /// Writes each of `arrays` (GUID, version if the array exists) to `side`'s connection `ci`,
+    /// Writes each of `arrays` (GUID, version and slot if the array exists) to `side`'s connection `ci`,
     /// skipping the ones its quiet record says are unchanged for it — when `owner`, the owner's
     /// record, is given (the driver's side) and alive and not torn off, and the owner's channel
     /// is open there.
@@ -49,7 +51,7 @@ impl WriteCtx<'_> {
         (ci, conn): (u32, &mut Connection),
         st: &mut FrameWrite,
         owner: Option<ActorNet>,
-        arrays: impl Iterator<Item = (NetGuid, Option<u64>)>,
+        arrays: impl Iterator<Item = (NetGuid, Option<ArrayStamp>)>,
         channel: OwnerChannel,
     ) {
         let basis = match channel {
@@ -58,24 +60,23 @@ impl WriteCtx<'_> {
             }
             _ => None,
         };
-        for (g, version) in arrays {
+        for (g, stamp) in arrays {
             let now = basis.and_then(|(epoch, owned, autonomous)| {
-                Some(Quiet { epoch, version: Some(version?), owned, autonomous })
+                Some(Quiet { epoch, version: Some(stamp?.version), owned, autonomous })
             });
-            if let (Some(now), Some(was)) = (now, conn.quiet.0.get(&g)) {
-                if *was == now || *was == (Quiet { version: None, ..now }) {
-                    continue;
+            if let (Some(now), Some(s)) = (now, stamp) {
+                if let Some(was) = conn.quiet.get(s.slot, g) {
+                    if *was == now || *was == (Quiet { version: None, ..now }) {
+                        continue;
+                    }
                 }
             }
             let left = self.write_fast_array(side, ci, conn, st, g, Some(channel));
-            match (now, left) {
-                (Some(q), Left::Synced) => {
-                    conn.quiet.0.insert(g, q);
-                }
-                (Some(q), Left::Excluded) => {
-                    conn.quiet.0.insert(g, Quiet { version: None, ..q });
-                }
-                _ => conn.quiet.forget(g),
+            match (now, stamp, left) {
+                (Some(q), Some(s), Left::Synced) => conn.quiet.set(s.slot, g, q),
+                (Some(q), Some(s), Left::Excluded) => conn.quiet.set(s.slot, g, Quiet { version: None, ..q }),
+                (_, Some(s), _) => conn.quiet.forget_at(s.slot, g),
+                (_, None, _) => conn.quiet.forget(g),
             }
         }
     }

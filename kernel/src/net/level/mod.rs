@@ -143,7 +143,7 @@ pub(crate) struct Level {
     /// The due owners' fast arrays and their versions (`None`: no such array), each owner's
     /// run named by its record's `fast_arrays`: read once a frame, not once per connection the
     /// owner is sent to (a hash lookup for the owner's list and a tree lookup per array).
-    pub fast_arrays: Vec<(NetGuid, Option<u64>)>,
+    pub fast_arrays: Vec<(NetGuid, Option<super::fastarrays::ArrayStamp>)>,
     /// Each due actor's rank by GUID among the frame's due actors (parallel to `due`): the send
     /// order's tie-break as one small integer, shared by every connection.
     pub guid_rank: GuidRanks,
