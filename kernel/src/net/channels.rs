@@ -97,6 +97,10 @@ const FIRST_BATCH: usize = 32;
 /// How many sends ahead the send loop prefetches a due record.
 const PREFETCH_AHEAD: usize = 6;
 
+/// How many sends ahead the send loop prefetches what a due record names (the record itself
+/// asked for `PREFETCH_AHEAD` sends ahead is in the cache by then).
+const FOLLOW_AHEAD: usize = 3;
+
 /// A connection's channel rows.
 fn rows(conn: &mut Connection) -> &mut Vec<Channel> {
     match &mut conn.pairs {
@@ -373,6 +377,19 @@ fn process(ctx: &LevelCtx<'_>, run: &mut Run<'_>, conn: &mut Connection, scratch
         for i in start..start + n {
             if i + PREFETCH_AHEAD < start + n {
                 fetch(i + PREFETCH_AHEAD);
+            }
+            if i + FOLLOW_AHEAD < start + n {
+                // Its record asked for some sends ago, what it names: its shared encoding's head
+                // and its fast arrays' quiet records (this connection's, cold since its last frame).
+                let due = &ctx.due[cands[order.get(i + FOLLOW_AHEAD).1 as usize].due as usize];
+                if let Some(a) = ctx.write.arena {
+                    a.prefetch(due.shared);
+                }
+                for (_, stamp) in &ctx.fast_arrays[due.fast_arrays.0 as usize..due.fast_arrays.1 as usize] {
+                    if let Some(s) = stamp {
+                        conn.quiet.prefetch(s.slot);
+                    }
+                }
             }
             let (key, index) = order.get(i);
             let Cand { row: ri, due: d, relevant_now } = cands[index as usize];

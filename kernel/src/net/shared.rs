@@ -169,6 +169,13 @@ impl SharedArena {
         self.heads.get(i as usize).map(|h| self.actor(h))
     }
 
+    /// Asks for key `i`'s head ahead of [`Self::at`].
+    pub fn prefetch(&self, i: u32) {
+        if let Some(h) = self.heads.get(i as usize) {
+            crate::compare::prefetch_addr(h as *const Head as usize);
+        }
+    }
+
     fn actor(&self, h: &Head) -> SharedActor<'_> {
         SharedActor { arena: self, leaves: h.leaves, body: h.body, records: h.records }
     }

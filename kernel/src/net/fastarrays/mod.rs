@@ -279,6 +279,13 @@ impl QuietArrays {
         }
     }
 
+    /// Asks for `slot`'s record ahead of a look.
+    pub(crate) fn prefetch(&self, slot: u32) {
+        if let Some(e) = self.0.get(slot as usize) {
+            crate::compare::prefetch_addr(e as *const Option<(NetGuid, Quiet)> as usize);
+        }
+    }
+
     /// What was recorded of fast array `guid` in `slot`.
     fn get(&self, slot: u32, guid: NetGuid) -> Option<&Quiet> {
         match self.0.get(slot as usize) {
