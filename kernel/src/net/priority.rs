@@ -233,6 +233,8 @@ impl SendOrder {
     pub fn push(&mut self, key: u32, guid: NetGuid, rank: u32, index: u32) {
         match self.index_bits {
             Some(bits) => {
+                debug_assert!(u64::from(index) >> bits == 0, "index {index} past {bits} bits");
+                debug_assert!((u64::from(rank) << bits) >> 32 == 0, "rank {rank} past the low half");
                 let low = (u64::from(rank) << bits) | u64::from(index);
                 self.packed.push((u64::from(!key) << 32) | low);
             }
