@@ -379,8 +379,9 @@ fn process(ctx: &LevelCtx<'_>, run: &mut Run<'_>, conn: &mut Connection, scratch
                 fetch(i + PREFETCH_AHEAD);
             }
             if i + FOLLOW_AHEAD < start + n {
-                // Its record asked for some sends ago, what it names: its shared encoding's head
-                // and its fast arrays' quiet records (this connection's, cold since its last frame).
+                // That send's record, asked for a few sends ago, is at hand: ask for what it names
+                // — its shared encoding's head and its fast arrays' quiet records (this
+                // connection's, cold since its last frame).
                 let due = &ctx.due[cands[order.get(i + FOLLOW_AHEAD).1 as usize].due as usize];
                 if let Some(a) = ctx.write.arena {
                     a.prefetch(due.shared);
