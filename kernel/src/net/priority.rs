@@ -177,19 +177,24 @@ pub fn send_order(a: &Candidate, b: &Candidate) -> Ordering {
 /// Keeps the `n` first candidates in send order, sorted; the rest are dropped from the slice's
 /// front part (the returned length). Costs O(len) to find them plus O(n log n) to order them.
 pub fn select_top(candidates: &mut [Candidate], n: usize) -> &mut [Candidate] {
-    let n = n.min(candidates.len());
-    if n == 0 {
-        return &mut candidates[..0];
-    }
     // The order as one integer (the key inverted, then the GUID): the sort compares integers,
     // not a chained comparison.
-    let rank = |c: &Candidate| (u128::from(!c.key) << 64) | u128::from(c.guid.0);
-    if n < candidates.len() {
-        candidates.select_nth_unstable_by_key(n - 1, rank);
+    let n = first_sorted(candidates, n, |c| (u128::from(!c.key) << 64) | u128::from(c.guid.0));
+    &mut candidates[..n]
+}
+
+/// Puts the `n` smallest of `v` by `key` first, sorted (a partial selection, then a sort of the
+/// chosen few); returns how many that was (fewer when `v` is shorter).
+fn first_sorted<T, K: Ord>(v: &mut [T], n: usize, key: impl Fn(&T) -> K + Copy) -> usize {
+    let n = n.min(v.len());
+    if n == 0 {
+        return 0;
     }
-    let top = &mut candidates[..n];
-    top.sort_unstable_by_key(rank);
-    top
+    if n < v.len() {
+        v.select_nth_unstable_by_key(n - 1, key);
+    }
+    v[..n].sort_unstable_by_key(key);
+    n
 }
 
 /// Bits that hold every value below `n` (0 for `n` ≤ 1).
@@ -257,16 +262,7 @@ impl SendOrder {
         if self.index_bits.is_none() {
             return select_top(&mut self.wide[start..], n).len();
         }
-        let rest = &mut self.packed[start..];
-        let n = n.min(rest.len());
-        if n == 0 {
-            return 0;
-        }
-        if n < rest.len() {
-            rest.select_nth_unstable(n - 1);
-        }
-        rest[..n].sort_unstable();
-        n
+        first_sorted(&mut self.packed[start..], n, |&p| p)
     }
 
     /// The key and index of the `i`-th candidate (in send order once selected).
