@@ -102,8 +102,8 @@ impl NetDriver {
     /// the new open is acknowledged.
     fn reopen(&mut self, ci: usize, guid: NetGuid) {
         let c = &mut self.conns[ci];
-        if self.fast.contains(guid) {
-            c.quiet.forget(guid);
+        if let Some(slot) = self.fast.slot_of(guid) {
+            c.quiet.forget_at(slot, guid);
             if self.fast.reopen(ci, guid) {
                 c.stats.reopens_honoured += 1;
             } else {

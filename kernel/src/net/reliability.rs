@@ -283,7 +283,7 @@ pub(crate) fn apply_settled(
     }
     for _ in 0..rec.fast {
         let Some(sent) = conn.rel.fast.pop_front() else { break };
-        conn.quiet.forget(sent.guid());
+        conn.quiet.forget_sent(&sent);
         fast.settle(super::fastarrays::Side::Driver, ci, sent, delivered);
     }
     // An export the client acknowledged is never sent again; a lost one goes at the next frame

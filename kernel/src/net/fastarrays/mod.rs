@@ -178,16 +178,11 @@ impl FastArrayNet {
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct FastSent {
     guid: NetGuid,
+    /// The array's slot (where a connection keeps its quiet record).
+    slot: u32,
     generation: u32,
     token: Option<DeltaToken>,
     open: bool,
-}
-
-impl FastSent {
-    /// The fast array.
-    pub(crate) fn guid(&self) -> NetGuid {
-        self.guid
-    }
 }
 
 /// Every fast array of a driver.
@@ -265,15 +260,22 @@ enum Left {
 }
 
 impl QuietArrays {
-    /// Forgets fast array `guid` (its state for this connection may have changed).
+    /// Forgets fast array `guid` (its state for this connection may have changed), wherever it
+    /// is: a pass over the record, for the rare callers that do not know its slot (a removed or
+    /// orphaned array).
     pub(crate) fn forget(&mut self, guid: NetGuid) {
         for e in self.0.iter_mut().filter(|e| e.is_some_and(|(g, _)| g == guid)) {
             *e = None;
         }
     }
 
+    /// Forgets the array of a bunch that settled (its state for this connection may have changed).
+    pub(crate) fn forget_sent(&mut self, sent: &FastSent) {
+        self.forget_at(sent.slot, sent.guid);
+    }
+
     /// Forgets fast array `guid` in `slot`.
-    fn forget_at(&mut self, slot: u32, guid: NetGuid) {
+    pub(crate) fn forget_at(&mut self, slot: u32, guid: NetGuid) {
         if let Some(e) = self.0.get_mut(slot as usize).filter(|e| e.is_some_and(|(g, _)| g == guid)) {
             *e = None;
         }
@@ -310,9 +312,9 @@ impl FastArrays {
         self.arrays.is_empty()
     }
 
-    /// Whether `guid` is a fast array.
-    pub fn contains(&self, guid: NetGuid) -> bool {
-        self.arrays.contains_key(&guid)
+    /// Fast array `guid`'s slot, if it is one.
+    pub fn slot_of(&self, guid: NetGuid) -> Option<u32> {
+        self.arrays.get(&guid).map(|e| e.slot)
     }
 
     /// `owner`'s fast arrays with their versions and slots (`None`: no such array), in the

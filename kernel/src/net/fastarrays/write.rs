@@ -181,7 +181,7 @@ impl WriteCtx<'_> {
             }
             conn.writer.end_bunch(&mut conn.out, 0);
             let fc = &mut fa.conns[i];
-            conn.rel.fast.push_back(FastSent { guid, generation: fc.generation, token, open: opening });
+            conn.rel.fast.push_back(FastSent { guid, slot: m.slot, generation: fc.generation, token, open: opening });
             st.wrote_fast();
             fc.flags |= OPEN_SENT;
             fc.in_flight = fc.in_flight.saturating_add(1);
