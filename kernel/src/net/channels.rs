@@ -73,6 +73,14 @@ pub(crate) struct LevelCtx<'a> {
     pub cfg: &'a ActorLevelConfig,
 }
 
+impl<'a> LevelCtx<'a> {
+    /// Due actor `due`'s fast arrays with their versions and slots.
+    fn fast_arrays_of(&self, due: &DueActor) -> &'a [(NetGuid, Option<super::fastarrays::ArrayStamp>)] {
+        let (start, end) = due.fast_arrays;
+        &self.fast_arrays[start as usize..end as usize]
+    }
+}
+
 /// What one connection's frame produced.
 #[derive(Default)]
 pub(crate) struct Outcome {
@@ -386,7 +394,7 @@ fn process(ctx: &LevelCtx<'_>, run: &mut Run<'_>, conn: &mut Connection, scratch
                 if let Some(a) = ctx.write.arena {
                     a.prefetch(due.shared);
                 }
-                for (_, stamp) in &ctx.fast_arrays[due.fast_arrays.0 as usize..due.fast_arrays.1 as usize] {
+                for (_, stamp) in ctx.fast_arrays_of(due) {
                     if let Some(s) = stamp {
                         conn.quiet.prefetch(s.slot);
                     }
@@ -582,9 +590,7 @@ fn replicate(
         let ps = rows(conn)[row].state;
         let channel =
             if ps.flags & pair::OPEN_ACKED != 0 { OwnerChannel::Open(ps.epoch) } else { OwnerChannel::Missing };
-        let (start, end) = due.fast_arrays;
-        let arrays = &ctx.fast_arrays[start as usize..end as usize];
-        ctx.write.write_listed_fast_arrays((ci, conn), st, actor, arrays, channel);
+        ctx.write.write_listed_fast_arrays((ci, conn), st, actor, ctx.fast_arrays_of(due), channel);
     }
 }
 
