@@ -37,10 +37,12 @@ use super::send::{WriteCtx, Written};
 use super::settings::ActorLevelConfig;
 use crate::compare::prefetch_lines;
 use crate::ids::{Frame, LeafMask, NetGuid};
-use crate::wire::open::CloseReason;
 use std::time::Instant;
 
 pub use super::decisions::{Action, FrameDecisions, SendDecision};
+
+mod dormant;
+use dormant::{go_dormant, held_awake, held_awake_idle};
 
 /// What the per-connection step reads.
 pub(crate) struct LevelCtx<'a> {
@@ -461,62 +463,6 @@ fn process(ctx: &LevelCtx<'_>, run: &mut Run<'_>, conn: &mut Connection, scratch
         }
         start += n;
         batch *= 2;
-    }
-}
-
-/// Closes a channel for dormancy once everything sent on it is acknowledged (open acked,
-/// nothing owed, no bunch in flight); the row stays, flagged, as what the client keeps.
-fn go_dormant(
-    ctx: &LevelCtx<'_>,
-    ci: u32,
-    conn: &mut Connection,
-    st: &mut super::send::FrameWrite,
-    row: usize,
-    guid: NetGuid,
-) -> bool {
-    let ps = rows(conn)[row].state;
-    let settled = ps.flags & pair::OPEN_ACKED != 0
-        && ps.resend.is_empty()
-        && !conn.rel.carries(ps.last_packet)
-        && ctx.write.fast.settled_for(guid, ci as usize);
-    let closed = settled && ctx.write.write_close(conn, st, PendingClose { guid, reason: CloseReason::Dormant });
-    if closed {
-        rows(conn)[row].state.flags |= pair::DORMANT;
-    }
-    closed
-}
-
-/// Reports the due actors that want dormancy and that this connection holds awake: a channel
-/// open and not dormant, or relevant now without a channel (it must get the actor once).
-fn held_awake(ctx: &LevelCtx<'_>, conn: &mut Connection, cands: &[Cand], awake: &mut Vec<u32>) {
-    let rows = rows(conn);
-    for c in cands {
-        if !ctx.due[c.due as usize].sleepy {
-            continue;
-        }
-        let flags = rows[c.row as usize].state.flags;
-        let open = flags & pair::CHANNEL != 0 && flags & pair::DORMANT == 0;
-        if open || (flags & pair::CHANNEL == 0 && c.relevant_now) {
-            awake.push(c.due);
-        }
-    }
-}
-
-/// The same for a connection that is not replicated to this frame (not heard from): its open
-/// channels hold their actors awake.
-fn held_awake_idle(ctx: &LevelCtx<'_>, conn: &mut Connection, awake: &mut Vec<u32>) {
-    let Pairs::Channels { rows, .. } = &conn.pairs else { return };
-    // Between frames dormant copies live in the other table and every row here is a channel (a
-    // frame that does not replicate drops its gone actors' rows at once): the filter is a guard.
-    for r in rows.iter().filter(|r| r.state.flags & pair::CHANNEL != 0) {
-        let (c, slot) = split_key(r.key);
-        if !lane_set(ctx.selected.get(c as usize).map_or(&[], |v| &v[..]), slot) {
-            continue;
-        }
-        let d = ctx.due_index.get(c as usize).and_then(|v| v.get(slot as usize)).copied().unwrap_or(NOT_DUE);
-        if d != NOT_DUE && ctx.due[d as usize].sleepy {
-            awake.push(d);
-        }
     }
 }
 
