@@ -3,13 +3,14 @@
 //! closed in priority order until the bandwidth is spent.
 //!
 //! ```text
-//! not heard from within ready_timeout → nothing but a keep-alive
-//! queued closes of destroyed actors; rows of gone actors → scratch rows in place (a connection
-//!   not replicated to this frame drops them at once)
+//! not heard from within ready_timeout → nothing but a keep-alive (rows of gone actors dropped)
 //! relevant   = the relevancy index's answer for the viewers (due actors only)
-//! rows      += a scratch row for each relevant actor without one          (one merge; a gone
-//!   actor's scratch row in the slot is taken, numbered as a fresh row)
-//! candidates = rows whose actor is due (relevant ones and open channels)
+//! one walk over the rows, in key order, merged with the relevant actors and the gone ones:
+//!   rows of gone actors → scratch rows in place, their open channels' closes queued
+//!   rows      += a scratch row for each relevant actor without one (a gone actor's scratch row
+//!                in the slot is taken, numbered as a fresh row)
+//!   candidates = rows whose actor is due (relevant ones and open channels)
+//! queued closes written (the gone actors' among them), before any send
 //! priority   = max over viewers of GetNetPriority; T = now − last update (no channel: 1 s)
 //! in send order (key desc, GUID asc), selected in batches (select_nth, then sort the batch):
 //!   recheck relevancy if no channel or now − relevant_time ≥ min(timeout, 1 s)
@@ -149,7 +150,6 @@ pub(crate) fn replicate_connection(ctx: &LevelCtx<'_>, ci: u32, conn: &mut Conne
         ..FrameDecisions::default()
     });
     if ready {
-        ctx.write.write_closes(conn, &mut st);
         let t = Instant::now();
         let mut scratch = std::mem::take(&mut conn.scratch);
         let due_of = |g: NetGuid| {
@@ -170,6 +170,9 @@ pub(crate) fn replicate_connection(ctx: &LevelCtx<'_>, ci: u32, conn: &mut Conne
             d.relevant.sort_unstable();
         }
         candidates(ctx, conn, &mut scratch);
+        // The closes come first in the frame's packets, the gone actors' among them (found by
+        // the walk just done): nothing before this point writes.
+        ctx.write.write_closes(conn, &mut st);
         rank(ctx, conn, &mut scratch);
         out.nanos[1] = t.elapsed().as_nanos() as u64;
         let t = Instant::now();
@@ -197,11 +200,13 @@ pub(crate) fn replicate_connection(ctx: &LevelCtx<'_>, ci: u32, conn: &mut Conne
     out
 }
 
-/// Retires the rows of actors that are gone (the sorted retired list merged with the sorted
-/// rows), queueing a close where a packet carried the open. In a frame that replicates
-/// (`ready`) a gone row becomes a scratch row in place — what the frame's last pass drops, or the
-/// row of a new actor in the same slot, numbered then as a fresh row is — so the table is
-/// compacted once a frame, not twice; otherwise the rows are dropped at once.
+/// Retires the copies held dormant of actors that are gone, and — in a frame that does not
+/// replicate (not `ready`) — their rows (the sorted retired list merged with the sorted rows),
+/// queueing a close where a packet carried the open. A frame that replicates retires the rows
+/// in its walk for the candidates ([`candidates`]): a gone row becomes a scratch row in place —
+/// what the frame's last pass drops, or the row of a new actor in the same slot — so the rows
+/// are walked once and compacted once a frame. (A walk of its own cost two binary searches over
+/// rows cold from memory per connection, 3 % of battle_royale's samples.)
 fn retire_rows(conn: &mut Connection, retired: &[(u64, NetGuid)], ready: bool) {
     let Pairs::Channels { rows, dormant } = &mut conn.pairs else { return };
     // Dormant copies of gone actors: the client keeps them until told (UE's destruction infos).
@@ -213,11 +218,12 @@ fn retire_rows(conn: &mut Connection, retired: &[(u64, NetGuid)], ready: bool) {
             }
         }
     }
+    if ready {
+        // The frame's walk over the rows for its candidates retires them (`candidates`).
+        return;
+    }
     let mut gone = false;
-    // The sorted retired list merges with the rows of its key range, walked forward: the rows
-    // come from memory at the start of a connection's frame, and a walk streams them where a
-    // search per retired actor would wait on each step (keys stay in place until the end;
-    // between frames every row has a channel, so a cleared flag byte marks the gone).
+    // The sorted retired list merges with the rows of its key range, walked forward.
     let (Some(first), Some(last)) = (retired.first(), retired.last()) else { return };
     let mut r = rows.partition_point(|row| row.key < first.0);
     let end = rows.partition_point(|row| row.key <= last.0);
@@ -233,7 +239,7 @@ fn retire_rows(conn: &mut Connection, retired: &[(u64, NetGuid)], ready: bool) {
             gone = true;
         }
     }
-    if gone && !ready {
+    if gone {
         rows.retain(|r| r.state.flags != 0);
     }
 }
@@ -268,14 +274,15 @@ struct Cand {
 }
 
 /// Lists the candidates — the rows whose actor is due, and a scratch row for every relevant
-/// actor without one (but an actor whose copy is held dormant) — in one walk over the rows and
-/// the relevant actors, both in key order. A row's index once the scratch rows are merged in is
+/// actor without one (but an actor whose copy is held dormant) — in one walk over the rows, the
+/// relevant actors and the frame's gone actors, all in key order (a gone actor's row becomes a
+/// scratch row, its open channel's close queued). A row's index once the scratch rows are merged in is
 /// its index now plus the scratch rows before it, so the candidates name their rows as they will
 /// be. (A first walk that added the scratch rows and a second that listed the merged rows read
 /// every row twice.)
 fn candidates(ctx: &LevelCtx<'_>, conn: &mut Connection, scratch: &mut Scratch) {
     let Scratch { relevant, fresh, cands, .. } = scratch;
-    let next_epoch = &mut conn.next_epoch;
+    let (next_epoch, closes) = (&mut conn.next_epoch, &mut conn.closes);
     let Pairs::Channels { rows, dormant } = &mut conn.pairs else { unreachable!("the actor level keeps channel rows") };
     fresh.clear();
     cands.clear();
@@ -291,8 +298,18 @@ fn candidates(ctx: &LevelCtx<'_>, conn: &mut Connection, scratch: &mut Scratch) 
         }
     };
     let mut rel = relevant.iter().map(|&d| (ctx.keys[d as usize], d)).peekable();
+    let mut gone = ctx.retired.iter().peekable();
     let (mut class, mut index, mut bits): (u32, &[u32], &[u64]) = (u32::MAX, &[], &[]);
     for (ri, row) in rows.iter_mut().enumerate() {
+        // A gone actor's row: its channel closes (if a packet carried the open), and the row
+        // stays as a scratch row, which a new actor in the same slot takes below.
+        while gone.next_if(|&&(key, _)| key < row.key).is_some() {}
+        if let Some(&(_, guid)) = gone.next_if(|&&(key, _)| key == row.key) {
+            if row.state.flags & pair::EVER_OPENED != 0 && !guid.is_static() {
+                closes.push(PendingClose::destroyed(guid));
+            }
+            *row = Channel { key: row.key, ..Channel::default() };
+        }
         while let Some(actor) = rel.next_if(|&(key, _)| key < row.key) {
             add(actor, ri + fresh.len(), fresh, cands, next_epoch);
         }
