@@ -181,6 +181,10 @@ impl RelevancyIndex {
         self.instigated.clear();
         self.by_conn.clear();
         self.linked.clear();
+        self.priority.clear();
+        self.priority.reserve(due.len());
+        // One pass over the wide records (a second one for the priority inputs read them all
+        // again: mmo's 20 MB).
         for (i, d) in due.iter().enumerate() {
             let i = i as u32;
             // Rule actors answer every rule themselves (rule 1 included); plain ones through
@@ -222,11 +226,11 @@ impl RelevancyIndex {
                 };
                 link = owner.and_then(|o| o.0.owner);
             }
+            // Its owner chain is in `linked` now (a link the walk did not find is not alive),
+            // and that is all its priority follows.
+            let lookup = |g: NetGuid| self.linked.get(&g);
+            self.priority.push(PriorityInput::resolve(&d.rel, d.net_priority, &lookup));
         }
-        // The owner chains are all in `linked` only now.
-        let lookup = |g: NetGuid| self.linked.get(&g);
-        self.priority.clear();
-        self.priority.extend(due.iter().map(|d| PriorityInput::resolve(&d.rel, d.net_priority, &lookup)));
         super::radix::sort_pairs(&mut self.owned, &mut self.sort_scratch, |g| g.0);
         self.owned.dedup();
         super::radix::sort_pairs(&mut self.instigated, &mut self.sort_scratch, |g| g.0);
