@@ -533,7 +533,7 @@ fn replicate(
     if !send.is_empty() || open_bunch {
         let item =
             SendItem { class: ch.class, slot: ch.slot, guid: a.guid, leaves: send, open: !ch.open_acked, epoch: 0 };
-        write.write(conn, st, &item, None);
+        write.write(conn, st, &item, None, None);
         if !ch.open_acked {
             ch.open_sent = true;
         }

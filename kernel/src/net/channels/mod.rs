@@ -72,6 +72,8 @@ pub(crate) struct LevelCtx<'a> {
     pub fast_arrays: &'a [(NetGuid, Option<super::fastarrays::ArrayStamp>)],
     /// The due actors' ranks by GUID: the send order's tie-break.
     pub guid_rank: &'a super::level::GuidRanks,
+    /// Per due actor: its open and records, encoded by the first connection that opens it.
+    pub opens: &'a [std::sync::OnceLock<Box<super::send::OpenBits>>],
     pub time: ServerTime,
     pub cfg: &'a ActorLevelConfig,
 }
@@ -442,7 +444,7 @@ fn process(ctx: &LevelCtx<'_>, run: &mut Run<'_>, conn: &mut Connection, scratch
                 }
                 row.last_update = now;
                 let before = ctx.write.bits_written(conn);
-                replicate(ctx, ci, conn, st, ri as usize, due);
+                replicate(ctx, ci, conn, st, ri as usize, d);
                 let bits = (ctx.write.bits_written(conn) - before) as u32;
                 out.processed += 1;
                 if let Some(dec) = decisions.as_deref_mut() {
@@ -505,14 +507,8 @@ fn owner_held(conn: &Connection, due: &DueActor) -> bool {
 }
 
 /// Plans and writes what the pair in row `row` owes.
-fn replicate(
-    ctx: &LevelCtx<'_>,
-    ci: u32,
-    conn: &mut Connection,
-    st: &mut super::send::FrameWrite,
-    row: usize,
-    due: &DueActor,
-) {
+fn replicate(ctx: &LevelCtx<'_>, ci: u32, conn: &mut Connection, st: &mut super::send::FrameWrite, row: usize, d: u32) {
+    let due = &ctx.due[d as usize];
     let c = &ctx.write.classes[due.class as usize];
     let actor = &due.actor;
     let replay = conn.replay;
@@ -539,7 +535,10 @@ fn replicate(
         let shared = ctx.write.arena.and_then(|a| a.at(due.shared));
         // The actor's own bunches (not the exports written before them).
         let entries = conn.rel.entries.len();
-        ctx.write.write(conn, st, &item, shared);
+        // An open's spawn info and records are the same for every connection that opens the
+        // actor this frame: the first encodes them, the others copy.
+        let opened = item.open.then(|| &**ctx.opens[d as usize].get_or_init(|| Box::new(ctx.write.encode_open(&item))));
+        ctx.write.write(conn, st, &item, shared, opened);
         // Its newest bunch is in the open packet: a write that starts a packet leaves it open.
         // (One that finishes a packet and finds the window full records the number of a packet
         // not started: later than the real one, which only keeps the pair waiting longer.)

@@ -147,6 +147,9 @@ pub(crate) struct Level {
     /// Each due actor's rank by GUID among the frame's due actors (parallel to `due`): the send
     /// order's tie-break as one small integer, shared by every connection.
     pub guid_rank: GuidRanks,
+    /// Per due actor (parallel to `due`): its open and fixed leaves' records, encoded by the
+    /// first connection that opens its channel this frame and copied by the rest.
+    pub opens: Vec<std::sync::OnceLock<Box<super::send::OpenBits>>>,
 }
 
 impl Level {
@@ -243,6 +246,7 @@ impl Level {
             dormant: super::dormancy::DormantCells::new(cfg.grid.cell_size),
             fast_arrays: Vec::new(),
             guid_rank: GuidRanks::default(),
+            opens: Vec::new(),
         })
     }
 }
@@ -330,7 +334,7 @@ impl NetDriver {
         let level = self.level.as_mut().expect("checked above");
         let (classes, guids, changed) = (&self.classes, &self.guids, &self.changed);
         let (arena, shared, parallel) = (&mut self.arena, self.cfg.shared_serialization, self.cfg.parallel);
-        let Level { due, due_index, index, guid_rank, .. } = level;
+        let Level { due, due_index, index, guid_rank, opens, .. } = level;
         let mut build_index = || {
             let t = Instant::now();
             let due_of = |g: NetGuid| {
@@ -358,6 +362,9 @@ impl NetDriver {
                 0
             };
             guid_rank.rank();
+            // Last frame's opens dropped, an empty slot per due actor.
+            opens.clear();
+            opens.resize_with(due.len(), Default::default);
             (records, t.elapsed().as_nanos() as u64)
         };
         let (index_ns, (records, share_ns)) =
@@ -396,6 +403,7 @@ impl NetDriver {
             sleepy: level.sleepy.len(),
             fast_arrays: &level.fast_arrays,
             guid_rank: &level.guid_rank,
+            opens: &level.opens,
             conditioned: level.conditioned,
             time,
             cfg: &level.cfg,
