@@ -35,6 +35,7 @@ impl NetDriver {
             .enumerate()
             .filter(|(_, l)| l.array.is_some())
             .fold(LeafMask::EMPTY, |m, (i, _)| m | LeafMask::leaf(i));
+        let fixed_leaves = (0..layout.leaves.len()).fold(LeafMask::EMPTY, |m, i| m | LeafMask::leaf(i)) & !array_leaves;
         let object_leaves = layout
             .leaves
             .iter()
@@ -63,6 +64,7 @@ impl NetDriver {
             seen_epochs: Vec::new(),
             seen_structure: None,
             array_leaves,
+            fixed_leaves,
             shared_leaves,
             object_leaves,
             layout,

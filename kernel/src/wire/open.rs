@@ -121,6 +121,12 @@ impl OpenHeader {
         EncodedOpen(w)
     }
 
+    /// The wire form, into `out` (its buffer reused).
+    pub fn encode_into(&self, out: &mut EncodedOpen) {
+        out.0.clear();
+        write_open(&mut out.0, self);
+    }
+
     /// A dynamic actor's open with the default spawn info (at the origin, unrotated, unit scale,
     /// at rest).
     pub fn spawn(class: u32) -> OpenHeader {
