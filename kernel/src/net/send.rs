@@ -52,6 +52,10 @@ pub(crate) struct WriteCtx<'a> {
     pub guids: &'a GuidMap<(u32, u32)>,
     /// Fast arrays ([`super::fastarrays`]).
     pub fast: &'a super::fastarrays::FastArrays,
+    /// The caller marks a written open on its pair itself (the actor level holds the row it
+    /// writes for): a bunch's entry leaves the pair table alone — for an open it had searched
+    /// the connection's rows for the pair.
+    pub marks_opens: bool,
 }
 
 /// What one connection's writing produced.
@@ -506,7 +510,7 @@ impl WriteCtx<'_> {
         // itself (it holds the row), and per-slot pairs do not (nothing reads it without the
         // actor level's dormancy) — a pair state per bunch was a cache miss each, an eighth of a
         // shared frame.
-        if item.open {
+        if item.open && !self.marks_opens {
             conn.pair(item.class, item.slot).flags |= pair::OPEN_SENT | pair::EVER_OPENED;
         }
     }

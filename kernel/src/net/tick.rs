@@ -136,6 +136,7 @@ impl NetDriver {
             outers: &self.subs.outer,
             guids: &self.guids,
             fast: &self.fast,
+            marks_opens: false,
         };
         let classes = &self.classes;
         let write = |(ci, conn): (usize, &mut Connection)| {

@@ -214,6 +214,7 @@ impl ReferenceFrame {
             outers: &driver.subs.outer,
             guids: &driver.guids,
             fast: &driver.fast,
+            marks_opens: false,
         };
         let mut bytes = 0;
         for ci in 0..self.conns.len() {

@@ -593,7 +593,12 @@ fn replicate(
         // not started: later than the real one, which only keeps the pair waiting longer.)
         if conn.rel.entries.len() > entries {
             let open = conn.rel.next_seq().0 as u16;
-            rows(conn)[row].state.last_packet = open;
+            let ps = &mut rows(conn)[row].state;
+            ps.last_packet = open;
+            if item.open {
+                // What each of its bunches' entries would have marked (`WriteCtx::marks_opens`).
+                ps.flags |= pair::OPEN_SENT | pair::EVER_OPENED;
+            }
         }
     }
     // Its fast arrays follow its bunch; its row says whether the client has it (no lookup).

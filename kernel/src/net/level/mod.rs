@@ -409,6 +409,7 @@ impl NetDriver {
             outers: &self.subs.outer,
             guids: &self.guids,
             fast: &self.fast,
+            marks_opens: true,
         };
         let ctx = LevelCtx {
             write: &write,
