@@ -74,6 +74,7 @@ mod feedback;
 mod held;
 pub mod level;
 pub mod lifecycle;
+mod opens;
 pub(crate) mod pairs;
 pub(crate) mod plan;
 pub mod priority;

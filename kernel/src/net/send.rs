@@ -8,9 +8,8 @@
 //!   otherwise build a bunch — sized with the open while one is owed, plain after: fixed leaves
 //!            copied from the arena's record spans or encoded here, dynamic arrays encoded here
 //!            and split between elements across packets; an open's header and records copied
-//!            from the frame's encoding of that open (actor level: encoded by the first
-//!            connection that opens the actor, `OpenBits`), in one copy when it owes every
-//!            fixed leaf and fits
+//!            from the frame's encoding of that open when the actor level has one
+//!            ([`super::opens`]), in one copy when it owes every fixed leaf and fits
 //!   a record that does not fit ends the bunch and the packet; the actor continues in a new
 //!   bunch of a new packet (each part stands alone and carries the open while it is owed)
 //! no packet may start while the sequence window is full: what is left goes back to the pairs
@@ -22,6 +21,7 @@
 
 use super::actors::ClassNet;
 use super::connection::{pair, Connection, PendingClose};
+use super::opens::OpenBits;
 use super::plan::SendItem;
 use super::reliability::SentEntry;
 use super::shared::{SharedActor, SharedArena};
@@ -95,67 +95,12 @@ impl FrameWrite {
 /// Whether a packet could be started (false: the sequence window is full).
 type Room = bool;
 
-/// An actor's open and its fixed leaves' records, encoded once a frame by the third connection
-/// that opens its channel and copied by it and every later one (the actor level's
-/// `Level::opens`; the buffers go back to a pool after the frame, so a frame allocates nothing
-/// once the pool has grown): a frame opens the same actor on many connections — a projectile on
-/// every player near it, a loot crate on a hot drop's crowd — and each open read and encoded
-/// the spawn info and every property again (battle_royale: 142 584 opens of 11 309 actors in
-/// its first 100 frames, 4.4 opens an actor later; 93 % of opens owe every fixed leaf and copy
-/// the records whole). An open, timed from the slot's check through its write: battle_royale
-/// 447–721 → 337–520 ns (three alternating runs), mmo level within the noise.
-#[derive(Default)]
-pub(crate) struct OpenBits {
-    header: EncodedOpen,
-    records: BitWriter,
-    /// Per leaf: (first bit in `records`, bits); `(0, 0)` for a dynamic array's (encoded per
-    /// connection).
-    spans: Vec<(u32, u32)>,
-    /// The fixed leaves: an open that owes exactly these copies `records` whole.
-    fixed: LeafMask,
-}
-
-impl OpenBits {
-    /// Leaf `leaf`'s record: (bytes, first bit, bits).
-    fn record(&self, leaf: usize) -> (&[u8], usize, usize) {
-        let (start, bits) = self.spans[leaf];
-        (self.records.bytes(), start as usize, bits as usize)
-    }
-}
-
 impl WriteCtx<'_> {
     /// Writes one planned send with its shared encoding, if the arena has one: sends come in
     /// actor order, so `cursor` (0 at the start of a connection's frame) walks the arena forward.
     pub fn write_planned(&self, conn: &mut Connection, st: &mut FrameWrite, cursor: &mut usize, item: &SendItem) {
         let shared = self.arena.and_then(|a| a.find(cursor, item.class, item.slot));
         self.write(conn, st, item, shared, None);
-    }
-
-    /// Encodes `item`'s open and the record of every fixed leaf of its actor as they are now
-    /// (the same bits a connection's own encoding of the open writes) into `out`, its buffers
-    /// reused.
-    pub fn encode_open(&self, item: &SendItem, out: &mut OpenBits) {
-        let c = &self.classes[item.class as usize];
-        let handle_width = handle_bits(&c.layout);
-        let store = self.stores[item.class as usize];
-        let OpenBits { header, records, spans, fixed } = out;
-        self.open_header(item).encode_into(header);
-        records.clear();
-        spans.clear();
-        *fixed = LeafMask::EMPTY;
-        let mut buf = [0u8; 256];
-        for (leaf, l) in c.layout.leaves.iter().enumerate() {
-            if l.array.is_some() {
-                spans.push((0, 0));
-                continue;
-            }
-            let n = l.kind.byte_size();
-            store.leaf_bytes(item.slot, leaf, &mut buf[..n]);
-            *fixed |= LeafMask::leaf(leaf);
-            let start = records.len_bits();
-            write_leaf_record(records, handle_width, l.handle, l.kind, &buf[..n]);
-            spans.push((start as u32, (records.len_bits() - start) as u32));
-        }
     }
 
     /// Ends connection `ci`'s frame of planned sends: its fast arrays, then [`Self::end`].
@@ -387,7 +332,7 @@ impl WriteCtx<'_> {
         // An open is owed: a sized bunch (any client can step over it); else a plain one.
         let opened = opened.filter(|_| item.open);
         let class_open = item.open.then(|| match opened {
-            Some(o) => Cow::Borrowed(&o.header),
+            Some(o) => Cow::Borrowed(o.header()),
             None => Cow::Owned(self.open_header(item).encode()),
         });
         let mut part = BunchPart { item, class_open, handle_width, leaves: LeafMask::EMPTY, bunches: 0 };
@@ -415,10 +360,9 @@ impl WriteCtx<'_> {
         // An open owing every fixed leaf, encoded this frame, that fits: its records in one
         // copy (the same bits leaf by leaf; the arena's records of this frame's changes are
         // encoded from the same values).
-        if let Some(o) = opened.filter(|o| item.leaves == o.fixed) {
-            let bits = o.records.len_bits();
+        if let Some((records, bits)) = opened.and_then(|o| o.whole(item.leaves)) {
             if conn.writer.body_fits(&conn.out, bits) {
-                conn.writer.body().write_from(o.records.bytes(), 0, bits);
+                conn.writer.body().write_from(records, 0, bits);
                 part.leaves = item.leaves;
                 self.end_part(conn, open, &mut part);
                 return Some(part.bunches);
@@ -482,7 +426,7 @@ impl WriteCtx<'_> {
     }
 
     /// How `item`'s channel opens: a static actor by its path, a dynamic one from its spawn info.
-    fn open_header(&self, item: &SendItem) -> OpenHeader {
+    pub(super) fn open_header(&self, item: &SendItem) -> OpenHeader {
         let kind = match (self.statics.get(&item.guid), self.outers.get(&item.guid)) {
             (Some(path), _) => OpenKind::Static(path.clone()),
             (None, Some(&owner)) => OpenKind::SubObject { owner },

@@ -82,6 +82,24 @@ impl<'a> SharedActor<'a> {
     }
 }
 
+/// Writes the record of fixed leaf `leaf` of the actor in `slot` as `store` holds it (`buf`:
+/// scratch for its bytes), with handles of `handle_width` bits: what the arena and the actor
+/// level's open encodings ([`super::opens`]) copy into every connection's bunches.
+pub(crate) fn encode_leaf(
+    w: &mut BitWriter,
+    store: &ClassStore,
+    slot: u32,
+    layout: &crate::schema::ClassLayout,
+    leaf: usize,
+    handle_width: u32,
+    buf: &mut [u8; 256],
+) {
+    let l = &layout.leaves[leaf];
+    let n = l.kind.byte_size();
+    store.leaf_bytes(slot, leaf, &mut buf[..n]);
+    write_leaf_record(w, handle_width, l.handle, l.kind, &buf[..n]);
+}
+
 impl SharedArena {
     /// Encodes the fixed leaves of every changed actor, once.
     pub fn encode(
@@ -113,11 +131,8 @@ impl SharedArena {
                 let whole = spans.len();
                 spans.push((body_start as u32, 0));
                 for leaf in k.leaves.iter() {
-                    let l = &c.layout.leaves[leaf];
-                    let n = l.kind.byte_size();
-                    stores[k.class as usize].leaf_bytes(k.slot, leaf, &mut buf[..n]);
                     let start = w.len_bits();
-                    write_leaf_record(&mut w, bits, l.handle, l.kind, &buf[..n]);
+                    encode_leaf(&mut w, stores[k.class as usize], k.slot, &c.layout, leaf, bits, &mut buf);
                     spans.push((start as u32, (w.len_bits() - start) as u32));
                 }
                 spans[whole].1 = (w.len_bits() - body_start) as u32;

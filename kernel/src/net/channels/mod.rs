@@ -72,16 +72,8 @@ pub(crate) struct LevelCtx<'a> {
     pub fast_arrays: &'a [(NetGuid, Option<super::fastarrays::ArrayStamp>)],
     /// The due actors' ranks by GUID: the send order's tie-break.
     pub guid_rank: &'a super::level::GuidRanks,
-    /// Per due actor: its open and records, encoded by the third connection that opens it
-    /// this frame for the rest (see `replicate`).
-    pub opens: &'a [std::sync::OnceLock<Box<super::send::OpenBits>>],
-    /// Per due actor, a bit: some connection opened it this frame (set by the first), and
-    /// another (set by the second).
-    pub opened_once: &'a [std::sync::atomic::AtomicU64],
-    pub opened_twice: &'a [std::sync::atomic::AtomicU64],
-    /// Buffers for `opens`, kept from frame to frame.
-    #[allow(clippy::vec_box)] // the boxes move between the pool and the slots as they are
-    pub open_pool: &'a std::sync::Mutex<Vec<Box<super::send::OpenBits>>>,
+    /// The frame's open encodings, shared by the connections that open the same actor.
+    pub opens: &'a super::opens::OpenCache,
     pub time: ServerTime,
     pub cfg: &'a ActorLevelConfig,
 }
@@ -103,8 +95,8 @@ pub(crate) struct Outcome {
     /// channel not yet dormant, or relevant and waiting for one): they stay on the consider list.
     pub awake: Vec<u32>,
     /// Due indices of the actors this connection opened first this frame (their open slots
-    /// are emptied after the frame).
-    pub encoded: Vec<u32>,
+    /// are emptied after the frame: [`super::opens::OpenCache::end_frame`]).
+    pub first_opens: Vec<u32>,
     pub written: Written,
     pub relevant: usize,
     pub processed: usize,
@@ -145,11 +137,11 @@ pub(crate) fn relevant_until(now: f64, guid: NetGuid, ci: u32, frame: Frame) -> 
 pub(crate) fn replicate_connection(ctx: &LevelCtx<'_>, ci: u32, conn: &mut Connection) -> Outcome {
     // Last frame's lists, emptied: a frame allocates nothing once the lists have grown.
     let (mut pending, mut awake) = (std::mem::take(&mut conn.scratch.pending), std::mem::take(&mut conn.scratch.awake));
-    let mut encoded = std::mem::take(&mut conn.scratch.encoded);
+    let mut first_opens = std::mem::take(&mut conn.scratch.first_opens);
     pending.clear();
     awake.clear();
-    encoded.clear();
-    let mut out = Outcome { pending, awake, encoded, ..Outcome::default() };
+    first_opens.clear();
+    let mut out = Outcome { pending, awake, first_opens, ..Outcome::default() };
     let mut st = ctx.write.begin(conn);
     if conn.removed {
         return out;
@@ -269,18 +261,18 @@ pub(crate) struct Scratch {
     order: SendOrder,
     /// Mean bits of a replicated pair in the last saturated frame: sizes the first ranked batch.
     bits_per_send: f64,
-    /// [`Outcome::pending`], [`Outcome::awake`] and [`Outcome::encoded`], handed back by
+    /// [`Outcome::pending`], [`Outcome::awake`] and [`Outcome::first_opens`], handed back by
     /// [`recycle`] after the frame.
     pending: Vec<u32>,
     awake: Vec<u32>,
-    encoded: Vec<u32>,
+    first_opens: Vec<u32>,
 }
 
 /// Hands a connection's outcome lists back to it, for its next frame to fill.
 pub(crate) fn recycle(conn: &mut Connection, out: Outcome) {
     conn.scratch.pending = out.pending;
     conn.scratch.awake = out.awake;
-    conn.scratch.encoded = out.encoded;
+    conn.scratch.first_opens = out.first_opens;
 }
 
 /// One candidate of the frame: a row whose actor is due.
@@ -460,7 +452,7 @@ fn process(ctx: &LevelCtx<'_>, run: &mut Run<'_>, conn: &mut Connection, scratch
                 }
                 row.last_update = now;
                 let before = ctx.write.bits_written(conn);
-                replicate(ctx, ci, conn, st, ri as usize, d, &mut out.encoded);
+                replicate(ctx, ci, conn, st, ri as usize, d, &mut out.first_opens);
                 let bits = (ctx.write.bits_written(conn) - before) as u32;
                 out.processed += 1;
                 if let Some(dec) = decisions.as_deref_mut() {
@@ -530,7 +522,7 @@ fn replicate(
     st: &mut super::send::FrameWrite,
     row: usize,
     d: u32,
-    encoded: &mut Vec<u32>,
+    first_opens: &mut Vec<u32>,
 ) {
     let due = &ctx.due[d as usize];
     let c = &ctx.write.classes[due.class as usize];
@@ -560,33 +552,10 @@ fn replicate(
         // The actor's own bunches (not the exports written before them).
         let entries = conn.rel.entries.len();
         // An open's spawn info and records are the same for every connection that opens the
-        // actor this frame. The first two connections to open it encode their own, straight
-        // into their packets; the third makes an encoding, which it and the rest copy. Most actors of a large world open on one
-        // or two connections a frame (mmo: of 37 000 opens owing every leaf in 30 frames, 32 000
-        // first and 4 700 second ones, nearly no third), where an encoding made for others cost
-        // more than the open itself. An open owing fewer leaves (a condition leaves some out
-        // here) uses an encoding another connection made, and neither counts nor makes one.
-        use std::sync::atomic::Ordering::Relaxed;
-        let (word, bit) = (d as usize / 64, 1u64 << (d % 64));
-        let opened = if item.open && item.leaves == c.fixed_leaves {
-            if ctx.opened_once[word].fetch_or(bit, Relaxed) & bit == 0 {
-                encoded.push(d);
-                None
-            } else if ctx.opened_twice[word].fetch_or(bit, Relaxed) & bit == 0 {
-                None
-            } else {
-                Some(&**ctx.opens[d as usize].get_or_init(|| {
-                    let mut bits = ctx.open_pool.lock().ok().and_then(|mut pool| pool.pop()).unwrap_or_default();
-                    ctx.write.encode_open(&item, &mut bits);
-                    bits
-                }))
-            }
-        } else if item.open && ctx.opened_twice[word].load(Relaxed) & bit != 0 {
-            // (The bit first: it stays in the cache, the slots of a large world do not.)
-            ctx.opens[d as usize].get().map(|b| &**b)
-        } else {
-            None
-        };
+        // actor this frame: the third to open it encodes them for the rest ([`super::opens`]).
+        let whole = item.leaves == c.fixed_leaves;
+        let encode = |bits: &mut _| ctx.write.encode_open(&item, bits);
+        let opened = item.open.then(|| ctx.opens.for_open(d, whole, first_opens, encode)).flatten();
         ctx.write.write(conn, st, &item, shared, opened);
         // Its newest bunch is in the open packet: a write that starts a packet leaves it open.
         // (One that finishes a packet and finds the window full records the number of a packet

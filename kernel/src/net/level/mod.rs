@@ -147,19 +147,8 @@ pub(crate) struct Level {
     /// Each due actor's rank by GUID among the frame's due actors (parallel to `due`): the send
     /// order's tie-break as one small integer, shared by every connection.
     pub guid_rank: GuidRanks,
-    /// Per due actor (its due index; at least as long as `due`): its open and fixed leaves'
-    /// records, encoded by the third connection that opens its channel this frame and copied
-    /// by it and the rest. Every slot is empty between frames: the connections list the actors
-    /// they opened first, and those slots are emptied into `open_pool` after the frame (a pass
-    /// over every slot cost mmo 2 ms a frame).
-    pub opens: Vec<std::sync::OnceLock<Box<super::send::OpenBits>>>,
-    /// Per due actor, a bit: a connection opened it this frame, and another (the first two
-    /// encode their own opens, the third the encoding for the rest). Cleared with `opens`.
-    pub opened_once: Vec<std::sync::atomic::AtomicU64>,
-    pub opened_twice: Vec<std::sync::atomic::AtomicU64>,
-    /// The buffers of emptied `opens` slots, for the next frame's opens.
-    #[allow(clippy::vec_box)] // the boxes move between the pool and the slots as they are
-    pub open_pool: std::sync::Mutex<Vec<Box<super::send::OpenBits>>>,
+    /// The frame's open encodings, by due index (see [`super::opens`]).
+    pub opens: super::opens::OpenCache,
 }
 
 impl Level {
@@ -256,10 +245,7 @@ impl Level {
             dormant: super::dormancy::DormantCells::new(cfg.grid.cell_size),
             fast_arrays: Vec::new(),
             guid_rank: GuidRanks::default(),
-            opens: Vec::new(),
-            opened_once: Vec::new(),
-            opened_twice: Vec::new(),
-            open_pool: Default::default(),
+            opens: Default::default(),
         })
     }
 }
@@ -347,7 +333,7 @@ impl NetDriver {
         let level = self.level.as_mut().expect("checked above");
         let (classes, guids, changed) = (&self.classes, &self.guids, &self.changed);
         let (arena, shared, parallel) = (&mut self.arena, self.cfg.shared_serialization, self.cfg.parallel);
-        let Level { due, due_index, index, guid_rank, opens, opened_once, opened_twice, .. } = level;
+        let Level { due, due_index, index, guid_rank, opens, .. } = level;
         let mut build_index = || {
             let t = Instant::now();
             let due_of = |g: NetGuid| {
@@ -375,17 +361,7 @@ impl NetDriver {
                 0
             };
             guid_rank.rank();
-            // An empty slot per due actor (they are all empty: see `Level::opens`).
-            if opens.len() < due.len() {
-                opens.resize_with(due.len(), Default::default);
-                opened_once.resize_with(due.len().div_ceil(64), Default::default);
-                opened_twice.resize_with(due.len().div_ceil(64), Default::default);
-            }
-            debug_assert!(
-                opens.iter().all(|o| o.get().is_none())
-                    && opened_once.iter_mut().chain(opened_twice.iter_mut()).all(|w| *w.get_mut() == 0),
-                "an open left from the last frame"
-            );
+            opens.begin_frame(due.len());
             (records, t.elapsed().as_nanos() as u64)
         };
         let (index_ns, (records, share_ns)) =
@@ -426,9 +402,6 @@ impl NetDriver {
             fast_arrays: &level.fast_arrays,
             guid_rank: &level.guid_rank,
             opens: &level.opens,
-            opened_once: &level.opened_once,
-            opened_twice: &level.opened_twice,
-            open_pool: &level.open_pool,
             conditioned: level.conditioned,
             time,
             cfg: &level.cfg,
@@ -468,12 +441,7 @@ impl NetDriver {
         }
         // The opens encoded this frame: their buffers back to the pool, their slots empty.
         let level = self.level.as_mut().expect("checked above");
-        let pool = level.open_pool.get_mut().unwrap_or_else(|poisoned| poisoned.into_inner());
-        for &d in outcomes.iter().flat_map(|o| &o.encoded) {
-            *level.opened_once[d as usize / 64].get_mut() = 0;
-            *level.opened_twice[d as usize / 64].get_mut() = 0;
-            pool.extend(level.opens[d as usize].take());
-        }
+        level.opens.end_frame(outcomes.iter().flat_map(|o| &o.first_opens));
         for (conn, o) in self.conns.iter_mut().zip(outcomes) {
             channels::recycle(conn, o);
         }
