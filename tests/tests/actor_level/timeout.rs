@@ -99,3 +99,32 @@ fn a_destroyed_actor_is_closed_and_a_client_not_heard_from_gets_nothing() {
     assert!(l.decisions(0).ready);
     assert!(l.client(0).has(g2));
 }
+
+/// An actor destroyed while its client is not heard from: the connection's frames then retire
+/// the gone row on their own (not in the walk of a replicating frame), and the close waits for
+/// the client to be replicated to again. Catches a row left behind there (its actor's copy
+/// never destroyed on the client, a channel row for an actor that is gone).
+#[test]
+fn an_actor_destroyed_while_its_client_is_silent_is_closed_when_it_answers_again() {
+    let mut l = Level::new(every_frame(), 1);
+    let (id, guid) = l.spawn([100.0, 0.0, 0.0], 7);
+    l.run(2);
+    assert!(l.client(0).has(guid));
+    let conn = l.clients[0].0;
+    // Silence for 2 s (the ready timeout is 1.5 s); the actor goes once the client is not ready.
+    for frame in 0..60 {
+        if frame == 55 {
+            assert!(!l.decisions(0).ready, "not heard from by now");
+            l.store.despawn(id).unwrap();
+        }
+        l.driver.tick(&mut [&mut l.store]).unwrap();
+        for p in l.driver.take_packets(conn).unwrap() {
+            l.clients[0].1.receive(&p).unwrap();
+        }
+    }
+    assert!(l.client(0).has(guid), "nothing but keep-alives while silent");
+    l.run(3);
+    assert!(l.decisions(0).ready);
+    assert!(!l.client(0).has(guid), "the close went out once the client answered");
+    assert!(l.driver.channel_info(conn).unwrap().iter().all(|c| c.guid != guid), "no row left for it");
+}

@@ -239,16 +239,23 @@ fn retire_rows(conn: &mut Connection, retired: &[(u64, NetGuid)], ready: bool) {
             r += 1;
         }
         if let Some(row) = rows[..end].get_mut(r).filter(|row| row.key == key) {
-            if row.state.flags & pair::EVER_OPENED != 0 && !guid.is_static() {
-                conn.closes.push(PendingClose::destroyed(guid));
-            }
-            *row = Channel { key, ..Channel::default() };
+            retire(row, guid, &mut conn.closes);
             gone = true;
         }
     }
     if gone {
         rows.retain(|r| r.state.flags != 0);
     }
+}
+
+/// Makes the row of gone actor `guid` a scratch row (no flags: a frame's last pass drops it),
+/// queueing its channel's close if a packet carried the open (a static actor's close went to
+/// every connection when it was destroyed).
+fn retire(row: &mut Channel, guid: NetGuid, closes: &mut Vec<PendingClose>) {
+    if row.state.flags & pair::EVER_OPENED != 0 && !guid.is_static() {
+        closes.push(PendingClose::destroyed(guid));
+    }
+    *row = Channel { key: row.key, ..Channel::default() };
 }
 
 /// A connection's buffers for its actor-level frame, kept from frame to frame.
@@ -315,10 +322,7 @@ fn candidates(ctx: &LevelCtx<'_>, conn: &mut Connection, scratch: &mut Scratch) 
         // stays as a scratch row, which a new actor in the same slot takes below.
         while gone.next_if(|&&(key, _)| key < row.key).is_some() {}
         if let Some(&(_, guid)) = gone.next_if(|&&(key, _)| key == row.key) {
-            if row.state.flags & pair::EVER_OPENED != 0 && !guid.is_static() {
-                closes.push(PendingClose::destroyed(guid));
-            }
-            *row = Channel { key: row.key, ..Channel::default() };
+            retire(row, guid, closes);
         }
         while let Some(actor) = rel.next_if(|&(key, _)| key < row.key) {
             add(actor, ri + fresh.len(), fresh, cands, next_epoch);
