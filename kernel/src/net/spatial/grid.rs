@@ -143,6 +143,31 @@ enum Placement {
     Home { cell: u32, span: u32 },
 }
 
+/// One cell: its rows of the entries and what a query asks of it before sweeping them. One
+/// record, not a column each: a build's count visits one line per actor, not three (the cells
+/// of a large world do not fit in the cache: mmo's are 32 761).
+#[derive(Clone, Copy, Debug)]
+#[repr(C, align(32))]
+struct Cell {
+    /// Its rows, `start..end` (while a build counts, `end` is the count; while it scatters, the
+    /// next row).
+    start: u32,
+    end: u32,
+    /// The largest cull distance squared of its rows.
+    cull: f32,
+    /// `[min x, min y, max x, max y]` of its rows.
+    bbox: [f32; 4],
+}
+
+impl Cell {
+    /// A cell of no rows: any `min`/`max` with a finite point replaces its box.
+    const EMPTY: Cell = Cell { start: 0, end: 0, cull: 0.0, bbox: EMPTY_BOX };
+
+    fn rows(&self) -> std::ops::Range<usize> {
+        self.start as usize..self.end as usize
+    }
+}
+
 /// Parallel columns of actor entries: one row per placed actor.
 #[derive(Clone, Debug, Default)]
 struct Entries {
@@ -178,12 +203,19 @@ impl Entries {
         self.cull_sq.push(cull_sq);
     }
 
-    fn set(&mut self, row: usize, index: u32, pos: [f32; 3], cull_sq: f32) {
-        self.indices[row] = index;
-        self.xs[row] = pos[0];
-        self.ys[row] = pos[1];
-        self.zs[row] = pos[2];
-        self.cull_sq[row] = cull_sq;
+    /// Fills every row's columns from the actor its index names (rows in order: the writes
+    /// stream, the reads are the random ones).
+    fn fill(&mut self, positions: &[[f32; 3]], cull_sq: &[f32]) {
+        let rows = self.indices.len();
+        let (xs, ys, zs, cs) =
+            (&mut self.xs[..rows], &mut self.ys[..rows], &mut self.zs[..rows], &mut self.cull_sq[..rows]);
+        for (r, &i) in self.indices.iter().enumerate() {
+            let (pos, c) = (positions[i as usize], cull_sq[i as usize]);
+            xs[r] = pos[0];
+            ys[r] = pos[1];
+            zs[r] = pos[2];
+            cs[r] = c;
+        }
     }
 
     fn view(&self, rows: std::ops::Range<usize>) -> CellView<'_> {
@@ -200,12 +232,12 @@ impl Entries {
 /// A uniform 2D grid over actor positions, rebuilt from the caller's columns each frame.
 ///
 /// Invariants after a build (and until the next `insert`/`update`/`remove`):
-/// - cell `c`'s actors are rows `starts[c]..starts[c + 1]` of `entries`, ascending by index;
+/// - cell `c`'s actors are rows `cells[c].rows()` of `entries`, ascending by index;
 /// - every live actor with a finite position and a cull distance above 0 is either in its home
 ///   cell (the cell of its clamped X/Y) or in `large`, never both, and nowhere else;
 /// - every other actor is in no cell: the exact test could not pass for it;
-/// - for a non-empty cell `c`, `cell_cull[c]` is the largest cull distance squared of its rows
-///   and `cell_box[c]` the bounding box of their X/Y (real, unclamped coordinates);
+/// - for a non-empty cell `c`, `cells[c].cull` is the largest cull distance squared of its rows
+///   and `cells[c].bbox` the bounding box of their X/Y (real, unclamped coordinates);
 /// - `span` is the most cells any placed actor's widened cull square reaches from its home cell
 ///   along either axis (0 when no actor is placed).
 #[derive(Clone, Debug)]
@@ -218,11 +250,7 @@ pub struct SpatialGrid {
     live: Vec<bool>,
     /// Scratch: each actor's placement in the last build (kept to reuse the allocation).
     placements: Vec<Placement>,
-    starts: Vec<usize>,
-    cursor: Vec<usize>,
-    cell_cull: Vec<f32>,
-    /// `[min x, min y, max x, max y]` of the cell's rows.
-    cell_box: Vec<[f32; 4]>,
+    cells: Vec<Cell>,
     span: u32,
     entries: Entries,
     large: Entries,
@@ -241,10 +269,7 @@ impl SpatialGrid {
             cull_sq: Vec::new(),
             live: Vec::new(),
             placements: Vec::new(),
-            starts: vec![0; cells + 1],
-            cursor: Vec::new(),
-            cell_cull: vec![0.0; cells],
-            cell_box: vec![EMPTY_BOX; cells],
+            cells: vec![Cell::EMPTY; cells],
             span: 0,
             entries: Entries::default(),
             large: Entries::default(),
@@ -359,7 +384,7 @@ impl SpatialGrid {
         self.assert_fresh();
         assert!(key.x < self.config.cells_x && key.y < self.config.cells_y, "cell outside grid");
         let c = (key.y * self.config.cells_x + key.x) as usize;
-        self.entries.view(self.starts[c]..self.starts[c + 1])
+        self.entries.view(self.cells[c].rows())
     }
 
     /// The large-radius actors: every query sweeps them whatever the viewer's cell.
@@ -461,7 +486,7 @@ impl SpatialGrid {
                         }) && self.visits(c, w)
                     });
                     if !earlier {
-                        f(self.entries.view(self.starts[c]..self.starts[c + 1]));
+                        f(self.entries.view(self.cells[c].rows()));
                     }
                 }
             }
@@ -476,16 +501,17 @@ impl SpatialGrid {
     /// Whether cell `c` has rows and `view`'s X/Y is within the cell's widened largest cull
     /// radius of its bounding box (computed in f64; an infinite coordinate is infinitely far).
     fn visits(&self, c: usize, view: [f32; 3]) -> bool {
-        if self.starts[c] == self.starts[c + 1] {
+        let cell = &self.cells[c];
+        if cell.start == cell.end {
             return false;
         }
-        let [x0, y0, x1, y1] = self.cell_box[c];
+        let [x0, y0, x1, y1] = cell.bbox;
         let gap = |v: f32, lo: f32, hi: f32| {
             let v = f64::from(v);
             (f64::from(lo) - v).max(v - f64::from(hi)).max(0.0)
         };
         let (dx, dy) = (gap(view[0], x0, x1), gap(view[1], y0, y1));
-        let r = reach(self.cell_cull[c]);
+        let r = reach(cell.cull);
         dx * dx + dy * dy <= r * r
     }
 
@@ -525,52 +551,53 @@ impl SpatialGrid {
     }
 
     /// Counting sort of actors by home cell: place (parallel), count (with each cell's largest
-    /// cull distance and bounding box), prefix-sum, scatter in index order so a cell's rows stay
-    /// ascending.
+    /// cull distance and bounding box), prefix-sum, scatter the indices in index order so a
+    /// cell's rows stay ascending, then fill the rows' columns in row order.
     fn build(&mut self) {
         let n = self.live.len();
         let mut placements = std::mem::take(&mut self.placements);
         (0..n).into_par_iter().map(|i| self.place(i)).collect_into_vec(&mut placements);
         let cells = (self.config.cells_x * self.config.cells_y) as usize;
 
-        self.starts.clear();
-        self.starts.resize(cells + 1, 0);
-        self.cell_cull.clear();
-        self.cell_cull.resize(cells, 0.0);
-        self.cell_box.clear();
-        self.cell_box.resize(cells, EMPTY_BOX);
+        self.cells.clear();
+        self.cells.resize(cells, Cell::EMPTY);
         self.large.clear();
         self.span = 0;
         for (i, p) in placements.iter().enumerate() {
             match *p {
                 Placement::Home { cell, span } => {
-                    let c = cell as usize;
+                    let c = &mut self.cells[cell as usize];
                     let (pos, cull_sq) = (self.positions[i], self.cull_sq[i]);
-                    self.starts[c + 1] += 1;
+                    c.end += 1;
                     self.span = self.span.max(span);
-                    self.cell_cull[c] = self.cell_cull[c].max(cull_sq);
-                    let b = &mut self.cell_box[c];
+                    c.cull = c.cull.max(cull_sq);
+                    let b = &mut c.bbox;
                     *b = [b[0].min(pos[0]), b[1].min(pos[1]), b[2].max(pos[0]), b[3].max(pos[1])];
                 }
                 Placement::Large => self.large.push(i as u32, self.positions[i], self.cull_sq[i]),
                 Placement::Nowhere => {}
             }
         }
-        for c in 0..cells {
-            self.starts[c + 1] += self.starts[c];
+        // Each cell's first row; `end` becomes the scatter's cursor (and is the cell's end after).
+        let mut rows = 0;
+        for c in &mut self.cells {
+            let count = c.end;
+            (c.start, c.end) = (rows, rows);
+            rows += count;
         }
 
-        // Every row below is overwritten by the scatter, so growing need not clear first.
-        self.entries.resize(self.starts[cells]);
-        self.cursor.clear();
-        self.cursor.extend_from_slice(&self.starts[..cells]);
+        // The scatter writes the indices alone, in actor order so a cell's rows stay ascending;
+        // the other columns are filled after it in row order: one random write an actor, not
+        // five. Every row is overwritten, so growing need not clear first.
+        self.entries.resize(rows as usize);
         for (i, p) in placements.iter().enumerate() {
             if let Placement::Home { cell, .. } = *p {
-                let row = &mut self.cursor[cell as usize];
-                self.entries.set(*row, i as u32, self.positions[i], self.cull_sq[i]);
-                *row += 1;
+                let c = &mut self.cells[cell as usize];
+                self.entries.indices[c.end as usize] = i as u32;
+                c.end += 1;
             }
         }
+        self.entries.fill(&self.positions, &self.cull_sq);
         self.placements = placements;
         self.stale = false;
     }
