@@ -1,7 +1,7 @@
 //! A connection's bandwidth budget (UE's `QueuedBits` and `IsNetReady`).
 //!
 //! ```text
-//! each tick     queued −= net_speed × 8 × Δ            (Δ at least 1 / MaxNetTickRate)
+//! each tick     queued −= net_speed × 8 × Δ            (Δ at most 1 / min(tick rate, MaxNetTickRate))
 //!               queued  = max(queued, −2 × that allowance)   (at most two ticks of credit)
 //! each packet   queued += its bits
 //! net ready     queued + bits written but not yet flushed ≤ 0
@@ -9,11 +9,16 @@
 //!
 //! A saturated connection stops its frame; what was left is considered next frame. Replay
 //! connections are never saturated (UE's `IsReplay` → ready).
+//!
+//! The cap on Δ is UE's `BandwidthDeltaTime` (`UNetConnection::Tick`: the frame time clamped to
+//! `1 / DesiredTickRate`, the smaller of the server's tick rate and `MaxNetTickRate`), so a hitch
+//! does not bank a burst. (This module once took Δ as *at least* 1/120 s, which at tick rates
+//! above 120 Hz granted more than the net speed.)
 
 /// UE 5's default `ConfiguredInternetSpeed` / `MaxClientRate`: bytes per second.
 pub const DEFAULT_NET_SPEED: u32 = 100_000;
 
-/// UE's `MaxNetTickRate`: a tick counts at least 1/120 s of allowance.
+/// UE's `MaxNetTickRate`: a tick counts at most 1/120 s of allowance, whatever the tick rate.
 pub const MAX_NET_TICK_RATE: f64 = 120.0;
 
 /// The bandwidth state of one connection.
@@ -33,9 +38,11 @@ impl Budget {
         Self { net_speed, queued_bits: 0.0, replay }
     }
 
-    /// A new tick of `delta` seconds: the allowance drains the queue, down to two ticks of credit.
-    pub fn tick(&mut self, delta: f64) {
-        let a = self.net_speed as f64 * 8.0 * delta.max(1.0 / MAX_NET_TICK_RATE);
+    /// A new tick of `delta` seconds on a server ticking `tick_rate` times a second: the
+    /// allowance (of at most one tick's time) drains the queue, down to two ticks of credit.
+    pub fn tick(&mut self, delta: f64, tick_rate: f64) {
+        let desired = if tick_rate > 0.0 { tick_rate.min(MAX_NET_TICK_RATE) } else { MAX_NET_TICK_RATE };
+        let a = self.net_speed as f64 * 8.0 * delta.clamp(0.0, 1.0 / desired);
         self.queued_bits = (self.queued_bits - a).max(-2.0 * a);
     }
 
@@ -59,16 +66,16 @@ mod tests {
         let mut b = Budget::new(DEFAULT_NET_SPEED, false);
         let tick = 1.0 / 30.0;
         let per_tick = 100_000.0 * 8.0 * tick;
-        b.tick(tick);
+        b.tick(tick, 30.0);
         assert!((b.queued_bits + per_tick).abs() < 1e-6, "one tick of credit");
         for _ in 0..10 {
-            b.tick(tick);
+            b.tick(tick, 30.0);
         }
         assert!((b.queued_bits + 2.0 * per_tick).abs() < 1e-6, "never more than two ticks of credit");
         // Sending three ticks' worth saturates it.
         b.sent((3.0 * per_tick / 8.0) as usize);
         assert!(!b.ready(0.0));
-        b.tick(tick);
+        b.tick(tick, 30.0);
         assert!(b.ready(0.0), "one tick later it may send again");
         assert!(!b.ready(per_tick), "but not another tick's worth");
     }
@@ -79,7 +86,7 @@ mod tests {
         let tick = 1.0 / 30.0;
         let mut sent = 0usize;
         for _ in 0..300 {
-            b.tick(tick);
+            b.tick(tick, 30.0);
             while b.ready(0.0) {
                 b.sent(1000);
                 sent += 1000;
@@ -87,6 +94,40 @@ mod tests {
         }
         let per_second = sent as f64 / 10.0;
         assert!((per_second - 100_000.0).abs() < 4_000.0, "{per_second} bytes per second");
+    }
+
+    /// Bytes a budget of 6 000 B/s lets through in `seconds` of ticks at `rate`, each tick
+    /// `delta` long (a connection that sends whenever it may).
+    fn sent_over(rate: f64, delta: f64, seconds: f64) -> f64 {
+        let mut b = Budget::new(6000, false);
+        let mut sent = 0usize;
+        for _ in 0..(seconds * rate).round() as usize {
+            b.tick(delta, rate);
+            while b.ready(0.0) {
+                b.sent(10);
+                sent += 10;
+            }
+        }
+        sent as f64
+    }
+
+    #[test]
+    fn a_fast_tick_rate_gets_the_net_speed_and_no_more() {
+        // 240 Hz: each tick is 1/240 s of allowance (a floor of 1/120 s granted twice the speed).
+        let per_second = sent_over(240.0, 1.0 / 240.0, 10.0) / 10.0;
+        assert!((per_second - 6000.0).abs() < 100.0, "{per_second} bytes per second at 240 Hz");
+        let per_second = sent_over(30.0, 1.0 / 30.0, 10.0) / 10.0;
+        assert!((per_second - 6000.0).abs() < 100.0, "{per_second} bytes per second at 30 Hz");
+    }
+
+    #[test]
+    fn a_hitch_banks_no_burst() {
+        // Ticks of 0.5 s on a 30 Hz server: each counts one tick's allowance (UE's cap on
+        // BandwidthDeltaTime), not half a second's.
+        let sent = sent_over(30.0, 0.5, 1.0);
+        let one_tick = 6000.0 / 30.0;
+        assert!(sent <= 30.0 * one_tick + 10.0, "{sent} bytes in 30 hitched ticks");
+        assert!(sent >= 30.0 * one_tick - 10.0, "{sent} bytes in 30 hitched ticks");
     }
 
     #[test]

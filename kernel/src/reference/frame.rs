@@ -194,7 +194,7 @@ impl ReferenceFrame {
         }
         for (rc, dc) in self.conns.iter_mut().zip(&driver.conns) {
             rc.budget.net_speed = dc.budget.net_speed;
-            rc.budget.tick(time.tick);
+            rc.budget.tick(time.tick, cfg.tick_rate);
         }
         let due = self.consider(driver, stores, &order, &time);
 
@@ -427,9 +427,12 @@ impl ReferenceFrame {
             }
             rc.decisions.relevant.sort();
             list.sort_by(|a, b| send_order(&a.0, &b.0));
-            // Process.
+            // Process: nothing when the connection is not net-ready to begin with (UE's first
+            // test), and then actor by actor until it is not.
             let recheck_after = cfg.relevant_timeout.min(1.0);
-            for (k, &(cand, c, s, relevant_now)) in list.iter().enumerate() {
+            let mut leftovers_from = (!rc.budget.ready(write.bits_written(&rc.conn) as f64)).then_some(0);
+            let processed = if leftovers_from.is_some() { &list[..0] } else { &list[..] };
+            for (k, &(cand, c, s, relevant_now)) in processed.iter().enumerate() {
                 let guid = cand.guid;
                 let channel = rc.channels.get(&guid).copied();
                 let recheck = channel.is_none_or(|ch| now - ch.relevant_time >= recheck_after);
@@ -467,16 +470,8 @@ impl ReferenceFrame {
                     let action = Action::Replicated { opened: channel.is_none() };
                     rc.decisions.sends.push(SendDecision { guid, priority: cand.key, action, bits });
                     if !rc.budget.ready(write.bits_written(&rc.conn) as f64) {
-                        rc.decisions.saturated = true;
-                        for &(rest, _, _, rest_relevant) in &list[k + 1..] {
-                            let keep = match rc.channels.get(&rest.guid) {
-                                Some(ch) => now - ch.relevant_time <= 1.0,
-                                None => rest_relevant,
-                            };
-                            if keep {
-                                pending.push(due[rest.index as usize]);
-                            }
-                        }
+                        // UE returns this actor's index: the leftovers start with it.
+                        leftovers_from = Some(k);
                         break;
                     }
                 } else if channel.is_some() && !startup {
@@ -491,6 +486,22 @@ impl ReferenceFrame {
                             bits,
                         });
                     }
+                }
+            }
+            // UE's leftovers: a channel relevant within the last second, or an actor relevant
+            // now (its channel then marked relevant a while longer), is considered next frame.
+            if let Some(from) = leftovers_from {
+                rc.decisions.saturated = true;
+                for &(rest, _, _, rest_relevant) in &list[from..] {
+                    match rc.channels.get_mut(&rest.guid) {
+                        Some(ch) if now - ch.relevant_time <= 1.0 => {}
+                        Some(ch) if rest_relevant => {
+                            ch.relevant_time = relevant_until(now, rest.guid, ci as u32, time.frame);
+                        }
+                        None if rest_relevant => {}
+                        _ => continue,
+                    }
+                    pending.push(due[rest.index as usize]);
                 }
             }
         }

@@ -12,6 +12,7 @@
 //!   candidates = rows whose actor is due (relevant ones and open channels)
 //! queued closes written (the gone actors' among them), before any send
 //! priority   = max over viewers of GetNetPriority; T = now − last update (no channel: 1 s)
+//! not net-ready when the sends begin → nothing sent, every candidate a leftover (UE's first test)
 //! in send order (key desc, GUID asc), selected in batches (select_nth, then sort the batch):
 //!   recheck relevancy if no channel or now − relevant_time ≥ min(timeout, 1 s)
 //!   recently relevant (relevant now, or a channel relevant within the timeout):
@@ -20,8 +21,9 @@
 //!       last_update = now; stop if the budget is spent (saturated)
 //!   else, a channel that is not a level's startup actor's → close it (the client destroys
 //!       its copy)
-//! leftovers of a saturated frame: a channel relevant within 1 s, or a relevant actor
-//!   without one → pending (considered next frame whatever its clock)
+//! leftovers of a saturated frame, from the actor whose send saturated it (UE returns its index):
+//!   a channel relevant within 1 s, or an actor relevant now (its channel, if any, then marked
+//!   relevant_time = now + 0.5 · jitter) → pending (considered next frame whatever its clock)
 //! rows without a channel (scratch, or closed) are dropped
 //! ```
 
@@ -406,6 +408,13 @@ fn process(ctx: &LevelCtx<'_>, run: &mut Run<'_>, conn: &mut Connection, scratch
         FIRST_BATCH
     };
     let bits_at_start = ctx.write.bits_written(conn);
+    // UE's first test (`ProcessPrioritizedActors`): a connection that is not net-ready when its
+    // frame starts sends nothing, and every candidate is a leftover.
+    if !conn.budget.ready(bits_at_start as f64) {
+        out.saturated = true;
+        leftovers(ctx, ci, conn, cands, 0..cands.len() as u32, &mut out.pending);
+        return;
+    }
     while start < order.len() {
         let n = order.select(start, batch);
         // The due records are read in priority order, all over the frame's list: each is asked
@@ -477,8 +486,10 @@ fn process(ctx: &LevelCtx<'_>, run: &mut Run<'_>, conn: &mut Connection, scratch
                     out.saturated = true;
                     *bits_per_send =
                         (ctx.write.bits_written(conn) - bits_at_start) as f64 / out.processed.max(1) as f64;
-                    let rest = (i + 1..order.len()).map(|j| order.get(j).1);
-                    leftovers(ctx, conn, cands, rest, &mut out.pending);
+                    // UE returns the index of the actor that saturated the connection, and its
+                    // leftovers start there: that actor is considered next frame too.
+                    let rest = (i..order.len()).map(|j| order.get(j).1);
+                    leftovers(ctx, ci, conn, cands, rest, &mut out.pending);
                     return;
                 }
             } else if has_channel && !due.startup {
@@ -583,10 +594,12 @@ fn replicate(
     }
 }
 
-/// UE's leftovers: a channel relevant within the last second, or a relevant actor without a
-/// channel, is considered again next frame.
+/// UE's leftovers: a channel relevant within the last second, or an actor relevant now, is
+/// considered again next frame — a relevant one's channel marked relevant for a while longer
+/// (`RelevantTime = now + 0.5 · FRand`), as a relevancy check that says yes does.
 fn leftovers(
     ctx: &LevelCtx<'_>,
+    ci: u32,
     conn: &mut Connection,
     cands: &[Cand],
     rest: impl Iterator<Item = u32>,
@@ -596,10 +609,15 @@ fn leftovers(
     let rows = rows(conn);
     for index in rest {
         let Cand { row, due: d, relevant_now } = cands[index as usize];
-        let row = &rows[row as usize];
+        let row = &mut rows[row as usize];
         let has_channel = row.state.flags & pair::CHANNEL != 0;
-        if (has_channel && now - row.relevant_time <= 1.0) || (!has_channel && relevant_now) {
+        if has_channel && now - row.relevant_time <= 1.0 {
             pending.push(d);
+        } else if relevant_now {
+            pending.push(d);
+            if has_channel {
+                row.relevant_time = relevant_until(now, ctx.due[d as usize].actor.guid, ci, ctx.time.frame);
+            }
         }
     }
 }

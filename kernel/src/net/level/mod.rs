@@ -323,7 +323,7 @@ impl NetDriver {
         let Some(level) = self.level.as_ref() else { return };
         let time = level.time;
         for c in &mut self.conns {
-            c.budget.tick(time.tick);
+            c.budget.tick(time.tick, level.cfg.tick_rate);
         }
         let t = Instant::now();
         self.consider(stores);
