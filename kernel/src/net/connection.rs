@@ -34,6 +34,10 @@ pub mod pair {
     /// row remembers what it has (`sent_through`), and nothing is sent until the actor wakes
     /// or is flushed.
     pub const DORMANT: u8 = 32;
+    /// Woken from dormancy and not replicated since: UE closed the channel when the actor went
+    /// dormant, so until it is sent again it ranks as an actor without one (T =
+    /// `SpawnPrioritySeconds`, however long it slept or waits).
+    pub const WOKEN: u8 = 64;
 }
 
 /// What one connection keeps for one actor: 16 bytes (all zero: a pair that never sent).

@@ -55,8 +55,11 @@ impl UpdateFrequency {
         1.0 / (self.net_update_frequency.max(1e-3) as f64)
     }
 
+    /// The slowest interval: `1 / MinNetUpdateFrequency`, where a frequency of 0 means UE's 2 Hz
+    /// (`ServerReplicateActors_BuildConsiderList` replaces 0 with 2 before scaling down).
     fn slowest(&self) -> f64 {
-        self.fastest().max(1.0 / (self.min_net_update_frequency.max(1e-3) as f64))
+        let min = if self.min_net_update_frequency == 0.0 { 2.0 } else { self.min_net_update_frequency.max(1e-3) };
+        self.fastest().max(1.0 / min as f64)
     }
 }
 
@@ -229,5 +232,11 @@ mod tests {
         assert!((c.optimal_delta - 0.5).abs() < 1e-9, "{}", c.optimal_delta);
         c.considered(NetGuid(2), &ServerTime { frame: Frame(4), now: 7.2, tick }, &f, true, true);
         assert!((c.optimal_delta - 0.1).abs() < 1e-9, "{}", c.optimal_delta);
+        // A MinNetUpdateFrequency of 0 backs off to UE's 2 Hz, not to forever.
+        let zero = UpdateFrequency { net_update_frequency: 10.0, min_net_update_frequency: 0.0 };
+        let mut z = ConsiderClock::default();
+        z.considered(NetGuid(2), &ServerTime { frame: Frame(1), now: 0.0, tick }, &zero, true, true);
+        z.considered(NetGuid(2), &ServerTime { frame: Frame(2), now: 7.0, tick }, &zero, true, false);
+        assert!((z.optimal_delta - 0.5).abs() < 1e-9, "{}", z.optimal_delta);
     }
 }

@@ -4,6 +4,7 @@
 //! T = seconds since the actor was last sent to this connection (no channel yet: 1 s, UE's
 //!     SpawnPrioritySeconds)
 //! view target (or instigated by it)        T × 4, no distance terms
+//! the viewer's own actor (real viewer)      T × 4, no distance terms (APlayerController's override)
 //! else, D = actor − view, d² = |D|², dot = view direction · D:
 //!   behind (dot < 0):  d² > 2000² → T × 0.2;  else d² > 500² → T × 0.4
 //!   ahead within 45° (dot² > ½ d²) and d² < 8000²  → T × 2
@@ -136,11 +137,14 @@ impl PriorityInput {
         }
     }
 
-    /// The priority for one viewer, `t` seconds since the channel last replicated.
+    /// The priority for one viewer, `t` seconds since the channel last replicated. The viewer's
+    /// real viewer — its player controller — takes `APlayerController::GetNetPriority`'s × 4
+    /// without distance terms, as the view target does.
     #[inline]
     pub fn priority(&self, t: f32, viewer: &Viewer) -> f32 {
         let view_target =
-            viewer.view_target.is_some_and(|vt| self.source == vt || (self.instigated && self.instigator == vt));
+            viewer.view_target.is_some_and(|vt| self.source == vt || (self.instigated && self.instigator == vt))
+                || viewer.real_viewer == Some(self.source);
         net_priority(self.location, self.net_priority, t, view_target, self.visible, viewer)
     }
 }
@@ -353,6 +357,26 @@ mod tests {
         assert_eq!(alone.priority(1.0, &on(0)), 3.0 * 0.2, "a null view target matches no missing instigator");
         // A cycle ends after MAX_OWNER_DEPTH links (an even number: back where it started).
         assert_eq!(PriorityInput::resolve(&a, 1.0, &lookup).source, g(10));
+    }
+
+    #[test]
+    fn the_viewers_own_controller_gets_four_times_without_distance_terms() {
+        // APlayerController::GetNetPriority: × 4 when the viewer is the controller itself —
+        // far behind the view point, where an actor's own terms would give × 0.2 — and its
+        // owner-relevant followers take its place.
+        let g = NetGuid;
+        let pc = ActorRelevancy::at(g(2), [-5000.0, 0.0, 0.0]);
+        let table: std::collections::HashMap<NetGuid, (ActorRelevancy, f32)> = [(g(2), (pc, 3.0))].into();
+        let lookup = |x: NetGuid| table.get(&x);
+        let own = Viewer { real_viewer: Some(g(2)), ..viewer() };
+        assert_eq!(PriorityInput::resolve(&pc, 3.0, &lookup).priority(0.5, &own), 3.0 * 0.5 * 4.0);
+        assert_eq!(PriorityInput::resolve(&pc, 3.0, &lookup).priority(0.5, &viewer()), 3.0 * 0.5 * 0.2);
+        let follower = ActorRelevancy {
+            owner: Some(g(2)),
+            use_owner_relevancy: true,
+            ..ActorRelevancy::at(g(4), [100.0, 0.0, 0.0])
+        };
+        assert_eq!(PriorityInput::resolve(&follower, 1.0, &lookup).priority(1.0, &own), 12.0);
     }
 
     #[test]

@@ -85,6 +85,43 @@ fn a_flush_replicates_once_and_the_actor_goes_dormant_again() {
 }
 
 #[test]
+fn force_net_update_flushes_a_dormant_actor() {
+    // UE's ForceNetUpdate flushes dormancy first: the change made while dormant goes out, and the
+    // actor goes dormant again.
+    let (mut l, id, guid) = dormant_thing(1, 4);
+    l.store.set(id, HEALTH, &Value::U32(77)).unwrap();
+    l.run(3);
+    assert_eq!(health(&l, 0, guid), Some(Value::U32(10)));
+    l.driver.force_net_update(l.class, &l.store, id).unwrap();
+    l.run(4);
+    assert_eq!(health(&l, 0, guid), Some(Value::U32(77)));
+    assert!(l.driver.is_asleep(l.class, id), "dormant again after the flush");
+    assert_eq!(l.driver.net_dormancy(l.class, id), Some(Dormancy::DormantAll));
+}
+
+#[test]
+fn a_woken_actor_ranks_as_one_without_a_channel_not_by_the_time_it_slept() {
+    // UE closed its channel for dormancy: woken, it has none, so T is SpawnPrioritySeconds (1 s),
+    // not the ten seconds since it was last sent.
+    let (mut l, id, guid) = dormant_thing(1, 4);
+    l.run(300);
+    l.driver.set_net_dormancy(l.class, &l.store, id, Dormancy::Awake).unwrap();
+    l.step();
+    let send = l.decisions(0).sends.into_iter().find(|s| s.guid == guid).expect("sent on waking");
+    // 500 units dead ahead of the viewer: × 2.
+    let v = viewer([0.0; 3], None);
+    let expect = shadowrep::net::priority::priority_key(shadowrep::net::priority::net_priority(
+        [500.0, 0.0, 0.0],
+        1.0,
+        1.0,
+        false,
+        true,
+        &v,
+    ));
+    assert_eq!(send.priority, expect);
+}
+
+#[test]
 fn a_connection_that_joins_later_gets_the_dormant_actors_current_state_once() {
     let (mut l, id, guid) = dormant_thing(1, 4);
     l.store.set(id, HEALTH, &Value::U32(33)).unwrap();

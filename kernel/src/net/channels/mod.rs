@@ -374,8 +374,12 @@ fn rank(ctx: &LevelCtx<'_>, conn: &Connection, scratch: &mut Scratch) {
     scratch.order.begin(scratch.cands.len(), ctx.guid_rank.bits);
     for (i, c) in scratch.cands.iter().enumerate() {
         let row = &rows[c.row as usize];
-        let t =
-            if row.state.flags & pair::CHANNEL != 0 { (now - row.last_update) as f32 } else { SPAWN_PRIORITY_SECONDS };
+        // No channel yet, or one woken from dormancy (UE closed it then): UE's spawn priority.
+        let t = if row.state.flags & (pair::CHANNEL | pair::WOKEN) == pair::CHANNEL {
+            (now - row.last_update) as f32
+        } else {
+            SPAWN_PRIORITY_SECONDS
+        };
         let p = &ctx.index.priority[c.due as usize];
         let best = viewers.iter().map(|v| p.priority(t, v)).fold(0.0f32, f32::max);
         scratch.order.push(priority_key(best), p.actor, ctx.guid_rank.ranks[c.due as usize], i as u32);
@@ -464,6 +468,7 @@ fn process(ctx: &LevelCtx<'_>, run: &mut Run<'_>, conn: &mut Connection, scratch
                     row.relevant_time = relevant_until(now, due.rel.guid, ci, ctx.time.frame);
                 }
                 row.last_update = now;
+                row.state.flags &= !pair::WOKEN;
                 let before = ctx.write.bits_written(conn);
                 replicate(ctx, ci, conn, st, ri as usize, d, &mut out.first_opens);
                 let bits = (ctx.write.bits_written(conn) - before) as u32;

@@ -146,9 +146,13 @@ impl NetDriver {
         Ok(())
     }
 
-    /// UE's `ForceNetUpdate`: the actor is considered on the next frame.
+    /// UE's `ForceNetUpdate`: the actor is considered on the next frame — a dormant one's
+    /// dormancy flushed first ([`NetDriver::flush_net_dormancy`]), as UE's does.
     pub fn force_net_update(&mut self, class: ClassId, store: &ClassStore, id: ActorId) -> Result<(), DriverError> {
         let (c, s) = self.cols_slot(class, store, id)?;
+        if self.level.is_some() && self.classes[c].cols.dormancy[s].dormant() {
+            self.flush_net_dormancy(class, store, id)?;
+        }
         let now = self.server_time();
         self.classes[c].cols.force_net_update(s, now);
         if let Some(l) = self.level.as_mut() {

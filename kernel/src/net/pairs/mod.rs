@@ -260,12 +260,14 @@ impl Pairs {
 
 impl Pairs {
     /// Wakes the dormant row of `key`, if there is one: it becomes a channel the frame walks
-    /// again (flag `DORMANT` cleared). Returns whether there was one.
+    /// again (flag `DORMANT` cleared, `WOKEN` set: it ranks as an actor without a channel until
+    /// it is sent). Returns whether there was one.
     pub fn wake(&mut self, key: u64) -> bool {
+        use super::connection::pair::{DORMANT, WOKEN};
         let Pairs::Channels { rows, dormant } = self else { return false };
         let Some(i) = find(dormant, key) else { return false };
         let mut row = dormant.remove(i);
-        row.state.flags &= !super::connection::pair::DORMANT;
+        row.state.flags = row.state.flags & !DORMANT | WOKEN;
         let at = rows.partition_point(|r| r.key < key);
         rows.insert(at, row);
         true
@@ -434,7 +436,7 @@ mod tests {
         let Pairs::Channels { rows, dormant } = &p else { unreachable!() };
         assert_eq!(rows.iter().map(|r| r.key).collect::<Vec<_>>(), [1, 4, 9]);
         assert!(dormant.is_empty());
-        assert_eq!(p.get(0, 4).map(|s| s.flags), Some(1));
+        assert_eq!(p.get(0, 4).map(|s| s.flags), Some(1 | crate::net::connection::pair::WOKEN));
         p.get_mut(0, 9).unwrap().flags |= DORMANT;
         p.settle_dormant(&mut Vec::new());
         assert_eq!(p.remove(0, 9).flags, 1 | DORMANT);

@@ -325,10 +325,12 @@ impl RelevancyIndex {
 }
 
 /// Whether `d` follows its owner's relevancy and nothing else could decide for it (see the
-/// module documentation): its owner, if so.
+/// module documentation): its owner, if so. (An owner-only actor does not: UE's owner-only
+/// filter comes before every rule — [`super::relevant_to_connection`].)
 fn follows(d: &DueActor) -> Option<NetGuid> {
     let r = &d.rel;
-    let only_owner_rules = r.use_owner_relevancy && !r.always_relevant && r.instigator.is_none();
+    let only_owner_rules =
+        r.use_owner_relevancy && !r.always_relevant && r.instigator.is_none() && !r.only_relevant_to_owner;
     r.owner.filter(|_| only_owner_rules)
 }
 

@@ -14,8 +14,10 @@
 //! This is the rule as UE states it, written for clarity: the UE-style reference frame calls it
 //! per actor, and the kernel's data-oriented path (grid broad phase, SIMD distance sweeps over
 //! columns, issue 7's spatial layer) must agree with it. A connection's answer is the
-//! OR over its viewers (split-screen children count for their parent). Attachment to a parent
-//! component (UE's rule between 3 and 4) has no equivalent until sub-objects exist (issue 8).
+//! OR over its viewers (split-screen children count for their parent), after UE's owner-only
+//! filter ([`relevant_to_connection`]). Attachment to a parent component (UE's rule between 3 and
+//! 4) has no rule here: a sub-object rides its owner's channel ([`crate::net::lifecycle`]), and
+//! an attached actor that should follow its parent declares owner relevancy.
 //!
 //! Owner and instigator chains are followed through a lookup the caller provides, at most
 //! [`MAX_OWNER_DEPTH`] links deep: a cycle (a misconfigured game) ends as "not owned".
@@ -165,6 +167,12 @@ pub fn owned_by<'a>(
 /// UE's `IsActorRelevantToConnection`: relevant to any of the connection's viewers (split-screen
 /// children count for it). `owned_by_connection`: the game made the connection the actor's owner
 /// ([`crate::net::NetDriver::set_owner`]), which counts as owned by its real viewer (rule 1).
+///
+/// An owner-only actor that the connection does not own — neither by `owned_by_connection` nor
+/// by a viewer's real viewer or view target on its owner chain — is not relevant whatever the
+/// rules say: UE skips it in `ServerReplicateActors_PrioritizeActors`
+/// (`IsActorOwnedByAndRelevantToConnection`) before asking them, so rule 1 (always relevant,
+/// instigated by the view target, the view target itself) cannot send it to another client.
 pub fn relevant_to_connection<'a>(
     actor: &ActorRelevancy,
     owned_by_connection: bool,
@@ -174,6 +182,11 @@ pub fn relevant_to_connection<'a>(
 ) -> bool {
     if owned_by_connection && !viewers.is_empty() {
         return true;
+    }
+    if actor.only_relevant_to_owner
+        && !viewers.iter().any(|v| owned_by(actor, v.real_viewer, lookup) || owned_by(actor, v.view_target, lookup))
+    {
+        return false;
     }
     viewers.iter().any(|v| match hook.and_then(|h| h(actor, v)) {
         Some(answer) => answer,
@@ -270,6 +283,34 @@ mod tests {
         let private = ActorRelevancy { only_relevant_to_owner: true, ..ActorRelevancy::at(NetGuid(2), near) };
         assert!(!check(&private, &[], &v), "owner-only and not owned by this viewer");
         assert!(check(&ActorRelevancy { owner: Some(NetGuid(100)), ..private }, &[], &v));
+    }
+
+    #[test]
+    fn an_owner_only_actor_reaches_no_connection_that_does_not_own_it_whatever_rule_one_says() {
+        // UE's PrioritizeActors skips an owner-only actor its connection does not own before it
+        // asks IsNetRelevantFor, whose rule 1 would say yes to each of these.
+        let v = viewer([0.0; 3]);
+        let none = |_: NetGuid| None;
+        let private =
+            ActorRelevancy { only_relevant_to_owner: true, ..ActorRelevancy::at(NetGuid(2), [10.0, 0.0, 0.0]) };
+        for (yes_by_rule_one, why) in [
+            (ActorRelevancy { always_relevant: true, ..private }, "always relevant"),
+            (ActorRelevancy { instigator: Some(NetGuid(102)), ..private }, "instigated by the view target"),
+        ] {
+            assert!(is_net_relevant_for(&yes_by_rule_one, &v, &none), "{why}: rule 1 alone says yes");
+            assert!(!relevant_to_connection(&yes_by_rule_one, false, &[v], None, &none), "{why}, not owned");
+            assert!(
+                relevant_to_connection(&yes_by_rule_one, true, &[v], None, &none),
+                "{why}, owned by the connection"
+            );
+        }
+        // Owned through a viewer's real viewer or view target (the actor itself counts).
+        let owned = ActorRelevancy { owner: Some(NetGuid(100)), ..private };
+        assert!(relevant_to_connection(&owned, false, &[v], None, &none));
+        assert!(relevant_to_connection(&ActorRelevancy { guid: NetGuid(102), ..private }, false, &[v], None, &none));
+        // A class hook that says yes is not asked either.
+        let hook: RelevancyHook = Arc::new(|_, _| Some(true));
+        assert!(!relevant_to_connection(&private, false, &[v], Some(&hook), &none));
     }
 
     #[test]
