@@ -85,13 +85,26 @@ impl ClientWorld {
         let mut missing: Vec<NetGuid> = Vec::new();
         // Opens of an actor the client has with another class (see `conflicts`).
         let mut conflicts: Vec<NetGuid> = Vec::new();
+        // Torn-off actors this packet proves were never torn off (see `undo_tear_off`).
+        let mut untorn: Vec<NetGuid> = Vec::new();
         let (classes, actors, fast) = (&self.classes, &self.actors, &self.fast);
         let (torn, ignored) = (&self.torn, &self.ignored);
         let decoded = decode_packet(bytes, |guid, open| {
             if guid.is_null() {
                 return Err(WireError::Invalid("actor GUID"));
             }
-            if torn.contains(&guid) || (open.is_none() && ignored.contains_key(&guid)) {
+            // An honest server writes nothing for a torn-off actor in the packet carrying its
+            // close nor in any numbered after it: a bunch there proves the tear-off forged.
+            let torn_off = match torn.get(&guid) {
+                Some(t) if seq.ahead_of(t.at) >= 0 => {
+                    if !untorn.contains(&guid) {
+                        untorn.push(guid);
+                    }
+                    false
+                }
+                t => t.is_some(),
+            };
+            if torn_off || (open.is_none() && ignored.contains_key(&guid)) {
                 // The server's last bunches before the tear-off (the actor is the client's now),
                 // or updates of a static actor this client did not load: read past, not applied.
                 let class = actors.get(&guid).map(|a| a.0).or_else(|| ignored.get(&guid).copied());
@@ -243,6 +256,8 @@ impl ClientWorld {
         for guid in missing.into_iter().chain(orphans) {
             self.request_reopen(guid);
         }
+        // Asked for again after the bunches: a bunch for an actor cancels a request for it.
+        let reask: Vec<NetGuid> = untorn.into_iter().filter(|&g| self.undo_tear_off(g)).collect();
         for guid in conflicts {
             self.heal_conflict(guid);
         }
@@ -262,7 +277,7 @@ impl ClientWorld {
                 self.ignored.remove(&b.guid);
             }
             if let Some(close) = b.close {
-                self.close(b.guid, close);
+                self.close(b.guid, close, packet.seq);
                 continue;
             }
             if let Some(&class) = opened.get(&b.guid) {
@@ -270,6 +285,9 @@ impl ClientWorld {
             } else {
                 self.apply_fast(b);
             }
+        }
+        for guid in reask {
+            self.request_reopen(guid);
         }
         Ok(Receipt::Applied { bunches: n, skipped })
     }
@@ -298,6 +316,17 @@ impl ClientWorld {
             self.destroy(guid);
             self.request_reopen(guid);
         }
+    }
+
+    /// A bunch for torn-off actor `guid` came in a packet numbered from its tear-off's on, which
+    /// an honest server never writes: the tear-off was forged. The actor replicates again.
+    /// Returns whether it must be asked for again: the tear-off dropped references waiting for
+    /// their target, which only its open carries again. Undoing gives a forger nothing: the
+    /// server's own bunches are what undo it.
+    fn undo_tear_off(&mut self, guid: NetGuid) -> bool {
+        let Some(t) = self.torn.remove(&guid) else { return false };
+        self.stats.tear_offs_undone += 1;
+        t.dropped_refs
     }
 
     /// Asks the server to open actor `guid` again (in the next feedbacks), unless already asked.
