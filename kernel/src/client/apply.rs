@@ -3,8 +3,8 @@
 //! their actor and write its records; a reference to an object the client lacks waits, unmapped,
 //! until its target arrives; notifies fire by their declared mode.
 
-use super::{ClientEvent, ClientWorld, NotifyEvent, Unmapped, MAX_UNMAPPED};
-use crate::ids::NetGuid;
+use super::{ClientEvent, ClientWorld, NotifyEvent, TearOff, Unmapped, MAX_UNMAPPED};
+use crate::ids::{NetGuid, Seq};
 use crate::schema::{LeafKind, Notify};
 use crate::store::value_bits_eq;
 use crate::value::Value;
@@ -31,9 +31,10 @@ impl ClientWorld {
         self.resolve(guid);
     }
 
-    /// Applies a channel's close. Closing an actor the client never got (its open was lost) is
-    /// no error; a destroyed static actor is found by its path if its GUID was never bound.
-    pub(super) fn close(&mut self, guid: NetGuid, close: Close) {
+    /// Applies a channel's close, carried by packet `seq`. Closing an actor the client never got
+    /// (its open was lost) is no error; a destroyed static actor is found by its path if its
+    /// GUID was never bound.
+    pub(super) fn close(&mut self, guid: NetGuid, close: Close, seq: Seq) {
         match close.reason {
             CloseReason::Destroyed => {
                 if self.fast.remove(guid) {
@@ -57,9 +58,12 @@ impl ClientWorld {
                 }
             }
             CloseReason::TornOff => {
-                if self.actors.contains_key(&guid) && self.torn.insert(guid) {
+                if self.actors.contains_key(&guid) && !self.torn.contains_key(&guid) {
                     self.dormant.remove(&guid);
+                    let waiting = self.unmapped.len();
                     self.unmapped.retain(|u| u.owner != guid);
+                    let dropped_refs = self.unmapped.len() != waiting;
+                    self.torn.insert(guid, TearOff { at: seq, dropped_refs });
                     self.events.push(ClientEvent::TornOff { guid });
                 }
             }

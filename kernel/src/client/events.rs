@@ -37,6 +37,15 @@ pub struct ClientStats {
     pub replaced: u64,
     /// Packets refused as malformed.
     pub refused: u64,
+    /// Refused packets that had the newest sequence number with other bytes: the window forgot
+    /// that number (one of the two was forged), so it is reported missing and its content resent.
+    pub restored: u64,
+    /// Opens naming an actor the client has with another class (one of the two was forged): the
+    /// open was stepped over, and a dynamic actor's copy destroyed and asked for again.
+    pub open_conflicts: u64,
+    /// Tear-offs undone: a bunch for the actor came in a packet numbered from the tear-off's on,
+    /// which an honest server never writes (the tear-off was forged).
+    pub tear_offs_undone: u64,
     /// Bunches stepped over.
     pub bunches_skipped: u64,
     /// Requests to open an actor again, counted once per actor.

@@ -42,6 +42,17 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use window::ReceiveWindow;
 
+/// What the client keeps of a tear-off, to undo it if a later packet proves it forged.
+#[derive(Clone, Copy, Debug)]
+struct TearOff {
+    /// The packet that carried the close. An honest server writes nothing more for the actor in
+    /// packets numbered from it on (only the close itself again, if it was lost).
+    at: Seq,
+    /// References of the actor that waited for their target and were dropped with the tear-off:
+    /// undone, the actor is asked for again, whose open carries them.
+    dropped_refs: bool,
+}
+
 /// A reference waiting for its target actor.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Unmapped {
@@ -84,7 +95,7 @@ pub struct ClientWorld {
     /// Actors closed for dormancy (kept, not updated).
     dormant: HashSet<NetGuid>,
     /// Actors torn off (kept, owned by the client, never updated again).
-    torn: HashSet<NetGuid>,
+    torn: HashMap<NetGuid, TearOff>,
     /// Static actors opened by a path this client did not load, with their class: their updates
     /// are read and dropped (at most [`MAX_IGNORED`]).
     ignored: HashMap<NetGuid, u32>,
@@ -127,7 +138,7 @@ impl ClientWorld {
             bound: HashMap::new(),
             spawn: HashMap::new(),
             dormant: HashSet::new(),
-            torn: HashSet::new(),
+            torn: HashMap::new(),
             ignored: HashMap::new(),
             outer: HashMap::new(),
             inner: HashMap::new(),
@@ -199,13 +210,13 @@ impl ClientWorld {
 
     /// Whether actor `guid` was torn off (the client owns its copy).
     pub fn is_torn_off(&self, guid: NetGuid) -> bool {
-        self.torn.contains(&guid)
+        self.torn.contains_key(&guid)
     }
 
     /// Lets go of a torn-off actor: it is despawned from its store. False if `guid` is not a
     /// torn-off actor.
     pub fn forget(&mut self, guid: NetGuid) -> bool {
-        if !self.torn.remove(&guid) {
+        if self.torn.remove(&guid).is_none() {
             return false;
         }
         self.destroy(guid);

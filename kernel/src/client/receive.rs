@@ -61,6 +61,9 @@ impl ClientWorld {
             SeqVerdict::Late | SeqVerdict::TooFar => 0,
             SeqVerdict::New | SeqVerdict::Duplicate => packet_hash(bytes),
         };
+        // Whether this packet has the newest number but other bytes (see `window`): if it fails,
+        // that number is forgotten, not left acknowledged.
+        let replacing = verdict == SeqVerdict::Duplicate;
         match verdict {
             SeqVerdict::New => {}
             SeqVerdict::Duplicate if self.window.differs(hash) => self.stats.replaced += 1,
@@ -80,13 +83,28 @@ impl ClientWorld {
         let mut opened: HashMap<NetGuid, u32> = HashMap::new();
         let mut fast_opened: HashMap<NetGuid, u32> = HashMap::new();
         let mut missing: Vec<NetGuid> = Vec::new();
+        // Opens of an actor the client has with another class (see `conflicts`).
+        let mut conflicts: Vec<NetGuid> = Vec::new();
+        // Torn-off actors this packet proves were never torn off (see `undo_tear_off`).
+        let mut untorn: Vec<NetGuid> = Vec::new();
         let (classes, actors, fast) = (&self.classes, &self.actors, &self.fast);
         let (torn, ignored) = (&self.torn, &self.ignored);
         let decoded = decode_packet(bytes, |guid, open| {
             if guid.is_null() {
                 return Err(WireError::Invalid("actor GUID"));
             }
-            if torn.contains(&guid) || (open.is_none() && ignored.contains_key(&guid)) {
+            // An honest server writes nothing for a torn-off actor in the packet carrying its
+            // close nor in any numbered after it: a bunch there proves the tear-off forged.
+            let torn_off = match torn.get(&guid) {
+                Some(t) if seq.ahead_of(t.at) >= 0 => {
+                    if !untorn.contains(&guid) {
+                        untorn.push(guid);
+                    }
+                    false
+                }
+                t => t.is_some(),
+            };
+            if torn_off || (open.is_none() && ignored.contains_key(&guid)) {
                 // The server's last bunches before the tear-off (the actor is the client's now),
                 // or updates of a static actor this client did not load: read past, not applied.
                 let class = actors.get(&guid).map(|a| a.0).or_else(|| ignored.get(&guid).copied());
@@ -95,12 +113,23 @@ impl ClientWorld {
                     _ => Resolve::Skip,
                 });
             }
+            if open.is_none() && conflicts.contains(&guid) {
+                // Its open was stepped over: the client has no actor of the server's class.
+                missing.push(guid);
+                return Ok(Resolve::Skip);
+            }
             let known = opened.get(&guid).copied().or_else(|| actors.get(&guid).map(|a| a.0));
             if let Some(r) = fast.resolve(guid, open, known.is_some(), &mut fast_opened)? {
                 return Ok(r);
             }
             let class = match (open.map(|o| o.class), known) {
-                (Some(c), Some(k)) if c != k => return Err(WireError::Invalid("actor reopened with another class")),
+                (Some(c), Some(k)) if c != k => {
+                    // The server never reopens a GUID with another class: one of the two opens
+                    // was forged. Stepped over, not refused (refusing would refuse the server's
+                    // open, and every packet resending it, for good).
+                    conflicts.push(guid);
+                    return Ok(Resolve::Skip);
+                }
                 (Some(c), _) => c,
                 (None, Some(k)) => k,
                 (None, None) => {
@@ -115,7 +144,6 @@ impl ClientWorld {
         let mut packet = match decoded {
             Ok(p) => p,
             Err(e) => {
-                self.stats.refused += 1;
                 if e == WireError::Invalid(PLAIN_FOR_MISSING) {
                     // An update of an actor this client does not have, which cannot be stepped
                     // over: the packet is refused (the server sends its content again, as for a
@@ -124,7 +152,7 @@ impl ClientWorld {
                         self.request_reopen(guid);
                     }
                 }
-                return Err(ReceiveError::Wire(e));
+                return self.refuse(replacing, e);
             }
         };
         let mut skipped = packet.skipped.len();
@@ -133,16 +161,13 @@ impl ClientWorld {
         for b in &packet.bunches {
             match b.open.as_ref().map(|o| &o.kind) {
                 Some(OpenKind::Spawn(_)) if !b.guid.is_dynamic() => {
-                    self.stats.refused += 1;
-                    return Err(ReceiveError::Wire(WireError::Invalid("a static GUID opened with spawn info")));
+                    return self.refuse(replacing, WireError::Invalid("a static GUID opened with spawn info"));
                 }
                 Some(OpenKind::Static(_)) if !b.guid.is_static() => {
-                    self.stats.refused += 1;
-                    return Err(ReceiveError::Wire(WireError::Invalid("a dynamic GUID opened by path")));
+                    return self.refuse(replacing, WireError::Invalid("a dynamic GUID opened by path"));
                 }
                 Some(OpenKind::FastArray { .. }) if !b.guid.is_dynamic() => {
-                    self.stats.refused += 1;
-                    return Err(ReceiveError::Wire(WireError::Invalid("a static GUID opened as a fast array")));
+                    return self.refuse(replacing, WireError::Invalid("a static GUID opened as a fast array"));
                 }
                 _ => {}
             }
@@ -231,6 +256,11 @@ impl ClientWorld {
         for guid in missing.into_iter().chain(orphans) {
             self.request_reopen(guid);
         }
+        // Asked for again after the bunches: a bunch for an actor cancels a request for it.
+        let reask: Vec<NetGuid> = untorn.into_iter().filter(|&g| self.undo_tear_off(g)).collect();
+        for guid in conflicts {
+            self.heal_conflict(guid);
+        }
         for (guid, class) in not_loaded {
             if self.ignored.len() < MAX_IGNORED || self.ignored.contains_key(&guid) {
                 self.ignored.insert(guid, class);
@@ -247,7 +277,7 @@ impl ClientWorld {
                 self.ignored.remove(&b.guid);
             }
             if let Some(close) = b.close {
-                self.close(b.guid, close);
+                self.close(b.guid, close, packet.seq);
                 continue;
             }
             if let Some(&class) = opened.get(&b.guid) {
@@ -256,7 +286,47 @@ impl ClientWorld {
                 self.apply_fast(b);
             }
         }
+        for guid in reask {
+            self.request_reopen(guid);
+        }
         Ok(Receipt::Applied { bunches: n, skipped })
+    }
+
+    /// Refuses the packet being received for `e`. If it had the newest number with other bytes
+    /// (`replacing`), that number is forgotten (`ReceiveWindow::restore`): left acknowledged, the
+    /// server would never resend what this packet carried.
+    fn refuse(&mut self, replacing: bool, e: WireError) -> Result<Receipt, ReceiveError> {
+        self.stats.refused += 1;
+        if replacing && self.window.restore() {
+            self.stats.restored += 1;
+            self.unreported = true;
+        }
+        Err(ReceiveError::Wire(e))
+    }
+
+    /// An open named actor `guid` with another class than the client's copy: one of the two
+    /// opens was forged, and the client cannot tell which. A dynamic actor's copy is destroyed
+    /// and the actor asked for again: the server answers with its own open, which then meets no
+    /// copy, so whichever open was forged, the client ends with the server's class — no more
+    /// than a forged close could do. A static actor's class is the level's, loaded by the client
+    /// itself: its copy stays, the open was stepped over.
+    fn heal_conflict(&mut self, guid: NetGuid) {
+        self.stats.open_conflicts += 1;
+        if guid.is_dynamic() {
+            self.destroy(guid);
+            self.request_reopen(guid);
+        }
+    }
+
+    /// A bunch for torn-off actor `guid` came in a packet numbered from its tear-off's on, which
+    /// an honest server never writes: the tear-off was forged. The actor replicates again.
+    /// Returns whether it must be asked for again: the tear-off dropped references waiting for
+    /// their target, which only its open carries again. Undoing gives a forger nothing: the
+    /// server's own bunches are what undo it.
+    fn undo_tear_off(&mut self, guid: NetGuid) -> bool {
+        let Some(t) = self.torn.remove(&guid) else { return false };
+        self.stats.tear_offs_undone += 1;
+        t.dropped_refs
     }
 
     /// Asks the server to open actor `guid` again (in the next feedbacks), unless already asked.

@@ -4,7 +4,7 @@
 //! d = seq − highest (wrapping)
 //! d == 0 or d < 0    duplicate or late: dropped (if it was missing, feedback keeps saying so and
 //!                    the server resends current values: nothing stale is applied)
-//! d > ACK_WINDOW     too far ahead: dropped. An honest server never gets that far ahead of what
+//! d > ACK_WINDOW     too far ahead (measured from the reach, see below): dropped. An honest server never gets that far ahead of what
 //!                    the client reported, so one forged packet can move `highest` at most
 //!                    ACK_WINDOW ahead, stalling the connection for at most that many packets
 //! otherwise          accepted (once the packet decoded): the window moves d forward
@@ -14,6 +14,15 @@
 //! means one of the two was forged (an honest server repeats a packet byte for byte). The
 //! arriving one is applied too, so a forged jump to sequence N is undone by the server's own
 //! packet N rather than making the client acknowledge content it never saw.
+//!
+//! If that second packet N fails to decode or validate (the first one, forged, closed an actor
+//! it updates, say), N must not stay acknowledged: its content would be lost for good. So the
+//! window keeps its state from before it first accepted a packet numbered N, and
+//! [`ReceiveWindow::restore`] goes back to it: N is reported missing and the server sends its
+//! content again. The reach — how far ahead a packet is accepted — is not restored: it stays
+//! ACK_WINDOW past N, so the server's packets after N, which it may send because the client
+//! reported N, are still accepted (after a forged jump of the whole window they would
+//! otherwise be too far from the restored newest, and the connection would stall for good).
 
 use crate::ids::Seq;
 use crate::wire::feedback::{AckBits, ACK_WINDOW};
@@ -31,54 +40,89 @@ pub enum SeqVerdict {
     TooFar,
 }
 
+/// What the window says: the newest packet received, which of the ones before it arrived, and
+/// the hash of the newest one's bytes.
+#[derive(Clone, Copy, Debug)]
+struct WindowState {
+    highest: Seq,
+    received: AckBits,
+    newest: u64,
+}
+
 /// The newest packet received and which of the ones before it arrived.
 #[derive(Clone, Debug)]
 pub(crate) struct ReceiveWindow {
-    highest: Seq,
-    received: AckBits,
-    /// Hash of the newest packet's bytes.
-    newest: u64,
+    now: WindowState,
+    /// The state before the first packet numbered `now.highest` was accepted (see
+    /// [`Self::restore`]); none once restored.
+    before: Option<WindowState>,
+    /// The newest sequence number ever accepted: packets are accepted up to [`ACK_WINDOW`] past
+    /// it. It equals `now.highest` unless the window was restored.
+    reach: Seq,
 }
 
 impl ReceiveWindow {
     /// A window expecting `first` as the first packet.
     pub fn new(first: Seq) -> Self {
-        Self { highest: first.back(1), received: AckBits::default(), newest: 0 }
+        let now = WindowState { highest: first.back(1), received: AckBits::default(), newest: 0 };
+        Self { now, before: None, reach: now.highest }
     }
 
     /// Judges `seq`.
     pub fn verdict(&self, seq: Seq) -> SeqVerdict {
-        match seq.ahead_of(self.highest) {
+        match seq.ahead_of(self.now.highest) {
             0 => SeqVerdict::Duplicate,
             d if d < 0 => SeqVerdict::Late,
-            d if d > ACK_WINDOW as i64 => SeqVerdict::TooFar,
+            _ if seq.ahead_of(self.reach) > ACK_WINDOW as i64 => SeqVerdict::TooFar,
             _ => SeqVerdict::New,
         }
     }
 
     /// Whether a packet judged [`SeqVerdict::Duplicate`] differs from the newest one received.
     pub fn differs(&self, hash: u64) -> bool {
-        self.received.get(0) && hash != self.newest
+        self.now.received.get(0) && hash != self.now.newest
     }
 
     /// Records `seq` (which [`Self::verdict`] judged new, or a differing duplicate) as received.
     pub fn accept(&mut self, seq: Seq, hash: u64) {
-        let d = seq.ahead_of(self.highest);
-        debug_assert!((0..=ACK_WINDOW as i64).contains(&d));
-        self.received.shift(d.clamp(0, ACK_WINDOW as i64) as u32);
-        self.received.set(0);
-        self.highest = seq;
-        self.newest = hash;
+        let d = seq.ahead_of(self.now.highest);
+        debug_assert!(d >= 0 && seq.ahead_of(self.reach) <= ACK_WINDOW as i64);
+        if d > 0 {
+            // A differing duplicate (d = 0) keeps the state from before the number's first packet.
+            self.before = Some(self.now);
+        }
+        if seq.ahead_of(self.reach) > 0 {
+            self.reach = seq;
+        }
+        self.now.received.shift(d.clamp(0, ACK_WINDOW as i64) as u32);
+        self.now.received.set(0);
+        self.now.highest = seq;
+        self.now.newest = hash;
+    }
+
+    /// A differing duplicate of the newest packet failed to decode or validate: one of the two
+    /// packets with that number was forged, and which one the client cannot tell, so the
+    /// number is forgotten — the window goes back to its state before the first of them, and
+    /// the number is reported missing (the server sends that packet's content again). Returns
+    /// whether it did (not twice in a row: the state before that is not kept).
+    pub fn restore(&mut self) -> bool {
+        match self.before.take() {
+            Some(before) => {
+                self.now = before;
+                true
+            }
+            None => false,
+        }
     }
 
     /// The newest packet received (the one before the first, if none was).
     pub fn highest(&self) -> Seq {
-        self.highest
+        self.now.highest
     }
 
     /// Which packets up to [`Self::highest`] arrived.
     pub fn received(&self) -> &AckBits {
-        &self.received
+        &self.now.received
     }
 }
 
@@ -103,5 +147,30 @@ mod tests {
         assert_eq!(w.verdict(Seq(3 + ACK_WINDOW + 1)), SeqVerdict::TooFar);
         assert_eq!(w.verdict(Seq(3u32.wrapping_add(1 << 31))), SeqVerdict::Late, "half the space away");
         assert_eq!(w.verdict(Seq(3u32.wrapping_add((1 << 31) - 1))), SeqVerdict::TooFar);
+    }
+
+    /// After a forged jump of the whole window and a failed packet with its number, the window is
+    /// back where it was, with the number missing, and still reaches ACK_WINDOW past it.
+    #[test]
+    fn a_restored_window_forgets_the_number_and_keeps_its_reach() {
+        let mut w = ReceiveWindow::new(Seq(10));
+        w.accept(Seq(10), 1);
+        w.accept(Seq(11), 2);
+        let forged = 11 + ACK_WINDOW;
+        w.accept(Seq(forged), 3);
+        assert!(w.differs(4), "the server's packet with the forged number");
+        w.accept(Seq(forged), 4);
+        assert!(w.restore(), "…failed: back to before the first packet numbered {forged}");
+        assert_eq!(w.highest(), Seq(11));
+        assert!(w.received().get(0) && w.received().get(1));
+        assert!(!w.differs(2), "packet 11 is the newest again");
+        assert_eq!(w.verdict(Seq(forged)), SeqVerdict::New, "the number is missing");
+        assert_eq!(w.verdict(Seq(forged + ACK_WINDOW)), SeqVerdict::New, "the reach stays");
+        assert_eq!(w.verdict(Seq(forged + ACK_WINDOW + 1)), SeqVerdict::TooFar);
+        assert!(!w.restore(), "once");
+        w.accept(Seq(forged + 1), 5);
+        assert!(!w.received().get(1) && w.received().get(0), "{forged} reported missing, 11 out of reach");
+        assert!(w.restore(), "a new number keeps a state to go back to");
+        assert_eq!(w.highest(), Seq(11));
     }
 }

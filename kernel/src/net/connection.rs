@@ -85,6 +85,10 @@ pub struct ConnectionStats {
     pub feedback_stale: u64,
     /// Feedback naming a packet never sent: ignored.
     pub feedback_forged: u64,
+    /// Feedback whose newest packet is up to `ACK_WINDOW` past the newest one sent — its client
+    /// accepted a forged packet numbered ahead of the server: the packets sent were settled by
+    /// what it says of them (and counted in `feedback_applied` too).
+    pub feedback_ahead: u64,
     /// Feedback that did not decode: refused.
     pub feedback_malformed: u64,
     /// Requests to open an actor again that were honoured.

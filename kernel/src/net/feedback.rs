@@ -15,6 +15,10 @@ pub enum FeedbackOutcome {
     /// It reports nothing newer than what was already settled (a duplicate, a reordered or
     /// repeated feedback): its acks are ignored (its reopen requests still count).
     Stale,
+    /// It names a packet up to [`ACK_WINDOW`](crate::wire::feedback::ACK_WINDOW) past the newest
+    /// one sent (the client accepted a forged packet numbered ahead of the server): it settled
+    /// this many packets in flight, by what it says of them.
+    Ahead(usize),
     /// It names a packet never sent: ignored entirely.
     NeverSent,
 }
@@ -23,7 +27,9 @@ impl NetDriver {
     /// Applies a client's feedback (see [`crate::wire::feedback`]): packets it received are
     /// retired, packets it missed have their content resent, actors it asks for are opened
     /// again. Feedback that is stale (duplicated, reordered, repeated) or names packets never
-    /// sent changes nothing and is counted; bytes that do not decode are an error (and counted).
+    /// sent changes nothing and is counted; feedback a little ahead of the newest packet sent
+    /// (its client took a forged packet) settles the packets sent by what it says of them;
+    /// bytes that do not decode are an error (and counted).
     ///
     /// ```
     /// use shadowrep::client::ClientWorld;
@@ -74,26 +80,37 @@ impl NetDriver {
                 self.conns[ci].stats.feedback_stale += 1;
                 FeedbackOutcome::Stale
             }
-            Intake::Settle => {
-                let (classes, guids, c) = (&self.classes, &self.guids, &mut self.conns[ci]);
-                let fast = &self.fast;
-                let mut settled = 0;
-                let mut entries = std::mem::take(&mut c.settled);
-                while let Some((rec, delivered)) = c.rel.settle_next(&fb) {
-                    reliability::apply_settled((ci, c), classes, guids, fast, rec, delivered, &mut entries);
-                    settled += 1;
-                }
-                reliability::apply_entries(c, &mut entries);
-                c.settled = entries;
-                c.rel.settled(&fb);
-                c.stats.feedback_applied += 1;
-                FeedbackOutcome::Applied(settled)
+            Intake::Settle => FeedbackOutcome::Applied(self.settle(ci, &fb)),
+            Intake::Ahead => {
+                // Only what it says of packets we sent counts (see `reliability`).
+                self.conns[ci].stats.feedback_ahead += 1;
+                let rebased = self.conns[ci].rel.as_of_newest(&fb);
+                FeedbackOutcome::Ahead(self.settle(ci, &rebased))
             }
         };
         for &guid in &fb.reopen {
             self.reopen(ci, guid);
         }
         Ok(outcome)
+    }
+
+    /// Settles the packets in flight that `fb` (classified [`Intake::Settle`], or re-based on
+    /// the newest packet sent) describes: each is retired or has its content queued again.
+    /// Returns how many were settled.
+    fn settle(&mut self, ci: usize, fb: &crate::wire::feedback::Feedback) -> usize {
+        let (classes, guids, c) = (&self.classes, &self.guids, &mut self.conns[ci]);
+        let fast = &self.fast;
+        let mut settled = 0;
+        let mut entries = std::mem::take(&mut c.settled);
+        while let Some((rec, delivered)) = c.rel.settle_next(fb) {
+            reliability::apply_settled((ci, c), classes, guids, fast, rec, delivered, &mut entries);
+            settled += 1;
+        }
+        reliability::apply_entries(c, &mut entries);
+        c.settled = entries;
+        c.rel.settled(fb);
+        c.stats.feedback_applied += 1;
+        settled
     }
 
     /// A client got a bunch for `guid` but does not have the actor: open it again, if the

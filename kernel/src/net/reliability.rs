@@ -10,7 +10,12 @@
 //!            missing (its leaves go back to the pair's resend set, an open is sent again, a
 //!            close is queued again); acked = highest
 //!            about nothing newer than acked (duplicated, reordered, repeated): ignored, counted
-//!            naming a packet never sent: ignored, counted — it can neither settle nor resend
+//!            ahead of the newest packet sent by at most ACK_WINDOW: the client accepted a
+//!            forged packet numbered past ours (it takes jumps of up to ACK_WINDOW); what it
+//!            says of the packets we did send is still true, so it settles them as the same
+//!            feedback re-based on our newest would (acked = newest), counted
+//!            further ahead: names a packet never sent: ignored, counted — it can neither
+//!            settle nor resend
 //! keep-alive a connection with content in flight that sent nothing for `keep_alive_frames`
 //!            sends an empty packet, so the client's next feedback reveals a lost tail (UE's
 //!            keep-alive does the same); with the window full, the newest packet is sent again
@@ -19,7 +24,19 @@
 //!
 //! Each packet is settled exactly once, so no feedback — forged, repeated or random — can make
 //! the server send a packet's content more than once per loss the client reports for a packet
-//! really in flight. There are no timeouts: a client that stops sending feedback stops the
+//! really in flight.
+//!
+//! Why feedback ahead of the newest packet is settled rather than ignored: a forged packet
+//! numbered up to ACK_WINDOW past the client's newest is accepted, and while the server's acked
+//! lags the client (feedback one round trip behind: the normal state) the server can never
+//! reach that number, so ignoring every feedback naming it would leave the window full for
+//! good. Re-based on the newest packet sent ([`Reliability::as_of_newest`]) such a feedback is
+//! one a client could send with a `highest` we accept, so it gives a forger nothing the
+//! forger could not already do; and it moves acked only to our newest packet, never to the
+//! number the client claims, so the server still sends nothing past what a client holding a
+//! real packet of ours accepts. The client then drops our packets below its forged number as
+//! late and reports them missing until our numbering reaches it and our packet replaces the
+//! forged one: at most ACK_WINDOW packets of stall, as for a forged jump with acked current. There are no timeouts: a client that stops sending feedback stops the
 //! connection at a full window (the embedding server decides when a silent client is gone).
 
 use super::actors::ClassNet;
@@ -75,6 +92,10 @@ impl SentEntry {
 pub(crate) enum Intake {
     /// It settles the packets in flight up to its `highest`.
     Settle,
+    /// Its `highest` is past the newest packet sent, by at most [`ACK_WINDOW`]: the client
+    /// accepted a forged packet. It settles the packets in flight once re-based on the newest
+    /// ([`Reliability::as_of_newest`]).
+    Ahead,
     /// Nothing newer than what was already settled.
     Stale,
     /// It names a packet never sent.
@@ -175,13 +196,25 @@ impl Reliability {
     /// How `fb` relates to what was sent.
     pub fn classify(&self, fb: &Feedback) -> Intake {
         let newest = self.next_seq.back(1);
-        if fb.highest.ahead_of(newest) > 0 {
-            Intake::NeverSent
-        } else if fb.highest.ahead_of(self.acked) <= 0 {
-            Intake::Stale
-        } else {
-            Intake::Settle
+        match fb.highest.ahead_of(newest) {
+            // No client takes a jump of more than ACK_WINDOW past a packet we sent.
+            d if d > ACK_WINDOW as i64 => Intake::NeverSent,
+            d if d > 0 => Intake::Ahead,
+            _ if fb.highest.ahead_of(self.acked) <= 0 => Intake::Stale,
+            _ => Intake::Settle,
         }
+    }
+
+    /// `fb` (classified [`Intake::Ahead`]) as said of the newest packet sent: `highest` is that
+    /// packet and each bit keeps the packet it stood for; the packets of ours `fb` no longer
+    /// reached read as missing (their content goes again, the safe side). What `fb` says past
+    /// the newest packet is dropped: it is about packets we never sent.
+    pub fn as_of_newest(&self, fb: &Feedback) -> Feedback {
+        let newest = self.next_seq.back(1);
+        let ahead = fb.highest.ahead_of(newest).clamp(0, ACK_WINDOW as i64) as u32;
+        let mut received = fb.received;
+        received.unshift(ahead);
+        Feedback { highest: newest, received, reopen: Vec::new() }
     }
 
     /// Takes the next packet `fb` settles, with whether it was delivered; call while it
@@ -429,11 +462,14 @@ mod tests {
     #[test]
     fn feedback_about_nothing_new_or_never_sent_is_refused() {
         let mut r = Reliability::new(Seq(1));
-        assert_eq!(r.classify(&feedback(1, &[1])), Intake::NeverSent, "nothing sent yet");
+        assert_eq!(r.classify(&feedback(1 + ACK_WINDOW, &[])), Intake::NeverSent, "nothing sent yet");
         assert_eq!(r.classify(&feedback(0, &[])), Intake::Stale);
         send(&mut r, 10);
-        for forged in [11, 1000, u32::MAX, 10 + (1 << 31)] {
-            assert_ne!(r.classify(&feedback(forged, &[])), Intake::Settle, "{forged}");
+        for forged in [11 + ACK_WINDOW, 1000] {
+            assert_eq!(r.classify(&feedback(forged, &[])), Intake::NeverSent, "{forged}");
+        }
+        for behind in [u32::MAX, 10 + (1 << 31)] {
+            assert_eq!(r.classify(&feedback(behind, &[])), Intake::Stale, "{behind}: behind, by wrapping distance");
         }
         let fb = feedback(5, &[5, 4]);
         assert_eq!(r.classify(&fb), Intake::Settle);
@@ -443,6 +479,40 @@ mod tests {
         for again in [5, 4, 1] {
             assert_eq!(r.classify(&feedback(again, &[again])), Intake::Stale, "{again} is settled");
         }
+    }
+
+    /// Feedback up to ACK_WINDOW past the newest packet sent (its client took a forged jump)
+    /// settles the packets sent exactly as the same bits said of our newest packet would, moves
+    /// acked to our newest packet and no further, and the packets it no longer reaches are lost.
+    #[test]
+    fn feedback_ahead_of_the_newest_settles_what_it_says_of_the_packets_sent() {
+        let mut r = Reliability::new(Seq(u32::MAX - 5));
+        assert_eq!(r.classify(&feedback(u32::MAX - 5, &[])), Intake::Ahead, "nothing sent yet");
+        let idle = r.as_of_newest(&feedback(u32::MAX - 5, &[]));
+        assert_eq!(r.settle_next(&idle).map(|s| s.0.seq), None, "settles nothing");
+        send(&mut r, 10); // u32::MAX − 5 ..= 3, across the wrap
+        let newest = 3u32;
+        for (ahead, got) in [(1u32, vec![3, 1, u32::MAX]), (200, vec![2, 0]), (ACK_WINDOW - 2, vec![3, 2, 1])] {
+            let highest = newest.wrapping_add(ahead);
+            let fb = feedback(highest, &[&[highest][..], &got].concat());
+            assert_eq!(r.classify(&fb), Intake::Ahead, "{ahead}");
+            let rebased = r.as_of_newest(&fb);
+            assert_eq!(rebased.highest, Seq(newest));
+            let mut check = Reliability::new(Seq(u32::MAX - 5));
+            send(&mut check, 10);
+            while let Some((rec, delivered)) = check.settle_next(&rebased) {
+                // Reached by the feedback's window: as it says; beyond it: lost.
+                let back = highest.wrapping_sub(rec.seq.0);
+                assert_eq!(delivered, back < ACK_WINDOW && got.contains(&rec.seq.0), "{ahead}: {:?}", rec.seq);
+            }
+            check.settled(&rebased);
+            assert_eq!((check.in_flight(), check.room()), (0, ACK_WINDOW), "acked is our newest, not {highest}");
+        }
+        let edge = feedback(newest + ACK_WINDOW, &[newest + ACK_WINDOW]);
+        assert_eq!(r.classify(&edge), Intake::Ahead, "a jump of exactly the window");
+        let rebased = r.as_of_newest(&edge);
+        assert_eq!(rebased.received, AckBits::default(), "reaches none of ours: all lost");
+        assert_eq!(r.classify(&feedback(newest + ACK_WINDOW + 1, &[])), Intake::NeverSent);
     }
 
     #[test]

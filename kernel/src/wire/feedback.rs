@@ -61,6 +61,23 @@ impl AckBits {
             self.0[i] = if bits == 0 { lo } else { lo << bits | below >> (64 - bits) };
         }
     }
+
+    /// The same packets described from `n` packets before the newest (the reverse of
+    /// [`Self::shift`]): the newest `n` bits leave, every other bit is `n` packets newer, and
+    /// the oldest `n` packets, which these bits never described, read as missing.
+    pub fn unshift(&mut self, n: u32) {
+        if n >= ACK_WINDOW {
+            self.0 = [0; 4];
+            return;
+        }
+        let (words, bits) = ((n / 64) as usize, n % 64);
+        let old = self.0;
+        for i in 0..4usize {
+            let hi = old.get(i + words).copied().unwrap_or(0);
+            let above = old.get(i + words + 1).copied().unwrap_or(0);
+            self.0[i] = if bits == 0 { hi } else { hi >> bits | above << (64 - bits) };
+        }
+    }
 }
 
 /// One decoded feedback message.
@@ -216,6 +233,22 @@ mod tests {
             for b in 0..ACK_WINDOW {
                 let want = b >= n && bits.get(b - n);
                 assert_eq!(s.get(b), want, "shift {n}, bit {b}");
+            }
+        }
+    }
+
+    #[test]
+    fn unshifting_makes_every_bit_newer() {
+        let mut bits = AckBits::default();
+        for b in [0, 1, 63, 64, 130, 191, 192, 255] {
+            bits.set(b);
+        }
+        for n in [0, 1, 5, 63, 64, 65, 128, 200, 255, 256, 1000] {
+            let mut s = bits;
+            s.unshift(n);
+            for b in 0..ACK_WINDOW {
+                let want = b + n < ACK_WINDOW && bits.get(b + n);
+                assert_eq!(s.get(b), want, "unshift {n}, bit {b}");
             }
         }
     }

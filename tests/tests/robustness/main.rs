@@ -4,6 +4,7 @@
 mod defects;
 mod driver_errors;
 mod forged;
+mod forged_packets;
 mod mutants;
 mod sequence;
 mod soak;

@@ -1,0 +1,284 @@
+//! One forged server→client packet (an on-path attacker who saw the session token) never leaves
+//! a connection or an actor wrong for good: each test injects one, then runs a perfect link and
+//! asserts the client converges to the server's values within a bounded number of frames.
+
+use crate::Bench;
+use shadowrep::client::Receipt;
+use shadowrep::ids::Seq;
+use shadowrep::net::DriverConfig;
+use shadowrep::schema::{ClassBuilder, PropType, PropertyDecl};
+use shadowrep::value::Value;
+use shadowrep::wire::feedback::ACK_WINDOW;
+use shadowrep::wire::packet::{begin_packet, end_packet};
+use shadowrep::wire::BitWriter;
+
+fn counter() -> ClassBuilder {
+    ClassBuilder::new("C").property(PropertyDecl::new("N", PropType::U32))
+}
+
+fn empty_packet(seq: u32) -> Vec<u8> {
+    let mut w = BitWriter::new();
+    begin_packet(&mut w, Seq(seq));
+    end_packet(&mut w);
+    w.into_bytes()
+}
+
+/// A forged jump of the whole window while the client's feedback for the server's newest packet
+/// is still on its way (the normal state of a live connection): the server's window ends before
+/// the forged number, so it could never reach it. The client's feedback names a packet the
+/// server never sent, but what it says of the packets the server did send settles them, and the
+/// server's numbering reaches the forged packet and replaces it within the window.
+#[test]
+fn a_forged_jump_with_feedback_in_flight_recovers_within_the_window() {
+    let mut b = Bench::new(counter(), DriverConfig::default());
+    let a = b.store.spawn();
+    let g = b.guid(a);
+    b.run(3);
+    // One more frame: the client has it, the server has not heard so yet.
+    b.store.set(a, 0, &Value::U32(7)).unwrap();
+    for p in b.tick() {
+        b.client.receive(&p).unwrap();
+    }
+    let h = b.client.highest_received().0;
+    assert!(matches!(b.client.receive(&empty_packet(h + ACK_WINDOW)), Ok(Receipt::Applied { .. })));
+    let mut v = 100;
+    let mut frames = 0;
+    loop {
+        v += 1;
+        b.store.set(a, 0, &Value::U32(v)).unwrap();
+        let packets = b.tick();
+        b.deliver(&packets);
+        frames += 1;
+        if b.client.value(g, 0) == Some(Value::U32(v)) {
+            break;
+        }
+        assert!(
+            frames < 2 * ACK_WINDOW,
+            "wedged after {frames} frames: client {:?}, want {v}; {:?}",
+            b.client.value(g, 0),
+            b.driver.connection_stats(b.conn).unwrap()
+        );
+    }
+    assert!(frames <= ACK_WINDOW + 2, "the stall lasted {frames} frames (one packet each)");
+    let stats = b.driver.connection_stats(b.conn).unwrap();
+    assert!(stats.feedback_ahead >= 1 && b.client.stats().replaced == 1, "{stats:?}");
+    for _ in 0..20 {
+        v += 1;
+        b.store.set(a, 0, &Value::U32(v)).unwrap();
+        b.run(1);
+        assert_eq!(b.client.value(g, 0), Some(Value::U32(v)), "every frame from here");
+    }
+}
+
+/// A forged packet with the server's next number closes actor 0; the server's real packet with
+/// that number updates actors 0 and 1 and is refused (a plain bunch for an actor the client no
+/// longer has). The number must not stay acknowledged: the client forgets it, the server resends
+/// that packet's content, and actor 0 comes back by its reopen — actor 1's update, never sent
+/// again otherwise, arrives.
+#[test]
+fn a_refused_packet_whose_number_was_forged_is_reported_missing_and_resent() {
+    use shadowrep::wire::packet::write_close;
+    let mut b = Bench::new(counter(), DriverConfig::default());
+    let (a0, a1) = (b.store.spawn(), b.store.spawn());
+    let (g0, g1) = (b.guid(a0), b.guid(a1));
+    b.run(3);
+    let h = b.client.highest_received().0;
+    let mut w = BitWriter::new();
+    begin_packet(&mut w, Seq(h + 1));
+    write_close(&mut w, g0);
+    end_packet(&mut w);
+    assert!(matches!(b.client.receive(&w.into_bytes()), Ok(Receipt::Applied { .. })));
+    b.store.set(a0, 0, &Value::U32(1)).unwrap();
+    b.store.set(a1, 0, &Value::U32(1)).unwrap();
+    let p = b.tick();
+    assert_eq!(p.len(), 1);
+    assert!(b.client.receive(&p[0]).is_err(), "refused");
+    assert_eq!(b.client.highest_received().0, h, "the forged number is forgotten");
+    assert_eq!(b.client.stats().restored, 1);
+    b.feed_back();
+    for frame in 0..10 {
+        b.run(1); // the actors never change again: only a resend brings actor 1's value
+        if (b.client.value(g0, 0), b.client.value(g1, 0)) == (Some(Value::U32(1)), Some(Value::U32(1))) {
+            eprintln!("recovered after {} frames", frame + 1);
+            return;
+        }
+    }
+    panic!(
+        "actor 0 {:?}, actor 1 {:?} (want 1, 1): {:?}",
+        b.client.value(g0, 0),
+        b.client.value(g1, 0),
+        b.driver.connection_stats(b.conn).unwrap()
+    );
+}
+
+/// The same with a forged jump of the whole window that closes actor 0: the server's packet
+/// with the forged number is refused and forgotten, and the server's next packets — a window
+/// past the client's restored newest — are still accepted.
+#[test]
+fn a_forged_jump_that_closes_an_actor_recovers_when_the_servers_packet_is_refused() {
+    use shadowrep::wire::packet::write_close;
+    let mut b = Bench::new(counter(), DriverConfig::default());
+    let (a0, a1) = (b.store.spawn(), b.store.spawn());
+    let (g0, g1) = (b.guid(a0), b.guid(a1));
+    b.run(3);
+    let h = b.client.highest_received().0;
+    let mut w = BitWriter::new();
+    begin_packet(&mut w, Seq(h + ACK_WINDOW));
+    write_close(&mut w, g0);
+    end_packet(&mut w);
+    assert!(matches!(b.client.receive(&w.into_bytes()), Ok(Receipt::Applied { .. })));
+    let mut v = 0;
+    let mut frames = 0;
+    loop {
+        v += 1;
+        b.store.set(a0, 0, &Value::U32(v)).unwrap();
+        b.store.set(a1, 0, &Value::U32(v)).unwrap();
+        let packets = b.tick();
+        for p in &packets {
+            let _ = b.client.receive(p); // the server's packet with the forged number is refused
+        }
+        b.feed_back();
+        frames += 1;
+        if (b.client.value(g0, 0), b.client.value(g1, 0)) == (Some(Value::U32(v)), Some(Value::U32(v))) {
+            break;
+        }
+        assert!(
+            frames < 2 * ACK_WINDOW,
+            "wedged: {:?} {:?}, want {v}; {:?} {:?}",
+            b.client.value(g0, 0),
+            b.client.value(g1, 0),
+            b.client.stats(),
+            b.driver.connection_stats(b.conn).unwrap()
+        );
+    }
+    assert!(frames <= ACK_WINDOW + 4, "{frames} frames");
+    assert_eq!(b.client.stats().restored, 1);
+    for _ in 0..10 {
+        v += 1;
+        b.store.set(a0, 0, &Value::U32(v)).unwrap();
+        b.store.set(a1, 0, &Value::U32(v)).unwrap();
+        b.run(1);
+    }
+    assert_eq!((b.client.value(g0, 0), b.client.value(g1, 0)), (Some(Value::U32(v)), Some(Value::U32(v))));
+}
+
+/// A forged open of the next dynamic GUID with another class, before the server spawns its actor
+/// with that GUID: the server's open meets a copy of the wrong class. It is stepped over (not
+/// refused: every packet resending it would be refused too, and the connection with it), the
+/// wrong copy is destroyed and the actor asked for again, and the server's reopen gives the
+/// client the right class; the other actor's updates flow throughout.
+#[test]
+fn a_forged_open_of_a_future_guid_with_another_class_heals() {
+    use shadowrep::client::ClientWorld;
+    use shadowrep::ids::NetGuid;
+    use shadowrep::net::NetDriver;
+    use shadowrep::store::ClassStore;
+    use shadowrep::wire::open::OpenHeader;
+    use shadowrep::wire::packet::write_bunch;
+    use std::sync::Arc;
+    let la = Arc::new(counter().build().unwrap());
+    let lb = Arc::new(ClassBuilder::new("B").property(PropertyDecl::new("M", PropType::U8)).build().unwrap());
+    let (mut sa, mut sb) = (ClassStore::new(la.clone()), ClassStore::new(lb.clone()));
+    let mut driver = NetDriver::new(DriverConfig::default()).unwrap();
+    let ca = driver.register_class(&mut sa).unwrap();
+    driver.register_class(&mut sb).unwrap();
+    let conn = driver.add_connection(false);
+    let mut client = ClientWorld::new(&[la, lb], &driver.checksums()).unwrap();
+    let a0 = sa.spawn();
+    let g0 = driver.assign_guid(ca, &sa, a0).unwrap();
+    let step = |driver: &mut NetDriver, sa: &mut ClassStore, sb: &mut ClassStore, client: &mut ClientWorld| {
+        driver.tick(&mut [sa, sb]).unwrap();
+        for p in driver.take_packets(conn).unwrap() {
+            let _ = client.receive(&p);
+        }
+        driver.receive_feedback(conn, &client.feedback()).unwrap();
+    };
+    for _ in 0..3 {
+        step(&mut driver, &mut sa, &mut sb, &mut client);
+    }
+    // Dynamic GUIDs go up by two (their parity tells them from static ones).
+    let future = NetGuid(g0.0 + 2);
+    let mut w = BitWriter::new();
+    begin_packet(&mut w, Seq(client.highest_received().0 + 1));
+    write_bunch(&mut w, future, Some(&OpenHeader::spawn(1)), &BitWriter::new());
+    end_packet(&mut w);
+    assert!(matches!(client.receive(&w.into_bytes()), Ok(Receipt::Applied { .. })));
+    assert_eq!(client.class_of(future), Some(1), "the forged open took");
+    let a1 = sa.spawn();
+    assert_eq!(driver.assign_guid(ca, &sa, a1).unwrap(), future);
+    for v in 1..=10u32 {
+        sa.set(a0, 0, &Value::U32(v)).unwrap();
+        sa.set(a1, 0, &Value::U32(v)).unwrap();
+        step(&mut driver, &mut sa, &mut sb, &mut client);
+        assert_eq!(client.value(g0, 0), Some(Value::U32(v)), "frame {v}: the connection flows");
+        if v >= 4 {
+            assert_eq!(
+                (client.class_of(future), client.value(future, 0)),
+                (Some(0), Some(Value::U32(v))),
+                "frame {v}: healed within a round trip; {:?}",
+                client.stats()
+            );
+        }
+    }
+    assert_eq!(client.stats().open_conflicts, 1);
+}
+
+/// A forged "torn off" close: the client would keep the actor frozen, owned by it, for good. The
+/// server's next bunch for the actor comes in a packet numbered after the close, which an honest
+/// server never writes after a tear-off: the tear-off is undone and the actor replicates again.
+#[test]
+fn a_forged_tear_off_is_undone_by_the_servers_next_bunch() {
+    use shadowrep::wire::open::CloseReason;
+    use shadowrep::wire::packet::write_close_for;
+    let mut b = Bench::new(counter(), DriverConfig::default());
+    let a = b.store.spawn();
+    let g = b.guid(a);
+    b.run(3);
+    let h = b.client.highest_received().0;
+    let mut w = BitWriter::new();
+    begin_packet(&mut w, Seq(h + 1));
+    write_close_for(&mut w, g, CloseReason::TornOff, None);
+    end_packet(&mut w);
+    assert!(matches!(b.client.receive(&w.into_bytes()), Ok(Receipt::Applied { .. })));
+    assert!(b.client.is_torn_off(g), "the forged tear-off took");
+    for v in 1..=10u32 {
+        b.store.set(a, 0, &Value::U32(v)).unwrap();
+        b.run(1);
+        // Frame 1's packet has the forged number: it replaces it, and its bunch undoes it.
+        assert_eq!(b.client.value(g, 0), Some(Value::U32(v)), "frame {v}: {:?}", b.client.stats());
+        assert!(!b.client.is_torn_off(g));
+    }
+    assert_eq!(b.client.stats().tear_offs_undone, 1);
+}
+
+/// The server's own tear-off holds: its last bunches before the close, arriving late, are read
+/// past — here through a forged packet with the close's number whose failure makes the client
+/// forget that number, so the server's packets before the close are new to it again.
+#[test]
+fn a_real_tear_off_holds_against_the_servers_earlier_packets() {
+    let mut b = Bench::new(counter(), DriverConfig::default());
+    let a = b.store.spawn();
+    let g = b.guid(a);
+    b.run(3);
+    b.store.set(a, 0, &Value::U32(5)).unwrap();
+    let early = b.tick(); // lost for now
+    b.driver.tear_off(b.class, &b.store, a).unwrap();
+    let close = b.tick();
+    b.deliver(&close);
+    assert!(b.client.is_torn_off(g));
+    // The number of the close again, other bytes that fail (an open of a class that does not
+    // exist): the client forgets that number.
+    let mut w = BitWriter::new();
+    begin_packet(&mut w, Seq(b.client.highest_received().0));
+    let open = shadowrep::wire::open::OpenHeader::spawn(99);
+    shadowrep::wire::packet::write_bunch(&mut w, shadowrep::ids::NetGuid(g.0 + 100), Some(&open), &BitWriter::new());
+    end_packet(&mut w);
+    assert!(b.client.receive(&w.into_bytes()).is_err());
+    assert_eq!(b.client.stats().restored, 1);
+    for p in &early {
+        assert!(matches!(b.client.receive(p), Ok(Receipt::Applied { .. })), "new to the client again");
+    }
+    assert!(b.client.is_torn_off(g), "a packet before the close proves nothing");
+    assert_eq!(b.client.value(g, 0), Some(Value::U32(0)), "read past");
+    assert_eq!(b.client.stats().tear_offs_undone, 0);
+}
