@@ -101,36 +101,46 @@ impl ConsiderClock {
         }
     }
 
-    /// The actor was considered at `t`; `sent` tells whether it had anything to send.
-    /// Schedules the next time — unless it was only pending (left over by a saturated frame),
-    /// which keeps the time already scheduled, as UE does.
-    pub fn considered(&mut self, guid: NetGuid, t: &ServerTime, f: &UpdateFrequency, adaptive: bool, sent: bool) {
-        let interval = if adaptive { self.adapt(t.now, f, sent) } else { f.fastest() };
+    /// The actor was considered at `t`. Schedules the next time — unless it was only pending
+    /// (left over by a saturated frame), which keeps the time already scheduled, as UE does.
+    pub fn considered(&mut self, guid: NetGuid, t: &ServerTime, f: &UpdateFrequency, adaptive: bool) {
+        let interval = if adaptive { self.adapt(t.now, f) } else { f.fastest() };
         if !self.pending_net_update {
             self.next_update_time = t.now + jitter(guid, t.frame) * t.tick + interval;
         }
         self.pending_net_update = false;
     }
 
-    /// UE's adaptive rule: a send pulls the interval towards 0.7 × the time since the last send;
-    /// silence for more than 2 s backs it off towards the slowest over 5 s.
-    fn adapt(&mut self, now: f64, f: &UpdateFrequency, sent: bool) -> f64 {
+    /// UE's adaptive rule at consider time (`ServerReplicateActors_BuildConsiderList`): first
+    /// seen, the interval is the fastest; more than 2 s since the last real send backs it off
+    /// towards the slowest over 5 s. Otherwise it is what the last sends made it
+    /// ([`Self::replicated`]).
+    fn adapt(&mut self, now: f64, f: &UpdateFrequency) -> f64 {
         if self.optimal_delta == 0.0 {
             self.optimal_delta = f.fastest();
             self.last_replicate_time = now;
         }
-        if sent {
-            let since = now - self.last_replicate_time;
-            self.optimal_delta = (0.7 * since).clamp(f.fastest(), f.slowest());
-            self.last_replicate_time = now;
-        } else {
-            let since = now - self.last_replicate_time;
-            if since > ADAPTIVE_BACKOFF_AFTER {
-                let alpha = ((since - ADAPTIVE_BACKOFF_AFTER) / ADAPTIVE_BACKOFF_SPAN).clamp(0.0, 1.0);
-                self.optimal_delta = f.fastest() + (f.slowest() - f.fastest()) * alpha;
-            }
+        let since = now - self.last_replicate_time;
+        if since > ADAPTIVE_BACKOFF_AFTER {
+            let alpha = ((since - ADAPTIVE_BACKOFF_AFTER) / ADAPTIVE_BACKOFF_SPAN).clamp(0.0, 1.0);
+            self.optimal_delta = f.fastest() + (f.slowest() - f.fastest()) * alpha;
         }
         self.optimal_delta
+    }
+
+    /// UE's adaptive rule at send time (`ServerReplicateActors_ProcessPrioritizedActors`): after
+    /// a frame in which `sends` connections were sent something of the actor (its
+    /// `ReplicateActor` wrote a bunch), each send set the interval to 0.7 × the time since the
+    /// last one, clamped to [fastest, slowest], and moved the last-send time to now — so a second
+    /// send in the same frame found 0 s and left the fastest. It shapes the next schedule, not
+    /// the one this frame's consider made.
+    pub fn replicated(&mut self, now: f64, f: &UpdateFrequency, sends: u32) {
+        if sends == 0 {
+            return;
+        }
+        let since = now - self.last_replicate_time;
+        self.optimal_delta = if sends > 1 { f.fastest() } else { (0.7 * since).clamp(f.fastest(), f.slowest()) };
+        self.last_replicate_time = now;
     }
 
     /// UE's `ForceNetUpdate`: due on the next frame.
@@ -153,7 +163,7 @@ mod tests {
             let now = frame as f64 * tick;
             if clock.due(now) {
                 out.push(frame);
-                clock.considered(NetGuid(guid), &ServerTime { frame: Frame(frame), now, tick }, &f, false, true);
+                clock.considered(NetGuid(guid), &ServerTime { frame: Frame(frame), now, tick }, &f, false);
             }
         }
         out
@@ -202,7 +212,7 @@ mod tests {
     fn force_and_pending_make_an_actor_due() {
         let mut c = ConsiderClock::default();
         let t = ServerTime { frame: Frame(1), now: 1.0, tick: 1.0 / 30.0 };
-        c.considered(NetGuid(2), &t, &UpdateFrequency { net_update_frequency: 1.0, ..Default::default() }, false, true);
+        c.considered(NetGuid(2), &t, &UpdateFrequency { net_update_frequency: 1.0, ..Default::default() }, false);
         assert!(!c.due(1.5));
         c.force_net_update(1.5);
         assert!(c.due(1.5));
@@ -215,28 +225,43 @@ mod tests {
     fn adaptive_frequency_backs_off_in_silence_and_recovers() {
         let f = UpdateFrequency { net_update_frequency: 10.0, min_net_update_frequency: 2.0 };
         let tick = 1.0 / 30.0;
+        let at = |frame, now| ServerTime { frame: Frame(frame), now, tick };
         let mut c = ConsiderClock::default();
-        c.considered(NetGuid(2), &ServerTime { frame: Frame(1), now: 0.0, tick }, &f, true, true);
+        c.considered(NetGuid(2), &at(1, 0.0), &f, true);
         assert!((c.optimal_delta - 0.1).abs() < 1e-9, "starts at the fastest");
         // Silent for 2 + 5 seconds: all the way to 1 / MinNetUpdateFrequency.
-        c.considered(NetGuid(2), &ServerTime { frame: Frame(2), now: 7.0, tick }, &f, true, false);
+        c.considered(NetGuid(2), &at(2, 7.0), &f, true);
         assert!((c.optimal_delta - 0.5).abs() < 1e-9, "{}", c.optimal_delta);
         // Halfway through the back-off span.
         let mut h = ConsiderClock::default();
-        h.considered(NetGuid(2), &ServerTime { frame: Frame(1), now: 0.0, tick }, &f, true, true);
-        h.considered(NetGuid(2), &ServerTime { frame: Frame(2), now: 4.5, tick }, &f, true, false);
+        h.considered(NetGuid(2), &at(1, 0.0), &f, true);
+        h.considered(NetGuid(2), &at(2, 4.5), &f, true);
         assert!((h.optimal_delta - 0.3).abs() < 1e-9, "{}", h.optimal_delta);
-        // The first send after the silence: 0.7 × 7.1 s, clamped to the slowest; the next send
-        // a tenth of a second later pulls it back to the fastest.
-        c.considered(NetGuid(2), &ServerTime { frame: Frame(3), now: 7.1, tick }, &f, true, true);
-        assert!((c.optimal_delta - 0.5).abs() < 1e-9, "{}", c.optimal_delta);
-        c.considered(NetGuid(2), &ServerTime { frame: Frame(4), now: 7.2, tick }, &f, true, true);
-        assert!((c.optimal_delta - 0.1).abs() < 1e-9, "{}", c.optimal_delta);
+        // A send after 3 s of silence: the consider before it scheduled 0.1 + 0.4 × 0.2 = 0.18 s
+        // (UE's back-off), and the send sets 0.7 × 3 s clamped to the slowest for the next one.
+        let mut s = ConsiderClock::default();
+        s.considered(NetGuid(2), &at(1, 0.0), &f, true);
+        s.considered(NetGuid(2), &at(2, 3.0), &f, true);
+        let scheduled = s.next_update_time - 3.0;
+        assert!(scheduled >= 0.18 - 1e-9 && scheduled < 0.18 + tick, "{scheduled}");
+        s.replicated(3.0, &f, 1);
+        assert!((s.optimal_delta - 0.5).abs() < 1e-9, "{}", s.optimal_delta);
+        // The next send a tenth of a second later pulls it back to the fastest; so does any frame
+        // with sends to two connections (the second finds 0 s since the first).
+        s.replicated(3.1, &f, 1);
+        assert!((s.optimal_delta - 0.1).abs() < 1e-9, "{}", s.optimal_delta);
+        s.replicated(4.0, &f, 1);
+        assert!((s.optimal_delta - 0.5).abs() < 1e-9, "0.7 × 0.9 s, clamped: {}", s.optimal_delta);
+        s.replicated(5.0, &f, 2);
+        assert!((s.optimal_delta - 0.1).abs() < 1e-9, "{}", s.optimal_delta);
+        // No send: nothing moves.
+        s.replicated(9.0, &f, 0);
+        assert_eq!((s.optimal_delta, s.last_replicate_time), (0.1, 5.0));
         // A MinNetUpdateFrequency of 0 backs off to UE's 2 Hz, not to forever.
         let zero = UpdateFrequency { net_update_frequency: 10.0, min_net_update_frequency: 0.0 };
         let mut z = ConsiderClock::default();
-        z.considered(NetGuid(2), &ServerTime { frame: Frame(1), now: 0.0, tick }, &zero, true, true);
-        z.considered(NetGuid(2), &ServerTime { frame: Frame(2), now: 7.0, tick }, &zero, true, false);
+        z.considered(NetGuid(2), &at(1, 0.0), &zero, true);
+        z.considered(NetGuid(2), &at(2, 7.0), &zero, true);
         assert!((z.optimal_delta - 0.5).abs() < 1e-9, "{}", z.optimal_delta);
     }
 }

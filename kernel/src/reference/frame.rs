@@ -220,6 +220,21 @@ impl ReferenceFrame {
         for ci in 0..self.conns.len() {
             bytes += self.replicate_connection(driver, &write, &due, ci, &time);
         }
+        if level.cfg.adaptive_frequency {
+            // UE's send-time rule, per actor, from the connections its ReplicateActor wrote to.
+            let mut sends: HashMap<NetGuid, u32> = HashMap::new();
+            for s in self.conns.iter().flat_map(|rc| &rc.decisions.sends) {
+                if matches!(s.action, Action::Replicated { .. }) && s.bits > 0 {
+                    *sends.entry(s.guid).or_default() += 1;
+                }
+            }
+            for (guid, n) in sends {
+                let Some(&(c, s)) = driver.guids.get(&guid) else { continue };
+                if let Some(a) = self.actors[c as usize].get_mut(s as usize).and_then(Option::as_mut) {
+                    a.clock.replicated(time.now, &driver.classes[c as usize].cols.settings[s as usize].frequency, n);
+                }
+            }
+        }
         Ok(ReferenceTick { seconds: start.elapsed().as_secs_f64(), due_actors: due.len(), bytes })
     }
 
@@ -311,7 +326,6 @@ impl ReferenceFrame {
                 compared[slot / PAGE_LANES] |= 1 << (slot % PAGE_LANES);
                 let (p, lane) = (slot / PAGE_LANES, slot % PAGE_LANES);
                 let marked = |parent: usize| dirty.masks.get(p * parents + parent).is_some_and(|m| m >> lane & 1 != 0);
-                let mut changed = false;
                 for (li, leaf) in layout.leaves.iter().enumerate() {
                     let differs = match leaf.array {
                         Some(arr) => {
@@ -342,12 +356,11 @@ impl ReferenceFrame {
                     };
                     if differs {
                         a.last_changed[li] = time.frame.0;
-                        changed = true;
                     }
                 }
                 a.fresh = false;
                 let settings: NetSettings = class.cols.settings[slot];
-                a.clock.considered(a.guid, time, &settings.frequency, adaptive, changed);
+                a.clock.considered(a.guid, time, &settings.frequency, adaptive);
                 due.push((c as u32, slot as u32));
             }
             // Relevancy data of every live actor (owner chains reach actors that are not due).

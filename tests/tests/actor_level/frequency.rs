@@ -37,6 +37,53 @@ fn a_ten_hertz_actor_at_a_thirty_hertz_tick_is_considered_exactly_on_ues_frames(
 }
 
 #[test]
+fn adaptive_frequency_schedules_exactly_as_ues_consider_list_and_sends_do() {
+    // UE with adaptive frequency: at consider time an actor silent for over 2 s backs off
+    // towards 1 / MinNUF over 5 s; each real send (ReplicateActor wrote something) sets the next
+    // interval to 0.7 × the time since the last one, clamped. Modelled here frame by frame and
+    // compared with the frames the kernel considers the actor on, while it changes in bursts
+    // with long silences between.
+    let mut l = Level::new(ActorLevelConfig { adaptive_frequency: true, ..every_frame() }, 1);
+    let (id, guid) = l.spawn([100.0, 0.0, 0.0], 0);
+    l.settings(id, |s| {
+        s.frequency.net_update_frequency = 10.0;
+        s.frequency.min_net_update_frequency = 2.0;
+    });
+    let tick = 1.0 / 30.0;
+    let (fastest, slowest) = (0.1f64, 0.5f64);
+    let (mut next, mut optimal, mut last_send) = (0.0f64, 0.0f64, 0.0f64);
+    let mut backed_off = 0;
+    for frame in 1..=900u32 {
+        // Bursts of change: a second of changes every six seconds.
+        if frame % 180 < 30 {
+            l.store.set(id, HEALTH, &Value::U32(frame)).unwrap();
+        }
+        l.step();
+        let now = frame as f64 * tick;
+        let due = now > next;
+        let send = l.decisions(0).sends.into_iter().find(|s| s.guid == guid);
+        assert_eq!(send.is_some(), due, "frame {frame}: considered exactly when UE's clock says");
+        if !due {
+            continue;
+        }
+        if optimal == 0.0 {
+            (optimal, last_send) = (fastest, now);
+        }
+        let since = now - last_send;
+        if since > 2.0 {
+            optimal = fastest + (slowest - fastest) * ((since - 2.0) / 5.0).clamp(0.0, 1.0);
+            backed_off += 1;
+        }
+        next = now + jitter(guid, shadowrep::ids::Frame(frame)) * tick + optimal;
+        if send.is_some_and(|s| s.bits > 0) {
+            optimal = (0.7 * (now - last_send)).clamp(fastest, slowest);
+            last_send = now;
+        }
+    }
+    assert!(backed_off > 10, "silences long enough to back off ({backed_off})");
+}
+
+#[test]
 fn force_net_update_makes_a_slow_actor_due_on_the_next_frame() {
     let mut l = Level::new(every_frame(), 1);
     let (id, guid) = l.spawn([100.0, 0.0, 0.0], 0);

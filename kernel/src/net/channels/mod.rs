@@ -99,6 +99,9 @@ pub(crate) struct Outcome {
     /// Due indices of the actors this connection opened first this frame (their open slots
     /// are emptied after the frame: [`super::opens::OpenCache::end_frame`]).
     pub first_opens: Vec<u32>,
+    /// With adaptive frequency: due indices of the actors this connection was sent something of
+    /// (their `ReplicateActor` wrote a bunch), for [`super::consider::ConsiderClock::replicated`].
+    pub replicated: Vec<u32>,
     pub written: Written,
     pub relevant: usize,
     pub processed: usize,
@@ -473,6 +476,9 @@ fn process(ctx: &LevelCtx<'_>, run: &mut Run<'_>, conn: &mut Connection, scratch
                 replicate(ctx, ci, conn, st, ri as usize, d, &mut out.first_opens);
                 let bits = (ctx.write.bits_written(conn) - before) as u32;
                 out.processed += 1;
+                if ctx.cfg.adaptive_frequency && bits > 0 {
+                    out.replicated.push(d);
+                }
                 if let Some(dec) = decisions.as_deref_mut() {
                     let action = Action::Replicated { opened: !has_channel };
                     dec.sends.push(SendDecision { guid, priority: key, action, bits });

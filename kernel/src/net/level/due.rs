@@ -209,7 +209,7 @@ fn consider_run(
             let last_changed = v.history.last_changed(slot as u32);
             let changed = last_changed > since;
             let s = &v.settings[slot];
-            clock[i].considered(a.guid, time, &s.frequency, adaptive, changed);
+            clock[i].considered(a.guid, time, &s.frequency, adaptive);
             due_at[i] = clock[i].due_at();
             last[i] = time.frame;
             let leaves = if changed { v.history.changed_since(slot as u32, since) } else { LeafMask::EMPTY };

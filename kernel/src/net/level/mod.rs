@@ -434,6 +434,19 @@ impl NetDriver {
                 pending[d as usize] = true;
             }
         }
+        // Adaptive frequency: each actor's interval from the connections it was sent to (UE sets
+        // it at every real send; a second send in the frame leaves the fastest).
+        if level.cfg.adaptive_frequency {
+            let mut sends = vec![0u32; level.due.len()];
+            for &d in outcomes.iter().flat_map(|o| &o.replicated) {
+                sends[d as usize] += 1;
+            }
+            for (d, &n) in level.due.iter().zip(&sends).filter(|&(_, &n)| n > 0) {
+                let cols = &mut self.classes[d.class as usize].cols;
+                let f = cols.settings[d.slot as usize].frequency;
+                cols.clock[d.slot as usize].replicated(time.now, &f, n);
+            }
+        }
         // Left over by some connection: considered again next frame. One pass in due order
         // (class, slot ascending), each actor once, however many connections left it over.
         for (d, _) in level.due.iter().zip(&pending).filter(|&(_, &p)| p) {
