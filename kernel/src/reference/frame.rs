@@ -47,7 +47,7 @@ use crate::net::level::{location, relevancy_of};
 use crate::net::pairs::Pairs;
 use crate::net::plan::SendItem;
 use crate::net::priority::{actor_priority, priority_key, send_order, Candidate, SPAWN_PRIORITY_SECONDS};
-use crate::net::relevancy::{relevant_to_connection, ActorRelevancy};
+use crate::net::relevancy::{owned_by_viewers, relevant_to_connection, ActorRelevancy};
 use crate::net::send::WriteCtx;
 use crate::net::{ConnectionId, DriverError, NetDriver, NetSettings};
 use crate::schema::PAGE_LANES;
@@ -410,9 +410,6 @@ impl ReferenceFrame {
         let lookup = |g: NetGuid| plookup(g).map(|l| &l.0);
         let viewers = &dc.viewers;
         if ready {
-            // Its closes (destroyed and torn-off actors) and those the writer queued (a fast
-            // array its condition no longer allows), written as the kernel writes its queue.
-            write.write_closes(&mut rc.conn, &mut st);
             // Prioritize: every due actor with a channel, or relevant.
             let mut list: Vec<(Candidate, u32, u32, bool)> = Vec::new();
             for (i, &(c, s)) in due.iter().enumerate() {
@@ -429,6 +426,22 @@ impl ReferenceFrame {
                 if relevant {
                     rc.decisions.relevant.push(a.guid);
                 }
+                // UE's owner-only filter: an owner-only actor this connection does not own is
+                // skipped, its channel closed once its relevancy has lapsed (unless a viewer has no
+                // view target yet; a startup actor keeps its channel).
+                let settings = &class.cols.settings[s as usize];
+                if settings.only_relevant_to_owner && !owned && !owned_by_viewers(&a.link.0, viewers, &lookup) {
+                    let lapsed =
+                        rc.channels.get(&a.guid).is_some_and(|ch| now - ch.relevant_time >= cfg.relevant_timeout);
+                    if lapsed
+                        && !settings.startup
+                        && viewers.iter().all(|v| v.view_target.is_some())
+                        && rc.channels.remove(&a.guid).is_some_and(|ch| ch.open_sent)
+                    {
+                        rc.conn.closes.push(PendingClose::destroyed(a.guid));
+                    }
+                    continue;
+                }
                 let channel = rc.channels.get(&a.guid);
                 if channel.is_none() && !relevant {
                     continue;
@@ -440,6 +453,10 @@ impl ReferenceFrame {
             }
             rc.decisions.relevant.sort();
             list.sort_by(|a, b| send_order(&a.0, &b.0));
+            // Its closes (destroyed and torn-off actors, owner-only channels it gave up) and those
+            // the writer queued (a fast array its condition no longer allows), written as the
+            // kernel writes its queue: after the candidates, before any send.
+            write.write_closes(&mut rc.conn, &mut st);
             // Process: nothing when the connection is not net-ready to begin with (UE's first
             // test), and then actor by actor until it is not.
             let recheck_after = cfg.relevant_timeout.min(1.0);

@@ -55,6 +55,42 @@ fn owner_only_always_relevant_and_hidden_actors() {
 }
 
 #[test]
+fn an_owner_only_actor_given_to_another_connection_is_sent_nothing_more_and_closed_at_the_timeout() {
+    // UE's PrioritizeActors skips an owner-only actor the connection does not own — nothing more
+    // is sent to it — and closes its channel once its relevancy lapses (RelevantTimeout, 5 s).
+    let mut l = Level::new(every_frame(), 2);
+    always_due(&mut l);
+    let (inventory, g) = l.spawn([1.0e6, 0.0, 0.0], 1);
+    l.settings(inventory, |s| s.only_relevant_to_owner = true);
+    let (a, b) = (l.clients[0].0, l.clients[1].0);
+    // Viewers with a view target each (with a viewer still without one, UE keeps the channel).
+    for (conn, at) in [(a, 0.0), (b, 10.0)] {
+        let (_, pawn) = l.spawn([at, 0.0, 0.0], 0);
+        l.driver.set_viewers(conn, &[viewer([at, 0.0, 0.0], Some(pawn))]).unwrap();
+    }
+    l.driver.set_owner(l.class, &l.store, inventory, Some(a), false).unwrap();
+    l.run(3);
+    assert!(has(&l, 0, g) && !has(&l, 1, g));
+    l.driver.set_owner(l.class, &l.store, inventory, Some(b), false).unwrap();
+    l.store.set(inventory, HEALTH, &Value::U32(2)).unwrap();
+    l.run(3);
+    assert_eq!(l.client(1).value(g, HEALTH), Some(Value::U32(2)), "the new owner has it");
+    assert_eq!(l.client(0).value(g, HEALTH), Some(Value::U32(1)), "the old owner is sent nothing more");
+    assert!(l.decisions(0).sends.iter().all(|s| s.guid != g));
+    let mut closed_after = None;
+    for frame in 0..200 {
+        l.step();
+        if !has(&l, 0, g) {
+            closed_after = Some(frame);
+            break;
+        }
+    }
+    let frames = closed_after.expect("the old owner's channel closes");
+    assert!((140..=160).contains(&frames), "closed at the relevant timeout, after {frames} frames");
+    assert!(has(&l, 1, g));
+}
+
+#[test]
 fn view_targets_owner_chains_instigators_and_owner_relevancy() {
     let mut l = Level::new(every_frame(), 2);
     let far = [1.0e6, 0.0, 0.0];

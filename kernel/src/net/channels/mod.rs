@@ -9,7 +9,9 @@
 //!   rows of gone actors → scratch rows in place, their open channels' closes queued
 //!   rows      += a scratch row for each relevant actor without one (a gone actor's scratch row
 //!                in the slot is taken, numbered as a fresh row)
-//!   candidates = rows whose actor is due (relevant ones and open channels)
+//!   candidates = rows whose actor is due (relevant ones and open channels) — but an owner-only
+//!                actor's channel this connection does not own: sent nothing, and closed once
+//!                its relevancy has lapsed (UE's PrioritizeActors)
 //! queued closes written (the gone actors' among them), before any send
 //! priority   = max over viewers of GetNetPriority; T = now − last update (no channel: 1 s)
 //! not net-ready when the sends begin → nothing sent, every candidate a leftover (UE's first test)
@@ -70,6 +72,8 @@ pub(crate) struct LevelCtx<'a> {
     pub sleepy: usize,
     /// Due sub-objects whose condition leaves some connections out.
     pub conditioned: usize,
+    /// Due actors that are owner-only.
+    pub owner_only: usize,
     /// The due owners' fast arrays with their versions (`DueActor::fast_arrays` ranges).
     pub fast_arrays: &'a [(NetGuid, Option<super::fastarrays::ArrayStamp>)],
     /// The due actors' ranks by GUID: the send order's tie-break.
@@ -181,7 +185,7 @@ pub(crate) fn replicate_connection(ctx: &LevelCtx<'_>, ci: u32, conn: &mut Conne
             d.relevant = scratch.relevant.iter().map(|&i| ctx.due[i as usize].rel.guid).collect();
             d.relevant.sort_unstable();
         }
-        candidates(ctx, conn, &mut scratch);
+        candidates(ctx, ci, conn, &mut scratch);
         // The closes come first in the frame's packets, the gone actors' among them (found by
         // the walk just done): nothing before this point writes.
         ctx.write.write_closes(conn, &mut st);
@@ -302,9 +306,9 @@ struct Cand {
 /// its index now plus the scratch rows before it, so the candidates name their rows as they will
 /// be. (A first walk that added the scratch rows and a second that listed the merged rows read
 /// every row twice.)
-fn candidates(ctx: &LevelCtx<'_>, conn: &mut Connection, scratch: &mut Scratch) {
+fn candidates(ctx: &LevelCtx<'_>, ci: u32, conn: &mut Connection, scratch: &mut Scratch) {
     let Scratch { relevant, fresh, cands, .. } = scratch;
-    let (next_epoch, closes) = (&mut conn.next_epoch, &mut conn.closes);
+    let (next_epoch, closes, viewers) = (&mut conn.next_epoch, &mut conn.closes, &conn.viewers);
     let Pairs::Channels { rows, dormant } = &mut conn.pairs else { unreachable!("the actor level keeps channel rows") };
     fresh.clear();
     cands.clear();
@@ -357,9 +361,25 @@ fn candidates(ctx: &LevelCtx<'_>, conn: &mut Connection, scratch: &mut Scratch) 
             continue;
         }
         let d = index.get(slot as usize).copied().unwrap_or(NOT_DUE);
-        if d != NOT_DUE {
-            cands.push(Cand { row: at, due: d, relevant_now: false });
+        if d == NOT_DUE {
+            continue;
         }
+        if ctx.owner_only > 0 && unowned(ctx, ci, viewers, d) {
+            // UE's PrioritizeActors skips an owner-only actor this connection does not own (it
+            // sends it nothing), and closes its channel once its relevancy has lapsed — unless
+            // some viewer has no view target yet, so every connection may still come to own it.
+            // (A level's startup actor keeps its channel, as everywhere here.)
+            let due = &ctx.due[d as usize];
+            let lapsed = ctx.time.now - row.relevant_time >= ctx.cfg.relevant_timeout;
+            if lapsed && !due.startup && viewers.iter().all(|v| v.view_target.is_some()) {
+                if row.state.flags & pair::EVER_OPENED != 0 {
+                    closes.push(PendingClose::destroyed(due.actor.guid));
+                }
+                row.state.flags = 0;
+            }
+            continue;
+        }
+        cands.push(Cand { row: at, due: d, relevant_now: false });
     }
     for actor in rel {
         add(actor, rows.len() + fresh.len(), fresh, cands, next_epoch);
@@ -525,6 +545,12 @@ fn number(next_epoch: &mut u8) -> u8 {
     let epoch = *next_epoch;
     *next_epoch = epoch.wrapping_add(1);
     epoch
+}
+
+/// Whether due actor `d` is owner-only and connection `ci` with `viewers` does not own it.
+fn unowned(ctx: &LevelCtx<'_>, ci: u32, viewers: &[super::relevancy::Viewer], d: u32) -> bool {
+    let due = &ctx.due[d as usize];
+    due.rel.only_relevant_to_owner && !ctx.index.owns(due, ci, viewers)
 }
 
 /// Whether `slot`'s bit is set in a per-page lane bitset.

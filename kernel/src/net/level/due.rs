@@ -82,6 +82,7 @@ impl NetDriver {
         level.fast_arrays.clear();
         level.guid_rank.begin();
         level.conditioned = 0;
+        level.owner_only = 0;
         let n = CONSIDER_RUN_PAGES * PAGE_LANES;
         // Each run's due lanes, counted from the selection: its records' place in the list. The
         // list is refilled in place: last frame's records are overwritten, and the vector grows
@@ -181,6 +182,7 @@ impl NetDriver {
                     d.fast_arrays = (first, level.fast_arrays.len() as u32);
                 }
                 level.conditioned += d.condition.is_some_and(|c| c != SubObjectCondition::None) as usize;
+                level.owner_only += d.rel.only_relevant_to_owner as usize;
             }
             start = end;
         }

@@ -123,6 +123,9 @@ pub(crate) struct Level {
     /// How many due sub-objects have a condition that leaves some connections out (counted
     /// likewise).
     pub conditioned: usize,
+    /// How many due actors are owner-only (counted likewise): none, and no connection asks
+    /// which of its channels it no longer owns.
+    pub owner_only: usize,
     /// Per class, per slot: index into `due`, or [`NOT_DUE`].
     pub due_index: Vec<Vec<u32>>,
     /// Per class, per page: the lanes of actors due this frame (the lanes compared).
@@ -235,6 +238,7 @@ impl Level {
             keys: Vec::new(),
             sleepy: Vec::new(),
             conditioned: 0,
+            owner_only: 0,
             due_index: Vec::new(),
             selected: Vec::new(),
             selected_pages: Vec::new(),
@@ -403,6 +407,7 @@ impl NetDriver {
             guid_rank: &level.guid_rank,
             opens: &level.opens,
             conditioned: level.conditioned,
+            owner_only: level.owner_only,
             time,
             cfg: &level.cfg,
         };

@@ -324,6 +324,15 @@ impl RelevancyIndex {
     }
 }
 
+impl RelevancyIndex {
+    /// Whether connection `conn` with `viewers` owns due actor `d` (UE's owner-only filter, see
+    /// [`super::owned_by_viewers`]): an owner-only actor it does not own is none of its business.
+    pub fn owns(&self, d: &DueActor, conn: u32, viewers: &[Viewer]) -> bool {
+        let lookup = |g: NetGuid| self.linked.get(&g).map(|l| &l.0);
+        d.actor.owner == Some(conn) || super::owned_by_viewers(&d.rel, viewers, &lookup)
+    }
+}
+
 /// Whether `d` follows its owner's relevancy and nothing else could decide for it (see the
 /// module documentation): its owner, if so. (An owner-only actor does not: UE's owner-only
 /// filter comes before every rule — [`super::relevant_to_connection`].)

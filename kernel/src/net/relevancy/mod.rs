@@ -183,15 +183,24 @@ pub fn relevant_to_connection<'a>(
     if owned_by_connection && !viewers.is_empty() {
         return true;
     }
-    if actor.only_relevant_to_owner
-        && !viewers.iter().any(|v| owned_by(actor, v.real_viewer, lookup) || owned_by(actor, v.view_target, lookup))
-    {
+    if actor.only_relevant_to_owner && !owned_by_viewers(actor, viewers, lookup) {
         return false;
     }
     viewers.iter().any(|v| match hook.and_then(|h| h(actor, v)) {
         Some(answer) => answer,
         None => is_net_relevant_for(actor, v, lookup),
     })
+}
+
+/// Whether a viewer's real viewer or view target is `actor` or on its owner chain (UE's
+/// `IsActorOwnedByAndRelevantToConnection`, the owner-only filter; with `owned_by_connection`
+/// of [`relevant_to_connection`] it is "the connection owns the actor").
+pub fn owned_by_viewers<'a>(
+    actor: &ActorRelevancy,
+    viewers: &[Viewer],
+    lookup: &impl Fn(NetGuid) -> Option<&'a ActorRelevancy>,
+) -> bool {
+    viewers.iter().any(|v| owned_by(actor, v.real_viewer, lookup) || owned_by(actor, v.view_target, lookup))
 }
 
 /// The distance rule: strictly inside the cull distance (NaN anywhere: not relevant).
