@@ -25,6 +25,9 @@ mod error;
 mod events;
 mod fastarrays;
 mod receive;
+#[cfg(test)]
+mod tests;
+mod unmapped;
 mod window;
 
 pub use error::{ClientError, ReceiveError};
@@ -53,18 +56,9 @@ struct TearOff {
     dropped_refs: bool,
 }
 
-/// A reference waiting for its target actor.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Unmapped {
-    owner: NetGuid,
-    leaf: usize,
-    /// (element, element leaf) inside a dynamic array.
-    element: Option<(usize, usize)>,
-    target: NetGuid,
-}
-
-/// References waiting for their target kept at most (each costs a scan per record that may
-/// replace it): beyond, a reference is written as null and counted, not remembered.
+/// References waiting for their target kept at most (memory: they are indexed by slot and by
+/// target, so a record, an open or a close costs a lookup, never a walk of them): beyond, a
+/// reference is written as null and counted, not remembered.
 pub const MAX_UNMAPPED: usize = 16_384;
 
 /// Feedbacks a reopen request rides in before the client gives up on it (the server answers
@@ -107,7 +101,7 @@ pub struct ClientWorld {
     window: ReceiveWindow,
     /// Actors to ask the server to open again, with the feedbacks that carried the request.
     reopen: Vec<(NetGuid, u8)>,
-    unmapped: Vec<Unmapped>,
+    unmapped: unmapped::Unmapped,
     notifies: Vec<NotifyEvent>,
     events: Vec<ClientEvent>,
     /// Packets were applied since the last feedback.
@@ -145,7 +139,7 @@ impl ClientWorld {
             fast: fastarrays::ClientFastArrays::default(),
             window: ReceiveWindow::new(Seq(1)),
             reopen: Vec::new(),
-            unmapped: Vec::new(),
+            unmapped: unmapped::Unmapped::default(),
             notifies: Vec::new(),
             events: Vec::new(),
             unreported: false,
