@@ -24,6 +24,7 @@ mod apply;
 mod error;
 mod events;
 mod fastarrays;
+mod ignored;
 mod receive;
 #[cfg(test)]
 mod tests;
@@ -67,7 +68,8 @@ const REOPEN_TRIES: u8 = 8;
 
 /// Static actors whose opens the client refused (it did not load their path) remembered at most:
 /// their updates are read past (a plain bunch cannot be stepped over without knowing the class).
-/// Beyond, a refused static's update makes its packet refused, as for any actor the client lacks.
+/// Beyond, a new one evicts the least recently opened or updated ([`ignored`]); an evicted one's
+/// next update makes its packet refused, as for any actor the client lacks, and asks for it again.
 const MAX_IGNORED: usize = 4096;
 
 struct ClientClass {
@@ -91,8 +93,8 @@ pub struct ClientWorld {
     /// Actors torn off (kept, owned by the client, never updated again).
     torn: HashMap<NetGuid, TearOff>,
     /// Static actors opened by a path this client did not load, with their class: their updates
-    /// are read and dropped (at most [`MAX_IGNORED`]).
-    ignored: HashMap<NetGuid, u32>,
+    /// are read and dropped (at most [`MAX_IGNORED`], least recently used evicted).
+    ignored: ignored::Ignored,
     /// Sub-object → owner, and owner → its sub-objects.
     outer: HashMap<NetGuid, NetGuid>,
     inner: HashMap<NetGuid, Vec<NetGuid>>,
@@ -133,7 +135,7 @@ impl ClientWorld {
             spawn: HashMap::new(),
             dormant: HashSet::new(),
             torn: HashMap::new(),
-            ignored: HashMap::new(),
+            ignored: ignored::Ignored::default(),
             outer: HashMap::new(),
             inner: HashMap::new(),
             fast: fastarrays::ClientFastArrays::default(),
