@@ -3,7 +3,8 @@
 //! their actor and write its records; a reference to an object the client lacks waits, unmapped,
 //! until its target arrives; notifies fire by their declared mode.
 
-use super::{ClientEvent, ClientWorld, NotifyEvent, TearOff, Unmapped, MAX_UNMAPPED};
+use super::unmapped::Slot;
+use super::{ClientEvent, ClientWorld, NotifyEvent, TearOff, MAX_UNMAPPED};
 use crate::ids::{NetGuid, Seq};
 use crate::schema::{LeafKind, Notify};
 use crate::store::value_bits_eq;
@@ -60,9 +61,7 @@ impl ClientWorld {
             CloseReason::TornOff => {
                 if self.actors.contains_key(&guid) && !self.torn.contains_key(&guid) {
                     self.dormant.remove(&guid);
-                    let waiting = self.unmapped.len();
-                    self.unmapped.retain(|u| u.owner != guid);
-                    let dropped_refs = self.unmapped.len() != waiting;
+                    let dropped_refs = self.unmapped.remove_owner(guid) > 0;
                     self.torn.insert(guid, TearOff { at: seq, dropped_refs });
                     self.events.push(ClientEvent::TornOff { guid });
                 }
@@ -78,7 +77,7 @@ impl ClientWorld {
         for g in std::iter::once(guid).chain(subs) {
             if let Some((class, id)) = self.actors.remove(&g) {
                 let _ = self.classes[class as usize].store.despawn(id);
-                self.unmapped.retain(|u| u.owner != g);
+                self.unmapped.remove_owner(g);
                 self.spawn.remove(&g);
                 self.dormant.remove(&g);
                 self.torn.remove(&g);
@@ -147,7 +146,7 @@ impl ClientWorld {
             }
             match &r.value {
                 RecordValue::Leaf(bytes) => {
-                    self.unmapped.retain(|u| !(u.owner == guid && u.leaf == leaf_index && u.element.is_none()));
+                    self.unmapped.remove(Slot { owner: guid, leaf: leaf_index, element: None });
                     let mut bytes = bytes.clone();
                     if leaf.kind == LeafKind::Object {
                         self.map_reference(guid, leaf_index, None, &mut bytes);
@@ -159,15 +158,12 @@ impl ClientWorld {
                     let array = &layout.arrays[a];
                     let per = array.elements.len().max(1);
                     let count = *count as usize;
-                    self.unmapped.retain(|u| {
-                        !(u.owner == guid && u.leaf == leaf_index && u.element.is_some_and(|e| e.0 >= count))
-                    });
+                    self.unmapped.remove_elements_from(guid, leaf_index, count);
                     let mut writes = Vec::with_capacity(elements.len());
                     for (nested, bytes) in elements {
                         let (e, i) = ((*nested as usize - 1) / per, (*nested as usize - 1) % per);
                         let mut bytes = bytes.clone();
-                        self.unmapped
-                            .retain(|u| !(u.owner == guid && u.leaf == leaf_index && u.element == Some((e, i))));
+                        self.unmapped.remove(Slot { owner: guid, leaf: leaf_index, element: Some((e, i)) });
                         if array.elements[i].kind == LeafKind::Object {
                             self.map_reference(guid, leaf_index, Some((e, i)), &mut bytes);
                         }
@@ -198,9 +194,7 @@ impl ClientWorld {
     fn map_reference(&mut self, owner: NetGuid, leaf: usize, element: Option<(usize, usize)>, bytes: &mut [u8]) {
         let g = guid_of(bytes);
         if !g.is_null() && !self.actors.contains_key(&g) && !self.statics.contains(&g) {
-            if self.unmapped.len() < MAX_UNMAPPED {
-                self.unmapped.push(Unmapped { owner, leaf, element, target: g });
-            } else {
+            if !self.unmapped.insert(Slot { owner, leaf, element }, g, MAX_UNMAPPED) {
                 self.stats.unmapped_dropped += 1;
             }
             bytes[..8].fill(0);
@@ -209,9 +203,7 @@ impl ClientWorld {
 
     /// Actor `target` arrived: writes every reference waiting for it and fires their notifies.
     pub(super) fn resolve(&mut self, target: NetGuid) {
-        let (ready, rest): (Vec<Unmapped>, Vec<Unmapped>) = self.unmapped.drain(..).partition(|u| u.target == target);
-        self.unmapped = rest;
-        for u in ready {
+        for u in self.unmapped.take_target(target) {
             let Some(&(class, id)) = self.actors.get(&u.owner) else { continue };
             let c = &mut self.classes[class as usize];
             let layout = c.layout.clone();

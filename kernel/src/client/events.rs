@@ -53,6 +53,10 @@ pub struct ClientStats {
     /// Opens of static actors this client did not load (no such path, or another class):
     /// stepped over.
     pub unknown_statics: u64,
+    /// Static actors whose open was stepped over (not loaded) forgotten to make room for a newer
+    /// one (at most 4096 are kept, the least recently used evicted): an evicted one's next
+    /// update is refused with its packet and the actor asked for again.
+    pub ignored_evicted: u64,
     /// References to unknown objects not remembered because [`MAX_UNMAPPED`](super::MAX_UNMAPPED) were waiting.
     pub unmapped_dropped: u64,
     /// Fast array deltas that decoded but could not be applied (late, or naming ids wrongly):

@@ -24,7 +24,11 @@ mod apply;
 mod error;
 mod events;
 mod fastarrays;
+mod ignored;
 mod receive;
+#[cfg(test)]
+mod tests;
+mod unmapped;
 mod window;
 
 pub use error::{ClientError, ReceiveError};
@@ -53,18 +57,9 @@ struct TearOff {
     dropped_refs: bool,
 }
 
-/// A reference waiting for its target actor.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Unmapped {
-    owner: NetGuid,
-    leaf: usize,
-    /// (element, element leaf) inside a dynamic array.
-    element: Option<(usize, usize)>,
-    target: NetGuid,
-}
-
-/// References waiting for their target kept at most (each costs a scan per record that may
-/// replace it): beyond, a reference is written as null and counted, not remembered.
+/// References waiting for their target kept at most (memory: they are indexed by slot and by
+/// target, so a record, an open or a close costs a lookup, never a walk of them): beyond, a
+/// reference is written as null and counted, not remembered.
 pub const MAX_UNMAPPED: usize = 16_384;
 
 /// Feedbacks a reopen request rides in before the client gives up on it (the server answers
@@ -73,7 +68,8 @@ const REOPEN_TRIES: u8 = 8;
 
 /// Static actors whose opens the client refused (it did not load their path) remembered at most:
 /// their updates are read past (a plain bunch cannot be stepped over without knowing the class).
-/// Beyond, a refused static's update makes its packet refused, as for any actor the client lacks.
+/// Beyond, a new one evicts the least recently opened or updated ([`ignored`]); an evicted one's
+/// next update makes its packet refused, as for any actor the client lacks, and asks for it again.
 const MAX_IGNORED: usize = 4096;
 
 struct ClientClass {
@@ -97,8 +93,8 @@ pub struct ClientWorld {
     /// Actors torn off (kept, owned by the client, never updated again).
     torn: HashMap<NetGuid, TearOff>,
     /// Static actors opened by a path this client did not load, with their class: their updates
-    /// are read and dropped (at most [`MAX_IGNORED`]).
-    ignored: HashMap<NetGuid, u32>,
+    /// are read and dropped (at most [`MAX_IGNORED`], least recently used evicted).
+    ignored: ignored::Ignored,
     /// Sub-object → owner, and owner → its sub-objects.
     outer: HashMap<NetGuid, NetGuid>,
     inner: HashMap<NetGuid, Vec<NetGuid>>,
@@ -107,7 +103,7 @@ pub struct ClientWorld {
     window: ReceiveWindow,
     /// Actors to ask the server to open again, with the feedbacks that carried the request.
     reopen: Vec<(NetGuid, u8)>,
-    unmapped: Vec<Unmapped>,
+    unmapped: unmapped::Unmapped,
     notifies: Vec<NotifyEvent>,
     events: Vec<ClientEvent>,
     /// Packets were applied since the last feedback.
@@ -139,13 +135,13 @@ impl ClientWorld {
             spawn: HashMap::new(),
             dormant: HashSet::new(),
             torn: HashMap::new(),
-            ignored: HashMap::new(),
+            ignored: ignored::Ignored::default(),
             outer: HashMap::new(),
             inner: HashMap::new(),
             fast: fastarrays::ClientFastArrays::default(),
             window: ReceiveWindow::new(Seq(1)),
             reopen: Vec::new(),
-            unmapped: Vec::new(),
+            unmapped: unmapped::Unmapped::default(),
             notifies: Vec::new(),
             events: Vec::new(),
             unreported: false,

@@ -87,6 +87,8 @@ impl ClientWorld {
         let mut conflicts: Vec<NetGuid> = Vec::new();
         // Torn-off actors this packet proves were never torn off (see `undo_tear_off`).
         let mut untorn: Vec<NetGuid> = Vec::new();
+        // Ignored static actors whose updates this packet reads past (see `ignored`).
+        let mut ignored_used: Vec<NetGuid> = Vec::new();
         let (classes, actors, fast) = (&self.classes, &self.actors, &self.fast);
         let (torn, ignored) = (&self.torn, &self.ignored);
         let decoded = decode_packet(bytes, |guid, open| {
@@ -104,10 +106,14 @@ impl ClientWorld {
                 }
                 t => t.is_some(),
             };
-            if torn_off || (open.is_none() && ignored.contains_key(&guid)) {
+            let ignored_class = if open.is_none() { ignored.class(guid) } else { None };
+            if torn_off || ignored_class.is_some() {
                 // The server's last bunches before the tear-off (the actor is the client's now),
                 // or updates of a static actor this client did not load: read past, not applied.
-                let class = actors.get(&guid).map(|a| a.0).or_else(|| ignored.get(&guid).copied());
+                if !torn_off {
+                    ignored_used.push(guid);
+                }
+                let class = actors.get(&guid).map(|a| a.0).or(ignored_class);
                 return Ok(match class.and_then(|c| classes.get(c as usize)) {
                     Some(c) if open.is_none() => Resolve::Discard(&c.layout),
                     _ => Resolve::Skip,
@@ -261,9 +267,12 @@ impl ClientWorld {
         for guid in conflicts {
             self.heal_conflict(guid);
         }
+        for guid in ignored_used {
+            self.ignored.touch(guid, MAX_IGNORED);
+        }
         for (guid, class) in not_loaded {
-            if self.ignored.len() < MAX_IGNORED || self.ignored.contains_key(&guid) {
-                self.ignored.insert(guid, class);
+            if self.ignored.insert(guid, class, MAX_IGNORED) {
+                self.stats.ignored_evicted += 1;
             }
         }
         // Exports first: the static objects this packet's references name.
@@ -274,7 +283,7 @@ impl ClientWorld {
         for b in packet.bunches {
             self.reopen.retain(|r| r.0 != b.guid);
             if b.close.is_some() || b.open.is_some() {
-                self.ignored.remove(&b.guid);
+                self.ignored.remove(b.guid);
             }
             if let Some(close) = b.close {
                 self.close(b.guid, close, packet.seq);

@@ -5,7 +5,7 @@ use super::*;
 use shadowrep::client::ReceiveError;
 use shadowrep::net::DriverError;
 use shadowrep::wire::open::{OpenHeader, OpenKind, SpawnInfo, MAX_PATH_BYTES};
-use shadowrep::wire::packet::{begin_packet, end_packet, write_bunch};
+use shadowrep::wire::packet::{begin_packet, end_packet, write_bunch, write_bunch_after};
 use shadowrep::wire::{BitWriter, WireError};
 
 /// A class whose spawn info reads a rotation and a velocity property.
@@ -153,6 +153,67 @@ fn a_static_open_the_client_did_not_load_is_stepped_over_and_counted() {
     assert!(!l.client(0).has(guid));
     // Loaded with the wrong class id: refused by the client, not bound.
     assert!(l.clients[0].1.load_static_actor(DOOR, 7).is_err());
+}
+
+/// Forged opens of static actors by paths the client never loaded fill its table of such actors
+/// (whose plain updates it reads past with the class their open named): the server's own
+/// unloaded static actor, opened after them, must still be read past — not make every packet
+/// carrying its updates refused, with the other actors' updates in it.
+#[test]
+fn forged_unloaded_static_opens_never_get_the_servers_packets_refused() {
+    let mut l = Level::new(every_frame(), 1);
+    let (other, other_guid) = l.spawn([120.0, 0.0, 0.0], 1);
+    always_due(&mut l);
+    l.run(3);
+    // Before each of 12 frames, a forged packet numbered as the server's next one (which then
+    // replaces it) opens 400 static actors by paths the client did not load: 4800 in all.
+    for f in 0..12u64 {
+        let seq = l.client(0).highest_received().0 + 1;
+        let class = l.class.0;
+        let p = crafted(seq, |w| {
+            let mut prev = NetGuid(0);
+            for i in f * 400..(f + 1) * 400 {
+                let g = NetGuid(1_000_001 + 2 * i);
+                let open = OpenHeader { class, kind: OpenKind::Static(format!("/Forged/{i}").into()) };
+                write_bunch_after(w, prev, g, Some(&open), &BitWriter::new());
+                prev = g;
+            }
+        });
+        assert!(l.clients[0].1.receive(&p).is_ok());
+        // The server sends a packet every frame (something changed): its own takes the number.
+        l.store.set(other, HEALTH, &Value::U32(2 + f as u32)).unwrap();
+        l.step();
+    }
+    assert_eq!(l.client(0).stats().replaced, 12, "{:?}", l.client(0).stats());
+    assert!(l.client(0).stats().unknown_statics >= 4800);
+    // The server's own static actor, at a path this client did not load either.
+    let id = l.store.spawn();
+    l.move_to(id, [100.0, 0.0, 0.0]);
+    let guid = l.driver.register_static_actor(l.class, &l.store, id, DOOR).unwrap();
+    let before = l.client(0).stats();
+    let mut late = Vec::new();
+    for v in 10..40u32 {
+        l.store.set(id, HEALTH, &Value::U32(v)).unwrap();
+        l.store.set(other, HEALTH, &Value::U32(v)).unwrap();
+        // One frame, refusals allowed (`Level::step` expects none).
+        l.driver.tick(&mut [&mut l.store]).unwrap();
+        let (conn, client) = &mut l.clients[0];
+        for p in l.driver.take_packets(*conn).unwrap() {
+            let _ = client.receive(&p);
+        }
+        l.driver.receive_feedback(*conn, &client.feedback()).unwrap();
+        if l.client(0).value(other_guid, HEALTH) != Some(Value::U32(v)) {
+            late.push(v);
+        }
+    }
+    let stats = l.client(0).stats();
+    assert_eq!(
+        (stats.refused, stats.reopens_requested, late),
+        (before.refused, before.reopens_requested, vec![]),
+        "the server's packets refused, the other actor's updates late in those frames: {stats:?}"
+    );
+    assert!(!l.client(0).has(guid));
+    assert_eq!(stats.ignored_evicted, 4800 + 1 - 4096, "the oldest forged ones made room: {stats:?}");
 }
 
 #[test]
