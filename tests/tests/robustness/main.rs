@@ -1,7 +1,6 @@
 //! Robustness: loss, reordering, hostile packets and hostile feedback, each defect of the
 //! hardening issue reproduced as a test that failed before its fix.
 
-mod cpu;
 mod defects;
 mod driver_errors;
 mod forged;

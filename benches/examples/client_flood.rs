@@ -1,7 +1,8 @@
-//! One packet never costs the client work far out of proportion to its size: references waiting
-//! for their target (`unmapped`, up to `MAX_UNMAPPED`) filled by earlier packets are not walked
-//! once per record, per spawn or per close of a later one. The work bound itself is asserted by
-//! counting (`shadowrep`'s `client::tests`); this file only measures, on demand.
+//! How much one hostile packet costs a client against how many references wait for their
+//! target (`unmapped`, up to `MAX_UNMAPPED`) after earlier packets filled the list: the worst
+//! 8 KiB packets of null references, of opens and of closes, timed once each.
+//! `cargo run --release -p shadowrep-benches --example client_flood`. The work bound itself is
+//! asserted by counting, not timing (`shadowrep`'s `client::tests`).
 
 use shadowrep::client::{ClientWorld, Receipt};
 use shadowrep::ids::{NetGuid, Seq};
@@ -139,12 +140,8 @@ fn worst_packets(layout: &ClassLayout, seq: u32, fresh: u64) -> (Vec<u8>, Vec<u8
     (records, spawns_packet, p.finish(), records_n, spawns, closes)
 }
 
-/// Measures the worst packets' cost against how full `unmapped` is. Not a test (the project
-/// forbids timed tests):
-/// `cargo test --release -p shadowrep-tests --test robustness cpu::measure -- --ignored --nocapture`
-#[test]
-#[ignore]
-fn measure() {
+/// Measures the worst packets' cost against how full `unmapped` is.
+fn main() {
     let layout = layout();
     for n in [0usize, 1024, 4096, 16384] {
         let (mut c, seq) = filled(&layout, n);
