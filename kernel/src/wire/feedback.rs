@@ -17,8 +17,10 @@
 //! otherwise; the server settles nothing it has not heard about.
 //!
 //! Decoding is strict: more runs than the window holds, runs past the window, a non-canonical
-//! zero run, too many or invalid reopen GUIDs, and trailing garbage are errors. Nothing is
-//! allocated beyond [`MAX_REOPENS`] GUIDs.
+//! zero run, too many reopen GUIDs or a null one, and trailing garbage are errors. Nothing is
+//! allocated beyond [`MAX_REOPENS`] GUIDs. A reopen may name a static actor (odd GUID): a client
+//! that lost its level copy of one (a forged close took it) asks for it like any other, and
+//! refusing that feedback whole had left every packet unacknowledged for good.
 
 use super::{BitReader, BitWriter, WireError};
 use crate::ids::{NetGuid, Seq};
@@ -169,8 +171,8 @@ pub fn read_feedback(bytes: &[u8]) -> Result<Feedback, WireError> {
     let mut reopen = Vec::with_capacity(count as usize);
     for _ in 0..count {
         let g = NetGuid(r.read_packed()?);
-        if !g.is_dynamic() {
-            return Err(WireError::Invalid("reopen GUID"));
+        if g.is_null() {
+            return Err(WireError::Invalid("null reopen GUID"));
         }
         reopen.push(g);
     }
@@ -300,11 +302,17 @@ mod tests {
                 w.write_packed(9);
                 w.write_packed(0);
                 w.write_packed(1);
-                w.write_packed(3);
+                w.write_packed(0);
             })
             .is_err(),
-            "odd reopen GUID"
+            "null reopen GUID"
         );
+        let static_reopen = {
+            let mut w = BitWriter::new();
+            write_feedback(&mut w, Seq(9), &AckBits::default(), &[NetGuid(3)]);
+            w.into_bytes()
+        };
+        assert_eq!(read_feedback(&static_reopen).map(|f| f.reopen), Ok(vec![NetGuid(3)]), "a static actor's reopen");
         assert!(
             bad(&|w| {
                 w.write_packed(9);

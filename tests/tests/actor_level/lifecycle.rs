@@ -109,6 +109,40 @@ fn a_static_actor_binds_the_clients_level_copy_and_keeps_its_channel_when_far() 
 }
 
 #[test]
+fn a_forged_close_of_a_static_actor_does_not_wedge_the_connection() {
+    // The forged close destroys the client's level copy; the server's next plain update of the
+    // door then finds no actor, so the client refuses that packet and asks for the door again —
+    // a static GUID in its feedback's reopen list, which the server must take (it had refused
+    // the whole feedback, every time: nothing was ever acknowledged again).
+    let (mut l, door, guid) = with_static_door([500.0, 0.0, 0.0]);
+    let (other, g) = l.spawn([600.0, 0.0, 0.0], 1);
+    l.run(3);
+    assert!(l.client(0).has(guid) && l.client(0).has(g));
+    let seq = l.client(0).highest_received().0 + 1;
+    let forged = crafted(seq, |w| {
+        shadowrep::wire::packet::write_close_for(w, guid, shadowrep::wire::open::CloseReason::Destroyed, Some(DOOR))
+    });
+    l.clients[0].1.receive(&forged).unwrap();
+    assert!(!l.client(0).has(guid), "the forged close took the level copy");
+    let conn = l.clients[0].0;
+    for frame in 0..120u32 {
+        l.store.set(door, HEALTH, &Value::U32(100 + frame)).unwrap();
+        l.store.set(other, HEALTH, &Value::U32(100 + frame)).unwrap();
+        // A step that lets the client refuse a packet (the one whose door update it cannot read).
+        l.driver.tick(&mut [&mut l.store]).unwrap();
+        let (conn, world) = &mut l.clients[0];
+        for p in l.driver.take_packets(*conn).unwrap() {
+            let _ = world.receive(&p);
+        }
+        l.driver.receive_feedback(*conn, &world.feedback()).expect("every feedback decodes");
+    }
+    assert_eq!(l.client(0).value(g, HEALTH), Some(Value::U32(219)), "the connection goes on");
+    let stats = l.driver.connection_stats(conn).unwrap();
+    assert_eq!(stats.feedback_malformed, 0, "every feedback decoded");
+    assert!(l.driver.in_flight(conn) < 16, "acknowledged as it goes");
+}
+
+#[test]
 fn a_destroyed_static_actor_is_destroyed_on_every_client_and_on_those_that_join_later() {
     let (mut l, id, guid) = with_static_door([900_000.0, 0.0, 0.0]);
     l.run(2);
