@@ -83,10 +83,14 @@ impl ClientWorld {
         let mut opened: HashMap<NetGuid, u32> = HashMap::new();
         let mut fast_opened: HashMap<NetGuid, u32> = HashMap::new();
         let mut missing: Vec<NetGuid> = Vec::new();
-        // Opens of an actor the client has with another class (see `conflicts`).
+        // Opens of an actor the client has with another class (see `conflicts`), in order, and
+        // their GUIDs as a set: each bunch asks, so a scan would cost bunches × conflicts.
         let mut conflicts: Vec<NetGuid> = Vec::new();
-        // Torn-off actors this packet proves were never torn off (see `undo_tear_off`).
+        let mut conflicting: HashSet<NetGuid> = HashSet::new();
+        // Torn-off actors this packet proves were never torn off (see `undo_tear_off`), in order,
+        // each once (the set, for the same reason).
         let mut untorn: Vec<NetGuid> = Vec::new();
+        let mut untorn_set: HashSet<NetGuid> = HashSet::new();
         // Ignored static actors whose updates this packet reads past (see `ignored`).
         let mut ignored_used: Vec<NetGuid> = Vec::new();
         let (classes, actors, fast) = (&self.classes, &self.actors, &self.fast);
@@ -99,7 +103,7 @@ impl ClientWorld {
             // close nor in any numbered after it: a bunch there proves the tear-off forged.
             let torn_off = match torn.get(&guid) {
                 Some(t) if seq.ahead_of(t.at) >= 0 => {
-                    if !untorn.contains(&guid) {
+                    if untorn_set.insert(guid) {
                         untorn.push(guid);
                     }
                     false
@@ -119,7 +123,7 @@ impl ClientWorld {
                     _ => Resolve::Skip,
                 });
             }
-            if open.is_none() && conflicts.contains(&guid) {
+            if open.is_none() && conflicting.contains(&guid) {
                 // Its open was stepped over: the client has no actor of the server's class.
                 missing.push(guid);
                 return Ok(Resolve::Skip);
@@ -134,6 +138,7 @@ impl ClientWorld {
                     // was forged. Stepped over, not refused (refusing would refuse the server's
                     // open, and every packet resending it, for good).
                     conflicts.push(guid);
+                    conflicting.insert(guid);
                     return Ok(Resolve::Skip);
                 }
                 (Some(c), _) => c,
