@@ -191,7 +191,7 @@ impl ClientWorld {
         let mut unknown_statics = 0;
         let mut opened_here: HashSet<NetGuid> = HashSet::new();
         let mut sub_opened_here: HashSet<NetGuid> = HashSet::new();
-        let outer = &self.outer;
+        let subs = &self.subs;
         let mut orphans: Vec<NetGuid> = Vec::new();
         let mut not_loaded: Vec<(NetGuid, u32)> = Vec::new();
         packet.bunches.retain(|b| {
@@ -217,10 +217,7 @@ impl ClientWorld {
                     // An actor's (a static one's too), never a sub-object's nor a fast array's.
                     let present =
                         (actors.contains_key(&owner) && !gone.contains(&owner)) || opened_here.contains(&owner);
-                    if outer.contains_key(&owner)
-                        || sub_opened_here.contains(&owner)
-                        || fast_opened.contains_key(&owner)
-                    {
+                    if subs.contains(owner) || sub_opened_here.contains(&owner) || fast_opened.contains_key(&owner) {
                         skipped += 1;
                         return false;
                     }
@@ -235,7 +232,7 @@ impl ClientWorld {
                 }
                 if let OpenKind::SubObject { owner } = open.kind {
                     // An owner is an actor, never a sub-object (no chains: the server makes none).
-                    if !owner.is_dynamic() || outer.contains_key(&owner) || sub_opened_here.contains(&owner) {
+                    if !owner.is_dynamic() || subs.contains(owner) || sub_opened_here.contains(&owner) {
                         skipped += 1;
                         return false;
                     }
