@@ -1,6 +1,9 @@
 //! How much one hostile packet costs a client against how many references wait for their
 //! target (`unmapped`, up to `MAX_UNMAPPED`) after earlier packets filled the list: the worst
 //! 8 KiB packets of null references, of opens and of closes, timed once each.
+//! Then the worst packets against the client's other per-packet lists: the closes of one owner's
+//! sub-objects (thousands, opened by earlier packets), and packets of many bunches whose actors
+//! open with another class (conflicts) or were torn off (tear-offs undone).
 //! `cargo run --release -p shadowrep-benches --example client_flood`. The work bound itself is
 //! asserted by counting, not timing (`shadowrep`'s `client::tests`).
 
@@ -8,7 +11,7 @@ use shadowrep::client::{ClientWorld, Receipt};
 use shadowrep::ids::{NetGuid, Seq};
 use shadowrep::schema::{ClassBuilder, ClassLayout, PropType, PropertyDecl};
 use shadowrep::wire::bunch::{end_array, handle_bits, write_array_head};
-use shadowrep::wire::open::{CloseReason, OpenHeader};
+use shadowrep::wire::open::{CloseReason, OpenHeader, OpenKind};
 use shadowrep::wire::packet::{begin_packet, end_packet, write_bunch_after, write_close_after, MAX_MTU};
 use shadowrep::wire::BitWriter;
 use std::sync::Arc;
@@ -50,7 +53,16 @@ impl Craft {
     }
 
     fn close(&mut self, guid: NetGuid) {
-        write_close_after(&mut self.w, self.prev, guid, CloseReason::Destroyed, None);
+        self.close_for(guid, CloseReason::Destroyed);
+    }
+
+    fn close_for(&mut self, guid: NetGuid, reason: CloseReason) {
+        write_close_after(&mut self.w, self.prev, guid, reason, None);
+        self.prev = guid;
+    }
+
+    fn open_as(&mut self, guid: NetGuid, open: &OpenHeader) {
+        write_bunch_after(&mut self.w, self.prev, guid, Some(open), &BitWriter::new());
         self.prev = guid;
     }
 
@@ -140,7 +152,117 @@ fn worst_packets(layout: &ClassLayout, seq: u32, fresh: u64) -> (Vec<u8>, Vec<u8
     (records, spawns_packet, p.finish(), records_n, spawns, closes)
 }
 
-/// Measures the worst packets' cost against how full `unmapped` is.
+/// Times receiving `p` (which must apply).
+fn timed(c: &mut ClientWorld, p: &[u8]) -> std::time::Duration {
+    let t = std::time::Instant::now();
+    let r = c.receive(p);
+    let e = t.elapsed();
+    assert!(matches!(r, Ok(Receipt::Applied { .. })), "{r:?}");
+    e
+}
+
+/// Owner 2 with `n` sub-objects (opened 1024 a packet), then one 8 KiB packet of as many of
+/// their closes as fit, last opened first. Returns the closes, their bytes and the time.
+fn sub_object_closes(layout: &Arc<ClassLayout>, n: u64) -> (usize, usize, std::time::Duration) {
+    let mut c = ClientWorld::new(std::slice::from_ref(layout), &[layout.checksum]).expect("same layout");
+    let owner = NetGuid(2);
+    let mut p = Craft::new(1);
+    p.bunch(owner, true, &BitWriter::new());
+    timed(&mut c, &p.finish());
+    let mut seq = 2;
+    let sub = |i: u64| NetGuid(4 + 2 * i);
+    let open = OpenHeader { class: 0, kind: OpenKind::SubObject { owner } };
+    for first in (0..n).step_by(1024) {
+        let mut p = Craft::new(seq);
+        for i in first..(first + 1024).min(n) {
+            p.open_as(sub(i), &open);
+        }
+        timed(&mut c, &p.finish());
+        seq += 1;
+    }
+    assert_eq!(c.sub_objects(owner).len() as u64, n);
+    let mut p = Craft::new(seq);
+    let mut closes = 0;
+    while p.len() + 16 < MAX_MTU && closes < n {
+        // From the last opened: retaining from the front finds each late.
+        p.close(sub(n - 1 - closes));
+        closes += 1;
+    }
+    let bytes = p.finish();
+    let t = timed(&mut c, &bytes);
+    assert_eq!(c.sub_objects(owner).len() as u64, n - closes);
+    (closes as usize, bytes.len(), t)
+}
+
+/// `n` actors of class 0 (1024 opened a packet), then one packet as full as 8 KiB allows: the
+/// first half of it opens of the first actors with class 1 (each a conflict), the rest plain
+/// bunches of the other actors (each checked against the conflicts so far). Returns the
+/// conflicting opens, the plain bunches, the bytes and the time.
+fn conflicts(layouts: &[Arc<ClassLayout>], n: u64) -> (usize, usize, usize, std::time::Duration) {
+    let sums: Vec<u64> = layouts.iter().map(|l| l.checksum).collect();
+    let mut c = ClientWorld::new(layouts, &sums).expect("same layouts");
+    let actor = |i: u64| NetGuid(2 + 2 * i);
+    let mut seq = 1;
+    for first in (0..n).step_by(1024) {
+        let mut p = Craft::new(seq);
+        for i in first..(first + 1024).min(n) {
+            p.bunch(actor(i), true, &BitWriter::new());
+        }
+        timed(&mut c, &p.finish());
+        seq += 1;
+    }
+    let mut p = Craft::new(seq);
+    let (mut opens, mut plains) = (0, 0);
+    let other = OpenHeader::spawn(1);
+    while p.len() < MAX_MTU / 2 {
+        p.open_as(actor(opens), &other);
+        opens += 1;
+    }
+    while p.len() + 16 < MAX_MTU && opens + plains < n {
+        p.bunch(actor(opens + plains), false, &BitWriter::new());
+        plains += 1;
+    }
+    let bytes = p.finish();
+    let t = timed(&mut c, &bytes);
+    assert_eq!(c.stats().open_conflicts, opens);
+    (opens as usize, plains as usize, bytes.len(), t)
+}
+
+/// `n` actors opened, then torn off (each close in one packet), then one packet of as many plain
+/// bunches of them as fit: each proves its tear-off forged and is checked against those so far.
+/// Returns the bunches, the bytes and the time.
+fn untorn(layout: &Arc<ClassLayout>, n: u64) -> (usize, usize, std::time::Duration) {
+    let mut c = ClientWorld::new(std::slice::from_ref(layout), &[layout.checksum]).expect("same layout");
+    let actor = |i: u64| NetGuid(2 + 2 * i);
+    let mut seq = 1;
+    for first in (0..n).step_by(1024) {
+        let mut p = Craft::new(seq);
+        for i in first..(first + 1024).min(n) {
+            p.bunch(actor(i), true, &BitWriter::new());
+        }
+        timed(&mut c, &p.finish());
+        seq += 1;
+        let mut p = Craft::new(seq);
+        for i in first..(first + 1024).min(n) {
+            p.close_for(actor(i), CloseReason::TornOff);
+        }
+        timed(&mut c, &p.finish());
+        seq += 1;
+    }
+    let mut p = Craft::new(seq);
+    let mut plains = 0;
+    while p.len() + 16 < MAX_MTU && plains < n {
+        p.bunch(actor(plains), false, &BitWriter::new());
+        plains += 1;
+    }
+    let bytes = p.finish();
+    let t = timed(&mut c, &bytes);
+    assert_eq!(c.stats().tear_offs_undone, plains);
+    (plains as usize, bytes.len(), t)
+}
+
+/// Measures the worst packets' cost against how full `unmapped` is, then against an owner's
+/// sub-objects, and with many conflicting opens or undone tear-offs in one packet.
 fn main() {
     let layout = layout();
     for n in [0usize, 1024, 4096, 16384] {
@@ -164,4 +286,18 @@ fn main() {
             times[2]
         );
     }
+    for n in [1024u64, 4096, 16384, 65536] {
+        let (cn, bytes, t) = sub_object_closes(&layout, n);
+        println!("sub-objects {n:>5}: {cn} of their closes in {bytes} B: {t:>9.3?}");
+    }
+    let second = Arc::new(
+        ClassBuilder::new("Other")
+            .property(PropertyDecl::new("Target", PropType::Object))
+            .build()
+            .expect("valid layout"),
+    );
+    let (on, pn, bytes, t) = conflicts(&[layout.clone(), second], 8192);
+    println!("conflicts: {on} conflicting opens and {pn} plain bunches in {bytes} B: {t:>9.3?}");
+    let (pn, bytes, t) = untorn(&layout, 8192);
+    println!("tear-offs undone: {pn} plain bunches in {bytes} B: {t:>9.3?}");
 }

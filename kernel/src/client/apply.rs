@@ -72,7 +72,7 @@ impl ClientWorld {
     /// Removes actor `guid` and everything kept about it, and its sub-objects with it (one level:
     /// a sub-object owns none).
     pub(super) fn destroy(&mut self, guid: NetGuid) {
-        let subs = self.inner.remove(&guid).unwrap_or_default();
+        let subs = self.subs.take_owned(guid);
         self.fast.remove_owned(guid);
         for g in std::iter::once(guid).chain(subs) {
             if let Some((class, id)) = self.actors.remove(&g) {
@@ -86,11 +86,7 @@ impl ClientWorld {
                 }
                 self.events.push(ClientEvent::Destroyed { guid: g });
             }
-            if let Some(owner) = self.outer.remove(&g) {
-                if let Some(list) = self.inner.get_mut(&owner) {
-                    list.retain(|&x| x != g);
-                }
-            }
+            self.subs.remove(g);
         }
     }
 
@@ -122,8 +118,7 @@ impl ClientWorld {
                         self.spawn.insert(guid, *info);
                     }
                     Some(OpenHeader { kind: OpenKind::SubObject { owner }, .. }) => {
-                        self.outer.insert(guid, *owner);
-                        self.inner.entry(*owner).or_default().push(guid);
+                        self.subs.insert(guid, *owner);
                     }
                     _ => {}
                 }

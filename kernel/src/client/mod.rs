@@ -26,6 +26,7 @@ mod events;
 mod fastarrays;
 mod ignored;
 mod receive;
+mod subobjects;
 #[cfg(test)]
 mod tests;
 mod unmapped;
@@ -95,9 +96,8 @@ pub struct ClientWorld {
     /// Static actors opened by a path this client did not load, with their class: their updates
     /// are read and dropped (at most [`MAX_IGNORED`], least recently used evicted).
     ignored: ignored::Ignored,
-    /// Sub-object → owner, and owner → its sub-objects.
-    outer: HashMap<NetGuid, NetGuid>,
-    inner: HashMap<NetGuid, Vec<NetGuid>>,
+    /// Sub-object → owner, and owner → its sub-objects ([`subobjects`]).
+    subs: subobjects::SubObjects,
     /// Fast arrays ([`fastarrays`]).
     fast: fastarrays::ClientFastArrays,
     window: ReceiveWindow,
@@ -136,8 +136,7 @@ impl ClientWorld {
             dormant: HashSet::new(),
             torn: HashMap::new(),
             ignored: ignored::Ignored::default(),
-            outer: HashMap::new(),
-            inner: HashMap::new(),
+            subs: subobjects::SubObjects::default(),
             fast: fastarrays::ClientFastArrays::default(),
             window: ReceiveWindow::new(Seq(1)),
             reopen: Vec::new(),
@@ -190,12 +189,12 @@ impl ClientWorld {
 
     /// The owner of sub-object `guid`.
     pub fn owner_of(&self, guid: NetGuid) -> Option<NetGuid> {
-        self.outer.get(&guid).copied()
+        self.subs.owner_of(guid)
     }
 
-    /// Actor `owner`'s sub-objects the client has.
-    pub fn sub_objects(&self, owner: NetGuid) -> &[NetGuid] {
-        self.inner.get(&owner).map_or(&[], |v| &v[..])
+    /// Actor `owner`'s sub-objects the client has, in the order they opened.
+    pub fn sub_objects(&self, owner: NetGuid) -> Vec<NetGuid> {
+        self.subs.of(owner)
     }
 
     /// Whether actor `guid` is dormant (kept as last received; the server sends nothing until it

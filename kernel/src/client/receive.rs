@@ -83,10 +83,14 @@ impl ClientWorld {
         let mut opened: HashMap<NetGuid, u32> = HashMap::new();
         let mut fast_opened: HashMap<NetGuid, u32> = HashMap::new();
         let mut missing: Vec<NetGuid> = Vec::new();
-        // Opens of an actor the client has with another class (see `conflicts`).
+        // Opens of an actor the client has with another class (see `conflicts`), in order, and
+        // their GUIDs as a set: each bunch asks, so a scan would cost bunches × conflicts.
         let mut conflicts: Vec<NetGuid> = Vec::new();
-        // Torn-off actors this packet proves were never torn off (see `undo_tear_off`).
+        let mut conflicting: HashSet<NetGuid> = HashSet::new();
+        // Torn-off actors this packet proves were never torn off (see `undo_tear_off`), in order,
+        // each once (the set, for the same reason).
         let mut untorn: Vec<NetGuid> = Vec::new();
+        let mut untorn_set: HashSet<NetGuid> = HashSet::new();
         // Ignored static actors whose updates this packet reads past (see `ignored`).
         let mut ignored_used: Vec<NetGuid> = Vec::new();
         let (classes, actors, fast) = (&self.classes, &self.actors, &self.fast);
@@ -99,7 +103,7 @@ impl ClientWorld {
             // close nor in any numbered after it: a bunch there proves the tear-off forged.
             let torn_off = match torn.get(&guid) {
                 Some(t) if seq.ahead_of(t.at) >= 0 => {
-                    if !untorn.contains(&guid) {
+                    if untorn_set.insert(guid) {
                         untorn.push(guid);
                     }
                     false
@@ -119,7 +123,7 @@ impl ClientWorld {
                     _ => Resolve::Skip,
                 });
             }
-            if open.is_none() && conflicts.contains(&guid) {
+            if open.is_none() && conflicting.contains(&guid) {
                 // Its open was stepped over: the client has no actor of the server's class.
                 missing.push(guid);
                 return Ok(Resolve::Skip);
@@ -134,6 +138,7 @@ impl ClientWorld {
                     // was forged. Stepped over, not refused (refusing would refuse the server's
                     // open, and every packet resending it, for good).
                     conflicts.push(guid);
+                    conflicting.insert(guid);
                     return Ok(Resolve::Skip);
                 }
                 (Some(c), _) => c,
@@ -186,7 +191,7 @@ impl ClientWorld {
         let mut unknown_statics = 0;
         let mut opened_here: HashSet<NetGuid> = HashSet::new();
         let mut sub_opened_here: HashSet<NetGuid> = HashSet::new();
-        let outer = &self.outer;
+        let subs = &self.subs;
         let mut orphans: Vec<NetGuid> = Vec::new();
         let mut not_loaded: Vec<(NetGuid, u32)> = Vec::new();
         packet.bunches.retain(|b| {
@@ -212,10 +217,7 @@ impl ClientWorld {
                     // An actor's (a static one's too), never a sub-object's nor a fast array's.
                     let present =
                         (actors.contains_key(&owner) && !gone.contains(&owner)) || opened_here.contains(&owner);
-                    if outer.contains_key(&owner)
-                        || sub_opened_here.contains(&owner)
-                        || fast_opened.contains_key(&owner)
-                    {
+                    if subs.contains(owner) || sub_opened_here.contains(&owner) || fast_opened.contains_key(&owner) {
                         skipped += 1;
                         return false;
                     }
@@ -230,7 +232,7 @@ impl ClientWorld {
                 }
                 if let OpenKind::SubObject { owner } = open.kind {
                     // An owner is an actor, never a sub-object (no chains: the server makes none).
-                    if !owner.is_dynamic() || outer.contains_key(&owner) || sub_opened_here.contains(&owner) {
+                    if !owner.is_dynamic() || subs.contains(owner) || sub_opened_here.contains(&owner) {
                         skipped += 1;
                         return false;
                     }

@@ -1,12 +1,14 @@
 //! The client's work per packet: references waiting for their target (up to [`MAX_UNMAPPED`],
 //! filled by earlier packets) are never walked once per record, per open or per close of a later
-//! packet. The work is counted (entries of the waiting list visited), not timed.
+//! packet; nor is an owner's list of sub-objects (nothing caps it) walked once per close of one
+//! of them. The work is counted (entries of the waiting list, of the sub-object lists, visited),
+//! not timed.
 
 use super::{ClientWorld, Receipt, MAX_UNMAPPED};
 use crate::ids::{NetGuid, Seq};
 use crate::schema::{ClassBuilder, ClassLayout, PropType, PropertyDecl};
 use crate::wire::bunch::{end_array, handle_bits, write_array_head};
-use crate::wire::open::{CloseReason, OpenHeader};
+use crate::wire::open::{CloseReason, OpenHeader, OpenKind};
 use crate::wire::packet::{begin_packet, end_packet, write_bunch_after, write_close_after};
 use crate::wire::BitWriter;
 use std::sync::Arc;
@@ -21,9 +23,11 @@ fn layout() -> Arc<ClassLayout> {
     )
 }
 
-/// Bunches of a hand-made packet: (GUID, opens, body) or a close with its reason.
+/// Bunches of a hand-made packet: (GUID, opens, body), a sub-object's open (GUID, owner) or a
+/// close with its reason.
 enum Part {
     Bunch(NetGuid, bool, BitWriter),
+    Sub(NetGuid, NetGuid),
     Close(NetGuid, CloseReason),
 }
 
@@ -35,6 +39,11 @@ fn packet(seq: u32, parts: Vec<Part>) -> Vec<u8> {
         match p {
             Part::Bunch(g, open, body) => {
                 write_bunch_after(&mut w, prev, g, open.then(|| OpenHeader::spawn(0)).as_ref(), &body);
+                prev = g;
+            }
+            Part::Sub(g, owner) => {
+                let open = OpenHeader { class: 0, kind: OpenKind::SubObject { owner } };
+                write_bunch_after(&mut w, prev, g, Some(&open), &BitWriter::new());
                 prev = g;
             }
             Part::Close(g, reason) => {
@@ -137,4 +146,54 @@ fn a_packet_visits_waiting_references_in_proportion_to_its_size() {
     let elements = store.array_bytes(id.index, 0);
     out.copy_from_slice(&elements[..8]);
     assert_eq!(NetGuid(u64::from_le_bytes(out)), target);
+}
+
+#[test]
+fn closing_many_of_an_owners_sub_objects_visits_each_once() {
+    let layout = layout();
+    let mut c = ClientWorld::new(std::slice::from_ref(&layout), &[layout.checksum]).expect("same layout");
+    let owner = NetGuid(2);
+    let p = packet(1, vec![Part::Bunch(owner, true, BitWriter::new())]);
+    assert_eq!(c.receive(&p), Ok(Receipt::Applied { bunches: 1, skipped: 0 }));
+    // 16 384 sub-objects, 1 024 a packet.
+    let sub = |i: u64| NetGuid(4 + 2 * i);
+    let n = 16 * 1024;
+    let mut seq = 2;
+    for first in (0..n).step_by(1024) {
+        let p = packet(seq, (first..first + 1024).map(|i| Part::Sub(sub(i), owner)).collect());
+        assert_eq!(c.receive(&p), Ok(Receipt::Applied { bunches: 1024, skipped: 0 }));
+        seq += 1;
+    }
+    assert_eq!(c.sub_objects(owner).len() as u64, n);
+    // 4 000 closes, of the last opened (a walk from the front would find each last), then of
+    // every other one from the front: each visits its own entry only.
+    let closed: Vec<u64> = (n - 2000..n).rev().chain((0..2000).map(|i| 2 * i)).collect();
+    let p = packet(seq, closed.iter().map(|&i| Part::Close(sub(i), CloseReason::Destroyed)).collect());
+    seq += 1;
+    let visited = c.subs.visited;
+    assert!(matches!(c.receive(&p), Ok(Receipt::Applied { .. })));
+    let work = c.subs.visited - visited;
+    assert!(work <= p.len() as u64, "{work} sub-object entries visited for a {}-byte packet", p.len());
+    assert_eq!(work, closed.len() as u64);
+    // The others stay, in the order they opened.
+    let left: Vec<NetGuid> = (0..n - 2000).filter(|&i| i >= 4000 || i % 2 == 1).map(sub).collect();
+    assert_eq!(c.sub_objects(owner), left);
+    assert_eq!(c.owner_of(sub(1)), Some(owner));
+    assert_eq!(c.owner_of(sub(0)), None);
+    // The owner closed takes them all, in that order: the work is what it frees.
+    c.take_events();
+    let p = packet(seq, vec![Part::Close(owner, CloseReason::Destroyed)]);
+    let visited = c.subs.visited;
+    assert!(matches!(c.receive(&p), Ok(Receipt::Applied { .. })));
+    assert_eq!(c.subs.visited - visited, 2 * left.len() as u64, "taken, then each removed");
+    assert!(c.sub_objects(owner).is_empty());
+    let destroyed: Vec<NetGuid> = c
+        .take_events()
+        .into_iter()
+        .filter_map(|e| match e {
+            super::ClientEvent::Destroyed { guid } => Some(guid),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(destroyed, std::iter::once(owner).chain(left).collect::<Vec<_>>());
 }
