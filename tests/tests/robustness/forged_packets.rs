@@ -17,8 +17,14 @@ fn counter() -> ClassBuilder {
 }
 
 fn empty_packet(seq: u32) -> Vec<u8> {
+    packet(seq, |_| {})
+}
+
+/// A packet numbered `seq` whose bunches `f` writes (what a forger with the token sends).
+fn packet(seq: u32, f: impl FnOnce(&mut BitWriter)) -> Vec<u8> {
     let mut w = BitWriter::new();
     begin_packet(&mut w, Seq(seq));
+    f(&mut w);
     end_packet(&mut w);
     w.into_bytes()
 }
@@ -83,11 +89,8 @@ fn a_refused_packet_whose_number_was_forged_is_reported_missing_and_resent() {
     let (g0, g1) = (b.guid(a0), b.guid(a1));
     b.run(3);
     let h = b.client.highest_received().0;
-    let mut w = BitWriter::new();
-    begin_packet(&mut w, Seq(h + 1));
-    write_close(&mut w, g0);
-    end_packet(&mut w);
-    assert!(matches!(b.client.receive(&w.into_bytes()), Ok(Receipt::Applied { .. })));
+    let forged = packet(h + 1, |w| write_close(w, g0));
+    assert!(matches!(b.client.receive(&forged), Ok(Receipt::Applied { .. })));
     b.store.set(a0, 0, &Value::U32(1)).unwrap();
     b.store.set(a1, 0, &Value::U32(1)).unwrap();
     let p = b.tick();
@@ -122,11 +125,8 @@ fn a_forged_jump_that_closes_an_actor_recovers_when_the_servers_packet_is_refuse
     let (g0, g1) = (b.guid(a0), b.guid(a1));
     b.run(3);
     let h = b.client.highest_received().0;
-    let mut w = BitWriter::new();
-    begin_packet(&mut w, Seq(h + ACK_WINDOW));
-    write_close(&mut w, g0);
-    end_packet(&mut w);
-    assert!(matches!(b.client.receive(&w.into_bytes()), Ok(Receipt::Applied { .. })));
+    let forged = packet(h + ACK_WINDOW, |w| write_close(w, g0));
+    assert!(matches!(b.client.receive(&forged), Ok(Receipt::Applied { .. })));
     let mut v = 0;
     let mut frames = 0;
     loop {
@@ -198,11 +198,10 @@ fn a_forged_open_of_a_future_guid_with_another_class_heals() {
     }
     // Dynamic GUIDs go up by two (their parity tells them from static ones).
     let future = NetGuid(g0.0 + 2);
-    let mut w = BitWriter::new();
-    begin_packet(&mut w, Seq(client.highest_received().0 + 1));
-    write_bunch(&mut w, future, Some(&OpenHeader::spawn(1)), &BitWriter::new());
-    end_packet(&mut w);
-    assert!(matches!(client.receive(&w.into_bytes()), Ok(Receipt::Applied { .. })));
+    let forged = packet(client.highest_received().0 + 1, |w| {
+        write_bunch(w, future, Some(&OpenHeader::spawn(1)), &BitWriter::new())
+    });
+    assert!(matches!(client.receive(&forged), Ok(Receipt::Applied { .. })));
     assert_eq!(client.class_of(future), Some(1), "the forged open took");
     let a1 = sa.spawn();
     assert_eq!(driver.assign_guid(ca, &sa, a1).unwrap(), future);
@@ -235,11 +234,8 @@ fn a_forged_tear_off_is_undone_by_the_servers_next_bunch() {
     let g = b.guid(a);
     b.run(3);
     let h = b.client.highest_received().0;
-    let mut w = BitWriter::new();
-    begin_packet(&mut w, Seq(h + 1));
-    write_close_for(&mut w, g, CloseReason::TornOff, None);
-    end_packet(&mut w);
-    assert!(matches!(b.client.receive(&w.into_bytes()), Ok(Receipt::Applied { .. })));
+    let forged = packet(h + 1, |w| write_close_for(w, g, CloseReason::TornOff, None));
+    assert!(matches!(b.client.receive(&forged), Ok(Receipt::Applied { .. })));
     assert!(b.client.is_torn_off(g), "the forged tear-off took");
     for v in 1..=10u32 {
         b.store.set(a, 0, &Value::U32(v)).unwrap();
@@ -268,12 +264,11 @@ fn a_real_tear_off_holds_against_the_servers_earlier_packets() {
     assert!(b.client.is_torn_off(g));
     // The number of the close again, other bytes that fail (an open of a class that does not
     // exist): the client forgets that number.
-    let mut w = BitWriter::new();
-    begin_packet(&mut w, Seq(b.client.highest_received().0));
     let open = shadowrep::wire::open::OpenHeader::spawn(99);
-    shadowrep::wire::packet::write_bunch(&mut w, shadowrep::ids::NetGuid(g.0 + 100), Some(&open), &BitWriter::new());
-    end_packet(&mut w);
-    assert!(b.client.receive(&w.into_bytes()).is_err());
+    let other = packet(b.client.highest_received().0, |w| {
+        shadowrep::wire::packet::write_bunch(w, shadowrep::ids::NetGuid(g.0 + 100), Some(&open), &BitWriter::new())
+    });
+    assert!(b.client.receive(&other).is_err());
     assert_eq!(b.client.stats().restored, 1);
     for p in &early {
         assert!(matches!(b.client.receive(p), Ok(Receipt::Applied { .. })), "new to the client again");
