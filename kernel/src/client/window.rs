@@ -4,9 +4,10 @@
 //! d = seq − highest (wrapping)
 //! d == 0 or d < 0    duplicate or late: dropped (if it was missing, feedback keeps saying so and
 //!                    the server resends current values: nothing stale is applied)
-//! d > ACK_WINDOW     too far ahead (measured from the reach, see below): dropped. An honest server never gets that far ahead of what
-//!                    the client reported, so one forged packet can move `highest` at most
-//!                    ACK_WINDOW ahead, stalling the connection for at most that many packets
+//! d > ACK_WINDOW     too far ahead (measured from the reach, see below): dropped. An honest
+//!                    server never gets that far ahead of what the client reported, so one
+//!                    forged packet can move `highest` at most ACK_WINDOW ahead, stalling the
+//!                    connection for at most that many packets
 //! otherwise          accepted (once the packet decoded): the window moves d forward
 //! ```
 //!

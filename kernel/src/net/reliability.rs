@@ -36,8 +36,10 @@
 //! number the client claims, so the server still sends nothing past what a client holding a
 //! real packet of ours accepts. The client then drops our packets below its forged number as
 //! late and reports them missing until our numbering reaches it and our packet replaces the
-//! forged one: at most ACK_WINDOW packets of stall, as for a forged jump with acked current. There are no timeouts: a client that stops sending feedback stops the
-//! connection at a full window (the embedding server decides when a silent client is gone).
+//! forged one: at most ACK_WINDOW packets of stall, as for a forged jump with acked current.
+//!
+//! There are no timeouts: a client that stops sending feedback stops the connection at a full
+//! window (the embedding server decides when a silent client is gone).
 
 use super::actors::ClassNet;
 use super::connection::{pair, Connection, PendingClose};
