@@ -161,6 +161,20 @@ fn timed(c: &mut ClientWorld, p: &[u8]) -> std::time::Duration {
     e
 }
 
+/// Sends `n` items, 1024 a packet, from packet `seq` on — `f` writes item `i` into its packet —
+/// and returns the next packet's number.
+fn batches(c: &mut ClientWorld, mut seq: u32, n: u64, f: impl Fn(&mut Craft, u64)) -> u32 {
+    for first in (0..n).step_by(1024) {
+        let mut p = Craft::new(seq);
+        for i in first..(first + 1024).min(n) {
+            f(&mut p, i);
+        }
+        timed(c, &p.finish());
+        seq += 1;
+    }
+    seq
+}
+
 /// Owner 2 with `n` sub-objects (opened 1024 a packet), then one 8 KiB packet of as many of
 /// their closes as fit, last opened first. Returns the closes, their bytes and the time.
 fn sub_object_closes(layout: &Arc<ClassLayout>, n: u64) -> (usize, usize, std::time::Duration) {
@@ -169,17 +183,9 @@ fn sub_object_closes(layout: &Arc<ClassLayout>, n: u64) -> (usize, usize, std::t
     let mut p = Craft::new(1);
     p.bunch(owner, true, &BitWriter::new());
     timed(&mut c, &p.finish());
-    let mut seq = 2;
     let sub = |i: u64| NetGuid(4 + 2 * i);
     let open = OpenHeader { class: 0, kind: OpenKind::SubObject { owner } };
-    for first in (0..n).step_by(1024) {
-        let mut p = Craft::new(seq);
-        for i in first..(first + 1024).min(n) {
-            p.open_as(sub(i), &open);
-        }
-        timed(&mut c, &p.finish());
-        seq += 1;
-    }
+    let seq = batches(&mut c, 2, n, |p, i| p.open_as(sub(i), &open));
     assert_eq!(c.sub_objects(owner).len() as u64, n);
     let mut p = Craft::new(seq);
     let mut closes = 0;
@@ -202,15 +208,7 @@ fn conflicts(layouts: &[Arc<ClassLayout>], n: u64) -> (usize, usize, usize, std:
     let sums: Vec<u64> = layouts.iter().map(|l| l.checksum).collect();
     let mut c = ClientWorld::new(layouts, &sums).expect("same layouts");
     let actor = |i: u64| NetGuid(2 + 2 * i);
-    let mut seq = 1;
-    for first in (0..n).step_by(1024) {
-        let mut p = Craft::new(seq);
-        for i in first..(first + 1024).min(n) {
-            p.bunch(actor(i), true, &BitWriter::new());
-        }
-        timed(&mut c, &p.finish());
-        seq += 1;
-    }
+    let seq = batches(&mut c, 1, n, |p, i| p.bunch(actor(i), true, &BitWriter::new()));
     let mut p = Craft::new(seq);
     let (mut opens, mut plains) = (0, 0);
     let other = OpenHeader::spawn(1);
@@ -234,21 +232,8 @@ fn conflicts(layouts: &[Arc<ClassLayout>], n: u64) -> (usize, usize, usize, std:
 fn untorn(layout: &Arc<ClassLayout>, n: u64) -> (usize, usize, std::time::Duration) {
     let mut c = ClientWorld::new(std::slice::from_ref(layout), &[layout.checksum]).expect("same layout");
     let actor = |i: u64| NetGuid(2 + 2 * i);
-    let mut seq = 1;
-    for first in (0..n).step_by(1024) {
-        let mut p = Craft::new(seq);
-        for i in first..(first + 1024).min(n) {
-            p.bunch(actor(i), true, &BitWriter::new());
-        }
-        timed(&mut c, &p.finish());
-        seq += 1;
-        let mut p = Craft::new(seq);
-        for i in first..(first + 1024).min(n) {
-            p.close_for(actor(i), CloseReason::TornOff);
-        }
-        timed(&mut c, &p.finish());
-        seq += 1;
-    }
+    let seq = batches(&mut c, 1, n, |p, i| p.bunch(actor(i), true, &BitWriter::new()));
+    let seq = batches(&mut c, seq, n, |p, i| p.close_for(actor(i), CloseReason::TornOff));
     let mut p = Craft::new(seq);
     let mut plains = 0;
     while p.len() + 16 < MAX_MTU && plains < n {
