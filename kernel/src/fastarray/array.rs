@@ -174,14 +174,14 @@ impl FastArray {
         Ok(())
     }
 
-    /// Marks every item dirty (UE's `MarkArrayDirty`, whose cleared item map makes the next
-    /// serialization compare every item): every item is sent to every connection again. Costs
-    /// the array length; meant for "anything may have changed".
-    pub fn mark_array_dirty(&mut self) {
-        for row in 0..self.ids.len() {
-            self.mark_row(row);
-        }
-    }
+    /// UE's `MarkArrayDirty`, which UE needs after a removal (its cleared item map is how the
+    /// next serialization finds deleted items) and which sends nothing for an item whose
+    /// replication key did not change — no bytes and no `PostReplicatedChange` on a client that
+    /// has it. Here every edit is marked by [`Self::item_mut`] / [`Self::set`] and every removal
+    /// recorded by [`Self::remove`], so there is nothing left to rediscover: it sends nothing
+    /// either. (It once marked every item, resending the whole array and firing a change for
+    /// each on every client; to resend an item, mark it: [`Self::mark_item_dirty`].)
+    pub fn mark_array_dirty(&mut self) {}
 
     /// Removes an item (RemoveAtSwap: the last row moves into its place).
     pub fn remove(&mut self, id: ReplicationId) -> Result<(), FastArrayError> {

@@ -80,7 +80,37 @@ fn server_items_add_set_and_remove_at_swap() {
     s.item_mut(ids[2]).unwrap()[0] = 77;
     assert_eq!(s.item_key(ids[2]), Some(ArrayKey(7)));
     s.mark_array_dirty();
-    assert_eq!(s.array_key(), ArrayKey(10), "every item marked");
+    assert_eq!(s.array_key(), ArrayKey(7), "no item marked: every edit was marked when made");
+}
+
+#[test]
+fn mark_array_dirty_resends_nothing_unchanged() {
+    // UE's MarkArrayDirty sends no item whose replication key did not change, so a client that
+    // has them all gets nothing and fires no PostReplicatedChange.
+    let mut server = FastArray::new(layout());
+    let conn = server.connect();
+    for v in 0..100 {
+        server.add(&item(v)).unwrap();
+    }
+    let mut client = FastArrayReceiver::new(layout());
+    let mut w = BitWriter::new();
+    let sent = server.write_delta(conn, &mut w).unwrap().expect("the adds");
+    let mut events = Vec::new();
+    client.receive(w.bytes(), &mut events).unwrap();
+    assert_eq!(events.len(), 100);
+    server.acked(conn, sent);
+    server.mark_array_dirty();
+    let mut w = BitWriter::new();
+    assert!(server.write_delta(conn, &mut w).unwrap().is_none(), "nothing to send: {} bytes", w.bytes().len());
+    // A changed item still goes, alone.
+    let id = server.iter().map(|(id, _)| id).nth(7).unwrap();
+    server.set(id, &item(1000)).unwrap();
+    server.mark_array_dirty();
+    let mut w = BitWriter::new();
+    server.write_delta(conn, &mut w).unwrap().expect("the change");
+    let mut events = Vec::new();
+    client.receive(w.bytes(), &mut events).unwrap();
+    assert_eq!(events, vec![FastArrayEvent::Changed(id)]);
 }
 
 /// What one item does between two deltas, and the event the client must see for it.

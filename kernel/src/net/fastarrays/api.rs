@@ -57,7 +57,8 @@ impl FastArrayItems<'_> {
         self.0.mark_item_dirty(id)
     }
 
-    /// Marks every item changed (UE's `MarkArrayDirty`).
+    /// UE's `MarkArrayDirty`: sends nothing for unchanged items, as UE's does (see
+    /// [`crate::fastarray::FastArray::mark_array_dirty`]).
     pub fn mark_array_dirty(&mut self) {
         self.0.mark_array_dirty()
     }
