@@ -146,7 +146,7 @@ impl KernelServer {
             let Some(d) = self.driver.decisions(c).map_err(err)? else { continue };
             for s in d.sends.iter().filter(|s| self.dormant.contains(&s.guid)) {
                 match s.action {
-                    Action::Replicated { opened: false } | Action::Closed => idle += s.bits as u64,
+                    Action::Replicated { opened: false } | Action::Closed | Action::TornOff => idle += s.bits as u64,
                     Action::Replicated { opened: true } | Action::Dormant => first += s.bits as u64,
                 }
             }
@@ -519,6 +519,7 @@ fn write_dump(s: &KernelServer, world: &World, frame: usize, out: &mut dyn Write
                         Action::Replicated { opened: false } => "replicated",
                         Action::Closed => "closed",
                         Action::Dormant => "dormant",
+                        Action::TornOff => "torn_off",
                     };
                     write!(
                         out,

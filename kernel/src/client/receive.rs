@@ -99,8 +99,9 @@ impl ClientWorld {
             if guid.is_null() {
                 return Err(WireError::Invalid("actor GUID"));
             }
-            // An honest server writes nothing for a torn-off actor in the packet carrying its
-            // close nor in any numbered after it: a bunch there proves the tear-off forged.
+            // An honest server writes nothing for a torn-off actor after its close (its last
+            // bunch comes before it), nor in any packet numbered after it: a bunch in the packet
+            // of a close this client applied, or a later one, proves the tear-off forged.
             let torn_off = match torn.get(&guid) {
                 Some(t) if seq.ahead_of(t.at) >= 0 => {
                     if untorn_set.insert(guid) {

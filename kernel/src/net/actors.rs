@@ -33,7 +33,10 @@ pub(crate) struct ActorNet {
     pub physics: bool,
     /// Leaves of Custom/Dynamic parents switched off for this actor.
     pub custom_inactive: LeafMask,
-    /// Torn off ([`NetDriver::tear_off`]): still in the store, never replicated again.
+    /// The game tore it off ([`NetDriver::tear_off`]): replicated once more, then closed with
+    /// reason TornOff (set from the call on, for good).
+    pub tearing: bool,
+    /// Torn off: still in the store, never replicated again.
     pub torn_off: bool,
     /// Torn off because it was a sub-object whose owner is gone (no close: clients destroyed it
     /// with the owner).

@@ -38,6 +38,9 @@ pub mod pair {
     /// dormant, so until it is sent again it ranks as an actor without one (T =
     /// `SpawnPrioritySeconds`, however long it slept or waits).
     pub const WOKEN: u8 = 64;
+    /// The actor level closed this channel with reason TornOff this frame (the row goes at the
+    /// frame's end): the client keeps the actor, so its sub-objects still have their owner there.
+    pub const TORN: u8 = 128;
 }
 
 /// What one connection keeps for one actor: 16 bytes (all zero: a pair that never sent).

@@ -15,6 +15,9 @@ pub enum Action {
     },
     /// Its channel was closed: not relevant for the relevant timeout.
     Closed,
+    /// Its channel was closed with reason TornOff (after this frame's replication of it, if it
+    /// was recently relevant: the entry just before): the client keeps it.
+    TornOff,
     /// Its channel was closed for dormancy (after this frame's replication of it, which has an
     /// entry of its own just before): the client keeps it.
     Dormant,

@@ -233,13 +233,17 @@ impl NetDriver {
         self.level.as_ref().ok_or(DriverError::ActorLevelOff)?;
         let ci = self.class_for(class, store)?;
         self.guid_of(class, id).ok_or(DriverError::StaleActor(id))?;
-        let slot = id.index as usize;
+        self.flush_slot(ci, id.index as usize);
+        Ok(())
+    }
+
+    /// [`Self::flush_net_dormancy`] of the actor in `slot` of class `ci`.
+    pub(super) fn flush_slot(&mut self, ci: usize, slot: usize) {
         let d = &mut self.classes[ci].cols.dormancy[slot];
         if *d == Dormancy::Initial {
             *d = Dormancy::DormantAll;
         }
         self.wake(ci, slot);
-        Ok(())
     }
 
     /// Gives a class its per-connection dormancy answer for `DormantPartial` actors.

@@ -5,8 +5,12 @@
 //!                carries the path and the client binds the copy it loaded; its channel never
 //!                closes for relevancy; destroyed → a close with its path to every connection,
 //!                and to every connection that joins later
-//! tear-off       the channel closes with reason TornOff on every connection that may have the
-//!                actor; clients keep their copies; the driver never replicates it again
+//! tear-off       the next frame replicates the actor once more (what changed: "health 0, then
+//!                TearOff()"), each channel closing with reason TornOff right after that bunch
+//!                (at the actor level, on each connection as it gets to the actor; a tearing
+//!                actor opens no new channel); clients keep their copies; once no connection
+//!                waits for it (none left it over), the rest of its channels close the same way
+//!                and the driver never replicates it again
 //! sub-object     an object of its own class and store (a weapon, a component, an inventory),
 //!                with its own NetGUID, linked to an owner actor: relevant exactly when its owner
 //!                is (UE's sub-objects ride their owner's channel; here they use its relevancy
@@ -79,6 +83,16 @@ pub(crate) struct SubObjects {
     pub outer: crate::ids::GuidMap<NetGuid>,
     /// Owner → its sub-objects.
     pub inner: crate::ids::GuidMap<Vec<NetGuid>>,
+}
+
+/// An actor the game tore off whose tear-off is not finished.
+pub(crate) struct Tearing {
+    class: u32,
+    slot: u32,
+    guid: NetGuid,
+    /// The driver's frame when the game called [`NetDriver::tear_off`]: the next one replicates
+    /// it once more.
+    since: crate::ids::Frame,
 }
 
 /// Static actors as the driver knows them.
@@ -252,26 +266,108 @@ impl NetDriver {
         }
     }
 
-    /// Tears an actor off (UE's `TearOff`): every connection that may have it gets a close with
-    /// reason TornOff, its client keeps its copy and owns it from then on, and the driver never
-    /// replicates the actor again (it stays in the store for the game). What a client has is
-    /// what it last received. A second call does nothing.
+    /// Tears an actor off (UE's `TearOff`): the next frame replicates it once more — so what the
+    /// game changed with it (the usual "health 0, then TearOff()") reaches the clients, as UE's
+    /// `ReplicateActor` before `Close(TearOff)` does — and each channel closes with reason
+    /// TornOff right after that bunch; each client keeps its copy and owns it from then on, and
+    /// the driver never replicates the actor again (it stays in the store for the game). Its
+    /// sub-objects go the same way. A second call does nothing.
+    ///
+    /// At the actor level the actor is considered in the next frame (as `force_net_update`, a
+    /// dormant one flushed) and each connection closes it when it gets to it; a connection whose
+    /// frame saturates first leaves it over as any other actor, and gets it in a later frame.
+    /// A tearing actor opens no new channel. Once no connection left it over, its other
+    /// channels (an owner-only actor's on a connection that no longer owns it, a close the
+    /// sequence window could not take) close with reason TornOff too, without the last update.
+    /// A lost last update is not sent again (as UE's: its channel is closed); the close is.
+    /// Despawned before its tear-off finishes, it is destroyed on the clients that have not torn
+    /// it off yet.
+    ///
+    /// ```
+    /// use shadowrep::client::ClientWorld;
+    /// use shadowrep::net::{DriverConfig, NetDriver};
+    /// use shadowrep::prelude::*;
+    /// use std::sync::Arc;
+    ///
+    /// let layout = Arc::new(ClassBuilder::new("Pawn").property(PropertyDecl::new("Hp", PropType::U16)).build().unwrap());
+    /// let mut store = ClassStore::new(layout.clone());
+    /// let mut driver = NetDriver::new(DriverConfig::default()).unwrap();
+    /// let class = driver.register_class(&mut store).unwrap();
+    /// let conn = driver.add_connection(false);
+    /// let mut client = ClientWorld::new(&[layout], &driver.checksums()).unwrap();
+    /// let pawn = store.spawn();
+    /// store.set(pawn, 0, &Value::U16(100)).unwrap();
+    /// let guid = driver.assign_guid(class, &store, pawn).unwrap();
+    /// let mut frame = |driver: &mut NetDriver, store: &mut ClassStore, client: &mut ClientWorld| {
+    ///     driver.tick(&mut [store]).unwrap();
+    ///     for packet in driver.take_packets(conn).unwrap() {
+    ///         client.receive(&packet).unwrap();
+    ///     }
+    /// };
+    /// frame(&mut driver, &mut store, &mut client);
+    /// store.set(pawn, 0, &Value::U16(0)).unwrap(); // killed…
+    /// driver.tear_off(class, &store, pawn).unwrap(); // …and left to the clients as a ragdoll
+    /// frame(&mut driver, &mut store, &mut client); // its last update
+    /// frame(&mut driver, &mut store, &mut client); // its close
+    /// assert!(client.is_torn_off(guid));
+    /// assert_eq!(client.value(guid, 0), Some(Value::U16(0)));
+    /// store.set(pawn, 0, &Value::U16(50)).unwrap(); // the server's copy is its own now
+    /// frame(&mut driver, &mut store, &mut client);
+    /// assert_eq!(client.value(guid, 0), Some(Value::U16(0)));
+    ///     /// ```
     pub fn tear_off(&mut self, class: ClassId, store: &ClassStore, id: ActorId) -> Result<(), DriverError> {
         let ci = self.class_for(class, store)?;
         let guid = self.guid_of(class, id).ok_or(DriverError::StaleActor(id))?;
-        let a = &mut self.classes[ci].actors[id.index as usize];
-        if std::mem::replace(&mut a.torn_off, true) {
+        let a = &self.classes[ci].actors[id.index as usize];
+        if a.tearing || a.torn_off {
             return Ok(());
         }
-        self.classes[ci].cols.set_awake_lane(id.index as usize, false);
         // Its sub-objects go with it (clients keep them, linked to the torn-off owner).
         for sub in self.subs.inner.get(&guid).cloned().unwrap_or_default() {
             if let Some(&(sc, ss)) = self.guids.get(&sub) {
-                self.tear_off_slot(sc as usize, ss, sub);
+                self.begin_tear_off(sc as usize, ss, sub);
             }
         }
-        self.tear_off_slot(ci, id.index, guid);
+        self.begin_tear_off(ci, id.index, guid);
         Ok(())
+    }
+
+    /// Marks the actor in `slot` tearing: replicated once more, in the next frame.
+    fn begin_tear_off(&mut self, ci: usize, slot: u32, guid: NetGuid) {
+        let a = &mut self.classes[ci].actors[slot as usize];
+        if a.tearing || a.torn_off {
+            return;
+        }
+        a.tearing = true;
+        self.tearing.push(Tearing { class: ci as u32, slot, guid, since: self.frame });
+        if self.level.is_some() {
+            self.force_slot(ci, slot as usize);
+        }
+    }
+
+    /// At the start of a frame: the tear-offs whose last update went out end — the frame after
+    /// the call replicated the actor, and (at the actor level) no connection left it over. The
+    /// channels still open close with reason TornOff.
+    pub(super) fn finish_tear_offs(&mut self) {
+        if self.tearing.is_empty() {
+            return;
+        }
+        let frame = self.frame;
+        for t in std::mem::take(&mut self.tearing) {
+            let class = &self.classes[t.class as usize];
+            let Some(a) = class.actors.get(t.slot as usize) else { continue };
+            // Gone (destroyed as usual), or an orphaned sub-object (its clients destroyed it).
+            if !a.alive || a.guid != t.guid || a.torn_off {
+                continue;
+            }
+            let replicated = frame.0 >= t.since.0 + 2;
+            let waited_for = self.level.is_some() && class.cols.clock[t.slot as usize].pending_net_update;
+            if replicated && !waited_for {
+                self.tear_off_slot(t.class as usize, t.slot, t.guid);
+            } else {
+                self.tearing.push(t);
+            }
+        }
     }
 
     /// Marks the actor in `slot` torn off and closes its channels with reason TornOff.

@@ -173,6 +173,8 @@ pub struct NetDriver {
     pub(crate) statics: lifecycle::Statics,
     /// Sub-objects and their owners ([`lifecycle`]).
     pub(crate) subs: lifecycle::SubObjects,
+    /// Tear-offs not finished yet ([`lifecycle`]).
+    pub(crate) tearing: Vec<lifecycle::Tearing>,
     /// Fast arrays ([`fastarrays`]).
     pub(crate) fast: fastarrays::FastArrays,
     /// How long the last [`NetDriver::tick`] took: a long one runs the next on the pool.
@@ -205,6 +207,7 @@ impl NetDriver {
             stats: TickStats::default(),
             statics: lifecycle::Statics::default(),
             subs: lifecycle::SubObjects::default(),
+            tearing: Vec::new(),
             fast: fastarrays::FastArrays::default(),
             last_tick_ns: 0,
         })

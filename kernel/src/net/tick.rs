@@ -74,6 +74,7 @@ impl NetDriver {
             return Err(DriverError::MissingStore(ClassId(missing as u32)));
         }
         self.frame = Frame(self.frame.0 + 1);
+        self.finish_tear_offs();
         self.stats = TickStats { frame: self.frame, ..TickStats::default() };
         if let Some(level) = self.level.as_mut() {
             level.begin_frame(self.frame);

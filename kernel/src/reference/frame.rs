@@ -11,12 +11,13 @@
 //!                  time scheduled
 //!   per connection, one after the other:
 //!     ready?       heard from within the ready timeout
-//!     closes       of destroyed actors, and torn-off ones
+//!     closes       of destroyed actors, and of torn-off ones no connection left over
 //!     prioritize   for every due actor: skip it if it has no channel and is not relevant
 //!                  (UE's IsActorRelevantToConnection, asked actor by actor); priority = max over
 //!                  the viewers of GetNetPriority; sort everything
-//!     process      in order: relevancy recheck, open / replicate / close, stop when the budget
-//!                  is spent, leftovers pending (UE's ServerReplicateActors_ProcessPrioritizedActors)
+//!     process      in order: relevancy recheck, open / replicate / close (a tearing actor's
+//!                  channel right after its bunch), stop when the budget is spent, leftovers
+//!                  pending (UE's ServerReplicateActors_ProcessPrioritizedActors)
 //!     replicate    the changed properties since the channel's last send, active under the
 //!                  condition map, encoded for this connection alone; then the actor's fast
 //!                  arrays (bases of the reference's own in the driver's arrays)
@@ -72,6 +73,11 @@ struct RefActor {
     /// What relevancy and priority read this frame, and its net priority (what an owner chain
     /// reads of it).
     link: (ActorRelevancy, f32),
+    /// The game tore it off, and a frame has replicated it since: its tear-off ends once no
+    /// connection left it over.
+    tear_seen: bool,
+    /// Its tear-off ended: never replicated again.
+    torn: bool,
 }
 
 /// One actor channel of a connection.
@@ -256,16 +262,23 @@ impl ReferenceFrame {
                         }
                     }
                 }
-                // Torn off: its channels end with a TornOff close (clients keep their copies);
-                // a sub-object whose owner is gone: without one (clients destroyed it with the
-                // owner).
-                if let Some(e) = entry.as_ref().filter(|_| a.is_some_and(|a| a.torn_off)) {
-                    for rc in &mut self.conns {
-                        let opened = rc.channels.remove(&e.guid).is_some_and(|ch| ch.open_sent);
-                        if opened && a.is_some_and(|a| !a.orphaned) {
-                            rc.conn.closes.push(PendingClose { guid: e.guid, reason: CloseReason::TornOff });
+                // Torn off: replicated in the frame after the game's call (the first this sees
+                // it), each channel closed right after; then, once no connection left it over,
+                // its other channels end with a TornOff close (clients keep their copies). A
+                // sub-object whose owner is gone: its channels end without one (clients destroyed
+                // it with the owner).
+                let orphaned = a.is_some_and(|a| a.orphaned);
+                if let Some(e) = entry.as_mut().filter(|e| !e.torn && a.is_some_and(|a| a.tearing || a.orphaned)) {
+                    if e.tear_seen && !e.clock.pending_net_update || orphaned {
+                        e.torn = true;
+                        for rc in &mut self.conns {
+                            let opened = rc.channels.remove(&e.guid).is_some_and(|ch| ch.open_sent);
+                            if opened && !orphaned {
+                                rc.conn.closes.push(PendingClose { guid: e.guid, reason: CloseReason::TornOff });
+                            }
                         }
                     }
+                    e.tear_seen = true;
                 }
                 if entry.is_none() && live {
                     let a = a.expect("live");
@@ -280,6 +293,8 @@ impl ReferenceFrame {
                         clock: ConsiderClock::default(),
                         fresh: true,
                         link: (ActorRelevancy::at(a.guid, [0.0; 3]), 0.0),
+                        tear_seen: false,
+                        torn: false,
                     });
                 }
                 if let Some(e) = entry.as_mut() {
@@ -320,7 +335,7 @@ impl ReferenceFrame {
             for (slot, entry) in self.actors[c].iter_mut().enumerate() {
                 let Some(a) = entry.as_mut() else { continue };
                 // Torn off (or a sub-object whose owner is gone): never replicated again.
-                if !a.clock.due(time.now) || class.actors.get(slot).is_some_and(|n| n.torn_off) {
+                if !a.clock.due(time.now) || a.torn {
                     continue;
                 }
                 compared[slot / PAGE_LANES] |= 1 << (slot % PAGE_LANES);
@@ -438,12 +453,14 @@ impl ReferenceFrame {
                         && viewers.iter().all(|v| v.view_target.is_some())
                         && rc.channels.remove(&a.guid).is_some_and(|ch| ch.open_sent)
                     {
-                        rc.conn.closes.push(PendingClose::destroyed(a.guid));
+                        let reason = if net.tearing { CloseReason::TornOff } else { CloseReason::Destroyed };
+                        rc.conn.closes.push(PendingClose { guid: a.guid, reason });
                     }
                     continue;
                 }
+                // A tearing actor opens no channel.
                 let channel = rc.channels.get(&a.guid);
-                if channel.is_none() && !relevant {
+                if channel.is_none() && (!relevant || net.tearing) {
                     continue;
                 }
                 let t = channel.map_or(SPAWN_PRIORITY_SECONDS, |ch| (now - ch.last_update) as f32);
@@ -462,6 +479,9 @@ impl ReferenceFrame {
             let recheck_after = cfg.relevant_timeout.min(1.0);
             let mut leftovers_from = (!rc.budget.ready(write.bits_written(&rc.conn) as f64)).then_some(0);
             let processed = if leftovers_from.is_some() { &list[..0] } else { &list[..] };
+            // Channels this frame closed with reason TornOff: the client keeps the actor, so its
+            // sub-objects ranked after it still find their owner there.
+            let mut torn_here: Vec<NetGuid> = Vec::new();
             for (k, &(cand, c, s, relevant_now)) in processed.iter().enumerate() {
                 let guid = cand.guid;
                 let channel = rc.channels.get(&guid).copied();
@@ -473,7 +493,7 @@ impl ReferenceFrame {
                     .is_none_or(|cond| cond.allows(net.owner == Some(ci as u32), net.autonomous, rc.conn.replay));
                 // A sub-object goes in its owner's channel: none here, none for it.
                 let owner_open = class.cols.sub_condition[s as usize].is_none()
-                    || driver.owner_of(guid).is_some_and(|o| rc.channels.contains_key(&o));
+                    || driver.owner_of(guid).is_some_and(|o| rc.channels.contains_key(&o) || torn_here.contains(&o));
                 let recently = allowed
                     && owner_open
                     && (relevant || channel.is_some_and(|ch| now - ch.relevant_time < cfg.relevant_timeout));
@@ -504,17 +524,22 @@ impl ReferenceFrame {
                         leftovers_from = Some(k);
                         break;
                     }
-                } else if channel.is_some() && !startup {
+                }
+                // A channel not recently relevant closes (a startup actor's stays), and a torn-off
+                // actor's right after its last bunch.
+                if rc.channels.contains_key(&guid) && (net.tearing || (!recently && !startup)) {
                     let before = write.bits_written(&rc.conn);
-                    if write.write_close(&mut rc.conn, &mut st, PendingClose::destroyed(guid)) {
+                    let reason = if net.tearing { CloseReason::TornOff } else { CloseReason::Destroyed };
+                    if write.write_close(&mut rc.conn, &mut st, PendingClose { guid, reason }) {
                         rc.channels.remove(&guid);
                         let bits = (write.bits_written(&rc.conn) - before) as u32;
-                        rc.decisions.sends.push(SendDecision {
-                            guid,
-                            priority: cand.key,
-                            action: Action::Closed,
-                            bits,
-                        });
+                        let action = if net.tearing {
+                            torn_here.push(guid);
+                            Action::TornOff
+                        } else {
+                            Action::Closed
+                        };
+                        rc.decisions.sends.push(SendDecision { guid, priority: cand.key, action, bits });
                     }
                 }
             }

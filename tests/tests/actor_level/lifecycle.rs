@@ -288,13 +288,18 @@ fn a_torn_off_actor_stays_on_the_client_and_is_never_updated_again() {
         l.run(2);
         assert_eq!(l.client(0).value(guid, HEALTH), Some(Value::U32(6)));
         l.events(0);
-        l.driver.tear_off(l.class, &l.store, id).unwrap();
-        l.driver.tear_off(l.class, &l.store, id).unwrap();
+        // UE's "health 0, then TearOff()": the change made with the tear-off goes out first.
         l.store.set(id, HEALTH, &Value::U32(7)).unwrap();
+        l.driver.tear_off(l.class, &l.store, id).unwrap();
+        l.driver.tear_off(l.class, &l.store, id).unwrap();
+        l.run(1);
+        l.store.set(id, HEALTH, &Value::U32(8)).unwrap();
         l.run(3);
-        assert_eq!(l.events(0), vec![ClientEvent::TornOff { guid }], "actor level {actor_level}");
+        let events = l.events(0);
+        assert_eq!(events.last(), Some(&ClientEvent::TornOff { guid }), "actor level {actor_level}");
+        assert_eq!(events.iter().filter(|e| matches!(e, ClientEvent::TornOff { .. })).count(), 1);
         assert!(l.client(0).is_torn_off(guid));
-        assert_eq!(l.client(0).value(guid, HEALTH), Some(Value::U32(6)), "nothing after the tear-off");
+        assert_eq!(l.client(0).value(guid, HEALTH), Some(Value::U32(7)), "the last update, nothing after");
         // Destroyed on the server: the client's copy is its own.
         l.store.despawn(id).unwrap();
         l.run(3);
@@ -567,4 +572,42 @@ fn a_gone_actors_row_leaves_no_row_when_the_slot_s_new_actor_is_not_relevant() {
     assert!(level.decisions(0).sends.is_empty(), "nothing is sent for either actor");
     level.run(2);
     assert!(!level.client(0).has(old_guid) && !level.client(0).has(new_guid));
+}
+
+/// A connection that does not get to a torn-off actor in its frame (here: not net-ready) leaves
+/// it over like any other, and the tear-off waits for it: its client gets the last update later,
+/// then the close. Meanwhile a connection that comes near the tearing actor opens no channel.
+#[test]
+fn a_tear_off_waits_for_a_connection_that_left_it_over_and_opens_no_channel() {
+    let mut l = Level::new(every_frame(), 3);
+    always_due(&mut l);
+    let slow = l.clients[1].0;
+    l.driver.set_viewers(l.clients[2].0, &[viewer([1.0e6, 0.0, 0.0], None)]).unwrap();
+    let (id, guid) = l.spawn([100.0, 0.0, 0.0], 5);
+    l.run(3);
+    assert!(l.client(0).has(guid) && l.client(1).has(guid) && !l.client(2).has(guid));
+    // Client 1's connection gets no allowance: once it sends, it is not net-ready.
+    l.driver.set_net_speed(slow, 0).unwrap();
+    l.store.set(id, HEALTH, &Value::U32(6)).unwrap();
+    l.step();
+    assert_eq!(l.client(1).value(guid, HEALTH), Some(Value::U32(6)));
+    l.store.set(id, HEALTH, &Value::U32(7)).unwrap();
+    l.driver.tear_off(l.class, &l.store, id).unwrap();
+    l.step();
+    assert!(l.client(0).is_torn_off(guid));
+    assert_eq!(l.client(0).value(guid, HEALTH), Some(Value::U32(7)));
+    assert!(!l.client(1).is_torn_off(guid), "left over");
+    // Client 2 comes near while the tear-off waits for client 1.
+    l.driver.set_viewers(l.clients[2].0, &[viewer([0.0; 3], None)]).unwrap();
+    l.run(3);
+    assert!(!l.client(1).is_torn_off(guid));
+    assert!(!l.client(2).has(guid), "a tearing actor opens no channel");
+    l.driver.set_net_speed(slow, 100_000).unwrap();
+    l.run(3);
+    assert!(l.client(1).is_torn_off(guid));
+    assert_eq!(l.client(1).value(guid, HEALTH), Some(Value::U32(7)), "its last update, then the close");
+    assert!(!l.client(2).has(guid));
+    // Done: never considered again.
+    l.run(2);
+    assert!(l.decisions(0).sends.iter().chain(&l.decisions(1).sends).all(|s| s.guid != guid));
 }

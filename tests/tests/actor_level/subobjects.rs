@@ -327,3 +327,23 @@ fn sub_objects_converge_under_30_percent_loss_with_owners_coming_and_going() {
         }
     }
 }
+
+/// A torn-off owner's sub-objects get their last update too, though their channels come after
+/// the owner's close in the send order: the client keeps the owner, so they still ride it.
+#[test]
+fn a_torn_off_owners_sub_objects_get_their_last_update_before_their_close() {
+    let mut a = Arena::new();
+    let (ch, cg, w, wg) = a.armed([100.0, 0.0, 0.0], 0, 30, SubObjectCondition::None);
+    a.run(3);
+    a.characters.set(ch, HEALTH, &Value::U32(0)).unwrap();
+    a.weapons.set(w, AMMO, &Value::U32(0)).unwrap();
+    a.driver.tear_off(a.character, &a.characters, ch).unwrap();
+    a.run(3);
+    for c in 0..2 {
+        let client = a.client(c);
+        assert!(client.is_torn_off(cg) && client.is_torn_off(wg), "client {c}");
+        assert_eq!(client.value(cg, HEALTH), Some(Value::U32(0)), "client {c}");
+        assert_eq!(client.value(wg, AMMO), Some(Value::U32(0)), "client {c}: the weapon's last update");
+        assert_eq!(client.owner_of(wg), Some(cg));
+    }
+}

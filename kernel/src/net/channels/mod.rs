@@ -23,6 +23,8 @@
 //!       last_update = now; stop if the budget is spent (saturated)
 //!   else, a channel that is not a level's startup actor's → close it (the client destroys
 //!       its copy)
+//!   a tearing actor's channel (NetDriver::tear_off) → closed with reason TornOff right after
+//!       its bunch (the client keeps its copy); a tearing actor gets no new channel
 //! leftovers of a saturated frame, from the actor whose send saturated it (UE returns its index):
 //!   a channel relevant within 1 s, or an actor relevant now (its channel, if any, then marked
 //!   relevant_time = now + 0.5 · jitter) → pending (considered next frame whatever its clock)
@@ -42,6 +44,7 @@ use super::send::{WriteCtx, Written};
 use super::settings::ActorLevelConfig;
 use crate::compare::prefetch_lines;
 use crate::ids::{Frame, LeafMask, NetGuid};
+use crate::wire::open::CloseReason;
 use std::time::Instant;
 
 pub use super::decisions::{Action, FrameDecisions, SendDecision};
@@ -315,8 +318,9 @@ fn candidates(ctx: &LevelCtx<'_>, ci: u32, conn: &mut Connection, scratch: &mut 
     // A copy held dormant is not replicated (and needs no new row) until the actor wakes.
     let held = |key| !dormant.is_empty() && dormant.binary_search_by_key(&key, |r: &Channel| r.key).is_ok();
     // A relevant actor without a row: a scratch row, numbered, at `at` once merged.
+    // Nor does a tearing actor: it only closes the channels it has.
     let add = |(key, d): (u64, u32), at: usize, fresh: &mut Vec<Channel>, cands: &mut Vec<Cand>, epoch: &mut u8| {
-        if !held(key) {
+        if !held(key) && !ctx.due[d as usize].actor.tearing {
             let mut row = Channel { key, ..Channel::default() };
             row.state.epoch = number(epoch);
             fresh.push(row);
@@ -341,6 +345,9 @@ fn candidates(ctx: &LevelCtx<'_>, ci: u32, conn: &mut Connection, scratch: &mut 
             // A gone actor's row left as a scratch row (no flags: between frames every row is a
             // channel): a new actor in its slot takes it, numbered as a fresh row would be.
             if row.state.flags == 0 {
+                if ctx.due[d as usize].actor.tearing {
+                    continue;
+                }
                 row.state.epoch = number(next_epoch);
             }
             cands.push(Cand { row: at, due: d, relevant_now: true });
@@ -373,7 +380,7 @@ fn candidates(ctx: &LevelCtx<'_>, ci: u32, conn: &mut Connection, scratch: &mut 
             let lapsed = ctx.time.now - row.relevant_time >= ctx.cfg.relevant_timeout;
             if lapsed && !due.startup && viewers.iter().all(|v| v.view_target.is_some()) {
                 if row.state.flags & pair::EVER_OPENED != 0 {
-                    closes.push(PendingClose::destroyed(due.actor.guid));
+                    closes.push(PendingClose { guid: due.actor.guid, reason: close_reason(due) });
                 }
                 row.state.flags = 0;
             }
@@ -503,7 +510,8 @@ fn process(ctx: &LevelCtx<'_>, run: &mut Run<'_>, conn: &mut Connection, scratch
                     let action = Action::Replicated { opened: !has_channel };
                     dec.sends.push(SendDecision { guid, priority: key, action, bits });
                 }
-                if due.dormancy.dormant() && has_channel && dormant_for(due, ci, ctx.dormancy_hooks) {
+                let tearing = due.actor.tearing;
+                if !tearing && due.dormancy.dormant() && has_channel && dormant_for(due, ci, ctx.dormancy_hooks) {
                     let before = ctx.write.bits_written(conn);
                     if go_dormant(ctx, ci, conn, st, ri as usize, guid) {
                         out.went_dormant += 1;
@@ -523,13 +531,22 @@ fn process(ctx: &LevelCtx<'_>, run: &mut Run<'_>, conn: &mut Connection, scratch
                     leftovers(ctx, ci, conn, cands, rest, &mut out.pending);
                     return;
                 }
-            } else if has_channel && !due.startup {
+            }
+            // UE closes a channel that is not recently relevant (a startup actor's stays) or
+            // whose actor is torn off — right after its last bunch.
+            let tearing = due.actor.tearing;
+            let open = rows(conn)[ri as usize].state.flags & pair::CHANNEL != 0;
+            if open && (tearing || (!recently && !due.startup)) {
                 let before = ctx.write.bits_written(conn);
-                if ctx.write.write_close(conn, st, PendingClose::destroyed(guid)) {
-                    rows(conn)[ri as usize].state.flags = 0;
+                let close = PendingClose { guid, reason: close_reason(due) };
+                if ctx.write.write_close(conn, st, close) {
+                    // A torn row stays marked until the frame's end: its sub-objects, ranked
+                    // after it, still find their owner on the client.
+                    rows(conn)[ri as usize].state.flags = if tearing { pair::TORN } else { 0 };
                     let bits = (ctx.write.bits_written(conn) - before) as u32;
                     if let Some(dec) = decisions.as_deref_mut() {
-                        dec.sends.push(SendDecision { guid, priority: key, action: Action::Closed, bits });
+                        let action = if tearing { Action::TornOff } else { Action::Closed };
+                        dec.sends.push(SendDecision { guid, priority: key, action, bits });
                     }
                 }
             }
@@ -559,11 +576,21 @@ fn lane_set(bits: &[u64], slot: u32) -> bool {
     bits.get(slot / crate::schema::PAGE_LANES).is_some_and(|w| w >> (slot % crate::schema::PAGE_LANES) & 1 != 0)
 }
 
-/// Whether sub-object `due`'s owner has a channel on this connection (open, opening, or held
-/// dormant: the client has the owner).
+/// Whether sub-object `due`'s owner has a channel on this connection (open, opening, held
+/// dormant, or torn off this frame: the client has the owner).
 fn owner_held(conn: &Connection, due: &DueActor) -> bool {
     let Some((c, s)) = due.owner_slot else { return false };
-    conn.pairs.get(c, s).is_some_and(|ps| ps.flags & (pair::CHANNEL | pair::DORMANT) != 0)
+    conn.pairs.get(c, s).is_some_and(|ps| ps.flags & (pair::CHANNEL | pair::DORMANT | pair::TORN) != 0)
+}
+
+/// Why a channel of `due` closes when it is not relevant any more: torn off (the client keeps
+/// its copy), or not (the client destroys it).
+fn close_reason(due: &DueActor) -> CloseReason {
+    if due.actor.tearing {
+        CloseReason::TornOff
+    } else {
+        CloseReason::Destroyed
+    }
 }
 
 /// Plans and writes what the pair in row `row` owes.

@@ -231,7 +231,7 @@ fn consider_run(
                 changed: leaves,
                 shared: NOT_SHARED,
                 dormancy: v.dormancy[slot],
-                sleepy: v.dormancy[slot].dormant() && plain,
+                sleepy: v.dormancy[slot].dormant() && plain && !a.tearing,
                 condition,
                 owner_slot: condition.and(owner).and_then(|g| guids.get(&g).copied()),
                 actor: a,

@@ -150,15 +150,20 @@ impl NetDriver {
     /// dormancy flushed first ([`NetDriver::flush_net_dormancy`]), as UE's does.
     pub fn force_net_update(&mut self, class: ClassId, store: &ClassStore, id: ActorId) -> Result<(), DriverError> {
         let (c, s) = self.cols_slot(class, store, id)?;
+        self.force_slot(c, s);
+        Ok(())
+    }
+
+    /// [`Self::force_net_update`] of the actor in `slot` of class `c`.
+    pub(crate) fn force_slot(&mut self, c: usize, s: usize) {
         if self.level.is_some() && self.classes[c].cols.dormancy[s].dormant() {
-            self.flush_net_dormancy(class, store, id)?;
+            self.flush_slot(c, s);
         }
         let now = self.server_time();
         self.classes[c].cols.force_net_update(s, now);
         if let Some(l) = self.level.as_mut() {
             l.forced.push((c as u32, s as u32, now));
         }
-        Ok(())
     }
 
     /// Sets a connection's viewers: its own first, then its split-screen children's (each
