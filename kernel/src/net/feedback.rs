@@ -140,5 +140,13 @@ impl NetDriver {
         ps.sent_through = Frame(0);
         c.queue(class, slot);
         c.stats.reopens_honoured += 1;
+        // The client has no copy of the owner, so none of its fast arrays: they start again
+        // from nothing behind its open (the channel keeps its epoch, which would not tell).
+        for (g, stamp) in self.fast.versions_of(guid).collect::<Vec<_>>() {
+            if let Some(s) = stamp {
+                c.quiet.forget_at(s.slot, g);
+            }
+            self.fast.restart(ci, g);
+        }
     }
 }

@@ -90,6 +90,9 @@ struct RefChannel {
     sent_through: Frame,
     relevant_time: f64,
     last_update: f64,
+    /// Which channel of its actor this is: the fast arrays riding an earlier one went with the
+    /// client's copy.
+    epoch: u8,
 }
 
 /// One connection.
@@ -101,6 +104,8 @@ struct RefConn {
     /// Fast array bunches the perfect link delivered, settled at the next frame (the arrays
     /// are the driver's, reached through it then).
     fast_delivered: Vec<FastSent>,
+    /// The next channel's epoch.
+    next_epoch: u8,
 }
 
 /// What one reference frame did.
@@ -189,6 +194,7 @@ impl ReferenceFrame {
                 budget: Budget::new(cfg.net_speed, c.replay),
                 decisions: FrameDecisions::default(),
                 fast_delivered: Vec::new(),
+                next_epoch: 0,
             });
         }
         self.track_actors(driver, stores, &order);
@@ -262,6 +268,23 @@ impl ReferenceFrame {
                         }
                     }
                 }
+                if entry.is_none() && live {
+                    let a = a.expect("live");
+                    let layout = &class.layout;
+                    *entry = Some(RefActor {
+                        guid: a.guid,
+                        generation: a.generation,
+                        object: vec![0; layout.record_bytes],
+                        shadow: vec![0; layout.record_bytes],
+                        shadow_arrays: vec![Vec::new(); layout.arrays.len()],
+                        last_changed: vec![0; layout.leaves.len()],
+                        clock: ConsiderClock::default(),
+                        fresh: true,
+                        link: (ActorRelevancy::at(a.guid, [0.0; 3]), 0.0),
+                        tear_seen: false,
+                        torn: false,
+                    });
+                }
                 // Torn off: replicated in the frame after the game's call (the first this sees
                 // it), each channel closed right after; then, once no connection left it over,
                 // its other channels end with a TornOff close (clients keep their copies). A
@@ -279,23 +302,6 @@ impl ReferenceFrame {
                         }
                     }
                     e.tear_seen = true;
-                }
-                if entry.is_none() && live {
-                    let a = a.expect("live");
-                    let layout = &class.layout;
-                    *entry = Some(RefActor {
-                        guid: a.guid,
-                        generation: a.generation,
-                        object: vec![0; layout.record_bytes],
-                        shadow: vec![0; layout.record_bytes],
-                        shadow_arrays: vec![Vec::new(); layout.arrays.len()],
-                        last_changed: vec![0; layout.leaves.len()],
-                        clock: ConsiderClock::default(),
-                        fresh: true,
-                        link: (ActorRelevancy::at(a.guid, [0.0; 3]), 0.0),
-                        tear_seen: false,
-                        torn: false,
-                    });
                 }
                 if let Some(e) = entry.as_mut() {
                     debug_assert_eq!(e.generation, a.map_or(0, |a| a.generation));
@@ -499,14 +505,18 @@ impl ReferenceFrame {
                     && (relevant || channel.is_some_and(|ch| now - ch.relevant_time < cfg.relevant_timeout));
                 let startup = class.cols.settings[s as usize].startup;
                 if recently {
-                    let mut ch = channel.unwrap_or(RefChannel {
-                        class: c,
-                        slot: s,
-                        open_sent: false,
-                        open_acked: false,
-                        sent_through: Frame(0),
-                        relevant_time: 0.0,
-                        last_update: 0.0,
+                    let mut ch = channel.unwrap_or_else(|| {
+                        rc.next_epoch = rc.next_epoch.wrapping_add(1);
+                        RefChannel {
+                            class: c,
+                            slot: s,
+                            open_sent: false,
+                            open_acked: false,
+                            sent_through: Frame(0),
+                            relevant_time: 0.0,
+                            last_update: 0.0,
+                            epoch: rc.next_epoch,
+                        }
                     });
                     if relevant {
                         ch.relevant_time = relevant_until(now, guid, ci as u32, time.frame);
@@ -607,7 +617,7 @@ fn replicate(
     }
     // Its fast arrays ride its channel, right after its bunch (once the client has it).
     if net.fast {
-        let channel = if ch.open_acked { OwnerChannel::Open(0) } else { OwnerChannel::Missing };
+        let channel = if ch.open_acked || ch.open_sent { OwnerChannel::Open(ch.epoch) } else { OwnerChannel::Missing };
         write.write_fast_arrays_for((ci, conn), st, a.guid, channel);
     }
 }

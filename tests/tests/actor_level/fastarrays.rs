@@ -67,8 +67,14 @@ fn a_fast_array_opens_with_its_owner_then_sends_only_what_changed_with_callbacks
     let fa = l.driver.add_fast_array(kind, owner, SubObjectCondition::None).unwrap();
     assert_eq!(l.driver.fast_arrays_of(owner), &[fa]);
     let ids = fill(&mut l, fa, 100);
-    l.run(4);
+    // UE serializes the array in its owner's first bunch: one frame brings both.
+    l.step();
     let want = server_items(&l, fa);
+    for c in 0..2 {
+        assert!(l.client(c).has(owner));
+        assert_eq!(client_items(&l, c, fa).as_ref(), Some(&want), "client {c}: with the owner's open");
+    }
+    l.run(3);
     for c in 0..2 {
         assert_eq!(client_items(&l, c, fa).as_ref(), Some(&want), "client {c}");
         assert_eq!(l.client(c).fast_array_owner(fa), Some(owner));
@@ -131,6 +137,34 @@ fn a_reopen_of_a_synced_fast_array_sends_it_again_whole() {
     );
     l.run(2);
     assert_eq!(client_items(&l, 0, fa), Some(server_items(&l, fa)));
+}
+
+/// A client that asks for an owner again has none of its arrays either (they went with its copy):
+/// the owner's reopen sends them again whole behind its open, although nothing changed.
+#[test]
+fn an_owners_reopen_sends_its_fast_arrays_again_whole_behind_its_open() {
+    let (mut l, kind) = level(1);
+    let (_, owner) = l.spawn([100.0, 0.0, 0.0], 1);
+    let fa = l.driver.add_fast_array(kind, owner, SubObjectCondition::None).unwrap();
+    fill(&mut l, fa, 20);
+    l.run(4);
+    let conn = l.clients[0].0;
+    let idle = idle_step(&mut l, 0);
+    let last = shadowrep::wire::feedback::read_feedback(&l.clients[0].1.feedback()).unwrap();
+    let mut w = BitWriter::new();
+    shadowrep::wire::feedback::write_feedback(&mut w, last.highest, &last.received, &[owner]);
+    l.driver.receive_feedback(conn, &w.into_bytes()).unwrap();
+    assert_eq!(l.driver.connection_stats(conn).unwrap().reopens_honoured, idle.reopens_honoured + 1);
+    l.step();
+    let after = l.driver.connection_stats(conn).unwrap();
+    assert!(
+        after.bytes_sent - idle.bytes_sent > 20 * 4,
+        "the owner and its array: {} bytes",
+        after.bytes_sent - idle.bytes_sent
+    );
+    l.run(2);
+    assert_eq!(client_items(&l, 0, fa), Some(server_items(&l, fa)));
+    assert_eq!(l.driver.connection_stats(conn).unwrap().reopens_honoured, idle.reopens_honoured + 1, "no other reopen");
 }
 
 #[test]

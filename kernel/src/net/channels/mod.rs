@@ -649,11 +649,12 @@ fn replicate(
             }
         }
     }
-    // Its fast arrays follow its bunch; its row says whether the client has it (no lookup).
+    // Its fast arrays follow its bunch — from the bunch that carries its open on, as UE
+    // serializes them in the actor's first bunch; its row says (no lookup).
     if actor.fast {
         let ps = rows(conn)[row].state;
-        let channel =
-            if ps.flags & pair::OPEN_ACKED != 0 { OwnerChannel::Open(ps.epoch) } else { OwnerChannel::Missing };
+        let sent = ps.flags & (pair::OPEN_ACKED | pair::OPEN_SENT) != 0;
+        let channel = if sent { OwnerChannel::Open(ps.epoch) } else { OwnerChannel::Missing };
         ctx.write.write_listed_fast_arrays((ci, conn), st, actor, ctx.fast_arrays_of(due), channel);
     }
 }

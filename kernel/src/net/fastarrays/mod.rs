@@ -9,7 +9,9 @@
 //!
 //! written with its owner: whenever the owner is replicated to a connection (the actor level: in
 //! the owner's priority order, charged to its budget; without it: every frame after the actors)
-//!   owner's channel not acknowledged yet → wait (the client must have the owner first)
+//!   owner's open not sent                  → wait (the client must have the owner first; from the
+//!                                            bunch carrying the owner's open on, its arrays follow
+//!                                            it, as UE serializes them in the actor's first bunch)
 //!   owner dormant                          → wait, keeping the base (wake sends what changed)
 //!   owner's channel gone or reopened       → forget the base (the client destroyed its copy
 //!                                            with the owner): a new base sends everything
@@ -67,7 +69,7 @@
 //! let inventory = driver.add_fast_array(kind, owner, SubObjectCondition::OwnerOnly).unwrap();
 //! let sword = driver.fast_array_mut(inventory).unwrap().add(&7u32.to_le_bytes()).unwrap();
 //!
-//! // The owner opens first; its fast array follows once the client has it.
+//! // The owner opens; its fast array follows in the same packet.
 //! for _ in 0..3 {
 //!     driver.tick(&mut [&mut store]).unwrap();
 //!     for packet in driver.take_packets(conn).unwrap() {
@@ -119,11 +121,12 @@ impl Side {
 /// The owner's channel on a connection, as the writer needs it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum OwnerChannel {
-    /// None, or its open is not acknowledged yet.
+    /// None, or its open was lost and is not sent again yet.
     Missing,
     /// Closed for dormancy.
     Dormant,
-    /// Open and acknowledged: the client has the owner (the channel's epoch).
+    /// Open — its open sent (before the arrays' bunches) or acknowledged: the client has the
+    /// owner by the time it reads them (the channel's epoch).
     Open(u8),
 }
 
@@ -385,6 +388,14 @@ impl FastArrays {
         }
         fa.reset(slot);
         true
+    }
+
+    /// Fast array `guid` starts again from nothing on connection `ci` (its owner is opened
+    /// again there).
+    pub fn restart(&mut self, ci: usize, guid: NetGuid) {
+        if let Some(m) = self.arrays.get_mut(&guid) {
+            m.m.get_mut().unwrap_or_else(PoisonError::into_inner).reset(Side::Driver.slot(ci));
+        }
     }
 
     /// Connection `ci` is gone: its bases go.

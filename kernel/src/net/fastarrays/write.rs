@@ -120,7 +120,7 @@ impl WriteCtx<'_> {
         }
         let channel = channel.unwrap_or_else(|| match conn.pair_ref(class, slot) {
             Some(ps) if ps.flags & pair::DORMANT != 0 => OwnerChannel::Dormant,
-            Some(ps) if ps.flags & pair::OPEN_ACKED != 0 => OwnerChannel::Open(ps.epoch),
+            Some(ps) if ps.flags & (pair::OPEN_ACKED | pair::OPEN_SENT) != 0 => OwnerChannel::Open(ps.epoch),
             _ => OwnerChannel::Missing,
         });
         let epoch = match channel {
