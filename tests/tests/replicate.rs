@@ -209,3 +209,71 @@ fn owner_only_changes_are_not_encoded_for_everybody() {
     assert_eq!(clients[0].value(guid, 1), Some(Value::U32(9)));
     assert!(clients.iter().all(|c| c.value(guid, 0) == Some(Value::U32(50))));
 }
+
+/// A property that comes back for a connection (ownership back, a Custom condition on) brings
+/// what changed while it was off there — and nothing it already has (UE's inactive changelist).
+#[test]
+fn a_property_that_comes_back_brings_what_changed_while_it_was_off_and_nothing_else() {
+    use shadowrep::client::ClientWorld;
+    use shadowrep::net::NetDriver;
+    use shadowrep::schema::{ClassBuilder, Condition, PropType, PropertyDecl};
+    use shadowrep::store::ClassStore;
+    use shadowrep::value::Value;
+    let layout = std::sync::Arc::new(
+        ClassBuilder::new("Armed")
+            .property(PropertyDecl::new("Health", PropType::U32))
+            .property(PropertyDecl::new("Ammo", PropType::U32).condition(Condition::OwnerOnly))
+            .property(PropertyDecl::new("Skin", PropType::U32).condition(Condition::Custom))
+            .build()
+            .unwrap(),
+    );
+    let mut store = ClassStore::new(layout.clone());
+    let mut driver = NetDriver::new(DriverConfig::default()).unwrap();
+    let class = driver.register_class(&mut store).unwrap();
+    let conns = [driver.add_connection(false), driver.add_connection(false)];
+    let mut clients: Vec<ClientWorld> =
+        conns.iter().map(|_| ClientWorld::new(std::slice::from_ref(&layout), &driver.checksums()).unwrap()).collect();
+    let id = store.spawn();
+    store.set(id, 1, &Value::U32(30)).unwrap();
+    store.set(id, 2, &Value::U32(7)).unwrap();
+    driver.set_owner(class, &store, id, Some(conns[0]), false).unwrap();
+    // One frame; the bunches it wrote.
+    let step = |driver: &mut NetDriver, store: &mut ClassStore, clients: &mut [ClientWorld]| {
+        let stats = driver.tick(&mut [store]).unwrap();
+        for (c, &conn) in clients.iter_mut().zip(&conns) {
+            for p in driver.take_packets(conn).unwrap() {
+                c.receive(&p).unwrap();
+            }
+            driver.receive_feedback(conn, &c.feedback()).unwrap();
+        }
+        stats.bunches
+    };
+    for _ in 0..3 {
+        step(&mut driver, &mut store, &mut clients);
+    }
+    let guid = driver.guid_of(class, id).unwrap();
+    assert_eq!(clients[0].value(guid, 1), Some(Value::U32(30)));
+    // Off for connection 0 and back, nothing changed meanwhile: nothing to send.
+    driver.set_owner(class, &store, id, Some(conns[1]), false).unwrap();
+    driver.set_custom_active(class, &store, id, 2, false).unwrap();
+    step(&mut driver, &mut store, &mut clients);
+    driver.set_owner(class, &store, id, Some(conns[0]), false).unwrap();
+    driver.set_custom_active(class, &store, id, 2, true).unwrap();
+    assert_eq!(step(&mut driver, &mut store, &mut clients), 0, "the clients have every value");
+    // Off again, changed meanwhile: both come back with their new values.
+    driver.set_owner(class, &store, id, Some(conns[1]), false).unwrap();
+    driver.set_custom_active(class, &store, id, 2, false).unwrap();
+    store.set(id, 1, &Value::U32(12)).unwrap();
+    store.set(id, 2, &Value::U32(8)).unwrap();
+    step(&mut driver, &mut store, &mut clients);
+    assert_eq!(clients[0].value(guid, 1), Some(Value::U32(30)), "off: not sent");
+    assert_eq!(clients[0].value(guid, 2), Some(Value::U32(7)));
+    assert_eq!(clients[1].value(guid, 1), Some(Value::U32(12)), "the new owner's");
+    driver.set_owner(class, &store, id, Some(conns[0]), false).unwrap();
+    driver.set_custom_active(class, &store, id, 2, true).unwrap();
+    // Connection 0: ammo and skin; connection 1: the skin (changed while off there too).
+    assert_eq!(step(&mut driver, &mut store, &mut clients), 2);
+    assert_eq!(clients[0].value(guid, 1), Some(Value::U32(12)));
+    assert_eq!(clients[1].value(guid, 2), Some(Value::U32(8)));
+    assert_eq!(clients[0].value(guid, 2), Some(Value::U32(8)));
+}

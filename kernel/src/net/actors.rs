@@ -231,6 +231,7 @@ impl NetDriver {
         let (guid, torn_off) = (a.guid, std::mem::take(&mut a.torn_off));
         c.history.clear_slot(slot);
         c.cols.set_awake_lane(slot as usize, false);
+        self.inactive.remove(&(class, slot));
         self.forget_sub_objects(guid);
         self.guids.remove(&guid);
         if torn_off {

@@ -148,5 +148,7 @@ impl NetDriver {
             }
             self.fast.restart(ci, g);
         }
+        // Sent again from nothing: what it lacked while inactive comes back as never sent.
+        self.forget_inactive(class, slot, ci);
     }
 }

@@ -229,18 +229,6 @@ impl NetDriver {
         self.subs.inner.get(&owner).map_or(&[], |v| &v[..])
     }
 
-    /// Sub-objects follow their owner's connection ownership ([`Self::set_owner`]).
-    pub(super) fn own_sub_objects(&mut self, owner: NetGuid, conn: Option<u32>, autonomous: bool) {
-        let Some(list) = self.subs.inner.get(&owner) else { return };
-        for g in list {
-            if let Some(&(c, s)) = self.guids.get(g) {
-                let a = &mut self.classes[c as usize].actors[s as usize];
-                a.owner = conn;
-                a.autonomous = autonomous;
-            }
-        }
-    }
-
     /// An actor is gone: as a sub-object it leaves its owner's list; as an owner its sub-objects
     /// stop replicating (each client destroyed them with the owner) and their rows go.
     pub(super) fn forget_sub_objects(&mut self, guid: NetGuid) {

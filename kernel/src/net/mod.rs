@@ -173,6 +173,9 @@ pub struct NetDriver {
     pub(crate) statics: lifecycle::Statics,
     /// Sub-objects and their owners ([`lifecycle`]).
     pub(crate) subs: lifecycle::SubObjects,
+    /// Per actor (class, slot), leaves inactive for a connection since a role change
+    /// ([`roles`]).
+    pub(crate) inactive: HashMap<(u32, u32), Vec<roles::Inactive>>,
     /// Tear-offs not finished yet ([`lifecycle`]).
     pub(crate) tearing: Vec<lifecycle::Tearing>,
     /// Fast arrays ([`fastarrays`]).
@@ -208,6 +211,7 @@ impl NetDriver {
             statics: lifecycle::Statics::default(),
             subs: lifecycle::SubObjects::default(),
             tearing: Vec::new(),
+            inactive: HashMap::new(),
             fast: fastarrays::FastArrays::default(),
             last_tick_ns: 0,
         })

@@ -1,12 +1,39 @@
 //! An actor's role for each connection, as the game sets it: its owning connection and autonomy,
 //! physics, and Custom condition overrides. Each changes the actor's condition flags per
-//! connection ([`condition`](super::condition)); a leaf that becomes active for a connection is
-//! sent to it.
+//! connection ([`condition`](super::condition)).
+//!
+//! ```text
+//! a leaf goes inactive for a connection   → recorded with the pair's last send (and what the
+//!                                            pair still owed of it): UE's inactive changelist,
+//!                                            kept as a frame — the history tells what changed
+//! it comes back                           → owed what changed after that send (never active
+//!                                            on this channel: everything that ever changed)
+//! ```
+//!
+//! So a client gets exactly what changed while the property was off for it, as UE's
+//! `FRepLayout` sends (its `InactiveChangelist`): no value is lost, and none it has is sent again.
 
 use super::actors::ActorNet;
 use super::connection::pair;
 use super::{ClassId, ConnectionId, DriverError, Frame, NetDriver};
+use crate::ids::LeafMask;
 use crate::store::{ActorId, ClassStore};
+
+/// Leaves of one actor inactive for one connection since a role change.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Inactive {
+    conn: u32,
+    leaves: LeafMask,
+    /// The pair's last send when they went inactive: what changed after it is owed when they
+    /// come back.
+    since: Frame,
+    /// What the pair still owed of them then (a lost packet's leaves) — all of them while a
+    /// bunch of the pair was in flight (its loss, reported later, would find them inactive) —
+    /// owed again (if they ever changed).
+    owed: LeafMask,
+    /// The pair's channel then: a channel opened since knows nothing of them.
+    epoch: u8,
+}
 
 impl NetDriver {
     fn actor_mut(&mut self, class: ClassId, store: &ClassStore, id: ActorId) -> Result<&mut ActorNet, DriverError> {
@@ -51,13 +78,20 @@ impl NetDriver {
             self.live(o)?;
         }
         self.class_for(class, store)?;
-        let before = self.all_pair_flags(class.0, id.index);
-        let a = self.actor_mut(class, store, id)?;
-        a.owner = owner.map(|o| o.0);
-        a.autonomous = autonomous;
-        let guid = a.guid;
-        self.wake_newly_active(class.0, id.index, &before);
-        self.own_sub_objects(guid, owner.map(|o| o.0), autonomous);
+        let guid = self.actor_mut(class, store, id)?.guid;
+        self.set_roles(class.0, id.index, |a| {
+            a.owner = owner.map(|o| o.0);
+            a.autonomous = autonomous;
+        });
+        // Its sub-objects are owned by whoever owns it.
+        let subs = self.subs.inner.get(&guid).cloned().unwrap_or_default();
+        let subs: Vec<(u32, u32)> = subs.iter().filter_map(|g| self.guids.get(g).copied()).collect();
+        for (c, s) in subs {
+            self.set_roles(c, s, |a| {
+                a.owner = owner.map(|o| o.0);
+                a.autonomous = autonomous;
+            });
+        }
         Ok(())
     }
 
@@ -76,14 +110,14 @@ impl NetDriver {
         physics: bool,
     ) -> Result<(), DriverError> {
         self.class_for(class, store)?;
-        let before = self.all_pair_flags(class.0, id.index);
-        self.actor_mut(class, store, id)?.physics = physics;
-        self.wake_newly_active(class.0, id.index, &before);
+        self.actor_mut(class, store, id)?;
+        self.set_roles(class.0, id.index, |a| a.physics = physics);
         Ok(())
     }
 
     /// Switches a Custom (or Dynamic) condition property of one actor on or off (UE's
-    /// `DOREPLIFETIME_ACTIVE_OVERRIDE`). Switching it on sends its current value.
+    /// `DOREPLIFETIME_ACTIVE_OVERRIDE`). Switching it on sends each connection what changed
+    /// while it was off there.
     pub fn set_custom_active(
         &mut self,
         class: ClassId,
@@ -98,43 +132,91 @@ impl NetDriver {
             return Err(DriverError::NoSuchParent(parent));
         }
         let leaves = c.active.parent(parent);
-        let a = self.actor_mut(class, store, id)?;
-        let was_inactive = !(a.custom_inactive & leaves).is_empty();
-        if active {
-            a.custom_inactive &= !leaves;
-        } else {
-            a.custom_inactive |= leaves;
-        }
-        if active && was_inactive {
-            let ever = self.classes[ci].history.changed_since(id.index, Frame(0)) & leaves;
-            for conn in self.conns.iter_mut().filter(|c| !c.removed) {
-                conn.owe(class.0, id.index, ever);
+        self.actor_mut(class, store, id)?;
+        self.set_roles(ci as u32, id.index, |a| {
+            if active {
+                a.custom_inactive &= !leaves;
+            } else {
+                a.custom_inactive |= leaves;
             }
-        }
+        });
         Ok(())
     }
 
-    fn all_pair_flags(&self, class: u32, slot: u32) -> Vec<u8> {
-        (0..self.conns.len()).map(|c| self.pair_flags(class, slot, c)).collect()
-    }
-
-    fn pair_flags(&self, class: u32, slot: u32, conn: usize) -> u8 {
-        let Some(a) = self.classes.get(class as usize).and_then(|c| c.actors.get(slot as usize)) else { return 0 };
-        let Some(c) = self.conns.get(conn).filter(|c| !c.removed) else { return 0 };
+    /// The leaves of the actor in `slot` active for connection `ci` (condition flags with its
+    /// channel's state, and Custom overrides).
+    fn active_for(&self, class: u32, slot: u32, ci: usize) -> LeafMask {
+        let c = &self.conns[ci];
+        let a = &self.classes[class as usize].actors[slot as usize];
         let acked = c.pair_ref(class, slot).is_some_and(|p| p.flags & pair::OPEN_ACKED != 0);
-        a.flags(conn as u32, c.replay, acked)
+        self.classes[class as usize].active.get(a.flags(ci as u32, c.replay, acked)) & !a.custom_inactive
     }
 
-    /// After flags changed: leaves that became active for a connection are sent to it.
-    fn wake_newly_active(&mut self, class: u32, slot: u32, before: &[u8]) {
-        let ever = self.classes[class as usize].history.changed_since(slot, Frame(0));
+    /// Changes the roles of the actor in `slot` with `change`, then, per connection: leaves that
+    /// went inactive are recorded with the pair's last send, and leaves that came back are owed
+    /// what changed while they were away (see the module documentation).
+    fn set_roles(&mut self, class: u32, slot: u32, change: impl FnOnce(&mut ActorNet)) {
+        let live = |c: &super::connection::Connection| !c.removed;
+        let before: Vec<LeafMask> = (0..self.conns.len())
+            .map(|ci| if live(&self.conns[ci]) { self.active_for(class, slot, ci) } else { LeafMask::EMPTY })
+            .collect();
+        change(&mut self.classes[class as usize].actors[slot as usize]);
         for (ci, &was) in before.iter().enumerate() {
-            let now = self.pair_flags(class, slot, ci);
-            let c = &self.classes[class as usize];
-            let custom = c.actors[slot as usize].custom_inactive;
-            let newly = c.active.get(now) & !c.active.get(was) & !custom & ever;
-            if !newly.is_empty() && !self.conns[ci].removed {
-                self.conns[ci].owe(class, slot, newly);
+            if !live(&self.conns[ci]) {
+                continue;
+            }
+            let now = self.active_for(class, slot, ci);
+            let (lost, gained) = (was & !now, now & !was);
+            let conn = &self.conns[ci];
+            // No pair: the client has nothing of the actor, and its open brings what is active.
+            let Some(ps) = conn.pair_ref(class, slot).copied().filter(|_| !(lost | gained).is_empty()) else {
+                continue;
+            };
+            let since = if conn.pairs.is_clean(class, slot) { self.frame } else { ps.sent_through };
+            let history = &self.classes[class as usize].history;
+            let list = self.inactive.entry((class, slot)).or_default();
+            let mine = |e: &Inactive| e.conn == ci as u32;
+            // Records of another channel of this pair tell nothing about this one.
+            list.retain(|e| !mine(e) || e.epoch == ps.epoch);
+            let mut owe = LeafMask::EMPTY;
+            let mut rest = gained;
+            let ever = history.changed_since(slot, Frame(0));
+            for e in list.iter_mut().filter(|e| mine(e)) {
+                let back = e.leaves & gained;
+                owe |= (history.changed_since(slot, e.since) | (e.owed & ever)) & back;
+                e.leaves &= !back;
+                rest &= !back;
+            }
+            // Inactive since the channel opened: everything that ever changed.
+            owe |= ever & rest;
+            list.retain(|e| !e.leaves.is_empty());
+            if !lost.is_empty() {
+                // A bunch whose fate is unknown may yet be reported lost, when its leaves are
+                // inactive and dropped: they are owed back in any case. (Channel rows know their
+                // newest packet; the property path's pairs do not: any packet in flight counts.)
+                let in_flight = match conn.pairs {
+                    super::pairs::Pairs::Channels { .. } => conn.rel.carries(ps.last_packet),
+                    super::pairs::Pairs::Dense(_) => conn.rel.in_flight() > 0,
+                };
+                let owed = if in_flight { lost } else { ps.resend & lost };
+                list.push(Inactive { conn: ci as u32, leaves: lost, since, owed, epoch: ps.epoch });
+            }
+            if list.is_empty() {
+                self.inactive.remove(&(class, slot));
+            }
+            if !owe.is_empty() {
+                self.conns[ci].owe(class, slot, owe);
+            }
+        }
+    }
+
+    /// Forgets what connection `ci` was owed of the actor in `slot` when leaves come back (its
+    /// channel opens again from nothing).
+    pub(super) fn forget_inactive(&mut self, class: u32, slot: u32, ci: usize) {
+        if let Some(list) = self.inactive.get_mut(&(class, slot)) {
+            list.retain(|e| e.conn != ci as u32);
+            if list.is_empty() {
+                self.inactive.remove(&(class, slot));
             }
         }
     }

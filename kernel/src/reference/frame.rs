@@ -93,6 +93,9 @@ struct RefChannel {
     /// Which channel of its actor this is: the fast arrays riding an earlier one went with the
     /// client's copy.
     epoch: u8,
+    /// Leaves that changed while inactive for this connection, sent when they come back (UE's
+    /// `InactiveChangelist`).
+    inactive: LeafMask,
 }
 
 /// One connection.
@@ -516,6 +519,7 @@ impl ReferenceFrame {
                             relevant_time: 0.0,
                             last_update: 0.0,
                             epoch: rc.next_epoch,
+                            inactive: LeafMask::EMPTY,
                         }
                     });
                     if relevant {
@@ -604,7 +608,10 @@ fn replicate(
             changed |= LeafMask::leaf(leaf);
         }
     }
-    let send = changed & active;
+    // What changed while inactive waits for the leaf to come back.
+    ch.inactive |= changed & !active;
+    let send = (changed | ch.inactive) & active;
+    ch.inactive &= !active;
     let open_bunch = !ch.open_acked && !ch.open_sent;
     ch.sent_through = frame;
     if !send.is_empty() || open_bunch {

@@ -7,18 +7,29 @@ use rand_chacha::ChaCha8Rng;
 use shadowrep::reference::frame::ReferenceFrame;
 use shadowrep::schema::Notify;
 
-/// A class without a location property (positions set by the game) with a push-model property
-/// and a dynamic array.
+/// A class without a location property (positions set by the game) with a push-model property,
+/// a dynamic array, and properties under conditions that follow roles (owner-only, skip-owner,
+/// autonomous-only, Custom).
 fn bag() -> Arc<ClassLayout> {
+    use shadowrep::schema::Condition;
     Arc::new(
         ClassBuilder::new("Bag")
             .property(PropertyDecl::new("Coins", PropType::U32).push(true))
             .property(PropertyDecl::new("Items", PropType::Array { element: Box::new(PropType::U16), max_len: 40 }))
             .property(PropertyDecl::new("Open", PropType::Bool).notify(Notify::OnChanged))
+            .property(PropertyDecl::new("Secret", PropType::U16).condition(Condition::OwnerOnly))
+            .property(PropertyDecl::new("Public", PropType::U8).condition(Condition::SkipOwner))
+            .property(PropertyDecl::new("Pilot", PropType::U8).condition(Condition::AutonomousOnly))
+            .property(PropertyDecl::new("Tuned", PropType::U16).condition(Condition::Custom))
             .build()
             .expect("valid layout"),
     )
 }
+
+/// Parents of [`bag`] under a condition: (parent, distinct values).
+const BAG_CONDITIONED: [(usize, u32); 4] = [(3, 1000), (4, 200), (5, 200), (6, 1000)];
+/// The Custom parent of [`bag`].
+const TUNED: usize = 6;
 
 struct Sim {
     driver: NetDriver,
@@ -202,6 +213,30 @@ impl Sim {
                 self.bags.set(id, 1, &Value::Array(items)).unwrap();
                 let open = self.rng.random_bool(0.5);
                 self.bags.set(id, 2, &Value::Bool(open)).unwrap();
+                for (parent, n) in BAG_CONDITIONED {
+                    if self.rng.random_bool(0.3) {
+                        let v = self.rng.random_range(0..n);
+                        let value = if n > 255 { Value::U16(v as u16) } else { Value::U8(v as u8) };
+                        self.bags.set(id, parent, &value).unwrap();
+                    }
+                }
+            }
+        }
+        // Roles change: owners come and go (a thing's sub-objects follow it) and Custom properties
+        // switch off and on — what changed while a property was off for a connection reaches it
+        // when it comes back, and only that (UE's inactive changelist).
+        for _ in 0..n / 20 {
+            let (class, id) = self.live[self.rng.random_range(0..self.live.len())];
+            let Some(guid) = self.guid(class, id) else { continue };
+            let store = if class == self.thing { &self.things } else { &self.bags };
+            if self.driver.owner_of(guid).is_none() && self.rng.random_bool(0.6) {
+                let owner =
+                    self.rng.random_bool(0.7).then(|| self.clients[self.rng.random_range(0..self.clients.len())].0);
+                let autonomous = self.rng.random_bool(0.5);
+                self.driver.set_owner(class, store, id, owner, autonomous).unwrap();
+            } else if class == self.bag {
+                let on = self.rng.random_bool(0.5);
+                self.driver.set_custom_active(class, &self.bags, id, TUNED, on).unwrap();
             }
         }
         // Now and then an actor is torn off (its sub-objects with it): clients keep their copies.
