@@ -77,6 +77,8 @@ pub(crate) struct LevelCtx<'a> {
     pub conditioned: usize,
     /// Due actors that are owner-only.
     pub owner_only: usize,
+    /// Due actors that are tearing off.
+    pub tearing: usize,
     /// The due owners' fast arrays with their versions (`DueActor::fast_arrays` ranges).
     pub fast_arrays: &'a [(NetGuid, Option<super::fastarrays::ArrayStamp>)],
     /// The due actors' ranks by GUID: the send order's tie-break.
@@ -319,8 +321,9 @@ fn candidates(ctx: &LevelCtx<'_>, ci: u32, conn: &mut Connection, scratch: &mut 
     let held = |key| !dormant.is_empty() && dormant.binary_search_by_key(&key, |r: &Channel| r.key).is_ok();
     // A relevant actor without a row: a scratch row, numbered, at `at` once merged.
     // Nor does a tearing actor: it only closes the channels it has.
+    let tearing = |d: u32| ctx.tearing > 0 && ctx.due[d as usize].actor.tearing;
     let add = |(key, d): (u64, u32), at: usize, fresh: &mut Vec<Channel>, cands: &mut Vec<Cand>, epoch: &mut u8| {
-        if !held(key) && !ctx.due[d as usize].actor.tearing {
+        if !held(key) && !tearing(d) {
             let mut row = Channel { key, ..Channel::default() };
             row.state.epoch = number(epoch);
             fresh.push(row);
@@ -345,7 +348,7 @@ fn candidates(ctx: &LevelCtx<'_>, ci: u32, conn: &mut Connection, scratch: &mut 
             // A gone actor's row left as a scratch row (no flags: between frames every row is a
             // channel): a new actor in its slot takes it, numbered as a fresh row would be.
             if row.state.flags == 0 {
-                if ctx.due[d as usize].actor.tearing {
+                if tearing(d) {
                     continue;
                 }
                 row.state.epoch = number(next_epoch);
@@ -535,8 +538,7 @@ fn process(ctx: &LevelCtx<'_>, run: &mut Run<'_>, conn: &mut Connection, scratch
             // UE closes a channel that is not recently relevant (a startup actor's stays) or
             // whose actor is torn off — right after its last bunch.
             let tearing = due.actor.tearing;
-            let open = rows(conn)[ri as usize].state.flags & pair::CHANNEL != 0;
-            if open && (tearing || (!recently && !due.startup)) {
+            if (tearing || (!recently && !due.startup)) && rows(conn)[ri as usize].state.flags & pair::CHANNEL != 0 {
                 let before = ctx.write.bits_written(conn);
                 let close = PendingClose { guid, reason: close_reason(due) };
                 if ctx.write.write_close(conn, st, close) {

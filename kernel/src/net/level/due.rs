@@ -83,6 +83,7 @@ impl NetDriver {
         level.guid_rank.begin();
         level.conditioned = 0;
         level.owner_only = 0;
+        level.tearing = 0;
         let n = CONSIDER_RUN_PAGES * PAGE_LANES;
         // Each run's due lanes, counted from the selection: its records' place in the list. The
         // list is refilled in place: last frame's records are overwritten, and the vector grows
@@ -183,6 +184,7 @@ impl NetDriver {
                 }
                 level.conditioned += d.condition.is_some_and(|c| c != SubObjectCondition::None) as usize;
                 level.owner_only += d.rel.only_relevant_to_owner as usize;
+                level.tearing += d.actor.tearing as usize;
             }
             start = end;
         }

@@ -126,6 +126,9 @@ pub(crate) struct Level {
     /// How many due actors are owner-only (counted likewise): none, and no connection asks
     /// which of its channels it no longer owns.
     pub owner_only: usize,
+    /// How many due actors are tearing off (counted likewise): none, and no connection asks
+    /// whether a relevant actor without a channel may get one.
+    pub tearing: usize,
     /// Per class, per slot: index into `due`, or [`NOT_DUE`].
     pub due_index: Vec<Vec<u32>>,
     /// Per class, per page: the lanes of actors due this frame (the lanes compared).
@@ -239,6 +242,7 @@ impl Level {
             sleepy: Vec::new(),
             conditioned: 0,
             owner_only: 0,
+            tearing: 0,
             due_index: Vec::new(),
             selected: Vec::new(),
             selected_pages: Vec::new(),
@@ -408,6 +412,7 @@ impl NetDriver {
             opens: &level.opens,
             conditioned: level.conditioned,
             owner_only: level.owner_only,
+            tearing: level.tearing,
             time,
             cfg: &level.cfg,
         };
