@@ -74,6 +74,8 @@ const MAX_CELL_REACH: i64 = 4;
 struct Sleeper {
     key: u64,
     guid: NetGuid,
+    /// Which of the actor's sleeps ([`super::settings::Columns::sleeps`]) this entry is for.
+    sleep: u32,
     at: [f32; 3],
     cull_sq: f32,
 }
@@ -324,11 +326,14 @@ impl NetDriver {
             let cols = &mut self.classes[due.class as usize].cols;
             cols.set_asleep(due.slot as usize, true);
             cols.set_pending(due.slot as usize, false);
+            let sleep = &mut cols.sleeps[due.slot as usize];
+            *sleep = sleep.wrapping_add(1);
             if due.dormancy != Dormancy::Initial || due.rel.guid.is_dynamic() {
                 let key = pair_key(due.class, due.slot);
                 level.dormant.insert(Sleeper {
                     key,
                     guid: due.rel.guid,
+                    sleep: *sleep,
                     at: due.rel.location,
                     cull_sq: due.rel.cull_distance_squared,
                 });
@@ -342,10 +347,13 @@ impl NetDriver {
     }
 }
 
-/// Whether the actor a cell entry names is still the one that fell asleep, and asleep (entries
-/// are dropped lazily).
+/// Whether the actor a cell entry names is still the one that fell asleep, and in the same sleep
+/// (entries are dropped lazily: one made before the actor last woke may be in another cell).
 fn still_asleep(classes: &[super::actors::ClassNet], s: &Sleeper) -> bool {
     let (c, slot) = super::pairs::split_key(s.key);
     let class = &classes[c as usize];
-    class.actors.get(slot as usize).is_some_and(|a| a.alive && a.guid == s.guid) && class.cols.asleep[slot as usize]
+    let (slot, cols) = (slot as usize, &class.cols);
+    class.actors.get(slot).is_some_and(|a| a.alive && a.guid == s.guid)
+        && cols.asleep[slot]
+        && cols.sleeps[slot] == s.sleep
 }

@@ -148,6 +148,9 @@ pub(crate) struct Columns {
     /// Off the consider list: dormant on every connection that has it (not compared, nothing
     /// per connection) until woken, flushed, or needed by a connection that meets it.
     pub asleep: Vec<bool>,
+    /// How many times the actor in each slot fell asleep: an entry of the dormant cells is for
+    /// one sleep (one made before the actor woke and moved names an old one).
+    pub sleeps: Vec<u32>,
     /// A sub-object's condition ([`super::lifecycle::SubObjectCondition`]); `None`: not a
     /// sub-object.
     pub sub_condition: Vec<Option<super::lifecycle::SubObjectCondition>>,
@@ -188,6 +191,7 @@ impl Columns {
             self.last_considered.resize(n, Default::default());
             self.dormancy.resize(n, Default::default());
             self.asleep.resize(n, false);
+            self.sleeps.resize(n, 0);
             self.sub_condition.resize(n, None);
         }
         self.settings[slot] = self.defaults;

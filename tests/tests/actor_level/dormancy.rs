@@ -279,3 +279,56 @@ fn clients_converge_under_30_percent_loss_with_dormancy_flushes_wakes_spawns_and
         check(&l, "awake");
     }
 }
+
+/// An entry of the dormant cells is for one sleep: an actor that woke, moved away and fell
+/// asleep there is not woken again by its old cell (it had been, at every look of a connection
+/// near its old place, about once a second for as long as it slept).
+#[test]
+fn a_sleeper_that_moved_is_not_woken_by_its_old_cell() {
+    let mut l = Level::new(every_frame(), 2);
+    always_due(&mut l);
+    let far = [-1.0e6, 0.0, 0.0];
+    l.driver.set_viewers(l.clients[1].0, &[viewer(far, None)]).unwrap();
+    let (id, _) = l.spawn([500.0, 0.0, 0.0], 10);
+    l.driver.set_net_dormancy(l.class, &l.store, id, Dormancy::DormantAll).unwrap();
+    l.run(4);
+    assert!(l.driver.is_asleep(l.class, id));
+    l.driver.flush_net_dormancy(l.class, &l.store, id).unwrap();
+    l.move_to(id, [1.0e6, 0.0, 0.0]);
+    // Replicated there once (its channel is still recently relevant), dormant again, asleep.
+    l.run(10);
+    assert!(l.driver.is_asleep(l.class, id));
+    // A connection that never had it comes to its old place.
+    l.driver.set_viewers(l.clients[1].0, &[viewer([0.0; 3], None)]).unwrap();
+    let mut considered = 0;
+    for _ in 0..90 {
+        considered += l.driver.tick(&mut [&mut l.store]).unwrap().due_actors;
+        for (conn, world) in &mut l.clients {
+            for p in l.driver.take_packets(*conn).unwrap() {
+                world.receive(&p).unwrap();
+            }
+            l.driver.receive_feedback(*conn, &world.feedback()).unwrap();
+        }
+    }
+    assert_eq!(considered, 0, "three seconds of looks at its old place");
+    assert!(l.driver.is_asleep(l.class, id));
+}
+
+/// UE asks about dormancy only for actors that are not owner-only: an owner-only actor (an
+/// inventory, a quest state) keeps replicating to its owner whatever its dormancy says.
+#[test]
+fn an_owner_only_actor_never_goes_dormant() {
+    let mut l = Level::new(every_frame(), 2);
+    always_due(&mut l);
+    let (id, guid) = l.spawn([500.0, 0.0, 0.0], 10);
+    l.settings(id, |s| s.only_relevant_to_owner = true);
+    l.driver.set_owner(l.class, &l.store, id, Some(l.clients[0].0), false).unwrap();
+    l.driver.set_net_dormancy(l.class, &l.store, id, Dormancy::DormantAll).unwrap();
+    l.run(6);
+    assert!(!l.client(0).is_dormant(guid));
+    assert!(!l.client(1).has(guid));
+    l.store.set(id, HEALTH, &Value::U32(11)).unwrap();
+    l.run(2);
+    assert_eq!(health(&l, 0, guid), Some(Value::U32(11)), "no flush needed");
+    assert!(!l.driver.is_asleep(l.class, id));
+}

@@ -513,8 +513,12 @@ fn process(ctx: &LevelCtx<'_>, run: &mut Run<'_>, conn: &mut Connection, scratch
                     let action = Action::Replicated { opened: !has_channel };
                     dec.sends.push(SendDecision { guid, priority: key, action, bits });
                 }
+                // UE asks about dormancy only for actors that are not owner-only
+                // (`ServerReplicateActors_PrioritizeActors`: its `else if` after the owner test):
+                // an owner-only actor keeps replicating, whatever its setting.
                 let tearing = due.actor.tearing;
-                if !tearing && due.dormancy.dormant() && has_channel && dormant_for(due, ci, ctx.dormancy_hooks) {
+                let may_sleep = !tearing && !due.rel.only_relevant_to_owner;
+                if may_sleep && due.dormancy.dormant() && has_channel && dormant_for(due, ci, ctx.dormancy_hooks) {
                     let before = ctx.write.bits_written(conn);
                     if go_dormant(ctx, ci, conn, st, ri as usize, guid) {
                         out.went_dormant += 1;
