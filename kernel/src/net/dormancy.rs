@@ -264,15 +264,21 @@ impl NetDriver {
         self.classes.iter().map(|c| c.cols.asleep.iter().filter(|&&a| a).count()).sum()
     }
 
-    /// Wakes an actor: due now, and every dormant row of it a channel again.
+    /// Wakes an actor: due now, and every dormant row of it a channel again — its sub-objects'
+    /// too (they went dormant with it).
     fn wake(&mut self, ci: usize, slot: usize) {
         let now = self.server_time();
-        let cols = &mut self.classes[ci].cols;
-        cols.set_asleep(slot, false);
-        cols.force_net_update(slot, now);
-        let key = pair_key(ci as u32, slot as u32);
-        for conn in self.conns.iter_mut().filter(|c| !c.removed) {
-            conn.pairs.wake(key);
+        let guid = self.classes[ci].actors[slot].guid;
+        let subs = self.subs.inner.get(&guid).map_or(&[][..], |l| &l[..]);
+        let subs: Vec<(u32, u32)> = subs.iter().filter_map(|g| self.guids.get(g).copied()).collect();
+        for (c, s) in std::iter::once((ci as u32, slot as u32)).chain(subs) {
+            let cols = &mut self.classes[c as usize].cols;
+            cols.set_asleep(s as usize, false);
+            cols.force_net_update(s as usize, now);
+            let key = pair_key(c, s);
+            for conn in self.conns.iter_mut().filter(|c| !c.removed) {
+                conn.pairs.wake(key);
+            }
         }
     }
 

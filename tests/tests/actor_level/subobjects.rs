@@ -347,3 +347,34 @@ fn a_torn_off_owners_sub_objects_get_their_last_update_before_their_close() {
         assert_eq!(client.owner_of(wg), Some(cg));
     }
 }
+
+/// A sub-object rides its owner's channel in UE, closed with it for dormancy: where its owner is
+/// held dormant it goes dormant too — kept by a client that walks away (it had been closed for
+/// relevancy, leaving the client an owner without it), changed without a send until the owner
+/// wakes, and woken with it.
+#[test]
+fn a_sub_object_sleeps_and_wakes_with_its_dormant_owner() {
+    use shadowrep::net::Dormancy;
+    let mut a = Arena::new();
+    let (ch, cg, w, wg) = a.armed([100.0, 0.0, 0.0], 0, 30, SubObjectCondition::None);
+    a.driver.set_net_dormancy(a.character, &a.characters, ch, Dormancy::DormantAll).unwrap();
+    a.run(8);
+    assert!(a.client(1).is_dormant(cg));
+    assert!(a.client(1).is_dormant(wg), "dormant with its owner");
+    // Client 1 walks away for longer than the relevant timeout.
+    a.driver.set_viewers(a.clients[1].0, &[viewer([1.0e6, 0.0, 0.0], None)]).unwrap();
+    a.run(200);
+    assert!(a.client(1).has(cg));
+    assert!(a.client(1).has(wg), "kept with its owner");
+    assert_eq!(a.client(1).owner_of(wg), Some(cg));
+    // Changed while its owner sleeps: not sent until the owner wakes.
+    a.driver.set_viewers(a.clients[1].0, &[viewer([0.0; 3], None)]).unwrap();
+    a.weapons.set(w, AMMO, &Value::U32(12)).unwrap();
+    a.run(3);
+    assert_eq!(a.client(0).value(wg, AMMO), Some(Value::U32(30)), "held dormant");
+    a.driver.flush_net_dormancy(a.character, &a.characters, ch).unwrap();
+    a.run(3);
+    for c in 0..2 {
+        assert_eq!(a.client(c).value(wg, AMMO), Some(Value::U32(12)), "client {c}: woken with its owner");
+    }
+}

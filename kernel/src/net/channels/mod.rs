@@ -516,9 +516,14 @@ fn process(ctx: &LevelCtx<'_>, run: &mut Run<'_>, conn: &mut Connection, scratch
                 // UE asks about dormancy only for actors that are not owner-only
                 // (`ServerReplicateActors_PrioritizeActors`: its `else if` after the owner test):
                 // an owner-only actor keeps replicating, whatever its setting.
+                // A sub-object rides its owner's channel in UE, closed with it for dormancy: it
+                // goes dormant where its owner is held dormant, whatever its own setting.
                 let tearing = due.actor.tearing;
                 let may_sleep = !tearing && !due.rel.only_relevant_to_owner;
-                if may_sleep && due.dormancy.dormant() && has_channel && dormant_for(due, ci, ctx.dormancy_hooks) {
+                let wants = |conn: &Connection| {
+                    owner_dormant(conn, due) || (due.dormancy.dormant() && dormant_for(due, ci, ctx.dormancy_hooks))
+                };
+                if may_sleep && has_channel && wants(conn) {
                     let before = ctx.write.bits_written(conn);
                     if go_dormant(ctx, ci, conn, st, ri as usize, guid) {
                         out.went_dormant += 1;
@@ -540,9 +545,16 @@ fn process(ctx: &LevelCtx<'_>, run: &mut Run<'_>, conn: &mut Connection, scratch
                 }
             }
             // UE closes a channel that is not recently relevant (a startup actor's stays) or
-            // whose actor is torn off — right after its last bunch.
+            // whose actor is torn off — right after its last bunch. A sub-object whose owner is
+            // held dormant here stays with it (the client keeps the owner): it goes dormant too,
+            // once settled.
             let tearing = due.actor.tearing;
-            if (tearing || (!recently && !due.startup)) && rows(conn)[ri as usize].state.flags & pair::CHANNEL != 0 {
+            let open = |conn: &mut Connection| rows(conn)[ri as usize].state.flags & pair::CHANNEL != 0;
+            if !tearing && !recently && owner_dormant(conn, due) {
+                if open(conn) && go_dormant(ctx, ci, conn, st, ri as usize, guid) {
+                    out.went_dormant += 1;
+                }
+            } else if (tearing || (!recently && !due.startup)) && open(conn) {
                 let before = ctx.write.bits_written(conn);
                 let close = PendingClose { guid, reason: close_reason(due) };
                 if ctx.write.write_close(conn, st, close) {
@@ -587,6 +599,13 @@ fn lane_set(bits: &[u64], slot: u32) -> bool {
 fn owner_held(conn: &Connection, due: &DueActor) -> bool {
     let Some((c, s)) = due.owner_slot else { return false };
     conn.pairs.get(c, s).is_some_and(|ps| ps.flags & (pair::CHANNEL | pair::DORMANT | pair::TORN) != 0)
+}
+
+/// Whether sub-object `due`'s owner is held dormant on this connection (its channel closed for
+/// dormancy: the client keeps it as it was).
+fn owner_dormant(conn: &Connection, due: &DueActor) -> bool {
+    let Some((c, s)) = due.owner_slot else { return false };
+    conn.pairs.get(c, s).is_some_and(|ps| ps.flags & pair::DORMANT != 0)
 }
 
 /// Why a channel of `due` closes when it is not relevant any more: torn off (the client keeps
