@@ -332,3 +332,49 @@ fn an_owner_only_actor_never_goes_dormant() {
     assert_eq!(health(&l, 0, guid), Some(Value::U32(11)), "no flush needed");
     assert!(!l.driver.is_asleep(l.class, id));
 }
+
+/// A flush reaches the connections the actor is relevant to. One it is not relevant to keeps its
+/// dormant copy, as UE's (its channel stays closed): a dynamic actor is not destroyed there (it
+/// had been, closed for relevancy), a static one falls asleep again (its channel had been held
+/// open for that connection for good, keeping the actor awake), and the copy, stale, is brought
+/// up to date when the actor is relevant there again.
+#[test]
+fn a_flush_leaves_far_connections_their_dormant_copy_until_they_come_back() {
+    for is_static in [false, true] {
+        let mut l = Level::new(every_frame(), 2);
+        always_due(&mut l);
+        let id = l.store.spawn();
+        l.move_to(id, [500.0, 0.0, 0.0]);
+        l.store.set(id, HEALTH, &Value::U32(10)).unwrap();
+        let guid = if is_static {
+            for c in 0..2 {
+                l.clients[c].1.load_static_actor(DOOR, l.class.0).unwrap();
+            }
+            l.driver.register_static_actor(l.class, &l.store, id, DOOR).unwrap()
+        } else {
+            l.driver.assign_guid(l.class, &l.store, id).unwrap()
+        };
+        l.driver.set_net_dormancy(l.class, &l.store, id, Dormancy::DormantAll).unwrap();
+        l.run(6);
+        assert!(l.client(1).is_dormant(guid) && l.driver.is_asleep(l.class, id), "static {is_static}");
+        // Client 1 goes away for longer than the relevant timeout; the actor changes and is
+        // flushed.
+        l.driver.set_viewers(l.clients[1].0, &[viewer([1.0e6, 0.0, 0.0], None)]).unwrap();
+        l.run(200);
+        l.store.set(id, HEALTH, &Value::U32(11)).unwrap();
+        l.driver.flush_net_dormancy(l.class, &l.store, id).unwrap();
+        l.events(1);
+        l.run(60);
+        assert_eq!(health(&l, 0, guid), Some(Value::U32(11)), "static {is_static}");
+        assert!(l.client(1).has(guid), "static {is_static}: kept");
+        assert_eq!(health(&l, 1, guid), Some(Value::U32(10)), "static {is_static}: stale, as UE's");
+        assert!(l.events(1).is_empty(), "static {is_static}: nothing sent there");
+        assert!(l.driver.is_asleep(l.class, id), "static {is_static}: asleep again");
+        // Back near: the stale copy is brought up to date.
+        l.driver.set_viewers(l.clients[1].0, &[viewer([0.0; 3], None)]).unwrap();
+        l.run(45);
+        assert_eq!(health(&l, 1, guid), Some(Value::U32(11)), "static {is_static}");
+        assert!(l.client(1).is_dormant(guid), "static {is_static}: and dormant again");
+        assert!(l.driver.is_asleep(l.class, id), "static {is_static}");
+    }
+}

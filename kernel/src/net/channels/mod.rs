@@ -317,18 +317,35 @@ fn candidates(ctx: &LevelCtx<'_>, ci: u32, conn: &mut Connection, scratch: &mut 
     let Pairs::Channels { rows, dormant } = &mut conn.pairs else { unreachable!("the actor level keeps channel rows") };
     fresh.clear();
     cands.clear();
-    // A copy held dormant is not replicated (and needs no new row) until the actor wakes.
-    let held = |key| !dormant.is_empty() && dormant.binary_search_by_key(&key, |r: &Channel| r.key).is_ok();
-    // A relevant actor without a row: a scratch row, numbered, at `at` once merged.
-    // Nor does a tearing actor: it only closes the channels it has.
+    // A copy held dormant is not replicated (and needs no new row) until the actor wakes — but a
+    // stale one (woken, not sent to, dormant again: it owes what changed) goes back to the rows
+    // when the actor is relevant. Nor does a tearing actor get a row: it only closes the
+    // channels it has.
     let tearing = |d: u32| ctx.tearing > 0 && ctx.due[d as usize].actor.tearing;
-    let add = |(key, d): (u64, u32), at: usize, fresh: &mut Vec<Channel>, cands: &mut Vec<Cand>, epoch: &mut u8| {
-        if !held(key) && !tearing(d) {
-            let mut row = Channel { key, ..Channel::default() };
-            row.state.epoch = number(epoch);
-            fresh.push(row);
-            cands.push(Cand { row: at as u32, due: d, relevant_now: true });
+    let add = |(key, d): (u64, u32),
+               at: usize,
+               fresh: &mut Vec<Channel>,
+               cands: &mut Vec<Cand>,
+               epoch: &mut u8,
+               dormant: &mut Vec<Channel>| {
+        if tearing(d) {
+            return;
         }
+        let row = match dormant.binary_search_by_key(&key, |r: &Channel| r.key) {
+            Ok(i) if dormant[i].state.flags & pair::WOKEN != 0 => {
+                let mut row = dormant.remove(i);
+                row.state.flags &= !pair::DORMANT;
+                row
+            }
+            Ok(_) => return,
+            Err(_) => {
+                let mut row = Channel { key, ..Channel::default() };
+                row.state.epoch = number(epoch);
+                row
+            }
+        };
+        fresh.push(row);
+        cands.push(Cand { row: at as u32, due: d, relevant_now: true });
     };
     let mut rel = relevant.iter().map(|&d| (ctx.keys[d as usize], d)).peekable();
     let mut gone = ctx.retired.iter().peekable();
@@ -341,7 +358,7 @@ fn candidates(ctx: &LevelCtx<'_>, ci: u32, conn: &mut Connection, scratch: &mut 
             retire(row, guid, closes);
         }
         while let Some(actor) = rel.next_if(|&(key, _)| key < row.key) {
-            add(actor, ri + fresh.len(), fresh, cands, next_epoch);
+            add(actor, ri + fresh.len(), fresh, cands, next_epoch, dormant);
         }
         let at = (ri + fresh.len()) as u32;
         if let Some((_, d)) = rel.next_if(|&(key, _)| key == row.key) {
@@ -392,7 +409,7 @@ fn candidates(ctx: &LevelCtx<'_>, ci: u32, conn: &mut Connection, scratch: &mut 
         cands.push(Cand { row: at, due: d, relevant_now: false });
     }
     for actor in rel {
-        add(actor, rows.len() + fresh.len(), fresh, cands, next_epoch);
+        add(actor, rows.len() + fresh.len(), fresh, cands, next_epoch, dormant);
     }
     merge_rows(rows, fresh);
 }
@@ -520,9 +537,7 @@ fn process(ctx: &LevelCtx<'_>, run: &mut Run<'_>, conn: &mut Connection, scratch
                 // goes dormant where its owner is held dormant, whatever its own setting.
                 let tearing = due.actor.tearing;
                 let may_sleep = !tearing && !due.rel.only_relevant_to_owner;
-                let wants = |conn: &Connection| {
-                    owner_dormant(conn, due) || (due.dormancy.dormant() && dormant_for(due, ci, ctx.dormancy_hooks))
-                };
+                let wants = |conn: &Connection| owner_dormant(conn, due) || wants_dormancy(ctx, ci, due);
                 if may_sleep && has_channel && wants(conn) {
                     let before = ctx.write.bits_written(conn);
                     if go_dormant(ctx, ci, conn, st, ri as usize, guid) {
@@ -550,7 +565,21 @@ fn process(ctx: &LevelCtx<'_>, run: &mut Run<'_>, conn: &mut Connection, scratch
             // once settled.
             let tearing = due.actor.tearing;
             let open = |conn: &mut Connection| rows(conn)[ri as usize].state.flags & pair::CHANNEL != 0;
-            if !tearing && !recently && owner_dormant(conn, due) {
+            // A copy woken (flushed) on a connection it is not relevant to, and not sent to
+            // since: UE's channel stayed closed and the client keeps its dormant copy. Nothing
+            // went out since the dormancy close, so it is dormant again as it is, silently (it
+            // had been closed for relevancy — a dynamic actor destroyed on that client, a static
+            // one's channel held open for good, keeping the actor awake).
+            let woken = rows(conn)[ri as usize].state.flags & pair::WOKEN != 0;
+            if !tearing && !recently && woken && (owner_dormant(conn, due) || wants_dormancy(ctx, ci, due)) {
+                // Stale (`DORMANT | WOKEN`): the first frame the actor is relevant here again
+                // wakes it and sends what changed (see `candidates`).
+                rows(conn)[ri as usize].state.flags |= pair::DORMANT;
+                out.went_dormant += 1;
+                if let Some(dec) = decisions.as_deref_mut() {
+                    dec.sends.push(SendDecision { guid, priority: key, action: Action::Dormant, bits: 0 });
+                }
+            } else if !tearing && !recently && owner_dormant(conn, due) {
                 if open(conn) && go_dormant(ctx, ci, conn, st, ri as usize, guid) {
                     out.went_dormant += 1;
                 }
@@ -599,6 +628,11 @@ fn lane_set(bits: &[u64], slot: u32) -> bool {
 fn owner_held(conn: &Connection, due: &DueActor) -> bool {
     let Some((c, s)) = due.owner_slot else { return false };
     conn.pairs.get(c, s).is_some_and(|ps| ps.flags & (pair::CHANNEL | pair::DORMANT | pair::TORN) != 0)
+}
+
+/// Whether `due` wants to be dormant for connection `ci` by its own setting.
+fn wants_dormancy(ctx: &LevelCtx<'_>, ci: u32, due: &DueActor) -> bool {
+    due.dormancy.dormant() && dormant_for(due, ci, ctx.dormancy_hooks)
 }
 
 /// Whether sub-object `due`'s owner is held dormant on this connection (its channel closed for

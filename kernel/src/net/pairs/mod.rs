@@ -167,10 +167,12 @@ impl Pairs {
         }
     }
 
-    /// Keeps the entries of `keys` (a key and the caller's tag) whose key has no pair here. An
-    /// ascending run of keys walks both sorted tables forward once (a dormancy look asks this of
-    /// hundreds of sleepers at a time, a sorted run per cell); a key below the one before starts
-    /// the walk over. Dense pairs answer as [`Pairs::get`] does.
+    /// Keeps the entries of `keys` (a key and the caller's tag) whose key has no pair here — or
+    /// only a stale dormant copy (flagged `DORMANT | WOKEN`: woken, never sent to, dormant
+    /// again; it owes what changed), which a relevant actor wakes. An ascending run of keys
+    /// walks both sorted tables forward once (a dormancy look asks this of hundreds of sleepers
+    /// at a time, a sorted run per cell); a key below the one before starts the walk over.
+    /// Dense pairs answer as [`Pairs::get`] does.
     pub fn retain_unheld<T>(&self, keys: &mut Vec<(u64, T)>) {
         match self {
             Pairs::Dense(_) => keys.retain(|&(k, _)| {
@@ -186,7 +188,9 @@ impl Pairs {
                     last = k;
                     r = gallop(rows, r, k);
                     d = gallop(dormant, d, k);
-                    rows.get(r).is_none_or(|x| x.key != k) && dormant.get(d).is_none_or(|x| x.key != k)
+                    let stale = super::connection::pair::DORMANT | super::connection::pair::WOKEN;
+                    rows.get(r).is_none_or(|x| x.key != k)
+                        && dormant.get(d).is_none_or(|x| x.key != k || x.state.flags & stale == stale)
                 });
             }
         }
