@@ -14,10 +14,14 @@
 //! cells for sleeping actors relevant to its viewers that it has no row for: those wake for one
 //! consideration, so a connection that joins or comes near later still gets the current state
 //! once (it then goes dormant there too)
-//! wake (set Awake/Never) or flush: every dormant row of the actor becomes a channel again and the
-//! actor is due now: each connection gets every property changed since its row's sent_through
-//! (history), so changes made while dormant are never lost; a flushed DormantAll actor goes
-//! dormant again once that is acknowledged
+//! wake (set Awake/Never) or flush: every dormant row of the actor (and of its sub-objects)
+//! becomes a channel again and the actor is due now: each connection it is relevant to gets
+//! every property changed since its row's sent_through (history), so changes made while dormant
+//! are never lost; a flushed DormantAll actor goes dormant again once that is acknowledged; a
+//! connection it is not relevant to keeps its copy dormant, stale (DORMANT | WOKEN: nothing was
+//! sent), until the actor is relevant there again (UE's channel stays closed there too)
+//! sub-objects: dormant where their owner is held dormant, once settled (UE's ride the owner's
+//! channel); owner-only actors never go dormant (UE asks only for the others)
 //! ```
 //!
 //! Only "plain" actors sleep (relevant by distance alone: no owner, instigator, owning
@@ -62,7 +66,9 @@ impl Dormancy {
 /// (UE's `GetNetDormancy` override).
 pub type DormancyHook = Arc<dyn Fn(NetGuid, ConnectionId) -> bool + Send + Sync>;
 
-/// Seconds between a connection's looks at the dormant cells (UE's relevancy recheck cadence).
+/// Seconds between a connection's looks at the dormant cells. Ours: UE rechecks an actor without
+/// a channel whenever it is considered, so a connection may meet a sleeper up to this much later
+/// than in UE (a look costs a sweep of the cells near its viewers).
 pub const DORMANT_CHECK_SECONDS: f64 = 1.0;
 
 /// Cells around a viewer's cell (on each axis) an actor's cull radius may reach before the
