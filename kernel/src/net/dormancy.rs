@@ -236,12 +236,15 @@ impl NetDriver {
 
     /// Replicates a dormant actor once more (UE's `FlushNetDormancy`): every connection holding
     /// it dormant gets what changed since, then it goes dormant again. `Initial` becomes
-    /// `DormantAll`, as in UE.
+    /// `DormantAll`, as in UE. An actor that is not dormant (`Never`, `Awake`) is left as it is,
+    /// as UE returns early for it (`force_net_update` is the call that makes it due).
     pub fn flush_net_dormancy(&mut self, class: ClassId, store: &ClassStore, id: ActorId) -> Result<(), DriverError> {
         self.level.as_ref().ok_or(DriverError::ActorLevelOff)?;
         let ci = self.class_for(class, store)?;
         self.guid_of(class, id).ok_or(DriverError::StaleActor(id))?;
-        self.flush_slot(ci, id.index as usize);
+        if self.classes[ci].cols.dormancy[id.index as usize].dormant() {
+            self.flush_slot(ci, id.index as usize);
+        }
         Ok(())
     }
 

@@ -378,3 +378,15 @@ fn a_flush_leaves_far_connections_their_dormant_copy_until_they_come_back() {
         assert!(l.driver.is_asleep(l.class, id), "static {is_static}");
     }
 }
+
+/// UE's `FlushNetDormancy` returns at once for an actor that is not dormant: it is not made due.
+#[test]
+fn flushing_an_awake_actor_leaves_it_to_its_update_frequency() {
+    let mut l = Level::new(every_frame(), 1);
+    let (id, _) = l.spawn([500.0, 0.0, 0.0], 10);
+    l.settings(id, |s| s.frequency.net_update_frequency = 0.5);
+    l.run(3);
+    l.driver.flush_net_dormancy(l.class, &l.store, id).unwrap();
+    let due = l.driver.tick(&mut [&mut l.store]).unwrap().due_actors;
+    assert_eq!(due, 0, "not made due");
+}
