@@ -112,6 +112,7 @@ impl NetDriver {
         let ci = self.live(conn)?;
         self.conns[ci].remove();
         self.fast.remove_connection(ci);
+        self.forget_inactive_connection(ci);
         for c in &mut self.classes {
             for a in c.actors.iter_mut().filter(|a| a.owner == Some(conn.0)) {
                 a.owner = None;

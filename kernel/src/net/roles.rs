@@ -19,6 +19,11 @@ use super::{ClassId, ConnectionId, DriverError, Frame, NetDriver};
 use crate::ids::LeafMask;
 use crate::store::{ActorId, ClassStore};
 
+/// The most records an actor keeps (an item passed from player to player leaves one per former
+/// owner): beyond, the oldest goes, and that connection gets everything that ever changed of
+/// those leaves if they come back — more bytes, never a lost value.
+const MAX_INACTIVE_PER_ACTOR: usize = 64;
+
 /// Leaves of one actor inactive for one connection since a role change.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Inactive {
@@ -200,6 +205,9 @@ impl NetDriver {
                 };
                 let owed = if in_flight { lost } else { ps.resend & lost };
                 list.push(Inactive { conn: ci as u32, leaves: lost, since, owed, epoch: ps.epoch });
+                if list.len() > MAX_INACTIVE_PER_ACTOR {
+                    list.remove(0);
+                }
             }
             if list.is_empty() {
                 self.inactive.remove(&(class, slot));
@@ -208,6 +216,14 @@ impl NetDriver {
                 self.conns[ci].owe(class, slot, owe);
             }
         }
+    }
+
+    /// Connection `ci` is gone: its records go.
+    pub(super) fn forget_inactive_connection(&mut self, ci: usize) {
+        self.inactive.retain(|_, list| {
+            list.retain(|e| e.conn != ci as u32);
+            !list.is_empty()
+        });
     }
 
     /// Forgets what connection `ci` was owed of the actor in `slot` when leaves come back (its
@@ -219,5 +235,40 @@ impl NetDriver {
                 self.inactive.remove(&(class, slot));
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::net::DriverConfig;
+    use crate::schema::{ClassBuilder, Condition, PropType, PropertyDecl};
+
+    /// An item passed from connection to connection keeps at most `MAX_INACTIVE_PER_ACTOR`
+    /// records of former owners, and a connection that leaves takes its records with it.
+    #[test]
+    fn inactive_records_are_bounded_per_actor_and_go_with_their_connection() {
+        let layout = std::sync::Arc::new(
+            ClassBuilder::new("Item")
+                .property(PropertyDecl::new("Charges", PropType::U32).condition(Condition::OwnerOnly))
+                .build()
+                .unwrap(),
+        );
+        let mut store = ClassStore::new(layout);
+        let mut driver = NetDriver::new(DriverConfig::default()).unwrap();
+        let class = driver.register_class(&mut store).unwrap();
+        let conns: Vec<ConnectionId> = (0..100).map(|_| driver.add_connection(false)).collect();
+        let id = store.spawn();
+        driver.tick(&mut [&mut store]).unwrap();
+        for &c in &conns {
+            driver.set_owner(class, &store, id, Some(c), false).unwrap();
+        }
+        let records = |d: &NetDriver| d.inactive.get(&(class.0, id.index)).map_or(0, Vec::len);
+        assert_eq!(records(&driver), MAX_INACTIVE_PER_ACTOR);
+        for &c in &conns {
+            driver.remove_connection(c).unwrap();
+        }
+        assert_eq!(records(&driver), 0);
+        assert!(driver.inactive.is_empty());
     }
 }
