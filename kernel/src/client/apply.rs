@@ -196,33 +196,55 @@ impl ClientWorld {
         }
     }
 
-    /// Actor `target` arrived: writes every reference waiting for it and fires their notifies.
+    /// Actor `target` arrived: writes every reference waiting for it, then fires each property's
+    /// notify once — UE queues a property's OnRep once (`AddUnique`) however many of its
+    /// references resolve — with its value read once before the property's writes and once
+    /// after (not at all without a notify). Per reference, a read of the whole property and a
+    /// notify each had let one open cost the references waiting for it times their arrays'
+    /// lengths, in time and in notify memory.
     pub(super) fn resolve(&mut self, target: NetGuid) {
-        for u in self.unmapped.take_target(target) {
-            let Some(&(class, id)) = self.actors.get(&u.owner) else { continue };
+        let mut slots = self.unmapped.take_target(target);
+        // By owner, then leaf: a property's slots are next to each other.
+        slots.sort_unstable();
+        let bytes = target.0.to_le_bytes();
+        let mut i = 0;
+        while i < slots.len() {
+            let owner = slots[i].owner;
+            let Some(&(class, id)) = self.actors.get(&owner) else {
+                i += 1;
+                continue;
+            };
             let c = &mut self.classes[class as usize];
             let layout = c.layout.clone();
-            let parent = layout.leaves[u.leaf].parent;
-            let Ok(old) = c.store.get(id, parent) else { continue };
-            let bytes = target.0.to_le_bytes();
-            match (u.element, layout.leaves[u.leaf].array) {
-                (None, _) => {
-                    let _ = c.store.write_leaf_bytes(id, u.leaf, &bytes);
-                }
-                (Some((e, i)), Some(a)) => {
-                    let array = &layout.arrays[a];
-                    if let Ok(buf) = c.store.array_bytes_mut(id, a) {
-                        let at = e * array.stride + array.elements[i].offset;
-                        if at + 8 <= buf.len() {
-                            buf[at..at + 8].copy_from_slice(&bytes);
+            let Some(parent) = layout.leaves.get(slots[i].leaf).map(|l| l.parent) else {
+                i += 1;
+                continue;
+            };
+            let same = |u: &Slot| u.owner == owner && layout.leaves.get(u.leaf).is_some_and(|l| l.parent == parent);
+            let end = i + slots[i..].iter().take_while(|u| same(u)).count();
+            let notify = layout.parents[parent].notify;
+            let old = if notify == Notify::None { None } else { c.store.get(id, parent).ok() };
+            for u in &slots[i..end] {
+                match (u.element, layout.leaves[u.leaf].array) {
+                    (None, _) => {
+                        let _ = c.store.write_leaf_bytes(id, u.leaf, &bytes);
+                    }
+                    (Some((e, k)), Some(a)) => {
+                        let array = &layout.arrays[a];
+                        if let Ok(buf) = c.store.array_bytes_mut(id, a) {
+                            let at = e * array.stride + array.elements[k].offset;
+                            if at + 8 <= buf.len() {
+                                buf[at..at + 8].copy_from_slice(&bytes);
+                            }
                         }
                     }
+                    _ => {}
                 }
-                _ => continue,
             }
-            if let Ok(new) = c.store.get(id, parent) {
-                fire(&mut self.notifies, layout.parents[parent].notify, u.owner, parent, old, new);
+            if let (Some(old), Ok(new)) = (old, c.store.get(id, parent)) {
+                fire(&mut self.notifies, notify, owner, parent, old, new);
             }
+            i = end;
         }
     }
 }

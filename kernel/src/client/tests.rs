@@ -197,3 +197,36 @@ fn closing_many_of_an_owners_sub_objects_visits_each_once() {
         .collect();
     assert_eq!(destroyed, std::iter::once(owner).chain(left).collect::<Vec<_>>());
 }
+
+/// References waiting for one target, however many, resolve into one notify per property (UE
+/// queues a property's OnRep once): 1024 elements of an array naming one actor not opened yet
+/// gave 1024 notifies, each carrying the whole array twice, when it opened.
+#[test]
+fn a_target_arriving_fires_each_propertys_notify_once() {
+    use crate::schema::Notify;
+    let layout = Arc::new(
+        ClassBuilder::new("Ref")
+            .property(PropertyDecl::new("Target", PropType::Object).notify(Notify::OnChangedWithOld))
+            .property(PropertyDecl::new("Refs", PropType::array(PropType::Object)).notify(Notify::OnChangedWithOld))
+            .build()
+            .expect("valid layout"),
+    );
+    let mut c = ClientWorld::new(std::slice::from_ref(&layout), &[layout.checksum]).expect("same layout");
+    let target = NetGuid(TARGETS);
+    let p = packet(1, vec![Part::Bunch(NetGuid(2), true, refs(&layout, &[target.0; 1024]))]);
+    assert_eq!(c.receive(&p), Ok(Receipt::Applied { bunches: 1, skipped: 0 }));
+    assert_eq!(c.unmapped_count(), 1024);
+    c.take_notifies();
+    let p = packet(2, vec![Part::Bunch(target, true, BitWriter::new())]);
+    assert_eq!(c.receive(&p), Ok(Receipt::Applied { bunches: 1, skipped: 0 }));
+    let notifies = c.take_notifies();
+    assert_eq!(notifies.len(), 1, "one notify for the array");
+    let n = &notifies[0];
+    assert_eq!((n.guid, n.parent), (NetGuid(2), 1));
+    let crate::value::Value::Array(new) = &n.new else { panic!("an array") };
+    assert!(
+        new.len() == 1024 && new.iter().all(|v| *v == crate::value::Value::Object(crate::value::ObjectRef(target.0)))
+    );
+    let Some(crate::value::Value::Array(old)) = &n.old else { panic!("the old array") };
+    assert!(old.iter().all(|v| *v == crate::value::Value::Object(crate::value::ObjectRef(0))));
+}
