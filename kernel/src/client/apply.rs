@@ -4,7 +4,7 @@
 //! until its target arrives; notifies fire by their declared mode.
 
 use super::unmapped::Slot;
-use super::{ClientEvent, ClientWorld, NotifyEvent, TearOff, MAX_UNMAPPED};
+use super::{ClientEvent, ClientWorld, NotifyEvent, TearOff, MAX_MAPPED, MAX_UNMAPPED};
 use crate::ids::{NetGuid, Seq};
 use crate::schema::{LeafKind, Notify};
 use crate::store::value_bits_eq;
@@ -62,6 +62,7 @@ impl ClientWorld {
                 if self.actors.contains_key(&guid) && !self.torn.contains_key(&guid) {
                     self.dormant.remove(&guid);
                     let dropped_refs = self.unmapped.remove_owner(guid) > 0;
+                    self.mapped.remove_owner(guid);
                     self.torn.insert(guid, TearOff { at: seq, dropped_refs });
                     self.events.push(ClientEvent::TornOff { guid });
                 }
@@ -70,7 +71,8 @@ impl ClientWorld {
     }
 
     /// Removes actor `guid` and everything kept about it, and its sub-objects with it (one level:
-    /// a sub-object owns none).
+    /// a sub-object owns none). References to them are written as null and wait for them again
+    /// (no notify, as UE's `MoveMappedObjectToUnmapped`): if one comes back, theirs fire.
     pub(super) fn destroy(&mut self, guid: NetGuid) {
         let subs = self.subs.take_owned(guid);
         self.fast.remove_owned(guid);
@@ -78,6 +80,13 @@ impl ClientWorld {
             if let Some((class, id)) = self.actors.remove(&g) {
                 let _ = self.classes[class as usize].store.despawn(id);
                 self.unmapped.remove_owner(g);
+                self.mapped.remove_owner(g);
+                for slot in self.mapped.take_target(g) {
+                    self.write_reference(slot, NetGuid(0));
+                    if !self.unmapped.insert(slot, g, MAX_UNMAPPED) {
+                        self.stats.unmapped_dropped += 1;
+                    }
+                }
                 self.spawn.remove(&g);
                 self.dormant.remove(&g);
                 self.torn.remove(&g);
@@ -144,6 +153,7 @@ impl ClientWorld {
                     self.unmapped.remove(Slot { owner: guid, leaf: leaf_index, element: None });
                     let mut bytes = bytes.clone();
                     if leaf.kind == LeafKind::Object {
+                        self.mapped.remove(Slot { owner: guid, leaf: leaf_index, element: None });
                         self.map_reference(guid, leaf_index, None, &mut bytes);
                     }
                     let _ = self.classes[class as usize].store.write_leaf_bytes(id, leaf_index, &bytes);
@@ -154,12 +164,17 @@ impl ClientWorld {
                     let per = array.elements.len().max(1);
                     let count = *count as usize;
                     self.unmapped.remove_elements_from(guid, leaf_index, count);
+                    let refs = array.elements.iter().any(|e| e.kind == LeafKind::Object);
+                    if refs {
+                        self.mapped.remove_elements_from(guid, leaf_index, count);
+                    }
                     let mut writes = Vec::with_capacity(elements.len());
                     for (nested, bytes) in elements {
                         let (e, i) = ((*nested as usize - 1) / per, (*nested as usize - 1) % per);
                         let mut bytes = bytes.clone();
                         self.unmapped.remove(Slot { owner: guid, leaf: leaf_index, element: Some((e, i)) });
                         if array.elements[i].kind == LeafKind::Object {
+                            self.mapped.remove(Slot { owner: guid, leaf: leaf_index, element: Some((e, i)) });
                             self.map_reference(guid, leaf_index, Some((e, i)), &mut bytes);
                         }
                         writes.push((e, i, bytes));
@@ -185,14 +200,47 @@ impl ClientWorld {
     }
 
     /// An object reference to an object the client lacks (an actor not opened yet, a static
-    /// object neither registered nor exported yet) is written as null and remembered.
+    /// object neither registered nor exported yet) is written as null and remembered; one to an
+    /// actor it has is remembered by its target, for when that actor is destroyed.
     fn map_reference(&mut self, owner: NetGuid, leaf: usize, element: Option<(usize, usize)>, bytes: &mut [u8]) {
         let g = guid_of(bytes);
-        if !g.is_null() && !self.actors.contains_key(&g) && !self.statics.contains(&g) {
-            if !self.unmapped.insert(Slot { owner, leaf, element }, g, MAX_UNMAPPED) {
+        let slot = Slot { owner, leaf, element };
+        if g.is_null() {
+            return;
+        }
+        if self.actors.contains_key(&g) {
+            if !self.mapped.insert(slot, g, MAX_MAPPED) {
+                self.stats.mapped_dropped += 1;
+            }
+        } else if !self.statics.contains(&g) {
+            if !self.unmapped.insert(slot, g, MAX_UNMAPPED) {
                 self.stats.unmapped_dropped += 1;
             }
             bytes[..8].fill(0);
+        }
+    }
+
+    /// Writes reference `target` into `slot` (nothing if its owner or element is gone).
+    fn write_reference(&mut self, slot: Slot, target: NetGuid) {
+        let Some(&(class, id)) = self.actors.get(&slot.owner) else { return };
+        let c = &mut self.classes[class as usize];
+        let bytes = target.0.to_le_bytes();
+        let layout = &c.layout;
+        let Some(leaf) = layout.leaves.get(slot.leaf) else { return };
+        match (slot.element, leaf.array) {
+            (None, _) => {
+                let _ = c.store.write_leaf_bytes(id, slot.leaf, &bytes);
+            }
+            (Some((e, k)), Some(a)) => {
+                let array = &layout.arrays[a];
+                let at = e * array.stride + array.elements[k].offset;
+                if let Ok(buf) = c.store.array_bytes_mut(id, a) {
+                    if at + 8 <= buf.len() {
+                        buf[at..at + 8].copy_from_slice(&bytes);
+                    }
+                }
+            }
+            _ => {}
         }
     }
 
@@ -206,7 +254,6 @@ impl ClientWorld {
         let mut slots = self.unmapped.take_target(target);
         // By owner, then leaf: a property's slots are next to each other.
         slots.sort_unstable();
-        let bytes = target.0.to_le_bytes();
         let mut i = 0;
         while i < slots.len() {
             let owner = slots[i].owner;
@@ -224,23 +271,13 @@ impl ClientWorld {
             let end = i + slots[i..].iter().take_while(|u| same(u)).count();
             let notify = layout.parents[parent].notify;
             let old = if notify == Notify::None { None } else { c.store.get(id, parent).ok() };
-            for u in &slots[i..end] {
-                match (u.element, layout.leaves[u.leaf].array) {
-                    (None, _) => {
-                        let _ = c.store.write_leaf_bytes(id, u.leaf, &bytes);
-                    }
-                    (Some((e, k)), Some(a)) => {
-                        let array = &layout.arrays[a];
-                        if let Ok(buf) = c.store.array_bytes_mut(id, a) {
-                            let at = e * array.stride + array.elements[k].offset;
-                            if at + 8 <= buf.len() {
-                                buf[at..at + 8].copy_from_slice(&bytes);
-                            }
-                        }
-                    }
-                    _ => {}
+            for &u in &slots[i..end] {
+                self.write_reference(u, target);
+                if !self.mapped.insert(u, target, MAX_MAPPED) {
+                    self.stats.mapped_dropped += 1;
                 }
             }
+            let c = &self.classes[class as usize];
             if let (Some(old), Ok(new)) = (old, c.store.get(id, parent)) {
                 fire(&mut self.notifies, notify, owner, parent, old, new);
             }

@@ -59,6 +59,10 @@ pub struct ClientStats {
     pub ignored_evicted: u64,
     /// References to unknown objects not remembered because [`MAX_UNMAPPED`](super::MAX_UNMAPPED) were waiting.
     pub unmapped_dropped: u64,
+    /// References to objects the client has not remembered because
+    /// [`MAX_MAPPED`](super::MAX_MAPPED) were: if their target is destroyed they keep its GUID,
+    /// and its return fires no notify for them.
+    pub mapped_dropped: u64,
     /// Fast array deltas that decoded but could not be applied (late, or naming ids wrongly):
     /// stepped over, state untouched.
     pub fast_array_refused: u64,

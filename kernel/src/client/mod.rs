@@ -63,6 +63,11 @@ struct TearOff {
 /// reference is written as null and counted, not remembered.
 pub const MAX_UNMAPPED: usize = 16_384;
 
+/// References to objects the client has kept at most, by target (so a destroyed target's
+/// references wait for it again): beyond, a reference is not remembered and counted
+/// ([`ClientStats::mapped_dropped`]).
+pub const MAX_MAPPED: usize = 65_536;
+
 /// Feedbacks a reopen request rides in before the client gives up on it (the server answers
 /// the first one it can; a request for an actor the server no longer has is never answered).
 const REOPEN_TRIES: u8 = 8;
@@ -104,6 +109,10 @@ pub struct ClientWorld {
     /// Actors to ask the server to open again, with the feedbacks that carried the request.
     reopen: Vec<(NetGuid, u8)>,
     unmapped: unmapped::Unmapped,
+    /// References written to an object the client has, by target (the same index as
+    /// `unmapped`): when the target is destroyed they wait for it again, so its return fires
+    /// their notifies (UE's `MoveMappedObjectToUnmapped`).
+    mapped: unmapped::Unmapped,
     notifies: Vec<NotifyEvent>,
     events: Vec<ClientEvent>,
     /// Packets were applied since the last feedback.
@@ -141,6 +150,7 @@ impl ClientWorld {
             window: ReceiveWindow::new(Seq(1)),
             reopen: Vec::new(),
             unmapped: unmapped::Unmapped::default(),
+            mapped: unmapped::Unmapped::default(),
             notifies: Vec::new(),
             events: Vec::new(),
             unreported: false,

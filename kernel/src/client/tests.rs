@@ -230,3 +230,42 @@ fn a_target_arriving_fires_each_propertys_notify_once() {
     let Some(crate::value::Value::Array(old)) = &n.old else { panic!("the old array") };
     assert!(old.iter().all(|v| *v == crate::value::Value::Object(crate::value::ObjectRef(0))));
 }
+
+/// A reference to an actor the client destroys (its channel closed: out of relevancy, say) is
+/// written as null and waits for it again, without a notify; when the actor comes back the
+/// reference is written and its notify fires (UE's `MoveMappedObjectToUnmapped`). It had kept
+/// the GUID, and the actor's return fired nothing.
+#[test]
+fn references_to_a_destroyed_actor_wait_for_it_and_fire_when_it_returns() {
+    use crate::schema::Notify;
+    use crate::value::{ObjectRef, Value};
+    let layout = Arc::new(
+        ClassBuilder::new("Ref")
+            .property(PropertyDecl::new("Target", PropType::Object))
+            .property(PropertyDecl::new("Refs", PropType::array(PropType::Object)).notify(Notify::OnChangedWithOld))
+            .build()
+            .expect("valid layout"),
+    );
+    let mut c = ClientWorld::new(std::slice::from_ref(&layout), &[layout.checksum]).expect("same layout");
+    let (a, b) = (NetGuid(2), NetGuid(4));
+    let refs_of = |c: &ClientWorld| c.value(a, 1);
+    let p = packet(1, vec![Part::Bunch(a, true, refs(&layout, &[b.0, 0])), Part::Bunch(b, true, BitWriter::new())]);
+    assert_eq!(c.receive(&p), Ok(Receipt::Applied { bunches: 2, skipped: 0 }));
+    let p = packet(2, vec![Part::Bunch(a, false, refs(&layout, &[b.0, b.0]))]);
+    assert_eq!(c.receive(&p), Ok(Receipt::Applied { bunches: 1, skipped: 0 }));
+    let with = |x: u64, y: u64| Some(Value::Array(vec![Value::Object(ObjectRef(x)), Value::Object(ObjectRef(y))]));
+    assert_eq!(refs_of(&c), with(b.0, b.0));
+    c.take_notifies();
+    let p = packet(3, vec![Part::Close(b, CloseReason::Destroyed)]);
+    assert!(matches!(c.receive(&p), Ok(Receipt::Applied { .. })));
+    assert_eq!(refs_of(&c), with(0, 0), "its references read null");
+    assert!(c.take_notifies().is_empty(), "no notify on destroy");
+    assert_eq!(c.unmapped_count(), 2);
+    let p = packet(4, vec![Part::Bunch(b, true, BitWriter::new())]);
+    assert!(matches!(c.receive(&p), Ok(Receipt::Applied { .. })));
+    assert_eq!(refs_of(&c), with(b.0, b.0));
+    let notifies = c.take_notifies();
+    assert_eq!(notifies.len(), 1);
+    assert_eq!((notifies[0].guid, notifies[0].parent, notifies[0].old.clone()), (a, 1, with(0, 0)));
+    assert_eq!(c.unmapped_count(), 0);
+}

@@ -287,15 +287,17 @@ fn crafted_malformed_packets_are_refused_without_effect() {
             w.write_packed(0);
         });
     });
+    // (References of the recorded run to actors it destroyed wait for them already.)
+    let waiting = c.unmapped_count();
     assert_eq!(c.receive(&unknown_static), applied(3));
     assert_eq!(c.value(victim, 0), Some(Value::U32(0xdead_beef)));
     assert_eq!(c.value(victim, 6), Some(Value::Object(ObjectRef(0))), "held as null until GUID 7 is known");
-    assert_eq!(c.unmapped_count(), 2);
+    assert_eq!(c.unmapped_count(), waiting + 2);
     // Registering GUID 7 writes the reference that waited for it.
     assert!(c.register_static(NetGuid(7)));
     assert!(!c.register_static(NetGuid(8)), "an even GUID is not static");
     assert_eq!(c.value(victim, 6), Some(Value::Object(ObjectRef(7))));
-    assert_eq!(c.unmapped_count(), 1);
+    assert_eq!(c.unmapped_count(), waiting + 1);
     let ok = craft(seq + 1, |w| {
         valid(w);
         object_bunch(w, 7);
