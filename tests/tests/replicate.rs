@@ -155,125 +155,117 @@ fn shared_and_per_connection_encoding_write_the_same_packets() {
     assert!(compared > 200, "{compared} packets compared");
 }
 
+/// A server with the `Armed` class — health, owner-only ammo, and a Custom skin — and `n`
+/// clients over a perfect link.
+struct Armed {
+    driver: shadowrep::net::NetDriver,
+    store: shadowrep::store::ClassStore,
+    class: shadowrep::ids::ClassId,
+    conns: Vec<shadowrep::ids::ConnectionId>,
+    clients: Vec<shadowrep::client::ClientWorld>,
+}
+
+impl Armed {
+    fn new(n: usize) -> Armed {
+        use shadowrep::schema::{ClassBuilder, Condition, PropType, PropertyDecl};
+        let layout = std::sync::Arc::new(
+            ClassBuilder::new("Armed")
+                .property(PropertyDecl::new("Health", PropType::U32))
+                .property(PropertyDecl::new("Ammo", PropType::U32).condition(Condition::OwnerOnly))
+                .property(PropertyDecl::new("Skin", PropType::U32).condition(Condition::Custom))
+                .build()
+                .unwrap(),
+        );
+        let mut store = shadowrep::store::ClassStore::new(layout.clone());
+        let mut driver = shadowrep::net::NetDriver::new(DriverConfig::default()).unwrap();
+        let class = driver.register_class(&mut store).unwrap();
+        let conns: Vec<_> = (0..n).map(|_| driver.add_connection(false)).collect();
+        let clients = conns
+            .iter()
+            .map(|_| shadowrep::client::ClientWorld::new(std::slice::from_ref(&layout), &driver.checksums()).unwrap())
+            .collect();
+        Armed { driver, store, class, conns, clients }
+    }
+
+    /// One frame, every packet delivered and every feedback returned.
+    fn step(&mut self) -> shadowrep::net::TickStats {
+        let stats = self.driver.tick(&mut [&mut self.store]).unwrap();
+        for (c, &conn) in self.clients.iter_mut().zip(&self.conns) {
+            for p in self.driver.take_packets(conn).unwrap() {
+                c.receive(&p).unwrap();
+            }
+            self.driver.receive_feedback(conn, &c.feedback()).unwrap();
+        }
+        stats
+    }
+}
+
 /// The shared arena encodes what a simulated proxy receives, once; an owner-only property goes
 /// to its owner's connection, encoded there, and to nobody else.
 #[test]
 fn owner_only_changes_are_not_encoded_for_everybody() {
-    use shadowrep::client::ClientWorld;
-    use shadowrep::net::NetDriver;
-    use shadowrep::schema::{ClassBuilder, Condition, PropType, PropertyDecl};
-    use shadowrep::store::ClassStore;
     use shadowrep::value::Value;
-    let layout = std::sync::Arc::new(
-        ClassBuilder::new("Armed")
-            .property(PropertyDecl::new("Health", PropType::U32))
-            .property(PropertyDecl::new("Ammo", PropType::U32).condition(Condition::OwnerOnly))
-            .build()
-            .unwrap(),
-    );
-    let mut store = ClassStore::new(layout.clone());
-    let mut driver = NetDriver::new(DriverConfig::default()).unwrap();
-    let class = driver.register_class(&mut store).unwrap();
-    let conns = [driver.add_connection(false), driver.add_connection(false), driver.add_connection(false)];
-    let mut clients: Vec<ClientWorld> =
-        conns.iter().map(|_| ClientWorld::new(std::slice::from_ref(&layout), &driver.checksums()).unwrap()).collect();
-    let ids: Vec<_> = (0..10).map(|_| store.spawn()).collect();
-    driver.set_owner(class, &store, ids[0], Some(conns[0]), false).unwrap();
-    let step = |driver: &mut NetDriver, store: &mut ClassStore, clients: &mut [ClientWorld]| {
-        let stats = driver.tick(&mut [store]).unwrap();
-        for (c, &conn) in clients.iter_mut().zip(&conns) {
-            for p in driver.take_packets(conn).unwrap() {
-                c.receive(&p).unwrap();
-            }
-            driver.receive_feedback(conn, &c.feedback()).unwrap();
-        }
-        stats
-    };
-    step(&mut driver, &mut store, &mut clients);
+    let mut w = Armed::new(3);
+    let ids: Vec<_> = (0..10).map(|_| w.store.spawn()).collect();
+    w.driver.set_owner(w.class, &w.store, ids[0], Some(w.conns[0]), false).unwrap();
+    w.step();
     for v in 1..4u32 {
         // Only owner-only values change: nothing to share.
         for &id in &ids {
-            store.set(id, 1, &Value::U32(v)).unwrap();
+            w.store.set(id, 1, &Value::U32(v)).unwrap();
         }
-        assert_eq!(step(&mut driver, &mut store, &mut clients).shared_records, 0, "frame {v}");
+        assert_eq!(w.step().shared_records, 0, "frame {v}");
     }
-    let guid = driver.guid_of(class, ids[0]).unwrap();
-    assert_eq!(clients[0].value(guid, 1), Some(Value::U32(3)), "the owner got its ammo");
-    assert_eq!(clients[1].value(guid, 1), Some(Value::U32(0)), "nobody else did");
+    let guid = w.driver.guid_of(w.class, ids[0]).unwrap();
+    assert_eq!(w.clients[0].value(guid, 1), Some(Value::U32(3)), "the owner got its ammo");
+    assert_eq!(w.clients[1].value(guid, 1), Some(Value::U32(0)), "nobody else did");
     // Both change: health is shared (one record per actor), ammo is not.
     for &id in &ids {
-        store.set(id, 0, &Value::U32(50)).unwrap();
-        store.set(id, 1, &Value::U32(9)).unwrap();
+        w.store.set(id, 0, &Value::U32(50)).unwrap();
+        w.store.set(id, 1, &Value::U32(9)).unwrap();
     }
-    assert_eq!(step(&mut driver, &mut store, &mut clients).shared_records, ids.len());
-    assert_eq!(clients[0].value(guid, 1), Some(Value::U32(9)));
-    assert!(clients.iter().all(|c| c.value(guid, 0) == Some(Value::U32(50))));
+    assert_eq!(w.step().shared_records, ids.len());
+    assert_eq!(w.clients[0].value(guid, 1), Some(Value::U32(9)));
+    assert!(w.clients.iter().all(|c| c.value(guid, 0) == Some(Value::U32(50))));
 }
 
 /// A property that comes back for a connection (ownership back, a Custom condition on) brings
 /// what changed while it was off there — and nothing it already has (UE's inactive changelist).
 #[test]
 fn a_property_that_comes_back_brings_what_changed_while_it_was_off_and_nothing_else() {
-    use shadowrep::client::ClientWorld;
-    use shadowrep::net::NetDriver;
-    use shadowrep::schema::{ClassBuilder, Condition, PropType, PropertyDecl};
-    use shadowrep::store::ClassStore;
     use shadowrep::value::Value;
-    let layout = std::sync::Arc::new(
-        ClassBuilder::new("Armed")
-            .property(PropertyDecl::new("Health", PropType::U32))
-            .property(PropertyDecl::new("Ammo", PropType::U32).condition(Condition::OwnerOnly))
-            .property(PropertyDecl::new("Skin", PropType::U32).condition(Condition::Custom))
-            .build()
-            .unwrap(),
-    );
-    let mut store = ClassStore::new(layout.clone());
-    let mut driver = NetDriver::new(DriverConfig::default()).unwrap();
-    let class = driver.register_class(&mut store).unwrap();
-    let conns = [driver.add_connection(false), driver.add_connection(false)];
-    let mut clients: Vec<ClientWorld> =
-        conns.iter().map(|_| ClientWorld::new(std::slice::from_ref(&layout), &driver.checksums()).unwrap()).collect();
-    let id = store.spawn();
-    store.set(id, 1, &Value::U32(30)).unwrap();
-    store.set(id, 2, &Value::U32(7)).unwrap();
-    driver.set_owner(class, &store, id, Some(conns[0]), false).unwrap();
-    // One frame; the bunches it wrote.
-    let step = |driver: &mut NetDriver, store: &mut ClassStore, clients: &mut [ClientWorld]| {
-        let stats = driver.tick(&mut [store]).unwrap();
-        for (c, &conn) in clients.iter_mut().zip(&conns) {
-            for p in driver.take_packets(conn).unwrap() {
-                c.receive(&p).unwrap();
-            }
-            driver.receive_feedback(conn, &c.feedback()).unwrap();
-        }
-        stats.bunches
-    };
+    let mut w = Armed::new(2);
+    let (class, c0, c1) = (w.class, w.conns[0], w.conns[1]);
+    let id = w.store.spawn();
+    w.store.set(id, 1, &Value::U32(30)).unwrap();
+    w.store.set(id, 2, &Value::U32(7)).unwrap();
+    w.driver.set_owner(class, &w.store, id, Some(c0), false).unwrap();
     for _ in 0..3 {
-        step(&mut driver, &mut store, &mut clients);
+        w.step();
     }
-    let guid = driver.guid_of(class, id).unwrap();
-    assert_eq!(clients[0].value(guid, 1), Some(Value::U32(30)));
+    let guid = w.driver.guid_of(class, id).unwrap();
+    assert_eq!(w.clients[0].value(guid, 1), Some(Value::U32(30)));
     // Off for connection 0 and back, nothing changed meanwhile: nothing to send.
-    driver.set_owner(class, &store, id, Some(conns[1]), false).unwrap();
-    driver.set_custom_active(class, &store, id, 2, false).unwrap();
-    step(&mut driver, &mut store, &mut clients);
-    driver.set_owner(class, &store, id, Some(conns[0]), false).unwrap();
-    driver.set_custom_active(class, &store, id, 2, true).unwrap();
-    assert_eq!(step(&mut driver, &mut store, &mut clients), 0, "the clients have every value");
+    w.driver.set_owner(class, &w.store, id, Some(c1), false).unwrap();
+    w.driver.set_custom_active(class, &w.store, id, 2, false).unwrap();
+    w.step();
+    w.driver.set_owner(class, &w.store, id, Some(c0), false).unwrap();
+    w.driver.set_custom_active(class, &w.store, id, 2, true).unwrap();
+    assert_eq!(w.step().bunches, 0, "the clients have every value");
     // Off again, changed meanwhile: both come back with their new values.
-    driver.set_owner(class, &store, id, Some(conns[1]), false).unwrap();
-    driver.set_custom_active(class, &store, id, 2, false).unwrap();
-    store.set(id, 1, &Value::U32(12)).unwrap();
-    store.set(id, 2, &Value::U32(8)).unwrap();
-    step(&mut driver, &mut store, &mut clients);
-    assert_eq!(clients[0].value(guid, 1), Some(Value::U32(30)), "off: not sent");
-    assert_eq!(clients[0].value(guid, 2), Some(Value::U32(7)));
-    assert_eq!(clients[1].value(guid, 1), Some(Value::U32(12)), "the new owner's");
-    driver.set_owner(class, &store, id, Some(conns[0]), false).unwrap();
-    driver.set_custom_active(class, &store, id, 2, true).unwrap();
+    w.driver.set_owner(class, &w.store, id, Some(c1), false).unwrap();
+    w.driver.set_custom_active(class, &w.store, id, 2, false).unwrap();
+    w.store.set(id, 1, &Value::U32(12)).unwrap();
+    w.store.set(id, 2, &Value::U32(8)).unwrap();
+    w.step();
+    assert_eq!(w.clients[0].value(guid, 1), Some(Value::U32(30)), "off: not sent");
+    assert_eq!(w.clients[0].value(guid, 2), Some(Value::U32(7)));
+    assert_eq!(w.clients[1].value(guid, 1), Some(Value::U32(12)), "the new owner's");
+    w.driver.set_owner(class, &w.store, id, Some(c0), false).unwrap();
+    w.driver.set_custom_active(class, &w.store, id, 2, true).unwrap();
     // Connection 0: ammo and skin; connection 1: the skin (changed while off there too).
-    assert_eq!(step(&mut driver, &mut store, &mut clients), 2);
-    assert_eq!(clients[0].value(guid, 1), Some(Value::U32(12)));
-    assert_eq!(clients[1].value(guid, 2), Some(Value::U32(8)));
-    assert_eq!(clients[0].value(guid, 2), Some(Value::U32(8)));
+    assert_eq!(w.step().bunches, 2);
+    assert_eq!(w.clients[0].value(guid, 1), Some(Value::U32(12)));
+    assert_eq!(w.clients[0].value(guid, 2), Some(Value::U32(8)));
+    assert_eq!(w.clients[1].value(guid, 2), Some(Value::U32(8)));
 }
