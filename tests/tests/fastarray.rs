@@ -209,7 +209,7 @@ fn check_events(events: &[FastArrayEvent]) {
         match *e {
             FastArrayEvent::Added(id) => assert!(!removed.contains(&id) && held.insert(id), "{e:?}"),
             FastArrayEvent::Changed(id) => assert!(held.contains(&id), "{e:?}"),
-            FastArrayEvent::Removed(id) => assert!(held.remove(&id) && removed.insert(id), "{e:?}"),
+            FastArrayEvent::Removed(id, _) => assert!(held.remove(&id) && removed.insert(id), "{e:?}"),
         }
     }
 }

@@ -135,7 +135,7 @@ impl ClientWorld {
         if let Some(OpenHeader { class, kind: OpenKind::FastArray { owner } }) = b.open {
             if let Some(old) = self.fast.arrays.get(&guid) {
                 let events = &mut self.fast.events;
-                events.extend(old.copy.iter().map(|(id, _)| (guid, FastArrayEvent::Removed(id))));
+                events.extend(old.copy.iter().map(|(id, item)| (guid, FastArrayEvent::Removed(id, item.to_vec()))));
                 self.fast.remove(guid);
             }
             let copy = FastArrayReceiver::new(self.fast.kinds[class as usize].clone());

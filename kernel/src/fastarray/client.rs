@@ -41,10 +41,13 @@ pub trait FastArrayCallbacks {
 }
 
 /// A callback, as recorded by `Vec<FastArrayEvent>`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum FastArrayEvent {
-    /// [`FastArrayCallbacks::pre_replicated_remove`].
-    Removed(ReplicationId),
+    /// [`FastArrayCallbacks::pre_replicated_remove`], with the item's bytes as it was: the only
+    /// moment they can be read (UE's `PreReplicatedRemove` sees the item; cleanup code — the
+    /// ability an item granted — needs what it held). An added or changed item is read from the
+    /// array.
+    Removed(ReplicationId, Vec<u8>),
     /// [`FastArrayCallbacks::post_replicated_add`].
     Added(ReplicationId),
     /// [`FastArrayCallbacks::post_replicated_change`].
@@ -52,8 +55,8 @@ pub enum FastArrayEvent {
 }
 
 impl FastArrayCallbacks for Vec<FastArrayEvent> {
-    fn pre_replicated_remove(&mut self, id: ReplicationId, _: &[u8]) {
-        self.push(FastArrayEvent::Removed(id));
+    fn pre_replicated_remove(&mut self, id: ReplicationId, item: &[u8]) {
+        self.push(FastArrayEvent::Removed(id, item.to_vec()));
     }
     fn post_replicated_add(&mut self, id: ReplicationId, _: &[u8]) {
         self.push(FastArrayEvent::Added(id));

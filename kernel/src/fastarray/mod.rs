@@ -101,7 +101,8 @@
 //! server.write_delta(conn, &mut w).unwrap().expect("a change and a removal");
 //! events.clear();
 //! client.receive(w.bytes(), &mut events).unwrap();
-//! assert_eq!(events, [FastArrayEvent::Removed(shield), FastArrayEvent::Changed(sword)]);
+//! // The removed item comes with what it held (the only moment it can be read).
+//! assert_eq!(events, [FastArrayEvent::Removed(shield, vec![1, 0, 90, 0]), FastArrayEvent::Changed(sword)]);
 //! assert_eq!(client.item(sword), Some(&[1, 0, 99, 0][..]));
 //! assert_eq!(client.len(), 1);
 //! ```

@@ -99,7 +99,7 @@ fn a_fast_array_opens_with_its_owner_then_sends_only_what_changed_with_callbacks
     assert_eq!(
         events,
         [
-            (fa, FastArrayEvent::Removed(ids[7])),
+            (fa, FastArrayEvent::Removed(ids[7], slot(7, 100).to_vec())),
             (fa, FastArrayEvent::Added(added)),
             (fa, FastArrayEvent::Changed(ids[5]))
         ]
