@@ -378,3 +378,29 @@ fn a_sub_object_sleeps_and_wakes_with_its_dormant_owner() {
         assert_eq!(a.client(c).value(wg, AMMO), Some(Value::U32(12)), "client {c}: woken with its owner");
     }
 }
+
+/// The same when the sub-object comes before its owner in the send order (a smaller GUID, the same
+/// priority): flushed while far from a client, the owner's woken row is not yet dormant again
+/// when the sub-object's turn comes — it waits for its owner instead of being closed.
+#[test]
+fn a_sub_object_ranked_before_its_flushed_owner_stays_with_it() {
+    use shadowrep::net::Dormancy;
+    let mut a = Arena::new();
+    let w = a.weapons.spawn();
+    a.weapons.set(w, AMMO, &Value::U32(30)).unwrap();
+    let wg = a.driver.assign_guid(a.weapon, &a.weapons, w).unwrap();
+    let ch = a.characters.spawn();
+    a.characters.set(ch, LOCATION, &Value::Vector([100.0, 0.0, 0.0])).unwrap();
+    let cg = a.driver.assign_guid(a.character, &a.characters, ch).unwrap();
+    assert!(wg < cg);
+    a.driver.register_sub_object(a.weapon, &a.weapons, w, cg, SubObjectCondition::None).unwrap();
+    a.driver.set_net_dormancy(a.character, &a.characters, ch, Dormancy::DormantAll).unwrap();
+    a.run(8);
+    assert!(a.client(1).is_dormant(cg) && a.client(1).is_dormant(wg));
+    a.driver.set_viewers(a.clients[1].0, &[viewer([1.0e6, 0.0, 0.0], None)]).unwrap();
+    a.run(200);
+    a.driver.flush_net_dormancy(a.character, &a.characters, ch).unwrap();
+    a.run(60);
+    assert!(a.client(1).has(cg));
+    assert!(a.client(1).has(wg), "kept with its owner");
+}

@@ -537,7 +537,7 @@ fn process(ctx: &LevelCtx<'_>, run: &mut Run<'_>, conn: &mut Connection, scratch
                 // goes dormant where its owner is held dormant, whatever its own setting.
                 let tearing = due.actor.tearing;
                 let may_sleep = !tearing && !due.rel.only_relevant_to_owner;
-                let wants = |conn: &Connection| owner_dormant(conn, due) || wants_dormancy(ctx, ci, due);
+                let wants = |conn: &Connection| owner_hold(conn, due) == Held::Dormant || wants_dormancy(ctx, ci, due);
                 if may_sleep && has_channel && wants(conn) {
                     let before = ctx.write.bits_written(conn);
                     if go_dormant(ctx, ci, conn, st, ri as usize, guid) {
@@ -571,7 +571,10 @@ fn process(ctx: &LevelCtx<'_>, run: &mut Run<'_>, conn: &mut Connection, scratch
             // had been closed for relevancy — a dynamic actor destroyed on that client, a static
             // one's channel held open for good, keeping the actor awake).
             let woken = rows(conn)[ri as usize].state.flags & pair::WOKEN != 0;
-            if !tearing && !recently && woken && (owner_dormant(conn, due) || wants_dormancy(ctx, ci, due)) {
+            // A sub-object's owner held dormant here, or woken and not sent to since (it may yet
+            // go back to dormant, stale): the client keeps the owner, and the sub-object with it.
+            let owner = if !tearing && !recently { owner_hold(conn, due) } else { Held::No };
+            if !tearing && !recently && woken && (owner != Held::No || wants_dormancy(ctx, ci, due)) {
                 // Stale (`DORMANT | WOKEN`): the first frame the actor is relevant here again
                 // wakes it and sends what changed (see `candidates`).
                 rows(conn)[ri as usize].state.flags |= pair::DORMANT;
@@ -579,9 +582,16 @@ fn process(ctx: &LevelCtx<'_>, run: &mut Run<'_>, conn: &mut Connection, scratch
                 if let Some(dec) = decisions.as_deref_mut() {
                     dec.sends.push(SendDecision { guid, priority: key, action: Action::Dormant, bits: 0 });
                 }
-            } else if !tearing && !recently && owner_dormant(conn, due) {
-                if open(conn) && go_dormant(ctx, ci, conn, st, ri as usize, guid) {
-                    out.went_dormant += 1;
+            } else if owner != Held::No {
+                // Dormant with its owner once settled; until then what it owes goes out (it would
+                // never settle otherwise: not relevant, it is not replicated). An owner only woken
+                // leaves it as it is until the owner's fate here is known.
+                if owner == Held::Dormant && open(conn) {
+                    if go_dormant(ctx, ci, conn, st, ri as usize, guid) {
+                        out.went_dormant += 1;
+                    } else {
+                        replicate(ctx, ci, conn, st, ri as usize, d, &mut out.first_opens);
+                    }
                 }
             } else if (tearing || (!recently && !due.startup)) && open(conn) {
                 let before = ctx.write.bits_written(conn);
@@ -635,11 +645,26 @@ fn wants_dormancy(ctx: &LevelCtx<'_>, ci: u32, due: &DueActor) -> bool {
     due.dormancy.dormant() && dormant_for(due, ci, ctx.dormancy_hooks)
 }
 
-/// Whether sub-object `due`'s owner is held dormant on this connection (its channel closed for
-/// dormancy: the client keeps it as it was).
-fn owner_dormant(conn: &Connection, due: &DueActor) -> bool {
-    let Some((c, s)) = due.owner_slot else { return false };
-    conn.pairs.get(c, s).is_some_and(|ps| ps.flags & pair::DORMANT != 0)
+/// How a sub-object's owner's copy is held on a connection, as far as dormancy goes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Held {
+    /// Not a sub-object, or its owner is neither of the below.
+    No,
+    /// The owner's channel is closed for dormancy: the client keeps it as it was.
+    Dormant,
+    /// The owner was woken (flushed) and nothing was sent to it since: it may go back to
+    /// dormant here, stale, if it is not relevant.
+    Woken,
+}
+
+/// How sub-object `due`'s owner is held on this connection (dormancy).
+fn owner_hold(conn: &Connection, due: &DueActor) -> Held {
+    let Some((c, s)) = due.owner_slot else { return Held::No };
+    match conn.pairs.get(c, s).map(|ps| ps.flags) {
+        Some(f) if f & pair::DORMANT != 0 => Held::Dormant,
+        Some(f) if f & pair::WOKEN != 0 => Held::Woken,
+        _ => Held::No,
+    }
 }
 
 /// Why a channel of `due` closes when it is not relevant any more: torn off (the client keeps
