@@ -81,10 +81,14 @@ impl ClientWorld {
                 let _ = self.classes[class as usize].store.despawn(id);
                 self.unmapped.remove_owner(g);
                 self.mapped.remove_owner(g);
+                // At most half the waiting list for references to destroyed actors (which may
+                // never come back): the other half stays for objects on their way. Beyond, a
+                // reference keeps the GUID, and the actor's return fires no notify for it.
                 for slot in self.mapped.take_target(g) {
-                    self.write_reference(slot, NetGuid(0));
-                    if !self.unmapped.insert(slot, g, MAX_UNMAPPED) {
-                        self.stats.unmapped_dropped += 1;
+                    if self.unmapped.len() < MAX_UNMAPPED / 2 && self.unmapped.insert(slot, g, MAX_UNMAPPED) {
+                        self.write_reference(slot, NetGuid(0));
+                    } else {
+                        self.stats.mapped_dropped += 1;
                     }
                 }
                 self.spawn.remove(&g);

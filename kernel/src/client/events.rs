@@ -60,8 +60,9 @@ pub struct ClientStats {
     /// References to unknown objects not remembered because [`MAX_UNMAPPED`](super::MAX_UNMAPPED) were waiting.
     pub unmapped_dropped: u64,
     /// References to objects the client has not remembered because
-    /// [`MAX_MAPPED`](super::MAX_MAPPED) were: if their target is destroyed they keep its GUID,
-    /// and its return fires no notify for them.
+    /// [`MAX_MAPPED`](super::MAX_MAPPED) were, or to an actor destroyed while half of
+    /// [`MAX_UNMAPPED`](super::MAX_UNMAPPED) references waited already: they keep its GUID, and
+    /// its return fires no notify for them.
     pub mapped_dropped: u64,
     /// Fast array deltas that decoded but could not be applied (late, or naming ids wrongly):
     /// stepped over, state untouched.

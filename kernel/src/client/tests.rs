@@ -269,3 +269,30 @@ fn references_to_a_destroyed_actor_wait_for_it_and_fire_when_it_returns() {
     assert_eq!((notifies[0].guid, notifies[0].parent, notifies[0].old.clone()), (a, 1, with(0, 0)));
     assert_eq!(c.unmapped_count(), 0);
 }
+
+/// References to destroyed actors (which may never come back) take at most half the waiting
+/// list: with more than half of it waiting for objects on their way, a destroyed actor's
+/// references keep its GUID (counted) and take no room.
+#[test]
+fn references_to_destroyed_actors_never_crowd_out_those_waiting_for_arrivals() {
+    let layout = layout();
+    let mut c = ClientWorld::new(std::slice::from_ref(&layout), &[layout.checksum]).expect("same layout");
+    let mut seq = 1;
+    while c.unmapped_count() <= MAX_UNMAPPED / 2 {
+        let first = TARGETS + 2 * 1024 * seq as u64;
+        let targets: Vec<u64> = (0..1024).map(|i| first + 2 * i).collect();
+        let p = packet(seq, vec![Part::Bunch(NetGuid(2 * seq as u64), true, refs(&layout, &targets))]);
+        assert!(matches!(c.receive(&p), Ok(Receipt::Applied { .. })));
+        seq += 1;
+    }
+    let waiting = c.unmapped_count();
+    let (a, b) = (NetGuid(FRESH), NetGuid(FRESH + 2));
+    let p = packet(seq, vec![Part::Bunch(b, true, BitWriter::new()), Part::Bunch(a, true, refs(&layout, &[b.0]))]);
+    assert!(matches!(c.receive(&p), Ok(Receipt::Applied { .. })));
+    let p = packet(seq + 1, vec![Part::Close(b, CloseReason::Destroyed)]);
+    assert!(matches!(c.receive(&p), Ok(Receipt::Applied { .. })));
+    assert_eq!(c.unmapped_count(), waiting, "no room taken");
+    assert_eq!(c.stats().mapped_dropped, 1);
+    let (store, id) = c.actor(a).expect("a");
+    assert_eq!(&store.array_bytes(id.index, 0)[..8], &b.0.to_le_bytes(), "the GUID kept");
+}
