@@ -79,6 +79,9 @@ pub(crate) struct LevelCtx<'a> {
     pub owner_only: usize,
     /// Due actors that are tearing off.
     pub tearing: usize,
+    /// Some actor keeps records of leaves inactive for a connection ([`super::roles`]): the
+    /// channels closed are reported, so their records go with them.
+    pub report_closes: bool,
     /// The due owners' fast arrays with their versions (`DueActor::fast_arrays` ranges).
     pub fast_arrays: &'a [(NetGuid, Option<super::fastarrays::ArrayStamp>)],
     /// The due actors' ranks by GUID: the send order's tie-break.
@@ -108,6 +111,9 @@ pub(crate) struct Outcome {
     /// Due indices of the actors this connection opened first this frame (their open slots
     /// are emptied after the frame: [`super::opens::OpenCache::end_frame`]).
     pub first_opens: Vec<u32>,
+    /// With [`LevelCtx::report_closes`]: due indices of the actors whose channel this connection
+    /// closed (the client destroyed its copy: what it lacked while inactive is everything now).
+    pub closed: Vec<u32>,
     /// With adaptive frequency: due indices of the actors this connection was sent something of
     /// (their `ReplicateActor` wrote a bunch), for [`super::consider::ConsiderClock::replicated`].
     pub replicated: Vec<u32>,
@@ -190,7 +196,7 @@ pub(crate) fn replicate_connection(ctx: &LevelCtx<'_>, ci: u32, conn: &mut Conne
             d.relevant = scratch.relevant.iter().map(|&i| ctx.due[i as usize].rel.guid).collect();
             d.relevant.sort_unstable();
         }
-        candidates(ctx, ci, conn, &mut scratch);
+        candidates(ctx, ci, conn, &mut scratch, &mut out.closed);
         // The closes come first in the frame's packets, the gone actors' among them (found by
         // the walk just done): nothing before this point writes.
         ctx.write.write_closes(conn, &mut st);
@@ -311,7 +317,7 @@ struct Cand {
 /// its index now plus the scratch rows before it, so the candidates name their rows as they will
 /// be. (A first walk that added the scratch rows and a second that listed the merged rows read
 /// every row twice.)
-fn candidates(ctx: &LevelCtx<'_>, ci: u32, conn: &mut Connection, scratch: &mut Scratch) {
+fn candidates(ctx: &LevelCtx<'_>, ci: u32, conn: &mut Connection, scratch: &mut Scratch, closed: &mut Vec<u32>) {
     let Scratch { relevant, fresh, cands, .. } = scratch;
     let (next_epoch, closes, viewers) = (&mut conn.next_epoch, &mut conn.closes, &conn.viewers);
     let Pairs::Channels { rows, dormant } = &mut conn.pairs else { unreachable!("the actor level keeps channel rows") };
@@ -403,6 +409,9 @@ fn candidates(ctx: &LevelCtx<'_>, ci: u32, conn: &mut Connection, scratch: &mut 
                     closes.push(PendingClose { guid: due.actor.guid, reason: close_reason(due) });
                 }
                 row.state.flags = 0;
+                if ctx.report_closes {
+                    closed.push(d);
+                }
             }
             continue;
         }
@@ -600,6 +609,9 @@ fn process(ctx: &LevelCtx<'_>, run: &mut Run<'_>, conn: &mut Connection, scratch
                     // A torn row stays marked until the frame's end: its sub-objects, ranked
                     // after it, still find their owner on the client.
                     rows(conn)[ri as usize].state.flags = if tearing { pair::TORN } else { 0 };
+                    if ctx.report_closes {
+                        out.closed.push(d);
+                    }
                     let bits = (ctx.write.bits_written(conn) - before) as u32;
                     if let Some(dec) = decisions.as_deref_mut() {
                         let action = if tearing { Action::TornOff } else { Action::Closed };

@@ -413,6 +413,7 @@ impl NetDriver {
             conditioned: level.conditioned,
             owner_only: level.owner_only,
             tearing: level.tearing,
+            report_closes: !self.inactive.is_empty(),
             time,
             cfg: &level.cfg,
         };
@@ -457,6 +458,18 @@ impl NetDriver {
                 cols.clock[d.slot as usize].replicated(time.now, &f, n);
             }
         }
+        // Channels closed (the clients destroyed their copies): their records of inactive leaves
+        // go (an epoch of a later channel could match theirs).
+        let closed: Vec<(u32, u32, usize)> = outcomes
+            .iter()
+            .enumerate()
+            .flat_map(|(ci, o)| o.closed.iter().map(move |&d| (ci, d)))
+            .map(|(ci, d)| (level.due[d as usize].class, level.due[d as usize].slot, ci))
+            .collect();
+        for (class, slot, ci) in closed {
+            self.forget_inactive(class, slot, ci);
+        }
+        let level = self.level.as_ref().expect("checked above");
         // Left over by some connection: considered again next frame. One pass in due order
         // (class, slot ascending), each actor once, however many connections left it over.
         for (d, _) in level.due.iter().zip(&pending).filter(|&(_, &p)| p) {
