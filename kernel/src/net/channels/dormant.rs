@@ -5,8 +5,10 @@
 use super::{lane_set, rows, Cand, LevelCtx};
 use crate::ids::NetGuid;
 use crate::net::connection::{pair, Connection, PendingClose};
+use crate::net::dormancy::dormant_for;
 use crate::net::level::NOT_DUE;
 use crate::net::pairs::{split_key, Pairs};
+use crate::net::relevancy::DueActor;
 use crate::net::send::FrameWrite;
 use crate::wire::open::CloseReason;
 
@@ -63,5 +65,32 @@ pub(super) fn held_awake_idle(ctx: &LevelCtx<'_>, conn: &mut Connection, awake: 
         if d != NOT_DUE && ctx.due[d as usize].sleepy {
             awake.push(d);
         }
+    }
+}
+
+/// Whether `due` wants to be dormant for connection `ci` by its own setting.
+pub(super) fn wants_dormancy(ctx: &LevelCtx<'_>, ci: u32, due: &DueActor) -> bool {
+    due.dormancy.dormant() && dormant_for(due, ci, ctx.dormancy_hooks)
+}
+
+/// How a sub-object's owner's copy is held on a connection, as far as dormancy goes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Held {
+    /// Not a sub-object, or its owner is neither of the below.
+    No,
+    /// The owner's channel is closed for dormancy: the client keeps it as it was.
+    Dormant,
+    /// The owner was woken (flushed) and nothing was sent to it since: it may go back to
+    /// dormant here, stale, if it is not relevant.
+    Woken,
+}
+
+/// How sub-object `due`'s owner is held on this connection (dormancy).
+pub(super) fn owner_hold(conn: &Connection, due: &DueActor) -> Held {
+    let Some((c, s)) = due.owner_slot else { return Held::No };
+    match conn.pairs.get(c, s).map(|ps| ps.flags) {
+        Some(f) if f & pair::DORMANT != 0 => Held::Dormant,
+        Some(f) if f & pair::WOKEN != 0 => Held::Woken,
+        _ => Held::No,
     }
 }

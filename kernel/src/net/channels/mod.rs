@@ -33,24 +33,24 @@
 
 use super::connection::{pair, Connection, PendingClose};
 use super::consider::{jitter, ServerTime};
-use super::dormancy::{dormant_for, DormancyHook};
-use super::fastarrays::OwnerChannel;
+use super::dormancy::DormancyHook;
 use super::level::NOT_DUE;
 use super::pairs::{merge_rows, split_key, Channel, Pairs};
-use super::plan::plan_pair;
 use super::priority::{priority_key, SendOrder, SPAWN_PRIORITY_SECONDS};
 use super::relevancy::{DueActor, RelevancyHook, RelevancyIndex};
 use super::send::{WriteCtx, Written};
 use super::settings::ActorLevelConfig;
 use crate::compare::prefetch_lines;
-use crate::ids::{Frame, LeafMask, NetGuid};
+use crate::ids::{Frame, NetGuid};
 use crate::wire::open::CloseReason;
 use std::time::Instant;
 
 pub use super::decisions::{Action, FrameDecisions, SendDecision};
 
 mod dormant;
-use dormant::{go_dormant, held_awake, held_awake_idle};
+mod replicate;
+use dormant::{go_dormant, held_awake, held_awake_idle, owner_hold, wants_dormancy, Held};
+use replicate::{leftovers, replicate};
 
 /// What the per-connection step reads.
 pub(crate) struct LevelCtx<'a> {
@@ -652,33 +652,6 @@ fn owner_held(conn: &Connection, due: &DueActor) -> bool {
     conn.pairs.get(c, s).is_some_and(|ps| ps.flags & (pair::CHANNEL | pair::DORMANT | pair::TORN) != 0)
 }
 
-/// Whether `due` wants to be dormant for connection `ci` by its own setting.
-fn wants_dormancy(ctx: &LevelCtx<'_>, ci: u32, due: &DueActor) -> bool {
-    due.dormancy.dormant() && dormant_for(due, ci, ctx.dormancy_hooks)
-}
-
-/// How a sub-object's owner's copy is held on a connection, as far as dormancy goes.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Held {
-    /// Not a sub-object, or its owner is neither of the below.
-    No,
-    /// The owner's channel is closed for dormancy: the client keeps it as it was.
-    Dormant,
-    /// The owner was woken (flushed) and nothing was sent to it since: it may go back to
-    /// dormant here, stale, if it is not relevant.
-    Woken,
-}
-
-/// How sub-object `due`'s owner is held on this connection (dormancy).
-fn owner_hold(conn: &Connection, due: &DueActor) -> Held {
-    let Some((c, s)) = due.owner_slot else { return Held::No };
-    match conn.pairs.get(c, s).map(|ps| ps.flags) {
-        Some(f) if f & pair::DORMANT != 0 => Held::Dormant,
-        Some(f) if f & pair::WOKEN != 0 => Held::Woken,
-        _ => Held::No,
-    }
-}
-
 /// Why a channel of `due` closes when it is not relevant any more: torn off (the client keeps
 /// its copy), or not (the client destroys it).
 fn close_reason(due: &DueActor) -> CloseReason {
@@ -686,99 +659,5 @@ fn close_reason(due: &DueActor) -> CloseReason {
         CloseReason::TornOff
     } else {
         CloseReason::Destroyed
-    }
-}
-
-/// Plans and writes what the pair in row `row` owes.
-fn replicate(
-    ctx: &LevelCtx<'_>,
-    ci: u32,
-    conn: &mut Connection,
-    st: &mut super::send::FrameWrite,
-    row: usize,
-    d: u32,
-    first_opens: &mut Vec<u32>,
-) {
-    let due = &ctx.due[d as usize];
-    let c = &ctx.write.classes[due.class as usize];
-    let actor = &due.actor;
-    let replay = conn.replay;
-    let ps = &mut rows(conn)[row].state;
-    // The common case of an actor at rest on an open channel: nothing owed, no lookups.
-    let at_rest = ps.sent_through == due.since
-        && due.changed.is_empty()
-        && ps.resend.is_empty()
-        && ps.flags & pair::OPEN_ACKED != 0;
-    // A pair that replicated when the actor was last considered owes what this frame's compare
-    // found (shared by every such connection); one further behind asks the history.
-    let item = if at_rest {
-        ps.sent_through = ctx.time.frame;
-        None
-    } else {
-        let (this_frame, catch_up) = if ps.sent_through == due.since {
-            (due.changed, false)
-        } else {
-            (LeafMask::EMPTY, ps.sent_through == Frame(0) || due.last_changed > ps.sent_through)
-        };
-        plan_pair(ci, replay, ps, c, (due.class, due.slot), actor, this_frame, catch_up, ctx.time.frame)
-    };
-    if let Some(item) = item {
-        let shared = ctx.write.arena.and_then(|a| a.at(due.shared));
-        // The actor's own bunches (not the exports written before them).
-        let entries = conn.rel.entries.len();
-        // An open's spawn info and records are the same for every connection that opens the
-        // actor this frame: the third to open it encodes them for the rest ([`super::opens`]).
-        let whole = item.leaves == c.fixed_leaves;
-        let encode = |bits: &mut _| ctx.write.encode_open(&item, bits);
-        let opened = item.open.then(|| ctx.opens.for_open(d, whole, first_opens, encode)).flatten();
-        ctx.write.write(conn, st, &item, shared, opened);
-        // Its newest bunch is in the open packet: a write that starts a packet leaves it open.
-        // (One that finishes a packet and finds the window full records the number of a packet
-        // not started: later than the real one, which only keeps the pair waiting longer.)
-        if conn.rel.entries.len() > entries {
-            let open = conn.rel.next_seq().0 as u16;
-            let ps = &mut rows(conn)[row].state;
-            ps.last_packet = open;
-            if item.open {
-                // What each of its bunches' entries would have marked (`WriteCtx::marks_opens`).
-                ps.flags |= pair::OPEN_SENT | pair::EVER_OPENED;
-            }
-        }
-    }
-    // Its fast arrays follow its bunch — from the bunch that carries its open on, as UE
-    // serializes them in the actor's first bunch; its row says (no lookup).
-    if actor.fast {
-        let ps = rows(conn)[row].state;
-        let sent = ps.flags & (pair::OPEN_ACKED | pair::OPEN_SENT) != 0;
-        let channel = if sent { OwnerChannel::Open(ps.epoch) } else { OwnerChannel::Missing };
-        ctx.write.write_listed_fast_arrays((ci, conn), st, actor, ctx.fast_arrays_of(due), channel);
-    }
-}
-
-/// UE's leftovers: a channel relevant within the last second, or an actor relevant now, is
-/// considered again next frame — a relevant one's channel marked relevant for a while longer
-/// (`RelevantTime = now + 0.5 · FRand`), as a relevancy check that says yes does.
-fn leftovers(
-    ctx: &LevelCtx<'_>,
-    ci: u32,
-    conn: &mut Connection,
-    cands: &[Cand],
-    rest: impl Iterator<Item = u32>,
-    pending: &mut Vec<u32>,
-) {
-    let now = ctx.time.now;
-    let rows = rows(conn);
-    for index in rest {
-        let Cand { row, due: d, relevant_now } = cands[index as usize];
-        let row = &mut rows[row as usize];
-        let has_channel = row.state.flags & pair::CHANNEL != 0;
-        if has_channel && now - row.relevant_time <= 1.0 {
-            pending.push(d);
-        } else if relevant_now {
-            pending.push(d);
-            if has_channel {
-                row.relevant_time = relevant_until(now, ctx.due[d as usize].actor.guid, ci, ctx.time.frame);
-            }
-        }
     }
 }

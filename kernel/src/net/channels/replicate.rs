@@ -1,0 +1,103 @@
+//! Replicating one candidate on one connection's frame (what its pair owes, its open, its fast
+//! arrays) and UE's leftovers of a saturated frame.
+
+use super::{relevant_until, rows, Cand, LevelCtx};
+use crate::ids::{Frame, LeafMask};
+use crate::net::connection::{pair, Connection};
+use crate::net::fastarrays::OwnerChannel;
+use crate::net::plan::plan_pair;
+use crate::net::send::FrameWrite;
+
+/// Plans and writes what the pair in row `row` owes.
+pub(super) fn replicate(
+    ctx: &LevelCtx<'_>,
+    ci: u32,
+    conn: &mut Connection,
+    st: &mut FrameWrite,
+    row: usize,
+    d: u32,
+    first_opens: &mut Vec<u32>,
+) {
+    let due = &ctx.due[d as usize];
+    let c = &ctx.write.classes[due.class as usize];
+    let actor = &due.actor;
+    let replay = conn.replay;
+    let ps = &mut rows(conn)[row].state;
+    // The common case of an actor at rest on an open channel: nothing owed, no lookups.
+    let at_rest = ps.sent_through == due.since
+        && due.changed.is_empty()
+        && ps.resend.is_empty()
+        && ps.flags & pair::OPEN_ACKED != 0;
+    // A pair that replicated when the actor was last considered owes what this frame's compare
+    // found (shared by every such connection); one further behind asks the history.
+    let item = if at_rest {
+        ps.sent_through = ctx.time.frame;
+        None
+    } else {
+        let (this_frame, catch_up) = if ps.sent_through == due.since {
+            (due.changed, false)
+        } else {
+            (LeafMask::EMPTY, ps.sent_through == Frame(0) || due.last_changed > ps.sent_through)
+        };
+        plan_pair(ci, replay, ps, c, (due.class, due.slot), actor, this_frame, catch_up, ctx.time.frame)
+    };
+    if let Some(item) = item {
+        let shared = ctx.write.arena.and_then(|a| a.at(due.shared));
+        // The actor's own bunches (not the exports written before them).
+        let entries = conn.rel.entries.len();
+        // An open's spawn info and records are the same for every connection that opens the
+        // actor this frame: the third to open it encodes them for the rest ([`super::opens`]).
+        let whole = item.leaves == c.fixed_leaves;
+        let encode = |bits: &mut _| ctx.write.encode_open(&item, bits);
+        let opened = item.open.then(|| ctx.opens.for_open(d, whole, first_opens, encode)).flatten();
+        ctx.write.write(conn, st, &item, shared, opened);
+        // Its newest bunch is in the open packet: a write that starts a packet leaves it open.
+        // (One that finishes a packet and finds the window full records the number of a packet
+        // not started: later than the real one, which only keeps the pair waiting longer.)
+        if conn.rel.entries.len() > entries {
+            let open = conn.rel.next_seq().0 as u16;
+            let ps = &mut rows(conn)[row].state;
+            ps.last_packet = open;
+            if item.open {
+                // What each of its bunches' entries would have marked (`WriteCtx::marks_opens`).
+                ps.flags |= pair::OPEN_SENT | pair::EVER_OPENED;
+            }
+        }
+    }
+    // Its fast arrays follow its bunch — from the bunch that carries its open on, as UE
+    // serializes them in the actor's first bunch; its row says (no lookup).
+    if actor.fast {
+        let ps = rows(conn)[row].state;
+        let sent = ps.flags & (pair::OPEN_ACKED | pair::OPEN_SENT) != 0;
+        let channel = if sent { OwnerChannel::Open(ps.epoch) } else { OwnerChannel::Missing };
+        ctx.write.write_listed_fast_arrays((ci, conn), st, actor, ctx.fast_arrays_of(due), channel);
+    }
+}
+
+/// UE's leftovers: a channel relevant within the last second, or an actor relevant now, is
+/// considered again next frame — a relevant one's channel marked relevant for a while longer
+/// (`RelevantTime = now + 0.5 · FRand`), as a relevancy check that says yes does.
+pub(super) fn leftovers(
+    ctx: &LevelCtx<'_>,
+    ci: u32,
+    conn: &mut Connection,
+    cands: &[Cand],
+    rest: impl Iterator<Item = u32>,
+    pending: &mut Vec<u32>,
+) {
+    let now = ctx.time.now;
+    let rows = rows(conn);
+    for index in rest {
+        let Cand { row, due: d, relevant_now } = cands[index as usize];
+        let row = &mut rows[row as usize];
+        let has_channel = row.state.flags & pair::CHANNEL != 0;
+        if has_channel && now - row.relevant_time <= 1.0 {
+            pending.push(d);
+        } else if relevant_now {
+            pending.push(d);
+            if has_channel {
+                row.relevant_time = relevant_until(now, ctx.due[d as usize].actor.guid, ci, ctx.time.frame);
+            }
+        }
+    }
+}
