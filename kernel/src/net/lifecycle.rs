@@ -349,7 +349,20 @@ impl NetDriver {
                 continue;
             }
             let replicated = frame.0 >= t.since.0 + 2;
-            let waited_for = self.level.is_some() && class.cols.clock[t.slot as usize].pending_net_update;
+            // At the actor level: a connection that left it over. Without it: a connection whose
+            // full sequence window deferred the last update (it owes it: the leaves wait in the
+            // pair's resend set, sent as soon as the window opens) — for at most a window's worth
+            // of frames, as a client that far behind gets the close anyway.
+            let waited_for = match self.level {
+                Some(_) => class.cols.clock[t.slot as usize].pending_net_update,
+                None => {
+                    frame.0 < t.since.0 + 1 + crate::wire::feedback::ACK_WINDOW
+                        && self
+                            .conns
+                            .iter()
+                            .any(|c| !c.removed && c.pair_ref(t.class, t.slot).is_some_and(|ps| !ps.resend.is_empty()))
+                }
+            };
             if replicated && !waited_for {
                 self.tear_off_slot(t.class as usize, t.slot, t.guid);
             } else {

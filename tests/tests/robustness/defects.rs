@@ -304,3 +304,32 @@ fn changes_made_while_the_window_is_full_are_not_forgotten() {
     }
     assert_eq!(b.client.value(quiet_guid, 0), Some(Value::U64(99)));
 }
+
+/// A tear-off's last update that a full sequence window deferred goes out when the window opens,
+/// before the close (without the actor level): the tear-off waits while the connection owes it.
+/// It had been dropped when the tear-off finished, and the client kept its older value.
+#[test]
+fn a_tear_offs_last_update_deferred_by_a_full_window_still_arrives() {
+    let mut b =
+        Bench::new(ClassBuilder::new("C").property(PropertyDecl::new("N", PropType::U32)), DriverConfig::default());
+    let a = b.store.spawn();
+    let g = b.guid(a);
+    b.run(3);
+    // The client gets every packet but the server hears nothing: its window fills.
+    for v in 1..=300u32 {
+        b.store.set(a, 0, &Value::U32(v)).unwrap();
+        let p = b.tick();
+        for p in &p {
+            b.client.receive(p).unwrap();
+        }
+    }
+    assert!(b.tick().is_empty(), "the window is full");
+    b.store.set(a, 0, &Value::U32(0)).unwrap();
+    b.driver.tear_off(b.class, &b.store, a).unwrap();
+    assert!(b.tick().is_empty(), "the last update deferred");
+    // The client is heard from again.
+    b.feed_back();
+    b.run(4);
+    assert!(b.client.is_torn_off(g));
+    assert_eq!(b.client.value(g, 0), Some(Value::U32(0)), "the last update, then the close");
+}
