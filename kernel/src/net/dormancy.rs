@@ -278,8 +278,7 @@ impl NetDriver {
     fn wake(&mut self, ci: usize, slot: usize) {
         let now = self.server_time();
         let guid = self.classes[ci].actors[slot].guid;
-        let subs = self.subs.inner.get(&guid).map_or(&[][..], |l| &l[..]);
-        let subs: Vec<(u32, u32)> = subs.iter().filter_map(|g| self.guids.get(g).copied()).collect();
+        let subs = self.sub_slots(guid).into_iter().map(|(c, s, _)| (c, s));
         for (c, s) in std::iter::once((ci as u32, slot as u32)).chain(subs) {
             let cols = &mut self.classes[c as usize].cols;
             cols.set_asleep(s as usize, false);

@@ -229,6 +229,12 @@ impl NetDriver {
         self.subs.inner.get(&owner).map_or(&[], |v| &v[..])
     }
 
+    /// Actor `owner`'s live sub-objects as (class, slot, GUID), in registration order (a list
+    /// of its own: the caller changes the driver as it walks them).
+    pub(super) fn sub_slots(&self, owner: NetGuid) -> Vec<(u32, u32, NetGuid)> {
+        self.sub_objects(owner).iter().filter_map(|&g| self.guids.get(&g).map(|&(c, s)| (c, s, g))).collect()
+    }
+
     /// An actor is gone: as a sub-object it leaves its owner's list; as an owner its sub-objects
     /// stop replicating (each client destroyed them with the owner) and their rows go.
     pub(super) fn forget_sub_objects(&mut self, guid: NetGuid) {
@@ -311,10 +317,8 @@ impl NetDriver {
             return Ok(());
         }
         // Its sub-objects go with it (clients keep them, linked to the torn-off owner).
-        for sub in self.subs.inner.get(&guid).cloned().unwrap_or_default() {
-            if let Some(&(sc, ss)) = self.guids.get(&sub) {
-                self.begin_tear_off(sc as usize, ss, sub);
-            }
+        for (sc, ss, sub) in self.sub_slots(guid) {
+            self.begin_tear_off(sc as usize, ss, sub);
         }
         self.begin_tear_off(ci, id.index, guid);
         Ok(())

@@ -84,14 +84,9 @@ impl NetDriver {
         }
         self.class_for(class, store)?;
         let guid = self.actor_mut(class, store, id)?.guid;
-        self.set_roles(class.0, id.index, |a| {
-            a.owner = owner.map(|o| o.0);
-            a.autonomous = autonomous;
-        });
         // Its sub-objects are owned by whoever owns it.
-        let subs = self.subs.inner.get(&guid).cloned().unwrap_or_default();
-        let subs: Vec<(u32, u32)> = subs.iter().filter_map(|g| self.guids.get(g).copied()).collect();
-        for (c, s) in subs {
+        let subs = self.sub_slots(guid).into_iter().map(|(c, s, _)| (c, s));
+        for (c, s) in std::iter::once((class.0, id.index)).chain(subs) {
             self.set_roles(c, s, |a| {
                 a.owner = owner.map(|o| o.0);
                 a.autonomous = autonomous;

@@ -40,7 +40,7 @@
 use crate::compare::PushMode;
 use crate::ids::{Frame, LeafMask, NetGuid, Seq};
 use crate::net::budget::Budget;
-use crate::net::channels::{relevant_until, Action, FrameDecisions, SendDecision};
+use crate::net::channels::{close_reason, relevant_until, Action, FrameDecisions, SendDecision};
 use crate::net::connection::{Connection, PendingClose};
 use crate::net::consider::{ConsiderClock, ServerTime};
 use crate::net::fastarrays::{FastSent, OwnerChannel, Side};
@@ -462,7 +462,7 @@ impl ReferenceFrame {
                         && viewers.iter().all(|v| v.view_target.is_some())
                         && rc.channels.remove(&a.guid).is_some_and(|ch| ch.open_sent)
                     {
-                        let reason = if net.tearing { CloseReason::TornOff } else { CloseReason::Destroyed };
+                        let reason = close_reason(net.tearing);
                         rc.conn.closes.push(PendingClose { guid: a.guid, reason });
                     }
                     continue;
@@ -543,7 +543,7 @@ impl ReferenceFrame {
                 // actor's right after its last bunch.
                 if rc.channels.contains_key(&guid) && (net.tearing || (!recently && !startup)) {
                     let before = write.bits_written(&rc.conn);
-                    let reason = if net.tearing { CloseReason::TornOff } else { CloseReason::Destroyed };
+                    let reason = close_reason(net.tearing);
                     if write.write_close(&mut rc.conn, &mut st, PendingClose { guid, reason }) {
                         rc.channels.remove(&guid);
                         let bits = (write.bits_written(&rc.conn) - before) as u32;

@@ -406,7 +406,7 @@ fn candidates(ctx: &LevelCtx<'_>, ci: u32, conn: &mut Connection, scratch: &mut 
             let lapsed = ctx.time.now - row.relevant_time >= ctx.cfg.relevant_timeout;
             if lapsed && !due.startup && viewers.iter().all(|v| v.view_target.is_some()) {
                 if row.state.flags & pair::EVER_OPENED != 0 {
-                    closes.push(PendingClose { guid: due.actor.guid, reason: close_reason(due) });
+                    closes.push(PendingClose { guid: due.actor.guid, reason: close_reason(due.actor.tearing) });
                 }
                 row.state.flags = 0;
                 if ctx.report_closes {
@@ -519,6 +519,7 @@ fn process(ctx: &LevelCtx<'_>, run: &mut Run<'_>, conn: &mut Connection, scratch
             let recheck = !has_channel || now - row.relevant_time >= recheck_after;
             let relevant = recheck && relevant_now;
             let recently = allowed && (relevant || (has_channel && now - row.relevant_time < ctx.cfg.relevant_timeout));
+            let tearing = due.actor.tearing;
             if recently {
                 if !has_channel {
                     row.state.flags |= pair::CHANNEL;
@@ -544,7 +545,6 @@ fn process(ctx: &LevelCtx<'_>, run: &mut Run<'_>, conn: &mut Connection, scratch
                 // an owner-only actor keeps replicating, whatever its setting.
                 // A sub-object rides its owner's channel in UE, closed with it for dormancy: it
                 // goes dormant where its owner is held dormant, whatever its own setting.
-                let tearing = due.actor.tearing;
                 let may_sleep = !tearing && !due.rel.only_relevant_to_owner;
                 let wants = |conn: &Connection| owner_hold(conn, due) == Held::Dormant || wants_dormancy(ctx, ci, due);
                 if may_sleep && has_channel && wants(conn) {
@@ -572,7 +572,6 @@ fn process(ctx: &LevelCtx<'_>, run: &mut Run<'_>, conn: &mut Connection, scratch
             // whose actor is torn off — right after its last bunch. A sub-object whose owner is
             // held dormant here stays with it (the client keeps the owner): it goes dormant too,
             // once settled.
-            let tearing = due.actor.tearing;
             let open = |conn: &mut Connection| rows(conn)[ri as usize].state.flags & pair::CHANNEL != 0;
             // A copy woken (flushed) on a connection it is not relevant to, and not sent to
             // since: UE's channel stayed closed and the client keeps its dormant copy. Nothing
@@ -604,7 +603,7 @@ fn process(ctx: &LevelCtx<'_>, run: &mut Run<'_>, conn: &mut Connection, scratch
                 }
             } else if (tearing || (!recently && !due.startup)) && open(conn) {
                 let before = ctx.write.bits_written(conn);
-                let close = PendingClose { guid, reason: close_reason(due) };
+                let close = PendingClose { guid, reason: close_reason(tearing) };
                 if ctx.write.write_close(conn, st, close) {
                     // A torn row stays marked until the frame's end: its sub-objects, ranked
                     // after it, still find their owner on the client.
@@ -652,10 +651,10 @@ fn owner_held(conn: &Connection, due: &DueActor) -> bool {
     conn.pairs.get(c, s).is_some_and(|ps| ps.flags & (pair::CHANNEL | pair::DORMANT | pair::TORN) != 0)
 }
 
-/// Why a channel of `due` closes when it is not relevant any more: torn off (the client keeps
-/// its copy), or not (the client destroys it).
-fn close_reason(due: &DueActor) -> CloseReason {
-    if due.actor.tearing {
+/// Why a channel closes when it is not relevant any more, or its actor is `tearing` off: torn
+/// off (the client keeps its copy), or not (the client destroys it). The reference closes alike.
+pub(crate) fn close_reason(tearing: bool) -> CloseReason {
+    if tearing {
         CloseReason::TornOff
     } else {
         CloseReason::Destroyed
