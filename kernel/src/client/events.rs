@@ -67,6 +67,12 @@ pub struct ClientStats {
     /// Fast array deltas that decoded but could not be applied (late, or naming ids wrongly):
     /// stepped over, state untouched.
     pub fast_array_refused: u64,
+    /// Updates split across packets that were applied whole (every part arrived in order).
+    pub split_joined: u64,
+    /// Held parts of a split update applied without their continuation: the next packet was
+    /// lost, was refused, or did not continue it (the server resends what the lost part
+    /// carried), or the parts reached [`MAX_PARTIAL_BYTES`](super::MAX_PARTIAL_BYTES).
+    pub split_broken: u64,
 }
 
 /// A fired notify.

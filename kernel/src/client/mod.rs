@@ -10,6 +10,8 @@
 //!   feedback asks the server to open that actor again
 //!   per bunch: open spawns the actor; records are written; close destroys it;
 //!              then notifies fire (on-changed only if the value differs; always on every receive)
+//!   an actor split across packets is held until its last part and applied whole (its notifies
+//!   fire once); if a part is lost, what was held applies when the next packet shows the gap
 //!   exports bind static actors loaded with the level to the GUIDs references name
 //!   an object reference to an object the client does not have yet is stored as null and kept
 //!   unmapped; when that object arrives (an open, an export, a registered static object), the
@@ -25,6 +27,7 @@ mod error;
 mod events;
 mod fastarrays;
 mod ignored;
+mod partial;
 mod receive;
 mod subobjects;
 #[cfg(test)]
@@ -34,6 +37,7 @@ mod window;
 
 pub use error::{ClientError, ReceiveError};
 pub use events::{ClientEvent, ClientStats, NotifyEvent, Receipt};
+pub use partial::MAX_PARTIAL_BYTES;
 pub use window::SeqVerdict;
 
 use crate::ids::{NetGuid, Seq};
@@ -117,6 +121,8 @@ pub struct ClientWorld {
     events: Vec<ClientEvent>,
     /// Packets were applied since the last feedback.
     unreported: bool,
+    /// The part of a split update waiting for its continuation ([`Partial`]).
+    partial: Option<partial::Partial>,
     stats: ClientStats,
 }
 
@@ -154,6 +160,7 @@ impl ClientWorld {
             notifies: Vec::new(),
             events: Vec::new(),
             unreported: false,
+            partial: None,
             stats: ClientStats::default(),
         })
     }

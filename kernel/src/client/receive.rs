@@ -5,7 +5,7 @@
 
 use super::{ClientWorld, Receipt, ReceiveError, SeqVerdict, MAX_IGNORED};
 use crate::ids::{NetGuid, Seq};
-use crate::wire::bunch::{decode_packet, Resolve, PLAIN_FOR_MISSING};
+use crate::wire::bunch::{decode_packet, Bunch, Resolve, PLAIN_FOR_MISSING};
 use crate::wire::feedback::MAX_REOPENS;
 use crate::wire::open::OpenKind;
 use crate::wire::packet::MAX_MTU;
@@ -82,6 +82,12 @@ impl ClientWorld {
         }
         let mut opened: HashMap<NetGuid, u32> = HashMap::new();
         let mut fast_opened: HashMap<NetGuid, u32> = HashMap::new();
+        // A held part (see `partial`): this packet is read as if it had applied — its actor has
+        // its class, and an open it carries counts for the bunches after it.
+        let held = self.held_before(seq);
+        if let Some(h) = held {
+            opened.insert(h.guid, h.class);
+        }
         let mut missing: Vec<NetGuid> = Vec::new();
         // Opens of an actor the client has with another class (see `conflicts`), in order, and
         // their GUIDs as a set: each bunch asks, so a scan would cost bunches × conflicts.
@@ -192,10 +198,16 @@ impl ClientWorld {
         let mut unknown_statics = 0;
         let mut opened_here: HashSet<NetGuid> = HashSet::new();
         let mut sub_opened_here: HashSet<NetGuid> = HashSet::new();
+        if let Some(h) = held.filter(|h| h.opens) {
+            opened_here.insert(h.guid);
+            if h.sub_object {
+                sub_opened_here.insert(h.guid);
+            }
+        }
         let subs = &self.subs;
         let mut orphans: Vec<NetGuid> = Vec::new();
         let mut not_loaded: Vec<(NetGuid, u32)> = Vec::new();
-        packet.bunches.retain(|b| {
+        let mut keep = |b: &Bunch| {
             if b.close.is_some() {
                 gone.insert(b.guid);
                 return true;
@@ -256,6 +268,16 @@ impl ClientWorld {
                 return false;
             }
             true
+        };
+        // Whether the packet's last bunch passes (only then can it be held for its continuation).
+        let (last, mut seen, mut last_kept) = (packet.bunches.len(), 0, false);
+        packet.bunches.retain(|b| {
+            seen += 1;
+            let k = keep(b);
+            if seen == last {
+                last_kept = k;
+            }
+            k
         });
         self.window.accept(packet.seq, hash);
         self.unreported = true;
@@ -283,6 +305,7 @@ impl ClientWorld {
             self.bind_export(guid, &path);
         }
         let n = packet.bunches.len();
+        self.join_partial(&mut packet.bunches, packet.seq, packet.continues && last_kept, &opened, bytes.len());
         for b in packet.bunches {
             self.reopen.retain(|r| r.0 != b.guid);
             if b.close.is_some() || b.open.is_some() {
@@ -309,6 +332,8 @@ impl ClientWorld {
     /// server would never resend what this packet carried.
     fn refuse(&mut self, replacing: bool, e: WireError) -> Result<Receipt, ReceiveError> {
         self.stats.refused += 1;
+        // A refused packet counts as lost: a part held for its continuation applies alone.
+        self.release_partial();
         if replacing && self.window.restore() {
             self.stats.restored += 1;
             self.unreported = true;

@@ -305,7 +305,12 @@ impl WriteCtx<'_> {
 
     /// Ends the open packet and records it in flight.
     fn finish(&self, conn: &mut Connection, open: &mut Open) {
-        let end = conn.writer.finish_packet(&mut conn.out);
+        self.finish_continued(conn, open, false);
+    }
+
+    /// [`Self::finish`], saying whether the packet's last bunch goes on in the next packet.
+    fn finish_continued(&self, conn: &mut Connection, open: &mut Open, continues: bool) {
+        let end = conn.writer.finish_packet_continued(&mut conn.out, continues);
         conn.out_ends.push(end);
         conn.rel.sent(open.entries, open.closes, open.exports, open.fast);
         *open = Open::default();
@@ -472,11 +477,16 @@ impl WriteCtx<'_> {
     }
 
     /// Ends the bunch and the packet, and continues the actor in a new bunch of a new packet;
-    /// false when no packet may start.
+    /// false when no packet may start. The packet says its last bunch goes on when it does: it
+    /// ended with this actor's bunch and the window has room for the next packet, whose first
+    /// bunch is the continuation (the client holds the parts and applies them together).
     fn split(&self, conn: &mut Connection, open: &mut Open, part: &mut BunchPart<'_>) -> Room {
+        let before = part.bunches;
         self.end_part(conn, open, part);
         if conn.writer.bunches() > 0 {
-            self.finish(conn, open);
+            // `room` counts the open packet: one more must fit after it.
+            let continues = part.bunches > before && conn.rel.room() > 1;
+            self.finish_continued(conn, open, continues);
         }
         if !self.ensure(conn, open, |_| true) {
             return false;

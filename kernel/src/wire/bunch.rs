@@ -2,7 +2,7 @@
 //! decoder that validates it.
 //!
 //! ```text
-//! packet   := seq:packed  { 1:bit bunch }*  0:bit
+//! packet   := seq:packed  { 1:bit bunch }*  0:bit  continues:bit
 //! bunch    := step:packed  1:bit  count  { record }{count}          a plain bunch
 //!           | step:packed  0:bit  open:bit [open]  close:bit ( close | len:packed body )
 //!                                     a sized bunch (open and close in super::open: spawn info
@@ -22,8 +22,13 @@
 //! A bunch carries one actor's records (UE's content block). `open` introduces the actor with
 //! its class and spawn info (or binds a static actor by its path); it is repeated on every bunch
 //! until the client acknowledged a packet carrying it, so a lost open never strands later
-//! bunches. `close` ends the channel, saying why (destroyed, dormant, torn off). A
-//! large actor may be split into several bunches across packets; each part stands alone.
+//! bunches. `close` ends the channel, saying why (destroyed, dormant, torn off). An actor that
+//! does not fit the rest of a packet is split: its first bunch ends the packet, whose
+//! `continues` bit says it goes on in the first bunch of the next packet (and so on). Each part
+//! decodes alone; a receiver holds the parts and applies them together, so one update is seen
+//! whole (UE's partial bunches; one bit per packet, not per bunch, since only a packet's last
+//! bunch can go on). A receiver that misses a part applies what it holds: the server resends
+//! the lost part's properties, as for any lost packet.
 //!
 //! Two forms, because a length costs a byte or two on every bunch and only a receiver that lacks
 //! the actor needs it. A **sized** bunch (an open, a close, a fast array's delta, an export)
@@ -106,6 +111,9 @@ pub struct Packet {
     pub skipped: Vec<NetGuid>,
     /// Static objects the packet exports: (GUID, path) (see [`super::open::EXPORT_GUID`]).
     pub exports: Vec<(NetGuid, String)>,
+    /// Whether the last bunch of `bunches` goes on in the next packet's first bunch: the packet
+    /// says so and its last bunch on the wire was decoded (not stepped over, not an export).
+    pub continues: bool,
 }
 
 /// The [`WireError::Invalid`] text of a plain bunch whose actor the receiver does not have (it
@@ -215,9 +223,12 @@ pub fn decode_packet<'a>(
     let mut skipped = Vec::new();
     let mut exports = Vec::new();
     let mut prev = NetGuid(0);
+    // Whether the last bunch read so far is in `bunches`.
+    let mut last_kept = false;
     while r.read_bool()? {
         let guid = guid_from_delta(prev, r.read_packed()?);
         prev = guid;
+        last_kept = false;
         if r.read_bool()? {
             // Plain: an acknowledged channel's update; the records count themselves.
             let (layout, keep) = match resolve(guid, None)? {
@@ -230,6 +241,7 @@ pub fn decode_packet<'a>(
             let records = read_records(&mut r, layout, Some(count))?;
             if keep {
                 bunches.push(Bunch { guid, open: None, close: None, records, delta: None });
+                last_kept = true;
             } else {
                 skipped.push(guid);
             }
@@ -280,8 +292,10 @@ pub fn decode_packet<'a>(
         }
         r.skip(len)?;
         bunches.push(Bunch { guid, open, close: None, records, delta });
+        last_kept = true;
     }
-    Ok(Packet { seq, bunches, skipped, exports })
+    let continues = r.read_bool()? && last_kept;
+    Ok(Packet { seq, bunches, skipped, exports, continues })
 }
 
 /// Reads a fast array bunch's body: a delta, or nothing (a bunch that only opens the array).

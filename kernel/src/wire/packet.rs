@@ -14,7 +14,7 @@
 //!   | write_plain(guid, pre-encoded count and records)            the shared arena's copy
 //!   | begin_bunch(guid, open) | begin_plain(guid, count bits)
 //!       { body().write… while body_fits(bits) } end_bunch(records)
-//! finish_packet() → end byte
+//! finish_packet() | finish_packet_continued() → end byte
 //! ```
 
 use super::open::{close_reason_bits, max_open_bits, write_close_reason, CloseReason, EncodedOpen, OpenHeader};
@@ -74,17 +74,24 @@ pub fn max_body_bits(mtu: usize) -> usize {
     (mtu * 8).saturating_sub(header + PACKET_END_BITS + length)
 }
 
-/// Bits of the packet terminator.
-const PACKET_END_BITS: usize = 1;
+/// Bits of the packet terminator and its continuation flag.
+const PACKET_END_BITS: usize = 2;
 
 /// Writes a packet header.
 pub fn begin_packet(w: &mut BitWriter, seq: Seq) {
     w.write_packed(seq.0 as u64);
 }
 
-/// Ends a packet: no more bunches.
+/// Ends a packet: no more bunches, and its last bunch is whole.
 pub fn end_packet(w: &mut BitWriter) {
+    end_packet_continued(w, false);
+}
+
+/// Ends a packet: no more bunches; `continues` says its last bunch goes on in the first bunch
+/// of the next packet (an actor split across packets: see [`super::bunch`]).
+pub fn end_packet_continued(w: &mut BitWriter, continues: bool) {
     w.write_bool(false);
+    w.write_bool(continues);
 }
 
 /// Writes one whole sized bunch after the bunch for `prev` (or first in its packet, `prev` 0):
@@ -380,9 +387,15 @@ impl PacketWriter {
     /// Ends the open packet and pads it to a byte; returns the byte in `out` where it ends. A
     /// bunch still being built is dropped: its caller ends it, knowing what it carries.
     pub fn finish_packet(&mut self, out: &mut BitWriter) -> usize {
+        self.finish_packet_continued(out, false)
+    }
+
+    /// [`Self::finish_packet`], saying whether the packet's last bunch goes on in the first
+    /// bunch of the next packet (the caller writes that packet next).
+    pub fn finish_packet_continued(&mut self, out: &mut BitWriter, continues: bool) -> usize {
         debug_assert!(self.header.is_none(), "a packet finished with a bunch being built");
         self.abandon_bunch();
-        end_packet(out);
+        end_packet_continued(out, continues);
         out.pad_to_byte();
         self.open_packet = false;
         debug_assert!(out.len_bits() - self.start <= self.mtu_bits);
@@ -443,8 +456,8 @@ mod tests {
             let mut out = BitWriter::new();
             let mut p = PacketWriter::new(mtu);
             p.begin_packet(&mut out, Seq(300));
-            // The header (2 bytes) and the packet terminator (1 bit) are counted.
-            let room = mtu_bits - 16 - 1;
+            // The header (2 bytes), the packet terminator and its continuation bit are counted.
+            let room = mtu_bits - 16 - 2;
             let lead = bunch_lead_bits(NetGuid(0), NetGuid(2));
             assert!(p.plain_fits(&out, NetGuid(2), room - lead), "mtu {mtu}");
             assert!(!p.plain_fits(&out, NetGuid(2), room - lead + 1), "mtu {mtu}");

@@ -10,7 +10,7 @@ use shadowrep::schema::{ClassBuilder, ClassLayout, LeafKind};
 use shadowrep::store::{ActorId, ClassStore};
 use shadowrep::value::Value;
 use shadowrep::wire::bunch::{decode_packet, write_leaf_record, Packet, Resolve};
-use shadowrep::wire::packet::{begin_packet, end_packet, write_bunch_after, write_close_after};
+use shadowrep::wire::packet::{begin_packet, end_packet_continued, write_bunch_after, write_close_after};
 use shadowrep::wire::{BitWriter, WireError};
 use shadowrep_tests::World;
 use std::collections::{HashMap, HashSet};
@@ -134,10 +134,15 @@ impl std::ops::DerefMut for Craft {
 
 /// A hand-made packet: `body` writes the bunches.
 pub(crate) fn craft(seq: u32, body: impl FnOnce(&mut Craft)) -> Vec<u8> {
+    craft_continued(seq, false, body)
+}
+
+/// A hand-made packet whose last bunch goes on in the next packet when `continues`.
+pub(crate) fn craft_continued(seq: u32, continues: bool, body: impl FnOnce(&mut Craft)) -> Vec<u8> {
     let mut c = Craft { w: BitWriter::new(), prev: NetGuid(0) };
     begin_packet(&mut c.w, Seq(seq));
     body(&mut c);
-    end_packet(&mut c.w);
+    end_packet_continued(&mut c.w, continues);
     c.w.into_bytes()
 }
 

@@ -12,4 +12,5 @@ mod conditions;
 mod malformed;
 mod notifies;
 mod privacy;
+mod split;
 mod unmapped;

@@ -68,8 +68,9 @@ fn unmapped_reference_resolves_when_its_target_opens() {
     assert_eq!(c.actor_count(), 3);
 }
 
-/// Through the server: the referring actor's bunch is split across packets by a large array, so
-/// its reference arrives packets before the target actor (spawned later) opens.
+/// Through the server: the referring actor's bunch is split across packets by a large array,
+/// and the target actor (spawned later) opens after it. The split update is held until its last
+/// part and applied whole; its reference waits for the target, whose open fires its notify once.
 #[test]
 fn unmapped_reference_through_the_server() {
     let layout = build(
@@ -99,12 +100,16 @@ fn unmapped_reference_through_the_server() {
     let c = &mut w.clients[0].world;
     assert!(matches!(c.receive(&packets[0]), Ok(Receipt::Applied { .. })));
     assert!(!c.has(gb), "the target's open is not in the first packet");
-    assert_eq!(c.value(ga, 0), Some(Value::Object(ObjectRef(0))), "unmapped reads null");
-    assert_eq!(c.unmapped_count(), 1);
+    assert_eq!(c.value(ga, 0), Some(Value::Object(ObjectRef(0))), "nothing applied yet");
+    assert_eq!(c.value(ga, 1), Some(Value::Array(Vec::new())), "the split update is held whole");
+    assert_eq!(c.unmapped_count(), 0);
     assert!(c.take_notifies().is_empty());
     for p in &packets[1..] {
         assert!(matches!(c.receive(p), Ok(Receipt::Applied { .. })));
     }
+    assert_eq!(c.value(ga, 1), Some(Value::Array((0..300u64).map(Value::U64).collect())));
+    assert_eq!(c.stats().split_joined, 1);
+    assert_eq!(c.stats().split_broken, 0);
     assert!(c.has(gb));
     assert_eq!(c.value(ga, 0), Some(Value::Object(ObjectRef(gb.0))));
     assert_eq!(c.unmapped_count(), 0);
