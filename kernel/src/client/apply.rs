@@ -39,6 +39,7 @@ impl ClientWorld {
         match close.reason {
             CloseReason::Destroyed => {
                 if self.fast.remove(guid) {
+                    self.drop_item_references(guid);
                     // A fast array removed from its owner (or no longer for this connection).
                 } else if self.actors.contains_key(&guid) {
                     // A bound static actor's level entry goes with it (`destroy`).
@@ -75,7 +76,9 @@ impl ClientWorld {
     /// (no notify, as UE's `MoveMappedObjectToUnmapped`): if one comes back, theirs fire.
     pub(super) fn destroy(&mut self, guid: NetGuid) {
         let subs = self.subs.take_owned(guid);
-        self.fast.remove_owned(guid);
+        for array in self.fast.remove_owned(guid) {
+            self.drop_item_references(array);
+        }
         for g in std::iter::once(guid).chain(subs) {
             if let Some((class, id)) = self.actors.remove(&g) {
                 let _ = self.classes[class as usize].store.despawn(id);
@@ -206,7 +209,13 @@ impl ClientWorld {
     /// An object reference to an object the client lacks (an actor not opened yet, a static
     /// object neither registered nor exported yet) is written as null and remembered; one to an
     /// actor it has is remembered by its target, for when that actor is destroyed.
-    fn map_reference(&mut self, owner: NetGuid, leaf: usize, element: Option<(usize, usize)>, bytes: &mut [u8]) {
+    pub(super) fn map_reference(
+        &mut self,
+        owner: NetGuid,
+        leaf: usize,
+        element: Option<(usize, usize)>,
+        bytes: &mut [u8],
+    ) {
         let g = guid_of(bytes);
         let slot = Slot { owner, leaf, element };
         if g.is_null() {
@@ -226,7 +235,10 @@ impl ClientWorld {
 
     /// Writes reference `target` into `slot` (nothing if its owner or element is gone).
     fn write_reference(&mut self, slot: Slot, target: NetGuid) {
-        let Some(&(class, id)) = self.actors.get(&slot.owner) else { return };
+        let Some(&(class, id)) = self.actors.get(&slot.owner) else {
+            self.write_item_reference(slot, target);
+            return;
+        };
         let c = &mut self.classes[class as usize];
         let bytes = target.0.to_le_bytes();
         let layout = &c.layout;
@@ -249,7 +261,7 @@ impl ClientWorld {
     }
 
     /// Actor `target` arrived: writes every reference waiting for it, then fires each property's
-    /// notify once — UE queues a property's OnRep once (`AddUnique`) however many of its
+    /// notify once (a fast array item's change callback once) — UE queues a property's OnRep once (`AddUnique`) however many of its
     /// references resolve — with its value read once before the property's writes and once
     /// after (not at all without a notify). Per reference, a read of the whole property and a
     /// notify each had let one open cost the references waiting for it times their arrays'
@@ -262,7 +274,17 @@ impl ClientWorld {
         while i < slots.len() {
             let owner = slots[i].owner;
             let Some(&(class, id)) = self.actors.get(&owner) else {
-                i += 1;
+                // A fast array's item: its references written, then its change callback, once.
+                let item = slots[i].leaf;
+                let end = i + slots[i..].iter().take_while(|u| u.owner == owner && u.leaf == item).count();
+                for &u in &slots[i..end] {
+                    self.write_reference(u, target);
+                    if !self.mapped.insert(u, target, MAX_MAPPED) {
+                        self.stats.mapped_dropped += 1;
+                    }
+                }
+                self.item_references_resolved(owner, item);
+                i = end;
                 continue;
             };
             let c = &mut self.classes[class as usize];

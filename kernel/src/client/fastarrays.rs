@@ -7,12 +7,16 @@
 //! delta                applied in UE's order (removes, adds, changes); one that cannot apply
 //!                      (late, malformed ids) is stepped over and counted
 //! close / owner gone   the copy goes
+//! object references    mapped as an actor's: to an object the client lacks, null until it
+//!                      arrives (then the item's change callback fires); to an actor that goes,
+//!                      null again until it returns
 //! ```
 
+use super::unmapped::Slot;
 use super::{ClientError, ClientWorld};
-use crate::fastarray::{layout_checksum, ArrayKey, FastArrayEvent, FastArrayReceiver};
+use crate::fastarray::{layout_checksum, ArrayKey, Delta, FastArrayEvent, FastArrayReceiver, ReplicationId};
 use crate::ids::NetGuid;
-use crate::schema::ArrayLayout;
+use crate::schema::{ArrayLayout, LeafKind};
 use crate::wire::bunch::{Bunch, Resolve};
 use crate::wire::open::{OpenHeader, OpenKind};
 use crate::wire::WireError;
@@ -79,11 +83,13 @@ impl ClientFastArrays {
         true
     }
 
-    /// Drops `owner`'s fast arrays (it is destroyed or forgotten).
-    pub fn remove_owned(&mut self, owner: NetGuid) {
-        for g in self.by_owner.remove(&owner).unwrap_or_default() {
-            self.arrays.remove(&g);
+    /// Drops `owner`'s fast arrays (it is destroyed or forgotten); returns them.
+    pub fn remove_owned(&mut self, owner: NetGuid) -> Vec<NetGuid> {
+        let arrays = self.by_owner.remove(&owner).unwrap_or_default();
+        for g in &arrays {
+            self.arrays.remove(g);
         }
+        arrays
     }
 }
 
@@ -137,6 +143,7 @@ impl ClientWorld {
                 let events = &mut self.fast.events;
                 events.extend(old.copy.iter().map(|(id, item)| (guid, FastArrayEvent::Removed(id, item.to_vec()))));
                 self.fast.remove(guid);
+                self.drop_item_references(guid);
             }
             let copy = FastArrayReceiver::new(self.fast.kinds[class as usize].clone());
             self.fast.arrays.insert(guid, ClientFast { owner, copy });
@@ -146,7 +153,69 @@ impl ClientWorld {
         let mut events = Vec::new();
         match f.copy.apply(&delta, &mut events) {
             Ok(()) => self.fast.events.extend(events.into_iter().map(|e| (guid, e))),
-            Err(_) => self.stats.fast_array_refused += 1,
+            Err(_) => {
+                self.stats.fast_array_refused += 1;
+                return;
+            }
         }
+        self.map_item_references(guid, &delta);
+    }
+
+    /// Maps the object references of the items `delta` added or changed in fast array `guid`,
+    /// as an actor's: a reference to an object the client lacks reads null and waits for it
+    /// (its arrival writes it and fires the item's change callback, UE's
+    /// `PostReplicatedChange` of an item whose references were mapped); one to an actor the
+    /// client has is remembered by its target, for when that actor goes. A removed item's
+    /// references are forgotten.
+    fn map_item_references(&mut self, guid: NetGuid, delta: &Delta) {
+        let Some(f) = self.fast.arrays.get(&guid) else { return };
+        let layout = f.copy.layout();
+        let refs: Vec<(usize, usize)> = (layout.elements.iter().enumerate())
+            .filter(|(_, e)| e.kind == LeafKind::Object)
+            .map(|(k, e)| (k, e.offset))
+            .collect();
+        if refs.is_empty() {
+            return;
+        }
+        for &id in delta.deleted.iter().chain(&delta.changed) {
+            self.unmapped.remove_leaf(guid, id.0 as usize);
+            self.mapped.remove_leaf(guid, id.0 as usize);
+        }
+        for &id in &delta.changed {
+            for &(k, offset) in &refs {
+                let Some(item) = self.fast.arrays.get(&guid).and_then(|f| f.copy.item(id)) else { break };
+                let mut bytes = [0u8; 8];
+                bytes.copy_from_slice(&item[offset..offset + 8]);
+                self.map_reference(guid, id.0 as usize, Some((0, k)), &mut bytes);
+                if let Some(item) = self.fast.arrays.get_mut(&guid).and_then(|f| f.copy.item_mut(id)) {
+                    item[offset..offset + 8].copy_from_slice(&bytes);
+                }
+            }
+        }
+    }
+
+    /// Writes reference `target` into a fast array item's slot (nothing if the item is gone).
+    pub(super) fn write_item_reference(&mut self, slot: Slot, target: NetGuid) {
+        let Some(f) = self.fast.arrays.get_mut(&slot.owner) else { return };
+        let Some((_, k)) = slot.element else { return };
+        let Some(offset) = f.copy.layout().elements.get(k).map(|e| e.offset) else { return };
+        if let Some(item) = f.copy.item_mut(ReplicationId(slot.leaf as u32)) {
+            item[offset..offset + 8].copy_from_slice(&target.0.to_le_bytes());
+        }
+    }
+
+    /// The references of item `item` of fast array `array` waiting for an object were written:
+    /// its change callback fires.
+    pub(super) fn item_references_resolved(&mut self, array: NetGuid, item: usize) {
+        let id = ReplicationId(item as u32);
+        if self.fast.arrays.get(&array).is_some_and(|f| f.copy.item(id).is_some()) {
+            self.fast.events.push((array, FastArrayEvent::Changed(id)));
+        }
+    }
+
+    /// Forgets the references of fast array `guid`'s items (the array went).
+    pub(super) fn drop_item_references(&mut self, guid: NetGuid) {
+        self.unmapped.remove_owner(guid);
+        self.mapped.remove_owner(guid);
     }
 }

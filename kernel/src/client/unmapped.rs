@@ -13,7 +13,9 @@ use crate::ids::NetGuid;
 use std::collections::{BTreeMap, HashMap};
 
 /// Where a waiting reference is to be written: actor `owner`'s leaf `leaf`, or its element
-/// (element, element leaf) if `leaf` is a dynamic array.
+/// (element, element leaf) if `leaf` is a dynamic array. In a fast array `owner` is the array,
+/// `leaf` the item's replication id and the element (0, item leaf): an item's references are
+/// next to each other, as a leaf's elements are.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub(super) struct Slot {
     pub owner: NetGuid,
@@ -88,6 +90,12 @@ impl Unmapped {
     }
 
     /// Forgets every reference of actor `owner`; returns how many there were.
+    /// Forgets every reference of `owner`'s leaf `leaf` (a fast array's item: see
+    /// [`Slot`]).
+    pub fn remove_leaf(&mut self, owner: NetGuid, leaf: usize) {
+        self.remove_range(Slot::first(owner, leaf), Slot::last(owner, leaf));
+    }
+
     pub fn remove_owner(&mut self, owner: NetGuid) -> usize {
         self.remove_range(Slot::first(owner, 0), Slot::last(owner, usize::MAX))
     }

@@ -121,6 +121,12 @@ impl FastArrayReceiver {
         Some(&self.rows[row * self.layout.stride..(row + 1) * self.layout.stride])
     }
 
+    /// The item with this id, to write (the client maps the object references in it).
+    pub(crate) fn item_mut(&mut self, id: ReplicationId) -> Option<&mut [u8]> {
+        let row = *self.index.get(&id)? as usize;
+        Some(&mut self.rows[row * self.layout.stride..(row + 1) * self.layout.stride])
+    }
+
     /// Items as (id, bytes), in storage order.
     pub fn iter(&self) -> impl Iterator<Item = (ReplicationId, &[u8])> {
         self.ids.iter().copied().zip(self.rows.chunks_exact(self.layout.stride))

@@ -134,7 +134,7 @@ impl WriteCtx<'_> {
 
     /// Writes the export of static object `guid` (its path) unless the client has it or it is
     /// in flight; false when the window is full.
-    fn write_export(&self, conn: &mut Connection, st: &mut FrameWrite, guid: NetGuid) -> bool {
+    pub(crate) fn write_export(&self, conn: &mut Connection, st: &mut FrameWrite, guid: NetGuid) -> bool {
         // Only live static actors (a destroyed one's path stays for late joiners' closes).
         let Some(path) = self.statics.get(&guid).filter(|_| self.live(guid)) else { return true };
         if conn.exported.contains(&guid) || conn.exporting.contains(&guid) {

@@ -5,10 +5,12 @@
 use super::{
     lock, ArrayStamp, FaConn, FastSent, Left, OwnerChannel, Quiet, Side, MAX_DELTAS_PER_FRAME, OPEN_ACKED, OPEN_SENT,
 };
+use crate::fastarray::FastArray;
 use crate::ids::NetGuid;
 use crate::net::actors::ActorNet;
 use crate::net::connection::{pair, Connection, PendingClose};
 use crate::net::send::{FrameWrite, WriteCtx};
+use crate::schema::LeafKind;
 use crate::wire::open::{OpenHeader, OpenKind};
 
 impl WriteCtx<'_> {
@@ -89,6 +91,31 @@ impl WriteCtx<'_> {
         }
     }
 
+    /// Exports the static actors `array`'s items name that the client may not know yet, as an
+    /// actor's references are ([`WriteCtx::write_export`]; an export that does not fit waits for
+    /// the next frame, the reference on the client meanwhile). Every item is looked at — the
+    /// delta about to be written picks its items itself — but only for a kind with object
+    /// references while the level has static actors, and a static exported once is not again.
+    fn export_item_references(&self, conn: &mut Connection, st: &mut FrameWrite, array: &FastArray) {
+        if self.statics.is_empty() || st.full {
+            return;
+        }
+        let elements = &array.layout().elements;
+        if !elements.iter().any(|e| e.kind == LeafKind::Object) {
+            return;
+        }
+        for (_, item) in array.iter() {
+            for e in elements.iter().filter(|e| e.kind == LeafKind::Object) {
+                let mut b = [0u8; 8];
+                b.copy_from_slice(&item[e.offset..e.offset + 8]);
+                let g = NetGuid(u64::from_le_bytes(b));
+                if g.is_static() && !self.write_export(conn, st, g) {
+                    conn.exports.push(g);
+                }
+            }
+        }
+    }
+
     /// Writes fast array `guid`'s bunches to `side`'s connection `ci`; `channel`: its owner's
     /// channel there (`None`: read from the connection's pairs). Returns how it ended: with nothing
     /// left to do (excluded by the condition, or synced), a call would do nothing until the owner's
@@ -156,6 +183,9 @@ impl WriteCtx<'_> {
                 base
             }
         };
+        if fa.conns[i].flags & OPEN_SENT == 0 || fa.array.has_unsent(base) {
+            self.export_item_references(conn, st, &fa.array);
+        }
         for _ in 0..MAX_DELTAS_PER_FRAME {
             let opening = fa.conns[i].flags & OPEN_SENT == 0;
             if st.full {
