@@ -8,6 +8,7 @@ use super::{ClientEvent, ClientWorld, NotifyEvent, TearOff, MAX_MAPPED, MAX_UNMA
 use crate::ids::{NetGuid, Seq};
 use crate::schema::{LeafKind, Notify};
 use crate::store::value_bits_eq;
+use crate::store::ActorId;
 use crate::value::Value;
 use crate::wire::bunch::{Close, RecordValue};
 use crate::wire::open::{CloseReason, OpenHeader, OpenKind};
@@ -196,11 +197,7 @@ impl ClientWorld {
                 }
             }
         }
-        let store = &self.classes[class as usize].store;
-        for (parent, old) in touched {
-            let Ok(new) = store.get(id, parent) else { continue };
-            fire(&mut self.notifies, layout.parents[parent].notify, guid, parent, old, new);
-        }
+        self.fire_touched(guid, class, id, touched);
         if spawned {
             self.resolve(guid);
         }
@@ -287,29 +284,68 @@ impl ClientWorld {
                 i = end;
                 continue;
             };
-            let c = &mut self.classes[class as usize];
-            let layout = c.layout.clone();
-            let Some(parent) = layout.leaves.get(slots[i].leaf).map(|l| l.parent) else {
-                i += 1;
-                continue;
-            };
-            let same = |u: &Slot| u.owner == owner && layout.leaves.get(u.leaf).is_some_and(|l| l.parent == parent);
-            let end = i + slots[i..].iter().take_while(|u| same(u)).count();
-            let notify = layout.parents[parent].notify;
-            let old = if notify == Notify::None { None } else { c.store.get(id, parent).ok() };
+            // The owner's slots, by leaf: each notified property's value read once before.
+            let end = i + slots[i..].iter().take_while(|u| u.owner == owner).count();
+            let c = &self.classes[class as usize];
+            let mut touched: Vec<(usize, Value)> = Vec::new();
+            for u in &slots[i..end] {
+                let Some(parent) = c.layout.leaves.get(u.leaf).map(|l| l.parent) else { continue };
+                if c.layout.parents[parent].notify != Notify::None && touched.last().is_none_or(|t| t.0 != parent) {
+                    if let Ok(old) = c.store.get(id, parent) {
+                        touched.push((parent, old));
+                    }
+                }
+            }
             for &u in &slots[i..end] {
                 self.write_reference(u, target);
                 if !self.mapped.insert(u, target, MAX_MAPPED) {
                     self.stats.mapped_dropped += 1;
                 }
             }
-            let c = &self.classes[class as usize];
-            if let (Some(old), Ok(new)) = (old, c.store.get(id, parent)) {
-                fire(&mut self.notifies, notify, owner, parent, old, new);
-            }
+            self.fire_touched(owner, class, id, touched);
             i = end;
         }
     }
+
+    /// Fires the notifies of actor `guid`'s `touched` parents (each with its value before), one
+    /// per property by its declared mode: a static array's elements are one property — UE
+    /// queues a property's OnRep once (`AddUnique`) — whose notify names element 0 and carries
+    /// every element, before and after, as a [`Value::Array`].
+    fn fire_touched(&mut self, guid: NetGuid, class: u32, id: ActorId, mut touched: Vec<(usize, Value)>) {
+        let c = &self.classes[class as usize];
+        let parents = &c.layout.parents;
+        touched.retain(|t| parents[t.0].notify != Notify::None);
+        touched.sort_by_key(|t| t.0);
+        let mut touched = touched.into_iter().peekable();
+        while let Some((parent, old)) = touched.next() {
+            let first = parent - parents[parent].array_index as usize;
+            let dim = static_array_dim(parents, first);
+            let notify = parents[first].notify;
+            if dim == 1 {
+                if let Ok(new) = c.store.get(id, parent) {
+                    fire(&mut self.notifies, notify, guid, parent, old, new);
+                }
+                continue;
+            }
+            let mut olds = vec![(parent, old)];
+            while let Some(t) = touched.next_if(|t| t.0 < first + dim) {
+                olds.push(t);
+            }
+            let (mut before, mut after) = (Vec::with_capacity(dim), Vec::with_capacity(dim));
+            for e in first..first + dim {
+                let Ok(now) = c.store.get(id, e) else { continue };
+                let was = olds.iter().position(|t| t.0 == e).map(|k| olds.swap_remove(k).1);
+                before.push(was.unwrap_or_else(|| now.clone()));
+                after.push(now);
+            }
+            fire(&mut self.notifies, notify, guid, first, Value::Array(before), Value::Array(after));
+        }
+    }
+}
+
+/// Elements of the static array whose element 0 is parent `first` (1 for any other property).
+fn static_array_dim(parents: &[crate::schema::Parent], first: usize) -> usize {
+    1 + parents[first + 1..].iter().enumerate().take_while(|(j, p)| p.array_index as usize == j + 1).count()
 }
 
 /// Fires a notify by its declared mode.

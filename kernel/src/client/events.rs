@@ -75,12 +75,14 @@ pub struct ClientStats {
     pub split_broken: u64,
 }
 
-/// A fired notify.
+/// A fired notify: one per property and update (a packet's bunch, or the arrival of an object
+/// its references waited for). A static array is one property, as in UE: its notify names its
+/// element 0's parent and carries every element as a [`Value::Array`], whichever changed.
 #[derive(Clone, Debug, PartialEq)]
 pub struct NotifyEvent {
     /// Actor GUID.
     pub guid: NetGuid,
-    /// Parent property index.
+    /// Parent property index (a static array's element 0).
     pub parent: usize,
     /// Previous value, when the notify is declared with it.
     pub old: Option<Value>,

@@ -89,3 +89,57 @@ fn notifies_fire_by_their_declared_mode() {
     assert!(take(&mut c).is_empty());
     assert_eq!(u32s(&c, g, 5), [1, 9, 9, 9, 9]);
 }
+
+/// A static array is one property, as in UE (its OnRep is queued once): its elements changed by
+/// one bunch fire one notify naming element 0, with every element before and after; an element
+/// written with its own value changes nothing; references in it resolving fire once too.
+#[test]
+fn a_static_array_notifies_once_per_update_with_every_element() {
+    use shadowrep::schema::LeafKind;
+    use shadowrep::value::ObjectRef;
+    use shadowrep::wire::bunch::{handle_bits, write_leaf_record};
+    let layout = build(
+        ClassBuilder::new("Armed")
+            .property(PropertyDecl::new("Ammo", PropType::U32).dim(3).notify(Notify::OnChangedWithOld))
+            .property(PropertyDecl::new("Hp", PropType::U32).notify(Notify::OnChangedWithOld))
+            .property(PropertyDecl::new("Targets", PropType::Object).dim(2).notify(Notify::OnChanged)),
+    );
+    assert_eq!(layout.parent_index("Hp"), Some(3));
+    let mut c = ClientWorld::new(std::slice::from_ref(&layout), &[layout.checksum]).expect("same layout");
+    let g = NetGuid(2);
+    let u32s = |v: &[u32]| Value::Array(v.iter().map(|&x| Value::U32(x)).collect());
+    let ev = |parent: usize, old: Option<Value>, new: Value| NotifyEvent { guid: g, parent, old, new };
+
+    // Elements 0 and 2 and the scalar after the array: one notify each for Ammo and Hp.
+    let p = craft(1, |w| u32_bunch(w, &layout, g, Some(0), &[(1, 5), (3, 7), (4, 9)]));
+    assert_eq!(c.receive(&p), applied(1));
+    assert_eq!(
+        c.take_notifies(),
+        [ev(0, Some(u32s(&[0, 0, 0])), u32s(&[5, 0, 7])), ev(3, Some(Value::U32(0)), Value::U32(9))]
+    );
+    // Element 1 alone: the whole array again; element 0 with its own value: nothing.
+    let p = craft(2, |w| u32_bunch(w, &layout, g, None, &[(2, 6)]));
+    assert_eq!(c.receive(&p), applied(1));
+    assert_eq!(c.take_notifies(), [ev(0, Some(u32s(&[5, 0, 7])), u32s(&[5, 6, 7]))]);
+    let p = craft(3, |w| u32_bunch(w, &layout, g, None, &[(1, 5)]));
+    assert_eq!(c.receive(&p), applied(1));
+    assert!(c.take_notifies().is_empty());
+
+    // Both references name an actor the client lacks: null, no change; its open fires the
+    // array's notify once.
+    let target = NetGuid(4);
+    let p = craft(4, |w| {
+        bunch(w, g, None, |b| {
+            for h in [5, 6] {
+                write_leaf_record(b, handle_bits(&layout), h, LeafKind::Object, &target.0.to_le_bytes());
+            }
+        })
+    });
+    assert_eq!(c.receive(&p), applied(1));
+    assert!(c.take_notifies().is_empty());
+    assert_eq!(c.unmapped_count(), 2);
+    let p = craft(5, |w| u32_bunch(w, &layout, target, Some(0), &[]));
+    assert_eq!(c.receive(&p), applied(1));
+    let obj = Value::Object(ObjectRef(target.0));
+    assert_eq!(c.take_notifies(), [ev(4, None, Value::Array(vec![obj.clone(), obj]))]);
+}
