@@ -210,6 +210,7 @@ fn check_events(events: &[FastArrayEvent]) {
             FastArrayEvent::Added(id) => assert!(!removed.contains(&id) && held.insert(id), "{e:?}"),
             FastArrayEvent::Changed(id) => assert!(held.contains(&id), "{e:?}"),
             FastArrayEvent::Removed(id, _) => assert!(held.remove(&id) && removed.insert(id), "{e:?}"),
+            FastArrayEvent::Received { old_len } => panic!("a Vec records no receive ({old_len})"),
         }
     }
 }

@@ -198,6 +198,9 @@ impl ClientWorld {
             }
         }
         self.fire_touched(guid, class, id, touched);
+        if self.receive_events && !b.records.is_empty() {
+            self.events.push(ClientEvent::Received { guid });
+        }
         if spawned {
             self.resolve(guid);
         }

@@ -90,9 +90,16 @@ pub struct NotifyEvent {
     pub new: Value,
 }
 
-/// An actor appearing or disappearing on the client.
+/// An actor appearing or disappearing on the client, or (when asked) receiving an update.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ClientEvent {
+    /// An update of the actor applied: the records of one bunch (of an update split across
+    /// packets, all its parts), its notifies fired (UE's `PostNetReceive`). Reported only when
+    /// asked ([`ClientWorld::with_receive_events`](super::ClientWorld::with_receive_events)).
+    Received {
+        /// The actor.
+        guid: NetGuid,
+    },
     /// The server opened an actor: it exists now, with the values of the packet that opened it.
     Spawned {
         /// The actor.

@@ -151,8 +151,14 @@ impl ClientWorld {
         }
         let (Some(f), Some(delta)) = (self.fast.arrays.get_mut(&guid), b.delta) else { return };
         let mut events = Vec::new();
+        let old_len = f.copy.len();
         match f.copy.apply(&delta, &mut events) {
-            Ok(()) => self.fast.events.extend(events.into_iter().map(|e| (guid, e))),
+            Ok(()) => {
+                self.fast.events.extend(events.into_iter().map(|e| (guid, e)));
+                if self.receive_events {
+                    self.fast.events.push((guid, FastArrayEvent::Received { old_len }));
+                }
+            }
             Err(_) => {
                 self.stats.fast_array_refused += 1;
                 return;

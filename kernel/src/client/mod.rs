@@ -121,7 +121,9 @@ pub struct ClientWorld {
     events: Vec<ClientEvent>,
     /// Packets were applied since the last feedback.
     unreported: bool,
-    /// The part of a split update waiting for its continuation ([`Partial`]).
+    /// Report `ClientEvent::Received` and `FastArrayEvent::Received`.
+    receive_events: bool,
+    /// The part of a split update waiting for its continuation ([`partial::Partial`]).
     partial: Option<partial::Partial>,
     stats: ClientStats,
 }
@@ -160,9 +162,42 @@ impl ClientWorld {
             notifies: Vec::new(),
             events: Vec::new(),
             unreported: false,
+            receive_events: false,
             partial: None,
             stats: ClientStats::default(),
         })
+    }
+
+    /// Reports every update applied: [`ClientEvent::Received`] after an actor's bunch (UE's
+    /// `PostNetReceive`) and [`FastArrayEvent::Received`](crate::fastarray::FastArrayEvent::Received)
+    /// after a fast array's delta (UE's `PostReplicatedReceive`), for game code that works on an
+    /// actor's or an array's state as a whole once an update is in. Off by default: an event
+    /// per bunch is a cost a client that only wants notifies need not pay.
+    ///
+    /// ```
+    /// use shadowrep::client::{ClientEvent, ClientWorld};
+    /// use shadowrep::net::{DriverConfig, NetDriver};
+    /// use shadowrep::prelude::*;
+    /// use std::sync::Arc;
+    ///
+    /// let layout = Arc::new(ClassBuilder::new("Crate").property(PropertyDecl::new("Hp", PropType::U16)).build().unwrap());
+    /// let mut store = ClassStore::new(layout.clone());
+    /// let mut driver = NetDriver::new(DriverConfig::default()).unwrap();
+    /// let class = driver.register_class(&mut store).unwrap();
+    /// let conn = driver.add_connection(false);
+    /// let mut client = ClientWorld::new(&[layout], &driver.checksums()).unwrap().with_receive_events(true);
+    /// let id = store.spawn();
+    /// store.set(id, 0, &Value::U16(100)).unwrap();
+    /// let guid = driver.assign_guid(class, &store, id).unwrap();
+    /// driver.tick(&mut [&mut store]).unwrap();
+    /// for p in driver.take_packets(conn).unwrap() {
+    ///     client.receive(&p).unwrap();
+    /// }
+    /// assert_eq!(client.take_events(), [ClientEvent::Spawned { guid, class: 0 }, ClientEvent::Received { guid }]);
+    /// ```
+    pub fn with_receive_events(mut self, on: bool) -> Self {
+        self.receive_events = on;
+        self
     }
 
     /// Expects the server's first packet to have sequence number `first` (the default is 1; see

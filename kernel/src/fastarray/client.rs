@@ -38,6 +38,12 @@ pub trait FastArrayCallbacks {
     fn post_replicated_change(&mut self, id: ReplicationId, item: &[u8]) {
         let _ = (id, item);
     }
+    /// After a whole delta applied, its item callbacks done; `old_len`: the items before it
+    /// (UE's `PostReplicatedReceive`). Not recorded by `Vec<FastArrayEvent>` (a
+    /// [`crate::client::ClientWorld`] reports it when asked: `with_receive_events`).
+    fn post_replicated_receive(&mut self, old_len: usize) {
+        let _ = old_len;
+    }
 }
 
 /// A callback, as recorded by `Vec<FastArrayEvent>`.
@@ -52,6 +58,13 @@ pub enum FastArrayEvent {
     Added(ReplicationId),
     /// [`FastArrayCallbacks::post_replicated_change`].
     Changed(ReplicationId),
+    /// [`FastArrayCallbacks::post_replicated_receive`]: a delta's callbacks are done; the
+    /// array held `old_len` items before it. Reported by a client only when asked
+    /// ([`crate::client::ClientWorld::with_receive_events`]).
+    Received {
+        /// Items before the delta.
+        old_len: usize,
+    },
 }
 
 impl FastArrayCallbacks for Vec<FastArrayEvent> {
@@ -153,6 +166,7 @@ impl FastArrayReceiver {
         if delta.array_key < self.newest {
             return Err(FastArrayError::Late { key: delta.array_key, newest: self.newest });
         }
+        let old_len = self.ids.len();
         let removes = delta.deleted.iter().filter(|id| self.index.contains_key(id)).count();
         let adds = delta.changed.iter().filter(|id| !self.index.contains_key(id)).count();
         if self.ids.len() - removes + adds > MAX_FAST_ARRAY_ITEMS {
@@ -197,6 +211,7 @@ impl FastArrayReceiver {
         }
         self.added = added;
         self.newest = self.newest.max(delta.array_key);
+        callbacks.post_replicated_receive(old_len);
         Ok(())
     }
 

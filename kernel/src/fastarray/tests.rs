@@ -184,6 +184,7 @@ fn every_combination_of_adds_changes_and_removes_fires_removes_then_adds_then_ch
             Removed(..) => 0,
             Added(_) => 1,
             Changed(_) => 2,
+            FastArrayEvent::Received { .. } => 3,
         };
         assert!(deltas <= 1, "mask {mask:b}: one delta carries it all");
         assert!(events.windows(2).all(|w| rank(&w[0]) <= rank(&w[1])), "mask {mask:b}: order {events:?}");

@@ -210,6 +210,29 @@ fn a_fast_array_leaves_with_its_owners_relevancy_and_comes_back_whole() {
     assert_eq!(client_items(&l, 0, fa), Some(server_items(&l, fa)));
 }
 
+/// Asked for, a delta's end is reported after its item callbacks, with the items before it
+/// (UE's `PostReplicatedReceive`).
+#[test]
+fn a_deltas_end_is_reported_after_its_callbacks_when_asked() {
+    let (mut l, kind) = level(1);
+    let (conn, world) = l.clients.remove(0);
+    l.clients.push((conn, world.with_receive_events(true)));
+    let (_, owner) = l.spawn([100.0, 0.0, 0.0], 1);
+    let fa = l.driver.add_fast_array(kind, owner, SubObjectCondition::None).unwrap();
+    let ids = fill(&mut l, fa, 2);
+    l.step();
+    let received = |old_len| (fa, FastArrayEvent::Received { old_len });
+    let added: Vec<_> = ids.iter().map(|&id| (fa, FastArrayEvent::Added(id))).collect();
+    assert_eq!(l.clients[0].1.take_fast_array_events(), [added, vec![received(0)]].concat());
+    l.driver.fast_array_mut(fa).unwrap().remove(ids[0]).unwrap();
+    l.driver.fast_array_mut(fa).unwrap().set(ids[1], &slot(9, 9)).unwrap();
+    l.step();
+    let events = l.clients[0].1.take_fast_array_events();
+    assert_eq!(events.len(), 3, "{events:?}");
+    assert!(matches!(events[0].1, FastArrayEvent::Removed(id, _) if id == ids[0]));
+    assert_eq!(events[1..], [(fa, FastArrayEvent::Changed(ids[1])), received(2)]);
+}
+
 #[test]
 fn removing_a_fast_array_or_its_owner_destroys_it_on_clients() {
     let (mut l, kind) = level(1);

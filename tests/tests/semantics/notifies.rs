@@ -143,3 +143,30 @@ fn a_static_array_notifies_once_per_update_with_every_element() {
     let obj = Value::Object(ObjectRef(target.0));
     assert_eq!(c.take_notifies(), [ev(4, None, Value::Array(vec![obj.clone(), obj]))]);
 }
+
+/// Asked for, every actor update applied is reported once its records and notifies are in (UE's
+/// `PostNetReceive`): one per bunch with records, none for a close.
+#[test]
+fn receive_events_follow_each_update_when_asked() {
+    let layout = build(ClassBuilder::new("Plain").property(PropertyDecl::new("N", PropType::U32)));
+    let mut c = ClientWorld::new(std::slice::from_ref(&layout), &[layout.checksum])
+        .expect("same layout")
+        .with_receive_events(true);
+    let (a, b) = (NetGuid(2), NetGuid(4));
+    let p = craft(1, |w| {
+        u32_bunch(w, &layout, a, Some(0), &[(1, 1)]);
+        u32_bunch(w, &layout, b, Some(0), &[(1, 2)]);
+    });
+    assert_eq!(c.receive(&p), applied(2));
+    use shadowrep::client::ClientEvent::{Destroyed, Received, Spawned};
+    assert_eq!(
+        c.take_events(),
+        [Spawned { guid: a, class: 0 }, Received { guid: a }, Spawned { guid: b, class: 0 }, Received { guid: b }]
+    );
+    let p = craft(2, |w| {
+        u32_bunch(w, &layout, a, None, &[(1, 3)]);
+        close(w, b);
+    });
+    assert_eq!(c.receive(&p), applied(2));
+    assert_eq!(c.take_events(), [Received { guid: a }, Destroyed { guid: b }]);
+}

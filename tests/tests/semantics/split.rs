@@ -3,7 +3,7 @@
 //! a lost or refused part, or a hostile chain of parts, never loses a value nor grows memory.
 
 use crate::helpers::*;
-use shadowrep::client::{ClientWorld, NotifyEvent, Receipt, MAX_PARTIAL_BYTES};
+use shadowrep::client::{ClientEvent, ClientWorld, NotifyEvent, Receipt, MAX_PARTIAL_BYTES};
 use shadowrep::schema::{ClassBuilder, ClassLayout, Notify, PropType, PropertyDecl};
 use shadowrep::store::{ActorId, ClassStore};
 use shadowrep::value::Value;
@@ -198,4 +198,23 @@ fn a_packet_ending_a_full_window_does_not_say_it_goes_on() {
     let Some(RecordValue::Array { count, elements }) = array else { panic!("the newest packet ends with the array") };
     assert!(elements.len() < *count as usize, "its last part is cut: {} of {count}", elements.len());
     assert!(!newest.continues, "a packet after which no packet may start does not go on");
+}
+
+#[test]
+fn a_split_update_is_received_once() {
+    let (mut w, _, g, packets) = split_frame();
+    let c = std::mem::replace(&mut w.clients[0].world, ClientWorld::new(&[], &[]).expect("no classes"));
+    let mut c = c.with_receive_events(true);
+    c.take_events();
+    for p in &packets {
+        assert!(matches!(c.receive(p), Ok(Receipt::Applied { .. })));
+    }
+    assert_eq!(c.take_events(), [ClientEvent::Received { guid: g }], "one update, one receive");
+    // Off by default.
+    let (mut w, _, _, packets) = split_frame();
+    w.clients[0].world.take_events();
+    for p in &packets {
+        assert!(matches!(w.clients[0].world.receive(p), Ok(Receipt::Applied { .. })));
+    }
+    assert!(w.clients[0].world.take_events().is_empty());
 }
