@@ -63,8 +63,15 @@ impl ClientWorld {
             CloseReason::TornOff => {
                 if self.actors.contains_key(&guid) && !self.torn.contains_key(&guid) {
                     self.dormant.remove(&guid);
-                    let dropped_refs = self.unmapped.remove_owner(guid) > 0;
+                    // Its references and its fast arrays' (they stay with it, no longer
+                    // replicated) wait no more.
+                    let mut dropped = self.unmapped.remove_owner(guid);
                     self.mapped.remove_owner(guid);
+                    for array in self.fast_arrays_of(guid).to_vec() {
+                        dropped += self.unmapped.remove_owner(array);
+                        self.mapped.remove_owner(array);
+                    }
+                    let dropped_refs = dropped > 0;
                     self.torn.insert(guid, TearOff { at: seq, dropped_refs });
                     self.events.push(ClientEvent::TornOff { guid });
                 }

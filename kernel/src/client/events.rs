@@ -11,7 +11,8 @@ use crate::value::Value;
 pub enum Receipt {
     /// Applied.
     Applied {
-        /// Bunches applied.
+        /// Bunches of this packet applied (or held: the first parts of an update split across
+        /// packets, applied with its last part).
         bunches: usize,
         /// Bunches stepped over: for an actor the client does not have (asked for again), closed
         /// earlier in the same packet, or referencing a static object the client does not know.

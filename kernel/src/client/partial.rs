@@ -58,8 +58,8 @@ impl ClientWorld {
     }
 
     /// Joins the part held from the previous packet to `bunches` (this packet's, validated,
-    /// numbered `seq`): merged into the first bunch if that continues it, else put first to
-    /// apply alone. Then, if this packet's last bunch goes on (`continues`) and is an actor's
+    /// numbered `seq`, nothing of it applied yet): merged into the first bunch if that continues
+    /// it, else applied alone, now. Then, if this packet's last bunch goes on (`continues`) and is an actor's
     /// update, takes it out and holds it (`opened`: the classes of this packet's actors).
     pub(super) fn join_partial(
         &mut self,
@@ -86,7 +86,7 @@ impl ClientWorld {
                 }
                 _ => {
                     self.stats.split_broken += 1;
-                    bunches.insert(0, p.bunch);
+                    self.apply_one(p.bunch, Some(p.class), p.seq);
                 }
             }
         }
@@ -111,7 +111,7 @@ impl ClientWorld {
     pub(super) fn release_partial(&mut self) {
         if let Some(p) = self.partial.take() {
             self.stats.split_broken += 1;
-            self.apply_bunch(p.class, p.bunch);
+            self.apply_one(p.bunch, Some(p.class), p.seq);
         }
     }
 }

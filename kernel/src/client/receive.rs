@@ -279,6 +279,11 @@ impl ClientWorld {
             }
             k
         });
+        // The part held from the packet before joins this packet's first bunch, or applies
+        // alone now — before this packet changes anything, as it was checked against the world
+        // before this packet — and this packet's last part is held if it goes on.
+        let n = packet.bunches.len();
+        self.join_partial(&mut packet.bunches, packet.seq, packet.continues && last_kept, &opened, bytes.len());
         self.window.accept(packet.seq, hash);
         self.unreported = true;
         self.stats.packets_applied += 1;
@@ -304,27 +309,32 @@ impl ClientWorld {
         for (guid, path) in std::mem::take(&mut packet.exports) {
             self.bind_export(guid, &path);
         }
-        let n = packet.bunches.len();
-        self.join_partial(&mut packet.bunches, packet.seq, packet.continues && last_kept, &opened, bytes.len());
         for b in packet.bunches {
-            self.reopen.retain(|r| r.0 != b.guid);
-            if b.close.is_some() || b.open.is_some() {
-                self.ignored.remove(b.guid);
-            }
-            if let Some(close) = b.close {
-                self.close(b.guid, close, packet.seq);
-                continue;
-            }
-            if let Some(&class) = opened.get(&b.guid) {
-                self.apply_bunch(class, b);
-            } else {
-                self.apply_fast(b);
-            }
+            let class = opened.get(&b.guid).copied();
+            self.apply_one(b, class, packet.seq);
         }
         for guid in reask {
             self.request_reopen(guid);
         }
         Ok(Receipt::Applied { bunches: n, skipped })
+    }
+
+    /// Applies one validated bunch of packet `seq` (`class`: its actor's, or none for a fast
+    /// array's): a bunch for an actor cancels a request for it, an open or a close ends its
+    /// being ignored (see `ignored`).
+    pub(super) fn apply_one(&mut self, b: Bunch, class: Option<u32>, seq: Seq) {
+        self.reopen.retain(|r| r.0 != b.guid);
+        if b.close.is_some() || b.open.is_some() {
+            self.ignored.remove(b.guid);
+        }
+        if let Some(close) = b.close {
+            self.close(b.guid, close, seq);
+            return;
+        }
+        match class {
+            Some(class) => self.apply_bunch(class, b),
+            None => self.apply_fast(b),
+        }
     }
 
     /// Refuses the packet being received for `e`. If it had the newest number with other bytes

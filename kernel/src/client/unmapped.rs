@@ -89,13 +89,14 @@ impl Unmapped {
         self.remove_range(from, Slot::last(owner, leaf));
     }
 
-    /// Forgets every reference of actor `owner`; returns how many there were.
     /// Forgets every reference of `owner`'s leaf `leaf` (a fast array's item: see
     /// [`Slot`]).
     pub fn remove_leaf(&mut self, owner: NetGuid, leaf: usize) {
         self.remove_range(Slot::first(owner, leaf), Slot::last(owner, leaf));
     }
 
+    /// Forgets every reference of `owner` (an actor, or a fast array); returns how many there
+    /// were.
     pub fn remove_owner(&mut self, owner: NetGuid) -> usize {
         self.remove_range(Slot::first(owner, 0), Slot::last(owner, usize::MAX))
     }

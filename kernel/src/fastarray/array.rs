@@ -114,6 +114,12 @@ impl FastArray {
         self.index.get(&id).map(|&row| self.keys[row as usize])
     }
 
+    /// The bytes of the items marked after array key `key` (those a connection acknowledged
+    /// through `key` may not have), in storage order.
+    pub(crate) fn items_after(&self, key: ArrayKey) -> impl Iterator<Item = &[u8]> {
+        self.keys.iter().zip(self.rows.chunks_exact(self.layout.stride)).filter(move |(k, _)| **k > key).map(|(_, r)| r)
+    }
+
     /// Items as (id, bytes), in storage order (not insertion order: removal swaps rows).
     pub fn iter(&self) -> impl Iterator<Item = (ReplicationId, &[u8])> {
         self.ids.iter().copied().zip(self.rows.chunks_exact(self.layout.stride))

@@ -125,3 +125,26 @@ fn a_static_actor_an_item_names_is_exported_and_bound() {
     assert_eq!(target_of(&l, fa, id), door);
     assert_eq!(l.client(0).unmapped_count(), 0);
 }
+
+#[test]
+fn a_torn_off_owners_items_wait_for_nothing() {
+    // Torn off, the actor and its arrays are the client's: their references no longer wait
+    // (as its own properties' do not), so an arrival later fires nothing there.
+    let (mut l, kind) = level();
+    let (owner_id, owner) = l.spawn([100.0, 0.0, 0.0], 1);
+    let (target_id, target) = l.spawn(FAR, 2);
+    let fa = l.driver.add_fast_array(kind, owner, SubObjectCondition::None).unwrap();
+    let id = l.driver.fast_array_mut(fa).unwrap().add(&item(3, target)).unwrap();
+    l.run(2);
+    assert_eq!(l.client(0).unmapped_count(), 1);
+    l.driver.tear_off(l.class, &l.store, owner_id).unwrap();
+    l.run(3);
+    assert!(l.client(0).is_torn_off(owner));
+    assert_eq!(l.client(0).unmapped_count(), 0);
+    l.clients[0].1.take_fast_array_events();
+    l.move_to(target_id, NEAR);
+    l.step();
+    assert!(l.client(0).has(target));
+    assert_eq!(target_of(&l, fa, id), NetGuid(0));
+    assert!(l.clients[0].1.take_fast_array_events().is_empty());
+}

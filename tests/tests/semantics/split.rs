@@ -218,3 +218,67 @@ fn a_split_update_is_received_once() {
     }
     assert!(w.clients[0].world.take_events().is_empty());
 }
+
+/// A class of another shape, for opens that name a GUID with the wrong class.
+fn other() -> Arc<ClassLayout> {
+    build(ClassBuilder::new("Other").property(PropertyDecl::new("N", PropType::U32)))
+}
+
+#[test]
+fn a_held_part_applies_before_the_next_packet_changes_anything() {
+    // The part was checked against the world as it was: it applies before a forged open of
+    // its actor with another class destroys the copy and asks for the actor again (applied
+    // after, it spawned the actor anew from a plain bunch and cancelled the request).
+    let (layout, other) = (holder(), other());
+    let mut c =
+        ClientWorld::new(&[layout.clone(), other.clone()], &[layout.checksum, other.checksum]).expect("layouts");
+    let g = NetGuid(2);
+    assert_eq!(c.receive(&hp_packet(&layout, 1, g, true, 1, false, 0)), applied(1));
+    assert_eq!(c.receive(&hp_packet(&layout, 2, g, false, 7, true, 0)), applied(1));
+    let forged = craft(3, |w| u32_bunch(w, &other, g, Some(1), &[(1, 3)]));
+    assert!(matches!(c.receive(&forged), Ok(Receipt::Applied { .. })));
+    assert!(!c.has(g), "the conflict destroys the copy, held part applied");
+    assert_eq!(c.stats().open_conflicts, 1);
+    assert_eq!(c.stats().reopens_requested, 1, "and asks for the actor again");
+    assert_eq!(c.stats().split_broken, 1);
+}
+
+#[test]
+fn a_released_part_ends_a_static_actors_being_ignored() {
+    // A static actor's open stepped over (its path not loaded yet) makes its updates read past;
+    // an open that binds it ends that — also when that open was a held part released on a gap
+    // (it had stayed ignored, and every later update of it was dropped).
+    use shadowrep::wire::open::{OpenHeader, OpenKind};
+    use shadowrep::wire::packet::{begin_packet, end_packet_continued, write_bunch_after};
+    use shadowrep::wire::BitWriter;
+    const PATH: &str = "/Game/Lvl.Lvl:PersistentLevel.A";
+    let layout = holder();
+    let mut c = ClientWorld::new(std::slice::from_ref(&layout), &[layout.checksum]).expect("same layout");
+    let door = NetGuid(3);
+    assert!(door.is_static());
+    let static_open = |seq: u32, hp: u32, continues: bool| {
+        let mut body = BitWriter::new();
+        shadowrep::wire::bunch::write_leaf_record(
+            &mut body,
+            shadowrep::wire::bunch::handle_bits(&layout),
+            1,
+            shadowrep::schema::LeafKind::U32,
+            &hp.to_le_bytes(),
+        );
+        let open = OpenHeader { class: 0, kind: OpenKind::Static(PATH.into()) };
+        let mut w = BitWriter::new();
+        begin_packet(&mut w, shadowrep::ids::Seq(seq));
+        write_bunch_after(&mut w, NetGuid(0), door, Some(&open), &body);
+        end_packet_continued(&mut w, continues);
+        w.into_bytes()
+    };
+    assert!(matches!(c.receive(&static_open(1, 1, false)), Ok(Receipt::Applied { skipped: 1, .. })));
+    c.load_static_actor(PATH, 0).expect("loads");
+    assert_eq!(c.receive(&static_open(2, 7, true)), applied(1));
+    // Packet 3 is lost; packet 4 shows the gap: the held open binds the door.
+    assert_eq!(c.receive(&hp_packet(&layout, 4, NetGuid(2), true, 1, false, 0)), applied(1));
+    assert_eq!(c.value(door, 0), Some(Value::U32(7)));
+    let update = craft(5, |w| u32_bunch(w, &layout, door, None, &[(1, 9)]));
+    assert_eq!(c.receive(&update), applied(1));
+    assert_eq!(c.value(door, 0), Some(Value::U32(9)), "the door's updates apply");
+}

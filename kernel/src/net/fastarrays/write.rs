@@ -5,7 +5,7 @@
 use super::{
     lock, ArrayStamp, FaConn, FastSent, Left, OwnerChannel, Quiet, Side, MAX_DELTAS_PER_FRAME, OPEN_ACKED, OPEN_SENT,
 };
-use crate::fastarray::FastArray;
+use crate::fastarray::{ArrayKey, BaseId, FastArray};
 use crate::ids::NetGuid;
 use crate::net::actors::ActorNet;
 use crate::net::connection::{pair, Connection, PendingClose};
@@ -91,12 +91,13 @@ impl WriteCtx<'_> {
         }
     }
 
-    /// Exports the static actors `array`'s items name that the client may not know yet, as an
-    /// actor's references are ([`WriteCtx::write_export`]; an export that does not fit waits for
-    /// the next frame, the reference on the client meanwhile). Every item is looked at — the
-    /// delta about to be written picks its items itself — but only for a kind with object
-    /// references while the level has static actors, and a static exported once is not again.
-    fn export_item_references(&self, conn: &mut Connection, st: &mut FrameWrite, array: &FastArray) {
+    /// Exports the static actors that `array`'s items not acknowledged by `base` name and the
+    /// client may not know yet, as an actor's references are ([`WriteCtx::write_export`]; a
+    /// static exported once is not again). The delta about to be written picks its items
+    /// itself, so every item it may carry is looked at — only for a kind with object references
+    /// while the level has static actors. Once the window is full the scan stops: the next
+    /// frame's write scans again (the reference waits on the client meanwhile).
+    fn export_item_references(&self, conn: &mut Connection, st: &mut FrameWrite, array: &FastArray, base: BaseId) {
         if self.statics.is_empty() || st.full {
             return;
         }
@@ -104,13 +105,14 @@ impl WriteCtx<'_> {
         if !elements.iter().any(|e| e.kind == LeafKind::Object) {
             return;
         }
-        for (_, item) in array.iter() {
+        let acked = array.acked_key(base).unwrap_or(ArrayKey(0));
+        for item in array.items_after(acked) {
             for e in elements.iter().filter(|e| e.kind == LeafKind::Object) {
                 let mut b = [0u8; 8];
                 b.copy_from_slice(&item[e.offset..e.offset + 8]);
                 let g = NetGuid(u64::from_le_bytes(b));
                 if g.is_static() && !self.write_export(conn, st, g) {
-                    conn.exports.push(g);
+                    return;
                 }
             }
         }
@@ -184,7 +186,7 @@ impl WriteCtx<'_> {
             }
         };
         if fa.conns[i].flags & OPEN_SENT == 0 || fa.array.has_unsent(base) {
-            self.export_item_references(conn, st, &fa.array);
+            self.export_item_references(conn, st, &fa.array, base);
         }
         for _ in 0..MAX_DELTAS_PER_FRAME {
             let opening = fa.conns[i].flags & OPEN_SENT == 0;
