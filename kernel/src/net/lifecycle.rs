@@ -270,9 +270,11 @@ impl NetDriver {
     /// At the actor level the actor is considered in the next frame (as `force_net_update`, a
     /// dormant one flushed) and each connection closes it when it gets to it; a connection whose
     /// frame saturates first leaves it over as any other actor, and gets it in a later frame.
-    /// A tearing actor opens no new channel. Once no connection left it over, its other
-    /// channels (an owner-only actor's on a connection that no longer owns it, a close the
-    /// sequence window could not take) close with reason TornOff too, without the last update.
+    /// A tearing actor opens no new channel. A connection whose full sequence window deferred
+    /// the last update owes it: the tear-off waits (up to a window's worth of frames), the actor
+    /// considered each frame, until it went out, then the close. Once no connection left it over
+    /// or owes it, its other channels (an owner-only actor's on a connection that no longer owns
+    /// it) close with reason TornOff too, without the last update.
     /// A lost last update is not sent again (as UE's: its channel is closed); the close is.
     /// Despawned before its tear-off finishes, it is destroyed on the clients that have not torn
     /// it off yet.
@@ -353,23 +355,24 @@ impl NetDriver {
                 continue;
             }
             let replicated = frame.0 >= t.since.0 + 2;
-            // At the actor level: a connection that left it over. Without it: a connection whose
-            // full sequence window deferred the last update (it owes it: the leaves wait in the
-            // pair's resend set, sent as soon as the window opens) — for at most a window's worth
-            // of frames, as a client that far behind gets the close anyway.
-            let waited_for = match self.level {
-                Some(_) => class.cols.clock[t.slot as usize].pending_net_update,
-                None => {
-                    frame.0 < t.since.0 + 1 + crate::wire::feedback::ACK_WINDOW
-                        && self
-                            .conns
-                            .iter()
-                            .any(|c| !c.removed && c.pair_ref(t.class, t.slot).is_some_and(|ps| !ps.resend.is_empty()))
-                }
-            };
-            if replicated && !waited_for {
+            // A connection whose full sequence window deferred the last update (it owes it: the
+            // leaves wait in the pair's resend set, sent as soon as the window opens) — for at
+            // most a window's worth of frames, as a client that far behind gets the close anyway.
+            // At the actor level, also a connection that left it over.
+            let owes = frame.0 < t.since.0 + 1 + crate::wire::feedback::ACK_WINDOW
+                && self.conns.iter().any(|c| {
+                    // A channel this frame's close ended (its resend, a lost packet's, is moot).
+                    let open = |ps: &super::connection::PairState| ps.flags & super::connection::pair::TORN == 0;
+                    !c.removed && c.pair_ref(t.class, t.slot).is_some_and(|ps| !ps.resend.is_empty() && open(ps))
+                });
+            let left_over = self.level.is_some() && class.cols.clock[t.slot as usize].pending_net_update;
+            if replicated && !owes && !left_over {
                 self.tear_off_slot(t.class as usize, t.slot, t.guid);
             } else {
+                if owes && self.level.is_some() {
+                    // Considered again, so the connections that owe it send it, then close.
+                    self.force_slot(t.class as usize, t.slot as usize);
+                }
                 self.tearing.push(t);
             }
         }

@@ -1,5 +1,5 @@
 //! Opens and closes as UE does them: spawn info, static actors bound by path (and destroyed on
-//! clients that join later), tear-off.
+//! clients that join later). Tear-off is in `tearoff`.
 
 use super::*;
 use shadowrep::client::ReceiveError;
@@ -572,42 +572,4 @@ fn a_gone_actors_row_leaves_no_row_when_the_slot_s_new_actor_is_not_relevant() {
     assert!(level.decisions(0).sends.is_empty(), "nothing is sent for either actor");
     level.run(2);
     assert!(!level.client(0).has(old_guid) && !level.client(0).has(new_guid));
-}
-
-/// A connection that does not get to a torn-off actor in its frame (here: not net-ready) leaves
-/// it over like any other, and the tear-off waits for it: its client gets the last update later,
-/// then the close. Meanwhile a connection that comes near the tearing actor opens no channel.
-#[test]
-fn a_tear_off_waits_for_a_connection_that_left_it_over_and_opens_no_channel() {
-    let mut l = Level::new(every_frame(), 3);
-    always_due(&mut l);
-    let slow = l.clients[1].0;
-    l.driver.set_viewers(l.clients[2].0, &[viewer([1.0e6, 0.0, 0.0], None)]).unwrap();
-    let (id, guid) = l.spawn([100.0, 0.0, 0.0], 5);
-    l.run(3);
-    assert!(l.client(0).has(guid) && l.client(1).has(guid) && !l.client(2).has(guid));
-    // Client 1's connection gets no allowance: once it sends, it is not net-ready.
-    l.driver.set_net_speed(slow, 0).unwrap();
-    l.store.set(id, HEALTH, &Value::U32(6)).unwrap();
-    l.step();
-    assert_eq!(l.client(1).value(guid, HEALTH), Some(Value::U32(6)));
-    l.store.set(id, HEALTH, &Value::U32(7)).unwrap();
-    l.driver.tear_off(l.class, &l.store, id).unwrap();
-    l.step();
-    assert!(l.client(0).is_torn_off(guid));
-    assert_eq!(l.client(0).value(guid, HEALTH), Some(Value::U32(7)));
-    assert!(!l.client(1).is_torn_off(guid), "left over");
-    // Client 2 comes near while the tear-off waits for client 1.
-    l.driver.set_viewers(l.clients[2].0, &[viewer([0.0; 3], None)]).unwrap();
-    l.run(3);
-    assert!(!l.client(1).is_torn_off(guid));
-    assert!(!l.client(2).has(guid), "a tearing actor opens no channel");
-    l.driver.set_net_speed(slow, 100_000).unwrap();
-    l.run(3);
-    assert!(l.client(1).is_torn_off(guid));
-    assert_eq!(l.client(1).value(guid, HEALTH), Some(Value::U32(7)), "its last update, then the close");
-    assert!(!l.client(2).has(guid));
-    // Done: never considered again.
-    l.run(2);
-    assert!(l.decisions(0).sends.iter().chain(&l.decisions(1).sends).all(|s| s.guid != guid));
 }

@@ -13,6 +13,7 @@ mod priority;
 mod reference;
 mod relevancy;
 mod subobjects;
+mod tearoff;
 mod timeout;
 
 use shadowrep::client::{ClientEvent, ClientWorld};

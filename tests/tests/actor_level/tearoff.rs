@@ -1,0 +1,94 @@
+//! Tear-off at the actor level: the last update, then the close, on each connection as it gets
+//! to the actor — a connection that left it over, or whose full sequence window deferred it,
+//! gets it later, and the tear-off waits for it.
+
+use super::*;
+
+/// A connection that does not get to a torn-off actor in its frame (here: not net-ready) leaves
+/// it over like any other, and the tear-off waits for it: its client gets the last update later,
+/// then the close. Meanwhile a connection that comes near the tearing actor opens no channel.
+#[test]
+fn a_tear_off_waits_for_a_connection_that_left_it_over_and_opens_no_channel() {
+    let mut l = Level::new(every_frame(), 3);
+    always_due(&mut l);
+    let slow = l.clients[1].0;
+    l.driver.set_viewers(l.clients[2].0, &[viewer([1.0e6, 0.0, 0.0], None)]).unwrap();
+    let (id, guid) = l.spawn([100.0, 0.0, 0.0], 5);
+    l.run(3);
+    assert!(l.client(0).has(guid) && l.client(1).has(guid) && !l.client(2).has(guid));
+    // Client 1's connection gets no allowance: once it sends, it is not net-ready.
+    l.driver.set_net_speed(slow, 0).unwrap();
+    l.store.set(id, HEALTH, &Value::U32(6)).unwrap();
+    l.step();
+    assert_eq!(l.client(1).value(guid, HEALTH), Some(Value::U32(6)));
+    l.store.set(id, HEALTH, &Value::U32(7)).unwrap();
+    l.driver.tear_off(l.class, &l.store, id).unwrap();
+    l.step();
+    assert!(l.client(0).is_torn_off(guid));
+    assert_eq!(l.client(0).value(guid, HEALTH), Some(Value::U32(7)));
+    assert!(!l.client(1).is_torn_off(guid), "left over");
+    // Client 2 comes near while the tear-off waits for client 1.
+    l.driver.set_viewers(l.clients[2].0, &[viewer([0.0; 3], None)]).unwrap();
+    l.run(3);
+    assert!(!l.client(1).is_torn_off(guid));
+    assert!(!l.client(2).has(guid), "a tearing actor opens no channel");
+    l.driver.set_net_speed(slow, 100_000).unwrap();
+    l.run(3);
+    assert!(l.client(1).is_torn_off(guid));
+    assert_eq!(l.client(1).value(guid, HEALTH), Some(Value::U32(7)), "its last update, then the close");
+    assert!(!l.client(2).has(guid));
+    // Done: never considered again.
+    l.run(2);
+    assert!(l.decisions(0).sends.iter().chain(&l.decisions(1).sends).all(|s| s.guid != guid));
+}
+
+/// A connection whose full sequence window deferred the torn-off actor's last update (its client
+/// sends no feedback for a while) owes it: the tear-off waits, and the update goes out before the
+/// close once the window opens (it had finished at once, and dropped the update).
+#[test]
+fn a_last_update_a_full_window_deferred_goes_out_before_the_close() {
+    let mut l = Level::new(every_frame(), 1);
+    always_due(&mut l);
+    let conn = l.clients[0].0;
+    l.driver.set_net_speed(conn, 10_000_000).unwrap();
+    let (id, guid) = l.spawn([100.0, 0.0, 0.0], 5);
+    let fillers: Vec<ActorId> = (0..40).map(|i| l.spawn([200.0 + i as f32, 0.0, 0.0], 0).0).collect();
+    l.run(3);
+    assert!(l.client(0).has(guid));
+    // Seldom due of itself: only the tear-off makes it considered.
+    l.settings(id, |s| s.frequency.net_update_frequency = 0.2);
+    // The client hears everything, the server nothing (kept net-ready): the window fills.
+    let tick = |l: &mut Level, frame: u32, feedback: bool| {
+        for &f in &fillers {
+            l.store.set(f, HEALTH, &Value::U32(frame)).unwrap();
+        }
+        l.driver.tick(&mut [&mut l.store]).expect("tick");
+        let (conn, world) = &mut l.clients[0];
+        for p in l.driver.take_packets(*conn).expect("live") {
+            world.receive(&p).expect("a well-formed packet");
+        }
+        let fb = world.feedback();
+        if feedback {
+            l.driver.receive_feedback(*conn, &fb).expect("decodes");
+        } else {
+            l.driver.heard_from(*conn).expect("live");
+        }
+    };
+    let mut frame = 0;
+    while l.driver.connection_stats(conn).unwrap().repeats == 0 {
+        frame += 1;
+        assert!(frame < 2_000, "the window never filled");
+        tick(&mut l, frame, false);
+    }
+    l.store.set(id, HEALTH, &Value::U32(0)).unwrap();
+    l.driver.tear_off(l.class, &l.store, id).unwrap();
+    for f in 1..=3 {
+        tick(&mut l, frame + f, false);
+    }
+    assert!(!l.client(0).is_torn_off(guid), "nothing got through the full window");
+    for f in 4..=7 {
+        tick(&mut l, frame + f, true);
+    }
+    assert!(l.client(0).is_torn_off(guid));
+    assert_eq!(l.client(0).value(guid, HEALTH), Some(Value::U32(0)), "its last update, then the close");
+}
