@@ -44,7 +44,7 @@ use crate::net::channels::{close_reason, relevant_until, Action, FrameDecisions,
 use crate::net::connection::{Connection, PendingClose};
 use crate::net::consider::{ConsiderClock, ServerTime};
 use crate::net::fastarrays::{FastSent, OwnerChannel, Side};
-use crate::net::level::{location, relevancy_of};
+use crate::net::level::{clock_key, location, relevancy_of};
 use crate::net::pairs::Pairs;
 use crate::net::plan::SendItem;
 use crate::net::priority::{actor_priority, priority_key, send_order, Candidate, SPAWN_PRIORITY_SECONDS};
@@ -384,7 +384,8 @@ impl ReferenceFrame {
                 }
                 a.fresh = false;
                 let settings: NetSettings = class.cols.settings[slot];
-                a.clock.considered(a.guid, time, &settings.frequency, adaptive);
+                let key = clock_key(a.guid, class.cols.owner_actor[slot], class.cols.sub_condition[slot]);
+                a.clock.considered(key, time, &settings.frequency, adaptive);
                 due.push((c as u32, slot as u32));
             }
             // Relevancy data of every live actor (owner chains reach actors that are not due).

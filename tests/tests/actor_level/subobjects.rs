@@ -404,3 +404,49 @@ fn a_sub_object_ranked_before_its_flushed_owner_stays_with_it() {
     assert!(a.client(1).has(cg));
     assert!(a.client(1).has(wg), "kept with its owner");
 }
+
+/// UE replicates a sub-object inside its owner's update: here it is considered on exactly its
+/// owner's frames (its clock draws its jitter from its owner's GUID, at the owner's frequency),
+/// so a change to both in one tick reaches the client in one frame; the owner's later frequency
+/// is theirs too, and `force_net_update` on the owner forces its sub-objects.
+#[test]
+fn a_sub_object_goes_out_in_its_owners_frames() {
+    let mut a = Arena::new();
+    let ch = a.characters.spawn();
+    a.characters.set(ch, LOCATION, &Value::Vector([100.0, 0.0, 0.0])).unwrap();
+    let cg = a.driver.assign_guid(a.character, &a.characters, ch).unwrap();
+    let mut s = a.driver.net_settings(a.character, ch).unwrap();
+    // 7 Hz at a 30 Hz tick: an interval of 4.3 ticks, so the jitter decides between the fifth
+    // and the sixth frame.
+    s.frequency.net_update_frequency = 7.0;
+    a.driver.set_net_settings(a.character, &a.characters, ch, s).unwrap();
+    let w = a.weapons.spawn();
+    let wg = a.driver.register_sub_object(a.weapon, &a.weapons, w, cg, SubObjectCondition::None).unwrap();
+    a.run(3);
+    let (mut together, mut apart) = (0, 0);
+    for frame in 1..=90u32 {
+        a.characters.set(ch, HEALTH, &Value::U32(frame)).unwrap();
+        a.weapons.set(w, AMMO, &Value::U32(frame)).unwrap();
+        a.run(1);
+        let got = |g: NetGuid, p: usize| a.client(0).value(g, p) == Some(Value::U32(frame));
+        match (got(cg, HEALTH), got(wg, AMMO)) {
+            (true, true) => together += 1,
+            (false, false) => {}
+            _ => apart += 1,
+        }
+    }
+    assert_eq!(apart, 0, "owner and sub-object in the same frames ({together} together)");
+    assert!((14..=19).contains(&together), "5 to 6 updates a second, as UE's jitter gives: {together}");
+    // Seldom due: forcing the owner brings the sub-object's change in the same frame.
+    s.frequency.net_update_frequency = 0.1;
+    a.driver.set_net_settings(a.character, &a.characters, ch, s).unwrap();
+    let sub = a.driver.net_settings(a.weapon, w).unwrap();
+    assert_eq!(sub.frequency.net_update_frequency, 0.1, "the owner's frequency");
+    a.run(2);
+    a.characters.set(ch, HEALTH, &Value::U32(500)).unwrap();
+    a.weapons.set(w, AMMO, &Value::U32(500)).unwrap();
+    a.driver.force_net_update(a.character, &a.characters, ch).unwrap();
+    a.run(1);
+    assert_eq!(a.client(0).value(cg, HEALTH), Some(Value::U32(500)));
+    assert_eq!(a.client(0).value(wg, AMMO), Some(Value::U32(500)), "forced with its owner");
+}

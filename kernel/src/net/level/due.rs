@@ -213,14 +213,14 @@ fn consider_run(
             let last_changed = v.history.last_changed(slot as u32);
             let changed = last_changed > since;
             let s = &v.settings[slot];
-            clock[i].considered(a.guid, time, &s.frequency, adaptive);
+            let (owner, instigator, condition) = (v.owner_actor[slot], v.instigator[slot], v.sub_condition[slot]);
+            clock[i].considered(clock_key(a.guid, owner, condition), time, &s.frequency, adaptive);
             due_at[i] = clock[i].due_at();
             last[i] = time.frame;
             let leaves = if changed { v.history.changed_since(slot as u32, since) } else { LeafMask::EMPTY };
             let at = read_location(v.location_leaf, pos[i], v.store, slot as u32);
             pos[i] = at;
             let rules = s.needs_rules() || v.rules_class;
-            let (owner, instigator, condition) = (v.owner_actor[slot], v.instigator[slot], v.sub_condition[slot]);
             let plain = !rules && owner.is_none() && instigator.is_none() && a.owner.is_none();
             *records.next().expect("a record per due lane of the run") = DueActor {
                 class: v.ci,
@@ -282,5 +282,19 @@ impl GuidRanks {
         }
         self.pairs.clear();
         self.bits = crate::net::priority::bits_below(due);
+    }
+}
+
+/// The GUID an actor's consider clock draws its jitter from: a sub-object's owner's (with the
+/// owner's frequency, copied when it was registered, it is due on the frames its owner is, and
+/// goes out beside it — UE replicates sub-objects inside their owner's update), else its own.
+pub(crate) fn clock_key(
+    guid: super::NetGuid,
+    owner: Option<super::NetGuid>,
+    sub: Option<SubObjectCondition>,
+) -> super::NetGuid {
+    match (sub, owner) {
+        (Some(_), Some(owner)) => owner,
+        _ => guid,
     }
 }

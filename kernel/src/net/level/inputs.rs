@@ -96,7 +96,8 @@ impl NetDriver {
         Ok((class.0 as usize, id.index as usize))
     }
 
-    /// Gives one actor its own net settings.
+    /// Gives one actor its own net settings. Its sub-objects take its update frequency and
+    /// priority, as when they were registered (UE replicates them inside its update).
     pub fn set_net_settings(
         &mut self,
         class: ClassId,
@@ -108,6 +109,11 @@ impl NetDriver {
         let cols = &mut self.classes[c].cols;
         cols.settings[s] = settings;
         cols.overridden[s] = true;
+        for (sc, ss, _) in self.sub_slots(self.classes[c].actors[s].guid) {
+            let sub = &mut self.classes[sc as usize].cols.settings[ss as usize];
+            sub.frequency = settings.frequency;
+            sub.net_priority = settings.net_priority;
+        }
         Ok(())
     }
 
@@ -147,10 +153,14 @@ impl NetDriver {
     }
 
     /// UE's `ForceNetUpdate`: the actor is considered on the next frame — a dormant one's
-    /// dormancy flushed first ([`NetDriver::flush_net_dormancy`]), as UE's does.
+    /// dormancy flushed first ([`NetDriver::flush_net_dormancy`]), as UE's does — and so are its
+    /// sub-objects, which UE replicates inside their owner's update.
     pub fn force_net_update(&mut self, class: ClassId, store: &ClassStore, id: ActorId) -> Result<(), DriverError> {
         let (c, s) = self.cols_slot(class, store, id)?;
         self.force_slot(c, s);
+        for (sc, ss, _) in self.sub_slots(self.classes[c].actors[s].guid) {
+            self.force_slot(sc as usize, ss as usize);
+        }
         Ok(())
     }
 

@@ -70,7 +70,7 @@
 
 mod due;
 
-pub(crate) use due::GuidRanks;
+pub(crate) use due::{clock_key, GuidRanks};
 mod inputs;
 
 use super::actors::ClassNet;
