@@ -292,6 +292,59 @@ impl FastArray {
         self.write_delta_within(base, w, usize::MAX)
     }
 
+    /// The most bits the connection's next delta may take whole — its worst case, as
+    /// [`write_delta_within`](Self::write_delta_within) counts it, up to the caps of one delta
+    /// (0 when nothing is unsent): a writer that has room for it writes it in one bunch.
+    pub fn next_delta_bits(&self, base: BaseId) -> usize {
+        let Some(b) = self.base(base) else { return 0 };
+        if b.sent_key() >= self.array_key {
+            return 0;
+        }
+        self.scan(b.sent_key(), b.joined(), usize::MAX, &mut Vec::new(), &mut Vec::new()).1
+    }
+
+    /// The entries of the change log after `from` that one delta takes within `max_bits` (worst
+    /// case), for a connection that joined at `joined`: the changed items (id, row) and removed
+    /// ids, into `changed` and `deleted`. Returns the key the delta reaches and its worst-case bits.
+    fn scan(
+        &self,
+        from: ArrayKey,
+        joined: ArrayKey,
+        max_bits: usize,
+        changed: &mut Vec<(ReplicationId, u32)>,
+        deleted: &mut Vec<ReplicationId>,
+    ) -> (ArrayKey, usize) {
+        let item_bits = wire::ID_MAX_BITS + wire::item_max_bits(&self.layout);
+        let mut bits = wire::HEADER_MAX_BITS;
+        let start = self.log.partition_point(|e| e.key <= from);
+        for e in self.log.range(start..) {
+            match e.op {
+                LogOp::Change => {
+                    let Some(&row) = self.index.get(&e.id) else { continue };
+                    if self.keys[row as usize] != e.key {
+                        continue; // re-marked later: its newest entry stands for it
+                    }
+                    if changed.len() == MAX_CHANGED_PER_DELTA || bits + item_bits > max_bits {
+                        return (ArrayKey(e.key.0 - 1), bits);
+                    }
+                    bits += item_bits;
+                    changed.push((e.id, row));
+                }
+                LogOp::Remove => {
+                    if e.key <= joined {
+                        continue; // removed before this connection could have had it
+                    }
+                    if deleted.len() == MAX_DELETED_PER_DELTA || bits + wire::ID_MAX_BITS > max_bits {
+                        return (ArrayKey(e.key.0 - 1), bits);
+                    }
+                    bits += wire::ID_MAX_BITS;
+                    deleted.push(e.id);
+                }
+            }
+        }
+        (self.array_key, bits)
+    }
+
     /// The fewest bits [`write_delta_within`](Self::write_delta_within) needs to make progress:
     /// the worst-case header, one id and one item.
     pub fn min_delta_bits(&self) -> usize {
@@ -308,12 +361,10 @@ impl FastArray {
         max_bits: usize,
     ) -> Result<Option<DeltaToken>, FastArrayError> {
         let array_key = self.array_key;
-        let item_bits = wire::ID_MAX_BITS + wire::item_max_bits(&self.layout);
-        let mut bits = wire::HEADER_MAX_BITS;
         let b =
             self.bases.get_mut(base.0 as usize).and_then(Option::as_mut).ok_or(FastArrayError::UnknownBase(base))?;
         b.make_room();
-        let from = b.sent_key();
+        let (from, joined) = (b.sent_key(), b.joined());
         if from >= array_key {
             return Ok(None);
         }
@@ -321,35 +372,8 @@ impl FastArray {
         let mut deleted = std::mem::take(&mut self.scratch_deleted);
         changed.clear();
         deleted.clear();
-        let mut to = array_key;
-        let start = self.log.partition_point(|e| e.key <= from);
-        for e in self.log.range(start..) {
-            match e.op {
-                LogOp::Change => {
-                    let Some(&row) = self.index.get(&e.id) else { continue };
-                    if self.keys[row as usize] != e.key {
-                        continue; // re-marked later: its newest entry stands for it
-                    }
-                    if changed.len() == MAX_CHANGED_PER_DELTA || bits + item_bits > max_bits {
-                        to = ArrayKey(e.key.0 - 1);
-                        break;
-                    }
-                    bits += item_bits;
-                    changed.push((e.id, row));
-                }
-                LogOp::Remove => {
-                    if e.key <= b.joined() {
-                        continue; // removed before this connection could have had it
-                    }
-                    if deleted.len() == MAX_DELETED_PER_DELTA || bits + wire::ID_MAX_BITS > max_bits {
-                        to = ArrayKey(e.key.0 - 1);
-                        break;
-                    }
-                    bits += wire::ID_MAX_BITS;
-                    deleted.push(e.id);
-                }
-            }
-        }
+        let (to, _) = self.scan(from, joined, max_bits, &mut changed, &mut deleted);
+        let b = self.bases[base.0 as usize].as_mut().expect("looked up above");
         let range = KeyRange { from, to };
         let token = if to == from {
             None // not even the first entry fits the budget

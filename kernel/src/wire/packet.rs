@@ -304,6 +304,14 @@ impl PacketWriter {
         self.bunches += 1;
     }
 
+    /// Whether a sized bunch for `guid` with `body_bits` of records fits an otherwise empty
+    /// packet (whatever its sequence number).
+    pub fn bunch_fits_empty(&self, guid: NetGuid, open: Option<&EncodedOpen>, body_bits: usize) -> bool {
+        let header = bunch_header_bits(NetGuid(0), guid, open);
+        packed_bits(u32::MAX as u64) + header + packed_bits(body_bits as u64) + body_bits + PACKET_END_BITS
+            <= self.mtu_bits
+    }
+
     /// Whether a sized bunch for `guid` with `body_bits` of records fits the open packet.
     pub fn bunch_fits(&self, out: &BitWriter, guid: NetGuid, open: Option<&EncodedOpen>, body_bits: usize) -> bool {
         let header = bunch_header_bits(self.last_guid(), guid, open);

@@ -154,6 +154,58 @@ fn an_owners_reopen_sends_its_fast_arrays_again_whole_behind_its_open() {
     assert_eq!(honoured, 1, "no other reopen");
 }
 
+/// A change that fits a packet goes in one delta — in the next packet if the one being written
+/// has too little room left — so the client gets all of it in one packet (UE writes it inside
+/// the owner's update, joined whole); it had been cut to the room left, the rest a packet later.
+/// Without the actor level the arrays follow every actor's bunches: the delta lands wherever
+/// the actors left off.
+#[test]
+fn a_change_that_fits_a_packet_arrives_in_one() {
+    let layout = thing();
+    let mut store = ClassStore::new(layout.clone());
+    let mut driver = NetDriver::new(DriverConfig::default()).unwrap();
+    let class = driver.register_class(&mut store).unwrap();
+    let kind = driver.register_fast_array_kind(slots()).unwrap();
+    let conn = driver.add_connection(false);
+    let mut world = ClientWorld::new(std::slice::from_ref(&layout), &driver.checksums())
+        .and_then(|w| w.with_fast_array_kinds(&[slots()], &driver.fast_array_checksums()))
+        .unwrap();
+    let actors: Vec<ActorId> = (0..300).map(|_| store.spawn()).collect();
+    let owner = driver.assign_guid(class, &store, actors[0]).unwrap();
+    let fa = driver.add_fast_array(kind, owner, SubObjectCondition::None).unwrap();
+    let (mut cut, mut whole) = (0, 0);
+    for frame in 0..40u32 {
+        // A varying number of actors changes: the delta lands at varying places in a packet.
+        let busy = 50 + (frame as usize * 37) % 250;
+        for (i, &a) in actors.iter().enumerate().take(busy) {
+            store.set(a, HEALTH, &Value::U32(frame * 1000 + i as u32)).unwrap();
+            store.mark_dirty(a, HEALTH).unwrap();
+        }
+        let mut items = driver.fast_array_mut(fa).unwrap();
+        for i in 0..100 {
+            items.add(&slot(i, 1)).unwrap();
+        }
+        driver.tick(&mut [&mut store]).unwrap();
+        let packets = driver.take_packets(conn).unwrap();
+        let mut calls = 0;
+        for p in &packets {
+            world.receive(p).unwrap();
+            let events = world.take_fast_array_events();
+            if !events.is_empty() {
+                calls += 1;
+                if events.len() == 100 {
+                    whole += 1;
+                }
+            }
+        }
+        if calls > 1 {
+            cut += 1;
+        }
+        driver.receive_feedback(conn, &world.feedback()).unwrap();
+    }
+    assert_eq!((whole, cut), (40, 0), "every frame's 100 adds in one packet");
+}
+
 #[test]
 fn a_large_first_send_is_spread_over_frames_and_converges() {
     let (mut l, kind) = level(1);

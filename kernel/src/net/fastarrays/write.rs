@@ -198,7 +198,20 @@ impl WriteCtx<'_> {
             }
             let header =
                 opening.then(|| OpenHeader { class: fa.kind, kind: OpenKind::FastArray { owner: fa.owner } }.encode());
-            let need = if fa.array.has_unsent(base) { fa.array.min_delta_bits() } else { 0 };
+            // The whole delta in one bunch where it fits a packet — in a new one if not in this
+            // one (UE writes it inside the owner's update): the client gets it at once, not in
+            // slices. A larger one is cut to the room left, and goes on in the next delta.
+            let need = if fa.array.has_unsent(base) {
+                // The length field is sized for the whole packet (`body_room`): a little slack.
+                let whole = fa.array.next_delta_bits(base) + 16;
+                if conn.writer.bunch_fits_empty(guid, header.as_ref(), whole) {
+                    whole
+                } else {
+                    fa.array.min_delta_bits()
+                }
+            } else {
+                0
+            };
             if !self.ensure_in(conn, st, |c| c.writer.bunch_fits(&c.out, guid, header.as_ref(), need)) {
                 st.full = true;
                 return Left::Busy;
