@@ -297,10 +297,13 @@ impl FastArray {
     /// (0 when nothing is unsent): a writer that has room for it writes it in one bunch.
     pub fn next_delta_bits(&self, base: BaseId) -> usize {
         let Some(b) = self.base(base) else { return 0 };
-        if b.sent_key() >= self.array_key {
+        // Where the delta will start: a full in-flight list rolls back to the acknowledged
+        // cursor (`make_room`).
+        let from = if b.in_flight() >= super::MAX_IN_FLIGHT_DELTAS { b.acked_key() } else { b.sent_key() };
+        if from >= self.array_key {
             return 0;
         }
-        self.scan(b.sent_key(), b.joined(), usize::MAX, &mut Vec::new(), &mut Vec::new()).1
+        self.scan(from, b.joined(), usize::MAX, &mut Vec::new(), &mut Vec::new()).1
     }
 
     /// The entries of the change log after `from` that one delta takes within `max_bits` (worst

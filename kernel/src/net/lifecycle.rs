@@ -200,9 +200,9 @@ impl NetDriver {
         let guid = self.assign_guid(class, store, id)?;
         self.subs.outer.insert(guid, owner);
         self.subs.inner.entry(owner).or_default().push(guid);
-        let (owner_net, owner_settings) = {
+        let (owner_net, owner_settings, owner_clock) = {
             let o = &self.classes[oc as usize];
-            (o.actors[os as usize], o.cols.settings[os as usize])
+            (o.actors[os as usize], o.cols.settings[os as usize], o.cols.clock[os as usize])
         };
         let slot = id.index as usize;
         let c = &mut self.classes[ci];
@@ -213,6 +213,10 @@ impl NetDriver {
         c.cols.overridden[slot] = true;
         c.cols.sub_condition[slot] = Some(condition);
         c.cols.owner_actor[slot] = Some(owner);
+        // Due with its owner from the start (then on its owner's frames: `clock_key`), as UE
+        // replicates a new sub-object in its owner's next update.
+        c.cols.clock[slot] = owner_clock;
+        c.cols.due_at[slot] = owner_clock.due_at();
         let a = &mut c.actors[slot];
         a.owner = owner_net.owner;
         a.autonomous = owner_net.autonomous;
@@ -359,11 +363,17 @@ impl NetDriver {
             // leaves wait in the pair's resend set, sent as soon as the window opens) — for at
             // most a window's worth of frames, as a client that far behind gets the close anyway.
             // At the actor level, also a connection that left it over.
+            // At the actor level only a connection whose frame still serves the actor counts: its
+            // channel open there, and an owner-only actor owned by it (the others' channels close
+            // at the end, without the update, as UE skips them).
+            let owner_only = class.cols.settings[t.slot as usize].only_relevant_to_owner;
+            let serves = |ci: usize, ps: &super::connection::PairState| {
+                self.level.is_none()
+                    || (ps.flags & super::connection::pair::CHANNEL != 0 && (!owner_only || a.owner == Some(ci as u32)))
+            };
             let owes = frame.0 < t.since.0 + 1 + crate::wire::feedback::ACK_WINDOW
-                && self.conns.iter().any(|c| {
-                    // A channel this frame's close ended (its resend, a lost packet's, is moot).
-                    let open = |ps: &super::connection::PairState| ps.flags & super::connection::pair::TORN == 0;
-                    !c.removed && c.pair_ref(t.class, t.slot).is_some_and(|ps| !ps.resend.is_empty() && open(ps))
+                && self.conns.iter().enumerate().any(|(ci, c)| {
+                    !c.removed && c.pair_ref(t.class, t.slot).is_some_and(|ps| !ps.resend.is_empty() && serves(ci, ps))
                 });
             let left_over = self.level.is_some() && class.cols.clock[t.slot as usize].pending_net_update;
             if replicated && !owes && !left_over {

@@ -200,11 +200,21 @@ impl ReferenceFrame {
                 next_epoch: 0,
             });
         }
-        self.track_actors(driver, stores, &order);
+        let new_subs = self.track_actors(driver, stores, &order);
         // The game's ForceNetUpdate calls since the last frame.
         for &(c, s, at) in &level.forced_last_tick {
             if let Some(a) = self.actors[c as usize].get_mut(s as usize).and_then(Option::as_mut) {
                 a.clock.force_net_update(at);
+            }
+        }
+        // A new sub-object is due with its owner (the driver copies the owner's clock when it is
+        // registered; a force either side of that reaches both).
+        for (c, s) in new_subs {
+            let guid = self.actors[c as usize][s as usize].as_ref().map(|a| a.guid);
+            let owner = guid.and_then(|g| driver.owner_of(g)).and_then(|o| driver.guids.get(&o).copied());
+            let clock = owner.and_then(|(oc, os)| self.actors[oc as usize].get(os as usize)?.as_ref().map(|o| o.clock));
+            if let (Some(clock), Some(a)) = (clock, self.actors[c as usize][s as usize].as_mut()) {
+                a.clock = clock;
             }
         }
         for (rc, dc) in self.conns.iter_mut().zip(&driver.conns) {
@@ -253,8 +263,10 @@ impl ReferenceFrame {
         Ok(ReferenceTick { seconds: start.elapsed().as_secs_f64(), due_actors: due.len(), bytes })
     }
 
-    /// New actors get an object; destroyed ones are closed where they have a channel.
-    fn track_actors(&mut self, driver: &NetDriver, stores: &[&mut ClassStore], order: &[usize]) {
+    /// New actors get an object; destroyed ones are closed where they have a channel. Returns
+    /// the new sub-objects (class, slot).
+    fn track_actors(&mut self, driver: &NetDriver, stores: &[&mut ClassStore], order: &[usize]) -> Vec<(u32, u32)> {
+        let mut new_subs = Vec::new();
         for (c, class) in driver.classes.iter().enumerate() {
             let store = &*stores[order[c]];
             let table = &mut self.actors[c];
@@ -273,6 +285,9 @@ impl ReferenceFrame {
                 }
                 if entry.is_none() && live {
                     let a = a.expect("live");
+                    if class.cols.sub_condition[slot].is_some() {
+                        new_subs.push((c as u32, slot as u32));
+                    }
                     let layout = &class.layout;
                     *entry = Some(RefActor {
                         guid: a.guid,
@@ -311,6 +326,7 @@ impl ReferenceFrame {
                 }
             }
         }
+        new_subs
     }
 
     /// The consider list: due actors, each compared property by property and rescheduled.

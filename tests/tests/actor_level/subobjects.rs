@@ -437,6 +437,23 @@ fn a_sub_object_goes_out_in_its_owners_frames() {
     }
     assert_eq!(apart, 0, "owner and sub-object in the same frames ({together} together)");
     assert!((14..=19).contains(&together), "5 to 6 updates a second, as UE's jitter gives: {together}");
+    // One registered later goes with its owner too: due with it from the start.
+    let w2 = a.weapons.spawn();
+    let wg2 = a.driver.register_sub_object(a.weapon, &a.weapons, w2, cg, SubObjectCondition::None).unwrap();
+    let (mut together, mut apart) = (0, 0);
+    for frame in 100..=190u32 {
+        a.characters.set(ch, HEALTH, &Value::U32(frame)).unwrap();
+        a.weapons.set(w2, AMMO, &Value::U32(frame)).unwrap();
+        a.run(1);
+        let got = |g: NetGuid, p: usize| a.client(0).value(g, p) == Some(Value::U32(frame));
+        match (got(cg, HEALTH), got(wg2, AMMO)) {
+            (true, true) => together += 1,
+            (false, false) => {}
+            _ => apart += 1,
+        }
+    }
+    assert_eq!(apart, 0, "a sub-object registered later, in its owner's frames ({together} together)");
+    assert!(together >= 14);
     // Seldom due: forcing the owner brings the sub-object's change in the same frame.
     s.frequency.net_update_frequency = 0.1;
     a.driver.set_net_settings(a.character, &a.characters, ch, s).unwrap();
@@ -449,4 +466,10 @@ fn a_sub_object_goes_out_in_its_owners_frames() {
     a.run(1);
     assert_eq!(a.client(0).value(cg, HEALTH), Some(Value::U32(500)));
     assert_eq!(a.client(0).value(wg, AMMO), Some(Value::U32(500)), "forced with its owner");
+    // An owner that takes its class's defaults: its sub-objects follow a change of them.
+    let (_, _, w3, _) = a.armed([200.0, 0.0, 0.0], 1, 9, SubObjectCondition::None);
+    let mut class_defaults = NetSettings::default();
+    class_defaults.frequency.net_update_frequency = 3.0;
+    a.driver.set_class_settings(a.character, class_defaults).unwrap();
+    assert_eq!(a.driver.net_settings(a.weapon, w3).unwrap().frequency.net_update_frequency, 3.0);
 }

@@ -92,3 +92,29 @@ fn a_last_update_a_full_window_deferred_goes_out_before_the_close() {
     assert!(l.client(0).is_torn_off(guid));
     assert_eq!(l.client(0).value(guid, HEALTH), Some(Value::U32(0)), "its last update, then the close");
 }
+
+/// A connection that still owes an owner-only actor it no longer owns is never served it (UE
+/// skips the actor there): the tear-off does not wait for it, and its channel closes TornOff at
+/// once (a wait on it had lasted until its relevancy lapsed).
+#[test]
+fn a_tear_off_does_not_wait_for_a_connection_that_cannot_be_served() {
+    let mut l = Level::new(every_frame(), 1);
+    always_due(&mut l);
+    let conn = l.clients[0].0;
+    let (id, guid) = l.spawn([100.0, 0.0, 0.0], 5);
+    l.settings(id, |s| s.only_relevant_to_owner = true);
+    l.driver.set_owner(l.class, &l.store, id, Some(conn), false).unwrap();
+    l.run(3);
+    assert!(l.client(0).has(guid));
+    // A packet carrying a change is lost; the next one's arrival reports it: the row owes it.
+    l.store.set(id, HEALTH, &Value::U32(6)).unwrap();
+    l.driver.tick(&mut [&mut l.store]).unwrap();
+    drop(l.driver.take_packets(conn).unwrap());
+    l.move_to(id, [110.0, 0.0, 0.0]);
+    l.step();
+    // Nobody owns it now, and it is torn off.
+    l.driver.set_owner(l.class, &l.store, id, None, false).unwrap();
+    l.driver.tear_off(l.class, &l.store, id).unwrap();
+    l.run(4);
+    assert!(l.client(0).is_torn_off(guid), "closed without the update it cannot be served");
+}

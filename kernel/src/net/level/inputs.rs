@@ -32,6 +32,16 @@ impl NetDriver {
                 *s = settings;
             }
         }
+        // The sub-objects of the class's actors that take its defaults take them too.
+        let takes_defaults = |g: &NetGuid| {
+            self.guids
+                .get(g)
+                .is_some_and(|&(oc, os)| oc == class.0 && !self.classes[oc as usize].cols.overridden[os as usize])
+        };
+        let owners: Vec<NetGuid> = self.subs.inner.keys().filter(|g| takes_defaults(g)).copied().collect();
+        for owner in owners {
+            self.pass_settings_to_sub_objects(owner, settings);
+        }
         Ok(())
     }
 
@@ -109,12 +119,17 @@ impl NetDriver {
         let cols = &mut self.classes[c].cols;
         cols.settings[s] = settings;
         cols.overridden[s] = true;
-        for (sc, ss, _) in self.sub_slots(self.classes[c].actors[s].guid) {
+        self.pass_settings_to_sub_objects(self.classes[c].actors[s].guid, settings);
+        Ok(())
+    }
+
+    /// `owner`'s sub-objects take its update frequency and priority from `settings`.
+    fn pass_settings_to_sub_objects(&mut self, owner: NetGuid, settings: NetSettings) {
+        for (sc, ss, _) in self.sub_slots(owner) {
             let sub = &mut self.classes[sc as usize].cols.settings[ss as usize];
             sub.frequency = settings.frequency;
             sub.net_priority = settings.net_priority;
         }
-        Ok(())
     }
 
     /// An actor's net settings (its own, or its class's).
