@@ -303,22 +303,24 @@ impl FastArray {
         if from >= self.array_key {
             return 0;
         }
-        self.scan(from, b.joined(), usize::MAX, &mut Vec::new(), &mut Vec::new()).1
+        self.scan(from, b.joined(), usize::MAX, None, None).1
     }
 
     /// The entries of the change log after `from` that one delta takes within `max_bits` (worst
     /// case), for a connection that joined at `joined`: the changed items (id, row) and removed
-    /// ids, into `changed` and `deleted`. Returns the key the delta reaches and its worst-case bits.
+    /// ids, into `changed` and `deleted` when given. Returns the key the delta reaches and its
+    /// worst-case bits.
     fn scan(
         &self,
         from: ArrayKey,
         joined: ArrayKey,
         max_bits: usize,
-        changed: &mut Vec<(ReplicationId, u32)>,
-        deleted: &mut Vec<ReplicationId>,
+        mut changed: Option<&mut Vec<(ReplicationId, u32)>>,
+        mut deleted: Option<&mut Vec<ReplicationId>>,
     ) -> (ArrayKey, usize) {
         let item_bits = wire::ID_MAX_BITS + wire::item_max_bits(&self.layout);
         let mut bits = wire::HEADER_MAX_BITS;
+        let (mut n_changed, mut n_deleted) = (0, 0);
         let start = self.log.partition_point(|e| e.key <= from);
         for e in self.log.range(start..) {
             match e.op {
@@ -327,21 +329,27 @@ impl FastArray {
                     if self.keys[row as usize] != e.key {
                         continue; // re-marked later: its newest entry stands for it
                     }
-                    if changed.len() == MAX_CHANGED_PER_DELTA || bits + item_bits > max_bits {
+                    if n_changed == MAX_CHANGED_PER_DELTA || bits + item_bits > max_bits {
                         return (ArrayKey(e.key.0 - 1), bits);
                     }
                     bits += item_bits;
-                    changed.push((e.id, row));
+                    n_changed += 1;
+                    if let Some(c) = changed.as_deref_mut() {
+                        c.push((e.id, row));
+                    }
                 }
                 LogOp::Remove => {
                     if e.key <= joined {
                         continue; // removed before this connection could have had it
                     }
-                    if deleted.len() == MAX_DELETED_PER_DELTA || bits + wire::ID_MAX_BITS > max_bits {
+                    if n_deleted == MAX_DELETED_PER_DELTA || bits + wire::ID_MAX_BITS > max_bits {
                         return (ArrayKey(e.key.0 - 1), bits);
                     }
                     bits += wire::ID_MAX_BITS;
-                    deleted.push(e.id);
+                    n_deleted += 1;
+                    if let Some(d) = deleted.as_deref_mut() {
+                        d.push(e.id);
+                    }
                 }
             }
         }
@@ -375,7 +383,7 @@ impl FastArray {
         let mut deleted = std::mem::take(&mut self.scratch_deleted);
         changed.clear();
         deleted.clear();
-        let (to, _) = self.scan(from, joined, max_bits, &mut changed, &mut deleted);
+        let (to, _) = self.scan(from, joined, max_bits, Some(&mut changed), Some(&mut deleted));
         let b = self.bases[base.0 as usize].as_mut().expect("looked up above");
         let range = KeyRange { from, to };
         let token = if to == from {
