@@ -423,35 +423,30 @@ fn a_sub_object_goes_out_in_its_owners_frames() {
     let w = a.weapons.spawn();
     let wg = a.driver.register_sub_object(a.weapon, &a.weapons, w, cg, SubObjectCondition::None).unwrap();
     a.run(3);
-    let (mut together, mut apart) = (0, 0);
-    for frame in 1..=90u32 {
-        a.characters.set(ch, HEALTH, &Value::U32(frame)).unwrap();
-        a.weapons.set(w, AMMO, &Value::U32(frame)).unwrap();
-        a.run(1);
-        let got = |g: NetGuid, p: usize| a.client(0).value(g, p) == Some(Value::U32(frame));
-        match (got(cg, HEALTH), got(wg, AMMO)) {
-            (true, true) => together += 1,
-            (false, false) => {}
-            _ => apart += 1,
+    // Frames in which client 0 got both of a change made to the two in one tick, and frames in
+    // which it got one of them only.
+    let pair_frames = |a: &mut Arena, (ch, cg): (ActorId, NetGuid), (w, wg): (ActorId, NetGuid), frames| {
+        let (mut together, mut apart) = (0, 0);
+        for frame in frames {
+            a.characters.set(ch, HEALTH, &Value::U32(frame)).unwrap();
+            a.weapons.set(w, AMMO, &Value::U32(frame)).unwrap();
+            a.run(1);
+            let got = |g: NetGuid, p: usize| a.client(0).value(g, p) == Some(Value::U32(frame));
+            match (got(cg, HEALTH), got(wg, AMMO)) {
+                (true, true) => together += 1,
+                (false, false) => {}
+                _ => apart += 1,
+            }
         }
-    }
+        (together, apart)
+    };
+    let (together, apart) = pair_frames(&mut a, (ch, cg), (w, wg), 1..=90u32);
     assert_eq!(apart, 0, "owner and sub-object in the same frames ({together} together)");
     assert!((14..=19).contains(&together), "5 to 6 updates a second, as UE's jitter gives: {together}");
     // One registered later goes with its owner too: due with it from the start.
     let w2 = a.weapons.spawn();
     let wg2 = a.driver.register_sub_object(a.weapon, &a.weapons, w2, cg, SubObjectCondition::None).unwrap();
-    let (mut together, mut apart) = (0, 0);
-    for frame in 100..=190u32 {
-        a.characters.set(ch, HEALTH, &Value::U32(frame)).unwrap();
-        a.weapons.set(w2, AMMO, &Value::U32(frame)).unwrap();
-        a.run(1);
-        let got = |g: NetGuid, p: usize| a.client(0).value(g, p) == Some(Value::U32(frame));
-        match (got(cg, HEALTH), got(wg2, AMMO)) {
-            (true, true) => together += 1,
-            (false, false) => {}
-            _ => apart += 1,
-        }
-    }
+    let (together, apart) = pair_frames(&mut a, (ch, cg), (w2, wg2), 100..=190u32);
     assert_eq!(apart, 0, "a sub-object registered later, in its owner's frames ({together} together)");
     assert!(together >= 14);
     // Seldom due: forcing the owner brings the sub-object's change in the same frame.
