@@ -71,8 +71,8 @@ pub struct ClientStats {
     /// Updates split across packets that were applied whole (every part arrived in order).
     pub split_joined: u64,
     /// Held parts of a split update applied without their continuation: the next packet was
-    /// lost, was refused, or did not continue it (the server resends what the lost part
-    /// carried), or the parts reached [`MAX_PARTIAL_BYTES`](super::MAX_PARTIAL_BYTES).
+    /// lost or did not continue it (the server resends what the lost part carried), or the
+    /// parts reached [`MAX_PARTIAL_BYTES`](super::MAX_PARTIAL_BYTES).
     pub split_broken: u64,
 }
 

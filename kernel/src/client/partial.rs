@@ -3,8 +3,9 @@
 //! first bunch — its continuation — joins it; the update applies whole when its last part
 //! arrives, so its notifies fire once, with the value before the update and after all of it
 //! (UE's partial bunches). A part whose continuation does not come next (the packet between
-//! was lost, or refused, or the next one starts with another actor) applies alone: the server
-//! resends what the lost part carried, as for any lost packet. What one update holds is bounded.
+//! was lost, or the next one starts with another actor) applies alone: the server resends what
+//! the lost part carried, as for any lost packet. A refused packet (malformed: a forger's, say)
+//! is not received, and changes nothing held. What one update holds is bounded.
 
 use super::ClientWorld;
 use crate::ids::{NetGuid, Seq};

@@ -342,8 +342,9 @@ impl ClientWorld {
     /// server would never resend what this packet carried.
     fn refuse(&mut self, replacing: bool, e: WireError) -> Result<Receipt, ReceiveError> {
         self.stats.refused += 1;
-        // A refused packet counts as lost: a part held for its continuation applies alone.
-        self.release_partial();
+        // A part held for its continuation stays held: a refused packet is not received (the
+        // server's own packet with that number may still come and continue it; if the number
+        // was lost, the next packet shows the gap).
         if replacing && self.window.restore() {
             self.stats.restored += 1;
             self.unreported = true;

@@ -145,29 +145,32 @@ fn a_chain_of_parts_is_applied_in_pieces_of_the_held_bound() {
 }
 
 #[test]
-fn a_refused_or_unrelated_next_packet_applies_the_held_part() {
+fn a_refused_next_packet_leaves_the_part_held_and_an_unrelated_one_applies_it() {
     let layout = holder();
     let mut c = ClientWorld::new(std::slice::from_ref(&layout), &[layout.checksum]).expect("same layout");
     let (g, other) = (NetGuid(2), NetGuid(4));
     assert_eq!(c.receive(&hp_packet(&layout, 1, g, true, 7, true, 0)), applied(1));
     assert!(!c.has(g));
-    // The next packet is malformed (truncated): refused, as if lost; the part applies.
+    // A malformed packet with the continuation's number (truncated; a forger's, say): refused,
+    // not received — the part stays held, and the server's own packet 2 continues it.
     let bad = hp_packet(&layout, 2, g, false, 8, false, 0);
     assert!(c.receive(&bad[..bad.len() - 1]).is_err());
-    assert_eq!(c.value(g, 0), Some(Value::U32(7)));
-    assert_eq!(c.stats().split_broken, 1);
+    assert!(!c.has(g), "still held");
+    assert_eq!(c.receive(&bad), applied(1));
+    assert_eq!(c.value(g, 0), Some(Value::U32(8)));
+    assert_eq!((c.stats().split_joined, c.stats().split_broken), (1, 0));
     // A part whose next packet starts with another actor: applied before that packet's bunches.
-    assert_eq!(c.receive(&hp_packet(&layout, 2, g, false, 9, true, 0)), applied(1));
-    assert_eq!(c.value(g, 0), Some(Value::U32(7)));
-    assert_eq!(c.receive(&hp_packet(&layout, 3, other, true, 1, false, 0)), applied(1));
+    assert_eq!(c.receive(&hp_packet(&layout, 3, g, false, 9, true, 0)), applied(1));
+    assert_eq!(c.value(g, 0), Some(Value::U32(8)));
+    assert_eq!(c.receive(&hp_packet(&layout, 4, other, true, 1, false, 0)), applied(1));
     assert_eq!(c.value(g, 0), Some(Value::U32(9)));
     assert_eq!(c.value(other, 0), Some(Value::U32(1)));
-    assert_eq!(c.stats().split_broken, 2);
+    assert_eq!(c.stats().split_broken, 1);
     // A close ends nothing held: a packet that says it goes on after a close holds nothing.
-    let closing = craft_continued(4, true, |w| close(w, other));
+    let closing = craft_continued(5, true, |w| close(w, other));
     assert_eq!(c.receive(&closing), applied(1));
     assert!(!c.has(other));
-    assert_eq!(c.stats().split_broken, 2);
+    assert_eq!(c.stats().split_broken, 1);
 }
 
 #[test]
