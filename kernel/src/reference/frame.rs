@@ -508,8 +508,14 @@ impl ReferenceFrame {
             // Channels this frame closed with reason TornOff: the client keeps the actor, so its
             // sub-objects ranked after it still find their owner there.
             let mut torn_here: Vec<NetGuid> = Vec::new();
+            // The actor whose send saturated the connection: its sub-objects ranked right behind
+            // it go too, then the frame ends (UE writes sub-objects inside their owner's update).
+            let mut saturated_by: Option<NetGuid> = None;
             for (k, &(cand, c, s, relevant_now)) in processed.iter().enumerate() {
                 let guid = cand.guid;
+                if saturated_by.is_some_and(|owner| driver.owner_of(guid) != Some(owner)) {
+                    break;
+                }
                 let channel = rc.channels.get(&guid).copied();
                 let recheck = channel.is_none_or(|ch| now - ch.relevant_time >= recheck_after);
                 let relevant = recheck && relevant_now;
@@ -552,8 +558,11 @@ impl ReferenceFrame {
                     rc.decisions.sends.push(SendDecision { guid, priority: cand.key, action, bits });
                     if !rc.budget.ready(write.bits_written(&rc.conn) as f64) {
                         // UE returns this actor's index: the leftovers start with it.
-                        leftovers_from = Some(k);
-                        break;
+                        if saturated_by.is_none() {
+                            leftovers_from = Some(k);
+                            saturated_by = Some(guid);
+                        }
+                        continue;
                     }
                 }
                 // A channel not recently relevant closes (a startup actor's stays), and a torn-off

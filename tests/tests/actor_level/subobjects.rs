@@ -468,3 +468,20 @@ fn a_sub_object_goes_out_in_its_owners_frames() {
     a.driver.set_class_settings(a.character, class_defaults).unwrap();
     assert_eq!(a.driver.net_settings(a.weapon, w3).unwrap().frequency.net_update_frequency, 3.0);
 }
+
+/// UE checks a connection's budget after an actor's whole update, sub-objects included: an owner
+/// whose send saturates the connection still takes the sub-objects ranked right behind it, and
+/// the frame ends there (they had waited for a later frame, as leftovers).
+#[test]
+fn a_saturating_owner_takes_its_sub_objects_along() {
+    let mut a = Arena::new();
+    let (_, cg, _, wg) = a.armed([100.0, 0.0, 0.0], 0, 30, SubObjectCondition::None);
+    let (_, other, _, _) = a.armed([300.0, 0.0, 0.0], 1, 40, SubObjectCondition::None);
+    // A connection that can carry about one actor a frame.
+    a.driver.set_net_speed(a.clients[0].0, 600).unwrap();
+    a.run(1);
+    let client = a.client(0);
+    assert!(client.has(cg), "the nearest actor goes first");
+    assert!(client.has(wg), "and its sub-object with it, in the same frame");
+    assert!(!client.has(other), "then the frame ends");
+}

@@ -478,6 +478,10 @@ fn process(ctx: &LevelCtx<'_>, run: &mut Run<'_>, conn: &mut Connection, scratch
         leftovers(ctx, ci, conn, cands, 0..cands.len() as u32, &mut out.pending);
         return;
     }
+    // The actor whose send saturated the connection (class, slot) and its place in the order:
+    // the frame ends there, once the sub-objects ranked right behind it went too (UE writes
+    // sub-objects inside their owner's update, and checks the budget after the whole of it).
+    let mut saturated_by: Option<(u32, u32, usize)> = None;
     while start < order.len() {
         let n = order.select(start, batch);
         // The due records are read in priority order, all over the frame's list: each is asked
@@ -508,6 +512,14 @@ fn process(ctx: &LevelCtx<'_>, run: &mut Run<'_>, conn: &mut Connection, scratch
             let (key, index) = order.get(i);
             let Cand { row: ri, due: d, relevant_now } = cands[index as usize];
             let due = &ctx.due[d as usize];
+            if let Some((c, s, from)) = saturated_by {
+                if due.owner_slot != Some((c, s)) {
+                    // UE returns the index of the actor that saturated the connection, and its
+                    // leftovers start there: that actor is considered next frame too.
+                    leftovers(ctx, ci, conn, cands, (from..order.len()).map(|j| order.get(j).1), &mut out.pending);
+                    return;
+                }
+            }
             let guid = due.rel.guid;
             // A sub-object its condition leaves out closes at once; one whose owner has no
             // channel here (not opened yet, or closed) waits for it (UE sends sub-objects in
@@ -558,14 +570,13 @@ fn process(ctx: &LevelCtx<'_>, run: &mut Run<'_>, conn: &mut Connection, scratch
                     }
                 }
                 if !conn.budget.ready(ctx.write.bits_written(conn) as f64) {
-                    out.saturated = true;
-                    *bits_per_send =
-                        (ctx.write.bits_written(conn) - bits_at_start) as f64 / out.processed.max(1) as f64;
-                    // UE returns the index of the actor that saturated the connection, and its
-                    // leftovers start there: that actor is considered next frame too.
-                    let rest = (i..order.len()).map(|j| order.get(j).1);
-                    leftovers(ctx, ci, conn, cands, rest, &mut out.pending);
-                    return;
+                    if saturated_by.is_none() {
+                        out.saturated = true;
+                        *bits_per_send =
+                            (ctx.write.bits_written(conn) - bits_at_start) as f64 / out.processed.max(1) as f64;
+                        saturated_by = Some((due.class, due.slot, i));
+                    }
+                    continue;
                 }
             }
             // UE closes a channel that is not recently relevant (a startup actor's stays) or
@@ -621,6 +632,9 @@ fn process(ctx: &LevelCtx<'_>, run: &mut Run<'_>, conn: &mut Connection, scratch
         }
         start += n;
         batch *= 2;
+    }
+    if let Some((_, _, from)) = saturated_by {
+        leftovers(ctx, ci, conn, cands, (from..order.len()).map(|j| order.get(j).1), &mut out.pending);
     }
 }
 
