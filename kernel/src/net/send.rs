@@ -11,7 +11,8 @@
 //!            from the frame's encoding of that open when the actor level has one
 //!            ([`super::opens`]), in one copy when it owes every fixed leaf and fits
 //!   a record that does not fit ends the bunch and the packet; the actor continues in a new
-//!   bunch of a new packet (each part stands alone and carries the open while it is owed)
+//!   bunch of a new packet (each part decodes alone and carries the open while it is owed; the
+//!   ended packet says it goes on, so the client applies the parts together)
 //! no packet may start while the sequence window is full: what is left goes back to the pairs
 //! a quiet connection with content in flight sends a keep-alive (or repeats its newest packet)
 //! ```
