@@ -40,7 +40,7 @@ impl ClientWorld {
         match close.reason {
             CloseReason::Destroyed => {
                 if self.fast.remove(guid) {
-                    self.drop_item_references(guid);
+                    self.forget_references(guid);
                     // A fast array removed from its owner (or no longer for this connection).
                 } else if self.actors.contains_key(&guid) {
                     // A bound static actor's level entry goes with it (`destroy`).
@@ -65,11 +65,9 @@ impl ClientWorld {
                     self.dormant.remove(&guid);
                     // Its references and its fast arrays' (they stay with it, no longer
                     // replicated) wait no more.
-                    let mut dropped = self.unmapped.remove_owner(guid);
-                    self.mapped.remove_owner(guid);
+                    let mut dropped = self.forget_references(guid);
                     for array in self.fast_arrays_of(guid).to_vec() {
-                        dropped += self.unmapped.remove_owner(array);
-                        self.mapped.remove_owner(array);
+                        dropped += self.forget_references(array);
                     }
                     let dropped_refs = dropped > 0;
                     self.torn.insert(guid, TearOff { at: seq, dropped_refs });
@@ -85,13 +83,12 @@ impl ClientWorld {
     pub(super) fn destroy(&mut self, guid: NetGuid) {
         let subs = self.subs.take_owned(guid);
         for array in self.fast.remove_owned(guid) {
-            self.drop_item_references(array);
+            self.forget_references(array);
         }
         for g in std::iter::once(guid).chain(subs) {
             if let Some((class, id)) = self.actors.remove(&g) {
                 let _ = self.classes[class as usize].store.despawn(id);
-                self.unmapped.remove_owner(g);
-                self.mapped.remove_owner(g);
+                self.forget_references(g);
                 // At most half the waiting list for references to destroyed actors (which may
                 // never come back): the other half stays for objects on their way. Beyond, a
                 // reference keeps the GUID, and the actor's return fires no notify for it.
@@ -284,12 +281,7 @@ impl ClientWorld {
                 // A fast array's item: its references written, then its change callback, once.
                 let item = slots[i].leaf;
                 let end = i + slots[i..].iter().take_while(|u| u.owner == owner && u.leaf == item).count();
-                for &u in &slots[i..end] {
-                    self.write_reference(u, target);
-                    if !self.mapped.insert(u, target, MAX_MAPPED) {
-                        self.stats.mapped_dropped += 1;
-                    }
-                }
+                self.write_resolved(&slots[i..end], target);
                 self.item_references_resolved(owner, item);
                 i = end;
                 continue;
@@ -306,15 +298,27 @@ impl ClientWorld {
                     }
                 }
             }
-            for &u in &slots[i..end] {
-                self.write_reference(u, target);
-                if !self.mapped.insert(u, target, MAX_MAPPED) {
-                    self.stats.mapped_dropped += 1;
-                }
-            }
+            self.write_resolved(&slots[i..end], target);
             self.fire_touched(owner, class, id, touched);
             i = end;
         }
+    }
+
+    /// Writes `target` into `slots` (they waited for it), each remembered by its target now.
+    fn write_resolved(&mut self, slots: &[Slot], target: NetGuid) {
+        for &u in slots {
+            self.write_reference(u, target);
+            if !self.mapped.insert(u, target, MAX_MAPPED) {
+                self.stats.mapped_dropped += 1;
+            }
+        }
+    }
+
+    /// Forgets every reference `owner` (an actor or a fast array) holds, waiting or written;
+    /// returns how many were waiting.
+    pub(super) fn forget_references(&mut self, owner: NetGuid) -> usize {
+        self.mapped.remove_owner(owner);
+        self.unmapped.remove_owner(owner)
     }
 
     /// Fires the notifies of actor `guid`'s `touched` parents (each with its value before), one

@@ -143,7 +143,7 @@ impl ClientWorld {
                 let events = &mut self.fast.events;
                 events.extend(old.copy.iter().map(|(id, item)| (guid, FastArrayEvent::Removed(id, item.to_vec()))));
                 self.fast.remove(guid);
-                self.drop_item_references(guid);
+                self.forget_references(guid);
             }
             let copy = FastArrayReceiver::new(self.fast.kinds[class as usize].clone());
             self.fast.arrays.insert(guid, ClientFast { owner, copy });
@@ -217,11 +217,5 @@ impl ClientWorld {
         if self.fast.arrays.get(&array).is_some_and(|f| f.copy.item(id).is_some()) {
             self.fast.events.push((array, FastArrayEvent::Changed(id)));
         }
-    }
-
-    /// Forgets the references of fast array `guid`'s items (the array went).
-    pub(super) fn drop_item_references(&mut self, guid: NetGuid) {
-        self.unmapped.remove_owner(guid);
-        self.mapped.remove_owner(guid);
     }
 }

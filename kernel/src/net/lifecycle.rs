@@ -359,13 +359,12 @@ impl NetDriver {
                 continue;
             }
             let replicated = frame.0 >= t.since.0 + 2;
-            // A connection whose full sequence window deferred the last update (it owes it: the
-            // leaves wait in the pair's resend set, sent as soon as the window opens) — for at
-            // most a window's worth of frames, as a client that far behind gets the close anyway.
-            // At the actor level, also a connection that left it over.
-            // At the actor level only a connection whose frame still serves the actor counts: its
-            // channel open there, and an owner-only actor owned by it (the others' channels close
-            // at the end, without the update, as UE skips them).
+            // Waited for: a connection whose full sequence window deferred the last update (it
+            // owes it: the leaves wait in the pair's resend set, sent as soon as the window
+            // opens) — for at most a window's worth of frames, as a client that far behind gets
+            // the close anyway; at the actor level only one whose frame still serves the actor
+            // (its channel open there, an owner-only actor owned by it: the others' channels
+            // close at the end, without the update, as UE skips them), and one that left it over.
             let owner_only = class.cols.settings[t.slot as usize].only_relevant_to_owner;
             let serves = |ci: usize, ps: &super::connection::PairState| {
                 self.level.is_none()

@@ -179,11 +179,7 @@ impl WriteCtx<'_> {
                 Some(a) => {
                     let array = &c.layout.arrays[a];
                     for element in store.array_bytes(item.slot, a).chunks_exact(array.stride) {
-                        for el in array.elements.iter().filter(|e| e.kind == crate::schema::LeafKind::Object) {
-                            let mut b = [0u8; 8];
-                            b.copy_from_slice(&element[el.offset..el.offset + 8]);
-                            export(NetGuid(u64::from_le_bytes(b)));
-                        }
+                        element_references(array, element).for_each(&mut export);
                     }
                 }
             }
@@ -548,6 +544,20 @@ impl WriteCtx<'_> {
             }
         }
     }
+}
+
+/// The object references in one element of `array` (a dynamic array's element, a fast array's
+/// item), in element-leaf order.
+pub(crate) fn element_references<'a>(
+    array: &'a crate::schema::ArrayLayout,
+    element: &'a [u8],
+) -> impl Iterator<Item = NetGuid> + 'a {
+    let objects = array.elements.iter().filter(|e| e.kind == crate::schema::LeafKind::Object);
+    objects.map(|e| {
+        let mut b = [0u8; 8];
+        b.copy_from_slice(&element[e.offset..e.offset + 8]);
+        NetGuid(u64::from_le_bytes(b))
+    })
 }
 
 /// The actor being written and what its current bunch carries.

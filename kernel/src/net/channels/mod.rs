@@ -482,7 +482,7 @@ fn process(ctx: &LevelCtx<'_>, run: &mut Run<'_>, conn: &mut Connection, scratch
     // the frame ends there, once the sub-objects ranked right behind it went too (UE writes
     // sub-objects inside their owner's update, and checks the budget after the whole of it).
     let mut saturated_by: Option<(u32, u32, usize)> = None;
-    while start < order.len() {
+    'frame: while start < order.len() {
         let n = order.select(start, batch);
         // The due records are read in priority order, all over the frame's list: each is asked
         // for a few sends ahead, while the ones before it are written.
@@ -512,13 +512,8 @@ fn process(ctx: &LevelCtx<'_>, run: &mut Run<'_>, conn: &mut Connection, scratch
             let (key, index) = order.get(i);
             let Cand { row: ri, due: d, relevant_now } = cands[index as usize];
             let due = &ctx.due[d as usize];
-            if let Some((c, s, from)) = saturated_by {
-                if due.owner_slot != Some((c, s)) {
-                    // UE returns the index of the actor that saturated the connection, and its
-                    // leftovers start there: that actor is considered next frame too.
-                    leftovers(ctx, ci, conn, cands, (from..order.len()).map(|j| order.get(j).1), &mut out.pending);
-                    return;
-                }
+            if saturated_by.is_some_and(|(c, s, _)| due.owner_slot != Some((c, s))) {
+                break 'frame;
             }
             let guid = due.rel.guid;
             // A sub-object its condition leaves out closes at once; one whose owner has no
@@ -634,6 +629,8 @@ fn process(ctx: &LevelCtx<'_>, run: &mut Run<'_>, conn: &mut Connection, scratch
         batch *= 2;
     }
     if let Some((_, _, from)) = saturated_by {
+        // UE returns the index of the actor that saturated the connection, and its leftovers
+        // start there: that actor is considered next frame too.
         leftovers(ctx, ci, conn, cands, (from..order.len()).map(|j| order.get(j).1), &mut out.pending);
     }
 }

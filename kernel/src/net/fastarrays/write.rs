@@ -9,7 +9,7 @@ use crate::fastarray::{ArrayKey, BaseId, FastArray};
 use crate::ids::NetGuid;
 use crate::net::actors::ActorNet;
 use crate::net::connection::{pair, Connection, PendingClose};
-use crate::net::send::{FrameWrite, WriteCtx};
+use crate::net::send::{element_references, FrameWrite, WriteCtx};
 use crate::schema::LeafKind;
 use crate::wire::open::{OpenHeader, OpenKind};
 
@@ -101,16 +101,13 @@ impl WriteCtx<'_> {
         if self.statics.is_empty() || st.full {
             return;
         }
-        let elements = &array.layout().elements;
-        if !elements.iter().any(|e| e.kind == LeafKind::Object) {
+        let layout = array.layout();
+        if !layout.elements.iter().any(|e| e.kind == LeafKind::Object) {
             return;
         }
         let acked = array.acked_key(base).unwrap_or(ArrayKey(0));
         for item in array.items_after(acked) {
-            for e in elements.iter().filter(|e| e.kind == LeafKind::Object) {
-                let mut b = [0u8; 8];
-                b.copy_from_slice(&item[e.offset..e.offset + 8]);
-                let g = NetGuid(u64::from_le_bytes(b));
+            for g in element_references(layout, item) {
                 if g.is_static() && !self.write_export(conn, st, g) {
                     return;
                 }
