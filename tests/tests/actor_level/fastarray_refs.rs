@@ -43,14 +43,31 @@ fn level() -> (Level, shadowrep::net::FastArrayKind) {
 const FAR: [f32; 3] = [900_000.0, 0.0, 0.0];
 const NEAR: [f32; 3] = [200.0, 0.0, 0.0];
 
-#[test]
-fn a_reference_in_an_item_waits_for_its_actor_and_follows_it_out_and_back() {
+/// An owner near client 0 whose fast array has one item naming a far actor (out of relevancy),
+/// two frames on.
+struct Named {
+    l: Level,
+    owner_id: ActorId,
+    owner: NetGuid,
+    target_id: ActorId,
+    target: NetGuid,
+    fa: NetGuid,
+    id: ReplicationId,
+}
+
+fn named_far() -> Named {
     let (mut l, kind) = level();
-    let (_, owner) = l.spawn([100.0, 0.0, 0.0], 1);
+    let (owner_id, owner) = l.spawn([100.0, 0.0, 0.0], 1);
     let (target_id, target) = l.spawn(FAR, 2);
     let fa = l.driver.add_fast_array(kind, owner, SubObjectCondition::None).unwrap();
     let id = l.driver.fast_array_mut(fa).unwrap().add(&item(3, target)).unwrap();
     l.run(2);
+    Named { l, owner_id, owner, target_id, target, fa, id }
+}
+
+#[test]
+fn a_reference_in_an_item_waits_for_its_actor_and_follows_it_out_and_back() {
+    let Named { mut l, target_id, target, fa, id, .. } = named_far();
     assert!(!l.client(0).has(target), "out of relevancy");
     assert_eq!(target_of(&l, fa, id), NetGuid(0), "a reference to an actor the client lacks reads null");
     assert_eq!(l.client(0).unmapped_count(), 1);
@@ -130,12 +147,7 @@ fn a_static_actor_an_item_names_is_exported_and_bound() {
 fn a_torn_off_owners_items_wait_for_nothing() {
     // Torn off, the actor and its arrays are the client's: their references no longer wait
     // (as its own properties' do not), so an arrival later fires nothing there.
-    let (mut l, kind) = level();
-    let (owner_id, owner) = l.spawn([100.0, 0.0, 0.0], 1);
-    let (target_id, target) = l.spawn(FAR, 2);
-    let fa = l.driver.add_fast_array(kind, owner, SubObjectCondition::None).unwrap();
-    let id = l.driver.fast_array_mut(fa).unwrap().add(&item(3, target)).unwrap();
-    l.run(2);
+    let Named { mut l, owner_id, owner, target_id, target, fa, id } = named_far();
     assert_eq!(l.client(0).unmapped_count(), 1);
     l.driver.tear_off(l.class, &l.store, owner_id).unwrap();
     l.run(3);
