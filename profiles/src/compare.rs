@@ -5,7 +5,7 @@
 use crate::{actor_bytes, check_memory, kernels, positive, Session};
 use clap::Args;
 use serde_json::json;
-use shadowrep::compare::Kernels;
+use shadowrep::compare::{Kernels, PageScan};
 use shadowrep_benches::workload::{run_compare, run_push_scaling, CompareOptions, ScalingOptions};
 
 #[derive(Args, Clone)]
@@ -28,6 +28,10 @@ pub(crate) struct CompareArgs {
     /// Diff routines: best, scalar, wide, avx2, avx512.
     #[arg(long, default_value = "best")]
     isa: String,
+    /// How a page is read before its lane diffs: first-difference or whole (needs a named
+    /// `--isa`; with `best` the compare tries both and reports the one it kept as `page_scan`).
+    #[arg(long)]
+    scan: Option<String>,
     /// RNG seed.
     #[arg(long, default_value_t = 1)]
     seed: u64,
@@ -49,6 +53,7 @@ impl Default for CompareArgs {
             threads: None,
             frames: 5,
             isa: "best".into(),
+            scan: None,
             seed: 1,
             scaling: false,
             dirty: 10_000,
@@ -76,7 +81,7 @@ pub(crate) fn compare(
         changed: args.changed,
         threads,
         frames: args.frames.max(1),
-        kernels: kernels(&args.isa)?,
+        kernels: with_scan(kernels(&args.isa)?, args.scan.as_deref())?,
         seed: args.seed,
     };
     let r = run_compare(&opts, progress, session)?;
@@ -91,13 +96,15 @@ pub(crate) fn compare(
             "isa": r.isa.name(),
             "isa_calibrated": opts.kernels.isa.name(),
             "isa_tuned": opts.kernels.tuned(),
+            "page_scan": r.scan.name(),
             "isa_calibration_ns": Kernels::calibration()
                 .iter()
                 .map(|(isa, ns)| (isa.name().to_string(), json!(ns)))
                 .collect::<serde_json::Map<_, _>>(),
             "frames": opts.frames,
             "times": "per-frame medians over the timed frames (untimed first: one warm-up frame and, with --isa best \
-                on a large world, the frames where the compare tries each diff table; `isa` is the table it kept)",
+                on a large world, the frames where the compare tries each diff table with each page scan; `isa` and \
+                `page_scan` are what it kept)",
             "reference": REFERENCE_COMPARE,
             "push_1pct": PUSH_1PCT,
             "kernel_ns": r.kernel_ns,
@@ -136,12 +143,13 @@ pub(crate) fn compare(
             threads,
             if opts.kernels.tuned() {
                 format!(
-                    "{} (calibrated {}, kept from trials on the first frames)",
+                    "{}, page scan {} (calibrated {}, kept from trials on the first frames)",
                     r.isa.name(),
+                    r.scan.name(),
                     opts.kernels.isa.name()
                 )
             } else {
-                r.isa.name().to_string()
+                format!("{}, page scan {}", r.isa.name(), r.scan.name())
             },
             opts.frames
         );
@@ -268,4 +276,20 @@ fn compare_scaling(
         );
     }
     Ok(())
+}
+
+/// `kernels` with the page scan `--scan` names, if any: only with a named table, since `best`
+/// tries both scans on its own frames.
+fn with_scan(kernels: Kernels, scan: Option<&str>) -> Result<Kernels, String> {
+    let Some(name) = scan else { return Ok(kernels) };
+    if kernels.tuned() {
+        return Err("--scan needs a named --isa: with best the compare tries both scans on its first frames \
+                    and reports the one it kept as page_scan"
+            .into());
+    }
+    let scan = PageScan::ALL
+        .into_iter()
+        .find(|s| s.name() == name)
+        .ok_or_else(|| format!("unknown page scan `{name}` (first-difference, whole)"))?;
+    Ok(kernels.with_scan(scan))
 }

@@ -47,6 +47,16 @@ fn compare_and_replicate_say_what_they_measured() {
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
     assert!(v["push_gather_ns"].as_u64().is_some_and(|g| g > 0), "{v}");
     assert!(v["push_vs_gather"].as_f64().is_some_and(|r| r > 0.0), "{v}");
+    // A small world is never a trial: the calibrated table's default scan.
+    assert_eq!(v["page_scan"], "first-difference", "{v}");
+    // A page scan named with a named table is what the frames run.
+    let out =
+        shadowrep(&["compare", "--actors", "3000", "--frames", "1", "--isa", "wide", "--scan", "whole", "--json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
+    assert_eq!((&v["isa"], &v["page_scan"]), (&serde_json::json!("wide"), &serde_json::json!("whole")), "{v}");
+    refused(&["compare", "--scan", "whole"], "--scan needs a named --isa");
+    refused(&["compare", "--isa", "wide", "--scan", "all"], "unknown page scan `all` (first-difference, whole)");
     let out = shadowrep(&["compare", "--scaling", "--actors", "2000", "--dirty", "50", "--frames", "2", "--json"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON object");

@@ -24,7 +24,7 @@ use proptest::prelude::*;
 use proptest::test_runner::RngSeed;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use shadowrep::compare::{ChangeSet, CompareConfig, Isa, Kernels, PushMode, ShadowState, PARALLEL_MIN_PAGES};
+use shadowrep::compare::{ChangeSet, CompareConfig, Isa, Kernels, PageScan, PushMode, ShadowState, PARALLEL_MIN_PAGES};
 use shadowrep::reference::{RefChanges, RefWorld};
 use shadowrep::schema::{ClassBuilder, ClassLayout, PlaneWidth, PropType, PropertyDecl, StructType, VectorQuant};
 use shadowrep::store::{value_bits_eq, ActorId, ClassStore, StoreError};
@@ -365,12 +365,13 @@ impl Sim {
     }
 }
 
-/// Every ISA this CPU runs, sequential and parallel; the parallel one takes the parallel path
-/// from one page on.
+/// Every ISA this CPU runs with each page scan, sequential and parallel; the parallel one takes
+/// the parallel path from one page on.
 fn every_isa(push: PushMode) -> Vec<CompareConfig> {
     let isas: Vec<Kernels> = Isa::ALL.into_iter().filter_map(Kernels::for_isa).collect();
     assert!(isas.iter().any(|k| k.isa == Isa::Wide), "the portable path always runs");
     isas.into_iter()
+        .flat_map(|k| PageScan::ALL.map(|scan| k.with_scan(scan)))
         .flat_map(|kernels| {
             [false, true].map(|parallel| CompareConfig {
                 push,

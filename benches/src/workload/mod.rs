@@ -16,7 +16,9 @@ use crate::phase::{within, ExtraFrames, Phase, PhaseProbe};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use scaling::stream;
-use shadowrep::compare::{tune, ChangeSet, CompareConfig, Isa, Kernels, PropertyDirtyStats, PushMode, ShadowState};
+use shadowrep::compare::{
+    tune, ChangeSet, CompareConfig, Isa, Kernels, PageScan, PropertyDirtyStats, PushMode, ShadowState,
+};
 use shadowrep::reference::{RefChanges, RefWorld};
 use shadowrep::schema::{ClassLayout, PropType, PAGE_LANES};
 use shadowrep::store::{ActorId, ClassStore};
@@ -236,6 +238,8 @@ pub struct CompareReport {
     /// The diff table the timed full frames ran: the one asked for, or with [`Kernels::best`] the
     /// one the compare kept after trying each on its first large frames (untimed here).
     pub isa: Isa,
+    /// The page scan the timed full frames ran (asked for, or kept with the table).
+    pub scan: PageScan,
     /// Kernel, push model off, at the requested fraction.
     pub kernel_ns: u64,
     /// Reference, push model off, same frames.
@@ -357,13 +361,14 @@ pub fn run_compare(
         (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let mut changed_actors = 0;
     // Frame 0 warms caches and the thread pool. With `Kernels::best()` a large world's compare
-    // then tries each diff table on its next frames (`shadowrep::compare::tune`: a warm-up and
-    // three per table, 10 with three tables): those are not timed either, so the timed frames run
-    // the table it kept. Past 16 frames timing starts whatever the compare says.
+    // then tries each diff table with each page scan on its next frames
+    // (`shadowrep::compare::tune`: a warm-up and three per table and scan, 19 with three tables):
+    // those are not timed either, so the timed frames run the table it kept. Past 24 frames
+    // timing starts whatever the compare says.
     let settles = opts.kernels.tuned() && w.store.live().len() >= tune::TUNE_MIN_PAGES;
     let (mut frame, mut timed_frames) = (0, 0);
     while timed_frames < opts.frames {
-        let timing = frame > 0 && (!settles || full_shadow.tuned_isa().is_some() || frame > 16);
+        let timing = frame > 0 && (!settles || full_shadow.tuned_isa().is_some() || frame > 24);
         frame += 1;
         progress(&format!(
             "frame {}/{} at {:.1} % changed{}",
@@ -470,6 +475,7 @@ pub fn run_compare(
     }
     Ok(CompareReport {
         isa: full_shadow.tuned_isa().unwrap_or(opts.kernels.isa),
+        scan: full_shadow.tuned_scan().unwrap_or(opts.kernels.scan),
         kernel_ns: median(kernel),
         reference_ns: median(reference),
         memcmp_ns: median(memcmp),

@@ -83,7 +83,7 @@ pub(crate) fn prefetch_lines(addr: usize, len: usize) {
         line += 64;
     }
 }
-pub use simd::{scalar, Isa, Kernels};
+pub use simd::{scalar, Isa, Kernels, PageScan};
 
 use crate::schema::{ClassLayout, PAGE_LANES};
 use crate::store::{
@@ -158,6 +158,12 @@ impl ShadowState {
     /// compares of selected lanes never are.
     pub fn tuned_isa(&self) -> Option<Isa> {
         self.tuner.chosen()
+    }
+
+    /// The page scan this shadow's compares settled on, tried with every table alongside
+    /// [`Self::tuned_isa`] (`None` until then).
+    pub fn tuned_scan(&self) -> Option<PageScan> {
+        self.tuner.chosen_scan()
     }
 
     /// The shadow pages (same layout as the store's live pages).

@@ -144,10 +144,11 @@ impl<'a> Plan<'a> {
         self.bytes_equal(page.live, page.shadow)
     }
 
-    /// [`Self::planes_equal`] on a page's bytes, live and shadow.
+    /// [`Self::planes_equal`] on a page's bytes, live and shadow, read as the table's
+    /// [`super::PageScan`] says.
     pub(super) fn bytes_equal(&self, live: &[u8], shadow: &[u8]) -> bool {
         let end = self.planes_end;
-        (self.kernels.routines.eq)(&live[..end], &shadow[..end])
+        (self.kernels.page_equal())(&live[..end], &shadow[..end])
     }
 
     /// Whether every page takes the dense path (see [`Self::compare_planes_dense`]).

@@ -3,7 +3,8 @@
 //! ```text
 //! a full frame (every page walked) of at least TUNE_MIN_PAGES pages, with `Kernels::best()`:
 //!     the first one:              warm-up, not timed (page faults, a new shadow)
-//!     the next TRIALS × tables:   each vector table in turn, timed per page walked
+//!     the next TRIALS × tables:   each vector table with each page scan in turn, timed per
+//!                                 page walked
 //!     then:                       the table with the lowest median time per page
 //!     every RETRY_EVERY frames:   the trials again (a choice made in a noisy minute, or for
 //!                                 another mix of change, is not kept forever)
@@ -15,8 +16,12 @@
 //! with 10 % changed AVX-512 compared 7–13 % slower than `wide`. Every table finds the same changes
 //! (each is tested against the scalar reference), so trying them on real frames changes only the
 //! time. A caller that names a table ([`super::Kernels::for_isa`]) gets that table, untried.
+//!
+//! The page scan ([`PageScan`]) is tried the same way, each with every table: whether reading a
+//! page whole before its lane diffs pays depends on how the diff's cost compares with the
+//! machine's memory (it did on an AMD EPYC Zen 3 with AVX2 only; see [`PageScan`]).
 
-use super::simd::{Isa, Kernels};
+use super::simd::{Isa, Kernels, PageScan};
 
 /// Frames with fewer pages are not timed: too short to rank the tables, and cached.
 pub const TUNE_MIN_PAGES: usize = 1024;
@@ -32,7 +37,8 @@ pub const RETRY_EVERY: usize = 3600;
 /// [`RETRY_EVERY`] of them.
 #[derive(Debug, Default)]
 pub(super) struct IsaTuner {
-    /// The vector tables this CPU runs, widest first (filled at the first eligible frame).
+    /// The vector tables this CPU runs, widest first, each with each page scan (filled at the
+    /// first eligible frame).
     tables: Vec<Kernels>,
     /// Per table: nanoseconds per page walked, one entry per timed frame.
     samples: Vec<Vec<f64>>,
@@ -53,7 +59,11 @@ impl IsaTuner {
             return (self.chosen.unwrap_or(asked), None);
         }
         if self.tables.is_empty() {
-            self.tables = [Isa::Avx512, Isa::Avx2, Isa::Wide].into_iter().filter_map(Kernels::for_isa).collect();
+            self.tables = [Isa::Avx512, Isa::Avx2, Isa::Wide]
+                .into_iter()
+                .filter_map(Kernels::for_isa)
+                .flat_map(|k| PageScan::ALL.map(|scan| k.with_scan(scan)))
+                .collect();
             self.samples = vec![Vec::new(); self.tables.len()];
         }
         if self.tables.len() < 2 {
@@ -100,6 +110,11 @@ impl IsaTuner {
     pub(super) fn chosen(&self) -> Option<Isa> {
         self.chosen.map(|k| k.isa)
     }
+
+    /// The page scan kept, once the trials are done.
+    pub(super) fn chosen_scan(&self) -> Option<PageScan> {
+        self.chosen.map(|k| k.scan)
+    }
 }
 
 #[cfg(test)]
@@ -122,51 +137,55 @@ mod tests {
     }
 
     #[test]
-    fn every_table_is_tried_and_the_fastest_per_page_kept() {
+    fn every_table_is_tried_with_each_scan_and_the_fastest_per_page_kept() {
         let mut t = IsaTuner::default();
         let best = Kernels::best();
-        let tables: Vec<Isa> = [Isa::Avx512, Isa::Avx2, Isa::Wide].into_iter().filter(|i| i.available()).collect();
+        let tables: Vec<(Isa, PageScan)> = [Isa::Avx512, Isa::Avx2, Isa::Wide]
+            .into_iter()
+            .filter(|i| i.available())
+            .flat_map(|i| PageScan::ALL.map(|s| (i, s)))
+            .collect();
+        assert!(tables.len() >= 2, "wide with both scans at least");
         // The warm-up frame runs the calibrated table, untimed.
         let (k, trial) = t.pick(best, true);
-        assert_eq!((k.isa, trial), (best.isa, None));
-        if tables.len() < 2 {
-            assert_eq!(t.chosen(), Some(best.isa), "one table: nothing to try");
-            return;
-        }
+        assert_eq!((k.isa, k.scan, trial), (best.isa, best.scan, None));
         let mut tried = vec![0; tables.len()];
-        // The narrowest table is made the fastest: 100 ns a page against 130 for the others.
-        let fastest = *tables.last().unwrap();
+        // The narrowest table reading pages whole is made the fastest: 100 ns a page against 130
+        // for the others.
+        let fastest = (Isa::Wide, PageScan::Whole);
         for _ in 0..3 * tables.len() {
             let (k, trial) = t.pick(best, true);
             let i = trial.expect("a trial frame");
-            assert_eq!(k.isa, tables[i]);
+            assert_eq!((k.isa, k.scan), tables[i]);
             tried[i] += 1;
             assert_eq!(t.chosen(), None);
-            let nanos = if k.isa == fastest { 100 } else { 130 } * 2000;
+            let nanos = if (k.isa, k.scan) == fastest { 100 } else { 130 } * 2000;
             t.record(i, nanos, 2000);
         }
         assert!(tried.iter().all(|&n| n == 3), "{tried:?}");
-        assert_eq!(t.chosen(), Some(fastest));
+        assert_eq!((t.chosen(), t.chosen_scan()), (Some(fastest.0), Some(fastest.1)));
         // From then on the kept table runs, eligible or not, untimed, until the next round.
         let _ = t.pick(best, false);
         for _ in 0..RETRY_EVERY {
             let (k, trial) = t.pick(best, true);
-            assert_eq!((k.isa, trial), (fastest, None));
+            assert_eq!((k.isa, k.scan, trial), (fastest.0, fastest.1, None));
         }
-        // The next round: the widest is the fastest now, and is kept; meanwhile the last choice
-        // still reads as the tuned table.
+        // The next round: the widest table stopping at the first difference is the fastest now,
+        // and is kept; meanwhile the last choice still reads as the tuned table.
         let widest = tables[0];
+        assert_eq!(widest.1, PageScan::FirstDifference);
         tried.iter_mut().for_each(|n| *n = 0);
         for _ in 0..3 * tables.len() {
-            assert_eq!(t.chosen(), Some(fastest));
+            assert_eq!(t.chosen(), Some(fastest.0));
             let (k, trial) = t.pick(best, true);
             let i = trial.expect("a trial frame of the second round");
-            assert_eq!(k.isa, tables[i]);
+            assert_eq!((k.isa, k.scan), tables[i]);
             tried[i] += 1;
-            t.record(i, if k.isa == widest { 100 } else { 130 } * 2000, 2000);
+            t.record(i, if (k.isa, k.scan) == widest { 100 } else { 130 } * 2000, 2000);
         }
         assert!(tried.iter().all(|&n| n == 3), "{tried:?}");
-        assert_eq!(t.chosen(), Some(widest));
-        assert_eq!(t.pick(best, true).0.isa, widest);
+        assert_eq!((t.chosen(), t.chosen_scan()), (Some(widest.0), Some(widest.1)));
+        let k = t.pick(best, true).0;
+        assert_eq!((k.isa, k.scan), widest);
     }
 }

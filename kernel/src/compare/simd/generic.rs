@@ -9,6 +9,8 @@
 //!     lanes_of_12(eq)                         // lane j differs unless bits 3j..3j+2 are all set
 //! equal(live, shadow):                        // any length: memcmp's work, no lane masks
 //!     OR of (live_i ^ shadow_i) over blocks of four vectors, stopping at a non-zero block
+//! equal_whole(live, shadow):                  // the same answer, every byte read
+//!     OR of (live_i ^ shadow_i) over everything, two accumulators, one test at the end
 //! run_w(planes):                              // consecutive planes of one width
 //!     per plane: 0 if equal(plane), else diff_w(plane)
 //! ```
@@ -86,6 +88,33 @@ pub(crate) fn equal<S: LaneOps>(ops: S, live: &[u8], shadow: &[u8]) -> bool {
         acc = ops.or_xor(acc, ops.load(a), ops.load(b));
     }
     ops.is_zero(acc) && lv.remainder() == sv.remainder()
+}
+
+/// Whether `live` and `shadow` hold the same bytes, like [`equal`], but reading every byte: no
+/// test until the end, so a page that differs early is still read whole at `memcmp`'s pace (its
+/// loads independent of one another, as many in flight as the core allows), and the lane diffs
+/// that follow find it in L1 (see `PageScan::Whole`).
+#[inline(always)]
+pub(crate) fn equal_whole<S: LaneOps>(ops: S, live: &[u8], shadow: &[u8]) -> bool {
+    if live.len() != shadow.len() {
+        return false;
+    }
+    let pair = 2 * S::BYTES;
+    let mut l = live.chunks_exact(pair);
+    let mut s = shadow.chunks_exact(pair);
+    // Two accumulators: consecutive vectors do not wait on one another's OR.
+    let (mut a0, mut a1) = (ops.zero(), ops.zero());
+    for (lp, sp) in (&mut l).zip(&mut s) {
+        a0 = ops.or_xor(a0, ops.load(lp), ops.load(sp));
+        a1 = ops.or_xor(a1, ops.load(&lp[S::BYTES..]), ops.load(&sp[S::BYTES..]));
+    }
+    let (l, s) = (l.remainder(), s.remainder());
+    let mut lv = l.chunks_exact(S::BYTES);
+    let mut sv = s.chunks_exact(S::BYTES);
+    for (a, b) in (&mut lv).zip(&mut sv) {
+        a0 = ops.or_xor(a0, ops.load(a), ops.load(b));
+    }
+    ops.is_zero(ops.or_xor(a0, a1, ops.zero())) && lv.remainder() == sv.remainder()
 }
 
 /// Lanes of a plane of 64 `W`-byte lanes (`N = 64 * W`, `W` in 1, 2, 4, 8) whose bytes differ.
@@ -196,6 +225,9 @@ pub(crate) struct Routines {
     pub r4: RunFn,
     pub r8: RunFn,
     pub r12: RunFn,
-    /// Whether two byte ranges are equal: a page's "anything to do?" test.
+    /// Whether two byte ranges are equal: a page's "anything to do?" test, stopping at the
+    /// first difference.
     pub eq: EqFn,
+    /// The same test reading every byte ([`equal_whole`]).
+    pub eq_whole: EqFn,
 }

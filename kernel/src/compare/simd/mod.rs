@@ -78,11 +78,48 @@ impl Isa {
     }
 }
 
+/// How a full frame's page walk reads a page before its lane diffs: the "equal?" pass that tells
+/// a page with no change from one to diff.
+///
+/// Which is faster depends on the machine, so a compare given [`Kernels::best`] tries both on its
+/// own frames (see `compare::tune`). On an AMD EPYC Zen 3 with AVX2 only (2026-12-02; one
+/// thread `memcmp`s 1M ShooterCharacter's 158 MB at ~24 GB/s) [`PageScan::Whole`] compared 1M
+/// actors 8–15 % faster at 1–100 % changed (0.70 → 0.78 of `memcmp` at 1 %, 0.63 → 0.68 at 10
+/// %) and level at 0.1 %: there a changed page's diff, streaming the page from memory, cost its
+/// memory time plus its compute; read whole first, the memory time is spent at `memcmp`'s pace.
+/// Where the lane diff is cheaper beside the memory stream (the AMD EPYC with AVX-512 the paced
+/// prefetch of `Plan::diff_runs` was tuned on), stopping early saves the second pass.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum PageScan {
+    /// Stop at the first block of bytes that differs; the lane diffs read the rest of a changed
+    /// page from memory (each plane's lines of the next page asked for as they go).
+    FirstDifference,
+    /// Read every byte of the page's planes (an XOR/OR pass, one test at the end); the lane
+    /// diffs of a changed page then read it from L1.
+    Whole,
+}
+
+impl PageScan {
+    /// Both scans, the default first.
+    pub const ALL: [PageScan; 2] = [PageScan::FirstDifference, PageScan::Whole];
+
+    /// Lower-case name (`first-difference`, `whole`).
+    pub fn name(self) -> &'static str {
+        match self {
+            PageScan::FirstDifference => "first-difference",
+            PageScan::Whole => "whole",
+        }
+    }
+}
+
 /// A table of diff routines for one ISA.
 #[derive(Clone, Copy, Debug)]
 pub struct Kernels {
     /// Which ISA the table runs on.
     pub isa: Isa,
+    /// How a page is read before its lane diffs ([`PageScan::FirstDifference`] unless set with
+    /// [`Kernels::with_scan`] or kept by a compare's tuning).
+    pub scan: PageScan,
     pub(crate) routines: Routines,
     /// Whether a compare may try the other vector tables on its large full frames and keep the
     /// fastest (see [`crate::compare::tune`]); set by [`Kernels::best`], not by
@@ -99,7 +136,20 @@ impl Kernels {
             Isa::Avx2 => x86::avx2::routines()?,
             Isa::Avx512 => x86::avx512::routines()?,
         };
-        Some(Kernels { isa, routines, tune: false })
+        Some(Kernels { isa, scan: PageScan::FirstDifference, routines, tune: false })
+    }
+
+    /// This table with `scan` as its page scan.
+    pub fn with_scan(self, scan: PageScan) -> Kernels {
+        Kernels { scan, ..self }
+    }
+
+    /// The "equal?" test of a page's planes, as [`Self::scan`] reads them.
+    pub(crate) fn page_equal(&self) -> generic::EqFn {
+        match self.scan {
+            PageScan::FirstDifference => self.routines.eq,
+            PageScan::Whole => self.routines.eq_whole,
+        }
     }
 
     /// The fastest table this CPU runs, chosen once per process by a short calibration (see the
@@ -148,7 +198,7 @@ fn calibrated() -> &'static (Kernels, Vec<(Isa, u64)>) {
 }
 
 fn scalar_kernels() -> Kernels {
-    Kernels { isa: Isa::Scalar, routines: scalar::ROUTINES, tune: false }
+    Kernels { isa: Isa::Scalar, scan: PageScan::FirstDifference, routines: scalar::ROUTINES, tune: false }
 }
 
 /// Planes of one synthetic calibration page: (width in bytes, planes), widest first as a layout

@@ -33,4 +33,5 @@ pub(crate) const ROUTINES: Routines = Routines {
     r8: |l, s, o| run(scalar_eq, scalar::<512, 8>, l, s, o),
     r12: |l, s, o| run(scalar_eq, scalar::<768, 12>, l, s, o),
     eq: scalar_eq,
+    eq_whole: scalar_eq,
 };

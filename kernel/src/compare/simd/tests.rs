@@ -131,7 +131,8 @@ proptest! {
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(512))]
 
-    /// The "equal?" pass against slice `==`: any length (whole blocks, whole vectors and a
+    /// The "equal?" pass, both scans (stopping at a difference, reading every byte), against
+    /// slice `==`: any length (whole blocks, whole vectors and a
     /// ragged tail), any alignment of either side, at most one differing byte anywhere (in a
     /// block, a lone vector or the tail), and slices of different lengths.
     #[test]
@@ -160,6 +161,7 @@ proptest! {
         let expected = scalar::scalar_eq(l, s);
         for k in tables() {
             prop_assert_eq!((k.routines.eq)(l, s), expected, "{:?} len {} flip {:?}", k.isa, len, flip);
+            prop_assert_eq!((k.routines.eq_whole)(l, s), expected, "{:?} whole, len {} flip {:?}", k.isa, len, flip);
         }
     }
 }
@@ -179,13 +181,16 @@ fn every_byte_of_every_lane_counts() {
             let (l, s) = (vec![1u8; 64 * w], vec![2u8; 64 * w]);
             assert_eq!(single(&k, w, &l, &s), !0, "{:?} width {w}: every lane differs", k.isa);
         }
-        // Every byte of a buffer of a few blocks and a ragged tail counts for "equal?".
+        // Every byte of a buffer of a few blocks and a ragged tail counts for "equal?", with
+        // either scan.
         let l = vec![7u8; 1000];
-        assert!((k.routines.eq)(&l, &l.clone()), "{:?}", k.isa);
-        for byte in 0..l.len() {
-            let mut s = l.clone();
-            s[byte] = 0x87;
-            assert!(!(k.routines.eq)(&l, &s), "{:?} byte {byte}", k.isa);
+        for (scan, eq) in [("first difference", k.routines.eq), ("whole", k.routines.eq_whole)] {
+            assert!(eq(&l, &l.clone()), "{:?} {scan}", k.isa);
+            for byte in 0..l.len() {
+                let mut s = l.clone();
+                s[byte] = 0x87;
+                assert!(!eq(&l, &s), "{:?} {scan}: byte {byte}", k.isa);
+            }
         }
     }
 }
