@@ -423,13 +423,13 @@ impl ShadowState {
                     let occ = block.occupied[i];
                     if occ != 0 && !is_dirty(block.first + i) {
                         let (live, shadow) = block.bytes(i);
-                        let equal = plan.bytes_equal(live, shadow);
-                        if equal || dense {
+                        let differ = plan.scan_page(live, shadow);
+                        if differ == 0 || dense {
                             t.pages += 1;
                             t.lanes += u64::from(occ.count_ones());
-                            if !equal {
+                            if differ != 0 {
                                 let (mut page, masks, lanes) = block.refs(i);
-                                *lanes = plan.compare_planes_dense(&mut page, masks);
+                                *lanes = plan.compare_planes_dense(&mut page, differ, masks);
                             }
                             continue;
                         }

@@ -8,7 +8,7 @@
 //! shadow in place and writes the page's leaf masks and array changes.
 
 use super::simd::prefetch_addr;
-use super::{ArrayChange, CompareConfig, Kernels, PushMode, SPARSE_LANES};
+use super::{ArrayChange, CompareConfig, Kernels, PageScan, PushMode, SPARSE_LANES};
 use crate::schema::{ClassLayout, PlaneWidth, PAGE_LANES};
 use crate::store::{BitIter, PageArrays};
 
@@ -52,6 +52,11 @@ pub(super) struct Plan<'a> {
     /// whole anyway starts with one "equal?" pass over its planes, and a page that passes skips
     /// every fixed leaf.
     page_check: bool,
+    /// The "equal?" pass reads a page whole and names the planes that differ
+    /// ([`PageScan::Whole`], for a class of at most 64 planes: one bit each).
+    whole: bool,
+    /// Every plane's (page offset, bytes), in plane order: what [`PageScan::Whole`] reads.
+    plane_spans: Vec<(usize, usize)>,
 }
 
 /// How many pages ahead a dirty-only compare prefetches.
@@ -114,6 +119,11 @@ impl<'a> Plan<'a> {
         let page_check = layout.parents.iter().zip(&uses_dirty).any(|(p, &d)| {
             !d && layout.leaves[p.leaves.clone()].iter().any(|l| l.array.is_none() && !l.planes.is_empty())
         });
+        let plane_spans: Vec<(usize, usize)> = layout
+            .planes
+            .iter()
+            .map(|p| (p.page_offset, if p.width == PlaneWidth::Bit { 8 } else { p.width.page_bytes() }))
+            .collect();
         Self {
             layout,
             kernels: cfg.kernels,
@@ -125,12 +135,15 @@ impl<'a> Plan<'a> {
             parent_planes,
             planes_end,
             page_check,
+            whole: cfg.kernels.scan == PageScan::Whole && plane_spans.len() <= 64,
+            plane_spans,
         }
     }
 
     /// Replaces the diff table (a trial of another, or the one a tuner kept).
     pub(super) fn set_kernels(&mut self, kernels: Kernels) {
         self.kernels = kernels;
+        self.whole = kernels.scan == PageScan::Whole && self.plane_spans.len() <= 64;
     }
 
     /// The class layout compared.
@@ -141,14 +154,20 @@ impl<'a> Plan<'a> {
     /// Whether the page's plane bytes are equal in live and shadow: then no fixed leaf changed,
     /// whatever lanes are considered.
     fn planes_equal(&self, page: &PageRefs<'_>) -> bool {
-        self.bytes_equal(page.live, page.shadow)
+        self.scan_page(page.live, page.shadow) == 0
     }
 
-    /// [`Self::planes_equal`] on a page's bytes, live and shadow, read as the table's
-    /// [`super::PageScan`] says.
-    pub(super) fn bytes_equal(&self, live: &[u8], shadow: &[u8]) -> bool {
-        let end = self.planes_end;
-        (self.kernels.page_equal())(&live[..end], &shadow[..end])
+    /// The "equal?" pass over a page's planes, live and shadow, read as the table's
+    /// [`PageScan`] says: 0 when they are equal, else the planes a lane diff must look at —
+    /// every plane when the scan stopped at the first difference, exactly those that differ
+    /// when it read the page whole.
+    pub(super) fn scan_page(&self, live: &[u8], shadow: &[u8]) -> u64 {
+        if self.whole {
+            (self.kernels.routines.planes_differ)(live, shadow, &self.plane_spans)
+        } else {
+            let end = self.planes_end;
+            u64::from(!(self.kernels.routines.eq)(&live[..end], &shadow[..end])).wrapping_neg()
+        }
     }
 
     /// Whether every page takes the dense path (see [`Self::compare_planes_dense`]).
@@ -284,8 +303,8 @@ impl<'a> Plan<'a> {
     ) -> u64 {
         let occupied = page.occupied;
         // Most pages of a frame with little change are equal: no lane masks, no leaves.
-        let eq = self.planes_equal(&page);
-        let mut any = if eq { 0 } else { self.compare_planes_dense(&mut page, masks) };
+        let differ = self.scan_page(page.live, page.shadow);
+        let mut any = if differ == 0 { 0 } else { self.compare_planes_dense(&mut page, differ, masks) };
         if let Some(d) = dirty {
             for &(pi, li, a) in &self.array_leaves {
                 let consider = d[pi] & occupied;
@@ -299,12 +318,13 @@ impl<'a> Plan<'a> {
         any
     }
 
-    /// The fixed leaves of a dense page whose planes differ somewhere: lane masks of every plane,
-    /// then the changed lanes of each leaf copied; returns the lanes with a change (the page's
-    /// leaf masks written when there is one).
-    pub(super) fn compare_planes_dense(&self, page: &mut PageRefs<'_>, masks: &mut [u64]) -> u64 {
+    /// The fixed leaves of a dense page whose planes differ somewhere (`differ`, from
+    /// [`Self::scan_page`]): lane masks of the planes named there, then the changed lanes of each
+    /// leaf copied; returns the lanes with a change (the page's leaf masks written when there is
+    /// one).
+    pub(super) fn compare_planes_dense(&self, page: &mut PageRefs<'_>, differ: u64, masks: &mut [u64]) -> u64 {
         let mut plane_masks = [0u64; DENSE_MAX_PLANES];
-        self.diff_runs(page, &mut plane_masks);
+        self.diff_runs(page, differ, &mut plane_masks);
         let occupied = page.occupied;
         let planes = &plane_masks[..self.layout.planes.len()];
         if planes.iter().fold(0, |a, &m| a | m) & occupied == 0 {
@@ -351,8 +371,9 @@ impl<'a> Plan<'a> {
         }
     }
 
-    /// Diffs every plane of the page with its width's run routine; `out[plane]` gets the plane's
-    /// lane mask.
+    /// Diffs the planes of the page `differ` names with its width's run routine — or, when the
+    /// page was read whole and `differ` names exactly the planes that differ, straight with the
+    /// plane diff; `out[plane]` gets the plane's lane mask (0 for a plane not named).
     ///
     /// In a walk over consecutive pages each plane first prefetches its bytes of the next page,
     /// live and shadow: a lane diff spends several instructions per byte where `memcmp` spends
@@ -364,7 +385,7 @@ impl<'a> Plan<'a> {
     /// pass was slower than none (the burst fills the miss buffers the stream needs); spread
     /// through every page's "equal?" pass as well it was level at 1 % changed and slower at 0.1 %
     /// (0.89 → 0.78–0.82 of `memcmp`: equal pages stream at `memcmp` speed without it).
-    fn diff_runs(&self, page: &PageRefs<'_>, out: &mut [u64; DENSE_MAX_PLANES]) {
+    fn diff_runs(&self, page: &PageRefs<'_>, differ: u64, out: &mut [u64; DENSE_MAX_PLANES]) {
         let k = &self.kernels.routines;
         let next = page.streamed.then(|| {
             let stride = self.layout.page_bytes;
@@ -409,7 +430,14 @@ impl<'a> Plan<'a> {
             for (i, plane) in run.planes.clone().enumerate() {
                 let o = run.offset + i * bytes;
                 prefetch_next(o, bytes);
-                run_fn(&page.live[o..o + bytes], &page.shadow[o..o + bytes], &mut out[plane..plane + 1]);
+                if differ >> plane & 1 == 0 {
+                    continue;
+                }
+                if self.whole {
+                    out[plane] = self.diff_plane(run.width, page.live, page.shadow, o);
+                } else {
+                    run_fn(&page.live[o..o + bytes], &page.shadow[o..o + bytes], &mut out[plane..plane + 1]);
+                }
             }
         }
     }

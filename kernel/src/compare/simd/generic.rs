@@ -9,8 +9,8 @@
 //!     lanes_of_12(eq)                         // lane j differs unless bits 3j..3j+2 are all set
 //! equal(live, shadow):                        // any length: memcmp's work, no lane masks
 //!     OR of (live_i ^ shadow_i) over blocks of four vectors, stopping at a non-zero block
-//! equal_whole(live, shadow):                  // the same answer, every byte read
-//!     OR of (live_i ^ shadow_i) over everything, two accumulators, one test at the end
+//! planes_differ(live, shadow, planes):        // every byte read, one bit per plane
+//!     per plane: OR of (live_i ^ shadow_i) over it, two accumulators, one test
 //! run_w(planes):                              // consecutive planes of one width
 //!     per plane: 0 if equal(plane), else diff_w(plane)
 //! ```
@@ -117,6 +117,30 @@ pub(crate) fn equal_whole<S: LaneOps>(ops: S, live: &[u8], shadow: &[u8]) -> boo
     ops.is_zero(ops.or_xor(a0, a1, ops.zero())) && lv.remainder() == sv.remainder()
 }
 
+/// Bit `i` set iff the bytes of `planes[i]` (offset, length) differ between `live` and
+/// `shadow`: [`equal_whole`] plane by plane, so a page is read whole at `memcmp`'s pace and what
+/// follows diffs only the planes that differ (from L1). A length that is not a whole number of
+/// vectors (a bit plane's 8 bytes) is compared as 64-bit words and a ragged tail.
+#[inline(always)]
+pub(crate) fn planes_differ<S: LaneOps>(ops: S, live: &[u8], shadow: &[u8], planes: &[(usize, usize)]) -> u64 {
+    let mut flags = 0u64;
+    for (i, &(o, n)) in planes.iter().enumerate() {
+        let (l, s) = (&live[o..o + n], &shadow[o..o + n]);
+        let differs = if n % S::BYTES == 0 {
+            !equal_whole(ops, l, s)
+        } else {
+            let (mut lw, mut sw) = (l.chunks_exact(8), s.chunks_exact(8));
+            let words = (&mut lw).zip(&mut sw).fold(0u64, |acc, (a, b)| {
+                acc | (u64::from_le_bytes(a.try_into().unwrap_or_default())
+                    ^ u64::from_le_bytes(b.try_into().unwrap_or_default()))
+            });
+            words != 0 || lw.remainder() != sw.remainder()
+        };
+        flags |= u64::from(differs) << i;
+    }
+    flags
+}
+
 /// Lanes of a plane of 64 `W`-byte lanes (`N = 64 * W`, `W` in 1, 2, 4, 8) whose bytes differ.
 #[inline(always)]
 pub(crate) fn diff<S: LaneOps, const N: usize, const W: usize>(ops: S, live: &[u8; N], shadow: &[u8; N]) -> u64 {
@@ -207,6 +231,9 @@ pub(crate) fn run<const N: usize>(
 /// Whether two byte slices are equal (see [`equal`]).
 pub(crate) type EqFn = fn(&[u8], &[u8]) -> bool;
 
+/// Bit `i` set iff plane `i` (offset, length) of two pages differs (see [`planes_differ`]).
+pub(crate) type PlanesFn = fn(&[u8], &[u8], &[(usize, usize)]) -> u64;
+
 /// Diffs `out.len()` consecutive planes of `live` and `shadow` (see [`run`]).
 pub(crate) type RunFn = fn(&[u8], &[u8], &mut [u64]);
 
@@ -228,6 +255,6 @@ pub(crate) struct Routines {
     /// Whether two byte ranges are equal: a page's "anything to do?" test, stopping at the
     /// first difference.
     pub eq: EqFn,
-    /// The same test reading every byte ([`equal_whole`]).
-    pub eq_whole: EqFn,
+    /// Which of a page's planes differ, every byte read ([`planes_differ`]).
+    pub planes_differ: PlanesFn,
 }

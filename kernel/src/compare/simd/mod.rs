@@ -144,14 +144,6 @@ impl Kernels {
         Kernels { scan, ..self }
     }
 
-    /// The "equal?" test of a page's planes, as [`Self::scan`] reads them.
-    pub(crate) fn page_equal(&self) -> generic::EqFn {
-        match self.scan {
-            PageScan::FirstDifference => self.routines.eq,
-            PageScan::Whole => self.routines.eq_whole,
-        }
-    }
-
     /// The fastest table this CPU runs, chosen once per process by a short calibration (see the
     /// module docs); never a table slower than [`Isa::Wide`] in that calibration.
     ///

@@ -20,6 +20,11 @@ pub(crate) fn scalar_eq(live: &[u8], shadow: &[u8]) -> bool {
     live == shadow
 }
 
+/// Reference: bit `i` set iff plane `i` (offset, length) differs (slice `!=`).
+pub(crate) fn scalar_planes_differ(live: &[u8], shadow: &[u8], planes: &[(usize, usize)]) -> u64 {
+    planes.iter().enumerate().fold(0, |flags, (i, &(o, n))| flags | u64::from(live[o..o + n] != shadow[o..o + n]) << i)
+}
+
 /// The reference table.
 pub(crate) const ROUTINES: Routines = Routines {
     d1: scalar::<64, 1>,
@@ -33,5 +38,5 @@ pub(crate) const ROUTINES: Routines = Routines {
     r8: |l, s, o| run(scalar_eq, scalar::<512, 8>, l, s, o),
     r12: |l, s, o| run(scalar_eq, scalar::<768, 12>, l, s, o),
     eq: scalar_eq,
-    eq_whole: scalar_eq,
+    planes_differ: scalar_planes_differ,
 };

@@ -131,8 +131,8 @@ proptest! {
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(512))]
 
-    /// The "equal?" pass, both scans (stopping at a difference, reading every byte), against
-    /// slice `==`: any length (whole blocks, whole vectors and a
+    /// The "equal?" pass, both scans (stopping at a difference; reading every byte, as one
+    /// plane), against slice `==`: any length (whole blocks, whole vectors and a
     /// ragged tail), any alignment of either side, at most one differing byte anywhere (in a
     /// block, a lone vector or the tail), and slices of different lengths.
     #[test]
@@ -161,10 +161,60 @@ proptest! {
         let expected = scalar::scalar_eq(l, s);
         for k in tables() {
             prop_assert_eq!((k.routines.eq)(l, s), expected, "{:?} len {} flip {:?}", k.isa, len, flip);
-            prop_assert_eq!((k.routines.eq_whole)(l, s), expected, "{:?} whole, len {} flip {:?}", k.isa, len, flip);
+            if l.len() == s.len() {
+                let whole = (k.routines.planes_differ)(l, s, &[(0, len)]) == 0;
+                prop_assert_eq!(whole, expected, "{:?} whole, len {} flip {:?}", k.isa, len, flip);
+            }
         }
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    /// The whole-page scan against the scalar one: a page of up to 20 planes of every width (a
+    /// bit plane's 8 bytes among them) laid end to end from any offset, differing in a few bytes
+    /// of any plane (or in the padding, or nowhere): one bit per plane that differs, no other.
+    #[test]
+    fn planes_differ_agrees_with_scalar(
+        widths in proptest::collection::vec(proptest::sample::select(vec![0usize, 1, 2, 4, 8, 12]), 1..20),
+        front in 0usize..64,
+        seed in proptest::collection::vec(any::<u8>(), 1..97),
+        flips in proptest::collection::vec((any::<usize>(), any::<usize>(), 1u8..=255), 0..4),
+        pad_flip in any::<bool>(),
+    ) {
+        // Width 0 stands for a bit plane (8 bytes).
+        let mut planes = Vec::new();
+        let mut at = front;
+        for &w in &widths {
+            let n = if w == 0 { 8 } else { 64 * w };
+            planes.push((at, n));
+            at += n;
+        }
+        let live: Vec<u8> = (0..at + 64).map(|i| seed[i % seed.len()] ^ (i / seed.len()) as u8).collect();
+        let mut shadow = live.clone();
+        for &(p, byte, x) in &flips {
+            let (o, n) = planes[p % planes.len()];
+            shadow[o + byte % n] ^= x;
+        }
+        if pad_flip {
+            // Outside every plane: must not count.
+            shadow[at] ^= 1;
+            if front > 0 {
+                shadow[0] ^= 1;
+            }
+        }
+        let expected = scalar::scalar_planes_differ(&live, &shadow, &planes);
+        let by_hand = planes.iter().enumerate().fold(0u64, |f, (i, &(o, n))| f | u64::from(live[o..o + n] != shadow[o..o + n]) << i);
+        prop_assert_eq!(expected, by_hand);
+        for k in tables() {
+            prop_assert_eq!((k.routines.planes_differ)(&live, &shadow, &planes), expected, "{:?} {:?}", k.isa, planes);
+        }
+    }
+}
+
+/// An "equal?" test of two byte slices.
+type EqTest<'a> = dyn Fn(&[u8], &[u8]) -> bool + 'a;
 
 #[test]
 fn every_byte_of_every_lane_counts() {
@@ -184,7 +234,10 @@ fn every_byte_of_every_lane_counts() {
         // Every byte of a buffer of a few blocks and a ragged tail counts for "equal?", with
         // either scan.
         let l = vec![7u8; 1000];
-        for (scan, eq) in [("first difference", k.routines.eq), ("whole", k.routines.eq_whole)] {
+        let first = |l: &[u8], s: &[u8]| (k.routines.eq)(l, s);
+        let whole = |l: &[u8], s: &[u8]| (k.routines.planes_differ)(l, s, &[(0, l.len())]) == 0;
+        let scans: [(&str, &EqTest); 2] = [("first difference", &first), ("whole", &whole)];
+        for (scan, eq) in scans {
             assert!(eq(&l, &l.clone()), "{:?} {scan}", k.isa);
             for byte in 0..l.len() {
                 let mut s = l.clone();

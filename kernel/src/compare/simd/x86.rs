@@ -49,7 +49,7 @@ pub(crate) fn prefetch_addr(addr: usize) {
 #[cfg(target_arch = "x86_64")]
 macro_rules! backend {
     ($token:ident, $features:literal) => {
-        use super::super::generic::{diff, diff12, equal, equal_whole, run, Routines};
+        use super::super::generic::{diff, diff12, equal, planes_differ, run, Routines};
 
         #[target_feature(enable = $features)]
         fn d1(t: $token, l: &[u8; 64], s: &[u8; 64]) -> u64 {
@@ -76,8 +76,8 @@ macro_rules! backend {
             equal(t, l, s)
         }
         #[target_feature(enable = $features)]
-        fn eq_whole(t: $token, l: &[u8], s: &[u8]) -> bool {
-            equal_whole(t, l, s)
+        fn differ(t: $token, l: &[u8], s: &[u8], p: &[(usize, usize)]) -> u64 {
+            planes_differ(t, l, s, p)
         }
         // The run loops carry the features themselves, so the plane diff inlines into them: one
         // call per run of planes, not one per plane.
@@ -126,7 +126,7 @@ macro_rules! backend {
                 r8: |l, s, o| unsafe { r8(token(), l, s, o) },
                 r12: |l, s, o| unsafe { r12(token(), l, s, o) },
                 eq: |l, s| unsafe { eq(token(), l, s) },
-                eq_whole: |l, s| unsafe { eq_whole(token(), l, s) },
+                planes_differ: |l, s, p| unsafe { differ(token(), l, s, p) },
             })
         }
     };
