@@ -33,9 +33,14 @@
 //! [`CompareConfig::validate_push`] or [`CompareConfig::dirty_stats`] on, `check` validates the
 //! push-ruled leaves and counts marks and changes per parent (see its module docs).
 //!
-//! With [`Kernels::best`], a class's first large full frames try each vector diff table in turn
-//! and keep the fastest per page, checked again every few thousand such frames (`tune`): the
-//! start-up calibration ranks them on cached pages, and out of the cache the ranking can differ.
+//! With [`Kernels::best`], a class's first large full frames try each vector diff table in turn,
+//! each with each [`PageScan`], and keep the fastest per page, checked again every few thousand
+//! such frames (`tune`): the start-up calibration ranks the tables on cached pages, and out of the
+//! cache the ranking can differ. The scan is how a page's "equal?" pass reads it: stopping at the
+//! first difference (the lane diffs then stream the rest of the page, each plane's lines of the
+//! next page asked for as they go), or whole, naming the planes that differ (the lane diffs then
+//! read L1 and visit only those) — which one wins depends on how the diff's cost compares with
+//! the machine's memory.
 //!
 //! Optimisations: when no parent with planes is push-based (push model off, or a polled class),
 //! a page's planes are diffed run by run — one call per width, the SIMD loop inside — and only a
