@@ -43,8 +43,9 @@
 //! the machine's memory.
 //!
 //! Optimisations: when no parent with planes is push-based (push model off, or a polled class),
-//! a page's planes are diffed run by run — one call per width, the SIMD loop inside — and only a
-//! page with a change visits its leaves; bit planes diff with one XOR; a parent whose consider mask has at most
+//! a page's planes are diffed run by run — one call per width, the SIMD loop inside (with the
+//! whole-page scan, one call per plane that differs) — and only a page with a change visits its
+//! leaves; bit planes diff with one XOR; a parent whose consider mask has at most
 //! [`SPARSE_LANES`] lanes is diffed lane by lane (integer loads, no branch per plane) instead of
 //! by whole planes; a fully changed plane is copied with one `memcpy`; pages and parents with
 //! nothing to consider read no column bytes; a clean page never reads its dirty masks, and a page

@@ -53,7 +53,9 @@ pub(super) struct Plan<'a> {
     /// every fixed leaf.
     page_check: bool,
     /// The "equal?" pass reads a page whole and names the planes that differ
-    /// ([`PageScan::Whole`], for a class of at most 64 planes: one bit each).
+    /// ([`PageScan::Whole`]), for a dense plan only: it has at most 64 planes (one bit each),
+    /// and only its page diff uses which planes differ — another plan's page would be read whole
+    /// twice (its "equal?" pass again in [`Self::compare_page`]).
     whole: bool,
     /// Every plane's (page offset, bytes), in plane order: what [`PageScan::Whole`] reads.
     plane_spans: Vec<(usize, usize)>,
@@ -135,7 +137,7 @@ impl<'a> Plan<'a> {
             parent_planes,
             planes_end,
             page_check,
-            whole: cfg.kernels.scan == PageScan::Whole && plane_spans.len() <= 64,
+            whole: cfg.kernels.scan == PageScan::Whole && dense,
             plane_spans,
         }
     }
@@ -143,7 +145,7 @@ impl<'a> Plan<'a> {
     /// Replaces the diff table (a trial of another, or the one a tuner kept).
     pub(super) fn set_kernels(&mut self, kernels: Kernels) {
         self.kernels = kernels;
-        self.whole = kernels.scan == PageScan::Whole && self.plane_spans.len() <= 64;
+        self.whole = kernels.scan == PageScan::Whole && self.dense;
     }
 
     /// The class layout compared.

@@ -38,7 +38,7 @@ pub const RETRY_EVERY: usize = 3600;
 #[derive(Debug, Default)]
 pub(super) struct IsaTuner {
     /// The vector tables this CPU runs, widest first, each with each page scan (filled at the
-    /// first eligible frame).
+    /// first eligible frame; never fewer than two: `wide` runs everywhere).
     tables: Vec<Kernels>,
     /// Per table: nanoseconds per page walked, one entry per timed frame.
     samples: Vec<Vec<f64>>,
@@ -65,10 +65,6 @@ impl IsaTuner {
                 .flat_map(|k| PageScan::ALL.map(|scan| k.with_scan(scan)))
                 .collect();
             self.samples = vec![Vec::new(); self.tables.len()];
-        }
-        if self.tables.len() < 2 {
-            self.chosen = Some(asked);
-            return (asked, None);
         }
         // `frames` counts the eligible frames since the last choice (or since the start).
         self.frames += 1;

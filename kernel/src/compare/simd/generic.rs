@@ -123,6 +123,7 @@ pub(crate) fn equal_whole<S: LaneOps>(ops: S, live: &[u8], shadow: &[u8]) -> boo
 /// vectors (a bit plane's 8 bytes) is compared as 64-bit words and a ragged tail.
 #[inline(always)]
 pub(crate) fn planes_differ<S: LaneOps>(ops: S, live: &[u8], shadow: &[u8], planes: &[(usize, usize)]) -> u64 {
+    debug_assert!(planes.len() <= 64, "one bit per plane: at most 64 planes");
     let mut flags = 0u64;
     for (i, &(o, n)) in planes.iter().enumerate() {
         let (l, s) = (&live[o..o + n], &shadow[o..o + n]);
@@ -231,7 +232,8 @@ pub(crate) fn run<const N: usize>(
 /// Whether two byte slices are equal (see [`equal`]).
 pub(crate) type EqFn = fn(&[u8], &[u8]) -> bool;
 
-/// Bit `i` set iff plane `i` (offset, length) of two pages differs (see [`planes_differ`]).
+/// Bit `i` set iff plane `i` (offset, length) of two pages differs (see [`planes_differ`]); at
+/// most 64 planes.
 pub(crate) type PlanesFn = fn(&[u8], &[u8], &[(usize, usize)]) -> u64;
 
 /// Diffs `out.len()` consecutive planes of `live` and `shadow` (see [`run`]).

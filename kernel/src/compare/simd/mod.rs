@@ -23,8 +23,9 @@
 //! [`CALIBRATION_TIE`]. It costs well under a millisecond, once per process; the timings are in
 //! [`Kernels::calibration`].
 //!
-//! A compare given `best` goes on to time the vector tables on its own first large frames and may
-//! keep another (see `compare::tune`): on cached pages the ranking can differ from out of cache.
+//! A compare given `best` goes on to time the vector tables, each with each [`PageScan`], on its
+//! own first large frames and may keep another (see `compare::tune`): on cached pages the ranking
+//! can differ from out of cache.
 
 mod generic;
 mod scalar;
@@ -94,7 +95,7 @@ pub enum PageScan {
     /// Stop at the first block of bytes that differs; the lane diffs read the rest of a changed
     /// page from memory (each plane's lines of the next page asked for as they go).
     FirstDifference,
-    /// Read every byte of the page's planes (an XOR/OR pass, one test at the end); the lane
+    /// Read every byte of the page's planes (an XOR/OR pass, one test per plane); the lane
     /// diffs of a changed page then read it from L1.
     Whole,
 }
@@ -147,9 +148,10 @@ impl Kernels {
     /// The fastest table this CPU runs, chosen once per process by a short calibration (see the
     /// module docs); never a table slower than [`Isa::Wide`] in that calibration.
     ///
-    /// A compare given this table times the vector tables on its first large full frames and
-    /// keeps the fastest there (see [`crate::compare::tune`]; [`crate::compare::ShadowState::tuned_isa`]
-    /// tells which); a table from [`Kernels::for_isa`] is used as given.
+    /// A compare given this table times the vector tables, each with each [`PageScan`], on its
+    /// first large full frames and keeps the fastest there (see [`crate::compare::tune`];
+    /// [`crate::compare::ShadowState::tuned_isa`] and [`crate::compare::ShadowState::tuned_scan`]
+    /// tell which); a table from [`Kernels::for_isa`] is used as given.
     pub fn best() -> Kernels {
         Kernels { tune: true, ..calibrated().0 }
     }

@@ -22,6 +22,7 @@ pub(crate) fn scalar_eq(live: &[u8], shadow: &[u8]) -> bool {
 
 /// Reference: bit `i` set iff plane `i` (offset, length) differs (slice `!=`).
 pub(crate) fn scalar_planes_differ(live: &[u8], shadow: &[u8], planes: &[(usize, usize)]) -> u64 {
+    debug_assert!(planes.len() <= 64, "one bit per plane: at most 64 planes");
     planes.iter().enumerate().fold(0, |flags, (i, &(o, n))| flags | u64::from(live[o..o + n] != shadow[o..o + n]) << i)
 }
 

@@ -231,18 +231,21 @@ fn every_byte_of_every_lane_counts() {
             let (l, s) = (vec![1u8; 64 * w], vec![2u8; 64 * w]);
             assert_eq!(single(&k, w, &l, &s), !0, "{:?} width {w}: every lane differs", k.isa);
         }
-        // Every byte of a buffer of a few blocks and a ragged tail counts for "equal?", with
-        // either scan.
-        let l = vec![7u8; 1000];
+        // Every byte of a buffer counts for "equal?", with either scan: a few blocks and a
+        // ragged tail (the whole scan's word path), and whole vectors (its vector path, both
+        // accumulators).
         let first = |l: &[u8], s: &[u8]| (k.routines.eq)(l, s);
         let whole = |l: &[u8], s: &[u8]| (k.routines.planes_differ)(l, s, &[(0, l.len())]) == 0;
         let scans: [(&str, &EqTest); 2] = [("first difference", &first), ("whole", &whole)];
-        for (scan, eq) in scans {
-            assert!(eq(&l, &l.clone()), "{:?} {scan}", k.isa);
-            for byte in 0..l.len() {
-                let mut s = l.clone();
-                s[byte] = 0x87;
-                assert!(!eq(&l, &s), "{:?} {scan}: byte {byte}", k.isa);
+        for len in [1000, 1024] {
+            let l = vec![7u8; len];
+            for (scan, eq) in scans {
+                assert!(eq(&l, &l.clone()), "{:?} {scan}", k.isa);
+                for byte in 0..l.len() {
+                    let mut s = l.clone();
+                    s[byte] = 0x87;
+                    assert!(!eq(&l, &s), "{:?} {scan}: byte {byte} of {len}", k.isa);
+                }
             }
         }
     }
