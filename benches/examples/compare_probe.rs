@@ -1,0 +1,105 @@
+//! The compare alone, beside `memcmp`, with no reference: quick to rerun while tuning the page
+//! walk, and small enough for a world that fits a cache level (the per-page diff cost without
+//! memory in the way).
+//!
+//! ```text
+//! cargo run --release -p shadowrep-benches --example compare_probe -- \
+//!     [--changed F] [--actors N] [--frames K] [--isa avx2|wide|avx512|scalar|best] \
+//!     [--scan first-difference|whole] [--write BYTES]
+//! ```
+//!
+//! Each frame changes a fraction `F` of the actors (the `compare` command's workload), compares
+//! on the calling thread, then `memcmp`s live against shadow (equal by then); medians of `K` timed
+//! frames after 20 untimed ones. With `--write BYTES`, the `memcmp` becomes a floor of a pass that
+//! reads both sides and also writes: page by page, compare, then rewrite the page's first BYTES
+//! bytes of a copy of the shadow (a 1M ShooterCharacter page's movement planes are its first
+//! 2 304 bytes) — what the shadow write-back costs on this machine.
+//! Session 33 (AMD EPYC Zen 3, AVX2 only) used it to find a changed page's diff cost
+//! (`--actors 4096`: ~390 ns a page at 10 % in L2) and the write-back's (README, "Session 33").
+
+use shadowrep::compare::{ChangeSet, CompareConfig, Isa, Kernels, PageScan, PushMode, ShadowState};
+use shadowrep_benches::workload::{median, CompareWorkload};
+use std::hint::black_box;
+use std::time::Instant;
+
+fn main() -> Result<(), String> {
+    let (mut changed, mut actors, mut frames, mut isa, mut scan, mut write) =
+        (0.1, 1_000_000usize, 15usize, "best".to_string(), None, None);
+    let mut args = std::env::args().skip(1);
+    while let Some(flag) = args.next() {
+        let value = args.next().ok_or_else(|| format!("{flag} needs a value"))?;
+        let bad = |e: &dyn std::fmt::Display| format!("{flag} {value}: {e}");
+        match flag.as_str() {
+            "--changed" => changed = value.parse().map_err(|e| bad(&e))?,
+            "--actors" => actors = value.parse().map_err(|e| bad(&e))?,
+            "--frames" => frames = value.parse::<usize>().map_err(|e| bad(&e))?.max(1),
+            "--isa" => isa = value,
+            "--scan" => scan = Some(value),
+            "--write" => write = Some(value.parse::<usize>().map_err(|e| bad(&e))?),
+            _ => return Err(format!("unknown flag {flag}")),
+        }
+    }
+    let mut kernels = if isa == "best" {
+        Kernels::best()
+    } else {
+        let parsed = Isa::parse(&isa).ok_or_else(|| format!("unknown ISA {isa}"))?;
+        Kernels::for_isa(parsed).ok_or_else(|| format!("this CPU cannot run {isa}"))?
+    };
+    if let Some(name) = &scan {
+        let s = PageScan::ALL.into_iter().find(|s| s.name() == name).ok_or_else(|| format!("unknown scan {name}"))?;
+        kernels = kernels.with_scan(s);
+    }
+    let mut w = CompareWorkload::new("ShooterCharacter", actors, 1, false)?;
+    let page_bytes = w.layout.page_bytes;
+    let cfg = CompareConfig { push: PushMode::Off, kernels, parallel: false, ..CompareConfig::default() };
+    let mut shadow = ShadowState::new(&mut w.store);
+    let mut changes = ChangeSet::new();
+    w.store.begin_tick();
+    shadow.compare(&mut w.store, &cfg, &mut changes).map_err(|e| e.to_string())?;
+    // The floor's own copies: as cold as the world's after the compare streamed past them.
+    let floor_live = w.store.live().bytes().to_vec();
+    let mut floor_shadow = floor_live.clone();
+    let (mut kernel, mut other) = (Vec::new(), Vec::new());
+    for frame in 0..frames + 20 {
+        w.mutate(changed, false);
+        w.store.begin_tick();
+        let t = Instant::now();
+        shadow.compare(&mut w.store, &cfg, &mut changes).map_err(|e| e.to_string())?;
+        let k = t.elapsed().as_nanos() as f64;
+        let t = Instant::now();
+        let equal = match write {
+            None => black_box(w.store.live().bytes()) == black_box(shadow.pages().bytes()),
+            Some(n) => {
+                let n = n.min(page_bytes);
+                let mut equal = true;
+                for (l, s) in floor_live.chunks_exact(page_bytes).zip(floor_shadow.chunks_exact_mut(page_bytes)) {
+                    equal &= black_box(l) == black_box(&*s);
+                    s[..n].copy_from_slice(&l[..n]);
+                }
+                equal
+            }
+        };
+        let m = t.elapsed().as_nanos() as f64;
+        if !equal {
+            return Err("live and shadow differ after a compare".into());
+        }
+        if frame >= 20 {
+            kernel.push(k);
+            other.push(m);
+        }
+    }
+    let (k, m) = (median(kernel), median(other));
+    println!(
+        "{actors} ShooterCharacter at {:.1} % changed, table {} scan {}{}: kernel {:.4} ms ({:.0} ns a page), {} {:.4} ms, fraction {:.2}",
+        changed * 100.0,
+        shadow.tuned_isa().unwrap_or(kernels.isa).name(),
+        shadow.tuned_scan().unwrap_or(kernels.scan).name(),
+        if kernels.tuned() { " (tuned)" } else { "" },
+        k / 1e6,
+        k / w.store.live().bytes().len().div_ceil(page_bytes) as f64,
+        if write.is_some() { "floor" } else { "memcmp" },
+        m / 1e6,
+        m / k
+    );
+    Ok(())
+}
