@@ -362,13 +362,13 @@ pub fn run_compare(
     let mut changed_actors = 0;
     // Frame 0 warms caches and the thread pool. With `Kernels::best()` a large world's compare
     // then tries each diff table with each page scan on its next frames
-    // (`shadowrep::compare::tune`: a warm-up and three per table and scan, 19 with three tables):
-    // those are not timed either, so the timed frames run the table it kept. Past 24 frames
-    // timing starts whatever the compare says.
+    // (`shadowrep::compare::tune`: a warm-up and `TRIALS` per table and scan, 31 with three
+    // tables): those are not timed either, so the timed frames run the table it kept. Past 40
+    // frames timing starts whatever the compare says.
     let settles = opts.kernels.tuned() && w.store.live().len() >= tune::TUNE_MIN_PAGES;
     let (mut frame, mut timed_frames) = (0, 0);
     while timed_frames < opts.frames {
-        let timing = frame > 0 && (!settles || full_shadow.tuned_isa().is_some() || frame > 24);
+        let timing = frame > 0 && (!settles || full_shadow.tuned_isa().is_some() || frame > 40);
         frame += 1;
         progress(&format!(
             "frame {}/{} at {:.1} % changed{}",

@@ -445,9 +445,10 @@ fn large_full_frames_try_every_table_keep_one_and_find_what_the_scalar_table_fin
     let tables = [Isa::Avx512, Isa::Avx2, Isa::Wide].into_iter().filter(|i| i.available()).count() * 2;
     let (mut a, mut b) = (ChangeSet::new(), ChangeSet::new());
     // The warm-up, three trials per table, and three frames on the table kept.
-    for f in 0..1 + 3 * tables + 3 {
-        assert_eq!(tuned.tuned_isa().is_some(), f > 3 * tables, "frame {f}");
-        assert_eq!(tuned.tuned_scan().is_some(), f > 3 * tables, "frame {f}");
+    let trials = tune::TRIALS * tables;
+    for f in 0..1 + trials + 3 {
+        assert_eq!(tuned.tuned_isa().is_some(), f > trials, "frame {f}");
+        assert_eq!(tuned.tuned_scan().is_some(), f > trials, "frame {f}");
         for (i, &id) in ids.iter().enumerate().filter(|(i, _)| (i * 7 + f * 13) % 29 == 0) {
             s.set_and_mark(
                 id,
