@@ -46,7 +46,7 @@ fn main() -> Result<(), String> {
         Kernels::for_isa(parsed).ok_or_else(|| format!("this CPU cannot run {isa}"))?
     };
     if let Some(name) = &scan {
-        let s = PageScan::ALL.into_iter().find(|s| s.name() == name).ok_or_else(|| format!("unknown scan {name}"))?;
+        let s = PageScan::parse(name).ok_or_else(|| format!("unknown scan {name}"))?;
         kernels = kernels.with_scan(s);
     }
     let mut w = CompareWorkload::new("ShooterCharacter", actors, 1, false)?;

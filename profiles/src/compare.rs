@@ -287,9 +287,6 @@ fn with_scan(kernels: Kernels, scan: Option<&str>) -> Result<Kernels, String> {
                     and reports the one it kept as page_scan"
             .into());
     }
-    let scan = PageScan::ALL
-        .into_iter()
-        .find(|s| s.name() == name)
-        .ok_or_else(|| format!("unknown page scan `{name}` (first-difference, whole)"))?;
+    let scan = PageScan::parse(name).ok_or_else(|| format!("unknown page scan `{name}` (first-difference, whole)"))?;
     Ok(kernels.with_scan(scan))
 }

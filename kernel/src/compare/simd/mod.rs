@@ -111,6 +111,11 @@ impl PageScan {
             PageScan::Whole => "whole",
         }
     }
+
+    /// Parses [`PageScan::name`].
+    pub fn parse(s: &str) -> Option<PageScan> {
+        PageScan::ALL.into_iter().find(|scan| scan.name() == s)
+    }
 }
 
 /// A table of diff routines for one ISA.

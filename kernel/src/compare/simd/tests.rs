@@ -275,4 +275,8 @@ fn best_is_available_and_names_parse() {
         assert_eq!(Isa::parse(isa.name()), Some(isa));
     }
     assert_eq!(Isa::parse("sse9"), None);
+    for scan in PageScan::ALL {
+        assert_eq!(PageScan::parse(scan.name()), Some(scan));
+    }
+    assert_eq!(PageScan::parse("all"), None);
 }
