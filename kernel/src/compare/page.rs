@@ -559,6 +559,11 @@ fn fixed<const N: usize>(bytes: &[u8], o: usize) -> &[u8; N] {
     bytes[o..o + N].try_into().expect("plane lies inside its page")
 }
 
+/// The `N` bytes at `o`, to write.
+fn fixed_mut<const N: usize>(bytes: &mut [u8], o: usize) -> &mut [u8; N] {
+    (&mut bytes[o..o + N]).try_into().expect("plane lies inside its page")
+}
+
 /// Copies the `lanes` of one plane from live to shadow.
 fn copy_lanes(w: PlaneWidth, live: &[u8], shadow: &mut [u8], o: usize, lanes: u64) {
     match w {
@@ -566,17 +571,26 @@ fn copy_lanes(w: PlaneWidth, live: &[u8], shadow: &mut [u8], o: usize, lanes: u6
             let s = (word(shadow, o) & !lanes) | (word(live, o) & lanes);
             shadow[o..o + 8].copy_from_slice(&s.to_le_bytes());
         }
-        w => {
-            let n = w.lane_bytes();
-            if lanes == !0 {
-                let len = n * PAGE_LANES;
-                shadow[o..o + len].copy_from_slice(&live[o..o + len]);
-            } else {
-                for lane in BitIter(lanes) {
-                    let r = o + lane * n..o + (lane + 1) * n;
-                    shadow[r.clone()].copy_from_slice(&live[r]);
-                }
-            }
+        w if lanes == !0 => {
+            let len = w.page_bytes();
+            shadow[o..o + len].copy_from_slice(&live[o..o + len]);
         }
+        PlaneWidth::B1 => copy_lanes_of::<1>(live, shadow, o, lanes),
+        PlaneWidth::B2 => copy_lanes_of::<2>(live, shadow, o, lanes),
+        PlaneWidth::B4 => copy_lanes_of::<4>(live, shadow, o, lanes),
+        PlaneWidth::B8 => copy_lanes_of::<8>(live, shadow, o, lanes),
+        PlaneWidth::B12 => copy_lanes_of::<12>(live, shadow, o, lanes),
+    }
+}
+
+/// [`copy_lanes`] for lanes of `N` bytes: each lane one fixed-size move. (A copy of a run-time
+/// length called `memcpy` for every lane, the most of a changed page's diff work: 1M
+/// ShooterCharacter at 10 % changed copies ~60 lanes a page.)
+#[inline(always)]
+fn copy_lanes_of<const N: usize>(live: &[u8], shadow: &mut [u8], o: usize, lanes: u64) {
+    let (live, shadow) = (&live[o..o + N * PAGE_LANES], &mut shadow[o..o + N * PAGE_LANES]);
+    for lane in BitIter(lanes) {
+        let at = (lane % PAGE_LANES) * N;
+        *fixed_mut::<N>(shadow, at) = *fixed::<N>(live, at);
     }
 }
