@@ -89,6 +89,9 @@ impl ClientWorld {
             opened.insert(h.guid, h.class);
         }
         let mut missing: Vec<NetGuid> = Vec::new();
+        // The actor of the last bunch resolved, if it was an update of one the client had before
+        // this packet: a packet that fails to decode after it is asked for again (see below).
+        let mut last_update: Option<NetGuid> = None;
         // Opens of an actor the client has with another class (see `conflicts`), in order, and
         // their GUIDs as a set: each bunch asks, so a scan would cost bunches × conflicts.
         let mut conflicts: Vec<NetGuid> = Vec::new();
@@ -102,6 +105,7 @@ impl ClientWorld {
         let (classes, actors, fast) = (&self.classes, &self.actors, &self.fast);
         let (torn, ignored) = (&self.torn, &self.ignored);
         let decoded = decode_packet(bytes, |guid, open| {
+            last_update = None;
             if guid.is_null() {
                 return Err(WireError::Invalid("actor GUID"));
             }
@@ -149,7 +153,12 @@ impl ClientWorld {
                     return Ok(Resolve::Skip);
                 }
                 (Some(c), _) => c,
-                (None, Some(k)) => k,
+                (None, Some(k)) => {
+                    if !opened.contains_key(&guid) {
+                        last_update = Some(guid);
+                    }
+                    k
+                }
                 (None, None) => {
                     missing.push(guid);
                     return Ok(Resolve::Skip);
@@ -169,6 +178,16 @@ impl ClientWorld {
                     if let Some(&guid) = missing.last() {
                         self.request_reopen(guid);
                     }
+                } else if let Some(guid) = last_update {
+                    // The packet broke off in or after an update of an actor the client has:
+                    // read with its copy's class, which a forged close and open can make another
+                    // than the server's (a plain bunch does not name its class). The server would
+                    // resend the update, plain, into the same refusal for as long as the actor
+                    // changes — every packet carrying it refused, the other actors' updates in
+                    // them too. Asked for again, the server opens it anew: the open names the
+                    // class, and a conflicting copy is replaced (`heal_conflict`). A corrupt
+                    // packet from an honest server costs one actor's reopen.
+                    self.request_reopen(guid);
                 }
                 return self.refuse(replacing, e);
             }

@@ -38,7 +38,9 @@
 //! record count instead: the client has the actor, knows its class and reads exactly its records.
 //! A client that somehow lacks it cannot read past it and refuses the packet (which the server
 //! then treats as lost) and asks for the actor again; the server's next bunch for it opens it,
-//! sized. Packet writing under an MTU lives in [`super::packet`], feedback in
+//! sized. So does a client whose copy has another class than the server's actor (a forged close
+//! and open can do that; a plain bunch does not name its class) when the records, read with its
+//! class, break off: it asks for the actor whose update the packet broke off in. Packet writing under an MTU lives in [`super::packet`], feedback in
 //! [`super::feedback`].
 //!
 //! Decoding validates everything structural before a caller touches any state: unknown handles,

@@ -282,3 +282,73 @@ fn a_real_tear_off_holds_against_the_servers_earlier_packets() {
     assert_eq!(b.client.value(g, 0), Some(Value::U32(0)), "read past");
     assert_eq!(b.client.stats().tear_offs_undone, 0);
 }
+
+/// A forged close and a forged open give the client a copy of an actor with another class than
+/// the server's, with no open of the server's to conflict with: the server's updates of the
+/// actor are plain (they do not name the class) and, read with the wrong class, break off, so
+/// their packets are refused — and, sent again plain, refused again, with every other actor's
+/// updates in them, for as long as the actor changes. A packet that breaks off in an update asks
+/// for that actor again; the server's open names the class, the wrong copy is replaced, and the
+/// connection flows within a few round trips. (Found by `fuzz/`'s `client_receive` target.)
+#[test]
+fn a_forged_close_and_open_with_another_class_does_not_wedge_the_connection() {
+    use shadowrep::client::ClientWorld;
+    use shadowrep::net::NetDriver;
+    use shadowrep::store::ClassStore;
+    use shadowrep::wire::open::OpenHeader;
+    use shadowrep::wire::packet::{write_bunch, write_close};
+    use std::sync::Arc;
+    let la = Arc::new(counter().build().unwrap());
+    let mut wide = ClassBuilder::new("Wide");
+    for i in 0..8 {
+        wide = wide.property(PropertyDecl::new(format!("P{i}"), PropType::U32));
+    }
+    let lb = Arc::new(wide.build().unwrap());
+    let (mut sa, mut sb) = (ClassStore::new(la.clone()), ClassStore::new(lb.clone()));
+    let mut driver = NetDriver::new(DriverConfig::default()).unwrap();
+    let ca = driver.register_class(&mut sa).unwrap();
+    driver.register_class(&mut sb).unwrap();
+    let conn = driver.add_connection(false);
+    let mut client = ClientWorld::new(&[la, lb], &driver.checksums()).unwrap();
+    let (a0, a1) = (sa.spawn(), sa.spawn());
+    let (g0, g1) = (driver.assign_guid(ca, &sa, a0).unwrap(), driver.assign_guid(ca, &sa, a1).unwrap());
+    let mut v = 0u32;
+    let mut step = |driver: &mut NetDriver, sa: &mut ClassStore, sb: &mut ClassStore, client: &mut ClientWorld| {
+        v += 1;
+        sa.set(a0, 0, &Value::U32(v)).unwrap();
+        sa.set(a1, 0, &Value::U32(v)).unwrap();
+        driver.tick(&mut [sa, sb]).unwrap();
+        for p in driver.take_packets(conn).unwrap() {
+            let _ = client.receive(&p);
+        }
+        driver.receive_feedback(conn, &client.feedback()).unwrap();
+        v
+    };
+    for _ in 0..3 {
+        step(&mut driver, &mut sa, &mut sb, &mut client);
+    }
+    let h = client.highest_received().0;
+    let close = packet(h + 1, |w| write_close(w, g0));
+    let open = packet(h + 2, |w| write_bunch(w, g0, Some(&OpenHeader::spawn(1)), &BitWriter::new()));
+    for p in [close, open] {
+        assert!(matches!(client.receive(&p), Ok(Receipt::Applied { .. })));
+    }
+    assert_eq!(client.class_of(g0), Some(1), "the forged copy took");
+    let mut healed = None;
+    for frame in 1..=12 {
+        let v = step(&mut driver, &mut sa, &mut sb, &mut client);
+        let values = (client.value(g0, 0), client.value(g1, 0));
+        if client.class_of(g0) == Some(0) && values == (Some(Value::U32(v)), Some(Value::U32(v))) {
+            healed = Some(frame);
+            break;
+        }
+    }
+    let stats = client.stats();
+    assert!(stats.refused > 0, "the server's updates of the wrong copy broke off: {stats:?}");
+    let healed = healed.unwrap_or_else(|| panic!("wedged: {stats:?} {:?}", driver.connection_stats(conn)));
+    assert!(healed <= 6, "healed in {healed} frames");
+    for _ in 0..5 {
+        let v = step(&mut driver, &mut sa, &mut sb, &mut client);
+        assert_eq!((client.value(g0, 0), client.value(g1, 0)), (Some(Value::U32(v)), Some(Value::U32(v))));
+    }
+}
