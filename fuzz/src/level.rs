@@ -1,0 +1,224 @@
+//! The second recorded run, through the actor level: a static actor the client loads, actors
+//! with object references, a fast array changing every frame, a sub-object, a despawn, a tear-off
+//! and late spawns — so hostile packets meet every kind of bunch a client can hold state for.
+
+use super::Recording;
+use shadowrep::client::ClientWorld;
+use shadowrep::compare::CompareConfig;
+use shadowrep::fastarray::item_layout;
+use shadowrep::fastarray::ReplicationId;
+use shadowrep::ids::{ClassId, ConnectionId, NetGuid};
+use shadowrep::net::{ActorLevelConfig, DriverConfig, NetDriver, NetSettings, SubObjectCondition, Viewer};
+use shadowrep::schema::{ClassBuilder, PropType, PropertyDecl, StructType, VectorQuant};
+use shadowrep::store::{ActorId, ClassStore};
+use shadowrep::value::{ObjectRef, Value};
+use std::sync::Arc;
+
+/// Frames recorded.
+const FRAMES: usize = 24;
+
+/// Thing's parents.
+const LOCATION: usize = 0;
+const HEALTH: usize = 1;
+const TARGET: usize = 2;
+
+/// The actor level's world: one server, one client over a perfect link, stepped frame by frame.
+pub struct LevelWorld {
+    pub driver: NetDriver,
+    pub client: ClientWorld,
+    pub conn: ConnectionId,
+    things: ClassStore,
+    gears: ClassStore,
+    tc: ClassId,
+    door: ActorId,
+    gear: ActorId,
+    /// Live dynamic things (not despawned, not torn off).
+    live: Vec<(ActorId, NetGuid)>,
+    inventory: NetGuid,
+    items: Vec<ReplicationId>,
+    frame: usize,
+    recording: Recording,
+}
+
+impl LevelWorld {
+    pub fn new() -> Self {
+        let thing = Arc::new(
+            ClassBuilder::new("Thing")
+                .property(PropertyDecl::new("Location", PropType::Vector(VectorQuant::None)))
+                .property(PropertyDecl::new("Health", PropType::U32))
+                .property(PropertyDecl::new("Target", PropType::Object))
+                .build()
+                .expect("valid layout"),
+        );
+        let gear = Arc::new(
+            ClassBuilder::new("Gear")
+                .property(PropertyDecl::new("Charge", PropType::U16))
+                .build()
+                .expect("valid layout"),
+        );
+        let slot = StructType::new("Slot").field("Count", PropType::U16).field("Durability", PropType::U8);
+        let slots = Arc::new(item_layout("Inventory", PropType::Struct(slot)).expect("valid item"));
+        let compare = CompareConfig { parallel: false, ..Default::default() };
+        let cfg = DriverConfig {
+            actor_level: Some(ActorLevelConfig::default()),
+            parallel: false,
+            compare,
+            ..DriverConfig::default()
+        };
+        let mut driver = NetDriver::new(cfg).expect("valid config");
+        let (mut things, mut gears) = (ClassStore::new(thing.clone()), ClassStore::new(gear.clone()));
+        let tc = driver.register_class(&mut things).expect("registers");
+        let gc = driver.register_class(&mut gears).expect("registers");
+        driver.set_location_property(tc, LOCATION).expect("a vector");
+        let kind = driver.register_fast_array_kind(slots.clone()).expect("registers");
+        let mut due = NetSettings::default();
+        due.frequency.net_update_frequency = 1.0e6;
+        driver.set_class_settings(tc, due).expect("known class");
+        let conn = driver.add_connection(false);
+        let viewer = Viewer { real_viewer: None, view_target: None, location: [0.0; 3], direction: [1.0, 0.0, 0.0] };
+        driver.set_viewers(conn, &[viewer]).expect("live");
+        let door = things.spawn();
+        things.set(door, LOCATION, &Value::Vector([50.0, 0.0, 0.0])).expect("a vector");
+        driver.register_static_actor(tc, &things, door, "Level.Door").expect("a static actor");
+        let mut w_live = Vec::new();
+        for i in 0..5 {
+            w_live.push(spawn(&mut things, &mut driver, tc, 100.0 * i as f32));
+        }
+        let inventory = driver.add_fast_array(kind, w_live[0].1, SubObjectCondition::None).expect("an owner");
+        let g = gears.spawn();
+        driver.register_sub_object(gc, &gears, g, w_live[1].1, SubObjectCondition::None).expect("a sub-object");
+        let checksums = driver.checksums();
+        let fast_checksums = driver.fast_array_checksums();
+        let recording = Recording {
+            layouts: vec![thing, gear],
+            checksums,
+            fast_kinds: vec![slots],
+            fast_checksums,
+            statics: vec![("Level.Door".to_string(), tc.0)],
+            packets: Vec::new(),
+            feedbacks: Vec::new(),
+        };
+        let client = recording.client_after(0);
+        LevelWorld {
+            driver,
+            client,
+            conn,
+            things,
+            gears,
+            tc,
+            door,
+            gear: g,
+            live: w_live,
+            inventory,
+            items: Vec::new(),
+            frame: 0,
+            recording,
+        }
+    }
+
+    /// One frame: the world changes (if `mutate`), the server ticks, the client takes the
+    /// packets (each must apply if `strict`) and its feedback reaches the server. Returns the
+    /// packets and the feedback.
+    pub fn step(&mut self, mutate: bool, strict: bool) -> (Vec<Vec<u8>>, Vec<u8>) {
+        if mutate {
+            self.change();
+        }
+        self.driver.tick(&mut [&mut self.things, &mut self.gears]).expect("tick");
+        let packets = self.driver.take_packets(self.conn).expect("live");
+        for p in &packets {
+            let r = self.client.receive(p);
+            assert!(!strict || r.is_ok(), "a server packet applies: {r:?}");
+        }
+        let fb = self.client.feedback();
+        let _ = self.driver.receive_feedback(self.conn, &fb);
+        (packets, fb)
+    }
+
+    /// The frame's changes: every thing moves and takes damage, the static door too, the
+    /// reference and the sub-object change, the fast array gains, changes and loses items; a
+    /// despawn at frame 8, spawns at 10 and 16, a tear-off at 12.
+    fn change(&mut self) {
+        let (frame, f) = (self.frame, self.frame as u32);
+        self.frame += 1;
+        let things = &mut self.things;
+        for (i, &(id, _)) in self.live.iter().enumerate() {
+            things.set(id, HEALTH, &Value::U32(100 + f * 7 + i as u32)).expect("a u32");
+            things.set(id, LOCATION, &Value::Vector([100.0 * i as f32, f as f32 * 3.0, 0.0])).expect("a vector");
+        }
+        things.set(self.door, HEALTH, &Value::U32(f / 4)).expect("a u32");
+        if self.live.len() > 2 {
+            let target = ObjectRef(self.live[(frame + 1) % self.live.len()].1 .0);
+            things.set(self.live[0].0, TARGET, &Value::Object(target)).expect("an object");
+        }
+        self.gears.set(self.gear, 0, &Value::U16(frame as u16 * 11)).expect("a u16");
+        let mut items = self.driver.fast_array_mut(self.inventory).expect("live");
+        if frame % 3 != 2 && self.items.len() < 200 {
+            self.items.push(items.add(&[frame as u8, 0, 90, 0]).expect("room"));
+        }
+        if let Some(&id) = self.items.first() {
+            items.set(id, &[frame as u8, 1, 80, 0]).expect("an item");
+        }
+        if frame % 5 == 4 && !self.items.is_empty() {
+            let id = self.items.remove(0);
+            items.remove(id).expect("an item");
+        }
+        if frame == 8 {
+            let (id, _) = self.live.remove(3);
+            self.things.despawn(id).expect("live");
+        }
+        if frame == 12 {
+            let (id, _) = self.live.remove(2);
+            self.driver.tear_off(self.tc, &self.things, id).expect("live");
+        }
+        if frame == 10 || frame == 16 {
+            self.live.push(spawn(&mut self.things, &mut self.driver, self.tc, 700.0 + f as f32));
+        }
+    }
+
+    /// Whether the client holds the server's health of every live thing and the door, the
+    /// sub-object's charge and the fast array's items.
+    pub fn converged(&self) -> bool {
+        let c = &self.client;
+        let things = self.live.iter().copied().chain(self.driver.guid_of(self.tc, self.door).map(|g| (self.door, g)));
+        let healths = things.into_iter().all(|(id, g)| c.value(g, HEALTH) == self.things.get(id, HEALTH).ok());
+        let gear = self.driver.guid_of(ClassId(1), self.gear);
+        let charge = gear.is_some_and(|g| c.value(g, 0) == self.gears.get(self.gear, 0).ok());
+        let server: Vec<(u32, Vec<u8>)> = match self.driver.fast_array(self.inventory) {
+            Ok(a) => a.iter().map(|(id, b)| (id.0, b.to_vec())).collect(),
+            Err(_) => return false,
+        };
+        let client: Option<Vec<(u32, Vec<u8>)>> =
+            c.fast_array(self.inventory).map(|a| a.iter().map(|(id, b)| (id.0, b.to_vec())).collect());
+        healths
+            && charge
+            && client.is_some_and(|mut items| {
+                items.sort();
+                let mut server = server;
+                server.sort();
+                items == server
+            })
+    }
+}
+
+impl Default for LevelWorld {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+fn spawn(things: &mut ClassStore, driver: &mut NetDriver, tc: ClassId, x: f32) -> (ActorId, NetGuid) {
+    let id = things.spawn();
+    things.set(id, LOCATION, &Value::Vector([x, 0.0, 0.0])).expect("a vector");
+    (id, driver.assign_guid(tc, things, id).expect("live"))
+}
+
+pub(super) fn record() -> Recording {
+    let mut w = LevelWorld::new();
+    for _ in 0..FRAMES {
+        let (packets, fb) = w.step(true, true);
+        w.recording.packets.extend(packets);
+        w.recording.feedbacks.push(fb);
+    }
+    assert!(w.converged(), "the run reached the client");
+    w.recording
+}

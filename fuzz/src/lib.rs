@@ -1,0 +1,209 @@
+//! What the fuzz targets share: a recorded server run (built once per process) and the input
+//! format (length-prefixed packets).
+
+use shadowrep::client::ClientWorld;
+use shadowrep::link::LinkConfig;
+use shadowrep::net::DriverConfig;
+use shadowrep::schema::{ArrayLayout, ClassLayout};
+use shadowrep::store::ClassStore;
+use shadowrep_tests::{mixed_layouts, World};
+use std::sync::{Arc, OnceLock};
+
+pub mod level;
+
+/// One server run: a client's packets and feedbacks, and what that client needs to have been
+/// made with (classes, fast array kinds, the static actors it loads).
+pub struct Recording {
+    pub layouts: Vec<Arc<ClassLayout>>,
+    pub checksums: Vec<u64>,
+    pub fast_kinds: Vec<Arc<ArrayLayout>>,
+    pub fast_checksums: Vec<u64>,
+    /// (path, class) of each static actor the client loads.
+    pub statics: Vec<(String, u32)>,
+    pub packets: Vec<Vec<u8>>,
+    pub feedbacks: Vec<Vec<u8>>,
+}
+
+impl Recording {
+    /// A client as this run's client was made, having applied the first `k` packets.
+    pub fn client_after(&self, k: usize) -> ClientWorld {
+        let c = ClientWorld::new(&self.layouts, &self.checksums).expect("the recording's layouts");
+        let mut c = c.with_fast_array_kinds(&self.fast_kinds, &self.fast_checksums).expect("the recording's kinds");
+        for (path, class) in &self.statics {
+            c.load_static_actor(path, *class).expect("a static actor of the recording");
+        }
+        for p in &self.packets[..k] {
+            c.receive(p).expect("a recorded packet applies");
+        }
+        c
+    }
+}
+
+/// The mixed world's recording ([`world`]), made on first use.
+pub fn recording() -> &'static Recording {
+    static REC: OnceLock<Recording> = OnceLock::new();
+    REC.get_or_init(record)
+}
+
+/// The actor level's recording ([`level::record`]), made on first use.
+pub fn level_recording() -> &'static Recording {
+    static REC: OnceLock<Recording> = OnceLock::new();
+    REC.get_or_init(level::record)
+}
+
+/// The recording an input's first byte picks (its top bit) and the prefix of its packets to
+/// apply first (the other bits).
+pub fn pick(first: u8) -> (&'static Recording, usize) {
+    let rec = if first & 0x80 != 0 { level_recording() } else { recording() };
+    (rec, (first & 0x7f) as usize % (rec.packets.len() + 1))
+}
+
+/// A world of the mixed layouts (every property kind, arrays, conditions), changed, spawned into
+/// and despawned from over 16 frames; its packets all apply on a client.
+pub fn world() -> World {
+    let mut w = World::with_layouts(mixed_layouts(), DriverConfig::default(), 11);
+    w.add_client(false, LinkConfig::perfect(0));
+    for s in [0, 0, 0, 0, 1, 1, 1] {
+        w.spawn(s);
+    }
+    w
+}
+
+/// Frames of [`world`] recorded.
+pub const FRAMES: usize = 16;
+
+/// Runs frame `frame` of [`world`]'s script: client 0's packets, applied, and its feedback,
+/// given to the server.
+pub fn step(w: &mut World, frame: usize) -> (Vec<Vec<u8>>, Vec<u8>) {
+    w.mutate(0.7);
+    if frame % 5 == 4 {
+        w.despawn(1);
+        w.spawn(frame % 2);
+    }
+    let mut stores: Vec<&mut ClassStore> = w.stores.iter_mut().collect();
+    w.driver.tick(&mut stores).expect("tick");
+    let c = &mut w.clients[0];
+    let packets = w.driver.take_packets(c.conn).expect("connection");
+    for p in &packets {
+        c.world.receive(p).expect("a server packet applies");
+    }
+    let fb = c.world.feedback();
+    w.driver.receive_feedback(c.conn, &fb).expect("feedback");
+    (packets, fb)
+}
+
+fn record() -> Recording {
+    let mut w = world();
+    let (mut packets, mut feedbacks) = (Vec::new(), Vec::new());
+    for frame in 0..FRAMES {
+        let (p, fb) = step(&mut w, frame);
+        packets.extend(p);
+        feedbacks.push(fb);
+    }
+    w.assert_converged();
+    let layouts = mixed_layouts();
+    let checksums = layouts.iter().map(|l| l.checksum).collect();
+    let (fast_kinds, fast_checksums, statics) = (Vec::new(), Vec::new(), Vec::new());
+    Recording { layouts, checksums, fast_kinds, fast_checksums, statics, packets, feedbacks }
+}
+
+/// The messages of an input: each a little-endian `u16` length and that many bytes (a short
+/// last one ends the input).
+pub fn split(mut data: &[u8]) -> impl Iterator<Item = &[u8]> {
+    std::iter::from_fn(move || {
+        let (len, rest) = data.split_first_chunk::<2>()?;
+        let n = (u16::from_le_bytes(*len) as usize).min(rest.len());
+        let (m, tail) = rest.split_at(n);
+        data = tail;
+        Some(m)
+    })
+}
+
+/// The input format of [`split`], for seeding a corpus.
+pub fn join<'a>(prefix: u8, messages: impl IntoIterator<Item = &'a [u8]>) -> Vec<u8> {
+    let mut out = vec![prefix];
+    for m in messages {
+        out.extend_from_slice(&(m.len() as u16).to_le_bytes());
+        out.extend_from_slice(m);
+    }
+    out
+}
+
+/// One frame of [`world`] with the client's packets delivered and its feedback returned, but
+/// nothing required to apply: after hostile input the server may send what a client refuses
+/// (and asks about). `mutate`: whether the world's values change this frame.
+pub fn tolerant_step(w: &mut World, mutate: bool) {
+    if mutate {
+        w.mutate(0.7);
+    }
+    let mut stores: Vec<&mut ClassStore> = w.stores.iter_mut().collect();
+    w.driver.tick(&mut stores).expect("tick");
+    let c = &mut w.clients[0];
+    for p in w.driver.take_packets(c.conn).expect("connection") {
+        let _ = c.world.receive(&p);
+    }
+    let fb = c.world.feedback();
+    let _ = w.driver.receive_feedback(c.conn, &fb);
+}
+
+/// Whether client 0 holds the server's value of every live actor's integer and bool properties
+/// (the mixed layouts' Health, Alive, Mode and Kills, and Small's Byte): the values a wedge
+/// would leave stale, compared exactly (no quantisation, no references).
+pub fn converged(w: &World) -> bool {
+    let c = &w.clients[0].world;
+    w.actors.iter().all(|&(s, id)| {
+        let Some(guid) = w.driver.guid_of(w.classes[s], id) else { return false };
+        let parents: &[usize] = if s == 0 { &[0, 4, 5, 9] } else { &[0] };
+        parents.iter().all(|&p| c.value(guid, p) == w.stores[s].get(id, p).ok())
+    })
+}
+
+/// A live world a target can drive: the mixed world ([`world`]) or the actor level's
+/// ([`level::LevelWorld`]).
+pub trait Live {
+    /// One frame (the world changes if `mutate`); packets the client refuses are allowed.
+    fn frame(&mut self, mutate: bool);
+    /// Hostile feedback for the client's connection, straight to the server.
+    fn hostile_feedback(&mut self, bytes: &[u8]);
+    /// Whether the client holds the server's values.
+    fn converged(&self) -> bool;
+    /// The connection's and the client's statistics, for a report.
+    fn stats(&self) -> String;
+}
+
+impl Live for World {
+    fn frame(&mut self, mutate: bool) {
+        tolerant_step(self, mutate);
+    }
+    fn hostile_feedback(&mut self, bytes: &[u8]) {
+        let _ = self.driver.receive_feedback(self.clients[0].conn, bytes);
+    }
+    fn converged(&self) -> bool {
+        converged(self)
+    }
+    fn stats(&self) -> String {
+        format!("{:?} {:?}", self.driver.connection_stats(self.clients[0].conn), self.clients[0].world.stats())
+    }
+}
+
+impl Live for level::LevelWorld {
+    fn frame(&mut self, mutate: bool) {
+        self.step(mutate, false);
+    }
+    fn hostile_feedback(&mut self, bytes: &[u8]) {
+        let _ = self.driver.receive_feedback(self.conn, bytes);
+    }
+    fn converged(&self) -> bool {
+        level::LevelWorld::converged(self)
+    }
+    fn stats(&self) -> String {
+        format!("{:?} {:?}", self.driver.connection_stats(self.conn), self.client.stats())
+    }
+}
+
+/// The live world an input's first byte picks (its top bit), with the frames to run before the
+/// hostile input (its low three bits).
+pub fn pick_live(first: u8) -> (Box<dyn Live>, usize) {
+    let w: Box<dyn Live> = if first & 0x80 != 0 { Box::new(level::LevelWorld::new()) } else { Box::new(world()) };
+    (w, (first & 7) as usize)
+}
