@@ -3,14 +3,18 @@
 //! asserts the client converges to the server's values within a bounded number of frames.
 
 use crate::Bench;
-use shadowrep::client::Receipt;
-use shadowrep::ids::Seq;
-use shadowrep::net::DriverConfig;
+use shadowrep::client::{ClientWorld, Receipt};
+use shadowrep::ids::{ClassId, ConnectionId, NetGuid, Seq};
+use shadowrep::net::{DriverConfig, NetDriver};
 use shadowrep::schema::{ClassBuilder, PropType, PropertyDecl};
+use shadowrep::store::{ActorId, ClassStore};
 use shadowrep::value::Value;
 use shadowrep::wire::feedback::ACK_WINDOW;
+use shadowrep::wire::open::OpenHeader;
+use shadowrep::wire::packet::write_bunch;
 use shadowrep::wire::packet::{begin_packet, end_packet};
 use shadowrep::wire::BitWriter;
+use std::sync::Arc;
 
 fn counter() -> ClassBuilder {
     ClassBuilder::new("C").property(PropertyDecl::new("N", PropType::U32))
@@ -27,6 +31,45 @@ fn packet(seq: u32, f: impl FnOnce(&mut BitWriter)) -> Vec<u8> {
     f(&mut w);
     end_packet(&mut w);
     w.into_bytes()
+}
+
+/// A driver with two classes — [`counter`] (class 0) and `other` (class 1) — and one client,
+/// driven by hand: every packet is offered to the client (a refusal is allowed) and its feedback
+/// returned.
+struct TwoClasses {
+    driver: NetDriver,
+    counters: ClassStore,
+    others: ClassStore,
+    class: ClassId,
+    conn: ConnectionId,
+    client: ClientWorld,
+}
+
+impl TwoClasses {
+    fn new(other: ClassBuilder) -> Self {
+        let (la, lb) = (Arc::new(counter().build().unwrap()), Arc::new(other.build().unwrap()));
+        let (mut counters, mut others) = (ClassStore::new(la.clone()), ClassStore::new(lb.clone()));
+        let mut driver = NetDriver::new(DriverConfig::default()).unwrap();
+        let class = driver.register_class(&mut counters).unwrap();
+        driver.register_class(&mut others).unwrap();
+        let conn = driver.add_connection(false);
+        let client = ClientWorld::new(&[la, lb], &driver.checksums()).unwrap();
+        TwoClasses { driver, counters, others, class, conn, client }
+    }
+
+    /// A counter, with its GUID.
+    fn spawn(&mut self) -> (ActorId, NetGuid) {
+        let id = self.counters.spawn();
+        (id, self.driver.assign_guid(self.class, &self.counters, id).unwrap())
+    }
+
+    fn step(&mut self) {
+        self.driver.tick(&mut [&mut self.counters, &mut self.others]).unwrap();
+        for p in self.driver.take_packets(self.conn).unwrap() {
+            let _ = self.client.receive(&p);
+        }
+        self.driver.receive_feedback(self.conn, &self.client.feedback()).unwrap();
+    }
 }
 
 /// A forged jump of the whole window while the client's feedback for the server's newest packet
@@ -169,57 +212,35 @@ fn a_forged_jump_that_closes_an_actor_recovers_when_the_servers_packet_is_refuse
 /// client the right class; the other actor's updates flow throughout.
 #[test]
 fn a_forged_open_of_a_future_guid_with_another_class_heals() {
-    use shadowrep::client::ClientWorld;
-    use shadowrep::ids::NetGuid;
-    use shadowrep::net::NetDriver;
-    use shadowrep::store::ClassStore;
-    use shadowrep::wire::open::OpenHeader;
-    use shadowrep::wire::packet::write_bunch;
-    use std::sync::Arc;
-    let la = Arc::new(counter().build().unwrap());
-    let lb = Arc::new(ClassBuilder::new("B").property(PropertyDecl::new("M", PropType::U8)).build().unwrap());
-    let (mut sa, mut sb) = (ClassStore::new(la.clone()), ClassStore::new(lb.clone()));
-    let mut driver = NetDriver::new(DriverConfig::default()).unwrap();
-    let ca = driver.register_class(&mut sa).unwrap();
-    driver.register_class(&mut sb).unwrap();
-    let conn = driver.add_connection(false);
-    let mut client = ClientWorld::new(&[la, lb], &driver.checksums()).unwrap();
-    let a0 = sa.spawn();
-    let g0 = driver.assign_guid(ca, &sa, a0).unwrap();
-    let step = |driver: &mut NetDriver, sa: &mut ClassStore, sb: &mut ClassStore, client: &mut ClientWorld| {
-        driver.tick(&mut [sa, sb]).unwrap();
-        for p in driver.take_packets(conn).unwrap() {
-            let _ = client.receive(&p);
-        }
-        driver.receive_feedback(conn, &client.feedback()).unwrap();
-    };
+    let mut t = TwoClasses::new(ClassBuilder::new("B").property(PropertyDecl::new("M", PropType::U8)));
+    let (a0, g0) = t.spawn();
     for _ in 0..3 {
-        step(&mut driver, &mut sa, &mut sb, &mut client);
+        t.step();
     }
     // Dynamic GUIDs go up by two (their parity tells them from static ones).
     let future = NetGuid(g0.0 + 2);
-    let forged = packet(client.highest_received().0 + 1, |w| {
+    let forged = packet(t.client.highest_received().0 + 1, |w| {
         write_bunch(w, future, Some(&OpenHeader::spawn(1)), &BitWriter::new())
     });
-    assert!(matches!(client.receive(&forged), Ok(Receipt::Applied { .. })));
-    assert_eq!(client.class_of(future), Some(1), "the forged open took");
-    let a1 = sa.spawn();
-    assert_eq!(driver.assign_guid(ca, &sa, a1).unwrap(), future);
+    assert!(matches!(t.client.receive(&forged), Ok(Receipt::Applied { .. })));
+    assert_eq!(t.client.class_of(future), Some(1), "the forged open took");
+    let (a1, g1) = t.spawn();
+    assert_eq!(g1, future);
     for v in 1..=10u32 {
-        sa.set(a0, 0, &Value::U32(v)).unwrap();
-        sa.set(a1, 0, &Value::U32(v)).unwrap();
-        step(&mut driver, &mut sa, &mut sb, &mut client);
-        assert_eq!(client.value(g0, 0), Some(Value::U32(v)), "frame {v}: the connection flows");
+        t.counters.set(a0, 0, &Value::U32(v)).unwrap();
+        t.counters.set(a1, 0, &Value::U32(v)).unwrap();
+        t.step();
+        assert_eq!(t.client.value(g0, 0), Some(Value::U32(v)), "frame {v}: the connection flows");
         if v >= 4 {
             assert_eq!(
-                (client.class_of(future), client.value(future, 0)),
+                (t.client.class_of(future), t.client.value(future, 0)),
                 (Some(0), Some(Value::U32(v))),
                 "frame {v}: healed within a round trip; {:?}",
-                client.stats()
+                t.client.stats()
             );
         }
     }
-    assert_eq!(client.stats().open_conflicts, 1);
+    assert_eq!(t.client.stats().open_conflicts, 1);
 }
 
 /// A forged "torn off" close: the client would keep the actor frozen, owned by it, for good. The
@@ -292,63 +313,46 @@ fn a_real_tear_off_holds_against_the_servers_earlier_packets() {
 /// connection flows within a few round trips. (Found by `fuzz/`'s `client_receive` target.)
 #[test]
 fn a_forged_close_and_open_with_another_class_does_not_wedge_the_connection() {
-    use shadowrep::client::ClientWorld;
-    use shadowrep::net::NetDriver;
-    use shadowrep::store::ClassStore;
-    use shadowrep::wire::open::OpenHeader;
-    use shadowrep::wire::packet::{write_bunch, write_close};
-    use std::sync::Arc;
-    let la = Arc::new(counter().build().unwrap());
+    use shadowrep::wire::packet::write_close;
     let mut wide = ClassBuilder::new("Wide");
     for i in 0..8 {
         wide = wide.property(PropertyDecl::new(format!("P{i}"), PropType::U32));
     }
-    let lb = Arc::new(wide.build().unwrap());
-    let (mut sa, mut sb) = (ClassStore::new(la.clone()), ClassStore::new(lb.clone()));
-    let mut driver = NetDriver::new(DriverConfig::default()).unwrap();
-    let ca = driver.register_class(&mut sa).unwrap();
-    driver.register_class(&mut sb).unwrap();
-    let conn = driver.add_connection(false);
-    let mut client = ClientWorld::new(&[la, lb], &driver.checksums()).unwrap();
-    let (a0, a1) = (sa.spawn(), sa.spawn());
-    let (g0, g1) = (driver.assign_guid(ca, &sa, a0).unwrap(), driver.assign_guid(ca, &sa, a1).unwrap());
+    let mut t = TwoClasses::new(wide);
+    let ((a0, g0), (a1, g1)) = (t.spawn(), t.spawn());
     let mut v = 0u32;
-    let mut step = |driver: &mut NetDriver, sa: &mut ClassStore, sb: &mut ClassStore, client: &mut ClientWorld| {
+    let mut step = |t: &mut TwoClasses| {
         v += 1;
-        sa.set(a0, 0, &Value::U32(v)).unwrap();
-        sa.set(a1, 0, &Value::U32(v)).unwrap();
-        driver.tick(&mut [sa, sb]).unwrap();
-        for p in driver.take_packets(conn).unwrap() {
-            let _ = client.receive(&p);
-        }
-        driver.receive_feedback(conn, &client.feedback()).unwrap();
+        t.counters.set(a0, 0, &Value::U32(v)).unwrap();
+        t.counters.set(a1, 0, &Value::U32(v)).unwrap();
+        t.step();
         v
     };
     for _ in 0..3 {
-        step(&mut driver, &mut sa, &mut sb, &mut client);
+        step(&mut t);
     }
-    let h = client.highest_received().0;
+    let h = t.client.highest_received().0;
     let close = packet(h + 1, |w| write_close(w, g0));
     let open = packet(h + 2, |w| write_bunch(w, g0, Some(&OpenHeader::spawn(1)), &BitWriter::new()));
     for p in [close, open] {
-        assert!(matches!(client.receive(&p), Ok(Receipt::Applied { .. })));
+        assert!(matches!(t.client.receive(&p), Ok(Receipt::Applied { .. })));
     }
-    assert_eq!(client.class_of(g0), Some(1), "the forged copy took");
+    assert_eq!(t.client.class_of(g0), Some(1), "the forged copy took");
     let mut healed = None;
     for frame in 1..=12 {
-        let v = step(&mut driver, &mut sa, &mut sb, &mut client);
-        let values = (client.value(g0, 0), client.value(g1, 0));
-        if client.class_of(g0) == Some(0) && values == (Some(Value::U32(v)), Some(Value::U32(v))) {
+        let v = step(&mut t);
+        let values = (t.client.value(g0, 0), t.client.value(g1, 0));
+        if t.client.class_of(g0) == Some(0) && values == (Some(Value::U32(v)), Some(Value::U32(v))) {
             healed = Some(frame);
             break;
         }
     }
-    let stats = client.stats();
+    let stats = t.client.stats();
     assert!(stats.refused > 0, "the server's updates of the wrong copy broke off: {stats:?}");
-    let healed = healed.unwrap_or_else(|| panic!("wedged: {stats:?} {:?}", driver.connection_stats(conn)));
+    let healed = healed.unwrap_or_else(|| panic!("wedged: {stats:?} {:?}", t.driver.connection_stats(t.conn)));
     assert!(healed <= 6, "healed in {healed} frames");
     for _ in 0..5 {
-        let v = step(&mut driver, &mut sa, &mut sb, &mut client);
-        assert_eq!((client.value(g0, 0), client.value(g1, 0)), (Some(Value::U32(v)), Some(Value::U32(v))));
+        let v = step(&mut t);
+        assert_eq!((t.client.value(g0, 0), t.client.value(g1, 0)), (Some(Value::U32(v)), Some(Value::U32(v))));
     }
 }
