@@ -89,8 +89,8 @@ impl ClientWorld {
             opened.insert(h.guid, h.class);
         }
         let mut missing: Vec<NetGuid> = Vec::new();
-        // The actor of the last bunch resolved, if it was an update of one the client had before
-        // this packet: a packet that fails to decode after it is asked for again (see below).
+        // The last update of an actor the client had before this packet (a plain bunch): a packet
+        // that fails to decode after it asks for that actor again (see below).
         let mut last_update: Option<NetGuid> = None;
         // Opens of an actor the client has with another class (see `conflicts`), in order, and
         // their GUIDs as a set: each bunch asks, so a scan would cost bunches × conflicts.
@@ -105,7 +105,6 @@ impl ClientWorld {
         let (classes, actors, fast) = (&self.classes, &self.actors, &self.fast);
         let (torn, ignored) = (&self.torn, &self.ignored);
         let decoded = decode_packet(bytes, |guid, open| {
-            last_update = None;
             if guid.is_null() {
                 return Err(WireError::Invalid("actor GUID"));
             }
@@ -179,14 +178,18 @@ impl ClientWorld {
                         self.request_reopen(guid);
                     }
                 } else if let Some(guid) = last_update {
-                    // The packet broke off in or after an update of an actor the client has:
-                    // read with its copy's class, which a forged close and open can make another
-                    // than the server's (a plain bunch does not name its class). The server would
-                    // resend the update, plain, into the same refusal for as long as the actor
-                    // changes — every packet carrying it refused, the other actors' updates in
-                    // them too. Asked for again, the server opens it anew: the open names the
-                    // class, and a conflicting copy is replaced (`heal_conflict`). A corrupt
-                    // packet from an honest server costs one actor's reopen.
+                    // The packet broke off after an update of an actor the client has, which was
+                    // read with its copy's class — and a forged close and open can make that
+                    // another than the server's (a plain bunch does not name its class): the
+                    // update's records then end elsewhere, and what follows is read from the
+                    // wrong bits, up to an error (in a record, a class id, a length). The server
+                    // would resend the update, plain, into the same refusal for as long as the
+                    // actor changes — every packet carrying it refused, the other actors' updates
+                    // in them too. Asked for again, the server opens it anew: the open names the
+                    // class, and a conflicting copy is replaced (`heal_conflict`). An honest
+                    // server's packets are refused only after hostile input or corruption, so
+                    // only those cost a reopen. (Not when the wrong bits name an actor the client
+                    // lacks: that one is asked for, as any missing actor is.)
                     self.request_reopen(guid);
                 }
                 return self.refuse(replacing, e);

@@ -38,10 +38,11 @@
 //! record count instead: the client has the actor, knows its class and reads exactly its records.
 //! A client that somehow lacks it cannot read past it and refuses the packet (which the server
 //! then treats as lost) and asks for the actor again; the server's next bunch for it opens it,
-//! sized. So does a client whose copy has another class than the server's actor (a forged close
-//! and open can do that; a plain bunch does not name its class) when the records, read with its
-//! class, break off: it asks for the actor whose update the packet broke off in. Packet writing under an MTU lives in [`super::packet`], feedback in
-//! [`super::feedback`].
+//! sized. A client whose copy has another class than the server's actor (a forged close and open
+//! can do that; a plain bunch does not name its class) reads the records wrong and breaks off
+//! somewhere after them: a packet refused for another reason than a missing actor asks for the
+//! last actor it read an update of.
+//! Packet writing under an MTU lives in [`super::packet`], feedback in [`super::feedback`].
 //!
 //! Decoding validates everything structural before a caller touches any state: unknown handles,
 //! array counts over the declared cap, nested handles outside the count, a body that does not end

@@ -3,7 +3,7 @@
 //! asserts the client converges to the server's values within a bounded number of frames.
 
 use crate::Bench;
-use shadowrep::client::{ClientWorld, Receipt};
+use shadowrep::client::{ClientWorld, Receipt, ReceiveError};
 use shadowrep::ids::{ClassId, ConnectionId, NetGuid, Seq};
 use shadowrep::net::{DriverConfig, NetDriver};
 use shadowrep::schema::{ClassBuilder, PropType, PropertyDecl};
@@ -13,7 +13,7 @@ use shadowrep::wire::feedback::ACK_WINDOW;
 use shadowrep::wire::open::OpenHeader;
 use shadowrep::wire::packet::write_bunch;
 use shadowrep::wire::packet::{begin_packet, end_packet};
-use shadowrep::wire::BitWriter;
+use shadowrep::wire::{BitWriter, WireError};
 use std::sync::Arc;
 
 fn counter() -> ClassBuilder {
@@ -355,4 +355,52 @@ fn a_forged_close_and_open_with_another_class_does_not_wedge_the_connection() {
         let v = step(&mut t);
         assert_eq!((t.client.value(g0, 0), t.client.value(g1, 0)), (Some(Value::U32(v)), Some(Value::U32(v))));
     }
+}
+
+/// The same wedge reached another way (found by `fuzz/`'s `client_receive` from the mixed
+/// world's recording; these are its two packets): before the server's first packet, a forged
+/// open gives actor 4 the small class. The server's updates of it, read with that class, end
+/// early, and the bits after them read as an open of a class that does not exist — an error in
+/// the next bunch's header, after the update. That refusal too must ask for the actor whose
+/// update came before the error: a refusal that asks for nothing is resent and refused for good.
+#[test]
+fn a_misread_update_that_breaks_the_next_bunch_asks_for_its_actor() {
+    use shadowrep::link::LinkConfig;
+    use shadowrep::wire::feedback::read_feedback;
+    use shadowrep_tests::{mixed_layouts, World};
+    let hex =
+        |s: &str| (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap()).collect::<Vec<u8>>();
+    let forged = [
+        hex("0221140000000000000000ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff60ffffffffffffffffffffffffffff"),
+        hex("0800000000000000ffffff400401002a00"),
+    ];
+    // The fuzz target's recorded world: its packets go to an honest client and to the victim.
+    let layouts = mixed_layouts();
+    let mut w = World::with_layouts(layouts.clone(), DriverConfig::default(), 11);
+    w.add_client(false, LinkConfig::perfect(0));
+    for s in [0, 0, 0, 0, 1, 1, 1] {
+        w.spawn(s);
+    }
+    let mut victim = ClientWorld::new(&layouts, &w.driver.checksums()).unwrap();
+    for p in &forged {
+        assert!(matches!(victim.receive(p), Ok(Receipt::Applied { .. })));
+    }
+    assert_eq!(victim.class_of(NetGuid(4)), Some(1), "the forged open took");
+    let mut class_id_refusals = 0;
+    for _ in 0..6 {
+        w.mutate(0.7);
+        let mut stores: Vec<&mut ClassStore> = w.stores.iter_mut().collect();
+        w.driver.tick(&mut stores).unwrap();
+        let c = &mut w.clients[0];
+        for p in w.driver.take_packets(c.conn).unwrap() {
+            c.world.receive(&p).expect("the honest client applies every packet");
+            if let Err(e) = victim.receive(&p) {
+                class_id_refusals += usize::from(e == ReceiveError::Wire(WireError::Invalid("class id")));
+                let fb = read_feedback(&victim.feedback()).unwrap();
+                assert!(!fb.reopen.is_empty(), "refused ({e}), asking for nothing: {:?}", victim.stats());
+            }
+        }
+        w.driver.receive_feedback(c.conn, &c.world.feedback()).unwrap();
+    }
+    assert!(class_id_refusals > 0, "the misread update broke the next bunch's header");
 }
