@@ -174,8 +174,18 @@ impl ClientWorld {
                     // An update of an actor this client does not have, which cannot be stepped
                     // over: the packet is refused (the server sends its content again, as for a
                     // lost one) and the actor asked for, so the next bunch opens it.
+                    // Asked for already (its request still rides in the feedbacks), the same
+                    // refusal again is suspect: it may be the wrong bits after a misread update
+                    // (see below) naming a GUID the server does not have, which would ignore the
+                    // request for good — so the actor read before it is asked for too. (A real
+                    // missing actor's packets sent before its reopen arrives cost that actor's
+                    // neighbour a reopen; such packets only follow hostile input.)
                     if let Some(&guid) = missing.last() {
+                        let again = self.reopen.iter().any(|r| r.0 == guid);
                         self.request_reopen(guid);
+                        if let Some(update) = last_update.filter(|_| again) {
+                            self.request_reopen(update);
+                        }
                     }
                 } else if let Some(guid) = last_update {
                     // The packet broke off after an update of an actor the client has, which was
@@ -188,8 +198,8 @@ impl ClientWorld {
                     // in them too. Asked for again, the server opens it anew: the open names the
                     // class, and a conflicting copy is replaced (`heal_conflict`). An honest
                     // server's packets are refused only after hostile input or corruption, so
-                    // only those cost a reopen. (Not when the wrong bits name an actor the client
-                    // lacks: that one is asked for, as any missing actor is.)
+                    // only those cost a reopen. (When the wrong bits name an actor the client
+                    // lacks, that one is asked for first, as any missing actor is; above.)
                     self.request_reopen(guid);
                 }
                 return self.refuse(replacing, e);

@@ -9,6 +9,7 @@ use shadowrep::net::{DriverConfig, NetDriver};
 use shadowrep::schema::{ClassBuilder, PropType, PropertyDecl};
 use shadowrep::store::{ActorId, ClassStore};
 use shadowrep::value::Value;
+use shadowrep::wire::bunch::PLAIN_FOR_MISSING;
 use shadowrep::wire::feedback::ACK_WINDOW;
 use shadowrep::wire::open::OpenHeader;
 use shadowrep::wire::packet::write_bunch;
@@ -403,4 +404,49 @@ fn a_misread_update_that_breaks_the_next_bunch_asks_for_its_actor() {
         w.driver.receive_feedback(c.conn, &c.world.feedback()).unwrap();
     }
     assert!(class_id_refusals > 0, "the misread update broke the next bunch's header");
+}
+
+/// The wedge's third way: the copy's class (one bool) reads the server's update (one `u32`) as
+/// one bit, and the value's other bits as the next bunch's header — here, a plain bunch for a
+/// GUID the client lacks (and the server never had). That GUID is asked for, as any missing
+/// actor is, and the server ignores the request; the resend of the update is refused the same
+/// way. The same refusal again while the first request still rides asks for the actor read
+/// before it too, and the world heals.
+#[test]
+fn a_misread_update_that_names_a_missing_actor_is_asked_for_on_the_second_refusal() {
+    use shadowrep::wire::packet::write_close;
+    let mut t = TwoClasses::new(ClassBuilder::new("Flag").property(PropertyDecl::new("F", PropType::Bool)));
+    let ((a0, g0), (a1, g1)) = (t.spawn(), t.spawn());
+    for _ in 0..3 {
+        t.step();
+    }
+    let h = t.client.highest_received().0;
+    let close = packet(h + 1, |w| write_close(w, g0));
+    let open = packet(h + 2, |w| write_bunch(w, g0, Some(&OpenHeader::spawn(1)), &BitWriter::new()));
+    for p in [close, open] {
+        assert!(matches!(t.client.receive(&p), Ok(Receipt::Applied { .. })));
+    }
+    // Values whose bits after the first read as "another bunch, plain, for a GUID nobody has"
+    // (the high nibble changes every frame, so the update is sent every frame).
+    let bits = |v: u32| 0xdaa6_6d2bu32.wrapping_add(v << 28);
+    let (mut missing_refusals, mut healed) = (0, None);
+    for v in 1..=12u32 {
+        t.counters.set(a0, 0, &Value::U32(bits(v))).unwrap();
+        t.counters.set(a1, 0, &Value::U32(v)).unwrap();
+        t.driver.tick(&mut [&mut t.counters, &mut t.others]).unwrap();
+        for p in t.driver.take_packets(t.conn).unwrap() {
+            let r = t.client.receive(&p);
+            missing_refusals += usize::from(r == Err(ReceiveError::Wire(WireError::Invalid(PLAIN_FOR_MISSING))));
+        }
+        t.driver.receive_feedback(t.conn, &t.client.feedback()).unwrap();
+        let values = (t.client.value(g0, 0), t.client.value(g1, 0));
+        if t.client.class_of(g0) == Some(0) && values == (Some(Value::U32(bits(v))), Some(Value::U32(v))) {
+            healed = Some(v);
+            break;
+        }
+    }
+    let stats = t.client.stats();
+    assert!(missing_refusals >= 2, "the misread update named a missing actor, twice: {stats:?}");
+    let healed = healed.unwrap_or_else(|| panic!("wedged: {stats:?} {:?}", t.driver.connection_stats(t.conn)));
+    assert!(healed <= 8, "healed in {healed} frames");
 }
