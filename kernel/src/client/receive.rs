@@ -139,6 +139,19 @@ impl ClientWorld {
                 return Ok(Resolve::Skip);
             }
             let known = opened.get(&guid).copied().or_else(|| actors.get(&guid).map(|a| a.0));
+            if matches!(open.map(|o| &o.kind), Some(OpenKind::FastArray { .. }))
+                && !opened.contains_key(&guid)
+                && actors.contains_key(&guid)
+            {
+                // A fast array opened under the GUID of an actor the client has: one of the two
+                // opens was forged (the server never gives a GUID to both). Stepped over and
+                // healed as a class conflict (see below): refused, the server's open would be
+                // refused with every packet resending it, and the connection with it.
+                if conflicting.insert(guid) {
+                    conflicts.push(guid);
+                }
+                return Ok(Resolve::Skip);
+            }
             if let Some(r) = fast.resolve(guid, open, known.is_some(), &mut fast_opened)? {
                 return Ok(r);
             }

@@ -390,16 +390,23 @@ fn hostile_fast_array_bunches_do_no_harm() {
     junk.write_bits(0x5a5a, 16);
     let p = crafted(3, |w| write_bunch(w, NetGuid(10), None, &junk));
     assert!(c.receive(&p).is_err());
-    // An actor's open under the fast array's GUID, a fast array opened under an actor's.
+    // An actor's open under the fast array's GUID.
     let p = crafted(3, |w| write_bunch(w, NetGuid(10), spawn.as_ref(), &empty));
-    assert!(c.receive(&p).is_err());
-    let p = crafted(3, |w| write_bunch(w, NetGuid(2), fast(0, 2).as_ref(), &empty));
     assert!(c.receive(&p).is_err());
     // A fast array cannot own one.
     let p = crafted(3, |w| write_bunch(w, NetGuid(12), fast(0, 10).as_ref(), &empty));
     assert!(matches!(c.receive(&p), Ok(shadowrep::client::Receipt::Applied { skipped: 1, .. })));
     assert!(c.fast_array(NetGuid(12)).is_none());
     assert_eq!(c.fast_array(NetGuid(10)).map(|r| r.len()), Some(0), "untouched");
+    // A fast array opened under the GUID of an actor the client has: one of the two opens was
+    // forged. Refused, the server's own open would be refused with every packet resending it
+    // (found by `fuzz/`'s `client_receive`); it is stepped over as a class conflict is: the
+    // copy goes and the actor is asked for again.
+    let (conflicts, asked) = (c.stats().open_conflicts, c.stats().reopens_requested);
+    let p = crafted(4, |w| write_bunch(w, NetGuid(2), fast(0, 2).as_ref(), &empty));
+    assert!(matches!(c.receive(&p), Ok(shadowrep::client::Receipt::Applied { skipped: 1, .. })));
+    assert!(!c.has(NetGuid(2)) && c.fast_array(NetGuid(10)).is_none(), "the copy and its fast array went");
+    assert_eq!((c.stats().open_conflicts, c.stats().reopens_requested), (conflicts + 1, asked + 1));
 }
 
 /// One owner and its fast array in the convergence runs.
