@@ -2,11 +2,9 @@
 //! format (length-prefixed packets).
 
 use shadowrep::client::ClientWorld;
-use shadowrep::link::LinkConfig;
-use shadowrep::net::DriverConfig;
 use shadowrep::schema::{ArrayLayout, ClassLayout};
 use shadowrep::store::ClassStore;
-use shadowrep_tests::{mixed_layouts, World};
+use shadowrep_tests::{mixed_layouts, mixed_world, World};
 use std::sync::{Arc, OnceLock};
 
 pub mod level;
@@ -61,12 +59,7 @@ pub fn pick(first: u8) -> (&'static Recording, usize) {
 /// A world of the mixed layouts (every property kind, arrays, conditions), changed, spawned into
 /// and despawned from over 16 frames; its packets all apply on a client.
 pub fn world() -> World {
-    let mut w = World::with_layouts(mixed_layouts(), DriverConfig::default(), 11);
-    w.add_client(false, LinkConfig::perfect(0));
-    for s in [0, 0, 0, 0, 1, 1, 1] {
-        w.spawn(s);
-    }
-    w
+    mixed_world(11)
 }
 
 /// Frames of [`world`] recorded.

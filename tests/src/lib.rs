@@ -50,6 +50,18 @@ pub fn mixed_layouts() -> Vec<Arc<ClassLayout>> {
     ]
 }
 
+/// A server of [`mixed_layouts`] seeded `seed`, one client over a perfect link and seven actors
+/// (four of the first class, three of the second): the world whose traffic the hostile-input
+/// tests and `fuzz/` record.
+pub fn mixed_world(seed: u64) -> World {
+    let mut w = World::with_layouts(mixed_layouts(), DriverConfig::default(), seed);
+    w.add_client(false, LinkConfig::perfect(0));
+    for s in [0, 0, 0, 0, 1, 1, 1] {
+        w.spawn(s);
+    }
+    w
+}
+
 /// One client: its connection on the server, its world, and its two links.
 pub struct Client {
     /// Server-side connection id.

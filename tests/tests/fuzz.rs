@@ -15,14 +15,12 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use shadowrep::client::{ClientWorld, Receipt, ReceiveError};
 use shadowrep::ids::NetGuid;
-use shadowrep::link::LinkConfig;
-use shadowrep::net::DriverConfig;
 use shadowrep::schema::ClassLayout;
 use shadowrep::store::ClassStore;
 use shadowrep::wire::bunch::PLAIN_FOR_MISSING;
 use shadowrep::wire::feedback::read_feedback;
 use shadowrep::wire::WireError;
-use shadowrep_tests::{mixed_layouts, World};
+use shadowrep_tests::{mixed_layouts, mixed_world};
 use std::alloc;
 use std::collections::hash_map::DefaultHasher;
 use std::hash::{Hash, Hasher};
@@ -46,17 +44,8 @@ struct Recording {
     guids: Vec<NetGuid>,
 }
 
-fn world(seed: u64) -> World {
-    let mut w = World::with_layouts(mixed_layouts(), DriverConfig::default(), seed);
-    w.add_client(false, LinkConfig::perfect(0));
-    for s in [0, 0, 0, 0, 1, 1, 1] {
-        w.spawn(s);
-    }
-    w
-}
-
 fn record() -> Recording {
-    let mut w = world(11);
+    let mut w = mixed_world(11);
     let (mut packets, mut feedbacks) = (Vec::new(), Vec::new());
     let mut guids = std::collections::BTreeSet::new();
     for frame in 0..16 {
@@ -254,7 +243,7 @@ fn hostile_packets_and_feedback_neither_panic_nor_bloat_nor_change_what_they_sho
 
     // Feedback: mutants of captured feedback, fed to a live server between real feedbacks; the
     // world still converges afterwards.
-    let mut w = world(11);
+    let mut w = mixed_world(11);
     let feedbacks = &rec.feedbacks;
     let (mut errors, mut accepted) = (0usize, 0usize);
     for frame in 0..40 {

@@ -366,9 +366,8 @@ fn a_forged_close_and_open_with_another_class_does_not_wedge_the_connection() {
 /// update came before the error: a refusal that asks for nothing is resent and refused for good.
 #[test]
 fn a_misread_update_that_breaks_the_next_bunch_asks_for_its_actor() {
-    use shadowrep::link::LinkConfig;
     use shadowrep::wire::feedback::read_feedback;
-    use shadowrep_tests::{mixed_layouts, World};
+    use shadowrep_tests::{mixed_layouts, mixed_world};
     let hex =
         |s: &str| (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap()).collect::<Vec<u8>>();
     let forged = [
@@ -377,11 +376,7 @@ fn a_misread_update_that_breaks_the_next_bunch_asks_for_its_actor() {
     ];
     // The fuzz target's recorded world: its packets go to an honest client and to the victim.
     let layouts = mixed_layouts();
-    let mut w = World::with_layouts(layouts.clone(), DriverConfig::default(), 11);
-    w.add_client(false, LinkConfig::perfect(0));
-    for s in [0, 0, 0, 0, 1, 1, 1] {
-        w.spawn(s);
-    }
+    let mut w = mixed_world(11);
     let mut victim = ClientWorld::new(&layouts, &w.driver.checksums()).unwrap();
     for p in &forged {
         assert!(matches!(victim.receive(p), Ok(Receipt::Applied { .. })));
