@@ -3,6 +3,7 @@
 //! their actor and write its records; a reference to an object the client lacks waits, unmapped,
 //! until its target arrives; notifies fire by their declared mode.
 
+use super::closed::Was;
 use super::unmapped::Slot;
 use super::{ClientEvent, ClientWorld, NotifyEvent, TearOff, MAX_MAPPED, MAX_UNMAPPED};
 use crate::ids::{NetGuid, Seq};
@@ -39,6 +40,7 @@ impl ClientWorld {
     pub(super) fn close(&mut self, guid: NetGuid, close: Close, seq: Seq) {
         match close.reason {
             CloseReason::Destroyed => {
+                self.remember_closed(guid);
                 if self.fast.remove(guid) {
                     self.forget_references(guid);
                     // A fast array removed from its owner (or no longer for this connection).
@@ -80,6 +82,28 @@ impl ClientWorld {
     /// Removes actor `guid` and everything kept about it, and its sub-objects with it (one level:
     /// a sub-object owns none). References to them are written as null and wait for them again
     /// (no notify, as UE's `MoveMappedObjectToUnmapped`): if one comes back, theirs fire.
+    /// Records what dynamic object `guid`, closing, was — and, for an actor, its sub-objects and
+    /// fast arrays, which go with it ([`super::closed`]).
+    fn remember_closed(&mut self, guid: NetGuid) {
+        if let Some(kind) = self.fast.kind_of(guid) {
+            self.closed.insert(guid, Was::FastArray(kind));
+            return;
+        }
+        if !self.actors.contains_key(&guid) {
+            return;
+        }
+        for g in std::iter::once(guid).chain(self.subs.of(guid)) {
+            if let Some(&(class, _)) = self.actors.get(&g).filter(|_| g.is_dynamic()) {
+                self.closed.insert(g, Was::Actor(class));
+            }
+        }
+        for array in self.fast_arrays_of(guid).to_vec() {
+            if let Some(kind) = self.fast.kind_of(array) {
+                self.closed.insert(array, Was::FastArray(kind));
+            }
+        }
+    }
+
     pub(super) fn destroy(&mut self, guid: NetGuid) {
         let subs = self.subs.take_owned(guid);
         for array in self.fast.remove_owned(guid) {

@@ -41,8 +41,9 @@ pub struct ClientStats {
     /// Refused packets that had the newest sequence number with other bytes: the window forgot
     /// that number (one of the two was forged), so it is reported missing and its content resent.
     pub restored: u64,
-    /// Opens naming an actor the client has with another class (one of the two was forged): the
-    /// open was stepped over, and a dynamic actor's copy destroyed and asked for again.
+    /// Opens naming an actor the client has with another class, or a dynamic object it closed
+    /// with another class or kind (one of the two opens, or the close, was forged): the open was
+    /// stepped over, and a dynamic actor's copy destroyed and asked for again.
     pub open_conflicts: u64,
     /// Tear-offs undone: a bunch for the actor came in a packet numbered from the tear-off's on,
     /// which an honest server never writes (the tear-off was forged).

@@ -26,6 +26,8 @@ use std::sync::Arc;
 /// One fast array on the client.
 struct ClientFast {
     owner: NetGuid,
+    /// Its kind (index into `kinds`).
+    kind: u32,
     copy: FastArrayReceiver,
 }
 
@@ -69,6 +71,11 @@ impl ClientFastArrays {
                 (None, None) => Ok(None),
             },
         }
+    }
+
+    /// Fast array `guid`'s kind, if the client has it.
+    pub fn kind_of(&self, guid: NetGuid) -> Option<u32> {
+        self.arrays.get(&guid).map(|f| f.kind)
     }
 
     /// Drops fast array `guid`; true if it was here.
@@ -146,7 +153,7 @@ impl ClientWorld {
                 self.forget_references(guid);
             }
             let copy = FastArrayReceiver::new(self.fast.kinds[class as usize].clone());
-            self.fast.arrays.insert(guid, ClientFast { owner, copy });
+            self.fast.arrays.insert(guid, ClientFast { owner, kind: class, copy });
             self.fast.by_owner.entry(owner).or_default().push(guid);
         }
         let (Some(f), Some(delta)) = (self.fast.arrays.get_mut(&guid), b.delta) else { return };

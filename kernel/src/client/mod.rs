@@ -23,6 +23,7 @@
 //! Actors live in [`ClassStore`]s exactly like the server's, one per class.
 
 mod apply;
+mod closed;
 mod error;
 mod events;
 mod fastarrays;
@@ -35,6 +36,7 @@ mod tests;
 mod unmapped;
 mod window;
 
+pub use closed::MAX_CLOSED;
 pub use error::{ClientError, ReceiveError};
 pub use events::{ClientEvent, ClientStats, NotifyEvent, Receipt};
 pub use partial::MAX_PARTIAL_BYTES;
@@ -105,6 +107,9 @@ pub struct ClientWorld {
     /// Static actors opened by a path this client did not load, with their class: their updates
     /// are read and dropped (at most [`MAX_IGNORED`], least recently used evicted).
     ignored: ignored::Ignored,
+    /// Dynamic actors, sub-objects and fast arrays closed (destroyed), with their class or kind:
+    /// an open of one with another was forged ([`closed`]).
+    closed: closed::Closed,
     /// Sub-object → owner, and owner → its sub-objects ([`subobjects`]).
     subs: subobjects::SubObjects,
     /// Fast arrays ([`fastarrays`]).
@@ -153,6 +158,7 @@ impl ClientWorld {
             dormant: HashSet::new(),
             torn: HashMap::new(),
             ignored: ignored::Ignored::default(),
+            closed: closed::Closed::default(),
             subs: subobjects::SubObjects::default(),
             fast: fastarrays::ClientFastArrays::default(),
             window: ReceiveWindow::new(Seq(1)),

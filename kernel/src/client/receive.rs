@@ -3,6 +3,7 @@
 //! owners that are here, static actors that were loaded) before anything changes; then the
 //! bunches go to [`super::apply`] in order, and actors the client lacks are asked for again.
 
+use super::closed::Was;
 use super::{ClientWorld, Receipt, ReceiveError, SeqVerdict, MAX_IGNORED};
 use crate::ids::{NetGuid, Seq};
 use crate::wire::bunch::{decode_packet, Bunch, Resolve, PLAIN_FOR_MISSING};
@@ -103,7 +104,7 @@ impl ClientWorld {
         // Ignored static actors whose updates this packet reads past (see `ignored`).
         let mut ignored_used: Vec<NetGuid> = Vec::new();
         let (classes, actors, fast) = (&self.classes, &self.actors, &self.fast);
-        let (torn, ignored) = (&self.torn, &self.ignored);
+        let (torn, ignored, closed) = (&self.torn, &self.ignored, &self.closed);
         let decoded = decode_packet(bytes, |guid, open| {
             if guid.is_null() {
                 return Err(WireError::Invalid("actor GUID"));
@@ -151,6 +152,24 @@ impl ClientWorld {
                     conflicts.push(guid);
                 }
                 return Ok(Resolve::Skip);
+            }
+            if let Some(o) =
+                open.filter(|_| known.is_none() && !fast_opened.contains_key(&guid) && fast.kind_of(guid).is_none())
+            {
+                // An open of a dynamic object the client closed, with another class or kind than
+                // it had: forged, or the close before it was (the server never gives a GUID
+                // another class). Stepped over and healed as a class conflict: the server's
+                // open names the right class, and takes, the record forgotten (`closed`).
+                let was = match o.kind {
+                    OpenKind::FastArray { .. } => Was::FastArray(o.class),
+                    _ => Was::Actor(o.class),
+                };
+                if closed.get(guid).is_some_and(|w| w != was) {
+                    if conflicting.insert(guid) {
+                        conflicts.push(guid);
+                    }
+                    return Ok(Resolve::Skip);
+                }
             }
             if let Some(r) = fast.resolve(guid, open, known.is_some(), &mut fast_opened)? {
                 return Ok(r);
@@ -403,8 +422,11 @@ impl ClientWorld {
     /// copy, so whichever open was forged, the client ends with the server's class — no more
     /// than a forged close could do. A static actor's class is the level's, loaded by the client
     /// itself: its copy stays, the open was stepped over.
+    /// An open of a dynamic object the client closed with another class ([`super::closed`]) is
+    /// healed the same way: its record is forgotten, so the server's own open takes.
     fn heal_conflict(&mut self, guid: NetGuid) {
         self.stats.open_conflicts += 1;
+        self.closed.remove(guid);
         if guid.is_dynamic() {
             self.destroy(guid);
             self.request_reopen(guid);

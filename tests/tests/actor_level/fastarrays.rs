@@ -407,6 +407,25 @@ fn hostile_fast_array_bunches_do_no_harm() {
     assert!(matches!(c.receive(&p), Ok(shadowrep::client::Receipt::Applied { skipped: 1, .. })));
     assert!(!c.has(NetGuid(2)) && c.fast_array(NetGuid(10)).is_none(), "the copy and its fast array went");
     assert_eq!((c.stats().open_conflicts, c.stats().reopens_requested), (conflicts + 1, asked + 1));
+    // A forged close of a fast array, then an actor's open under its GUID (or the other way
+    // round): the client remembers what the GUID was when it closed, so the open is stepped over
+    // as a conflict — a copy of the other kind would read the server's plain bunches wrongly.
+    use shadowrep::wire::packet::write_close;
+    let p = crafted(5, |w| {
+        write_bunch(w, NetGuid(2), spawn.as_ref(), &empty);
+        write_bunch_after(w, NetGuid(2), NetGuid(4), spawn.as_ref(), &empty);
+        write_bunch_after(w, NetGuid(4), NetGuid(10), fast(0, 2).as_ref(), &empty);
+    });
+    c.receive(&p).unwrap();
+    assert!(c.has(NetGuid(2)) && c.has(NetGuid(4)) && c.fast_array(NetGuid(10)).is_some());
+    for (seq, closed, open) in [(6, 10, spawn.clone()), (8, 2, fast(0, 4))] {
+        let conflicts = c.stats().open_conflicts;
+        c.receive(&crafted(seq, |w| write_close(w, NetGuid(closed)))).unwrap();
+        let p = crafted(seq + 1, |w| write_bunch(w, NetGuid(closed), open.as_ref(), &empty));
+        assert!(matches!(c.receive(&p), Ok(shadowrep::client::Receipt::Applied { skipped: 1, .. })), "{closed}");
+        assert!(!c.has(NetGuid(closed)) && c.fast_array(NetGuid(closed)).is_none(), "{closed}: stepped over");
+        assert_eq!(c.stats().open_conflicts, conflicts + 1, "{closed}");
+    }
 }
 
 /// One owner and its fast array in the convergence runs.
