@@ -1,6 +1,8 @@
 //! The second recorded run, through the actor level: a static actor the client loads, actors
 //! with object references, a fast array changing every frame, a sub-object, a despawn, a tear-off
-//! and late spawns — so hostile packets meet every kind of bunch a client can hold state for.
+//! and late spawns, an actor owned by the connection on and off (owner-only and skip-owner
+//! properties), one going dormant, flushed and woken, one leaving relevancy (its channel closed)
+//! and coming back — so hostile packets meet every kind of bunch a client can hold state for.
 
 use super::Recording;
 use shadowrep::client::ClientWorld;
@@ -8,8 +10,8 @@ use shadowrep::compare::CompareConfig;
 use shadowrep::fastarray::item_layout;
 use shadowrep::fastarray::ReplicationId;
 use shadowrep::ids::{ClassId, ConnectionId, NetGuid};
-use shadowrep::net::{ActorLevelConfig, DriverConfig, NetDriver, NetSettings, SubObjectCondition, Viewer};
-use shadowrep::schema::{ClassBuilder, PropType, PropertyDecl, StructType, VectorQuant};
+use shadowrep::net::{ActorLevelConfig, Dormancy, DriverConfig, NetDriver, NetSettings, SubObjectCondition, Viewer};
+use shadowrep::schema::{ClassBuilder, Condition, PropType, PropertyDecl, StructType, VectorQuant};
 use shadowrep::store::{ActorId, ClassStore};
 use shadowrep::value::{ObjectRef, Value};
 use std::sync::Arc;
@@ -21,6 +23,8 @@ const FRAMES: usize = 24;
 const LOCATION: usize = 0;
 const HEALTH: usize = 1;
 const TARGET: usize = 2;
+const AMMO: usize = 3;
+const POSE: usize = 4;
 
 /// The actor level's world: one server, one client over a perfect link, stepped frame by frame.
 pub struct LevelWorld {
@@ -31,6 +35,12 @@ pub struct LevelWorld {
     gears: ClassStore,
     tc: ClassId,
     door: ActorId,
+    /// Owned by the connection from frame 3 to 12 and from 19 on.
+    owned: ActorId,
+    /// Dormant from frame 4, flushed at 11, woken at 17.
+    sleeper: ActorId,
+    /// Beyond the cull distance from frame 5 to 13 (its channel closes, then opens again).
+    wanderer: ActorId,
     gear: ActorId,
     /// Live dynamic things (not despawned, not torn off).
     live: Vec<(ActorId, NetGuid)>,
@@ -47,6 +57,8 @@ impl LevelWorld {
                 .property(PropertyDecl::new("Location", PropType::Vector(VectorQuant::None)))
                 .property(PropertyDecl::new("Health", PropType::U32))
                 .property(PropertyDecl::new("Target", PropType::Object))
+                .property(PropertyDecl::new("Ammo", PropType::U16).condition(Condition::OwnerOnly))
+                .property(PropertyDecl::new("Pose", PropType::U8).condition(Condition::SkipOwner))
                 .build()
                 .expect("valid layout"),
         );
@@ -59,12 +71,9 @@ impl LevelWorld {
         let slot = StructType::new("Slot").field("Count", PropType::U16).field("Durability", PropType::U8);
         let slots = Arc::new(item_layout("Inventory", PropType::Struct(slot)).expect("valid item"));
         let compare = CompareConfig { parallel: false, ..Default::default() };
-        let cfg = DriverConfig {
-            actor_level: Some(ActorLevelConfig::default()),
-            parallel: false,
-            compare,
-            ..DriverConfig::default()
-        };
+        // Channels close a few frames after their actor stops being relevant (UE: 5 s).
+        let level = ActorLevelConfig { relevant_timeout: 0.1, ..ActorLevelConfig::default() };
+        let cfg = DriverConfig { actor_level: Some(level), parallel: false, compare, ..DriverConfig::default() };
         let mut driver = NetDriver::new(cfg).expect("valid config");
         let (mut things, mut gears) = (ClassStore::new(thing.clone()), ClassStore::new(gear.clone()));
         let tc = driver.register_class(&mut things).expect("registers");
@@ -81,7 +90,7 @@ impl LevelWorld {
         things.set(door, LOCATION, &Value::Vector([50.0, 0.0, 0.0])).expect("a vector");
         driver.register_static_actor(tc, &things, door, "Level.Door").expect("a static actor");
         let mut w_live = Vec::new();
-        for i in 0..5 {
+        for i in 0..8 {
             w_live.push(spawn(&mut things, &mut driver, tc, 100.0 * i as f32));
         }
         let inventory = driver.add_fast_array(kind, w_live[0].1, SubObjectCondition::None).expect("an owner");
@@ -107,6 +116,9 @@ impl LevelWorld {
             gears,
             tc,
             door,
+            owned: w_live[5].0,
+            sleeper: w_live[6].0,
+            wanderer: w_live[7].0,
             gear: g,
             live: w_live,
             inventory,
@@ -142,8 +154,27 @@ impl LevelWorld {
         self.frame += 1;
         let things = &mut self.things;
         for (i, &(id, _)) in self.live.iter().enumerate() {
+            if id == self.sleeper && (4..17).contains(&frame) && frame != 10 {
+                // At rest while dormancy is asked for (it takes once all sent is acknowledged),
+                // but for one change that the flush sends.
+                continue;
+            }
             things.set(id, HEALTH, &Value::U32(100 + f * 7 + i as u32)).expect("a u32");
-            things.set(id, LOCATION, &Value::Vector([100.0 * i as f32, f as f32 * 3.0, 0.0])).expect("a vector");
+            let far = id == self.wanderer && (5..14).contains(&frame);
+            let x = if far { 40_000.0 } else { 100.0 * i as f32 };
+            things.set(id, LOCATION, &Value::Vector([x, f as f32 * 3.0, 0.0])).expect("a vector");
+            things.set(id, AMMO, &Value::U16(f as u16 * 3 + i as u16)).expect("a u16");
+            things.set(id, POSE, &Value::U8((f + i as u32) as u8)).expect("a u8");
+        }
+        let tc = self.tc;
+        let conn = self.conn;
+        match frame {
+            3 | 19 => self.driver.set_owner(tc, things, self.owned, Some(conn), true).expect("live"),
+            13 => self.driver.set_owner(tc, things, self.owned, None, false).expect("live"),
+            4 => self.driver.set_net_dormancy(tc, things, self.sleeper, Dormancy::DormantAll).expect("live"),
+            11 => self.driver.flush_net_dormancy(tc, things, self.sleeper).expect("live"),
+            17 => self.driver.set_net_dormancy(tc, things, self.sleeper, Dormancy::Awake).expect("live"),
+            _ => {}
         }
         things.set(self.door, HEALTH, &Value::U32(f / 4)).expect("a u32");
         if self.live.len() > 2 {
@@ -176,11 +207,18 @@ impl LevelWorld {
     }
 
     /// Whether the client holds the server's health of every live thing and the door, the
-    /// sub-object's charge and the fast array's items.
+    /// owned thing's ammo (owner-only), every other thing's pose (skip-owner), the sub-object's
+    /// charge and the fast array's items.
     pub fn converged(&self) -> bool {
         let c = &self.client;
         let things = self.live.iter().copied().chain(self.driver.guid_of(self.tc, self.door).map(|g| (self.door, g)));
-        let healths = things.into_iter().all(|(id, g)| c.value(g, HEALTH) == self.things.get(id, HEALTH).ok());
+        let same = |id: ActorId, g: NetGuid, p: usize| c.value(g, p) == self.things.get(id, p).ok();
+        let owned = self.driver.owning_connection(self.tc, self.owned) == Some(self.conn);
+        let healths = things.into_iter().all(|(id, g)| {
+            same(id, g, HEALTH)
+                && (id != self.owned || !owned || same(id, g, AMMO))
+                && (id == self.owned && owned || id == self.door || same(id, g, POSE))
+        });
         let gear = self.driver.guid_of(ClassId(1), self.gear);
         let charge = gear.is_some_and(|g| c.value(g, 0) == self.gears.get(self.gear, 0).ok());
         let server: Vec<(u32, Vec<u8>)> = match self.driver.fast_array(self.inventory) {
@@ -213,12 +251,23 @@ fn spawn(things: &mut ClassStore, driver: &mut NetDriver, tc: ClassId, x: f32) -
 }
 
 pub(super) fn record() -> Recording {
+    use shadowrep::client::ClientEvent;
     let mut w = LevelWorld::new();
+    let mut events = Vec::new();
     for _ in 0..FRAMES {
         let (packets, fb) = w.step(true, true);
         w.recording.packets.extend(packets);
         w.recording.feedbacks.push(fb);
+        events.extend(w.client.take_events());
     }
     assert!(w.converged(), "the run reached the client");
+    // The run holds what it is meant to: the wanderer's channel closed and opened again, the
+    // sleeper went dormant (twice: before and after its flush).
+    let guid = |id| w.driver.guid_of(w.tc, id).expect("live");
+    let (wanderer, sleeper) = (guid(w.wanderer), guid(w.sleeper));
+    let count = |e: ClientEvent| events.iter().filter(|&&x| x == e).count();
+    assert_eq!(count(ClientEvent::Destroyed { guid: wanderer }), 1, "the wanderer left");
+    assert_eq!(count(ClientEvent::Spawned { guid: wanderer, class: w.tc.0 }), 2, "and came back");
+    assert_eq!(count(ClientEvent::Dormant { guid: sleeper }), 2, "the sleeper slept, twice");
     w.recording
 }
