@@ -45,6 +45,10 @@ pub struct ClientStats {
     /// with another class or kind (one of the two opens, or the close, was forged): the open was
     /// stepped over, and a dynamic actor's copy destroyed and asked for again.
     pub open_conflicts: u64,
+    /// Late packets whose number the client had received with other bytes (one of the two was
+    /// forged, and the server may count the forged one's number as its own packet delivered):
+    /// the actors the late one names were asked for again.
+    pub late_conflicts: u64,
     /// Tear-offs undone: a bunch for the actor came in a packet numbered from the tear-off's on,
     /// which an honest server never writes (the tear-off was forged).
     pub tear_offs_undone: u64,

@@ -58,6 +58,9 @@ impl ClientWorld {
         // Only a packet that may be applied — a new one, or the newest number with other bytes —
         // is hashed.
         let verdict = self.window.verdict(seq);
+        if verdict == SeqVerdict::Late && self.window.late_differs(seq, || packet_hash(bytes)) == Some(true) {
+            self.ask_for_named(bytes);
+        }
         let hash = match verdict {
             SeqVerdict::Late | SeqVerdict::TooFar => 0,
             SeqVerdict::New | SeqVerdict::Duplicate => packet_hash(bytes),
@@ -398,6 +401,38 @@ impl ClientWorld {
         match class {
             Some(class) => self.apply_bunch(class, b),
             None => self.apply_fast(b),
+        }
+    }
+
+    /// A late packet whose number came with other bytes: one of the two packets was forged, and
+    /// the client cannot tell which. If the one it applied was, the server counts its own packet
+    /// — this one — delivered: an open in it would never come again (and a forged open with
+    /// another class before it would read the server's plain updates with the wrong class, often
+    /// without an error), nor its values until they change. So every dynamic actor and fast array
+    /// it names is asked for again (read as far as it decodes with the classes the client knows;
+    /// the server's reopen carries the whole state and names the class, and `heal_conflict`
+    /// replaces a copy of another class). Costs reopens only after hostile input: an honest
+    /// server repeats a packet byte for byte.
+    fn ask_for_named(&mut self, bytes: &[u8]) {
+        self.stats.late_conflicts += 1;
+        let mut named: Vec<NetGuid> = Vec::new();
+        let mut scratch = HashMap::new();
+        let (classes, actors, fast) = (&self.classes, &self.actors, &self.fast);
+        let _ = decode_packet(bytes, |guid, open| {
+            if named.len() < MAX_REOPENS && guid.is_dynamic() && !named.contains(&guid) {
+                named.push(guid);
+            }
+            if let Some(r) = fast.resolve(guid, open, actors.contains_key(&guid), &mut scratch)? {
+                return Ok(r);
+            }
+            let class = open.map(|o| o.class).or_else(|| actors.get(&guid).map(|a| a.0));
+            Ok(match class.and_then(|c| classes.get(c as usize)) {
+                Some(c) => Resolve::Layout(&c.layout),
+                None => Resolve::Skip,
+            })
+        });
+        for guid in named {
+            self.request_reopen(guid);
         }
     }
 

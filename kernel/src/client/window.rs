@@ -16,6 +16,11 @@
 //! arriving one is applied too, so a forged jump to sequence N is undone by the server's own
 //! packet N rather than making the client acknowledge content it never saw.
 //!
+//! The hashes of the other packets in the window are kept too: a *late* packet whose number was
+//! received with other bytes means the same, after the fact (a forger who numbers two packets
+//! as the server's next two gets the server's first dropped as late, and acknowledged for the
+//! forged one — [`ReceiveWindow::late_differs`]).
+//!
 //! If that second packet N fails to decode or validate (the first one, forged, closed an actor
 //! it updates, say), N must not stay acknowledged: its content would be lost for good. So the
 //! window keeps its state from before it first accepted a packet numbered N, and
@@ -60,13 +65,28 @@ pub(crate) struct ReceiveWindow {
     /// The newest sequence number ever accepted: packets are accepted up to [`ACK_WINDOW`] past
     /// it. It equals `now.highest` unless the window was restored.
     reach: Seq,
+    /// (sequence number, hash) of the packets accepted, by number modulo [`ACK_WINDOW`]: a slot
+    /// speaks for a number only while it holds that number.
+    hashes: Box<[(u32, u64)]>,
 }
 
 impl ReceiveWindow {
     /// A window expecting `first` as the first packet.
     pub fn new(first: Seq) -> Self {
         let now = WindowState { highest: first.back(1), received: AckBits::default(), newest: 0 };
-        Self { now, before: None, reach: now.highest }
+        // Slots hold a number that does not index them until written: none speaks for a number.
+        let hashes = (0..ACK_WINDOW).map(|i| (i + 1, 0)).collect();
+        Self { now, before: None, reach: now.highest, hashes }
+    }
+
+    /// Whether late packet `seq`'s number was received with other bytes than `hash` (one of the
+    /// two packets was forged: an honest server repeats a packet byte for byte). `None` when it
+    /// was not received or is out of the window (nothing to compare with), so the caller hashes
+    /// only packets it can judge.
+    pub fn late_differs(&self, seq: Seq, hash: impl FnOnce() -> u64) -> Option<bool> {
+        let back = u32::try_from(self.now.highest.ahead_of(seq)).ok().filter(|&b| b > 0 && b < ACK_WINDOW)?;
+        let (number, kept) = self.hashes[(seq.0 % ACK_WINDOW) as usize];
+        (self.now.received.get(back) && number == seq.0).then(|| kept != hash())
     }
 
     /// Judges `seq`.
@@ -99,6 +119,7 @@ impl ReceiveWindow {
         self.now.received.set(0);
         self.now.highest = seq;
         self.now.newest = hash;
+        self.hashes[(seq.0 % ACK_WINDOW) as usize] = (seq.0, hash);
     }
 
     /// A differing duplicate of the newest packet failed to decode or validate: one of the two
@@ -148,6 +169,24 @@ mod tests {
         assert_eq!(w.verdict(Seq(3 + ACK_WINDOW + 1)), SeqVerdict::TooFar);
         assert_eq!(w.verdict(Seq(3u32.wrapping_add(1 << 31))), SeqVerdict::Late, "half the space away");
         assert_eq!(w.verdict(Seq(3u32.wrapping_add((1 << 31) - 1))), SeqVerdict::TooFar);
+    }
+
+    #[test]
+    fn a_late_packet_is_judged_against_the_hash_its_number_came_with() {
+        let mut w = ReceiveWindow::new(Seq(u32::MAX - 2));
+        for (s, h) in [(u32::MAX - 2, 10), (u32::MAX, 11), (1, 12), (2, 13)] {
+            w.accept(Seq(s), h);
+        }
+        assert_eq!(w.late_differs(Seq(1), || 12), Some(false), "the same bytes again");
+        assert_eq!(w.late_differs(Seq(1), || 99), Some(true));
+        assert_eq!(w.late_differs(Seq(u32::MAX - 2), || 99), Some(true), "across the wrap");
+        assert_eq!(w.late_differs(Seq(u32::MAX - 1), || 99), None, "never received");
+        assert_eq!(w.late_differs(Seq(0), || 99), None, "never received, its slot unwritten");
+        assert_eq!(w.late_differs(Seq(2), || 99), None, "the newest: not late");
+        w.accept(Seq(2 + ACK_WINDOW - 1), 14);
+        assert_eq!(w.late_differs(Seq(2), || 99), Some(true), "the last number in the window");
+        w.accept(Seq(2 + ACK_WINDOW), 15);
+        assert_eq!(w.late_differs(Seq(2), || 99), None, "out of the window: its slot holds another number");
     }
 
     /// After a forged jump of the whole window and a failed packet with its number, the window is

@@ -420,6 +420,48 @@ fn a_forged_close_and_open_with_another_class_is_stepped_over() {
     assert_eq!(t.client.stats().open_conflicts, 1, "the server's reopen took");
 }
 
+/// The same wrong-class copy without a lost packet: two forged packets numbered as the server's
+/// next two, the first opening the server's next actor with another class (here one of the same
+/// shape, so its updates always decode: nothing is ever refused). The server's own packet with
+/// the first number, carrying its open, arrives after the forged second and is dropped as late;
+/// the client has acknowledged that number (for the forged packet), so the server counts its
+/// open delivered and sends plain updates, read into the wrong class. A late packet whose number
+/// the client received with other bytes proves one of the two forged: the actors it names are
+/// asked for again, and the server's reopen names the class.
+#[test]
+fn a_late_packet_whose_number_came_with_other_bytes_asks_for_its_actors() {
+    let mut t = TwoClasses::new(ClassBuilder::new("Twin").property(PropertyDecl::new("M", PropType::U32)));
+    let (a1, g1) = t.spawn();
+    for _ in 0..3 {
+        t.step();
+    }
+    let (a0, g0) = t.spawn();
+    let h = t.client.highest_received().0;
+    let forged =
+        [packet(h + 1, |w| write_bunch(w, g0, Some(&OpenHeader::spawn(1)), &BitWriter::new())), empty_packet(h + 2)];
+    for p in &forged {
+        assert!(matches!(t.client.receive(p), Ok(Receipt::Applied { .. })));
+    }
+    assert_eq!(t.client.class_of(g0), Some(1), "the forged copy took");
+    let mut healed = None;
+    for v in 1..=12u32 {
+        t.counters.set(a0, 0, &Value::U32(v)).unwrap();
+        t.counters.set(a1, 0, &Value::U32(v)).unwrap();
+        t.step();
+        if t.client.class_of(g0) == Some(0)
+            && (t.client.value(g0, 0), t.client.value(g1, 0)) == (Some(Value::U32(v)), Some(Value::U32(v)))
+        {
+            healed = Some(v);
+            break;
+        }
+    }
+    let stats = t.client.stats();
+    assert_eq!(stats.refused, 0, "nothing refused: the misread updates decode");
+    let healed = healed.unwrap_or_else(|| panic!("fooled for good: {stats:?}"));
+    assert!(healed <= 6, "healed in {healed} frames");
+    assert_eq!(stats.late_conflicts, 1, "{stats:?}");
+}
+
 /// The same wedge reached another way (found by `fuzz/`'s `client_receive` from the mixed
 /// world's recording; these are its two packets): before the server's first packet, a forged
 /// open gives actor 4 the small class. The server's updates of it, read with that class, end
