@@ -210,6 +210,12 @@ impl LevelWorld {
     /// owned thing's ammo (owner-only), every other thing's pose (skip-owner), the sub-object's
     /// charge and the fast array's items.
     pub fn converged(&self) -> bool {
+        self.values_converged() && self.items_converged()
+    }
+
+    /// [`Self::converged`] but for the fast array: the values that change every frame (the
+    /// door's every fourth), which the server sends again whatever a forger wrote into them.
+    pub fn values_converged(&self) -> bool {
         let c = &self.client;
         let things = self.live.iter().copied().chain(self.driver.guid_of(self.tc, self.door).map(|g| (self.door, g)));
         let same = |id: ActorId, g: NetGuid, p: usize| c.value(g, p) == self.things.get(id, p).ok();
@@ -221,20 +227,24 @@ impl LevelWorld {
         });
         let gear = self.driver.guid_of(ClassId(1), self.gear);
         let charge = gear.is_some_and(|g| c.value(g, 0) == self.gears.get(self.gear, 0).ok());
+        healths && charge
+    }
+
+    /// Whether the client's copy of the fast array holds the server's items.
+    fn items_converged(&self) -> bool {
+        let c = &self.client;
         let server: Vec<(u32, Vec<u8>)> = match self.driver.fast_array(self.inventory) {
             Ok(a) => a.iter().map(|(id, b)| (id.0, b.to_vec())).collect(),
             Err(_) => return false,
         };
         let client: Option<Vec<(u32, Vec<u8>)>> =
             c.fast_array(self.inventory).map(|a| a.iter().map(|(id, b)| (id.0, b.to_vec())).collect());
-        healths
-            && charge
-            && client.is_some_and(|mut items| {
-                items.sort();
-                let mut server = server;
-                server.sort();
-                items == server
-            })
+        client.is_some_and(|mut items| {
+            items.sort();
+            let mut server = server;
+            server.sort();
+            items == server
+        })
     }
 }
 
