@@ -1,10 +1,12 @@
-//! Hostile packets to the client of a live actor-level world (a static actor, references, a fast
-//! array, a sub-object, ownership on and off, dormancy, a relevancy close and reopen, a despawn, a
-//! tear-off, late spawns), between its frames; then the world keeps changing over a perfect link.
+//! Hostile packets to the client of a live world — the mixed one (every property kind), or the
+//! actor level's (a static actor, references, a fast array, a sub-object, ownership on and off,
+//! dormancy, a relevancy close and reopen, a despawn, a tear-off, late spawns) — between its
+//! frames; then the world keeps changing over a perfect link.
 //! Unlike `client_receive`, the server answers the client's feedback, so this checks the whole
 //! healing loop: refusals, reopen requests, NAKs and resends.
 //!
-//! Input: one byte whose low five bits say how many frames run first, then packets, each a
+//! Input: one byte whose top bit picks the world and whose low five bits say how many frames run
+//! first, then packets, each a
 //! little-endian `u16` length and its bytes; the world runs a frame after every second one.
 //! Checks: no panic, bounded allocation (libFuzzer's `-malloc_limit_mb`), and within a bounded
 //! number of frames after the server's numbering passes the client's newest packet, the client holds the server's values of
@@ -15,8 +17,7 @@
 
 use libfuzzer_sys::fuzz_target;
 use shadowrep::ids::Seq;
-use shadowrep_fuzz::level::LevelWorld;
-use shadowrep_fuzz::split;
+use shadowrep_fuzz::{pick_live, split};
 
 /// Frames the world gets to heal once the server's numbering is past the client's newest packet
 /// (a refusal's reopen takes a round trip, a class conflict's two; the door changes every fourth
@@ -31,21 +32,20 @@ const CATCH_UP: usize = 300;
 
 fuzz_target!(|data: &[u8]| {
     let Some((&first, rest)) = data.split_first() else { return };
-    let mut w = LevelWorld::new();
-    for _ in 0..(first & 31) {
-        w.step(true, true);
+    let (mut w, before) = pick_live(first);
+    for _ in 0..before {
+        w.frame(true);
     }
     for (i, p) in split(rest).take(64).enumerate() {
-        let _ = w.client.receive(p);
-        let _ = w.client.take_notifies();
+        w.hostile_packet(p);
         if i % 2 == 1 {
-            w.step(true, false);
+            w.frame(true);
         }
     }
-    let newest = w.client.highest_received();
+    let newest = w.client_highest();
     let mut caught_up = None;
     for frame in 0..CATCH_UP + SETTLE {
-        let (packets, _) = w.step(true, false);
+        let packets = w.heal_frame();
         let past = packets.iter().any(|p| seq_of(p).is_some_and(|s| s.ahead_of(newest) > 0));
         if past && caught_up.is_none() {
             caught_up = Some(frame);
@@ -58,9 +58,8 @@ fuzz_target!(|data: &[u8]| {
         }
     }
     panic!(
-        "no convergence {SETTLE} frames after the server's numbering passed the client's newest ({caught_up:?}): {:?} {:?}",
-        w.driver.connection_stats(w.conn),
-        w.client.stats()
+        "no convergence {SETTLE} frames after the server's numbering passed the client's newest ({caught_up:?}): {}",
+        w.stats()
     );
 });
 

@@ -2,7 +2,7 @@
 //! client is honest (the mixed world, or the actor level's with a static actor, a fast array and
 //! a sub-object): forged acknowledgements, huge counts, reopen requests for anything.
 //!
-//! Input: one byte choosing the world (top bit) and how many frames run first (low three bits),
+//! Input: one byte choosing the world (top bit) and how many frames run first (low five bits),
 //! then feedback messages, each a little-endian `u16` length and its bytes; the world runs a
 //! frame after every second one. Checks: no panic, bounded allocation (libFuzzer's
 //! `-malloc_limit_mb`), and once the hostile feedback stops, the connection converges: within a

@@ -132,11 +132,7 @@ impl LevelWorld {
     /// packets (each must apply if `strict`) and its feedback reaches the server. Returns the
     /// packets and the feedback.
     pub fn step(&mut self, mutate: bool, strict: bool) -> (Vec<Vec<u8>>, Vec<u8>) {
-        if mutate {
-            self.change();
-        }
-        self.driver.tick(&mut [&mut self.things, &mut self.gears]).expect("tick");
-        let packets = self.driver.take_packets(self.conn).expect("live");
+        let packets = self.advance(mutate);
         for p in &packets {
             let r = self.client.receive(p);
             assert!(!strict || r.is_ok(), "a server packet applies: {r:?}");
@@ -144,6 +140,16 @@ impl LevelWorld {
         let fb = self.client.feedback();
         let _ = self.driver.receive_feedback(self.conn, &fb);
         (packets, fb)
+    }
+
+    /// The server's half of [`Self::step`]: the world changes (if `mutate`), the server ticks;
+    /// returns the client's packets, not delivered.
+    pub fn advance(&mut self, mutate: bool) -> Vec<Vec<u8>> {
+        if mutate {
+            self.change();
+        }
+        self.driver.tick(&mut [&mut self.things, &mut self.gears]).expect("tick");
+        self.driver.take_packets(self.conn).expect("live")
     }
 
     /// The frame's changes: every thing moves and takes damage, the static door too, the

@@ -2,8 +2,10 @@
 //! format (length-prefixed packets).
 
 use shadowrep::client::ClientWorld;
+use shadowrep::ids::Seq;
 use shadowrep::schema::{ArrayLayout, ClassLayout};
 use shadowrep::store::ClassStore;
+use shadowrep::value::Value;
 use shadowrep_tests::{mixed_layouts, mixed_world, World};
 use std::sync::{Arc, OnceLock};
 
@@ -132,12 +134,30 @@ pub fn join<'a>(prefix: u8, messages: impl IntoIterator<Item = &'a [u8]>) -> Vec
 
 /// One frame of [`world`] with the client's packets delivered and its feedback returned, but
 /// nothing required to apply: after hostile input the server may send what a client refuses
-/// (and asks about). `mutate`: whether the world's values change this frame.
-pub fn tolerant_step(w: &mut World, mutate: bool) {
+/// (and asks about). `mutate`: whether the world's values change this frame. Returns the packets.
+pub fn tolerant_step(w: &mut World, mutate: bool) -> Vec<Vec<u8>> {
     if mutate {
         w.mutate(0.7);
     }
-    deliver(w, false);
+    deliver(w, false).0
+}
+
+/// Changes every value [`converged`] checks, on every live actor of [`world`] (so the server
+/// sends each this frame, whatever a forger wrote into the client's copy).
+pub fn touch_all(w: &mut World) {
+    for &(s, id) in &w.actors {
+        let parents: &[usize] = if s == 0 { &[0, 4, 5, 9] } else { &[0] };
+        for &p in parents {
+            let next = match w.stores[s].get(id, p).expect("a live actor's property") {
+                Value::U32(v) => Value::U32(v.wrapping_add(1)),
+                Value::Bool(b) => Value::Bool(!b),
+                Value::Enum(e) => Value::Enum((e + 1) % 8),
+                Value::U8(v) => Value::U8(v.wrapping_add(1)),
+                other => unreachable!("the mixed layouts' checked properties: {other:?}"),
+            };
+            w.stores[s].set(id, p, &next).expect("a value of the property's type");
+        }
+    }
 }
 
 /// Whether client 0 holds the server's value of every live actor's integer and bool properties
@@ -157,6 +177,15 @@ pub fn converged(w: &World) -> bool {
 pub trait Live {
     /// One frame (the world changes if `mutate`); packets the client refuses are allowed.
     fn frame(&mut self, mutate: bool);
+    /// One frame in which every value [`Live::values_converged`] checks changes; returns the
+    /// client's packets.
+    fn heal_frame(&mut self) -> Vec<Vec<u8>>;
+    /// A hostile packet, straight to the client.
+    fn hostile_packet(&mut self, bytes: &[u8]);
+    /// The client's newest packet.
+    fn client_highest(&self) -> Seq;
+    /// Whether the client holds the server's values of what [`Live::heal_frame`] changes.
+    fn values_converged(&self) -> bool;
     /// Hostile feedback for the client's connection, straight to the server.
     fn hostile_feedback(&mut self, bytes: &[u8]);
     /// Whether the client holds the server's values.
@@ -168,6 +197,21 @@ pub trait Live {
 impl Live for World {
     fn frame(&mut self, mutate: bool) {
         tolerant_step(self, mutate);
+    }
+    fn heal_frame(&mut self) -> Vec<Vec<u8>> {
+        touch_all(self);
+        tolerant_step(self, false)
+    }
+    fn hostile_packet(&mut self, bytes: &[u8]) {
+        let c = &mut self.clients[0].world;
+        let _ = c.receive(bytes);
+        let _ = c.take_notifies();
+    }
+    fn client_highest(&self) -> Seq {
+        self.clients[0].world.highest_received()
+    }
+    fn values_converged(&self) -> bool {
+        converged(self)
     }
     fn hostile_feedback(&mut self, bytes: &[u8]) {
         let _ = self.driver.receive_feedback(self.clients[0].conn, bytes);
@@ -184,6 +228,19 @@ impl Live for level::LevelWorld {
     fn frame(&mut self, mutate: bool) {
         self.step(mutate, false);
     }
+    fn heal_frame(&mut self) -> Vec<Vec<u8>> {
+        self.step(true, false).0
+    }
+    fn hostile_packet(&mut self, bytes: &[u8]) {
+        let _ = self.client.receive(bytes);
+        let _ = self.client.take_notifies();
+    }
+    fn client_highest(&self) -> Seq {
+        self.client.highest_received()
+    }
+    fn values_converged(&self) -> bool {
+        level::LevelWorld::values_converged(self)
+    }
     fn hostile_feedback(&mut self, bytes: &[u8]) {
         let _ = self.driver.receive_feedback(self.conn, bytes);
     }
@@ -196,8 +253,8 @@ impl Live for level::LevelWorld {
 }
 
 /// The live world an input's first byte picks (its top bit), with the frames to run before the
-/// hostile input (its low three bits).
+/// hostile input (its low five bits: the actor level's events run to frame 19).
 pub fn pick_live(first: u8) -> (Box<dyn Live>, usize) {
     let w: Box<dyn Live> = if first & 0x80 != 0 { Box::new(level::LevelWorld::new()) } else { Box::new(world()) };
-    (w, (first & 7) as usize)
+    (w, (first & 31) as usize)
 }

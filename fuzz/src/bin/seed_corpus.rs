@@ -17,15 +17,16 @@ fn main() -> std::io::Result<()> {
         }
         println!("{name}: {} recorded packets, {} feedbacks", rec.packets.len(), rec.feedbacks.len());
     }
-    // The live actor-level world after k frames, then the packets of the next frames (which the
-    // live world sends again, so the copies arrive as duplicates; a mutation makes them forged).
+    // A live world after k frames, then the packets of the next frames (which the live world
+    // sends again, so the copies arrive as duplicates; a mutation makes them forged).
     let dir = "corpus/client_heal";
     fs::create_dir_all(dir)?;
-    let rec = level_recording();
-    for k in 0..rec.packets.len().min(31) {
-        for n in 1..=3 {
-            let next = rec.packets[k..].iter().take(n).map(Vec::as_slice);
-            fs::write(format!("{dir}/level_k{k:02}_n{n}"), join(k as u8, next))?;
+    for (name, rec, top) in [("mixed", recording(), 0), ("level", level_recording(), 0x80)] {
+        for k in 0..rec.packets.len().min(31) {
+            for n in 1..=3 {
+                let next = rec.packets[k..].iter().take(n).map(Vec::as_slice);
+                fs::write(format!("{dir}/{name}_k{k:02}_n{n}"), join(top | k as u8, next))?;
+            }
         }
     }
     let dir = "corpus/server_feedback";

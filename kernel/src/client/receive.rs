@@ -156,6 +156,18 @@ impl ClientWorld {
                 }
                 return Ok(Resolve::Skip);
             }
+            if matches!(open.map(|o| &o.kind), Some(k) if !matches!(k, OpenKind::FastArray { .. }))
+                && (fast_opened.contains_key(&guid) || fast.kind_of(guid).is_some())
+            {
+                // An actor opened under the GUID of a fast array the client has: the same
+                // conflict the other way round (a forged fast array open at an actor's future
+                // GUID, say). Refused, the server's open would be refused with every packet
+                // resending it: stepped over, the fast array dropped and the GUID asked for.
+                if conflicting.insert(guid) {
+                    conflicts.push(guid);
+                }
+                return Ok(Resolve::Skip);
+            }
             if let Some(o) =
                 open.filter(|_| known.is_none() && !fast_opened.contains_key(&guid) && fast.kind_of(guid).is_none())
             {
@@ -458,11 +470,15 @@ impl ClientWorld {
     /// than a forged close could do. A static actor's class is the level's, loaded by the client
     /// itself: its copy stays, the open was stepped over.
     /// An open of a dynamic object the client closed with another class ([`super::closed`]) is
-    /// healed the same way: its record is forgotten, so the server's own open takes.
+    /// healed the same way: its record is forgotten, so the server's own open takes; so is an
+    /// actor's open under a fast array's GUID: the fast array goes.
     fn heal_conflict(&mut self, guid: NetGuid) {
         self.stats.open_conflicts += 1;
         self.closed.remove(guid);
         if guid.is_dynamic() {
+            if self.fast.remove(guid) {
+                self.forget_references(guid);
+            }
             self.destroy(guid);
             self.request_reopen(guid);
         }
