@@ -64,6 +64,15 @@ impl TwoClasses {
         (id, self.driver.assign_guid(self.class, &self.counters, id).unwrap())
     }
 
+    /// A counter the client has had for three frames, with its GUID.
+    fn spawn_settled(&mut self) -> (ActorId, NetGuid) {
+        let spawned = self.spawn();
+        for _ in 0..3 {
+            self.step();
+        }
+        spawned
+    }
+
     /// A counter whose open the client never gets: the server's packet carrying it is lost, and
     /// a forged packet with its number, opening the counter's GUID with class 1, took its place —
     /// so the client acknowledges it, and the server counts its open delivered. The client's
@@ -339,10 +348,7 @@ fn a_wrong_class_copy_whose_updates_break_off_does_not_wedge_the_connection() {
         wide = wide.property(PropertyDecl::new(format!("P{i}"), PropType::U32));
     }
     let mut t = TwoClasses::new(wide);
-    let (a1, g1) = t.spawn();
-    for _ in 0..3 {
-        t.step();
-    }
+    let (a1, g1) = t.spawn_settled();
     let (a0, g0) = t.spawn_forged();
     let mut v = 0u32;
     let mut step = |t: &mut TwoClasses| {
@@ -431,10 +437,7 @@ fn a_forged_close_and_open_with_another_class_is_stepped_over() {
 #[test]
 fn a_late_packet_whose_number_came_with_other_bytes_asks_for_its_actors() {
     let mut t = TwoClasses::new(ClassBuilder::new("Twin").property(PropertyDecl::new("M", PropType::U32)));
-    let (a1, g1) = t.spawn();
-    for _ in 0..3 {
-        t.step();
-    }
+    let (a1, g1) = t.spawn_settled();
     let (a0, g0) = t.spawn();
     let h = t.client.highest_received().0;
     let forged =
@@ -514,10 +517,7 @@ fn a_misread_update_that_breaks_the_next_bunch_asks_for_its_actor() {
 #[test]
 fn a_misread_update_that_names_a_missing_actor_is_asked_for_on_the_second_refusal() {
     let mut t = TwoClasses::new(ClassBuilder::new("Flag").property(PropertyDecl::new("F", PropType::Bool)));
-    let (a1, g1) = t.spawn();
-    for _ in 0..3 {
-        t.step();
-    }
+    let (a1, g1) = t.spawn_settled();
     let (a0, g0) = t.spawn_forged();
     // Values whose bits after the first read as "another bunch, plain, for a GUID nobody has"
     // (the high nibble changes every frame, so the update is sent every frame).
