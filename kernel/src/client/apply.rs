@@ -79,9 +79,6 @@ impl ClientWorld {
         }
     }
 
-    /// Removes actor `guid` and everything kept about it, and its sub-objects with it (one level:
-    /// a sub-object owns none). References to them are written as null and wait for them again
-    /// (no notify, as UE's `MoveMappedObjectToUnmapped`): if one comes back, theirs fire.
     /// Records what dynamic object `guid`, closing, was — and, for an actor, its sub-objects and
     /// fast arrays, which go with it ([`super::closed`]).
     fn remember_closed(&mut self, guid: NetGuid) {
@@ -104,6 +101,9 @@ impl ClientWorld {
         }
     }
 
+    /// Removes actor `guid` and everything kept about it, and its sub-objects with it (one level:
+    /// a sub-object owns none). References to them are written as null and wait for them again
+    /// (no notify, as UE's `MoveMappedObjectToUnmapped`): if one comes back, theirs fire.
     pub(super) fn destroy(&mut self, guid: NetGuid) {
         let subs = self.subs.take_owned(guid);
         for array in self.fast.remove_owned(guid) {

@@ -49,6 +49,9 @@ pub struct ClientStats {
     /// forged, and the server may count the forged one's number as its own packet delivered):
     /// the actors the late one names were asked for again.
     pub late_conflicts: u64,
+    /// Times the receive window went back past packets the server had not sent yet: late
+    /// packets never received, several in a row (the server's, behind a forged jump ahead).
+    pub window_rollbacks: u64,
     /// Tear-offs undone: a bunch for the actor came in a packet numbered from the tear-off's on,
     /// which an honest server never writes (the tear-off was forged).
     pub tear_offs_undone: u64,

@@ -15,7 +15,11 @@ use std::collections::{HashMap, HashSet};
 
 impl ClientWorld {
     /// Decodes, validates and applies one packet. A malformed packet is an error and changes
-    /// nothing; a duplicate, late or too-far packet is dropped ([`Receipt::Dropped`]).
+    /// nothing; a duplicate, late or too-far packet is dropped ([`Receipt::Dropped`]) — though a
+    /// late one that proves a forged packet (its number came with other bytes, or several never
+    /// received in a row behind a jump ahead) may ask for actors again or take the receive window
+    /// back ([`ClientStats::late_conflicts`](super::ClientStats::late_conflicts),
+    /// [`ClientStats::window_rollbacks`](super::ClientStats::window_rollbacks)).
     ///
     /// ```
     /// use shadowrep::client::ClientWorld;
@@ -76,6 +80,12 @@ impl ClientWorld {
                 return Ok(Receipt::Dropped(verdict));
             }
             SeqVerdict::Late => {
+                if !self.window.was_received(seq) && self.window.late_unreceived(seq) {
+                    // The server's packets behind a forged jump ahead (see `window`): its next
+                    // one is new again; what these carried is reported missing and resent.
+                    self.stats.window_rollbacks += 1;
+                    self.unreported = true;
+                }
                 self.stats.late += 1;
                 return Ok(Receipt::Dropped(verdict));
             }
@@ -162,7 +172,10 @@ impl ClientWorld {
                 // An actor opened under the GUID of a fast array the client has: the same
                 // conflict the other way round (a forged fast array open at an actor's future
                 // GUID, say). Refused, the server's open would be refused with every packet
-                // resending it: stepped over, the fast array dropped and the GUID asked for.
+                // resending it: stepped over, the fast array dropped and the GUID asked for. (A
+                // fast array opened earlier in this packet — only a forged packet holds both —
+                // is applied after the heal, which its open's bunch cancels; the server's own
+                // open meets it later and heals it then.)
                 if conflicting.insert(guid) {
                     conflicts.push(guid);
                 }
@@ -421,17 +434,22 @@ impl ClientWorld {
     /// — this one — delivered: an open in it would never come again (and a forged open with
     /// another class before it would read the server's plain updates with the wrong class, often
     /// without an error), nor its values until they change. So every dynamic actor and fast array
-    /// it names is asked for again (read as far as it decodes with the classes the client knows;
-    /// the server's reopen carries the whole state and names the class, and `heal_conflict`
-    /// replaces a copy of another class). Costs reopens only after hostile input: an honest
-    /// server repeats a packet byte for byte.
+    /// it names is asked for again, and every static actor it names that the client has (read as
+    /// far as it decodes with the classes the client knows; the server's reopen carries the
+    /// whole state and names the class, and `heal_conflict` replaces a copy of another class) —
+    /// while fewer than half a feedback's reopens ride, so a forger's late packets never crowd out
+    /// the rest.
+    /// Closes and exports are not named (a close lost this way leaves the client's copy until the
+    /// actor's next open). Costs reopens only after hostile input: an honest server repeats a
+    /// packet byte for byte.
     fn ask_for_named(&mut self, bytes: &[u8]) {
         self.stats.late_conflicts += 1;
         let mut named: Vec<NetGuid> = Vec::new();
         let mut scratch = HashMap::new();
         let (classes, actors, fast) = (&self.classes, &self.actors, &self.fast);
         let _ = decode_packet(bytes, |guid, open| {
-            if named.len() < MAX_REOPENS && guid.is_dynamic() && !named.contains(&guid) {
+            let askable = guid.is_dynamic() || actors.contains_key(&guid);
+            if named.len() < MAX_REOPENS / 2 && askable && !named.contains(&guid) {
                 named.push(guid);
             }
             if let Some(r) = fast.resolve(guid, open, actors.contains_key(&guid), &mut scratch)? {
@@ -444,6 +462,9 @@ impl ClientWorld {
             })
         });
         for guid in named {
+            if self.reopen.len() >= MAX_REOPENS / 2 {
+                break;
+            }
             self.request_reopen(guid);
         }
     }

@@ -21,6 +21,16 @@
 //! as the server's next two gets the server's first dropped as late, and acknowledged for the
 //! forged one — [`ReceiveWindow::late_differs`]).
 //!
+//! A forged jump ahead makes every packet of the server's late until its numbering reaches the
+//! forged number — up to the window, and a chain of forged jumps (each up to the window past the
+//! last) multiplies that. So the window keeps its state from before each packet it accepted (the
+//! last [`ACK_WINDOW`] of them): [`ROLLBACK_STREAK`] late packets in a row whose numbers it never
+//! received, rising, with nothing accepted between them — the server's, sent behind a forged
+//! number — make it go back to its state before the first packet it accepted numbered after
+//! the first of them ([`ReceiveWindow::late_unreceived`]). The server's next packet is new
+//! again; what the dropped ones carried is reported missing and resent. Honest traffic gets there
+//! only by reordering several packets behind a gap, and then the cost is a resend.
+//!
 //! If that second packet N fails to decode or validate (the first one, forged, closed an actor
 //! it updates, say), N must not stay acknowledged: its content would be lost for good. So the
 //! window keeps its state from before it first accepted a packet numbered N, and
@@ -32,6 +42,10 @@
 
 use crate::ids::Seq;
 use crate::wire::feedback::{AckBits, ACK_WINDOW};
+use std::collections::VecDeque;
+
+/// Late packets never received, in a row and rising, that make the window go back.
+pub const ROLLBACK_STREAK: u8 = 3;
 
 /// What the window says of an arriving sequence number.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -68,6 +82,11 @@ pub(crate) struct ReceiveWindow {
     /// (sequence number, hash) of the packets accepted, by number modulo [`ACK_WINDOW`]: a slot
     /// speaks for a number only while it holds that number.
     hashes: Box<[(u32, u64)]>,
+    /// (number, state before it) of the last [`ACK_WINDOW`] packets accepted with a new number.
+    history: VecDeque<(Seq, WindowState)>,
+    /// The late packets never received since the last one accepted: (first number, last
+    /// number, how many), numbers rising.
+    streak: Option<(Seq, Seq, u8)>,
 }
 
 impl ReceiveWindow {
@@ -76,13 +95,14 @@ impl ReceiveWindow {
         let now = WindowState { highest: first.back(1), received: AckBits::default(), newest: 0 };
         // Slots hold a number that does not index them until written: none speaks for a number.
         let hashes = (0..ACK_WINDOW).map(|i| (i + 1, 0)).collect();
-        Self { now, before: None, reach: now.highest, hashes }
+        Self { now, before: None, reach: now.highest, hashes, history: VecDeque::new(), streak: None }
     }
 
     /// Whether late packet `seq`'s number was received with other bytes than `hash` (one of the
     /// two packets was forged: an honest server repeats a packet byte for byte). `None` when it
-    /// was not received or is out of the window (nothing to compare with), so the caller hashes
-    /// only packets it can judge.
+    /// was not received, is out of the window, or its slot holds a newer number (a restored
+    /// number's successor took it): nothing to compare with, so the caller hashes only packets
+    /// it can judge.
     pub fn late_differs(&self, seq: Seq, hash: impl FnOnce() -> u64) -> Option<bool> {
         let back = u32::try_from(self.now.highest.ahead_of(seq)).ok().filter(|&b| b > 0 && b < ACK_WINDOW)?;
         let (number, kept) = self.hashes[(seq.0 % ACK_WINDOW) as usize];
@@ -99,6 +119,34 @@ impl ReceiveWindow {
         }
     }
 
+    /// Whether packet `seq` was received (within the window; an older number is not known).
+    pub fn was_received(&self, seq: Seq) -> bool {
+        let back = self.now.highest.ahead_of(seq);
+        (0..ACK_WINDOW as i64).contains(&back) && self.now.received.get(back as u32)
+    }
+
+    /// A late packet whose number was not received (see [`Self::was_received`]). The
+    /// [`ROLLBACK_STREAK`]th such in a row, rising, with nothing accepted between, makes the
+    /// window go back to its state before the first packet it accepted numbered after the first
+    /// of them (or the oldest it kept): returns whether it did.
+    pub fn late_unreceived(&mut self, seq: Seq) -> bool {
+        let (first, n) = match self.streak {
+            Some((first, last, n)) if seq.ahead_of(last) > 0 => (first, n + 1),
+            _ => (seq, 1),
+        };
+        if n < ROLLBACK_STREAK {
+            self.streak = Some((first, seq, n));
+            return false;
+        }
+        self.streak = None;
+        let at = self.history.iter().position(|(s, _)| s.ahead_of(first) > 0).unwrap_or(0);
+        let Some(&(_, state)) = self.history.get(at) else { return false };
+        self.now = state;
+        self.history.truncate(at);
+        self.before = None;
+        true
+    }
+
     /// Whether a packet judged [`SeqVerdict::Duplicate`] differs from the newest one received.
     pub fn differs(&self, hash: u64) -> bool {
         self.now.received.get(0) && hash != self.now.newest
@@ -111,7 +159,12 @@ impl ReceiveWindow {
         if d > 0 {
             // A differing duplicate (d = 0) keeps the state from before the number's first packet.
             self.before = Some(self.now);
+            if self.history.len() == ACK_WINDOW as usize {
+                self.history.pop_front();
+            }
+            self.history.push_back((seq, self.now));
         }
+        self.streak = None;
         if seq.ahead_of(self.reach) > 0 {
             self.reach = seq;
         }
@@ -130,6 +183,10 @@ impl ReceiveWindow {
     pub fn restore(&mut self) -> bool {
         match self.before.take() {
             Some(before) => {
+                // The number forgotten is no state to go back past.
+                if self.history.back().is_some_and(|&(s, _)| s == self.now.highest) {
+                    self.history.pop_back();
+                }
                 self.now = before;
                 true
             }
@@ -187,6 +244,33 @@ mod tests {
         assert_eq!(w.late_differs(Seq(2), || 99), Some(true), "the last number in the window");
         w.accept(Seq(2 + ACK_WINDOW), 15);
         assert_eq!(w.late_differs(Seq(2), || 99), None, "out of the window: its slot holds another number");
+    }
+
+    /// A chain of forged jumps, then the server's packets behind them: the third late one in a
+    /// row takes the window back to before the first jump.
+    #[test]
+    fn late_packets_never_received_take_the_window_back_past_forged_jumps() {
+        let mut w = ReceiveWindow::new(Seq(10));
+        for s in 10..14 {
+            w.accept(Seq(s), u64::from(s));
+        }
+        for k in 1..=4 {
+            w.accept(Seq(13 + k * ACK_WINDOW), 99);
+        }
+        assert_eq!(w.verdict(Seq(14)), SeqVerdict::Late);
+        assert!(!w.was_received(Seq(14)));
+        assert!(!w.late_unreceived(Seq(14)));
+        assert!(!w.late_unreceived(Seq(14)), "not rising: a streak of one again");
+        assert!(!w.late_unreceived(Seq(15)));
+        assert!(w.late_unreceived(Seq(16)), "the third, rising");
+        assert_eq!(w.highest(), Seq(13), "back to before the first jump");
+        assert!(w.received().get(0) && w.received().get(3));
+        assert_eq!(w.verdict(Seq(17)), SeqVerdict::New);
+        // Something accepted breaks a streak.
+        w.accept(Seq(17), 17);
+        assert!(!w.late_unreceived(Seq(14)) && !w.late_unreceived(Seq(15)));
+        w.accept(Seq(18), 18);
+        assert!(!w.late_unreceived(Seq(16)), "a new streak");
     }
 
     /// After a forged jump of the whole window and a failed packet with its number, the window is
