@@ -231,7 +231,8 @@ impl LevelWorld {
         let c = &self.client;
         let asleep = self.driver.is_asleep(self.tc, self.sleeper);
         let things = self.live.iter().copied().chain(self.driver.guid_of(self.tc, self.door).map(|g| (self.door, g)));
-        let things = things.filter(|&(id, _)| !(id == self.wanderer && self.far) && !(id == self.sleeper && asleep));
+        let away = |id: ActorId| (id == self.wanderer && self.far) || (id == self.sleeper && asleep);
+        let things = things.filter(|&(id, _)| !away(id));
         let same = |id: ActorId, g: NetGuid, p: usize| c.value(g, p) == self.things.get(id, p).ok();
         let owned = self.driver.owning_connection(self.tc, self.owned) == Some(self.conn);
         let healths = things.into_iter().all(|(id, g)| {
