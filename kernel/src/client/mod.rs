@@ -84,6 +84,19 @@ const REOPEN_TRIES: u8 = 8;
 /// next update makes its packet refused, as for any actor the client lacks, and asks for it again.
 const MAX_IGNORED: usize = 4096;
 
+/// A request to open an actor again, riding in the next feedbacks.
+#[derive(Clone, Copy, Debug)]
+struct Reopen {
+    guid: NetGuid,
+    /// Feedbacks that carried it.
+    tries: u8,
+    /// Made by a class conflict: it rides its [`REOPEN_TRIES`] feedbacks whatever bunches come
+    /// for the actor meanwhile. The client cannot tell the server's open from a forged one, so
+    /// an open after the conflict — a forger's again — must not end the request: the server's
+    /// reopen it brings then comes last.
+    conflict: bool,
+}
+
 struct ClientClass {
     layout: Arc<ClassLayout>,
     store: ClassStore,
@@ -116,7 +129,7 @@ pub struct ClientWorld {
     fast: fastarrays::ClientFastArrays,
     window: ReceiveWindow,
     /// Actors to ask the server to open again, with the feedbacks that carried the request.
-    reopen: Vec<(NetGuid, u8)>,
+    reopen: Vec<Reopen>,
     unmapped: unmapped::Unmapped,
     /// References written to an object the client has, by target (the same index as
     /// `unmapped`): when the target is destroyed they wait for it again, so its return fires
@@ -362,12 +375,12 @@ impl ClientWorld {
     pub fn feedback(&mut self) -> Vec<u8> {
         self.unreported = false;
         let mut w = BitWriter::new();
-        let guids: Vec<NetGuid> = self.reopen.iter().map(|r| r.0).collect();
+        let guids: Vec<NetGuid> = self.reopen.iter().map(|r| r.guid).collect();
         write_feedback(&mut w, self.window.highest(), self.window.received(), &guids);
         for r in &mut self.reopen {
-            r.1 += 1;
+            r.tries += 1;
         }
-        self.reopen.retain(|r| r.1 < REOPEN_TRIES);
+        self.reopen.retain(|r| r.tries < REOPEN_TRIES);
         w.into_bytes()
     }
 }

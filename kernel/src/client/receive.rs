@@ -4,7 +4,7 @@
 //! bunches go to [`super::apply`] in order, and actors the client lacks are asked for again.
 
 use super::closed::Was;
-use super::{ClientWorld, Receipt, ReceiveError, SeqVerdict, MAX_IGNORED};
+use super::{ClientWorld, Receipt, ReceiveError, Reopen, SeqVerdict, MAX_IGNORED};
 use crate::ids::{NetGuid, Seq};
 use crate::wire::bunch::{decode_packet, Bunch, Resolve, PLAIN_FOR_MISSING};
 use crate::wire::feedback::MAX_REOPENS;
@@ -241,7 +241,7 @@ impl ClientWorld {
                     // missing actor's packets sent before its reopen arrives cost that actor's
                     // neighbour a reopen; such packets only follow hostile input.)
                     if let Some(&guid) = missing.last() {
-                        let again = self.reopen.iter().any(|r| r.0 == guid);
+                        let again = self.reopen.iter().any(|r| r.guid == guid);
                         self.request_reopen(guid);
                         if let Some(update) = last_update.filter(|_| again) {
                             self.request_reopen(update);
@@ -415,7 +415,7 @@ impl ClientWorld {
     /// array's): a bunch for an actor cancels a request for it, an open or a close ends its
     /// being ignored (see `ignored`).
     pub(super) fn apply_one(&mut self, b: Bunch, class: Option<u32>, seq: Seq) {
-        self.reopen.retain(|r| r.0 != b.guid);
+        self.reopen.retain(|r| r.guid != b.guid || r.conflict);
         if b.close.is_some() || b.open.is_some() {
             self.ignored.remove(b.guid);
         }
@@ -502,6 +502,10 @@ impl ClientWorld {
             }
             self.destroy(guid);
             self.request_reopen(guid);
+            // Ends only by riding its feedbacks (see `Reopen::conflict`).
+            if let Some(r) = self.reopen.iter_mut().find(|r| r.guid == guid) {
+                r.conflict = true;
+            }
         }
     }
 
@@ -518,8 +522,8 @@ impl ClientWorld {
 
     /// Asks the server to open actor `guid` again (in the next feedbacks), unless already asked.
     fn request_reopen(&mut self, guid: NetGuid) {
-        if self.reopen.len() < MAX_REOPENS && !self.reopen.iter().any(|r| r.0 == guid) {
-            self.reopen.push((guid, 0));
+        if self.reopen.len() < MAX_REOPENS && !self.reopen.iter().any(|r| r.guid == guid) {
+            self.reopen.push(Reopen { guid, tries: 0, conflict: false });
             self.stats.reopens_requested += 1;
         }
     }

@@ -427,6 +427,45 @@ fn a_forged_close_and_open_with_another_class_is_stepped_over() {
     assert_eq!(t.client.stats().open_conflicts, 1, "the server's reopen took");
 }
 
+/// The same, the forged open sent again after the conflict: the second meets no copy (the first
+/// conflict dropped it) and no record (whichever open was forged, the server's must take), so it
+/// applies — and its bunch used to cancel the reopen request, leaving a copy of the wrong class
+/// whose misread updates decode (a class of the same shape), for good. A conflict's request
+/// rides all its feedbacks whatever bunches come: the server's reopen comes last.
+#[test]
+fn a_forged_open_repeated_after_its_conflict_still_heals() {
+    use shadowrep::wire::packet::write_close;
+    let mut t = TwoClasses::new(ClassBuilder::new("Twin").property(PropertyDecl::new("M", PropType::U32)));
+    let (a0, g0) = t.spawn();
+    let (a1, _) = t.spawn_settled();
+    let h = t.client.highest_received().0;
+    let open = |seq| packet(seq, |w| write_bunch(w, g0, Some(&OpenHeader::spawn(1)), &BitWriter::new()));
+    for p in [packet(h + 1, |w| write_close(w, g0)), open(h + 2), open(h + 3)] {
+        assert!(matches!(t.client.receive(&p), Ok(Receipt::Applied { .. })));
+    }
+    assert_eq!(t.client.class_of(g0), Some(1), "the second forged open took");
+    let mut healed = None;
+    for v in 1..=12u32 {
+        // The server's packets with the forged numbers carry the other actor only (late, with
+        // other bytes, they ask for what they name: not this one).
+        if v > 3 {
+            t.counters.set(a0, 0, &Value::U32(v)).unwrap();
+        }
+        t.counters.set(a1, 0, &Value::U32(v)).unwrap();
+        t.step();
+        if v <= 3 {
+            continue;
+        }
+        if (t.client.class_of(g0), t.client.value(g0, 0)) == (Some(0), Some(Value::U32(v))) {
+            healed = Some(v);
+            break;
+        }
+    }
+    let stats = t.client.stats();
+    let healed = healed.unwrap_or_else(|| panic!("fooled for good: {stats:?}"));
+    assert!(healed <= 8, "healed in {healed} frames: {stats:?}");
+}
+
 /// The same wrong-class copy without a lost packet: two forged packets numbered as the server's
 /// next two, the first opening the server's next actor with another class (here one of the same
 /// shape, so its updates always decode: nothing is ever refused). The server's own packet with
