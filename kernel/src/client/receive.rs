@@ -85,6 +85,16 @@ impl ClientWorld {
                     // one is new again; what these carried is reported missing and resent.
                     self.stats.window_rollbacks += 1;
                     self.unreported = true;
+                    // A tear-off in a packet gone back past was forged with it: left, it would
+                    // hold against the server's packets, all numbered before it.
+                    let top = self.window.highest();
+                    let forged: Vec<NetGuid> =
+                        self.torn.iter().filter(|(_, t)| t.at.ahead_of(top) > 0).map(|(&g, _)| g).collect();
+                    for guid in forged {
+                        if self.undo_tear_off(guid) {
+                            self.request_reopen(guid);
+                        }
+                    }
                 }
                 self.stats.late += 1;
                 return Ok(Receipt::Dropped(verdict));

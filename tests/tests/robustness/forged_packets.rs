@@ -298,6 +298,36 @@ fn a_forged_tear_off_is_undone_by_the_servers_next_bunch() {
     assert_eq!(b.client.stats().tear_offs_undone, 1);
 }
 
+/// A forged tear-off in a forged jump ahead: the server's packets, all numbered before it, would
+/// be read past as the actor's last bunches before its tear-off, for good. The window going back
+/// past the jump (three late packets never received) takes the tear-off with it.
+#[test]
+fn a_forged_tear_off_in_a_forged_jump_goes_with_the_jump() {
+    use shadowrep::wire::open::CloseReason;
+    use shadowrep::wire::packet::write_close_for;
+    let mut b = Bench::new(counter(), DriverConfig::default());
+    let a = b.store.spawn();
+    let g = b.guid(a);
+    b.run(3);
+    let h = b.client.highest_received().0;
+    let forged = packet(h + ACK_WINDOW, |w| write_close_for(w, g, CloseReason::TornOff, None));
+    assert!(matches!(b.client.receive(&forged), Ok(Receipt::Applied { .. })));
+    assert!(b.client.is_torn_off(g), "the forged tear-off took");
+    let mut healed = None;
+    for v in 1..=10u32 {
+        b.store.set(a, 0, &Value::U32(v)).unwrap();
+        b.run(1);
+        if b.client.value(g, 0) == Some(Value::U32(v)) && !b.client.is_torn_off(g) {
+            healed = Some(v);
+            break;
+        }
+    }
+    let stats = b.client.stats();
+    let healed = healed.unwrap_or_else(|| panic!("frozen for good: {stats:?}"));
+    assert!(healed <= 5, "healed in {healed} frames");
+    assert_eq!((stats.window_rollbacks, stats.tear_offs_undone), (1, 1));
+}
+
 /// The server's own tear-off holds: its last bunches before the close, arriving late, are read
 /// past — here through a forged packet with the close's number whose failure makes the client
 /// forget that number, so the server's packets before the close are new to it again.
