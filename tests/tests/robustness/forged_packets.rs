@@ -273,11 +273,9 @@ fn a_forged_open_of_a_future_guid_with_another_class_heals() {
     assert_eq!(t.client.stats().open_conflicts, 1);
 }
 
-/// A forged "torn off" close: the client would keep the actor frozen, owned by it, for good. The
-/// server's next bunch for the actor comes in a packet numbered after the close, which an honest
-/// server never writes after a tear-off: the tear-off is undone and the actor replicates again.
-#[test]
-fn a_forged_tear_off_is_undone_by_the_servers_next_bunch() {
+/// A counter the client has had for three frames, and a forged tear-off of it numbered `ahead`
+/// past the client's newest packet, applied.
+fn forged_tear_off(ahead: u32) -> (Bench, ActorId, NetGuid) {
     use shadowrep::wire::open::CloseReason;
     use shadowrep::wire::packet::write_close_for;
     let mut b = Bench::new(counter(), DriverConfig::default());
@@ -285,9 +283,18 @@ fn a_forged_tear_off_is_undone_by_the_servers_next_bunch() {
     let g = b.guid(a);
     b.run(3);
     let h = b.client.highest_received().0;
-    let forged = packet(h + 1, |w| write_close_for(w, g, CloseReason::TornOff, None));
+    let forged = packet(h + ahead, |w| write_close_for(w, g, CloseReason::TornOff, None));
     assert!(matches!(b.client.receive(&forged), Ok(Receipt::Applied { .. })));
     assert!(b.client.is_torn_off(g), "the forged tear-off took");
+    (b, a, g)
+}
+
+/// A forged "torn off" close: the client would keep the actor frozen, owned by it, for good. The
+/// server's next bunch for the actor comes in a packet numbered after the close, which an honest
+/// server never writes after a tear-off: the tear-off is undone and the actor replicates again.
+#[test]
+fn a_forged_tear_off_is_undone_by_the_servers_next_bunch() {
+    let (mut b, a, g) = forged_tear_off(1);
     for v in 1..=10u32 {
         b.store.set(a, 0, &Value::U32(v)).unwrap();
         b.run(1);
@@ -303,16 +310,7 @@ fn a_forged_tear_off_is_undone_by_the_servers_next_bunch() {
 /// past the jump (three late packets never received) takes the tear-off with it.
 #[test]
 fn a_forged_tear_off_in_a_forged_jump_goes_with_the_jump() {
-    use shadowrep::wire::open::CloseReason;
-    use shadowrep::wire::packet::write_close_for;
-    let mut b = Bench::new(counter(), DriverConfig::default());
-    let a = b.store.spawn();
-    let g = b.guid(a);
-    b.run(3);
-    let h = b.client.highest_received().0;
-    let forged = packet(h + ACK_WINDOW, |w| write_close_for(w, g, CloseReason::TornOff, None));
-    assert!(matches!(b.client.receive(&forged), Ok(Receipt::Applied { .. })));
-    assert!(b.client.is_torn_off(g), "the forged tear-off took");
+    let (mut b, a, g) = forged_tear_off(ACK_WINDOW);
     let mut healed = None;
     for v in 1..=10u32 {
         b.store.set(a, 0, &Value::U32(v)).unwrap();
