@@ -444,8 +444,9 @@ impl ClientWorld {
     /// — this one — delivered: an open in it would never come again (and a forged open with
     /// another class before it would read the server's plain updates with the wrong class, often
     /// without an error), nor its values until they change. So every dynamic actor and fast array
-    /// it names is asked for again, and every static actor it names that the client has (read as
-    /// far as it decodes with the classes the client knows; the server's reopen carries the
+    /// it names is asked for again, and so is every static one — bound or not: the late packet may
+    /// be the server's, with the open of a static actor a forged open under its number made the
+    /// client step over and ignore (read as far as it decodes with the classes the client knows; the server's reopen carries the
     /// whole state and names the class, and `heal_conflict` replaces a copy of another class) —
     /// while fewer than half a feedback's reopens ride, so a forger's late packets never crowd out
     /// the rest.
@@ -458,8 +459,7 @@ impl ClientWorld {
         let mut scratch = HashMap::new();
         let (classes, actors, fast) = (&self.classes, &self.actors, &self.fast);
         let _ = decode_packet(bytes, |guid, open| {
-            let askable = guid.is_dynamic() || actors.contains_key(&guid);
-            if named.len() < MAX_REOPENS / 2 && askable && !named.contains(&guid) {
+            if named.len() < MAX_REOPENS / 2 && !guid.is_null() && !named.contains(&guid) {
                 named.push(guid);
             }
             if let Some(r) = fast.resolve(guid, open, actors.contains_key(&guid), &mut scratch)? {

@@ -573,3 +573,52 @@ fn a_gone_actors_row_leaves_no_row_when_the_slot_s_new_actor_is_not_relevant() {
     level.run(2);
     assert!(!level.client(0).has(old_guid) && !level.client(0).has(new_guid));
 }
+
+/// A forged packet numbered as the server's next one opens the static actor's GUID by a path the
+/// client did not load (so the client steps over it and ignores the GUID's updates), and the
+/// server's packet with that number — carrying the real open — arrives after it, late: the
+/// client acknowledged its number for the forged one, so the server counts the open delivered
+/// and its updates were read past for good. A late packet whose number came with other bytes
+/// asks for every actor it names, static ones the client never bound included (found by
+/// `fuzz/`'s `client_heal`).
+#[test]
+fn a_static_open_dropped_late_behind_a_forged_one_is_asked_for_again() {
+    let mut l = Level::new(every_frame(), 1);
+    always_due(&mut l);
+    let (other, _) = l.spawn([120.0, 0.0, 0.0], 1);
+    l.run(3);
+    let id = l.store.spawn();
+    l.move_to(id, [100.0, 0.0, 0.0]);
+    let guid = l.driver.register_static_actor(l.class, &l.store, id, DOOR).unwrap();
+    l.clients[0].1.load_static_actor(DOOR, l.class.0).unwrap();
+    // The forged packet takes the server's next number; a second one the number after, so the
+    // server's packet with the first arrives late.
+    let seq = l.client(0).highest_received().0 + 1;
+    let class = l.class.0;
+    let forged = crafted(seq, |w| {
+        let open = OpenHeader { class, kind: OpenKind::Static("/Forged/Door".into()) };
+        write_bunch(w, guid, Some(&open), &BitWriter::new());
+    });
+    assert!(l.clients[0].1.receive(&forged).is_ok());
+    assert!(l.clients[0].1.receive(&crafted(seq + 1, |_| {})).is_ok());
+    let mut healed = None;
+    for v in 10..30u32 {
+        l.store.set(id, HEALTH, &Value::U32(v)).unwrap();
+        l.store.set(other, HEALTH, &Value::U32(v)).unwrap();
+        l.driver.tick(&mut [&mut l.store]).unwrap();
+        let (conn, client) = &mut l.clients[0];
+        for p in l.driver.take_packets(*conn).unwrap() {
+            let _ = client.receive(&p);
+        }
+        let fb = client.feedback();
+        l.driver.receive_feedback(*conn, &fb).unwrap();
+        if l.client(0).value(guid, HEALTH) == Some(Value::U32(v)) {
+            healed = Some(v);
+            break;
+        }
+    }
+    let stats = l.client(0).stats();
+    let healed = healed.unwrap_or_else(|| panic!("the door never bound: {stats:?}"));
+    assert!(healed <= 16, "bound in {} frames: {stats:?}", healed - 9);
+    assert_eq!(stats.late_conflicts, 1, "{stats:?}");
+}
