@@ -117,6 +117,18 @@ impl Level {
         }
     }
 
+    /// [`Self::step`] allowing refusals (after hostile input the server may send what a client
+    /// refuses, and asks about).
+    pub fn step_tolerant(&mut self) {
+        self.driver.tick(&mut [&mut self.store]).expect("tick");
+        for (conn, world) in &mut self.clients {
+            for p in self.driver.take_packets(*conn).expect("live") {
+                let _ = world.receive(&p);
+            }
+            self.driver.receive_feedback(*conn, &world.feedback()).expect("decodes");
+        }
+    }
+
     /// One frame over a lossy link: each packet and each feedback is lost with probability
     /// `loss`.
     pub fn step_lossy(&mut self, rng: &mut impl rand::Rng, loss: f64) {
