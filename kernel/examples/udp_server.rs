@@ -52,7 +52,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 }
                 Incoming::Feedback { conn, payload } => {
                     // Feedback from the network may be malformed: the driver refuses it.
-                    let _ = driver.receive_feedback(conn, payload);
+                    let _ = driver.receive_feedback(conn, &payload);
                 }
                 Incoming::DigestRequest { conn, id } => {
                     // This world never freezes: its digest would be stale by the time it arrives.

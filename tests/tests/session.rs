@@ -81,7 +81,7 @@ fn handshake_round_trip_then_packets_and_feedback_ride_in_the_session() {
         panic!("feedback expected")
     };
     assert_eq!(c, conn);
-    driver.receive_feedback(conn, payload).unwrap();
+    driver.receive_feedback(conn, &payload).unwrap();
     assert_eq!(driver.in_flight(conn), 0);
 
     // The welcome lost: the echo again gets the same welcome, not a second session.
@@ -106,7 +106,13 @@ fn nothing_is_kept_before_the_cookie_and_no_reply_is_larger_than_its_request() {
     // A flood of hellos from spoofed addresses, good and bad: challenges and rejects only.
     for port in 1..2000u16 {
         let checksums = if port % 3 == 0 { vec![7] } else { vec![door().checksum] };
-        let hello = Datagram::Hello(Hello { version: PROTOCOL_VERSION, nonce: port as u64, cookie: None, checksums });
+        let hello = Datagram::Hello(Hello {
+            version: PROTOCOL_VERSION,
+            nonce: port as u64,
+            cookie: None,
+            checksums,
+            ticket: None,
+        });
         let bytes = hello.encode();
         assert_eq!(bytes.len(), MIN_HELLO_BYTES);
         let r = reply(server.handle(addr(port), &bytes, t0));
@@ -117,7 +123,8 @@ fn nothing_is_kept_before_the_cookie_and_no_reply_is_larger_than_its_request() {
     assert_eq!((st.challenges, st.rejects, st.joins), (1333, 666, 0));
 
     // A hello shorter than the minimum gets nothing at all.
-    let mut short = Datagram::Hello(Hello { version: 1, nonce: 1, cookie: None, checksums: vec![] }).encode();
+    let mut short =
+        Datagram::Hello(Hello { version: 1, nonce: 1, cookie: None, checksums: vec![], ticket: None }).encode();
     short.truncate(MIN_HELLO_BYTES - 1);
     assert_eq!(server.handle(addr(9), &short, t0), Incoming::Dropped(Dropped::Malformed));
 
@@ -188,7 +195,13 @@ fn a_mismatch_of_version_classes_or_checksums_is_rejected_with_its_reason() {
     let r = reply(server.handle(addr(2), &one.hello().unwrap(), t));
     assert_eq!(one.handle(&r), ClientIncoming::Rejected(RejectReason::ClassCount { server: 2 }));
     // Version.
-    let hello = Datagram::Hello(Hello { version: PROTOCOL_VERSION + 1, nonce: 3, cookie: None, checksums: vec![] });
+    let hello = Datagram::Hello(Hello {
+        version: PROTOCOL_VERSION + 1,
+        nonce: 3,
+        cookie: None,
+        checksums: vec![],
+        ticket: None,
+    });
     let r = reply(server.handle(addr(3), &hello.encode(), t));
     assert!(matches!(Datagram::decode(&r), Ok(Datagram::Reject { reason: RejectReason::Version, nonce: 3, .. })));
     assert!(server.is_empty());

@@ -4,7 +4,8 @@
 //! panic; no more than 64 KiB allocated on top of what was live (the global allocator is
 //! capped around each call); the server never opens a session without a valid cookie and never
 //! answers with more bytes than it got; a client never gets a world from bytes that are not
-//! the server's welcome.
+//! the server's welcome. A sealed pair (a session open between them) takes the same inputs
+//! and mutants of its own sealed datagrams: none opens but the real ones, the first time.
 //!
 //! `SHADOWREP_FUZZ_MUTANTS=N` sets the number of inputs (default 200 000). This binary holds
 //! one test, so the allocation cap sees nothing else.
@@ -15,8 +16,8 @@ use rand_chacha::ChaCha8Rng;
 use shadowrep::schema::{ClassBuilder, PropType, PropertyDecl};
 use shadowrep::session::frame::{DigestAnswer, Hello, MAX_DATAGRAM};
 use shadowrep::session::{
-    ClientIncoming, Datagram, DigestStatus, DisconnectReason, Incoming, RejectReason, ServerConfig, SessionClient,
-    SessionServer,
+    ticket, ClientIncoming, Datagram, DigestStatus, DisconnectReason, Incoming, RejectReason, ServerConfig,
+    SessionClient, SessionKeys, SessionServer, TicketKey,
 };
 use std::alloc;
 use std::net::SocketAddr;
@@ -35,8 +36,8 @@ fn capped<T>(f: impl FnOnce() -> T) -> T {
 fn seeds() -> Vec<Vec<u8>> {
     let payload = [0x11u8; 40];
     [
-        Datagram::Hello(Hello { version: 1, nonce: 7, cookie: None, checksums: vec![1, 2] }),
-        Datagram::Hello(Hello { version: 1, nonce: 7, cookie: Some(3), checksums: vec![1; 40] }),
+        Datagram::Hello(Hello { version: 1, nonce: 7, cookie: None, checksums: vec![1, 2], ticket: None }),
+        Datagram::Hello(Hello { version: 1, nonce: 7, cookie: Some(3), checksums: vec![1; 40], ticket: None }),
         Datagram::Challenge { nonce: 7, cookie: 3 },
         Datagram::Welcome { nonce: 7, token: 5, tick_rate: 30, checksums: vec![1, 2] },
         Datagram::Reject { nonce: 7, reason: RejectReason::ClassCount { server: 2 }, server_version: 1 },
@@ -102,8 +103,53 @@ fn the_session_layer_survives_random_and_mutated_datagrams() {
     let seeds = seeds();
     let mut rng = ChaCha8Rng::seed_from_u64(10);
     let mut decoded = 0usize;
+
+    // A sealed session, open: its real datagrams join the seeds (each opens once, as itself).
+    let key = TicketKey::from_bytes([3; 32]);
+    let keys = SessionKeys::generate().unwrap();
+    let t = ticket::issue(&key, 1, u64::MAX, &keys).unwrap();
+    let mut sealed_server = SessionServer::new(ServerConfig::new(layout_checksums(&layout)).sealed(key), t0);
+    let mut sealed_client = SessionClient::with_ticket(vec![layout.clone()], 7, t.clone(), &keys);
+    let home = SocketAddr::from(([10, 9, 9, 9], 4000));
+    let Incoming::Reply(ch) = sealed_server.handle(home, &sealed_client.hello().unwrap(), t0) else { panic!() };
+    sealed_client.handle(&ch);
+    let Incoming::Join(join) = sealed_server.handle(home, &sealed_client.hello().unwrap(), t0) else { panic!() };
+    let conn = shadowrep::net::ConnectionId(0);
+    let welcome = sealed_server.accept(join, conn, t0).unwrap();
+    assert_eq!(sealed_client.handle(&welcome), ClientIncoming::Welcome);
+    let mut seeds = seeds;
+    seeds.push(sealed_client.feedback().unwrap());
+    seeds.push(sealed_client.digest_request(4).unwrap());
+    seeds.push(sealed_server.packet(conn, &[0x11; 40]).unwrap().1);
+    seeds.push(welcome);
+    seeds.push(
+        Datagram::Hello(shadowrep::session::frame::Hello {
+            version: 2,
+            nonce: 8,
+            cookie: Some(1),
+            checksums: vec![1],
+            ticket: Some(t),
+        })
+        .encode(),
+    );
+    // Each real sealed datagram, once: the first time it opens, then it is a replay.
+    let mut opened = 0usize;
     for i in 0..n {
         let bytes = mutate(&mut rng, &seeds);
+        match capped(|| sealed_server.handle(home, &bytes, t0)) {
+            Incoming::Feedback { .. } | Incoming::DigestRequest { .. } => opened += 1,
+            Incoming::Disconnected { .. } => panic!("a forged disconnect ended the sealed session"),
+            Incoming::Join(_) => panic!("a join from the sealed session's own address"),
+            Incoming::Reply(r) => assert!(r.len() <= bytes.len()),
+            Incoming::Dropped(_) => {}
+        }
+        match capped(|| sealed_client.handle(&bytes)) {
+            ClientIncoming::Packet(_) => opened += 1,
+            ClientIncoming::DigestAnswer(_) | ClientIncoming::Disconnected(_) | ClientIncoming::Welcome => {
+                panic!("a forged datagram opened in the sealed session")
+            }
+            _ => {}
+        }
         let from = SocketAddr::from(([10, 0, (i >> 8) as u8, i as u8], 4000));
         if capped(|| Datagram::decode(&bytes)).is_ok() {
             decoded += 1;
@@ -126,6 +172,14 @@ fn the_session_layer_survives_random_and_mutated_datagrams() {
     }
     assert!(server.is_empty());
     assert_eq!(server.stats().joins, 0);
+    // Only the seeds themselves, unmutated, ever open — each at most once.
+    assert!(opened <= 3, "{opened} sealed datagrams opened: a mutant passed the tag or a replay the window");
+    assert!(sealed_client.world().is_some() && sealed_server.len() == 1);
     // Enough of the mutants decode that the validation past the type byte is exercised.
     assert!(decoded > n / 10, "only {decoded} of {n} inputs decoded");
+}
+
+/// The checksums a driver with `layout` as its one class would send.
+fn layout_checksums(layout: &shadowrep::schema::ClassLayout) -> Vec<u64> {
+    vec![layout.checksum]
 }

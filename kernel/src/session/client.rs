@@ -14,9 +14,17 @@
 //!
 //! A handshake reply whose nonce is not this client's, and a session datagram whose token is
 //! not the session's, is dropped and counted; so is anything that does not decode.
+//!
+//! A client made [`SessionClient::with_ticket`] asks for a sealed session ([`super::seal`]):
+//! its hello carries the join ticket, and from the welcome on it takes only datagrams sealed
+//! with the ticket's keys — a plain welcome, packet, digest answer or disconnect (a forger's:
+//! the server of a sealed session sends none) is dropped as `Unsealed`, one that does not open
+//! as `Forged`, one that came before as `Replayed` — and seals everything it sends.
 
 use super::digest::{client_digest, StateDigest};
 use super::frame::{Datagram, DigestAnswer, DisconnectReason, Hello, RejectReason, PROTOCOL_VERSION};
+use super::seal::{SealError, Sealer, SEALED};
+use super::ticket::SessionKeys;
 use crate::client::{ClientError, ClientWorld, Receipt, ReceiveError};
 use crate::schema::ClassLayout;
 use std::sync::Arc;
@@ -77,6 +85,12 @@ pub enum ClientDropped {
     BadToken,
     /// Not expected in this state (a packet before the welcome, a hello…).
     Unexpected,
+    /// Sealed, and does not open with the session's key (or sealed to a client without one).
+    Forged,
+    /// Sealed, and its counter came before.
+    Replayed,
+    /// Plain, in a sealed session.
+    Unsealed,
 }
 
 /// Counters of a [`SessionClient`].
@@ -92,6 +106,12 @@ pub struct SessionClientStats {
     pub unexpected: u64,
     /// Packets the world refused as malformed.
     pub packets_refused: u64,
+    /// Sealed datagrams that did not open.
+    pub forged: u64,
+    /// Sealed datagrams whose counter came before.
+    pub replayed: u64,
+    /// Plain datagrams in a sealed session.
+    pub unsealed: u64,
 }
 
 /// See the module documentation.
@@ -100,13 +120,43 @@ pub struct SessionClient {
     nonce: u64,
     state: ClientState,
     stats: SessionClientStats,
+    /// A sealed session's ticket (sent in the hello) and keys at work.
+    ticket: Option<Vec<u8>>,
+    sealer: Option<Sealer>,
 }
 
 impl SessionClient {
     /// A client with `layouts` (in the server's class-id order) and a random `nonce`
     /// ([`super::random_u64`]).
     pub fn new(layouts: Vec<Arc<ClassLayout>>, nonce: u64) -> Self {
-        Self { layouts, nonce, state: ClientState::Connecting { cookie: None }, stats: SessionClientStats::default() }
+        Self {
+            layouts,
+            nonce,
+            state: ClientState::Connecting { cookie: None },
+            stats: SessionClientStats::default(),
+            ticket: None,
+            sealer: None,
+        }
+    }
+
+    /// A client of a sealed session: `ticket` and `keys` as the game's backend issued them
+    /// ([`super::ticket::issue`]).
+    pub fn with_ticket(layouts: Vec<Arc<ClassLayout>>, nonce: u64, ticket: Vec<u8>, keys: &SessionKeys) -> Self {
+        Self { ticket: Some(ticket), sealer: Some(Sealer::client(keys)), ..Self::new(layouts, nonce) }
+    }
+
+    /// Whether the session is sealed.
+    pub fn is_sealed(&self) -> bool {
+        self.sealer.is_some()
+    }
+
+    /// A datagram this client sends: sealed when the session is.
+    fn frame(&mut self, d: &Datagram<'_>) -> Vec<u8> {
+        let plain = d.encode();
+        match &mut self.sealer {
+            Some(s) => s.seal(&plain).expect("a client seals the datagrams it sends"),
+            None => plain,
+        }
     }
 
     /// Where the session stands.
@@ -147,27 +197,31 @@ impl SessionClient {
     pub fn hello(&self) -> Option<Vec<u8>> {
         let ClientState::Connecting { cookie } = self.state else { return None };
         let checksums = self.layouts.iter().map(|l| l.checksum).collect();
-        Some(Datagram::Hello(Hello { version: PROTOCOL_VERSION, nonce: self.nonce, cookie, checksums }).encode())
+        let ticket = self.ticket.clone();
+        Some(
+            Datagram::Hello(Hello { version: PROTOCOL_VERSION, nonce: self.nonce, cookie, checksums, ticket }).encode(),
+        )
     }
 
     /// Feedback for the server, framed (once connected). Send it when the world's
     /// `feedback_due` says so, and every keep-alive interval otherwise.
     pub fn feedback(&mut self) -> Option<Vec<u8>> {
         let ClientState::Connected { token, world, .. } = &mut self.state else { return None };
-        let payload = world.feedback();
-        Some(Datagram::Feedback { token: *token, payload: &payload }.encode())
+        let (token, payload) = (*token, world.feedback());
+        Some(self.frame(&Datagram::Feedback { token, payload: &payload }))
     }
 
     /// A digest request, framed (once connected).
-    pub fn digest_request(&self, id: u32) -> Option<Vec<u8>> {
-        Some(Datagram::DigestRequest { token: self.token()?, id }.encode())
+    pub fn digest_request(&mut self, id: u32) -> Option<Vec<u8>> {
+        let token = self.token()?;
+        Some(self.frame(&Datagram::DigestRequest { token, id }))
     }
 
     /// A disconnect, framed; the session is closed here.
     pub fn disconnect(&mut self) -> Option<Vec<u8>> {
         let token = self.token()?;
         self.state = ClientState::Closed(DisconnectReason::Closed);
-        Some(Datagram::Disconnect { token, reason: DisconnectReason::Closed }.encode())
+        Some(self.frame(&Datagram::Disconnect { token, reason: DisconnectReason::Closed }))
     }
 
     /// The digest of the world as it is ([`client_digest`]).
@@ -181,13 +235,43 @@ impl SessionClient {
             ClientDropped::BadNonce => self.stats.bad_nonce += 1,
             ClientDropped::BadToken => self.stats.bad_token += 1,
             ClientDropped::Unexpected => self.stats.unexpected += 1,
+            ClientDropped::Forged => self.stats.forged += 1,
+            ClientDropped::Replayed => self.stats.replayed += 1,
+            ClientDropped::Unsealed => self.stats.unsealed += 1,
         }
         ClientIncoming::Dropped(why)
     }
 
     /// Handles one datagram from the server (see the module documentation).
     pub fn handle(&mut self, bytes: &[u8]) -> ClientIncoming {
+        let sealed = bytes.first().is_some_and(|&t| t & SEALED != 0);
+        let opened;
+        let bytes = match (sealed, &mut self.sealer) {
+            (false, _) => bytes,
+            (true, None) => return self.drop(ClientDropped::Forged),
+            (true, Some(sealer)) => match sealer.open(bytes) {
+                Ok(plain) => {
+                    opened = plain;
+                    &opened[..]
+                }
+                Err(SealError::Replayed) => return self.drop(ClientDropped::Replayed),
+                Err(SealError::Forged) => return self.drop(ClientDropped::Forged),
+                Err(SealError::Malformed) => return self.drop(ClientDropped::Malformed),
+            },
+        };
         let Ok(d) = Datagram::decode(bytes) else { return self.drop(ClientDropped::Malformed) };
+        // In a sealed session the server seals the welcome and everything after: the same
+        // datagrams plain are a forger's (challenges and rejects come before any key).
+        let needs_seal = matches!(
+            d,
+            Datagram::Welcome { .. }
+                | Datagram::Packet { .. }
+                | Datagram::DigestAnswer { .. }
+                | Datagram::Disconnect { .. }
+        );
+        if self.sealer.is_some() && needs_seal && !sealed {
+            return self.drop(ClientDropped::Unsealed);
+        }
         let connecting = matches!(self.state, ClientState::Connecting { .. });
         match d {
             Datagram::Challenge { nonce, .. } | Datagram::Welcome { nonce, .. } | Datagram::Reject { nonce, .. }

@@ -8,7 +8,9 @@
 use std::fmt;
 
 /// The protocol version a hello carries; a server refuses any other.
-pub const PROTOCOL_VERSION: u16 = 1;
+/// Version 2: hellos carry a join ticket field (empty, or [`TICKET_BYTES`] bytes), and a session
+/// may be sealed ([`super::seal`]).
+pub const PROTOCOL_VERSION: u16 = 2;
 
 /// The smallest hello (with or without cookie) a server answers: the hello is padded with zeros
 /// to this size, so a reply to it (a challenge, [`CHALLENGE_BYTES`], or a reject,
@@ -34,12 +36,19 @@ pub const MAX_PAYLOAD: usize = crate::wire::packet::MAX_MTU;
 /// Bytes of the header of a packet or feedback datagram (type and token).
 pub const SESSION_HEADER_BYTES: usize = 1 + 8;
 
-/// The largest datagram of a session: a packet of [`MAX_PAYLOAD`] bytes with its header (a
-/// hello of [`MAX_CLASSES`] checksums is smaller). A transport's receive buffer needs this much.
-pub const MAX_DATAGRAM: usize = SESSION_HEADER_BYTES + MAX_PAYLOAD;
+/// The largest plain datagram: a packet of [`MAX_PAYLOAD`] bytes with its header (a hello of
+/// [`MAX_CLASSES`] checksums and a ticket is smaller).
+pub const MAX_PLAIN_DATAGRAM: usize = SESSION_HEADER_BYTES + MAX_PAYLOAD;
+
+/// The largest datagram of a session: the largest plain one, sealed
+/// ([`SEAL_OVERHEAD`](super::seal::SEAL_OVERHEAD) more). A transport's receive buffer needs
+/// this much.
+pub const MAX_DATAGRAM: usize = MAX_PLAIN_DATAGRAM + super::seal::SEAL_OVERHEAD;
+
+pub use super::ticket::TICKET_BYTES;
 
 const _: () = assert!(CHALLENGE_BYTES <= MIN_HELLO_BYTES && REJECT_BYTES <= MIN_HELLO_BYTES);
-const _: () = assert!(1 + 2 + 8 + 8 + 2 + 8 * MAX_CLASSES <= MAX_DATAGRAM);
+const _: () = assert!(1 + 2 + 8 + 8 + 2 + 8 * MAX_CLASSES + 2 + TICKET_BYTES <= MAX_PLAIN_DATAGRAM);
 
 /// The type byte, first in every datagram.
 pub mod kind {
@@ -77,6 +86,8 @@ pub struct Hello {
     pub cookie: Option<u64>,
     /// The client's layout checksums, in class-id order.
     pub checksums: Vec<u64>,
+    /// The join ticket of a sealed session ([`super::ticket`]), as the backend issued it.
+    pub ticket: Option<Vec<u8>>,
 }
 
 /// Why a server refused a hello.
@@ -98,6 +109,22 @@ pub enum RejectReason {
     Full,
     /// The address already has a session started by another hello.
     AddressInUse,
+    /// The join ticket: see [`TicketRefusal`].
+    Ticket(TicketRefusal),
+}
+
+/// What was wrong with a hello's join ticket.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TicketRefusal {
+    /// The server seals its sessions and the hello had no ticket.
+    Missing,
+    /// The server does not seal its sessions: a client that asked for a sealed one is told so
+    /// rather than left on a plain one.
+    NotSealed,
+    /// It does not open with the server's key (forged, altered, another deployment's).
+    Forged,
+    /// It has expired.
+    Expired,
 }
 
 impl fmt::Display for RejectReason {
@@ -110,6 +137,10 @@ impl fmt::Display for RejectReason {
             }
             RejectReason::Full => write!(f, "the server is full"),
             RejectReason::AddressInUse => write!(f, "this address already has a session"),
+            RejectReason::Ticket(TicketRefusal::Missing) => write!(f, "the server needs a join ticket"),
+            RejectReason::Ticket(TicketRefusal::NotSealed) => write!(f, "the server does not take join tickets"),
+            RejectReason::Ticket(TicketRefusal::Forged) => write!(f, "the join ticket is not the server's"),
+            RejectReason::Ticket(TicketRefusal::Expired) => write!(f, "the join ticket has expired"),
         }
     }
 }
@@ -239,6 +270,8 @@ pub enum FrameError {
     BadPayload(usize),
     /// A reject reason, disconnect reason or digest status that does not exist.
     BadCode(u8),
+    /// A hello's ticket of another length than [`TICKET_BYTES`] (0: none).
+    BadTicket(usize),
 }
 
 impl fmt::Display for FrameError {
@@ -255,6 +288,7 @@ impl fmt::Display for FrameError {
             FrameError::TooManyClasses(n) => write!(f, "{n} classes (at most {MAX_CLASSES})"),
             FrameError::BadPayload(n) => write!(f, "payload of {n} bytes (1..={MAX_PAYLOAD})"),
             FrameError::BadCode(c) => write!(f, "unknown reason or status code {c}"),
+            FrameError::BadTicket(n) => write!(f, "join ticket of {n} bytes (0 or {TICKET_BYTES})"),
         }
     }
 }
@@ -334,6 +368,15 @@ fn reject_code(r: RejectReason) -> (u8, u16) {
         RejectReason::Checksum { class } => (3, class),
         RejectReason::Full => (4, 0),
         RejectReason::AddressInUse => (5, 0),
+        RejectReason::Ticket(t) => (
+            6,
+            match t {
+                TicketRefusal::Missing => 0,
+                TicketRefusal::NotSealed => 1,
+                TicketRefusal::Forged => 2,
+                TicketRefusal::Expired => 3,
+            },
+        ),
     }
 }
 
@@ -365,6 +408,10 @@ impl Datagram<'_> {
                     out.extend_from_slice(&c.to_le_bytes());
                 }
                 put_checksums(&mut out, &h.checksums);
+                // A ticket of another length is a caller bug the other side refuses.
+                let ticket = h.ticket.as_deref().unwrap_or_default();
+                out.extend_from_slice(&(ticket.len() as u16).to_le_bytes());
+                out.extend_from_slice(ticket);
                 if out.len() < MIN_HELLO_BYTES {
                     out.resize(MIN_HELLO_BYTES, 0);
                 }
@@ -436,10 +483,15 @@ impl<'a> Datagram<'a> {
                 let nonce = r.u64()?;
                 let cookie = if t == kind::HELLO_COOKIE { Some(r.u64()?) } else { None };
                 let checksums = r.checksums()?;
+                let ticket = match r.u16()? as usize {
+                    0 => None,
+                    TICKET_BYTES => Some(r.take(TICKET_BYTES)?.to_vec()),
+                    n => return Err(FrameError::BadTicket(n)),
+                };
                 if r.rest().iter().any(|&b| b != 0) {
                     return Err(FrameError::BadPadding);
                 }
-                Datagram::Hello(Hello { version, nonce, cookie, checksums })
+                Datagram::Hello(Hello { version, nonce, cookie, checksums, ticket })
             }
             kind::CHALLENGE => Datagram::Challenge { nonce: r.u64()?, cookie: r.u64()? },
             kind::WELCOME => {
@@ -456,6 +508,13 @@ impl<'a> Datagram<'a> {
                     3 => RejectReason::Checksum { class: detail },
                     4 => RejectReason::Full,
                     5 => RejectReason::AddressInUse,
+                    6 => RejectReason::Ticket(match detail {
+                        0 => TicketRefusal::Missing,
+                        1 => TicketRefusal::NotSealed,
+                        2 => TicketRefusal::Forged,
+                        3 => TicketRefusal::Expired,
+                        _ => return Err(FrameError::BadCode(6)),
+                    }),
                     c => return Err(FrameError::BadCode(c)),
                 };
                 Datagram::Reject { nonce, reason, server_version }
@@ -507,11 +566,25 @@ mod tests {
 
     fn samples() -> Vec<Datagram<'static>> {
         vec![
-            Datagram::Hello(Hello { version: 1, nonce: 7, cookie: None, checksums: vec![1, 2, 3] }),
-            Datagram::Hello(Hello { version: 1, nonce: 7, cookie: Some(9), checksums: vec![u64::MAX; 8] }),
+            Datagram::Hello(Hello { version: 1, nonce: 7, cookie: None, checksums: vec![1, 2, 3], ticket: None }),
+            Datagram::Hello(Hello {
+                version: 1,
+                nonce: 7,
+                cookie: Some(9),
+                checksums: vec![u64::MAX; 8],
+                ticket: None,
+            }),
+            Datagram::Hello(Hello {
+                version: 2,
+                nonce: 7,
+                cookie: Some(9),
+                checksums: vec![3; 2],
+                ticket: Some(vec![0xab; TICKET_BYTES]),
+            }),
             Datagram::Challenge { nonce: 7, cookie: 9 },
             Datagram::Welcome { nonce: 7, token: 11, tick_rate: 30, checksums: vec![5] },
             Datagram::Reject { nonce: 7, reason: RejectReason::Checksum { class: 3 }, server_version: 1 },
+            Datagram::Reject { nonce: 7, reason: RejectReason::Ticket(TicketRefusal::Expired), server_version: 2 },
             Datagram::Packet { token: 11, payload: &[1, 2, 3] },
             Datagram::Feedback { token: 11, payload: &[4] },
             Datagram::DigestRequest { token: 11, id: 2 },
@@ -543,14 +616,17 @@ mod tests {
     fn sizes_are_what_the_constants_say() {
         let s = samples();
         assert_eq!(s[0].encode().len(), MIN_HELLO_BYTES);
-        assert_eq!(s[2].encode().len(), CHALLENGE_BYTES);
-        assert_eq!(s[4].encode().len(), REJECT_BYTES);
-        assert_eq!(s[8].encode().len(), DIGEST_ANSWER_BYTES);
+        assert_eq!(s[3].encode().len(), CHALLENGE_BYTES);
+        assert_eq!(s[5].encode().len(), REJECT_BYTES);
+        assert_eq!(s[6].encode().len(), REJECT_BYTES);
+        assert_eq!(s[10].encode().len(), DIGEST_ANSWER_BYTES);
     }
 
     #[test]
     fn limits_are_enforced_at_their_edges() {
-        let hello = |n: usize| Datagram::Hello(Hello { version: 1, nonce: 0, cookie: None, checksums: vec![0; n] });
+        let hello = |n: usize| {
+            Datagram::Hello(Hello { version: 1, nonce: 0, cookie: None, checksums: vec![0; n], ticket: None })
+        };
         assert!(Datagram::decode(&hello(MAX_CLASSES).encode()).is_ok());
         let mut over = hello(MAX_CLASSES).encode();
         over[11..13].copy_from_slice(&(MAX_CLASSES as u16 + 1).to_le_bytes());
@@ -560,7 +636,12 @@ mod tests {
         assert!(Datagram::decode(&Datagram::Packet { token: 1, payload: &big }.encode()).is_ok());
         let mut too_big = Datagram::Packet { token: 1, payload: &big }.encode();
         too_big.push(0);
+        assert_eq!(Datagram::decode(&too_big), Err(FrameError::BadPayload(MAX_PAYLOAD + 1)));
+        too_big.resize(MAX_DATAGRAM + 1, 0);
         assert_eq!(Datagram::decode(&too_big), Err(FrameError::TooLong(MAX_DATAGRAM + 1)));
+        let mut ticketed = hello(0).encode();
+        ticketed[13..15].copy_from_slice(&(TICKET_BYTES as u16 - 1).to_le_bytes());
+        assert_eq!(Datagram::decode(&ticketed), Err(FrameError::BadTicket(TICKET_BYTES - 1)));
         assert_eq!(Datagram::decode(&[kind::PACKET, 0, 0, 0, 0, 0, 0, 0, 0]), Err(FrameError::BadPayload(0)));
         let mut padded = hello(0).encode();
         *padded.last_mut().unwrap() = 1;

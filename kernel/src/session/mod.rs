@@ -1,6 +1,8 @@
 //! Sessions over datagrams: a stateless handshake, a session token, and framing that lets a
-//! transport tell every kind of datagram apart on one socket. The kernel's packets and feedback
-//! ride inside; the transport (a `UdpSocket`, anything that moves datagrams) is the game's.
+//! transport tell every kind of datagram apart on one socket — and, with a join ticket from the
+//! game's backend, sealed sessions that nobody on the path can read, forge, alter or replay
+//! ([`ticket`], [`seal`]). The kernel's packets and feedback ride inside; the transport (a
+//! `UdpSocket`, anything that moves datagrams) is the game's.
 //!
 //! # Handshake (UE's stateless handshake)
 //! ```text
@@ -22,14 +24,15 @@
 //! # Datagrams
 //! One type byte, then fields, little-endian:
 //! ```text
-//! 0x01 hello          | 01 | version u16 | nonce u64 | n u16 | checksum u64 × n | 00… to 48 bytes |
+//! 0x01 hello          | 01 | version u16 | nonce u64 | n u16 | checksum u64 × n | ticket length u16 (0 or 121) | ticket | 00… to 48 bytes |
 //! 0x02 challenge      | 02 | nonce u64 | cookie u64 |                                    17 bytes
-//! 0x03 hello+cookie   | 03 | version u16 | nonce u64 | cookie u64 | n u16 | checksum u64 × n | 00… to 48 |
+//! 0x03 hello+cookie   | 03 | version u16 | nonce u64 | cookie u64 | n u16 | checksum u64 × n | ticket length u16 | ticket | 00… to 48 |
 //! 0x04 welcome        | 04 | nonce u64 | token u64 | tick rate u16 | n u16 | checksum u64 × n |
 //! 0x05 reject         | 05 | nonce u64 | reason u8 | server version u16 | detail u16 | 14 bytes
 //!                       reason: 1 version, 2 class count (detail: the server's),
 //!                       3 checksum (detail: the first class that differs), 4 full,
-//!                       5 address in use
+//!                       5 address in use, 6 ticket (detail: 0 missing, 1 server does not
+//!                       seal, 2 forged or another deployment's, 3 expired)
 //! 0x10 packet         | 10 | token u64 | kernel packet (1..=8192 bytes) |
 //! 0x11 feedback       | 11 | token u64 | kernel feedback (1..=8192 bytes) |
 //! 0x12 digest request | 12 | token u64 | id u32 |
@@ -38,6 +41,8 @@
 //!                       2 ready (digest of what the client should hold once it has every
 //!                       packet up to seq)
 //! 0x14 disconnect     | 14 | token u64 | reason u8 (0 closed, 1 timed out) |
+//! 0x84, 0x90…0x94     the welcome and 0x10…0x14 sealed: | type | 0x80 | nonce or token u64 |
+//!                       counter u64 | encrypted fields | tag [u8; 16] |   (see [`seal`])
 //! ```
 //!
 //! Everything received is hostile: [`frame::Datagram::decode`] checks every length before
@@ -47,7 +52,29 @@
 //! wrong nonce, bad cookie). A server keeps nothing for a client before its cookie comes back,
 //! at most [`ServerConfig::max_sessions`] sessions after, and ends idle ones
 //! ([`SessionServer::expire`]). Tokens and cookies are keyed hashes, **not cryptography**
-//! ([`cookie`] says what they are good for). There is no encryption.
+//! ([`cookie`] says what they are good for): a plain session is safe from a blind third party,
+//! not from one who reads the traffic. A sealed session ([`ServerConfig::sealed`],
+//! [`SessionClient::with_ticket`]) is: XChaCha20-Poly1305 with per-direction keys from a join
+//! ticket, a counter per datagram and a replay window.
+//!
+//! ```
+//! use shadowrep::session::{ticket, SessionKeys, TicketKey};
+//! use std::time::{Duration, SystemTime, UNIX_EPOCH};
+//!
+//! // The backend and the game servers share a key (from the deployment's secret store).
+//! let key = TicketKey::from_bytes([0x5a; 32]);
+//! // A player is matched: the backend issues a ticket good for a minute, and its keys...
+//! let keys = SessionKeys::generate()?;
+//! let expires = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs() + 60;
+//! let t = ticket::issue(&key, 1234, expires, &keys)?;
+//! // ...sends both to the player over HTTPS; the client says hello with
+//! // `SessionClient::with_ticket(layouts, nonce, t, &keys)`, the server, built with
+//! // `ServerConfig::new(checksums).sealed(key)`, opens the ticket:
+//! let claims = ticket::open(&key, &t, SystemTime::now())?;
+//! assert_eq!(claims.player, 1234);
+//! assert!(ticket::open(&key, &t, SystemTime::now() + Duration::from_secs(61)).is_err());
+//! # Ok::<(), shadowrep::session::TicketError>(())
+//! ```
 //!
 //! # State digests
 //! [`digest`] reduces "what a client holds" to one number the server can compute for a
@@ -61,10 +88,16 @@ pub mod client;
 pub mod cookie;
 pub mod digest;
 pub mod frame;
+pub mod seal;
 pub mod server;
+pub mod ticket;
 
 pub use client::{ClientIncoming, ClientState, SessionClient};
 pub use cookie::random_u64;
 pub use digest::{client_digest, expected_digest, StateDigest};
-pub use frame::{Datagram, DigestStatus, DisconnectReason, RejectReason, MAX_DATAGRAM, PROTOCOL_VERSION};
+pub use frame::{
+    Datagram, DigestStatus, DisconnectReason, RejectReason, TicketRefusal, MAX_DATAGRAM, PROTOCOL_VERSION,
+};
+pub use seal::{SealError, Sealer};
 pub use server::{Incoming, JoinRequest, ServerConfig, SessionServer};
+pub use ticket::{SessionKeys, TicketClaims, TicketError, TicketKey};

@@ -20,6 +20,13 @@
 //!   anything a server never receives      → Dropped(Unexpected)
 //! ```
 //!
+//! With [`ServerConfig::tickets`] the server seals its sessions ([`super::seal`]): a hello must
+//! carry a join ticket that opens with the key and has not expired (else a reject naming
+//! why, sent once the cookie came back: the address has proved itself), the welcome and
+//! everything after are sealed with the ticket's keys, and a session datagram that does not
+//! open (`Dropped(Forged)`), comes again (`Dropped(Replayed)`) or comes plain
+//! (`Dropped(Unsealed)`: a forger who read the token) is dropped before anything reads it.
+//!
 //! Every reply to a datagram from an address that has not proved itself (a challenge or a
 //! reject) is at most as large as that datagram (hellos are at least
 //! [`MIN_HELLO_BYTES`](super::frame::MIN_HELLO_BYTES)). Sessions are capped
@@ -28,11 +35,16 @@
 
 use super::cookie::{CookieJar, Keyed};
 use super::digest::StateDigest;
-use super::frame::{Datagram, DigestAnswer, DigestStatus, DisconnectReason, Hello, RejectReason, PROTOCOL_VERSION};
+use super::frame::{
+    Datagram, DigestAnswer, DigestStatus, DisconnectReason, Hello, RejectReason, TicketRefusal, PROTOCOL_VERSION,
+};
+use super::seal::{SealError, Sealer, SEALED};
+use super::ticket::{self, TicketClaims, TicketError, TicketKey};
 use crate::ids::ConnectionId;
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 /// What a [`SessionServer`] accepts.
 #[derive(Clone, Debug)]
@@ -47,12 +59,28 @@ pub struct ServerConfig {
     pub idle_timeout: Duration,
     /// A secret mixed into the cookie and token key besides the random one (0: none).
     pub secret: u128,
+    /// The deployment's ticket key: when set, every session is sealed and a hello needs a join
+    /// ticket the key opens ([`super::ticket`]).
+    pub tickets: Option<TicketKey>,
 }
 
 impl ServerConfig {
     /// Defaults for a driver's checksums: 30 Hz, 256 sessions, 5 s idle timeout.
     pub fn new(checksums: Vec<u64>) -> Self {
-        Self { checksums, tick_rate: 30, max_sessions: 256, idle_timeout: Duration::from_secs(5), secret: 0 }
+        Self {
+            checksums,
+            tick_rate: 30,
+            max_sessions: 256,
+            idle_timeout: Duration::from_secs(5),
+            secret: 0,
+            tickets: None,
+        }
+    }
+
+    /// The same, sealing every session with the keys of tickets `key` opens.
+    pub fn sealed(mut self, key: TicketKey) -> Self {
+        self.tickets = Some(key);
+        self
     }
 }
 
@@ -69,6 +97,13 @@ pub enum Dropped {
     BadToken,
     /// A datagram only a server sends.
     Unexpected,
+    /// A sealed datagram that does not open with its session's key (or a sealed one to a
+    /// server that does not seal).
+    Forged,
+    /// A sealed datagram whose counter came before.
+    Replayed,
+    /// A plain session datagram in a sealed session.
+    Unsealed,
 }
 
 /// Counters of a [`SessionServer`].
@@ -94,6 +129,12 @@ pub struct ServerStats {
     pub unexpected: u64,
     /// Sessions ended (by the client, by [`SessionServer::expire`] or by the game).
     pub ended: u64,
+    /// Datagrams dropped: sealed, and did not open.
+    pub forged: u64,
+    /// Datagrams dropped: sealed, counter seen before.
+    pub replayed: u64,
+    /// Datagrams dropped: plain, in a sealed session.
+    pub unsealed: u64,
 }
 
 /// What the game does with a datagram.
@@ -108,8 +149,8 @@ pub enum Incoming<'a> {
     Feedback {
         /// The session's connection.
         conn: ConnectionId,
-        /// The feedback.
-        payload: &'a [u8],
+        /// The feedback (opened, in a sealed session).
+        payload: Cow<'a, [u8]>,
     },
     /// The client asks for the digest of what it should hold: answer with
     /// [`SessionServer::digest_answer`].
@@ -135,6 +176,9 @@ pub struct JoinRequest {
     pub addr: SocketAddr,
     /// Its hello's nonce.
     pub nonce: u64,
+    /// What its join ticket says (a sealing server's joins all have one): the player the
+    /// backend issued it to, for the game to map the connection to.
+    pub ticket: Option<TicketClaims>,
 }
 
 struct Session {
@@ -144,6 +188,19 @@ struct Session {
     heard: Instant,
     /// Sequence number of the last packet sent (0: none).
     last_seq: u32,
+    /// A sealed session's keys at work.
+    sealer: Option<Sealer>,
+}
+
+impl Session {
+    /// A datagram this session sends: sealed when the session is.
+    fn frame(&mut self, d: &Datagram<'_>) -> Vec<u8> {
+        let plain = d.encode();
+        match &mut self.sealer {
+            Some(s) => s.seal(&plain).expect("a session seals the datagrams it sends"),
+            None => plain,
+        }
+    }
 }
 
 /// See the module documentation.
@@ -217,6 +274,9 @@ impl SessionServer {
 
     /// Handles one datagram from `from` (see the module documentation).
     pub fn handle<'a>(&mut self, from: SocketAddr, bytes: &'a [u8], now: Instant) -> Incoming<'a> {
+        if bytes.first().is_some_and(|&t| t & SEALED != 0) {
+            return self.handle_sealed(from, bytes, now);
+        }
         let d = match Datagram::decode(bytes) {
             Ok(d) => d,
             Err(_) => {
@@ -242,21 +302,84 @@ impl SessionServer {
             self.stats.bad_token += 1;
             return Incoming::Dropped(Dropped::BadToken);
         }
+        if s.sealer.is_some() {
+            self.stats.unsealed += 1;
+            return Incoming::Dropped(Dropped::Unsealed);
+        }
         s.heard = now;
-        let conn = s.conn;
+        Self::session_datagram(s.conn, d, |conn| self.end(conn))
+    }
+
+    /// What an accepted session datagram (plain, or opened) asks of the game.
+    fn session_datagram<'a>(conn: ConnectionId, d: Datagram<'a>, end: impl FnOnce(ConnectionId)) -> Incoming<'a> {
         match d {
-            Datagram::Feedback { payload, .. } => Incoming::Feedback { conn, payload },
+            Datagram::Feedback { payload, .. } => Incoming::Feedback { conn, payload: Cow::Borrowed(payload) },
             Datagram::DigestRequest { id, .. } => Incoming::DigestRequest { conn, id },
             _ => {
-                self.end(conn);
+                end(conn);
                 Incoming::Disconnected { conn }
             }
         }
     }
 
+    /// A sealed datagram: its session's, opened, or dropped.
+    fn handle_sealed<'a>(&mut self, from: SocketAddr, bytes: &'a [u8], now: Instant) -> Incoming<'a> {
+        let Some(s) = self.sessions.get_mut(&from) else {
+            self.stats.unknown_address += 1;
+            return Incoming::Dropped(Dropped::UnknownAddress);
+        };
+        let Some(sealer) = &mut s.sealer else {
+            self.stats.forged += 1;
+            return Incoming::Dropped(Dropped::Forged);
+        };
+        match super::seal::sealed_header(bytes) {
+            Some((_, id)) if id != s.token => {
+                self.stats.bad_token += 1;
+                return Incoming::Dropped(Dropped::BadToken);
+            }
+            Some(_) => {}
+            None => {
+                self.stats.malformed += 1;
+                return Incoming::Dropped(Dropped::Malformed);
+            }
+        }
+        let plain = match sealer.open(bytes) {
+            Ok(p) => p,
+            Err(SealError::Replayed) => {
+                self.stats.replayed += 1;
+                return Incoming::Dropped(Dropped::Replayed);
+            }
+            Err(SealError::Forged | SealError::Malformed) => {
+                self.stats.forged += 1;
+                return Incoming::Dropped(Dropped::Forged);
+            }
+        };
+        let conn = s.conn;
+        let d = match Datagram::decode(&plain) {
+            // A client only seals what it may send; an opened hello or server datagram is a
+            // client bug, dropped as unexpected.
+            Ok(d @ (Datagram::Feedback { .. } | Datagram::DigestRequest { .. } | Datagram::Disconnect { .. })) => d,
+            Ok(_) => {
+                self.stats.unexpected += 1;
+                return Incoming::Dropped(Dropped::Unexpected);
+            }
+            Err(_) => {
+                self.stats.malformed += 1;
+                return Incoming::Dropped(Dropped::Malformed);
+            }
+        };
+        s.heard = now;
+        Self::session_datagram(conn, d, |conn| self.end(conn)).into_static()
+    }
+
     fn hello(&mut self, from: SocketAddr, h: &Hello, now: Instant) -> Incoming<'static> {
         if let Some(reason) = self.check_hello(h) {
             return self.reject(h.nonce, reason);
+        }
+        match (&self.cfg.tickets, &h.ticket) {
+            (Some(_), None) => return self.reject(h.nonce, RejectReason::Ticket(TicketRefusal::Missing)),
+            (None, Some(_)) => return self.reject(h.nonce, RejectReason::Ticket(TicketRefusal::NotSealed)),
+            _ => {}
         }
         let Some(cookie) = h.cookie else {
             self.stats.challenges += 1;
@@ -273,18 +396,22 @@ impl SessionServer {
             }
             s.heard = now;
             self.stats.welcomes_repeated += 1;
-            let token = s.token;
-            return Incoming::Reply(self.welcome(h.nonce, token));
+            let welcome = welcome(&self.cfg, h.nonce, s.token);
+            return Incoming::Reply(s.frame(&welcome));
         }
+        // The address has proved itself: a ticket is worth opening now.
+        let ticket = match (&self.cfg.tickets, &h.ticket) {
+            (Some(key), Some(t)) => match ticket::open(key, t, SystemTime::now()) {
+                Ok(claims) => Some(claims),
+                Err(TicketError::Expired) => return self.reject(h.nonce, RejectReason::Ticket(TicketRefusal::Expired)),
+                Err(_) => return self.reject(h.nonce, RejectReason::Ticket(TicketRefusal::Forged)),
+            },
+            _ => None,
+        };
         if self.sessions.len() >= self.cfg.max_sessions {
             return self.reject(h.nonce, RejectReason::Full);
         }
-        Incoming::Join(JoinRequest { addr: from, nonce: h.nonce })
-    }
-
-    fn welcome(&self, nonce: u64, token: u64) -> Vec<u8> {
-        Datagram::Welcome { nonce, token, tick_rate: self.cfg.tick_rate, checksums: self.cfg.checksums.clone() }
-            .encode()
+        Incoming::Join(JoinRequest { addr: from, nonce: h.nonce, ticket })
     }
 
     /// Opens the session of `join` on connection `conn` and returns the welcome to send to
@@ -296,10 +423,13 @@ impl SessionServer {
         self.minted += 1;
         // A token is never 0, so an all-zero header never matches.
         let token = self.tokens.hash(&(self.minted, join.addr, join.nonce)).max(1);
-        self.sessions.insert(join.addr, Session { conn, token, nonce: join.nonce, heard: now, last_seq: 0 });
+        let sealer = join.ticket.map(|t| Sealer::server(&t.keys));
+        let mut session = Session { conn, token, nonce: join.nonce, heard: now, last_seq: 0, sealer };
+        let welcome = session.frame(&welcome(&self.cfg, join.nonce, token));
+        self.sessions.insert(join.addr, session);
         self.by_conn.insert(conn, join.addr);
         self.stats.joins += 1;
-        Some(self.welcome(join.nonce, token))
+        Some(welcome)
     }
 
     /// The reject to send `join.addr` when the game has no room for it.
@@ -317,32 +447,36 @@ impl SessionServer {
         if let Ok(seq) = crate::wire::BitReader::new(payload).read_packed() {
             s.last_seq = u32::try_from(seq).unwrap_or(s.last_seq);
         }
-        Some((addr, Datagram::Packet { token: s.token, payload }.encode()))
+        let token = s.token;
+        Some((addr, s.frame(&Datagram::Packet { token, payload })))
     }
 
     /// The answer to a digest request of `conn`: `Some(digest)` makes it
     /// [`DigestStatus::Ready`] with the sequence number of the last packet sent; `None` with
     /// `status` Live or Busy.
     pub fn digest_answer(
-        &self,
+        &mut self,
         conn: ConnectionId,
         id: u32,
         status: DigestStatus,
         digest: Option<StateDigest>,
     ) -> Option<(SocketAddr, Vec<u8>)> {
         let addr = *self.by_conn.get(&conn)?;
-        let s = self.sessions.get(&addr)?;
+        let s = self.sessions.get_mut(&addr)?;
         let d = digest.unwrap_or_default();
         let answer = DigestAnswer { id, status, seq: s.last_seq, actors: d.actors, digest: d.hash };
-        Some((addr, Datagram::DigestAnswer { token: s.token, answer }.encode()))
+        let token = s.token;
+        Some((addr, s.frame(&Datagram::DigestAnswer { token, answer })))
     }
 
     /// Ends `conn`'s session and returns the disconnect to send it.
     pub fn disconnect(&mut self, conn: ConnectionId, reason: DisconnectReason) -> Option<(SocketAddr, Vec<u8>)> {
         let addr = self.by_conn.get(&conn).copied()?;
-        let token = self.sessions.get(&addr)?.token;
+        let s = self.sessions.get_mut(&addr)?;
+        let token = s.token;
+        let bytes = s.frame(&Datagram::Disconnect { token, reason });
         self.end(conn);
-        Some((addr, Datagram::Disconnect { token, reason }.encode()))
+        Some((addr, bytes))
     }
 
     fn end(&mut self, conn: ConnectionId) {
@@ -366,5 +500,26 @@ impl SessionServer {
             self.end(c);
         }
         gone
+    }
+}
+
+/// The welcome of a session.
+fn welcome(cfg: &ServerConfig, nonce: u64, token: u64) -> Datagram<'static> {
+    Datagram::Welcome { nonce, token, tick_rate: cfg.tick_rate, checksums: cfg.checksums.clone() }
+}
+
+impl Incoming<'_> {
+    /// The same, owning its bytes.
+    fn into_static(self) -> Incoming<'static> {
+        match self {
+            Incoming::Reply(b) => Incoming::Reply(b),
+            Incoming::Join(j) => Incoming::Join(j),
+            Incoming::Feedback { conn, payload } => {
+                Incoming::Feedback { conn, payload: Cow::Owned(payload.into_owned()) }
+            }
+            Incoming::DigestRequest { conn, id } => Incoming::DigestRequest { conn, id },
+            Incoming::Disconnected { conn } => Incoming::Disconnected { conn },
+            Incoming::Dropped(d) => Incoming::Dropped(d),
+        }
     }
 }

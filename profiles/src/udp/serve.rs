@@ -327,7 +327,7 @@ fn receive(
         },
         Incoming::Feedback { conn, payload } => {
             let driver = game.driver_mut();
-            if driver.heard_from(conn).is_err() || driver.receive_feedback(conn, payload).is_err() {
+            if driver.heard_from(conn).is_err() || driver.receive_feedback(conn, &payload).is_err() {
                 second.feedback_refused += 1;
             }
         }

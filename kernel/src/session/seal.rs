@@ -1,0 +1,299 @@
+//! Sealed sessions: every datagram after the hello encrypted and authenticated with the keys of
+//! a join ticket ([`super::ticket`]), so whoever reads the traffic can neither read it nor
+//! forge, alter or replay a datagram of it — the network can then only drop or delay.
+//!
+//! A sealed datagram is the plain one ([`super::frame`]) with the `0x80` bit set on its type,
+//! a counter after its first field, its fields after that encrypted, and a tag:
+//!
+//! ```text
+//! plain   | type | id u64 | fields… |                 id: the token (the welcome: the nonce)
+//! sealed  | type | 0x80 | id u64 | counter u64 | XChaCha20(fields…) | Poly1305 tag [u8; 16] |
+//!           nonce = id | counter | type | 0…   associated data = the first 17 bytes
+//! ```
+//!
+//! Each direction has its own key and counts from 1 (the welcome, sent again unchanged when
+//! it was lost, is 0), so a nonce is never used twice under one key: two sessions on one
+//! ticket differ in token and client nonce. A receiver opens a datagram before it believes any
+//! of it, then keeps its counter in a window of the last [`REPLAY_WINDOW`]: a counter seen
+//! before, or older than the window, is a replay and is dropped.
+
+use chacha20poly1305::aead::{AeadInOut, KeyInit};
+use chacha20poly1305::{Tag, XChaCha20Poly1305, XNonce};
+use std::fmt;
+
+use super::frame::kind;
+use super::ticket::SessionKeys;
+
+/// Set on the type byte of a sealed datagram.
+pub const SEALED: u8 = 0x80;
+
+/// Bytes a sealed datagram adds to the plain one: the counter and the tag.
+pub const SEAL_OVERHEAD: usize = 8 + 16;
+
+/// Counters a receiver remembers: an older one is dropped as a replay.
+pub const REPLAY_WINDOW: u64 = 256;
+
+/// Why a sealed datagram was not opened.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SealError {
+    /// Not a sealed datagram: too short, or a type that is never sealed.
+    Malformed,
+    /// It does not open with the session's key: forged, altered, or another session's.
+    Forged,
+    /// Its counter was seen before, or is older than the window.
+    Replayed,
+}
+
+impl fmt::Display for SealError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SealError::Malformed => write!(f, "not a sealed datagram"),
+            SealError::Forged => write!(f, "sealed datagram does not open with the session's key"),
+            SealError::Replayed => write!(f, "sealed datagram replayed (counter seen or too old)"),
+        }
+    }
+}
+
+impl std::error::Error for SealError {}
+
+/// The types a session seals: the welcome and everything after it.
+fn sealable(t: u8) -> bool {
+    t == kind::WELCOME || (kind::PACKET..=kind::DISCONNECT).contains(&t)
+}
+
+/// The type and id of a sealed datagram, read before opening it (a server finds the session
+/// by address and checks the token first, so a stranger's datagram costs no decryption).
+pub fn sealed_header(bytes: &[u8]) -> Option<(u8, u64)> {
+    let t = *bytes.first()?;
+    if t & SEALED == 0 || !sealable(t & !SEALED) || bytes.len() < 1 + 8 + SEAL_OVERHEAD {
+        return None;
+    }
+    Some((t & !SEALED, u64::from_le_bytes(bytes[1..9].try_into().ok()?)))
+}
+
+/// Counters seen, the newest [`REPLAY_WINDOW`] of them.
+#[derive(Clone, Debug, Default)]
+struct ReplayWindow {
+    highest: u64,
+    /// Bit `i` of word `i / 64`: counter `highest - i` was seen.
+    seen: [u64; (REPLAY_WINDOW / 64) as usize],
+}
+
+impl ReplayWindow {
+    fn fresh(&self, c: u64) -> bool {
+        if c > self.highest {
+            return true;
+        }
+        let back = self.highest - c;
+        back < REPLAY_WINDOW && self.seen[(back / 64) as usize] >> (back % 64) & 1 == 0
+    }
+
+    fn mark(&mut self, c: u64) {
+        if c > self.highest {
+            let shift = c - self.highest;
+            self.highest = c;
+            if shift >= REPLAY_WINDOW {
+                self.seen = Default::default();
+            } else {
+                // Shift the whole bit string by `shift` towards older counters.
+                let (words, bits) = ((shift / 64) as usize, (shift % 64) as u32);
+                let n = self.seen.len();
+                for i in (0..n).rev() {
+                    let lo = i.checked_sub(words).map_or(0, |j| self.seen[j]);
+                    let carry = match (bits, i.checked_sub(words + 1)) {
+                        (0, _) | (_, None) => 0,
+                        (b, Some(j)) => self.seen[j] >> (64 - b),
+                    };
+                    self.seen[i] = lo.checked_shl(bits).unwrap_or(0) | carry;
+                }
+            }
+        }
+        let back = self.highest - c;
+        self.seen[(back / 64) as usize] |= 1 << (back % 64);
+    }
+}
+
+/// One end of a sealed session: seals what it sends, opens what it receives.
+pub struct Sealer {
+    send: XChaCha20Poly1305,
+    receive: XChaCha20Poly1305,
+    sent: u64,
+    window: ReplayWindow,
+}
+
+impl fmt::Debug for Sealer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Sealer").field("sent", &self.sent).field("highest", &self.window.highest).finish()
+    }
+}
+
+fn nonce(t: u8, id: u64, counter: u64) -> XNonce {
+    let mut n = [0u8; 24];
+    n[..8].copy_from_slice(&id.to_le_bytes());
+    n[8..16].copy_from_slice(&counter.to_le_bytes());
+    n[16] = t;
+    XNonce::from(n)
+}
+
+impl Sealer {
+    /// The client's end.
+    pub fn client(keys: &SessionKeys) -> Self {
+        Self::new(&keys.client_to_server, &keys.server_to_client)
+    }
+
+    /// The server's end.
+    pub fn server(keys: &SessionKeys) -> Self {
+        Self::new(&keys.server_to_client, &keys.client_to_server)
+    }
+
+    fn new(send: &[u8; 32], receive: &[u8; 32]) -> Self {
+        Self {
+            send: XChaCha20Poly1305::new(&(*send).into()),
+            receive: XChaCha20Poly1305::new(&(*receive).into()),
+            sent: 0,
+            window: ReplayWindow::default(),
+        }
+    }
+
+    /// Seals a plain datagram of a sealable type (`plain` as [`super::frame::Datagram::encode`]
+    /// wrote it); `None` for any other bytes (a caller bug: the session seals only its own).
+    pub fn seal(&mut self, plain: &[u8]) -> Option<Vec<u8>> {
+        let t = *plain.first()?;
+        if !sealable(t) || plain.len() < 9 {
+            return None;
+        }
+        let counter = if t == kind::WELCOME {
+            0
+        } else {
+            self.sent += 1;
+            self.sent
+        };
+        let mut out = Vec::with_capacity(plain.len() + SEAL_OVERHEAD);
+        out.push(t | SEALED);
+        out.extend_from_slice(&plain[1..9]);
+        out.extend_from_slice(&counter.to_le_bytes());
+        out.extend_from_slice(&plain[9..]);
+        let id = u64::from_le_bytes(plain[1..9].try_into().ok()?);
+        let (head, body) = out.split_at_mut(17);
+        let tag = self.send.encrypt_inout_detached(&nonce(t, id, counter), head, body.into()).ok()?;
+        out.extend_from_slice(&tag);
+        Some(out)
+    }
+
+    /// Opens a sealed datagram: the plain datagram's bytes, or why not. The counter is kept
+    /// only once the datagram opened, so a forger cannot move the window.
+    pub fn open(&mut self, sealed: &[u8]) -> Result<Vec<u8>, SealError> {
+        let (t, id) = sealed_header(sealed).ok_or(SealError::Malformed)?;
+        let counter = u64::from_le_bytes(sealed[9..17].try_into().map_err(|_| SealError::Malformed)?);
+        // The welcome is counter 0 and nothing else is; the window holds the rest.
+        let welcome = t == kind::WELCOME;
+        if welcome != (counter == 0) || (!welcome && !self.window.fresh(counter)) {
+            return Err(SealError::Replayed);
+        }
+        let (body, tag) = sealed[17..].split_at(sealed.len() - 17 - 16);
+        let tag = Tag::try_from(tag).map_err(|_| SealError::Malformed)?;
+        let mut plain = Vec::with_capacity(9 + body.len());
+        plain.push(t);
+        plain.extend_from_slice(&id.to_le_bytes());
+        plain.extend_from_slice(body);
+        self.receive
+            .decrypt_inout_detached(&nonce(t, id, counter), &sealed[..17], (&mut plain[9..]).into(), &tag)
+            .map_err(|_| SealError::Forged)?;
+        if !welcome {
+            self.window.mark(counter);
+        }
+        Ok(plain)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pair() -> (Sealer, Sealer) {
+        let keys = SessionKeys::generate().unwrap();
+        (Sealer::client(&keys), Sealer::server(&keys))
+    }
+
+    fn packet(token: u64, payload: &[u8]) -> Vec<u8> {
+        [&[kind::PACKET][..], &token.to_le_bytes(), payload].concat()
+    }
+
+    #[test]
+    fn what_one_end_seals_the_other_opens_once() {
+        let (mut c, mut s) = pair();
+        let plain = packet(9, b"hello world");
+        let sealed = s.seal(&plain).unwrap();
+        assert_eq!(sealed.len(), plain.len() + SEAL_OVERHEAD);
+        assert!(!sealed.windows(5).any(|w| w == b"hello"), "the payload is encrypted");
+        assert_eq!(c.open(&sealed).unwrap(), plain);
+        assert_eq!(c.open(&sealed), Err(SealError::Replayed));
+        // A client cannot open its own datagrams as the server's (per-direction keys).
+        let feedback = [&[kind::FEEDBACK][..], &9u64.to_le_bytes(), b"x"].concat();
+        let (first, second) = (c.seal(&feedback).unwrap(), c.seal(&feedback).unwrap());
+        assert_eq!(c.open(&second), Err(SealError::Forged), "counter 2 is fresh here, the key is not");
+        assert!(s.open(&first).is_ok() && s.open(&second).is_ok());
+    }
+
+    #[test]
+    fn every_altered_byte_is_refused() {
+        let (mut c, mut s) = pair();
+        let sealed = s.seal(&packet(3, &[1, 2, 3, 4])).unwrap();
+        for i in 0..sealed.len() {
+            let mut bad = sealed.clone();
+            bad[i] ^= 0x40;
+            assert!(c.open(&bad).is_err(), "byte {i}");
+        }
+        assert!(c.open(&sealed).is_ok(), "the forgeries moved nothing");
+    }
+
+    #[test]
+    fn the_window_takes_late_datagrams_once_and_drops_old_ones() {
+        let (mut c, mut s) = pair();
+        let sealed: Vec<Vec<u8>> = (0..600).map(|i| s.seal(&packet(1, &[i as u8])).unwrap()).collect();
+        // Counters 1..=600: take 300 first, then late ones inside and outside the window.
+        assert!(c.open(&sealed[299]).is_ok());
+        assert!(c.open(&sealed[100]).is_ok(), "counter 101 is 199 behind: inside");
+        assert_eq!(c.open(&sealed[100]), Err(SealError::Replayed));
+        assert_eq!(c.open(&sealed[20]), Err(SealError::Replayed), "counter 21 is 279 behind: outside");
+        for i in [300, 302, 301, 599, 400, 350] {
+            assert!(c.open(&sealed[i]).is_ok(), "{i}");
+        }
+        for i in [300, 599, 400, 350, 343 - 1] {
+            assert_eq!(c.open(&sealed[i]), Err(SealError::Replayed), "{i}");
+        }
+        assert!(c.open(&sealed[598]).is_ok());
+    }
+
+    #[test]
+    fn a_welcome_is_counter_zero_and_sent_again_unchanged() {
+        let (mut c, mut s) = pair();
+        let welcome = [&[kind::WELCOME][..], &77u64.to_le_bytes(), &[5; 20]].concat();
+        let a = s.seal(&welcome).unwrap();
+        assert_eq!(s.seal(&welcome).unwrap(), a, "the same welcome, the same bytes");
+        assert_eq!(c.open(&a).unwrap(), welcome);
+        assert_eq!(s.seal(&[kind::HELLO; 48]), None, "a hello is never sealed");
+        let p = s.seal(&packet(1, b"p")).unwrap();
+        assert_eq!(u64::from_le_bytes(p[9..17].try_into().unwrap()), 1, "packets count from 1");
+    }
+
+    #[test]
+    fn the_window_matches_a_set_of_seen_counters() {
+        // The bit window against a plain set, over shifts of every size.
+        let mut w = ReplayWindow::default();
+        let mut seen = std::collections::BTreeSet::new();
+        let mut x = 12345u64;
+        for _ in 0..20_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let c = (w.highest + 40).saturating_sub(x % 400).max(1);
+            let expect = !seen.contains(&c) && c + REPLAY_WINDOW > w.highest.max(c);
+            assert_eq!(w.fresh(c), expect, "counter {c}, highest {}", w.highest);
+            if expect {
+                w.mark(c);
+                seen.insert(c);
+            }
+        }
+    }
+}

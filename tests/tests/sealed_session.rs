@@ -1,0 +1,287 @@
+//! Sealed sessions (`shadowrep::session::{ticket, seal}`): a join ticket from the game's
+//! backend opens a session whose datagrams only its two ends can read or write. Someone who
+//! reads the traffic — and so the token — can neither inject a packet or feedback (plain or
+//! sealed), nor alter one, nor replay one; tickets are checked at the door (missing, another
+//! deployment's, expired, or offered to a server that does not seal).
+
+use shadowrep::client::Receipt;
+use shadowrep::net::{ConnectionId, DriverConfig, NetDriver};
+use shadowrep::prelude::*;
+use shadowrep::session::client::ClientDropped;
+use shadowrep::session::server::Dropped;
+use shadowrep::session::{
+    ticket, ClientIncoming, Datagram, Incoming, RejectReason, ServerConfig, SessionClient, SessionKeys, SessionServer,
+    TicketKey, TicketRefusal,
+};
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+fn addr(port: u16) -> SocketAddr {
+    SocketAddr::from(([127, 0, 0, 1], port))
+}
+
+fn crate_layout() -> Arc<ClassLayout> {
+    Arc::new(
+        ClassBuilder::new("Crate")
+            .property(PropertyDecl::new("Gold", PropType::U32))
+            .property(PropertyDecl::new("Open", PropType::Bool))
+            .build()
+            .expect("a valid layout"),
+    )
+}
+
+fn unix_now() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs()
+}
+
+/// What the backend hands a player: a ticket good for a minute, and its keys.
+fn issue(key: &TicketKey, player: u64, expires: u64) -> (Vec<u8>, SessionKeys) {
+    let keys = SessionKeys::generate().unwrap();
+    (ticket::issue(key, player, expires, &keys).unwrap(), keys)
+}
+
+/// A server whose sessions are sealed with `key`, its driver and store, one crate actor.
+struct World {
+    server: SessionServer,
+    driver: NetDriver,
+    store: ClassStore,
+    actor: ActorId,
+}
+
+impl World {
+    fn new(key: &TicketKey) -> Self {
+        let mut store = ClassStore::new(crate_layout());
+        let mut driver = NetDriver::new(DriverConfig::default()).unwrap();
+        let class = driver.register_class(&mut store).unwrap();
+        let actor = store.spawn();
+        store.set(actor, 0, &Value::U32(10)).unwrap();
+        driver.assign_guid(class, &store, actor).unwrap();
+        let server = SessionServer::new(ServerConfig::new(driver.checksums()).sealed(key.clone()), Instant::now());
+        Self { server, driver, store, actor }
+    }
+
+    /// The server's datagrams for `conn` this tick.
+    fn tick(&mut self, conn: ConnectionId) -> Vec<Vec<u8>> {
+        self.driver.tick(&mut [&mut self.store]).unwrap();
+        let packets = self.driver.take_packets(conn).unwrap();
+        packets.iter().map(|p| self.server.packet(conn, p).unwrap().1).collect()
+    }
+}
+
+/// The handshake of `client` from `from`; returns the join the server saw.
+fn handshake(
+    w: &mut World,
+    client: &mut SessionClient,
+    from: SocketAddr,
+) -> (ConnectionId, shadowrep::session::server::JoinRequest) {
+    let now = Instant::now();
+    let Incoming::Reply(challenge) = w.server.handle(from, &client.hello().unwrap(), now) else {
+        panic!("no challenge")
+    };
+    assert_eq!(client.handle(&challenge), ClientIncoming::Challenge);
+    let Incoming::Join(join) = w.server.handle(from, &client.hello().unwrap(), now) else { panic!("no join") };
+    let conn = w.driver.add_connection(false);
+    let welcome = w.server.accept(join, conn, now).unwrap();
+    assert_eq!(welcome[0], 0x84, "the welcome is sealed");
+    assert_eq!(client.handle(&welcome), ClientIncoming::Welcome);
+    (conn, join)
+}
+
+fn gold(client: &SessionClient) -> Option<Value> {
+    let world = client.world()?;
+    let (guid, _) = world.actors().next()?;
+    world.value(guid, 0)
+}
+
+#[test]
+fn a_sealed_session_carries_packets_and_feedback_only_its_ends_can_read() {
+    let key = TicketKey::generate().unwrap();
+    let mut w = World::new(&key);
+    let (t, keys) = issue(&key, 77, unix_now() + 60);
+    let mut client = SessionClient::with_ticket(vec![crate_layout()], 5, t, &keys);
+    let (conn, join) = handshake(&mut w, &mut client, addr(6000));
+    assert_eq!(join.ticket.map(|c| c.player), Some(77), "the game learns whose session it is");
+
+    w.store.set(w.actor, 0, &Value::U32(0x5eed_5eed)).unwrap();
+    for d in w.tick(conn) {
+        assert_eq!(d[0], 0x90, "a sealed packet");
+        assert!(!d.windows(4).any(|b| b == 0x5eed_5eedu32.to_le_bytes()), "the value does not show");
+        assert!(matches!(client.handle(&d), ClientIncoming::Packet(Ok(Receipt::Applied { .. }))));
+    }
+    assert_eq!(gold(&client), Some(Value::U32(0x5eed_5eed)));
+    let fb = client.feedback().unwrap();
+    assert_eq!(fb[0], 0x91, "sealed feedback");
+    let Incoming::Feedback { conn: c, payload } = w.server.handle(addr(6000), &fb, Instant::now()) else {
+        panic!("feedback expected")
+    };
+    assert_eq!(c, conn);
+    w.driver.receive_feedback(conn, &payload).unwrap();
+    assert_eq!(w.driver.in_flight(conn), 0);
+
+    // Digest requests and answers, and the disconnect, ride sealed too.
+    let req = client.digest_request(3).unwrap();
+    assert_eq!(w.server.handle(addr(6000), &req, Instant::now()), Incoming::DigestRequest { conn, id: 3 });
+    let (_, answer) = w.server.digest_answer(conn, 3, shadowrep::session::DigestStatus::Live, None).unwrap();
+    assert!(matches!(client.handle(&answer), ClientIncoming::DigestAnswer(a) if a.id == 3));
+    let bye = client.disconnect().unwrap();
+    assert_eq!(w.server.handle(addr(6000), &bye, Instant::now()), Incoming::Disconnected { conn });
+}
+
+#[test]
+fn a_forger_who_reads_the_traffic_can_neither_inject_alter_nor_replay() {
+    let key = TicketKey::generate().unwrap();
+    let mut w = World::new(&key);
+    let (t, keys) = issue(&key, 1, unix_now() + 60);
+    let mut client = SessionClient::with_ticket(vec![crate_layout()], 5, t, &keys);
+    let (conn, _) = handshake(&mut w, &mut client, addr(6001));
+    let first = w.tick(conn);
+    for d in &first {
+        assert!(matches!(client.handle(d), ClientIncoming::Packet(Ok(_))));
+    }
+    let fb = open_feedback(&mut w, &client.feedback().unwrap());
+    w.driver.receive_feedback(conn, &fb).unwrap();
+    assert_eq!(gold(&client), Some(Value::U32(10)));
+
+    // The forger reads the token off any datagram (it rides in clear) and knows how the kernel
+    // writes a packet: here, the server's own packet for another value, as a plain datagram.
+    let token = u64::from_le_bytes(first[0][1..9].try_into().unwrap());
+    w.store.set(w.actor, 0, &Value::U32(666)).unwrap();
+    w.driver.tick(&mut [&mut w.store]).unwrap();
+    let evil = w.driver.take_packets(conn).unwrap();
+    for p in &evil {
+        let plain = Datagram::Packet { token, payload: p }.encode();
+        assert_eq!(client.handle(&plain), ClientIncoming::Dropped(ClientDropped::Unsealed));
+    }
+    assert_eq!(gold(&client), Some(Value::U32(10)), "nothing plain reaches the world");
+    // A plain welcome (a downgrade) is refused the same way by a sealed client still connecting.
+    let mut fresh = SessionClient::with_ticket(vec![crate_layout()], 9, vec![0; ticket::TICKET_BYTES], &keys);
+    let welcome = Datagram::Welcome { nonce: 9, token, tick_rate: 30, checksums: w.driver.checksums() }.encode();
+    assert_eq!(fresh.handle(&welcome), ClientIncoming::Dropped(ClientDropped::Unsealed));
+    assert!(fresh.world().is_none());
+
+    // Sealed, but not with the session's key: every byte of a real one altered, a made-up tag.
+    let real = w.server.packet(conn, &evil[0]).unwrap().1;
+    for i in 0..real.len() {
+        let mut bad = real.clone();
+        bad[i] ^= 0x10;
+        let r = client.handle(&bad);
+        assert!(
+            matches!(
+                r,
+                ClientIncoming::Dropped(ClientDropped::Forged | ClientDropped::Malformed | ClientDropped::BadToken)
+            ),
+            "byte {i}: {r:?}"
+        );
+    }
+    assert_eq!(gold(&client), Some(Value::U32(10)));
+    // The real one opens; again, it is a replay.
+    assert!(matches!(client.handle(&real), ClientIncoming::Packet(Ok(_))));
+    assert_eq!(client.handle(&real), ClientIncoming::Dropped(ClientDropped::Replayed));
+    let st = client.stats();
+    assert_eq!((st.unsealed, st.replayed, fresh.stats().unsealed), (evil.len() as u64, 1, 1));
+    assert!(st.forged > real.len() as u64 / 2, "most altered bytes fail the tag ({} of {})", st.forged, real.len());
+
+    // The server side: plain feedback or a plain disconnect with the token are dropped, and so
+    // are an altered or replayed sealed one; the session lives on.
+    let now = Instant::now();
+    let plain_bye = Datagram::Disconnect { token, reason: shadowrep::session::DisconnectReason::Closed }.encode();
+    assert_eq!(w.server.handle(addr(6001), &plain_bye, now), Incoming::Dropped(Dropped::Unsealed));
+    let fb = client.feedback().unwrap();
+    let plain_fb = Datagram::Feedback { token, payload: &[0x42] }.encode();
+    assert_eq!(w.server.handle(addr(6001), &plain_fb, now), Incoming::Dropped(Dropped::Unsealed));
+    let mut bad = fb.clone();
+    *bad.last_mut().unwrap() ^= 1;
+    assert_eq!(w.server.handle(addr(6001), &bad, now), Incoming::Dropped(Dropped::Forged));
+    assert!(matches!(w.server.handle(addr(6001), &fb, now), Incoming::Feedback { .. }));
+    assert_eq!(w.server.handle(addr(6001), &fb, now), Incoming::Dropped(Dropped::Replayed));
+    let st = w.server.stats();
+    assert_eq!((st.unsealed, st.forged, st.replayed, w.server.len()), (2, 1, 1, 1));
+}
+
+/// The feedback bytes inside a sealed feedback datagram, through the server.
+fn open_feedback(w: &mut World, fb: &[u8]) -> Vec<u8> {
+    let from = w.server.sessions().next().unwrap().1;
+    match w.server.handle(from, fb, Instant::now()) {
+        Incoming::Feedback { payload, .. } => payload.into_owned(),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn tickets_are_checked_at_the_door() {
+    let key = TicketKey::generate().unwrap();
+    let mut w = World::new(&key);
+    let layouts = vec![crate_layout()];
+    let now = Instant::now();
+    let rejected = |server: &mut SessionServer, client: &mut SessionClient, from: SocketAddr| {
+        let mut r = None;
+        for _ in 0..2 {
+            match server.handle(from, &client.hello().unwrap(), now) {
+                Incoming::Reply(b) => match client.handle(&b) {
+                    ClientIncoming::Challenge => continue,
+                    ClientIncoming::Rejected(why) => r = Some(why),
+                    other => panic!("{other:?}"),
+                },
+                other => panic!("{other:?}"),
+            }
+            break;
+        }
+        r
+    };
+    // No ticket: refused at the first hello.
+    let mut plain = SessionClient::new(layouts.clone(), 1);
+    assert_eq!(rejected(&mut w.server, &mut plain, addr(1)), Some(RejectReason::Ticket(TicketRefusal::Missing)));
+    // Another deployment's ticket, and an expired one: refused once the cookie came back.
+    let (other, keys) = issue(&TicketKey::generate().unwrap(), 2, unix_now() + 60);
+    let mut c = SessionClient::with_ticket(layouts.clone(), 2, other, &keys);
+    assert_eq!(rejected(&mut w.server, &mut c, addr(2)), Some(RejectReason::Ticket(TicketRefusal::Forged)));
+    let (old, keys) = issue(&key, 3, unix_now().saturating_sub(1));
+    let mut c = SessionClient::with_ticket(layouts.clone(), 3, old, &keys);
+    assert_eq!(rejected(&mut w.server, &mut c, addr(3)), Some(RejectReason::Ticket(TicketRefusal::Expired)));
+    // A ticket with a byte changed is another deployment's as far as the server can tell.
+    let (mut t, keys) = issue(&key, 4, unix_now() + 60);
+    t[40] ^= 1;
+    let mut c = SessionClient::with_ticket(layouts.clone(), 4, t, &keys);
+    assert_eq!(rejected(&mut w.server, &mut c, addr(4)), Some(RejectReason::Ticket(TicketRefusal::Forged)));
+    assert!(w.server.is_empty());
+    // A sealed client at a server that does not seal is told so, not left on a plain session.
+    let mut open_server = SessionServer::new(ServerConfig::new(w.driver.checksums()), now);
+    let (t, keys) = issue(&key, 5, unix_now() + 60);
+    let mut c = SessionClient::with_ticket(layouts, 5, t, &keys);
+    assert_eq!(rejected(&mut open_server, &mut c, addr(5)), Some(RejectReason::Ticket(TicketRefusal::NotSealed)));
+    assert_eq!(RejectReason::Ticket(TicketRefusal::Expired).to_string(), "the join ticket has expired");
+}
+
+#[test]
+fn a_copied_ticket_opens_a_session_its_copier_cannot_use() {
+    let key = TicketKey::generate().unwrap();
+    let mut w = World::new(&key);
+    let (t, keys) = issue(&key, 8, unix_now() + 60);
+    let mut real = SessionClient::with_ticket(vec![crate_layout()], 5, t.clone(), &keys);
+    let (conn, _) = handshake(&mut w, &mut real, addr(7000));
+    // The eavesdropper sends the ticket it saw from its own address, with keys it guesses.
+    let guessed = SessionKeys::generate().unwrap();
+    let mut copier = SessionClient::with_ticket(vec![crate_layout()], 6, t, &guessed);
+    let now = Instant::now();
+    let Incoming::Reply(ch) = w.server.handle(addr(7001), &copier.hello().unwrap(), now) else { panic!() };
+    copier.handle(&ch);
+    let Incoming::Join(join) = w.server.handle(addr(7001), &copier.hello().unwrap(), now) else { panic!() };
+    assert_eq!(join.ticket.map(|c| c.player), Some(8), "the game sees a second join for the player");
+    let copy_conn = w.driver.add_connection(false);
+    let welcome = w.server.accept(join, copy_conn, now).unwrap();
+    assert_eq!(copier.handle(&welcome), ClientIncoming::Dropped(ClientDropped::Forged), "it cannot read the welcome");
+    assert!(copier.feedback().is_none(), "never welcomed: it has nothing to send");
+    // The real session goes on.
+    for d in w.tick(conn) {
+        assert!(matches!(real.handle(&d), ClientIncoming::Packet(Ok(_))));
+    }
+    assert_eq!(gold(&real), Some(Value::U32(10)));
+    // The same packet on the two sessions is two different byte strings (own token, own keys).
+    let a = w.server.packet(conn, &[1, 2, 3]).unwrap().1;
+    let b = w.server.packet(copy_conn, &[1, 2, 3]).unwrap().1;
+    assert_ne!(a[17..], b[17..]);
+    // The copier's session expires with nothing heard.
+    let gone = w.server.expire(now + Duration::from_secs(6));
+    assert!(gone.contains(&copy_conn));
+}
