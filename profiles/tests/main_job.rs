@@ -76,6 +76,13 @@ fn compare_and_replicate_say_what_they_measured() {
 }
 
 #[test]
+fn ticket_keys_are_checked() {
+    refused(&["bots", "--connect", "127.0.0.1:9", "--ticket-key", "abc"], "64 hexadecimal digits (32 bytes), got 3");
+    let not_hex = format!("{}zz", "0".repeat(62));
+    refused(&["serve", "--bind", "127.0.0.1:0", "--ticket-key", &not_hex], "not a hexadecimal digit pair at 62");
+}
+
+#[test]
 fn flamegraph_flags_are_checked() {
     refused(&["compare", "--flamegraph-phase", "kernels"], "unknown phase `kernels` (one of kernel, reference, whole)");
     refused(&["compare", "--flamegraph-phase", "kernel"], "--flamegraph-phase needs --flamegraph");

@@ -1,7 +1,7 @@
 //! End to end over real localhost UDP: `shadowrep serve` with a small battle_royale world and
 //! `shadowrep bots` with three bots and 5 % loss each way, about five seconds of wall time. The
 //! bots must all complete the handshake, see losses, and match the server's digest of what
-//! each should hold after the world froze.
+//! each should hold after the world froze — in plain sessions, then in sealed ones.
 
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
@@ -9,6 +9,17 @@ use std::time::{Duration, Instant};
 
 #[test]
 fn bots_converge_with_a_served_world_over_lossy_udp() {
+    let report = serve_and_bots(&[]);
+    assert_eq!(report["sealed"], false);
+    // The same, sealed (`--ticket-key`: the bots issue their own join tickets under the key).
+    let key = "5a".repeat(32);
+    let sealed = serve_and_bots(&["--ticket-key", &key]);
+    assert_eq!(sealed["sealed"], true);
+}
+
+/// Runs a small served world and three bots at 5 % loss, both with `extra` flags; checks that
+/// every bot converged and returns the bots' report.
+fn serve_and_bots(extra: &[&str]) -> serde_json::Value {
     let exe = env!("CARGO_BIN_EXE_shadowrep");
     let mut serve = Command::new(exe)
         .args([
@@ -25,6 +36,7 @@ fn bots_converge_with_a_served_world_over_lossy_udp() {
             "2",
         ])
         .args(["--threads", "1"])
+        .args(extra)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -42,6 +54,7 @@ fn bots_converge_with_a_served_world_over_lossy_udp() {
     let started = Instant::now();
     let bots = Command::new(exe)
         .args(["bots", "--connect", &addr, "--count", "3", "--loss", "0.05", "--seconds", "4.6", "--json"])
+        .args(extra)
         .output()
         .expect("the command runs");
     let served = serve.wait_with_output().expect("serve ends by itself");
@@ -57,4 +70,5 @@ fn bots_converge_with_a_served_world_over_lossy_udp() {
     assert_eq!(report["converged"], true, "{report}");
     assert_eq!(report["bots_matched"], 3);
     assert!(bots.status.success());
+    report
 }

@@ -24,12 +24,13 @@ use serde_json::json;
 use shadowrep::client::Receipt;
 use shadowrep::session::frame::DigestAnswer;
 use shadowrep::session::{
-    client_digest, random_u64, ClientIncoming, ClientState, DigestStatus, SessionClient, MAX_DATAGRAM,
+    client_digest, random_u64, ticket, ClientIncoming, ClientState, DigestStatus, SessionClient, SessionKeys,
+    MAX_DATAGRAM,
 };
 use shadowrep_benches::scenario::Kind;
 use std::io::ErrorKind;
 use std::net::{SocketAddr, UdpSocket};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 #[derive(Args, Clone)]
 pub struct BotsArgs {
@@ -48,6 +49,10 @@ pub struct BotsArgs {
     /// RNG seed of the losses.
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// Join sealed sessions: play the game's backend and issue each bot a join ticket under
+    /// this key (64 hexadecimal digits, the server's `--ticket-key`), good for a minute.
+    #[arg(long, value_parser = super::ticket_key_arg, value_name = "HEX")]
+    ticket_key: Option<shadowrep::session::TicketKey>,
 }
 
 const HELLO_INTERVAL: Duration = Duration::from_millis(200);
@@ -173,9 +178,18 @@ pub fn bots(args: &BotsArgs, json: bool, session: &mut crate::Session) -> Result
         let socket = UdpSocket::bind(local).map_err(|e| format!("bot {i}: cannot bind a socket: {e}"))?;
         socket.connect(args.connect).map_err(|e| format!("bot {i}: cannot connect to {}: {e}", args.connect))?;
         socket.set_nonblocking(true).map_err(|e| e.to_string())?;
+        let client = match &args.ticket_key {
+            None => SessionClient::new(layouts.clone(), random_u64()),
+            Some(key) => {
+                let keys = SessionKeys::generate().map_err(|e| e.to_string())?;
+                let expires = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs()) + 60;
+                let t = ticket::issue(key, i as u64, expires, &keys).map_err(|e| e.to_string())?;
+                SessionClient::with_ticket(layouts.clone(), random_u64(), t, &keys)
+            }
+        };
         bots.push(Bot {
             socket,
-            client: SessionClient::new(layouts.clone(), random_u64()),
+            client,
             rng: ChaCha8Rng::seed_from_u64(args.seed.wrapping_mul(0x9e37_79b9_7f4a_7c15).wrapping_add(i as u64)),
             last_hello: None,
             last_feedback: start,
@@ -185,7 +199,14 @@ pub fn bots(args: &BotsArgs, json: bool, session: &mut crate::Session) -> Result
         });
     }
     if !json {
-        eprintln!("bots: {} clients → {}, loss {}, {:.1} s", args.count, args.connect, args.loss, args.seconds);
+        eprintln!(
+            "bots: {} clients → {}, loss {}, {:.1} s{}",
+            args.count,
+            args.connect,
+            args.loss,
+            args.seconds,
+            if args.ticket_key.is_some() { ", sealed sessions" } else { "" }
+        );
     }
     let end = start + Duration::from_secs_f64(args.seconds);
     let mut buf = vec![0u8; MAX_DATAGRAM + 1];
@@ -301,7 +322,7 @@ pub fn bots(args: &BotsArgs, json: bool, session: &mut crate::Session) -> Result
         .iter()
         .map(|b| {
             let s = b.client.stats();
-            s.malformed + s.bad_nonce + s.bad_token + s.unexpected
+            s.malformed + s.bad_nonce + s.bad_token + s.unexpected + s.forged + s.replayed + s.unsealed
         })
         .sum();
     for bot in &mut bots {
@@ -317,6 +338,7 @@ pub fn bots(args: &BotsArgs, json: bool, session: &mut crate::Session) -> Result
             "loss": loss,
             "connected": connected,
             "handshakes_completed": welcomed,
+            "sealed": args.ticket_key.is_some(),
             "refused": refused,
             "datagrams_received": c.datagrams_in,
             "bytes_received": c.bytes_in,

@@ -9,7 +9,23 @@ mod serve;
 pub use bots::{bots, BotsArgs};
 pub use serve::{serve, ServeArgs};
 
+use shadowrep::session::TicketKey;
 use std::time::{Duration, Instant};
+
+/// `--ticket-key`: the deployment's ticket key as 64 hexadecimal digits (`serve` seals its
+/// sessions with it; `bots` plays the backend and issues each bot a ticket under it).
+fn ticket_key_arg(s: &str) -> Result<TicketKey, String> {
+    let s = s.trim();
+    if s.len() != 64 {
+        return Err(format!("a ticket key is 64 hexadecimal digits (32 bytes), got {} characters", s.len()));
+    }
+    let mut key = [0u8; 32];
+    for (i, byte) in key.iter_mut().enumerate() {
+        *byte = u8::from_str_radix(&s[2 * i..2 * i + 2], 16)
+            .map_err(|_| format!("not a hexadecimal digit pair at {}: {:?}", 2 * i, &s[2 * i..2 * i + 2]))?;
+    }
+    Ok(TicketKey::from_bytes(key))
+}
 
 /// Tells when a once-a-second report is due.
 struct PerSecond {

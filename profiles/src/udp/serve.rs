@@ -60,6 +60,10 @@ pub struct ServeArgs {
     /// Worker threads for the driver (default: every core).
     #[arg(long, value_parser = crate::positive)]
     threads: Option<usize>,
+    /// Seal every session (`session::seal`): clients must bring a join ticket issued under
+    /// this key (64 hexadecimal digits; `bots --ticket-key` issues them).
+    #[arg(long, value_parser = super::ticket_key_arg, value_name = "HEX")]
+    ticket_key: Option<shadowrep::session::TicketKey>,
 }
 
 /// Counters of one second (or the whole run).
@@ -115,14 +119,18 @@ pub fn serve(args: &ServeArgs, json: bool, run: &mut crate::Session) -> Result<(
     let mut scfg = ServerConfig::new(game.driver().checksums());
     scfg.tick_rate = tick_rate.round() as u16;
     scfg.max_sessions = players;
+    if let Some(key) = &args.ticket_key {
+        scfg = scfg.sealed(key.clone());
+    }
     let start = Instant::now();
     let mut session = SessionServer::new(scfg, start);
     if !json {
         eprintln!(
-            "serve {}: {} actors, {players} players, {tick_rate} Hz, listening on {local}; {:.1} s, frozen for the last {freeze:.1} s",
+            "serve {}: {} actors, {players} players, {tick_rate} Hz, listening on {local}; {:.1} s, frozen for the last {freeze:.1} s{}",
             profile.name(),
             game.actors(),
             args.seconds,
+            if args.ticket_key.is_some() { "; sessions sealed" } else { "" },
         );
     }
 
@@ -251,7 +259,8 @@ pub fn serve(args: &ServeArgs, json: bool, run: &mut crate::Session) -> Result<(
                 "welcomes_repeated": st.welcomes_repeated, "ended": st.ended,
                 "dropped_malformed": st.malformed, "dropped_bad_cookie": st.bad_cookies,
                 "dropped_unknown_address": st.unknown_address, "dropped_bad_token": st.bad_token,
-                "dropped_unexpected": st.unexpected,
+                "dropped_unexpected": st.unexpected, "sealed": args.ticket_key.is_some(),
+                "dropped_forged": st.forged, "dropped_replayed": st.replayed, "dropped_unsealed": st.unsealed,
             },
             "per_second": seconds_json,
         });
@@ -259,8 +268,8 @@ pub fn serve(args: &ServeArgs, json: bool, run: &mut crate::Session) -> Result<(
     } else {
         println!(
             "serve {}: {:.1} s, {} ticks ({} late), frame {:.2} ms mean / {:.2} ms max; {} packets out ({:.1} KB/s); \
-             {} joins, {} challenges, {} rejects; dropped: {} malformed, {} bad cookie, {} unknown address, {} bad token; \
-             {} digests answered",
+             {} joins, {} challenges, {} rejects; dropped: {} malformed, {} bad cookie, {} unknown address, {} bad token, \
+             {} forged, {} replayed, {} unsealed; {} digests answered",
             profile.name(),
             wall,
             total.ticks,
@@ -276,6 +285,9 @@ pub fn serve(args: &ServeArgs, json: bool, run: &mut crate::Session) -> Result<(
             st.bad_cookies,
             st.unknown_address,
             st.bad_token,
+            st.forged,
+            st.replayed,
+            st.unsealed,
             total.digests
         );
     }
