@@ -79,7 +79,12 @@ fn compare_and_replicate_say_what_they_measured() {
 fn ticket_keys_are_checked() {
     refused(&["bots", "--connect", "127.0.0.1:9", "--ticket-key", "abc"], "64 hexadecimal digits (32 bytes), got 3");
     let not_hex = format!("{}zz", "0".repeat(62));
-    refused(&["serve", "--bind", "127.0.0.1:0", "--ticket-key", &not_hex], "not a hexadecimal digit pair at 62");
+    refused(&["serve", "--bind", "127.0.0.1:0", "--ticket-key", &not_hex], "not a hexadecimal digit at 62: 'z'");
+    // A sign or a character of several bytes is not a digit either (and splits no pair).
+    let signed = format!("+f{}", "0".repeat(62));
+    refused(&["serve", "--bind", "127.0.0.1:0", "--ticket-key", &signed], "not a hexadecimal digit at 0: '+'");
+    let wide = format!("é{}", "0".repeat(62));
+    refused(&["bots", "--connect", "127.0.0.1:9", "--ticket-key", &wide], "not a hexadecimal digit at 0: 'é'");
 }
 
 #[test]

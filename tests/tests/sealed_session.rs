@@ -99,7 +99,7 @@ fn a_sealed_session_carries_packets_and_feedback_only_its_ends_can_read() {
     let key = TicketKey::generate().unwrap();
     let mut w = World::new(&key);
     let (t, keys) = issue(&key, 77, unix_now() + 60);
-    let mut client = SessionClient::with_ticket(vec![crate_layout()], 5, t, &keys);
+    let mut client = SessionClient::with_ticket(vec![crate_layout()], 5, t, &keys).unwrap();
     let (conn, join) = handshake(&mut w, &mut client, addr(6000));
     assert_eq!(join.ticket.map(|c| c.player), Some(77), "the game learns whose session it is");
 
@@ -133,7 +133,7 @@ fn a_forger_who_reads_the_traffic_can_neither_inject_alter_nor_replay() {
     let key = TicketKey::generate().unwrap();
     let mut w = World::new(&key);
     let (t, keys) = issue(&key, 1, unix_now() + 60);
-    let mut client = SessionClient::with_ticket(vec![crate_layout()], 5, t, &keys);
+    let mut client = SessionClient::with_ticket(vec![crate_layout()], 5, t, &keys).unwrap();
     let (conn, _) = handshake(&mut w, &mut client, addr(6001));
     let first = w.tick(conn);
     for d in &first {
@@ -155,7 +155,7 @@ fn a_forger_who_reads_the_traffic_can_neither_inject_alter_nor_replay() {
     }
     assert_eq!(gold(&client), Some(Value::U32(10)), "nothing plain reaches the world");
     // A plain welcome (a downgrade) is refused the same way by a sealed client still connecting.
-    let mut fresh = SessionClient::with_ticket(vec![crate_layout()], 9, vec![0; ticket::TICKET_BYTES], &keys);
+    let mut fresh = SessionClient::with_ticket(vec![crate_layout()], 9, vec![0; ticket::TICKET_BYTES], &keys).unwrap();
     let welcome = Datagram::Welcome { nonce: 9, token, tick_rate: 30, checksums: w.driver.checksums() }.encode();
     assert_eq!(fresh.handle(&welcome), ClientIncoming::Dropped(ClientDropped::Unsealed));
     assert!(fresh.world().is_none());
@@ -234,54 +234,113 @@ fn tickets_are_checked_at_the_door() {
     assert_eq!(rejected(&mut w.server, &mut plain, addr(1)), Some(RejectReason::Ticket(TicketRefusal::Missing)));
     // Another deployment's ticket, and an expired one: refused once the cookie came back.
     let (other, keys) = issue(&TicketKey::generate().unwrap(), 2, unix_now() + 60);
-    let mut c = SessionClient::with_ticket(layouts.clone(), 2, other, &keys);
+    let mut c = SessionClient::with_ticket(layouts.clone(), 2, other, &keys).unwrap();
     assert_eq!(rejected(&mut w.server, &mut c, addr(2)), Some(RejectReason::Ticket(TicketRefusal::Forged)));
     let (old, keys) = issue(&key, 3, unix_now().saturating_sub(1));
-    let mut c = SessionClient::with_ticket(layouts.clone(), 3, old, &keys);
+    let mut c = SessionClient::with_ticket(layouts.clone(), 3, old, &keys).unwrap();
     assert_eq!(rejected(&mut w.server, &mut c, addr(3)), Some(RejectReason::Ticket(TicketRefusal::Expired)));
     // A ticket with a byte changed is another deployment's as far as the server can tell.
     let (mut t, keys) = issue(&key, 4, unix_now() + 60);
     t[40] ^= 1;
-    let mut c = SessionClient::with_ticket(layouts.clone(), 4, t, &keys);
+    let mut c = SessionClient::with_ticket(layouts.clone(), 4, t, &keys).unwrap();
     assert_eq!(rejected(&mut w.server, &mut c, addr(4)), Some(RejectReason::Ticket(TicketRefusal::Forged)));
     assert!(w.server.is_empty());
     // A sealed client at a server that does not seal is told so, not left on a plain session.
     let mut open_server = SessionServer::new(ServerConfig::new(w.driver.checksums()), now);
     let (t, keys) = issue(&key, 5, unix_now() + 60);
-    let mut c = SessionClient::with_ticket(layouts, 5, t, &keys);
+    let mut c = SessionClient::with_ticket(layouts, 5, t, &keys).unwrap();
     assert_eq!(rejected(&mut open_server, &mut c, addr(5)), Some(RejectReason::Ticket(TicketRefusal::NotSealed)));
     assert_eq!(RejectReason::Ticket(TicketRefusal::Expired).to_string(), "the join ticket has expired");
 }
 
 #[test]
-fn a_copied_ticket_opens_a_session_its_copier_cannot_use() {
+fn a_copied_ticket_opens_no_second_session_and_keeps_none_alive() {
     let key = TicketKey::generate().unwrap();
     let mut w = World::new(&key);
     let (t, keys) = issue(&key, 8, unix_now() + 60);
-    let mut real = SessionClient::with_ticket(vec![crate_layout()], 5, t.clone(), &keys);
-    let (conn, _) = handshake(&mut w, &mut real, addr(7000));
-    // The eavesdropper sends the ticket it saw from its own address, with keys it guesses.
-    let guessed = SessionKeys::generate().unwrap();
-    let mut copier = SessionClient::with_ticket(vec![crate_layout()], 6, t, &guessed);
-    let now = Instant::now();
-    let Incoming::Reply(ch) = w.server.handle(addr(7001), &copier.hello().unwrap(), now) else { panic!() };
-    copier.handle(&ch);
-    let Incoming::Join(join) = w.server.handle(addr(7001), &copier.hello().unwrap(), now) else { panic!() };
-    assert_eq!(join.ticket.map(|c| c.player), Some(8), "the game sees a second join for the player");
-    let copy_conn = w.driver.add_connection(false);
-    let welcome = w.server.accept(join, copy_conn, now).unwrap();
-    assert_eq!(copier.handle(&welcome), ClientIncoming::Dropped(ClientDropped::Forged), "it cannot read the welcome");
-    assert!(copier.feedback().is_none(), "never welcomed: it has nothing to send");
-    // The real session goes on.
-    for d in w.tick(conn) {
-        assert!(matches!(real.handle(&d), ClientIncoming::Packet(Ok(_))));
+    let mut real = SessionClient::with_ticket(vec![crate_layout()], 5, t.clone(), &keys).unwrap();
+    let t0 = Instant::now();
+    let Incoming::Reply(ch) = w.server.handle(addr(7000), &real.hello().unwrap(), t0) else { panic!() };
+    real.handle(&ch);
+    let echo = real.hello().unwrap();
+    let Incoming::Join(join) = w.server.handle(addr(7000), &echo, t0) else { panic!() };
+    let conn = w.driver.add_connection(false);
+    let welcome = w.server.accept(join, conn, t0).unwrap();
+    assert_eq!(real.handle(&welcome), ClientIncoming::Welcome);
+
+    // The eavesdropper replays the hello it saw — ticket and nonce — from its own address.
+    let Incoming::Reply(ch) = w.server.handle(addr(7001), &echo, t0) else { panic!() };
+    let Ok(Datagram::Challenge { cookie, .. }) = Datagram::decode(&ch) else { panic!() };
+    let mut copied = Datagram::decode(&echo).unwrap();
+    if let Datagram::Hello(h) = &mut copied {
+        h.cookie = Some(cookie);
     }
-    assert_eq!(gold(&real), Some(Value::U32(10)));
-    // The same packet on the two sessions is two different byte strings (own token, own keys).
-    let a = w.server.packet(conn, &[1, 2, 3]).unwrap().1;
-    let b = w.server.packet(copy_conn, &[1, 2, 3]).unwrap().1;
-    assert_ne!(a[17..], b[17..]);
-    // The copier's session expires with nothing heard.
-    let gone = w.server.expire(now + Duration::from_secs(6));
-    assert!(gone.contains(&copy_conn));
+    let Incoming::Reply(r) = w.server.handle(addr(7001), &copied.encode(), t0) else { panic!("a reply") };
+    assert!(matches!(
+        Datagram::decode(&r),
+        Ok(Datagram::Reject { reason: RejectReason::Ticket(TicketRefusal::InUse), nonce: 5, .. })
+    ));
+    assert_eq!(w.server.len(), 1, "no second session on one ticket");
+
+    // From the session's own address (spoofed), the echo gets the same welcome back — the same
+    // bytes, no new keystream — and does not keep the session alive: only what opens does.
+    for s in 1..=4 {
+        let again = w.server.handle(addr(7000), &echo, t0 + Duration::from_secs(s));
+        assert_eq!(again, Incoming::Reply(welcome.clone()));
+    }
+    let gone = w.server.expire(t0 + Duration::from_secs(6));
+    assert_eq!(gone, vec![conn], "five idle seconds end it, hellos or not");
+
+    // The ticket's owner may join again from its address: a new token, so a new welcome.
+    let mut again = SessionClient::with_ticket(vec![crate_layout()], 5, t, &keys).unwrap();
+    let (_, _) = handshake(&mut w, &mut again, addr(7000));
+    let second = w.server.sessions().next().unwrap();
+    assert_eq!(second.1, addr(7000));
+    let a = w.server.packet(second.0, &[1, 2, 3]).unwrap().1;
+    assert_ne!(a[1..9], welcome[1..9], "another session, another token");
+}
+
+#[test]
+fn forged_handshake_replies_and_plain_endings_do_not_wedge_a_sealed_client() {
+    let key = TicketKey::generate().unwrap();
+    let mut w = World::new(&key);
+    let (t, keys) = issue(&key, 3, unix_now() + 60);
+    let mut client = SessionClient::with_ticket(vec![crate_layout()], 11, t, &keys).unwrap();
+    let now = Instant::now();
+    let Incoming::Reply(ch) = w.server.handle(addr(8000), &client.hello().unwrap(), now) else { panic!() };
+    assert_eq!(client.handle(&ch), ClientIncoming::Challenge);
+    // A forger on the path answers first with a cookie of its own: the server answers the
+    // wrong cookie with a fresh challenge, and the handshake goes on.
+    let forged = Datagram::Challenge { nonce: 11, cookie: 0xbad }.encode();
+    assert_eq!(client.handle(&forged), ClientIncoming::Challenge);
+    let Incoming::Reply(fresh) = w.server.handle(addr(8000), &client.hello().unwrap(), now) else {
+        panic!("a fresh challenge")
+    };
+    assert_eq!(client.handle(&fresh), ClientIncoming::Challenge);
+    let Incoming::Join(join) = w.server.handle(addr(8000), &client.hello().unwrap(), now) else { panic!("a join") };
+    let conn = w.driver.add_connection(false);
+    let welcome = w.server.accept(join, conn, now).unwrap();
+    assert_eq!(client.handle(&welcome), ClientIncoming::Welcome);
+    assert_eq!(w.server.stats().bad_cookies, 1);
+
+    // A plain disconnect or digest answer with the session's token is a forger's.
+    let token = u64::from_le_bytes(welcome[1..9].try_into().unwrap());
+    let bye = Datagram::Disconnect { token, reason: shadowrep::session::DisconnectReason::Closed }.encode();
+    assert_eq!(client.handle(&bye), ClientIncoming::Dropped(ClientDropped::Unsealed));
+    let answer = shadowrep::session::frame::DigestAnswer {
+        id: 1,
+        status: shadowrep::session::DigestStatus::Ready,
+        seq: 1,
+        actors: 0,
+        digest: 0,
+    };
+    let lie = Datagram::DigestAnswer { token, answer }.encode();
+    assert_eq!(client.handle(&lie), ClientIncoming::Dropped(ClientDropped::Unsealed));
+    assert!(client.world().is_some(), "still connected");
+    for d in w.tick(conn) {
+        assert!(matches!(client.handle(&d), ClientIncoming::Packet(Ok(_))));
+    }
+    assert_eq!(gold(&client), Some(Value::U32(10)));
+    // A ticket of the wrong length is refused when the client is made, not dropped unanswered.
+    assert!(SessionClient::with_ticket(vec![crate_layout()], 1, vec![0; 10], &keys).is_err());
 }

@@ -109,7 +109,7 @@ fn the_session_layer_survives_random_and_mutated_datagrams() {
     let keys = SessionKeys::generate().unwrap();
     let t = ticket::issue(&key, 1, u64::MAX, &keys).unwrap();
     let mut sealed_server = SessionServer::new(ServerConfig::new(layout_checksums(&layout)).sealed(key), t0);
-    let mut sealed_client = SessionClient::with_ticket(vec![layout.clone()], 7, t.clone(), &keys);
+    let mut sealed_client = SessionClient::with_ticket(vec![layout.clone()], 7, t.clone(), &keys).unwrap();
     let home = SocketAddr::from(([10, 9, 9, 9], 4000));
     let Incoming::Reply(ch) = sealed_server.handle(home, &sealed_client.hello().unwrap(), t0) else { panic!() };
     sealed_client.handle(&ch);

@@ -24,7 +24,7 @@
 use super::digest::{client_digest, StateDigest};
 use super::frame::{Datagram, DigestAnswer, DisconnectReason, Hello, RejectReason, PROTOCOL_VERSION};
 use super::seal::{SealError, Sealer, SEALED};
-use super::ticket::SessionKeys;
+use super::ticket::{SessionKeys, TicketError, TICKET_BYTES};
 use crate::client::{ClientError, ClientWorld, Receipt, ReceiveError};
 use crate::schema::ClassLayout;
 use std::sync::Arc;
@@ -140,9 +140,24 @@ impl SessionClient {
     }
 
     /// A client of a sealed session: `ticket` and `keys` as the game's backend issued them
-    /// ([`super::ticket::issue`]).
-    pub fn with_ticket(layouts: Vec<Arc<ClassLayout>>, nonce: u64, ticket: Vec<u8>, keys: &SessionKeys) -> Self {
-        Self { ticket: Some(ticket), sealer: Some(Sealer::client(keys)), ..Self::new(layouts, nonce) }
+    /// ([`super::ticket::issue`]). A ticket of another length than
+    /// [`TICKET_BYTES`] is refused here (a server would drop its
+    /// hello without an answer).
+    ///
+    /// The handshake's challenge and rejects come before any key and are plain: someone on the
+    /// path can forge them. A forged challenge costs a round trip (the server answers the
+    /// wrong cookie with a fresh challenge); a forged reject ends the attempt, as dropping the
+    /// datagrams would — try again, and never answer a reject by connecting without a ticket.
+    pub fn with_ticket(
+        layouts: Vec<Arc<ClassLayout>>,
+        nonce: u64,
+        ticket: Vec<u8>,
+        keys: &SessionKeys,
+    ) -> Result<Self, TicketError> {
+        if ticket.len() != TICKET_BYTES {
+            return Err(TicketError::Malformed);
+        }
+        Ok(Self { ticket: Some(ticket), sealer: Some(Sealer::client(keys)), ..Self::new(layouts, nonce) })
     }
 
     /// Whether the session is sealed.

@@ -9,11 +9,11 @@
 //! `H_k` is the standard library's `RandomState` hasher (SipHash-1-3 today), whose 128-bit key
 //! the standard library draws from the operating system's random source; an embedder can mix a
 //! secret of its own in too. **This is not a cryptographic MAC:** the standard library does not
-//! promise the algorithm, SipHash-1-3 has fewer rounds than the designers' SipHash-2-4, and there
-//! is no encryption anywhere in a session. It is enough for what it is for: a third party that
-//! cannot read the traffic between a client and the server cannot guess a cookie (to open
-//! sessions from spoofed addresses) or a token (to inject packets). Anyone on the path can
-//! read both.
+//! promise the algorithm, and SipHash-1-3 has fewer rounds than the designers' SipHash-2-4. It is
+//! enough for what it is for: a third party that cannot read the traffic between a client and
+//! the server cannot guess a cookie (to open sessions from spoofed addresses) or a token (to
+//! inject packets). Anyone on the path can read both: against them, seal the session
+//! ([`super::seal`]).
 
 use std::collections::hash_map::RandomState;
 use std::hash::{BuildHasher, Hash, Hasher};

@@ -125,6 +125,8 @@ pub enum TicketRefusal {
     Forged,
     /// It has expired.
     Expired,
+    /// The server took it from another address (a copy of someone's ticket).
+    InUse,
 }
 
 impl fmt::Display for RejectReason {
@@ -141,6 +143,7 @@ impl fmt::Display for RejectReason {
             RejectReason::Ticket(TicketRefusal::NotSealed) => write!(f, "the server does not take join tickets"),
             RejectReason::Ticket(TicketRefusal::Forged) => write!(f, "the join ticket is not the server's"),
             RejectReason::Ticket(TicketRefusal::Expired) => write!(f, "the join ticket has expired"),
+            RejectReason::Ticket(TicketRefusal::InUse) => write!(f, "the join ticket is in use from another address"),
         }
     }
 }
@@ -375,6 +378,7 @@ fn reject_code(r: RejectReason) -> (u8, u16) {
                 TicketRefusal::NotSealed => 1,
                 TicketRefusal::Forged => 2,
                 TicketRefusal::Expired => 3,
+                TicketRefusal::InUse => 4,
             },
         ),
     }
@@ -513,6 +517,7 @@ impl<'a> Datagram<'a> {
                         1 => TicketRefusal::NotSealed,
                         2 => TicketRefusal::Forged,
                         3 => TicketRefusal::Expired,
+                        4 => TicketRefusal::InUse,
                         _ => return Err(FrameError::BadCode(6)),
                     }),
                     c => return Err(FrameError::BadCode(c)),

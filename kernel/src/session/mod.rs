@@ -32,7 +32,7 @@
 //!                       reason: 1 version, 2 class count (detail: the server's),
 //!                       3 checksum (detail: the first class that differs), 4 full,
 //!                       5 address in use, 6 ticket (detail: 0 missing, 1 server does not
-//!                       seal, 2 forged or another deployment's, 3 expired)
+//!                       seal, 2 forged or another deployment's, 3 expired, 4 in use from another address)
 //! 0x10 packet         | 10 | token u64 | kernel packet (1..=8192 bytes) |
 //! 0x11 feedback       | 11 | token u64 | kernel feedback (1..=8192 bytes) |
 //! 0x12 digest request | 12 | token u64 | id u32 |
@@ -49,7 +49,7 @@
 //! reading it, caps the checksum list at [`frame::MAX_CLASSES`] and a datagram at
 //! [`frame::MAX_DATAGRAM`], and returns an error value for anything else; [`SessionServer`]
 //! and [`SessionClient`] drop and count what does not belong (unknown address, wrong token,
-//! wrong nonce, bad cookie). A server keeps nothing for a client before its cookie comes back,
+//! wrong nonce; a bad cookie gets a fresh challenge). A server keeps nothing for a client before its cookie comes back,
 //! at most [`ServerConfig::max_sessions`] sessions after, and ends idle ones
 //! ([`SessionServer::expire`]). Tokens and cookies are keyed hashes, **not cryptography**
 //! ([`cookie`] says what they are good for): a plain session is safe from a blind third party,

@@ -3,19 +3,22 @@
 //! forge, alter or replay a datagram of it — the network can then only drop or delay.
 //!
 //! A sealed datagram is the plain one ([`super::frame`]) with the `0x80` bit set on its type,
-//! a counter after its first field, its fields after that encrypted, and a tag:
+//! the session's token first, a counter, the other fields encrypted, and a tag:
 //!
 //! ```text
-//! plain   | type | id u64 | fields… |                 id: the token (the welcome: the nonce)
-//! sealed  | type | 0x80 | id u64 | counter u64 | XChaCha20(fields…) | Poly1305 tag [u8; 16] |
-//!           nonce = id | counter | type | 0…   associated data = the first 17 bytes
+//! plain    | type | token u64 | fields… |
+//! sealed   | type | 0x80 | token u64 | counter u64 | XChaCha20(fields…) | Poly1305 tag [u8; 16] |
+//! welcome  | 04 | nonce u64 | token u64 | fields… |  →  | 84 | token u64 | 0 u64 | XChaCha20(nonce u64 | fields…) | tag |
+//!            nonce = token | counter | type | 0…   associated data = the first 17 bytes
 //! ```
 //!
 //! Each direction has its own key and counts from 1 (the welcome, sent again unchanged when
-//! it was lost, is 0), so a nonce is never used twice under one key: two sessions on one
-//! ticket differ in token and client nonce. A receiver opens a datagram before it believes any
-//! of it, then keeps its counter in a window of the last [`REPLAY_WINDOW`]: a counter seen
-//! before, or older than the window, is a replay and is dropped.
+//! it was lost, is 0), and every nonce starts with the session's token, which the server draws
+//! at random for each session: a nonce is never used twice under one key, even by sessions on
+//! one ticket (the welcome's nonce names the token, not the client's nonce, which a copier of
+//! the hello can repeat). A receiver opens a datagram before it believes any of it, then
+//! keeps its counter in a window of the last [`REPLAY_WINDOW`]: a counter seen before, or
+//! older than the window, is a replay and is dropped.
 
 use chacha20poly1305::aead::{AeadInOut, KeyInit};
 use chacha20poly1305::{Tag, XChaCha20Poly1305, XNonce};
@@ -159,9 +162,15 @@ impl Sealer {
     /// wrote it); `None` for any other bytes (a caller bug: the session seals only its own).
     pub fn seal(&mut self, plain: &[u8]) -> Option<Vec<u8>> {
         let t = *plain.first()?;
-        if !sealable(t) || plain.len() < 9 {
+        if !sealable(t) || plain.len() < 9 || (t == kind::WELCOME && plain.len() < 17) {
             return None;
         }
+        // The welcome's token goes first, its nonce inside (see the module documentation).
+        let (id, fields): (&[u8], Vec<u8>) = if t == kind::WELCOME {
+            (&plain[9..17], [&plain[1..9], &plain[17..]].concat())
+        } else {
+            (&plain[1..9], plain[9..].to_vec())
+        };
         let counter = if t == kind::WELCOME {
             0
         } else {
@@ -170,10 +179,10 @@ impl Sealer {
         };
         let mut out = Vec::with_capacity(plain.len() + SEAL_OVERHEAD);
         out.push(t | SEALED);
-        out.extend_from_slice(&plain[1..9]);
+        out.extend_from_slice(id);
         out.extend_from_slice(&counter.to_le_bytes());
-        out.extend_from_slice(&plain[9..]);
-        let id = u64::from_le_bytes(plain[1..9].try_into().ok()?);
+        out.extend_from_slice(&fields);
+        let id = u64::from_le_bytes(id.try_into().ok()?);
         let (head, body) = out.split_at_mut(17);
         let tag = self.send.encrypt_inout_detached(&nonce(t, id, counter), head, body.into()).ok()?;
         out.extend_from_slice(&tag);
@@ -191,17 +200,21 @@ impl Sealer {
             return Err(SealError::Replayed);
         }
         let (body, tag) = sealed[17..].split_at(sealed.len() - 17 - 16);
-        let tag = Tag::try_from(tag).map_err(|_| SealError::Malformed)?;
-        let mut plain = Vec::with_capacity(9 + body.len());
-        plain.push(t);
-        plain.extend_from_slice(&id.to_le_bytes());
-        plain.extend_from_slice(body);
-        self.receive
-            .decrypt_inout_detached(&nonce(t, id, counter), &sealed[..17], (&mut plain[9..]).into(), &tag)
-            .map_err(|_| SealError::Forged)?;
-        if !welcome {
-            self.window.mark(counter);
+        if welcome && body.len() < 8 {
+            return Err(SealError::Malformed);
         }
+        let tag = Tag::try_from(tag).map_err(|_| SealError::Malformed)?;
+        let mut fields = body.to_vec();
+        self.receive
+            .decrypt_inout_detached(&nonce(t, id, counter), &sealed[..17], (&mut fields[..]).into(), &tag)
+            .map_err(|_| SealError::Forged)?;
+        let token = id.to_le_bytes();
+        let plain = if welcome {
+            [&[t][..], &fields[..8], &token, &fields[8..]].concat()
+        } else {
+            self.window.mark(counter);
+            [&[t][..], &token, &fields].concat()
+        };
         Ok(plain)
     }
 }
@@ -268,10 +281,18 @@ mod tests {
     #[test]
     fn a_welcome_is_counter_zero_and_sent_again_unchanged() {
         let (mut c, mut s) = pair();
-        let welcome = [&[kind::WELCOME][..], &77u64.to_le_bytes(), &[5; 20]].concat();
+        let welcome = [&[kind::WELCOME][..], &77u64.to_le_bytes(), &88u64.to_le_bytes(), &[5; 20]].concat();
         let a = s.seal(&welcome).unwrap();
         assert_eq!(s.seal(&welcome).unwrap(), a, "the same welcome, the same bytes");
+        assert_eq!(u64::from_le_bytes(a[1..9].try_into().unwrap()), 88, "the token leads, the nonce is inside");
+        assert!(!a.windows(8).any(|w| w == 77u64.to_le_bytes()));
         assert_eq!(c.open(&a).unwrap(), welcome);
+        // Another session's welcome for the same client nonce (a copied hello, one ticket): its
+        // own token, so its own nonce — not the same keystream.
+        let other = [&[kind::WELCOME][..], &77u64.to_le_bytes(), &99u64.to_le_bytes(), &[5; 20]].concat();
+        let b = s.seal(&other).unwrap();
+        let xor: Vec<u8> = a[17..a.len() - 16].iter().zip(&b[17..b.len() - 16]).map(|(x, y)| x ^ y).collect();
+        assert!(xor.iter().filter(|&&x| x != 0).count() > 16, "the two welcomes share no keystream");
         assert_eq!(s.seal(&[kind::HELLO; 48]), None, "a hello is never sealed");
         let p = s.seal(&packet(1, b"p")).unwrap();
         assert_eq!(u64::from_le_bytes(p[9..17].try_into().unwrap()), 1, "packets count from 1");
@@ -287,7 +308,12 @@ mod tests {
             x ^= x << 13;
             x ^= x >> 7;
             x ^= x << 17;
-            let c = (w.highest + 40).saturating_sub(x % 400).max(1);
+            // Mostly near the top, now and then far ahead (shifts of 64, 128, 255, 256 and more).
+            let c = if x.is_multiple_of(50) {
+                w.highest + [1, 63, 64, 65, 128, 255, 256, 257, 1000][(x / 50 % 9) as usize]
+            } else {
+                (w.highest + 40).saturating_sub(x % 400).max(1)
+            };
             let expect = !seen.contains(&c) && c + REPLAY_WINDOW > w.highest.max(c);
             assert_eq!(w.fresh(c), expect, "counter {c}, highest {}", w.highest);
             if expect {

@@ -7,7 +7,9 @@
 //!   hello, no session for `from`          → Reply(reject) if version/classes/checksums differ,
 //!                                           else Reply(challenge: cookie)   — nothing is kept
 //!   hello with cookie                     → the cookie is checked (this period or the last);
-//!                                           bad → Dropped(BadCookie); full → Reply(reject);
+//!                                           bad → Reply(a fresh challenge), counted as a bad
+//!                                           cookie (a client holding a stale or forged
+//!                                           cookie gets a good one); full → Reply(reject);
 //!                                           good → Join: the game opens a connection and
 //!                                           calls accept(), which creates the session and
 //!                                           returns the welcome
@@ -26,6 +28,9 @@
 //! everything after are sealed with the ticket's keys, and a session datagram that does not
 //! open (`Dropped(Forged)`), comes again (`Dropped(Replayed)`) or comes plain
 //! (`Dropped(Unsealed)`: a forger who read the token) is dropped before anything reads it.
+//! Only datagrams that opened count as hearing from a sealed session's client (a copier
+//! repeating its hello cannot keep a session alive), and a ticket is taken from one address
+//! only until it expires ([`TicketRefusal::InUse`] for a copy sent from another).
 //!
 //! Every reply to a datagram from an address that has not proved itself (a challenge or a
 //! reject) is at most as large as that datagram (hellos are at least
@@ -89,8 +94,6 @@ impl ServerConfig {
 pub enum Dropped {
     /// Not a datagram ([`super::frame::FrameError`]).
     Malformed,
-    /// A hello with a cookie this server did not give (or gave too long ago).
-    BadCookie,
     /// A session datagram from an address without a session.
     UnknownAddress,
     /// A session datagram with another session's token.
@@ -119,7 +122,8 @@ pub struct ServerStats {
     pub welcomes_repeated: u64,
     /// Datagrams dropped: malformed.
     pub malformed: u64,
-    /// Datagrams dropped: bad cookie.
+    /// Hellos with a cookie this server did not give (or gave too long ago), answered with a
+    /// fresh challenge.
     pub bad_cookies: u64,
     /// Datagrams dropped: from an address without a session.
     pub unknown_address: u64,
@@ -136,6 +140,10 @@ pub struct ServerStats {
     /// Datagrams dropped: plain, in a sealed session.
     pub unsealed: u64,
 }
+
+/// Most tickets a server remembers as taken (each until it expires); past that, joins are
+/// refused as full.
+pub const MAX_USED_TICKETS: usize = 1 << 16;
 
 /// What the game does with a datagram.
 #[derive(Debug, PartialEq, Eq)]
@@ -177,7 +185,9 @@ pub struct JoinRequest {
     /// Its hello's nonce.
     pub nonce: u64,
     /// What its join ticket says (a sealing server's joins all have one): the player the
-    /// backend issued it to, for the game to map the connection to.
+    /// backend issued it to, for the game to map the connection to. One player may hold
+    /// several tickets (each join with its own): what a second session of a player means is
+    /// the game's to decide.
     pub ticket: Option<TicketClaims>,
 }
 
@@ -211,6 +221,8 @@ pub struct SessionServer {
     minted: u64,
     sessions: HashMap<SocketAddr, Session>,
     by_conn: HashMap<ConnectionId, SocketAddr>,
+    /// Tickets taken, by fingerprint: the address that brought each, and when it expires.
+    used: HashMap<[u8; 16], (SocketAddr, u64)>,
     stats: ServerStats,
 }
 
@@ -226,6 +238,7 @@ impl SessionServer {
             minted: 0,
             sessions: HashMap::new(),
             by_conn: HashMap::new(),
+            used: HashMap::new(),
             stats: ServerStats::default(),
         }
     }
@@ -387,14 +400,21 @@ impl SessionServer {
             return Incoming::Reply(Datagram::Challenge { nonce: h.nonce, cookie }.encode());
         };
         if !self.jar.check(from, h.nonce, cookie, now) {
+            // Stale (the handshake took more than a period) or not this server's (a forged
+            // challenge replaced the real one): a fresh challenge, no larger than the hello.
             self.stats.bad_cookies += 1;
-            return Incoming::Dropped(Dropped::BadCookie);
+            let cookie = self.jar.cookie(from, h.nonce, now);
+            return Incoming::Reply(Datagram::Challenge { nonce: h.nonce, cookie }.encode());
         }
         if let Some(s) = self.sessions.get_mut(&from) {
             if s.nonce != h.nonce {
                 return self.reject(h.nonce, RejectReason::AddressInUse);
             }
-            s.heard = now;
+            // A plain hello proves nothing about a sealed session's client: only what opens
+            // keeps such a session alive.
+            if s.sealer.is_none() {
+                s.heard = now;
+            }
             self.stats.welcomes_repeated += 1;
             let welcome = welcome(&self.cfg, h.nonce, s.token);
             return Incoming::Reply(s.frame(&welcome));
@@ -402,6 +422,9 @@ impl SessionServer {
         // The address has proved itself: a ticket is worth opening now.
         let ticket = match (&self.cfg.tickets, &h.ticket) {
             (Some(key), Some(t)) => match ticket::open(key, t, SystemTime::now()) {
+                Ok(claims) if self.used.get(&claims.fingerprint).is_some_and(|&(a, _)| a != from) => {
+                    return self.reject(h.nonce, RejectReason::Ticket(TicketRefusal::InUse))
+                }
                 Ok(claims) => Some(claims),
                 Err(TicketError::Expired) => return self.reject(h.nonce, RejectReason::Ticket(TicketRefusal::Expired)),
                 Err(_) => return self.reject(h.nonce, RejectReason::Ticket(TicketRefusal::Forged)),
@@ -419,6 +442,16 @@ impl SessionServer {
     pub fn accept(&mut self, join: JoinRequest, conn: ConnectionId, now: Instant) -> Option<Vec<u8>> {
         if self.sessions.contains_key(&join.addr) || self.sessions.len() >= self.cfg.max_sessions {
             return None;
+        }
+        if let Some(t) = &join.ticket {
+            // One address per ticket (checked at the hello too; joins may interleave).
+            self.forget_expired_tickets();
+            match self.used.get(&t.fingerprint) {
+                Some(&(a, _)) if a != join.addr => return None,
+                None if self.used.len() >= MAX_USED_TICKETS => return None,
+                _ => {}
+            }
+            self.used.insert(t.fingerprint, (join.addr, t.expires));
         }
         self.minted += 1;
         // A token is never 0, so an all-zero header never matches.
@@ -479,6 +512,12 @@ impl SessionServer {
         Some((addr, bytes))
     }
 
+    /// Forgets the taken tickets that have expired (a copy of one is refused by its expiry).
+    fn forget_expired_tickets(&mut self) {
+        let unix = SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+        self.used.retain(|_, &mut (_, expires)| expires > unix);
+    }
+
     fn end(&mut self, conn: ConnectionId) {
         if let Some(addr) = self.by_conn.remove(&conn) {
             self.sessions.remove(&addr);
@@ -489,6 +528,7 @@ impl SessionServer {
     /// Ends every session not heard from for [`ServerConfig::idle_timeout`]; returns their
     /// connections (for `NetDriver::remove_connection`).
     pub fn expire(&mut self, now: Instant) -> Vec<ConnectionId> {
+        self.forget_expired_tickets();
         let timeout = self.cfg.idle_timeout;
         let gone: Vec<ConnectionId> = self
             .sessions

@@ -23,8 +23,10 @@
 //! (version and expiry are authenticated as associated data, so neither can be changed.) An
 //! eavesdropper who copies a ticket learns neither key: a session it opens with the ticket can
 //! neither read the server's datagrams nor send one the server accepts, and ends when it times
-//! out. A ticket is good on every server holding the key until it expires: keep expiries short
-//! (tens of seconds: long enough to connect).
+//! out (only datagrams that open count as hearing from a client); a server takes a ticket
+//! from one address only, so a copy sent from elsewhere is refused while the first session's
+//! record lasts (until the ticket expires). A ticket is good on every server holding the key
+//! until it expires: keep expiries short (tens of seconds: long enough to connect).
 
 use chacha20poly1305::aead::{AeadInOut, KeyInit};
 use chacha20poly1305::{Tag, XChaCha20Poly1305, XNonce};
@@ -103,6 +105,9 @@ pub struct TicketClaims {
     pub expires: u64,
     /// The session's keys.
     pub keys: SessionKeys,
+    /// The ticket's own tag: what tells it from every other ticket (a server takes a ticket
+    /// from one address only).
+    pub fingerprint: [u8; 16],
 }
 
 /// Why a ticket was not issued or not accepted.
@@ -166,7 +171,8 @@ pub fn open(key: &TicketKey, ticket: &[u8], now: SystemTime) -> Result<TicketCla
     let mut plain = [0u8; PLAIN_BYTES];
     plain.copy_from_slice(sealed);
     let nonce: [u8; 24] = nonce.try_into().map_err(|_| TicketError::Malformed)?;
-    let tag = Tag::try_from(tag).map_err(|_| TicketError::Malformed)?;
+    let fingerprint: [u8; 16] = tag.try_into().map_err(|_| TicketError::Malformed)?;
+    let tag = Tag::from(fingerprint);
     key.cipher()
         .decrypt_inout_detached(&XNonce::from(nonce), &associated(header), (&mut plain[..]).into(), &tag)
         .map_err(|_| TicketError::Forged)?;
@@ -180,6 +186,7 @@ pub fn open(key: &TicketKey, ticket: &[u8], now: SystemTime) -> Result<TicketCla
         player: u64::from_le_bytes(plain[..8].try_into().map_err(|_| TicketError::Malformed)?),
         expires,
         keys: SessionKeys { client_to_server: word(8..40), server_to_client: word(40..72) },
+        fingerprint,
     })
 }
 

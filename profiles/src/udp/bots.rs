@@ -184,7 +184,7 @@ pub fn bots(args: &BotsArgs, json: bool, session: &mut crate::Session) -> Result
                 let keys = SessionKeys::generate().map_err(|e| e.to_string())?;
                 let expires = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs()) + 60;
                 let t = ticket::issue(key, i as u64, expires, &keys).map_err(|e| e.to_string())?;
-                SessionClient::with_ticket(layouts.clone(), random_u64(), t, &keys)
+                SessionClient::with_ticket(layouts.clone(), random_u64(), t, &keys).map_err(|e| e.to_string())?
             }
         };
         bots.push(Bot {

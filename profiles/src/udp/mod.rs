@@ -16,13 +16,15 @@ use std::time::{Duration, Instant};
 /// sessions with it; `bots` plays the backend and issues each bot a ticket under it).
 fn ticket_key_arg(s: &str) -> Result<TicketKey, String> {
     let s = s.trim();
+    if let Some((at, c)) = s.char_indices().find(|(_, c)| !c.is_ascii_hexdigit()) {
+        return Err(format!("not a hexadecimal digit at {at}: {c:?}"));
+    }
     if s.len() != 64 {
         return Err(format!("a ticket key is 64 hexadecimal digits (32 bytes), got {} characters", s.len()));
     }
     let mut key = [0u8; 32];
     for (i, byte) in key.iter_mut().enumerate() {
-        *byte = u8::from_str_radix(&s[2 * i..2 * i + 2], 16)
-            .map_err(|_| format!("not a hexadecimal digit pair at {}: {:?}", 2 * i, &s[2 * i..2 * i + 2]))?;
+        *byte = u8::from_str_radix(&s[2 * i..2 * i + 2], 16).map_err(|e| e.to_string())?;
     }
     Ok(TicketKey::from_bytes(key))
 }
