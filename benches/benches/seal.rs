@@ -40,7 +40,7 @@ fn seal(c: &mut Criterion) {
     }
     group.finish();
     let key = TicketKey::from_bytes([1; 32]);
-    let t = ticket::issue(&key, 1, u64::MAX, &keys).expect("issued");
+    let t = ticket::issue(&key, 1, 0, u64::MAX, &keys).expect("issued");
     c.bench_function("ticket/open", |b| b.iter(|| black_box(ticket::open(&key, black_box(&t), SystemTime::now()))));
 }
 

@@ -31,6 +31,9 @@ fn crate_layout() -> Arc<ClassLayout> {
     )
 }
 
+/// The game server id the tests' tickets are issued for.
+const SERVER: u64 = 4;
+
 fn unix_now() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs()
 }
@@ -38,7 +41,7 @@ fn unix_now() -> u64 {
 /// What the backend hands a player: a ticket good for a minute, and its keys.
 fn issue(key: &TicketKey, player: u64, expires: u64) -> (Vec<u8>, SessionKeys) {
     let keys = SessionKeys::generate().unwrap();
-    (ticket::issue(key, player, expires, &keys).unwrap(), keys)
+    (ticket::issue(key, player, SERVER, expires, &keys).unwrap(), keys)
 }
 
 /// A server whose sessions are sealed with `key`, its driver and store, one crate actor.
@@ -57,7 +60,8 @@ impl World {
         let actor = store.spawn();
         store.set(actor, 0, &Value::U32(10)).unwrap();
         driver.assign_guid(class, &store, actor).unwrap();
-        let server = SessionServer::new(ServerConfig::new(driver.checksums()).sealed(key.clone()), Instant::now());
+        let server =
+            SessionServer::new(ServerConfig::new(driver.checksums()).sealed(key.clone(), SERVER), Instant::now());
         Self { server, driver, store, actor }
     }
 
@@ -239,6 +243,11 @@ fn tickets_are_checked_at_the_door() {
     let (old, keys) = issue(&key, 3, unix_now().saturating_sub(1));
     let mut c = SessionClient::with_ticket(layouts.clone(), 3, old, &keys).unwrap();
     assert_eq!(rejected(&mut w.server, &mut c, addr(3)), Some(RejectReason::Ticket(TicketRefusal::Expired)));
+    // A ticket for another server of the deployment (a copied hello taken elsewhere).
+    let keys = SessionKeys::generate().unwrap();
+    let elsewhere = ticket::issue(&key, 6, SERVER + 1, unix_now() + 60, &keys).unwrap();
+    let mut c = SessionClient::with_ticket(layouts.clone(), 6, elsewhere, &keys).unwrap();
+    assert_eq!(rejected(&mut w.server, &mut c, addr(6)), Some(RejectReason::Ticket(TicketRefusal::OtherServer)));
     // A ticket with a byte changed is another deployment's as far as the server can tell.
     let (mut t, keys) = issue(&key, 4, unix_now() + 60);
     t[40] ^= 1;
@@ -281,6 +290,20 @@ fn a_copied_ticket_opens_no_second_session_and_keeps_none_alive() {
         Ok(Datagram::Reject { reason: RejectReason::Ticket(TicketRefusal::InUse), nonce: 5, .. })
     ));
     assert_eq!(w.server.len(), 1, "no second session on one ticket");
+    // Two hellos with one ticket from two addresses, both past the cookie before either is
+    // accepted: the second accept finds the ticket taken.
+    let (t2, keys2) = issue(&key, 9, unix_now() + 60);
+    let mut joins = Vec::new();
+    for (port, nonce) in [(7100, 21), (7101, 22)] {
+        let mut c = SessionClient::with_ticket(vec![crate_layout()], nonce, t2.clone(), &keys2).unwrap();
+        let Incoming::Reply(ch) = w.server.handle(addr(port), &c.hello().unwrap(), t0) else { panic!() };
+        c.handle(&ch);
+        let Incoming::Join(j) = w.server.handle(addr(port), &c.hello().unwrap(), t0) else { panic!("a join") };
+        joins.push(j);
+    }
+    assert!(w.server.accept(joins[0], ConnectionId(70), t0).is_some());
+    assert_eq!(w.server.accept(joins[1], ConnectionId(71), t0), None, "the ticket is taken");
+    w.server.disconnect(ConnectionId(70), shadowrep::session::DisconnectReason::Closed);
 
     // From the session's own address (spoofed), the echo gets the same welcome back — the same
     // bytes, no new keystream — and does not keep the session alive: only what opens does.
@@ -343,4 +366,26 @@ fn forged_handshake_replies_and_plain_endings_do_not_wedge_a_sealed_client() {
     assert_eq!(gold(&client), Some(Value::U32(10)));
     // A ticket of the wrong length is refused when the client is made, not dropped unanswered.
     assert!(SessionClient::with_ticket(vec![crate_layout()], 1, vec![0; 10], &keys).is_err());
+}
+
+#[test]
+fn another_sessions_datagram_does_not_move_the_window() {
+    let key = TicketKey::generate().unwrap();
+    let mut w = World::new(&key);
+    let (t, keys) = issue(&key, 2, unix_now() + 60);
+    // A first session on the ticket sends many packets, then ends.
+    let mut first = SessionClient::with_ticket(vec![crate_layout()], 5, t.clone(), &keys).unwrap();
+    let (conn, _) = handshake(&mut w, &mut first, addr(9000));
+    let old: Vec<Vec<u8>> = (0..300).map(|_| w.server.packet(conn, &[0]).unwrap().1).collect();
+    w.server.disconnect(conn, shadowrep::session::DisconnectReason::Closed);
+    // A second one from the same address (the same keys: the same ticket).
+    let mut second = SessionClient::with_ticket(vec![crate_layout()], 6, t, &keys).unwrap();
+    let (conn2, _) = handshake(&mut w, &mut second, addr(9000));
+    // The first session's late packet, counter 300: another token, dropped before it is
+    // opened — the window stays where the second session's own counters are.
+    assert_eq!(second.handle(&old[299]), ClientIncoming::Dropped(ClientDropped::BadToken));
+    for d in w.tick(conn2) {
+        assert!(matches!(second.handle(&d), ClientIncoming::Packet(Ok(_))), "the session's own packets open");
+    }
+    assert_eq!(gold(&second), Some(Value::U32(10)));
 }

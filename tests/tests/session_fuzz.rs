@@ -107,8 +107,8 @@ fn the_session_layer_survives_random_and_mutated_datagrams() {
     // A sealed session, open: its real datagrams join the seeds (each opens once, as itself).
     let key = TicketKey::from_bytes([3; 32]);
     let keys = SessionKeys::generate().unwrap();
-    let t = ticket::issue(&key, 1, u64::MAX, &keys).unwrap();
-    let mut sealed_server = SessionServer::new(ServerConfig::new(layout_checksums(&layout)).sealed(key), t0);
+    let t = ticket::issue(&key, 1, 0, u64::MAX, &keys).unwrap();
+    let mut sealed_server = SessionServer::new(ServerConfig::new(layout_checksums(&layout)).sealed(key, 0), t0);
     let mut sealed_client = SessionClient::with_ticket(vec![layout.clone()], 7, t.clone(), &keys).unwrap();
     let home = SocketAddr::from(([10, 9, 9, 9], 4000));
     let Incoming::Reply(ch) = sealed_server.handle(home, &sealed_client.hello().unwrap(), t0) else { panic!() };

@@ -1,6 +1,8 @@
 //! Writes seed inputs for every target under `corpus/<target>/`, from the recorded run:
 //! `cargo run --release --bin seed_corpus` (in `fuzz/`).
 
+use shadowrep::session::frame::{DigestAnswer, Hello};
+use shadowrep::session::{Datagram, DigestStatus, DisconnectReason, RejectReason};
 use shadowrep_fuzz::{join, level_recording, recording};
 use std::fs;
 
@@ -38,6 +40,30 @@ fn main() -> std::io::Result<()> {
                 let fbs = rec.feedbacks[k..].iter().take(n).map(Vec::as_slice);
                 fs::write(format!("{dir}/{name}_k{k}_n{n}"), join(top | k as u8, fbs))?;
             }
+        }
+    }
+    // The session layer: each kind of datagram, plain, through each door (raw, and as a rogue
+    // peer that holds the keys would seal it).
+    let dir = "corpus/session";
+    fs::create_dir_all(dir)?;
+    let payload = [0x11u8; 24];
+    let answer = DigestAnswer { id: 1, status: DigestStatus::Ready, seq: 3, actors: 4, digest: 5 };
+    let hello = Hello { version: 2, nonce: 7, cookie: Some(3), checksums: vec![1], ticket: None };
+    let datagrams = [
+        Datagram::Hello(hello),
+        Datagram::Challenge { nonce: 7, cookie: 3 },
+        Datagram::Welcome { nonce: 7, token: 5, tick_rate: 30, checksums: vec![1] },
+        Datagram::Reject { nonce: 7, reason: RejectReason::Full, server_version: 2 },
+        Datagram::Packet { token: 5, payload: &payload },
+        Datagram::Feedback { token: 5, payload: &payload },
+        Datagram::DigestRequest { token: 5, id: 1 },
+        Datagram::DigestAnswer { token: 5, answer },
+        Datagram::Disconnect { token: 5, reason: DisconnectReason::Closed },
+    ];
+    for (i, d) in datagrams.iter().enumerate() {
+        for op in 0..5u8 {
+            let m = [&[op][..], &d.encode()].concat();
+            fs::write(format!("{dir}/d{i}_op{op}"), &join(0, [m.as_slice()])[1..])?;
         }
     }
     Ok(())

@@ -147,7 +147,9 @@ impl SessionClient {
     /// The handshake's challenge and rejects come before any key and are plain: someone on the
     /// path can forge them. A forged challenge costs a round trip (the server answers the
     /// wrong cookie with a fresh challenge); a forged reject ends the attempt, as dropping the
-    /// datagrams would — try again, and never answer a reject by connecting without a ticket.
+    /// datagrams would — try again (with a new ticket after
+    /// [`TicketRefusal::InUse`](super::TicketRefusal::InUse): someone else brought this one
+    /// first), and never answer a reject by connecting without a ticket.
     pub fn with_ticket(
         layouts: Vec<Arc<ClassLayout>>,
         nonce: u64,
@@ -261,6 +263,14 @@ impl SessionClient {
     pub fn handle(&mut self, bytes: &[u8]) -> ClientIncoming {
         let sealed = bytes.first().is_some_and(|&t| t & SEALED != 0);
         let opened;
+        // Once connected, a sealed datagram names the session's token before anything is
+        // opened: another session's (an earlier one on this ticket, say) would move the
+        // replay window past this one's own counters.
+        if let (true, Some(t)) = (sealed, self.token()) {
+            if super::seal::sealed_header(bytes).is_some_and(|(_, id)| id != t) {
+                return self.drop(ClientDropped::BadToken);
+            }
+        }
         let bytes = match (sealed, &mut self.sealer) {
             (false, _) => bytes,
             (true, None) => return self.drop(ClientDropped::Forged),

@@ -125,8 +125,10 @@ pub enum TicketRefusal {
     Forged,
     /// It has expired.
     Expired,
-    /// The server took it from another address (a copy of someone's ticket).
+    /// The server took it from another address (a copy of someone's ticket): get a new one.
     InUse,
+    /// It was issued for another game server of the deployment.
+    OtherServer,
 }
 
 impl fmt::Display for RejectReason {
@@ -144,6 +146,7 @@ impl fmt::Display for RejectReason {
             RejectReason::Ticket(TicketRefusal::Forged) => write!(f, "the join ticket is not the server's"),
             RejectReason::Ticket(TicketRefusal::Expired) => write!(f, "the join ticket has expired"),
             RejectReason::Ticket(TicketRefusal::InUse) => write!(f, "the join ticket is in use from another address"),
+            RejectReason::Ticket(TicketRefusal::OtherServer) => write!(f, "the join ticket is for another server"),
         }
     }
 }
@@ -379,6 +382,7 @@ fn reject_code(r: RejectReason) -> (u8, u16) {
                 TicketRefusal::Forged => 2,
                 TicketRefusal::Expired => 3,
                 TicketRefusal::InUse => 4,
+                TicketRefusal::OtherServer => 5,
             },
         ),
     }
@@ -518,6 +522,7 @@ impl<'a> Datagram<'a> {
                         2 => TicketRefusal::Forged,
                         3 => TicketRefusal::Expired,
                         4 => TicketRefusal::InUse,
+                        5 => TicketRefusal::OtherServer,
                         _ => return Err(FrameError::BadCode(6)),
                     }),
                     c => return Err(FrameError::BadCode(c)),

@@ -24,7 +24,7 @@
 //! # Datagrams
 //! One type byte, then fields, little-endian:
 //! ```text
-//! 0x01 hello          | 01 | version u16 | nonce u64 | n u16 | checksum u64 × n | ticket length u16 (0 or 121) | ticket | 00… to 48 bytes |
+//! 0x01 hello          | 01 | version u16 | nonce u64 | n u16 | checksum u64 × n | ticket length u16 (0 or 129) | ticket | 00… to 48 bytes |
 //! 0x02 challenge      | 02 | nonce u64 | cookie u64 |                                    17 bytes
 //! 0x03 hello+cookie   | 03 | version u16 | nonce u64 | cookie u64 | n u16 | checksum u64 × n | ticket length u16 | ticket | 00… to 48 |
 //! 0x04 welcome        | 04 | nonce u64 | token u64 | tick rate u16 | n u16 | checksum u64 × n |
@@ -32,7 +32,7 @@
 //!                       reason: 1 version, 2 class count (detail: the server's),
 //!                       3 checksum (detail: the first class that differs), 4 full,
 //!                       5 address in use, 6 ticket (detail: 0 missing, 1 server does not
-//!                       seal, 2 forged or another deployment's, 3 expired, 4 in use from another address)
+//!                       seal, 2 forged or another deployment's, 3 expired, 4 in use from another address, 5 for another server)
 //! 0x10 packet         | 10 | token u64 | kernel packet (1..=8192 bytes) |
 //! 0x11 feedback       | 11 | token u64 | kernel feedback (1..=8192 bytes) |
 //! 0x12 digest request | 12 | token u64 | id u32 |
@@ -66,12 +66,12 @@
 //! // A player is matched: the backend issues a ticket good for a minute, and its keys...
 //! let keys = SessionKeys::generate()?;
 //! let expires = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs() + 60;
-//! let t = ticket::issue(&key, 1234, expires, &keys)?;
+//! let t = ticket::issue(&key, 1234, 7, expires, &keys)?; // player 1234, on game server 7
 //! // ...sends both to the player over HTTPS; the client says hello with
 //! // `SessionClient::with_ticket(layouts, nonce, t, &keys)`, the server, built with
-//! // `ServerConfig::new(checksums).sealed(key)`, opens the ticket:
+//! // `ServerConfig::new(checksums).sealed(key, 7)`, opens the ticket:
 //! let claims = ticket::open(&key, &t, SystemTime::now())?;
-//! assert_eq!(claims.player, 1234);
+//! assert_eq!((claims.player, claims.server), (1234, 7));
 //! assert!(ticket::open(&key, &t, SystemTime::now() + Duration::from_secs(61)).is_err());
 //! # Ok::<(), shadowrep::session::TicketError>(())
 //! ```

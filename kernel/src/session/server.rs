@@ -65,8 +65,10 @@ pub struct ServerConfig {
     /// A secret mixed into the cookie and token key besides the random one (0: none).
     pub secret: u128,
     /// The deployment's ticket key: when set, every session is sealed and a hello needs a join
-    /// ticket the key opens ([`super::ticket`]).
+    /// ticket the key opens ([`super::ticket`]), issued for [`ServerConfig::server_id`].
     pub tickets: Option<TicketKey>,
+    /// This server's id among the deployment's: a ticket issued for another is refused.
+    pub server_id: u64,
 }
 
 impl ServerConfig {
@@ -79,12 +81,15 @@ impl ServerConfig {
             idle_timeout: Duration::from_secs(5),
             secret: 0,
             tickets: None,
+            server_id: 0,
         }
     }
 
-    /// The same, sealing every session with the keys of tickets `key` opens.
-    pub fn sealed(mut self, key: TicketKey) -> Self {
+    /// The same, sealing every session with the keys of tickets `key` opens that were issued
+    /// for server `server_id`.
+    pub fn sealed(mut self, key: TicketKey, server_id: u64) -> Self {
         self.tickets = Some(key);
+        self.server_id = server_id;
         self
     }
 }
@@ -422,6 +427,9 @@ impl SessionServer {
         // The address has proved itself: a ticket is worth opening now.
         let ticket = match (&self.cfg.tickets, &h.ticket) {
             (Some(key), Some(t)) => match ticket::open(key, t, SystemTime::now()) {
+                Ok(claims) if claims.server != self.cfg.server_id => {
+                    return self.reject(h.nonce, RejectReason::Ticket(TicketRefusal::OtherServer))
+                }
                 Ok(claims) if self.used.get(&claims.fingerprint).is_some_and(|&(a, _)| a != from) => {
                     return self.reject(h.nonce, RejectReason::Ticket(TicketRefusal::InUse))
                 }
@@ -431,7 +439,14 @@ impl SessionServer {
             },
             _ => None,
         };
-        if self.sessions.len() >= self.cfg.max_sessions {
+        // A new ticket needs room in the list of those taken (`accept` would refuse it).
+        if ticket.as_ref().is_some_and(|c| !self.used.contains_key(&c.fingerprint))
+            && self.used.len() >= MAX_USED_TICKETS
+        {
+            self.forget_expired_tickets();
+        }
+        let no_room = ticket.is_some() && self.used.len() >= MAX_USED_TICKETS;
+        if self.sessions.len() >= self.cfg.max_sessions || no_room {
             return self.reject(h.nonce, RejectReason::Full);
         }
         Incoming::Join(JoinRequest { addr: from, nonce: h.nonce, ticket })

@@ -5,7 +5,7 @@
 //! ```text
 //! backend (matchmaker)                client                       game server
 //!   keys = SessionKeys::generate()
-//!   ticket = Ticket::issue(master, player, expires, keys)
+//!   ticket = ticket::issue(master, player, server, expires, keys)
 //!   ── (ticket, keys) over the game's own secure channel (HTTPS) ──→
 //!                                     hello(…, ticket) ─────────→  Ticket::open(master):
 //!                                                                  expired / forged → reject
@@ -13,12 +13,17 @@
 //! ```
 //!
 //! The backend and every game server of a deployment share a 32-byte [`TicketKey`]. A ticket
-//! is the player's id, an expiry and the session's two keys, sealed under it with
-//! XChaCha20-Poly1305 and a random 24-byte nonce:
+//! is the player's id, the id of the one game server it is for (each server is configured with
+//! its own), an expiry and the session's two keys, sealed under it with XChaCha20-Poly1305 and a
+//! random 24-byte nonce:
 //!
 //! ```text
-//! | version u8 = 1 | expires u64 (Unix seconds) | nonce [u8; 24] | sealed(player u64 | client→server key [u8; 32] | server→client key [u8; 32]) | tag [u8; 16] |
+//! | version u8 = 1 | expires u64 (Unix seconds) | nonce [u8; 24] | sealed(player u64 | server u64 | client→server key [u8; 32] | server→client key [u8; 32]) | tag [u8; 16] |
 //! ```
+//!
+//! (A ticket good on every server would let someone who copies a hello take it to another
+//! server of the deployment, whose welcome the client would open with its keys: a session
+//! with a server the client never asked for.)
 //!
 //! (version and expiry are authenticated as associated data, so neither can be changed.) An
 //! eavesdropper who copies a ticket learns neither key: a session it opens with the ticket can
@@ -37,7 +42,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 pub const TICKET_BYTES: usize = 1 + 8 + 24 + PLAIN_BYTES + 16;
 
 const TICKET_VERSION: u8 = 1;
-const PLAIN_BYTES: usize = 8 + 32 + 32;
+const PLAIN_BYTES: usize = 8 + 8 + 32 + 32;
 /// Bound into every ticket's associated data: a ticket is not any other sealed message.
 const CONTEXT: &[u8] = b"shadowrep join ticket";
 
@@ -101,6 +106,8 @@ impl fmt::Debug for SessionKeys {
 pub struct TicketClaims {
     /// The player the backend issued it to (the game's own id).
     pub player: u64,
+    /// The game server it is for.
+    pub server: u64,
     /// When it stops being accepted (Unix seconds).
     pub expires: u64,
     /// The session's keys.
@@ -140,8 +147,15 @@ fn associated(header: &[u8]) -> Vec<u8> {
     [CONTEXT, header].concat()
 }
 
-/// Seals a ticket for `player`, good until `expires` (Unix seconds), carrying `keys`.
-pub fn issue(key: &TicketKey, player: u64, expires: u64, keys: &SessionKeys) -> Result<Vec<u8>, TicketError> {
+/// Seals a ticket for `player` on game server `server`, good until `expires` (Unix seconds),
+/// carrying `keys`.
+pub fn issue(
+    key: &TicketKey,
+    player: u64,
+    server: u64,
+    expires: u64,
+    keys: &SessionKeys,
+) -> Result<Vec<u8>, TicketError> {
     let nonce: [u8; 24] = random_bytes()?;
     let mut out = Vec::with_capacity(TICKET_BYTES);
     out.push(TICKET_VERSION);
@@ -149,6 +163,7 @@ pub fn issue(key: &TicketKey, player: u64, expires: u64, keys: &SessionKeys) -> 
     out.extend_from_slice(&nonce);
     let body = out.len();
     out.extend_from_slice(&player.to_le_bytes());
+    out.extend_from_slice(&server.to_le_bytes());
     out.extend_from_slice(&keys.client_to_server);
     out.extend_from_slice(&keys.server_to_client);
     let ad = associated(&out[..9]);
@@ -182,10 +197,12 @@ pub fn open(key: &TicketKey, ticket: &[u8], now: SystemTime) -> Result<TicketCla
         return Err(TicketError::Expired);
     }
     let word = |r: std::ops::Range<usize>| -> [u8; 32] { plain[r].try_into().unwrap_or([0; 32]) };
+    let int = |r: std::ops::Range<usize>| u64::from_le_bytes(plain[r].try_into().unwrap_or([0; 8]));
     Ok(TicketClaims {
-        player: u64::from_le_bytes(plain[..8].try_into().map_err(|_| TicketError::Malformed)?),
+        player: int(0..8),
+        server: int(8..16),
         expires,
-        keys: SessionKeys { client_to_server: word(8..40), server_to_client: word(40..72) },
+        keys: SessionKeys { client_to_server: word(16..48), server_to_client: word(48..80) },
         fingerprint,
     })
 }
@@ -203,10 +220,10 @@ mod tests {
     fn a_ticket_opens_with_its_key_until_it_expires() {
         let key = TicketKey::generate().unwrap();
         let keys = SessionKeys::generate().unwrap();
-        let t = issue(&key, 42, 1_000, &keys).unwrap();
+        let t = issue(&key, 42, 3, 1_000, &keys).unwrap();
         assert_eq!(t.len(), TICKET_BYTES);
         let claims = open(&key, &t, at(999)).unwrap();
-        assert_eq!((claims.player, claims.expires), (42, 1_000));
+        assert_eq!((claims.player, claims.server, claims.expires), (42, 3, 1_000));
         assert!(claims.keys == keys);
         assert_eq!(open(&key, &t, at(1_000)), Err(TicketError::Expired));
         assert_eq!(open(&TicketKey::generate().unwrap(), &t, at(0)), Err(TicketError::Forged));
@@ -215,7 +232,7 @@ mod tests {
     #[test]
     fn every_altered_byte_is_refused() {
         let key = TicketKey::from_bytes([7; 32]);
-        let t = issue(&key, 1, u64::MAX, &SessionKeys::generate().unwrap()).unwrap();
+        let t = issue(&key, 1, 1, u64::MAX, &SessionKeys::generate().unwrap()).unwrap();
         for i in 0..t.len() {
             let mut bad = t.clone();
             bad[i] ^= 0x01;

@@ -53,6 +53,9 @@ pub struct BotsArgs {
     /// this key (64 hexadecimal digits, the server's `--ticket-key`), good for a minute.
     #[arg(long, value_parser = super::ticket_key_arg, value_name = "HEX")]
     ticket_key: Option<shadowrep::session::TicketKey>,
+    /// With --ticket-key: the id of the server the tickets are for (its `--server-id`).
+    #[arg(long, default_value_t = 1)]
+    server_id: u64,
 }
 
 const HELLO_INTERVAL: Duration = Duration::from_millis(200);
@@ -183,7 +186,7 @@ pub fn bots(args: &BotsArgs, json: bool, session: &mut crate::Session) -> Result
             Some(key) => {
                 let keys = SessionKeys::generate().map_err(|e| e.to_string())?;
                 let expires = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs()) + 60;
-                let t = ticket::issue(key, i as u64, expires, &keys).map_err(|e| e.to_string())?;
+                let t = ticket::issue(key, i as u64, args.server_id, expires, &keys).map_err(|e| e.to_string())?;
                 SessionClient::with_ticket(layouts.clone(), random_u64(), t, &keys).map_err(|e| e.to_string())?
             }
         };

@@ -64,6 +64,9 @@ pub struct ServeArgs {
     /// this key (64 hexadecimal digits; `bots --ticket-key` issues them).
     #[arg(long, value_parser = super::ticket_key_arg, value_name = "HEX")]
     ticket_key: Option<shadowrep::session::TicketKey>,
+    /// With --ticket-key: this server's id; tickets issued for another are refused.
+    #[arg(long, default_value_t = 1)]
+    server_id: u64,
 }
 
 /// Counters of one second (or the whole run).
@@ -120,7 +123,7 @@ pub fn serve(args: &ServeArgs, json: bool, run: &mut crate::Session) -> Result<(
     scfg.tick_rate = tick_rate.round() as u16;
     scfg.max_sessions = players;
     if let Some(key) = &args.ticket_key {
-        scfg = scfg.sealed(key.clone());
+        scfg = scfg.sealed(key.clone(), args.server_id);
     }
     let start = Instant::now();
     let mut session = SessionServer::new(scfg, start);
