@@ -8,7 +8,7 @@ use shadowrep::client::Receipt;
 use shadowrep::net::{ConnectionId, DriverConfig, NetDriver};
 use shadowrep::prelude::*;
 use shadowrep::session::client::ClientDropped;
-use shadowrep::session::server::Dropped;
+use shadowrep::session::server::{Dropped, JoinRequest};
 use shadowrep::session::{
     ticket, ClientIncoming, Datagram, Incoming, RejectReason, ServerConfig, SessionClient, SessionKeys, SessionServer,
     TicketKey, TicketRefusal,
@@ -74,11 +74,7 @@ impl World {
 }
 
 /// The handshake of `client` from `from`; returns the join the server saw.
-fn handshake(
-    w: &mut World,
-    client: &mut SessionClient,
-    from: SocketAddr,
-) -> (ConnectionId, shadowrep::session::server::JoinRequest) {
+fn handshake(w: &mut World, client: &mut SessionClient, from: SocketAddr) -> (ConnectionId, JoinRequest) {
     let now = Instant::now();
     let Incoming::Reply(challenge) = w.server.handle(from, &client.hello().unwrap(), now) else {
         panic!("no challenge")
@@ -92,6 +88,17 @@ fn handshake(
     (conn, join)
 }
 
+/// A sealed server's world and a client welcomed into it from `port`: a fresh key, a ticket
+/// for `player`.
+fn open_session(player: u64, port: u16) -> (World, SessionClient, ConnectionId, JoinRequest) {
+    let key = TicketKey::generate().unwrap();
+    let mut w = World::new(&key);
+    let (t, keys) = issue(&key, player, unix_now() + 60);
+    let mut client = SessionClient::with_ticket(vec![crate_layout()], 5, t, &keys).unwrap();
+    let (conn, join) = handshake(&mut w, &mut client, addr(port));
+    (w, client, conn, join)
+}
+
 fn gold(client: &SessionClient) -> Option<Value> {
     let world = client.world()?;
     let (guid, _) = world.actors().next()?;
@@ -100,11 +107,7 @@ fn gold(client: &SessionClient) -> Option<Value> {
 
 #[test]
 fn a_sealed_session_carries_packets_and_feedback_only_its_ends_can_read() {
-    let key = TicketKey::generate().unwrap();
-    let mut w = World::new(&key);
-    let (t, keys) = issue(&key, 77, unix_now() + 60);
-    let mut client = SessionClient::with_ticket(vec![crate_layout()], 5, t, &keys).unwrap();
-    let (conn, join) = handshake(&mut w, &mut client, addr(6000));
+    let (mut w, mut client, conn, join) = open_session(77, 6000);
     assert_eq!(join.ticket.map(|c| c.player), Some(77), "the game learns whose session it is");
 
     w.store.set(w.actor, 0, &Value::U32(0x5eed_5eed)).unwrap();
@@ -134,11 +137,7 @@ fn a_sealed_session_carries_packets_and_feedback_only_its_ends_can_read() {
 
 #[test]
 fn a_forger_who_reads_the_traffic_can_neither_inject_alter_nor_replay() {
-    let key = TicketKey::generate().unwrap();
-    let mut w = World::new(&key);
-    let (t, keys) = issue(&key, 1, unix_now() + 60);
-    let mut client = SessionClient::with_ticket(vec![crate_layout()], 5, t, &keys).unwrap();
-    let (conn, _) = handshake(&mut w, &mut client, addr(6001));
+    let (mut w, mut client, conn, _) = open_session(1, 6001);
     let first = w.tick(conn);
     for d in &first {
         assert!(matches!(client.handle(d), ClientIncoming::Packet(Ok(_))));
@@ -159,7 +158,13 @@ fn a_forger_who_reads_the_traffic_can_neither_inject_alter_nor_replay() {
     }
     assert_eq!(gold(&client), Some(Value::U32(10)), "nothing plain reaches the world");
     // A plain welcome (a downgrade) is refused the same way by a sealed client still connecting.
-    let mut fresh = SessionClient::with_ticket(vec![crate_layout()], 9, vec![0; ticket::TICKET_BYTES], &keys).unwrap();
+    let mut fresh = SessionClient::with_ticket(
+        vec![crate_layout()],
+        9,
+        vec![0; ticket::TICKET_BYTES],
+        &SessionKeys::generate().unwrap(),
+    )
+    .unwrap();
     let welcome = Datagram::Welcome { nonce: 9, token, tick_rate: 30, checksums: w.driver.checksums() }.encode();
     assert_eq!(fresh.handle(&welcome), ClientIncoming::Dropped(ClientDropped::Unsealed));
     assert!(fresh.world().is_none());
