@@ -2,23 +2,35 @@
 //! once a second, what it holds.
 //!
 //! ```sh
-//! cargo run --release -p shadowrep --example udp_client -- 127.0.0.1:7777 --seconds 5
+//! cargo run --release -p shadowrep --example udp_client -- 127.0.0.1:7777 --seconds 5 [--sealed]
 //! ```
 
 mod udp_common;
 
-use shadowrep::session::{random_u64, ClientIncoming, SessionClient, MAX_DATAGRAM};
+use shadowrep::session::{random_u64, ticket, ClientIncoming, SessionClient, SessionKeys, TicketKey, MAX_DATAGRAM};
 use std::net::UdpSocket;
 use std::time::{Duration, Instant};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let (addr, run_for) = udp_common::args(5);
+    let (addr, run_for, sealed) = udp_common::args(5);
     let socket = UdpSocket::bind("127.0.0.1:0")?;
     socket.connect(addr)?;
     socket.set_read_timeout(Some(Duration::from_millis(50)))?;
     // The layouts must be the server's, in its class-id order: the hello carries their
     // checksums and the server refuses a mismatch.
-    let mut client = SessionClient::new(vec![udp_common::ball_layout()], random_u64());
+    let layouts = vec![udp_common::ball_layout()];
+    let mut client = if sealed {
+        // What a game's backend does when it sends a player to a server: two fresh keys, and a
+        // ticket for this player on that server, good for a minute, sent with the keys over
+        // the backend's own secure channel.
+        let key = TicketKey::from_bytes(udp_common::DEMO_TICKET_KEY);
+        let keys = SessionKeys::generate()?;
+        let expires = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH)?.as_secs() + 60;
+        let t = ticket::issue(&key, random_u64(), udp_common::DEMO_SERVER_ID, expires, &keys)?;
+        SessionClient::with_ticket(layouts, random_u64(), t, &keys)?
+    } else {
+        SessionClient::new(layouts, random_u64())
+    };
     let mut buf = vec![0u8; MAX_DATAGRAM];
     let start = Instant::now();
     let (mut last_send, mut last_report) = (start - Duration::from_secs(1), start);

@@ -5,6 +5,10 @@
 //! cargo run --release -p shadowrep --example udp_client -- 127.0.0.1:7777 --seconds 5
 //! ```
 //!
+//! With `--sealed` on both, the session is sealed: the client brings a join ticket (here it
+//! issues its own under the demo key, as a game's backend would) and every datagram from the
+//! welcome on is encrypted and authenticated.
+//!
 //! One thread: wait for datagrams until the next tick (the session layer answers the handshake
 //! and hands over feedback), move the balls, tick the driver, send each session its packets.
 
@@ -12,12 +16,12 @@ mod udp_common;
 
 use shadowrep::net::{DriverConfig, NetDriver};
 use shadowrep::prelude::*;
-use shadowrep::session::{DigestStatus, Incoming, RejectReason, ServerConfig, SessionServer, MAX_DATAGRAM};
+use shadowrep::session::{DigestStatus, Incoming, RejectReason, ServerConfig, SessionServer, TicketKey, MAX_DATAGRAM};
 use std::net::UdpSocket;
 use std::time::{Duration, Instant};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let (addr, run_for) = udp_common::args(10);
+    let (addr, run_for, sealed) = udp_common::args(10);
     let mut balls = ClassStore::new(udp_common::ball_layout());
     let mut driver = NetDriver::new(DriverConfig::default())?;
     driver.register_class(&mut balls)?;
@@ -25,7 +29,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     let socket = UdpSocket::bind(addr)?;
     let start = Instant::now();
-    let mut sessions = SessionServer::new(ServerConfig::new(driver.checksums()), start);
+    let mut cfg = ServerConfig::new(driver.checksums());
+    if sealed {
+        cfg = cfg.sealed(TicketKey::from_bytes(udp_common::DEMO_TICKET_KEY), udp_common::DEMO_SERVER_ID);
+    }
+    let mut sessions = SessionServer::new(cfg, start);
     let mut buf = vec![0u8; MAX_DATAGRAM];
     let tick = Duration::from_secs_f64(1.0 / 30.0);
     let mut next_tick = start;
