@@ -23,7 +23,7 @@
 
 use super::digest::{client_digest, StateDigest};
 use super::frame::{Datagram, DigestAnswer, DisconnectReason, Hello, RejectReason, PROTOCOL_VERSION};
-use super::seal::{SealError, Sealer, SEALED};
+use super::seal::{frame, SealError, Sealer, SEALED};
 use super::ticket::{SessionKeys, TicketError, TICKET_BYTES};
 use crate::client::{ClientError, ClientWorld, Receipt, ReceiveError};
 use crate::schema::ClassLayout;
@@ -167,15 +167,6 @@ impl SessionClient {
         self.sealer.is_some()
     }
 
-    /// A datagram this client sends: sealed when the session is.
-    fn frame(&mut self, d: &Datagram<'_>) -> Vec<u8> {
-        let plain = d.encode();
-        match &mut self.sealer {
-            Some(s) => s.seal(&plain).expect("a client seals the datagrams it sends"),
-            None => plain,
-        }
-    }
-
     /// Where the session stands.
     pub fn state(&self) -> &ClientState {
         &self.state
@@ -225,20 +216,20 @@ impl SessionClient {
     pub fn feedback(&mut self) -> Option<Vec<u8>> {
         let ClientState::Connected { token, world, .. } = &mut self.state else { return None };
         let (token, payload) = (*token, world.feedback());
-        Some(self.frame(&Datagram::Feedback { token, payload: &payload }))
+        Some(frame(self.sealer.as_mut(), &Datagram::Feedback { token, payload: &payload }))
     }
 
     /// A digest request, framed (once connected).
     pub fn digest_request(&mut self, id: u32) -> Option<Vec<u8>> {
         let token = self.token()?;
-        Some(self.frame(&Datagram::DigestRequest { token, id }))
+        Some(frame(self.sealer.as_mut(), &Datagram::DigestRequest { token, id }))
     }
 
     /// A disconnect, framed; the session is closed here.
     pub fn disconnect(&mut self) -> Option<Vec<u8>> {
         let token = self.token()?;
         self.state = ClientState::Closed(DisconnectReason::Closed);
-        Some(self.frame(&Datagram::Disconnect { token, reason: DisconnectReason::Closed }))
+        Some(frame(self.sealer.as_mut(), &Datagram::Disconnect { token, reason: DisconnectReason::Closed }))
     }
 
     /// The digest of the world as it is ([`client_digest`]).

@@ -74,6 +74,16 @@ pub fn sealed_header(bytes: &[u8]) -> Option<(u8, u64)> {
     Some((t & !SEALED, u64::from_le_bytes(bytes[1..9].try_into().ok()?)))
 }
 
+/// The bytes of a datagram one end sends: `d` encoded, and sealed when the session is
+/// (`sealer`). Server and client frame everything they send through this.
+pub(super) fn frame(sealer: Option<&mut Sealer>, d: &super::frame::Datagram<'_>) -> Vec<u8> {
+    let plain = d.encode();
+    match sealer {
+        Some(s) => s.seal(&plain).expect("a session seals only the datagrams it sends"),
+        None => plain,
+    }
+}
+
 /// Counters seen, the newest [`REPLAY_WINDOW`] of them.
 #[derive(Clone, Debug, Default)]
 struct ReplayWindow {
@@ -165,13 +175,11 @@ impl Sealer {
         if !sealable(t) || plain.len() < 9 || (t == kind::WELCOME && plain.len() < 17) {
             return None;
         }
+        let welcome = t == kind::WELCOME;
         // The welcome's token goes first, its nonce inside (see the module documentation).
-        let (id, fields): (&[u8], Vec<u8>) = if t == kind::WELCOME {
-            (&plain[9..17], [&plain[1..9], &plain[17..]].concat())
-        } else {
-            (&plain[1..9], plain[9..].to_vec())
-        };
-        let counter = if t == kind::WELCOME {
+        let (id, fields): (&[u8], [&[u8]; 2]) =
+            if welcome { (&plain[9..17], [&plain[1..9], &plain[17..]]) } else { (&plain[1..9], [&plain[9..], &[]]) };
+        let counter = if welcome {
             0
         } else {
             self.sent += 1;
@@ -181,7 +189,7 @@ impl Sealer {
         out.push(t | SEALED);
         out.extend_from_slice(id);
         out.extend_from_slice(&counter.to_le_bytes());
-        out.extend_from_slice(&fields);
+        fields.iter().for_each(|f| out.extend_from_slice(f));
         let id = u64::from_le_bytes(id.try_into().ok()?);
         let (head, body) = out.split_at_mut(17);
         let tag = self.send.encrypt_inout_detached(&nonce(t, id, counter), head, body.into()).ok()?;
@@ -204,17 +212,17 @@ impl Sealer {
             return Err(SealError::Malformed);
         }
         let tag = Tag::try_from(tag).map_err(|_| SealError::Malformed)?;
-        let mut fields = body.to_vec();
+        // Decrypted where the plain datagram keeps its fields: after the type and token.
+        let mut plain = [&[t][..], &id.to_le_bytes(), body].concat();
         self.receive
-            .decrypt_inout_detached(&nonce(t, id, counter), &sealed[..17], (&mut fields[..]).into(), &tag)
+            .decrypt_inout_detached(&nonce(t, id, counter), &sealed[..17], (&mut plain[9..]).into(), &tag)
             .map_err(|_| SealError::Forged)?;
-        let token = id.to_le_bytes();
-        let plain = if welcome {
-            [&[t][..], &fields[..8], &token, &fields[8..]].concat()
+        if welcome {
+            // | 04 | token | nonce | fields | → | 04 | nonce | token | fields |
+            plain[1..17].rotate_left(8);
         } else {
             self.window.mark(counter);
-            [&[t][..], &token, &fields].concat()
-        };
+        }
         Ok(plain)
     }
 }

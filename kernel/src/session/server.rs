@@ -210,11 +210,7 @@ struct Session {
 impl Session {
     /// A datagram this session sends: sealed when the session is.
     fn frame(&mut self, d: &Datagram<'_>) -> Vec<u8> {
-        let plain = d.encode();
-        match &mut self.sealer {
-            Some(s) => s.seal(&plain).expect("a session seals the datagrams it sends"),
-            None => plain,
-        }
+        super::seal::frame(self.sealer.as_mut(), d)
     }
 }
 
