@@ -65,10 +65,13 @@ fn sealable(t: u8) -> bool {
 }
 
 /// The type and id of a sealed datagram, read before opening it (a server finds the session
-/// by address and checks the token first, so a stranger's datagram costs no decryption).
+/// by address and checks the token first, so a stranger's datagram costs no decryption);
+/// `None` for anything else, shorter than a header and tag or longer than
+/// [`MAX_DATAGRAM`](super::frame::MAX_DATAGRAM).
 pub fn sealed_header(bytes: &[u8]) -> Option<(u8, u64)> {
     let t = *bytes.first()?;
-    if t & SEALED == 0 || !sealable(t & !SEALED) || bytes.len() < 1 + 8 + SEAL_OVERHEAD {
+    let size = 1 + 8 + SEAL_OVERHEAD..=super::frame::MAX_DATAGRAM;
+    if t & SEALED == 0 || !sealable(t & !SEALED) || !size.contains(&bytes.len()) {
         return None;
     }
     Some((t & !SEALED, u64::from_le_bytes(bytes[1..9].try_into().ok()?)))
@@ -266,6 +269,25 @@ mod tests {
             assert!(c.open(&bad).is_err(), "byte {i}");
         }
         assert!(c.open(&sealed).is_ok(), "the forgeries moved nothing");
+    }
+
+    #[test]
+    fn truncated_and_oversized_datagrams_are_refused_at_their_limits() {
+        let (mut c, mut s) = pair();
+        // The largest packet sealed is exactly the largest datagram, and opens.
+        let big = s.seal(&packet(5, &[7; super::super::frame::MAX_PAYLOAD])).unwrap();
+        assert_eq!(big.len(), super::super::frame::MAX_DATAGRAM);
+        let small = s.seal(&packet(5, &[1])).unwrap();
+        // Every truncation of a real one is refused, none panics, none moves the window.
+        for n in 0..small.len() {
+            assert!(c.open(&small[..n]).is_err(), "cut to {n}");
+        }
+        // One byte more than the largest datagram is not looked at.
+        let mut over = big.clone();
+        over.push(0);
+        assert_eq!(sealed_header(&over), None);
+        assert_eq!(c.open(&over), Err(SealError::Malformed));
+        assert!(c.open(&big).is_ok() && c.open(&small).is_ok());
     }
 
     #[test]
