@@ -14,7 +14,7 @@ use cap::Cap;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use shadowrep::schema::{ClassBuilder, PropType, PropertyDecl};
-use shadowrep::session::frame::{DigestAnswer, Hello, MAX_DATAGRAM};
+use shadowrep::session::frame::{DigestAnswer, Hello, MAX_DATAGRAM, PROTOCOL_VERSION};
 use shadowrep::session::{
     ticket, ClientIncoming, Datagram, DigestStatus, DisconnectReason, Incoming, RejectReason, ServerConfig,
     SessionClient, SessionKeys, SessionServer, TicketKey,
@@ -124,7 +124,7 @@ fn the_session_layer_survives_random_and_mutated_datagrams() {
     seeds.push(welcome);
     seeds.push(
         Datagram::Hello(shadowrep::session::frame::Hello {
-            version: 2,
+            version: PROTOCOL_VERSION,
             nonce: 8,
             cookie: Some(1),
             checksums: vec![1],

@@ -2,7 +2,7 @@
 //! `cargo run --release --bin seed_corpus` (in `fuzz/`).
 
 use shadowrep::session::frame::{DigestAnswer, Hello};
-use shadowrep::session::{Datagram, DigestStatus, DisconnectReason, RejectReason};
+use shadowrep::session::{Datagram, DigestStatus, DisconnectReason, RejectReason, PROTOCOL_VERSION};
 use shadowrep_fuzz::{join, level_recording, recording};
 use std::fs;
 
@@ -48,12 +48,12 @@ fn main() -> std::io::Result<()> {
     fs::create_dir_all(dir)?;
     let payload = [0x11u8; 24];
     let answer = DigestAnswer { id: 1, status: DigestStatus::Ready, seq: 3, actors: 4, digest: 5 };
-    let hello = Hello { version: 2, nonce: 7, cookie: Some(3), checksums: vec![1], ticket: None };
+    let hello = Hello { version: PROTOCOL_VERSION, nonce: 7, cookie: Some(3), checksums: vec![1], ticket: None };
     let datagrams = [
         Datagram::Hello(hello),
         Datagram::Challenge { nonce: 7, cookie: 3 },
         Datagram::Welcome { nonce: 7, token: 5, tick_rate: 30, checksums: vec![1] },
-        Datagram::Reject { nonce: 7, reason: RejectReason::Full, server_version: 2 },
+        Datagram::Reject { nonce: 7, reason: RejectReason::Full, server_version: PROTOCOL_VERSION },
         Datagram::Packet { token: 5, payload: &payload },
         Datagram::Feedback { token: 5, payload: &payload },
         Datagram::DigestRequest { token: 5, id: 1 },

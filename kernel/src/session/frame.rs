@@ -9,8 +9,9 @@ use std::fmt;
 
 /// The protocol version a hello carries; a server refuses any other.
 /// Version 2: hellos carry a join ticket field (empty, or [`TICKET_BYTES`] bytes), and a session
-/// may be sealed ([`super::seal`]).
-pub const PROTOCOL_VERSION: u16 = 2;
+/// may be sealed ([`super::seal`]). Version 3: sealed datagrams are AES-256-GCM under a key per
+/// session and direction (version 2 sealed them with XChaCha20-Poly1305 under the ticket's keys).
+pub const PROTOCOL_VERSION: u16 = 3;
 
 /// The smallest hello (with or without cookie) a server answers: the hello is padded with zeros
 /// to this size, so a reply to it (a challenge, [`CHALLENGE_BYTES`], or a reject,
@@ -585,7 +586,7 @@ mod tests {
                 ticket: None,
             }),
             Datagram::Hello(Hello {
-                version: 2,
+                version: PROTOCOL_VERSION,
                 nonce: 7,
                 cookie: Some(9),
                 checksums: vec![3; 2],
@@ -594,7 +595,11 @@ mod tests {
             Datagram::Challenge { nonce: 7, cookie: 9 },
             Datagram::Welcome { nonce: 7, token: 11, tick_rate: 30, checksums: vec![5] },
             Datagram::Reject { nonce: 7, reason: RejectReason::Checksum { class: 3 }, server_version: 1 },
-            Datagram::Reject { nonce: 7, reason: RejectReason::Ticket(TicketRefusal::Expired), server_version: 2 },
+            Datagram::Reject {
+                nonce: 7,
+                reason: RejectReason::Ticket(TicketRefusal::Expired),
+                server_version: PROTOCOL_VERSION,
+            },
             Datagram::Packet { token: 11, payload: &[1, 2, 3] },
             Datagram::Feedback { token: 11, payload: &[4] },
             Datagram::DigestRequest { token: 11, id: 2 },

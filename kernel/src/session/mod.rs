@@ -54,8 +54,8 @@
 //! ([`SessionServer::expire`]). Tokens and cookies are keyed hashes, **not cryptography**
 //! ([`cookie`] says what they are good for): a plain session is safe from a blind third party,
 //! not from one who reads the traffic. A sealed session ([`ServerConfig::sealed`],
-//! [`SessionClient::with_ticket`]) is: XChaCha20-Poly1305 with per-direction keys from a join
-//! ticket, a counter per datagram and a replay window.
+//! [`SessionClient::with_ticket`]) is: AES-256-GCM under a key per session and direction,
+//! derived from a join ticket's keys, a counter per datagram and a replay window.
 //!
 //! ```
 //! use shadowrep::session::{ticket, SessionKeys, TicketKey};
