@@ -1,0 +1,172 @@
+//! The first half of a connection's frame: its candidates — one walk over its channel rows
+//! merged with the relevant actors and the frame's gone actors — and each candidate's priority
+//! key (see the module above for the whole frame).
+
+use super::{close_reason, lane_set, retire, LevelCtx, Scratch};
+use crate::net::connection::{pair, Connection, PendingClose};
+use crate::net::level::NOT_DUE;
+use crate::net::pairs::{merge_rows, split_key, Channel, Pairs};
+use crate::net::priority::{priority_key, SPAWN_PRIORITY_SECONDS};
+
+/// One candidate of the frame: a row whose actor is due.
+#[derive(Clone, Copy)]
+pub(super) struct Cand {
+    pub(super) row: u32,
+    pub(super) due: u32,
+    pub(super) relevant_now: bool,
+}
+
+/// Lists the candidates — the rows whose actor is due, and a scratch row for every relevant
+/// actor without one (but an actor whose copy is held dormant) — in one walk over the rows, the
+/// relevant actors and the frame's gone actors, all in key order (a gone actor's row becomes a
+/// scratch row, its open channel's close queued). A row's index once the scratch rows are merged in is
+/// its index now plus the scratch rows before it, so the candidates name their rows as they will
+/// be. (A first walk that added the scratch rows and a second that listed the merged rows read
+/// every row twice.)
+pub(super) fn candidates(
+    ctx: &LevelCtx<'_>,
+    ci: u32,
+    conn: &mut Connection,
+    scratch: &mut Scratch,
+    closed: &mut Vec<u32>,
+) {
+    let Scratch { relevant, fresh, cands, .. } = scratch;
+    let (next_epoch, closes, viewers) = (&mut conn.next_epoch, &mut conn.closes, &conn.viewers);
+    let Pairs::Channels { rows, dormant } = &mut conn.pairs else { unreachable!("the actor level keeps channel rows") };
+    fresh.clear();
+    cands.clear();
+    // A copy held dormant is not replicated (and needs no new row) until the actor wakes — but a
+    // stale one (woken, not sent to, dormant again: it owes what changed) goes back to the rows
+    // when the actor is relevant. Nor does a tearing actor get a row: it only closes the
+    // channels it has.
+    let tearing = |d: u32| ctx.tearing > 0 && ctx.due[d as usize].actor.tearing;
+    let add = |(key, d): (u64, u32),
+               at: usize,
+               fresh: &mut Vec<Channel>,
+               cands: &mut Vec<Cand>,
+               epoch: &mut u8,
+               dormant: &mut Vec<Channel>| {
+        if tearing(d) {
+            return;
+        }
+        let row = match dormant.binary_search_by_key(&key, |r: &Channel| r.key) {
+            Ok(i) if dormant[i].state.flags & pair::WOKEN != 0 => {
+                let mut row = dormant.remove(i);
+                row.state.flags &= !pair::DORMANT;
+                row
+            }
+            Ok(_) => return,
+            Err(_) => {
+                let mut row = Channel { key, ..Channel::default() };
+                row.state.epoch = number(epoch);
+                row
+            }
+        };
+        fresh.push(row);
+        cands.push(Cand { row: at as u32, due: d, relevant_now: true });
+    };
+    let mut rel = relevant.iter().map(|&d| (ctx.keys[d as usize], d)).peekable();
+    let mut gone = ctx.retired.iter().peekable();
+    let (mut class, mut index, mut bits): (u32, &[u32], &[u64]) = (u32::MAX, &[], &[]);
+    for (ri, row) in rows.iter_mut().enumerate() {
+        // A gone actor's row: its channel closes (if a packet carried the open), and the row
+        // stays as a scratch row, which a new actor in the same slot takes below.
+        while gone.next_if(|&&(key, _)| key < row.key).is_some() {}
+        if let Some(&(_, guid)) = gone.next_if(|&&(key, _)| key == row.key) {
+            retire(row, guid, closes);
+        }
+        while let Some(actor) = rel.next_if(|&(key, _)| key < row.key) {
+            add(actor, ri + fresh.len(), fresh, cands, next_epoch, dormant);
+        }
+        let at = (ri + fresh.len()) as u32;
+        if let Some((_, d)) = rel.next_if(|&(key, _)| key == row.key) {
+            // A gone actor's row left as a scratch row (no flags: between frames every row is a
+            // channel): a new actor in its slot takes it, numbered as a fresh row would be.
+            if row.state.flags == 0 {
+                if tearing(d) {
+                    continue;
+                }
+                row.state.epoch = number(next_epoch);
+            }
+            cands.push(Cand { row: at, due: d, relevant_now: true });
+            continue;
+        }
+        // Not relevant now. A gone actor's scratch row whose slot's new actor is not relevant
+        // here: no candidate.
+        if row.state.flags == 0 {
+            continue;
+        }
+        let (c, slot) = split_key(row.key);
+        if c != class {
+            class = c;
+            index = ctx.due_index.get(c as usize).map_or(&[], |v| &v[..]);
+            bits = ctx.selected.get(c as usize).map_or(&[], |v| &v[..]);
+        }
+        if !lane_set(bits, slot) {
+            continue;
+        }
+        let d = index.get(slot as usize).copied().unwrap_or(NOT_DUE);
+        if d == NOT_DUE {
+            continue;
+        }
+        if ctx.owner_only > 0 && unowned(ctx, ci, viewers, d) {
+            // UE's PrioritizeActors skips an owner-only actor this connection does not own (it
+            // sends it nothing), and closes its channel once its relevancy has lapsed — unless
+            // some viewer has no view target yet, so every connection may still come to own it.
+            // (A level's startup actor keeps its channel, as everywhere here.)
+            let due = &ctx.due[d as usize];
+            let lapsed = ctx.time.now - row.relevant_time >= ctx.cfg.relevant_timeout;
+            if lapsed && !due.startup && viewers.iter().all(|v| v.view_target.is_some()) {
+                if row.state.flags & pair::EVER_OPENED != 0 {
+                    closes.push(PendingClose { guid: due.actor.guid, reason: close_reason(due.actor.tearing) });
+                }
+                row.state.flags = 0;
+                if ctx.report_closes {
+                    closed.push(d);
+                }
+            }
+            continue;
+        }
+        cands.push(Cand { row: at, due: d, relevant_now: false });
+    }
+    for actor in rel {
+        add(actor, rows.len() + fresh.len(), fresh, cands, next_epoch, dormant);
+    }
+    merge_rows(rows, fresh);
+}
+
+/// Each candidate's priority key — the max over the viewers of UE's `GetNetPriority` — with
+/// its GUID and its index in the candidates. Reads the frame's per-due-actor
+/// [`super::priority::PriorityInput`] (owner chains followed once per frame, not per connection).
+pub(super) fn rank(ctx: &LevelCtx<'_>, conn: &Connection, scratch: &mut Scratch) {
+    let now = ctx.time.now;
+    let viewers = &conn.viewers;
+    let Pairs::Channels { rows, .. } = &conn.pairs else { unreachable!("the actor level keeps channel rows") };
+    scratch.order.begin(scratch.cands.len(), ctx.guid_rank.bits);
+    for (i, c) in scratch.cands.iter().enumerate() {
+        let row = &rows[c.row as usize];
+        // No channel yet, or one woken from dormancy (UE closed it then): UE's spawn priority.
+        let t = if row.state.flags & (pair::CHANNEL | pair::WOKEN) == pair::CHANNEL {
+            (now - row.last_update) as f32
+        } else {
+            SPAWN_PRIORITY_SECONDS
+        };
+        let p = &ctx.index.priority[c.due as usize];
+        let best = viewers.iter().map(|v| p.priority(t, v)).fold(0.0f32, f32::max);
+        scratch.order.push(priority_key(best), p.actor, ctx.guid_rank.ranks[c.due as usize], i as u32);
+    }
+}
+
+/// The epoch of a connection's next channel row (see [`super::connection::PairState::epoch`]),
+/// counting on.
+fn number(next_epoch: &mut u8) -> u8 {
+    let epoch = *next_epoch;
+    *next_epoch = epoch.wrapping_add(1);
+    epoch
+}
+
+/// Whether due actor `d` is owner-only and connection `ci` with `viewers` does not own it.
+fn unowned(ctx: &LevelCtx<'_>, ci: u32, viewers: &[crate::net::relevancy::Viewer], d: u32) -> bool {
+    let due = &ctx.due[d as usize];
+    due.rel.only_relevant_to_owner && !ctx.index.owns(due, ci, viewers)
+}
