@@ -10,8 +10,13 @@
 //! changed_since(slot, F) = { leaf | frames[slot][leaf] > F }
 //! ```
 //!
-//! A dynamic array is one leaf here: it is sent whole, so "the array changed after F" is all a
-//! connection needs to know.
+//! A dynamic array is one leaf here, and beside it the frame each of its element leaves last
+//! changed (by nested handle), so a connection that last sent at F gets the array's length and
+//! the elements changed after F, as UE sends changed elements by nested handle:
+//!
+//! ```text
+//! elements[(slot, leaf)][nested − 1]   u32 frame of the element leaf's last change (or growth)
+//! ```
 //!
 //! This yields exactly the union UE's ring would, for any catch-up point, without a 64-entry
 //! limit: a connection that is far behind gets precisely what changed since it last caught up
@@ -21,6 +26,7 @@
 use crate::compare::ChangeSet;
 use crate::ids::{Frame, LeafMask};
 use crate::schema::{ClassLayout, PAGE_LANES};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 /// Last-changed frames of every leaf (and array element) of one class.
@@ -31,12 +37,15 @@ pub struct History {
     frames: Vec<u32>,
     /// Per slot: the two most recent frames with any change (latest, the one before).
     recent: Vec<(u32, u32)>,
+    /// Per (slot, array leaf) with elements: each element leaf's last-changed frame, as long as
+    /// the array (an element leaf of a new element changed when it appeared).
+    elements: BTreeMap<(u32, u16), Vec<u32>>,
 }
 
 impl History {
     /// An empty history for `layout`.
     pub fn new(layout: Arc<ClassLayout>) -> Self {
-        Self { layout, frames: Vec::new(), recent: Vec::new() }
+        Self { layout, frames: Vec::new(), recent: Vec::new(), elements: BTreeMap::new() }
     }
 
     fn ensure_pages(&mut self, pages: usize) {
@@ -67,7 +76,25 @@ impl History {
                     self.frames[base + lane] = frame;
                 }
             }
+            for ch in changes.array_changes(p) {
+                let Some(a) = self.layout.leaves.get(ch.leaf as usize).and_then(|l| l.array) else { continue };
+                let per = self.layout.arrays[a].elements.len();
+                let stamps = self.elements.entry((ch.slot, ch.leaf)).or_default();
+                stamps.resize(ch.new_len as usize * per, 0);
+                for &nested in &ch.elements {
+                    if let Some(s) = stamps.get_mut(usize::from(nested).wrapping_sub(1)) {
+                        *s = frame;
+                    }
+                }
+            }
         }
+    }
+
+    /// The last-changed frame of each element leaf of array leaf `leaf` of `slot`, by nested
+    /// handle − 1, as long as the array was when it was last compared (empty: no element yet).
+    pub fn element_frames(&self, slot: u32, leaf: usize) -> &[u32] {
+        let key = (slot, u16::try_from(leaf).unwrap_or(u16::MAX));
+        self.elements.get(&key).map_or(&[], Vec::as_slice)
     }
 
     /// Forgets slot `slot` (its actor was despawned; a new actor there starts from defaults).
@@ -81,6 +108,10 @@ impl History {
             self.frames[(p * leaves + leaf) * PAGE_LANES + lane] = 0;
         }
         self.recent[slot as usize] = (0, 0);
+        let arrays: Vec<_> = self.elements.range((slot, 0)..=(slot, u16::MAX)).map(|(&k, _)| k).collect();
+        for k in arrays {
+            self.elements.remove(&k);
+        }
     }
 
     /// Whether `slot` changed in a frame after `since` and before `frame` — what a pair that last

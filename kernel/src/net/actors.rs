@@ -86,6 +86,8 @@ pub(crate) struct ClassNet {
     pub seen_structure: Option<u64>,
     /// Leaves that are dynamic arrays (written per connection, not shared).
     pub array_leaves: LeafMask,
+    /// Dynamic arrays under a condition: always sent whole (see [`super::plan::SendItem::whole`]).
+    pub whole_arrays: LeafMask,
     /// Every other leaf (an open owing all of them copies a shared encoding whole).
     pub fixed_leaves: LeafMask,
     /// Fixed leaves the shared arena encodes: those a simulated proxy receives (see

@@ -35,6 +35,15 @@ pub(crate) struct SendItem {
     pub open: bool,
     /// The pair's channel epoch ([`PairState::epoch`]).
     pub epoch: u8,
+    /// Dynamic arrays among `leaves` that go whole (count and every element): while the open is
+    /// owed, when resent (a lost packet carried them, a full window held them back), and always
+    /// for an array under a condition (one that comes back by a role change may have missed
+    /// changes that "changed since the last send" does not name). The others send their count
+    /// and the element leaves that changed after `since` (the pair's last send), by nested
+    /// handle, as UE does.
+    pub whole: LeafMask,
+    /// The pair's last send before this one (see `whole`).
+    pub since: Frame,
 }
 
 /// How many changed actors ahead planning prefetches pair states.
@@ -102,7 +111,13 @@ pub(crate) fn plan_connection(
             let f = actor.flags(ci, replay, true);
             let send = leaves & c.active.get(f) & !actor.custom_inactive;
             if !send.is_empty() {
-                emit(conn, &SendItem { class, slot, guid: actor.guid, leaves: send, open: false, epoch: 0 });
+                // Clean: sent everything through the last frame (an array's elements changed
+                // before this frame went then).
+                let since = Frame(frame.0.saturating_sub(1));
+                let whole = send & c.whole_arrays;
+                let item =
+                    SendItem { class, slot, guid: actor.guid, leaves: send, open: false, epoch: 0, whole, since };
+                emit(conn, &item);
             }
             continue;
         }
@@ -154,12 +169,15 @@ pub(crate) fn plan_pair(
     if catch_up {
         changed_leaves |= c.history.changed_since(slot, ps.sent_through);
     }
-    let send = (changed_leaves & active) | (ps.resend & owed);
+    let resent = ps.resend & owed;
+    let send = (changed_leaves & active) | resent;
     let open_bunch = open && ps.flags & pair::OPEN_SENT == 0;
+    let since = ps.sent_through;
     ps.resend = LeafMask::EMPTY;
     ps.sent_through = frame;
     if send.is_empty() && !open_bunch {
         return None;
     }
-    Some(SendItem { class, slot, guid: actor.guid, leaves: send, open, epoch: ps.epoch })
+    let whole = if open { send } else { resent | (send & c.whole_arrays) };
+    Some(SendItem { class, slot, guid: actor.guid, leaves: send, open, epoch: ps.epoch, whole, since })
 }

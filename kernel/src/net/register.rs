@@ -36,6 +36,18 @@ impl NetDriver {
             .filter(|(_, l)| l.array.is_some())
             .fold(LeafMask::EMPTY, |m, (i, _)| m | LeafMask::leaf(i));
         let fixed_leaves = (0..layout.leaves.len()).fold(LeafMask::EMPTY, |m, i| m | LeafMask::leaf(i)) & !array_leaves;
+        // Arrays under a condition go whole: one coming back by a role change may have missed
+        // changes that "changed since the last send" does not name.
+        let whole_arrays = layout
+            .leaves
+            .iter()
+            .enumerate()
+            .filter(|(_, l)| {
+                l.array.is_some_and(|a| {
+                    layout.parents[layout.arrays[a].parent].condition != crate::schema::Condition::None
+                })
+            })
+            .fold(LeafMask::EMPTY, |m, (i, _)| m | LeafMask::leaf(i));
         let object_leaves = layout
             .leaves
             .iter()
@@ -64,6 +76,7 @@ impl NetDriver {
             seen_epochs: Vec::new(),
             seen_structure: None,
             array_leaves,
+            whole_arrays,
             fixed_leaves,
             shared_leaves,
             object_leaves,

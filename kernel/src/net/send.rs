@@ -375,7 +375,10 @@ impl WriteCtx<'_> {
         for leaf in item.leaves.iter() {
             let l = &c.layout.leaves[leaf];
             let ok = match l.array {
-                Some(a) => self.write_array(conn, open, &mut part, leaf, a),
+                Some(a) => {
+                    let since = (!item.whole.contains(leaf)).then_some(item.since);
+                    self.write_array(conn, open, &mut part, leaf, a, since)
+                }
                 None => match shared
                     .filter(|sh| sh.leaves.contains(leaf))
                     .map(|sh| sh.record(leaf))
@@ -492,7 +495,9 @@ impl WriteCtx<'_> {
         true
     }
 
-    /// Writes a whole dynamic array, splitting it between elements across packets.
+    /// Writes a dynamic array: its count and, `since` a frame, the element leaves that changed
+    /// after it (by nested handle; the client keeps the rest), else every element — split
+    /// between elements across packets.
     fn write_array(
         &self,
         conn: &mut Connection,
@@ -500,23 +505,39 @@ impl WriteCtx<'_> {
         part: &mut BunchPart<'_>,
         leaf: usize,
         a: usize,
+        since: Option<crate::ids::Frame>,
     ) -> Room {
         let item = part.item;
-        let layout = &self.classes[item.class as usize].layout;
+        let c = &self.classes[item.class as usize];
+        let layout = &c.layout;
         let array = &layout.arrays[a];
         let handle = layout.leaves[leaf].handle;
         let bytes = self.stores[item.class as usize].array_bytes(item.slot, a);
         let count = bytes.len() / array.stride;
+        let per = array.elements.len();
+        // Which element leaves go: all, or those changed after `since`. The history holds a
+        // frame per element leaf as long as the array was when last compared; should it not
+        // match the array now, everything goes.
+        let frames = since.map(|_| c.history.element_frames(item.slot, leaf)).filter(|f| f.len() == count * per);
+        let wanted = |e: usize, i: usize| match (since, frames) {
+            (Some(s), Some(f)) => f[e * per + i] > s.0,
+            _ => true,
+        };
         let head = handle_bits(layout) as usize + packed_bits(count as u64) + 8;
         let mut el = BitWriter::new();
-        let element = |el: &mut BitWriter, e: usize| {
+        // The next element at or after `e` with a leaf to send (`count` when none), encoded.
+        let next = |el: &mut BitWriter, mut e: usize| {
             el.clear();
-            if e < count {
-                write_array_element(el, array, e, &bytes[e * array.stride..(e + 1) * array.stride]);
+            while e < count && !(0..per).any(|i| wanted(e, i)) {
+                e += 1;
             }
+            if e < count {
+                let element = &bytes[e * array.stride..(e + 1) * array.stride];
+                write_array_element(el, array, e, element, |i| wanted(e, i));
+            }
+            e
         };
-        let mut e = 0;
-        element(&mut el, e);
+        let mut e = next(&mut el, 0);
         loop {
             // The head and at least the next element, or a new packet.
             if !conn.writer.body_fits(&conn.out, head + el.len_bits()) {
@@ -531,8 +552,7 @@ impl WriteCtx<'_> {
             part.leaves |= LeafMask::leaf(leaf);
             while e < count && conn.writer.body_fits(&conn.out, el.len_bits() + 8) {
                 conn.writer.body().write_from(el.bytes(), 0, el.len_bits());
-                e += 1;
-                element(&mut el, e);
+                e = next(&mut el, e + 1);
             }
             end_array(conn.writer.body());
             if e >= count {

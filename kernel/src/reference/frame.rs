@@ -639,10 +639,14 @@ fn replicate(
     let send = (changed | ch.inactive) & active;
     ch.inactive &= !active;
     let open_bunch = !ch.open_acked && !ch.open_sent;
+    let since = ch.sent_through;
     ch.sent_through = frame;
     if !send.is_empty() || open_bunch {
-        let item =
-            SendItem { class: ch.class, slot: ch.slot, guid: a.guid, leaves: send, open: !ch.open_acked, epoch: 0 };
+        // Arrays go as the kernel sends them: whole while the open is owed and when under a
+        // condition, else the elements changed since the channel's last send.
+        let whole = if ch.open_acked { send & class.whole_arrays } else { send };
+        let (class, slot, guid, open) = (ch.class, ch.slot, a.guid, !ch.open_acked);
+        let item = SendItem { class, slot, guid, leaves: send, open, epoch: 0, whole, since };
         write.write(conn, st, &item, None, None);
         if !ch.open_acked {
             ch.open_sent = true;

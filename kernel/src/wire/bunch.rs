@@ -187,10 +187,17 @@ pub fn write_array_head(w: &mut BitWriter, bits: u32, handle: u16, count: usize)
     w.write_packed(count as u64);
 }
 
-/// Writes element `e` of an array record (every element leaf, with its nested handle).
-pub fn write_array_element(w: &mut BitWriter, array: &ArrayLayout, e: usize, element: &[u8]) {
+/// Writes element `e` of an array record: its element leaves `i` for which `leaf(i)` holds,
+/// each with its nested handle.
+pub fn write_array_element(
+    w: &mut BitWriter,
+    array: &ArrayLayout,
+    e: usize,
+    element: &[u8],
+    leaf: impl Fn(usize) -> bool,
+) {
     let per = array.elements.len();
-    for (i, el) in array.elements.iter().enumerate() {
+    for (i, el) in array.elements.iter().enumerate().filter(|&(i, _)| leaf(i)) {
         w.write_packed((e * per + i + 1) as u64);
         write_leaf(w, el.kind, &element[el.offset..el.offset + el.kind.byte_size()]);
     }
@@ -208,7 +215,7 @@ pub fn write_array_record(w: &mut BitWriter, layout: &ClassLayout, leaf: usize, 
     let count = elements.len() / array.stride;
     write_array_head(w, handle_bits(layout), layout.leaves[leaf].handle, count);
     for e in 0..count {
-        write_array_element(w, array, e, &elements[e * array.stride..(e + 1) * array.stride]);
+        write_array_element(w, array, e, &elements[e * array.stride..(e + 1) * array.stride], |_| true);
     }
     end_array(w);
 }

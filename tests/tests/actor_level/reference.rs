@@ -8,7 +8,8 @@ use shadowrep::reference::frame::ReferenceFrame;
 use shadowrep::schema::Notify;
 
 /// A class without a location property (positions set by the game) with a push-model property,
-/// a dynamic array, and properties under conditions that follow roles (owner-only, skip-owner,
+/// a dynamic array (growing, shrinking and changing a few elements at a time), and properties
+/// under conditions that follow roles (owner-only, skip-owner,
 /// autonomous-only, Custom).
 fn bag() -> Arc<ClassLayout> {
     use shadowrep::schema::Condition;
@@ -209,7 +210,10 @@ impl Sim {
                 if self.rng.random_bool(0.2) {
                     self.bags.set(id, 0, &Value::U32(coins + 1)).unwrap();
                 }
-                let items: Vec<Value> = (0..self.rng.random_range(0..30)).map(Value::U16).collect();
+                // Its elements change a few at a time with the coins (sent as the changed elements).
+                let items: Vec<Value> = (0..self.rng.random_range(0..30))
+                    .map(|i: u16| Value::U16(i + u16::from(i % 4 == coins as u16)))
+                    .collect();
                 self.bags.set(id, 1, &Value::Array(items)).unwrap();
                 let open = self.rng.random_bool(0.5);
                 self.bags.set(id, 2, &Value::Bool(open)).unwrap();

@@ -5,8 +5,8 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use shadowrep::link::LinkConfig;
 use shadowrep::net::DriverConfig;
-use shadowrep::schema::{ClassBuilder, ClassLayout, PropType, PropertyDecl};
-use shadowrep::store::ActorId;
+use shadowrep::schema::{ClassBuilder, ClassLayout, Condition, PropType, PropertyDecl};
+use shadowrep::store::{ActorId, ClassStore};
 use shadowrep::value::Value;
 use shadowrep_tests::World;
 use std::sync::Arc;
@@ -112,6 +112,73 @@ fn large_dynamic_arrays_split_across_packets() {
     step_capture(&mut w);
     assert_arrays_match(&w, id, guid, "single elements changed");
     w.assert_converged();
+}
+
+#[test]
+fn a_changed_element_goes_alone_and_a_lost_one_comes_back_whole() {
+    // UE sends a dynamic array's changed elements by nested handle: one changed element of 300
+    // costs its handle and value, not the array. A lost delta is resent whole: what the client
+    // missed is no longer "changed since the last send".
+    let layout = arrays_layout();
+    let mut w = world_with(&layout, &[false]);
+    let id = w.spawn(0);
+    let guid = w.guid(0, id);
+    let big = |changed: &[u64]| {
+        Value::Array((0..300u64).map(|i| Value::U64(if changed.contains(&i) { u64::MAX - i } else { 3 * i })).collect())
+    };
+    let bytes = |packets: &[Vec<Vec<u8>>]| packets[0].iter().map(Vec::len).sum::<usize>();
+    set(&mut w, 0, id, 2, big(&[]));
+    let first = bytes(&step_capture(&mut w));
+    assert!(first > 300 * 8, "the open carries the whole array: {first} bytes");
+    step_capture(&mut w);
+    set(&mut w, 0, id, 2, big(&[150]));
+    let one = bytes(&step_capture(&mut w));
+    assert!(one < 48, "one changed element of 300: {one} bytes");
+    assert_arrays_match(&w, id, guid, "one element changed");
+    // The next delta (elements 7 and 150) is lost on the way.
+    set(&mut w, 0, id, 2, big(&[7, 150, 299]));
+    {
+        let mut stores: Vec<&mut ClassStore> = w.stores.iter_mut().collect();
+        w.driver.tick(&mut stores).expect("tick");
+        let lost = w.driver.take_packets(w.clients[0].conn).expect("connection");
+        assert!(lost.iter().map(Vec::len).sum::<usize>() < 64, "a delta of two elements");
+    }
+    let mut largest = 0;
+    for _ in 0..12 {
+        largest = largest.max(bytes(&step_capture(&mut w)));
+    }
+    assert!(largest > 300 * 8, "the lost delta came back as the whole array: {largest} bytes at most");
+    assert_arrays_match(&w, id, guid, "after the loss");
+    w.assert_converged();
+}
+
+#[test]
+fn an_array_under_a_condition_goes_whole() {
+    // A conditioned array may come back by a role change having missed changes that "changed
+    // since the last send" does not name: it is always sent whole (a departure from UE, which
+    // sends its changed elements; README, "Dynamic arrays").
+    let layout = build(
+        ClassBuilder::new("Inventories")
+            .property(PropertyDecl::new("Mine", PropType::array(PropType::U32)).condition(Condition::OwnerOnly))
+            .property(PropertyDecl::new("Shown", PropType::array(PropType::U32))),
+    );
+    let mut w = world_with(&layout, &[false]);
+    let id = w.spawn(0);
+    let guid = w.guid(0, id);
+    set_owner(&mut w, id, Some(0), false);
+    let fifty = |changed: u32| Value::Array((0..50).map(|i| Value::U32(if i == 10 { changed } else { i })).collect());
+    let bytes = |packets: &[Vec<Vec<u8>>]| packets[0].iter().map(Vec::len).sum::<usize>();
+    set(&mut w, 0, id, 0, fifty(10));
+    set(&mut w, 0, id, 1, fifty(10));
+    step_capture(&mut w);
+    step_capture(&mut w);
+    set(&mut w, 0, id, 1, fifty(77));
+    let shown = bytes(&step_capture(&mut w));
+    set(&mut w, 0, id, 0, fifty(77));
+    let mine = bytes(&step_capture(&mut w));
+    assert!(shown < 24, "one element of the plain array: {shown} bytes");
+    assert!(mine > 50 * 4, "the owner-only array whole: {mine} bytes");
+    assert_arrays_match(&w, id, guid, "both changed");
 }
 
 #[test]
