@@ -17,7 +17,7 @@
 //!
 //! A client made [`SessionClient::with_ticket`] asks for a sealed session ([`super::seal`]):
 //! its hello carries the join ticket, and from the welcome on it takes only datagrams sealed
-//! with the ticket's keys — a plain welcome, packet, digest answer or disconnect (a forger's:
+//! with the session's keys (derived from the ticket's) — a plain welcome, packet, digest answer or disconnect (a forger's:
 //! the server of a sealed session sends none) is dropped as `Unsealed`, one that does not open
 //! as `Forged`, one that came before as `Replayed` — and seals everything it sends.
 
@@ -302,6 +302,10 @@ impl SessionClient {
             Datagram::Welcome { token, tick_rate, checksums, .. } if connecting => {
                 match ClientWorld::new(&self.layouts, &checksums) {
                     Ok(world) => {
+                        // Its own welcome: the session's keys and a fresh replay window.
+                        if let Some(sealer) = &mut self.sealer {
+                            sealer.bind(token);
+                        }
                         self.state = ClientState::Connected { token, tick_rate, world: Box::new(world) };
                         ClientIncoming::Welcome
                     }

@@ -41,7 +41,7 @@
 //!                       2 ready (digest of what the client should hold once it has every
 //!                       packet up to seq)
 //! 0x14 disconnect     | 14 | token u64 | reason u8 (0 closed, 1 timed out) |
-//! 0x84, 0x90…0x94     the welcome and 0x10…0x14 sealed: | type | 0x80 | nonce or token u64 |
+//! 0x84, 0x90…0x94     the welcome and 0x10…0x14 sealed: | type|0x80 | token u64 |
 //!                       counter u64 | encrypted fields | tag [u8; 16] |   (see [`seal`])
 //! ```
 //!

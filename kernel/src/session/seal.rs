@@ -7,30 +7,34 @@
 //!
 //! ```text
 //! plain    | type | token u64 | fields… |
-//! sealed   | type | 0x80 | token u64 | counter u64 | AES-256-GCM(fields…) | GCM tag [u8; 16] |
+//! sealed   | type|0x80 | token u64 | counter u64 | AES-256-GCM(fields…) | GCM tag [u8; 16] |
 //! welcome  | 04 | nonce u64 | token u64 | fields… |  →  | 84 | token u64 | 0 u64 | AES-256-GCM(nonce u64 | fields…) | tag |
 //!            key   = HChaCha20(the ticket's key for this direction, token | "shadowrp")
-//!            nonce = counter | type | 0 0 0      associated data = the first 17 bytes
+//!            nonce = counter | type (without 0x80) | 0 0 0      associated data = the first 17 bytes
 //! ```
 //!
 //! Each direction has its own key per session: the ticket's key for that direction and the
-//! session's token, which the server draws at random for each session, derived once by
-//! HChaCha20 (the key derivation of XChaCha20), so sessions on one ticket never share a key
-//! (the welcome's token is the server's, not the client's nonce, which a copier of the hello
-//! can repeat). Under it the sender counts from 1 (the welcome, sent again unchanged when it
-//! was lost, is 0): a nonce is never used twice under one key. A receiver opens a datagram
-//! before it believes any of it, then keeps its counter in a window of the last
-//! [`REPLAY_WINDOW`]: a counter seen before, or older than the window, is a replay and is
-//! dropped.
+//! session's token, derived once by HChaCha20 (the key derivation of XChaCha20). The server
+//! makes each session's token a keyed hash of a counter of its sessions, the client's address
+//! and nonce (under a random key per process), so sessions on one ticket share a key only if
+//! two 64-bit tokens collide (the welcome's token is the server's, not the client's nonce,
+//! which a copier of the hello can repeat). Under it the sender counts from 1 (the welcome,
+//! sent again unchanged when it was lost, is 0): a nonce is never used twice under one key. A
+//! receiver opens a datagram before it believes any of it, then keeps its counter in a window
+//! of the last [`REPLAY_WINDOW`]: a counter seen before, or older than the window, is a replay
+//! and is dropped. The window belongs to the session an end is bound to ([`Sealer::bind`]):
+//! only that session's datagrams open, and any session's welcome (a connecting client has
+//! none bound yet) — so no other session's datagram, an earlier one's on the same ticket say,
+//! moves it.
 //!
 //! Why AES-256-GCM (UE's `AESGCMHandlerComponent` cipher) and not XChaCha20-Poly1305 per
 //! datagram, as protocol version 2 had it: with the AES and carry-less-multiply instructions
-//! every x86-64 server has, it sealed a 64-byte datagram in 0.22 µs instead of 1.47 µs and
-//! battle_royale's 2 626-byte packet in 1.04 µs instead of 4.0 µs (AMD EPYC Zen 5, a probe of
-//! both crates side by side; `cargo bench -p shadowrep-benches --bench seal` for this code). Its
-//! 96-bit nonce has no room for the token, hence the key per session; a Poly1305 key per
-//! datagram is what made the small ones slow. (Without those instructions the `aes` crate's
-//! constant-time software path is slower than ChaCha20's; every server CPU this targets has them.)
+//! (AES-NI and PCLMULQDQ on x86-64, the crypto extensions on 64-bit ARM servers) it seals a
+//! 64-byte datagram in 0.14 µs instead of 1.48 µs and battle_royale's 2 626-byte packet in 0.95
+//! µs instead of 4.01 µs (`cargo bench -p shadowrep-benches --bench seal`, AMD EPYC Zen 5, the
+//! two builds). Its 96-bit nonce has no room for the token, hence the key per session; a
+//! Poly1305 key per datagram is what made the small ones slow. (Without those instructions the
+//! `aes` crate's constant-time software path is slower than ChaCha20's.)
 
 use aes_gcm::aead::Nonce;
 use aes_gcm::aead::{AeadInOut, KeyInit};
@@ -205,12 +209,22 @@ impl Sealer {
         Self { base: (send, receive), ciphers: None, sent: 0, window: ReplayWindow::default() }
     }
 
-    /// The ciphers of session `token`, derived if they are not the ones at hand.
-    fn ciphers(&mut self, token: u64) -> &Ciphers {
+    /// Binds this end to session `token`: its keys derived (if they are not the ones at hand)
+    /// and, for a session other than the bound one, a fresh replay window — the window belongs
+    /// to a session, and only the bound session's datagrams other than the welcome open
+    /// ([`Sealer::open`]). A server's end binds by sealing its welcome; a client's binds when
+    /// it accepts the welcome ([`super::SessionClient`] does both).
+    pub fn bind(&mut self, token: u64) {
         if self.ciphers.as_ref().is_none_or(|c| c.token != token) {
             self.ciphers = Some(Ciphers::derive(&self.base, token));
+            self.window = ReplayWindow::default();
         }
-        self.ciphers.as_ref().expect("derived above")
+    }
+
+    /// The ciphers of session `token`, bound to it first.
+    fn ciphers(&mut self, token: u64) -> &Ciphers {
+        self.bind(token);
+        self.ciphers.as_ref().expect("bound above")
     }
 
     /// Seals a plain datagram of a sealable type (`plain` as [`super::frame::Datagram::encode`]
@@ -259,20 +273,21 @@ impl Sealer {
         let tag = Tag::try_from(tag).map_err(|_| SealError::Malformed)?;
         // Decrypted where the plain datagram keeps its fields: after the type and token.
         let mut plain = [&[t][..], &id.to_le_bytes(), body].concat();
-        // Another session's keys are derived aside and kept only if the datagram opens: what a
-        // forger sends cannot make the next honest datagram derive them again.
-        let other = match &self.ciphers {
-            Some(c) if c.token == id => None,
-            _ => Some(Ciphers::derive(&self.base, id)),
+        // Only the bound session's datagrams open, and a welcome of any session on this ticket
+        // (a connecting client has no session yet; its keys are derived aside and not kept:
+        // the client binds once the welcome proves to be its own). So no other session's
+        // datagram — an earlier one's late packet, a replayed welcome — can move the window.
+        let bound = self.ciphers.as_deref().filter(|c| c.token == id);
+        let aside = match (bound, welcome) {
+            (Some(_), _) => None,
+            (None, true) => Some(Ciphers::derive(&self.base, id)),
+            (None, false) => return Err(SealError::Forged),
         };
-        let ciphers = other.as_deref().or(self.ciphers.as_deref()).expect("one or the other");
+        let ciphers = aside.as_deref().or(bound).expect("bound, or derived aside for a welcome");
         ciphers
             .receive
             .decrypt_inout_detached(&nonce(t, counter), &sealed[..17], (&mut plain[9..]).into(), &tag)
             .map_err(|_| SealError::Forged)?;
-        if other.is_some() {
-            self.ciphers = other;
-        }
         if welcome {
             // | 04 | token | nonce | fields | → | 04 | nonce | token | fields |
             plain[1..17].rotate_left(8);
@@ -299,6 +314,7 @@ mod tests {
     #[test]
     fn what_one_end_seals_the_other_opens_once() {
         let (mut c, mut s) = pair();
+        c.bind(9);
         let plain = packet(9, b"hello world");
         let sealed = s.seal(&plain).unwrap();
         assert_eq!(sealed.len(), plain.len() + SEAL_OVERHEAD);
@@ -325,7 +341,9 @@ mod tests {
             hex,
             "90efcdab896745230101000000000000006cf6be30b03bf52df50289421223af075d52675aa5999e13b18076be5c3b596342859508"
         );
-        assert_eq!(Sealer::client(&keys).open(&sealed).unwrap(), plain);
+        let mut c = Sealer::client(&keys);
+        c.bind(0x0123_4567_89ab_cdef);
+        assert_eq!(c.open(&sealed).unwrap(), plain);
     }
 
     #[test]
@@ -339,6 +357,8 @@ mod tests {
         assert!(same < 8, "{same} of 64 bytes alike: a shared keystream");
         // Each session's client opens its datagrams, after a stranger's relabelled copy.
         let (mut c, mut d) = (Sealer::client(&keys), Sealer::client(&keys));
+        c.bind(1);
+        d.bind(2);
         let mut relabelled = x.clone();
         relabelled[1..9].copy_from_slice(&2u64.to_le_bytes());
         assert_eq!(d.open(&relabelled), Err(SealError::Forged));
@@ -348,6 +368,7 @@ mod tests {
     #[test]
     fn every_altered_byte_is_refused() {
         let (mut c, mut s) = pair();
+        c.bind(3);
         let sealed = s.seal(&packet(3, &[1, 2, 3, 4])).unwrap();
         for i in 0..sealed.len() {
             let mut bad = sealed.clone();
@@ -360,6 +381,7 @@ mod tests {
     #[test]
     fn truncated_and_oversized_datagrams_are_refused_at_their_limits() {
         let (mut c, mut s) = pair();
+        c.bind(5);
         // The largest packet sealed is exactly the largest datagram, and opens.
         let big = s.seal(&packet(5, &[7; super::super::frame::MAX_PAYLOAD])).unwrap();
         assert_eq!(big.len(), super::super::frame::MAX_DATAGRAM);
@@ -379,6 +401,7 @@ mod tests {
     #[test]
     fn the_window_takes_late_datagrams_once_and_drops_old_ones() {
         let (mut c, mut s) = pair();
+        c.bind(1);
         let sealed: Vec<Vec<u8>> = (0..600).map(|i| s.seal(&packet(1, &[i as u8])).unwrap()).collect();
         // Counters 1..=600: take 300 first, then late ones inside and outside the window.
         assert!(c.open(&sealed[299]).is_ok());
@@ -412,6 +435,25 @@ mod tests {
         assert_eq!(s.seal(&[kind::HELLO; 48]), None, "a hello is never sealed");
         let p = s.seal(&packet(1, b"p")).unwrap();
         assert_eq!(u64::from_le_bytes(p[9..17].try_into().unwrap()), 1, "packets count from 1");
+    }
+
+    #[test]
+    fn another_sessions_datagrams_do_not_move_the_window() {
+        // A client reconnecting on one ticket: the old session got to counter 500; a late
+        // packet of it reaches the new session's client while it connects, and again once it
+        // is connected, beside a replayed old welcome. (They had opened and moved the window
+        // past the new session's counters, which then came back `Replayed`.)
+        let keys = SessionKeys::generate().unwrap();
+        let (mut old, mut new, mut c) = (Sealer::server(&keys), Sealer::server(&keys), Sealer::client(&keys));
+        let welcome = |token: u64| [&[kind::WELCOME][..], &7u64.to_le_bytes(), &token.to_le_bytes(), &[1]].concat();
+        let old_welcome = old.seal(&welcome(1)).unwrap();
+        let late = (0..500).map(|_| old.seal(&packet(1, b"old")).unwrap()).last().unwrap();
+        assert_eq!(c.open(&late), Err(SealError::Forged), "no session bound yet");
+        assert_eq!(c.open(&new.seal(&welcome(2)).unwrap()).unwrap(), welcome(2), "a welcome opens aside");
+        c.bind(2);
+        assert!(c.open(&old_welcome).is_ok(), "a replayed welcome opens, and binds nothing");
+        assert_eq!(c.open(&late), Err(SealError::Forged));
+        assert_eq!(c.open(&new.seal(&packet(2, b"new")).unwrap()).unwrap(), packet(2, b"new"), "counter 1 is fresh");
     }
 
     #[test]

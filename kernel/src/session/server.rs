@@ -25,7 +25,7 @@
 //! With [`ServerConfig::tickets`] the server seals its sessions ([`super::seal`]): a hello must
 //! carry a join ticket that opens with the key and has not expired (else a reject naming
 //! why, sent once the cookie came back: the address has proved itself), the welcome and
-//! everything after are sealed with the ticket's keys, and a session datagram that does not
+//! everything after are sealed with keys of the session derived from the ticket's, and a session datagram that does not
 //! open (`Dropped(Forged)`), comes again (`Dropped(Replayed)`) or comes plain
 //! (`Dropped(Unsealed)`: a forger who read the token) is dropped before anything reads it.
 //! Only datagrams that opened count as hearing from a sealed session's client (a copier
