@@ -144,6 +144,11 @@ impl SessionClient {
     /// [`TICKET_BYTES`] is refused here (a server would drop its
     /// hello without an answer).
     ///
+    /// `nonce` must be random and new for each attempt, as for [`SessionClient::new`]: a
+    /// client that reused one with the same ticket would accept a replayed welcome of the
+    /// earlier session (its nonce inside, sealed under the ticket) and seal its own datagrams
+    /// under that session's key from counter 1 again.
+    ///
     /// The handshake's challenge and rejects come before any key and are plain: someone on the
     /// path can forge them. A forged challenge costs a round trip (the server answers the
     /// wrong cookie with a fresh challenge); a forged reject ends the attempt, as dropping the
