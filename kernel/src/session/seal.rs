@@ -331,19 +331,33 @@ mod tests {
     #[test]
     fn a_sealed_packet_is_aes_256_gcm_under_the_sessions_key() {
         // The bytes an independent model of the module documentation's construction gives
-        // (`testdata/seal_model.py`: HChaCha20 written out, AES-256-GCM from Python's
-        // `cryptography`): the key derivation, the nonce and the associated data pinned.
+        // (`python3 testdata/seal_model.py`: HChaCha20 written out, AES-256-GCM from Python's
+        // `cryptography`): the key derivation, the nonce and the associated data pinned, for a
+        // server packet, the welcome's layout (counter 0, the token first, the client's nonce
+        // inside) and the client's direction.
+        let hex = |b: &[u8]| b.iter().map(|b| format!("{b:02x}")).collect::<String>();
         let keys = SessionKeys { client_to_server: [0x22; 32], server_to_client: [0x11; 32] };
-        let plain = packet(0x0123_4567_89ab_cdef, b"sealed by protocol 3");
-        let sealed = Sealer::server(&keys).seal(&plain).unwrap();
-        let hex: String = sealed.iter().map(|b| format!("{b:02x}")).collect();
+        let token = 0x0123_4567_89ab_cdef_u64;
+        let (mut s, mut c) = (Sealer::server(&keys), Sealer::client(&keys));
+        let welcome = [&[kind::WELCOME][..], &77u64.to_le_bytes(), &token.to_le_bytes(), &[30, 1, 5]].concat();
+        let sealed_welcome = s.seal(&welcome).unwrap();
         assert_eq!(
-            hex,
+            hex(&sealed_welcome),
+            "84efcdab89674523010000000000000000e6f215767085c4a73cc5bf78a60da2b0a53ef2faa11abba4dea5eb"
+        );
+        let plain = packet(token, b"sealed by protocol 3");
+        let sealed = s.seal(&plain).unwrap();
+        assert_eq!(
+            hex(&sealed),
             "90efcdab896745230101000000000000006cf6be30b03bf52df50289421223af075d52675aa5999e13b18076be5c3b596342859508"
         );
-        let mut c = Sealer::client(&keys);
-        c.bind(0x0123_4567_89ab_cdef);
+        assert_eq!(c.open(&sealed_welcome).unwrap(), welcome);
+        c.bind(token);
         assert_eq!(c.open(&sealed).unwrap(), plain);
+        let feedback = [&[kind::FEEDBACK][..], &token.to_le_bytes(), b"ack"].concat();
+        let sealed_feedback = c.seal(&feedback).unwrap();
+        assert_eq!(hex(&sealed_feedback), "91efcdab896745230101000000000000000172d968ac96f35247b353714d9e30f1a1282b");
+        assert_eq!(s.open(&sealed_feedback).unwrap(), feedback);
     }
 
     #[test]

@@ -22,8 +22,12 @@ def seal(base, token, counter, t, fields):
     head=bytes([t|0x80])+struct.pack('<QQ',token,counter)
     nonce=struct.pack('<Q',counter)+bytes([t,0,0,0])
     return head+AESGCM(key).encrypt(nonce, fields, head)
-s2c=bytes([0x11]*32)
-# python3 seal_model.py 16: the packet of `a_sealed_packet_is_aes_256_gcm_under_the_sessions_key` (type 0x10)
-import sys
-t=int(sys.argv[1])
-print(seal(s2c, 0x0123456789abcdef, 1, t, b'sealed by protocol 3').hex())
+s2c, c2s = bytes([0x11] * 32), bytes([0x22] * 32)
+token = 0x0123456789abcdef
+# python3 seal_model.py: the three datagrams of `a_sealed_packet_is_aes_256_gcm_under_the_sessions_key`
+# a server packet (type 0x10, counter 1)
+print(seal(s2c, token, 1, 0x10, b'sealed by protocol 3').hex())
+# the server's welcome (type 0x04, counter 0): the client's nonce first among the encrypted fields
+print(seal(s2c, token, 0, 0x04, struct.pack('<Q', 77) + bytes([30, 1, 5])).hex())
+# a client feedback (type 0x11, counter 1), under the other direction's key
+print(seal(c2s, token, 1, 0x11, b'ack').hex())
