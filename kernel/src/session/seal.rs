@@ -150,7 +150,7 @@ impl ReplayWindow {
 pub struct Sealer {
     /// The ticket's keys, (send, receive): what each session's keys are derived from.
     base: ([u8; 32], [u8; 32]),
-    /// The ciphers of the session whose token was last sealed or opened.
+    /// The ciphers of the session this end is bound to ([`Sealer::bind`]).
     ciphers: Option<Box<Ciphers>>,
     sent: u64,
     window: ReplayWindow,
@@ -277,15 +277,17 @@ impl Sealer {
         // (a connecting client has no session yet; its keys are derived aside and not kept:
         // the client binds once the welcome proves to be its own). So no other session's
         // datagram — an earlier one's late packet, a replayed welcome — can move the window.
-        let bound = self.ciphers.as_deref().filter(|c| c.token == id);
-        let aside = match (bound, welcome) {
-            (Some(_), _) => None,
-            (None, true) => Some(Ciphers::derive(&self.base, id)),
-            (None, false) => return Err(SealError::Forged),
+        // (Opening needs only the receiving key: that one alone is derived aside.)
+        let aside;
+        let receive = match self.ciphers.as_deref().filter(|c| c.token == id) {
+            Some(bound) => &bound.receive,
+            None if welcome => {
+                aside = session_key(&self.base.1, id);
+                &aside
+            }
+            None => return Err(SealError::Forged),
         };
-        let ciphers = aside.as_deref().or(bound).expect("bound, or derived aside for a welcome");
-        ciphers
-            .receive
+        receive
             .decrypt_inout_detached(&nonce(t, counter), &sealed[..17], (&mut plain[9..]).into(), &tag)
             .map_err(|_| SealError::Forged)?;
         if welcome {
