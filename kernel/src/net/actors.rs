@@ -86,8 +86,8 @@ pub(crate) struct ClassNet {
     pub seen_structure: Option<u64>,
     /// Leaves that are dynamic arrays (written per connection, not shared).
     pub array_leaves: LeafMask,
-    /// Dynamic arrays under a condition: always sent whole (see [`super::plan::SendItem::whole`]).
-    pub whole_arrays: LeafMask,
+    /// Dynamic arrays under a condition: always sent whole ([`ClassNet::whole_arrays`]).
+    pub conditioned_arrays: LeafMask,
     /// Every other leaf (an open owing all of them copies a shared encoding whole).
     pub fixed_leaves: LeafMask,
     /// Fixed leaves the shared arena encodes: those a simulated proxy receives (see
@@ -98,6 +98,20 @@ pub(crate) struct ClassNet {
     pub object_leaves: LeafMask,
     /// The actor level's per-actor columns.
     pub cols: Columns,
+}
+
+impl ClassNet {
+    /// The dynamic arrays among `send` that go whole rather than as their changed elements:
+    /// all of them while the channel's `open` is owed, else those under a condition (see
+    /// [`super::plan::SendItem::whole`]; a resend adds its own). The kernel and the UE-style
+    /// reference both ask this, so they write the same bits.
+    pub fn whole_arrays(&self, send: LeafMask, open: bool) -> LeafMask {
+        if open {
+            send
+        } else {
+            send & self.conditioned_arrays
+        }
+    }
 }
 
 /// What planning reads of a changed actor, gathered once a frame rather than once a connection

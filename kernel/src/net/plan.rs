@@ -114,7 +114,7 @@ pub(crate) fn plan_connection(
                 // Clean: sent everything through the last frame (an array's elements changed
                 // before this frame went then).
                 let since = Frame(frame.0.saturating_sub(1));
-                let whole = send & c.whole_arrays;
+                let whole = c.whole_arrays(send, false);
                 let item =
                     SendItem { class, slot, guid: actor.guid, leaves: send, open: false, epoch: 0, whole, since };
                 emit(conn, &item);
@@ -178,6 +178,6 @@ pub(crate) fn plan_pair(
     if send.is_empty() && !open_bunch {
         return None;
     }
-    let whole = if open { send } else { resent | (send & c.whole_arrays) };
+    let whole = c.whole_arrays(send, open) | resent;
     Some(SendItem { class, slot, guid: actor.guid, leaves: send, open, epoch: ps.epoch, whole, since })
 }

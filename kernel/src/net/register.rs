@@ -29,34 +29,26 @@ impl NetDriver {
         if largest > max_body_bits(self.cfg.mtu) {
             return Err(DriverError::RecordTooLarge { class: layout.name.clone(), bits: largest });
         }
-        let array_leaves = layout
-            .leaves
-            .iter()
-            .enumerate()
-            .filter(|(_, l)| l.array.is_some())
-            .fold(LeafMask::EMPTY, |m, (i, _)| m | LeafMask::leaf(i));
-        let fixed_leaves = (0..layout.leaves.len()).fold(LeafMask::EMPTY, |m, i| m | LeafMask::leaf(i)) & !array_leaves;
+        // The leaves for which `keep` holds, as a mask.
+        let leaves_where = |keep: &dyn Fn(&crate::schema::Leaf) -> bool| {
+            layout
+                .leaves
+                .iter()
+                .enumerate()
+                .filter(|(_, l)| keep(l))
+                .fold(LeafMask::EMPTY, |m, (i, _)| m | LeafMask::leaf(i))
+        };
+        let array_leaves = leaves_where(&|l| l.array.is_some());
+        let fixed_leaves = leaves_where(&|_| true) & !array_leaves;
         // Arrays under a condition go whole: one coming back by a role change may have missed
         // changes that "changed since the last send" does not name.
-        let whole_arrays = layout
-            .leaves
-            .iter()
-            .enumerate()
-            .filter(|(_, l)| {
-                l.array.is_some_and(|a| {
-                    layout.parents[layout.arrays[a].parent].condition != crate::schema::Condition::None
-                })
-            })
-            .fold(LeafMask::EMPTY, |m, (i, _)| m | LeafMask::leaf(i));
-        let object_leaves = layout
-            .leaves
-            .iter()
-            .enumerate()
-            .filter(|(_, l)| match l.array {
-                None => l.kind == crate::schema::LeafKind::Object,
-                Some(a) => layout.arrays[a].elements.iter().any(|e| e.kind == crate::schema::LeafKind::Object),
-            })
-            .fold(LeafMask::EMPTY, |m, (i, _)| m | LeafMask::leaf(i));
+        let conditioned_arrays = leaves_where(&|l| {
+            l.array.is_some_and(|a| layout.parents[layout.arrays[a].parent].condition != crate::schema::Condition::None)
+        });
+        let object_leaves = leaves_where(&|l| match l.array {
+            None => l.kind == crate::schema::LeafKind::Object,
+            Some(a) => layout.arrays[a].elements.iter().any(|e| e.kind == crate::schema::LeafKind::Object),
+        });
         let active = ActiveLeaves::new(&layout);
         // Encoded once for every connection: the fixed leaves a plain simulated proxy receives
         // (physics or not). Owner-only, autonomous-only, initial-only and replay-only leaves
@@ -76,7 +68,7 @@ impl NetDriver {
             seen_epochs: Vec::new(),
             seen_structure: None,
             array_leaves,
-            whole_arrays,
+            conditioned_arrays,
             fixed_leaves,
             shared_leaves,
             object_leaves,

@@ -644,7 +644,7 @@ fn replicate(
     if !send.is_empty() || open_bunch {
         // Arrays go as the kernel sends them: whole while the open is owed and when under a
         // condition, else the elements changed since the channel's last send.
-        let whole = if ch.open_acked { send & class.whole_arrays } else { send };
+        let whole = class.whole_arrays(send, !ch.open_acked);
         let (class, slot, guid, open) = (ch.class, ch.slot, a.guid, !ch.open_acked);
         let item = SendItem { class, slot, guid, leaves: send, open, epoch: 0, whole, since };
         write.write(conn, st, &item, None, None);

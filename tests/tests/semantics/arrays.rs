@@ -268,6 +268,17 @@ fn mutate_array(w: &mut World, id: ActorId, parent: usize, rng: &mut ChaCha8Rng,
     set(w, 0, id, parent, Value::Array(v));
 }
 
+/// Changes actor `id`'s small array with probability 0.4 and its big one with `big`, each a
+/// little ([`mutate_array`]).
+fn mutate_arrays(w: &mut World, id: ActorId, rng: &mut ChaCha8Rng, big: f64) {
+    if rng.random_bool(0.4) {
+        mutate_array(w, id, 2, rng, 64, false);
+    }
+    if rng.random_bool(big) {
+        mutate_array(w, id, 3, rng, 600, true);
+    }
+}
+
 /// Every client holds every actor's arrays as the server does, and has converged.
 fn check_all(w: &mut World, ids: &[ActorId], what: &str) {
     for &id in ids {
@@ -295,12 +306,7 @@ fn changed_elements_converge_over_a_lossy_link() {
         }
         for _ in 0..120 {
             for &id in &ids {
-                if rng.random_bool(0.4) {
-                    mutate_array(&mut w, id, 2, &mut rng, 64, false);
-                }
-                if rng.random_bool(0.4) {
-                    mutate_array(&mut w, id, 3, &mut rng, 600, true);
-                }
+                mutate_arrays(&mut w, id, &mut rng, 0.4);
             }
             w.step();
         }
@@ -345,12 +351,7 @@ fn changed_elements_converge_at_the_actor_level(net_speed: u32, settle: usize) {
         }
         for _ in 0..200 {
             for &id in &ids {
-                if rng.random_bool(0.4) {
-                    mutate_array(&mut w, id, 2, &mut rng, 64, false);
-                }
-                if rng.random_bool(0.3) {
-                    mutate_array(&mut w, id, 3, &mut rng, 600, true);
-                }
+                mutate_arrays(&mut w, id, &mut rng, 0.3);
                 if rng.random_bool(0.03) {
                     let at = if rng.random_bool(0.5) { far.clone() } else { near.clone() };
                     set(&mut w, 0, id, 0, at);
