@@ -362,18 +362,24 @@ impl NetDriver {
             // Waited for: a connection whose full sequence window deferred the last update (it
             // owes it: the leaves wait in the pair's resend set, sent as soon as the window
             // opens) — for at most a window's worth of frames, as a client that far behind gets
-            // the close anyway; at the actor level only one whose frame still serves the actor
-            // (its channel open there, an owner-only actor owned by it: the others' channels
-            // close at the end, without the update, as UE skips them), and one that left it over.
+            // the close anyway. At the actor level only a channel that replicated the actor
+            // since the call (what it owes then is what its window deferred, not a role's
+            // comeback owed before: that is not sent to a torn-off actor, as in UE) and still
+            // serves it (an owner-only actor owned by it: the others' channels close at the
+            // end, without the update, as UE skips them); and one that left it over.
             let owner_only = class.cols.settings[t.slot as usize].only_relevant_to_owner;
-            let serves = |ci: usize, ps: &super::connection::PairState| {
-                self.level.is_none()
-                    || (ps.flags & super::connection::pair::CHANNEL != 0 && (!owner_only || a.owner == Some(ci as u32)))
+            let tearing_from = self.level.as_ref().map(|l| (t.since.0 + 1) as f64 * l.time.tick);
+            let deferred = |ci: usize, c: &super::connection::Connection| match tearing_from {
+                None => c.pair_ref(t.class, t.slot).is_some_and(|ps| !ps.resend.is_empty()),
+                Some(from) => c.pairs.channel(t.class, t.slot).is_some_and(|row| {
+                    row.state.flags & super::connection::pair::CHANNEL != 0
+                        && !row.state.resend.is_empty()
+                        && row.last_update >= from
+                        && (!owner_only || a.owner == Some(ci as u32))
+                }),
             };
             let owes = frame.0 < t.since.0 + 1 + crate::wire::feedback::ACK_WINDOW
-                && self.conns.iter().enumerate().any(|(ci, c)| {
-                    !c.removed && c.pair_ref(t.class, t.slot).is_some_and(|ps| !ps.resend.is_empty() && serves(ci, ps))
-                });
+                && self.conns.iter().enumerate().any(|(ci, c)| !c.removed && deferred(ci, c));
             let left_over = self.level.is_some() && class.cols.clock[t.slot as usize].pending_net_update;
             if replicated && !owes && !left_over {
                 self.tear_off_slot(t.class as usize, t.slot, t.guid);

@@ -9,8 +9,8 @@ use shadowrep::schema::Notify;
 
 /// A class without a location property (positions set by the game) with a push-model property,
 /// a dynamic array (growing, shrinking and changing a few elements at a time), and properties
-/// under conditions that follow roles (owner-only, skip-owner,
-/// autonomous-only, Custom).
+/// under conditions that follow roles (owner-only, skip-owner, autonomous-only, Custom) — one of
+/// them an owner-only dynamic array (sent whole, what a new owner is owed when it comes back).
 fn bag() -> Arc<ClassLayout> {
     use shadowrep::schema::Condition;
     Arc::new(
@@ -22,6 +22,10 @@ fn bag() -> Arc<ClassLayout> {
             .property(PropertyDecl::new("Public", PropType::U8).condition(Condition::SkipOwner))
             .property(PropertyDecl::new("Pilot", PropType::U8).condition(Condition::AutonomousOnly))
             .property(PropertyDecl::new("Tuned", PropType::U16).condition(Condition::Custom))
+            .property(
+                PropertyDecl::new("Stash", PropType::Array { element: Box::new(PropType::U8), max_len: 16 })
+                    .condition(Condition::OwnerOnly),
+            )
             .build()
             .expect("valid layout"),
     )
@@ -217,6 +221,11 @@ impl Sim {
                 self.bags.set(id, 1, &Value::Array(items)).unwrap();
                 let open = self.rng.random_bool(0.5);
                 self.bags.set(id, 2, &Value::Bool(open)).unwrap();
+                if self.rng.random_bool(0.3) {
+                    let stash: Vec<Value> =
+                        (0..self.rng.random_range(0..16)).map(|_| Value::U8(self.rng.random_range(0..4))).collect();
+                    self.bags.set(id, 7, &Value::Array(stash)).unwrap();
+                }
                 for (parent, n) in BAG_CONDITIONED {
                     if self.rng.random_bool(0.3) {
                         let v = self.rng.random_range(0..n);

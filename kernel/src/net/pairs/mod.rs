@@ -167,6 +167,15 @@ impl Pairs {
         }
     }
 
+    /// The channel row of a pair at the actor level (open, opening or recently relevant; not a
+    /// dormant copy); `None` for the property path's pairs.
+    pub fn channel(&self, class: u32, slot: u32) -> Option<&Channel> {
+        match self {
+            Pairs::Dense(_) => None,
+            Pairs::Channels { rows, .. } => find(rows, pair_key(class, slot)).map(|i| &rows[i]),
+        }
+    }
+
     /// Keeps the entries of `keys` (a key and the caller's tag) whose key has no pair here — or
     /// only a stale dormant copy (flagged `DORMANT | WOKEN`: woken, never sent to, dormant
     /// again; it owes what changed), which a relevant actor wakes. An ascending run of keys
