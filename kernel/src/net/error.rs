@@ -75,6 +75,14 @@ pub enum DriverError {
     /// A sub-object's owner must be an actor, not itself nor another sub-object, and a
     /// sub-object cannot own sub-objects.
     SubObjectChain(NetGuid),
+    /// A call that sets what a sub-object takes from its owner (its owner actor, owning
+    /// connection, physics, net settings) named the sub-object: set it on the owner.
+    FollowsOwner {
+        /// The sub-object.
+        sub: NetGuid,
+        /// Its owner.
+        owner: NetGuid,
+    },
     /// No fast array kind with this index.
     UnknownFastArrayKind(fastarrays::FastArrayKind),
     /// No fast array has this GUID.
@@ -117,6 +125,10 @@ impl fmt::Display for DriverError {
                     "{g}: a sub-object's owner is an actor (not itself, nor a sub-object), and owns no sub-objects"
                 )
             }
+            DriverError::FollowsOwner { sub, owner } => write!(
+                f,
+                "{sub} is a sub-object of {owner}: its owner, roles, physics and net settings are its owner's (set them on {owner})"
+            ),
             DriverError::AlreadyReplicated(id) => {
                 write!(
                     f,

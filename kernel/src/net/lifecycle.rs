@@ -93,6 +93,9 @@ pub(crate) struct Tearing {
     /// The driver's frame when the game called [`NetDriver::tear_off`]: the next one replicates
     /// it once more.
     since: crate::ids::Frame,
+    /// At the actor level: the connections whose full window deferred the update the last time
+    /// they replicated the actor (they owe it).
+    deferred: Vec<u32>,
 }
 
 /// Static actors as the driver knows them.
@@ -228,6 +231,14 @@ impl NetDriver {
         self.subs.outer.get(&guid).copied()
     }
 
+    /// Refuses a call that would set on a sub-object what it takes from its owner.
+    pub(super) fn not_a_sub_object(&self, class: ClassId, id: ActorId) -> Result<(), DriverError> {
+        match self.guid_of(class, id).and_then(|sub| Some((sub, self.owner_of(sub)?))) {
+            Some((sub, owner)) => Err(DriverError::FollowsOwner { sub, owner }),
+            None => Ok(()),
+        }
+    }
+
     /// Actor `owner`'s sub-objects, in registration order.
     pub fn sub_objects(&self, owner: NetGuid) -> &[NetGuid] {
         self.subs.inner.get(&owner).map_or(&[], |v| &v[..])
@@ -337,9 +348,22 @@ impl NetDriver {
             return;
         }
         a.tearing = true;
-        self.tearing.push(Tearing { class: ci as u32, slot, guid, since: self.frame });
+        self.tearing.push(Tearing { class: ci as u32, slot, guid, since: self.frame, deferred: Vec::new() });
         if self.level.is_some() {
             self.force_slot(ci, slot as usize);
+        }
+    }
+
+    /// After a frame at the actor level: which connections' windows deferred the update of the
+    /// tearing actors they replicated (`replicated`: connection, class, slot, deferred).
+    pub(super) fn note_tear_deferrals(&mut self, replicated: impl Iterator<Item = (u32, u32, u32, bool)>) {
+        for (ci, class, slot, deferred) in replicated {
+            if let Some(t) = self.tearing.iter_mut().find(|t| (t.class, t.slot) == (class, slot)) {
+                t.deferred.retain(|&c| c != ci);
+                if deferred {
+                    t.deferred.push(ci);
+                }
+            }
         }
     }
 
@@ -362,24 +386,24 @@ impl NetDriver {
             // Waited for: a connection whose full sequence window deferred the last update (it
             // owes it: the leaves wait in the pair's resend set, sent as soon as the window
             // opens) — for at most a window's worth of frames, as a client that far behind gets
-            // the close anyway. At the actor level only a channel that replicated the actor
-            // since the call (what it owes then is what its window deferred, not a role's
-            // comeback owed before: that is not sent to a torn-off actor, as in UE) and still
-            // serves it (an owner-only actor owned by it: the others' channels close at the
-            // end, without the update, as UE skips them); and one that left it over.
+            // the close anyway. At the actor level, one whose last replication of the actor was
+            // deferred (not one owed a role's comeback since: nothing more goes to a torn-off
+            // actor's channel, as in UE) and that it still serves (an owner-only actor owned by
+            // it: the others' channels close at the end, without the update, as UE skips them);
+            // and one that left it over.
             let owner_only = class.cols.settings[t.slot as usize].only_relevant_to_owner;
-            let tearing_from = self.level.as_ref().map(|l| (t.since.0 + 1) as f64 * l.time.tick);
-            let deferred = |ci: usize, c: &super::connection::Connection| match tearing_from {
+            let owed = |ci: usize, c: &super::connection::Connection| match self.level {
                 None => c.pair_ref(t.class, t.slot).is_some_and(|ps| !ps.resend.is_empty()),
-                Some(from) => c.pairs.channel(t.class, t.slot).is_some_and(|row| {
-                    row.state.flags & super::connection::pair::CHANNEL != 0
-                        && !row.state.resend.is_empty()
-                        && row.last_update >= from
+                Some(_) => {
+                    t.deferred.contains(&(ci as u32))
                         && (!owner_only || a.owner == Some(ci as u32))
-                }),
+                        && c.pairs.channel(t.class, t.slot).is_some_and(|row| {
+                            row.state.flags & super::connection::pair::CHANNEL != 0 && !row.state.resend.is_empty()
+                        })
+                }
             };
             let owes = frame.0 < t.since.0 + 1 + crate::wire::feedback::ACK_WINDOW
-                && self.conns.iter().enumerate().any(|(ci, c)| !c.removed && deferred(ci, c));
+                && self.conns.iter().enumerate().any(|(ci, c)| !c.removed && owed(ci, c));
             let left_over = self.level.is_some() && class.cols.clock[t.slot as usize].pending_net_update;
             if replicated && !owes && !left_over {
                 self.tear_off_slot(t.class as usize, t.slot, t.guid);

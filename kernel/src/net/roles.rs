@@ -83,6 +83,7 @@ impl NetDriver {
             self.live(o)?;
         }
         self.class_for(class, store)?;
+        self.not_a_sub_object(class, id)?;
         let guid = self.actor_mut(class, store, id)?.guid;
         // Its sub-objects are owned by whoever owns it.
         let subs = self.sub_slots(guid).into_iter().map(|(c, s, _)| (c, s));
@@ -101,7 +102,9 @@ impl NetDriver {
         self.classes[class.0 as usize].actors[id.index as usize].owner.map(ConnectionId)
     }
 
-    /// Sets whether an actor replicates physics (the SimulatedOrPhysics conditions).
+    /// Sets whether an actor replicates physics (the SimulatedOrPhysics conditions) — for its
+    /// sub-objects too, whose conditions follow their owner's flags (UE's sub-objects take the
+    /// actor channel's replication flags).
     pub fn set_physics(
         &mut self,
         class: ClassId,
@@ -110,8 +113,12 @@ impl NetDriver {
         physics: bool,
     ) -> Result<(), DriverError> {
         self.class_for(class, store)?;
-        self.actor_mut(class, store, id)?;
-        self.set_roles(class.0, id.index, |a| a.physics = physics);
+        self.not_a_sub_object(class, id)?;
+        let guid = self.actor_mut(class, store, id)?.guid;
+        let subs = self.sub_slots(guid).into_iter().map(|(c, s, _)| (c, s));
+        for (c, s) in std::iter::once((class.0, id.index)).chain(subs) {
+            self.set_roles(c, s, |a| a.physics = physics);
+        }
         Ok(())
     }
 

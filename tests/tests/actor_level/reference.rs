@@ -26,13 +26,22 @@ fn bag() -> Arc<ClassLayout> {
                 PropertyDecl::new("Stash", PropType::Array { element: Box::new(PropType::U8), max_len: 16 })
                     .condition(Condition::OwnerOnly),
             )
+            .property(PropertyDecl::new("Intro", PropType::U16).condition(Condition::InitialOnly))
+            .property(PropertyDecl::new("Badge", PropType::U8).condition(Condition::InitialOrOwner))
+            .property(PropertyDecl::new("Drift", PropType::U8).condition(Condition::SimulatedOrPhysics))
+            .property(PropertyDecl::new("Skin", PropType::U8).condition(Condition::SimulatedOnly))
             .build()
             .expect("valid layout"),
     )
 }
 
 /// Parents of [`bag`] under a condition: (parent, distinct values).
-const BAG_CONDITIONED: [(usize, u32); 4] = [(3, 1000), (4, 200), (5, 200), (6, 1000)];
+///
+/// `Badge` (9, InitialOrOwner) keeps its spawn value: coming back by ownership, the kernel owes
+/// it if it ever changed, where UE owes what changed since the open was acknowledged (a
+/// departure, README "A property that comes back"), which the reference does not model; the
+/// loss soak's convergence covers its value.
+const BAG_CONDITIONED: [(usize, u32); 7] = [(3, 1000), (4, 200), (5, 200), (6, 1000), (8, 1000), (10, 200), (11, 200)];
 /// The Custom parent of [`bag`].
 const TUNED: usize = 6;
 
@@ -112,6 +121,22 @@ impl Sim {
         self.driver.guid_of(c, id)
     }
 
+    /// Net settings drawn at random (a spawn's, or a later change's).
+    fn settings(r: &mut ChaCha8Rng) -> NetSettings {
+        let mut s = NetSettings {
+            net_priority: [1.0, 1.0, 3.0, 0.5][r.random_range(0..4)],
+            cull_distance_squared: [225_000_000.0, 36_000_000.0][r.random_range(0..2)],
+            always_relevant: r.random_bool(0.02),
+            only_relevant_to_owner: r.random_bool(0.05),
+            use_owner_relevancy: r.random_bool(0.05),
+            hidden: r.random_bool(0.05),
+            startup: r.random_bool(0.1),
+            ..NetSettings::default()
+        };
+        s.frequency.net_update_frequency = [100.0, 30.0, 10.0, 2.0][r.random_range(0..4)];
+        s
+    }
+
     fn spawn(&mut self) {
         let at = self.pos();
         let is_bag = self.rng.random_bool(0.3);
@@ -125,18 +150,8 @@ impl Sim {
             self.driver.assign_guid(self.thing, &self.things, id).unwrap();
             (self.thing, id)
         };
+        let s = Self::settings(&mut self.rng);
         let r = &mut self.rng;
-        let mut s = NetSettings {
-            net_priority: [1.0, 1.0, 3.0, 0.5][r.random_range(0..4)],
-            cull_distance_squared: [225_000_000.0, 36_000_000.0][r.random_range(0..2)],
-            always_relevant: r.random_bool(0.02),
-            only_relevant_to_owner: r.random_bool(0.05),
-            use_owner_relevancy: r.random_bool(0.05),
-            hidden: r.random_bool(0.05),
-            startup: r.random_bool(0.1),
-            ..NetSettings::default()
-        };
-        s.frequency.net_update_frequency = [100.0, 30.0, 10.0, 2.0][r.random_range(0..4)];
         let owner_actor =
             (r.random_bool(0.15) && !self.live.is_empty()).then(|| self.live[r.random_range(0..self.live.len())]);
         let owner_conn = r.random_bool(0.1).then(|| r.random_range(0..self.clients.len()));
@@ -252,8 +267,47 @@ impl Sim {
                 self.driver.set_custom_active(class, &self.bags, id, TUNED, on).unwrap();
             }
         }
+        // The game changes its mind: an actor's net settings (priority, frequency, cull distance,
+        // hidden, owner-only…), its owner actor and instigator (owner relevancy chains), its
+        // physics (SimulatedOrPhysics), or asks for an update now; a connection's net speed.
+        for _ in 0..n / 30 {
+            let (class, id) = self.live[self.rng.random_range(0..self.live.len())];
+            let store = if class == self.thing { &self.things } else { &self.bags };
+            let result = match self.rng.random_range(0..4) {
+                0 => {
+                    let s = Self::settings(&mut self.rng);
+                    self.driver.set_net_settings(class, store, id, s)
+                }
+                1 => {
+                    let (oc, oid) = self.live[self.rng.random_range(0..self.live.len())];
+                    let owner = self.rng.random_bool(0.7).then(|| self.driver.guid_of(oc, oid)).flatten();
+                    let (ic, iid) = self.live[self.rng.random_range(0..self.live.len())];
+                    let instigator = self.rng.random_bool(0.2).then(|| self.driver.guid_of(ic, iid)).flatten();
+                    self.driver.set_owner_actor(class, store, id, owner, instigator)
+                }
+                2 => {
+                    let on = self.rng.random_bool(0.5);
+                    self.driver.set_physics(class, store, id, on)
+                }
+                // A sub-object's forces its owner.
+                _ => {
+                    self.driver.force_net_update(class, store, id).unwrap();
+                    continue;
+                }
+            };
+            // What a sub-object takes from its owner is set on the owner.
+            match self.guid(class, id).and_then(|g| Some((g, self.driver.owner_of(g)?))) {
+                Some((sub, owner)) => assert_eq!(result, Err(shadowrep::net::DriverError::FollowsOwner { sub, owner })),
+                None => result.unwrap(),
+            }
+        }
+        if self.rng.random_bool(0.1) {
+            let c = self.rng.random_range(0..self.clients.len());
+            let speed = [4_000, 12_000, 100_000][self.rng.random_range(0..3)];
+            self.driver.set_net_speed(self.clients[c].0, speed).unwrap();
+        }
         // Now and then an actor is torn off (its sub-objects with it): clients keep their copies.
-        if self.rng.random_bool(0.05) && self.live.len() > 50 {
+        if self.rng.random_bool(0.07) && self.live.len() > 50 {
             let i = self.rng.random_range(0..self.live.len());
             let (class, id) = self.live.swap_remove(i);
             let store = if class == self.thing { &self.things } else { &self.bags };

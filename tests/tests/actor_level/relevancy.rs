@@ -117,6 +117,26 @@ fn view_targets_owner_chains_instigators_and_owner_relevancy() {
 }
 
 #[test]
+fn owner_relevancy_asks_an_owner_only_owner_its_rules_not_its_filter() {
+    // UE hands the question to the owner's `IsNetRelevantFor`, whose first rule (always
+    // relevant) comes before its owner-only rule; the owner-only filter of `PrioritizeActors`
+    // belongs to the actor a connection considers. So an always-relevant, owner-only owner that
+    // this connection does not own still makes its follower relevant here.
+    let mut l = Level::new(every_frame(), 1);
+    let (owner, o) = l.spawn([1.0e6, 0.0, 0.0], 1);
+    let (follower, f) = l.spawn([1.0e6, 0.0, 0.0], 2);
+    l.settings(owner, |s| {
+        s.only_relevant_to_owner = true;
+        s.always_relevant = true;
+    });
+    l.settings(follower, |s| s.use_owner_relevancy = true);
+    l.driver.set_owner_actor(l.class, &l.store, follower, Some(o), None).unwrap();
+    l.run(2);
+    assert!(!has(&l, 0, o), "the owner-only owner is not this connection's");
+    assert!(has(&l, 0, f), "its follower is relevant by the owner's rules");
+}
+
+#[test]
 fn a_class_hook_overrides_ues_rules_and_split_screen_viewers_count() {
     let mut l = Level::new(every_frame(), 1);
     let (_, hidden_by_hook) = l.spawn([10.0, 0.0, 0.0], 1);

@@ -7,9 +7,17 @@ use shadowrep::value::ObjectRef;
 
 /// Parents of [`weapon`].
 const AMMO: usize = 0;
+const RECOIL: usize = 1;
 
 fn weapon() -> Arc<ClassLayout> {
-    Arc::new(ClassBuilder::new("Weapon").property(PropertyDecl::new("Ammo", PropType::U32)).build().unwrap())
+    use shadowrep::schema::Condition;
+    Arc::new(
+        ClassBuilder::new("Weapon")
+            .property(PropertyDecl::new("Ammo", PropType::U32))
+            .property(PropertyDecl::new("Recoil", PropType::U8).condition(Condition::SimulatedOrPhysics))
+            .build()
+            .unwrap(),
+    )
 }
 
 /// Characters (the `thing` class with a current-weapon reference) and weapons, two clients at
@@ -200,6 +208,44 @@ fn sub_object_registration_errors_are_clear() {
         Err(DriverError::ActorLevelOff)
     );
     assert!(a.driver.sub_objects(cg).contains(&wg));
+}
+
+#[test]
+fn what_a_sub_object_takes_from_its_owner_is_set_on_the_owner() {
+    let mut a = Arena::new();
+    let (ch, cg, w, wg) = a.armed([100.0, 0.0, 0.0], 0, 5, SubObjectCondition::None);
+    let mut slow = NetSettings::default();
+    slow.frequency.net_update_frequency = 0.1;
+    a.driver.set_net_settings(a.character, &a.characters, ch, slow).unwrap();
+    let error = DriverError::FollowsOwner { sub: wg, owner: cg };
+    assert!(error.to_string().contains("set them on"), "{error}");
+    let follows = Err(error);
+    let before = a.driver.net_settings(a.weapon, w);
+    assert_eq!(a.driver.set_net_settings(a.weapon, &a.weapons, w, NetSettings::default()), follows);
+    assert_eq!(a.driver.set_owner_actor(a.weapon, &a.weapons, w, None, None), follows);
+    assert_eq!(a.driver.set_owner(a.weapon, &a.weapons, w, Some(a.clients[1].0), false), follows);
+    assert_eq!(a.driver.set_physics(a.weapon, &a.weapons, w, true), follows);
+    assert_eq!(a.driver.net_settings(a.weapon, w), before, "a refused call changes nothing");
+    assert_eq!(a.driver.owner_of(wg), Some(cg));
+    // Physics is the owner's: the autonomous owner gets a SimulatedOrPhysics property of the
+    // sub-object only once its owner replicates physics.
+    a.weapons.set(w, RECOIL, &Value::U8(7)).unwrap();
+    a.run(3);
+    assert_eq!(a.client(1).value(wg, RECOIL), Some(Value::U8(7)), "a simulated proxy's");
+    assert_eq!(a.client(0).value(wg, RECOIL), Some(Value::U8(0)), "not the autonomous owner's");
+    a.driver.set_physics(a.character, &a.characters, ch, true).unwrap();
+    a.driver.force_net_update(a.character, &a.characters, ch).unwrap();
+    a.run(1);
+    assert_eq!(a.client(0).value(wg, RECOIL), Some(Value::U8(7)), "with physics, the owner's too");
+    // Forcing an update of the sub-object forces its owner's (an update every ten seconds here).
+    a.characters.set(ch, HEALTH, &Value::U32(55)).unwrap();
+    a.weapons.set(w, AMMO, &Value::U32(4)).unwrap();
+    a.run(2);
+    assert_ne!(a.client(0).value(cg, HEALTH), Some(Value::U32(55)), "not due");
+    a.driver.force_net_update(a.weapon, &a.weapons, w).unwrap();
+    a.run(1);
+    assert_eq!(a.client(0).value(cg, HEALTH), Some(Value::U32(55)));
+    assert_eq!(a.client(0).value(wg, AMMO), Some(Value::U32(4)));
 }
 
 #[test]

@@ -116,6 +116,9 @@ pub(crate) struct Outcome {
     /// With [`LevelCtx::report_closes`]: due indices of the actors whose channel this connection
     /// closed (the client destroyed its copy: what it lacked while inactive is everything now).
     pub closed: Vec<u32>,
+    /// Tearing actors this connection replicated: due index, and whether its full window
+    /// deferred the update (it owes it: the tear-off waits, see `NetDriver::tear_off`).
+    pub tearing: Vec<(u32, bool)>,
     /// With adaptive frequency: due indices of the actors this connection was sent something of
     /// (their `ReplicateActor` wrote a bunch), for [`super::consider::ConsiderClock::replicated`].
     pub replicated: Vec<u32>,
@@ -399,6 +402,10 @@ fn process(ctx: &LevelCtx<'_>, run: &mut Run<'_>, conn: &mut Connection, scratch
                 replicate(ctx, ci, conn, st, ri as usize, d, &mut out.first_opens);
                 let bits = (ctx.write.bits_written(conn) - before) as u32;
                 out.processed += 1;
+                if tearing {
+                    // Planning emptied the resend set: leaves in it now are what the window deferred.
+                    out.tearing.push((d, !rows(conn)[ri as usize].state.resend.is_empty()));
+                }
                 if ctx.cfg.adaptive_frequency && bits > 0 {
                     out.replicated.push(d);
                 }

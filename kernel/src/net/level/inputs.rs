@@ -107,7 +107,8 @@ impl NetDriver {
     }
 
     /// Gives one actor its own net settings. Its sub-objects take its update frequency and
-    /// priority, as when they were registered (UE replicates them inside its update).
+    /// priority, as when they were registered (UE replicates them inside its update); a
+    /// sub-object's own are refused ([`DriverError::FollowsOwner`]).
     pub fn set_net_settings(
         &mut self,
         class: ClassId,
@@ -115,6 +116,7 @@ impl NetDriver {
         id: ActorId,
         settings: NetSettings,
     ) -> Result<(), DriverError> {
+        self.not_a_sub_object(class, id)?;
         let (c, s) = self.cols_slot(class, store, id)?;
         let cols = &mut self.classes[c].cols;
         cols.settings[s] = settings;
@@ -152,7 +154,8 @@ impl NetDriver {
     }
 
     /// Sets an actor's owner actor (UE's `Owner`: owner relevancy and "owned by the viewer"
-    /// follow the chain) and instigator.
+    /// follow the chain) and instigator. A sub-object's owner actor is the one it was registered
+    /// with ([`DriverError::FollowsOwner`]).
     pub fn set_owner_actor(
         &mut self,
         class: ClassId,
@@ -161,6 +164,7 @@ impl NetDriver {
         owner: Option<NetGuid>,
         instigator: Option<NetGuid>,
     ) -> Result<(), DriverError> {
+        self.not_a_sub_object(class, id)?;
         let (c, s) = self.cols_slot(class, store, id)?;
         self.classes[c].cols.owner_actor[s] = owner;
         self.classes[c].cols.instigator[s] = instigator;
@@ -169,9 +173,13 @@ impl NetDriver {
 
     /// UE's `ForceNetUpdate`: the actor is considered on the next frame — a dormant one's
     /// dormancy flushed first ([`NetDriver::flush_net_dormancy`]), as UE's does — and so are its
-    /// sub-objects, which UE replicates inside their owner's update.
+    /// sub-objects, which UE replicates inside their owner's update. Asked of a sub-object, it
+    /// forces its owner (and so the owner's other sub-objects): a sub-object goes with its owner.
     pub fn force_net_update(&mut self, class: ClassId, store: &ClassStore, id: ActorId) -> Result<(), DriverError> {
-        let (c, s) = self.cols_slot(class, store, id)?;
+        let (mut c, mut s) = self.cols_slot(class, store, id)?;
+        if let Some(&(oc, os)) = self.owner_of(self.classes[c].actors[s].guid).and_then(|o| self.guids.get(&o)) {
+            (c, s) = (oc as usize, os as usize);
+        }
         self.force_slot(c, s);
         for (sc, ss, _) in self.sub_slots(self.classes[c].actors[s].guid) {
             self.force_slot(sc as usize, ss as usize);

@@ -466,9 +466,17 @@ impl NetDriver {
             .flat_map(|(ci, o)| o.closed.iter().map(move |&d| (ci, d)))
             .map(|(ci, d)| (level.due[d as usize].class, level.due[d as usize].slot, ci))
             .collect();
+        // Tearing actors replicated: whether each connection's window deferred their update.
+        let tearing: Vec<(u32, u32, u32, bool)> = outcomes
+            .iter()
+            .enumerate()
+            .flat_map(|(ci, o)| o.tearing.iter().map(move |&(d, deferred)| (ci as u32, d, deferred)))
+            .map(|(ci, d, deferred)| (ci, level.due[d as usize].class, level.due[d as usize].slot, deferred))
+            .collect();
         for (class, slot, ci) in closed {
             self.forget_inactive(class, slot, ci);
         }
+        self.note_tear_deferrals(tearing.into_iter());
         let level = self.level.as_ref().expect("checked above");
         // Left over by some connection: considered again next frame. One pass in due order
         // (class, slot ascending), each actor once, however many connections left it over.

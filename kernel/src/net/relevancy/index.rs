@@ -134,8 +134,9 @@ struct Follower {
     due: u32,
     /// Its owner's due index when the owner's answer is the follower's: the owner is due, no
     /// class hook on either, the owner does not hand its question on (owner relevancy: depth and
-    /// order), and both are owned by the same connection (the owner's answer counts that
-    /// ownership). Such an owner is no follower, so its bit is final before any follower's is
+    /// order), it is not owner-only (its answer holds the owner-only filter, which UE applies to
+    /// the actor a connection considers, not to the owner its question is handed to), and both
+    /// are owned by the same connection (the owner's answer counts that ownership). Such an owner is no follower, so its bit is final before any follower's is
     /// set. `None`: UE's rules for the follower.
     owner: Option<u32>,
     guid: NetGuid,
@@ -206,6 +207,7 @@ impl RelevancyIndex {
                     !hooked(od.class)
                         && !hooked(d.class)
                         && !od.rel.use_owner_relevancy
+                        && !od.rel.only_relevant_to_owner
                         && od.actor.owner == d.actor.owner
                 });
                 self.followers.push(Follower { due: i, owner, guid: d.rel.guid, conn: d.actor.owner });
