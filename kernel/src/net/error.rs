@@ -72,8 +72,8 @@ pub enum DriverError {
     AlreadyReplicated(ActorId),
     /// No live actor has this GUID (a sub-object's owner).
     UnknownOwner(NetGuid),
-    /// A sub-object's owner must be an actor, not itself nor another sub-object, and a
-    /// sub-object cannot own sub-objects.
+    /// A sub-object's owner must be a dynamic actor, not a static one, itself nor another
+    /// sub-object, and a sub-object cannot own sub-objects.
     SubObjectChain(NetGuid),
     /// A call that sets what a sub-object takes from its owner (its owner actor, owning
     /// connection, physics, net settings) named the sub-object: set it on the owner.
@@ -122,7 +122,7 @@ impl fmt::Display for DriverError {
             DriverError::SubObjectChain(g) => {
                 write!(
                     f,
-                    "{g}: a sub-object's owner is an actor (not itself, nor a sub-object), and owns no sub-objects"
+                    "{g}: a sub-object's owner is a dynamic actor (not a static one, itself, nor a sub-object), and owns no sub-objects"
                 )
             }
             DriverError::FollowsOwner { sub, owner } => write!(

@@ -191,8 +191,16 @@ impl ReferenceFrame {
         let cfg = &level.cfg;
         while self.conns.len() < driver.conns.len() {
             let c = &driver.conns[self.conns.len()];
+            let mut conn = Connection::new(c.replay, Pairs::channels(), driver.cfg.mtu, Seq(1));
+            // Static actors destroyed before it joined (UE's destruction infos of startup
+            // actors): its client loaded them with the level. Those whose end this frame tells
+            // are closed with every connection's below.
+            let tracked: std::collections::HashSet<NetGuid> =
+                self.actors.iter().flatten().flatten().map(|a| a.guid).filter(|g| g.is_static()).collect();
+            let before = driver.statics.destroyed.iter().filter(|g| !tracked.contains(g));
+            conn.closes.extend(before.map(|&g| PendingClose::destroyed(g)));
             self.conns.push(RefConn {
-                conn: Connection::new(c.replay, Pairs::channels(), driver.cfg.mtu, Seq(1)),
+                conn,
                 channels: HashMap::new(),
                 budget: Budget::new(cfg.net_speed, c.replay),
                 decisions: FrameDecisions::default(),
@@ -276,9 +284,13 @@ impl ReferenceFrame {
                 let live = a.is_some_and(|a| store.generations().get(slot) == Some(&a.generation));
                 let same = entry.as_ref().is_some_and(|e| a.is_some_and(|a| a.guid == e.guid && live));
                 if entry.is_some() && !same {
-                    let gone = entry.take().map(|e| e.guid);
+                    let gone = entry.take().map(|e| (e.guid, e.torn));
                     for rc in &mut self.conns {
-                        if let Some(g) = gone.filter(|g| rc.channels.remove(g).is_some_and(|ch| ch.open_sent)) {
+                        let Some((g, torn)) = gone else { break };
+                        let opened = rc.channels.remove(&g).is_some_and(|ch| ch.open_sent);
+                        // A static actor's end goes to every connection (its client loaded it
+                        // with the level) — unless torn off: the clients own their copies.
+                        if opened || (g.is_static() && !torn) {
                             rc.conn.closes.push(PendingClose::destroyed(g));
                         }
                     }
@@ -475,7 +487,7 @@ impl ReferenceFrame {
                     let lapsed =
                         rc.channels.get(&a.guid).is_some_and(|ch| now - ch.relevant_time >= cfg.relevant_timeout);
                     if lapsed
-                        && !settings.startup
+                        && !(settings.startup || a.guid.is_static())
                         && viewers.iter().all(|v| v.view_target.is_some())
                         && rc.channels.remove(&a.guid).is_some_and(|ch| ch.open_sent)
                     {
@@ -529,7 +541,8 @@ impl ReferenceFrame {
                 let recently = allowed
                     && owner_open
                     && (relevant || channel.is_some_and(|ch| now - ch.relevant_time < cfg.relevant_timeout));
-                let startup = class.cols.settings[s as usize].startup;
+                // A level's static actor is a startup actor whatever its settings say.
+                let startup = class.cols.settings[s as usize].startup || guid.is_static();
                 if recently {
                     let mut ch = channel.unwrap_or_else(|| {
                         rc.next_epoch = rc.next_epoch.wrapping_add(1);

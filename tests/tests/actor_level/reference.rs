@@ -61,6 +61,11 @@ struct Sim {
     kind: shadowrep::net::FastArrayKind,
     /// Actors torn off so far.
     torn: usize,
+    /// The level's static actors' paths (each client loads them all).
+    statics: Vec<String>,
+    /// Connections that joined and left mid-run.
+    joined: usize,
+    left: usize,
 }
 
 fn slots() -> Arc<shadowrep::schema::ArrayLayout> {
@@ -96,20 +101,50 @@ impl Sim {
             arrays: Vec::new(),
             kind,
             torn: 0,
+            statics: Vec::new(),
+            joined: 0,
+            left: 0,
         };
+        // The level's static actors (UE's actors loaded with the map): things registered by
+        // path, never closed for relevancy.
+        for i in 0..12 {
+            let id = sim.things.spawn();
+            let at = sim.pos();
+            sim.things.set(id, LOCATION, &Value::Vector(at)).unwrap();
+            let path = format!("Level/Thing_{i}");
+            sim.driver.register_static_actor(thing, &sim.things, id, &path).unwrap();
+            sim.statics.push(path);
+            sim.live.push((thing, id));
+        }
+        // A class hook: some bags are always relevant to viewers west of the origin, some never
+        // relevant, the rest left to UE's rules.
+        let hook: shadowrep::net::relevancy::RelevancyHook = Arc::new(|a, v| match a.guid.0 % 14 {
+            0 => (v.location[0] < 0.0).then_some(true),
+            2 => Some(false),
+            _ => None,
+        });
+        sim.driver.set_relevancy_hook(bag, Some(hook)).unwrap();
         for _ in 0..connections {
-            let conn = sim.driver.add_connection(false);
-            let world = ClientWorld::new(&[tl.clone(), bl.clone()], &sim.driver.checksums())
-                .and_then(|w| w.with_fast_array_kinds(&[slots()], &sim.driver.fast_array_checksums()))
-                .unwrap();
-            let speed = [4_000, 12_000, 100_000][sim.rng.random_range(0..3)];
-            sim.driver.set_net_speed(conn, speed).unwrap();
-            sim.clients.push((conn, world));
+            sim.join();
         }
         for _ in 0..300 {
             sim.spawn();
         }
         sim
+    }
+
+    /// A client joins (with the level's static actors loaded).
+    fn join(&mut self) {
+        let conn = self.driver.add_connection(false);
+        let mut world = ClientWorld::new(&[thing(), bag()], &self.driver.checksums())
+            .and_then(|w| w.with_fast_array_kinds(&[slots()], &self.driver.fast_array_checksums()))
+            .unwrap();
+        for path in &self.statics {
+            world.load_static_actor(path, self.thing.0).unwrap();
+        }
+        let speed = [4_000, 12_000, 100_000][self.rng.random_range(0..3)];
+        self.driver.set_net_speed(conn, speed).unwrap();
+        self.clients.push((conn, world));
     }
 
     fn pos(&mut self) -> [f32; 3] {
@@ -158,7 +193,13 @@ impl Sim {
         let store = if is_bag { &self.bags } else { &self.things };
         self.driver.set_net_settings(class, store, id, s).unwrap();
         // A quarter of the bags are sub-objects of a thing, under every condition.
-        let things: Vec<ActorId> = self.live.iter().filter(|l| l.0 == self.thing).map(|l| l.1).collect();
+        // (Owned by a dynamic thing: a static actor owns no sub-objects here.)
+        let things: Vec<ActorId> = self
+            .live
+            .iter()
+            .filter(|l| l.0 == self.thing && self.driver.guid_of(l.0, l.1).is_some_and(|g| g.is_dynamic()))
+            .map(|l| l.1)
+            .collect();
         if is_bag && !things.is_empty() && self.rng.random_bool(0.25) {
             use shadowrep::net::SubObjectCondition as C;
             let conditions = [C::None, C::OwnerOnly, C::SkipOwner, C::SimulatedOnly, C::AutonomousOnly, C::Never];
@@ -301,6 +342,16 @@ impl Sim {
                 None => result.unwrap(),
             }
         }
+        // Players come and go.
+        if self.rng.random_bool(0.03) {
+            self.join();
+            self.joined += 1;
+        }
+        if self.rng.random_bool(0.03) && self.clients.len() > 3 {
+            let (conn, _) = self.clients.remove(self.rng.random_range(0..self.clients.len()));
+            self.driver.remove_connection(conn).unwrap();
+            self.left += 1;
+        }
         if self.rng.random_bool(0.1) {
             let c = self.rng.random_range(0..self.clients.len());
             let speed = [4_000, 12_000, 100_000][self.rng.random_range(0..3)];
@@ -411,6 +462,7 @@ fn the_kernel_decides_exactly_as_the_ue_style_reference_on_random_worlds() {
         assert!(sends > 5_000, "seed {seed}: {sends} sends");
         assert!(item_events > 500, "seed {seed}: {item_events} fast array item callbacks");
         assert!(sim.torn > 3, "seed {seed}: {} actors torn off", sim.torn);
+        assert!(sim.joined > 0 && sim.left > 0, "seed {seed}: {} joined, {} left", sim.joined, sim.left);
         assert!(sub_sends > 100, "seed {seed}: {sub_sends} sends of sub-objects");
     }
 }
