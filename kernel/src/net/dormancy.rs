@@ -201,7 +201,8 @@ impl NetDriver {
     /// Sets an actor's dormancy (UE's `SetNetDormancy`). `Awake` or `Never` wakes it: every
     /// connection holding it dormant gets what changed while it slept. A dormant setting takes
     /// effect per connection once everything sent there is acknowledged. `Initial` is for a
-    /// static actor not yet replicated: it sleeps at once and never opens until woken.
+    /// static actor not yet replicated: it sleeps at once and never opens until woken. A
+    /// sub-object's dormancy is its owner's ([`DriverError::FollowsOwner`]).
     pub fn set_net_dormancy(
         &mut self,
         class: ClassId,
@@ -212,10 +213,8 @@ impl NetDriver {
         self.level.as_ref().ok_or(DriverError::ActorLevelOff)?;
         let ci = self.class_for(class, store)?;
         let guid = self.guid_of(class, id).ok_or(DriverError::StaleActor(id))?;
-        if self.subs.outer.contains_key(&guid) {
-            // It rides its owner's channel: the owner's dormancy is its own.
-            return Err(DriverError::ActorLevel(format!("{guid} is a sub-object: set its owner's dormancy")));
-        }
+        // It rides its owner's channel: the owner's dormancy is its own.
+        self.not_a_sub_object(class, id)?;
         let slot = id.index as usize;
         let fresh = self.classes[ci].actors[slot].adopted == self.frame;
         let cols = &mut self.classes[ci].cols;
@@ -237,13 +236,19 @@ impl NetDriver {
     /// Replicates a dormant actor once more (UE's `FlushNetDormancy`): every connection holding
     /// it dormant gets what changed since, then it goes dormant again. `Initial` becomes
     /// `DormantAll`, as in UE. An actor that is not dormant (`Never`, `Awake`) is left as it is,
-    /// as UE returns early for it (`force_net_update` is the call that makes it due).
+    /// as UE returns early for it (`force_net_update` is the call that makes it due). Asked of a
+    /// sub-object, it flushes its owner (they sleep and wake together).
     pub fn flush_net_dormancy(&mut self, class: ClassId, store: &ClassStore, id: ActorId) -> Result<(), DriverError> {
         self.level.as_ref().ok_or(DriverError::ActorLevelOff)?;
         let ci = self.class_for(class, store)?;
-        self.guid_of(class, id).ok_or(DriverError::StaleActor(id))?;
-        if self.classes[ci].cols.dormancy[id.index as usize].dormant() {
-            self.flush_slot(ci, id.index as usize);
+        let guid = self.guid_of(class, id).ok_or(DriverError::StaleActor(id))?;
+        // A sub-object sleeps and wakes with its owner: flushing it flushes the owner.
+        let (ci, slot) = match self.owner_of(guid).and_then(|o| self.guids.get(&o)) {
+            Some(&(oc, os)) => (oc as usize, os as usize),
+            None => (ci, id.index as usize),
+        };
+        if self.classes[ci].cols.dormancy[slot].dormant() {
+            self.flush_slot(ci, slot);
         }
         Ok(())
     }

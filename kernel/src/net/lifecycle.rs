@@ -165,8 +165,11 @@ impl NetDriver {
     /// class, store and NetGUID (an object reference may name it) and replicates as a content
     /// block of its own to exactly the connections its owner is relevant to — with
     /// [`SubObjectCondition::OwnerOnly`], only to the connection owning the owner — with the
-    /// owner's priority, update frequency and ownership (roles and property conditions follow
-    /// [`Self::set_owner`] of the owner). Its open names the owner: a client creates it on
+    /// owner's net settings (priority, update frequency, startup; relevancy handed to the
+    /// owner), ownership and physics (roles and property conditions follow [`Self::set_owner`]
+    /// and [`Self::set_physics`] of the owner; asked of the sub-object, these and
+    /// [`Self::set_net_settings`], [`Self::set_owner_actor`] and [`Self::tear_off`] are refused
+    /// with [`DriverError::FollowsOwner`]). Its open names the owner: a client creates it on
     /// first sight, linked to the owner, and destroys it with the owner. Despawning it removes it
     /// from the owner (clients get a close); despawning the owner ends it (clients destroyed it
     /// with the owner; the driver stops replicating it). Needs the actor level; call before the
@@ -209,10 +212,7 @@ impl NetDriver {
         };
         let slot = id.index as usize;
         let c = &mut self.classes[ci];
-        let s = &mut c.cols.settings[slot];
-        s.frequency = owner_settings.frequency;
-        s.net_priority = owner_settings.net_priority;
-        s.use_owner_relevancy = true;
+        c.cols.settings[slot] = owner_settings.for_sub_object();
         c.cols.overridden[slot] = true;
         c.cols.sub_condition[slot] = Some(condition);
         c.cols.owner_actor[slot] = Some(owner);
@@ -223,6 +223,7 @@ impl NetDriver {
         let a = &mut c.actors[slot];
         a.owner = owner_net.owner;
         a.autonomous = owner_net.autonomous;
+        a.physics = owner_net.physics;
         Ok(guid)
     }
 
@@ -280,7 +281,8 @@ impl NetDriver {
     /// `ReplicateActor` before `Close(TearOff)` does — and each channel closes with reason
     /// TornOff right after that bunch; each client keeps its copy and owns it from then on, and
     /// the driver never replicates the actor again (it stays in the store for the game). Its
-    /// sub-objects go the same way. A second call does nothing.
+    /// sub-objects go the same way (a sub-object alone is refused: [`DriverError::FollowsOwner`]).
+    /// A second call does nothing.
     ///
     /// At the actor level the actor is considered in the next frame (as `force_net_update`, a
     /// dormant one flushed) and each connection closes it when it gets to it; a connection whose
@@ -329,6 +331,8 @@ impl NetDriver {
     pub fn tear_off(&mut self, class: ClassId, store: &ClassStore, id: ActorId) -> Result<(), DriverError> {
         let ci = self.class_for(class, store)?;
         let guid = self.guid_of(class, id).ok_or(DriverError::StaleActor(id))?;
+        // A sub-object is torn off with its owner (UE tears off actors).
+        self.not_a_sub_object(class, id)?;
         let a = &self.classes[ci].actors[id.index as usize];
         if a.tearing || a.torn_off {
             return Ok(());
@@ -368,13 +372,16 @@ impl NetDriver {
     }
 
     /// At the start of a frame: the tear-offs whose last update went out end — the frame after
-    /// the call replicated the actor, and (at the actor level) no connection left it over. The
-    /// channels still open close with reason TornOff.
+    /// the call replicated the actor, and (at the actor level) no connection left it over or
+    /// owes it (nor owes one of its sub-objects, whose channels need the owner's). The channels
+    /// still open close with reason TornOff.
     pub(super) fn finish_tear_offs(&mut self) {
         if self.tearing.is_empty() {
             return;
         }
         let frame = self.frame;
+        // (tearing, owes, finishes), decided first for all: an owner waits for its sub-objects.
+        let mut decided = Vec::with_capacity(self.tearing.len());
         for t in std::mem::take(&mut self.tearing) {
             let class = &self.classes[t.class as usize];
             let Some(a) = class.actors.get(t.slot as usize) else { continue };
@@ -388,15 +395,14 @@ impl NetDriver {
             // opens) — for at most a window's worth of frames, as a client that far behind gets
             // the close anyway. At the actor level, one whose last replication of the actor was
             // deferred (not one owed a role's comeback since: nothing more goes to a torn-off
-            // actor's channel, as in UE) and that it still serves (an owner-only actor owned by
-            // it: the others' channels close at the end, without the update, as UE skips them);
-            // and one that left it over.
-            let owner_only = class.cols.settings[t.slot as usize].only_relevant_to_owner;
+            // actor's channel, as in UE) and that it still serves (an owner-only actor it owns,
+            // a sub-object whose condition lets it through: the others' channels close at the
+            // end, without the update, as UE skips them); and one that left it over.
             let owed = |ci: usize, c: &super::connection::Connection| match self.level {
                 None => c.pair_ref(t.class, t.slot).is_some_and(|ps| !ps.resend.is_empty()),
                 Some(_) => {
                     t.deferred.contains(&(ci as u32))
-                        && (!owner_only || a.owner == Some(ci as u32))
+                        && self.serves(t.class, t.slot, ci)
                         && c.pairs.channel(t.class, t.slot).is_some_and(|row| {
                             row.state.flags & super::connection::pair::CHANNEL != 0 && !row.state.resend.is_empty()
                         })
@@ -405,7 +411,12 @@ impl NetDriver {
             let owes = frame.0 < t.since.0 + 1 + crate::wire::feedback::ACK_WINDOW
                 && self.conns.iter().enumerate().any(|(ci, c)| !c.removed && owed(ci, c));
             let left_over = self.level.is_some() && class.cols.clock[t.slot as usize].pending_net_update;
-            if replicated && !owes && !left_over {
+            decided.push((t, owes, replicated && !owes && !left_over));
+        }
+        let owing_owners: Vec<NetGuid> =
+            decided.iter().filter(|d| d.1).filter_map(|(t, ..)| self.owner_of(t.guid)).collect();
+        for (t, owes, finishes) in decided {
+            if finishes && !owing_owners.contains(&t.guid) {
                 self.tear_off_slot(t.class as usize, t.slot, t.guid);
             } else {
                 if owes && self.level.is_some() {
@@ -415,6 +426,34 @@ impl NetDriver {
                 self.tearing.push(t);
             }
         }
+    }
+
+    /// Whether connection `ci`'s frames serve the actor in `slot` at all: an owner-only actor
+    /// only its owning connection or one whose viewer's real viewer or view target is on its
+    /// owner chain (UE's `IsActorOwnedByAndRelevantToConnection`, as the frame's candidates
+    /// ask), a sub-object only connections its condition allows.
+    fn serves(&self, class: u32, slot: u32, ci: usize) -> bool {
+        let c = &self.classes[class as usize];
+        let (a, s) = (&c.actors[slot as usize], slot as usize);
+        let owned = a.owner == Some(ci as u32);
+        let replay = self.conns[ci].replay;
+        if !c.cols.sub_condition[s].is_none_or(|cond| cond.allows(owned, a.autonomous, replay)) {
+            return false;
+        }
+        if !c.cols.settings[s].only_relevant_to_owner || owned {
+            return true;
+        }
+        let viewed =
+            |g: NetGuid| self.conns[ci].viewers.iter().any(|v| v.real_viewer == Some(g) || v.view_target == Some(g));
+        let mut link = Some(a.guid);
+        for _ in 0..=super::relevancy::MAX_OWNER_DEPTH {
+            let Some(g) = link else { return false };
+            if viewed(g) {
+                return true;
+            }
+            link = self.guids.get(&g).and_then(|&(oc, os)| self.classes[oc as usize].cols.owner_actor[os as usize]);
+        }
+        false
     }
 
     /// Marks the actor in `slot` torn off and closes its channels with reason TornOff.

@@ -59,6 +59,23 @@ impl Default for NetSettings {
 }
 
 impl NetSettings {
+    /// What a sub-object of an actor with these settings has: its owner's frequency, priority
+    /// and startup flag, and its relevancy handed to the owner (UE replicates sub-objects inside
+    /// their owner's channel: they have no relevancy rules of their own).
+    pub(crate) fn for_sub_object(self) -> NetSettings {
+        NetSettings {
+            always_relevant: false,
+            only_relevant_to_owner: false,
+            use_owner_relevancy: true,
+            hidden: false,
+            has_root: true,
+            collision: true,
+            ..self
+        }
+    }
+}
+
+impl NetSettings {
     /// Whether relevancy needs more than the distance test and the owner links: the rules
     /// before it can decide on their own (always relevant, owner relevancy, owner only, hidden
     /// without collision, no root).

@@ -362,8 +362,18 @@ impl Sim {
             let i = self.rng.random_range(0..self.live.len());
             let (class, id) = self.live.swap_remove(i);
             let store = if class == self.thing { &self.things } else { &self.bags };
-            self.driver.tear_off(class, store, id).unwrap();
-            self.torn += 1;
+            let result = self.driver.tear_off(class, store, id);
+            match self.guid(class, id).and_then(|g| Some((g, self.driver.owner_of(g)?))) {
+                // A sub-object goes with its owner.
+                Some((sub, owner)) => {
+                    assert_eq!(result, Err(shadowrep::net::DriverError::FollowsOwner { sub, owner }));
+                    self.live.push((class, id));
+                }
+                None => {
+                    result.unwrap();
+                    self.torn += 1;
+                }
+            }
         }
         for _ in 0..3 {
             if self.rng.random_bool(0.5) && self.live.len() > 50 {
@@ -458,7 +468,7 @@ fn the_kernel_decides_exactly_as_the_ue_style_reference_on_random_worlds() {
         }
         // The worlds exercised what they should.
         assert!(saturated > 50, "seed {seed}: {saturated} saturated connection-frames");
-        assert!(closed > 10, "seed {seed}: {closed} relevancy closes");
+        assert!(closed > 5, "seed {seed}: {closed} relevancy closes");
         assert!(sends > 5_000, "seed {seed}: {sends} sends");
         assert!(item_events > 500, "seed {seed}: {item_events} fast array item callbacks");
         assert!(sim.torn > 3, "seed {seed}: {} actors torn off", sim.torn);

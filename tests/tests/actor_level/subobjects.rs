@@ -2,7 +2,7 @@
 //! (to its owning connection only when owner-only), referenced by GUID, destroyed with the owner.
 
 use super::*;
-use shadowrep::net::{DriverError, SubObjectCondition};
+use shadowrep::net::{Dormancy, DriverError, SubObjectCondition};
 use shadowrep::value::ObjectRef;
 
 /// Parents of [`weapon`].
@@ -225,8 +225,21 @@ fn what_a_sub_object_takes_from_its_owner_is_set_on_the_owner() {
     assert_eq!(a.driver.set_owner_actor(a.weapon, &a.weapons, w, None, None), follows);
     assert_eq!(a.driver.set_owner(a.weapon, &a.weapons, w, Some(a.clients[1].0), false), follows);
     assert_eq!(a.driver.set_physics(a.weapon, &a.weapons, w, true), follows);
+    assert_eq!(a.driver.set_net_dormancy(a.weapon, &a.weapons, w, Dormancy::DormantAll), follows);
+    assert_eq!(a.driver.tear_off(a.weapon, &a.weapons, w), follows);
     assert_eq!(a.driver.net_settings(a.weapon, w), before, "a refused call changes nothing");
     assert_eq!(a.driver.owner_of(wg), Some(cg));
+    assert_eq!(a.driver.owning_connection(a.weapon, w), Some(a.clients[0].0));
+    // Its settings are the owner's (relevancy handed to it), whatever it had before.
+    let s = before.unwrap();
+    assert_eq!((s.frequency, s.use_owner_relevancy), (slow.frequency, true));
+    let lone = a.weapons.spawn();
+    let own = NetSettings { startup: true, only_relevant_to_owner: true, net_priority: 9.0, ..NetSettings::default() };
+    a.driver.set_net_settings(a.weapon, &a.weapons, lone, own).unwrap();
+    a.driver.register_sub_object(a.weapon, &a.weapons, lone, cg, SubObjectCondition::None).unwrap();
+    let s = a.driver.net_settings(a.weapon, lone).unwrap();
+    assert!(!s.startup && !s.only_relevant_to_owner && s.use_owner_relevancy, "{s:?}");
+    assert_eq!((s.frequency, s.net_priority), (slow.frequency, slow.net_priority));
     // Physics is the owner's: the autonomous owner gets a SimulatedOrPhysics property of the
     // sub-object only once its owner replicates physics.
     a.weapons.set(w, RECOIL, &Value::U8(7)).unwrap();
@@ -237,6 +250,13 @@ fn what_a_sub_object_takes_from_its_owner_is_set_on_the_owner() {
     a.driver.force_net_update(a.character, &a.characters, ch).unwrap();
     a.run(1);
     assert_eq!(a.client(0).value(wg, RECOIL), Some(Value::U8(7)), "with physics, the owner's too");
+    // A sub-object registered later takes the owner's physics as it is.
+    let late = a.weapons.spawn();
+    a.weapons.set(late, RECOIL, &Value::U8(3)).unwrap();
+    let lg = a.driver.register_sub_object(a.weapon, &a.weapons, late, cg, SubObjectCondition::None).unwrap();
+    a.driver.force_net_update(a.character, &a.characters, ch).unwrap();
+    a.run(2);
+    assert_eq!(a.client(0).value(lg, RECOIL), Some(Value::U8(3)), "registered after physics went on");
     // Forcing an update of the sub-object forces its owner's (an update every ten seconds here).
     a.characters.set(ch, HEALTH, &Value::U32(55)).unwrap();
     a.weapons.set(w, AMMO, &Value::U32(4)).unwrap();
@@ -246,6 +266,62 @@ fn what_a_sub_object_takes_from_its_owner_is_set_on_the_owner() {
     a.run(1);
     assert_eq!(a.client(0).value(cg, HEALTH), Some(Value::U32(55)));
     assert_eq!(a.client(0).value(wg, AMMO), Some(Value::U32(4)));
+}
+
+/// A torn-off owner whose own last update went out, but whose sub-object's a full window
+/// deferred, waits for it: the sub-object's channel needs its owner's, and an owner that had
+/// finished first took the sub-object's close with it, without its update.
+#[test]
+fn a_tearing_owner_waits_for_its_sub_objects_deferred_last_update() {
+    let mut a = Arena::new();
+    let conn = a.clients[0].0;
+    a.driver.set_net_speed(conn, 10_000_000).unwrap();
+    let (ch, _, w, wg) = a.armed([100.0, 0.0, 0.0], 0, 5, SubObjectCondition::None);
+    let fillers: Vec<ActorId> = (0..40)
+        .map(|i| {
+            let f = a.characters.spawn();
+            a.characters.set(f, LOCATION, &Value::Vector([200.0 + i as f32, 0.0, 0.0])).unwrap();
+            f
+        })
+        .collect();
+    a.run(3);
+    assert_eq!(a.client(0).value(wg, AMMO), Some(Value::U32(5)));
+    // Client 0 hears everything, the server nothing from it (kept net-ready): its window fills.
+    let tick = |a: &mut Arena, frame: u32, feedback: bool| {
+        for &f in &fillers {
+            a.characters.set(f, HEALTH, &Value::U32(frame)).unwrap();
+        }
+        a.driver.tick(&mut [&mut a.characters, &mut a.weapons]).unwrap();
+        for (c, (conn, world)) in a.clients.iter_mut().enumerate() {
+            for p in a.driver.take_packets(*conn).unwrap() {
+                world.receive(&p).unwrap();
+            }
+            if feedback || c == 1 {
+                a.driver.receive_feedback(*conn, &world.feedback()).unwrap();
+            } else {
+                a.driver.heard_from(*conn).unwrap();
+            }
+        }
+    };
+    let mut frame = 0;
+    while a.driver.connection_stats(conn).unwrap().repeats == 0 {
+        frame += 1;
+        assert!(frame < 2_000, "the window never filled");
+        tick(&mut a, frame, false);
+    }
+    // The weapon's last change; the character has none (nothing of it is deferred).
+    a.weapons.set(w, AMMO, &Value::U32(0)).unwrap();
+    a.driver.tear_off(a.character, &a.characters, ch).unwrap();
+    for f in 1..=4 {
+        tick(&mut a, frame + f, false);
+    }
+    assert!(!a.client(0).is_torn_off(wg), "nothing got through the full window");
+    for f in 5..=9 {
+        tick(&mut a, frame + f, true);
+    }
+    assert!(a.client(0).is_torn_off(wg));
+    assert_eq!(a.client(0).value(wg, AMMO), Some(Value::U32(0)), "its last update, then the close");
+    assert_eq!(a.client(1).value(wg, AMMO), Some(Value::U32(0)));
 }
 
 #[test]

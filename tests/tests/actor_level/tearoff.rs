@@ -47,12 +47,29 @@ fn a_tear_off_waits_for_a_connection_that_left_it_over_and_opens_no_channel() {
 /// close once the window opens (it had finished at once, and dropped the update).
 #[test]
 fn a_last_update_a_full_window_deferred_goes_out_before_the_close() {
+    last_update_through_a_full_window(false);
+}
+
+/// The same for an owner-only actor the connection owns through its viewer (its owner actor is
+/// the view target), as the frame serves it: the wait had asked only for the owning connection.
+#[test]
+fn a_deferred_last_update_of_an_actor_owned_through_the_viewer_goes_out_before_the_close() {
+    last_update_through_a_full_window(true);
+}
+
+fn last_update_through_a_full_window(owned_through_viewer: bool) {
     let mut l = Level::new(every_frame(), 1);
     always_due(&mut l);
     let conn = l.clients[0].0;
     l.driver.set_net_speed(conn, 10_000_000).unwrap();
     let (id, guid) = l.spawn([100.0, 0.0, 0.0], 5);
     let fillers: Vec<ActorId> = (0..40).map(|i| l.spawn([200.0 + i as f32, 0.0, 0.0], 0).0).collect();
+    if owned_through_viewer {
+        let (_, pawn) = l.spawn([300.0, 0.0, 0.0], 1);
+        l.driver.set_owner_actor(l.class, &l.store, id, Some(pawn), None).unwrap();
+        l.settings(id, |s| s.only_relevant_to_owner = true);
+        l.driver.set_viewers(conn, &[viewer([0.0; 3], Some(pawn))]).unwrap();
+    }
     l.run(3);
     assert!(l.client(0).has(guid));
     // Seldom due of itself: only the tear-off makes it considered.

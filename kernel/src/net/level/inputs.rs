@@ -125,12 +125,10 @@ impl NetDriver {
         Ok(())
     }
 
-    /// `owner`'s sub-objects take its update frequency and priority from `settings`.
+    /// `owner`'s sub-objects take its settings (see [`NetSettings::for_sub_object`]).
     fn pass_settings_to_sub_objects(&mut self, owner: NetGuid, settings: NetSettings) {
         for (sc, ss, _) in self.sub_slots(owner) {
-            let sub = &mut self.classes[sc as usize].cols.settings[ss as usize];
-            sub.frequency = settings.frequency;
-            sub.net_priority = settings.net_priority;
+            self.classes[sc as usize].cols.settings[ss as usize] = settings.for_sub_object();
         }
     }
 
