@@ -361,8 +361,17 @@ impl NetDriver {
     /// After a frame at the actor level: which connections' windows deferred the update of the
     /// tearing actors they replicated (`replicated`: connection, class, slot, deferred).
     pub(super) fn note_tear_deferrals(&mut self, replicated: impl Iterator<Item = (u32, u32, u32, bool)>) {
+        let mut replicated = replicated.peekable();
+        if replicated.peek().is_none() {
+            return;
+        }
+        // A round's end may tear off thousands, each reported by every connection: found by
+        // (class, slot), not by a walk of the list per report.
+        let at: std::collections::HashMap<(u32, u32), usize> =
+            self.tearing.iter().enumerate().map(|(i, t)| ((t.class, t.slot), i)).collect();
         for (ci, class, slot, deferred) in replicated {
-            if let Some(t) = self.tearing.iter_mut().find(|t| (t.class, t.slot) == (class, slot)) {
+            if let Some(&i) = at.get(&(class, slot)) {
+                let t = &mut self.tearing[i];
                 t.deferred.retain(|&c| c != ci);
                 if deferred {
                     t.deferred.push(ci);
@@ -413,7 +422,7 @@ impl NetDriver {
             let left_over = self.level.is_some() && class.cols.clock[t.slot as usize].pending_net_update;
             decided.push((t, owes, replicated && !owes && !left_over));
         }
-        let owing_owners: Vec<NetGuid> =
+        let owing_owners: HashSet<NetGuid> =
             decided.iter().filter(|d| d.1).filter_map(|(t, ..)| self.owner_of(t.guid)).collect();
         for (t, owes, finishes) in decided {
             if finishes && !owing_owners.contains(&t.guid) {
