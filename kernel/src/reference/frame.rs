@@ -461,6 +461,11 @@ impl ReferenceFrame {
             actors.get(c as usize)?.get(s as usize)?.as_ref().map(|a| &a.link)
         };
         let lookup = |g: NetGuid| plookup(g).map(|l| &l.0);
+        // An owner's class hook answers for it when owner relevancy asks it.
+        let hook_of = |g: NetGuid| {
+            let &(c, _) = driver.guids.get(&g)?;
+            driver.classes[c as usize].cols.hook.as_ref()
+        };
         let viewers = &dc.viewers;
         if ready {
             // Prioritize: every due actor with a channel, or relevant.
@@ -475,7 +480,7 @@ impl ReferenceFrame {
                 // the same), comes before any rule.
                 let allowed = class.cols.sub_condition[s as usize]
                     .is_none_or(|c| c.allows(owned, net.autonomous, rc.conn.replay));
-                let relevant = allowed && relevant_to_connection(&a.link.0, owned, viewers, hook, &lookup);
+                let relevant = allowed && relevant_to_connection(&a.link.0, owned, viewers, hook, &lookup, &hook_of);
                 if relevant {
                     rc.decisions.relevant.push(a.guid);
                 }

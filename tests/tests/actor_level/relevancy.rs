@@ -137,6 +137,37 @@ fn owner_relevancy_asks_an_owner_only_owner_its_rules_not_its_filter() {
 }
 
 #[test]
+fn owner_relevancy_asks_the_owners_class_hook() {
+    // UE's owner relevancy calls the owner's `IsNetRelevantFor`, which a game overrides: the
+    // owner's class hook answers for it, near or far, due or not.
+    let mut l = Level::new(every_frame(), 1);
+    let (owner, o) = l.spawn([1.0e6, 0.0, 0.0], 1);
+    let (near_owner, n) = l.spawn([10.0, 0.0, 0.0], 2);
+    let (follower, f) = l.spawn([1.0e6, 0.0, 0.0], 3);
+    let (shunned, sf) = l.spawn([10.0, 0.0, 0.0], 4);
+    let hook: shadowrep::net::relevancy::RelevancyHook = Arc::new(move |a, _| {
+        if a.guid == o {
+            Some(true)
+        } else if a.guid == n {
+            Some(false)
+        } else {
+            None
+        }
+    });
+    l.driver.set_relevancy_hook(l.class, Some(hook)).unwrap();
+    for (who, whose) in [(follower, o), (shunned, n)] {
+        l.settings(who, |s| s.use_owner_relevancy = true);
+        l.driver.set_owner_actor(l.class, &l.store, who, Some(whose), None).unwrap();
+    }
+    // The owners are seldom due: their answer comes from the hook through the links.
+    l.settings(owner, |s| s.frequency.net_update_frequency = 0.01);
+    l.settings(near_owner, |s| s.frequency.net_update_frequency = 0.01);
+    l.run(3);
+    assert!(has(&l, 0, f), "far, but its owner's hook says relevant");
+    assert!(!has(&l, 0, sf), "near, but its owner's hook says not");
+}
+
+#[test]
 fn a_class_hook_overrides_ues_rules_and_split_screen_viewers_count() {
     let mut l = Level::new(every_frame(), 1);
     let (_, hidden_by_hook) = l.spawn([10.0, 0.0, 0.0], 1);
@@ -240,7 +271,9 @@ fn the_index_equals_ues_rules_asked_one_actor_at_a_time_on_random_worlds() {
             for (c, vs) in viewers.iter().enumerate() {
                 let mut expect: Vec<NetGuid> = known
                     .iter()
-                    .filter(|k| relevant_to_connection(&k.rel, k.owner_conn == Some(c), vs, None, &|g| map.get(&g)))
+                    .filter(|k| {
+                        relevant_to_connection(&k.rel, k.owner_conn == Some(c), vs, None, &|g| map.get(&g), &|_| None)
+                    })
                     .map(|k| k.rel.guid)
                     .collect();
                 expect.sort();

@@ -353,7 +353,7 @@ impl NetDriver {
                 let &(c, s) = guids.get(&g)?;
                 let class = &classes[c as usize];
                 let at = location(class, stores[c as usize], s);
-                Some((relevancy_of(class, s, at), class.cols.settings[s as usize].net_priority))
+                Some((relevancy_of(class, s, at), class.cols.settings[s as usize].net_priority, c))
             };
             let hooked = |c: u32| classes.get(c as usize).is_some_and(|c| c.cols.hook.is_some());
             index.build(due, find, due_of, hooked);

@@ -121,6 +121,9 @@ pub(crate) struct RelevancyIndex {
     conn_scratch: Vec<(u32, u32)>,
     /// Actors on the owner chains of due actors (due or not), for the rules' lookups.
     pub linked: crate::ids::GuidMap<(ActorRelevancy, f32)>,
+    /// The class of each actor in `linked` whose class has a relevancy hook (owner relevancy
+    /// asks it).
+    hooked_links: crate::ids::GuidMap<u32>,
     /// Per due actor, what its priority reads, owner chain followed: what each connection's
     /// ranking reads instead of the wide [`DueActor`] and the owner lookups.
     pub priority: Vec<PriorityInput>,
@@ -159,17 +162,18 @@ impl RelevancyIndex {
             sort_scratch: Vec::new(),
             conn_scratch: Vec::new(),
             linked: Default::default(),
+            hooked_links: Default::default(),
             priority: Vec::new(),
         })
     }
 
-    /// Builds the index over `due`. `find` gives any live actor's relevancy data and net
-    /// priority by GUID (owner chains leave the consider list); `hooked` tells whether a class
+    /// Builds the index over `due`. `find` gives any live actor's relevancy data, net priority
+    /// and class by GUID (owner chains leave the consider list); `hooked` tells whether a class
     /// has a relevancy hook.
     pub fn build(
         &mut self,
         due: &[DueActor],
-        find: impl Fn(NetGuid) -> Option<(ActorRelevancy, f32)>,
+        find: impl Fn(NetGuid) -> Option<(ActorRelevancy, f32, u32)>,
         due_of: impl Fn(NetGuid) -> Option<u32>,
         hooked: impl Fn(u32) -> bool,
     ) {
@@ -182,6 +186,7 @@ impl RelevancyIndex {
         self.instigated.clear();
         self.by_conn.clear();
         self.linked.clear();
+        self.hooked_links.clear();
         self.priority.clear();
         self.priority.reserve(due.len());
         // One pass over the wide records (a second one for the priority inputs read them all
@@ -222,8 +227,12 @@ impl RelevancyIndex {
                 }
                 let owner = match self.linked.get(&g) {
                     Some(o) => Some(*o),
-                    None => find(g).inspect(|o| {
-                        self.linked.insert(g, *o);
+                    None => find(g).map(|(rel, priority, class)| {
+                        self.linked.insert(g, (rel, priority));
+                        if hooked(class) {
+                            self.hooked_links.insert(g, class);
+                        }
+                        (rel, priority)
                     }),
                 };
                 link = owner.and_then(|o| o.0.owner);
@@ -299,10 +308,11 @@ impl RelevancyIndex {
             set(bits, e.1);
         }
         let lookup = |g: NetGuid| self.linked.get(&g).map(|l| &l.0);
+        let hook_of = |g: NetGuid| self.hooked_links.get(&g).and_then(|&c| hooks.get(c as usize)?.as_ref());
         let by_rules = |i: u32| {
             let d = &due[i as usize];
             let hook = hooks.get(d.class as usize).and_then(Option::as_ref);
-            relevant_to_connection(&d.rel, d.actor.owner == Some(conn), viewers, hook, &lookup)
+            relevant_to_connection(&d.rel, d.actor.owner == Some(conn), viewers, hook, &lookup, &hook_of)
         };
         for &i in &self.rules {
             if by_rules(i) {

@@ -106,13 +106,26 @@ pub fn is_net_relevant_for<'a>(
     viewer: &Viewer,
     lookup: &impl Fn(NetGuid) -> Option<&'a ActorRelevancy>,
 ) -> bool {
-    relevant(actor, viewer, lookup, 0)
+    relevant(actor, viewer, lookup, &|_| None, 0)
 }
 
-fn relevant<'a>(
+/// [`is_net_relevant_for`], where owner relevancy asks the owner's class hook first (`hook_of`
+/// gives an actor's, by GUID): UE hands the question to the owner's `IsNetRelevantFor`, which a
+/// game overrides as the hook does.
+pub fn is_net_relevant_for_hooked<'a, 'h>(
     actor: &ActorRelevancy,
     viewer: &Viewer,
     lookup: &impl Fn(NetGuid) -> Option<&'a ActorRelevancy>,
+    hook_of: &impl Fn(NetGuid) -> Option<&'h RelevancyHook>,
+) -> bool {
+    relevant(actor, viewer, lookup, hook_of, 0)
+}
+
+fn relevant<'a, 'h>(
+    actor: &ActorRelevancy,
+    viewer: &Viewer,
+    lookup: &impl Fn(NetGuid) -> Option<&'a ActorRelevancy>,
+    hook_of: &impl Fn(NetGuid) -> Option<&'h RelevancyHook>,
     depth: usize,
 ) -> bool {
     if depth > MAX_OWNER_DEPTH {
@@ -128,7 +141,10 @@ fn relevant<'a>(
     }
     if actor.use_owner_relevancy {
         if let Some(owner) = actor.owner.and_then(lookup) {
-            return relevant(owner, viewer, lookup, depth + 1);
+            return match hook_of(owner.guid).and_then(|h| h(owner, viewer)) {
+                Some(answer) => answer,
+                None => relevant(owner, viewer, lookup, hook_of, depth + 1),
+            };
         }
     }
     if actor.only_relevant_to_owner {
@@ -173,12 +189,13 @@ pub fn owned_by<'a>(
 /// rules say: UE skips it in `ServerReplicateActors_PrioritizeActors`
 /// (`IsActorOwnedByAndRelevantToConnection`) before asking them, so rule 1 (always relevant,
 /// instigated by the view target, the view target itself) cannot send it to another client.
-pub fn relevant_to_connection<'a>(
+pub fn relevant_to_connection<'a, 'h>(
     actor: &ActorRelevancy,
     owned_by_connection: bool,
     viewers: &[Viewer],
     hook: Option<&RelevancyHook>,
     lookup: &impl Fn(NetGuid) -> Option<&'a ActorRelevancy>,
+    hook_of: &impl Fn(NetGuid) -> Option<&'h RelevancyHook>,
 ) -> bool {
     if owned_by_connection && !viewers.is_empty() {
         return true;
@@ -188,7 +205,7 @@ pub fn relevant_to_connection<'a>(
     }
     viewers.iter().any(|v| match hook.and_then(|h| h(actor, v)) {
         Some(answer) => answer,
-        None => is_net_relevant_for(actor, v, lookup),
+        None => relevant(actor, v, lookup, hook_of, 0),
     })
 }
 
@@ -307,19 +324,26 @@ mod tests {
             (ActorRelevancy { instigator: Some(NetGuid(102)), ..private }, "instigated by the view target"),
         ] {
             assert!(is_net_relevant_for(&yes_by_rule_one, &v, &none), "{why}: rule 1 alone says yes");
-            assert!(!relevant_to_connection(&yes_by_rule_one, false, &[v], None, &none), "{why}, not owned");
+            assert!(!relevant_to_connection(&yes_by_rule_one, false, &[v], None, &none, &|_| None), "{why}, not owned");
             assert!(
-                relevant_to_connection(&yes_by_rule_one, true, &[v], None, &none),
+                relevant_to_connection(&yes_by_rule_one, true, &[v], None, &none, &|_| None),
                 "{why}, owned by the connection"
             );
         }
         // Owned through a viewer's real viewer or view target (the actor itself counts).
         let owned = ActorRelevancy { owner: Some(NetGuid(100)), ..private };
-        assert!(relevant_to_connection(&owned, false, &[v], None, &none));
-        assert!(relevant_to_connection(&ActorRelevancy { guid: NetGuid(102), ..private }, false, &[v], None, &none));
+        assert!(relevant_to_connection(&owned, false, &[v], None, &none, &|_| None));
+        assert!(relevant_to_connection(
+            &ActorRelevancy { guid: NetGuid(102), ..private },
+            false,
+            &[v],
+            None,
+            &none,
+            &|_| None
+        ));
         // A class hook that says yes is not asked either.
         let hook: RelevancyHook = Arc::new(|_, _| Some(true));
-        assert!(!relevant_to_connection(&private, false, &[v], Some(&hook), &none));
+        assert!(!relevant_to_connection(&private, false, &[v], Some(&hook), &none, &|_| None));
     }
 
     #[test]
