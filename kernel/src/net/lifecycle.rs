@@ -165,8 +165,8 @@ impl NetDriver {
     /// class, store and NetGUID (an object reference may name it) and replicates as a content
     /// block of its own to exactly the connections its owner is relevant to — with
     /// [`SubObjectCondition::OwnerOnly`], only to the connection owning the owner — with the
-    /// owner's net settings (priority, update frequency, startup; relevancy handed to the
-    /// owner), ownership and physics (roles and property conditions follow [`Self::set_owner`]
+    /// owner's net settings (priority, update frequency; relevancy handed to the owner; its own
+    /// dormancy dropped), ownership and physics (roles and property conditions follow [`Self::set_owner`]
     /// and [`Self::set_physics`] of the owner; asked of the sub-object, these and
     /// [`Self::set_net_settings`], [`Self::set_owner_actor`] and [`Self::tear_off`] are refused
     /// with [`DriverError::FollowsOwner`]). Its open names the owner: a client creates it on
@@ -214,6 +214,8 @@ impl NetDriver {
         let c = &mut self.classes[ci];
         c.cols.settings[slot] = owner_settings.for_sub_object();
         c.cols.overridden[slot] = true;
+        // It sleeps and wakes with its owner: a dormancy set on it before is dropped.
+        c.cols.dormancy[slot] = Default::default();
         c.cols.sub_condition[slot] = Some(condition);
         c.cols.owner_actor[slot] = Some(owner);
         // Due with its owner from the start (then on its owner's frames: `clock_key`), as UE

@@ -129,6 +129,8 @@ pub struct ReferenceFrame {
     actors: Vec<Vec<Option<RefActor>>>,
     conns: Vec<RefConn>,
     frame: Frame,
+    /// How many of the driver's destroyed static actors the connections were told of.
+    statics_told: usize,
 }
 
 impl ReferenceFrame {
@@ -152,6 +154,7 @@ impl ReferenceFrame {
             actors: (0..driver.classes.len()).map(|_| Vec::new()).collect(),
             conns: Vec::new(),
             frame: Frame(0),
+            statics_told: 0,
         })
     }
 
@@ -189,16 +192,18 @@ impl ReferenceFrame {
         self.frame = driver.frame;
         let time = level.time;
         let cfg = &level.cfg;
+        // A static actor's end goes to every connection, a channel or not (its client loaded it
+        // with the level; UE's destruction infos of startup actors), and a connection that joins
+        // later is told of every one destroyed before (a torn-off one is its clients' own).
+        for rc in &mut self.conns {
+            let newly = &driver.statics.destroyed[self.statics_told..];
+            rc.conn.closes.extend(newly.iter().map(|&g| PendingClose::destroyed(g)));
+        }
+        self.statics_told = driver.statics.destroyed.len();
         while self.conns.len() < driver.conns.len() {
             let c = &driver.conns[self.conns.len()];
             let mut conn = Connection::new(c.replay, Pairs::channels(), driver.cfg.mtu, Seq(1));
-            // Static actors destroyed before it joined (UE's destruction infos of startup
-            // actors): its client loaded them with the level. Those whose end this frame tells
-            // are closed with every connection's below.
-            let tracked: std::collections::HashSet<NetGuid> =
-                self.actors.iter().flatten().flatten().map(|a| a.guid).filter(|g| g.is_static()).collect();
-            let before = driver.statics.destroyed.iter().filter(|g| !tracked.contains(g));
-            conn.closes.extend(before.map(|&g| PendingClose::destroyed(g)));
+            conn.closes.extend(driver.statics.destroyed.iter().map(|&g| PendingClose::destroyed(g)));
             self.conns.push(RefConn {
                 conn,
                 channels: HashMap::new(),
@@ -284,13 +289,11 @@ impl ReferenceFrame {
                 let live = a.is_some_and(|a| store.generations().get(slot) == Some(&a.generation));
                 let same = entry.as_ref().is_some_and(|e| a.is_some_and(|a| a.guid == e.guid && live));
                 if entry.is_some() && !same {
-                    let gone = entry.take().map(|e| (e.guid, e.torn));
+                    let gone = entry.take().map(|e| e.guid);
                     for rc in &mut self.conns {
-                        let Some((g, torn)) = gone else { break };
-                        let opened = rc.channels.remove(&g).is_some_and(|ch| ch.open_sent);
-                        // A static actor's end goes to every connection (its client loaded it
-                        // with the level) — unless torn off: the clients own their copies.
-                        if opened || (g.is_static() && !torn) {
+                        let Some(g) = gone else { break };
+                        // (A static actor's end was told to every connection above.)
+                        if rc.channels.remove(&g).is_some_and(|ch| ch.open_sent) && !g.is_static() {
                             rc.conn.closes.push(PendingClose::destroyed(g));
                         }
                     }

@@ -342,6 +342,24 @@ impl Sim {
                 None => result.unwrap(),
             }
         }
+        // Now and then the level streams a static actor in, which may be gone before any tick
+        // saw it (its end is told to every client all the same).
+        if self.rng.random_bool(0.05) {
+            let id = self.things.spawn();
+            let at = self.pos();
+            self.things.set(id, LOCATION, &Value::Vector(at)).unwrap();
+            let path = format!("Level/Streamed_{}", self.statics.len());
+            self.driver.register_static_actor(self.thing, &self.things, id, &path).unwrap();
+            for (_, world) in &mut self.clients {
+                world.load_static_actor(&path, self.thing.0).unwrap();
+            }
+            self.statics.push(path);
+            if self.rng.random_bool(0.5) {
+                self.things.despawn(id).unwrap();
+            } else {
+                self.live.push((self.thing, id));
+            }
+        }
         // Players come and go.
         if self.rng.random_bool(0.03) {
             self.join();

@@ -214,7 +214,8 @@ fn sub_object_registration_errors_are_clear() {
 fn what_a_sub_object_takes_from_its_owner_is_set_on_the_owner() {
     let mut a = Arena::new();
     let (ch, cg, w, wg) = a.armed([100.0, 0.0, 0.0], 0, 5, SubObjectCondition::None);
-    let mut slow = NetSettings::default();
+    // (A startup owner: its sub-objects still close where their condition stops passing.)
+    let mut slow = NetSettings { startup: true, ..NetSettings::default() };
     slow.frequency.net_update_frequency = 0.1;
     a.driver.set_net_settings(a.character, &a.characters, ch, slow).unwrap();
     let error = DriverError::FollowsOwner { sub: wg, owner: cg };
@@ -236,7 +237,9 @@ fn what_a_sub_object_takes_from_its_owner_is_set_on_the_owner() {
     let lone = a.weapons.spawn();
     let own = NetSettings { startup: true, only_relevant_to_owner: true, net_priority: 9.0, ..NetSettings::default() };
     a.driver.set_net_settings(a.weapon, &a.weapons, lone, own).unwrap();
+    a.driver.set_net_dormancy(a.weapon, &a.weapons, lone, Dormancy::DormantAll).unwrap();
     a.driver.register_sub_object(a.weapon, &a.weapons, lone, cg, SubObjectCondition::None).unwrap();
+    assert_eq!(a.driver.net_dormancy(a.weapon, lone), Some(Dormancy::default()), "its owner's dormancy is its own");
     let s = a.driver.net_settings(a.weapon, lone).unwrap();
     assert!(!s.startup && !s.only_relevant_to_owner && s.use_owner_relevancy, "{s:?}");
     assert_eq!((s.frequency, s.net_priority), (slow.frequency, slow.net_priority));

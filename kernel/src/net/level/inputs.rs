@@ -106,8 +106,8 @@ impl NetDriver {
         Ok((class.0 as usize, id.index as usize))
     }
 
-    /// Gives one actor its own net settings. Its sub-objects take its update frequency and
-    /// priority, as when they were registered (UE replicates them inside its update); a
+    /// Gives one actor its own net settings. Its sub-objects take them, their relevancy handed
+    /// to it, as when they were registered (UE replicates them inside its update); a
     /// sub-object's own are refused ([`DriverError::FollowsOwner`]).
     pub fn set_net_settings(
         &mut self,
