@@ -43,8 +43,9 @@ pub(crate) struct ActorNet {
     pub orphaned: bool,
     /// It owns fast arrays ([`NetDriver::add_fast_array`]): written after it when it replicates.
     pub fast: bool,
-    /// The frame before the first tick that replicates it (the driver's frame when it got its
-    /// GUID): until that tick no connection has it.
+    /// The frame before the first tick that may replicate it (the driver's frame when a call
+    /// gave it its GUID between ticks; the frame before the tick whose gather met it): until that
+    /// tick no connection has it.
     pub adopted: crate::ids::Frame,
 }
 
@@ -188,15 +189,16 @@ impl NetDriver {
                     self.retire_actor(class, slot);
                 }
                 if live {
-                    self.ensure_actor(class, slot, generation);
+                    // Met by this tick: it may replicate in it (the frame before is its "adopted").
+                    self.ensure_actor(class, slot, generation, Frame(self.frame.0.wrapping_sub(1)));
                 }
             }
         }
     }
 
     /// The GUID of the actor in `slot` with `generation`, announcing it to every connection if it
-    /// is new to the driver.
-    pub(super) fn ensure_actor(&mut self, class: u32, slot: u32, generation: u32) -> NetGuid {
+    /// is new to the driver (`adopted`: the frame before the first tick that may replicate it).
+    pub(super) fn ensure_actor(&mut self, class: u32, slot: u32, generation: u32, adopted: Frame) -> NetGuid {
         let c = &mut self.classes[class as usize];
         if c.actors.len() <= slot as usize {
             c.actors.resize(slot as usize + 1, ActorNet::default());
@@ -211,20 +213,19 @@ impl NetDriver {
         }
         let guid = self.next_guid;
         self.next_guid = guid.next_dynamic();
-        self.adopt(class, slot, generation, guid);
+        self.adopt(class, slot, generation, guid, adopted);
         guid
     }
 
     /// Starts replicating the actor in `slot` under `guid`: every connection will meet it.
-    pub(super) fn adopt(&mut self, class: u32, slot: u32, generation: u32, guid: NetGuid) {
+    pub(super) fn adopt(&mut self, class: u32, slot: u32, generation: u32, guid: NetGuid, adopted: Frame) {
         let c = &mut self.classes[class as usize];
         if c.actors.len() <= slot as usize {
             c.actors.resize(slot as usize + 1, ActorNet::default());
         }
         self.guids.insert(guid, (class, slot));
         let c = &mut self.classes[class as usize];
-        c.actors[slot as usize] =
-            ActorNet { guid, generation, alive: true, adopted: self.frame, ..ActorNet::default() };
+        c.actors[slot as usize] = ActorNet { guid, generation, alive: true, adopted, ..ActorNet::default() };
         c.history.clear_slot(slot);
         c.cols.reset(slot as usize);
         // Under the actor level a connection meets a new actor when it becomes relevant; the

@@ -156,7 +156,7 @@ impl NetDriver {
             // The slot's previous actor died unseen: close it first.
             self.retire_actor(ci as u32, id.index);
         }
-        self.adopt(ci as u32, id.index, id.generation, guid);
+        self.adopt(ci as u32, id.index, id.generation, guid, self.frame);
         Ok(guid)
     }
 

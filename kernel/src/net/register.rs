@@ -139,7 +139,7 @@ impl NetDriver {
         if !store.contains(id) {
             return Err(DriverError::StaleActor(id));
         }
-        Ok(self.ensure_actor(ci as u32, id.index, id.generation))
+        Ok(self.ensure_actor(ci as u32, id.index, id.generation, self.frame))
     }
 
     /// The NetGUID of an actor, if the driver has assigned one (no side effects).

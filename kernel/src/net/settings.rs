@@ -59,10 +59,11 @@ impl Default for NetSettings {
 }
 
 impl NetSettings {
-    /// What a sub-object of an actor with these settings has: its owner's frequency and
-    /// priority, and its relevancy handed to the owner (UE replicates sub-objects inside their
-    /// owner's channel: they have no relevancy rules of their own). Never startup: a sub-object
-    /// whose condition stops passing for a connection closes there, whatever its owner is.
+    /// What a sub-object of an actor with these settings has: its owner's frequency, priority
+    /// and startup flag (it stays where its owner's channel stays), and its relevancy handed to
+    /// the owner (UE replicates sub-objects inside their owner's channel: they have no relevancy
+    /// rules of their own). A sub-object whose condition stops passing for a connection closes
+    /// there all the same (see `channels`).
     pub(crate) fn for_sub_object(self) -> NetSettings {
         NetSettings {
             always_relevant: false,
@@ -71,7 +72,6 @@ impl NetSettings {
             hidden: false,
             has_root: true,
             collision: true,
-            startup: false,
             ..self
         }
     }

@@ -588,7 +588,10 @@ impl ReferenceFrame {
                 }
                 // A channel not recently relevant closes (a startup actor's stays), and a torn-off
                 // actor's right after its last bunch.
-                if rc.channels.contains_key(&guid) && (net.tearing || (!recently && !startup)) {
+                // (A sub-object its condition or its owner's channel no longer allows closes, a
+                // startup owner's or not.)
+                let gone = !(recently || startup && allowed && owner_open);
+                if rc.channels.contains_key(&guid) && (net.tearing || gone) {
                     let before = write.bits_written(&rc.conn);
                     let reason = close_reason(net.tearing);
                     if write.write_close(&mut rc.conn, &mut st, PendingClose { guid, reason }) {

@@ -208,6 +208,13 @@ fn sub_object_registration_errors_are_clear() {
         Err(DriverError::ActorLevelOff)
     );
     assert!(a.driver.sub_objects(cg).contains(&wg));
+    // An actor a tick has met (and may have sent as an actor of its own) is too late.
+    let met = a.weapons.spawn();
+    a.run(1);
+    assert_eq!(
+        a.driver.register_sub_object(a.weapon, &a.weapons, met, cg, SubObjectCondition::None),
+        Err(DriverError::AlreadyReplicated(met))
+    );
 }
 
 #[test]
@@ -241,7 +248,7 @@ fn what_a_sub_object_takes_from_its_owner_is_set_on_the_owner() {
     a.driver.register_sub_object(a.weapon, &a.weapons, lone, cg, SubObjectCondition::None).unwrap();
     assert_eq!(a.driver.net_dormancy(a.weapon, lone), Some(Dormancy::default()), "its owner's dormancy is its own");
     let s = a.driver.net_settings(a.weapon, lone).unwrap();
-    assert!(!s.startup && !s.only_relevant_to_owner && s.use_owner_relevancy, "{s:?}");
+    assert!(s.startup && !s.only_relevant_to_owner && s.use_owner_relevancy, "the owner's startup flag: {s:?}");
     assert_eq!((s.frequency, s.net_priority), (slow.frequency, slow.net_priority));
     // Physics is the owner's: the autonomous owner gets a SimulatedOrPhysics property of the
     // sub-object only once its owner replicates physics.
@@ -358,6 +365,35 @@ fn every_condition_picks_its_connections_and_a_lost_condition_closes_at_once() {
             assert!(a.client(1).has(wg));
         }
     }
+}
+
+/// A startup owner's sub-objects stay with its channel when it falls out of relevancy (as they
+/// ride it in UE), and still close where their condition stops passing.
+#[test]
+fn a_startup_owners_sub_objects_stay_with_it_and_still_close_by_condition() {
+    let mut a = Arena::new();
+    let (ch, cg, _, wg) = a.armed([100.0, 0.0, 0.0], 0, 5, SubObjectCondition::None);
+    let inv = a.weapons.spawn();
+    let ig = a.driver.register_sub_object(a.weapon, &a.weapons, inv, cg, SubObjectCondition::OwnerOnly).unwrap();
+    let startup = NetSettings {
+        startup: true,
+        frequency: a.driver.net_settings(a.character, ch).unwrap().frequency,
+        ..NetSettings::default()
+    };
+    a.driver.set_net_settings(a.character, &a.characters, ch, startup).unwrap();
+    a.run(3);
+    assert!(a.client(1).has(wg) && a.client(0).has(ig));
+    // Far away for longer than the relevant timeout: the startup owner's channel stays, and so
+    // does its weapon's.
+    a.characters.set(ch, LOCATION, &Value::Vector([1.0e6, 0.0, 0.0])).unwrap();
+    a.run(200);
+    assert!(a.client(1).has(cg), "a startup actor keeps its channel");
+    assert!(a.client(1).has(wg), "and its sub-object with it");
+    // The character changes hands: the old owner's inventory closes at once all the same.
+    a.driver.set_owner(a.character, &a.characters, ch, Some(a.clients[1].0), true).unwrap();
+    a.run(3);
+    assert!(!a.client(0).has(ig), "closed for the old owner");
+    assert!(a.client(1).has(ig));
 }
 
 /// A weapon of the loss test: its id, GUID and condition.

@@ -440,8 +440,9 @@ fn process(ctx: &LevelCtx<'_>, run: &mut Run<'_>, conn: &mut Connection, scratch
                     continue;
                 }
             }
-            // UE closes a channel that is not recently relevant (a startup actor's stays) or
-            // whose actor is torn off — right after its last bunch. A sub-object whose owner is
+            // UE closes a channel that is not recently relevant (a startup actor's stays, but not
+            // a sub-object its condition or its owner's channel no longer allows) or whose actor
+            // is torn off — right after its last bunch. A sub-object whose owner is
             // held dormant here stays with it (the client keeps the owner): it goes dormant too,
             // once settled.
             let open = |conn: &mut Connection| rows(conn)[ri as usize].state.flags & pair::CHANNEL != 0;
@@ -473,7 +474,7 @@ fn process(ctx: &LevelCtx<'_>, run: &mut Run<'_>, conn: &mut Connection, scratch
                         replicate(ctx, ci, conn, st, ri as usize, d, &mut out.first_opens);
                     }
                 }
-            } else if (tearing || (!recently && !due.startup)) && open(conn) {
+            } else if (tearing || (!recently && (!due.startup || !allowed))) && open(conn) {
                 let before = ctx.write.bits_written(conn);
                 let close = PendingClose { guid, reason: close_reason(tearing) };
                 if ctx.write.write_close(conn, st, close) {
