@@ -195,7 +195,7 @@ impl ReferenceFrame {
         // A static actor's end goes to every connection, a channel or not (its client loaded it
         // with the level; UE's destruction infos of startup actors), and a connection that joins
         // later is told of every one destroyed before (a torn-off one is its clients' own).
-        for rc in &mut self.conns {
+        for (rc, _) in self.conns.iter_mut().zip(&driver.conns).filter(|(_, dc)| !dc.removed) {
             let newly = &driver.statics.destroyed[self.statics_told..];
             rc.conn.closes.extend(newly.iter().map(|&g| PendingClose::destroyed(g)));
         }
