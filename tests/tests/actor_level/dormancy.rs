@@ -46,6 +46,24 @@ fn an_actor_goes_dormant_once_acknowledged_and_then_costs_nothing() {
     assert!(l.client(0).has(guid));
 }
 
+/// Sleepers are plain actors (relevant by distance alone), and a sleeper wakes only for a viewer
+/// near it: a relevancy hook given to the class later takes its sleepers back to the consider
+/// list, where the hook answers for them (they had slept on, out of its reach).
+#[test]
+fn a_class_hook_set_later_wakes_the_classs_sleepers() {
+    let (mut l, id, guid) = dormant_thing(1, 4);
+    assert!(l.driver.is_asleep(l.class, id));
+    let far = l.add_client();
+    let conn = l.clients[far].0;
+    l.driver.set_viewers(conn, &[viewer([1.0e6, 0.0, 0.0], None)]).unwrap();
+    let hook: shadowrep::net::relevancy::RelevancyHook = Arc::new(move |a, _| (a.guid == guid).then_some(true));
+    l.driver.set_relevancy_hook(l.class, Some(hook)).unwrap();
+    assert!(!l.driver.is_asleep(l.class, id), "back on the consider list");
+    l.run(4);
+    assert_eq!(health(&l, far, guid), Some(Value::U32(10)), "the hook made it relevant far away");
+    assert!(l.client(0).is_dormant(guid), "still dormant where it was");
+}
+
 #[test]
 fn waking_sends_every_change_made_while_dormant() {
     let (mut l, id, guid) = dormant_thing(1, 4);

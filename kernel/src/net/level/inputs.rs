@@ -95,9 +95,22 @@ impl NetDriver {
         Ok(())
     }
 
-    /// Gives a class its own relevancy rule (UE's `IsNetRelevantFor` override).
+    /// Gives a class its own relevancy rule (UE's `IsNetRelevantFor` override). Its actors are
+    /// asked the hook wherever their relevancy is decided (and owner relevancy asks an owner's);
+    /// those asleep go back to the consider list, as a hooked actor does not sleep.
     pub fn set_relevancy_hook(&mut self, class: ClassId, hook: Option<RelevancyHook>) -> Result<(), DriverError> {
-        self.level_class(class)?.cols.hook = hook;
+        let now = self.server_time();
+        let cols = &mut self.level_class(class)?.cols;
+        // Only plain actors sleep (a viewer's distance wakes them); the hook must answer for
+        // those already asleep: back to the consider list, their dormant rows left as they are.
+        if hook.is_some() {
+            let sleepers: Vec<usize> = (0..cols.asleep.len()).filter(|&s| cols.asleep[s]).collect();
+            for s in sleepers {
+                cols.set_asleep(s, false);
+                cols.force_net_update(s, now);
+            }
+        }
+        cols.hook = hook;
         Ok(())
     }
 
