@@ -241,12 +241,9 @@ impl NetDriver {
     pub fn flush_net_dormancy(&mut self, class: ClassId, store: &ClassStore, id: ActorId) -> Result<(), DriverError> {
         self.level.as_ref().ok_or(DriverError::ActorLevelOff)?;
         let ci = self.class_for(class, store)?;
-        let guid = self.guid_of(class, id).ok_or(DriverError::StaleActor(id))?;
+        self.guid_of(class, id).ok_or(DriverError::StaleActor(id))?;
         // A sub-object sleeps and wakes with its owner: flushing it flushes the owner.
-        let (ci, slot) = match self.owner_of(guid).and_then(|o| self.guids.get(&o)) {
-            Some(&(oc, os)) => (oc as usize, os as usize),
-            None => (ci, id.index as usize),
-        };
+        let (ci, slot) = self.carrier(ci, id.index as usize);
         if self.classes[ci].cols.dormancy[slot].dormant() {
             self.flush_slot(ci, slot);
         }

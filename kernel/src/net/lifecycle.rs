@@ -234,6 +234,15 @@ impl NetDriver {
         self.subs.outer.get(&guid).copied()
     }
 
+    /// The (class, slot) that carries the actor in `slot` of class `ci`: a sub-object goes with
+    /// its owner, every other actor with itself.
+    pub(super) fn carrier(&self, ci: usize, slot: usize) -> (usize, usize) {
+        match self.owner_of(self.classes[ci].actors[slot].guid).and_then(|o| self.guids.get(&o)) {
+            Some(&(oc, os)) => (oc as usize, os as usize),
+            None => (ci, slot),
+        }
+    }
+
     /// Refuses a call that would set on a sub-object what it takes from its owner.
     pub(super) fn not_a_sub_object(&self, class: ClassId, id: ActorId) -> Result<(), DriverError> {
         match self.guid_of(class, id).and_then(|sub| Some((sub, self.owner_of(sub)?))) {
@@ -362,16 +371,15 @@ impl NetDriver {
 
     /// After a frame at the actor level: which connections' windows deferred the update of the
     /// tearing actors they replicated (`replicated`: connection, class, slot, deferred).
-    pub(super) fn note_tear_deferrals(&mut self, replicated: impl Iterator<Item = (u32, u32, u32, bool)>) {
-        let mut replicated = replicated.peekable();
-        if replicated.peek().is_none() {
+    pub(super) fn note_tear_deferrals(&mut self, replicated: &[(u32, u32, u32, bool)]) {
+        if replicated.is_empty() {
             return;
         }
         // A round's end may tear off thousands, each reported by every connection: found by
         // (class, slot), not by a walk of the list per report.
         let at: std::collections::HashMap<(u32, u32), usize> =
             self.tearing.iter().enumerate().map(|(i, t)| ((t.class, t.slot), i)).collect();
-        for (ci, class, slot, deferred) in replicated {
+        for &(ci, class, slot, deferred) in replicated {
             if let Some(&i) = at.get(&(class, slot)) {
                 let t = &mut self.tearing[i];
                 t.deferred.retain(|&c| c != ci);
@@ -454,17 +462,10 @@ impl NetDriver {
         if !c.cols.settings[s].only_relevant_to_owner || owned {
             return true;
         }
-        let viewed =
-            |g: NetGuid| self.conns[ci].viewers.iter().any(|v| v.real_viewer == Some(g) || v.view_target == Some(g));
-        let mut link = Some(a.guid);
-        for _ in 0..=super::relevancy::MAX_OWNER_DEPTH {
-            let Some(g) = link else { return false };
-            if viewed(g) {
-                return true;
-            }
-            link = self.guids.get(&g).and_then(|&(oc, os)| self.classes[oc as usize].cols.owner_actor[os as usize]);
-        }
-        false
+        let owner_of = |g: NetGuid| {
+            self.guids.get(&g).and_then(|&(oc, os)| self.classes[oc as usize].cols.owner_actor[os as usize])
+        };
+        super::relevancy::chain_viewed(a.guid, c.cols.owner_actor[s], &self.conns[ci].viewers, &owner_of)
     }
 
     /// Marks the actor in `slot` torn off and closes its channels with reason TornOff.

@@ -86,13 +86,10 @@ impl NetDriver {
         self.not_a_sub_object(class, id)?;
         let guid = self.actor_mut(class, store, id)?.guid;
         // Its sub-objects are owned by whoever owns it.
-        let subs = self.sub_slots(guid).into_iter().map(|(c, s, _)| (c, s));
-        for (c, s) in std::iter::once((class.0, id.index)).chain(subs) {
-            self.set_roles(c, s, |a| {
-                a.owner = owner.map(|o| o.0);
-                a.autonomous = autonomous;
-            });
-        }
+        self.set_roles_with_sub_objects(class.0, id.index, guid, |a| {
+            a.owner = owner.map(|o| o.0);
+            a.autonomous = autonomous;
+        });
         Ok(())
     }
 
@@ -115,10 +112,7 @@ impl NetDriver {
         self.class_for(class, store)?;
         self.not_a_sub_object(class, id)?;
         let guid = self.actor_mut(class, store, id)?.guid;
-        let subs = self.sub_slots(guid).into_iter().map(|(c, s, _)| (c, s));
-        for (c, s) in std::iter::once((class.0, id.index)).chain(subs) {
-            self.set_roles(c, s, |a| a.physics = physics);
-        }
+        self.set_roles_with_sub_objects(class.0, id.index, guid, |a| a.physics = physics);
         Ok(())
     }
 
@@ -157,6 +151,21 @@ impl NetDriver {
         let a = &self.classes[class as usize].actors[slot as usize];
         let acked = c.pair_ref(class, slot).is_some_and(|p| p.flags & pair::OPEN_ACKED != 0);
         self.classes[class as usize].active.get(a.flags(ci as u32, c.replay, acked)) & !a.custom_inactive
+    }
+
+    /// [`Self::set_roles`] of actor `guid` in `slot` and of each of its sub-objects, whose roles
+    /// are their owner's.
+    fn set_roles_with_sub_objects(
+        &mut self,
+        class: u32,
+        slot: u32,
+        guid: super::NetGuid,
+        change: impl Fn(&mut ActorNet),
+    ) {
+        let subs = self.sub_slots(guid).into_iter().map(|(c, s, _)| (c, s));
+        for (c, s) in std::iter::once((class, slot)).chain(subs) {
+            self.set_roles(c, s, &change);
+        }
     }
 
     /// Changes the roles of the actor in `slot` with `change`, then, per connection: leaves that

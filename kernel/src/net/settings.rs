@@ -75,9 +75,13 @@ impl NetSettings {
             ..self
         }
     }
-}
 
-impl NetSettings {
+    /// Whether actor `guid` with these settings counts as loaded with the level (its channel
+    /// never closed for relevancy): its `startup` flag, or a static actor whatever it says.
+    pub(crate) fn startup_for(&self, guid: crate::ids::NetGuid) -> bool {
+        self.startup || guid.is_static()
+    }
+
     /// Whether relevancy needs more than the distance test and the owner links: the rules
     /// before it can decide on their own (always relevant, owner relevancy, owner only, hidden
     /// without collision, no root).

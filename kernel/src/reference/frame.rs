@@ -495,7 +495,7 @@ impl ReferenceFrame {
                     let lapsed =
                         rc.channels.get(&a.guid).is_some_and(|ch| now - ch.relevant_time >= cfg.relevant_timeout);
                     if lapsed
-                        && !(settings.startup || a.guid.is_static())
+                        && !settings.startup_for(a.guid)
                         && viewers.iter().all(|v| v.view_target.is_some())
                         && rc.channels.remove(&a.guid).is_some_and(|ch| ch.open_sent)
                     {
@@ -549,8 +549,7 @@ impl ReferenceFrame {
                 let recently = allowed
                     && owner_open
                     && (relevant || channel.is_some_and(|ch| now - ch.relevant_time < cfg.relevant_timeout));
-                // A level's static actor is a startup actor whatever its settings say.
-                let startup = class.cols.settings[s as usize].startup || guid.is_static();
+                let startup = class.cols.settings[s as usize].startup_for(guid);
                 if recently {
                     let mut ch = channel.unwrap_or_else(|| {
                         rc.next_epoch = rc.next_epoch.wrapping_add(1);

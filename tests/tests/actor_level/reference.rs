@@ -147,6 +147,26 @@ impl Sim {
         self.clients.push((conn, world));
     }
 
+    /// Whether a call on an actor that sets what a sub-object takes from its owner went through:
+    /// refused (`FollowsOwner`) exactly for a sub-object, done for any other actor.
+    fn done_unless_sub_object(
+        &self,
+        class: ClassId,
+        id: ActorId,
+        result: Result<(), shadowrep::net::DriverError>,
+    ) -> bool {
+        match self.guid(class, id).and_then(|g| Some((g, self.driver.owner_of(g)?))) {
+            Some((sub, owner)) => {
+                assert_eq!(result, Err(shadowrep::net::DriverError::FollowsOwner { sub, owner }));
+                false
+            }
+            None => {
+                result.unwrap();
+                true
+            }
+        }
+    }
+
     fn pos(&mut self) -> [f32; 3] {
         let s = self.span;
         [self.rng.random_range(-s..s), self.rng.random_range(-s..s), self.rng.random_range(-100.0..100.0f32)]
@@ -336,11 +356,7 @@ impl Sim {
                     continue;
                 }
             };
-            // What a sub-object takes from its owner is set on the owner.
-            match self.guid(class, id).and_then(|g| Some((g, self.driver.owner_of(g)?))) {
-                Some((sub, owner)) => assert_eq!(result, Err(shadowrep::net::DriverError::FollowsOwner { sub, owner })),
-                None => result.unwrap(),
-            }
+            self.done_unless_sub_object(class, id, result);
         }
         // Now and then the level streams a static actor in, which may be gone before any tick
         // saw it (its end is told to every client all the same).
@@ -381,16 +397,10 @@ impl Sim {
             let (class, id) = self.live.swap_remove(i);
             let store = if class == self.thing { &self.things } else { &self.bags };
             let result = self.driver.tear_off(class, store, id);
-            match self.guid(class, id).and_then(|g| Some((g, self.driver.owner_of(g)?))) {
-                // A sub-object goes with its owner.
-                Some((sub, owner)) => {
-                    assert_eq!(result, Err(shadowrep::net::DriverError::FollowsOwner { sub, owner }));
-                    self.live.push((class, id));
-                }
-                None => {
-                    result.unwrap();
-                    self.torn += 1;
-                }
+            if self.done_unless_sub_object(class, id, result) {
+                self.torn += 1;
+            } else {
+                self.live.push((class, id));
             }
         }
         for _ in 0..3 {

@@ -227,7 +227,7 @@ fn consider_run(
                 slot: slot as u32,
                 rel: relevancy(a.guid, s, owner, instigator, at),
                 net_priority: s.net_priority,
-                startup: s.startup || a.guid.is_static(),
+                startup: s.startup_for(a.guid),
                 rules,
                 since,
                 changed: leaves,

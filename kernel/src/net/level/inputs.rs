@@ -187,10 +187,8 @@ impl NetDriver {
     /// sub-objects, which UE replicates inside their owner's update. Asked of a sub-object, it
     /// forces its owner (and so the owner's other sub-objects): a sub-object goes with its owner.
     pub fn force_net_update(&mut self, class: ClassId, store: &ClassStore, id: ActorId) -> Result<(), DriverError> {
-        let (mut c, mut s) = self.cols_slot(class, store, id)?;
-        if let Some(&(oc, os)) = self.owner_of(self.classes[c].actors[s].guid).and_then(|o| self.guids.get(&o)) {
-            (c, s) = (oc as usize, os as usize);
-        }
+        let (c, s) = self.cols_slot(class, store, id)?;
+        let (c, s) = self.carrier(c, s);
         self.force_slot(c, s);
         for (sc, ss, _) in self.sub_slots(self.classes[c].actors[s].guid) {
             self.force_slot(sc as usize, ss as usize);

@@ -476,7 +476,7 @@ impl NetDriver {
         for (class, slot, ci) in closed {
             self.forget_inactive(class, slot, ci);
         }
-        self.note_tear_deferrals(tearing.into_iter());
+        self.note_tear_deferrals(&tearing);
         let level = self.level.as_ref().expect("checked above");
         // Left over by some connection: considered again next frame. One pass in due order
         // (class, slot ascending), each actor once, however many connections left it over.

@@ -139,8 +139,9 @@ struct Follower {
     /// class hook on either, the owner does not hand its question on (owner relevancy: depth and
     /// order), it is not owner-only (its answer holds the owner-only filter, which UE applies to
     /// the actor a connection considers, not to the owner its question is handed to), and both
-    /// are owned by the same connection (the owner's answer counts that ownership). Such an owner is no follower, so its bit is final before any follower's is
-    /// set. `None`: UE's rules for the follower.
+    /// are owned by the same connection (the owner's answer counts that ownership). Such an
+    /// owner is no follower, so its bit is final before any follower's is set. `None`: UE's
+    /// rules for the follower.
     owner: Option<u32>,
     guid: NetGuid,
     /// The connection that owns it.

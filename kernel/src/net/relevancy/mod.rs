@@ -100,25 +100,14 @@ pub struct Viewer {
 }
 
 /// Whether `actor` is relevant to `viewer`, by UE's rules in UE's order. `lookup` finds the
-/// actors named by owner links.
+/// actors named by owner links (owner relevancy here asks no class hook: see
+/// [`relevant_to_connection`]).
 pub fn is_net_relevant_for<'a>(
     actor: &ActorRelevancy,
     viewer: &Viewer,
     lookup: &impl Fn(NetGuid) -> Option<&'a ActorRelevancy>,
 ) -> bool {
     relevant(actor, viewer, lookup, &|_| None, 0)
-}
-
-/// [`is_net_relevant_for`], where owner relevancy asks the owner's class hook first (`hook_of`
-/// gives an actor's, by GUID): UE hands the question to the owner's `IsNetRelevantFor`, which a
-/// game overrides as the hook does.
-pub fn is_net_relevant_for_hooked<'a, 'h>(
-    actor: &ActorRelevancy,
-    viewer: &Viewer,
-    lookup: &impl Fn(NetGuid) -> Option<&'a ActorRelevancy>,
-    hook_of: &impl Fn(NetGuid) -> Option<&'h RelevancyHook>,
-) -> bool {
-    relevant(actor, viewer, lookup, hook_of, 0)
 }
 
 fn relevant<'a, 'h>(
@@ -165,19 +154,41 @@ pub fn owned_by<'a>(
     owner: Option<NetGuid>,
     lookup: &impl Fn(NetGuid) -> Option<&'a ActorRelevancy>,
 ) -> bool {
-    let Some(owner) = owner else { return false };
-    if actor.guid == owner {
+    owner.is_some_and(|o| on_owner_chain(actor.guid, actor.owner, o, &|g| lookup(g).and_then(|a| a.owner)))
+}
+
+/// Whether `target` is actor `guid` itself or one of the [`MAX_OWNER_DEPTH`] links of the owner
+/// chain that starts at `first`, `owner_of` naming each link's owner: [`owned_by`]'s walk, for
+/// any store of the links.
+pub(crate) fn on_owner_chain(
+    guid: NetGuid,
+    first: Option<NetGuid>,
+    target: NetGuid,
+    owner_of: &impl Fn(NetGuid) -> Option<NetGuid>,
+) -> bool {
+    if guid == target {
         return true;
     }
-    let mut link = actor.owner;
+    let mut link = first;
     for _ in 0..MAX_OWNER_DEPTH {
         match link {
-            Some(g) if g == owner => return true,
-            Some(g) => link = lookup(g).and_then(|a| a.owner),
+            Some(g) if g == target => return true,
+            Some(g) => link = owner_of(g),
             None => return false,
         }
     }
     false
+}
+
+/// [`owned_by_viewers`]' question for any store of the links (see [`on_owner_chain`]).
+pub(crate) fn chain_viewed(
+    guid: NetGuid,
+    first: Option<NetGuid>,
+    viewers: &[Viewer],
+    owner_of: &impl Fn(NetGuid) -> Option<NetGuid>,
+) -> bool {
+    let mut ends = viewers.iter().flat_map(|v| [v.real_viewer, v.view_target]).flatten();
+    ends.any(|t| on_owner_chain(guid, first, t, owner_of))
 }
 
 /// UE's `IsActorRelevantToConnection`: relevant to any of the connection's viewers (split-screen
@@ -217,7 +228,7 @@ pub fn owned_by_viewers<'a>(
     viewers: &[Viewer],
     lookup: &impl Fn(NetGuid) -> Option<&'a ActorRelevancy>,
 ) -> bool {
-    viewers.iter().any(|v| owned_by(actor, v.real_viewer, lookup) || owned_by(actor, v.view_target, lookup))
+    chain_viewed(actor.guid, actor.owner, viewers, &|g| lookup(g).and_then(|a| a.owner))
 }
 
 /// The distance rule: strictly inside the cull distance (NaN anywhere: not relevant).
