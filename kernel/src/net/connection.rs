@@ -38,8 +38,10 @@ pub mod pair {
     /// dormant, so until it is sent again it ranks as an actor without one (T =
     /// `SpawnPrioritySeconds`, however long it slept or waits).
     pub const WOKEN: u8 = 64;
-    /// The actor level closed this channel with reason TornOff this frame (the row goes at the
-    /// frame's end): the client keeps the actor, so its sub-objects still have their owner there.
+    /// The actor level closed this channel with reason TornOff: the client keeps the actor, so
+    /// its sub-objects still have their owner there. The row goes at the frame's end — unless a
+    /// sub-object's last update waits for the window ([`super::Connection::held_torn`]): then it
+    /// stays, out of the candidates, until the owner's tear-off ends.
     pub const TORN: u8 = 128;
 }
 
@@ -163,6 +165,10 @@ pub(crate) struct Connection {
     pub settled: Vec<super::reliability::SettledEntry>,
     /// Fast arrays with nothing to write here until something changes (skipped unlocked).
     pub quiet: super::fastarrays::QuietArrays,
+    /// Pair keys of owners closed TornOff here whose rows stay ([`pair::TORN`]): a sub-object's
+    /// last update, deferred by the full window right after the owner's close went out, still
+    /// finds its owner on the client when it goes. Sorted; rarely more than a few.
+    pub held_torn: Vec<u64>,
 }
 
 impl Connection {
@@ -190,6 +196,7 @@ impl Connection {
             next_epoch: 0,
             settled: Vec::new(),
             quiet: Default::default(),
+            held_torn: Vec::new(),
         }
     }
 

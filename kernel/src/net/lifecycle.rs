@@ -473,7 +473,12 @@ impl NetDriver {
         let a = &mut self.classes[ci].actors[slot as usize];
         a.torn_off = true;
         self.classes[ci].cols.set_awake_lane(slot as usize, false);
+        let key = super::pairs::pair_key(ci as u32, slot);
         for conn in self.conns.iter_mut().filter(|c| !c.removed) {
+            // A row held for its sub-objects ([`super::connection::pair::TORN`]) goes now.
+            if let Ok(i) = conn.held_torn.binary_search(&key) {
+                conn.held_torn.remove(i);
+            }
             let ps = conn.drop_pair(ci as u32, slot);
             if ps.flags & super::connection::pair::EVER_OPENED != 0 {
                 conn.closes.push(PendingClose { guid, reason: CloseReason::TornOff });

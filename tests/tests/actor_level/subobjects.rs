@@ -334,6 +334,102 @@ fn a_tearing_owner_waits_for_its_sub_objects_deferred_last_update() {
     assert_eq!(a.client(1).value(wg, AMMO), Some(Value::U32(0)));
 }
 
+/// The edge of the one above: the owner's last update and its TornOff close fit in the window,
+/// and its sub-object's, right behind it, does not (the window fills with it). The client keeps
+/// the torn-off owner, so the sub-object's last update still has somewhere to go: it goes out
+/// once the window opens, then its close — not the close alone.
+#[test]
+fn a_sub_objects_last_update_deferred_after_its_owners_close_still_goes_out() {
+    let pack = Arc::new(
+        ClassBuilder::new("Pack")
+            .property(PropertyDecl::new("Items", PropType::Array { element: Box::new(PropType::U32), max_len: 1024 }))
+            .build()
+            .unwrap(),
+    );
+    let items = |v: u32| Value::Array(vec![Value::U32(v); 600]);
+    let mut things = ClassStore::new(thing());
+    let mut packs = ClassStore::new(pack.clone());
+    let level = ActorLevelConfig { record_decisions: true, ..ActorLevelConfig::default() };
+    let cfg = DriverConfig { actor_level: Some(level), ..DriverConfig::default() };
+    let mut driver = NetDriver::new(cfg).unwrap();
+    let tc = driver.register_class(&mut things).unwrap();
+    let pc = driver.register_class(&mut packs).unwrap();
+    driver.set_location_property(tc, LOCATION).unwrap();
+    let mut s = NetSettings::default();
+    s.frequency.net_update_frequency = 1.0e6;
+    driver.set_class_settings(tc, s).unwrap();
+    driver.set_class_settings(pc, s).unwrap();
+    let conn = driver.add_connection(false);
+    driver.set_viewers(conn, &[viewer([0.0; 3], None)]).unwrap();
+    driver.set_net_speed(conn, 10_000_000).unwrap();
+    let client = ClientWorld::new(&[thing(), pack], &driver.checksums()).unwrap();
+    let ch = things.spawn();
+    things.set(ch, LOCATION, &Value::Vector([100.0, 0.0, 0.0])).unwrap();
+    let cg = driver.assign_guid(tc, &things, ch).unwrap();
+    let p = packs.spawn();
+    packs.set(p, 0, &items(1)).unwrap();
+    let pg = driver.register_sub_object(pc, &packs, p, cg, SubObjectCondition::None).unwrap();
+    let mut w = World { driver, stores: [things, packs], client, kept: Vec::new(), conn };
+    for _ in 0..3 {
+        w.tick(true);
+    }
+    assert!(w.client.value(pg, 0) == Some(items(1)));
+    // A packet a frame, unanswered, until the window is full; then the answer to the first of
+    // them opens it by that frame's packet.
+    let mut frame = 0;
+    while w.driver.connection_stats(conn).unwrap().repeats == 0 {
+        frame += 1;
+        assert!(frame < 2_000, "the window never filled");
+        w.stores[0].set(ch, HEALTH, &Value::U32(frame)).unwrap();
+        w.tick(false);
+    }
+    let first = w.kept[0].clone();
+    w.driver.receive_feedback(conn, &first).unwrap();
+    // The owner's last update (nothing changed) and its close fit that packet; the pack's 600
+    // changed items do not.
+    w.stores[1].set(p, 0, &items(2)).unwrap();
+    w.driver.tear_off(tc, &w.stores[0], ch).unwrap();
+    w.tick(false);
+    assert!(w.client.is_torn_off(cg), "the owner's close went out");
+    assert!(w.client.value(pg, 0) != Some(items(2)), "the pack's last update is owed (a part of it went)");
+    for _ in 0..6 {
+        w.tick(true);
+        // The owner's row held for the pack is no channel: nothing goes to it (no new open).
+        let sends = &w.driver.decisions(conn).unwrap().expect("recorded").sends;
+        assert!(sends.iter().all(|s| s.guid != cg), "{sends:?}");
+    }
+    let client = &w.client;
+    assert!(client.is_torn_off(pg));
+    assert!(client.value(pg, 0) == Some(items(2)), "its last update, then the close");
+}
+
+/// A driver, its stores and one client whose feedback goes back or is kept.
+struct World {
+    driver: NetDriver,
+    stores: [ClassStore; 2],
+    client: ClientWorld,
+    kept: Vec<Vec<u8>>,
+    conn: ConnectionId,
+}
+
+impl World {
+    /// A frame: the client gets its packets; its answer goes back (`feedback`), or is kept and
+    /// the server only hears from it (net-ready).
+    fn tick(&mut self, feedback: bool) {
+        let [a, b] = &mut self.stores;
+        self.driver.tick(&mut [a, b]).unwrap();
+        for packet in self.driver.take_packets(self.conn).unwrap() {
+            self.client.receive(&packet).unwrap();
+        }
+        if feedback {
+            self.driver.receive_feedback(self.conn, &self.client.feedback()).unwrap();
+        } else {
+            self.kept.push(self.client.feedback());
+            self.driver.heard_from(self.conn).unwrap();
+        }
+    }
+}
+
 #[test]
 fn every_condition_picks_its_connections_and_a_lost_condition_closes_at_once() {
     use SubObjectCondition as C;

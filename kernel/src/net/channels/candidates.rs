@@ -79,7 +79,12 @@ pub(super) fn candidates(
             add(actor, ri + fresh.len(), fresh, cands, next_epoch, dormant);
         }
         let at = (ri + fresh.len()) as u32;
+        // An owner closed TornOff whose row stays for its sub-objects: no candidate.
+        let torn = row.state.flags & pair::TORN != 0;
         if let Some((_, d)) = rel.next_if(|&(key, _)| key == row.key) {
+            if torn {
+                continue;
+            }
             // A gone actor's row left as a scratch row (no flags: between frames every row is a
             // channel): a new actor in its slot takes it, numbered as a fresh row would be.
             if row.state.flags == 0 {
@@ -93,7 +98,7 @@ pub(super) fn candidates(
         }
         // Not relevant now. A gone actor's scratch row whose slot's new actor is not relevant
         // here: no candidate.
-        if row.state.flags == 0 {
+        if row.state.flags == 0 || torn {
             continue;
         }
         let (c, slot) = split_key(row.key);

@@ -216,7 +216,7 @@ pub(crate) fn replicate_connection(ctx: &LevelCtx<'_>, ci: u32, conn: &mut Conne
         if out.went_dormant > 0 {
             conn.pairs.settle_dormant(&mut scratch.fresh);
         }
-        rows(conn).retain(|r| r.state.flags & pair::CHANNEL != 0);
+        drop_scratch_rows(conn);
         conn.scratch = scratch;
         out.nanos[2] = t.elapsed().as_nanos() as u64;
     }
@@ -404,7 +404,11 @@ fn process(ctx: &LevelCtx<'_>, run: &mut Run<'_>, conn: &mut Connection, scratch
                 out.processed += 1;
                 if tearing {
                     // Planning emptied the resend set: leaves in it now are what the window deferred.
-                    out.tearing.push((d, !rows(conn)[ri as usize].state.resend.is_empty()));
+                    let deferred = !rows(conn)[ri as usize].state.resend.is_empty();
+                    out.tearing.push((d, deferred));
+                    if deferred {
+                        hold_torn_owner(conn, due);
+                    }
                 }
                 if ctx.cfg.adaptive_frequency && bits > 0 {
                     out.replicated.push(d);
@@ -506,6 +510,31 @@ fn process(ctx: &LevelCtx<'_>, run: &mut Run<'_>, conn: &mut Connection, scratch
 fn lane_set(bits: &[u64], slot: u32) -> bool {
     let slot = slot as usize;
     bits.get(slot / crate::schema::PAGE_LANES).is_some_and(|w| w >> (slot % crate::schema::PAGE_LANES) & 1 != 0)
+}
+
+/// Ends a frame's rows: the scratch rows go, and the rows of owners closed TornOff — but those
+/// [`Connection::held_torn`] keeps, while a sub-object's last update waits for the window.
+fn drop_scratch_rows(conn: &mut Connection) {
+    let Pairs::Channels { rows, .. } = &mut conn.pairs else { return };
+    let held = &mut conn.held_torn;
+    rows.retain(|r| {
+        r.state.flags & pair::CHANNEL != 0 || r.state.flags & pair::TORN != 0 && held.binary_search(&r.key).is_ok()
+    });
+    // An owner gone meanwhile (its row retired) is held no more.
+    held.retain(|&key| rows.binary_search_by_key(&key, |r| r.key).is_ok());
+}
+
+/// Tearing sub-object `due`'s last update waits for the window here: if its owner's channel
+/// closed TornOff (the client keeps the owner), the owner's row stays until its tear-off ends,
+/// so the update still finds the owner when it goes (not only in this frame).
+fn hold_torn_owner(conn: &mut Connection, due: &DueActor) {
+    let Some((c, s)) = due.owner_slot else { return };
+    if conn.pairs.get(c, s).is_some_and(|ps| ps.flags & pair::TORN != 0) {
+        let key = crate::net::pairs::pair_key(c, s);
+        if let Err(i) = conn.held_torn.binary_search(&key) {
+            conn.held_torn.insert(i, key);
+        }
+    }
 }
 
 /// Whether sub-object `due`'s owner has a channel on this connection (open, opening, held

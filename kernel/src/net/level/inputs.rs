@@ -257,6 +257,8 @@ impl NetDriver {
         let Pairs::Channels { rows, .. } = &self.conn(conn)?.pairs else { return Ok(Vec::new()) };
         Ok(rows
             .iter()
+            // A torn-off owner's row held for its sub-objects is not a channel.
+            .filter(|r| r.state.flags & crate::net::connection::pair::TORN == 0)
             .filter_map(|r| {
                 let (class, slot) = crate::net::pairs::split_key(r.key);
                 let a = self.classes.get(class as usize)?.actors.get(slot as usize)?;
