@@ -40,7 +40,7 @@ pub mod pair {
     pub const WOKEN: u8 = 64;
     /// The actor level closed this channel with reason TornOff: the client keeps the actor, so
     /// its sub-objects still have their owner there. The row goes at the frame's end — unless a
-    /// sub-object's last update waits for the window ([`super::Connection::held_torn`]): then it
+    /// sub-object's last update waits for the window (the connection's `held_torn`): then it
     /// stays, out of the candidates, until the owner's tear-off ends.
     pub const TORN: u8 = 128;
 }
