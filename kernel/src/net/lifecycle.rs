@@ -93,8 +93,8 @@ pub(crate) struct Tearing {
     /// The driver's frame when the game called [`NetDriver::tear_off`]: the next one replicates
     /// it once more.
     since: crate::ids::Frame,
-    /// At the actor level: the connections whose full window deferred the update the last time
-    /// they replicated the actor (they owe it).
+    /// At the actor level: the connections whose window was full when they last replicated the
+    /// actor (they may owe it some of its update).
     deferred: Vec<u32>,
 }
 
@@ -412,19 +412,21 @@ impl NetDriver {
             // Waited for: a connection whose full sequence window deferred the last update (it
             // owes it: the leaves wait in the pair's resend set, sent as soon as the window
             // opens) — for at most a window's worth of frames, as a client that far behind gets
-            // the close anyway. At the actor level, one whose last replication of the actor was
-            // deferred (not one owed a role's comeback since: nothing more goes to a torn-off
-            // actor's channel, as in UE) and that it still serves (an owner-only actor it owns,
-            // a sub-object whose condition lets it through: the others' channels close at the
-            // end, without the update, as UE skips them); and one that left it over.
+            // the close anyway. At the actor level, one whose window was full when it last
+            // replicated the actor (what it held back may be leaves, a fast array's delta or an
+            // open; not a role's comeback owed since: nothing more goes to a torn-off actor's
+            // channel, as in UE), whose channel is still open, and that it still serves (an
+            // owner-only actor it owns, a sub-object whose condition lets it through: the others'
+            // channels close at the end, without the update, as UE skips them); and one that
+            // left it over.
             let owed = |ci: usize, c: &super::connection::Connection| match self.level {
                 None => c.pair_ref(t.class, t.slot).is_some_and(|ps| !ps.resend.is_empty()),
                 Some(_) => {
                     t.deferred.contains(&(ci as u32))
                         && self.serves(t.class, t.slot, ci)
-                        && c.pairs.channel(t.class, t.slot).is_some_and(|row| {
-                            row.state.flags & super::connection::pair::CHANNEL != 0 && !row.state.resend.is_empty()
-                        })
+                        && c.pairs
+                            .channel(t.class, t.slot)
+                            .is_some_and(|row| row.state.flags & super::connection::pair::CHANNEL != 0)
                 }
             };
             let owes = frame.0 < t.since.0 + 1 + crate::wire::feedback::ACK_WINDOW

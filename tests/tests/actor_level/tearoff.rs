@@ -47,22 +47,36 @@ fn a_tear_off_waits_for_a_connection_that_left_it_over_and_opens_no_channel() {
 /// close once the window opens (it had finished at once, and dropped the update).
 #[test]
 fn a_last_update_a_full_window_deferred_goes_out_before_the_close() {
-    last_update_through_a_full_window(false);
+    last_update_through_a_full_window(false, false);
 }
 
 /// The same for an owner-only actor the connection owns through its viewer (its owner actor is
 /// the view target), as the frame serves it: the wait had asked only for the owning connection.
 #[test]
 fn a_deferred_last_update_of_an_actor_owned_through_the_viewer_goes_out_before_the_close() {
-    last_update_through_a_full_window(true);
+    last_update_through_a_full_window(true, false);
 }
 
-fn last_update_through_a_full_window(owned_through_viewer: bool) {
-    let mut l = Level::new(every_frame(), 1);
+/// The same when the last change is in the actor's fast array alone: its delta, deferred, fills
+/// no resend set, and the tear-off had finished without it.
+#[test]
+fn a_deferred_last_fast_array_delta_goes_out_before_the_close() {
+    last_update_through_a_full_window(false, true);
+}
+
+fn last_update_through_a_full_window(owned_through_viewer: bool, fast_array: bool) {
+    use shadowrep::fastarray::item_layout;
+    let mut l = Level::new(every_frame(), 0);
     always_due(&mut l);
+    let items = Arc::new(item_layout("Counts", PropType::U32).unwrap());
+    let kind = l.driver.register_fast_array_kind(items.clone()).unwrap();
+    l.fast_kinds.push(items);
+    l.add_client();
     let conn = l.clients[0].0;
     l.driver.set_net_speed(conn, 10_000_000).unwrap();
     let (id, guid) = l.spawn([100.0, 0.0, 0.0], 5);
+    let counts = l.driver.add_fast_array(kind, guid, shadowrep::net::SubObjectCondition::None).unwrap();
+    let item = l.driver.fast_array_mut(counts).unwrap().add(&1u32.to_le_bytes()).unwrap();
     let fillers: Vec<ActorId> = (0..40).map(|i| l.spawn([200.0 + i as f32, 0.0, 0.0], 0).0).collect();
     if owned_through_viewer {
         let (_, pawn) = l.spawn([300.0, 0.0, 0.0], 1);
@@ -97,7 +111,11 @@ fn last_update_through_a_full_window(owned_through_viewer: bool) {
         assert!(frame < 2_000, "the window never filled");
         tick(&mut l, frame, false);
     }
-    l.store.set(id, HEALTH, &Value::U32(0)).unwrap();
+    if fast_array {
+        l.driver.fast_array_mut(counts).unwrap().set(item, &2u32.to_le_bytes()).unwrap();
+    } else {
+        l.store.set(id, HEALTH, &Value::U32(0)).unwrap();
+    }
     l.driver.tear_off(l.class, &l.store, id).unwrap();
     for f in 1..=3 {
         tick(&mut l, frame + f, false);
@@ -107,7 +125,13 @@ fn last_update_through_a_full_window(owned_through_viewer: bool) {
         tick(&mut l, frame + f, true);
     }
     assert!(l.client(0).is_torn_off(guid));
-    assert_eq!(l.client(0).value(guid, HEALTH), Some(Value::U32(0)), "its last update, then the close");
+    let last = l.client(0).fast_array(counts).and_then(|a| a.item(item).map(<[u8]>::to_vec));
+    if fast_array {
+        assert_eq!(last, Some(2u32.to_le_bytes().to_vec()), "its last delta, then the close");
+    } else {
+        assert_eq!(last, Some(1u32.to_le_bytes().to_vec()));
+        assert_eq!(l.client(0).value(guid, HEALTH), Some(Value::U32(0)), "its last update, then the close");
+    }
 }
 
 /// A connection that still owes an owner-only actor it no longer owns is never served it (UE

@@ -403,8 +403,10 @@ fn process(ctx: &LevelCtx<'_>, run: &mut Run<'_>, conn: &mut Connection, scratch
                 let bits = (ctx.write.bits_written(conn) - before) as u32;
                 out.processed += 1;
                 if tearing {
-                    // Planning emptied the resend set: leaves in it now are what the window deferred.
-                    let deferred = !rows(conn)[ri as usize].state.resend.is_empty();
+                    // Planning emptied the resend set: leaves in it now are what the window
+                    // deferred. A full window may also have held back what fills no resend set —
+                    // a fast array's delta, an open owed with no leaves — so it counts as deferred.
+                    let deferred = st.full || !rows(conn)[ri as usize].state.resend.is_empty();
                     out.tearing.push((d, deferred));
                     if deferred {
                         hold_torn_owner(conn, due);
