@@ -39,6 +39,10 @@ impl ClientWorld {
     /// GUID was never bound.
     pub(super) fn close(&mut self, guid: NetGuid, close: Close, seq: Seq) {
         match close.reason {
+            // A torn-off copy is the client's own: the server's destruction of the actor does
+            // not reach it (a static actor's close goes to every client, those that tore it off
+            // while its tear-off still waited for another among them).
+            CloseReason::Destroyed if self.torn.contains_key(&guid) => {}
             CloseReason::Destroyed => {
                 self.remember_closed(guid);
                 if self.fast.remove(guid) {

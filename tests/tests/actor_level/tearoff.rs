@@ -159,3 +159,36 @@ fn a_tear_off_does_not_wait_for_a_connection_that_cannot_be_served() {
     l.run(4);
     assert!(l.client(0).is_torn_off(guid), "closed without the update it cannot be served");
 }
+
+/// A static actor destroyed while its tear-off waits for a connection that left it over: a
+/// client that got the TornOff close owns its copy, and the Destroyed close every client of a
+/// static actor is sent leaves that copy alone; the client still waiting destroys its own.
+#[test]
+fn a_static_actor_destroyed_mid_tear_off_stays_with_the_clients_that_tore_it_off() {
+    const DOOR: &str = "/Game/Maps/Arena.Arena:PersistentLevel.Door_9";
+    let mut l = Level::new(every_frame(), 2);
+    always_due(&mut l);
+    let id = l.store.spawn();
+    l.move_to(id, [100.0, 0.0, 0.0]);
+    let guid = l.driver.register_static_actor(l.class, &l.store, id, DOOR).unwrap();
+    for c in 0..2 {
+        l.clients[c].1.load_static_actor(DOOR, l.class.0).unwrap();
+    }
+    l.run(3);
+    assert!(l.client(0).has(guid) && l.client(1).has(guid));
+    // Client 1's connection gets no allowance: once it sends, it is not net-ready.
+    l.driver.set_net_speed(l.clients[1].0, 0).unwrap();
+    l.store.set(id, HEALTH, &Value::U32(6)).unwrap();
+    l.step();
+    l.store.set(id, HEALTH, &Value::U32(7)).unwrap();
+    l.driver.tear_off(l.class, &l.store, id).unwrap();
+    l.step();
+    assert!(l.client(0).is_torn_off(guid));
+    assert!(!l.client(1).is_torn_off(guid), "left over");
+    l.store.despawn(id).unwrap();
+    l.driver.set_net_speed(l.clients[1].0, 100_000).unwrap();
+    l.run(3);
+    assert!(l.client(0).has(guid), "client 0 owns its torn-off copy");
+    assert_eq!(l.client(0).value(guid, HEALTH), Some(Value::U32(7)));
+    assert!(!l.client(1).has(guid), "client 1 never tore it off: destroyed");
+}
