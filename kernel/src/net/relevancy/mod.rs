@@ -20,7 +20,11 @@
 //! an attached actor that should follow its parent declares owner relevancy.
 //!
 //! Owner and instigator chains are followed through a lookup the caller provides, at most
-//! [`MAX_OWNER_DEPTH`] links deep: a cycle (a misconfigured game) ends as "not owned".
+//! [`MAX_OWNER_DEPTH`] links from the actor asked about — owner relevancy's steps up the chain
+//! included, so no answer depends on a link further than that (the actor level's index holds
+//! exactly those links; a lookup of every actor gives the same answers): a cycle (a
+//! misconfigured game) or a longer chain ends as "not owned" and, under owner relevancy, "not
+//! relevant".
 
 use crate::ids::NetGuid;
 use std::sync::Arc;
@@ -117,23 +121,31 @@ fn relevant<'a, 'h>(
     hook_of: &impl Fn(NetGuid) -> Option<&'h RelevancyHook>,
     depth: usize,
 ) -> bool {
-    if depth > MAX_OWNER_DEPTH {
-        return false;
-    }
+    // `actor` is `depth` links up the chain of the actor asked about: its own chain is walked
+    // only as far as that one's may be.
+    let links = MAX_OWNER_DEPTH - depth;
+    let owner_of = |g: NetGuid| lookup(g).and_then(|a| a.owner);
+    let owned_by = |o: Option<NetGuid>| o.is_some_and(|o| chain_within(actor.guid, actor.owner, o, &owner_of, links));
     // `owned_by` counts the actor itself, so "this == view target" is in the first test.
     if actor.always_relevant
-        || owned_by(actor, viewer.view_target, lookup)
-        || owned_by(actor, viewer.real_viewer, lookup)
+        || owned_by(viewer.view_target)
+        || owned_by(viewer.real_viewer)
         || (viewer.view_target.is_some() && actor.instigator == viewer.view_target)
     {
         return true;
     }
     if actor.use_owner_relevancy {
-        if let Some(owner) = actor.owner.and_then(lookup) {
-            return match hook_of(owner.guid).and_then(|h| h(owner, viewer)) {
-                Some(answer) => answer,
-                None => relevant(owner, viewer, lookup, hook_of, depth + 1),
-            };
+        if let Some(owner) = actor.owner {
+            if links == 0 {
+                // Its owner is a link too far (a cycle, or an absurd chain).
+                return false;
+            }
+            if let Some(owner) = lookup(owner) {
+                return match hook_of(owner.guid).and_then(|h| h(owner, viewer)) {
+                    Some(answer) => answer,
+                    None => relevant(owner, viewer, lookup, hook_of, depth + 1),
+                };
+            }
         }
     }
     if actor.only_relevant_to_owner {
@@ -166,11 +178,22 @@ pub(crate) fn on_owner_chain(
     target: NetGuid,
     owner_of: &impl Fn(NetGuid) -> Option<NetGuid>,
 ) -> bool {
+    chain_within(guid, first, target, owner_of, MAX_OWNER_DEPTH)
+}
+
+/// [`on_owner_chain`] over at most `links` links.
+fn chain_within(
+    guid: NetGuid,
+    first: Option<NetGuid>,
+    target: NetGuid,
+    owner_of: &impl Fn(NetGuid) -> Option<NetGuid>,
+    links: usize,
+) -> bool {
     if guid == target {
         return true;
     }
     let mut link = first;
-    for _ in 0..MAX_OWNER_DEPTH {
+    for _ in 0..links {
         match link {
             Some(g) if g == target => return true,
             Some(g) => link = owner_of(g),
@@ -382,5 +405,46 @@ mod tests {
             ..ActorRelevancy::at(NetGuid(4), far)
         };
         assert!(!check(&a, &[a, b], &v), "a cycle neither hangs nor counts as owned");
+    }
+
+    /// No answer depends on an owner further than `MAX_OWNER_DEPTH` links from the actor asked
+    /// about, owner relevancy's steps included: a lookup that knows only those links (the actor
+    /// level's index) answers as one that knows every actor (the reference). The chain's last
+    /// link — the viewer's view target or not, near or far — moves along it.
+    #[test]
+    fn answers_depend_on_no_link_beyond_the_owner_depth() {
+        let far = [1.0e9, 0.0, 0.0];
+        let near = [10.0, 0.0, 0.0];
+        for len in 1..=MAX_OWNER_DEPTH + 3 {
+            for (follow, end_near, end_viewed) in (0..8).map(|k| (k & 1 != 0, k & 2 != 0, k & 4 != 0)) {
+                // Actor 2 owned by 4, by 6, …: `len` links; each link follows its owner if
+                // `follow`; the end is the viewer's view target if `end_viewed`.
+                let guid = |i: usize| NetGuid(2 + 2 * i as u64);
+                let chain: Vec<ActorRelevancy> = (0..=len)
+                    .map(|i| ActorRelevancy {
+                        owner: (i < len).then(|| guid(i + 1)),
+                        use_owner_relevancy: follow,
+                        ..ActorRelevancy::at(guid(i), if i == len && end_near { near } else { far })
+                    })
+                    .collect();
+                let v = Viewer {
+                    real_viewer: None,
+                    view_target: end_viewed.then(|| guid(len)),
+                    location: [0.0; 3],
+                    direction: [1.0, 0.0, 0.0],
+                };
+                let all: HashMap<NetGuid, ActorRelevancy> = chain.iter().map(|a| (a.guid, *a)).collect();
+                let known: HashMap<NetGuid, ActorRelevancy> =
+                    chain.iter().take(MAX_OWNER_DEPTH + 1).map(|a| (a.guid, *a)).collect();
+                let whole = is_net_relevant_for(&chain[0], &v, &|g| all.get(&g));
+                let held = is_net_relevant_for(&chain[0], &v, &|g| known.get(&g));
+                assert_eq!(whole, held, "{len} links, follow {follow}, end near {end_near}, viewed {end_viewed}");
+                if len <= MAX_OWNER_DEPTH {
+                    assert_eq!(whole, end_viewed || follow && end_near, "{len} links within reach");
+                } else {
+                    assert!(!whole, "{len} links: beyond reach");
+                }
+            }
+        }
     }
 }
