@@ -47,7 +47,8 @@ impl NetDriver {
         let c = self.conn(conn)?;
         let mut out = Vec::new();
         let mut visit = |class: u32, slot: u32, st: &PairState| {
-            if st.flags & pair::OPEN_ACKED == 0 || st.flags & pair::DORMANT != 0 {
+            // A torn-off owner's row held for its sub-objects: the client owns that copy.
+            if st.flags & pair::OPEN_ACKED == 0 || st.flags & (pair::DORMANT | pair::TORN) != 0 {
                 return;
             }
             let Some(cn) = self.classes.get(class as usize) else { return };
@@ -88,7 +89,9 @@ impl NetDriver {
         if c.rel.in_flight() > 0 || !c.pending.is_empty() || !c.closes.is_empty() || !c.exports.is_empty() {
             return Ok(false);
         }
-        let owes = |st: &PairState| !st.resend.is_empty() || st.flags & pair::PENDING != 0;
+        // (A torn-off owner's row held for its sub-objects owes nothing: its channel is closed.)
+        let owes =
+            |st: &PairState| st.flags & pair::TORN == 0 && (!st.resend.is_empty() || st.flags & pair::PENDING != 0);
         Ok(match &c.pairs {
             Pairs::Dense(tables) => !tables.iter().flat_map(|t| t.iter()).any(owes),
             Pairs::Channels { rows, .. } => !rows.iter().any(|r| owes(&r.state)),

@@ -283,3 +283,46 @@ fn the_index_equals_ues_rules_asked_one_actor_at_a_time_on_random_worlds() {
         }
     }
 }
+
+/// Owner chains around `MAX_OWNER_DEPTH` (16) links, far from the viewer, whose view target is
+/// one link of the chain: the kernel's relevant sets equal the reference's (which looks up every
+/// actor). The chain's head follows its owner (owner relevancy) — alone, where the index takes
+/// its plain owner's answer, or with every link following its own. Session 39's review found
+/// the first case wrong: the owner's answer reached the follower's 17th link.
+#[test]
+fn long_owner_chains_get_the_references_answers() {
+    use shadowrep::net::relevancy::MAX_OWNER_DEPTH;
+    use shadowrep::reference::frame::ReferenceFrame;
+    let relevant = |len: usize, target: usize, all_follow: bool| {
+        let mut l = Level::new(every_frame(), 1);
+        always_due(&mut l);
+        let chain: Vec<(ActorId, NetGuid)> = (0..=len).map(|i| l.spawn([1.0e6 + i as f32, 0.0, 0.0], 1)).collect();
+        for i in 0..len {
+            l.driver.set_owner_actor(l.class, &l.store, chain[i].0, Some(chain[i + 1].1), None).unwrap();
+        }
+        for (i, &(id, _)) in chain.iter().enumerate() {
+            l.settings(id, |s| s.use_owner_relevancy = i == 0 || all_follow);
+        }
+        let conn = l.clients[0].0;
+        l.driver.set_viewers(conn, &[viewer([0.0; 3], Some(chain[target].1))]).unwrap();
+        let mut reference = ReferenceFrame::new(&l.driver, &mut [&mut l.store]).unwrap();
+        for _ in 0..2 {
+            l.step();
+            reference.tick(&l.driver, &mut [&mut l.store]).unwrap();
+            reference.acknowledge_all();
+        }
+        let kernel = l.driver.decisions(conn).unwrap().unwrap().relevant.clone();
+        (kernel, reference.decisions(conn).unwrap().relevant.clone(), chain[0].1)
+    };
+    let mut head_relevant = [false; 2];
+    for len in MAX_OWNER_DEPTH - 1..=MAX_OWNER_DEPTH + 2 {
+        for target in [len - 1, len].into_iter().filter(|&t| t <= len) {
+            for all_follow in [false, true] {
+                let (kernel, reference, head) = relevant(len, target, all_follow);
+                assert_eq!(kernel, reference, "{len} links, view target link {target}, all follow {all_follow}");
+                head_relevant[usize::from(kernel.contains(&head))] = true;
+            }
+        }
+    }
+    assert_eq!(head_relevant, [true, true], "the head relevant in some worlds, not in others");
+}

@@ -391,6 +391,8 @@ fn a_sub_objects_last_update_deferred_after_its_owners_close_still_goes_out() {
     w.driver.tear_off(tc, &w.stores[0], ch).unwrap();
     w.tick(false);
     assert!(w.client.is_torn_off(cg), "the owner's close went out");
+    // Its row stays for the pack, but the client holds no replicated copy of it any more.
+    assert!(w.driver.held_actors(conn).unwrap().iter().all(|h| h.guid != cg));
     assert!(w.client.value(pg, 0) != Some(items(2)), "the pack's last update is owed (a part of it went)");
     for _ in 0..6 {
         w.tick(true);

@@ -89,28 +89,8 @@ fn last_update_through_a_full_window(owned_through_viewer: bool, fast_array: boo
     // Seldom due of itself: only the tear-off makes it considered.
     l.settings(id, |s| s.frequency.net_update_frequency = 0.2);
     // The client hears everything, the server nothing (kept net-ready): the window fills.
-    let tick = |l: &mut Level, frame: u32, feedback: bool| {
-        for &f in &fillers {
-            l.store.set(f, HEALTH, &Value::U32(frame)).unwrap();
-        }
-        l.driver.tick(&mut [&mut l.store]).expect("tick");
-        let (conn, world) = &mut l.clients[0];
-        for p in l.driver.take_packets(*conn).expect("live") {
-            world.receive(&p).expect("a well-formed packet");
-        }
-        let fb = world.feedback();
-        if feedback {
-            l.driver.receive_feedback(*conn, &fb).expect("decodes");
-        } else {
-            l.driver.heard_from(*conn).expect("live");
-        }
-    };
-    let mut frame = 0;
-    while l.driver.connection_stats(conn).unwrap().repeats == 0 {
-        frame += 1;
-        assert!(frame < 2_000, "the window never filled");
-        tick(&mut l, frame, false);
-    }
+    let tick = |l: &mut Level, frame: u32, feedback: bool| stalled_tick(l, &fillers, frame, feedback);
+    let frame = fill_the_window(&mut l, &fillers);
     if fast_array {
         l.driver.fast_array_mut(counts).unwrap().set(item, &2u32.to_le_bytes()).unwrap();
     } else {
@@ -191,4 +171,89 @@ fn a_static_actor_destroyed_mid_tear_off_stays_with_the_clients_that_tore_it_off
     assert!(l.client(0).has(guid), "client 0 owns its torn-off copy");
     assert_eq!(l.client(0).value(guid, HEALTH), Some(Value::U32(7)));
     assert!(!l.client(1).has(guid), "client 1 never tore it off: destroyed");
+}
+
+/// A frame in which client 0 gets its packets (the fillers changed) and its feedback goes back
+/// (`feedback`) — or not: the server only hears from it (kept net-ready).
+fn stalled_tick(l: &mut Level, fillers: &[ActorId], frame: u32, feedback: bool) {
+    for &f in fillers {
+        l.store.set(f, HEALTH, &Value::U32(frame)).unwrap();
+    }
+    l.driver.tick(&mut [&mut l.store]).expect("tick");
+    let (conn, world) = &mut l.clients[0];
+    for p in l.driver.take_packets(*conn).expect("live") {
+        world.receive(&p).expect("a well-formed packet");
+    }
+    let fb = world.feedback();
+    if feedback {
+        l.driver.receive_feedback(*conn, &fb).expect("decodes");
+    } else {
+        l.driver.heard_from(*conn).expect("live");
+    }
+}
+
+/// Stalled frames until client 0's sequence window is full; returns how many.
+fn fill_the_window(l: &mut Level, fillers: &[ActorId]) -> u32 {
+    let conn = l.clients[0].0;
+    let mut frame = 0;
+    while l.driver.connection_stats(conn).unwrap().repeats == 0 {
+        frame += 1;
+        assert!(frame < 2_000, "the window never filled");
+        stalled_tick(l, fillers, frame, false);
+    }
+    frame
+}
+
+/// A tear-off that a stalled client's full window meets with nothing owed (the actor at rest)
+/// is not held for that client: its close waits in the queue, and what the server changes on
+/// the actor afterwards never reaches the client (the wait had lasted until the window opened,
+/// and the later change went out before the close).
+#[test]
+fn a_tear_off_with_nothing_owed_is_not_held_by_a_full_window() {
+    tear_off_behind_a_full_window(false);
+}
+
+/// The same actor with a last change in its fast array alone, met by the full window after
+/// other actors filled it: the tear-off waits for the delta, which arrives before the close.
+#[test]
+fn a_fast_array_delta_held_by_a_window_already_full_is_waited_for() {
+    tear_off_behind_a_full_window(true);
+}
+
+fn tear_off_behind_a_full_window(fast_delta: bool) {
+    use shadowrep::fastarray::item_layout;
+    let mut l = Level::new(every_frame(), 0);
+    always_due(&mut l);
+    let items = Arc::new(item_layout("Counts", PropType::U32).unwrap());
+    let kind = l.driver.register_fast_array_kind(items.clone()).unwrap();
+    l.fast_kinds.push(items);
+    l.add_client();
+    l.driver.set_net_speed(l.clients[0].0, 10_000_000).unwrap();
+    // Ranked after the fillers (same priority, a later GUID): their writes find the window full.
+    let fillers: Vec<ActorId> = (0..40).map(|i| l.spawn([200.0 + i as f32, 0.0, 0.0], 0).0).collect();
+    let (id, guid) = l.spawn([100.0, 0.0, 0.0], 5);
+    let counts = l.driver.add_fast_array(kind, guid, shadowrep::net::SubObjectCondition::None).unwrap();
+    let item = l.driver.fast_array_mut(counts).unwrap().add(&1u32.to_le_bytes()).unwrap();
+    l.run(3);
+    let frame = fill_the_window(&mut l, &fillers);
+    if fast_delta {
+        l.driver.fast_array_mut(counts).unwrap().set(item, &2u32.to_le_bytes()).unwrap();
+    }
+    l.driver.tear_off(l.class, &l.store, id).unwrap();
+    for f in 1..=3 {
+        stalled_tick(&mut l, &fillers, frame + f, false);
+    }
+    // The server's own copy changes after the tear-off.
+    l.store.set(id, HEALTH, &Value::U32(99)).unwrap();
+    for f in 4..=7 {
+        stalled_tick(&mut l, &fillers, frame + f, true);
+    }
+    assert!(l.client(0).is_torn_off(guid));
+    let last = l.client(0).fast_array(counts).and_then(|a| a.item(item).map(<[u8]>::to_vec));
+    if fast_delta {
+        assert_eq!(last, Some(2u32.to_le_bytes().to_vec()), "its last delta, then the close");
+    } else {
+        assert_eq!(last, Some(1u32.to_le_bytes().to_vec()));
+        assert_eq!(l.client(0).value(guid, HEALTH), Some(Value::U32(5)), "torn off as it was");
+    }
 }

@@ -398,15 +398,19 @@ fn process(ctx: &LevelCtx<'_>, run: &mut Run<'_>, conn: &mut Connection, scratch
                 }
                 row.last_update = now;
                 row.state.flags &= !pair::WOKEN;
-                let before = ctx.write.bits_written(conn);
+                let (before, full_before) = (ctx.write.bits_written(conn), st.full);
                 replicate(ctx, ci, conn, st, ri as usize, d, &mut out.first_opens);
                 let bits = (ctx.write.bits_written(conn) - before) as u32;
                 out.processed += 1;
                 if tearing {
-                    // Planning emptied the resend set: leaves in it now are what the window
-                    // deferred. A full window may also have held back what fills no resend set —
-                    // a fast array's delta, an open owed with no leaves — so it counts as deferred.
-                    let deferred = st.full || !rows(conn)[ri as usize].state.resend.is_empty();
+                    // What the window held back: leaves (planning emptied the resend set: those
+                    // in it now), or what fills no resend set — a fast array's delta, an open
+                    // owed with no leaves: the window filled with this actor, or was full and
+                    // it owes its open or its fast arrays are not settled here.
+                    let row = rows(conn)[ri as usize].state;
+                    let open_owed = row.flags & (pair::OPEN_SENT | pair::OPEN_ACKED) == 0;
+                    let deferred = !row.resend.is_empty()
+                        || st.full && (!full_before || open_owed || !ctx.write.fast.settled_for(guid, ci as usize));
                     out.tearing.push((d, deferred));
                     if deferred {
                         hold_torn_owner(conn, due);
@@ -523,7 +527,7 @@ fn drop_scratch_rows(conn: &mut Connection) {
         r.state.flags & pair::CHANNEL != 0 || r.state.flags & pair::TORN != 0 && held.binary_search(&r.key).is_ok()
     });
     // An owner gone meanwhile (its row retired) is held no more.
-    held.retain(|&key| rows.binary_search_by_key(&key, |r| r.key).is_ok());
+    held.retain(|&key| rows.binary_search_by_key(&key, |r| r.key).is_ok_and(|i| rows[i].state.flags & pair::TORN != 0));
 }
 
 /// Tearing sub-object `due`'s last update waits for the window here: if its owner's channel

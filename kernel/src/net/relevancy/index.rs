@@ -139,9 +139,10 @@ struct Follower {
     /// class hook on either, the owner does not hand its question on (owner relevancy: depth and
     /// order), it is not owner-only (its answer holds the owner-only filter, which UE applies to
     /// the actor a connection considers, not to the owner its question is handed to), and both
-    /// are owned by the same connection (the owner's answer counts that ownership). Such an
-    /// owner is no follower, so its bit is final before any follower's is set. `None`: UE's
-    /// rules for the follower.
+    /// are owned by the same connection (the owner's answer counts that ownership), and the
+    /// follower's chain ends within `MAX_OWNER_DEPTH` links (the owner's answer reaches one link
+    /// further). Such an owner is no follower, so its bit is final before any follower's is set.
+    /// `None`: UE's rules for the follower.
     owner: Option<u32>,
     guid: NetGuid,
     /// The connection that owns it.
@@ -237,6 +238,13 @@ impl RelevancyIndex {
                     }),
                 };
                 link = owner.and_then(|o| o.0.owner);
+            }
+            if link.is_some() {
+                // A link past the reach: the owner's own answer looked at it (its 16 links are
+                // the follower's 17), the follower's rules do not (see `relevancy` above).
+                if let Some(f) = self.followers.last_mut().filter(|f| f.due == i) {
+                    f.owner = None;
+                }
             }
             // Its owner chain is in `linked` now (a link the walk did not find is not alive),
             // and that is all its priority follows.
