@@ -263,7 +263,11 @@ impl NetDriver {
     }
 
     /// An actor is gone: as a sub-object it leaves its owner's list; as an owner its sub-objects
-    /// stop replicating (each client destroyed them with the owner) and their rows go.
+    /// stop replicating (each client destroyed them with the owner) and their rows go — but an
+    /// owner gone while its tear-off waits may be torn off on a client already (no Destroyed
+    /// close goes there: the client owns its copy), so a tearing sub-object's channel still
+    /// open closes with reason TornOff (where the owner is destroyed, it goes with the owner all
+    /// the same). The reference closes alike.
     pub(super) fn forget_sub_objects(&mut self, guid: NetGuid) {
         if let Some(owner) = self.subs.outer.remove(&guid) {
             if let Some(list) = self.subs.inner.get_mut(&owner) {
@@ -278,11 +282,15 @@ impl NetDriver {
             let Some(&(c, s)) = self.guids.get(&sub) else { continue };
             let class = &mut self.classes[c as usize];
             class.cols.sub_condition[s as usize] = None;
+            let tearing = class.actors[s as usize].tearing;
             class.actors[s as usize].torn_off = true;
             class.actors[s as usize].orphaned = true;
             class.cols.set_awake_lane(s as usize, false);
             for conn in self.conns.iter_mut().filter(|c| !c.removed) {
-                conn.drop_pair(c, s);
+                let ps = conn.drop_pair(c, s);
+                if tearing && ps.flags & super::connection::pair::EVER_OPENED != 0 {
+                    conn.closes.push(PendingClose { guid: sub, reason: CloseReason::TornOff });
+                }
             }
         }
     }

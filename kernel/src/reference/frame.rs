@@ -322,14 +322,16 @@ impl ReferenceFrame {
                 // it), each channel closed right after; then, once no connection left it over,
                 // its other channels end with a TornOff close (clients keep their copies). A
                 // sub-object whose owner is gone: its channels end without one (clients destroyed
-                // it with the owner).
+                // it with the owner) — with one if it was tearing (a client may have torn the
+                // owner off and kept it).
                 let orphaned = a.is_some_and(|a| a.orphaned);
-                if let Some(e) = entry.as_mut().filter(|e| !e.torn && a.is_some_and(|a| a.tearing || a.orphaned)) {
+                let tearing = a.is_some_and(|a| a.tearing);
+                if let Some(e) = entry.as_mut().filter(|e| !e.torn && (tearing || orphaned)) {
                     if e.tear_seen && !e.clock.pending_net_update || orphaned {
                         e.torn = true;
                         for rc in &mut self.conns {
                             let opened = rc.channels.remove(&e.guid).is_some_and(|ch| ch.open_sent);
-                            if opened && !orphaned {
+                            if opened && tearing {
                                 rc.conn.closes.push(PendingClose { guid: e.guid, reason: CloseReason::TornOff });
                             }
                         }

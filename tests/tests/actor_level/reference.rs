@@ -59,8 +59,11 @@ struct Sim {
     /// Things' fast arrays (inventories), and their kind.
     arrays: Vec<NetGuid>,
     kind: shadowrep::net::FastArrayKind,
-    /// Actors torn off so far.
+    /// Actors torn off so far; those still in their store (the game despawns some later, its
+    /// ragdolls: some while their tear-off still waits for a saturated client); how many went.
     torn: usize,
+    torn_ids: Vec<(ClassId, ActorId)>,
+    torn_gone: usize,
     /// The level's static actors' paths (each client loads them all).
     statics: Vec<String>,
     /// Connections that joined and left mid-run.
@@ -101,6 +104,8 @@ impl Sim {
             arrays: Vec::new(),
             kind,
             torn: 0,
+            torn_ids: Vec::new(),
+            torn_gone: 0,
             statics: Vec::new(),
             joined: 0,
             left: 0,
@@ -399,9 +404,16 @@ impl Sim {
             let result = self.driver.tear_off(class, store, id);
             if self.done_unless_sub_object(class, id, result) {
                 self.torn += 1;
+                self.torn_ids.push((class, id));
             } else {
                 self.live.push((class, id));
             }
+        }
+        if !self.torn_ids.is_empty() && self.rng.random_bool(0.3) {
+            let (class, id) = self.torn_ids.swap_remove(self.rng.random_range(0..self.torn_ids.len()));
+            let store = if class == self.thing { &mut self.things } else { &mut self.bags };
+            store.despawn(id).unwrap();
+            self.torn_gone += 1;
         }
         for _ in 0..3 {
             if self.rng.random_bool(0.5) && self.live.len() > 50 {
@@ -500,6 +512,7 @@ fn the_kernel_decides_exactly_as_the_ue_style_reference_on_random_worlds() {
         assert!(sends > 5_000, "seed {seed}: {sends} sends");
         assert!(item_events > 500, "seed {seed}: {item_events} fast array item callbacks");
         assert!(sim.torn > 3, "seed {seed}: {} actors torn off", sim.torn);
+        assert!(sim.torn_gone > 1, "seed {seed}: {} torn-off actors despawned", sim.torn_gone);
         assert!(sim.joined > 0 && sim.left > 0, "seed {seed}: {} joined, {} left", sim.joined, sim.left);
         assert!(sub_sends > 100, "seed {seed}: {sub_sends} sends of sub-objects");
     }

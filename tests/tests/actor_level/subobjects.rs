@@ -340,6 +340,18 @@ fn a_tearing_owner_waits_for_its_sub_objects_deferred_last_update() {
 /// once the window opens, then its close — not the close alone.
 #[test]
 fn a_sub_objects_last_update_deferred_after_its_owners_close_still_goes_out() {
+    sub_object_behind_a_torn_owner(false);
+}
+
+/// The same, the game destroying the torn-off owner before the window opens: the client owns
+/// the owner's copy (no Destroyed close comes), so the pack, whose last update can no longer go,
+/// is torn off with it (it stayed a replicated sub-object there that nothing would ever update).
+#[test]
+fn a_sub_object_waiting_behind_its_torn_off_owner_is_torn_off_when_the_owner_goes() {
+    sub_object_behind_a_torn_owner(true);
+}
+
+fn sub_object_behind_a_torn_owner(owner_destroyed: bool) {
     let pack = Arc::new(
         ClassBuilder::new("Pack")
             .property(PropertyDecl::new("Items", PropType::Array { element: Box::new(PropType::U32), max_len: 1024 }))
@@ -394,6 +406,9 @@ fn a_sub_objects_last_update_deferred_after_its_owners_close_still_goes_out() {
     // Its row stays for the pack, but the client holds no replicated copy of it any more.
     assert!(w.driver.held_actors(conn).unwrap().iter().all(|h| h.guid != cg));
     assert!(w.client.value(pg, 0) != Some(items(2)), "the pack's last update is owed (a part of it went)");
+    if owner_destroyed {
+        w.stores[0].despawn(ch).unwrap();
+    }
     for _ in 0..6 {
         w.tick(true);
         // The owner's row held for the pack is no channel: nothing goes to it (no new open).
@@ -401,8 +416,10 @@ fn a_sub_objects_last_update_deferred_after_its_owners_close_still_goes_out() {
         assert!(sends.iter().all(|s| s.guid != cg), "{sends:?}");
     }
     let client = &w.client;
-    assert!(client.is_torn_off(pg));
-    assert!(client.value(pg, 0) == Some(items(2)), "its last update, then the close");
+    assert!(client.is_torn_off(cg) && client.is_torn_off(pg));
+    if !owner_destroyed {
+        assert!(client.value(pg, 0) == Some(items(2)), "its last update, then the close");
+    }
 }
 
 /// A driver, its stores and one client whose feedback goes back or is kept.
