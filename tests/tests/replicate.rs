@@ -269,3 +269,47 @@ fn a_property_that_comes_back_brings_what_changed_while_it_was_off_and_nothing_e
     assert_eq!(w.clients[0].value(guid, 2), Some(Value::U32(8)));
     assert_eq!(w.clients[1].value(guid, 2), Some(Value::U32(8)));
 }
+
+/// An owner-only value in flight when ownership moves away: what becomes of it is known only
+/// when the packet's fate is — delivered, it is not sent again when the property comes back
+/// (it was, conservatively, while its packet was in flight at the move); lost, it is not sent to
+/// the connection while it is not the owner, and is sent when it is again, though it did not
+/// change meanwhile (UE's inactive changelist takes the lost property).
+#[test]
+fn a_value_in_flight_when_its_property_goes_off_is_owed_back_only_if_lost() {
+    use shadowrep::value::Value;
+    for lost in [false, true] {
+        let mut w = Armed::new(2);
+        let (class, c0, c1) = (w.class, w.conns[0], w.conns[1]);
+        let id = w.store.spawn();
+        w.store.set(id, 1, &Value::U32(30)).unwrap();
+        w.driver.set_owner(class, &w.store, id, Some(c0), false).unwrap();
+        for _ in 0..3 {
+            w.step();
+        }
+        let guid = w.driver.guid_of(class, id).unwrap();
+        // The new ammo goes out to the owner; its packet is in flight when the owner changes.
+        w.store.set(id, 1, &Value::U32(31)).unwrap();
+        w.driver.tick(&mut [&mut w.store]).unwrap();
+        let in_flight = w.driver.take_packets(c0).unwrap();
+        w.driver.take_packets(c1).unwrap();
+        w.driver.set_owner(class, &w.store, id, Some(c1), false).unwrap();
+        if !lost {
+            for p in &in_flight {
+                w.clients[0].receive(p).unwrap();
+            }
+        }
+        // The health moves on, so connection 0 hears later packets (its feedback tells the loss).
+        for h in 0..3 {
+            w.store.set(id, 0, &Value::U32(h)).unwrap();
+            w.step();
+        }
+        let expect = if lost { 30 } else { 31 };
+        assert_eq!(w.clients[0].value(guid, 1), Some(Value::U32(expect)), "lost {lost}: nothing while not the owner");
+        w.driver.set_owner(class, &w.store, id, Some(c0), false).unwrap();
+        let stats = w.step();
+        assert_eq!(w.clients[0].value(guid, 1), Some(Value::U32(31)), "lost {lost}");
+        // Delivered: nothing to send (connection 1 has everything too); lost: the ammo alone.
+        assert_eq!(stats.bunches, usize::from(lost), "lost {lost}");
+    }
+}

@@ -169,6 +169,9 @@ pub(crate) struct Connection {
     /// last update, deferred by the full window right after the owner's close went out, still
     /// finds its owner on the client when it goes. Sorted; rarely more than a few.
     pub held_torn: Vec<u64>,
+    /// Lost leaves planning found inactive here (class, slot, leaves), recorded with the
+    /// driver's inactive leaves after the frame ([`super::roles`]).
+    pub parked: Vec<(u32, u32, crate::ids::LeafMask)>,
 }
 
 impl Connection {
@@ -197,6 +200,7 @@ impl Connection {
             settled: Vec::new(),
             quiet: Default::default(),
             held_torn: Vec::new(),
+            parked: Vec::new(),
         }
     }
 

@@ -11,6 +11,7 @@
 //!             stay owed even when the open was acknowledged by another packet, so an
 //!             InitialOnly value is settled only by the ack of a packet that carried it
 //!   send    = ((changed ∪ changed since the pair's last send) ∩ active) ∪ (resend ∩ owed)
+//!   parked  = resend − owed: lost while now inactive, recorded as owed when they come back
 //!   an actor whose open is not acknowledged is sent with its open (class) on every bunch
 //! ```
 //!
@@ -125,11 +126,15 @@ pub(crate) fn plan_connection(
         ps.flags &= !pair::PENDING;
         let before = known.map_or_else(|| c.history.changed_before(slot, frame), |k| k.before);
         let catch_up = ps.sent_through == Frame(0) || (before > ps.sent_through && before < frame);
-        let item = plan_pair(ci, replay, ps, c, (class, slot), actor, leaves, catch_up, frame);
+        let mut parked = LeafMask::EMPTY;
+        let item = plan_pair(ci, replay, ps, c, (class, slot), actor, leaves, catch_up, frame, &mut parked);
         // Sent everything through this frame, open acknowledged, nothing owed: clean from now
         // on (a write that cannot send it owes it, which ends that at once).
         if ps.flags & pair::OPEN_ACKED != 0 && ps.epoch == 0 {
             conn.pairs.set_clean(class, slot);
+        }
+        if !parked.is_empty() {
+            conn.parked.push((class, slot, parked));
         }
         if let Some(item) = item {
             emit(conn, &item);
@@ -143,7 +148,10 @@ pub(crate) fn plan_connection(
 
 /// What one pair sends this frame, if anything: `this_frame` are the leaves that changed this
 /// frame; `catch_up` says the pair may have missed earlier changes (history is asked only
-/// then). Moves the pair's catch-up point to `frame` and empties its resend set.
+/// then). Moves the pair's catch-up point to `frame` and empties its resend set: lost leaves
+/// that are inactive here now (a packet reported lost after a role change turned them off) go
+/// to `parked`, for the caller to record with the connection's inactive leaves (UE's inactive
+/// changelist): they are owed when they come back.
 ///
 /// Inlined: called out of line, its `SendItem` came back through memory written field by field
 /// and was read back whole — a store-forwarding stall on every planned pair (the shared frame of
@@ -160,6 +168,7 @@ pub(crate) fn plan_pair(
     this_frame: LeafMask,
     catch_up: bool,
     frame: Frame,
+    parked: &mut LeafMask,
 ) -> Option<SendItem> {
     let open = ps.flags & pair::OPEN_ACKED == 0;
     let f = actor.flags(ci, replay, !open);
@@ -170,6 +179,7 @@ pub(crate) fn plan_pair(
         changed_leaves |= c.history.changed_since(slot, ps.sent_through);
     }
     let resent = ps.resend & owed;
+    *parked = ps.resend & !owed;
     let send = (changed_leaves & active) | resent;
     let open_bunch = open && ps.flags & pair::OPEN_SENT == 0;
     let since = ps.sent_through;

@@ -6,6 +6,8 @@
 //! a leaf goes inactive for a connection   → recorded with the pair's last send (and what the
 //!                                            pair still owed of it): UE's inactive changelist,
 //!                                            kept as a frame — the history tells what changed
+//! a packet carrying it is reported lost    → planning parks the leaf (inactive: not sent) and
+//!   while it is inactive                     the record takes it as owed
 //! it comes back                           → owed what changed after that send (never active
 //!                                            on this channel: everything that ever changed)
 //! ```
@@ -207,14 +209,10 @@ impl NetDriver {
             owe |= ever & rest;
             list.retain(|e| !e.leaves.is_empty());
             if !lost.is_empty() {
-                // A bunch whose fate is unknown may yet be reported lost, when its leaves are
-                // inactive and dropped: they are owed back in any case. (Channel rows know their
-                // newest packet; the property path's pairs do not: any packet in flight counts.)
-                let in_flight = match conn.pairs {
-                    super::pairs::Pairs::Channels { .. } => conn.rel.carries(ps.last_packet),
-                    super::pairs::Pairs::Dense(_) => conn.rel.in_flight() > 0,
-                };
-                let owed = if in_flight { lost } else { ps.resend & lost };
+                // What a lost packet still owed of them; a bunch whose fate is unknown and is
+                // reported lost later has its leaves parked by planning and recorded then
+                // (`park_inactive_losses`): owed back only if really lost, as UE's.
+                let owed = ps.resend & lost;
                 list.push(Inactive { conn: ci as u32, leaves: lost, since, owed, epoch: ps.epoch });
                 if list.len() > MAX_INACTIVE_PER_ACTOR {
                     list.remove(0);
@@ -226,6 +224,44 @@ impl NetDriver {
             if !owe.is_empty() {
                 self.conns[ci].owe(class, slot, owe);
             }
+        }
+    }
+
+    /// Records the lost leaves each connection's planning found inactive this frame
+    /// ([`Connection::parked`](super::connection::Connection)): owed when they come back, with
+    /// the record of their channel (a new one if the pair has none).
+    pub(super) fn park_inactive_losses(&mut self) {
+        for ci in 0..self.conns.len() {
+            if self.conns[ci].parked.is_empty() {
+                continue;
+            }
+            let parked = std::mem::take(&mut self.conns[ci].parked);
+            for &(class, slot, leaves) in &parked {
+                let Some(ps) = self.conns[ci].pair_ref(class, slot).copied() else { continue };
+                let list = self.inactive.entry((class, slot)).or_default();
+                match list.iter_mut().find(|e| e.conn == ci as u32 && e.epoch == ps.epoch) {
+                    Some(e) => {
+                        e.leaves |= leaves;
+                        e.owed |= leaves;
+                    }
+                    None => {
+                        list.push(Inactive {
+                            conn: ci as u32,
+                            leaves,
+                            since: ps.sent_through,
+                            owed: leaves,
+                            epoch: ps.epoch,
+                        });
+                        if list.len() > MAX_INACTIVE_PER_ACTOR {
+                            list.remove(0);
+                        }
+                    }
+                }
+            }
+            // The list's buffer goes back for the next frame.
+            let mut parked = parked;
+            parked.clear();
+            self.conns[ci].parked = parked;
         }
     }
 

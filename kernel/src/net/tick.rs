@@ -108,6 +108,7 @@ impl NetDriver {
         self.stats.stages.share = t.elapsed().as_nanos() as u64;
         let t = std::time::Instant::now();
         self.plan_and_write(&stores, parallel);
+        self.park_inactive_losses();
         self.stats.stages.connections = t.elapsed().as_nanos() as u64;
         Ok(self.stats)
     }

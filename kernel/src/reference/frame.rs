@@ -111,6 +111,19 @@ struct RefConn {
     next_epoch: u8,
 }
 
+impl RefConn {
+    /// Every packet sent so far arrived: its opens, fast array bunches and exports with it.
+    fn acknowledge(&mut self) {
+        self.fast_delivered.extend(self.conn.rel.fast.drain(..));
+        self.conn.rel.acknowledge_everything();
+        let exporting: Vec<NetGuid> = self.conn.exporting.drain().collect();
+        self.conn.exported.extend(exporting);
+        for ch in self.channels.values_mut() {
+            ch.open_acked |= ch.open_sent;
+        }
+    }
+}
+
 /// What one reference frame did.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct ReferenceTick {
@@ -165,15 +178,15 @@ impl ReferenceFrame {
 
     /// A perfect link: every packet sent so far arrived, every open is acknowledged.
     pub fn acknowledge_all(&mut self) {
-        for c in &mut self.conns {
-            c.fast_delivered.extend(c.conn.rel.fast.drain(..));
-            c.conn.rel.acknowledge_everything();
-            // Every export in flight arrived too.
-            let exporting: Vec<NetGuid> = c.conn.exporting.drain().collect();
-            c.conn.exported.extend(exporting);
-            for ch in c.channels.values_mut() {
-                ch.open_acked |= ch.open_sent;
-            }
+        self.conns.iter_mut().for_each(RefConn::acknowledge);
+    }
+
+    /// The same for connection `conn` alone: a client whose answers were held back (the kernel's
+    /// client sent no feedback meanwhile) answers for everything at once. An unknown connection
+    /// is ignored.
+    pub fn acknowledge(&mut self, conn: ConnectionId) {
+        if let Some(c) = self.conns.get_mut(conn.0 as usize) {
+            c.acknowledge();
         }
     }
 

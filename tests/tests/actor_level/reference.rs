@@ -64,6 +64,9 @@ struct Sim {
     torn: usize,
     torn_ids: Vec<(ClassId, ActorId)>,
     torn_gone: usize,
+    /// Frames stepped, and the clients that answer nothing until a frame.
+    frames: u32,
+    silent: std::collections::HashMap<ConnectionId, u32>,
     /// The level's static actors' paths (each client loads them all).
     statics: Vec<String>,
     /// Connections that joined and left mid-run.
@@ -106,6 +109,8 @@ impl Sim {
             torn: 0,
             torn_ids: Vec::new(),
             torn_gone: 0,
+            frames: 0,
+            silent: Default::default(),
             statics: Vec::new(),
             joined: 0,
             left: 0,
@@ -129,8 +134,9 @@ impl Sim {
             _ => None,
         });
         sim.driver.set_relevancy_hook(bag, Some(hook)).unwrap();
-        for _ in 0..connections {
-            sim.join();
+        // The last a replay connection (a demo recorder: its own conditions and budget).
+        for c in 0..connections {
+            sim.join(c + 1 == connections);
         }
         for _ in 0..300 {
             sim.spawn();
@@ -138,9 +144,9 @@ impl Sim {
         sim
     }
 
-    /// A client joins (with the level's static actors loaded).
-    fn join(&mut self) {
-        let conn = self.driver.add_connection(false);
+    /// A client joins (with the level's static actors loaded), a replay connection or not.
+    fn join(&mut self, replay: bool) {
+        let conn = self.driver.add_connection(replay);
         let mut world = ClientWorld::new(&[thing(), bag()], &self.driver.checksums())
             .and_then(|w| w.with_fast_array_kinds(&[slots()], &self.driver.fast_array_checksums()))
             .unwrap();
@@ -227,7 +233,17 @@ impl Sim {
             .collect();
         if is_bag && !things.is_empty() && self.rng.random_bool(0.25) {
             use shadowrep::net::SubObjectCondition as C;
-            let conditions = [C::None, C::OwnerOnly, C::SkipOwner, C::SimulatedOnly, C::AutonomousOnly, C::Never];
+            let conditions = [
+                C::None,
+                C::OwnerOnly,
+                C::SkipOwner,
+                C::SimulatedOnly,
+                C::AutonomousOnly,
+                C::ReplayOrOwner,
+                C::ReplayOnly,
+                C::SkipReplay,
+                C::Never,
+            ];
             let condition = conditions[self.rng.random_range(0..conditions.len())];
             let owner = things[self.rng.random_range(0..things.len())];
             let owner = self.driver.guid_of(self.thing, owner).expect("live");
@@ -236,7 +252,12 @@ impl Sim {
             return;
         }
         let owner_guid = owner_actor.and_then(|(c, a)| self.driver.guid_of(c, a));
-        self.driver.set_owner_actor(class, store, id, owner_guid, None).unwrap();
+        // Some are instigated by another actor (a projectile by its shooter): relevant to the
+        // viewers whose view target that is.
+        let instigator = (self.rng.random_bool(0.1) && !self.live.is_empty())
+            .then(|| self.live[self.rng.random_range(0..self.live.len())])
+            .and_then(|(c, a)| self.driver.guid_of(c, a));
+        self.driver.set_owner_actor(class, store, id, owner_guid, instigator).unwrap();
         if let Some(c) = owner_conn {
             let autonomous = self.rng.random_bool(0.5);
             self.driver.set_owner(class, store, id, Some(self.clients[c].0), autonomous).unwrap();
@@ -383,13 +404,21 @@ impl Sim {
         }
         // Players come and go.
         if self.rng.random_bool(0.03) {
-            self.join();
+            let replay = self.rng.random_bool(0.15);
+            self.join(replay);
             self.joined += 1;
         }
         if self.rng.random_bool(0.03) && self.clients.len() > 3 {
             let (conn, _) = self.clients.remove(self.rng.random_range(0..self.clients.len()));
             self.driver.remove_connection(conn).unwrap();
             self.left += 1;
+        }
+        // Now and then a client falls silent for one to two and a half seconds (its link
+        // stalls): not net-ready after 1.5 s, the server sends it nothing but keep-alives.
+        if self.rng.random_bool(0.03) {
+            let c = self.clients[self.rng.random_range(0..self.clients.len())].0;
+            let until = self.frames + self.rng.random_range(30..75);
+            self.silent.insert(c, until);
         }
         if self.rng.random_bool(0.1) {
             let c = self.rng.random_range(0..self.clients.len());
@@ -433,9 +462,13 @@ impl Sim {
             for _ in 0..self.rng.random_range(1..=2) {
                 let (class, id) = self.live[self.rng.random_range(0..self.live.len())];
                 let vt = self.guid(class, id);
+                // Now and then the viewer's real viewer (its controller) is an actor of its own.
+                let real_viewer =
+                    self.rng.random_bool(0.3).then(|| self.live[self.rng.random_range(0..self.live.len())]);
+                let real_viewer = real_viewer.and_then(|(c, a)| self.guid(c, a));
                 let at = self.pos();
                 let dir = [[1.0, 0.0, 0.0], [0.0, -1.0, 0.0], [0.6, 0.8, 0.0]][self.rng.random_range(0..3)];
-                viewers.push(Viewer { real_viewer: None, view_target: vt, location: at, direction: dir });
+                viewers.push(Viewer { real_viewer, view_target: vt, location: at, direction: dir });
             }
             self.driver.set_viewers(self.clients[c].0, &viewers).unwrap();
         }
@@ -444,13 +477,19 @@ impl Sim {
     fn step(&mut self) {
         self.driver.tick(&mut [&mut self.things, &mut self.bags]).unwrap();
         self.reference.tick(&self.driver, &mut [&mut self.bags, &mut self.things]).unwrap();
+        self.frames += 1;
         for (conn, world) in &mut self.clients {
             for p in self.driver.take_packets(*conn).unwrap() {
                 world.receive(&p).expect("well-formed");
             }
+            // A silent client's answers wait (past the ready timeout the server stops sending
+            // to it), then come all at once.
+            if self.silent.get(conn).is_some_and(|&until| self.frames < until) {
+                continue;
+            }
             self.driver.receive_feedback(*conn, &world.feedback()).unwrap();
+            self.reference.acknowledge(*conn);
         }
-        self.reference.acknowledge_all();
     }
 }
 
@@ -461,6 +500,7 @@ fn the_kernel_decides_exactly_as_the_ue_style_reference_on_random_worlds() {
     for seed in 0..4u64 {
         let mut sim = Sim::new(seed, 4, seed == 3);
         let mut saturated = 0;
+        let mut not_ready = 0;
         let mut closed = 0;
         let mut sends = 0;
         let mut sub_sends = 0;
@@ -498,6 +538,7 @@ fn the_kernel_decides_exactly_as_the_ue_style_reference_on_random_worlds() {
                 assert_eq!(kernel.saturated, reference.saturated);
                 assert_eq!(kernel.queued_bits, reference.queued_bits, "the same bytes went out");
                 saturated += kernel.saturated as usize;
+                not_ready += usize::from(!kernel.ready);
                 closed += kernel.sends.iter().filter(|s| s.action == shadowrep::net::Action::Closed).count();
                 sends += kernel.sends.len();
                 sub_sends += kernel.sends.iter().filter(|s| sim.driver.owner_of(s.guid).is_some()).count();
@@ -511,7 +552,8 @@ fn the_kernel_decides_exactly_as_the_ue_style_reference_on_random_worlds() {
         assert!(closed > 5, "seed {seed}: {closed} relevancy closes");
         assert!(sends > 5_000, "seed {seed}: {sends} sends");
         assert!(item_events > 500, "seed {seed}: {item_events} fast array item callbacks");
-        assert!(sim.torn > 3, "seed {seed}: {} actors torn off", sim.torn);
+        assert!(sim.torn > 2, "seed {seed}: {} actors torn off", sim.torn);
+        assert!(not_ready > 10, "seed {seed}: {not_ready} connection-frames not net-ready (silent clients)");
         assert!(sim.torn_gone > 1, "seed {seed}: {} torn-off actors despawned", sim.torn_gone);
         assert!(sim.joined > 0 && sim.left > 0, "seed {seed}: {} joined, {} left", sim.joined, sim.left);
         assert!(sub_sends > 100, "seed {seed}: {sub_sends} sends of sub-objects");

@@ -30,6 +30,7 @@ pub(super) fn replicate(
         && ps.flags & pair::OPEN_ACKED != 0;
     // A pair that replicated when the actor was last considered owes what this frame's compare
     // found (shared by every such connection); one further behind asks the history.
+    let mut parked = LeafMask::EMPTY;
     let item = if at_rest {
         ps.sent_through = ctx.time.frame;
         None
@@ -39,8 +40,11 @@ pub(super) fn replicate(
         } else {
             (LeafMask::EMPTY, ps.sent_through == Frame(0) || due.last_changed > ps.sent_through)
         };
-        plan_pair(ci, replay, ps, c, (due.class, due.slot), actor, this_frame, catch_up, ctx.time.frame)
+        plan_pair(ci, replay, ps, c, (due.class, due.slot), actor, this_frame, catch_up, ctx.time.frame, &mut parked)
     };
+    if !parked.is_empty() {
+        conn.parked.push((due.class, due.slot, parked));
+    }
     if let Some(item) = item {
         let shared = ctx.write.arena.and_then(|a| a.at(due.shared));
         // The actor's own bunches (not the exports written before them).

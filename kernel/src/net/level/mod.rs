@@ -473,6 +473,8 @@ impl NetDriver {
             .flat_map(|(ci, o)| o.tearing.iter().map(move |&(d, deferred)| (ci as u32, d, deferred)))
             .map(|(ci, d, deferred)| (ci, level.due[d as usize].class, level.due[d as usize].slot, deferred))
             .collect();
+        // Lost leaves found inactive are recorded before the closes drop their channels' records.
+        self.park_inactive_losses();
         for (class, slot, ci) in closed {
             self.forget_inactive(class, slot, ci);
         }
