@@ -196,10 +196,14 @@ impl Sim {
             only_relevant_to_owner: r.random_bool(0.05),
             use_owner_relevancy: r.random_bool(0.05),
             hidden: r.random_bool(0.05),
+            // Without a root component (never relevant by distance) or, hidden, without collision.
+            has_root: r.random_bool(0.97),
+            collision: r.random_bool(0.7),
             startup: r.random_bool(0.1),
             ..NetSettings::default()
         };
         s.frequency.net_update_frequency = [100.0, 30.0, 10.0, 2.0][r.random_range(0..4)];
+        s.frequency.min_net_update_frequency = [2.0, 0.5][r.random_range(0..2)];
         s
     }
 
@@ -415,9 +419,9 @@ impl Sim {
         }
         // Now and then a client falls silent for one to two and a half seconds (its link
         // stalls): not net-ready after 1.5 s, the server sends it nothing but keep-alives.
-        if self.rng.random_bool(0.03) {
+        if self.rng.random_bool(0.03) || self.frames == 20 {
             let c = self.clients[self.rng.random_range(0..self.clients.len())].0;
-            let until = self.frames + self.rng.random_range(30..75);
+            let until = self.frames + if self.frames == 20 { 60 } else { self.rng.random_range(30..75) };
             self.silent.insert(c, until);
         }
         if self.rng.random_bool(0.1) {
@@ -553,7 +557,7 @@ fn the_kernel_decides_exactly_as_the_ue_style_reference_on_random_worlds() {
         assert!(sends > 5_000, "seed {seed}: {sends} sends");
         assert!(item_events > 500, "seed {seed}: {item_events} fast array item callbacks");
         assert!(sim.torn > 2, "seed {seed}: {} actors torn off", sim.torn);
-        assert!(not_ready > 10, "seed {seed}: {not_ready} connection-frames not net-ready (silent clients)");
+        assert!(not_ready > 5, "seed {seed}: {not_ready} connection-frames not net-ready (silent clients)");
         assert!(sim.torn_gone > 1, "seed {seed}: {} torn-off actors despawned", sim.torn_gone);
         assert!(sim.joined > 0 && sim.left > 0, "seed {seed}: {} joined, {} left", sim.joined, sim.left);
         assert!(sub_sends > 100, "seed {seed}: {sub_sends} sends of sub-objects");
