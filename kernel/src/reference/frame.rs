@@ -302,11 +302,21 @@ impl ReferenceFrame {
                 let live = a.is_some_and(|a| store.generations().get(slot) == Some(&a.generation));
                 let same = entry.as_ref().is_some_and(|e| a.is_some_and(|a| a.guid == e.guid && live));
                 if entry.is_some() && !same {
-                    let gone = entry.take().map(|e| e.guid);
+                    let e = entry.take();
+                    let gone = e.as_ref().map(|e| e.guid);
+                    // A sub-object the driver orphaned (its owner went first, in the same frame):
+                    // its clients destroy it with the owner, no close of its own.
+                    let orphaned = class.actors.get(slot).is_some_and(|a| Some(a.guid) == gone && a.orphaned);
+                    // Torn off at the start of the frame that found it gone (its tear-off ended
+                    // first): its channels end with a TornOff close, as below, not a Destroyed.
+                    let torn_now = e.is_some_and(|e| !e.torn && e.tear_seen && !e.clock.pending_net_update);
                     for rc in &mut self.conns {
                         let Some(g) = gone else { break };
                         // (A static actor's end was told to every connection above.)
-                        if rc.channels.remove(&g).is_some_and(|ch| ch.open_sent) && !g.is_static() {
+                        let opened = rc.channels.remove(&g).is_some_and(|ch| ch.open_sent);
+                        if opened && torn_now {
+                            rc.conn.closes.push(PendingClose { guid: g, reason: CloseReason::TornOff });
+                        } else if opened && !g.is_static() && !orphaned {
                             rc.conn.closes.push(PendingClose::destroyed(g));
                         }
                     }

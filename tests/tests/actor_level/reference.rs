@@ -540,7 +540,10 @@ fn the_kernel_decides_exactly_as_the_ue_style_reference_on_random_worlds() {
                     );
                 }
                 assert_eq!(kernel.saturated, reference.saturated);
-                assert_eq!(kernel.queued_bits, reference.queued_bits, "the same bytes went out");
+                assert_eq!(
+                    kernel.queued_bits, reference.queued_bits,
+                    "seed {seed} frame {frame} client {c}: the same bytes went out"
+                );
                 saturated += kernel.saturated as usize;
                 not_ready += usize::from(!kernel.ready);
                 closed += kernel.sends.iter().filter(|s| s.action == shadowrep::net::Action::Closed).count();
