@@ -576,6 +576,12 @@ impl ReferenceFrame {
                     && (relevant || channel.is_some_and(|ch| now - ch.relevant_time < cfg.relevant_timeout));
                 let startup = class.cols.settings[s as usize].startup_for(guid);
                 if recently {
+                    if channel.is_none() && net.fast {
+                        // A new channel: its fast arrays start from nothing (the kernel's rule).
+                        for &g in driver.fast_arrays_of(guid) {
+                            write.fast.reset_for_open(Side::Reference, ci as u32 as usize, g);
+                        }
+                    }
                     let mut ch = channel.unwrap_or_else(|| {
                         rc.next_epoch = rc.next_epoch.wrapping_add(1);
                         RefChannel {

@@ -262,6 +262,34 @@ fn a_fast_array_leaves_with_its_owners_relevancy_and_comes_back_whole() {
     assert_eq!(client_items(&l, 0, fa), Some(server_items(&l, fa)));
 }
 
+/// The same when the connection opened a multiple of 256 channels while the owner was away, so
+/// the owner's new channel has its old channel's number (a connection numbers its channels in
+/// a byte): the new channel still sends its fast array whole — the array had been skipped as
+/// already in sync, or sent as a delta to a client that destroyed it.
+#[test]
+fn a_fast_array_comes_back_whole_whatever_number_its_owners_new_channel_has() {
+    for others in 250..262 {
+        let (mut l, kind) = level(1);
+        let (id, owner) = l.spawn([100.0, 0.0, 0.0], 1);
+        let fa = l.driver.add_fast_array(kind, owner, SubObjectCondition::None).unwrap();
+        fill(&mut l, fa, 20);
+        l.run(4);
+        l.move_to(id, [500_000.0, 0.0, 0.0]);
+        l.run(200);
+        assert_eq!(client_items(&l, 0, fa), None, "destroyed with its owner");
+        // Other actors open channels meanwhile (each takes a channel number).
+        l.driver.set_net_speed(l.clients[0].0, 100_000_000).unwrap();
+        for i in 0..others {
+            l.spawn([200.0 + i as f32, 0.0, 0.0], 1);
+        }
+        l.run(3);
+        l.move_to(id, [100.0, 0.0, 0.0]);
+        l.run(4);
+        assert!(l.client(0).has(owner));
+        assert_eq!(client_items(&l, 0, fa), Some(server_items(&l, fa)), "{others} other channels");
+    }
+}
+
 /// Asked for, a delta's end is reported after its item callbacks, with the items before it
 /// (UE's `PostReplicatedReceive`).
 #[test]

@@ -34,6 +34,7 @@
 use super::connection::{pair, Connection, PendingClose};
 use super::consider::{jitter, ServerTime};
 use super::dormancy::DormancyHook;
+use super::fastarrays::Side;
 use super::level::NOT_DUE;
 use super::pairs::{Channel, Pairs};
 use super::priority::SendOrder;
@@ -398,6 +399,9 @@ fn process(ctx: &LevelCtx<'_>, run: &mut Run<'_>, conn: &mut Connection, scratch
                 }
                 row.last_update = now;
                 row.state.flags &= !pair::WOKEN;
+                if !has_channel && due.actor.fast {
+                    restart_fast_arrays(ctx, ci, conn, due);
+                }
                 let (before, full_before) = (ctx.write.bits_written(conn), st.full);
                 replicate(ctx, ci, conn, st, ri as usize, d, &mut out.first_opens);
                 let bits = (ctx.write.bits_written(conn) - before) as u32;
@@ -516,6 +520,18 @@ fn process(ctx: &LevelCtx<'_>, run: &mut Run<'_>, conn: &mut Connection, scratch
 fn lane_set(bits: &[u64], slot: u32) -> bool {
     let slot = slot as usize;
     bits.get(slot / crate::schema::PAGE_LANES).is_some_and(|w| w >> (slot % crate::schema::PAGE_LANES) & 1 != 0)
+}
+
+/// A new channel of `due` (an owner of fast arrays) on this connection: its arrays go whole
+/// ([`super::fastarrays::FastArrays::reset_for_open`]), and the quiet record forgets them.
+fn restart_fast_arrays(ctx: &LevelCtx<'_>, ci: u32, conn: &mut Connection, due: &DueActor) {
+    for &(g, stamp) in ctx.fast_arrays_of(due) {
+        ctx.write.fast.reset_for_open(Side::Driver, ci as usize, g);
+        match stamp {
+            Some(s) => conn.quiet.forget_at(s.slot, g),
+            None => conn.quiet.forget(g),
+        }
+    }
 }
 
 /// Ends a frame's rows: the scratch rows go, and the rows of owners closed TornOff — but those

@@ -390,6 +390,19 @@ impl FastArrays {
         true
     }
 
+    /// Fast array `guid` starts from nothing on `side`'s connection `ci`: its owner's channel
+    /// opens there (again) — the client destroyed the array with the owner's last channel, if
+    /// any, whatever the channels' numbers say (a connection numbers them in a byte: the new
+    /// one may have the old one's).
+    pub(crate) fn reset_for_open(&self, side: Side, ci: usize, guid: NetGuid) {
+        if let Some(e) = self.arrays.get(&guid) {
+            let mut fa = lock(e);
+            if fa.conns.get(side.slot(ci)).is_some_and(|fc| fc.base.is_some()) {
+                fa.reset(side.slot(ci));
+            }
+        }
+    }
+
     /// Fast array `guid` starts again from nothing on connection `ci` (its owner is opened
     /// again there).
     pub fn restart(&mut self, ci: usize, guid: NetGuid) {
