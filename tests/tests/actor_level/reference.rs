@@ -499,10 +499,11 @@ impl Sim {
 
 #[test]
 fn the_kernel_decides_exactly_as_the_ue_style_reference_on_random_worlds() {
-    // The last seed with adaptive frequency: intervals set by real sends (to one connection or
-    // several) and backed off in silence, the same in both.
-    for seed in 0..4u64 {
-        let mut sim = Sim::new(seed, 4, seed == 3);
+    // Every fourth seed with adaptive frequency: intervals set by real sends (to one connection
+    // or several) and backed off in silence, the same in both. (A sweep of seeds 4..400 run by
+    // hand in session 39 found the last three divergences; these eight stay in the suite.)
+    for seed in 0..8u64 {
+        let mut sim = Sim::new(seed, 4, seed % 4 == 3);
         let mut saturated = 0;
         let mut not_ready = 0;
         let mut closed = 0;
