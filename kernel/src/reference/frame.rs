@@ -519,13 +519,18 @@ impl ReferenceFrame {
                 if settings.only_relevant_to_owner && !owned && !owned_by_viewers(&a.link.0, viewers, &lookup) {
                     let lapsed =
                         rc.channels.get(&a.guid).is_some_and(|ch| now - ch.relevant_time >= cfg.relevant_timeout);
-                    if lapsed
-                        && !settings.startup_for(a.guid)
-                        && viewers.iter().all(|v| v.view_target.is_some())
-                        && rc.channels.remove(&a.guid).is_some_and(|ch| ch.open_sent)
-                    {
-                        let reason = close_reason(net.tearing);
-                        rc.conn.closes.push(PendingClose { guid: a.guid, reason });
+                    if lapsed && !settings.startup_for(a.guid) && viewers.iter().all(|v| v.view_target.is_some()) {
+                        if rc.channels.remove(&a.guid).is_some_and(|ch| ch.open_sent) {
+                            let reason = close_reason(net.tearing);
+                            rc.conn.closes.push(PendingClose { guid: a.guid, reason });
+                        }
+                        if !net.tearing {
+                            // Its sub-objects' channels end with it (see the kernel's
+                            // `end_sub_channels`).
+                            for sub in driver.sub_objects(a.guid) {
+                                rc.channels.remove(sub);
+                            }
+                        }
                     }
                     continue;
                 }
@@ -631,6 +636,10 @@ impl ReferenceFrame {
                             torn_here.push(guid);
                             Action::TornOff
                         } else {
+                            // The client destroys its sub-objects with it: their channels end.
+                            for sub in driver.sub_objects(guid) {
+                                rc.channels.remove(sub);
+                            }
                             Action::Closed
                         };
                         rc.decisions.sends.push(SendDecision { guid, priority: cand.key, action, bits });

@@ -35,6 +35,8 @@ pub(super) fn candidates(
     let Pairs::Channels { rows, dormant } = &mut conn.pairs else { unreachable!("the actor level keeps channel rows") };
     fresh.clear();
     cands.clear();
+    // Owners whose channel the walk closes: their sub-objects' channels end after it.
+    let mut ended: Vec<crate::ids::NetGuid> = Vec::new();
     // A copy held dormant is not replicated (and needs no new row) until the actor wakes — but a
     // stale one (woken, not sent to, dormant again: it owes what changed) goes back to the rows
     // when the actor is relevant. Nor does a tearing actor get a row: it only closes the
@@ -126,6 +128,9 @@ pub(super) fn candidates(
                     closes.push(PendingClose { guid: due.actor.guid, reason: close_reason(due.actor.tearing) });
                 }
                 row.state.flags = 0;
+                if !due.actor.tearing {
+                    ended.push(due.actor.guid);
+                }
                 if ctx.report_closes {
                     closed.push(d);
                 }
@@ -138,6 +143,9 @@ pub(super) fn candidates(
         add(actor, rows.len() + fresh.len(), fresh, cands, next_epoch, dormant);
     }
     merge_rows(rows, fresh);
+    for owner in ended {
+        super::end_sub_channels(ctx, rows, owner);
+    }
 }
 
 /// Each candidate's priority key — the max over the viewers of UE's `GetNetPriority` — with

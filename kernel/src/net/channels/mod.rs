@@ -70,6 +70,8 @@ pub(crate) struct LevelCtx<'a> {
     pub retired: &'a [(u64, NetGuid)],
     /// Live dynamic actors by GUID.
     pub guids: &'a crate::ids::GuidMap<(u32, u32)>,
+    /// Owners' sub-objects.
+    pub subs: &'a crate::ids::GuidMap<Vec<NetGuid>>,
     pub index: &'a RelevancyIndex,
     pub hooks: &'a [Option<RelevancyHook>],
     pub dormancy_hooks: &'a [Option<DormancyHook>],
@@ -495,6 +497,9 @@ fn process(ctx: &LevelCtx<'_>, run: &mut Run<'_>, conn: &mut Connection, scratch
                     // A torn row stays marked until the frame's end: its sub-objects, ranked
                     // after it, still find their owner on the client.
                     rows(conn)[ri as usize].state.flags = if tearing { pair::TORN } else { 0 };
+                    if !tearing {
+                        end_sub_channels(ctx, rows(conn), guid);
+                    }
                     if ctx.report_closes {
                         out.closed.push(d);
                     }
@@ -520,6 +525,22 @@ fn process(ctx: &LevelCtx<'_>, run: &mut Run<'_>, conn: &mut Connection, scratch
 fn lane_set(bits: &[u64], slot: u32) -> bool {
     let slot = slot as usize;
     bits.get(slot / crate::schema::PAGE_LANES).is_some_and(|w| w >> (slot % crate::schema::PAGE_LANES) & 1 != 0)
+}
+
+/// Owner `owner`'s channel here closed (not torn off): the client destroys the owner and its
+/// sub-objects, so their channels end with it — no close of their own; each opens again, with
+/// its state, behind its owner's next channel (UE's live in the owner's channel). A channel
+/// left open had sent plain bunches to a client without the sub-object once the owner was back.
+pub(super) fn end_sub_channels(ctx: &LevelCtx<'_>, rows: &mut [Channel], owner: NetGuid) {
+    let Some(subs) = ctx.subs.get(&owner) else { return };
+    for g in subs {
+        let Some(&(c, s)) = ctx.guids.get(g) else { continue };
+        if let Ok(i) = rows.binary_search_by_key(&crate::net::pairs::pair_key(c, s), |r| r.key) {
+            if rows[i].state.flags & pair::CHANNEL != 0 {
+                rows[i].state.flags = 0;
+            }
+        }
+    }
 }
 
 /// A new channel of `due` (an owner of fast arrays) on this connection: its arrays go whole

@@ -403,6 +403,7 @@ impl NetDriver {
             selected: &level.selected,
             retired: &level.retired,
             guids: &self.guids,
+            subs: &self.subs.inner,
             index: &level.index,
             hooks: &hooks,
             dormancy_hooks: &dormancy_hooks,
