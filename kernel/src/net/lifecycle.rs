@@ -266,9 +266,11 @@ impl NetDriver {
     /// stop replicating (each client destroyed them with the owner) and their rows go — but an
     /// owner gone while its tear-off waits may be torn off on a client already (no Destroyed
     /// close goes there: the client owns its copy), so a tearing sub-object's channel still
-    /// open closes with reason TornOff (where the owner is destroyed, it goes with the owner all
-    /// the same). The reference closes alike.
+    /// open closes with reason TornOff there — only there: where the owner's channel is still
+    /// open, its Destroyed close follows and takes the sub-object with it (a TornOff of the
+    /// sub-object first would tell the game it was torn off). The reference closes alike.
     pub(super) fn forget_sub_objects(&mut self, guid: NetGuid) {
+        let owner = self.guids.get(&guid).copied();
         if let Some(owner) = self.subs.outer.remove(&guid) {
             if let Some(list) = self.subs.inner.get_mut(&owner) {
                 list.retain(|&g| g != guid);
@@ -288,7 +290,11 @@ impl NetDriver {
             class.cols.set_awake_lane(s as usize, false);
             for conn in self.conns.iter_mut().filter(|c| !c.removed) {
                 let ps = conn.drop_pair(c, s);
-                if tearing && ps.flags & super::connection::pair::EVER_OPENED != 0 {
+                use super::connection::pair::{EVER_OPENED, TORN};
+                let owner_open = owner
+                    .and_then(|(oc, os)| conn.pair_ref(oc, os))
+                    .is_some_and(|o| o.flags & EVER_OPENED != 0 && o.flags & TORN == 0);
+                if tearing && ps.flags & EVER_OPENED != 0 && !owner_open {
                     conn.closes.push(PendingClose { guid: sub, reason: CloseReason::TornOff });
                 }
             }

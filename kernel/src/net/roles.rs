@@ -34,9 +34,9 @@ pub(crate) struct Inactive {
     /// The pair's last send when they went inactive: what changed after it is owed when they
     /// come back.
     since: Frame,
-    /// What the pair still owed of them then (a lost packet's leaves) — all of them while a
-    /// bunch of the pair was in flight (its loss, reported later, would find them inactive) —
-    /// owed again (if they ever changed).
+    /// What the pair still owed of them then (a lost packet's leaves), and what a loss reported
+    /// while they are off adds (planning parks those: `park_inactive_losses`) — owed again (if
+    /// they ever changed).
     owed: LeafMask,
     /// The pair's channel then: a channel opened since knows nothing of them.
     epoch: u8,

@@ -78,6 +78,8 @@ struct RefActor {
     tear_seen: bool,
     /// Its tear-off ended: never replicated again.
     torn: bool,
+    /// As a sub-object, its owner (kept: the driver forgets the link when the owner goes).
+    owner: Option<NetGuid>,
 }
 
 /// One actor channel of a connection.
@@ -339,7 +341,11 @@ impl ReferenceFrame {
                         link: (ActorRelevancy::at(a.guid, [0.0; 3]), 0.0),
                         tear_seen: false,
                         torn: false,
+                        owner: None,
                     });
+                }
+                if let Some(e) = entry.as_mut().filter(|_| class.cols.sub_condition[slot].is_some()) {
+                    e.owner = driver.owner_of(e.guid).or(e.owner);
                 }
                 // Torn off: replicated in the frame after the game's call (the first this sees
                 // it), each channel closed right after; then, once no connection left it over,
@@ -354,7 +360,13 @@ impl ReferenceFrame {
                         e.torn = true;
                         for rc in &mut self.conns {
                             let opened = rc.channels.remove(&e.guid).is_some_and(|ch| ch.open_sent);
-                            if opened && tearing {
+                            // Where the gone owner's channel was open, its Destroyed close takes
+                            // the sub-object with it (queued this frame, or to come in this pass).
+                            let owner_open = e.owner.is_some_and(|o| {
+                                rc.channels.get(&o).is_some_and(|ch| ch.open_sent)
+                                    || rc.conn.closes.iter().any(|c| c.guid == o && c.reason == CloseReason::Destroyed)
+                            });
+                            if opened && tearing && !owner_open {
                                 rc.conn.closes.push(PendingClose { guid: e.guid, reason: CloseReason::TornOff });
                             }
                         }

@@ -761,3 +761,32 @@ fn a_saturating_owner_takes_its_sub_objects_along() {
     assert!(client.has(wg), "and its sub-object with it, in the same frame");
     assert!(!client.has(other), "then the frame ends");
 }
+
+/// An owner torn off and despawned before the next frame: every client has its channel open,
+/// so its Destroyed close takes the sub-objects with it, and no TornOff of a sub-object comes
+/// first (it had, for a sub-object numbered before its owner: the game was told it was torn off).
+#[test]
+fn an_owner_torn_off_and_despawned_at_once_takes_its_sub_objects_without_a_tear_off() {
+    let mut a = Arena::new();
+    // The weapon numbered first (its GUID below the character's).
+    let w = a.weapons.spawn();
+    let wg = a.driver.assign_guid(a.weapon, &a.weapons, w).unwrap();
+    let ch = a.characters.spawn();
+    a.characters.set(ch, LOCATION, &Value::Vector([100.0, 0.0, 0.0])).unwrap();
+    let cg = a.driver.assign_guid(a.character, &a.characters, ch).unwrap();
+    a.driver.register_sub_object(a.weapon, &a.weapons, w, cg, SubObjectCondition::None).unwrap();
+    assert!(wg < cg);
+    a.run(3);
+    assert!(a.client(0).has(wg) && a.client(1).has(wg));
+    for c in 0..2 {
+        a.clients[c].1.take_events();
+    }
+    a.driver.tear_off(a.character, &a.characters, ch).unwrap();
+    a.characters.despawn(ch).unwrap();
+    a.run(3);
+    for c in 0..2 {
+        let events = a.clients[c].1.take_events();
+        assert!(!a.client(c).has(cg) && !a.client(c).has(wg), "client {c}: destroyed with the owner");
+        assert!(!events.contains(&ClientEvent::TornOff { guid: wg }), "client {c}: {events:?}");
+    }
+}
