@@ -12,6 +12,7 @@ mod mixed;
 mod priority;
 mod reference;
 mod relevancy;
+mod roles;
 mod subobjects;
 mod tearoff;
 mod timeout;

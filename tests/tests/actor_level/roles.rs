@@ -1,0 +1,162 @@
+//! Roles over a lossy link: owners, autonomy, physics and Custom conditions changing at random
+//! while packets are lost and clients fall silent for a while. Once the link heals, every client
+//! holds the server's value of every property active for it — a value lost while its property
+//! was off for the client arrives when it comes back (planning parks the lost leaf, the driver's
+//! record of inactive leaves owes it), with the actor level and without.
+
+use super::*;
+use rand::{Rng, SeedableRng};
+use shadowrep::schema::Condition;
+
+const CONDITIONS: [Condition; 7] = [
+    Condition::None,
+    Condition::OwnerOnly,
+    Condition::Custom,
+    Condition::AutonomousOnly,
+    Condition::SimulatedOrPhysics,
+    Condition::SkipOwner,
+    Condition::InitialOrOwner,
+];
+
+/// The Custom property's parent (switched on and off).
+const CUSTOM: usize = 3;
+
+/// An actor's roles as the game last set them.
+#[derive(Clone, Copy, Default)]
+struct Roles {
+    owner: Option<usize>,
+    autonomous: bool,
+    physics: bool,
+    custom_off: bool,
+}
+
+impl Roles {
+    /// Whether a property under `condition` is active for client `c` once its open is settled.
+    fn active(self, condition: Condition, c: usize) -> bool {
+        let owner = self.owner == Some(c);
+        let simulated = !(owner && self.autonomous);
+        match condition {
+            Condition::OwnerOnly | Condition::InitialOrOwner => owner,
+            Condition::Custom => !self.custom_off,
+            Condition::AutonomousOnly => !simulated,
+            Condition::SimulatedOrPhysics => simulated || self.physics,
+            Condition::SkipOwner => !owner,
+            _ => true,
+        }
+    }
+}
+
+fn converges(level: bool, seed: u64) {
+    let mut b = ClassBuilder::new("Armed").property(PropertyDecl::new("Location", PropType::Vector(VectorQuant::None)));
+    for (i, &c) in CONDITIONS.iter().enumerate() {
+        b = b.property(PropertyDecl::new(format!("P{i}"), PropType::U32).condition(c));
+    }
+    let layout = Arc::new(b.build().unwrap());
+    let mut store = ClassStore::new(layout.clone());
+    let actor_level = level.then(ActorLevelConfig::default);
+    let mut driver = NetDriver::new(DriverConfig { actor_level, ..DriverConfig::default() }).unwrap();
+    let class = driver.register_class(&mut store).unwrap();
+    if level {
+        driver.set_location_property(class, LOCATION).unwrap();
+        let mut s = NetSettings::default();
+        s.frequency.net_update_frequency = 1.0e6;
+        driver.set_class_settings(class, s).unwrap();
+    }
+    let conns: Vec<ConnectionId> = (0..3).map(|_| driver.add_connection(false)).collect();
+    let mut clients: Vec<ClientWorld> =
+        conns.iter().map(|_| ClientWorld::new(std::slice::from_ref(&layout), &driver.checksums()).unwrap()).collect();
+    if level {
+        for &c in &conns {
+            driver.set_viewers(c, &[viewer([0.0; 3], None)]).unwrap();
+        }
+    }
+    let mut actors: Vec<(ActorId, NetGuid, Roles)> = (0..8)
+        .map(|i| {
+            let id = store.spawn();
+            store.set(id, LOCATION, &Value::Vector([100.0 + i as f32, 0.0, 0.0])).unwrap();
+            (id, driver.assign_guid(class, &store, id).unwrap(), Roles::default())
+        })
+        .collect();
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+    let mut silent_until = [0u32; 3];
+    let mut resent = 0;
+    for frame in 0..380u32 {
+        let lossy = frame < 300;
+        if lossy {
+            for (k, (id, _, roles)) in actors.iter_mut().enumerate() {
+                if rng.random_bool(0.3) {
+                    let p = rng.random_range(1..=CONDITIONS.len());
+                    store.set(*id, p, &Value::U32(rng.random_range(0..1_000_000))).unwrap();
+                }
+                if rng.random_bool(0.08) {
+                    roles.owner = [None, Some(0), Some(1), Some(2)][rng.random_range(0..4)];
+                    roles.autonomous = rng.random_bool(0.5);
+                    driver.set_owner(class, &store, *id, roles.owner.map(|o| conns[o]), roles.autonomous).unwrap();
+                }
+                if rng.random_bool(0.05) {
+                    roles.physics = !roles.physics;
+                    driver.set_physics(class, &store, *id, roles.physics).unwrap();
+                }
+                if rng.random_bool(0.05) {
+                    roles.custom_off = !roles.custom_off;
+                    driver.set_custom_active(class, &store, *id, CUSTOM, !roles.custom_off).unwrap();
+                }
+                // At the actor level, now and then out of everyone's sight and back.
+                if level && rng.random_bool(0.02) {
+                    let x = if rng.random_bool(0.5) { 1.0e7 } else { 100.0 + k as f32 };
+                    store.set(*id, LOCATION, &Value::Vector([x, 0.0, 0.0])).unwrap();
+                }
+            }
+        } else if frame == 300 && level {
+            for (k, (id, ..)) in actors.iter().enumerate() {
+                store.set(*id, LOCATION, &Value::Vector([100.0 + k as f32, 0.0, 0.0])).unwrap();
+            }
+        }
+        driver.tick(&mut [&mut store]).unwrap();
+        for (c, (&conn, client)) in conns.iter().zip(&mut clients).enumerate() {
+            for p in driver.take_packets(conn).unwrap() {
+                if !(lossy && rng.random_bool(0.3)) {
+                    client.receive(&p).unwrap();
+                }
+            }
+            if lossy && silent_until[c] <= frame && rng.random_bool(0.05) {
+                silent_until[c] = frame + rng.random_range(1..20);
+            }
+            if lossy && silent_until[c] > frame {
+                driver.heard_from(conn).unwrap();
+            } else {
+                driver.receive_feedback(conn, &client.feedback()).unwrap();
+            }
+        }
+        resent = resent.max(driver.connection_stats(conns[0]).unwrap().leaves_resent);
+    }
+    assert!(resent > 0, "seed {seed}: leaves were lost");
+    for (c, client) in clients.iter().enumerate() {
+        for &(id, guid, roles) in &actors {
+            for (i, &condition) in CONDITIONS.iter().enumerate() {
+                if roles.active(condition, c) {
+                    let want = store.get(id, i + 1).ok();
+                    assert_eq!(
+                        client.value(guid, i + 1),
+                        want,
+                        "level {level} seed {seed}: client {c}, {guid:?} {condition:?}"
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn with_the_actor_level_clients_converge_under_loss_and_silence_while_roles_change() {
+    for seed in 0..12 {
+        converges(true, seed);
+    }
+}
+
+#[test]
+fn without_it_clients_converge_under_loss_and_silence_while_roles_change() {
+    for seed in 0..12 {
+        converges(false, seed);
+    }
+}
