@@ -6,7 +6,11 @@
 
 use super::*;
 use rand::{Rng, SeedableRng};
+use shadowrep::net::Dormancy;
 use shadowrep::schema::Condition;
+
+/// Seeds of the dormancy variant (200 pass; without the fix seed 47 is the first to fail).
+const SEEDS: u64 = 60;
 
 const CONDITIONS: [Condition; 7] = [
     Condition::None,
@@ -46,7 +50,7 @@ impl Roles {
     }
 }
 
-fn converges(level: bool, seed: u64) {
+fn converges(level: bool, dormancy: bool, seed: u64) {
     let mut b = ClassBuilder::new("Armed").property(PropertyDecl::new("Location", PropType::Vector(VectorQuant::None)));
     for (i, &c) in CONDITIONS.iter().enumerate() {
         b = b.property(PropertyDecl::new(format!("P{i}"), PropType::U32).condition(c));
@@ -106,10 +110,17 @@ fn converges(level: bool, seed: u64) {
                     let x = if rng.random_bool(0.5) { 1.0e7 } else { 100.0 + k as f32 };
                     store.set(*id, LOCATION, &Value::Vector([x, 0.0, 0.0])).unwrap();
                 }
+                if dormancy && rng.random_bool(0.03) {
+                    let d = [Dormancy::DormantAll, Dormancy::Awake][rng.random_range(0..2)];
+                    driver.set_net_dormancy(class, &store, *id, d).unwrap();
+                }
             }
         } else if frame == 300 && level {
             for (k, (id, ..)) in actors.iter().enumerate() {
                 store.set(*id, LOCATION, &Value::Vector([100.0 + k as f32, 0.0, 0.0])).unwrap();
+                if dormancy {
+                    driver.set_net_dormancy(class, &store, *id, Dormancy::Awake).unwrap();
+                }
             }
         }
         driver.tick(&mut [&mut store]).unwrap();
@@ -150,13 +161,23 @@ fn converges(level: bool, seed: u64) {
 #[test]
 fn with_the_actor_level_clients_converge_under_loss_and_silence_while_roles_change() {
     for seed in 0..12 {
-        converges(true, seed);
+        converges(true, false, seed);
+    }
+}
+
+/// The same with actors going dormant and waking at random. A dormancy close queued again after
+/// its packet was lost went out after the actor had woken, ahead of its bunches, and left the
+/// client holding a stale dormant copy (the session 39 review's stress test found it).
+#[test]
+fn with_dormancy_too_clients_converge_under_loss_and_silence_while_roles_change() {
+    for seed in 0..SEEDS {
+        converges(true, true, seed);
     }
 }
 
 #[test]
 fn without_it_clients_converge_under_loss_and_silence_while_roles_change() {
     for seed in 0..12 {
-        converges(false, seed);
+        converges(false, false, seed);
     }
 }
