@@ -65,13 +65,7 @@ fn a_deferred_last_fast_array_delta_goes_out_before_the_close() {
 }
 
 fn last_update_through_a_full_window(owned_through_viewer: bool, fast_array: bool) {
-    use shadowrep::fastarray::item_layout;
-    let mut l = Level::new(every_frame(), 0);
-    always_due(&mut l);
-    let items = Arc::new(item_layout("Counts", PropType::U32).unwrap());
-    let kind = l.driver.register_fast_array_kind(items.clone()).unwrap();
-    l.fast_kinds.push(items);
-    l.add_client();
+    let (mut l, kind) = level_with_counts();
     let conn = l.clients[0].0;
     l.driver.set_net_speed(conn, 10_000_000).unwrap();
     let (id, guid) = l.spawn([100.0, 0.0, 0.0], 5);
@@ -105,11 +99,10 @@ fn last_update_through_a_full_window(owned_through_viewer: bool, fast_array: boo
         tick(&mut l, frame + f, true);
     }
     assert!(l.client(0).is_torn_off(guid));
-    let last = l.client(0).fast_array(counts).and_then(|a| a.item(item).map(<[u8]>::to_vec));
     if fast_array {
-        assert_eq!(last, Some(2u32.to_le_bytes().to_vec()), "its last delta, then the close");
+        assert_eq!(count(&l, counts, item), Some(2), "its last delta, then the close");
     } else {
-        assert_eq!(last, Some(1u32.to_le_bytes().to_vec()));
+        assert_eq!(count(&l, counts, item), Some(1));
         assert_eq!(l.client(0).value(guid, HEALTH), Some(Value::U32(0)), "its last update, then the close");
     }
 }
@@ -221,13 +214,7 @@ fn a_fast_array_delta_held_by_a_window_already_full_is_waited_for() {
 }
 
 fn tear_off_behind_a_full_window(fast_delta: bool) {
-    use shadowrep::fastarray::item_layout;
-    let mut l = Level::new(every_frame(), 0);
-    always_due(&mut l);
-    let items = Arc::new(item_layout("Counts", PropType::U32).unwrap());
-    let kind = l.driver.register_fast_array_kind(items.clone()).unwrap();
-    l.fast_kinds.push(items);
-    l.add_client();
+    let (mut l, kind) = level_with_counts();
     l.driver.set_net_speed(l.clients[0].0, 10_000_000).unwrap();
     // Ranked after the fillers (same priority, a later GUID): their writes find the window full.
     let fillers: Vec<ActorId> = (0..40).map(|i| l.spawn([200.0 + i as f32, 0.0, 0.0], 0).0).collect();
@@ -249,11 +236,27 @@ fn tear_off_behind_a_full_window(fast_delta: bool) {
         stalled_tick(&mut l, &fillers, frame + f, true);
     }
     assert!(l.client(0).is_torn_off(guid));
-    let last = l.client(0).fast_array(counts).and_then(|a| a.item(item).map(<[u8]>::to_vec));
     if fast_delta {
-        assert_eq!(last, Some(2u32.to_le_bytes().to_vec()), "its last delta, then the close");
+        assert_eq!(count(&l, counts, item), Some(2), "its last delta, then the close");
     } else {
-        assert_eq!(last, Some(1u32.to_le_bytes().to_vec()));
+        assert_eq!(count(&l, counts, item), Some(1));
         assert_eq!(l.client(0).value(guid, HEALTH), Some(Value::U32(5)), "torn off as it was");
     }
+}
+
+/// A level of things whose client knows a fast array kind of one `u32` per item (counts).
+fn level_with_counts() -> (Level, shadowrep::net::FastArrayKind) {
+    let mut l = Level::new(every_frame(), 0);
+    always_due(&mut l);
+    let items = Arc::new(shadowrep::fastarray::item_layout("Counts", PropType::U32).unwrap());
+    let kind = l.driver.register_fast_array_kind(items.clone()).unwrap();
+    l.fast_kinds.push(items);
+    l.add_client();
+    (l, kind)
+}
+
+/// Client 0's count of `item` in fast array `counts`, if it has it.
+fn count(l: &Level, counts: NetGuid, item: shadowrep::fastarray::ReplicationId) -> Option<u32> {
+    let bytes = l.client(0).fast_array(counts)?.item(item)?;
+    Some(u32::from_le_bytes(bytes.try_into().ok()?))
 }
