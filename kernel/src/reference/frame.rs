@@ -360,12 +360,18 @@ impl ReferenceFrame {
                         e.torn = true;
                         for rc in &mut self.conns {
                             let opened = rc.channels.remove(&e.guid).is_some_and(|ch| ch.open_sent);
-                            // Where the gone owner's channel was open, its Destroyed close takes
-                            // the sub-object with it (queued this frame, or to come in this pass).
-                            let owner_open = e.owner.is_some_and(|o| {
-                                rc.channels.get(&o).is_some_and(|ch| ch.open_sent)
-                                    || rc.conn.closes.iter().any(|c| c.guid == o && c.reason == CloseReason::Destroyed)
-                            });
+                            // An orphan: where the gone owner's channel was open, its Destroyed
+                            // close takes the sub-object with it (queued this frame, or to come in
+                            // this pass). (A tear-off that ends closes every channel it has.)
+                            let owner_open = orphaned
+                                && e.owner.is_some_and(|o| {
+                                    rc.channels.get(&o).is_some_and(|ch| ch.open_sent)
+                                        || rc
+                                            .conn
+                                            .closes
+                                            .iter()
+                                            .any(|c| c.guid == o && c.reason == CloseReason::Destroyed)
+                                });
                             if opened && tearing && !owner_open {
                                 rc.conn.closes.push(PendingClose { guid: e.guid, reason: CloseReason::TornOff });
                             }
