@@ -247,6 +247,17 @@ impl Connection {
         self.pairs.get(class, slot)
     }
 
+    /// The state of live actor `guid`'s pair (`guids`: the live actors), if it exists.
+    pub fn pair_of(&self, guids: &crate::ids::GuidMap<(u32, u32)>, guid: NetGuid) -> Option<&PairState> {
+        guids.get(&guid).and_then(|&(c, s)| self.pair_ref(c, s))
+    }
+
+    /// Whether a dormancy close of `guid` is still due here: its copy is held dormant (an actor
+    /// woken since has its channel open again, and sends).
+    pub fn dormant_here(&self, guids: &crate::ids::GuidMap<(u32, u32)>, guid: NetGuid) -> bool {
+        self.pair_of(guids, guid).is_some_and(|ps| ps.flags & pair::DORMANT != 0)
+    }
+
     /// Forgets a pair (its actor is gone, or its channel closed); returns what it held.
     pub fn drop_pair(&mut self, class: u32, slot: u32) -> PairState {
         self.pairs.remove(class, slot)

@@ -142,12 +142,7 @@ impl NetDriver {
         c.stats.reopens_honoured += 1;
         // The client has no copy of the owner, so none of its fast arrays: they start again
         // from nothing behind its open (the channel keeps its epoch, which would not tell).
-        for (g, stamp) in self.fast.versions_of(guid).collect::<Vec<_>>() {
-            if let Some(s) = stamp {
-                c.quiet.forget_at(s.slot, g);
-            }
-            self.fast.restart(ci, g);
-        }
+        self.fast.restart_for_connection(ci, &mut c.quiet, self.fast.versions_of(guid));
         // Sent again from nothing: what it lacked while inactive comes back as never sent.
         self.forget_inactive(class, slot, ci);
     }

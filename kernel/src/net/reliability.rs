@@ -306,10 +306,9 @@ pub(crate) fn apply_settled(
         // A lost close goes again unless the channel is back: a destroyed actor's or a torn-off
         // one's always; a relevancy close unless the actor has a row again; a dormancy close
         // while the row is still dormant.
-        let row = guids.get(&close.guid).and_then(|&(c, s)| conn.pair_ref(c, s));
         let again = match close.reason {
-            CloseReason::Destroyed => row.is_none(),
-            CloseReason::Dormant => row.is_some_and(|ps| ps.flags & pair::DORMANT != 0),
+            CloseReason::Destroyed => conn.pair_of(guids, close.guid).is_none(),
+            CloseReason::Dormant => conn.dormant_here(guids, close.guid),
             CloseReason::TornOff => true,
         };
         if again {

@@ -122,20 +122,13 @@ impl WriteCtx<'_> {
     /// Writes the queued closes, by GUID (each a small step from the one before), and the exports
     /// lost before (those that fit the window; the rest stay queued).
     pub fn write_closes(&self, conn: &mut Connection, st: &mut FrameWrite) {
+        let mut closes = std::mem::take(&mut conn.closes);
         // A dormancy close queued again (its packet was lost) whose actor has woken since: its
         // channel is open again and sending, so the close goes no more — written now, ahead of
-        // the actor's bunches, it would leave the client holding a stale dormant copy.
-        let guids = self.guids;
-        let pairs = &conn.pairs;
-        conn.closes.retain(|c| {
-            c.reason != crate::wire::open::CloseReason::Dormant
-                || guids
-                    .get(&c.guid)
-                    .and_then(|&(cl, s)| pairs.get(cl, s))
-                    .is_some_and(|ps| ps.flags & pair::DORMANT != 0)
-        });
-        conn.closes.sort_by_key(|c| c.guid);
-        let closes = std::mem::take(&mut conn.closes);
+        // the actor's bunches, it would leave the client holding a stale dormant copy. (The
+        // rule that queued it again, applied once more.)
+        closes.retain(|c| c.reason != crate::wire::open::CloseReason::Dormant || conn.dormant_here(self.guids, c.guid));
+        closes.sort_by_key(|c| c.guid);
         let written = closes.iter().take_while(|&&close| self.write_close(conn, st, close)).count();
         conn.closes = closes;
         conn.closes.drain(..written);

@@ -602,7 +602,7 @@ impl ReferenceFrame {
                     if channel.is_none() && net.fast {
                         // A new channel: its fast arrays start from nothing (the kernel's rule).
                         for &g in driver.fast_arrays_of(guid) {
-                            write.fast.reset_for_open(Side::Reference, ci as u32 as usize, g);
+                            write.fast.restart(Side::Reference, ci, g);
                         }
                     }
                     let mut ch = channel.unwrap_or_else(|| {

@@ -34,7 +34,6 @@
 use super::connection::{pair, Connection, PendingClose};
 use super::consider::{jitter, ServerTime};
 use super::dormancy::DormancyHook;
-use super::fastarrays::Side;
 use super::level::NOT_DUE;
 use super::pairs::{Channel, Pairs};
 use super::priority::SendOrder;
@@ -402,7 +401,12 @@ fn process(ctx: &LevelCtx<'_>, run: &mut Run<'_>, conn: &mut Connection, scratch
                 row.last_update = now;
                 row.state.flags &= !pair::WOKEN;
                 if !has_channel && due.actor.fast {
-                    restart_fast_arrays(ctx, ci, conn, due);
+                    // A new channel: the client has none of the owner's fast arrays.
+                    ctx.write.fast.restart_for_connection(
+                        ci as usize,
+                        &mut conn.quiet,
+                        ctx.fast_arrays_of(due).iter().copied(),
+                    );
                 }
                 let (before, full_before) = (ctx.write.bits_written(conn), st.full);
                 replicate(ctx, ci, conn, st, ri as usize, d, &mut out.first_opens);
@@ -539,18 +543,6 @@ pub(super) fn end_sub_channels(ctx: &LevelCtx<'_>, rows: &mut [Channel], owner: 
             if rows[i].state.flags & pair::CHANNEL != 0 {
                 rows[i].state.flags = 0;
             }
-        }
-    }
-}
-
-/// A new channel of `due` (an owner of fast arrays) on this connection: its arrays go whole
-/// ([`super::fastarrays::FastArrays::reset_for_open`]), and the quiet record forgets them.
-fn restart_fast_arrays(ctx: &LevelCtx<'_>, ci: u32, conn: &mut Connection, due: &DueActor) {
-    for &(g, stamp) in ctx.fast_arrays_of(due) {
-        ctx.write.fast.reset_for_open(Side::Driver, ci as usize, g);
-        match stamp {
-            Some(s) => conn.quiet.forget_at(s.slot, g),
-            None => conn.quiet.forget(g),
         }
     }
 }

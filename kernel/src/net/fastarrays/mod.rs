@@ -390,24 +390,29 @@ impl FastArrays {
         true
     }
 
-    /// Fast array `guid` starts from nothing on `side`'s connection `ci`: its owner's channel
-    /// opens there (again) — the client destroyed the array with the owner's last channel, if
-    /// any, whatever the channels' numbers say (a connection numbers them in a byte: the new
-    /// one may have the old one's).
-    pub(crate) fn reset_for_open(&self, side: Side, ci: usize, guid: NetGuid) {
+    /// Fast array `guid` starts again from nothing on `side`'s connection `ci`: its owner is
+    /// opened there again — a new channel, or the client asked for it — and the client has
+    /// none of its arrays (whatever the channels' numbers say: a connection numbers them in a
+    /// byte, so a new channel may have the old one's).
+    pub(crate) fn restart(&self, side: Side, ci: usize, guid: NetGuid) {
         if let Some(e) = self.arrays.get(&guid) {
-            let mut fa = lock(e);
-            if fa.conns.get(side.slot(ci)).is_some_and(|fc| fc.base.is_some()) {
-                fa.reset(side.slot(ci));
-            }
+            lock(e).reset(side.slot(ci));
         }
     }
 
-    /// Fast array `guid` starts again from nothing on connection `ci` (its owner is opened
-    /// again there).
-    pub fn restart(&mut self, ci: usize, guid: NetGuid) {
-        if let Some(m) = self.arrays.get_mut(&guid) {
-            m.m.get_mut().unwrap_or_else(PoisonError::into_inner).reset(Side::Driver.slot(ci));
+    /// [`Self::restart`] of an owner's `arrays` (with their stamps: a gone array has none) on
+    /// the driver's connection `ci`, whose quiet record forgets them.
+    pub(crate) fn restart_for_connection(
+        &self,
+        ci: usize,
+        quiet: &mut QuietArrays,
+        arrays: impl IntoIterator<Item = (NetGuid, Option<ArrayStamp>)>,
+    ) {
+        for (g, stamp) in arrays {
+            if let Some(s) = stamp {
+                quiet.forget_at(s.slot, g);
+                self.restart(Side::Driver, ci, g);
+            }
         }
     }
 
