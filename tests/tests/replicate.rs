@@ -167,11 +167,16 @@ struct Armed {
 
 impl Armed {
     fn new(n: usize) -> Armed {
+        Armed::with_ammo(n, shadowrep::schema::Condition::OwnerOnly)
+    }
+
+    /// The same with the ammo under condition `ammo`.
+    fn with_ammo(n: usize, ammo: shadowrep::schema::Condition) -> Armed {
         use shadowrep::schema::{ClassBuilder, Condition, PropType, PropertyDecl};
         let layout = std::sync::Arc::new(
             ClassBuilder::new("Armed")
                 .property(PropertyDecl::new("Health", PropType::U32))
-                .property(PropertyDecl::new("Ammo", PropType::U32).condition(Condition::OwnerOnly))
+                .property(PropertyDecl::new("Ammo", PropType::U32).condition(ammo))
                 .property(PropertyDecl::new("Skin", PropType::U32).condition(Condition::Custom))
                 .build()
                 .unwrap(),
@@ -274,12 +279,17 @@ fn a_property_that_comes_back_brings_what_changed_while_it_was_off_and_nothing_e
 /// when the packet's fate is — delivered, it is not sent again when the property comes back
 /// (it was, conservatively, while its packet was in flight at the move); lost, it is not sent to
 /// the connection while it is not the owner, and is sent when it is again, though it did not
-/// change meanwhile (UE's inactive changelist takes the lost property).
+/// change meanwhile (UE's inactive changelist takes the lost property). The same for an
+/// InitialOrOwner value, owed to a non-owner as an initial value only: one lost while the
+/// connection owned the actor is not owed as an initial value once it does not.
 #[test]
 fn a_value_in_flight_when_its_property_goes_off_is_owed_back_only_if_lost() {
+    use shadowrep::schema::Condition;
     use shadowrep::value::Value;
-    for lost in [false, true] {
-        let mut w = Armed::new(2);
+    for (lost, ammo) in
+        [false, true].into_iter().flat_map(|l| [(l, Condition::OwnerOnly), (l, Condition::InitialOrOwner)])
+    {
+        let mut w = Armed::with_ammo(2, ammo);
         let (class, c0, c1) = (w.class, w.conns[0], w.conns[1]);
         let id = w.store.spawn();
         w.store.set(id, 1, &Value::U32(30)).unwrap();
@@ -305,11 +315,15 @@ fn a_value_in_flight_when_its_property_goes_off_is_owed_back_only_if_lost() {
             w.step();
         }
         let expect = if lost { 30 } else { 31 };
-        assert_eq!(w.clients[0].value(guid, 1), Some(Value::U32(expect)), "lost {lost}: nothing while not the owner");
+        assert_eq!(
+            w.clients[0].value(guid, 1),
+            Some(Value::U32(expect)),
+            "lost {lost}, {ammo:?}: nothing while not the owner"
+        );
         w.driver.set_owner(class, &w.store, id, Some(c0), false).unwrap();
         let stats = w.step();
-        assert_eq!(w.clients[0].value(guid, 1), Some(Value::U32(31)), "lost {lost}");
+        assert_eq!(w.clients[0].value(guid, 1), Some(Value::U32(31)), "lost {lost}, {ammo:?}");
         // Delivered: nothing to send (connection 1 has everything too); lost: the ammo alone.
-        assert_eq!(stats.bunches, usize::from(lost), "lost {lost}");
+        assert_eq!(stats.bunches, usize::from(lost), "lost {lost}, {ammo:?}");
     }
 }

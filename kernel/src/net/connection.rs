@@ -172,6 +172,71 @@ pub(crate) struct Connection {
     /// Lost leaves planning found inactive here (class, slot, leaves), recorded with the
     /// driver's inactive leaves after the frame ([`super::roles`]).
     pub parked: Vec<(u32, u32, crate::ids::LeafMask)>,
+    /// Leaves of lost opens not delivered since ([`UnsentInitial`]).
+    pub unsent_initial: UnsentInitial,
+}
+
+/// Per pair, the leaves a lost bunch carrying the channel's open held that no delivered bunch
+/// has carried since: the client has no value of them on this channel, so they stay owed as
+/// initial values whatever roles change meanwhile — an InitialOrOwner value whose open was lost
+/// is owed to its owner turned non-owner, where one lost later (an owner's update) is not
+/// (`plan::plan_pair`). Sorted by pair key, with the channel's epoch; empty unless opens are
+/// lost. Kept as packets settle, in order ([`super::reliability::apply_settled`]); an entry
+/// goes when delivered bunches have carried its leaves, when a bunch of a later channel of the
+/// pair is delivered, or with its pair.
+#[derive(Default)]
+pub(crate) struct UnsentInitial(Vec<(u64, u8, LeafMask)>);
+
+impl UnsentInitial {
+    /// A bunch of the pair's channel `epoch` carrying its open, with `leaves`, was lost.
+    pub fn lost_open(&mut self, key: u64, epoch: u8, leaves: LeafMask) {
+        match self.0.binary_search_by_key(&key, |e| e.0) {
+            Ok(i) if self.0[i].1 == epoch => self.0[i].2 |= leaves,
+            Ok(i) => self.0[i] = (key, epoch, leaves),
+            Err(i) => self.0.insert(i, (key, epoch, leaves)),
+        }
+    }
+
+    /// A bunch of the pair's channel `epoch` with `leaves` was delivered. (Packets settle in
+    /// order, so an entry of another epoch is an earlier channel's: over.)
+    pub fn delivered(&mut self, key: u64, epoch: u8, leaves: LeafMask) {
+        if self.0.is_empty() {
+            return;
+        }
+        if let Ok(i) = self.0.binary_search_by_key(&key, |e| e.0) {
+            let e = &mut self.0[i];
+            if e.1 == epoch {
+                e.2 &= !leaves;
+            }
+            if e.1 != epoch || e.2.is_empty() {
+                self.0.remove(i);
+            }
+        }
+    }
+
+    /// The leaves of the pair's channel `epoch` still unsent.
+    pub fn get(&self, key: u64, epoch: u8) -> LeafMask {
+        match self.0.binary_search_by_key(&key, |e| e.0) {
+            Ok(i) if self.0[i].1 == epoch => self.0[i].2,
+            _ => LeafMask::EMPTY,
+        }
+    }
+
+    /// The pair is gone.
+    pub fn remove(&mut self, key: u64) {
+        if let Ok(i) = self.0.binary_search_by_key(&key, |e| e.0) {
+            self.0.remove(i);
+        }
+    }
+
+    /// Keeps the entries of the channels `keep(key, epoch)` names.
+    pub fn retain(&mut self, mut keep: impl FnMut(u64, u8) -> bool) {
+        self.0.retain(|&(key, epoch, _)| keep(key, epoch));
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
 }
 
 impl Connection {
@@ -201,6 +266,7 @@ impl Connection {
             quiet: Default::default(),
             held_torn: Vec::new(),
             parked: Vec::new(),
+            unsent_initial: UnsentInitial::default(),
         }
     }
 
@@ -260,6 +326,9 @@ impl Connection {
 
     /// Forgets a pair (its actor is gone, or its channel closed); returns what it held.
     pub fn drop_pair(&mut self, class: u32, slot: u32) -> PairState {
+        if !self.unsent_initial.is_empty() {
+            self.unsent_initial.remove(super::pairs::pair_key(class, slot));
+        }
         self.pairs.remove(class, slot)
     }
 

@@ -175,7 +175,7 @@ pub struct NetDriver {
     pub(crate) subs: lifecycle::SubObjects,
     /// Per actor (class, slot), leaves inactive for a connection since a role change
     /// ([`roles`]).
-    pub(crate) inactive: HashMap<(u32, u32), Vec<roles::Inactive>>,
+    pub(crate) inactive: roles::InactiveLeaves,
     /// Tear-offs not finished yet ([`lifecycle`]).
     pub(crate) tearing: Vec<lifecycle::Tearing>,
     /// Fast arrays ([`fastarrays`]).

@@ -9,7 +9,11 @@
 //!   active  = condition map[flags] − the actor's switched-off Custom leaves
 //!   owed    = condition map[flags ∪ INITIAL] − switched-off: resent leaves a lost packet carried
 //!             stay owed even when the open was acknowledged by another packet, so an
-//!             InitialOnly value is settled only by the ack of a packet that carried it
+//!             InitialOnly value is settled only by the ack of a packet that carried it —
+//!             − leaves a role change turned off here, unless a lost open carried them and no
+//!             delivered bunch has since: an InitialOrOwner value lost while the connection
+//!             owned the actor was an owner's value, not an initial one (UE's open bunch is
+//!             reliable, its later ones are filtered by the conditions of the moment)
 //!   send    = ((changed ∪ changed since the pair's last send) ∩ active) ∪ (resend ∩ owed)
 //!   parked  = resend − owed: lost while now inactive, recorded as owed when they come back
 //!   an actor whose open is not acknowledged is sent with its open (class) on every bunch
@@ -23,7 +27,9 @@
 use super::actors::{ActorNet, ChangedActor, ChangedNet, ClassNet};
 use super::condition::flags;
 use super::connection::{pair, Connection, PairState};
+use super::roles::{turned_off, InactiveLeaves};
 use crate::ids::{Frame, LeafMask, NetGuid};
+use crate::net::pairs::pair_key;
 
 /// One actor to send to one connection this frame.
 #[derive(Clone, Copy, Debug)]
@@ -55,7 +61,7 @@ const PAIR_PREFETCH: usize = 16;
 pub(crate) fn plan_connection(
     ci: u32,
     conn: &mut Connection,
-    classes: &[ClassNet],
+    (classes, inactive): (&[ClassNet], &InactiveLeaves),
     (changed, changed_actors): (&[ChangedActor], &[ChangedNet]),
     frame: Frame,
     mut emit: impl FnMut(&mut Connection, &SendItem),
@@ -122,12 +128,16 @@ pub(crate) fn plan_connection(
             }
             continue;
         }
-        let ps = conn.pair(class, slot);
+        let ps = conn.pairs.get_or_insert(class, slot);
         ps.flags &= !pair::PENDING;
         let before = known.map_or_else(|| c.history.changed_before(slot, frame), |k| k.before);
         let catch_up = ps.sent_through == Frame(0) || (before > ps.sent_through && before < frame);
         let mut parked = LeafMask::EMPTY;
-        let item = plan_pair(ci, replay, ps, c, (class, slot), actor, leaves, catch_up, frame, &mut parked);
+        let unsent = &conn.unsent_initial;
+        let role_off =
+            |epoch| turned_off(inactive, (class, slot), ci, epoch) & !unsent.get(pair_key(class, slot), epoch);
+        let item =
+            plan_pair((ci, replay), ps, (c, role_off), (class, slot), actor, leaves, catch_up, frame, &mut parked);
         // Sent everything through this frame, open acknowledged, nothing owed: clean from now
         // on (a write that cannot send it owes it, which ends that at once).
         if ps.flags & pair::OPEN_ACKED != 0 && ps.epoch == 0 {
@@ -151,7 +161,10 @@ pub(crate) fn plan_connection(
 /// then). Moves the pair's catch-up point to `frame` and empties its resend set: lost leaves
 /// that are inactive here now (a packet reported lost after a role change turned them off) go
 /// to `parked`, for the caller to record with the connection's inactive leaves (UE's inactive
-/// changelist): they are owed when they come back.
+/// changelist): they are owed when they come back. `role_off` tells, for the pair's channel
+/// epoch, the leaves a role change turned off here whose values the client has had on this
+/// channel (the driver's records, [`super::roles`], less [`super::connection::UnsentInitial`]);
+/// it is asked only when a lost initial-only leaf is owed.
 ///
 /// Inlined: called out of line, its `SendItem` came back through memory written field by field
 /// and was read back whole — a store-forwarding stall on every planned pair (the shared frame of
@@ -159,10 +172,9 @@ pub(crate) fn plan_connection(
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
 pub(crate) fn plan_pair(
-    ci: u32,
-    replay: bool,
+    (ci, replay): (u32, bool),
     ps: &mut PairState,
-    c: &ClassNet,
+    (c, role_off): (&ClassNet, impl FnOnce(u8) -> LeafMask),
     (class, slot): (u32, u32),
     actor: &ActorNet,
     this_frame: LeafMask,
@@ -173,7 +185,15 @@ pub(crate) fn plan_pair(
     let open = ps.flags & pair::OPEN_ACKED == 0;
     let f = actor.flags(ci, replay, !open);
     let active = c.active.get(f) & !actor.custom_inactive;
-    let owed = c.active.get(f | flags::INITIAL) & !actor.custom_inactive;
+    let mut owed = c.active.get(f | flags::INITIAL) & !actor.custom_inactive;
+    // Lost leaves owed only as initial values (InitialOnly; InitialOrOwner for a non-owner) are
+    // owed again — unless a role change turned them off here after the client had a value of
+    // them: then the lost value was sent for the role (an owner's InitialOrOwner update), and
+    // it is parked as any leaf gone off is.
+    let initial_only = ps.resend & owed & !active;
+    if !initial_only.is_empty() {
+        owed &= !(initial_only & role_off(ps.epoch));
+    }
     let mut changed_leaves = this_frame;
     if catch_up {
         changed_leaves |= c.history.changed_since(slot, ps.sent_through);

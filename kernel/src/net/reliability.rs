@@ -287,16 +287,29 @@ pub(crate) fn apply_settled(
         conn.stats.packets_lost += 1;
     }
     // A pair counts nothing in flight (its newest packet tells), so a delivered entry without
-    // an open changes nothing: only the others wait to be applied (sorted, then walked).
+    // an open changes nothing but the leaves of lost opens it delivers (the packets settle in
+    // order: a lost open is noted before any later bunch delivers its leaves): only the others
+    // wait to be applied (sorted, then walked).
     for _ in 0..rec.entries {
         let Some(e) = conn.rel.entries.pop_front() else { break };
-        if delivered && !e.open {
+        let unsent = &mut conn.unsent_initial;
+        if delivered && !e.open && unsent.is_empty() {
             continue;
         }
         let Some(a) = classes[e.class as usize].actors.get(e.slot as usize) else { continue };
-        if a.alive && e.names(a.guid) {
-            entries.push(SettledEntry { order: entries.len() as u32, delivered, entry: e });
+        if !(a.alive && e.names(a.guid)) {
+            continue;
         }
+        let key = super::pairs::pair_key(e.class, e.slot);
+        if delivered {
+            unsent.delivered(key, e.epoch, e.leaves);
+        } else if e.open {
+            unsent.lost_open(key, e.epoch, e.leaves);
+        }
+        if delivered && !e.open {
+            continue;
+        }
+        entries.push(SettledEntry { order: entries.len() as u32, delivered, entry: e });
     }
     for _ in 0..rec.closes {
         let Some(close) = conn.rel.closes.pop_front() else { break };

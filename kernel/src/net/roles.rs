@@ -42,6 +42,18 @@ pub(crate) struct Inactive {
     epoch: u8,
 }
 
+/// Per actor (class, slot), the records of leaves inactive for a connection since a role change.
+pub(crate) type InactiveLeaves = std::collections::HashMap<(u32, u32), Vec<Inactive>>;
+
+/// The leaves of the actor in (`class`, `slot`) that a role change turned off for connection
+/// `ci` on its channel `epoch` and that have not come back since (a lost value of one is parked
+/// by planning even where the initial-only conditions would owe it: see `plan::plan_pair`).
+pub(crate) fn turned_off(records: &InactiveLeaves, (class, slot): (u32, u32), ci: u32, epoch: u8) -> LeafMask {
+    records.get(&(class, slot)).map_or(LeafMask::EMPTY, |list| {
+        list.iter().filter(|e| e.conn == ci && e.epoch == epoch).fold(LeafMask::EMPTY, |m, e| m | e.leaves)
+    })
+}
+
 impl NetDriver {
     fn actor_mut(&mut self, class: ClassId, store: &ClassStore, id: ActorId) -> Result<&mut ActorNet, DriverError> {
         self.assign_guid(class, store, id)?;

@@ -86,6 +86,8 @@ pub(crate) struct LevelCtx<'a> {
     /// Some actor keeps records of leaves inactive for a connection ([`super::roles`]): the
     /// channels closed are reported, so their records go with them.
     pub report_closes: bool,
+    /// Leaves inactive for a connection since a role change ([`super::roles`]).
+    pub inactive: &'a super::roles::InactiveLeaves,
     /// The due owners' fast arrays with their versions (`DueActor::fast_arrays` ranges).
     pub fast_arrays: &'a [(NetGuid, Option<super::fastarrays::ArrayStamp>)],
     /// The due actors' ranks by GUID: the send order's tie-break.
@@ -146,7 +148,12 @@ const FOLLOW_AHEAD: usize = 3;
 
 /// A connection's channel rows.
 fn rows(conn: &mut Connection) -> &mut Vec<Channel> {
-    match &mut conn.pairs {
+    rows_in(&mut conn.pairs)
+}
+
+/// [`rows`] of a connection's pair table alone (its other fields stay free to borrow).
+fn rows_in(pairs: &mut Pairs) -> &mut Vec<Channel> {
+    match pairs {
         Pairs::Channels { rows, .. } => rows,
         Pairs::Dense(_) => unreachable!("the actor level keeps channel rows"),
     }
@@ -548,7 +555,8 @@ pub(super) fn end_sub_channels(ctx: &LevelCtx<'_>, rows: &mut [Channel], owner: 
 }
 
 /// Ends a frame's rows: the scratch rows go, and the rows of owners closed TornOff — but those
-/// [`Connection::held_torn`] keeps, while a sub-object's last update waits for the window.
+/// [`Connection::held_torn`] keeps, while a sub-object's last update waits for the window — and
+/// with them what [`Connection::unsent_initial`] kept of their lost opens.
 fn drop_scratch_rows(conn: &mut Connection) {
     let Pairs::Channels { rows, .. } = &mut conn.pairs else { return };
     let held = &mut conn.held_torn;
@@ -557,6 +565,11 @@ fn drop_scratch_rows(conn: &mut Connection) {
     });
     // An owner gone meanwhile (its row retired) is held no more.
     held.retain(|&key| rows.binary_search_by_key(&key, |r| r.key).is_ok_and(|i| rows[i].state.flags & pair::TORN != 0));
+    // What lost opens of channels now gone carried goes with them.
+    if !conn.unsent_initial.is_empty() {
+        let row = |key| rows.binary_search_by_key(&key, |r: &Channel| r.key).ok().map(|i| &rows[i]);
+        conn.unsent_initial.retain(|key, epoch| row(key).is_some_and(|r| r.state.epoch == epoch));
+    }
 }
 
 /// Tearing sub-object `due`'s last update waits for the window here: if its owner's channel

@@ -1,11 +1,13 @@
 //! Replicating one candidate on one connection's frame (what its pair owes, its open, its fast
 //! arrays) and UE's leftovers of a saturated frame.
 
-use super::{relevant_until, rows, Cand, LevelCtx};
+use super::{relevant_until, rows, rows_in, Cand, LevelCtx};
 use crate::ids::{Frame, LeafMask};
 use crate::net::connection::{pair, Connection};
 use crate::net::fastarrays::OwnerChannel;
+use crate::net::pairs::pair_key;
 use crate::net::plan::plan_pair;
+use crate::net::roles::turned_off;
 use crate::net::send::FrameWrite;
 
 /// Plans and writes what the pair in row `row` owes.
@@ -22,7 +24,7 @@ pub(super) fn replicate(
     let c = &ctx.write.classes[due.class as usize];
     let actor = &due.actor;
     let replay = conn.replay;
-    let ps = &mut rows(conn)[row].state;
+    let ps = &mut rows_in(&mut conn.pairs)[row].state;
     // The common case of an actor at rest on an open channel: nothing owed, no lookups.
     let at_rest = ps.sent_through == due.since
         && due.changed.is_empty()
@@ -40,7 +42,9 @@ pub(super) fn replicate(
         } else {
             (LeafMask::EMPTY, ps.sent_through == Frame(0) || due.last_changed > ps.sent_through)
         };
-        plan_pair(ci, replay, ps, c, (due.class, due.slot), actor, this_frame, catch_up, ctx.time.frame, &mut parked)
+        let (at, frame, unsent) = ((due.class, due.slot), ctx.time.frame, &conn.unsent_initial);
+        let role_off = |epoch| turned_off(ctx.inactive, at, ci, epoch) & !unsent.get(pair_key(at.0, at.1), epoch);
+        plan_pair((ci, replay), ps, (c, role_off), at, actor, this_frame, catch_up, frame, &mut parked)
     };
     if !parked.is_empty() {
         conn.parked.push((due.class, due.slot, parked));
