@@ -50,6 +50,20 @@ impl Roles {
     }
 }
 
+/// A driver for `store`'s class, with the actor level (every actor due every frame) or without.
+fn driver_for(level: bool, store: &mut ClassStore) -> (NetDriver, ClassId) {
+    let actor_level = level.then(ActorLevelConfig::default);
+    let mut driver = NetDriver::new(DriverConfig { actor_level, ..DriverConfig::default() }).unwrap();
+    let class = driver.register_class(store).unwrap();
+    if level {
+        driver.set_location_property(class, LOCATION).unwrap();
+        let mut s = NetSettings::default();
+        s.frequency.net_update_frequency = 1.0e6;
+        driver.set_class_settings(class, s).unwrap();
+    }
+    (driver, class)
+}
+
 fn converges(level: bool, dormancy: bool, seed: u64) {
     let mut b = ClassBuilder::new("Armed").property(PropertyDecl::new("Location", PropType::Vector(VectorQuant::None)));
     for (i, &c) in CONDITIONS.iter().enumerate() {
@@ -57,15 +71,7 @@ fn converges(level: bool, dormancy: bool, seed: u64) {
     }
     let layout = Arc::new(b.build().unwrap());
     let mut store = ClassStore::new(layout.clone());
-    let actor_level = level.then(ActorLevelConfig::default);
-    let mut driver = NetDriver::new(DriverConfig { actor_level, ..DriverConfig::default() }).unwrap();
-    let class = driver.register_class(&mut store).unwrap();
-    if level {
-        driver.set_location_property(class, LOCATION).unwrap();
-        let mut s = NetSettings::default();
-        s.frequency.net_update_frequency = 1.0e6;
-        driver.set_class_settings(class, s).unwrap();
-    }
+    let (mut driver, class) = driver_for(level, &mut store);
     let conns: Vec<ConnectionId> = (0..3).map(|_| driver.add_connection(false)).collect();
     let mut clients: Vec<ClientWorld> =
         conns.iter().map(|_| ClientWorld::new(std::slice::from_ref(&layout), &driver.checksums()).unwrap()).collect();
@@ -209,15 +215,7 @@ impl Ammo {
                 .unwrap(),
         );
         let mut store = ClassStore::new(layout.clone());
-        let actor_level = level.then(ActorLevelConfig::default);
-        let mut driver = NetDriver::new(DriverConfig { actor_level, ..DriverConfig::default() }).unwrap();
-        let class = driver.register_class(&mut store).unwrap();
-        if level {
-            driver.set_location_property(class, LOCATION).unwrap();
-            let mut s = NetSettings::default();
-            s.frequency.net_update_frequency = 1.0e6;
-            driver.set_class_settings(class, s).unwrap();
-        }
+        let (mut driver, class) = driver_for(level, &mut store);
         let conns = [driver.add_connection(false), driver.add_connection(false)];
         let clients = conns
             .iter()
