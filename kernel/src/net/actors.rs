@@ -50,11 +50,12 @@ pub(crate) struct ActorNet {
 }
 
 impl ActorNet {
-    /// The replication flags of this actor for connection `conn`.
-    pub fn flags(&self, conn: u32, replay: bool, open_acked: bool) -> u8 {
+    /// The replication flags of this actor for connection `conn`; `initial`: for a bunch that
+    /// sends the channel's open (UE's `bNetInitial`).
+    pub fn flags(&self, conn: u32, replay: bool, initial: bool) -> u8 {
         let owner = self.owner == Some(conn);
         let mut f = 0;
-        if !open_acked {
+        if initial {
             f |= flags::INITIAL;
         }
         if owner {

@@ -58,6 +58,8 @@ pub struct ActiveLeaves {
     by_flags: [LeafMask; flags::COMBINATIONS],
     /// The leaves of each parent (for per-actor overrides of Custom/Dynamic parents).
     parent_leaves: Vec<LeafMask>,
+    /// Leaves some pair gets only as initial values (InitialOnly, InitialOrOwner).
+    initial_only: LeafMask,
 }
 
 impl ActiveLeaves {
@@ -76,7 +78,16 @@ impl ActiveLeaves {
                 }
             }
         }
-        Self { by_flags, parent_leaves }
+        let initial_only = (0..flags::COMBINATIONS as u8)
+            .map(|f| by_flags[(f | flags::INITIAL) as usize] & !by_flags[(f & !flags::INITIAL) as usize])
+            .fold(LeafMask::EMPTY, |m, l| m | l);
+        Self { by_flags, parent_leaves, initial_only }
+    }
+
+    /// Leaves some pair gets only as initial values (InitialOnly; InitialOrOwner for a
+    /// non-owner).
+    pub fn initial_only(&self) -> LeafMask {
+        self.initial_only
     }
 
     /// Active leaves for a pair with flags `f`.

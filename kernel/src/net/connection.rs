@@ -188,8 +188,15 @@ pub(crate) struct Connection {
 pub(crate) struct UnsentInitial(Vec<(u64, u8, LeafMask)>);
 
 impl UnsentInitial {
-    /// A bunch of the pair's channel `epoch` carrying its open, with `leaves`, was lost.
-    pub fn lost_open(&mut self, key: u64, epoch: u8, leaves: LeafMask) {
+    /// A bunch of the pair's channel `epoch` that sent its open, with `leaves`, was lost (or a
+    /// full window held back those leaves of it); `initial_only`: the class's leaves that only
+    /// initial values bring ([`super::condition::ActiveLeaves::initial_only`]), the only ones
+    /// kept.
+    pub fn lost_open(&mut self, key: u64, epoch: u8, leaves: LeafMask, initial_only: LeafMask) {
+        let leaves = leaves & initial_only;
+        if leaves.is_empty() {
+            return;
+        }
         match self.0.binary_search_by_key(&key, |e| e.0) {
             Ok(i) if self.0[i].1 == epoch => self.0[i].2 |= leaves,
             Ok(i) => self.0[i] = (key, epoch, leaves),
@@ -220,6 +227,11 @@ impl UnsentInitial {
             Ok(i) if self.0[i].1 == epoch => self.0[i].2,
             _ => LeafMask::EMPTY,
         }
+    }
+
+    /// Whether the pair has an entry.
+    pub fn has(&self, key: u64) -> bool {
+        !self.0.is_empty() && self.0.binary_search_by_key(&key, |e| e.0).is_ok()
     }
 
     /// The pair is gone.

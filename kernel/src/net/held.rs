@@ -53,7 +53,7 @@ impl NetDriver {
             }
             let Some(cn) = self.classes.get(class as usize) else { return };
             let Some(a) = cn.actors.get(slot as usize).filter(|a| a.alive && !a.torn_off) else { return };
-            let f = a.flags(conn.0, c.replay, true) | flags::INITIAL;
+            let f = a.flags(conn.0, c.replay, false) | flags::INITIAL;
             out.push(HeldActor {
                 guid: a.guid,
                 class: ClassId(class),

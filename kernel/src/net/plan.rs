@@ -5,7 +5,8 @@
 //! per pair:
 //!   a clean pair (open acknowledged, nothing owed, nothing missed: one bit of `DenseTable`)
 //!           sends this frame's changed active leaves; its state is not loaded. Otherwise:
-//!   flags   = owner / autonomous / replay / physics, and INITIAL until the open is acknowledged
+//!   flags   = owner / autonomous / replay / physics, and INITIAL for the bunch that sends the
+//!             open (the first, or the next after one carrying it was lost: UE's bNetInitial)
 //!   active  = condition map[flags] − the actor's switched-off Custom leaves
 //!   owed    = condition map[flags ∪ INITIAL] − switched-off: resent leaves a lost packet carried
 //!             stay owed even when the open was acknowledged by another packet, so an
@@ -40,6 +41,10 @@ pub(crate) struct SendItem {
     pub leaves: LeafMask,
     /// The bunch carries the channel open (the open is not acknowledged yet).
     pub open: bool,
+    /// The bunch is the one that sends the open (UE's `bNetInitial`), with the initial values:
+    /// what a full window holds back of it is owed as initial values
+    /// ([`super::connection::UnsentInitial`]).
+    pub initial: bool,
     /// The pair's channel epoch ([`PairState::epoch`]).
     pub epoch: u8,
     /// Dynamic arrays among `leaves` that go whole (count and every element): while the open is
@@ -115,15 +120,24 @@ pub(crate) fn plan_connection(
             // A clean pair sends this frame's changed active leaves; its state stays untouched
             // (see `DenseTable`): what `plan_pair` would do with an acknowledged open, nothing
             // owed and nothing missed.
-            let f = actor.flags(ci, replay, true);
+            let f = actor.flags(ci, replay, false);
             let send = leaves & c.active.get(f) & !actor.custom_inactive;
             if !send.is_empty() {
                 // Clean: sent everything through the last frame (an array's elements changed
                 // before this frame went then).
                 let since = Frame(frame.0.saturating_sub(1));
                 let whole = c.whole_arrays(send, false);
-                let item =
-                    SendItem { class, slot, guid: actor.guid, leaves: send, open: false, epoch: 0, whole, since };
+                let item = SendItem {
+                    class,
+                    slot,
+                    guid: actor.guid,
+                    leaves: send,
+                    open: false,
+                    initial: false,
+                    epoch: 0,
+                    whole,
+                    since,
+                };
                 emit(conn, &item);
             }
             continue;
@@ -183,7 +197,10 @@ pub(crate) fn plan_pair(
     parked: &mut LeafMask,
 ) -> Option<SendItem> {
     let open = ps.flags & pair::OPEN_ACKED == 0;
-    let f = actor.flags(ci, replay, !open);
+    // The bunch that sends the open (the first, or the next after one carrying it was lost) is
+    // the initial one; the others before its acknowledgement carry the open's header only.
+    let open_bunch = open && ps.flags & pair::OPEN_SENT == 0;
+    let f = actor.flags(ci, replay, open_bunch);
     let active = c.active.get(f) & !actor.custom_inactive;
     let mut owed = c.active.get(f | flags::INITIAL) & !actor.custom_inactive;
     // Lost leaves owed only as initial values (InitialOnly; InitialOrOwner for a non-owner) are
@@ -201,7 +218,6 @@ pub(crate) fn plan_pair(
     let resent = ps.resend & owed;
     *parked = ps.resend & !owed;
     let send = (changed_leaves & active) | resent;
-    let open_bunch = open && ps.flags & pair::OPEN_SENT == 0;
     let since = ps.sent_through;
     ps.resend = LeafMask::EMPTY;
     ps.sent_through = frame;
@@ -209,5 +225,6 @@ pub(crate) fn plan_pair(
         return None;
     }
     let whole = c.whole_arrays(send, open) | resent;
-    Some(SendItem { class, slot, guid: actor.guid, leaves: send, open, epoch: ps.epoch, whole, since })
+    let (guid, initial, epoch) = (actor.guid, open_bunch, ps.epoch);
+    Some(SendItem { class, slot, guid, leaves: send, open, initial, epoch, whole, since })
 }

@@ -77,6 +77,8 @@ pub(crate) struct SentEntry {
     /// The channel epoch of the pair when sent.
     pub epoch: u8,
     pub open: bool,
+    /// The bunch sent the open with its initial values ([`super::plan::SendItem::initial`]).
+    pub initial: bool,
     pub leaves: LeafMask,
 }
 
@@ -292,19 +294,20 @@ pub(crate) fn apply_settled(
     // wait to be applied (sorted, then walked).
     for _ in 0..rec.entries {
         let Some(e) = conn.rel.entries.pop_front() else { break };
+        let key = super::pairs::pair_key(e.class, e.slot);
         let unsent = &mut conn.unsent_initial;
-        if delivered && !e.open && unsent.is_empty() {
+        if delivered && !e.open && !unsent.has(key) {
             continue;
         }
-        let Some(a) = classes[e.class as usize].actors.get(e.slot as usize) else { continue };
+        let c = &classes[e.class as usize];
+        let Some(a) = c.actors.get(e.slot as usize) else { continue };
         if !(a.alive && e.names(a.guid)) {
             continue;
         }
-        let key = super::pairs::pair_key(e.class, e.slot);
         if delivered {
             unsent.delivered(key, e.epoch, e.leaves);
-        } else if e.open {
-            unsent.lost_open(key, e.epoch, e.leaves);
+        } else if e.initial {
+            unsent.lost_open(key, e.epoch, e.leaves, c.active.initial_only());
         }
         if delivered && !e.open {
             continue;
@@ -420,6 +423,7 @@ mod tests {
             guid_low: 0,
             epoch,
             open,
+            initial: open,
             leaves: LeafMask::leaf(leaf),
         };
         let mut entries = Vec::new();

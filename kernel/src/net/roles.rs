@@ -163,8 +163,9 @@ impl NetDriver {
     fn active_for(&self, class: u32, slot: u32, ci: usize) -> LeafMask {
         let c = &self.conns[ci];
         let a = &self.classes[class as usize].actors[slot as usize];
-        let acked = c.pair_ref(class, slot).is_some_and(|p| p.flags & pair::OPEN_ACKED != 0);
-        self.classes[class as usize].active.get(a.flags(ci as u32, c.replay, acked)) & !a.custom_inactive
+        // Initial until a bunch has sent the open (as planning's flags).
+        let sent = c.pair_ref(class, slot).is_some_and(|p| p.flags & (pair::OPEN_ACKED | pair::OPEN_SENT) != 0);
+        self.classes[class as usize].active.get(a.flags(ci as u32, c.replay, !sent)) & !a.custom_inactive
     }
 
     /// [`Self::set_roles`] of actor `guid` in `slot` and of each of its sub-objects, whose roles

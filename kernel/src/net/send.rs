@@ -217,7 +217,7 @@ impl WriteCtx<'_> {
         opened: Option<&OpenBits>,
     ) {
         if st.full {
-            conn.owe(item.class, item.slot, item.leaves);
+            self.defer(conn, item, item.leaves);
             return;
         }
         self.export_references(conn, st, item);
@@ -225,6 +225,17 @@ impl WriteCtx<'_> {
             Some(n) => st.bunches += n,
             None => st.full = true,
         }
+    }
+
+    /// `leaves` of `item` could not be written (a full window): owed, as initial values when
+    /// `item` sends the open ([`super::connection::UnsentInitial`]).
+    fn defer(&self, conn: &mut Connection, item: &SendItem, leaves: LeafMask) {
+        if item.initial {
+            let initial_only = self.classes[item.class as usize].active.initial_only();
+            let key = super::pairs::pair_key(item.class, item.slot);
+            conn.unsent_initial.lost_open(key, item.epoch, leaves, initial_only);
+        }
+        conn.owe(item.class, item.slot, leaves);
     }
 
     /// Bits written this frame so far (finished packets and the open one's bunches).
@@ -351,7 +362,7 @@ impl WriteCtx<'_> {
             let splits_here = !here && conn.writer.packet_open() && part.fits_start(conn);
             if here || (!splits_here && conn.writer.plain_fits_empty(item.guid, need)) {
                 if !here && !self.ensure(conn, open, |c| c.writer.plain_fits(&c.out, item.guid, need)) {
-                    conn.owe(item.class, item.slot, item.leaves);
+                    self.defer(conn, item, item.leaves);
                     return None;
                 }
                 conn.writer.write_plain(&mut conn.out, item.guid, src, start, bits);
@@ -360,7 +371,7 @@ impl WriteCtx<'_> {
             }
         }
         if !self.ensure(conn, open, |c| part.fits_start(c)) {
-            conn.owe(item.class, item.slot, item.leaves);
+            self.defer(conn, item, item.leaves);
             return None;
         }
         part.begin(conn);
@@ -420,7 +431,7 @@ impl WriteCtx<'_> {
                 },
             };
             if !ok {
-                conn.owe(item.class, item.slot, item.leaves & !done);
+                self.defer(conn, item, item.leaves & !done);
                 return None;
             }
             part.leaves |= LeafMask::leaf(leaf);
@@ -456,6 +467,7 @@ impl WriteCtx<'_> {
             guid_low: item.guid.0 as u32,
             epoch: item.epoch,
             open: item.open,
+            initial: item.initial,
             leaves,
         };
         conn.rel.entries.push_back(e);

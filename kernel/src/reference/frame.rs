@@ -707,7 +707,7 @@ fn replicate(
 ) {
     let class = &driver.classes[ch.class as usize];
     let net = &class.actors[ch.slot as usize];
-    let f = net.flags(ci, conn.replay, ch.open_acked);
+    let f = net.flags(ci, conn.replay, !ch.open_acked && !ch.open_sent);
     let active = class.active.get(f) & !net.custom_inactive;
     let mut changed = LeafMask::EMPTY;
     for (leaf, &at) in a.last_changed.iter().enumerate() {
@@ -727,7 +727,7 @@ fn replicate(
         // condition, else the elements changed since the channel's last send.
         let whole = class.whole_arrays(send, !ch.open_acked);
         let (class, slot, guid, open) = (ch.class, ch.slot, a.guid, !ch.open_acked);
-        let item = SendItem { class, slot, guid, leaves: send, open, epoch: 0, whole, since };
+        let item = SendItem { class, slot, guid, leaves: send, open, initial: open_bunch, epoch: 0, whole, since };
         write.write(conn, st, &item, None, None);
         if !ch.open_acked {
             ch.open_sent = true;

@@ -7,6 +7,7 @@ mod fastarray_refs;
 mod fastarrays;
 mod frequency;
 mod hostile;
+mod initial;
 mod lifecycle;
 mod mixed;
 mod priority;
@@ -198,4 +199,19 @@ pub fn always_due(level: &mut Level) {
     let mut s = NetSettings::default();
     s.frequency.net_update_frequency = 1.0e6;
     level.driver.set_class_settings(level.class, s).expect("known class");
+}
+
+/// A driver for `store`'s class (its parent 0 the location) from `base`, with the actor level
+/// (every actor due every frame) or without.
+pub fn driver_for(level: bool, store: &mut ClassStore, base: DriverConfig) -> (NetDriver, ClassId) {
+    let actor_level = level.then(ActorLevelConfig::default);
+    let mut driver = NetDriver::new(DriverConfig { actor_level, ..base }).unwrap();
+    let class = driver.register_class(store).unwrap();
+    if level {
+        driver.set_location_property(class, LOCATION).unwrap();
+        let mut s = NetSettings::default();
+        s.frequency.net_update_frequency = 1.0e6;
+        driver.set_class_settings(class, s).unwrap();
+    }
+    (driver, class)
 }

@@ -558,17 +558,19 @@ pub(super) fn end_sub_channels(ctx: &LevelCtx<'_>, rows: &mut [Channel], owner: 
 /// [`Connection::held_torn`] keeps, while a sub-object's last update waits for the window — and
 /// with them what [`Connection::unsent_initial`] kept of their lost opens.
 fn drop_scratch_rows(conn: &mut Connection) {
-    let Pairs::Channels { rows, .. } = &mut conn.pairs else { return };
+    let Pairs::Channels { rows, dormant } = &mut conn.pairs else { return };
     let held = &mut conn.held_torn;
     rows.retain(|r| {
         r.state.flags & pair::CHANNEL != 0 || r.state.flags & pair::TORN != 0 && held.binary_search(&r.key).is_ok()
     });
     // An owner gone meanwhile (its row retired) is held no more.
     held.retain(|&key| rows.binary_search_by_key(&key, |r| r.key).is_ok_and(|i| rows[i].state.flags & pair::TORN != 0));
-    // What lost opens of channels now gone carried goes with them.
+    // What lost opens of channels now gone carried goes with them (a channel held dormant is
+    // not gone: the client keeps its copy).
     if !conn.unsent_initial.is_empty() {
-        let row = |key| rows.binary_search_by_key(&key, |r: &Channel| r.key).ok().map(|i| &rows[i]);
-        conn.unsent_initial.retain(|key, epoch| row(key).is_some_and(|r| r.state.epoch == epoch));
+        let find = |rows: &[Channel], key| rows.binary_search_by_key(&key, |r| r.key).ok().map(|i| rows[i].state.epoch);
+        let epoch_of = |key| find(rows, key).or_else(|| find(dormant, key));
+        conn.unsent_initial.retain(|key, epoch| epoch_of(key) == Some(epoch));
     }
 }
 
