@@ -209,7 +209,11 @@ impl NetDriver {
             return a.guid;
         }
         if a.alive {
-            // The slot's previous actor died unseen: close it first.
+            // The slot's previous actor died unseen: close it first (its tear-off ended first if
+            // it would have at the next tick, as there).
+            if a.tearing {
+                self.finish_tear_off_before_retiring(a.guid);
+            }
             self.retire_actor(class, slot);
         }
         let guid = self.next_guid;

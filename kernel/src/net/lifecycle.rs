@@ -26,6 +26,7 @@
 use super::connection::PendingClose;
 use super::pairs::Pairs;
 use super::{ClassId, DriverError, NetDriver, NetGuid};
+use crate::ids::Frame;
 use crate::store::{ActorId, ClassStore};
 use crate::wire::open::{CloseReason, MAX_PATH_BYTES};
 use std::collections::HashSet;
@@ -92,7 +93,7 @@ pub(crate) struct Tearing {
     guid: NetGuid,
     /// The driver's frame when the game called [`NetDriver::tear_off`]: the next one replicates
     /// it once more.
-    since: crate::ids::Frame,
+    since: Frame,
     /// At the actor level: the connections whose window was full when they last replicated the
     /// actor (they may owe it some of its update).
     deferred: Vec<u32>,
@@ -409,10 +410,24 @@ impl NetDriver {
     /// owes it (nor owes one of its sub-objects, whose channels need the owner's). The channels
     /// still open close with reason TornOff.
     pub(super) fn finish_tear_offs(&mut self) {
+        self.finish_tear_offs_as_of(self.frame, None);
+    }
+
+    /// The tearing actor `guid`'s slot is taken by another between ticks (the game despawned it
+    /// and spawned another there): its tear-off — and its sub-objects' — ends now if it would
+    /// at the next frame's start, before the slot is retired there, as when the next tick's
+    /// gather finds it gone. (Otherwise a reused slot made a tear-off that had ended close
+    /// Destroyed: seed 44 of the reference's random worlds.)
+    pub(super) fn finish_tear_off_before_retiring(&mut self, guid: NetGuid) {
+        self.finish_tear_offs_as_of(Frame(self.frame.0 + 1), Some(guid));
+    }
+
+    /// [`Self::finish_tear_offs`] at the start of `frame`; with `only`, for that actor and its
+    /// sub-objects alone.
+    fn finish_tear_offs_as_of(&mut self, frame: Frame, only: Option<NetGuid>) {
         if self.tearing.is_empty() {
             return;
         }
-        let frame = self.frame;
         // (tearing, owes, finishes), decided first for all: an owner waits for its sub-objects.
         let mut decided = Vec::with_capacity(self.tearing.len());
         for t in std::mem::take(&mut self.tearing) {
@@ -451,6 +466,10 @@ impl NetDriver {
         let owing_owners: HashSet<NetGuid> =
             decided.iter().filter(|d| d.1).filter_map(|(t, ..)| self.owner_of(t.guid)).collect();
         for (t, owes, finishes) in decided {
+            if only.is_some_and(|g| t.guid != g && self.owner_of(t.guid) != Some(g)) {
+                self.tearing.push(t);
+                continue;
+            }
             if finishes && !owing_owners.contains(&t.guid) {
                 self.tear_off_slot(t.class as usize, t.slot, t.guid);
             } else {
