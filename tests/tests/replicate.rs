@@ -329,31 +329,41 @@ fn a_value_in_flight_when_its_property_goes_off_is_owed_back_only_if_lost() {
 }
 
 /// A torn-off actor's last update went out; before the next tick the game despawns it and
-/// spawns another that takes its slot (and asks for its GUID at once). The tear-off ends first,
-/// as when the next tick finds the actor gone: the clients keep their copies (a TornOff close,
-/// not a Destroyed one — the reused slot had closed it Destroyed: seed 44 of the reference's
-/// random worlds found it at the actor level).
+/// spawns another that takes its slot, and asks for its GUID at once — or registers it as a
+/// static actor. The tear-off ends first, as when the next tick finds the actor gone: the
+/// clients keep their copies (a TornOff close, not a Destroyed one — the reused slot had closed
+/// it Destroyed: seed 44 of the reference's random worlds found it at the actor level, a
+/// helper's review the static registration).
 #[test]
 fn a_torn_off_actor_whose_slot_is_taken_before_the_next_tick_stays_with_its_clients() {
     use shadowrep::value::Value;
-    let mut w = Armed::new(2);
-    let id = w.store.spawn();
-    w.store.set(id, 0, &Value::U32(5)).unwrap();
-    w.step();
-    let guid = w.driver.guid_of(w.class, id).unwrap();
-    w.store.set(id, 0, &Value::U32(6)).unwrap();
-    w.driver.tear_off(w.class, &w.store, id).unwrap();
-    w.step();
-    assert!(w.clients.iter().all(|c| c.value(guid, 0) == Some(Value::U32(6))), "the last update");
-    w.store.despawn(id).unwrap();
-    let next = w.store.spawn();
-    assert_eq!(next.index, id.index, "the slot is taken again");
-    let other = w.driver.assign_guid(w.class, &w.store, next).unwrap();
-    w.step();
-    w.step();
-    for c in &w.clients {
-        assert!(c.has(guid) && c.is_torn_off(guid), "the client keeps its torn-off copy");
-        assert_eq!(c.value(guid, 0), Some(Value::U32(6)));
-        assert!(c.has(other));
+    for as_static in [false, true] {
+        let mut w = Armed::new(2);
+        let id = w.store.spawn();
+        w.store.set(id, 0, &Value::U32(5)).unwrap();
+        w.step();
+        let guid = w.driver.guid_of(w.class, id).unwrap();
+        w.store.set(id, 0, &Value::U32(6)).unwrap();
+        w.driver.tear_off(w.class, &w.store, id).unwrap();
+        w.step();
+        assert!(w.clients.iter().all(|c| c.value(guid, 0) == Some(Value::U32(6))), "the last update");
+        w.store.despawn(id).unwrap();
+        let next = w.store.spawn();
+        assert_eq!(next.index, id.index, "the slot is taken again");
+        let other = if as_static {
+            for c in &mut w.clients {
+                c.load_static_actor("/Game/Door", w.class.0).unwrap();
+            }
+            w.driver.register_static_actor(w.class, &w.store, next, "/Game/Door").unwrap()
+        } else {
+            w.driver.assign_guid(w.class, &w.store, next).unwrap()
+        };
+        w.step();
+        w.step();
+        for c in &w.clients {
+            assert!(c.has(guid) && c.is_torn_off(guid), "static {as_static}: the client keeps its torn-off copy");
+            assert_eq!(c.value(guid, 0), Some(Value::U32(6)));
+            assert!(c.has(other));
+        }
     }
 }

@@ -208,14 +208,8 @@ impl NetDriver {
         if a.alive && a.generation == generation {
             return a.guid;
         }
-        if a.alive {
-            // The slot's previous actor died unseen: close it first (its tear-off ended first if
-            // it would have at the next tick, as there).
-            if a.tearing {
-                self.finish_tear_off_before_retiring(a.guid);
-            }
-            self.retire_actor(class, slot);
-        }
+        // The slot's previous actor died unseen: close it first.
+        self.retire_unseen(class, slot);
         let guid = self.next_guid;
         self.next_guid = guid.next_dynamic();
         self.adopt(class, slot, generation, guid, adopted);

@@ -180,14 +180,20 @@ pub(crate) struct Connection {
 /// has carried since: the client has no value of them on this channel, so they stay owed as
 /// initial values whatever roles change meanwhile — an InitialOrOwner value whose open was lost
 /// is owed to its owner turned non-owner, where one lost later (an owner's update) is not
-/// (`plan::plan_pair`). Sorted by pair key, with the channel's epoch; empty unless opens are
-/// lost. Kept as packets settle, in order ([`super::reliability::apply_settled`]); an entry
-/// goes when delivered bunches have carried its leaves, when a bunch of a later channel of the
-/// pair is delivered, or with its pair.
+/// (`plan::plan_pair`). Sorted by (pair key, channel epoch): a pair's earlier channel may still
+/// have bunches in flight when its new channel's open is held back, and what settles of one
+/// never touches the other's. Empty unless opens lose something. Kept as packets settle, in
+/// order ([`super::reliability::apply_settled`]), and as a full window holds back an open's
+/// leaves; an entry goes when delivered bunches of its channel have carried its leaves, or with
+/// its channel (`drop_pair`, the actor level's rows).
 #[derive(Default)]
 pub(crate) struct UnsentInitial(Vec<(u64, u8, LeafMask)>);
 
 impl UnsentInitial {
+    fn find(&self, key: u64, epoch: u8) -> Result<usize, usize> {
+        self.0.binary_search_by_key(&(key, epoch), |e| (e.0, e.1))
+    }
+
     /// A bunch of the pair's channel `epoch` that sent its open, with `leaves`, was lost (or a
     /// full window held back those leaves of it); `initial_only`: the class's leaves that only
     /// initial values bring ([`super::condition::ActiveLeaves::initial_only`]), the only ones
@@ -197,25 +203,17 @@ impl UnsentInitial {
         if leaves.is_empty() {
             return;
         }
-        match self.0.binary_search_by_key(&key, |e| e.0) {
-            Ok(i) if self.0[i].1 == epoch => self.0[i].2 |= leaves,
-            Ok(i) => self.0[i] = (key, epoch, leaves),
+        match self.find(key, epoch) {
+            Ok(i) => self.0[i].2 |= leaves,
             Err(i) => self.0.insert(i, (key, epoch, leaves)),
         }
     }
 
-    /// A bunch of the pair's channel `epoch` with `leaves` was delivered. (Packets settle in
-    /// order, so an entry of another epoch is an earlier channel's: over.)
+    /// A bunch of the pair's channel `epoch` with `leaves` was delivered.
     pub fn delivered(&mut self, key: u64, epoch: u8, leaves: LeafMask) {
-        if self.0.is_empty() {
-            return;
-        }
-        if let Ok(i) = self.0.binary_search_by_key(&key, |e| e.0) {
-            let e = &mut self.0[i];
-            if e.1 == epoch {
-                e.2 &= !leaves;
-            }
-            if e.1 != epoch || e.2.is_empty() {
+        if let Ok(i) = self.find(key, epoch) {
+            self.0[i].2 &= !leaves;
+            if self.0[i].2.is_empty() {
                 self.0.remove(i);
             }
         }
@@ -223,22 +221,21 @@ impl UnsentInitial {
 
     /// The leaves of the pair's channel `epoch` still unsent.
     pub fn get(&self, key: u64, epoch: u8) -> LeafMask {
-        match self.0.binary_search_by_key(&key, |e| e.0) {
-            Ok(i) if self.0[i].1 == epoch => self.0[i].2,
-            _ => LeafMask::EMPTY,
+        if self.0.is_empty() {
+            return LeafMask::EMPTY;
         }
+        self.find(key, epoch).map_or(LeafMask::EMPTY, |i| self.0[i].2)
     }
 
-    /// Whether the pair has an entry.
+    /// Whether the pair has an entry (of any channel).
     pub fn has(&self, key: u64) -> bool {
-        !self.0.is_empty() && self.0.binary_search_by_key(&key, |e| e.0).is_ok()
+        let i = self.0.partition_point(|e| e.0 < key);
+        self.0.get(i).is_some_and(|e| e.0 == key)
     }
 
-    /// The pair is gone.
+    /// The pair is gone: the entries of all its channels.
     pub fn remove(&mut self, key: u64) {
-        if let Ok(i) = self.0.binary_search_by_key(&key, |e| e.0) {
-            self.0.remove(i);
-        }
+        self.0.retain(|e| e.0 != key);
     }
 
     /// Keeps the entries of the channels `keep(key, epoch)` names.

@@ -152,11 +152,7 @@ impl NetDriver {
         let path: Arc<str> = path.into();
         self.statics.taken.insert(path.clone());
         self.statics.paths.insert(guid, path);
-        let a = self.classes[ci].actors.get(id.index as usize).copied().unwrap_or_default();
-        if a.alive {
-            // The slot's previous actor died unseen: close it first.
-            self.retire_actor(ci as u32, id.index);
-        }
+        self.retire_unseen(ci as u32, id.index);
         self.adopt(ci as u32, id.index, id.generation, guid, self.frame);
         Ok(guid)
     }
@@ -413,17 +409,24 @@ impl NetDriver {
         self.finish_tear_offs_as_of(self.frame, None);
     }
 
-    /// The tearing actor `guid`'s slot is taken by another between ticks (the game despawned it
-    /// and spawned another there): its tear-off — and its sub-objects' — ends now if it would
-    /// at the next frame's start, before the slot is retired there, as when the next tick's
-    /// gather finds it gone. (Otherwise a reused slot made a tear-off that had ended close
-    /// Destroyed: seed 44 of the reference's random worlds.)
-    pub(super) fn finish_tear_off_before_retiring(&mut self, guid: NetGuid) {
-        self.finish_tear_offs_as_of(Frame(self.frame.0 + 1), Some(guid));
+    /// The slot's actor, if live, died unseen between ticks (the game despawned it and spawned
+    /// another there, whose GUID is asked for now): it is closed first — as the next tick's
+    /// gather would find it gone, after that tick's start ended its tear-off if it was due to
+    /// end (otherwise a reused slot made a tear-off that had ended close Destroyed: seed 44 of
+    /// the reference's random worlds). Its sub-objects' own tear-offs are left to the tick, as
+    /// there (orphaned by then).
+    pub(super) fn retire_unseen(&mut self, class: u32, slot: u32) {
+        let Some(&a) = self.classes[class as usize].actors.get(slot as usize) else { return };
+        if !a.alive {
+            return;
+        }
+        if a.tearing {
+            self.finish_tear_offs_as_of(Frame(self.frame.0 + 1), Some(a.guid));
+        }
+        self.retire_actor(class, slot);
     }
 
-    /// [`Self::finish_tear_offs`] at the start of `frame`; with `only`, for that actor and its
-    /// sub-objects alone.
+    /// [`Self::finish_tear_offs`] at the start of `frame`; with `only`, for that actor alone.
     fn finish_tear_offs_as_of(&mut self, frame: Frame, only: Option<NetGuid>) {
         if self.tearing.is_empty() {
             return;
@@ -466,7 +469,7 @@ impl NetDriver {
         let owing_owners: HashSet<NetGuid> =
             decided.iter().filter(|d| d.1).filter_map(|(t, ..)| self.owner_of(t.guid)).collect();
         for (t, owes, finishes) in decided {
-            if only.is_some_and(|g| t.guid != g && self.owner_of(t.guid) != Some(g)) {
+            if only.is_some_and(|g| t.guid != g) {
                 self.tearing.push(t);
                 continue;
             }

@@ -26,13 +26,14 @@ struct Ammo {
 
 impl Ammo {
     fn new(level: bool, ammo: u32) -> Ammo {
-        let mut w = Ammo::empty(level, 0, DriverConfig::default());
+        let mut w = Ammo::empty(level.then(ActorLevelConfig::default), 0, DriverConfig::default());
         w.spawn(ammo);
         w
     }
 
     /// The world without its actor: `big` vectors ahead of the ammo.
-    fn empty(level: bool, big: usize, cfg: DriverConfig) -> Ammo {
+    fn empty(level_cfg: Option<ActorLevelConfig>, big: usize, cfg: DriverConfig) -> Ammo {
+        let level = level_cfg.is_some();
         let mut b =
             ClassBuilder::new("Armed").property(PropertyDecl::new("Location", PropType::Vector(VectorQuant::None)));
         for i in 0..big {
@@ -45,7 +46,7 @@ impl Ammo {
                 .unwrap(),
         );
         let mut store = ClassStore::new(layout.clone());
-        let (mut driver, class) = driver_for(level, &mut store, cfg);
+        let (mut driver, class) = driver_with(level_cfg, &mut store, cfg);
         let conns = [driver.add_connection(false), driver.add_connection(false)];
         let clients = conns
             .iter()
@@ -182,7 +183,11 @@ fn an_initial_or_owner_value_whose_open_was_lost_still_reaches_the_owner_turned_
 #[test]
 fn an_initial_value_held_back_by_a_full_window_reaches_the_owner_turned_non_owner() {
     for level in [false, true] {
-        let mut w = Ammo::empty(level, 45, DriverConfig { mtu: 512, ..DriverConfig::default() });
+        let mut w = Ammo::empty(
+            level.then(ActorLevelConfig::default),
+            45,
+            DriverConfig { mtu: 512, ..DriverConfig::default() },
+        );
         // Another actor changing every frame while client 0 is silent: its window fills.
         w.spawn(0);
         let filler = w.id;
@@ -248,4 +253,53 @@ fn a_dormant_channel_keeps_the_initial_values_its_lost_open_owes() {
             "dormancy {dormancy}: the initial value, the owner's"
         );
     }
+}
+
+/// The held-back initial values of a pair's new channel are its own: bunches of its earlier
+/// channel still in flight, delivered after them, leave them owed. The actor is closed for
+/// relevancy with updates in flight (its client silent), comes back while the window has room
+/// for one packet — its open split, the ammo held back — and changes hands: the former owner
+/// still gets the ammo's initial value. (A helper's review of session 40 found it.)
+#[test]
+fn an_earlier_channels_bunches_settling_late_leave_the_new_channels_initial_values_owed() {
+    let level = ActorLevelConfig { relevant_timeout: 0.2, ready_timeout: 1.0e6, ..ActorLevelConfig::default() };
+    let mut w = Ammo::empty(Some(level), 45, DriverConfig { mtu: 512, ..DriverConfig::default() });
+    w.spawn(0);
+    let filler = w.id;
+    w.spawn(10);
+    let (actor, guid) = (w.id, w.guid);
+    for _ in 0..3 {
+        w.step(false);
+    }
+    assert_eq!(w.clients[0].value(guid, w.ammo), u32v(10), "the first channel");
+    // Updates of the first channel in flight (the client silent), then out of sight: closed.
+    for h in 1..4 {
+        w.set(w.health, h);
+        w.frame(false, true);
+    }
+    w.driver.set_owner(w.class, &w.store, actor, None, false).unwrap();
+    w.store.set(actor, LOCATION, &Value::Vector([1.0e7, 0.0, 0.0])).unwrap();
+    for _ in 0..20 {
+        w.frame(false, true);
+    }
+    assert!(!w.clients[0].has(guid), "closed for relevancy");
+    let in_flight = |w: &Ammo| w.driver.connection_stats(w.conns[0]).unwrap().packets_in_flight;
+    let mut x = 1.0f32;
+    while in_flight(&w) < 255 {
+        x += 1.0;
+        w.store.set(filler, LOCATION, &Value::Vector([x, 0.0, 0.0])).unwrap();
+        w.frame(false, true);
+    }
+    // Back in sight, owned by connection 0: the new channel's open is split by the full window.
+    w.give_to(0);
+    w.store.set(actor, LOCATION, &Value::Vector([100.0, 0.0, 0.0])).unwrap();
+    w.step(false);
+    assert!(w.clients[0].has(guid), "the first part opened the actor again");
+    w.give_to(1);
+    let mut seen = w.step(false);
+    for _ in 0..10 {
+        seen = w.step(false);
+    }
+    assert_eq!(seen[1].0, u32v(10), "the new owner");
+    assert_eq!(seen[0].0, u32v(10), "the former owner never had it on its new channel");
 }

@@ -204,7 +204,16 @@ pub fn always_due(level: &mut Level) {
 /// A driver for `store`'s class (its parent 0 the location) from `base`, with the actor level
 /// (every actor due every frame) or without.
 pub fn driver_for(level: bool, store: &mut ClassStore, base: DriverConfig) -> (NetDriver, ClassId) {
-    let actor_level = level.then(ActorLevelConfig::default);
+    driver_with(level.then(ActorLevelConfig::default), store, base)
+}
+
+/// [`driver_for`] with the actor level's configuration (`None`: without it).
+pub fn driver_with(
+    actor_level: Option<ActorLevelConfig>,
+    store: &mut ClassStore,
+    base: DriverConfig,
+) -> (NetDriver, ClassId) {
+    let level = actor_level.is_some();
     let mut driver = NetDriver::new(DriverConfig { actor_level, ..base }).unwrap();
     let class = driver.register_class(store).unwrap();
     if level {
