@@ -303,3 +303,29 @@ fn an_earlier_channels_bunches_settling_late_leave_the_new_channels_initial_valu
     assert_eq!(seen[1].0, u32v(10), "the new owner");
     assert_eq!(seen[0].0, u32v(10), "the former owner never had it on its new channel");
 }
+
+/// A channel woken from dormancy is opened anew in UE, its first bunch initial: a non-owner
+/// gets the InitialOrOwner value changed while the actor slept — once; later changes are the
+/// owner's alone. (A helper's review of session 40 named the departure: the woken channel had
+/// sent only what its conditions let through.)
+#[test]
+fn a_channel_woken_from_dormancy_brings_the_initial_values_changed_while_asleep() {
+    let mut w = Ammo::new(true, 10);
+    let (class, id) = (w.class, w.id);
+    for _ in 0..3 {
+        w.step(false);
+    }
+    w.driver.set_net_dormancy(class, &w.store, id, Dormancy::DormantAll).unwrap();
+    for _ in 0..5 {
+        w.step(false);
+    }
+    w.set(w.ammo, 20);
+    let seen = w.step(false);
+    assert_eq!((seen[0].0.clone(), seen[1].0.clone()), (u32v(10), u32v(10)), "asleep: nothing sent");
+    w.driver.set_net_dormancy(class, &w.store, id, Dormancy::Awake).unwrap();
+    let seen = w.step(false);
+    assert_eq!((seen[0].0.clone(), seen[1].0.clone()), (u32v(20), u32v(20)), "woken: the owner's, the initial value");
+    w.set(w.ammo, 30);
+    let seen = w.step(false);
+    assert_eq!((seen[0].0.clone(), seen[1].0.clone()), (u32v(30), u32v(20)), "awake: a non-owner's is initial only");
+}

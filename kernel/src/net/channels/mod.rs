@@ -406,6 +406,14 @@ fn process(ctx: &LevelCtx<'_>, run: &mut Run<'_>, conn: &mut Connection, scratch
                     row.relevant_time = relevant_until(now, due.rel.guid, ci, ctx.time.frame);
                 }
                 row.last_update = now;
+                if row.state.flags & pair::WOKEN != 0 && row.state.flags & pair::OPEN_ACKED != 0 {
+                    // Woken from dormancy: UE opens the channel anew, its first bunch initial —
+                    // the initial-only values changed while the actor slept are owed (resent
+                    // leaves go with the initial flag).
+                    let c = &ctx.write.classes[due.class as usize];
+                    let slept = c.history.changed_since(due.slot, row.state.sent_through);
+                    row.state.resend |= slept & c.active.initial_only();
+                }
                 row.state.flags &= !pair::WOKEN;
                 if !has_channel && due.actor.fast {
                     // A new channel: the client has none of the owner's fast arrays.
