@@ -285,6 +285,15 @@ impl NetDriver {
             class.actors[s as usize].torn_off = true;
             class.actors[s as usize].orphaned = true;
             class.cols.set_awake_lane(s as usize, false);
+            // The slot's rows are its previous occupant's while that one's retirement waits for
+            // the connections' frames (a sub-object spawned into its slot and orphaned before
+            // any frame met it): they go there, with its close (dropped here, the close was lost
+            // and the clients kept a copy of an actor gone — seed 2226 of the reference's
+            // random worlds).
+            let key = super::pairs::pair_key(c, s);
+            if self.level.as_ref().is_some_and(|l| l.retired.iter().any(|&(k, _)| k == key)) {
+                continue;
+            }
             for conn in self.conns.iter_mut().filter(|c| !c.removed) {
                 let ps = conn.drop_pair(c, s);
                 use super::connection::pair::{EVER_OPENED, TORN};

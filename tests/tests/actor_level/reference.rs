@@ -509,9 +509,11 @@ fn the_kernel_decides_exactly_as_the_ue_style_reference_on_random_worlds() {
     // tearing owner's channel was open; and seed 44 with 4, from session 40's sweep (8..330
     // with 4, 700..790 with 8, 600..630 with 12), where a tearing actor despawned and its slot
     // taken by a new actor between ticks closed Destroyed instead of ending its tear-off first;
-    // and seed 1725 with 4, from a helper's sweep, where that first fix also ended the tearing
-    // sub-objects' tear-offs — theirs are the tick's, orphaned by then.)
-    let worlds = (0..8u64).map(|seed| (seed, 4)).chain([(44, 4), (406, 8), (622, 12), (1725, 4)]);
+    // seed 1725 with 4, from a helper's sweep, where that first fix also ended the tearing
+    // sub-objects' tear-offs — theirs are the tick's, orphaned by then; and seed 2226 with 4,
+    // from the same sweep, where a sub-object orphaned in the slot of an actor gone between
+    // ticks dropped that actor's channels and their close: the clients kept its copy.)
+    let worlds = (0..8u64).map(|seed| (seed, 4)).chain([(44, 4), (406, 8), (622, 12), (1725, 4), (2226, 4)]);
     for (seed, connections) in worlds {
         let mut sim = Sim::new(seed, connections, seed % 4 == 3);
         let mut saturated = 0;

@@ -790,3 +790,27 @@ fn an_owner_torn_off_and_despawned_at_once_takes_its_sub_objects_without_a_tear_
         assert!(!events.contains(&ClientEvent::TornOff { guid: wg }), "client {c}: {events:?}");
     }
 }
+
+/// A sub-object spawned into the slot of an actor gone between ticks, and orphaned before any
+/// frame met it (its owner despawned as well), leaves the gone actor's channel to its
+/// retirement: the close goes, and the clients destroy their copies. (Its orphaning had dropped
+/// the gone actor's rows, with the close they were waiting for: the clients kept a copy of an
+/// actor gone — seed 2226 of the reference's random worlds.)
+#[test]
+fn a_sub_object_orphaned_in_a_gone_actors_slot_leaves_that_actors_close_alone() {
+    let mut a = Arena::new();
+    let (_, _, w, wg) = a.armed([100.0, 0.0, 0.0], 0, 5, SubObjectCondition::None);
+    let (ch2, cg2, _, _) = a.armed([200.0, 0.0, 0.0], 1, 7, SubObjectCondition::None);
+    a.run(3);
+    assert!(a.client(0).has(wg) && a.client(1).has(wg));
+    a.weapons.despawn(w).unwrap();
+    let next = a.weapons.spawn();
+    assert_eq!(next.index, w.index, "the slot is taken again");
+    a.driver.register_sub_object(a.weapon, &a.weapons, next, cg2, SubObjectCondition::None).unwrap();
+    a.characters.despawn(ch2).unwrap();
+    a.run(3);
+    for c in 0..2 {
+        assert!(!a.client(c).has(wg), "client {c}: the gone weapon is destroyed");
+        assert!(!a.client(c).has(cg2), "client {c}: its owner too");
+    }
+}
