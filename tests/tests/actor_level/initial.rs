@@ -106,6 +106,29 @@ impl Ammo {
     fn resent(&self) -> u64 {
         self.driver.connection_stats(self.conns[0]).unwrap().leaves_resent
     }
+
+    /// Moves `filler` every frame while client 0 is silent, until connection 0's window has
+    /// room for one packet more.
+    fn fill_the_window(&mut self, filler: ActorId) {
+        let in_flight = |w: &Ammo| w.driver.connection_stats(w.conns[0]).unwrap().packets_in_flight;
+        let mut x = 1.0f32;
+        while in_flight(self) < 255 {
+            x += 1.0;
+            self.store.set(filler, LOCATION, &Value::Vector([x, 0.0, 0.0])).unwrap();
+            self.frame(false, true);
+        }
+        assert_eq!(in_flight(self), 255, "room for one more packet");
+    }
+
+    /// The actor goes to connection 1; after a few frames, each client's ammo.
+    fn hand_over(&mut self) -> [Option<Value>; 2] {
+        self.give_to(1);
+        let mut seen = self.step(false);
+        for _ in 0..10 {
+            seen = self.step(false);
+        }
+        seen.map(|(ammo, _)| ammo)
+    }
 }
 
 fn u32v(v: u32) -> Option<Value> {
@@ -190,27 +213,13 @@ fn an_initial_value_held_back_by_a_full_window_reaches_the_owner_turned_non_owne
         );
         // Another actor changing every frame while client 0 is silent: its window fills.
         w.spawn(0);
-        let filler = w.id;
-        let in_flight = |w: &Ammo| w.driver.connection_stats(w.conns[0]).unwrap().packets_in_flight;
-        let mut x = 1.0f32;
-        while in_flight(&w) < 255 {
-            x += 1.0;
-            w.store.set(filler, LOCATION, &Value::Vector([x, 0.0, 0.0])).unwrap();
-            w.frame(false, true);
-        }
-        assert_eq!(in_flight(&w), 255, "level {level}: room for one more packet");
+        w.fill_the_window(w.id);
         w.spawn(10);
         // The open's first part fills the window; the client is heard (the open acknowledged).
         w.step(false);
         assert!(w.clients[0].has(w.guid), "level {level}: the first part opened the actor");
         let before = w.clients[0].value(w.guid, w.ammo);
-        w.give_to(1);
-        let mut seen = w.step(false);
-        for _ in 0..10 {
-            seen = w.step(false);
-        }
-        assert_eq!(seen[1].0, u32v(10), "level {level}: the new owner");
-        assert_eq!(seen[0].0, u32v(10), "level {level}: the former owner never had it (before: {before:?})");
+        assert_eq!(w.hand_over(), [u32v(10), u32v(10)], "level {level}: the former owner never had it ({before:?})");
     }
 }
 
@@ -283,25 +292,13 @@ fn an_earlier_channels_bunches_settling_late_leave_the_new_channels_initial_valu
         w.frame(false, true);
     }
     assert!(!w.clients[0].has(guid), "closed for relevancy");
-    let in_flight = |w: &Ammo| w.driver.connection_stats(w.conns[0]).unwrap().packets_in_flight;
-    let mut x = 1.0f32;
-    while in_flight(&w) < 255 {
-        x += 1.0;
-        w.store.set(filler, LOCATION, &Value::Vector([x, 0.0, 0.0])).unwrap();
-        w.frame(false, true);
-    }
+    w.fill_the_window(filler);
     // Back in sight, owned by connection 0: the new channel's open is split by the full window.
     w.give_to(0);
     w.store.set(actor, LOCATION, &Value::Vector([100.0, 0.0, 0.0])).unwrap();
     w.step(false);
     assert!(w.clients[0].has(guid), "the first part opened the actor again");
-    w.give_to(1);
-    let mut seen = w.step(false);
-    for _ in 0..10 {
-        seen = w.step(false);
-    }
-    assert_eq!(seen[1].0, u32v(10), "the new owner");
-    assert_eq!(seen[0].0, u32v(10), "the former owner never had it on its new channel");
+    assert_eq!(w.hand_over(), [u32v(10), u32v(10)], "the former owner never had it on its new channel");
 }
 
 /// A channel woken from dormancy is opened anew in UE, its first bunch initial: a non-owner
