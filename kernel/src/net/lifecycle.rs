@@ -477,12 +477,23 @@ impl NetDriver {
         }
         let owing_owners: HashSet<NetGuid> =
             decided.iter().filter(|d| d.1).filter_map(|(t, ..)| self.owner_of(t.guid)).collect();
+        // A sub-object rides its owner's channel (it cannot tear off by itself, as in UE): while
+        // its tearing owner's tear-off goes on, so does its own — a connection that left the
+        // owner over gets the owner's close first, and the owner's Destroyed close takes the
+        // sub-object if the owner goes meanwhile (its own TornOff first would have told the game
+        // it was torn off: seeds 1597 and 3118 of a sweep of the reference's random worlds).
+        let waiting_owners: HashSet<NetGuid> = decided
+            .iter()
+            .filter(|(t, _, finishes)| !finishes || owing_owners.contains(&t.guid))
+            .map(|(t, ..)| t.guid)
+            .collect();
         for (t, owes, finishes) in decided {
             if only.is_some_and(|g| t.guid != g) {
                 self.tearing.push(t);
                 continue;
             }
-            if finishes && !owing_owners.contains(&t.guid) {
+            let owner_waits = self.owner_of(t.guid).is_some_and(|o| waiting_owners.contains(&o));
+            if finishes && !owing_owners.contains(&t.guid) && !owner_waits {
                 self.tear_off_slot(t.class as usize, t.slot, t.guid);
             } else {
                 if owes && self.level.is_some() {

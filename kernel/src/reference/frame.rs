@@ -295,6 +295,21 @@ impl ReferenceFrame {
     /// the new sub-objects (class, slot).
     fn track_actors(&mut self, driver: &NetDriver, stores: &[&mut ClassStore], order: &[usize]) -> Vec<(u32, u32)> {
         let mut new_subs = Vec::new();
+        // Tearing actors whose tear-off goes on this frame (a connection left them over, or
+        // this is the frame that replicates them): their sub-objects' tear-offs go on too (a
+        // sub-object rides its owner's channel).
+        let waiting: std::collections::HashSet<NetGuid> = self
+            .actors
+            .iter()
+            .enumerate()
+            .flat_map(|(c, table)| table.iter().enumerate().map(move |(s, e)| (c, s, e)))
+            .filter_map(|(c, s, e)| {
+                let e = e.as_ref()?;
+                let a = driver.classes[c].actors.get(s).filter(|a| a.alive && a.guid == e.guid)?;
+                let goes_on = !e.tear_seen || e.clock.pending_net_update;
+                (a.tearing && !e.torn && goes_on).then_some(e.guid)
+            })
+            .collect();
         for (c, class) in driver.classes.iter().enumerate() {
             let store = &*stores[order[c]];
             let table = &mut self.actors[c];
@@ -356,7 +371,8 @@ impl ReferenceFrame {
                 let orphaned = a.is_some_and(|a| a.orphaned);
                 let tearing = a.is_some_and(|a| a.tearing);
                 if let Some(e) = entry.as_mut().filter(|e| !e.torn && (tearing || orphaned)) {
-                    if e.tear_seen && !e.clock.pending_net_update || orphaned {
+                    let owner_waits = e.owner.is_some_and(|o| waiting.contains(&o));
+                    if e.tear_seen && !e.clock.pending_net_update && !owner_waits || orphaned {
                         e.torn = true;
                         for rc in &mut self.conns {
                             let opened = rc.channels.remove(&e.guid).is_some_and(|ch| ch.open_sent);

@@ -512,8 +512,18 @@ fn the_kernel_decides_exactly_as_the_ue_style_reference_on_random_worlds() {
     // seed 1725 with 4, from a helper's sweep, where that first fix also ended the tearing
     // sub-objects' tear-offs — theirs are the tick's, orphaned by then; and seed 2226 with 4,
     // from the same sweep, where a sub-object orphaned in the slot of an actor gone between
-    // ticks dropped that actor's channels and their close: the clients kept its copy.)
-    let worlds = (0..8u64).map(|seed| (seed, 4)).chain([(44, 4), (406, 8), (622, 12), (1725, 4), (2226, 4)]);
+    // ticks dropped that actor's channels and their close: the clients kept its copy; and seeds
+    // 1597 with 4 and 3118 with 8, where a tearing sub-object ended its tear-off while its
+    // tearing owner, left over on a connection, had not: it now waits for the owner.)
+    let worlds = (0..8u64).map(|seed| (seed, 4)).chain([
+        (44, 4),
+        (406, 8),
+        (622, 12),
+        (1725, 4),
+        (2226, 4),
+        (1597, 4),
+        (3118, 8),
+    ]);
     for (seed, connections) in worlds {
         let mut sim = Sim::new(seed, connections, seed % 4 == 3);
         let mut saturated = 0;
