@@ -99,6 +99,13 @@ pub(crate) struct Tearing {
     deferred: Vec<u32>,
 }
 
+impl Tearing {
+    /// The tearing actor: (class, slot, GUID).
+    pub(crate) fn actor(&self) -> (u32, u32, NetGuid) {
+        (self.class, self.slot, self.guid)
+    }
+}
+
 /// Static actors as the driver knows them.
 pub(crate) struct Statics {
     /// Paths by GUID, of live and destroyed static actors.

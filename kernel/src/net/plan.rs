@@ -28,9 +28,8 @@
 use super::actors::{ActorNet, ChangedActor, ChangedNet, ClassNet};
 use super::condition::flags;
 use super::connection::{pair, Connection, PairState};
-use super::roles::{turned_off, InactiveLeaves};
+use super::roles::{parked_by_role, InactiveLeaves};
 use crate::ids::{Frame, LeafMask, NetGuid};
-use crate::net::pairs::pair_key;
 
 /// One actor to send to one connection this frame.
 #[derive(Clone, Copy, Debug)]
@@ -148,8 +147,7 @@ pub(crate) fn plan_connection(
         let catch_up = ps.sent_through == Frame(0) || (before > ps.sent_through && before < frame);
         let mut parked = LeafMask::EMPTY;
         let unsent = &conn.unsent_initial;
-        let role_off =
-            |epoch| turned_off(inactive, (class, slot), ci, epoch) & !unsent.get(pair_key(class, slot), epoch);
+        let role_off = |epoch| parked_by_role(inactive, unsent, (class, slot), ci, epoch);
         let item =
             plan_pair((ci, replay), ps, (c, role_off), (class, slot), actor, leaves, catch_up, frame, &mut parked);
         // Sent everything through this frame, open acknowledged, nothing owed: clean from now

@@ -298,16 +298,16 @@ impl ReferenceFrame {
         // Tearing actors whose tear-off goes on this frame (a connection left them over, or
         // this is the frame that replicates them): their sub-objects' tear-offs go on too (a
         // sub-object rides its owner's channel).
-        let waiting: std::collections::HashSet<NetGuid> = self
-            .actors
+        // (The driver's list of tearing actors names them: no walk over every actor.)
+        let waiting: std::collections::HashSet<NetGuid> = driver
+            .tearing
             .iter()
-            .enumerate()
-            .flat_map(|(c, table)| table.iter().enumerate().map(move |(s, e)| (c, s, e)))
-            .filter_map(|(c, s, e)| {
-                let e = e.as_ref()?;
-                let a = driver.classes[c].actors.get(s).filter(|a| a.alive && a.guid == e.guid)?;
+            .map(|t| t.actor())
+            .filter_map(|(c, s, guid)| {
+                let e = self.actors.get(c as usize)?.get(s as usize)?.as_ref().filter(|e| e.guid == guid)?;
+                let a = driver.classes[c as usize].actors.get(s as usize).filter(|a| a.alive && a.guid == guid)?;
                 let goes_on = !e.tear_seen || e.clock.pending_net_update;
-                (a.tearing && !e.torn && goes_on).then_some(e.guid)
+                (a.tearing && !e.torn && goes_on).then_some(guid)
             })
             .collect();
         for (c, class) in driver.classes.iter().enumerate() {

@@ -5,9 +5,8 @@ use super::{relevant_until, rows, rows_in, Cand, LevelCtx};
 use crate::ids::{Frame, LeafMask};
 use crate::net::connection::{pair, Connection};
 use crate::net::fastarrays::OwnerChannel;
-use crate::net::pairs::pair_key;
 use crate::net::plan::plan_pair;
-use crate::net::roles::turned_off;
+use crate::net::roles::parked_by_role;
 use crate::net::send::FrameWrite;
 
 /// Plans and writes what the pair in row `row` owes.
@@ -43,7 +42,7 @@ pub(super) fn replicate(
             (LeafMask::EMPTY, ps.sent_through == Frame(0) || due.last_changed > ps.sent_through)
         };
         let (at, frame, unsent) = ((due.class, due.slot), ctx.time.frame, &conn.unsent_initial);
-        let role_off = |epoch| turned_off(ctx.inactive, at, ci, epoch) & !unsent.get(pair_key(at.0, at.1), epoch);
+        let role_off = |epoch| parked_by_role(ctx.inactive, unsent, at, ci, epoch);
         plan_pair((ci, replay), ps, (c, role_off), at, actor, this_frame, catch_up, frame, &mut parked)
     };
     if !parked.is_empty() {
