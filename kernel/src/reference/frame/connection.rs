@@ -1,0 +1,273 @@
+//! One connection's frame the UE way (`ServerReplicateActors`' per-connection part): ready,
+//! closes, prioritize (relevancy asked actor by actor, a full sort), process in order until the
+//! budget is spent, and each actor's replication — the changed properties active for this
+//! connection, encoded for it alone.
+
+use super::*;
+
+impl ReferenceFrame {
+    /// One connection's frame, UE's way. Returns the bytes written.
+    pub(super) fn replicate_connection(
+        &mut self,
+        driver: &NetDriver,
+        write: &WriteCtx<'_>,
+        due: &[(u32, u32)],
+        ci: usize,
+        time: &ServerTime,
+    ) -> usize {
+        let level = driver.level.as_ref().expect("checked by tick");
+        let cfg = &level.cfg;
+        let dc = &driver.conns[ci];
+        let rc = &mut self.conns[ci];
+        let actors = &self.actors;
+        let mut st = write.begin(&mut rc.conn);
+        let now = time.now;
+        let ready = !dc.removed && now - dc.heard <= cfg.ready_timeout;
+        rc.decisions = FrameDecisions {
+            frame: time.frame,
+            ready,
+            queued_bits: rc.budget.queued_bits,
+            ..FrameDecisions::default()
+        };
+        if dc.removed {
+            return 0;
+        }
+        let mut pending = Vec::new();
+        // Owner chains are followed actor to actor, as UE follows `Owner` pointers.
+        let plookup = |g: NetGuid| {
+            let &(c, s) = driver.guids.get(&g)?;
+            actors.get(c as usize)?.get(s as usize)?.as_ref().map(|a| &a.link)
+        };
+        let lookup = |g: NetGuid| plookup(g).map(|l| &l.0);
+        // An owner's class hook answers for it when owner relevancy asks it.
+        let hook_of = |g: NetGuid| {
+            let &(c, _) = driver.guids.get(&g)?;
+            driver.classes[c as usize].cols.hook.as_ref()
+        };
+        let viewers = &dc.viewers;
+        if ready {
+            // Prioritize: every due actor with a channel, or relevant.
+            let mut list: Vec<(Candidate, u32, u32, bool)> = Vec::new();
+            for (i, &(c, s)) in due.iter().enumerate() {
+                let a = actors[c as usize][s as usize].as_ref().expect("due actors are live");
+                let class = &driver.classes[c as usize];
+                let hook = class.cols.hook.as_ref();
+                let net = &class.actors[s as usize];
+                let owned = net.owner == Some(ci as u32);
+                // A sub-object's condition, with its owner's ownership (the driver keeps the two
+                // the same), comes before any rule.
+                let allowed = class.cols.sub_condition[s as usize]
+                    .is_none_or(|c| c.allows(owned, net.autonomous, rc.conn.replay));
+                let relevant = allowed && relevant_to_connection(&a.link.0, owned, viewers, hook, &lookup, &hook_of);
+                if relevant {
+                    rc.decisions.relevant.push(a.guid);
+                }
+                // UE's owner-only filter: an owner-only actor this connection does not own is
+                // skipped, its channel closed once its relevancy has lapsed (unless a viewer has no
+                // view target yet; a startup actor keeps its channel).
+                let settings = &class.cols.settings[s as usize];
+                if settings.only_relevant_to_owner && !owned && !owned_by_viewers(&a.link.0, viewers, &lookup) {
+                    let lapsed =
+                        rc.channels.get(&a.guid).is_some_and(|ch| now - ch.relevant_time >= cfg.relevant_timeout);
+                    if lapsed && !settings.startup_for(a.guid) && viewers.iter().all(|v| v.view_target.is_some()) {
+                        if rc.channels.remove(&a.guid).is_some_and(|ch| ch.open_sent) {
+                            let reason = close_reason(net.tearing);
+                            rc.conn.closes.push(PendingClose { guid: a.guid, reason });
+                        }
+                        if !net.tearing {
+                            // Its sub-objects' channels end with it (see the kernel's
+                            // `end_sub_channels`).
+                            for sub in driver.sub_objects(a.guid) {
+                                rc.channels.remove(sub);
+                            }
+                        }
+                    }
+                    continue;
+                }
+                // A tearing actor opens no channel.
+                let channel = rc.channels.get(&a.guid);
+                if channel.is_none() && (!relevant || net.tearing) {
+                    continue;
+                }
+                let t = channel.map_or(SPAWN_PRIORITY_SECONDS, |ch| (now - ch.last_update) as f32);
+                let (rel, np) = &a.link;
+                let best = viewers.iter().map(|v| actor_priority(rel, *np, t, v, &plookup)).fold(0.0f32, f32::max);
+                list.push((Candidate { key: priority_key(best), guid: a.guid, index: i as u32 }, c, s, relevant));
+            }
+            rc.decisions.relevant.sort();
+            list.sort_by(|a, b| send_order(&a.0, &b.0));
+            // Its closes (destroyed and torn-off actors, owner-only channels it gave up) and those
+            // the writer queued (a fast array its condition no longer allows), written as the
+            // kernel writes its queue: after the candidates, before any send.
+            write.write_closes(&mut rc.conn, &mut st);
+            // Process: nothing when the connection is not net-ready to begin with (UE's first
+            // test), and then actor by actor until it is not.
+            let recheck_after = cfg.relevant_timeout.min(1.0);
+            let mut leftovers_from = (!rc.budget.ready(write.bits_written(&rc.conn) as f64)).then_some(0);
+            let processed = if leftovers_from.is_some() { &list[..0] } else { &list[..] };
+            // Channels this frame closed with reason TornOff: the client keeps the actor, so its
+            // sub-objects ranked after it still find their owner there.
+            let mut torn_here: Vec<NetGuid> = Vec::new();
+            // The actor whose send saturated the connection: its sub-objects ranked right behind
+            // it go too, then the frame ends (UE writes sub-objects inside their owner's update).
+            let mut saturated_by: Option<NetGuid> = None;
+            for (k, &(cand, c, s, relevant_now)) in processed.iter().enumerate() {
+                let guid = cand.guid;
+                if saturated_by.is_some_and(|owner| driver.owner_of(guid) != Some(owner)) {
+                    break;
+                }
+                let channel = rc.channels.get(&guid).copied();
+                let recheck = channel.is_none_or(|ch| now - ch.relevant_time >= recheck_after);
+                let relevant = recheck && relevant_now;
+                let class = &driver.classes[c as usize];
+                let net = &class.actors[s as usize];
+                let allowed = class.cols.sub_condition[s as usize]
+                    .is_none_or(|cond| cond.allows(net.owner == Some(ci as u32), net.autonomous, rc.conn.replay));
+                // A sub-object goes in its owner's channel: none here, none for it.
+                let owner_open = class.cols.sub_condition[s as usize].is_none()
+                    || driver.owner_of(guid).is_some_and(|o| rc.channels.contains_key(&o) || torn_here.contains(&o));
+                let recently = allowed
+                    && owner_open
+                    && (relevant || channel.is_some_and(|ch| now - ch.relevant_time < cfg.relevant_timeout));
+                let startup = class.cols.settings[s as usize].startup_for(guid);
+                if recently {
+                    if channel.is_none() && net.fast {
+                        // A new channel: its fast arrays start from nothing (the kernel's rule).
+                        for &g in driver.fast_arrays_of(guid) {
+                            write.fast.restart(Side::Reference, ci, g);
+                        }
+                    }
+                    let mut ch = channel.unwrap_or_else(|| {
+                        rc.next_epoch = rc.next_epoch.wrapping_add(1);
+                        RefChannel {
+                            class: c,
+                            slot: s,
+                            open_sent: false,
+                            open_acked: false,
+                            sent_through: Frame(0),
+                            relevant_time: 0.0,
+                            last_update: 0.0,
+                            epoch: rc.next_epoch,
+                            inactive: LeafMask::EMPTY,
+                        }
+                    });
+                    if relevant {
+                        ch.relevant_time = relevant_until(now, guid, ci as u32, time.frame);
+                    }
+                    ch.last_update = now;
+                    let before = write.bits_written(&rc.conn);
+                    let a = actors[c as usize][s as usize].as_ref().expect("due actors are live");
+                    replicate(driver, write, &mut rc.conn, &mut st, &mut ch, a, ci as u32, time.frame);
+                    rc.channels.insert(guid, ch);
+                    let bits = (write.bits_written(&rc.conn) - before) as u32;
+                    let action = Action::Replicated { opened: channel.is_none() };
+                    rc.decisions.sends.push(SendDecision { guid, priority: cand.key, action, bits });
+                    if !rc.budget.ready(write.bits_written(&rc.conn) as f64) {
+                        // UE returns this actor's index: the leftovers start with it.
+                        if saturated_by.is_none() {
+                            leftovers_from = Some(k);
+                            saturated_by = Some(guid);
+                        }
+                        continue;
+                    }
+                }
+                // A channel not recently relevant closes (a startup actor's stays), and a torn-off
+                // actor's right after its last bunch.
+                // (A sub-object its condition or its owner's channel no longer allows closes, a
+                // startup owner's or not.)
+                let gone = !(recently || startup && allowed && owner_open);
+                if rc.channels.contains_key(&guid) && (net.tearing || gone) {
+                    let before = write.bits_written(&rc.conn);
+                    let reason = close_reason(net.tearing);
+                    if write.write_close(&mut rc.conn, &mut st, PendingClose { guid, reason }) {
+                        rc.channels.remove(&guid);
+                        let bits = (write.bits_written(&rc.conn) - before) as u32;
+                        let action = if net.tearing {
+                            torn_here.push(guid);
+                            Action::TornOff
+                        } else {
+                            // The client destroys its sub-objects with it: their channels end.
+                            for sub in driver.sub_objects(guid) {
+                                rc.channels.remove(sub);
+                            }
+                            Action::Closed
+                        };
+                        rc.decisions.sends.push(SendDecision { guid, priority: cand.key, action, bits });
+                    }
+                }
+            }
+            // UE's leftovers: a channel relevant within the last second, or an actor relevant
+            // now (its channel then marked relevant a while longer), is considered next frame.
+            if let Some(from) = leftovers_from {
+                rc.decisions.saturated = true;
+                for &(rest, _, _, rest_relevant) in &list[from..] {
+                    match rc.channels.get_mut(&rest.guid) {
+                        Some(ch) if now - ch.relevant_time <= 1.0 => {}
+                        Some(ch) if rest_relevant => {
+                            ch.relevant_time = relevant_until(now, rest.guid, ci as u32, time.frame);
+                        }
+                        None if rest_relevant => {}
+                        _ => continue,
+                    }
+                    pending.push(due[rest.index as usize]);
+                }
+            }
+        }
+        let written = write.end(&mut rc.conn, st, true);
+        rc.budget.sent(written.bytes);
+        for (c, s) in pending {
+            if let Some(a) = self.actors[c as usize][s as usize].as_mut() {
+                a.clock.pending_net_update = true;
+            }
+        }
+        written.bytes
+    }
+}
+
+/// Sends what a channel owes: the properties changed since its last send that are active for
+/// this connection, and the open until it is acknowledged; then the actor's fast arrays.
+#[allow(clippy::too_many_arguments)]
+fn replicate(
+    driver: &NetDriver,
+    write: &WriteCtx<'_>,
+    conn: &mut Connection,
+    st: &mut crate::net::send::FrameWrite,
+    ch: &mut RefChannel,
+    a: &RefActor,
+    ci: u32,
+    frame: Frame,
+) {
+    let class = &driver.classes[ch.class as usize];
+    let net = &class.actors[ch.slot as usize];
+    let f = net.flags(ci, conn.replay, !ch.open_acked && !ch.open_sent);
+    let active = class.active.get(f) & !net.custom_inactive;
+    let mut changed = LeafMask::EMPTY;
+    for (leaf, &at) in a.last_changed.iter().enumerate() {
+        if at > ch.sent_through.0 {
+            changed |= LeafMask::leaf(leaf);
+        }
+    }
+    // What changed while inactive waits for the leaf to come back.
+    ch.inactive |= changed & !active;
+    let send = (changed | ch.inactive) & active;
+    ch.inactive &= !active;
+    let open_bunch = !ch.open_acked && !ch.open_sent;
+    let since = ch.sent_through;
+    ch.sent_through = frame;
+    if !send.is_empty() || open_bunch {
+        // Arrays go as the kernel sends them: whole while the open is owed and when under a
+        // condition, else the elements changed since the channel's last send.
+        let whole = class.whole_arrays(send, !ch.open_acked);
+        let (class, slot, guid, open) = (ch.class, ch.slot, a.guid, !ch.open_acked);
+        let item = SendItem { class, slot, guid, leaves: send, open, initial: open_bunch, epoch: 0, whole, since };
+        write.write(conn, st, &item, None, None);
+        if !ch.open_acked {
+            ch.open_sent = true;
+        }
+    }
+    // Its fast arrays ride its channel, right after its bunch (once the client has it).
+    if net.fast {
+        let channel = if ch.open_acked || ch.open_sent { OwnerChannel::Open(ch.epoch) } else { OwnerChannel::Missing };
+        write.write_fast_arrays_for((ci, conn), st, a.guid, channel);
+    }
+}
