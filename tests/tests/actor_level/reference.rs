@@ -72,6 +72,10 @@ struct Sim {
     /// Connections that joined and left mid-run.
     joined: usize,
     left: usize,
+    /// The share of packets the link loses, and its own dice (so a lossless world's stream is
+    /// the same as before loss existed).
+    loss: f64,
+    link: ChaCha8Rng,
 }
 
 fn slots() -> Arc<shadowrep::schema::ArrayLayout> {
@@ -114,6 +118,8 @@ impl Sim {
             statics: Vec::new(),
             joined: 0,
             left: 0,
+            loss: 0.0,
+            link: ChaCha8Rng::seed_from_u64(seed ^ 0x5eed_1055),
         };
         // The level's static actors (UE's actors loaded with the map): things registered by
         // path, never closed for relevancy.
@@ -484,6 +490,9 @@ impl Sim {
         self.frames += 1;
         for (conn, world) in &mut self.clients {
             for p in self.driver.take_packets(*conn).unwrap() {
+                if self.loss > 0.0 && self.link.random_bool(self.loss) {
+                    continue;
+                }
                 world.receive(&p).expect("well-formed");
             }
             // A silent client's answers wait (past the ready timeout the server stops sending
@@ -491,8 +500,9 @@ impl Sim {
             if self.silent.get(conn).is_some_and(|&until| self.frames < until) {
                 continue;
             }
-            self.driver.receive_feedback(*conn, &world.feedback()).unwrap();
-            self.reference.acknowledge(*conn);
+            let feedback = world.feedback();
+            self.driver.receive_feedback(*conn, &feedback).unwrap();
+            self.reference.receive_feedback(&self.driver, *conn, &feedback).unwrap();
         }
     }
 }
@@ -525,67 +535,99 @@ fn the_kernel_decides_exactly_as_the_ue_style_reference_on_random_worlds() {
         (3118, 8),
     ]);
     for (seed, connections) in worlds {
-        let mut sim = Sim::new(seed, connections, seed % 4 == 3);
-        let mut saturated = 0;
-        let mut not_ready = 0;
-        let mut closed = 0;
-        let mut sends = 0;
-        let mut sub_sends = 0;
-        let mut item_events = 0;
-        for frame in 0..240 {
-            // Sometimes the actors stay where they are, so channels time out.
-            if frame % 90 < 60 {
-                sim.play();
-            }
-            sim.play_inventories();
-            sim.step();
-            for (c, &(conn, _)) in sim.clients.iter().enumerate() {
-                let kernel = sim.driver.decisions(conn).unwrap().expect("recorded").clone();
-                let reference = sim.reference.decisions(conn).expect("a connection").clone();
-                assert_eq!(kernel.relevant, reference.relevant, "seed {seed} frame {frame} client {c}: relevant set");
-                let at = kernel.sends.iter().zip(&reference.sends).position(|(a, b)| a != b);
-                assert_eq!(
-                    kernel.sends.len(),
-                    reference.sends.len(),
-                    "seed {seed} frame {frame} client {c}: sends differ at {at:?}; saturated {} / {}; queued {} / {}; tail {:?} / {:?}",
-                    kernel.saturated,
-                    reference.saturated,
-                    kernel.queued_bits,
-                    reference.queued_bits,
-                    &kernel.sends[kernel.sends.len().saturating_sub(3)..],
-                    &reference.sends[reference.sends.len().saturating_sub(3)..]
-                );
-                if let Some(i) = at {
-                    panic!(
-                        "seed {seed} frame {frame} client {c}: send {i} differs: kernel {:?} reference {:?}",
-                        &kernel.sends[i.saturating_sub(1)..(i + 2).min(kernel.sends.len())],
-                        &reference.sends[i.saturating_sub(1)..(i + 2).min(reference.sends.len())]
-                    );
-                }
-                assert_eq!(kernel.saturated, reference.saturated);
-                assert_eq!(
-                    kernel.queued_bits, reference.queued_bits,
-                    "seed {seed} frame {frame} client {c}: the same bytes went out"
-                );
-                saturated += kernel.saturated as usize;
-                not_ready += usize::from(!kernel.ready);
-                closed += kernel.sends.iter().filter(|s| s.action == shadowrep::net::Action::Closed).count();
-                sends += kernel.sends.len();
-                sub_sends += kernel.sends.iter().filter(|s| sim.driver.owner_of(s.guid).is_some()).count();
-            }
-            for (_, world) in &mut sim.clients {
-                item_events += world.take_fast_array_events().len();
-            }
-        }
-        // The worlds exercised what they should.
-        assert!(saturated > 50, "seed {seed}: {saturated} saturated connection-frames");
-        assert!(closed > 5, "seed {seed}: {closed} relevancy closes");
-        assert!(sends > 5_000, "seed {seed}: {sends} sends");
-        assert!(item_events > 500, "seed {seed}: {item_events} fast array item callbacks");
-        assert!(sim.torn > 2, "seed {seed}: {} actors torn off", sim.torn);
-        assert!(not_ready > 5, "seed {seed}: {not_ready} connection-frames not net-ready (silent clients)");
-        assert!(sim.torn_gone > 1, "seed {seed}: {} torn-off actors despawned", sim.torn_gone);
-        assert!(sim.joined > 0 && sim.left > 0, "seed {seed}: {} joined, {} left", sim.joined, sim.left);
-        assert!(sub_sends > 100, "seed {seed}: {sub_sends} sends of sub-objects");
+        decide_alike(seed, connections, 0.0);
     }
+}
+
+/// Runs world `seed` with `connections` clients over a link that loses `loss` of the packets,
+/// the kernel and the reference deciding side by side: the same relevant sets, sends, bits and
+/// saturation on every frame of every connection.
+fn decide_alike(seed: u64, connections: usize, loss: f64) -> u64 {
+    let mut sim = Sim::new(seed, connections, seed % 4 == 3);
+    sim.loss = loss;
+    let mut saturated = 0;
+    let mut not_ready = 0;
+    let mut closed = 0;
+    let mut sends = 0;
+    let mut sub_sends = 0;
+    let mut item_events = 0;
+    for frame in 0..240 {
+        // Sometimes the actors stay where they are, so channels time out.
+        if frame % 90 < 60 {
+            sim.play();
+        }
+        sim.play_inventories();
+        sim.step();
+        for (c, &(conn, _)) in sim.clients.iter().enumerate() {
+            let kernel = sim.driver.decisions(conn).unwrap().expect("recorded").clone();
+            let reference = sim.reference.decisions(conn).expect("a connection").clone();
+            assert_eq!(kernel.relevant, reference.relevant, "seed {seed} frame {frame} client {c}: relevant set");
+            let at = kernel.sends.iter().zip(&reference.sends).position(|(a, b)| a != b);
+            assert_eq!(
+                kernel.sends.len(),
+                reference.sends.len(),
+                "seed {seed} frame {frame} client {c}: sends differ at {at:?}; saturated {} / {}; queued {} / {}; tail {:?} / {:?}",
+                kernel.saturated,
+                reference.saturated,
+                kernel.queued_bits,
+                reference.queued_bits,
+                &kernel.sends[kernel.sends.len().saturating_sub(3)..],
+                &reference.sends[reference.sends.len().saturating_sub(3)..]
+            );
+            if let Some(i) = at {
+                panic!(
+                    "seed {seed} frame {frame} client {c}: send {i} differs: kernel {:?} reference {:?}",
+                    &kernel.sends[i.saturating_sub(1)..(i + 2).min(kernel.sends.len())],
+                    &reference.sends[i.saturating_sub(1)..(i + 2).min(reference.sends.len())]
+                );
+            }
+            assert_eq!(kernel.saturated, reference.saturated);
+            assert_eq!(
+                kernel.queued_bits, reference.queued_bits,
+                "seed {seed} frame {frame} client {c}: the same bytes went out"
+            );
+            saturated += kernel.saturated as usize;
+            not_ready += usize::from(!kernel.ready);
+            closed += kernel.sends.iter().filter(|s| s.action == shadowrep::net::Action::Closed).count();
+            sends += kernel.sends.len();
+            sub_sends += kernel.sends.iter().filter(|s| sim.driver.owner_of(s.guid).is_some()).count();
+        }
+        for (_, world) in &mut sim.clients {
+            item_events += world.take_fast_array_events().len();
+        }
+    }
+    // The worlds exercised what they should.
+    assert!(saturated > 50, "seed {seed}: {saturated} saturated connection-frames");
+    assert!(closed > 5, "seed {seed}: {closed} relevancy closes");
+    assert!(sends > 5_000, "seed {seed}: {sends} sends");
+    assert!(item_events > 500, "seed {seed}: {item_events} fast array item callbacks");
+    assert!(sim.torn > 2, "seed {seed}: {} actors torn off", sim.torn);
+    assert!(not_ready > 5, "seed {seed}: {not_ready} connection-frames not net-ready (silent clients)");
+    assert!(sim.torn_gone > 1, "seed {seed}: {} torn-off actors despawned", sim.torn_gone);
+    assert!(sim.joined > 0 && sim.left > 0, "seed {seed}: {} joined, {} left", sim.joined, sim.left);
+    assert!(sub_sends > 100, "seed {seed}: {sub_sends} sends of sub-objects");
+    let stats: Vec<_> = sim.clients.iter().map(|&(c, _)| sim.driver.connection_stats(c).unwrap()).collect();
+    if loss > 0.0 {
+        let lost: u64 = stats.iter().map(|s| s.packets_lost).sum();
+        let resent: u64 = stats.iter().map(|s| s.leaves_resent).sum();
+        assert!(lost > 100 && resent > 100, "seed {seed}: {lost} packets lost, {resent} leaves resent");
+    }
+    stats.iter().map(|s| s.reopens_honoured).sum()
+}
+
+#[test]
+fn over_a_lossy_link_the_kernel_decides_exactly_as_the_ue_style_reference() {
+    // The same worlds over a link that loses a fifth to two fifths of the packets, the client's
+    // feedback going to both: lost properties come back when their actor next replicates, lost
+    // opens go again as the initial bunch, lost closes again, fast arrays start over — and the
+    // kernel decides, and writes, exactly as the reference. (Sweeps in session 41, all clean:
+    // seeds 1..40 with 4 connections at 20 % loss, 100..115 with 8 at 20 %, 4 at 40 %, 4 at 5 %
+    // and 12 at 30 %. Before the reference modelled the client's fast array reopen — an owner's
+    // open lost, its fast array's delivered, the client asking for the array — seed 0 failed.)
+    let worlds = [(0, 4, 0.2), (1, 8, 0.3), (2, 4, 0.4), (3, 12, 0.2)];
+    let mut reopens = 0;
+    for (seed, connections, loss) in worlds {
+        reopens += decide_alike(seed, connections, loss);
+    }
+    assert!(reopens > 0, "no client asked for an object again: the reopen path went untested");
 }

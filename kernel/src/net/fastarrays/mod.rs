@@ -390,6 +390,19 @@ impl FastArrays {
         true
     }
 
+    /// [`Self::reopen`] on `side`'s connection `ci`, through a shared reference (the UE-style
+    /// reference's connections, which reach the arrays through the driver).
+    pub(crate) fn reopen_shared(&self, side: Side, ci: usize, guid: NetGuid) -> bool {
+        let Some(e) = self.arrays.get(&guid) else { return false };
+        let mut fa = lock(e);
+        let slot = side.slot(ci);
+        if fa.conns.get(slot).is_none_or(|fc| fc.flags & OPEN_ACKED == 0) {
+            return false;
+        }
+        fa.reset(slot);
+        true
+    }
+
     /// Fast array `guid` starts again from nothing on `side`'s connection `ci`: its owner is
     /// opened there again — a new channel, or the client asked for it — and the client has
     /// none of its arrays (whatever the channels' numbers say: a connection numbers them in a

@@ -70,7 +70,7 @@ impl ReferenceFrame {
                     let lapsed =
                         rc.channels.get(&a.guid).is_some_and(|ch| now - ch.relevant_time >= cfg.relevant_timeout);
                     if lapsed && !settings.startup_for(a.guid) && viewers.iter().all(|v| v.view_target.is_some()) {
-                        if rc.channels.remove(&a.guid).is_some_and(|ch| ch.open_sent) {
+                        if rc.channels.remove(&a.guid).is_some_and(|ch| ch.ever_opened) {
                             let reason = close_reason(net.tearing);
                             rc.conn.closes.push(PendingClose { guid: a.guid, reason });
                         }
@@ -144,11 +144,14 @@ impl ReferenceFrame {
                             slot: s,
                             open_sent: false,
                             open_acked: false,
+                            ever_opened: false,
                             sent_through: Frame(0),
                             relevant_time: 0.0,
                             last_update: 0.0,
                             epoch: rc.next_epoch,
                             inactive: LeafMask::EMPTY,
+                            resend: LeafMask::EMPTY,
+                            unsent_initial: LeafMask::EMPTY,
                         }
                     });
                     if relevant {
@@ -239,8 +242,14 @@ fn replicate(
 ) {
     let class = &driver.classes[ch.class as usize];
     let net = &class.actors[ch.slot as usize];
-    let f = net.flags(ci, conn.replay, !ch.open_acked && !ch.open_sent);
+    let open_bunch = !ch.open_acked && !ch.open_sent;
+    let f = net.flags(ci, conn.replay, open_bunch);
     let active = class.active.get(f) & !net.custom_inactive;
+    // What the connection's roles let through outside the initial bunch: what changed while
+    // inactive comes back by a role, not by a lost open's bunch sent again as the initial one
+    // (that one carries what the lost one did, with the current values, as UE's reliable open
+    // bunch goes again with what it had).
+    let by_role = class.active.get(net.flags(ci, conn.replay, false)) & !net.custom_inactive;
     let mut changed = LeafMask::EMPTY;
     for (leaf, &at) in a.last_changed.iter().enumerate() {
         if at > ch.sent_through.0 {
@@ -249,20 +258,27 @@ fn replicate(
     }
     // What changed while inactive waits for the leaf to come back.
     ch.inactive |= changed & !active;
-    let send = (changed | ch.inactive) & active;
-    ch.inactive &= !active;
-    let open_bunch = !ch.open_acked && !ch.open_sent;
+    // What a lost packet carried goes again if active here now, or if it is an initial value
+    // the client never got on this channel; the rest was sent for a role this connection has
+    // lost, and waits with what changed while inactive.
+    let resent = ch.resend & (active | ch.unsent_initial);
+    ch.inactive |= ch.resend & !resent;
+    ch.resend = LeafMask::EMPTY;
+    let send = (changed & active) | (ch.inactive & by_role) | resent;
+    ch.inactive &= !by_role;
     let since = ch.sent_through;
     ch.sent_through = frame;
     if !send.is_empty() || open_bunch {
         // Arrays go as the kernel sends them: whole while the open is owed and when under a
         // condition, else the elements changed since the channel's last send.
-        let whole = class.whole_arrays(send, !ch.open_acked);
+        let whole = class.whole_arrays(send, !ch.open_acked) | resent;
         let (class, slot, guid, open) = (ch.class, ch.slot, a.guid, !ch.open_acked);
-        let item = SendItem { class, slot, guid, leaves: send, open, initial: open_bunch, epoch: 0, whole, since };
+        let epoch = ch.epoch;
+        let item = SendItem { class, slot, guid, leaves: send, open, initial: open_bunch, epoch, whole, since };
         write.write(conn, st, &item, None, None);
         if !ch.open_acked {
             ch.open_sent = true;
+            ch.ever_opened = true;
         }
     }
     // Its fast arrays ride its channel, right after its bunch (once the client has it).

@@ -21,7 +21,9 @@
 //!     replicate    the changed properties since the channel's last send, active under the
 //!                  condition map, encoded for this connection alone; then the actor's fast
 //!                  arrays (bases of the reference's own in the driver's arrays)
-//! acknowledge_all  a perfect link: every packet arrives, every open is acknowledged
+//! receive_feedback the client's feedback (the bytes the driver got): lost properties owed again,
+//!                  lost opens sent again as the initial bunch, lost closes again (`feedback.rs`)
+//! acknowledge_all  or a perfect link: every packet arrives, every open is acknowledged
 //! ```
 //!
 //! It decides everything itself — relevancy per actor, the full sort, per-property change
@@ -33,12 +35,16 @@
 //! bits the kernel's encoder writes and both saturate at the same place (keep it so when the wire
 //! changes: the reference writes its bunches through the kernel's writer).
 //!
-//! Equal decisions need equal histories: the reference models a perfect link (call
-//! [`ReferenceFrame::acknowledge_all`] where the kernel's clients return their feedback), so
-//! compare them on lossless runs.
+//! Equal decisions need equal histories: give the reference each feedback the kernel's clients
+//! return ([`ReferenceFrame::receive_feedback`], the same bytes the driver gets — a lossy link
+//! then loses the same packets for both, as they write the same packets), or, on a perfect link,
+//! call [`ReferenceFrame::acknowledge_all`] where the clients would answer. The reference keeps
+//! the kernel's bookkeeping of packets in flight (sequence numbers, what each packet carried);
+//! what a loss means for a channel it decides itself. It has no dormancy.
 //!
 //! This module holds the actor list and the consider list; `connection.rs` one connection's frame
-//! (prioritize, process, replicate), as the kernel's `net::channels` does.
+//! (prioritize, process, replicate), as the kernel's `net::channels` does; `feedback.rs` what the
+//! client's feedback means for the channels.
 
 use crate::compare::PushMode;
 use crate::ids::{Frame, LeafMask, NetGuid, Seq};
@@ -61,6 +67,7 @@ use std::collections::HashMap;
 use std::time::Instant;
 
 mod connection;
+mod feedback;
 
 /// One actor as an object of its own.
 struct RefActor {
@@ -92,8 +99,13 @@ struct RefActor {
 struct RefChannel {
     class: u32,
     slot: u32,
+    /// A bunch carrying the open is in flight or was delivered (reset when one is reported
+    /// lost before the acknowledgement: the next bunch is the initial one again).
     open_sent: bool,
     open_acked: bool,
+    /// A packet carried the open, delivered or not: the client may have the actor, so the
+    /// channel's end is told.
+    ever_opened: bool,
     sent_through: Frame,
     relevant_time: f64,
     last_update: f64,
@@ -103,6 +115,13 @@ struct RefChannel {
     /// Leaves that changed while inactive for this connection, sent when they come back (UE's
     /// `InactiveChangelist`).
     inactive: LeafMask,
+    /// Leaves a lost packet carried: sent again, with their current values, when the actor next
+    /// replicates here (UE's NAK of a changelist).
+    resend: LeafMask,
+    /// Initial values (InitialOnly, a non-owner's InitialOrOwner) a lost bunch that sent the
+    /// open carried and no delivered bunch has carried since: owed as initial values whatever
+    /// the conditions say meanwhile (UE's open bunch is reliable).
+    unsent_initial: LeafMask,
 }
 
 /// One connection.
@@ -335,7 +354,7 @@ impl ReferenceFrame {
                     for rc in &mut self.conns {
                         let Some(g) = gone else { break };
                         // (A static actor's end was told to every connection above.)
-                        let opened = rc.channels.remove(&g).is_some_and(|ch| ch.open_sent);
+                        let opened = rc.channels.remove(&g).is_some_and(|ch| ch.ever_opened);
                         if opened && torn_now {
                             rc.conn.closes.push(PendingClose { guid: g, reason: CloseReason::TornOff });
                         } else if opened && !g.is_static() && !orphaned {
@@ -380,13 +399,13 @@ impl ReferenceFrame {
                     if e.tear_seen && !e.clock.pending_net_update && !owner_waits || orphaned {
                         e.torn = true;
                         for rc in &mut self.conns {
-                            let opened = rc.channels.remove(&e.guid).is_some_and(|ch| ch.open_sent);
+                            let opened = rc.channels.remove(&e.guid).is_some_and(|ch| ch.ever_opened);
                             // An orphan: where the gone owner's channel was open, its Destroyed
                             // close takes the sub-object with it (queued this frame, or to come in
                             // this pass). (A tear-off that ends closes every channel it has.)
                             let owner_open = orphaned
                                 && e.owner.is_some_and(|o| {
-                                    rc.channels.get(&o).is_some_and(|ch| ch.open_sent)
+                                    rc.channels.get(&o).is_some_and(|ch| ch.ever_opened)
                                         || rc
                                             .conn
                                             .closes

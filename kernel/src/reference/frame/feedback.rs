@@ -1,0 +1,128 @@
+//! What the client says it got, the reference's way: the same feedback the kernel's client sent,
+//! applied to the reference's own channels.
+//!
+//! ```text
+//! per packet the feedback settles, oldest first (the connection's reliability: which packets,
+//! and what each carried — the bunches the shared writer recorded):
+//!   delivered  an open acknowledges its channel; the leaves reach the client: no longer owed
+//!              as initial values
+//!   lost       the leaves are owed again (UE's NAK: the changelist resent with the current
+//!              values when the actor next replicates); an open not acknowledged meanwhile goes
+//!              again, its bunch the initial one; the initial values it carried stay owed as
+//!              initial values until a delivered bunch carries them (UE's reliable open bunch)
+//!   closes     a lost one goes again unless its actor has a channel again (a torn-off actor's
+//!              always)
+//!   fast array bunches and GUID exports, as the driver's
+//! reopen       a client that got a bunch for an actor it does not have: the channel starts over
+//! ```
+//!
+//! Only the bookkeeping of packets in flight is shared with the kernel (sequence numbers, what
+//! each packet carried); what a loss means for a channel is decided here, per channel in a map,
+//! as UE's `UActorChannel` and `FRepLayout` do.
+
+use super::*;
+use crate::net::reliability::{Intake, SentEntry};
+use crate::wire::feedback::read_feedback;
+
+impl ReferenceFrame {
+    /// The feedback the kernel's client sent for `conn` (the same bytes the driver got): the
+    /// packets it settles are applied to the reference's channels. An unknown connection, or
+    /// feedback about nothing new, changes nothing; malformed bytes are an error.
+    pub fn receive_feedback(
+        &mut self,
+        driver: &NetDriver,
+        conn: ConnectionId,
+        bytes: &[u8],
+    ) -> Result<(), DriverError> {
+        let fb = read_feedback(bytes).map_err(DriverError::Feedback)?;
+        let Some(rc) = self.conns.get_mut(conn.0 as usize) else { return Ok(()) };
+        let settling = match rc.conn.rel.classify(&fb) {
+            Intake::NeverSent => return Ok(()),
+            Intake::Stale => None,
+            Intake::Settle => Some(fb.clone()),
+            Intake::Ahead => Some(rc.conn.rel.as_of_newest(&fb)),
+        };
+        if let Some(settling) = settling {
+            let actors = &self.actors;
+            while let Some((rec, delivered)) = rc.conn.rel.settle_next(&settling) {
+                for _ in 0..rec.entries {
+                    let Some(e) = rc.conn.rel.entries.pop_front() else { break };
+                    rc.settle_entry(driver, actors, e, delivered);
+                }
+                for _ in 0..rec.closes {
+                    let Some(close) = rc.conn.rel.closes.pop_front() else { break };
+                    let back = rc.channels.contains_key(&close.guid);
+                    if !delivered && (close.reason == CloseReason::TornOff || !back) {
+                        rc.conn.closes.push(close);
+                    }
+                }
+                for _ in 0..rec.fast {
+                    let Some(sent) = rc.conn.rel.fast.pop_front() else { break };
+                    driver.fast.settle(Side::Reference, conn.0 as usize, sent, delivered);
+                }
+                for _ in 0..rec.exports {
+                    let Some(guid) = rc.conn.rel.exports.pop_front() else { break };
+                    rc.conn.exporting.remove(&guid);
+                    if delivered {
+                        rc.conn.exported.insert(guid);
+                    } else if !rc.conn.exported.contains(&guid) {
+                        rc.conn.exports.push(guid);
+                    }
+                }
+            }
+            rc.conn.rel.settled(&settling);
+        }
+        for guid in &fb.reopen {
+            rc.reopen(driver, conn.0 as usize, *guid);
+        }
+        Ok(())
+    }
+}
+
+impl RefConn {
+    /// One bunch of a settled packet: `e` names its actor by class, slot and GUID.
+    fn settle_entry(&mut self, driver: &NetDriver, actors: &[Vec<Option<RefActor>>], e: SentEntry, delivered: bool) {
+        let live = driver.classes[e.class as usize].actors.get(e.slot as usize).is_some_and(|a| a.alive);
+        let Some(a) = actors[e.class as usize].get(e.slot as usize).and_then(Option::as_ref) else { return };
+        if !live || !e.names(a.guid) {
+            return;
+        }
+        let Some(ch) = self.channels.get_mut(&a.guid) else { return };
+        // Of this channel, not of an earlier one of the actor closed while the bunch flew.
+        let this = ch.epoch == e.epoch;
+        if delivered {
+            if this {
+                ch.open_acked |= e.open;
+                ch.unsent_initial &= !e.leaves;
+            }
+            return;
+        }
+        if this && e.initial {
+            ch.unsent_initial |= e.leaves & driver.classes[e.class as usize].active.initial_only();
+        }
+        if this && e.open && !ch.open_acked {
+            ch.open_sent = false;
+        }
+        ch.resend |= e.leaves;
+    }
+
+    /// The client lacks `guid` (an actor, or a fast array whose owner it lacks — the owner's
+    /// open lost, the array's delivered): if its open was acknowledged, it starts over from
+    /// nothing (an actor's fast arrays too); otherwise an open is on its way.
+    fn reopen(&mut self, driver: &NetDriver, ci: usize, guid: NetGuid) {
+        if driver.fast.slot_of(guid).is_some() {
+            driver.fast.reopen_shared(Side::Reference, ci, guid);
+            return;
+        }
+        let Some(ch) = self.channels.get_mut(&guid).filter(|ch| ch.open_acked) else { return };
+        ch.open_acked = false;
+        ch.open_sent = false;
+        ch.sent_through = Frame(0);
+        ch.inactive = LeafMask::EMPTY;
+        for (g, stamp) in driver.fast.versions_of(guid) {
+            if stamp.is_some() {
+                driver.fast.restart(Side::Reference, ci, g);
+            }
+        }
+    }
+}
