@@ -174,6 +174,9 @@ pub(crate) struct Connection {
     pub parked: Vec<(u32, u32, crate::ids::LeafMask)>,
     /// Leaves of lost opens not delivered since ([`UnsentInitial`]).
     pub unsent_initial: UnsentInitial,
+    /// Leaves a full window held back since the last [`std::mem::take`] (the writer owes them
+    /// to the pair as well): read by the UE-style reference, which keeps its own channels.
+    pub held_back: crate::ids::LeafMask,
 }
 
 /// Per pair, the leaves a lost bunch carrying the channel's open held that no delivered bunch
@@ -276,6 +279,7 @@ impl Connection {
             held_torn: Vec::new(),
             parked: Vec::new(),
             unsent_initial: UnsentInitial::default(),
+            held_back: crate::ids::LeafMask::EMPTY,
         }
     }
 

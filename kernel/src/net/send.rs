@@ -230,6 +230,7 @@ impl WriteCtx<'_> {
     /// `leaves` of `item` could not be written (a full window): owed, as initial values when
     /// `item` sends the open ([`super::connection::UnsentInitial`]).
     fn defer(&self, conn: &mut Connection, item: &SendItem, leaves: LeafMask) {
+        conn.held_back |= leaves;
         if item.initial {
             let initial_only = self.classes[item.class as usize].active.initial_only();
             let key = super::pairs::pair_key(item.class, item.slot);

@@ -76,6 +76,12 @@ struct Sim {
     /// the same as before loss existed).
     loss: f64,
     link: ChaCha8Rng,
+    /// Lossy worlds: clients whose downlink goes dark (every packet lost) until a frame, their
+    /// feedback still arriving — each says nothing new, yet keeps the client net-ready, so the
+    /// server writes on until the sequence window is full.
+    dark: std::collections::HashMap<ConnectionId, u32>,
+    /// Packets the link lost.
+    dropped: usize,
 }
 
 fn slots() -> Arc<shadowrep::schema::ArrayLayout> {
@@ -120,6 +126,8 @@ impl Sim {
             left: 0,
             loss: 0.0,
             link: ChaCha8Rng::seed_from_u64(seed ^ 0x5eed_1055),
+            dark: Default::default(),
+            dropped: 0,
         };
         // The level's static actors (UE's actors loaded with the map): things registered by
         // path, never closed for relevancy.
@@ -488,9 +496,16 @@ impl Sim {
         self.driver.tick(&mut [&mut self.things, &mut self.bags]).unwrap();
         self.reference.tick(&self.driver, &mut [&mut self.bags, &mut self.things]).unwrap();
         self.frames += 1;
+        if self.loss > 0.0 && (self.frames == 40 || self.link.random_bool(0.01)) {
+            let c = self.clients[self.link.random_range(0..self.clients.len())].0;
+            let until = self.frames + self.link.random_range(90..180);
+            self.dark.insert(c, until);
+        }
         for (conn, world) in &mut self.clients {
+            let dark = self.dark.get(conn).is_some_and(|&until| self.frames < until);
             for p in self.driver.take_packets(*conn).unwrap() {
-                if self.loss > 0.0 && self.link.random_bool(self.loss) {
+                if dark || self.loss > 0.0 && self.link.random_bool(self.loss) {
+                    self.dropped += 1;
                     continue;
                 }
                 world.receive(&p).expect("well-formed");
@@ -542,7 +557,7 @@ fn the_kernel_decides_exactly_as_the_ue_style_reference_on_random_worlds() {
 /// Runs world `seed` with `connections` clients over a link that loses `loss` of the packets,
 /// the kernel and the reference deciding side by side: the same relevant sets, sends, bits and
 /// saturation on every frame of every connection.
-fn decide_alike(seed: u64, connections: usize, loss: f64) -> u64 {
+fn decide_alike(seed: u64, connections: usize, loss: f64) -> Vec<shadowrep::net::ConnectionStats> {
     let mut sim = Sim::new(seed, connections, seed % 4 == 3);
     sim.loss = loss;
     let mut saturated = 0;
@@ -608,26 +623,34 @@ fn decide_alike(seed: u64, connections: usize, loss: f64) -> u64 {
     assert!(sub_sends > 100, "seed {seed}: {sub_sends} sends of sub-objects");
     let stats: Vec<_> = sim.clients.iter().map(|&(c, _)| sim.driver.connection_stats(c).unwrap()).collect();
     if loss > 0.0 {
-        let lost: u64 = stats.iter().map(|s| s.packets_lost).sum();
         let resent: u64 = stats.iter().map(|s| s.leaves_resent).sum();
-        assert!(lost > 100 && resent > 100, "seed {seed}: {lost} packets lost, {resent} leaves resent");
+        assert!(sim.dropped > 100 && resent > 100, "seed {seed}: {} packets lost, {resent} leaves resent", sim.dropped);
     }
-    stats.iter().map(|s| s.reopens_honoured).sum()
+    stats
 }
 
 #[test]
 fn over_a_lossy_link_the_kernel_decides_exactly_as_the_ue_style_reference() {
     // The same worlds over a link that loses a fifth to two fifths of the packets, the client's
-    // feedback going to both: lost properties come back when their actor next replicates, lost
-    // opens go again as the initial bunch, lost closes again, fast arrays start over — and the
-    // kernel decides, and writes, exactly as the reference. (Sweeps in session 41, all clean:
-    // seeds 1..40 with 4 connections at 20 % loss, 100..115 with 8 at 20 %, 4 at 40 %, 4 at 5 %
-    // and 12 at 30 %. Before the reference modelled the client's fast array reopen — an owner's
-    // open lost, its fast array's delivered, the client asking for the array — seed 0 failed.)
+    // feedback going to both, and now and then a client whose downlink goes dark for 3–6 s
+    // while its feedback still arrives (so the server writes on until the window is full):
+    // lost properties come back when their actor next replicates, lost opens go again as the
+    // initial bunch, lost closes again, fast arrays start over, what a full window holds back
+    // is owed — and the kernel decides, and writes, exactly as the reference. (Sweeps in session
+    // 41 without the dark spells, all clean: seeds 1..40 with 4 connections at 20 % loss,
+    // 100..115 with 8 at 20 %, 4 at 40 %, 4 at 5 % and 12 at 30 %; with them, seeds 0..70 with 4
+    // at 20 %: all but 22 and 44, where a tearing actor's last update was held back by a full
+    // window — the kernel's tear-off then waits for that connection (`finish_tear_offs`), which
+    // the reference does not model yet. Before the reference modelled the client's fast array
+    // reopen — an owner's open lost, its fast array's delivered, the client asking for the
+    // array — seed 0 failed.)
     let worlds = [(0, 4, 0.2), (1, 8, 0.3), (2, 4, 0.4), (3, 12, 0.2)];
-    let mut reopens = 0;
+    let (mut reopens, mut full) = (0, 0);
     for (seed, connections, loss) in worlds {
-        reopens += decide_alike(seed, connections, loss);
+        let stats = decide_alike(seed, connections, loss);
+        reopens += stats.iter().map(|s| s.reopens_honoured).sum::<u64>();
+        full += stats.iter().map(|s| s.window_full_frames).sum::<u64>();
     }
     assert!(reopens > 0, "no client asked for an object again: the reopen path went untested");
+    assert!(full > 0, "no window filled: what a full window holds back went untested");
 }

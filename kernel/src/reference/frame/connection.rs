@@ -275,8 +275,17 @@ fn replicate(
         let (class, slot, guid, open) = (ch.class, ch.slot, a.guid, !ch.open_acked);
         let epoch = ch.epoch;
         let item = SendItem { class, slot, guid, leaves: send, open, initial: open_bunch, epoch, whole, since };
+        let entries = conn.rel.entries.len();
+        conn.held_back = LeafMask::EMPTY;
         write.write(conn, st, &item, None, None);
-        if !ch.open_acked {
+        // What a full window held back is owed (as initial values, of the bunch that sends the
+        // open); an open went only if a bunch of it did.
+        let held = std::mem::take(&mut conn.held_back);
+        ch.resend |= held;
+        if open_bunch {
+            ch.unsent_initial |= held & driver.classes[ch.class as usize].active.initial_only();
+        }
+        if !ch.open_acked && conn.rel.entries.len() > entries {
             ch.open_sent = true;
             ch.ever_opened = true;
         }
