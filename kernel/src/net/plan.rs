@@ -28,7 +28,6 @@
 use super::actors::{ActorNet, ChangedActor, ChangedNet, ClassNet};
 use super::condition::flags;
 use super::connection::{pair, Connection, PairState};
-use super::roles::{parked_by_role, InactiveLeaves};
 use crate::ids::{Frame, LeafMask, NetGuid};
 
 /// One actor to send to one connection this frame.
@@ -65,7 +64,7 @@ const PAIR_PREFETCH: usize = 16;
 pub(crate) fn plan_connection(
     ci: u32,
     conn: &mut Connection,
-    (classes, inactive): (&[ClassNet], &InactiveLeaves),
+    classes: &[ClassNet],
     (changed, changed_actors): (&[ChangedActor], &[ChangedNet]),
     frame: Frame,
     mut emit: impl FnMut(&mut Connection, &SendItem),
@@ -146,10 +145,9 @@ pub(crate) fn plan_connection(
         let before = known.map_or_else(|| c.history.changed_before(slot, frame), |k| k.before);
         let catch_up = ps.sent_through == Frame(0) || (before > ps.sent_through && before < frame);
         let mut parked = LeafMask::EMPTY;
-        let unsent = &conn.unsent_initial;
-        let role_off = |epoch| parked_by_role(inactive, unsent, (class, slot), ci, epoch);
-        let item =
-            plan_pair((ci, replay), ps, (c, role_off), (class, slot), actor, leaves, catch_up, frame, &mut parked);
+        let key = super::pairs::pair_key(class, slot);
+        let unsent = |epoch| conn.unsent_initial.get(key, epoch);
+        let item = plan_pair((ci, replay), ps, (c, unsent), (class, slot), actor, leaves, catch_up, frame, &mut parked);
         // Sent everything through this frame, open acknowledged, nothing owed: clean from now
         // on (a write that cannot send it owes it, which ends that at once).
         if ps.flags & pair::OPEN_ACKED != 0 && ps.epoch == 0 {
@@ -173,10 +171,10 @@ pub(crate) fn plan_connection(
 /// then). Moves the pair's catch-up point to `frame` and empties its resend set: lost leaves
 /// that are inactive here now (a packet reported lost after a role change turned them off) go
 /// to `parked`, for the caller to record with the connection's inactive leaves (UE's inactive
-/// changelist): they are owed when they come back. `role_off` tells, for the pair's channel
-/// epoch, the leaves a role change turned off here whose values the client has had on this
-/// channel (the driver's records, [`super::roles`], less [`super::connection::UnsentInitial`]);
-/// it is asked only when a lost initial-only leaf is owed.
+/// changelist): they are owed when they come back. `unsent` tells, for the pair's channel
+/// epoch, the initial values no delivered bunch of this channel has carried
+/// ([`super::connection::UnsentInitial`]); it is asked only when a lost initial-only leaf is
+/// owed.
 ///
 /// Inlined: called out of line, its `SendItem` came back through memory written field by field
 /// and was read back whole — a store-forwarding stall on every planned pair (the shared frame of
@@ -186,7 +184,7 @@ pub(crate) fn plan_connection(
 pub(crate) fn plan_pair(
     (ci, replay): (u32, bool),
     ps: &mut PairState,
-    (c, role_off): (&ClassNet, impl FnOnce(u8) -> LeafMask),
+    (c, unsent): (&ClassNet, impl FnOnce(u8) -> LeafMask),
     (class, slot): (u32, u32),
     actor: &ActorNet,
     this_frame: LeafMask,
@@ -202,12 +200,13 @@ pub(crate) fn plan_pair(
     let active = c.active.get(f) & !actor.custom_inactive;
     let mut owed = c.active.get(f | flags::INITIAL) & !actor.custom_inactive;
     // Lost leaves owed only as initial values (InitialOnly; InitialOrOwner for a non-owner) are
-    // owed again — unless a role change turned them off here after the client had a value of
-    // them: then the lost value was sent for the role (an owner's InitialOrOwner update), and
-    // it is parked as any leaf gone off is.
+    // owed again only while the client has had none of them on this channel (UE's reliable open
+    // bunch: once a delivered initial bunch carried them, no later bunch does). The others were
+    // sent for a role (an owner's InitialOrOwner update) or are the client's already: parked as
+    // any leaf gone off is, owed if a role brings them back.
     let initial_only = ps.resend & owed & !active;
     if !initial_only.is_empty() {
-        owed &= !(initial_only & role_off(ps.epoch));
+        owed &= !(initial_only & !unsent(ps.epoch));
     }
     let mut changed_leaves = this_frame;
     if catch_up {

@@ -16,7 +16,7 @@
 //! `FRepLayout` sends (its `InactiveChangelist`): no value is lost, and none it has is sent again.
 
 use super::actors::ActorNet;
-use super::connection::{pair, UnsentInitial};
+use super::connection::pair;
 use super::{ClassId, ConnectionId, DriverError, Frame, NetDriver};
 use crate::ids::LeafMask;
 use crate::store::{ActorId, ClassStore};
@@ -44,22 +44,6 @@ pub(crate) struct Inactive {
 
 /// Per actor (class, slot), the records of leaves inactive for a connection since a role change.
 pub(crate) type InactiveLeaves = std::collections::HashMap<(u32, u32), Vec<Inactive>>;
-
-/// The lost leaves of the actor in (`class`, `slot`) that connection `ci`'s channel `epoch` does
-/// not resend as initial values: those a role change turned off there (and that have not come
-/// back since) whose values the client has had on this channel — all but `unsent`'s. Planning
-/// parks them (see `plan::plan_pair`).
-pub(crate) fn parked_by_role(
-    records: &InactiveLeaves,
-    unsent: &UnsentInitial,
-    (class, slot): (u32, u32),
-    ci: u32,
-    epoch: u8,
-) -> LeafMask {
-    let Some(list) = records.get(&(class, slot)) else { return LeafMask::EMPTY };
-    let off = list.iter().filter(|e| e.conn == ci && e.epoch == epoch).fold(LeafMask::EMPTY, |m, e| m | e.leaves);
-    off & !unsent.get(super::pairs::pair_key(class, slot), epoch)
-}
 
 impl NetDriver {
     fn actor_mut(&mut self, class: ClassId, store: &ClassStore, id: ActorId) -> Result<&mut ActorNet, DriverError> {

@@ -140,7 +140,7 @@ impl NetDriver {
             fast: &self.fast,
             marks_opens: false,
         };
-        let (classes, inactive) = (&self.classes, &self.inactive);
+        let classes = &self.classes;
         let write = |(ci, conn): (usize, &mut Connection)| {
             let mut st = ctx.begin(conn);
             if conn.removed {
@@ -148,7 +148,7 @@ impl NetDriver {
             }
             ctx.write_closes(conn, &mut st);
             let mut cursor = 0;
-            plan::plan_connection(ci as u32, conn, (classes, inactive), changed, frame, |conn, item| {
+            plan::plan_connection(ci as u32, conn, classes, changed, frame, |conn, item| {
                 ctx.write_planned(conn, &mut st, &mut cursor, item)
             });
             ctx.end_connection(ci as u32, conn, st)

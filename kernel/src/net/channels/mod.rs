@@ -86,8 +86,6 @@ pub(crate) struct LevelCtx<'a> {
     /// Some actor keeps records of leaves inactive for a connection ([`super::roles`]): the
     /// channels closed are reported, so their records go with them.
     pub report_closes: bool,
-    /// Leaves inactive for a connection since a role change ([`super::roles`]).
-    pub inactive: &'a super::roles::InactiveLeaves,
     /// The due owners' fast arrays with their versions (`DueActor::fast_arrays` ranges).
     pub fast_arrays: &'a [(NetGuid, Option<super::fastarrays::ArrayStamp>)],
     /// The due actors' ranks by GUID: the send order's tie-break.
@@ -406,15 +404,21 @@ fn process(ctx: &LevelCtx<'_>, run: &mut Run<'_>, conn: &mut Connection, scratch
                     row.relevant_time = relevant_until(now, due.rel.guid, ci, ctx.time.frame);
                 }
                 row.last_update = now;
+                let mut woken = None;
                 if row.state.flags & pair::WOKEN != 0 && row.state.flags & pair::OPEN_ACKED != 0 {
                     // Woken from dormancy: UE opens the channel anew, its first bunch initial —
-                    // the initial-only values changed while the actor slept are owed (resent
-                    // leaves go with the initial flag).
+                    // the initial-only values changed while the actor slept are owed as initial
+                    // values, until a delivered bunch carries them.
                     let c = &ctx.write.classes[due.class as usize];
-                    let slept = c.history.changed_since(due.slot, row.state.sent_through);
-                    row.state.resend |= slept & c.active.initial_only();
+                    let slept = c.history.changed_since(due.slot, row.state.sent_through) & c.active.initial_only();
+                    row.state.resend |= slept;
+                    woken = Some((row.state.epoch, slept, c.active.initial_only()));
                 }
                 row.state.flags &= !pair::WOKEN;
+                if let Some((epoch, slept, initial_only)) = woken.filter(|w| !w.1.is_empty()) {
+                    let key = crate::net::pairs::pair_key(due.class, due.slot);
+                    conn.unsent_initial.lost_open(key, epoch, slept, initial_only);
+                }
                 if !has_channel && due.actor.fast {
                     // A new channel: the client has none of the owner's fast arrays.
                     ctx.write.fast.restart_for_connection(

@@ -6,7 +6,6 @@ use crate::ids::{Frame, LeafMask};
 use crate::net::connection::{pair, Connection};
 use crate::net::fastarrays::OwnerChannel;
 use crate::net::plan::plan_pair;
-use crate::net::roles::parked_by_role;
 use crate::net::send::FrameWrite;
 
 /// Plans and writes what the pair in row `row` owes.
@@ -41,9 +40,10 @@ pub(super) fn replicate(
         } else {
             (LeafMask::EMPTY, ps.sent_through == Frame(0) || due.last_changed > ps.sent_through)
         };
-        let (at, frame, unsent) = ((due.class, due.slot), ctx.time.frame, &conn.unsent_initial);
-        let role_off = |epoch| parked_by_role(ctx.inactive, unsent, at, ci, epoch);
-        plan_pair((ci, replay), ps, (c, role_off), at, actor, this_frame, catch_up, frame, &mut parked)
+        let (at, frame, key) =
+            ((due.class, due.slot), ctx.time.frame, crate::net::pairs::pair_key(due.class, due.slot));
+        let unsent = |epoch| conn.unsent_initial.get(key, epoch);
+        plan_pair((ci, replay), ps, (c, unsent), at, actor, this_frame, catch_up, frame, &mut parked)
     };
     if !parked.is_empty() {
         conn.parked.push((due.class, due.slot, parked));

@@ -170,8 +170,8 @@ impl FastArrayNet {
 
     /// Whether the driver's connection `ci` holds nothing of this array in flight and nothing
     /// unsent: its owner may go dormant for it.
-    fn settled(&self, ci: usize) -> bool {
-        self.conns.get(Side::Driver.slot(ci)).is_none_or(|fc| {
+    fn settled(&self, slot: usize) -> bool {
+        self.conns.get(slot).is_none_or(|fc| {
             fc.in_flight == 0 && fc.base.is_none_or(|b| !self.array.has_unsent(b) && fc.flags & OPEN_ACKED != 0)
         })
     }
@@ -346,9 +346,14 @@ impl FastArrays {
     /// Whether every fast array of `owner` is settled on connection `ci` (see
     /// [`FastArrayNet::settled`]).
     pub fn settled_for(&self, owner: NetGuid, ci: usize) -> bool {
+        self.settled_on(Side::Driver, owner, ci)
+    }
+
+    /// [`Self::settled_for`] on `side`'s connection `ci`.
+    pub(crate) fn settled_on(&self, side: Side, owner: NetGuid, ci: usize) -> bool {
         self.by_owner
             .get(&owner)
-            .is_none_or(|list| list.iter().all(|g| self.arrays.get(g).is_none_or(|m| lock(m).settled(ci))))
+            .is_none_or(|list| list.iter().all(|g| self.arrays.get(g).is_none_or(|m| lock(m).settled(side.slot(ci)))))
     }
 
     /// Settles one packet's fast array bunch to `side`'s connection `ci`: delivered or lost.

@@ -415,7 +415,6 @@ impl NetDriver {
             owner_only: level.owner_only,
             tearing: level.tearing,
             report_closes: !self.inactive.is_empty(),
-            inactive: &self.inactive,
             time,
             cfg: &level.cfg,
         };

@@ -33,6 +33,8 @@ impl ReferenceFrame {
             return 0;
         }
         let mut pending = Vec::new();
+        // Tearing actors replicated here: (class, slot, whether the window held some back).
+        let mut tearing: Vec<(u32, u32, bool)> = Vec::new();
         // Owner chains are followed actor to actor, as UE follows `Owner` pointers.
         let plookup = |g: NetGuid| {
             let &(c, s) = driver.guids.get(&g)?;
@@ -125,7 +127,9 @@ impl ReferenceFrame {
                     .is_none_or(|cond| cond.allows(net.owner == Some(ci as u32), net.autonomous, rc.conn.replay));
                 // A sub-object goes in its owner's channel: none here, none for it.
                 let owner_open = class.cols.sub_condition[s as usize].is_none()
-                    || driver.owner_of(guid).is_some_and(|o| rc.channels.contains_key(&o) || torn_here.contains(&o));
+                    || driver.owner_of(guid).is_some_and(|o| {
+                        rc.channels.contains_key(&o) || torn_here.contains(&o) || rc.held_torn.contains(&o)
+                    });
                 let recently = allowed
                     && owner_open
                     && (relevant || channel.is_some_and(|ch| now - ch.relevant_time < cfg.relevant_timeout));
@@ -158,9 +162,23 @@ impl ReferenceFrame {
                         ch.relevant_time = relevant_until(now, guid, ci as u32, time.frame);
                     }
                     ch.last_update = now;
-                    let before = write.bits_written(&rc.conn);
+                    let (before, full_before) = (write.bits_written(&rc.conn), st.full);
                     let a = actors[c as usize][s as usize].as_ref().expect("due actors are live");
                     replicate(driver, write, &mut rc.conn, &mut st, &mut ch, a, ci as u32, time.frame);
+                    if net.tearing {
+                        // Its last update: did the window hold some of it back (leaves, or what
+                        // fills no resend set — its open, its fast arrays' deltas)?
+                        let open_owed = !ch.open_sent && !ch.open_acked;
+                        let deferred = !ch.resend.is_empty()
+                            || st.full
+                                && (!full_before || open_owed || !driver.fast.settled_on(Side::Reference, guid, ci));
+                        tearing.push((c, s, deferred));
+                        // A sub-object's owner closed TornOff here stays for it.
+                        let owner = driver.owner_of(guid).filter(|o| torn_here.contains(o) || rc.held_torn.contains(o));
+                        if let Some(o) = owner.filter(|_| deferred) {
+                            rc.held_torn.insert(o);
+                        }
+                    }
                     rc.channels.insert(guid, ch);
                     let bits = (write.bits_written(&rc.conn) - before) as u32;
                     let action = Action::Replicated { opened: channel.is_none() };
@@ -221,6 +239,14 @@ impl ReferenceFrame {
         for (c, s) in pending {
             if let Some(a) = self.actors[c as usize][s as usize].as_mut() {
                 a.clock.pending_net_update = true;
+            }
+        }
+        for (c, s, deferred) in tearing {
+            if let Some(a) = self.actors[c as usize][s as usize].as_mut() {
+                a.deferred.retain(|&d| d != ci as u32);
+                if deferred {
+                    a.deferred.push(ci as u32);
+                }
             }
         }
         written.bytes

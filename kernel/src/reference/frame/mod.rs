@@ -90,6 +90,9 @@ struct RefActor {
     tear_seen: bool,
     /// Its tear-off ended: never replicated again.
     torn: bool,
+    /// Tearing: the connections whose full window held back some of its last update when they
+    /// last replicated it — its tear-off waits for them (for at most a window's worth of frames).
+    deferred: Vec<u32>,
     /// As a sub-object, its owner (kept: the driver forgets the link when the owner goes).
     owner: Option<NetGuid>,
 }
@@ -135,6 +138,10 @@ struct RefConn {
     fast_delivered: Vec<FastSent>,
     /// The next channel's epoch.
     next_epoch: u8,
+    /// Owners closed TornOff here whose tearing sub-object's last update a full window held
+    /// back: the client keeps the owner, so the update still finds it, until the owner's
+    /// tear-off ends.
+    held_torn: std::collections::HashSet<NetGuid>,
 }
 
 impl RefConn {
@@ -250,6 +257,7 @@ impl ReferenceFrame {
                 decisions: FrameDecisions::default(),
                 fast_delivered: Vec::new(),
                 next_epoch: 0,
+                held_torn: Default::default(),
             });
         }
         let new_subs = self.track_actors(driver, stores, &order);
@@ -322,7 +330,30 @@ impl ReferenceFrame {
         // Tearing actors whose tear-off goes on this frame (a connection left them over, or
         // this is the frame that replicates them): their sub-objects' tear-offs go on too (a
         // sub-object rides its owner's channel).
-        // (The driver's list of tearing actors names them: no walk over every actor.)
+        // (The driver's list of tearing actors names them: no walk over every actor.) A tearing
+        // actor also waits while a connection whose window held back its last update still
+        // serves it with an open channel — for at most a window's worth of frames after the
+        // game's call — and is considered each frame meanwhile; its owner waits with it.
+        let mut owing = std::collections::HashSet::new();
+        let mut owing_owners = std::collections::HashSet::new();
+        for t in &driver.tearing {
+            let (c, s, guid) = t.actor();
+            let Some(e) = self.actors.get(c as usize).and_then(|l| l.get(s as usize)?.as_ref()) else { continue };
+            let within = self.frame.0 < t.since().0 + 1 + crate::wire::feedback::ACK_WINDOW;
+            let owes = within
+                && e.guid == guid
+                && !e.torn
+                && e.deferred.iter().any(|&ci| {
+                    let ci = ci as usize;
+                    !driver.conns[ci].removed
+                        && self.conns[ci].channels.contains_key(&guid)
+                        && serves(driver, &self.actors, (c, s), ci)
+                });
+            if owes {
+                owing.insert(guid);
+                owing_owners.extend(e.owner);
+            }
+        }
         let waiting: std::collections::HashSet<NetGuid> = driver
             .tearing
             .iter()
@@ -330,10 +361,11 @@ impl ReferenceFrame {
             .filter_map(|(c, s, guid)| {
                 let e = self.actors.get(c as usize)?.get(s as usize)?.as_ref().filter(|e| e.guid == guid)?;
                 let a = driver.classes[c as usize].actors.get(s as usize).filter(|a| a.alive && a.guid == guid)?;
-                let goes_on = !e.tear_seen || e.clock.pending_net_update;
-                (a.tearing && !e.torn && goes_on).then_some(guid)
+                let goes_on = !e.tear_seen || e.clock.pending_net_update || owing.contains(&guid);
+                (a.tearing && !e.torn && (goes_on || owing_owners.contains(&guid))).then_some(guid)
             })
             .collect();
+        let now = driver.level.as_ref().map_or(0.0, |l| l.time.now);
         for (c, class) in driver.classes.iter().enumerate() {
             let store = &*stores[order[c]];
             let table = &mut self.actors[c];
@@ -350,7 +382,12 @@ impl ReferenceFrame {
                     let orphaned = class.actors.get(slot).is_some_and(|a| Some(a.guid) == gone && a.orphaned);
                     // Torn off at the start of the frame that found it gone (its tear-off ended
                     // first): its channels end with a TornOff close, as below, not a Destroyed.
-                    let torn_now = e.is_some_and(|e| !e.torn && e.tear_seen && !e.clock.pending_net_update);
+                    // (Not while a connection's full window holds back its last update or its
+                    // sub-object's: then it is destroyed there as anywhere.)
+                    let torn_now = e.is_some_and(|e| {
+                        let waits = owing.contains(&e.guid) || owing_owners.contains(&e.guid);
+                        !e.torn && e.tear_seen && !e.clock.pending_net_update && !waits
+                    });
                     for rc in &mut self.conns {
                         let Some(g) = gone else { break };
                         // (A static actor's end was told to every connection above.)
@@ -380,6 +417,7 @@ impl ReferenceFrame {
                         link: (ActorRelevancy::at(a.guid, [0.0; 3]), 0.0),
                         tear_seen: false,
                         torn: false,
+                        deferred: Vec::new(),
                         owner: None,
                     });
                 }
@@ -396,9 +434,11 @@ impl ReferenceFrame {
                 let tearing = a.is_some_and(|a| a.tearing);
                 if let Some(e) = entry.as_mut().filter(|e| !e.torn && (tearing || orphaned)) {
                     let owner_waits = e.owner.is_some_and(|o| waiting.contains(&o));
-                    if e.tear_seen && !e.clock.pending_net_update && !owner_waits || orphaned {
+                    let waits = owing.contains(&e.guid) || owing_owners.contains(&e.guid);
+                    if e.tear_seen && !e.clock.pending_net_update && !owner_waits && !waits || orphaned {
                         e.torn = true;
                         for rc in &mut self.conns {
+                            rc.held_torn.remove(&e.guid);
                             let opened = rc.channels.remove(&e.guid).is_some_and(|ch| ch.ever_opened);
                             // An orphan: where the gone owner's channel was open, its Destroyed
                             // close takes the sub-object with it (queued this frame, or to come in
@@ -416,6 +456,9 @@ impl ReferenceFrame {
                                 rc.conn.closes.push(PendingClose { guid: e.guid, reason: CloseReason::TornOff });
                             }
                         }
+                    }
+                    if owing.contains(&e.guid) && !e.torn {
+                        e.clock.force_net_update(now);
                     }
                     e.tear_seen = true;
                 }
@@ -513,4 +556,26 @@ impl ReferenceFrame {
         }
         due
     }
+}
+
+/// Whether connection `ci`'s frames serve the actor in (`c`, `s`) at all: an owner-only actor
+/// only a connection that owns it or whose viewers are on its owner chain (UE's
+/// `IsActorOwnedByAndRelevantToConnection`), a sub-object only where its condition lets it.
+fn serves(driver: &NetDriver, actors: &[Vec<Option<RefActor>>], (c, s): (u32, u32), ci: usize) -> bool {
+    let class = &driver.classes[c as usize];
+    let net = &class.actors[s as usize];
+    let owned = net.owner == Some(ci as u32);
+    let dc = &driver.conns[ci];
+    if !class.cols.sub_condition[s as usize].is_none_or(|cond| cond.allows(owned, net.autonomous, dc.replay)) {
+        return false;
+    }
+    if !class.cols.settings[s as usize].only_relevant_to_owner || owned {
+        return true;
+    }
+    let Some(a) = actors[c as usize][s as usize].as_ref() else { return false };
+    let lookup = |g: NetGuid| {
+        let &(c, s) = driver.guids.get(&g)?;
+        actors.get(c as usize)?.get(s as usize)?.as_ref().map(|a| &a.link.0)
+    };
+    owned_by_viewers(&a.link.0, &dc.viewers, &lookup)
 }
