@@ -10,6 +10,7 @@ mod hostile;
 mod initial;
 mod lifecycle;
 mod mixed;
+mod mutants;
 mod priority;
 mod reference;
 mod relevancy;
