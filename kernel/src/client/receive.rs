@@ -391,7 +391,7 @@ impl ClientWorld {
         self.stats.packets_applied += 1;
         self.stats.bunches_skipped += skipped as u64;
         self.stats.unknown_statics += unknown_statics;
-        for guid in missing.into_iter().chain(orphans) {
+        for guid in missing {
             self.request_reopen(guid);
         }
         // Asked for again after the bunches: a bunch for an actor cancels a request for it.
@@ -415,7 +415,10 @@ impl ClientWorld {
             let class = opened.get(&b.guid).copied();
             self.apply_one(b, class, packet.seq);
         }
-        for guid in reask {
+        // Opens set aside for a missing owner are asked for after the bunches too: a close of
+        // the actor's earlier channel in this packet (before the open) must not take the request
+        // back — the server would believe the open acknowledged.
+        for guid in reask.into_iter().chain(orphans) {
             self.request_reopen(guid);
         }
         Ok(Receipt::Applied { bunches: n, skipped })
