@@ -104,11 +104,6 @@ impl Tearing {
     pub(crate) fn actor(&self) -> (u32, u32, NetGuid) {
         (self.class, self.slot, self.guid)
     }
-
-    /// The driver's frame when the game tore the actor off.
-    pub(crate) fn since(&self) -> Frame {
-        self.since
-    }
 }
 
 /// Static actors as the driver knows them.

@@ -246,6 +246,7 @@ impl ReferenceFrame {
                 a.deferred.retain(|&d| d != ci as u32);
                 if deferred {
                     a.deferred.push(ci as u32);
+                    self.deferring.insert((c, s));
                 }
             }
         }

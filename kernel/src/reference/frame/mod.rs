@@ -93,6 +93,8 @@ struct RefActor {
     /// Tearing: the connections whose full window held back some of its last update when they
     /// last replicated it — its tear-off waits for them (for at most a window's worth of frames).
     deferred: Vec<u32>,
+    /// The driver's frame when the game tore it off (the frame before this first saw it).
+    tear_since: Frame,
     /// As a sub-object, its owner (kept: the driver forgets the link when the owner goes).
     owner: Option<NetGuid>,
 }
@@ -175,6 +177,8 @@ pub struct ReferenceFrame {
     actors: Vec<Vec<Option<RefActor>>>,
     conns: Vec<RefConn>,
     frame: Frame,
+    /// Tearing actors whose last update a connection's full window held back (class, slot).
+    deferring: std::collections::HashSet<(u32, u32)>,
     /// How many of the driver's destroyed static actors the connections were told of.
     statics_told: usize,
 }
@@ -200,6 +204,7 @@ impl ReferenceFrame {
             actors: (0..driver.classes.len()).map(|_| Vec::new()).collect(),
             conns: Vec::new(),
             frame: Frame(0),
+            deferring: Default::default(),
             statics_told: 0,
         })
     }
@@ -334,14 +339,19 @@ impl ReferenceFrame {
         // actor also waits while a connection whose window held back its last update still
         // serves it with an open channel — for at most a window's worth of frames after the
         // game's call — and is considered each frame meanwhile; its owner waits with it.
+        // (Its own list of tearing actors a window held back: the driver's tick may have
+        // retired them since.)
         let mut owing = std::collections::HashSet::new();
         let mut owing_owners = std::collections::HashSet::new();
-        for t in &driver.tearing {
-            let (c, s, guid) = t.actor();
-            let Some(e) = self.actors.get(c as usize).and_then(|l| l.get(s as usize)?.as_ref()) else { continue };
-            let within = self.frame.0 < t.since().0 + 1 + crate::wire::feedback::ACK_WINDOW;
+        self.deferring.retain(|&(c, s)| {
+            self.actors[c as usize].get(s as usize).and_then(Option::as_ref).is_some_and(|e| !e.deferred.is_empty())
+        });
+        for &(c, s) in &self.deferring {
+            let Some(e) = self.actors[c as usize][s as usize].as_ref() else { continue };
+            let guid = e.guid;
+            let within = self.frame.0 < e.tear_since.0 + 1 + crate::wire::feedback::ACK_WINDOW;
             let owes = within
-                && e.guid == guid
+                && e.tear_seen
                 && !e.torn
                 && e.deferred.iter().any(|&ci| {
                     let ci = ci as usize;
@@ -418,6 +428,7 @@ impl ReferenceFrame {
                         tear_seen: false,
                         torn: false,
                         deferred: Vec::new(),
+                        tear_since: Frame(0),
                         owner: None,
                     });
                 }
@@ -459,6 +470,9 @@ impl ReferenceFrame {
                     }
                     if owing.contains(&e.guid) && !e.torn {
                         e.clock.force_net_update(now);
+                    }
+                    if !e.tear_seen {
+                        e.tear_since = Frame(self.frame.0.saturating_sub(1));
                     }
                     e.tear_seen = true;
                 }
