@@ -439,3 +439,53 @@ fn a_tear_off_waits_for_a_stalled_client_at_most_a_window_of_frames() {
     assert!(due[..120].iter().all(|&d| d == fillers.len() + 1), "waited for client 0: {:?}", &due[..10]);
     assert!(due[280..].iter().all(|&d| d == fillers.len()), "then torn off: {:?}", &due[280..]);
 }
+
+#[test]
+fn a_tear_off_does_not_wait_for_a_stalled_client_it_no_longer_serves() {
+    // An owner-only actor torn off while its owner's window is full waits for that client —
+    // until the game gives the actor to another player: the stalled client is not served any
+    // more (its channel closes without the update, as UE skips it), so the tear-off ends at
+    // once instead of waiting out the window (the mutation pass's survivor l4).
+    let mut l = Level::new(every_frame(), 2);
+    always_due(&mut l);
+    let (stalled, other) = (l.clients[0].0, l.clients[1].0);
+    l.driver.set_net_speed(stalled, 10_000_000).unwrap();
+    let fillers: Vec<ActorId> = (0..40).map(|i| l.spawn([200.0 + i as f32, 0.0, 0.0], 0).0).collect();
+    let (id, _) = l.spawn([100.0, 0.0, 0.0], 5);
+    l.settings(id, |s| s.only_relevant_to_owner = true);
+    l.driver.set_owner(l.class, &l.store, id, Some(stalled), false).unwrap();
+    l.run(3);
+    let mut frame = 0u32;
+    let mut tick = |l: &mut Level| {
+        frame += 1;
+        for &f in &fillers {
+            l.store.set(f, HEALTH, &Value::U32(frame)).unwrap();
+        }
+        let stats = l.driver.tick(&mut [&mut l.store]).unwrap();
+        for (c, (conn, world)) in l.clients.iter_mut().enumerate() {
+            for p in l.driver.take_packets(*conn).unwrap() {
+                world.receive(&p).unwrap();
+            }
+            if c == 0 {
+                l.driver.heard_from(*conn).unwrap();
+            } else {
+                l.driver.receive_feedback(*conn, &world.feedback()).unwrap();
+            }
+        }
+        stats
+    };
+    for filled in 0.. {
+        if l.driver.connection_stats(stalled).unwrap().repeats > 0 {
+            break;
+        }
+        assert!(filled < 2_000, "the window never filled");
+        tick(&mut l);
+    }
+    l.store.set(id, HEALTH, &Value::U32(0)).unwrap();
+    l.driver.tear_off(l.class, &l.store, id).unwrap();
+    let due: Vec<usize> = (0..5).map(|_| tick(&mut l).due_actors).collect();
+    assert!(due.iter().all(|&d| d == fillers.len() + 1), "waits for its stalled owner: {due:?}");
+    l.driver.set_owner(l.class, &l.store, id, Some(other), false).unwrap();
+    let due: Vec<usize> = (0..10).map(|_| tick(&mut l).due_actors).collect();
+    assert!(due[3..].iter().all(|&d| d == fillers.len()), "torn off once the owner changed: {due:?}");
+}
