@@ -121,7 +121,7 @@ impl NetDriver {
         let c = &mut self.conns[ci];
         if let Some(slot) = self.fast.slot_of(guid) {
             c.quiet.forget_at(slot, guid);
-            if self.fast.reopen(ci, guid) {
+            if self.fast.reopen(super::fastarrays::Side::Driver, ci, guid) {
                 c.stats.reopens_honoured += 1;
             } else {
                 c.stats.reopens_ignored += 1;

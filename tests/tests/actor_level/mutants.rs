@@ -387,21 +387,13 @@ fn an_actor_falls_asleep_in_the_frame_its_last_channel_closes_for_dormancy() {
     panic!("never dormant");
 }
 
-#[test]
-fn a_tear_off_waits_for_a_stalled_client_at_most_a_window_of_frames() {
-    // A tear-off whose last update a client's full window deferred waits for that client — but
-    // only a window's worth of frames (256): a client stalled longer gets the close anyway, and
-    // the driver stops considering the torn-off actor (it never replicates it again).
-    let mut l = Level::new(every_frame(), 2);
-    always_due(&mut l);
+/// Client 0 stalled: it gets its packets and is heard from, but acknowledges nothing, while
+/// `fillers` change every frame. Ticks until its window is full (the driver repeats packets),
+/// and returns the frame step to go on with (it returns the tick's statistics).
+fn stalled_window(l: &mut Level, fillers: Vec<ActorId>) -> impl FnMut(&mut Level) -> shadowrep::net::TickStats {
     let stalled = l.clients[0].0;
-    l.driver.set_net_speed(stalled, 10_000_000).unwrap();
-    let fillers: Vec<ActorId> = (0..40).map(|i| l.spawn([200.0 + i as f32, 0.0, 0.0], 0).0).collect();
-    let (id, guid) = l.spawn([100.0, 0.0, 0.0], 5);
-    l.run(3);
-    // Client 0 gets its packets and is heard from, but acknowledges nothing.
     let mut frame = 0u32;
-    let mut tick = |l: &mut Level| {
+    let mut tick = move |l: &mut Level| {
         frame += 1;
         for &f in &fillers {
             l.store.set(f, HEALTH, &Value::U32(frame)).unwrap();
@@ -424,8 +416,25 @@ fn a_tear_off_waits_for_a_stalled_client_at_most_a_window_of_frames() {
             break;
         }
         assert!(filled < 2_000, "the window never filled");
-        tick(&mut l);
+        tick(l);
     }
+    tick
+}
+
+#[test]
+fn a_tear_off_waits_for_a_stalled_client_at_most_a_window_of_frames() {
+    // A tear-off whose last update a client's full window deferred waits for that client — but
+    // only a window's worth of frames (256): a client stalled longer gets the close anyway, and
+    // the driver stops considering the torn-off actor (it never replicates it again).
+    let mut l = Level::new(every_frame(), 2);
+    always_due(&mut l);
+    let stalled = l.clients[0].0;
+    l.driver.set_net_speed(stalled, 10_000_000).unwrap();
+    let fillers: Vec<ActorId> = (0..40).map(|i| l.spawn([200.0 + i as f32, 0.0, 0.0], 0).0).collect();
+    let (id, guid) = l.spawn([100.0, 0.0, 0.0], 5);
+    l.run(3);
+    // Client 0 gets its packets and is heard from, but acknowledges nothing.
+    let mut tick = stalled_window(&mut l, fillers.clone());
     l.store.set(id, HEALTH, &Value::U32(0)).unwrap();
     l.driver.tear_off(l.class, &l.store, id).unwrap();
     for _ in 0..3 {
@@ -455,32 +464,7 @@ fn a_tear_off_does_not_wait_for_a_stalled_client_it_no_longer_serves() {
     l.settings(id, |s| s.only_relevant_to_owner = true);
     l.driver.set_owner(l.class, &l.store, id, Some(stalled), false).unwrap();
     l.run(3);
-    let mut frame = 0u32;
-    let mut tick = |l: &mut Level| {
-        frame += 1;
-        for &f in &fillers {
-            l.store.set(f, HEALTH, &Value::U32(frame)).unwrap();
-        }
-        let stats = l.driver.tick(&mut [&mut l.store]).unwrap();
-        for (c, (conn, world)) in l.clients.iter_mut().enumerate() {
-            for p in l.driver.take_packets(*conn).unwrap() {
-                world.receive(&p).unwrap();
-            }
-            if c == 0 {
-                l.driver.heard_from(*conn).unwrap();
-            } else {
-                l.driver.receive_feedback(*conn, &world.feedback()).unwrap();
-            }
-        }
-        stats
-    };
-    for filled in 0.. {
-        if l.driver.connection_stats(stalled).unwrap().repeats > 0 {
-            break;
-        }
-        assert!(filled < 2_000, "the window never filled");
-        tick(&mut l);
-    }
+    let mut tick = stalled_window(&mut l, fillers.clone());
     l.store.set(id, HEALTH, &Value::U32(0)).unwrap();
     l.driver.tear_off(l.class, &l.store, id).unwrap();
     let due: Vec<usize> = (0..5).map(|_| tick(&mut l).due_actors).collect();

@@ -381,23 +381,11 @@ impl FastArrays {
         }
     }
 
-    /// A client got a bunch of fast array `guid` it does not have: send it again from nothing,
-    /// if the server believes the open acknowledged (once per round trip, as an actor's reopen).
-    /// False when not honoured (no such array, or its open is on its way).
-    pub fn reopen(&mut self, ci: usize, guid: NetGuid) -> bool {
-        let Some(m) = self.arrays.get_mut(&guid) else { return false };
-        let fa = m.m.get_mut().unwrap_or_else(PoisonError::into_inner);
-        let slot = Side::Driver.slot(ci);
-        if fa.conns.get(slot).is_none_or(|fc| fc.flags & OPEN_ACKED == 0) {
-            return false;
-        }
-        fa.reset(slot);
-        true
-    }
-
-    /// [`Self::reopen`] on `side`'s connection `ci`, through a shared reference (the UE-style
-    /// reference's connections, which reach the arrays through the driver).
-    pub(crate) fn reopen_shared(&self, side: Side, ci: usize, guid: NetGuid) -> bool {
+    /// A client got a bunch of fast array `guid` it does not have: send it again from nothing on
+    /// `side`'s connection `ci`, if that side believes the open acknowledged (once per round
+    /// trip, as an actor's reopen). False when not honoured (no such array, or its open is on its
+    /// way).
+    pub fn reopen(&self, side: Side, ci: usize, guid: NetGuid) -> bool {
         let Some(e) = self.arrays.get(&guid) else { return false };
         let mut fa = lock(e);
         let slot = side.slot(ci);

@@ -111,7 +111,7 @@ impl RefConn {
     /// nothing (an actor's fast arrays too); otherwise an open is on its way.
     fn reopen(&mut self, driver: &NetDriver, ci: usize, guid: NetGuid) {
         if driver.fast.slot_of(guid).is_some() {
-            driver.fast.reopen_shared(Side::Reference, ci, guid);
+            driver.fast.reopen(Side::Reference, ci, guid);
             return;
         }
         let Some(ch) = self.channels.get_mut(&guid).filter(|ch| ch.open_acked) else { return };
