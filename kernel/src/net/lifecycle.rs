@@ -84,6 +84,20 @@ pub(crate) struct SubObjects {
     pub outer: crate::ids::GuidMap<NetGuid>,
     /// Owner → its sub-objects.
     pub inner: crate::ids::GuidMap<Vec<NetGuid>>,
+    /// Sub-objects orphaned lately (their owner retired first), kept a frame past the tick that
+    /// met them: a slot's next occupant, spawned in the same tick, overwrites the flags that say
+    /// so, and the UE-style reference closes an actor it finds gone by them.
+    pub orphaned: Vec<Orphaned>,
+}
+
+/// A sub-object whose owner retired while it lived ([`SubObjects::orphaned`]).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Orphaned {
+    pub guid: NetGuid,
+    /// It was tearing off with its owner.
+    pub tearing: bool,
+    /// The driver's frame then.
+    pub frame: Frame,
 }
 
 /// An actor the game tore off whose tear-off is not finished.
@@ -289,6 +303,7 @@ impl NetDriver {
             let class = &mut self.classes[c as usize];
             class.cols.sub_condition[s as usize] = None;
             let tearing = class.actors[s as usize].tearing;
+            self.subs.orphaned.push(Orphaned { guid: sub, tearing, frame: self.frame });
             class.actors[s as usize].torn_off = true;
             class.actors[s as usize].orphaned = true;
             class.cols.set_awake_lane(s as usize, false);

@@ -74,6 +74,8 @@ impl NetDriver {
             return Err(DriverError::MissingStore(ClassId(missing as u32)));
         }
         self.frame = Frame(self.frame.0 + 1);
+        let frame = self.frame;
+        self.subs.orphaned.retain(|o| o.frame.0 + 1 >= frame.0);
         self.finish_tear_offs();
         self.stats = TickStats { frame: self.frame, ..TickStats::default() };
         if let Some(level) = self.level.as_mut() {

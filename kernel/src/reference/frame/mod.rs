@@ -157,6 +157,16 @@ impl RefConn {
             ch.open_acked |= ch.open_sent;
         }
     }
+
+    /// Whether a gone sub-object's `owner` still has a channel here, or its Destroyed close
+    /// is queued (queued this frame, or to come in this pass): that close takes the
+    /// sub-object with it, no close of its own.
+    fn owner_open(&self, owner: Option<NetGuid>) -> bool {
+        owner.is_some_and(|o| {
+            self.channels.get(&o).is_some_and(|ch| ch.ever_opened)
+                || self.conn.closes.iter().any(|c| c.guid == o && c.reason == CloseReason::Destroyed)
+        })
+    }
 }
 
 /// What one reference frame did.
@@ -388,21 +398,30 @@ impl ReferenceFrame {
                     let e = entry.take();
                     let gone = e.as_ref().map(|e| e.guid);
                     // A sub-object the driver orphaned (its owner went first, in the same frame):
-                    // its clients destroy it with the owner, no close of its own.
-                    let orphaned = class.actors.get(slot).is_some_and(|a| Some(a.guid) == gone && a.orphaned);
+                    // its clients destroy it with the owner, no close of its own. (The driver's
+                    // list of recent orphans says so when the slot has a new actor already.)
+                    let same_slot = class.actors.get(slot).filter(|a| Some(a.guid) == gone);
+                    let orphan = driver.subs.orphaned.iter().find(|o| Some(o.guid) == gone);
+                    let orphaned = same_slot.is_some_and(|a| a.orphaned) || orphan.is_some();
                     // Torn off at the start of the frame that found it gone (its tear-off ended
                     // first): its channels end with a TornOff close, as below, not a Destroyed.
                     // (Not while a connection's full window holds back its last update or its
                     // sub-object's: then it is destroyed there as anywhere.)
-                    let torn_now = e.is_some_and(|e| {
+                    let torn_now = e.as_ref().is_some_and(|e| {
                         let waits = owing.contains(&e.guid) || owing_owners.contains(&e.guid);
                         !e.torn && e.tear_seen && !e.clock.pending_net_update && !waits
                     });
+                    // An orphan still tearing: closed TornOff where its owner's channel is not
+                    // open (a client that tore the owner off keeps the sub-object too).
+                    let tearing_orphan = orphaned
+                        && e.as_ref().is_some_and(|e| !e.torn)
+                        && (same_slot.is_some_and(|a| a.tearing) || orphan.is_some_and(|o| o.tearing));
+                    let owner = e.as_ref().and_then(|e| e.owner);
                     for rc in &mut self.conns {
                         let Some(g) = gone else { break };
                         // (A static actor's end was told to every connection above.)
                         let opened = rc.channels.remove(&g).is_some_and(|ch| ch.ever_opened);
-                        if opened && torn_now {
+                        if opened && (torn_now || tearing_orphan && !rc.owner_open(owner)) {
                             rc.conn.closes.push(PendingClose { guid: g, reason: CloseReason::TornOff });
                         } else if opened && !g.is_static() && !orphaned {
                             rc.conn.closes.push(PendingClose::destroyed(g));
@@ -454,15 +473,7 @@ impl ReferenceFrame {
                             // An orphan: where the gone owner's channel was open, its Destroyed
                             // close takes the sub-object with it (queued this frame, or to come in
                             // this pass). (A tear-off that ends closes every channel it has.)
-                            let owner_open = orphaned
-                                && e.owner.is_some_and(|o| {
-                                    rc.channels.get(&o).is_some_and(|ch| ch.ever_opened)
-                                        || rc
-                                            .conn
-                                            .closes
-                                            .iter()
-                                            .any(|c| c.guid == o && c.reason == CloseReason::Destroyed)
-                                });
+                            let owner_open = orphaned && rc.owner_open(e.owner);
                             if opened && tearing && !owner_open {
                                 rc.conn.closes.push(PendingClose { guid: e.guid, reason: CloseReason::TornOff });
                             }
