@@ -30,12 +30,16 @@
 //! actor's position is where it fell asleep. A static actor with `Initial` dormancy sleeps from
 //! its registration and never opens until woken: its clients loaded it with the level.
 
+mod cells;
+
+pub(crate) use cells::DormantCells;
+use cells::Sleeper;
+
 use super::level::Level;
 use super::pairs::pair_key;
-use super::relevancy::{DueActor, Viewer};
+use super::relevancy::DueActor;
 use super::{ClassId, ConnectionId, DriverError, NetDriver, NetGuid};
 use crate::store::{ActorId, ClassStore};
-use std::collections::HashMap;
 use std::sync::Arc;
 
 /// An actor's dormancy (UE's `ENetDormancy`).
@@ -70,114 +74,6 @@ pub type DormancyHook = Arc<dyn Fn(NetGuid, ConnectionId) -> bool + Send + Sync>
 /// a channel whenever it is considered, so a connection may meet a sleeper up to this much later
 /// than in UE (a look costs a sweep of the cells near its viewers).
 pub const DORMANT_CHECK_SECONDS: f64 = 1.0;
-
-/// Cells around a viewer's cell (on each axis) an actor's cull radius may reach before the
-/// actor goes to the list every look sweeps.
-const MAX_CELL_REACH: i64 = 4;
-
-/// One sleeping actor, where it fell asleep.
-#[derive(Clone, Copy, Debug)]
-struct Sleeper {
-    key: u64,
-    guid: NetGuid,
-    /// Which of the actor's sleeps ([`super::settings::Columns::sleeps`]) this entry is for.
-    sleep: u32,
-    at: [f32; 3],
-    cull_sq: f32,
-}
-
-/// Sleeping actors by square cell of the actor level's grid size, each cell sorted by key.
-/// Entries are dropped lazily: a look skips (and a compaction removes) those no longer asleep.
-#[derive(Default)]
-pub(crate) struct DormantCells {
-    cell: f32,
-    cells: HashMap<(i64, i64), Vec<Sleeper>>,
-    large: Vec<Sleeper>,
-    entries: usize,
-    /// Entries after the last compaction.
-    compacted: usize,
-    /// The most cells an entry in `cells` reaches from its own (a look visits that many around
-    /// a viewer's cell).
-    reach: i64,
-}
-
-impl DormantCells {
-    pub fn new(cell: f32) -> DormantCells {
-        DormantCells { cell, ..DormantCells::default() }
-    }
-
-    fn cell_of(&self, at: [f32; 3]) -> (i64, i64) {
-        ((at[0] / self.cell).floor() as i64, (at[1] / self.cell).floor() as i64)
-    }
-
-    fn insert(&mut self, s: Sleeper) {
-        self.entries += 1;
-        let reach = (s.cull_sq.max(0.0).sqrt() / self.cell).ceil();
-        let near = reach.is_finite() && reach <= MAX_CELL_REACH as f32;
-        if !near || !s.at.iter().all(|c| c.is_finite()) {
-            self.large.push(s);
-        } else {
-            self.reach = self.reach.max(reach as i64);
-            let c = self.cell_of(s.at);
-            let list = self.cells.entry(c).or_default();
-            // Each cell is sorted by key, so a look's sleepers come out in sorted runs. An actor
-            // falling asleep again where it slept before (woken for a connection that met it)
-            // takes its old entry's place instead of listing itself twice.
-            let at = list.partition_point(|e| e.key < s.key);
-            match list[at..].iter_mut().take_while(|e| e.key == s.key).find(|e| e.guid == s.guid) {
-                Some(e) => {
-                    *e = s;
-                    self.entries -= 1;
-                }
-                None => list.insert(at, s),
-            }
-        }
-    }
-
-    /// Sleepers within their cull distance of a viewer (maybe stale: the caller checks).
-    fn near(&self, viewers: &[Viewer], out: &mut Vec<Sleeper>) {
-        out.clear();
-        let within =
-            |s: &Sleeper| viewers.iter().any(|v| super::relevancy::within_cull_distance(s.at, s.cull_sq, v.location));
-        for (i, v) in viewers.iter().enumerate() {
-            if !v.location.iter().all(|c| c.is_finite()) {
-                continue;
-            }
-            let (cx, cy, r) = (self.cell_of(v.location).0, self.cell_of(v.location).1, self.reach);
-            for y in cy - r..=cy + r {
-                for x in cx - r..=cx + r {
-                    // A cell an earlier viewer visited was swept for every viewer already.
-                    let seen = viewers[..i].iter().any(|w| {
-                        let (wx, wy) = self.cell_of(w.location);
-                        (x - wx).abs() <= r && (y - wy).abs() <= r
-                    });
-                    if seen {
-                        continue;
-                    }
-                    if let Some(list) = self.cells.get(&(x, y)) {
-                        out.extend(list.iter().filter(|s| within(s)));
-                    }
-                }
-            }
-        }
-        out.extend(self.large.iter().filter(|s| within(s)));
-    }
-
-    /// Drops entries `alive` says are gone, once the cells have doubled since the last
-    /// compaction (so memory stays within twice the sleepers, at amortised O(1) per entry).
-    fn compact(&mut self, alive: impl Fn(&Sleeper) -> bool) {
-        if self.entries <= 2 * self.compacted + 1024 {
-            return;
-        }
-        self.cells.retain(|_, list| {
-            list.retain(&alive);
-            !list.is_empty()
-        });
-        self.large.retain(&alive);
-        self.entries = self.cells.values().map(Vec::len).sum::<usize>() + self.large.len();
-        self.compacted = self.entries;
-    }
-}
 
 /// Whether `due` wants to be dormant for connection `ci`.
 pub(crate) fn dormant_for(due: &DueActor, ci: u32, hooks: &[Option<DormancyHook>]) -> bool {
@@ -310,18 +206,20 @@ impl NetDriver {
                 continue;
             }
             level.dormant.near(&conn.viewers, &mut near);
-            // Most sleepers near a viewer are held already (a channel or a dormant copy): each
-            // cell's sorted run of keys is matched against the connection's sorted rows in one
-            // forward walk, and only the rest are looked up in the world's columns.
+            // Most sleepers near a viewer are held already (a channel or a dormant copy): their
+            // keys, sorted, are matched against the connection's sorted rows in one forward walk
+            // (cell by cell, each walk would cross the rows again), and only the rest are looked
+            // up in the world's columns.
             keys.clear();
-            keys.extend(near.iter().enumerate().map(|(i, s)| (s.key, i as u32)));
+            keys.extend(near.iter().map(|s| (s.key, ())));
+            keys.sort_unstable_by_key(|&(k, ())| k);
             conn.pairs.retain_unheld(&mut keys);
-            for &(_, i) in &keys {
-                let s = &near[i as usize];
-                if !still_asleep(&self.classes, s) {
+            for &(key, ()) in &keys {
+                // (An actor's stale entries, from sleeps before it last woke, may be near too.)
+                if !near.iter().any(|s| s.key == key && still_asleep(&self.classes, s)) {
                     continue;
                 }
-                let (c, slot) = super::pairs::split_key(s.key);
+                let (c, slot) = super::pairs::split_key(key);
                 let cols = &mut self.classes[c as usize].cols;
                 cols.set_asleep(slot as usize, false);
                 cols.force_net_update(slot as usize, now);
