@@ -814,3 +814,60 @@ fn a_sub_object_orphaned_in_a_gone_actors_slot_leaves_that_actors_close_alone() 
         assert!(!a.client(c).has(cg2), "client {c}: its owner too");
     }
 }
+
+/// A sub-object whose owner is held dormant on a connection goes dormant with it only once the
+/// client has its open: one whose open was lost — carrying no values, so nothing else is owed —
+/// and that is no longer relevant there when the loss is learned gets its open again, not a
+/// Dormant close for a copy the client never had (the mutation pass's survivor d1).
+#[test]
+fn a_sub_object_whose_open_was_lost_is_not_closed_for_dormancy_with_its_dormant_owner() {
+    let mut a = Arena::new();
+    // An owner of no connection's, relevant by distance alone: it falls asleep once dormant.
+    let ch = a.characters.spawn();
+    a.characters.set(ch, LOCATION, &Value::Vector([100.0, 0.0, 0.0])).unwrap();
+    let cg = a.driver.assign_guid(a.character, &a.characters, ch).unwrap();
+    let w = a.weapons.spawn();
+    a.weapons.set(w, AMMO, &Value::U32(5)).unwrap();
+    a.driver.register_sub_object(a.weapon, &a.weapons, w, cg, SubObjectCondition::None).unwrap();
+    a.driver.set_net_dormancy(a.character, &a.characters, ch, Dormancy::DormantAll).unwrap();
+    a.run(10);
+    assert!(a.client(0).has(cg));
+    let dormant = |a: &Arena| a.driver.is_asleep(a.character, ch);
+    assert!(dormant(&a), "the owner settled and fell asleep");
+    // A new sub-object at its default values (its open carries none): the packet with its open
+    // is lost, and the client says nothing for longer than the relevancy timeout (the server
+    // stops replicating to it after the ready timeout) while its viewer walks away.
+    let spare = a.weapons.spawn();
+    let sg = a.driver.register_sub_object(a.weapon, &a.weapons, spare, cg, SubObjectCondition::None).unwrap();
+    let (conn, _) = a.clients[0];
+    let step = |a: &mut Arena, deliver: bool, feedback: bool| {
+        a.driver.tick(&mut [&mut a.characters, &mut a.weapons]).unwrap();
+        for (c, world) in &mut a.clients {
+            for p in a.driver.take_packets(*c).unwrap() {
+                if deliver || *c != conn {
+                    world.receive(&p).unwrap();
+                }
+            }
+            if feedback || *c != conn {
+                a.driver.receive_feedback(*c, &world.feedback()).unwrap();
+            }
+        }
+    };
+    let sent = |a: &Arena| a.driver.connection_stats(conn).unwrap().bytes_sent;
+    let before = sent(&a);
+    step(&mut a, false, false);
+    assert!(sent(&a) > before && a.client(1).has(sg), "the sub-object's open went out (and was lost)");
+    a.driver.set_viewers(conn, &[viewer([1.0e6, 0.0, 0.0], None)]).unwrap();
+    for _ in 0..(7.0 * 30.0) as usize {
+        step(&mut a, true, false);
+    }
+    assert!(!a.client(0).has(sg));
+    assert!(dormant(&a), "the owner still asleep");
+    for _ in 0..5 {
+        step(&mut a, true, true);
+    }
+    assert!(a.client(0).has(sg), "the lost open went again");
+    assert_eq!(a.client(0).sub_objects(cg).len(), 2);
+    assert_eq!(a.client(1).sub_objects(cg).len(), 2, "the other client's arrived at once");
+    assert_eq!(a.driver.connection_stats(conn).unwrap().reopens_honoured, 0);
+}
