@@ -4,12 +4,13 @@
 //! ```text
 //! a cell     its sleepers sorted by key; what a look tests for every entry — position and
 //!            cull distance, 16 bytes — in one column, who it is in another
-//! a look     per viewer, the cells within the largest reach around its cell, each visited once
-//!            (a cell an earlier viewer visited was tested against every viewer): a cell whose
-//!            rectangle is beyond its largest cull distance from every viewer is skipped whole;
-//!            the others test 64 entries at a time into a bit mask
-//! large      sleepers whose cull radius reaches past MAX_CELL_REACH cells (or placed at a
-//!            non-finite position): every look tests them all
+//! a look     per viewer, the box of cells an entry within the largest cull distance of it may
+//!            sit in (widened by a margin far above the rounding that placed the entries), each
+//!            cell visited once (a cell in an earlier viewer's box was tested against every
+//!            viewer): a cell whose rectangle is beyond its own largest cull distance from every
+//!            viewer is skipped whole; the others test 64 entries at a time into a bit mask
+//! large      sleepers whose cull radius reaches past MAX_CELL_REACH cells, or placed at a
+//!            non-finite position or past MAX_CELL_INDEX cells: every look tests them all
 //! ```
 //!
 //! Entries go lazily: a look hands out what its caller checks is still asleep, and a
@@ -21,9 +22,14 @@ use crate::ids::GuidHasher;
 use std::collections::HashMap;
 use std::hash::BuildHasherDefault;
 
-/// Cells around a viewer's cell (on each axis) an actor's cull radius may reach before the
-/// actor goes to the list every look sweeps.
-const MAX_CELL_REACH: i64 = 4;
+/// Cells an actor's cull radius may reach from its own before the actor goes to the list every
+/// look sweeps.
+const MAX_CELL_REACH: f32 = 4.0;
+
+/// How far from the origin, in cells, an entry may sit before it goes to the list every look
+/// sweeps: cell indices stay exact in f32, and the division that finds an entry's cell accurate
+/// to a tiny fraction of a cell.
+const MAX_CELL_INDEX: f32 = 4_194_304.0;
 
 /// One sleeping actor, where it fell asleep.
 #[derive(Clone, Copy, Debug)]
@@ -142,9 +148,9 @@ pub(crate) struct DormantCells {
     pub entries: usize,
     /// Entries after the last compaction.
     compacted: usize,
-    /// The most cells an entry in `cells` reaches from its own (a look visits that many around
-    /// a viewer's cell).
-    reach: i64,
+    /// The largest cull distance of an entry in `cells` (a look visits the cells within it of
+    /// a viewer).
+    radius: f32,
 }
 
 impl DormantCells {
@@ -158,12 +164,14 @@ impl DormantCells {
 
     pub(super) fn insert(&mut self, s: Sleeper) {
         self.entries += 1;
-        let reach = (s.cull_sq.max(0.0).sqrt() / self.cell).ceil();
-        let near = reach.is_finite() && reach <= MAX_CELL_REACH as f32;
-        if !near || !s.at.iter().all(|c| c.is_finite()) {
+        let radius = s.cull_sq.max(0.0).sqrt();
+        let placed = s.at.iter().all(|c| c.is_finite())
+            && (s.at[0] / self.cell).abs() < MAX_CELL_INDEX
+            && (s.at[1] / self.cell).abs() < MAX_CELL_INDEX;
+        if !(radius / self.cell <= MAX_CELL_REACH && placed) {
             self.large.push(s);
         } else {
-            self.reach = self.reach.max(reach as i64);
+            self.radius = self.radius.max(radius);
             let c = self.cell_of(s.at);
             if !self.cells.entry(c).or_default().insert(s) {
                 self.entries -= 1;
@@ -185,6 +193,21 @@ impl DormantCells {
         dx * dx + dy * dy < max_cull_sq
     }
 
+    /// The cells (`x0..=x1`, `y0..=y1`) an entry within its cull distance of `view` may sit
+    /// in, or `None` when there is none. An entry within reach is within `radius` of the view
+    /// (rounding aside: the margin covers f32's many times over) and the divisions placing
+    /// entries and bounds are monotonic, so its cell lies inside.
+    fn cells_around(&self, view: [f32; 3]) -> Option<[i64; 4]> {
+        let reach = self.radius + 1e-4 * (view[0].abs().max(view[1].abs()) + self.radius + self.cell) + 1.0;
+        let span = |v: f32| {
+            let lo = ((v - reach) / self.cell).floor().max(-MAX_CELL_INDEX);
+            let hi = ((v + reach) / self.cell).floor().min(MAX_CELL_INDEX);
+            (lo <= hi).then_some((lo as i64, hi as i64))
+        };
+        let ((x0, x1), (y0, y1)) = (span(view[0])?, span(view[1])?);
+        Some([x0, x1, y0, y1])
+    }
+
     /// Sleepers within their cull distance of a viewer (maybe stale: the caller checks), cell
     /// by cell in key order.
     pub(super) fn near(&self, viewers: &[Viewer], out: &mut Vec<Sleeper>) {
@@ -192,20 +215,20 @@ impl DormantCells {
         // A viewer at a non-finite place is within nobody's cull distance.
         let views: Vec<[f32; 3]> =
             viewers.iter().map(|v| v.location).filter(|l| l.iter().all(|c| c.is_finite())).collect();
-        let r = self.reach;
+        let boxes: Vec<Option<[i64; 4]>> = views.iter().map(|&v| self.cells_around(v)).collect();
         // The cells to test, found first: a look is a few thousand entries scattered over cold
         // memory, so the lookups and the first touch of each cell's places go out together
         // (independent loads the core overlaps) instead of one cell's misses after another's.
         let mut visit: Vec<&Cell> = Vec::new();
-        for (i, &v) in views.iter().enumerate() {
-            let (cx, cy) = self.cell_of(v);
-            for y in cy - r..=cy + r {
-                for x in cx - r..=cx + r {
-                    // A cell an earlier viewer visited was tested against every viewer already.
-                    let seen = views[..i].iter().any(|&w| {
-                        let (wx, wy) = self.cell_of(w);
-                        (x - wx).abs() <= r && (y - wy).abs() <= r
-                    });
+        for (i, b) in boxes.iter().enumerate() {
+            let Some([x0, x1, y0, y1]) = *b else { continue };
+            for y in y0..=y1 {
+                for x in x0..=x1 {
+                    // A cell in an earlier viewer's box was tested against every viewer already.
+                    let seen = boxes[..i]
+                        .iter()
+                        .flatten()
+                        .any(|&[a0, a1, b0, b1]| (a0..=a1).contains(&x) && (b0..=b1).contains(&y));
                     if seen {
                         continue;
                     }
@@ -288,6 +311,59 @@ mod tests {
                 .collect();
             prop_assert_eq!(found, expected);
         }
+    }
+
+    #[test]
+    fn a_sleeper_at_its_cull_distance_across_cell_edges_is_found_exactly_when_within() {
+        // Viewer and sleeper stepped an f32 ulp at a time across cell edges, the sleeper at its
+        // cull distance (either side of the viewer, the distance exact or a step off): however
+        // the divisions that place them round, a look finds it exactly when the plain test says
+        // it is within. (A look around the viewer's cell by a whole number of cells missed some:
+        // the two cells can be one more apart than the cull distance's cells.)
+        let step =
+            |x: f32, n: i32| (0..n.unsigned_abs()).fold(x, |x, _| if n > 0 { x.next_up() } else { x.next_down() });
+        for cell in [0.3f32, 2_500.0, 7_000.3, 10_000.0, 12_345.679, 30_000.0] {
+            for reach in 1..=4 {
+                let cull = reach as f32 * cell;
+                for cull_sq in [cull * cull, (cull * cull).next_up(), (cull * cull).next_down()] {
+                    for (k, sign) in [(-3, 1.0), (0, -1.0), (1, 1.0), (5, -1.0)] {
+                        for dv in -6..6 {
+                            let xv = step(k as f32 * cell, dv);
+                            for de in -6..6 {
+                                let xe = step(xv + sign * cull, de);
+                                let within = within_cull_distance([xe, 0.0, 0.0], cull_sq, [xv, 0.0, 0.0]);
+                                let mut cells = DormantCells::new(cell);
+                                cells.insert(Sleeper { cull_sq, ..sleeper(1, [xe, 0.0, 0.0], 0.0) });
+                                let mut out = Vec::new();
+                                cells.near(&[viewer([xv, 0.0, 0.0])], &mut out);
+                                assert_eq!(
+                                    out.len(),
+                                    usize::from(within),
+                                    "cell {cell}, viewer {xv}, sleeper {xe}, {cull_sq}"
+                                );
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn sleepers_and_viewers_far_out_are_found_as_near_the_origin() {
+        // Past MAX_CELL_INDEX cells from the origin a sleeper goes to the list every look tests
+        // (a cell index there would overflow, or a division round by more than a cell).
+        let mut cells = DormantCells::new(10_000.0);
+        for (key, x) in [(1, 1.0e30f32), (2, -4.0e10), (3, 4.19e10), (4, 4.2e10)] {
+            cells.insert(sleeper(key, [x, 0.0, 0.0], 1_000.0));
+        }
+        let mut out = Vec::new();
+        for (x, key) in [(1.0e30f32, 1), (-4.0e10 + 500.0, 2), (4.19e10, 3), (4.2e10, 4)] {
+            cells.near(&[viewer([x, 0.0, 0.0])], &mut out);
+            assert_eq!(out.iter().map(|s| s.key).collect::<Vec<_>>(), [key], "viewer at {x}");
+        }
+        cells.near(&[viewer([f32::MAX, f32::MAX, 0.0]), viewer([0.0; 3])], &mut out);
+        assert!(out.is_empty());
     }
 
     #[test]

@@ -211,12 +211,13 @@ impl NetDriver {
             // (cell by cell, each walk would cross the rows again), and only the rest are looked
             // up in the world's columns.
             keys.clear();
-            keys.extend(near.iter().map(|s| (s.key, ())));
-            keys.sort_unstable_by_key(|&(k, ())| k);
+            keys.extend(near.iter().enumerate().map(|(i, s)| (s.key, i as u32)));
+            keys.sort_unstable_by_key(|&(key, _)| key);
             conn.pairs.retain_unheld(&mut keys);
-            for &(key, ()) in &keys {
-                // (An actor's stale entries, from sleeps before it last woke, may be near too.)
-                if !near.iter().any(|s| s.key == key && still_asleep(&self.classes, s)) {
+            for &(key, i) in &keys {
+                // (An actor's stale entries, from sleeps before it last woke, may be near too:
+                // each is checked, and the first still asleep wakes it.)
+                if !still_asleep(&self.classes, &near[i as usize]) {
                     continue;
                 }
                 let (c, slot) = super::pairs::split_key(key);
