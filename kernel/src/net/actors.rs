@@ -136,15 +136,31 @@ pub(crate) struct ChangedActor {
 }
 
 impl NetDriver {
-    /// Compares class `ci` against its shadow, tracks its slots and records history.
+    /// The tick's gather: every class's spawns and despawns first, then each class's compare
+    /// and history.
     ///
     /// Slots are tracked first, so a new actor's history starts empty before this frame's
-    /// compare records its first values. Under the actor level only the due actors' lanes are
-    /// compared (UE compares an actor when it replicates it); the others keep their shadow and
-    /// push marks until they are due.
-    pub(super) fn gather_class(&mut self, ci: usize, store: &mut ClassStore) -> Result<(), super::DriverError> {
-        store.begin_tick();
-        self.track_slots(ci as u32, store);
+    /// compare records its first values — and for every class before any is compared, so an
+    /// owner gone this tick has orphaned its sub-objects (and a gone actor has retired) whatever
+    /// the order the classes were registered in: an owner's class registered after its
+    /// sub-objects' had left a sub-object of a gone owner due, and relevant by its owner, this
+    /// frame. Under the actor level only the due actors' lanes are compared (UE compares an
+    /// actor when it replicates it); the others keep their shadow and push marks until they are
+    /// due.
+    pub(super) fn gather(&mut self, stores: &mut [&mut ClassStore], order: &[usize]) -> Result<(), super::DriverError> {
+        for (ci, &si) in order.iter().enumerate() {
+            stores[si].begin_tick();
+            self.track_slots(ci as u32, stores[si]);
+        }
+        for (ci, &si) in order.iter().enumerate() {
+            self.compare_class(ci, stores[si])?;
+        }
+        Ok(())
+    }
+
+    /// Compares class `ci` against its shadow (its due actors' lanes under the actor level) and
+    /// records history.
+    fn compare_class(&mut self, ci: usize, store: &mut ClassStore) -> Result<(), super::DriverError> {
         if let Some(level) = self.level.as_mut() {
             level.select_due(ci, &self.classes[ci], self.cfg.parallel);
         }

@@ -85,9 +85,7 @@ impl NetDriver {
             self.stats.stages.dormancy = t.elapsed().as_nanos() as u64;
         }
         let t = std::time::Instant::now();
-        for (ci, &si) in order.iter().enumerate() {
-            self.gather_class(ci, stores[si])?;
-        }
+        self.gather(stores, &order)?;
         self.stats.stages.gather = t.elapsed().as_nanos() as u64;
         for g in self.fast.drop_orphans(&self.guids, &self.classes) {
             self.conns.iter_mut().for_each(|c| c.quiet.forget(g));

@@ -386,109 +386,123 @@ impl ReferenceFrame {
             })
             .collect();
         let now = driver.level.as_ref().map_or(0.0, |l| l.time.now);
-        for (c, class) in driver.classes.iter().enumerate() {
-            let store = &*stores[order[c]];
-            let table = &mut self.actors[c];
-            table.resize_with(class.actors.len().max(table.len()), || None);
-            for (slot, entry) in table.iter_mut().enumerate() {
-                let a = class.actors.get(slot).filter(|a| a.alive);
-                let live = a.is_some_and(|a| store.generations().get(slot) == Some(&a.generation));
-                let same = entry.as_ref().is_some_and(|e| a.is_some_and(|a| a.guid == e.guid && live));
-                if entry.is_some() && !same {
-                    let e = entry.take();
-                    let gone = e.as_ref().map(|e| e.guid);
-                    // A sub-object the driver orphaned (its owner went first, in the same frame):
-                    // its clients destroy it with the owner, no close of its own. (The driver's
-                    // list of recent orphans says so when the slot has a new actor already.)
-                    let same_slot = class.actors.get(slot).filter(|a| Some(a.guid) == gone);
-                    let orphan = driver.subs.orphaned.iter().find(|o| Some(o.guid) == gone);
-                    let orphaned = same_slot.is_some_and(|a| a.orphaned) || orphan.is_some();
-                    // Torn off at the start of the frame that found it gone (its tear-off ended
-                    // first): its channels end with a TornOff close, as below, not a Destroyed.
-                    // (Not while a connection's full window holds back its last update or its
-                    // sub-object's: then it is destroyed there as anywhere.)
-                    let torn_now = e.as_ref().is_some_and(|e| {
-                        let waits = owing.contains(&e.guid) || owing_owners.contains(&e.guid);
-                        !e.torn && e.tear_seen && !e.clock.pending_net_update && !waits
-                    });
-                    // An orphan still tearing: closed TornOff where its owner's channel is not
-                    // open (a client that tore the owner off keeps the sub-object too).
-                    let tearing_orphan = orphaned
-                        && e.as_ref().is_some_and(|e| !e.torn)
-                        && (same_slot.is_some_and(|a| a.tearing) || orphan.is_some_and(|o| o.tearing));
-                    let owner = e.as_ref().and_then(|e| e.owner);
-                    for rc in &mut self.conns {
-                        let Some(g) = gone else { break };
-                        // (A static actor's end was told to every connection above.)
-                        let opened = rc.channels.remove(&g).is_some_and(|ch| ch.ever_opened);
-                        if opened && (torn_now || tearing_orphan && !rc.owner_open(owner)) {
-                            rc.conn.closes.push(PendingClose { guid: g, reason: CloseReason::TornOff });
-                        } else if opened && !g.is_static() && !orphaned {
-                            rc.conn.closes.push(PendingClose::destroyed(g));
-                        }
+        // Owners before sub-objects (two passes; a sub-object is an entry with an owner as the
+        // frame begins): what a sub-object's close depends on — whether its owner's channel is
+        // still open here — is then as this frame leaves it, whatever the order the classes
+        // were registered in.
+        let was_sub: Vec<Vec<bool>> = self
+            .actors
+            .iter()
+            .map(|t| t.iter().map(|e| e.as_ref().is_some_and(|e| e.owner.is_some())).collect())
+            .collect();
+        for sub_objects in [false, true] {
+            for (c, class) in driver.classes.iter().enumerate() {
+                let store = &*stores[order[c]];
+                let table = &mut self.actors[c];
+                table.resize_with(class.actors.len().max(table.len()), || None);
+                for (slot, entry) in table.iter_mut().enumerate() {
+                    if was_sub[c].get(slot).copied().unwrap_or(false) != sub_objects {
+                        continue;
                     }
-                }
-                if entry.is_none() && live {
-                    let a = a.expect("live");
-                    if class.cols.sub_condition[slot].is_some() {
-                        new_subs.push((c as u32, slot as u32));
-                    }
-                    let layout = &class.layout;
-                    *entry = Some(RefActor {
-                        guid: a.guid,
-                        generation: a.generation,
-                        object: vec![0; layout.record_bytes],
-                        shadow: vec![0; layout.record_bytes],
-                        shadow_arrays: vec![Vec::new(); layout.arrays.len()],
-                        last_changed: vec![0; layout.leaves.len()],
-                        clock: ConsiderClock::default(),
-                        fresh: true,
-                        link: (ActorRelevancy::at(a.guid, [0.0; 3]), 0.0),
-                        tear_seen: false,
-                        torn: false,
-                        deferred: Vec::new(),
-                        tear_since: Frame(0),
-                        owner: None,
-                    });
-                }
-                if let Some(e) = entry.as_mut().filter(|_| class.cols.sub_condition[slot].is_some()) {
-                    e.owner = driver.owner_of(e.guid).or(e.owner);
-                }
-                // Torn off: replicated in the frame after the game's call (the first this sees
-                // it), each channel closed right after; then, once no connection left it over,
-                // its other channels end with a TornOff close (clients keep their copies). A
-                // sub-object whose owner is gone: its channels end without one (clients destroyed
-                // it with the owner) — with one if it was tearing (a client may have torn the
-                // owner off and kept it).
-                let orphaned = a.is_some_and(|a| a.orphaned);
-                let tearing = a.is_some_and(|a| a.tearing);
-                if let Some(e) = entry.as_mut().filter(|e| !e.torn && (tearing || orphaned)) {
-                    let owner_waits = e.owner.is_some_and(|o| waiting.contains(&o));
-                    let waits = owing.contains(&e.guid) || owing_owners.contains(&e.guid);
-                    if e.tear_seen && !e.clock.pending_net_update && !owner_waits && !waits || orphaned {
-                        e.torn = true;
+                    let a = class.actors.get(slot).filter(|a| a.alive);
+                    let live = a.is_some_and(|a| store.generations().get(slot) == Some(&a.generation));
+                    let same = entry.as_ref().is_some_and(|e| a.is_some_and(|a| a.guid == e.guid && live));
+                    if entry.is_some() && !same {
+                        let e = entry.take();
+                        let gone = e.as_ref().map(|e| e.guid);
+                        // A sub-object the driver orphaned (its owner went first, in the same frame):
+                        // its clients destroy it with the owner, no close of its own. (The driver's
+                        // list of recent orphans says so when the slot has a new actor already.)
+                        let same_slot = class.actors.get(slot).filter(|a| Some(a.guid) == gone);
+                        let orphan = driver.subs.orphaned.iter().find(|o| Some(o.guid) == gone);
+                        let orphaned = same_slot.is_some_and(|a| a.orphaned) || orphan.is_some();
+                        // Torn off at the start of the frame that found it gone (its tear-off ended
+                        // first): its channels end with a TornOff close, as below, not a Destroyed.
+                        // (Not while a connection's full window holds back its last update or its
+                        // sub-object's: then it is destroyed there as anywhere.)
+                        let torn_now = e.as_ref().is_some_and(|e| {
+                            let waits = owing.contains(&e.guid) || owing_owners.contains(&e.guid);
+                            !e.torn && e.tear_seen && !e.clock.pending_net_update && !waits
+                        });
+                        // An orphan still tearing: closed TornOff where its owner's channel is not
+                        // open (a client that tore the owner off keeps the sub-object too).
+                        let tearing_orphan = orphaned
+                            && e.as_ref().is_some_and(|e| !e.torn)
+                            && (same_slot.is_some_and(|a| a.tearing) || orphan.is_some_and(|o| o.tearing));
+                        let owner = e.as_ref().and_then(|e| e.owner);
                         for rc in &mut self.conns {
-                            rc.held_torn.remove(&e.guid);
-                            let opened = rc.channels.remove(&e.guid).is_some_and(|ch| ch.ever_opened);
-                            // An orphan: where the gone owner's channel was open, its Destroyed
-                            // close takes the sub-object with it (queued this frame, or to come in
-                            // this pass). (A tear-off that ends closes every channel it has.)
-                            let owner_open = orphaned && rc.owner_open(e.owner);
-                            if opened && tearing && !owner_open {
-                                rc.conn.closes.push(PendingClose { guid: e.guid, reason: CloseReason::TornOff });
+                            let Some(g) = gone else { break };
+                            // (A static actor's end was told to every connection above.)
+                            let opened = rc.channels.remove(&g).is_some_and(|ch| ch.ever_opened);
+                            if opened && (torn_now || tearing_orphan && !rc.owner_open(owner)) {
+                                rc.conn.closes.push(PendingClose { guid: g, reason: CloseReason::TornOff });
+                            } else if opened && !g.is_static() && !orphaned {
+                                rc.conn.closes.push(PendingClose::destroyed(g));
                             }
                         }
                     }
-                    if owing.contains(&e.guid) && !e.torn {
-                        e.clock.force_net_update(now);
+                    if entry.is_none() && live {
+                        let a = a.expect("live");
+                        if class.cols.sub_condition[slot].is_some() {
+                            new_subs.push((c as u32, slot as u32));
+                        }
+                        let layout = &class.layout;
+                        *entry = Some(RefActor {
+                            guid: a.guid,
+                            generation: a.generation,
+                            object: vec![0; layout.record_bytes],
+                            shadow: vec![0; layout.record_bytes],
+                            shadow_arrays: vec![Vec::new(); layout.arrays.len()],
+                            last_changed: vec![0; layout.leaves.len()],
+                            clock: ConsiderClock::default(),
+                            fresh: true,
+                            link: (ActorRelevancy::at(a.guid, [0.0; 3]), 0.0),
+                            tear_seen: false,
+                            torn: false,
+                            deferred: Vec::new(),
+                            tear_since: Frame(0),
+                            owner: None,
+                        });
                     }
-                    if !e.tear_seen {
-                        e.tear_since = Frame(self.frame.0.saturating_sub(1));
+                    if let Some(e) = entry.as_mut().filter(|_| class.cols.sub_condition[slot].is_some()) {
+                        e.owner = driver.owner_of(e.guid).or(e.owner);
                     }
-                    e.tear_seen = true;
-                }
-                if let Some(e) = entry.as_mut() {
-                    debug_assert_eq!(e.generation, a.map_or(0, |a| a.generation));
+                    // Torn off: replicated in the frame after the game's call (the first this sees
+                    // it), each channel closed right after; then, once no connection left it over,
+                    // its other channels end with a TornOff close (clients keep their copies). A
+                    // sub-object whose owner is gone: its channels end without one (clients destroyed
+                    // it with the owner) — with one if it was tearing (a client may have torn the
+                    // owner off and kept it).
+                    let orphaned = a.is_some_and(|a| a.orphaned);
+                    let tearing = a.is_some_and(|a| a.tearing);
+                    if let Some(e) = entry.as_mut().filter(|e| !e.torn && (tearing || orphaned)) {
+                        let owner_waits = e.owner.is_some_and(|o| waiting.contains(&o));
+                        let waits = owing.contains(&e.guid) || owing_owners.contains(&e.guid);
+                        if e.tear_seen && !e.clock.pending_net_update && !owner_waits && !waits || orphaned {
+                            e.torn = true;
+                            for rc in &mut self.conns {
+                                rc.held_torn.remove(&e.guid);
+                                let opened = rc.channels.remove(&e.guid).is_some_and(|ch| ch.ever_opened);
+                                // An orphan: where the gone owner's channel was open, its Destroyed
+                                // close takes the sub-object with it (queued this frame, or to come in
+                                // this pass). (A tear-off that ends closes every channel it has.)
+                                let owner_open = orphaned && rc.owner_open(e.owner);
+                                if opened && tearing && !owner_open {
+                                    rc.conn.closes.push(PendingClose { guid: e.guid, reason: CloseReason::TornOff });
+                                }
+                            }
+                        }
+                        if owing.contains(&e.guid) && !e.torn {
+                            e.clock.force_net_update(now);
+                        }
+                        if !e.tear_seen {
+                            e.tear_since = Frame(self.frame.0.saturating_sub(1));
+                        }
+                        e.tear_seen = true;
+                    }
+                    if let Some(e) = entry.as_mut() {
+                        debug_assert_eq!(e.generation, a.map_or(0, |a| a.generation));
+                    }
                 }
             }
         }
