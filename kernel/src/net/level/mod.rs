@@ -168,6 +168,8 @@ impl Level {
     /// The lanes of class `ci` whose actor is due now (clock due, or pending): the consider
     /// list's members, and the only lanes compared this frame.
     pub fn select_due(&mut self, ci: usize, c: &ClassNet, parallel: bool) {
+        /// Awake lanes up to which a page's due times are read lane by lane.
+        const SPARSE_PAGE_LANES: u32 = 4;
         if self.selected.len() <= ci {
             self.selected.resize(ci + 1, Vec::new());
         }
@@ -197,10 +199,15 @@ impl Level {
         let page = |p: usize| {
             // The due times first, a page's 64 in one branch-free pass over their column: most
             // awake actors are not due, and their actor entries (a cache miss each in a large
-            // world) are then never read.
+            // world) are then never read. A page with a few awake lanes (a sleeper woken among
+            // sleepers) reads their times alone: one cache line, not the column's eight.
             let base = p * PAGE_LANES;
             let times = due_at.get(base..due_at.len().min(base + PAGE_LANES)).unwrap_or(&[]);
-            let due = times.iter().enumerate().fold(0u64, |m, (lane, &t)| m | u64::from(now > t) << lane);
+            let due = if awake[p].count_ones() <= SPARSE_PAGE_LANES {
+                BitIter(awake[p]).fold(0u64, |m, lane| m | u64::from(times.get(lane).is_some_and(|&t| now > t)) << lane)
+            } else {
+                times.iter().enumerate().fold(0u64, |m, (lane, &t)| m | u64::from(now > t) << lane)
+            };
             let mut out = 0;
             for lane in BitIter(awake[p] & due) {
                 let slot = base + lane;
