@@ -84,6 +84,13 @@ impl Arena {
         (ch, cg, w, wg)
     }
 
+    /// A character at `at` that no connection owns.
+    fn character_at(&mut self, at: [f32; 3]) -> (ActorId, NetGuid) {
+        let ch = self.characters.spawn();
+        self.characters.set(ch, LOCATION, &Value::Vector(at)).unwrap();
+        (ch, self.driver.assign_guid(self.character, &self.characters, ch).unwrap())
+    }
+
     fn run(&mut self, frames: usize) {
         for _ in 0..frames {
             self.driver.tick(&mut [&mut self.characters, &mut self.weapons]).unwrap();
@@ -665,9 +672,7 @@ fn a_sub_object_ranked_before_its_flushed_owner_stays_with_it() {
     let w = a.weapons.spawn();
     a.weapons.set(w, AMMO, &Value::U32(30)).unwrap();
     let wg = a.driver.assign_guid(a.weapon, &a.weapons, w).unwrap();
-    let ch = a.characters.spawn();
-    a.characters.set(ch, LOCATION, &Value::Vector([100.0, 0.0, 0.0])).unwrap();
-    let cg = a.driver.assign_guid(a.character, &a.characters, ch).unwrap();
+    let (ch, cg) = a.character_at([100.0, 0.0, 0.0]);
     assert!(wg < cg);
     a.driver.register_sub_object(a.weapon, &a.weapons, w, cg, SubObjectCondition::None).unwrap();
     a.driver.set_net_dormancy(a.character, &a.characters, ch, Dormancy::DormantAll).unwrap();
@@ -688,9 +693,7 @@ fn a_sub_object_ranked_before_its_flushed_owner_stays_with_it() {
 #[test]
 fn a_sub_object_goes_out_in_its_owners_frames() {
     let mut a = Arena::new();
-    let ch = a.characters.spawn();
-    a.characters.set(ch, LOCATION, &Value::Vector([100.0, 0.0, 0.0])).unwrap();
-    let cg = a.driver.assign_guid(a.character, &a.characters, ch).unwrap();
+    let (ch, cg) = a.character_at([100.0, 0.0, 0.0]);
     let mut s = a.driver.net_settings(a.character, ch).unwrap();
     // 7 Hz at a 30 Hz tick: an interval of 4.3 ticks, so the jitter decides between the fifth
     // and the sixth frame.
@@ -771,9 +774,7 @@ fn an_owner_torn_off_and_despawned_at_once_takes_its_sub_objects_without_a_tear_
     // The weapon numbered first (its GUID below the character's).
     let w = a.weapons.spawn();
     let wg = a.driver.assign_guid(a.weapon, &a.weapons, w).unwrap();
-    let ch = a.characters.spawn();
-    a.characters.set(ch, LOCATION, &Value::Vector([100.0, 0.0, 0.0])).unwrap();
-    let cg = a.driver.assign_guid(a.character, &a.characters, ch).unwrap();
+    let (ch, cg) = a.character_at([100.0, 0.0, 0.0]);
     a.driver.register_sub_object(a.weapon, &a.weapons, w, cg, SubObjectCondition::None).unwrap();
     assert!(wg < cg);
     a.run(3);
@@ -823,9 +824,7 @@ fn a_sub_object_orphaned_in_a_gone_actors_slot_leaves_that_actors_close_alone() 
 fn a_sub_object_whose_open_was_lost_is_not_closed_for_dormancy_with_its_dormant_owner() {
     let mut a = Arena::new();
     // An owner of no connection's, relevant by distance alone: it falls asleep once dormant.
-    let ch = a.characters.spawn();
-    a.characters.set(ch, LOCATION, &Value::Vector([100.0, 0.0, 0.0])).unwrap();
-    let cg = a.driver.assign_guid(a.character, &a.characters, ch).unwrap();
+    let (ch, cg) = a.character_at([100.0, 0.0, 0.0]);
     let w = a.weapons.spawn();
     a.weapons.set(w, AMMO, &Value::U32(5)).unwrap();
     a.driver.register_sub_object(a.weapon, &a.weapons, w, cg, SubObjectCondition::None).unwrap();
