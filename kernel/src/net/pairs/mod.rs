@@ -180,7 +180,8 @@ impl Pairs {
     /// only a stale dormant copy (flagged `DORMANT | WOKEN`: woken, never sent to, dormant
     /// again; it owes what changed), which a relevant actor wakes. An ascending run of keys
     /// walks both sorted tables forward once (a dormancy look asks this of hundreds of sleepers
-    /// at a time, a sorted run per cell); a key below the one before starts the walk over.
+    /// at a time, their keys sorted); a key below the one before starts the walk over, so any
+    /// order is answered right.
     /// Dense pairs answer as [`Pairs::get`] does.
     pub fn retain_unheld<T>(&self, keys: &mut Vec<(u64, T)>) {
         match self {

@@ -1,0 +1,218 @@
+//! The reference's actor list across frames: new actors get an object, gone ones close their
+//! channels, tear-offs end once no connection owes their last update, sub-objects whose owner
+//! went are settled — owners first, so a sub-object's close sees its owner's channel as this
+//! frame leaves it.
+
+use super::*;
+
+impl ReferenceFrame {
+    /// New actors get an object; destroyed ones are closed where they have a channel. Returns
+    /// the new sub-objects (class, slot).
+    pub(super) fn track_actors(
+        &mut self,
+        driver: &NetDriver,
+        stores: &[&mut ClassStore],
+        order: &[usize],
+    ) -> Vec<(u32, u32)> {
+        let mut new_subs = Vec::new();
+        // Tearing actors whose tear-off goes on this frame (a connection left them over, or
+        // this is the frame that replicates them): their sub-objects' tear-offs go on too (a
+        // sub-object rides its owner's channel).
+        // (The driver's list of tearing actors names them: no walk over every actor.) A tearing
+        // actor also waits while a connection whose window held back its last update still
+        // serves it with an open channel — for at most a window's worth of frames after the
+        // game's call — and is considered each frame meanwhile; its owner waits with it.
+        // (Its own list of tearing actors a window held back: the driver's tick may have
+        // retired them since.)
+        let mut owing = std::collections::HashSet::new();
+        let mut owing_owners = std::collections::HashSet::new();
+        self.deferring.retain(|&(c, s)| {
+            self.actors[c as usize].get(s as usize).and_then(Option::as_ref).is_some_and(|e| !e.deferred.is_empty())
+        });
+        for &(c, s) in &self.deferring {
+            let Some(e) = self.actors[c as usize][s as usize].as_ref() else { continue };
+            let guid = e.guid;
+            let within = self.frame.0 < e.tear_since.0 + 1 + crate::wire::feedback::ACK_WINDOW;
+            let owes = within
+                && e.tear_seen
+                && !e.torn
+                && e.deferred.iter().any(|&ci| {
+                    let ci = ci as usize;
+                    !driver.conns[ci].removed
+                        && self.conns[ci].channels.contains_key(&guid)
+                        && serves(driver, &self.actors, (c, s), ci)
+                });
+            if owes {
+                owing.insert(guid);
+                owing_owners.extend(e.owner);
+            }
+        }
+        let waiting: std::collections::HashSet<NetGuid> = driver
+            .tearing
+            .iter()
+            .map(|t| t.actor())
+            .filter_map(|(c, s, guid)| {
+                let e = self.actors.get(c as usize)?.get(s as usize)?.as_ref().filter(|e| e.guid == guid)?;
+                let a = driver.classes[c as usize].actors.get(s as usize).filter(|a| a.alive && a.guid == guid)?;
+                let goes_on = !e.tear_seen || e.clock.pending_net_update || owing.contains(&guid);
+                (a.tearing && !e.torn && (goes_on || owing_owners.contains(&guid))).then_some(guid)
+            })
+            .collect();
+        let now = driver.level.as_ref().map_or(0.0, |l| l.time.now);
+        // Owners before sub-objects (two passes; a sub-object is an entry with an owner as the
+        // frame begins): what a sub-object's close depends on — whether its owner's channel is
+        // still open here — is then as this frame leaves it, whatever the order the classes
+        // were registered in.
+        let was_sub: Vec<Vec<bool>> = self
+            .actors
+            .iter()
+            .map(|t| t.iter().map(|e| e.as_ref().is_some_and(|e| e.owner.is_some())).collect())
+            .collect();
+        for sub_objects in [false, true] {
+            for (c, class) in driver.classes.iter().enumerate() {
+                let store = &*stores[order[c]];
+                let table = &mut self.actors[c];
+                table.resize_with(class.actors.len().max(table.len()), || None);
+                for (slot, entry) in table.iter_mut().enumerate() {
+                    if was_sub[c].get(slot).copied().unwrap_or(false) != sub_objects {
+                        continue;
+                    }
+                    let a = class.actors.get(slot).filter(|a| a.alive);
+                    let live = a.is_some_and(|a| store.generations().get(slot) == Some(&a.generation));
+                    let same = entry.as_ref().is_some_and(|e| a.is_some_and(|a| a.guid == e.guid && live));
+                    if entry.is_some() && !same {
+                        let e = entry.take();
+                        let gone = e.as_ref().map(|e| e.guid);
+                        // A sub-object the driver orphaned (its owner went first, in the same frame):
+                        // its clients destroy it with the owner, no close of its own. (The driver's
+                        // list of recent orphans says so when the slot has a new actor already.)
+                        let same_slot = class.actors.get(slot).filter(|a| Some(a.guid) == gone);
+                        let orphan = driver.subs.orphaned.iter().find(|o| Some(o.guid) == gone);
+                        let orphaned = same_slot.is_some_and(|a| a.orphaned) || orphan.is_some();
+                        // Torn off at the start of the frame that found it gone (its tear-off ended
+                        // first): its channels end with a TornOff close, as below, not a Destroyed.
+                        // (Not while a connection's full window holds back its last update or its
+                        // sub-object's: then it is destroyed there as anywhere.)
+                        let torn_now = e.as_ref().is_some_and(|e| {
+                            let waits = owing.contains(&e.guid) || owing_owners.contains(&e.guid);
+                            !e.torn && e.tear_seen && !e.clock.pending_net_update && !waits
+                        });
+                        // An orphan still tearing: closed TornOff where its owner's channel is not
+                        // open (a client that tore the owner off keeps the sub-object too).
+                        let tearing_orphan = orphaned
+                            && e.as_ref().is_some_and(|e| !e.torn)
+                            && (same_slot.is_some_and(|a| a.tearing) || orphan.is_some_and(|o| o.tearing));
+                        let owner = e.as_ref().and_then(|e| e.owner);
+                        for rc in &mut self.conns {
+                            let Some(g) = gone else { break };
+                            // (A static actor's end was told to every connection above.)
+                            let opened = rc.channels.remove(&g).is_some_and(|ch| ch.ever_opened);
+                            if opened && (torn_now || tearing_orphan && !rc.owner_open(owner)) {
+                                rc.conn.closes.push(PendingClose { guid: g, reason: CloseReason::TornOff });
+                            } else if opened && !g.is_static() && !orphaned {
+                                rc.conn.closes.push(PendingClose::destroyed(g));
+                            }
+                        }
+                    }
+                    if entry.is_none() && live {
+                        let a = a.expect("live");
+                        if class.cols.sub_condition[slot].is_some() {
+                            new_subs.push((c as u32, slot as u32));
+                        }
+                        let layout = &class.layout;
+                        *entry = Some(RefActor {
+                            guid: a.guid,
+                            generation: a.generation,
+                            object: vec![0; layout.record_bytes],
+                            shadow: vec![0; layout.record_bytes],
+                            shadow_arrays: vec![Vec::new(); layout.arrays.len()],
+                            last_changed: vec![0; layout.leaves.len()],
+                            clock: ConsiderClock::default(),
+                            fresh: true,
+                            link: (ActorRelevancy::at(a.guid, [0.0; 3]), 0.0),
+                            tear_seen: false,
+                            torn: false,
+                            deferred: Vec::new(),
+                            tear_since: Frame(0),
+                            owner: None,
+                        });
+                    }
+                    if let Some(e) = entry.as_mut().filter(|_| class.cols.sub_condition[slot].is_some()) {
+                        e.owner = driver.owner_of(e.guid).or(e.owner);
+                    }
+                    // Torn off: replicated in the frame after the game's call (the first this sees
+                    // it), each channel closed right after; then, once no connection left it over,
+                    // its other channels end with a TornOff close (clients keep their copies). A
+                    // sub-object whose owner is gone: its channels end without one (clients destroyed
+                    // it with the owner) — with one if it was tearing (a client may have torn the
+                    // owner off and kept it).
+                    let orphaned = a.is_some_and(|a| a.orphaned);
+                    let tearing = a.is_some_and(|a| a.tearing);
+                    if let Some(e) = entry.as_mut().filter(|e| !e.torn && (tearing || orphaned)) {
+                        let owner_waits = e.owner.is_some_and(|o| waiting.contains(&o));
+                        let waits = owing.contains(&e.guid) || owing_owners.contains(&e.guid);
+                        if e.tear_seen && !e.clock.pending_net_update && !owner_waits && !waits || orphaned {
+                            e.torn = true;
+                            for rc in &mut self.conns {
+                                rc.held_torn.remove(&e.guid);
+                                let opened = rc.channels.remove(&e.guid).is_some_and(|ch| ch.ever_opened);
+                                // An orphan: where the gone owner's channel was open, its Destroyed
+                                // close takes the sub-object with it (queued this frame, or to come in
+                                // this pass). (A tear-off that ends closes every channel it has.)
+                                let owner_open = orphaned && rc.owner_open(e.owner);
+                                if opened && tearing && !owner_open {
+                                    rc.conn.closes.push(PendingClose { guid: e.guid, reason: CloseReason::TornOff });
+                                }
+                            }
+                        }
+                        if owing.contains(&e.guid) && !e.torn {
+                            e.clock.force_net_update(now);
+                        }
+                        if !e.tear_seen {
+                            e.tear_since = Frame(self.frame.0.saturating_sub(1));
+                        }
+                        e.tear_seen = true;
+                    }
+                    if let Some(e) = entry.as_mut() {
+                        debug_assert_eq!(e.generation, a.map_or(0, |a| a.generation));
+                    }
+                }
+            }
+        }
+        new_subs
+    }
+}
+
+impl RefConn {
+    /// Whether a gone sub-object's `owner` still has a channel here, or its Destroyed close
+    /// is queued (this frame's pass takes owners first): that close takes the sub-object with
+    /// it, no close of its own.
+    fn owner_open(&self, owner: Option<NetGuid>) -> bool {
+        owner.is_some_and(|o| {
+            self.channels.get(&o).is_some_and(|ch| ch.ever_opened)
+                || self.conn.closes.iter().any(|c| c.guid == o && c.reason == CloseReason::Destroyed)
+        })
+    }
+}
+
+/// Whether connection `ci`'s frames serve the actor in (`c`, `s`) at all: an owner-only actor
+/// only a connection that owns it or whose viewers are on its owner chain (UE's
+/// `IsActorOwnedByAndRelevantToConnection`), a sub-object only where its condition lets it.
+fn serves(driver: &NetDriver, actors: &[Vec<Option<RefActor>>], (c, s): (u32, u32), ci: usize) -> bool {
+    let class = &driver.classes[c as usize];
+    let net = &class.actors[s as usize];
+    let owned = net.owner == Some(ci as u32);
+    let dc = &driver.conns[ci];
+    if !class.cols.sub_condition[s as usize].is_none_or(|cond| cond.allows(owned, net.autonomous, dc.replay)) {
+        return false;
+    }
+    if !class.cols.settings[s as usize].only_relevant_to_owner || owned {
+        return true;
+    }
+    let Some(a) = actors[c as usize][s as usize].as_ref() else { return false };
+    let lookup = |g: NetGuid| {
+        let &(c, s) = driver.guids.get(&g)?;
+        actors.get(c as usize)?.get(s as usize)?.as_ref().map(|a| &a.link.0)
+    };
+    owned_by_viewers(&a.link.0, &dc.viewers, &lookup)
+}
