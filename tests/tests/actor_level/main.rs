@@ -120,6 +120,20 @@ impl Level {
         }
     }
 
+    /// One frame in which client `silent` gets its packets but sends no feedback (not heard
+    /// from: past the ready timeout the server stops replicating to it).
+    pub fn step_with_silent(&mut self, silent: usize) {
+        self.driver.tick(&mut [&mut self.store]).expect("tick");
+        for (c, (conn, world)) in self.clients.iter_mut().enumerate() {
+            for p in self.driver.take_packets(*conn).expect("live") {
+                world.receive(&p).expect("a well-formed packet");
+            }
+            if c != silent {
+                self.driver.receive_feedback(*conn, &world.feedback()).expect("decodes");
+            }
+        }
+    }
+
     /// [`Self::step`] allowing refusals (after hostile input the server may send what a client
     /// refuses, and asks about).
     pub fn step_tolerant(&mut self) {

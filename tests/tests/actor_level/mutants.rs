@@ -326,19 +326,6 @@ mod relevant_time {
     }
 }
 
-/// One frame in which client `silent` gets its packets but sends no feedback.
-fn step_with_silent(l: &mut Level, silent: usize) {
-    l.driver.tick(&mut [&mut l.store]).unwrap();
-    for (c, (conn, world)) in l.clients.iter_mut().enumerate() {
-        for p in l.driver.take_packets(*conn).unwrap() {
-            world.receive(&p).unwrap();
-        }
-        if c != silent {
-            l.driver.receive_feedback(*conn, &world.feedback()).unwrap();
-        }
-    }
-}
-
 #[test]
 fn a_silent_connections_open_channel_holds_a_dormant_actor_awake_until_it_is_settled_there() {
     // UE closes a channel for dormancy per connection, once everything sent on it is
@@ -350,13 +337,13 @@ fn a_silent_connections_open_channel_holds_a_dormant_actor_awake_until_it_is_set
     let (id, guid) = l.spawn([500.0, 0.0, 0.0], 1);
     l.run(3);
     for _ in 0..50 {
-        step_with_silent(&mut l, 1);
+        l.step_with_silent(1);
     }
     assert!(!l.decisions(1).ready, "client 1 not heard from for more than 1.5 s");
     l.store.set(id, HEALTH, &Value::U32(5)).unwrap();
     l.driver.set_net_dormancy(l.class, &l.store, id, shadowrep::net::Dormancy::DormantAll).unwrap();
     for _ in 0..10 {
-        step_with_silent(&mut l, 1);
+        l.step_with_silent(1);
     }
     assert!(l.client(0).is_dormant(guid));
     assert_eq!(l.client(0).value(guid, HEALTH), Some(Value::U32(5)));

@@ -117,10 +117,7 @@ fn an_actor_destroyed_while_its_client_is_silent_is_closed_when_it_answers_again
             assert!(!l.decisions(0).ready, "not heard from by now");
             l.store.despawn(id).unwrap();
         }
-        l.driver.tick(&mut [&mut l.store]).unwrap();
-        for p in l.driver.take_packets(conn).unwrap() {
-            l.clients[0].1.receive(&p).unwrap();
-        }
+        l.step_with_silent(0);
     }
     assert!(l.client(0).has(guid), "nothing but keep-alives while silent");
     l.run(3);
