@@ -122,12 +122,23 @@ impl WriteCtx<'_> {
     /// Writes the queued closes, by GUID (each a small step from the one before), and the exports
     /// lost before (those that fit the window; the rest stay queued).
     pub fn write_closes(&self, conn: &mut Connection, st: &mut FrameWrite) {
+        self.write_closes_if(conn, st, |conn, guid| conn.dormant_here(self.guids, guid));
+    }
+
+    /// [`Self::write_closes`], asking `dormant_here` whether a connection still holds an actor
+    /// dormant (the reference keeps its channels apart from the connection's pairs).
+    pub(crate) fn write_closes_if(
+        &self,
+        conn: &mut Connection,
+        st: &mut FrameWrite,
+        dormant_here: impl Fn(&Connection, NetGuid) -> bool,
+    ) {
         let mut closes = std::mem::take(&mut conn.closes);
         // A dormancy close queued again (its packet was lost) whose actor has woken since: its
         // channel is open again and sending, so the close goes no more — written now, ahead of
         // the actor's bunches, it would leave the client holding a stale dormant copy. (The
         // rule that queued it again, applied once more.)
-        closes.retain(|c| c.reason != crate::wire::open::CloseReason::Dormant || conn.dormant_here(self.guids, c.guid));
+        closes.retain(|c| c.reason != crate::wire::open::CloseReason::Dormant || dormant_here(conn, c.guid));
         closes.sort_by_key(|c| c.guid);
         let written = closes.iter().take_while(|&&close| self.write_close(conn, st, close)).count();
         conn.closes = closes;

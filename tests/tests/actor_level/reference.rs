@@ -4,6 +4,7 @@
 use super::*;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+use shadowrep::net::dormancy::Dormancy;
 use shadowrep::reference::frame::ReferenceFrame;
 use shadowrep::schema::Notify;
 
@@ -84,6 +85,13 @@ struct Sim {
     dark: std::collections::HashMap<ConnectionId, u32>,
     /// Packets the link lost.
     dropped: usize,
+    /// The game uses dormancy: actors set dormant (all, or partial by the things' hook), awake
+    /// and never, flushed; static actors streamed in with `Initial`; a relevancy hook on the
+    /// things for a while (their sleepers back to the consider list).
+    dormancy: bool,
+    /// Dormancy calls that went through, and the most actors asleep at once.
+    dormancy_calls: usize,
+    most_asleep: usize,
 }
 
 fn slots() -> Arc<shadowrep::schema::ArrayLayout> {
@@ -136,7 +144,14 @@ impl Sim {
             link: ChaCha8Rng::seed_from_u64(seed ^ 0x5eed_1055),
             dark: Default::default(),
             dropped: 0,
+            dormancy: false,
+            dormancy_calls: 0,
+            most_asleep: 0,
         };
+        // `DormantPartial` things are dormant for two connections in three.
+        let partial: shadowrep::net::dormancy::DormancyHook =
+            Arc::new(|g, c| !(g.0 / 2 + c.0 as u64).is_multiple_of(3));
+        sim.driver.set_dormancy_hook(thing, Some(partial)).unwrap();
         // The level's static actors (UE's actors loaded with the map): things registered by
         // path, never closed for relevancy.
         for i in 0..12 {
@@ -419,6 +434,10 @@ impl Sim {
             self.things.set(id, LOCATION, &Value::Vector(at)).unwrap();
             let path = format!("Level/Streamed_{}", self.statics.len());
             self.driver.register_static_actor(self.thing, &self.things, id, &path).unwrap();
+            if self.dormancy && self.rng.random_bool(0.5) {
+                // Dormant from its registration: it never opens until woken.
+                self.driver.set_net_dormancy(self.thing, &self.things, id, Dormancy::Initial).unwrap();
+            }
             for (_, world) in &mut self.clients {
                 world.load_static_actor(&path, self.thing.0).unwrap();
             }
@@ -484,6 +503,9 @@ impl Sim {
                 self.spawn();
             }
         }
+        if self.dormancy {
+            self.play_dormancy();
+        }
         for c in 0..self.clients.len() {
             let mut viewers = Vec::new();
             for _ in 0..self.rng.random_range(1..=2) {
@@ -501,10 +523,41 @@ impl Sim {
         }
     }
 
+    /// The game's dormancy calls: actors set dormant (most), partial, awake or never; flushed
+    /// (a sub-object's flushes its owner; its own dormancy is refused); for a while the things
+    /// get a relevancy hook (their sleepers go back to the consider list), then lose it.
+    fn play_dormancy(&mut self) {
+        for _ in 0..self.live.len() / 25 {
+            let (class, id) = self.live[self.rng.random_range(0..self.live.len())];
+            let store = if class == self.thing { &self.things } else { &self.bags };
+            let result = match self.rng.random_range(0..20) {
+                0..=8 => self.driver.set_net_dormancy(class, store, id, Dormancy::DormantAll),
+                9..=11 => self.driver.set_net_dormancy(class, store, id, Dormancy::DormantPartial),
+                12..=15 => {
+                    self.driver.flush_net_dormancy(class, store, id).unwrap();
+                    self.dormancy_calls += 1;
+                    continue;
+                }
+                16..=18 => self.driver.set_net_dormancy(class, store, id, Dormancy::Awake),
+                _ => self.driver.set_net_dormancy(class, store, id, Dormancy::Never),
+            };
+            if self.done_unless_sub_object(class, id, result) {
+                self.dormancy_calls += 1;
+            }
+        }
+        if self.frames == 100 {
+            let hook: shadowrep::net::relevancy::RelevancyHook = Arc::new(|a, _| (a.guid.0 % 11 == 0).then_some(true));
+            self.driver.set_relevancy_hook(self.thing, Some(hook)).unwrap();
+        } else if self.frames == 130 {
+            self.driver.set_relevancy_hook(self.thing, None).unwrap();
+        }
+    }
+
     fn step(&mut self) {
         self.driver.tick(&mut [&mut self.things, &mut self.bags]).unwrap();
         self.reference.tick(&self.driver, &mut [&mut self.bags, &mut self.things]).unwrap();
         self.frames += 1;
+        self.most_asleep = self.most_asleep.max(self.driver.asleep_actors());
         if self.loss > 0.0 && (self.frames == 40 || self.link.random_bool(0.01)) {
             let c = self.clients[self.link.random_range(0..self.clients.len())].0;
             let until = self.frames + self.link.random_range(90..180);
@@ -567,13 +620,26 @@ fn the_kernel_decides_exactly_as_the_ue_style_reference_on_random_worlds() {
 /// the kernel and the reference deciding side by side: the same relevant sets, sends, bits and
 /// saturation on every frame of every connection.
 fn decide_alike(seed: u64, connections: usize, loss: f64) -> Vec<shadowrep::net::ConnectionStats> {
-    decide_alike_in(seed, connections, loss, false)
+    decide_alike_in(seed, connections, loss, false, false)
 }
 
-/// [`decide_alike`], the sub-objects' class registered before the owners' when `bags_first`.
-fn decide_alike_in(seed: u64, connections: usize, loss: f64, bags_first: bool) -> Vec<shadowrep::net::ConnectionStats> {
+/// [`decide_alike`], the sub-objects' class registered before the owners' when `bags_first`,
+/// the game using dormancy when `dormancy`.
+fn decide_alike_in(
+    seed: u64,
+    connections: usize,
+    loss: f64,
+    bags_first: bool,
+    dormancy: bool,
+) -> Vec<shadowrep::net::ConnectionStats> {
     let mut sim = Sim::new(seed, connections, seed % 4 == 3, bags_first);
     sim.loss = loss;
+    sim.dormancy = dormancy;
+    if dormancy {
+        // A wider map: more actors out of every viewer's reach, asleep until a viewer comes by.
+        sim.span = 60_000.0;
+    }
+    let mut dormant_closes = 0;
     let mut saturated = 0;
     let mut not_ready = 0;
     let mut closed = 0;
@@ -618,6 +684,7 @@ fn decide_alike_in(seed: u64, connections: usize, loss: f64, bags_first: bool) -
             saturated += kernel.saturated as usize;
             not_ready += usize::from(!kernel.ready);
             closed += kernel.sends.iter().filter(|s| s.action == shadowrep::net::Action::Closed).count();
+            dormant_closes += kernel.sends.iter().filter(|s| s.action == shadowrep::net::Action::Dormant).count();
             sends += kernel.sends.len();
             sub_sends += kernel.sends.iter().filter(|s| sim.driver.owner_of(s.guid).is_some()).count();
         }
@@ -635,6 +702,11 @@ fn decide_alike_in(seed: u64, connections: usize, loss: f64, bags_first: bool) -
     assert!(sim.torn_gone > 1, "seed {seed}: {} torn-off actors despawned", sim.torn_gone);
     assert!(sim.joined > 0 && sim.left > 0, "seed {seed}: {} joined, {} left", sim.joined, sim.left);
     assert!(sub_sends > 100, "seed {seed}: {sub_sends} sends of sub-objects");
+    if dormancy {
+        assert!(dormant_closes > 50, "seed {seed}: {dormant_closes} channels closed for dormancy");
+        assert!(sim.most_asleep > 10, "seed {seed}: at most {} actors asleep", sim.most_asleep);
+        assert!(sim.dormancy_calls > 200, "seed {seed}: {} dormancy calls", sim.dormancy_calls);
+    }
     let stats: Vec<_> = sim.clients.iter().map(|&(c, _)| sim.driver.connection_stats(c).unwrap()).collect();
     if loss > 0.0 {
         let resent: u64 = stats.iter().map(|s| s.leaves_resent).sum();
@@ -700,6 +772,16 @@ fn the_kernel_decides_as_the_reference_whatever_order_the_classes_were_registere
     // reference decided a tearing orphan's close before its owner's channel had closed in the
     // same pass — seed 120 with 8 connections at 20 % loss.)
     for (seed, connections, loss) in [(0, 4, 0.0), (5, 4, 0.0), (120, 8, 0.2), (7, 3, 0.3)] {
-        decide_alike_in(seed, connections, loss, true);
+        decide_alike_in(seed, connections, loss, true, false);
+    }
+}
+
+#[test]
+fn with_dormancy_the_kernel_decides_exactly_as_the_ue_style_reference() {
+    // The game puts actors to sleep and wakes them: channels close for dormancy once settled,
+    // sleepers leave the consider list, connections meet them in their looks, flushes and
+    // wakes bring stale copies up to date — the same decisions on both sides, lossless and lossy.
+    for (seed, connections, loss) in [(0, 4, 0.0), (5, 12, 0.1), (2, 4, 0.2), (3, 3, 0.3)] {
+        decide_alike_in(seed, connections, loss, false, true);
     }
 }

@@ -3,7 +3,6 @@
 //! connection holds awake.
 
 use super::{lane_set, rows, Cand, LevelCtx};
-use crate::ids::NetGuid;
 use crate::net::connection::{pair, Connection, PendingClose};
 use crate::net::dormancy::dormant_for;
 use crate::net::level::NOT_DUE;
@@ -12,21 +11,36 @@ use crate::net::relevancy::DueActor;
 use crate::net::send::FrameWrite;
 use crate::wire::open::CloseReason;
 
-/// Closes a channel for dormancy once everything sent on it is acknowledged (open acked,
-/// nothing owed, no bunch in flight); the row stays, flagged, as what the client keeps.
+/// Closes a channel for dormancy once it is settled — its open acknowledged, nothing owed that
+/// this connection would be sent now (a resend of a leaf active here, or an initial value a
+/// lost open owes; a change active here since its last send), no bunch in flight, its fast
+/// arrays settled — so the copy the client keeps is the actor's current state as this
+/// connection sees it; the row stays, flagged, as what the client keeps (with what it owes
+/// for roles it may come to have). (A sub-object following its dormant owner while not
+/// relevant sends what it owes first, as UE's channel closes only once every replicator on it
+/// is up to date.)
 pub(super) fn go_dormant(
     ctx: &LevelCtx<'_>,
     ci: u32,
     conn: &mut Connection,
     st: &mut FrameWrite,
     row: usize,
-    guid: NetGuid,
+    due: &DueActor,
 ) -> bool {
+    let guid = due.rel.guid;
     let ps = rows(conn)[row].state;
+    let c = &ctx.write.classes[due.class as usize];
+    let active = || c.active.get(due.actor.flags(ci, conn.replay, false)) & !due.actor.custom_inactive;
+    let owed = || {
+        let key = crate::net::pairs::pair_key(due.class, due.slot);
+        ps.resend & (active() | conn.unsent_initial.get(key, ps.epoch))
+    };
+    let pending = || !(c.history.changed_since(due.slot, ps.sent_through) & active()).is_empty();
     let settled = ps.flags & pair::OPEN_ACKED != 0
-        && ps.resend.is_empty()
+        && (ps.resend.is_empty() || owed().is_empty())
         && !conn.rel.carries(ps.last_packet)
-        && ctx.write.fast.settled_for(guid, ci as usize);
+        && ctx.write.fast.settled_for(guid, ci as usize)
+        && (due.last_changed <= ps.sent_through || !pending());
     let closed = settled && ctx.write.write_close(conn, st, PendingClose { guid, reason: CloseReason::Dormant });
     if closed {
         rows(conn)[row].state.flags |= pair::DORMANT;

@@ -461,7 +461,7 @@ fn process(ctx: &LevelCtx<'_>, run: &mut Run<'_>, conn: &mut Connection, scratch
                 let wants = |conn: &Connection| owner_hold(conn, due) == Held::Dormant || wants_dormancy(ctx, ci, due);
                 if may_sleep && has_channel && wants(conn) {
                     let before = ctx.write.bits_written(conn);
-                    if go_dormant(ctx, ci, conn, st, ri as usize, guid) {
+                    if go_dormant(ctx, ci, conn, st, ri as usize, due) {
                         out.went_dormant += 1;
                         if let Some(dec) = decisions.as_deref_mut() {
                             let bits = (ctx.write.bits_written(conn) - before) as u32;
@@ -507,7 +507,7 @@ fn process(ctx: &LevelCtx<'_>, run: &mut Run<'_>, conn: &mut Connection, scratch
                 // never settle otherwise: not relevant, it is not replicated). An owner only woken
                 // leaves it as it is until the owner's fate here is known.
                 if owner == Held::Dormant && open(conn) {
-                    if go_dormant(ctx, ci, conn, st, ri as usize, guid) {
+                    if go_dormant(ctx, ci, conn, st, ri as usize, due) {
                         out.went_dormant += 1;
                     } else {
                         replicate(ctx, ci, conn, st, ri as usize, d, &mut out.first_opens);

@@ -66,6 +66,30 @@ impl Dormancy {
     }
 }
 
+/// What a game's call did to an actor's sleep, as the driver logs it for a reference to replay
+/// (`Level::dormancy_calls`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum DormancyCall {
+    /// Woken (set awake, flushed, or forced while dormant): due now, and its copies held
+    /// dormant channels again.
+    Wake,
+    /// Back on the consider list, its copies left dormant (its class got a relevancy hook).
+    Rouse,
+    /// Asleep at once (`Initial` on a static actor in the frame it was registered).
+    Sleep,
+}
+
+/// One logged [`DormancyCall`]: on which actor (class, slot and GUID — the slot may hold another
+/// actor by the next tick) and at what server time.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Logged {
+    pub class: u32,
+    pub slot: u32,
+    pub guid: NetGuid,
+    pub at: f64,
+    pub call: DormancyCall,
+}
+
 /// A class's answer for a `DormantPartial` actor: whether it is dormant for the connection
 /// (UE's `GetNetDormancy` override).
 pub type DormancyHook = Arc<dyn Fn(NetGuid, ConnectionId) -> bool + Send + Sync>;
@@ -77,11 +101,16 @@ pub const DORMANT_CHECK_SECONDS: f64 = 1.0;
 
 /// Whether `due` wants to be dormant for connection `ci`.
 pub(crate) fn dormant_for(due: &DueActor, ci: u32, hooks: &[Option<DormancyHook>]) -> bool {
-    match due.dormancy {
+    let hook = hooks.get(due.class as usize).and_then(Option::as_ref);
+    wants_dormancy_for(due.dormancy, hook, due.rel.guid, ci)
+}
+
+/// Whether an actor `guid` of `dormancy`, its class's `hook` given, wants to be dormant for
+/// connection `ci` (the reference asks it too).
+pub(crate) fn wants_dormancy_for(dormancy: Dormancy, hook: Option<&DormancyHook>, guid: NetGuid, ci: u32) -> bool {
+    match dormancy {
         Dormancy::DormantAll | Dormancy::Initial => true,
-        Dormancy::DormantPartial => {
-            hooks.get(due.class as usize).and_then(|h| h.as_ref()).is_some_and(|h| h(due.rel.guid, ConnectionId(ci)))
-        }
+        Dormancy::DormantPartial => hook.is_some_and(|h| h(guid, ConnectionId(ci))),
         Dormancy::Never | Dormancy::Awake => false,
     }
 }
@@ -113,11 +142,15 @@ impl NetDriver {
         self.not_a_sub_object(class, id)?;
         let slot = id.index as usize;
         let fresh = self.classes[ci].actors[slot].adopted == self.frame;
+        let now = self.server_time();
         let cols = &mut self.classes[ci].cols;
         cols.dormancy[slot] = dormancy;
         match dormancy {
             Dormancy::Never | Dormancy::Awake => self.wake(ci, slot),
-            Dormancy::Initial if guid.is_static() && fresh => cols.set_asleep(slot, true),
+            Dormancy::Initial if guid.is_static() && fresh => {
+                cols.set_asleep(slot, true);
+                self.log_dormancy(ci, slot, now, DormancyCall::Sleep);
+            }
             _ => {}
         }
         Ok(())
@@ -185,6 +218,15 @@ impl NetDriver {
             for conn in self.conns.iter_mut().filter(|c| !c.removed) {
                 conn.pairs.wake(key);
             }
+            self.log_dormancy(c as usize, s as usize, now, DormancyCall::Wake);
+        }
+    }
+
+    /// Logs what a game's call did to an actor's sleep, for a reference to replay.
+    pub(super) fn log_dormancy(&mut self, c: usize, slot: usize, at: f64, call: DormancyCall) {
+        let guid = self.classes[c].actors[slot].guid;
+        if let Some(level) = self.level.as_mut() {
+            level.dormancy_calls.push(Logged { class: c as u32, slot: slot as u32, guid, at, call });
         }
     }
 
@@ -193,6 +235,10 @@ impl NetDriver {
     pub(super) fn wake_for_viewers(&mut self) {
         let Some(level) = self.level.as_mut() else { return };
         if level.dormant.entries == 0 {
+            // Nothing to meet: a first look finds nothing, and is done.
+            for conn in self.conns.iter_mut().filter(|c| !c.removed && !c.viewers.is_empty()) {
+                conn.dormant_look = false;
+            }
             return;
         }
         let (frame, interval, now) = (level.time.frame.0 as u64, level.check_interval(), level.time.now);

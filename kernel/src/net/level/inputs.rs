@@ -103,14 +103,18 @@ impl NetDriver {
         let cols = &mut self.level_class(class)?.cols;
         // Only plain actors sleep (a viewer's distance wakes them); the hook must answer for
         // those already asleep: back to the consider list, their dormant rows left as they are.
+        let mut roused = Vec::new();
         if hook.is_some() {
-            let sleepers: Vec<usize> = (0..cols.asleep.len()).filter(|&s| cols.asleep[s]).collect();
-            for s in sleepers {
+            roused.extend((0..cols.asleep.len()).filter(|&s| cols.asleep[s]));
+            for &s in &roused {
                 cols.set_asleep(s, false);
                 cols.force_net_update(s, now);
             }
         }
         cols.hook = hook;
+        for s in roused {
+            self.log_dormancy(class.0 as usize, s, now, crate::net::dormancy::DormancyCall::Rouse);
+        }
         Ok(())
     }
 

@@ -143,6 +143,11 @@ pub(crate) struct Level {
     pub forced: Vec<(u32, u32, f64)>,
     /// The calls the last tick saw.
     pub forced_last_tick: Vec<(u32, u32, f64)>,
+    /// What the game's dormancy calls did to actors since the last tick, in call order: inputs a
+    /// reference replays.
+    pub dormancy_calls: Vec<super::dormancy::Logged>,
+    /// The calls the last tick saw.
+    pub dormancy_calls_last_tick: Vec<super::dormancy::Logged>,
     pub time: ServerTime,
     /// Sleeping actors by cell, where connections look for those they have not met.
     pub dormant: super::dormancy::DormantCells,
@@ -162,6 +167,8 @@ impl Level {
     pub fn begin_frame(&mut self, frame: Frame) {
         self.forced_last_tick.clear();
         std::mem::swap(&mut self.forced, &mut self.forced_last_tick);
+        self.dormancy_calls_last_tick.clear();
+        std::mem::swap(&mut self.dormancy_calls, &mut self.dormancy_calls_last_tick);
         self.time = ServerTime { frame, now: frame.0 as f64 * self.time.tick, tick: self.time.tick };
     }
 
@@ -256,6 +263,8 @@ impl Level {
             retired: Vec::new(),
             forced: Vec::new(),
             forced_last_tick: Vec::new(),
+            dormancy_calls: Vec::new(),
+            dormancy_calls_last_tick: Vec::new(),
             time: ServerTime { frame: Frame(0), now: 0.0, tick: 1.0 / cfg.tick_rate },
             dormant: super::dormancy::DormantCells::new(cfg.grid.cell_size),
             fast_arrays: Vec::new(),

@@ -3,10 +3,12 @@
 //! budget is spent, and each actor's replication — the changed properties active for this
 //! connection, encoded for it alone.
 
+use super::dormancy::{sleepy, wants_dormancy, Hold};
 use super::*;
 
 impl ReferenceFrame {
-    /// One connection's frame, UE's way. Returns the bytes written.
+    /// One connection's frame, UE's way. Returns the bytes written; marks in `awake` (parallel
+    /// to `due`) the actors that may sleep that this connection holds awake.
     pub(super) fn replicate_connection(
         &mut self,
         driver: &NetDriver,
@@ -14,6 +16,7 @@ impl ReferenceFrame {
         due: &[(u32, u32)],
         ci: usize,
         time: &ServerTime,
+        awake: &mut [bool],
     ) -> usize {
         let level = driver.level.as_ref().expect("checked by tick");
         let cfg = &level.cfg;
@@ -86,12 +89,26 @@ impl ReferenceFrame {
                     }
                     continue;
                 }
+                // A copy held dormant is not replicated until the actor wakes — but a stale one
+                // (woken, not sent to, dormant again: it owes what changed) is a channel again
+                // when the actor is relevant (not when it is tearing off).
+                if !rc.channels.contains_key(&a.guid) {
+                    if let Some(d) = rc.dormant.get(&a.guid) {
+                        if !(d.woken && relevant && !net.tearing) {
+                            continue;
+                        }
+                        let ch = rc.dormant.remove(&a.guid).expect("found above");
+                        rc.channels.insert(a.guid, ch);
+                    }
+                }
                 // A tearing actor opens no channel.
                 let channel = rc.channels.get(&a.guid);
                 if channel.is_none() && (!relevant || net.tearing) {
                     continue;
                 }
-                let t = channel.map_or(SPAWN_PRIORITY_SECONDS, |ch| (now - ch.last_update) as f32);
+                // No channel, or one woken from dormancy (UE closed it then): the spawn priority.
+                let t =
+                    channel.filter(|ch| !ch.woken).map_or(SPAWN_PRIORITY_SECONDS, |ch| (now - ch.last_update) as f32);
                 let (rel, np) = &a.link;
                 let best = viewers.iter().map(|v| actor_priority(rel, *np, t, v, &plookup)).fold(0.0f32, f32::max);
                 list.push((Candidate { key: priority_key(best), guid: a.guid, index: i as u32 }, c, s, relevant));
@@ -101,7 +118,7 @@ impl ReferenceFrame {
             // Its closes (destroyed and torn-off actors, owner-only channels it gave up) and those
             // the writer queued (a fast array its condition no longer allows), written as the
             // kernel writes its queue: after the candidates, before any send.
-            write.write_closes(&mut rc.conn, &mut st);
+            write.write_closes_if(&mut rc.conn, &mut st, |_, g| rc.dormant.contains_key(&g));
             // Process: nothing when the connection is not net-ready to begin with (UE's first
             // test), and then actor by actor until it is not.
             let recheck_after = cfg.relevant_timeout.min(1.0);
@@ -126,9 +143,13 @@ impl ReferenceFrame {
                 let allowed = class.cols.sub_condition[s as usize]
                     .is_none_or(|cond| cond.allows(net.owner == Some(ci as u32), net.autonomous, rc.conn.replay));
                 // A sub-object goes in its owner's channel: none here, none for it.
-                let owner_open = class.cols.sub_condition[s as usize].is_none()
+                let sub_object = class.cols.sub_condition[s as usize].is_some();
+                let owner_open = !sub_object
                     || driver.owner_of(guid).is_some_and(|o| {
-                        rc.channels.contains_key(&o) || torn_here.contains(&o) || rc.held_torn.contains(&o)
+                        rc.channels.contains_key(&o)
+                            || rc.dormant.contains_key(&o)
+                            || torn_here.contains(&o)
+                            || rc.held_torn.contains(&o)
                     });
                 let recently = allowed
                     && owner_open
@@ -156,14 +177,25 @@ impl ReferenceFrame {
                             inactive: LeafMask::EMPTY,
                             resend: LeafMask::EMPTY,
                             unsent_initial: LeafMask::EMPTY,
+                            woken: false,
+                            last_packet: 0,
                         }
                     });
                     if relevant {
                         ch.relevant_time = relevant_until(now, guid, ci as u32, time.frame);
                     }
                     ch.last_update = now;
-                    let (before, full_before) = (write.bits_written(&rc.conn), st.full);
                     let a = actors[c as usize][s as usize].as_ref().expect("due actors are live");
+                    if ch.woken && ch.open_acked {
+                        // Woken from dormancy: UE opens the channel anew, its first bunch initial —
+                        // the initial-only values changed while the actor slept are owed as
+                        // initial values, until a delivered bunch carries them.
+                        let slept = changed_since(a, ch.sent_through) & class.active.initial_only();
+                        ch.resend |= slept;
+                        ch.unsent_initial |= slept;
+                    }
+                    ch.woken = false;
+                    let (before, full_before) = (write.bits_written(&rc.conn), st.full);
                     replicate(driver, write, &mut rc.conn, &mut st, &mut ch, a, ci as u32, time.frame);
                     if net.tearing {
                         // Its last update: did the window hold some of it back (leaves, or what
@@ -183,6 +215,19 @@ impl ReferenceFrame {
                     let bits = (write.bits_written(&rc.conn) - before) as u32;
                     let action = Action::Replicated { opened: channel.is_none() };
                     rc.decisions.sends.push(SendDecision { guid, priority: cand.key, action, bits });
+                    // UE asks about dormancy only for actors that are not owner-only; a sub-object
+                    // goes dormant where its owner is held dormant, whatever its own setting.
+                    let may_sleep = !net.tearing && !class.cols.settings[s as usize].only_relevant_to_owner;
+                    let wants = rc.owner_hold(driver, sub_object, guid) == Hold::Dormant
+                        || wants_dormancy(driver, c, s, guid, ci as u32);
+                    if may_sleep && channel.is_some() && wants {
+                        let before = write.bits_written(&rc.conn);
+                        if rc.go_dormant(driver, write, &mut st, a, ci) {
+                            let bits = (write.bits_written(&rc.conn) - before) as u32;
+                            let action = Action::Dormant;
+                            rc.decisions.sends.push(SendDecision { guid, priority: cand.key, action, bits });
+                        }
+                    }
                     if !rc.budget.ready(write.bits_written(&rc.conn) as f64) {
                         // UE returns this actor's index: the leftovers start with it.
                         if saturated_by.is_none() {
@@ -197,7 +242,35 @@ impl ReferenceFrame {
                 // (A sub-object its condition or its owner's channel no longer allows closes, a
                 // startup owner's or not.)
                 let gone = !(recently || startup && allowed && owner_open);
-                if rc.channels.contains_key(&guid) && (net.tearing || gone) {
+                // A copy woken (flushed) on a connection it is not relevant to, and not sent to
+                // since: UE's channel stayed closed, the client keeps its dormant copy — dormant
+                // again as it is, stale (it owes what changed).
+                let woken = rc.channels.get(&guid).is_some_and(|ch| ch.woken);
+                // A sub-object whose owner is held dormant here, or woken and not sent to since:
+                // the client keeps the owner, and the sub-object with it.
+                let hold = if !net.tearing && !recently { rc.owner_hold(driver, sub_object, guid) } else { Hold::No };
+                if !net.tearing
+                    && !recently
+                    && woken
+                    && (hold != Hold::No || wants_dormancy(driver, c, s, guid, ci as u32))
+                {
+                    let ch = rc.channels.remove(&guid).expect("woken");
+                    rc.dormant.insert(guid, ch);
+                    let action = Action::Dormant;
+                    rc.decisions.sends.push(SendDecision { guid, priority: cand.key, action, bits: 0 });
+                } else if hold != Hold::No {
+                    // Dormant with its owner once settled; until then what it owes goes out. An
+                    // owner only woken leaves it as it is.
+                    let a = actors[c as usize][s as usize].as_ref().expect("due actors are live");
+                    if hold == Hold::Dormant
+                        && rc.channels.contains_key(&guid)
+                        && !rc.go_dormant(driver, write, &mut st, a, ci)
+                    {
+                        let mut ch = rc.channels[&guid];
+                        replicate(driver, write, &mut rc.conn, &mut st, &mut ch, a, ci as u32, time.frame);
+                        rc.channels.insert(guid, ch);
+                    }
+                } else if rc.channels.contains_key(&guid) && (net.tearing || gone) {
                     let before = write.bits_written(&rc.conn);
                     let reason = close_reason(net.tearing);
                     if write.write_close(&mut rc.conn, &mut st, PendingClose { guid, reason }) {
@@ -222,7 +295,12 @@ impl ReferenceFrame {
             if let Some(from) = leftovers_from {
                 rc.decisions.saturated = true;
                 for &(rest, _, _, rest_relevant) in &list[from..] {
-                    match rc.channels.get_mut(&rest.guid) {
+                    // (A channel closed for dormancy this frame is still one.)
+                    let ch = match rc.channels.get_mut(&rest.guid) {
+                        Some(ch) => Some(ch),
+                        None => rc.dormant.get_mut(&rest.guid),
+                    };
+                    match ch {
                         Some(ch) if now - ch.relevant_time <= 1.0 => {}
                         Some(ch) if rest_relevant => {
                             ch.relevant_time = relevant_until(now, rest.guid, ci as u32, time.frame);
@@ -233,6 +311,18 @@ impl ReferenceFrame {
                     pending.push(due[rest.index as usize]);
                 }
             }
+        }
+        // The actors that may sleep that this connection holds awake: an open channel (not
+        // dormant), or relevant without a copy; one not replicated to this frame, its open
+        // channels.
+        for (i, &(c, s)) in due.iter().enumerate() {
+            let Some(a) = actors[c as usize][s as usize].as_ref().filter(|_| !awake[i] && sleepy(driver, c, s)) else {
+                continue;
+            };
+            let open = rc.channels.contains_key(&a.guid);
+            let relevant = rc.decisions.relevant.binary_search(&a.guid).is_ok();
+            let relevant_new = ready && relevant && !rc.dormant.contains_key(&a.guid);
+            awake[i] = open || relevant_new;
         }
         let written = write.end(&mut rc.conn, st, true);
         rc.budget.sent(written.bytes);
@@ -277,12 +367,7 @@ fn replicate(
     // (that one carries what the lost one did, with the current values, as UE's reliable open
     // bunch goes again with what it had).
     let by_role = class.active.get(net.flags(ci, conn.replay, false)) & !net.custom_inactive;
-    let mut changed = LeafMask::EMPTY;
-    for (leaf, &at) in a.last_changed.iter().enumerate() {
-        if at > ch.sent_through.0 {
-            changed |= LeafMask::leaf(leaf);
-        }
-    }
+    let changed = changed_since(a, ch.sent_through);
     // What changed while inactive waits for the leaf to come back.
     ch.inactive |= changed & !active;
     // What a lost packet carried goes again if active here now, or if it is an initial value
@@ -312,9 +397,13 @@ fn replicate(
         if open_bunch {
             ch.unsent_initial |= held & driver.classes[ch.class as usize].active.initial_only();
         }
-        if !ch.open_acked && conn.rel.entries.len() > entries {
-            ch.open_sent = true;
-            ch.ever_opened = true;
+        if conn.rel.entries.len() > entries {
+            // Its newest bunch is in the packet being written.
+            ch.last_packet = conn.rel.next_seq().0 as u16;
+            if !ch.open_acked {
+                ch.open_sent = true;
+                ch.ever_opened = true;
+            }
         }
     }
     // Its fast arrays ride its channel, right after its bunch (once the client has it).
@@ -322,4 +411,15 @@ fn replicate(
         let channel = if ch.open_acked || ch.open_sent { OwnerChannel::Open(ch.epoch) } else { OwnerChannel::Missing };
         write.write_fast_arrays_for((ci, conn), st, a.guid, channel);
     }
+}
+
+/// The leaves of `a` its compares found changed after frame `since`.
+pub(super) fn changed_since(a: &RefActor, since: Frame) -> LeafMask {
+    let mut changed = LeafMask::EMPTY;
+    for (leaf, &at) in a.last_changed.iter().enumerate() {
+        if at > since.0 {
+            changed |= LeafMask::leaf(leaf);
+        }
+    }
+    changed
 }

@@ -11,7 +11,7 @@
 //!              again, its bunch the initial one; the initial values it carried stay owed as
 //!              initial values until a delivered bunch carries them (UE's reliable open bunch)
 //!   closes     a lost one goes again unless its actor has a channel again (a torn-off actor's
-//!              always)
+//!              always; a dormancy close while the copy is still held dormant)
 //!   fast array bunches and GUID exports, as the driver's
 //! reopen       a client that got a bunch for an actor it does not have: the channel starts over
 //! ```
@@ -51,8 +51,16 @@ impl ReferenceFrame {
                 }
                 for _ in 0..rec.closes {
                     let Some(close) = rc.conn.rel.closes.pop_front() else { break };
-                    let back = rc.channels.contains_key(&close.guid);
-                    if !delivered && (close.reason == CloseReason::TornOff || !back) {
+                    // Again unless the channel is back (a dormancy close: while the copy is still
+                    // held dormant).
+                    let again = match close.reason {
+                        CloseReason::TornOff => true,
+                        CloseReason::Dormant => rc.dormant.contains_key(&close.guid),
+                        CloseReason::Destroyed => {
+                            !rc.channels.contains_key(&close.guid) && !rc.dormant.contains_key(&close.guid)
+                        }
+                    };
+                    if !delivered && again {
                         rc.conn.closes.push(close);
                     }
                 }
@@ -87,7 +95,12 @@ impl RefConn {
         if !live || !e.names(a.guid) {
             return;
         }
-        let Some(ch) = self.channels.get_mut(&a.guid) else { return };
+        let Some(ch) = (match self.channels.get_mut(&a.guid) {
+            Some(ch) => Some(ch),
+            None => self.dormant.get_mut(&a.guid),
+        }) else {
+            return;
+        };
         // Of this channel, not of an earlier one of the actor closed while the bunch flew.
         let this = ch.epoch == e.epoch;
         if delivered {

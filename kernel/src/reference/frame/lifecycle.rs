@@ -105,8 +105,10 @@ impl ReferenceFrame {
                         let owner = e.as_ref().and_then(|e| e.owner);
                         for rc in &mut self.conns {
                             let Some(g) = gone else { break };
-                            // (A static actor's end was told to every connection above.)
-                            let opened = rc.channels.remove(&g).is_some_and(|ch| ch.ever_opened);
+                            // (A static actor's end was told to every connection above.) A copy held
+                            // dormant is the client's as a channel's is (UE's destruction infos).
+                            let ch = rc.channels.remove(&g).or_else(|| rc.dormant.remove(&g));
+                            let opened = ch.is_some_and(|ch| ch.ever_opened);
                             if opened && (torn_now || tearing_orphan && !rc.owner_open(owner)) {
                                 rc.conn.closes.push(PendingClose { guid: g, reason: CloseReason::TornOff });
                             } else if opened && !g.is_static() && !orphaned {
@@ -135,6 +137,8 @@ impl ReferenceFrame {
                             deferred: Vec::new(),
                             tear_since: Frame(0),
                             owner: None,
+                            asleep: false,
+                            sleep_at: None,
                         });
                     }
                     if let Some(e) = entry.as_mut().filter(|_| class.cols.sub_condition[slot].is_some()) {
@@ -155,7 +159,8 @@ impl ReferenceFrame {
                             e.torn = true;
                             for rc in &mut self.conns {
                                 rc.held_torn.remove(&e.guid);
-                                let opened = rc.channels.remove(&e.guid).is_some_and(|ch| ch.ever_opened);
+                                let ch = rc.channels.remove(&e.guid).or_else(|| rc.dormant.remove(&e.guid));
+                                let opened = ch.is_some_and(|ch| ch.ever_opened);
                                 // An orphan: where the gone owner's channel was open, its Destroyed
                                 // close takes the sub-object with it (queued this frame, or to come in
                                 // this pass). (A tear-off that ends closes every channel it has.)
@@ -189,7 +194,7 @@ impl RefConn {
     /// it, no close of its own.
     fn owner_open(&self, owner: Option<NetGuid>) -> bool {
         owner.is_some_and(|o| {
-            self.channels.get(&o).is_some_and(|ch| ch.ever_opened)
+            self.channels.get(&o).or_else(|| self.dormant.get(&o)).is_some_and(|ch| ch.ever_opened)
                 || self.conn.closes.iter().any(|c| c.guid == o && c.reason == CloseReason::Destroyed)
         })
     }

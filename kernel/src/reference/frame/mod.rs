@@ -4,8 +4,14 @@
 //! ```text
 //! per frame (after the driver's tick, on the same stores and the driver's inputs):
 //!   actor list     every live actor, one object each: new ones get an object, destroyed ones
-//!                  queue a close on every connection with a channel (`lifecycle.rs`)
-//!   consider list  every actor whose clock is due (or pending); each is compared property by
+//!                  queue a close on every connection with a channel or a dormant copy
+//!                  (`lifecycle.rs`)
+//!   game's calls   forced updates, and dormancy's: woken (its dormant copies channels again),
+//!                  asleep at once (a static actor's Initial)
+//!   dormant look   each connection about once a second (and in its first frame) wakes every
+//!                  sleeping actor within its cull distance of a viewer (where it fell asleep)
+//!                  that it holds no copy of — a walk over every actor (`dormancy.rs`)
+//!   consider list  every awake actor whose clock is due (or pending); each is compared property by
 //!                  property — read from the store into its object, compared with its own shadow
 //!                  (push-based properties and dynamic arrays only where marked) — and its next
 //!                  time scheduled
@@ -16,11 +22,14 @@
 //!                  (UE's IsActorRelevantToConnection, asked actor by actor); priority = max over
 //!                  the viewers of GetNetPriority; sort everything
 //!     process      in order: relevancy recheck, open / replicate / close (a tearing actor's
-//!                  channel right after its bunch), stop when the budget is spent, leftovers
-//!                  pending (UE's ServerReplicateActors_ProcessPrioritizedActors)
+//!                  channel right after its bunch), a settled channel of an actor that wants
+//!                  dormancy closed Dormant (the client keeps its copy), stop when the budget is
+//!                  spent, leftovers pending (UE's ServerReplicateActors_ProcessPrioritizedActors)
 //!     replicate    the changed properties since the channel's last send, active under the
 //!                  condition map, encoded for this connection alone; then the actor's fast
 //!                  arrays (bases of the reference's own in the driver's arrays)
+//! fall asleep      a due actor that wants dormancy, relevant by distance alone, that no
+//!                  connection holds awake (an open channel, or relevant without one)
 //! receive_feedback the client's feedback (the bytes the driver got): lost properties owed again,
 //!                  lost opens sent again as the initial bunch, lost closes again (`feedback.rs`)
 //! acknowledge_all  or a perfect link: every packet arrives, every open is acknowledged
@@ -40,13 +49,18 @@
 //! then loses the same packets for both, as they write the same packets), or, on a perfect link,
 //! call [`ReferenceFrame::acknowledge_all`] where the clients would answer. The reference keeps
 //! the kernel's bookkeeping of packets in flight (sequence numbers, what each packet carried);
-//! what a loss means for a channel it decides itself. It has no dormancy.
+//! what a loss means for a channel it decides itself. Dormancy is the kernel's (`net::dormancy`)
+//! decided the plain way: a copy held dormant is a channel in a second map, a sleeping actor a
+//! flag skipped by the consider list, and the once-a-second look a test of every sleeper against
+//! every viewer — no cells, no sorted rows; the game's calls that wake or put to sleep are
+//! replayed from the driver's log of them, as its forced updates are.
 //!
 //! This module holds the frame and the consider list; `lifecycle.rs` the actor list across
 //! frames (new and gone actors, tear-offs, orphaned sub-objects), as the kernel's
 //! `net::lifecycle` does; `connection.rs` one connection's frame (prioritize, process,
-//! replicate), as the kernel's `net::channels` does; `feedback.rs` what the client's feedback
-//! means for the channels.
+//! replicate), as the kernel's `net::channels` does; `dormancy.rs` sleep and waking, as the
+//! kernel's `net::dormancy` does; `feedback.rs` what the client's feedback means for the
+//! channels.
 
 use crate::compare::PushMode;
 use crate::ids::{Frame, LeafMask, NetGuid, Seq};
@@ -69,6 +83,7 @@ use std::collections::HashMap;
 use std::time::Instant;
 
 mod connection;
+mod dormancy;
 mod feedback;
 mod lifecycle;
 
@@ -100,6 +115,11 @@ struct RefActor {
     tear_since: Frame,
     /// As a sub-object, its owner (kept: the driver forgets the link when the owner goes).
     owner: Option<NetGuid>,
+    /// Dormant wherever it is held: off the consider list.
+    asleep: bool,
+    /// Asleep, where it fell asleep and its squared cull distance then: where a connection's
+    /// look meets it (`None`: a static actor's Initial sleep, which only a wake ends).
+    sleep_at: Option<([f32; 3], f32)>,
 }
 
 /// One actor channel of a connection.
@@ -130,6 +150,12 @@ struct RefChannel {
     /// open carried and no delivered bunch has carried since: owed as initial values whatever
     /// the conditions say meanwhile (UE's open bunch is reliable).
     unsent_initial: LeafMask,
+    /// Woken from dormancy and not replicated since (UE closed the channel when the actor went
+    /// dormant: it ranks as an actor without one, and its first bunch is an initial one).
+    woken: bool,
+    /// The sequence number of the last packet that carried a bunch of it: the channel goes
+    /// dormant only once that packet is settled.
+    last_packet: u16,
 }
 
 /// One connection.
@@ -147,6 +173,11 @@ struct RefConn {
     /// back: the client keeps the owner, so the update still finds it, until the owner's
     /// tear-off ends.
     held_torn: std::collections::HashSet<NetGuid>,
+    /// Channels closed for dormancy: the copies the client keeps (`woken`: woken and not sent
+    /// to, dormant again — stale, it owes what changed).
+    dormant: HashMap<NetGuid, RefChannel>,
+    /// Its first look at the sleeping actors is done.
+    looked: bool,
 }
 
 impl RefConn {
@@ -266,9 +297,13 @@ impl ReferenceFrame {
                 fast_delivered: Vec::new(),
                 next_epoch: 0,
                 held_torn: Default::default(),
+                dormant: HashMap::new(),
+                looked: false,
             });
         }
         let new_subs = self.track_actors(driver, stores, &order);
+        // The game's dormancy calls since the last frame (a wake is a forced update too).
+        self.replay_dormancy_calls(driver, &level.dormancy_calls_last_tick);
         // The game's ForceNetUpdate calls since the last frame.
         for &(c, s, at) in &level.forced_last_tick {
             if let Some(a) = self.actors[c as usize].get_mut(s as usize).and_then(Option::as_mut) {
@@ -289,6 +324,8 @@ impl ReferenceFrame {
             rc.budget.net_speed = dc.budget.net_speed;
             rc.budget.tick(time.tick, cfg.tick_rate);
         }
+        // The connections whose look is due meet the sleeping actors near their viewers.
+        self.look_for_sleepers(driver, &time);
         let due = self.consider(driver, stores, &order, &time);
 
         let ordered: Vec<&ClassStore> = order.iter().map(|&i| &*stores[i]).collect();
@@ -310,9 +347,12 @@ impl ReferenceFrame {
             marks_opens: false,
         };
         let mut bytes = 0;
+        // Due actors some connection holds awake (they may not fall asleep).
+        let mut awake = vec![false; due.len()];
         for ci in 0..self.conns.len() {
-            bytes += self.replicate_connection(driver, &write, &due, ci, &time);
+            bytes += self.replicate_connection(driver, &write, &due, ci, &time, &mut awake);
         }
+        self.fall_asleep(driver, &due, &awake);
         if level.cfg.adaptive_frequency {
             // UE's send-time rule, per actor, from the connections its ReplicateActor wrote to.
             let mut sends: HashMap<NetGuid, u32> = HashMap::new();
@@ -361,8 +401,9 @@ impl ReferenceFrame {
             let mut buf = [0u8; 256];
             for (slot, entry) in self.actors[c].iter_mut().enumerate() {
                 let Some(a) = entry.as_mut() else { continue };
-                // Torn off (or a sub-object whose owner is gone): never replicated again.
-                if !a.clock.due(time.now) || a.torn {
+                // Torn off (or a sub-object whose owner is gone): never replicated again; asleep:
+                // not considered until woken.
+                if a.asleep || !a.clock.due(time.now) || a.torn {
                     continue;
                 }
                 compared[slot / PAGE_LANES] |= 1 << (slot % PAGE_LANES);

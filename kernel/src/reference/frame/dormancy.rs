@@ -1,0 +1,179 @@
+//! Dormancy the plain way (the kernel's is `net::dormancy`): a sleeping actor is a flag the
+//! consider list skips; a copy held dormant is a channel kept in a second map; a connection's
+//! look at the sleepers tests every one of them against every viewer.
+//!
+//! ```text
+//! game's calls     woken: awake, due now, every copy held dormant a channel again (woken:
+//!                  ranked as new, its first bunch initial); roused: awake, copies left dormant;
+//!                  asleep at once: a static actor's Initial
+//! look             a connection's first frame with viewers, then every DORMANT_CHECK_SECONDS
+//!                  (staggered by connection): every sleeper within its cull distance of a
+//!                  viewer, from where it fell asleep, that the connection holds no copy of
+//!                  (a stale copy is none) wakes, due now
+//! per connection   a settled channel of an actor that wants dormancy there closes Dormant;
+//!                  a woken copy not relevant is dormant again, stale; a sub-object follows its
+//!                  owner (see `connection.rs`)
+//! fall asleep      a due actor that wants dormancy, relevant by distance alone, not tearing,
+//!                  that no connection holds awake: off the consider list, its place kept
+//! ```
+
+use super::*;
+use crate::net::dormancy::{wants_dormancy_for, Dormancy, DormancyCall, Logged, DORMANT_CHECK_SECONDS};
+use crate::net::relevancy::within_cull_distance;
+
+impl ReferenceFrame {
+    /// Replays the game's dormancy calls the driver logged since the last frame, in call order.
+    pub(super) fn replay_dormancy_calls(&mut self, driver: &NetDriver, calls: &[Logged]) {
+        for &Logged { class, slot, guid, at, call } in calls {
+            // (Of that actor: its slot may hold another by now.)
+            let entry = self.actors[class as usize].get_mut(slot as usize).and_then(Option::as_mut);
+            let Some(a) = entry.filter(|a| a.guid == guid) else { continue };
+            match call {
+                DormancyCall::Sleep => {
+                    a.asleep = true;
+                    a.sleep_at = None;
+                }
+                DormancyCall::Rouse | DormancyCall::Wake => {
+                    a.asleep = false;
+                    a.sleep_at = None;
+                    a.clock.force_net_update(at);
+                }
+            }
+            if call == DormancyCall::Wake {
+                for (rc, dc) in self.conns.iter_mut().zip(&driver.conns) {
+                    if dc.removed {
+                        continue;
+                    }
+                    if let Some(mut ch) = rc.dormant.remove(&guid) {
+                        ch.woken = true;
+                        rc.channels.insert(guid, ch);
+                    }
+                }
+            }
+        }
+    }
+
+    /// The connections whose look is due wake the sleeping actors within their cull distance of
+    /// a viewer that they hold no copy of.
+    pub(super) fn look_for_sleepers(&mut self, driver: &NetDriver, time: &ServerTime) {
+        let level = driver.level.as_ref().expect("checked by tick");
+        let interval = (DORMANT_CHECK_SECONDS * level.cfg.tick_rate).round().max(1.0) as u64;
+        let frame = time.frame.0 as u64;
+        for (ci, (rc, dc)) in self.conns.iter_mut().zip(&driver.conns).enumerate() {
+            if dc.removed || dc.viewers.is_empty() {
+                continue;
+            }
+            let first = !std::mem::replace(&mut rc.looked, true);
+            if !first && !(frame + ci as u64).is_multiple_of(interval) {
+                continue;
+            }
+            for a in self.actors.iter_mut().flatten().flatten() {
+                let Some((at, cull_sq)) = a.sleep_at.filter(|_| a.asleep) else { continue };
+                let near = dc.viewers.iter().any(|v| within_cull_distance(at, cull_sq, v.location));
+                let held = rc.channels.contains_key(&a.guid) || rc.dormant.get(&a.guid).is_some_and(|d| !d.woken);
+                if near && !held {
+                    a.asleep = false;
+                    a.sleep_at = None;
+                    a.clock.force_net_update(time.now);
+                }
+            }
+        }
+    }
+
+    /// Due actors that may sleep and that no connection held awake fall asleep.
+    pub(super) fn fall_asleep(&mut self, driver: &NetDriver, due: &[(u32, u32)], awake: &[bool]) {
+        for (&(c, s), _) in due.iter().zip(awake).filter(|&(_, &held)| !held) {
+            if !sleepy(driver, c, s) {
+                continue;
+            }
+            let Some(a) = self.actors[c as usize][s as usize].as_mut() else { continue };
+            a.asleep = true;
+            a.clock.pending_net_update = false;
+            let initial_static =
+                driver.classes[c as usize].cols.dormancy[s as usize] == Dormancy::Initial && a.guid.is_static();
+            let rel = &a.link.0;
+            a.sleep_at = (!initial_static).then_some((rel.location, rel.cull_distance_squared));
+        }
+    }
+}
+
+/// Whether the actor in (`c`, `s`) may fall asleep: it wants dormancy, it is relevant by
+/// distance alone (no owner, instigator, owning connection, rule settings or class hook), and
+/// it is not tearing off.
+pub(super) fn sleepy(driver: &NetDriver, c: u32, s: u32) -> bool {
+    let class = &driver.classes[c as usize];
+    let (cols, s) = (&class.cols, s as usize);
+    let net = &class.actors[s];
+    let rules = cols.settings[s].needs_rules() || cols.hook.is_some();
+    cols.dormancy[s].dormant()
+        && !rules
+        && cols.owner_actor[s].is_none()
+        && cols.instigator[s].is_none()
+        && net.owner.is_none()
+        && !net.tearing
+}
+
+/// Whether the actor in (`c`, `s`), `guid`, wants to be dormant for connection `ci` by its own
+/// setting.
+pub(super) fn wants_dormancy(driver: &NetDriver, c: u32, s: u32, guid: NetGuid, ci: u32) -> bool {
+    let cols = &driver.classes[c as usize].cols;
+    wants_dormancy_for(cols.dormancy[s as usize], cols.dormancy_hook.as_ref(), guid, ci)
+}
+
+/// How a sub-object's owner's copy is held on a connection, as far as dormancy goes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Hold {
+    /// Not a sub-object, or its owner is neither of the below.
+    No,
+    /// The owner's copy is held dormant (stale or not).
+    Dormant,
+    /// The owner's channel was woken and nothing was sent to it since.
+    Woken,
+}
+
+impl RefConn {
+    /// How sub-object `guid`'s owner is held here (not a sub-object: [`Hold::No`]).
+    pub(super) fn owner_hold(&self, driver: &NetDriver, sub_object: bool, guid: NetGuid) -> Hold {
+        let Some(owner) = driver.owner_of(guid).filter(|_| sub_object) else { return Hold::No };
+        if self.dormant.contains_key(&owner) {
+            Hold::Dormant
+        } else if self.channels.get(&owner).is_some_and(|ch| ch.woken) {
+            Hold::Woken
+        } else {
+            Hold::No
+        }
+    }
+
+    /// Closes actor `a`'s channel for dormancy once it is settled (open acknowledged, nothing
+    /// owed that this connection would be sent now — a resend active here or an initial value
+    /// a lost open owes, a change or what waited out an inactive spell active here now — its
+    /// last packet answered, its fast arrays settled); the channel moves to the dormant copies.
+    /// Returns whether it did.
+    pub(super) fn go_dormant(
+        &mut self,
+        driver: &NetDriver,
+        write: &WriteCtx<'_>,
+        st: &mut crate::net::send::FrameWrite,
+        a: &RefActor,
+        ci: usize,
+    ) -> bool {
+        let guid = a.guid;
+        let Some(ch) = self.channels.get(&guid) else { return false };
+        let class = &driver.classes[ch.class as usize];
+        let net = &class.actors[ch.slot as usize];
+        let active = class.active.get(net.flags(ci as u32, self.conn.replay, false)) & !net.custom_inactive;
+        let waiting = ch.inactive | super::connection::changed_since(a, ch.sent_through);
+        let owed = (ch.resend & (active | ch.unsent_initial)) | (waiting & active);
+        let settled = ch.open_acked
+            && owed.is_empty()
+            && !self.conn.rel.carries(ch.last_packet)
+            && driver.fast.settled_on(Side::Reference, guid, ci);
+        let close = PendingClose { guid, reason: CloseReason::Dormant };
+        if !(settled && write.write_close(&mut self.conn, st, close)) {
+            return false;
+        }
+        let ch = self.channels.remove(&guid).expect("found above");
+        self.dormant.insert(guid, ch);
+        true
+    }
+}
