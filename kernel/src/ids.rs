@@ -13,7 +13,9 @@ use std::ops::{BitAnd, BitAndAssign, BitOr, BitOrAssign, Not};
 #[repr(transparent)]
 pub struct ClassId(pub u32);
 
-/// Identifies a connection on a server: the order it was added in.
+/// Identifies a connection on a server: the order it was added in, never given to another
+/// (a removed connection's id stays dead; its internal slot is reused, so a peer that joins and
+/// leaves without end costs nothing that lasts).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 #[repr(transparent)]
 pub struct ConnectionId(pub u32);

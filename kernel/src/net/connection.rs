@@ -11,7 +11,7 @@ use super::channels::FrameDecisions;
 use super::pairs::Pairs;
 use super::relevancy::Viewer;
 use super::reliability::Reliability;
-use crate::ids::{Frame, LeafMask, NetGuid, Seq};
+use crate::ids::{ConnectionId, Frame, LeafMask, NetGuid, Seq};
 use crate::wire::open::CloseReason;
 use crate::wire::packet::PacketWriter;
 use crate::wire::BitWriter;
@@ -126,6 +126,8 @@ impl PendingClose {
 
 /// The server's state for one client.
 pub(crate) struct Connection {
+    /// The id the game knows it by (its slot in the driver's table may have served another).
+    pub id: ConnectionId,
     pub replay: bool,
     /// Removed by the game: keeps its id, holds nothing, sends nothing.
     pub removed: bool,
@@ -254,6 +256,7 @@ impl UnsentInitial {
 impl Connection {
     pub fn new(replay: bool, pairs: Pairs, mtu: usize, first_seq: Seq) -> Self {
         Self {
+            id: ConnectionId(u32::MAX),
             replay,
             removed: false,
             pairs,
@@ -285,7 +288,9 @@ impl Connection {
 
     /// Drops everything this connection holds; it keeps its place so other ids stay valid.
     pub fn remove(&mut self) {
+        let id = self.id;
         *self = Connection::new(self.replay, Pairs::channels(), crate::wire::packet::MIN_MTU, Seq(0));
+        self.id = id;
         self.removed = true;
     }
 

@@ -110,7 +110,7 @@ pub(crate) struct Tearing {
     since: Frame,
     /// At the actor level: the connections whose window was full when they last replicated the
     /// actor (they may owe it some of its update).
-    deferred: Vec<u32>,
+    pub(super) deferred: Vec<u32>,
 }
 
 impl Tearing {

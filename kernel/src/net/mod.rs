@@ -157,7 +157,15 @@ pub struct NetDriver {
     pub(crate) classes: Vec<ClassNet>,
     /// Store id → class index.
     pub(crate) by_store: HashMap<u64, u32>,
+    /// By slot: a removed connection's slot goes to the next one added ([`Connection::id`] is
+    /// the id the game knows).
     pub(crate) conns: Vec<Connection>,
+    /// Live connections' ids → their slots.
+    pub(crate) conn_slots: HashMap<u32, u32>,
+    /// Slots of removed connections, for the next ones added.
+    pub(crate) free_slots: Vec<u32>,
+    /// The next connection's id.
+    pub(crate) next_conn_id: u32,
     pub(crate) next_guid: NetGuid,
     /// Live dynamic GUIDs → (class, slot).
     pub(crate) guids: crate::ids::GuidMap<(u32, u32)>,
@@ -202,6 +210,9 @@ impl NetDriver {
             classes: Vec::new(),
             by_store: HashMap::new(),
             conns: Vec::new(),
+            conn_slots: HashMap::new(),
+            free_slots: Vec::new(),
+            next_conn_id: 0,
             next_guid: NetGuid::FIRST_DYNAMIC,
             guids: Default::default(),
             changed: Vec::new(),
@@ -218,10 +229,7 @@ impl NetDriver {
     }
 
     fn live(&self, conn: ConnectionId) -> Result<usize, DriverError> {
-        match self.conns.get(conn.0 as usize) {
-            Some(c) if !c.removed => Ok(conn.0 as usize),
-            _ => Err(DriverError::UnknownConnection(conn)),
-        }
+        self.conn_slots.get(&conn.0).map(|&slot| slot as usize).ok_or(DriverError::UnknownConnection(conn))
     }
 
     /// Size of the per-(connection, actor) send state in bytes.
@@ -248,8 +256,9 @@ impl NetDriver {
 
     /// Packets produced for `conn` by the last tick (taken: a second call returns none).
     pub fn take_packets(&mut self, conn: ConnectionId) -> Result<Vec<Vec<u8>>, DriverError> {
-        let packets = self.conn(conn)?.packets().map(|p| p.to_vec()).collect();
-        let c = &mut self.conns[conn.0 as usize];
+        let ci = self.live(conn)?;
+        let packets = self.conns[ci].packets().map(|p| p.to_vec()).collect();
+        let c = &mut self.conns[ci];
         c.out.clear();
         c.out_ends.clear();
         Ok(packets)
@@ -269,12 +278,12 @@ impl NetDriver {
 
     /// Bytes sent to `conn` so far.
     pub fn bytes_sent(&self, conn: ConnectionId) -> u64 {
-        self.conns.get(conn.0 as usize).map_or(0, |c| c.stats.bytes_sent)
+        self.conn(conn).map_or(0, |c| c.stats.bytes_sent)
     }
 
     /// Packets sent to `conn` whose fate is not known yet.
     pub fn in_flight(&self, conn: ConnectionId) -> usize {
-        self.conns.get(conn.0 as usize).map_or(0, |c| c.rel.in_flight())
+        self.conn(conn).map_or(0, |c| c.rel.in_flight())
     }
 
     /// One server frame. `stores` are the registered stores, in any order, each once.

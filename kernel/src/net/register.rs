@@ -106,20 +106,45 @@ impl NetDriver {
                 }
             }
         }
-        self.conns.push(c);
-        ConnectionId(self.conns.len() as u32 - 1)
+        // An id no live connection has (ids wrap after 2^32 connections).
+        let mut id = self.next_conn_id;
+        while self.conn_slots.contains_key(&id) {
+            id = id.wrapping_add(1);
+        }
+        self.next_conn_id = id.wrapping_add(1);
+        c.id = ConnectionId(id);
+        // A removed connection's slot, else a new one: a peer that joins and leaves without end
+        // leaves nothing behind (every per-slot record went with its removal).
+        let slot = match self.free_slots.pop() {
+            Some(slot) => {
+                self.conns[slot as usize] = c;
+                slot
+            }
+            None => {
+                self.conns.push(c);
+                self.conns.len() as u32 - 1
+            }
+        };
+        self.conn_slots.insert(id, slot);
+        ConnectionId(id)
     }
 
-    /// Removes a connection: it sends nothing more and its state is freed. Its id stays taken
-    /// (later calls with it are [`DriverError::UnknownConnection`]); actors it owned are owned
-    /// by nobody.
+    /// Removes a connection: it sends nothing more and its state is freed. Its id is never
+    /// given to another connection (later calls with it are [`DriverError::UnknownConnection`]);
+    /// actors it owned are owned by nobody. Its slot in the driver's tables serves the next
+    /// connection added.
     pub fn remove_connection(&mut self, conn: ConnectionId) -> Result<(), DriverError> {
         let ci = self.live(conn)?;
         self.conns[ci].remove();
+        self.conn_slots.remove(&conn.0);
+        self.free_slots.push(ci as u32);
         self.fast.remove_connection(ci);
         self.forget_inactive_connection(ci);
+        for t in &mut self.tearing {
+            t.deferred.retain(|&c| c as usize != ci);
+        }
         for c in &mut self.classes {
-            for a in c.actors.iter_mut().filter(|a| a.owner == Some(conn.0)) {
+            for a in c.actors.iter_mut().filter(|a| a.owner == Some(ci as u32)) {
                 a.owner = None;
             }
         }
@@ -128,7 +153,9 @@ impl NetDriver {
 
     /// The connections that exist, in id order.
     pub fn connections(&self) -> impl Iterator<Item = ConnectionId> + '_ {
-        self.conns.iter().enumerate().filter(|(_, c)| !c.removed).map(|(i, _)| ConnectionId(i as u32))
+        let mut ids: Vec<ConnectionId> = self.conns.iter().filter(|c| !c.removed).map(|c| c.id).collect();
+        ids.sort_unstable();
+        ids.into_iter()
     }
 
     /// The NetGUID of a live actor, assigning one now (and announcing the actor to every

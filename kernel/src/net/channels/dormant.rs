@@ -82,9 +82,9 @@ pub(super) fn held_awake_idle(ctx: &LevelCtx<'_>, conn: &mut Connection, awake: 
     }
 }
 
-/// Whether `due` wants to be dormant for connection `ci` by its own setting.
-pub(super) fn wants_dormancy(ctx: &LevelCtx<'_>, ci: u32, due: &DueActor) -> bool {
-    due.dormancy.dormant() && dormant_for(due, ci, ctx.dormancy_hooks)
+/// Whether `due` wants to be dormant for connection `conn` by its own setting.
+pub(super) fn wants_dormancy(ctx: &LevelCtx<'_>, conn: crate::ids::ConnectionId, due: &DueActor) -> bool {
+    due.dormancy.dormant() && dormant_for(due, conn, ctx.dormancy_hooks)
 }
 
 /// How a sub-object's owner's copy is held on a connection, as far as dormancy goes.

@@ -458,7 +458,8 @@ fn process(ctx: &LevelCtx<'_>, run: &mut Run<'_>, conn: &mut Connection, scratch
                 // A sub-object rides its owner's channel in UE, closed with it for dormancy: it
                 // goes dormant where its owner is held dormant, whatever its own setting.
                 let may_sleep = !tearing && !due.rel.only_relevant_to_owner;
-                let wants = |conn: &Connection| owner_hold(conn, due) == Held::Dormant || wants_dormancy(ctx, ci, due);
+                let wants =
+                    |conn: &Connection| owner_hold(conn, due) == Held::Dormant || wants_dormancy(ctx, conn.id, due);
                 if may_sleep && has_channel && wants(conn) {
                     let before = ctx.write.bits_written(conn);
                     if go_dormant(ctx, ci, conn, st, ri as usize, due) {
@@ -494,7 +495,7 @@ fn process(ctx: &LevelCtx<'_>, run: &mut Run<'_>, conn: &mut Connection, scratch
             // A sub-object's owner held dormant here, or woken and not sent to since (it may yet
             // go back to dormant, stale): the client keeps the owner, and the sub-object with it.
             let owner = if !tearing && !recently { owner_hold(conn, due) } else { Held::No };
-            if !tearing && !recently && woken && (owner != Held::No || wants_dormancy(ctx, ci, due)) {
+            if !tearing && !recently && woken && (owner != Held::No || wants_dormancy(ctx, conn.id, due)) {
                 // Stale (`DORMANT | WOKEN`): the first frame the actor is relevant here again
                 // wakes it and sends what changed (see `candidates`).
                 rows(conn)[ri as usize].state.flags |= pair::DORMANT;

@@ -99,18 +99,23 @@ pub type DormancyHook = Arc<dyn Fn(NetGuid, ConnectionId) -> bool + Send + Sync>
 /// than in UE (a look costs a sweep of the cells near its viewers).
 pub const DORMANT_CHECK_SECONDS: f64 = 1.0;
 
-/// Whether `due` wants to be dormant for connection `ci`.
-pub(crate) fn dormant_for(due: &DueActor, ci: u32, hooks: &[Option<DormancyHook>]) -> bool {
+/// Whether `due` wants to be dormant for connection `conn`.
+pub(crate) fn dormant_for(due: &DueActor, conn: ConnectionId, hooks: &[Option<DormancyHook>]) -> bool {
     let hook = hooks.get(due.class as usize).and_then(Option::as_ref);
-    wants_dormancy_for(due.dormancy, hook, due.rel.guid, ci)
+    wants_dormancy_for(due.dormancy, hook, due.rel.guid, conn)
 }
 
 /// Whether an actor `guid` of `dormancy`, its class's `hook` given, wants to be dormant for
-/// connection `ci` (the reference asks it too).
-pub(crate) fn wants_dormancy_for(dormancy: Dormancy, hook: Option<&DormancyHook>, guid: NetGuid, ci: u32) -> bool {
+/// connection `conn` (the reference asks it too).
+pub(crate) fn wants_dormancy_for(
+    dormancy: Dormancy,
+    hook: Option<&DormancyHook>,
+    guid: NetGuid,
+    conn: ConnectionId,
+) -> bool {
     match dormancy {
         Dormancy::DormantAll | Dormancy::Initial => true,
-        Dormancy::DormantPartial => hook.is_some_and(|h| h(guid, ConnectionId(ci))),
+        Dormancy::DormantPartial => hook.is_some_and(|h| h(guid, conn)),
         Dormancy::Never | Dormancy::Awake => false,
     }
 }

@@ -429,6 +429,13 @@ impl FastArrays {
         }
     }
 
+    /// The reference's connection in slot `ci` is a new one: its bases start from nothing.
+    pub(crate) fn reset_reference_connection(&self, ci: usize) {
+        for m in self.arrays.values() {
+            lock(m).reset(Side::Reference.slot(ci));
+        }
+    }
+
     /// Drops the arrays whose owner is gone or torn off (clients destroyed them with the owner,
     /// or keep them as the owner's, torn off).
     /// Returns the arrays dropped.

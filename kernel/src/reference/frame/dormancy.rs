@@ -113,11 +113,11 @@ pub(super) fn sleepy(driver: &NetDriver, c: u32, s: u32) -> bool {
         && !net.tearing
 }
 
-/// Whether the actor in (`c`, `s`), `guid`, wants to be dormant for connection `ci` by its own
-/// setting.
+/// Whether the actor in (`c`, `s`), `guid`, wants to be dormant for the connection in slot `ci`
+/// by its own setting.
 pub(super) fn wants_dormancy(driver: &NetDriver, c: u32, s: u32, guid: NetGuid, ci: u32) -> bool {
     let cols = &driver.classes[c as usize].cols;
-    wants_dormancy_for(cols.dormancy[s as usize], cols.dormancy_hook.as_ref(), guid, ci)
+    wants_dormancy_for(cols.dormancy[s as usize], cols.dormancy_hook.as_ref(), guid, driver.conns[ci as usize].id)
 }
 
 /// How a sub-object's owner's copy is held on a connection, as far as dormancy goes.

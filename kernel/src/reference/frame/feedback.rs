@@ -35,7 +35,8 @@ impl ReferenceFrame {
         bytes: &[u8],
     ) -> Result<(), DriverError> {
         let fb = read_feedback(bytes).map_err(DriverError::Feedback)?;
-        let Some(rc) = self.conns.get_mut(conn.0 as usize) else { return Ok(()) };
+        let Some(ci) = self.conns.iter().position(|c| c.id == conn) else { return Ok(()) };
+        let rc = &mut self.conns[ci];
         let settling = match rc.conn.rel.classify(&fb) {
             Intake::NeverSent => return Ok(()),
             Intake::Stale => None,
@@ -66,7 +67,7 @@ impl ReferenceFrame {
                 }
                 for _ in 0..rec.fast {
                     let Some(sent) = rc.conn.rel.fast.pop_front() else { break };
-                    driver.fast.settle(Side::Reference, conn.0 as usize, sent, delivered);
+                    driver.fast.settle(Side::Reference, ci, sent, delivered);
                 }
                 for _ in 0..rec.exports {
                     let Some(guid) = rc.conn.rel.exports.pop_front() else { break };
@@ -81,7 +82,7 @@ impl ReferenceFrame {
             rc.conn.rel.settled(&settling);
         }
         for guid in &fb.reopen {
-            rc.reopen(driver, conn.0 as usize, *guid);
+            rc.reopen(driver, ci, *guid);
         }
         Ok(())
     }

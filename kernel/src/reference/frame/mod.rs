@@ -160,6 +160,8 @@ struct RefChannel {
 
 /// One connection.
 struct RefConn {
+    /// The driver's connection in this slot it follows (a new id in the slot: a new connection).
+    id: ConnectionId,
     conn: Connection,
     channels: HashMap<NetGuid, RefChannel>,
     budget: Budget,
@@ -245,7 +247,7 @@ impl ReferenceFrame {
 
     /// The decisions of the last frame for `conn`.
     pub fn decisions(&self, conn: ConnectionId) -> Option<&FrameDecisions> {
-        self.conns.get(conn.0 as usize).map(|c| &c.decisions)
+        self.conns.iter().find(|c| c.id == conn).map(|c| &c.decisions)
     }
 
     /// A perfect link: every packet sent so far arrived, every open is acknowledged.
@@ -257,7 +259,7 @@ impl ReferenceFrame {
     /// client sent no feedback meanwhile) answers for everything at once. An unknown connection
     /// is ignored.
     pub fn acknowledge(&mut self, conn: ConnectionId) {
-        if let Some(c) = self.conns.get_mut(conn.0 as usize) {
+        if let Some(c) = self.conns.iter_mut().find(|c| c.id == conn) {
             c.acknowledge();
         }
     }
@@ -285,11 +287,16 @@ impl ReferenceFrame {
             rc.conn.closes.extend(newly.iter().map(|&g| PendingClose::destroyed(g)));
         }
         self.statics_told = driver.statics.destroyed.len();
-        while self.conns.len() < driver.conns.len() {
-            let c = &driver.conns[self.conns.len()];
+        for (ci, c) in driver.conns.iter().enumerate() {
+            if self.conns.get(ci).is_some_and(|rc| rc.id == c.id) {
+                continue;
+            }
+            // A new connection, in a new slot or in the slot of one removed.
             let mut conn = Connection::new(c.replay, Pairs::channels(), driver.cfg.mtu, Seq(1));
             conn.closes.extend(driver.statics.destroyed.iter().map(|&g| PendingClose::destroyed(g)));
-            self.conns.push(RefConn {
+            driver.fast.reset_reference_connection(ci);
+            let rc = RefConn {
+                id: c.id,
                 conn,
                 channels: HashMap::new(),
                 budget: Budget::new(cfg.net_speed, c.replay),
@@ -299,7 +306,12 @@ impl ReferenceFrame {
                 held_torn: Default::default(),
                 dormant: HashMap::new(),
                 looked: false,
-            });
+            };
+            if ci < self.conns.len() {
+                self.conns[ci] = rc;
+            } else {
+                self.conns.push(rc);
+            }
         }
         let new_subs = self.track_actors(driver, stores, &order);
         // The game's dormancy calls since the last frame (a wake is a forced update too).
