@@ -73,7 +73,8 @@ fn json_is_one_object_with_the_documented_keys() {
 
 #[test]
 fn open_world_reports_its_dormant_actors() {
-    let out = shadowrep(&["run", "--profile", "open_world", "--frames", "3", "--dormant-fraction", "0.5", "--json"]);
+    let args = ["run", "--profile", "open_world", "--frames", "12", "--dormant-fraction", "0.5", "--json"];
+    let out = shadowrep(&args);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
     assert_eq!(v["dormant_actors"], 10_000);
@@ -82,4 +83,7 @@ fn open_world_reports_its_dormant_actors() {
     assert_eq!(v["dormant_bytes_per_frame"].as_f64(), Some(0.0), "idle dormant actors send nothing");
     assert!(v["asleep_actors"].as_u64().is_some_and(|n| n >= 9_000), "{}", v["asleep_actors"]);
     assert!(v["stages_ms"]["dormancy"].as_f64().is_some());
+    // The UE-style reference, dormancy and all, decides the same on every frame.
+    assert_eq!(v["reference_frames"], 12);
+    assert_eq!(v["matches_reference"], true, "first mismatch: {}", v["first_mismatch"]);
 }

@@ -204,8 +204,9 @@ impl Profile {
         match self {
             Profile::BattleRoyale => 360,
             Profile::Mmo => 5,
-            // The reference has no dormancy.
-            Profile::OpenWorld => 0,
+            // Two seconds: every connection's first look at the sleepers and its next (a frame of
+            // the reference walks the million actors: ~0.3 s).
+            Profile::OpenWorld => 60,
         }
     }
 
