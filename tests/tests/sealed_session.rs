@@ -128,9 +128,17 @@ fn a_sealed_session_carries_packets_and_feedback_only_its_ends_can_read() {
 
     // Digest requests and answers, and the disconnect, ride sealed too.
     let req = client.digest_request(3).unwrap();
-    assert_eq!(w.server.handle(addr(6000), &req, Instant::now()), Incoming::DigestRequest { conn, id: 3 });
+    let asked = Instant::now();
+    assert_eq!(w.server.handle(addr(6000), &req, asked), Incoming::DigestRequest { conn, id: 3 });
     let (_, answer) = w.server.digest_answer(conn, 3, shadowrep::session::DigestStatus::Live, None).unwrap();
     assert!(matches!(client.handle(&answer), ClientIncoming::DigestAnswer(a) if a.id == 3));
+    // Sealed or not, one request per MIN_DIGEST_INTERVAL goes on to the game.
+    let again = client.digest_request(4).unwrap();
+    let dropped = shadowrep::session::server::Dropped::Throttled;
+    assert_eq!(w.server.handle(addr(6000), &again, asked), Incoming::Dropped(dropped));
+    let later = asked + shadowrep::session::MIN_DIGEST_INTERVAL;
+    let last = client.digest_request(5).unwrap();
+    assert_eq!(w.server.handle(addr(6000), &last, later), Incoming::DigestRequest { conn, id: 5 });
     let bye = client.disconnect().unwrap();
     assert_eq!(w.server.handle(addr(6000), &bye, Instant::now()), Incoming::Disconnected { conn });
 }

@@ -10,7 +10,7 @@ use shadowrep::session::frame::{Hello, MIN_HELLO_BYTES};
 use shadowrep::session::server::Dropped;
 use shadowrep::session::{
     client_digest, expected_digest, ClientIncoming, Datagram, DigestStatus, Incoming, RejectReason, ServerConfig,
-    SessionClient, SessionServer, PROTOCOL_VERSION,
+    SessionClient, SessionServer, MIN_DIGEST_INTERVAL, PROTOCOL_VERSION,
 };
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -179,6 +179,39 @@ fn datagrams_with_a_wrong_token_or_from_an_unknown_address_are_dropped_and_count
     let mut other = SessionClient::new(vec![layout], 2);
     let ch = Datagram::Challenge { nonce: 3, cookie: 4 }.encode();
     assert_eq!(other.handle(&ch), ClientIncoming::Dropped(shadowrep::session::client::ClientDropped::BadNonce));
+}
+
+#[test]
+fn a_session_holder_cannot_ask_for_digests_faster_than_the_floor() {
+    // Each digest request passed on may cost the game a digest of everything the client holds
+    // (a helper's review: nothing limited them): one per MIN_DIGEST_INTERVAL goes on, the rest
+    // are dropped and counted.
+    let layout = door();
+    let t0 = Instant::now();
+    let mut server = SessionServer::new(ServerConfig::new(vec![layout.checksum]), t0);
+    let mut client = SessionClient::new(vec![layout], 1);
+    let conn = ConnectionId(0);
+    handshake(&mut server, &mut client, addr(7000), conn);
+    let passed = |server: &mut SessionServer, client: &mut SessionClient, at: Instant| {
+        (0..50)
+            .filter(|&id| {
+                let request = client.digest_request(id).unwrap();
+                match server.handle(addr(7000), &request, at) {
+                    Incoming::DigestRequest { conn: c, id: i } => c == conn && i == id,
+                    Incoming::Dropped(Dropped::Throttled) => false,
+                    other => panic!("{other:?}"),
+                }
+            })
+            .count()
+    };
+    assert_eq!(passed(&mut server, &mut client, t0), 1, "the first of a burst");
+    let soon = t0 + MIN_DIGEST_INTERVAL / 2;
+    assert_eq!(passed(&mut server, &mut client, soon), 0, "none within the interval");
+    assert_eq!(passed(&mut server, &mut client, t0 + MIN_DIGEST_INTERVAL), 1, "one once it has passed");
+    assert_eq!(server.stats().digests_throttled, 148);
+    // Feedback is never throttled.
+    let fb = client.feedback().unwrap();
+    assert!(matches!(server.handle(addr(7000), &fb, soon), Incoming::Feedback { .. }));
 }
 
 #[test]

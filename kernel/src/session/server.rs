@@ -112,7 +112,14 @@ pub enum Dropped {
     Replayed,
     /// A plain session datagram in a sealed session.
     Unsealed,
+    /// A digest request sooner than [`MIN_DIGEST_INTERVAL`] after the session's last one that
+    /// was passed on (each answer may cost the game a digest of everything the client holds).
+    Throttled,
 }
+
+/// Least time between two digest requests of a session that the server passes on: a session
+/// holder cannot make the game digest its world more often than this (bots ask every 200 ms).
+pub const MIN_DIGEST_INTERVAL: std::time::Duration = std::time::Duration::from_millis(100);
 
 /// Counters of a [`SessionServer`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -144,6 +151,8 @@ pub struct ServerStats {
     pub replayed: u64,
     /// Datagrams dropped: plain, in a sealed session.
     pub unsealed: u64,
+    /// Digest requests dropped: sooner than [`MIN_DIGEST_INTERVAL`] after the last passed on.
+    pub digests_throttled: u64,
 }
 
 /// Most tickets a server remembers as taken (each until it expires); past that, joins are
@@ -203,6 +212,8 @@ struct Session {
     heard: Instant,
     /// Sequence number of the last packet sent (0: none).
     last_seq: u32,
+    /// When the last digest request passed on arrived.
+    last_digest: Option<Instant>,
     /// A sealed session's keys at work.
     sealer: Option<Sealer>,
 }
@@ -211,6 +222,19 @@ impl Session {
     /// A datagram this session sends: sealed when the session is.
     fn frame(&mut self, d: &Datagram<'_>) -> Vec<u8> {
         super::seal::frame(self.sealer.as_mut(), d)
+    }
+
+    /// Whether `d` goes on to the game: anything but a digest request sooner than
+    /// [`MIN_DIGEST_INTERVAL`] after the last passed on.
+    fn digest_allowed(&mut self, d: &Datagram<'_>, now: Instant) -> bool {
+        if !matches!(d, Datagram::DigestRequest { .. }) {
+            return true;
+        }
+        if self.last_digest.is_some_and(|t| now.saturating_duration_since(t) < MIN_DIGEST_INTERVAL) {
+            return false;
+        }
+        self.last_digest = Some(now);
+        true
     }
 }
 
@@ -321,6 +345,10 @@ impl SessionServer {
             return Incoming::Dropped(Dropped::Unsealed);
         }
         s.heard = now;
+        if !s.digest_allowed(&d, now) {
+            self.stats.digests_throttled += 1;
+            return Incoming::Dropped(Dropped::Throttled);
+        }
         Self::session_datagram(s.conn, d, |conn| self.end(conn))
     }
 
@@ -383,6 +411,10 @@ impl SessionServer {
             }
         };
         s.heard = now;
+        if !s.digest_allowed(&d, now) {
+            self.stats.digests_throttled += 1;
+            return Incoming::Dropped(Dropped::Throttled);
+        }
         Self::session_datagram(conn, d, |conn| self.end(conn)).into_static()
     }
 
@@ -468,7 +500,8 @@ impl SessionServer {
         // A token is never 0, so an all-zero header never matches.
         let token = self.tokens.hash(&(self.minted, join.addr, join.nonce)).max(1);
         let sealer = join.ticket.map(|t| Sealer::server(&t.keys));
-        let mut session = Session { conn, token, nonce: join.nonce, heard: now, last_seq: 0, sealer };
+        let mut session =
+            Session { conn, token, nonce: join.nonce, heard: now, last_seq: 0, last_digest: None, sealer };
         let welcome = session.frame(&welcome(&self.cfg, join.nonce, token));
         self.sessions.insert(join.addr, session);
         self.by_conn.insert(conn, join.addr);

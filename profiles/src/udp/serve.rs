@@ -264,6 +264,7 @@ pub fn serve(args: &ServeArgs, json: bool, run: &mut crate::Session) -> Result<(
                 "dropped_unknown_address": st.unknown_address, "dropped_bad_token": st.bad_token,
                 "dropped_unexpected": st.unexpected, "sealed": args.ticket_key.is_some(),
                 "dropped_forged": st.forged, "dropped_replayed": st.replayed, "dropped_unsealed": st.unsealed,
+                "dropped_digests_throttled": st.digests_throttled,
             },
             "per_second": seconds_json,
         });
@@ -272,7 +273,7 @@ pub fn serve(args: &ServeArgs, json: bool, run: &mut crate::Session) -> Result<(
         println!(
             "serve {}: {:.1} s, {} ticks ({} late), frame {:.2} ms mean / {:.2} ms max; {} packets out ({:.1} KB/s); \
              {} joins, {} challenges, {} rejects; dropped: {} malformed, {} bad cookie, {} unknown address, {} bad token, \
-             {} forged, {} replayed, {} unsealed; {} digests answered",
+             {} forged, {} replayed, {} unsealed, {} digest requests throttled; {} digests answered",
             profile.name(),
             wall,
             total.ticks,
@@ -291,6 +292,7 @@ pub fn serve(args: &ServeArgs, json: bool, run: &mut crate::Session) -> Result<(
             st.forged,
             st.replayed,
             st.unsealed,
+            st.digests_throttled,
             total.digests
         );
     }
