@@ -3,12 +3,13 @@
 //! budget is spent, and each actor's replication — the changed properties active for this
 //! connection, encoded for it alone.
 
-use super::dormancy::{sleepy, wants_dormancy, Hold};
+use super::dormancy::{wants_dormancy, Hold};
 use super::*;
 
 impl ReferenceFrame {
     /// One connection's frame, UE's way. Returns the bytes written; marks in `awake` (parallel
-    /// to `due`) the actors that may sleep that this connection holds awake.
+    /// to `due`) which of the actors that may sleep (`sleepy`: indices in `due`) this connection
+    /// holds awake.
     pub(super) fn replicate_connection(
         &mut self,
         driver: &NetDriver,
@@ -16,7 +17,7 @@ impl ReferenceFrame {
         due: &[(u32, u32)],
         ci: usize,
         time: &ServerTime,
-        awake: &mut [bool],
+        (sleepy, awake): (&[u32], &mut [bool]),
     ) -> usize {
         let level = driver.level.as_ref().expect("checked by tick");
         let cfg = &level.cfg;
@@ -315,10 +316,9 @@ impl ReferenceFrame {
         // The actors that may sleep that this connection holds awake: an open channel (not
         // dormant), or relevant without a copy; one not replicated to this frame, its open
         // channels.
-        for (i, &(c, s)) in due.iter().enumerate() {
-            let Some(a) = actors[c as usize][s as usize].as_ref().filter(|_| !awake[i] && sleepy(driver, c, s)) else {
-                continue;
-            };
+        for &i in sleepy {
+            let (i, (c, s)) = (i as usize, due[i as usize]);
+            let Some(a) = actors[c as usize][s as usize].as_ref().filter(|_| !awake[i]) else { continue };
             let open = rc.channels.contains_key(&a.guid);
             let relevant = rc.decisions.relevant.binary_search(&a.guid).is_ok();
             let relevant_new = ready && relevant && !rc.dormant.contains_key(&a.guid);

@@ -59,15 +59,29 @@ impl ReferenceFrame {
         let level = driver.level.as_ref().expect("checked by tick");
         let interval = (DORMANT_CHECK_SECONDS * level.cfg.tick_rate).round().max(1.0) as u64;
         let frame = time.frame.0 as u64;
+        let mut looking = Vec::new();
         for (ci, (rc, dc)) in self.conns.iter_mut().zip(&driver.conns).enumerate() {
             if dc.removed || dc.viewers.is_empty() {
                 continue;
             }
             let first = !std::mem::replace(&mut rc.looked, true);
-            if !first && !(frame + ci as u64).is_multiple_of(interval) {
-                continue;
+            if first || (frame + ci as u64).is_multiple_of(interval) {
+                looking.push(ci);
             }
-            for a in self.actors.iter_mut().flatten().flatten() {
+        }
+        if looking.is_empty() {
+            return;
+        }
+        // Every sleeper, once a frame (class, slot).
+        let sleepers: Vec<(usize, usize)> = (self.actors.iter().enumerate())
+            .flat_map(|(c, t)| t.iter().enumerate().map(move |(s, a)| (c, s, a)))
+            .filter(|(_, _, a)| a.as_ref().is_some_and(|a| a.asleep && a.sleep_at.is_some()))
+            .map(|(c, s, _)| (c, s))
+            .collect();
+        for ci in looking {
+            let (rc, dc) = (&self.conns[ci], &driver.conns[ci]);
+            for &(c, s) in &sleepers {
+                let Some(a) = self.actors[c][s].as_mut() else { continue };
                 let Some((at, cull_sq)) = a.sleep_at.filter(|_| a.asleep) else { continue };
                 let near = dc.viewers.iter().any(|v| within_cull_distance(at, cull_sq, v.location));
                 let held = rc.channels.contains_key(&a.guid) || rc.dormant.get(&a.guid).is_some_and(|d| !d.woken);
@@ -80,10 +94,12 @@ impl ReferenceFrame {
         }
     }
 
-    /// Due actors that may sleep and that no connection held awake fall asleep.
-    pub(super) fn fall_asleep(&mut self, driver: &NetDriver, due: &[(u32, u32)], awake: &[bool]) {
-        for (&(c, s), _) in due.iter().zip(awake).filter(|&(_, &held)| !held) {
-            if !sleepy(driver, c, s) {
+    /// Due actors that may sleep (`sleepy`: their indices in `due`) and that no connection held
+    /// awake (`awake`, parallel to `due`) fall asleep.
+    pub(super) fn fall_asleep(&mut self, driver: &NetDriver, due: &[(u32, u32)], sleepy: &[u32], awake: &[bool]) {
+        for &i in sleepy {
+            let (c, s) = due[i as usize];
+            if awake[i as usize] {
                 continue;
             }
             let Some(a) = self.actors[c as usize][s as usize].as_mut() else { continue };
@@ -100,7 +116,7 @@ impl ReferenceFrame {
 /// Whether the actor in (`c`, `s`) may fall asleep: it wants dormancy, it is relevant by
 /// distance alone (no owner, instigator, owning connection, rule settings or class hook), and
 /// it is not tearing off.
-pub(super) fn sleepy(driver: &NetDriver, c: u32, s: u32) -> bool {
+pub(super) fn sleepy(driver: &NetDriver, (c, s): (u32, u32)) -> bool {
     let class = &driver.classes[c as usize];
     let (cols, s) = (&class.cols, s as usize);
     let net = &class.actors[s];

@@ -359,12 +359,13 @@ impl ReferenceFrame {
             marks_opens: false,
         };
         let mut bytes = 0;
-        // Due actors some connection holds awake (they may not fall asleep).
+        // Due actors that may fall asleep, and those some connection holds awake.
+        let sleepy: Vec<u32> = (0..due.len() as u32).filter(|&i| dormancy::sleepy(driver, due[i as usize])).collect();
         let mut awake = vec![false; due.len()];
         for ci in 0..self.conns.len() {
-            bytes += self.replicate_connection(driver, &write, &due, ci, &time, &mut awake);
+            bytes += self.replicate_connection(driver, &write, &due, ci, &time, (&sleepy, &mut awake));
         }
-        self.fall_asleep(driver, &due, &awake);
+        self.fall_asleep(driver, &due, &sleepy, &awake);
         if level.cfg.adaptive_frequency {
             // UE's send-time rule, per actor, from the connections its ReplicateActor wrote to.
             let mut sends: HashMap<NetGuid, u32> = HashMap::new();
