@@ -28,7 +28,7 @@ pub(super) fn candidates(
     ci: u32,
     conn: &mut Connection,
     scratch: &mut Scratch,
-    closed: &mut Vec<u32>,
+    closed: &mut Vec<(u32, u32)>,
 ) {
     let Scratch { relevant, fresh, cands, .. } = scratch;
     let (next_epoch, closes, viewers) = (&mut conn.next_epoch, &mut conn.closes, &conn.viewers);
@@ -132,7 +132,7 @@ pub(super) fn candidates(
                     ended.push(due.actor.guid);
                 }
                 if ctx.report_closes {
-                    closed.push(d);
+                    closed.push((due.class, due.slot));
                 }
             }
             continue;
@@ -144,7 +144,7 @@ pub(super) fn candidates(
     }
     merge_rows(rows, fresh);
     for owner in ended {
-        super::end_sub_channels(ctx, rows, owner);
+        super::end_sub_channels(ctx, rows, owner, closed);
     }
 }
 

@@ -115,9 +115,10 @@ pub(crate) struct Outcome {
     /// Due indices of the actors this connection opened first this frame (their open slots
     /// are emptied after the frame: [`super::opens::OpenCache::end_frame`]).
     pub first_opens: Vec<u32>,
-    /// With [`LevelCtx::report_closes`]: due indices of the actors whose channel this connection
-    /// closed (the client destroyed its copy: what it lacked while inactive is everything now).
-    pub closed: Vec<u32>,
+    /// With [`LevelCtx::report_closes`]: (class, slot) of the actors whose channel this
+    /// connection closed or ended — a sub-object's with its owner's (the client destroyed its
+    /// copy: what it lacked while inactive is everything now).
+    pub closed: Vec<(u32, u32)>,
     /// Tearing actors this connection replicated: due index, and whether its full window
     /// deferred the update (it owes it: the tear-off waits, see `NetDriver::tear_off`).
     pub tearing: Vec<(u32, bool)>,
@@ -522,10 +523,10 @@ fn process(ctx: &LevelCtx<'_>, run: &mut Run<'_>, conn: &mut Connection, scratch
                     // after it, still find their owner on the client.
                     rows(conn)[ri as usize].state.flags = if tearing { pair::TORN } else { 0 };
                     if !tearing {
-                        end_sub_channels(ctx, rows(conn), guid);
+                        end_sub_channels(ctx, rows(conn), guid, &mut out.closed);
                     }
                     if ctx.report_closes {
-                        out.closed.push(d);
+                        out.closed.push((due.class, due.slot));
                     }
                     let bits = (ctx.write.bits_written(conn) - before) as u32;
                     if let Some(dec) = decisions.as_deref_mut() {
@@ -555,13 +556,16 @@ fn lane_set(bits: &[u64], slot: u32) -> bool {
 /// sub-objects, so their channels end with it — no close of their own; each opens again, with
 /// its state, behind its owner's next channel (UE's live in the owner's channel). A channel
 /// left open had sent plain bunches to a client without the sub-object once the owner was back.
-pub(super) fn end_sub_channels(ctx: &LevelCtx<'_>, rows: &mut [Channel], owner: NetGuid) {
+pub(super) fn end_sub_channels(ctx: &LevelCtx<'_>, rows: &mut [Channel], owner: NetGuid, closed: &mut Vec<(u32, u32)>) {
     let Some(subs) = ctx.subs.get(&owner) else { return };
     for g in subs {
         let Some(&(c, s)) = ctx.guids.get(g) else { continue };
         if let Ok(i) = rows.binary_search_by_key(&crate::net::pairs::pair_key(c, s), |r| r.key) {
             if rows[i].state.flags & pair::CHANNEL != 0 {
                 rows[i].state.flags = 0;
+                if ctx.report_closes {
+                    closed.push((c, s));
+                }
             }
         }
     }

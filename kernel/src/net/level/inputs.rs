@@ -113,6 +113,13 @@ impl NetDriver {
         }
         cols.hook = hook;
         for s in roused {
+            // Its sub-objects are due with it, as a wake's and a forced update's are (one
+            // registered since it fell asleep took its clock from before this).
+            let guid = self.classes[class.0 as usize].actors[s].guid;
+            for (sc, ss, _) in self.sub_slots(guid) {
+                self.classes[sc as usize].cols.force_net_update(ss as usize, now);
+                self.log_dormancy(sc as usize, ss as usize, now, crate::net::dormancy::DormancyCall::Rouse);
+            }
             self.log_dormancy(class.0 as usize, s, now, crate::net::dormancy::DormancyCall::Rouse);
         }
         Ok(())

@@ -477,12 +477,8 @@ impl NetDriver {
         }
         // Channels closed (the clients destroyed their copies): their records of inactive leaves
         // go (an epoch of a later channel could match theirs).
-        let closed: Vec<(u32, u32, usize)> = outcomes
-            .iter()
-            .enumerate()
-            .flat_map(|(ci, o)| o.closed.iter().map(move |&d| (ci, d)))
-            .map(|(ci, d)| (level.due[d as usize].class, level.due[d as usize].slot, ci))
-            .collect();
+        let closed: Vec<(u32, u32, usize)> =
+            outcomes.iter().enumerate().flat_map(|(ci, o)| o.closed.iter().map(move |&(c, s)| (c, s, ci))).collect();
         // Tearing actors replicated: whether each connection's window deferred their update.
         let tearing: Vec<(u32, u32, u32, bool)> = outcomes
             .iter()
