@@ -787,7 +787,19 @@ fn with_dormancy_the_kernel_decides_exactly_as_the_ue_style_reference() {
     // and the rouse forced the owner alone; seed 176 with 2 at 50 % — a sub-object's channel
     // ended with its owner's kept its inactive-leaf records, which a later channel numbered with
     // the same epoch took for its own, so a Custom property that came back was not owed.)
-    let worlds = [(0, 4, 0.0), (5, 12, 0.1), (2, 4, 0.2), (3, 3, 0.3), (15, 2, 0.05), (109, 3, 0.0), (176, 2, 0.5)];
+    // (Seed 13982 with 8 at 10 %, from a second sweep: an owner closed for relevancy left its
+    // sub-object's copy held dormant, which woke with the owner's next channel and went as a
+    // plain bunch to a client that had destroyed it — both sides; now the copy ends too.)
+    let worlds = [
+        (0, 4, 0.0),
+        (5, 12, 0.1),
+        (2, 4, 0.2),
+        (3, 3, 0.3),
+        (15, 2, 0.05),
+        (109, 3, 0.0),
+        (176, 2, 0.5),
+        (13982, 8, 0.1),
+    ];
     for (seed, connections, loss) in worlds {
         decide_alike_in(seed, connections, loss, false, true);
     }

@@ -523,7 +523,10 @@ fn process(ctx: &LevelCtx<'_>, run: &mut Run<'_>, conn: &mut Connection, scratch
                     // after it, still find their owner on the client.
                     rows(conn)[ri as usize].state.flags = if tearing { pair::TORN } else { 0 };
                     if !tearing {
-                        end_sub_channels(ctx, rows(conn), guid, &mut out.closed);
+                        let Pairs::Channels { rows, dormant } = &mut conn.pairs else {
+                            unreachable!("the actor level keeps channel rows")
+                        };
+                        end_sub_channels(ctx, (rows, dormant), guid, &mut out.closed);
                     }
                     if ctx.report_closes {
                         out.closed.push((due.class, due.slot));
@@ -555,18 +558,32 @@ fn lane_set(bits: &[u64], slot: u32) -> bool {
 /// Owner `owner`'s channel here closed (not torn off): the client destroys the owner and its
 /// sub-objects, so their channels end with it — no close of their own; each opens again, with
 /// its state, behind its owner's next channel (UE's live in the owner's channel). A channel
-/// left open had sent plain bunches to a client without the sub-object once the owner was back.
-pub(super) fn end_sub_channels(ctx: &LevelCtx<'_>, rows: &mut [Channel], owner: NetGuid, closed: &mut Vec<(u32, u32)>) {
+/// left open had sent plain bunches to a client without the sub-object once the owner was back;
+/// so had a copy held dormant (in `dormant`, which goes too: a sweep of the reference's worlds,
+/// seed 13982 — woken with its owner's next channel, it went as a plain bunch).
+pub(super) fn end_sub_channels(
+    ctx: &LevelCtx<'_>,
+    (rows, dormant): (&mut [Channel], &mut Vec<Channel>),
+    owner: NetGuid,
+    closed: &mut Vec<(u32, u32)>,
+) {
     let Some(subs) = ctx.subs.get(&owner) else { return };
     for g in subs {
         let Some(&(c, s)) = ctx.guids.get(g) else { continue };
-        if let Ok(i) = rows.binary_search_by_key(&crate::net::pairs::pair_key(c, s), |r| r.key) {
+        let key = crate::net::pairs::pair_key(c, s);
+        let mut ended = false;
+        if let Ok(i) = rows.binary_search_by_key(&key, |r| r.key) {
             if rows[i].state.flags & pair::CHANNEL != 0 {
                 rows[i].state.flags = 0;
-                if ctx.report_closes {
-                    closed.push((c, s));
-                }
+                ended = true;
             }
+        }
+        if let Ok(i) = dormant.binary_search_by_key(&key, |r| r.key) {
+            dormant.remove(i);
+            ended = true;
+        }
+        if ended && ctx.report_closes {
+            closed.push((c, s));
         }
     }
 }

@@ -85,6 +85,7 @@ impl ReferenceFrame {
                             // `end_sub_channels`).
                             for sub in driver.sub_objects(a.guid) {
                                 rc.channels.remove(sub);
+                                rc.dormant.remove(sub);
                             }
                         }
                     }
@@ -281,9 +282,11 @@ impl ReferenceFrame {
                             torn_here.push(guid);
                             Action::TornOff
                         } else {
-                            // The client destroys its sub-objects with it: their channels end.
+                            // The client destroys its sub-objects with it: their channels end, and
+                            // their copies held dormant.
                             for sub in driver.sub_objects(guid) {
                                 rc.channels.remove(sub);
+                                rc.dormant.remove(sub);
                             }
                             Action::Closed
                         };
