@@ -94,7 +94,7 @@ impl ReferenceFrame {
                 // A copy held dormant is not replicated until the actor wakes — but a stale one
                 // (woken, not sent to, dormant again: it owes what changed) is a channel again
                 // when the actor is relevant (not when it is tearing off).
-                if !rc.channels.contains_key(&a.guid) {
+                if !rc.dormant.is_empty() && !rc.channels.contains_key(&a.guid) {
                     if let Some(d) = rc.dormant.get(&a.guid) {
                         if !(d.woken && relevant && !net.tearing) {
                             continue;
@@ -220,9 +220,11 @@ impl ReferenceFrame {
                     // UE asks about dormancy only for actors that are not owner-only; a sub-object
                     // goes dormant where its owner is held dormant, whatever its own setting.
                     let may_sleep = !net.tearing && !class.cols.settings[s as usize].only_relevant_to_owner;
-                    let wants = rc.owner_hold(driver, sub_object, guid) == Hold::Dormant
-                        || wants_dormancy(driver, c, s, guid, ci as u32);
-                    if may_sleep && channel.is_some() && wants {
+                    let wants = || {
+                        rc.owner_hold(driver, sub_object, guid) == Hold::Dormant
+                            || wants_dormancy(driver, c, s, guid, ci as u32)
+                    };
+                    if may_sleep && channel.is_some() && wants() {
                         let before = write.bits_written(&rc.conn);
                         if rc.go_dormant(driver, write, &mut st, a, ci) {
                             let bits = (write.bits_written(&rc.conn) - before) as u32;
@@ -247,7 +249,7 @@ impl ReferenceFrame {
                 // A copy woken (flushed) on a connection it is not relevant to, and not sent to
                 // since: UE's channel stayed closed, the client keeps its dormant copy — dormant
                 // again as it is, stale (it owes what changed).
-                let woken = rc.channels.get(&guid).is_some_and(|ch| ch.woken);
+                let woken = !recently && !net.tearing && rc.channels.get(&guid).is_some_and(|ch| ch.woken);
                 // A sub-object whose owner is held dormant here, or woken and not sent to since:
                 // the client keeps the owner, and the sub-object with it.
                 let hold = if !net.tearing && !recently { rc.owner_hold(driver, sub_object, guid) } else { Hold::No };

@@ -150,7 +150,10 @@ pub(super) enum Hold {
 impl RefConn {
     /// How sub-object `guid`'s owner is held here (not a sub-object: [`Hold::No`]).
     pub(super) fn owner_hold(&self, driver: &NetDriver, sub_object: bool, guid: NetGuid) -> Hold {
-        let Some(owner) = driver.owner_of(guid).filter(|_| sub_object) else { return Hold::No };
+        if !sub_object {
+            return Hold::No;
+        }
+        let Some(owner) = driver.owner_of(guid) else { return Hold::No };
         if self.dormant.contains_key(&owner) {
             Hold::Dormant
         } else if self.channels.get(&owner).is_some_and(|ch| ch.woken) {
