@@ -94,14 +94,13 @@ impl ReferenceFrame {
                 // A copy held dormant is not replicated until the actor wakes — but a stale one
                 // (woken, not sent to, dormant again: it owes what changed) is a channel again
                 // when the actor is relevant (not when it is tearing off).
-                if !rc.dormant.is_empty() && !rc.channels.contains_key(&a.guid) {
-                    if let Some(d) = rc.dormant.get(&a.guid) {
-                        if !(d.woken && relevant && !net.tearing) {
-                            continue;
-                        }
-                        let ch = rc.dormant.remove(&a.guid).expect("found above");
-                        rc.channels.insert(a.guid, ch);
+                // (A copy is in one map or the other; a lookup in an empty map hashes nothing.)
+                if let Some(d) = rc.dormant.get(&a.guid) {
+                    if !(d.woken && relevant && !net.tearing) {
+                        continue;
                     }
+                    let ch = rc.dormant.remove(&a.guid).expect("found above");
+                    rc.channels.insert(a.guid, ch);
                 }
                 // A tearing actor opens no channel.
                 let channel = rc.channels.get(&a.guid);
@@ -253,11 +252,7 @@ impl ReferenceFrame {
                 // A sub-object whose owner is held dormant here, or woken and not sent to since:
                 // the client keeps the owner, and the sub-object with it.
                 let hold = if !net.tearing && !recently { rc.owner_hold(driver, sub_object, guid) } else { Hold::No };
-                if !net.tearing
-                    && !recently
-                    && woken
-                    && (hold != Hold::No || wants_dormancy(driver, c, s, guid, ci as u32))
-                {
+                if woken && (hold != Hold::No || wants_dormancy(driver, c, s, guid, ci as u32)) {
                     let ch = rc.channels.remove(&guid).expect("woken");
                     rc.dormant.insert(guid, ch);
                     let action = Action::Dormant;
