@@ -72,6 +72,14 @@ impl ActorNet {
         }
         f
     }
+
+    /// The leaves a bunch with replication flags `f` (from [`flags`](Self::flags)) carries for
+    /// this actor: the class's condition table at those flags, less the Custom/Dynamic parents
+    /// the game switched off for it.
+    #[inline]
+    pub fn active_leaves(&self, table: &ActiveLeaves, f: u8) -> LeafMask {
+        table.get(f) & !self.custom_inactive
+    }
 }
 
 /// One registered class: its shadow, history and actors.

@@ -58,7 +58,7 @@ impl NetDriver {
                 guid: a.guid,
                 class: ClassId(class),
                 id: ActorId { index: slot, generation: a.generation },
-                leaves: cn.active.get(f) & !a.custom_inactive,
+                leaves: a.active_leaves(&cn.active, f),
             });
         };
         match &c.pairs {

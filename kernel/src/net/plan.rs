@@ -119,7 +119,7 @@ pub(crate) fn plan_connection(
             // (see `DenseTable`): what `plan_pair` would do with an acknowledged open, nothing
             // owed and nothing missed.
             let f = actor.flags(ci, replay, false);
-            let send = leaves & c.active.get(f) & !actor.custom_inactive;
+            let send = leaves & actor.active_leaves(&c.active, f);
             if !send.is_empty() {
                 // Clean: sent everything through the last frame (an array's elements changed
                 // before this frame went then).
@@ -197,8 +197,8 @@ pub(crate) fn plan_pair(
     // the initial one; the others before its acknowledgement carry the open's header only.
     let open_bunch = open && ps.flags & pair::OPEN_SENT == 0;
     let f = actor.flags(ci, replay, open_bunch);
-    let active = c.active.get(f) & !actor.custom_inactive;
-    let mut owed = c.active.get(f | flags::INITIAL) & !actor.custom_inactive;
+    let active = actor.active_leaves(&c.active, f);
+    let mut owed = actor.active_leaves(&c.active, f | flags::INITIAL);
     // Lost leaves owed only as initial values (InitialOnly; InitialOrOwner for a non-owner) are
     // owed again only while the client has had none of them on this channel (UE's reliable open
     // bunch: once a delivered initial bunch carried them, no later bunch does). The others were

@@ -156,7 +156,7 @@ impl NetDriver {
         let a = &self.classes[class as usize].actors[slot as usize];
         // Initial until a bunch has sent the open (as planning's flags).
         let sent = c.pair_ref(class, slot).is_some_and(|p| p.flags & (pair::OPEN_ACKED | pair::OPEN_SENT) != 0);
-        self.classes[class as usize].active.get(a.flags(ci as u32, c.replay, !sent)) & !a.custom_inactive
+        a.active_leaves(&self.classes[class as usize].active, a.flags(ci as u32, c.replay, !sent))
     }
 
     /// [`Self::set_roles`] of actor `guid` in `slot` and of each of its sub-objects, whose roles

@@ -30,7 +30,7 @@ pub(super) fn go_dormant(
     let guid = due.rel.guid;
     let ps = rows(conn)[row].state;
     let c = &ctx.write.classes[due.class as usize];
-    let active = || c.active.get(due.actor.flags(ci, conn.replay, false)) & !due.actor.custom_inactive;
+    let active = || due.actor.active_leaves(&c.active, due.actor.flags(ci, conn.replay, false));
     let owed = || {
         let key = crate::net::pairs::pair_key(due.class, due.slot);
         ps.resend & (active() | conn.unsent_initial.get(key, ps.epoch))

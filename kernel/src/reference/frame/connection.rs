@@ -361,12 +361,12 @@ fn replicate(
     let net = &class.actors[ch.slot as usize];
     let open_bunch = !ch.open_acked && !ch.open_sent;
     let f = net.flags(ci, conn.replay, open_bunch);
-    let active = class.active.get(f) & !net.custom_inactive;
+    let active = net.active_leaves(&class.active, f);
     // What the connection's roles let through outside the initial bunch: what changed while
     // inactive comes back by a role, not by a lost open's bunch sent again as the initial one
     // (that one carries what the lost one did, with the current values, as UE's reliable open
     // bunch goes again with what it had).
-    let by_role = class.active.get(net.flags(ci, conn.replay, false)) & !net.custom_inactive;
+    let by_role = net.active_leaves(&class.active, net.flags(ci, conn.replay, false));
     let changed = changed_since(a, ch.sent_through);
     // What changed while inactive waits for the leaf to come back.
     ch.inactive |= changed & !active;
