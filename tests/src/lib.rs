@@ -11,6 +11,7 @@
 #![forbid(unsafe_code)]
 
 pub mod expect;
+pub mod random_world;
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;

@@ -27,20 +27,7 @@ use shadowrep::store::{ActorId, ClassStore};
 use shadowrep::value::Value;
 use std::sync::Arc;
 
-/// Parent indices of [`thing`].
-pub const LOCATION: usize = 0;
-pub const HEALTH: usize = 1;
-
-/// A class with a replicated location and a health.
-pub fn thing() -> Arc<ClassLayout> {
-    Arc::new(
-        ClassBuilder::new("Thing")
-            .property(PropertyDecl::new("Location", PropType::Vector(VectorQuant::None)))
-            .property(PropertyDecl::new("Health", PropType::U32))
-            .build()
-            .expect("valid layout"),
-    )
-}
+pub use shadowrep_tests::random_world::{thing, HEALTH, LOCATION};
 
 /// A server with one class of things and clients over a perfect link.
 pub struct Level {

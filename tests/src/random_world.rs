@@ -1,0 +1,804 @@
+//! Seeded random worlds at the actor level, decided side by side by the kernel and the UE-style
+//! reference frame ([`shadowrep::reference::frame::ReferenceFrame`]): the oracle of
+//! `tests/tests/actor_level/reference.rs` and of the sweep tool (`cargo run --release -p
+//! shadowrep-tests --example reference_sweep -- --help`).
+//!
+//! A world ([`Spec`]) is two classes — [`thing`]s with a location, some with an inventory (a fast
+//! array), and bags (no location property; a push property, dynamic arrays, every condition,
+//! a quarter of them sub-objects of a thing) — with static actors, random net settings, owners
+//! and instigators, relevancy hooks, clients joining, leaving, falling silent and (over a lossy
+//! link) going dark, net speeds changing, tear-offs, and with [`Spec::dormancy`] the game's
+//! dormancy calls. [`decide_alike`] runs it for 240 frames and compares on every frame of every
+//! connection the relevant set, the send order (with priorities, actions and bits), saturation
+//! and the bits queued; [`Exercised::weakness`] says whether the world exercised what a test
+//! relies on.
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use shadowrep::client::ClientWorld;
+use shadowrep::ids::{ClassId, ConnectionId, NetGuid};
+use shadowrep::net::dormancy::Dormancy;
+use shadowrep::net::{ActorLevelConfig, ConnectionStats, DriverConfig, NetDriver, NetSettings, Viewer};
+use shadowrep::reference::frame::ReferenceFrame;
+use shadowrep::schema::{ClassBuilder, ClassLayout, Notify, PropType, PropertyDecl, VectorQuant};
+use shadowrep::store::{ActorId, ClassStore};
+use shadowrep::value::Value;
+use std::sync::Arc;
+
+/// Parent indices of [`thing`].
+pub const LOCATION: usize = 0;
+pub const HEALTH: usize = 1;
+
+/// A class with a replicated location and a health.
+pub fn thing() -> Arc<ClassLayout> {
+    Arc::new(
+        ClassBuilder::new("Thing")
+            .property(PropertyDecl::new("Location", PropType::Vector(VectorQuant::None)))
+            .property(PropertyDecl::new("Health", PropType::U32))
+            .build()
+            .expect("valid layout"),
+    )
+}
+
+/// A class without a location property (positions set by the game) with a push-model property,
+/// a dynamic array (growing, shrinking and changing a few elements at a time), and properties
+/// under conditions that follow roles (owner-only, skip-owner, autonomous-only, Custom) — one of
+/// them an owner-only dynamic array (sent whole, what a new owner is owed when it comes back).
+fn bag() -> Arc<ClassLayout> {
+    use shadowrep::schema::Condition;
+    Arc::new(
+        ClassBuilder::new("Bag")
+            .property(PropertyDecl::new("Coins", PropType::U32).push(true))
+            .property(PropertyDecl::new("Items", PropType::Array { element: Box::new(PropType::U16), max_len: 40 }))
+            .property(PropertyDecl::new("Open", PropType::Bool).notify(Notify::OnChanged))
+            .property(PropertyDecl::new("Secret", PropType::U16).condition(Condition::OwnerOnly))
+            .property(PropertyDecl::new("Public", PropType::U8).condition(Condition::SkipOwner))
+            .property(PropertyDecl::new("Pilot", PropType::U8).condition(Condition::AutonomousOnly))
+            .property(PropertyDecl::new("Tuned", PropType::U16).condition(Condition::Custom))
+            .property(
+                PropertyDecl::new("Stash", PropType::Array { element: Box::new(PropType::U8), max_len: 16 })
+                    .condition(Condition::OwnerOnly),
+            )
+            .property(PropertyDecl::new("Intro", PropType::U16).condition(Condition::InitialOnly))
+            .property(PropertyDecl::new("Badge", PropType::U8).condition(Condition::InitialOrOwner))
+            .property(PropertyDecl::new("Drift", PropType::U8).condition(Condition::SimulatedOrPhysics))
+            .property(PropertyDecl::new("Skin", PropType::U8).condition(Condition::SimulatedOnly))
+            .build()
+            .expect("valid layout"),
+    )
+}
+
+/// Parents of [`bag`] under a condition: (parent, distinct values).
+///
+/// `Badge` (9, InitialOrOwner) keeps its spawn value: coming back by ownership, the kernel owes
+/// it if it ever changed, where UE owes what changed since the open was acknowledged (a
+/// departure, README "A property that comes back"), which the reference does not model; the
+/// loss soak's convergence covers its value.
+const BAG_CONDITIONED: [(usize, u32); 7] = [(3, 1000), (4, 200), (5, 200), (6, 1000), (8, 1000), (10, 200), (11, 200)];
+/// The Custom parent of [`bag`].
+const TUNED: usize = 6;
+
+struct Sim {
+    /// The sub-objects' class was registered first (owners' classes come after theirs).
+    bags_first: bool,
+    driver: NetDriver,
+    reference: ReferenceFrame,
+    things: ClassStore,
+    bags: ClassStore,
+    thing: ClassId,
+    bag: ClassId,
+    clients: Vec<(ConnectionId, ClientWorld)>,
+    live: Vec<(ClassId, ActorId)>,
+    rng: ChaCha8Rng,
+    span: f32,
+    /// Things' fast arrays (inventories), and their kind.
+    arrays: Vec<NetGuid>,
+    kind: shadowrep::net::FastArrayKind,
+    /// Actors torn off so far; those still in their store (the game despawns some later, its
+    /// ragdolls: some while their tear-off still waits for a saturated client); how many went.
+    torn: usize,
+    torn_ids: Vec<(ClassId, ActorId)>,
+    torn_gone: usize,
+    /// Frames stepped, and the clients that answer nothing until a frame.
+    frames: u32,
+    silent: std::collections::HashMap<ConnectionId, u32>,
+    /// The level's static actors' paths (each client loads them all).
+    statics: Vec<String>,
+    /// Connections that joined and left mid-run.
+    joined: usize,
+    left: usize,
+    /// The share of packets the link loses, and its own dice (so a lossless world's stream is
+    /// the same as before loss existed).
+    loss: f64,
+    link: ChaCha8Rng,
+    /// Lossy worlds: clients whose downlink goes dark (every packet lost) until a frame, their
+    /// feedback still arriving — each says nothing new, yet keeps the client net-ready, so the
+    /// server writes on until the sequence window is full.
+    dark: std::collections::HashMap<ConnectionId, u32>,
+    /// Packets the link lost.
+    dropped: usize,
+    /// The game uses dormancy: actors set dormant (all, or partial by the things' hook), awake
+    /// and never, flushed; static actors streamed in with `Initial`; a relevancy hook on the
+    /// things for a while (their sleepers back to the consider list).
+    dormancy: bool,
+    /// Dormancy calls that went through, and the most actors asleep at once.
+    dormancy_calls: usize,
+    most_asleep: usize,
+}
+
+fn slots() -> Arc<shadowrep::schema::ArrayLayout> {
+    Arc::new(shadowrep::fastarray::item_layout("Slots", PropType::U32).unwrap())
+}
+
+impl Sim {
+    /// A world of `connections` clients; `adaptive`: UE's adaptive update frequency on.
+    fn new(seed: u64, connections: usize, adaptive: bool, bags_first: bool) -> Sim {
+        let (tl, bl) = (thing(), bag());
+        let mut things = ClassStore::new(tl.clone());
+        let mut bags = ClassStore::new(bl.clone());
+        let level =
+            ActorLevelConfig { record_decisions: true, adaptive_frequency: adaptive, ..ActorLevelConfig::default() };
+        let mut driver =
+            NetDriver::new(DriverConfig { actor_level: Some(level), ..DriverConfig::default() }).expect("valid");
+        let (thing, bag) = if bags_first {
+            let bag = driver.register_class(&mut bags).unwrap();
+            (driver.register_class(&mut things).unwrap(), bag)
+        } else {
+            let thing = driver.register_class(&mut things).unwrap();
+            (thing, driver.register_class(&mut bags).unwrap())
+        };
+        driver.set_location_property(thing, LOCATION).unwrap();
+        let kind = driver.register_fast_array_kind(slots()).unwrap();
+        let reference = ReferenceFrame::new(&driver, &mut [&mut things, &mut bags]).expect("actor level on");
+        let mut sim = Sim {
+            bags_first,
+            driver,
+            reference,
+            things,
+            bags,
+            thing,
+            bag,
+            clients: Vec::new(),
+            live: Vec::new(),
+            rng: ChaCha8Rng::seed_from_u64(seed),
+            span: 30_000.0,
+            arrays: Vec::new(),
+            kind,
+            torn: 0,
+            torn_ids: Vec::new(),
+            torn_gone: 0,
+            frames: 0,
+            silent: Default::default(),
+            statics: Vec::new(),
+            joined: 0,
+            left: 0,
+            loss: 0.0,
+            link: ChaCha8Rng::seed_from_u64(seed ^ 0x5eed_1055),
+            dark: Default::default(),
+            dropped: 0,
+            dormancy: false,
+            dormancy_calls: 0,
+            most_asleep: 0,
+        };
+        // `DormantPartial` things are dormant for two connections in three.
+        let partial: shadowrep::net::dormancy::DormancyHook =
+            Arc::new(|g, c| !(g.0 / 2 + c.0 as u64).is_multiple_of(3));
+        sim.driver.set_dormancy_hook(thing, Some(partial)).unwrap();
+        // The level's static actors (UE's actors loaded with the map): things registered by
+        // path, never closed for relevancy.
+        for i in 0..12 {
+            let id = sim.things.spawn();
+            let at = sim.pos();
+            sim.things.set(id, LOCATION, &Value::Vector(at)).unwrap();
+            let path = format!("Level/Thing_{i}");
+            sim.driver.register_static_actor(thing, &sim.things, id, &path).unwrap();
+            sim.statics.push(path);
+            sim.live.push((thing, id));
+        }
+        // A class hook: some bags are always relevant to viewers west of the origin, some never
+        // relevant, the rest left to UE's rules.
+        let hook: shadowrep::net::relevancy::RelevancyHook = Arc::new(|a, v| match a.guid.0 % 14 {
+            0 => (v.location[0] < 0.0).then_some(true),
+            2 => Some(false),
+            _ => None,
+        });
+        sim.driver.set_relevancy_hook(bag, Some(hook)).unwrap();
+        // The last a replay connection (a demo recorder: its own conditions and budget).
+        for c in 0..connections {
+            sim.join(c + 1 == connections);
+        }
+        for _ in 0..300 {
+            sim.spawn();
+        }
+        sim
+    }
+
+    /// A client joins (with the level's static actors loaded), a replay connection or not.
+    fn join(&mut self, replay: bool) {
+        let conn = self.driver.add_connection(replay);
+        let layouts = if self.bags_first { [bag(), thing()] } else { [thing(), bag()] };
+        let mut world = ClientWorld::new(&layouts, &self.driver.checksums())
+            .and_then(|w| w.with_fast_array_kinds(&[slots()], &self.driver.fast_array_checksums()))
+            .unwrap();
+        for path in &self.statics {
+            world.load_static_actor(path, self.thing.0).unwrap();
+        }
+        let speed = [4_000, 12_000, 100_000][self.rng.random_range(0..3)];
+        self.driver.set_net_speed(conn, speed).unwrap();
+        self.clients.push((conn, world));
+    }
+
+    /// Whether a call on an actor that sets what a sub-object takes from its owner went through:
+    /// refused (`FollowsOwner`) exactly for a sub-object, done for any other actor.
+    fn done_unless_sub_object(
+        &self,
+        class: ClassId,
+        id: ActorId,
+        result: Result<(), shadowrep::net::DriverError>,
+    ) -> bool {
+        match self.guid(class, id).and_then(|g| Some((g, self.driver.owner_of(g)?))) {
+            Some((sub, owner)) => {
+                assert_eq!(result, Err(shadowrep::net::DriverError::FollowsOwner { sub, owner }));
+                false
+            }
+            None => {
+                result.unwrap();
+                true
+            }
+        }
+    }
+
+    fn pos(&mut self) -> [f32; 3] {
+        let s = self.span;
+        [self.rng.random_range(-s..s), self.rng.random_range(-s..s), self.rng.random_range(-100.0..100.0f32)]
+    }
+
+    fn guid(&self, c: ClassId, id: ActorId) -> Option<NetGuid> {
+        self.driver.guid_of(c, id)
+    }
+
+    /// Net settings drawn at random (a spawn's, or a later change's).
+    fn settings(r: &mut ChaCha8Rng) -> NetSettings {
+        let mut s = NetSettings {
+            net_priority: [1.0, 1.0, 3.0, 0.5][r.random_range(0..4)],
+            cull_distance_squared: [225_000_000.0, 36_000_000.0][r.random_range(0..2)],
+            always_relevant: r.random_bool(0.02),
+            only_relevant_to_owner: r.random_bool(0.05),
+            use_owner_relevancy: r.random_bool(0.05),
+            hidden: r.random_bool(0.05),
+            // Without a root component (never relevant by distance) or, hidden, without collision.
+            has_root: r.random_bool(0.97),
+            collision: r.random_bool(0.7),
+            startup: r.random_bool(0.1),
+            ..NetSettings::default()
+        };
+        s.frequency.net_update_frequency = [100.0, 30.0, 10.0, 2.0][r.random_range(0..4)];
+        s.frequency.min_net_update_frequency = [2.0, 0.5][r.random_range(0..2)];
+        s
+    }
+
+    fn spawn(&mut self) {
+        let at = self.pos();
+        let is_bag = self.rng.random_bool(0.3);
+        let (class, id) = if is_bag {
+            let id = self.bags.spawn();
+            self.driver.set_position(self.bag, &self.bags, id, at).unwrap();
+            (self.bag, id)
+        } else {
+            let id = self.things.spawn();
+            self.things.set(id, LOCATION, &Value::Vector(at)).unwrap();
+            self.driver.assign_guid(self.thing, &self.things, id).unwrap();
+            (self.thing, id)
+        };
+        let s = Self::settings(&mut self.rng);
+        let r = &mut self.rng;
+        let owner_actor =
+            (r.random_bool(0.15) && !self.live.is_empty()).then(|| self.live[r.random_range(0..self.live.len())]);
+        let owner_conn = r.random_bool(0.1).then(|| r.random_range(0..self.clients.len()));
+        let store = if is_bag { &self.bags } else { &self.things };
+        self.driver.set_net_settings(class, store, id, s).unwrap();
+        // A quarter of the bags are sub-objects of a thing, under every condition.
+        // (Owned by a dynamic thing: a static actor owns no sub-objects here.)
+        let things: Vec<ActorId> = self
+            .live
+            .iter()
+            .filter(|l| l.0 == self.thing && self.driver.guid_of(l.0, l.1).is_some_and(|g| g.is_dynamic()))
+            .map(|l| l.1)
+            .collect();
+        if is_bag && !things.is_empty() && self.rng.random_bool(0.25) {
+            use shadowrep::net::SubObjectCondition as C;
+            let conditions = [
+                C::None,
+                C::OwnerOnly,
+                C::SkipOwner,
+                C::SimulatedOnly,
+                C::AutonomousOnly,
+                C::ReplayOrOwner,
+                C::ReplayOnly,
+                C::SkipReplay,
+                C::Never,
+            ];
+            let condition = conditions[self.rng.random_range(0..conditions.len())];
+            let owner = things[self.rng.random_range(0..things.len())];
+            let owner = self.driver.guid_of(self.thing, owner).expect("live");
+            self.driver.register_sub_object(class, &self.bags, id, owner, condition).unwrap();
+            self.live.push((class, id));
+            return;
+        }
+        let owner_guid = owner_actor.and_then(|(c, a)| self.driver.guid_of(c, a));
+        // Some are instigated by another actor (a projectile by its shooter): relevant to the
+        // viewers whose view target that is.
+        let instigator = (self.rng.random_bool(0.1) && !self.live.is_empty())
+            .then(|| self.live[self.rng.random_range(0..self.live.len())])
+            .and_then(|(c, a)| self.driver.guid_of(c, a));
+        self.driver.set_owner_actor(class, store, id, owner_guid, instigator).unwrap();
+        if let Some(c) = owner_conn {
+            let autonomous = self.rng.random_bool(0.5);
+            self.driver.set_owner(class, store, id, Some(self.clients[c].0), autonomous).unwrap();
+        }
+        // A fifth of the things carry an inventory (a fast array), under a few conditions.
+        if class == self.thing && self.rng.random_bool(0.2) {
+            use shadowrep::net::SubObjectCondition as C;
+            let condition = [C::None, C::OwnerOnly, C::SkipOwner][self.rng.random_range(0..3)];
+            let owner = self.driver.guid_of(class, id).expect("live");
+            let fa = self.driver.add_fast_array(self.kind, owner, condition).unwrap();
+            let n = self.rng.random_range(0..40);
+            let mut items = self.driver.fast_array_mut(fa).unwrap();
+            for i in 0..n {
+                items.add(&(i as u32).to_le_bytes()).unwrap();
+            }
+            self.arrays.push(fa);
+        }
+        self.live.push((class, id));
+    }
+
+    /// Changes, adds and removes items of a few inventories (dropping those whose owner is gone).
+    fn play_inventories(&mut self) {
+        let driver = &mut self.driver;
+        self.arrays.retain(|&fa| driver.fast_array_mut(fa).is_ok());
+        for _ in 0..self.arrays.len() / 4 {
+            let fa = self.arrays[self.rng.random_range(0..self.arrays.len())];
+            let mut items = self.driver.fast_array_mut(fa).unwrap();
+            let ids: Vec<_> = items.iter().map(|(id, _)| id).collect();
+            match self.rng.random_range(0..4) {
+                0 => drop(items.add(&self.rng.random::<u32>().to_le_bytes()).unwrap()),
+                1 if !ids.is_empty() => items.remove(ids[self.rng.random_range(0..ids.len())]).unwrap(),
+                _ if !ids.is_empty() => {
+                    let id = ids[self.rng.random_range(0..ids.len())];
+                    items.set(id, &self.rng.random::<u32>().to_le_bytes()).unwrap();
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// The game's frame: moves, changes, a few spawns and despawns, viewers follow actors.
+    fn play(&mut self) {
+        let n = self.live.len();
+        for _ in 0..n / 5 {
+            let (class, id) = self.live[self.rng.random_range(0..self.live.len())];
+            let at = if self.rng.random_bool(0.8) { self.pos() } else { [1.0e6, 0.0, 0.0] };
+            if class == self.thing {
+                self.things.set(id, LOCATION, &Value::Vector(at)).unwrap();
+                let h = self.rng.random_range(0..5);
+                self.things.set(id, HEALTH, &Value::U32(h)).unwrap();
+            } else {
+                self.driver.set_position(class, &self.bags, id, at).unwrap();
+                let coins = self.rng.random_range(0..4);
+                self.bags.set_and_mark(id, 0, &Value::U32(coins)).unwrap();
+                // A push change the game forgot to mark: found only by a later marked compare.
+                if self.rng.random_bool(0.2) {
+                    self.bags.set(id, 0, &Value::U32(coins + 1)).unwrap();
+                }
+                // Its elements change a few at a time with the coins (sent as the changed elements).
+                let items: Vec<Value> = (0..self.rng.random_range(0..30))
+                    .map(|i: u16| Value::U16(i + u16::from(i % 4 == coins as u16)))
+                    .collect();
+                self.bags.set(id, 1, &Value::Array(items)).unwrap();
+                let open = self.rng.random_bool(0.5);
+                self.bags.set(id, 2, &Value::Bool(open)).unwrap();
+                if self.rng.random_bool(0.3) {
+                    let stash: Vec<Value> =
+                        (0..self.rng.random_range(0..16)).map(|_| Value::U8(self.rng.random_range(0..4))).collect();
+                    self.bags.set(id, 7, &Value::Array(stash)).unwrap();
+                }
+                for (parent, n) in BAG_CONDITIONED {
+                    if self.rng.random_bool(0.3) {
+                        let v = self.rng.random_range(0..n);
+                        let value = if n > 255 { Value::U16(v as u16) } else { Value::U8(v as u8) };
+                        self.bags.set(id, parent, &value).unwrap();
+                    }
+                }
+            }
+        }
+        // Roles change: owners come and go (a thing's sub-objects follow it) and Custom properties
+        // switch off and on — what changed while a property was off for a connection reaches it
+        // when it comes back, and only that (UE's inactive changelist).
+        for _ in 0..n / 20 {
+            let (class, id) = self.live[self.rng.random_range(0..self.live.len())];
+            let Some(guid) = self.guid(class, id) else { continue };
+            let store = if class == self.thing { &self.things } else { &self.bags };
+            if self.driver.owner_of(guid).is_none() && self.rng.random_bool(0.6) {
+                let owner =
+                    self.rng.random_bool(0.7).then(|| self.clients[self.rng.random_range(0..self.clients.len())].0);
+                let autonomous = self.rng.random_bool(0.5);
+                self.driver.set_owner(class, store, id, owner, autonomous).unwrap();
+            } else if class == self.bag {
+                let on = self.rng.random_bool(0.5);
+                self.driver.set_custom_active(class, &self.bags, id, TUNED, on).unwrap();
+            }
+        }
+        // The game changes its mind: an actor's net settings (priority, frequency, cull distance,
+        // hidden, owner-only…), its owner actor and instigator (owner relevancy chains), its
+        // physics (SimulatedOrPhysics), or asks for an update now; a connection's net speed.
+        for _ in 0..n / 30 {
+            let (class, id) = self.live[self.rng.random_range(0..self.live.len())];
+            let store = if class == self.thing { &self.things } else { &self.bags };
+            let result = match self.rng.random_range(0..4) {
+                0 => {
+                    let s = Self::settings(&mut self.rng);
+                    self.driver.set_net_settings(class, store, id, s)
+                }
+                1 => {
+                    let (oc, oid) = self.live[self.rng.random_range(0..self.live.len())];
+                    let owner = self.rng.random_bool(0.7).then(|| self.driver.guid_of(oc, oid)).flatten();
+                    let (ic, iid) = self.live[self.rng.random_range(0..self.live.len())];
+                    let instigator = self.rng.random_bool(0.2).then(|| self.driver.guid_of(ic, iid)).flatten();
+                    self.driver.set_owner_actor(class, store, id, owner, instigator)
+                }
+                2 => {
+                    let on = self.rng.random_bool(0.5);
+                    self.driver.set_physics(class, store, id, on)
+                }
+                // A sub-object's forces its owner.
+                _ => {
+                    self.driver.force_net_update(class, store, id).unwrap();
+                    continue;
+                }
+            };
+            self.done_unless_sub_object(class, id, result);
+        }
+        // Now and then the level streams a static actor in, which may be gone before any tick
+        // saw it (its end is told to every client all the same).
+        if self.rng.random_bool(0.05) {
+            let id = self.things.spawn();
+            let at = self.pos();
+            self.things.set(id, LOCATION, &Value::Vector(at)).unwrap();
+            let path = format!("Level/Streamed_{}", self.statics.len());
+            self.driver.register_static_actor(self.thing, &self.things, id, &path).unwrap();
+            if self.dormancy && self.rng.random_bool(0.5) {
+                // Dormant from its registration: it never opens until woken.
+                self.driver.set_net_dormancy(self.thing, &self.things, id, Dormancy::Initial).unwrap();
+            }
+            for (_, world) in &mut self.clients {
+                world.load_static_actor(&path, self.thing.0).unwrap();
+            }
+            self.statics.push(path);
+            if self.rng.random_bool(0.5) {
+                self.things.despawn(id).unwrap();
+            } else {
+                self.live.push((self.thing, id));
+            }
+        }
+        // Players come and go.
+        if self.rng.random_bool(0.03) {
+            let replay = self.rng.random_bool(0.15);
+            self.join(replay);
+            self.joined += 1;
+        }
+        if self.rng.random_bool(0.03) && self.clients.len() > 3 {
+            let (conn, _) = self.clients.remove(self.rng.random_range(0..self.clients.len()));
+            self.driver.remove_connection(conn).unwrap();
+            self.left += 1;
+        }
+        // Now and then a client falls silent for one to two and a half seconds (its link
+        // stalls): not net-ready after 1.5 s, the server sends it nothing but keep-alives.
+        if self.rng.random_bool(0.03) || self.frames == 20 {
+            let c = self.clients[self.rng.random_range(0..self.clients.len())].0;
+            let until = self.frames + if self.frames == 20 { 60 } else { self.rng.random_range(30..75) };
+            self.silent.insert(c, until);
+        }
+        if self.rng.random_bool(0.1) {
+            let c = self.rng.random_range(0..self.clients.len());
+            let speed = [4_000, 12_000, 100_000][self.rng.random_range(0..3)];
+            self.driver.set_net_speed(self.clients[c].0, speed).unwrap();
+        }
+        // Now and then an actor is torn off (its sub-objects with it): clients keep their copies.
+        if self.rng.random_bool(0.07) && self.live.len() > 50 {
+            let i = self.rng.random_range(0..self.live.len());
+            let (class, id) = self.live.swap_remove(i);
+            let store = if class == self.thing { &self.things } else { &self.bags };
+            let result = self.driver.tear_off(class, store, id);
+            if self.done_unless_sub_object(class, id, result) {
+                self.torn += 1;
+                self.torn_ids.push((class, id));
+            } else {
+                self.live.push((class, id));
+            }
+        }
+        if !self.torn_ids.is_empty() && self.rng.random_bool(0.3) {
+            let (class, id) = self.torn_ids.swap_remove(self.rng.random_range(0..self.torn_ids.len()));
+            let store = if class == self.thing { &mut self.things } else { &mut self.bags };
+            store.despawn(id).unwrap();
+            self.torn_gone += 1;
+        }
+        for _ in 0..3 {
+            if self.rng.random_bool(0.5) && self.live.len() > 50 {
+                let i = self.rng.random_range(0..self.live.len());
+                let (class, id) = self.live.swap_remove(i);
+                if class == self.thing {
+                    self.things.despawn(id).unwrap()
+                } else {
+                    self.bags.despawn(id).unwrap()
+                }
+            } else {
+                self.spawn();
+            }
+        }
+        if self.dormancy {
+            self.play_dormancy();
+        }
+        for c in 0..self.clients.len() {
+            let mut viewers = Vec::new();
+            for _ in 0..self.rng.random_range(1..=2) {
+                let (class, id) = self.live[self.rng.random_range(0..self.live.len())];
+                let vt = self.guid(class, id);
+                // Now and then the viewer's real viewer (its controller) is an actor of its own.
+                let real_viewer =
+                    self.rng.random_bool(0.3).then(|| self.live[self.rng.random_range(0..self.live.len())]);
+                let real_viewer = real_viewer.and_then(|(c, a)| self.guid(c, a));
+                let at = self.pos();
+                let dir = [[1.0, 0.0, 0.0], [0.0, -1.0, 0.0], [0.6, 0.8, 0.0]][self.rng.random_range(0..3)];
+                viewers.push(Viewer { real_viewer, view_target: vt, location: at, direction: dir });
+            }
+            self.driver.set_viewers(self.clients[c].0, &viewers).unwrap();
+        }
+    }
+
+    /// The game's dormancy calls: actors set dormant (most), partial, awake or never; flushed
+    /// (a sub-object's flushes its owner; its own dormancy is refused); for a while the things
+    /// get a relevancy hook (their sleepers go back to the consider list), then lose it.
+    fn play_dormancy(&mut self) {
+        for _ in 0..self.live.len() / 25 {
+            let (class, id) = self.live[self.rng.random_range(0..self.live.len())];
+            let store = if class == self.thing { &self.things } else { &self.bags };
+            let result = match self.rng.random_range(0..20) {
+                0..=8 => self.driver.set_net_dormancy(class, store, id, Dormancy::DormantAll),
+                9..=11 => self.driver.set_net_dormancy(class, store, id, Dormancy::DormantPartial),
+                12..=15 => {
+                    self.driver.flush_net_dormancy(class, store, id).unwrap();
+                    self.dormancy_calls += 1;
+                    continue;
+                }
+                16..=18 => self.driver.set_net_dormancy(class, store, id, Dormancy::Awake),
+                _ => self.driver.set_net_dormancy(class, store, id, Dormancy::Never),
+            };
+            if self.done_unless_sub_object(class, id, result) {
+                self.dormancy_calls += 1;
+            }
+        }
+        if self.frames == 100 {
+            let hook: shadowrep::net::relevancy::RelevancyHook = Arc::new(|a, _| (a.guid.0 % 11 == 0).then_some(true));
+            self.driver.set_relevancy_hook(self.thing, Some(hook)).unwrap();
+        } else if self.frames == 130 {
+            self.driver.set_relevancy_hook(self.thing, None).unwrap();
+        }
+    }
+
+    /// One frame: the kernel ticks, then the reference; packets go down the link to the clients,
+    /// their feedback up to both. A client refusing a packet is an error: the kernel sent what a
+    /// client cannot read.
+    fn step(&mut self) -> Result<(), String> {
+        let frame = self.frames;
+        self.driver.tick(&mut [&mut self.things, &mut self.bags]).map_err(|e| format!("frame {frame}: kernel: {e}"))?;
+        self.reference
+            .tick(&self.driver, &mut [&mut self.bags, &mut self.things])
+            .map_err(|e| format!("frame {frame}: reference: {e}"))?;
+        self.frames += 1;
+        self.most_asleep = self.most_asleep.max(self.driver.asleep_actors());
+        if self.loss > 0.0 && (self.frames == 40 || self.link.random_bool(0.01)) {
+            let c = self.clients[self.link.random_range(0..self.clients.len())].0;
+            let until = self.frames + self.link.random_range(90..180);
+            self.dark.insert(c, until);
+        }
+        for (conn, world) in &mut self.clients {
+            let dark = self.dark.get(conn).is_some_and(|&until| self.frames < until);
+            for p in self.driver.take_packets(*conn).unwrap() {
+                if dark || self.loss > 0.0 && self.link.random_bool(self.loss) {
+                    self.dropped += 1;
+                    continue;
+                }
+                world.receive(&p).map_err(|e| format!("frame {frame}: connection {conn:?} refused a packet: {e}"))?;
+            }
+            // A silent client's answers wait (past the ready timeout the server stops sending
+            // to it), then come all at once.
+            if self.silent.get(conn).is_some_and(|&until| self.frames < until) {
+                continue;
+            }
+            let feedback = world.feedback();
+            self.driver.receive_feedback(*conn, &feedback).map_err(|e| format!("frame {frame}: kernel: {e}"))?;
+            self.reference
+                .receive_feedback(&self.driver, *conn, &feedback)
+                .map_err(|e| format!("frame {frame}: reference: {e}"))?;
+        }
+        Ok(())
+    }
+}
+
+/// One random world: its seed, its clients (the last a replay connection), the share of packets
+/// its link loses, whether the sub-objects' class is registered before the owners', whether the
+/// game uses dormancy.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Spec {
+    pub seed: u64,
+    pub connections: usize,
+    pub loss: f64,
+    pub bags_first: bool,
+    pub dormancy: bool,
+}
+
+impl Spec {
+    /// World `seed` with `connections` clients over a perfect link, owners' class first, no
+    /// dormancy.
+    pub fn new(seed: u64, connections: usize) -> Spec {
+        Spec { seed, connections, loss: 0.0, bags_first: false, dormancy: false }
+    }
+
+    /// The same over a link that loses `loss` of the packets (and now and then goes dark for a
+    /// client).
+    pub fn loss(self, loss: f64) -> Spec {
+        Spec { loss, ..self }
+    }
+
+    /// The same with the sub-objects' class registered before their owners'.
+    pub fn bags_first(self) -> Spec {
+        Spec { bags_first: true, ..self }
+    }
+
+    /// The same with the game putting actors to sleep and waking them, on a wider map.
+    pub fn dormancy(self) -> Spec {
+        Spec { dormancy: true, ..self }
+    }
+}
+
+/// What a world exercised, counted over its frames and connections (the kernel's decisions; the
+/// reference made the same ones).
+#[derive(Clone, Debug, Default)]
+pub struct Exercised {
+    /// Connection-frames that stopped saturated.
+    pub saturated: usize,
+    /// Connection-frames not net-ready (a silent client).
+    pub not_ready: usize,
+    /// Channels closed for relevancy (or by a destroy), and for dormancy.
+    pub closed: usize,
+    pub dormant_closes: usize,
+    /// Send decisions, and those of sub-objects.
+    pub sends: usize,
+    pub sub_sends: usize,
+    /// Fast array item callbacks on the clients.
+    pub item_events: usize,
+    /// Actors torn off, and torn-off actors the game despawned later.
+    pub torn: usize,
+    pub torn_gone: usize,
+    /// Clients that joined and left mid-run.
+    pub joined: usize,
+    pub left: usize,
+    /// Dormancy calls that went through, and the most actors asleep at once.
+    pub dormancy_calls: usize,
+    pub most_asleep: usize,
+    /// Packets the link lost.
+    pub dropped: usize,
+    /// The last clients' connection statistics.
+    pub stats: Vec<ConnectionStats>,
+}
+
+impl Exercised {
+    /// `None` when the world exercised what the tests rely on — saturation, closes, sends,
+    /// fast array items, tear-offs, silent clients, joins and leaves, sub-objects, and with
+    /// dormancy or loss their own paths; else which count fell short (`"seed N: …"`).
+    pub fn weakness(&self, spec: &Spec) -> Option<String> {
+        let seed = spec.seed;
+        let resent: u64 = self.stats.iter().map(|s| s.leaves_resent).sum();
+        let checks = [
+            (self.saturated > 50, format!("{} saturated connection-frames", self.saturated)),
+            (self.closed > 5, format!("{} relevancy closes", self.closed)),
+            (self.sends > 5_000, format!("{} sends", self.sends)),
+            (self.item_events > 500, format!("{} fast array item callbacks", self.item_events)),
+            (self.torn > 2, format!("{} actors torn off", self.torn)),
+            (self.not_ready > 5, format!("{} connection-frames not net-ready (silent clients)", self.not_ready)),
+            (self.torn_gone > 1, format!("{} torn-off actors despawned", self.torn_gone)),
+            (self.joined > 0 && self.left > 0, format!("{} joined, {} left", self.joined, self.left)),
+            (self.sub_sends > 100, format!("{} sends of sub-objects", self.sub_sends)),
+            (
+                !spec.dormancy || self.dormant_closes > 50,
+                format!("{} channels closed for dormancy", self.dormant_closes),
+            ),
+            (!spec.dormancy || self.most_asleep > 10, format!("at most {} actors asleep", self.most_asleep)),
+            (!spec.dormancy || self.dormancy_calls > 200, format!("{} dormancy calls", self.dormancy_calls)),
+            (
+                spec.loss == 0.0 || self.dropped > 100 && resent > 100,
+                format!("{} packets lost, {resent} leaves resent", self.dropped),
+            ),
+        ];
+        checks.into_iter().find(|(held, _)| !held).map(|(_, what)| format!("seed {seed}: {what}"))
+    }
+}
+
+/// Runs world `spec` for 240 frames, the kernel and the reference deciding side by side: the
+/// same relevant sets, sends, bits and saturation on every frame of every connection, and every
+/// packet read by its client. `Err` names the first difference (`"seed N frame F client C: …"`)
+/// or the refused packet.
+pub fn decide_alike(spec: Spec) -> Result<Exercised, String> {
+    let Spec { seed, connections, loss, bags_first, dormancy } = spec;
+    let mut sim = Sim::new(seed, connections, seed % 4 == 3, bags_first);
+    sim.loss = loss;
+    sim.dormancy = dormancy;
+    if dormancy {
+        // A wider map: more actors out of every viewer's reach, asleep until a viewer comes by.
+        sim.span = 60_000.0;
+    }
+    let mut x = Exercised::default();
+    for frame in 0..240 {
+        // Sometimes the actors stay where they are, so channels time out.
+        if frame % 90 < 60 {
+            sim.play();
+        }
+        sim.play_inventories();
+        sim.step().map_err(|e| format!("seed {seed} {e}"))?;
+        for (c, &(conn, _)) in sim.clients.iter().enumerate() {
+            let kernel = sim.driver.decisions(conn).map_err(|e| e.to_string())?.expect("recorded");
+            let reference = sim.reference.decisions(conn).expect("a connection");
+            let at = format!("seed {seed} frame {frame} client {c}");
+            if kernel.relevant != reference.relevant {
+                return Err(format!(
+                    "{at}: relevant sets differ: kernel {:?} reference {:?}",
+                    kernel.relevant, reference.relevant
+                ));
+            }
+            if let Some(i) = kernel.sends.iter().zip(&reference.sends).position(|(a, b)| a != b) {
+                return Err(format!(
+                    "{at}: send {i} differs: kernel {:?} reference {:?}",
+                    &kernel.sends[i.saturating_sub(1)..(i + 2).min(kernel.sends.len())],
+                    &reference.sends[i.saturating_sub(1)..(i + 2).min(reference.sends.len())]
+                ));
+            }
+            if kernel.sends.len() != reference.sends.len() {
+                return Err(format!(
+                    "{at}: {} sends against {}; saturated {} / {}; queued {} / {}; tail {:?} / {:?}",
+                    kernel.sends.len(),
+                    reference.sends.len(),
+                    kernel.saturated,
+                    reference.saturated,
+                    kernel.queued_bits,
+                    reference.queued_bits,
+                    &kernel.sends[kernel.sends.len().saturating_sub(3)..],
+                    &reference.sends[reference.sends.len().saturating_sub(3)..]
+                ));
+            }
+            if (kernel.saturated, kernel.queued_bits) != (reference.saturated, reference.queued_bits) {
+                return Err(format!(
+                    "{at}: saturated {} / {}, queued bits {} / {}: not the same bytes went out",
+                    kernel.saturated, reference.saturated, kernel.queued_bits, reference.queued_bits
+                ));
+            }
+            x.saturated += kernel.saturated as usize;
+            x.not_ready += usize::from(!kernel.ready);
+            x.closed += kernel.sends.iter().filter(|s| s.action == shadowrep::net::Action::Closed).count();
+            x.dormant_closes += kernel.sends.iter().filter(|s| s.action == shadowrep::net::Action::Dormant).count();
+            x.sends += kernel.sends.len();
+            x.sub_sends += kernel.sends.iter().filter(|s| sim.driver.owner_of(s.guid).is_some()).count();
+        }
+        for (_, world) in &mut sim.clients {
+            x.item_events += world.take_fast_array_events().len();
+        }
+    }
+    x.torn = sim.torn;
+    x.torn_gone = sim.torn_gone;
+    x.joined = sim.joined;
+    x.left = sim.left;
+    x.dormancy_calls = sim.dormancy_calls;
+    x.most_asleep = sim.most_asleep;
+    x.dropped = sim.dropped;
+    x.stats = sim.clients.iter().map(|&(c, _)| sim.driver.connection_stats(c).expect("live")).collect();
+    Ok(x)
+}
