@@ -37,7 +37,7 @@ fuzz_target!(|data: &[u8]| {
     let t0 = Instant::now();
     let home = SocketAddr::from(([10, 0, 0, 1], 4000));
     let stranger = SocketAddr::from(([10, 0, 0, 2], 4000));
-    let mut server = SessionServer::new(ServerConfig::new(checksums.clone()).sealed(key, 0), t0);
+    let mut server = SessionServer::new(ServerConfig::new(checksums.clone()).sealed(key, 0), t0).expect("a valid session config");
     let mut client = SessionClient::with_ticket(vec![layout.clone()], 7, t, &keys).unwrap();
     let Incoming::Reply(ch) = server.handle(home, &client.hello().unwrap(), t0) else { panic!("challenge") };
     client.handle(&ch);
@@ -46,7 +46,7 @@ fuzz_target!(|data: &[u8]| {
     let welcome = server.accept(join, conn, t0).unwrap();
     assert_eq!(client.handle(&welcome), ClientIncoming::Welcome);
     let ClientState::Connected { token, .. } = *client.state() else { panic!("connected") };
-    let mut plain_server = SessionServer::new(ServerConfig::new(checksums), t0);
+    let mut plain_server = SessionServer::new(ServerConfig::new(checksums), t0).expect("a valid session config");
     let (mut rogue_client, mut rogue_server) = (Sealer::client(&keys), Sealer::server(&keys));
 
     let mut rogue = false;

@@ -33,7 +33,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     if sealed {
         cfg = cfg.sealed(TicketKey::from_bytes(udp_common::DEMO_TICKET_KEY), udp_common::DEMO_SERVER_ID);
     }
-    let mut sessions = SessionServer::new(cfg, start);
+    let mut sessions = SessionServer::new(cfg, start)?;
     let mut buf = vec![0u8; MAX_DATAGRAM];
     let tick = Duration::from_secs_f64(1.0 / 30.0);
     let mut next_tick = start;

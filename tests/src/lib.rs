@@ -359,8 +359,16 @@ impl World {
                             None => {
                                 let n = leaf.kind.byte_size();
                                 let (mut server, mut client) = (vec![0u8; n], vec![0u8; n]);
-                                want.leaf_bytes(what.index, li, &mut server);
-                                c.world.leaf_bytes(guid, li, &mut client);
+                                assert!(
+                                    want.leaf_bytes(what.index, li, &mut server),
+                                    "{}: on the server",
+                                    ctx(&leaf.path)
+                                );
+                                assert!(
+                                    c.world.leaf_bytes(guid, li, &mut client),
+                                    "{}: on the client",
+                                    ctx(&leaf.path)
+                                );
                                 if !dead_reference(leaf.kind, &server, &client, &live) {
                                     if let Err(e) = expect::leaf_matches(leaf.kind, &server, &client) {
                                         panic!("{}: {e}", ctx(&leaf.path));

@@ -306,7 +306,7 @@ impl Sim {
             let (id, obj) = self.live[self.rng.random_range(0..self.live.len())];
             let bytes = random_lane_bytes(width, &mut self.rng);
             write_plane_lane(&mut self.store, plane, id.page(), id.lane(), &bytes);
-            self.store.leaf_bytes(id.index, leaf, &mut leaf_bytes);
+            assert!(self.store.leaf_bytes(id.index, leaf, &mut leaf_bytes));
             self.world.write_leaf(obj, leaf, &leaf_bytes).unwrap();
             if mark {
                 self.store.mark_lanes_dirty(id.page(), parent, 1 << id.lane());

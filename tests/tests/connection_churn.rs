@@ -46,7 +46,7 @@ fn a_peer_that_joins_and_leaves_without_end_leaves_nothing_behind() {
         let mut cfg = ServerConfig::new(driver.checksums());
         cfg.max_sessions = 4;
         let t0 = Instant::now();
-        let mut server = SessionServer::new(cfg, t0);
+        let mut server = SessionServer::new(cfg, t0).expect("a valid session config");
         // One hostile peer at one real address (it receives its challenges), joining and leaving:
         // hello, hello with the cookie, (welcome), disconnect — three datagrams a cycle.
         let from = SocketAddr::from(([198, 51, 100, 7], 40000));

@@ -94,7 +94,7 @@ fn actors_digest(c: &ClientWorld, guids: &[NetGuid], layouts: &[Arc<ClassLayout>
             match leaf.array {
                 None => {
                     let n = leaf.kind.byte_size();
-                    c.leaf_bytes(g, li, &mut buf[..n]);
+                    assert!(c.leaf_bytes(g, li, &mut buf[..n]), "the client lists {g}");
                     buf[..n].hash(&mut h);
                 }
                 Some(a) => c.array_bytes(g, a).hash(&mut h),

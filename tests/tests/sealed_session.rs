@@ -61,7 +61,8 @@ impl World {
         store.set(actor, 0, &Value::U32(10)).unwrap();
         driver.assign_guid(class, &store, actor).unwrap();
         let server =
-            SessionServer::new(ServerConfig::new(driver.checksums()).sealed(key.clone(), SERVER), Instant::now());
+            SessionServer::new(ServerConfig::new(driver.checksums()).sealed(key.clone(), SERVER), Instant::now())
+                .expect("a valid session config");
         Self { server, driver, store, actor }
     }
 
@@ -268,7 +269,8 @@ fn tickets_are_checked_at_the_door() {
     assert_eq!(rejected(&mut w.server, &mut c, addr(4)), Some(RejectReason::Ticket(TicketRefusal::Forged)));
     assert!(w.server.is_empty());
     // A sealed client at a server that does not seal is told so, not left on a plain session.
-    let mut open_server = SessionServer::new(ServerConfig::new(w.driver.checksums()), now);
+    let mut open_server =
+        SessionServer::new(ServerConfig::new(w.driver.checksums()), now).expect("a valid session config");
     let (t, keys) = issue(&key, 5, unix_now() + 60);
     let mut c = SessionClient::with_ticket(layouts, 5, t, &keys).unwrap();
     assert_eq!(rejected(&mut open_server, &mut c, addr(5)), Some(RejectReason::Ticket(TicketRefusal::NotSealed)));

@@ -64,7 +64,8 @@ fn handshake_round_trip_then_packets_and_feedback_ride_in_the_session() {
     let mut store = ClassStore::new(layout.clone());
     let mut driver = NetDriver::new(DriverConfig::default()).unwrap();
     let class = driver.register_class(&mut store).unwrap();
-    let mut server = SessionServer::new(ServerConfig::new(driver.checksums()), Instant::now());
+    let mut server =
+        SessionServer::new(ServerConfig::new(driver.checksums()), Instant::now()).expect("a valid session config");
     let mut client = SessionClient::new(vec![layout], 42);
     let conn = driver.add_connection(false);
     handshake(&mut server, &mut client, addr(5000), conn);
@@ -108,7 +109,7 @@ fn handshake_round_trip_then_packets_and_feedback_ride_in_the_session() {
 #[test]
 fn nothing_is_kept_before_the_cookie_and_no_reply_is_larger_than_its_request() {
     let t0 = Instant::now();
-    let mut server = SessionServer::new(ServerConfig::new(vec![door().checksum]), t0);
+    let mut server = SessionServer::new(ServerConfig::new(vec![door().checksum]), t0).expect("a valid session config");
     // A flood of hellos from spoofed addresses, good and bad: challenges and rejects only.
     for port in 1..2000u16 {
         let checksums = if port % 3 == 0 { vec![7] } else { vec![door().checksum] };
@@ -148,7 +149,7 @@ fn nothing_is_kept_before_the_cookie_and_no_reply_is_larger_than_its_request() {
     assert!(matches!(server.handle(addr(1), &echo, t0 + Duration::from_secs(15)), Incoming::Join(_)));
     assert!(fresh_challenge(server.handle(addr(1), &echo, t0 + Duration::from_secs(25)), 5));
     // Another server (another random key) does not take this one's cookies.
-    let mut other = SessionServer::new(ServerConfig::new(vec![door().checksum]), t0);
+    let mut other = SessionServer::new(ServerConfig::new(vec![door().checksum]), t0).expect("a valid session config");
     assert!(fresh_challenge(other.handle(addr(1), &echo, t0), 5));
     assert!(server.is_empty() && other.is_empty());
     assert_eq!(server.stats().bad_cookies, 3);
@@ -157,7 +158,8 @@ fn nothing_is_kept_before_the_cookie_and_no_reply_is_larger_than_its_request() {
 #[test]
 fn datagrams_with_a_wrong_token_or_from_an_unknown_address_are_dropped_and_counted() {
     let layout = door();
-    let mut server = SessionServer::new(ServerConfig::new(vec![layout.checksum]), Instant::now());
+    let mut server =
+        SessionServer::new(ServerConfig::new(vec![layout.checksum]), Instant::now()).expect("a valid session config");
     let mut client = SessionClient::new(vec![layout.clone()], 1);
     let conn = ConnectionId(0);
     handshake(&mut server, &mut client, addr(7000), conn);
@@ -188,7 +190,7 @@ fn a_session_holder_cannot_ask_for_digests_faster_than_the_floor() {
     // are dropped and counted.
     let layout = door();
     let t0 = Instant::now();
-    let mut server = SessionServer::new(ServerConfig::new(vec![layout.checksum]), t0);
+    let mut server = SessionServer::new(ServerConfig::new(vec![layout.checksum]), t0).expect("a valid session config");
     let mut client = SessionClient::new(vec![layout], 1);
     let conn = ConnectionId(0);
     handshake(&mut server, &mut client, addr(7000), conn);
@@ -218,7 +220,8 @@ fn a_session_holder_cannot_ask_for_digests_faster_than_the_floor() {
 fn a_mismatch_of_version_classes_or_checksums_is_rejected_with_its_reason() {
     let layout = door();
     let t = Instant::now();
-    let mut server = SessionServer::new(ServerConfig::new(vec![layout.checksum, 99]), t);
+    let mut server =
+        SessionServer::new(ServerConfig::new(vec![layout.checksum, 99]), t).expect("a valid session config");
     // Checksum of class 1 differs.
     let other = Arc::new(ClassBuilder::new("Other").property(PropertyDecl::new("X", PropType::U8)).build().unwrap());
     let mut client = SessionClient::new(vec![layout.clone(), other], 1);
@@ -247,7 +250,7 @@ fn a_mismatch_of_version_classes_or_checksums_is_rejected_with_its_reason() {
     // A server that is full says so.
     let mut cfg = ServerConfig::new(vec![layout.checksum]);
     cfg.max_sessions = 1;
-    let mut small = SessionServer::new(cfg, t);
+    let mut small = SessionServer::new(cfg, t).expect("a valid session config");
     handshake(&mut small, &mut SessionClient::new(vec![layout.clone()], 1), addr(1), ConnectionId(0));
     let mut late = SessionClient::new(vec![layout], 9);
     let ch = reply(small.handle(addr(2), &late.hello().unwrap(), t));
@@ -310,7 +313,8 @@ fn digests_agree_on_converged_clients_and_differ_when_a_change_was_missed() {
     assert_eq!(expected(&driver, &store, 0), before);
 
     // A status the wire carries: Ready answers name the last packet sent.
-    let mut server = SessionServer::new(ServerConfig::new(driver.checksums()), Instant::now());
+    let mut server =
+        SessionServer::new(ServerConfig::new(driver.checksums()), Instant::now()).expect("a valid session config");
     let mut c = SessionClient::new(vec![layout], 1);
     handshake(&mut server, &mut c, addr(1), conns[0]);
     let (_, d) = server.digest_answer(conns[0], 7, DigestStatus::Ready, Some(before)).unwrap();

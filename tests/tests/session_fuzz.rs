@@ -98,7 +98,7 @@ fn the_session_layer_survives_random_and_mutated_datagrams() {
     let n: usize = std::env::var("SHADOWREP_FUZZ_MUTANTS").ok().and_then(|s| s.parse().ok()).unwrap_or(200_000);
     let layout = Arc::new(ClassBuilder::new("Thing").property(PropertyDecl::new("X", PropType::U32)).build().unwrap());
     let t0 = Instant::now();
-    let mut server = SessionServer::new(ServerConfig::new(vec![1, 2]), t0);
+    let mut server = SessionServer::new(ServerConfig::new(vec![1, 2]), t0).expect("a valid session config");
     let mut client = SessionClient::new(vec![layout.clone()], 7);
     let seeds = seeds();
     let mut rng = ChaCha8Rng::seed_from_u64(10);
@@ -108,7 +108,8 @@ fn the_session_layer_survives_random_and_mutated_datagrams() {
     let key = TicketKey::from_bytes([3; 32]);
     let keys = SessionKeys::generate().unwrap();
     let t = ticket::issue(&key, 1, 0, u64::MAX, &keys).unwrap();
-    let mut sealed_server = SessionServer::new(ServerConfig::new(layout_checksums(&layout)).sealed(key, 0), t0);
+    let mut sealed_server = SessionServer::new(ServerConfig::new(layout_checksums(&layout)).sealed(key, 0), t0)
+        .expect("a valid session config");
     let mut sealed_client = SessionClient::with_ticket(vec![layout.clone()], 7, t.clone(), &keys).unwrap();
     let home = SocketAddr::from(([10, 9, 9, 9], 4000));
     let Incoming::Reply(ch) = sealed_server.handle(home, &sealed_client.hello().unwrap(), t0) else { panic!() };

@@ -344,15 +344,11 @@ impl ClientWorld {
         self.classes[c as usize].store.get(id, parent).ok()
     }
 
-    /// The byte form of leaf `leaf` of actor `guid` (into `out`); false if the client lacks it.
+    /// The byte form of leaf `leaf` of actor `guid` (into the front of `out`); false if the
+    /// client lacks the actor, its class has no such leaf, or `out` is shorter than the leaf.
+    #[must_use]
     pub fn leaf_bytes(&self, guid: NetGuid, leaf: usize, out: &mut [u8]) -> bool {
-        match self.actors.get(&guid) {
-            Some(&(c, id)) => {
-                self.classes[c as usize].store.leaf_bytes(id.index, leaf, out);
-                true
-            }
-            None => false,
-        }
+        self.actors.get(&guid).is_some_and(|&(c, id)| self.classes[c as usize].store.leaf_bytes(id.index, leaf, out))
     }
 
     /// The element bytes of dynamic array `array` of actor `guid`.

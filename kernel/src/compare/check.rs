@@ -24,6 +24,11 @@
 use crate::schema::{ClassLayout, PAGE_LANES};
 use crate::store::{ActorId, BitIter, PageArray};
 
+/// Unmarked changes a shadow keeps until [`super::ShadowState::take_unmarked_changes`]; the ones
+/// found beyond are counted ([`super::ShadowState::unmarked_changes_dropped`]), not kept: a game
+/// that validates and never takes them does not grow without bound.
+pub const MAX_UNMARKED_CHANGES: usize = 1 << 16;
+
 /// One change of a push-based property found without a dirty mark.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct UnmarkedChange {
@@ -68,8 +73,10 @@ pub(super) struct PushCheck {
     pub(super) validated: Option<PageArray>,
     /// `scratch[page * parents + parent]`: unmarked changed lanes found by this compare.
     pub(super) scratch: Vec<u64>,
-    /// Unmarked changes not yet taken.
+    /// Unmarked changes not yet taken (at most [`MAX_UNMARKED_CHANGES`]), and how many found
+    /// beyond that were dropped.
     unmarked: Vec<UnmarkedChange>,
+    dropped: u64,
     /// Per parent statistics.
     stats: Vec<PropertyDirtyStats>,
 }
@@ -81,7 +88,7 @@ impl PushCheck {
             .iter()
             .map(|p| PropertyDirtyStats { property: p.name.clone(), push: p.push, ..Default::default() })
             .collect();
-        Self { validated: None, scratch: Vec::new(), unmarked: Vec::new(), stats }
+        Self { validated: None, scratch: Vec::new(), unmarked: Vec::new(), dropped: 0, stats }
     }
 
     /// Before a validating compare: a validation shadow covering `pages` (a copy of `live` when
@@ -119,7 +126,12 @@ impl PushCheck {
                 let index = (p * PAGE_LANES + lane) as u32;
                 let actor = ActorId { index, generation: generations[index as usize] };
                 for (parent, &m) in masks.iter().enumerate() {
-                    if m >> lane & 1 != 0 {
+                    if m >> lane & 1 == 0 {
+                        continue;
+                    }
+                    if self.unmarked.len() >= MAX_UNMARKED_CHANGES {
+                        self.dropped += 1;
+                    } else {
                         self.unmarked.push(UnmarkedChange {
                             class: layout.name.clone(),
                             actor,
@@ -147,6 +159,12 @@ impl super::ShadowState {
     /// was on.
     pub fn take_unmarked_changes(&mut self) -> Vec<UnmarkedChange> {
         std::mem::take(&mut self.check.unmarked)
+    }
+
+    /// Unmarked changes found while [`MAX_UNMARKED_CHANGES`] were waiting to be taken, so not
+    /// kept (a count since the shadow was made).
+    pub fn unmarked_changes_dropped(&self) -> u64 {
+        self.check.dropped
     }
 
     /// Per parent property, its dirty statistics since the last [`Self::reset_dirty_stats`]

@@ -77,7 +77,7 @@ pub mod tune;
 
 pub use changes::{ArrayChange, ChangeSet};
 use check::PushCheck;
-pub use check::{CompareVisit, PropertyDirtyStats, UnmarkedChange};
+pub use check::{CompareVisit, PropertyDirtyStats, UnmarkedChange, MAX_UNMARKED_CHANGES};
 pub use config::{CompareConfig, CompareError, PushMode, PARALLEL_MIN_PAGES, SPARSE_LANES};
 pub(crate) use simd::prefetch_addr;
 
@@ -320,20 +320,25 @@ impl ShadowState {
             }
             let all = job.occupied;
             let occ = all & selected(p);
-            let page_dirty = is_dirty(p);
-            if occ == 0 || (plan.dirty_only && !page_dirty) {
+            if occ == 0 {
                 return;
             }
+            let page_dirty = is_dirty(p);
             let dmask = page_dirty.then(|| dirty_ref.page_masks(p));
+            let live: &[u8] = bytemuck::cast_slice(job.live);
+            // Validation first: an unmarked page is where a forgotten mark hides, and a class
+            // whose every property is push-ruled compares only the marked ones.
+            if let Some((validated, unmarked)) = job.check {
+                plan.validate_page(live, bytemuck::cast_slice_mut(validated), occ, dmask, unmarked);
+            }
+            if plan.dirty_only && !page_dirty {
+                return;
+            }
             tally.pages += 1;
             tally.lanes += u64::from(
                 if plan.dirty_only { dmask.map_or(0, |d| d.iter().fold(0, |a, &m| a | m)) & occ } else { occ }
                     .count_ones(),
             );
-            let live: &[u8] = bytemuck::cast_slice(job.live);
-            if let Some((validated, unmarked)) = job.check {
-                plan.validate_page(live, bytemuck::cast_slice_mut(validated), occ, dmask, unmarked);
-            }
             let page = PageRefs {
                 index: p,
                 occupied: occ,

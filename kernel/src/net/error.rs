@@ -87,6 +87,20 @@ pub enum DriverError {
     UnknownFastArrayKind(fastarrays::FastArrayKind),
     /// No fast array has this GUID.
     UnknownFastArray(NetGuid),
+    /// A net setting (of [`NetSettings`](super::NetSettings), a connection's net speed) outside
+    /// what replication can run with: a NaN, an infinite or non-positive update frequency, a
+    /// negative priority or cull distance, a net speed of 0.
+    BadNetSetting {
+        /// The setting, as UE names it.
+        setting: &'static str,
+        /// The value refused.
+        value: f64,
+        /// What it may be.
+        expected: &'static str,
+    },
+    /// The owner named for a sub-object or a fast array is torn off (or tearing off): it
+    /// replicates nothing more, so nothing could replicate with it.
+    TornOffOwner(NetGuid),
 }
 
 impl fmt::Display for DriverError {
@@ -129,6 +143,12 @@ impl fmt::Display for DriverError {
                 f,
                 "{sub} is a sub-object of {owner}: its owner, roles, physics and net settings are its owner's (set them on {owner})"
             ),
+            DriverError::BadNetSetting { setting, value, expected } => {
+                write!(f, "net setting {setting} = {value}: expected {expected}")
+            }
+            DriverError::TornOffOwner(g) => {
+                write!(f, "{g} is torn off: nothing more replicates with it (a sub-object or fast array needs a live owner)")
+            }
             DriverError::AlreadyReplicated(id) => {
                 write!(
                     f,

@@ -144,7 +144,9 @@ impl NetDriver {
     /// an odd NetGUID; its open carries `path` instead of spawn info and the client binds its own
     /// copy; its channel is never closed for relevancy (UE's `bNetStartup`); when it is destroyed
     /// every connection is told, including those that join later. Call it before a tick (or
-    /// [`Self::assign_guid`]) gives the actor a dynamic GUID.
+    /// [`Self::assign_guid`]) gives the actor a dynamic GUID. A path names one static actor for
+    /// the driver's life, even after that actor is destroyed ([`DriverError::BadStaticPath`]):
+    /// a level streamed out and in again registers its actors under new paths.
     pub fn register_static_actor(
         &mut self,
         class: ClassId,
@@ -166,7 +168,11 @@ impl NetDriver {
             )));
         }
         if self.statics.taken.contains(path) {
-            return Err(DriverError::BadStaticPath(format!("`{path}` names another static actor")));
+            // A destroyed static actor keeps its path: clients that join later load the level's
+            // actor by it and are told it is gone by its GUID.
+            return Err(DriverError::BadStaticPath(format!(
+                "`{path}` names another static actor (live or destroyed: a path names one static actor for the driver's life)"
+            )));
         }
         let guid = self.statics.next;
         self.statics.next = NetGuid(guid.0 + 2);
@@ -191,7 +197,8 @@ impl NetDriver {
     /// first sight, linked to the owner, and destroys it with the owner. Despawning it removes it
     /// from the owner (clients get a close); despawning the owner ends it (clients destroyed it
     /// with the owner; the driver stops replicating it). Needs the actor level; call before the
-    /// sub-object's first tick.
+    /// sub-object's first tick. A torn-off (or tearing) owner is refused
+    /// ([`DriverError::TornOffOwner`]).
     pub fn register_sub_object(
         &mut self,
         class: ClassId,
@@ -211,7 +218,10 @@ impl NetDriver {
             // Already known to clients as an actor of its own (or as a static actor, or as
             // another owner's sub-object): they would never link it.
             let opened = self.classes[ci].actors[id.index as usize].adopted != self.frame;
-            if guid == owner || guid.is_static() || opened || self.subs.outer.contains_key(&guid) {
+            if guid == owner {
+                return Err(DriverError::SubObjectChain(owner));
+            }
+            if guid.is_static() || opened || self.subs.outer.contains_key(&guid) {
                 return Err(DriverError::AlreadyReplicated(id));
             }
             if self.subs.inner.contains_key(&guid) {
@@ -220,6 +230,10 @@ impl NetDriver {
         }
         if self.subs.outer.contains_key(&owner) || !owner.is_dynamic() {
             return Err(DriverError::SubObjectChain(owner));
+        }
+        let o = &self.classes[oc as usize].actors[os as usize];
+        if o.tearing || o.torn_off {
+            return Err(DriverError::TornOffOwner(owner));
         }
         let guid = self.assign_guid(class, store, id)?;
         self.subs.outer.insert(guid, owner);

@@ -121,9 +121,11 @@ impl NetDriver {
         Ok(())
     }
 
-    /// Switches a Custom (or Dynamic) condition property of one actor on or off (UE's
-    /// `DOREPLIFETIME_ACTIVE_OVERRIDE`). Switching it on sends each connection what changed
-    /// while it was off there.
+    /// Switches a property of one actor on or off (UE's `DOREPLIFETIME_ACTIVE_OVERRIDE`).
+    /// Switching it on sends each connection what changed while it was off there. Meant for
+    /// Custom and Dynamic properties (active until switched off); on a property under another
+    /// condition the switch gates that condition too, as UE's active flag gates every property
+    /// (an owner-only property switched off goes to no one, its owner included).
     pub fn set_custom_active(
         &mut self,
         class: ClassId,

@@ -189,7 +189,7 @@ impl WriteCtx<'_> {
             match l.array {
                 None => {
                     let mut b = [0u8; 8];
-                    store.leaf_bytes(item.slot, leaf, &mut b);
+                    store.read_leaf(item.slot, leaf, &mut b);
                     export(NetGuid(u64::from_le_bytes(b)));
                 }
                 Some(a) => {
@@ -426,7 +426,7 @@ impl WriteCtx<'_> {
                     // packet if it did not fit.
                     None => {
                         let n = l.kind.byte_size();
-                        self.stores[item.class as usize].leaf_bytes(item.slot, leaf, &mut buf[..n]);
+                        self.stores[item.class as usize].read_leaf(item.slot, leaf, &mut buf[..n]);
                         let before = conn.writer.body_bits();
                         write_leaf_record(conn.writer.body(), handle_width, l.handle, l.kind, &buf[..n]);
                         if conn.writer.body_fits(&conn.out, 0) {

@@ -8,6 +8,7 @@ use super::budget::DEFAULT_NET_SPEED;
 use super::consider::{UpdateFrequency, DEFAULT_TICK_RATE};
 use super::relevancy::DEFAULT_CULL_DISTANCE_SQUARED;
 use super::spatial::GridConfig;
+use super::DriverError;
 
 /// UE's `RelevantTimeout`: seconds a channel stays open after its actor was last relevant.
 pub const DEFAULT_RELEVANT_TIMEOUT: f64 = 5.0;
@@ -59,6 +60,31 @@ impl Default for NetSettings {
 }
 
 impl NetSettings {
+    /// Refuses settings replication cannot run with ([`DriverError::BadNetSetting`]): an update
+    /// frequency that is not finite and above 0 (UE's clock divides by it), a minimum frequency
+    /// that is negative or not finite (0 means UE's 2 Hz), a priority that is negative or not
+    /// finite, a cull distance squared that is negative or NaN (infinite: relevant at any
+    /// distance).
+    pub fn validate(&self) -> Result<(), DriverError> {
+        let bad = |setting, value: f32, expected| {
+            Err(DriverError::BadNetSetting { setting, value: f64::from(value), expected })
+        };
+        let f = &self.frequency;
+        if !(f.net_update_frequency.is_finite() && f.net_update_frequency > 0.0) {
+            return bad("NetUpdateFrequency", f.net_update_frequency, "a finite frequency above 0 Hz");
+        }
+        if !(f.min_net_update_frequency.is_finite() && f.min_net_update_frequency >= 0.0) {
+            return bad("MinNetUpdateFrequency", f.min_net_update_frequency, "a finite frequency of 0 Hz or more");
+        }
+        if !(self.net_priority.is_finite() && self.net_priority >= 0.0) {
+            return bad("NetPriority", self.net_priority, "a finite priority of 0 or more");
+        }
+        if self.cull_distance_squared.is_nan() || self.cull_distance_squared < 0.0 {
+            return bad("NetCullDistanceSquared", self.cull_distance_squared, "0 or more (infinite: any distance)");
+        }
+        Ok(())
+    }
+
     /// What a sub-object of an actor with these settings has: its owner's frequency, priority
     /// and startup flag (it stays where its owner's channel stays), and its relevancy handed to
     /// the owner (UE replicates sub-objects inside their owner's channel: they have no relevancy
@@ -103,9 +129,10 @@ pub struct ActorLevelConfig {
     pub tick_rate: f64,
     /// Seconds a channel stays open after its actor was last relevant (UE: 5).
     pub relevant_timeout: f64,
-    /// Seconds without hearing from a client after which it is not replicated to (UE: 1.5).
+    /// Seconds without hearing from a client after which it is not replicated to (UE: 1.5); at
+    /// least one tick (`1 / tick_rate`), or no connection would ever be ready.
     pub ready_timeout: f64,
-    /// Bytes per second a new connection may receive (UE 5: 100 000).
+    /// Bytes per second a new connection may receive (UE 5: 100 000); at least 1.
     pub net_speed: u32,
     /// UE's adaptive net update frequency (off by default, as in UE 5).
     pub adaptive_frequency: bool,

@@ -96,7 +96,7 @@ pub(crate) fn encode_leaf(
 ) {
     let l = &layout.leaves[leaf];
     let n = l.kind.byte_size();
-    store.leaf_bytes(slot, leaf, &mut buf[..n]);
+    store.read_leaf(slot, leaf, &mut buf[..n]);
     write_leaf_record(w, handle_width, l.handle, l.kind, &buf[..n]);
 }
 

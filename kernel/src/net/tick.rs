@@ -172,6 +172,12 @@ impl NetDriver {
         self.classes.iter_mut().flat_map(|c| c.shadow.take_unmarked_changes()).collect()
     }
 
+    /// Unmarked changes found, over every class, while a class held
+    /// [`crate::compare::MAX_UNMARKED_CHANGES`] untaken: counted, not kept.
+    pub fn unmarked_changes_dropped(&self) -> u64 {
+        self.classes.iter().map(|c| c.shadow.unmarked_changes_dropped()).sum()
+    }
+
     /// Class `class`'s per-property dirty statistics (counted while
     /// `DriverConfig::compare.dirty_stats` is on).
     pub fn dirty_stats(&self, class: ClassId) -> Result<&[crate::compare::PropertyDirtyStats], DriverError> {

@@ -143,7 +143,7 @@ pub fn client_digest(world: &ClientWorld) -> StateDigest {
     for &(guid, class) in &actors {
         let Some((store, id)) = world.actor(guid) else { continue };
         let src = ActorSource {
-            fixed: &|li, out| store.leaf_bytes(id.index, li, out),
+            fixed: &|li, out| store.read_leaf(id.index, li, out),
             array: &|a| store.array_bytes(id.index, a).to_vec(),
         };
         put_actor(&mut h, guid, class, store.layout(), &src, &holds);
@@ -185,9 +185,9 @@ pub fn expected_digest(
         let src = ActorSource {
             fixed: &|li, out| {
                 if sent(li) {
-                    store.leaf_bytes(a.id.index, li, out)
+                    store.read_leaf(a.id.index, li, out)
                 } else {
-                    default.leaf_bytes(0, li, out)
+                    default.read_leaf(0, li, out)
                 }
             },
             array: &|ai| {

@@ -99,5 +99,5 @@ pub use frame::{
     Datagram, DigestStatus, DisconnectReason, RejectReason, TicketRefusal, MAX_DATAGRAM, PROTOCOL_VERSION,
 };
 pub use seal::{SealError, Sealer};
-pub use server::{Incoming, JoinRequest, ServerConfig, SessionServer, MIN_DIGEST_INTERVAL};
+pub use server::{Incoming, JoinRequest, ServerConfig, ServerConfigError, SessionServer, MIN_DIGEST_INTERVAL};
 pub use ticket::{SessionKeys, TicketClaims, TicketError, TicketKey};

@@ -94,6 +94,32 @@ impl ServerConfig {
     }
 }
 
+/// Why a [`ServerConfig`] was refused by [`SessionServer::new`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ServerConfigError {
+    /// More classes than a hello or welcome can name ([`super::frame::MAX_CLASSES`]): no client
+    /// could ever match the server's checksums.
+    TooManyClasses {
+        /// The driver's classes.
+        classes: usize,
+    },
+}
+
+impl std::fmt::Display for ServerConfigError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ServerConfigError::TooManyClasses { classes } => write!(
+                f,
+                "{classes} classes: a session names at most {} (no client could join)",
+                super::frame::MAX_CLASSES
+            ),
+        }
+    }
+}
+
+impl std::error::Error for ServerConfigError {}
+
 /// Why a datagram was dropped without an answer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Dropped {
@@ -252,11 +278,15 @@ pub struct SessionServer {
 }
 
 impl SessionServer {
-    /// A server whose cookie periods start at `now`.
-    pub fn new(cfg: ServerConfig, now: Instant) -> Self {
+    /// A server whose cookie periods start at `now`; refused when no client could ever join it
+    /// ([`ServerConfigError`]).
+    pub fn new(cfg: ServerConfig, now: Instant) -> Result<Self, ServerConfigError> {
+        if cfg.checksums.len() > super::frame::MAX_CLASSES {
+            return Err(ServerConfigError::TooManyClasses { classes: cfg.checksums.len() });
+        }
         let jar = CookieJar::new(cfg.secret, now);
         let tokens = Keyed::new(cfg.secret);
-        Self {
+        Ok(Self {
             cfg,
             jar,
             tokens,
@@ -265,7 +295,7 @@ impl SessionServer {
             by_conn: HashMap::new(),
             used: HashMap::new(),
             stats: ServerStats::default(),
-        }
+        })
     }
 
     /// Counters.

@@ -171,9 +171,24 @@ impl ClassStore {
         self.structure
     }
 
-    /// The byte form of leaf `leaf` for the actor in `slot` (into `out`, `kind.byte_size()`
-    /// bytes). Slot-level: callers that hold a live slot use it to serialize.
-    pub fn leaf_bytes(&self, slot: u32, leaf: usize, out: &mut [u8]) {
+    /// The byte form of leaf `leaf` for the actor in `slot` (into the front of `out`,
+    /// `kind.byte_size()` bytes): false, and `out` untouched, when the slot is past the store's
+    /// pages, the leaf past the class's leaves, or `out` too short. Slot-level: it reads whatever
+    /// the slot holds, live or not.
+    #[must_use]
+    pub fn leaf_bytes(&self, slot: u32, leaf: usize, out: &mut [u8]) -> bool {
+        let fits = self.layout.leaves.get(leaf).is_some_and(|l| out.len() >= l.kind.byte_size());
+        let page = slot as usize / PAGE_LANES;
+        if !fits || page >= self.live.len() {
+            return false;
+        }
+        self.read_leaf(slot, leaf, out);
+        true
+    }
+
+    /// [`Self::leaf_bytes`] for the kernel's serializers, which hold a slot and leaf of this
+    /// class and a buffer of the leaf's size (a bad one panics on its slice bounds).
+    pub(crate) fn read_leaf(&self, slot: u32, leaf: usize, out: &mut [u8]) {
         let (page, lane) = (slot as usize / PAGE_LANES, slot as usize % PAGE_LANES);
         gather_leaf(&self.layout, self.live.page(page), leaf, lane, out);
     }

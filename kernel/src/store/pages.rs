@@ -57,11 +57,17 @@ impl PageArray {
     }
 
     /// Page `p`'s bytes.
+    ///
+    /// # Panics
+    /// If `p >= self.len()`, as a slice index would.
     pub fn page(&self, p: usize) -> &[u8] {
         bytemuck::cast_slice(&self.blocks[p * self.stride..(p + 1) * self.stride])
     }
 
     /// Page `p`'s bytes, mutable.
+    ///
+    /// # Panics
+    /// If `p >= self.len()`, as a slice index would.
     pub fn page_mut(&mut self, p: usize) -> &mut [u8] {
         bytemuck::cast_slice_mut(&mut self.blocks[p * self.stride..(p + 1) * self.stride])
     }
@@ -126,6 +132,9 @@ pub struct PlanesMut<'a, T> {
 
 impl<T: bytemuck::Pod> PlanesMut<'_, T> {
     /// Page `p`'s 64 lanes.
+    ///
+    /// # Panics
+    /// If `p >= self.pages()`, as a slice index would.
     pub fn page(&mut self, p: usize) -> &mut [T] {
         let start = p * self.stride + self.offset;
         bytemuck::cast_slice_mut(&mut self.bytes[start..start + 64 * std::mem::size_of::<T>()])

@@ -126,7 +126,7 @@ pub fn serve(args: &ServeArgs, json: bool, run: &mut crate::Session) -> Result<(
         scfg = scfg.sealed(key.clone(), args.server_id);
     }
     let start = Instant::now();
-    let mut session = SessionServer::new(scfg, start);
+    let mut session = SessionServer::new(scfg, start).map_err(|e| e.to_string())?;
     if !json {
         eprintln!(
             "serve {}: {} actors, {players} players, {tick_rate} Hz, listening on {local}; {:.1} s, frozen for the last {freeze:.1} s{}",

@@ -275,7 +275,9 @@ fn a_torn_off_actor_stays_on_the_client_and_is_never_updated_again() {
             l.store = store;
             l.clients = vec![(conn, world)];
         }
-        always_due(&mut l);
+        if actor_level {
+            always_due(&mut l);
+        }
         let (id, guid) = l.spawn([100.0, 0.0, 0.0], 5);
         l.run(2);
         l.store.set(id, HEALTH, &Value::U32(6)).unwrap();

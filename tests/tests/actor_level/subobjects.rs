@@ -201,7 +201,7 @@ fn sub_object_registration_errors_are_clear() {
     assert_eq!(a.driver.guid_of(a.weapon, other), None, "a refused call changes nothing");
     assert_eq!(
         a.driver.register_sub_object(a.weapon, &a.weapons, w, wg, SubObjectCondition::None),
-        Err(DriverError::AlreadyReplicated(w)),
+        Err(DriverError::SubObjectChain(wg)),
         "its own owner"
     );
     // Without the actor level there is no owner relevancy to ride on.

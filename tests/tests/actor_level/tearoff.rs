@@ -16,8 +16,9 @@ fn a_tear_off_waits_for_a_connection_that_left_it_over_and_opens_no_channel() {
     let (id, guid) = l.spawn([100.0, 0.0, 0.0], 5);
     l.run(3);
     assert!(l.client(0).has(guid) && l.client(1).has(guid) && !l.client(2).has(guid));
-    // Client 1's connection gets no allowance: once it sends, it is not net-ready.
-    l.driver.set_net_speed(slow, 0).unwrap();
+    // Client 1's connection gets next to no allowance (a byte a second): once it sends, it is
+    // not net-ready.
+    l.driver.set_net_speed(slow, 1).unwrap();
     l.store.set(id, HEALTH, &Value::U32(6)).unwrap();
     l.step();
     assert_eq!(l.client(1).value(guid, HEALTH), Some(Value::U32(6)));
@@ -149,8 +150,9 @@ fn a_static_actor_destroyed_mid_tear_off_stays_with_the_clients_that_tore_it_off
     }
     l.run(3);
     assert!(l.client(0).has(guid) && l.client(1).has(guid));
-    // Client 1's connection gets no allowance: once it sends, it is not net-ready.
-    l.driver.set_net_speed(l.clients[1].0, 0).unwrap();
+    // Client 1's connection gets next to no allowance (a byte a second): once it sends, it is
+    // not net-ready.
+    l.driver.set_net_speed(l.clients[1].0, 1).unwrap();
     l.store.set(id, HEALTH, &Value::U32(6)).unwrap();
     l.step();
     l.store.set(id, HEALTH, &Value::U32(7)).unwrap();

@@ -195,6 +195,7 @@ impl NetDriver {
 
     /// Gives a class its per-connection dormancy answer for `DormantPartial` actors.
     pub fn set_dormancy_hook(&mut self, class: ClassId, hook: Option<DormancyHook>) -> Result<(), DriverError> {
+        self.level.as_ref().ok_or(DriverError::ActorLevelOff)?;
         self.classes.get_mut(class.0 as usize).ok_or(DriverError::UnknownClass(class))?.cols.dormancy_hook = hook;
         Ok(())
     }

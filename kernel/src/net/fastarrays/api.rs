@@ -116,7 +116,7 @@ impl NetDriver {
     }
 
     /// Adds a fast array of `kind` to the actor `owner` (a live actor with a NetGUID — see
-    /// [`Self::assign_guid`] — not a sub-object), sent to the connections its owner reaches that
+    /// [`Self::assign_guid`] — not a sub-object, not torn off), sent to the connections its owner reaches that
     /// `condition` allows (evaluated with the owner's ownership, as a sub-object's). Returns its
     /// NetGUID; change its items with [`Self::fast_array_mut`]. Clients create it once they have
     /// the owner, and destroy it with the owner.
@@ -131,6 +131,10 @@ impl NetDriver {
         let &(oc, os) = self.guids.get(&owner).ok_or(DriverError::UnknownOwner(owner))?;
         if self.subs.outer.contains_key(&owner) {
             return Err(DriverError::SubObjectChain(owner));
+        }
+        let o = &self.classes[oc as usize].actors[os as usize];
+        if o.tearing || o.torn_off {
+            return Err(DriverError::TornOffOwner(owner));
         }
         self.classes[oc as usize].actors[os as usize].fast = true;
         let guid = self.next_guid;

@@ -24,7 +24,10 @@ impl NetDriver {
     }
 
     /// Sets a class's default net settings; actors without their own settings take them.
+    /// Settings [`NetSettings::validate`] refuses are refused ([`DriverError::BadNetSetting`]).
     pub fn set_class_settings(&mut self, class: ClassId, settings: NetSettings) -> Result<(), DriverError> {
+        settings.validate()?;
+        self.level()?;
         let c = self.level_class(class)?;
         c.cols.defaults = settings;
         for (s, &own) in c.cols.settings.iter_mut().zip(&c.cols.overridden) {
@@ -100,6 +103,7 @@ impl NetDriver {
     /// those asleep go back to the consider list, as a hooked actor does not sleep.
     pub fn set_relevancy_hook(&mut self, class: ClassId, hook: Option<RelevancyHook>) -> Result<(), DriverError> {
         let now = self.server_time();
+        self.level()?;
         let cols = &mut self.level_class(class)?.cols;
         // Only plain actors sleep (a viewer's distance wakes them); the hook must answer for
         // those already asleep: back to the consider list, their dormant rows left as they are.
@@ -125,14 +129,17 @@ impl NetDriver {
         Ok(())
     }
 
+    /// The actor's (class, slot) in the actor level's columns (a GUID given if it had none yet).
     fn cols_slot(&mut self, class: ClassId, store: &ClassStore, id: ActorId) -> Result<(usize, usize), DriverError> {
+        self.level()?;
         self.assign_guid(class, store, id)?;
         Ok((class.0 as usize, id.index as usize))
     }
 
     /// Gives one actor its own net settings. Its sub-objects take them, their relevancy handed
     /// to it, as when they were registered (UE replicates them inside its update); a
-    /// sub-object's own are refused ([`DriverError::FollowsOwner`]).
+    /// sub-object's own are refused ([`DriverError::FollowsOwner`]), and so are settings
+    /// [`NetSettings::validate`] refuses ([`DriverError::BadNetSetting`]).
     pub fn set_net_settings(
         &mut self,
         class: ClassId,
@@ -140,6 +147,7 @@ impl NetDriver {
         id: ActorId,
         settings: NetSettings,
     ) -> Result<(), DriverError> {
+        settings.validate()?;
         self.not_a_sub_object(class, id)?;
         let (c, s) = self.cols_slot(class, store, id)?;
         let cols = &mut self.classes[c].cols;
@@ -222,20 +230,32 @@ impl NetDriver {
     /// Sets a connection's viewers: its own first, then its split-screen children's (each
     /// counts for the connection). A connection without viewers sees nothing.
     pub fn set_viewers(&mut self, conn: ConnectionId, viewers: &[Viewer]) -> Result<(), DriverError> {
+        self.level()?;
         let ci = self.live(conn)?;
         self.conns[ci].viewers = viewers.to_vec();
         Ok(())
     }
 
-    /// Sets a connection's bandwidth in bytes per second (UE's `CurrentNetSpeed`).
+    /// Sets a connection's bandwidth in bytes per second (UE's `CurrentNetSpeed`). At least 1:
+    /// a connection of 0 bytes a second would never drain what it was sent
+    /// ([`DriverError::BadNetSetting`]).
     pub fn set_net_speed(&mut self, conn: ConnectionId, bytes_per_second: u32) -> Result<(), DriverError> {
+        self.level()?;
+        if bytes_per_second == 0 {
+            return Err(DriverError::BadNetSetting {
+                setting: "net speed",
+                value: 0.0,
+                expected: "at least 1 byte per second",
+            });
+        }
         let ci = self.live(conn)?;
         self.conns[ci].budget.net_speed = bytes_per_second;
         Ok(())
     }
 
     /// The transport heard from the client (any packet): it stays ready to be replicated to.
-    /// Feedback counts by itself.
+    /// Feedback counts by itself. Without the actor level (where every connection is always
+    /// replicated to) it only checks the connection, so a transport may call it in either mode.
     pub fn heard_from(&mut self, conn: ConnectionId) -> Result<(), DriverError> {
         let ci = self.live(conn)?;
         self.conns[ci].heard = self.server_time();

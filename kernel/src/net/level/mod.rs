@@ -247,6 +247,26 @@ impl Level {
                 return Err(DriverError::ActorLevel(format!("{name} {v} is not finite and non-negative")));
             }
         }
+        let tick = 1.0 / cfg.tick_rate;
+        if !tick.is_finite() {
+            return Err(DriverError::ActorLevel(format!("tick rate {} gives a tick of {tick} s", cfg.tick_rate)));
+        }
+        // A client is heard from between ticks; at the next tick it was heard a tick ago. A
+        // ready timeout shorter than a tick would never see a ready connection (nothing would
+        // replicate, as in UE with a tick longer than its 1.5 s).
+        if cfg.ready_timeout < tick {
+            return Err(DriverError::ActorLevel(format!(
+                "ready timeout {} s is shorter than a tick ({tick} s at {} Hz): no connection would ever be ready",
+                cfg.ready_timeout, cfg.tick_rate
+            )));
+        }
+        if cfg.net_speed == 0 {
+            return Err(DriverError::BadNetSetting {
+                setting: "net speed",
+                value: 0.0,
+                expected: "at least 1 byte per second",
+            });
+        }
         let index = RelevancyIndex::new(cfg.grid).map_err(|e| DriverError::ActorLevel(e.to_string()))?;
         Ok(Level {
             cfg,
@@ -289,7 +309,7 @@ fn read_location(leaf: Option<usize>, column: [f32; 3], store: &ClassStore, slot
 /// Three `f32` of a vector or rotator leaf.
 fn read_vector(store: &ClassStore, slot: u32, leaf: usize) -> [f32; 3] {
     let mut b = [0u8; 12];
-    store.leaf_bytes(slot, leaf, &mut b);
+    store.read_leaf(slot, leaf, &mut b);
     let f = |i: usize| f32::from_le_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]);
     [f(0), f(4), f(8)]
 }

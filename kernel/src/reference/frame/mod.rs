@@ -440,7 +440,7 @@ impl ReferenceFrame {
                                 continue;
                             }
                             let n = leaf.kind.byte_size();
-                            store.leaf_bytes(slot as u32, li, &mut buf[..n]);
+                            store.read_leaf(slot as u32, li, &mut buf[..n]);
                             let at = leaf.record_offset;
                             a.object[at..at + n].copy_from_slice(&buf[..n]);
                             let d = a.object[at..at + n] != a.shadow[at..at + n];
