@@ -311,14 +311,14 @@ mod tests {
         assert_eq!(LootContainer::container_own_info(&s, id).unwrap(), info);
         assert!(LootContainer::is_container_owned(&s, id).unwrap());
         s.begin_tick();
-        assert_eq!(s.dirty(w).masks[LootContainer::CONTAINER_OWN_INFO], 1);
+        assert_eq!(s.dirty(&w).masks[LootContainer::CONTAINER_OWN_INFO], 1);
 
         // Equal again (array included): no change, no mark.
         let fresh = s.add_watcher();
         assert!(!LootContainer::set_container_own_info_and_mark_dirty(&mut s, id, info.clone()).unwrap());
         let longer = ContainerOwnInfo { player_id_array: vec![7, u64::MAX, 1], ..info };
         s.begin_tick();
-        assert!(!s.dirty(fresh).page_dirty(0));
+        assert!(!s.dirty(&fresh).page_dirty(0));
         assert!(LootContainer::set_container_own_info_and_mark_dirty(&mut s, id, longer.clone()).unwrap());
         assert_eq!(LootContainer::container_own_info(&s, id).unwrap(), longer);
     }
@@ -331,18 +331,18 @@ mod tests {
         let id = ids[66]; // page 1, lane 2
         let parents = s.layout().parents.len();
         let mask =
-            |s: &shadowrep::store::ClassStore, page: usize, parent: usize| s.dirty(w).masks[page * parents + parent];
+            |s: &shadowrep::store::ClassStore, page: usize, parent: usize| s.dirty(&w).masks[page * parents + parent];
 
         // Equal to the current (default) value: no change, no mark.
         assert!(!ExampleActor::set_push_value_and_mark_dirty(&mut s, id, 0).unwrap());
         s.begin_tick();
-        assert!(!s.dirty(w).page_dirty(1));
+        assert!(!s.dirty(&w).page_dirty(1));
         assert_eq!(mask(&s, 1, ExampleActor::PUSH_VALUE), 0);
 
         // A change marks exactly this lane of this parent.
         assert!(ExampleActor::set_push_value_and_mark_dirty(&mut s, id, 5).unwrap());
         s.begin_tick();
-        assert!(s.dirty(w).page_dirty(1) && !s.dirty(w).page_dirty(0));
+        assert!(s.dirty(&w).page_dirty(1) && !s.dirty(&w).page_dirty(0));
         assert_eq!(mask(&s, 1, ExampleActor::PUSH_VALUE), 1 << 2);
         assert_eq!(mask(&s, 1, ExampleActor::POLLED_VALUE), 0);
         assert_eq!(ExampleActor::push_value(&s, id).unwrap(), 5);
@@ -354,10 +354,10 @@ mod tests {
         ExampleActor::set_push_value(&mut s, id, 5).unwrap();
         assert!(!ExampleActor::set_push_value_and_mark_dirty(&mut s, id, 5).unwrap());
         s.begin_tick();
-        assert!(!s.dirty(w).page_dirty(0));
+        assert!(!s.dirty(&w).page_dirty(0));
         ExampleActor::mark_push_value_dirty(&mut s, id).unwrap();
         s.begin_tick();
-        assert_eq!(s.dirty(w).masks[ExampleActor::PUSH_VALUE], 1);
+        assert_eq!(s.dirty(&w).masks[ExampleActor::PUSH_VALUE], 1);
 
         // Arrays compare element-wise, floats bitwise.
         let mut s = ShooterCharacter::new_store();
@@ -367,13 +367,13 @@ mod tests {
         ShooterCharacter::set_health(&mut s, id, -0.0).unwrap();
         s.begin_tick();
         // The kernel records every array write for compare, even a plain one.
-        assert_eq!(s.dirty(w).masks[ShooterCharacter::INVENTORY], 1);
+        assert_eq!(s.dirty(&w).masks[ShooterCharacter::INVENTORY], 1);
         let fresh = s.add_watcher();
         assert!(!ShooterCharacter::set_inventory_and_mark_dirty(&mut s, id, vec![ObjectRef(1)]).unwrap());
         assert!(ShooterCharacter::set_health_and_mark_dirty(&mut s, id, 0.0).unwrap(), "-0.0 and 0.0 differ bitwise");
         s.begin_tick();
-        assert_eq!(s.dirty(fresh).masks[ShooterCharacter::INVENTORY], 0);
-        assert_eq!(s.dirty(fresh).masks[ShooterCharacter::HEALTH], 1);
+        assert_eq!(s.dirty(&fresh).masks[ShooterCharacter::INVENTORY], 0);
+        assert_eq!(s.dirty(&fresh).masks[ShooterCharacter::HEALTH], 1);
     }
 
     #[test]

@@ -339,7 +339,7 @@ mod tests {
     }
 
     fn sh_dirty_pages(s: &ClassStore, sh: &ShadowState) -> Vec<u32> {
-        let mut pages = s.dirty(sh.watcher).dirty_pages().to_vec();
+        let mut pages = s.dirty(&sh.watcher).dirty_pages().to_vec();
         pages.sort_unstable();
         pages
     }

@@ -239,7 +239,7 @@ impl ShadowState {
         if store.id() != self.store {
             return Err(CompareError::ForeignStore);
         }
-        let (view, dirty) = store.split_for_compare(self.watcher);
+        let (view, dirty) = store.split_for_compare(&self.watcher);
         self.sync_slots(&view, dirty);
         let layout = &*self.layout;
         let pages = view.occupied.len();

@@ -4,10 +4,26 @@
 
 use super::{value_bits_eq, ActorId, ClassStore, PageArray, PageArrays, StoreError};
 use crate::value::{Value, ValueError};
+use std::sync::{Arc, Weak};
 
-/// Identifies one driver watching a store.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct WatcherId(pub(crate) usize);
+/// One driver's (or reference's) watch on a store: which of the store's dirty states is its, and
+/// a token the store holds weakly — once every copy of the id is dropped (its driver is gone),
+/// the store stops handing that watcher marks and frees its state at the next
+/// [`ClassStore::begin_tick`], and a later [`ClassStore::add_watcher`] takes its place. (A
+/// server that records a replay now and then, a driver each time, kept every dead driver's
+/// marks growing with the store.)
+#[derive(Clone, Debug)]
+pub struct WatcherId {
+    pub(crate) index: usize,
+    _alive: Arc<()>,
+}
+
+/// A store's record of one watcher: its dirty state, and its driver's token (dead: no marks).
+#[derive(Debug)]
+pub(super) struct Watcher {
+    pub(super) dirty: DirtyState,
+    pub(super) alive: Weak<()>,
+}
 
 /// The pages `p` with a lane in `lanes[p]`, ascending: the page list of a per-page lane
 /// selection.
@@ -208,21 +224,39 @@ impl ClassStore {
         }
     }
 
-    /// Registers a driver; it receives every mark made from the next [`Self::begin_tick`] on.
+    /// Registers a driver; it receives every mark made from the next [`Self::begin_tick`] on,
+    /// while it holds the id (the place of a dropped one is taken again).
     pub fn add_watcher(&mut self) -> WatcherId {
         let mut d = DirtyState::new(self.layout.parents.len());
         d.ensure_pages(self.page_count());
-        self.watchers.push(d);
-        WatcherId(self.watchers.len() - 1)
+        let alive = Arc::new(());
+        let index = match self.watchers.iter().position(|w| w.alive.strong_count() == 0) {
+            Some(i) => i,
+            None => {
+                self.watchers.push(Watcher { dirty: DirtyState::new(0), alive: Weak::new() });
+                self.watchers.len() - 1
+            }
+        };
+        self.watchers[index] = Watcher { dirty: d, alive: Arc::downgrade(&alive) };
+        WatcherId { index, _alive: alive }
     }
 
-    /// Start of a tick: hands the marks made since the last tick to every watching driver.
+    /// Watchers whose driver still holds its [`WatcherId`].
+    pub fn watcher_count(&self) -> usize {
+        self.watchers.iter().filter(|w| w.alive.strong_count() > 0).count()
+    }
+
+    /// Start of a tick: hands the marks made since the last tick to every watching driver (and
+    /// frees the state of those whose driver is gone).
     pub fn begin_tick(&mut self) {
         let parents = self.layout.parents.len();
+        for w in self.watchers.iter_mut().filter(|w| w.alive.strong_count() == 0 && w.dirty.masks.capacity() > 0) {
+            w.dirty = DirtyState::new(parents);
+        }
         for &p in &self.pending.list {
             let p = p as usize;
             let src = &self.pending.masks[p * parents..(p + 1) * parents];
-            for d in &mut self.watchers {
+            for d in self.watchers.iter_mut().filter(|w| w.alive.strong_count() > 0).map(|w| &mut w.dirty) {
                 for (parent, &lanes) in src.iter().enumerate() {
                     if lanes != 0 {
                         d.mark(p, parent, lanes);
@@ -234,12 +268,12 @@ impl ClassStore {
     }
 
     /// A watcher's dirty state (what its next compare will consider).
-    pub fn dirty(&self, w: WatcherId) -> &DirtyState {
-        &self.watchers[w.0]
+    pub fn dirty(&self, w: &WatcherId) -> &DirtyState {
+        &self.watchers[w.index].dirty
     }
 
     /// Splits the store for a compare: the live state, and the watcher's dirty state to consume.
-    pub(crate) fn split_for_compare(&mut self, w: WatcherId) -> (LiveView<'_>, &mut DirtyState) {
+    pub(crate) fn split_for_compare(&mut self, w: &WatcherId) -> (LiveView<'_>, &mut DirtyState) {
         let view = LiveView {
             live: &self.live,
             arrays: &self.arrays,
@@ -248,7 +282,7 @@ impl ClassStore {
             structure: self.structure,
             generations: &self.generations,
         };
-        (view, &mut self.watchers[w.0])
+        (view, &mut self.watchers[w.index].dirty)
     }
 }
 

@@ -106,7 +106,7 @@ pub struct ClassStore {
     free: Vec<u32>,
     len: usize,
     pending: DirtyState,
-    watchers: Vec<DirtyState>,
+    watchers: Vec<dirty::Watcher>,
 }
 
 impl ClassStore {
@@ -259,8 +259,8 @@ impl ClassStore {
         self.structure += 1;
         let pages = self.occupied.len();
         self.pending.ensure_pages(pages);
-        for w in &mut self.watchers {
-            w.ensure_pages(pages);
+        for w in self.watchers.iter_mut().filter(|w| w.alive.strong_count() > 0) {
+            w.dirty.ensure_pages(pages);
         }
     }
 
@@ -422,9 +422,9 @@ mod tests {
         let w2 = s.add_watcher();
         assert!(s.set_and_mark(a, 1, &Value::F32(1.0)).unwrap());
         assert!(!s.set_and_mark(a, 1, &Value::F32(1.0)).unwrap());
-        assert!(!s.dirty(w1).page_dirty(0));
+        assert!(!s.dirty(&w1).page_dirty(0));
         s.begin_tick();
-        for w in [w1, w2] {
+        for w in [&w1, &w2] {
             assert!(s.dirty(w).page_dirty(0));
             assert_eq!(s.dirty(w).masks[1], 1);
         }

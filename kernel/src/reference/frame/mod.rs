@@ -398,7 +398,7 @@ impl ReferenceFrame {
         for (c, class) in driver.classes.iter().enumerate() {
             let layout = &class.layout;
             let store = &*stores[order[c]];
-            let dirty = store.dirty(self.watchers[c]);
+            let dirty = store.dirty(&self.watchers[c]);
             let parents = layout.parents.len();
             // Which parents' fixed leaves are compared only where marked (arrays always are).
             let uses_marks: Vec<bool> = layout
@@ -466,7 +466,7 @@ impl ReferenceFrame {
                 let at = location(class, store, slot as u32);
                 a.link = (relevancy_of(class, slot as u32, at), class.cols.settings[slot].net_priority);
             }
-            let (_, dirty) = stores[order[c]].split_for_compare(self.watchers[c]);
+            let (_, dirty) = stores[order[c]].split_for_compare(&self.watchers[c]);
             dirty.clear_lanes(&compared);
         }
         due
