@@ -250,16 +250,20 @@ impl ClassStore {
     /// frees the state of those whose driver is gone).
     pub fn begin_tick(&mut self) {
         let parents = self.layout.parents.len();
-        for w in self.watchers.iter_mut().filter(|w| w.alive.strong_count() == 0 && w.dirty.masks.capacity() > 0) {
-            w.dirty = DirtyState::new(parents);
-        }
-        for &p in &self.pending.list {
-            let p = p as usize;
-            let src = &self.pending.masks[p * parents..(p + 1) * parents];
-            for d in self.watchers.iter_mut().filter(|w| w.alive.strong_count() > 0).map(|w| &mut w.dirty) {
+        // Watcher by watcher (one liveness check each, not one per marked page).
+        for w in &mut self.watchers {
+            if w.alive.strong_count() == 0 {
+                if w.dirty.masks.capacity() > 0 {
+                    w.dirty = DirtyState::new(parents);
+                }
+                continue;
+            }
+            for &p in &self.pending.list {
+                let p = p as usize;
+                let src = &self.pending.masks[p * parents..(p + 1) * parents];
                 for (parent, &lanes) in src.iter().enumerate() {
                     if lanes != 0 {
-                        d.mark(p, parent, lanes);
+                        w.dirty.mark(p, parent, lanes);
                     }
                 }
             }
