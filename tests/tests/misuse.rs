@@ -228,3 +228,16 @@ fn a_session_server_refuses_more_classes_than_a_hello_names() {
     assert!(refused.unwrap().to_string().contains("no client could join"));
     assert!(SessionServer::new(ServerConfig::new(vec![7; max]), now).is_ok());
 }
+
+#[test]
+fn calls_on_an_actor_despawned_since_the_last_tick_are_stale() {
+    // Every call naming an actor refused it once despawned, but these three (harmless: the
+    // driver retires the actor at the next tick, and a new actor in the slot is not touched).
+    let (mut driver, mut store, class, id) = world(true);
+    store.despawn(id).unwrap();
+    let stale = Err(DriverError::StaleActor(id));
+    assert_eq!(driver.set_net_dormancy(class, &store, id, shadowrep::net::dormancy::Dormancy::DormantAll), stale);
+    assert_eq!(driver.flush_net_dormancy(class, &store, id), stale);
+    assert_eq!(driver.tear_off(class, &store, id), stale);
+    assert_eq!(driver.set_net_settings(class, &store, id, NetSettings::default()), stale);
+}

@@ -397,7 +397,8 @@ impl NetDriver {
     ///     /// ```
     pub fn tear_off(&mut self, class: ClassId, store: &ClassStore, id: ActorId) -> Result<(), DriverError> {
         let ci = self.class_for(class, store)?;
-        let guid = self.guid_of(class, id).ok_or(DriverError::StaleActor(id))?;
+        // Despawned since the last tick: stale, as for every other call naming the actor.
+        let guid = self.guid_of(class, id).filter(|_| store.contains(id)).ok_or(DriverError::StaleActor(id))?;
         // A sub-object is torn off with its owner (UE tears off actors).
         self.not_a_sub_object(class, id)?;
         let a = &self.classes[ci].actors[id.index as usize];
