@@ -131,7 +131,9 @@ impl ClientWorld {
                 self.dormant.remove(&g);
                 self.torn.remove(&g);
                 if let Some(path) = self.bound.remove(&g) {
-                    self.level.remove(&path);
+                    if let Some((class, _, _)) = self.level.remove(&path) {
+                        self.gone_statics.insert(path, (class, g));
+                    }
                 }
                 self.events.push(ClientEvent::Destroyed { guid: g });
             }
@@ -148,17 +150,30 @@ impl ClientWorld {
             (None, Some(OpenHeader { kind: OpenKind::Static(path), .. })) => {
                 // Checked before anything was applied: the path names a loaded actor of this
                 // class; an export earlier in the packet may have bound it to another GUID since.
-                let Some(entry) = self.level.get_mut(path).filter(|e| e.2.is_none_or(|g| g == guid)) else {
+                if let Some(entry) = self.level.get_mut(path).filter(|e| e.2.is_none_or(|g| g == guid)) {
+                    entry.2 = Some(guid);
+                    let id = entry.1;
+                    self.bound.insert(guid, path.clone());
+                    self.actors.insert(guid, (class, id));
+                    self.events.push(ClientEvent::Bound { guid, class });
+                    spawned = true;
+                    id
+                } else if self.gone_statics.get(path) == Some(&(class, guid)) {
+                    // Destroyed by a close the server did not send (see `gone_statics`): a
+                    // fresh copy, which this bunch's initial values fill.
+                    self.gone_statics.remove(path);
+                    let id = self.classes[class as usize].store.spawn();
+                    self.level.insert(path.clone(), (class, id, Some(guid)));
+                    self.bound.insert(guid, path.clone());
+                    self.actors.insert(guid, (class, id));
+                    self.stats.statics_restored += 1;
+                    self.events.push(ClientEvent::Spawned { guid, class });
+                    spawned = true;
+                    id
+                } else {
                     self.stats.unknown_statics += 1;
                     return;
-                };
-                entry.2 = Some(guid);
-                let id = entry.1;
-                self.bound.insert(guid, path.clone());
-                self.actors.insert(guid, (class, id));
-                self.events.push(ClientEvent::Bound { guid, class });
-                spawned = true;
-                id
+                }
             }
             (None, open) => {
                 let id = self.classes[class as usize].store.spawn();

@@ -62,6 +62,10 @@ pub struct ClientStats {
     /// Opens of static actors this client did not load (no such path, or another class):
     /// stepped over.
     pub unknown_statics: u64,
+    /// Static actors a close had destroyed that the server opened again by their path and GUID
+    /// (it never does after its own close: the close was forged): brought back as fresh copies
+    /// ([`ClientEvent::Spawned`]).
+    pub statics_restored: u64,
     /// Static actors whose open was stepped over (not loaded) forgotten to make room for a newer
     /// one (at most 4096 are kept, the least recently used evicted): an evicted one's next
     /// update is refused with its packet and the actor asked for again.

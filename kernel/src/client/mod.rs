@@ -111,6 +111,11 @@ pub struct ClientWorld {
     level: HashMap<Arc<str>, (u32, ActorId, Option<NetGuid>)>,
     /// Static actors bound to a GUID, by GUID: their paths (in `level`).
     bound: HashMap<NetGuid, Arc<str>>,
+    /// Static actors a close destroyed, by path: their class and GUID. The server never opens
+    /// a destroyed static actor again, so an open of one by its path and GUID says the close was
+    /// not the server's (a forger's): the open brings a fresh copy back (at most one entry per
+    /// path the level loaded).
+    gone_statics: HashMap<Arc<str>, (u32, NetGuid)>,
     /// Dynamic actors' spawn info, as their open carried it.
     spawn: HashMap<NetGuid, SpawnInfo>,
     /// Actors closed for dormancy (kept, not updated).
@@ -167,6 +172,7 @@ impl ClientWorld {
             statics: HashSet::new(),
             level: HashMap::new(),
             bound: HashMap::new(),
+            gone_statics: HashMap::new(),
             spawn: HashMap::new(),
             dormant: HashSet::new(),
             torn: HashMap::new(),
@@ -249,6 +255,8 @@ impl ClientWorld {
             return Err(ClientError::BadStaticPath(path.to_string()));
         }
         let id = c.store.spawn();
+        // Loaded again: the level's own copy, no longer one to bring back.
+        self.gone_statics.remove(path);
         self.level.insert(path.into(), (class, id, None));
         Ok(id)
     }

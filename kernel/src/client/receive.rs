@@ -297,6 +297,7 @@ impl ClientWorld {
         // cannot be applied either, nor an open of a static actor the client did not load.
         let mut gone: HashSet<NetGuid> = HashSet::new();
         let level = &self.level;
+        let gone_statics = &self.gone_statics;
         let mut unknown_statics = 0;
         let mut opened_here: HashSet<NetGuid> = HashSet::new();
         let mut sub_opened_here: HashSet<NetGuid> = HashSet::new();
@@ -320,7 +321,8 @@ impl ClientWorld {
                         c == open.class
                             && bound.is_none_or(|g| g == b.guid)
                             && actors.get(&b.guid).is_none_or(|a| a.0 == c)
-                    });
+                    }) || (gone_statics.get(path) == Some(&(open.class, b.guid))
+                        && !actors.contains_key(&b.guid));
                     if !loaded {
                         unknown_statics += 1;
                         skipped += 1;
