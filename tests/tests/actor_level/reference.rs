@@ -69,6 +69,11 @@ fn over_a_lossy_link_the_kernel_decides_exactly_as_the_ue_style_reference() {
     // fast array's delivered, the client asking for the array — seed 0 failed.)
     // (Seed 17 with 3 connections at 50 % loss: a lost InitialOnly value that a later initial
     // bunch delivered went once more in a plain bunch.)
+    // (Seed 32954 with 2 at 10 %, from session 44's sweep: a tearing actor despawned with its
+    // slot given to a new actor before the tick; the reference judged which connections serve
+    // it by the slot's new occupant — the new owner's connection, where the tearing actor's
+    // tear-off then waited in the kernel only. The reference now keeps each actor's serving
+    // settings as of its last frame.)
     // (Seeds 10643 and 27720 with 3 at 30 %, from a helper's sweep of ~18 000 worlds: a tearing
     // sub-object orphaned by its torn-off owner's despawn closes TornOff where the owner's
     // channel is gone, and a sub-object orphaned in the tick that gives its slot to a new actor
@@ -84,6 +89,7 @@ fn over_a_lossy_link_the_kernel_decides_exactly_as_the_ue_style_reference() {
         (44, 4, 0.2),
         (10643, 3, 0.3),
         (27720, 3, 0.3),
+        (32954, 2, 0.1),
     ];
     let (mut reopens, mut full) = (0, 0);
     for (seed, connections, loss) in worlds {
@@ -103,7 +109,11 @@ fn the_kernel_decides_as_the_reference_whatever_order_the_classes_were_registere
     // sub-object of a gone owner was due, and relevant by its owner, for a frame; and the
     // reference decided a tearing orphan's close before its owner's channel had closed in the
     // same pass — seed 120 with 8 connections at 20 % loss.)
-    for (seed, connections, loss) in [(0, 4, 0.0), (5, 4, 0.0), (120, 8, 0.2), (8, 3, 0.3)] {
+    // (Seed 36614 with 2 at 10 %, from session 44's sweep: an owner-only owner whose channel
+    // the walk gave up ended its sub-objects' channels with it; the reference had ranked a
+    // sub-object listed before its owner — its class first — with the channel's time, not as
+    // one without a channel. It now ranks once every candidate is listed.)
+    for (seed, connections, loss) in [(0, 4, 0.0), (5, 4, 0.0), (120, 8, 0.2), (8, 3, 0.3), (36614, 2, 0.1)] {
         decide_alike(Spec::new(seed, connections).loss(loss).bags_first());
     }
 }

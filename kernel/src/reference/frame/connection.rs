@@ -107,12 +107,21 @@ impl ReferenceFrame {
                 if channel.is_none() && (!relevant || net.tearing) {
                     continue;
                 }
+                list.push((Candidate { key: 0, guid: a.guid, index: i as u32 }, c, s, relevant));
+            }
+            // Priorities once every candidate is listed: an owner-only owner whose channel this
+            // walk gave up ended its sub-objects' channels with it, and a sub-object listed
+            // before it (its class registered first) ranks as one without a channel, as one
+            // listed after it does.
+            for (cand, c, s, _) in &mut list {
+                let a = actors[*c as usize][*s as usize].as_ref().expect("due actors are live");
                 // No channel, or one woken from dormancy (UE closed it then): the spawn priority.
+                let channel = rc.channels.get(&cand.guid);
                 let t =
                     channel.filter(|ch| !ch.woken).map_or(SPAWN_PRIORITY_SECONDS, |ch| (now - ch.last_update) as f32);
                 let (rel, np) = &a.link;
                 let best = viewers.iter().map(|v| actor_priority(rel, *np, t, v, &plookup)).fold(0.0f32, f32::max);
-                list.push((Candidate { key: priority_key(best), guid: a.guid, index: i as u32 }, c, s, relevant));
+                cand.key = priority_key(best);
             }
             rc.decisions.relevant.sort();
             list.sort_by(|a, b| send_order(&a.0, &b.0));

@@ -139,6 +139,7 @@ impl ReferenceFrame {
                             owner: None,
                             asleep: false,
                             sleep_at: None,
+                            serve: Serve::default(),
                         });
                     }
                     if let Some(e) = entry.as_mut().filter(|_| class.cols.sub_condition[slot].is_some()) {
@@ -203,18 +204,31 @@ impl RefConn {
 /// Whether connection `ci`'s frames serve the actor in (`c`, `s`) at all: an owner-only actor
 /// only a connection that owns it or whose viewers are on its owner chain (UE's
 /// `IsActorOwnedByAndRelevantToConnection`), a sub-object only where its condition lets it.
+/// The actor is the reference's entry in (`c`, `s`); if the driver's slot holds another actor
+/// already (it died and a new one was spawned there: the driver ended its tear-off or not when
+/// it retired it, judged by its own columns then), its own, as of its last frame, answer.
 fn serves(driver: &NetDriver, actors: &[Vec<Option<RefActor>>], (c, s): (u32, u32), ci: usize) -> bool {
     let class = &driver.classes[c as usize];
     let net = &class.actors[s as usize];
-    let owned = net.owner == Some(ci as u32);
+    let Some(a) = actors[c as usize][s as usize].as_ref() else { return false };
+    let serve = if net.guid == a.guid {
+        Serve {
+            owner: net.owner,
+            autonomous: net.autonomous,
+            sub_condition: class.cols.sub_condition[s as usize],
+            only_relevant_to_owner: class.cols.settings[s as usize].only_relevant_to_owner,
+        }
+    } else {
+        a.serve
+    };
+    let owned = serve.owner == Some(ci as u32);
     let dc = &driver.conns[ci];
-    if !class.cols.sub_condition[s as usize].is_none_or(|cond| cond.allows(owned, net.autonomous, dc.replay)) {
+    if !serve.sub_condition.is_none_or(|cond| cond.allows(owned, serve.autonomous, dc.replay)) {
         return false;
     }
-    if !class.cols.settings[s as usize].only_relevant_to_owner || owned {
+    if !serve.only_relevant_to_owner || owned {
         return true;
     }
-    let Some(a) = actors[c as usize][s as usize].as_ref() else { return false };
     let lookup = |g: NetGuid| {
         let &(c, s) = driver.guids.get(&g)?;
         actors.get(c as usize)?.get(s as usize)?.as_ref().map(|a| &a.link.0)

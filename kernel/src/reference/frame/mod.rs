@@ -120,6 +120,20 @@ struct RefActor {
     /// Asleep, where it fell asleep and its squared cull distance then: where a connection's
     /// look meets it (`None`: a static actor's Initial sleep, which only a wake ends).
     sleep_at: Option<([f32; 3], f32)>,
+    /// Which connections it serves, as of its last frame ([`Serve`]).
+    serve: Serve,
+}
+
+/// What decides which connections' frames serve an actor (its owning connection, autonomous
+/// proxy, sub-object condition, owner-only setting), as of the last frame it lived in: a tearing
+/// actor gone with its slot already reused (the driver's columns are the new occupant's) is still
+/// judged by its own.
+#[derive(Clone, Copy, Debug, Default)]
+struct Serve {
+    owner: Option<u32>,
+    autonomous: bool,
+    sub_condition: Option<crate::net::SubObjectCondition>,
+    only_relevant_to_owner: bool,
 }
 
 /// One actor channel of a connection.
@@ -465,6 +479,13 @@ impl ReferenceFrame {
                 let Some(a) = entry.as_mut() else { continue };
                 let at = location(class, store, slot as u32);
                 a.link = (relevancy_of(class, slot as u32, at), class.cols.settings[slot].net_priority);
+                let net = &class.actors[slot];
+                a.serve = Serve {
+                    owner: net.owner,
+                    autonomous: net.autonomous,
+                    sub_condition: class.cols.sub_condition[slot],
+                    only_relevant_to_owner: class.cols.settings[slot].only_relevant_to_owner,
+                };
             }
             let (_, dirty) = stores[order[c]].split_for_compare(&self.watchers[c]);
             dirty.clear_lanes(&compared);
