@@ -34,6 +34,41 @@ impl ClientWorld {
         self.resolve(guid);
     }
 
+    /// Takes static GUID `guid` off the level actor it was bound to (an open of that actor's path
+    /// named another GUID: one of the two was forged, the newest binds). The level copy stays for
+    /// the new GUID; the old one's references wait as for a destroyed actor, its sub-objects and
+    /// fast arrays (a forger's) go.
+    fn unbind_static(&mut self, guid: NetGuid) {
+        for g in self.subs.take_owned(guid) {
+            if let Some((class, id)) = self.actors.remove(&g) {
+                let _ = self.classes[class as usize].store.despawn(id);
+                self.forget_references(g);
+                self.events.push(ClientEvent::Destroyed { guid: g });
+            }
+            self.subs.remove(g);
+        }
+        for array in self.fast.remove_owned(guid) {
+            self.forget_references(array);
+        }
+        self.actors.remove(&guid);
+        if let Some(path) = self.bound.remove(&guid) {
+            if let Some(entry) = self.level.get_mut(&path) {
+                entry.2 = None;
+            }
+        }
+        self.dormant.remove(&guid);
+        self.torn.remove(&guid);
+        self.forget_references(guid);
+        for slot in self.mapped.take_target(guid) {
+            if self.unmapped.len() < MAX_UNMAPPED / 2 && self.unmapped.insert(slot, guid, MAX_UNMAPPED) {
+                self.write_reference(slot, NetGuid(0));
+            } else {
+                self.stats.mapped_dropped += 1;
+            }
+        }
+        self.stats.statics_rebound += 1;
+    }
+
     /// Applies a channel's close, carried by packet `seq`. Closing an actor the client never got
     /// (its open was lost) is no error; a destroyed static actor is found by its path if its
     /// GUID was never bound.
@@ -145,12 +180,24 @@ impl ClientWorld {
         let guid = b.guid;
         let mut spawned = false;
         self.dormant.remove(&guid);
+        if let Some(OpenHeader { kind: OpenKind::Static(path), .. }) = &b.open {
+            // A server gives a loaded path one GUID: a binding of the path to another GUID, or
+            // of the GUID to another path, was forged (or this open is) — the newest binds.
+            if self.level.contains_key(path) && self.bound.get(&guid) != Some(path) {
+                if let Some(other) = self.level.get(path).and_then(|e| e.2) {
+                    self.unbind_static(other);
+                }
+                if self.bound.contains_key(&guid) {
+                    self.unbind_static(guid);
+                }
+            }
+        }
         let id = match (self.actors.get(&guid), &b.open) {
             (Some(&(_, id)), _) => id,
             (None, Some(OpenHeader { kind: OpenKind::Static(path), .. })) => {
                 // Checked before anything was applied: the path names a loaded actor of this
                 // class; an export earlier in the packet may have bound it to another GUID since.
-                if let Some(entry) = self.level.get_mut(path).filter(|e| e.2.is_none_or(|g| g == guid)) {
+                if let Some(entry) = self.level.get_mut(path) {
                     entry.2 = Some(guid);
                     let id = entry.1;
                     self.bound.insert(guid, path.clone());

@@ -66,6 +66,9 @@ pub struct ClientStats {
     /// (it never does after its own close: the close was forged): brought back as fresh copies
     /// ([`ClientEvent::Spawned`]).
     pub statics_restored: u64,
+    /// Opens of a loaded static actor's path naming another GUID than the one bound to it (a
+    /// server gives a path one GUID: one of the two was forged): the newest open binds it.
+    pub statics_rebound: u64,
     /// Static actors whose open was stepped over (not loaded) forgotten to make room for a newer
     /// one (at most 4096 are kept, the least recently used evicted): an evicted one's next
     /// update is refused with its packet and the actor asked for again.

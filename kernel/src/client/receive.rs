@@ -317,12 +317,13 @@ impl ClientWorld {
             }
             if let Some(open) = &b.open {
                 if let OpenKind::Static(path) = &open.kind {
-                    let loaded = level.get(path).is_some_and(|&(c, _, bound)| {
-                        c == open.class
-                            && bound.is_none_or(|g| g == b.guid)
-                            && actors.get(&b.guid).is_none_or(|a| a.0 == c)
-                    }) || (gone_statics.get(path) == Some(&(open.class, b.guid))
-                        && !actors.contains_key(&b.guid));
+                    // Bound to another GUID or not, the path is this open's (a server gives a
+                    // path one GUID: one of the two was forged, and the newest open takes it —
+                    // the server's, asked for again, heals a forged binding).
+                    let loaded = level
+                        .get(path)
+                        .is_some_and(|&(c, _, _)| c == open.class && actors.get(&b.guid).is_none_or(|a| a.0 == c))
+                        || (gone_statics.get(path) == Some(&(open.class, b.guid)) && !actors.contains_key(&b.guid));
                     if !loaded {
                         unknown_statics += 1;
                         skipped += 1;
