@@ -59,6 +59,15 @@ impl ClientWorld {
         self.dormant.remove(&guid);
         self.torn.remove(&guid);
         self.forget_references(guid);
+        self.park_references_to(guid);
+        self.stats.statics_rebound += 1;
+    }
+
+    /// The references that named `guid`, gone from this client, wait for it again (nulled until
+    /// it comes back). At most half the waiting list for references to gone actors (which may
+    /// never come back): the other half stays for objects on their way. Beyond, a reference
+    /// keeps the GUID, and the actor's return fires no notify for it.
+    fn park_references_to(&mut self, guid: NetGuid) {
         for slot in self.mapped.take_target(guid) {
             if self.unmapped.len() < MAX_UNMAPPED / 2 && self.unmapped.insert(slot, guid, MAX_UNMAPPED) {
                 self.write_reference(slot, NetGuid(0));
@@ -66,7 +75,6 @@ impl ClientWorld {
                 self.stats.mapped_dropped += 1;
             }
         }
-        self.stats.statics_rebound += 1;
     }
 
     /// Applies a channel's close, carried by packet `seq`. Closing an actor the client never got
@@ -152,16 +160,7 @@ impl ClientWorld {
             if let Some((class, id)) = self.actors.remove(&g) {
                 let _ = self.classes[class as usize].store.despawn(id);
                 self.forget_references(g);
-                // At most half the waiting list for references to destroyed actors (which may
-                // never come back): the other half stays for objects on their way. Beyond, a
-                // reference keeps the GUID, and the actor's return fires no notify for it.
-                for slot in self.mapped.take_target(g) {
-                    if self.unmapped.len() < MAX_UNMAPPED / 2 && self.unmapped.insert(slot, g, MAX_UNMAPPED) {
-                        self.write_reference(slot, NetGuid(0));
-                    } else {
-                        self.stats.mapped_dropped += 1;
-                    }
-                }
+                self.park_references_to(g);
                 self.spawn.remove(&g);
                 self.dormant.remove(&g);
                 self.torn.remove(&g);
