@@ -40,12 +40,7 @@ impl ClientWorld {
     /// fast arrays (a forger's) go.
     fn unbind_static(&mut self, guid: NetGuid) {
         for g in self.subs.take_owned(guid) {
-            if let Some((class, id)) = self.actors.remove(&g) {
-                let _ = self.classes[class as usize].store.despawn(id);
-                self.forget_references(g);
-                self.events.push(ClientEvent::Destroyed { guid: g });
-            }
-            self.subs.remove(g);
+            self.destroy(g);
         }
         for array in self.fast.remove_owned(guid) {
             self.forget_references(array);

@@ -73,6 +73,13 @@ impl ActorNet {
         f
     }
 
+    /// Torn off, or tearing off (replicated once more at most): nothing replicates with it
+    /// after that.
+    #[inline]
+    pub fn torn(&self) -> bool {
+        self.tearing || self.torn_off
+    }
+
     /// The leaves a bunch with replication flags `f` (from [`flags`](Self::flags)) carries for
     /// this actor: the class's condition table at those flags, less the Custom/Dynamic parents
     /// the game switched off for it.

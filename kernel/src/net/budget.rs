@@ -15,8 +15,23 @@
 //! does not bank a burst. (This module once took Δ as *at least* 1/120 s, which at tick rates
 //! above 120 Hz granted more than the net speed.)
 
+use super::DriverError;
+
 /// UE 5's default `ConfiguredInternetSpeed` / `MaxClientRate`: bytes per second.
 pub const DEFAULT_NET_SPEED: u32 = 100_000;
+
+/// Refuses a net speed of 0 bytes a second: such a connection would never drain what it was
+/// sent ([`DriverError::BadNetSetting`]).
+pub(crate) fn check_net_speed(bytes_per_second: u32) -> Result<(), DriverError> {
+    if bytes_per_second == 0 {
+        return Err(DriverError::BadNetSetting {
+            setting: "net speed",
+            value: 0.0,
+            expected: "at least 1 byte per second",
+        });
+    }
+    Ok(())
+}
 
 /// UE's `MaxNetTickRate`: a tick counts at most 1/120 s of allowance, whatever the tick rate.
 pub const MAX_NET_TICK_RATE: f64 = 120.0;

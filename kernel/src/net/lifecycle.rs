@@ -231,8 +231,7 @@ impl NetDriver {
         if self.subs.outer.contains_key(&owner) || !owner.is_dynamic() {
             return Err(DriverError::SubObjectChain(owner));
         }
-        let o = &self.classes[oc as usize].actors[os as usize];
-        if o.tearing || o.torn_off {
+        if self.classes[oc as usize].actors[os as usize].torn() {
             return Err(DriverError::TornOffOwner(owner));
         }
         let guid = self.assign_guid(class, store, id)?;
@@ -397,12 +396,10 @@ impl NetDriver {
     ///     /// ```
     pub fn tear_off(&mut self, class: ClassId, store: &ClassStore, id: ActorId) -> Result<(), DriverError> {
         let ci = self.class_for(class, store)?;
-        // Despawned since the last tick: stale, as for every other call naming the actor.
-        let guid = self.guid_of(class, id).filter(|_| store.contains(id)).ok_or(DriverError::StaleActor(id))?;
+        let guid = self.known_guid(class, store, id)?;
         // A sub-object is torn off with its owner (UE tears off actors).
         self.not_a_sub_object(class, id)?;
-        let a = &self.classes[ci].actors[id.index as usize];
-        if a.tearing || a.torn_off {
+        if self.classes[ci].actors[id.index as usize].torn() {
             return Ok(());
         }
         // Its sub-objects go with it (clients keep them, linked to the torn-off owner).
@@ -416,7 +413,7 @@ impl NetDriver {
     /// Marks the actor in `slot` tearing: replicated once more, in the next frame.
     fn begin_tear_off(&mut self, ci: usize, slot: u32, guid: NetGuid) {
         let a = &mut self.classes[ci].actors[slot as usize];
-        if a.tearing || a.torn_off {
+        if a.torn() {
             return;
         }
         a.tearing = true;

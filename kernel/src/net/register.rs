@@ -174,4 +174,10 @@ impl NetDriver {
         let a = self.classes.get(class.0 as usize)?.actors.get(id.index as usize)?;
         (a.alive && a.generation == id.generation).then_some(a.guid)
     }
+
+    /// [`Self::guid_of`] for a call naming an actor of `store`: stale once despawned from the
+    /// store, before the next tick retires it too (as every call naming an actor refuses it).
+    pub(crate) fn known_guid(&self, class: ClassId, store: &ClassStore, id: ActorId) -> Result<NetGuid, DriverError> {
+        self.guid_of(class, id).filter(|_| store.contains(id)).ok_or(DriverError::StaleActor(id))
+    }
 }

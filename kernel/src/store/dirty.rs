@@ -230,14 +230,17 @@ impl ClassStore {
         let mut d = DirtyState::new(self.layout.parents.len());
         d.ensure_pages(self.page_count());
         let alive = Arc::new(());
+        let watcher = Watcher { dirty: d, alive: Arc::downgrade(&alive) };
         let index = match self.watchers.iter().position(|w| w.alive.strong_count() == 0) {
-            Some(i) => i,
+            Some(i) => {
+                self.watchers[i] = watcher;
+                i
+            }
             None => {
-                self.watchers.push(Watcher { dirty: DirtyState::new(0), alive: Weak::new() });
+                self.watchers.push(watcher);
                 self.watchers.len() - 1
             }
         };
-        self.watchers[index] = Watcher { dirty: d, alive: Arc::downgrade(&alive) };
         WatcherId { index, _alive: alive }
     }
 

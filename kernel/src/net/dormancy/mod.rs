@@ -142,7 +142,7 @@ impl NetDriver {
     ) -> Result<(), DriverError> {
         self.level.as_ref().ok_or(DriverError::ActorLevelOff)?;
         let ci = self.class_for(class, store)?;
-        let guid = self.guid_of(class, id).filter(|_| store.contains(id)).ok_or(DriverError::StaleActor(id))?;
+        let guid = self.known_guid(class, store, id)?;
         // It rides its owner's channel: the owner's dormancy is its own.
         self.not_a_sub_object(class, id)?;
         let slot = id.index as usize;
@@ -175,7 +175,7 @@ impl NetDriver {
     pub fn flush_net_dormancy(&mut self, class: ClassId, store: &ClassStore, id: ActorId) -> Result<(), DriverError> {
         self.level.as_ref().ok_or(DriverError::ActorLevelOff)?;
         let ci = self.class_for(class, store)?;
-        self.guid_of(class, id).filter(|_| store.contains(id)).ok_or(DriverError::StaleActor(id))?;
+        self.known_guid(class, store, id)?;
         // A sub-object sleeps and wakes with its owner: flushing it flushes the owner.
         let (ci, slot) = self.carrier(ci, id.index as usize);
         if self.classes[ci].cols.dormancy[slot].dormant() {

@@ -132,8 +132,7 @@ impl NetDriver {
         if self.subs.outer.contains_key(&owner) {
             return Err(DriverError::SubObjectChain(owner));
         }
-        let o = &self.classes[oc as usize].actors[os as usize];
-        if o.tearing || o.torn_off {
+        if self.classes[oc as usize].actors[os as usize].torn() {
             return Err(DriverError::TornOffOwner(owner));
         }
         self.classes[oc as usize].actors[os as usize].fast = true;

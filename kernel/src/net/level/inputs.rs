@@ -241,13 +241,7 @@ impl NetDriver {
     /// ([`DriverError::BadNetSetting`]).
     pub fn set_net_speed(&mut self, conn: ConnectionId, bytes_per_second: u32) -> Result<(), DriverError> {
         self.level()?;
-        if bytes_per_second == 0 {
-            return Err(DriverError::BadNetSetting {
-                setting: "net speed",
-                value: 0.0,
-                expected: "at least 1 byte per second",
-            });
-        }
+        crate::net::budget::check_net_speed(bytes_per_second)?;
         let ci = self.live(conn)?;
         self.conns[ci].budget.net_speed = bytes_per_second;
         Ok(())

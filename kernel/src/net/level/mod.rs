@@ -260,13 +260,7 @@ impl Level {
                 cfg.ready_timeout, cfg.tick_rate
             )));
         }
-        if cfg.net_speed == 0 {
-            return Err(DriverError::BadNetSetting {
-                setting: "net speed",
-                value: 0.0,
-                expected: "at least 1 byte per second",
-            });
-        }
+        super::budget::check_net_speed(cfg.net_speed)?;
         let index = RelevancyIndex::new(cfg.grid).map_err(|e| DriverError::ActorLevel(e.to_string()))?;
         Ok(Level {
             cfg,

@@ -211,16 +211,7 @@ fn serves(driver: &NetDriver, actors: &[Vec<Option<RefActor>>], (c, s): (u32, u3
     let class = &driver.classes[c as usize];
     let net = &class.actors[s as usize];
     let Some(a) = actors[c as usize][s as usize].as_ref() else { return false };
-    let serve = if net.guid == a.guid {
-        Serve {
-            owner: net.owner,
-            autonomous: net.autonomous,
-            sub_condition: class.cols.sub_condition[s as usize],
-            only_relevant_to_owner: class.cols.settings[s as usize].only_relevant_to_owner,
-        }
-    } else {
-        a.serve
-    };
+    let serve = if net.guid == a.guid { Serve::of(class, s as usize) } else { a.serve };
     let owned = serve.owner == Some(ci as u32);
     let dc = &driver.conns[ci];
     if !serve.sub_condition.is_none_or(|cond| cond.allows(owned, serve.autonomous, dc.replay)) {

@@ -136,6 +136,19 @@ struct Serve {
     only_relevant_to_owner: bool,
 }
 
+impl Serve {
+    /// The driver's columns for the actor in `slot` of `class` now.
+    fn of(class: &crate::net::actors::ClassNet, slot: usize) -> Serve {
+        let net = &class.actors[slot];
+        Serve {
+            owner: net.owner,
+            autonomous: net.autonomous,
+            sub_condition: class.cols.sub_condition[slot],
+            only_relevant_to_owner: class.cols.settings[slot].only_relevant_to_owner,
+        }
+    }
+}
+
 /// One actor channel of a connection.
 #[derive(Clone, Copy, Debug)]
 struct RefChannel {
@@ -479,13 +492,7 @@ impl ReferenceFrame {
                 let Some(a) = entry.as_mut() else { continue };
                 let at = location(class, store, slot as u32);
                 a.link = (relevancy_of(class, slot as u32, at), class.cols.settings[slot].net_priority);
-                let net = &class.actors[slot];
-                a.serve = Serve {
-                    owner: net.owner,
-                    autonomous: net.autonomous,
-                    sub_condition: class.cols.sub_condition[slot],
-                    only_relevant_to_owner: class.cols.settings[slot].only_relevant_to_owner,
-                };
+                a.serve = Serve::of(class, slot);
             }
             let (_, dirty) = stores[order[c]].split_for_compare(&self.watchers[c]);
             dirty.clear_lanes(&compared);
