@@ -7,8 +7,9 @@
 //! array), and bags (no location property; a push property, dynamic arrays, every condition,
 //! a quarter of them sub-objects of a thing) — with static actors, random net settings, owners
 //! and instigators, relevancy hooks, clients joining, leaving, falling silent and (over a lossy
-//! link) going dark, net speeds changing, tear-offs, and with [`Spec::dormancy`] the game's
-//! dormancy calls. [`decide_alike`] runs it for 240 frames and compares on every frame of every
+//! link) going dark, net speeds changing, tear-offs, with [`Spec::dormancy`] the game's
+//! dormancy calls, and with [`Spec::sublevels`] actors placed in sublevels the clients stream in
+//! and out. [`decide_alike`] runs it for 240 frames and compares on every frame of every
 //! connection the relevant set, the send order (with priorities, actions and bits), saturation
 //! and the bits queued; [`Exercised::weakness`] says whether the world exercised what a test
 //! relies on.
@@ -18,7 +19,7 @@ use rand_chacha::ChaCha8Rng;
 use shadowrep::client::ClientWorld;
 use shadowrep::ids::{ClassId, ConnectionId, NetGuid};
 use shadowrep::net::dormancy::Dormancy;
-use shadowrep::net::{ActorLevelConfig, ConnectionStats, DriverConfig, NetDriver, NetSettings, Viewer};
+use shadowrep::net::{ActorLevelConfig, ConnectionStats, DriverConfig, NetDriver, NetSettings, SublevelId, Viewer};
 use shadowrep::reference::frame::ReferenceFrame;
 use shadowrep::schema::{ClassBuilder, ClassLayout, Notify, PropType, PropertyDecl, VectorQuant};
 use shadowrep::store::{ActorId, ClassStore};
@@ -124,6 +125,11 @@ struct Sim {
     /// Dormancy calls that went through, and the most actors asleep at once.
     dormancy_calls: usize,
     most_asleep: usize,
+    /// Actors live in the persistent level and in sublevels 1 and 2, which the clients stream
+    /// in and out (the static actors' sublevel beside `statics`); the streaming calls made.
+    sublevels: bool,
+    static_sublevels: Vec<SublevelId>,
+    sublevel_changes: usize,
 }
 
 fn slots() -> Arc<shadowrep::schema::ArrayLayout> {
@@ -132,7 +138,7 @@ fn slots() -> Arc<shadowrep::schema::ArrayLayout> {
 
 impl Sim {
     /// A world of `connections` clients; `adaptive`: UE's adaptive update frequency on.
-    fn new(seed: u64, connections: usize, adaptive: bool, bags_first: bool) -> Sim {
+    fn new(seed: u64, connections: usize, adaptive: bool, bags_first: bool, sublevels: bool) -> Sim {
         let (tl, bl) = (thing(), bag());
         let mut things = ClassStore::new(tl.clone());
         let mut bags = ClassStore::new(bl.clone());
@@ -179,6 +185,9 @@ impl Sim {
             dormancy: false,
             dormancy_calls: 0,
             most_asleep: 0,
+            sublevels,
+            static_sublevels: Vec::new(),
+            sublevel_changes: 0,
         };
         // `DormantPartial` things are dormant for two connections in three.
         let partial: shadowrep::net::dormancy::DormancyHook =
@@ -192,7 +201,10 @@ impl Sim {
             sim.things.set(id, LOCATION, &Value::Vector(at)).unwrap();
             let path = format!("Level/Thing_{i}");
             sim.driver.register_static_actor(thing, &sim.things, id, &path).unwrap();
+            let sublevel = SublevelId(if sublevels { (i % 3) as u16 } else { 0 });
+            sim.driver.set_sublevel(thing, &sim.things, id, sublevel).unwrap();
             sim.statics.push(path);
+            sim.static_sublevels.push(sublevel);
             sim.live.push((thing, id));
         }
         // A class hook: some bags are always relevant to viewers west of the origin, some never
@@ -220,12 +232,36 @@ impl Sim {
         let mut world = ClientWorld::new(&layouts, &self.driver.checksums())
             .and_then(|w| w.with_fast_array_kinds(&[slots()], &self.driver.fast_array_checksums()))
             .unwrap();
-        for path in &self.statics {
+        for (path, _) in self.statics.iter().zip(&self.static_sublevels).filter(|s| *s.1 == SublevelId::PERSISTENT) {
             world.load_static_actor(path, self.thing.0).unwrap();
         }
         let speed = [4_000, 12_000, 100_000][self.rng.random_range(0..3)];
         self.driver.set_net_speed(conn, speed).unwrap();
         self.clients.push((conn, world));
+        if self.sublevels {
+            for l in 1..=2 {
+                if self.rng.random_bool(0.5) {
+                    self.stream(self.clients.len() - 1, SublevelId(l), true);
+                }
+            }
+        }
+    }
+
+    /// Client `c` streams sublevel `l` in (its static actors loaded, then the server told) or
+    /// out (unloaded, then told), as a game does.
+    fn stream(&mut self, c: usize, l: SublevelId, load: bool) {
+        let (conn, world) = &mut self.clients[c];
+        for (path, _) in self.statics.iter().zip(&self.static_sublevels).filter(|s| *s.1 == l) {
+            if load {
+                // (One a destroy's close took is loaded again: the server tells it again.)
+                world.load_static_actor(path, self.thing.0).unwrap();
+            } else {
+                // (False for one a destroy's close took.)
+                world.unload_static_actor(path);
+            }
+        }
+        self.driver.set_sublevel_loaded(*conn, l, load).unwrap();
+        self.sublevel_changes += 1;
     }
 
     /// Whether a call on an actor that sets what a sub-object takes from its owner went through:
@@ -349,6 +385,10 @@ impl Sim {
             }
             self.arrays.push(fa);
         }
+        if self.sublevels {
+            let l = SublevelId(self.rng.random_range(0..3));
+            self.driver.set_sublevel(class, store, id, l).unwrap();
+        }
         self.live.push((class, id));
     }
 
@@ -470,10 +510,15 @@ impl Sim {
                 // Dormant from its registration: it never opens until woken.
                 self.driver.set_net_dormancy(self.thing, &self.things, id, Dormancy::Initial).unwrap();
             }
-            for (_, world) in &mut self.clients {
-                world.load_static_actor(&path, self.thing.0).unwrap();
+            let l = SublevelId(if self.sublevels { self.rng.random_range(0..3) } else { 0 });
+            self.driver.set_sublevel(self.thing, &self.things, id, l).unwrap();
+            for (conn, world) in &mut self.clients {
+                if self.driver.sublevel_loaded(*conn, l).unwrap() {
+                    world.load_static_actor(&path, self.thing.0).unwrap();
+                }
             }
             self.statics.push(path);
+            self.static_sublevels.push(l);
             if self.rng.random_bool(0.5) {
                 self.things.despawn(id).unwrap();
             } else {
@@ -537,6 +582,16 @@ impl Sim {
         }
         if self.dormancy {
             self.play_dormancy();
+        }
+        if self.sublevels && self.rng.random_bool(0.15) {
+            let c = self.rng.random_range(0..self.clients.len());
+            let l = SublevelId(self.rng.random_range(1..=2));
+            let loaded = self.driver.sublevel_loaded(self.clients[c].0, l).unwrap();
+            self.stream(c, l, !loaded);
+            // Now and then streamed out and in again before the server's next tick.
+            if loaded && self.rng.random_bool(0.2) {
+                self.stream(c, l, true);
+            }
         }
         for c in 0..self.clients.len() {
             let mut viewers = Vec::new();
@@ -635,13 +690,14 @@ pub struct Spec {
     pub loss: f64,
     pub bags_first: bool,
     pub dormancy: bool,
+    pub sublevels: bool,
 }
 
 impl Spec {
     /// World `seed` with `connections` clients over a perfect link, owners' class first, no
     /// dormancy.
     pub fn new(seed: u64, connections: usize) -> Spec {
-        Spec { seed, connections, loss: 0.0, bags_first: false, dormancy: false }
+        Spec { seed, connections, loss: 0.0, bags_first: false, dormancy: false, sublevels: false }
     }
 
     /// The same over a link that loses `loss` of the packets (and now and then goes dark for a
@@ -658,6 +714,11 @@ impl Spec {
     /// The same with the game putting actors to sleep and waking them, on a wider map.
     pub fn dormancy(self) -> Spec {
         Spec { dormancy: true, ..self }
+    }
+
+    /// The same with actors in sublevels the clients stream in and out.
+    pub fn sublevels(self) -> Spec {
+        Spec { sublevels: true, ..self }
     }
 }
 
@@ -688,6 +749,8 @@ pub struct Exercised {
     pub most_asleep: usize,
     /// Packets the link lost.
     pub dropped: usize,
+    /// Sublevels the clients streamed in or out.
+    pub sublevel_changes: usize,
     /// The last clients' connection statistics.
     pub stats: Vec<ConnectionStats>,
 }
@@ -715,6 +778,7 @@ impl Exercised {
             ),
             (!spec.dormancy || self.most_asleep > 10, format!("at most {} actors asleep", self.most_asleep)),
             (!spec.dormancy || self.dormancy_calls > 200, format!("{} dormancy calls", self.dormancy_calls)),
+            (!spec.sublevels || self.sublevel_changes > 15, format!("{} sublevels streamed", self.sublevel_changes)),
             (
                 spec.loss == 0.0 || self.dropped > 100 && resent > 100,
                 format!("{} packets lost, {resent} leaves resent", self.dropped),
@@ -729,8 +793,8 @@ impl Exercised {
 /// packet read by its client. `Err` names the first difference (`"seed N frame F client C: …"`)
 /// or the refused packet.
 pub fn decide_alike(spec: Spec) -> Result<Exercised, String> {
-    let Spec { seed, connections, loss, bags_first, dormancy } = spec;
-    let mut sim = Sim::new(seed, connections, seed % 4 == 3, bags_first);
+    let Spec { seed, connections, loss, bags_first, dormancy, sublevels } = spec;
+    let mut sim = Sim::new(seed, connections, seed % 4 == 3, bags_first, sublevels);
     sim.loss = loss;
     sim.dormancy = dormancy;
     if dormancy {
@@ -799,6 +863,7 @@ pub fn decide_alike(spec: Spec) -> Result<Exercised, String> {
     x.dormancy_calls = sim.dormancy_calls;
     x.most_asleep = sim.most_asleep;
     x.dropped = sim.dropped;
+    x.sublevel_changes = sim.sublevel_changes;
     x.stats = sim.clients.iter().map(|&(c, _)| sim.driver.connection_stats(c).expect("live")).collect();
     Ok(x)
 }

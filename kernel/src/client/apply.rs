@@ -99,6 +99,19 @@ impl ClientWorld {
                     }
                 }
             }
+            // The server's answer to this client's unloading the actor's sublevel: a copy the
+            // game has not unloaded itself goes as a destroyed one (a static actor's is brought
+            // back by the server's next open of it, should the close be forged); a GUID bound to
+            // nothing changes nothing — above all no level actor loaded again since.
+            CloseReason::LevelUnloaded if self.torn.contains_key(&guid) => {}
+            CloseReason::LevelUnloaded => {
+                self.remember_closed(guid);
+                if self.fast.remove(guid) {
+                    self.forget_references(guid);
+                } else if self.actors.contains_key(&guid) {
+                    self.destroy(guid);
+                }
+            }
             CloseReason::Dormant => {
                 if self.actors.contains_key(&guid) && self.dormant.insert(guid) {
                     self.events.push(ClientEvent::Dormant { guid });

@@ -261,6 +261,28 @@ impl ClientWorld {
         Ok(id)
     }
 
+    /// Unloads the static actor loaded at `path` (its sublevel streamed out: UE unloads the
+    /// level's actors on the client itself, then tells the server, whose channel closes follow
+    /// — [`crate::net::NetDriver::set_sublevel_loaded`]). Its copy is despawned and its GUID
+    /// forgotten, so loading `path` again gives a fresh copy that the server's next open of the
+    /// actor binds and fills with its current state. False (nothing done) if `path` is not
+    /// loaded.
+    pub fn unload_static_actor(&mut self, path: &str) -> bool {
+        let Some(&(class, id, bound)) = self.level.get(path) else { return false };
+        match bound {
+            Some(guid) => {
+                self.destroy(guid);
+                // Unloaded by the game, not destroyed by a close: nothing to bring back.
+                self.gone_statics.remove(path);
+            }
+            None => {
+                self.level.remove(path);
+                let _ = self.classes[class as usize].store.despawn(id);
+            }
+        }
+        true
+    }
+
     /// The spawn info a dynamic actor's open carried (quantised as on the wire).
     pub fn spawn_info(&self, guid: NetGuid) -> Option<SpawnInfo> {
         self.spawn.get(&guid).copied()

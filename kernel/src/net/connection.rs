@@ -160,6 +160,8 @@ pub(crate) struct Connection {
     pub scratch: Box<super::channels::Scratch>,
     /// Look for sleeping actors near the viewers at the next frame (a new connection does).
     pub dormant_look: bool,
+    /// The sublevels its client has loaded ([`super::sublevels`]).
+    pub sublevels: super::sublevels::ConnSublevels,
     /// The epoch the next channel row gets.
     pub next_epoch: u8,
     /// A feedback's settled entries, kept to be applied together (reused; no larger than the
@@ -276,6 +278,7 @@ impl Connection {
             decisions: None,
             scratch: Box::default(),
             dormant_look: true,
+            sublevels: Default::default(),
             next_epoch: 0,
             settled: Vec::new(),
             quiet: Default::default(),

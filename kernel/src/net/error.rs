@@ -101,6 +101,11 @@ pub enum DriverError {
     /// The owner named for a sub-object or a fast array is torn off (or tearing off): it
     /// replicates nothing more, so nothing could replicate with it.
     TornOffOwner(NetGuid),
+    /// The persistent level cannot be unloaded: every client has it.
+    PersistentSublevel,
+    /// An actor's sublevel is set before the tick that first replicates it (UE places an actor
+    /// in its level when it spawns): this actor has been replicated.
+    SublevelFixed(NetGuid),
 }
 
 impl fmt::Display for DriverError {
@@ -148,6 +153,10 @@ impl fmt::Display for DriverError {
             }
             DriverError::TornOffOwner(g) => {
                 write!(f, "{g} is torn off: nothing more replicates with it (a sub-object or fast array needs a live owner)")
+            }
+            DriverError::PersistentSublevel => write!(f, "the persistent level (sublevel 0) is loaded on every client"),
+            DriverError::SublevelFixed(g) => {
+                write!(f, "{g} has been replicated: set an actor's sublevel before the tick that first sees it")
             }
             DriverError::AlreadyReplicated(id) => {
                 write!(

@@ -130,11 +130,27 @@ pub(crate) struct Statics {
     next: NetGuid,
     /// Destroyed static actors, in order: a connection that joins later gets their closes.
     pub destroyed: Vec<NetGuid>,
+    /// The sublevels of static actors outside the persistent level (a destroyed one's close
+    /// goes again to a client that loads its sublevel: [`super::sublevels`]).
+    pub sublevels: crate::ids::GuidMap<super::sublevels::SublevelId>,
+}
+
+impl Statics {
+    /// Static actor `guid`'s sublevel.
+    pub fn sublevel_of(&self, guid: NetGuid) -> super::sublevels::SublevelId {
+        self.sublevels.get(&guid).copied().unwrap_or_default()
+    }
 }
 
 impl Default for Statics {
     fn default() -> Self {
-        Self { paths: Default::default(), taken: HashSet::new(), next: NetGuid(3), destroyed: Vec::new() }
+        Self {
+            paths: Default::default(),
+            taken: HashSet::new(),
+            next: NetGuid(3),
+            destroyed: Vec::new(),
+            sublevels: Default::default(),
+        }
     }
 }
 
@@ -146,7 +162,9 @@ impl NetDriver {
     /// every connection is told, including those that join later. Call it before a tick (or
     /// [`Self::assign_guid`]) gives the actor a dynamic GUID. A path names one static actor for
     /// the driver's life, even after that actor is destroyed ([`DriverError::BadStaticPath`]):
-    /// a level streamed out and in again registers its actors under new paths.
+    /// a level the server itself unloads and loads again registers its actors under new paths.
+    /// (A client streaming a level out and in is [`Self::set_sublevel_loaded`]: the same actors,
+    /// the same paths; place a static actor with [`Self::set_sublevel`].)
     pub fn register_static_actor(
         &mut self,
         class: ClassId,
@@ -237,9 +255,10 @@ impl NetDriver {
         let guid = self.assign_guid(class, store, id)?;
         self.subs.outer.insert(guid, owner);
         self.subs.inner.entry(owner).or_default().push(guid);
-        let (owner_net, owner_settings, owner_clock) = {
+        let (owner_net, owner_settings, owner_clock, owner_sublevel) = {
             let o = &self.classes[oc as usize];
-            (o.actors[os as usize], o.cols.settings[os as usize], o.cols.clock[os as usize])
+            let os = os as usize;
+            (o.actors[os], o.cols.settings[os], o.cols.clock[os], o.cols.sublevel[os])
         };
         let slot = id.index as usize;
         let c = &mut self.classes[ci];
@@ -249,6 +268,7 @@ impl NetDriver {
         c.cols.dormancy[slot] = Default::default();
         c.cols.sub_condition[slot] = Some(condition);
         c.cols.owner_actor[slot] = Some(owner);
+        c.cols.sublevel[slot] = owner_sublevel;
         // Due with its owner from the start (then on its owner's frames: `clock_key`), as UE
         // replicates a new sub-object in its owner's next update.
         c.cols.clock[slot] = owner_clock;

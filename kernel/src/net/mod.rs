@@ -87,6 +87,7 @@ pub mod settings;
 mod share;
 pub(crate) mod shared;
 pub mod spatial;
+pub mod sublevels;
 mod tick;
 
 pub use crate::ids::{ClassId, ConnectionId, Frame, LeafMask, NetGuid, Seq};
@@ -101,6 +102,7 @@ pub use level::ChannelInfo;
 pub use lifecycle::SubObjectCondition;
 pub use relevancy::{RelevancyHook, Viewer};
 pub use settings::{ActorLevelConfig, NetSettings};
+pub use sublevels::SublevelId;
 pub use tick::{Stages, TickStats};
 
 use crate::compare::CompareConfig;

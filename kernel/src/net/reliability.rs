@@ -320,10 +320,10 @@ pub(crate) fn apply_settled(
             continue;
         }
         // A lost close goes again unless the channel is back: a destroyed actor's or a torn-off
-        // one's always; a relevancy close unless the actor has a row again; a dormancy close
-        // while the row is still dormant.
+        // one's always; a relevancy (or sublevel) close unless the actor has a row again; a
+        // dormancy close while the row is still dormant.
         let again = match close.reason {
-            CloseReason::Destroyed => conn.pair_of(guids, close.guid).is_none(),
+            CloseReason::Destroyed | CloseReason::LevelUnloaded => conn.pair_of(guids, close.guid).is_none(),
             CloseReason::Dormant => conn.dormant_here(guids, close.guid),
             CloseReason::TornOff => true,
         };

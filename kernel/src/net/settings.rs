@@ -204,6 +204,8 @@ pub(crate) struct Columns {
     /// A sub-object's condition ([`super::lifecycle::SubObjectCondition`]); `None`: not a
     /// sub-object.
     pub sub_condition: Vec<Option<super::lifecycle::SubObjectCondition>>,
+    /// The sublevel each actor lives in ([`super::sublevels`]; a sub-object's is its owner's).
+    pub sublevel: Vec<super::sublevels::SublevelId>,
     /// The class's per-connection answer for `DormantPartial` actors.
     pub dormancy_hook: Option<super::dormancy::DormancyHook>,
     /// Per page: the lanes of actors that may be due — live, not torn off, not asleep — so the
@@ -243,6 +245,7 @@ impl Columns {
             self.asleep.resize(n, false);
             self.sleeps.resize(n, 0);
             self.sub_condition.resize(n, None);
+            self.sublevel.resize(n, Default::default());
         }
         self.settings[slot] = self.defaults;
         self.overridden[slot] = false;
@@ -254,6 +257,7 @@ impl Columns {
         self.last_considered[slot] = Default::default();
         self.dormancy[slot] = Default::default();
         self.sub_condition[slot] = None;
+        self.sublevel[slot] = Default::default();
         self.set_asleep(slot, false);
     }
 

@@ -165,6 +165,10 @@ pub enum CloseReason {
     Dormant,
     /// The actor was torn off: the client keeps its copy and the server sends no more.
     TornOff,
+    /// The connection unloaded the actor's sublevel (UE's `EChannelCloseReason::LevelUnloaded`):
+    /// the client destroys a copy it still has, but a static actor's close carries no path — it
+    /// never takes a level actor the client loaded again meanwhile.
+    LevelUnloaded,
 }
 
 impl CloseReason {
@@ -173,6 +177,7 @@ impl CloseReason {
             CloseReason::Destroyed => 0,
             CloseReason::Dormant => 1,
             CloseReason::TornOff => 2,
+            CloseReason::LevelUnloaded => 3,
         }
     }
 }
@@ -325,7 +330,7 @@ pub fn read_close_reason(r: &mut BitReader<'_>, guid: NetGuid) -> Result<(CloseR
         0 => CloseReason::Destroyed,
         1 => CloseReason::Dormant,
         2 => CloseReason::TornOff,
-        _ => return Err(WireError::Invalid("close reason")),
+        _ => CloseReason::LevelUnloaded, // the two bits' last value
     };
     let path = (guid.is_static() && reason == CloseReason::Destroyed).then(|| read_path(r)).transpose()?;
     Ok((reason, path))
@@ -442,6 +447,8 @@ mod tests {
             (NetGuid(4), CloseReason::TornOff),
             (NetGuid(5), CloseReason::Destroyed),
             (NetGuid(5), CloseReason::Dormant),
+            (NetGuid(4), CloseReason::LevelUnloaded),
+            (NetGuid(5), CloseReason::LevelUnloaded),
         ] {
             let mut w = BitWriter::new();
             write_close_reason(&mut w, guid, reason, Some("/Game/Map.Lamp"));
@@ -450,11 +457,5 @@ mod tests {
             assert_eq!(r2, reason);
             assert_eq!(path.is_some(), guid.is_static() && reason == CloseReason::Destroyed);
         }
-        let mut w = BitWriter::new();
-        w.write_bits(3, REASON_BITS);
-        assert_eq!(
-            read_close_reason(&mut BitReader::new(w.bytes()), NetGuid(4)),
-            Err(WireError::Invalid("close reason"))
-        );
     }
 }

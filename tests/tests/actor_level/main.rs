@@ -15,6 +15,7 @@ mod priority;
 mod reference;
 mod relevancy;
 mod roles;
+mod sublevels;
 mod subobjects;
 mod tearoff;
 mod timeout;

@@ -42,13 +42,21 @@ pub(super) fn candidates(
     // when the actor is relevant. Nor does a tearing actor get a row: it only closes the
     // channels it has.
     let tearing = |d: u32| ctx.tearing > 0 && ctx.due[d as usize].actor.tearing;
+    // Nor does an actor whose sublevel the client has not loaded (UE's
+    // IsLevelInitializedForActor: no channel is opened to it; one open stays).
+    let sublevels = &conn.sublevels;
+    let unloaded = |d: u32| {
+        let due = &ctx.due[d as usize];
+        ctx.sublevels && !sublevels.is_loaded(ctx.write.classes[due.class as usize].cols.sublevel[due.slot as usize])
+    };
+    let no_channel = |d: u32| tearing(d) || unloaded(d);
     let add = |(key, d): (u64, u32),
                at: usize,
                fresh: &mut Vec<Channel>,
                cands: &mut Vec<Cand>,
                epoch: &mut u8,
                dormant: &mut Vec<Channel>| {
-        if tearing(d) {
+        if no_channel(d) {
             return;
         }
         let row = match dormant.binary_search_by_key(&key, |r: &Channel| r.key) {
@@ -90,7 +98,7 @@ pub(super) fn candidates(
             // A gone actor's row left as a scratch row (no flags: between frames every row is a
             // channel): a new actor in its slot takes it, numbered as a fresh row would be.
             if row.state.flags == 0 {
-                if tearing(d) {
+                if no_channel(d) {
                     continue;
                 }
                 row.state.epoch = number(next_epoch);

@@ -94,6 +94,11 @@ pub(crate) struct LevelCtx<'a> {
     pub opens: &'a super::opens::OpenCache,
     pub time: ServerTime,
     pub cfg: &'a ActorLevelConfig,
+    /// Static actors (the destroyed ones' closes go again where their sublevel loads).
+    pub statics: &'a super::lifecycle::Statics,
+    /// Some actor is outside the persistent level: a candidate without a channel is checked
+    /// against the connection's loaded sublevels ([`super::sublevels`]).
+    pub sublevels: bool,
 }
 
 impl<'a> LevelCtx<'a> {
@@ -182,6 +187,7 @@ pub(crate) fn replicate_connection(ctx: &LevelCtx<'_>, ci: u32, conn: &mut Conne
     let now = ctx.time.now;
     let ready = now - conn.heard <= ctx.cfg.ready_timeout;
     retire_rows(conn, ctx.retired, ready);
+    super::sublevels::apply_changes(ctx, conn, &mut out.closed);
     let record = ctx.cfg.record_decisions;
     let mut decisions = record.then(|| FrameDecisions {
         frame: ctx.time.frame,
@@ -247,7 +253,7 @@ pub(crate) fn replicate_connection(ctx: &LevelCtx<'_>, ci: u32, conn: &mut Conne
 /// what the frame's last pass drops, or the row of a new actor in the same slot — so the rows
 /// are walked once and compacted once a frame. (A walk of its own cost two binary searches over
 /// rows cold from memory per connection, 3 % of battle_royale's samples.)
-fn retire_rows(conn: &mut Connection, retired: &[(u64, NetGuid)], ready: bool) {
+pub(crate) fn retire_rows(conn: &mut Connection, retired: &[(u64, NetGuid)], ready: bool) {
     let Pairs::Channels { rows, dormant } = &mut conn.pairs else { return };
     // Dormant copies of gone actors: the client keeps them until told (UE's destruction infos).
     for &(key, guid) in retired {
@@ -561,7 +567,7 @@ fn lane_set(bits: &[u64], slot: u32) -> bool {
 /// left open had sent plain bunches to a client without the sub-object once the owner was back;
 /// so had a copy held dormant (in `dormant`, which goes too: a sweep of the reference's worlds,
 /// seed 13982 — woken with its owner's next channel, it went as a plain bunch).
-pub(super) fn end_sub_channels(
+pub(crate) fn end_sub_channels(
     ctx: &LevelCtx<'_>,
     (rows, dormant): (&mut [Channel], &mut Vec<Channel>),
     owner: NetGuid,
@@ -591,7 +597,7 @@ pub(super) fn end_sub_channels(
 /// Ends a frame's rows: the scratch rows go, and the rows of owners closed TornOff — but those
 /// [`Connection::held_torn`] keeps, while a sub-object's last update waits for the window — and
 /// with them what [`Connection::unsent_initial`] kept of their lost opens.
-fn drop_scratch_rows(conn: &mut Connection) {
+pub(crate) fn drop_scratch_rows(conn: &mut Connection) {
     let Pairs::Channels { rows, dormant } = &mut conn.pairs else { return };
     let held = &mut conn.held_torn;
     rows.retain(|r| {

@@ -253,7 +253,10 @@ impl NetDriver {
             if conn.removed || conn.viewers.is_empty() {
                 continue;
             }
-            let due = std::mem::take(&mut conn.dormant_look) || (frame + ci as u64).is_multiple_of(interval);
+            // (A sublevel loaded since the last tick is looked at at once.)
+            let loaded_one = conn.sublevels.changes_at(self.frame).iter().any(|c| c.loaded);
+            let due =
+                std::mem::take(&mut conn.dormant_look) || loaded_one || (frame + ci as u64).is_multiple_of(interval);
             if !due {
                 continue;
             }
@@ -272,6 +275,10 @@ impl NetDriver {
                 }
                 let (c, slot) = super::pairs::split_key(key);
                 let cols = &mut self.classes[c as usize].cols;
+                // Not for a client that has not loaded its sublevel (it would not be opened).
+                if level.sublevels && !conn.sublevels.is_loaded(cols.sublevel[slot as usize]) {
+                    continue;
+                }
                 cols.set_asleep(slot as usize, false);
                 cols.force_net_update(slot as usize, now);
             }

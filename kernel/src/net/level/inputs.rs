@@ -10,6 +10,7 @@ use crate::net::connection::Connection;
 use crate::net::pairs::Pairs;
 use crate::net::relevancy::{RelevancyHook, Viewer};
 use crate::net::settings::{NetSettings, SpawnLeaves};
+use crate::net::sublevels::SublevelId;
 use crate::net::{ClassId, ConnectionId, DriverError, NetDriver, NetGuid};
 use crate::schema::LeafKind;
 use crate::store::{ActorId, ClassStore};
@@ -234,6 +235,96 @@ impl NetDriver {
         let ci = self.live(conn)?;
         self.conns[ci].viewers = viewers.to_vec();
         Ok(())
+    }
+
+    /// Places an actor in a sublevel of the map (UE: the streaming level it was spawned in or
+    /// placed in; [`SublevelId::PERSISTENT`] by default): a connection whose client has not
+    /// loaded that sublevel is opened no channel to it ([`crate::net::sublevels`]). Its
+    /// sub-objects are in it too. Call it before the tick that first replicates the actor
+    /// ([`DriverError::SublevelFixed`] after); a sub-object's own is refused
+    /// ([`DriverError::FollowsOwner`]).
+    ///
+    /// ```
+    /// use shadowrep::net::{ActorLevelConfig, DriverConfig, NetDriver, SublevelId, Viewer};
+    /// use shadowrep::prelude::*;
+    /// use std::sync::Arc;
+    ///
+    /// let layout = Arc::new(ClassBuilder::new("Lamp").property(PropertyDecl::new("On", PropType::Bool)).build().unwrap());
+    /// let mut store = ClassStore::new(layout);
+    /// let cfg = DriverConfig { actor_level: Some(ActorLevelConfig::default()), ..DriverConfig::default() };
+    /// let mut driver = NetDriver::new(cfg).unwrap();
+    /// let class = driver.register_class(&mut store).unwrap();
+    /// let conn = driver.add_connection(false);
+    /// let viewer = Viewer { real_viewer: None, view_target: None, location: [0.0; 3], direction: [1.0, 0.0, 0.0] };
+    /// driver.set_viewers(conn, &[viewer]).unwrap();
+    /// let lamp = store.spawn();
+    /// driver.set_position(class, &store, lamp, [100.0, 0.0, 0.0]).unwrap();
+    /// driver.set_sublevel(class, &store, lamp, SublevelId(1)).unwrap();
+    /// driver.tick(&mut [&mut store]).unwrap();
+    /// assert_eq!(driver.channels(conn).unwrap().0, 0, "its client has not loaded sublevel 1");
+    /// driver.set_sublevel_loaded(conn, SublevelId(1), true).unwrap();
+    /// driver.tick(&mut [&mut store]).unwrap();
+    /// assert_eq!(driver.channels(conn).unwrap().0, 1);
+    /// ```
+    pub fn set_sublevel(
+        &mut self,
+        class: ClassId,
+        store: &ClassStore,
+        id: ActorId,
+        sublevel: SublevelId,
+    ) -> Result<(), DriverError> {
+        self.not_a_sub_object(class, id)?;
+        let (c, s) = self.cols_slot(class, store, id)?;
+        let guid = self.classes[c].actors[s].guid;
+        if self.classes[c].actors[s].adopted != self.frame {
+            return Err(DriverError::SublevelFixed(guid));
+        }
+        self.classes[c].cols.sublevel[s] = sublevel;
+        for (sc, ss, _) in self.sub_slots(guid) {
+            self.classes[sc as usize].cols.sublevel[ss as usize] = sublevel;
+        }
+        if guid.is_static() {
+            self.statics.sublevels.insert(guid, sublevel);
+        }
+        if sublevel != SublevelId::PERSISTENT {
+            self.level.as_mut().expect("checked by cols_slot").sublevels = true;
+        }
+        Ok(())
+    }
+
+    /// The sublevel an actor is in.
+    pub fn sublevel(&self, class: ClassId, id: ActorId) -> Option<SublevelId> {
+        self.guid_of(class, id)?;
+        self.classes[class.0 as usize].cols.sublevel.get(id.index as usize).copied()
+    }
+
+    /// The client of `conn` loaded (`true`) or unloaded sublevel `sublevel` (UE's
+    /// `ServerUpdateLevelVisibility`; a client's game unloads a level's static actors itself,
+    /// `ClientWorld::unload_static_actor`, then tells the server). At the next tick: an unload
+    /// closes the connection's channels to the sublevel's actors (reason `LevelUnloaded`); a
+    /// load lets them open (with their current state) and sends again the closes of the
+    /// sublevel's destroyed static actors. A new connection has only the persistent level,
+    /// which cannot be unloaded ([`DriverError::PersistentSublevel`]).
+    pub fn set_sublevel_loaded(
+        &mut self,
+        conn: ConnectionId,
+        sublevel: SublevelId,
+        loaded: bool,
+    ) -> Result<(), DriverError> {
+        self.level()?;
+        let ci = self.live(conn)?;
+        if sublevel == SublevelId::PERSISTENT {
+            return if loaded { Ok(()) } else { Err(DriverError::PersistentSublevel) };
+        }
+        let next = crate::ids::Frame(self.frame.0 + 1);
+        self.conns[ci].sublevels.set(sublevel, loaded, next);
+        Ok(())
+    }
+
+    /// Whether the client of `conn` has sublevel `sublevel` loaded (as the game last said).
+    pub fn sublevel_loaded(&self, conn: ConnectionId, sublevel: SublevelId) -> Result<bool, DriverError> {
+        let ci = self.live(conn)?;
+        Ok(self.conns[ci].sublevels.is_loaded(sublevel))
     }
 
     /// Sets a connection's bandwidth in bytes per second (UE's `CurrentNetSpeed`). At least 1:

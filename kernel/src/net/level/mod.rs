@@ -160,6 +160,9 @@ pub(crate) struct Level {
     pub guid_rank: GuidRanks,
     /// The frame's open encodings, by due index (see [`super::opens`]).
     pub opens: super::opens::OpenCache,
+    /// Some actor was placed outside the persistent level: connections check their clients'
+    /// sublevels ([`super::sublevels`]).
+    pub sublevels: bool,
 }
 
 impl Level {
@@ -284,6 +287,7 @@ impl Level {
             fast_arrays: Vec::new(),
             guid_rank: GuidRanks::default(),
             opens: Default::default(),
+            sublevels: false,
         })
     }
 }
@@ -447,6 +451,8 @@ impl NetDriver {
             report_closes: !self.inactive.is_empty(),
             time,
             cfg: &level.cfg,
+            statics: &self.statics,
+            sublevels: level.sublevels,
         };
         let run = |(ci, conn): (usize, &mut Connection)| channels::replicate_connection(&ctx, ci as u32, conn);
         let parallel = self.cfg.parallel && level.due.len() * self.conns.len() >= self.cfg.min_parallel_items;

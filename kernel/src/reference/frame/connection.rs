@@ -36,6 +36,7 @@ impl ReferenceFrame {
         if dc.removed {
             return 0;
         }
+        rc.sublevel_changes(driver, &dc.sublevels, time.frame);
         let mut pending = Vec::new();
         // Tearing actors replicated here: (class, slot, whether the window held some back).
         let mut tearing: Vec<(u32, u32, bool)> = Vec::new();
@@ -104,7 +105,10 @@ impl ReferenceFrame {
                 }
                 // A tearing actor opens no channel.
                 let channel = rc.channels.get(&a.guid);
-                if channel.is_none() && (!relevant || net.tearing) {
+                // Nor one whose sublevel the client has not loaded (UE's
+                // IsLevelInitializedForActor).
+                let loaded = || dc.sublevels.is_loaded(class.cols.sublevel[s as usize]);
+                if channel.is_none() && (!relevant || net.tearing || !loaded()) {
                     continue;
                 }
                 list.push((Candidate { key: 0, guid: a.guid, index: i as u32 }, c, s, relevant));
@@ -323,14 +327,15 @@ impl ReferenceFrame {
             }
         }
         // The actors that may sleep that this connection holds awake: an open channel (not
-        // dormant), or relevant without a copy; one not replicated to this frame, its open
-        // channels.
+        // dormant), or relevant without a copy (and in a sublevel its client has loaded); one
+        // not replicated to this frame, its open channels.
         for &i in sleepy {
             let (i, (c, s)) = (i as usize, due[i as usize]);
             let Some(a) = actors[c as usize][s as usize].as_ref().filter(|_| !awake[i]) else { continue };
             let open = rc.channels.contains_key(&a.guid);
             let relevant = rc.decisions.relevant.binary_search(&a.guid).is_ok();
-            let relevant_new = ready && relevant && !rc.dormant.contains_key(&a.guid);
+            let loaded = dc.sublevels.is_loaded(driver.classes[c as usize].cols.sublevel[s as usize]);
+            let relevant_new = ready && relevant && !rc.dormant.contains_key(&a.guid) && loaded;
             awake[i] = open || relevant_new;
         }
         let written = write.end(&mut rc.conn, st, true);

@@ -64,7 +64,9 @@ impl ReferenceFrame {
             if dc.removed || dc.viewers.is_empty() {
                 continue;
             }
-            let first = !std::mem::replace(&mut rc.looked, true);
+            // (A sublevel loaded since the last tick is looked at at once.)
+            let loaded_one = dc.sublevels.changes_at(time.frame).iter().any(|c| c.loaded);
+            let first = !std::mem::replace(&mut rc.looked, true) || loaded_one;
             if first || (frame + ci as u64).is_multiple_of(interval) {
                 looking.push(ci);
             }
@@ -85,7 +87,9 @@ impl ReferenceFrame {
                 let Some((at, cull_sq)) = a.sleep_at.filter(|_| a.asleep) else { continue };
                 let near = dc.viewers.iter().any(|v| within_cull_distance(at, cull_sq, v.location));
                 let held = rc.channels.contains_key(&a.guid) || rc.dormant.get(&a.guid).is_some_and(|d| !d.woken);
-                if near && !held {
+                // A client that has not loaded its sublevel would not be opened a channel.
+                let loaded = dc.sublevels.is_loaded(driver.classes[c].cols.sublevel[s]);
+                if near && !held && loaded {
                     a.asleep = false;
                     a.sleep_at = None;
                     a.clock.force_net_update(time.now);

@@ -57,7 +57,7 @@ impl ReferenceFrame {
                     let again = match close.reason {
                         CloseReason::TornOff => true,
                         CloseReason::Dormant => rc.dormant.contains_key(&close.guid),
-                        CloseReason::Destroyed => {
+                        CloseReason::Destroyed | CloseReason::LevelUnloaded => {
                             !rc.channels.contains_key(&close.guid) && !rc.dormant.contains_key(&close.guid)
                         }
                     };

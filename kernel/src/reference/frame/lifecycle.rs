@@ -190,6 +190,44 @@ impl ReferenceFrame {
 }
 
 impl RefConn {
+    /// What the client did with its sublevels since the last frame (UE's
+    /// `ServerUpdateLevelVisibility`, applied as it arrives): a sublevel it loaded (and has
+    /// now) gets its destroyed static actors' closes again; one it unloaded closes every channel
+    /// to an actor in it (a tearing one's too), copies held dormant too, the owner taking its
+    /// sub-objects' along.
+    pub(super) fn sublevel_changes(&mut self, driver: &NetDriver, sublevels: &ConnSublevels, frame: Frame) {
+        let changes = sublevels.changes_at(frame);
+        if changes.is_empty() {
+            return;
+        }
+        let statics = &driver.statics;
+        let retell = sublevels.destroyed_to_retell(frame, &statics.destroyed, |g| statics.sublevel_of(g));
+        self.conn.closes.extend(retell.map(PendingClose::destroyed));
+        let closing = |guid: NetGuid| {
+            let Some(&(c, s)) = driver.guids.get(&guid) else { return false };
+            let (class, s) = (&driver.classes[c as usize], s as usize);
+            let sublevel = class.cols.sublevel[s];
+            changes.iter().any(|ch| ch.sublevel == sublevel && ch.unloaded) && class.cols.sub_condition[s].is_none()
+        };
+        let open: Vec<NetGuid> = self.channels.keys().copied().filter(|&g| closing(g)).collect();
+        let held: Vec<NetGuid> = self.dormant.keys().copied().filter(|&g| closing(g)).collect();
+        for &guid in &open {
+            if self.channels.remove(&guid).is_some_and(|ch| ch.ever_opened) {
+                self.conn.closes.push(PendingClose { guid, reason: CloseReason::LevelUnloaded });
+            }
+        }
+        for &guid in &held {
+            self.dormant.remove(&guid);
+            self.conn.closes.push(PendingClose { guid, reason: CloseReason::LevelUnloaded });
+        }
+        for owner in open.iter().chain(&held) {
+            for sub in driver.sub_objects(*owner) {
+                self.channels.remove(sub);
+                self.dormant.remove(sub);
+            }
+        }
+    }
+
     /// Whether a gone sub-object's `owner` still has a channel here, or its Destroyed close
     /// is queued (this frame's pass takes owners first): that close takes the sub-object with
     /// it, no close of its own.

@@ -75,6 +75,7 @@ use crate::net::plan::SendItem;
 use crate::net::priority::{actor_priority, priority_key, send_order, Candidate, SPAWN_PRIORITY_SECONDS};
 use crate::net::relevancy::{owned_by_viewers, relevant_to_connection, ActorRelevancy};
 use crate::net::send::WriteCtx;
+use crate::net::sublevels::ConnSublevels;
 use crate::net::{ConnectionId, DriverError, NetDriver, NetSettings};
 use crate::schema::PAGE_LANES;
 use crate::store::{ClassStore, WatcherId};

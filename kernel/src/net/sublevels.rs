@@ -1,0 +1,216 @@
+//! Sublevels: the parts of a map a client streams in and out (UE's streaming levels), and UE's
+//! rule that a connection is opened no channel to an actor whose level its client has not loaded.
+//!
+//! ```text
+//! an actor lives in one sublevel (NetDriver::set_sublevel; the persistent level, 0, by default;
+//!   a sub-object in its owner's)
+//! a connection has the persistent level and the sublevels its client said it loaded
+//!   (NetDriver::set_sublevel_loaded: UE's ServerUpdateLevelVisibility)
+//! prioritize: an actor without a channel whose sublevel is not loaded here → skipped (no open),
+//!   before any relevancy answer counts (UE's IsLevelInitializedForActor in PrioritizeActors)
+//! a sublevel unloaded since the last tick → at the tick, every channel here of an actor in it
+//!   (and every copy held dormant) closes with reason LevelUnloaded (the client unloaded them
+//!   itself; a copy it still has goes); its sub-objects end with it
+//! a sublevel loaded since the last tick (and loaded at the tick) → the closes of its static
+//!   actors destroyed meanwhile go again (the client loaded them with the sublevel: UE sends a
+//!   level's destruction infos when the client makes it visible)
+//! ```
+//!
+//! The tick applies what changed since the last one — the UE-style reference, which runs the
+//! same frame after the driver's tick, reads the same record (`ConnSublevels::changes_at`).
+
+use super::channels::{drop_scratch_rows, end_sub_channels, retire_rows, LevelCtx};
+use super::connection::{pair, Connection, PendingClose};
+use super::pairs::{split_key, Pairs};
+use crate::ids::{Frame, NetGuid};
+use crate::wire::open::CloseReason;
+
+/// A sublevel of the map (UE: a streaming level). [`SublevelId::PERSISTENT`] is the map's own
+/// level, which every client has loaded.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct SublevelId(pub u16);
+
+impl SublevelId {
+    /// The persistent level: loaded on every client, always.
+    pub const PERSISTENT: SublevelId = SublevelId(0);
+}
+
+/// What a connection's client did with one sublevel since the last tick.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct SublevelChange {
+    pub sublevel: SublevelId,
+    /// Unloaded at some point (its channels close, even if it was loaded again).
+    pub unloaded: bool,
+    /// Loaded at some point (its destroyed static actors' closes go again if it is loaded now).
+    pub loaded: bool,
+}
+
+/// The sublevels a connection's client has loaded, and what changed since the last tick.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct ConnSublevels {
+    /// Bit `l % 64` of word `l / 64`: sublevel `l` is loaded (the persistent level is, always,
+    /// whatever its bit says).
+    loaded: Vec<u64>,
+    /// The changes made since the tick before `for_frame`, for the tick of `for_frame`; one
+    /// entry per sublevel, so at most one per sublevel there is.
+    changes: Vec<SublevelChange>,
+    for_frame: Frame,
+}
+
+impl ConnSublevels {
+    /// Whether sublevel `l` is loaded.
+    pub fn is_loaded(&self, l: SublevelId) -> bool {
+        l == SublevelId::PERSISTENT || self.loaded.get(l.0 as usize / 64).is_some_and(|w| w >> (l.0 % 64) & 1 != 0)
+    }
+
+    /// Loads or unloads sublevel `l` (not the persistent level) as of the tick of frame `next`.
+    /// False when it already was.
+    pub fn set(&mut self, l: SublevelId, loaded: bool, next: Frame) -> bool {
+        debug_assert_ne!(l, SublevelId::PERSISTENT);
+        if self.is_loaded(l) == loaded {
+            return false;
+        }
+        let (word, bit) = (l.0 as usize / 64, l.0 % 64);
+        if self.loaded.len() <= word {
+            self.loaded.resize(word + 1, 0);
+        }
+        self.loaded[word] ^= 1 << bit;
+        if self.for_frame != next {
+            self.changes.clear();
+            self.for_frame = next;
+        }
+        let change = match self.changes.iter_mut().find(|c| c.sublevel == l) {
+            Some(c) => c,
+            None => {
+                self.changes.push(SublevelChange { sublevel: l, unloaded: false, loaded: false });
+                self.changes.last_mut().expect("just pushed")
+            }
+        };
+        if loaded {
+            change.loaded = true;
+        } else {
+            change.unloaded = true;
+        }
+        true
+    }
+
+    /// What changed for the tick of `frame` (nothing if no call came since the tick before).
+    pub fn changes_at(&self, frame: Frame) -> &[SublevelChange] {
+        if self.for_frame == frame {
+            &self.changes
+        } else {
+            &[]
+        }
+    }
+
+    /// The closes of static actors destroyed in a sublevel loaded since the tick before `frame`
+    /// (and loaded now), from `destroyed` in order with `sublevel_of` each one's sublevel.
+    pub fn destroyed_to_retell<'a>(
+        &'a self,
+        frame: Frame,
+        destroyed: &'a [NetGuid],
+        sublevel_of: impl Fn(NetGuid) -> SublevelId + 'a,
+    ) -> impl Iterator<Item = NetGuid> + 'a {
+        let changes = self.changes_at(frame);
+        let retell = move |l: SublevelId| self.is_loaded(l) && changes.iter().any(|c| c.sublevel == l && c.loaded);
+        destroyed.iter().copied().filter(move |&g| !changes.is_empty() && retell(sublevel_of(g)))
+    }
+}
+
+/// At the tick, what connection `conn`'s client did with its sublevels since the last one: the
+/// closes of static actors destroyed in a sublevel it loaded go again, and its channels to the
+/// actors of a sublevel it unloaded close — copies held dormant too — with their sub-objects'
+/// (reported in `closed` when the frame reports closes).
+pub(crate) fn apply_changes(ctx: &LevelCtx<'_>, conn: &mut Connection, closed: &mut Vec<(u32, u32)>) {
+    let frame = ctx.time.frame;
+    let changes = conn.sublevels.changes_at(frame).to_vec();
+    if changes.is_empty() {
+        return;
+    }
+    let statics = ctx.statics;
+    let retell = conn.sublevels.destroyed_to_retell(frame, &statics.destroyed, |g| statics.sublevel_of(g));
+    conn.closes.extend(retell.map(PendingClose::destroyed).collect::<Vec<_>>());
+    if !changes.iter().any(|c| c.unloaded) {
+        return;
+    }
+    // The gone actors' rows are retired first (a frame that replicates would retire them in its
+    // walk for the candidates): a new actor in a gone one's slot may be a sub-object whose
+    // owner closes here, and the rows left are the live actors'.
+    retire_rows(conn, ctx.retired, false);
+    let classes = ctx.write.classes;
+    // The actor of `key` if it is to close here: in an unloaded sublevel, and not a sub-object
+    // (it ends with its owner). A tearing actor's channel closes too: the client has no copy to
+    // keep (and a torn-off one's it keeps whatever the close), and no last update is owed
+    // where no channel is left.
+    let closing = |key: u64| {
+        let (c, s) = split_key(key);
+        let (class, slot) = (&classes[c as usize], s as usize);
+        let sublevel = class.cols.sublevel[slot];
+        let unloaded = changes.iter().any(|ch| ch.sublevel == sublevel && ch.unloaded);
+        (unloaded && class.cols.sub_condition[slot].is_none()).then_some(class.actors[slot].guid)
+    };
+    let Pairs::Channels { rows, dormant } = &mut conn.pairs else { return };
+    let mut ended: Vec<NetGuid> = Vec::new();
+    for row in rows.iter_mut().filter(|r| r.state.flags & pair::CHANNEL != 0) {
+        let Some(guid) = closing(row.key) else { continue };
+        if row.state.flags & pair::EVER_OPENED != 0 {
+            conn.closes.push(PendingClose { guid, reason: CloseReason::LevelUnloaded });
+        }
+        row.state.flags = 0;
+        ended.push(guid);
+        if ctx.report_closes {
+            closed.push(split_key(row.key));
+        }
+    }
+    dormant.retain(|row| {
+        let Some(guid) = closing(row.key) else { return true };
+        // The client holds the copy: told whatever the open's fate.
+        conn.closes.push(PendingClose { guid, reason: CloseReason::LevelUnloaded });
+        ended.push(guid);
+        if ctx.report_closes {
+            closed.push(split_key(row.key));
+        }
+        false
+    });
+    for owner in ended {
+        end_sub_channels(ctx, (rows, dormant), owner, closed);
+    }
+    drop_scratch_rows(conn);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_persistent_level_is_always_loaded_and_changes_are_kept_for_the_next_tick_only() {
+        let mut s = ConnSublevels::default();
+        assert!(s.is_loaded(SublevelId::PERSISTENT));
+        assert!(!s.is_loaded(SublevelId(70)));
+        assert!(s.set(SublevelId(70), true, Frame(3)));
+        assert!(!s.set(SublevelId(70), true, Frame(3)), "already loaded");
+        assert!(s.is_loaded(SublevelId(70)) && !s.is_loaded(SublevelId(6)));
+        assert!(s.set(SublevelId(70), false, Frame(3)));
+        assert!(s.set(SublevelId(70), true, Frame(3)));
+        assert_eq!(s.changes_at(Frame(3)), [SublevelChange { sublevel: SublevelId(70), unloaded: true, loaded: true }]);
+        assert!(s.changes_at(Frame(4)).is_empty() && s.changes_at(Frame(2)).is_empty());
+        // The first change for a later tick forgets the earlier tick's.
+        assert!(s.set(SublevelId(2), true, Frame(5)));
+        assert_eq!(s.changes_at(Frame(5)), [SublevelChange { sublevel: SublevelId(2), unloaded: false, loaded: true }]);
+        assert!(s.changes_at(Frame(3)).is_empty());
+        assert!(s.is_loaded(SublevelId(70)) && s.is_loaded(SublevelId(2)));
+    }
+
+    #[test]
+    fn only_a_sublevel_loaded_since_the_last_tick_and_loaded_now_retells_its_destroyed_statics() {
+        let mut s = ConnSublevels::default();
+        let destroyed = [NetGuid(3), NetGuid(5), NetGuid(7)];
+        let of = |g: NetGuid| SublevelId((g.0 % 3) as u16); // 3 → 0, 5 → 2, 7 → 1
+        assert_eq!(s.destroyed_to_retell(Frame(1), &destroyed, of).count(), 0);
+        s.set(SublevelId(2), true, Frame(1));
+        s.set(SublevelId(1), true, Frame(1));
+        s.set(SublevelId(1), false, Frame(1));
+        assert_eq!(s.destroyed_to_retell(Frame(1), &destroyed, of).collect::<Vec<_>>(), [NetGuid(5)]);
+        assert_eq!(s.destroyed_to_retell(Frame(2), &destroyed, of).count(), 0);
+    }
+}
