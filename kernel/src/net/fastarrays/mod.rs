@@ -13,6 +13,8 @@
 //!                                            bunch carrying the owner's open on, its arrays follow
 //!                                            it, as UE serializes them in the actor's first bunch)
 //!   owner dormant                          → wait, keeping the base (wake sends what changed)
+//!   base expired (far behind: the change   → forget it: a new base sends everything
+//!   log dropped removals it lacked)
 //!   owner's channel gone or reopened       → forget the base (the client destroyed its copy
 //!                                            with the owner): a new base sends everything
 //!   condition leaves this connection out  → close it (the client destroys it), forget the base
