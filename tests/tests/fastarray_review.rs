@@ -5,7 +5,7 @@ use shadowrep::client::ClientWorld;
 use shadowrep::fastarray::{item_layout, FastArray, FastArrayError, FastArrayReceiver, MAX_PINNED_REMOVALS};
 use shadowrep::ids::{ClassId, ConnectionId, NetGuid};
 use shadowrep::net::{
-    ActorLevelConfig, DriverConfig, FastArrayKind, NetDriver, NetSettings, SubObjectCondition, Viewer,
+    ActorLevelConfig, DriverConfig, DriverError, FastArrayKind, NetDriver, NetSettings, SubObjectCondition, Viewer,
 };
 use shadowrep::schema::{ArrayLayout, ClassBuilder, ClassLayout, PropType, PropertyDecl};
 use shadowrep::store::{ActorId, ClassStore};
@@ -439,4 +439,21 @@ fn a_base_far_behind_expires_and_starts_again_while_the_others_go_on() {
     fresh.receive(w.bytes(), &mut ()).unwrap();
     server.acked(again, t);
     assert_eq!(fresh.iter().map(|(id, b)| (id.0, b.to_vec())).collect::<Items>(), want);
+}
+
+#[test]
+fn an_actor_with_a_fast_array_cannot_become_a_sub_object() {
+    // add_fast_array refuses a sub-object as the owner (a client accepts a fast array's open
+    // only under an actor), but register_sub_object took an actor that already had a fast
+    // array: every client stepped over the array's open, and its copy never came.
+    let mut l = Lvl::new(1);
+    let (_, owner) = l.spawn([100.0, 0.0, 0.0]);
+    let (weapon, weapon_guid) = l.spawn([100.0, 0.0, 0.0]);
+    let fa = l.driver.add_fast_array(l.kind, weapon_guid, SubObjectCondition::None).unwrap();
+    l.driver.fast_array_mut(fa).unwrap().add(&7u32.to_le_bytes()).unwrap();
+    let r = l.driver.register_sub_object(l.class, &l.store, weapon, owner, SubObjectCondition::None);
+    assert_eq!(r, Err(DriverError::SubObjectChain(weapon_guid)));
+    // Refused, nothing changed: the weapon is an actor of its own, and its array arrives.
+    l.run(4);
+    assert_eq!(l.client_items(0, fa), Some(l.server_items(fa)));
 }
