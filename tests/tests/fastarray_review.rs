@@ -457,3 +457,77 @@ fn an_actor_with_a_fast_array_cannot_become_a_sub_object() {
     l.run(4);
     assert_eq!(l.client_items(0, fa), Some(l.server_items(fa)));
 }
+
+#[test]
+fn keys_far_past_the_short_window_converge_under_loss_with_late_joiners() {
+    // Array keys in the hundreds of thousands, hundreds of marks a frame, in-order delivery
+    // with long runs of loss (a base falls more than the short key's window behind), an array
+    // emptied now and then, and connections joining late: every client ends with the server's
+    // items, and no server delta is refused.
+    use rand::{Rng, SeedableRng};
+    let layout = slots();
+    for seed in 0..8u64 {
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+        let mut server = FastArray::new(layout.clone());
+        churn(&mut server, 50_000 + rng.random_range(0..20_000));
+        let mut live: Vec<_> = Vec::new();
+        let mut conns: Vec<(shadowrep::fastarray::BaseId, FastArrayReceiver)> = Vec::new();
+        for frame in 0..400u32 {
+            if frame % 50 == 0 {
+                if frame % 100 == 0 {
+                    // Every other one joins an array just emptied.
+                    for id in live.drain(..) {
+                        server.remove(id).unwrap();
+                    }
+                }
+                let (base, mut client) = (server.connect(), FastArrayReceiver::new(layout.clone()));
+                // Written to at once (before this frame's changes).
+                let mut w = BitWriter::new();
+                if let Some(t) = server.write_delta(base, &mut w).unwrap() {
+                    client.receive(w.bytes(), &mut ()).unwrap();
+                    server.acked(base, t);
+                }
+                conns.push((base, client));
+            }
+            if rng.random_bool(0.02) {
+                for id in live.drain(..) {
+                    server.remove(id).unwrap();
+                }
+            }
+            for _ in 0..rng.random_range(0..600) {
+                match rng.random_range(0..10) {
+                    0..3 if live.len() < 200 => live.push(server.add(&frame.to_le_bytes()).unwrap()),
+                    3..5 if !live.is_empty() => {
+                        let id = live.swap_remove(rng.random_range(0..live.len()));
+                        server.remove(id).unwrap();
+                    }
+                    _ if !live.is_empty() => {
+                        let id = live[rng.random_range(0..live.len())];
+                        server.set(id, &rng.random::<u32>().to_le_bytes()).unwrap();
+                    }
+                    _ => {}
+                }
+            }
+            // Each connection: a long outage now and then, else 20 % loss.
+            let healed = frame >= 360;
+            for (c, (base, client)) in conns.iter_mut().enumerate() {
+                let outage = !healed && (frame / 60 + c as u32).is_multiple_of(3);
+                for _ in 0..4 {
+                    let mut w = BitWriter::new();
+                    let Some(t) = server.write_delta_within(*base, &mut w, 8 * 1200).unwrap() else { break };
+                    if healed || (!outage && !rng.random_bool(0.2)) {
+                        client.receive(w.bytes(), &mut ()).unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+                        server.acked(*base, t);
+                    } else {
+                        server.lost(*base, t);
+                    }
+                }
+            }
+        }
+        let want: Items = server.iter().map(|(id, b)| (id.0, b.to_vec())).collect();
+        for (base, client) in &conns {
+            assert!(server.is_synced(*base), "seed {seed}");
+            assert_eq!(client.iter().map(|(id, b)| (id.0, b.to_vec())).collect::<Items>(), want, "seed {seed}");
+        }
+    }
+}
