@@ -9,7 +9,7 @@ use super::base::{ConnectionBase, KeyRange};
 use super::wire::{self, DeltaHeader, SHORT_KEY_WINDOW};
 use super::{
     ArrayKey, BaseId, DeltaToken, FastArrayError, ReplicationId, MAX_CHANGED_PER_DELTA, MAX_DELETED_PER_DELTA,
-    MAX_FAST_ARRAY_ITEMS, MAX_REPLICATION_ID, MIN_LOG_COMPACT,
+    MAX_FAST_ARRAY_ITEMS, MAX_PINNED_REMOVALS, MAX_REPLICATION_ID, MIN_LOG_COMPACT,
 };
 use crate::schema::ArrayLayout;
 use crate::wire::BitWriter;
@@ -223,13 +223,32 @@ impl FastArray {
     }
 
     /// Drops stale changes and the removals every connection has acknowledged (or joined after).
+    /// Removals kept for the connections behind the others are bounded: past
+    /// max([`MAX_PINNED_REMOVALS`], live items) the bases furthest behind expire, and the
+    /// removals only they lacked go. (A connection whose packets are all lost while it stays
+    /// connected had pinned every later removal, and the log grew without bound.)
     fn compact(&mut self) {
-        let floor = self.bases.iter().flatten().map(ConnectionBase::floor).min().unwrap_or(self.array_key);
         let (index, keys) = (&self.index, &self.keys);
         self.log.retain(|e| match e.op {
             LogOp::Change => index.get(&e.id).is_some_and(|&row| keys[row as usize] == e.key),
-            LogOp::Remove => e.key > floor,
+            LogOp::Remove => true,
         });
+        let floor_of = |bases: &[Option<ConnectionBase>], key: ArrayKey| {
+            bases.iter().flatten().filter(|b| !b.expired()).map(ConnectionBase::floor).min().unwrap_or(key)
+        };
+        // The log is in key order: the removals after a floor are those past its place.
+        let removals_after = |log: &VecDeque<LogEntry>, floor: ArrayKey| {
+            log.range(log.partition_point(|e| e.key <= floor)..).filter(|e| e.op == LogOp::Remove).count()
+        };
+        let bound = MAX_PINNED_REMOVALS.max(self.ids.len());
+        let mut floor = floor_of(&self.bases, self.array_key);
+        while removals_after(&self.log, floor) > bound {
+            for b in self.bases.iter_mut().flatten().filter(|b| !b.expired() && b.floor() == floor) {
+                b.expire();
+            }
+            floor = floor_of(&self.bases, self.array_key);
+        }
+        self.log.retain(|e| e.op == LogOp::Change || e.key > floor);
         self.compacted_len = self.log.len();
     }
 
@@ -274,9 +293,16 @@ impl FastArray {
     }
 
     /// Whether the connection's base has marks or removals it was not sent yet (false for an
-    /// unknown base).
+    /// unknown base; true for an expired one).
     pub fn has_unsent(&self, base: BaseId) -> bool {
-        self.base(base).is_some_and(|b| b.sent_key() < self.array_key)
+        self.base(base).is_some_and(|b| b.sent_key() < self.array_key || b.expired())
+    }
+
+    /// Whether the connection's base expired: it fell so far behind that the change log dropped
+    /// removals it lacked (see the bounds in the [module docs](super)). Disconnect it and start
+    /// its client again from nothing.
+    pub fn is_expired(&self, base: BaseId) -> bool {
+        self.base(base).is_some_and(ConnectionBase::expired)
     }
 
     /// Deltas in flight to the connection.
@@ -374,6 +400,9 @@ impl FastArray {
         let array_key = self.array_key;
         let b =
             self.bases.get_mut(base.0 as usize).and_then(Option::as_mut).ok_or(FastArrayError::UnknownBase(base))?;
+        if b.expired() {
+            return Err(FastArrayError::BaseExpired(base));
+        }
         b.make_room();
         let (from, joined) = (b.sent_key(), b.joined());
         if from >= array_key {
@@ -390,20 +419,26 @@ impl FastArray {
             None // not even the first entry fits the budget
         } else if changed.is_empty() && deleted.is_empty() {
             // Nothing in (from, to] reaches this client: settle the range without a delta.
-            let t = b.on_sent(range);
+            let t = b.on_sent(range, None);
             b.acked(t);
             None
         } else {
             changed.sort_unstable_by_key(|&(id, _)| id);
             deleted.sort_unstable();
-            let header =
-                DeltaHeader { array_key, base_key: from, short_key: array_key.0 - b.acked_key().0 < SHORT_KEY_WINDOW };
+            // The client's receiver widens a short key against its newest applied key, which lies
+            // between the newest key it is known to have applied and this one. (Not the
+            // acknowledged cursor: a range with nothing for the client is settled without a
+            // delta — a connection that joins an empty array whose key is past the window — and
+            // the client's newest key stays behind it; a short key read against that was refused
+            // as an invalid key, or misread, for every delta after.)
+            let short_key = array_key.0 - b.delivered_key().0 < SHORT_KEY_WINDOW;
+            let header = DeltaHeader { array_key, base_key: from, short_key };
             let stride = self.layout.stride;
             let rows = &self.rows;
             let items =
                 changed.iter().map(|&(id, row)| (id, &rows[row as usize * stride..(row as usize + 1) * stride]));
             wire::write_delta(w, &self.layout, header, &deleted, items);
-            Some(b.on_sent(range))
+            Some(b.on_sent(range, Some(array_key)))
         };
         self.scratch_changed = changed;
         self.scratch_deleted = deleted;

@@ -5,9 +5,13 @@
 //!            removal ≤ acked is applied there (UE's acknowledged id → key map, as one cursor)
 //! sent       optimistic: the next delta starts after it
 //! in flight  token → (from, to], acked or not, in writing order (at most MAX_IN_FLIGHT_DELTAS)
+//! delivered  the newest array key of a delta the client is known to have applied: its
+//!            receiver's newest key is at least this (a short key is read against that)
 //!
-//! on_sent((from, to]):  remember it; sent = to
-//! acked(token):         mark it; while some acked delta has from ≤ acked < to: acked = to;
+//! on_sent((from, to], key):  remember it (key: the delta's array key; none for a range settled
+//!                       with nothing to send); sent = to
+//! acked(token):         mark it; delivered = max(delivered, its key); while some acked delta
+//!                       has from ≤ acked < to: acked = to;
 //!                       forget deltas with to ≤ acked; sent = max(sent, acked)
 //! lost(token):          forget it; sent = acked     (the next delta covers the lost range again)
 //! ```
@@ -34,6 +38,8 @@ pub(crate) struct KeyRange {
 struct InFlight {
     token: DeltaToken,
     range: KeyRange,
+    /// The array key the delta carried; `None` for a range settled without a delta.
+    key: Option<ArrayKey>,
     acked: bool,
 }
 
@@ -43,15 +49,30 @@ pub(crate) struct ConnectionBase {
     /// The array key when the connection was added: removals at or before it never reach it.
     joined: ArrayKey,
     acked: ArrayKey,
+    /// The newest array key of a delta acknowledged (see the module docs). Not `acked`: a range
+    /// with nothing for this client (removals from before it joined) is settled without a
+    /// delta, so `acked` can run far ahead of what the client's receiver has seen.
+    delivered: ArrayKey,
     sent: ArrayKey,
     in_flight: VecDeque<InFlight>,
     next_token: u32,
+    /// The change log dropped removals this base lacked ([`super::MAX_PINNED_REMOVALS`]): it
+    /// cannot write a delta any more.
+    expired: bool,
 }
 
 impl ConnectionBase {
     /// A connection added when the array key was `joined`: its client holds nothing.
     pub fn new(joined: ArrayKey) -> Self {
-        Self { joined, acked: ArrayKey(0), sent: ArrayKey(0), in_flight: VecDeque::new(), next_token: 0 }
+        Self {
+            joined,
+            acked: ArrayKey(0),
+            delivered: ArrayKey(0),
+            sent: ArrayKey(0),
+            in_flight: VecDeque::new(),
+            next_token: 0,
+            expired: false,
+        }
     }
 
     /// The array key when the connection was added.
@@ -64,6 +85,12 @@ impl ConnectionBase {
         self.acked
     }
 
+    /// The newest array key of a delta acknowledged: the client's receiver has applied at least
+    /// this key (0 before any).
+    pub fn delivered_key(&self) -> ArrayKey {
+        self.delivered
+    }
+
     /// The optimistic cursor the next delta starts after.
     pub fn sent_key(&self) -> ArrayKey {
         self.sent
@@ -72,6 +99,16 @@ impl ConnectionBase {
     /// Removals at or before this key are never needed by this connection again.
     pub fn floor(&self) -> ArrayKey {
         self.acked.max(self.joined)
+    }
+
+    /// Whether the change log dropped removals this base lacked.
+    pub fn expired(&self) -> bool {
+        self.expired
+    }
+
+    /// The change log is about to drop the removals this base lacks.
+    pub fn expire(&mut self) {
+        self.expired = true;
     }
 
     /// Deltas in flight (or acknowledged out of order and parked).
@@ -88,12 +125,13 @@ impl ConnectionBase {
         }
     }
 
-    /// Remembers a delta covering `range` (which starts at the sent cursor) and returns its token.
-    pub fn on_sent(&mut self, range: KeyRange) -> DeltaToken {
+    /// Remembers a delta covering `range` (which starts at the sent cursor) and carrying array
+    /// key `key` (`None`: the range is settled with nothing sent) and returns its token.
+    pub fn on_sent(&mut self, range: KeyRange, key: Option<ArrayKey>) -> DeltaToken {
         debug_assert_eq!(range.from, self.sent);
         let token = DeltaToken(self.next_token);
         self.next_token = self.next_token.wrapping_add(1);
-        self.in_flight.push_back(InFlight { token, range, acked: false });
+        self.in_flight.push_back(InFlight { token, range, key, acked: false });
         self.sent = range.to;
         token
     }
@@ -103,6 +141,8 @@ impl ConnectionBase {
     pub fn acked(&mut self, token: DeltaToken) -> bool {
         let Some(f) = self.in_flight.iter_mut().find(|f| f.token == token) else { return false };
         f.acked = true;
+        // Applied by the client now, even if parked behind an earlier range.
+        self.delivered = self.delivered.max(f.key.unwrap_or_default());
         loop {
             let next = self.in_flight.iter().find(|f| f.acked && f.range.from <= self.acked && f.range.to > self.acked);
             match next {
@@ -137,7 +177,7 @@ mod tests {
     #[test]
     fn the_base_advances_on_ack_not_on_send() {
         let mut b = ConnectionBase::new(ArrayKey(0));
-        let t = b.on_sent(range(0, 10));
+        let t = b.on_sent(range(0, 10), None);
         assert_eq!((b.acked_key(), b.sent_key()), (ArrayKey(0), ArrayKey(10)));
         assert!(b.acked(t));
         assert_eq!(b.acked_key(), ArrayKey(10));
@@ -149,13 +189,13 @@ mod tests {
     #[test]
     fn a_loss_rolls_back_and_a_later_ack_waits_for_the_gap() {
         let mut b = ConnectionBase::new(ArrayKey(0));
-        let t1 = b.on_sent(range(0, 10));
-        let t2 = b.on_sent(range(10, 20));
+        let t1 = b.on_sent(range(0, 10), None);
+        let t2 = b.on_sent(range(10, 20), None);
         assert!(b.acked(t2));
         assert_eq!(b.acked_key(), ArrayKey(0), "(10, 20] is parked: (0, 10] is not acknowledged");
         assert!(b.lost(t1));
         assert_eq!(b.sent_key(), ArrayKey(0), "the next delta covers (0, 10] again");
-        let t3 = b.on_sent(range(0, 15));
+        let t3 = b.on_sent(range(0, 15), None);
         assert!(b.acked(t3));
         assert_eq!(b.acked_key(), ArrayKey(20), "the parked (10, 20] chains on");
         assert_eq!(b.sent_key(), ArrayKey(20));
@@ -165,7 +205,7 @@ mod tests {
     #[test]
     fn acks_in_any_order_end_at_the_last_key() {
         let mut b = ConnectionBase::new(ArrayKey(0));
-        let tokens: Vec<_> = (0..5).map(|i| b.on_sent(range(i * 10, i * 10 + 10))).collect();
+        let tokens: Vec<_> = (0..5).map(|i| b.on_sent(range(i * 10, i * 10 + 10), None)).collect();
         for &t in tokens.iter().rev() {
             assert!(b.acked(t));
         }
@@ -179,7 +219,7 @@ mod tests {
         let mut first = None;
         for i in 0..MAX_IN_FLIGHT_DELTAS as u64 {
             b.make_room();
-            let t = b.on_sent(range(i, i + 1));
+            let t = b.on_sent(range(i, i + 1), None);
             first.get_or_insert(t);
         }
         assert_eq!(b.in_flight(), MAX_IN_FLIGHT_DELTAS, "at the cap, nothing forgotten yet");

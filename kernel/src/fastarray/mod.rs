@@ -52,9 +52,12 @@
 //! # Bounds
 //!
 //! - Log length < max([`MIN_LOG_COMPACT`], 2 × its length after the last compaction), and that
-//!   length is the live items plus the removals some connection had not acknowledged then. A
-//!   connection that never acknowledges pins its unacknowledged removals; the driver closes such
-//!   a connection by its timeout.
+//!   length is the live items plus the removals some connection had not acknowledged then, at
+//!   most max([`MAX_PINNED_REMOVALS`], live items): a compaction that finds more **expires** the
+//!   bases furthest behind (a connection whose packets are all lost while it stays connected, or
+//!   that acknowledges only some) — their removals are dropped, and such a base only answers
+//!   [`FastArrayError::BaseExpired`]; its connection starts again from nothing (disconnect,
+//!   connect, a fresh receiver), as the driver does by opening the array again.
 //! - Deltas in flight per connection ≤ [`MAX_IN_FLIGHT_DELTAS`]; the oldest beyond it counts as lost.
 //! - Items ≤ [`MAX_FAST_ARRAY_ITEMS`] on both sides; one delta ≤ [`MAX_CHANGED_PER_DELTA`]
 //!   changes and [`MAX_DELETED_PER_DELTA`] deletes, on write and on read.
@@ -134,6 +137,10 @@ pub const MAX_IN_FLIGHT_DELTAS: usize = 256;
 /// The change log is compacted when it reaches this many entries, or twice its length after the
 /// last compaction if that is more.
 pub const MIN_LOG_COMPACT: usize = 64;
+/// Removals the change log keeps for connections behind the others, beyond the live items: a
+/// compaction that would keep more expires the bases furthest behind (see the bounds in the
+/// module docs).
+pub const MAX_PINNED_REMOVALS: usize = 4 * MAX_DELETED_PER_DELTA;
 /// The largest replication id; adding an item after it was assigned fails.
 pub const MAX_REPLICATION_ID: u32 = u32::MAX;
 
@@ -183,6 +190,9 @@ pub enum FastArrayError {
     },
     /// No connection base has this id.
     UnknownBase(BaseId),
+    /// The base fell so far behind that the removals it lacked were dropped from the change log
+    /// ([`MAX_PINNED_REMOVALS`]): disconnect it and start its client again from nothing.
+    BaseExpired(BaseId),
     /// A delta older than one already applied (its values are stale); state is untouched.
     Late {
         /// The delta's array key.
@@ -215,6 +225,9 @@ impl fmt::Display for FastArrayError {
                 write!(f, "an item is {expected} bytes, {got} were given")
             }
             FastArrayError::UnknownBase(b) => write!(f, "no connection base {}", b.0),
+            FastArrayError::BaseExpired(b) => {
+                write!(f, "connection base {} fell too far behind and expired; start it again", b.0)
+            }
             FastArrayError::Late { key, newest } => {
                 write!(f, "delta at array key {} is older than the applied {}", key.0, newest.0)
             }

@@ -16,9 +16,11 @@
 //! ```
 //!
 //! The writer sends the short key only when the array key is less than [`SHORT_KEY_WINDOW`]
-//! past the connection's acknowledged cursor: the receiver's newest key lies between the two, so
-//! the nearest key with those low bits is the right one. One changed item with an id below
-//! 16 384 and a short key costs 1 + 16 + 8 + 1 + 3 + 16 = 45 bits besides its item.
+//! past the newest array key of a delta the connection acknowledged: the receiver's newest key
+//! lies between the two, so the nearest key with those low bits is the right one. (Not past the
+//! acknowledged cursor, which a range with nothing for the client moves on without a delta.)
+//! One changed item with an id below 16 384 and a short key costs 1 + 16 + 8 + 1 + 3 + 16 = 45
+//! bits besides its item.
 //!
 //! Decoding checks every count against its cap before allocating, grows buffers only as bits are
 //! consumed (every entry takes at least 8), and rejects ids of 0, past `u32`, or both deleted and
@@ -30,7 +32,8 @@ use crate::wire::{read_leaf, write_leaf, BitReader, BitWriter, WireError};
 
 /// Bits of a short array key.
 pub const SHORT_KEY_BITS: u32 = 16;
-/// A short key is sent only while the array key is less than this past the acknowledged cursor.
+/// A short key is sent only while the array key is less than this past the newest key of an
+/// acknowledged delta.
 pub const SHORT_KEY_WINDOW: u64 = 1 << (SHORT_KEY_BITS - 1);
 /// Most leading zeros of a count: 2048 + 1 takes 12 bits.
 const COUNT_MAX_ZEROS: u32 = 11;

@@ -73,7 +73,7 @@ pub enum DriverError {
     /// No live actor has this GUID (a sub-object's owner).
     UnknownOwner(NetGuid),
     /// A sub-object's owner must be a dynamic actor, not a static one, itself nor another
-    /// sub-object, and a sub-object cannot own sub-objects.
+    /// sub-object, and a sub-object cannot own sub-objects or fast arrays.
     SubObjectChain(NetGuid),
     /// A call that sets what a sub-object takes from its owner (its owner actor, owning
     /// connection, physics, net settings) named the sub-object: set it on the owner.
@@ -141,7 +141,7 @@ impl fmt::Display for DriverError {
             DriverError::SubObjectChain(g) => {
                 write!(
                     f,
-                    "{g}: a sub-object's owner is a dynamic actor (not a static one, itself, nor a sub-object), and owns no sub-objects"
+                    "{g}: a sub-object's owner is a dynamic actor (not a static one, itself, nor a sub-object), and owns no sub-objects nor fast arrays"
                 )
             }
             DriverError::FollowsOwner { sub, owner } => write!(

@@ -45,6 +45,8 @@ impl NetDriver {
     /// ([`Self::in_flight`] is 0), this is the client's world as the server sees it.
     pub fn held_actors(&self, conn: ConnectionId) -> Result<Vec<HeldActor>, DriverError> {
         let c = self.conn(conn)?;
+        // An actor's owner is a connection's slot (its id may differ: a slot is reused).
+        let ci = self.live(conn)? as u32;
         let mut out = Vec::new();
         let mut visit = |class: u32, slot: u32, st: &PairState| {
             // A torn-off owner's row held for its sub-objects: the client owns that copy.
@@ -53,7 +55,7 @@ impl NetDriver {
             }
             let Some(cn) = self.classes.get(class as usize) else { return };
             let Some(a) = cn.actors.get(slot as usize).filter(|a| a.alive && !a.torn_off) else { return };
-            let f = a.flags(conn.0, c.replay, false) | flags::INITIAL;
+            let f = a.flags(ci, c.replay, false) | flags::INITIAL;
             out.push(HeldActor {
                 guid: a.guid,
                 class: ClassId(class),

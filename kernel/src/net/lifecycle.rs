@@ -242,7 +242,9 @@ impl NetDriver {
             if guid.is_static() || opened || self.subs.outer.contains_key(&guid) {
                 return Err(DriverError::AlreadyReplicated(id));
             }
-            if self.subs.inner.contains_key(&guid) {
+            // A sub-object owns no sub-objects, nor fast arrays: a client accepts a fast array's
+            // open only under an actor, and stepped over every open of this one for good.
+            if self.subs.inner.contains_key(&guid) || !self.fast_arrays_of(guid).is_empty() {
                 return Err(DriverError::SubObjectChain(guid));
             }
         }

@@ -271,7 +271,8 @@ pub(crate) struct SettledEntry {
 /// closes, fast array bunches and exports are applied here.
 ///
 /// A lost close is queued again unless its actor has a channel again on this connection (the
-/// actor level closed it for relevancy and has reopened it since: the open replaced the close).
+/// actor level closed it for relevancy and has reopened it since: the open replaced the close),
+/// or its fast array was opened there again ([`FastArrays::close_lost`]).
 /// Entries touch only their own pair's state, which no close, fast array or export reads, so
 /// applying them after the rest changes nothing but the cost.
 pub(crate) fn apply_settled(
@@ -323,7 +324,11 @@ pub(crate) fn apply_settled(
         // one's always; a relevancy (or sublevel) close unless the actor has a row again; a
         // dormancy close while the row is still dormant.
         let again = match close.reason {
-            CloseReason::Destroyed | CloseReason::LevelUnloaded => conn.pair_of(guids, close.guid).is_none(),
+            CloseReason::Destroyed => {
+                conn.pair_of(guids, close.guid).is_none()
+                    && fast.close_lost(super::fastarrays::Side::Driver, ci, close.guid)
+            }
+            CloseReason::LevelUnloaded => conn.pair_of(guids, close.guid).is_none(),
             CloseReason::Dormant => conn.dormant_here(guids, close.guid),
             CloseReason::TornOff => true,
         };
@@ -334,7 +339,9 @@ pub(crate) fn apply_settled(
     for _ in 0..rec.fast {
         let Some(sent) = conn.rel.fast.pop_front() else { break };
         conn.quiet.forget_sent(&sent);
-        fast.settle(super::fastarrays::Side::Driver, ci, sent, delivered);
+        if let Some(guid) = fast.settle(super::fastarrays::Side::Driver, ci, sent, delivered) {
+            conn.closes.push(PendingClose::destroyed(guid));
+        }
     }
     // An export the client acknowledged is never sent again; a lost one goes at the next frame
     // (the references it serves may have arrived without it: they wait on the client).

@@ -84,15 +84,16 @@ impl NetDriver {
         owner: Option<ConnectionId>,
         autonomous: bool,
     ) -> Result<(), DriverError> {
-        if let Some(o) = owner {
-            self.live(o)?;
-        }
+        // The owner is kept as the connection's slot, which every check compares with (not its
+        // id: once a removed connection's slot serves a new one they differ, and the id named
+        // nobody, or a later connection in the slot of that number).
+        let slot = owner.map(|o| self.live(o)).transpose()?;
         self.class_for(class, store)?;
         self.not_a_sub_object(class, id)?;
         let guid = self.actor_mut(class, store, id)?.guid;
         // Its sub-objects are owned by whoever owns it.
         self.set_roles_with_sub_objects(class.0, id.index, guid, |a| {
-            a.owner = owner.map(|o| o.0);
+            a.owner = slot.map(|s| s as u32);
             a.autonomous = autonomous;
         });
         Ok(())
@@ -101,7 +102,8 @@ impl NetDriver {
     /// The connection that owns an actor ([`Self::set_owner`]), if any.
     pub fn owning_connection(&self, class: ClassId, id: ActorId) -> Option<ConnectionId> {
         self.guid_of(class, id)?;
-        self.classes[class.0 as usize].actors[id.index as usize].owner.map(ConnectionId)
+        let slot = self.classes[class.0 as usize].actors[id.index as usize].owner?;
+        self.conns.get(slot as usize).map(|c| c.id)
     }
 
     /// Sets whether an actor replicates physics (the SimulatedOrPhysics conditions) — for its

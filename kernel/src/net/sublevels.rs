@@ -117,11 +117,11 @@ impl ConnSublevels {
     }
 }
 
-/// At the tick, what connection `conn`'s client did with its sublevels since the last one: the
+/// At the tick, what connection `conn` (in slot `ci`)'s client did with its sublevels since the last one: the
 /// closes of static actors destroyed in a sublevel it loaded go again, and its channels to the
 /// actors of a sublevel it unloaded close — copies held dormant too — with their sub-objects'
 /// (reported in `closed` when the frame reports closes).
-pub(crate) fn apply_changes(ctx: &LevelCtx<'_>, conn: &mut Connection, closed: &mut Vec<(u32, u32)>) {
+pub(crate) fn apply_changes(ctx: &LevelCtx<'_>, ci: u32, conn: &mut Connection, closed: &mut Vec<(u32, u32)>) {
     let frame = ctx.time.frame;
     let changes = conn.sublevels.changes_at(frame).to_vec();
     if changes.is_empty() {
@@ -173,7 +173,7 @@ pub(crate) fn apply_changes(ctx: &LevelCtx<'_>, conn: &mut Connection, closed: &
         false
     });
     for owner in ended {
-        end_sub_channels(ctx, (rows, dormant), owner, closed);
+        end_sub_channels(ctx, ci as usize, (rows, dormant), owner, closed);
     }
     drop_scratch_rows(conn);
 }

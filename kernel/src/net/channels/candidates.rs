@@ -152,7 +152,7 @@ pub(super) fn candidates(
     }
     merge_rows(rows, fresh);
     for owner in ended {
-        super::end_sub_channels(ctx, (rows, dormant), owner, closed);
+        super::end_sub_channels(ctx, ci as usize, (rows, dormant), owner, closed);
     }
 }
 

@@ -187,7 +187,7 @@ pub(crate) fn replicate_connection(ctx: &LevelCtx<'_>, ci: u32, conn: &mut Conne
     let now = ctx.time.now;
     let ready = now - conn.heard <= ctx.cfg.ready_timeout;
     retire_rows(conn, ctx.retired, ready);
-    super::sublevels::apply_changes(ctx, conn, &mut out.closed);
+    super::sublevels::apply_changes(ctx, ci, conn, &mut out.closed);
     let record = ctx.cfg.record_decisions;
     let mut decisions = record.then(|| FrameDecisions {
         frame: ctx.time.frame,
@@ -532,7 +532,7 @@ fn process(ctx: &LevelCtx<'_>, run: &mut Run<'_>, conn: &mut Connection, scratch
                         let Pairs::Channels { rows, dormant } = &mut conn.pairs else {
                             unreachable!("the actor level keeps channel rows")
                         };
-                        end_sub_channels(ctx, (rows, dormant), guid, &mut out.closed);
+                        end_sub_channels(ctx, ci as usize, (rows, dormant), guid, &mut out.closed);
                     }
                     if ctx.report_closes {
                         out.closed.push((due.class, due.slot));
@@ -567,12 +567,22 @@ fn lane_set(bits: &[u64], slot: u32) -> bool {
 /// left open had sent plain bunches to a client without the sub-object once the owner was back;
 /// so had a copy held dormant (in `dormant`, which goes too: a sweep of the reference's worlds,
 /// seed 13982 — woken with its owner's next channel, it went as a plain bunch).
+///
+/// The owner's fast arrays go with it on the client too, so connection `ci`'s bases in them go
+/// now: a base was kept until the owner's next channel here, and its acknowledged point pinned
+/// every later removal in the array's change log for as long as the owner stayed away (a
+/// shared array on an actor a player walked away from grew without bound). The next channel
+/// starts them from nothing, as it did.
 pub(crate) fn end_sub_channels(
     ctx: &LevelCtx<'_>,
+    ci: usize,
     (rows, dormant): (&mut [Channel], &mut Vec<Channel>),
     owner: NetGuid,
     closed: &mut Vec<(u32, u32)>,
 ) {
+    for (g, _) in ctx.write.fast.versions_of(owner) {
+        ctx.write.fast.restart(crate::net::fastarrays::Side::Driver, ci, g);
+    }
     let Some(subs) = ctx.subs.get(&owner) else { return };
     for g in subs {
         let Some(&(c, s)) = ctx.guids.get(g) else { continue };

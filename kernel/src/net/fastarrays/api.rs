@@ -93,6 +93,12 @@ impl FastArrayView<'_> {
     pub fn iter(&self) -> impl Iterator<Item = (ReplicationId, &[u8])> {
         self.0.array.iter()
     }
+
+    /// Change log entries held ([`FastArray::log_len`]): live items and the removals some
+    /// connection's base has not acknowledged.
+    pub fn log_len(&self) -> usize {
+        self.0.array.log_len()
+    }
 }
 
 impl NetDriver {

@@ -13,6 +13,8 @@
 //!                                            bunch carrying the owner's open on, its arrays follow
 //!                                            it, as UE serializes them in the actor's first bunch)
 //!   owner dormant                          → wait, keeping the base (wake sends what changed)
+//!   base expired (far behind: the change   → forget it: a new base sends everything
+//!   log dropped removals it lacked)
 //!   owner's channel gone or reopened       → forget the base (the client destroyed its copy
 //!                                            with the owner): a new base sends everything
 //!   condition leaves this connection out  → close it (the client destroys it), forget the base
@@ -134,6 +136,10 @@ pub(crate) enum OwnerChannel {
 const OPEN_SENT: u8 = 1;
 /// [`FaConn::flags`]: a packet carrying the open was acknowledged.
 const OPEN_ACKED: u8 = 2;
+/// [`FaConn::flags`]: a lost close of the array (from an earlier base) was not sent again, as
+/// this base's open replaces the client's copy; should that open be lost, the close is owed
+/// again ([`FastArrays::settle`]).
+const CLOSE_OWED: u8 = 4;
 
 /// One connection's state in one fast array.
 #[derive(Clone, Copy, Debug, Default)]
@@ -357,13 +363,15 @@ impl FastArrays {
     }
 
     /// Settles one packet's fast array bunch to `side`'s connection `ci`: delivered or lost.
-    pub fn settle(&self, side: Side, ci: usize, sent: FastSent, delivered: bool) {
-        let Some(m) = self.arrays.get(&sent.guid) else { return };
+    /// Returns the array when its close is owed to the connection again (see
+    /// [`Self::close_lost`]): the caller queues it.
+    pub fn settle(&self, side: Side, ci: usize, sent: FastSent, delivered: bool) -> Option<NetGuid> {
+        let m = self.arrays.get(&sent.guid)?;
         let mut fa = lock(m);
         let fa = &mut *fa;
         let slot = side.slot(ci);
-        let Some(fc) = fa.conns.get_mut(slot).filter(|fc| fc.generation == sent.generation) else { return };
-        let Some(base) = fc.base else { return };
+        let fc = fa.conns.get_mut(slot).filter(|fc| fc.generation == sent.generation)?;
+        let base = fc.base?;
         fc.in_flight = fc.in_flight.saturating_sub(1);
         if delivered {
             if sent.open {
@@ -374,10 +382,32 @@ impl FastArrays {
             }
         } else if sent.open && fc.flags & OPEN_ACKED == 0 {
             // The client never got the array: whatever followed the open was stepped over there,
-            // even if acknowledged. Start again from nothing.
+            // even if acknowledged. Start again from nothing — and if a lost close was not sent
+            // again for this open, the client may still hold the copy it was to destroy.
+            let owed = fc.flags & CLOSE_OWED != 0;
             fa.reset(slot);
+            return owed.then_some(sent.guid);
         } else if let Some(t) = sent.token {
             fa.array.lost(base, t);
+        }
+        None
+    }
+
+    /// A close of fast array `guid` (destroyed) to `side`'s connection `ci` was lost: whether it
+    /// goes again. Not when the array was opened there again since (its owner-only condition
+    /// left the connection out, then let it in again): the close, behind that open on the
+    /// client, would destroy the copy the open made while the server goes on believing the
+    /// client has it — a quiet array never came back. The open replaces the client's copy by
+    /// itself; should it be lost, [`Self::settle`] owes the close again.
+    pub(crate) fn close_lost(&self, side: Side, ci: usize, guid: NetGuid) -> bool {
+        let Some(e) = self.arrays.get(&guid) else { return true };
+        let mut fa = lock(e);
+        match fa.conns.get_mut(side.slot(ci)) {
+            Some(fc) if fc.flags & (OPEN_SENT | OPEN_ACKED) != 0 => {
+                fc.flags |= CLOSE_OWED;
+                false
+            }
+            _ => true,
         }
     }
 

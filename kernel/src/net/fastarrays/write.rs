@@ -174,6 +174,12 @@ impl WriteCtx<'_> {
         if fa.conns[i].base.is_some() && fa.conns[i].owner_epoch != epoch {
             fa.reset(i);
         }
+        if fa.conns[i].base.is_some_and(|b| fa.array.is_expired(b)) {
+            // The connection fell so far behind (its packets all lost, say, while it stayed
+            // connected) that the array's change log dropped removals it lacked: it starts
+            // again from nothing, its new open replacing the client's copy.
+            fa.reset(i);
+        }
         let base = match fa.conns[i].base {
             Some(base) => base,
             None => {

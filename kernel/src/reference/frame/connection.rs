@@ -36,7 +36,7 @@ impl ReferenceFrame {
         if dc.removed {
             return 0;
         }
-        rc.sublevel_changes(driver, &dc.sublevels, time.frame);
+        rc.sublevel_changes(driver, ci, &dc.sublevels, time.frame);
         let mut pending = Vec::new();
         // Tearing actors replicated here: (class, slot, whether the window held some back).
         let mut tearing: Vec<(u32, u32, bool)> = Vec::new();

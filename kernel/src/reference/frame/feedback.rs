@@ -54,20 +54,28 @@ impl ReferenceFrame {
                     let Some(close) = rc.conn.rel.closes.pop_front() else { break };
                     // Again unless the channel is back (a dormancy close: while the copy is still
                     // held dormant).
-                    let again = match close.reason {
+                    // (A fast array's: unless it was opened again, as the driver's.)
+                    let again = || match close.reason {
                         CloseReason::TornOff => true,
                         CloseReason::Dormant => rc.dormant.contains_key(&close.guid),
-                        CloseReason::Destroyed | CloseReason::LevelUnloaded => {
+                        CloseReason::Destroyed => {
+                            !rc.channels.contains_key(&close.guid)
+                                && !rc.dormant.contains_key(&close.guid)
+                                && driver.fast.close_lost(Side::Reference, ci, close.guid)
+                        }
+                        CloseReason::LevelUnloaded => {
                             !rc.channels.contains_key(&close.guid) && !rc.dormant.contains_key(&close.guid)
                         }
                     };
-                    if !delivered && again {
+                    if !delivered && again() {
                         rc.conn.closes.push(close);
                     }
                 }
                 for _ in 0..rec.fast {
                     let Some(sent) = rc.conn.rel.fast.pop_front() else { break };
-                    driver.fast.settle(Side::Reference, ci, sent, delivered);
+                    if let Some(guid) = driver.fast.settle(Side::Reference, ci, sent, delivered) {
+                        rc.conn.closes.push(PendingClose::destroyed(guid));
+                    }
                 }
                 for _ in 0..rec.exports {
                     let Some(guid) = rc.conn.rel.exports.pop_front() else { break };

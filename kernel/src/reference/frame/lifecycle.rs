@@ -195,7 +195,7 @@ impl RefConn {
     /// now) gets its destroyed static actors' closes again; one it unloaded closes every channel
     /// to an actor in it (a tearing one's too), copies held dormant too, the owner taking its
     /// sub-objects' along.
-    pub(super) fn sublevel_changes(&mut self, driver: &NetDriver, sublevels: &ConnSublevels, frame: Frame) {
+    pub(super) fn sublevel_changes(&mut self, driver: &NetDriver, ci: usize, sublevels: &ConnSublevels, frame: Frame) {
         let changes = sublevels.changes_at(frame);
         if changes.is_empty() {
             return;
@@ -221,6 +221,10 @@ impl RefConn {
             self.conn.closes.push(PendingClose { guid, reason: CloseReason::LevelUnloaded });
         }
         for owner in open.iter().chain(&held) {
+            // Its fast arrays go with it on the client: their bases here go now, as the driver's.
+            for (g, _) in driver.fast.versions_of(*owner) {
+                driver.fast.restart(Side::Reference, ci, g);
+            }
             for sub in driver.sub_objects(*owner) {
                 self.channels.remove(sub);
                 self.dormant.remove(sub);
