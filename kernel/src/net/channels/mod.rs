@@ -397,7 +397,7 @@ fn process(ctx: &LevelCtx<'_>, run: &mut Run<'_>, conn: &mut Connection, scratch
             // their owner's channel).
             let allowed = (ctx.conditioned == 0 || due.allowed_for(ci, replay))
                 && (due.condition.is_none() || owner_held(conn, due));
-            let row = &mut rows(conn)[ri as usize];
+            let row = &mut rows_in(&mut conn.pairs)[ri as usize];
             let has_channel = row.state.flags & pair::CHANNEL != 0;
             let recheck = !has_channel || now - row.relevant_time >= recheck_after;
             let relevant = recheck && relevant_now;
@@ -406,6 +406,7 @@ fn process(ctx: &LevelCtx<'_>, run: &mut Run<'_>, conn: &mut Connection, scratch
             if recently {
                 if !has_channel {
                     row.state.flags |= pair::CHANNEL;
+                    row.state.epoch = candidates::number(&mut conn.next_epoch);
                 }
                 if relevant {
                     row.relevant_time = relevant_until(now, due.rel.guid, ci, ctx.time.frame);
