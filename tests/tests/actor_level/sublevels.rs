@@ -32,6 +32,15 @@ fn level(clients: usize) -> Level {
     l
 }
 
+/// A static lamp placed in the hall near the viewers (not loaded by any client yet).
+fn lamp_in_the_hall(l: &mut Level) -> (ActorId, NetGuid) {
+    let lamp = l.store.spawn();
+    l.move_to(lamp, [500.0, 0.0, 0.0]);
+    let guid = l.driver.register_static_actor(l.class, &l.store, lamp, LAMP).unwrap();
+    l.driver.set_sublevel(l.class, &l.store, lamp, HALL).unwrap();
+    (lamp, guid)
+}
+
 #[test]
 fn an_actor_in_a_sublevel_the_client_has_not_loaded_gets_no_channel_until_it_loads_it() {
     let mut l = level(2);
@@ -85,10 +94,7 @@ fn a_level_unloaded_close_never_takes_a_level_actor_loaded_again() {
     // The close names the actor, never a path: one the client's game loaded again meanwhile
     // stays for the server's next open to bind.
     let mut l = level(1);
-    let lamp = l.store.spawn();
-    l.move_to(lamp, [500.0, 0.0, 0.0]);
-    let guid = l.driver.register_static_actor(l.class, &l.store, lamp, LAMP).unwrap();
-    l.driver.set_sublevel(l.class, &l.store, lamp, HALL).unwrap();
+    let (_, guid) = lamp_in_the_hall(&mut l);
     stream(&mut l, 0, &[LAMP], true);
     l.step();
     assert!(l.client(0).has(guid));
@@ -105,11 +111,8 @@ fn a_level_unloaded_close_never_takes_a_level_actor_loaded_again() {
 fn a_static_actor_streamed_out_and_in_binds_the_fresh_copy_with_its_current_state() {
     for quick in [false, true] {
         let mut l = level(1);
-        let lamp = l.store.spawn();
-        l.move_to(lamp, [500.0, 0.0, 0.0]);
+        let (lamp, guid) = lamp_in_the_hall(&mut l);
         l.store.set(lamp, HEALTH, &Value::U32(1)).unwrap();
-        let guid = l.driver.register_static_actor(l.class, &l.store, lamp, LAMP).unwrap();
-        l.driver.set_sublevel(l.class, &l.store, lamp, HALL).unwrap();
         l.run(2);
         assert!(!l.client(0).has(guid), "not loaded: not bound");
         stream(&mut l, 0, &[LAMP], true);
@@ -136,10 +139,7 @@ fn a_static_actor_streamed_out_and_in_binds_the_fresh_copy_with_its_current_stat
 #[test]
 fn a_static_actor_destroyed_while_its_sublevel_is_out_is_destroyed_when_the_client_loads_it() {
     let mut l = level(1);
-    let lamp = l.store.spawn();
-    l.move_to(lamp, [500.0, 0.0, 0.0]);
-    let guid = l.driver.register_static_actor(l.class, &l.store, lamp, LAMP).unwrap();
-    l.driver.set_sublevel(l.class, &l.store, lamp, HALL).unwrap();
+    let (lamp, guid) = lamp_in_the_hall(&mut l);
     stream(&mut l, 0, &[LAMP], true);
     l.step();
     stream(&mut l, 0, &[LAMP], false);
