@@ -3,12 +3,15 @@
 //! closed in priority order until the bandwidth is spent.
 //!
 //! ```text
+//! a sublevel the client unloaded since the last tick → its actors' channels and dormant copies
+//!   close (LevelUnloaded), its sub-objects' with them; one it loaded → its destroyed static
+//!   actors' closes again (`super::sublevels`)
 //! not heard from within ready_timeout → nothing but a keep-alive (rows of gone actors dropped)
 //! relevant   = the relevancy index's answer for the viewers (due actors only)
 //! one walk over the rows, in key order, merged with the relevant actors and the gone ones:
 //!   rows of gone actors → scratch rows in place, their open channels' closes queued
-//!   rows      += a scratch row for each relevant actor without one (a gone actor's scratch row
-//!                in the slot is taken, numbered as a fresh row)
+//!   rows      += a scratch row for each relevant actor without one — but one whose sublevel
+//!                the client has not loaded (a gone actor's scratch row in the slot is taken)
 //!   candidates = rows whose actor is due (relevant ones and open channels) — but an owner-only
 //!                actor's channel this connection does not own: sent nothing, and closed once
 //!                its relevancy has lapsed (UE's PrioritizeActors)
@@ -18,7 +21,8 @@
 //! in send order (key desc, GUID asc), selected in batches (select_nth, then sort the batch):
 //!   recheck relevancy if no channel or now − relevant_time ≥ min(timeout, 1 s)
 //!   recently relevant (relevant now, or a channel relevant within the timeout):
-//!       open the channel if none; if relevant now: relevant_time = now + 0.5 · jitter
+//!       open the channel if none (numbered: the connection's next epoch); if relevant now:
+//!       relevant_time = now + 0.5 · jitter
 //!       replicate (what the pair owes: changes since its last send, resends, the open)
 //!       last_update = now; stop if the budget is spent (saturated)
 //!   else, a channel that is not a level's startup actor's → close it (the client destroys

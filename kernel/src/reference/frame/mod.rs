@@ -16,10 +16,14 @@
 //!                  (push-based properties and dynamic arrays only where marked) — and its next
 //!                  time scheduled
 //!   per connection, one after the other:
+//!     sublevels    the client's unloads since the last frame close its channels (and dormant
+//!                  copies) to the sublevel's actors; its loads tell the sublevel's destroyed
+//!                  static actors again (UE's UpdateLevelVisibility, `lifecycle.rs`)
 //!     ready?       heard from within the ready timeout
 //!     closes       of destroyed actors, and of torn-off ones no connection left over
 //!     prioritize   for every due actor: skip it if it has no channel and is not relevant
-//!                  (UE's IsActorRelevantToConnection, asked actor by actor); priority = max over
+//!                  (UE's IsActorRelevantToConnection, asked actor by actor) or its sublevel is
+//!                  not loaded on the client (IsLevelInitializedForActor); priority = max over
 //!                  the viewers of GetNetPriority; sort everything
 //!     process      in order: relevancy recheck, open / replicate / close (a tearing actor's
 //!                  channel right after its bunch), a settled channel of an actor that wants
