@@ -16,6 +16,7 @@ mod reference;
 mod relevancy;
 mod roles;
 mod sublevels;
+mod sublevels_review;
 mod subobjects;
 mod tearoff;
 mod timeout;

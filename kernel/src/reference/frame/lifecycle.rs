@@ -225,9 +225,14 @@ impl RefConn {
             for (g, _) in driver.fast.versions_of(*owner) {
                 driver.fast.restart(Side::Reference, ci, g);
             }
+            // Each sub-object the client was sent (or holds dormant) is told too, as the
+            // driver's: should the owner's close be lost while the owner has a channel again, a
+            // sub-object gone meanwhile would stay on the client.
             for sub in driver.sub_objects(*owner) {
-                self.channels.remove(sub);
-                self.dormant.remove(sub);
+                let sent = self.channels.remove(sub).is_some_and(|ch| ch.ever_opened);
+                if self.dormant.remove(sub).is_some() || sent {
+                    self.conn.closes.push(PendingClose { guid: *sub, reason: CloseReason::LevelUnloaded });
+                }
             }
         }
     }
