@@ -82,8 +82,9 @@ impl ReferenceFrame {
                             rc.conn.closes.push(PendingClose { guid: a.guid, reason });
                         }
                         if !net.tearing {
-                            // Its sub-objects' channels end with it (see the kernel's
-                            // `end_sub_channels`).
+                            // Its sub-objects' channels end with it, and its fast arrays' bases
+                            // (see the kernel's `end_sub_channels`).
+                            super::lifecycle::forget_owner_arrays(driver, ci, a.guid);
                             for sub in driver.sub_objects(a.guid) {
                                 rc.channels.remove(sub);
                                 rc.dormant.remove(sub);
@@ -293,7 +294,8 @@ impl ReferenceFrame {
                             Action::TornOff
                         } else {
                             // The client destroys its sub-objects with it: their channels end, and
-                            // their copies held dormant.
+                            // their copies held dormant (and its fast arrays' bases go).
+                            super::lifecycle::forget_owner_arrays(driver, ci, guid);
                             for sub in driver.sub_objects(guid) {
                                 rc.channels.remove(sub);
                                 rc.dormant.remove(sub);

@@ -189,6 +189,15 @@ impl ReferenceFrame {
     }
 }
 
+/// An owner's channel on connection `ci` ended (the client destroyed its copy): its fast
+/// arrays' bases there go now, as the kernel's `end_sub_channels` forgets them (the next channel
+/// starts them from nothing either way; a base kept meanwhile pinned the arrays' change logs).
+pub(super) fn forget_owner_arrays(driver: &NetDriver, ci: usize, owner: NetGuid) {
+    for (g, _) in driver.fast.versions_of(owner) {
+        driver.fast.restart(Side::Reference, ci, g);
+    }
+}
+
 impl RefConn {
     /// What the client did with its sublevels since the last frame (UE's
     /// `ServerUpdateLevelVisibility`, applied as it arrives): a sublevel it loaded (and has
@@ -221,10 +230,7 @@ impl RefConn {
             self.conn.closes.push(PendingClose { guid, reason: CloseReason::LevelUnloaded });
         }
         for owner in open.iter().chain(&held) {
-            // Its fast arrays go with it on the client: their bases here go now, as the driver's.
-            for (g, _) in driver.fast.versions_of(*owner) {
-                driver.fast.restart(Side::Reference, ci, g);
-            }
+            forget_owner_arrays(driver, ci, *owner);
             // Each sub-object the client was sent (or holds dormant) is told too, as the
             // driver's: should the owner's close be lost while the owner has a channel again, a
             // sub-object gone meanwhile would stay on the client.
