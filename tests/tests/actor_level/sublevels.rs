@@ -8,12 +8,12 @@ use super::*;
 use shadowrep::net::{DriverError, SublevelId};
 use shadowrep::wire::open::CloseReason;
 
-const HALL: SublevelId = SublevelId(1);
-const LAMP: &str = "Hall/Lamp";
+pub(super) const HALL: SublevelId = SublevelId(1);
+pub(super) const LAMP: &str = "Hall/Lamp";
 
 /// Client `c` streams `HALL` in or out: its game loads or unloads the hall's static actors,
 /// then tells the server (UE's `ServerUpdateLevelVisibility`).
-fn stream(l: &mut Level, c: usize, statics: &[&str], load: bool) {
+pub(super) fn stream(l: &mut Level, c: usize, statics: &[&str], load: bool) {
     let (conn, world) = &mut l.clients[c];
     for path in statics {
         if load {
@@ -26,7 +26,7 @@ fn stream(l: &mut Level, c: usize, statics: &[&str], load: bool) {
 }
 
 /// A level where every actor is due every frame, with `clients` clients.
-fn level(clients: usize) -> Level {
+pub(super) fn level(clients: usize) -> Level {
     let mut l = Level::new(every_frame(), clients);
     always_due(&mut l);
     l

@@ -2,29 +2,9 @@
 //! sub-objects, and forged LevelUnloaded closes.
 
 use super::*;
-use shadowrep::net::SublevelId;
 use shadowrep::wire::open::CloseReason;
 
-const HALL: SublevelId = SublevelId(1);
-const LAMP: &str = "Hall/Lamp";
-
-fn level(clients: usize) -> Level {
-    let mut l = Level::new(every_frame(), clients);
-    always_due(&mut l);
-    l
-}
-
-fn stream(l: &mut Level, c: usize, statics: &[&str], load: bool) {
-    let (conn, world) = &mut l.clients[c];
-    for path in statics {
-        if load {
-            world.load_static_actor(path, l.class.0).unwrap();
-        } else {
-            assert!(world.unload_static_actor(path));
-        }
-    }
-    l.driver.set_sublevel_loaded(*conn, HALL, load).unwrap();
-}
+use super::sublevels::{level, stream, HALL, LAMP};
 
 /// A tick whose packets to client 0 are lost and whose feedback does not come yet.
 fn dark_step(l: &mut Level) {
