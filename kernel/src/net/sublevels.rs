@@ -117,10 +117,10 @@ impl ConnSublevels {
     }
 }
 
-/// At the tick, what connection `conn` (in slot `ci`)'s client did with its sublevels since the last one: the
-/// closes of static actors destroyed in a sublevel it loaded go again, and its channels to the
-/// actors of a sublevel it unloaded close — copies held dormant too — with their sub-objects'
-/// (reported in `closed` when the frame reports closes).
+/// At the tick, what the client of connection `conn` (in slot `ci`) did with its sublevels since
+/// the last one: the closes of static actors destroyed in a sublevel it loaded go again, and its
+/// channels to the actors of a sublevel it unloaded close — copies held dormant too — with their
+/// sub-objects' (reported in `closed` when the frame reports closes).
 pub(crate) fn apply_changes(ctx: &LevelCtx<'_>, ci: u32, conn: &mut Connection, closed: &mut Vec<(u32, u32)>) {
     let frame = ctx.time.frame;
     let changes = conn.sublevels.changes_at(frame).to_vec();
@@ -129,7 +129,7 @@ pub(crate) fn apply_changes(ctx: &LevelCtx<'_>, ci: u32, conn: &mut Connection, 
     }
     let statics = ctx.statics;
     let retell = conn.sublevels.destroyed_to_retell(frame, &statics.destroyed, |g| statics.sublevel_of(g));
-    conn.closes.extend(retell.map(PendingClose::destroyed).collect::<Vec<_>>());
+    conn.closes.extend(retell.map(PendingClose::destroyed));
     if !changes.iter().any(|c| c.unloaded) {
         return;
     }

@@ -52,17 +52,24 @@ fn a_forged_level_unloaded_close_of_a_static_actor_does_not_wedge_the_connection
     assert_eq!(l.client(0).value(guid, HEALTH), Some(Value::U32(219)), "the lamp is back");
 }
 
+/// An owner in the hall near the viewer with a sub-object, the hall loaded by client 0:
+/// (owner, its GUID, sub-object, its GUID).
+fn owner_and_sub_object_in_the_hall(l: &mut Level) -> (ActorId, NetGuid, ActorId, NetGuid) {
+    let (owner, og) = l.spawn([500.0, 0.0, 0.0], 1);
+    l.driver.set_sublevel(l.class, &l.store, owner, HALL).unwrap();
+    let sub = l.store.spawn();
+    let sg = l.driver.register_sub_object(l.class, &l.store, sub, og, Default::default()).unwrap();
+    stream(l, 0, &[], true);
+    (owner, og, sub, sg)
+}
+
 #[test]
 fn a_lost_unload_close_then_a_load_leaves_no_destroyed_sub_object_on_the_client() {
     // The unload's close of the owner is lost, the client loads the hall again before the
     // server hears of the loss (the owner has a row again: the close does not go again), and
     // the sub-object is destroyed meanwhile.
     let mut l = level(1);
-    let (owner, og) = l.spawn([500.0, 0.0, 0.0], 1);
-    l.driver.set_sublevel(l.class, &l.store, owner, HALL).unwrap();
-    let sub = l.store.spawn();
-    let sg = l.driver.register_sub_object(l.class, &l.store, sub, og, Default::default()).unwrap();
-    stream(&mut l, 0, &[], true);
+    let (owner, og, sub, sg) = owner_and_sub_object_in_the_hall(&mut l);
     l.run(3);
     assert!(l.client(0).has(og) && l.client(0).has(sg));
     stream(&mut l, 0, &[], false);
@@ -81,11 +88,7 @@ fn quick_unload_and_load_over_a_lossy_link_leaves_the_client_current() {
     for seed in 0..40u64 {
         let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
         let mut l = level(1);
-        let (owner, og) = l.spawn([500.0, 0.0, 0.0], 1);
-        l.driver.set_sublevel(l.class, &l.store, owner, HALL).unwrap();
-        let sub = l.store.spawn();
-        let sg = l.driver.register_sub_object(l.class, &l.store, sub, og, Default::default()).unwrap();
-        stream(&mut l, 0, &[], true);
+        let (owner, og, sub, sg) = owner_and_sub_object_in_the_hall(&mut l);
         l.run(3);
         for i in 0..30u32 {
             l.store.set(owner, HEALTH, &Value::U32(10 + i)).unwrap();
