@@ -173,26 +173,8 @@ pub(crate) fn apply_changes(ctx: &LevelCtx<'_>, ci: u32, conn: &mut Connection, 
         false
     });
     for owner in ended {
-        // Each sub-object the client was sent (or holds dormant) is told too, though the owner's
-        // close takes it: should the owner's close be lost while the owner has a channel again
-        // (the client loaded the sublevel before the loss was known), it does not go again, and
-        // the client keeps the owner's old copy with its sub-objects — one destroyed, or no
-        // longer for this client, before it opened again would stay there for good. The
-        // sub-object's own close goes again while it has no channel.
-        for g in ctx.subs.get(&owner).into_iter().flatten() {
-            let Some(&(c, s)) = ctx.guids.get(g) else { continue };
-            let key = super::pairs::pair_key(c, s);
-            let sent = |rows: &[super::pairs::Channel]| {
-                rows.binary_search_by_key(&key, |r| r.key).is_ok_and(|i| {
-                    let flags = rows[i].state.flags;
-                    flags & pair::CHANNEL != 0 && flags & pair::EVER_OPENED != 0
-                })
-            };
-            if sent(rows) || dormant.binary_search_by_key(&key, |r| r.key).is_ok() {
-                conn.closes.push(PendingClose { guid: *g, reason: CloseReason::LevelUnloaded });
-            }
-        }
-        end_sub_channels(ctx, ci as usize, (rows, dormant), owner, closed);
+        let closes = &mut conn.closes;
+        end_sub_channels(ctx, ci as usize, (rows, dormant, closes), (owner, CloseReason::LevelUnloaded), closed);
     }
     drop_scratch_rows(conn);
 }

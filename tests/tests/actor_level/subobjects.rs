@@ -870,3 +870,51 @@ fn a_sub_object_whose_open_was_lost_is_not_closed_for_dormancy_with_its_dormant_
     assert_eq!(a.client(1).sub_objects(cg).len(), 2, "the other client's arrived at once");
     assert_eq!(a.driver.connection_stats(conn).unwrap().reopens_honoured, 0);
 }
+
+#[test]
+fn a_lost_relevancy_close_then_a_reopen_leaves_no_destroyed_sub_object_on_the_client() {
+    // The owner's relevancy close is lost (its sub-object's channel ended with it), the owner
+    // is relevant again before the server hears of the loss (its close does not go again), and
+    // the sub-object is destroyed meanwhile: the sub-object's own close, sent with the owner's
+    // and sent again while it has no channel, takes it. (The LevelUnloaded path alike:
+    // `sublevels_review`.) Some extra far actors shift the GUIDs and so which close is first.
+    let mut seen = 0;
+    for extra in 0..12 {
+        let mut l = super::sublevels::level(1);
+        for _ in 0..extra {
+            l.spawn([900_000.0, 0.0, 0.0], 1);
+        }
+        let (owner, og) = l.spawn([500.0, 0.0, 0.0], 1);
+        let sub = l.store.spawn();
+        let sg = l.driver.register_sub_object(l.class, &l.store, sub, og, Default::default()).unwrap();
+        l.run(3);
+        assert!(l.client(0).has(og) && l.client(0).has(sg));
+        l.move_to(owner, [900_000.0, 0.0, 0.0]);
+        let conn = l.clients[0].0;
+        let mut closed = false;
+        for _ in 0..2000 {
+            l.driver.tick(&mut [&mut l.store]).unwrap();
+            let packets = l.driver.take_packets(conn).unwrap();
+            if l.driver.channels(conn).unwrap().0 == 0 {
+                closed = true;
+                break;
+            }
+            for p in packets {
+                l.clients[0].1.receive(&p).unwrap();
+            }
+            l.driver.receive_feedback(conn, &l.clients[0].1.feedback()).unwrap();
+        }
+        assert!(closed);
+        if !l.client(0).has(sg) {
+            continue; // the sub-object's own close came first
+        }
+        seen += 1;
+        l.move_to(owner, [500.0, 0.0, 0.0]);
+        l.store.despawn(sub).unwrap();
+        l.store.set(owner, HEALTH, &Value::U32(5)).unwrap();
+        l.run(10);
+        assert_eq!(l.client(0).value(og, HEALTH), Some(Value::U32(5)));
+        assert!(!l.client(0).has(sg), "extra {extra}: the destroyed sub-object stays on the client");
+    }
+    assert!(seen > 0, "never the owner's close first");
+}

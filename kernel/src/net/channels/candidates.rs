@@ -146,7 +146,8 @@ pub(super) fn candidates(
     }
     merge_rows(rows, fresh);
     for owner in ended {
-        super::end_sub_channels(ctx, ci as usize, (rows, dormant), owner, closed);
+        let reason = close_reason(false);
+        super::end_sub_channels(ctx, ci as usize, (rows, dormant, closes), (owner, reason), closed);
     }
 }
 

@@ -537,7 +537,14 @@ fn process(ctx: &LevelCtx<'_>, run: &mut Run<'_>, conn: &mut Connection, scratch
                         let Pairs::Channels { rows, dormant } = &mut conn.pairs else {
                             unreachable!("the actor level keeps channel rows")
                         };
-                        end_sub_channels(ctx, ci as usize, (rows, dormant), guid, &mut out.closed);
+                        let closes = &mut conn.closes;
+                        end_sub_channels(
+                            ctx,
+                            ci as usize,
+                            (rows, dormant, closes),
+                            (guid, close.reason),
+                            &mut out.closed,
+                        );
                     }
                     if ctx.report_closes {
                         out.closed.push((due.class, due.slot));
@@ -566,12 +573,20 @@ fn lane_set(bits: &[u64], slot: u32) -> bool {
     bits.get(slot / crate::schema::PAGE_LANES).is_some_and(|w| w >> (slot % crate::schema::PAGE_LANES) & 1 != 0)
 }
 
-/// Owner `owner`'s channel here closed (not torn off): the client destroys the owner and its
-/// sub-objects, so their channels end with it — no close of their own; each opens again, with
-/// its state, behind its owner's next channel (UE's live in the owner's channel). A channel
-/// left open had sent plain bunches to a client without the sub-object once the owner was back;
-/// so had a copy held dormant (in `dormant`, which goes too: a sweep of the reference's worlds,
-/// seed 13982 — woken with its owner's next channel, it went as a plain bunch).
+/// Owner `owner`'s channel here closed (not torn off) for `reason`: the client destroys the
+/// owner and its sub-objects, so their channels end with it; each opens again, with its state,
+/// behind its owner's next channel (UE's live in the owner's channel). A channel left open had
+/// sent plain bunches to a client without the sub-object once the owner was back; so had a copy
+/// held dormant (in `dormant`, which goes too: a sweep of the reference's worlds, seed 13982 —
+/// woken with its owner's next channel, it went as a plain bunch).
+///
+/// Each sub-object the client was sent (or holds dormant) gets a close of its own in `closes`
+/// too, though the owner's takes it: should the owner's close be lost while the owner has a
+/// channel again (relevant again, or its sublevel loaded again, before the loss was known), it
+/// does not go again, and the client keeps the owner's old copy with its sub-objects — one
+/// destroyed, or no longer for this client, before the owner came back would stay there for
+/// good. The sub-object's own close goes again while it has no channel. (A few bytes a close,
+/// next frame; the reference sends the same.)
 ///
 /// The owner's fast arrays go with it on the client too, so connection `ci`'s bases in them go
 /// now: a base was kept until the owner's next channel here, and its acknowledged point pinned
@@ -581,27 +596,32 @@ fn lane_set(bits: &[u64], slot: u32) -> bool {
 pub(crate) fn end_sub_channels(
     ctx: &LevelCtx<'_>,
     ci: usize,
-    (rows, dormant): (&mut [Channel], &mut Vec<Channel>),
-    owner: NetGuid,
+    (rows, dormant, closes): (&mut [Channel], &mut Vec<Channel>, &mut Vec<PendingClose>),
+    (owner, reason): (NetGuid, CloseReason),
     closed: &mut Vec<(u32, u32)>,
 ) {
     for (g, _) in ctx.write.fast.versions_of(owner) {
         ctx.write.fast.restart(crate::net::fastarrays::Side::Driver, ci, g);
     }
     let Some(subs) = ctx.subs.get(&owner) else { return };
-    for g in subs {
-        let Some(&(c, s)) = ctx.guids.get(g) else { continue };
+    for &g in subs {
+        let Some(&(c, s)) = ctx.guids.get(&g) else { continue };
         let key = crate::net::pairs::pair_key(c, s);
-        let mut ended = false;
+        let (mut ended, mut sent) = (false, false);
         if let Ok(i) = rows.binary_search_by_key(&key, |r| r.key) {
-            if rows[i].state.flags & pair::CHANNEL != 0 {
+            let flags = rows[i].state.flags;
+            if flags & pair::CHANNEL != 0 {
                 rows[i].state.flags = 0;
                 ended = true;
+                sent = flags & pair::EVER_OPENED != 0;
             }
         }
         if let Ok(i) = dormant.binary_search_by_key(&key, |r| r.key) {
             dormant.remove(i);
-            ended = true;
+            (ended, sent) = (true, true);
+        }
+        if sent {
+            closes.push(PendingClose { guid: g, reason });
         }
         if ended && ctx.report_closes {
             closed.push((c, s));

@@ -82,13 +82,8 @@ impl ReferenceFrame {
                             rc.conn.closes.push(PendingClose { guid: a.guid, reason });
                         }
                         if !net.tearing {
-                            // Its sub-objects' channels end with it, and its fast arrays' bases
-                            // (see the kernel's `end_sub_channels`).
-                            super::lifecycle::forget_owner_arrays(driver, ci, a.guid);
-                            for sub in driver.sub_objects(a.guid) {
-                                rc.channels.remove(sub);
-                                rc.dormant.remove(sub);
-                            }
+                            // Its sub-objects' channels end with it, and its fast arrays' bases.
+                            rc.end_owner(driver, ci, a.guid, close_reason(false));
                         }
                     }
                     continue;
@@ -295,11 +290,7 @@ impl ReferenceFrame {
                         } else {
                             // The client destroys its sub-objects with it: their channels end, and
                             // their copies held dormant (and its fast arrays' bases go).
-                            super::lifecycle::forget_owner_arrays(driver, ci, guid);
-                            for sub in driver.sub_objects(guid) {
-                                rc.channels.remove(sub);
-                                rc.dormant.remove(sub);
-                            }
+                            rc.end_owner(driver, ci, guid, reason);
                             Action::Closed
                         };
                         rc.decisions.sends.push(SendDecision { guid, priority: cand.key, action, bits });

@@ -189,16 +189,25 @@ impl ReferenceFrame {
     }
 }
 
-/// An owner's channel on connection `ci` ended (the client destroyed its copy): its fast
-/// arrays' bases there go now, as the kernel's `end_sub_channels` forgets them (the next channel
-/// starts them from nothing either way; a base kept meanwhile pinned the arrays' change logs).
-pub(super) fn forget_owner_arrays(driver: &NetDriver, ci: usize, owner: NetGuid) {
-    for (g, _) in driver.fast.versions_of(owner) {
-        driver.fast.restart(Side::Reference, ci, g);
-    }
-}
-
 impl RefConn {
+    /// Owner `owner`'s channel on connection `ci` closed for `reason` (the client destroys its
+    /// copy, sub-objects and all), as the kernel's `end_sub_channels`: its sub-objects' channels
+    /// end, and their copies held dormant, each the client was sent getting a close of its own
+    /// (should the owner's be lost while the owner has a channel again, a sub-object gone
+    /// meanwhile would stay on the client); its fast arrays' bases here go (the next channel
+    /// starts them from nothing either way; a base kept meanwhile pinned the arrays' change logs).
+    pub(super) fn end_owner(&mut self, driver: &NetDriver, ci: usize, owner: NetGuid, reason: CloseReason) {
+        for (g, _) in driver.fast.versions_of(owner) {
+            driver.fast.restart(Side::Reference, ci, g);
+        }
+        for &sub in driver.sub_objects(owner) {
+            let sent = self.channels.remove(&sub).is_some_and(|ch| ch.ever_opened);
+            if self.dormant.remove(&sub).is_some() || sent {
+                self.conn.closes.push(PendingClose { guid: sub, reason });
+            }
+        }
+    }
+
     /// What the client did with its sublevels since the last frame (UE's
     /// `ServerUpdateLevelVisibility`, applied as it arrives): a sublevel it loaded (and has
     /// now) gets its destroyed static actors' closes again; one it unloaded closes every channel
@@ -229,17 +238,8 @@ impl RefConn {
             self.dormant.remove(&guid);
             self.conn.closes.push(PendingClose { guid, reason: CloseReason::LevelUnloaded });
         }
-        for owner in open.iter().chain(&held) {
-            forget_owner_arrays(driver, ci, *owner);
-            // Each sub-object the client was sent (or holds dormant) is told too, as the
-            // driver's: should the owner's close be lost while the owner has a channel again, a
-            // sub-object gone meanwhile would stay on the client.
-            for sub in driver.sub_objects(*owner) {
-                let sent = self.channels.remove(sub).is_some_and(|ch| ch.ever_opened);
-                if self.dormant.remove(sub).is_some() || sent {
-                    self.conn.closes.push(PendingClose { guid: *sub, reason: CloseReason::LevelUnloaded });
-                }
-            }
+        for &owner in open.iter().chain(&held) {
+            self.end_owner(driver, ci, owner, CloseReason::LevelUnloaded);
         }
     }
 
