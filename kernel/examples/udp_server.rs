@@ -68,6 +68,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                         drop(socket.send_to(&bytes, to));
                     }
                 }
+                Incoming::Levels { conn, levels, ack } => {
+                    // The sublevels the client streamed in. This world has one level and no
+                    // actor level, so the driver refuses the set; a streaming world applies it.
+                    let _ = driver.set_loaded_sublevels(conn, &levels);
+                    drop(socket.send_to(&ack, from));
+                }
                 Incoming::Disconnected { conn } => {
                     driver.remove_connection(conn)?;
                     println!("connection {} left", conn.0);

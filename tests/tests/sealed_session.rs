@@ -140,6 +140,28 @@ fn a_sealed_session_carries_packets_and_feedback_only_its_ends_can_read() {
     let later = asked + shadowrep::session::MIN_DIGEST_INTERVAL;
     let last = client.digest_request(5).unwrap();
     assert_eq!(w.server.handle(addr(6000), &last, later), Incoming::DigestRequest { conn, id: 5 });
+
+    // Level visibility too: the set and its ack sealed, a replay of either dropped, the same
+    // set plain (with the session's token, as one who reads the traffic would forge it) too.
+    client.set_sublevel_loaded(shadowrep::net::SublevelId(4), true).unwrap();
+    let levels = client.levels().unwrap();
+    assert_eq!(levels[0], 0x95, "a sealed levels datagram");
+    let token = u64::from_le_bytes(levels[1..9].try_into().unwrap());
+    let plain = Datagram::Levels { token, seq: 9, levels: vec![shadowrep::net::SublevelId(2)] }.encode();
+    assert_eq!(w.server.handle(addr(6000), &plain, later), Incoming::Dropped(Dropped::Unsealed));
+    let Incoming::Levels { conn: c, levels: set, ack } = w.server.handle(addr(6000), &levels, later) else {
+        panic!("levels expected")
+    };
+    assert_eq!((c, set), (conn, vec![shadowrep::net::SublevelId(4)]));
+    assert_eq!(ack[0], 0x96, "a sealed ack");
+    assert_eq!(w.server.handle(addr(6000), &levels, later), Incoming::Dropped(Dropped::Replayed));
+    let plain_ack = Datagram::LevelsAck { token, seq: 1 }.encode();
+    assert_eq!(client.handle(&plain_ack), ClientIncoming::Dropped(ClientDropped::Unsealed));
+    assert!(client.levels().is_some(), "a forged ack silences nothing");
+    assert_eq!(client.handle(&ack), ClientIncoming::LevelsAcked(1));
+    assert_eq!(client.handle(&ack), ClientIncoming::Dropped(ClientDropped::Replayed));
+    assert_eq!(client.levels(), None);
+
     let bye = client.disconnect().unwrap();
     assert_eq!(w.server.handle(addr(6000), &bye, Instant::now()), Incoming::Disconnected { conn });
 }

@@ -13,6 +13,7 @@
 use cap::Cap;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+use shadowrep::net::SublevelId;
 use shadowrep::schema::{ClassBuilder, PropType, PropertyDecl};
 use shadowrep::session::frame::{DigestAnswer, Hello, MAX_DATAGRAM, PROTOCOL_VERSION};
 use shadowrep::session::{
@@ -49,6 +50,8 @@ fn seeds() -> Vec<Vec<u8>> {
             answer: DigestAnswer { id: 1, status: DigestStatus::Ready, seq: 3, actors: 4, digest: 5 },
         },
         Datagram::Disconnect { token: 5, reason: DisconnectReason::Closed },
+        Datagram::Levels { token: 5, seq: 2, levels: vec![SublevelId(1), SublevelId(4), SublevelId(900)] },
+        Datagram::LevelsAck { token: 5, seq: 2 },
     ]
     .iter()
     .map(Datagram::encode)
@@ -61,7 +64,7 @@ fn mutate(rng: &mut ChaCha8Rng, seeds: &[Vec<u8>]) -> Vec<u8> {
         let mut v = vec![0u8; n];
         rng.fill(&mut v[..]);
         if let Some(first) = v.first_mut() {
-            *first = rng.random_range(0..0x16); // mostly real type bytes
+            *first = rng.random_range(0..0x18); // mostly real type bytes
         }
         return v;
     }
@@ -121,6 +124,8 @@ fn the_session_layer_survives_random_and_mutated_datagrams() {
     let mut seeds = seeds;
     seeds.push(sealed_client.feedback().unwrap());
     seeds.push(sealed_client.digest_request(4).unwrap());
+    sealed_client.set_sublevel_loaded(SublevelId(3), true).unwrap();
+    seeds.push(sealed_client.levels().unwrap());
     seeds.push(sealed_server.packet(conn, &[0x11; 40]).unwrap().1);
     seeds.push(welcome);
     seeds.push(
@@ -138,7 +143,7 @@ fn the_session_layer_survives_random_and_mutated_datagrams() {
     for i in 0..n {
         let bytes = mutate(&mut rng, &seeds);
         match capped(|| sealed_server.handle(home, &bytes, t0)) {
-            Incoming::Feedback { .. } | Incoming::DigestRequest { .. } => opened += 1,
+            Incoming::Feedback { .. } | Incoming::DigestRequest { .. } | Incoming::Levels { .. } => opened += 1,
             Incoming::Disconnected { .. } => panic!("a forged disconnect ended the sealed session"),
             Incoming::Join(_) => panic!("a join from the sealed session's own address"),
             Incoming::Reply(r) => assert!(r.len() <= bytes.len()),
@@ -146,7 +151,10 @@ fn the_session_layer_survives_random_and_mutated_datagrams() {
         }
         match capped(|| sealed_client.handle(&bytes)) {
             ClientIncoming::Packet(_) => opened += 1,
-            ClientIncoming::DigestAnswer(_) | ClientIncoming::Disconnected(_) | ClientIncoming::Welcome => {
+            ClientIncoming::DigestAnswer(_)
+            | ClientIncoming::LevelsAcked(_)
+            | ClientIncoming::Disconnected(_)
+            | ClientIncoming::Welcome => {
                 panic!("a forged datagram opened in the sealed session")
             }
             _ => {}
@@ -158,7 +166,10 @@ fn the_session_layer_survives_random_and_mutated_datagrams() {
         match capped(|| server.handle(from, &bytes, t0)) {
             Incoming::Reply(r) => assert!(r.len() <= bytes.len(), "a {} byte reply to {} bytes", r.len(), bytes.len()),
             Incoming::Join(j) => panic!("a join without a cookie this server gave: {j:?}"),
-            Incoming::Feedback { .. } | Incoming::DigestRequest { .. } | Incoming::Disconnected { .. } => {
+            Incoming::Feedback { .. }
+            | Incoming::DigestRequest { .. }
+            | Incoming::Levels { .. }
+            | Incoming::Disconnected { .. } => {
                 panic!("a session datagram accepted with no session open")
             }
             Incoming::Dropped(_) => {}
@@ -174,7 +185,7 @@ fn the_session_layer_survives_random_and_mutated_datagrams() {
     assert!(server.is_empty());
     assert_eq!(server.stats().joins, 0);
     // Only the seeds themselves, unmutated, ever open — each at most once.
-    assert!(opened <= 3, "{opened} sealed datagrams opened: a mutant passed the tag or a replay the window");
+    assert!(opened <= 4, "{opened} sealed datagrams opened: a mutant passed the tag or a replay the window");
     assert!(sealed_client.world().is_some() && sealed_server.len() == 1);
     // Enough of the mutants decode that the validation past the type byte is exercised.
     assert!(decoded > n / 10, "only {decoded} of {n} inputs decoded");

@@ -52,7 +52,9 @@ pub(crate) struct ConnSublevels {
     /// whatever its bit says).
     loaded: Vec<u64>,
     /// The changes made since the tick before `for_frame`, for the tick of `for_frame`; one
-    /// entry per sublevel, so at most one per sublevel there is.
+    /// entry per sublevel, so at most one per sublevel there is, sorted by sublevel (a
+    /// connection's rows each look their sublevel up at an unload: a client's set of a thousand
+    /// sublevels must not cost a thousand compares a row).
     changes: Vec<SublevelChange>,
     for_frame: Frame,
 }
@@ -79,13 +81,14 @@ impl ConnSublevels {
             self.changes.clear();
             self.for_frame = next;
         }
-        let change = match self.changes.iter_mut().find(|c| c.sublevel == l) {
-            Some(c) => c,
-            None => {
-                self.changes.push(SublevelChange { sublevel: l, unloaded: false, loaded: false });
-                self.changes.last_mut().expect("just pushed")
+        let at = match self.changes.binary_search_by_key(&l, |c| c.sublevel) {
+            Ok(at) => at,
+            Err(at) => {
+                self.changes.insert(at, SublevelChange { sublevel: l, unloaded: false, loaded: false });
+                at
             }
         };
+        let change = &mut self.changes[at];
         if loaded {
             change.loaded = true;
         } else {
@@ -94,7 +97,19 @@ impl ConnSublevels {
         true
     }
 
-    /// What changed for the tick of `frame` (nothing if no call came since the tick before).
+    /// The loaded sublevels but the persistent level, in order.
+    pub fn loaded(&self) -> impl Iterator<Item = SublevelId> + '_ {
+        self.loaded
+            .iter()
+            .enumerate()
+            .flat_map(|(w, &bits)| {
+                (0..64u32).filter(move |b| bits >> b & 1 != 0).map(move |b| SublevelId((w * 64) as u16 + b as u16))
+            })
+            .filter(|&l| l != SublevelId::PERSISTENT)
+    }
+
+    /// What changed for the tick of `frame` (nothing if no call came since the tick before),
+    /// sorted by sublevel.
     pub fn changes_at(&self, frame: Frame) -> &[SublevelChange] {
         if self.for_frame == frame {
             &self.changes
@@ -112,9 +127,14 @@ impl ConnSublevels {
         sublevel_of: impl Fn(NetGuid) -> SublevelId + 'a,
     ) -> impl Iterator<Item = NetGuid> + 'a {
         let changes = self.changes_at(frame);
-        let retell = move |l: SublevelId| self.is_loaded(l) && changes.iter().any(|c| c.sublevel == l && c.loaded);
+        let retell = move |l: SublevelId| self.is_loaded(l) && change_of(changes, l).is_some_and(|c| c.loaded);
         destroyed.iter().copied().filter(move |&g| !changes.is_empty() && retell(sublevel_of(g)))
     }
+}
+
+/// Sublevel `l`'s entry in `changes` (sorted by sublevel, as [`ConnSublevels::changes_at`]).
+pub(crate) fn change_of(changes: &[SublevelChange], l: SublevelId) -> Option<&SublevelChange> {
+    changes.binary_search_by_key(&l, |c| c.sublevel).ok().map(|i| &changes[i])
 }
 
 /// At the tick, what the client of connection `conn` (in slot `ci`) did with its sublevels since
@@ -146,7 +166,7 @@ pub(crate) fn apply_changes(ctx: &LevelCtx<'_>, ci: u32, conn: &mut Connection, 
         let (c, s) = split_key(key);
         let (class, slot) = (&classes[c as usize], s as usize);
         let sublevel = class.cols.sublevel[slot];
-        let unloaded = changes.iter().any(|ch| ch.sublevel == sublevel && ch.unloaded);
+        let unloaded = change_of(&changes, sublevel).is_some_and(|ch| ch.unloaded);
         (unloaded && class.cols.sub_condition[slot].is_none()).then_some(class.actors[slot].guid)
     };
     let Pairs::Channels { rows, dormant } = &mut conn.pairs else { return };

@@ -9,6 +9,8 @@
 //!            ── feedback() ────────────→                 when ClientWorld::feedback_due, and
 //!                                                        every keep-alive interval
 //!            ── digest_request(id) ────→ / ←─ answer     compare with digest::client_digest
+//!            ── levels() ──────────────→ / ←─ ack        each tick while set_sublevel_loaded's
+//!                                                        newest set is not acknowledged
 //! Rejected / Failed / Closed                             final
 //! ```
 //!
@@ -23,9 +25,11 @@
 
 use super::digest::{client_digest, StateDigest};
 use super::frame::{Datagram, DigestAnswer, DisconnectReason, Hello, RejectReason, PROTOCOL_VERSION};
+use super::levels::{LevelError, LevelSet};
 use super::seal::{frame, SealError, Sealer, SEALED};
 use super::ticket::{SessionKeys, TicketError, TICKET_BYTES};
 use crate::client::{ClientError, ClientWorld, Receipt, ReceiveError};
+use crate::net::SublevelId;
 use crate::schema::ClassLayout;
 use std::sync::Arc;
 
@@ -68,6 +72,8 @@ pub enum ClientIncoming {
     Packet(Result<Receipt, ReceiveError>),
     /// The answer to a digest request.
     DigestAnswer(DigestAnswer),
+    /// The server applied the client's level set numbered `seq` (or a newer one).
+    LevelsAcked(u32),
     /// The server ended the session (final).
     Disconnected(DisconnectReason),
     /// Dropped: not a datagram, not for this client, or not expected now.
@@ -123,6 +129,7 @@ pub struct SessionClient {
     /// A sealed session's ticket (sent in the hello) and keys at work.
     ticket: Option<Vec<u8>>,
     sealer: Option<Sealer>,
+    levels: LevelSet,
 }
 
 impl SessionClient {
@@ -136,6 +143,7 @@ impl SessionClient {
             stats: SessionClientStats::default(),
             ticket: None,
             sealer: None,
+            levels: LevelSet::default(),
         }
     }
 
@@ -224,6 +232,46 @@ impl SessionClient {
         Some(frame(self.sealer.as_mut(), &Datagram::Feedback { token, payload: &payload }))
     }
 
+    /// The client's game loaded (`true`) or unloaded `sublevel` (UE's streaming levels; unload
+    /// its static actors from the world first, `ClientWorld::unload_static_actor`): the server
+    /// is told by [`Self::levels`], and opens channels only to actors in the sublevels loaded
+    /// ([`crate::net::sublevels`]). Whether the set changed; the persistent level cannot be
+    /// unloaded, and at most [`super::MAX_LEVELS`] sublevels are loaded at once (refused
+    /// changes change nothing). May be called before the welcome: the set goes once connected.
+    ///
+    /// ```
+    /// use shadowrep::net::SublevelId;
+    /// use shadowrep::session::{LevelError, SessionClient};
+    ///
+    /// let mut client = SessionClient::new(Vec::new(), 7);
+    /// assert_eq!(client.set_sublevel_loaded(SublevelId(2), true), Ok(true));
+    /// assert!(client.sublevel_loaded(SublevelId(2)));
+    /// assert_eq!(client.set_sublevel_loaded(SublevelId::PERSISTENT, false), Err(LevelError::Persistent));
+    /// assert_eq!(client.levels(), None, "not connected yet: nothing to send");
+    /// ```
+    pub fn set_sublevel_loaded(&mut self, sublevel: SublevelId, loaded: bool) -> Result<bool, LevelError> {
+        self.levels.set(sublevel, loaded)
+    }
+
+    /// Whether `sublevel` is loaded here (the persistent level always is).
+    pub fn sublevel_loaded(&self, sublevel: SublevelId) -> bool {
+        self.levels.is_loaded(sublevel)
+    }
+
+    /// The sublevels loaded here (not the persistent level), in order.
+    pub fn loaded_sublevels(&self) -> impl Iterator<Item = SublevelId> + '_ {
+        self.levels.loaded()
+    }
+
+    /// Once connected, while the server has not acknowledged the newest level set: that set,
+    /// framed ([`super::levels`]). Send it once a tick (with the feedback) until `None`; a lost
+    /// one is simply sent again, and the server applies each set once.
+    pub fn levels(&mut self) -> Option<Vec<u8>> {
+        let token = self.token()?;
+        let (seq, levels) = self.levels.unacked()?;
+        Some(frame(self.sealer.as_mut(), &Datagram::Levels { token, seq, levels }))
+    }
+
     /// A digest request, framed (once connected).
     pub fn digest_request(&mut self, id: u32) -> Option<Vec<u8>> {
         let token = self.token()?;
@@ -288,6 +336,7 @@ impl SessionClient {
             Datagram::Welcome { .. }
                 | Datagram::Packet { .. }
                 | Datagram::DigestAnswer { .. }
+                | Datagram::LevelsAck { .. }
                 | Datagram::Disconnect { .. }
         );
         if self.sealer.is_some() && needs_seal && !sealed {
@@ -337,6 +386,13 @@ impl SessionClient {
             },
             Datagram::DigestAnswer { token, answer } => match self.token() {
                 Some(t) if t == token => ClientIncoming::DigestAnswer(answer),
+                Some(_) => self.drop(ClientDropped::BadToken),
+                None => self.drop(ClientDropped::Unexpected),
+            },
+            Datagram::LevelsAck { token, seq } => match self.token() {
+                // An ack of a number never sent is not the server's.
+                Some(t) if t == token && self.levels.ack(seq) => ClientIncoming::LevelsAcked(seq),
+                Some(t) if t == token => self.drop(ClientDropped::Unexpected),
                 Some(_) => self.drop(ClientDropped::BadToken),
                 None => self.drop(ClientDropped::Unexpected),
             },

@@ -5,13 +5,16 @@
 //! is checked against what is left before it is read, trailing bytes are refused (except a
 //! hello's zero padding), and unknown type bytes, reasons and statuses are errors.
 
+use super::levels::{put_levels, read_levels, MAX_LEVELS};
+use crate::net::SublevelId;
 use std::fmt;
 
 /// The protocol version a hello carries; a server refuses any other.
 /// Version 2: hellos carry a join ticket field (empty, or [`TICKET_BYTES`] bytes), and a session
 /// may be sealed ([`super::seal`]). Version 3: sealed datagrams are AES-256-GCM under a key per
 /// session and direction (version 2 sealed them with XChaCha20-Poly1305 under the ticket's keys).
-pub const PROTOCOL_VERSION: u16 = 3;
+/// Version 4: level visibility ([`super::levels`]: the levels datagram and its ack).
+pub const PROTOCOL_VERSION: u16 = 4;
 
 /// The smallest hello (with or without cookie) a server answers: the hello is padded with zeros
 /// to this size, so a reply to it (a challenge, [`CHALLENGE_BYTES`], or a reject,
@@ -73,6 +76,10 @@ pub mod kind {
     pub const DIGEST_ANSWER: u8 = 0x13;
     /// Either way: the session ends.
     pub const DISCONNECT: u8 = 0x14;
+    /// Client → server: the sublevels the client has loaded ([`super::super::levels`]).
+    pub const LEVELS: u8 = 0x15;
+    /// Server → client: the newest levels number applied.
+    pub const LEVELS_ACK: u8 = 0x16;
 }
 
 /// A hello (the first datagram of a client, and its echo of the cookie).
@@ -254,6 +261,22 @@ pub enum Datagram<'a> {
         /// Why.
         reason: DisconnectReason,
     },
+    /// [`kind::LEVELS`]: every sublevel the client has loaded, numbered ([`super::levels`]).
+    Levels {
+        /// The session token.
+        token: u64,
+        /// Raised by the client with every change of the set.
+        seq: u32,
+        /// The loaded sublevels, strictly increasing, without the persistent level.
+        levels: Vec<SublevelId>,
+    },
+    /// [`kind::LEVELS_ACK`].
+    LevelsAck {
+        /// The session token.
+        token: u64,
+        /// The newest levels number the server applied.
+        seq: u32,
+    },
 }
 
 /// Why bytes are not a datagram.
@@ -279,6 +302,10 @@ pub enum FrameError {
     BadCode(u8),
     /// A hello's ticket of another length than [`TICKET_BYTES`] (0: none).
     BadTicket(usize),
+    /// A levels datagram listing more than [`MAX_LEVELS`] sublevels.
+    TooManyLevels(usize),
+    /// A levels datagram whose list is not strictly increasing, or names the persistent level.
+    UnorderedLevels,
 }
 
 impl fmt::Display for FrameError {
@@ -296,6 +323,10 @@ impl fmt::Display for FrameError {
             FrameError::BadPayload(n) => write!(f, "payload of {n} bytes (1..={MAX_PAYLOAD})"),
             FrameError::BadCode(c) => write!(f, "unknown reason or status code {c}"),
             FrameError::BadTicket(n) => write!(f, "join ticket of {n} bytes (0 or {TICKET_BYTES})"),
+            FrameError::TooManyLevels(n) => write!(f, "{n} sublevels (at most {MAX_LEVELS})"),
+            FrameError::UnorderedLevels => {
+                write!(f, "sublevels not strictly increasing, or the persistent level listed")
+            }
         }
     }
 }
@@ -470,6 +501,17 @@ impl Datagram<'_> {
                 out.extend_from_slice(&token.to_le_bytes());
                 out.push(disconnect_code(*reason));
             }
+            Datagram::Levels { token, seq, levels } => {
+                out.push(kind::LEVELS);
+                out.extend_from_slice(&token.to_le_bytes());
+                out.extend_from_slice(&seq.to_le_bytes());
+                put_levels(&mut out, levels);
+            }
+            Datagram::LevelsAck { token, seq } => {
+                out.push(kind::LEVELS_ACK);
+                out.extend_from_slice(&token.to_le_bytes());
+                out.extend_from_slice(&seq.to_le_bytes());
+            }
         }
         out
     }
@@ -564,6 +606,11 @@ impl<'a> Datagram<'a> {
                 };
                 Datagram::Disconnect { token, reason }
             }
+            kind::LEVELS => {
+                let (token, seq) = (r.u64()?, r.u32()?);
+                Datagram::Levels { token, seq, levels: read_levels(t, r.rest())? }
+            }
+            kind::LEVELS_ACK => Datagram::LevelsAck { token: r.u64()?, seq: r.u32()? },
             other => return Err(FrameError::UnknownType(other)),
         };
         r.end()?;
@@ -608,6 +655,9 @@ mod tests {
                 answer: DigestAnswer { id: 2, status: DigestStatus::Ready, seq: 40, actors: 3, digest: 99 },
             },
             Datagram::Disconnect { token: 11, reason: DisconnectReason::TimedOut },
+            Datagram::Levels { token: 11, seq: 3, levels: vec![SublevelId(1), SublevelId(700)] },
+            Datagram::Levels { token: 11, seq: 0, levels: vec![] },
+            Datagram::LevelsAck { token: 11, seq: 3 },
         ]
     }
 

@@ -41,7 +41,9 @@
 //!                       2 ready (digest of what the client should hold once it has every
 //!                       packet up to seq)
 //! 0x14 disconnect     | 14 | token u64 | reason u8 (0 closed, 1 timed out) |
-//! 0x84, 0x90…0x94     the welcome and 0x10…0x14 sealed: | type|0x80 | token u64 |
+//! 0x15 levels         | 15 | token u64 | seq u32 | n u16 | sublevel u16 × n |   (see [`levels`])
+//! 0x16 levels ack     | 16 | token u64 | seq u32 |
+//! 0x84, 0x90…0x96     the welcome and 0x10…0x16 sealed: | type|0x80 | token u64 |
 //!                       counter u64 | encrypted fields | tag [u8; 16] |   (see [`seal`])
 //! ```
 //!
@@ -88,6 +90,7 @@ pub mod client;
 pub mod cookie;
 pub mod digest;
 pub mod frame;
+pub mod levels;
 pub mod seal;
 pub mod server;
 pub mod ticket;
@@ -98,6 +101,9 @@ pub use digest::{client_digest, expected_digest, StateDigest};
 pub use frame::{
     Datagram, DigestStatus, DisconnectReason, RejectReason, TicketRefusal, MAX_DATAGRAM, PROTOCOL_VERSION,
 };
+pub use levels::{LevelError, MAX_LEVELS};
 pub use seal::{SealError, Sealer};
-pub use server::{Incoming, JoinRequest, ServerConfig, ServerConfigError, SessionServer, MIN_DIGEST_INTERVAL};
+pub use server::{
+    Incoming, JoinRequest, ServerConfig, ServerConfigError, SessionServer, MIN_DIGEST_INTERVAL, MIN_LEVELS_INTERVAL,
+};
 pub use ticket::{SessionKeys, TicketClaims, TicketError, TicketKey};

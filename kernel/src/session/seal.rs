@@ -78,7 +78,7 @@ impl std::error::Error for SealError {}
 
 /// The types a session seals: the welcome and everything after it.
 fn sealable(t: u8) -> bool {
-    t == kind::WELCOME || (kind::PACKET..=kind::DISCONNECT).contains(&t)
+    t == kind::WELCOME || (kind::PACKET..=kind::LEVELS_ACK).contains(&t)
 }
 
 /// The type and id of a sealed datagram, read before opening it (a server finds the session

@@ -46,6 +46,7 @@ use super::frame::{
 use super::seal::{SealError, Sealer, SEALED};
 use super::ticket::{self, TicketClaims, TicketError, TicketKey};
 use crate::ids::ConnectionId;
+use crate::net::SublevelId;
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -139,13 +140,21 @@ pub enum Dropped {
     /// A plain session datagram in a sealed session.
     Unsealed,
     /// A digest request sooner than [`MIN_DIGEST_INTERVAL`] after the session's last one that
-    /// was passed on (each answer may cost the game a digest of everything the client holds).
+    /// was passed on (each answer may cost the game a digest of everything the client holds),
+    /// or a new level set sooner than [`MIN_LEVELS_INTERVAL`] after the last passed on (not
+    /// acknowledged: the client sends it again).
     Throttled,
 }
 
 /// Least time between two digest requests of a session that the server passes on: a session
 /// holder cannot make the game digest its world more often than this (bots ask every 200 ms).
 pub const MIN_DIGEST_INTERVAL: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// Least time between two level sets of a session that the server passes on: a session
+/// holder cannot make the game reload and unload a thousand sublevels more often than this
+/// (a level takes far longer to stream in). A set that comes sooner is dropped unacknowledged,
+/// and the client's next send of it gets through.
+pub const MIN_LEVELS_INTERVAL: std::time::Duration = std::time::Duration::from_millis(100);
 
 /// Counters of a [`SessionServer`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -179,6 +188,11 @@ pub struct ServerStats {
     pub unsealed: u64,
     /// Digest requests dropped: sooner than [`MIN_DIGEST_INTERVAL`] after the last passed on.
     pub digests_throttled: u64,
+    /// Levels datagrams with no newer number than the session's last applied: answered with
+    /// an ack, not passed on.
+    pub levels_repeated: u64,
+    /// New level sets dropped: sooner than [`MIN_LEVELS_INTERVAL`] after the last passed on.
+    pub levels_throttled: u64,
 }
 
 /// Most tickets a server remembers as taken (each until it expires); past that, joins are
@@ -207,6 +221,17 @@ pub enum Incoming<'a> {
         conn: ConnectionId,
         /// The request's id.
         id: u32,
+    },
+    /// The client's loaded sublevels changed ([`super::levels`]): call
+    /// `NetDriver::set_loaded_sublevels(conn, &levels)`, then send `ack` back (a levels
+    /// datagram with nothing newer is answered as [`Incoming::Reply`], with no work for the game).
+    Levels {
+        /// The session's connection.
+        conn: ConnectionId,
+        /// Every sublevel the client has loaded (beside the persistent level), in order.
+        levels: Vec<SublevelId>,
+        /// The ack to send to the client.
+        ack: Vec<u8>,
     },
     /// The client left: its session is gone; remove its connection.
     Disconnected {
@@ -242,6 +267,9 @@ struct Session {
     last_digest: Option<Instant>,
     /// A sealed session's keys at work.
     sealer: Option<Sealer>,
+    /// The number of the newest levels datagram applied (0: none), and when it came.
+    levels_seq: u32,
+    last_levels: Option<Instant>,
 }
 
 impl Session {
@@ -356,6 +384,7 @@ impl SessionServer {
             Datagram::Hello(h) => return self.hello(from, h, now),
             Datagram::Feedback { token, .. }
             | Datagram::DigestRequest { token, .. }
+            | Datagram::Levels { token, .. }
             | Datagram::Disconnect { token, .. } => *token,
             _ => {
                 self.stats.unexpected += 1;
@@ -379,7 +408,37 @@ impl SessionServer {
             self.stats.digests_throttled += 1;
             return Incoming::Dropped(Dropped::Throttled);
         }
+        if let Datagram::Levels { seq, levels, .. } = d {
+            return Self::levels(s, (seq, levels), now, &mut self.stats);
+        }
         Self::session_datagram(s.conn, d, |conn| self.end(conn))
+    }
+
+    /// A levels datagram of session `s`: passed on if its number is newer than the last
+    /// applied (and [`MIN_LEVELS_INTERVAL`] has passed since), answered with an ack of the
+    /// newest applied (not when throttled).
+    fn levels(
+        s: &mut Session,
+        (seq, levels): (u32, Vec<SublevelId>),
+        now: Instant,
+        stats: &mut ServerStats,
+    ) -> Incoming<'static> {
+        let fresh = seq > s.levels_seq;
+        if fresh && s.last_levels.is_some_and(|t| now.saturating_duration_since(t) < MIN_LEVELS_INTERVAL) {
+            stats.levels_throttled += 1;
+            return Incoming::Dropped(Dropped::Throttled);
+        }
+        if fresh {
+            (s.levels_seq, s.last_levels) = (seq, Some(now));
+        } else {
+            stats.levels_repeated += 1;
+        }
+        let ack = s.frame(&Datagram::LevelsAck { token: s.token, seq: s.levels_seq });
+        if fresh {
+            Incoming::Levels { conn: s.conn, levels, ack }
+        } else {
+            Incoming::Reply(ack)
+        }
     }
 
     /// What an accepted session datagram (plain, or opened) asks of the game.
@@ -430,7 +489,12 @@ impl SessionServer {
         let d = match Datagram::decode(&plain) {
             // A client only seals what it may send; an opened hello or server datagram is a
             // client bug, dropped as unexpected.
-            Ok(d @ (Datagram::Feedback { .. } | Datagram::DigestRequest { .. } | Datagram::Disconnect { .. })) => d,
+            Ok(
+                d @ (Datagram::Feedback { .. }
+                | Datagram::DigestRequest { .. }
+                | Datagram::Levels { .. }
+                | Datagram::Disconnect { .. }),
+            ) => d,
             Ok(_) => {
                 self.stats.unexpected += 1;
                 return Incoming::Dropped(Dropped::Unexpected);
@@ -444,6 +508,9 @@ impl SessionServer {
         if !s.digest_allowed(&d, now) {
             self.stats.digests_throttled += 1;
             return Incoming::Dropped(Dropped::Throttled);
+        }
+        if let Datagram::Levels { seq, levels, .. } = d {
+            return Self::levels(s, (seq, levels), now, &mut self.stats);
         }
         Self::session_datagram(conn, d, |conn| self.end(conn)).into_static()
     }
@@ -530,8 +597,17 @@ impl SessionServer {
         // A token is never 0, so an all-zero header never matches.
         let token = self.tokens.hash(&(self.minted, join.addr, join.nonce)).max(1);
         let sealer = join.ticket.map(|t| Sealer::server(&t.keys));
-        let mut session =
-            Session { conn, token, nonce: join.nonce, heard: now, last_seq: 0, last_digest: None, sealer };
+        let mut session = Session {
+            conn,
+            token,
+            nonce: join.nonce,
+            heard: now,
+            last_seq: 0,
+            last_digest: None,
+            sealer,
+            levels_seq: 0,
+            last_levels: None,
+        };
         let welcome = session.frame(&welcome(&self.cfg, join.nonce, token));
         self.sessions.insert(join.addr, session);
         self.by_conn.insert(conn, join.addr);
@@ -632,6 +708,7 @@ impl Incoming<'_> {
                 Incoming::Feedback { conn, payload: Cow::Owned(payload.into_owned()) }
             }
             Incoming::DigestRequest { conn, id } => Incoming::DigestRequest { conn, id },
+            Incoming::Levels { conn, levels, ack } => Incoming::Levels { conn, levels, ack },
             Incoming::Disconnected { conn } => Incoming::Disconnected { conn },
             Incoming::Dropped(d) => Incoming::Dropped(d),
         }

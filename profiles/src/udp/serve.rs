@@ -362,6 +362,14 @@ fn receive(
                 send(&d, addr, second);
             }
         }
+        Incoming::Levels { conn, levels, ack } => {
+            // The profiles' worlds are one level: a set naming sublevels changes nothing they
+            // hold, but is applied and acknowledged as a streaming world's would be.
+            if game.driver_mut().set_loaded_sublevels(conn, &levels).is_err() {
+                second.feedback_refused += 1;
+            }
+            send(&ack, from, second);
+        }
         Incoming::Disconnected { conn } => game.detach(conn)?,
         Incoming::Dropped(_) => {}
     }

@@ -321,6 +321,41 @@ impl NetDriver {
         Ok(())
     }
 
+    /// The client of `conn` has exactly the sublevels `loaded` (and the persistent level)
+    /// loaded: each listed one not loaded is loaded, each loaded one not listed unloaded, as by
+    /// [`Self::set_sublevel_loaded`] — what a session's `Incoming::Levels` asks
+    /// ([`crate::session::levels`]). The persistent level may be listed (it is loaded anyway);
+    /// duplicates count once. Returns how many sublevels changed.
+    ///
+    /// ```
+    /// use shadowrep::net::{ActorLevelConfig, DriverConfig, NetDriver, SublevelId};
+    ///
+    /// let cfg = DriverConfig { actor_level: Some(ActorLevelConfig::default()), ..DriverConfig::default() };
+    /// let mut driver = NetDriver::new(cfg).unwrap();
+    /// let conn = driver.add_connection(false);
+    /// assert_eq!(driver.set_loaded_sublevels(conn, &[SublevelId(1), SublevelId(4)]).unwrap(), 2);
+    /// assert_eq!(driver.set_loaded_sublevels(conn, &[SublevelId(4), SublevelId(9)]).unwrap(), 2, "1 out, 9 in");
+    /// assert!(!driver.sublevel_loaded(conn, SublevelId(1)).unwrap());
+    /// assert!(driver.sublevel_loaded(conn, SublevelId(9)).unwrap());
+    /// ```
+    pub fn set_loaded_sublevels(&mut self, conn: ConnectionId, loaded: &[SublevelId]) -> Result<usize, DriverError> {
+        self.level()?;
+        let ci = self.live(conn)?;
+        let next = crate::ids::Frame(self.frame.0 + 1);
+        let mut want = loaded.to_vec();
+        want.sort_unstable();
+        let sublevels = &mut self.conns[ci].sublevels;
+        let gone: Vec<SublevelId> = sublevels.loaded().filter(|l| want.binary_search(l).is_err()).collect();
+        let mut changed = 0;
+        for l in gone {
+            changed += sublevels.set(l, false, next) as usize;
+        }
+        for &l in want.iter().filter(|&&l| l != SublevelId::PERSISTENT) {
+            changed += sublevels.set(l, true, next) as usize;
+        }
+        Ok(changed)
+    }
+
     /// Whether the client of `conn` has sublevel `sublevel` loaded (as the game last said).
     pub fn sublevel_loaded(&self, conn: ConnectionId, sublevel: SublevelId) -> Result<bool, DriverError> {
         let ci = self.live(conn)?;

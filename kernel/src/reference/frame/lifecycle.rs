@@ -225,7 +225,8 @@ impl RefConn {
             let Some(&(c, s)) = driver.guids.get(&guid) else { return false };
             let (class, s) = (&driver.classes[c as usize], s as usize);
             let sublevel = class.cols.sublevel[s];
-            changes.iter().any(|ch| ch.sublevel == sublevel && ch.unloaded) && class.cols.sub_condition[s].is_none()
+            crate::net::sublevels::change_of(changes, sublevel).is_some_and(|ch| ch.unloaded)
+                && class.cols.sub_condition[s].is_none()
         };
         let open: Vec<NetGuid> = self.channels.keys().copied().filter(|&g| closing(g)).collect();
         let held: Vec<NetGuid> = self.dormant.keys().copied().filter(|&g| closing(g)).collect();
