@@ -345,6 +345,15 @@ impl Connection {
         self.pair_of(guids, guid).is_some_and(|ps| ps.flags & pair::DORMANT != 0)
     }
 
+    /// Whether the client may hold this channel's copy of live actor `guid`: some packet carried
+    /// the open of the channel it has now, or it holds the actor dormant. A row the actor level
+    /// opened but whose open has not gone yet (the window was full, the frame saturated) does
+    /// not count: the client's copy, if any, is an earlier channel's, which a lost close must
+    /// still end.
+    pub fn holds_copy(&self, guids: &crate::ids::GuidMap<(u32, u32)>, guid: NetGuid) -> bool {
+        self.pair_of(guids, guid).is_some_and(|ps| ps.flags & (pair::EVER_OPENED | pair::DORMANT) != 0)
+    }
+
     /// Forgets a pair (its actor is gone, or its channel closed); returns what it held.
     pub fn drop_pair(&mut self, class: u32, slot: u32) -> PairState {
         if !self.unsent_initial.is_empty() {

@@ -270,8 +270,9 @@ pub(crate) struct SettledEntry {
 /// (applied together by [`apply_entries`] once every packet of the feedback is settled), its
 /// closes, fast array bunches and exports are applied here.
 ///
-/// A lost close is queued again unless its actor has a channel again on this connection (the
-/// actor level closed it for relevancy and has reopened it since: the open replaced the close),
+/// A lost close is queued again unless its actor has a channel again on this connection whose
+/// open has gone (the actor level closed it for relevancy and has reopened it since: the open
+/// replaced the close),
 /// or its fast array was opened there again ([`FastArrays::close_lost`]).
 /// Entries touch only their own pair's state, which no close, fast array or export reads, so
 /// applying them after the rest changes nothing but the cost.
@@ -320,15 +321,16 @@ pub(crate) fn apply_settled(
         if delivered {
             continue;
         }
-        // A lost close goes again unless the channel is back: a destroyed actor's or a torn-off
-        // one's always; a relevancy (or sublevel) close unless the actor has a row again; a
-        // dormancy close while the row is still dormant.
+        // A lost close goes again unless the channel is back: a torn-off actor's always; a
+        // destroyed (or relevancy, or sublevel) close unless the client may hold the actor's
+        // copy of a channel opened since (its open went, or it is held dormant — a row whose
+        // open has not gone yet leaves the old copy to this close); a dormancy close while the
+        // row is still dormant.
         let again = match close.reason {
             CloseReason::Destroyed => {
-                conn.pair_of(guids, close.guid).is_none()
-                    && fast.close_lost(super::fastarrays::Side::Driver, ci, close.guid)
+                !conn.holds_copy(guids, close.guid) && fast.close_lost(super::fastarrays::Side::Driver, ci, close.guid)
             }
-            CloseReason::LevelUnloaded => conn.pair_of(guids, close.guid).is_none(),
+            CloseReason::LevelUnloaded => !conn.holds_copy(guids, close.guid),
             CloseReason::Dormant => conn.dormant_here(guids, close.guid),
             CloseReason::TornOff => true,
         };

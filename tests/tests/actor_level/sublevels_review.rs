@@ -108,3 +108,57 @@ fn quick_unload_and_load_over_a_lossy_link_leaves_the_client_current() {
         assert_eq!(l.client(0).value(sg, HEALTH), Some(Value::U32(79)), "seed {seed}");
     }
 }
+
+#[test]
+fn a_lost_unload_close_is_sent_again_while_the_channel_opened_since_has_sent_no_open() {
+    // The unload's close is lost; the hall is loaded again while the packet window is full,
+    // so the actor's new channel opens but its open cannot go; then the server hears of the
+    // loss. The client's copy is the old channel's: the close must go again — else the hall,
+    // unloaded once more before the open went, leaves that copy on the client for good (a
+    // channel that never sent its open ends without a close).
+    for unload_again in [true, false] {
+        let mut l = level(1);
+        let (id, guid) = l.spawn([500.0, 0.0, 0.0], 1);
+        l.driver.set_sublevel(l.class, &l.store, id, HALL).unwrap();
+        // Something in the persistent level that changes every frame keeps packets going.
+        let (ticker, tg) = l.spawn([600.0, 0.0, 0.0], 0);
+        stream(&mut l, 0, &[], true);
+        l.run(3);
+        assert!(l.client(0).has(guid));
+        stream(&mut l, 0, &[], false);
+        dark_step(&mut l);
+        // Fill the window with packets that get lost (the client is heard from all along);
+        // one of them will arrive late.
+        let conn = l.clients[0].0;
+        let mut late = Vec::new();
+        for frame in 0..300u32 {
+            l.store.set(ticker, HEALTH, &Value::U32(frame)).unwrap();
+            l.driver.tick(&mut [&mut l.store]).unwrap();
+            let packets = l.driver.take_packets(conn).unwrap();
+            if frame == 100 {
+                late = packets;
+            }
+            l.driver.heard_from(conn).unwrap();
+        }
+        assert!(!late.is_empty());
+        stream(&mut l, 0, &[], true);
+        l.driver.tick(&mut [&mut l.store]).unwrap();
+        assert_eq!(l.driver.channels(conn).unwrap().0, 2, "the hall's actor has a channel again");
+        let _ = l.driver.take_packets(conn).unwrap();
+        assert!(
+            l.decisions(0).sends.iter().all(|s| s.guid != guid || s.bits == 0),
+            "the window is full: its open does not go"
+        );
+        // The late packet: its feedback tells the server the unload's close was lost.
+        for p in &late {
+            l.clients[0].1.receive(p).unwrap();
+        }
+        l.driver.receive_feedback(conn, &l.clients[0].1.feedback()).unwrap();
+        if unload_again {
+            stream(&mut l, 0, &[], false);
+        }
+        l.run(5);
+        assert_eq!(l.client(0).value(tg, HEALTH), Some(Value::U32(299)), "the connection goes on");
+        assert_eq!(l.client(0).has(guid), !unload_again, "unloaded again: {unload_again}");
+    }
+}

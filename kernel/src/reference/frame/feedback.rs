@@ -52,20 +52,20 @@ impl ReferenceFrame {
                 }
                 for _ in 0..rec.closes {
                     let Some(close) = rc.conn.rel.closes.pop_front() else { break };
-                    // Again unless the channel is back (a dormancy close: while the copy is still
-                    // held dormant).
+                    // Again unless the channel is back with its open gone, or the copy is held
+                    // dormant (a dormancy close: while the copy is still held dormant). A channel
+                    // opened since whose open has not gone (the window was full) leaves the
+                    // client's old copy to this close.
                     // (A fast array's: unless it was opened again, as the driver's.)
+                    let holds = || {
+                        rc.channels.get(&close.guid).is_some_and(|ch| ch.ever_opened)
+                            || rc.dormant.contains_key(&close.guid)
+                    };
                     let again = || match close.reason {
                         CloseReason::TornOff => true,
                         CloseReason::Dormant => rc.dormant.contains_key(&close.guid),
-                        CloseReason::Destroyed => {
-                            !rc.channels.contains_key(&close.guid)
-                                && !rc.dormant.contains_key(&close.guid)
-                                && driver.fast.close_lost(Side::Reference, ci, close.guid)
-                        }
-                        CloseReason::LevelUnloaded => {
-                            !rc.channels.contains_key(&close.guid) && !rc.dormant.contains_key(&close.guid)
-                        }
+                        CloseReason::Destroyed => !holds() && driver.fast.close_lost(Side::Reference, ci, close.guid),
+                        CloseReason::LevelUnloaded => !holds(),
                     };
                     if !delivered && again() {
                         rc.conn.closes.push(close);
