@@ -403,4 +403,33 @@ mod tests {
             assert!(c["relevant"].as_array().is_some() && c["channels"].as_array().is_some());
         }
     }
+
+    #[test]
+    fn a_dumped_frame_tells_each_actors_sublevel_and_each_connections_loaded_sublevels() {
+        use shadowrep::net::SublevelId;
+        let cfg = Profile::BattleRoyale.config(3).scaled(0.02);
+        let mut world = World::new(&cfg);
+        let mut server = KernelServer::new(&mut world, true).expect("a valid driver");
+        run(&mut world, &mut server, 1, None, &mut |_| {}, &mut NoProbe).expect("runs");
+        let (kind, hall) = (Kind::Pickup, SublevelId(7));
+        // A pickup placed in the hall (an actor's sublevel is set before it first replicates).
+        let class = server.class(kind);
+        let store = &mut world.stores[kind.index()];
+        let id = store.spawn();
+        let guid = server.driver_mut().assign_guid(class, store, id).expect("live");
+        server.driver_mut().set_sublevel(class, store, id, hall).expect("not replicated yet");
+        let conn = server.connections()[1];
+        server.driver_mut().set_sublevel_loaded(conn, hall, true).expect("live");
+        let mut out = Vec::new();
+        server.dump(&world, 1, &mut out).expect("written");
+        let v: serde_json::Value = serde_json::from_slice(&out).expect("valid JSON");
+        for a in v["actors"].as_array().expect("actors") {
+            let want = if a["guid"] == guid.0 { 7 } else { 0 };
+            assert_eq!(a["sublevel"], want, "{a}");
+        }
+        for c in v["connections"].as_array().expect("connections") {
+            let want: &[u64] = if c["connection"] == conn.0 { &[7] } else { &[] };
+            assert_eq!(c["loaded_sublevels"], serde_json::json!(want), "connection {}", c["connection"]);
+        }
+    }
 }

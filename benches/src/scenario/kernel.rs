@@ -126,6 +126,16 @@ impl KernelServer {
         &self.driver
     }
 
+    /// The driver, to change what the scenario does not (a test's sublevels, say).
+    pub fn driver_mut(&mut self) -> &mut NetDriver {
+        &mut self.driver
+    }
+
+    /// The class registered for `kind`.
+    pub fn class(&self, kind: Kind) -> ClassId {
+        self.classes[kind.index()]
+    }
+
     /// The connections, in player order.
     pub fn connections(&self) -> &[ConnectionId] {
         &self.conns
@@ -152,10 +162,6 @@ impl KernelServer {
             }
         }
         Ok((idle as f64 / 8.0, first as f64 / 8.0))
-    }
-
-    fn class(&self, kind: Kind) -> ClassId {
-        self.classes[kind.index()]
     }
 
     /// Player `p` fired: an inventory item loses a round; every PICKUP_EVERY-th shot picks an
@@ -474,31 +480,35 @@ fn write_dump(s: &KernelServer, world: &World, frame: usize, out: &mut dyn Write
             first = false;
             write!(
                 out,
-                "{sep}{{\"guid\":{},\"class\":\"{}\",\"position\":{},\"settings\":{},\"owner_actor\":{},\"instigator\":{},\"hidden\":{}}}",
+                "{sep}{{\"guid\":{},\"class\":\"{}\",\"position\":{},\"settings\":{},\"owner_actor\":{},\"instigator\":{},\"hidden\":{},\"sublevel\":{}}}",
                 g.0,
                 kind.class_name(),
                 vec3(location(world, kind, id)),
                 settings(&ns),
                 guid(owner),
                 guid(instigator),
-                ns.hidden
+                ns.hidden,
+                d.sublevel(class, id).unwrap_or_default().0
             )?;
         }
     }
     writeln!(out, "\n],\n\"connections\":[")?;
     for (i, (&conn, viewer)) in s.conns.iter().zip(&s.viewers).enumerate() {
         let (net_speed, queued_after) = d.connection_budget(conn).map_err(std::io::Error::other)?;
+        let loaded = d.loaded_sublevels(conn).map_err(std::io::Error::other)?;
+        let loaded: Vec<String> = loaded.iter().map(|l| l.0.to_string()).collect();
         let decisions = d.decisions(conn).map_err(std::io::Error::other)?;
         let sep = if i == 0 { "" } else { ",\n" };
         write!(
             out,
-            "{sep}{{\"connection\":{},\"viewers\":[{{\"real_viewer\":{},\"view_target\":{},\"location\":{},\"direction\":{}}}],\"net_speed\":{net_speed},\"queued_bits_after\":{}",
+            "{sep}{{\"connection\":{},\"viewers\":[{{\"real_viewer\":{},\"view_target\":{},\"location\":{},\"direction\":{}}}],\"net_speed\":{net_speed},\"queued_bits_after\":{},\"loaded_sublevels\":[{}]",
             conn.0,
             guid(viewer.real_viewer),
             guid(viewer.view_target),
             vec3(viewer.location),
             vec3(viewer.direction),
-            num(queued_after)
+            num(queued_after),
+            loaded.join(",")
         )?;
         match decisions {
             Some(dec) => {

@@ -167,7 +167,11 @@ fn with_sublevels_the_kernel_decides_exactly_as_the_ue_style_reference() {
     // then acknowledged the new one; channels are now numbered as they open, as the reference
     // numbers them; and 10348 with 4 at 50 % with dormancy, from a review's sweep — the kernel
     // forgot an owner's fast array bases on a connection whenever its channel ended there, the
-    // reference only when a sublevel unloaded it: it now forgets them on every owner's close.)
+    // reference only when a sublevel unloaded it: it now forgets them on every owner's close;
+    // and 112352 with 4 with dormancy, from a review's sweep — a tearing sub-object whose owner
+    // was despawned went from the reference's books as torn off where the client held it
+    // dormant and the owner's Destroyed close takes it: the reference sent a TornOff close the
+    // kernel rightly does not.)
     let worlds = [
         (0, 4, 0.0, false),
         (53, 4, 0.0, false),
@@ -175,6 +179,7 @@ fn with_sublevels_the_kernel_decides_exactly_as_the_ue_style_reference() {
         (191, 4, 0.2, true),
         (2022, 4, 0.2, true),
         (10348, 4, 0.5, true),
+        (112352, 4, 0.0, true),
         (7, 8, 0.1, true),
     ];
     for (seed, connections, loss, dormancy) in worlds {

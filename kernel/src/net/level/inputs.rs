@@ -362,6 +362,14 @@ impl NetDriver {
         Ok(self.conns[ci].sublevels.is_loaded(sublevel))
     }
 
+    /// The sublevels `conn`'s client has loaded as of the next tick, in order (the persistent
+    /// level, always loaded, left out): what [`Self::set_sublevel_loaded`] and
+    /// [`Self::set_loaded_sublevels`] told, for a team checking what its server believes.
+    pub fn loaded_sublevels(&self, conn: ConnectionId) -> Result<Vec<SublevelId>, DriverError> {
+        let ci = self.live(conn)?;
+        Ok(self.conns[ci].sublevels.loaded().collect())
+    }
+
     /// Sets a connection's bandwidth in bytes per second (UE's `CurrentNetSpeed`). At least 1:
     /// a connection of 0 bytes a second would never drain what it was sent
     /// ([`DriverError::BadNetSetting`]).

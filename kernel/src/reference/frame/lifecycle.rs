@@ -109,7 +109,12 @@ impl ReferenceFrame {
                             // dormant is the client's as a channel's is (UE's destruction infos).
                             let ch = rc.channels.remove(&g).or_else(|| rc.dormant.remove(&g));
                             let opened = ch.is_some_and(|ch| ch.ever_opened);
-                            if opened && (torn_now || tearing_orphan && !rc.owner_open(owner)) {
+                            // An orphan's tear-off ending with it does not make it one of the
+                            // torn: where its owner's channel is open, the owner's Destroyed
+                            // close takes it (seed 112352 with dormancy and sublevels: a copy
+                            // held dormant got a TornOff close the driver never sends).
+                            let torn = if orphaned { tearing_orphan && !rc.owner_open(owner) } else { torn_now };
+                            if opened && torn {
                                 rc.conn.closes.push(PendingClose { guid: g, reason: CloseReason::TornOff });
                             } else if opened && !g.is_static() && !orphaned {
                                 rc.conn.closes.push(PendingClose::destroyed(g));
