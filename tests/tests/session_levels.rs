@@ -255,3 +255,158 @@ fn the_driver_refuses_level_sets_it_cannot_apply() {
     assert_eq!(g.driver.set_loaded_sublevels(g.conn, &[]), Ok(1));
     assert!(!g.driver.sublevel_loaded(g.conn, CELLAR).unwrap());
 }
+
+/// A plain levels datagram of `token` with `seq` and `list` as raw numbers (any order, any
+/// count).
+fn raw_levels(token: u64, seq: u32, list: &[u16]) -> Vec<u8> {
+    let mut b = vec![0x15];
+    b.extend_from_slice(&token.to_le_bytes());
+    b.extend_from_slice(&seq.to_le_bytes());
+    b.extend_from_slice(&(list.len() as u16).to_le_bytes());
+    list.iter().for_each(|l| b.extend_from_slice(&l.to_le_bytes()));
+    b
+}
+
+#[test]
+fn sets_from_strangers_old_numbers_and_cut_or_padded_lists_change_nothing() {
+    let mut g = Game::new();
+    g.client.set_sublevel_loaded(HALL, true).unwrap();
+    let token = token_of(&g.client.levels().unwrap());
+    // From an address without a session: dropped, nothing sent back.
+    let stranger = SocketAddr::from(([127, 0, 0, 1], 7001));
+    assert_eq!(
+        g.server.handle(stranger, &raw_levels(token, 1, &[1]), g.now),
+        Incoming::Dropped(Dropped::UnknownAddress)
+    );
+    // Cut short, or with bytes after the list.
+    let whole = raw_levels(token, 1, &[1, 7]);
+    for n in 1..whole.len() {
+        assert_eq!(g.at_server(&whole[..n]), Incoming::Dropped(Dropped::Malformed), "cut to {n} bytes");
+    }
+    let mut padded = whole.clone();
+    padded.push(0);
+    assert_eq!(g.at_server(&padded), Incoming::Dropped(Dropped::Malformed));
+    assert!(g.driver.loaded_sublevels(g.conn).unwrap().is_empty());
+    // The real set, then a repeat of its number with other content and an older number: both
+    // acknowledged with the applied number, neither passed on.
+    g.tell_levels();
+    g.now += MIN_LEVELS_INTERVAL;
+    let Incoming::Reply(ack) = g.at_server(&raw_levels(token, 1, &[2, 3])) else { panic!("a repeat passed on") };
+    assert_eq!(ack, Datagram::LevelsAck { token, seq: 1 }.encode());
+    let Incoming::Reply(_) = g.at_server(&raw_levels(token, 0, &[9])) else { panic!("number 0 passed on") };
+    assert_eq!(g.driver.loaded_sublevels(g.conn).unwrap(), [HALL]);
+    assert_eq!(g.server.stats().levels_repeated, 2);
+    // Every answer is no larger than its cause, and only the session's own address gets one.
+    assert!(ack.len() <= raw_levels(token, 1, &[]).len());
+}
+
+#[test]
+fn the_numbers_wrap_and_a_wrapped_set_still_gets_through() {
+    let mut g = Game::new();
+    g.client.set_sublevel_loaded(HALL, true).unwrap();
+    let token = token_of(&g.client.levels().unwrap());
+    // A client that changed its set four billion times: its numbers go round past u32::MAX
+    // (skipping 0, which means "nothing yet"), in steps no larger than half the circle.
+    let mut applied = 0;
+    for seq in [1, 0x4000_0000, 0x8000_0000, 0xc000_0000, u32::MAX, 1, 2] {
+        g.now += MIN_LEVELS_INTERVAL;
+        let Incoming::Levels { levels, ack, .. } = g.at_server(&raw_levels(token, seq, &[seq as u16 % 500 + 1])) else {
+            panic!("set {seq:#x} after {applied:#x} not passed on")
+        };
+        assert_eq!(ack, Datagram::LevelsAck { token, seq }.encode());
+        g.driver.set_loaded_sublevels(g.conn, &levels).unwrap();
+        applied = seq;
+    }
+    // And a set from before the wrap is old now.
+    g.now += MIN_LEVELS_INTERVAL;
+    assert!(matches!(g.at_server(&raw_levels(token, u32::MAX, &[5])), Incoming::Reply(_)));
+    assert_eq!(g.driver.loaded_sublevels(g.conn).unwrap(), [SublevelId(3)]);
+}
+
+#[test]
+fn an_ack_the_client_cannot_have_caused_silences_nothing() {
+    let mut g = Game::new();
+    let token = token_of(&g.client.feedback().unwrap());
+    // Nothing sent yet: even an ack of "nothing" (0) is not the server's.
+    assert_eq!(
+        g.client.handle(&Datagram::LevelsAck { token, seq: 0 }.encode()),
+        ClientIncoming::Dropped(ClientDropped::Unexpected)
+    );
+    g.client.set_sublevel_loaded(HALL, true).unwrap();
+    for seq in [0, 2, 0x7fff_ffff] {
+        let forged = Datagram::LevelsAck { token, seq }.encode();
+        assert_eq!(g.client.handle(&forged), ClientIncoming::Dropped(ClientDropped::Unexpected), "ack of {seq:#x}");
+        assert!(g.client.levels().is_some(), "an ack of {seq:#x} silenced the set");
+    }
+    // Numbers more than half the circle ahead are behind (the numbers go round): old acks,
+    // which change nothing either.
+    for seq in [0x8000_0001, u32::MAX] {
+        g.client.handle(&Datagram::LevelsAck { token, seq }.encode());
+        assert!(g.client.levels().is_some(), "an ack of {seq:#x} silenced the set");
+    }
+    g.tell_levels();
+    assert_eq!(g.driver.loaded_sublevels(g.conn).unwrap(), [HALL]);
+}
+
+#[test]
+fn a_client_toggling_sublevels_over_a_lossy_link_ends_with_the_server_holding_its_set() {
+    use rand::{Rng, SeedableRng};
+    let levels = [HALL, SublevelId(2), SublevelId(3), CELLAR, SublevelId(300)];
+    let mut throttled = 0;
+    for seed in 0..6u64 {
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+        let mut g = Game::new();
+        // Datagrams on the way, each with the tick it arrives at: lost, late, doubled.
+        let (mut up, mut down): (InFlight, InFlight) = (Vec::new(), Vec::new());
+        let send = |rng: &mut rand_chacha::ChaCha8Rng, q: &mut InFlight, t: u32, d: Vec<u8>| {
+            for _ in 0..rng.random_range(1..=2) {
+                if !rng.random_bool(0.4) {
+                    q.push((t + rng.random_range(0..4), d.clone()));
+                }
+            }
+        };
+        for t in 0..400u32 {
+            // Toggling, in bursts, for the first 300 ticks; then still.
+            if t < 300 {
+                for _ in 0..rng.random_range(0..3) {
+                    let l = levels[rng.random_range(0..levels.len())];
+                    let loaded = !g.client.sublevel_loaded(l);
+                    g.client.set_sublevel_loaded(l, loaded).unwrap();
+                }
+            }
+            g.tick();
+            if let Some(d) = g.client.levels() {
+                send(&mut rng, &mut up, t, d);
+            }
+            let arrived: Vec<Vec<u8>> = take_due(&mut up, t);
+            for d in arrived {
+                match g.at_server(&d) {
+                    Incoming::Levels { conn, levels, ack } => {
+                        g.driver.set_loaded_sublevels(conn, &levels).unwrap();
+                        send(&mut rng, &mut down, t, ack);
+                    }
+                    Incoming::Reply(ack) => send(&mut rng, &mut down, t, ack),
+                    Incoming::Dropped(Dropped::Throttled) => throttled += 1,
+                    other => panic!("seed {seed}: the client's own set gave {other:?}"),
+                }
+            }
+            for ack in take_due(&mut down, t) {
+                assert!(matches!(g.client.handle(&ack), ClientIncoming::LevelsAcked(_)), "seed {seed}");
+            }
+        }
+        assert_eq!(g.client.levels(), None, "seed {seed}: still owed after 100 quiet ticks");
+        let client: Vec<SublevelId> = g.client.loaded_sublevels().collect();
+        assert_eq!(g.driver.loaded_sublevels(g.conn).unwrap(), client, "seed {seed}");
+    }
+    assert!(throttled > 0, "the floor never held a set back");
+}
+
+/// Datagrams on the way, each with the tick it arrives at.
+type InFlight = Vec<(u32, Vec<u8>)>;
+
+/// The datagrams of `q` due by tick `t`, in the order sent.
+fn take_due(q: &mut InFlight, t: u32) -> Vec<Vec<u8>> {
+    let (due, later): (Vec<_>, Vec<_>) = q.drain(..).partition(|&(at, _)| at <= t);
+    *q = later;
+    due.into_iter().map(|(_, d)| d).collect()
+}

@@ -13,11 +13,13 @@
 //! ```
 //!
 //! The message is state, not a change: each carries the whole set under a sequence number the
-//! client raises with every change, and the server applies a set only if its number is newer
-//! than the last one it applied. So a lost, duplicated or late datagram changes nothing — the
-//! client sends its newest set ([`super::SessionClient::levels`], once a tick) until an ack of
-//! that number (or a newer one) comes — and a set is applied at most once. A server answers every levels datagram of its session with an ack, applied or
-//! not, no larger than it.
+//! client raises with every change (going round past `u32::MAX` to 1: [`newer`]), and the
+//! server applies a set only if its number is newer than the last one it applied. So a lost,
+//! duplicated or late datagram changes nothing — the client sends its newest set
+//! ([`super::SessionClient::levels`], once a tick) until an ack of exactly that number comes —
+//! and a set is applied at most once. A server answers each levels datagram of its session
+//! with an ack of the newest number it applied, no larger than the datagram — except a newer
+//! set it throttles ([`super::MIN_LEVELS_INTERVAL`]): that one gets nothing, and goes again.
 //!
 //! Hostile input: the list is capped at [`MAX_LEVELS`] and refused unless strictly increasing
 //! (so no duplicates), checked before anything is allocated; an ack of a number the client never
@@ -102,14 +104,25 @@ impl LevelSet {
         (self.seq != self.acked).then(|| (self.seq, self.loaded().collect()))
     }
 
-    /// The server acknowledged `seq`: false (and nothing changes) for a number never sent.
+    /// The server acknowledged `seq`: false (and nothing changes) for a number never sent (0,
+    /// or one after the newest).
     pub fn ack(&mut self, seq: u32) -> bool {
-        if seq > self.seq {
+        if seq == 0 || self.seq == 0 || newer(seq, self.seq) {
             return false;
         }
-        self.acked = self.acked.max(seq);
+        if newer(seq, self.acked) {
+            self.acked = seq;
+        }
         true
     }
+}
+
+/// Whether levels number `a` comes after `b`: numbers go round past `u32::MAX` (to 1, 0 being
+/// "none yet"), so `a` is newer when it is less than half the circle ahead (RFC 1982 serial
+/// numbers). A client's numbers are never half the circle apart from the last one the server
+/// applied: that takes two billion changes in one round trip.
+pub(super) fn newer(a: u32, b: u32) -> bool {
+    (a.wrapping_sub(b) as i32) > 0
 }
 
 /// Appends a levels datagram's list: its count, then each sublevel.
@@ -166,6 +179,23 @@ mod tests {
         assert_eq!(s.set(SublevelId(3), false), Ok(true));
         assert_eq!(s.unacked(), Some((3, vec![SublevelId(1)])));
         assert!(s.is_loaded(SublevelId::PERSISTENT) && s.is_loaded(SublevelId(1)) && !s.is_loaded(SublevelId(3)));
+    }
+
+    #[test]
+    fn the_numbers_go_round_past_the_largest_to_1_and_acks_follow() {
+        let mut s = LevelSet { seq: u32::MAX - 1, acked: u32::MAX - 1, ..LevelSet::default() };
+        assert_eq!(s.set(SublevelId(3), true), Ok(true));
+        assert_eq!(s.unacked().map(|u| u.0), Some(u32::MAX));
+        assert!(s.ack(u32::MAX));
+        assert_eq!(s.unacked(), None);
+        assert_eq!(s.set(SublevelId(3), false), Ok(true));
+        assert_eq!(s.unacked().map(|u| u.0), Some(1), "0 is skipped: it means none yet");
+        assert!(!s.ack(2) && !s.ack(0), "never sent");
+        assert!(s.ack(u32::MAX - 1), "a late ack from before the turn is old");
+        assert_eq!(s.unacked().map(|u| u.0), Some(1), "and silences nothing");
+        assert!(s.ack(1));
+        assert_eq!(s.unacked(), None);
+        assert!(newer(1, u32::MAX) && !newer(u32::MAX, 1) && newer(0x7fff_ffff, 0) && !newer(0x8000_0000, 0));
     }
 
     #[test]

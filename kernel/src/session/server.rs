@@ -19,6 +19,9 @@
 //!     without a session
 //!   …with another token                   → Dropped(BadToken)
 //!   feedback / digest request / disconnect → Feedback / DigestRequest / Disconnected
+//!   levels with a newer number            → Levels (with its ack), or Dropped(Throttled)
+//!                                           sooner than MIN_LEVELS_INTERVAL after the last
+//!   levels with no newer number           → Reply(ack of the newest applied)
 //!   anything a server never receives      → Dropped(Unexpected)
 //! ```
 //!
@@ -423,7 +426,7 @@ impl SessionServer {
         now: Instant,
         stats: &mut ServerStats,
     ) -> Incoming<'static> {
-        let fresh = seq > s.levels_seq;
+        let fresh = super::levels::newer(seq, s.levels_seq);
         if fresh && s.last_levels.is_some_and(|t| now.saturating_duration_since(t) < MIN_LEVELS_INTERVAL) {
             stats.levels_throttled += 1;
             return Incoming::Dropped(Dropped::Throttled);
