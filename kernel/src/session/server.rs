@@ -281,12 +281,9 @@ impl Session {
         super::seal::frame(self.sealer.as_mut(), d)
     }
 
-    /// Whether `d` goes on to the game: anything but a digest request sooner than
-    /// [`MIN_DIGEST_INTERVAL`] after the last passed on.
-    fn digest_allowed(&mut self, d: &Datagram<'_>, now: Instant) -> bool {
-        if !matches!(d, Datagram::DigestRequest { .. }) {
-            return true;
-        }
+    /// Whether a digest request goes on to the game: not sooner than [`MIN_DIGEST_INTERVAL`]
+    /// after the last passed on.
+    fn digest_allowed(&mut self, now: Instant) -> bool {
         if self.last_digest.is_some_and(|t| now.saturating_duration_since(t) < MIN_DIGEST_INTERVAL) {
             return false;
         }
@@ -406,15 +403,8 @@ impl SessionServer {
             self.stats.unsealed += 1;
             return Incoming::Dropped(Dropped::Unsealed);
         }
-        s.heard = now;
-        if !s.digest_allowed(&d, now) {
-            self.stats.digests_throttled += 1;
-            return Incoming::Dropped(Dropped::Throttled);
-        }
-        if let Datagram::Levels { seq, levels, .. } = d {
-            return Self::levels(s, (seq, levels), now, &mut self.stats);
-        }
-        Self::session_datagram(s.conn, d, |conn| self.end(conn))
+        let r = Self::session_datagram(s, d, now, &mut self.stats);
+        self.end_if_disconnected(r)
     }
 
     /// A levels datagram of session `s`: passed on if its number is newer than the last
@@ -444,16 +434,31 @@ impl SessionServer {
         }
     }
 
-    /// What an accepted session datagram (plain, or opened) asks of the game.
-    fn session_datagram<'a>(conn: ConnectionId, d: Datagram<'a>, end: impl FnOnce(ConnectionId)) -> Incoming<'a> {
+    /// What an accepted datagram (plain, or opened) of session `s` asks of the game: the client
+    /// was heard from; a digest request sooner than [`MIN_DIGEST_INTERVAL`] after the last
+    /// passed on is dropped; a levels datagram goes to [`Self::levels`]; a disconnect (the only
+    /// other kind the callers accept) ends the session once the caller sees it.
+    fn session_datagram<'a>(s: &mut Session, d: Datagram<'a>, now: Instant, stats: &mut ServerStats) -> Incoming<'a> {
+        s.heard = now;
+        let conn = s.conn;
         match d {
             Datagram::Feedback { payload, .. } => Incoming::Feedback { conn, payload: Cow::Borrowed(payload) },
-            Datagram::DigestRequest { id, .. } => Incoming::DigestRequest { conn, id },
-            _ => {
-                end(conn);
-                Incoming::Disconnected { conn }
+            Datagram::DigestRequest { id, .. } if s.digest_allowed(now) => Incoming::DigestRequest { conn, id },
+            Datagram::DigestRequest { .. } => {
+                stats.digests_throttled += 1;
+                Incoming::Dropped(Dropped::Throttled)
             }
+            Datagram::Levels { seq, levels, .. } => Self::levels(s, (seq, levels), now, stats),
+            _ => Incoming::Disconnected { conn },
         }
+    }
+
+    /// `r`, after ending its session if it is a disconnect.
+    fn end_if_disconnected<'a>(&mut self, r: Incoming<'a>) -> Incoming<'a> {
+        if let Incoming::Disconnected { conn } = r {
+            self.end(conn);
+        }
+        r
     }
 
     /// A sealed datagram: its session's, opened, or dropped.
@@ -488,7 +493,6 @@ impl SessionServer {
                 return Incoming::Dropped(Dropped::Forged);
             }
         };
-        let conn = s.conn;
         let d = match Datagram::decode(&plain) {
             // A client only seals what it may send; an opened hello or server datagram is a
             // client bug, dropped as unexpected.
@@ -507,15 +511,8 @@ impl SessionServer {
                 return Incoming::Dropped(Dropped::Malformed);
             }
         };
-        s.heard = now;
-        if !s.digest_allowed(&d, now) {
-            self.stats.digests_throttled += 1;
-            return Incoming::Dropped(Dropped::Throttled);
-        }
-        if let Datagram::Levels { seq, levels, .. } = d {
-            return Self::levels(s, (seq, levels), now, &mut self.stats);
-        }
-        Self::session_datagram(conn, d, |conn| self.end(conn)).into_static()
+        let r = Self::session_datagram(s, d, now, &mut self.stats).into_static();
+        self.end_if_disconnected(r)
     }
 
     fn hello(&mut self, from: SocketAddr, h: &Hello, now: Instant) -> Incoming<'static> {
