@@ -410,3 +410,37 @@ fn take_due(q: &mut InFlight, t: u32) -> Vec<Vec<u8>> {
     *q = later;
     due.into_iter().map(|(_, d)| d).collect()
 }
+
+#[test]
+fn a_flood_of_new_sets_is_passed_on_once_a_floor_and_answered_with_nothing_larger() {
+    let mut g = Game::new();
+    g.client.set_sublevel_loaded(HALL, true).unwrap();
+    let token = token_of(&g.client.levels().unwrap());
+    let (mut passed, mut replied) = (0, 0);
+    // A thousand new sets, and each again, in one instant: one goes on, the rest of the new
+    // ones get nothing, and the repeats an ack each, smaller than what they answer.
+    for seq in 1..=1000u32 {
+        for _ in 0..2 {
+            let d = raw_levels(token, seq, &[seq as u16]);
+            match g.at_server(&d) {
+                Incoming::Levels { levels, .. } => {
+                    passed += 1;
+                    g.driver.set_loaded_sublevels(g.conn, &levels).unwrap();
+                }
+                Incoming::Reply(ack) => {
+                    replied += 1;
+                    assert!(ack.len() < d.len());
+                }
+                Incoming::Dropped(why) => assert_eq!(why, Dropped::Throttled),
+                other => panic!("{other:?}"),
+            }
+        }
+    }
+    assert_eq!((passed, replied), (1, 1), "only the first set and its own repeat");
+    assert_eq!(g.server.stats().levels_throttled, 1998);
+    // Once the floor has passed, the newest set goes on.
+    g.now += MIN_LEVELS_INTERVAL;
+    let Incoming::Levels { levels, .. } = g.at_server(&raw_levels(token, 1000, &[1000])) else { panic!() };
+    g.driver.set_loaded_sublevels(g.conn, &levels).unwrap();
+    assert_eq!(g.driver.loaded_sublevels(g.conn).unwrap(), [SublevelId(1000)]);
+}

@@ -1,9 +1,10 @@
 //! The datagrams of a session as bytes: [`Datagram::encode`] and the validating
 //! [`Datagram::decode`]. The layouts are drawn in the [module documentation](super).
 //!
-//! Decoding never panics and never allocates more than [`MAX_CLASSES`] checksums: every length
-//! is checked against what is left before it is read, trailing bytes are refused (except a
-//! hello's zero padding), and unknown type bytes, reasons and statuses are errors.
+//! Decoding never panics and never allocates more than [`MAX_CLASSES`] checksums or
+//! [`MAX_LEVELS`] sublevels: every length is checked against what is left before it is read,
+//! trailing bytes are refused (except a hello's zero padding), and unknown type bytes, reasons
+//! and statuses are errors.
 
 use super::levels::{put_levels, read_levels, MAX_LEVELS};
 use crate::net::SublevelId;
