@@ -69,10 +69,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                     }
                 }
                 Incoming::Levels { conn, levels, ack } => {
-                    // The sublevels the client streamed in. This world has one level and no
-                    // actor level, so the driver refuses the set; a streaming world applies it.
-                    let _ = driver.set_loaded_sublevels(conn, &levels);
-                    drop(socket.send_to(&ack, from));
+                    // The sublevels the client streamed in, applied by a streaming world's
+                    // driver, then acknowledged ("applied"). This world has no actor level, so
+                    // the driver refuses the set, and the client is not told it was applied.
+                    if driver.set_loaded_sublevels(conn, &levels).is_ok() {
+                        drop(socket.send_to(&ack, from));
+                    }
                 }
                 Incoming::Disconnected { conn } => {
                     driver.remove_connection(conn)?;

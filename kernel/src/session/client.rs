@@ -238,6 +238,9 @@ impl SessionClient {
     /// ([`crate::net::sublevels`]). Whether the set changed; the persistent level cannot be
     /// unloaded, and at most [`super::MAX_LEVELS`] sublevels are loaded at once (refused
     /// changes change nothing). May be called before the welcome: the set goes once connected.
+    /// The set belongs to this session: a game that reconnects with a new client declares its
+    /// loaded sublevels on that one again (the server's new connection starts with the
+    /// persistent level only).
     ///
     /// ```
     /// use shadowrep::net::SublevelId;

@@ -82,6 +82,8 @@ struct Second {
     bytes_out: u64,
     digests: u64,
     feedback_refused: u64,
+    levels_applied: u64,
+    levels_refused: u64,
     send_errors: u64,
 }
 
@@ -256,6 +258,8 @@ pub fn serve(args: &ServeArgs, json: bool, run: &mut crate::Session) -> Result<(
             "datagrams_in": total.datagrams_in,
             "digests_answered": total.digests,
             "feedback_refused": total.feedback_refused,
+            "levels_applied": total.levels_applied,
+            "levels_refused": total.levels_refused,
             "send_errors": total.send_errors,
             "sessions": {
                 "joins": st.joins, "challenges": st.challenges, "rejects": st.rejects,
@@ -311,6 +315,8 @@ fn add(a: Second, b: Second) -> Second {
         bytes_out: a.bytes_out + b.bytes_out,
         digests: a.digests + b.digests,
         feedback_refused: a.feedback_refused + b.feedback_refused,
+        levels_applied: a.levels_applied + b.levels_applied,
+        levels_refused: a.levels_refused + b.levels_refused,
         send_errors: a.send_errors + b.send_errors,
     }
 }
@@ -364,11 +370,16 @@ fn receive(
         }
         Incoming::Levels { conn, levels, ack } => {
             // The profiles' worlds are one level: a set naming sublevels changes nothing they
-            // hold, but is applied and acknowledged as a streaming world's would be.
-            if game.driver_mut().set_loaded_sublevels(conn, &levels).is_err() {
-                second.feedback_refused += 1;
+            // hold, but is applied and acknowledged as a streaming world's would be. The ack
+            // says "applied": a set the driver refuses (its connection gone) gets none.
+            let driver = game.driver_mut();
+            let _ = driver.heard_from(conn);
+            if driver.set_loaded_sublevels(conn, &levels).is_ok() {
+                second.levels_applied += 1;
+                send(&ack, from, second);
+            } else {
+                second.levels_refused += 1;
             }
-            send(&ack, from, second);
         }
         Incoming::Disconnected { conn } => game.detach(conn)?,
         Incoming::Dropped(_) => {}
