@@ -13,11 +13,12 @@
 //! Input: datagrams as in `split` (a `u16` length and its bytes), each led by its op byte.
 //! Checks: no panic, bounded allocation (`-malloc_limit_mb`); raw bytes never open at either
 //! end (the fuzzer has no key); and when no rogue datagram came, the session still works: a
-//! packet of the server's opens at the client and the client's feedback at the server.
+//! packet of the server's opens at the client, the client's feedback at the server, and its
+//! loaded sublevels too (the server's acknowledgement back at the client).
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use shadowrep::net::ConnectionId;
+use shadowrep::net::{ConnectionId, SublevelId};
 use shadowrep::schema::{ClassBuilder, PropType, PropertyDecl};
 use shadowrep::session::{
     ticket, ClientIncoming, ClientState, Incoming, Sealer, ServerConfig, SessionClient, SessionKeys, SessionServer,
@@ -93,4 +94,12 @@ fuzz_target!(|data: &[u8]| {
     assert!(matches!(client.handle(&p), ClientIncoming::Packet(_)), "the server's packet no longer opens");
     let fb = client.feedback().expect("still connected");
     assert!(matches!(server.handle(home, &fb, t0), Incoming::Feedback { .. }), "the client's feedback no longer opens");
+    // And the client's loaded sublevels reach the server, and its acknowledgement the client.
+    client.set_sublevel_loaded(SublevelId(3), true).expect("one sublevel");
+    let levels = client.levels().expect("an unacknowledged set");
+    let Incoming::Levels { levels: got, ack, .. } = server.handle(home, &levels, t0) else {
+        panic!("the client's levels no longer open")
+    };
+    assert_eq!(got, [SublevelId(3)]);
+    assert!(matches!(client.handle(&ack), ClientIncoming::LevelsAcked(_)), "the server's ack no longer opens");
 });

@@ -1,6 +1,7 @@
 //! Writes seed inputs for every target under `corpus/<target>/`, from the recorded run:
 //! `cargo run --release --bin seed_corpus` (in `fuzz/`).
 
+use shadowrep::net::SublevelId;
 use shadowrep::session::frame::{DigestAnswer, Hello};
 use shadowrep::session::{Datagram, DigestStatus, DisconnectReason, RejectReason, PROTOCOL_VERSION};
 use shadowrep_fuzz::{join, level_recording, recording};
@@ -59,6 +60,8 @@ fn main() -> std::io::Result<()> {
         Datagram::DigestRequest { token: 5, id: 1 },
         Datagram::DigestAnswer { token: 5, answer },
         Datagram::Disconnect { token: 5, reason: DisconnectReason::Closed },
+        Datagram::Levels { token: 5, seq: 2, levels: vec![SublevelId(1), SublevelId(9)] },
+        Datagram::LevelsAck { token: 5, seq: 2 },
     ];
     for (i, d) in datagrams.iter().enumerate() {
         for op in 0..5u8 {

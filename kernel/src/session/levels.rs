@@ -13,9 +13,9 @@
 //! ```
 //!
 //! The message is state, not a change: each carries the whole set under a sequence number the
-//! client raises with every change (going round past `u32::MAX` to 1: [`newer`]), and the
-//! server applies a set only if its number is newer than the last one it applied. So a lost,
-//! duplicated or late datagram changes nothing — the client sends its newest set
+//! client raises with every change (going round past `u32::MAX` to 1, compared as serial
+//! numbers), and the server applies a set only if its number is newer than the last one it
+//! applied. So a lost, duplicated or late datagram changes nothing — the client sends its newest set
 //! ([`super::SessionClient::levels`], once a tick) until an ack of exactly that number comes —
 //! and a set is applied at most once. A server answers each levels datagram of its session
 //! with an ack of the newest number it applied, no larger than the datagram — except a newer

@@ -2,7 +2,8 @@
 //! merged with the relevant actors and the frame's gone actors — and each candidate's priority
 //! key (see the module above for the whole frame).
 
-use super::{close_reason, lane_set, retire, LevelCtx, Scratch};
+use super::ends::retire;
+use super::{close_reason, lane_set, LevelCtx, Scratch};
 use crate::net::connection::{pair, Connection, PendingClose};
 use crate::net::level::NOT_DUE;
 use crate::net::pairs::{merge_rows, split_key, Channel, Pairs};
