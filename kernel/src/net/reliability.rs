@@ -264,6 +264,9 @@ pub(crate) struct SettledEntry {
     order: u32,
     delivered: bool,
     entry: SentEntry,
+    /// Sent on an earlier channel of its pair than the one open now (closed while it flew, its
+    /// epoch come round since): it neither acknowledges nor loses the open of this one.
+    earlier: bool,
 }
 
 /// Applies the fate of one settled packet to the connection: its entries go to `entries`
@@ -306,15 +309,20 @@ pub(crate) fn apply_settled(
         if !(a.alive && e.names(a.guid)) {
             continue;
         }
-        if delivered {
-            unsent.delivered(key, e.epoch, e.leaves);
-        } else if e.initial {
-            unsent.lost_open(key, e.epoch, e.leaves, c.active.initial_only());
+        // A bunch of an earlier channel of the pair (see `Channel::opened_after`) is nothing to
+        // this one's initial values either.
+        let earlier = conn.pairs.opened_after(e.class, e.slot).is_some_and(|o| rec.seq.ahead_of(o) <= 0);
+        if !earlier {
+            if delivered {
+                unsent.delivered(key, e.epoch, e.leaves);
+            } else if e.initial {
+                unsent.lost_open(key, e.epoch, e.leaves, c.active.initial_only());
+            }
         }
         if delivered && !e.open {
             continue;
         }
-        entries.push(SettledEntry { order: entries.len() as u32, delivered, entry: e });
+        entries.push(SettledEntry { order: entries.len() as u32, delivered, entry: e, earlier });
     }
     for _ in 0..rec.closes {
         let Some(close) = conn.rel.closes.pop_front() else { break };
@@ -369,12 +377,12 @@ pub(crate) fn apply_settled(
 pub(crate) fn apply_entries(conn: &mut Connection, entries: &mut Vec<SettledEntry>) {
     entries.sort_unstable_by_key(|s| (super::pairs::pair_key(s.entry.class, s.entry.slot), s.order));
     let mut cursor = 0;
-    for SettledEntry { entry: e, delivered, .. } in entries.drain(..) {
+    for SettledEntry { entry: e, delivered, earlier, .. } in entries.drain(..) {
         let Some(ps) = conn.pairs.get_mut_from(&mut cursor, e.class, e.slot) else { continue };
         // An open is its channel's: one of an earlier channel of the pair (closed and opened
         // again while it was in flight) acknowledges nothing of this one's, nor is its loss this
         // one's (the client may have that open and then the close after it).
-        let this_channel = ps.epoch == e.epoch;
+        let this_channel = ps.epoch == e.epoch && !earlier;
         if delivered {
             if e.open && this_channel {
                 ps.flags |= pair::OPEN_ACKED;
@@ -438,7 +446,7 @@ mod tests {
         let mut entries = Vec::new();
         let mut push = |e: SentEntry, delivered| {
             let order = entries.len() as u32;
-            entries.push(SettledEntry { order, delivered, entry: e });
+            entries.push(SettledEntry { order, delivered, entry: e, earlier: false });
         };
         // Packet 1, lost, in send order: (2, 7), (0, 3)'s open, (1, 2), (0, 5) which has no pair.
         push(entry(2, 7, 0, false, 1), false);

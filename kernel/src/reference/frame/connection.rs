@@ -184,6 +184,7 @@ impl ReferenceFrame {
                             relevant_time: 0.0,
                             last_update: 0.0,
                             epoch: rc.next_epoch,
+                            opened_after: rc.conn.rel.next_seq().back(1),
                             inactive: LeafMask::EMPTY,
                             resend: LeafMask::EMPTY,
                             unsent_initial: LeafMask::EMPTY,

@@ -48,7 +48,7 @@ impl ReferenceFrame {
             while let Some((rec, delivered)) = rc.conn.rel.settle_next(&settling) {
                 for _ in 0..rec.entries {
                     let Some(e) = rc.conn.rel.entries.pop_front() else { break };
-                    rc.settle_entry(driver, actors, e, delivered);
+                    rc.settle_entry(driver, actors, e, rec.seq, delivered);
                 }
                 for _ in 0..rec.closes {
                     let Some(close) = rc.conn.rel.closes.pop_front() else { break };
@@ -98,7 +98,14 @@ impl ReferenceFrame {
 
 impl RefConn {
     /// One bunch of a settled packet: `e` names its actor by class, slot and GUID.
-    fn settle_entry(&mut self, driver: &NetDriver, actors: &[Vec<Option<RefActor>>], e: SentEntry, delivered: bool) {
+    fn settle_entry(
+        &mut self,
+        driver: &NetDriver,
+        actors: &[Vec<Option<RefActor>>],
+        e: SentEntry,
+        seq: Seq,
+        delivered: bool,
+    ) {
         let live = driver.classes[e.class as usize].actors.get(e.slot as usize).is_some_and(|a| a.alive);
         let Some(a) = actors[e.class as usize].get(e.slot as usize).and_then(Option::as_ref) else { return };
         if !live || !e.names(a.guid) {
@@ -111,7 +118,7 @@ impl RefConn {
             return;
         };
         // Of this channel, not of an earlier one of the actor closed while the bunch flew.
-        let this = ch.epoch == e.epoch;
+        let this = ch.epoch == e.epoch && seq.ahead_of(ch.opened_after) > 0;
         if delivered {
             if this {
                 ch.open_acked |= e.open;

@@ -172,6 +172,11 @@ struct RefChannel {
     /// Which channel of its actor this is: the fast arrays riding an earlier one went with the
     /// client's copy.
     epoch: u8,
+    /// The newest packet sent before it opened: a settled bunch is this channel's only if its
+    /// packet is newer (UE acknowledges a channel's own bunches; the 8-bit epoch comes round —
+    /// seed 316816, where a silent client's late acknowledgement of an earlier channel's open
+    /// acknowledged the one 256 channels later).
+    opened_after: Seq,
     /// Leaves that changed while inactive for this connection, sent when they come back (UE's
     /// `InactiveChangelist`).
     inactive: LeafMask,
