@@ -109,6 +109,7 @@ impl NetDriver {
         reliability::apply_entries(c, &mut entries);
         c.settled = entries;
         c.rel.settled(fb);
+        c.opened_after.settled_through(c.rel.acked());
         c.stats.feedback_applied += 1;
         settled
     }

@@ -146,6 +146,11 @@ impl Reliability {
         self.next_seq
     }
 
+    /// The newest packet the client reported: every packet up to it is settled.
+    pub fn acked(&self) -> Seq {
+        self.acked
+    }
+
     /// Packets that may still be started before the window is full.
     pub fn room(&self) -> u32 {
         (ACK_WINDOW as i64 + 1 - self.next_seq.ahead_of(self.acked)).clamp(0, ACK_WINDOW as i64) as u32
@@ -309,9 +314,9 @@ pub(crate) fn apply_settled(
         if !(a.alive && e.names(a.guid)) {
             continue;
         }
-        // A bunch of an earlier channel of the pair (see `Channel::opened_after`) is nothing to
-        // this one's initial values either.
-        let earlier = conn.pairs.opened_after(e.class, e.slot).is_some_and(|o| rec.seq.ahead_of(o) <= 0);
+        // A bunch of an earlier channel of the pair (see `OpenedAfter`) is nothing to this
+        // one's initial values either.
+        let earlier = conn.opened_after.earlier(key, rec.seq);
         if !earlier {
             if delivered {
                 unsent.delivered(key, e.epoch, e.leaves);

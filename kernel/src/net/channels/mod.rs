@@ -361,7 +361,8 @@ fn process(ctx: &LevelCtx<'_>, run: &mut Run<'_>, conn: &mut Connection, scratch
                 if !has_channel {
                     row.state.flags |= pair::CHANNEL;
                     row.state.epoch = candidates::number(&mut conn.next_epoch);
-                    row.opened_after = conn.rel.next_seq().back(1);
+                    let key = crate::net::pairs::pair_key(due.class, due.slot);
+                    conn.opened_after.opened(key, conn.rel.next_seq().back(1), conn.rel.acked());
                 }
                 if relevant {
                     row.relevant_time = relevant_until(now, due.rel.guid, ci, ctx.time.frame);

@@ -45,14 +45,6 @@ pub(crate) struct Channel {
     pub relevant_time: f64,
     /// Server time the channel last replicated (UE's `LastUpdateTime`): priority's T.
     pub last_update: f64,
-    /// The newest packet sent before this channel opened: a bunch of an earlier channel of the
-    /// pair went in it or before, so a settled bunch is this channel's only if its packet is
-    /// newer (UE acknowledges a channel's own bunches). The 8-bit epoch alone came round: 256
-    /// channels opened while a silent client held back the acknowledgement of an earlier
-    /// channel's open, which then acknowledged the new one, whose open was lost — and the
-    /// client got plain bunches for an actor it did not have (seed 316816 of the random worlds,
-    /// 1 connection at 30 % loss with dormancy and sublevels).
-    pub opened_after: crate::ids::Seq,
 }
 
 /// A connection's pairs.
@@ -157,21 +149,6 @@ impl Pairs {
                     }
                 };
                 &mut rows[i].state
-            }
-        }
-    }
-
-    /// The newest packet sent before the pair's channel opened (see [`Channel::opened_after`]);
-    /// `None` for the property path's pairs, and a pair without a row.
-    pub fn opened_after(&self, class: u32, slot: u32) -> Option<crate::ids::Seq> {
-        match self {
-            Pairs::Dense(_) => None,
-            Pairs::Channels { rows, dormant } => {
-                let key = pair_key(class, slot);
-                match find(rows, key) {
-                    Some(i) => Some(rows[i].opened_after),
-                    None => find(dormant, key).map(|i| dormant[i].opened_after),
-                }
             }
         }
     }
