@@ -117,6 +117,56 @@ fn view_targets_owner_chains_instigators_and_owner_relevancy() {
 }
 
 #[test]
+fn links_to_actors_that_do_not_exist_make_nothing_relevant_and_cycles_end() {
+    // The game's links are GUIDs the driver does not check when they are set (an owner may be
+    // spawned or despawned later): a viewer whose view target and real viewer name nobody, an
+    // owner or instigator never assigned or despawned since, and an owner cycle (a
+    // misconfigured game) each answer "not owned, not relevant by that rule" — no panic, no
+    // hang — while the distance still decides for everything else, and the same actors become
+    // relevant once a link names a live, near actor.
+    let mut l = Level::new(every_frame(), 1);
+    let far = [1.0e6, 0.0, 0.0];
+    let nobody = NetGuid(999_998);
+    let (gone, gone_guid) = l.spawn(far, 9);
+    let (follower, f) = l.spawn(far, 1);
+    let (private, p) = l.spawn(far, 2);
+    let (shot, s) = l.spawn(far, 3);
+    let (cycle_a, ca) = l.spawn(far, 4);
+    let (cycle_b, cb) = l.spawn(far, 5);
+    let (_, near) = l.spawn([10.0, 0.0, 0.0], 6);
+    l.driver.set_owner_actor(l.class, &l.store, follower, Some(nobody), None).unwrap();
+    l.settings(follower, |s| s.use_owner_relevancy = true);
+    l.driver.set_owner_actor(l.class, &l.store, private, Some(gone_guid), None).unwrap();
+    l.settings(private, |s| s.only_relevant_to_owner = true);
+    l.driver.set_owner_actor(l.class, &l.store, shot, None, Some(nobody)).unwrap();
+    l.driver.set_owner_actor(l.class, &l.store, cycle_a, Some(cb), None).unwrap();
+    l.driver.set_owner_actor(l.class, &l.store, cycle_b, Some(ca), None).unwrap();
+    for who in [cycle_a, cycle_b] {
+        l.settings(who, |s| s.use_owner_relevancy = true);
+    }
+    l.store.despawn(gone).unwrap();
+    let conn = l.clients[0].0;
+    // (Another GUID than the links': links compare GUIDs, so an owner link naming the view
+    // target's own GUID is "owned by the view target" whether that actor exists or not — as
+    // UE's pointer comparison is for an actor being destroyed.)
+    let lost = Viewer { real_viewer: Some(NetGuid(999_996)), ..viewer([0.0; 3], Some(NetGuid(999_994))) };
+    l.driver.set_viewers(conn, &[lost]).unwrap();
+    l.run(3);
+    assert!(has(&l, 0, near), "the distance still decides");
+    for (what, g) in
+        [("owner never assigned", f), ("owner despawned", p), ("instigator never assigned", s), ("owner cycle", ca)]
+    {
+        assert!(!has(&l, 0, g), "{what}: not relevant");
+        assert!(!l.decisions(0).relevant.contains(&g), "{what}: not in the relevant set");
+    }
+    assert!(!has(&l, 0, cb));
+    // The follower's owner link now names the near actor: relevant through it.
+    l.driver.set_owner_actor(l.class, &l.store, follower, Some(near), None).unwrap();
+    l.step();
+    assert!(has(&l, 0, f), "owner relevancy through a live, near owner");
+}
+
+#[test]
 fn owner_relevancy_asks_an_owner_only_owner_its_rules_not_its_filter() {
     // UE hands the question to the owner's `IsNetRelevantFor`, whose first rule (always
     // relevant) comes before its owner-only rule; the owner-only filter of `PrioritizeActors`
