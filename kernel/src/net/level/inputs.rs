@@ -337,6 +337,7 @@ impl NetDriver {
     /// assert_eq!(driver.set_loaded_sublevels(conn, &[SublevelId(4), SublevelId(9)]).unwrap(), 2, "1 out, 9 in");
     /// assert!(!driver.sublevel_loaded(conn, SublevelId(1)).unwrap());
     /// assert!(driver.sublevel_loaded(conn, SublevelId(9)).unwrap());
+    /// assert_eq!(driver.loaded_sublevels(conn).unwrap(), [SublevelId(4), SublevelId(9)]);
     /// ```
     pub fn set_loaded_sublevels(&mut self, conn: ConnectionId, loaded: &[SublevelId]) -> Result<usize, DriverError> {
         self.level()?;
