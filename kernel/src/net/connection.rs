@@ -186,8 +186,10 @@ pub(crate) struct Connection {
 }
 
 /// The channels of a connection opened while packets sent before them were in flight: pair
-/// key → the newest packet started before the open. A settled bunch of the pair in that packet
-/// or an earlier one is an earlier channel's: it neither acknowledges nor loses this one's open
+/// key → the newest packet finished before the open (the one being written then, if any, holds
+/// no bunch of the pair's earlier channels: a frame writes a pair at most once, and a channel
+/// closed after its bunch of a frame does not open again in that frame). A settled bunch of the pair in that packet or an earlier one
+/// is an earlier channel's: it neither acknowledges nor loses this one's open
 /// (UE acknowledges a channel's own bunches). The 8-bit epoch alone is not enough: the
 /// connection numbers every channel it opens, so 256 opens while a silent client held back the
 /// acknowledgement of an earlier channel's open let that late acknowledgement acknowledge the
@@ -202,7 +204,7 @@ pub(crate) struct OpenedAfter(
 );
 
 impl OpenedAfter {
-    /// Pair `key`'s channel opens; `newest` is the newest packet started so far, `acked` the
+    /// Pair `key`'s channel opens; `newest` is the newest packet finished so far, `acked` the
     /// newest the client reported (nothing in flight before the open: nothing to remember).
     pub fn opened(&mut self, key: u64, newest: Seq, acked: Seq) {
         if newest.ahead_of(acked) > 0 {

@@ -72,7 +72,8 @@ pub enum ClientIncoming {
     Packet(Result<Receipt, ReceiveError>),
     /// The answer to a digest request.
     DigestAnswer(DigestAnswer),
-    /// The server applied the client's level set numbered `seq` (or a newer one).
+    /// The newest level set the server has applied is numbered `seq` (a number the client
+    /// sent; one older than its newest set silences nothing: that set goes on being sent).
     LevelsAcked(u32),
     /// The server ended the session (final).
     Disconnected(DisconnectReason),

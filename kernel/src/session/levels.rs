@@ -122,7 +122,8 @@ impl LevelSet {
 /// numbers). A client's numbers are never half the circle apart from the last one the server
 /// applied: that takes two billion changes in one round trip.
 pub(super) fn newer(a: u32, b: u32) -> bool {
-    (a.wrapping_sub(b) as i32) > 0
+    // The packets' serial arithmetic, on another counter.
+    crate::ids::Seq(a).ahead_of(crate::ids::Seq(b)) > 0
 }
 
 /// Appends a levels datagram's list: its count, then each sublevel.
