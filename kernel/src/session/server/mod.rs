@@ -47,13 +47,16 @@ use super::frame::{
     Datagram, DigestAnswer, DigestStatus, DisconnectReason, Hello, RejectReason, TicketRefusal, PROTOCOL_VERSION,
 };
 use super::seal::{SealError, Sealer, SEALED};
-use super::ticket::{self, TicketClaims, TicketError, TicketKey};
+use super::ticket::{self, TicketError, TicketKey};
 use crate::ids::ConnectionId;
 use crate::net::SublevelId;
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant, SystemTime};
+
+mod incoming;
+pub use incoming::{Dropped, Incoming, JoinRequest, ServerStats};
 
 /// What a [`SessionServer`] accepts.
 #[derive(Clone, Debug)]
@@ -124,31 +127,6 @@ impl std::fmt::Display for ServerConfigError {
 
 impl std::error::Error for ServerConfigError {}
 
-/// Why a datagram was dropped without an answer.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Dropped {
-    /// Not a datagram ([`super::frame::FrameError`]).
-    Malformed,
-    /// A session datagram from an address without a session.
-    UnknownAddress,
-    /// A session datagram with another session's token.
-    BadToken,
-    /// A datagram only a server sends.
-    Unexpected,
-    /// A sealed datagram that does not open with its session's key (or a sealed one to a
-    /// server that does not seal).
-    Forged,
-    /// A sealed datagram whose counter came before.
-    Replayed,
-    /// A plain session datagram in a sealed session.
-    Unsealed,
-    /// A digest request sooner than [`MIN_DIGEST_INTERVAL`] after the session's last one that
-    /// was passed on (each answer may cost the game a digest of everything the client holds),
-    /// or a new level set sooner than [`MIN_LEVELS_INTERVAL`] after the last passed on (not
-    /// acknowledged: the client sends it again).
-    Throttled,
-}
-
 /// Least time between two digest requests of a session that the server passes on: a session
 /// holder cannot make the game digest its world more often than this (bots ask every 200 ms).
 pub const MIN_DIGEST_INTERVAL: std::time::Duration = std::time::Duration::from_millis(100);
@@ -159,105 +137,9 @@ pub const MIN_DIGEST_INTERVAL: std::time::Duration = std::time::Duration::from_m
 /// and the client's next send of it gets through.
 pub const MIN_LEVELS_INTERVAL: std::time::Duration = std::time::Duration::from_millis(100);
 
-/// Counters of a [`SessionServer`].
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct ServerStats {
-    /// Hellos answered with a challenge.
-    pub challenges: u64,
-    /// Hellos answered with a reject.
-    pub rejects: u64,
-    /// Sessions created.
-    pub joins: u64,
-    /// Welcomes sent again (the first was lost).
-    pub welcomes_repeated: u64,
-    /// Datagrams dropped: malformed.
-    pub malformed: u64,
-    /// Hellos with a cookie this server did not give (or gave too long ago), answered with a
-    /// fresh challenge.
-    pub bad_cookies: u64,
-    /// Datagrams dropped: from an address without a session.
-    pub unknown_address: u64,
-    /// Datagrams dropped: wrong token.
-    pub bad_token: u64,
-    /// Datagrams dropped: of a kind only a server sends.
-    pub unexpected: u64,
-    /// Sessions ended (by the client, by [`SessionServer::expire`] or by the game).
-    pub ended: u64,
-    /// Datagrams dropped: sealed, and did not open.
-    pub forged: u64,
-    /// Datagrams dropped: sealed, counter seen before.
-    pub replayed: u64,
-    /// Datagrams dropped: plain, in a sealed session.
-    pub unsealed: u64,
-    /// Digest requests dropped: sooner than [`MIN_DIGEST_INTERVAL`] after the last passed on.
-    pub digests_throttled: u64,
-    /// Levels datagrams with no newer number than the session's last applied: answered with
-    /// an ack, not passed on.
-    pub levels_repeated: u64,
-    /// New level sets dropped: sooner than [`MIN_LEVELS_INTERVAL`] after the last passed on.
-    pub levels_throttled: u64,
-}
-
 /// Most tickets a server remembers as taken (each until it expires); past that, joins are
 /// refused as full.
 pub const MAX_USED_TICKETS: usize = 1 << 16;
-
-/// What the game does with a datagram.
-#[derive(Debug, PartialEq, Eq)]
-pub enum Incoming<'a> {
-    /// Send these bytes back to the sender.
-    Reply(Vec<u8>),
-    /// A client proved its address and has the server's layouts: open a connection for it and
-    /// call [`SessionServer::accept`] (or [`SessionServer::refuse`]).
-    Join(JoinRequest),
-    /// Kernel feedback for `NetDriver::receive_feedback` (the client was heard from).
-    Feedback {
-        /// The session's connection.
-        conn: ConnectionId,
-        /// The feedback (opened, in a sealed session).
-        payload: Cow<'a, [u8]>,
-    },
-    /// The client asks for the digest of what it should hold: answer with
-    /// [`SessionServer::digest_answer`].
-    DigestRequest {
-        /// The session's connection.
-        conn: ConnectionId,
-        /// The request's id.
-        id: u32,
-    },
-    /// The client's loaded sublevels changed ([`super::levels`]): call
-    /// `NetDriver::set_loaded_sublevels(conn, &levels)`, then send `ack` back (a levels
-    /// datagram with nothing newer is answered as [`Incoming::Reply`], with no work for the game).
-    Levels {
-        /// The session's connection.
-        conn: ConnectionId,
-        /// Every sublevel the client has loaded (beside the persistent level), in order.
-        levels: Vec<SublevelId>,
-        /// The ack to send to the client.
-        ack: Vec<u8>,
-    },
-    /// The client left: its session is gone; remove its connection.
-    Disconnected {
-        /// The session's connection.
-        conn: ConnectionId,
-    },
-    /// Nothing to do (counted in [`ServerStats`]).
-    Dropped(Dropped),
-}
-
-/// A client waiting for [`SessionServer::accept`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct JoinRequest {
-    /// Where it is.
-    pub addr: SocketAddr,
-    /// Its hello's nonce.
-    pub nonce: u64,
-    /// What its join ticket says (a sealing server's joins all have one): the player the
-    /// backend issued it to, for the game to map the connection to. One player may hold
-    /// several tickets (each join with its own): what a second session of a player means is
-    /// the game's to decide.
-    pub ticket: Option<TicketClaims>,
-}
 
 struct Session {
     conn: ConnectionId,
@@ -696,21 +578,4 @@ impl SessionServer {
 /// The welcome of a session.
 fn welcome(cfg: &ServerConfig, nonce: u64, token: u64) -> Datagram<'static> {
     Datagram::Welcome { nonce, token, tick_rate: cfg.tick_rate, checksums: cfg.checksums.clone() }
-}
-
-impl Incoming<'_> {
-    /// The same, owning its bytes.
-    fn into_static(self) -> Incoming<'static> {
-        match self {
-            Incoming::Reply(b) => Incoming::Reply(b),
-            Incoming::Join(j) => Incoming::Join(j),
-            Incoming::Feedback { conn, payload } => {
-                Incoming::Feedback { conn, payload: Cow::Owned(payload.into_owned()) }
-            }
-            Incoming::DigestRequest { conn, id } => Incoming::DigestRequest { conn, id },
-            Incoming::Levels { conn, levels, ack } => Incoming::Levels { conn, levels, ack },
-            Incoming::Disconnected { conn } => Incoming::Disconnected { conn },
-            Incoming::Dropped(d) => Incoming::Dropped(d),
-        }
-    }
 }
