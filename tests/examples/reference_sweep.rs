@@ -21,13 +21,14 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 const USAGE: &str = "usage: reference_sweep --seeds A..B [--connections N] [--loss F] [--dormancy] \
-[--bags-first] [--sublevels] [--threads T] [--verbose]
+[--bags-first] [--sublevels] [--priority-hooks] [--threads T] [--verbose]
   --seeds A..B       the worlds' seeds, B excluded (required)
   --connections N    clients per world, the last a replay connection (default 4, at least 1)
   --loss F           share of packets the link loses, 0 <= F < 1 (default 0)
   --dormancy         the game puts actors to sleep and wakes them
   --bags-first       the sub-objects' class registered before their owners'
   --sublevels        actors in sublevels the clients stream in and out
+  --priority-hooks   the classes' own priorities set and taken back as the world runs
   --threads T        worlds run at once (default 1)
   --verbose          also print matching and tame worlds";
 
@@ -81,6 +82,7 @@ fn parse(args: impl Iterator<Item = String>) -> Result<Args, String> {
             "--dormancy" => template.dormancy = true,
             "--bags-first" => template.bags_first = true,
             "--sublevels" => template.sublevels = true,
+            "--priority-hooks" => template.priority_hooks = true,
             "--verbose" => verbose = true,
             "--help" | "-h" => return Err(String::new()),
             other => return Err(format!("unknown flag {other}")),
@@ -154,8 +156,8 @@ fn main() -> ExitCode {
                     }
                     Verdict::Failed(what) => {
                         println!(
-                            "FAIL seed {seed} connections {} loss {} dormancy {} bags-first {} sublevels {}: {what}",
-                            t.connections, t.loss, t.dormancy, t.bags_first, t.sublevels
+                            "FAIL seed {seed} connections {} loss {} dormancy {} bags-first {} sublevels {} priority-hooks {}: {what}",
+                            t.connections, t.loss, t.dormancy, t.bags_first, t.sublevels, t.priority_hooks
                         );
                         failed.lock().expect("no panic holds it").push(seed);
                     }

@@ -100,6 +100,7 @@ pub use feedback::FeedbackOutcome;
 pub use held::HeldActor;
 pub use level::ChannelInfo;
 pub use lifecycle::SubObjectCondition;
+pub use priority::{PriorityHook, PriorityInput};
 pub use relevancy::{RelevancyHook, Viewer};
 pub use settings::{ActorLevelConfig, NetSettings};
 pub use sublevels::SublevelId;

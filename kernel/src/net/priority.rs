@@ -13,6 +13,9 @@
 //! send order: keys descending, ties by NetGuid ascending (so every order is defined)
 //! ```
 //!
+//! A class may override the formula, as a game's actor overrides `GetNetPriority`
+//! ([`PriorityHook`], set with [`crate::net::NetDriver::set_priority_hook`]).
+//!
 //! A starved actor rises: T grows every frame it is not sent. [`select_top`] orders only what
 //! a frame can carry — a partial selection (`select_nth_unstable_by`) then a sort of the chosen
 //! few — never a full sort of everything relevant. A connection of the actor level holds its
@@ -22,6 +25,33 @@
 use crate::ids::NetGuid;
 use crate::net::relevancy::{ActorRelevancy, Viewer, MAX_OWNER_DEPTH};
 use std::cmp::Ordering;
+use std::sync::Arc;
+
+/// A class's own priority (UE's `GetNetPriority` override): given what UE's formula reads of
+/// the actor (its owner chain followed), the seconds since its channel last replicated to the
+/// connection and one viewer, it returns the priority for that viewer. `input.priority(t,
+/// viewer)` is UE's own answer (`Super::GetNetPriority`), so a hook that scales or adds to it
+/// keeps the time, distance and view-target terms. Called once per (candidate, viewer) the frame
+/// ranks; a connection's key is the max over its viewers, and a NaN, negative or zero answer
+/// ranks last (key 0).
+///
+/// As UE's virtual call does, the hook of the first class on the actor's owner-relevancy chain
+/// that has one answers — the actor's own class first, then (under `net_use_owner_relevancy`)
+/// its owner's, and so on; `input.actor` is the actor ranked, `input.source` the actor UE's
+/// formula reads. (Where UE's `Super` would call a further override up the chain, `input.priority`
+/// is UE's formula: a chain asks one hook.)
+///
+/// ```
+/// use shadowrep::net::{PriorityHook, PriorityInput, Viewer};
+/// use std::sync::Arc;
+///
+/// // Loot ranks three times higher than UE's formula puts it, and never below 0.5.
+/// let hook: PriorityHook = Arc::new(|input: &PriorityInput, t: f32, viewer: &Viewer| {
+///     (3.0 * input.priority(t, viewer)).max(0.5)
+/// });
+/// # let _ = hook;
+/// ```
+pub type PriorityHook = Arc<dyn Fn(&PriorityInput, f32, &Viewer) -> f32 + Send + Sync>;
 
 /// UE's `CLOSEPROXIMITY`.
 pub const CLOSE_PROXIMITY: f32 = 500.0;
@@ -119,14 +149,31 @@ impl PriorityInput {
         priority: f32,
         lookup: &impl Fn(NetGuid) -> Option<&'a (ActorRelevancy, f32)>,
     ) -> Self {
+        Self::resolve_hooked(actor, priority, lookup, |_| None::<()>).0
+    }
+
+    /// [`Self::resolve`], and the hook that answers for the actor ([`PriorityHook`]): `hook_of`'s
+    /// answer for the first actor on the walked chain — the actor itself first — that has one.
+    pub fn resolve_hooked<'a, H>(
+        actor: &'a ActorRelevancy,
+        priority: f32,
+        lookup: &impl Fn(NetGuid) -> Option<&'a (ActorRelevancy, f32)>,
+        hook_of: impl Fn(NetGuid) -> Option<H>,
+    ) -> (Self, Option<H>) {
         let (mut a, mut p) = (actor, priority);
+        let mut hook = hook_of(a.guid);
         for _ in 0..MAX_OWNER_DEPTH {
             match a.owner.filter(|_| a.use_owner_relevancy).and_then(lookup) {
-                Some((owner, owner_priority)) => (a, p) = (owner, *owner_priority),
+                Some((owner, owner_priority)) => {
+                    (a, p) = (owner, *owner_priority);
+                    if hook.is_none() {
+                        hook = hook_of(a.guid);
+                    }
+                }
                 None => break,
             }
         }
-        Self {
+        let input = Self {
             actor: actor.guid,
             source: a.guid,
             instigator: a.instigator.unwrap_or(NetGuid::NULL),
@@ -134,7 +181,8 @@ impl PriorityInput {
             net_priority: p,
             visible: a.has_root && !a.hidden,
             instigated: a.instigator.is_some(),
-        }
+        };
+        (input, hook)
     }
 
     /// The priority for one viewer, `t` seconds since the channel last replicated. The viewer's
@@ -478,5 +526,29 @@ mod tests {
         let hot = net_priority([1000.0, 0.0, 0.0], 1.0, 1.0 / 30.0, false, true, &v);
         let frames = (1..).find(|&f| net_priority([-5000.0, 0.0, 0.0], 1.0, f as f32 / 30.0, false, true, &v) > hot);
         assert_eq!(frames, Some(11), "after 11 frames unsent it outranks the hot actor");
+    }
+
+    #[test]
+    fn the_first_hooked_class_on_the_owner_relevancy_chain_answers() {
+        // a → b → c, each under owner relevancy; hooks named by the GUID whose class has one.
+        let mut a = ActorRelevancy::at(NetGuid(1), [100.0, 0.0, 0.0]);
+        let mut b = ActorRelevancy::at(NetGuid(2), [200.0, 0.0, 0.0]);
+        let c = ActorRelevancy::at(NetGuid(3), [300.0, 0.0, 0.0]);
+        (a.owner, a.use_owner_relevancy) = (Some(b.guid), true);
+        (b.owner, b.use_owner_relevancy) = (Some(c.guid), true);
+        let chain = [(b, 2.0), (c, 3.0)];
+        let lookup = |g: NetGuid| chain.iter().find(|(r, _)| r.guid == g);
+        let hooked = |set: &'static [u64]| move |g: NetGuid| set.contains(&g.0).then_some(g.0);
+        // UE's formula reads the end of the chain whichever hook answers.
+        let (input, hook) = PriorityInput::resolve_hooked(&a, 1.0, &lookup, hooked(&[1, 2, 3]));
+        assert_eq!((input.actor, input.source, input.net_priority, hook), (NetGuid(1), NetGuid(3), 3.0, Some(1)));
+        assert_eq!(input, PriorityInput::resolve(&a, 1.0, &lookup));
+        assert_eq!(PriorityInput::resolve_hooked(&a, 1.0, &lookup, hooked(&[2, 3])).1, Some(2), "the nearest owner's");
+        assert_eq!(PriorityInput::resolve_hooked(&a, 1.0, &lookup, hooked(&[3])).1, Some(3));
+        assert_eq!(PriorityInput::resolve_hooked(&a, 1.0, &lookup, hooked(&[])).1, None);
+        // Without owner relevancy the owner's class is not asked.
+        let alone = ActorRelevancy { use_owner_relevancy: false, ..a };
+        let (input, hook) = PriorityInput::resolve_hooked(&alone, 1.0, &lookup, hooked(&[2, 3]));
+        assert_eq!((input.source, input.net_priority, hook), (NetGuid(1), 1.0, None));
     }
 }

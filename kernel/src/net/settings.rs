@@ -176,6 +176,8 @@ pub(crate) struct Columns {
     /// The leaves a channel's spawn info reads rotation, scale and velocity from.
     pub spawn_leaves: SpawnLeaves,
     pub hook: Option<super::relevancy::RelevancyHook>,
+    /// The class's own priority ([`super::priority::PriorityHook`]).
+    pub priority_hook: Option<super::priority::PriorityHook>,
     pub settings: Vec<NetSettings>,
     /// Set by a per-actor override: a new class default leaves the row alone.
     pub overridden: Vec<bool>,

@@ -85,13 +85,22 @@ pub struct Spec {
     pub bags_first: bool,
     pub dormancy: bool,
     pub sublevels: bool,
+    pub priority_hooks: bool,
 }
 
 impl Spec {
     /// World `seed` with `connections` clients over a perfect link, owners' class first, no
     /// dormancy.
     pub fn new(seed: u64, connections: usize) -> Spec {
-        Spec { seed, connections, loss: 0.0, bags_first: false, dormancy: false, sublevels: false }
+        Spec {
+            seed,
+            connections,
+            loss: 0.0,
+            bags_first: false,
+            dormancy: false,
+            sublevels: false,
+            priority_hooks: false,
+        }
     }
 
     /// The same over a link that loses `loss` of the packets (and now and then goes dark for a
@@ -113,6 +122,14 @@ impl Spec {
     /// The same with actors in sublevels the clients stream in and out.
     pub fn sublevels(self) -> Spec {
         Spec { sublevels: true, ..self }
+    }
+
+    /// The same with the classes' own priorities ([`shadowrep::net::PriorityHook`]) set and
+    /// taken back as the world runs: the things' from frame 20 to 180 (scaling, replacing and
+    /// spoiling UE's answer — negative, NaN — and asking the viewer), the bags' from frame 60 on
+    /// (a bag under owner relevancy whose owner is a thing asks its own class's first).
+    pub fn priority_hooks(self) -> Spec {
+        Spec { priority_hooks: true, ..self }
     }
 }
 
@@ -187,7 +204,7 @@ impl Exercised {
 /// packet read by its client. `Err` names the first difference (`"seed N frame F client C: …"`)
 /// or the refused packet.
 pub fn decide_alike(spec: Spec) -> Result<Exercised, String> {
-    let Spec { seed, connections, loss, bags_first, dormancy, sublevels } = spec;
+    let Spec { seed, connections, loss, bags_first, dormancy, sublevels, priority_hooks } = spec;
     let mut sim = Sim::new(seed, connections, seed % 4 == 3, bags_first, sublevels);
     sim.loss = loss;
     sim.dormancy = dormancy;
@@ -202,6 +219,9 @@ pub fn decide_alike(spec: Spec) -> Result<Exercised, String> {
             sim.play();
         }
         sim.play_inventories();
+        if priority_hooks {
+            sim.priority_hooks(frame);
+        }
         sim.step().map_err(|e| format!("seed {seed} {e}"))?;
         for (c, &(conn, _)) in sim.clients.iter().enumerate() {
             let kernel = sim.driver.decisions(conn).map_err(|e| e.to_string())?.expect("recorded");

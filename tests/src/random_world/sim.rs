@@ -576,6 +576,31 @@ impl Sim {
         }
     }
 
+    /// The classes' priority hooks at `frame` ([`super::Spec::priority_hooks`]).
+    pub(super) fn priority_hooks(&mut self, frame: u32) {
+        use shadowrep::net::PriorityHook;
+        if frame == 20 {
+            let hook: PriorityHook = Arc::new(|p, t, v| {
+                let base = p.priority(t, v);
+                match p.actor.0 % 6 {
+                    0 => base * 3.0,
+                    1 => -1.0,
+                    2 => f32::NAN,
+                    3 => base + f32::from(u8::from(v.location[0] > 0.0)),
+                    4 => 0.5,
+                    _ => base,
+                }
+            });
+            self.driver.set_priority_hook(self.thing, Some(hook)).unwrap();
+        } else if frame == 60 {
+            let hook: PriorityHook =
+                Arc::new(|p, t, v| 0.5 * p.priority(t, v) + if p.source != p.actor { 0.25 } else { 0.0 });
+            self.driver.set_priority_hook(self.bag, Some(hook)).unwrap();
+        } else if frame == 180 {
+            self.driver.set_priority_hook(self.thing, None).unwrap();
+        }
+    }
+
     /// One frame: the kernel ticks, then the reference; packets go down the link to the clients,
     /// their feedback up to both. A client refusing a packet is an error: the kernel sent what a
     /// client cannot read.

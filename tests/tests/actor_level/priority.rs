@@ -3,6 +3,7 @@
 
 use super::*;
 use shadowrep::net::priority::{net_priority, priority_key};
+use shadowrep::net::{PriorityHook, PriorityInput};
 
 #[test]
 fn the_send_order_is_ues_priority_then_guid_and_the_view_target_leads() {
@@ -202,4 +203,68 @@ fn a_connection_over_its_budget_when_its_frame_starts_sends_nothing() {
     }
     assert!(idle > 100 && busy > 20, "frames over budget wait ({idle}), the others send ({busy})");
     assert!(most < 2000.0, "the queue stays bounded: at most {most} bits at a frame's start");
+}
+
+#[test]
+fn a_class_priority_hook_orders_the_sends_until_it_is_taken_back() {
+    let mut l = Level::new(every_frame(), 1);
+    let spots = [[1000.0, 0.0, 0.0], [-5000.0, 0.0, 0.0], [0.0, 4000.0, 0.0], [-800.0, 0.0, 0.0], [3000.0, 10.0, 0.0]];
+    let spawned: Vec<(ActorId, NetGuid)> = spots.iter().map(|&at| l.spawn(at, 1)).collect();
+    let g: Vec<NetGuid> = spawned.iter().map(|s| s.1).collect();
+    let v = viewer([0.0; 3], None);
+    l.driver.set_viewers(l.clients[0].0, &[v]).unwrap();
+    // UE's answer turned upside down (the far-behind first), one actor boosted past everything,
+    // a NaN and a negative answer (ranked last, key 0); every (actor, source) asked recorded.
+    let asked = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let (boosted, nan, negative) = (g[3], g[0], g[4]);
+    let log = asked.clone();
+    let hook: PriorityHook = Arc::new(move |p: &PriorityInput, t: f32, viewer: &Viewer| {
+        log.lock().unwrap().push((p.actor, p.source));
+        match p.actor {
+            a if a == boosted => 100.0,
+            a if a == nan => f32::NAN,
+            a if a == negative => -5.0,
+            _ => 1.0 / p.priority(t, viewer),
+        }
+    });
+    l.driver.set_priority_hook(l.class, Some(hook)).unwrap();
+    l.step();
+    let ue = |at: [f32; 3]| net_priority(at, 1.0, 1.0, false, true, &v);
+    let mut expect: Vec<(u32, NetGuid)> = g
+        .iter()
+        .zip(spots)
+        .map(|(&g, at)| {
+            let p = match g {
+                g if g == boosted => 100.0,
+                g if g == nan || g == negative => 0.0,
+                _ => 1.0 / ue(at),
+            };
+            (priority_key(p), g)
+        })
+        .collect();
+    expect.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+    let got: Vec<(u32, NetGuid)> = l.decisions(0).sends.iter().map(|s| (s.priority, s.guid)).collect();
+    assert_eq!(got, expect);
+    assert_eq!(got[0].1, boosted);
+    assert_eq!(got[1].1, g[1], "the farthest behind next: UE's lowest answer inverted");
+    assert_eq!(got[3..].iter().map(|s| s.0).collect::<Vec<_>>(), [0, 0], "NaN and negative rank last");
+    assert!(asked.lock().unwrap().iter().all(|&(a, s)| a == s), "no owner relevancy: each its own source");
+    // Owner relevancy: the actor's own class answers first, with UE's input read from its owner.
+    let (follower, owner) = (spawned[2].0, g[1]);
+    l.driver.set_owner_actor(l.class, &l.store, follower, Some(owner), None).unwrap();
+    l.settings(follower, |s| s.use_owner_relevancy = true);
+    asked.lock().unwrap().clear();
+    let followed = (0..30).any(|_| {
+        l.step();
+        asked.lock().unwrap().contains(&(g[2], owner))
+    });
+    assert!(followed, "asked for the follower, with its owner's input: {:?}", asked.lock().unwrap());
+    assert!(!asked.lock().unwrap().contains(&(g[2], g[2])), "never with its own once it follows");
+    // Taken back: UE's formula again (the view-target-free order of the first test).
+    l.driver.set_priority_hook(l.class, None).unwrap();
+    asked.lock().unwrap().clear();
+    l.step();
+    assert!(asked.lock().unwrap().is_empty(), "a hook taken back is not asked");
+    let order: Vec<NetGuid> = l.decisions(0).sends.iter().map(|s| s.guid).collect();
+    assert_eq!(order.first(), Some(&g[0]), "dead ahead first again: {order:?}");
 }

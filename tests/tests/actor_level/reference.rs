@@ -189,6 +189,24 @@ fn with_sublevels_the_kernel_decides_exactly_as_the_ue_style_reference() {
 }
 
 #[test]
+fn with_priority_hooks_the_kernel_decides_exactly_as_the_ue_style_reference() {
+    // The classes' own priorities (`Spec::priority_hooks`): the things' scale, replace and spoil
+    // UE's answer (negative, NaN) from frame 20 to 180, the bags' from frame 60 on — a bag that
+    // follows a thing's relevancy asks its own class first, and the thing's before frame 60.
+    // (A kernel that ignored the hooks, or asked only the actor's own class, diverged on every
+    // one of these worlds.)
+    let worlds = [(0, 4, 0.0), (4, 8, 0.2), (2, 3, 0.3), (3, 12, 0.1)];
+    for (seed, connections, loss) in worlds {
+        let spec = Spec::new(seed, connections).loss(loss).priority_hooks();
+        decide_alike(match seed {
+            4 => spec.dormancy(),
+            2 => spec.sublevels().bags_first(),
+            _ => spec,
+        });
+    }
+}
+
+#[test]
 fn a_late_acknowledgement_of_a_closed_channel_acknowledges_no_later_channel_of_its_number() {
     // Seed 316816 with 1 connection (the replay one) at 30 % loss with dormancy and sublevels,
     // from a helper's sweep of seeds 300000..: an actor's channel opened (epoch 231) and its

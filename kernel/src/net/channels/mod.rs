@@ -78,6 +78,8 @@ pub(crate) struct LevelCtx<'a> {
     pub subs: &'a crate::ids::GuidMap<Vec<NetGuid>>,
     pub index: &'a RelevancyIndex,
     pub hooks: &'a [Option<RelevancyHook>],
+    /// Per class, its priority hook.
+    pub priority_hooks: &'a [Option<crate::net::priority::PriorityHook>],
     pub dormancy_hooks: &'a [Option<DormancyHook>],
     /// Due actors that may fall asleep this frame (none: no connection needs to say which it
     /// holds awake).

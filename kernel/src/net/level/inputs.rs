@@ -8,6 +8,7 @@ use crate::net::actors::ClassNet;
 use crate::net::channels::FrameDecisions;
 use crate::net::connection::Connection;
 use crate::net::pairs::Pairs;
+use crate::net::priority::PriorityHook;
 use crate::net::relevancy::{RelevancyHook, Viewer};
 use crate::net::settings::{NetSettings, SpawnLeaves};
 use crate::net::sublevels::SublevelId;
@@ -127,6 +128,31 @@ impl NetDriver {
             }
             self.log_dormancy(class.0 as usize, s, now, crate::net::dormancy::DormancyCall::Rouse);
         }
+        Ok(())
+    }
+
+    /// Gives a class its own priority (UE's `GetNetPriority` override, [`PriorityHook`]), or
+    /// takes it back with `None`. Its actors, and those whose owner-relevancy chain reaches one
+    /// of them first, are ranked by the hook from the next frame on; the kernel's send order
+    /// and the UE-style reference's stay the same.
+    ///
+    /// ```
+    /// use shadowrep::net::{ActorLevelConfig, DriverConfig, NetDriver, PriorityInput, Viewer};
+    /// use shadowrep::prelude::*;
+    /// use std::sync::Arc;
+    ///
+    /// let layout = Arc::new(ClassBuilder::new("Loot").property(PropertyDecl::new("Count", PropType::U32)).build().unwrap());
+    /// let mut store = ClassStore::new(layout);
+    /// let cfg = DriverConfig { actor_level: Some(ActorLevelConfig::default()), ..DriverConfig::default() };
+    /// let mut driver = NetDriver::new(cfg).unwrap();
+    /// let loot = driver.register_class(&mut store).unwrap();
+    /// // Loot goes out at twice UE's priority.
+    /// let hook = Arc::new(|input: &PriorityInput, t: f32, viewer: &Viewer| 2.0 * input.priority(t, viewer));
+    /// driver.set_priority_hook(loot, Some(hook)).unwrap();
+    /// ```
+    pub fn set_priority_hook(&mut self, class: ClassId, hook: Option<PriorityHook>) -> Result<(), DriverError> {
+        self.level()?;
+        self.level_class(class)?.cols.priority_hook = hook;
         Ok(())
     }
 

@@ -390,7 +390,15 @@ impl NetDriver {
                 Some((relevancy_of(class, s, at), class.cols.settings[s as usize].net_priority, c))
             };
             let hooked = |c: u32| classes.get(c as usize).is_some_and(|c| c.cols.hook.is_some());
-            index.build(due, find, due_of, hooked);
+            let priority_hooked = |c: u32| classes.get(c as usize).is_some_and(|c| c.cols.priority_hook.is_some());
+            let any_priority_hook = classes.iter().any(|c| c.cols.priority_hook.is_some());
+            index.build(
+                due,
+                find,
+                due_of,
+                hooked,
+                any_priority_hook.then_some(&priority_hooked as &dyn Fn(u32) -> bool),
+            );
             t.elapsed().as_nanos() as u64
         };
         // The shared encodings, then the due actors' GUID ranks (the shorter side of the join).
@@ -417,6 +425,7 @@ impl NetDriver {
         let level = self.level.as_ref().expect("checked above");
         debug_assert_eq!(level.guid_rank.ranks.len(), level.due.len(), "a GUID rank per due actor");
         let hooks: Vec<Option<RelevancyHook>> = self.classes.iter().map(|c| c.cols.hook.clone()).collect();
+        let priority_hooks: Vec<_> = self.classes.iter().map(|c| c.cols.priority_hook.clone()).collect();
         let dormancy_hooks: Vec<_> = self.classes.iter().map(|c| c.cols.dormancy_hook.clone()).collect();
         let write = WriteCtx {
             classes: &self.classes,
@@ -440,6 +449,7 @@ impl NetDriver {
             subs: &self.subs.inner,
             index: &level.index,
             hooks: &hooks,
+            priority_hooks: &priority_hooks,
             dormancy_hooks: &dormancy_hooks,
             sleepy: level.sleepy.len(),
             fast_arrays: &level.fast_arrays,

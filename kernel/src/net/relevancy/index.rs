@@ -127,7 +127,15 @@ pub(crate) struct RelevancyIndex {
     /// Per due actor, what its priority reads, owner chain followed: what each connection's
     /// ranking reads instead of the wide [`DueActor`] and the owner lookups.
     pub priority: Vec<PriorityInput>,
+    /// Per due actor, the class whose priority hook ranks it ([`NO_PRIORITY_HOOK`]: UE's
+    /// formula); empty when no class has one.
+    pub priority_hook: Vec<u32>,
+    /// The class of each actor in `linked` whose class has a priority hook.
+    priority_links: crate::ids::GuidMap<u32>,
 }
+
+/// [`RelevancyIndex::priority_hook`] of an actor UE's formula ranks.
+pub(crate) const NO_PRIORITY_HOOK: u32 = u32::MAX;
 
 /// A follower, resolved once a frame: what each connection's query reads of it, so the query
 /// does not read the wide due records of the follower and its owner per connection.
@@ -166,18 +174,22 @@ impl RelevancyIndex {
             linked: Default::default(),
             hooked_links: Default::default(),
             priority: Vec::new(),
+            priority_hook: Vec::new(),
+            priority_links: Default::default(),
         })
     }
 
     /// Builds the index over `due`. `find` gives any live actor's relevancy data, net priority
     /// and class by GUID (owner chains leave the consider list); `hooked` tells whether a class
-    /// has a relevancy hook.
+    /// has a relevancy hook, `priority_hooked` whether it has a priority hook (`None`: no
+    /// class has one).
     pub fn build(
         &mut self,
         due: &[DueActor],
         find: impl Fn(NetGuid) -> Option<(ActorRelevancy, f32, u32)>,
         due_of: impl Fn(NetGuid) -> Option<u32>,
         hooked: impl Fn(u32) -> bool,
+        priority_hooked: Option<&dyn Fn(u32) -> bool>,
     ) {
         self.grid_due.clear();
         self.positions.clear();
@@ -191,6 +203,8 @@ impl RelevancyIndex {
         self.hooked_links.clear();
         self.priority.clear();
         self.priority.reserve(due.len());
+        self.priority_hook.clear();
+        self.priority_links.clear();
         // One pass over the wide records (a second one for the priority inputs read them all
         // again: mmo's 20 MB).
         for (i, d) in due.iter().enumerate() {
@@ -234,6 +248,9 @@ impl RelevancyIndex {
                         if hooked(class) {
                             self.hooked_links.insert(g, class);
                         }
+                        if priority_hooked.is_some_and(|h| h(class)) {
+                            self.priority_links.insert(g, class);
+                        }
                         (rel, priority)
                     }),
                 };
@@ -249,7 +266,22 @@ impl RelevancyIndex {
             // Its owner chain is in `linked` now (a link the walk did not find is not alive),
             // and that is all its priority follows.
             let lookup = |g: NetGuid| self.linked.get(&g);
-            self.priority.push(PriorityInput::resolve(&d.rel, d.net_priority, &lookup));
+            match priority_hooked {
+                None => self.priority.push(PriorityInput::resolve(&d.rel, d.net_priority, &lookup)),
+                Some(h) => {
+                    // The actor's own class first, then the chain's (as UE's virtual call).
+                    let hook_of = |g: NetGuid| {
+                        if g == d.rel.guid {
+                            h(d.class).then_some(d.class)
+                        } else {
+                            self.priority_links.get(&g).copied()
+                        }
+                    };
+                    let (input, hook) = PriorityInput::resolve_hooked(&d.rel, d.net_priority, &lookup, hook_of);
+                    self.priority.push(input);
+                    self.priority_hook.push(hook.unwrap_or(NO_PRIORITY_HOOK));
+                }
+            }
         }
         super::radix::sort_pairs(&mut self.owned, &mut self.sort_scratch, |g| g.0);
         self.owned.dedup();

@@ -109,6 +109,8 @@ impl ReferenceFrame {
                 }
                 list.push((Candidate { key: 0, guid: a.guid, index: i as u32 }, c, s, relevant));
             }
+            // (A world without priority hooks asks for none: the reference's time is UE's.)
+            let any_priority_hook = driver.classes.iter().any(|c| c.cols.priority_hook.is_some());
             // Priorities once every candidate is listed: an owner-only owner whose channel this
             // walk gave up ended its sub-objects' channels with it, and a sub-object listed
             // before it (its class registered first) ranks as one without a channel, as one
@@ -120,7 +122,18 @@ impl ReferenceFrame {
                 let t =
                     channel.filter(|ch| !ch.woken).map_or(SPAWN_PRIORITY_SECONDS, |ch| (now - ch.last_update) as f32);
                 let (rel, np) = &a.link;
-                let best = viewers.iter().map(|v| actor_priority(rel, *np, t, v, &plookup)).fold(0.0f32, f32::max);
+                // UE's `GetNetPriority` is virtual: the first class on the owner-relevancy chain
+                // with its own answers (`PriorityHook`).
+                let priority_hook_of = |g: NetGuid| {
+                    let &(c, _) = driver.guids.get(&g)?;
+                    driver.classes[c as usize].cols.priority_hook.as_ref()
+                };
+                let hooked =
+                    any_priority_hook.then(|| PriorityInput::resolve_hooked(rel, *np, &plookup, priority_hook_of));
+                let best = match hooked {
+                    Some((input, Some(hook))) => viewers.iter().map(|v| hook(&input, t, v)).fold(0.0f32, f32::max),
+                    _ => viewers.iter().map(|v| actor_priority(rel, *np, t, v, &plookup)).fold(0.0f32, f32::max),
+                };
                 cand.key = priority_key(best);
             }
             rc.decisions.relevant.sort();

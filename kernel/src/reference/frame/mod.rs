@@ -76,7 +76,9 @@ use crate::net::fastarrays::{FastSent, OwnerChannel, Side};
 use crate::net::level::{clock_key, location, relevancy_of};
 use crate::net::pairs::Pairs;
 use crate::net::plan::SendItem;
-use crate::net::priority::{actor_priority, priority_key, send_order, Candidate, SPAWN_PRIORITY_SECONDS};
+use crate::net::priority::{
+    actor_priority, priority_key, send_order, Candidate, PriorityInput, SPAWN_PRIORITY_SECONDS,
+};
 use crate::net::relevancy::{owned_by_viewers, relevant_to_connection, ActorRelevancy};
 use crate::net::send::WriteCtx;
 use crate::net::sublevels::ConnSublevels;
