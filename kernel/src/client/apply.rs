@@ -22,6 +22,10 @@ impl ClientWorld {
         if self.actors.contains_key(&guid) {
             return;
         }
+        if let Some(old) = self.objects.get_mut(path).map(|bound| bound.replace(guid)) {
+            self.bind_object(guid, path, old);
+            return;
+        }
         let Some(entry) = self.level.get_mut(path).filter(|e| e.2.is_none()) else {
             self.stats.unknown_statics += 1;
             return;
@@ -31,6 +35,29 @@ impl ClientWorld {
         self.bound.insert(guid, path.into());
         self.actors.insert(guid, (class, id));
         self.events.push(ClientEvent::Bound { guid, class });
+        self.resolve(guid);
+    }
+
+    /// Binds static object `path` to `guid` (the server's export), `old` the GUID bound before.
+    /// A server gives a path one GUID, so another one means one of the two exports was forged:
+    /// the newest binds, as the newest open of a static actor's path does; references that
+    /// named the old GUID keep it (it maps to no path now).
+    fn bind_object(&mut self, guid: NetGuid, path: &str, old: Option<NetGuid>) {
+        if old == Some(guid) {
+            return;
+        }
+        if let Some(old) = old {
+            self.object_paths.remove(&old);
+            self.statics.remove(&old);
+            self.stats.statics_rebound += 1;
+        }
+        // A GUID bound to another path before: that path is unbound (one GUID, one path).
+        if let Some(other) = self.object_paths.insert(guid, path.into()) {
+            if let Some(b) = self.objects.get_mut(&other) {
+                *b = None;
+            }
+        }
+        self.statics.insert(guid);
         self.resolve(guid);
     }
 

@@ -60,7 +60,8 @@ pub struct ClientStats {
     /// Requests to open an actor again, counted once per actor.
     pub reopens_requested: u64,
     /// Opens of static actors this client did not load (no such path, or another class):
-    /// stepped over.
+    /// stepped over; and exports of static actors and objects whose path it did not load
+    /// (references to them stay null).
     pub unknown_statics: u64,
     /// Static actors a close had destroyed that the server opened again by their path and GUID
     /// (it never does after its own close: the close was forged): brought back as fresh copies

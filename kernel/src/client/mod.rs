@@ -111,6 +111,10 @@ pub struct ClientWorld {
     level: HashMap<Arc<str>, (u32, ActorId, Option<NetGuid>)>,
     /// Static actors bound to a GUID, by GUID: their paths (in `level`).
     bound: HashMap<NetGuid, Arc<str>>,
+    /// Static objects (assets, classes) loaded by the game, by path: the GUID the server's
+    /// export bound to each; and the bound ones' paths by GUID.
+    objects: HashMap<Arc<str>, Option<NetGuid>>,
+    object_paths: HashMap<NetGuid, Arc<str>>,
     /// Static actors a close destroyed, by path: their class and GUID. The server never opens
     /// a destroyed static actor again, so an open of one by its path and GUID says the close was
     /// not the server's (a forger's): the open brings a fresh copy back (at most one entry per
@@ -172,6 +176,8 @@ impl ClientWorld {
             statics: HashSet::new(),
             level: HashMap::new(),
             bound: HashMap::new(),
+            objects: HashMap::new(),
+            object_paths: HashMap::new(),
             gone_statics: HashMap::new(),
             spawn: HashMap::new(),
             dormant: HashSet::new(),
@@ -251,7 +257,7 @@ impl ClientWorld {
             return Err(ClientError::BadStaticPath(path.to_string()));
         }
         let c = self.classes.get_mut(class as usize).ok_or(ClientError::UnknownClass(class))?;
-        if self.level.contains_key(path) {
+        if self.level.contains_key(path) || self.objects.contains_key(path) {
             return Err(ClientError::BadStaticPath(path.to_string()));
         }
         let id = c.store.spawn();
@@ -259,6 +265,45 @@ impl ClientWorld {
         self.gone_statics.remove(path);
         self.level.insert(path.into(), (class, id, None));
         Ok(id)
+    }
+
+    /// Loads a static object that is not an actor — an asset or a class the game has at `path`
+    /// (`NetDriver::register_static_object` on the server). When a reference to it first
+    /// arrives, the server's export binds its GUID to `path` and the reference resolves;
+    /// [`Self::static_object_path`] maps the GUID back. Load it before the server's first
+    /// packet that names it (as the level's actors are): an export that found no loaded path is
+    /// counted in [`ClientStats::unknown_statics`] and not sent again, and references to the
+    /// object stay null. A path already loaded (object or actor) is refused.
+    ///
+    /// ```
+    /// use shadowrep::client::ClientWorld;
+    ///
+    /// let mut client = ClientWorld::new(&[], &[]).unwrap();
+    /// client.load_static_object("/Game/DamageTypes/Fire").unwrap();
+    /// assert!(client.load_static_object("/Game/DamageTypes/Fire").is_err());
+    /// assert_eq!(client.static_object("/Game/DamageTypes/Fire"), None, "bound by the server's export");
+    /// ```
+    pub fn load_static_object(&mut self, path: &str) -> Result<(), ClientError> {
+        if path.is_empty()
+            || path.len() > MAX_PATH_BYTES
+            || self.level.contains_key(path)
+            || self.objects.contains_key(path)
+        {
+            return Err(ClientError::BadStaticPath(path.to_string()));
+        }
+        self.objects.insert(path.into(), None);
+        Ok(())
+    }
+
+    /// The path of static object `guid`, once the server's export bound it
+    /// ([`Self::load_static_object`]).
+    pub fn static_object_path(&self, guid: NetGuid) -> Option<&str> {
+        self.object_paths.get(&guid).map(|p| &**p)
+    }
+
+    /// The GUID the server's export bound to the static object loaded at `path`, if any yet.
+    pub fn static_object(&self, path: &str) -> Option<NetGuid> {
+        self.objects.get(path).copied().flatten()
     }
 
     /// Unloads the static actor loaded at `path` (its sublevel streamed out: UE unloads the

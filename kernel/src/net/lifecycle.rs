@@ -122,8 +122,11 @@ impl Tearing {
 
 /// Static actors as the driver knows them.
 pub(crate) struct Statics {
-    /// Paths by GUID, of live and destroyed static actors.
+    /// Paths by GUID, of live and destroyed static actors and of static objects.
     pub paths: crate::ids::GuidMap<Arc<str>>,
+    /// Static objects (assets, classes: [`NetDriver::register_static_object`]), exported by
+    /// their path as static actors are; never destroyed.
+    pub objects: HashSet<NetGuid>,
     /// Paths in use.
     taken: HashSet<Arc<str>>,
     /// The next static GUID (odd; 1 is UE's "default object" and stays unused).
@@ -136,6 +139,35 @@ pub(crate) struct Statics {
 }
 
 impl Statics {
+    /// The path to export for static `guid` — a live static actor's (`live`) or a static
+    /// object's — if it has one (a destroyed static actor's path stays only for its closes).
+    pub fn export_path(&self, guid: NetGuid, live: impl FnOnce() -> bool) -> Option<&Arc<str>> {
+        self.paths.get(&guid).filter(|_| self.objects.contains(&guid) || live())
+    }
+
+    /// Takes `path` for a new static actor or object and gives it the next static GUID.
+    fn take(&mut self, path: &str) -> Result<NetGuid, DriverError> {
+        if path.is_empty() || path.len() > MAX_PATH_BYTES {
+            return Err(DriverError::BadStaticPath(format!(
+                "`{path}` must be 1 to {MAX_PATH_BYTES} bytes, not {}",
+                path.len()
+            )));
+        }
+        if self.taken.contains(path) {
+            // A destroyed static actor keeps its path: clients that join later load the level's
+            // actor by it and are told it is gone by its GUID.
+            return Err(DriverError::BadStaticPath(format!(
+                "`{path}` names another static actor or object (live or destroyed: a path names one for the driver's life)"
+            )));
+        }
+        let guid = self.next;
+        self.next = NetGuid(guid.0 + 2);
+        let path: Arc<str> = path.into();
+        self.taken.insert(path.clone());
+        self.paths.insert(guid, path);
+        Ok(guid)
+    }
+
     /// Static actor `guid`'s sublevel.
     pub fn sublevel_of(&self, guid: NetGuid) -> super::sublevels::SublevelId {
         self.sublevels.get(&guid).copied().unwrap_or_default()
@@ -146,6 +178,7 @@ impl Default for Statics {
     fn default() -> Self {
         Self {
             paths: Default::default(),
+            objects: HashSet::new(),
             taken: HashSet::new(),
             next: NetGuid(3),
             destroyed: Vec::new(),
@@ -179,26 +212,32 @@ impl NetDriver {
         if self.classes[ci].actors.get(id.index as usize).is_some_and(|a| a.alive && a.generation == id.generation) {
             return Err(DriverError::AlreadyReplicated(id));
         }
-        if path.is_empty() || path.len() > MAX_PATH_BYTES {
-            return Err(DriverError::BadStaticPath(format!(
-                "`{path}` must be 1 to {MAX_PATH_BYTES} bytes, not {}",
-                path.len()
-            )));
-        }
-        if self.statics.taken.contains(path) {
-            // A destroyed static actor keeps its path: clients that join later load the level's
-            // actor by it and are told it is gone by its GUID.
-            return Err(DriverError::BadStaticPath(format!(
-                "`{path}` names another static actor (live or destroyed: a path names one static actor for the driver's life)"
-            )));
-        }
-        let guid = self.statics.next;
-        self.statics.next = NetGuid(guid.0 + 2);
-        let path: Arc<str> = path.into();
-        self.statics.taken.insert(path.clone());
-        self.statics.paths.insert(guid, path);
+        let guid = self.statics.take(path)?;
         self.retire_unseen(ci as u32, id.index);
         self.adopt(ci as u32, id.index, id.generation, guid, self.frame);
+        Ok(guid)
+    }
+
+    /// Registers a static object that is not an actor — an asset or a class both ends load
+    /// themselves (a damage type, a mesh, a sound): UE's stably named objects, which its package
+    /// map exports by path. It gets an odd NetGUID for object references to name; the first
+    /// bunch that carries a reference to it to a connection goes after an export of the GUID
+    /// with `path` (acknowledged, and sent again if lost), and a client that loaded `path`
+    /// (`ClientWorld::load_static_object`) binds the GUID to it and resolves the reference
+    /// (`ClientWorld::static_object_path`). A path names one static actor or object for the
+    /// driver's life ([`DriverError::BadStaticPath`]).
+    ///
+    /// ```
+    /// use shadowrep::net::{DriverConfig, NetDriver};
+    ///
+    /// let mut driver = NetDriver::new(DriverConfig::default()).unwrap();
+    /// let fire = driver.register_static_object("/Game/DamageTypes/Fire").unwrap();
+    /// assert!(fire.is_static());
+    /// assert!(driver.register_static_object("/Game/DamageTypes/Fire").is_err(), "a path names one object");
+    /// ```
+    pub fn register_static_object(&mut self, path: &str) -> Result<NetGuid, DriverError> {
+        let guid = self.statics.take(path)?;
+        self.statics.objects.insert(guid);
         Ok(guid)
     }
 

@@ -34,7 +34,6 @@ use crate::wire::open::{EncodedOpen, OpenHeader, OpenKind};
 use crate::wire::packet::packed_bits;
 use crate::wire::BitWriter;
 use std::borrow::Cow;
-use std::sync::Arc;
 
 /// Body bits a new bunch should have room for, or it starts in the next packet.
 const MIN_BODY_BITS: usize = 64;
@@ -45,8 +44,9 @@ pub(crate) struct WriteCtx<'a> {
     pub stores: &'a [&'a ClassStore],
     pub arena: Option<&'a SharedArena>,
     pub keep_alive_frames: u32,
-    /// Static actors' paths (their opens, and the closes of destroyed ones).
-    pub statics: &'a GuidMap<Arc<str>>,
+    /// Static actors' and objects' paths (their opens and exports, and the closes of destroyed
+    /// actors).
+    pub statics: &'a super::lifecycle::Statics,
     /// Sub-objects' owners (their opens).
     pub outers: &'a GuidMap<NetGuid>,
     /// Live actors by GUID.
@@ -152,8 +152,9 @@ impl WriteCtx<'_> {
     /// Writes the export of static object `guid` (its path) unless the client has it or it is
     /// in flight; false when the window is full.
     pub(crate) fn write_export(&self, conn: &mut Connection, st: &mut FrameWrite, guid: NetGuid) -> bool {
-        // Only live static actors (a destroyed one's path stays for late joiners' closes).
-        let Some(path) = self.statics.get(&guid).filter(|_| self.live(guid)) else { return true };
+        // Only live static actors and static objects (a destroyed actor's path stays for late
+        // joiners' closes).
+        let Some(path) = self.statics.export_path(guid, || self.live(guid)) else { return true };
         if conn.exported.contains(&guid) || conn.exporting.contains(&guid) {
             return true;
         }
@@ -175,7 +176,7 @@ impl WriteCtx<'_> {
     fn export_references(&self, conn: &mut Connection, st: &mut FrameWrite, item: &SendItem) {
         let c = &self.classes[item.class as usize];
         let refs = item.leaves & c.object_leaves;
-        if refs.is_empty() || self.statics.is_empty() {
+        if refs.is_empty() || self.statics.paths.is_empty() {
             return;
         }
         let store = self.stores[item.class as usize];
@@ -205,7 +206,7 @@ impl WriteCtx<'_> {
     /// Writes one close; false when the window is full.
     pub fn write_close(&self, conn: &mut Connection, st: &mut FrameWrite, close: PendingClose) -> bool {
         let PendingClose { guid, reason } = close;
-        let path = guid.is_static().then(|| self.statics.get(&guid)).flatten().map(|p| &**p);
+        let path = guid.is_static().then(|| self.statics.paths.get(&guid)).flatten().map(|p| &**p);
         if st.full || !self.ensure(conn, &mut st.open, |c| c.writer.close_fits(&c.out, guid, reason, path)) {
             st.full = true;
             return false;
@@ -460,7 +461,7 @@ impl WriteCtx<'_> {
 
     /// How `item`'s channel opens: a static actor by its path, a dynamic one from its spawn info.
     pub(super) fn open_header(&self, item: &SendItem) -> OpenHeader {
-        let kind = match (self.statics.get(&item.guid), self.outers.get(&item.guid)) {
+        let kind = match (self.statics.paths.get(&item.guid), self.outers.get(&item.guid)) {
             (Some(path), _) => OpenKind::Static(path.clone()),
             (None, Some(&owner)) => OpenKind::SubObject { owner },
             (None, None) => {

@@ -134,7 +134,7 @@ impl NetDriver {
             stores,
             arena: self.cfg.shared_serialization.then_some(&self.arena),
             keep_alive_frames: self.cfg.keep_alive_frames,
-            statics: &self.statics.paths,
+            statics: &self.statics,
             outers: &self.subs.outer,
             guids: &self.guids,
             fast: &self.fast,

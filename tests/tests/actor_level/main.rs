@@ -15,6 +15,7 @@ mod priority;
 mod reference;
 mod relevancy;
 mod roles;
+mod static_objects;
 mod sublevels;
 mod sublevels_review;
 mod subobjects;

@@ -98,7 +98,7 @@ impl WriteCtx<'_> {
     /// while the level has static actors. Once the window is full the scan stops: the next
     /// frame's write scans again (the reference waits on the client meanwhile).
     fn export_item_references(&self, conn: &mut Connection, st: &mut FrameWrite, array: &FastArray, base: BaseId) {
-        if self.statics.is_empty() || st.full {
+        if self.statics.paths.is_empty() || st.full {
             return;
         }
         let layout = array.layout();

@@ -391,7 +391,7 @@ impl ReferenceFrame {
             stores: &ordered,
             arena: None,
             keep_alive_frames: driver.cfg.keep_alive_frames,
-            statics: &driver.statics.paths,
+            statics: &driver.statics,
             outers: &driver.subs.outer,
             guids: &driver.guids,
             fast: &driver.fast,

@@ -1,0 +1,146 @@
+//! Static objects that are not actors — assets and classes both ends load — named by object
+//! references: exported by path with the first bunch that names one, bound by the clients that
+//! loaded the path (`NetDriver::register_static_object`, `ClientWorld::load_static_object`).
+
+use super::*;
+use rand::{Rng, SeedableRng};
+use shadowrep::client::ClientError;
+use shadowrep::net::DriverError;
+use shadowrep::value::ObjectRef;
+
+const FIRE: &str = "/Game/DamageTypes/Fire";
+const ICE: &str = "/Game/DamageTypes/Ice";
+
+/// A hit: where, its damage type, and the types it may also deal.
+fn hit() -> Arc<ClassLayout> {
+    Arc::new(
+        ClassBuilder::new("Hit")
+            .property(PropertyDecl::new("Location", PropType::Vector(VectorQuant::None)))
+            .property(PropertyDecl::new("DamageType", PropType::Object))
+            .property(PropertyDecl::new("Also", PropType::array(PropType::Object)))
+            .build()
+            .unwrap(),
+    )
+}
+
+fn object(g: NetGuid) -> Value {
+    Value::Object(ObjectRef(g.0))
+}
+
+/// Runs `frames` frames of `driver` over `store` to `clients`, losing half the packets before
+/// frame `lossy_until`.
+fn run(
+    driver: &mut NetDriver,
+    store: &mut ClassStore,
+    clients: &mut [(ConnectionId, ClientWorld)],
+    frames: u32,
+    lossy_until: u32,
+    rng: &mut impl Rng,
+) {
+    for frame in 0..frames {
+        driver.tick(&mut [store]).unwrap();
+        for (conn, client) in clients.iter_mut() {
+            for p in driver.take_packets(*conn).unwrap() {
+                if frame >= lossy_until || rng.random_bool(0.5) {
+                    client.receive(&p).unwrap();
+                }
+            }
+            driver.receive_feedback(*conn, &client.feedback()).unwrap();
+        }
+    }
+}
+
+fn world(actor_level: bool) -> (NetDriver, ClassStore, Vec<(ConnectionId, ClientWorld)>, NetGuid, NetGuid) {
+    let layout = hit();
+    let mut store = ClassStore::new(layout.clone());
+    let cfg = DriverConfig { actor_level: actor_level.then(ActorLevelConfig::default), ..DriverConfig::default() };
+    let mut driver = NetDriver::new(cfg).unwrap();
+    let class = driver.register_class(&mut store).unwrap();
+    if actor_level {
+        driver.set_location_property(class, 0).unwrap();
+    }
+    let fire = driver.register_static_object(FIRE).unwrap();
+    let ice = driver.register_static_object(ICE).unwrap();
+    // Client 0 has both damage types; client 1 only the ice.
+    let mut clients = Vec::new();
+    for loaded in [&[FIRE, ICE][..], &[ICE][..]] {
+        let conn = driver.add_connection(false);
+        if actor_level {
+            driver.set_viewers(conn, &[viewer([0.0; 3], None)]).unwrap();
+        }
+        let mut client = ClientWorld::new(std::slice::from_ref(&layout), &driver.checksums()).unwrap();
+        for path in loaded {
+            client.load_static_object(path).unwrap();
+        }
+        clients.push((conn, client));
+    }
+    (driver, store, clients, fire, ice)
+}
+
+fn references_resolve_by_path_on_the_clients_that_loaded_it(actor_level: bool) {
+    let (mut driver, mut store, mut clients, fire, ice) = world(actor_level);
+    assert!(fire.is_static() && ice.is_static() && fire != ice);
+    let a = store.spawn();
+    store.set(a, 0, &Value::Vector([100.0, 0.0, 0.0])).unwrap();
+    store.set(a, 1, &object(fire)).unwrap();
+    store.set(a, 2, &Value::Array(vec![object(ice), object(fire)])).unwrap();
+    let class = ClassId(0);
+    let guid = driver.assign_guid(class, &store, a).unwrap();
+    // Half the packets lost for a while: a lost export goes again until one is acknowledged.
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(7);
+    run(&mut driver, &mut store, &mut clients, 60, 30, &mut rng);
+    let both = &clients[0].1;
+    assert_eq!(both.value(guid, 1), Some(object(fire)));
+    assert_eq!(both.value(guid, 2), Some(Value::Array(vec![object(ice), object(fire)])));
+    assert_eq!((both.static_object_path(fire), both.static_object_path(ice)), (Some(FIRE), Some(ICE)));
+    assert_eq!((both.static_object(FIRE), both.static_object(ICE)), (Some(fire), Some(ice)));
+    assert_eq!(both.stats().unknown_statics, 0);
+    // The client without the fire: its references stay null, the ice's resolve.
+    let ice_only = &clients[1].1;
+    let null = Value::Object(ObjectRef(0));
+    assert_eq!(ice_only.value(guid, 1), Some(null.clone()));
+    assert_eq!(ice_only.value(guid, 2), Some(Value::Array(vec![object(ice), null])));
+    assert_eq!((ice_only.static_object_path(fire), ice_only.static_object(ICE)), (None, Some(ice)));
+    assert!(ice_only.stats().unknown_statics > 0, "the fire's export found no loaded path");
+    // A new reference to an object already exported goes without an export; both clients follow.
+    let sent = driver.connection_stats(clients[0].0).unwrap().bytes_sent;
+    store.set(a, 1, &object(ice)).unwrap();
+    run(&mut driver, &mut store, &mut clients, 10, 0, &mut rng);
+    assert!(clients.iter().all(|(_, c)| c.value(guid, 1) == Some(object(ice))));
+    let extra = driver.connection_stats(clients[0].0).unwrap().bytes_sent - sent;
+    assert!(extra < 64, "{extra} bytes for one reference changed: no export again");
+}
+
+#[test]
+fn references_to_a_static_object_resolve_by_path_on_the_clients_that_loaded_it() {
+    references_resolve_by_path_on_the_clients_that_loaded_it(true);
+}
+
+#[test]
+fn without_the_actor_level_references_to_a_static_object_resolve_the_same() {
+    references_resolve_by_path_on_the_clients_that_loaded_it(false);
+}
+
+#[test]
+fn a_path_names_one_static_actor_or_object() {
+    let mut l = Level::new(every_frame(), 1);
+    let door = l.store.spawn();
+    l.driver.register_static_actor(l.class, &l.store, door, "/Game/Map.Door").unwrap();
+    for bad in ["/Game/Map.Door", "", &"x".repeat(10_000)] {
+        assert!(matches!(l.driver.register_static_object(bad), Err(DriverError::BadStaticPath(_))), "{bad:.20}");
+    }
+    let fire = l.driver.register_static_object(FIRE).unwrap();
+    assert!(matches!(l.driver.register_static_object(FIRE), Err(DriverError::BadStaticPath(_))));
+    let late = l.store.spawn();
+    let err = l.driver.register_static_actor(l.class, &l.store, late, FIRE);
+    assert!(matches!(err, Err(DriverError::BadStaticPath(_))), "an object's path is taken for actors too");
+    assert_ne!(l.driver.register_static_actor(l.class, &l.store, late, "/Game/Map.Door2").unwrap(), fire);
+    let client = &mut l.clients[0].1;
+    client.load_static_actor("/Game/Map.Door", 0).unwrap();
+    for bad in ["/Game/Map.Door", ""] {
+        assert!(matches!(client.load_static_object(bad), Err(ClientError::BadStaticPath(_))), "{bad}");
+    }
+    client.load_static_object(FIRE).unwrap();
+    assert!(matches!(client.load_static_object(FIRE), Err(ClientError::BadStaticPath(_))));
+    assert!(matches!(client.load_static_actor(FIRE, 0), Err(ClientError::BadStaticPath(_))));
+}
