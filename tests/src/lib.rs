@@ -90,6 +90,9 @@ pub struct ActorMeta {
     pub physics: bool,
     /// Custom-condition parents switched off.
     pub custom_off: HashSet<usize>,
+    /// Dynamic parents' own conditions for this actor (`set_dynamic_condition`; absent: the
+    /// class's, active everywhere).
+    pub dynamic: HashMap<usize, Condition>,
     /// Per client, every role it has had (the first one is the role it opened with).
     pub roles: Vec<Vec<expect::Role>>,
 }
@@ -194,6 +197,20 @@ impl World {
     pub fn set_physics(&mut self, s: usize, id: ActorId, physics: bool) {
         self.driver.set_physics(self.classes[s], &self.stores[s], id, physics).expect("set_physics");
         self.meta.entry((s, id)).or_default().physics = physics;
+    }
+
+    /// Gives an actor its own condition for a Dynamic parent (`Condition::Dynamic`: the class's
+    /// again).
+    pub fn set_dynamic(&mut self, s: usize, id: ActorId, parent: usize, condition: Condition) {
+        self.driver
+            .set_dynamic_condition(self.classes[s], &self.stores[s], id, parent, condition)
+            .expect("set_dynamic_condition");
+        let m = self.meta.entry((s, id)).or_default();
+        if condition == Condition::Dynamic {
+            m.dynamic.remove(&parent);
+        } else {
+            m.dynamic.insert(parent, condition);
+        }
     }
 
     /// Switches a Custom-condition parent of an actor on or off.
@@ -337,7 +354,10 @@ impl World {
                     let custom = matches!(cond, Condition::Custom | Condition::Dynamic);
                     let initial = matches!(cond, Condition::InitialOnly | Condition::InitialOrOwner);
                     let active_now = if custom {
-                        !meta.custom_off.contains(&pi)
+                        // A Dynamic parent's own condition (its history is not kept: a value it
+                        // had while off is not checked, as a Custom one's).
+                        let own = meta.dynamic.get(&pi).is_none_or(|&d| expect::expected_active(d, now, false));
+                        !meta.custom_off.contains(&pi) && own
                     } else {
                         expect::expected_active(cond, now, false)
                             || (initial && roles.first().is_some_and(|&r| expect::expected_active(cond, r, true)))

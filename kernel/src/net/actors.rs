@@ -33,6 +33,9 @@ pub(crate) struct ActorNet {
     pub physics: bool,
     /// Leaves of Custom/Dynamic parents switched off for this actor.
     pub custom_inactive: LeafMask,
+    /// Its own conditions for Dynamic parents: a set of the class's
+    /// ([`ActiveLeaves::dynamic_set`]; 0: none).
+    pub dynamic: u16,
     /// The game tore it off ([`NetDriver::tear_off`]): replicated once more, then closed with
     /// reason TornOff (set from the call on, for good).
     pub tearing: bool,
@@ -85,7 +88,7 @@ impl ActorNet {
     /// the game switched off for it.
     #[inline]
     pub fn active_leaves(&self, table: &ActiveLeaves, f: u8) -> LeafMask {
-        table.get(f) & !self.custom_inactive
+        table.get_for(f, self.dynamic) & !self.custom_inactive
     }
 }
 

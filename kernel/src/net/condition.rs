@@ -60,7 +60,25 @@ pub struct ActiveLeaves {
     parent_leaves: Vec<LeafMask>,
     /// Leaves some pair gets only as initial values (InitialOnly, InitialOrOwner).
     initial_only: LeafMask,
+    /// The per-actor conditions of Dynamic parents in use ([`DynamicConditions`]), each set once:
+    /// an actor names its set by number ([`Self::get_for`]; 0: none).
+    dynamic: Vec<DynamicConditions>,
 }
+
+/// One actor's conditions for some of its class's Dynamic parents (UE's `SetDynamicCondition`):
+/// the leaves they govern and, per flag combination, which of those are active — a lookup, as
+/// the class's own conditions are.
+#[derive(Clone, Debug, PartialEq)]
+struct DynamicConditions {
+    /// (parent, condition), by parent.
+    conditions: Vec<(usize, Condition)>,
+    leaves: LeafMask,
+    by_flags: [LeafMask; flags::COMBINATIONS],
+}
+
+/// The most distinct sets of per-actor Dynamic conditions a class keeps (a game uses a few:
+/// each is a combination of conditions across the class's Dynamic parents).
+pub const MAX_DYNAMIC_SETS: usize = 4096;
 
 impl ActiveLeaves {
     /// Builds the table for a class of at most 64 leaves.
@@ -81,7 +99,51 @@ impl ActiveLeaves {
         let initial_only = (0..flags::COMBINATIONS as u8)
             .map(|f| by_flags[(f | flags::INITIAL) as usize] & !by_flags[(f & !flags::INITIAL) as usize])
             .fold(LeafMask::EMPTY, |m, l| m | l);
-        Self { by_flags, parent_leaves, initial_only }
+        Self { by_flags, parent_leaves, initial_only, dynamic: Vec::new() }
+    }
+
+    /// Active leaves for a pair with flags `f` of an actor whose Dynamic parents follow set
+    /// `dynamic` ([`Self::dynamic_set`]; 0: the class's own conditions).
+    #[inline]
+    pub fn get_for(&self, f: u8, dynamic: u16) -> LeafMask {
+        let m = self.get(f);
+        match dynamic.checked_sub(1).and_then(|i| self.dynamic.get(i as usize)) {
+            None => m,
+            Some(d) => (m & !d.leaves) | d.by_flags[f as usize % flags::COMBINATIONS],
+        }
+    }
+
+    /// The number of the set of per-actor conditions `conditions` ((parent, condition), each
+    /// parent once), made if it is new; 0 for none. `None` when the class already keeps
+    /// [`MAX_DYNAMIC_SETS`] others.
+    pub fn dynamic_set(&mut self, conditions: &[(usize, Condition)]) -> Option<u16> {
+        if conditions.is_empty() {
+            return Some(0);
+        }
+        let mut conditions = conditions.to_vec();
+        conditions.sort_unstable_by_key(|&(p, _)| p);
+        if let Some(i) = self.dynamic.iter().position(|d| d.conditions == conditions) {
+            return Some(i as u16 + 1);
+        }
+        if self.dynamic.len() >= MAX_DYNAMIC_SETS {
+            return None;
+        }
+        let leaves = conditions.iter().fold(LeafMask::EMPTY, |m, &(p, _)| m | self.parent(p));
+        let mut by_flags = [LeafMask::EMPTY; flags::COMBINATIONS];
+        for (f, mask) in by_flags.iter_mut().enumerate() {
+            for &(p, c) in &conditions {
+                if condition_active(c, f as u8) {
+                    *mask |= self.parent(p);
+                }
+            }
+        }
+        self.dynamic.push(DynamicConditions { conditions, leaves, by_flags });
+        Some(self.dynamic.len() as u16)
+    }
+
+    /// The per-actor conditions of set `dynamic` ((parent, condition), by parent).
+    pub fn dynamic_conditions(&self, dynamic: u16) -> &[(usize, Condition)] {
+        dynamic.checked_sub(1).and_then(|i| self.dynamic.get(i as usize)).map_or(&[], |d| &d.conditions)
     }
 
     /// Leaves some pair gets only as initial values (InitialOnly; InitialOrOwner for a

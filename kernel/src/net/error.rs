@@ -4,6 +4,7 @@
 use super::fastarrays;
 use super::{ClassId, ConnectionId, NetGuid};
 use crate::compare::CompareError;
+use crate::schema::Condition;
 use crate::store::ActorId;
 use crate::wire::packet::{MAX_MTU, MIN_MTU};
 use crate::wire::WireError;
@@ -42,6 +43,15 @@ pub enum DriverError {
     StaleActor(ActorId),
     /// A parent index out of range.
     NoSuchParent(usize),
+    /// A per-actor condition for a parent not declared [`Condition::Dynamic`]
+    /// ([`super::NetDriver::set_dynamic_condition`]).
+    NotDynamic(usize),
+    /// A per-actor condition this driver does not take for a Dynamic parent: an initial-only
+    /// one ([`super::NetDriver::set_dynamic_condition`]).
+    BadDynamicCondition(Condition),
+    /// The class keeps [`MAX_DYNAMIC_SETS`](super::condition::MAX_DYNAMIC_SETS) distinct sets
+    /// of per-actor Dynamic conditions already.
+    TooManyDynamicSets(ClassId),
     /// Feedback bytes did not decode (counted in the connection's statistics; nothing changed).
     Feedback(WireError),
     /// An actor-level setting was refused.
@@ -125,6 +135,16 @@ impl fmt::Display for DriverError {
             DriverError::MissingStore(c) => write!(f, "tick needs the store of class {} too", c.0),
             DriverError::StaleActor(id) => write!(f, "actor {}:{} does not exist", id.index, id.generation),
             DriverError::NoSuchParent(p) => write!(f, "no parent property with index {p}"),
+            DriverError::NotDynamic(p) => write!(f, "parent {p} is not declared Dynamic: its condition is the class's"),
+            DriverError::BadDynamicCondition(c) => {
+                write!(f, "{c:?} cannot be a per-actor condition (initial-only conditions are the class's to declare)")
+            }
+            DriverError::TooManyDynamicSets(c) => write!(
+                f,
+                "class {} already keeps {} distinct sets of per-actor Dynamic conditions",
+                c.0,
+                super::condition::MAX_DYNAMIC_SETS
+            ),
             DriverError::Feedback(e) => write!(f, "bad feedback: {e}"),
             DriverError::ActorLevel(why) => write!(f, "actor level: {why}"),
             DriverError::ActorLevelOff => write!(f, "this needs the actor level (DriverConfig::actor_level)"),

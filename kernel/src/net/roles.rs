@@ -19,6 +19,7 @@ use super::actors::ActorNet;
 use super::connection::pair;
 use super::{ClassId, ConnectionId, DriverError, Frame, NetDriver};
 use crate::ids::LeafMask;
+use crate::schema::Condition;
 use crate::store::{ActorId, ClassStore};
 
 /// The most records an actor keeps (an item passed from player to player leaves one per former
@@ -151,6 +152,79 @@ impl NetDriver {
             }
         });
         Ok(())
+    }
+
+    /// Gives one actor its own condition for a parent declared [`Condition::Dynamic`] (UE's
+    /// `SetDynamicCondition`, e.g. `DOREPLIFETIME_CHANGE_CONDITION`): from now on the property
+    /// goes to the connections `condition` allows for this actor, and each connection it comes
+    /// back to is sent what changed while it was off there, as a role change does.
+    /// `Condition::Dynamic` gives the parent back to the class's rule (active everywhere, unless
+    /// [`Self::set_custom_active`] switched it off); `None` and `Custom` are active everywhere
+    /// too. The initial-only conditions (`InitialOnly`, `InitialOrOwner`) are refused
+    /// ([`DriverError::BadDynamicCondition`]): what only an open carries is the class's to
+    /// declare. A parent not declared Dynamic is refused too ([`DriverError::NotDynamic`]).
+    ///
+    /// ```
+    /// use shadowrep::net::{DriverConfig, NetDriver};
+    /// use shadowrep::prelude::*;
+    /// use shadowrep::schema::Condition;
+    /// use std::sync::Arc;
+    ///
+    /// let layout = Arc::new(
+    ///     ClassBuilder::new("Effects")
+    ///         .property(PropertyDecl::new("Active", PropType::U32).condition(Condition::Dynamic))
+    ///         .build()
+    ///         .unwrap(),
+    /// );
+    /// let mut store = ClassStore::new(layout);
+    /// let mut driver = NetDriver::new(DriverConfig::default()).unwrap();
+    /// let class = driver.register_class(&mut store).unwrap();
+    /// let id = store.spawn();
+    /// // This container replicates its effects to its owner only (GAS's "minimal" mode).
+    /// driver.set_dynamic_condition(class, &store, id, 0, Condition::OwnerOnly).unwrap();
+    /// assert_eq!(driver.dynamic_condition(class, id, 0), Some(Condition::OwnerOnly));
+    /// driver.set_dynamic_condition(class, &store, id, 0, Condition::Dynamic).unwrap();
+    /// assert_eq!(driver.dynamic_condition(class, id, 0), Some(Condition::Dynamic));
+    /// ```
+    pub fn set_dynamic_condition(
+        &mut self,
+        class: ClassId,
+        store: &ClassStore,
+        id: ActorId,
+        parent: usize,
+        condition: Condition,
+    ) -> Result<(), DriverError> {
+        let ci = self.class_for(class, store)?;
+        let layout = &self.classes[ci].layout;
+        let declared = layout.parents.get(parent).ok_or(DriverError::NoSuchParent(parent))?.condition;
+        if declared != Condition::Dynamic {
+            return Err(DriverError::NotDynamic(parent));
+        }
+        if matches!(condition, Condition::InitialOnly | Condition::InitialOrOwner) {
+            return Err(DriverError::BadDynamicCondition(condition));
+        }
+        self.actor_mut(class, store, id)?;
+        let c = &mut self.classes[ci];
+        let now = c.actors[id.index as usize].dynamic;
+        let mut conditions: Vec<(usize, Condition)> =
+            c.active.dynamic_conditions(now).iter().copied().filter(|&(p, _)| p != parent).collect();
+        if condition != Condition::Dynamic {
+            conditions.push((parent, condition));
+        }
+        let set = c.active.dynamic_set(&conditions).ok_or(DriverError::TooManyDynamicSets(class))?;
+        self.set_roles(ci as u32, id.index, |a| a.dynamic = set);
+        Ok(())
+    }
+
+    /// The condition parent `parent` of an actor follows: its own
+    /// ([`Self::set_dynamic_condition`]) or the class's declared one. `None` for an actor the
+    /// driver has not given a GUID yet (or a stale one) and for a parent out of range.
+    pub fn dynamic_condition(&self, class: ClassId, id: ActorId, parent: usize) -> Option<Condition> {
+        self.guid_of(class, id)?;
+        let c = &self.classes[class.0 as usize];
+        let declared = c.layout.parents.get(parent)?.condition;
+        let own = c.active.dynamic_conditions(c.actors[id.index as usize].dynamic);
+        Some(own.iter().find(|&&(p, _)| p == parent).map_or(declared, |&(_, cond)| cond))
     }
 
     /// The leaves of the actor in `slot` active for connection `ci` (condition flags with its

@@ -134,3 +134,59 @@ fn removed_connections_send_nothing_and_refuse_their_id() {
     assert_eq!(w.driver.in_flight(gone), 0);
     assert_eq!(w.driver.bytes_sent(gone), 0, "its state is gone");
 }
+
+/// Per-actor Dynamic conditions: refusals with their messages, and the cap on a class's
+/// distinct sets of them (a refused call changes nothing; a set made before is still taken).
+#[test]
+fn dynamic_condition_errors_and_the_cap_on_distinct_sets() {
+    use shadowrep::net::condition::MAX_DYNAMIC_SETS;
+    use shadowrep::schema::Condition;
+    let mut b = ClassBuilder::new("Effects").property(PropertyDecl::new("Plain", PropType::U8));
+    for i in 0..4 {
+        b = b.property(PropertyDecl::new(format!("D{i}"), PropType::U8).condition(Condition::Dynamic));
+    }
+    let mut b = Bench::new(b, DriverConfig::default());
+    let a = b.store.spawn();
+    let e = b.driver.set_dynamic_condition(b.class, &b.store, a, 0, Condition::OwnerOnly).unwrap_err();
+    assert_eq!(e, DriverError::NotDynamic(0));
+    message(e, "not declared Dynamic");
+    let e = b.driver.set_dynamic_condition(b.class, &b.store, a, 1, Condition::InitialOnly).unwrap_err();
+    assert_eq!(e, DriverError::BadDynamicCondition(Condition::InitialOnly));
+    message(e, "initial-only");
+    // Every combination of four parents' conditions (13 each besides the class's rule) is a set
+    // of its own: the class keeps MAX_DYNAMIC_SETS, then refuses.
+    let own: Vec<Condition> = Condition::ALL
+        .into_iter()
+        .filter(|c| !matches!(c, Condition::InitialOnly | Condition::InitialOrOwner | Condition::Dynamic))
+        .collect();
+    let conditions = |b: &Bench| -> Vec<_> { (1..=4).map(|q| b.driver.dynamic_condition(b.class, a, q)).collect() };
+    let (mut made, mut capped) = (0, false);
+    'all: for i in 0..own.len().pow(4) {
+        let mut k = i;
+        for p in 1..=4 {
+            let c = own[k % own.len()];
+            k /= own.len();
+            let before = conditions(&b);
+            match b.driver.set_dynamic_condition(b.class, &b.store, a, p, c) {
+                Ok(()) => made += 1,
+                Err(e) => {
+                    assert_eq!(e, DriverError::TooManyDynamicSets(b.class));
+                    message(e, "distinct sets");
+                    assert_eq!(conditions(&b), before, "a refused call changes nothing");
+                    // The set the actor has is still taken (the same condition again).
+                    let same = before[p - 1].expect("live");
+                    b.driver.set_dynamic_condition(b.class, &b.store, a, p, same).unwrap();
+                    capped = true;
+                    break 'all;
+                }
+            }
+        }
+    }
+    assert!(capped && made >= MAX_DYNAMIC_SETS, "{made} calls, capped: {capped}");
+    // Another actor takes a set made before (the first call's), and the class's rule again.
+    let other = b.store.spawn();
+    b.driver.set_dynamic_condition(b.class, &b.store, other, 1, own[0]).unwrap();
+    assert_eq!(b.driver.dynamic_condition(b.class, other, 1), Some(own[0]));
+    b.driver.set_dynamic_condition(b.class, &b.store, other, 1, Condition::Dynamic).unwrap();
+    assert_eq!(b.driver.dynamic_condition(b.class, other, 1), Some(Condition::Dynamic));
+}

@@ -82,6 +82,22 @@ impl Soak {
                 let on = self.rng.random_bool(0.6);
                 self.w.set_custom(s, id, p, on);
             }
+            // The Dynamic parent's own condition for this actor (UE's SetDynamicCondition): any
+            // but the initial-only ones, or the class's rule again.
+            let own = [
+                Condition::Dynamic,
+                Condition::OwnerOnly,
+                Condition::SkipOwner,
+                Condition::SimulatedOnly,
+                Condition::AutonomousOnly,
+                Condition::SimulatedOrPhysics,
+                Condition::ReplayOrOwner,
+                Condition::ReplayOnly,
+                Condition::SkipReplay,
+                Condition::Never,
+            ];
+            let c = own[self.rng.random_range(0..own.len())];
+            self.w.set_dynamic(s, id, Condition::Dynamic as usize, c);
         }
     }
 

@@ -84,6 +84,8 @@ enum Phase {
     Values(u32),
     /// Ownership / physics changes: (actor, new setup).
     Flags(Vec<(usize, Setup)>),
+    /// Every actor's own condition for the Dynamic parent (`set_dynamic_condition`).
+    Dynamic(Condition),
 }
 
 /// One `u32` property per condition; parent `i` has condition `Condition::ALL[i]`.
@@ -101,9 +103,17 @@ fn conditions_layout() -> Arc<ClassLayout> {
 /// value of property `cond` exactly when the condition map makes it active, and that no record of
 /// it was ever sent to a connection for which it was inactive.
 fn condition_scenario(cond: Condition) {
+    condition_scenario_as(cond, false);
+}
+
+/// [`condition_scenario`], with `dynamic`: property `cond` is the Dynamic parent, each actor
+/// given `cond` as its own condition (`set_dynamic_condition`) before its first send — and at
+/// the end every actor's condition set back to the class's (active everywhere: each connection
+/// it was off for is sent the current value).
+fn condition_scenario_as(cond: Condition, dynamic: bool) {
     let layout = conditions_layout();
-    let p = cond as usize;
-    assert_eq!(layout.parents[p].condition, cond);
+    let p = if dynamic { Condition::Dynamic as usize } else { cond as usize };
+    assert_eq!(layout.parents[p].condition, if dynamic { Condition::Dynamic } else { cond });
     assert_eq!(layout.parents[0].condition, Condition::None, "parent 0 is the control");
     let h = handle(&layout, p);
     let mut w = world_with(&layout, &[false, false, true]);
@@ -119,7 +129,7 @@ fn condition_scenario(cond: Condition) {
     for (s, &id) in setups.iter().zip(&ids) {
         s.apply(&mut w, id);
     }
-    let phases = [
+    let mut phases = vec![
         Phase::Values(1000),
         Phase::Values(2000),
         Phase::Flags(vec![
@@ -135,6 +145,12 @@ fn condition_scenario(cond: Condition) {
         ]),
         Phase::Values(4000),
     ];
+    let mut cond = cond;
+    if dynamic {
+        phases.insert(0, Phase::Dynamic(cond));
+        phases.extend([Phase::Values(5000), Phase::Dynamic(Condition::Dynamic), Phase::Values(6000)]);
+    }
+    let first = cond;
     let parents = layout.parents.len();
     let mut server = vec![vec![0u32; parents]; ids.len()];
     let mut expected = vec![[0u32; CLIENTS]; ids.len()];
@@ -156,8 +172,16 @@ fn condition_scenario(cond: Condition) {
                     s.apply(&mut w, ids[a]);
                 }
             }
+            Phase::Dynamic(c) => {
+                cond = *c;
+                for &id in &ids {
+                    let class = shadowrep::ids::ClassId(0);
+                    w.driver.set_dynamic_condition(class, &w.stores[0], id, p, *c).expect("a Dynamic parent");
+                    assert_eq!(w.driver.dynamic_condition(class, id, p), Some(*c));
+                }
+            }
         }
-        let initial = n == 0;
+        let initial = n == usize::from(dynamic);
         let sent = run_and_collect(&mut w, FRAMES_PER_PHASE, &layouts);
         for (a, s) in setups.iter().enumerate() {
             for (ci, exp) in expected[a].iter_mut().enumerate() {
@@ -179,6 +203,11 @@ fn condition_scenario(cond: Condition) {
         }
     }
     // Each condition is exercised on the side(s) it has.
+    if dynamic {
+        // Set back to the class's rule at the end, where every connection holds the value.
+        assert!(seen_active, "{first:?} (and the class's rule after it) was never active");
+        return;
+    }
     match cond {
         Condition::None | Condition::Custom | Condition::Dynamic => assert!(seen_active && !seen_inactive),
         Condition::Never => assert!(!seen_active && seen_inactive),
@@ -223,6 +252,61 @@ condition_tests! {
     condition_skip_replay => SkipReplay,
     condition_dynamic => Dynamic,
     condition_never => Never,
+}
+
+macro_rules! dynamic_condition_tests {
+    ($($name:ident => $cond:ident),* $(,)?) => {
+        $(
+            #[test]
+            fn $name() {
+                condition_scenario_as(Condition::$cond, true);
+            }
+        )*
+    };
+}
+
+// Each condition but the initial-only ones (refused: `bad_dynamic_conditions_are_refused`) as
+// one actor's own condition for a Dynamic parent.
+dynamic_condition_tests! {
+    dynamic_as_none => None,
+    dynamic_as_owner_only => OwnerOnly,
+    dynamic_as_skip_owner => SkipOwner,
+    dynamic_as_simulated_only => SimulatedOnly,
+    dynamic_as_autonomous_only => AutonomousOnly,
+    dynamic_as_simulated_or_physics => SimulatedOrPhysics,
+    dynamic_as_custom => Custom,
+    dynamic_as_replay_or_owner => ReplayOrOwner,
+    dynamic_as_replay_only => ReplayOnly,
+    dynamic_as_simulated_only_no_replay => SimulatedOnlyNoReplay,
+    dynamic_as_simulated_or_physics_no_replay => SimulatedOrPhysicsNoReplay,
+    dynamic_as_skip_replay => SkipReplay,
+    dynamic_as_dynamic => Dynamic,
+    dynamic_as_never => Never,
+}
+
+#[test]
+fn bad_dynamic_conditions_are_refused() {
+    use shadowrep::net::DriverError;
+    let layout = conditions_layout();
+    let mut w = world_with(&layout, &[false]);
+    let id = w.spawn(0);
+    let class = shadowrep::ids::ClassId(0);
+    assert_eq!(w.driver.dynamic_condition(class, id, 0), None, "no GUID yet: the driver has not seen it");
+    w.guid(0, id);
+    let d = Condition::Dynamic as usize;
+    for bad in [Condition::InitialOnly, Condition::InitialOrOwner] {
+        let err = w.driver.set_dynamic_condition(class, &w.stores[0], id, d, bad);
+        assert_eq!(err, Err(DriverError::BadDynamicCondition(bad)));
+    }
+    let owner_only = Condition::OwnerOnly as usize;
+    let err = w.driver.set_dynamic_condition(class, &w.stores[0], id, owner_only, Condition::SkipOwner);
+    assert_eq!(err, Err(DriverError::NotDynamic(owner_only)));
+    let err = w.driver.set_dynamic_condition(class, &w.stores[0], id, 99, Condition::SkipOwner);
+    assert_eq!(err, Err(DriverError::NoSuchParent(99)));
+    // Refusals change nothing: the class's rule still holds.
+    assert_eq!(w.driver.dynamic_condition(class, id, d), Some(Condition::Dynamic));
+    assert_eq!(w.driver.dynamic_condition(class, id, owner_only), Some(Condition::OwnerOnly));
+    assert_eq!(w.driver.dynamic_condition(class, id, 99), None);
 }
 
 /// The test's role table and the kernel's flag map agree (a cross-check of the oracle itself).
