@@ -129,6 +129,10 @@ pub(crate) struct Connection {
     /// The id the game knows it by (its slot in the driver's table may have served another).
     pub id: ConnectionId,
     pub replay: bool,
+    /// The game's net condition groups it is in ([`super::NetDriver::set_connection_net_groups`]).
+    pub net_groups: super::NetGroups,
+    /// How many times `net_groups` changed (a fast array's quiet record holds the count it saw).
+    pub groups_changed: u32,
     /// Removed by the game: keeps its id, holds nothing, sends nothing.
     pub removed: bool,
     /// Per-actor state ([`Pairs`]: dense, or only the channels that exist).
@@ -304,6 +308,8 @@ impl Connection {
         Self {
             id: ConnectionId(u32::MAX),
             replay,
+            net_groups: super::NetGroups::EMPTY,
+            groups_changed: 0,
             removed: false,
             pairs,
             pending: Vec::new(),

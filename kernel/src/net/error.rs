@@ -82,6 +82,9 @@ pub enum DriverError {
     AlreadyReplicated(ActorId),
     /// No live actor has this GUID (a sub-object's owner).
     UnknownOwner(NetGuid),
+    /// The call changes a sub-object ([`super::NetDriver::set_sub_object_condition`]), and this
+    /// actor is not one.
+    NotASubObject(ActorId),
     /// A sub-object's owner must be a dynamic actor, not a static one, itself nor another
     /// sub-object, and a sub-object cannot own sub-objects or fast arrays.
     SubObjectChain(NetGuid),
@@ -135,6 +138,9 @@ impl fmt::Display for DriverError {
             DriverError::MissingStore(c) => write!(f, "tick needs the store of class {} too", c.0),
             DriverError::StaleActor(id) => write!(f, "actor {}:{} does not exist", id.index, id.generation),
             DriverError::NoSuchParent(p) => write!(f, "no parent property with index {p}"),
+            DriverError::NotASubObject(id) => {
+                write!(f, "actor {}:{} is not a registered sub-object", id.index, id.generation)
+            }
             DriverError::NotDynamic(p) => write!(f, "parent {p} is not declared Dynamic: its condition is the class's"),
             DriverError::BadDynamicCondition(c) => {
                 write!(f, "{c:?} cannot be a per-actor condition (initial-only conditions are the class's to declare)")

@@ -57,12 +57,70 @@ pub enum SubObjectCondition {
     SkipReplay,
     /// No connection.
     Never,
+    /// The connections in one of its groups (UE 5's `COND_NetGroup`: a team's view of an
+    /// inventory, say): those [`NetDriver::set_connection_net_groups`] put in one of them; with
+    /// [`NetGroups::OWNER`], its owner's connection; with [`NetGroups::REPLAY`], replay
+    /// connections. A sub-object's groups change with [`NetDriver::set_sub_object_condition`].
+    NetGroup(NetGroups),
+}
+
+/// A set of net condition groups ([`SubObjectCondition::NetGroup`]): the game's groups 0 to 61,
+/// and UE's two special ones, [`Self::OWNER`] and [`Self::REPLAY`].
+///
+/// ```
+/// use shadowrep::net::NetGroups;
+///
+/// let red = NetGroups::group(0).unwrap();
+/// let blue = NetGroups::group(1).unwrap();
+/// let both = red | blue;
+/// assert!(both.intersects(red) && !red.intersects(blue));
+/// assert_eq!(NetGroups::group(62), None, "62 and 63 are OWNER and REPLAY");
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct NetGroups(u64);
+
+impl NetGroups {
+    /// No group.
+    pub const EMPTY: NetGroups = NetGroups(0);
+    /// UE's `NetGroupOwner`: every owner's connection is in it (for its own sub-objects).
+    pub const OWNER: NetGroups = NetGroups(1 << 62);
+    /// UE's `NetGroupReplay`: every replay connection is in it.
+    pub const REPLAY: NetGroups = NetGroups(1 << 63);
+    /// The game's groups: 0 to `GAME_GROUPS - 1`.
+    pub const GAME_GROUPS: u8 = 62;
+
+    /// The game's group `n`; `None` past [`Self::GAME_GROUPS`].
+    pub const fn group(n: u8) -> Option<NetGroups> {
+        if n < Self::GAME_GROUPS {
+            Some(NetGroups(1 << n))
+        } else {
+            None
+        }
+    }
+
+    /// Whether the two sets share a group.
+    pub const fn intersects(self, other: NetGroups) -> bool {
+        self.0 & other.0 != 0
+    }
+
+    /// The game's groups of this set (without [`Self::OWNER`] and [`Self::REPLAY`]).
+    pub const fn game_groups(self) -> NetGroups {
+        NetGroups(self.0 & !(Self::OWNER.0 | Self::REPLAY.0))
+    }
+}
+
+impl std::ops::BitOr for NetGroups {
+    type Output = NetGroups;
+    fn bitor(self, rhs: NetGroups) -> NetGroups {
+        NetGroups(self.0 | rhs.0)
+    }
 }
 
 impl SubObjectCondition {
     /// Whether a connection gets the sub-object: `owner` — it owns the owner actor;
-    /// `autonomous` — the owner is its autonomous proxy there; `replay` — a replay connection.
-    pub fn allows(self, owner: bool, autonomous: bool, replay: bool) -> bool {
+    /// `autonomous` — the owner is its autonomous proxy there; `replay` — a replay connection;
+    /// `groups` — the game's groups it is in ([`NetDriver::set_connection_net_groups`]).
+    pub fn allows(self, owner: bool, autonomous: bool, replay: bool, groups: NetGroups) -> bool {
         match self {
             SubObjectCondition::None => true,
             SubObjectCondition::OwnerOnly => owner,
@@ -73,6 +131,12 @@ impl SubObjectCondition {
             SubObjectCondition::ReplayOnly => replay,
             SubObjectCondition::SkipReplay => !replay,
             SubObjectCondition::Never => false,
+            SubObjectCondition::NetGroup(of) => {
+                let special = |yes: bool, g: NetGroups| if yes { g } else { NetGroups::EMPTY };
+                of.intersects(
+                    groups.game_groups() | special(owner, NetGroups::OWNER) | special(replay, NetGroups::REPLAY),
+                )
+            }
         }
     }
 }
@@ -239,6 +303,77 @@ impl NetDriver {
         let guid = self.statics.take(path)?;
         self.statics.objects.insert(guid);
         Ok(guid)
+    }
+
+    /// Changes a sub-object's condition ([`Self::register_sub_object`]): a connection it no
+    /// longer allows gets a close at the sub-object's next consideration, one it allows now an
+    /// open with its current state — as an ownership change does. With
+    /// [`SubObjectCondition::NetGroup`], this is how a sub-object changes its groups.
+    /// ([`DriverError::NotASubObject`] for an actor that is not one.)
+    ///
+    /// ```
+    /// use shadowrep::net::{ActorLevelConfig, DriverConfig, NetDriver, NetGroups, SubObjectCondition};
+    /// use shadowrep::prelude::*;
+    /// use std::sync::Arc;
+    ///
+    /// let layout = Arc::new(ClassBuilder::new("Thing").property(PropertyDecl::new("N", PropType::U8)).build().unwrap());
+    /// let (mut pawns, mut bags) = (ClassStore::new(layout.clone()), ClassStore::new(layout));
+    /// let cfg = DriverConfig { actor_level: Some(ActorLevelConfig::default()), ..DriverConfig::default() };
+    /// let mut driver = NetDriver::new(cfg).unwrap();
+    /// let (pawn_class, bag_class) = (driver.register_class(&mut pawns).unwrap(), driver.register_class(&mut bags).unwrap());
+    /// let pawn = pawns.spawn();
+    /// let owner = driver.assign_guid(pawn_class, &pawns, pawn).unwrap();
+    /// let bag = bags.spawn();
+    /// driver.register_sub_object(bag_class, &bags, bag, owner, SubObjectCondition::None).unwrap();
+    /// // The red team sees this inventory, and so does its owner.
+    /// let red = NetGroups::group(0).unwrap();
+    /// let only_red = SubObjectCondition::NetGroup(red | NetGroups::OWNER);
+    /// driver.set_sub_object_condition(bag_class, &bags, bag, only_red).unwrap();
+    /// let teammate = driver.add_connection(false);
+    /// driver.set_connection_net_groups(teammate, red).unwrap();
+    /// ```
+    pub fn set_sub_object_condition(
+        &mut self,
+        class: ClassId,
+        store: &ClassStore,
+        id: ActorId,
+        condition: SubObjectCondition,
+    ) -> Result<(), DriverError> {
+        let ci = self.class_for(class, store)?;
+        if !store.contains(id) {
+            return Err(DriverError::StaleActor(id));
+        }
+        let guid = self.guid_of(class, id).filter(|g| self.subs.outer.contains_key(g));
+        let slot = id.index as usize;
+        match (guid, self.classes[ci].cols.sub_condition.get_mut(slot)) {
+            (Some(_), Some(Some(c))) => *c = condition,
+            _ => return Err(DriverError::NotASubObject(id)),
+        }
+        Ok(())
+    }
+
+    /// Puts a connection in the game's net condition groups `groups` (UE's
+    /// `IncludeInNetConditionGroup`, all at once; [`NetGroups::OWNER`] and [`NetGroups::REPLAY`]
+    /// are not the game's to give: every owner and every replay connection is in those). The
+    /// sub-objects [`SubObjectCondition::NetGroup`] puts in one of them reach it from their next
+    /// consideration on, and those in none of them close there.
+    pub fn set_connection_net_groups(
+        &mut self,
+        conn: crate::ids::ConnectionId,
+        groups: NetGroups,
+    ) -> Result<(), DriverError> {
+        let ci = self.live(conn)?;
+        let c = &mut self.conns[ci];
+        if c.net_groups != groups.game_groups() {
+            c.net_groups = groups.game_groups();
+            c.groups_changed = c.groups_changed.wrapping_add(1);
+        }
+        Ok(())
+    }
+
+    /// The game's net condition groups connection `conn` is in.
+    pub fn connection_net_groups(&self, conn: crate::ids::ConnectionId) -> Result<NetGroups, DriverError> {
+        Ok(self.conns[self.live(conn)?].net_groups)
     }
 
     /// Makes a live actor of a registered class a sub-object of `owner` (an actor of another
@@ -608,8 +743,8 @@ impl NetDriver {
         let c = &self.classes[class as usize];
         let (a, s) = (&c.actors[slot as usize], slot as usize);
         let owned = a.owner == Some(ci as u32);
-        let replay = self.conns[ci].replay;
-        if !c.cols.sub_condition[s].is_none_or(|cond| cond.allows(owned, a.autonomous, replay)) {
+        let (replay, groups) = (self.conns[ci].replay, self.conns[ci].net_groups);
+        if !c.cols.sub_condition[s].is_none_or(|cond| cond.allows(owned, a.autonomous, replay, groups)) {
             return false;
         }
         if !c.cols.settings[s].only_relevant_to_owner || owned {

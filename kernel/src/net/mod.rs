@@ -99,7 +99,7 @@ pub use fastarrays::{FastArrayItems, FastArrayKind, FastArrayView};
 pub use feedback::FeedbackOutcome;
 pub use held::HeldActor;
 pub use level::ChannelInfo;
-pub use lifecycle::SubObjectCondition;
+pub use lifecycle::{NetGroups, SubObjectCondition};
 pub use priority::{PriorityHook, PriorityInput};
 pub use relevancy::{RelevancyHook, Viewer};
 pub use settings::{ActorLevelConfig, NetSettings};

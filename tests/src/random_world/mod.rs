@@ -86,6 +86,7 @@ pub struct Spec {
     pub dormancy: bool,
     pub sublevels: bool,
     pub priority_hooks: bool,
+    pub net_groups: bool,
 }
 
 impl Spec {
@@ -100,6 +101,7 @@ impl Spec {
             dormancy: false,
             sublevels: false,
             priority_hooks: false,
+            net_groups: false,
         }
     }
 
@@ -130,6 +132,14 @@ impl Spec {
     /// (a bag under owner relevancy whose owner is a thing asks its own class's first).
     pub fn priority_hooks(self) -> Spec {
         Spec { priority_hooks: true, ..self }
+    }
+
+    /// The same with sub-objects and fast arrays under `NetGroup` conditions: half the
+    /// sub-objects and three in ten fast arrays in some of the game's groups 0 to 2 (and now and
+    /// then the owner's and the replays'), the connections in some of them, and every fifth
+    /// frame a connection's groups and a sub-object's changing.
+    pub fn net_groups(self) -> Spec {
+        Spec { net_groups: true, ..self }
     }
 }
 
@@ -162,6 +172,8 @@ pub struct Exercised {
     pub dropped: usize,
     /// Sublevels the clients streamed in or out.
     pub sublevel_changes: usize,
+    /// Net group changes made (a connection's and a sub-object's each).
+    pub group_changes: usize,
     /// The last clients' connection statistics.
     pub stats: Vec<ConnectionStats>,
 }
@@ -190,6 +202,7 @@ impl Exercised {
             (!spec.dormancy || self.most_asleep > 10, format!("at most {} actors asleep", self.most_asleep)),
             (!spec.dormancy || self.dormancy_calls > 200, format!("{} dormancy calls", self.dormancy_calls)),
             (!spec.sublevels || self.sublevel_changes > 15, format!("{} sublevels streamed", self.sublevel_changes)),
+            (!spec.net_groups || self.group_changes > 40, format!("{} net group changes", self.group_changes)),
             (
                 spec.loss == 0.0 || self.dropped > 100 && resent > 100,
                 format!("{} packets lost, {resent} leaves resent", self.dropped),
@@ -204,8 +217,8 @@ impl Exercised {
 /// packet read by its client. `Err` names the first difference (`"seed N frame F client C: …"`)
 /// or the refused packet.
 pub fn decide_alike(spec: Spec) -> Result<Exercised, String> {
-    let Spec { seed, connections, loss, bags_first, dormancy, sublevels, priority_hooks } = spec;
-    let mut sim = Sim::new(seed, connections, seed % 4 == 3, bags_first, sublevels);
+    let Spec { seed, connections, loss, bags_first, dormancy, sublevels, priority_hooks, net_groups } = spec;
+    let mut sim = Sim::new(seed, connections, (seed % 4 == 3, bags_first, sublevels, net_groups));
     sim.loss = loss;
     sim.dormancy = dormancy;
     if dormancy {
@@ -221,6 +234,9 @@ pub fn decide_alike(spec: Spec) -> Result<Exercised, String> {
         sim.play_inventories();
         if priority_hooks {
             sim.priority_hooks(frame);
+        }
+        if net_groups {
+            sim.net_groups(frame);
         }
         sim.step().map_err(|e| format!("seed {seed} {e}"))?;
         for (c, &(conn, _)) in sim.clients.iter().enumerate() {
@@ -278,6 +294,7 @@ pub fn decide_alike(spec: Spec) -> Result<Exercised, String> {
     x.most_asleep = sim.most_asleep;
     x.dropped = sim.dropped;
     x.sublevel_changes = sim.sublevel_changes;
+    x.group_changes = sim.group_changes;
     x.stats = sim.clients.iter().map(|&(c, _)| sim.driver.connection_stats(c).expect("live")).collect();
     Ok(x)
 }

@@ -66,6 +66,12 @@ pub(super) struct Sim {
     pub(super) sublevels: bool,
     pub(super) static_sublevels: Vec<SublevelId>,
     pub(super) sublevel_changes: usize,
+    /// Sub-objects and fast arrays under `NetGroup` conditions, the connections' groups and the
+    /// sub-objects' changing as the world runs, drawn from their own dice (so a world without
+    /// them is the same as before they existed); the changes made.
+    pub(super) net_groups: bool,
+    pub(super) groups_rng: ChaCha8Rng,
+    pub(super) group_changes: usize,
 }
 
 fn slots() -> Arc<shadowrep::schema::ArrayLayout> {
@@ -74,7 +80,11 @@ fn slots() -> Arc<shadowrep::schema::ArrayLayout> {
 
 impl Sim {
     /// A world of `connections` clients; `adaptive`: UE's adaptive update frequency on.
-    pub(super) fn new(seed: u64, connections: usize, adaptive: bool, bags_first: bool, sublevels: bool) -> Sim {
+    pub(super) fn new(
+        seed: u64,
+        connections: usize,
+        (adaptive, bags_first, sublevels, net_groups): (bool, bool, bool, bool),
+    ) -> Sim {
         let (tl, bl) = (thing(), bag());
         let mut things = ClassStore::new(tl.clone());
         let mut bags = ClassStore::new(bl.clone());
@@ -124,6 +134,9 @@ impl Sim {
             sublevels,
             static_sublevels: Vec::new(),
             sublevel_changes: 0,
+            net_groups,
+            groups_rng: ChaCha8Rng::seed_from_u64(seed ^ 0x6e65_7467),
+            group_changes: 0,
         };
         // `DormantPartial` things are dormant for two connections in three.
         let partial: shadowrep::net::dormancy::DormancyHook =
@@ -173,6 +186,10 @@ impl Sim {
         }
         let speed = [4_000, 12_000, 100_000][self.rng.random_range(0..3)];
         self.driver.set_net_speed(conn, speed).unwrap();
+        if self.net_groups {
+            let groups = Self::game_groups(&mut self.groups_rng);
+            self.driver.set_connection_net_groups(conn, groups).unwrap();
+        }
         self.clients.push((conn, world));
         if self.sublevels {
             for l in 1..=2 {
@@ -294,6 +311,10 @@ impl Sim {
             let owner = things[self.rng.random_range(0..things.len())];
             let owner = self.driver.guid_of(self.thing, owner).expect("live");
             self.driver.register_sub_object(class, &self.bags, id, owner, condition).unwrap();
+            if self.net_groups && self.groups_rng.random_bool(0.5) {
+                let groups = C::NetGroup(Self::sub_object_groups(&mut self.groups_rng));
+                self.driver.set_sub_object_condition(class, &self.bags, id, groups).unwrap();
+            }
             self.live.push((class, id));
             return;
         }
@@ -311,7 +332,10 @@ impl Sim {
         // A fifth of the things carry an inventory (a fast array), under a few conditions.
         if class == self.thing && self.rng.random_bool(0.2) {
             use shadowrep::net::SubObjectCondition as C;
-            let condition = [C::None, C::OwnerOnly, C::SkipOwner][self.rng.random_range(0..3)];
+            let mut condition = [C::None, C::OwnerOnly, C::SkipOwner][self.rng.random_range(0..3)];
+            if self.net_groups && self.groups_rng.random_bool(0.3) {
+                condition = C::NetGroup(Self::sub_object_groups(&mut self.groups_rng));
+            }
             let owner = self.driver.guid_of(class, id).expect("live");
             let fa = self.driver.add_fast_array(self.kind, owner, condition).unwrap();
             let n = self.rng.random_range(0..40);
@@ -574,6 +598,47 @@ impl Sim {
         } else if self.frames == 130 {
             self.driver.set_relevancy_hook(self.thing, None).unwrap();
         }
+    }
+
+    /// Some of the game's groups 0 to 2, drawn at random.
+    fn game_groups(r: &mut ChaCha8Rng) -> shadowrep::net::NetGroups {
+        (0..3).filter(|_| r.random_bool(0.4)).fold(shadowrep::net::NetGroups::EMPTY, |g, n| {
+            g | shadowrep::net::NetGroups::group(n).expect("a game group")
+        })
+    }
+
+    /// A sub-object's groups: some of the game's, now and then the owner's and the replays'.
+    fn sub_object_groups(r: &mut ChaCha8Rng) -> shadowrep::net::NetGroups {
+        use shadowrep::net::NetGroups;
+        let special = |r: &mut ChaCha8Rng, p: f64, g: NetGroups| if r.random_bool(p) { g } else { NetGroups::EMPTY };
+        Self::game_groups(r) | special(r, 0.3, NetGroups::OWNER) | special(r, 0.2, NetGroups::REPLAY)
+    }
+
+    /// Every fifth frame ([`super::Spec::net_groups`]): a connection joins other groups, and a
+    /// sub-object takes other groups (or leaves the groups for no condition, or comes back).
+    pub(super) fn net_groups(&mut self, frame: u32) {
+        use shadowrep::net::SubObjectCondition as C;
+        if !frame.is_multiple_of(5) {
+            return;
+        }
+        let r = &mut self.groups_rng;
+        let (conn, _) = self.clients[r.random_range(0..self.clients.len())];
+        self.driver.set_connection_net_groups(conn, Self::game_groups(r)).unwrap();
+        let subs: Vec<ActorId> = self
+            .live
+            .iter()
+            .filter(|&&(c, id)| {
+                c == self.bag && self.driver.guid_of(c, id).and_then(|g| self.driver.owner_of(g)).is_some()
+            })
+            .map(|&(_, id)| id)
+            .collect();
+        if !subs.is_empty() {
+            let r = &mut self.groups_rng;
+            let id = subs[r.random_range(0..subs.len())];
+            let condition = if r.random_bool(0.8) { C::NetGroup(Self::sub_object_groups(r)) } else { C::None };
+            self.driver.set_sub_object_condition(self.bag, &self.bags, id, condition).unwrap();
+        }
+        self.group_changes += 1;
     }
 
     /// The classes' priority hooks at `frame` ([`super::Spec::priority_hooks`]).

@@ -11,6 +11,7 @@ mod initial;
 mod lifecycle;
 mod mixed;
 mod mutants;
+mod net_groups;
 mod priority;
 mod reference;
 mod relevancy;

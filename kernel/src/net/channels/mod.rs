@@ -213,7 +213,8 @@ pub(crate) fn replicate_connection(ctx: &LevelCtx<'_>, ci: u32, conn: &mut Conne
         let Scratch { relevant, query, .. } = &mut *scratch;
         ctx.index.relevant_for(ctx.due, due_of, ci, &conn.viewers, ctx.hooks, query, relevant);
         if ctx.conditioned > 0 {
-            relevant.retain(|&d| ctx.due[d as usize].allowed_for(ci, conn.replay));
+            let (replay, groups) = (conn.replay, conn.net_groups);
+            relevant.retain(|&d| ctx.due[d as usize].allowed_for(ci, replay, groups));
         }
         out.nanos[0] = t.elapsed().as_nanos() as u64;
         let t = Instant::now();
@@ -351,7 +352,7 @@ fn process(ctx: &LevelCtx<'_>, run: &mut Run<'_>, conn: &mut Connection, scratch
             // A sub-object its condition leaves out closes at once; one whose owner has no
             // channel here (not opened yet, or closed) waits for it (UE sends sub-objects in
             // their owner's channel).
-            let allowed = (ctx.conditioned == 0 || due.allowed_for(ci, replay))
+            let allowed = (ctx.conditioned == 0 || due.allowed_for(ci, replay, conn.net_groups))
                 && (due.condition.is_none() || owner_held(conn, due));
             let row = &mut rows_in(&mut conn.pairs)[ri as usize];
             let has_channel = row.state.flags & pair::CHANNEL != 0;

@@ -255,6 +255,11 @@ struct Quiet {
     version: Option<u64>,
     owned: bool,
     autonomous: bool,
+    /// The connection's count of net group changes ([`Connection::groups_changed`]): a
+    /// NetGroup condition may answer otherwise after one.
+    ///
+    /// [`Connection::groups_changed`]: crate::net::connection::Connection::groups_changed
+    groups: u32,
 }
 
 /// How a write of a fast array to a connection ended.
@@ -496,7 +501,7 @@ mod tests {
 
     #[test]
     fn a_quiet_record_answers_for_its_own_array_only() {
-        let q = |epoch| Quiet { epoch, version: Some(3), owned: false, autonomous: false };
+        let q = |epoch| Quiet { epoch, version: Some(3), owned: false, autonomous: false, groups: 0 };
         let (a, b) = (NetGuid(10), NetGuid(12));
         let mut quiet = QuietArrays::default();
         assert_eq!(quiet.get(4, a), None, "nothing recorded, slot beyond the vector");

@@ -62,9 +62,10 @@ impl WriteCtx<'_> {
             }
             _ => None,
         };
+        let groups = conn.groups_changed;
         for (g, stamp) in arrays {
             let now = basis.and_then(|(epoch, owned, autonomous)| {
-                Some(Quiet { epoch, version: Some(stamp?.version), owned, autonomous })
+                Some(Quiet { epoch, version: Some(stamp?.version), owned, autonomous, groups })
             });
             if let (Some(now), Some(s)) = (now, stamp) {
                 if let Some(was) = conn.quiet.get(s.slot, g) {
@@ -161,7 +162,7 @@ impl WriteCtx<'_> {
                 return Left::Busy;
             }
         };
-        if !fa.condition.allows(actor.owner == Some(ci), actor.autonomous, conn.replay) {
+        if !fa.condition.allows(actor.owner == Some(ci), actor.autonomous, conn.replay, conn.net_groups) {
             if fa.conns[i].base.is_some() {
                 if fa.conns[i].flags & (OPEN_SENT | OPEN_ACKED) != 0 || fa.conns[i].in_flight > 0 {
                     conn.closes.push(PendingClose::destroyed(guid));

@@ -97,10 +97,10 @@ impl DueActor {
         }
     }
 
-    /// Whether connection `ci` (`replay`: a replay connection) may have it at all: a
-    /// sub-object's condition; every other actor: yes.
-    pub fn allowed_for(&self, ci: u32, replay: bool) -> bool {
-        self.condition.is_none_or(|c| c.allows(self.actor.owner == Some(ci), self.actor.autonomous, replay))
+    /// Whether connection `ci` (`replay`: a replay connection; `groups`: its net groups) may have
+    /// it at all: a sub-object's condition; every other actor: yes.
+    pub fn allowed_for(&self, ci: u32, replay: bool, groups: crate::net::NetGroups) -> bool {
+        self.condition.is_none_or(|c| c.allows(self.actor.owner == Some(ci), self.actor.autonomous, replay, groups))
     }
 }
 

@@ -23,6 +23,9 @@ impl ReferenceFrame {
         let cfg = &level.cfg;
         let dc = &driver.conns[ci];
         let rc = &mut self.conns[ci];
+        // The game's groups for this connection, as the driver holds them (its writer asks them
+        // of fast arrays under NetGroup conditions).
+        (rc.conn.net_groups, rc.conn.groups_changed) = (dc.net_groups, dc.groups_changed);
         let actors = &self.actors;
         let mut st = write.begin(&mut rc.conn);
         let now = time.now;
@@ -64,7 +67,7 @@ impl ReferenceFrame {
                 // A sub-object's condition, with its owner's ownership (the driver keeps the two
                 // the same), comes before any rule.
                 let allowed = class.cols.sub_condition[s as usize]
-                    .is_none_or(|c| c.allows(owned, net.autonomous, rc.conn.replay));
+                    .is_none_or(|c| c.allows(owned, net.autonomous, rc.conn.replay, dc.net_groups));
                 let relevant = allowed && relevant_to_connection(&a.link.0, owned, viewers, hook, &lookup, &hook_of);
                 if relevant {
                     rc.decisions.relevant.push(a.guid);
@@ -163,8 +166,9 @@ impl ReferenceFrame {
                 let relevant = recheck && relevant_now;
                 let class = &driver.classes[c as usize];
                 let net = &class.actors[s as usize];
-                let allowed = class.cols.sub_condition[s as usize]
-                    .is_none_or(|cond| cond.allows(net.owner == Some(ci as u32), net.autonomous, rc.conn.replay));
+                let allowed = class.cols.sub_condition[s as usize].is_none_or(|cond| {
+                    cond.allows(net.owner == Some(ci as u32), net.autonomous, rc.conn.replay, dc.net_groups)
+                });
                 // A sub-object goes in its owner's channel: none here, none for it.
                 let sub_object = class.cols.sub_condition[s as usize].is_some();
                 let owner_open = !sub_object
