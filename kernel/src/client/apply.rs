@@ -22,8 +22,16 @@ impl ClientWorld {
         if self.actors.contains_key(&guid) {
             return;
         }
-        if let Some(old) = self.objects.get_mut(path).map(|bound| bound.replace(guid)) {
-            self.bind_object(guid, path, old);
+        if let Some(bound) = self.objects.get_mut(path) {
+            match *bound {
+                None => {
+                    *bound = Some(guid);
+                    self.bind_object(guid, path);
+                }
+                // A server gives a path one GUID and exports it once: another one is a forger's.
+                Some(g) if g != guid => self.stats.object_export_conflicts += 1,
+                Some(_) => {}
+            }
             return;
         }
         let Some(entry) = self.level.get_mut(path).filter(|e| e.2.is_none()) else {
@@ -38,19 +46,12 @@ impl ClientWorld {
         self.resolve(guid);
     }
 
-    /// Binds static object `path` to `guid` (the server's export), `old` the GUID bound before.
-    /// A server gives a path one GUID, so another one means one of the two exports was forged:
-    /// the newest binds, as the newest open of a static actor's path does; references that
-    /// named the old GUID keep it (it maps to no path now).
-    fn bind_object(&mut self, guid: NetGuid, path: &str, old: Option<NetGuid>) {
-        if old == Some(guid) {
-            return;
-        }
-        if let Some(old) = old {
-            self.object_paths.remove(&old);
-            self.statics.remove(&old);
-            self.stats.statics_rebound += 1;
-        }
+    /// Binds static object `path` to `guid` (the first export of the path: the server exports an
+    /// object once, so a later export naming another GUID, a forger's, changes nothing —
+    /// [`ClientStats::object_export_conflicts`]).
+    ///
+    /// [`ClientStats::object_export_conflicts`]: super::ClientStats::object_export_conflicts
+    fn bind_object(&mut self, guid: NetGuid, path: &str) {
         // A GUID bound to another path before: that path is unbound (one GUID, one path).
         if let Some(other) = self.object_paths.insert(guid, path.into()) {
             if let Some(b) = self.objects.get_mut(&other) {

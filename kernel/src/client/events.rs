@@ -70,6 +70,9 @@ pub struct ClientStats {
     /// Opens of a loaded static actor's path naming another GUID than the one bound to it (a
     /// server gives a path one GUID: one of the two was forged): the newest open binds it.
     pub statics_rebound: u64,
+    /// Exports of a loaded static object's path naming another GUID than the one its first
+    /// export bound (the server exports an object once: a forger's): stepped over.
+    pub object_export_conflicts: u64,
     /// Static actors whose open was stepped over (not loaded) forgotten to make room for a newer
     /// one (at most 4096 are kept, the least recently used evicted): an evicted one's next
     /// update is refused with its packet and the actor asked for again.

@@ -41,6 +41,12 @@ use std::sync::Arc;
 /// formula reads. (Where UE's `Super` would call a further override up the chain, `input.priority`
 /// is UE's formula: a chain asks one hook.)
 ///
+/// It runs inside [`crate::net::NetDriver::tick`], on the driver's worker threads: it must not
+/// block, and should not panic — a panic unwinds through `tick`, and a driver whose tick did not
+/// finish has connections whose frame was left half done (nothing written is lost, but their
+/// decisions and pending lists are not updated): drop it, or expect a frame's worth of
+/// disorder.
+///
 /// ```
 /// use shadowrep::net::{PriorityHook, PriorityInput, Viewer};
 /// use std::sync::Arc;

@@ -203,15 +203,20 @@ impl NetDriver {
         if matches!(condition, Condition::InitialOnly | Condition::InitialOrOwner) {
             return Err(DriverError::BadDynamicCondition(condition));
         }
-        self.actor_mut(class, store, id)?;
+        if !store.contains(id) {
+            return Err(DriverError::StaleActor(id));
+        }
+        // Everything is checked before the actor gets a GUID: a refused call changes nothing.
+        let now =
+            if self.guid_of(class, id).is_some() { self.classes[ci].actors[id.index as usize].dynamic } else { 0 };
         let c = &mut self.classes[ci];
-        let now = c.actors[id.index as usize].dynamic;
         let mut conditions: Vec<(usize, Condition)> =
             c.active.dynamic_conditions(now).iter().copied().filter(|&(p, _)| p != parent).collect();
         if condition != Condition::Dynamic {
             conditions.push((parent, condition));
         }
         let set = c.active.dynamic_set(&conditions).ok_or(DriverError::TooManyDynamicSets(class))?;
+        self.actor_mut(class, store, id)?;
         self.set_roles(ci as u32, id.index, |a| a.dynamic = set);
         Ok(())
     }

@@ -3,6 +3,7 @@
 //! on the driver's recorded decisions.
 
 mod dormancy;
+mod dynamic_conditions;
 mod fastarray_refs;
 mod fastarrays;
 mod frequency;

@@ -166,3 +166,29 @@ fn net_group_calls_refuse_what_they_cannot_do() {
     assert!(e.to_string().contains("not a registered sub-object"));
     let _ = pawn;
 }
+
+#[test]
+fn groups_changed_as_the_owner_tears_off_leave_the_torn_off_copies_and_open_no_new_one() {
+    for same_frame in [false, true] {
+        let mut t = Teams::new();
+        t.groups(1, red());
+        let (pawn, b, bag) = t.pawn_with_bag(7, SubObjectCondition::NetGroup(red()));
+        t.run(3);
+        assert_eq!(t.holders(bag), [1]);
+        let p = t.pawns.ids().next().unwrap();
+        t.driver.tear_off(t.pawn_class, &t.pawns, p).unwrap();
+        if !same_frame {
+            t.run(3);
+        }
+        t.groups(1, blue());
+        t.groups(2, red());
+        t.bags.set(b, 0, &Value::U32(8)).unwrap();
+        t.run(5);
+        assert!(t.holders(pawn).contains(&1), "torn-off copy kept");
+        assert!(
+            t.holders(bag).contains(&1),
+            "same_frame {same_frame}: the torn-off owner's sub-object kept on client 1"
+        );
+        assert!(!t.holders(bag).contains(&2), "same_frame {same_frame}: no new copy for a torn-off owner");
+    }
+}

@@ -268,3 +268,42 @@ fn a_class_priority_hook_orders_the_sends_until_it_is_taken_back() {
     let order: Vec<NetGuid> = l.decisions(0).sends.iter().map(|s| s.guid).collect();
     assert_eq!(order.first(), Some(&g[0]), "dead ahead first again: {order:?}");
 }
+
+/// A game that catches a panic of its hook around `tick`: the closes that frame queued are not
+/// lost with it (they were written into a packet the panic left unfinished, before the
+/// ranking that runs the hook moved ahead of them).
+#[test]
+fn a_priority_hook_that_panics_in_a_frame_loses_none_of_its_closes() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let mut l = Level::with_parallel(every_frame(), 1, false);
+    always_due(&mut l);
+    let (a, ga) = l.spawn([100.0, 0.0, 0.0], 1);
+    let (d, gd) = l.spawn([200.0, 0.0, 0.0], 1);
+    l.run(5);
+    assert!(l.client(0).has(ga) && l.client(0).has(gd));
+    let boom = Arc::new(AtomicBool::new(false));
+    let b = boom.clone();
+    let hook: shadowrep::net::PriorityHook = Arc::new(move |p, t, v| {
+        if b.load(Ordering::Relaxed) {
+            panic!("game bug");
+        }
+        p.priority(t, v)
+    });
+    l.driver.set_priority_hook(l.class, Some(hook)).unwrap();
+    l.run(2);
+    // d destroyed, a changed, and the hook panics in that frame's ranking.
+    l.store.despawn(d).unwrap();
+    l.store.set(a, HEALTH, &Value::U32(2)).unwrap();
+    boom.store(true, Ordering::Relaxed);
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| l.driver.tick(&mut [&mut l.store])));
+    assert!(r.is_err(), "the hook panicked");
+    boom.store(false, Ordering::Relaxed);
+    let conn = l.clients[0].0;
+    for p in l.driver.take_packets(conn).unwrap() {
+        l.clients[0].1.receive(&p).unwrap();
+    }
+    l.driver.receive_feedback(conn, &l.clients[0].1.feedback()).unwrap();
+    l.run(60);
+    assert_eq!(l.client(0).value(ga, HEALTH), Some(Value::U32(2)));
+    assert!(!l.client(0).has(gd), "the destroyed actor's close was lost with the panicking frame");
+}

@@ -144,3 +144,34 @@ fn a_path_names_one_static_actor_or_object() {
     assert!(matches!(client.load_static_object(FIRE), Err(ClientError::BadStaticPath(_))));
     assert!(matches!(client.load_static_actor(FIRE, 0), Err(ClientError::BadStaticPath(_))));
 }
+
+#[test]
+fn a_second_export_of_a_loaded_path_rebinds_neither_an_object_nor_a_level_actor() {
+    use shadowrep::wire::open::{write_export_body, EXPORT_GUID};
+    use shadowrep::wire::packet::write_bunch;
+    use shadowrep::wire::BitWriter;
+    let layout = hit();
+    let mut c = ClientWorld::new(std::slice::from_ref(&layout), &[layout.checksum]).unwrap();
+    c.load_static_object(FIRE).unwrap();
+    c.load_static_actor("/Game/Map.Door", 0).unwrap();
+    let export = |seq: u32, g: u64, path: &'static str| {
+        crafted(seq, move |w| {
+            let mut body = BitWriter::new();
+            write_export_body(&mut body, NetGuid(g), path);
+            write_bunch(w, EXPORT_GUID, None, &body);
+        })
+    };
+    c.receive(&export(1, 3, FIRE)).unwrap();
+    c.receive(&export(2, 5, "/Game/Map.Door")).unwrap();
+    assert_eq!(c.static_object(FIRE), Some(NetGuid(3)));
+    assert!(c.has(NetGuid(5)));
+    // A forger's second export of each path.
+    c.receive(&export(3, 9, FIRE)).unwrap();
+    c.receive(&export(4, 11, "/Game/Map.Door")).unwrap();
+    assert!(c.has(NetGuid(5)) && !c.has(NetGuid(11)), "a level actor's export does not rebind");
+    // The server exports an object once: had the forger's rebound it, the server's GUID 3 would
+    // map to nothing for good.
+    assert_eq!(c.static_object(FIRE), Some(NetGuid(3)), "the first export binds");
+    assert_eq!((c.static_object_path(NetGuid(3)), c.static_object_path(NetGuid(9))), (Some(FIRE), None));
+    assert_eq!(c.stats().object_export_conflicts, 1);
+}

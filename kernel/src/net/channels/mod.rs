@@ -224,10 +224,12 @@ pub(crate) fn replicate_connection(ctx: &LevelCtx<'_>, ci: u32, conn: &mut Conne
             d.relevant.sort_unstable();
         }
         candidates(ctx, ci, conn, &mut scratch, &mut out.closed);
+        // Ranked before anything is written: a priority hook that panics (and a game that catches
+        // it around `tick`) leaves this frame's closes queued, not in a packet never finished.
+        rank(ctx, conn, &mut scratch);
         // The closes come first in the frame's packets, the gone actors' among them (found by
         // the walk just done): nothing before this point writes.
         ctx.write.write_closes(conn, &mut st);
-        rank(ctx, conn, &mut scratch);
         out.nanos[1] = t.elapsed().as_nanos() as u64;
         let t = Instant::now();
         let mut run = Run { ci, st: &mut st, out: &mut out, decisions: decisions.as_mut() };
