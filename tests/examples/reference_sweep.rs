@@ -21,7 +21,8 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 const USAGE: &str = "usage: reference_sweep --seeds A..B [--connections N] [--loss F] [--dormancy] \
-[--bags-first] [--sublevels] [--priority-hooks] [--net-groups] [--threads T] [--verbose]
+[--bags-first] [--sublevels] [--priority-hooks] [--net-groups] [--dynamic-conditions] [--threads T] \
+[--verbose]
   --seeds A..B       the worlds' seeds, B excluded (required)
   --connections N    clients per world, the last a replay connection (default 4, at least 1)
   --loss F           share of packets the link loses, 0 <= F < 1 (default 0)
@@ -30,6 +31,7 @@ const USAGE: &str = "usage: reference_sweep --seeds A..B [--connections N] [--lo
   --sublevels        actors in sublevels the clients stream in and out
   --priority-hooks   the classes' own priorities set and taken back as the world runs
   --net-groups       sub-objects and fast arrays under NetGroup conditions, groups changing
+  --dynamic-conditions  bags with a Dynamic parent whose per-actor condition changes
   --threads T        worlds run at once (default 1)
   --verbose          also print matching and tame worlds";
 
@@ -85,6 +87,7 @@ fn parse(args: impl Iterator<Item = String>) -> Result<Args, String> {
             "--sublevels" => template.sublevels = true,
             "--priority-hooks" => template.priority_hooks = true,
             "--net-groups" => template.net_groups = true,
+            "--dynamic-conditions" => template.dynamic_conditions = true,
             "--verbose" => verbose = true,
             "--help" | "-h" => return Err(String::new()),
             other => return Err(format!("unknown flag {other}")),
@@ -158,8 +161,8 @@ fn main() -> ExitCode {
                     }
                     Verdict::Failed(what) => {
                         println!(
-                            "FAIL seed {seed} connections {} loss {} dormancy {} bags-first {} sublevels {} priority-hooks {} net-groups {}: {what}",
-                            t.connections, t.loss, t.dormancy, t.bags_first, t.sublevels, t.priority_hooks, t.net_groups
+                            "FAIL seed {seed} connections {} loss {} dormancy {} bags-first {} sublevels {} priority-hooks {} net-groups {} dynamic-conditions {}: {what}",
+                            t.connections, t.loss, t.dormancy, t.bags_first, t.sublevels, t.priority_hooks, t.net_groups, t.dynamic_conditions
                         );
                         failed.lock().expect("no panic holds it").push(seed);
                     }

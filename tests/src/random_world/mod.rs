@@ -40,29 +40,33 @@ pub fn thing() -> Arc<ClassLayout> {
 /// a dynamic array (growing, shrinking and changing a few elements at a time), and properties
 /// under conditions that follow roles (owner-only, skip-owner, autonomous-only, Custom) — one of
 /// them an owner-only dynamic array (sent whole, what a new owner is owed when it comes back).
-fn bag() -> Arc<ClassLayout> {
+///
+/// With `dynamic` ([`Spec::dynamic_conditions`]) a thirteenth parent, `Mood` ([`MOOD`]), is
+/// declared Dynamic: each bag's own condition for it changes as the world runs.
+fn bag(dynamic: bool) -> Arc<ClassLayout> {
     use shadowrep::schema::Condition;
-    Arc::new(
-        ClassBuilder::new("Bag")
-            .property(PropertyDecl::new("Coins", PropType::U32).push(true))
-            .property(PropertyDecl::new("Items", PropType::Array { element: Box::new(PropType::U16), max_len: 40 }))
-            .property(PropertyDecl::new("Open", PropType::Bool).notify(Notify::OnChanged))
-            .property(PropertyDecl::new("Secret", PropType::U16).condition(Condition::OwnerOnly))
-            .property(PropertyDecl::new("Public", PropType::U8).condition(Condition::SkipOwner))
-            .property(PropertyDecl::new("Pilot", PropType::U8).condition(Condition::AutonomousOnly))
-            .property(PropertyDecl::new("Tuned", PropType::U16).condition(Condition::Custom))
-            .property(
-                PropertyDecl::new("Stash", PropType::Array { element: Box::new(PropType::U8), max_len: 16 })
-                    .condition(Condition::OwnerOnly),
-            )
-            .property(PropertyDecl::new("Intro", PropType::U16).condition(Condition::InitialOnly))
-            .property(PropertyDecl::new("Badge", PropType::U8).condition(Condition::InitialOrOwner))
-            .property(PropertyDecl::new("Drift", PropType::U8).condition(Condition::SimulatedOrPhysics))
-            .property(PropertyDecl::new("Skin", PropType::U8).condition(Condition::SimulatedOnly))
-            .build()
-            .expect("valid layout"),
-    )
+    let mood = dynamic.then(|| PropertyDecl::new("Mood", PropType::U16).condition(Condition::Dynamic));
+    let b = ClassBuilder::new("Bag")
+        .property(PropertyDecl::new("Coins", PropType::U32).push(true))
+        .property(PropertyDecl::new("Items", PropType::Array { element: Box::new(PropType::U16), max_len: 40 }))
+        .property(PropertyDecl::new("Open", PropType::Bool).notify(Notify::OnChanged))
+        .property(PropertyDecl::new("Secret", PropType::U16).condition(Condition::OwnerOnly))
+        .property(PropertyDecl::new("Public", PropType::U8).condition(Condition::SkipOwner))
+        .property(PropertyDecl::new("Pilot", PropType::U8).condition(Condition::AutonomousOnly))
+        .property(PropertyDecl::new("Tuned", PropType::U16).condition(Condition::Custom))
+        .property(
+            PropertyDecl::new("Stash", PropType::Array { element: Box::new(PropType::U8), max_len: 16 })
+                .condition(Condition::OwnerOnly),
+        )
+        .property(PropertyDecl::new("Intro", PropType::U16).condition(Condition::InitialOnly))
+        .property(PropertyDecl::new("Badge", PropType::U8).condition(Condition::InitialOrOwner))
+        .property(PropertyDecl::new("Drift", PropType::U8).condition(Condition::SimulatedOrPhysics))
+        .property(PropertyDecl::new("Skin", PropType::U8).condition(Condition::SimulatedOnly));
+    Arc::new(mood.into_iter().fold(b, |b, p| b.property(p)).build().expect("valid layout"))
 }
+
+/// The Dynamic parent of [`bag`] with `dynamic`.
+const MOOD: usize = 12;
 
 /// Parents of [`bag`] under a condition: (parent, distinct values).
 ///
@@ -87,6 +91,7 @@ pub struct Spec {
     pub sublevels: bool,
     pub priority_hooks: bool,
     pub net_groups: bool,
+    pub dynamic_conditions: bool,
 }
 
 impl Spec {
@@ -102,6 +107,7 @@ impl Spec {
             sublevels: false,
             priority_hooks: false,
             net_groups: false,
+            dynamic_conditions: false,
         }
     }
 
@@ -141,6 +147,13 @@ impl Spec {
     pub fn net_groups(self) -> Spec {
         Spec { net_groups: true, ..self }
     }
+
+    /// The same with the bags' class carrying a Dynamic parent, `Mood`: every third frame a few
+    /// bags (sub-objects among them) get a new value of it and a new condition of their own for
+    /// it (`set_dynamic_condition`: any but the initial-only ones, or the class's rule again).
+    pub fn dynamic_conditions(self) -> Spec {
+        Spec { dynamic_conditions: true, ..self }
+    }
 }
 
 /// What a world exercised, counted over its frames and connections (the kernel's decisions; the
@@ -174,6 +187,8 @@ pub struct Exercised {
     pub sublevel_changes: usize,
     /// Net group changes made (a connection's and a sub-object's each).
     pub group_changes: usize,
+    /// Dynamic conditions set on bags.
+    pub dynamic_changes: usize,
     /// The last clients' connection statistics.
     pub stats: Vec<ConnectionStats>,
 }
@@ -204,6 +219,10 @@ impl Exercised {
             (!spec.sublevels || self.sublevel_changes > 15, format!("{} sublevels streamed", self.sublevel_changes)),
             (!spec.net_groups || self.group_changes > 40, format!("{} net group changes", self.group_changes)),
             (
+                !spec.dynamic_conditions || self.dynamic_changes > 100,
+                format!("{} dynamic condition changes", self.dynamic_changes),
+            ),
+            (
                 spec.loss == 0.0 || self.dropped > 100 && resent > 100,
                 format!("{} packets lost, {resent} leaves resent", self.dropped),
             ),
@@ -217,8 +236,9 @@ impl Exercised {
 /// packet read by its client. `Err` names the first difference (`"seed N frame F client C: …"`)
 /// or the refused packet.
 pub fn decide_alike(spec: Spec) -> Result<Exercised, String> {
-    let Spec { seed, connections, loss, bags_first, dormancy, sublevels, priority_hooks, net_groups } = spec;
-    let mut sim = Sim::new(seed, connections, (seed % 4 == 3, bags_first, sublevels, net_groups));
+    let Spec { seed, connections, loss, bags_first, dormancy, sublevels, priority_hooks, net_groups, .. } = spec;
+    let mut sim =
+        Sim::new(seed, connections, (seed % 4 == 3, bags_first, sublevels, net_groups), spec.dynamic_conditions);
     sim.loss = loss;
     sim.dormancy = dormancy;
     if dormancy {
@@ -237,6 +257,9 @@ pub fn decide_alike(spec: Spec) -> Result<Exercised, String> {
         }
         if net_groups {
             sim.net_groups(frame);
+        }
+        if spec.dynamic_conditions {
+            sim.dynamic_conditions(frame);
         }
         sim.step().map_err(|e| format!("seed {seed} {e}"))?;
         for (c, &(conn, _)) in sim.clients.iter().enumerate() {
@@ -295,6 +318,7 @@ pub fn decide_alike(spec: Spec) -> Result<Exercised, String> {
     x.dropped = sim.dropped;
     x.sublevel_changes = sim.sublevel_changes;
     x.group_changes = sim.group_changes;
+    x.dynamic_changes = sim.dynamic_changes;
     x.stats = sim.clients.iter().map(|&(c, _)| sim.driver.connection_stats(c).expect("live")).collect();
     Ok(x)
 }

@@ -3,7 +3,7 @@
 //! owners, settings, tear-offs, dormancy, sublevels, joins and leaves ([`Sim::play`]) — then a
 //! tick of both sides and the clients' feedback ([`Sim::step`]).
 
-use super::{bag, thing, BAG_CONDITIONED, HEALTH, LOCATION, TUNED};
+use super::{bag, thing, BAG_CONDITIONED, HEALTH, LOCATION, MOOD, TUNED};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use shadowrep::client::ClientWorld;
@@ -72,6 +72,11 @@ pub(super) struct Sim {
     pub(super) net_groups: bool,
     pub(super) groups_rng: ChaCha8Rng,
     pub(super) group_changes: usize,
+    /// The bags' class has a Dynamic parent ([`super::Spec::dynamic_conditions`]), its own dice,
+    /// and the conditions set.
+    pub(super) dynamic: bool,
+    dynamic_rng: ChaCha8Rng,
+    pub(super) dynamic_changes: usize,
 }
 
 fn slots() -> Arc<shadowrep::schema::ArrayLayout> {
@@ -84,8 +89,9 @@ impl Sim {
         seed: u64,
         connections: usize,
         (adaptive, bags_first, sublevels, net_groups): (bool, bool, bool, bool),
+        dynamic: bool,
     ) -> Sim {
-        let (tl, bl) = (thing(), bag());
+        let (tl, bl) = (thing(), bag(dynamic));
         let mut things = ClassStore::new(tl.clone());
         let mut bags = ClassStore::new(bl.clone());
         let level =
@@ -137,6 +143,9 @@ impl Sim {
             net_groups,
             groups_rng: ChaCha8Rng::seed_from_u64(seed ^ 0x6e65_7467),
             group_changes: 0,
+            dynamic,
+            dynamic_rng: ChaCha8Rng::seed_from_u64(seed ^ 0x6479_6e61),
+            dynamic_changes: 0,
         };
         // `DormantPartial` things are dormant for two connections in three.
         let partial: shadowrep::net::dormancy::DormancyHook =
@@ -177,7 +186,7 @@ impl Sim {
     /// A client joins (with the level's static actors loaded), a replay connection or not.
     fn join(&mut self, replay: bool) {
         let conn = self.driver.add_connection(replay);
-        let layouts = if self.bags_first { [bag(), thing()] } else { [thing(), bag()] };
+        let layouts = if self.bags_first { [bag(self.dynamic), thing()] } else { [thing(), bag(self.dynamic)] };
         let mut world = ClientWorld::new(&layouts, &self.driver.checksums())
             .and_then(|w| w.with_fast_array_kinds(&[slots()], &self.driver.fast_array_checksums()))
             .unwrap();
@@ -639,6 +648,39 @@ impl Sim {
             self.driver.set_sub_object_condition(self.bag, &self.bags, id, condition).unwrap();
         }
         self.group_changes += 1;
+    }
+
+    /// Every third frame ([`super::Spec::dynamic_conditions`]): three bags get a new `Mood` and
+    /// a new condition of their own for it.
+    pub(super) fn dynamic_conditions(&mut self, frame: u32) {
+        use shadowrep::schema::Condition as C;
+        if !frame.is_multiple_of(3) {
+            return;
+        }
+        let own = [
+            C::Dynamic,
+            C::None,
+            C::OwnerOnly,
+            C::SkipOwner,
+            C::SimulatedOnly,
+            C::AutonomousOnly,
+            C::SimulatedOrPhysics,
+            C::ReplayOrOwner,
+            C::ReplayOnly,
+            C::SimulatedOnlyNoReplay,
+            C::SkipReplay,
+            C::Never,
+        ];
+        let bags: Vec<ActorId> = self.live.iter().filter(|l| l.0 == self.bag).map(|l| l.1).collect();
+        for _ in 0..3.min(bags.len()) {
+            let r = &mut self.dynamic_rng;
+            let id = bags[r.random_range(0..bags.len())];
+            let mood = Value::U16(r.random_range(0..1000));
+            let c = own[r.random_range(0..own.len())];
+            self.bags.set(id, MOOD, &mood).unwrap();
+            self.driver.set_dynamic_condition(self.bag, &self.bags, id, MOOD, c).unwrap();
+            self.dynamic_changes += 1;
+        }
     }
 
     /// The classes' priority hooks at `frame` ([`super::Spec::priority_hooks`]).

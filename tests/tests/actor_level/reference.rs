@@ -225,6 +225,21 @@ fn with_net_groups_the_kernel_decides_exactly_as_the_ue_style_reference() {
 }
 
 #[test]
+fn with_dynamic_conditions_the_kernel_decides_exactly_as_the_ue_style_reference() {
+    // The bags' class with a Dynamic parent whose per-actor condition changes every third
+    // frame (`Spec::dynamic_conditions`), lossless and lossy, with dormancy and with net groups.
+    let worlds = [(0, 4, 0.0), (200, 8, 0.2), (201, 3, 0.3), (202, 12, 0.1)];
+    for (seed, connections, loss) in worlds {
+        let spec = Spec::new(seed, connections).loss(loss).dynamic_conditions();
+        decide_alike(match seed {
+            200 => spec.dormancy(),
+            201 => spec.net_groups().sublevels(),
+            _ => spec,
+        });
+    }
+}
+
+#[test]
 fn a_late_acknowledgement_of_a_closed_channel_acknowledges_no_later_channel_of_its_number() {
     // Seed 316816 with 1 connection (the replay one) at 30 % loss with dormancy and sublevels,
     // from a helper's sweep of seeds 300000..: an actor's channel opened (epoch 231) and its
