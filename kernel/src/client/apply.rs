@@ -36,6 +36,15 @@ impl ClientWorld {
         }
         let Some(entry) = self.level.get_mut(path).filter(|e| e.2.is_none()) else {
             self.stats.unknown_statics += 1;
+            // Kept for a static object loaded later (a level actor's path bound already, or a
+            // path taken: not kept).
+            if !self.level.contains_key(path) && !self.pending_exports.contains_key(path) {
+                if self.pending_exports.len() < super::MAX_PENDING_EXPORTS {
+                    self.pending_exports.insert(path.into(), guid);
+                } else {
+                    self.stats.pending_exports_dropped += 1;
+                }
+            }
             return;
         };
         entry.2 = Some(guid);
@@ -51,7 +60,7 @@ impl ClientWorld {
     /// [`ClientStats::object_export_conflicts`]).
     ///
     /// [`ClientStats::object_export_conflicts`]: super::ClientStats::object_export_conflicts
-    fn bind_object(&mut self, guid: NetGuid, path: &str) {
+    pub(super) fn bind_object(&mut self, guid: NetGuid, path: &str) {
         // A GUID bound to another path before: that path is unbound (one GUID, one path).
         if let Some(other) = self.object_paths.insert(guid, path.into()) {
             if let Some(b) = self.objects.get_mut(&other) {

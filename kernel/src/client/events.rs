@@ -73,6 +73,9 @@ pub struct ClientStats {
     /// Exports of a loaded static object's path naming another GUID than the one its first
     /// export bound (the server exports an object once: a forger's): stepped over.
     pub object_export_conflicts: u64,
+    /// Exports of paths not loaded, not kept for a later load: the record of them was full
+    /// ([`super::MAX_PENDING_EXPORTS`]).
+    pub pending_exports_dropped: u64,
     /// Static actors whose open was stepped over (not loaded) forgotten to make room for a newer
     /// one (at most 4096 are kept, the least recently used evicted): an evicted one's next
     /// update is refused with its packet and the actor asked for again.

@@ -84,6 +84,12 @@ const REOPEN_TRIES: u8 = 8;
 /// next update makes its packet refused, as for any actor the client lacks, and asks for it again.
 const MAX_IGNORED: usize = 4096;
 
+/// Most exports of paths the client had not loaded that it keeps, so a static object loaded
+/// later binds at once ([`ClientWorld::load_static_object`]); past it, newer ones are dropped
+/// and counted ([`ClientStats::pending_exports_dropped`]). Paths are at most
+/// [`MAX_PATH_BYTES`] bytes: the record stays under ~150 KB.
+pub const MAX_PENDING_EXPORTS: usize = 1024;
+
 /// A request to open an actor again, riding in the next feedbacks.
 #[derive(Clone, Copy, Debug)]
 struct Reopen {
@@ -115,6 +121,9 @@ pub struct ClientWorld {
     /// export bound to each; and the bound ones' paths by GUID.
     objects: HashMap<Arc<str>, Option<NetGuid>>,
     object_paths: HashMap<NetGuid, Arc<str>>,
+    /// Exports whose path no loaded actor or object had when they came (each path's first), at
+    /// most [`MAX_PENDING_EXPORTS`]: a static object loaded later binds from here.
+    pending_exports: HashMap<Arc<str>, NetGuid>,
     /// Static actors a close destroyed, by path: their class and GUID. The server never opens
     /// a destroyed static actor again, so an open of one by its path and GUID says the close was
     /// not the server's (a forger's): the open brings a fresh copy back (at most one entry per
@@ -178,6 +187,7 @@ impl ClientWorld {
             bound: HashMap::new(),
             objects: HashMap::new(),
             object_paths: HashMap::new(),
+            pending_exports: HashMap::new(),
             gone_statics: HashMap::new(),
             spawn: HashMap::new(),
             dormant: HashSet::new(),
@@ -261,8 +271,10 @@ impl ClientWorld {
             return Err(ClientError::BadStaticPath(path.to_string()));
         }
         let id = c.store.spawn();
-        // Loaded again: the level's own copy, no longer one to bring back.
+        // Loaded again: the level's own copy, no longer one to bring back; its export waits no
+        // more (the actor's open binds it).
         self.gone_statics.remove(path);
+        self.pending_exports.remove(path);
         self.level.insert(path.into(), (class, id, None));
         Ok(id)
     }
@@ -270,10 +282,11 @@ impl ClientWorld {
     /// Loads a static object that is not an actor — an asset or a class the game has at `path`
     /// (`NetDriver::register_static_object` on the server). When a reference to it first
     /// arrives, the server's export binds its GUID to `path` and the reference resolves;
-    /// [`Self::static_object_path`] maps the GUID back. Load it before the server's first
-    /// packet that names it (as the level's actors are): an export that found no loaded path is
-    /// counted in [`ClientStats::unknown_statics`] and not sent again, and references to the
-    /// object stay null. A path already loaded (object or actor) is refused.
+    /// [`Self::static_object_path`] maps the GUID back. An export that came before the path was
+    /// loaded (counted in [`ClientStats::unknown_statics`]; the server does not send it again)
+    /// is kept — the first [`MAX_PENDING_EXPORTS`] such — and binds when the path is loaded,
+    /// resolving the references that waited for it (null until then, as any unmapped
+    /// reference). A path already loaded (object or actor) is refused.
     ///
     /// ```
     /// use shadowrep::client::ClientWorld;
@@ -292,6 +305,12 @@ impl ClientWorld {
             return Err(ClientError::BadStaticPath(path.to_string()));
         }
         self.objects.insert(path.into(), None);
+        if let Some(guid) = self.pending_exports.remove(path) {
+            if let Some(bound) = self.objects.get_mut(path) {
+                *bound = Some(guid);
+            }
+            self.bind_object(guid, path);
+        }
         Ok(())
     }
 

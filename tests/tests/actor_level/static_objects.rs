@@ -175,3 +175,49 @@ fn a_second_export_of_a_loaded_path_rebinds_neither_an_object_nor_a_level_actor(
     assert_eq!((c.static_object_path(NetGuid(3)), c.static_object_path(NetGuid(9))), (Some(FIRE), None));
     assert_eq!(c.stats().object_export_conflicts, 1);
 }
+
+#[test]
+fn an_object_loaded_after_its_export_came_binds_at_once_and_the_record_of_such_exports_is_bounded() {
+    use shadowrep::client::MAX_PENDING_EXPORTS;
+    let (mut driver, mut store, mut clients, fire, _) = world(true);
+    let late = clients.remove(1);
+    let mut clients = vec![late];
+    let a = store.spawn();
+    store.set(a, 0, &Value::Vector([100.0, 0.0, 0.0])).unwrap();
+    store.set(a, 1, &object(fire)).unwrap();
+    let guid = driver.assign_guid(ClassId(0), &store, a).unwrap();
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(1);
+    run(&mut driver, &mut store, &mut clients, 10, 0, &mut rng);
+    let client = &mut clients[0].1;
+    assert_eq!(client.value(guid, 1), Some(Value::Object(ObjectRef(0))), "not loaded: null");
+    assert_eq!(client.static_object_path(fire), None);
+    // The game loads the fire now: the export that came before binds it.
+    client.load_static_object(FIRE).unwrap();
+    assert_eq!((client.static_object(FIRE), client.static_object_path(fire)), (Some(fire), Some(FIRE)));
+    assert_eq!(client.value(guid, 1), Some(object(fire)), "the reference that waited resolves");
+    store.set(a, 1, &Value::Object(ObjectRef(0))).unwrap();
+    run(&mut driver, &mut store, &mut clients, 3, 0, &mut rng);
+    store.set(a, 1, &object(fire)).unwrap();
+    run(&mut driver, &mut store, &mut clients, 3, 0, &mut rng);
+    assert_eq!(clients[0].1.value(guid, 1), Some(object(fire)));
+    // Hostile or not, exports of paths never loaded are kept at most MAX_PENDING_EXPORTS.
+    use shadowrep::wire::open::{write_export_body, EXPORT_GUID};
+    use shadowrep::wire::packet::write_bunch;
+    use shadowrep::wire::BitWriter;
+    let layout = hit();
+    let mut c = ClientWorld::new(std::slice::from_ref(&layout), &[layout.checksum]).unwrap();
+    let n = MAX_PENDING_EXPORTS + 10;
+    for i in 0..n {
+        let packet = crafted(i as u32 + 1, |w| {
+            let mut body = BitWriter::new();
+            write_export_body(&mut body, NetGuid(2 * i as u64 + 3), &format!("/Game/Junk{i}"));
+            write_bunch(w, EXPORT_GUID, None, &body);
+        });
+        c.receive(&packet).unwrap();
+    }
+    assert_eq!(c.stats().pending_exports_dropped, 10);
+    c.load_static_object("/Game/Junk0").unwrap();
+    assert_eq!(c.static_object("/Game/Junk0"), Some(NetGuid(3)), "a kept one binds");
+    c.load_static_object(&format!("/Game/Junk{}", n - 1)).unwrap();
+    assert_eq!(c.static_object(&format!("/Game/Junk{}", n - 1)), None, "a dropped one waits for nothing");
+}
