@@ -304,11 +304,10 @@ impl ClientWorld {
         {
             return Err(ClientError::BadStaticPath(path.to_string()));
         }
-        self.objects.insert(path.into(), None);
-        if let Some(guid) = self.pending_exports.remove(path) {
-            if let Some(bound) = self.objects.get_mut(path) {
-                *bound = Some(guid);
-            }
+        // An export that came before: it binds now.
+        let pending = self.pending_exports.remove(path);
+        self.objects.insert(path.into(), pending);
+        if let Some(guid) = pending {
             self.bind_object(guid, path);
         }
         Ok(())

@@ -52,6 +52,19 @@ pub fn condition_active(c: Condition, f: u8) -> bool {
     }
 }
 
+/// Per flag combination, the union of the leaf masks whose condition is active there.
+fn by_flags(masks: impl Iterator<Item = (LeafMask, Condition)> + Clone) -> [LeafMask; flags::COMBINATIONS] {
+    let mut by_flags = [LeafMask::EMPTY; flags::COMBINATIONS];
+    for (f, mask) in by_flags.iter_mut().enumerate() {
+        for (leaves, c) in masks.clone() {
+            if condition_active(c, f as u8) {
+                *mask |= leaves;
+            }
+        }
+    }
+    by_flags
+}
+
 /// Per flag combination, the leaves (bit = leaf index) whose parent's condition is active.
 #[derive(Clone, Debug)]
 pub struct ActiveLeaves {
@@ -88,14 +101,7 @@ impl ActiveLeaves {
             .iter()
             .map(|p| p.leaves.clone().filter(|&l| l < 64).fold(LeafMask::EMPTY, |m, l| m | LeafMask::leaf(l)))
             .collect();
-        let mut by_flags = [LeafMask::EMPTY; flags::COMBINATIONS];
-        for (f, mask) in by_flags.iter_mut().enumerate() {
-            for (p, parent) in layout.parents.iter().enumerate() {
-                if condition_active(parent.condition, f as u8) {
-                    *mask |= parent_leaves[p];
-                }
-            }
-        }
+        let by_flags = by_flags(layout.parents.iter().zip(&parent_leaves).map(|(p, &l)| (l, p.condition)));
         let initial_only = (0..flags::COMBINATIONS as u8)
             .map(|f| by_flags[(f | flags::INITIAL) as usize] & !by_flags[(f & !flags::INITIAL) as usize])
             .fold(LeafMask::EMPTY, |m, l| m | l);
@@ -129,14 +135,7 @@ impl ActiveLeaves {
             return None;
         }
         let leaves = conditions.iter().fold(LeafMask::EMPTY, |m, &(p, _)| m | self.parent(p));
-        let mut by_flags = [LeafMask::EMPTY; flags::COMBINATIONS];
-        for (f, mask) in by_flags.iter_mut().enumerate() {
-            for &(p, c) in &conditions {
-                if condition_active(c, f as u8) {
-                    *mask |= self.parent(p);
-                }
-            }
-        }
+        let by_flags = by_flags(conditions.iter().map(|&(p, c)| (self.parent(p), c)));
         self.dynamic.push(DynamicConditions { conditions, leaves, by_flags });
         Some(self.dynamic.len() as u16)
     }

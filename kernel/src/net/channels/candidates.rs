@@ -8,7 +8,6 @@ use crate::net::connection::{pair, Connection, PendingClose};
 use crate::net::level::NOT_DUE;
 use crate::net::pairs::{merge_rows, split_key, Channel, Pairs};
 use crate::net::priority::{priority_key, SPAWN_PRIORITY_SECONDS};
-use crate::net::relevancy::NO_PRIORITY_HOOK;
 
 /// One candidate of the frame: a row whose actor is due.
 #[derive(Clone, Copy)]
@@ -161,13 +160,6 @@ pub(super) fn rank(ctx: &LevelCtx<'_>, conn: &Connection, scratch: &mut Scratch)
     let viewers = &conn.viewers;
     let Pairs::Channels { rows, .. } = &conn.pairs else { unreachable!("the actor level keeps channel rows") };
     scratch.order.begin(scratch.cands.len(), ctx.guid_rank.bits);
-    // The class whose priority hook ranks a due actor (none when no class has one).
-    let hooked = |class: u32| {
-        if class == NO_PRIORITY_HOOK {
-            return None;
-        }
-        ctx.priority_hooks.get(class as usize).and_then(Option::as_ref)
-    };
     for (i, c) in scratch.cands.iter().enumerate() {
         let row = &rows[c.row as usize];
         // No channel yet, or one woken from dormancy (UE closed it then): UE's spawn priority.
@@ -177,7 +169,10 @@ pub(super) fn rank(ctx: &LevelCtx<'_>, conn: &Connection, scratch: &mut Scratch)
             SPAWN_PRIORITY_SECONDS
         };
         let p = &ctx.index.priority[c.due as usize];
-        let hook = ctx.index.priority_hook.get(c.due as usize).and_then(|&h| hooked(h));
+        // The hook of the class that ranks the actor: none when no class has one (the list is
+        // empty), nor for `NO_PRIORITY_HOOK` (past every class).
+        let hook =
+            ctx.index.priority_hook.get(c.due as usize).and_then(|&h| ctx.priority_hooks.get(h as usize)?.as_ref());
         let best = match hook {
             None => viewers.iter().map(|v| p.priority(t, v)).fold(0.0f32, f32::max),
             Some(hook) => viewers.iter().map(|v| hook(p, t, v)).fold(0.0f32, f32::max),
