@@ -184,7 +184,7 @@ fn sub_object_closes(layout: &Arc<ClassLayout>, n: u64) -> (usize, usize, std::t
     p.bunch(owner, true, &BitWriter::new());
     timed(&mut c, &p.finish());
     let sub = |i: u64| NetGuid(4 + 2 * i);
-    let open = OpenHeader { class: 0, kind: OpenKind::SubObject { owner } };
+    let open = OpenHeader { class: 0, kind: OpenKind::SubObject { owner }, autonomous: false };
     let seq = batches(&mut c, 2, n, |p, i| p.open_as(sub(i), &open));
     assert_eq!(c.sub_objects(owner).len() as u64, n);
     let mut p = Craft::new(seq);

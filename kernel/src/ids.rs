@@ -171,6 +171,20 @@ impl fmt::Display for NetGuid {
     }
 }
 
+/// The role a client holds for an actor (UE's `ENetRole` as the client sees it after its swap
+/// of `Role` and `RemoteRole`): [`crate::client::ClientWorld::role`], and
+/// [`crate::net::NetDriver::client_role`] on the server.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum NetRole {
+    /// A copy the server moves (UE's `ROLE_SimulatedProxy`): every actor the client does not
+    /// control.
+    SimulatedProxy,
+    /// The copy the client controls (UE's `ROLE_AutonomousProxy`): its pawn, its controller.
+    AutonomousProxy,
+    /// The client's own (UE's `ROLE_Authority`): a torn-off actor, no longer replicated.
+    Authority,
+}
+
 /// A packet sequence number. Sequence numbers wrap around: they are compared by their wrapping
 /// distance, never with `<`, and any two a peer compares are less than 2³¹ apart.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]

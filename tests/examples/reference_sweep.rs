@@ -9,7 +9,7 @@
 //!
 //! One line per world that did not match (`FAIL seed N …: what differed`), per world too tame
 //! to count (`weak seed N: …`, with `--verbose`; the tests' strength checks — not a failure),
-//! and per world that matched (`ok seed N`, with `--verbose`); then a summary. Exits 1 if any
+//! and per world that matched (`ok seed N`, with its full-window frames and reopens, with `--verbose`); then a summary. Exits 1 if any
 //! world failed, 2 on bad flags. Every sweep in the project's history found its bugs this way:
 //! reproduce a failing world alone with `--seeds N..N+1`, then add it to the tests in
 //! `tests/tests/actor_level/reference.rs`.
@@ -99,14 +99,21 @@ fn parse(args: impl Iterator<Item = String>) -> Result<Args, String> {
 
 /// What one world came to.
 enum Verdict {
-    Matched,
+    /// With the frames in which a window was full, and the reopens honoured.
+    Matched(u64, u64),
     Tame(String),
     Failed(String),
 }
 
 fn run(spec: Spec) -> Verdict {
     match std::panic::catch_unwind(|| decide_alike(spec)) {
-        Ok(Ok(exercised)) => exercised.weakness(&spec).map_or(Verdict::Matched, Verdict::Tame),
+        Ok(Ok(exercised)) => match exercised.weakness(&spec) {
+            Some(why) => Verdict::Tame(why),
+            None => {
+                let full = exercised.stats.iter().map(|s| s.window_full_frames).sum();
+                Verdict::Matched(full, exercised.stats.iter().map(|s| s.packets_sent).sum())
+            }
+        },
         Ok(Err(difference)) => Verdict::Failed(difference),
         Err(payload) => {
             let message = payload
@@ -147,10 +154,10 @@ fn main() -> ExitCode {
                     break;
                 }
                 match run(Spec { seed, ..*t }) {
-                    Verdict::Matched => {
+                    Verdict::Matched(full, reopens) => {
                         matched.fetch_add(1, Ordering::Relaxed);
                         if args.verbose {
-                            println!("ok seed {seed}");
+                            println!("ok seed {seed} (window full {full} frames, {reopens} packets)");
                         }
                     }
                     Verdict::Tame(why) => {

@@ -16,7 +16,7 @@ pub mod random_world;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use shadowrep::client::ClientWorld;
-use shadowrep::ids::{ClassId, ConnectionId, NetGuid, Seq};
+use shadowrep::ids::{ClassId, ConnectionId, NetGuid, NetRole, Seq};
 use shadowrep::link::{Link, LinkConfig};
 use shadowrep::net::{DriverConfig, NetDriver};
 use shadowrep::schema::{
@@ -349,6 +349,10 @@ impl World {
                 assert!(c.world.has(guid), "client {ci} lacks actor {guid}");
                 let roles = meta.roles.get(ci).cloned().unwrap_or_default();
                 let now = meta.role(ci, c.replay);
+                // The role the client holds: autonomous where the game made this client's
+                // connection the owner of an autonomous actor, simulated everywhere else.
+                let role = if now.autonomous { NetRole::AutonomousProxy } else { NetRole::SimulatedProxy };
+                assert_eq!(c.world.role(guid), Some(role), "client {ci} ({now:?}), actor {guid}: role");
                 for (pi, parent) in layout.parents.iter().enumerate() {
                     let cond = parent.condition;
                     let custom = matches!(cond, Condition::Custom | Condition::Dynamic);

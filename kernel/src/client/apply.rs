@@ -6,7 +6,7 @@
 use super::closed::Was;
 use super::unmapped::Slot;
 use super::{ClientEvent, ClientWorld, NotifyEvent, TearOff, MAX_MAPPED, MAX_UNMAPPED};
-use crate::ids::{NetGuid, Seq};
+use crate::ids::{NetGuid, NetRole, Seq};
 use crate::schema::{LeafKind, Notify};
 use crate::store::value_bits_eq;
 use crate::store::ActorId;
@@ -90,6 +90,7 @@ impl ClientWorld {
         }
         self.dormant.remove(&guid);
         self.torn.remove(&guid);
+        self.autonomous.remove(&guid);
         self.forget_references(guid);
         self.park_references_to(guid);
         self.stats.statics_rebound += 1;
@@ -209,6 +210,7 @@ impl ClientWorld {
                 self.spawn.remove(&g);
                 self.dormant.remove(&g);
                 self.torn.remove(&g);
+                self.autonomous.remove(&g);
                 if let Some(path) = self.bound.remove(&g) {
                     if let Some((class, _, _)) = self.level.remove(&path) {
                         self.gone_statics.insert(path, (class, g));
@@ -283,6 +285,15 @@ impl ClientWorld {
                 id
             }
         };
+        // An actor's open says the client's role (each open: a changed role comes in the open
+        // sent again).
+        if let Some(open) = b.open.as_ref().filter(|o| o.kind.has_role()) {
+            let changed = if open.autonomous { self.autonomous.insert(guid) } else { self.autonomous.remove(&guid) };
+            if changed && !spawned && !self.torn.contains_key(&guid) {
+                let role = if open.autonomous { NetRole::AutonomousProxy } else { NetRole::SimulatedProxy };
+                self.events.push(ClientEvent::RoleChanged { guid, role });
+            }
+        }
         let layout = self.classes[class as usize].layout.clone();
         let mut touched: Vec<(usize, Value)> = Vec::new();
         for r in &b.records {

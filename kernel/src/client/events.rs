@@ -3,7 +3,7 @@
 //! until the game takes them.
 
 use super::SeqVerdict;
-use crate::ids::NetGuid;
+use crate::ids::{NetGuid, NetRole};
 use crate::value::Value;
 
 /// What `receive` did with a packet.
@@ -154,5 +154,14 @@ pub enum ClientEvent {
     TornOff {
         /// The actor.
         guid: NetGuid,
+    },
+    /// The client's role for an actor it had changed (the server's
+    /// [`crate::net::NetDriver::set_owner`]: a possession, a pawn handed to another player):
+    /// UE's `PostNetReceiveRole`. An actor's first role comes with its `Spawned` or `Bound`.
+    RoleChanged {
+        /// The actor.
+        guid: NetGuid,
+        /// Its role now ([`ClientWorld::role`](super::ClientWorld::role)).
+        role: NetRole,
     },
 }

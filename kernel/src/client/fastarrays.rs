@@ -54,7 +54,7 @@ impl ClientFastArrays {
     ) -> Result<Option<Resolve<'_>>, WireError> {
         let fast = opened.contains_key(&guid) || self.arrays.contains_key(&guid);
         match open {
-            Some(OpenHeader { class, kind: OpenKind::FastArray { .. } }) => {
+            Some(OpenHeader { class, kind: OpenKind::FastArray { .. }, .. }) => {
                 if actor {
                     return Err(WireError::Invalid("a fast array opened under an actor's GUID"));
                 }
@@ -145,7 +145,7 @@ impl ClientWorld {
     /// Applies a fast array's bunch (checked: an open names an owner the client has).
     pub(super) fn apply_fast(&mut self, b: Bunch) {
         let guid = b.guid;
-        if let Some(OpenHeader { class, kind: OpenKind::FastArray { owner } }) = b.open {
+        if let Some(OpenHeader { class, kind: OpenKind::FastArray { owner }, .. }) = b.open {
             if let Some(old) = self.fast.arrays.get(&guid) {
                 let events = &mut self.fast.events;
                 events.extend(old.copy.iter().map(|(id, item)| (guid, FastArrayEvent::Removed(id, item.to_vec()))));

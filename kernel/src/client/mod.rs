@@ -42,6 +42,7 @@ pub use events::{ClientEvent, ClientStats, NotifyEvent, Receipt};
 pub use partial::MAX_PARTIAL_BYTES;
 pub use window::SeqVerdict;
 
+pub use crate::ids::NetRole;
 use crate::ids::{NetGuid, Seq};
 use crate::schema::ClassLayout;
 use crate::store::{ActorId, ClassStore};
@@ -135,6 +136,9 @@ pub struct ClientWorld {
     dormant: HashSet<NetGuid>,
     /// Actors torn off (kept, owned by the client, never updated again).
     torn: HashMap<NetGuid, TearOff>,
+    /// Actors the client holds an autonomous proxy of, as the newest open of each said
+    /// ([`Self::role`]).
+    autonomous: HashSet<NetGuid>,
     /// Static actors opened by a path this client did not load, with their class: their updates
     /// are read and dropped (at most [`MAX_IGNORED`], least recently used evicted).
     ignored: ignored::Ignored,
@@ -192,6 +196,7 @@ impl ClientWorld {
             spawn: HashMap::new(),
             dormant: HashSet::new(),
             torn: HashMap::new(),
+            autonomous: HashSet::new(),
             ignored: ignored::Ignored::default(),
             closed: closed::Closed::default(),
             subs: subobjects::SubObjects::default(),
@@ -372,10 +377,61 @@ impl ClientWorld {
         self.torn.contains_key(&guid)
     }
 
+    /// The client's role for actor `guid` (UE's local `Role` on the client, after its swap with
+    /// the server's `RemoteRole`): [`NetRole::AutonomousProxy`] for the actor it controls — its
+    /// connection owns it and the server set it autonomous
+    /// ([`crate::net::NetDriver::set_owner`]) — [`NetRole::SimulatedProxy`] for every other
+    /// actor the server replicates to it, [`NetRole::Authority`] once torn off (the copy is the
+    /// client's own). A sub-object answers its owner's role (UE's `GetOwnerRole`). `None` for
+    /// an actor the client does not have.
+    ///
+    /// The role comes with the actor's open, and in the open sent again when it changes
+    /// (possession, a pawn handed to another player): [`ClientEvent::RoleChanged`] says so.
+    ///
+    /// ```
+    /// use shadowrep::client::ClientWorld;
+    /// use shadowrep::net::{DriverConfig, NetDriver, NetRole};
+    /// use shadowrep::prelude::*;
+    /// use std::sync::Arc;
+    ///
+    /// let layout = Arc::new(ClassBuilder::new("Pawn").property(PropertyDecl::new("Hp", PropType::U16)).build().unwrap());
+    /// let mut store = ClassStore::new(layout.clone());
+    /// let mut driver = NetDriver::new(DriverConfig::default()).unwrap();
+    /// let class = driver.register_class(&mut store).unwrap();
+    /// let (me, other) = (driver.add_connection(false), driver.add_connection(false));
+    /// let mut mine = ClientWorld::new(&[layout.clone()], &driver.checksums()).unwrap();
+    /// let mut theirs = ClientWorld::new(&[layout], &driver.checksums()).unwrap();
+    /// let pawn = store.spawn();
+    /// let guid = driver.assign_guid(class, &store, pawn).unwrap();
+    /// // `me` possesses the pawn.
+    /// driver.set_owner(class, &store, pawn, Some(me), true).unwrap();
+    /// driver.tick(&mut [&mut store]).unwrap();
+    /// for (conn, client) in [(me, &mut mine), (other, &mut theirs)] {
+    ///     for p in driver.take_packets(conn).unwrap() {
+    ///         client.receive(&p).unwrap();
+    ///     }
+    /// }
+    /// assert_eq!(mine.role(guid), Some(NetRole::AutonomousProxy));
+    /// assert_eq!(theirs.role(guid), Some(NetRole::SimulatedProxy));
+    /// ```
+    pub fn role(&self, guid: NetGuid) -> Option<NetRole> {
+        let actor = self.subs.owner_of(guid).unwrap_or(guid);
+        if !self.actors.contains_key(&guid) || !self.actors.contains_key(&actor) {
+            return None;
+        }
+        Some(if self.torn.contains_key(&actor) {
+            NetRole::Authority
+        } else if self.autonomous.contains(&actor) {
+            NetRole::AutonomousProxy
+        } else {
+            NetRole::SimulatedProxy
+        })
+    }
+
     /// Lets go of a torn-off actor: it is despawned from its store. False if `guid` is not a
     /// torn-off actor.
     pub fn forget(&mut self, guid: NetGuid) -> bool {
-        if self.torn.remove(&guid).is_none() {
+        if !self.torn.contains_key(&guid) {
             return false;
         }
         self.destroy(guid);

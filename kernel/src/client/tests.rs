@@ -42,7 +42,7 @@ fn packet(seq: u32, parts: Vec<Part>) -> Vec<u8> {
                 prev = g;
             }
             Part::Sub(g, owner) => {
-                let open = OpenHeader { class: 0, kind: OpenKind::SubObject { owner } };
+                let open = OpenHeader { class: 0, kind: OpenKind::SubObject { owner }, autonomous: false };
                 write_bunch_after(&mut w, prev, g, Some(&open), &BitWriter::new());
                 prev = g;
             }

@@ -184,6 +184,9 @@ pub(crate) struct Connection {
     pub parked: Vec<(u32, u32, crate::ids::LeafMask)>,
     /// Leaves of lost opens not delivered since ([`UnsentInitial`]).
     pub unsent_initial: UnsentInitial,
+    /// What its client was told of its roles, where not "simulated, nothing owed"
+    /// ([`super::proxy_roles`]).
+    pub roles: super::proxy_roles::ProxyRoles,
     /// Leaves a full window held back since the last [`std::mem::take`] (the writer owes them
     /// to the pair as well): read by the UE-style reference, which keeps its own channels.
     pub held_back: crate::ids::LeafMask,
@@ -336,6 +339,7 @@ impl Connection {
             held_torn: Vec::new(),
             parked: Vec::new(),
             unsent_initial: UnsentInitial::default(),
+            roles: super::proxy_roles::ProxyRoles::default(),
             held_back: crate::ids::LeafMask::EMPTY,
         }
     }

@@ -24,7 +24,10 @@
 //!
 //! Per-connection state ([`connection`]) is 16 bytes per (connection, actor) plus what is in
 //! flight — dense tables without the actor level, sorted channel rows with it (only the actors a
-//! connection has a channel with); the condition map is in [`condition`].
+//! connection has a channel with); the condition map is in [`condition`]. The game's roles (owner,
+//! autonomy, physics, Custom and Dynamic overrides) are set in `roles`; what each client was told
+//! of its own role (the bit at the end of an actor's open, sent again when it changes) is kept
+//! apart, per connection, in `proxy_roles`.
 //!
 //! NetGUIDs ([`NetGuid`]): a dynamic actor gets an even GUID from 2 upwards the first tick that
 //! sees it spawned (or earlier, through [`NetDriver::assign_guid`]), never reused. Object-reference
@@ -78,6 +81,7 @@ mod opens;
 pub(crate) mod pairs;
 pub(crate) mod plan;
 pub mod priority;
+mod proxy_roles;
 mod register;
 pub mod relevancy;
 pub(crate) mod reliability;
@@ -90,7 +94,7 @@ pub mod spatial;
 pub mod sublevels;
 mod tick;
 
-pub use crate::ids::{ClassId, ConnectionId, Frame, LeafMask, NetGuid, Seq};
+pub use crate::ids::{ClassId, ConnectionId, Frame, LeafMask, NetGuid, NetRole, Seq};
 pub use channels::{Action, FrameDecisions, SendDecision};
 pub use connection::{ConnectionStats, PairState};
 pub use dormancy::{Dormancy, DormancyHook};

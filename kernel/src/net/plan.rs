@@ -54,6 +54,12 @@ pub(crate) struct SendItem {
     pub whole: LeafMask,
     /// The pair's last send before this one (see `whole`).
     pub since: Frame,
+    /// The role an actor's open gives the client: it holds an autonomous proxy
+    /// ([`super::proxy_roles`]).
+    pub autonomous: bool,
+    /// The pair owes its role: the bunch carries the open (`open`) though it was acknowledged,
+    /// and goes even with no leaves.
+    pub role: bool,
 }
 
 /// How many changed actors ahead planning prefetches pair states.
@@ -135,6 +141,8 @@ pub(crate) fn plan_connection(
                     epoch: 0,
                     whole,
                     since,
+                    autonomous: false,
+                    role: false,
                 };
                 emit(conn, &item);
             }
@@ -147,7 +155,9 @@ pub(crate) fn plan_connection(
         let mut parked = LeafMask::EMPTY;
         let key = super::pairs::pair_key(class, slot);
         let unsent = |epoch| conn.unsent_initial.get(key, epoch);
-        let item = plan_pair((ci, replay), ps, (c, unsent), (class, slot), actor, leaves, catch_up, frame, &mut parked);
+        let role = conn.roles.owed(key, actor.guid, ps.epoch);
+        let item =
+            plan_pair((ci, replay, role), ps, (c, unsent), (class, slot), actor, leaves, catch_up, frame, &mut parked);
         // Sent everything through this frame, open acknowledged, nothing owed: clean from now
         // on (a write that cannot send it owes it, which ends that at once).
         if ps.flags & pair::OPEN_ACKED != 0 && ps.epoch == 0 {
@@ -171,7 +181,8 @@ pub(crate) fn plan_connection(
 /// then). Moves the pair's catch-up point to `frame` and empties its resend set: lost leaves
 /// that are inactive here now (a packet reported lost after a role change turned them off) go
 /// to `parked`, for the caller to record with the connection's inactive leaves (UE's inactive
-/// changelist): they are owed when they come back. `unsent` tells, for the pair's channel
+/// changelist): they are owed when they come back. `role`: the pair owes its client role
+/// ([`super::proxy_roles`]): the bunch carries the open, and goes with no leaves too. `unsent` tells, for the pair's channel
 /// epoch, the initial values no delivered bunch of this channel has carried
 /// ([`super::connection::UnsentInitial`]); it is asked only when a lost initial-only leaf is
 /// owed.
@@ -182,7 +193,7 @@ pub(crate) fn plan_connection(
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
 pub(crate) fn plan_pair(
-    (ci, replay): (u32, bool),
+    (ci, replay, role): (u32, bool, bool),
     ps: &mut PairState,
     (c, unsent): (&ClassNet, impl FnOnce(u8) -> LeafMask),
     (class, slot): (u32, u32),
@@ -218,10 +229,22 @@ pub(crate) fn plan_pair(
     let since = ps.sent_through;
     ps.resend = LeafMask::EMPTY;
     ps.sent_through = frame;
-    if send.is_empty() && !open_bunch {
+    if send.is_empty() && !open_bunch && !role {
         return None;
     }
     let whole = c.whole_arrays(send, open) | resent;
-    let (guid, initial, epoch) = (actor.guid, open_bunch, ps.epoch);
-    Some(SendItem { class, slot, guid, leaves: send, open, initial, epoch, whole, since })
+    let (guid, initial, epoch, autonomous) = (actor.guid, open_bunch, ps.epoch, f & flags::SIMULATED == 0);
+    Some(SendItem {
+        class,
+        slot,
+        guid,
+        leaves: send,
+        open: open || role,
+        initial,
+        epoch,
+        whole,
+        since,
+        autonomous,
+        role,
+    })
 }

@@ -79,6 +79,9 @@ pub(crate) struct SentEntry {
     pub open: bool,
     /// The bunch sent the open with its initial values ([`super::plan::SendItem::initial`]).
     pub initial: bool,
+    /// The bunch carried the open for a role the pair owed ([`super::plan::SendItem::role`]):
+    /// if lost, the role is owed again.
+    pub role: bool,
     pub leaves: LeafMask,
 }
 
@@ -402,6 +405,14 @@ pub(crate) fn apply_entries(conn: &mut Connection, entries: &mut Vec<SettledEntr
         if e.open && this_channel && ps.flags & pair::OPEN_ACKED == 0 {
             ps.flags &= !pair::OPEN_SENT;
         }
+        if e.role && this_channel {
+            let key = super::pairs::pair_key(e.class, e.slot);
+            let epoch = ps.epoch;
+            conn.roles.lost(key, e.guid_low, epoch);
+            // Per-slot pairs are planned from the pending list (the actor level replicates the
+            // pair when its actor is next due, and asks then).
+            conn.queue(e.class, e.slot);
+        }
         conn.stats.leaves_resent += u64::from(e.leaves.count());
         conn.owe(e.class, e.slot, e.leaves);
     }
@@ -446,6 +457,7 @@ mod tests {
             epoch,
             open,
             initial: open,
+            role: false,
             leaves: LeafMask::leaf(leaf),
         };
         let mut entries = Vec::new();

@@ -27,6 +27,9 @@ use crate::store::{ActorId, ClassStore};
 /// those leaves if they come back — more bytes, never a lost value.
 const MAX_INACTIVE_PER_ACTOR: usize = 64;
 
+/// Frames between two prunings of the connections' role records ([`super::proxy_roles`]).
+const PRUNE_ROLES_EVERY: u32 = 64;
+
 /// Leaves of one actor inactive for one connection since a role change.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Inactive {
@@ -91,13 +94,53 @@ impl NetDriver {
         let slot = owner.map(|o| self.live(o)).transpose()?;
         self.class_for(class, store)?;
         self.not_a_sub_object(class, id)?;
-        let guid = self.actor_mut(class, store, id)?.guid;
+        let a = self.actor_mut(class, store, id)?;
+        let (guid, was) = (a.guid, a.owner.filter(|_| a.autonomous));
         // Its sub-objects are owned by whoever owns it.
         self.set_roles_with_sub_objects(class.0, id.index, guid, |a| {
             a.owner = slot.map(|s| s as u32);
             a.autonomous = autonomous;
         });
+        self.proxy_changed(class.0, id.index, guid, was, slot.map(|s| s as u32).filter(|_| autonomous));
         Ok(())
+    }
+
+    /// The connection holding an autonomous proxy of the actor in `slot` went from `was` to
+    /// `now`: each of the two whose client was told another role owes it
+    /// ([`super::proxy_roles`]).
+    fn proxy_changed(&mut self, class: u32, slot: u32, guid: super::NetGuid, was: Option<u32>, now: Option<u32>) {
+        if was == now {
+            return;
+        }
+        let key = super::pairs::pair_key(class, slot);
+        for ci in [was, now].into_iter().flatten() {
+            let Some(conn) = self.conns.get_mut(ci as usize).filter(|c| !c.removed) else { continue };
+            let Some(ps) = conn.pair_ref(class, slot).copied() else { continue };
+            let opened = ps.flags & pair::EVER_OPENED != 0;
+            if conn.roles.changed(key, guid, ps.epoch, opened, now == Some(ci)) {
+                conn.queue(class, slot);
+            }
+        }
+    }
+
+    /// The role the client of `conn` holds for an actor, as the server's settings give it
+    /// ([`Self::set_owner`]): [`NetRole::AutonomousProxy`](super::NetRole) for the owner of an
+    /// actor set autonomous, [`NetRole::SimulatedProxy`](super::NetRole) for every other
+    /// connection (UE's downgrade of `RemoteRole` for non-owners), `Authority` once torn off.
+    /// `None` for an actor the driver has not given a GUID yet, a stale one, or an unknown
+    /// connection. The client gets it with the actor's open, and again when it changes
+    /// ([`crate::client::ClientWorld::role`]).
+    pub fn client_role(&self, class: ClassId, id: ActorId, conn: ConnectionId) -> Option<super::NetRole> {
+        self.guid_of(class, id)?;
+        let ci = self.live(conn).ok()?;
+        let a = &self.classes[class.0 as usize].actors[id.index as usize];
+        Some(if a.torn() {
+            super::NetRole::Authority
+        } else if a.autonomous && a.owner == Some(ci as u32) {
+            super::NetRole::AutonomousProxy
+        } else {
+            super::NetRole::SimulatedProxy
+        })
     }
 
     /// The connection that owns an actor ([`Self::set_owner`]), if any.
@@ -311,6 +354,24 @@ impl NetDriver {
             if !owe.is_empty() {
                 self.conns[ci].owe(class, slot, owe);
             }
+        }
+    }
+
+    /// Every [`PRUNE_ROLES_EVERY`] frames, drops the connections' role records of channels that
+    /// closed and actors that went ([`super::proxy_roles`]).
+    pub(super) fn prune_proxy_roles(&mut self) {
+        if !self.frame.0.is_multiple_of(PRUNE_ROLES_EVERY) {
+            return;
+        }
+        let classes = &self.classes;
+        for conn in self.conns.iter_mut().filter(|c| c.roles.len() > 0) {
+            let pairs = &conn.pairs;
+            conn.roles.prune(|key, guid, epoch| {
+                let (class, slot) = super::pairs::split_key(key);
+                let actor = classes.get(class as usize).and_then(|c| c.actors.get(slot as usize));
+                actor.is_some_and(|a| a.alive && a.guid.0 as u32 == guid)
+                    && pairs.get(class, slot).is_some_and(|ps| ps.epoch == epoch)
+            });
         }
     }
 

@@ -469,7 +469,7 @@ impl WriteCtx<'_> {
                 OpenKind::Spawn(super::level::spawn_info(c, self.stores[item.class as usize], item.slot))
             }
         };
-        OpenHeader { class: item.class, kind }
+        OpenHeader { class: item.class, kind, autonomous: item.autonomous }
     }
 
     /// Records that the open packet carries `leaves` (and the open, if owed) of `item`.
@@ -481,10 +481,17 @@ impl WriteCtx<'_> {
             epoch: item.epoch,
             open: item.open,
             initial: item.initial,
+            role: item.role,
             leaves,
         };
         conn.rel.entries.push_back(e);
         open.entries += 1;
+        // What the open told the client of its role, where that is not "simulated, nothing
+        // owed" (an actor's open: a sub-object's carries no role).
+        if item.open && (item.autonomous || item.role) && !self.outers.contains_key(&item.guid) {
+            let key = super::pairs::pair_key(item.class, item.slot);
+            conn.roles.written(key, item.guid, item.epoch, item.autonomous);
+        }
         // Only an open touches the pair here: the actor level records its rows' newest packet
         // itself (it holds the row), and per-slot pairs do not (nothing reads it without the
         // actor level's dormancy) — a pair state per bunch was a cache miss each, an eighth of a
@@ -639,7 +646,7 @@ impl BunchPart<'_> {
     /// Starts this actor's next bunch in `conn`'s open packet.
     fn begin(&self, conn: &mut Connection) {
         match &self.class_open {
-            Some(header) => conn.writer.begin_bunch(self.item.guid, Some(header)),
+            Some(header) => conn.writer.begin_bunch(self.item.guid, Some(header), self.item.autonomous),
             None => conn.writer.begin_plain(self.item.guid, self.handle_width),
         }
     }

@@ -109,6 +109,7 @@ impl NetDriver {
         let t = std::time::Instant::now();
         self.plan_and_write(&stores, parallel);
         self.park_inactive_losses();
+        self.prune_proxy_roles();
         self.stats.stages.connections = t.elapsed().as_nanos() as u64;
         Ok(self.stats)
     }

@@ -1,8 +1,9 @@
 //! What a channel's open and close say (UE's `SerializeNewActor` and channel close reasons).
 //!
 //! ```text
-//! open   := class:packed  kind:2 ( spawn | path | owner:packed | owner:packed )
+//! open   := class:packed  kind:2 ( spawn role | path role | owner:packed | owner:packed )
 //!                               0 spawn, 1 static, 2 sub-object, 3 fast array (class: its kind)
+//! role   := autonomous:bit      the receiving client's role: 1 autonomous proxy, 0 simulated
 //! spawn  := location:vector(Q100)  rotation:rotator  scaled:bit [scale:vector(Q10)]
 //!           moving:bit [velocity:vector(Q1)]
 //! path   := len:packed(≤ MAX_PATH_BYTES) byte{len}            UTF-8
@@ -21,6 +22,13 @@
 //! on first sight, linked to that owner, and destroys it with the owner. A
 //! destroyed static actor's close carries its path, so a client that never bound the GUID —
 //! one that joined after the destruction — still finds the copy to destroy.
+//!
+//! An actor's open ends with the receiving client's role (UE's `RemoteRole` as that connection
+//! gets it: autonomous for the owner of an actor whose owner holds an autonomous proxy,
+//! simulated for everyone else — UE's downgrade for non-owners). It is the one bit of an open
+//! that differs between connections: the rest is encoded once ([`EncodedOpen`]) and the bit
+//! set per bunch. A role that changes on an open channel goes in the open sent again
+//! ([`crate::net`]'s role records); a client applies the role of the newest open it reads.
 
 use super::{read_leaf, write_leaf, BitReader, BitWriter, WireError};
 use crate::ids::NetGuid;
@@ -89,48 +97,78 @@ pub struct OpenHeader {
     pub class: u32,
     /// Spawn info or path.
     pub kind: OpenKind,
+    /// An actor's open (spawn or static): the receiving client holds an autonomous proxy of
+    /// it (else a simulated one). Not on the wire for sub-objects and fast arrays (false).
+    pub autonomous: bool,
+}
+
+impl OpenKind {
+    /// Whether an open of this kind carries the client's role: an actor's (spawned or static)
+    /// does; a sub-object's and a fast array's do not.
+    pub fn has_role(&self) -> bool {
+        matches!(self, OpenKind::Spawn(_) | OpenKind::Static(_))
+    }
 }
 
 /// An open in its wire form, encoded once and copied into every bunch part that carries it.
+/// The role bit that ends an actor's open is kept apart: the same encoding serves every
+/// connection, each with its own role ([`Self::set_autonomous`]).
 #[derive(Clone, Debug, Default)]
-pub struct EncodedOpen(BitWriter);
+pub struct EncodedOpen {
+    header: BitWriter,
+    /// The open carries a role bit (an actor's).
+    role: bool,
+    autonomous: bool,
+}
 
 impl EncodedOpen {
     /// Its bits.
     pub fn bits(&self) -> usize {
-        self.0.len_bits()
+        self.header.len_bits() + usize::from(self.role)
     }
 
     /// Copies it into `w`.
     pub fn write(&self, w: &mut BitWriter) {
-        w.write_from(self.0.bytes(), 0, self.0.len_bits());
+        w.write_from(self.header.bytes(), 0, self.header.len_bits());
+        if self.role {
+            w.write_bool(self.autonomous);
+        }
     }
 
     /// Replaces it with `other` (reusing the buffer).
     pub fn set(&mut self, other: &EncodedOpen) {
-        self.0.clear();
-        other.write(&mut self.0);
+        self.header.clear();
+        self.header.write_from(other.header.bytes(), 0, other.header.len_bits());
+        self.role = other.role;
+        self.autonomous = other.autonomous;
+    }
+
+    /// Sets the role it gives the client (an actor's open; nothing for the others).
+    pub fn set_autonomous(&mut self, autonomous: bool) {
+        self.autonomous = autonomous && self.role;
     }
 }
 
 impl OpenHeader {
     /// The wire form.
     pub fn encode(&self) -> EncodedOpen {
-        let mut w = BitWriter::new();
-        write_open(&mut w, self);
-        EncodedOpen(w)
+        let mut out = EncodedOpen::default();
+        self.encode_into(&mut out);
+        out
     }
 
     /// The wire form, into `out` (its buffer reused).
     pub fn encode_into(&self, out: &mut EncodedOpen) {
-        out.0.clear();
-        write_open(&mut out.0, self);
+        out.header.clear();
+        write_header(&mut out.header, self);
+        out.role = self.kind.has_role();
+        out.autonomous = self.autonomous && out.role;
     }
 
     /// A dynamic actor's open with the default spawn info (at the origin, unrotated, unit scale,
-    /// at rest).
+    /// at rest), for a simulated proxy.
     pub fn spawn(class: u32) -> OpenHeader {
-        OpenHeader { class, kind: OpenKind::Spawn(SpawnInfo::default()) }
+        OpenHeader { class, kind: OpenKind::Spawn(SpawnInfo::default()), autonomous: false }
     }
 }
 
@@ -263,6 +301,14 @@ fn path_bits(path: &str) -> usize {
 
 /// Writes an open (after the bunch's open bit).
 pub fn write_open(w: &mut BitWriter, open: &OpenHeader) {
+    write_header(w, open);
+    if open.kind.has_role() {
+        w.write_bool(open.autonomous);
+    }
+}
+
+/// An open without its role bit: what every connection's open of the actor shares.
+fn write_header(w: &mut BitWriter, open: &OpenHeader) {
     w.write_packed(open.class as u64);
     match &open.kind {
         OpenKind::Spawn(s) => {
@@ -293,7 +339,8 @@ pub fn read_open(r: &mut BitReader<'_>) -> Result<OpenHeader, WireError> {
         2 => OpenKind::SubObject { owner: NetGuid(r.read_packed()?) },
         _ => OpenKind::FastArray { owner: NetGuid(r.read_packed()?) },
     };
-    Ok(OpenHeader { class, kind })
+    let autonomous = kind.has_role() && r.read_bool()?;
+    Ok(OpenHeader { class, kind, autonomous })
 }
 
 /// Bits [`write_open`] writes.
@@ -312,7 +359,8 @@ pub fn max_open_bits(class: u32) -> usize {
         + super::max_leaf_bits(VELOCITY);
     let path = super::packet::packed_bits(MAX_PATH_BYTES as u64) + 8 * MAX_PATH_BYTES;
     let owner = super::packet::packed_bits(u64::MAX);
-    super::packet::packed_bits(class as u64) + KIND_BITS as usize + spawn.max(path).max(owner)
+    // An actor's open ends with its role bit.
+    super::packet::packed_bits(class as u64) + KIND_BITS as usize + (spawn.max(path) + 1).max(owner)
 }
 
 /// Writes a close's reason (after the bunch's close bit), and the path of a destroyed static
@@ -365,12 +413,12 @@ mod tests {
             scale: [1.0, 2.5, 1.0],
             velocity: [300.4, 0.0, -12.0],
         };
-        let open = OpenHeader { class: 3, kind: OpenKind::Spawn(s) };
+        let open = OpenHeader { class: 3, kind: OpenKind::Spawn(s), autonomous: false };
         let OpenKind::Spawn(back) = round_trip(&open).kind else { panic!("spawn") };
         assert_eq!(back, s.quantized());
         assert!((back.location[0] - 1234.57).abs() < 1e-3 && (back.rotation[1] - 90.0).abs() < 0.01);
         assert_eq!(back.velocity, [300.0, 0.0, -12.0]);
-        let plain = OpenHeader { class: 3, kind: OpenKind::Spawn(SpawnInfo::default()) };
+        let plain = OpenHeader { class: 3, kind: OpenKind::Spawn(SpawnInfo::default()), autonomous: false };
         let defaults = open_bits(&plain);
         assert_eq!(round_trip(&plain), plain);
         assert!(defaults < open_bits(&open));
@@ -378,9 +426,14 @@ mod tests {
 
     #[test]
     fn a_static_open_carries_its_path_and_bad_paths_are_errors() {
-        let open = OpenHeader { class: 1, kind: OpenKind::Static("/Game/Map.Map:PersistentLevel.Door_12".into()) };
+        let open = OpenHeader {
+            class: 1,
+            kind: OpenKind::Static("/Game/Map.Map:PersistentLevel.Door_12".into()),
+            autonomous: false,
+        };
         assert_eq!(round_trip(&open), open);
-        let long = OpenHeader { class: 1, kind: OpenKind::Static("x".repeat(MAX_PATH_BYTES).into()) };
+        let long =
+            OpenHeader { class: 1, kind: OpenKind::Static("x".repeat(MAX_PATH_BYTES).into()), autonomous: false };
         assert_eq!(round_trip(&long), long);
         // Too long on the wire.
         let mut w = BitWriter::new();
@@ -407,8 +460,8 @@ mod tests {
     #[test]
     fn sub_object_and_fast_array_opens_name_their_owner() {
         for open in [
-            OpenHeader { class: 2, kind: OpenKind::SubObject { owner: NetGuid(40) } },
-            OpenHeader { class: 0, kind: OpenKind::FastArray { owner: NetGuid(u64::MAX) } },
+            OpenHeader { class: 2, kind: OpenKind::SubObject { owner: NetGuid(40) }, autonomous: false },
+            OpenHeader { class: 0, kind: OpenKind::FastArray { owner: NetGuid(u64::MAX) }, autonomous: false },
         ] {
             assert_eq!(round_trip(&open), open);
             assert!(open_bits(&open) <= max_open_bits(open.class));

@@ -319,14 +319,16 @@ impl PacketWriter {
     }
 
     /// Starts building a sized bunch for `guid` (one that opens, or a fast array's); its body
-    /// goes to [`Self::body`].
-    pub fn begin_bunch(&mut self, guid: NetGuid, open: Option<&EncodedOpen>) {
+    /// goes to [`Self::body`]. An actor's open gives the client the role `autonomous` (one
+    /// encoding of the open serves every connection, each with its own role).
+    pub fn begin_bunch(&mut self, guid: NetGuid, open: Option<&EncodedOpen>, autonomous: bool) {
         debug_assert!(self.header.is_none());
         self.body.clear();
         self.header = Some((guid, bunch_header_bits(self.prev, guid, open), Form::Sized));
         self.has_open = open.is_some();
         if let Some(open) = open {
             self.open.set(open);
+            self.open.set_autonomous(autonomous);
         }
     }
 
@@ -443,7 +445,7 @@ mod tests {
                 if !p.bunch_fits(&out, guid, Some(&open), 13) {
                     break;
                 }
-                p.begin_bunch(guid, Some(&open));
+                p.begin_bunch(guid, Some(&open), false);
                 p.body().write_bits(0x1fff, 13);
                 while p.body_fits(&out, 13) {
                     p.body().write_bits(0x1fff, 13);
@@ -470,7 +472,7 @@ mod tests {
             assert!(p.plain_fits(&out, NetGuid(2), room - lead), "mtu {mtu}");
             assert!(!p.plain_fits(&out, NetGuid(2), room - lead + 1), "mtu {mtu}");
             // In a bunch: its header and the body-length field count too.
-            p.begin_bunch(NetGuid(2), None);
+            p.begin_bunch(NetGuid(2), None, false);
             let header = bunch_header_bits(NetGuid(0), NetGuid(2), None);
             let fits = (0..room).rev().find(|&b| header + packed_bits(b as u64) + b <= room).unwrap();
             assert!(p.body_fits(&out, fits), "mtu {mtu}");

@@ -395,7 +395,9 @@ fn hostile_fast_array_bunches_do_no_harm() {
         .unwrap()
         .with_fast_array_kinds(&[slots()], &l.driver.fast_array_checksums())
         .unwrap();
-    let fast = |class: u32, owner: u64| Some(OpenHeader { class, kind: OpenKind::FastArray { owner: NetGuid(owner) } });
+    let fast = |class: u32, owner: u64| {
+        Some(OpenHeader { class, kind: OpenKind::FastArray { owner: NetGuid(owner) }, autonomous: false })
+    };
     let empty = BitWriter::new();
     // An unknown kind, a static GUID: the packet is refused.
     let p = crafted(1, |w| write_bunch(w, NetGuid(10), fast(5, 2).as_ref(), &empty));

@@ -163,7 +163,7 @@ fn a_forged_open_that_binds_a_static_path_to_another_guid_is_undone_by_the_serve
     let seq = l.client(0).highest_received().0 + 1;
     let class = l.class.0;
     let forged = crafted(seq, |w| {
-        let open = OpenHeader { class, kind: OpenKind::Static(DOOR.into()) };
+        let open = OpenHeader { class, kind: OpenKind::Static(DOOR.into()), autonomous: false };
         write_bunch_after(w, NetGuid(0), forged_guid, Some(&open), &BitWriter::new());
     });
     l.clients[0].1.receive(&forged).unwrap();
@@ -248,7 +248,8 @@ fn forged_unloaded_static_opens_never_get_the_servers_packets_refused() {
             let mut prev = NetGuid(0);
             for i in f * 400..(f + 1) * 400 {
                 let g = NetGuid(1_000_001 + 2 * i);
-                let open = OpenHeader { class, kind: OpenKind::Static(format!("/Forged/{i}").into()) };
+                let open =
+                    OpenHeader { class, kind: OpenKind::Static(format!("/Forged/{i}").into()), autonomous: false };
                 write_bunch_after(w, prev, g, Some(&open), &BitWriter::new());
                 prev = g;
             }
@@ -351,7 +352,7 @@ fn a_torn_off_actor_stays_on_the_client_and_is_never_updated_again() {
 fn open_packet(guid: NetGuid, kind: OpenKind) -> Vec<u8> {
     let mut w = BitWriter::new();
     begin_packet(&mut w, shadowrep::ids::Seq(1));
-    write_bunch(&mut w, guid, Some(&OpenHeader { class: 0, kind }), &BitWriter::new());
+    write_bunch(&mut w, guid, Some(&OpenHeader { class: 0, kind, autonomous: false }), &BitWriter::new());
     end_packet(&mut w);
     w.into_bytes()
 }
@@ -436,7 +437,7 @@ fn a_reference_to_a_static_actor_that_never_opened_travels_with_its_export_until
 }
 
 fn open(w: &mut BitWriter, guid: u64, kind: OpenKind) {
-    write_bunch(w, NetGuid(guid), Some(&OpenHeader { class: 0, kind }), &BitWriter::new());
+    write_bunch(w, NetGuid(guid), Some(&OpenHeader { class: 0, kind, autonomous: false }), &BitWriter::new());
 }
 
 #[test]
@@ -475,7 +476,7 @@ fn hostile_sub_object_chains_export_conflicts_and_foreign_close_paths_do_no_harm
     };
     c.receive(&crafted(2005, |w| {
         export(w);
-        let door = OpenHeader { class: 0, kind: OpenKind::Static(DOOR.into()) };
+        let door = OpenHeader { class: 0, kind: OpenKind::Static(DOOR.into()), autonomous: false };
         shadowrep::wire::packet::write_bunch_after(w, EXPORT_GUID, NetGuid(5), Some(&door), &BitWriter::new());
     }))
     .unwrap();
@@ -634,7 +635,7 @@ fn a_static_open_dropped_late_behind_a_forged_one_is_asked_for_again() {
     let seq = l.client(0).highest_received().0 + 1;
     let class = l.class.0;
     let forged = crafted(seq, |w| {
-        let open = OpenHeader { class, kind: OpenKind::Static("/Forged/Door".into()) };
+        let open = OpenHeader { class, kind: OpenKind::Static("/Forged/Door".into()), autonomous: false };
         write_bunch(w, guid, Some(&open), &BitWriter::new());
     });
     assert!(l.clients[0].1.receive(&forged).is_ok());

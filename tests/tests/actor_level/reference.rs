@@ -79,6 +79,9 @@ fn over_a_lossy_link_the_kernel_decides_exactly_as_the_ue_style_reference() {
     // channel is gone, and a sub-object orphaned in the tick that gives its slot to a new actor
     // sends no close of its own (the reference had written none in the first, a Destroyed
     // close in the second).)
+    // (Seed 30 with 4 at 20 %: a world whose dark spell fills the window. Which client goes
+    // dark follows the link's draws, one per packet, so a wire change moves it — since the
+    // client role's bit in every actor open, seeds 1 and 22 no longer fill one.)
     let worlds = [
         (0, 4, 0.2),
         (1, 8, 0.3),
@@ -90,6 +93,7 @@ fn over_a_lossy_link_the_kernel_decides_exactly_as_the_ue_style_reference() {
         (10643, 3, 0.3),
         (27720, 3, 0.3),
         (32954, 2, 0.1),
+        (30, 4, 0.2),
     ];
     let (mut reopens, mut full) = (0, 0);
     for (seed, connections, loss) in worlds {
@@ -113,7 +117,9 @@ fn the_kernel_decides_as_the_reference_whatever_order_the_classes_were_registere
     // the walk gave up ended its sub-objects' channels with it; the reference had ranked a
     // sub-object listed before its owner — its class first — with the channel's time, not as
     // one without a channel. It now ranks once every candidate is listed.)
-    for (seed, connections, loss) in [(0, 4, 0.0), (5, 4, 0.0), (120, 8, 0.2), (8, 3, 0.3), (36614, 2, 0.1)] {
+    // (Seed 9 with 3 at 30 % stands for seed 8, which since the client role's bit in actor
+    // opens sees no client leave — a tame world, the link's draws moved.)
+    for (seed, connections, loss) in [(0, 4, 0.0), (5, 4, 0.0), (120, 8, 0.2), (9, 3, 0.3), (36614, 2, 0.1)] {
         decide_alike(Spec::new(seed, connections).loss(loss).bags_first());
     }
 }
@@ -132,12 +138,14 @@ fn with_dormancy_the_kernel_decides_exactly_as_the_ue_style_reference() {
     // (Seed 13982 with 8 at 10 %, from a second sweep: an owner closed for relevancy left its
     // sub-object's copy held dormant, which woke with the owner's next channel and went as a
     // plain bunch to a client that had destroyed it — both sides; now the copy ends too.)
+    // (Seed 15 runs at 6 % since the client role's bit in actor opens: at 5 % its link lost 99
+    // packets, one short of what a lossy world must lose to count.)
     let worlds = [
         (0, 4, 0.0),
         (5, 12, 0.1),
         (2, 4, 0.2),
         (3, 3, 0.3),
-        (15, 2, 0.05),
+        (15, 2, 0.06),
         (109, 3, 0.0),
         (176, 2, 0.5),
         (13982, 8, 0.1),

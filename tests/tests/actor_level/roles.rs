@@ -6,7 +6,7 @@
 
 use super::*;
 use rand::{Rng, SeedableRng};
-use shadowrep::net::Dormancy;
+use shadowrep::net::{Dormancy, NetRole};
 use shadowrep::schema::Condition;
 
 /// Seeds of the dormancy variant (200 pass; without the fix seed 47 is the first to fail).
@@ -161,6 +161,14 @@ fn converges(level: bool, dormancy: bool, seed: u64) {
     assert!(resent > 0, "seed {seed}: leaves were lost");
     for (c, client) in clients.iter().enumerate() {
         for &(id, guid, roles) in &actors {
+            // The client's role, as the game's last call set it (UE's swap of Role and
+            // RemoteRole, downgraded for non-owners).
+            let role = if roles.owner == Some(c) && roles.autonomous {
+                NetRole::AutonomousProxy
+            } else {
+                NetRole::SimulatedProxy
+            };
+            assert_eq!(client.role(guid), Some(role), "level {level} seed {seed}: client {c}, {guid:?} role");
             for (i, &condition) in CONDITIONS.iter().enumerate() {
                 if roles.active(condition, c) {
                     let want = store.get(id, i + 1).ok();

@@ -268,7 +268,7 @@ fn a_released_part_ends_a_static_actors_being_ignored() {
             shadowrep::schema::LeafKind::U32,
             &hp.to_le_bytes(),
         );
-        let open = OpenHeader { class: 0, kind: OpenKind::Static(PATH.into()) };
+        let open = OpenHeader { class: 0, kind: OpenKind::Static(PATH.into()), autonomous: false };
         let mut w = BitWriter::new();
         begin_packet(&mut w, shadowrep::ids::Seq(seq));
         write_bunch_after(&mut w, NetGuid(0), door, Some(&open), &body);

@@ -24,10 +24,13 @@ pub(super) fn replicate(
     let replay = conn.replay;
     let ps = &mut rows_in(&mut conn.pairs)[row].state;
     // The common case of an actor at rest on an open channel: nothing owed, no lookups.
+    let key = crate::net::pairs::pair_key(due.class, due.slot);
+    let role = conn.roles.owed(key, actor.guid, ps.epoch);
     let at_rest = ps.sent_through == due.since
         && due.changed.is_empty()
         && ps.resend.is_empty()
-        && ps.flags & pair::OPEN_ACKED != 0;
+        && ps.flags & pair::OPEN_ACKED != 0
+        && !role;
     // A pair that replicated when the actor was last considered owes what this frame's compare
     // found (shared by every such connection); one further behind asks the history.
     let mut parked = LeafMask::EMPTY;
@@ -40,10 +43,9 @@ pub(super) fn replicate(
         } else {
             (LeafMask::EMPTY, ps.sent_through == Frame(0) || due.last_changed > ps.sent_through)
         };
-        let (at, frame, key) =
-            ((due.class, due.slot), ctx.time.frame, crate::net::pairs::pair_key(due.class, due.slot));
+        let (at, frame) = ((due.class, due.slot), ctx.time.frame);
         let unsent = |epoch| conn.unsent_initial.get(key, epoch);
-        plan_pair((ci, replay), ps, (c, unsent), at, actor, this_frame, catch_up, frame, &mut parked)
+        plan_pair((ci, replay, role), ps, (c, unsent), at, actor, this_frame, catch_up, frame, &mut parked)
     };
     if !parked.is_empty() {
         conn.parked.push((due.class, due.slot, parked));

@@ -200,8 +200,9 @@ impl WriteCtx<'_> {
             if !opening && !fa.array.has_unsent(base) {
                 return Left::Synced;
             }
-            let header =
-                opening.then(|| OpenHeader { class: fa.kind, kind: OpenKind::FastArray { owner: fa.owner } }.encode());
+            let header = opening.then(|| {
+                OpenHeader { class: fa.kind, kind: OpenKind::FastArray { owner: fa.owner }, autonomous: false }.encode()
+            });
             // The whole delta in one bunch where it fits a packet — in a new one if not in this
             // one (UE writes it inside the owner's update): the client gets it at once, not in
             // slices. A larger one is cut to the room left, and goes on in the next delta.
@@ -220,7 +221,7 @@ impl WriteCtx<'_> {
                 st.full = true;
                 return Left::Busy;
             }
-            conn.writer.begin_bunch(guid, header.as_ref());
+            conn.writer.begin_bunch(guid, header.as_ref(), false);
             let room = conn.writer.body_room(&conn.out);
             // The base exists and the room was checked: an error here is a bug; send nothing.
             let token = fa.array.write_delta_within(base, conn.writer.body(), room).unwrap_or(None);

@@ -207,6 +207,8 @@ impl ReferenceFrame {
                             unsent_initial: LeafMask::EMPTY,
                             woken: false,
                             last_packet: 0,
+                            role: None,
+                            role_resend: false,
                         }
                     });
                     if relevant {
@@ -405,13 +407,18 @@ fn replicate(
     ch.inactive &= !by_role;
     let since = ch.sent_through;
     ch.sent_through = frame;
-    if !send.is_empty() || open_bunch {
+    // The client's role here (UE's `RemoteRole`, downgraded for non-owners), compared with what
+    // it was told: a change goes in the open, sent again.
+    let autonomous = f & crate::net::condition::flags::SIMULATED == 0;
+    let role = ch.role.is_some_and(|told| told != autonomous) || ch.role_resend;
+    if !send.is_empty() || open_bunch || role {
         // Arrays go as the kernel sends them: whole while the open is owed and when under a
         // condition, else the elements changed since the channel's last send.
         let whole = class.whole_arrays(send, !ch.open_acked) | resent;
-        let (class, slot, guid, open) = (ch.class, ch.slot, a.guid, !ch.open_acked);
+        let (class, slot, guid, open) = (ch.class, ch.slot, a.guid, !ch.open_acked || role);
         let epoch = ch.epoch;
-        let item = SendItem { class, slot, guid, leaves: send, open, initial: open_bunch, epoch, whole, since };
+        let initial = open_bunch;
+        let item = SendItem { class, slot, guid, leaves: send, open, initial, epoch, whole, since, autonomous, role };
         let entries = conn.rel.entries.len();
         conn.held_back = LeafMask::EMPTY;
         write.write(conn, st, &item, None, None);
@@ -428,6 +435,11 @@ fn replicate(
             if !ch.open_acked {
                 ch.open_sent = true;
                 ch.ever_opened = true;
+            }
+            // An actor's open told the client its role (a sub-object's carries none).
+            if open && !write.outers.contains_key(&guid) {
+                ch.role = Some(autonomous);
+                ch.role_resend = false;
             }
         }
     }

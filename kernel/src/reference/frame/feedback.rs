@@ -132,6 +132,9 @@ impl RefConn {
         if this && e.open && !ch.open_acked {
             ch.open_sent = false;
         }
+        if this && e.role {
+            ch.role_resend = true;
+        }
         ch.resend |= e.leaves;
     }
 

@@ -195,6 +195,12 @@ struct RefChannel {
     /// The sequence number of the last packet that carried a bunch of it: the channel goes
     /// dormant only once that packet is settled.
     last_packet: u16,
+    /// The client role (autonomous) the last bunch carrying the open gave (none before one):
+    /// UE's `RemoteRole` as this connection got it, compared with its role now each time the
+    /// actor replicates here.
+    role: Option<bool>,
+    /// A bunch that sent a changed role was lost: the role goes again (UE's NAK of a property).
+    role_resend: bool,
 }
 
 /// One connection.
