@@ -15,8 +15,9 @@
 //! ```
 //!
 //! Each property is `rust_name: RustType = "WireName" [options]`; the options are any of
-//! `cond = <Condition variant>`, `notify = <Notify variant>` and `push`, comma separated, and the
-//! whole bracket is optional. `RustType` is any [`RepType`]. `extends Base` is
+//! `cond = <Condition variant>`, `notify = <Notify variant>`, `push` and `default = <value>` (the
+//! class default, one token: a literal, or an expression in parentheses), comma separated, and
+//! the whole bracket is optional. `RustType` is any [`RepType`]. `extends Base` is
 //! optional; `Base` must itself be declared with this macro.
 //!
 //! The macro generates a unit struct with:
@@ -91,7 +92,7 @@ pub trait ReplicatedClass {
 ///     pub class Door extends Actor {
 ///         /// How far open, 0 to 1.
 ///         openness: f32 = "Openness" [push, notify = OnChanged],
-///         locked: bool = "bLocked" [cond = OwnerOnly],
+///         locked: bool = "bLocked" [cond = OwnerOnly, default = true],
 ///     }
 /// }
 ///
@@ -103,6 +104,7 @@ pub trait ReplicatedClass {
 /// assert!(Door::set_openness_and_mark_dirty(&mut store, id, 0.5).unwrap());
 /// assert!(!Door::set_openness_and_mark_dirty(&mut store, id, 0.5).unwrap());
 /// assert_eq!(Door::openness(&store, id).unwrap(), 0.5);
+/// assert!(Door::locked(&store, id).unwrap(), "a new door holds its class default");
 /// // Base-class accessors work on the subclass's store.
 /// Actor::set_hidden(&mut store, id, true).unwrap();
 /// assert!(Actor::hidden(&store, id).unwrap());
@@ -110,10 +112,13 @@ pub trait ReplicatedClass {
 #[macro_export]
 macro_rules! replicated_class {
     // ---- internal rules -------------------------------------------------------------------
-    (@opt cond = $c:ident) => { $crate::__private::PropOpt::Condition($crate::__private::Condition::$c) };
-    (@opt notify = $n:ident) => { $crate::__private::PropOpt::Notify($crate::__private::Notify::$n) };
-    (@opt push) => { $crate::__private::PropOpt::Push };
-    (@opt $($other:tt)*) => {
+    (@opt [$ty:ty] cond = $c:ident) => { $crate::__private::PropOpt::Condition($crate::__private::Condition::$c) };
+    (@opt [$ty:ty] notify = $n:ident) => { $crate::__private::PropOpt::Notify($crate::__private::Notify::$n) };
+    (@opt [$ty:ty] push) => { $crate::__private::PropOpt::Push };
+    (@opt [$ty:ty] default = $v:tt) => {
+        $crate::__private::PropOpt::Default(<$ty as $crate::RepType>::to_value(&$v))
+    };
+    (@opt [$ty:ty] $($other:tt)*) => {
         compile_error!(concat!(
             "unknown property option `", stringify!($($other)*),
             "`: expected `cond = <Condition>`, `notify = <Notify>` or `push`"
@@ -192,7 +197,7 @@ macro_rules! replicated_class {
                             $(.property($crate::__private::decl(
                                 $name,
                                 <$ty as $crate::RepType>::prop_type(),
-                                &[$($($crate::replicated_class!(@opt $opt $(= $val)?)),*)?],
+                                &[$($($crate::replicated_class!(@opt [$ty] $opt $(= $val)?)),*)?],
                             )))*;
                         $crate::__private::finish(builder, Self::BASE_PARENT_COUNT, Self::PROPERTY_NAMES)
                     })
@@ -280,20 +285,22 @@ macro_rules! replicated_class {
 
 /// One option of a property declaration, as the macro parsed it.
 #[doc(hidden)]
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub enum PropOpt {
     Condition(Condition),
     Notify(Notify),
     Push,
+    Default(shadowrep::value::Value),
 }
 
 /// A property declaration with its options applied.
 #[doc(hidden)]
 pub fn decl(name: &str, ty: PropType, opts: &[PropOpt]) -> PropertyDecl {
-    opts.iter().fold(PropertyDecl::new(name, ty), |d, o| match *o {
-        PropOpt::Condition(c) => d.condition(c),
-        PropOpt::Notify(n) => d.notify(n),
+    opts.iter().fold(PropertyDecl::new(name, ty), |d, o| match o {
+        PropOpt::Condition(c) => d.condition(*c),
+        PropOpt::Notify(n) => d.notify(*n),
         PropOpt::Push => d.push(true),
+        PropOpt::Default(v) => d.default_value(v.clone()),
     })
 }
 

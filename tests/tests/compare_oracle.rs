@@ -117,6 +117,31 @@ fn layout() -> impl Strategy<Value = ClassLayout> {
     proptest::collection::vec((prop_type(), 1u16..=3, any::<bool>()), 1..10).prop_map(build_layout)
 }
 
+/// Whether a type may take a class default (no dynamic array, no object reference).
+fn takes_default(ty: &PropType) -> bool {
+    match ty {
+        PropType::Array { .. } | PropType::Object => false,
+        PropType::Struct(s) => s.fields.iter().all(|(_, t)| takes_default(t)),
+        _ => true,
+    }
+}
+
+/// Random layouts whose properties mostly declare a class default (from the same small domain
+/// the writes use, so writes back to the default happen).
+fn layout_with_defaults() -> impl Strategy<Value = ClassLayout> {
+    proptest::collection::vec((prop_type(), 1u16..=3, any::<bool>(), any::<u64>()), 1..10).prop_map(|decls| {
+        let mut b = ClassBuilder::new("Defaults");
+        for (i, (ty, dim, push, seed)) in decls.into_iter().enumerate() {
+            let mut d = PropertyDecl::new(format!("P{i}"), ty.clone()).dim(dim).push(push);
+            if takes_default(&ty) && seed % 4 != 0 {
+                d = d.default_value(random_value(&ty, &mut ChaCha8Rng::seed_from_u64(seed)));
+            }
+            b = b.property(d);
+        }
+        b.build().expect("generated layouts with defaults are valid")
+    })
+}
+
 /// A value from a small domain, so equal re-writes, `-0.0`/`0.0` and NaNs all happen. Arrays are
 /// often empty or exactly at their cap.
 fn random_value(ty: &PropType, rng: &mut ChaCha8Rng) -> Value {
@@ -420,6 +445,22 @@ proptest! {
     fn kernel_changelists_equal_the_reference(
         layout in layout(),
         actors in prop_oneof![3 => 1usize..70, 3 => 120usize..400, 1 => 2048usize..2300],
+        push in prop_oneof![Just(PushMode::Off), Just(PushMode::Declared), Just(PushMode::All)],
+        seed in any::<u64>(),
+    ) {
+        run(layout, actors, push, seed)?;
+    }
+}
+
+proptest! {
+    #![proptest_config(config(32, 0x5eed_0003))]
+
+    /// Class defaults: a new actor (spawned, or in a slot churn reused) holds them in the store
+    /// and in the reference's object, and both shadows start from them — the same changelists.
+    #[test]
+    fn kernel_changelists_equal_the_reference_with_class_defaults(
+        layout in layout_with_defaults(),
+        actors in prop_oneof![3 => 1usize..70, 1 => 120usize..400],
         push in prop_oneof![Just(PushMode::Off), Just(PushMode::Declared), Just(PushMode::All)],
         seed in any::<u64>(),
     ) {

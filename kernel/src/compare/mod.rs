@@ -21,8 +21,10 @@
 //!
 //! Equality is bitwise: `-0.0` vs `0.0` is a change and a NaN that stays the same NaN is not (UE's
 //! `==` would resend a NaN forever). Newly spawned actors (a slot whose generation moved) get a
-//! zeroed shadow lane and every parent marked dirty, so their first compare finds every property
-//! that differs from the class defaults, as UE's shadow starts from the class default object.
+//! shadow lane holding the class defaults (zero where none is declared:
+//! [`crate::schema::PropertyDecl::default_value`]) and every parent marked dirty, so their first
+//! compare finds every property that differs from the class defaults, as UE's shadow starts from
+//! the class default object.
 //!
 //! The full-push fast path builds its page jobs from the dirty summary bits (ascending, which the
 //! safe `split_at_mut` split needs), so a frame with few marks neither walks nor wakes rayon for
@@ -565,6 +567,13 @@ impl ShadowState {
                 }
             }
             let born = reset & now;
+            // A new actor's shadow holds the class defaults: its first compare finds what differs
+            // from them (UE compares a new object with its class default object).
+            if !self.layout.default_planes.is_empty() {
+                for lane in BitIter(born) {
+                    crate::store::write_defaults(&self.layout, bytes, lane);
+                }
+            }
             if born != 0 {
                 for parent in 0..parents {
                     dirty.mark(p, parent, born);

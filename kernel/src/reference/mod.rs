@@ -17,7 +17,8 @@
 //! Floats compare by their bits (see [`crate::compare`]). Writes that the store records as marks
 //! are marks here too: [`RefWorld::set`] of a parent reaching a dynamic array marks it, as
 //! [`crate::store::ClassStore::set`] does, while [`RefWorld::write_leaf`] (a bulk system's write)
-//! marks nothing. A new object starts with a zeroed shadow and every parent considered.
+//! marks nothing. A new object starts with its class defaults in its memory and its shadow (UE's
+//! class default object), and every parent considered.
 
 pub mod frame;
 
@@ -102,13 +103,18 @@ impl RefWorld {
         Self { parent_offsets, object_size: end.max(shape.min_size).next_multiple_of(8), layout, objects: Vec::new() }
     }
 
-    /// Spawns an object with default state; returns its index.
+    /// Spawns an object with default state (its class defaults, as a constructor leaves it);
+    /// returns its index.
     pub fn spawn(&mut self) -> usize {
         let arrays = self.layout.arrays.len();
+        let mut data = vec![0u8; self.object_size].into_boxed_slice();
+        for (p, &at) in self.layout.parents.iter().zip(&self.parent_offsets) {
+            data[at..at + p.record_range.len()].copy_from_slice(&self.layout.default_record[p.record_range.clone()]);
+        }
         self.objects.push(RefObject {
-            data: vec![0u8; self.object_size].into_boxed_slice(),
+            data,
             arrays: vec![Vec::new(); arrays],
-            shadow: vec![0u8; self.layout.record_bytes].into_boxed_slice(),
+            shadow: self.layout.default_record.clone().into_boxed_slice(),
             shadow_arrays: vec![Vec::new(); arrays],
             dirty: vec![!0u64; self.layout.parents.len().div_ceil(64)],
             alive: true,

@@ -33,6 +33,9 @@ pub enum LayoutError {
     ZeroDim(String),
     /// An empty property or class name.
     EmptyName,
+    /// A class default ([`PropertyDecl::default_value`]) that does not fit its property: (the
+    /// property, why).
+    BadDefault(String, String),
 }
 
 impl fmt::Display for LayoutError {
@@ -53,6 +56,7 @@ impl fmt::Display for LayoutError {
             LayoutError::BadOpaqueSize(n, s) => write!(f, "opaque struct `{n}`: size {s} is outside 1..=256"),
             LayoutError::ZeroDim(n) => write!(f, "static array `{n}` has dimension 0"),
             LayoutError::EmptyName => write!(f, "a class or property name is empty"),
+            LayoutError::BadDefault(n, why) => write!(f, "property `{n}`: bad class default: {why}"),
         }
     }
 }
@@ -99,6 +103,7 @@ impl ClassBuilder {
                     condition: p.condition,
                     notify: p.notify,
                     push: p.push,
+                    default: p.default.clone(),
                 };
                 decls.push((decl, p.array_index));
             }
@@ -143,11 +148,61 @@ impl ClassBuilder {
             page_bytes,
             plane_runs: b.runs,
             record_bytes,
+            default_record: Vec::new(),
+            default_planes: Vec::new(),
             checksum: 0,
             by_name: b.by_name,
         };
+        (layout.default_record, layout.default_planes) = encode_defaults(&layout)?;
         layout.checksum = checksum(&layout);
         Ok(layout)
+    }
+}
+
+/// The parents' class defaults as a replicated record, and as one lane of each plane whose
+/// default is not zero.
+#[allow(clippy::type_complexity)]
+fn encode_defaults(layout: &ClassLayout) -> Result<(Vec<u8>, Vec<(usize, [u8; 16])>), LayoutError> {
+    let mut record = vec![0u8; layout.record_bytes];
+    let mut page = vec![0u8; layout.page_bytes];
+    let mut any = false;
+    for (pi, p) in layout.parents.iter().enumerate() {
+        let Some(v) = &p.default else { continue };
+        let bad = |why: String| LayoutError::BadDefault(p.name.clone(), why);
+        if has_array(&p.ty) {
+            return Err(bad("a dynamic array starts empty".into()));
+        }
+        let encoded = crate::value::encode_parent(layout, pi, v).map_err(|e| bad(e.to_string()))?;
+        record[p.record_range.clone()].copy_from_slice(&encoded.record[..p.record_range.len()]);
+        for l in p.leaves.clone() {
+            let leaf = &layout.leaves[l];
+            let bytes = &record[leaf.record_offset..leaf.record_offset + leaf.kind.byte_size()];
+            if leaf.kind == super::LeafKind::Object && bytes.iter().any(|&b| b != 0) {
+                return Err(bad("an object reference defaults to null".into()));
+            }
+            crate::store::scatter_leaf(layout, &mut page, l, 0, &record[leaf.record_offset..]);
+        }
+        any = true;
+    }
+    let mut planes = Vec::new();
+    if any {
+        for (i, plane) in layout.planes.iter().enumerate() {
+            let mut lane = [0u8; 16];
+            crate::store::read_lane(&page, plane.page_offset, plane.width, 0, &mut lane);
+            if lane.iter().any(|&b| b != 0) {
+                planes.push((i, lane));
+            }
+        }
+    }
+    Ok((record, planes))
+}
+
+/// Whether a type is, or holds, a dynamic array.
+fn has_array(ty: &PropType) -> bool {
+    match ty {
+        PropType::Array { .. } => true,
+        PropType::Struct(s) => s.fields.iter().any(|(_, t)| has_array(t)),
+        _ => false,
     }
 }
 
@@ -188,8 +243,10 @@ fn validate_type(name: &str, ty: &PropType, in_array: bool) -> Result<(), Layout
 }
 
 /// FNV-1a over the wire-relevant description: class name, leaf handles, paths and kinds, array
-/// element layouts and caps. Conditions and notifies do not change what a bunch means, so two
-/// builds that differ only there interoperate and share a checksum.
+/// element layouts and caps, and the class defaults where any is declared (a property left out
+/// of an open means its default: both sides must hold the same). Conditions and notifies do not
+/// change what a bunch means, so two builds that differ only there interoperate and share a
+/// checksum.
 fn checksum(layout: &ClassLayout) -> u64 {
     let mut h = Fnv(0xcbf2_9ce4_8422_2325);
     h.str(&layout.name);
@@ -205,6 +262,10 @@ fn checksum(layout: &ClassLayout) -> u64 {
                 h.str(&format!("{:?}", e.kind));
             }
         }
+    }
+    // Left out without defaults: the checksums of classes that declare none stay as they were.
+    if layout.default_record.iter().any(|&b| b != 0) {
+        h.bytes(&layout.default_record);
     }
     h.0
 }

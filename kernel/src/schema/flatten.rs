@@ -77,6 +77,7 @@ impl Flattener {
             leaves: first_leaf..self.leaves.len(),
             array_index,
             record_range: record_start..self.record_bytes,
+            default: d.default,
         });
     }
 

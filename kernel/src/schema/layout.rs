@@ -245,6 +245,8 @@ pub struct Parent {
     pub array_index: u16,
     /// Byte range in the replicated record.
     pub record_range: std::ops::Range<usize>,
+    /// The declared class default ([`super::PropertyDecl::default_value`]); `None`: zero.
+    pub default: Option<crate::value::Value>,
 }
 
 /// A complete, validated class layout.
@@ -268,6 +270,13 @@ pub struct ClassLayout {
     pub plane_runs: Vec<PlaneRun>,
     /// Bytes of the array-of-structs replicated record.
     pub record_bytes: usize,
+    /// The class defaults in the replicated record's form (zeros where none is declared): a
+    /// new object's shadow on the reference paths.
+    pub default_record: Vec<u8>,
+    /// The class defaults as one lane of each plane that holds a non-zero default: (plane index,
+    /// the lane's bytes). What a spawn writes into its lane, and a new actor's shadow lane
+    /// holds; empty for a class without defaults.
+    pub default_planes: Vec<(usize, [u8; 16])>,
     /// Checksum over everything that must agree for two sides to interoperate.
     pub checksum: u64,
     pub(super) by_name: HashMap<String, usize>,

@@ -201,12 +201,23 @@ pub struct PropertyDecl {
     pub notify: Notify,
     /// Push-based.
     pub push: bool,
+    /// The class default (UE's class default object): what a new actor holds before the game
+    /// writes it, on the server and on every client; `None`: zero.
+    pub default: Option<crate::value::Value>,
 }
 
 impl PropertyDecl {
     /// A plain, always-sent, polled property.
     pub fn new(name: impl Into<String>, ty: PropType) -> Self {
-        Self { name: name.into(), ty, dim: 1, condition: Condition::None, notify: Notify::None, push: false }
+        Self {
+            name: name.into(),
+            ty,
+            dim: 1,
+            condition: Condition::None,
+            notify: Notify::None,
+            push: false,
+            default: None,
+        }
     }
     /// Sets the condition.
     pub fn condition(mut self, c: Condition) -> Self {
@@ -226,6 +237,28 @@ impl PropertyDecl {
     /// Makes the property a static array of `dim` elements (one parent per element).
     pub fn dim(mut self, dim: u16) -> Self {
         self.dim = dim;
+        self
+    }
+    /// Declares the class default (UE's class default object, the value a constructor sets): a
+    /// new actor holds it from its spawn, on the server and on every client, so its open sends
+    /// only what differs from it. A static array's elements each start with it. Checked when
+    /// the class is built ([`LayoutError::BadDefault`](super::LayoutError::BadDefault)): the
+    /// value must fit the type, and a dynamic array or an object reference (which a class
+    /// default cannot name) takes none.
+    ///
+    /// ```
+    /// use shadowrep::prelude::*;
+    ///
+    /// let layout = ClassBuilder::new("Pawn")
+    ///     .property(PropertyDecl::new("Health", PropType::U16).default_value(Value::U16(100)))
+    ///     .build()
+    ///     .unwrap();
+    /// let mut store = ClassStore::new(std::sync::Arc::new(layout));
+    /// let id = store.spawn();
+    /// assert_eq!(store.get(id, 0).unwrap(), Value::U16(100));
+    /// ```
+    pub fn default_value(mut self, value: crate::value::Value) -> Self {
+        self.default = Some(value);
         self
     }
 }

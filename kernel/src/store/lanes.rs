@@ -45,7 +45,7 @@ pub(super) fn gather_leaf(layout: &ClassLayout, page: &[u8], leaf: usize, lane: 
 }
 
 /// Scatters leaf `leaf`'s byte form (the front of `src`) into lane `lane` of its planes.
-pub(super) fn scatter_leaf(layout: &ClassLayout, page: &mut [u8], leaf: usize, lane: usize, src: &[u8]) {
+pub(crate) fn scatter_leaf(layout: &ClassLayout, page: &mut [u8], leaf: usize, lane: usize, src: &[u8]) {
     let mut at = 0;
     for plane in &layout.planes[layout.leaves[leaf].planes.clone()] {
         let n = plane.width.lane_bytes();
@@ -87,6 +87,14 @@ pub(crate) fn write_lane(page: &mut [u8], offset: usize, width: PlaneWidth, lane
             let n = w.lane_bytes();
             page[offset + lane * n..offset + (lane + 1) * n].copy_from_slice(&src[..n]);
         }
+    }
+}
+
+/// Writes the class defaults into lane `lane` of a page (live or shadow) whose lane is zero.
+pub(crate) fn write_defaults(layout: &ClassLayout, page: &mut [u8], lane: usize) {
+    for (plane, bytes) in &layout.default_planes {
+        let p = &layout.planes[*plane];
+        write_lane(page, p.page_offset, p.width, lane, bytes);
     }
 }
 

@@ -26,9 +26,9 @@ mod pages;
 
 pub(crate) use dirty::LiveView;
 pub use dirty::{pages_with_lanes, DirtyState, WatcherId};
+use lanes::gather_leaf;
 pub use lanes::BitIter;
-use lanes::{gather_leaf, scatter_leaf};
-pub(crate) use lanes::{read_parent, zero_lane};
+pub(crate) use lanes::{read_lane, read_parent, scatter_leaf, write_defaults, zero_lane};
 pub use pages::{Block, PageArray, PageArrays, PlanesMut};
 
 use crate::schema::{ClassLayout, PAGE_LANES};
@@ -244,6 +244,12 @@ impl ClassStore {
             }
         };
         let id = ActorId { index, generation: self.generations[index as usize] };
+        // Its lane is zero (a new page, or zeroed by the despawn that freed it): the class
+        // defaults go in.
+        if !self.layout.default_planes.is_empty() {
+            let layout = self.layout.clone();
+            write_defaults(&layout, self.live.page_mut(id.page()), id.lane());
+        }
         self.occupied[id.page()] |= 1 << id.lane();
         self.epochs[id.page()] = self.epochs[id.page()].wrapping_add(1);
         self.structure += 1;

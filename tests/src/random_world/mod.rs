@@ -16,6 +16,7 @@
 
 use shadowrep::net::ConnectionStats;
 use shadowrep::schema::{ClassBuilder, ClassLayout, Notify, PropType, PropertyDecl, VectorQuant};
+use shadowrep::value::Value;
 use std::sync::Arc;
 
 mod sim;
@@ -43,24 +44,28 @@ pub fn thing() -> Arc<ClassLayout> {
 ///
 /// With `dynamic` ([`Spec::dynamic_conditions`]) a thirteenth parent, `Mood` ([`MOOD`]), is
 /// declared Dynamic: each bag's own condition for it changes as the world runs.
-fn bag(dynamic: bool) -> Arc<ClassLayout> {
+///
+/// With `defaults` ([`Spec::class_defaults`]) most of its fixed properties declare a class
+/// default, some of which the world's values hit.
+fn bag(dynamic: bool, defaults: bool) -> Arc<ClassLayout> {
     use shadowrep::schema::Condition;
+    let d = |decl: PropertyDecl, v: Value| if defaults { decl.default_value(v) } else { decl };
     let mood = dynamic.then(|| PropertyDecl::new("Mood", PropType::U16).condition(Condition::Dynamic));
     let b = ClassBuilder::new("Bag")
-        .property(PropertyDecl::new("Coins", PropType::U32).push(true))
+        .property(d(PropertyDecl::new("Coins", PropType::U32).push(true), Value::U32(100)))
         .property(PropertyDecl::new("Items", PropType::Array { element: Box::new(PropType::U16), max_len: 40 }))
-        .property(PropertyDecl::new("Open", PropType::Bool).notify(Notify::OnChanged))
-        .property(PropertyDecl::new("Secret", PropType::U16).condition(Condition::OwnerOnly))
-        .property(PropertyDecl::new("Public", PropType::U8).condition(Condition::SkipOwner))
-        .property(PropertyDecl::new("Pilot", PropType::U8).condition(Condition::AutonomousOnly))
-        .property(PropertyDecl::new("Tuned", PropType::U16).condition(Condition::Custom))
+        .property(d(PropertyDecl::new("Open", PropType::Bool).notify(Notify::OnChanged), Value::Bool(true)))
+        .property(d(PropertyDecl::new("Secret", PropType::U16).condition(Condition::OwnerOnly), Value::U16(7)))
+        .property(d(PropertyDecl::new("Public", PropType::U8).condition(Condition::SkipOwner), Value::U8(1)))
+        .property(d(PropertyDecl::new("Pilot", PropType::U8).condition(Condition::AutonomousOnly), Value::U8(3)))
+        .property(d(PropertyDecl::new("Tuned", PropType::U16).condition(Condition::Custom), Value::U16(5)))
         .property(
             PropertyDecl::new("Stash", PropType::Array { element: Box::new(PropType::U8), max_len: 16 })
                 .condition(Condition::OwnerOnly),
         )
-        .property(PropertyDecl::new("Intro", PropType::U16).condition(Condition::InitialOnly))
-        .property(PropertyDecl::new("Badge", PropType::U8).condition(Condition::InitialOrOwner))
-        .property(PropertyDecl::new("Drift", PropType::U8).condition(Condition::SimulatedOrPhysics))
+        .property(d(PropertyDecl::new("Intro", PropType::U16).condition(Condition::InitialOnly), Value::U16(9)))
+        .property(d(PropertyDecl::new("Badge", PropType::U8).condition(Condition::InitialOrOwner), Value::U8(2)))
+        .property(d(PropertyDecl::new("Drift", PropType::U8).condition(Condition::SimulatedOrPhysics), Value::U8(4)))
         .property(PropertyDecl::new("Skin", PropType::U8).condition(Condition::SimulatedOnly));
     Arc::new(mood.into_iter().fold(b, |b, p| b.property(p)).build().expect("valid layout"))
 }
@@ -92,6 +97,7 @@ pub struct Spec {
     pub priority_hooks: bool,
     pub net_groups: bool,
     pub dynamic_conditions: bool,
+    pub class_defaults: bool,
 }
 
 impl Spec {
@@ -108,6 +114,7 @@ impl Spec {
             priority_hooks: false,
             net_groups: false,
             dynamic_conditions: false,
+            class_defaults: false,
         }
     }
 
@@ -153,6 +160,13 @@ impl Spec {
     /// it (`set_dynamic_condition`: any but the initial-only ones, or the class's rule again).
     pub fn dynamic_conditions(self) -> Spec {
         Spec { dynamic_conditions: true, ..self }
+    }
+
+    /// The same with the bags' class declaring class defaults for most of its fixed properties
+    /// (`PropertyDecl::default_value`): a new bag holds them on the server and on every client,
+    /// its open sends what differs, and the reference's objects start from them too.
+    pub fn class_defaults(self) -> Spec {
+        Spec { class_defaults: true, ..self }
     }
 }
 
@@ -237,8 +251,12 @@ impl Exercised {
 /// or the refused packet.
 pub fn decide_alike(spec: Spec) -> Result<Exercised, String> {
     let Spec { seed, connections, loss, bags_first, dormancy, sublevels, priority_hooks, net_groups, .. } = spec;
-    let mut sim =
-        Sim::new(seed, connections, (seed % 4 == 3, bags_first, sublevels, net_groups), spec.dynamic_conditions);
+    let mut sim = Sim::new(
+        seed,
+        connections,
+        (seed % 4 == 3, bags_first, sublevels, net_groups),
+        (spec.dynamic_conditions, spec.class_defaults),
+    );
     sim.loss = loss;
     sim.dormancy = dormancy;
     if dormancy {

@@ -75,6 +75,8 @@ pub(super) struct Sim {
     /// The bags' class has a Dynamic parent ([`super::Spec::dynamic_conditions`]), its own dice,
     /// and the conditions set.
     pub(super) dynamic: bool,
+    /// The bags' class declares class defaults ([`super::Spec::class_defaults`]).
+    defaults: bool,
     dynamic_rng: ChaCha8Rng,
     pub(super) dynamic_changes: usize,
 }
@@ -89,9 +91,9 @@ impl Sim {
         seed: u64,
         connections: usize,
         (adaptive, bags_first, sublevels, net_groups): (bool, bool, bool, bool),
-        dynamic: bool,
+        (dynamic, defaults): (bool, bool),
     ) -> Sim {
-        let (tl, bl) = (thing(), bag(dynamic));
+        let (tl, bl) = (thing(), bag(dynamic, defaults));
         let mut things = ClassStore::new(tl.clone());
         let mut bags = ClassStore::new(bl.clone());
         let level =
@@ -144,6 +146,7 @@ impl Sim {
             groups_rng: ChaCha8Rng::seed_from_u64(seed ^ 0x6e65_7467),
             group_changes: 0,
             dynamic,
+            defaults,
             dynamic_rng: ChaCha8Rng::seed_from_u64(seed ^ 0x6479_6e61),
             dynamic_changes: 0,
         };
@@ -186,7 +189,8 @@ impl Sim {
     /// A client joins (with the level's static actors loaded), a replay connection or not.
     fn join(&mut self, replay: bool) {
         let conn = self.driver.add_connection(replay);
-        let layouts = if self.bags_first { [bag(self.dynamic), thing()] } else { [thing(), bag(self.dynamic)] };
+        let bag = bag(self.dynamic, self.defaults);
+        let layouts = if self.bags_first { [bag, thing()] } else { [thing(), bag] };
         let mut world = ClientWorld::new(&layouts, &self.driver.checksums())
             .and_then(|w| w.with_fast_array_kinds(&[slots()], &self.driver.fast_array_checksums()))
             .unwrap();

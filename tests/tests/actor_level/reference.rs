@@ -248,6 +248,18 @@ fn with_dynamic_conditions_the_kernel_decides_exactly_as_the_ue_style_reference(
 }
 
 #[test]
+fn with_class_defaults_the_kernel_decides_exactly_as_the_ue_style_reference() {
+    // The bags' class declaring class defaults (`Spec::class_defaults`): a new bag's open sends
+    // what differs from them, on both sides, lossless and lossy, with dormancy and with roles
+    // that bring properties back.
+    let worlds = [(0, 4, 0.0), (1, 4, 0.2), (8, 6, 0.0), (2, 3, 0.3)];
+    for (seed, connections, loss) in worlds {
+        let spec = Spec::new(seed, connections).loss(loss).class_defaults();
+        decide_alike(if seed == 8 { spec.dormancy() } else { spec });
+    }
+}
+
+#[test]
 fn a_late_acknowledgement_of_a_closed_channel_acknowledges_no_later_channel_of_its_number() {
     // Seed 316816 with 1 connection (the replay one) at 30 % loss with dormancy and sublevels,
     // from a helper's sweep of seeds 300000..: an actor's channel opened (epoch 231) and its

@@ -9,6 +9,7 @@ mod helpers;
 mod arrays;
 mod checksums;
 mod conditions;
+mod defaults;
 mod malformed;
 mod notifies;
 mod privacy;

@@ -131,7 +131,8 @@ impl ReferenceFrame {
                             guid: a.guid,
                             generation: a.generation,
                             object: vec![0; layout.record_bytes],
-                            shadow: vec![0; layout.record_bytes],
+                            // UE compares a new object with its class default object.
+                            shadow: layout.default_record.clone(),
                             shadow_arrays: vec![Vec::new(); layout.arrays.len()],
                             last_changed: vec![0; layout.leaves.len()],
                             clock: ConsiderClock::default(),
