@@ -96,6 +96,13 @@ impl ProxyRoles {
         t.owed
     }
 
+    /// Pair `key` opens a new channel: what earlier channels were told is no longer this one's.
+    pub fn forget(&mut self, key: u64) {
+        if !self.told.is_empty() {
+            self.remove(key);
+        }
+    }
+
     /// A bunch carrying the pair's open was written, giving the role `autonomous`.
     pub fn written(&mut self, key: u64, guid: NetGuid, epoch: u8, autonomous: bool) {
         if autonomous {
@@ -120,6 +127,12 @@ impl ProxyRoles {
     pub fn prune(&mut self, live: impl Fn(u64, u32, u8) -> bool) {
         self.told.retain(|&k, t| live(k, t.guid, t.epoch));
         self.owed = self.told.values().filter(|t| t.owed).count() as u32;
+    }
+
+    /// Records owing a role (for tests).
+    #[cfg(test)]
+    pub fn owing(&self) -> u32 {
+        self.owed
     }
 
     /// Records held.

@@ -95,13 +95,16 @@ impl NetDriver {
         self.class_for(class, store)?;
         self.not_a_sub_object(class, id)?;
         let a = self.actor_mut(class, store, id)?;
-        let (guid, was) = (a.guid, a.owner.filter(|_| a.autonomous));
+        // A torn-off actor is the clients' own (Authority) and never planned again: nothing to
+        // tell (an owed role would stay owed for as long as the actor lives).
+        let (guid, was) = (a.guid, a.owner.filter(|_| a.autonomous && !a.torn_off));
+        let torn_off = a.torn_off;
         // Its sub-objects are owned by whoever owns it.
         self.set_roles_with_sub_objects(class.0, id.index, guid, |a| {
             a.owner = slot.map(|s| s as u32);
             a.autonomous = autonomous;
         });
-        self.proxy_changed(class.0, id.index, guid, was, slot.map(|s| s as u32).filter(|_| autonomous));
+        self.proxy_changed(class.0, id.index, guid, was, slot.map(|s| s as u32).filter(|_| autonomous && !torn_off));
         Ok(())
     }
 
@@ -369,7 +372,7 @@ impl NetDriver {
             conn.roles.prune(|key, guid, epoch| {
                 let (class, slot) = super::pairs::split_key(key);
                 let actor = classes.get(class as usize).and_then(|c| c.actors.get(slot as usize));
-                actor.is_some_and(|a| a.alive && a.guid.0 as u32 == guid)
+                actor.is_some_and(|a| a.alive && !a.torn_off && a.guid.0 as u32 == guid)
                     && pairs.get(class, slot).is_some_and(|ps| ps.epoch == epoch)
             });
         }
@@ -438,6 +441,44 @@ mod tests {
     use super::*;
     use crate::net::DriverConfig;
     use crate::schema::{ClassBuilder, Condition, PropType, PropertyDecl};
+
+    /// UE's death of a pawn — torn off, then unpossessed. The unpossession owed the former
+    /// owner its role (a review found it), but a torn-off actor is never planned again: the
+    /// record stayed owed as long as the actor lived (prune kept it: actor alive, pair of the
+    /// same epoch), and every pair that connection planned paid the lookup meanwhile. Now a
+    /// torn-off actor's roles are not tracked.
+    #[test]
+    fn unpossessing_a_torn_off_pawn_owes_no_role() {
+        let layout = std::sync::Arc::new(
+            ClassBuilder::new("Pawn").property(PropertyDecl::new("Hp", PropType::U16)).build().unwrap(),
+        );
+        let mut store = ClassStore::new(layout.clone());
+        let mut driver = NetDriver::new(DriverConfig::default()).unwrap();
+        let class = driver.register_class(&mut store).unwrap();
+        let conn = driver.add_connection(false);
+        let mut client = crate::client::ClientWorld::new(&[layout], &driver.checksums()).unwrap();
+        let pawn = store.spawn();
+        driver.set_owner(class, &store, pawn, Some(conn), true).unwrap();
+        let mut step = |driver: &mut NetDriver, store: &mut ClassStore| {
+            driver.tick(&mut [store]).unwrap();
+            for p in driver.take_packets(conn).unwrap() {
+                client.receive(&p).unwrap();
+            }
+            driver.receive_feedback(conn, &client.feedback()).unwrap();
+        };
+        for _ in 0..3 {
+            step(&mut driver, &mut store);
+        }
+        driver.tear_off(class, &store, pawn).unwrap();
+        for _ in 0..3 {
+            step(&mut driver, &mut store);
+        }
+        driver.set_owner(class, &store, pawn, None, false).unwrap();
+        for _ in 0..200 {
+            step(&mut driver, &mut store);
+        }
+        assert_eq!(driver.conns[0].roles.owing(), 0, "a torn-off actor's role is owed for good");
+    }
 
     /// An item passed from connection to connection keeps at most `MAX_INACTIVE_PER_ACTOR`
     /// records of former owners, and a connection that leaves takes its records with it.

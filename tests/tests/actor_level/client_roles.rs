@@ -203,3 +203,44 @@ fn a_torn_off_actor_is_the_clients_own_and_a_sub_object_answers_its_owners_role(
     assert_eq!(roles(&level, guid), [Some(NetRole::Authority); 2]);
     assert_eq!(level.driver.client_role(level.class, pawn, me), Some(NetRole::Authority));
 }
+
+/// A role record of a closed channel outlived it (until the next prune, every 64 frames); a
+/// new channel of the same actor that got the old channel's 8-bit epoch back (the connection
+/// numbered 256 channels meanwhile) took that record for its own: its open told "simulated", the
+/// record still said "told autonomous", a later possession owed nothing, and the client kept a
+/// simulated proxy for good (a review found it). A new channel now drops its pair's record.
+#[test]
+fn a_stale_role_record_of_a_closed_channel_does_not_hide_a_later_possession() {
+    use super::sublevels::{stream, HALL};
+    let mut level = Level::new(every_frame(), 1);
+    always_due(&mut level);
+    // The pawn: the connection's first channel (epoch 0), in the hall.
+    let (pawn, guid) = level.spawn([100.0, 0.0, 0.0], 10);
+    level.driver.set_sublevel(level.class, &level.store, pawn, HALL).unwrap();
+    stream(&mut level, 0, &[], true);
+    let me = level.clients[0].0;
+    level.driver.set_owner(level.class, &level.store, pawn, Some(me), true).unwrap();
+    level.run(2);
+    assert_eq!(level.client(0).role(guid), Some(Autonomous));
+    // The hall unloads: the pawn's channel closes; then the pawn is unpossessed.
+    stream(&mut level, 0, &[], false);
+    level.step();
+    assert!(!level.client(0).has(guid));
+    level.driver.set_owner(level.class, &level.store, pawn, None, false).unwrap();
+    // 255 other channels open (epochs 1..=255).
+    for i in 0..255 {
+        level.spawn([200.0 + i as f32, 0.0, 0.0], 1);
+    }
+    level.run(8);
+    assert_eq!(level.driver.channels(me).unwrap().0, 255);
+    // The hall loads again: the pawn's new channel is numbered 256 = 0 again.
+    stream(&mut level, 0, &[], true);
+    level.run(2);
+    assert_eq!(level.client(0).role(guid), Some(Simulated));
+    // Possessed again: the client must hear of it.
+    level.driver.set_owner(level.class, &level.store, pawn, Some(me), true).unwrap();
+    // (Past two prunings: the record names a live channel, so it stays.)
+    level.run(150);
+    assert_eq!(level.driver.client_role(level.class, pawn, me), Some(Autonomous));
+    assert_eq!(level.client(0).role(guid), Some(Autonomous), "the possession never reached the client");
+}

@@ -367,6 +367,9 @@ fn process(ctx: &LevelCtx<'_>, run: &mut Run<'_>, conn: &mut Connection, scratch
                     row.state.flags |= pair::CHANNEL;
                     row.state.epoch = candidates::number(&mut conn.next_epoch);
                     let key = crate::net::pairs::pair_key(due.class, due.slot);
+                    // A new channel: its open tells the client its role; a record of an earlier
+                    // channel of the pair (the 8-bit epoch comes round) tells nothing of it.
+                    conn.roles.forget(key);
                     conn.opened_after.opened(key, conn.rel.next_seq().back(1), conn.rel.acked());
                 }
                 if relevant {
