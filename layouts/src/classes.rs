@@ -61,10 +61,12 @@ crate::replicated_class! {
         owner: ObjectRef = "Owner" [notify = OnChanged, push],
         /// The pawn responsible for damage this actor causes.
         instigator: ObjectRef = "Instigator" [notify = OnChanged, push],
-        /// The role on the sending machine.
-        role: ENetRole = "Role" [push],
-        /// The role on the receiving machine.
-        remote_role: ENetRole = "RemoteRole" [push],
+        /// The role on the sending machine (UE's class default: Authority, the server's).
+        role: ENetRole = "Role" [push, default = (ENetRole::Authority)],
+        /// The role on the receiving machine (UE's class default for a replicated actor:
+        /// SimulatedProxy). The client's own role comes with each actor's open
+        /// (`ClientWorld::role`); these two replicate as plain values, unswapped.
+        remote_role: ENetRole = "RemoteRole" [push, default = (ENetRole::SimulatedProxy)],
         /// Hidden in game.
         hidden: bool = "bHidden" [push],
     }
@@ -257,7 +259,9 @@ mod tests {
         // A fresh actor reads back defaults through every accessor.
         assert_eq!(ShooterCharacter::health(&s, id).unwrap(), 0.0);
         assert_eq!(ShooterCharacter::inventory(&s, id).unwrap(), Vec::<ObjectRef>::new());
-        assert_eq!(Actor::role(&s, id).unwrap(), ENetRole::None);
+        // Roles start at UE's class defaults (the server's Authority, a simulated remote).
+        assert_eq!(Actor::role(&s, id).unwrap(), ENetRole::Authority);
+        assert_eq!(Actor::remote_role(&s, id).unwrap(), ENetRole::SimulatedProxy);
         assert_eq!(
             ShooterCharacter::last_take_hit_info(&s, id).unwrap(),
             TakeHitInfo { actual_damage: 0.0, damage_type_class: ObjectRef(0) }
