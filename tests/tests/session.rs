@@ -312,6 +312,18 @@ fn digests_agree_on_converged_clients_and_differ_when_a_change_was_missed() {
     run(&mut driver, &mut store, &mut clients, false);
     assert_eq!(expected(&driver, &store, 0), before);
 
+    // Roles go in: client 0 possesses door 1 (an autonomous proxy there, simulated at client 1);
+    // until the role reaches it the two sides differ, then agree again.
+    run(&mut driver, &mut store, &mut clients, true);
+    driver.set_owner(class, &store, doors[1], Some(conns[0]), true).unwrap();
+    assert_ne!(expected(&driver, &store, 0), client_digest(&clients[0]), "the possession is not sent yet");
+    assert_eq!(expected(&driver, &store, 1), client_digest(&clients[1]), "nothing changed for client 1");
+    run(&mut driver, &mut store, &mut clients, true);
+    for (i, client) in clients.iter().enumerate() {
+        assert_eq!(expected(&driver, &store, i), client_digest(client), "client {i} after the possession");
+    }
+    let before = client_digest(&clients[0]);
+
     // A status the wire carries: Ready answers name the last packet sent.
     let mut server =
         SessionServer::new(ServerConfig::new(driver.checksums()), Instant::now()).expect("a valid session config");

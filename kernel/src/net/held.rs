@@ -37,6 +37,8 @@ pub struct HeldActor {
     /// The leaves the connection may receive of it (the rest stay at the class default on the
     /// client, as long as the pair's flags did not change while the client held it).
     pub leaves: LeafMask,
+    /// The client's role for it (a sub-object's: its owner's, whose flags it follows).
+    pub role: crate::ids::NetRole,
 }
 
 impl NetDriver {
@@ -61,6 +63,11 @@ impl NetDriver {
                 class: ClassId(class),
                 id: ActorId { index: slot, generation: a.generation },
                 leaves: a.active_leaves(&cn.active, f),
+                role: if f & flags::SIMULATED == 0 {
+                    crate::ids::NetRole::AutonomousProxy
+                } else {
+                    crate::ids::NetRole::SimulatedProxy
+                },
             });
         };
         match &c.pairs {

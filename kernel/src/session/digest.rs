@@ -4,7 +4,8 @@
 //!
 //! ```text
 //! digest = FNV-1a 64 over, for each actor in ascending NetGUID order:
-//!   guid (u64 LE), class id (u32 LE),
+//!   guid (u64 LE), class id (u32 LE), the client's role (u8: 0 simulated, 1 autonomous; a
+//!   sub-object's is its owner's),
 //!   for each leaf of its class, in leaf order:
 //!     fixed leaf:  its bytes as they are after a trip over the wire (wire::quantize_leaf),
 //!                  an object reference replaced by 0 unless the referenced actor is one the
@@ -12,6 +13,10 @@
 //!     array leaf:  element count (u32 LE), then each element's leaves as above
 //! actors = how many actors went in
 //! ```
+//!
+//! The client's role goes in as the newest open gave it ([`ClientWorld::role`]), the server's as
+//! the connection's flags give it now: a role changed since it was sent makes them differ until
+//! it is sent again, as a value does.
 //!
 //! The client digests every actor it has, except those closed for dormancy or torn off. The
 //! server digests [`NetDriver::held_actors`]: the actors whose open the client acknowledged,
@@ -28,7 +33,7 @@
 //! makes them differ until it is sent.
 
 use crate::client::ClientWorld;
-use crate::ids::{ConnectionId, NetGuid};
+use crate::ids::{ConnectionId, NetGuid, NetRole};
 use crate::net::{DriverError, NetDriver};
 use crate::schema::{ClassLayout, LeafKind};
 use crate::store::ClassStore;
@@ -101,14 +106,14 @@ struct ActorSource<'a> {
 
 fn put_actor(
     h: &mut Fnv,
-    guid: NetGuid,
-    class: u32,
+    (guid, class, role): (NetGuid, u32, NetRole),
     layout: &ClassLayout,
     src: &ActorSource<'_>,
     holds: &dyn Fn(NetGuid) -> bool,
 ) {
     h.write(&guid.0.to_le_bytes());
     h.write(&class.to_le_bytes());
+    h.write(&[u8::from(role == NetRole::AutonomousProxy)]);
     let mut buf = Vec::new();
     for (li, leaf) in layout.leaves.iter().enumerate() {
         match leaf.array {
@@ -146,7 +151,8 @@ pub fn client_digest(world: &ClientWorld) -> StateDigest {
             fixed: &|li, out| store.read_leaf(id.index, li, out),
             array: &|a| store.array_bytes(id.index, a).to_vec(),
         };
-        put_actor(&mut h, guid, class, store.layout(), &src, &holds);
+        let role = world.role(guid).unwrap_or(NetRole::SimulatedProxy);
+        put_actor(&mut h, (guid, class, role), store.layout(), &src, &holds);
     }
     StateDigest { actors: actors.len() as u32, hash: h.0 }
 }
@@ -198,7 +204,7 @@ pub fn expected_digest(
                 }
             },
         };
-        put_actor(&mut h, a.guid, a.class.0, layout, &src, &holds);
+        put_actor(&mut h, (a.guid, a.class.0, a.role), layout, &src, &holds);
     }
     Ok(StateDigest { actors: held.len() as u32, hash: h.0 })
 }
