@@ -344,6 +344,56 @@ mod tests {
         pages
     }
 
+    /// Class defaults on push-ruled properties: a new actor (on a new page, in a reused slot,
+    /// compared late by a selected compare) is never reported, nor is an actor left at its
+    /// defaults; an unmarked change away from a default is reported once.
+    #[test]
+    fn validation_with_class_defaults_reports_only_real_unmarked_changes() {
+        let layout = ClassBuilder::new("Hero")
+            .property(PropertyDecl::new("Hp", PropType::F32).push(true).default_value(Value::F32(100.0)))
+            .property(PropertyDecl::new("Alive", PropType::Bool).push(true).default_value(Value::Bool(true)))
+            .property(PropertyDecl::new("Ammo", PropType::U16).push(true).dim(2).default_value(Value::U16(30)))
+            .property(PropertyDecl::new("Pos", PropType::Vector(Default::default())))
+            .build()
+            .unwrap();
+        let mut s = ClassStore::new(Arc::new(layout));
+        let mut sh = ShadowState::new(&mut s);
+        let on = cfg(true);
+        let ids: Vec<_> = (0..70).map(|_| s.spawn()).collect();
+        for _ in 0..3 {
+            frame(&mut s, &mut sh, &on);
+            assert_eq!(sh.take_unmarked_changes(), vec![]);
+        }
+        // Written to their defaults without a mark: no change.
+        s.set(ids[3], 0, &Value::F32(100.0)).unwrap();
+        s.set(ids[3], 1, &Value::Bool(true)).unwrap();
+        frame(&mut s, &mut sh, &on);
+        assert_eq!(sh.take_unmarked_changes(), vec![]);
+        // A slot reused, its actor compared first by a selected compare, a frame later.
+        s.despawn(ids[5]).unwrap();
+        let b = s.spawn();
+        s.set(b, 2, &Value::U16(1)).unwrap();
+        let mut out = ChangeSet::new();
+        s.begin_tick();
+        sh.compare_lanes(&mut s, &on, Some(&[1 << 6, 0]), &mut out).unwrap();
+        assert_eq!(sh.take_unmarked_changes(), vec![]);
+        s.begin_tick();
+        sh.compare_lanes(&mut s, &on, Some(&[1 << 5, 0]), &mut out).unwrap();
+        assert_eq!(sh.take_unmarked_changes(), vec![]);
+        assert_eq!(out.changelist(s.layout(), b.index), vec![3, 0]);
+        for _ in 0..2 {
+            frame(&mut s, &mut sh, &on);
+            assert_eq!(sh.take_unmarked_changes(), vec![]);
+        }
+        // An unmarked change away from a default: reported once.
+        s.set(ids[66], 1, &Value::Bool(false)).unwrap();
+        frame(&mut s, &mut sh, &on);
+        let found: Vec<_> = sh.take_unmarked_changes().iter().map(|u| (u.actor, u.parent)).collect();
+        assert_eq!(found, vec![(ids[66], 1)]);
+        frame(&mut s, &mut sh, &on);
+        assert_eq!(sh.take_unmarked_changes(), vec![]);
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(64))]
         /// Random changes and marks over frames: validation reports exactly the (actor, push

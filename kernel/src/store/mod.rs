@@ -230,7 +230,8 @@ impl ClassStore {
         &self.arrays
     }
 
-    /// Spawns an actor with default (zero) state. Reuses the lowest recently freed slot first.
+    /// Spawns an actor holding its class defaults (zero where none is declared), whatever a bulk
+    /// write left in its free lane. Reuses the lowest recently freed slot first.
     pub fn spawn(&mut self) -> ActorId {
         let index = match self.free.pop() {
             Some(i) => i,
@@ -244,12 +245,14 @@ impl ClassStore {
             }
         };
         let id = ActorId { index, generation: self.generations[index as usize] };
-        // Its lane is zero (a new page, or zeroed by the despawn that freed it): the class
-        // defaults go in.
-        if !self.layout.default_planes.is_empty() {
-            let layout = self.layout.clone();
-            write_defaults(&layout, self.live.page_mut(id.page()), id.lane());
+        // The class defaults go in over the whole lane: a free lane is not necessarily zero (a
+        // bulk system's `plane_mut` writes free lanes too, after the despawn that zeroed it).
+        let layout = self.layout.clone();
+        let bytes = self.live.page_mut(id.page());
+        for plane in &layout.planes {
+            zero_lane(bytes, plane.page_offset, plane.width, id.lane());
         }
+        write_defaults(&layout, bytes, id.lane());
         self.occupied[id.page()] |= 1 << id.lane();
         self.epochs[id.page()] = self.epochs[id.page()].wrapping_add(1);
         self.structure += 1;
@@ -433,6 +436,39 @@ mod tests {
         for w in [&w1, &w2] {
             assert!(s.dirty(w).page_dirty(0));
             assert_eq!(s.dirty(w).masks[1], 1);
+        }
+    }
+}
+
+#[cfg(test)]
+mod default_tests {
+    use super::*;
+    use crate::schema::{ClassBuilder, PropType, PropertyDecl};
+
+    /// A bulk system writes every lane of a plane, free ones included (`plane_mut` hands them
+    /// out): the next actor spawned in a free lane still starts from its class defaults — in a
+    /// plane with a non-zero default and in one without.
+    #[test]
+    fn a_spawn_after_a_bulk_write_over_free_lanes_holds_the_class_defaults() {
+        let layout = Arc::new(
+            ClassBuilder::new("T")
+                .property(PropertyDecl::new("Hp", PropType::U16).default_value(Value::U16(100)))
+                .property(PropertyDecl::new("Speed", PropType::F32))
+                .build()
+                .unwrap(),
+        );
+        let mut s = ClassStore::new(layout.clone());
+        let a = s.spawn();
+        let b = s.spawn();
+        s.despawn(b).unwrap();
+        let (hp, speed) = (layout.leaves[0].planes.start, layout.leaves[1].planes.start);
+        s.plane_mut::<u16>(hp).unwrap().page(0).fill(7);
+        s.plane_mut::<f32>(speed).unwrap().page(0).fill(3.5);
+        assert_eq!(s.get(a, 1).unwrap(), Value::F32(3.5));
+        // The freed slot (reused first) and a lane never used before.
+        for id in [s.spawn(), s.spawn()] {
+            assert_eq!(s.get(id, 0).unwrap(), Value::U16(100), "slot {}", id.index);
+            assert_eq!(s.get(id, 1).unwrap(), Value::F32(0.0), "slot {}", id.index);
         }
     }
 }

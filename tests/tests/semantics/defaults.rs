@@ -259,3 +259,130 @@ fn a_client_over_a_lossy_link_converges_with_defaults() {
     }
     world.assert_converged();
 }
+
+/// Every kind of default — a true bool, a NaN and a `-0.0` float, an enum, a struct, a static
+/// array, quantised vectors and a rotator, a name, push-ruled and conditioned properties — over
+/// churn (despawns and spawns in reused slots between ticks), writes back to the defaults, owners
+/// and Custom switches, lossy links and late joiners: every client converges.
+#[test]
+fn every_kind_of_default_converges_through_churn_and_loss() {
+    use rand::Rng;
+    use shadowrep::schema::VectorQuant;
+    let st = StructType::new("S").field("A", PropType::U8).field("B", PropType::F32).field("C", PropType::Bool);
+    let decls: Vec<(PropertyDecl, Value)> = vec![
+        (PropertyDecl::new("Flag", PropType::Bool), Value::Bool(true)),
+        (PropertyDecl::new("PushFlag", PropType::Bool).push(true), Value::Bool(true)),
+        (PropertyDecl::new("Nan", PropType::F32), Value::F32(f32::from_bits(0x7fc0_1234))),
+        (PropertyDecl::new("NegZero", PropType::F32).push(true), Value::F32(-0.0)),
+        (PropertyDecl::new("Mode", PropType::Enum { bits: 3 }), Value::Enum(5)),
+        (
+            PropertyDecl::new("S", PropType::Struct(st)),
+            Value::Struct(vec![Value::U8(9), Value::F32(1.5), Value::Bool(true)]),
+        ),
+        (PropertyDecl::new("Ammo", PropType::U16).dim(3).push(true), Value::U16(30)),
+        (PropertyDecl::new("Pos", PropType::Vector(VectorQuant::Q10)), Value::Vector([1.25, -3.0, 7.5])),
+        (PropertyDecl::new("Rot", PropType::Rotator), Value::Rotator([10.0, 90.0, 0.0])),
+        (PropertyDecl::new("Tag", PropType::Name), Value::Name(17)),
+        (PropertyDecl::new("Secret", PropType::U32).condition(Condition::OwnerOnly), Value::U32(77)),
+        (PropertyDecl::new("Public", PropType::I16).condition(Condition::SkipOwner).push(true), Value::I16(-5)),
+        (PropertyDecl::new("Intro", PropType::U8).condition(Condition::InitialOnly), Value::U8(42)),
+        (PropertyDecl::new("Tuned", PropType::U64).condition(Condition::Custom), Value::U64(1 << 40)),
+        (PropertyDecl::new("Big", PropType::F64), Value::F64(-1e300)),
+        (PropertyDecl::new("Items", PropType::array(PropType::U8)), Value::Array(Vec::new())),
+    ];
+    let defaults: Vec<Value> = decls.iter().flat_map(|(d, v)| std::iter::repeat_n(v.clone(), d.dim as usize)).collect();
+    let mut b = ClassBuilder::new("Everything");
+    for (d, v) in &decls {
+        b = b.property(if matches!(v, Value::Array(_)) { d.clone() } else { d.clone().default_value(v.clone()) });
+    }
+    let layout = Arc::new(b.build().unwrap());
+    for level in [false, true] {
+        let cfg = DriverConfig { actor_level: level.then(ActorLevelConfig::default), ..DriverConfig::default() };
+        let mut world = shadowrep_tests::World::with_layouts(vec![layout.clone()], cfg, 11);
+        for i in 0..2 {
+            world.add_client(false, LinkConfig::lossy(0.25, 70 + i));
+        }
+        if level {
+            for c in 0..world.clients.len() {
+                let conn = world.clients[c].conn;
+                world
+                    .driver
+                    .set_viewers(
+                        conn,
+                        &[Viewer {
+                            real_viewer: None,
+                            view_target: None,
+                            location: [0.0; 3],
+                            direction: [1.0, 0.0, 0.0],
+                        }],
+                    )
+                    .unwrap();
+            }
+        }
+        let value = |world: &mut shadowrep_tests::World, p: usize| -> Value {
+            if world.rng.random_bool(0.4) {
+                return defaults[p].clone();
+            }
+            let ty = layout.parents[p].ty.clone();
+            world.random_value(&ty)
+        };
+        for frame in 0..90 {
+            // Churn: despawns, and spawns that reuse their slots, between two ticks.
+            for _ in 0..3 {
+                if world.actors.len() > 10 && world.rng.random_bool(0.5) {
+                    let i = world.rng.random_range(0..world.actors.len());
+                    world.despawn(i);
+                }
+                let id = world.spawn(0);
+                for p in 0..layout.parents.len() {
+                    if world.rng.random_bool(0.3) {
+                        let v = value(&mut world, p);
+                        world.stores[0].set(id, p, &v).unwrap();
+                    }
+                }
+            }
+            for _ in 0..6 {
+                let (s, id) = world.actors[world.rng.random_range(0..world.actors.len())];
+                let p = world.rng.random_range(0..layout.parents.len());
+                if layout.parents[p].condition == Condition::InitialOnly {
+                    continue;
+                }
+                let v = value(&mut world, p);
+                world.stores[s].set(id, p, &v).unwrap();
+                world.stores[s].mark_dirty(id, p).unwrap();
+            }
+            if frame % 10 == 3 {
+                let (s, id) = world.actors[world.rng.random_range(0..world.actors.len())];
+                let owner = world.rng.random_range(0..world.clients.len());
+                world.set_owner(s, id, Some(owner), false);
+                let tuned = layout.parent_index("Tuned").unwrap();
+                let on = world.rng.random_bool(0.5);
+                world.set_custom(s, id, tuned, on);
+            }
+            if frame == 40 {
+                let c = world.add_client(false, LinkConfig::lossy(0.25, 99));
+                if level {
+                    let conn = world.clients[c].conn;
+                    world
+                        .driver
+                        .set_viewers(
+                            conn,
+                            &[Viewer {
+                                real_viewer: None,
+                                view_target: None,
+                                location: [0.0; 3],
+                                direction: [1.0, 0.0, 0.0],
+                            }],
+                        )
+                        .unwrap();
+                }
+            }
+            world.step();
+        }
+        world.set_links(LinkConfig::perfect(1));
+        for _ in 0..40 {
+            world.step();
+        }
+        world.assert_converged();
+    }
+}
