@@ -44,6 +44,11 @@ fn defaults() -> Vec<Value> {
     ]
 }
 
+/// A viewer at the origin looking along +X (every actor of these tests is relevant to it).
+fn origin() -> Viewer {
+    Viewer { real_viewer: None, view_target: None, location: [0.0; 3], direction: [1.0, 0.0, 0.0] }
+}
+
 struct Server {
     driver: NetDriver,
     store: ClassStore,
@@ -63,12 +68,8 @@ impl Server {
 
     fn join(&mut self) -> usize {
         let conn = self.driver.add_connection(false);
-        self.driver
-            .set_viewers(
-                conn,
-                &[Viewer { real_viewer: None, view_target: None, location: [0.0; 3], direction: [1.0, 0.0, 0.0] }],
-            )
-            .ok();
+        // (Viewers are the actor level's: the per-slot driver refuses them, and needs none.)
+        self.driver.set_viewers(conn, &[origin()]).ok();
         let world = ClientWorld::new(std::slice::from_ref(&self.layout), &self.driver.checksums()).unwrap();
         self.clients.push((conn, world));
         self.clients.len() - 1
@@ -304,19 +305,7 @@ fn every_kind_of_default_converges_through_churn_and_loss() {
         }
         if level {
             for c in 0..world.clients.len() {
-                let conn = world.clients[c].conn;
-                world
-                    .driver
-                    .set_viewers(
-                        conn,
-                        &[Viewer {
-                            real_viewer: None,
-                            view_target: None,
-                            location: [0.0; 3],
-                            direction: [1.0, 0.0, 0.0],
-                        }],
-                    )
-                    .unwrap();
+                world.driver.set_viewers(world.clients[c].conn, &[origin()]).unwrap();
             }
         }
         let value = |world: &mut shadowrep_tests::World, p: usize| -> Value {
@@ -362,19 +351,7 @@ fn every_kind_of_default_converges_through_churn_and_loss() {
             if frame == 40 {
                 let c = world.add_client(false, LinkConfig::lossy(0.25, 99));
                 if level {
-                    let conn = world.clients[c].conn;
-                    world
-                        .driver
-                        .set_viewers(
-                            conn,
-                            &[Viewer {
-                                real_viewer: None,
-                                view_target: None,
-                                location: [0.0; 3],
-                                direction: [1.0, 0.0, 0.0],
-                            }],
-                        )
-                        .unwrap();
+                    world.driver.set_viewers(world.clients[c].conn, &[origin()]).unwrap();
                 }
             }
             world.step();
