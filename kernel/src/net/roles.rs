@@ -146,6 +146,39 @@ impl NetDriver {
         })
     }
 
+    /// Whether the owner holds an autonomous proxy of an actor, its owner kept (UE's
+    /// `SetAutonomousProxy`: `RemoteRole` autonomous or simulated). The owner's client is told
+    /// its new role with the actor's next bunch ([`crate::client::ClientWorld::role`]).
+    ///
+    /// ```
+    /// use shadowrep::net::{DriverConfig, NetDriver, NetRole};
+    /// use shadowrep::prelude::*;
+    /// use std::sync::Arc;
+    ///
+    /// let layout = Arc::new(ClassBuilder::new("Pawn").property(PropertyDecl::new("Hp", PropType::U16)).build().unwrap());
+    /// let mut store = ClassStore::new(layout);
+    /// let mut driver = NetDriver::new(DriverConfig::default()).unwrap();
+    /// let class = driver.register_class(&mut store).unwrap();
+    /// let conn = driver.add_connection(false);
+    /// let pawn = store.spawn();
+    /// driver.set_owner(class, &store, pawn, Some(conn), false).unwrap();
+    /// assert_eq!(driver.client_role(class, pawn, conn), Some(NetRole::SimulatedProxy));
+    /// driver.set_autonomous_proxy(class, &store, pawn, true).unwrap();
+    /// assert_eq!(driver.client_role(class, pawn, conn), Some(NetRole::AutonomousProxy));
+    /// assert_eq!(driver.owning_connection(class, pawn), Some(conn));
+    /// ```
+    pub fn set_autonomous_proxy(
+        &mut self,
+        class: ClassId,
+        store: &ClassStore,
+        id: ActorId,
+        autonomous: bool,
+    ) -> Result<(), DriverError> {
+        self.class_for(class, store)?;
+        let owner = self.owning_connection(class, id);
+        self.set_owner(class, store, id, owner, autonomous)
+    }
+
     /// The connection that owns an actor ([`Self::set_owner`]), if any.
     pub fn owning_connection(&self, class: ClassId, id: ActorId) -> Option<ConnectionId> {
         self.guid_of(class, id)?;

@@ -244,3 +244,24 @@ fn a_stale_role_record_of_a_closed_channel_does_not_hide_a_later_possession() {
     assert_eq!(level.driver.client_role(level.class, pawn, me), Some(Autonomous));
     assert_eq!(level.client(0).role(guid), Some(Autonomous), "the possession never reached the client");
 }
+
+/// UE's `SetAutonomousProxy`: the owner kept, its proxy switched between autonomous and
+/// simulated — the owner's client follows, the others hold simulated throughout.
+#[test]
+fn switching_the_owners_proxy_keeps_the_owner_and_tells_its_client() {
+    let mut level = Level::new(every_frame(), 2);
+    always_due(&mut level);
+    let (pawn, guid) = level.spawn([100.0, 0.0, 0.0], 10);
+    let me = level.clients[0].0;
+    level.driver.set_owner(level.class, &level.store, pawn, Some(me), false).unwrap();
+    level.run(3);
+    assert_eq!(roles(&level, guid), [Some(Simulated); 2]);
+    for (autonomous, role) in [(true, Autonomous), (false, Simulated), (true, Autonomous)] {
+        level.driver.set_autonomous_proxy(level.class, &level.store, pawn, autonomous).unwrap();
+        assert_eq!(level.driver.owning_connection(level.class, pawn), Some(me));
+        level.run(2);
+        assert_eq!(roles(&level, guid), [Some(role), Some(Simulated)]);
+        assert_eq!(role_events(&mut level, 0), [ClientEvent::RoleChanged { guid, role }]);
+        assert_eq!(role_events(&mut level, 1), []);
+    }
+}
