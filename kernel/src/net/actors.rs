@@ -64,7 +64,7 @@ impl ActorNet {
         if owner {
             f |= flags::OWNER;
         }
-        if !(owner && self.autonomous) {
+        if self.autonomous_owner() != Some(conn) {
             f |= flags::SIMULATED;
         }
         if replay {
@@ -74,6 +74,13 @@ impl ActorNet {
             f |= flags::PHYSICS;
         }
         f
+    }
+
+    /// The connection whose client holds an autonomous proxy of it (its owner, when set
+    /// autonomous); every other connection's is simulated.
+    #[inline]
+    pub fn autonomous_owner(&self) -> Option<u32> {
+        self.owner.filter(|_| self.autonomous)
     }
 
     /// Torn off, or tearing off (replicated once more at most): nothing replicates with it

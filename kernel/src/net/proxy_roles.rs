@@ -107,7 +107,7 @@ impl ProxyRoles {
     pub fn written(&mut self, key: u64, guid: NetGuid, epoch: u8, autonomous: bool) {
         if autonomous {
             self.set(key, Told { guid: guid.0 as u32, epoch, autonomous, resend: false, owed: false });
-        } else if self.told.contains_key(&key) {
+        } else {
             // Told simulated, nothing owed: what no record says.
             self.remove(key);
         }

@@ -97,7 +97,7 @@ impl NetDriver {
         let a = self.actor_mut(class, store, id)?;
         // A torn-off actor is the clients' own (Authority) and never planned again: nothing to
         // tell (an owed role would stay owed for as long as the actor lives).
-        let (guid, was) = (a.guid, a.owner.filter(|_| a.autonomous && !a.torn_off));
+        let (guid, was) = (a.guid, a.autonomous_owner().filter(|_| !a.torn_off));
         let torn_off = a.torn_off;
         // Its sub-objects are owned by whoever owns it.
         self.set_roles_with_sub_objects(class.0, id.index, guid, |a| {
@@ -139,7 +139,7 @@ impl NetDriver {
         let a = &self.classes[class.0 as usize].actors[id.index as usize];
         Some(if a.torn() {
             super::NetRole::Authority
-        } else if a.autonomous && a.owner == Some(ci as u32) {
+        } else if a.autonomous_owner() == Some(ci as u32) {
             super::NetRole::AutonomousProxy
         } else {
             super::NetRole::SimulatedProxy
