@@ -457,6 +457,32 @@ mod tests {
         }
     }
 
+    /// The role bit: one encoding of an actor's open serves two connections with their own
+    /// roles; a sub-object's open carries none, whatever it is asked to give (a regression would
+    /// read its owner GUID one bit off, or cost every connection an encoding of its own).
+    #[test]
+    fn one_encoded_open_gives_each_connection_its_own_role() {
+        let open = OpenHeader { class: 5, kind: OpenKind::Spawn(SpawnInfo::default()), autonomous: false };
+        let shared = open.encode();
+        for autonomous in [false, true] {
+            let mut mine = EncodedOpen::default();
+            mine.set(&shared);
+            mine.set_autonomous(autonomous);
+            assert_eq!(mine.bits(), open_bits(&open), "one bit whatever its value");
+            let mut w = BitWriter::new();
+            mine.write(&mut w);
+            let back = read_open(&mut BitReader::new(w.bytes())).unwrap();
+            assert_eq!(back, OpenHeader { autonomous, ..open.clone() });
+        }
+        let sub = OpenHeader { class: 2, kind: OpenKind::SubObject { owner: NetGuid(40) }, autonomous: true };
+        let mut e = sub.encode();
+        e.set_autonomous(true);
+        assert_eq!(e.bits(), open_bits(&OpenHeader { autonomous: false, ..sub.clone() }));
+        let mut w = BitWriter::new();
+        e.write(&mut w);
+        assert!(!read_open(&mut BitReader::new(w.bytes())).unwrap().autonomous);
+    }
+
     #[test]
     fn sub_object_and_fast_array_opens_name_their_owner() {
         for open in [
