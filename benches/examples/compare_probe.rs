@@ -5,26 +5,26 @@
 //! ```text
 //! cargo run --release -p shadowrep-benches --example compare_probe -- \
 //!     [--changed F] [--actors N] [--frames K] [--isa avx2|wide|avx512|scalar|best] \
-//!     [--scan first-difference|whole] [--write BYTES]
+//!     [--scan first-difference|whole] [--next-page prefetch|hardware] [--write BYTES]
 //! ```
 //!
 //! Each frame changes a fraction `F` of the actors (the `compare` command's workload), compares
 //! on the calling thread, then `memcmp`s live against shadow (equal by then); medians of `K` timed
-//! frames after 20 untimed ones. With `--write BYTES`, the `memcmp` becomes a floor of a pass that
+//! frames after 20 untimed ones (with `--isa best`, after the compare's trials of every table). With `--write BYTES`, the `memcmp` becomes a floor of a pass that
 //! reads both sides and also writes: page by page, compare, then rewrite the page's first BYTES
 //! bytes of a copy of the shadow (a 1M ShooterCharacter page's movement planes are its first
 //! 2 304 bytes) — what the shadow write-back costs on this machine.
 //! Session 33 (AMD EPYC Zen 3, AVX2 only) used it to find a changed page's diff cost
 //! (`--actors 4096`: ~390 ns a page at 10 % in L2) and the write-back's (README, "Session 33").
 
-use shadowrep::compare::{ChangeSet, CompareConfig, Isa, Kernels, PageScan, PushMode, ShadowState};
+use shadowrep::compare::{ChangeSet, CompareConfig, Isa, Kernels, NextPage, PageScan, PushMode, ShadowState};
 use shadowrep_benches::workload::{median, CompareWorkload};
 use std::hint::black_box;
 use std::time::Instant;
 
 fn main() -> Result<(), String> {
-    let (mut changed, mut actors, mut frames, mut isa, mut scan, mut write) =
-        (0.1, 1_000_000usize, 15usize, "best".to_string(), None, None);
+    let (mut changed, mut actors, mut frames, mut isa, mut scan, mut next_page, mut write) =
+        (0.1, 1_000_000usize, 15usize, "best".to_string(), None, None, None);
     let mut args = std::env::args().skip(1);
     while let Some(flag) = args.next() {
         let value = args.next().ok_or_else(|| format!("{flag} needs a value"))?;
@@ -35,6 +35,7 @@ fn main() -> Result<(), String> {
             "--frames" => frames = value.parse::<usize>().map_err(|e| bad(&e))?.max(1),
             "--isa" => isa = value,
             "--scan" => scan = Some(value),
+            "--next-page" => next_page = Some(value),
             "--write" => write = Some(value.parse::<usize>().map_err(|e| bad(&e))?),
             _ => return Err(format!("unknown flag {flag}")),
         }
@@ -48,6 +49,10 @@ fn main() -> Result<(), String> {
     if let Some(name) = &scan {
         let s = PageScan::parse(name).ok_or_else(|| format!("unknown scan {name}"))?;
         kernels = kernels.with_scan(s);
+    }
+    if let Some(name) = &next_page {
+        let n = NextPage::parse(name).ok_or_else(|| format!("unknown next-page rule {name}"))?;
+        kernels = kernels.with_next_page(n);
     }
     let mut w = CompareWorkload::new("ShooterCharacter", actors, 1, false)?;
     let page_bytes = w.layout.page_bytes;
@@ -65,7 +70,14 @@ fn main() -> Result<(), String> {
     let mut floor_shadow = shadowrep::memory::zeroed_vec::<u8>(src.len());
     floor_shadow.copy_from_slice(src);
     let (mut kernel, mut other) = (Vec::new(), Vec::new());
-    for frame in 0..frames + 20 {
+    // Twenty untimed frames, and with `best` on a large world as many more as its trials take.
+    let settles = kernels.tuned() && w.store.live().len() >= shadowrep::compare::tune::TUNE_MIN_PAGES;
+    let (mut frame, mut untimed) = (0, 20);
+    while kernel.len() < frames {
+        if frame == untimed && settles && shadow.tuned_isa().is_none() && frame < 200 {
+            untimed += 1;
+        }
+        frame += 1;
         w.mutate(changed, false);
         w.store.begin_tick();
         let t = Instant::now();
@@ -88,17 +100,18 @@ fn main() -> Result<(), String> {
         if !equal {
             return Err("live and shadow differ after a compare".into());
         }
-        if frame >= 20 {
+        if frame > untimed {
             kernel.push(k);
             other.push(m);
         }
     }
     let (k, m) = (median(kernel), median(other));
     println!(
-        "{actors} ShooterCharacter at {:.1} % changed, table {} scan {}{}: kernel {:.4} ms ({:.0} ns a page), {} {:.4} ms, fraction {:.2}",
+        "{actors} ShooterCharacter at {:.1} % changed, table {} scan {} next page {}{}: kernel {:.4} ms ({:.0} ns a page), {} {:.4} ms, fraction {:.2}",
         changed * 100.0,
         shadow.tuned_isa().unwrap_or(kernels.isa).name(),
         shadow.tuned_scan().unwrap_or(kernels.scan).name(),
+        shadow.tuned_next_page().unwrap_or(kernels.next_page).name(),
         if kernels.tuned() { " (tuned)" } else { "" },
         k / 1e6,
         k / w.store.live().bytes().len().div_ceil(page_bytes) as f64,

@@ -5,7 +5,7 @@
 use crate::{actor_bytes, check_memory, kernels, positive, Session};
 use clap::Args;
 use serde_json::json;
-use shadowrep::compare::{Kernels, PageScan};
+use shadowrep::compare::{Kernels, NextPage, PageScan};
 use shadowrep_benches::workload::{run_compare, run_push_scaling, CompareOptions, ScalingOptions};
 
 #[derive(Args, Clone)]
@@ -32,6 +32,11 @@ pub(crate) struct CompareArgs {
     /// `--isa`; with `best` the compare tries both and reports the one it kept as `page_scan`).
     #[arg(long)]
     scan: Option<String>,
+    /// Whether a changed page's lane diffs prefetch the next page: prefetch or hardware (needs a
+    /// named `--isa`; with `best` the compare tries both and reports the one it kept as
+    /// `next_page`).
+    #[arg(long)]
+    next_page: Option<String>,
     /// RNG seed.
     #[arg(long, default_value_t = 1)]
     seed: u64,
@@ -54,6 +59,7 @@ impl Default for CompareArgs {
             frames: 5,
             isa: "best".into(),
             scan: None,
+            next_page: None,
             seed: 1,
             scaling: false,
             dirty: 10_000,
@@ -81,7 +87,7 @@ pub(crate) fn compare(
         changed: args.changed,
         threads,
         frames: args.frames.max(1),
-        kernels: with_scan(kernels(&args.isa)?, args.scan.as_deref())?,
+        kernels: with_next_page(with_scan(kernels(&args.isa)?, args.scan.as_deref())?, args.next_page.as_deref())?,
         seed: args.seed,
     };
     let r = run_compare(&opts, progress, session)?;
@@ -97,14 +103,15 @@ pub(crate) fn compare(
             "isa_calibrated": opts.kernels.isa.name(),
             "isa_tuned": opts.kernels.tuned(),
             "page_scan": r.scan.name(),
+            "next_page": r.next_page.name(),
             "isa_calibration_ns": Kernels::calibration()
                 .iter()
                 .map(|(isa, ns)| (isa.name().to_string(), json!(ns)))
                 .collect::<serde_json::Map<_, _>>(),
             "frames": opts.frames,
             "times": "per-frame medians over the timed frames (untimed first: one warm-up frame and, with --isa best \
-                on a large world, the frames where the compare tries each diff table with each page scan; `isa` and \
-                `page_scan` are what it kept)",
+                on a large world, the frames where the compare tries each diff table with each page scan and each \
+                next-page rule; `isa`, `page_scan` and `next_page` are what it kept)",
             "reference": REFERENCE_COMPARE,
             "push_1pct": PUSH_1PCT,
             "kernel_ns": r.kernel_ns,
@@ -143,13 +150,14 @@ pub(crate) fn compare(
             threads,
             if opts.kernels.tuned() {
                 format!(
-                    "{}, page scan {} (calibrated {}, kept from trials on the first frames)",
+                    "{}, page scan {}, next page {} (calibrated {}, kept from trials on the first frames)",
                     r.isa.name(),
                     r.scan.name(),
+                    r.next_page.name(),
                     opts.kernels.isa.name()
                 )
             } else {
-                format!("{}, page scan {}", r.isa.name(), r.scan.name())
+                format!("{}, page scan {}, next page {}", r.isa.name(), r.scan.name(), r.next_page.name())
             },
             opts.frames
         );
@@ -289,4 +297,17 @@ fn with_scan(kernels: Kernels, scan: Option<&str>) -> Result<Kernels, String> {
     }
     let scan = PageScan::parse(name).ok_or_else(|| format!("unknown page scan `{name}` (first-difference, whole)"))?;
     Ok(kernels.with_scan(scan))
+}
+
+/// `kernels` with the next-page rule `--next-page` names, if any: only with a named table, since
+/// `best` tries both on its own frames.
+fn with_next_page(kernels: Kernels, next_page: Option<&str>) -> Result<Kernels, String> {
+    let Some(name) = next_page else { return Ok(kernels) };
+    if kernels.tuned() {
+        return Err("--next-page needs a named --isa: with best the compare tries both on its first frames \
+                    and reports the one it kept as next_page"
+            .into());
+    }
+    let next = NextPage::parse(name).ok_or_else(|| format!("unknown next-page rule `{name}` (prefetch, hardware)"))?;
+    Ok(kernels.with_next_page(next))
 }

@@ -3,6 +3,7 @@
 
 mod common;
 use common::{refused, shadowrep};
+use serde_json::json;
 
 #[test]
 fn the_main_job_reports_both_runs_and_what_they_are_measured_against() {
@@ -48,15 +49,33 @@ fn compare_and_replicate_say_what_they_measured() {
     assert!(v["push_gather_ns"].as_u64().is_some_and(|g| g > 0), "{v}");
     assert!(v["push_vs_gather"].as_f64().is_some_and(|r| r > 0.0), "{v}");
     // A small world is never a trial: the calibrated table's default scan.
-    assert_eq!(v["page_scan"], "first-difference", "{v}");
-    // A page scan named with a named table is what the frames run.
-    let out =
-        shadowrep(&["compare", "--actors", "3000", "--frames", "1", "--isa", "wide", "--scan", "whole", "--json"]);
+    assert_eq!((&v["page_scan"], &v["next_page"]), (&json!("first-difference"), &json!("prefetch")), "{v}");
+    // A page scan and a next-page rule named with a named table are what the frames run.
+    let out = shadowrep(&[
+        "compare",
+        "--actors",
+        "3000",
+        "--frames",
+        "1",
+        "--isa",
+        "wide",
+        "--scan",
+        "whole",
+        "--next-page",
+        "hardware",
+        "--json",
+    ]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
-    assert_eq!((&v["isa"], &v["page_scan"]), (&serde_json::json!("wide"), &serde_json::json!("whole")), "{v}");
+    assert_eq!(
+        (&v["isa"], &v["page_scan"], &v["next_page"]),
+        (&json!("wide"), &json!("whole"), &json!("hardware")),
+        "{v}"
+    );
     refused(&["compare", "--scan", "whole"], "--scan needs a named --isa");
     refused(&["compare", "--isa", "wide", "--scan", "all"], "unknown page scan `all` (first-difference, whole)");
+    refused(&["compare", "--next-page", "hardware"], "--next-page needs a named --isa");
+    refused(&["compare", "--isa", "wide", "--next-page", "none"], "unknown next-page rule `none` (prefetch, hardware)");
     let out = shadowrep(&["compare", "--scaling", "--actors", "2000", "--dirty", "50", "--frames", "2", "--json"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON object");

@@ -24,7 +24,9 @@ use proptest::prelude::*;
 use proptest::test_runner::RngSeed;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use shadowrep::compare::{ChangeSet, CompareConfig, Isa, Kernels, PageScan, PushMode, ShadowState, PARALLEL_MIN_PAGES};
+use shadowrep::compare::{
+    ChangeSet, CompareConfig, Isa, Kernels, NextPage, PageScan, PushMode, ShadowState, PARALLEL_MIN_PAGES,
+};
 use shadowrep::reference::{RefChanges, RefWorld};
 use shadowrep::schema::{ClassBuilder, ClassLayout, PlaneWidth, PropType, PropertyDecl, StructType, VectorQuant};
 use shadowrep::store::{value_bits_eq, ActorId, ClassStore, StoreError};
@@ -391,16 +393,18 @@ impl Sim {
 }
 
 /// Every ISA this CPU runs with each page scan, sequential and parallel; the parallel one takes
-/// the parallel path from one page on.
+/// the parallel path from one page on. The sequential one leaves a changed page's next page to
+/// the hardware and the parallel one prefetches it, so each table and scan runs with each
+/// [`NextPage`] rule (a prefetch is a hint: it must not change what is found).
 fn every_isa(push: PushMode) -> Vec<CompareConfig> {
     let isas: Vec<Kernels> = Isa::ALL.into_iter().filter_map(Kernels::for_isa).collect();
     assert!(isas.iter().any(|k| k.isa == Isa::Wide), "the portable path always runs");
     isas.into_iter()
         .flat_map(|k| PageScan::ALL.map(|scan| k.with_scan(scan)))
         .flat_map(|kernels| {
-            [false, true].map(|parallel| CompareConfig {
+            [(false, NextPage::Hardware), (true, NextPage::Prefetch)].map(|(parallel, next)| CompareConfig {
                 push,
-                kernels,
+                kernels: kernels.with_next_page(next),
                 parallel,
                 min_parallel_pages: 1,
                 ..CompareConfig::default()

@@ -17,7 +17,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use scaling::stream;
 use shadowrep::compare::{
-    tune, ChangeSet, CompareConfig, Isa, Kernels, PageScan, PropertyDirtyStats, PushMode, ShadowState,
+    tune, ChangeSet, CompareConfig, Isa, Kernels, NextPage, PageScan, PropertyDirtyStats, PushMode, ShadowState,
 };
 use shadowrep::reference::{RefChanges, RefWorld};
 use shadowrep::schema::{ClassLayout, PropType, PAGE_LANES};
@@ -240,6 +240,9 @@ pub struct CompareReport {
     pub isa: Isa,
     /// The page scan the timed full frames ran (asked for, or kept with the table).
     pub scan: PageScan,
+    /// Whether the timed full frames prefetched a changed page's next page (asked for, or kept
+    /// with the table).
+    pub next_page: NextPage,
     /// Kernel, push model off, at the requested fraction.
     pub kernel_ns: u64,
     /// Reference, push model off, same frames.
@@ -361,14 +364,14 @@ pub fn run_compare(
         (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let mut changed_actors = 0;
     // Frame 0 warms caches and the thread pool. With `Kernels::best()` a large world's compare
-    // then tries each diff table with each page scan on its next frames
-    // (`shadowrep::compare::tune`: a warm-up and `TRIALS` per table and scan, 31 with three
-    // tables): those are not timed either, so the timed frames run the table it kept. Past 40
-    // frames timing starts whatever the compare says.
+    // then tries each diff table with each page scan and each next-page rule on its next frames
+    // (`shadowrep::compare::tune`: a warm-up and `TRIALS` per candidate, 61 with three tables):
+    // those are not timed either, so the timed frames run the table it kept. Past 80 frames
+    // timing starts whatever the compare says.
     let settles = opts.kernels.tuned() && w.store.live().len() >= tune::TUNE_MIN_PAGES;
     let (mut frame, mut timed_frames) = (0, 0);
     while timed_frames < opts.frames {
-        let timing = frame > 0 && (!settles || full_shadow.tuned_isa().is_some() || frame > 40);
+        let timing = frame > 0 && (!settles || full_shadow.tuned_isa().is_some() || frame > 80);
         frame += 1;
         progress(&format!(
             "frame {}/{} at {:.1} % changed{}",
@@ -476,6 +479,7 @@ pub fn run_compare(
     Ok(CompareReport {
         isa: full_shadow.tuned_isa().unwrap_or(opts.kernels.isa),
         scan: full_shadow.tuned_scan().unwrap_or(opts.kernels.scan),
+        next_page: full_shadow.tuned_next_page().unwrap_or(opts.kernels.next_page),
         kernel_ns: median(kernel),
         reference_ns: median(reference),
         memcmp_ns: median(memcmp),

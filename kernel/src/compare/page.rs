@@ -8,7 +8,7 @@
 //! shadow in place and writes the page's leaf masks and array changes.
 
 use super::simd::prefetch_addr;
-use super::{ArrayChange, CompareConfig, Kernels, PageScan, PushMode, SPARSE_LANES};
+use super::{ArrayChange, CompareConfig, Kernels, NextPage, PageScan, PushMode, SPARSE_LANES};
 use crate::schema::{ClassLayout, PlaneWidth, PAGE_LANES};
 use crate::store::{BitIter, PageArrays};
 
@@ -377,19 +377,20 @@ impl<'a> Plan<'a> {
     /// page was read whole and `differ` names exactly the planes that differ, straight with the
     /// plane diff; `out[plane]` gets the plane's lane mask (0 for a plane not named).
     ///
-    /// In a walk over consecutive pages each plane first prefetches its bytes of the next page,
-    /// live and shadow: a lane diff spends several instructions per byte where `memcmp` spends
-    /// one, so the out-of-order window holds a few lines' loads ahead instead of dozens, and the
-    /// hardware prefetchers alone left the diff and the memory stream one after the other (1M
-    /// ShooterCharacter at 10 % changed on an AMD EPYC with AVX-512: 480 → 340 ns a page, the
-    /// same for every table; the diff alone costs ~200 ns a page in L2, DRAM ~240). A prefetch
+    /// In a walk over consecutive pages, with [`NextPage::Prefetch`], each plane first prefetches
+    /// its bytes of the next page, live and shadow: a lane diff spends several instructions per
+    /// byte where `memcmp` spends one, so the out-of-order window holds a few lines' loads ahead
+    /// instead of dozens, and the hardware prefetchers alone left the diff and the memory stream
+    /// one after the other (1M ShooterCharacter at 10 % changed on an AMD EPYC with AVX-512: 480
+    /// → 340 ns a page, the same for every table; the diff alone costs ~200 ns a page in L2, DRAM
+    /// ~240; an AMD EPYC Zen 4 is faster without it, see [`NextPage`]). A prefetch
     /// per line spread among the runs: the whole next page prefetched at once before the "equal?"
     /// pass was slower than none (the burst fills the miss buffers the stream needs); spread
     /// through every page's "equal?" pass as well it was level at 1 % changed and slower at 0.1 %
     /// (0.89 → 0.78–0.82 of `memcmp`: equal pages stream at `memcmp` speed without it).
     fn diff_runs(&self, page: &PageRefs<'_>, differ: u64, out: &mut [u64; DENSE_MAX_PLANES]) {
         let k = &self.kernels.routines;
-        let next = page.streamed.then(|| {
+        let next = (page.streamed && self.kernels.next_page == NextPage::Prefetch).then(|| {
             let stride = self.layout.page_bytes;
             (page.live.as_ptr() as usize + stride, page.shadow.as_ptr() as usize + stride)
         });

@@ -441,14 +441,15 @@ fn large_full_frames_try_every_table_keep_one_and_find_what_the_scalar_table_fin
     let best = CompareConfig { push: PushMode::Off, parallel: false, ..CompareConfig::default() };
     let by_scalar = CompareConfig { kernels: Kernels::for_isa(Isa::Scalar).unwrap(), ..best };
     let all_push = CompareConfig { push: PushMode::All, ..best };
-    // Each vector table with each page scan.
-    let tables = [Isa::Avx512, Isa::Avx2, Isa::Wide].into_iter().filter(|i| i.available()).count() * 2;
+    // Each vector table with each page scan and each next-page rule.
+    let tables = [Isa::Avx512, Isa::Avx2, Isa::Wide].into_iter().filter(|i| i.available()).count() * 4;
     let (mut a, mut b) = (ChangeSet::new(), ChangeSet::new());
-    // The warm-up, three trials per table, and three frames on the table kept.
+    // The warm-up, `TRIALS` trials per table, and three frames on the table kept.
     let trials = tune::TRIALS * tables;
     for f in 0..1 + trials + 3 {
         assert_eq!(tuned.tuned_isa().is_some(), f > trials, "frame {f}");
         assert_eq!(tuned.tuned_scan().is_some(), f > trials, "frame {f}");
+        assert_eq!(tuned.tuned_next_page().is_some(), f > trials, "frame {f}");
         for (i, &id) in ids.iter().enumerate().filter(|(i, _)| (i * 7 + f * 13) % 29 == 0) {
             s.set_and_mark(
                 id,

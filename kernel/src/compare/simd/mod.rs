@@ -118,6 +118,44 @@ impl PageScan {
     }
 }
 
+/// Whether a changed page's lane diffs, in a full frame's walk over consecutive pages, ask for
+/// the next page's lines as they go.
+///
+/// Which is faster depends on the machine, so a compare given [`Kernels::best`] tries both with
+/// every table and scan on its own frames (see `compare::tune`). The paced prefetch
+/// (`Plan::diff_runs`) took 1M ShooterCharacter at 10 % changed from 480 to 340 ns a page on the
+/// AMD EPYC with AVX-512 it was tuned on (session 26), and was worth ~0.15 of `memcmp` on an
+/// AVX2-only Zen 3 (session 36): there the hardware prefetchers alone left a changed page's diff
+/// and the memory stream one after the other. On an AMD EPYC Zen 4 (family 25, model 17;
+/// 2026-12-04) it is the other way round: the same compare, one thread, ran 372–377 ns a page
+/// with the hardware alone against 510–516 with the prefetch (0.81 against 0.59 of `memcmp`),
+/// and prefetching two or three pages ahead, or into L2 only (hint T1), was slower still.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum NextPage {
+    /// Each plane's lines of the next page are prefetched just before the plane's diff.
+    Prefetch,
+    /// The next page is left to the hardware prefetchers.
+    Hardware,
+}
+
+impl NextPage {
+    /// Both, the default first.
+    pub const ALL: [NextPage; 2] = [NextPage::Prefetch, NextPage::Hardware];
+
+    /// Lower-case name (`prefetch`, `hardware`).
+    pub fn name(self) -> &'static str {
+        match self {
+            NextPage::Prefetch => "prefetch",
+            NextPage::Hardware => "hardware",
+        }
+    }
+
+    /// Parses [`NextPage::name`].
+    pub fn parse(s: &str) -> Option<NextPage> {
+        NextPage::ALL.into_iter().find(|n| n.name() == s)
+    }
+}
+
 /// A table of diff routines for one ISA.
 #[derive(Clone, Copy, Debug)]
 pub struct Kernels {
@@ -126,6 +164,9 @@ pub struct Kernels {
     /// How a page is read before its lane diffs ([`PageScan::FirstDifference`] unless set with
     /// [`Kernels::with_scan`] or kept by a compare's tuning).
     pub scan: PageScan,
+    /// Whether a changed page's diffs prefetch the next page ([`NextPage::Prefetch`] unless set
+    /// with [`Kernels::with_next_page`] or kept by a compare's tuning).
+    pub next_page: NextPage,
     pub(crate) routines: Routines,
     /// Whether a compare may try the other vector tables on its large full frames and keep the
     /// fastest (see [`crate::compare::tune`]); set by [`Kernels::best`], not by
@@ -142,7 +183,7 @@ impl Kernels {
             Isa::Avx2 => x86::avx2::routines()?,
             Isa::Avx512 => x86::avx512::routines()?,
         };
-        Some(Kernels { isa, scan: PageScan::FirstDifference, routines, tune: false })
+        Some(Kernels { isa, scan: PageScan::FirstDifference, next_page: NextPage::Prefetch, routines, tune: false })
     }
 
     /// This table with `scan` as its page scan.
@@ -150,13 +191,20 @@ impl Kernels {
         Kernels { scan, ..self }
     }
 
+    /// This table with `next_page` for a changed page's next page.
+    pub fn with_next_page(self, next_page: NextPage) -> Kernels {
+        Kernels { next_page, ..self }
+    }
+
     /// The fastest table this CPU runs, chosen once per process by a short calibration (see the
     /// module docs); never a table slower than [`Isa::Wide`] in that calibration.
     ///
-    /// A compare given this table times the vector tables, each with each [`PageScan`], on its
-    /// first large full frames and keeps the fastest there (see [`crate::compare::tune`];
-    /// [`crate::compare::ShadowState::tuned_isa`] and [`crate::compare::ShadowState::tuned_scan`]
-    /// tell which); a table from [`Kernels::for_isa`] is used as given.
+    /// A compare given this table times the vector tables, each with each [`PageScan`] and each
+    /// [`NextPage`], on its first large full frames and keeps the fastest there (see
+    /// [`crate::compare::tune`]; [`crate::compare::ShadowState::tuned_isa`],
+    /// [`crate::compare::ShadowState::tuned_scan`] and
+    /// [`crate::compare::ShadowState::tuned_next_page`] tell which); a table from
+    /// [`Kernels::for_isa`] is used as given.
     pub fn best() -> Kernels {
         Kernels { tune: true, ..calibrated().0 }
     }
@@ -197,7 +245,13 @@ fn calibrated() -> &'static (Kernels, Vec<(Isa, u64)>) {
 }
 
 fn scalar_kernels() -> Kernels {
-    Kernels { isa: Isa::Scalar, scan: PageScan::FirstDifference, routines: scalar::ROUTINES, tune: false }
+    Kernels {
+        isa: Isa::Scalar,
+        scan: PageScan::FirstDifference,
+        next_page: NextPage::Prefetch,
+        routines: scalar::ROUTINES,
+        tune: false,
+    }
 }
 
 /// Planes of one synthetic calibration page: (width in bytes, planes), widest first as a layout
