@@ -60,6 +60,8 @@ pub(super) fn candidates(
             return;
         }
         let row = match dormant.binary_search_by_key(&key, |r: &Channel| r.key) {
+            // (A temporary actor's copy whose open went stays as it is: skipped.)
+            Ok(i) if sent_temporary(ctx, dormant[i].state.flags, d) => return,
             Ok(i) if dormant[i].state.flags & pair::WOKEN != 0 => {
                 let mut row = dormant.remove(i);
                 row.state.flags &= !pair::DORMANT;
@@ -96,6 +98,9 @@ pub(super) fn candidates(
             // channel): a new actor in its slot takes it (numbered, as a fresh row, if it
             // becomes a channel).
             if row.state.flags == 0 && no_channel(d) {
+                continue;
+            }
+            if sent_temporary(ctx, row.state.flags, d) {
                 continue;
             }
             cands.push(Cand { row: at, due: d, relevant_now: true });
@@ -138,6 +143,9 @@ pub(super) fn candidates(
                     closed.push((due.class, due.slot));
                 }
             }
+            continue;
+        }
+        if sent_temporary(ctx, row.state.flags, d) {
             continue;
         }
         cands.push(Cand { row: at, due: d, relevant_now: false });
@@ -193,6 +201,14 @@ pub(super) fn number(next_epoch: &mut u8) -> u8 {
     let epoch = *next_epoch;
     *next_epoch = epoch.wrapping_add(1);
     epoch
+}
+
+/// UE's `SentTemporaries`: whether due actor `d` is temporary (`bNetTemporary`) and its channel
+/// here (`flags`) has sent its open — the connection skips it, after the owner-only rule and
+/// before relevancy, so it is neither updated nor closed for relevancy (its open reported lost
+/// clears `OPEN_SENT`: it is a candidate again, its bunch the initial one).
+fn sent_temporary(ctx: &LevelCtx<'_>, flags: u8, d: u32) -> bool {
+    ctx.temporary > 0 && flags & (pair::OPEN_SENT | pair::OPEN_ACKED) != 0 && ctx.due[d as usize].temporary
 }
 
 /// Whether due actor `d` is owner-only and connection `ci` with `viewers` does not own it.

@@ -90,6 +90,8 @@ pub(crate) struct LevelCtx<'a> {
     pub owner_only: usize,
     /// Due actors that are tearing off.
     pub tearing: usize,
+    /// Due actors that are temporary (`bNetTemporary`).
+    pub temporary: usize,
     /// Some actor keeps records of leaves inactive for a connection ([`super::roles`]): the
     /// channels closed are reported, so their records go with them.
     pub report_closes: bool,

@@ -84,6 +84,7 @@ impl NetDriver {
         level.conditioned = 0;
         level.owner_only = 0;
         level.tearing = 0;
+        level.temporary = 0;
         let n = CONSIDER_RUN_PAGES * PAGE_LANES;
         // Each run's due lanes, counted from the selection: its records' place in the list. The
         // list is refilled in place: last frame's records are overwritten, and the vector grows
@@ -185,6 +186,7 @@ impl NetDriver {
                 level.conditioned += d.condition.is_some_and(|c| c != SubObjectCondition::None) as usize;
                 level.owner_only += d.rel.only_relevant_to_owner as usize;
                 level.tearing += d.actor.tearing as usize;
+                level.temporary += d.temporary as usize;
             }
             start = end;
         }
@@ -229,11 +231,14 @@ fn consider_run(
                 net_priority: s.net_priority,
                 startup: s.startup_for(a.guid),
                 rules,
+                temporary: s.net_temporary,
                 since,
                 changed: leaves,
                 shared: NOT_SHARED,
                 dormancy: v.dormancy[slot],
-                sleepy: v.dormancy[slot].dormant() && plain && !a.tearing,
+                // (A temporary actor never goes dormant where its open went: its channel is
+                // skipped there, and it keeps itself awake.)
+                sleepy: v.dormancy[slot].dormant() && plain && !a.tearing && !s.net_temporary,
                 condition,
                 owner_slot: condition.and(owner).and_then(|g| guids.get(&g).copied()),
                 actor: a,

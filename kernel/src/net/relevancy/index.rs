@@ -47,6 +47,9 @@ pub(crate) struct DueActor {
     pub startup: bool,
     /// Decided by UE's rules one by one, not by the grid.
     pub rules: bool,
+    /// `bNetTemporary` ([`crate::net::NetSettings::net_temporary`]): skipped by a connection
+    /// once its open went there.
+    pub temporary: bool,
     /// The frame it was last considered before this one (its last compare).
     pub since: crate::ids::Frame,
     /// Its leaves that changed since then (found by this frame's compare).
@@ -84,6 +87,7 @@ impl DueActor {
             net_priority: 0.0,
             startup: false,
             rules: false,
+            temporary: false,
             since: crate::ids::Frame::default(),
             changed: crate::ids::LeafMask::EMPTY,
             shared: 0,
