@@ -1,7 +1,8 @@
 //! UE's `bNetTemporary` (`NetSettings::net_temporary`): a connection is sent a temporary actor's
 //! initial bunch once and nothing more — its later changes never reach a client that has it, a
 //! client that joins later gets the state of the moment once, an initial bunch lost is sent
-//! again, its channel is never closed for relevancy, and it closes when the actor is destroyed.
+//! again, its channel is never closed for relevancy, and it closes when the actor is destroyed;
+//! torn off, set dormant or owned by a connection, nothing more goes where its open went.
 
 use super::*;
 use shadowrep::link::{Link, LinkConfig};
@@ -147,4 +148,72 @@ fn a_temporary_actor_set_by_its_class_default_and_taken_back_by_an_override() {
     assert_eq!(l.client(0).value(ag, HEALTH), Some(Value::U32(7)), "temporary by its class");
     assert_eq!(l.client(0).value(bg, HEALTH), Some(Value::U32(8)), "not by its own setting");
     assert!(l.driver.net_settings(l.class, a).unwrap().net_temporary);
+}
+
+#[test]
+fn a_torn_off_temporary_actor_is_sent_nothing_more_and_its_channel_closes_torn_off() {
+    // UE skips it before anything else: its tear-off's last update does not go where its open
+    // went. When the tear-off ends its channel closes TornOff, as any torn-off actor's here
+    // (UE would leave a skipped channel open until the actor is destroyed): the client keeps
+    // its copy, as it was.
+    let mut l = Level::new(every_frame(), 1);
+    always_due(&mut l);
+    let ((tid, tg), _) = pair_of_things(&mut l);
+    l.run(3);
+    l.events(0);
+    l.store.set(tid, HEALTH, &Value::U32(1)).unwrap();
+    l.driver.tear_off(l.class, &l.store, tid).unwrap();
+    for _ in 0..5 {
+        l.step();
+        assert!(!sent(&l, 0, tg), "nothing more goes, not even the tear-off's update");
+    }
+    assert_eq!(l.events(0), vec![ClientEvent::TornOff { guid: tg }]);
+    assert_eq!(l.client(0).value(tg, HEALTH), Some(Value::U32(7)), "its copy as it was sent");
+    l.store.despawn(tid).unwrap();
+    l.run(2);
+    assert!(l.client(0).has(tg), "torn off: the client's own");
+}
+
+#[test]
+fn a_temporary_actor_taken_by_a_connection_is_sent_nothing_more() {
+    // Ownership (and the role it brings) is not sent again: UE's channel is never updated.
+    let mut l = Level::new(every_frame(), 2);
+    always_due(&mut l);
+    let ((tid, tg), (pid, pg)) = pair_of_things(&mut l);
+    l.run(3);
+    let conn = l.clients[0].0;
+    l.driver.set_owner(l.class, &l.store, tid, Some(conn), true).unwrap();
+    l.driver.set_owner(l.class, &l.store, pid, Some(conn), true).unwrap();
+    l.run(3);
+    use shadowrep::client::NetRole;
+    assert_eq!(l.client(0).role(pg), Some(NetRole::AutonomousProxy), "the plain one's new role goes");
+    assert_eq!(l.client(0).role(tg), Some(NetRole::SimulatedProxy), "the temporary one's does not");
+    assert_eq!(l.driver.channels(conn).unwrap().0, 2);
+}
+
+#[test]
+fn a_temporary_actor_set_dormant_stays_awake_and_a_late_client_still_gets_it() {
+    // Its channel is skipped where its open went, so it never settles there: never closed
+    // Dormant, and the actor never falls asleep (the plain dormant one beside it does).
+    use shadowrep::net::Dormancy;
+    let mut l = Level::new(every_frame(), 1);
+    always_due(&mut l);
+    let ((tid, tg), (pid, _)) = pair_of_things(&mut l);
+    l.run(3);
+    l.driver.set_net_dormancy(l.class, &l.store, tid, Dormancy::DormantAll).unwrap();
+    l.driver.set_net_dormancy(l.class, &l.store, pid, Dormancy::DormantAll).unwrap();
+    let mut dormant_closes = 0;
+    for _ in 0..20 {
+        l.step();
+        let d = l.decisions(0);
+        assert!(!d.sends.iter().any(|s| s.guid == tg), "skipped, not closed Dormant");
+        dormant_closes += d.sends.iter().filter(|s| s.action == Action::Dormant).count();
+    }
+    assert_eq!(dormant_closes, 1, "the plain one's channel closed Dormant");
+    assert!(l.driver.is_asleep(l.class, pid) && !l.driver.is_asleep(l.class, tid));
+    l.store.set(tid, HEALTH, &Value::U32(70)).unwrap();
+    let late = l.add_client();
+    l.run(3);
+    assert_eq!(l.client(late).value(tg, HEALTH), Some(Value::U32(70)));
+    assert_eq!(l.client(0).value(tg, HEALTH), Some(Value::U32(7)));
 }
