@@ -14,7 +14,10 @@
 //!                the client has not loaded (a gone actor's scratch row in the slot is taken)
 //!   candidates = rows whose actor is due (relevant ones and open channels) — but an owner-only
 //!                actor's channel this connection does not own: sent nothing, and closed once
-//!                its relevancy has lapsed (UE's PrioritizeActors)
+//!                its relevancy has lapsed (UE's PrioritizeActors); nor a temporary actor's
+//!                (`bNetTemporary`) whose open went here (OPEN_SENT or OPEN_ACKED): never
+//!                updated nor closed for relevancy (UE's SentTemporaries), until a loss of its
+//!                open clears OPEN_SENT
 //! queued closes written (the gone actors' among them), before any send
 //! priority   = max over viewers of GetNetPriority; T = now − last update (no channel: 1 s)
 //! not net-ready when the sends begin → nothing sent, every candidate a leftover (UE's first test)

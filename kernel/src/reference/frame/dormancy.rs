@@ -13,8 +13,9 @@
 //! per connection   a settled channel of an actor that wants dormancy there closes Dormant;
 //!                  a woken copy not relevant is dormant again, stale; a sub-object follows its
 //!                  owner (see `connection.rs`)
-//! fall asleep      a due actor that wants dormancy, relevant by distance alone, not tearing,
-//!                  that no connection holds awake: off the consider list, its place kept
+//! fall asleep      a due actor that wants dormancy, relevant by distance alone, not tearing
+//!                  nor temporary, that no connection holds awake: off the consider list, its
+//!                  place kept
 //! ```
 
 use super::*;
