@@ -131,7 +131,7 @@ pub(super) fn candidates(
             // (A level's startup actor keeps its channel, as everywhere here.)
             let due = &ctx.due[d as usize];
             let lapsed = ctx.time.now - row.relevant_time >= ctx.cfg.relevant_timeout;
-            if lapsed && !due.startup && viewers.iter().all(|v| v.view_target.is_some()) {
+            if lapsed && !due.startup() && viewers.iter().all(|v| v.view_target.is_some()) {
                 if row.state.flags & pair::EVER_OPENED != 0 {
                     closes.push(PendingClose { guid: due.actor.guid, reason: close_reason(due.actor.tearing) });
                 }
@@ -208,7 +208,7 @@ pub(super) fn number(next_epoch: &mut u8) -> u8 {
 /// before relevancy, so it is neither updated nor closed for relevancy (its open reported lost
 /// clears `OPEN_SENT`: it is a candidate again, its bunch the initial one).
 fn sent_temporary(ctx: &LevelCtx<'_>, flags: u8, d: u32) -> bool {
-    ctx.temporary > 0 && flags & (pair::OPEN_SENT | pair::OPEN_ACKED) != 0 && ctx.due[d as usize].temporary
+    ctx.temporary > 0 && flags & (pair::OPEN_SENT | pair::OPEN_ACKED) != 0 && ctx.due[d as usize].temporary()
 }
 
 /// Whether due actor `d` is owner-only and connection `ci` with `viewers` does not own it.

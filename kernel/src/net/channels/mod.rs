@@ -491,7 +491,7 @@ fn process(ctx: &LevelCtx<'_>, run: &mut Run<'_>, conn: &mut Connection, scratch
                         replicate(ctx, ci, conn, st, ri as usize, d, &mut out.first_opens);
                     }
                 }
-            } else if (tearing || (!recently && (!due.startup || !allowed))) && open(conn) {
+            } else if (tearing || (!recently && (!due.startup() || !allowed))) && open(conn) {
                 let before = ctx.write.bits_written(conn);
                 let close = PendingClose { guid, reason: close_reason(tearing) };
                 if ctx.write.write_close(conn, st, close) {

@@ -186,7 +186,7 @@ impl NetDriver {
                 level.conditioned += d.condition.is_some_and(|c| c != SubObjectCondition::None) as usize;
                 level.owner_only += d.rel.only_relevant_to_owner as usize;
                 level.tearing += d.actor.tearing as usize;
-                level.temporary += d.temporary as usize;
+                level.temporary += d.temporary() as usize;
             }
             start = end;
         }
@@ -229,9 +229,8 @@ fn consider_run(
                 slot: slot as u32,
                 rel: relevancy(a.guid, s, owner, instigator, at),
                 net_priority: s.net_priority,
-                startup: s.startup_for(a.guid),
+                flags: due_flags(s.startup_for(a.guid), s.net_temporary),
                 rules,
-                temporary: s.net_temporary,
                 since,
                 changed: leaves,
                 shared: NOT_SHARED,
@@ -248,6 +247,12 @@ fn consider_run(
         }
     }
     debug_assert!(records.next().is_none(), "as many records as due lanes");
+}
+
+/// A due record's [`DueActor::flags`].
+fn due_flags(startup: bool, temporary: bool) -> u8 {
+    use crate::net::relevancy::due_flags::{STARTUP, TEMPORARY};
+    (u8::from(startup) * STARTUP) | (u8::from(temporary) * TEMPORARY)
 }
 
 /// The due actors' ranks by GUID (see [`crate::net::priority::SendOrder`]): rank `r` of due
