@@ -954,3 +954,26 @@ fn a_temporary_owners_sub_objects_are_temporary_with_it() {
     a.run(3);
     assert_eq!(a.client(2).value(wg, AMMO), Some(Value::U32(29)));
 }
+
+#[test]
+fn a_sub_object_registered_after_its_temporary_owners_open_went_is_sent_once() {
+    // UE would never send it (it rides the owner's channel, not updated again); here its own
+    // open goes once, as a temporary actor's, then nothing more (README, "Temporary actors").
+    let mut a = Arena::new();
+    let (ch, cg) = a.character_at([100.0, 0.0, 0.0]);
+    let mut s = a.driver.net_settings(a.character, ch).unwrap();
+    s.net_temporary = true;
+    a.driver.set_net_settings(a.character, &a.characters, ch, s).unwrap();
+    a.run(3);
+    let w = a.weapons.spawn();
+    a.weapons.set(w, AMMO, &Value::U32(12)).unwrap();
+    let wg = a.driver.register_sub_object(a.weapon, &a.weapons, w, cg, SubObjectCondition::None).unwrap();
+    assert!(a.driver.net_settings(a.weapon, w).unwrap().net_temporary);
+    a.run(3);
+    a.weapons.set(w, AMMO, &Value::U32(11)).unwrap();
+    a.run(3);
+    for c in 0..2 {
+        assert_eq!(a.client(c).value(wg, AMMO), Some(Value::U32(12)), "client {c}: its open, once");
+        assert_eq!(a.client(c).owner_of(wg), Some(cg));
+    }
+}
