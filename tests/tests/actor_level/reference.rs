@@ -265,12 +265,16 @@ fn with_temporary_actors_the_kernel_decides_exactly_as_the_ue_style_reference() 
     // coming and going with their settings: each connection skips one once its open went (not
     // updated, not closed for relevancy or dormancy), and sends the open again where it is
     // reported lost — on both sides, lossless and lossy, with dormancy and with sublevels.
-    let worlds = [(0, 4, 0.0), (1, 4, 0.2), (8, 6, 0.0), (2, 3, 0.3), (105, 4, 0.2)];
+    // Seed 5439 (lossless, with dormancy, net groups, dynamic conditions and class defaults): a
+    // temporary sub-object whose owner-only owner's channel the walk gave up before meeting it —
+    // the reference listed it as one without a channel, the kernel had skipped it.
+    let worlds = [(0, 4, 0.0), (1, 4, 0.2), (8, 6, 0.0), (2, 3, 0.3), (105, 4, 0.2), (5439, 4, 0.0)];
     for (seed, connections, loss) in worlds {
         let spec = Spec::new(seed, connections).loss(loss).net_temporary();
         decide_alike(match seed {
             8 | 105 => spec.dormancy(),
             2 => spec.sublevels(),
+            5439 => spec.dormancy().net_groups().dynamic_conditions().class_defaults(),
             _ => spec,
         });
     }
