@@ -40,6 +40,13 @@ pub struct NetSettings {
     pub collision: bool,
     /// Loaded with the level (UE's `bNetStartup`): its channel is never closed for relevancy.
     pub startup: bool,
+    /// UE's `bNetTemporary`: a connection is sent the actor's initial bunch once, then nothing
+    /// more — once its channel's open has gone out there, the connection's frames skip it (after
+    /// the owner-only rule, before relevancy: never updated, never closed for relevancy or
+    /// dormancy; its channel closes when it is destroyed, torn off or its sublevel unloads).
+    /// An open reported lost goes again, as the initial bunch with the current values (UE's
+    /// initial bunch is reliable). Its sub-objects take it with the rest of its settings.
+    pub net_temporary: bool,
 }
 
 impl Default for NetSettings {
@@ -55,6 +62,7 @@ impl Default for NetSettings {
             has_root: true,
             collision: true,
             startup: false,
+            net_temporary: false,
         }
     }
 }

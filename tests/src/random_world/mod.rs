@@ -98,6 +98,7 @@ pub struct Spec {
     pub net_groups: bool,
     pub dynamic_conditions: bool,
     pub class_defaults: bool,
+    pub net_temporary: bool,
 }
 
 impl Spec {
@@ -115,6 +116,7 @@ impl Spec {
             net_groups: false,
             dynamic_conditions: false,
             class_defaults: false,
+            net_temporary: false,
         }
     }
 
@@ -168,6 +170,14 @@ impl Spec {
     pub fn class_defaults(self) -> Spec {
         Spec { class_defaults: true, ..self }
     }
+
+    /// The same with a quarter of the actors temporary (UE's `bNetTemporary`,
+    /// `NetSettings::net_temporary`), drawn from dice of their own at spawn and at each change
+    /// of an actor's settings (so the flag comes and goes): a connection sends one its open,
+    /// and nothing more unless that open is lost.
+    pub fn net_temporary(self) -> Spec {
+        Spec { net_temporary: true, ..self }
+    }
 }
 
 /// What a world exercised, counted over its frames and connections (the kernel's decisions; the
@@ -203,6 +213,8 @@ pub struct Exercised {
     pub group_changes: usize,
     /// Dynamic conditions set on bags.
     pub dynamic_changes: usize,
+    /// Actors made temporary (at spawn or by a change of settings).
+    pub temporaries: usize,
     /// The last clients' connection statistics.
     pub stats: Vec<ConnectionStats>,
 }
@@ -236,6 +248,7 @@ impl Exercised {
                 !spec.dynamic_conditions || self.dynamic_changes > 100,
                 format!("{} dynamic condition changes", self.dynamic_changes),
             ),
+            (!spec.net_temporary || self.temporaries > 20, format!("{} actors made temporary", self.temporaries)),
             (
                 spec.loss == 0.0 || self.dropped > 100 && resent > 100,
                 format!("{} packets lost, {resent} leaves resent", self.dropped),
@@ -259,6 +272,7 @@ pub fn decide_alike(spec: Spec) -> Result<Exercised, String> {
     );
     sim.loss = loss;
     sim.dormancy = dormancy;
+    sim.temporary = spec.net_temporary;
     if dormancy {
         // A wider map: more actors out of every viewer's reach, asleep until a viewer comes by.
         sim.span = 60_000.0;
@@ -337,6 +351,7 @@ pub fn decide_alike(spec: Spec) -> Result<Exercised, String> {
     x.sublevel_changes = sim.sublevel_changes;
     x.group_changes = sim.group_changes;
     x.dynamic_changes = sim.dynamic_changes;
+    x.temporaries = sim.temporaries;
     x.stats = sim.clients.iter().map(|&(c, _)| sim.driver.connection_stats(c).expect("live")).collect();
     Ok(x)
 }

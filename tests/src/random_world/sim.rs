@@ -79,6 +79,11 @@ pub(super) struct Sim {
     defaults: bool,
     dynamic_rng: ChaCha8Rng,
     pub(super) dynamic_changes: usize,
+    /// Some actors are temporary ([`super::Spec::net_temporary`]), drawn from dice of their own
+    /// (a world without them is the same as before they existed).
+    pub(super) temporary: bool,
+    temporary_rng: ChaCha8Rng,
+    pub(super) temporaries: usize,
 }
 
 fn slots() -> Arc<shadowrep::schema::ArrayLayout> {
@@ -148,6 +153,9 @@ impl Sim {
             dynamic,
             defaults,
             dynamic_rng: ChaCha8Rng::seed_from_u64(seed ^ 0x6479_6e61),
+            temporary: false,
+            temporary_rng: ChaCha8Rng::seed_from_u64(seed ^ 0x7465_6d70),
+            temporaries: 0,
             dynamic_changes: 0,
         };
         // `DormantPartial` things are dormant for two connections in three.
@@ -292,7 +300,9 @@ impl Sim {
             self.driver.assign_guid(self.thing, &self.things, id).unwrap();
             (self.thing, id)
         };
-        let s = Self::settings(&mut self.rng);
+        let mut s = Self::settings(&mut self.rng);
+        s.net_temporary = self.temporary && self.temporary_rng.random_bool(0.25);
+        self.temporaries += s.net_temporary as usize;
         let r = &mut self.rng;
         let owner_actor =
             (r.random_bool(0.15) && !self.live.is_empty()).then(|| self.live[r.random_range(0..self.live.len())]);
@@ -449,7 +459,9 @@ impl Sim {
             let store = if class == self.thing { &self.things } else { &self.bags };
             let result = match self.rng.random_range(0..4) {
                 0 => {
-                    let s = Self::settings(&mut self.rng);
+                    let mut s = Self::settings(&mut self.rng);
+                    s.net_temporary = self.temporary && self.temporary_rng.random_bool(0.25);
+                    self.temporaries += s.net_temporary as usize;
                     self.driver.set_net_settings(class, store, id, s)
                 }
                 1 => {

@@ -671,3 +671,27 @@ fn without_the_actor_level_clients_converge_under_30_percent_loss() {
         }
     }
 }
+
+#[test]
+fn a_temporary_owners_fast_array_goes_with_its_initial_bunch_and_never_after() {
+    // UE serializes the array inside the owner's bunches, which a temporary actor's connection
+    // never sends again once the initial one went: items changed later stay as they were on a
+    // client that has the owner; a client that joins later gets them as they are then.
+    let (mut l, kind) = level(1);
+    let (id, owner) = l.spawn([100.0, 0.0, 0.0], 1);
+    l.settings(id, |s| s.net_temporary = true);
+    let fa = l.driver.add_fast_array(kind, owner, SubObjectCondition::None).unwrap();
+    let ids = fill(&mut l, fa, 10);
+    l.step();
+    let first = server_items(&l, fa);
+    assert_eq!(client_items(&l, 0, fa).as_ref(), Some(&first), "with the owner's open");
+    l.driver.fast_array_mut(fa).unwrap().set(ids[3], &slot(99, 1)).unwrap();
+    l.driver.fast_array_mut(fa).unwrap().add(&slot(500, 5)).unwrap();
+    l.run(5);
+    let now = server_items(&l, fa);
+    assert_ne!(now, first);
+    assert_eq!(client_items(&l, 0, fa).as_ref(), Some(&first), "never updated");
+    let late = l.add_client();
+    l.run(3);
+    assert_eq!(client_items(&l, late, fa).as_ref(), Some(&now), "a late client: as they are then");
+}

@@ -23,6 +23,7 @@ mod sublevels;
 mod sublevels_review;
 mod subobjects;
 mod tearoff;
+mod temporary;
 mod timeout;
 
 use shadowrep::client::{ClientEvent, ClientWorld};

@@ -260,6 +260,27 @@ fn with_class_defaults_the_kernel_decides_exactly_as_the_ue_style_reference() {
 }
 
 #[test]
+fn with_temporary_actors_the_kernel_decides_exactly_as_the_ue_style_reference() {
+    // A quarter of the actors temporary (`Spec::net_temporary`, UE's `bNetTemporary`), the flag
+    // coming and going with their settings: each connection skips one once its open went (not
+    // updated, not closed for relevancy or dormancy), and sends the open again where it is
+    // reported lost — on both sides, lossless and lossy, with dormancy and with sublevels.
+    // Seed 5439 (lossless, with dormancy, net groups, dynamic conditions and class defaults): a
+    // temporary sub-object whose owner-only owner's channel the walk gave up before meeting it —
+    // the reference listed it as one without a channel, the kernel had skipped it.
+    let worlds = [(0, 4, 0.0), (1, 4, 0.2), (8, 6, 0.0), (2, 3, 0.3), (105, 4, 0.2), (5439, 4, 0.0)];
+    for (seed, connections, loss) in worlds {
+        let spec = Spec::new(seed, connections).loss(loss).net_temporary();
+        decide_alike(match seed {
+            8 | 105 => spec.dormancy(),
+            2 => spec.sublevels(),
+            5439 => spec.dormancy().net_groups().dynamic_conditions().class_defaults(),
+            _ => spec,
+        });
+    }
+}
+
+#[test]
 fn a_late_acknowledgement_of_a_closed_channel_acknowledges_no_later_channel_of_its_number() {
     // Seed 316816 with 1 connection (the replay one) at 30 % loss with dormancy and sublevels,
     // from a helper's sweep of seeds 300000..: an actor's channel opened (epoch 231) and its

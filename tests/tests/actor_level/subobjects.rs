@@ -29,6 +29,8 @@ struct Arena {
     character: ClassId,
     weapon: ClassId,
     clients: Vec<(ConnectionId, ClientWorld)>,
+    /// The two classes' layouts (a client added later is made with them).
+    layouts: Vec<Arc<ClassLayout>>,
 }
 
 /// Parent of the character's current weapon.
@@ -62,7 +64,8 @@ impl Arena {
             let world = ClientWorld::new(&[character.clone(), weapon()], &driver.checksums()).unwrap();
             clients.push((conn, world));
         }
-        Arena { driver, characters, weapons, character: c, weapon: w, clients }
+        let layouts = vec![character, weapon()];
+        Arena { driver, characters, weapons, character: c, weapon: w, clients, layouts }
     }
 
     /// A character at `at` owned by client `owner`, with a weapon holding `ammo` (`condition`).
@@ -917,4 +920,60 @@ fn a_lost_relevancy_close_then_a_reopen_leaves_no_destroyed_sub_object_on_the_cl
         assert!(!l.client(0).has(sg), "extra {extra}: the destroyed sub-object stays on the client");
     }
     assert!(seen > 0, "never the owner's close first");
+}
+
+#[test]
+fn a_temporary_owners_sub_objects_are_temporary_with_it() {
+    // UE writes sub-objects inside their owner's channel, which a temporary actor's connection
+    // never updates once its initial bunch went: a sub-object takes its owner's `net_temporary`
+    // with the rest of its settings, and is sent once.
+    let mut a = Arena::new();
+    let (ch, cg, w, wg) = a.armed([100.0, 0.0, 0.0], 0, 30, SubObjectCondition::None);
+    let mut s = a.driver.net_settings(a.character, ch).unwrap();
+    s.net_temporary = true;
+    a.driver.set_net_settings(a.character, &a.characters, ch, s).unwrap();
+    assert!(a.driver.net_settings(a.weapon, w).unwrap().net_temporary, "passed to its sub-object");
+    a.run(3);
+    a.weapons.set(w, AMMO, &Value::U32(29)).unwrap();
+    a.characters.set(ch, HEALTH, &Value::U32(5)).unwrap();
+    a.run(5);
+    for c in 0..2 {
+        assert_eq!(a.client(c).value(wg, AMMO), Some(Value::U32(30)), "client {c}: the sub-object is not updated");
+        assert_ne!(a.client(c).value(cg, HEALTH), Some(Value::U32(5)), "client {c}: nor its owner");
+        assert_eq!(a.client(c).owner_of(wg), Some(cg));
+    }
+    // A third client gets both, as they are now, once.
+    let conn = a.driver.add_connection(false);
+    a.driver.set_viewers(conn, &[viewer([0.0; 3], None)]).unwrap();
+    let world = ClientWorld::new(&a.layouts, &a.driver.checksums()).unwrap();
+    a.clients.push((conn, world));
+    a.run(3);
+    assert_eq!(a.client(2).value(wg, AMMO), Some(Value::U32(29)));
+    assert_eq!(a.client(2).value(cg, HEALTH), Some(Value::U32(5)));
+    a.weapons.set(w, AMMO, &Value::U32(28)).unwrap();
+    a.run(3);
+    assert_eq!(a.client(2).value(wg, AMMO), Some(Value::U32(29)));
+}
+
+#[test]
+fn a_sub_object_registered_after_its_temporary_owners_open_went_is_sent_once() {
+    // UE would never send it (it rides the owner's channel, not updated again); here its own
+    // open goes once, as a temporary actor's, then nothing more (README, "Temporary actors").
+    let mut a = Arena::new();
+    let (ch, cg) = a.character_at([100.0, 0.0, 0.0]);
+    let mut s = a.driver.net_settings(a.character, ch).unwrap();
+    s.net_temporary = true;
+    a.driver.set_net_settings(a.character, &a.characters, ch, s).unwrap();
+    a.run(3);
+    let w = a.weapons.spawn();
+    a.weapons.set(w, AMMO, &Value::U32(12)).unwrap();
+    let wg = a.driver.register_sub_object(a.weapon, &a.weapons, w, cg, SubObjectCondition::None).unwrap();
+    assert!(a.driver.net_settings(a.weapon, w).unwrap().net_temporary);
+    a.run(3);
+    a.weapons.set(w, AMMO, &Value::U32(11)).unwrap();
+    a.run(3);
+    for c in 0..2 {
+        assert_eq!(a.client(c).value(wg, AMMO), Some(Value::U32(12)), "client {c}: its open, once");
+        assert_eq!(a.client(c).owner_of(wg), Some(cg));
+    }
 }

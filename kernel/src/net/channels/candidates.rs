@@ -55,11 +55,14 @@ pub(super) fn candidates(
                at: usize,
                fresh: &mut Vec<Channel>,
                cands: &mut Vec<Cand>,
-               dormant: &mut Vec<Channel>| {
+               dormant: &mut Vec<Channel>,
+               ended: &[crate::ids::NetGuid]| {
         if no_channel(d) {
             return;
         }
         let row = match dormant.binary_search_by_key(&key, |r: &Channel| r.key) {
+            // (A temporary actor's copy whose open went stays as it is: skipped.)
+            Ok(i) if skipped_temporary(ctx, dormant[i].state.flags, d, ended) => return,
             Ok(i) if dormant[i].state.flags & pair::WOKEN != 0 => {
                 let mut row = dormant.remove(i);
                 row.state.flags &= !pair::DORMANT;
@@ -83,7 +86,7 @@ pub(super) fn candidates(
             retire(row, guid, closes);
         }
         while let Some(actor) = rel.next_if(|&(key, _)| key < row.key) {
-            add(actor, ri + fresh.len(), fresh, cands, dormant);
+            add(actor, ri + fresh.len(), fresh, cands, dormant, &ended);
         }
         let at = (ri + fresh.len()) as u32;
         // An owner closed TornOff whose row stays for its sub-objects: no candidate.
@@ -96,6 +99,9 @@ pub(super) fn candidates(
             // channel): a new actor in its slot takes it (numbered, as a fresh row, if it
             // becomes a channel).
             if row.state.flags == 0 && no_channel(d) {
+                continue;
+            }
+            if skipped_temporary(ctx, row.state.flags, d, &ended) {
                 continue;
             }
             cands.push(Cand { row: at, due: d, relevant_now: true });
@@ -126,7 +132,7 @@ pub(super) fn candidates(
             // (A level's startup actor keeps its channel, as everywhere here.)
             let due = &ctx.due[d as usize];
             let lapsed = ctx.time.now - row.relevant_time >= ctx.cfg.relevant_timeout;
-            if lapsed && !due.startup && viewers.iter().all(|v| v.view_target.is_some()) {
+            if lapsed && !due.startup() && viewers.iter().all(|v| v.view_target.is_some()) {
                 if row.state.flags & pair::EVER_OPENED != 0 {
                     closes.push(PendingClose { guid: due.actor.guid, reason: close_reason(due.actor.tearing) });
                 }
@@ -140,10 +146,13 @@ pub(super) fn candidates(
             }
             continue;
         }
+        if skipped_temporary(ctx, row.state.flags, d, &ended) {
+            continue;
+        }
         cands.push(Cand { row: at, due: d, relevant_now: false });
     }
     for actor in rel {
-        add(actor, rows.len() + fresh.len(), fresh, cands, dormant);
+        add(actor, rows.len() + fresh.len(), fresh, cands, dormant, &ended);
     }
     merge_rows(rows, fresh);
     for owner in ended {
@@ -193,6 +202,27 @@ pub(super) fn number(next_epoch: &mut u8) -> u8 {
     let epoch = *next_epoch;
     *next_epoch = epoch.wrapping_add(1);
     epoch
+}
+
+/// UE's `SentTemporaries`: whether due actor `d` is temporary (`bNetTemporary`) and its channel
+/// here (`flags`) has sent its open — the connection skips it, after the owner-only rule and
+/// before relevancy, so it is neither updated nor closed for relevancy (its open reported lost
+/// clears `OPEN_SENT`: it is a candidate again, its bunch the initial one).
+fn sent_temporary(ctx: &LevelCtx<'_>, flags: u8, d: u32) -> bool {
+    ctx.temporary > 0 && flags & (pair::OPEN_SENT | pair::OPEN_ACKED) != 0 && ctx.due[d as usize].temporary()
+}
+
+/// [`sent_temporary`], but a sub-object whose owner's channel this walk already gave up (`ended`:
+/// an owner-only owner this connection no longer owns, met earlier in key order) is not skipped:
+/// its channel ends with the owner's, so it is one without a channel, listed if relevant — as
+/// the reference, which ends the owner's sub-objects as it meets the owner, lists it (seed 5439
+/// of the random worlds with temporaries, dormancy, net groups, dynamic conditions and class
+/// defaults, lossless: the reference left a relevant sub-object over that the kernel skipped).
+fn skipped_temporary(ctx: &LevelCtx<'_>, flags: u8, d: u32, ended: &[crate::ids::NetGuid]) -> bool {
+    let sub_of_ended = |due: &crate::net::relevancy::DueActor| {
+        due.condition.is_some() && due.rel.owner.is_some_and(|o| ended.contains(&o))
+    };
+    sent_temporary(ctx, flags, d) && (ended.is_empty() || !sub_of_ended(&ctx.due[d as usize]))
 }
 
 /// Whether due actor `d` is owner-only and connection `ci` with `viewers` does not own it.

@@ -14,7 +14,10 @@
 //!                the client has not loaded (a gone actor's scratch row in the slot is taken)
 //!   candidates = rows whose actor is due (relevant ones and open channels) — but an owner-only
 //!                actor's channel this connection does not own: sent nothing, and closed once
-//!                its relevancy has lapsed (UE's PrioritizeActors)
+//!                its relevancy has lapsed (UE's PrioritizeActors); nor a temporary actor's
+//!                (`bNetTemporary`) whose open went here (OPEN_SENT or OPEN_ACKED): never
+//!                updated nor closed for relevancy (UE's SentTemporaries), until a loss of its
+//!                open clears OPEN_SENT
 //! queued closes written (the gone actors' among them), before any send
 //! priority   = max over viewers of GetNetPriority; T = now − last update (no channel: 1 s)
 //! not net-ready when the sends begin → nothing sent, every candidate a leftover (UE's first test)
@@ -90,6 +93,8 @@ pub(crate) struct LevelCtx<'a> {
     pub owner_only: usize,
     /// Due actors that are tearing off.
     pub tearing: usize,
+    /// Due actors that are temporary (`bNetTemporary`).
+    pub temporary: usize,
     /// Some actor keeps records of leaves inactive for a connection ([`super::roles`]): the
     /// channels closed are reported, so their records go with them.
     pub report_closes: bool,
@@ -486,7 +491,7 @@ fn process(ctx: &LevelCtx<'_>, run: &mut Run<'_>, conn: &mut Connection, scratch
                         replicate(ctx, ci, conn, st, ri as usize, d, &mut out.first_opens);
                     }
                 }
-            } else if (tearing || (!recently && (!due.startup || !allowed))) && open(conn) {
+            } else if (tearing || (!recently && (!due.startup() || !allowed))) && open(conn) {
                 let before = ctx.write.bits_written(conn);
                 let close = PendingClose { guid, reason: close_reason(tearing) };
                 if ctx.write.write_close(conn, st, close) {

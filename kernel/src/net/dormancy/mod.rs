@@ -21,11 +21,15 @@
 //! connection it is not relevant to keeps its copy dormant, stale (DORMANT | WOKEN: nothing was
 //! sent), until the actor is relevant there again (UE's channel stays closed there too)
 //! sub-objects: dormant where their owner is held dormant, once settled (UE's ride the owner's
-//! channel); owner-only actors never go dormant (UE asks only for the others)
+//! channel); owner-only actors never go dormant (UE asks only for the others); nor does a
+//! temporary actor (`NetSettings::net_temporary`) where its open went: the connection skips its
+//! channel, so it never settles there (a copy held dormant when it became temporary is left as
+//! the client has it, woken or not)
 //! ```
 //!
 //! Only "plain" actors sleep (relevant by distance alone: no owner, instigator, owning
-//! connection, rule settings or class hook); the others stay on the consider list while dormant,
+//! connection, rule settings or class hook; not temporary, whose open channels are never
+//! dormant); the others stay on the consider list while dormant,
 //! so their dormant rows cost a skip per due frame and owner rules keep working. A sleeping
 //! actor's position is where it fell asleep. A static actor with `Initial` dormancy sleeps from
 //! its registration and never opens until woken: its clients loaded it with the level.

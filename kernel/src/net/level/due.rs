@@ -84,6 +84,7 @@ impl NetDriver {
         level.conditioned = 0;
         level.owner_only = 0;
         level.tearing = 0;
+        level.temporary = 0;
         let n = CONSIDER_RUN_PAGES * PAGE_LANES;
         // Each run's due lanes, counted from the selection: its records' place in the list. The
         // list is refilled in place: last frame's records are overwritten, and the vector grows
@@ -185,6 +186,7 @@ impl NetDriver {
                 level.conditioned += d.condition.is_some_and(|c| c != SubObjectCondition::None) as usize;
                 level.owner_only += d.rel.only_relevant_to_owner as usize;
                 level.tearing += d.actor.tearing as usize;
+                level.temporary += d.temporary() as usize;
             }
             start = end;
         }
@@ -227,13 +229,15 @@ fn consider_run(
                 slot: slot as u32,
                 rel: relevancy(a.guid, s, owner, instigator, at),
                 net_priority: s.net_priority,
-                startup: s.startup_for(a.guid),
+                flags: due_flags(s.startup_for(a.guid), s.net_temporary),
                 rules,
                 since,
                 changed: leaves,
                 shared: NOT_SHARED,
                 dormancy: v.dormancy[slot],
-                sleepy: v.dormancy[slot].dormant() && plain && !a.tearing,
+                // (A temporary actor never goes dormant where its open went: its channel is
+                // skipped there, and it keeps itself awake.)
+                sleepy: v.dormancy[slot].dormant() && plain && !a.tearing && !s.net_temporary,
                 condition,
                 owner_slot: condition.and(owner).and_then(|g| guids.get(&g).copied()),
                 actor: a,
@@ -243,6 +247,12 @@ fn consider_run(
         }
     }
     debug_assert!(records.next().is_none(), "as many records as due lanes");
+}
+
+/// A due record's [`DueActor::flags`].
+fn due_flags(startup: bool, temporary: bool) -> u8 {
+    use crate::net::relevancy::due_flags::{STARTUP, TEMPORARY};
+    (u8::from(startup) * STARTUP) | (u8::from(temporary) * TEMPORARY)
 }
 
 /// The due actors' ranks by GUID (see [`crate::net::priority::SendOrder`]): rank `r` of due

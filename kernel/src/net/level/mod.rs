@@ -129,6 +129,9 @@ pub(crate) struct Level {
     /// How many due actors are tearing off (counted likewise): none, and no connection asks
     /// whether a relevant actor without a channel may get one.
     pub tearing: usize,
+    /// How many due actors are temporary (counted likewise): none, and no connection asks
+    /// whether a channel's open went out to skip it.
+    pub temporary: usize,
     /// Per class, per slot: index into `due`, or [`NOT_DUE`].
     pub due_index: Vec<Vec<u32>>,
     /// Per class, per page: the lanes of actors due this frame (the lanes compared).
@@ -274,6 +277,7 @@ impl Level {
             conditioned: 0,
             owner_only: 0,
             tearing: 0,
+            temporary: 0,
             due_index: Vec::new(),
             selected: Vec::new(),
             selected_pages: Vec::new(),
@@ -458,6 +462,7 @@ impl NetDriver {
             conditioned: level.conditioned,
             owner_only: level.owner_only,
             tearing: level.tearing,
+            temporary: level.temporary,
             report_closes: !self.inactive.is_empty(),
             time,
             cfg: &level.cfg,

@@ -35,6 +35,14 @@ use crate::ids::NetGuid;
 use crate::net::priority::PriorityInput;
 use crate::net::spatial::{GridConfig, GridConfigError, SpatialGrid};
 
+/// Bits of [`DueActor::flags`].
+pub(crate) mod due_flags {
+    /// [`super::DueActor::startup`].
+    pub const STARTUP: u8 = 1;
+    /// [`super::DueActor::temporary`].
+    pub const TEMPORARY: u8 = 2;
+}
+
 /// One actor of the frame's consider list.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct DueActor {
@@ -43,8 +51,9 @@ pub(crate) struct DueActor {
     /// What relevancy and priority read (GUID, location, owner, instigator, flags).
     pub rel: ActorRelevancy,
     pub net_priority: f32,
-    /// Loaded with the level: never closed for relevancy.
-    pub startup: bool,
+    /// [`due_flags`] bits: what its settings say of its channels (a byte, not a bool each: the
+    /// record is 184 bytes without padding, and a byte more made it 192).
+    pub flags: u8,
     /// Decided by UE's rules one by one, not by the grid.
     pub rules: bool,
     /// The frame it was last considered before this one (its last compare).
@@ -82,7 +91,7 @@ impl DueActor {
             slot: 0,
             rel: ActorRelevancy::at(NetGuid::NULL, [0.0; 3]),
             net_priority: 0.0,
-            startup: false,
+            flags: 0,
             rules: false,
             since: crate::ids::Frame::default(),
             changed: crate::ids::LeafMask::EMPTY,
@@ -95,6 +104,17 @@ impl DueActor {
             last_changed: crate::ids::Frame::default(),
             fast_arrays: (0, 0),
         }
+    }
+
+    /// Loaded with the level: never closed for relevancy.
+    pub fn startup(&self) -> bool {
+        self.flags & due_flags::STARTUP != 0
+    }
+
+    /// `bNetTemporary` ([`crate::net::NetSettings::net_temporary`]): skipped by a connection
+    /// once its open went there.
+    pub fn temporary(&self) -> bool {
+        self.flags & due_flags::TEMPORARY != 0
     }
 
     /// Whether connection `ci` (`replay`: a replay connection; `groups`: its net groups) may have

@@ -99,8 +99,19 @@ impl ReferenceFrame {
                     if !(d.woken && relevant && !net.tearing) {
                         continue;
                     }
+                    // A temporary actor's copy whose open went stays as it is (skipped below).
+                    if settings.net_temporary && (d.open_sent || d.open_acked) {
+                        continue;
+                    }
                     let ch = rc.dormant.remove(&a.guid).expect("found above");
                     rc.channels.insert(a.guid, ch);
+                }
+                // UE's `SentTemporaries`: a temporary actor (`bNetTemporary`) whose channel here
+                // has sent its open is skipped — after the owner-only and dormancy checks, before
+                // relevancy — so it is never updated nor closed for relevancy. Its open reported
+                // lost (`open_sent` cleared, not acknowledged) makes it a candidate again.
+                if settings.net_temporary && rc.channels.get(&a.guid).is_some_and(|ch| ch.open_sent || ch.open_acked) {
+                    continue;
                 }
                 // A tearing actor opens no channel.
                 let channel = rc.channels.get(&a.guid);

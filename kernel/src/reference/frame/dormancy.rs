@@ -13,8 +13,9 @@
 //! per connection   a settled channel of an actor that wants dormancy there closes Dormant;
 //!                  a woken copy not relevant is dormant again, stale; a sub-object follows its
 //!                  owner (see `connection.rs`)
-//! fall asleep      a due actor that wants dormancy, relevant by distance alone, not tearing,
-//!                  that no connection holds awake: off the consider list, its place kept
+//! fall asleep      a due actor that wants dormancy, relevant by distance alone, not tearing
+//!                  nor temporary, that no connection holds awake: off the consider list, its
+//!                  place kept
 //! ```
 
 use super::*;
@@ -118,8 +119,9 @@ impl ReferenceFrame {
 }
 
 /// Whether the actor in (`c`, `s`) may fall asleep: it wants dormancy, it is relevant by
-/// distance alone (no owner, instigator, owning connection, rule settings or class hook), and
-/// it is not tearing off.
+/// distance alone (no owner, instigator, owning connection, rule settings or class hook), it
+/// is not tearing off, and it is not temporary (a connection that got its open skips its
+/// channel, which so never goes dormant: it keeps the actor awake).
 pub(super) fn sleepy(driver: &NetDriver, (c, s): (u32, u32)) -> bool {
     let class = &driver.classes[c as usize];
     let (cols, s) = (&class.cols, s as usize);
@@ -131,6 +133,7 @@ pub(super) fn sleepy(driver: &NetDriver, (c, s): (u32, u32)) -> bool {
         && cols.instigator[s].is_none()
         && net.owner.is_none()
         && !net.tearing
+        && !cols.settings[s].net_temporary
 }
 
 /// Whether the actor in (`c`, `s`), `guid`, wants to be dormant for the connection in slot `ci`

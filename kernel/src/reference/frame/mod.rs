@@ -23,8 +23,10 @@
 //!     closes       of destroyed actors, and of torn-off ones no connection left over
 //!     prioritize   for every due actor: skip it if it has no channel and is not relevant
 //!                  (UE's IsActorRelevantToConnection, asked actor by actor) or its sublevel is
-//!                  not loaded on the client (IsLevelInitializedForActor); priority = max over
-//!                  the viewers of GetNetPriority; sort everything
+//!                  not loaded on the client (IsLevelInitializedForActor), or if it is
+//!                  temporary (bNetTemporary) and its channel's open went (UE's
+//!                  SentTemporaries); priority = max over the viewers of GetNetPriority; sort
+//!                  everything
 //!     process      in order: relevancy recheck, open / replicate / close (a tearing actor's
 //!                  channel right after its bunch), a settled channel of an actor that wants
 //!                  dormancy closed Dormant (the client keeps its copy), stop when the budget is
@@ -32,8 +34,9 @@
 //!     replicate    the changed properties since the channel's last send, active under the
 //!                  condition map, encoded for this connection alone; then the actor's fast
 //!                  arrays (bases of the reference's own in the driver's arrays)
-//! fall asleep      a due actor that wants dormancy, relevant by distance alone, that no
-//!                  connection holds awake (an open channel, or relevant without one)
+//! fall asleep      a due actor that wants dormancy, relevant by distance alone, not
+//!                  temporary, that no connection holds awake (an open channel, or relevant
+//!                  without one)
 //! receive_feedback the client's feedback (the bytes the driver got): lost properties owed again,
 //!                  lost opens sent again as the initial bunch, lost closes again (`feedback.rs`)
 //! acknowledge_all  or a perfect link: every packet arrives, every open is acknowledged
