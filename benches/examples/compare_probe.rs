@@ -71,7 +71,7 @@ fn main() -> Result<(), String> {
     floor_shadow.copy_from_slice(src);
     let (mut kernel, mut other) = (Vec::new(), Vec::new());
     // Twenty untimed frames, and with `best` on a large world as many more as its trials take.
-    let settles = kernels.tuned() && w.store.live().len() >= shadowrep::compare::tune::TUNE_MIN_PAGES;
+    let settles = w.tunes(kernels);
     let (mut frame, mut untimed) = (0, 20);
     while kernel.len() < frames {
         if frame == untimed && settles && shadow.tuned_isa().is_none() && frame < 200 {

@@ -108,6 +108,13 @@ impl CompareWorkload {
         self.ids.len()
     }
 
+    /// Whether a full compare of this world with `kernels` first tries the diff tables on its
+    /// frames ([`tune`]: `best`, and a world of at least `TUNE_MIN_PAGES` pages): such frames are
+    /// left untimed until the compare has kept one.
+    pub fn tunes(&self, kernels: Kernels) -> bool {
+        kernels.tuned() && self.store.live().len() >= tune::TUNE_MIN_PAGES
+    }
+
     /// Byte offsets in the store's pages (the shadow's pages lie out the same) of every plane
     /// lane the last marking [`Self::mutate`] marked: one per plane of each leaf of each marked
     /// (actor, parent) — what a push compare must touch, at least.
@@ -368,7 +375,7 @@ pub fn run_compare(
     // (`shadowrep::compare::tune`: a warm-up and `TRIALS` per candidate, 61 with three tables):
     // those are not timed either, so the timed frames run the table it kept. Past 80 frames
     // timing starts whatever the compare says.
-    let settles = opts.kernels.tuned() && w.store.live().len() >= tune::TUNE_MIN_PAGES;
+    let settles = w.tunes(opts.kernels);
     let (mut frame, mut timed_frames) = (0, 0);
     while timed_frames < opts.frames {
         let timing = frame > 0 && (!settles || full_shadow.tuned_isa().is_some() || frame > 80);

@@ -106,10 +106,7 @@ impl PushCheck {
     /// Zeroes a slot's lane of the validation shadow (its actor was replaced).
     pub(super) fn reset_lane(&mut self, layout: &ClassLayout, page: usize, lane: usize) {
         if let Some(v) = self.validated.as_mut().filter(|v| page < v.len()) {
-            let bytes = v.page_mut(page);
-            for plane in &layout.planes {
-                crate::store::zero_lane(bytes, plane.page_offset, plane.width, lane);
-            }
+            crate::store::zero_lanes(layout, v.page_mut(page), lane);
         }
     }
 

@@ -167,19 +167,19 @@ impl ShadowState {
     /// [`tune::TUNE_MIN_PAGES`] pages, every page walked; see [`tune`]), which push frames and
     /// compares of selected lanes never are.
     pub fn tuned_isa(&self) -> Option<Isa> {
-        self.tuner.chosen()
+        self.tuner.chosen().map(|k| k.isa)
     }
 
     /// The page scan this shadow's compares settled on, tried with every table alongside
     /// [`Self::tuned_isa`] (`None` until then).
     pub fn tuned_scan(&self) -> Option<PageScan> {
-        self.tuner.chosen_scan()
+        self.tuner.chosen().map(|k| k.scan)
     }
 
     /// Whether this shadow's compares settled on prefetching a changed page's next page, tried
     /// with every table and scan alongside [`Self::tuned_isa`] (`None` until then).
     pub fn tuned_next_page(&self) -> Option<NextPage> {
-        self.tuner.chosen_next_page()
+        self.tuner.chosen().map(|k| k.next_page)
     }
 
     /// The shadow pages (same layout as the store's live pages).
@@ -566,9 +566,7 @@ impl ShadowState {
             }
             let bytes = self.shadow.page_mut(p);
             for lane in BitIter(reset) {
-                for plane in &self.layout.planes {
-                    crate::store::zero_lane(bytes, plane.page_offset, plane.width, lane);
-                }
+                crate::store::zero_lanes(&self.layout, bytes, lane);
                 self.check.reset_lane(&self.layout, p, lane);
                 for a in 0..self.layout.arrays.len() {
                     self.arrays[p][a * PAGE_LANES + lane] = Vec::new();

@@ -109,19 +109,9 @@ impl IsaTuner {
         }
     }
 
-    /// The table kept, once the trials are done.
-    pub(super) fn chosen(&self) -> Option<Isa> {
-        self.chosen.map(|k| k.isa)
-    }
-
-    /// The page scan kept, once the trials are done.
-    pub(super) fn chosen_scan(&self) -> Option<PageScan> {
-        self.chosen.map(|k| k.scan)
-    }
-
-    /// The next-page rule kept, once the trials are done.
-    pub(super) fn chosen_next_page(&self) -> Option<NextPage> {
-        self.chosen.map(|k| k.next_page)
+    /// The table kept (with its page scan and next-page rule), once the trials are done.
+    pub(super) fn chosen(&self) -> Option<Kernels> {
+        self.chosen
     }
 }
 
@@ -141,7 +131,7 @@ mod tests {
             let (k, trial) = t.pick(best, false);
             assert_eq!((k.isa, trial), (best.isa, None));
         }
-        assert_eq!(t.chosen(), None);
+        assert_eq!(t.chosen().map(candidate), None);
     }
 
     /// A candidate's (table, scan, next-page rule), as the test names them.
@@ -174,15 +164,12 @@ mod tests {
             let i = trial.expect("a trial frame");
             assert_eq!(candidate(k), tables[i]);
             tried[i] += 1;
-            assert_eq!(t.chosen(), None);
+            assert_eq!(t.chosen().map(candidate), None);
             let nanos = if candidate(k) == fastest { 100 } else { 130 } * 2000;
             t.record(i, nanos, 2000);
         }
         assert!(tried.iter().all(|&n| n == TRIALS), "{tried:?}");
-        assert_eq!(
-            (t.chosen(), t.chosen_scan(), t.chosen_next_page()),
-            (Some(fastest.0), Some(fastest.1), Some(fastest.2))
-        );
+        assert_eq!(t.chosen().map(candidate), Some(fastest));
         // From then on the kept table runs, eligible or not, untimed, until the next round.
         let _ = t.pick(best, false);
         for _ in 0..RETRY_EVERY {
@@ -195,7 +182,7 @@ mod tests {
         assert_eq!((widest.1, widest.2), (PageScan::FirstDifference, NextPage::Prefetch));
         tried.iter_mut().for_each(|n| *n = 0);
         for _ in 0..TRIALS * tables.len() {
-            assert_eq!(t.chosen(), Some(fastest.0));
+            assert_eq!(t.chosen().map(candidate), Some(fastest));
             let (k, trial) = t.pick(best, true);
             let i = trial.expect("a trial frame of the second round");
             assert_eq!(candidate(k), tables[i]);
@@ -203,10 +190,7 @@ mod tests {
             t.record(i, if candidate(k) == widest { 100 } else { 130 } * 2000, 2000);
         }
         assert!(tried.iter().all(|&n| n == TRIALS), "{tried:?}");
-        assert_eq!(
-            (t.chosen(), t.chosen_scan(), t.chosen_next_page()),
-            (Some(widest.0), Some(widest.1), Some(widest.2))
-        );
+        assert_eq!(t.chosen().map(candidate), Some(widest));
         let k = t.pick(best, true).0;
         assert_eq!(candidate(k), widest);
     }
@@ -232,6 +216,6 @@ mod tests {
             }
         }
         let kept = t.tables[0];
-        assert_eq!(t.chosen.map(candidate), Some(candidate(kept)));
+        assert_eq!(t.chosen().map(candidate), Some(candidate(kept)));
     }
 }

@@ -97,8 +97,8 @@ impl NetDriver {
         let a = self.actor_mut(class, store, id)?;
         // A torn-off actor is the clients' own (Authority) and never planned again: nothing to
         // tell (an owed role would stay owed for as long as the actor lives).
-        let (guid, was) = (a.guid, a.autonomous_owner().filter(|_| !a.torn_off));
-        let torn_off = a.torn_off;
+        let (guid, torn_off) = (a.guid, a.torn_off);
+        let was = a.autonomous_owner().filter(|_| !torn_off);
         // Its sub-objects are owned by whoever owns it.
         self.set_roles_with_sub_objects(class.0, id.index, guid, |a| {
             a.owner = slot.map(|s| s as u32);

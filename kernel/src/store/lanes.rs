@@ -98,7 +98,14 @@ pub(crate) fn write_defaults(layout: &ClassLayout, page: &mut [u8], lane: usize)
     }
 }
 
+/// Zeroes lane `lane` of every plane of a page.
+pub(crate) fn zero_lanes(layout: &ClassLayout, page: &mut [u8], lane: usize) {
+    for plane in &layout.planes {
+        zero_lane(page, plane.page_offset, plane.width, lane);
+    }
+}
+
 /// Zeroes lane `lane` of a plane.
-pub(crate) fn zero_lane(page: &mut [u8], offset: usize, width: PlaneWidth, lane: usize) {
+fn zero_lane(page: &mut [u8], offset: usize, width: PlaneWidth, lane: usize) {
     write_lane(page, offset, width, lane, &[0u8; 16]);
 }

@@ -28,7 +28,7 @@ pub(crate) use dirty::LiveView;
 pub use dirty::{pages_with_lanes, DirtyState, WatcherId};
 use lanes::gather_leaf;
 pub use lanes::BitIter;
-pub(crate) use lanes::{read_lane, read_parent, scatter_leaf, write_defaults, zero_lane};
+pub(crate) use lanes::{read_lane, read_parent, scatter_leaf, write_defaults, zero_lanes};
 pub use pages::{Block, PageArray, PageArrays, PlanesMut};
 
 use crate::schema::{ClassLayout, PAGE_LANES};
@@ -249,9 +249,7 @@ impl ClassStore {
         // bulk system's `plane_mut` writes free lanes too, after the despawn that zeroed it).
         let layout = self.layout.clone();
         let bytes = self.live.page_mut(id.page());
-        for plane in &layout.planes {
-            zero_lane(bytes, plane.page_offset, plane.width, id.lane());
-        }
+        zero_lanes(&layout, bytes, id.lane());
         write_defaults(&layout, bytes, id.lane());
         self.occupied[id.page()] |= 1 << id.lane();
         self.epochs[id.page()] = self.epochs[id.page()].wrapping_add(1);
@@ -282,10 +280,7 @@ impl ClassStore {
         self.epochs[page] = self.epochs[page].wrapping_add(1);
         self.structure += 1;
         let layout = self.layout.clone();
-        let bytes = self.live.page_mut(page);
-        for plane in &layout.planes {
-            zero_lane(bytes, plane.page_offset, plane.width, lane);
-        }
+        zero_lanes(&layout, self.live.page_mut(page), lane);
         for a in 0..layout.arrays.len() {
             self.arrays[page][a * PAGE_LANES + lane] = Vec::new();
         }
