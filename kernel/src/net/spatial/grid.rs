@@ -2,23 +2,10 @@
 //! lies in them (their home cell), with each cell's largest cull distance and the bounding box of
 //! its actors' X/Y. See the [module docs](super) for the layout and the reasons.
 
+use super::config::{GridConfig, GridConfigError};
 use super::sweep::relevant_lanes;
 use super::CellView;
 use rayon::prelude::*;
-use std::fmt;
-
-/// The replication graph's basic grid cell size, in world units.
-pub const DEFAULT_CELL_SIZE: f32 = 10_000.0;
-/// Cells per axis of [`GridConfig::default`]: 256 × 10000 = 2.56 million units a side, centred
-/// on the origin.
-pub const DEFAULT_CELLS_PER_AXIS: u32 = 256;
-/// The most cells a grid may have (`cells_x × cells_y`): bounds the per-frame cell table.
-pub const MAX_GRID_CELLS: u64 = 1 << 22;
-/// Default cap on the cells one actor's cull square may cover; an actor whose square covers more
-/// goes to the large-radius list instead.
-pub const DEFAULT_MAX_CELLS_PER_ACTOR: u32 = 64;
-/// UE's default `NetCullDistanceSquared`: 15000².
-pub const UE_DEFAULT_CULL_DISTANCE_SQUARED: f32 = 225_000_000.0;
 
 /// Relative widening of an actor's cull radius in every broad-phase test (the cells its square
 /// spans, a cell's reach). The exact f32 test can pass for a true distance a few ulps above
@@ -34,93 +21,6 @@ const ABS_PAD: f64 = 1e-20;
 fn reach(cull_sq: f32) -> f64 {
     f64::from(cull_sq).sqrt() * (1.0 + SQUARE_PAD) + ABS_PAD
 }
-
-/// The shape of a [`SpatialGrid`].
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct GridConfig {
-    /// Side of a square cell, in world units; finite and positive.
-    pub cell_size: f32,
-    /// World X/Y of the corner of cell (0, 0); finite.
-    pub origin: [f32; 2],
-    /// Cells along X; at least 1.
-    pub cells_x: u32,
-    /// Cells along Y; at least 1; `cells_x × cells_y ≤` [`MAX_GRID_CELLS`].
-    pub cells_y: u32,
-    /// An actor whose cull square covers more cells than this goes to the large-radius list,
-    /// which every query sweeps; at least 1. This bounds how many cells around its own a
-    /// viewer visits.
-    pub max_cells_per_actor: u32,
-}
-
-impl Default for GridConfig {
-    fn default() -> Self {
-        GridConfig::centred(DEFAULT_CELL_SIZE, DEFAULT_CELLS_PER_AXIS)
-    }
-}
-
-impl GridConfig {
-    /// A square grid of `cells_per_axis²` cells of `cell_size`, centred on the world origin.
-    pub fn centred(cell_size: f32, cells_per_axis: u32) -> GridConfig {
-        let half = -(cells_per_axis as f32 / 2.0) * cell_size;
-        GridConfig {
-            cell_size,
-            origin: [half, half],
-            cells_x: cells_per_axis,
-            cells_y: cells_per_axis,
-            max_cells_per_actor: DEFAULT_MAX_CELLS_PER_ACTOR,
-        }
-    }
-
-    fn validate(&self) -> Result<(), GridConfigError> {
-        if !(self.cell_size.is_finite() && self.cell_size > 0.0) {
-            return Err(GridConfigError::CellSize(self.cell_size));
-        }
-        if !self.origin.iter().all(|o| o.is_finite()) {
-            return Err(GridConfigError::Origin(self.origin));
-        }
-        let cells = u64::from(self.cells_x) * u64::from(self.cells_y);
-        if cells == 0 || cells > MAX_GRID_CELLS {
-            return Err(GridConfigError::Cells { x: self.cells_x, y: self.cells_y });
-        }
-        if self.max_cells_per_actor == 0 {
-            return Err(GridConfigError::MaxCellsPerActor);
-        }
-        Ok(())
-    }
-}
-
-/// Why a [`GridConfig`] was refused.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum GridConfigError {
-    /// The cell size is not finite and positive.
-    CellSize(f32),
-    /// The origin is not finite.
-    Origin([f32; 2]),
-    /// No cells, or more than [`MAX_GRID_CELLS`].
-    Cells {
-        /// Cells along X.
-        x: u32,
-        /// Cells along Y.
-        y: u32,
-    },
-    /// `max_cells_per_actor` is 0.
-    MaxCellsPerActor,
-}
-
-impl fmt::Display for GridConfigError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            GridConfigError::CellSize(s) => write!(f, "cell size {s} is not finite and positive"),
-            GridConfigError::Origin(o) => write!(f, "grid origin {o:?} is not finite"),
-            GridConfigError::Cells { x, y } => {
-                write!(f, "{x} × {y} cells: need between 1 and {MAX_GRID_CELLS}")
-            }
-            GridConfigError::MaxCellsPerActor => write!(f, "max_cells_per_actor must be at least 1"),
-        }
-    }
-}
-
-impl std::error::Error for GridConfigError {}
 
 /// A cell's column and row.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -105,15 +105,17 @@
 //! 1000 queries goes from ~295 ms to ~78 ms at 10 000-unit cells. The build is now dominated
 //! by the serial count and scatter (random writes into 10 000 cells' rows).
 
+mod config;
 mod grid;
 mod sweep;
 #[cfg(test)]
 mod tests;
 
-pub use grid::{
-    CellKey, GridConfig, GridConfigError, SpatialGrid, DEFAULT_CELLS_PER_AXIS, DEFAULT_CELL_SIZE,
-    DEFAULT_MAX_CELLS_PER_ACTOR, MAX_GRID_CELLS, UE_DEFAULT_CULL_DISTANCE_SQUARED,
+pub use config::{
+    GridConfig, GridConfigError, DEFAULT_CELLS_PER_AXIS, DEFAULT_CELL_SIZE, DEFAULT_MAX_CELLS_PER_ACTOR,
+    MAX_GRID_CELLS, UE_DEFAULT_CULL_DISTANCE_SQUARED,
 };
+pub use grid::{CellKey, SpatialGrid};
 pub use sweep::{relevant_lanes, relevant_lanes_scalar};
 
 /// The actors of a gathered cell as parallel columns: row `i` is actor `indices[i]` at

@@ -1,0 +1,299 @@
+//! One actor's bunches: a plain bunch copied from the frame's shared encoding, or one built
+//! here (the open while one is owed, fixed leaves, dynamic arrays split between elements), each
+//! part recorded for the acknowledgement; a record that does not fit ends the packet and the
+//! actor goes on in the next one.
+
+use super::{Open, Room, WriteCtx};
+use crate::ids::LeafMask;
+use crate::net::connection::{pair, Connection};
+use crate::net::opens::OpenBits;
+use crate::net::plan::SendItem;
+use crate::net::reliability::SentEntry;
+use crate::net::shared::SharedActor;
+use crate::wire::bunch::{end_array, handle_bits, write_array_element, write_array_head, write_leaf_record};
+use crate::wire::open::EncodedOpen;
+use crate::wire::packet::packed_bits;
+use crate::wire::BitWriter;
+use std::borrow::Cow;
+
+/// Body bits a new bunch should have room for, or it starts in the next packet.
+const MIN_BODY_BITS: usize = 64;
+
+impl WriteCtx<'_> {
+    /// Writes one actor; returns the bunches written, or `None` when the window filled (what
+    /// was not written went back to the pair).
+    pub(super) fn write_item(
+        &self,
+        conn: &mut Connection,
+        open: &mut Open,
+        item: &SendItem,
+        shared: Option<SharedActor<'_>>,
+        opened: Option<&OpenBits>,
+    ) -> Option<usize> {
+        // The common case: exactly the shared leaves of an open channel, one copy of the bunch
+        // (unless the bunch is larger than a packet: then it is built and split record by record).
+        // The copy lands exactly where building it would: in this packet if a bunch may start
+        // here and the whole of it fits, else at the start of the next — and where building would
+        // split it (a bunch may start here but the rest does not fit), it is built, so shared and
+        // per-connection encoding write the same packets.
+        let c = &self.classes[item.class as usize];
+        let handle_width = handle_bits(&c.layout);
+        // An open is owed: a sized bunch (any client can step over it); else a plain one.
+        let opened = opened.filter(|_| item.open);
+        let class_open = item.open.then(|| match opened {
+            Some(o) => Cow::Borrowed(o.header()),
+            None => Cow::Owned(self.open_header(item).encode()),
+        });
+        let mut part = BunchPart { item, class_open, handle_width, leaves: LeafMask::EMPTY, bunches: 0 };
+        let whole = shared.filter(|sh| !item.open && item.leaves == sh.leaves);
+        if let Some((src, start, bits)) = whole.map(|sh| sh.bunch()) {
+            // Room for the whole of it, and for a bunch to start (what building asks).
+            let need = bits.max(part.plain_start_bits());
+            let here = conn.writer.packet_open() && conn.writer.plain_fits(&conn.out, item.guid, need);
+            let splits_here = !here && conn.writer.packet_open() && part.fits_start(conn);
+            if here || (!splits_here && conn.writer.plain_fits_empty(item.guid, need)) {
+                if !here && !self.ensure(conn, open, |c| c.writer.plain_fits(&c.out, item.guid, need)) {
+                    self.defer(conn, item, item.leaves);
+                    return None;
+                }
+                conn.writer.write_plain(&mut conn.out, item.guid, src, start, bits);
+                self.entry(conn, open, item, item.leaves);
+                return Some(1);
+            }
+        }
+        if !self.ensure(conn, open, |c| part.fits_start(c)) {
+            self.defer(conn, item, item.leaves);
+            return None;
+        }
+        part.begin(conn);
+        // An open owing every fixed leaf, encoded this frame, that fits: its records in one
+        // copy (the same bits leaf by leaf; the arena's records of this frame's changes are
+        // encoded from the same values).
+        if let Some((records, bits)) = opened.and_then(|o| o.whole(item.leaves)) {
+            if conn.writer.body_fits(&conn.out, bits) {
+                conn.writer.body().write_from(records, 0, bits);
+                part.leaves = item.leaves;
+                self.end_part(conn, open, &mut part);
+                return Some(part.bunches);
+            }
+        }
+        let mut done = LeafMask::EMPTY;
+        let mut buf = [0u8; 256];
+        for leaf in item.leaves.iter() {
+            let l = &c.layout.leaves[leaf];
+            let ok = match l.array {
+                Some(a) => {
+                    let since = (!item.whole.contains(leaf)).then_some(item.since);
+                    self.write_array(conn, open, &mut part, leaf, a, since)
+                }
+                None => match shared
+                    .filter(|sh| sh.leaves.contains(leaf))
+                    .map(|sh| sh.record(leaf))
+                    .or_else(|| opened.map(|o| o.record(leaf)))
+                {
+                    // Shared: bit-copy the record encoded once for every connection (this
+                    // frame's change, or the open's).
+                    Some((src, start, bits)) => {
+                        if !conn.writer.body_fits(&conn.out, bits) && !self.split(conn, open, &mut part) {
+                            false
+                        } else {
+                            conn.writer.body().write_from(src, start, bits);
+                            true
+                        }
+                    }
+                    // This connection's own: encode straight into the bunch, again in the next
+                    // packet if it did not fit.
+                    None => {
+                        let n = l.kind.byte_size();
+                        self.stores[item.class as usize].read_leaf(item.slot, leaf, &mut buf[..n]);
+                        let before = conn.writer.body_bits();
+                        write_leaf_record(conn.writer.body(), handle_width, l.handle, l.kind, &buf[..n]);
+                        if conn.writer.body_fits(&conn.out, 0) {
+                            true
+                        } else {
+                            conn.writer.body().truncate(before);
+                            let room = self.split(conn, open, &mut part);
+                            if room {
+                                write_leaf_record(conn.writer.body(), handle_width, l.handle, l.kind, &buf[..n]);
+                            }
+                            room
+                        }
+                    }
+                },
+            };
+            if !ok {
+                self.defer(conn, item, item.leaves & !done);
+                return None;
+            }
+            part.leaves |= LeafMask::leaf(leaf);
+            done |= LeafMask::leaf(leaf);
+        }
+        self.end_part(conn, open, &mut part);
+        Some(part.bunches)
+    }
+
+    /// Records that the open packet carries `leaves` (and the open, if owed) of `item`.
+    fn entry(&self, conn: &mut Connection, open: &mut Open, item: &SendItem, leaves: LeafMask) {
+        let e = SentEntry {
+            class: item.class,
+            slot: item.slot,
+            guid_low: item.guid.0 as u32,
+            epoch: item.epoch,
+            open: item.open,
+            initial: item.initial,
+            role: item.role,
+            leaves,
+        };
+        conn.rel.entries.push_back(e);
+        open.entries += 1;
+        // What the open told the client of its role, where that is not "simulated, nothing
+        // owed" (an actor's open: a sub-object's carries no role).
+        if item.open && (item.autonomous || item.role) && !self.outers.contains_key(&item.guid) {
+            let key = crate::net::pairs::pair_key(item.class, item.slot);
+            conn.roles.written(key, item.guid, item.epoch, item.autonomous);
+        }
+        // Only an open touches the pair here: the actor level records its rows' newest packet
+        // itself (it holds the row), and per-slot pairs do not (nothing reads it without the
+        // actor level's dormancy) — a pair state per bunch was a cache miss each, an eighth of a
+        // shared frame.
+        if item.open && !self.marks_opens {
+            conn.pair(item.class, item.slot).flags |= pair::OPEN_SENT | pair::EVER_OPENED;
+        }
+    }
+
+    /// Ends the bunch being built (dropping it if it carries nothing) and records it.
+    fn end_part(&self, conn: &mut Connection, open: &mut Open, part: &mut BunchPart<'_>) {
+        if conn.writer.body_bits() == 0 && part.class_open.is_none() {
+            conn.writer.abandon_bunch();
+        } else {
+            conn.writer.end_bunch(&mut conn.out, part.leaves.count());
+            self.entry(conn, open, part.item, part.leaves);
+            part.bunches += 1;
+        }
+        part.leaves = LeafMask::EMPTY;
+    }
+
+    /// Ends the bunch and the packet, and continues the actor in a new bunch of a new packet;
+    /// false when no packet may start. The packet says its last bunch goes on when it does: it
+    /// ended with this actor's bunch and the window has room for the next packet, whose first
+    /// bunch is the continuation (the client holds the parts and applies them together).
+    fn split(&self, conn: &mut Connection, open: &mut Open, part: &mut BunchPart<'_>) -> Room {
+        let before = part.bunches;
+        self.end_part(conn, open, part);
+        if conn.writer.bunches() > 0 {
+            // `room` counts the open packet: one more must fit after it.
+            let continues = part.bunches > before && conn.rel.room() > 1;
+            self.finish_continued(conn, open, continues);
+        }
+        if !self.ensure(conn, open, |_| true) {
+            return false;
+        }
+        part.begin(conn);
+        true
+    }
+
+    /// Writes a dynamic array: its count and, `since` a frame, the element leaves that changed
+    /// after it (by nested handle; the client keeps the rest), else every element — split
+    /// between elements across packets.
+    fn write_array(
+        &self,
+        conn: &mut Connection,
+        open: &mut Open,
+        part: &mut BunchPart<'_>,
+        leaf: usize,
+        a: usize,
+        since: Option<crate::ids::Frame>,
+    ) -> Room {
+        let item = part.item;
+        let c = &self.classes[item.class as usize];
+        let layout = &c.layout;
+        let array = &layout.arrays[a];
+        let handle = layout.leaves[leaf].handle;
+        let bytes = self.stores[item.class as usize].array_bytes(item.slot, a);
+        let count = bytes.len() / array.stride;
+        let per = array.elements.len();
+        // Which element leaves go: all, or those changed after `since`. The history holds a
+        // frame per element leaf as long as the array was when last compared; should it not
+        // match the array now, everything goes.
+        let frames = since.map(|_| c.history.element_frames(item.slot, leaf)).filter(|f| f.len() == count * per);
+        let wanted = |e: usize, i: usize| match (since, frames) {
+            (Some(s), Some(f)) => f[e * per + i] > s.0,
+            _ => true,
+        };
+        let head = handle_bits(layout) as usize + packed_bits(count as u64) + 8;
+        let mut el = BitWriter::new();
+        // The next element at or after `e` with a leaf to send (`count` when none), encoded.
+        let next = |el: &mut BitWriter, mut e: usize| {
+            el.clear();
+            while e < count && !(0..per).any(|i| wanted(e, i)) {
+                e += 1;
+            }
+            if e < count {
+                let element = &bytes[e * array.stride..(e + 1) * array.stride];
+                write_array_element(el, array, e, element, |i| wanted(e, i));
+            }
+            e
+        };
+        let mut e = next(&mut el, 0);
+        loop {
+            // The head and at least the next element, or a new packet.
+            if !conn.writer.body_fits(&conn.out, head + el.len_bits()) {
+                let fresh = conn.writer.body_bits() == 0 && conn.writer.bunches() <= 1;
+                if fresh || !self.split(conn, open, part) {
+                    // Registration guarantees one element fits an empty packet; a full window
+                    // leaves the array to be sent again.
+                    return false;
+                }
+            }
+            write_array_head(conn.writer.body(), handle_bits(layout), handle, count);
+            part.leaves |= LeafMask::leaf(leaf);
+            while e < count && conn.writer.body_fits(&conn.out, el.len_bits() + 8) {
+                conn.writer.body().write_from(el.bytes(), 0, el.len_bits());
+                e = next(&mut el, e + 1);
+            }
+            end_array(conn.writer.body());
+            if e >= count {
+                return true;
+            }
+            // The rest goes in a new record for the same array, in a continuation bunch.
+            if !self.split(conn, open, part) {
+                return false;
+            }
+        }
+    }
+}
+
+/// The actor being written and what its current bunch carries.
+struct BunchPart<'a> {
+    item: &'a SendItem,
+    /// The open, while one is owed: the bunch is sized. Without, it is plain.
+    class_open: Option<Cow<'a, EncodedOpen>>,
+    /// The class's handle width (a plain bunch's record count has as many bits).
+    handle_width: u32,
+    leaves: LeafMask,
+    bunches: usize,
+}
+
+impl BunchPart<'_> {
+    /// Body bits a plain bunch of this actor must have room for to start: its record count and
+    /// some records.
+    fn plain_start_bits(&self) -> usize {
+        self.handle_width as usize + MIN_BODY_BITS
+    }
+
+    /// Whether a bunch of this actor may start in `conn`'s open packet with room for some body.
+    fn fits_start(&self, conn: &Connection) -> bool {
+        match &self.class_open {
+            Some(header) => conn.writer.bunch_fits(&conn.out, self.item.guid, Some(header), MIN_BODY_BITS),
+            None => conn.writer.plain_fits(&conn.out, self.item.guid, self.plain_start_bits()),
+        }
+    }
+
+    /// Starts this actor's next bunch in `conn`'s open packet.
+    fn begin(&self, conn: &mut Connection) {
+        match &self.class_open {
+            Some(header) => conn.writer.begin_bunch(self.item.guid, Some(header), self.item.autonomous),
+            None => conn.writer.begin_plain(self.item.guid, self.handle_width),
+        }
+    }
+}
