@@ -179,6 +179,11 @@ pub(crate) struct Connection {
     /// last update, deferred by the full window right after the owner's close went out, still
     /// finds its owner on the client when it goes. Sorted; rarely more than a few.
     pub held_torn: Vec<u64>,
+    /// UE's `SentTemporaries`: the temporary actors (`NetSettings::net_temporary`) whose open
+    /// went here, kept until the actor is gone — past the end of their channel (a sublevel the
+    /// client unloaded, an owner-only owner given up), so that none opens again here. Empty in
+    /// a world without temporaries.
+    pub sent_temporaries: crate::ids::GuidSet,
     /// Lost leaves planning found inactive here (class, slot, leaves), recorded with the
     /// driver's inactive leaves after the frame ([`super::roles`]).
     pub parked: Vec<(u32, u32, crate::ids::LeafMask)>,
@@ -337,6 +342,7 @@ impl Connection {
             settled: Vec::new(),
             quiet: Default::default(),
             held_torn: Vec::new(),
+            sent_temporaries: Default::default(),
             parked: Vec::new(),
             unsent_initial: UnsentInitial::default(),
             roles: super::proxy_roles::ProxyRoles::default(),

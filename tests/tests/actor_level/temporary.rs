@@ -2,7 +2,9 @@
 //! initial bunch once and nothing more — its later changes never reach a client that has it, a
 //! client that joins later gets the state of the moment once, an initial bunch lost is sent
 //! again, its channel is never closed for relevancy, and it closes when the actor is destroyed;
-//! torn off, set dormant or owned by a connection, nothing more goes where its open went.
+//! torn off, set dormant or owned by a connection, nothing more goes where its open went; its
+//! sublevel unloaded and loaded again, nothing comes back (UE's `SentTemporaries` outlives the
+//! channel).
 
 use super::*;
 use shadowrep::link::{Link, LinkConfig};
@@ -216,4 +218,31 @@ fn a_temporary_actor_set_dormant_stays_awake_and_a_late_client_still_gets_it() {
     l.run(3);
     assert_eq!(l.client(late).value(tg, HEALTH), Some(Value::U32(70)));
     assert_eq!(l.client(0).value(tg, HEALTH), Some(Value::U32(7)));
+}
+
+#[test]
+fn a_temporary_actor_whose_sublevel_the_client_unloads_is_not_sent_again_when_it_loads_it() {
+    use super::sublevels::{level, stream, HALL};
+    let mut l = level(1);
+    let ((tid, tg), (pid, pg)) = pair_of_things(&mut l);
+    for id in [tid, pid] {
+        l.driver.set_sublevel(l.class, &l.store, id, HALL).unwrap();
+    }
+    stream(&mut l, 0, &[], true);
+    l.run(3);
+    assert!(l.client(0).has(tg) && l.client(0).has(pg));
+    l.events(0);
+    stream(&mut l, 0, &[], false);
+    l.step();
+    let events = l.events(0);
+    assert!(events.contains(&ClientEvent::Destroyed { guid: tg }), "the unload closes it: {events:?}");
+    assert!(!l.client(0).has(tg));
+    l.store.set(tid, HEALTH, &Value::U32(40)).unwrap();
+    l.store.set(pid, HEALTH, &Value::U32(40)).unwrap();
+    stream(&mut l, 0, &[], true);
+    l.run(5);
+    assert_eq!(l.client(0).value(pg, HEALTH), Some(Value::U32(40)), "the plain one comes back");
+    // UE keeps the connection's `SentTemporaries` across the unload (it forgets an actor only
+    // when the actor is destroyed): the temporary one is not sent again.
+    assert!(!l.client(0).has(tg), "sent once to this connection, never again");
 }

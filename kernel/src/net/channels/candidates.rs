@@ -32,7 +32,7 @@ pub(super) fn candidates(
     closed: &mut Vec<(u32, u32)>,
 ) {
     let Scratch { relevant, fresh, cands, .. } = scratch;
-    let (closes, viewers) = (&mut conn.closes, &conn.viewers);
+    let (closes, viewers, sent_temporaries) = (&mut conn.closes, &conn.viewers, &conn.sent_temporaries);
     let Pairs::Channels { rows, dormant } = &mut conn.pairs else { unreachable!("the actor level keeps channel rows") };
     fresh.clear();
     cands.clear();
@@ -69,6 +69,9 @@ pub(super) fn candidates(
                 row
             }
             Ok(_) => return,
+            // A temporary actor whose open went here before its channel ended (UE's
+            // `SentTemporaries` outlives the channel): no channel again.
+            Err(_) if sent_before(ctx, sent_temporaries, d) => return,
             // (Numbered when it becomes a channel: `number`.)
             Err(_) => Channel { key, ..Channel::default() },
         };
@@ -210,6 +213,13 @@ pub(super) fn number(next_epoch: &mut u8) -> u8 {
 /// clears `OPEN_SENT`: it is a candidate again, its bunch the initial one).
 fn sent_temporary(ctx: &LevelCtx<'_>, flags: u8, d: u32) -> bool {
     ctx.temporary > 0 && flags & (pair::OPEN_SENT | pair::OPEN_ACKED) != 0 && ctx.due[d as usize].temporary()
+}
+
+/// Whether due actor `d`, with no channel here, is a temporary actor whose open went here on an
+/// earlier channel: in `sent` ([`Connection::sent_temporaries`]).
+fn sent_before(ctx: &LevelCtx<'_>, sent: &crate::ids::GuidSet, d: u32) -> bool {
+    let due = &ctx.due[d as usize];
+    ctx.temporary > 0 && !sent.is_empty() && due.temporary() && sent.contains(&due.actor.guid)
 }
 
 /// [`sent_temporary`], but a sub-object whose owner's channel this walk already gave up (`ended`:

@@ -17,6 +17,12 @@ use crate::wire::open::CloseReason;
 /// are walked once and compacted once a frame. (A walk of its own cost two binary searches over
 /// rows cold from memory per connection, 3 % of battle_royale's samples.)
 pub(crate) fn retire_rows(conn: &mut Connection, retired: &[(u64, NetGuid)], ready: bool) {
+    // A temporary actor gone is forgotten (UE's `NotifyActorDestroyed`).
+    if !conn.sent_temporaries.is_empty() {
+        for (_, guid) in retired {
+            conn.sent_temporaries.remove(guid);
+        }
+    }
     let Pairs::Channels { rows, dormant } = &mut conn.pairs else { return };
     // Dormant copies of gone actors: the client keeps them until told (UE's destruction infos).
     for &(key, guid) in retired {

@@ -70,6 +70,10 @@ pub(super) fn replicate(
             if item.open {
                 // What each of its bunches' entries would have marked (`WriteCtx::marks_opens`).
                 ps.flags |= pair::OPEN_SENT | pair::EVER_OPENED;
+                // UE adds a temporary actor to `SentTemporaries` right after the bunch.
+                if due.temporary() {
+                    conn.sent_temporaries.insert(actor.guid);
+                }
             }
         }
     }

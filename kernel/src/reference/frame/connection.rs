@@ -58,6 +58,8 @@ impl ReferenceFrame {
         if ready {
             // Prioritize: every due actor with a channel, or relevant.
             let mut list: Vec<(Candidate, u32, u32, bool)> = Vec::new();
+            // Owners whose channel this walk ended (owner-only, given up).
+            let mut ended: Vec<NetGuid> = Vec::new();
             for (i, &(c, s)) in due.iter().enumerate() {
                 let a = actors[c as usize][s as usize].as_ref().expect("due actors are live");
                 let class = &driver.classes[c as usize];
@@ -87,6 +89,7 @@ impl ReferenceFrame {
                         if !net.tearing {
                             // Its sub-objects' channels end with it, and its fast arrays' bases.
                             rc.end_owner(driver, ci, a.guid, close_reason(false));
+                            ended.push(a.guid);
                         }
                     }
                     continue;
@@ -109,9 +112,21 @@ impl ReferenceFrame {
                 // UE's `SentTemporaries`: a temporary actor (`bNetTemporary`) whose channel here
                 // has sent its open is skipped — after the owner-only and dormancy checks, before
                 // relevancy — so it is never updated nor closed for relevancy. Its open reported
-                // lost (`open_sent` cleared, not acknowledged) makes it a candidate again.
-                if settings.net_temporary && rc.channels.get(&a.guid).is_some_and(|ch| ch.open_sent || ch.open_acked) {
-                    continue;
+                // lost (`open_sent` cleared, not acknowledged) makes it a candidate again. With no
+                // channel (it ended: its sublevel unloaded, its owner-only owner given up), one
+                // whose open went here before is skipped all the same — but not a sub-object
+                // whose owner's channel this walk ended (the kernel lists it, its row still there).
+                if settings.net_temporary {
+                    let sent = match rc.channels.get(&a.guid) {
+                        Some(ch) => ch.open_sent || ch.open_acked,
+                        None => {
+                            rc.sent_temporaries.contains(&a.guid)
+                                && driver.owner_of(a.guid).is_none_or(|o| !ended.contains(&o))
+                        }
+                    };
+                    if sent {
+                        continue;
+                    }
                 }
                 // A tearing actor opens no channel.
                 let channel = rc.channels.get(&a.guid);
@@ -238,6 +253,11 @@ impl ReferenceFrame {
                     ch.woken = false;
                     let (before, full_before) = (write.bits_written(&rc.conn), st.full);
                     replicate(driver, write, &mut rc.conn, &mut st, &mut ch, a, ci as u32, time.frame);
+                    // UE's `SentTemporaries`: a temporary actor is added once a bunch of its
+                    // channel went (and stays, whatever becomes of the channel, until it is gone).
+                    if ch.ever_opened && class.cols.settings[s as usize].net_temporary {
+                        rc.sent_temporaries.insert(guid);
+                    }
                     if net.tearing {
                         // Its last update: did the window hold some of it back (leaves, or what
                         // fills no resend set — its open, its fast arrays' deltas)?

@@ -105,6 +105,7 @@ impl ReferenceFrame {
                         let owner = e.as_ref().and_then(|e| e.owner);
                         for rc in &mut self.conns {
                             let Some(g) = gone else { break };
+                            rc.sent_temporaries.remove(&g);
                             // (A static actor's end was told to every connection above.) A copy held
                             // dormant is the client's as a channel's is (UE's destruction infos).
                             let ch = rc.channels.remove(&g).or_else(|| rc.dormant.remove(&g));

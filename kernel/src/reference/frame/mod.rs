@@ -228,6 +228,8 @@ struct RefConn {
     dormant: HashMap<NetGuid, RefChannel>,
     /// Its first look at the sleeping actors is done.
     looked: bool,
+    /// UE's `SentTemporaries`: temporary actors whose open went here, until they are gone.
+    sent_temporaries: std::collections::HashSet<NetGuid>,
 }
 
 impl RefConn {
@@ -354,6 +356,7 @@ impl ReferenceFrame {
                 held_torn: Default::default(),
                 dormant: HashMap::new(),
                 looked: false,
+                sent_temporaries: Default::default(),
             };
             if ci < self.conns.len() {
                 self.conns[ci] = rc;
