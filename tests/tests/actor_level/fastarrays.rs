@@ -695,3 +695,37 @@ fn a_temporary_owners_fast_array_goes_with_its_initial_bunch_and_never_after() {
     l.run(3);
     assert_eq!(client_items(&l, late, fa).as_ref(), Some(&now), "a late client: as they are then");
 }
+
+#[test]
+fn a_temporary_owners_lost_initial_bunch_goes_again_with_its_fast_array() {
+    // The owner's open and its fast array's first delta go in one packet, which the link loses:
+    // the open goes again as the initial bunch (the values of then), and the items with it.
+    use shadowrep::link::{Link, LinkConfig};
+    let (mut l, kind) = level(1);
+    let (id, owner) = l.spawn([100.0, 0.0, 0.0], 1);
+    l.settings(id, |s| s.net_temporary = true);
+    let fa = l.driver.add_fast_array(kind, owner, SubObjectCondition::None).unwrap();
+    let ids = fill(&mut l, fa, 10);
+    let mut down = Link::new(LinkConfig { loss: 1.0, ..LinkConfig::perfect(0) });
+    for frame in 0..30 {
+        if frame == 2 {
+            down.set_config(LinkConfig::perfect(0));
+            // Changed before the open goes again: the resent bunch carries the items of then.
+            l.driver.fast_array_mut(fa).unwrap().set(ids[3], &slot(99, 1)).unwrap();
+        }
+        l.driver.tick(&mut [&mut l.store]).unwrap();
+        let (conn, world) = &mut l.clients[0];
+        for p in l.driver.take_packets(*conn).unwrap() {
+            down.send(p);
+        }
+        for p in down.tick() {
+            world.receive(&p).expect("a well-formed packet");
+        }
+        l.driver.receive_feedback(*conn, &world.feedback()).unwrap();
+        if frame == 1 {
+            assert!(!l.client(0).has(owner), "its open was lost");
+        }
+    }
+    assert!(l.client(0).has(owner));
+    assert_eq!(client_items(&l, 0, fa), Some(server_items(&l, fa)), "the items of the resent open");
+}
