@@ -22,7 +22,7 @@ use std::sync::Mutex;
 
 const USAGE: &str = "usage: reference_sweep --seeds A..B [--connections N] [--loss F] [--dormancy] \
 [--bags-first] [--sublevels] [--priority-hooks] [--net-groups] [--dynamic-conditions] [--class-defaults] [--net-temporary] \
-[--threads T] \
+[--initial-only] [--threads T] \
 [--verbose]
   --seeds A..B       the worlds' seeds, B excluded (required)
   --connections N    clients per world, the last a replay connection (default 4, at least 1)
@@ -35,6 +35,7 @@ const USAGE: &str = "usage: reference_sweep --seeds A..B [--connections N] [--lo
   --dynamic-conditions  bags with a Dynamic parent whose per-actor condition changes
   --class-defaults   the bags' class declares class defaults
   --net-temporary    a quarter of the actors temporary (bNetTemporary), coming and going
+  --initial-only     some sub-objects initial-only (COND_InitialOnly): with their owner's initial bunch only
   --threads T        worlds run at once (default 1)
   --verbose          also print matching and tame worlds";
 
@@ -93,6 +94,7 @@ fn parse(args: impl Iterator<Item = String>) -> Result<Args, String> {
             "--dynamic-conditions" => template.dynamic_conditions = true,
             "--class-defaults" => template.class_defaults = true,
             "--net-temporary" => template.net_temporary = true,
+            "--initial-only" => template.initial_only = true,
             "--verbose" => verbose = true,
             "--help" | "-h" => return Err(String::new()),
             other => return Err(format!("unknown flag {other}")),
@@ -173,8 +175,8 @@ fn main() -> ExitCode {
                     }
                     Verdict::Failed(what) => {
                         println!(
-                            "FAIL seed {seed} connections {} loss {} dormancy {} bags-first {} sublevels {} priority-hooks {} net-groups {} dynamic-conditions {} class-defaults {} net-temporary {}: {what}",
-                            t.connections, t.loss, t.dormancy, t.bags_first, t.sublevels, t.priority_hooks, t.net_groups, t.dynamic_conditions, t.class_defaults, t.net_temporary
+                            "FAIL seed {seed} connections {} loss {} dormancy {} bags-first {} sublevels {} priority-hooks {} net-groups {} dynamic-conditions {} class-defaults {} net-temporary {} initial-only {}: {what}",
+                            t.connections, t.loss, t.dormancy, t.bags_first, t.sublevels, t.priority_hooks, t.net_groups, t.dynamic_conditions, t.class_defaults, t.net_temporary, t.initial_only
                         );
                         failed.lock().expect("no panic holds it").push(seed);
                     }

@@ -98,6 +98,9 @@ pub enum DriverError {
     },
     /// No fast array kind with this index.
     UnknownFastArrayKind(fastarrays::FastArrayKind),
+    /// A fast array's condition may not be [`super::SubObjectCondition::InitialOnly`]: its
+    /// changes ride its owner's every bunch.
+    InitialOnlyFastArray,
     /// No fast array has this GUID.
     UnknownFastArray(NetGuid),
     /// A net setting (of [`NetSettings`](super::NetSettings), a connection's net speed) outside
@@ -163,6 +166,9 @@ impl fmt::Display for DriverError {
             DriverError::BadStaticPath(why) => write!(f, "static actor path: {why}"),
             DriverError::UnknownOwner(g) => write!(f, "no live actor has GUID {g}"),
             DriverError::UnknownFastArrayKind(k) => write!(f, "no fast array kind {}", k.0),
+            DriverError::InitialOnlyFastArray => {
+                write!(f, "a fast array cannot be initial-only: its changes ride its owner's every bunch")
+            }
             DriverError::UnknownFastArray(g) => write!(f, "no fast array has GUID {g}"),
             DriverError::SubObjectChain(g) => {
                 write!(

@@ -99,6 +99,7 @@ pub struct Spec {
     pub dynamic_conditions: bool,
     pub class_defaults: bool,
     pub net_temporary: bool,
+    pub initial_only: bool,
 }
 
 impl Spec {
@@ -117,6 +118,7 @@ impl Spec {
             dynamic_conditions: false,
             class_defaults: false,
             net_temporary: false,
+            initial_only: false,
         }
     }
 
@@ -178,6 +180,13 @@ impl Spec {
     pub fn net_temporary(self) -> Spec {
         Spec { net_temporary: true, ..self }
     }
+
+    /// The same with some sub-objects initial-only (UE's `COND_InitialOnly`,
+    /// `SubObjectCondition::InitialOnly`), drawn from dice of their own as each is registered: a
+    /// connection gets one with its owner's initial bunch only.
+    pub fn initial_only(self) -> Spec {
+        Spec { initial_only: true, ..self }
+    }
 }
 
 /// What a world exercised, counted over its frames and connections (the kernel's decisions; the
@@ -215,6 +224,8 @@ pub struct Exercised {
     pub dynamic_changes: usize,
     /// Actors made temporary (at spawn or by a change of settings).
     pub temporaries: usize,
+    /// Sub-objects registered initial-only.
+    pub initial_onlys: usize,
     /// The last clients' connection statistics.
     pub stats: Vec<ConnectionStats>,
 }
@@ -249,6 +260,7 @@ impl Exercised {
                 format!("{} dynamic condition changes", self.dynamic_changes),
             ),
             (!spec.net_temporary || self.temporaries > 20, format!("{} actors made temporary", self.temporaries)),
+            (!spec.initial_only || self.initial_onlys > 3, format!("{} initial-only sub-objects", self.initial_onlys)),
             (
                 spec.loss == 0.0 || self.dropped > 100 && resent > 100,
                 format!("{} packets lost, {resent} leaves resent", self.dropped),
@@ -273,6 +285,7 @@ pub fn decide_alike(spec: Spec) -> Result<Exercised, String> {
     sim.loss = loss;
     sim.dormancy = dormancy;
     sim.temporary = spec.net_temporary;
+    sim.initial_only = spec.initial_only;
     if dormancy {
         // A wider map: more actors out of every viewer's reach, asleep until a viewer comes by.
         sim.span = 60_000.0;
@@ -352,6 +365,7 @@ pub fn decide_alike(spec: Spec) -> Result<Exercised, String> {
     x.group_changes = sim.group_changes;
     x.dynamic_changes = sim.dynamic_changes;
     x.temporaries = sim.temporaries;
+    x.initial_onlys = sim.initial_onlys;
     x.stats = sim.clients.iter().map(|&(c, _)| sim.driver.connection_stats(c).expect("live")).collect();
     Ok(x)
 }

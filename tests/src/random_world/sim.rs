@@ -84,6 +84,11 @@ pub(super) struct Sim {
     pub(super) temporary: bool,
     temporary_rng: ChaCha8Rng,
     pub(super) temporaries: usize,
+    /// Some sub-objects are initial-only ([`super::Spec::initial_only`]), drawn from dice of their
+    /// own (a world without them is the same as before they existed).
+    pub(super) initial_only: bool,
+    initial_rng: ChaCha8Rng,
+    pub(super) initial_onlys: usize,
 }
 
 fn slots() -> Arc<shadowrep::schema::ArrayLayout> {
@@ -156,6 +161,9 @@ impl Sim {
             temporary: false,
             temporary_rng: ChaCha8Rng::seed_from_u64(seed ^ 0x7465_6d70),
             temporaries: 0,
+            initial_only: false,
+            initial_rng: ChaCha8Rng::seed_from_u64(seed ^ 0x696e_6974),
+            initial_onlys: 0,
             dynamic_changes: 0,
         };
         // `DormantPartial` things are dormant for two connections in three.
@@ -337,6 +345,10 @@ impl Sim {
             if self.net_groups && self.groups_rng.random_bool(0.5) {
                 let groups = C::NetGroup(Self::sub_object_groups(&mut self.groups_rng));
                 self.driver.set_sub_object_condition(class, &self.bags, id, groups).unwrap();
+            }
+            if self.initial_only && self.initial_rng.random_bool(0.5) {
+                self.driver.set_sub_object_condition(class, &self.bags, id, C::InitialOnly).unwrap();
+                self.initial_onlys += 1;
             }
             self.live.push((class, id));
             return;

@@ -10,6 +10,7 @@ mod fastarrays;
 mod frequency;
 mod hostile;
 mod initial;
+mod initial_only;
 mod lifecycle;
 mod mixed;
 mod mutants;

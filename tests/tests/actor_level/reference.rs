@@ -281,6 +281,25 @@ fn with_temporary_actors_the_kernel_decides_exactly_as_the_ue_style_reference() 
 }
 
 #[test]
+fn with_initial_only_sub_objects_the_kernel_decides_exactly_as_the_ue_style_reference() {
+    // Half the sub-objects initial-only (`Spec::initial_only`, UE's `COND_InitialOnly`): each
+    // connection sends one with its owner's initial bunch only (while the owner's open is not
+    // acknowledged), and skips it once its open went — lossless and lossy, with dormancy,
+    // sublevels, net groups and temporaries beside.
+    let worlds = [(0, 4, 0.0), (1, 4, 0.2), (3, 6, 0.3), (4, 3, 0.1), (6, 5, 0.25)];
+    for (seed, connections, loss) in worlds {
+        let spec = Spec::new(seed, connections).loss(loss).initial_only();
+        decide_alike(match seed {
+            1 => spec.dormancy(),
+            3 => spec.sublevels().bags_first(),
+            4 => spec.net_groups().net_temporary(),
+            6 => spec.dormancy().sublevels().class_defaults(),
+            _ => spec,
+        });
+    }
+}
+
+#[test]
 fn a_late_acknowledgement_of_a_closed_channel_acknowledges_no_later_channel_of_its_number() {
     // Seed 316816 with 1 connection (the replay one) at 30 % loss with dormancy and sublevels,
     // from a helper's sweep of seeds 300000..: an actor's channel opened (epoch 231) and its

@@ -6,7 +6,7 @@ use shadowrep::net::{Dormancy, DriverError, SubObjectCondition};
 use shadowrep::value::ObjectRef;
 
 /// Parents of [`weapon`].
-const AMMO: usize = 0;
+pub(super) const AMMO: usize = 0;
 const RECOIL: usize = 1;
 
 fn weapon() -> Arc<ClassLayout> {
@@ -22,22 +22,22 @@ fn weapon() -> Arc<ClassLayout> {
 
 /// Characters (the `thing` class with a current-weapon reference) and weapons, two clients at
 /// the origin.
-struct Arena {
-    driver: NetDriver,
-    characters: ClassStore,
-    weapons: ClassStore,
-    character: ClassId,
-    weapon: ClassId,
-    clients: Vec<(ConnectionId, ClientWorld)>,
+pub(super) struct Arena {
+    pub(super) driver: NetDriver,
+    pub(super) characters: ClassStore,
+    pub(super) weapons: ClassStore,
+    pub(super) character: ClassId,
+    pub(super) weapon: ClassId,
+    pub(super) clients: Vec<(ConnectionId, ClientWorld)>,
     /// The two classes' layouts (a client added later is made with them).
-    layouts: Vec<Arc<ClassLayout>>,
+    pub(super) layouts: Vec<Arc<ClassLayout>>,
 }
 
 /// Parent of the character's current weapon.
 const CURRENT: usize = 2;
 
 impl Arena {
-    fn new() -> Arena {
+    pub(super) fn new() -> Arena {
         let character = Arc::new(
             ClassBuilder::new("Character")
                 .property(PropertyDecl::new("Location", PropType::Vector(VectorQuant::None)))
@@ -69,7 +69,7 @@ impl Arena {
     }
 
     /// A character at `at` owned by client `owner`, with a weapon holding `ammo` (`condition`).
-    fn armed(
+    pub(super) fn armed(
         &mut self,
         at: [f32; 3],
         owner: usize,
@@ -88,13 +88,13 @@ impl Arena {
     }
 
     /// A character at `at` that no connection owns.
-    fn character_at(&mut self, at: [f32; 3]) -> (ActorId, NetGuid) {
+    pub(super) fn character_at(&mut self, at: [f32; 3]) -> (ActorId, NetGuid) {
         let ch = self.characters.spawn();
         self.characters.set(ch, LOCATION, &Value::Vector(at)).unwrap();
         (ch, self.driver.assign_guid(self.character, &self.characters, ch).unwrap())
     }
 
-    fn run(&mut self, frames: usize) {
+    pub(super) fn run(&mut self, frames: usize) {
         for _ in 0..frames {
             self.driver.tick(&mut [&mut self.characters, &mut self.weapons]).unwrap();
             for (conn, world) in &mut self.clients {
@@ -106,7 +106,7 @@ impl Arena {
         }
     }
 
-    fn client(&self, c: usize) -> &ClientWorld {
+    pub(super) fn client(&self, c: usize) -> &ClientWorld {
         &self.clients[c].1
     }
 }

@@ -207,12 +207,16 @@ pub(super) fn number(next_epoch: &mut u8) -> u8 {
     epoch
 }
 
-/// UE's `SentTemporaries`: whether due actor `d` is temporary (`bNetTemporary`) and its channel
-/// here (`flags`) has sent its open — the connection skips it, after the owner-only rule and
-/// before relevancy, so it is neither updated nor closed for relevancy (its open reported lost
-/// clears `OPEN_SENT`: it is a candidate again, its bunch the initial one).
+/// UE's `SentTemporaries`: whether due actor `d` is temporary (`bNetTemporary`) — or an
+/// initial-only sub-object (`COND_InitialOnly`, sent with its owner's initial bunch only) — and
+/// its channel here (`flags`) has sent its open: the connection skips it, after the owner-only
+/// rule and before relevancy, so it is neither updated nor closed for relevancy (its open
+/// reported lost clears `OPEN_SENT`: it is a candidate again, its bunch the initial one).
 fn sent_temporary(ctx: &LevelCtx<'_>, flags: u8, d: u32) -> bool {
-    ctx.temporary > 0 && flags & (pair::OPEN_SENT | pair::OPEN_ACKED) != 0 && ctx.due[d as usize].temporary()
+    let sent = flags & (pair::OPEN_SENT | pair::OPEN_ACKED) != 0;
+    // An initial-only sub-object likewise: its open was the initial bunch it goes with.
+    sent && (ctx.temporary > 0 && ctx.due[d as usize].temporary()
+        || ctx.conditioned > 0 && ctx.due[d as usize].initial_only())
 }
 
 /// Whether due actor `d`, with no channel here, is a temporary actor whose open went here on an

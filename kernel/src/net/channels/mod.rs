@@ -360,7 +360,8 @@ fn process(ctx: &LevelCtx<'_>, run: &mut Run<'_>, conn: &mut Connection, scratch
             // channel here (not opened yet, or closed) waits for it (UE sends sub-objects in
             // their owner's channel).
             let allowed = (ctx.conditioned == 0 || due.allowed_for(ci, replay, conn.net_groups))
-                && (due.condition.is_none() || owner_held(conn, due));
+                && (due.condition.is_none() || owner_held(conn, due))
+                && (ctx.conditioned == 0 || !due.initial_only() || owner_initial(conn, due));
             let row = &mut rows_in(&mut conn.pairs)[ri as usize];
             let has_channel = row.state.flags & pair::CHANNEL != 0;
             let recheck = !has_channel || now - row.relevant_time >= recheck_after;
@@ -556,4 +557,13 @@ fn hold_torn_owner(conn: &mut Connection, due: &DueActor) {
 fn owner_held(conn: &Connection, due: &DueActor) -> bool {
     let Some((c, s)) = due.owner_slot else { return false };
     conn.pairs.get(c, s).is_some_and(|ps| ps.flags & (pair::CHANNEL | pair::DORMANT | pair::TORN) != 0)
+}
+
+/// Whether sub-object `due`'s owner's channel on this connection is in its initial bunch — open
+/// or opening, its open not acknowledged (nor held dormant, nor torn off): an initial-only
+/// sub-object ([`crate::net::SubObjectCondition::InitialOnly`]) may open then only.
+fn owner_initial(conn: &Connection, due: &DueActor) -> bool {
+    let Some((c, s)) = due.owner_slot else { return false };
+    let initial = |flags: u8| flags & (pair::OPEN_ACKED | pair::DORMANT | pair::TORN) == 0;
+    conn.pairs.get(c, s).is_some_and(|ps| ps.flags & pair::CHANNEL != 0 && initial(ps.flags))
 }

@@ -133,6 +133,9 @@ impl NetDriver {
         condition: SubObjectCondition,
     ) -> Result<NetGuid, DriverError> {
         let (layout, _) = self.fast.kinds.get(kind.0 as usize).ok_or(DriverError::UnknownFastArrayKind(kind))?;
+        if condition == SubObjectCondition::InitialOnly {
+            return Err(DriverError::InitialOnlyFastArray);
+        }
         let layout = layout.clone();
         let &(oc, os) = self.guids.get(&owner).ok_or(DriverError::UnknownOwner(owner))?;
         if self.subs.outer.contains_key(&owner) {

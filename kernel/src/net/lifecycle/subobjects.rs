@@ -37,6 +37,14 @@ pub enum SubObjectCondition {
     /// [`NetGroups::OWNER`], its owner's connection; with [`NetGroups::REPLAY`], replay
     /// connections. A sub-object's groups change with [`NetDriver::set_sub_object_condition`].
     NetGroup(NetGroups),
+    /// UE's `COND_InitialOnly`: with its owner's initial bunch only — every connection that opens
+    /// the owner's channel gets the sub-object once, as it is then, and nothing of it after (no
+    /// update, no close for relevancy); one registered after the owner's open went to a
+    /// connection never reaches it there, until the owner's channel there opens anew (its
+    /// relevancy lapsed and came back, its sublevel streamed out and in). Here the owner's
+    /// initial bunch lasts until the client acknowledged the owner's open (UE's, the one bunch
+    /// that sends it). Not for fast arrays ([`DriverError::InitialOnlyFastArray`]).
+    InitialOnly,
 }
 
 /// A set of net condition groups ([`SubObjectCondition::NetGroup`]): the game's groups 0 to 61,
@@ -95,6 +103,7 @@ impl SubObjectCondition {
     /// Whether a connection gets the sub-object: `owner` — it owns the owner actor;
     /// `autonomous` — the owner is its autonomous proxy there; `replay` — a replay connection;
     /// `groups` — the game's groups it is in ([`NetDriver::set_connection_net_groups`]).
+    /// [`Self::InitialOnly`] allows every connection: the owner's channel there decides when.
     pub fn allows(self, owner: bool, autonomous: bool, replay: bool, groups: NetGroups) -> bool {
         match self {
             SubObjectCondition::None => true,
@@ -106,6 +115,7 @@ impl SubObjectCondition {
             SubObjectCondition::ReplayOnly => replay,
             SubObjectCondition::SkipReplay => !replay,
             SubObjectCondition::Never => false,
+            SubObjectCondition::InitialOnly => true,
             SubObjectCondition::NetGroup(of) => {
                 let special = |yes: bool, g: NetGroups| if yes { g } else { NetGroups::EMPTY };
                 of.intersects(

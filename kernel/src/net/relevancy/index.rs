@@ -117,6 +117,12 @@ impl DueActor {
         self.flags & due_flags::TEMPORARY != 0
     }
 
+    /// A sub-object whose condition is [`crate::net::SubObjectCondition::InitialOnly`]: sent with
+    /// its owner's initial bunch, skipped by a connection once its own open went there.
+    pub fn initial_only(&self) -> bool {
+        self.condition == Some(crate::net::SubObjectCondition::InitialOnly)
+    }
+
     /// Whether connection `ci` (`replay`: a replay connection; `groups`: its net groups) may have
     /// it at all: a sub-object's condition; every other actor: yes.
     pub fn allowed_for(&self, ci: u32, replay: bool, groups: crate::net::NetGroups) -> bool {

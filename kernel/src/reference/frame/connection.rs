@@ -78,6 +78,10 @@ impl ReferenceFrame {
                 // skipped, its channel closed once its relevancy has lapsed (unless a viewer has no
                 // view target yet; a startup actor keeps its channel).
                 let settings = &class.cols.settings[s as usize];
+                // Sent once where its open went: a temporary actor, and an initial-only sub-object
+                // (UE's `COND_InitialOnly`: with its owner's initial bunch only).
+                let once = settings.net_temporary
+                    || class.cols.sub_condition[s as usize] == Some(crate::net::SubObjectCondition::InitialOnly);
                 if settings.only_relevant_to_owner && !owned && !owned_by_viewers(&a.link.0, viewers, &lookup) {
                     let lapsed =
                         rc.channels.get(&a.guid).is_some_and(|ch| now - ch.relevant_time >= cfg.relevant_timeout);
@@ -102,8 +106,9 @@ impl ReferenceFrame {
                     if !(d.woken && relevant && !net.tearing) {
                         continue;
                     }
-                    // A temporary actor's copy whose open went stays as it is (skipped below).
-                    if settings.net_temporary && (d.open_sent || d.open_acked) {
+                    // A temporary actor's (or initial-only sub-object's) copy whose open went stays
+                    // as it is (skipped below).
+                    if once && (d.open_sent || d.open_acked) {
                         continue;
                     }
                     let ch = rc.dormant.remove(&a.guid).expect("found above");
@@ -116,11 +121,12 @@ impl ReferenceFrame {
                 // channel (it ended: its sublevel unloaded, its owner-only owner given up), one
                 // whose open went here before is skipped all the same — but not a sub-object
                 // whose owner's channel this walk ended (the kernel lists it, its row still there).
-                if settings.net_temporary {
+                if once {
                     let sent = match rc.channels.get(&a.guid) {
                         Some(ch) => ch.open_sent || ch.open_acked,
                         None => {
-                            rc.sent_temporaries.contains(&a.guid)
+                            settings.net_temporary
+                                && rc.sent_temporaries.contains(&a.guid)
                                 && driver.owner_of(a.guid).is_none_or(|o| !ended.contains(&o))
                         }
                     };
@@ -195,6 +201,13 @@ impl ReferenceFrame {
                 let allowed = class.cols.sub_condition[s as usize].is_none_or(|cond| {
                     cond.allows(net.owner == Some(ci as u32), net.autonomous, rc.conn.replay, dc.net_groups)
                 });
+                // An initial-only sub-object goes with its owner's initial bunch: while the owner's
+                // channel here has not had its open acknowledged (UE: `bNetInitial`).
+                let initial_only =
+                    class.cols.sub_condition[s as usize] == Some(crate::net::SubObjectCondition::InitialOnly);
+                let allowed = allowed
+                    && (!initial_only
+                        || driver.owner_of(guid).is_some_and(|o| rc.channels.get(&o).is_some_and(|ch| !ch.open_acked)));
                 // A sub-object goes in its owner's channel: none here, none for it.
                 let sub_object = class.cols.sub_condition[s as usize].is_some();
                 let owner_open = !sub_object

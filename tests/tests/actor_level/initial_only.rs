@@ -1,0 +1,101 @@
+//! Initial-only sub-objects (UE's `COND_InitialOnly` on a registered sub-object,
+//! `SubObjectCondition::InitialOnly`): a connection gets one with its owner's initial bunch and
+//! nothing of it after — no update, no close but with its owner; one registered after the
+//! owner's open reached a client never does there, until the owner's channel opens anew. The
+//! reference's random worlds with them: `reference::with_initial_only_sub_objects_…`.
+
+use super::subobjects::{Arena, AMMO};
+use super::*;
+use shadowrep::net::{DriverError, SubObjectCondition};
+
+/// Parent of the character's health.
+const CHARACTER_HEALTH: usize = 1;
+
+#[test]
+fn an_initial_only_sub_object_goes_with_its_owners_open_and_never_after() {
+    let mut a = Arena::new();
+    let (ch, cg, w, wg) = a.armed([100.0, 0.0, 0.0], 0, 30, SubObjectCondition::InitialOnly);
+    a.run(3);
+    for c in 0..2 {
+        assert_eq!(a.client(c).value(wg, AMMO), Some(Value::U32(30)), "client {c}: with its owner's open");
+        assert_eq!(a.client(c).owner_of(wg), Some(cg));
+    }
+    a.weapons.set(w, AMMO, &Value::U32(29)).unwrap();
+    a.characters.set(ch, CHARACTER_HEALTH, &Value::U32(77)).unwrap();
+    a.run(5);
+    for c in 0..2 {
+        assert_eq!(a.client(c).value(cg, CHARACTER_HEALTH), Some(Value::U32(77)), "client {c}: the owner is updated");
+        assert_eq!(a.client(c).value(wg, AMMO), Some(Value::U32(30)), "client {c}: the sub-object never is");
+    }
+    // Destroyed on the server: it goes from the clients, as any sub-object.
+    a.weapons.despawn(w).unwrap();
+    a.run(3);
+    for c in 0..2 {
+        assert!(!a.client(c).has(wg), "client {c}: its close");
+        assert!(a.client(c).has(cg));
+    }
+}
+
+#[test]
+fn one_registered_after_its_owners_open_waits_for_the_owners_next_channel() {
+    let mut a = Arena::new();
+    let (ch, cg) = a.character_at([100.0, 0.0, 0.0]);
+    a.run(3);
+    // Registered once the owner's open reached both clients, beside a plain one.
+    let (late, plain) = (a.weapons.spawn(), a.weapons.spawn());
+    a.weapons.set(late, AMMO, &Value::U32(12)).unwrap();
+    a.weapons.set(plain, AMMO, &Value::U32(5)).unwrap();
+    let lg = a.driver.register_sub_object(a.weapon, &a.weapons, late, cg, SubObjectCondition::InitialOnly).unwrap();
+    let pg = a.driver.register_sub_object(a.weapon, &a.weapons, plain, cg, SubObjectCondition::None).unwrap();
+    a.run(5);
+    for c in 0..2 {
+        assert!(a.client(c).has(pg), "client {c}: the plain one is sent");
+        assert!(!a.client(c).has(lg), "client {c}: the owner's initial bunch went before it existed");
+    }
+    // The owner walks away until its channels close, then comes back: its next channel's initial
+    // bunch carries the initial-only sub-object, as it is then.
+    a.weapons.set(late, AMMO, &Value::U32(11)).unwrap();
+    a.characters.set(ch, LOCATION, &Value::Vector([500_000.0, 0.0, 0.0])).unwrap();
+    a.run(200);
+    assert!(!a.client(0).has(cg) && !a.client(1).has(cg), "closed for relevancy");
+    a.characters.set(ch, LOCATION, &Value::Vector([100.0, 0.0, 0.0])).unwrap();
+    a.run(5);
+    for c in 0..2 {
+        assert_eq!(a.client(c).value(lg, AMMO), Some(Value::U32(11)), "client {c}: with the owner's new open");
+        assert_eq!(a.client(c).value(pg, AMMO), Some(Value::U32(5)));
+    }
+    a.weapons.set(late, AMMO, &Value::U32(10)).unwrap();
+    a.run(5);
+    assert_eq!(a.client(0).value(lg, AMMO), Some(Value::U32(11)), "and nothing after");
+}
+
+#[test]
+fn a_late_client_gets_it_with_the_owners_open_as_it_is_then() {
+    let mut a = Arena::new();
+    let (_, cg, w, wg) = a.armed([100.0, 0.0, 0.0], 0, 30, SubObjectCondition::InitialOnly);
+    a.run(3);
+    a.weapons.set(w, AMMO, &Value::U32(20)).unwrap();
+    a.run(3);
+    let conn = a.driver.add_connection(false);
+    a.driver.set_viewers(conn, &[viewer([0.0; 3], None)]).unwrap();
+    let world = ClientWorld::new(&a.layouts, &a.driver.checksums()).unwrap();
+    a.clients.push((conn, world));
+    a.run(3);
+    assert_eq!(a.client(2).value(wg, AMMO), Some(Value::U32(20)), "the owner's open there: the state of then");
+    assert_eq!(a.client(2).owner_of(wg), Some(cg));
+    assert_eq!(a.client(0).value(wg, AMMO), Some(Value::U32(30)), "the first client keeps its own");
+}
+
+#[test]
+fn a_fast_array_cannot_be_initial_only() {
+    let mut a = Arena::new();
+    let (_, cg) = a.character_at([100.0, 0.0, 0.0]);
+    let kind = a
+        .driver
+        .register_fast_array_kind(Arc::new(shadowrep::fastarray::item_layout("Slots", PropType::U32).unwrap()))
+        .unwrap();
+    let err = a.driver.add_fast_array(kind, cg, SubObjectCondition::InitialOnly).unwrap_err();
+    assert_eq!(err, DriverError::InitialOnlyFastArray);
+    assert!(err.to_string().contains("initial-only"));
+    assert!(a.driver.add_fast_array(kind, cg, SubObjectCondition::None).is_ok());
+}
