@@ -17,7 +17,10 @@
 //!                its relevancy has lapsed (UE's PrioritizeActors); nor a temporary actor's
 //!                (`bNetTemporary`) whose open went here (OPEN_SENT or OPEN_ACKED): never
 //!                updated nor closed for relevancy (UE's SentTemporaries), until a loss of its
-//!                open clears OPEN_SENT
+//!                open clears OPEN_SENT — nor opened again once its channel ended (the
+//!                connection's `sent_temporaries`); an initial-only sub-object likewise
+//!                (`COND_InitialOnly`), which opens only while its owner's open is not
+//!                acknowledged
 //! queued closes written (the gone actors' among them), before any send
 //! priority   = max over viewers of GetNetPriority; T = now − last update (no channel: 1 s)
 //! not net-ready when the sends begin → nothing sent, every candidate a leftover (UE's first test)
