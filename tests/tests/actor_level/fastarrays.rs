@@ -713,15 +713,7 @@ fn a_temporary_owners_lost_initial_bunch_goes_again_with_its_fast_array() {
             // Changed before the open goes again: the resent bunch carries the items of then.
             l.driver.fast_array_mut(fa).unwrap().set(ids[3], &slot(99, 1)).unwrap();
         }
-        l.driver.tick(&mut [&mut l.store]).unwrap();
-        let (conn, world) = &mut l.clients[0];
-        for p in l.driver.take_packets(*conn).unwrap() {
-            down.send(p);
-        }
-        for p in down.tick() {
-            world.receive(&p).expect("a well-formed packet");
-        }
-        l.driver.receive_feedback(*conn, &world.feedback()).unwrap();
+        l.step_through(&mut down);
         if frame == 1 {
             assert!(!l.client(0).has(owner), "its open was lost");
         }

@@ -161,6 +161,20 @@ impl Level {
         }
     }
 
+    /// One frame in which client 0's packets go through `down` (those it delivers this frame
+    /// arrive; its feedback goes straight back).
+    pub fn step_through(&mut self, down: &mut shadowrep::link::Link) {
+        self.driver.tick(&mut [&mut self.store]).expect("tick");
+        let (conn, world) = &mut self.clients[0];
+        for p in self.driver.take_packets(*conn).expect("live") {
+            down.send(p);
+        }
+        for p in down.tick() {
+            world.receive(&p).expect("a well-formed packet");
+        }
+        self.driver.receive_feedback(*conn, &world.feedback()).expect("decodes");
+    }
+
     /// Runs `n` frames.
     pub fn run(&mut self, n: usize) {
         for _ in 0..n {

@@ -88,16 +88,8 @@ fn an_initial_bunch_lost_is_sent_again_with_the_current_values() {
         if frame == 20 {
             l.store.set(tid, HEALTH, &Value::U32(43)).unwrap();
         }
-        l.driver.tick(&mut [&mut l.store]).unwrap();
+        l.step_through(&mut down);
         opens += l.decisions(0).sends.iter().filter(|s| s.guid == tg).count();
-        let (conn, world) = &mut l.clients[0];
-        for p in l.driver.take_packets(*conn).unwrap() {
-            down.send(p);
-        }
-        for p in down.tick() {
-            world.receive(&p).expect("a well-formed packet");
-        }
-        l.driver.receive_feedback(*conn, &world.feedback()).unwrap();
         if frame == 1 {
             assert!(!l.client(0).has(tg), "its open was lost");
         }
