@@ -213,10 +213,14 @@ pub(super) fn number(next_epoch: &mut u8) -> u8 {
 /// rule and before relevancy, so it is neither updated nor closed for relevancy (its open
 /// reported lost clears `OPEN_SENT`: it is a candidate again, its bunch the initial one).
 fn sent_temporary(ctx: &LevelCtx<'_>, flags: u8, d: u32) -> bool {
-    let sent = flags & (pair::OPEN_SENT | pair::OPEN_ACKED) != 0;
-    // An initial-only sub-object likewise: its open was the initial bunch it goes with.
-    sent && (ctx.temporary > 0 && ctx.due[d as usize].temporary()
-        || ctx.conditioned > 0 && ctx.due[d as usize].initial_only())
+    // (The frame's counts first: most worlds have neither, and the due record stays unread.)
+    let once = |due: &crate::net::relevancy::DueActor| {
+        // An initial-only sub-object likewise: its open was the initial bunch it goes with.
+        ctx.temporary > 0 && due.temporary() || ctx.initial_only > 0 && due.initial_only()
+    };
+    (ctx.temporary > 0 || ctx.initial_only > 0)
+        && flags & (pair::OPEN_SENT | pair::OPEN_ACKED) != 0
+        && once(&ctx.due[d as usize])
 }
 
 /// Whether due actor `d`, with no channel here, is a temporary actor whose open went here on an

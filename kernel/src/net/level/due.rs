@@ -85,6 +85,7 @@ impl NetDriver {
         level.owner_only = 0;
         level.tearing = 0;
         level.temporary = 0;
+        level.initial_only = 0;
         let n = CONSIDER_RUN_PAGES * PAGE_LANES;
         // Each run's due lanes, counted from the selection: its records' place in the list. The
         // list is refilled in place: last frame's records are overwritten, and the vector grows
@@ -187,6 +188,7 @@ impl NetDriver {
                 level.owner_only += d.rel.only_relevant_to_owner as usize;
                 level.tearing += d.actor.tearing as usize;
                 level.temporary += d.temporary() as usize;
+                level.initial_only += d.initial_only() as usize;
             }
             start = end;
         }

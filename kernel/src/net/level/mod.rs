@@ -132,6 +132,9 @@ pub(crate) struct Level {
     /// How many due actors are temporary (counted likewise): none, and no connection asks
     /// whether a channel's open went out to skip it.
     pub temporary: usize,
+    /// How many due sub-objects are initial-only (counted likewise): none, and no candidate's
+    /// condition is read to skip it.
+    pub initial_only: usize,
     /// Per class, per slot: index into `due`, or [`NOT_DUE`].
     pub due_index: Vec<Vec<u32>>,
     /// Per class, per page: the lanes of actors due this frame (the lanes compared).
@@ -278,6 +281,7 @@ impl Level {
             owner_only: 0,
             tearing: 0,
             temporary: 0,
+            initial_only: 0,
             due_index: Vec::new(),
             selected: Vec::new(),
             selected_pages: Vec::new(),
@@ -463,6 +467,7 @@ impl NetDriver {
             owner_only: level.owner_only,
             tearing: level.tearing,
             temporary: level.temporary,
+            initial_only: level.initial_only,
             report_closes: !self.inactive.is_empty(),
             time,
             cfg: &level.cfg,
