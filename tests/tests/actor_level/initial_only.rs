@@ -99,3 +99,30 @@ fn a_fast_array_cannot_be_initial_only() {
     assert!(err.to_string().contains("initial-only"));
     assert!(a.driver.add_fast_array(kind, cg, SubObjectCondition::None).is_ok());
 }
+
+#[test]
+fn it_comes_back_with_its_owner_when_a_client_streams_the_owners_sublevel_out_and_in() {
+    use shadowrep::net::SublevelId;
+    let hall = SublevelId(1);
+    let mut a = Arena::new();
+    let (ch, cg, w, wg) = a.armed([100.0, 0.0, 0.0], 0, 30, SubObjectCondition::InitialOnly);
+    a.driver.set_sublevel(a.character, &a.characters, ch, hall).unwrap();
+    for c in 0..2 {
+        a.driver.set_sublevel_loaded(a.clients[c].0, hall, true).unwrap();
+    }
+    a.run(3);
+    assert_eq!(a.client(1).value(wg, AMMO), Some(Value::U32(30)));
+    a.weapons.set(w, AMMO, &Value::U32(25)).unwrap();
+    a.run(3);
+    assert_eq!(a.client(1).value(wg, AMMO), Some(Value::U32(30)), "not updated");
+    // Client 1 streams the hall out: the owner's channel closes (LevelUnloaded), the
+    // sub-object's with it; streamed in again, the owner's new initial bunch brings it as it is.
+    a.driver.set_sublevel_loaded(a.clients[1].0, hall, false).unwrap();
+    a.run(3);
+    assert!(!a.client(1).has(cg) && !a.client(1).has(wg));
+    a.driver.set_sublevel_loaded(a.clients[1].0, hall, true).unwrap();
+    a.run(3);
+    assert_eq!(a.client(1).value(wg, AMMO), Some(Value::U32(25)), "with the owner's new open");
+    assert_eq!(a.client(1).owner_of(wg), Some(cg));
+    assert_eq!(a.client(0).value(wg, AMMO), Some(Value::U32(30)), "client 0 kept its channel");
+}
