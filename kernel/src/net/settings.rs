@@ -43,7 +43,8 @@ pub struct NetSettings {
     /// UE's `bNetTemporary`: a connection is sent the actor's initial bunch once, then nothing
     /// more — once its channel's open has gone out there, the connection's frames skip it (after
     /// the owner-only rule, before relevancy: never updated, never closed for relevancy or
-    /// dormancy; its channel closes when it is destroyed, torn off or its sublevel unloads).
+    /// dormancy; its channel closes when it is destroyed, torn off or its sublevel unloads, and
+    /// a channel that ended while it lives is not opened again there).
     /// An open reported lost goes again, as the initial bunch with the current values (UE's
     /// initial bunch is reliable). Its sub-objects take it with the rest of its settings.
     pub net_temporary: bool,

@@ -24,9 +24,11 @@
 //!     prioritize   for every due actor: skip it if it has no channel and is not relevant
 //!                  (UE's IsActorRelevantToConnection, asked actor by actor) or its sublevel is
 //!                  not loaded on the client (IsLevelInitializedForActor), or if it is
-//!                  temporary (bNetTemporary) and its channel's open went (UE's
-//!                  SentTemporaries); priority = max over the viewers of GetNetPriority; sort
-//!                  everything
+//!                  temporary (bNetTemporary) and its channel's open went, or it has no
+//!                  channel and an earlier one's did (UE's SentTemporaries), or if it is an
+//!                  initial-only sub-object whose open went (an initial-only one opens only
+//!                  while its owner's open is not acknowledged); priority = max over the
+//!                  viewers of GetNetPriority; sort everything
 //!     process      in order: relevancy recheck, open / replicate / close (a tearing actor's
 //!                  channel right after its bunch), a settled channel of an actor that wants
 //!                  dormancy closed Dormant (the client keeps its copy), stop when the budget is
