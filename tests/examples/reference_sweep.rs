@@ -36,6 +36,8 @@ const USAGE: &str = "usage: reference_sweep --seeds A..B [--connections N] [--lo
   --class-defaults   the bags' class declares class defaults
   --net-temporary    a quarter of the actors temporary (bNetTemporary), coming and going
   --initial-only     some sub-objects initial-only (COND_InitialOnly): with their owner's initial bunch only
+  --sub-conditions   some sub-objects under UE's other conditions (SimulatedOrPhysics, SimulatedOnlyNoReplay,
+                     SimulatedOrPhysicsNoReplay, InitialOrOwner)
   --threads T        worlds run at once (default 1)
   --verbose          also print matching and tame worlds";
 
@@ -95,6 +97,7 @@ fn parse(args: impl Iterator<Item = String>) -> Result<Args, String> {
             "--class-defaults" => template.class_defaults = true,
             "--net-temporary" => template.net_temporary = true,
             "--initial-only" => template.initial_only = true,
+            "--sub-conditions" => template.sub_conditions = true,
             "--verbose" => verbose = true,
             "--help" | "-h" => return Err(String::new()),
             other => return Err(format!("unknown flag {other}")),
@@ -175,8 +178,8 @@ fn main() -> ExitCode {
                     }
                     Verdict::Failed(what) => {
                         println!(
-                            "FAIL seed {seed} connections {} loss {} dormancy {} bags-first {} sublevels {} priority-hooks {} net-groups {} dynamic-conditions {} class-defaults {} net-temporary {} initial-only {}: {what}",
-                            t.connections, t.loss, t.dormancy, t.bags_first, t.sublevels, t.priority_hooks, t.net_groups, t.dynamic_conditions, t.class_defaults, t.net_temporary, t.initial_only
+                            "FAIL seed {seed} connections {} loss {} dormancy {} bags-first {} sublevels {} priority-hooks {} net-groups {} dynamic-conditions {} class-defaults {} net-temporary {} initial-only {} sub-conditions {}: {what}",
+                            t.connections, t.loss, t.dormancy, t.bags_first, t.sublevels, t.priority_hooks, t.net_groups, t.dynamic_conditions, t.class_defaults, t.net_temporary, t.initial_only, t.sub_conditions
                         );
                         failed.lock().expect("no panic holds it").push(seed);
                     }

@@ -98,8 +98,8 @@ pub enum DriverError {
     },
     /// No fast array kind with this index.
     UnknownFastArrayKind(fastarrays::FastArrayKind),
-    /// A fast array's condition may not be [`super::SubObjectCondition::InitialOnly`]: its
-    /// changes ride its owner's every bunch.
+    /// A fast array's condition may not be initial-only ([`super::SubObjectCondition::InitialOnly`],
+    /// [`super::SubObjectCondition::InitialOrOwner`]): its changes ride its owner's every bunch.
     InitialOnlyFastArray,
     /// No fast array has this GUID.
     UnknownFastArray(NetGuid),
@@ -167,7 +167,7 @@ impl fmt::Display for DriverError {
             DriverError::UnknownOwner(g) => write!(f, "no live actor has GUID {g}"),
             DriverError::UnknownFastArrayKind(k) => write!(f, "no fast array kind {}", k.0),
             DriverError::InitialOnlyFastArray => {
-                write!(f, "a fast array cannot be initial-only: its changes ride its owner's every bunch")
+                write!(f, "a fast array cannot be initial-only (InitialOnly, InitialOrOwner): its changes ride its owner's every bunch")
             }
             DriverError::UnknownFastArray(g) => write!(f, "no fast array has GUID {g}"),
             DriverError::SubObjectChain(g) => {

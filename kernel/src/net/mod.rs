@@ -103,7 +103,7 @@ pub use fastarrays::{FastArrayItems, FastArrayKind, FastArrayView};
 pub use feedback::FeedbackOutcome;
 pub use held::HeldActor;
 pub use level::ChannelInfo;
-pub use lifecycle::{NetGroups, SubObjectCondition};
+pub use lifecycle::{NetGroups, ReplicationFlags, SubObjectCondition};
 pub use priority::{PriorityHook, PriorityInput};
 pub use relevancy::{RelevancyHook, Viewer};
 pub use settings::{ActorLevelConfig, NetSettings};

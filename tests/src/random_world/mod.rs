@@ -100,6 +100,7 @@ pub struct Spec {
     pub class_defaults: bool,
     pub net_temporary: bool,
     pub initial_only: bool,
+    pub sub_conditions: bool,
 }
 
 impl Spec {
@@ -119,6 +120,7 @@ impl Spec {
             class_defaults: false,
             net_temporary: false,
             initial_only: false,
+            sub_conditions: false,
         }
     }
 
@@ -187,6 +189,14 @@ impl Spec {
     pub fn initial_only(self) -> Spec {
         Spec { initial_only: true, ..self }
     }
+
+    /// The same with some sub-objects under UE's other conditions (`SimulatedOrPhysics`,
+    /// `SimulatedOnlyNoReplay`, `SimulatedOrPhysicsNoReplay`, `InitialOrOwner`), drawn from dice of
+    /// their own as each is registered: the owners' physics, autonomy and ownership changes of
+    /// the world move them in and out of connections.
+    pub fn sub_conditions(self) -> Spec {
+        Spec { sub_conditions: true, ..self }
+    }
 }
 
 /// What a world exercised, counted over its frames and connections (the kernel's decisions; the
@@ -226,6 +236,8 @@ pub struct Exercised {
     pub temporaries: usize,
     /// Sub-objects registered initial-only.
     pub initial_onlys: usize,
+    /// Sub-objects registered with one of UE's other conditions ([`Spec::sub_conditions`]).
+    pub other_conditions: usize,
     /// The last clients' connection statistics.
     pub stats: Vec<ConnectionStats>,
 }
@@ -262,6 +274,10 @@ impl Exercised {
             (!spec.net_temporary || self.temporaries > 20, format!("{} actors made temporary", self.temporaries)),
             (!spec.initial_only || self.initial_onlys > 3, format!("{} initial-only sub-objects", self.initial_onlys)),
             (
+                !spec.sub_conditions || self.other_conditions > 3,
+                format!("{} sub-objects with UE's other conditions", self.other_conditions),
+            ),
+            (
                 spec.loss == 0.0 || self.dropped > 100 && resent > 100,
                 format!("{} packets lost, {resent} leaves resent", self.dropped),
             ),
@@ -286,6 +302,7 @@ pub fn decide_alike(spec: Spec) -> Result<Exercised, String> {
     sim.dormancy = dormancy;
     sim.temporary = spec.net_temporary;
     sim.initial_only = spec.initial_only;
+    sim.sub_conditions = spec.sub_conditions;
     if dormancy {
         // A wider map: more actors out of every viewer's reach, asleep until a viewer comes by.
         sim.span = 60_000.0;
@@ -366,6 +383,7 @@ pub fn decide_alike(spec: Spec) -> Result<Exercised, String> {
     x.dynamic_changes = sim.dynamic_changes;
     x.temporaries = sim.temporaries;
     x.initial_onlys = sim.initial_onlys;
+    x.other_conditions = sim.other_conditions;
     x.stats = sim.clients.iter().map(|&(c, _)| sim.driver.connection_stats(c).expect("live")).collect();
     Ok(x)
 }

@@ -89,6 +89,11 @@ pub(super) struct Sim {
     pub(super) initial_only: bool,
     initial_rng: ChaCha8Rng,
     pub(super) initial_onlys: usize,
+    /// Some sub-objects take UE's other conditions ([`super::Spec::sub_conditions`]), drawn from
+    /// dice of their own.
+    pub(super) sub_conditions: bool,
+    conditions_rng: ChaCha8Rng,
+    pub(super) other_conditions: usize,
 }
 
 fn slots() -> Arc<shadowrep::schema::ArrayLayout> {
@@ -164,6 +169,9 @@ impl Sim {
             initial_only: false,
             initial_rng: ChaCha8Rng::seed_from_u64(seed ^ 0x696e_6974),
             initial_onlys: 0,
+            sub_conditions: false,
+            conditions_rng: ChaCha8Rng::seed_from_u64(seed ^ 0x636f_6e64),
+            other_conditions: 0,
             dynamic_changes: 0,
         };
         // `DormantPartial` things are dormant for two connections in three.
@@ -349,6 +357,13 @@ impl Sim {
             if self.initial_only && self.initial_rng.random_bool(0.5) {
                 self.driver.set_sub_object_condition(class, &self.bags, id, C::InitialOnly).unwrap();
                 self.initial_onlys += 1;
+            }
+            if self.sub_conditions && self.conditions_rng.random_bool(0.5) {
+                let others =
+                    [C::SimulatedOrPhysics, C::SimulatedOnlyNoReplay, C::SimulatedOrPhysicsNoReplay, C::InitialOrOwner];
+                let condition = others[self.conditions_rng.random_range(0..others.len())];
+                self.driver.set_sub_object_condition(class, &self.bags, id, condition).unwrap();
+                self.other_conditions += 1;
             }
             self.live.push((class, id));
             return;

@@ -499,7 +499,7 @@ fn assert_fast_arrays_converged(l: &Level, owned: &[Owned], what: &str) {
     for c in 0..l.clients.len() {
         for o in owned {
             assert!(l.client(c).has(o.guid), "{what}, client {c}: owner {}", o.guid);
-            let allowed = o.condition.allows(o.owner == Some(c), true, false, shadowrep::net::NetGroups::EMPTY);
+            let allowed = o.condition.allows(super::owner_flags(o.owner == Some(c)));
             let want = allowed.then(|| server_items(l, o.fa));
             assert_eq!(client_items(l, c, o.fa), want, "{what}, client {c}: fast array {}", o.fa);
             let want_list: &[NetGuid] = if allowed { &[o.fa] } else { &[] };
@@ -663,7 +663,7 @@ fn without_the_actor_level_clients_converge_under_30_percent_loss() {
         for (c, (_, world)) in clients.iter().enumerate() {
             for &(_, guid, fa, condition, owner) in &owned {
                 assert!(world.has(guid), "seed {seed}, client {c}: owner {guid}");
-                let allowed = condition.allows(owner == Some(c), true, false, shadowrep::net::NetGroups::EMPTY);
+                let allowed = condition.allows(super::owner_flags(owner == Some(c)));
                 let server: Items = driver.fast_array(fa).unwrap().iter().map(|(i, b)| (i.0, b.to_vec())).collect();
                 let client = world.fast_array(fa).map(|r| r.iter().map(|(i, b)| (i.0, b.to_vec())).collect::<Items>());
                 assert_eq!(client, allowed.then_some(server), "seed {seed}, client {c}: fast array {fa}");

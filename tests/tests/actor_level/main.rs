@@ -20,6 +20,7 @@ mod reference;
 mod relevancy;
 mod roles;
 mod static_objects;
+mod sub_conditions;
 mod sublevels;
 mod sublevels_review;
 mod subobjects;
@@ -206,6 +207,12 @@ pub fn crafted(seq: u32, f: impl FnOnce(&mut shadowrep::wire::BitWriter)) -> Vec
     f(&mut w);
     end_packet(&mut w);
     w.into_bytes()
+}
+
+/// A game connection's replication flags for a sub-object condition, its owner set autonomous
+/// and replicating no physics: `owner` — the connection owns it.
+pub fn owner_flags(owner: bool) -> shadowrep::net::ReplicationFlags {
+    shadowrep::net::ReplicationFlags { owner, autonomous: true, ..Default::default() }
 }
 
 /// A viewer at `at` looking along +X.

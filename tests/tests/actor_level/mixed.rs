@@ -174,12 +174,10 @@ impl Mixed {
                 );
                 let owns = o.owner == Some(c);
                 let (sid, sguid, cond) = o.sub;
-                let want = cond
-                    .allows(owns, true, false, shadowrep::net::NetGroups::EMPTY)
-                    .then(|| self.l.store.get(sid, HEALTH).unwrap());
+                let want = cond.allows(super::owner_flags(owns)).then(|| self.l.store.get(sid, HEALTH).unwrap());
                 assert_eq!(client.value(sguid, HEALTH), want, "{what}, client {c}: sub-object {sguid}");
                 let (fa, cond) = o.fa;
-                let want = cond.allows(owns, true, false, shadowrep::net::NetGroups::EMPTY).then(|| items[&fa].clone());
+                let want = cond.allows(super::owner_flags(owns)).then(|| items[&fa].clone());
                 let have = client.fast_array(fa).map(|r| r.iter().map(|(i, b)| (i.0, b.to_vec())).collect());
                 assert_eq!(have, want, "{what}, client {c}: fast array {fa}");
             }
@@ -190,7 +188,7 @@ impl Mixed {
             // Nothing else: destroyed statics, despawned actors and their sub-objects are gone.
             let mut want: BTreeSet<NetGuid> = self.owners.iter().map(|o| o.guid).collect();
             for o in &self.owners {
-                if o.sub.2.allows(o.owner == Some(c), true, false, shadowrep::net::NetGroups::EMPTY) {
+                if o.sub.2.allows(super::owner_flags(o.owner == Some(c))) {
                     want.insert(o.sub.1);
                 }
             }

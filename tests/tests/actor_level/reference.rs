@@ -300,6 +300,26 @@ fn with_initial_only_sub_objects_the_kernel_decides_exactly_as_the_ue_style_refe
 }
 
 #[test]
+fn with_ues_other_sub_object_conditions_the_kernel_decides_exactly_as_the_ue_style_reference() {
+    // Half the sub-objects under SimulatedOrPhysics, SimulatedOnlyNoReplay,
+    // SimulatedOrPhysicsNoReplay or InitialOrOwner (`Spec::sub_conditions`): the owners'
+    // physics, autonomy and ownership change as the world runs, moving them in and out of
+    // connections (an InitialOrOwner one in and out of its initial window) — lossless and
+    // lossy, with dormancy, sublevels, initial-only sub-objects and temporaries beside.
+    let worlds = [(0, 4, 0.0), (1, 4, 0.2), (3, 6, 0.3), (4, 3, 0.1), (7, 5, 0.25)];
+    for (seed, connections, loss) in worlds {
+        let spec = Spec::new(seed, connections).loss(loss).sub_conditions();
+        decide_alike(match seed {
+            1 => spec.dormancy(),
+            3 => spec.sublevels().bags_first().initial_only(),
+            4 => spec.net_groups().net_temporary(),
+            7 => spec.dormancy().sublevels().class_defaults(),
+            _ => spec,
+        });
+    }
+}
+
+#[test]
 fn a_late_acknowledgement_of_a_closed_channel_acknowledges_no_later_channel_of_its_number() {
     // Seed 316816 with 1 connection (the replay one) at 30 % loss with dormancy and sublevels,
     // from a helper's sweep of seeds 300000..: an actor's channel opened (epoch 231) and its

@@ -599,7 +599,7 @@ fn sub_objects_converge_under_30_percent_loss_with_owners_coming_and_going() {
                 let mut want: Vec<NetGuid> = Vec::new();
                 for &(w, wg, cond) in weapons {
                     let is_owner = a.driver.owning_connection(a.character, *ch) == Some(*conn);
-                    if cond.allows(is_owner, true, false, shadowrep::net::NetGroups::EMPTY) {
+                    if cond.allows(super::owner_flags(is_owner)) {
                         want.push(wg);
                         let value = a.weapons.get(w, AMMO).ok();
                         assert_eq!(world.value(wg, AMMO), value, "seed {seed}: client {c}, weapon {wg} ({cond:?})");

@@ -62,7 +62,7 @@ pub(super) fn candidates(
         }
         let row = match dormant.binary_search_by_key(&key, |r: &Channel| r.key) {
             // (A temporary actor's copy whose open went stays as it is: skipped.)
-            Ok(i) if skipped_once(ctx, dormant[i].state.flags, d, ended) => return,
+            Ok(i) if skipped_once(ctx, ci, dormant[i].state.flags, d, ended) => return,
             Ok(i) if dormant[i].state.flags & pair::WOKEN != 0 => {
                 let mut row = dormant.remove(i);
                 row.state.flags &= !pair::DORMANT;
@@ -104,7 +104,7 @@ pub(super) fn candidates(
             if row.state.flags == 0 && no_channel(d) {
                 continue;
             }
-            if skipped_once(ctx, row.state.flags, d, &ended) {
+            if skipped_once(ctx, ci, row.state.flags, d, &ended) {
                 continue;
             }
             cands.push(Cand { row: at, due: d, relevant_now: true });
@@ -149,7 +149,7 @@ pub(super) fn candidates(
             }
             continue;
         }
-        if skipped_once(ctx, row.state.flags, d, &ended) {
+        if skipped_once(ctx, ci, row.state.flags, d, &ended) {
             continue;
         }
         cands.push(Cand { row: at, due: d, relevant_now: false });
@@ -207,16 +207,17 @@ pub(super) fn number(next_epoch: &mut u8) -> u8 {
     epoch
 }
 
-/// UE's `SentTemporaries`: whether due actor `d` is temporary (`bNetTemporary`) — or an
-/// initial-only sub-object (`COND_InitialOnly`, sent with its owner's initial bunch only) — and
+/// UE's `SentTemporaries`: whether due actor `d` is temporary (`bNetTemporary`) — or a
+/// sub-object initial-only here (`COND_InitialOnly`, a non-owner's `COND_InitialOrOwner`: sent
+/// with its owner's initial bunch only) — and
 /// its channel here (`flags`) has sent its open: the connection skips it, after the owner-only
 /// rule and before relevancy, so it is neither updated nor closed for relevancy (its open
 /// reported lost clears `OPEN_SENT`: it is a candidate again, its bunch the initial one).
-fn sent_once(ctx: &LevelCtx<'_>, flags: u8, d: u32) -> bool {
+fn sent_once(ctx: &LevelCtx<'_>, ci: u32, flags: u8, d: u32) -> bool {
     // (The frame's counts first: most worlds have neither, and the due record stays unread.)
     let once = |due: &crate::net::relevancy::DueActor| {
         // An initial-only sub-object likewise: its open was the initial bunch it goes with.
-        ctx.temporary > 0 && due.temporary() || ctx.initial_only > 0 && due.initial_only()
+        ctx.temporary > 0 && due.temporary() || ctx.initial_only > 0 && due.initial_only_for(ci)
     };
     (ctx.temporary > 0 || ctx.initial_only > 0)
         && flags & (pair::OPEN_SENT | pair::OPEN_ACKED) != 0
@@ -236,11 +237,11 @@ fn sent_before(ctx: &LevelCtx<'_>, sent: &crate::ids::GuidSet, d: u32) -> bool {
 /// the reference, which ends the owner's sub-objects as it meets the owner, lists it (seed 5439
 /// of the random worlds with temporaries, dormancy, net groups, dynamic conditions and class
 /// defaults, lossless: the reference left a relevant sub-object over that the kernel skipped).
-fn skipped_once(ctx: &LevelCtx<'_>, flags: u8, d: u32, ended: &[crate::ids::NetGuid]) -> bool {
+fn skipped_once(ctx: &LevelCtx<'_>, ci: u32, flags: u8, d: u32, ended: &[crate::ids::NetGuid]) -> bool {
     let sub_of_ended = |due: &crate::net::relevancy::DueActor| {
         due.condition.is_some() && due.rel.owner.is_some_and(|o| ended.contains(&o))
     };
-    sent_once(ctx, flags, d) && (ended.is_empty() || !sub_of_ended(&ctx.due[d as usize]))
+    sent_once(ctx, ci, flags, d) && (ended.is_empty() || !sub_of_ended(&ctx.due[d as usize]))
 }
 
 /// Whether due actor `d` is owner-only and connection `ci` with `viewers` does not own it.

@@ -98,7 +98,8 @@ pub(crate) struct LevelCtx<'a> {
     pub tearing: usize,
     /// Due actors that are temporary (`bNetTemporary`).
     pub temporary: usize,
-    /// Due sub-objects that are initial-only (`SubObjectCondition::InitialOnly`).
+    /// Due sub-objects that are initial-only for some connection (`SubObjectCondition::InitialOnly`,
+    /// `InitialOrOwner`).
     pub initial_only: usize,
     /// Some actor keeps records of leaves inactive for a connection ([`super::roles`]): the
     /// channels closed are reported, so their records go with them.
@@ -366,7 +367,7 @@ fn process(ctx: &LevelCtx<'_>, run: &mut Run<'_>, conn: &mut Connection, scratch
             // their owner's channel).
             let allowed = (ctx.conditioned == 0 || due.allowed_for(ci, replay, conn.net_groups))
                 && (due.condition.is_none() || owner_held(conn, due))
-                && (ctx.initial_only == 0 || !due.initial_only() || owner_initial(conn, due));
+                && (ctx.initial_only == 0 || !due.initial_only_for(ci) || owner_initial(conn, due));
             let row = &mut rows_in(&mut conn.pairs)[ri as usize];
             let has_channel = row.state.flags & pair::CHANNEL != 0;
             let recheck = !has_channel || now - row.relevant_time >= recheck_after;

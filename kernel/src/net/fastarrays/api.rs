@@ -133,7 +133,7 @@ impl NetDriver {
         condition: SubObjectCondition,
     ) -> Result<NetGuid, DriverError> {
         let (layout, _) = self.fast.kinds.get(kind.0 as usize).ok_or(DriverError::UnknownFastArrayKind(kind))?;
-        if condition == SubObjectCondition::InitialOnly {
+        if condition.initial() {
             return Err(DriverError::InitialOnlyFastArray);
         }
         let layout = layout.clone();

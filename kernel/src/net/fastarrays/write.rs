@@ -10,6 +10,7 @@ use crate::ids::NetGuid;
 use crate::net::actors::ActorNet;
 use crate::net::connection::{pair, Connection, PendingClose};
 use crate::net::send::{element_references, FrameWrite, WriteCtx};
+use crate::net::ReplicationFlags;
 use crate::schema::LeafKind;
 use crate::wire::open::{OpenHeader, OpenKind};
 
@@ -162,7 +163,7 @@ impl WriteCtx<'_> {
                 return Left::Busy;
             }
         };
-        if !fa.condition.allows(actor.owner == Some(ci), actor.autonomous, conn.replay, conn.net_groups) {
+        if !fa.condition.allows(ReplicationFlags::of(actor, ci, conn.replay, conn.net_groups)) {
             if fa.conns[i].base.is_some() {
                 if fa.conns[i].flags & (OPEN_SENT | OPEN_ACKED) != 0 || fa.conns[i].in_flight > 0 {
                     conn.closes.push(PendingClose::destroyed(guid));

@@ -28,7 +28,7 @@ mod subobjects;
 mod tear_off;
 
 pub(crate) use subobjects::SubObjects;
-pub use subobjects::{NetGroups, SubObjectCondition};
+pub use subobjects::{NetGroups, ReplicationFlags, SubObjectCondition};
 pub(crate) use tear_off::Tearing;
 
 use super::{ClassId, DriverError, NetDriver, NetGuid};

@@ -45,6 +45,68 @@ pub enum SubObjectCondition {
     /// initial bunch lasts until the client acknowledged the owner's open (UE's, the one bunch
     /// that sends it). Not for fast arrays ([`DriverError::InitialOnlyFastArray`]).
     InitialOnly,
+    /// UE's `COND_InitialOrOwner`: every update to the owner's connection; elsewhere with the
+    /// owner's initial bunch only, as [`Self::InitialOnly`] (a connection that comes to own the
+    /// owner gets it from then on, one that stops owning it keeps its copy and gets nothing
+    /// more). Not for fast arrays ([`DriverError::InitialOnlyFastArray`]).
+    InitialOrOwner,
+    /// UE's `COND_SimulatedOrPhysics`: where the owner is a simulated proxy, or anywhere while
+    /// the owner replicates physics ([`NetDriver::set_physics`]).
+    SimulatedOrPhysics,
+    /// UE's `COND_SimulatedOnlyNoReplay`: [`Self::SimulatedOnly`], but no replay connection.
+    SimulatedOnlyNoReplay,
+    /// UE's `COND_SimulatedOrPhysicsNoReplay`: [`Self::SimulatedOrPhysics`], but no replay
+    /// connection.
+    SimulatedOrPhysicsNoReplay,
+}
+
+/// What a sub-object's condition reads of one connection: UE's `FReplicationFlags` of the
+/// owner actor's channel there, and the connection's net groups.
+///
+/// ```
+/// use shadowrep::net::{NetGroups, ReplicationFlags, SubObjectCondition};
+///
+/// // A non-owning connection: the owner is a simulated proxy there.
+/// let other = ReplicationFlags { owner: false, autonomous: true, physics: false, replay: false, groups: NetGroups::EMPTY };
+/// assert!(SubObjectCondition::SimulatedOrPhysics.allows(other));
+/// // The owner's connection, holding an autonomous proxy: only while the owner replicates physics.
+/// let owner = ReplicationFlags { owner: true, ..other };
+/// assert!(!SubObjectCondition::SimulatedOrPhysics.allows(owner));
+/// assert!(SubObjectCondition::SimulatedOrPhysics.allows(ReplicationFlags { physics: true, ..owner }));
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ReplicationFlags {
+    /// The connection owns the owner actor (UE's `bNetOwner`).
+    pub owner: bool,
+    /// The owner actor is set autonomous ([`NetDriver::set_autonomous_proxy`]): its owning
+    /// connection holds an autonomous proxy, every other a simulated one (UE's `bNetSimulated`
+    /// is `!(owner && autonomous)`).
+    pub autonomous: bool,
+    /// The owner actor replicates physics (UE's `bRepPhysics`, [`NetDriver::set_physics`]).
+    pub physics: bool,
+    /// A replay connection (UE's `bReplay`).
+    pub replay: bool,
+    /// The game's groups the connection is in ([`NetDriver::set_connection_net_groups`]).
+    pub groups: NetGroups,
+}
+
+impl ReplicationFlags {
+    /// An actor's flags on connection `ci` (a sub-object's are its owner's: the driver copies
+    /// ownership, autonomy and physics to its sub-objects).
+    pub(crate) fn of(actor: &crate::net::actors::ActorNet, ci: u32, replay: bool, groups: NetGroups) -> Self {
+        ReplicationFlags {
+            owner: actor.owner == Some(ci),
+            autonomous: actor.autonomous,
+            physics: actor.physics,
+            replay,
+            groups,
+        }
+    }
+
+    /// UE's `bNetSimulated`: the owner is a simulated proxy on this connection.
+    fn simulated(self) -> bool {
+        !(self.owner && self.autonomous)
+    }
 }
 
 /// A set of net condition groups ([`SubObjectCondition::NetGroup`]): the game's groups 0 to 61,
@@ -100,29 +162,47 @@ impl std::ops::BitOr for NetGroups {
 }
 
 impl SubObjectCondition {
-    /// Whether a connection gets the sub-object: `owner` — it owns the owner actor;
-    /// `autonomous` — the owner is its autonomous proxy there; `replay` — a replay connection;
-    /// `groups` — the game's groups it is in ([`NetDriver::set_connection_net_groups`]).
-    /// [`Self::InitialOnly`] allows every connection: the owner's channel there decides when.
-    pub fn allows(self, owner: bool, autonomous: bool, replay: bool, groups: NetGroups) -> bool {
+    /// Whether a connection with replication flags `f` gets the sub-object (UE's condition map
+    /// built from them). The initial-only conditions allow every connection: the owner's channel
+    /// there decides when ([`Self::initial_window`]).
+    pub fn allows(self, f: ReplicationFlags) -> bool {
         match self {
             SubObjectCondition::None => true,
-            SubObjectCondition::OwnerOnly => owner,
-            SubObjectCondition::SkipOwner => !owner,
-            SubObjectCondition::SimulatedOnly => !(owner && autonomous),
-            SubObjectCondition::AutonomousOnly => owner && autonomous,
-            SubObjectCondition::ReplayOrOwner => replay || owner,
-            SubObjectCondition::ReplayOnly => replay,
-            SubObjectCondition::SkipReplay => !replay,
+            SubObjectCondition::OwnerOnly => f.owner,
+            SubObjectCondition::SkipOwner => !f.owner,
+            SubObjectCondition::SimulatedOnly => f.simulated(),
+            SubObjectCondition::AutonomousOnly => !f.simulated(),
+            SubObjectCondition::ReplayOrOwner => f.replay || f.owner,
+            SubObjectCondition::ReplayOnly => f.replay,
+            SubObjectCondition::SkipReplay => !f.replay,
             SubObjectCondition::Never => false,
-            SubObjectCondition::InitialOnly => true,
+            SubObjectCondition::InitialOnly | SubObjectCondition::InitialOrOwner => true,
+            SubObjectCondition::SimulatedOrPhysics => f.simulated() || f.physics,
+            SubObjectCondition::SimulatedOnlyNoReplay => f.simulated() && !f.replay,
+            SubObjectCondition::SimulatedOrPhysicsNoReplay => (f.simulated() || f.physics) && !f.replay,
             SubObjectCondition::NetGroup(of) => {
                 let special = |yes: bool, g: NetGroups| if yes { g } else { NetGroups::EMPTY };
                 of.intersects(
-                    groups.game_groups() | special(owner, NetGroups::OWNER) | special(replay, NetGroups::REPLAY),
+                    f.groups.game_groups() | special(f.owner, NetGroups::OWNER) | special(f.replay, NetGroups::REPLAY),
                 )
             }
         }
+    }
+
+    /// Whether the sub-object goes to a connection only with its owner's initial bunch there
+    /// (`owner`: the connection owns the owner actor): [`Self::InitialOnly`] everywhere,
+    /// [`Self::InitialOrOwner`] where the connection does not own it.
+    pub fn initial_window(self, owner: bool) -> bool {
+        match self {
+            SubObjectCondition::InitialOnly => true,
+            SubObjectCondition::InitialOrOwner => !owner,
+            _ => false,
+        }
+    }
+
+    /// [`Self::initial_window`] for some connection: the condition is one of the two.
+    pub fn initial(self) -> bool {
+        matches!(self, SubObjectCondition::InitialOnly | SubObjectCondition::InitialOrOwner)
     }
 }
 
@@ -379,6 +459,56 @@ impl NetDriver {
                 if tearing && ps.flags & EVER_OPENED != 0 && !owner_open {
                     conn.closes.push(PendingClose { guid: sub, reason: CloseReason::TornOff });
                 }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{NetGroups, ReplicationFlags, SubObjectCondition as S};
+    use crate::net::condition::{condition_active, flags};
+    use crate::schema::Condition as P;
+
+    /// A sub-object's condition is UE's condition map, as a property's is: every condition that
+    /// has a property twin answers as the twin for every combination of flags — the initial-only
+    /// ones by their window (a bunch of the owner's open, or not).
+    #[test]
+    fn every_sub_object_condition_is_ues_condition_map() {
+        let twins = [
+            (S::None, P::None),
+            (S::OwnerOnly, P::OwnerOnly),
+            (S::SkipOwner, P::SkipOwner),
+            (S::SimulatedOnly, P::SimulatedOnly),
+            (S::AutonomousOnly, P::AutonomousOnly),
+            (S::ReplayOrOwner, P::ReplayOrOwner),
+            (S::ReplayOnly, P::ReplayOnly),
+            (S::SkipReplay, P::SkipReplay),
+            (S::Never, P::Never),
+            (S::InitialOnly, P::InitialOnly),
+            (S::InitialOrOwner, P::InitialOrOwner),
+            (S::SimulatedOrPhysics, P::SimulatedOrPhysics),
+            (S::SimulatedOnlyNoReplay, P::SimulatedOnlyNoReplay),
+            (S::SimulatedOrPhysicsNoReplay, P::SimulatedOrPhysicsNoReplay),
+        ];
+        for bits in 0..32u8 {
+            let bit = |n: u8| bits >> n & 1 != 0;
+            let (owner, autonomous, physics, replay, initial) = (bit(0), bit(1), bit(2), bit(3), bit(4));
+            let f = ReplicationFlags { owner, autonomous, physics, replay, groups: NetGroups::EMPTY };
+            let mut pf = 0;
+            for (on, flag) in [
+                (initial, flags::INITIAL),
+                (owner, flags::OWNER),
+                (!(owner && autonomous), flags::SIMULATED),
+                (replay, flags::REPLAY),
+                (physics, flags::PHYSICS),
+            ] {
+                pf |= if on { flag } else { 0 };
+            }
+            for (sub, prop) in twins {
+                let sent = sub.allows(f) && (initial || !sub.initial_window(owner));
+                assert_eq!(sent, condition_active(prop, pf), "{sub:?} with {f:?}, initial {initial}");
+                assert_eq!(sub.initial(), sub.initial_window(false), "{sub:?}");
             }
         }
     }

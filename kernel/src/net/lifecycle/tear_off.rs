@@ -3,7 +3,7 @@
 use crate::ids::Frame;
 use crate::net::connection::PendingClose;
 use crate::net::pairs::Pairs;
-use crate::net::{ClassId, DriverError, NetDriver, NetGuid};
+use crate::net::{ClassId, DriverError, NetDriver, NetGuid, ReplicationFlags};
 use crate::store::{ActorId, ClassStore};
 use crate::wire::open::CloseReason;
 use std::collections::HashSet;
@@ -235,7 +235,7 @@ impl NetDriver {
         let (a, s) = (&c.actors[slot as usize], slot as usize);
         let owned = a.owner == Some(ci as u32);
         let (replay, groups) = (self.conns[ci].replay, self.conns[ci].net_groups);
-        if !c.cols.sub_condition[s].is_none_or(|cond| cond.allows(owned, a.autonomous, replay, groups)) {
+        if !c.cols.sub_condition[s].is_none_or(|cond| cond.allows(ReplicationFlags::of(a, ci as u32, replay, groups))) {
             return false;
         }
         if !c.cols.settings[s].only_relevant_to_owner || owned {

@@ -34,6 +34,7 @@ use super::{relevant_to_connection, ActorRelevancy, RelevancyHook, Viewer, MAX_O
 use crate::ids::NetGuid;
 use crate::net::priority::PriorityInput;
 use crate::net::spatial::{GridConfig, GridConfigError, SpatialGrid};
+use crate::net::ReplicationFlags;
 
 /// Bits of [`DueActor::flags`].
 pub(crate) mod due_flags {
@@ -117,16 +118,23 @@ impl DueActor {
         self.flags & due_flags::TEMPORARY != 0
     }
 
-    /// A sub-object whose condition is [`crate::net::SubObjectCondition::InitialOnly`]: sent with
-    /// its owner's initial bunch, skipped by a connection once its own open went there.
+    /// A sub-object whose condition is initial-only for some connection
+    /// ([`crate::net::SubObjectCondition::initial`]): what the frame counts.
     pub fn initial_only(&self) -> bool {
-        self.condition == Some(crate::net::SubObjectCondition::InitialOnly)
+        self.condition.is_some_and(|c| c.initial())
+    }
+
+    /// A sub-object that goes to connection `ci` with its owner's initial bunch only
+    /// ([`crate::net::SubObjectCondition::initial_window`]: `InitialOnly`, and `InitialOrOwner`
+    /// where `ci` does not own the owner), skipped there once its own open went.
+    pub fn initial_only_for(&self, ci: u32) -> bool {
+        self.condition.is_some_and(|c| c.initial_window(self.actor.owner == Some(ci)))
     }
 
     /// Whether connection `ci` (`replay`: a replay connection; `groups`: its net groups) may have
     /// it at all: a sub-object's condition; every other actor: yes.
     pub fn allowed_for(&self, ci: u32, replay: bool, groups: crate::net::NetGroups) -> bool {
-        self.condition.is_none_or(|c| c.allows(self.actor.owner == Some(ci), self.actor.autonomous, replay, groups))
+        self.condition.is_none_or(|c| c.allows(ReplicationFlags::of(&self.actor, ci, replay, groups)))
     }
 }
 

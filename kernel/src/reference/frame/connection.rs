@@ -69,7 +69,7 @@ impl ReferenceFrame {
                 // A sub-object's condition, with its owner's ownership (the driver keeps the two
                 // the same), comes before any rule.
                 let allowed = class.cols.sub_condition[s as usize]
-                    .is_none_or(|c| c.allows(owned, net.autonomous, rc.conn.replay, dc.net_groups));
+                    .is_none_or(|c| c.allows(rep_flags(net, owned, rc.conn.replay, dc.net_groups)));
                 let relevant = allowed && relevant_to_connection(&a.link.0, owned, viewers, hook, &lookup, &hook_of);
                 if relevant {
                     rc.decisions.relevant.push(a.guid);
@@ -78,10 +78,11 @@ impl ReferenceFrame {
                 // skipped, its channel closed once its relevancy has lapsed (unless a viewer has no
                 // view target yet; a startup actor keeps its channel).
                 let settings = &class.cols.settings[s as usize];
-                // Sent once where its open went: a temporary actor, and an initial-only sub-object
-                // (UE's `COND_InitialOnly`: with its owner's initial bunch only).
+                // Sent once where its open went: a temporary actor, and a sub-object initial-only
+                // here (UE's `COND_InitialOnly`, and `COND_InitialOrOwner` on a connection that
+                // does not own it: with its owner's initial bunch only).
                 let once = settings.net_temporary
-                    || class.cols.sub_condition[s as usize] == Some(crate::net::SubObjectCondition::InitialOnly);
+                    || class.cols.sub_condition[s as usize].is_some_and(|c| c.initial_window(owned));
                 if settings.only_relevant_to_owner && !owned && !owned_by_viewers(&a.link.0, viewers, &lookup) {
                     let lapsed =
                         rc.channels.get(&a.guid).is_some_and(|ch| now - ch.relevant_time >= cfg.relevant_timeout);
@@ -198,13 +199,12 @@ impl ReferenceFrame {
                 let relevant = recheck && relevant_now;
                 let class = &driver.classes[c as usize];
                 let net = &class.actors[s as usize];
-                let allowed = class.cols.sub_condition[s as usize].is_none_or(|cond| {
-                    cond.allows(net.owner == Some(ci as u32), net.autonomous, rc.conn.replay, dc.net_groups)
-                });
-                // An initial-only sub-object goes with its owner's initial bunch: while the owner's
-                // channel here has not had its open acknowledged (UE: `bNetInitial`).
-                let initial_only =
-                    class.cols.sub_condition[s as usize] == Some(crate::net::SubObjectCondition::InitialOnly);
+                let owned = net.owner == Some(ci as u32);
+                let allowed = class.cols.sub_condition[s as usize]
+                    .is_none_or(|cond| cond.allows(rep_flags(net, owned, rc.conn.replay, dc.net_groups)));
+                // A sub-object initial-only here goes with its owner's initial bunch: while the
+                // owner's channel here has not had its open acknowledged (UE: `bNetInitial`).
+                let initial_only = class.cols.sub_condition[s as usize].is_some_and(|cond| cond.initial_window(owned));
                 let allowed = allowed
                     && (!initial_only
                         || driver.owner_of(guid).is_some_and(|o| rc.channels.get(&o).is_some_and(|ch| !ch.open_acked)));
@@ -503,4 +503,15 @@ pub(super) fn changed_since(a: &RefActor, since: Frame) -> LeafMask {
         }
     }
     changed
+}
+
+/// UE's `FReplicationFlags` of an actor's channel on a connection, as a sub-object's condition
+/// reads them (`owned`: the connection owns the actor; a sub-object's are its owner's).
+fn rep_flags(
+    net: &crate::net::actors::ActorNet,
+    owned: bool,
+    replay: bool,
+    groups: crate::net::NetGroups,
+) -> ReplicationFlags {
+    ReplicationFlags { owner: owned, autonomous: net.autonomous, physics: net.physics, replay, groups }
 }

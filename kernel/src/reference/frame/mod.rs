@@ -87,7 +87,7 @@ use crate::net::priority::{
 use crate::net::relevancy::{owned_by_viewers, relevant_to_connection, ActorRelevancy};
 use crate::net::send::WriteCtx;
 use crate::net::sublevels::ConnSublevels;
-use crate::net::{ConnectionId, DriverError, NetDriver, NetSettings};
+use crate::net::{ConnectionId, DriverError, NetDriver, NetSettings, ReplicationFlags};
 use crate::schema::PAGE_LANES;
 use crate::store::{ClassStore, WatcherId};
 use crate::wire::open::CloseReason;
@@ -144,6 +144,7 @@ struct RefActor {
 struct Serve {
     owner: Option<u32>,
     autonomous: bool,
+    physics: bool,
     sub_condition: Option<crate::net::SubObjectCondition>,
     only_relevant_to_owner: bool,
 }
@@ -155,6 +156,7 @@ impl Serve {
         Serve {
             owner: net.owner,
             autonomous: net.autonomous,
+            physics: net.physics,
             sub_condition: class.cols.sub_condition[slot],
             only_relevant_to_owner: class.cols.settings[slot].only_relevant_to_owner,
         }
