@@ -38,6 +38,7 @@ const USAGE: &str = "usage: reference_sweep --seeds A..B [--connections N] [--lo
   --initial-only     some sub-objects initial-only (COND_InitialOnly): with their owner's initial bunch only
   --sub-conditions   some sub-objects under UE's other conditions (SimulatedOrPhysics, SimulatedOnlyNoReplay,
                      SimulatedOrPhysicsNoReplay, InitialOrOwner)
+  --replicates       the game switches actors' replication off and on (SetReplicates)
   --threads T        worlds run at once (default 1)
   --verbose          also print matching and tame worlds";
 
@@ -98,6 +99,7 @@ fn parse(args: impl Iterator<Item = String>) -> Result<Args, String> {
             "--net-temporary" => template.net_temporary = true,
             "--initial-only" => template.initial_only = true,
             "--sub-conditions" => template.sub_conditions = true,
+            "--replicates" => template.replicates = true,
             "--verbose" => verbose = true,
             "--help" | "-h" => return Err(String::new()),
             other => return Err(format!("unknown flag {other}")),
@@ -178,8 +180,8 @@ fn main() -> ExitCode {
                     }
                     Verdict::Failed(what) => {
                         println!(
-                            "FAIL seed {seed} connections {} loss {} dormancy {} bags-first {} sublevels {} priority-hooks {} net-groups {} dynamic-conditions {} class-defaults {} net-temporary {} initial-only {} sub-conditions {}: {what}",
-                            t.connections, t.loss, t.dormancy, t.bags_first, t.sublevels, t.priority_hooks, t.net_groups, t.dynamic_conditions, t.class_defaults, t.net_temporary, t.initial_only, t.sub_conditions
+                            "FAIL seed {seed} connections {} loss {} dormancy {} bags-first {} sublevels {} priority-hooks {} net-groups {} dynamic-conditions {} class-defaults {} net-temporary {} initial-only {} sub-conditions {} replicates {}: {what}",
+                            t.connections, t.loss, t.dormancy, t.bags_first, t.sublevels, t.priority_hooks, t.net_groups, t.dynamic_conditions, t.class_defaults, t.net_temporary, t.initial_only, t.sub_conditions, t.replicates
                         );
                         failed.lock().expect("no panic holds it").push(seed);
                     }

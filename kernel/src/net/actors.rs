@@ -46,11 +46,19 @@ pub(crate) struct ActorNet {
     pub orphaned: bool,
     /// It owns fast arrays ([`NetDriver::add_fast_array`]): written after it when it replicates.
     pub fast: bool,
+    /// The game stopped replicating it ([`NetDriver::set_replicates`], UE's `SetReplicates(false)`:
+    /// `RemoteRole` none, off the consider list): never due, so neither compared nor replicated
+    /// nor closed for relevancy — every client keeps its copy as it was. A sub-object's is its
+    /// owner's.
+    pub not_replicated: bool,
     /// The frame before the first tick that may replicate it (the driver's frame when a call
     /// gave it its GUID between ticks; the frame before the tick whose gather met it): until that
     /// tick no connection has it.
     pub adopted: crate::ids::Frame,
 }
+
+// Copied into every due record: one more flag fits the padding.
+const _: () = assert!(std::mem::size_of::<ActorNet>() <= 48);
 
 impl ActorNet {
     /// The replication flags of this actor for connection `conn`; `initial`: for a bunch that

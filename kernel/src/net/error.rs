@@ -89,7 +89,7 @@ pub enum DriverError {
     /// sub-object, and a sub-object cannot own sub-objects or fast arrays.
     SubObjectChain(NetGuid),
     /// A call that sets what a sub-object takes from its owner (its owner actor, owning
-    /// connection, physics, net settings) named the sub-object: set it on the owner.
+    /// connection, physics, net settings, replication) named the sub-object: set it on the owner.
     FollowsOwner {
         /// The sub-object.
         sub: NetGuid,
@@ -178,7 +178,7 @@ impl fmt::Display for DriverError {
             }
             DriverError::FollowsOwner { sub, owner } => write!(
                 f,
-                "{sub} is a sub-object of {owner}: its owner, roles, physics and net settings are its owner's (set them on {owner})"
+                "{sub} is a sub-object of {owner}: its owner, roles, physics, net settings and replication are its owner's (set them on {owner})"
             ),
             DriverError::BadNetSetting { setting, value, expected } => {
                 write!(f, "net setting {setting} = {value}: expected {expected}")

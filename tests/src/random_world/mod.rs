@@ -101,6 +101,7 @@ pub struct Spec {
     pub net_temporary: bool,
     pub initial_only: bool,
     pub sub_conditions: bool,
+    pub replicates: bool,
 }
 
 impl Spec {
@@ -121,6 +122,7 @@ impl Spec {
             net_temporary: false,
             initial_only: false,
             sub_conditions: false,
+            replicates: false,
         }
     }
 
@@ -197,6 +199,13 @@ impl Spec {
     pub fn sub_conditions(self) -> Spec {
         Spec { sub_conditions: true, ..self }
     }
+
+    /// The same with the game switching actors' replication off and on as the world runs (UE's
+    /// `SetReplicates`, `NetDriver::set_replicates`), from dice of their own: an actor switched
+    /// off is left as it was on every client until switched on again.
+    pub fn replicates(self) -> Spec {
+        Spec { replicates: true, ..self }
+    }
 }
 
 /// What a world exercised, counted over its frames and connections (the kernel's decisions; the
@@ -238,6 +247,8 @@ pub struct Exercised {
     pub initial_onlys: usize,
     /// Sub-objects registered with one of UE's other conditions ([`Spec::sub_conditions`]).
     pub other_conditions: usize,
+    /// Actors switched off ([`Spec::replicates`]).
+    pub switched_off: usize,
     /// The last clients' connection statistics.
     pub stats: Vec<ConnectionStats>,
 }
@@ -277,6 +288,7 @@ impl Exercised {
                 !spec.sub_conditions || self.other_conditions > 3,
                 format!("{} sub-objects with UE's other conditions", self.other_conditions),
             ),
+            (!spec.replicates || self.switched_off > 20, format!("{} actors switched off", self.switched_off)),
             (
                 spec.loss == 0.0 || self.dropped > 100 && resent > 100,
                 format!("{} packets lost, {resent} leaves resent", self.dropped),
@@ -303,6 +315,7 @@ pub fn decide_alike(spec: Spec) -> Result<Exercised, String> {
     sim.temporary = spec.net_temporary;
     sim.initial_only = spec.initial_only;
     sim.sub_conditions = spec.sub_conditions;
+    sim.replicates_switch = spec.replicates;
     if dormancy {
         // A wider map: more actors out of every viewer's reach, asleep until a viewer comes by.
         sim.span = 60_000.0;
@@ -384,6 +397,7 @@ pub fn decide_alike(spec: Spec) -> Result<Exercised, String> {
     x.temporaries = sim.temporaries;
     x.initial_onlys = sim.initial_onlys;
     x.other_conditions = sim.other_conditions;
+    x.switched_off = sim.switched_off;
     x.stats = sim.clients.iter().map(|&(c, _)| sim.driver.connection_stats(c).expect("live")).collect();
     Ok(x)
 }

@@ -94,6 +94,11 @@ pub(super) struct Sim {
     pub(super) sub_conditions: bool,
     conditions_rng: ChaCha8Rng,
     pub(super) other_conditions: usize,
+    /// The game switches actors' replication off and on ([`super::Spec::replicates`]), from dice
+    /// of their own.
+    pub(super) replicates_switch: bool,
+    switch_rng: ChaCha8Rng,
+    pub(super) switched_off: usize,
 }
 
 fn slots() -> Arc<shadowrep::schema::ArrayLayout> {
@@ -172,6 +177,9 @@ impl Sim {
             sub_conditions: false,
             conditions_rng: ChaCha8Rng::seed_from_u64(seed ^ 0x636f_6e64),
             other_conditions: 0,
+            replicates_switch: false,
+            switch_rng: ChaCha8Rng::seed_from_u64(seed ^ 0x7265_706c),
+            switched_off: 0,
             dynamic_changes: 0,
         };
         // `DormantPartial` things are dormant for two connections in three.
@@ -509,6 +517,20 @@ impl Sim {
                 }
             };
             self.done_unless_sub_object(class, id, result);
+        }
+        // The game switches actors' replication off and on (UE's `SetReplicates`): a few a
+        // frame, from dice of their own; each switch turns one off with odds 0.15, so about that
+        // share of the live actors is off at a time.
+        if self.replicates_switch {
+            for _ in 0..(n / 40).max(1) {
+                let (class, id) = self.live[self.switch_rng.random_range(0..self.live.len())];
+                let store = if class == self.thing { &self.things } else { &self.bags };
+                let on = self.switch_rng.random_bool(0.85);
+                let result = self.driver.set_replicates(class, store, id, on);
+                if self.done_unless_sub_object(class, id, result) && !on {
+                    self.switched_off += 1;
+                }
+            }
         }
         // Now and then the level streams a static actor in, which may be gone before any tick
         // saw it (its end is told to every client all the same).

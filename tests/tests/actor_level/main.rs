@@ -18,6 +18,7 @@ mod net_groups;
 mod priority;
 mod reference;
 mod relevancy;
+mod replicates;
 mod roles;
 mod static_objects;
 mod sub_conditions;

@@ -320,6 +320,27 @@ fn with_ues_other_sub_object_conditions_the_kernel_decides_exactly_as_the_ue_sty
 }
 
 #[test]
+fn with_actors_switched_off_and_on_the_kernel_decides_exactly_as_the_ue_style_reference() {
+    // The game switches actors' replication off and on (`Spec::replicates`, UE's
+    // `SetReplicates`): an actor switched off leaves the consider list — its channels neither
+    // updated nor closed — and switched on is due at once; the reference drops it from its
+    // consider list by its own switch, a sub-object by its owner's (UE replicates it inside its
+    // owner's update). Lossless and lossy, with dormancy, sublevels, tear-offs, temporaries and
+    // the sub-objects' conditions beside.
+    let worlds = [(0, 4, 0.0), (1, 4, 0.2), (3, 6, 0.3), (4, 3, 0.1), (7, 5, 0.25)];
+    for (seed, connections, loss) in worlds {
+        let spec = Spec::new(seed, connections).loss(loss).replicates();
+        decide_alike(match seed {
+            1 => spec.dormancy(),
+            3 => spec.sublevels().bags_first().initial_only().sub_conditions(),
+            4 => spec.net_groups().net_temporary(),
+            7 => spec.dormancy().sublevels().class_defaults(),
+            _ => spec,
+        });
+    }
+}
+
+#[test]
 fn a_late_acknowledgement_of_a_closed_channel_acknowledges_no_later_channel_of_its_number() {
     // Seed 316816 with 1 connection (the replay one) at 30 % loss with dormancy and sublevels,
     // from a helper's sweep of seeds 300000..: an actor's channel opened (epoch 231) and its

@@ -242,6 +242,90 @@ impl NetDriver {
         Ok(())
     }
 
+    /// UE's `SetReplicates`: whether an actor replicates. Switched off, it leaves the consider
+    /// list (UE sets its `RemoteRole` to none, and the next frame's consider list drops it): it
+    /// is not compared nor replicated, and its channels are left as they are — not updated, not
+    /// closed for relevancy — so every client keeps its copy as it was, and a client without one
+    /// gets none; destroyed, it closes them as any actor (the clients destroy their copies).
+    /// Switched on, it is due on the next frame (UE adds it to the network object list, due at
+    /// once): a channel that stayed open sends what changed since its last send, and a client
+    /// without one gets it opened with its current state. Its sub-objects and fast arrays go with
+    /// it, as UE replicates them inside its update (asked of a sub-object:
+    /// [`DriverError::FollowsOwner`]). An actor spawned and switched off before its first tick
+    /// reaches no client until switched on. A dormant actor stays dormant. Needs the actor level
+    /// ([`DriverError::ActorLevelOff`]).
+    ///
+    /// ```
+    /// use shadowrep::client::ClientWorld;
+    /// use shadowrep::net::{ActorLevelConfig, DriverConfig, NetDriver, Viewer};
+    /// use shadowrep::prelude::*;
+    /// use std::sync::Arc;
+    ///
+    /// let layout = Arc::new(ClassBuilder::new("Door").property(PropertyDecl::new("Open", PropType::Bool)).build().unwrap());
+    /// let mut store = ClassStore::new(layout.clone());
+    /// let cfg = DriverConfig { actor_level: Some(ActorLevelConfig::default()), ..DriverConfig::default() };
+    /// let mut driver = NetDriver::new(cfg).unwrap();
+    /// let class = driver.register_class(&mut store).unwrap();
+    /// let conn = driver.add_connection(false);
+    /// driver.set_viewers(conn, &[Viewer { real_viewer: None, view_target: None, location: [0.0; 3], direction: [1.0, 0.0, 0.0] }]).unwrap();
+    /// let mut client = ClientWorld::new(&[layout], &driver.checksums()).unwrap();
+    /// let door = store.spawn();
+    /// let guid = driver.assign_guid(class, &store, door).unwrap();
+    /// // A pooled actor: held back until the game uses it.
+    /// driver.set_replicates(class, &store, door, false).unwrap();
+    /// let mut frame = |driver: &mut NetDriver, store: &mut ClassStore, client: &mut ClientWorld| {
+    ///     driver.tick(&mut [store]).unwrap();
+    ///     for p in driver.take_packets(conn).unwrap() {
+    ///         client.receive(&p).unwrap();
+    ///     }
+    ///     driver.receive_feedback(conn, &client.feedback()).unwrap();
+    /// };
+    /// frame(&mut driver, &mut store, &mut client);
+    /// assert!(!client.has(guid));
+    /// store.set(door, 0, &Value::Bool(true)).unwrap();
+    /// driver.set_replicates(class, &store, door, true).unwrap();
+    /// assert_eq!(driver.replicates(class, door), Some(true));
+    /// frame(&mut driver, &mut store, &mut client);
+    /// assert_eq!(client.value(guid, 0), Some(Value::Bool(true)));
+    /// ```
+    pub fn set_replicates(
+        &mut self,
+        class: ClassId,
+        store: &ClassStore,
+        id: ActorId,
+        replicates: bool,
+    ) -> Result<(), DriverError> {
+        self.not_a_sub_object(class, id)?;
+        let (c, s) = self.cols_slot(class, store, id)?;
+        if self.classes[c].actors[s].not_replicated != replicates {
+            return Ok(());
+        }
+        let guid = self.classes[c].actors[s].guid;
+        let slots: Vec<(usize, usize)> = std::iter::once((c, s))
+            .chain(self.sub_slots(guid).into_iter().map(|(sc, ss, _)| (sc as usize, ss as usize)))
+            .collect();
+        let now = self.server_time();
+        for (c, s) in slots {
+            self.classes[c].actors[s].not_replicated = !replicates;
+            if replicates {
+                // Due on the next frame, as a ForceNetUpdate without its dormancy flush (the
+                // reference replays it as one).
+                self.classes[c].cols.force_net_update(s, now);
+                if let Some(l) = self.level.as_mut() {
+                    l.forced.push((c as u32, s as u32, now));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether a live actor replicates ([`Self::set_replicates`]; a sub-object: its owner's
+    /// answer); `None` for an actor the driver has not met.
+    pub fn replicates(&self, class: ClassId, id: ActorId) -> Option<bool> {
+        self.guid_of(class, id)?;
+        Some(!self.classes[class.0 as usize].actors.get(id.index as usize)?.not_replicated)
+    }
+
     /// [`Self::force_net_update`] of the actor in `slot` of class `c`.
     pub(crate) fn force_slot(&mut self, c: usize, s: usize) {
         if self.level.is_some() && self.classes[c].cols.dormancy[s].dormant() {

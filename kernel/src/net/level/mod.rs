@@ -4,8 +4,8 @@
 //! ```text
 //! tick(frame N), now = N / tick_rate                                   modules
 //!   gather      per class: slots tracked, the due actors selected     actors
-//!               (clock due or pending), only their lanes compared,
-//!               history recorded
+//!               (clock due or pending; replicating: `set_replicates`),
+//!               only their lanes compared, history recorded
 //!   budgets     every connection's queued bits drain by one tick       budget
 //!   consider    the selected actors → the due list, sorted by (class,  level/due,
 //!               slot); their next time is scheduled                     consider
@@ -227,7 +227,8 @@ impl Level {
             let mut out = 0;
             for lane in BitIter(awake[p] & due) {
                 let slot = base + lane;
-                if c.actors[slot].alive && !c.actors[slot].torn_off {
+                let a = &c.actors[slot];
+                if a.alive && !a.torn_off && !a.not_replicated {
                     out |= 1 << lane;
                 }
             }

@@ -378,6 +378,7 @@ impl NetDriver {
         a.owner = owner_net.owner;
         a.autonomous = owner_net.autonomous;
         a.physics = owner_net.physics;
+        a.not_replicated = owner_net.not_replicated;
         Ok(guid)
     }
 

@@ -11,7 +11,8 @@
 //!   dormant look   each connection about once a second (and in its first frame) wakes every
 //!                  sleeping actor within its cull distance of a viewer (where it fell asleep)
 //!                  that it holds no copy of — a walk over every actor (`dormancy.rs`)
-//!   consider list  every awake actor whose clock is due (or pending); each is compared property by
+//!   consider list  every awake actor whose clock is due (or pending) and that replicates (not
+//!                  switched off by `set_replicates`); each is compared property by
 //!                  property — read from the store into its object, compared with its own shadow
 //!                  (push-based properties and dynamic arrays only where marked) — and its next
 //!                  time scheduled
@@ -470,8 +471,19 @@ impl ReferenceFrame {
             for (slot, entry) in self.actors[c].iter_mut().enumerate() {
                 let Some(a) = entry.as_mut() else { continue };
                 // Torn off (or a sub-object whose owner is gone): never replicated again; asleep:
-                // not considered until woken.
-                if a.asleep || !a.clock.due(time.now) || a.torn {
+                // not considered until woken; not replicating (UE's `RemoteRole` none: the consider
+                // list drops it) — a sub-object goes in its owner's update, so its owner's switch.
+                let replicates = |g: NetGuid| {
+                    driver
+                        .guids
+                        .get(&g)
+                        .is_none_or(|&(oc, os)| !driver.classes[oc as usize].actors[os as usize].not_replicated)
+                };
+                let on = match a.owner {
+                    Some(owner) => replicates(owner),
+                    None => !class.actors[slot].not_replicated,
+                };
+                if a.asleep || !a.clock.due(time.now) || a.torn || !on {
                     continue;
                 }
                 compared[slot / PAGE_LANES] |= 1 << (slot % PAGE_LANES);
