@@ -480,7 +480,7 @@ fn write_dump(s: &KernelServer, world: &World, frame: usize, out: &mut dyn Write
             first = false;
             write!(
                 out,
-                "{sep}{{\"guid\":{},\"class\":\"{}\",\"position\":{},\"settings\":{},\"owner_actor\":{},\"instigator\":{},\"hidden\":{},\"sublevel\":{}}}",
+                "{sep}{{\"guid\":{},\"class\":\"{}\",\"position\":{},\"settings\":{},\"owner_actor\":{},\"instigator\":{},\"hidden\":{},\"replicates\":{},\"sublevel\":{}}}",
                 g.0,
                 kind.class_name(),
                 vec3(location(world, kind, id)),
@@ -488,6 +488,7 @@ fn write_dump(s: &KernelServer, world: &World, frame: usize, out: &mut dyn Write
                 guid(owner),
                 guid(instigator),
                 ns.hidden,
+                d.replicates(class, id).unwrap_or(true),
                 d.sublevel(class, id).unwrap_or_default().0
             )?;
         }

@@ -126,3 +126,54 @@ fn it_comes_back_with_its_owner_when_a_client_streams_the_owners_sublevel_out_an
     assert_eq!(a.client(1).owner_of(wg), Some(cg));
     assert_eq!(a.client(0).value(wg, AMMO), Some(Value::U32(30)), "client 0 kept its channel");
 }
+
+#[test]
+fn its_open_lost_after_the_owners_was_acknowledged_goes_again() {
+    // UE's initial bunch is reliable: a sub-object in it reaches the client however many of its
+    // packets are lost. Here the sub-object's open may go in a later packet than its owner's
+    // (its own channel, behind the owner's): that packet lost after the owner's open was
+    // acknowledged, its open goes again — its channel opened in the owner's window.
+    let mut a = Arena::new();
+    let (ch, cg) = a.character_at([100.0, 0.0, 0.0]);
+    let tick = |a: &mut Arena| {
+        a.driver.tick(&mut [&mut a.characters, &mut a.weapons]).unwrap();
+        a.clients.iter().map(|(conn, _)| a.driver.take_packets(*conn).unwrap()).collect::<Vec<_>>()
+    };
+    let deliver = |a: &mut Arena, c: usize, packets: &[Vec<u8>], feedback: bool| {
+        let (conn, world) = &mut a.clients[c];
+        for p in packets {
+            world.receive(p).unwrap();
+        }
+        if feedback {
+            a.driver.receive_feedback(*conn, &world.feedback()).unwrap();
+        }
+    };
+    // Frame A: the owner opens on both; client 1's acknowledgement is held back.
+    let sent = tick(&mut a);
+    deliver(&mut a, 0, &sent[0], true);
+    deliver(&mut a, 1, &sent[1], false);
+    assert!(a.client(1).has(cg));
+    // Registered now: in the owner's window on client 1 only.
+    let w = a.weapons.spawn();
+    a.weapons.set(w, AMMO, &Value::U32(40)).unwrap();
+    let wg = a.driver.register_sub_object(a.weapon, &a.weapons, w, cg, SubObjectCondition::InitialOnly).unwrap();
+    // Frame B: its open goes to client 1, and is lost.
+    let sent = tick(&mut a);
+    assert!(!sent[1].is_empty(), "the sub-object's open");
+    deliver(&mut a, 0, &sent[0], true);
+    // Frame C (the owner changed: a packet to acknowledge): client 1 hears again and acknowledges
+    // A and C — the owner's open delivered, B lost.
+    a.characters.set(ch, CHARACTER_HEALTH, &Value::U32(5)).unwrap();
+    let sent = tick(&mut a);
+    assert!(!sent[1].is_empty());
+    deliver(&mut a, 0, &sent[0], true);
+    deliver(&mut a, 1, &sent[1], true);
+    assert!(!a.client(1).has(wg));
+    a.run(3);
+    assert_eq!(a.client(1).value(wg, AMMO), Some(Value::U32(40)), "its open went again");
+    assert_eq!(a.client(1).owner_of(wg), Some(cg));
+    assert!(!a.client(0).has(wg), "client 0's window had closed before it was registered");
+    a.weapons.set(w, AMMO, &Value::U32(39)).unwrap();
+    a.run(3);
+    assert_eq!(a.client(1).value(wg, AMMO), Some(Value::U32(40)), "and nothing after");
+}

@@ -20,7 +20,7 @@
 //!                open clears OPEN_SENT — nor opened again once its channel ended (the
 //!                connection's `sent_temporaries`); an initial-only sub-object likewise
 //!                (`COND_InitialOnly`), which opens only while its owner's open is not
-//!                acknowledged
+//!                acknowledged (or, its channel opened then, until its own is delivered)
 //! queued closes written (the gone actors' among them), before any send
 //! priority   = max over viewers of GetNetPriority; T = now − last update (no channel: 1 s)
 //! not net-ready when the sends begin → nothing sent, every candidate a leftover (UE's first test)
@@ -367,7 +367,7 @@ fn process(ctx: &LevelCtx<'_>, run: &mut Run<'_>, conn: &mut Connection, scratch
             // their owner's channel).
             let allowed = (ctx.conditioned == 0 || due.allowed_for(ci, replay, conn.net_groups))
                 && (due.condition.is_none() || owner_held(conn, due))
-                && (ctx.initial_only == 0 || !due.initial_only_for(ci) || owner_initial(conn, due));
+                && (ctx.initial_only == 0 || !due.initial_only_for(ci) || initial_window(conn, due, ri));
             let row = &mut rows_in(&mut conn.pairs)[ri as usize];
             let has_channel = row.state.flags & pair::CHANNEL != 0;
             let recheck = !has_channel || now - row.relevant_time >= recheck_after;
@@ -563,6 +563,15 @@ fn hold_torn_owner(conn: &mut Connection, due: &DueActor) {
 fn owner_held(conn: &Connection, due: &DueActor) -> bool {
     let Some((c, s)) = due.owner_slot else { return false };
     conn.pairs.get(c, s).is_some_and(|ps| ps.flags & (pair::CHANNEL | pair::DORMANT | pair::TORN) != 0)
+}
+
+/// Whether an initial-only sub-object `due` (row `ri`) may go here: while its owner's channel is
+/// in its initial bunch ([`owner_initial`]), or — its own channel opened then — until its open
+/// is delivered: a candidate with a channel owes its open (the skip took it otherwise), lost
+/// after the owner's was acknowledged, and UE's initial bunch, reliable, would go again with it.
+fn initial_window(conn: &Connection, due: &DueActor, ri: u32) -> bool {
+    let Pairs::Channels { rows, .. } = &conn.pairs else { unreachable!("the actor level keeps channel rows") };
+    rows[ri as usize].state.flags & pair::CHANNEL != 0 || owner_initial(conn, due)
 }
 
 /// Whether sub-object `due`'s owner's channel on this connection is in its initial bunch — open

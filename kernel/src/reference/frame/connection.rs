@@ -203,10 +203,13 @@ impl ReferenceFrame {
                 let allowed = class.cols.sub_condition[s as usize]
                     .is_none_or(|cond| cond.allows(rep_flags(net, owned, rc.conn.replay, dc.net_groups)));
                 // A sub-object initial-only here goes with its owner's initial bunch: while the
-                // owner's channel here has not had its open acknowledged (UE: `bNetInitial`).
+                // owner's channel here has not had its open acknowledged (UE: `bNetInitial`) — and
+                // one whose channel opened then, until its open is delivered (a listed channel of
+                // one owes its open): UE's initial bunch is reliable.
                 let initial_only = class.cols.sub_condition[s as usize].is_some_and(|cond| cond.initial_window(owned));
                 let allowed = allowed
                     && (!initial_only
+                        || channel.is_some()
                         || driver.owner_of(guid).is_some_and(|o| rc.channels.get(&o).is_some_and(|ch| !ch.open_acked)));
                 // A sub-object goes in its owner's channel: none here, none for it.
                 let sub_object = class.cols.sub_condition[s as usize].is_some();
