@@ -2,7 +2,8 @@
 //! with object references, a fast array changing every frame, a sub-object, a despawn, a tear-off
 //! and late spawns, an actor owned by the connection on and off (owner-only and skip-owner
 //! properties), one going dormant, flushed and woken, one leaving relevancy (its channel closed)
-//! and coming back — so hostile packets meet every kind of bunch a client can hold state for.
+//! and coming back, one whose replication is switched off and on, the sub-object's condition
+//! changed — so hostile packets meet every kind of bunch a client can hold state for.
 
 use super::Recording;
 use shadowrep::client::ClientWorld;
@@ -34,6 +35,7 @@ pub struct LevelWorld {
     things: ClassStore,
     gears: ClassStore,
     tc: ClassId,
+    gc: ClassId,
     door: ActorId,
     /// Owned by the connection from frame 3 to 12 and from 19 on.
     owned: ActorId,
@@ -43,6 +45,9 @@ pub struct LevelWorld {
     wanderer: ActorId,
     /// Whether the wanderer is beyond the cull distance now.
     far: bool,
+    /// Its replication switched off from frame 6 to 14 (`set_replicates`: the client keeps its
+    /// copy as it was).
+    switched: ActorId,
     gear: ActorId,
     /// Live dynamic things (not despawned, not torn off).
     live: Vec<(ActorId, NetGuid)>,
@@ -117,10 +122,12 @@ impl LevelWorld {
             things,
             gears,
             tc,
+            gc,
             door,
             owned: w_live[5].0,
             sleeper: w_live[6].0,
             wanderer: w_live[7].0,
+            switched: w_live[4].0,
             far: false,
             gear: g,
             live: w_live,
@@ -184,6 +191,13 @@ impl LevelWorld {
             4 => self.driver.set_net_dormancy(tc, things, self.sleeper, Dormancy::DormantAll).expect("live"),
             11 => self.driver.flush_net_dormancy(tc, things, self.sleeper).expect("live"),
             17 => self.driver.set_net_dormancy(tc, things, self.sleeper, Dormancy::Awake).expect("live"),
+            6 | 15 => self.driver.set_replicates(tc, things, self.switched, frame == 15).expect("live"),
+            // The sub-object under a physics condition (its owner simulated here: still sent).
+            20 => {
+                let gear = SubObjectCondition::SimulatedOrPhysicsNoReplay;
+                self.driver.set_sub_object_condition(self.gc, &self.gears, self.gear, gear).expect("a sub-object")
+            }
+            21 => self.driver.set_physics(tc, things, self.live[1].0, true).expect("live"),
             _ => {}
         }
         things.set(self.door, HEALTH, &Value::U32(f / 4)).expect("a u32");
@@ -231,7 +245,10 @@ impl LevelWorld {
         let c = &self.client;
         let asleep = self.driver.is_asleep(self.tc, self.sleeper);
         let things = self.live.iter().copied().chain(self.driver.guid_of(self.tc, self.door).map(|g| (self.door, g)));
-        let away = |id: ActorId| (id == self.wanderer && self.far) || (id == self.sleeper && asleep);
+        let off = self.driver.replicates(self.tc, self.switched) == Some(false);
+        let away = |id: ActorId| {
+            (id == self.wanderer && self.far) || (id == self.sleeper && asleep) || (id == self.switched && off)
+        };
         let things = things.filter(|&(id, _)| !away(id));
         let same = |id: ActorId, g: NetGuid, p: usize| c.value(g, p) == self.things.get(id, p).ok();
         let owned = self.driver.owning_connection(self.tc, self.owned) == Some(self.conn);
