@@ -119,10 +119,12 @@ fn layout() -> impl Strategy<Value = ClassLayout> {
     proptest::collection::vec((prop_type(), 1u16..=3, any::<bool>()), 1..10).prop_map(build_layout)
 }
 
-/// Whether a type may take a class default (no dynamic array, no object reference).
+/// Whether a type may take a class default (no object reference, in an array or not: a class
+/// default names no object; a dynamic array's default is its starting elements).
 fn takes_default(ty: &PropType) -> bool {
     match ty {
-        PropType::Array { .. } | PropType::Object => false,
+        PropType::Object => false,
+        PropType::Array { element, .. } => takes_default(element),
         PropType::Struct(s) => s.fields.iter().all(|(_, t)| takes_default(t)),
         _ => true,
     }

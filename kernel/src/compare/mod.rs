@@ -580,6 +580,11 @@ impl ShadowState {
                     crate::store::write_defaults(&self.layout, bytes, lane);
                 }
             }
+            for (a, data) in self.layout.default_arrays.iter().enumerate().filter(|(_, d)| !d.is_empty()) {
+                for lane in BitIter(born) {
+                    self.arrays[p][a * PAGE_LANES + lane] = data.clone();
+                }
+            }
             if born != 0 {
                 for parent in 0..parents {
                     dirty.mark(p, parent, born);

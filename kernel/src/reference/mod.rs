@@ -106,16 +106,15 @@ impl RefWorld {
     /// Spawns an object with default state (its class defaults, as a constructor leaves it);
     /// returns its index.
     pub fn spawn(&mut self) -> usize {
-        let arrays = self.layout.arrays.len();
         let mut data = vec![0u8; self.object_size].into_boxed_slice();
         for (p, &at) in self.layout.parents.iter().zip(&self.parent_offsets) {
             data[at..at + p.record_range.len()].copy_from_slice(&self.layout.default_record[p.record_range.clone()]);
         }
         self.objects.push(RefObject {
             data,
-            arrays: vec![Vec::new(); arrays],
+            arrays: self.layout.default_arrays.clone(),
             shadow: self.layout.default_record.clone().into_boxed_slice(),
-            shadow_arrays: vec![Vec::new(); arrays],
+            shadow_arrays: self.layout.default_arrays.clone(),
             dirty: vec![!0u64; self.layout.parents.len().div_ceil(64)],
             alive: true,
         });

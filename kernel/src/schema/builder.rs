@@ -150,29 +150,42 @@ impl ClassBuilder {
             record_bytes,
             default_record: Vec::new(),
             default_planes: Vec::new(),
+            default_arrays: Vec::new(),
             checksum: 0,
             by_name: b.by_name,
         };
-        (layout.default_record, layout.default_planes) = encode_defaults(&layout)?;
+        (layout.default_record, layout.default_planes, layout.default_arrays) = encode_defaults(&layout)?;
         layout.checksum = checksum(&layout);
         Ok(layout)
     }
 }
 
-/// The parents' class defaults as a replicated record, and as one lane of each plane whose
-/// default is not zero.
+/// The parents' class defaults as a replicated record, as one lane of each plane whose default
+/// is not zero, and as each dynamic array's element bytes.
 #[allow(clippy::type_complexity)]
-fn encode_defaults(layout: &ClassLayout) -> Result<(Vec<u8>, Vec<(usize, [u8; 16])>), LayoutError> {
+fn encode_defaults(layout: &ClassLayout) -> Result<(Vec<u8>, Vec<(usize, [u8; 16])>, Vec<Vec<u8>>), LayoutError> {
     let mut record = vec![0u8; layout.record_bytes];
     let mut page = vec![0u8; layout.page_bytes];
+    let mut arrays = vec![Vec::new(); layout.arrays.len()];
     let mut any = false;
     for (pi, p) in layout.parents.iter().enumerate() {
         let Some(v) = &p.default else { continue };
         let bad = |why: String| LayoutError::BadDefault(p.name.clone(), why);
-        if has_array(&p.ty) {
-            return Err(bad("a dynamic array starts empty".into()));
-        }
         let encoded = crate::value::encode_parent(layout, pi, v).map_err(|e| bad(e.to_string()))?;
+        for (a, data) in encoded.arrays {
+            let array = &layout.arrays[a];
+            let null_refs = data.chunks(array.stride.max(1)).all(|element| {
+                array
+                    .elements
+                    .iter()
+                    .filter(|e| e.kind == super::LeafKind::Object)
+                    .all(|e| element[e.offset..e.offset + e.kind.byte_size()].iter().all(|&b| b == 0))
+            });
+            if !null_refs {
+                return Err(bad("an object reference defaults to null".into()));
+            }
+            arrays[a] = data;
+        }
         record[p.record_range.clone()].copy_from_slice(&encoded.record[..p.record_range.len()]);
         for l in p.leaves.clone() {
             let leaf = &layout.leaves[l];
@@ -194,16 +207,7 @@ fn encode_defaults(layout: &ClassLayout) -> Result<(Vec<u8>, Vec<(usize, [u8; 16
             }
         }
     }
-    Ok((record, planes))
-}
-
-/// Whether a type is, or holds, a dynamic array.
-fn has_array(ty: &PropType) -> bool {
-    match ty {
-        PropType::Array { .. } => true,
-        PropType::Struct(s) => s.fields.iter().any(|(_, t)| has_array(t)),
-        _ => false,
-    }
+    Ok((record, planes, arrays))
 }
 
 fn validate_type(name: &str, ty: &PropType, in_array: bool) -> Result<(), LayoutError> {
@@ -266,6 +270,11 @@ fn checksum(layout: &ClassLayout) -> u64 {
     // Left out without defaults: the checksums of classes that declare none stay as they were.
     if layout.default_record.iter().any(|&b| b != 0) {
         h.bytes(&layout.default_record);
+    }
+    for (a, data) in layout.default_arrays.iter().enumerate().filter(|(_, d)| !d.is_empty()) {
+        h.bytes(&(a as u32).to_le_bytes());
+        h.bytes(&(data.len() as u32).to_le_bytes());
+        h.bytes(data);
     }
     h.0
 }

@@ -277,6 +277,10 @@ pub struct ClassLayout {
     /// the lane's bytes). What a spawn writes into its lane, and a new actor's shadow lane
     /// holds; empty for a class without defaults.
     pub default_planes: Vec<(usize, [u8; 16])>,
+    /// Per dynamic array (by array index), the element bytes a new actor's array holds: its
+    /// class default, empty where none is declared (or the class declares none at all). A spawn
+    /// fills its arrays with them, and a new actor's shadow arrays hold them.
+    pub default_arrays: Vec<Vec<u8>>,
     /// Checksum over everything that must agree for two sides to interoperate.
     pub checksum: u64,
     pub(super) by_name: HashMap<String, usize>,

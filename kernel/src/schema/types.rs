@@ -241,21 +241,25 @@ impl PropertyDecl {
     }
     /// Declares the class default (UE's class default object, the value a constructor sets): a
     /// new actor holds it from its spawn, on the server and on every client, so its open sends
-    /// only what differs from it. A static array's elements each start with it. Checked when
-    /// the class is built ([`LayoutError::BadDefault`](super::LayoutError::BadDefault)): the
-    /// value must fit the type, and a dynamic array or an object reference (which a class
-    /// default cannot name) takes none.
+    /// only what differs from it. A static array's elements each start with it; a dynamic
+    /// array's default is the elements it starts with. Checked when the class is built
+    /// ([`LayoutError::BadDefault`](super::LayoutError::BadDefault)): the value must fit the type
+    /// (a dynamic array's within its cap), and an object reference — alone, in a struct or in an
+    /// array — must be null (a class default cannot name an object).
     ///
     /// ```
     /// use shadowrep::prelude::*;
     ///
+    /// let slots = Value::Array(vec![Value::U16(0), Value::U16(0), Value::U16(0)]);
     /// let layout = ClassBuilder::new("Pawn")
     ///     .property(PropertyDecl::new("Health", PropType::U16).default_value(Value::U16(100)))
+    ///     .property(PropertyDecl::new("Slots", PropType::array(PropType::U16)).default_value(slots.clone()))
     ///     .build()
     ///     .unwrap();
     /// let mut store = ClassStore::new(std::sync::Arc::new(layout));
     /// let id = store.spawn();
     /// assert_eq!(store.get(id, 0).unwrap(), Value::U16(100));
+    /// assert_eq!(store.get(id, 1).unwrap(), slots);
     /// ```
     pub fn default_value(mut self, value: crate::value::Value) -> Self {
         self.default = Some(value);

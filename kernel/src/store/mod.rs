@@ -251,6 +251,10 @@ impl ClassStore {
         let bytes = self.live.page_mut(id.page());
         zero_lanes(&layout, bytes, id.lane());
         write_defaults(&layout, bytes, id.lane());
+        // Its dynamic arrays hold their class defaults (a despawn left them empty).
+        for (a, data) in layout.default_arrays.iter().enumerate().filter(|(_, d)| !d.is_empty()) {
+            self.arrays[id.page()][a * PAGE_LANES + id.lane()] = data.clone();
+        }
         self.occupied[id.page()] |= 1 << id.lane();
         self.epochs[id.page()] = self.epochs[id.page()].wrapping_add(1);
         self.structure += 1;

@@ -45,24 +45,28 @@ pub fn thing() -> Arc<ClassLayout> {
 /// With `dynamic` ([`Spec::dynamic_conditions`]) a thirteenth parent, `Mood` ([`MOOD`]), is
 /// declared Dynamic: each bag's own condition for it changes as the world runs.
 ///
-/// With `defaults` ([`Spec::class_defaults`]) most of its fixed properties declare a class
-/// default, some of which the world's values hit.
+/// With `defaults` ([`Spec::class_defaults`]) most of its properties declare a class default —
+/// its two dynamic arrays too — some of which the world's values hit.
 fn bag(dynamic: bool, defaults: bool) -> Arc<ClassLayout> {
     use shadowrep::schema::Condition;
     let d = |decl: PropertyDecl, v: Value| if defaults { decl.default_value(v) } else { decl };
     let mood = dynamic.then(|| PropertyDecl::new("Mood", PropType::U16).condition(Condition::Dynamic));
     let b = ClassBuilder::new("Bag")
         .property(d(PropertyDecl::new("Coins", PropType::U32).push(true), Value::U32(100)))
-        .property(PropertyDecl::new("Items", PropType::Array { element: Box::new(PropType::U16), max_len: 40 }))
+        .property(d(
+            PropertyDecl::new("Items", PropType::Array { element: Box::new(PropType::U16), max_len: 40 }),
+            Value::Array(vec![Value::U16(1), Value::U16(2), Value::U16(3)]),
+        ))
         .property(d(PropertyDecl::new("Open", PropType::Bool).notify(Notify::OnChanged), Value::Bool(true)))
         .property(d(PropertyDecl::new("Secret", PropType::U16).condition(Condition::OwnerOnly), Value::U16(7)))
         .property(d(PropertyDecl::new("Public", PropType::U8).condition(Condition::SkipOwner), Value::U8(1)))
         .property(d(PropertyDecl::new("Pilot", PropType::U8).condition(Condition::AutonomousOnly), Value::U8(3)))
         .property(d(PropertyDecl::new("Tuned", PropType::U16).condition(Condition::Custom), Value::U16(5)))
-        .property(
+        .property(d(
             PropertyDecl::new("Stash", PropType::Array { element: Box::new(PropType::U8), max_len: 16 })
                 .condition(Condition::OwnerOnly),
-        )
+            Value::Array(vec![Value::U8(4)]),
+        ))
         .property(d(PropertyDecl::new("Intro", PropType::U16).condition(Condition::InitialOnly), Value::U16(9)))
         .property(d(PropertyDecl::new("Badge", PropType::U8).condition(Condition::InitialOrOwner), Value::U8(2)))
         .property(d(PropertyDecl::new("Drift", PropType::U8).condition(Condition::SimulatedOrPhysics), Value::U8(4)))

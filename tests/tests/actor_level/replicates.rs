@@ -130,3 +130,59 @@ fn without_the_actor_level_it_is_refused() {
     let id = store.spawn();
     assert_eq!(driver.set_replicates(class, &store, id, false), Err(DriverError::ActorLevelOff));
 }
+
+#[test]
+fn a_tear_off_waits_while_it_is_switched_off() {
+    let mut a = Arena::new();
+    let (ch, cg) = a.character_at([100.0, 0.0, 0.0]);
+    a.run(3);
+    a.driver.set_replicates(a.character, &a.characters, ch, false).unwrap();
+    a.characters.set(ch, HEALTH, &Value::U32(1)).unwrap();
+    a.driver.tear_off(a.character, &a.characters, ch).unwrap();
+    a.run(6);
+    for c in 0..2 {
+        assert!(a.client(c).has(cg) && !a.client(c).is_torn_off(cg), "client {c}: nothing went");
+    }
+    a.driver.set_replicates(a.character, &a.characters, ch, true).unwrap();
+    a.run(3);
+    for c in 0..2 {
+        assert!(a.client(c).is_torn_off(cg), "client {c}: its last update, then the TornOff close");
+        assert_eq!(a.client(c).value(cg, HEALTH), Some(Value::U32(1)));
+    }
+}
+
+#[test]
+fn switched_on_it_is_a_simulated_proxy_everywhere_until_the_game_says_otherwise() {
+    let mut a = Arena::new();
+    // A sub-object only an autonomous proxy's client gets.
+    let (ch, _, _, wg) = a.armed([100.0, 0.0, 0.0], 0, 30, SubObjectCondition::AutonomousOnly);
+    a.run(3);
+    assert!(a.client(0).has(wg) && !a.client(1).has(wg));
+    a.driver.set_replicates(a.character, &a.characters, ch, false).unwrap();
+    a.run(2);
+    a.driver.set_replicates(a.character, &a.characters, ch, true).unwrap();
+    a.run(3);
+    assert!(!a.client(0).has(wg), "UE's SetReplicates(true) makes it a simulated proxy: closed");
+    a.driver.set_autonomous_proxy(a.character, &a.characters, ch, true).unwrap();
+    a.run(3);
+    assert!(a.client(0).has(wg), "autonomous again");
+}
+
+#[test]
+fn a_dormant_actor_switched_on_is_flushed_and_sleeps_again() {
+    use shadowrep::net::Dormancy;
+    let mut a = Arena::new();
+    let (ch, cg) = a.character_at([100.0, 0.0, 0.0]);
+    a.driver.set_net_dormancy(a.character, &a.characters, ch, Dormancy::DormantAll).unwrap();
+    a.run(10);
+    assert!(a.driver.is_asleep(a.character, ch));
+    a.driver.set_replicates(a.character, &a.characters, ch, false).unwrap();
+    a.characters.set(ch, HEALTH, &Value::U32(55)).unwrap();
+    a.run(3);
+    a.driver.set_replicates(a.character, &a.characters, ch, true).unwrap();
+    a.run(10);
+    for c in 0..2 {
+        assert_eq!(a.client(c).value(cg, HEALTH), Some(Value::U32(55)), "client {c}: the flush sent it");
+    }
+    assert!(a.driver.is_asleep(a.character, ch), "and it sleeps again");
+}

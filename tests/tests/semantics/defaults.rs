@@ -25,6 +25,10 @@ fn pawn(with: bool) -> Arc<ClassLayout> {
             .property(d(PropertyDecl::new("Ammo", PropType::U8).dim(3), Value::U8(30)))
             .property(d(PropertyDecl::new("Team", PropType::U8).condition(Condition::InitialOnly), Value::U8(2)))
             .property(PropertyDecl::new("Score", PropType::U32))
+            .property(d(
+                PropertyDecl::new("Slots", PropType::array(PropType::U16)),
+                Value::Array(vec![Value::U16(5), Value::U16(6), Value::U16(7)]),
+            ))
             .build()
             .unwrap(),
     )
@@ -41,8 +45,12 @@ fn defaults() -> Vec<Value> {
         Value::U8(30),
         Value::U8(2),
         Value::U32(0),
+        Value::Array(vec![Value::U16(5), Value::U16(6), Value::U16(7)]),
     ]
 }
+
+/// The pawn's dynamic array (parent 8).
+const SLOTS: usize = 8;
 
 /// A viewer at the origin looking along +X (every actor of these tests is relevant to it).
 fn origin() -> Viewer {
@@ -134,8 +142,8 @@ fn an_open_sends_only_what_differs_from_the_defaults() {
         }
         let (a, b) = (with.step(&mut rng, 0.0), without.step(&mut rng, 0.0));
         // Left out per actor: a bool, a float, a byte, three ammo counts and the team, each
-        // with its 4-bit handle — 101 bits.
-        assert!(b >= a + 50 * 12, "level {level}: {a} bytes with defaults, {b} without");
+        // with its 4-bit handle — 101 bits — and the array's three elements.
+        assert!(b >= a + 50 * 16, "level {level}: {a} bytes with defaults, {b} without");
         for s in [&with, &without] {
             for &g in &guids[..50] {
                 assert_eq!(s.clients[0].1.value(g, 0), Some(Value::U16(50)));
@@ -160,6 +168,8 @@ fn a_value_changed_and_back_reaches_every_client_and_late_joiners_get_it() {
                     let hp = if frame % 2 == 0 { 100 } else { 40 + i as u16 };
                     s.store.set(id, 0, &Value::U16(hp)).unwrap();
                     s.store.set(id, 3 + i % 3, &Value::U8((frame % 31) as u8)).unwrap();
+                    let slots = (0..frame % 4).map(|k| Value::U16((frame + k) as u16)).collect();
+                    s.store.set(id, SLOTS, &Value::Array(slots)).unwrap();
                 }
             }
             if frame == 60 {
@@ -199,8 +209,19 @@ fn a_default_that_does_not_fit_is_refused_with_its_property_named() {
     assert_eq!(name, "Hp");
     assert!(!why.is_empty());
     assert!(matches!(
-        bad(PropertyDecl::new("Items", PropType::array(PropType::U8)).default_value(Value::Array(vec![Value::U8(1)]))),
+        bad(PropertyDecl::new("Items", PropType::array(PropType::U8)).default_value(Value::Array(vec![Value::U16(1)]))),
         LayoutError::BadDefault(n, _) if n == "Items"
+    ));
+    // An array's default names no object either, and holds no more than its cap.
+    assert!(matches!(
+        bad(PropertyDecl::new("Refs", PropType::array(PropType::Object))
+            .default_value(Value::Array(vec![Value::Object(ObjectRef(0)), Value::Object(ObjectRef(3))]))),
+        LayoutError::BadDefault(n, _) if n == "Refs"
+    ));
+    let capped = PropType::Array { element: Box::new(PropType::U8), max_len: 2 };
+    assert!(matches!(
+        bad(PropertyDecl::new("Few", capped).default_value(Value::Array(vec![Value::U8(1); 3]))),
+        LayoutError::BadDefault(n, _) if n == "Few"
     ));
     assert!(matches!(
         bad(PropertyDecl::new("Target", PropType::Object).default_value(Value::Object(ObjectRef(2)))),
@@ -231,7 +252,8 @@ fn defaults_are_part_of_the_checksum_and_a_subclass_keeps_its_bases() {
     let mut store = ClassStore::new(Arc::new(sub));
     let id = store.spawn();
     assert_eq!(store.get(id, 0).unwrap(), Value::U16(100));
-    assert_eq!(store.get(id, 8).unwrap(), Value::U8(0));
+    assert_eq!(store.get(id, SLOTS).unwrap(), defaults()[SLOTS]);
+    assert_eq!(store.get(id, 9).unwrap(), Value::U8(0));
     // A despawned slot's next actor starts from the defaults again.
     store.set(id, 0, &Value::U16(1)).unwrap();
     store.despawn(id).unwrap();
@@ -289,12 +311,12 @@ fn every_kind_of_default_converges_through_churn_and_loss() {
         (PropertyDecl::new("Intro", PropType::U8).condition(Condition::InitialOnly), Value::U8(42)),
         (PropertyDecl::new("Tuned", PropType::U64).condition(Condition::Custom), Value::U64(1 << 40)),
         (PropertyDecl::new("Big", PropType::F64), Value::F64(-1e300)),
-        (PropertyDecl::new("Items", PropType::array(PropType::U8)), Value::Array(Vec::new())),
+        (PropertyDecl::new("Items", PropType::array(PropType::U8)), Value::Array(vec![Value::U8(1), Value::U8(2)])),
     ];
     let defaults: Vec<Value> = decls.iter().flat_map(|(d, v)| std::iter::repeat_n(v.clone(), d.dim as usize)).collect();
     let mut b = ClassBuilder::new("Everything");
     for (d, v) in &decls {
-        b = b.property(if matches!(v, Value::Array(_)) { d.clone() } else { d.clone().default_value(v.clone()) });
+        b = b.property(d.clone().default_value(v.clone()));
     }
     let layout = Arc::new(b.build().unwrap());
     for level in [false, true] {

@@ -247,13 +247,17 @@ impl NetDriver {
     /// is not compared nor replicated, and its channels are left as they are — not updated, not
     /// closed for relevancy — so every client keeps its copy as it was, and a client without one
     /// gets none; destroyed, it closes them as any actor (the clients destroy their copies).
-    /// Switched on, it is due on the next frame (UE adds it to the network object list, due at
-    /// once): a channel that stayed open sends what changed since its last send, and a client
-    /// without one gets it opened with its current state. Its sub-objects and fast arrays go with
-    /// it, as UE replicates them inside its update (asked of a sub-object:
-    /// [`DriverError::FollowsOwner`]). An actor spawned and switched off before its first tick
-    /// reaches no client until switched on. A dormant actor stays dormant. Needs the actor level
-    /// ([`DriverError::ActorLevelOff`]).
+    /// Switched on, it is due on the next frame (UE adds it to the network object list as a new
+    /// entry, due at once): a channel that stayed open sends what changed since its last send,
+    /// and a client without one gets it opened with its current state; a dormant actor's
+    /// dormancy is flushed (the new entry is dormant on no connection; a startup actor dormant
+    /// from the start stays so, as UE's consider list skips it); and it is a simulated proxy
+    /// everywhere (UE's `SetReplicates(true)` sets the remote role so: autonomy is given again
+    /// with [`Self::set_autonomous_proxy`]). Its sub-objects and fast arrays go with it, as UE
+    /// replicates them inside its update (asked of a sub-object: [`DriverError::FollowsOwner`]).
+    /// A tear-off waits while it is off (nothing replicates its last update). An actor spawned
+    /// and switched off before its first tick reaches no client until switched on. Needs the
+    /// actor level ([`DriverError::ActorLevelOff`]).
     ///
     /// ```
     /// use shadowrep::client::ClientWorld;
@@ -304,12 +308,24 @@ impl NetDriver {
         let slots: Vec<(usize, usize)> = std::iter::once((c, s))
             .chain(self.sub_slots(guid).into_iter().map(|(sc, ss, _)| (sc as usize, ss as usize)))
             .collect();
-        let now = self.server_time();
-        for (c, s) in slots {
+        for &(c, s) in &slots {
             self.classes[c].actors[s].not_replicated = !replicates;
-            if replicates {
-                // Due on the next frame, as a ForceNetUpdate without its dormancy flush (the
-                // reference replays it as one).
+        }
+        if replicates {
+            // UE's `SetReplicates(true)` sets the remote role to a simulated proxy: autonomy
+            // is the game's to give again (`set_autonomous_proxy`), as UE's `SetAutonomousProxy`.
+            if self.classes[c].actors[s].autonomous {
+                self.set_autonomous_proxy(class, store, id, false)?;
+            }
+            // And adds it to the network object list as a new entry: due at once, dormant on no
+            // connection — its dormancy flushed (but a startup actor's Initial, which UE's
+            // consider list skips), the sub-objects with it.
+            let d = self.classes[c].cols.dormancy[s];
+            if d.dormant() && d != crate::net::Dormancy::Initial {
+                self.flush_slot(c, s);
+            }
+            let now = self.server_time();
+            for (c, s) in slots {
                 self.classes[c].cols.force_net_update(s, now);
                 if let Some(l) = self.level.as_mut() {
                     l.forced.push((c as u32, s as u32, now));

@@ -163,12 +163,18 @@ impl NetDriver {
         }
         // (tearing, owes, finishes), decided first for all: an owner waits for its sub-objects.
         let mut decided = Vec::with_capacity(self.tearing.len());
-        for t in std::mem::take(&mut self.tearing) {
+        for mut t in std::mem::take(&mut self.tearing) {
             let class = &self.classes[t.class as usize];
             let Some(a) = class.actors.get(t.slot as usize) else { continue };
             // Gone (destroyed as usual), or an orphaned sub-object (its clients destroyed it).
             if !a.alive || a.guid != t.guid || a.torn_off {
                 continue;
+            }
+            // Switched off before the frame that replicates it (`set_replicates`): no frame
+            // considers it, so its last update waits, and the tear-off with it — counted from
+            // the frame it is switched on (UE: off the consider list, nothing goes).
+            if a.not_replicated && frame.0 < t.since.0 + 2 {
+                t.since = frame;
             }
             let replicated = frame.0 >= t.since.0 + 2;
             // Waited for: a connection whose full sequence window deferred the last update (it

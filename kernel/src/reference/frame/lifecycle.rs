@@ -134,7 +134,7 @@ impl ReferenceFrame {
                             object: vec![0; layout.record_bytes],
                             // UE compares a new object with its class default object.
                             shadow: layout.default_record.clone(),
-                            shadow_arrays: vec![Vec::new(); layout.arrays.len()],
+                            shadow_arrays: layout.default_arrays.clone(),
                             last_changed: vec![0; layout.leaves.len()],
                             clock: ConsiderClock::default(),
                             fresh: true,
@@ -181,10 +181,22 @@ impl ReferenceFrame {
                         if owing.contains(&e.guid) && !e.torn {
                             e.clock.force_net_update(now);
                         }
-                        if !e.tear_seen {
+                        // Switched off (a sub-object: its owner), it is not considered, so not
+                        // replicated: its tear-off waits, seen the first frame it is on.
+                        let replicates = |g: NetGuid| {
+                            driver
+                                .guids
+                                .get(&g)
+                                .is_none_or(|&(oc, os)| !driver.classes[oc as usize].actors[os as usize].not_replicated)
+                        };
+                        let on = match e.owner {
+                            Some(owner) => replicates(owner),
+                            None => a.is_none_or(|a| !a.not_replicated),
+                        };
+                        if !e.tear_seen && on {
                             e.tear_since = Frame(self.frame.0.saturating_sub(1));
+                            e.tear_seen = true;
                         }
-                        e.tear_seen = true;
                     }
                     if let Some(e) = entry.as_mut() {
                         debug_assert_eq!(e.generation, a.map_or(0, |a| a.generation));
