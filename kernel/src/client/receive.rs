@@ -409,6 +409,14 @@ impl ClientWorld {
             if self.ignored.insert(guid, class, MAX_IGNORED) {
                 self.stats.ignored_evicted += 1;
             }
+            // An open of a static actor this client did not load, under the GUID of an actor it
+            // holds: a server gives a GUID one object, so one of the two opens was forged. The
+            // newest is believed (the actor's updates are read past), and the actor is asked for
+            // again — the server's open heals a forged one; read past for good, the copy stayed
+            // stale for good (found by `fuzz/`'s `client_heal`).
+            if self.actors.contains_key(&guid) {
+                self.request_reopen(guid);
+            }
         }
         // Exports first: the static objects this packet's references name.
         for (guid, path) in std::mem::take(&mut packet.exports) {

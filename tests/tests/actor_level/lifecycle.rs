@@ -183,6 +183,35 @@ fn a_forged_open_that_binds_a_static_path_to_another_guid_is_undone_by_the_serve
 }
 
 #[test]
+fn a_forged_open_of_an_unloaded_path_under_a_bound_static_guid_is_healed_by_the_servers_open() {
+    // A forged open of a path the client did not load, under the GUID of its bound door: the
+    // client believes the newest open and reads the GUID's updates past as an unloaded static
+    // actor's — and the door stayed stale for good, no reopen asked (found by `fuzz/`'s
+    // `client_heal`, session 51). It now asks for the door again: the server's open, by the
+    // door's path, takes the GUID back.
+    let (mut l, door, guid) = with_static_door([500.0, 0.0, 0.0]);
+    l.run(2);
+    assert_eq!(l.client(0).value(guid, HEALTH), Some(Value::U32(40)));
+    let seq = l.client(0).highest_received().0 + 1;
+    let class = l.class.0;
+    let forged = crafted(seq, |w| {
+        let open = OpenHeader { class, kind: OpenKind::Static("Level.Nowhere".into()), autonomous: false };
+        write_bunch_after(w, NetGuid(0), guid, Some(&open), &BitWriter::new());
+    });
+    l.clients[0].1.receive(&forged).unwrap();
+    for frame in 0..40u32 {
+        l.store.set(door, HEALTH, &Value::U32(100 + frame)).unwrap();
+        l.driver.tick(&mut [&mut l.store]).unwrap();
+        let (conn, world) = &mut l.clients[0];
+        for p in l.driver.take_packets(*conn).unwrap() {
+            let _ = world.receive(&p);
+        }
+        l.driver.receive_feedback(*conn, &world.feedback()).unwrap();
+    }
+    assert_eq!(l.client(0).value(guid, HEALTH), Some(Value::U32(139)), "the door is the server's again");
+}
+
+#[test]
 fn a_destroyed_static_actor_is_destroyed_on_every_client_and_on_those_that_join_later() {
     let (mut l, id, guid) = with_static_door([900_000.0, 0.0, 0.0]);
     l.run(2);
