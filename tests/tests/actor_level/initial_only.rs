@@ -94,10 +94,16 @@ fn a_fast_array_cannot_be_initial_only() {
         .driver
         .register_fast_array_kind(Arc::new(shadowrep::fastarray::item_layout("Slots", PropType::U32).unwrap()))
         .unwrap();
-    let err = a.driver.add_fast_array(kind, cg, SubObjectCondition::InitialOnly).unwrap_err();
-    assert_eq!(err, DriverError::InitialOnlyFastArray);
-    assert!(err.to_string().contains("initial-only"));
-    assert!(a.driver.add_fast_array(kind, cg, SubObjectCondition::None).is_ok());
+    // Nor initial-or-owner (initial-only where the connection does not own the owner).
+    for condition in [SubObjectCondition::InitialOnly, SubObjectCondition::InitialOrOwner] {
+        let err = a.driver.add_fast_array(kind, cg, condition).unwrap_err();
+        assert_eq!(err, DriverError::InitialOnlyFastArray);
+        assert!(err.to_string().contains("initial-only"));
+    }
+    // The other conditions are a fast array's too.
+    for condition in [SubObjectCondition::None, SubObjectCondition::SimulatedOrPhysicsNoReplay] {
+        assert!(a.driver.add_fast_array(kind, cg, condition).is_ok(), "{condition:?}");
+    }
 }
 
 #[test]

@@ -91,6 +91,20 @@ fn with_static_door(at: [f32; 3]) -> (Level, ActorId, NetGuid) {
     (l, id, guid)
 }
 
+/// `frames` frames for client 0 over a perfect link, the door's health 100, 101, … (packets the
+/// client refuses are dropped, as a lost packet).
+fn door_changing(l: &mut Level, door: ActorId, frames: u32) {
+    for frame in 0..frames {
+        l.store.set(door, HEALTH, &Value::U32(100 + frame)).unwrap();
+        l.driver.tick(&mut [&mut l.store]).unwrap();
+        let (conn, world) = &mut l.clients[0];
+        for p in l.driver.take_packets(*conn).unwrap() {
+            let _ = world.receive(&p);
+        }
+        l.driver.receive_feedback(*conn, &world.feedback()).unwrap();
+    }
+}
+
 #[test]
 fn a_static_actor_binds_the_clients_level_copy_and_keeps_its_channel_when_far() {
     let (mut l, id, guid) = with_static_door([500.0, 0.0, 0.0]);
@@ -168,15 +182,7 @@ fn a_forged_open_that_binds_a_static_path_to_another_guid_is_undone_by_the_serve
     });
     l.clients[0].1.receive(&forged).unwrap();
     assert!(l.client(0).has(forged_guid), "the forger took the path");
-    for frame in 0..60u32 {
-        l.store.set(door, HEALTH, &Value::U32(100 + frame)).unwrap();
-        l.driver.tick(&mut [&mut l.store]).unwrap();
-        let (conn, world) = &mut l.clients[0];
-        for p in l.driver.take_packets(*conn).unwrap() {
-            let _ = world.receive(&p);
-        }
-        l.driver.receive_feedback(*conn, &world.feedback()).unwrap();
-    }
+    door_changing(&mut l, door, 60);
     assert_eq!(l.client(0).value(guid, HEALTH), Some(Value::U32(159)), "the door is the server's again");
     assert!(!l.client(0).has(forged_guid));
     assert!(l.client(0).stats().statics_rebound >= 1, "{:?}", l.client(0).stats());
@@ -199,15 +205,7 @@ fn a_forged_open_of_an_unloaded_path_under_a_bound_static_guid_is_healed_by_the_
         write_bunch_after(w, NetGuid(0), guid, Some(&open), &BitWriter::new());
     });
     l.clients[0].1.receive(&forged).unwrap();
-    for frame in 0..40u32 {
-        l.store.set(door, HEALTH, &Value::U32(100 + frame)).unwrap();
-        l.driver.tick(&mut [&mut l.store]).unwrap();
-        let (conn, world) = &mut l.clients[0];
-        for p in l.driver.take_packets(*conn).unwrap() {
-            let _ = world.receive(&p);
-        }
-        l.driver.receive_feedback(*conn, &world.feedback()).unwrap();
-    }
+    door_changing(&mut l, door, 40);
     assert_eq!(l.client(0).value(guid, HEALTH), Some(Value::U32(139)), "the door is the server's again");
 }
 

@@ -6,7 +6,7 @@
 
 use super::subobjects::{Arena, AMMO};
 use super::*;
-use shadowrep::net::{DriverError, SubObjectCondition};
+use shadowrep::net::SubObjectCondition;
 
 /// Adds a replay connection and its client to `a` (client index 2).
 fn with_replay(a: &mut super::subobjects::Arena) {
@@ -118,18 +118,4 @@ fn one_registered_after_its_owners_open_reaches_the_owners_client_only() {
     a.run(5);
     assert_eq!(a.client(0).value(wg, AMMO), Some(Value::U32(12)), "the owner's client");
     assert!(!a.client(1).has(wg), "the owner's initial bunch went to client 1 before it existed");
-}
-
-#[test]
-fn a_fast_array_cannot_be_initial_or_owner() {
-    let mut a = Arena::new();
-    let (_, cg) = a.character_at([100.0, 0.0, 0.0]);
-    let kind = a
-        .driver
-        .register_fast_array_kind(Arc::new(shadowrep::fastarray::item_layout("Slots", PropType::U32).unwrap()))
-        .unwrap();
-    let err = a.driver.add_fast_array(kind, cg, SubObjectCondition::InitialOrOwner).unwrap_err();
-    assert_eq!(err, DriverError::InitialOnlyFastArray);
-    let physics = a.driver.add_fast_array(kind, cg, SubObjectCondition::SimulatedOrPhysicsNoReplay);
-    assert!(physics.is_ok(), "the other conditions are a fast array's too");
 }

@@ -183,17 +183,7 @@ impl ReferenceFrame {
                         }
                         // Switched off (a sub-object: its owner), it is not considered, so not
                         // replicated: its tear-off waits, seen the first frame it is on.
-                        let replicates = |g: NetGuid| {
-                            driver
-                                .guids
-                                .get(&g)
-                                .is_none_or(|&(oc, os)| !driver.classes[oc as usize].actors[os as usize].not_replicated)
-                        };
-                        let on = match e.owner {
-                            Some(owner) => replicates(owner),
-                            None => a.is_none_or(|a| !a.not_replicated),
-                        };
-                        if !e.tear_seen && on {
+                        if !e.tear_seen && switched_on(driver, e.owner, a) {
                             e.tear_since = Frame(self.frame.0.saturating_sub(1));
                             e.tear_seen = true;
                         }

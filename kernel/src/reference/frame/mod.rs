@@ -164,6 +164,20 @@ impl Serve {
     }
 }
 
+/// Whether an actor replicates (`NetDriver::set_replicates`; UE: a `RemoteRole` of none drops it
+/// from the consider list): a sub-object (`owner`: its owner) goes in its owner's update, so by
+/// its owner's switch, read here, not its own copy; any other actor by its own (`net`: the
+/// driver's record of it, if it still has one).
+fn switched_on(driver: &NetDriver, owner: Option<NetGuid>, net: Option<&crate::net::actors::ActorNet>) -> bool {
+    match owner {
+        Some(owner) => driver
+            .guids
+            .get(&owner)
+            .is_none_or(|&(oc, os)| !driver.classes[oc as usize].actors[os as usize].not_replicated),
+        None => net.is_none_or(|a| !a.not_replicated),
+    }
+}
+
 /// One actor channel of a connection.
 #[derive(Clone, Copy, Debug)]
 struct RefChannel {
@@ -471,18 +485,8 @@ impl ReferenceFrame {
             for (slot, entry) in self.actors[c].iter_mut().enumerate() {
                 let Some(a) = entry.as_mut() else { continue };
                 // Torn off (or a sub-object whose owner is gone): never replicated again; asleep:
-                // not considered until woken; not replicating (UE's `RemoteRole` none: the consider
-                // list drops it) — a sub-object goes in its owner's update, so its owner's switch.
-                let replicates = |g: NetGuid| {
-                    driver
-                        .guids
-                        .get(&g)
-                        .is_none_or(|&(oc, os)| !driver.classes[oc as usize].actors[os as usize].not_replicated)
-                };
-                let on = match a.owner {
-                    Some(owner) => replicates(owner),
-                    None => !class.actors[slot].not_replicated,
-                };
+                // not considered until woken; not replicating.
+                let on = switched_on(driver, a.owner, Some(&class.actors[slot]));
                 if a.asleep || !a.clock.due(time.now) || a.torn || !on {
                     continue;
                 }
