@@ -69,7 +69,7 @@ impl ReferenceFrame {
                 // A sub-object's condition, with its owner's ownership (the driver keeps the two
                 // the same), comes before any rule.
                 let allowed = class.cols.sub_condition[s as usize]
-                    .is_none_or(|c| c.allows(rep_flags(net, owned, rc.conn.replay, dc.net_groups)));
+                    .is_none_or(|c| condition_map(c, rep_flags(net, owned, rc.conn.replay, dc.net_groups), true));
                 let relevant = allowed && relevant_to_connection(&a.link.0, owned, viewers, hook, &lookup, &hook_of);
                 if relevant {
                     rc.decisions.relevant.push(a.guid);
@@ -79,10 +79,13 @@ impl ReferenceFrame {
                 // view target yet; a startup actor keeps its channel).
                 let settings = &class.cols.settings[s as usize];
                 // Sent once where its open went: a temporary actor, and a sub-object initial-only
-                // here (UE's `COND_InitialOnly`, and `COND_InitialOrOwner` on a connection that
-                // does not own it: with its owner's initial bunch only).
+                // here — its condition allows it in its owner's initial bunch only (UE's
+                // `COND_InitialOnly`, and `COND_InitialOrOwner` on a connection that does not own
+                // it).
+                let flags = rep_flags(net, owned, rc.conn.replay, dc.net_groups);
                 let once = settings.net_temporary
-                    || class.cols.sub_condition[s as usize].is_some_and(|c| c.initial_window(owned));
+                    || class.cols.sub_condition[s as usize]
+                        .is_some_and(|c| condition_map(c, flags, true) && !condition_map(c, flags, false));
                 if settings.only_relevant_to_owner && !owned && !owned_by_viewers(&a.link.0, viewers, &lookup) {
                     let lapsed =
                         rc.channels.get(&a.guid).is_some_and(|ch| now - ch.relevant_time >= cfg.relevant_timeout);
@@ -200,17 +203,15 @@ impl ReferenceFrame {
                 let class = &driver.classes[c as usize];
                 let net = &class.actors[s as usize];
                 let owned = net.owner == Some(ci as u32);
-                let allowed = class.cols.sub_condition[s as usize]
-                    .is_none_or(|cond| cond.allows(rep_flags(net, owned, rc.conn.replay, dc.net_groups)));
-                // A sub-object initial-only here goes with its owner's initial bunch: while the
-                // owner's channel here has not had its open acknowledged (UE: `bNetInitial`) — and
-                // one whose channel opened then, until its open is delivered (a listed channel of
-                // one owes its open): UE's initial bunch is reliable.
-                let initial_only = class.cols.sub_condition[s as usize].is_some_and(|cond| cond.initial_window(owned));
-                let allowed = allowed
-                    && (!initial_only
-                        || channel.is_some()
-                        || driver.owner_of(guid).is_some_and(|o| rc.channels.get(&o).is_some_and(|ch| !ch.open_acked)));
+                // The owner's channel here is in its initial bunch while its open is not
+                // acknowledged (UE: `bNetInitial`) — and, for a sub-object whose own channel opened
+                // then, until its open is delivered (a listed channel of one owes its open): UE's
+                // initial bunch is reliable.
+                let initial = channel.is_some()
+                    || driver.owner_of(guid).is_some_and(|o| rc.channels.get(&o).is_some_and(|ch| !ch.open_acked));
+                let flags = rep_flags(net, owned, rc.conn.replay, dc.net_groups);
+                let allowed =
+                    class.cols.sub_condition[s as usize].is_none_or(|cond| condition_map(cond, flags, initial));
                 // A sub-object goes in its owner's channel: none here, none for it.
                 let sub_object = class.cols.sub_condition[s as usize].is_some();
                 let owner_open = !sub_object

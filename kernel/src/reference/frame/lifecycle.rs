@@ -277,15 +277,15 @@ fn serves(driver: &NetDriver, actors: &[Vec<Option<RefActor>>], (c, s): (u32, u3
     let serve = if net.guid == a.guid { Serve::of(class, s as usize) } else { a.serve };
     let owned = serve.owner == Some(ci as u32);
     let dc = &driver.conns[ci];
-    if !serve.sub_condition.is_none_or(|cond| {
-        cond.allows(ReplicationFlags {
-            owner: owned,
-            autonomous: serve.autonomous,
-            physics: serve.physics,
-            replay: dc.replay,
-            groups: dc.net_groups,
-        })
-    }) {
+    let flags = ReplicationFlags {
+        owner: owned,
+        autonomous: serve.autonomous,
+        physics: serve.physics,
+        replay: dc.replay,
+        groups: dc.net_groups,
+    };
+    // (An initial-only one is served: its owner's channel decides when.)
+    if !serve.sub_condition.is_none_or(|cond| condition_map(cond, flags, true)) {
         return false;
     }
     if !serve.only_relevant_to_owner || owned {

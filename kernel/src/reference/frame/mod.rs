@@ -178,6 +178,41 @@ fn switched_on(driver: &NetDriver, owner: Option<NetGuid>, net: Option<&crate::n
     }
 }
 
+/// UE's condition map for a sub-object under `cond` on a channel with replication flags `f`
+/// (`initial`: its owner's channel is in its initial bunch): `ConditionMap[NetCondition]`, built
+/// from the flags as the properties' is (`condition_active`) — the reference's own reading, not
+/// the kernel's `SubObjectCondition` methods — and a net group by the connection's groups.
+fn condition_map(cond: crate::net::SubObjectCondition, f: ReplicationFlags, initial: bool) -> bool {
+    use crate::net::condition::{condition_active, flags};
+    use crate::net::SubObjectCondition as S;
+    use crate::schema::Condition as C;
+    let twin = match cond {
+        S::NetGroup(_) => return cond.allows(f),
+        S::None => C::None,
+        S::OwnerOnly => C::OwnerOnly,
+        S::SkipOwner => C::SkipOwner,
+        S::SimulatedOnly => C::SimulatedOnly,
+        S::AutonomousOnly => C::AutonomousOnly,
+        S::ReplayOrOwner => C::ReplayOrOwner,
+        S::ReplayOnly => C::ReplayOnly,
+        S::SkipReplay => C::SkipReplay,
+        S::Never => C::Never,
+        S::InitialOnly => C::InitialOnly,
+        S::InitialOrOwner => C::InitialOrOwner,
+        S::SimulatedOrPhysics => C::SimulatedOrPhysics,
+        S::SimulatedOnlyNoReplay => C::SimulatedOnlyNoReplay,
+        S::SimulatedOrPhysicsNoReplay => C::SimulatedOrPhysicsNoReplay,
+    };
+    let bit = |on: bool, b: u8| if on { b } else { 0 };
+    let simulated = !(f.owner && f.autonomous);
+    let bits = bit(initial, flags::INITIAL)
+        | bit(f.owner, flags::OWNER)
+        | bit(simulated, flags::SIMULATED)
+        | bit(f.replay, flags::REPLAY)
+        | bit(f.physics, flags::PHYSICS);
+    condition_active(twin, bits)
+}
+
 /// One actor channel of a connection.
 #[derive(Clone, Copy, Debug)]
 struct RefChannel {
