@@ -1,7 +1,7 @@
 //! The actor level's inputs and what it shows: per-class and per-actor net settings, where an
-//! actor is and who owns it, `force_net_update`, each connection's viewers, net speed and
-//! "heard from", and the last frame's decisions, channels and budgets — the calls a game makes
-//! between ticks (the frame itself is in [`super`]).
+//! actor is and who owns it, `force_net_update`, `set_replicates`, each connection's viewers,
+//! net speed and "heard from", and the last frame's decisions, channels and budgets — the calls
+//! a game makes between ticks (the frame itself is in [`super`]).
 
 use super::{ChannelInfo, Level};
 use crate::net::actors::ClassNet;
