@@ -93,6 +93,8 @@ pub trait ReplicatedClass {
 ///         /// How far open, 0 to 1.
 ///         openness: f32 = "Openness" [push, notify = OnChanged],
 ///         locked: bool = "bLocked" [cond = OwnerOnly, default = true],
+///         /// Hinges, each a stiffness; a new door has three.
+///         hinges: Vec<u8> = "Hinges" [default = (vec![5, 5, 5])],
 ///     }
 /// }
 ///
@@ -105,6 +107,7 @@ pub trait ReplicatedClass {
 /// assert!(!Door::set_openness_and_mark_dirty(&mut store, id, 0.5).unwrap());
 /// assert_eq!(Door::openness(&store, id).unwrap(), 0.5);
 /// assert!(Door::locked(&store, id).unwrap(), "a new door holds its class default");
+/// assert_eq!(Door::hinges(&store, id).unwrap(), vec![5, 5, 5]);
 /// // Base-class accessors work on the subclass's store.
 /// Actor::set_hidden(&mut store, id, true).unwrap();
 /// assert!(Actor::hidden(&store, id).unwrap());
