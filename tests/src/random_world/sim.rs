@@ -394,6 +394,11 @@ impl Sim {
             if self.net_groups && self.groups_rng.random_bool(0.3) {
                 condition = C::NetGroup(Self::sub_object_groups(&mut self.groups_rng));
             }
+            if self.sub_conditions && self.conditions_rng.random_bool(0.5) {
+                // (Not the initial-only ones: a fast array refuses them.)
+                let others = [C::SimulatedOrPhysics, C::SimulatedOnlyNoReplay, C::SimulatedOrPhysicsNoReplay];
+                condition = others[self.conditions_rng.random_range(0..others.len())];
+            }
             let owner = self.driver.guid_of(class, id).expect("live");
             let fa = self.driver.add_fast_array(self.kind, owner, condition).unwrap();
             let n = self.rng.random_range(0..40);

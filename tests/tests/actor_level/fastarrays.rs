@@ -238,6 +238,29 @@ fn an_owner_only_fast_array_follows_ownership() {
 }
 
 #[test]
+fn a_physics_conditioned_fast_array_follows_its_owners_physics() {
+    // SimulatedOrPhysics: the autonomous owner's client is left out until the owner replicates
+    // physics — with the items unchanged meanwhile, so only the owner's physics can tell the
+    // connection's record of an excluded array to look again (it rested on ownership alone, and
+    // the array never came: found by the random worlds with the new conditions, session 51).
+    let (mut l, kind) = level(2);
+    let (id, owner) = l.spawn([100.0, 0.0, 0.0], 1);
+    l.driver.set_owner(l.class, &l.store, id, Some(l.clients[0].0), true).unwrap();
+    let fa = l.driver.add_fast_array(kind, owner, SubObjectCondition::SimulatedOrPhysics).unwrap();
+    fill(&mut l, fa, 3);
+    l.run(4);
+    assert_eq!(client_items(&l, 0, fa), None, "an autonomous proxy without physics");
+    assert_eq!(client_items(&l, 1, fa), Some(server_items(&l, fa)), "a simulated proxy");
+    l.driver.set_physics(l.class, &l.store, id, true).unwrap();
+    l.run(4);
+    assert_eq!(client_items(&l, 0, fa), Some(server_items(&l, fa)), "physics lets it through");
+    l.driver.set_physics(l.class, &l.store, id, false).unwrap();
+    l.run(4);
+    assert_eq!(client_items(&l, 0, fa), None, "and closes it again");
+    assert_eq!(client_items(&l, 1, fa), Some(server_items(&l, fa)));
+}
+
+#[test]
 fn a_fast_array_leaves_with_its_owners_relevancy_and_comes_back_whole() {
     let (mut l, kind) = level(1);
     let (id, owner) = l.spawn([100.0, 0.0, 0.0], 1);

@@ -235,7 +235,7 @@ fn lock(e: &FaEntry) -> std::sync::MutexGuard<'_, FastArrayNet> {
 /// locking it: an owner-only inventory is asked for by every connection its character is sent
 /// to, from every thread of a frame, and its lock's line went back and forth between them. The
 /// answer holds until the array changes (its version, bumped by [`NetDriver::fast_array_mut`](super::NetDriver::fast_array_mut);
-/// not for an excluded connection), the owner's channel or ownership changes (compared; a
+/// not for an excluded connection), the owner's channel, ownership or physics changes (compared; a
 /// channel that was not open passes through a write that forgets), or this connection's
 /// feedback settles a bunch of the array or asks for it again (forgotten there). A removed or
 /// orphaned array is forgotten by every connection.
@@ -255,6 +255,9 @@ struct Quiet {
     version: Option<u64>,
     owned: bool,
     autonomous: bool,
+    /// The owner's physics (the physics conditions read it: a fast array an autonomous owner's
+    /// connection is left out of comes to it when its owner replicates physics).
+    physics: bool,
     /// The connection's count of net group changes ([`Connection::groups_changed`]): a
     /// NetGroup condition may answer otherwise after one.
     ///
@@ -501,7 +504,7 @@ mod tests {
 
     #[test]
     fn a_quiet_record_answers_for_its_own_array_only() {
-        let q = |epoch| Quiet { epoch, version: Some(3), owned: false, autonomous: false, groups: 0 };
+        let q = |epoch| Quiet { epoch, version: Some(3), owned: false, autonomous: false, physics: false, groups: 0 };
         let (a, b) = (NetGuid(10), NetGuid(12));
         let mut quiet = QuietArrays::default();
         assert_eq!(quiet.get(4, a), None, "nothing recorded, slot beyond the vector");

@@ -59,14 +59,14 @@ impl WriteCtx<'_> {
     ) {
         let basis = match channel {
             OwnerChannel::Open(epoch) => {
-                owner.filter(|a| a.alive && !a.torn_off).map(|a| (epoch, a.owner == Some(ci), a.autonomous))
+                owner.filter(|a| a.alive && !a.torn_off).map(|a| (epoch, a.owner == Some(ci), a.autonomous, a.physics))
             }
             _ => None,
         };
         let groups = conn.groups_changed;
         for (g, stamp) in arrays {
-            let now = basis.and_then(|(epoch, owned, autonomous)| {
-                Some(Quiet { epoch, version: Some(stamp?.version), owned, autonomous, groups })
+            let now = basis.and_then(|(epoch, owned, autonomous, physics)| {
+                Some(Quiet { epoch, version: Some(stamp?.version), owned, autonomous, physics, groups })
             });
             if let (Some(now), Some(s)) = (now, stamp) {
                 if let Some(was) = conn.quiet.get(s.slot, g) {
