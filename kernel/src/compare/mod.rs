@@ -580,10 +580,8 @@ impl ShadowState {
                     crate::store::write_defaults(&self.layout, bytes, lane);
                 }
             }
-            for (a, data) in self.layout.default_arrays.iter().enumerate().filter(|(_, d)| !d.is_empty()) {
-                for lane in BitIter(born) {
-                    self.arrays[p][a * PAGE_LANES + lane] = data.clone();
-                }
+            for lane in BitIter(born) {
+                crate::store::write_default_arrays(&self.layout, &mut self.arrays[p], lane);
             }
             if born != 0 {
                 for parent in 0..parents {

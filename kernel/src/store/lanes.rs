@@ -98,6 +98,14 @@ pub(crate) fn write_defaults(layout: &ClassLayout, page: &mut [u8], lane: usize)
     }
 }
 
+/// Fills lane `lane`'s dynamic arrays of a page (`arrays`, as [`PageArrays`] holds them) with
+/// their class defaults; an array without one is left as it is (empty, in a lane just freed).
+pub(crate) fn write_default_arrays(layout: &ClassLayout, arrays: &mut PageArrays, lane: usize) {
+    for (a, data) in layout.default_arrays.iter().enumerate().filter(|(_, d)| !d.is_empty()) {
+        arrays[a * crate::schema::PAGE_LANES + lane] = data.clone();
+    }
+}
+
 /// Zeroes lane `lane` of every plane of a page.
 pub(crate) fn zero_lanes(layout: &ClassLayout, page: &mut [u8], lane: usize) {
     for plane in &layout.planes {

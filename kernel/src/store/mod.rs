@@ -28,7 +28,7 @@ pub(crate) use dirty::LiveView;
 pub use dirty::{pages_with_lanes, DirtyState, WatcherId};
 use lanes::gather_leaf;
 pub use lanes::BitIter;
-pub(crate) use lanes::{read_lane, read_parent, scatter_leaf, write_defaults, zero_lanes};
+pub(crate) use lanes::{read_lane, read_parent, scatter_leaf, write_default_arrays, write_defaults, zero_lanes};
 pub use pages::{Block, PageArray, PageArrays, PlanesMut};
 
 use crate::schema::{ClassLayout, PAGE_LANES};
@@ -252,9 +252,7 @@ impl ClassStore {
         zero_lanes(&layout, bytes, id.lane());
         write_defaults(&layout, bytes, id.lane());
         // Its dynamic arrays hold their class defaults (a despawn left them empty).
-        for (a, data) in layout.default_arrays.iter().enumerate().filter(|(_, d)| !d.is_empty()) {
-            self.arrays[id.page()][a * PAGE_LANES + id.lane()] = data.clone();
-        }
+        write_default_arrays(&layout, &mut self.arrays[id.page()], id.lane());
         self.occupied[id.page()] |= 1 << id.lane();
         self.epochs[id.page()] = self.epochs[id.page()].wrapping_add(1);
         self.structure += 1;

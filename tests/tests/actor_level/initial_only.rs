@@ -76,10 +76,7 @@ fn a_late_client_gets_it_with_the_owners_open_as_it_is_then() {
     a.run(3);
     a.weapons.set(w, AMMO, &Value::U32(20)).unwrap();
     a.run(3);
-    let conn = a.driver.add_connection(false);
-    a.driver.set_viewers(conn, &[viewer([0.0; 3], None)]).unwrap();
-    let world = ClientWorld::new(&a.layouts, &a.driver.checksums()).unwrap();
-    a.clients.push((conn, world));
+    a.join(false);
     a.run(3);
     assert_eq!(a.client(2).value(wg, AMMO), Some(Value::U32(20)), "the owner's open there: the state of then");
     assert_eq!(a.client(2).owner_of(wg), Some(cg));

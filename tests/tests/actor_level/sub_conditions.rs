@@ -8,14 +8,6 @@ use super::subobjects::{Arena, AMMO};
 use super::*;
 use shadowrep::net::SubObjectCondition;
 
-/// Adds a replay connection and its client to `a` (client index 2).
-fn with_replay(a: &mut super::subobjects::Arena) {
-    let conn = a.driver.add_connection(true);
-    a.driver.set_viewers(conn, &[viewer([0.0; 3], None)]).unwrap();
-    let world = ClientWorld::new(&a.layouts, &a.driver.checksums()).unwrap();
-    a.clients.push((conn, world));
-}
-
 #[test]
 fn simulated_or_physics_reaches_the_autonomous_owner_only_while_its_owner_replicates_physics() {
     let mut a = Arena::new();
@@ -48,7 +40,7 @@ fn simulated_or_physics_reaches_the_autonomous_owner_only_while_its_owner_replic
 #[test]
 fn the_no_replay_conditions_leave_replays_out() {
     let mut a = Arena::new();
-    with_replay(&mut a);
+    assert_eq!(a.join(true), 2, "the replay's client");
     let (ch, _, _, simulated) = a.armed([100.0, 0.0, 0.0], 0, 30, SubObjectCondition::SimulatedOnlyNoReplay);
     let w = a.weapons.spawn();
     a.weapons.set(w, AMMO, &Value::U32(7)).unwrap();
@@ -93,10 +85,7 @@ fn initial_or_owner_updates_the_owner_and_reaches_the_others_with_the_owners_ope
     assert_eq!(a.client(1).value(wg, AMMO), Some(Value::U32(28)));
     assert_eq!(a.client(0).value(wg, AMMO), Some(Value::U32(29)), "the old owner's copy stays as it was");
     // A late client gets it with the owner's open, as it is then.
-    let conn = a.driver.add_connection(false);
-    a.driver.set_viewers(conn, &[viewer([0.0; 3], None)]).unwrap();
-    let world = ClientWorld::new(&a.layouts, &a.driver.checksums()).unwrap();
-    a.clients.push((conn, world));
+    a.join(false);
     a.run(3);
     assert_eq!(a.client(2).value(wg, AMMO), Some(Value::U32(28)));
     assert_eq!(a.client(2).owner_of(wg), Some(cg));

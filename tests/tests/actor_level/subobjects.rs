@@ -109,6 +109,15 @@ impl Arena {
     pub(super) fn client(&self, c: usize) -> &ClientWorld {
         &self.clients[c].1
     }
+
+    /// A client joining later (a replay one with `replay`), viewing from the origin: its index.
+    pub(super) fn join(&mut self, replay: bool) -> usize {
+        let conn = self.driver.add_connection(replay);
+        self.driver.set_viewers(conn, &[viewer([0.0; 3], None)]).unwrap();
+        let world = ClientWorld::new(&self.layouts, &self.driver.checksums()).unwrap();
+        self.clients.push((conn, world));
+        self.clients.len() - 1
+    }
 }
 
 #[test]
@@ -943,10 +952,7 @@ fn a_temporary_owners_sub_objects_are_temporary_with_it() {
         assert_eq!(a.client(c).owner_of(wg), Some(cg));
     }
     // A third client gets both, as they are now, once.
-    let conn = a.driver.add_connection(false);
-    a.driver.set_viewers(conn, &[viewer([0.0; 3], None)]).unwrap();
-    let world = ClientWorld::new(&a.layouts, &a.driver.checksums()).unwrap();
-    a.clients.push((conn, world));
+    a.join(false);
     a.run(3);
     assert_eq!(a.client(2).value(wg, AMMO), Some(Value::U32(29)));
     assert_eq!(a.client(2).value(cg, HEALTH), Some(Value::U32(5)));

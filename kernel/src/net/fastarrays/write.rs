@@ -57,17 +57,21 @@ impl WriteCtx<'_> {
         arrays: impl Iterator<Item = (NetGuid, Option<ArrayStamp>)>,
         channel: OwnerChannel,
     ) {
+        // What a record rests on but the array's version.
+        let groups = conn.groups_changed;
         let basis = match channel {
-            OwnerChannel::Open(epoch) => {
-                owner.filter(|a| a.alive && !a.torn_off).map(|a| (epoch, a.owner == Some(ci), a.autonomous, a.physics))
-            }
+            OwnerChannel::Open(epoch) => owner.filter(|a| a.alive && !a.torn_off).map(|a| Quiet {
+                epoch,
+                version: None,
+                owned: a.owner == Some(ci),
+                autonomous: a.autonomous,
+                physics: a.physics,
+                groups,
+            }),
             _ => None,
         };
-        let groups = conn.groups_changed;
         for (g, stamp) in arrays {
-            let now = basis.and_then(|(epoch, owned, autonomous, physics)| {
-                Some(Quiet { epoch, version: Some(stamp?.version), owned, autonomous, physics, groups })
-            });
+            let now = basis.and_then(|q| Some(Quiet { version: Some(stamp?.version), ..q }));
             if let (Some(now), Some(s)) = (now, stamp) {
                 if let Some(was) = conn.quiet.get(s.slot, g) {
                     if *was == now || *was == (Quiet { version: None, ..now }) {

@@ -324,12 +324,8 @@ impl NetDriver {
             if d.dormant() && d != crate::net::Dormancy::Initial {
                 self.flush_slot(c, s);
             }
-            let now = self.server_time();
             for (c, s) in slots {
-                self.classes[c].cols.force_net_update(s, now);
-                if let Some(l) = self.level.as_mut() {
-                    l.forced.push((c as u32, s as u32, now));
-                }
+                self.force_clock(c, s);
             }
         }
         Ok(())
@@ -347,6 +343,12 @@ impl NetDriver {
         if self.level.is_some() && self.classes[c].cols.dormancy[s].dormant() {
             self.flush_slot(c, s);
         }
+        self.force_clock(c, s);
+    }
+
+    /// The actor in `slot` of class `c` due on the next frame (its dormancy left as it is),
+    /// logged for the reference as a `ForceNetUpdate`.
+    fn force_clock(&mut self, c: usize, s: usize) {
         let now = self.server_time();
         self.classes[c].cols.force_net_update(s, now);
         if let Some(l) = self.level.as_mut() {

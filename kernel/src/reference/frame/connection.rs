@@ -68,8 +68,8 @@ impl ReferenceFrame {
                 let owned = net.owner == Some(ci as u32);
                 // A sub-object's condition, with its owner's ownership (the driver keeps the two
                 // the same), comes before any rule.
-                let allowed = class.cols.sub_condition[s as usize]
-                    .is_none_or(|c| condition_map(c, rep_flags(net, owned, rc.conn.replay, dc.net_groups), true));
+                let flags = rep_flags(net, owned, rc.conn.replay, dc.net_groups);
+                let allowed = class.cols.sub_condition[s as usize].is_none_or(|c| condition_map(c, flags, true));
                 let relevant = allowed && relevant_to_connection(&a.link.0, owned, viewers, hook, &lookup, &hook_of);
                 if relevant {
                     rc.decisions.relevant.push(a.guid);
@@ -82,7 +82,6 @@ impl ReferenceFrame {
                 // here — its condition allows it in its owner's initial bunch only (UE's
                 // `COND_InitialOnly`, and `COND_InitialOrOwner` on a connection that does not own
                 // it).
-                let flags = rep_flags(net, owned, rc.conn.replay, dc.net_groups);
                 let once = settings.net_temporary
                     || class.cols.sub_condition[s as usize]
                         .is_some_and(|c| condition_map(c, flags, true) && !condition_map(c, flags, false));
