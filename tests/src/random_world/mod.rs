@@ -169,7 +169,8 @@ impl Spec {
 
     /// The same with the bags' class carrying a Dynamic parent, `Mood`: every third frame a few
     /// bags (sub-objects among them) get a new value of it and a new condition of their own for
-    /// it (`set_dynamic_condition`: any but the initial-only ones, or the class's rule again).
+    /// it (`set_dynamic_condition`: any but the initial-only ones, or the class's rule again),
+    /// and a fast array a new condition (`set_fast_array_condition`), from dice of its own.
     pub fn dynamic_conditions(self) -> Spec {
         Spec { dynamic_conditions: true, ..self }
     }
@@ -245,6 +246,8 @@ pub struct Exercised {
     pub group_changes: usize,
     /// Dynamic conditions set on bags.
     pub dynamic_changes: usize,
+    /// Fast arrays' conditions set (with dynamic conditions).
+    pub fast_condition_changes: usize,
     /// Actors made temporary (at spawn or by a change of settings).
     pub temporaries: usize,
     /// Sub-objects registered initial-only.
@@ -398,6 +401,7 @@ pub fn decide_alike(spec: Spec) -> Result<Exercised, String> {
     x.sublevel_changes = sim.sublevel_changes;
     x.group_changes = sim.group_changes;
     x.dynamic_changes = sim.dynamic_changes;
+    x.fast_condition_changes = sim.fast_condition_changes;
     x.temporaries = sim.temporaries;
     x.initial_onlys = sim.initial_onlys;
     x.other_conditions = sim.other_conditions;

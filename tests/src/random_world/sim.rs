@@ -79,6 +79,10 @@ pub(super) struct Sim {
     defaults: bool,
     dynamic_rng: ChaCha8Rng,
     pub(super) dynamic_changes: usize,
+    /// With dynamic conditions, fast arrays' conditions change too (GAS's effects between its
+    /// Mixed and Full modes), from dice of their own; the changes made.
+    fast_conditions_rng: ChaCha8Rng,
+    pub(super) fast_condition_changes: usize,
     /// Some actors are temporary ([`super::Spec::net_temporary`]), drawn from dice of their own
     /// (a world without them is the same as before they existed).
     pub(super) temporary: bool,
@@ -181,6 +185,8 @@ impl Sim {
             switch_rng: ChaCha8Rng::seed_from_u64(seed ^ 0x7265_706c),
             switched_off: 0,
             dynamic_changes: 0,
+            fast_conditions_rng: ChaCha8Rng::seed_from_u64(seed ^ 0x6661_7374),
+            fast_condition_changes: 0,
         };
         // `DormantPartial` things are dormant for two connections in three.
         let partial: shadowrep::net::dormancy::DormancyHook =
@@ -750,6 +756,30 @@ impl Sim {
             self.bags.set(id, MOOD, &mood).unwrap();
             self.driver.set_dynamic_condition(self.bag, &self.bags, id, MOOD, c).unwrap();
             self.dynamic_changes += 1;
+        }
+        // And a fast array's condition (`set_fast_array_condition`), the same condition again
+        // now and then (nothing changes).
+        use shadowrep::net::SubObjectCondition as S;
+        let fast = [
+            S::None,
+            S::OwnerOnly,
+            S::SkipOwner,
+            S::SimulatedOnly,
+            S::AutonomousOnly,
+            S::SimulatedOrPhysics,
+            S::SimulatedOnlyNoReplay,
+            S::SimulatedOrPhysicsNoReplay,
+        ];
+        if !self.arrays.is_empty() {
+            let r = &mut self.fast_conditions_rng;
+            let fa = self.arrays[r.random_range(0..self.arrays.len())];
+            let c = fast[r.random_range(0..fast.len())];
+            match self.driver.set_fast_array_condition(fa, c) {
+                Ok(()) => self.fast_condition_changes += 1,
+                // Removed with its owner.
+                Err(shadowrep::net::DriverError::UnknownFastArray(_)) => {}
+                Err(e) => panic!("a fast array's condition: {e}"),
+            }
         }
     }
 

@@ -261,6 +261,48 @@ fn a_physics_conditioned_fast_array_follows_its_owners_physics() {
 }
 
 #[test]
+fn a_fast_arrays_condition_changed_at_run_time_opens_and_closes_it_where_it_now_answers_otherwise() {
+    // GAS's active effects: to the owner alone in its Mixed replication mode, to everyone in Full
+    // (UE's dynamic condition on the fast array property). The items stay as they are meanwhile,
+    // so only the condition can tell a connection's record of the array to look again.
+    let (mut l, kind) = level(2);
+    let (id, owner) = l.spawn([100.0, 0.0, 0.0], 1);
+    l.driver.set_owner(l.class, &l.store, id, Some(l.clients[0].0), true).unwrap();
+    let fa = l.driver.add_fast_array(kind, owner, SubObjectCondition::OwnerOnly).unwrap();
+    fill(&mut l, fa, 3);
+    l.run(4);
+    assert_eq!(client_items(&l, 0, fa), Some(server_items(&l, fa)));
+    assert_eq!(client_items(&l, 1, fa), None, "owner only");
+    l.driver.set_fast_array_condition(fa, SubObjectCondition::None).unwrap();
+    assert_eq!(l.driver.fast_array_condition(fa), Ok(SubObjectCondition::None));
+    l.run(4);
+    assert_eq!(client_items(&l, 1, fa), Some(server_items(&l, fa)), "opened whole where it now goes");
+    assert_eq!(client_items(&l, 0, fa), Some(server_items(&l, fa)));
+    l.driver.set_fast_array_condition(fa, SubObjectCondition::OwnerOnly).unwrap();
+    l.run(4);
+    assert_eq!(client_items(&l, 1, fa), None, "closed where it no longer goes");
+    assert_eq!(client_items(&l, 0, fa), Some(server_items(&l, fa)), "the owner keeps it");
+    // Changed while closed there, then allowed again: the new copy is the server's.
+    l.driver.fast_array_mut(fa).unwrap().add(&slot(9, 9)).unwrap();
+    l.run(2);
+    l.driver.set_fast_array_condition(fa, SubObjectCondition::SkipOwner).unwrap();
+    l.run(4);
+    assert_eq!(client_items(&l, 1, fa), Some(server_items(&l, fa)));
+    assert_eq!(client_items(&l, 0, fa), None, "SkipOwner leaves the owner out");
+    // Initial-only conditions are refused and change nothing; so is an unknown array.
+    for initial in [SubObjectCondition::InitialOnly, SubObjectCondition::InitialOrOwner] {
+        assert_eq!(l.driver.set_fast_array_condition(fa, initial), Err(DriverError::InitialOnlyFastArray));
+    }
+    assert_eq!(l.driver.fast_array_condition(fa), Ok(SubObjectCondition::SkipOwner));
+    let unknown = NetGuid(fa.0 + 1000);
+    assert_eq!(
+        l.driver.set_fast_array_condition(unknown, SubObjectCondition::None),
+        Err(DriverError::UnknownFastArray(unknown))
+    );
+    assert_eq!(l.driver.fast_array_condition(unknown), Err(DriverError::UnknownFastArray(unknown)));
+}
+
+#[test]
 fn a_fast_array_leaves_with_its_owners_relevancy_and_comes_back_whole() {
     let (mut l, kind) = level(1);
     let (id, owner) = l.spawn([100.0, 0.0, 0.0], 1);

@@ -169,6 +169,61 @@ impl NetDriver {
         Ok(FastArrayItems(&mut m.m.get_mut().unwrap_or_else(PoisonError::into_inner).array))
     }
 
+    /// Changes fast array `guid`'s condition to `condition` — UE's dynamic condition on a fast
+    /// array property (`SetDynamicCondition`; GAS's `ActiveGameplayEffects`, sent to the owner
+    /// only in its Mixed replication mode, to everyone in Full). It takes effect at the owner's
+    /// next write to each connection, as every other condition input does: a connection it now
+    /// allows gets the array opened with every item; one it now leaves out gets a close (the
+    /// client destroys its copy, as when ownership leaves an owner-only array out). Initial-only
+    /// conditions are refused ([`DriverError::InitialOnlyFastArray`]), as in
+    /// [`Self::add_fast_array`]; the same condition again changes nothing.
+    ///
+    /// ```
+    /// use shadowrep::fastarray::item_layout;
+    /// use shadowrep::net::{DriverConfig, NetDriver, SubObjectCondition};
+    /// use shadowrep::prelude::*;
+    /// use std::sync::Arc;
+    ///
+    /// let character = Arc::new(ClassBuilder::new("Character").property(PropertyDecl::new("Hp", PropType::U16)).build().unwrap());
+    /// let mut store = ClassStore::new(character);
+    /// let mut driver = NetDriver::new(DriverConfig::default()).unwrap();
+    /// let class = driver.register_class(&mut store).unwrap();
+    /// let effects = driver.register_fast_array_kind(Arc::new(item_layout("Effect", PropType::U32).unwrap())).unwrap();
+    /// let hero = store.spawn();
+    /// let owner = driver.assign_guid(class, &store, hero).unwrap();
+    /// // Mixed mode: the owner alone sees the effects; Full mode: every connection does.
+    /// let active = driver.add_fast_array(effects, owner, SubObjectCondition::OwnerOnly).unwrap();
+    /// driver.set_fast_array_condition(active, SubObjectCondition::None).unwrap();
+    /// assert!(driver.set_fast_array_condition(active, SubObjectCondition::InitialOnly).is_err());
+    /// ```
+    pub fn set_fast_array_condition(
+        &mut self,
+        guid: NetGuid,
+        condition: SubObjectCondition,
+    ) -> Result<(), DriverError> {
+        if condition.initial() {
+            return Err(DriverError::InitialOnlyFastArray);
+        }
+        let e = self.fast.arrays.get_mut(&guid).ok_or(DriverError::UnknownFastArray(guid))?;
+        let fa = e.m.get_mut().unwrap_or_else(PoisonError::into_inner);
+        if fa.condition == condition {
+            return Ok(());
+        }
+        fa.condition = condition;
+        // Every connection's record of this array rested on the old condition (a connection it
+        // left out skips the array without looking at it): looked at again, locked.
+        for conn in &mut self.conns {
+            conn.quiet.forget(guid);
+        }
+        Ok(())
+    }
+
+    /// The condition fast array `guid` replicates under.
+    pub fn fast_array_condition(&self, guid: NetGuid) -> Result<SubObjectCondition, DriverError> {
+        let e = self.fast.arrays.get(&guid).ok_or(DriverError::UnknownFastArray(guid))?;
+        Ok(lock(e).condition)
+    }
+
     /// The fast arrays of actor `owner`, in the order they were added.
     pub fn fast_arrays_of(&self, owner: NetGuid) -> &[NetGuid] {
         self.fast.by_owner.get(&owner).map_or(&[], |v| &v[..])
