@@ -192,6 +192,12 @@ impl LevelWorld {
             11 => self.driver.flush_net_dormancy(tc, things, self.sleeper).expect("live"),
             17 => self.driver.set_net_dormancy(tc, things, self.sleeper, Dormancy::Awake).expect("live"),
             6 | 15 => self.driver.set_replicates(tc, things, self.switched, frame == 15).expect("live"),
+            // The inventory's condition leaves the client out (a close) and lets it in again
+            // (opened whole), with items added meanwhile.
+            8 | 10 => {
+                let condition = if frame == 8 { SubObjectCondition::OwnerOnly } else { SubObjectCondition::None };
+                self.driver.set_fast_array_condition(self.inventory, condition).expect("live")
+            }
             // The sub-object under a physics condition (its owner simulated here: still sent).
             20 => {
                 let gear = SubObjectCondition::SimulatedOrPhysicsNoReplay;
@@ -262,9 +268,14 @@ impl LevelWorld {
         healths && charge
     }
 
-    /// Whether the client's copy of the fast array holds the server's items.
+    /// Whether the client's copy of the fast array holds the server's items — or, while its
+    /// condition leaves the client out (owner only: the client does not own its owner), whether
+    /// the client holds no copy.
     fn items_converged(&self) -> bool {
         let c = &self.client;
+        if self.driver.fast_array_condition(self.inventory) == Ok(SubObjectCondition::OwnerOnly) {
+            return c.fast_array(self.inventory).is_none();
+        }
         let server: Vec<(u32, Vec<u8>)> = match self.driver.fast_array(self.inventory) {
             Ok(a) => a.iter().map(|(id, b)| (id.0, b.to_vec())).collect(),
             Err(_) => return false,
