@@ -55,6 +55,19 @@ fn idle_step(l: &mut Level, c: usize) -> ConnectionStats {
     after
 }
 
+/// A level of two clients with an actor client 0 owns (an autonomous proxy there) carrying a
+/// fast array of three items under `condition`, four frames on: the level, the actor, its GUID
+/// and the array's.
+fn owned_array(condition: SubObjectCondition) -> (Level, ActorId, NetGuid, NetGuid) {
+    let (mut l, kind) = level(2);
+    let (id, owner) = l.spawn([100.0, 0.0, 0.0], 1);
+    l.driver.set_owner(l.class, &l.store, id, Some(l.clients[0].0), true).unwrap();
+    let fa = l.driver.add_fast_array(kind, owner, condition).unwrap();
+    fill(&mut l, fa, 3);
+    l.run(4);
+    (l, id, owner, fa)
+}
+
 fn fill(l: &mut Level, fa: NetGuid, n: u16) -> Vec<ReplicationId> {
     let mut items = l.driver.fast_array_mut(fa).unwrap();
     (0..n).map(|i| items.add(&slot(i, 100)).unwrap()).collect()
@@ -221,12 +234,7 @@ fn a_large_first_send_is_spread_over_frames_and_converges() {
 
 #[test]
 fn an_owner_only_fast_array_follows_ownership() {
-    let (mut l, kind) = level(2);
-    let (id, owner) = l.spawn([100.0, 0.0, 0.0], 1);
-    l.driver.set_owner(l.class, &l.store, id, Some(l.clients[0].0), true).unwrap();
-    let fa = l.driver.add_fast_array(kind, owner, SubObjectCondition::OwnerOnly).unwrap();
-    fill(&mut l, fa, 3);
-    l.run(4);
+    let (mut l, id, owner, fa) = owned_array(SubObjectCondition::OwnerOnly);
     assert!(client_items(&l, 0, fa).is_some());
     assert!(l.client(1).has(owner));
     assert_eq!(client_items(&l, 1, fa), None, "an inventory is its owner's");
@@ -243,12 +251,7 @@ fn a_physics_conditioned_fast_array_follows_its_owners_physics() {
     // physics — with the items unchanged meanwhile, so only the owner's physics can tell the
     // connection's record of an excluded array to look again (it rested on ownership alone, and
     // the array never came: found by the random worlds with the new conditions, session 51).
-    let (mut l, kind) = level(2);
-    let (id, owner) = l.spawn([100.0, 0.0, 0.0], 1);
-    l.driver.set_owner(l.class, &l.store, id, Some(l.clients[0].0), true).unwrap();
-    let fa = l.driver.add_fast_array(kind, owner, SubObjectCondition::SimulatedOrPhysics).unwrap();
-    fill(&mut l, fa, 3);
-    l.run(4);
+    let (mut l, id, _, fa) = owned_array(SubObjectCondition::SimulatedOrPhysics);
     assert_eq!(client_items(&l, 0, fa), None, "an autonomous proxy without physics");
     assert_eq!(client_items(&l, 1, fa), Some(server_items(&l, fa)), "a simulated proxy");
     l.driver.set_physics(l.class, &l.store, id, true).unwrap();
@@ -265,12 +268,7 @@ fn a_fast_arrays_condition_changed_at_run_time_opens_and_closes_it_where_it_now_
     // GAS's active effects: to the owner alone in its Mixed replication mode, to everyone in Full
     // (UE's dynamic condition on the fast array property). The items stay as they are meanwhile,
     // so only the condition can tell a connection's record of the array to look again.
-    let (mut l, kind) = level(2);
-    let (id, owner) = l.spawn([100.0, 0.0, 0.0], 1);
-    l.driver.set_owner(l.class, &l.store, id, Some(l.clients[0].0), true).unwrap();
-    let fa = l.driver.add_fast_array(kind, owner, SubObjectCondition::OwnerOnly).unwrap();
-    fill(&mut l, fa, 3);
-    l.run(4);
+    let (mut l, _, _, fa) = owned_array(SubObjectCondition::OwnerOnly);
     assert_eq!(client_items(&l, 0, fa), Some(server_items(&l, fa)));
     assert_eq!(client_items(&l, 1, fa), None, "owner only");
     l.driver.set_fast_array_condition(fa, SubObjectCondition::None).unwrap();

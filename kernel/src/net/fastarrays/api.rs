@@ -205,6 +205,7 @@ impl NetDriver {
             return Err(DriverError::InitialOnlyFastArray);
         }
         let e = self.fast.arrays.get_mut(&guid).ok_or(DriverError::UnknownFastArray(guid))?;
+        let slot = e.slot;
         let fa = e.m.get_mut().unwrap_or_else(PoisonError::into_inner);
         if fa.condition == condition {
             return Ok(());
@@ -213,7 +214,7 @@ impl NetDriver {
         // Every connection's record of this array rested on the old condition (a connection it
         // left out skips the array without looking at it): looked at again, locked.
         for conn in &mut self.conns {
-            conn.quiet.forget(guid);
+            conn.quiet.forget_at(slot, guid);
         }
         Ok(())
     }
