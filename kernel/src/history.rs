@@ -132,15 +132,17 @@ impl History {
         Frame(self.recent.get(slot as usize).map_or(0, |r| r.0))
     }
 
-    /// Leaves of `slot` that changed after frame `since`.
+    /// Leaves of `slot` that changed after frame `since`, as the groups that hold them
+    /// ([`crate::schema::groups`]: leaves, up to 64 of them).
     pub fn changed_since(&self, slot: u32, since: Frame) -> LeafMask {
         let (p, lane) = (slot as usize / PAGE_LANES, slot as usize % PAGE_LANES);
         let leaves = self.layout.leaves.len();
+        let groups = &self.layout.groups;
         let mut mask = LeafMask::EMPTY;
-        for leaf in 0..leaves.min(64) {
+        for leaf in 0..leaves {
             let f = self.frames.get((p * leaves + leaf) * PAGE_LANES + lane).copied().unwrap_or(0);
             if f > since.0 {
-                mask |= LeafMask::leaf(leaf);
+                mask |= groups.bit(leaf);
             }
         }
         mask

@@ -55,8 +55,9 @@ impl LaneMask {
     }
 }
 
-/// The leaves of one actor, as a bit set: bit `i` is leaf index `i` (handle `i + 1`). Classes
-/// the net layer replicates have at most 64 leaves.
+/// The leaves of one actor, as a bit set: bit `i` is leaf index `i` (handle `i + 1`) in a class
+/// of at most 64 leaves; in a wider one, bit `i` is the `i`-th group of leaves the net layer
+/// treats alike ([`crate::schema::groups`]: the class's `LeafGroups` turn bits into leaves).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, bytemuck::Zeroable)]
 #[repr(transparent)]
 pub struct LeafMask(pub u64);

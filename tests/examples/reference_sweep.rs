@@ -22,7 +22,7 @@ use std::sync::Mutex;
 
 const USAGE: &str = "usage: reference_sweep --seeds A..B [--connections N] [--loss F] [--dormancy] \
 [--bags-first] [--sublevels] [--priority-hooks] [--net-groups] [--dynamic-conditions] [--class-defaults] [--net-temporary] \
-[--initial-only] [--threads T] \
+[--initial-only] [--sub-conditions] [--replicates] [--wide] [--threads T] \
 [--verbose]
   --seeds A..B       the worlds' seeds, B excluded (required)
   --connections N    clients per world, the last a replay connection (default 4, at least 1)
@@ -39,6 +39,7 @@ const USAGE: &str = "usage: reference_sweep --seeds A..B [--connections N] [--lo
   --sub-conditions   some sub-objects under UE's other conditions (SimulatedOrPhysics, SimulatedOnlyNoReplay,
                      SimulatedOrPhysicsNoReplay, InitialOrOwner)
   --replicates       the game switches actors' replication off and on (SetReplicates)
+  --wide             the bags' class past 64 leaves (twenty eight-byte ledgers more): masks of leaf groups
   --threads T        worlds run at once (default 1)
   --verbose          also print matching and tame worlds";
 
@@ -100,6 +101,7 @@ fn parse(args: impl Iterator<Item = String>) -> Result<Args, String> {
             "--initial-only" => template.initial_only = true,
             "--sub-conditions" => template.sub_conditions = true,
             "--replicates" => template.replicates = true,
+            "--wide" => template.wide = true,
             "--verbose" => verbose = true,
             "--help" | "-h" => return Err(String::new()),
             other => return Err(format!("unknown flag {other}")),
@@ -180,8 +182,8 @@ fn main() -> ExitCode {
                     }
                     Verdict::Failed(what) => {
                         println!(
-                            "FAIL seed {seed} connections {} loss {} dormancy {} bags-first {} sublevels {} priority-hooks {} net-groups {} dynamic-conditions {} class-defaults {} net-temporary {} initial-only {} sub-conditions {} replicates {}: {what}",
-                            t.connections, t.loss, t.dormancy, t.bags_first, t.sublevels, t.priority_hooks, t.net_groups, t.dynamic_conditions, t.class_defaults, t.net_temporary, t.initial_only, t.sub_conditions, t.replicates
+                            "FAIL seed {seed} connections {} loss {} dormancy {} bags-first {} sublevels {} priority-hooks {} net-groups {} dynamic-conditions {} class-defaults {} net-temporary {} initial-only {} sub-conditions {} replicates {} wide {}: {what}",
+                            t.connections, t.loss, t.dormancy, t.bags_first, t.sublevels, t.priority_hooks, t.net_groups, t.dynamic_conditions, t.class_defaults, t.net_temporary, t.initial_only, t.sub_conditions, t.replicates, t.wide
                         );
                         failed.lock().expect("no panic holds it").push(seed);
                     }

@@ -341,8 +341,9 @@ impl NetDriver {
                 }
                 let mut per_lane = [LeafMask::EMPTY; PAGE_LANES];
                 for leaf in 0..leaves {
+                    let bit = c.layout.groups.bit(leaf);
                     for lane in c.changes.leaf_mask(p, leaf).iter() {
-                        per_lane[lane] |= LeafMask::leaf(leaf);
+                        per_lane[lane] |= bit;
                     }
                 }
                 for lane in lanes.iter() {

@@ -65,7 +65,8 @@ fn by_flags(masks: impl Iterator<Item = (LeafMask, Condition)> + Clone) -> [Leaf
     by_flags
 }
 
-/// Per flag combination, the leaves (bit = leaf index) whose parent's condition is active.
+/// Per flag combination, the leaves (as their groups: bit = leaf index up to 64 leaves) whose
+/// parent's condition is active.
 #[derive(Clone, Debug)]
 pub struct ActiveLeaves {
     by_flags: [LeafMask; flags::COMBINATIONS],
@@ -94,13 +95,11 @@ struct DynamicConditions {
 pub const MAX_DYNAMIC_SETS: usize = 4096;
 
 impl ActiveLeaves {
-    /// Builds the table for a class of at most 64 leaves.
+    /// Builds the table for a class whose leaf groups fit a mask
+    /// ([`crate::schema::LeafGroups::fits`]; each group has one condition).
     pub fn new(layout: &ClassLayout) -> Self {
-        let parent_leaves: Vec<LeafMask> = layout
-            .parents
-            .iter()
-            .map(|p| p.leaves.clone().filter(|&l| l < 64).fold(LeafMask::EMPTY, |m, l| m | LeafMask::leaf(l)))
-            .collect();
+        let parent_leaves: Vec<LeafMask> =
+            layout.parents.iter().map(|p| layout.groups.of_leaves(p.leaves.clone())).collect();
         let by_flags = by_flags(layout.parents.iter().zip(&parent_leaves).map(|(p, &l)| (l, p.condition)));
         let initial_only = (0..flags::COMBINATIONS as u8)
             .map(|f| by_flags[(f | flags::INITIAL) as usize] & !by_flags[(f & !flags::INITIAL) as usize])

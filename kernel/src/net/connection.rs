@@ -104,7 +104,8 @@ pub struct ConnectionStats {
     /// Frames in which the connection could start no packet because the window was full.
     pub window_full_frames: u64,
     /// Leaf values owed again because a packet carrying them was lost (UE resends current
-    /// values, not old bytes: each goes out with the actor's next bunch).
+    /// values, not old bytes: each goes out with the actor's next bunch). Counted by leaf group
+    /// (`schema::groups`): a leaf each in a class of at most 64 leaves.
     pub leaves_resent: u64,
     /// Packets in flight (sent, fate unknown) when the counters were read.
     pub packets_in_flight: u64,

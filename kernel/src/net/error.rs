@@ -15,12 +15,16 @@ use std::fmt;
 pub enum DriverError {
     /// `mtu` outside `512..=8192` bytes.
     MtuOutOfRange(usize),
-    /// The per-pair state keeps one `u64` of leaves; this class has more.
+    /// The per-pair state keeps one `u64` of leaf groups; this class needs more (more than 64
+    /// runs of leaves that must be told apart: [`crate::schema::groups`]).
     TooManyLeaves {
         /// Class name.
         class: String,
         /// Its leaf count.
         leaves: usize,
+        /// The leaf groups it needs at the least: runs of leaves treated alike
+        /// ([`crate::schema::groups`]).
+        groups: usize,
     },
     /// A record (or one array element) of this class may not fit one packet at this MTU.
     RecordTooLarge {
@@ -43,6 +47,16 @@ pub enum DriverError {
     StaleActor(ActorId),
     /// A parent index out of range.
     NoSuchParent(usize),
+    /// A per-actor switch ([`super::NetDriver::set_custom_active`]) of a parent whose leaves
+    /// share a leaf group with another parent's: in a class of more than 64 leaves, only
+    /// `Custom` and `Dynamic` parents are sure to have groups of their own
+    /// ([`crate::schema::groups`]).
+    SharedLeafGroup {
+        /// Class name.
+        class: String,
+        /// The parent's index.
+        parent: usize,
+    },
     /// A per-actor condition for a parent not declared [`Condition::Dynamic`]
     /// ([`super::NetDriver::set_dynamic_condition`]).
     NotDynamic(usize),
@@ -128,9 +142,12 @@ impl fmt::Display for DriverError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             DriverError::MtuOutOfRange(m) => write!(f, "mtu of {m} bytes is outside {MIN_MTU}..={MAX_MTU}"),
-            DriverError::TooManyLeaves { class, leaves } => {
-                write!(f, "class `{class}` has {leaves} leaf handles; the send state supports at most 64")
-            }
+            DriverError::TooManyLeaves { class, leaves, groups } => write!(
+                f,
+                "class `{class}` has {leaves} leaves in {groups} runs that must be told apart (a \
+                 change of condition or of reference-ness, a dynamic array, a Custom or Dynamic \
+                 parent each start one); the send state tells at most 64 apart"
+            ),
             DriverError::RecordTooLarge { class, bits } => {
                 write!(f, "class `{class}` has a record of up to {bits} bits, more than one packet holds")
             }
@@ -141,6 +158,11 @@ impl fmt::Display for DriverError {
             DriverError::MissingStore(c) => write!(f, "tick needs the store of class {} too", c.0),
             DriverError::StaleActor(id) => write!(f, "actor {}:{} does not exist", id.index, id.generation),
             DriverError::NoSuchParent(p) => write!(f, "no parent property with index {p}"),
+            DriverError::SharedLeafGroup { class, parent } => write!(
+                f,
+                "parent {parent} of class `{class}` shares a leaf group with another parent (a class of \
+                 more than 64 leaves groups them); declare it Custom to switch it per actor"
+            ),
             DriverError::NotASubObject(id) => {
                 write!(f, "actor {}:{} is not a registered sub-object", id.index, id.generation)
             }

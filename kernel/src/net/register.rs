@@ -6,7 +6,7 @@ use super::actors::ClassNet;
 use super::condition::ActiveLeaves;
 use super::connection::{self, Connection};
 use super::pairs::Pairs;
-use super::{condition, ClassId, ConnectionId, DriverError, LeafMask, NetDriver, NetGuid, Seq};
+use super::{condition, ClassId, ConnectionId, DriverError, NetDriver, NetGuid, Seq};
 use crate::compare::{ChangeSet, ShadowState};
 use crate::history::History;
 use crate::store::{ActorId, ClassStore};
@@ -20,8 +20,12 @@ impl NetDriver {
             return Err(DriverError::AlreadyRegistered(ClassId(c)));
         }
         let layout = store.layout().clone();
-        if layout.leaves.len() > 64 {
-            return Err(DriverError::TooManyLeaves { class: layout.name.clone(), leaves: layout.leaves.len() });
+        if !layout.groups.fits() {
+            return Err(DriverError::TooManyLeaves {
+                class: layout.name.clone(),
+                leaves: layout.leaves.len(),
+                groups: layout.groups.len(),
+            });
         }
         // Every record (and every array element with its record head) must fit an otherwise
         // empty packet.
@@ -29,14 +33,10 @@ impl NetDriver {
         if largest > max_body_bits(self.cfg.mtu) {
             return Err(DriverError::RecordTooLarge { class: layout.name.clone(), bits: largest });
         }
-        // The leaves for which `keep` holds, as a mask.
+        // The leaves for which `keep` holds, as a mask (each group's leaves all hold it or none
+        // does: arrays are groups of their own, and references are never grouped with others).
         let leaves_where = |keep: &dyn Fn(&crate::schema::Leaf) -> bool| {
-            layout
-                .leaves
-                .iter()
-                .enumerate()
-                .filter(|(_, l)| keep(l))
-                .fold(LeafMask::EMPTY, |m, (i, _)| m | LeafMask::leaf(i))
+            layout.groups.of_leaves(layout.leaves.iter().enumerate().filter(|(_, l)| keep(l)).map(|(i, _)| i))
         };
         let array_leaves = leaves_where(&|l| l.array.is_some());
         let fixed_leaves = leaves_where(&|_| true) & !array_leaves;

@@ -207,7 +207,9 @@ impl NetDriver {
     /// Switching it on sends each connection what changed while it was off there. Meant for
     /// Custom and Dynamic properties (active until switched off); on a property under another
     /// condition the switch gates that condition too, as UE's active flag gates every property
-    /// (an owner-only property switched off goes to no one, its owner included).
+    /// (an owner-only property switched off goes to no one, its owner included). In a class of
+    /// more than 64 leaves, a parent that shares a leaf group with another
+    /// ([`crate::schema::groups`]: never a Custom or Dynamic one) is refused.
     pub fn set_custom_active(
         &mut self,
         class: ClassId,
@@ -218,8 +220,9 @@ impl NetDriver {
     ) -> Result<(), DriverError> {
         let ci = self.class_for(class, store)?;
         let c = &self.classes[ci];
-        if parent >= c.layout.parents.len() {
-            return Err(DriverError::NoSuchParent(parent));
+        let Some(p) = c.layout.parents.get(parent) else { return Err(DriverError::NoSuchParent(parent)) };
+        if !c.layout.groups.alone(p.leaves.clone()) {
+            return Err(DriverError::SharedLeafGroup { class: c.layout.name.clone(), parent });
         }
         let leaves = c.active.parent(parent);
         self.actor_mut(class, store, id)?;

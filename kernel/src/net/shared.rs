@@ -20,6 +20,7 @@
 
 use super::actors::{ChangedActor, ClassNet};
 use crate::ids::LeafMask;
+use crate::schema::LeafGroups;
 use crate::store::ClassStore;
 use crate::wire::bunch::{handle_bits, write_leaf_record, write_record_count};
 use crate::wire::BitWriter;
@@ -76,9 +77,9 @@ impl<'a> SharedActor<'a> {
         self.arena.bits_of(self.body)
     }
 
-    /// The record of `leaf` (which must be in `leaves`).
-    pub fn record(&self, leaf: usize) -> (&'a [u8], usize, usize) {
-        self.arena.bits_of(self.arena.spans[(self.records + self.leaves.rank(leaf)) as usize])
+    /// The record of `leaf` (whose group, of the class's `groups`, must be in `leaves`).
+    pub fn record(&self, leaf: usize, groups: &LeafGroups) -> (&'a [u8], usize, usize) {
+        self.arena.bits_of(self.arena.spans[(self.records + groups.rank(self.leaves, leaf)) as usize])
     }
 }
 
@@ -127,10 +128,10 @@ impl SharedArena {
                 let c = &classes[k.class as usize];
                 let bits = handle_bits(&c.layout);
                 let body_start = w.len_bits();
-                write_record_count(&mut w, bits, k.leaves.count());
+                write_record_count(&mut w, bits, c.layout.groups.count(k.leaves));
                 let whole = spans.len();
                 spans.push((body_start as u32, 0));
-                for leaf in k.leaves.iter() {
+                for leaf in c.layout.groups.leaves_in(k.leaves) {
                     let start = w.len_bits();
                     encode_leaf(&mut w, stores[k.class as usize], k.slot, &c.layout, leaf, bits, &mut buf);
                     spans.push((start as u32, (w.len_bits() - start) as u32));
@@ -156,7 +157,7 @@ impl SharedArena {
             for k in keys {
                 let body = span();
                 self.heads.push(Head { leaves: k.leaves, body, records: self.spans.len() as u32 });
-                for _ in 0..k.leaves.count() {
+                for _ in 0..classes[k.class as usize].layout.groups.count(k.leaves) {
                     self.spans.push(span());
                 }
             }

@@ -151,9 +151,11 @@ impl ClassBuilder {
             default_record: Vec::new(),
             default_planes: Vec::new(),
             default_arrays: Vec::new(),
+            groups: super::LeafGroups::default(),
             checksum: 0,
             by_name: b.by_name,
         };
+        layout.groups = super::LeafGroups::new(&layout);
         (layout.default_record, layout.default_planes, layout.default_arrays) = encode_defaults(&layout)?;
         layout.checksum = checksum(&layout);
         Ok(layout)

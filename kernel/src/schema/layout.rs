@@ -281,6 +281,9 @@ pub struct ClassLayout {
     /// class default, empty where none is declared (or the class declares none at all). A spawn
     /// fills its arrays with them, and a new actor's shadow arrays hold them.
     pub default_arrays: Vec<Vec<u8>>,
+    /// How the net layer's 64-bit leaf masks cover the leaves ([`super::groups`]): one leaf a
+    /// bit up to 64 leaves, groups of leaves treated alike beyond.
+    pub groups: super::LeafGroups,
     /// Checksum over everything that must agree for two sides to interoperate.
     pub checksum: u64,
     pub(super) by_name: HashMap<String, usize>,

@@ -31,11 +31,13 @@
 
 mod builder;
 mod flatten;
+pub mod groups;
 mod layout;
 mod types;
 
 pub use builder::{ClassBuilder, LayoutError};
 pub(crate) use flatten::leaf_kind;
+pub use groups::LeafGroups;
 pub use layout::{ArrayLayout, ClassLayout, ElementLeaf, Leaf, LeafKind, Parent, Plane, PlaneRun, PlaneWidth};
 pub use types::{Condition, Notify, PropType, PropertyDecl, StructType, VectorQuant};
 

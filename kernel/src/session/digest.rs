@@ -187,7 +187,7 @@ pub fn expected_digest(
         let ci = a.class.0 as usize;
         let (store, default) = (stores[ci], &defaults[ci]);
         let layout = store.layout();
-        let sent = |li: usize| li < 64 && a.leaves.contains(li);
+        let sent = |li: usize| layout.groups.contains(a.leaves, li);
         let src = ActorSource {
             fixed: &|li, out| {
                 if sent(li) {

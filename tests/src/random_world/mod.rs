@@ -47,7 +47,11 @@ pub fn thing() -> Arc<ClassLayout> {
 ///
 /// With `defaults` ([`Spec::class_defaults`]) most of its properties declare a class default —
 /// its two dynamic arrays too — some of which the world's values hit.
-fn bag(dynamic: bool, defaults: bool) -> Arc<ClassLayout> {
+///
+/// With `wide` ([`Spec::wide`]) twenty more parents after the rest, [`LEDGERS`], each a struct of
+/// eight bytes under no condition, owner-only or skip-owner in turn: 173 or more leaves, whose
+/// net masks name groups of leaves (`shadowrep::schema::groups`).
+fn bag(dynamic: bool, defaults: bool, wide: bool) -> Arc<ClassLayout> {
     use shadowrep::schema::Condition;
     let d = |decl: PropertyDecl, v: Value| if defaults { decl.default_value(v) } else { decl };
     let mood = dynamic.then(|| PropertyDecl::new("Mood", PropType::U16).condition(Condition::Dynamic));
@@ -71,8 +75,18 @@ fn bag(dynamic: bool, defaults: bool) -> Arc<ClassLayout> {
         .property(d(PropertyDecl::new("Badge", PropType::U8).condition(Condition::InitialOrOwner), Value::U8(2)))
         .property(d(PropertyDecl::new("Drift", PropType::U8).condition(Condition::SimulatedOrPhysics), Value::U8(4)))
         .property(PropertyDecl::new("Skin", PropType::U8).condition(Condition::SimulatedOnly));
-    Arc::new(mood.into_iter().fold(b, |b, p| b.property(p)).build().expect("valid layout"))
+    let b = mood.into_iter().fold(b, |b, p| b.property(p));
+    let ledger =
+        (0..8).fold(shadowrep::schema::StructType::new("Ledger"), |s, i| s.field(format!("E{i}"), PropType::U8));
+    let ledgers = (0..if wide { LEDGERS } else { 0 }).map(|i| {
+        let c = [Condition::None, Condition::OwnerOnly, Condition::None, Condition::SkipOwner][i % 4];
+        PropertyDecl::new(format!("Ledger{i}"), PropType::Struct(ledger.clone())).condition(c)
+    });
+    Arc::new(ledgers.fold(b, |b, p| b.property(p)).build().expect("valid layout"))
 }
+
+/// The ledger parents of a wide [`bag`], after its others.
+const LEDGERS: usize = 20;
 
 /// The Dynamic parent of [`bag`] with `dynamic`.
 const MOOD: usize = 12;
@@ -106,6 +120,7 @@ pub struct Spec {
     pub initial_only: bool,
     pub sub_conditions: bool,
     pub replicates: bool,
+    pub wide: bool,
 }
 
 impl Spec {
@@ -127,6 +142,7 @@ impl Spec {
             initial_only: false,
             sub_conditions: false,
             replicates: false,
+            wide: false,
         }
     }
 
@@ -180,6 +196,13 @@ impl Spec {
     /// its open sends what differs, and the reference's objects start from them too.
     pub fn class_defaults(self) -> Spec {
         Spec { class_defaults: true, ..self }
+    }
+
+    /// The same with the bags' class past 64 leaves (twenty eight-byte ledgers more, under
+    /// three conditions), a few of each played bag's ledger bytes changing each frame from dice
+    /// of their own: masks of leaf groups planned, sent, lost and resent alike.
+    pub fn wide(self) -> Spec {
+        Spec { wide: true, ..self }
     }
 
     /// The same with a quarter of the actors temporary (UE's `bNetTemporary`,
@@ -256,6 +279,8 @@ pub struct Exercised {
     pub other_conditions: usize,
     /// Actors switched off ([`Spec::replicates`]).
     pub switched_off: usize,
+    /// Ledger bytes written ([`Spec::wide`]).
+    pub ledger_writes: usize,
     /// The last clients' connection statistics.
     pub stats: Vec<ConnectionStats>,
 }
@@ -296,6 +321,7 @@ impl Exercised {
                 format!("{} sub-objects with UE's other conditions", self.other_conditions),
             ),
             (!spec.replicates || self.switched_off > 20, format!("{} actors switched off", self.switched_off)),
+            (!spec.wide || self.ledger_writes > 1000, format!("{} ledger bytes written", self.ledger_writes)),
             (
                 spec.loss == 0.0 || self.dropped > 100 && resent > 100,
                 format!("{} packets lost, {resent} leaves resent", self.dropped),
@@ -315,7 +341,7 @@ pub fn decide_alike(spec: Spec) -> Result<Exercised, String> {
         seed,
         connections,
         (seed % 4 == 3, bags_first, sublevels, net_groups),
-        (spec.dynamic_conditions, spec.class_defaults),
+        (spec.dynamic_conditions, spec.class_defaults, spec.wide),
     );
     sim.loss = loss;
     sim.dormancy = dormancy;
@@ -406,6 +432,7 @@ pub fn decide_alike(spec: Spec) -> Result<Exercised, String> {
     x.initial_onlys = sim.initial_onlys;
     x.other_conditions = sim.other_conditions;
     x.switched_off = sim.switched_off;
+    x.ledger_writes = sim.ledger_writes;
     x.stats = sim.clients.iter().map(|&(c, _)| sim.driver.connection_stats(c).expect("live")).collect();
     Ok(x)
 }

@@ -3,7 +3,7 @@
 //! owners, settings, tear-offs, dormancy, sublevels, joins and leaves ([`Sim::play`]) — then a
 //! tick of both sides and the clients' feedback ([`Sim::step`]).
 
-use super::{bag, thing, BAG_CONDITIONED, HEALTH, LOCATION, MOOD, TUNED};
+use super::{bag, thing, BAG_CONDITIONED, HEALTH, LEDGERS, LOCATION, MOOD, TUNED};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use shadowrep::client::ClientWorld;
@@ -103,6 +103,11 @@ pub(super) struct Sim {
     pub(super) replicates_switch: bool,
     switch_rng: ChaCha8Rng,
     pub(super) switched_off: usize,
+    /// The bags' class is past 64 leaves ([`super::Spec::wide`]); its ledgers' own dice and the
+    /// ledger bytes written.
+    wide: bool,
+    wide_rng: ChaCha8Rng,
+    pub(super) ledger_writes: usize,
 }
 
 fn slots() -> Arc<shadowrep::schema::ArrayLayout> {
@@ -115,9 +120,9 @@ impl Sim {
         seed: u64,
         connections: usize,
         (adaptive, bags_first, sublevels, net_groups): (bool, bool, bool, bool),
-        (dynamic, defaults): (bool, bool),
+        (dynamic, defaults, wide): (bool, bool, bool),
     ) -> Sim {
-        let (tl, bl) = (thing(), bag(dynamic, defaults));
+        let (tl, bl) = (thing(), bag(dynamic, defaults, wide));
         let mut things = ClassStore::new(tl.clone());
         let mut bags = ClassStore::new(bl.clone());
         let level =
@@ -187,6 +192,9 @@ impl Sim {
             dynamic_changes: 0,
             fast_conditions_rng: ChaCha8Rng::seed_from_u64(seed ^ 0x6661_7374),
             fast_condition_changes: 0,
+            wide,
+            wide_rng: ChaCha8Rng::seed_from_u64(seed ^ 0x7769_6465),
+            ledger_writes: 0,
         };
         // `DormantPartial` things are dormant for two connections in three.
         let partial: shadowrep::net::dormancy::DormancyHook =
@@ -227,7 +235,7 @@ impl Sim {
     /// A client joins (with the level's static actors loaded), a replay connection or not.
     fn join(&mut self, replay: bool) {
         let conn = self.driver.add_connection(replay);
-        let bag = bag(self.dynamic, self.defaults);
+        let bag = bag(self.dynamic, self.defaults, self.wide);
         let layouts = if self.bags_first { [bag, thing()] } else { [thing(), bag] };
         let mut world = ClientWorld::new(&layouts, &self.driver.checksums())
             .and_then(|w| w.with_fast_array_kinds(&[slots()], &self.driver.fast_array_checksums()))
@@ -477,6 +485,9 @@ impl Sim {
                         let value = if n > 255 { Value::U16(v as u16) } else { Value::U8(v as u8) };
                         self.bags.set(id, parent, &value).unwrap();
                     }
+                }
+                if self.wide {
+                    self.write_ledgers(id);
                 }
             }
         }
@@ -783,6 +794,23 @@ impl Sim {
         }
     }
 
+    /// A few bytes of one or two of a bag's ledgers ([`super::Spec::wide`]), each a leaf of a
+    /// group that may hold others.
+    fn write_ledgers(&mut self, id: ActorId) {
+        let first = self.bags.layout().parents.len() - LEDGERS;
+        let r = &mut self.wide_rng;
+        for _ in 0..r.random_range(0..3) {
+            let parent = first + r.random_range(0..LEDGERS);
+            let Ok(Value::Struct(mut fields)) = self.bags.get(id, parent) else { panic!("a ledger is a struct") };
+            for _ in 0..r.random_range(1..3) {
+                let e = r.random_range(0..fields.len());
+                fields[e] = Value::U8(r.random_range(0..4));
+                self.ledger_writes += 1;
+            }
+            self.bags.set(id, parent, &Value::Struct(fields)).unwrap();
+        }
+    }
+
     /// The classes' priority hooks at `frame` ([`super::Spec::priority_hooks`]).
     pub(super) fn priority_hooks(&mut self, frame: u32) {
         use shadowrep::net::PriorityHook;
@@ -826,7 +854,14 @@ impl Sim {
         }
         for (conn, world) in &mut self.clients {
             let dark = self.dark.get(conn).is_some_and(|&until| self.frames < until);
-            for p in self.driver.take_packets(*conn).unwrap() {
+            let packets = self.driver.take_packets(*conn).unwrap();
+            // Byte for byte what the reference wrote: the same decisions write the same values.
+            if let Some(i) = (0..packets.len().max(self.reference.packets(*conn).count()))
+                .find(|&i| packets.get(i).map(Vec::as_slice) != self.reference.packets(*conn).nth(i))
+            {
+                return Err(format!("frame {frame}: connection {conn:?}: packet {i} differs from the reference's"));
+            }
+            for p in packets {
                 if dark || self.loss > 0.0 && self.link.random_bool(self.loss) {
                     self.dropped += 1;
                     continue;

@@ -260,6 +260,22 @@ fn with_class_defaults_the_kernel_decides_exactly_as_the_ue_style_reference() {
 }
 
 #[test]
+fn with_a_class_past_64_leaves_the_kernel_decides_exactly_as_the_ue_style_reference() {
+    // The bags' class with twenty eight-byte ledgers more (`Spec::wide`): its masks name groups
+    // of leaves, planned, shared, sent, lost and resent alike on both sides, with the roles and
+    // Custom switches that bring properties back, dormancy and class defaults.
+    let worlds = [(0, 4, 0.0), (1, 4, 0.2), (8, 6, 0.3), (2, 3, 0.3)];
+    for (seed, connections, loss) in worlds {
+        let spec = Spec::new(seed, connections).loss(loss).wide();
+        decide_alike(match seed {
+            8 => spec.dormancy().dynamic_conditions(),
+            2 => spec.class_defaults().sublevels(),
+            _ => spec,
+        });
+    }
+}
+
+#[test]
 fn with_temporary_actors_the_kernel_decides_exactly_as_the_ue_style_reference() {
     // A quarter of the actors temporary (`Spec::net_temporary`, UE's `bNetTemporary`), the flag
     // coming and going with their settings: each connection skips one once its open went (not

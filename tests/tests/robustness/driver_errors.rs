@@ -3,7 +3,7 @@
 use crate::Bench;
 use shadowrep::ids::{ClassId, ConnectionId};
 use shadowrep::net::{DriverConfig, DriverError, NetDriver};
-use shadowrep::schema::{ClassBuilder, PropType, PropertyDecl};
+use shadowrep::schema::{ClassBuilder, Condition, PropType, PropertyDecl};
 use shadowrep::store::ClassStore;
 use std::sync::Arc;
 
@@ -33,9 +33,25 @@ fn configuration_and_registration_errors() {
     let mut d = NetDriver::new(DriverConfig::default()).unwrap();
     let mut exactly = class("Exactly64", 64);
     let id = d.register_class(&mut exactly).expect("64 leaves fit the send state");
-    let mut over = class("Over", 65);
+    let mut wide = class("Wide", 300);
+    let wide_id = d.register_class(&mut wide).expect("300 leaves of one condition share 64 groups");
+    // There, a parent shares its group with others: it cannot be switched on its own.
+    let a = wide.spawn();
+    let e = d.set_custom_active(wide_id, &wide, a, 0, false).unwrap_err();
+    assert_eq!(e, DriverError::SharedLeafGroup { class: "Wide".into(), parent: 0 });
+    message(e, "declare it Custom");
+    // 65 runs that must be told apart: conditions alternating from leaf to leaf.
+    let mut over = ClassStore::new(Arc::new(
+        (0..65)
+            .fold(ClassBuilder::new("Over"), |b, i| {
+                let c = if i % 2 == 0 { Condition::None } else { Condition::OwnerOnly };
+                b.property(PropertyDecl::new(format!("P{i}"), PropType::U8).condition(c))
+            })
+            .build()
+            .unwrap(),
+    ));
     let e = d.register_class(&mut over).unwrap_err();
-    assert_eq!(e, DriverError::TooManyLeaves { class: "Over".into(), leaves: 65 });
+    assert_eq!(e, DriverError::TooManyLeaves { class: "Over".into(), leaves: 65, groups: 65 });
     message(e, "at most 64");
     assert_eq!(d.register_class(&mut exactly), Err(DriverError::AlreadyRegistered(id)));
     let big = PropType::Opaque { name: "Blob".into(), size: 200 };

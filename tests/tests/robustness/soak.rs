@@ -14,10 +14,20 @@ use shadowrep_tests::World;
 use std::sync::Arc;
 
 /// One `u32` parent per condition, and an array, a vector and a rotator under conditions too.
-fn every_condition() -> Arc<ClassLayout> {
-    let mut b = ClassBuilder::new("EveryCondition");
+///
+/// `wide`: each condition's parent a struct of four leaves instead, and twenty one-byte parents
+/// after the rest — 87 leaves, more than a leaf mask's 64 bits (`schema::groups`), under the same
+/// parent indices.
+fn every_condition(wide: bool) -> Arc<ClassLayout> {
+    let mut b = ClassBuilder::new(if wide { "WideEveryCondition" } else { "EveryCondition" });
+    let four = shadowrep::schema::StructType::new("Four")
+        .field("A", PropType::U32)
+        .field("B", PropType::U16)
+        .field("C", PropType::Bool)
+        .field("D", PropType::F32);
     for c in Condition::ALL {
-        b = b.property(PropertyDecl::new(format!("{c:?}"), PropType::U32).condition(c));
+        let ty = if wide { PropType::Struct(four.clone()) } else { PropType::U32 };
+        b = b.property(PropertyDecl::new(format!("{c:?}"), ty).condition(c));
     }
     let array = PropType::Array { element: Box::new(PropType::U16), max_len: 40 };
     b = b
@@ -26,6 +36,9 @@ fn every_condition() -> Arc<ClassLayout> {
             PropertyDecl::new("Location", PropType::Vector(VectorQuant::Q100)).condition(Condition::SimulatedOrPhysics),
         )
         .property(PropertyDecl::new("Aim", PropType::Rotator).condition(Condition::SkipOwner));
+    if wide {
+        b = (0..20).fold(b, |b, i| b.property(PropertyDecl::new(format!("Ballast{i}"), PropType::U8)));
+    }
     Arc::new(b.build().expect("valid layout"))
 }
 
@@ -43,9 +56,9 @@ struct Soak {
 }
 
 impl Soak {
-    fn new(seed: u64) -> Self {
+    fn new(seed: u64, wide: bool) -> Self {
         let layouts = vec![
-            every_condition(),
+            every_condition(wide),
             shadowrep_layouts::layout_by_name("ShooterCharacter").unwrap().clone(),
             shadowrep_layouts::layout_by_name("LootContainer").unwrap().clone(),
         ];
@@ -136,8 +149,21 @@ impl Soak {
 
 #[test]
 fn every_condition_and_role_converges_after_a_lossy_soak() {
-    for seed in 1..=5 {
-        let mut soak = Soak::new(seed);
+    soak(1..=5, false);
+}
+
+/// The same with the first class past 64 leaves: leaf groups sent, lost and resent whole, each
+/// condition's struct a group of its own, Custom and Dynamic parents switched per actor.
+#[test]
+fn a_class_of_more_than_64_leaves_converges_after_a_lossy_soak() {
+    let wide = every_condition(true);
+    assert!(wide.leaves.len() > 64 && !wide.groups.is_single() && wide.groups.fits(), "{} leaves", wide.leaves.len());
+    soak(1..=3, true);
+}
+
+fn soak(seeds: std::ops::RangeInclusive<u64>, wide: bool) {
+    for seed in seeds {
+        let mut soak = Soak::new(seed, wide);
         for (s, n) in [(0, 40), (1, 20), (2, 15)] {
             for _ in 0..n {
                 soak.spawn(s, 0);

@@ -15,3 +15,4 @@ mod notifies;
 mod privacy;
 mod split;
 mod unmapped;
+mod wide;

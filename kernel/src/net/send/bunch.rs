@@ -44,7 +44,7 @@ impl WriteCtx<'_> {
             Some(o) => Cow::Borrowed(o.header()),
             None => Cow::Owned(self.open_header(item).encode()),
         });
-        let mut part = BunchPart { item, class_open, handle_width, leaves: LeafMask::EMPTY, bunches: 0 };
+        let mut part = BunchPart { item, class_open, handle_width, leaves: LeafMask::EMPTY, records: 0, bunches: 0 };
         let whole = shared.filter(|sh| !item.open && item.leaves == sh.leaves);
         if let Some((src, start, bits)) = whole.map(|sh| sh.bunch()) {
             // Room for the whole of it, and for a bunch to start (what building asks).
@@ -73,60 +73,68 @@ impl WriteCtx<'_> {
             if conn.writer.body_fits(&conn.out, bits) {
                 conn.writer.body().write_from(records, 0, bits);
                 part.leaves = item.leaves;
+                part.records = c.layout.groups.count(item.leaves);
                 self.end_part(conn, open, &mut part);
                 return Some(part.bunches);
             }
         }
+        // Group by group (a leaf each, up to 64 leaves: `schema::groups`); a group split between
+        // packets is owed whole again if the rest does not fit.
+        let groups = &c.layout.groups;
         let mut done = LeafMask::EMPTY;
         let mut buf = [0u8; 256];
-        for leaf in item.leaves.iter() {
-            let l = &c.layout.leaves[leaf];
-            let ok = match l.array {
-                Some(a) => {
-                    let since = (!item.whole.contains(leaf)).then_some(item.since);
-                    self.write_array(conn, open, &mut part, leaf, a, since)
-                }
-                None => match shared
-                    .filter(|sh| sh.leaves.contains(leaf))
-                    .map(|sh| sh.record(leaf))
-                    .or_else(|| opened.map(|o| o.record(leaf)))
-                {
-                    // Shared: bit-copy the record encoded once for every connection (this
-                    // frame's change, or the open's).
-                    Some((src, start, bits)) => {
-                        if !conn.writer.body_fits(&conn.out, bits) && !self.split(conn, open, &mut part) {
-                            false
-                        } else {
-                            conn.writer.body().write_from(src, start, bits);
-                            true
-                        }
+        for bit in item.leaves.iter() {
+            let group = LeafMask::leaf(bit);
+            for leaf in groups.leaves(bit) {
+                let l = &c.layout.leaves[leaf];
+                let ok = match l.array {
+                    Some(a) => {
+                        let since = (item.whole & group).is_empty().then_some(item.since);
+                        self.write_array(conn, open, &mut part, leaf, a, since)
                     }
-                    // This connection's own: encode straight into the bunch, again in the next
-                    // packet if it did not fit.
-                    None => {
-                        let n = l.kind.byte_size();
-                        self.stores[item.class as usize].read_leaf(item.slot, leaf, &mut buf[..n]);
-                        let before = conn.writer.body_bits();
-                        write_leaf_record(conn.writer.body(), handle_width, l.handle, l.kind, &buf[..n]);
-                        if conn.writer.body_fits(&conn.out, 0) {
-                            true
-                        } else {
-                            conn.writer.body().truncate(before);
-                            let room = self.split(conn, open, &mut part);
-                            if room {
-                                write_leaf_record(conn.writer.body(), handle_width, l.handle, l.kind, &buf[..n]);
+                    None => match shared
+                        .filter(|sh| !(sh.leaves & group).is_empty())
+                        .map(|sh| sh.record(leaf, groups))
+                        .or_else(|| opened.map(|o| o.record(leaf)))
+                    {
+                        // Shared: bit-copy the record encoded once for every connection (this
+                        // frame's change, or the open's).
+                        Some((src, start, bits)) => {
+                            if !conn.writer.body_fits(&conn.out, bits) && !self.split(conn, open, &mut part) {
+                                false
+                            } else {
+                                conn.writer.body().write_from(src, start, bits);
+                                part.records += 1;
+                                true
                             }
+                        }
+                        // This connection's own: encode straight into the bunch, again in the next
+                        // packet if it did not fit.
+                        None => {
+                            let n = l.kind.byte_size();
+                            self.stores[item.class as usize].read_leaf(item.slot, leaf, &mut buf[..n]);
+                            let before = conn.writer.body_bits();
+                            write_leaf_record(conn.writer.body(), handle_width, l.handle, l.kind, &buf[..n]);
+                            let room = conn.writer.body_fits(&conn.out, 0) || {
+                                conn.writer.body().truncate(before);
+                                let room = self.split(conn, open, &mut part);
+                                if room {
+                                    write_leaf_record(conn.writer.body(), handle_width, l.handle, l.kind, &buf[..n]);
+                                }
+                                room
+                            };
+                            part.records += u32::from(room);
                             room
                         }
-                    }
-                },
-            };
-            if !ok {
-                self.defer(conn, item, item.leaves & !done);
-                return None;
+                    },
+                };
+                if !ok {
+                    self.defer(conn, item, item.leaves & !done);
+                    return None;
+                }
+                part.leaves |= group;
             }
-            part.leaves |= LeafMask::leaf(leaf);
-            done |= LeafMask::leaf(leaf);
+            done |= group;
         }
         self.end_part(conn, open, &mut part);
         Some(part.bunches)
@@ -166,11 +174,12 @@ impl WriteCtx<'_> {
         if conn.writer.body_bits() == 0 && part.class_open.is_none() {
             conn.writer.abandon_bunch();
         } else {
-            conn.writer.end_bunch(&mut conn.out, part.leaves.count());
+            conn.writer.end_bunch(&mut conn.out, part.records);
             self.entry(conn, open, part.item, part.leaves);
             part.bunches += 1;
         }
         part.leaves = LeafMask::EMPTY;
+        part.records = 0;
     }
 
     /// Ends the bunch and the packet, and continues the actor in a new bunch of a new packet;
@@ -246,7 +255,8 @@ impl WriteCtx<'_> {
                 }
             }
             write_array_head(conn.writer.body(), handle_bits(layout), handle, count);
-            part.leaves |= LeafMask::leaf(leaf);
+            part.leaves |= layout.groups.bit(leaf);
+            part.records += 1;
             while e < count && conn.writer.body_fits(&conn.out, el.len_bits() + 8) {
                 conn.writer.body().write_from(el.bytes(), 0, el.len_bits());
                 e = next(&mut el, e + 1);
@@ -270,7 +280,10 @@ struct BunchPart<'a> {
     class_open: Option<Cow<'a, EncodedOpen>>,
     /// The class's handle width (a plain bunch's record count has as many bits).
     handle_width: u32,
+    /// The groups the bunch carries (a group split between packets is in both bunches).
     leaves: LeafMask,
+    /// Records the bunch carries (a plain bunch says how many).
+    records: u32,
     bunches: usize,
 }
 

@@ -180,7 +180,7 @@ impl WriteCtx<'_> {
                 conn.exports.push(g);
             }
         };
-        for leaf in refs.iter() {
+        for leaf in c.layout.groups.leaves_in(refs) {
             let l = &c.layout.leaves[leaf];
             match l.array {
                 None => {

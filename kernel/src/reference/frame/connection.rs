@@ -5,6 +5,7 @@
 
 use super::dormancy::{wants_dormancy, Hold};
 use super::*;
+use crate::schema::LeafGroups;
 
 impl ReferenceFrame {
     /// One connection's frame, UE's way. Returns the bytes written; marks in `awake` (parallel
@@ -262,7 +263,8 @@ impl ReferenceFrame {
                         // Woken from dormancy: UE opens the channel anew, its first bunch initial —
                         // the initial-only values changed while the actor slept are owed as
                         // initial values, until a delivered bunch carries them.
-                        let slept = changed_since(a, ch.sent_through) & class.active.initial_only();
+                        let slept =
+                            changed_since(a, &class.layout.groups, ch.sent_through) & class.active.initial_only();
                         ch.resend |= slept;
                         ch.unsent_initial |= slept;
                     }
@@ -441,7 +443,7 @@ fn replicate(
     // (that one carries what the lost one did, with the current values, as UE's reliable open
     // bunch goes again with what it had).
     let by_role = net.active_leaves(&class.active, net.flags(ci, conn.replay, false));
-    let changed = changed_since(a, ch.sent_through);
+    let changed = changed_since(a, &class.layout.groups, ch.sent_through);
     // What changed while inactive waits for the leaf to come back.
     ch.inactive |= changed & !active;
     // What a lost packet carried goes again if active here now, or if it is an initial value
@@ -497,12 +499,13 @@ fn replicate(
     }
 }
 
-/// The leaves of `a` its compares found changed after frame `since`.
-pub(super) fn changed_since(a: &RefActor, since: Frame) -> LeafMask {
+/// The leaves of `a` its compares found changed after frame `since`, as the groups of its
+/// class (`groups`) that hold them.
+pub(super) fn changed_since(a: &RefActor, groups: &LeafGroups, since: Frame) -> LeafMask {
     let mut changed = LeafMask::EMPTY;
     for (leaf, &at) in a.last_changed.iter().enumerate() {
         if at > since.0 {
-            changed |= LeafMask::leaf(leaf);
+            changed |= groups.bit(leaf);
         }
     }
     changed

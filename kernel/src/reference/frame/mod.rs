@@ -354,6 +354,12 @@ impl ReferenceFrame {
         self.conns.iter().find(|c| c.id == conn).map(|c| &c.decisions)
     }
 
+    /// The packets the last frame wrote for `conn` (nothing for an unknown connection): the
+    /// same bytes as the kernel's when both decided alike and wrote the same values.
+    pub fn packets(&self, conn: ConnectionId) -> impl Iterator<Item = &[u8]> + '_ {
+        self.conns.iter().filter(move |c| c.id == conn).flat_map(|c| c.conn.packets())
+    }
+
     /// A perfect link: every packet sent so far arrived, every open is acknowledged.
     pub fn acknowledge_all(&mut self) {
         self.conns.iter_mut().for_each(RefConn::acknowledge);
