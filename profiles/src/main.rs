@@ -144,13 +144,49 @@ fn positive(s: &str) -> Result<usize, String> {
     }
 }
 
-/// Opens `path` for writing (creating its folder if `mkdir`), so a run that could not write its
-/// output is refused before it starts rather than after.
-fn check_writable(path: &Path, mkdir: bool) -> Result<File, String> {
+/// Checks that `path` can be written (creating its folder if `mkdir`), so a run that could not
+/// write its output is refused before it starts rather than after — without touching what is
+/// there: an existing file is opened for writing but not emptied, and a new one is created and
+/// removed again. A run refused later (another flag, a build without flamegraphs) loses nothing;
+/// each output is created when it is written.
+fn check_writable(path: &Path, mkdir: bool) -> Result<(), String> {
     if let Some(dir) = path.parent().filter(|d| mkdir && !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     }
-    File::create(path).map_err(|e| format!("cannot write {}: {e}", path.display()))
+    let cannot = |e: std::io::Error| format!("cannot write {}: {e}", path.display());
+    match std::fs::OpenOptions::new().write(true).create_new(true).open(path) {
+        Ok(_) => std::fs::remove_file(path).map_err(cannot),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            std::fs::OpenOptions::new().write(true).open(path).map(drop).map_err(cannot)
+        }
+        Err(e) => Err(cannot(e)),
+    }
+}
+
+/// A file created (emptied, if it exists) at its first write: an output checked at the start
+/// ([`check_writable`]) but written mid-run, so a run that ends before it leaves the old file.
+pub(crate) struct LazyFile {
+    path: std::path::PathBuf,
+    file: Option<std::io::BufWriter<File>>,
+}
+
+impl LazyFile {
+    pub(crate) fn new(path: &Path) -> Self {
+        Self { path: path.to_path_buf(), file: None }
+    }
+}
+
+impl std::io::Write for LazyFile {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        match &mut self.file {
+            Some(f) => f.write(buf),
+            None => self.file.insert(std::io::BufWriter::with_capacity(1 << 20, File::create(&self.path)?)).write(buf),
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.file.as_mut().map_or(Ok(()), |f| f.flush())
+    }
 }
 
 /// Builds the global rayon pool of `threads` threads with the calling thread as one of them (as

@@ -9,7 +9,6 @@ use shadowrep::compare::Kernels;
 use shadowrep_benches::phase::{NoProbe, Phase, PhaseProbe, Scoped};
 use shadowrep_benches::scenario::{self, DumpRequest, KernelServer, PhaseSummary, Profile, ScenarioServer, World};
 use shadowrep_benches::workload::median;
-use std::io::BufWriter;
 use std::path::Path;
 
 #[derive(Args, Clone)]
@@ -71,8 +70,8 @@ pub(crate) fn run(
             if k == 0 || k > frames {
                 return Err(format!("--dump-frame {k}: the run times frames 1..={frames}"));
             }
-            let out = check_writable(Path::new(file), false).map_err(|e| format!("--dump-frame: {e}"))?;
-            Some((k, BufWriter::with_capacity(1 << 20, out), file.clone()))
+            check_writable(Path::new(file), false).map_err(|e| format!("--dump-frame: {e}"))?;
+            Some((k, crate::LazyFile::new(Path::new(file)), file.clone()))
         }
         Some(_) => return Err("--dump-frame takes a frame and a file".into()),
     };

@@ -130,7 +130,18 @@ fn flamegraph_flags_are_checked() {
     // A build without flamegraphs (this crate tested alone: the tests crate is what turns the
     // feature on in a workspace build) refuses every --flamegraph first, saying how to build it.
     let built_without = !String::from_utf8_lossy(&shadowrep(&no_reference).stderr).contains("reference pass");
+    // A refused run loses nothing: a file at the output's path stays as it was (the check that
+    // it can be written neither empties nor leaves one), and none is left where there was none.
+    std::fs::write(svg, "precious").expect("a temporary file");
     refused(&no_reference, if built_without { "--features flamegraph" } else { "needs the reference pass" });
+    assert_eq!(std::fs::read_to_string(svg).expect("still there"), "precious", "a refused run emptied {svg}");
+    std::fs::remove_file(svg).expect("removed");
+    refused(&no_reference, if built_without { "--features flamegraph" } else { "needs the reference pass" });
+    // Refused after the dump's file was checked.
+    let dump =
+        ["run", "--profile", "battle_royale", "--frames", "5", "--dump-frame", "3", svg, "--dormant-fraction", "0.5"];
+    refused(&dump, "--dormant-fraction is for open_world");
+    assert!(!std::path::Path::new(svg).exists(), "a refused run left {svg} behind");
 }
 
 /// Each phase's profile holds 1000 samples of that phase's code and not the other's. A build of

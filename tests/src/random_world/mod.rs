@@ -49,7 +49,7 @@ pub fn thing() -> Arc<ClassLayout> {
 /// its two dynamic arrays too — some of which the world's values hit.
 ///
 /// With `wide` ([`Spec::wide`]) twenty more parents after the rest, [`LEDGERS`], each a struct of
-/// eight bytes under no condition, owner-only or skip-owner in turn: 173 or more leaves, whose
+/// eight bytes under no condition, owner-only or skip-owner in turn: 172 leaves (173 with `Mood`), whose
 /// net masks name groups of leaves (`shadowrep::schema::groups`).
 fn bag(dynamic: bool, defaults: bool, wide: bool) -> Arc<ClassLayout> {
     use shadowrep::schema::Condition;
