@@ -35,7 +35,9 @@ pub struct HeldActor {
     /// The actor in its store.
     pub id: ActorId,
     /// The leaves the connection may receive of it (the rest stay at the class default on the
-    /// client, as long as the pair's flags did not change while the client held it).
+    /// client, as long as the pair's flags did not change while the client held it), as the
+    /// groups of its class's layout (`layout.groups.leaves_in(leaves)`: the leaves themselves up
+    /// to 64 leaves, [`crate::schema::groups`]).
     pub leaves: LeafMask,
     /// The client's role for it (a sub-object's: its owner's, whose flags it follows).
     pub role: crate::ids::NetRole,

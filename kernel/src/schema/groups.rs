@@ -20,14 +20,20 @@
 //! neither a dynamic array (each array is its own group: it is written per connection, by
 //! element), both object references or neither (a reference is exported before it is sent), and
 //! the same parent when either parent is `Custom` or `Dynamic` (a game turns those on and off
-//! per actor, by parent). That leaves runs ("segments"); a class with more than 64 segments does
-//! not fit and the net layer refuses it. Spare bits then split the largest groups, at a parent
-//! boundary near the middle where there is one, so most groups are one parent or a few.
+//! per actor, by parent) or notifies on every receive (`Notify::Always`, `AlwaysWithOld`: a
+//! neighbour's change must not fire it). An initial-only leaf (`InitialOnly`, `InitialOrOwner`)
+//! is a group of its own: a connection's record of the initial values it still owes is kept by
+//! group and cleared by a delivered bunch, and a group split between two packets — the first
+//! lost, the second delivered — would clear it with part of the values never received (one
+//! fixed leaf's record is never split). That leaves runs ("segments"); a class with more than 64
+//! segments does not fit and the net layer refuses it. Spare bits then split the largest groups,
+//! at a parent boundary near the middle where there is one, so most groups are one parent or a
+//! few.
 //!
 //! The groups follow from the layout alone, so the kernel, the UE-style reference and any other
 //! driver of the same class agree on them; the client never sees them (the wire names leaves).
 
-use super::{ClassLayout, Condition, LeafKind};
+use super::{ClassLayout, Condition, LeafKind, Notify};
 use crate::ids::LeafMask;
 use crate::store::BitIter;
 use std::ops::Range;
@@ -186,6 +192,8 @@ fn breaks(layout: &ClassLayout, a: usize, b: usize) -> bool {
     let (la, lb) = (&layout.leaves[a], &layout.leaves[b]);
     let (pa, pb) = (&layout.parents[la.parent], &layout.parents[lb.parent]);
     let toggled = |c: Condition| matches!(c, Condition::Custom | Condition::Dynamic);
+    let initial = |c: Condition| matches!(c, Condition::InitialOnly | Condition::InitialOrOwner);
+    let always = |n: Notify| matches!(n, Notify::Always | Notify::AlwaysWithOld);
     let object = |l: &super::Leaf| match l.array {
         None => l.kind == LeafKind::Object,
         Some(_) => false,
@@ -193,8 +201,10 @@ fn breaks(layout: &ClassLayout, a: usize, b: usize) -> bool {
     la.array.is_some()
         || lb.array.is_some()
         || pa.condition != pb.condition
+        || initial(pa.condition)
         || object(la) != object(lb)
         || (la.parent != lb.parent && (toggled(pa.condition) || toggled(pb.condition)))
+        || (la.parent != lb.parent && (always(pa.notify) || always(pb.notify)))
 }
 
 /// The leaves of some groups ([`LeafGroups::leaves_in`]).
@@ -239,7 +249,16 @@ mod tests {
             2 => PropType::Object,
             _ => PropType::Array { element: Box::new(PropType::U8), max_len: 4 },
         };
-        let c = [Condition::None, Condition::OwnerOnly, Condition::Custom, Condition::Dynamic, Condition::SkipOwner];
+        let c = [
+            Condition::None,
+            Condition::OwnerOnly,
+            Condition::Custom,
+            Condition::Dynamic,
+            Condition::SkipOwner,
+            Condition::InitialOnly,
+            Condition::None,
+            Condition::None,
+        ];
         PropertyDecl::new(format!("P{i}"), ty).condition(c[cond as usize % c.len()])
     }
 
@@ -285,9 +304,18 @@ mod tests {
     proptest! {
         #[test]
         fn groups_cover_the_leaves_in_order_and_keep_apart_what_the_net_layer_tells_apart(
-            parents in proptest::collection::vec((0u8..4, 0u8..5), 1..90)
+            parents in proptest::collection::vec((0u8..4, 0u8..8, proptest::bool::weighted(0.1)), 1..90)
         ) {
-            let l = layout(parents.iter().enumerate().map(|(i, &(k, c))| decl(i, k, c)).collect());
+            let l = layout(
+                parents
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &(k, c, always))| {
+                        let d = decl(i, k, c);
+                        if always { d.notify(crate::schema::Notify::Always) } else { d }
+                    })
+                    .collect(),
+            );
             let g = &l.groups;
             let n = l.leaves.len();
             // Contiguous, ascending, covering every leaf once.
@@ -315,7 +343,7 @@ mod tests {
             // Every bit used while a group could be split.
             prop_assert!(g.len() == MASK_BITS.min(n));
             // Masks: leaves, counts and ranks agree with the groups.
-            let mask = LeafMask(parents.iter().enumerate().fold(0u64, |m, (i, &(k, c))| m ^ ((u64::from(k) * 7 + u64::from(c) + i as u64) << (i % 64))));
+            let mask = LeafMask(parents.iter().enumerate().fold(0u64, |m, (i, &(k, c, _))| m ^ ((u64::from(k) * 7 + u64::from(c) + i as u64) << (i % 64))));
             let mask = mask & LeafMask(if g.len() == 64 { u64::MAX } else { (1u64 << g.len()) - 1 });
             let leaves: Vec<usize> = g.leaves_in(mask).collect();
             prop_assert_eq!(g.count(mask) as usize, leaves.len());
@@ -324,10 +352,17 @@ mod tests {
                 prop_assert_eq!(g.rank(mask, leaf) as usize, i);
             }
             prop_assert_eq!(g.of_leaves(leaves.iter().copied()), mask);
-            // Each parent: its groups hold only its leaves when it is Custom or Dynamic.
+            // Each parent: its groups hold only its leaves when it is Custom or Dynamic or
+            // always notified; an initial-only leaf is a group of one.
             for p in &l.parents {
-                if matches!(p.condition, Condition::Custom | Condition::Dynamic) {
+                let always = matches!(p.notify, crate::schema::Notify::Always);
+                if always || matches!(p.condition, Condition::Custom | Condition::Dynamic) {
                     prop_assert!(g.alone(p.leaves.clone()));
+                }
+                if p.condition == Condition::InitialOnly {
+                    for leaf in p.leaves.clone() {
+                        prop_assert_eq!(g.leaves(g.bit(leaf).iter().next().unwrap_or(usize::MAX)).len(), 1);
+                    }
                 }
             }
         }

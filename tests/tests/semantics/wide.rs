@@ -2,7 +2,10 @@
 //! (`shadowrep::schema::groups`), so a changed leaf sends its group — and nothing else.
 
 use crate::helpers::*;
-use shadowrep::schema::{ClassBuilder, PropType, PropertyDecl};
+use shadowrep::client::ClientWorld;
+use shadowrep::net::{DriverConfig, NetDriver};
+use shadowrep::schema::{ClassBuilder, Condition, Notify, PropType, PropertyDecl};
+use shadowrep::store::ClassStore;
 use shadowrep::value::Value;
 use std::collections::{BTreeSet, HashMap};
 
@@ -39,5 +42,77 @@ fn a_changed_leaf_of_a_wide_class_sends_its_group_and_nothing_else() {
         for (ci, c) in w.clients.iter().enumerate() {
             assert_eq!(u32s(&c.world, guid, 100), want_values, "client {ci} after group {bit}");
         }
+    }
+}
+
+#[test]
+fn a_neighbours_change_fires_no_always_notify() {
+    // An always-notified parent is a group of its own (`schema::groups`): sending it because a
+    // neighbour changed would fire its notify for nothing.
+    let layout = build((0..100).fold(ClassBuilder::new("Wide"), |b, i| {
+        let d = PropertyDecl::new(format!("P{i}"), PropType::U32);
+        b.property(if i % 10 == 5 { d.notify(Notify::Always) } else { d })
+    }));
+    let g = &layout.groups;
+    assert!(g.fits() && !g.is_single());
+    let mut w = world_with(&layout, &[false]);
+    let id = w.spawn(0);
+    let guid = w.guid(0, id);
+    let layouts = HashMap::from([(guid, layout.clone())]);
+    run_and_collect(&mut w, 3, &layouts);
+    w.clients[0].world.take_notifies();
+    for parent in (0..100).filter(|p| p % 10 == 4 || p % 10 == 6) {
+        set(&mut w, 0, id, parent, Value::U32(7 + parent as u32));
+    }
+    run_and_collect(&mut w, 2, &layouts);
+    let fired: Vec<usize> = w.clients[0].world.take_notifies().iter().map(|n| n.parent).collect();
+    assert!(fired.is_empty(), "always-notified parents fired with only their neighbours changed: {fired:?}");
+    set(&mut w, 0, id, 15, Value::U32(1));
+    run_and_collect(&mut w, 2, &layouts);
+    let fired: Vec<usize> = w.clients[0].world.take_notifies().iter().map(|n| n.parent).collect();
+    assert_eq!(fired, vec![15], "its own change fires it");
+}
+
+#[test]
+fn initial_values_of_a_wide_class_split_across_packets_arrive_when_the_first_packet_is_lost() {
+    // An open longer than a packet (MTU 512), the first packet lost: every initial-only value
+    // still arrives. Were initial-only leaves grouped, a group straddling the packets would be
+    // settled by the second packet's delivery with its first leaves never received. The plain
+    // parents before them move the packet boundary across the initial-only ones.
+    for plain in [30, 35, 40, 45, 50, 55, 60, 70] {
+        let initial = 40;
+        let n = plain + initial;
+        let layout = build((0..n).fold(ClassBuilder::new("WideInitial"), |b, i| {
+            let d = PropertyDecl::new(format!("P{i}"), PropType::U64);
+            b.property(if i >= plain { d.condition(Condition::InitialOnly) } else { d })
+        }));
+        assert!(layout.groups.fits() && !layout.groups.is_single());
+        let mut store = ClassStore::new(layout.clone());
+        let mut driver = NetDriver::new(DriverConfig { mtu: 512, ..DriverConfig::default() }).unwrap();
+        driver.register_class(&mut store).unwrap();
+        let conn = driver.add_connection(false);
+        let mut client = ClientWorld::new(std::slice::from_ref(&layout), &driver.checksums()).unwrap();
+        let id = store.spawn();
+        for p in 0..n {
+            store.set(id, p, &Value::U64(1 << 40 | p as u64)).unwrap();
+        }
+        driver.tick(&mut [&mut store]).unwrap();
+        let packets = driver.take_packets(conn).unwrap();
+        assert!(packets.len() >= 2, "{plain} plain parents: the open fits one packet");
+        for p in &packets[1..] {
+            client.receive(p).unwrap();
+        }
+        driver.receive_feedback(conn, &client.feedback()).unwrap();
+        for _ in 0..10 {
+            driver.tick(&mut [&mut store]).unwrap();
+            for p in driver.take_packets(conn).unwrap() {
+                client.receive(&p).unwrap();
+            }
+            driver.receive_feedback(conn, &client.feedback()).unwrap();
+        }
+        let (guid, _) = client.actors().next().expect("opened");
+        let missing: Vec<usize> =
+            (0..n).filter(|&p| client.value(guid, p) != Some(Value::U64(1 << 40 | p as u64))).collect();
+        assert!(missing.is_empty(), "{plain} plain parents: never received {missing:?}");
     }
 }
