@@ -145,9 +145,8 @@ impl fmt::Display for DriverError {
             DriverError::TooManyLeaves { class, leaves, groups } => write!(
                 f,
                 "class `{class}` has {leaves} leaves in {groups} runs that must be told apart (a \
-                 change of condition or of reference-ness, a dynamic array, an initial-only leaf, \
-                 a Custom, Dynamic or always-notified parent each start one); the send state \
-                 tells at most 64 apart"
+                 change of condition or of reference-ness, a dynamic array, a Custom, Dynamic or \
+                 always-notified parent each start one); the send state tells at most 64 apart"
             ),
             DriverError::RecordTooLarge { class, bits } => {
                 write!(f, "class `{class}` has a record of up to {bits} bits, more than one packet holds")

@@ -76,13 +76,26 @@ pub(crate) struct SentEntry {
     pub guid_low: u32,
     /// The channel epoch of the pair when sent.
     pub epoch: u8,
-    pub open: bool,
-    /// The bunch sent the open with its initial values ([`super::plan::SendItem::initial`]).
-    pub initial: bool,
-    /// The bunch carried the open for a role the pair owed ([`super::plan::SendItem::role`]):
-    /// if lost, the role is owed again.
-    pub role: bool,
+    /// [`entry`] bits.
+    pub flags: u8,
+    /// The leaf groups the bunch carried, whole or in part.
     pub leaves: LeafMask,
+}
+
+/// [`SentEntry::flags`] bits.
+pub(crate) mod entry {
+    /// The bunch sent the open.
+    pub const OPEN: u8 = 1;
+    /// The bunch sent the open with its initial values ([`crate::net::plan::SendItem::initial`]).
+    pub const INITIAL: u8 = 2;
+    /// The bunch carried the open for a role the pair owed ([`crate::net::plan::SendItem::role`]):
+    /// if lost, the role is owed again.
+    pub const ROLE: u8 = 4;
+    /// Its lowest group (a leaf group or a dynamic array) began in an earlier bunch: the actor
+    /// was split across packets there.
+    pub const CONTINUED: u8 = 8;
+    /// Its highest group's rest was never written: a full window held it back.
+    pub const CUT_SHORT: u8 = 16;
 }
 
 const _: () = assert!(std::mem::size_of::<SentEntry>() == 24);
@@ -91,6 +104,38 @@ impl SentEntry {
     /// Whether `guid` is the actor this entry was sent for.
     pub fn names(&self, guid: NetGuid) -> bool {
         guid.0 as u32 == self.guid_low
+    }
+
+    /// The bunch sent the open.
+    pub fn open(&self) -> bool {
+        self.flags & entry::OPEN != 0
+    }
+
+    /// The bunch sent the open with its initial values.
+    pub fn initial(&self) -> bool {
+        self.flags & entry::INITIAL != 0
+    }
+
+    /// The bunch carried the open for a role the pair owed.
+    pub fn role(&self) -> bool {
+        self.flags & entry::ROLE != 0
+    }
+
+    /// The groups whose initial values its delivery settles: each it carried from its start, and
+    /// to its end or to a later bunch. A group (or an array) split between packets is settled by
+    /// the part that carried its start: if an earlier part was lost the loss has owed it again
+    /// (packets settle in order), a later part's loss owes it again after, and a delivered
+    /// continuation alone says nothing of the part before it; nor does a part whose rest a full
+    /// window held back (that rest was owed when it was held).
+    pub fn settles(&self) -> LeafMask {
+        let mut leaves = self.leaves;
+        if self.flags & entry::CONTINUED != 0 {
+            leaves.0 &= leaves.0.wrapping_sub(1);
+        }
+        if self.flags & entry::CUT_SHORT != 0 && !leaves.is_empty() {
+            leaves.0 &= !(1u64 << (63 - leaves.0.leading_zeros()));
+        }
+        leaves
     }
 }
 
@@ -309,7 +354,7 @@ pub(crate) fn apply_settled(
         let Some(e) = conn.rel.entries.pop_front() else { break };
         let key = super::pairs::pair_key(e.class, e.slot);
         let unsent = &mut conn.unsent_initial;
-        if delivered && !e.open && !unsent.has(key) {
+        if delivered && !e.open() && !unsent.has(key) {
             continue;
         }
         let c = &classes[e.class as usize];
@@ -322,12 +367,12 @@ pub(crate) fn apply_settled(
         let earlier = conn.opened_after.earlier(key, rec.seq);
         if !earlier {
             if delivered {
-                unsent.delivered(key, e.epoch, e.leaves);
-            } else if e.initial {
+                unsent.delivered(key, e.epoch, e.settles());
+            } else if e.initial() {
                 unsent.lost_open(key, e.epoch, e.leaves, c.active.initial_only());
             }
         }
-        if delivered && !e.open {
+        if delivered && !e.open() {
             continue;
         }
         entries.push(SettledEntry { order: entries.len() as u32, delivered, entry: e, earlier });
@@ -392,7 +437,7 @@ pub(crate) fn apply_entries(conn: &mut Connection, entries: &mut Vec<SettledEntr
         // one's (the client may have that open and then the close after it).
         let this_channel = ps.epoch == e.epoch && !earlier;
         if delivered {
-            if e.open && this_channel {
+            if e.open() && this_channel {
                 ps.flags |= pair::OPEN_ACKED;
                 // Planned on every change since (sent with its open until now), owing nothing:
                 // clean from here (see `DenseTable`).
@@ -402,10 +447,10 @@ pub(crate) fn apply_entries(conn: &mut Connection, entries: &mut Vec<SettledEntr
             }
             continue;
         }
-        if e.open && this_channel && ps.flags & pair::OPEN_ACKED == 0 {
+        if e.open() && this_channel && ps.flags & pair::OPEN_ACKED == 0 {
             ps.flags &= !pair::OPEN_SENT;
         }
-        if e.role && this_channel {
+        if e.role() && this_channel {
             let key = super::pairs::pair_key(e.class, e.slot);
             let epoch = ps.epoch;
             conn.roles.lost(key, e.guid_low, epoch);
@@ -455,9 +500,7 @@ mod tests {
             slot,
             guid_low: 0,
             epoch,
-            open,
-            initial: open,
-            role: false,
+            flags: if open { entry::OPEN | entry::INITIAL } else { 0 },
             leaves: LeafMask::leaf(leaf),
         };
         let mut entries = Vec::new();

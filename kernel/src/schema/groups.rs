@@ -21,12 +21,13 @@
 //! element), both object references or neither (a reference is exported before it is sent), and
 //! the same parent when either parent is `Custom` or `Dynamic` (a game turns those on and off
 //! per actor, by parent) or notifies on every receive (`Notify::Always`, `AlwaysWithOld`: a
-//! neighbour's change must not fire it). An initial-only leaf (`InitialOnly`, `InitialOrOwner`)
-//! is a group of its own: a connection's record of the initial values it still owes is kept by
-//! group and cleared by a delivered bunch, and a group split between two packets — the first
-//! lost, the second delivered — would clear it with part of the values never received (one
-//! fixed leaf's record is never split). That leaves runs ("segments"); a class with more than 64
-//! segments does not fit and the net layer refuses it. Spare bits then split the largest groups,
+//! neighbour's change must not fire it). That leaves runs ("segments"); a class with more than 64
+//! segments does not fit and the net layer refuses it.
+//!
+//! A group may be split between two packets, as a dynamic array always could: each bunch's
+//! record names the groups it carried, and a delivered bunch settles the initial values owed of
+//! a group only if it carried the group's start and was not cut short by a full window
+//! (`net::reliability::SentEntry::settles`). Spare bits then split the largest groups,
 //! at a parent boundary near the middle where there is one, so most groups are one parent or a
 //! few.
 //!
@@ -192,7 +193,6 @@ fn breaks(layout: &ClassLayout, a: usize, b: usize) -> bool {
     let (la, lb) = (&layout.leaves[a], &layout.leaves[b]);
     let (pa, pb) = (&layout.parents[la.parent], &layout.parents[lb.parent]);
     let toggled = |c: Condition| matches!(c, Condition::Custom | Condition::Dynamic);
-    let initial = |c: Condition| matches!(c, Condition::InitialOnly | Condition::InitialOrOwner);
     let always = |n: Notify| matches!(n, Notify::Always | Notify::AlwaysWithOld);
     let object = |l: &super::Leaf| match l.array {
         None => l.kind == LeafKind::Object,
@@ -201,7 +201,6 @@ fn breaks(layout: &ClassLayout, a: usize, b: usize) -> bool {
     la.array.is_some()
         || lb.array.is_some()
         || pa.condition != pb.condition
-        || initial(pa.condition)
         || object(la) != object(lb)
         || (la.parent != lb.parent && (toggled(pa.condition) || toggled(pb.condition)))
         || (la.parent != lb.parent && (always(pa.notify) || always(pb.notify)))
@@ -353,16 +352,11 @@ mod tests {
             }
             prop_assert_eq!(g.of_leaves(leaves.iter().copied()), mask);
             // Each parent: its groups hold only its leaves when it is Custom or Dynamic or
-            // always notified; an initial-only leaf is a group of one.
+            // always notified.
             for p in &l.parents {
                 let always = matches!(p.notify, crate::schema::Notify::Always);
                 if always || matches!(p.condition, Condition::Custom | Condition::Dynamic) {
                     prop_assert!(g.alone(p.leaves.clone()));
-                }
-                if p.condition == Condition::InitialOnly {
-                    for leaf in p.leaves.clone() {
-                        prop_assert_eq!(g.leaves(g.bit(leaf).iter().next().unwrap_or(usize::MAX)).len(), 1);
-                    }
                 }
             }
         }

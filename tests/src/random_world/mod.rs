@@ -49,8 +49,8 @@ pub fn thing() -> Arc<ClassLayout> {
 /// its two dynamic arrays too — some of which the world's values hit.
 ///
 /// With `wide` ([`Spec::wide`]) twenty more parents after the rest, [`LEDGERS`], each a struct of
-/// eight bytes under no condition, owner-only or skip-owner in turn: 172 leaves (173 with `Mood`), whose
-/// net masks name groups of leaves (`shadowrep::schema::groups`).
+/// eight bytes under no condition, owner-only, initial-only or skip-owner in turn: 172 leaves
+/// (173 with `Mood`), whose net masks name groups of leaves (`shadowrep::schema::groups`).
 fn bag(dynamic: bool, defaults: bool, wide: bool) -> Arc<ClassLayout> {
     use shadowrep::schema::Condition;
     let d = |decl: PropertyDecl, v: Value| if defaults { decl.default_value(v) } else { decl };
@@ -79,7 +79,7 @@ fn bag(dynamic: bool, defaults: bool, wide: bool) -> Arc<ClassLayout> {
     let ledger =
         (0..8).fold(shadowrep::schema::StructType::new("Ledger"), |s, i| s.field(format!("E{i}"), PropType::U8));
     let ledgers = (0..if wide { LEDGERS } else { 0 }).map(|i| {
-        let c = [Condition::None, Condition::OwnerOnly, Condition::None, Condition::SkipOwner][i % 4];
+        let c = [Condition::None, Condition::OwnerOnly, Condition::InitialOnly, Condition::SkipOwner][i % 4];
         PropertyDecl::new(format!("Ledger{i}"), PropType::Struct(ledger.clone())).condition(c)
     });
     Arc::new(ledgers.fold(b, |b, p| b.property(p)).build().expect("valid layout"))
@@ -199,7 +199,7 @@ impl Spec {
     }
 
     /// The same with the bags' class past 64 leaves (twenty eight-byte ledgers more, under
-    /// three conditions), a few of each played bag's ledger bytes changing each frame from dice
+    /// four conditions), a few of each played bag's ledger bytes changing each frame from dice
     /// of their own: masks of leaf groups planned, sent, lost and resent alike.
     pub fn wide(self) -> Spec {
         Spec { wide: true, ..self }

@@ -390,3 +390,46 @@ fn changed_elements_converge_at_the_actor_level_over_a_lossy_link() {
 fn changed_elements_converge_at_the_actor_level_when_saturated() {
     changed_elements_converge_at_the_actor_level(4000, 900);
 }
+
+/// An initial-only array longer than a packet: split between packets, settled only by what
+/// carried its start, and, cut short by a full window, owed again whole.
+#[test]
+fn an_initial_only_array_split_across_packets_arrives_whole() {
+    let array = |max_len| {
+        build(
+            ClassBuilder::new("InitialArray").property(PropertyDecl::new("Plain", PropType::U32)).property(
+                PropertyDecl::new("Big", PropType::Array { element: Box::new(PropType::U64), max_len })
+                    .condition(Condition::InitialOnly),
+            ),
+        )
+    };
+    let values = |n: u64, base: u64| Value::Array((0..n).map(|i| Value::U64(base << 40 | i)).collect());
+    // The open's first packet lost: a continuation delivered alone settles nothing of the
+    // array (before, it did, and the client kept the second half only).
+    let mut w = SmallMtu::new(&array(200));
+    let id = w.store.spawn();
+    w.store.set(id, 1, &values(150, 1)).unwrap();
+    assert!(w.frame(|i| i == 0) >= 3, "the array spans packets");
+    for _ in 0..10 {
+        w.frame(|_| false);
+    }
+    assert_eq!(w.client.value(w.guid(), 1), Some(values(150, 1)), "first packet lost");
+    // Two actors of 64 000 bytes each against a window of 256 packets of 512 bytes: the second
+    // array is cut short; what was written of it is delivered, and it is owed again whole.
+    let mut w = SmallMtu::new(&array(8000));
+    let ids = [w.store.spawn(), w.store.spawn()];
+    for (k, &id) in ids.iter().enumerate() {
+        w.store.set(id, 1, &values(8000, k as u64 + 2)).unwrap();
+    }
+    w.frame(|_| false);
+    assert!(w.driver.connection_stats(w.conn).unwrap().window_full_frames > 0, "the window never filled");
+    for _ in 0..10 {
+        w.frame(|_| false);
+    }
+    let guids: Vec<NetGuid> = w.client.actors().map(|(g, _)| g).collect();
+    for (k, &id) in ids.iter().enumerate() {
+        let guid = w.driver.guid_of(shadowrep::ids::ClassId(0), id).expect("a GUID");
+        assert!(guids.contains(&guid));
+        assert_eq!(w.client.value(guid, 1), Some(values(8000, k as u64 + 2)), "actor {k}: cut short by the window");
+    }
+}

@@ -175,3 +175,41 @@ pub(crate) fn u32_bunch(w: &mut Craft, layout: &ClassLayout, guid: NetGuid, open
 pub(crate) fn applied(n: usize) -> Result<Receipt, shadowrep::client::ReceiveError> {
     Ok(Receipt::Applied { bunches: n, skipped: 0 })
 }
+
+/// One class at MTU 512 (an open of a few hundred bytes spans packets), one connection and its
+/// client, driven frame by frame with chosen packets lost.
+pub(crate) struct SmallMtu {
+    pub store: ClassStore,
+    pub driver: shadowrep::net::NetDriver,
+    pub conn: shadowrep::ids::ConnectionId,
+    pub client: ClientWorld,
+}
+
+impl SmallMtu {
+    pub fn new(layout: &Arc<ClassLayout>) -> Self {
+        let mut store = ClassStore::new(layout.clone());
+        let cfg = DriverConfig { mtu: 512, ..DriverConfig::default() };
+        let mut driver = shadowrep::net::NetDriver::new(cfg).expect("valid config");
+        driver.register_class(&mut store).expect("registered");
+        let conn = driver.add_connection(false);
+        let client = ClientWorld::new(std::slice::from_ref(layout), &driver.checksums()).expect("client");
+        Self { store, driver, conn, client }
+    }
+
+    /// One frame: the server's packets reach the client but those `lost` names (by index), and
+    /// its feedback comes back. Returns the packets sent.
+    pub fn frame(&mut self, lost: impl Fn(usize) -> bool) -> usize {
+        self.driver.tick(&mut [&mut self.store]).expect("tick");
+        let packets = self.driver.take_packets(self.conn).expect("connection");
+        for (i, p) in packets.iter().enumerate().filter(|(i, _)| !lost(*i)) {
+            self.client.receive(p).unwrap_or_else(|e| panic!("packet {i} refused: {e}"));
+        }
+        self.driver.receive_feedback(self.conn, &self.client.feedback()).expect("feedback");
+        packets.len()
+    }
+
+    /// The client's only actor.
+    pub fn guid(&self) -> NetGuid {
+        self.client.actors().next().expect("an actor opened").0
+    }
+}

@@ -8,7 +8,7 @@ use crate::ids::LeafMask;
 use crate::net::connection::{pair, Connection};
 use crate::net::opens::OpenBits;
 use crate::net::plan::SendItem;
-use crate::net::reliability::SentEntry;
+use crate::net::reliability::{entry, SentEntry};
 use crate::net::shared::SharedActor;
 use crate::wire::bunch::{end_array, handle_bits, write_array_element, write_array_head, write_leaf_record};
 use crate::wire::open::EncodedOpen;
@@ -44,7 +44,16 @@ impl WriteCtx<'_> {
             Some(o) => Cow::Borrowed(o.header()),
             None => Cow::Owned(self.open_header(item).encode()),
         });
-        let mut part = BunchPart { item, class_open, handle_width, leaves: LeafMask::EMPTY, records: 0, bunches: 0 };
+        let mut part = BunchPart {
+            item,
+            class_open,
+            handle_width,
+            leaves: LeafMask::EMPTY,
+            records: 0,
+            in_group: false,
+            continued: false,
+            bunches: 0,
+        };
         let whole = shared.filter(|sh| !item.open && item.leaves == sh.leaves);
         if let Some((src, start, bits)) = whole.map(|sh| sh.bunch()) {
             // Room for the whole of it, and for a bunch to start (what building asks).
@@ -57,7 +66,7 @@ impl WriteCtx<'_> {
                     return None;
                 }
                 conn.writer.write_plain(&mut conn.out, item.guid, src, start, bits);
-                self.entry(conn, open, item, item.leaves);
+                self.entry(conn, open, item, item.leaves, false);
                 return Some(1);
             }
         }
@@ -129,27 +138,35 @@ impl WriteCtx<'_> {
                     },
                 };
                 if !ok {
+                    if part.in_group {
+                        cut_short(conn, item, group, part.bunches);
+                    }
                     self.defer(conn, item, item.leaves & !done);
                     return None;
                 }
                 part.leaves |= group;
+                part.in_group = true;
             }
+            part.in_group = false;
             done |= group;
         }
         self.end_part(conn, open, &mut part);
         Some(part.bunches)
     }
 
-    /// Records that the open packet carries `leaves` (and the open, if owed) of `item`.
-    fn entry(&self, conn: &mut Connection, open: &mut Open, item: &SendItem, leaves: LeafMask) {
+    /// Records that the open packet carries `leaves` (and the open, if owed) of `item`;
+    /// `continued`: its lowest group began in an earlier bunch.
+    fn entry(&self, conn: &mut Connection, open: &mut Open, item: &SendItem, leaves: LeafMask, continued: bool) {
+        let flag = |on: bool, bit: u8| if on { bit } else { 0 };
         let e = SentEntry {
             class: item.class,
             slot: item.slot,
             guid_low: item.guid.0 as u32,
             epoch: item.epoch,
-            open: item.open,
-            initial: item.initial,
-            role: item.role,
+            flags: flag(item.open, entry::OPEN)
+                | flag(item.initial, entry::INITIAL)
+                | flag(item.role, entry::ROLE)
+                | flag(continued, entry::CONTINUED),
             leaves,
         };
         conn.rel.entries.push_back(e);
@@ -175,11 +192,12 @@ impl WriteCtx<'_> {
             conn.writer.abandon_bunch();
         } else {
             conn.writer.end_bunch(&mut conn.out, part.records);
-            self.entry(conn, open, part.item, part.leaves);
+            self.entry(conn, open, part.item, part.leaves, part.continued);
             part.bunches += 1;
         }
         part.leaves = LeafMask::EMPTY;
         part.records = 0;
+        part.continued = false;
     }
 
     /// Ends the bunch and the packet, and continues the actor in a new bunch of a new packet;
@@ -188,6 +206,8 @@ impl WriteCtx<'_> {
     /// bunch is the continuation (the client holds the parts and applies them together).
     fn split(&self, conn: &mut Connection, open: &mut Open, part: &mut BunchPart<'_>) -> Room {
         let before = part.bunches;
+        // Split inside a group (or an array): the next bunch continues it.
+        let inside = part.in_group;
         self.end_part(conn, open, part);
         if conn.writer.bunches() > 0 {
             // `room` counts the open packet: one more must fit after it.
@@ -198,6 +218,7 @@ impl WriteCtx<'_> {
             return false;
         }
         part.begin(conn);
+        part.continued = inside;
         true
     }
 
@@ -257,6 +278,7 @@ impl WriteCtx<'_> {
             write_array_head(conn.writer.body(), handle_bits(layout), handle, count);
             part.leaves |= layout.groups.bit(leaf);
             part.records += 1;
+            part.in_group = true;
             while e < count && conn.writer.body_fits(&conn.out, el.len_bits() + 8) {
                 conn.writer.body().write_from(el.bytes(), 0, el.len_bits());
                 e = next(&mut el, e + 1);
@@ -284,6 +306,11 @@ struct BunchPart<'a> {
     leaves: LeafMask,
     /// Records the bunch carries (a plain bunch says how many).
     records: u32,
+    /// A record of the group being written (a leaf group, or an array's head) is written: a
+    /// split from here continues the group in the next bunch.
+    in_group: bool,
+    /// The bunch's lowest group began in an earlier bunch ([`entry::CONTINUED`]).
+    continued: bool,
     bunches: usize,
 }
 
@@ -308,5 +335,17 @@ impl BunchPart<'_> {
             Some(header) => conn.writer.begin_bunch(self.item.guid, Some(header), self.item.autonomous),
             None => conn.writer.begin_plain(self.item.guid, self.handle_width),
         }
+    }
+}
+
+/// A full window held back the rest of `group` of `item`, begun in the last of the `bunches`
+/// this write recorded: their delivery settles none of its initial values
+/// ([`entry::CUT_SHORT`]).
+fn cut_short(conn: &mut Connection, item: &SendItem, group: LeafMask, bunches: usize) {
+    for e in conn.rel.entries.iter_mut().rev().take(bunches) {
+        if (e.class, e.slot, e.epoch) != (item.class, item.slot, item.epoch) || (e.leaves & group).is_empty() {
+            break;
+        }
+        e.flags |= entry::CUT_SHORT;
     }
 }

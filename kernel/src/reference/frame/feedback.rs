@@ -121,18 +121,18 @@ impl RefConn {
         let this = ch.epoch == e.epoch && seq.ahead_of(ch.opened_after) > 0;
         if delivered {
             if this {
-                ch.open_acked |= e.open;
-                ch.unsent_initial &= !e.leaves;
+                ch.open_acked |= e.open();
+                ch.unsent_initial &= !e.settles();
             }
             return;
         }
-        if this && e.initial {
+        if this && e.initial() {
             ch.unsent_initial |= e.leaves & driver.classes[e.class as usize].active.initial_only();
         }
-        if this && e.open && !ch.open_acked {
+        if this && e.open() && !ch.open_acked {
             ch.open_sent = false;
         }
-        if this && e.role {
+        if this && e.role() {
             ch.role_resend = true;
         }
         ch.resend |= e.leaves;
