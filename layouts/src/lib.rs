@@ -108,7 +108,8 @@ pub fn new_store_by_name(name: &str) -> Option<ClassStore> {
 }
 
 /// A human-readable table of a layout: one line per parent with its index, name, type, options and
-/// leaf handles.
+/// leaf handles — and, for a class of more than 64 leaves, its leaf groups
+/// ([`shadowrep::schema::groups`]: a changed leaf sends its group).
 ///
 /// ```
 /// let text = shadowrep_layouts::describe(shadowrep_layouts::classes::Counter::layout());
@@ -117,9 +118,15 @@ pub fn new_store_by_name(name: &str) -> Option<ClassStore> {
 pub fn describe(layout: &ClassLayout) -> String {
     let mut out = String::new();
     let base = layout.base.as_deref().map(|b| format!(" extends {b}")).unwrap_or_default();
+    let g = &layout.groups;
+    let groups = match (g.fits(), g.is_single()) {
+        (false, _) => format!(", {} runs of leaves: more than the 64 a driver tells apart", g.len()),
+        (true, true) => String::new(),
+        (true, false) => format!(", {} leaf groups", g.len()),
+    };
     let _ = writeln!(
         out,
-        "class {}{base}: {} parents, {} handles, checksum {:016x}",
+        "class {}{base}: {} parents, {} handles{groups}, checksum {:016x}",
         layout.name,
         layout.parents.len(),
         layout.handle_count(),
@@ -141,7 +148,19 @@ pub fn describe(layout: &ClassLayout) -> String {
         if p.push {
             opts.push("push".to_owned());
         }
-        let _ = writeln!(out, "{i:>3}  {:<20} {:<24} {:<38} {}", p.name, type_name(&p.ty), opts.join(" "), handles);
+        let group_of = |leaf: usize| g.bit(leaf).iter().next();
+        let in_groups = match (g.is_single(), group_of(p.leaves.start), group_of(p.leaves.end.saturating_sub(1))) {
+            (false, Some(a), Some(b)) if a == b => format!(", group {a}"),
+            (false, Some(a), Some(b)) => format!(", groups {a}..={b}"),
+            _ => String::new(),
+        };
+        let _ = writeln!(
+            out,
+            "{i:>3}  {:<20} {:<24} {:<38} {handles}{in_groups}",
+            p.name,
+            type_name(&p.ty),
+            opts.join(" ")
+        );
     }
     out
 }
@@ -235,5 +254,30 @@ mod tests {
         assert!(text.starts_with("class ShooterCharacter extends Actor: 14 parents, 15 handles"));
         assert!(text.contains(" 10  LastTakeHitInfo"));
         assert!(text.contains("handles 11..=12"));
+        assert!(!text.contains("group"), "a class of at most 64 leaves has no groups to show");
+    }
+
+    #[test]
+    fn describe_shows_the_leaf_groups_of_a_wide_class() {
+        use shadowrep::schema::{ClassBuilder, Condition, PropType, PropertyDecl, StructType};
+        let three = StructType::new("Three").field("A", PropType::U8).field("B", PropType::U8).field("C", PropType::U8);
+        let wide = (0..40)
+            .fold(ClassBuilder::new("Wide"), |b, i| {
+                b.property(PropertyDecl::new(format!("S{i}"), PropType::Struct(three.clone())))
+            })
+            .build()
+            .unwrap();
+        let text = describe(&wide);
+        assert!(text.starts_with("class Wide: 40 parents, 120 handles, 64 leaf groups"), "{text}");
+        assert!(text.contains("handles 1..=3, groups 0..=1"), "{text}");
+        let over = (0..70)
+            .fold(ClassBuilder::new("Over"), |b, i| {
+                let c = if i % 2 == 0 { Condition::None } else { Condition::OwnerOnly };
+                b.property(PropertyDecl::new(format!("P{i}"), PropType::U8).condition(c))
+            })
+            .build()
+            .unwrap();
+        let text = describe(&over);
+        assert!(text.contains("70 runs of leaves: more than the 64 a driver tells apart"), "{text}");
     }
 }

@@ -115,7 +115,7 @@ impl LeafGroups {
         self.len() <= MASK_BITS
     }
 
-    /// Whether every group is one leaf (bit `i` is leaf `i`).
+    /// Whether every group is one leaf: bit `i` is leaf `i` (in a class that [fits](Self::fits)).
     pub fn is_single(&self) -> bool {
         self.single
     }
