@@ -43,6 +43,10 @@ pub(crate) struct SendItem {
     /// what a full window holds back of it is owed as initial values
     /// ([`super::connection::UnsentInitial`]).
     pub initial: bool,
+    /// The bunch resends initial values owed (InitialOnly leaves a lost open carried, or that
+    /// changed while the channel slept): lost or held back, they are owed again, as the open's
+    /// are — an earlier part of the same resend, delivered, has settled them.
+    pub initial_values: bool,
     /// The pair's channel epoch ([`PairState::epoch`]).
     pub epoch: u8,
     /// Dynamic arrays among `leaves` that go whole (count and every element): while the open is
@@ -138,6 +142,7 @@ pub(crate) fn plan_connection(
                     leaves: send,
                     open: false,
                     initial: false,
+                    initial_values: false,
                     epoch: 0,
                     whole,
                     since,
@@ -241,6 +246,7 @@ pub(crate) fn plan_pair(
         leaves: send,
         open: open || role,
         initial,
+        initial_values: !(resent & !active).is_empty(),
         epoch,
         whole,
         since,

@@ -86,7 +86,9 @@ pub(crate) struct SentEntry {
 pub(crate) mod entry {
     /// The bunch sent the open.
     pub const OPEN: u8 = 1;
-    /// The bunch sent the open with its initial values ([`crate::net::plan::SendItem::initial`]).
+    /// The bunch carried initial values: the open's ([`crate::net::plan::SendItem::initial`])
+    /// or owed ones resent ([`crate::net::plan::SendItem::initial_values`]). Lost, its
+    /// initial-only groups are owed again.
     pub const INITIAL: u8 = 2;
     /// The bunch carried the open for a role the pair owed ([`crate::net::plan::SendItem::role`]):
     /// if lost, the role is owed again.
@@ -111,7 +113,7 @@ impl SentEntry {
         self.flags & entry::OPEN != 0
     }
 
-    /// The bunch sent the open with its initial values.
+    /// The bunch carried initial values ([`entry::INITIAL`]).
     pub fn initial(&self) -> bool {
         self.flags & entry::INITIAL != 0
     }

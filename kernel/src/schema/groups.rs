@@ -22,14 +22,14 @@
 //! the same parent when either parent is `Custom` or `Dynamic` (a game turns those on and off
 //! per actor, by parent) or notifies on every receive (`Notify::Always`, `AlwaysWithOld`: a
 //! neighbour's change must not fire it). That leaves runs ("segments"); a class with more than 64
-//! segments does not fit and the net layer refuses it.
-//!
-//! A group may be split between two packets, as a dynamic array always could: each bunch's
-//! record names the groups it carried, and a delivered bunch settles the initial values owed of
-//! a group only if it carried the group's start and was not cut short by a full window
-//! (`net::reliability::SentEntry::settles`). Spare bits then split the largest groups,
+//! segments does not fit and the net layer refuses it. Spare bits then split the largest groups,
 //! at a parent boundary near the middle where there is one, so most groups are one parent or a
 //! few.
+//!
+//! A group may be split between two packets, as a dynamic array always could: each bunch's
+//! record names the groups it carried, a delivered bunch settles the initial values owed of a
+//! group only if it carried the group's start and was not cut short by a full window, and a
+//! lost one that carried initial values owes them again (`net::reliability::SentEntry`).
 //!
 //! The groups follow from the layout alone, so the kernel, the UE-style reference and any other
 //! driver of the same class agree on them; the client never sees them (the wire names leaves).

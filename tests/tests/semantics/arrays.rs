@@ -414,6 +414,21 @@ fn an_initial_only_array_split_across_packets_arrives_whole() {
         w.frame(|_| false);
     }
     assert_eq!(w.client.value(w.guid(), 1), Some(values(150, 1)), "first packet lost");
+    // The open's later packets lost (the array owed as initial values), then one part of its
+    // resend — a plain bunch, not the open's — lost too: an earlier part's delivery settled the
+    // array, the lost part owes it again (before, it was parked and half of it never came).
+    for lose in 1..4 {
+        let mut w = SmallMtu::new(&array(200));
+        let id = w.store.spawn();
+        w.store.set(id, 1, &values(150, 1)).unwrap();
+        w.frame(|i| i >= 1);
+        let resent = (0..20).map(|_| w.frame(|i| i == lose)).find(|&n| n >= 2);
+        assert!(resent.is_some(), "the array is resent, split");
+        for _ in 0..10 {
+            w.frame(|_| false);
+        }
+        assert_eq!(w.client.value(w.guid(), 1), Some(values(150, 1)), "part {lose} of the resend lost");
+    }
     // Two actors of 64 000 bytes each against a window of 256 packets of 512 bytes: the second
     // array is cut short; what was written of it is delivered, and it is owed again whole.
     let mut w = SmallMtu::new(&array(8000));

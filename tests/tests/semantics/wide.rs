@@ -100,3 +100,37 @@ fn initial_values_of_a_wide_class_split_across_packets_arrive_when_the_first_pac
         assert!(missing.is_empty(), "{plain} plain parents: never received {missing:?}");
     }
 }
+
+#[test]
+fn initial_values_owed_and_resent_split_arrive_when_a_later_part_is_lost() {
+    // The open's packets after the first lost: the initial-only values are owed, and resent in
+    // plain bunches split between packets, one of which is lost too. A delivered earlier part
+    // settled the straddling group; the lost part owes it again.
+    let mut failures = Vec::new();
+    for plain in (0..80).step_by(6) {
+        for lose in 1..3 {
+            let n = plain + 60;
+            let layout = build((0..n).fold(ClassBuilder::new("WideInitial"), |b, i| {
+                let d = PropertyDecl::new(format!("P{i}"), PropType::U64);
+                b.property(if i >= plain { d.condition(Condition::InitialOnly) } else { d })
+            }));
+            let mut w = SmallMtu::new(&layout);
+            let id = w.store.spawn();
+            for p in 0..n {
+                w.store.set(id, p, &Value::U64(1 << 40 | p as u64)).unwrap();
+            }
+            w.frame(|i| i >= 1);
+            let resent = (0..20).map(|_| w.frame(|i| i == lose)).find(|&k| k >= 2);
+            for _ in 0..10 {
+                w.frame(|_| false);
+            }
+            let guid = w.guid();
+            let missing: Vec<usize> =
+                (0..n).filter(|&p| w.client.value(guid, p) != Some(Value::U64(1 << 40 | p as u64))).collect();
+            if !missing.is_empty() {
+                failures.push(format!("{plain} plain, resend in {resent:?} packets, part {lose} lost: {missing:?}"));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "never received: {failures:#?}");
+}

@@ -164,7 +164,7 @@ impl WriteCtx<'_> {
             guid_low: item.guid.0 as u32,
             epoch: item.epoch,
             flags: flag(item.open, entry::OPEN)
-                | flag(item.initial, entry::INITIAL)
+                | flag(item.initial || item.initial_values, entry::INITIAL)
                 | flag(item.role, entry::ROLE)
                 | flag(continued, entry::CONTINUED),
             leaves,

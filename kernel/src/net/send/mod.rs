@@ -235,10 +235,10 @@ impl WriteCtx<'_> {
     }
 
     /// `leaves` of `item` could not be written (a full window): owed, as initial values when
-    /// `item` sends the open ([`super::connection::UnsentInitial`]).
+    /// `item` sends the open or resends owed ones ([`super::connection::UnsentInitial`]).
     fn defer(&self, conn: &mut Connection, item: &SendItem, leaves: LeafMask) {
         conn.held_back |= leaves;
-        if item.initial {
+        if item.initial || item.initial_values {
             let initial_only = self.classes[item.class as usize].active.initial_only();
             let key = super::pairs::pair_key(item.class, item.slot);
             conn.unsent_initial.lost_open(key, item.epoch, leaves, initial_only);

@@ -467,7 +467,22 @@ fn replicate(
         let (class, slot, guid, open) = (ch.class, ch.slot, a.guid, !ch.open_acked || role);
         let epoch = ch.epoch;
         let initial = open_bunch;
-        let item = SendItem { class, slot, guid, leaves: send, open, initial, epoch, whole, since, autonomous, role };
+        // Initial values owed, resent: lost or held back, owed again.
+        let initial_values = !(resent & !active).is_empty();
+        let item = SendItem {
+            class,
+            slot,
+            guid,
+            leaves: send,
+            open,
+            initial,
+            initial_values,
+            epoch,
+            whole,
+            since,
+            autonomous,
+            role,
+        };
         let entries = conn.rel.entries.len();
         conn.held_back = LeafMask::EMPTY;
         write.write(conn, st, &item, None, None);
@@ -475,7 +490,7 @@ fn replicate(
         // open); an open went only if a bunch of it did.
         let held = std::mem::take(&mut conn.held_back);
         ch.resend |= held;
-        if open_bunch {
+        if open_bunch || initial_values {
             ch.unsent_initial |= held & driver.classes[ch.class as usize].active.initial_only();
         }
         if conn.rel.entries.len() > entries {
