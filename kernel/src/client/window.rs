@@ -25,11 +25,16 @@
 //! forged number — up to the window, and a chain of forged jumps (each up to the window past the
 //! last) multiplies that. So the window keeps its state from before each packet it accepted (the
 //! last [`ACK_WINDOW`] of them): [`ROLLBACK_STREAK`] late packets in a row whose numbers it never
-//! received, rising, with nothing accepted between them — the server's, sent behind a forged
-//! number — make it go back to its state before the first packet it accepted numbered after
-//! the first of them ([`ReceiveWindow::late_unreceived`]). The server's next packet is new
-//! again; what the dropped ones carried is reported missing and resent. Honest traffic gets there
-//! only by reordering several packets behind a gap, and then the cost is a resend.
+//! received, rising, at least [`ROLLBACK_DISTANCE`] behind the newest, with nothing accepted
+//! between them — the server's, sent behind a forged number — make it go back to its state before
+//! the first packet it accepted numbered after the first of them
+//! ([`ReceiveWindow::late_unreceived`]). The server's next packet is new again; what the dropped
+//! ones carried is reported missing and resent. A rollback in honest traffic is not harmless: the
+//! packets it makes new again are older than ones already applied and acknowledged, so their
+//! values would overwrite newer ones the server will not send again. Honest reordering — a
+//! frame's packets overtaken by the next frame's, a burst of them at a small MTU — put three late
+//! packets in a row often enough (session 53's soak at MTU 512 found it), but never half a window
+//! behind; a forged jump that short stalls the connection for fewer packets than that anyway.
 //!
 //! If that second packet N fails to decode or validate (the first one, forged, closed an actor
 //! it updates, say), N must not stay acknowledged: its content would be lost for good. So the
@@ -46,6 +51,12 @@ use std::collections::VecDeque;
 
 /// Late packets never received, in a row and rising, that make the window go back.
 pub const ROLLBACK_STREAK: u8 = 3;
+
+/// How far behind the newest received a late packet must be to count toward a rollback: half
+/// the window. A forged jump smaller than this stalls the connection for fewer packets than it,
+/// without a rollback; honest reordering — a frame's packets overtaken by the next frame's — stays
+/// well within it.
+pub const ROLLBACK_DISTANCE: u32 = ACK_WINDOW / 2;
 
 /// What the window says of an arriving sequence number.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -125,11 +136,17 @@ impl ReceiveWindow {
         (0..ACK_WINDOW as i64).contains(&back) && self.now.received.get(back as u32)
     }
 
-    /// A late packet whose number was not received (see [`Self::was_received`]). The
-    /// [`ROLLBACK_STREAK`]th such in a row, rising, with nothing accepted between, makes the
+    /// A late packet whose number was not received (see [`Self::was_received`]). One less than
+    /// [`ROLLBACK_DISTANCE`] behind the newest ends any streak. The [`ROLLBACK_STREAK`]th such in
+    /// a row, rising, with nothing accepted between, makes the
     /// window go back to its state before the first packet it accepted numbered after the first
     /// of them (or the oldest it kept): returns whether it did.
     pub fn late_unreceived(&mut self, seq: Seq) -> bool {
+        if self.now.highest.ahead_of(seq) < i64::from(ROLLBACK_DISTANCE) {
+            // Near the newest: reordering, not a forged jump (see `ROLLBACK_DISTANCE`).
+            self.streak = None;
+            return false;
+        }
         let (first, n) = match self.streak {
             Some((first, last, n)) if seq.ahead_of(last) > 0 => (first, n + 1),
             _ => (seq, 1),
@@ -271,6 +288,31 @@ mod tests {
         assert!(!w.late_unreceived(Seq(14)) && !w.late_unreceived(Seq(15)));
         w.accept(Seq(18), 18);
         assert!(!w.late_unreceived(Seq(16)), "a new streak");
+    }
+
+    /// Honest reordering: a frame's packets overtaken by the next frame's arrive late in a row,
+    /// rising — applied over the newer ones they would undo what those set, for good (the server
+    /// settled the newer packets as delivered). Within half the window they never roll it back;
+    /// a late one that near ends a streak of far ones.
+    #[test]
+    fn late_packets_near_the_newest_never_take_the_window_back() {
+        let mut w = ReceiveWindow::new(Seq(10));
+        w.accept(Seq(10), 10);
+        for s in 40..60 {
+            w.accept(Seq(s), u64::from(s));
+        }
+        for s in 11..40 {
+            assert!(!w.late_unreceived(Seq(s)), "{s}: reordering, not a forged jump");
+        }
+        assert_eq!(w.highest(), Seq(59));
+        let far = 70 + ROLLBACK_DISTANCE;
+        w.accept(Seq(far), 1);
+        assert!(!w.late_unreceived(Seq(60)) && !w.late_unreceived(Seq(61)));
+        assert!(!w.late_unreceived(Seq(far - 1)), "near: the streak ends");
+        assert!(!w.late_unreceived(Seq(62)), "a streak of one again");
+        assert!(!w.late_unreceived(Seq(63)));
+        assert!(w.late_unreceived(Seq(64)), "three far behind, rising");
+        assert_eq!(w.highest(), Seq(59));
     }
 
     /// After a forged jump of the whole window and a failed packet with its number, the window is

@@ -16,8 +16,8 @@ use std::sync::Arc;
 /// One `u32` parent per condition, and an array, a vector and a rotator under conditions too.
 ///
 /// `wide`: each condition's parent a struct of four leaves instead, and twenty one-byte parents
-/// after the rest — 87 leaves, more than a leaf mask's 64 bits (`schema::groups`), under the same
-/// parent indices.
+/// and an initial-only array of up to 960 bytes after the rest — 88 leaves, more than a leaf
+/// mask's 64 bits (`schema::groups`), under the same parent indices.
 fn every_condition(wide: bool) -> Arc<ClassLayout> {
     let mut b = ClassBuilder::new(if wide { "WideEveryCondition" } else { "EveryCondition" });
     let four = shadowrep::schema::StructType::new("Four")
@@ -38,6 +38,9 @@ fn every_condition(wide: bool) -> Arc<ClassLayout> {
         .property(PropertyDecl::new("Aim", PropType::Rotator).condition(Condition::SkipOwner));
     if wide {
         b = (0..20).fold(b, |b, i| b.property(PropertyDecl::new(format!("Ballast{i}"), PropType::U8)));
+        // Up to 960 bytes of initial values: longer than a small packet.
+        let long = PropType::Array { element: Box::new(PropType::U64), max_len: 120 };
+        b = b.property(PropertyDecl::new("InitialLog", long).condition(Condition::InitialOnly));
     }
     Arc::new(b.build().expect("valid layout"))
 }
@@ -56,13 +59,13 @@ struct Soak {
 }
 
 impl Soak {
-    fn new(seed: u64, wide: bool) -> Self {
+    fn new(seed: u64, wide: bool, mtu: usize) -> Self {
         let layouts = vec![
             every_condition(wide),
             shadowrep_layouts::layout_by_name("ShooterCharacter").unwrap().clone(),
             shadowrep_layouts::layout_by_name("LootContainer").unwrap().clone(),
         ];
-        let mut w = World::with_layouts(layouts, DriverConfig::default(), seed);
+        let mut w = World::with_layouts(layouts, DriverConfig { mtu, ..DriverConfig::default() }, seed);
         for i in 0..CLIENTS {
             w.add_client(false, LinkConfig::lossy(0.3, seed * 100 + i as u64));
         }
@@ -79,6 +82,11 @@ impl Soak {
                 let v = self.w.random_value(&parent.ty);
                 self.w.stores[s].set(id, p, &v).expect("valid value");
             }
+        }
+        if let Some(p) = layout.parent_index("InitialLog") {
+            let n = self.rng.random_range(40..120u64);
+            let log = Value::Array((0..n).map(|i| Value::U64(i * 0x9e37_79b9 + frame as u64)).collect());
+            self.w.stores[s].set(id, p, &log).expect("valid value");
         }
         self.roles(s, id);
         self.born.push(((s, id), frame));
@@ -149,7 +157,7 @@ impl Soak {
 
 #[test]
 fn every_condition_and_role_converges_after_a_lossy_soak() {
-    soak(1..=5, false);
+    soak(1..=5, false, DriverConfig::default().mtu);
 }
 
 /// The same with the first class past 64 leaves: leaf groups sent, lost and resent whole, each
@@ -158,12 +166,19 @@ fn every_condition_and_role_converges_after_a_lossy_soak() {
 fn a_class_of_more_than_64_leaves_converges_after_a_lossy_soak() {
     let wide = every_condition(true);
     assert!(wide.leaves.len() > 64 && !wide.groups.is_single() && wide.groups.fits(), "{} leaves", wide.leaves.len());
-    soak(1..=3, true);
+    soak(1..=3, true, DriverConfig::default().mtu);
 }
 
-fn soak(seeds: std::ops::RangeInclusive<u64>, wide: bool) {
+/// The same at the smallest MTU (512 bytes): the wide class's opens and its arrays' updates
+/// split between packets, whose parts are lost, delivered and resent in every order.
+#[test]
+fn a_wide_class_at_the_smallest_mtu_converges_after_a_lossy_soak() {
+    soak(1..=3, true, 512);
+}
+
+fn soak(seeds: std::ops::RangeInclusive<u64>, wide: bool, mtu: usize) {
     for seed in seeds {
-        let mut soak = Soak::new(seed, wide);
+        let mut soak = Soak::new(seed, wide, mtu);
         for (s, n) in [(0, 40), (1, 20), (2, 15)] {
             for _ in 0..n {
                 soak.spawn(s, 0);
