@@ -40,7 +40,7 @@ pub use closed::MAX_CLOSED;
 pub use error::{ClientError, ReceiveError};
 pub use events::{ClientEvent, ClientStats, NotifyEvent, Receipt};
 pub use partial::MAX_PARTIAL_BYTES;
-pub use window::SeqVerdict;
+pub use window::{SeqVerdict, ROLLBACK_DISTANCE, ROLLBACK_SPARSE, ROLLBACK_STREAK};
 
 pub use crate::ids::NetRole;
 use crate::ids::{NetGuid, Seq};

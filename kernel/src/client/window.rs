@@ -33,8 +33,13 @@
 //! packets it makes new again are older than ones already applied and acknowledged, so their
 //! values would overwrite newer ones the server will not send again. Honest reordering — a
 //! frame's packets overtaken by the next frame's, a burst of them at a small MTU — put three late
-//! packets in a row often enough (session 53's soak at MTU 512 found it), but never half a window
-//! behind; a forged jump that short stalls the connection for fewer packets than that anyway.
+//! packets in a row often enough (session 53's soak at MTU 512 found it), and at a small MTU a
+//! burst can pass half the window; but then the packets accepted after the late ones are the
+//! overtaking frame's, nearly every number, where a forged jump is a packet or a few over the
+//! numbers it skipped: a rollback also needs those to be sparse ([`ROLLBACK_SPARSE`]). A forged
+//! jump shorter than half the window stalls the connection for fewer packets than that anyway.
+//! (Heuristics both: a client that applied a late packet's values only where nothing newer had
+//! written them would need no guess; left for later.)
 //!
 //! If that second packet N fails to decode or validate (the first one, forged, closed an actor
 //! it updates, say), N must not stay acknowledged: its content would be lost for good. So the
@@ -51,6 +56,12 @@ use std::collections::VecDeque;
 
 /// Late packets never received, in a row and rising, that make the window go back.
 pub const ROLLBACK_STREAK: u8 = 3;
+
+/// A rollback also needs the packets accepted numbered after the streak to be sparse: fewer than
+/// one in this many of the numbers between the streak and the newest. A forged jump of the whole
+/// window is one packet over 256 numbers; a frame's burst overtaken by the next frame's is the
+/// next frame's packets, nearly every number.
+pub const ROLLBACK_SPARSE: i64 = 8;
 
 /// How far behind the newest received a late packet must be to count toward a rollback: half
 /// the window. A forged jump smaller than this stalls the connection for fewer packets than it,
@@ -157,6 +168,13 @@ impl ReceiveWindow {
         }
         self.streak = None;
         let at = self.history.iter().position(|(s, _)| s.ahead_of(first) > 0).unwrap_or(0);
+        // What was accepted numbered after the streak: a forged jump is a packet or a few spread
+        // over the numbers it skipped; honest reordering, the overtaking frame's packets, about
+        // as many as the numbers (see `ROLLBACK_SPARSE`).
+        let above = (self.history.len() - at) as i64;
+        if above * ROLLBACK_SPARSE >= self.now.highest.ahead_of(first) {
+            return false;
+        }
         let Some(&(_, state)) = self.history.get(at) else { return false };
         self.now = state;
         self.history.truncate(at);

@@ -96,8 +96,9 @@ pub(crate) mod entry {
     /// Its lowest group (a leaf group or a dynamic array) began in an earlier bunch: the actor
     /// was split across packets there.
     pub const CONTINUED: u8 = 8;
-    /// Its highest group's rest was never written: a full window held it back.
-    pub const CUT_SHORT: u8 = 16;
+    /// Its highest group goes on past it: in the next bunch (the actor was split inside the
+    /// group), or nowhere (a full window held the rest back).
+    pub const UNFINISHED: u8 = 16;
 }
 
 const _: () = assert!(std::mem::size_of::<SentEntry>() == 24);
@@ -123,18 +124,18 @@ impl SentEntry {
         self.flags & entry::ROLE != 0
     }
 
-    /// The groups whose initial values its delivery settles: each it carried from its start, and
-    /// to its end or to a later bunch. A group (or an array) split between packets is settled by
-    /// the part that carried its start: if an earlier part was lost the loss has owed it again
-    /// (packets settle in order), a later part's loss owes it again after, and a delivered
-    /// continuation alone says nothing of the part before it; nor does a part whose rest a full
-    /// window held back (that rest was owed when it was held).
+    /// The groups whose initial values its delivery settles: those it carried whole. A group (or
+    /// an array) split between bunches is settled by none of its parts: a part's delivery says
+    /// nothing of the others, and a later part's loss may not owe it again (an owner's update
+    /// carries its InitialOrOwner values as plain ones, not initial values). Left owed, such a
+    /// group sends nothing by itself: it only lets a lost copy of it be resent as initial values
+    /// where they no longer reach, until a bunch that carries it whole is delivered.
     pub fn settles(&self) -> LeafMask {
         let mut leaves = self.leaves;
         if self.flags & entry::CONTINUED != 0 {
             leaves.0 &= leaves.0.wrapping_sub(1);
         }
-        if self.flags & entry::CUT_SHORT != 0 && !leaves.is_empty() {
+        if self.flags & entry::UNFINISHED != 0 && !leaves.is_empty() {
             leaves.0 &= !(1u64 << (63 - leaves.0.leading_zeros()));
         }
         leaves

@@ -208,6 +208,12 @@ impl SmallMtu {
         packets.len()
     }
 
+    /// Makes the connection the owner of `id` (an autonomous proxy), or no one.
+    pub fn set_owner(&mut self, id: ActorId, owned: bool) {
+        let owner = owned.then_some(self.conn);
+        self.driver.set_owner(shadowrep::ids::ClassId(0), &self.store, id, owner, owned).expect("owner set");
+    }
+
     /// The client's only actor.
     pub fn guid(&self) -> NetGuid {
         self.client.actors().next().expect("an actor opened").0

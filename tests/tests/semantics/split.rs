@@ -3,7 +3,7 @@
 //! a lost or refused part, or a hostile chain of parts, never loses a value nor grows memory.
 
 use crate::helpers::*;
-use shadowrep::client::{ClientEvent, ClientWorld, NotifyEvent, Receipt, MAX_PARTIAL_BYTES};
+use shadowrep::client::{ClientEvent, ClientWorld, NotifyEvent, Receipt, MAX_PARTIAL_BYTES, ROLLBACK_STREAK};
 use shadowrep::schema::{ClassBuilder, ClassLayout, Notify, PropType, PropertyDecl};
 use shadowrep::store::{ActorId, ClassStore};
 use shadowrep::value::Value;
@@ -284,4 +284,63 @@ fn a_released_part_ends_a_static_actors_being_ignored() {
     let update = craft(5, |w| u32_bunch(w, &layout, door, None, &[(1, 9)]));
     assert_eq!(c.receive(&update), applied(1));
     assert_eq!(c.value(door, 0), Some(Value::U32(9)), "the door's updates apply");
+}
+
+/// A frame's packets held back by the link while the next frames' — more than half the receive
+/// window of them — arrive, then the held ones late: the client must not take them for new (its
+/// window rolled back past a forged jump that way) and apply their older values over the newer,
+/// acknowledged ones, which the server never sends again (found by a helper's probe).
+#[test]
+fn a_frame_held_behind_a_burst_of_later_ones_is_not_applied_over_them() {
+    let array = || PropType::Array { element: Box::new(PropType::U32), max_len: 2048 };
+    let layout = build(
+        ClassBuilder::new("Burst")
+            .property(PropertyDecl::new("A", array()))
+            .property(PropertyDecl::new("B", array()))
+            .property(PropertyDecl::new("C", array()))
+            .property(PropertyDecl::new("X", PropType::U32)),
+    );
+    let mut w = SmallMtu::new(&layout);
+    let id = w.store.spawn();
+    let mut k = 0u32;
+    let mut frame = |w: &mut SmallMtu, x: u32| -> Vec<Vec<u8>> {
+        k += 1;
+        w.store.set(id, 3, &Value::U32(x)).unwrap();
+        let a = Value::Array((0..2000).map(|i| Value::U32(i * 7 + k * 1_000_003)).collect());
+        for p in 0..3 {
+            w.store.set(id, p, &a).unwrap();
+        }
+        w.driver.tick(&mut [&mut w.store]).unwrap();
+        w.driver.take_packets(w.conn).unwrap()
+    };
+    let feedback = |w: &mut SmallMtu| {
+        let f = w.client.feedback();
+        w.driver.receive_feedback(w.conn, &f).unwrap();
+    };
+    for p in frame(&mut w, 1) {
+        w.client.receive(&p).unwrap();
+    }
+    feedback(&mut w);
+    let held = frame(&mut w, 2);
+    let (mut delivered, mut x) = (0, 2);
+    while delivered < 140 {
+        x += 1;
+        for p in frame(&mut w, x) {
+            w.client.receive(&p).unwrap();
+            delivered += 1;
+        }
+        feedback(&mut w);
+    }
+    assert!(held.len() > ROLLBACK_STREAK as usize, "a burst of {} packets held", held.len());
+    for p in &held {
+        let _ = w.client.receive(p);
+    }
+    feedback(&mut w);
+    for _ in 0..20 {
+        w.frame(|_| false);
+    }
+    let guid = w.guid();
+    assert_eq!(w.client.stats().window_rollbacks, 0, "honest reordering rolled the window back");
+    assert_eq!(w.client.value(guid, 3), Some(Value::U32(x)), "X went back to an older frame's");
+    assert_eq!(w.client.value(guid, 0), Some(w.store.get(id, 0).unwrap()), "the array went back");
 }

@@ -134,3 +134,43 @@ fn initial_values_owed_and_resent_split_arrive_when_a_later_part_is_lost() {
     }
     assert!(failures.is_empty(), "never received: {failures:#?}");
 }
+
+#[test]
+fn initial_or_owner_values_split_between_packets_reach_a_client_that_stops_owning() {
+    // 130 InitialOrOwner parents (64 groups of two or three) at MTU 512, their owner's
+    // connection. An owner's bunches carry them as plain values: a part of a group split
+    // between packets, delivered, must not settle the initial values still owed of it, or the
+    // lost part is parked for good once the client no longer owns the actor (found by a
+    // helper's probes). Two ways there: the open's later packets lost, then a part of the
+    // owner's resend; the whole open lost and the client made owner before it hears of that,
+    // then the middle one of the owner's three packets.
+    for case in ["resend", "gained"] {
+        let n = 130;
+        let layout = build((0..n).fold(ClassBuilder::new("WideInitialOrOwner"), |b, i| {
+            b.property(PropertyDecl::new(format!("P{i}"), PropType::U64).condition(Condition::InitialOrOwner))
+        }));
+        let mut w = SmallMtu::new(&layout);
+        let id = w.store.spawn();
+        for p in 0..n {
+            w.store.set(id, p, &Value::U64(1 << 40 | p as u64)).unwrap();
+        }
+        if case == "resend" {
+            w.set_owner(id, true);
+            assert!(w.frame(|i| i >= 1) >= 3, "the open spans packets");
+            let resent = (0..20).map(|_| w.frame(|i| i == 1)).find(|&k| k >= 2);
+            assert!(resent.is_some(), "the owed values are resent, split");
+        } else {
+            w.frame(|_| true);
+            w.set_owner(id, true);
+            assert!(w.frame(|i| i == 1) >= 3, "the owner's values span packets");
+        }
+        w.set_owner(id, false);
+        for _ in 0..15 {
+            w.frame(|_| false);
+        }
+        let guid = w.guid();
+        let missing: Vec<usize> =
+            (0..n).filter(|&p| w.client.value(guid, p) != Some(Value::U64(1 << 40 | p as u64))).collect();
+        assert!(missing.is_empty(), "{case}: never received {missing:?}");
+    }
+}

@@ -66,7 +66,7 @@ impl WriteCtx<'_> {
                     return None;
                 }
                 conn.writer.write_plain(&mut conn.out, item.guid, src, start, bits);
-                self.entry(conn, open, item, item.leaves, false);
+                self.entry(conn, open, item, item.leaves, (false, false));
                 return Some(1);
             }
         }
@@ -83,7 +83,7 @@ impl WriteCtx<'_> {
                 conn.writer.body().write_from(records, 0, bits);
                 part.leaves = item.leaves;
                 part.records = c.layout.groups.count(item.leaves);
-                self.end_part(conn, open, &mut part);
+                self.end_part(conn, open, &mut part, false);
                 return Some(part.bunches);
             }
         }
@@ -138,9 +138,6 @@ impl WriteCtx<'_> {
                     },
                 };
                 if !ok {
-                    if part.in_group {
-                        cut_short(conn, item, group, part.bunches);
-                    }
                     self.defer(conn, item, item.leaves & !done);
                     return None;
                 }
@@ -150,13 +147,21 @@ impl WriteCtx<'_> {
             part.in_group = false;
             done |= group;
         }
-        self.end_part(conn, open, &mut part);
+        self.end_part(conn, open, &mut part, false);
         Some(part.bunches)
     }
 
     /// Records that the open packet carries `leaves` (and the open, if owed) of `item`;
-    /// `continued`: its lowest group began in an earlier bunch.
-    fn entry(&self, conn: &mut Connection, open: &mut Open, item: &SendItem, leaves: LeafMask, continued: bool) {
+    /// `continued`: its lowest group began in an earlier bunch; `unfinished`: its highest goes
+    /// on past it.
+    fn entry(
+        &self,
+        conn: &mut Connection,
+        open: &mut Open,
+        item: &SendItem,
+        leaves: LeafMask,
+        (continued, unfinished): (bool, bool),
+    ) {
         let flag = |on: bool, bit: u8| if on { bit } else { 0 };
         let e = SentEntry {
             class: item.class,
@@ -166,7 +171,8 @@ impl WriteCtx<'_> {
             flags: flag(item.open, entry::OPEN)
                 | flag(item.initial || item.initial_values, entry::INITIAL)
                 | flag(item.role, entry::ROLE)
-                | flag(continued, entry::CONTINUED),
+                | flag(continued, entry::CONTINUED)
+                | flag(unfinished, entry::UNFINISHED),
             leaves,
         };
         conn.rel.entries.push_back(e);
@@ -186,13 +192,14 @@ impl WriteCtx<'_> {
         }
     }
 
-    /// Ends the bunch being built (dropping it if it carries nothing) and records it.
-    fn end_part(&self, conn: &mut Connection, open: &mut Open, part: &mut BunchPart<'_>) {
+    /// Ends the bunch being built (dropping it if it carries nothing) and records it;
+    /// `unfinished`: the group being written goes on past it.
+    fn end_part(&self, conn: &mut Connection, open: &mut Open, part: &mut BunchPart<'_>, unfinished: bool) {
         if conn.writer.body_bits() == 0 && part.class_open.is_none() {
             conn.writer.abandon_bunch();
         } else {
             conn.writer.end_bunch(&mut conn.out, part.records);
-            self.entry(conn, open, part.item, part.leaves, part.continued);
+            self.entry(conn, open, part.item, part.leaves, (part.continued, unfinished && part.in_group));
             part.bunches += 1;
         }
         part.leaves = LeafMask::EMPTY;
@@ -208,7 +215,7 @@ impl WriteCtx<'_> {
         let before = part.bunches;
         // Split inside a group (or an array): the next bunch continues it.
         let inside = part.in_group;
-        self.end_part(conn, open, part);
+        self.end_part(conn, open, part, true);
         if conn.writer.bunches() > 0 {
             // `room` counts the open packet: one more must fit after it.
             let continues = part.bunches > before && conn.rel.room() > 1;
@@ -335,17 +342,5 @@ impl BunchPart<'_> {
             Some(header) => conn.writer.begin_bunch(self.item.guid, Some(header), self.item.autonomous),
             None => conn.writer.begin_plain(self.item.guid, self.handle_width),
         }
-    }
-}
-
-/// A full window held back the rest of `group` of `item`, begun in the last of the `bunches`
-/// this write recorded: their delivery settles none of its initial values
-/// ([`entry::CUT_SHORT`]).
-fn cut_short(conn: &mut Connection, item: &SendItem, group: LeafMask, bunches: usize) {
-    for e in conn.rel.entries.iter_mut().rev().take(bunches) {
-        if (e.class, e.slot, e.epoch) != (item.class, item.slot, item.epoch) || (e.leaves & group).is_empty() {
-            break;
-        }
-        e.flags |= entry::CUT_SHORT;
     }
 }
