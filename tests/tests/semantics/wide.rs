@@ -87,16 +87,13 @@ fn initial_values_of_a_wide_class_split_across_packets_arrive_when_the_first_pac
         assert!(layout.groups.fits() && !layout.groups.is_single());
         let mut w = SmallMtu::new(&layout);
         let id = w.store.spawn();
-        for p in 0..n {
-            w.store.set(id, p, &Value::U64(1 << 40 | p as u64)).unwrap();
-        }
+        tag_all(&mut w, id, n);
         assert!(w.frame(|i| i == 0) >= 2, "{plain} plain parents: the open fits one packet");
         for _ in 0..10 {
             w.frame(|_| false);
         }
         let guid = w.guid();
-        let missing: Vec<usize> =
-            (0..n).filter(|&p| w.client.value(guid, p) != Some(Value::U64(1 << 40 | p as u64))).collect();
+        let missing = untagged(&w, guid, n);
         assert!(missing.is_empty(), "{plain} plain parents: never received {missing:?}");
     }
 }
@@ -116,17 +113,14 @@ fn initial_values_owed_and_resent_split_arrive_when_a_later_part_is_lost() {
             }));
             let mut w = SmallMtu::new(&layout);
             let id = w.store.spawn();
-            for p in 0..n {
-                w.store.set(id, p, &Value::U64(1 << 40 | p as u64)).unwrap();
-            }
+            tag_all(&mut w, id, n);
             w.frame(|i| i >= 1);
             let resent = (0..20).map(|_| w.frame(|i| i == lose)).find(|&k| k >= 2);
             for _ in 0..10 {
                 w.frame(|_| false);
             }
             let guid = w.guid();
-            let missing: Vec<usize> =
-                (0..n).filter(|&p| w.client.value(guid, p) != Some(Value::U64(1 << 40 | p as u64))).collect();
+            let missing = untagged(&w, guid, n);
             if !missing.is_empty() {
                 failures.push(format!("{plain} plain, resend in {resent:?} packets, part {lose} lost: {missing:?}"));
             }
@@ -151,9 +145,7 @@ fn initial_or_owner_values_split_between_packets_reach_a_client_that_stops_ownin
         }));
         let mut w = SmallMtu::new(&layout);
         let id = w.store.spawn();
-        for p in 0..n {
-            w.store.set(id, p, &Value::U64(1 << 40 | p as u64)).unwrap();
-        }
+        tag_all(&mut w, id, n);
         if case == "resend" {
             w.set_owner(id, true);
             assert!(w.frame(|i| i >= 1) >= 3, "the open spans packets");
@@ -169,8 +161,19 @@ fn initial_or_owner_values_split_between_packets_reach_a_client_that_stops_ownin
             w.frame(|_| false);
         }
         let guid = w.guid();
-        let missing: Vec<usize> =
-            (0..n).filter(|&p| w.client.value(guid, p) != Some(Value::U64(1 << 40 | p as u64))).collect();
+        let missing = untagged(&w, guid, n);
         assert!(missing.is_empty(), "{case}: never received {missing:?}");
     }
+}
+
+/// Gives each of the `n` `u64` parents of `id` a value of its own.
+fn tag_all(w: &mut SmallMtu, id: shadowrep::store::ActorId, n: usize) {
+    for p in 0..n {
+        w.store.set(id, p, &Value::U64(1 << 40 | p as u64)).unwrap();
+    }
+}
+
+/// The parents of `guid` whose value on the client is not the one [`tag_all`] gave.
+fn untagged(w: &SmallMtu, guid: NetGuid, n: usize) -> Vec<usize> {
+    (0..n).filter(|&p| w.client.value(guid, p) != Some(Value::U64(1 << 40 | p as u64))).collect()
 }
