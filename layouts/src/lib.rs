@@ -119,6 +119,7 @@ pub fn describe(layout: &ClassLayout) -> String {
     let mut out = String::new();
     let base = layout.base.as_deref().map(|b| format!(" extends {b}")).unwrap_or_default();
     let g = &layout.groups;
+    let group_of = |leaf: usize| g.bit(leaf).iter().next();
     let groups = match (g.fits(), g.is_single()) {
         (false, _) => format!(", {} runs of leaves: more than the 64 a driver tells apart", g.len()),
         (true, true) => String::new(),
@@ -148,7 +149,6 @@ pub fn describe(layout: &ClassLayout) -> String {
         if p.push {
             opts.push("push".to_owned());
         }
-        let group_of = |leaf: usize| g.bit(leaf).iter().next();
         let in_groups = match (g.is_single(), group_of(p.leaves.start), group_of(p.leaves.end.saturating_sub(1))) {
             (false, Some(a), Some(b)) if a == b => format!(", group {a}"),
             (false, Some(a), Some(b)) => format!(", groups {a}..={b}"),

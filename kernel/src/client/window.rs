@@ -65,8 +65,9 @@ pub const ROLLBACK_SPARSE: i64 = 8;
 
 /// How far behind the newest received a late packet must be to count toward a rollback: half
 /// the window. A forged jump smaller than this stalls the connection for fewer packets than it,
-/// without a rollback; honest reordering — a frame's packets overtaken by the next frame's — stays
-/// well within it.
+/// without a rollback; honest reordering — a frame's packets overtaken by the next frame's —
+/// mostly stays within it, and where a burst at a small MTU does not, [`ROLLBACK_SPARSE`] tells
+/// it apart.
 pub const ROLLBACK_DISTANCE: u32 = ACK_WINDOW / 2;
 
 /// What the window says of an arriving sequence number.
@@ -149,9 +150,9 @@ impl ReceiveWindow {
 
     /// A late packet whose number was not received (see [`Self::was_received`]). One less than
     /// [`ROLLBACK_DISTANCE`] behind the newest ends any streak. The [`ROLLBACK_STREAK`]th such in
-    /// a row, rising, with nothing accepted between, makes the
-    /// window go back to its state before the first packet it accepted numbered after the first
-    /// of them (or the oldest it kept): returns whether it did.
+    /// a row, rising, with nothing accepted between, makes the window go back to its state before
+    /// the first packet it accepted numbered after the first of them (or the oldest it kept) —
+    /// if those it accepted are sparse ([`ROLLBACK_SPARSE`]): returns whether it did.
     pub fn late_unreceived(&mut self, seq: Seq) -> bool {
         if self.now.highest.ahead_of(seq) < i64::from(ROLLBACK_DISTANCE) {
             // Near the newest: reordering, not a forged jump (see `ROLLBACK_DISTANCE`).
@@ -311,7 +312,7 @@ mod tests {
     /// Honest reordering: a frame's packets overtaken by the next frame's arrive late in a row,
     /// rising — applied over the newer ones they would undo what those set, for good (the server
     /// settled the newer packets as delivered). Within half the window they never roll it back;
-    /// a late one that near ends a streak of far ones.
+    /// a late one that near the newest ends a streak of far ones.
     #[test]
     fn late_packets_near_the_newest_never_take_the_window_back() {
         let mut w = ReceiveWindow::new(Seq(10));
@@ -331,6 +332,37 @@ mod tests {
         assert!(!w.late_unreceived(Seq(63)));
         assert!(w.late_unreceived(Seq(64)), "three far behind, rising");
         assert_eq!(w.highest(), Seq(59));
+    }
+
+    /// The two limits exactly: a late packet [`ROLLBACK_DISTANCE`] behind the newest counts, one
+    /// nearer does not; with the packets accepted after the streak one number in
+    /// [`ROLLBACK_SPARSE`] the window stays, with them one fewer it goes back.
+    #[test]
+    fn the_rollback_limits_hold_at_their_edges() {
+        let window = |accepted: u32| {
+            let mut w = ReceiveWindow::new(Seq(10));
+            w.accept(Seq(10), 10);
+            for s in 200..200 + accepted {
+                w.accept(Seq(s), u64::from(s));
+            }
+            w
+        };
+        // 20 accepted at 200..=219: a streak from 219 − 160 spans 160 = 20 × 8 numbers.
+        let newest = 219;
+        let mut w = window(20);
+        assert!(!w.late_unreceived(Seq(newest - ROLLBACK_DISTANCE + 1)), "one short of the distance");
+        let first = newest - 20 * ROLLBACK_SPARSE as u32;
+        assert!(!w.late_unreceived(Seq(first)) && !w.late_unreceived(Seq(first + 1)));
+        assert!(!w.late_unreceived(Seq(first + 2)), "dense: one accepted in every 8 numbers");
+        assert_eq!(w.highest(), Seq(newest));
+        let mut w = window(20);
+        assert!(!w.late_unreceived(Seq(first - 1)) && !w.late_unreceived(Seq(first)));
+        assert!(w.late_unreceived(Seq(first + 1)), "sparse: one number more");
+        assert_eq!(w.highest(), Seq(10));
+        let mut w = window(1);
+        let far = 200 - ROLLBACK_DISTANCE;
+        assert!(!w.late_unreceived(Seq(far - 2)) && !w.late_unreceived(Seq(far - 1)));
+        assert!(w.late_unreceived(Seq(far)), "exactly the distance behind counts");
     }
 
     /// After a forged jump of the whole window and a failed packet with its number, the window is

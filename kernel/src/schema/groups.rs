@@ -3,8 +3,8 @@
 //! The net layer keeps one 64-bit mask per (connection, actor) of the leaves whose packet was
 //! lost (16 bytes of pair state in all, Iris's figure), and every other per-actor and per-frame
 //! leaf set it keeps is the same mask. A class of at most 64 leaves gives each leaf its own bit.
-//! A wider class — a full UE pawn's replicated state passes 64 before any game property —
-//! groups consecutive leaves that the net layer always treats alike under one bit:
+//! A wider class — a full UE character's replicated state is some 50 leaves before any game
+//! property — groups consecutive leaves that the net layer always treats alike under one bit:
 //!
 //! ```text
 //! leaves   0 1 2 3 | 4 | 5 6 7 8 9 | 10 | 11 12 ...      (a break: see below)
@@ -28,8 +28,8 @@
 //!
 //! A group may be split between two packets, as a dynamic array always could: each bunch's
 //! record names the groups it carried, a delivered bunch settles the initial values owed of a
-//! group only if it carried the group's start and was not cut short by a full window, and a
-//! lost one that carried initial values owes them again (`net::reliability::SentEntry`).
+//! group only if it carried the whole group, and a lost one that carried initial values owes
+//! them again (`net::reliability::SentEntry::settles`).
 //!
 //! The groups follow from the layout alone, so the kernel, the UE-style reference and any other
 //! driver of the same class agree on them; the client never sees them (the wire names leaves).
@@ -192,18 +192,18 @@ impl LeafGroups {
 fn breaks(layout: &ClassLayout, a: usize, b: usize) -> bool {
     let (la, lb) = (&layout.leaves[a], &layout.leaves[b]);
     let (pa, pb) = (&layout.parents[la.parent], &layout.parents[lb.parent]);
-    let toggled = |c: Condition| matches!(c, Condition::Custom | Condition::Dynamic);
-    let always = |n: Notify| matches!(n, Notify::Always | Notify::AlwaysWithOld);
-    let object = |l: &super::Leaf| match l.array {
-        None => l.kind == LeafKind::Object,
-        Some(_) => false,
+    // A parent whose groups hold no other: switched per actor (Custom, Dynamic), or notified on
+    // every receive.
+    let solitary = |p: &super::Parent| {
+        matches!(p.condition, Condition::Custom | Condition::Dynamic)
+            || matches!(p.notify, Notify::Always | Notify::AlwaysWithOld)
     };
+    let object = |l: &super::Leaf| l.array.is_none() && l.kind == LeafKind::Object;
     la.array.is_some()
         || lb.array.is_some()
         || pa.condition != pb.condition
         || object(la) != object(lb)
-        || (la.parent != lb.parent && (toggled(pa.condition) || toggled(pb.condition)))
-        || (la.parent != lb.parent && (always(pa.notify) || always(pb.notify)))
+        || (la.parent != lb.parent && (solitary(pa) || solitary(pb)))
 }
 
 /// The leaves of some groups ([`LeafGroups::leaves_in`]).

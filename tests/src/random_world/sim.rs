@@ -856,8 +856,9 @@ impl Sim {
             let dark = self.dark.get(conn).is_some_and(|&until| self.frames < until);
             let packets = self.driver.take_packets(*conn).unwrap();
             // Byte for byte what the reference wrote: the same decisions write the same values.
-            if let Some(i) = (0..packets.len().max(self.reference.packets(*conn).count()))
-                .find(|&i| packets.get(i).map(Vec::as_slice) != self.reference.packets(*conn).nth(i))
+            let reference: Vec<&[u8]> = self.reference.packets(*conn).collect();
+            if let Some(i) = (0..packets.len().max(reference.len()))
+                .find(|&i| packets.get(i).map(Vec::as_slice) != reference.get(i).copied())
             {
                 return Err(format!("frame {frame}: connection {conn:?}: packet {i} differs from the reference's"));
             }

@@ -83,7 +83,7 @@ impl WriteCtx<'_> {
                 conn.writer.body().write_from(records, 0, bits);
                 part.leaves = item.leaves;
                 part.records = c.layout.groups.count(item.leaves);
-                self.end_part(conn, open, &mut part, false);
+                self.end_part(conn, open, &mut part);
                 return Some(part.bunches);
             }
         }
@@ -147,7 +147,7 @@ impl WriteCtx<'_> {
             part.in_group = false;
             done |= group;
         }
-        self.end_part(conn, open, &mut part, false);
+        self.end_part(conn, open, &mut part);
         Some(part.bunches)
     }
 
@@ -192,14 +192,14 @@ impl WriteCtx<'_> {
         }
     }
 
-    /// Ends the bunch being built (dropping it if it carries nothing) and records it;
-    /// `unfinished`: the group being written goes on past it.
-    fn end_part(&self, conn: &mut Connection, open: &mut Open, part: &mut BunchPart<'_>, unfinished: bool) {
+    /// Ends the bunch being built (dropping it if it carries nothing) and records it — as
+    /// unfinished while a group is being written (a split inside it, or a full window after).
+    fn end_part(&self, conn: &mut Connection, open: &mut Open, part: &mut BunchPart<'_>) {
         if conn.writer.body_bits() == 0 && part.class_open.is_none() {
             conn.writer.abandon_bunch();
         } else {
             conn.writer.end_bunch(&mut conn.out, part.records);
-            self.entry(conn, open, part.item, part.leaves, (part.continued, unfinished && part.in_group));
+            self.entry(conn, open, part.item, part.leaves, (part.continued, part.in_group));
             part.bunches += 1;
         }
         part.leaves = LeafMask::EMPTY;
@@ -213,9 +213,7 @@ impl WriteCtx<'_> {
     /// bunch is the continuation (the client holds the parts and applies them together).
     fn split(&self, conn: &mut Connection, open: &mut Open, part: &mut BunchPart<'_>) -> Room {
         let before = part.bunches;
-        // Split inside a group (or an array): the next bunch continues it.
-        let inside = part.in_group;
-        self.end_part(conn, open, part, true);
+        self.end_part(conn, open, part);
         if conn.writer.bunches() > 0 {
             // `room` counts the open packet: one more must fit after it.
             let continues = part.bunches > before && conn.rel.room() > 1;
@@ -225,7 +223,8 @@ impl WriteCtx<'_> {
             return false;
         }
         part.begin(conn);
-        part.continued = inside;
+        // Split inside a group (or an array): the new bunch continues it.
+        part.continued = part.in_group;
         true
     }
 
