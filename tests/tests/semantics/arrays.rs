@@ -391,8 +391,8 @@ fn changed_elements_converge_at_the_actor_level_when_saturated() {
     changed_elements_converge_at_the_actor_level(4000, 900);
 }
 
-/// An initial-only array longer than a packet: split between packets, settled only by what
-/// carried its start, and, cut short by a full window, owed again whole.
+/// An initial-only array longer than a packet: split between packets, settled by none of its
+/// parts alone, and, cut short by a full window, owed again whole.
 #[test]
 fn an_initial_only_array_split_across_packets_arrives_whole() {
     let array = |max_len| {

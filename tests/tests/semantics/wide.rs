@@ -74,8 +74,8 @@ fn a_neighbours_change_fires_no_always_notify() {
 fn initial_values_of_a_wide_class_split_across_packets_arrive_when_the_first_packet_is_lost() {
     // An open longer than a packet (MTU 512), the first packet lost: every initial-only value
     // still arrives. A group of initial-only leaves straddling the two packets is settled by
-    // the part that carried its start (`SentEntry::settles`): the second packet's delivery
-    // alone settles nothing of it. The plain parents before them move the packet boundary
+    // neither part (`SentEntry::settles`): the second packet's delivery alone settles nothing
+    // of it. The plain parents before them move the packet boundary
     // across the initial-only ones.
     for plain in [30, 35, 40, 45, 50, 55, 60, 70] {
         let initial = 40;
