@@ -60,12 +60,13 @@ pub mod wire;
 
 /// The names most users need.
 pub mod prelude {
-    pub use crate::client::{ClientEvent, ClientWorld, Receipt};
+    pub use crate::client::{ClientEvent, ClientWorld, Receipt, RpcEvent};
     pub use crate::compare::{ChangeSet, CompareConfig, Isa, Kernels, PushMode, ShadowState};
     pub use crate::ids::{ClassId, ConnectionId, NetGuid};
     pub use crate::net::{DriverConfig, NetDriver};
     pub use crate::schema::{
-        ClassBuilder, ClassLayout, Condition, LayoutError, Notify, PropType, PropertyDecl, StructType, VectorQuant,
+        ClassBuilder, ClassLayout, Condition, LayoutError, Notify, PropType, PropertyDecl, RpcDecl, StructType,
+        VectorQuant,
     };
     pub use crate::store::{ActorId, ClassStore, StoreError};
     pub use crate::value::{ObjectRef, Value};

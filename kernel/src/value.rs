@@ -81,6 +81,13 @@ pub enum ValueError {
     },
     /// No parent or leaf with that index.
     NoSuchProperty(usize),
+    /// A call given another number of arguments than it declares parameters.
+    ArgCount {
+        /// Parameters declared.
+        expected: usize,
+        /// Arguments given.
+        got: usize,
+    },
 }
 
 impl fmt::Display for ValueError {
@@ -90,6 +97,7 @@ impl fmt::Display for ValueError {
             ValueError::EnumOutOfRange { bits, value } => write!(f, "enum value {value} does not fit in {bits} bits"),
             ValueError::ArrayTooLong { max, len } => write!(f, "array of {len} elements exceeds its cap of {max}"),
             ValueError::NoSuchProperty(i) => write!(f, "no property with index {i}"),
+            ValueError::ArgCount { expected, got } => write!(f, "{got} arguments given; the call declares {expected}"),
         }
     }
 }

@@ -96,6 +96,14 @@ pub struct ClientStats {
     /// lost or did not continue it (the server resends what the lost part carried), or the
     /// parts reached [`MAX_PARTIAL_BYTES`](super::MAX_PARTIAL_BYTES).
     pub split_broken: u64,
+    /// Remote procedure calls delivered ([`ClientWorld::take_rpcs`](super::ClientWorld::take_rpcs)).
+    pub rpcs_delivered: u64,
+    /// Calls dropped: the client lacks the actor (its channel is gone, or its open has not
+    /// arrived — for an unreliable call), or the call does not decode with its class.
+    pub rpcs_dropped: u64,
+    /// Reliable calls delivered or held already (the server's resend after a lost
+    /// acknowledgement), or numbered further ahead than an honest server goes: dropped.
+    pub rpcs_stale: u64,
 }
 
 /// A fired notify: one per property and update (a packet's bunch, or the arrival of an object

@@ -30,6 +30,7 @@ mod fastarrays;
 mod ignored;
 mod partial;
 mod receive;
+mod rpcs;
 mod subobjects;
 #[cfg(test)]
 mod tests;
@@ -40,6 +41,7 @@ pub use closed::MAX_CLOSED;
 pub use error::{ClientError, ReceiveError};
 pub use events::{ClientEvent, ClientStats, NotifyEvent, Receipt};
 pub use partial::MAX_PARTIAL_BYTES;
+pub use rpcs::RpcEvent;
 pub use window::{SeqVerdict, ROLLBACK_DISTANCE, ROLLBACK_SPARSE, ROLLBACK_STREAK};
 
 pub use crate::ids::NetRole;
@@ -165,6 +167,8 @@ pub struct ClientWorld {
     receive_events: bool,
     /// The part of a split update waiting for its continuation ([`partial::Partial`]).
     partial: Option<partial::Partial>,
+    /// Remote procedure calls: the reliable window, and those delivered ([`rpcs`]).
+    rpcs: rpcs::Rpcs,
     stats: ClientStats,
 }
 
@@ -210,6 +214,7 @@ impl ClientWorld {
             unreported: false,
             receive_events: false,
             partial: None,
+            rpcs: rpcs::Rpcs::default(),
             stats: ClientStats::default(),
         })
     }

@@ -432,6 +432,11 @@ impl ClientWorld {
         for guid in reask.into_iter().chain(orphans) {
             self.request_reopen(guid);
         }
+        // Calls after the actors: an actor this packet opens is there, and a call sees the state
+        // its frame sent.
+        for call in packet.rpcs {
+            self.receive_rpc(call);
+        }
         Ok(Receipt::Applied { bunches: n, skipped })
     }
 

@@ -109,6 +109,17 @@ pub struct ConnectionStats {
     pub leaves_resent: u64,
     /// Packets in flight (sent, fate unknown) when the counters were read.
     pub packets_in_flight: u64,
+    /// Call bunches written ([`super::rpc`]), reliable ones each time they went.
+    pub rpcs_sent: u64,
+    /// Reliable calls written again because a packet carrying them was lost.
+    pub rpcs_resent: u64,
+    /// Calls that reached no client here: the actor's channel was not open (or, for a reliable
+    /// call, closed before its open was acknowledged), or an unreliable call on a saturated
+    /// connection, a full window or a connection not ready.
+    pub rpcs_dropped: u64,
+    /// Reliable calls dropped because [`crate::wire::rpc::MAX_RELIABLE_RPCS`] were waiting or
+    /// in flight here (UE closes the connection).
+    pub rpcs_overflowed: u64,
 }
 
 /// A close to send (or in flight): the actor and why its channel ends.
@@ -196,6 +207,8 @@ pub(crate) struct Connection {
     /// Leaves a full window held back since the last [`std::mem::take`] (the writer owes them
     /// to the pair as well): read by the UE-style reference, which keeps its own channels.
     pub held_back: crate::ids::LeafMask,
+    /// Reliable calls waiting for their channel or not acknowledged ([`super::rpc`]).
+    pub rpcs: super::rpc::ConnRpcs,
 }
 
 /// The channels of a connection opened while packets sent before them were in flight: pair
@@ -348,6 +361,7 @@ impl Connection {
             unsent_initial: UnsentInitial::default(),
             roles: super::proxy_roles::ProxyRoles::default(),
             held_back: crate::ids::LeafMask::EMPTY,
+            rpcs: Default::default(),
         }
     }
 

@@ -136,6 +136,24 @@ pub enum DriverError {
     /// An actor's sublevel is set before the tick that first replicates it (UE places an actor
     /// in its level when it spawns): this actor has been replicated.
     SublevelFixed(NetGuid),
+    /// The class declares no call of that name.
+    UnknownRpc {
+        /// Class name.
+        class: String,
+        /// The name given.
+        rpc: String,
+    },
+    /// A call's arguments do not fit its parameters.
+    RpcArgs(crate::value::ValueError),
+    /// A call's bunch would not fit an empty packet.
+    RpcTooLarge {
+        /// The call.
+        rpc: String,
+        /// Bits of its index and arguments.
+        bits: usize,
+    },
+    /// The actor is torn off (or tearing off): it is its clients' own, and nothing reaches it.
+    TornOff(NetGuid),
 }
 
 impl fmt::Display for DriverError {
@@ -209,6 +227,12 @@ impl fmt::Display for DriverError {
                 write!(f, "{g} is torn off: nothing more replicates with it (a sub-object or fast array needs a live owner)")
             }
             DriverError::PersistentSublevel => write!(f, "the persistent level (sublevel 0) is loaded on every client"),
+            DriverError::UnknownRpc { class, rpc } => write!(f, "class `{class}` declares no call `{rpc}`"),
+            DriverError::RpcArgs(e) => write!(f, "call arguments: {e}"),
+            DriverError::RpcTooLarge { rpc, bits } => {
+                write!(f, "call `{rpc}` takes {bits} bits with its arguments, more than one packet holds")
+            }
+            DriverError::TornOff(g) => write!(f, "{g} is torn off: it is its clients' own, and no call reaches it"),
             DriverError::SublevelFixed(g) => {
                 write!(f, "{g} has been replicated: set an actor's sublevel before the tick that first sees it")
             }

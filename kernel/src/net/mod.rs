@@ -86,6 +86,7 @@ mod register;
 pub mod relevancy;
 pub(crate) mod reliability;
 mod roles;
+pub(crate) mod rpc;
 pub(crate) mod send;
 pub mod settings;
 mod share;
@@ -195,6 +196,8 @@ pub struct NetDriver {
     pub(crate) tearing: Vec<lifecycle::Tearing>,
     /// Fast arrays ([`fastarrays`]).
     pub(crate) fast: fastarrays::FastArrays,
+    /// Remote procedure calls made since the last tick, and the tick's ([`rpc`]).
+    pub(crate) rpcs: rpc::Calls,
     /// How long the last [`NetDriver::tick`] took: a long one runs the next on the pool.
     last_tick_ns: u64,
 }
@@ -231,6 +234,7 @@ impl NetDriver {
             tearing: Vec::new(),
             inactive: HashMap::new(),
             fast: fastarrays::FastArrays::default(),
+            rpcs: rpc::Calls::default(),
             last_tick_ns: 0,
         })
     }

@@ -62,6 +62,8 @@ pub(crate) struct PacketRecord {
     pub exports: u32,
     /// Fast array bunches of this packet, likewise in [`Reliability::fast`].
     pub fast: u32,
+    /// Reliable calls of this packet, likewise in [`Reliability::rpcs`].
+    pub rpcs: u32,
 }
 
 /// What one packet carried for one actor.
@@ -168,6 +170,8 @@ pub(crate) struct Reliability {
     pub closes: VecDeque<PendingClose>,
     pub exports: VecDeque<NetGuid>,
     pub fast: VecDeque<FastSent>,
+    /// Reliable calls' numbers ([`super::rpc`]).
+    pub rpcs: VecDeque<u32>,
     /// Packets in flight that carry entries or closes.
     content: u32,
     /// The newest packet sent, kept to be sent again while the window is full.
@@ -186,6 +190,7 @@ impl Reliability {
             closes: VecDeque::new(),
             exports: VecDeque::new(),
             fast: VecDeque::new(),
+            rpcs: VecDeque::new(),
             content: 0,
             last_packet: Vec::new(),
             idle_frames: 0,
@@ -224,10 +229,10 @@ impl Reliability {
 
     /// Records the packet just written with sequence [`Self::next_seq`] (its entries and closes
     /// already pushed).
-    pub fn sent(&mut self, entries: u32, closes: u32, exports: u32, fast: u32) {
+    pub fn sent(&mut self, entries: u32, closes: u32, exports: u32, fast: u32, rpcs: u32) {
         debug_assert!(self.room() > 0);
-        self.in_flight.push_back(PacketRecord { seq: self.next_seq, entries, closes, exports, fast });
-        self.content += (entries + closes + exports + fast > 0) as u32;
+        self.in_flight.push_back(PacketRecord { seq: self.next_seq, entries, closes, exports, fast, rpcs });
+        self.content += (entries + closes + exports + fast + rpcs > 0) as u32;
         self.next_seq = self.next_seq.next();
         self.idle_frames = 0;
     }
@@ -287,7 +292,7 @@ impl Reliability {
             return None;
         }
         let rec = self.in_flight.pop_front()?;
-        self.content -= (rec.entries + rec.closes + rec.exports + rec.fast > 0) as u32;
+        self.content -= (rec.entries + rec.closes + rec.exports + rec.fast + rec.rpcs > 0) as u32;
         Some((rec, fb.received.get(back as u32)))
     }
 
@@ -300,6 +305,7 @@ impl Reliability {
         self.closes.clear();
         self.exports.clear();
         self.fast.clear();
+        self.rpcs.clear();
         self.content = 0;
         self.acked = self.next_seq.back(1);
         n
@@ -411,6 +417,13 @@ pub(crate) fn apply_settled(
     }
     // An export the client acknowledged is never sent again; a lost one goes at the next frame
     // (the references it serves may have arrived without it: they wait on the client).
+    for _ in 0..rec.rpcs {
+        let Some(seq) = conn.rel.rpcs.pop_front() else { break };
+        conn.rpcs.settle(seq, delivered);
+        if !delivered {
+            conn.stats.rpcs_resent += 1;
+        }
+    }
     for _ in 0..rec.exports {
         let Some(guid) = conn.rel.exports.pop_front() else { break };
         conn.exporting.remove(&guid);
@@ -481,7 +494,7 @@ mod tests {
 
     fn send(r: &mut Reliability, n: u32) {
         for _ in 0..n {
-            r.sent(1, 0, 0, 0);
+            r.sent(1, 0, 0, 0, 0);
         }
     }
 
@@ -642,10 +655,10 @@ mod tests {
         let mut r = Reliability::new(Seq(1));
         r.idle_frames = 100;
         assert!(!r.keep_alive_due(6, false), "nothing in flight");
-        r.sent(0, 0, 0, 0);
+        r.sent(0, 0, 0, 0, 0);
         r.idle_frames = 100;
         assert!(!r.keep_alive_due(6, false), "only a keep-alive in flight");
-        r.sent(1, 0, 0, 0);
+        r.sent(1, 0, 0, 0, 0);
         r.idle_frames = 5;
         assert!(!r.keep_alive_due(6, false));
         r.idle_frames = 6;
@@ -660,8 +673,8 @@ mod tests {
     #[test]
     fn settling_the_content_stops_keep_alives() {
         let mut r = Reliability::new(Seq(1));
-        r.sent(1, 0, 0, 0); // 1: content
-        r.sent(0, 0, 0, 0); // 2: a keep-alive
+        r.sent(1, 0, 0, 0, 0); // 1: content
+        r.sent(0, 0, 0, 0, 0); // 2: a keep-alive
         let fb = feedback(1, &[1]);
         assert_eq!(r.classify(&fb), Intake::Settle);
         while r.settle_next(&fb).is_some() {}
@@ -670,14 +683,14 @@ mod tests {
         r.idle_frames = 100;
         assert!(!r.keep_alive_due(6, false), "only a keep-alive is left in flight");
         // A lost content packet is settled too: its content goes back to the pairs.
-        r.sent(1, 0, 0, 0); // 3: content
+        r.sent(1, 0, 0, 0, 0); // 3: content
         r.idle_frames = 100;
         assert!(r.keep_alive_due(6, false));
         let fb = feedback(3, &[]);
         while r.settle_next(&fb).is_some() {}
         r.settled(&fb);
         assert_eq!(r.in_flight(), 0);
-        r.sent(0, 0, 0, 0);
+        r.sent(0, 0, 0, 0, 0);
         r.idle_frames = 100;
         assert!(!r.keep_alive_due(6, false), "the lost packet's content is no longer in flight");
     }

@@ -75,6 +75,7 @@ impl NetDriver {
         }
         self.frame = Frame(self.frame.0 + 1);
         let frame = self.frame;
+        self.rpcs.frame = std::mem::take(&mut self.rpcs.next);
         self.subs.orphaned.retain(|o| o.frame.0 + 1 >= frame.0);
         self.finish_tear_offs();
         self.stats = TickStats { frame: self.frame, ..TickStats::default() };
@@ -140,6 +141,7 @@ impl NetDriver {
             guids: &self.guids,
             fast: &self.fast,
             marks_opens: false,
+            calls: &self.rpcs.frame,
         };
         let classes = &self.classes;
         let write = |(ci, conn): (usize, &mut Connection)| {

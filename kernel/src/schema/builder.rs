@@ -36,6 +36,25 @@ pub enum LayoutError {
     /// A class default ([`PropertyDecl::default_value`]) that does not fit its property: (the
     /// property, why).
     BadDefault(String, String),
+    /// Two calls ([`super::RpcDecl`]) share a name (inherited ones included).
+    DuplicateRpc(String),
+    /// A call's parameter is not a plain property, or its parameters do not build: (call,
+    /// parameter — empty when the parameters as a whole do not build — and why).
+    BadRpcParam {
+        /// The call.
+        rpc: String,
+        /// The parameter.
+        param: String,
+        /// Why.
+        why: String,
+    },
+    /// A class declares (or inherits) more than [`super::MAX_RPCS`] calls.
+    TooManyRpcs {
+        /// Class name.
+        class: String,
+        /// Calls declared.
+        rpcs: usize,
+    },
 }
 
 impl fmt::Display for LayoutError {
@@ -57,6 +76,14 @@ impl fmt::Display for LayoutError {
             LayoutError::ZeroDim(n) => write!(f, "static array `{n}` has dimension 0"),
             LayoutError::EmptyName => write!(f, "a class or property name is empty"),
             LayoutError::BadDefault(n, why) => write!(f, "property `{n}`: bad class default: {why}"),
+            LayoutError::DuplicateRpc(n) => write!(f, "call `{n}` is declared twice"),
+            LayoutError::BadRpcParam { rpc, param, why } if param.is_empty() => {
+                write!(f, "call `{rpc}`: bad parameters: {why}")
+            }
+            LayoutError::BadRpcParam { rpc, param, why } => write!(f, "call `{rpc}`, parameter `{param}`: {why}"),
+            LayoutError::TooManyRpcs { class, rpcs } => {
+                write!(f, "class `{class}` declares {rpcs} calls; at most {} fit", super::MAX_RPCS)
+            }
         }
     }
 }
@@ -69,22 +96,29 @@ pub struct ClassBuilder {
     name: String,
     base: Option<ClassLayout>,
     props: Vec<PropertyDecl>,
+    rpcs: Vec<super::RpcDecl>,
 }
 
 impl ClassBuilder {
     /// A new class with no base.
     pub fn new(name: impl Into<String>) -> Self {
-        Self { name: name.into(), base: None, props: Vec::new() }
+        Self { name: name.into(), base: None, props: Vec::new(), rpcs: Vec::new() }
     }
 
     /// A subclass of `base`: it starts with the base's parents and continues its handles.
     pub fn extends(name: impl Into<String>, base: &ClassLayout) -> Self {
-        Self { name: name.into(), base: Some(base.clone()), props: Vec::new() }
+        Self { name: name.into(), base: Some(base.clone()), props: Vec::new(), rpcs: Vec::new() }
     }
 
     /// Declares a property.
     pub fn property(mut self, decl: PropertyDecl) -> Self {
         self.props.push(decl);
+        self
+    }
+
+    /// Declares a remote procedure call ([`super::rpc`]).
+    pub fn rpc(mut self, decl: super::RpcDecl) -> Self {
+        self.rpcs.push(decl);
         self
     }
 
@@ -135,6 +169,8 @@ impl ClassBuilder {
         if b.leaves.len() > MAX_HANDLES {
             return Err(LayoutError::TooManyHandles { class: self.name, needed: b.leaves.len() });
         }
+        let inherited = self.base.as_ref().map_or(&[][..], |b| &b.rpcs[..]);
+        let rpcs = super::rpc::build_rpcs(&self.name, inherited, &self.rpcs)?;
         b.place_planes();
         let page_bytes = b.page_bytes;
         let record_bytes = b.record_bytes.next_multiple_of(8);
@@ -152,6 +188,7 @@ impl ClassBuilder {
             default_planes: Vec::new(),
             default_arrays: Vec::new(),
             groups: super::LeafGroups::default(),
+            rpcs,
             checksum: 0,
             by_name: b.by_name,
         };
@@ -277,6 +314,12 @@ fn checksum(layout: &ClassLayout) -> u64 {
         h.bytes(&(a as u32).to_le_bytes());
         h.bytes(&(data.len() as u32).to_le_bytes());
         h.bytes(data);
+    }
+    // Likewise without calls.
+    for r in &layout.rpcs {
+        h.str(&r.name);
+        h.bytes(&[r.target as u8, r.reliable as u8]);
+        h.bytes(&r.params.checksum.to_le_bytes());
     }
     h.0
 }

@@ -284,6 +284,8 @@ pub struct ClassLayout {
     /// How the net layer's 64-bit leaf masks cover the leaves ([`super::groups`]): one leaf a
     /// bit up to 64 leaves, groups of leaves treated alike beyond.
     pub groups: super::LeafGroups,
+    /// Its remote procedure calls ([`super::rpc`]), inherited ones first.
+    pub rpcs: Vec<super::RpcLayout>,
     /// Checksum over everything that must agree for two sides to interoperate.
     pub checksum: u64,
     pub(super) by_name: HashMap<String, usize>,

@@ -33,12 +33,14 @@ mod builder;
 mod flatten;
 pub mod groups;
 mod layout;
+pub mod rpc;
 mod types;
 
 pub use builder::{ClassBuilder, LayoutError};
 pub(crate) use flatten::leaf_kind;
 pub use groups::LeafGroups;
 pub use layout::{ArrayLayout, ClassLayout, ElementLeaf, Leaf, LeafKind, Parent, Plane, PlaneRun, PlaneWidth};
+pub use rpc::{RpcDecl, RpcLayout, RpcTarget, MAX_RPCS};
 pub use types::{Condition, Notify, PropType, PropertyDecl, StructType, VectorQuant};
 
 /// Actors per page: one `u64` holds a page's lane mask.

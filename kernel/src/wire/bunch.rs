@@ -114,6 +114,8 @@ pub struct Packet {
     pub skipped: Vec<NetGuid>,
     /// Static objects the packet exports: (GUID, path) (see [`super::open::EXPORT_GUID`]).
     pub exports: Vec<(NetGuid, String)>,
+    /// Calls, in order ([`super::rpc`]): decoded by the receiver with their target's class.
+    pub rpcs: Vec<super::rpc::RpcBunch>,
     /// Whether the last bunch of `bunches` goes on in the next packet's first bunch: the packet
     /// says so and its last bunch on the wire was decoded (not stepped over, not an export).
     pub continues: bool,
@@ -232,6 +234,7 @@ pub fn decode_packet<'a>(
     let mut bunches = Vec::new();
     let mut skipped = Vec::new();
     let mut exports = Vec::new();
+    let mut rpcs = Vec::new();
     let mut prev = NetGuid(0);
     // Whether the last bunch read so far is in `bunches`.
     let mut last_kept = false;
@@ -275,11 +278,15 @@ pub fn decode_packet<'a>(
         let (start, len) = (r.position(), len as usize);
         if guid == EXPORT_GUID {
             if open.is_some() {
-                return Err(WireError::Invalid("an export that opens"));
+                return Err(WireError::Invalid("an export or call that opens"));
             }
             let mut body = BitReader::with_len(bytes, start + len);
             body.skip(start)?;
-            exports.push(read_export_body(&mut body)?);
+            if body.read_bool()? {
+                rpcs.push(super::rpc::read_rpc_body(&mut body)?);
+            } else {
+                exports.push(read_export_body(&mut body)?);
+            }
             if body.remaining() != 0 {
                 return Err(WireError::Invalid("bunch length"));
             }
@@ -305,7 +312,7 @@ pub fn decode_packet<'a>(
         last_kept = true;
     }
     let continues = r.read_bool()? && last_kept;
-    Ok(Packet { seq, bunches, skipped, exports, continues })
+    Ok(Packet { seq, bunches, skipped, exports, rpcs, continues })
 }
 
 /// Reads a fast array bunch's body: a delta, or nothing (a bunch that only opens the array).
@@ -328,7 +335,11 @@ fn read_delta_body(
 
 /// Reads a bunch body's records: `count` of them (a plain bunch), or to the end of the body (a
 /// sized one: its length ends it).
-fn read_records(r: &mut BitReader<'_>, layout: &ClassLayout, count: Option<usize>) -> Result<Vec<Record>, WireError> {
+pub(crate) fn read_records(
+    r: &mut BitReader<'_>,
+    layout: &ClassLayout,
+    count: Option<usize>,
+) -> Result<Vec<Record>, WireError> {
     let mut records = Vec::new();
     let mut last = 0u16;
     let bits = handle_bits(layout);

@@ -27,6 +27,7 @@ pub mod bunch;
 pub mod feedback;
 pub mod open;
 pub mod packet;
+pub mod rpc;
 
 mod bits;
 mod leaf;

@@ -8,7 +8,8 @@
 //!           moving:bit [velocity:vector(Q1)]
 //! path   := len:packed(≤ MAX_PATH_BYTES) byte{len}            UTF-8
 //! close  := reason:2  [path]        the path only for a static actor destroyed (reason 0)
-//! export := a bunch of GUID 1 (EXPORT_GUID) whose body is  guid:packed(static)  path
+//! export := a bunch of GUID 1 (EXPORT_GUID) whose body is  0:bit  guid:packed(static)  path
+//!           (a body starting with a 1 bit is a call: super::rpc)
 //! ```
 //!
 //! A dynamic actor opens with its spawn info — UE's quantisation: location to two decimals,
@@ -179,11 +180,13 @@ pub const EXPORT_GUID: NetGuid = NetGuid(1);
 
 /// Writes an export's body.
 pub fn write_export_body(w: &mut BitWriter, guid: NetGuid, path: &str) {
+    w.write_bool(false); // not a call (super::rpc)
     w.write_packed(guid.0);
     write_path(w, path);
 }
 
-/// Reads an export's body (the bunch's length ends it).
+/// Reads an export's body after its first bit (0: an export; 1: a call, [`super::rpc`]), to
+/// the bunch's end.
 pub fn read_export_body(r: &mut BitReader<'_>) -> Result<(NetGuid, String), WireError> {
     let guid = NetGuid(r.read_packed()?);
     if !guid.is_static() || guid == EXPORT_GUID {
@@ -506,15 +509,21 @@ mod tests {
             write_export_body(&mut w, guid, "/Game/Map.Door");
             w
         };
+        // The body's first bit says export (0) or call (1); the decoder reads it first.
+        let read = |w: &BitWriter, bits: usize| {
+            let mut r = BitReader::with_len(w.bytes(), bits);
+            assert!(!r.read_bool()?, "an export's first bit is 0");
+            read_export_body(&mut r)
+        };
         let w = body(NetGuid(7));
-        assert_eq!(read_export_body(&mut BitReader::new(w.bytes())), Ok((NetGuid(7), "/Game/Map.Door".into())));
+        assert_eq!(read(&w, w.len_bits()), Ok((NetGuid(7), "/Game/Map.Door".into())));
         for bad in [NetGuid(8), NetGuid(0), EXPORT_GUID] {
             let w = body(bad);
-            assert_eq!(read_export_body(&mut BitReader::new(w.bytes())), Err(WireError::Invalid("exported GUID")));
+            assert_eq!(read(&w, w.len_bits()), Err(WireError::Invalid("exported GUID")));
         }
         let w = body(NetGuid(7));
         for cut in 0..w.len_bits() {
-            assert!(read_export_body(&mut BitReader::with_len(w.bytes(), cut)).is_err(), "cut at {cut}");
+            assert!(read(&w, cut).is_err(), "cut at {cut}");
         }
     }
 

@@ -10,7 +10,7 @@
 //!
 //! ```text
 //! begin_packet(seq)
-//!   write_close(guid, reason) | write_export(guid, path)
+//!   write_close(guid, reason) | write_export(guid, path) | write_rpc(seq, target, call)
 //!   | write_plain(guid, pre-encoded count and records)            the shared arena's copy
 //!   | begin_bunch(guid, open) | begin_plain(guid, count bits)
 //!       { body().write… while body_fits(bits) } end_bunch(records)
@@ -299,6 +299,26 @@ impl PacketWriter {
         debug_assert!(self.header.is_none());
         let mut body = BitWriter::new();
         super::open::write_export_body(&mut body, guid, path);
+        write_bunch_after(out, self.prev, super::open::EXPORT_GUID, None, &body);
+        self.prev = super::open::EXPORT_GUID;
+        self.bunches += 1;
+    }
+
+    /// Whether a call bunch ([`super::rpc`]) fits the open packet.
+    pub fn rpc_fits(&self, out: &BitWriter, seq: Option<u16>, target: NetGuid, call: &BitWriter) -> bool {
+        self.bunch_fits(out, super::open::EXPORT_GUID, None, super::rpc::rpc_body_bits(seq, target, call))
+    }
+
+    /// Whether a call bunch fits an otherwise empty packet (whatever its sequence number).
+    pub fn rpc_fits_empty(&self, seq: Option<u16>, target: NetGuid, call: &BitWriter) -> bool {
+        self.bunch_fits_empty(super::open::EXPORT_GUID, None, super::rpc::rpc_body_bits(seq, target, call))
+    }
+
+    /// Writes a call bunch.
+    pub fn write_rpc(&mut self, out: &mut BitWriter, seq: Option<u16>, target: NetGuid, call: &BitWriter) {
+        debug_assert!(self.header.is_none());
+        let mut body = BitWriter::new();
+        super::rpc::write_rpc_body(&mut body, seq, target, call);
         write_bunch_after(out, self.prev, super::open::EXPORT_GUID, None, &body);
         self.prev = super::open::EXPORT_GUID;
         self.bunches += 1;

@@ -446,6 +446,7 @@ impl NetDriver {
             guids: &self.guids,
             fast: &self.fast,
             marks_opens: true,
+            calls: &self.rpcs.frame,
         };
         let ctx = LevelCtx {
             write: &write,

@@ -52,6 +52,8 @@ pub(crate) struct WriteCtx<'a> {
     /// writes for): a bunch's entry leaves the pair table alone — for an open it had searched
     /// the connection's rows for the pair.
     pub marks_opens: bool,
+    /// This tick's remote procedure calls ([`super::rpc`]).
+    pub calls: &'a [std::sync::Arc<super::rpc::Call>],
 }
 
 /// What one connection's writing produced.
@@ -78,12 +80,20 @@ struct Open {
     closes: u32,
     exports: u32,
     fast: u32,
+    rpcs: u32,
 }
 
 impl FrameWrite {
     /// Counts a fast array bunch just written into the open packet.
     pub fn wrote_fast(&mut self) {
         self.open.fast += 1;
+        self.bunches += 1;
+    }
+
+    /// Counts a call bunch just written into the open packet (a reliable one is recorded in
+    /// flight).
+    pub fn wrote_rpc(&mut self, reliable: bool) {
+        self.open.rpcs += u32::from(reliable);
         self.bunches += 1;
     }
 }
@@ -104,6 +114,8 @@ impl WriteCtx<'_> {
         if !self.fast.is_empty() {
             self.write_all_fast_arrays(ci, conn, &mut st);
         }
+        let chan = |c: &Connection, g: NetGuid| super::rpc::pair_chan(c, self.guids, g);
+        self.write_rpcs(ci, conn, &mut st, self.calls, (false, true), chan);
         self.end(conn, st, false)
     }
 
@@ -333,7 +345,7 @@ impl WriteCtx<'_> {
     fn finish_continued(&self, conn: &mut Connection, open: &mut Open, continues: bool) {
         let end = conn.writer.finish_packet_continued(&mut conn.out, continues);
         conn.out_ends.push(end);
-        conn.rel.sent(open.entries, open.closes, open.exports, open.fast);
+        conn.rel.sent(open.entries, open.closes, open.exports, open.fast, open.rpcs);
         *open = Open::default();
     }
 

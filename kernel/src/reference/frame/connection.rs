@@ -5,6 +5,7 @@
 
 use super::dormancy::{wants_dormancy, Hold};
 use super::*;
+use crate::net::rpc::Chan;
 use crate::schema::LeafGroups;
 
 impl ReferenceFrame {
@@ -400,6 +401,16 @@ impl ReferenceFrame {
             let relevant_new = ready && relevant && !rc.dormant.contains_key(&a.guid) && loaded;
             awake[i] = open || relevant_new;
         }
+        // The tick's calls, after the actors (the writer's rule, with this connection's channels).
+        let (channels, held_torn) = (&rc.channels, &rc.held_torn);
+        let chan = |_: &Connection, g: NetGuid| match channels.get(&g) {
+            Some(_) if held_torn.contains(&g) => Chan::Closed,
+            Some(ch) if ch.open_acked => Chan::Acked,
+            Some(ch) if ch.ever_opened => Chan::Opened,
+            _ => Chan::Closed,
+        };
+        let saturated = rc.decisions.saturated;
+        write.write_rpcs(ci as u32, &mut rc.conn, &mut st, write.calls, (saturated, ready), chan);
         let written = write.end(&mut rc.conn, st, true);
         rc.budget.sent(written.bytes);
         for (c, s) in pending {

@@ -290,6 +290,7 @@ impl RefConn {
     /// Every packet sent so far arrived: its opens, fast array bunches and exports with it.
     fn acknowledge(&mut self) {
         self.fast_delivered.extend(self.conn.rel.fast.drain(..));
+        self.conn.rpcs.acknowledge_in_flight();
         self.conn.rel.acknowledge_everything();
         let exporting: Vec<NetGuid> = self.conn.exporting.drain().collect();
         self.conn.exported.extend(exporting);
@@ -468,6 +469,7 @@ impl ReferenceFrame {
             guids: &driver.guids,
             fast: &driver.fast,
             marks_opens: false,
+            calls: &driver.rpcs.frame,
         };
         let mut bytes = 0;
         // Due actors that may fall asleep, and those some connection holds awake.

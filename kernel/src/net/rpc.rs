@@ -1,0 +1,298 @@
+//! Remote procedure calls, server to client: UE's `Client` and `NetMulticast` functions, reliable
+//! or not ([`crate::schema::rpc`] declares them, [`crate::wire::rpc`] writes them).
+//!
+//! ```text
+//! call_rpc(actor, "Name", args)   the arguments checked and encoded once (the call's bits)
+//! tick, per connection, after the frame's actors:
+//!   fan out       this tick's calls reaching the connection: a Client call its owning
+//!                 connection, a Multicast call every connection — each only where the actor's
+//!                 channel is open (its open has gone); elsewhere dropped, as UE drops a call
+//!                 for an actor without a channel
+//!   number        reliable calls wait until their channel's open is acknowledged (the client
+//!                 has the actor), then take the connection's next reliable number, in call order
+//!   write         numbered calls not in flight (lost ones first: lowest numbers), then this
+//!                 tick's unreliable ones unless the connection saturated; one bunch each, after
+//!                 the actors' bunches
+//! feedback        a delivered packet's reliable calls are done; a lost one's are written again
+//! ```
+//!
+//! A reliable call goes once per packet until a packet carrying it is acknowledged, and the
+//! client applies each number once, in order (it holds later ones until the gap fills:
+//! [`crate::client`]), so reliable calls arrive exactly once and in call order — the order of
+//! every reliable call to the connection, stronger than UE's per channel. Waiting for the open's
+//! acknowledgement keeps a reliable call from reaching a client whose copy of the actor is still
+//! on its way (an open lost while the call's packet arrived would leave nothing to call); it costs
+//! a call on an actor opened in the same frame a round trip. At most
+//! [`MAX_RELIABLE_RPCS`](crate::wire::rpc::MAX_RELIABLE_RPCS) calls wait or fly per connection
+//! (UE closes a connection whose reliable buffer overflows; here the call is dropped and counted,
+//! [`ConnectionStats::rpcs_overflowed`](super::ConnectionStats::rpcs_overflowed)). An unreliable
+//! call goes in its tick's packets or never.
+//!
+//! Calls are written after the actors' bunches and fast arrays, so an actor a frame opens is open
+//! before a call of that frame reaches it, and the call sees the state the frame sent. Their bytes
+//! count against the connection's bandwidth like any other: reliable calls are written whatever
+//! the budget (UE sends RPCs as they are called, outside the priority list), unreliable ones not
+//! on a saturated connection (UE's `IsNetReady` check).
+
+use super::connection::{pair, Connection};
+use super::send::{FrameWrite, WriteCtx};
+use super::{ClassId, DriverError, NetDriver, NetGuid};
+use crate::schema::RpcTarget;
+use crate::store::{ActorId, ClassStore};
+use crate::value::Value;
+use crate::wire::rpc::MAX_RELIABLE_RPCS;
+use crate::wire::BitWriter;
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+/// One call: its actor, who it reaches, and its bits (index and arguments), encoded once.
+#[derive(Debug)]
+pub(crate) struct Call {
+    pub guid: NetGuid,
+    /// The owning connection's slot when called (a Client call's target).
+    pub owner: Option<u32>,
+    pub target: RpcTarget,
+    pub reliable: bool,
+    pub bits: BitWriter,
+}
+
+/// Calls made since the last tick, and the tick's own.
+#[derive(Default)]
+pub(crate) struct Calls {
+    /// Made since the last tick.
+    pub next: Vec<Arc<Call>>,
+    /// This tick's (moved from `next` when the tick starts).
+    pub frame: Vec<Arc<Call>>,
+}
+
+/// Where a connection stands with an actor's channel, for a call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Chan {
+    /// No channel, or one whose open has not gone (or a dormant or torn-off one).
+    Closed,
+    /// Its open has gone, not yet acknowledged.
+    Opened,
+    /// Its open is acknowledged: the client has the actor.
+    Acked,
+}
+
+/// The channel state a connection's pair gives (the driver's channels; the reference has its own).
+pub(crate) fn pair_chan(conn: &Connection, guids: &crate::ids::GuidMap<(u32, u32)>, guid: NetGuid) -> Chan {
+    match conn.pair_of(guids, guid) {
+        Some(ps) if ps.flags & (pair::DORMANT | pair::TORN) != 0 => Chan::Closed,
+        Some(ps) if ps.flags & pair::OPEN_ACKED != 0 => Chan::Acked,
+        Some(ps) if ps.flags & pair::EVER_OPENED != 0 => Chan::Opened,
+        _ => Chan::Closed,
+    }
+}
+
+/// A numbered reliable call.
+#[derive(Debug)]
+struct Numbered {
+    seq: u32,
+    call: Arc<Call>,
+    in_flight: bool,
+    acked: bool,
+}
+
+/// One connection's reliable calls: those waiting for their channel, and the numbered stream.
+#[derive(Debug, Default)]
+pub(crate) struct ConnRpcs {
+    /// The next reliable number.
+    next: u32,
+    /// Reliable calls whose channel's open is not acknowledged yet, in call order.
+    waiting: Vec<Arc<Call>>,
+    /// Numbered and not acknowledged, by number.
+    stream: VecDeque<Numbered>,
+    /// This tick's unreliable calls for the connection (scratch).
+    unreliable: Vec<Arc<Call>>,
+}
+
+impl ConnRpcs {
+    /// Reliable calls waiting or not acknowledged.
+    pub fn outstanding(&self) -> usize {
+        self.waiting.len() + self.stream.len()
+    }
+
+    /// The fate of reliable call `seq` (one of a settled packet's).
+    pub fn settle(&mut self, seq: u32, delivered: bool) {
+        let Some(front) = self.stream.front().map(|n| n.seq) else { return };
+        let Some(n) = self.stream.get_mut(seq.wrapping_sub(front) as usize) else { return };
+        debug_assert_eq!(n.seq, seq);
+        if delivered {
+            n.acked = true;
+        } else if !n.acked {
+            n.in_flight = false;
+        }
+        while self.stream.front().is_some_and(|n| n.acked) {
+            self.stream.pop_front();
+        }
+    }
+
+    /// Every call in flight delivered (the reference's perfect link).
+    pub fn acknowledge_in_flight(&mut self) {
+        self.stream.retain(|n| !n.in_flight);
+    }
+}
+
+impl NetDriver {
+    /// Calls remote procedure `rpc` of actor `id` with `args` (one per declared parameter, in
+    /// order): a `Client` call reaches the actor's owning connection ([`Self::set_owner`]), a
+    /// `NetMulticast` call every connection — each where the actor's channel is open at the next
+    /// tick, which sends it after the frame's actors ([`self`](crate::net::rpc)). The arguments
+    /// are checked and encoded now, once for every connection. Refused: an unknown call
+    /// ([`DriverError::UnknownRpc`]), arguments that do not fit its parameters
+    /// ([`DriverError::RpcArgs`]), a call larger than a packet ([`DriverError::RpcTooLarge`]), a
+    /// torn-off actor ([`DriverError::TornOff`]: it is its clients' own).
+    ///
+    /// ```
+    /// use shadowrep::client::ClientWorld;
+    /// use shadowrep::net::{DriverConfig, NetDriver};
+    /// use shadowrep::prelude::*;
+    /// use std::sync::Arc;
+    ///
+    /// let layout = Arc::new(
+    ///     ClassBuilder::new("Pawn")
+    ///         .property(PropertyDecl::new("Hp", PropType::U16))
+    ///         .rpc(RpcDecl::multicast("PlayHitEffect").reliable().param(PropertyDecl::new("Bone", PropType::U8)))
+    ///         .build()
+    ///         .unwrap(),
+    /// );
+    /// let mut store = ClassStore::new(layout.clone());
+    /// let mut driver = NetDriver::new(DriverConfig::default()).unwrap();
+    /// let class = driver.register_class(&mut store).unwrap();
+    /// let conn = driver.add_connection(false);
+    /// let mut client = ClientWorld::new(&[layout], &driver.checksums()).unwrap();
+    /// let pawn = store.spawn();
+    /// let guid = driver.assign_guid(class, &store, pawn).unwrap();
+    /// let mut frame = |driver: &mut NetDriver, store: &mut ClassStore, client: &mut ClientWorld| {
+    ///     driver.tick(&mut [store]).unwrap();
+    ///     for packet in driver.take_packets(conn).unwrap() {
+    ///         client.receive(&packet).unwrap();
+    ///     }
+    ///     driver.receive_feedback(conn, &client.feedback()).unwrap();
+    /// };
+    /// frame(&mut driver, &mut store, &mut client); // the pawn's open, acknowledged
+    /// driver.call_rpc(class, &store, pawn, "PlayHitEffect", &[Value::U8(7)]).unwrap();
+    /// frame(&mut driver, &mut store, &mut client);
+    /// let calls = client.take_rpcs();
+    /// assert_eq!(calls.len(), 1);
+    /// assert_eq!((calls[0].guid, calls[0].name.as_str()), (guid, "PlayHitEffect"));
+    /// assert_eq!(calls[0].args, vec![Value::U8(7)]);
+    /// assert!(driver.call_rpc(class, &store, pawn, "PlayHitEffect", &[]).is_err());
+    /// ```
+    pub fn call_rpc(
+        &mut self,
+        class: ClassId,
+        store: &ClassStore,
+        id: ActorId,
+        rpc: &str,
+        args: &[Value],
+    ) -> Result<(), DriverError> {
+        let ci = self.class_for(class, store)?;
+        let layout = self.classes[ci].layout.clone();
+        let unknown = || DriverError::UnknownRpc { class: layout.name.clone(), rpc: rpc.to_string() };
+        let index = layout.rpc_index(rpc).ok_or_else(unknown)?;
+        let decl = &layout.rpcs[index];
+        let bits = crate::wire::rpc::encode_call(&layout, index, args).map_err(DriverError::RpcArgs)?;
+        let guid = self.assign_guid(class, store, id)?;
+        let worst = Some(u16::MAX).filter(|_| decl.reliable);
+        let fits = crate::wire::packet::PacketWriter::new(self.cfg.mtu).rpc_fits_empty(worst, NetGuid(u64::MAX), &bits);
+        if !fits {
+            return Err(DriverError::RpcTooLarge { rpc: rpc.to_string(), bits: bits.len_bits() });
+        }
+        let a = &self.classes[ci].actors[id.index as usize];
+        if a.torn() || a.tearing {
+            return Err(DriverError::TornOff(guid));
+        }
+        let owner = a.owner;
+        self.rpcs.next.push(Arc::new(Call { guid, owner, target: decl.target, reliable: decl.reliable, bits }));
+        Ok(())
+    }
+}
+
+impl WriteCtx<'_> {
+    /// Connection `ci`'s calls at the end of its frame (see the module documentation): this
+    /// tick's `calls` fanned out by `chan` (where the connection stands with each actor's
+    /// channel), reliable ones numbered once their channel is acknowledged, then written —
+    /// numbered ones not in flight, then the unreliable ones unless `saturated`. `write`: false
+    /// when the connection is written nothing this frame (not ready): reliable calls keep
+    /// waiting, unreliable ones are dropped.
+    pub(crate) fn write_rpcs(
+        &self,
+        ci: u32,
+        conn: &mut Connection,
+        st: &mut FrameWrite,
+        calls: &[Arc<Call>],
+        (saturated, write): (bool, bool),
+        chan: impl Fn(&Connection, NetGuid) -> Chan,
+    ) {
+        if calls.is_empty() && conn.rpcs.outstanding() == 0 {
+            return;
+        }
+        let mut rpcs = std::mem::take(&mut conn.rpcs);
+        for call in calls {
+            let reaches = match call.target {
+                RpcTarget::Client => call.owner == Some(ci),
+                RpcTarget::Multicast => true,
+            };
+            if !reaches {
+                continue;
+            }
+            if chan(conn, call.guid) == Chan::Closed {
+                conn.stats.rpcs_dropped += 1;
+            } else if !call.reliable {
+                rpcs.unreliable.push(call.clone());
+            } else if rpcs.outstanding() >= MAX_RELIABLE_RPCS as usize {
+                conn.stats.rpcs_overflowed += 1;
+            } else {
+                rpcs.waiting.push(call.clone());
+            }
+        }
+        // Number the reliable calls whose channel the client has, in call order.
+        let mut waiting = std::mem::take(&mut rpcs.waiting);
+        waiting.retain(|call| match chan(conn, call.guid) {
+            Chan::Acked => {
+                rpcs.stream.push_back(Numbered { seq: rpcs.next, call: call.clone(), in_flight: false, acked: false });
+                rpcs.next = rpcs.next.wrapping_add(1);
+                false
+            }
+            Chan::Opened => true,
+            Chan::Closed => {
+                conn.stats.rpcs_dropped += 1;
+                false
+            }
+        });
+        rpcs.waiting = waiting;
+        if write {
+            for n in rpcs.stream.iter_mut().filter(|n| !n.in_flight && !n.acked) {
+                if !self.write_rpc(conn, st, Some(n.seq as u16), &n.call) {
+                    break;
+                }
+                conn.rel.rpcs.push_back(n.seq);
+                n.in_flight = true;
+            }
+        }
+        let unreliable = std::mem::take(&mut rpcs.unreliable);
+        let mut sent = 0;
+        if write && !saturated {
+            sent = unreliable.iter().take_while(|call| self.write_rpc(conn, st, None, call)).count();
+        }
+        conn.stats.rpcs_dropped += (unreliable.len() - sent) as u64;
+        rpcs.unreliable = unreliable;
+        rpcs.unreliable.clear();
+        conn.rpcs = rpcs;
+    }
+
+    /// Writes one call bunch; false when the window is full.
+    fn write_rpc(&self, conn: &mut Connection, st: &mut FrameWrite, seq: Option<u16>, call: &Call) -> bool {
+        if st.full || !self.ensure_in(conn, st, |c| c.writer.rpc_fits(&c.out, seq, call.guid, &call.bits)) {
+            st.full = true;
+            return false;
+        }
+        conn.writer.write_rpc(&mut conn.out, seq, call.guid, &call.bits);
+        st.wrote_rpc(seq.is_some());
+        conn.stats.rpcs_sent += 1;
+        true
+    }
+}

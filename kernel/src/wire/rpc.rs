@@ -1,0 +1,234 @@
+//! Remote procedure calls on the wire ([`crate::schema::rpc`]).
+//!
+//! ```text
+//! call bunch := a sized bunch of GUID 1 (EXPORT_GUID) whose body is
+//!               1:bit  reliable:bit [seq:16]  target:packed  call
+//!               (an export's body starts with a 0 bit: super::open)
+//! call       := index:bits(⌈log₂ calls⌉ of the target's class)  { record }*
+//!               the parameters as records of the call's parameter layout, in handle order, those
+//!               at their zero value left out; the bunch's length ends them
+//! seq        := the low 16 bits of the connection's reliable call number
+//! ```
+//!
+//! A call bunch names its target actor in its body, so the packet's GUID steps stay those of the
+//! actors' bunches: a frame's calls come after its actors, in the last packets, where the step to
+//! GUID 1 is paid once per packet. The decoder reads the header and keeps the call's bits
+//! ([`RpcBunch`]): the receiver decodes them with the target's class once the packet's bunches
+//! applied (an actor opened by the same packet has its class then), and a sized bunch is stepped
+//! over whole when it cannot ([`decode_call`] fails alone, never the packet).
+//!
+//! Reliable calls carry the low 16 bits of their number in the connection's reliable stream; the
+//! server never has more than [`MAX_RELIABLE_RPCS`] numbered and unacknowledged, so a receiver
+//! that expects number `n` places any honest one within `n .. n + MAX_RELIABLE_RPCS`.
+
+use super::bunch::{handle_bits, read_records, write_array_record, write_leaf_record, RecordValue};
+use super::{BitReader, BitWriter, WireError};
+use crate::ids::NetGuid;
+use crate::schema::rpc::rpc_index_bits;
+use crate::schema::ClassLayout;
+use crate::value::{decode_parent, encode_parent, Value, ValueError};
+
+/// Most reliable calls a connection has numbered and not yet acknowledged: the reliable window
+/// (UE's `RELIABLE_BUFFER` is 256 reliable bunches per channel; here one stream per connection).
+pub const MAX_RELIABLE_RPCS: u32 = 1024;
+
+/// A call bunch as decoded: its target, reliable number, and the call's bits (index and
+/// parameters) for [`decode_call`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RpcBunch {
+    /// The actor called.
+    pub target: NetGuid,
+    /// A reliable call's number, its low 16 bits; `None` for an unreliable one.
+    pub seq: Option<u16>,
+    /// The call's bits: its index and parameters.
+    pub call: Vec<u8>,
+    /// How many bits of `call` are the call's.
+    pub bits: usize,
+}
+
+/// Encodes call `index` of `class` with `args` (one per parameter, in order): its index and its
+/// parameters' records. The parameters are type-checked against the call's parameter layout.
+pub fn encode_call(class: &ClassLayout, index: usize, args: &[Value]) -> Result<BitWriter, ValueError> {
+    let rpc = class.rpcs.get(index).ok_or(ValueError::NoSuchProperty(index))?;
+    let params = &*rpc.params;
+    if args.len() != params.parents.len() {
+        return Err(ValueError::ArgCount { expected: params.parents.len(), got: args.len() });
+    }
+    let mut record = params.default_record.clone();
+    let mut arrays = params.default_arrays.clone();
+    for (pi, v) in args.iter().enumerate() {
+        let encoded = encode_parent(params, pi, v)?;
+        let range = params.parents[pi].record_range.clone();
+        record[range.clone()].copy_from_slice(&encoded.record[..range.len()]);
+        for (a, data) in encoded.arrays {
+            arrays[a] = data;
+        }
+    }
+    let mut w = BitWriter::new();
+    w.write_bits(index as u64, rpc_index_bits(class));
+    let bits = handle_bits(params);
+    for leaf in &params.leaves {
+        match leaf.array {
+            None => {
+                let bytes = &record[leaf.record_offset..leaf.record_offset + leaf.kind.byte_size()];
+                if bytes.iter().any(|&b| b != 0) {
+                    write_leaf_record(&mut w, bits, leaf.handle, leaf.kind, bytes);
+                }
+            }
+            Some(a) if !arrays[a].is_empty() => {
+                write_array_record(&mut w, params, leaf.handle as usize - 1, &arrays[a]);
+            }
+            Some(_) => {}
+        }
+    }
+    Ok(w)
+}
+
+/// Decodes a call bunch's call with its target's class: the call's index and arguments.
+pub fn decode_call(class: &ClassLayout, bunch: &RpcBunch) -> Result<(usize, Vec<Value>), WireError> {
+    let mut r = BitReader::with_len(&bunch.call, bunch.bits);
+    let index = r.read_bits(rpc_index_bits(class))? as usize;
+    let rpc = class.rpcs.get(index).ok_or(WireError::Invalid("call index"))?;
+    let params = &*rpc.params;
+    let records = read_records(&mut r, params, None)?;
+    let mut record = vec![0u8; params.record_bytes];
+    let mut arrays: Vec<Vec<u8>> = vec![Vec::new(); params.arrays.len()];
+    for rec in records {
+        let leaf = params.leaf_by_handle(rec.handle).ok_or(WireError::Invalid("handle"))?;
+        match rec.value {
+            RecordValue::Leaf(bytes) => {
+                record[leaf.record_offset..leaf.record_offset + bytes.len()].copy_from_slice(&bytes);
+            }
+            RecordValue::Array { count, elements } => {
+                let Some(a) = leaf.array else { return Err(WireError::Invalid("array record")) };
+                let array = &params.arrays[a];
+                let per = array.elements.len();
+                let mut data = vec![0u8; count as usize * array.stride];
+                for (nested, bytes) in elements {
+                    let n = nested as usize - 1;
+                    let (e, el) = (n / per, &array.elements[n % per]);
+                    let at = e * array.stride + el.offset;
+                    data[at..at + bytes.len()].copy_from_slice(&bytes);
+                }
+                arrays[a] = data;
+            }
+        }
+    }
+    let args = (0..params.parents.len())
+        .map(|pi| {
+            let range = params.parents[pi].record_range.clone();
+            decode_parent(params, pi, &record[range], |a| &arrays[a][..])
+        })
+        .collect();
+    Ok((index, args))
+}
+
+/// Writes a call bunch's body: the call bit, the reliable number, the target and the call.
+pub fn write_rpc_body(w: &mut BitWriter, seq: Option<u16>, target: NetGuid, call: &BitWriter) {
+    w.write_bool(true);
+    w.write_bool(seq.is_some());
+    if let Some(s) = seq {
+        w.write_bits(u64::from(s), 16);
+    }
+    w.write_packed(target.0);
+    w.write_from(call.bytes(), 0, call.len_bits());
+}
+
+/// Bits [`write_rpc_body`] writes.
+pub fn rpc_body_bits(seq: Option<u16>, target: NetGuid, call: &BitWriter) -> usize {
+    2 + if seq.is_some() { 16 } else { 0 } + super::packet::packed_bits(target.0) + call.len_bits()
+}
+
+/// Reads a call bunch's body after its call bit, to its end (the bunch's length).
+pub fn read_rpc_body(r: &mut BitReader<'_>) -> Result<RpcBunch, WireError> {
+    let seq = if r.read_bool()? { Some(r.read_bits(16)? as u16) } else { None };
+    let target = NetGuid(r.read_packed()?);
+    if target.is_null() {
+        return Err(WireError::Invalid("call target"));
+    }
+    let bits = r.remaining();
+    let mut call = BitWriter::new();
+    while r.remaining() > 0 {
+        let n = r.remaining().min(64) as u32;
+        call.write_bits(r.read_bits(n)?, n);
+    }
+    Ok(RpcBunch { target, seq, call: call.into_bytes(), bits })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::schema::{ClassBuilder, PropType, PropertyDecl, RpcDecl, StructType};
+
+    fn class() -> ClassLayout {
+        let hit = StructType::new("Hit").field("Damage", PropType::F32).field("Bone", PropType::U8);
+        ClassBuilder::new("Pawn")
+            .property(PropertyDecl::new("Hp", PropType::U16))
+            .rpc(RpcDecl::multicast("Ping"))
+            .rpc(
+                RpcDecl::client("ClientHit")
+                    .reliable()
+                    .param(PropertyDecl::new("Hit", PropType::Struct(hit)))
+                    .param(PropertyDecl::new("Ids", PropType::Array { element: Box::new(PropType::U16), max_len: 8 }))
+                    .param(PropertyDecl::new("Who", PropType::Object)),
+            )
+            .build()
+            .unwrap()
+    }
+
+    fn round_trip(c: &ClassLayout, index: usize, args: &[Value], seq: Option<u16>) -> (usize, Vec<Value>, usize) {
+        let call = encode_call(c, index, args).unwrap();
+        let mut w = BitWriter::new();
+        write_rpc_body(&mut w, seq, NetGuid(42), &call);
+        assert_eq!(w.len_bits(), rpc_body_bits(seq, NetGuid(42), &call));
+        let mut r = BitReader::with_len(w.bytes(), w.len_bits());
+        assert!(r.read_bool().unwrap());
+        let b = read_rpc_body(&mut r).unwrap();
+        assert_eq!((b.target, b.seq, b.bits), (NetGuid(42), seq, call.len_bits()));
+        let (i, back) = decode_call(c, &b).unwrap();
+        (i, back, call.len_bits())
+    }
+
+    #[test]
+    fn calls_round_trip_and_zero_parameters_cost_nothing() {
+        let c = class();
+        let (i, args, bits) = round_trip(&c, 0, &[], None);
+        assert_eq!((i, args.len(), bits), (0, 0, 1), "an argument-less call is its index");
+        let hit = Value::Struct(vec![Value::F32(12.5), Value::U8(3)]);
+        let ids = Value::Array(vec![Value::U16(7), Value::U16(0), Value::U16(9)]);
+        let who = Value::Object(crate::value::ObjectRef(8));
+        let args = [hit.clone(), ids.clone(), who.clone()];
+        let (i, back, _) = round_trip(&c, 1, &args, Some(65535));
+        assert_eq!((i, back), (1, args.to_vec()));
+        let zero = [
+            Value::Struct(vec![Value::F32(0.0), Value::U8(0)]),
+            Value::Array(vec![]),
+            Value::Object(crate::value::ObjectRef(0)),
+        ];
+        let (_, back, bits) = round_trip(&c, 1, &zero, Some(1));
+        assert_eq!((back, bits), (zero.to_vec(), 1), "zero arguments are left out");
+    }
+
+    #[test]
+    fn bad_arguments_are_refused_and_bad_bits_fail_alone() {
+        let c = class();
+        assert_eq!(encode_call(&c, 1, &[]).unwrap_err(), ValueError::ArgCount { expected: 3, got: 0 });
+        assert!(encode_call(&c, 1, &[Value::U8(1), Value::Array(vec![]), Value::Object(crate::value::ObjectRef(0))])
+            .is_err());
+        assert!(encode_call(&c, 2, &[]).is_err());
+        // Index 1 of 2, then a truncated record.
+        let b = RpcBunch { target: NetGuid(2), seq: None, call: vec![0b1111_1111], bits: 5 };
+        assert!(decode_call(&c, &b).is_err());
+        // An index past the class's calls (a class of 3 calls reads 2 bits).
+        let three = ClassBuilder::new("T")
+            .rpc(RpcDecl::multicast("A"))
+            .rpc(RpcDecl::multicast("B"))
+            .rpc(RpcDecl::multicast("C"))
+            .build()
+            .unwrap();
+        let b = RpcBunch { target: NetGuid(2), seq: None, call: vec![0b11], bits: 2 };
+        assert_eq!(decode_call(&three, &b).unwrap_err(), WireError::Invalid("call index"));
+        let mut r = BitReader::new(&[0, 0, 0, 0]);
+        assert_eq!(read_rpc_body(&mut r).unwrap_err(), WireError::Invalid("call target"));
+    }
+}
