@@ -22,7 +22,7 @@ use std::sync::Mutex;
 
 const USAGE: &str = "usage: reference_sweep --seeds A..B [--connections N] [--loss F] [--dormancy] \
 [--bags-first] [--sublevels] [--priority-hooks] [--net-groups] [--dynamic-conditions] [--class-defaults] [--net-temporary] \
-[--initial-only] [--sub-conditions] [--replicates] [--wide] [--threads T] \
+[--initial-only] [--sub-conditions] [--replicates] [--wide] [--rpcs] [--threads T] \
 [--verbose]
   --seeds A..B       the worlds' seeds, B excluded (required)
   --connections N    clients per world, the last a replay connection (default 4, at least 1)
@@ -40,6 +40,7 @@ const USAGE: &str = "usage: reference_sweep --seeds A..B [--connections N] [--lo
                      SimulatedOrPhysicsNoReplay, InitialOrOwner)
   --replicates       the game switches actors' replication off and on (SetReplicates)
   --wide             the bags' class past 64 leaves (twenty eight-byte ledgers more): masks of leaf groups
+  --rpcs             the game calls its actors' remote procedures (reliable and not, multicast and client)
   --threads T        worlds run at once (default 1)
   --verbose          also print matching and tame worlds";
 
@@ -102,6 +103,7 @@ fn parse(args: impl Iterator<Item = String>) -> Result<Args, String> {
             "--sub-conditions" => template.sub_conditions = true,
             "--replicates" => template.replicates = true,
             "--wide" => template.wide = true,
+            "--rpcs" => template.rpcs = true,
             "--verbose" => verbose = true,
             "--help" | "-h" => return Err(String::new()),
             other => return Err(format!("unknown flag {other}")),
@@ -182,8 +184,8 @@ fn main() -> ExitCode {
                     }
                     Verdict::Failed(what) => {
                         println!(
-                            "FAIL seed {seed} connections {} loss {} dormancy {} bags-first {} sublevels {} priority-hooks {} net-groups {} dynamic-conditions {} class-defaults {} net-temporary {} initial-only {} sub-conditions {} replicates {} wide {}: {what}",
-                            t.connections, t.loss, t.dormancy, t.bags_first, t.sublevels, t.priority_hooks, t.net_groups, t.dynamic_conditions, t.class_defaults, t.net_temporary, t.initial_only, t.sub_conditions, t.replicates, t.wide
+                            "FAIL seed {seed} connections {} loss {} dormancy {} bags-first {} sublevels {} priority-hooks {} net-groups {} dynamic-conditions {} class-defaults {} net-temporary {} initial-only {} sub-conditions {} replicates {} wide {} rpcs {}: {what}",
+                            t.connections, t.loss, t.dormancy, t.bags_first, t.sublevels, t.priority_hooks, t.net_groups, t.dynamic_conditions, t.class_defaults, t.net_temporary, t.initial_only, t.sub_conditions, t.replicates, t.wide, t.rpcs
                         );
                         failed.lock().expect("no panic holds it").push(seed);
                     }

@@ -104,6 +104,9 @@ pub struct ClientStats {
     /// Reliable calls delivered or held already (the server's resend after a lost
     /// acknowledgement), or numbered further ahead than an honest server goes: dropped.
     pub rpcs_stale: u64,
+    /// Reliable calls whose number came with other bits than a call held or delivered under it:
+    /// one of the two was forged, and both are delivered (see `client::rpcs`).
+    pub rpcs_conflicts: u64,
 }
 
 /// A fired notify: one per property and update (a packet's bunch, or the arrival of an object

@@ -417,13 +417,7 @@ pub(crate) fn apply_settled(
     }
     // An export the client acknowledged is never sent again; a lost one goes at the next frame
     // (the references it serves may have arrived without it: they wait on the client).
-    for _ in 0..rec.rpcs {
-        let Some(seq) = conn.rel.rpcs.pop_front() else { break };
-        conn.rpcs.settle(seq, delivered);
-        if !delivered {
-            conn.stats.rpcs_resent += 1;
-        }
-    }
+    super::rpc::settle_packet(conn, rec.rpcs, delivered);
     for _ in 0..rec.exports {
         let Some(guid) = conn.rel.exports.pop_front() else { break };
         conn.exporting.remove(&guid);

@@ -135,6 +135,19 @@ impl ConnRpcs {
     }
 }
 
+/// The fate of a settled packet's `count` reliable calls (the front of the connection's
+/// [`Reliability::rpcs`](super::reliability::Reliability::rpcs)): delivered, they are done; lost,
+/// they go again.
+pub(crate) fn settle_packet(conn: &mut Connection, count: u32, delivered: bool) {
+    for _ in 0..count {
+        let Some(seq) = conn.rel.rpcs.pop_front() else { break };
+        conn.rpcs.settle(seq, delivered);
+        if !delivered {
+            conn.stats.rpcs_resent += 1;
+        }
+    }
+}
+
 impl NetDriver {
     /// Calls remote procedure `rpc` of actor `id` with `args` (one per declared parameter, in
     /// order): a `Client` call reaches the actor's owning connection ([`Self::set_owner`]), a

@@ -26,16 +26,28 @@ use sim::Sim;
 pub const LOCATION: usize = 0;
 pub const HEALTH: usize = 1;
 
-/// A class with a replicated location and a health.
+/// A class with a replicated location and a health, and the calls of [`with_calls`].
 pub fn thing() -> Arc<ClassLayout> {
-    Arc::new(
-        ClassBuilder::new("Thing")
-            .property(PropertyDecl::new("Location", PropType::Vector(VectorQuant::None)))
-            .property(PropertyDecl::new("Health", PropType::U32))
-            .build()
-            .expect("valid layout"),
-    )
+    let b = ClassBuilder::new("Thing")
+        .property(PropertyDecl::new("Location", PropType::Vector(VectorQuant::None)))
+        .property(PropertyDecl::new("Health", PropType::U32));
+    Arc::new(with_calls(b).build().expect("valid layout"))
 }
+
+/// The remote procedure calls of [`thing`] and the bags, one of each kind, each with a `u32`
+/// (a world's calls number themselves with it): [`CALLS`] in order.
+pub fn with_calls(b: ClassBuilder) -> ClassBuilder {
+    use shadowrep::schema::RpcDecl;
+    let n = || PropertyDecl::new("N", PropType::U32);
+    b.rpc(RpcDecl::multicast(CALLS[0]).param(n()))
+        .rpc(RpcDecl::multicast(CALLS[1]).reliable().param(n()))
+        .rpc(RpcDecl::client(CALLS[2]).param(n()))
+        .rpc(RpcDecl::client(CALLS[3]).reliable().param(n()))
+}
+
+/// The calls of [`with_calls`]: unreliable and reliable multicasts, unreliable and reliable
+/// client calls.
+pub const CALLS: [&str; 4] = ["Ping", "Shout", "Hint", "Whisper"];
 
 /// A class without a location property (positions set by the game) with a push-model property,
 /// a dynamic array (growing, shrinking and changing a few elements at a time), and properties
@@ -82,7 +94,7 @@ fn bag(dynamic: bool, defaults: bool, wide: bool) -> Arc<ClassLayout> {
         let c = [Condition::None, Condition::OwnerOnly, Condition::InitialOnly, Condition::SkipOwner][i % 4];
         PropertyDecl::new(format!("Ledger{i}"), PropType::Struct(ledger.clone())).condition(c)
     });
-    Arc::new(ledgers.fold(b, |b, p| b.property(p)).build().expect("valid layout"))
+    Arc::new(with_calls(ledgers.fold(b, |b, p| b.property(p))).build().expect("valid layout"))
 }
 
 /// The ledger parents of a wide [`bag`], after its others.
@@ -121,6 +133,7 @@ pub struct Spec {
     pub sub_conditions: bool,
     pub replicates: bool,
     pub wide: bool,
+    pub rpcs: bool,
 }
 
 impl Spec {
@@ -143,6 +156,7 @@ impl Spec {
             sub_conditions: false,
             replicates: false,
             wide: false,
+            rpcs: false,
         }
     }
 
@@ -234,6 +248,13 @@ impl Spec {
     pub fn replicates(self) -> Spec {
         Spec { replicates: true, ..self }
     }
+
+    /// The same with the game calling its actors' remote procedures, of every kind, a few each
+    /// frame: the calls ride the same packets (and budget) in both, and each client gets every
+    /// actor's calls in call order, none twice.
+    pub fn rpcs(self) -> Spec {
+        Spec { rpcs: true, ..self }
+    }
 }
 
 /// What a world exercised, counted over its frames and connections (the kernel's decisions; the
@@ -281,6 +302,11 @@ pub struct Exercised {
     pub switched_off: usize,
     /// Ledger bytes written ([`Spec::wide`]).
     pub ledger_writes: usize,
+    /// Remote procedure calls made, and those delivered to the clients, reliable and not
+    /// ([`Spec::rpcs`]).
+    pub rpcs_called: usize,
+    pub reliable_delivered: usize,
+    pub unreliable_delivered: usize,
     /// The last clients' connection statistics.
     pub stats: Vec<ConnectionStats>,
 }
@@ -323,6 +349,13 @@ impl Exercised {
             (!spec.replicates || self.switched_off > 20, format!("{} actors switched off", self.switched_off)),
             (!spec.wide || self.ledger_writes > 1000, format!("{} ledger bytes written", self.ledger_writes)),
             (
+                !spec.rpcs || self.reliable_delivered > 200 && self.unreliable_delivered > 100,
+                format!(
+                    "{} reliable and {} unreliable calls delivered",
+                    self.reliable_delivered, self.unreliable_delivered
+                ),
+            ),
+            (
                 spec.loss == 0.0 || self.dropped > 100 && resent > 100,
                 format!("{} packets lost, {resent} leaves resent", self.dropped),
             ),
@@ -349,6 +382,10 @@ pub fn decide_alike(spec: Spec) -> Result<Exercised, String> {
     sim.initial_only = spec.initial_only;
     sim.sub_conditions = spec.sub_conditions;
     sim.replicates_switch = spec.replicates;
+    sim.rpcs = spec.rpcs;
+    // Per (connection, actor, reliable): the number of the last call delivered.
+    let mut last_call: std::collections::HashMap<(shadowrep::ids::ConnectionId, shadowrep::ids::NetGuid, bool), u32> =
+        Default::default();
     if dormancy {
         // A wider map: more actors out of every viewer's reach, asleep until a viewer comes by.
         sim.span = 60_000.0;
@@ -368,6 +405,9 @@ pub fn decide_alike(spec: Spec) -> Result<Exercised, String> {
         }
         if spec.dynamic_conditions {
             sim.dynamic_conditions(frame);
+        }
+        if spec.rpcs {
+            sim.play_rpcs();
         }
         sim.step().map_err(|e| format!("seed {seed} {e}"))?;
         for (c, &(conn, _)) in sim.clients.iter().enumerate() {
@@ -413,8 +453,22 @@ pub fn decide_alike(spec: Spec) -> Result<Exercised, String> {
             x.sends += kernel.sends.len();
             x.sub_sends += kernel.sends.iter().filter(|s| sim.driver.owner_of(s.guid).is_some()).count();
         }
-        for (_, world) in &mut sim.clients {
+        for (conn, world) in &mut sim.clients {
             x.item_events += world.take_fast_array_events().len();
+            for e in world.take_rpcs() {
+                let [Value::U32(n)] = e.args[..] else { return Err(format!("seed {seed}: a call's arguments {e:?}")) };
+                if let Some(last) = last_call.insert((*conn, e.guid, e.reliable), n).filter(|&last| last >= n) {
+                    return Err(format!(
+                        "seed {seed} frame {frame}: {conn:?} got call {n} on {} after call {last} ({})",
+                        e.guid, e.name
+                    ));
+                }
+                if e.reliable {
+                    x.reliable_delivered += 1;
+                } else {
+                    x.unreliable_delivered += 1;
+                }
+            }
         }
     }
     x.torn = sim.torn;
@@ -433,6 +487,7 @@ pub fn decide_alike(spec: Spec) -> Result<Exercised, String> {
     x.other_conditions = sim.other_conditions;
     x.switched_off = sim.switched_off;
     x.ledger_writes = sim.ledger_writes;
+    x.rpcs_called = sim.rpcs_called as usize;
     x.stats = sim.clients.iter().map(|&(c, _)| sim.driver.connection_stats(c).expect("live")).collect();
     Ok(x)
 }

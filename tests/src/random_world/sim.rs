@@ -108,6 +108,11 @@ pub(super) struct Sim {
     wide: bool,
     wide_rng: ChaCha8Rng,
     pub(super) ledger_writes: usize,
+    /// The game calls the actors' remote procedures ([`super::Spec::rpcs`]), from dice of their
+    /// own, each call numbered by its argument.
+    pub(super) rpcs: bool,
+    rpc_rng: ChaCha8Rng,
+    pub(super) rpcs_called: u32,
 }
 
 fn slots() -> Arc<shadowrep::schema::ArrayLayout> {
@@ -195,6 +200,9 @@ impl Sim {
             wide,
             wide_rng: ChaCha8Rng::seed_from_u64(seed ^ 0x7769_6465),
             ledger_writes: 0,
+            rpcs: false,
+            rpc_rng: ChaCha8Rng::seed_from_u64(seed ^ 0x7270_6373),
+            rpcs_called: 0,
         };
         // `DormantPartial` things are dormant for two connections in three.
         let partial: shadowrep::net::dormancy::DormancyHook =
@@ -427,6 +435,21 @@ impl Sim {
             self.driver.set_sublevel(class, store, id, l).unwrap();
         }
         self.live.push((class, id));
+    }
+
+    /// Calls a few actors' remote procedures, of every kind ([`super::CALLS`]), each with the
+    /// next number; a torn-off actor refuses.
+    pub(super) fn play_rpcs(&mut self) {
+        for _ in 0..self.rpc_rng.random_range(0..12) {
+            let (c, id) = self.live[self.rpc_rng.random_range(0..self.live.len())];
+            let name = super::CALLS[self.rpc_rng.random_range(0..super::CALLS.len())];
+            let store = if c == self.thing { &self.things } else { &self.bags };
+            match self.driver.call_rpc(c, store, id, name, &[Value::U32(self.rpcs_called)]) {
+                Ok(()) => self.rpcs_called += 1,
+                Err(shadowrep::net::DriverError::TornOff(_)) => {}
+                Err(e) => panic!("call {name} on {id:?}: {e}"),
+            }
+        }
     }
 
     /// Changes, adds and removes items of a few inventories (dropping those whose owner is gone).

@@ -276,6 +276,24 @@ fn with_a_class_past_64_leaves_the_kernel_decides_exactly_as_the_ue_style_refere
 }
 
 #[test]
+fn with_remote_procedure_calls_the_kernel_writes_exactly_as_the_ue_style_reference() {
+    // The game calls its actors' remote procedures, of every kind, a few each frame
+    // (`Spec::rpcs`): both sides fan them out to the same channels, hold reliable ones for the
+    // same acknowledgements, drop unreliable ones on the same saturated connections and write
+    // the same packets; each client gets every actor's calls in call order, none twice — through
+    // loss, silent and dark clients, relevancy and dormancy closes, tear-offs and sub-objects.
+    let worlds = [(0, 4, 0.0), (1, 4, 0.2), (8, 6, 0.3), (2, 3, 0.3)];
+    for (seed, connections, loss) in worlds {
+        let spec = Spec::new(seed, connections).loss(loss).rpcs();
+        decide_alike(match seed {
+            8 => spec.dormancy(),
+            2 => spec.sublevels().wide(),
+            _ => spec,
+        });
+    }
+}
+
+#[test]
 fn with_temporary_actors_the_kernel_decides_exactly_as_the_ue_style_reference() {
     // A quarter of the actors temporary (`Spec::net_temporary`, UE's `bNetTemporary`), the flag
     // coming and going with their settings: each connection skips one once its open went (not

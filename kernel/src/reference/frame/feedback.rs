@@ -77,6 +77,7 @@ impl ReferenceFrame {
                         rc.conn.closes.push(PendingClose::destroyed(guid));
                     }
                 }
+                crate::net::rpc::settle_packet(&mut rc.conn, rec.rpcs, delivered);
                 for _ in 0..rec.exports {
                     let Some(guid) = rc.conn.rel.exports.pop_front() else { break };
                     rc.conn.exporting.remove(&guid);

@@ -1,0 +1,318 @@
+//! Remote procedure calls, server to client (`shadowrep::net`'s `rpc`, `shadowrep::client`'s
+//! `rpcs`): who a call reaches, reliable calls once and in order through loss, duplication and
+//! reordering, unreliable ones at most once, a reliable call held until its channel's open is
+//! acknowledged, a stream that outlives a destroyed target, hostile call bunches, and the
+//! errors a game can meet.
+
+use shadowrep::client::{ClientWorld, RpcEvent};
+use shadowrep::ids::{NetGuid, Seq};
+use shadowrep::link::LinkConfig;
+use shadowrep::net::{DriverConfig, DriverError};
+use shadowrep::schema::{ClassBuilder, ClassLayout, PropType, PropertyDecl, RpcDecl};
+use shadowrep::store::ActorId;
+use shadowrep::value::{Value, ValueError};
+use shadowrep::wire::open::{OpenHeader, EXPORT_GUID};
+use shadowrep::wire::packet::{begin_packet, end_packet, write_bunch, write_bunch_after};
+use shadowrep::wire::rpc::{encode_call, write_rpc_body, MAX_RELIABLE_RPCS};
+use shadowrep::wire::BitWriter;
+use shadowrep_tests::random_world::{with_calls, CALLS};
+use shadowrep_tests::World;
+use std::sync::Arc;
+
+const PING: &str = CALLS[0];
+const SHOUT: &str = CALLS[1];
+const HINT: &str = CALLS[2];
+const WHISPER: &str = CALLS[3];
+
+fn pawn() -> Arc<ClassLayout> {
+    let b = ClassBuilder::new("Pawn").property(PropertyDecl::new("Hp", PropType::U16));
+    Arc::new(with_calls(b).build().expect("valid layout"))
+}
+
+/// A world of `pawns` pawns and `clients` clients on `link`.
+fn world(pawns: usize, clients: usize, link: LinkConfig) -> (World, Vec<ActorId>) {
+    let mut w = World::with_layouts(vec![pawn()], DriverConfig::default(), 11);
+    for i in 0..clients {
+        w.add_client(false, LinkConfig { seed: link.seed + i as u64 * 17, ..link });
+    }
+    let ids = (0..pawns).map(|_| w.spawn(0)).collect();
+    (w, ids)
+}
+
+fn call(w: &mut World, id: ActorId, name: &str, n: u32) -> Result<(), DriverError> {
+    w.driver.call_rpc(w.classes[0], &w.stores[0], id, name, &[Value::U32(n)])
+}
+
+/// The numbers of a client's delivered calls named `name`, in delivery order.
+fn numbers(events: &[RpcEvent], name: &str) -> Vec<u32> {
+    events
+        .iter()
+        .filter(|e| e.name == name)
+        .map(|e| match e.args[..] {
+            [Value::U32(n)] => n,
+            _ => panic!("one u32 argument: {e:?}"),
+        })
+        .collect()
+}
+
+fn lossy(seed: u64) -> LinkConfig {
+    LinkConfig { loss: 0.3, duplicate: 0.05, reorder: 0.1, latency: 1, jitter: 1, seed }
+}
+
+#[test]
+fn reliable_calls_arrive_once_and_in_order_through_loss_and_unreliable_ones_at_most_once() {
+    let (mut w, ids) = world(6, 3, LinkConfig::perfect(1));
+    for _ in 0..4 {
+        w.step();
+    }
+    w.set_links(lossy(5));
+    let mut events: Vec<Vec<RpcEvent>> = vec![Vec::new(); 3];
+    let calls = 300u32;
+    for n in 0..calls {
+        let id = ids[n as usize % ids.len()];
+        call(&mut w, id, SHOUT, n).unwrap();
+        call(&mut w, id, PING, n).unwrap();
+        if n % 2 == 0 {
+            w.step();
+            for (c, e) in events.iter_mut().enumerate() {
+                e.extend(w.clients[c].world.take_rpcs());
+            }
+        }
+    }
+    w.set_links(LinkConfig::perfect(1));
+    for _ in 0..40 {
+        w.step();
+    }
+    for (c, e) in events.iter_mut().enumerate() {
+        e.extend(w.clients[c].world.take_rpcs());
+        let reliable = numbers(e, SHOUT);
+        assert_eq!(reliable, (0..calls).collect::<Vec<_>>(), "client {c}: every reliable call once, in call order");
+        assert!(e.iter().all(|e| e.reliable == (e.name == SHOUT)));
+        let unreliable = numbers(e, PING);
+        assert!(unreliable.windows(2).all(|p| p[0] < p[1]), "client {c}: unreliable calls at most once, in order");
+        assert!(unreliable.len() < calls as usize && unreliable.len() > calls as usize / 3, "{}", unreliable.len());
+        let stats = w.driver.connection_stats(w.clients[c].conn).unwrap();
+        assert!(stats.rpcs_resent > 0, "loss was exercised");
+        assert_eq!(stats.rpcs_overflowed, 0);
+        let cs = w.clients[c].world.stats();
+        assert_eq!(cs.rpcs_delivered as usize, reliable.len() + unreliable.len());
+        assert_eq!(cs.rpcs_conflicts, 0);
+    }
+    // A call goes again only in place of a packet the client reported missing (it drops late
+    // packets unread): honest traffic brings no call twice.
+    assert!(w.clients.iter().all(|c| c.world.stats().rpcs_stale == 0));
+    w.assert_converged();
+}
+
+#[test]
+fn a_client_call_reaches_its_owner_and_a_multicast_everyone() {
+    let (mut w, ids) = world(2, 3, LinkConfig::perfect(1));
+    w.set_owner(0, ids[0], Some(1), true);
+    w.step();
+    w.step();
+    call(&mut w, ids[0], WHISPER, 1).unwrap();
+    call(&mut w, ids[0], HINT, 2).unwrap();
+    call(&mut w, ids[1], WHISPER, 3).unwrap(); // owned by nobody: reaches no one
+    call(&mut w, ids[1], SHOUT, 4).unwrap();
+    for _ in 0..3 {
+        w.step();
+    }
+    for c in 0..3 {
+        let e = w.clients[c].world.take_rpcs();
+        let mut got: Vec<u32> = e.iter().flat_map(|e| numbers(std::slice::from_ref(e), &e.name)).collect();
+        got.sort_unstable();
+        let want = if c == 1 { vec![1, 2, 4] } else { vec![4] };
+        assert_eq!(got, want, "client {c}");
+        let pawn1 = w.guid(0, ids[1]);
+        assert!(e.iter().filter(|e| e.name == SHOUT).all(|e| e.guid == pawn1 && e.class == 0));
+    }
+}
+
+#[test]
+fn a_reliable_call_waits_for_its_actors_open_to_be_acknowledged() {
+    let (mut w, _) = world(0, 1, LinkConfig::perfect(1));
+    let id = w.spawn(0);
+    // The first tick's packet, the actor's open, is lost.
+    let mut stores: Vec<_> = w.stores.iter_mut().collect();
+    w.driver.tick(&mut stores).unwrap();
+    assert!(!w.driver.take_packets(w.clients[0].conn).unwrap().is_empty());
+    // Called before the loss is known: the unreliable call goes at once (its channel's open
+    // went) and the client, without the actor, drops it; the reliable one waits for the open's
+    // acknowledgement — sent now, it would be dropped as well, and lost for good.
+    call(&mut w, id, SHOUT, 7).unwrap();
+    call(&mut w, id, PING, 8).unwrap();
+    for _ in 0..12 {
+        w.step();
+    }
+    let e = w.clients[0].world.take_rpcs();
+    assert_eq!(numbers(&e, SHOUT), vec![7]);
+    assert_eq!(numbers(&e, PING), Vec::<u32>::new());
+    assert_eq!(w.clients[0].world.stats().rpcs_dropped, 1, "the unreliable call found no actor");
+    assert_eq!(w.driver.connection_stats(w.clients[0].conn).unwrap().rpcs_sent, 2);
+}
+
+#[test]
+fn a_reliable_call_whose_actor_is_destroyed_in_flight_does_not_hold_up_the_next() {
+    let (mut w, ids) = world(2, 1, LinkConfig::perfect(0));
+    w.step();
+    w.step();
+    call(&mut w, ids[0], SHOUT, 1).unwrap();
+    // Its packet is lost.
+    let mut stores: Vec<_> = w.stores.iter_mut().collect();
+    w.driver.tick(&mut stores).unwrap();
+    assert!(!w.driver.take_packets(w.clients[0].conn).unwrap().is_empty());
+    w.despawn(0);
+    call(&mut w, ids[1], SHOUT, 2).unwrap();
+    for _ in 0..12 {
+        w.step();
+    }
+    let e = w.clients[0].world.take_rpcs();
+    assert_eq!(numbers(&e, SHOUT), vec![2], "the first call's actor was gone when it came again");
+    let dropped =
+        w.clients[0].world.stats().rpcs_dropped + w.driver.connection_stats(w.clients[0].conn).unwrap().rpcs_dropped;
+    assert_eq!(dropped, 1, "the first call is counted dropped on one side");
+}
+
+#[test]
+fn a_reliable_call_to_an_actor_destroyed_before_its_open_was_acknowledged_is_dropped() {
+    let (mut w, _) = world(0, 1, LinkConfig::perfect(2));
+    let id = w.spawn(0);
+    let other = w.spawn(0);
+    w.step();
+    call(&mut w, id, SHOUT, 1).unwrap();
+    w.despawn(0); // `id`, before its open's acknowledgement came back
+    call(&mut w, other, SHOUT, 2).unwrap();
+    for _ in 0..12 {
+        w.step();
+    }
+    let e = w.clients[0].world.take_rpcs();
+    assert_eq!(numbers(&e, SHOUT), vec![2]);
+    let stats = w.driver.connection_stats(w.clients[0].conn).unwrap();
+    assert_eq!((stats.rpcs_dropped, stats.rpcs_sent), (1, 1));
+}
+
+/// A client of [`pawn`] that opened actor `guid` with packet 1; then `packets` applied.
+fn crafted_client(guid: NetGuid, packets: &[Vec<u8>]) -> ClientWorld {
+    let layout = pawn();
+    let mut client = ClientWorld::new(std::slice::from_ref(&layout), &[layout.checksum]).unwrap();
+    let mut w = BitWriter::new();
+    begin_packet(&mut w, Seq(1));
+    write_bunch(&mut w, guid, Some(&OpenHeader::spawn(0)), &BitWriter::new());
+    end_packet(&mut w);
+    client.receive(&w.into_bytes()).unwrap();
+    for p in packets {
+        client.receive(p).unwrap();
+    }
+    client
+}
+
+/// A packet `seq` of reliable `Shout` calls: (number, target, argument) each.
+fn shouts(seq: u32, calls: &[(u32, NetGuid, u32)]) -> Vec<u8> {
+    let layout = pawn();
+    let index = layout.rpc_index(SHOUT).unwrap();
+    let mut w = BitWriter::new();
+    begin_packet(&mut w, Seq(seq));
+    for (i, &(n, target, arg)) in calls.iter().enumerate() {
+        let bits = encode_call(&layout, index, &[Value::U32(arg)]).unwrap();
+        let mut body = BitWriter::new();
+        write_rpc_body(&mut body, Some(n as u16), target, &bits);
+        let prev = if i == 0 { NetGuid(0) } else { EXPORT_GUID };
+        write_bunch_after(&mut w, prev, EXPORT_GUID, None, &body);
+    }
+    end_packet(&mut w);
+    w.into_bytes()
+}
+
+#[test]
+fn hostile_reliable_numbers_neither_lose_the_servers_calls_nor_grow_without_bound() {
+    let g = NetGuid(2);
+    // In order, out of order, a resend: each delivered once, in number order.
+    let mut c = crafted_client(g, &[shouts(2, &[(1, g, 11)]), shouts(3, &[(0, g, 10), (1, g, 11)])]);
+    assert_eq!(numbers(&c.take_rpcs(), SHOUT), vec![10, 11]);
+    assert_eq!(c.stats().rpcs_stale, 1);
+    // A forged call under the number of the server's next: both are delivered, the server's
+    // resend of its own is not delivered twice.
+    c.receive(&shouts(4, &[(2, g, 666)])).unwrap();
+    c.receive(&shouts(5, &[(2, g, 12), (3, g, 13)])).unwrap();
+    c.receive(&shouts(6, &[(2, g, 12), (2, g, 666)])).unwrap();
+    assert_eq!(numbers(&c.take_rpcs(), SHOUT), vec![666, 12, 13]);
+    assert_eq!(c.stats().rpcs_conflicts, 1);
+    // Forged ahead of the server's, held: the server's calls under those numbers still arrive.
+    c.receive(&shouts(7, &[(10, g, 999)])).unwrap();
+    let server: Vec<(u32, NetGuid, u32)> = (4..=10).map(|n| (n, g, 10 + n)).collect();
+    c.receive(&shouts(8, &server)).unwrap();
+    assert_eq!(numbers(&c.take_rpcs(), SHOUT), vec![14, 15, 16, 17, 18, 19, 999, 20]);
+    // Numbers past the window, and a third call under one number, are dropped.
+    let before = c.stats().rpcs_stale;
+    c.receive(&shouts(9, &[(11 + MAX_RELIABLE_RPCS, g, 1), (20, g, 1), (20, g, 2), (20, g, 3)])).unwrap();
+    assert_eq!(c.stats().rpcs_stale, before + 2);
+    // A flood of forged numbers fills the window at most: two calls per number.
+    for p in 0..200u32 {
+        let calls: Vec<_> = (0..20u32).map(|i| ((p * 20 + i) % (MAX_RELIABLE_RPCS - 1) + 12, g, p)).collect();
+        c.receive(&shouts(10 + p, &calls)).unwrap();
+    }
+    assert!(c.take_rpcs().is_empty(), "number 11 never came");
+    c.receive(&shouts(300, &[(11, g, 42)])).unwrap();
+    let flood = c.take_rpcs();
+    assert!(flood.len() <= 2 * MAX_RELIABLE_RPCS as usize, "{}", flood.len());
+    assert!(numbers(&flood, SHOUT).contains(&42), "the server's call came through the flood");
+    // A call naming an actor the client lacks, or one that does not decode: dropped, counted.
+    let dropped = c.stats().rpcs_dropped;
+    let mut w = BitWriter::new();
+    begin_packet(&mut w, Seq(301));
+    let mut body = BitWriter::new();
+    let mut bad = BitWriter::new();
+    bad.write_bits(3, 2); // call index 3 of 4, then a truncated record
+    bad.write_bits(0b1, 1);
+    write_rpc_body(&mut body, None, g, &bad);
+    write_bunch_after(&mut w, NetGuid(0), EXPORT_GUID, None, &body);
+    let mut body = BitWriter::new();
+    write_rpc_body(&mut body, None, NetGuid(4000), &encode_call(&pawn(), 0, &[Value::U32(1)]).unwrap());
+    write_bunch_after(&mut w, EXPORT_GUID, EXPORT_GUID, None, &body);
+    end_packet(&mut w);
+    c.receive(&w.into_bytes()).unwrap();
+    assert_eq!(c.stats().rpcs_dropped, dropped + 2);
+}
+
+#[test]
+fn a_call_the_game_gets_wrong_is_refused_and_changes_nothing() {
+    let (mut w, ids) = world(1, 1, LinkConfig::perfect(1));
+    let (class, id) = (w.classes[0], ids[0]);
+    let err = w.driver.call_rpc(class, &w.stores[0], id, "Nope", &[]).unwrap_err();
+    assert_eq!(err, DriverError::UnknownRpc { class: "Pawn".into(), rpc: "Nope".into() });
+    assert!(err.to_string().contains("declares no call `Nope`"), "{err}");
+    let err = w.driver.call_rpc(class, &w.stores[0], id, SHOUT, &[]).unwrap_err();
+    assert_eq!(err, DriverError::RpcArgs(ValueError::ArgCount { expected: 1, got: 0 }));
+    let err = w.driver.call_rpc(class, &w.stores[0], id, SHOUT, &[Value::U8(1)]).unwrap_err();
+    assert!(matches!(err, DriverError::RpcArgs(ValueError::TypeMismatch { .. })), "{err}");
+    w.stores[0].despawn(id).unwrap();
+    let err = w.driver.call_rpc(class, &w.stores[0], id, SHOUT, &[Value::U32(1)]).unwrap_err();
+    assert_eq!(err, DriverError::StaleActor(id));
+    w.actors.clear();
+    for _ in 0..3 {
+        w.step();
+    }
+    assert!(w.clients[0].world.take_rpcs().is_empty(), "nothing was called");
+
+    // A call larger than a packet, at the smallest MTU.
+    let big = ClassBuilder::new("Big")
+        .rpc(
+            RpcDecl::multicast("Dump")
+                .param(PropertyDecl::new("Data", PropType::Array { element: Box::new(PropType::U64), max_len: 200 })),
+        )
+        .build()
+        .unwrap();
+    let mut w = World::with_layouts(vec![Arc::new(big)], DriverConfig { mtu: 512, ..DriverConfig::default() }, 3);
+    let id = w.spawn(0);
+    let data = |n: u64| Value::Array((0..n).map(|i| Value::U64(u64::MAX - i)).collect());
+    let err = w.driver.call_rpc(w.classes[0], &w.stores[0], id, "Dump", &[data(100)]).unwrap_err();
+    assert!(matches!(err, DriverError::RpcTooLarge { .. }), "{err}");
+    w.driver.call_rpc(w.classes[0], &w.stores[0], id, "Dump", &[data(10)]).unwrap();
+
+    // A torn-off actor is its clients' own.
+    let (mut w, ids) = world(1, 1, LinkConfig::perfect(1));
+    w.step();
+    w.driver.tear_off(w.classes[0], &w.stores[0], ids[0]).unwrap();
+    let guid = w.guid(0, ids[0]);
+    assert_eq!(call(&mut w, ids[0], SHOUT, 1).unwrap_err(), DriverError::TornOff(guid));
+}
