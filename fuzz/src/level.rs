@@ -59,16 +59,13 @@ pub struct LevelWorld {
 
 impl LevelWorld {
     pub fn new() -> Self {
-        let thing = Arc::new(
-            ClassBuilder::new("Thing")
-                .property(PropertyDecl::new("Location", PropType::Vector(VectorQuant::None)))
-                .property(PropertyDecl::new("Health", PropType::U32))
-                .property(PropertyDecl::new("Target", PropType::Object))
-                .property(PropertyDecl::new("Ammo", PropType::U16).condition(Condition::OwnerOnly))
-                .property(PropertyDecl::new("Pose", PropType::U8).condition(Condition::SkipOwner))
-                .build()
-                .expect("valid layout"),
-        );
+        let thing = ClassBuilder::new("Thing")
+            .property(PropertyDecl::new("Location", PropType::Vector(VectorQuant::None)))
+            .property(PropertyDecl::new("Health", PropType::U32))
+            .property(PropertyDecl::new("Target", PropType::Object))
+            .property(PropertyDecl::new("Ammo", PropType::U16).condition(Condition::OwnerOnly))
+            .property(PropertyDecl::new("Pose", PropType::U8).condition(Condition::SkipOwner));
+        let thing = Arc::new(shadowrep_tests::random_world::with_calls(thing).build().expect("valid layout"));
         let gear = Arc::new(
             ClassBuilder::new("Gear")
                 .property(PropertyDecl::new("Charge", PropType::U16))
@@ -207,6 +204,11 @@ impl LevelWorld {
             _ => {}
         }
         things.set(self.door, HEALTH, &Value::U32(f / 4)).expect("a u32");
+        // Calls of every kind on the live things (the owned one's client calls reach the client).
+        for (i, &(id, _)) in self.live.iter().enumerate() {
+            let name = shadowrep_tests::random_world::CALLS[(frame + i) % 4];
+            self.driver.call_rpc(tc, things, id, name, &[Value::U32(f)]).expect("a valid call");
+        }
         if self.live.len() > 2 {
             let target = ObjectRef(self.live[(frame + 1) % self.live.len()].1 .0);
             things.set(self.live[0].0, TARGET, &Value::Object(target)).expect("an object");

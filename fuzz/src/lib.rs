@@ -75,6 +75,7 @@ pub fn step(w: &mut World, frame: usize) -> (Vec<Vec<u8>>, Vec<u8>) {
         w.despawn(1);
         w.spawn(frame % 2);
     }
+    w.call_some(frame);
     deliver(w, true)
 }
 

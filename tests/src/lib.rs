@@ -29,10 +29,11 @@ use std::sync::Arc;
 
 /// Two classes that between them use every kind of leaf a packet can carry — scalars, a
 /// quantised vector, a rotator, a bool, an enum, an object reference, a name, a packed u32 and a dynamic
-/// array of structs holding references — for tests of hostile input.
+/// array of structs holding references — for tests of hostile input; each declares the calls of
+/// [`random_world::with_calls`].
 pub fn mixed_layouts() -> Vec<Arc<ClassLayout>> {
     let item = PropType::Struct(StructType::new("Item").field("Count", PropType::U16).field("Owner", PropType::Object));
-    let build = |b: ClassBuilder| Arc::new(b.build().expect("valid layout"));
+    let build = |b: ClassBuilder| Arc::new(random_world::with_calls(b).build().expect("valid layout"));
     vec![
         build(
             ClassBuilder::new("Mixed")
@@ -53,7 +54,7 @@ pub fn mixed_layouts() -> Vec<Arc<ClassLayout>> {
 
 /// A server of [`mixed_layouts`] seeded `seed`, one client over a perfect link and seven actors
 /// (four of the first class, three of the second): the world whose traffic the hostile-input
-/// tests and `fuzz/` record.
+/// tests and `fuzz/` record (with [`World::call_some`] each frame).
 pub fn mixed_world(seed: u64) -> World {
     let mut w = World::with_layouts(mixed_layouts(), DriverConfig::default(), seed);
     w.add_client(false, LinkConfig::perfect(0));
@@ -307,6 +308,16 @@ impl World {
             let v = self.random_value(&layout.parents[parent].ty);
             self.stores[s].set(id, parent, &v).expect("valid value");
             let _ = self.stores[s].mark_dirty(id, parent);
+        }
+    }
+
+    /// Calls remote procedures of the first three live actors, each of [`mixed_layouts`]' calls
+    /// in turn from `frame`, numbered `frame` (the recorded worlds' calls).
+    pub fn call_some(&mut self, frame: usize) {
+        for (i, &(s, id)) in self.actors.clone().iter().take(3).enumerate() {
+            let name = random_world::CALLS[(frame + i) % random_world::CALLS.len()];
+            let args = [Value::U32(frame as u32)];
+            self.driver.call_rpc(self.classes[s], &self.stores[s], id, name, &args).expect("a valid call");
         }
     }
 

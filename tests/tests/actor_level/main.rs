@@ -20,6 +20,7 @@ mod reference;
 mod relevancy;
 mod replicates;
 mod roles;
+mod rpcs;
 mod static_objects;
 mod sub_conditions;
 mod sublevels;
