@@ -316,3 +316,72 @@ fn a_call_the_game_gets_wrong_is_refused_and_changes_nothing() {
     let guid = w.guid(0, ids[0]);
     assert_eq!(call(&mut w, ids[0], SHOUT, 1).unwrap_err(), DriverError::TornOff(guid));
 }
+
+#[test]
+fn a_call_costs_what_its_grammar_says() {
+    // One actor, its open acknowledged, nothing changing: a frame's packet is the call alone.
+    // seq (8 bits) + lead (presence 1, GUID step 8, form 1) + open and close bits (2) + length
+    // (8) + call bit, reliable bit (2) [+ number 16] + target GUID (8) + index (2 of 4 calls) +
+    // the u32 argument (32; its record's handle takes no bits in a one-parameter call) + end (2).
+    let (mut w, ids) = world(1, 1, LinkConfig::perfect(0));
+    for _ in 0..3 {
+        w.step();
+    }
+    let conn = w.clients[0].conn;
+    let mut sizes = Vec::new();
+    for name in [PING, SHOUT] {
+        call(&mut w, ids[0], name, 1000).unwrap();
+        let mut stores: Vec<_> = w.stores.iter_mut().collect();
+        w.driver.tick(&mut stores).unwrap();
+        let packets = w.driver.take_packets(conn).unwrap();
+        sizes.push(packets.iter().map(Vec::len).collect::<Vec<_>>());
+        for p in packets {
+            w.clients[0].world.receive(&p).unwrap();
+        }
+        let fb = w.clients[0].world.feedback();
+        w.driver.receive_feedback(conn, &fb).unwrap();
+    }
+    assert_eq!(
+        sizes,
+        vec![vec![(8 + 10 + 2 + 8 + 2 + 8 + 2 + 32 + 2usize).div_ceil(8)], vec![(74 + 16usize).div_ceil(8)]]
+    );
+    assert_eq!(numbers(&w.clients[0].world.take_rpcs(), PING), vec![1000]);
+}
+
+#[test]
+fn the_readme_example_runs() {
+    // README "Remote procedure calls", as written there.
+    use shadowrep::net::NetDriver;
+    use shadowrep::prelude::*;
+
+    let layout = Arc::new(
+        ClassBuilder::new("Pawn")
+            .property(PropertyDecl::new("Health", PropType::U16))
+            .rpc(RpcDecl::client("ClientHitConfirmed").reliable().param(PropertyDecl::new("Damage", PropType::U16)))
+            .rpc(RpcDecl::multicast("PlayFootstep").param(PropertyDecl::new("Surface", PropType::U8)))
+            .build()
+            .unwrap(),
+    );
+    let mut store = ClassStore::new(layout.clone());
+    let mut driver = NetDriver::new(DriverConfig::default()).unwrap();
+    let class = driver.register_class(&mut store).unwrap();
+    let conn = driver.add_connection(false);
+    let mut client = ClientWorld::new(&[layout], &driver.checksums()).unwrap();
+    let pawn = store.spawn();
+    driver.set_owner(class, &store, pawn, Some(conn), true).unwrap();
+    for frame in 0..3 {
+        if frame == 1 {
+            driver.call_rpc(class, &store, pawn, "ClientHitConfirmed", &[Value::U16(35)]).unwrap();
+            driver.call_rpc(class, &store, pawn, "PlayFootstep", &[Value::U8(2)]).unwrap();
+        }
+        driver.tick(&mut [&mut store]).unwrap();
+        for packet in driver.take_packets(conn).unwrap() {
+            client.receive(&packet).unwrap();
+        }
+        driver.receive_feedback(conn, &client.feedback()).unwrap();
+    }
+    let calls = client.take_rpcs();
+    // Reliable calls first (numbered ones not in flight), then the frame's unreliable ones.
+    assert_eq!(calls.iter().map(|c| c.name.as_str()).collect::<Vec<_>>(), ["ClientHitConfirmed", "PlayFootstep"]);
+    assert_eq!(calls[0].args, vec![Value::U16(35)]);
+}
