@@ -86,7 +86,7 @@ mod register;
 pub mod relevancy;
 pub(crate) mod reliability;
 mod roles;
-pub(crate) mod rpc;
+pub mod rpc;
 pub(crate) mod send;
 pub mod settings;
 mod share;

@@ -23,7 +23,7 @@
 //! acknowledgement keeps a reliable call from reaching a client whose copy of the actor is still
 //! on its way (an open lost while the call's packet arrived would leave nothing to call); it costs
 //! a call on an actor opened in the same frame a round trip. At most
-//! [`MAX_RELIABLE_RPCS`](crate::wire::rpc::MAX_RELIABLE_RPCS) calls wait or fly per connection
+//! [`MAX_RELIABLE_RPCS`] calls wait or fly per connection
 //! (UE closes a connection whose reliable buffer overflows; here the call is dropped and counted,
 //! [`ConnectionStats::rpcs_overflowed`](super::ConnectionStats::rpcs_overflowed)). An unreliable
 //! call goes in its tick's packets or never.
