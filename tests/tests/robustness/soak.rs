@@ -42,7 +42,7 @@ fn every_condition(wide: bool) -> Arc<ClassLayout> {
         let long = PropType::Array { element: Box::new(PropType::U64), max_len: 120 };
         b = b.property(PropertyDecl::new("InitialLog", long).condition(Condition::InitialOnly));
     }
-    Arc::new(b.build().expect("valid layout"))
+    Arc::new(shadowrep_tests::random_world::with_calls(b).build().expect("valid layout"))
 }
 
 fn is_initial(c: Condition) -> bool {
@@ -197,5 +197,91 @@ fn soak(seeds: std::ops::RangeInclusive<u64>, wide: bool, mtu: usize) {
         let lost: u64 =
             soak.w.clients.iter().map(|c| soak.w.driver.connection_stats(c.conn).unwrap().packets_lost).sum();
         assert!(lost > 100, "seed {seed}: the soak lost only {lost} packets");
+    }
+}
+
+/// Remote procedure calls through the soak: five actors of the first class never despawned, their
+/// owners changing, called every frame with every kind of call while the rest of the soak runs
+/// (30 % loss, duplication, reordering): after the clean frames every client has had every
+/// reliable call that reached it — a multicast every client, a client call the actor's owner
+/// when called — once each, each actor's in call order; unreliable calls at most once, in order.
+#[test]
+fn remote_procedure_calls_arrive_once_through_a_lossy_soak() {
+    use shadowrep::client::RpcEvent;
+    use shadowrep_tests::random_world::CALLS;
+    use std::collections::BTreeMap;
+    for seed in 1..=3u64 {
+        let mut soak = Soak::new(seed, false, DriverConfig::default().mtu);
+        for (s, n) in [(0, 30), (1, 10), (2, 10)] {
+            for _ in 0..n {
+                soak.spawn(s, 0);
+            }
+        }
+        let callees: Vec<ActorId> = (0..5).map(|_| soak.w.spawn(0)).collect();
+        let mut owners: Vec<Option<usize>> = vec![None; callees.len()];
+        let clients = soak.w.clients.len();
+        // Per client: the reliable calls that must arrive, by actor, in call order.
+        let mut want: Vec<BTreeMap<usize, Vec<u32>>> = vec![BTreeMap::new(); clients];
+        let mut got: Vec<Vec<RpcEvent>> = vec![Vec::new(); clients];
+        let mut n = 0u32;
+        for frame in 1..=150 {
+            if frame % 20 == 1 {
+                for (i, &id) in callees.iter().enumerate() {
+                    owners[i] = soak.rng.random_bool(0.7).then(|| soak.rng.random_range(0..CLIENTS));
+                    soak.w.set_owner(0, id, owners[i], true);
+                }
+            }
+            if frame > 2 {
+                for _ in 0..soak.rng.random_range(1..6) {
+                    let i = soak.rng.random_range(0..callees.len());
+                    let name = CALLS[soak.rng.random_range(0..CALLS.len())];
+                    soak.w
+                        .driver
+                        .call_rpc(soak.w.classes[0], &soak.w.stores[0], callees[i], name, &[Value::U32(n)])
+                        .unwrap();
+                    let reach: Vec<usize> = match name {
+                        "Shout" => (0..clients).collect(),
+                        "Whisper" => owners[i].into_iter().collect(),
+                        _ => Vec::new(),
+                    };
+                    for c in reach {
+                        want[c].entry(i).or_default().push(n);
+                    }
+                    n += 1;
+                }
+            }
+            soak.frame(frame);
+            for (c, g) in got.iter_mut().enumerate() {
+                g.extend(soak.w.clients[c].world.take_rpcs());
+            }
+        }
+        soak.w.set_links(LinkConfig::perfect(1));
+        for _ in 0..40 {
+            soak.w.step();
+        }
+        let wanted: usize = want.iter().flat_map(|w| w.values()).map(Vec::len).sum();
+        assert!(wanted > 300, "seed {seed}: {wanted} reliable calls to deliver");
+        let guids: Vec<_> = callees.iter().map(|&id| soak.w.guid(0, id)).collect();
+        for (c, g) in got.iter_mut().enumerate() {
+            g.extend(soak.w.clients[c].world.take_rpcs());
+            for (i, &guid) in guids.iter().enumerate() {
+                let of = |reliable: bool| -> Vec<u32> {
+                    g.iter()
+                        .filter(|e| e.guid == guid && e.reliable == reliable)
+                        .map(|e| match e.args[..] {
+                            [Value::U32(n)] => n,
+                            _ => panic!("one u32"),
+                        })
+                        .collect()
+                };
+                let reliable = of(true);
+                assert_eq!(&reliable, want[c].get(&i).unwrap_or(&Vec::new()), "seed {seed} client {c} actor {i}");
+                let unreliable = of(false);
+                assert!(unreliable.windows(2).all(|p| p[0] < p[1]), "seed {seed} client {c} actor {i}: {unreliable:?}");
+            }
+            let stats = soak.w.driver.connection_stats(soak.w.clients[c].conn).unwrap();
+            assert!(stats.rpcs_resent > 0, "seed {seed} client {c}: no call was lost");
+        }
+        soak.w.assert_converged();
     }
 }
