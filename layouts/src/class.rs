@@ -14,6 +14,27 @@
 //! }
 //! ```
 //!
+//! A class may declare remote procedure calls after its properties, each
+//! `rust_name = "WireName" (param: RustType, …) [target, options]` — the target `client` (the
+//! owning connection) or `multicast` (every connection with the actor's channel open), then
+//! `reliable` if it is — ended by semicolons:
+//!
+//! ```text
+//! replicated_class! {
+//!     pub class Turret extends Actor {
+//!         yaw: f32 = "Yaw",
+//!     }
+//!     rpcs {
+//!         fire_effect = "MulticastFireEffect" (muzzle: u8) [multicast];
+//!         hit_confirmed = "ClientHitConfirmed" (damage: u16, headshot: bool) [client, reliable];
+//!     }
+//! }
+//! ```
+//!
+//! Each generates `call_<rust_name>(&mut driver, class, &store, id, typed args…)` and
+//! `<rust_name>_args(&call) -> Option<(typed args…)>` for the client's delivered call
+//! ([`shadowrep::client::RpcEvent`]).
+//!
 //! Each property is `rust_name: RustType = "WireName" [options]`; the options are any of
 //! `cond = <Condition variant>`, `notify = <Notify variant>`, `push` and `default = <value>` (the
 //! class default, one token: a literal, or an expression in parentheses), comma separated, and
@@ -112,6 +133,48 @@ pub trait ReplicatedClass {
 /// Actor::set_hidden(&mut store, id, true).unwrap();
 /// assert!(Actor::hidden(&store, id).unwrap());
 /// ```
+///
+/// With remote procedure calls, typed on both sides:
+///
+/// ```
+/// use shadowrep::client::ClientWorld;
+/// use shadowrep::net::{DriverConfig, NetDriver};
+/// use shadowrep_layouts::prelude::*;
+///
+/// replicated_class! {
+///     pub class Turret {
+///         yaw: f32 = "Yaw",
+///     }
+///     rpcs {
+///         /// A muzzle flash for everyone who sees the turret.
+///         fire_effect = "MulticastFireEffect" (muzzle: u8) [multicast];
+///         hit_confirmed = "ClientHitConfirmed" (damage: u16, headshot: bool) [client, reliable];
+///     }
+/// }
+///
+/// let mut store = Turret::new_store();
+/// let mut driver = NetDriver::new(DriverConfig::default()).unwrap();
+/// let class = driver.register_class(&mut store).unwrap();
+/// let conn = driver.add_connection(false);
+/// let mut client = ClientWorld::new(&[Turret::layout().clone()], &driver.checksums()).unwrap();
+/// let turret = store.spawn();
+/// driver.set_owner(class, &store, turret, Some(conn), false).unwrap();
+/// for frame in 0..3 {
+///     if frame == 1 {
+///         Turret::call_hit_confirmed(&mut driver, class, &store, turret, 35, true).unwrap();
+///         Turret::call_fire_effect(&mut driver, class, &store, turret, 2).unwrap();
+///     }
+///     driver.tick(&mut [&mut store]).unwrap();
+///     for packet in driver.take_packets(conn).unwrap() {
+///         client.receive(&packet).unwrap();
+///     }
+///     driver.receive_feedback(conn, &client.feedback()).unwrap();
+/// }
+/// let calls = client.take_rpcs();
+/// assert_eq!(Turret::hit_confirmed_args(&calls[0]), Some((35, true)));
+/// assert_eq!(Turret::fire_effect_args(&calls[1]), Some((2,)));
+/// assert_eq!(Turret::fire_effect_args(&calls[0]), None, "another call");
+/// ```
 #[macro_export]
 macro_rules! replicated_class {
     // ---- internal rules -------------------------------------------------------------------
@@ -135,6 +198,17 @@ macro_rules! replicated_class {
     };
     (@base_count) => { 0 };
     (@base_count $Base:path) => { <$Base>::PARENT_COUNT };
+    (@rpc_target client) => { $crate::__private::RpcDecl::client };
+    (@rpc_target multicast) => { $crate::__private::RpcDecl::multicast };
+    (@rpc_target $($other:tt)*) => {
+        compile_error!(concat!(
+            "unknown call target `", stringify!($($other)*), "`: expected `client` or `multicast` first"
+        ))
+    };
+    (@rpc_opt $d:expr; reliable) => { $d.reliable() };
+    (@rpc_opt $d:expr; $($other:tt)*) => {
+        compile_error!(concat!("unknown call option `", stringify!($($other)*), "`: expected `reliable`"))
+    };
     (@base_name) => { ::core::option::Option::None };
     (@base_name $Base:path) => { ::core::option::Option::Some(<$Base>::CLASS_NAME) };
 
@@ -147,6 +221,12 @@ macro_rules! replicated_class {
                 $field:ident : $ty:ty = $name:literal $([ $($opt:ident $(= $val:tt)?),* $(,)? ])?
             ),* $(,)?
         }
+        $(rpcs {
+            $(
+                $(#[$rmeta:meta])*
+                $rfn:ident = $rname:literal ( $($pname:ident : $pty:ty),* $(,)? ) [ $target:ident $(, $ropt:ident)* $(,)? ]
+            );* $(;)?
+        })?
     ) => { $crate::__private::paste! {
         $(#[$cmeta])*
         ///
@@ -201,7 +281,16 @@ macro_rules! replicated_class {
                                 $name,
                                 <$ty as $crate::RepType>::prop_type(),
                                 &[$($($crate::replicated_class!(@opt [$ty] $opt $(= $val)?)),*)?],
-                            )))*;
+                            )))*
+                            $($(.rpc({
+                                let d = $crate::replicated_class!(@rpc_target $target)($rname)
+                                    $(.param($crate::__private::PropertyDecl::new(
+                                        stringify!($pname),
+                                        <$pty as $crate::RepType>::prop_type(),
+                                    )))*;
+                                $(let d = $crate::replicated_class!(@rpc_opt d; $ropt);)*
+                                d
+                            }))*)?;
                         $crate::__private::finish(builder, Self::BASE_PARENT_COUNT, Self::PROPERTY_NAMES)
                     })
                     .as_ref()
@@ -269,6 +358,41 @@ macro_rules! replicated_class {
                     $crate::__private::set_and_mark(store, id, Self::CLASS_NAME, $name, Self::[<$field:upper>], &value)
                 }
             )*
+
+            $($(
+                $(#[$rmeta])*
+                #[doc = ""]
+                #[doc = concat!(
+                    "Calls `", $rname, "` (", stringify!($target $(, $ropt)*), ") on actor `id` of `class` ",
+                    "(this class's id in `driver`): [`NetDriver::call_rpc`](shadowrep::net::NetDriver::call_rpc) ",
+                    "with typed arguments."
+                )]
+                #[allow(clippy::too_many_arguments)]
+                pub fn [<call_ $rfn>](
+                    driver: &mut $crate::__private::NetDriver,
+                    class: $crate::__private::ClassId,
+                    store: &$crate::__private::ClassStore,
+                    id: $crate::__private::ActorId,
+                    $($pname: $pty),*
+                ) -> ::core::result::Result<(), $crate::__private::DriverError> {
+                    driver.call_rpc(class, store, id, $rname, &[$(<$pty as $crate::RepType>::to_value(&$pname)),*])
+                }
+
+                #[doc = concat!(
+                    "The arguments of a delivered `", $rname, "` call, typed; `None` for another call ",
+                    "(or arguments of other types: another class's call of the same name)."
+                )]
+                pub fn [<$rfn _args>](
+                    call: &$crate::__private::RpcEvent,
+                ) -> ::core::option::Option<($($pty,)*)> {
+                    if call.name != $rname {
+                        return ::core::option::Option::None;
+                    }
+                    #[allow(unused_mut, unused_variables)]
+                    let mut args = call.args.iter();
+                    ::core::option::Option::Some(($(<$pty as $crate::RepType>::from_value(args.next()?)?,)*))
+                }
+            )*)?
         }
 
         impl $crate::ReplicatedClass for $Class {

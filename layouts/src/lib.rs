@@ -182,7 +182,11 @@ fn type_name(ty: &shadowrep::schema::PropType) -> String {
 pub mod __private {
     pub use crate::class::{decl, expect_layout, finish, get, mark_dirty, position, set, set_and_mark, PropOpt};
     pub use pastey::paste;
+    pub use shadowrep::client::RpcEvent;
+    pub use shadowrep::ids::ClassId;
+    pub use shadowrep::net::{DriverError, NetDriver};
     pub use shadowrep::schema::{ClassBuilder, ClassLayout, Condition, LayoutError, Notify, PropType, StructType};
+    pub use shadowrep::schema::{PropertyDecl, RpcDecl};
     pub use shadowrep::store::{ActorId, ClassStore, StoreError};
     pub use shadowrep::value::Value;
 
