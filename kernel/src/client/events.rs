@@ -98,14 +98,16 @@ pub struct ClientStats {
     pub split_broken: u64,
     /// Remote procedure calls delivered ([`ClientWorld::take_rpcs`](super::ClientWorld::take_rpcs)).
     pub rpcs_delivered: u64,
-    /// Calls dropped: the client lacks the actor (its channel is gone, or its open has not
-    /// arrived — for an unreliable call), or the call does not decode with its class.
+    /// Calls dropped: the client lacked the actor when the call arrived (its channel is gone, or
+    /// its open has not arrived — for an unreliable call), the call does not decode with its
+    /// class, or [`MAX_UNTAKEN_RPCS`](super::MAX_UNTAKEN_RPCS) were waiting to be taken.
     pub rpcs_dropped: u64,
-    /// Reliable calls delivered or held already (the server's resend after a lost
-    /// acknowledgement), or numbered further ahead than an honest server goes: dropped.
+    /// Reliable calls whose exact bits were held or delivered under their number already (the
+    /// server's resend after a lost acknowledgement): dropped.
     pub rpcs_stale: u64,
-    /// Reliable calls whose number came with other bits than a call held or delivered under it:
-    /// one of the two was forged, and both are delivered (see `client::rpcs`).
+    /// Reliable calls whose number came with other bits than a call held or delivered under it,
+    /// or further from the window than an honest server goes: some call was forged, and this one
+    /// is delivered too (see `client::rpcs`).
     pub rpcs_conflicts: u64,
 }
 

@@ -41,7 +41,7 @@ pub use closed::MAX_CLOSED;
 pub use error::{ClientError, ReceiveError};
 pub use events::{ClientEvent, ClientStats, NotifyEvent, Receipt};
 pub use partial::MAX_PARTIAL_BYTES;
-pub use rpcs::RpcEvent;
+pub use rpcs::{RpcEvent, MAX_UNTAKEN_RPCS};
 pub use window::{SeqVerdict, ROLLBACK_DISTANCE, ROLLBACK_SPARSE, ROLLBACK_STREAK};
 
 pub use crate::ids::NetRole;

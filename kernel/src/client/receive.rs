@@ -470,14 +470,14 @@ impl ClientWorld {
     /// while fewer than half a feedback's reopens ride, so a forger's late packets never crowd out
     /// the rest.
     /// Closes and exports are not named (a close lost this way leaves the client's copy until the
-    /// actor's next open). Costs reopens only after hostile input: an honest server repeats a
-    /// packet byte for byte.
+    /// actor's next open); its reliable calls go to the reliable window. Costs reopens only after
+    /// hostile input: an honest server repeats a packet byte for byte.
     fn ask_for_named(&mut self, bytes: &[u8]) {
         self.stats.late_conflicts += 1;
         let mut named: Vec<NetGuid> = Vec::new();
         let mut scratch = HashMap::new();
         let (classes, actors, fast) = (&self.classes, &self.actors, &self.fast);
-        let _ = decode_packet(bytes, |guid, open| {
+        let decoded = decode_packet(bytes, |guid, open| {
             if named.len() < MAX_REOPENS / 2 && !guid.is_null() && !named.contains(&guid) {
                 named.push(guid);
             }
@@ -495,6 +495,14 @@ impl ClientWorld {
                 break;
             }
             self.request_reopen(guid);
+        }
+        // Its reliable calls: the server counts them delivered with the number, and would never
+        // send them again. The reliable window keeps each once (a call seen under its number
+        // with the same bits is not delivered twice); unreliable ones are let go.
+        if let Ok(packet) = decoded {
+            for call in packet.rpcs.into_iter().filter(|c| c.seq.is_some()) {
+                self.receive_rpc(call);
+            }
         }
     }
 

@@ -18,8 +18,9 @@
 //!
 //! A reliable call goes once per packet until a packet carrying it is acknowledged, and the
 //! client applies each number once, in order (it holds later ones until the gap fills:
-//! [`crate::client`]), so reliable calls arrive exactly once and in call order — the order of
-//! every reliable call to the connection, stronger than UE's per channel. Waiting for the open's
+//! [`crate::client`]), so reliable calls arrive exactly once and in number order: each actor's in
+//! call order (UE's per-channel order), and across actors in call order too, but for a call on
+//! an actor whose open is not acknowledged yet, numbered when it is. Waiting for the open's
 //! acknowledgement keeps a reliable call from reaching a client whose copy of the actor is still
 //! on its way (an open lost while the call's packet arrived would leave nothing to call); it costs
 //! a call on an actor opened in the same frame a round trip. At most
@@ -49,8 +50,9 @@ use std::sync::Arc;
 #[derive(Debug)]
 pub(crate) struct Call {
     pub guid: NetGuid,
-    /// The owning connection's slot when called (a Client call's target).
-    pub owner: Option<u32>,
+    /// The owning connection when called (a Client call's target): its id, never given again
+    /// (a slot may serve another connection by the tick).
+    pub owner: Option<super::ConnectionId>,
     pub target: RpcTarget,
     pub reliable: bool,
     pub bits: BitWriter,
@@ -129,9 +131,15 @@ impl ConnRpcs {
         }
     }
 
-    /// Every call in flight delivered (the reference's perfect link).
+    /// Every call in flight delivered (the reference's perfect link). Acknowledged ones leave
+    /// from the front only, so the stream stays one number after another (`settle` indexes it).
     pub fn acknowledge_in_flight(&mut self) {
-        self.stream.retain(|n| !n.in_flight);
+        for n in self.stream.iter_mut().filter(|n| n.in_flight) {
+            n.acked = true;
+        }
+        while self.stream.front().is_some_and(|n| n.acked) {
+            self.stream.pop_front();
+        }
     }
 }
 
@@ -218,14 +226,14 @@ impl NetDriver {
         if a.torn() || a.tearing {
             return Err(DriverError::TornOff(guid));
         }
-        let owner = a.owner;
+        let owner = a.owner.map(|slot| self.conns[slot as usize].id);
         self.rpcs.next.push(Arc::new(Call { guid, owner, target: decl.target, reliable: decl.reliable, bits }));
         Ok(())
     }
 }
 
 impl WriteCtx<'_> {
-    /// Connection `ci`'s calls at the end of its frame (see the module documentation): this
+    /// A connection's calls at the end of its frame (see the module documentation): this
     /// tick's `calls` fanned out by `chan` (where the connection stands with each actor's
     /// channel), reliable ones numbered once their channel is acknowledged, then written —
     /// numbered ones not in flight, then the unreliable ones unless `saturated`. `write`: false
@@ -233,7 +241,6 @@ impl WriteCtx<'_> {
     /// waiting, unreliable ones are dropped.
     pub(crate) fn write_rpcs(
         &self,
-        ci: u32,
         conn: &mut Connection,
         st: &mut FrameWrite,
         calls: &[Arc<Call>],
@@ -246,7 +253,7 @@ impl WriteCtx<'_> {
         let mut rpcs = std::mem::take(&mut conn.rpcs);
         for call in calls {
             let reaches = match call.target {
-                RpcTarget::Client => call.owner == Some(ci),
+                RpcTarget::Client => call.owner == Some(conn.id),
                 RpcTarget::Multicast => true,
             };
             if !reaches {

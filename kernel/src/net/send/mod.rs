@@ -115,7 +115,7 @@ impl WriteCtx<'_> {
             self.write_all_fast_arrays(ci, conn, &mut st);
         }
         let chan = |c: &Connection, g: NetGuid| super::rpc::pair_chan(c, self.guids, g);
-        self.write_rpcs(ci, conn, &mut st, self.calls, (false, true), chan);
+        self.write_rpcs(conn, &mut st, self.calls, (false, true), chan);
         self.end(conn, st, false)
     }
 

@@ -404,6 +404,7 @@ impl ReferenceFrame {
             }
             // A new connection, in a new slot or in the slot of one removed.
             let mut conn = Connection::new(c.replay, Pairs::channels(), driver.cfg.mtu, Seq(1));
+            conn.id = c.id;
             conn.closes.extend(driver.statics.destroyed.iter().map(|&g| PendingClose::destroyed(g)));
             driver.fast.reset_reference_connection(ci);
             let rc = RefConn {
