@@ -18,7 +18,9 @@ mod codec;
 /// may be sealed ([`super::seal`]). Version 3: sealed datagrams are AES-256-GCM under a key per
 /// session and direction (version 2 sealed them with XChaCha20-Poly1305 under the ticket's keys).
 /// Version 4: level visibility ([`super::levels`]: the levels datagram and its ack).
-pub const PROTOCOL_VERSION: u16 = 4;
+/// Version 5: remote procedure calls in the kernel's packets (`crate::wire::rpc`: an export's
+/// body now starts with a 0 bit, a call's with a 1).
+pub const PROTOCOL_VERSION: u16 = 5;
 
 /// The smallest hello (with or without cookie) a server answers: the hello is padded with zeros
 /// to this size, so a reply to it (a challenge, [`CHALLENGE_BYTES`], or a reject,
