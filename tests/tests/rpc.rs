@@ -15,7 +15,7 @@ use shadowrep::wire::open::{OpenHeader, EXPORT_GUID};
 use shadowrep::wire::packet::{begin_packet, end_packet, write_bunch, write_bunch_after};
 use shadowrep::wire::rpc::{encode_call, write_rpc_body, MAX_RELIABLE_RPCS};
 use shadowrep::wire::{BitReader, BitWriter};
-use shadowrep_tests::random_world::{with_calls, CALLS};
+use shadowrep_tests::random_world::{with_calls, CALLS, SERVER_CALLS};
 use shadowrep_tests::World;
 use std::sync::Arc;
 
@@ -348,8 +348,9 @@ fn a_call_the_game_gets_wrong_is_refused_and_changes_nothing() {
 fn a_call_costs_what_its_grammar_says() {
     // One actor, its open acknowledged, nothing changing: a frame's packet is the call alone.
     // seq (8 bits) + lead (presence 1, GUID step 8, form 1) + open and close bits (2) + length
-    // (8) + call bit, reliable bit (2) [+ number 16] + target GUID (8) + index (2 of 4 calls) +
-    // the u32 argument (32; its record's handle takes no bits in a one-parameter call) + end (2).
+    // (8) + call bit, reliable bit (2) [+ number 16] + target GUID (8) + index (3 bits: the class
+    // declares 6 calls) + the u32 argument (32; its record's handle takes no bits in a
+    // one-parameter call) + end (2).
     let (mut w, ids) = world(1, 1, LinkConfig::perfect(0));
     for _ in 0..3 {
         w.step();
@@ -588,4 +589,214 @@ fn calls_a_game_never_takes_stop_at_a_bound() {
     assert_eq!(c.take_rpcs().len(), MAX_UNTAKEN_RPCS);
     c.receive(&shouts(2 + packets as u32, &[(0, g, 5)])).unwrap();
     assert_eq!(numbers(&c.take_rpcs(), SHOUT), vec![5], "taken, the next calls come again");
+}
+
+const FIRE: &str = SERVER_CALLS[0];
+const USE: &str = SERVER_CALLS[1];
+
+/// The numbers of Server calls named `name` from connection `conn`, in delivery order.
+fn server_numbers(
+    events: &[shadowrep::net::ServerRpcEvent],
+    conn: shadowrep::ids::ConnectionId,
+    name: &str,
+) -> Vec<u32> {
+    events
+        .iter()
+        .filter(|e| e.conn == conn && e.name == name)
+        .map(|e| match e.args[..] {
+            [Value::U32(n)] => n,
+            _ => panic!("one u32 argument: {e:?}"),
+        })
+        .collect()
+}
+
+#[test]
+fn server_calls_reach_the_game_once_and_in_order_through_loss() {
+    let (mut w, ids) = world(3, 3, LinkConfig::perfect(1));
+    for (c, &id) in ids.iter().enumerate() {
+        w.set_owner(0, id, Some(c), true);
+    }
+    for _ in 0..4 {
+        w.step();
+    }
+    let guids: Vec<NetGuid> = ids.iter().map(|&id| w.guid(0, id)).collect();
+    w.set_links(lossy(9));
+    let mut got = Vec::new();
+    let calls = 200u32;
+    for n in 0..calls {
+        for (c, &g) in guids.iter().enumerate() {
+            let client = &mut w.clients[c].world;
+            client.call_server_rpc(g, USE, &[Value::U32(n)]).unwrap();
+            client.call_server_rpc(g, FIRE, &[Value::U32(n)]).unwrap();
+        }
+        w.step();
+        got.extend(w.driver.take_server_rpcs());
+    }
+    w.set_links(LinkConfig::perfect(1));
+    for _ in 0..20 {
+        w.step();
+    }
+    got.extend(w.driver.take_server_rpcs());
+    for (c, &g) in guids.iter().enumerate() {
+        let conn = w.clients[c].conn;
+        assert_eq!(
+            server_numbers(&got, conn, USE),
+            (0..calls).collect::<Vec<_>>(),
+            "client {c}: reliable once, in order"
+        );
+        // Unreliable: at most once each (a repeated feedback datagram brings none twice), in
+        // the order the datagrams came (the link reorders them).
+        let mut fire = server_numbers(&got, conn, FIRE);
+        let n = fire.len();
+        fire.sort_unstable();
+        fire.dedup();
+        assert!(fire.len() == n && n > calls as usize / 3, "client {c}: {n} unreliable calls, {} distinct", fire.len());
+        assert!(got
+            .iter()
+            .filter(|e| e.conn == conn)
+            .all(|e| e.guid == g && e.id == ids[c] && e.reliable == (e.name == USE)));
+        assert_eq!(w.clients[c].world.server_calls_unacknowledged(), 0, "client {c}: every call acknowledged");
+        let stats = w.driver.connection_stats(conn).unwrap();
+        assert!(stats.server_rpcs_stale > 0, "client {c}: resent until acknowledged");
+        assert_eq!(stats.server_rpcs_refused, 0);
+    }
+    // Acknowledged, the client sends none again: its feedback is the plain one.
+    w.step();
+    let fb = w.clients[0].world.feedback();
+    assert!(shadowrep::wire::feedback::read_feedback(&fb).unwrap().calls.is_empty());
+}
+
+#[test]
+fn a_server_call_on_an_actor_another_connection_owns_is_refused_and_the_stream_goes_on() {
+    let (mut w, ids) = world(2, 2, LinkConfig::perfect(1));
+    w.set_owner(0, ids[0], Some(0), true);
+    w.set_owner(0, ids[1], Some(1), true);
+    for _ in 0..3 {
+        w.step();
+    }
+    let (mine, theirs) = (w.guid(0, ids[1]), w.guid(0, ids[0]));
+    let client = &mut w.clients[1].world;
+    client.call_server_rpc(theirs, USE, &[Value::U32(1)]).unwrap();
+    client.call_server_rpc(theirs, FIRE, &[Value::U32(2)]).unwrap();
+    client.call_server_rpc(mine, USE, &[Value::U32(3)]).unwrap();
+    for _ in 0..4 {
+        w.step();
+    }
+    let got = w.driver.take_server_rpcs();
+    let conn = w.clients[1].conn;
+    assert_eq!(server_numbers(&got, conn, USE), vec![3]);
+    assert!(server_numbers(&got, conn, FIRE).is_empty());
+    assert_eq!(w.driver.connection_stats(conn).unwrap().server_rpcs_refused, 2);
+    assert_eq!(w.clients[1].world.server_calls_unacknowledged(), 0, "the refused call's number was used");
+    // Ownership given, the same call goes.
+    w.set_owner(0, ids[0], Some(1), true);
+    w.clients[1].world.call_server_rpc(theirs, USE, &[Value::U32(4)]).unwrap();
+    for _ in 0..3 {
+        w.step();
+    }
+    assert_eq!(server_numbers(&w.driver.take_server_rpcs(), conn, USE), vec![4]);
+}
+
+#[test]
+fn server_calls_a_game_gets_wrong_are_refused() {
+    use shadowrep::client::{ClientError, MAX_OUTGOING_CALLS};
+    let (mut w, ids) = world(1, 1, LinkConfig::perfect(1));
+    w.set_owner(0, ids[0], Some(0), true);
+    w.step();
+    w.step();
+    let g = w.guid(0, ids[0]);
+    assert_eq!(
+        call(&mut w, ids[0], USE, 1).unwrap_err(),
+        DriverError::ServerRpc(USE.into()),
+        "the server does not call a Server call"
+    );
+    let client = &mut w.clients[0].world;
+    assert_eq!(
+        client.call_server_rpc(NetGuid(4000), USE, &[Value::U32(1)]),
+        Err(ClientError::UnknownActor(NetGuid(4000)))
+    );
+    assert_eq!(client.call_server_rpc(g, SHOUT, &[Value::U32(1)]), Err(ClientError::UnknownServerRpc(SHOUT.into())));
+    assert!(matches!(client.call_server_rpc(g, USE, &[]), Err(ClientError::RpcArgs(ValueError::ArgCount { .. }))));
+    for i in 0..MAX_OUTGOING_CALLS {
+        client.call_server_rpc(g, FIRE, &[Value::U32(i as u32)]).unwrap();
+    }
+    assert_eq!(client.call_server_rpc(g, FIRE, &[Value::U32(0)]), Err(ClientError::TooManyCalls));
+    for i in 0..MAX_RELIABLE_RPCS {
+        client.call_server_rpc(g, USE, &[Value::U32(i)]).unwrap();
+    }
+    assert_eq!(client.call_server_rpc(g, USE, &[Value::U32(0)]), Err(ClientError::TooManyCalls));
+    // They all go, a feedback's worth at a time, and are acknowledged.
+    for _ in 0..200 {
+        w.step();
+    }
+    let got = w.driver.take_server_rpcs();
+    let conn = w.clients[0].conn;
+    assert_eq!(server_numbers(&got, conn, USE), (0..MAX_RELIABLE_RPCS).collect::<Vec<_>>());
+    assert_eq!(server_numbers(&got, conn, FIRE).len(), MAX_OUTGOING_CALLS);
+    assert_eq!(w.clients[0].world.server_calls_unacknowledged(), 0);
+}
+
+#[test]
+fn hostile_server_calls_are_refused_and_bounded() {
+    use shadowrep::wire::feedback::{write_feedback, write_feedback_calls, AckBits};
+    use shadowrep::wire::rpc::RpcBunch;
+    let (mut w, ids) = world(1, 1, LinkConfig::perfect(0));
+    w.set_owner(0, ids[0], Some(0), true);
+    for _ in 0..3 {
+        w.step();
+    }
+    let g = w.guid(0, ids[0]);
+    let layout = pawn();
+    let use_call = |n: u32| encode_call(&layout, layout.rpc_index(USE).unwrap(), &[Value::U32(n)]).unwrap();
+    let conn = w.clients[0].conn;
+    let highest = w.clients[0].world.highest_received();
+    let feedback = |calls: Vec<RpcBunch>| {
+        let mut f = BitWriter::new();
+        write_feedback(&mut f, highest, &AckBits([u64::MAX; 4]), &[]);
+        write_feedback_calls(&mut f, &calls.iter().collect::<Vec<_>>());
+        f.into_bytes()
+    };
+    // A reliable call numbered `seq`, or an unreliable one numbered `u`.
+    let bunch = |target: NetGuid, seq: Option<u16>, call: BitWriter| {
+        let (bits, call) = (call.len_bits(), call.into_bytes());
+        RpcBunch { target, seq: Some(seq.unwrap_or(bits as u16)), call, bits, reliable: seq.is_some() }
+    };
+    // Unknown actor, a client call's index, garbage bits, numbers all over the window.
+    let mut garbage = BitWriter::new();
+    garbage.write_bits(0b101, 3);
+    garbage.write_bits(u64::MAX, 40);
+    let client_index = encode_call(&layout, layout.rpc_index(WHISPER).unwrap(), &[Value::U32(1)]).unwrap();
+    let calls = vec![
+        bunch(NetGuid(4000), Some(0), use_call(1)),
+        bunch(g, None, client_index),
+        bunch(g, None, garbage),
+        bunch(g, Some(2), use_call(2)),
+        bunch(g, Some(40_000), use_call(3)),
+    ];
+    w.driver.receive_feedback(conn, &feedback(calls.clone())).unwrap();
+    // Number 0 is used (not owned: refused); 2 waits for 1; 40 000 is far from any honest
+    // number — only this client's own hostile calls can be disordered so, and it is delivered.
+    assert_eq!(server_numbers(&w.driver.take_server_rpcs(), conn, USE), vec![3]);
+    let stats = w.driver.connection_stats(conn).unwrap();
+    assert_eq!((stats.server_rpcs_refused, stats.server_rpcs_delivered), (3, 1), "{stats:?}");
+    // The same datagram again: nothing more (reliable numbers seen, unreliable numbers seen).
+    w.driver.receive_feedback(conn, &feedback(calls[..4].to_vec())).unwrap();
+    assert!(w.driver.take_server_rpcs().is_empty());
+    assert_eq!(w.driver.connection_stats(conn).unwrap().server_rpcs_refused, 3);
+    // A flood of numbers held at most two a number.
+    for p in 0..40u32 {
+        let calls = (0..60u32).map(|i| bunch(g, Some(((p * 60 + i) % 1000 + 3) as u16), use_call(p))).collect();
+        w.driver.receive_feedback(conn, &feedback(calls)).unwrap();
+    }
+    w.driver.receive_feedback(conn, &feedback(vec![bunch(g, Some(1), use_call(77))])).unwrap();
+    // Past two calls a number, the rest were delivered at once; the two held a number came
+    // after number 1's, in order.
+    let got = w.driver.take_server_rpcs();
+    let uses = server_numbers(&got, conn, USE);
+    assert!(uses.contains(&77), "number 1's call");
+    assert!(got.len() <= 40 * 60 + 2, "{}", got.len());
+    // The connection still works.
+    w.clients[0].world.call_server_rpc(g, FIRE, &[Value::U32(5)]).unwrap();
+    w.step();
+    assert_eq!(server_numbers(&w.driver.take_server_rpcs(), conn, FIRE), vec![5]);
 }

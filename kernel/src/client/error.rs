@@ -44,6 +44,19 @@ pub enum ClientError {
         /// Client's checksum.
         client: u64,
     },
+    /// The client has no actor with this GUID.
+    UnknownActor(crate::ids::NetGuid),
+    /// The actor's class declares no Server call of this name.
+    UnknownServerRpc(String),
+    /// A call's arguments do not fit its parameters.
+    RpcArgs(crate::value::ValueError),
+    /// A call's index and arguments take more than
+    /// [`MAX_CLIENT_CALL_BITS`](crate::wire::feedback::MAX_CLIENT_CALL_BITS).
+    RpcTooLarge(usize),
+    /// [`MAX_OUTGOING_CALLS`](super::MAX_OUTGOING_CALLS) unreliable calls wait for the next
+    /// feedback, or [`MAX_RELIABLE_RPCS`](crate::wire::rpc::MAX_RELIABLE_RPCS) reliable ones
+    /// for the server's acknowledgement.
+    TooManyCalls,
 }
 
 impl fmt::Display for ClientError {
@@ -65,6 +78,15 @@ impl fmt::Display for ClientError {
                 f,
                 "fast array kind {kind}: item layout checksum {client:#x} does not match the server's {server:#x}"
             ),
+            ClientError::UnknownActor(g) => write!(f, "the client has no actor {g}"),
+            ClientError::UnknownServerRpc(r) => write!(f, "the actor's class declares no Server call `{r}`"),
+            ClientError::RpcArgs(e) => write!(f, "call arguments: {e}"),
+            ClientError::RpcTooLarge(bits) => write!(
+                f,
+                "a call of {bits} bits: at most {} fit a feedback",
+                crate::wire::feedback::MAX_CLIENT_CALL_BITS
+            ),
+            ClientError::TooManyCalls => write!(f, "too many calls wait to go (or for the server's acknowledgement)"),
         }
     }
 }

@@ -41,7 +41,7 @@ pub use closed::MAX_CLOSED;
 pub use error::{ClientError, ReceiveError};
 pub use events::{ClientEvent, ClientStats, NotifyEvent, Receipt};
 pub use partial::MAX_PARTIAL_BYTES;
-pub use rpcs::{RpcEvent, MAX_UNTAKEN_RPCS};
+pub use rpcs::{RpcEvent, MAX_FEEDBACK_CALL_BITS, MAX_OUTGOING_CALLS, MAX_UNTAKEN_RPCS};
 pub use window::{SeqVerdict, ROLLBACK_DISTANCE, ROLLBACK_SPARSE, ROLLBACK_STREAK};
 
 pub use crate::ids::NetRole;
@@ -527,6 +527,11 @@ impl ClientWorld {
         let mut w = BitWriter::new();
         let guids: Vec<NetGuid> = self.reopen.iter().map(|r| r.guid).collect();
         write_feedback(&mut w, self.window.highest(), self.window.received(), &guids);
+        let (calls, waiting) = self.calls_for_feedback();
+        crate::wire::feedback::write_feedback_calls(&mut w, &calls.iter().collect::<Vec<_>>());
+        if waiting > 0 {
+            self.unreported = true;
+        }
         for r in &mut self.reopen {
             r.tries += 1;
         }

@@ -437,6 +437,9 @@ impl ClientWorld {
         for call in packet.rpcs {
             self.receive_rpc(call);
         }
+        if let Some(next) = packet.calls_ack {
+            self.calls_acked(next);
+        }
         Ok(Receipt::Applied { bunches: n, skipped })
     }
 

@@ -14,7 +14,7 @@
 //! The server numbers a connection's reliable calls as it sends them — each actor's in call
 //! order, UE's per-channel order; across actors in call order but for a call on an actor whose
 //! open the client has not acknowledged yet, numbered when it is — and never has more than
-//! [`MAX_RELIABLE_RPCS`] numbered and unacknowledged, so an honest call is never more than that
+//! [`MAX_RELIABLE_RPCS`](crate::wire::rpc::MAX_RELIABLE_RPCS) numbered and unacknowledged, so an honest call is never more than that
 //! ahead of the next number expected, nor a resend more than that behind.
 //!
 //! A call's target is looked up when the call arrives: a held call is delivered in its turn even
@@ -29,20 +29,20 @@
 //! taken back as a forged value is overwritten. What a forger must not do is make the client
 //! drop one of the server's calls. So a reliable call is dropped only when its exact bits were
 //! seen under its number: each number keeps the hash of its bits (held, with the call; delivered,
-//! for the last [`MAX_RELIABLE_RPCS`] numbers), and a call whose number came with other bits is
+//! for the last [`MAX_RELIABLE_RPCS`](crate::wire::rpc::MAX_RELIABLE_RPCS) numbers), and a call whose number came with other bits is
 //! delivered too — in its turn if the number is still held (two calls a number at most), at once
 //! otherwise. A call further from the window than an honest server goes (forged calls delivered
 //! in order can move the window past the server's numbers) is delivered at once too. A forger
 //! can thus inject calls and disorder the server's, never silence them; with sealed sessions
-//! neither. Memory stays bounded: at most 2 × [`MAX_RELIABLE_RPCS`] held calls, kept as bits (at
+//! neither. Memory stays bounded: at most 2 × [`MAX_RELIABLE_RPCS`](crate::wire::rpc::MAX_RELIABLE_RPCS) held calls, kept as bits (at
 //! most a packet each) and decoded when their turn comes. Calls are taken with
 //! [`ClientWorld::take_rpcs`].
 
 use super::ClientWorld;
 use crate::ids::NetGuid;
 use crate::value::Value;
-use crate::wire::rpc::{decode_call, RpcBunch, MAX_RELIABLE_RPCS};
-use std::collections::BTreeMap;
+use crate::wire::rpc::{decode_call, encode_call, Arrival, ReliableWindow, RpcBunch};
+use std::collections::VecDeque;
 
 /// Most calls delivered and not taken ([`ClientWorld::take_rpcs`]): past it a call is dropped
 /// and counted (a game takes them every frame; a forged packet carries a few hundred).
@@ -66,38 +66,28 @@ pub struct RpcEvent {
 }
 
 /// The client's reliable window and the calls delivered and not taken.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub(super) struct Rpcs {
-    /// The next reliable number to deliver.
-    expected: u32,
-    /// Reliable calls numbered past `expected`, waiting for the ones before them: the hash of
-    /// their bits, the call, and its actor's class when it arrived (none: the client lacked it).
-    held: BTreeMap<u32, Vec<(u64, RpcBunch, Option<u32>)>>,
-    /// The hashes of the bits delivered under the last [`MAX_RELIABLE_RPCS`] numbers, by number
-    /// modulo the window (two where a number came with two).
-    done: Vec<[u64; 2]>,
+    /// The server's reliable calls: held until their turn, each with its actor's class when it
+    /// arrived (none: the client lacked it).
+    window: ReliableWindow<Option<u32>>,
     /// Delivered, not taken.
     delivered: Vec<RpcEvent>,
+    /// This client's Server calls: the next reliable number, the reliable ones the server has
+    /// not acknowledged (by number), and the unreliable ones for the next feedback.
+    next: u32,
+    /// The next unreliable number.
+    next_unreliable: u32,
+    unacked: VecDeque<RpcBunch>,
+    unreliable: Vec<RpcBunch>,
 }
 
-impl Default for Rpcs {
-    fn default() -> Self {
-        Rpcs {
-            expected: 0,
-            held: BTreeMap::new(),
-            done: vec![[0; 2]; MAX_RELIABLE_RPCS as usize],
-            delivered: Vec::new(),
-        }
-    }
-}
+/// Most unreliable Server calls waiting for the next feedback.
+pub const MAX_OUTGOING_CALLS: usize = 256;
 
-/// A call's hash: its target and bits (never 0, which marks an empty slot of `done`).
-fn call_hash(call: &RpcBunch) -> u64 {
-    use std::hash::{Hash, Hasher};
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    (call.target, &call.call, call.bits).hash(&mut h);
-    h.finish() | 1
-}
+/// Bits of Server calls one feedback carries at most (about a kilobyte: the rest wait for the
+/// next feedback, which a client sends with every packet it receives).
+pub const MAX_FEEDBACK_CALL_BITS: usize = 8 * 1024;
 
 impl ClientWorld {
     /// Calls delivered since the last call, in delivery order.
@@ -105,60 +95,115 @@ impl ClientWorld {
         std::mem::take(&mut self.rpcs.delivered)
     }
 
+    /// Calls Server procedure `rpc` of actor `guid` with `args` (one per declared parameter): it
+    /// goes in the next feedback ([`Self::feedback`]) — a reliable one in every feedback until a
+    /// packet of the server's acknowledges it, reliable calls numbered so the server runs each
+    /// once, in call order. The server runs it only if this client's connection owns the actor
+    /// (UE drops a Server RPC from any other). Refused: an actor the client lacks, a name its
+    /// class does not declare as a Server call, arguments that do not fit, a call larger than
+    /// [`MAX_CLIENT_CALL_BITS`](crate::wire::feedback::MAX_CLIENT_CALL_BITS), too many waiting
+    /// ([`ClientError::TooManyCalls`](super::ClientError::TooManyCalls)).
+    pub fn call_server_rpc(&mut self, guid: NetGuid, rpc: &str, args: &[Value]) -> Result<(), super::ClientError> {
+        use super::ClientError;
+        let &(class, _) = self.actors.get(&guid).ok_or(ClientError::UnknownActor(guid))?;
+        let layout = &self.classes[class as usize].layout;
+        let index = layout
+            .rpc_index(rpc)
+            .filter(|&i| layout.rpcs[i].target == crate::schema::RpcTarget::Server)
+            .ok_or_else(|| ClientError::UnknownServerRpc(rpc.to_string()))?;
+        let reliable = layout.rpcs[index].reliable;
+        let bits = encode_call(layout, index, args).map_err(ClientError::RpcArgs)?;
+        if bits.len_bits() > crate::wire::feedback::MAX_CLIENT_CALL_BITS {
+            return Err(ClientError::RpcTooLarge(bits.len_bits()));
+        }
+        let out = &mut self.rpcs;
+        let full = if reliable {
+            out.unacked.len() >= crate::wire::rpc::MAX_RELIABLE_RPCS as usize
+        } else {
+            out.unreliable.len() >= MAX_OUTGOING_CALLS
+        };
+        if full {
+            return Err(ClientError::TooManyCalls);
+        }
+        let counter = if reliable { &mut out.next } else { &mut out.next_unreliable };
+        let seq = Some(*counter as u16);
+        *counter = counter.wrapping_add(1);
+        let call = RpcBunch { target: guid, seq, bits: bits.len_bits(), call: bits.into_bytes(), reliable };
+        if reliable {
+            out.unacked.push_back(call);
+        } else {
+            out.unreliable.push(call);
+        }
+        self.unreported = true;
+        Ok(())
+    }
+
+    /// The Server calls for the next feedback: the reliable ones not acknowledged (oldest
+    /// first), then the unreliable ones (taken), within [`MAX_FEEDBACK_CALL_BITS`] and
+    /// [`MAX_FEEDBACK_CALLS`](crate::wire::feedback::MAX_FEEDBACK_CALLS); what does not fit
+    /// waits for the next.
+    pub(super) fn calls_for_feedback(&mut self) -> (Vec<RpcBunch>, usize) {
+        use crate::wire::feedback::{feedback_call_bits, MAX_FEEDBACK_CALLS};
+        let out = &mut self.rpcs;
+        let (mut calls, mut bits) = (Vec::new(), 0);
+        let mut room = |c: &RpcBunch, n: usize| {
+            let b = feedback_call_bits(c);
+            let fits = n < MAX_FEEDBACK_CALLS && (n == 0 || bits + b <= MAX_FEEDBACK_CALL_BITS);
+            if fits {
+                bits += b;
+            }
+            fits
+        };
+        for c in &out.unacked {
+            if !room(c, calls.len()) {
+                return (calls, out.unreliable.len());
+            }
+            calls.push(c.clone());
+        }
+        let mut taken = 0;
+        for c in &out.unreliable {
+            if !room(c, calls.len()) {
+                break;
+            }
+            calls.push(c.clone());
+            taken += 1;
+        }
+        out.unreliable.drain(..taken);
+        (calls, out.unreliable.len())
+    }
+
+    /// The server's acknowledgement of this client's reliable calls in an applied packet:
+    /// `next`, the low 16 bits of the first number it lacks. One that acknowledges more than
+    /// was sent is ignored (forged).
+    pub(super) fn calls_acked(&mut self, next: u16) {
+        let out = &mut self.rpcs;
+        let first = out.next.wrapping_sub(out.unacked.len() as u32) as u16;
+        let done = usize::from(next.wrapping_sub(first));
+        if done <= out.unacked.len() {
+            out.unacked.drain(..done);
+        }
+    }
+
+    /// Reliable Server calls the server has not acknowledged.
+    pub fn server_calls_unacknowledged(&self) -> usize {
+        self.rpcs.unacked.len()
+    }
+
     /// One call bunch of an applied packet (or of a late one whose number came with other
     /// bytes: its reliable calls).
     pub(super) fn receive_rpc(&mut self, call: RpcBunch) {
         let class = self.actors.get(&call.target).map(|a| a.0);
-        let Some(low) = call.seq else {
+        if call.seq.is_none() {
             self.deliver_rpc(&call, class, false);
             return;
-        };
-        let hash = call_hash(&call);
-        let window = MAX_RELIABLE_RPCS;
-        let ahead = u32::from(low.wrapping_sub(self.rpcs.expected as u16));
-        if ahead < window {
-            let n = self.rpcs.expected.wrapping_add(ahead);
-            let entry = self.rpcs.held.entry(n).or_default();
-            if entry.iter().any(|&(h, _, _)| h == hash) {
-                self.stats.rpcs_stale += 1;
-                return;
-            }
-            if !entry.is_empty() {
-                self.stats.rpcs_conflicts += 1;
-            }
-            if entry.len() >= 2 {
-                // Forged twice over: delivered now rather than kept (memory stays bounded).
-                self.deliver_rpc(&call, class, true);
-                return;
-            }
-            entry.push((hash, call, class));
-            while let Some(calls) = self.rpcs.held.remove(&self.rpcs.expected) {
-                let slot = &mut self.rpcs.done[(self.rpcs.expected % window) as usize];
-                *slot = [calls[0].0, calls.get(1).map_or(0, |c| c.0)];
-                self.rpcs.expected = self.rpcs.expected.wrapping_add(1);
-                for (_, call, class) in calls {
-                    self.deliver_rpc(&call, class, true);
-                }
-            }
-            return;
         }
-        let behind = u32::from((self.rpcs.expected as u16).wrapping_sub(low));
-        if behind <= window {
-            let n = self.rpcs.expected.wrapping_sub(behind);
-            let slot = &mut self.rpcs.done[(n % window) as usize];
-            if slot.contains(&hash) {
-                // The server's resend of a call delivered (its acknowledgement was lost).
-                self.stats.rpcs_stale += 1;
-                return;
-            }
-            if slot[0] != 0 && slot[1] == 0 {
-                slot[1] = hash;
-            }
+        let mut window = std::mem::take(&mut self.rpcs.window);
+        match window.accept(call, class, |call, class| self.deliver_rpc(&call, class, true)) {
+            Arrival::InOrder => {}
+            Arrival::Stale => self.stats.rpcs_stale += 1,
+            Arrival::Conflict => self.stats.rpcs_conflicts += 1,
         }
-        // Other bits under a delivered number, or further than an honest server goes: one of
-        // the calls was forged, and this one may be the server's (see the module docs).
-        self.stats.rpcs_conflicts += 1;
-        self.deliver_rpc(&call, class, true);
+        self.rpcs.window = window;
     }
 
     /// Decodes a call with `class`, its actor's when it arrived, and delivers it, or counts it

@@ -120,6 +120,15 @@ pub struct ConnectionStats {
     /// Reliable calls dropped because [`crate::wire::rpc::MAX_RELIABLE_RPCS`] were waiting or
     /// in flight here (UE closes the connection).
     pub rpcs_overflowed: u64,
+    /// The client's Server calls delivered to the game ([`super::NetDriver::take_server_rpcs`]).
+    pub server_rpcs_delivered: u64,
+    /// The client's Server calls dropped: an actor this connection did not own when the call
+    /// arrived (or gone when its turn came), a call that does not decode or is not a Server call
+    /// of the actor's class, a reliable number that came with other bits, or
+    /// [`super::rpc::MAX_UNTAKEN_SERVER_RPCS`] waiting to be taken.
+    pub server_rpcs_refused: u64,
+    /// The client's reliable Server calls received again (it had not heard the acknowledgement).
+    pub server_rpcs_stale: u64,
 }
 
 /// A close to send (or in flight): the actor and why its channel ends.

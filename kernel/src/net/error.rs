@@ -154,6 +154,8 @@ pub enum DriverError {
     },
     /// The actor is torn off (or tearing off): it is its clients' own, and nothing reaches it.
     TornOff(NetGuid),
+    /// A Server call: a client calls it ([`crate::client::ClientWorld::call_server_rpc`]).
+    ServerRpc(String),
 }
 
 impl fmt::Display for DriverError {
@@ -233,6 +235,7 @@ impl fmt::Display for DriverError {
                 write!(f, "call `{rpc}` takes {bits} bits with its arguments, more than one packet holds")
             }
             DriverError::TornOff(g) => write!(f, "{g} is torn off: it is its clients' own, and no call reaches it"),
+            DriverError::ServerRpc(rpc) => write!(f, "`{rpc}` is a Server call: a client calls it"),
             DriverError::SublevelFixed(g) => {
                 write!(f, "{g} has been replicated: set an actor's sublevel before the tick that first sees it")
             }

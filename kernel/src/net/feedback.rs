@@ -91,6 +91,9 @@ impl NetDriver {
         for &guid in &fb.reopen {
             self.reopen(ci, guid);
         }
+        if !fb.calls.is_empty() {
+            self.receive_calls(ci, fb.calls);
+        }
         Ok(outcome)
     }
 

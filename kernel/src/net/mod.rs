@@ -107,6 +107,7 @@ pub use level::ChannelInfo;
 pub use lifecycle::{NetGroups, ReplicationFlags, SubObjectCondition};
 pub use priority::{PriorityHook, PriorityInput};
 pub use relevancy::{RelevancyHook, Viewer};
+pub use rpc::{ServerRpcEvent, MAX_UNTAKEN_SERVER_RPCS};
 pub use settings::{ActorLevelConfig, NetSettings};
 pub use sublevels::SublevelId;
 pub use tick::{Stages, TickStats};

@@ -64,6 +64,9 @@ pub(crate) struct PacketRecord {
     pub fast: u32,
     /// Reliable calls of this packet, likewise in [`Reliability::rpcs`].
     pub rpcs: u32,
+    /// Acknowledgements of the client's calls in this packet (0 or 1), likewise in
+    /// [`Reliability::calls_acks`].
+    pub acks: u32,
 }
 
 /// What one packet carried for one actor.
@@ -172,6 +175,8 @@ pub(crate) struct Reliability {
     pub fast: VecDeque<FastSent>,
     /// Reliable calls' numbers ([`super::rpc`]).
     pub rpcs: VecDeque<u32>,
+    /// The numbers acknowledgements of the client's calls gave.
+    pub calls_acks: VecDeque<u16>,
     /// Packets in flight that carry entries or closes.
     content: u32,
     /// The newest packet sent, kept to be sent again while the window is full.
@@ -191,6 +196,7 @@ impl Reliability {
             exports: VecDeque::new(),
             fast: VecDeque::new(),
             rpcs: VecDeque::new(),
+            calls_acks: VecDeque::new(),
             content: 0,
             last_packet: Vec::new(),
             idle_frames: 0,
@@ -229,10 +235,10 @@ impl Reliability {
 
     /// Records the packet just written with sequence [`Self::next_seq`] (its entries and closes
     /// already pushed).
-    pub fn sent(&mut self, entries: u32, closes: u32, exports: u32, fast: u32, rpcs: u32) {
+    pub fn sent(&mut self, entries: u32, closes: u32, exports: u32, fast: u32, (rpcs, acks): (u32, u32)) {
         debug_assert!(self.room() > 0);
-        self.in_flight.push_back(PacketRecord { seq: self.next_seq, entries, closes, exports, fast, rpcs });
-        self.content += (entries + closes + exports + fast + rpcs > 0) as u32;
+        self.in_flight.push_back(PacketRecord { seq: self.next_seq, entries, closes, exports, fast, rpcs, acks });
+        self.content += (entries + closes + exports + fast + rpcs + acks > 0) as u32;
         self.next_seq = self.next_seq.next();
         self.idle_frames = 0;
     }
@@ -279,7 +285,7 @@ impl Reliability {
         let ahead = fb.highest.ahead_of(newest).clamp(0, ACK_WINDOW as i64) as u32;
         let mut received = fb.received;
         received.unshift(ahead);
-        Feedback { highest: newest, received, reopen: Vec::new() }
+        Feedback { highest: newest, received, reopen: Vec::new(), calls: Vec::new() }
     }
 
     /// Takes the next packet `fb` settles, with whether it was delivered; call while it
@@ -292,7 +298,7 @@ impl Reliability {
             return None;
         }
         let rec = self.in_flight.pop_front()?;
-        self.content -= (rec.entries + rec.closes + rec.exports + rec.fast + rec.rpcs > 0) as u32;
+        self.content -= (rec.entries + rec.closes + rec.exports + rec.fast + rec.rpcs + rec.acks > 0) as u32;
         Some((rec, fb.received.get(back as u32)))
     }
 
@@ -306,6 +312,7 @@ impl Reliability {
         self.exports.clear();
         self.fast.clear();
         self.rpcs.clear();
+        self.calls_acks.clear();
         self.content = 0;
         self.acked = self.next_seq.back(1);
         n
@@ -417,7 +424,7 @@ pub(crate) fn apply_settled(
     }
     // An export the client acknowledged is never sent again; a lost one goes at the next frame
     // (the references it serves may have arrived without it: they wait on the client).
-    super::rpc::settle_packet(conn, rec.rpcs, delivered);
+    super::rpc::settle_packet(conn, (rec.rpcs, rec.acks), delivered);
     for _ in 0..rec.exports {
         let Some(guid) = conn.rel.exports.pop_front() else { break };
         conn.exporting.remove(&guid);
@@ -483,12 +490,12 @@ mod tests {
         for &r in received {
             bits.set(highest.wrapping_sub(r));
         }
-        Feedback { highest: Seq(highest), received: bits, reopen: Vec::new() }
+        Feedback { highest: Seq(highest), received: bits, reopen: Vec::new(), calls: Vec::new() }
     }
 
     fn send(r: &mut Reliability, n: u32) {
         for _ in 0..n {
-            r.sent(1, 0, 0, 0, 0);
+            r.sent(1, 0, 0, 0, (0, 0));
         }
     }
 
@@ -635,7 +642,7 @@ mod tests {
         let mut bits = AckBits::default();
         bits.set(0);
         bits.set(1);
-        let fb = Feedback { highest: Seq(0x1_ffff), received: bits, reopen: Vec::new() };
+        let fb = Feedback { highest: Seq(0x1_ffff), received: bits, reopen: Vec::new(), calls: Vec::new() };
         while r.settle_next(&fb).is_some() {}
         r.settled(&fb);
         assert!(!r.carries(low(0x1_fffe)) && !r.carries(low(0x1_ffff)), "settled");
@@ -649,10 +656,10 @@ mod tests {
         let mut r = Reliability::new(Seq(1));
         r.idle_frames = 100;
         assert!(!r.keep_alive_due(6, false), "nothing in flight");
-        r.sent(0, 0, 0, 0, 0);
+        r.sent(0, 0, 0, 0, (0, 0));
         r.idle_frames = 100;
         assert!(!r.keep_alive_due(6, false), "only a keep-alive in flight");
-        r.sent(1, 0, 0, 0, 0);
+        r.sent(1, 0, 0, 0, (0, 0));
         r.idle_frames = 5;
         assert!(!r.keep_alive_due(6, false));
         r.idle_frames = 6;
@@ -667,8 +674,8 @@ mod tests {
     #[test]
     fn settling_the_content_stops_keep_alives() {
         let mut r = Reliability::new(Seq(1));
-        r.sent(1, 0, 0, 0, 0); // 1: content
-        r.sent(0, 0, 0, 0, 0); // 2: a keep-alive
+        r.sent(1, 0, 0, 0, (0, 0)); // 1: content
+        r.sent(0, 0, 0, 0, (0, 0)); // 2: a keep-alive
         let fb = feedback(1, &[1]);
         assert_eq!(r.classify(&fb), Intake::Settle);
         while r.settle_next(&fb).is_some() {}
@@ -677,14 +684,14 @@ mod tests {
         r.idle_frames = 100;
         assert!(!r.keep_alive_due(6, false), "only a keep-alive is left in flight");
         // A lost content packet is settled too: its content goes back to the pairs.
-        r.sent(1, 0, 0, 0, 0); // 3: content
+        r.sent(1, 0, 0, 0, (0, 0)); // 3: content
         r.idle_frames = 100;
         assert!(r.keep_alive_due(6, false));
         let fb = feedback(3, &[]);
         while r.settle_next(&fb).is_some() {}
         r.settled(&fb);
         assert_eq!(r.in_flight(), 0);
-        r.sent(0, 0, 0, 0, 0);
+        r.sent(0, 0, 0, 0, (0, 0));
         r.idle_frames = 100;
         assert!(!r.keep_alive_due(6, false), "the lost packet's content is no longer in flight");
     }

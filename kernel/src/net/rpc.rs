@@ -41,7 +41,7 @@ use super::{ClassId, DriverError, NetDriver, NetGuid};
 use crate::schema::RpcTarget;
 use crate::store::{ActorId, ClassStore};
 use crate::value::Value;
-use crate::wire::rpc::MAX_RELIABLE_RPCS;
+use crate::wire::rpc::{decode_call, Arrival, ReliableWindow, RpcBunch, MAX_RELIABLE_RPCS};
 use crate::wire::BitWriter;
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -58,14 +58,41 @@ pub(crate) struct Call {
     pub bits: BitWriter,
 }
 
-/// Calls made since the last tick, and the tick's own.
+/// Calls made since the last tick, and the tick's own; the clients' Server calls not taken.
 #[derive(Default)]
 pub(crate) struct Calls {
     /// Made since the last tick.
     pub next: Vec<Arc<Call>>,
     /// This tick's (moved from `next` when the tick starts).
     pub frame: Vec<Arc<Call>>,
+    /// The clients' Server calls delivered and not taken ([`NetDriver::take_server_rpcs`]).
+    pub server: Vec<ServerRpcEvent>,
 }
+
+/// A Server call a client made, as the server received it ([`NetDriver::take_server_rpcs`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ServerRpcEvent {
+    /// The connection whose client called it (it owns the actor).
+    pub conn: super::ConnectionId,
+    /// The actor called.
+    pub guid: NetGuid,
+    /// Its class.
+    pub class: ClassId,
+    /// Its id in its class's store.
+    pub id: ActorId,
+    /// The call's index in its class.
+    pub rpc: usize,
+    /// The call's name.
+    pub name: String,
+    /// Its arguments, one per parameter, in order.
+    pub args: Vec<Value>,
+    /// A reliable call.
+    pub reliable: bool,
+}
+
+/// Most Server calls delivered and not taken, over every connection: past it a call is dropped
+/// and counted ([`ConnectionStats::server_rpcs_refused`](super::ConnectionStats::server_rpcs_refused)).
+pub const MAX_UNTAKEN_SERVER_RPCS: usize = 65_536;
 
 /// Where a connection stands with an actor's channel, for a call.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -97,9 +124,22 @@ struct Numbered {
     acked: bool,
 }
 
-/// One connection's reliable calls: those waiting for their channel, and the numbered stream.
+/// One connection's reliable calls: those waiting for their channel, and the numbered stream;
+/// and its client's Server calls as received.
 #[derive(Debug, Default)]
 pub(crate) struct ConnRpcs {
+    /// The client's reliable Server calls, each tagged with its actor's GUID when it arrived if
+    /// this connection owned the actor then (none: refused, its number used).
+    incoming: ReliableWindow<Option<NetGuid>>,
+    /// The client has reliable calls the server's packets have not acknowledged yet.
+    ack_pending: bool,
+    /// An acknowledgement is in flight.
+    ack_in_flight: bool,
+    /// The client's unreliable Server calls: the newest number taken and which of the
+    /// [`ACK_WINDOW`](crate::wire::feedback::ACK_WINDOW) before it were (a repeated feedback
+    /// datagram brings them again).
+    unreliable_newest: Option<u16>,
+    unreliable_seen: crate::wire::feedback::AckBits,
     /// The next reliable number.
     next: u32,
     /// Reliable calls whose channel's open is not acknowledged yet, in call order.
@@ -131,9 +171,46 @@ impl ConnRpcs {
         }
     }
 
+    /// Whether the client's unreliable call numbered `seq` is one not taken before: newer than
+    /// the newest (by less than half the number space), or one of the 255 before it not seen.
+    fn unreliable_fresh(&mut self, seq: u16) -> bool {
+        let Some(newest) = self.unreliable_newest else {
+            self.unreliable_newest = Some(seq);
+            self.unreliable_seen = crate::wire::feedback::AckBits::default();
+            self.unreliable_seen.set(0);
+            return true;
+        };
+        let ahead = seq.wrapping_sub(newest);
+        if ahead != 0 && ahead < 0x8000 {
+            self.unreliable_seen.shift(u32::from(ahead));
+            self.unreliable_seen.set(0);
+            self.unreliable_newest = Some(seq);
+            return true;
+        }
+        let back = u32::from(newest.wrapping_sub(seq));
+        if back < crate::wire::feedback::ACK_WINDOW && !self.unreliable_seen.get(back) {
+            self.unreliable_seen.set(back);
+            return true;
+        }
+        false
+    }
+
+    /// The fate of a settled packet's acknowledgement of the client's calls (`next`: the
+    /// number it gave).
+    pub fn settle_ack(&mut self, next: u16, delivered: bool) {
+        self.ack_in_flight = false;
+        if delivered && next == self.incoming.expected() as u16 {
+            self.ack_pending = false;
+        }
+    }
+
     /// Every call in flight delivered (the reference's perfect link). Acknowledged ones leave
     /// from the front only, so the stream stays one number after another (`settle` indexes it).
     pub fn acknowledge_in_flight(&mut self) {
+        if self.ack_in_flight {
+            self.ack_in_flight = false;
+            self.ack_pending = false;
+        }
         for n in self.stream.iter_mut().filter(|n| n.in_flight) {
             n.acked = true;
         }
@@ -146,7 +223,11 @@ impl ConnRpcs {
 /// The fate of a settled packet's `count` reliable calls (the front of the connection's
 /// [`Reliability::rpcs`](super::reliability::Reliability::rpcs)): delivered, they are done; lost,
 /// they go again.
-pub(crate) fn settle_packet(conn: &mut Connection, count: u32, delivered: bool) {
+pub(crate) fn settle_packet(conn: &mut Connection, (count, acks): (u32, u32), delivered: bool) {
+    for _ in 0..acks {
+        let Some(next) = conn.rel.calls_acks.pop_front() else { break };
+        conn.rpcs.settle_ack(next, delivered);
+    }
     for _ in 0..count {
         let Some(seq) = conn.rel.rpcs.pop_front() else { break };
         conn.rpcs.settle(seq, delivered);
@@ -226,9 +307,121 @@ impl NetDriver {
         if a.torn() || a.tearing {
             return Err(DriverError::TornOff(guid));
         }
+        if decl.target == RpcTarget::Server {
+            return Err(DriverError::ServerRpc(rpc.to_string()));
+        }
         let owner = a.owner.map(|slot| self.conns[slot as usize].id);
         self.rpcs.next.push(Arc::new(Call { guid, owner, target: decl.target, reliable: decl.reliable, bits }));
         Ok(())
+    }
+}
+
+impl NetDriver {
+    /// The clients' Server calls received since the last call, in arrival order (a reliable
+    /// call once, after every reliable call its client numbered before it).
+    ///
+    /// A call reaches the game only from the connection that owns its actor when the call
+    /// arrives ([`Self::set_owner`]; a sub-object's owner's) — UE drops a Server RPC from any
+    /// other — on an actor still live when its turn comes, decoded with the actor's class and
+    /// declared `Server`; anything else is dropped and counted
+    /// ([`ConnectionStats::server_rpcs_refused`](super::ConnectionStats::server_rpcs_refused)).
+    pub fn take_server_rpcs(&mut self) -> Vec<ServerRpcEvent> {
+        std::mem::take(&mut self.rpcs.server)
+    }
+
+    /// A feedback's Server calls from connection `ci`'s client.
+    pub(crate) fn receive_calls(&mut self, ci: usize, calls: Vec<RpcBunch>) {
+        let mut out = std::mem::take(&mut self.rpcs.server);
+        let owned = |guid: NetGuid| self.owned_by(ci, guid);
+        let tags: Vec<Option<NetGuid>> = calls.iter().map(|c| owned(c.target).then_some(c.target)).collect();
+        let mut rpcs = std::mem::take(&mut self.conns[ci].rpcs);
+        for (call, tag) in calls.into_iter().zip(tags) {
+            if !call.reliable {
+                if rpcs.unreliable_fresh(call.seq.unwrap_or(0)) {
+                    self.deliver_server_call(ci, &call, tag, false, &mut out);
+                } else {
+                    self.conns[ci].stats.server_rpcs_stale += 1;
+                }
+                continue;
+            }
+            let mut delivered = Vec::new();
+            let arrival = rpcs.incoming.accept(call, tag, |call, tag| delivered.push((call, tag)));
+            let stats = &mut self.conns[ci].stats;
+            match arrival {
+                Arrival::InOrder => rpcs.ack_pending = true,
+                Arrival::Stale => {
+                    // A resend: the client did not hear the acknowledgement.
+                    stats.server_rpcs_stale += 1;
+                    rpcs.ack_pending = true;
+                }
+                // Other bits under a number, or one far from the window: only a hostile client
+                // sends that, and it could send a new call as well — delivered (or refused) like
+                // any.
+                Arrival::Conflict => {}
+            }
+            for (call, tag) in delivered {
+                self.deliver_server_call(ci, &call, tag, true, &mut out);
+            }
+        }
+        self.conns[ci].rpcs = rpcs;
+        self.rpcs.server = out;
+    }
+
+    /// Whether connection `ci` owns live actor `guid` (a sub-object: its owner's owner).
+    fn owned_by(&self, ci: usize, guid: NetGuid) -> bool {
+        let Some(&(c, s)) = self.guids.get(&guid) else { return false };
+        self.classes[c as usize].actors.get(s as usize).is_some_and(|a| a.owner == Some(ci as u32))
+    }
+
+    /// Decodes a Server call whose actor was `tag` when it arrived (none: not owned then) and
+    /// delivers it, or counts it refused.
+    fn deliver_server_call(
+        &mut self,
+        ci: usize,
+        call: &RpcBunch,
+        tag: Option<NetGuid>,
+        reliable: bool,
+        out: &mut Vec<ServerRpcEvent>,
+    ) {
+        let event = tag.and_then(|guid| {
+            let &(c, s) = self.guids.get(&guid)?;
+            let class = &self.classes[c as usize];
+            let (rpc, args) = decode_call(&class.layout, call).ok()?;
+            let decl = &class.layout.rpcs[rpc];
+            let a = class.actors.get(s as usize)?;
+            (decl.target == RpcTarget::Server && decl.reliable == reliable && out.len() < MAX_UNTAKEN_SERVER_RPCS).then(
+                || ServerRpcEvent {
+                    conn: self.conns[ci].id,
+                    guid,
+                    class: ClassId(c),
+                    id: ActorId { index: s, generation: a.generation },
+                    rpc,
+                    name: decl.name.clone(),
+                    args,
+                    reliable,
+                },
+            )
+        });
+        let stats = &mut self.conns[ci].stats;
+        match event {
+            Some(e) => {
+                out.push(e);
+                stats.server_rpcs_delivered += 1;
+            }
+            None => stats.server_rpcs_refused += 1,
+        }
+    }
+}
+
+/// Keeps connection `conn`'s reliable Server-call window as the driver's (the reference, which
+/// has connections of its own, takes the same feedback's calls: its acknowledgements are then
+/// the same bytes). Owned or not, every reliable call takes its number.
+pub(crate) fn track_calls(conn: &mut Connection, calls: &[RpcBunch]) {
+    for call in calls.iter().filter(|c| c.reliable) {
+        match conn.rpcs.incoming.accept(call.clone(), None, |_, _| {}) {
+            Arrival::InOrder | Arrival::Stale => conn.rpcs.ack_pending = true,
+            Arrival::Conflict => {}
+        }
     }
 }
 
@@ -247,7 +440,7 @@ impl WriteCtx<'_> {
         (saturated, write): (bool, bool),
         chan: impl Fn(&Connection, NetGuid) -> Chan,
     ) {
-        if calls.is_empty() && conn.rpcs.outstanding() == 0 {
+        if calls.is_empty() && conn.rpcs.outstanding() == 0 && !conn.rpcs.ack_pending {
             return;
         }
         let mut rpcs = std::mem::take(&mut conn.rpcs);
@@ -255,6 +448,7 @@ impl WriteCtx<'_> {
             let reaches = match call.target {
                 RpcTarget::Client => call.owner == Some(conn.id),
                 RpcTarget::Multicast => true,
+                RpcTarget::Server => false,
             };
             if !reaches {
                 continue;
@@ -284,6 +478,17 @@ impl WriteCtx<'_> {
             }
         });
         rpcs.waiting = waiting;
+        if write && rpcs.ack_pending && !rpcs.ack_in_flight {
+            let next = rpcs.incoming.expected() as u16;
+            if !st.full && self.ensure_in(conn, st, |c| c.writer.calls_ack_fits(&c.out)) {
+                conn.writer.write_calls_ack(&mut conn.out, next);
+                st.wrote_calls_ack();
+                conn.rel.calls_acks.push_back(next);
+                rpcs.ack_in_flight = true;
+            } else {
+                st.full = true;
+            }
+        }
         if write {
             for n in rpcs.stream.iter_mut().filter(|n| !n.in_flight && !n.acked) {
                 if !self.write_rpc(conn, st, Some(n.seq as u16), &n.call) {

@@ -30,6 +30,9 @@ pub enum RpcTarget {
     /// UE's `NetMulticast` RPC: every connection with the actor's channel open (replay
     /// connections included).
     Multicast,
+    /// UE's `Server` RPC: called by a client on an actor its connection owns, run on the server
+    /// ([`crate::client::ClientWorld::call_server_rpc`], [`crate::net::NetDriver::take_server_rpcs`]).
+    Server,
 }
 
 /// A declared call: its name, who it reaches, whether it is reliable, and its parameters.
@@ -51,6 +54,12 @@ impl RpcDecl {
     /// [`Self::reliable`].
     pub fn multicast(name: impl Into<String>) -> Self {
         Self { name: name.into(), target: RpcTarget::Multicast, reliable: false, params: Vec::new() }
+    }
+
+    /// A `Server` call (a client calls it on an actor its connection owns), unreliable until
+    /// [`Self::reliable`].
+    pub fn server(name: impl Into<String>) -> Self {
+        Self { name: name.into(), target: RpcTarget::Server, reliable: false, params: Vec::new() }
     }
 
     /// Reliable (UE's `Reliable`): delivered once, in call order among the connection's reliable

@@ -116,6 +116,9 @@ pub struct Packet {
     pub exports: Vec<(NetGuid, String)>,
     /// Calls, in order ([`super::rpc`]): decoded by the receiver with their target's class.
     pub rpcs: Vec<super::rpc::RpcBunch>,
+    /// The server's acknowledgement of the client's reliable calls: the low 16 bits of the first
+    /// number it has not received (the last one in the packet).
+    pub calls_ack: Option<u16>,
     /// Whether the last bunch of `bunches` goes on in the next packet's first bunch: the packet
     /// says so and its last bunch on the wire was decoded (not stepped over, not an export).
     pub continues: bool,
@@ -235,6 +238,7 @@ pub fn decode_packet<'a>(
     let mut skipped = Vec::new();
     let mut exports = Vec::new();
     let mut rpcs = Vec::new();
+    let mut calls_ack = None;
     let mut prev = NetGuid(0);
     // Whether the last bunch read so far is in `bunches`.
     let mut last_kept = false;
@@ -284,6 +288,9 @@ pub fn decode_packet<'a>(
             body.skip(start)?;
             if body.read_bool()? {
                 rpcs.push(super::rpc::read_rpc_body(&mut body)?);
+            } else if body.clone().read_packed()? == 0 {
+                body.read_packed()?;
+                calls_ack = Some(body.read_bits(16)? as u16);
             } else {
                 exports.push(read_export_body(&mut body)?);
             }
@@ -312,7 +319,7 @@ pub fn decode_packet<'a>(
         last_kept = true;
     }
     let continues = r.read_bool()? && last_kept;
-    Ok(Packet { seq, bunches, skipped, exports, rpcs, continues })
+    Ok(Packet { seq, bunches, skipped, exports, rpcs, calls_ack, continues })
 }
 
 /// Reads a fast array bunch's body: a delta, or nothing (a bunch that only opens the array).

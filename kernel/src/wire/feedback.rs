@@ -3,6 +3,11 @@
 //!
 //! ```text
 //! feedback := highest:packed  runs:packed { run:packed }*  reopens:packed { guid:packed }*
+//!             [ calls:packed(1..=MAX_FEEDBACK_CALLS) { call }* ]       left out when none
+//! call     := reliable:bit  seq:16  target:packed  bits:packed(≤ MAX_CLIENT_CALL_BITS)  bit{bits}
+//!             a client's Server call (crate::wire::rpc): its number in its stream (reliable or
+//!             unreliable: the server drops an unreliable one it has seen, feedback having no
+//!             numbers of its own to drop a repeated datagram by), its index and parameters
 //! ```
 //!
 //! `highest` is the newest packet received. The runs describe the `ACK_WINDOW − 1` packets below
@@ -91,6 +96,36 @@ pub struct Feedback {
     pub received: AckBits,
     /// Actors the client got a bunch for but does not have: the server should open them again.
     pub reopen: Vec<NetGuid>,
+    /// The client's Server calls ([`super::rpc`]).
+    pub calls: Vec<super::rpc::RpcBunch>,
+}
+
+/// Calls one feedback may carry.
+pub const MAX_FEEDBACK_CALLS: usize = 64;
+
+/// Bits of one client call's index and parameters at most (a client refuses a larger call).
+pub const MAX_CLIENT_CALL_BITS: usize = 8 * 1024;
+
+/// Appends `calls` to feedback just written ([`write_feedback`]); none writes nothing.
+pub fn write_feedback_calls(w: &mut BitWriter, calls: &[&super::rpc::RpcBunch]) {
+    let calls = &calls[..calls.len().min(MAX_FEEDBACK_CALLS)];
+    if calls.is_empty() {
+        return;
+    }
+    w.write_packed(calls.len() as u64);
+    for c in calls {
+        w.write_bool(c.reliable);
+        w.write_bits(u64::from(c.seq.unwrap_or(0)), 16);
+        w.write_packed(c.target.0);
+        w.write_packed(c.bits as u64);
+        w.write_from(&c.call, 0, c.bits);
+    }
+}
+
+/// Bits [`write_feedback_calls`] adds for one call (besides the count).
+pub fn feedback_call_bits(c: &super::rpc::RpcBunch) -> usize {
+    let packed = super::packet::packed_bits;
+    1 + 16 + packed(c.target.0) + packed(c.bits as u64) + c.bits
 }
 
 /// Writes feedback.
@@ -176,10 +211,42 @@ pub fn read_feedback(bytes: &[u8]) -> Result<Feedback, WireError> {
         }
         reopen.push(g);
     }
+    let mut calls = Vec::new();
+    if r.remaining() >= 8 {
+        let count = r.read_packed()?;
+        if count == 0 {
+            // A writer leaves an empty call list out: this is a byte after the feedback.
+            return Err(WireError::Invalid("bytes after the feedback"));
+        }
+        if count > MAX_FEEDBACK_CALLS as u64 {
+            return Err(WireError::OutOfRange { value: count, max: MAX_FEEDBACK_CALLS as u64 + 1 });
+        }
+        for _ in 0..count {
+            let reliable = r.read_bool()?;
+            let seq = Some(r.read_bits(16)? as u16);
+            let target = NetGuid(r.read_packed()?);
+            if target.is_null() {
+                return Err(WireError::Invalid("call target"));
+            }
+            let bits = r.read_packed()?;
+            if bits > MAX_CLIENT_CALL_BITS as u64 || bits > r.remaining() as u64 {
+                return Err(WireError::Invalid("call length"));
+            }
+            let bits = bits as usize;
+            let mut call = BitWriter::new();
+            let mut left = bits;
+            while left > 0 {
+                let n = left.min(64) as u32;
+                call.write_bits(r.read_bits(n)?, n);
+                left -= n as usize;
+            }
+            calls.push(super::rpc::RpcBunch { target, seq, call: call.into_bytes(), bits, reliable });
+        }
+    }
     if r.remaining() >= 8 || (r.remaining() > 0 && r.read_bits(r.remaining() as u32)? != 0) {
         return Err(WireError::Invalid("bytes after the feedback"));
     }
-    Ok(Feedback { highest, received, reopen })
+    Ok(Feedback { highest, received, reopen, calls })
 }
 
 #[cfg(test)]
@@ -189,7 +256,51 @@ mod tests {
     fn round_trip(f: &Feedback) -> Feedback {
         let mut w = BitWriter::new();
         write_feedback(&mut w, f.highest, &f.received, &f.reopen);
+        write_feedback_calls(&mut w, &f.calls.iter().collect::<Vec<_>>());
         read_feedback(&w.into_bytes()).unwrap()
+    }
+
+    #[test]
+    fn calls_ride_feedback_and_bad_ones_are_refused() {
+        use super::super::rpc::RpcBunch;
+        let call = |seq: Option<u16>, bits: usize| RpcBunch {
+            target: NetGuid(6),
+            seq: Some(seq.unwrap_or(7)),
+            call: vec![0xa5; bits.div_ceil(8)],
+            bits,
+            reliable: seq.is_some(),
+        };
+        let mut f =
+            Feedback { highest: Seq(9), received: AckBits([1, 0, 0, 0]), reopen: vec![NetGuid(4)], calls: Vec::new() };
+        assert_eq!(round_trip(&f), f);
+        f.calls = vec![call(Some(65535), 13), call(None, 0), call(Some(0), 64)];
+        // The bits past each call's length are the writer's zeros.
+        let mut back = round_trip(&f);
+        for (b, c) in back.calls.iter_mut().zip(&f.calls) {
+            assert_eq!((b.target, b.seq, b.bits, b.reliable), (c.target, c.seq, c.bits, c.reliable));
+            b.call = c.call.clone();
+        }
+        assert_eq!(back, f);
+        let mut w = BitWriter::new();
+        write_feedback(&mut w, Seq(9), &AckBits([1, 0, 0, 0]), &[]);
+        let base = w.len_bits();
+        w.write_packed(0);
+        assert!(read_feedback(w.bytes()).is_err(), "an empty call list is written as none");
+        let mut w = BitWriter::new();
+        write_feedback(&mut w, Seq(9), &AckBits([1, 0, 0, 0]), &[]);
+        write_feedback_calls(&mut w, &[&call(None, 12)]);
+        let full = w.into_bytes();
+        for cut in base.div_ceil(8) + 1..full.len() {
+            assert!(read_feedback(&full[..cut]).is_err(), "cut at {cut}");
+        }
+        let mut w = BitWriter::new();
+        write_feedback(&mut w, Seq(9), &AckBits([1, 0, 0, 0]), &[]);
+        w.write_packed(1);
+        w.write_bool(false);
+        w.write_bits(0, 16);
+        w.write_packed(6);
+        w.write_packed(MAX_CLIENT_CALL_BITS as u64 + 1);
+        assert_eq!(read_feedback(w.bytes()).unwrap_err(), WireError::Invalid("call length"));
     }
 
     #[test]
@@ -207,7 +318,12 @@ mod tests {
                     bits.set(back);
                 }
             }
-            let f = Feedback { highest: Seq(case as u32 * 977), received: bits, reopen: vec![NetGuid(2), NetGuid(8)] };
+            let f = Feedback {
+                highest: Seq(case as u32 * 977),
+                received: bits,
+                reopen: vec![NetGuid(2), NetGuid(8)],
+                calls: Vec::new(),
+            };
             assert_eq!(round_trip(&f), f);
         }
     }

@@ -314,6 +314,23 @@ impl PacketWriter {
         self.bunch_fits_empty(super::open::EXPORT_GUID, None, super::rpc::rpc_body_bits(seq, target, call))
     }
 
+    /// Whether an acknowledgement of the client's reliable calls ([`super::rpc`]) fits the open
+    /// packet.
+    pub fn calls_ack_fits(&self, out: &BitWriter) -> bool {
+        self.bunch_fits(out, super::open::EXPORT_GUID, None, super::rpc::CALLS_ACK_BITS)
+    }
+
+    /// Writes an acknowledgement of the client's reliable calls: `next`, the low 16 bits of the
+    /// number of the first call not received yet.
+    pub fn write_calls_ack(&mut self, out: &mut BitWriter, next: u16) {
+        debug_assert!(self.header.is_none());
+        let mut body = BitWriter::new();
+        super::rpc::write_calls_ack_body(&mut body, next);
+        write_bunch_after(out, self.prev, super::open::EXPORT_GUID, None, &body);
+        self.prev = super::open::EXPORT_GUID;
+        self.bunches += 1;
+    }
+
     /// Writes a call bunch.
     pub fn write_rpc(&mut self, out: &mut BitWriter, seq: Option<u16>, target: NetGuid, call: &BitWriter) {
         debug_assert!(self.header.is_none());

@@ -4,6 +4,10 @@
 //! call bunch := a sized bunch of GUID 1 (EXPORT_GUID) whose body is
 //!               1:bit  reliable:bit [seq:16]  target:packed  call
 //!               (an export's body starts with a 0 bit: super::open)
+//! calls ack  := a sized bunch of GUID 1 whose body is  0:bit  0:packed  next:16
+//!               (an export of GUID 0, which names nothing): the server has every reliable call
+//!               of the client's numbered below `next` (the client's calls ride its feedback:
+//!               super::feedback)
 //! call       := index:bits(⌈log₂ calls⌉ of the target's class)  { record }*
 //!               the parameters as records of the call's parameter layout, in handle order, those
 //!               at their zero value left out; the bunch's length ends them
@@ -27,6 +31,7 @@ use crate::ids::NetGuid;
 use crate::schema::rpc::rpc_index_bits;
 use crate::schema::ClassLayout;
 use crate::value::{decode_parent, encode_parent, Value, ValueError};
+use std::collections::BTreeMap;
 
 /// Most reliable calls a connection has numbered and not yet acknowledged: the reliable window
 /// (UE's `RELIABLE_BUFFER` is 256 reliable bunches per channel; here one stream per connection).
@@ -44,6 +49,9 @@ pub struct RpcBunch {
     pub call: Vec<u8>,
     /// How many bits of `call` are the call's.
     pub bits: usize,
+    /// A reliable call (`seq` is its number in the reliable stream). A server's unreliable call
+    /// has no number; a client's has one in its unreliable stream.
+    pub reliable: bool,
 }
 
 /// Encodes call `index` of `class` with `args` (one per parameter, in order): its index and its
@@ -123,6 +131,18 @@ pub fn decode_call(class: &ClassLayout, bunch: &RpcBunch) -> Result<(usize, Vec<
     Ok((index, args))
 }
 
+/// Bits of an acknowledgement of a client's reliable calls: the export bit, GUID 0 (no export
+/// names it) and the next number.
+pub const CALLS_ACK_BITS: usize = 1 + 8 + 16;
+
+/// Writes the body of an acknowledgement of a client's reliable calls (a special bunch whose
+/// body reads as an export of GUID 0): `next`, the low 16 bits of the first number not received.
+pub fn write_calls_ack_body(w: &mut BitWriter, next: u16) {
+    w.write_bool(false);
+    w.write_packed(0);
+    w.write_bits(u64::from(next), 16);
+}
+
 /// Writes a call bunch's body: the call bit, the reliable number, the target and the call.
 pub fn write_rpc_body(w: &mut BitWriter, seq: Option<u16>, target: NetGuid, call: &BitWriter) {
     w.write_bool(true);
@@ -152,7 +172,102 @@ pub fn read_rpc_body(r: &mut BitReader<'_>) -> Result<RpcBunch, WireError> {
         let n = r.remaining().min(64) as u32;
         call.write_bits(r.read_bits(n)?, n);
     }
-    Ok(RpcBunch { target, seq, call: call.into_bytes(), bits })
+    Ok(RpcBunch { target, seq, call: call.into_bytes(), bits, reliable: seq.is_some() })
+}
+
+/// What [`ReliableWindow::accept`] did with a reliable call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Arrival {
+    /// Within the window: held (and delivered with every call before it, if it was the next).
+    InOrder,
+    /// Its very bits came under its number before: a resend, dropped.
+    Stale,
+    /// Other bits under a number held or delivered, a third call a number, or a number further
+    /// than an honest sender goes: some call was forged, and this one was delivered too (in its
+    /// turn while its number is held with room, at once otherwise).
+    Conflict,
+}
+
+/// The receiving end of a reliable call stream (the client's of the server's calls, the
+/// server's of a client's): numbers rebuilt from their low 16 bits, calls held until every
+/// number before them arrived and then delivered in number order, each once — see
+/// `client::rpcs` for the rules and why a call whose number came with other bits is delivered
+/// too. Each held call carries a tag the receiver chose when it arrived (the actor it named).
+#[derive(Debug)]
+pub struct ReliableWindow<T> {
+    /// The next number to deliver.
+    expected: u32,
+    /// Calls numbered past `expected`: the hash of their bits, the call, its tag.
+    held: BTreeMap<u32, Vec<(u64, RpcBunch, T)>>,
+    /// The hashes of the bits delivered under the last [`MAX_RELIABLE_RPCS`] numbers, by number
+    /// modulo the window (two where a number came with two).
+    done: Vec<[u64; 2]>,
+}
+
+impl<T> Default for ReliableWindow<T> {
+    fn default() -> Self {
+        Self { expected: 0, held: BTreeMap::new(), done: vec![[0; 2]; MAX_RELIABLE_RPCS as usize] }
+    }
+}
+
+/// A call's hash: its target and bits (never 0, which marks an empty slot).
+fn call_hash(call: &RpcBunch) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    (call.target, &call.call, call.bits).hash(&mut h);
+    h.finish() | 1
+}
+
+impl<T> ReliableWindow<T> {
+    /// The next number to deliver.
+    pub fn expected(&self) -> u32 {
+        self.expected
+    }
+
+    /// Takes reliable call `call` (its `seq` set), tagged `tag`; `deliver` gets every call that
+    /// becomes deliverable, in order.
+    pub fn accept(&mut self, call: RpcBunch, tag: T, mut deliver: impl FnMut(RpcBunch, T)) -> Arrival {
+        let low = call.seq.unwrap_or(0);
+        let hash = call_hash(&call);
+        let window = MAX_RELIABLE_RPCS;
+        let ahead = u32::from(low.wrapping_sub(self.expected as u16));
+        if ahead < window {
+            let n = self.expected.wrapping_add(ahead);
+            let entry = self.held.entry(n).or_default();
+            if entry.iter().any(|&(h, _, _)| h == hash) {
+                return Arrival::Stale;
+            }
+            if entry.len() >= 2 {
+                // Forged twice over: delivered now rather than kept (memory stays bounded).
+                deliver(call, tag);
+                return Arrival::Conflict;
+            }
+            let arrival = if entry.is_empty() { Arrival::InOrder } else { Arrival::Conflict };
+            entry.push((hash, call, tag));
+            while let Some(calls) = self.held.remove(&self.expected) {
+                self.done[(self.expected % window) as usize] = [calls[0].0, calls.get(1).map_or(0, |c| c.0)];
+                self.expected = self.expected.wrapping_add(1);
+                for (_, call, tag) in calls {
+                    deliver(call, tag);
+                }
+            }
+            return arrival;
+        }
+        let behind = u32::from((self.expected as u16).wrapping_sub(low));
+        if behind <= window {
+            let slot = &mut self.done[(self.expected.wrapping_sub(behind) % window) as usize];
+            if slot.contains(&hash) {
+                // A resend of a call delivered (its acknowledgement was lost).
+                return Arrival::Stale;
+            }
+            if slot[0] != 0 && slot[1] == 0 {
+                slot[1] = hash;
+            }
+        }
+        // Other bits under a delivered number, or further than an honest sender goes.
+        deliver(call, tag);
+        Arrival::Conflict
+    }
 }
 
 #[cfg(test)]
@@ -217,7 +332,7 @@ mod tests {
             .is_err());
         assert!(encode_call(&c, 2, &[]).is_err());
         // Index 1 of 2, then a truncated record.
-        let b = RpcBunch { target: NetGuid(2), seq: None, call: vec![0b1111_1111], bits: 5 };
+        let b = RpcBunch { target: NetGuid(2), seq: None, call: vec![0b1111_1111], bits: 5, reliable: false };
         assert!(decode_call(&c, &b).is_err());
         // An index past the class's calls (a class of 3 calls reads 2 bits).
         let three = ClassBuilder::new("T")
@@ -226,7 +341,7 @@ mod tests {
             .rpc(RpcDecl::multicast("C"))
             .build()
             .unwrap();
-        let b = RpcBunch { target: NetGuid(2), seq: None, call: vec![0b11], bits: 2 };
+        let b = RpcBunch { target: NetGuid(2), seq: None, call: vec![0b11], bits: 2, reliable: false };
         assert_eq!(decode_call(&three, &b).unwrap_err(), WireError::Invalid("call index"));
         let mut r = BitReader::new(&[0, 0, 0, 0]);
         assert_eq!(read_rpc_body(&mut r).unwrap_err(), WireError::Invalid("call target"));

@@ -35,7 +35,7 @@ pub fn thing() -> Arc<ClassLayout> {
 }
 
 /// The remote procedure calls of [`thing`] and the bags, one of each kind, each with a `u32`
-/// (a world's calls number themselves with it): [`CALLS`] in order.
+/// (a world's calls number themselves with it): [`CALLS`] in order, then [`SERVER_CALLS`].
 pub fn with_calls(b: ClassBuilder) -> ClassBuilder {
     use shadowrep::schema::RpcDecl;
     let n = || PropertyDecl::new("N", PropType::U32);
@@ -43,7 +43,12 @@ pub fn with_calls(b: ClassBuilder) -> ClassBuilder {
         .rpc(RpcDecl::multicast(CALLS[1]).reliable().param(n()))
         .rpc(RpcDecl::client(CALLS[2]).param(n()))
         .rpc(RpcDecl::client(CALLS[3]).reliable().param(n()))
+        .rpc(RpcDecl::server(SERVER_CALLS[0]).param(n()))
+        .rpc(RpcDecl::server(SERVER_CALLS[1]).reliable().param(n()))
 }
+
+/// The Server calls of [`with_calls`] (a client calls them): unreliable, reliable.
+pub const SERVER_CALLS: [&str; 2] = ["ServerFire", "ServerUse"];
 
 /// The calls of [`with_calls`]: unreliable and reliable multicasts, unreliable and reliable
 /// client calls.

@@ -81,6 +81,7 @@ struct Open {
     exports: u32,
     fast: u32,
     rpcs: u32,
+    acks: u32,
 }
 
 impl FrameWrite {
@@ -94,6 +95,12 @@ impl FrameWrite {
     /// flight).
     pub fn wrote_rpc(&mut self, reliable: bool) {
         self.open.rpcs += u32::from(reliable);
+        self.bunches += 1;
+    }
+
+    /// Counts an acknowledgement of the client's calls just written into the open packet.
+    pub fn wrote_calls_ack(&mut self) {
+        self.open.acks += 1;
         self.bunches += 1;
     }
 }
@@ -345,7 +352,7 @@ impl WriteCtx<'_> {
     fn finish_continued(&self, conn: &mut Connection, open: &mut Open, continues: bool) {
         let end = conn.writer.finish_packet_continued(&mut conn.out, continues);
         conn.out_ends.push(end);
-        conn.rel.sent(open.entries, open.closes, open.exports, open.fast, open.rpcs);
+        conn.rel.sent(open.entries, open.closes, open.exports, open.fast, (open.rpcs, open.acks));
         *open = Open::default();
     }
 

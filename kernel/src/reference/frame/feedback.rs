@@ -77,7 +77,7 @@ impl ReferenceFrame {
                         rc.conn.closes.push(PendingClose::destroyed(guid));
                     }
                 }
-                crate::net::rpc::settle_packet(&mut rc.conn, rec.rpcs, delivered);
+                crate::net::rpc::settle_packet(&mut rc.conn, (rec.rpcs, rec.acks), delivered);
                 for _ in 0..rec.exports {
                     let Some(guid) = rc.conn.rel.exports.pop_front() else { break };
                     rc.conn.exporting.remove(&guid);
@@ -90,6 +90,10 @@ impl ReferenceFrame {
             }
             rc.conn.rel.settled(&settling);
         }
+        // The client's Server calls, after the settling as the driver takes them: the same
+        // acknowledgements go out.
+        let rc = &mut self.conns[ci];
+        crate::net::rpc::track_calls(&mut rc.conn, &fb.calls);
         for guid in &fb.reopen {
             rc.reopen(driver, ci, *guid);
         }
