@@ -204,10 +204,15 @@ impl LevelWorld {
             _ => {}
         }
         things.set(self.door, HEALTH, &Value::U32(f / 4)).expect("a u32");
-        // Calls of every kind on the live things (the owned one's client calls reach the client).
+        // Calls of every kind on the live things (the owned one's client calls reach the client),
+        // and the client's Server calls on the owned thing (refused while it does not own it).
         for (i, &(id, _)) in self.live.iter().enumerate() {
             let name = shadowrep_tests::random_world::CALLS[(frame + i) % 4];
             self.driver.call_rpc(tc, things, id, name, &[Value::U32(f)]).expect("a valid call");
+        }
+        if let Some(owned) = self.driver.guid_of(tc, self.owned).filter(|&g| self.client.has(g)) {
+            let name = shadowrep_tests::random_world::SERVER_CALLS[frame % 2];
+            self.client.call_server_rpc(owned, name, &[Value::U32(f)]).expect("a valid call");
         }
         if self.live.len() > 2 {
             let target = ObjectRef(self.live[(frame + 1) % self.live.len()].1 .0);

@@ -16,8 +16,8 @@
 //!
 //! A class may declare remote procedure calls after its properties, each
 //! `rust_name = "WireName" (param: RustType, …) [target, options]` — the target `client` (the
-//! owning connection) or `multicast` (every connection with the actor's channel open), then
-//! `reliable` if it is — ended by semicolons:
+//! owning connection), `multicast` (every connection with the actor's channel open) or `server`
+//! (the owning client calls it), then `reliable` if it is — ended by semicolons:
 //!
 //! ```text
 //! replicated_class! {
@@ -31,9 +31,10 @@
 //! }
 //! ```
 //!
-//! Each generates `call_<rust_name>(&mut driver, class, &store, id, typed args…)` and
-//! `<rust_name>_args(&call) -> Option<(typed args…)>` for the client's delivered call
-//! ([`shadowrep::client::RpcEvent`]).
+//! Each generates `call_<rust_name>(&mut driver, class, &store, id, typed args…)` — for a
+//! `server` call `call_<rust_name>(&mut client, guid, typed args…)` — and
+//! `<rust_name>_args(&call) -> Option<(typed args…)>` for the delivered call
+//! ([`shadowrep::client::RpcEvent`], [`shadowrep::net::ServerRpcEvent`]).
 //!
 //! Each property is `rust_name: RustType = "WireName" [options]`; the options are any of
 //! `cond = <Condition variant>`, `notify = <Notify variant>`, `push` and `default = <value>` (the
@@ -149,6 +150,8 @@ pub trait ReplicatedClass {
 ///         /// A muzzle flash for everyone who sees the turret.
 ///         fire_effect = "MulticastFireEffect" (muzzle: u8) [multicast];
 ///         hit_confirmed = "ClientHitConfirmed" (damage: u16, headshot: bool) [client, reliable];
+///         /// The owning player aims (a Server call: the client calls it).
+///         aim = "ServerAim" (yaw: f32) [server, reliable];
 ///     }
 /// }
 ///
@@ -174,6 +177,12 @@ pub trait ReplicatedClass {
 /// assert_eq!(Turret::hit_confirmed_args(&calls[0]), Some((35, true)));
 /// assert_eq!(Turret::fire_effect_args(&calls[1]), Some((2,)));
 /// assert_eq!(Turret::fire_effect_args(&calls[0]), None, "another call");
+/// // The owner's client calls the Server call; the server takes it.
+/// let guid = driver.guid_of(class, turret).unwrap();
+/// Turret::call_aim(&mut client, guid, 90.0).unwrap();
+/// driver.receive_feedback(conn, &client.feedback()).unwrap();
+/// let taken = driver.take_server_rpcs();
+/// assert_eq!((taken[0].id, Turret::aim_args(&taken[0])), (turret, Some((90.0,))));
 /// ```
 #[macro_export]
 macro_rules! replicated_class {
@@ -200,10 +209,48 @@ macro_rules! replicated_class {
     (@base_count $Base:path) => { <$Base>::PARENT_COUNT };
     (@rpc_target client) => { $crate::__private::RpcDecl::client };
     (@rpc_target multicast) => { $crate::__private::RpcDecl::multicast };
+    (@rpc_target server) => { $crate::__private::RpcDecl::server };
     (@rpc_target $($other:tt)*) => {
         compile_error!(concat!(
-            "unknown call target `", stringify!($($other)*), "`: expected `client` or `multicast` first"
+            "unknown call target `", stringify!($($other)*), "`: expected `client`, `multicast` or `server` first"
         ))
+    };
+    // A call's typed caller: the server's for Client and Multicast calls, the client's for Server
+    // calls.
+    (@rpc_call server [$($meta:tt)*] $call:ident $rname:literal ($($pname:ident : $pty:ty),*) [$($how:tt)*]) => {
+        $($meta)*
+        #[doc = ""]
+        #[doc = concat!(
+            "Calls `", $rname, "` (", stringify!($($how)*), ") on actor `guid` from `client`: ",
+            "[`ClientWorld::call_server_rpc`](shadowrep::client::ClientWorld::call_server_rpc) with typed arguments."
+        )]
+        #[allow(clippy::too_many_arguments)]
+        pub fn $call(
+            client: &mut $crate::__private::ClientWorld,
+            guid: $crate::__private::NetGuid,
+            $($pname: $pty),*
+        ) -> ::core::result::Result<(), $crate::__private::ClientError> {
+            client.call_server_rpc(guid, $rname, &[$(<$pty as $crate::RepType>::to_value(&$pname)),*])
+        }
+    };
+    (@rpc_call $target:ident [$($meta:tt)*] $call:ident $rname:literal ($($pname:ident : $pty:ty),*) [$($how:tt)*]) => {
+        $($meta)*
+        #[doc = ""]
+        #[doc = concat!(
+            "Calls `", $rname, "` (", stringify!($($how)*), ") on actor `id` of `class` ",
+            "(this class's id in `driver`): [`NetDriver::call_rpc`](shadowrep::net::NetDriver::call_rpc) ",
+            "with typed arguments."
+        )]
+        #[allow(clippy::too_many_arguments)]
+        pub fn $call(
+            driver: &mut $crate::__private::NetDriver,
+            class: $crate::__private::ClassId,
+            store: &$crate::__private::ClassStore,
+            id: $crate::__private::ActorId,
+            $($pname: $pty),*
+        ) -> ::core::result::Result<(), $crate::__private::DriverError> {
+            driver.call_rpc(class, store, id, $rname, &[$(<$pty as $crate::RepType>::to_value(&$pname)),*])
+        }
     };
     (@rpc_opt $d:expr; reliable) => { $d.reliable() };
     (@rpc_opt $d:expr; $($other:tt)*) => {
@@ -360,36 +407,23 @@ macro_rules! replicated_class {
             )*
 
             $($(
-                $(#[$rmeta])*
-                #[doc = ""]
-                #[doc = concat!(
-                    "Calls `", $rname, "` (", stringify!($target $(, $ropt)*), ") on actor `id` of `class` ",
-                    "(this class's id in `driver`): [`NetDriver::call_rpc`](shadowrep::net::NetDriver::call_rpc) ",
-                    "with typed arguments."
-                )]
-                #[allow(clippy::too_many_arguments)]
-                pub fn [<call_ $rfn>](
-                    driver: &mut $crate::__private::NetDriver,
-                    class: $crate::__private::ClassId,
-                    store: &$crate::__private::ClassStore,
-                    id: $crate::__private::ActorId,
-                    $($pname: $pty),*
-                ) -> ::core::result::Result<(), $crate::__private::DriverError> {
-                    driver.call_rpc(class, store, id, $rname, &[$(<$pty as $crate::RepType>::to_value(&$pname)),*])
-                }
+                $crate::replicated_class!(@rpc_call $target [$(#[$rmeta])*] [<call_ $rfn>] $rname ($($pname: $pty),*)
+                    [$target $(, $ropt)*]);
 
                 #[doc = concat!(
-                    "The arguments of a delivered `", $rname, "` call, typed; `None` for another call ",
+                    "The arguments of a delivered `", $rname, "` call (a client's ",
+                    "[`RpcEvent`](shadowrep::client::RpcEvent), or the server's ",
+                    "[`ServerRpcEvent`](shadowrep::net::ServerRpcEvent)), typed; `None` for another call ",
                     "(or arguments of other types: another class's call of the same name)."
                 )]
                 pub fn [<$rfn _args>](
-                    call: &$crate::__private::RpcEvent,
+                    call: &impl $crate::__private::DeliveredCall,
                 ) -> ::core::option::Option<($($pty,)*)> {
-                    if call.name != $rname {
+                    if call.call_name() != $rname {
                         return ::core::option::Option::None;
                     }
                     #[allow(unused_mut, unused_variables)]
-                    let mut args = call.args.iter();
+                    let mut args = call.call_args().iter();
                     ::core::option::Option::Some(($(<$pty as $crate::RepType>::from_value(args.next()?)?,)*))
                 }
             )*)?

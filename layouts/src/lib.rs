@@ -182,7 +182,34 @@ fn type_name(ty: &shadowrep::schema::PropType) -> String {
 pub mod __private {
     pub use crate::class::{decl, expect_layout, finish, get, mark_dirty, position, set, set_and_mark, PropOpt};
     pub use pastey::paste;
-    pub use shadowrep::client::RpcEvent;
+    pub use shadowrep::client::{ClientError, ClientWorld, RpcEvent};
+    pub use shadowrep::ids::NetGuid;
+
+    /// A delivered call, on either side.
+    pub trait DeliveredCall {
+        /// Its name.
+        fn call_name(&self) -> &str;
+        /// Its arguments.
+        fn call_args(&self) -> &[Value];
+    }
+
+    impl DeliveredCall for RpcEvent {
+        fn call_name(&self) -> &str {
+            &self.name
+        }
+        fn call_args(&self) -> &[Value] {
+            &self.args
+        }
+    }
+
+    impl DeliveredCall for shadowrep::net::ServerRpcEvent {
+        fn call_name(&self) -> &str {
+            &self.name
+        }
+        fn call_args(&self) -> &[Value] {
+            &self.args
+        }
+    }
     pub use shadowrep::ids::ClassId;
     pub use shadowrep::net::{DriverError, NetDriver};
     pub use shadowrep::schema::{ClassBuilder, ClassLayout, Condition, LayoutError, Notify, PropType, StructType};

@@ -312,12 +312,26 @@ impl World {
     }
 
     /// Calls remote procedures of the first three live actors, each of [`mixed_layouts`]' calls
-    /// in turn from `frame`, numbered `frame` (the recorded worlds' calls).
+    /// in turn from `frame`, numbered `frame`; and client 0 calls both Server calls on the first
+    /// two actors it has (the first its own from frame 0 on: the second is refused) — the
+    /// recorded worlds' calls.
     pub fn call_some(&mut self, frame: usize) {
+        let args = [Value::U32(frame as u32)];
+        if frame == 0 && !self.clients.is_empty() {
+            let (s, first) = self.actors[0];
+            self.set_owner(s, first, Some(0), false);
+        }
         for (i, &(s, id)) in self.actors.clone().iter().take(3).enumerate() {
             let name = random_world::CALLS[(frame + i) % random_world::CALLS.len()];
-            let args = [Value::U32(frame as u32)];
             self.driver.call_rpc(self.classes[s], &self.stores[s], id, name, &args).expect("a valid call");
+        }
+        let targets: Vec<NetGuid> = self.actors.clone().iter().take(2).map(|&(s, id)| self.guid(s, id)).collect();
+        if let Some(c) = self.clients.first_mut() {
+            for (g, name) in targets.into_iter().zip(random_world::SERVER_CALLS.iter().cycle().skip(frame % 2)) {
+                if c.world.has(g) {
+                    c.world.call_server_rpc(g, name, &args).expect("a valid call");
+                }
+            }
         }
     }
 

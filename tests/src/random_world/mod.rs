@@ -312,6 +312,8 @@ pub struct Exercised {
     pub rpcs_called: usize,
     pub reliable_delivered: usize,
     pub unreliable_delivered: usize,
+    /// The clients' Server calls the server delivered ([`Spec::rpcs`]).
+    pub server_delivered: usize,
     /// The last clients' connection statistics.
     pub stats: Vec<ConnectionStats>,
 }
@@ -353,8 +355,9 @@ impl Exercised {
             ),
             (!spec.replicates || self.switched_off > 20, format!("{} actors switched off", self.switched_off)),
             (!spec.wide || self.ledger_writes > 1000, format!("{} ledger bytes written", self.ledger_writes)),
+            (!spec.rpcs || self.server_delivered > 100, format!("{} Server calls delivered", self.server_delivered)),
             (
-                !spec.rpcs || self.reliable_delivered > 200 && self.unreliable_delivered > 100,
+                !spec.rpcs || self.reliable_delivered > 200 && self.unreliable_delivered > 50,
                 format!(
                     "{} reliable and {} unreliable calls delivered",
                     self.reliable_delivered, self.unreliable_delivered
@@ -391,6 +394,8 @@ pub fn decide_alike(spec: Spec) -> Result<Exercised, String> {
     // Per (connection, actor, reliable): the number of the last call delivered.
     let mut last_call: std::collections::HashMap<(shadowrep::ids::ConnectionId, shadowrep::ids::NetGuid, bool), u32> =
         Default::default();
+    // The same for the clients' Server calls as the server got them.
+    let mut last_server_call = last_call.clone();
     if dormancy {
         // A wider map: more actors out of every viewer's reach, asleep until a viewer comes by.
         sim.span = 60_000.0;
@@ -458,14 +463,28 @@ pub fn decide_alike(spec: Spec) -> Result<Exercised, String> {
             x.sends += kernel.sends.len();
             x.sub_sends += kernel.sends.iter().filter(|s| sim.driver.owner_of(s.guid).is_some()).count();
         }
+        for e in sim.driver.take_server_rpcs() {
+            let [Value::U32(n)] = e.args[..] else { return Err(format!("seed {seed}: a call's arguments {e:?}")) };
+            // Reliable ones in call order; unreliable ones as their feedback came (in order here:
+            // the sim's feedback is neither repeated nor reordered).
+            if let Some(last) = last_server_call.insert((e.conn, e.guid, e.reliable), n).filter(|&last| last >= n) {
+                return Err(format!(
+                    "seed {seed} frame {frame}: the server got {n} on {} after {last} ({})",
+                    e.guid, e.name
+                ));
+            }
+            x.server_delivered += 1;
+        }
         for (conn, world) in &mut sim.clients {
             x.item_events += world.take_fast_array_events().len();
             for e in world.take_rpcs() {
                 let [Value::U32(n)] = e.args[..] else { return Err(format!("seed {seed}: a call's arguments {e:?}")) };
                 if let Some(last) = last_call.insert((*conn, e.guid, e.reliable), n).filter(|&last| last >= n) {
                     return Err(format!(
-                        "seed {seed} frame {frame}: {conn:?} got call {n} on {} after call {last} ({})",
-                        e.guid, e.name
+                        "seed {seed} frame {frame}: {conn:?} got call {n} on {} after call {last} ({}); client {:?}",
+                        e.guid,
+                        e.name,
+                        world.stats()
                     ));
                 }
                 if e.reliable {

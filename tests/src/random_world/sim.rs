@@ -450,6 +450,33 @@ impl Sim {
                 Err(e) => panic!("call {name} on {id:?}: {e}"),
             }
         }
+        // The clients' Server calls: mostly on an actor their connection owns, now and then on
+        // one it does not (refused on both sides alike, its number used).
+        for ci in 0..self.clients.len() {
+            if !self.rpc_rng.random_bool(0.6) {
+                continue;
+            }
+            let conn = self.clients[ci].0;
+            let (driver, rng) = (&self.driver, &mut self.rpc_rng);
+            let owned: Vec<NetGuid> = self
+                .live
+                .iter()
+                .filter(|&&(c, id)| rng.random_bool(0.05) || driver.owning_connection(c, id) == Some(conn))
+                .filter_map(|&(c, id)| driver.guid_of(c, id))
+                .collect();
+            let world = &mut self.clients[ci].1;
+            let owned: Vec<NetGuid> = owned.into_iter().filter(|&g| world.has(g)).collect();
+            if owned.is_empty() {
+                continue;
+            }
+            let guid = owned[self.rpc_rng.random_range(0..owned.len())];
+            let name = super::SERVER_CALLS[self.rpc_rng.random_range(0..2)];
+            match world.call_server_rpc(guid, name, &[Value::U32(self.rpcs_called)]) {
+                Ok(()) => self.rpcs_called += 1,
+                Err(shadowrep::client::ClientError::TooManyCalls) => {}
+                Err(e) => panic!("client call {name} on {guid}: {e}"),
+            }
+        }
     }
 
     /// Changes, adds and removes items of a few inventories (dropping those whose owner is gone).
