@@ -800,3 +800,112 @@ fn hostile_server_calls_are_refused_and_bounded() {
     w.step();
     assert_eq!(server_numbers(&w.driver.take_server_rpcs(), conn, FIRE), vec![5]);
 }
+
+/// A client's call of `name` on `target`, numbered `seq` in its stream.
+fn client_call(target: NetGuid, name: &str, seq: u16, n: u32) -> shadowrep::wire::rpc::RpcBunch {
+    let l = pawn();
+    let i = l.rpc_index(name).unwrap();
+    let b = encode_call(&l, i, &[Value::U32(n)]).unwrap();
+    shadowrep::wire::rpc::RpcBunch {
+        target,
+        seq: Some(seq),
+        bits: b.len_bits(),
+        call: b.into_bytes(),
+        reliable: l.rpcs[i].reliable,
+    }
+}
+
+/// Feedback naming `highest` (nothing new) with `calls`, as a hostile client writes it.
+fn calls_feedback(highest: Seq, calls: &[shadowrep::wire::rpc::RpcBunch]) -> Vec<u8> {
+    use shadowrep::wire::feedback::{write_feedback, write_feedback_calls, AckBits};
+    let mut f = BitWriter::new();
+    write_feedback(&mut f, highest, &AckBits([u64::MAX; 4]), &[]);
+    write_feedback_calls(&mut f, &calls.iter().collect::<Vec<_>>());
+    f.into_bytes()
+}
+
+/// A client banks reliable calls behind a number it withholds while it owns an actor, then sends
+/// the number once the game gave the actor to another player: none runs (ownership is asked
+/// again when a call's turn comes; a review found all 60 delivered).
+#[test]
+fn calls_banked_while_owning_an_actor_do_not_run_once_another_player_owns_it() {
+    let (mut w, ids) = world(1, 2, LinkConfig::perfect(1));
+    w.set_owner(0, ids[0], Some(0), true);
+    for _ in 0..3 {
+        w.step();
+    }
+    let g = w.guid(0, ids[0]);
+    let hostile = w.clients[0].conn;
+    let highest = w.clients[0].world.highest_received();
+    let banked: Vec<_> = (1..=60u16).map(|s| client_call(g, USE, s, u32::from(s))).collect();
+    w.driver.receive_feedback(hostile, &calls_feedback(highest, &banked)).unwrap();
+    assert!(w.driver.take_server_rpcs().is_empty(), "held behind number 0");
+    w.set_owner(0, ids[0], Some(1), true);
+    w.step();
+    w.driver.take_server_rpcs();
+    w.driver.receive_feedback(hostile, &calls_feedback(highest, &[client_call(g, USE, 0, 0)])).unwrap();
+    assert!(server_numbers(&w.driver.take_server_rpcs(), hostile, USE).is_empty());
+    assert_eq!(w.driver.connection_stats(hostile).unwrap().server_rpcs_refused, 61);
+}
+
+/// One client floods the server with unreliable calls on its own actor within a frame: it fills
+/// its own room only; another client's reliable call in the same frame runs (a review found one
+/// room for all connections, and a reliable call refused by it yet acknowledged: lost for good).
+/// A reliable call that finds no room is not taken at all — not acknowledged — and runs once the
+/// game took the others.
+#[test]
+fn a_flood_of_calls_fills_its_own_connections_room_only() {
+    use shadowrep::net::MAX_UNTAKEN_SERVER_RPCS;
+    let (mut w, ids) = world(2, 2, LinkConfig::perfect(1));
+    w.set_owner(0, ids[0], Some(0), true);
+    w.set_owner(0, ids[1], Some(1), true);
+    for _ in 0..3 {
+        w.step();
+    }
+    let (g0, g1) = (w.guid(0, ids[0]), w.guid(0, ids[1]));
+    let (hostile, honest) = (w.clients[0].conn, w.clients[1].conn);
+    let highest = w.clients[0].world.highest_received();
+    for d in 0..200u32 {
+        let calls: Vec<_> = (0..64u32).map(|i| client_call(g0, FIRE, (d * 64 + i) as u16, i)).collect();
+        w.driver.receive_feedback(hostile, &calls_feedback(highest, &calls)).unwrap();
+    }
+    w.clients[1].world.call_server_rpc(g1, USE, &[Value::U32(42)]).unwrap();
+    // The hostile client's own reliable call finds no room: not taken, resent.
+    w.clients[0].world.call_server_rpc(g0, USE, &[Value::U32(43)]).unwrap();
+    w.step();
+    w.step();
+    let stats = w.driver.connection_stats(hostile).unwrap();
+    assert_eq!(stats.server_rpcs_delivered as usize, MAX_UNTAKEN_SERVER_RPCS);
+    assert_eq!(stats.server_rpcs_refused as usize, 200 * 64 - MAX_UNTAKEN_SERVER_RPCS);
+    assert_eq!(w.clients[0].world.server_calls_unacknowledged(), 1, "no room: not acknowledged");
+    let got = w.driver.take_server_rpcs();
+    assert_eq!(server_numbers(&got, honest, USE), vec![42]);
+    assert!(server_numbers(&got, hostile, USE).is_empty());
+    for _ in 0..3 {
+        w.step();
+    }
+    assert_eq!(server_numbers(&w.driver.take_server_rpcs(), hostile, USE), vec![43], "taken once there was room");
+    assert_eq!(w.clients[0].world.server_calls_unacknowledged(), 0);
+}
+
+/// A torn-off actor is its clients' own: no Server call on it runs (a review found them
+/// delivered to the old owner's game).
+#[test]
+fn server_calls_on_a_torn_off_actor_do_not_run() {
+    let (mut w, ids) = world(1, 1, LinkConfig::perfect(1));
+    w.set_owner(0, ids[0], Some(0), true);
+    for _ in 0..3 {
+        w.step();
+    }
+    let g = w.guid(0, ids[0]);
+    w.driver.tear_off(w.classes[0], &w.stores[0], ids[0]).unwrap();
+    for _ in 0..4 {
+        w.step();
+    }
+    w.clients[0].world.call_server_rpc(g, USE, &[Value::U32(7)]).unwrap();
+    for _ in 0..3 {
+        w.step();
+    }
+    assert!(w.driver.take_server_rpcs().is_empty());
+    assert_eq!(w.clients[0].world.server_calls_unacknowledged(), 0, "refused, its number used");
+}

@@ -477,9 +477,10 @@ impl ClientWorld {
     }
 
     /// Whether the server is owed feedback: packets were applied since the last
-    /// [`Self::feedback`], or an actor is being asked for.
+    /// [`Self::feedback`], an actor is being asked for, or Server calls wait to go or for the
+    /// server's acknowledgement (each feedback carries them again until it comes).
     pub fn feedback_due(&self) -> bool {
-        self.unreported || !self.reopen.is_empty()
+        self.unreported || !self.reopen.is_empty() || self.server_calls_waiting()
     }
 
     /// Whether the client has actor `guid`.

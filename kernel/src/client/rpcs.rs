@@ -174,7 +174,10 @@ impl ClientWorld {
 
     /// The server's acknowledgement of this client's reliable calls in an applied packet:
     /// `next`, the low 16 bits of the first number it lacks. One that acknowledges more than
-    /// was sent is ignored (forged).
+    /// was sent is ignored (forged). One a forger writes within what was sent is believed: the
+    /// calls it names are not sent again — Server calls' reliability against forged server
+    /// packets needs a sealed session (a forger who can write packets has seen the token, and
+    /// the calls: nothing the acknowledgement could echo would stop him).
     pub(super) fn calls_acked(&mut self, next: u16) {
         let out = &mut self.rpcs;
         let first = out.next.wrapping_sub(out.unacked.len() as u32) as u16;
@@ -187,6 +190,11 @@ impl ClientWorld {
     /// Reliable Server calls the server has not acknowledged.
     pub fn server_calls_unacknowledged(&self) -> usize {
         self.rpcs.unacked.len()
+    }
+
+    /// Whether Server calls wait to go or for the server's acknowledgement.
+    pub(super) fn server_calls_waiting(&self) -> bool {
+        !self.rpcs.unacked.is_empty() || !self.rpcs.unreliable.is_empty()
     }
 
     /// One call bunch of an applied packet (or of a late one whose number came with other

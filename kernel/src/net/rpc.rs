@@ -90,9 +90,13 @@ pub struct ServerRpcEvent {
     pub reliable: bool,
 }
 
-/// Most Server calls delivered and not taken, over every connection: past it a call is dropped
-/// and counted ([`ConnectionStats::server_rpcs_refused`](super::ConnectionStats::server_rpcs_refused)).
-pub const MAX_UNTAKEN_SERVER_RPCS: usize = 65_536;
+/// Most Server calls of one connection delivered and not taken ([`NetDriver::take_server_rpcs`]):
+/// past it an unreliable call is dropped and counted
+/// ([`ConnectionStats::server_rpcs_refused`](super::ConnectionStats::server_rpcs_refused)), and a
+/// reliable one is not taken at all — its number not used, not acknowledged, so its client sends
+/// it again — while fewer than its held calls and itself fit. Per connection: one client's flood
+/// costs no other client a call.
+pub const MAX_UNTAKEN_SERVER_RPCS: usize = 8 * 1024;
 
 /// Where a connection stands with an actor's channel, for a call.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -140,6 +144,11 @@ pub(crate) struct ConnRpcs {
     /// datagram brings them again).
     unreliable_newest: Option<u16>,
     unreliable_seen: crate::wire::feedback::AckBits,
+    /// Its Server calls delivered and not taken.
+    untaken: usize,
+    /// The reliable calls of the last feedback not taken for want of room (by their place among
+    /// its calls): the reference's window skips them too.
+    pub(crate) not_taken: Vec<usize>,
     /// The next reliable number.
     next: u32,
     /// Reliable calls whose channel's open is not acknowledged yet, in call order.
@@ -326,6 +335,9 @@ impl NetDriver {
     /// declared `Server`; anything else is dropped and counted
     /// ([`ConnectionStats::server_rpcs_refused`](super::ConnectionStats::server_rpcs_refused)).
     pub fn take_server_rpcs(&mut self) -> Vec<ServerRpcEvent> {
+        for c in &mut self.conns {
+            c.rpcs.untaken = 0;
+        }
         std::mem::take(&mut self.rpcs.server)
     }
 
@@ -335,13 +347,20 @@ impl NetDriver {
         let owned = |guid: NetGuid| self.owned_by(ci, guid);
         let tags: Vec<Option<NetGuid>> = calls.iter().map(|c| owned(c.target).then_some(c.target)).collect();
         let mut rpcs = std::mem::take(&mut self.conns[ci].rpcs);
-        for (call, tag) in calls.into_iter().zip(tags) {
+        rpcs.not_taken.clear();
+        for (i, (call, tag)) in calls.into_iter().zip(tags).enumerate() {
             if !call.reliable {
                 if rpcs.unreliable_fresh(call.seq.unwrap_or(0)) {
-                    self.deliver_server_call(ci, &call, tag, false, &mut out);
+                    self.deliver_server_call(ci, &mut rpcs, &call, tag, false, &mut out);
                 } else {
                     self.conns[ci].stats.server_rpcs_stale += 1;
                 }
+                continue;
+            }
+            // Room for it and every call it may release (the game takes them every frame; one
+            // that does not, or a flood, leaves the client resending instead).
+            if rpcs.untaken + rpcs.incoming.held() + 1 > MAX_UNTAKEN_SERVER_RPCS {
+                rpcs.not_taken.push(i);
                 continue;
             }
             let mut delivered = Vec::new();
@@ -360,52 +379,55 @@ impl NetDriver {
                 Arrival::Conflict => {}
             }
             for (call, tag) in delivered {
-                self.deliver_server_call(ci, &call, tag, true, &mut out);
+                self.deliver_server_call(ci, &mut rpcs, &call, tag, true, &mut out);
             }
         }
         self.conns[ci].rpcs = rpcs;
         self.rpcs.server = out;
     }
 
-    /// Whether connection `ci` owns live actor `guid` (a sub-object: its owner's owner).
+    /// Whether connection `ci` owns live actor `guid` (a sub-object: its owner's owner), not torn
+    /// off (its clients' own: no channel, no call).
     fn owned_by(&self, ci: usize, guid: NetGuid) -> bool {
         let Some(&(c, s)) = self.guids.get(&guid) else { return false };
-        self.classes[c as usize].actors.get(s as usize).is_some_and(|a| a.owner == Some(ci as u32))
+        self.classes[c as usize].actors.get(s as usize).is_some_and(|a| a.owner == Some(ci as u32) && !a.torn())
     }
 
     /// Decodes a Server call whose actor was `tag` when it arrived (none: not owned then) and
-    /// delivers it, or counts it refused.
+    /// delivers it — if the connection still owns the actor (a call held back while it did must
+    /// not run once another player has it) and has room — or counts it refused.
     fn deliver_server_call(
         &mut self,
         ci: usize,
+        rpcs: &mut ConnRpcs,
         call: &RpcBunch,
         tag: Option<NetGuid>,
         reliable: bool,
         out: &mut Vec<ServerRpcEvent>,
     ) {
-        let event = tag.and_then(|guid| {
+        let room = rpcs.untaken < MAX_UNTAKEN_SERVER_RPCS;
+        let event = tag.filter(|&g| room && self.owned_by(ci, g)).and_then(|guid| {
             let &(c, s) = self.guids.get(&guid)?;
             let class = &self.classes[c as usize];
             let (rpc, args) = decode_call(&class.layout, call).ok()?;
             let decl = &class.layout.rpcs[rpc];
             let a = class.actors.get(s as usize)?;
-            (decl.target == RpcTarget::Server && decl.reliable == reliable && out.len() < MAX_UNTAKEN_SERVER_RPCS).then(
-                || ServerRpcEvent {
-                    conn: self.conns[ci].id,
-                    guid,
-                    class: ClassId(c),
-                    id: ActorId { index: s, generation: a.generation },
-                    rpc,
-                    name: decl.name.clone(),
-                    args,
-                    reliable,
-                },
-            )
+            (decl.target == RpcTarget::Server && decl.reliable == reliable).then(|| ServerRpcEvent {
+                conn: self.conns[ci].id,
+                guid,
+                class: ClassId(c),
+                id: ActorId { index: s, generation: a.generation },
+                rpc,
+                name: decl.name.clone(),
+                args,
+                reliable,
+            })
         });
         let stats = &mut self.conns[ci].stats;
         match event {
             Some(e) => {
                 out.push(e);
+                rpcs.untaken += 1;
                 stats.server_rpcs_delivered += 1;
             }
             None => stats.server_rpcs_refused += 1,
@@ -416,8 +438,8 @@ impl NetDriver {
 /// Keeps connection `conn`'s reliable Server-call window as the driver's (the reference, which
 /// has connections of its own, takes the same feedback's calls: its acknowledgements are then
 /// the same bytes). Owned or not, every reliable call takes its number.
-pub(crate) fn track_calls(conn: &mut Connection, calls: &[RpcBunch]) {
-    for call in calls.iter().filter(|c| c.reliable) {
+pub(crate) fn track_calls(conn: &mut Connection, calls: &[RpcBunch], not_taken: &[usize]) {
+    for (_, call) in calls.iter().enumerate().filter(|(i, c)| c.reliable && !not_taken.contains(i)) {
         match conn.rpcs.incoming.accept(call.clone(), None, |_, _| {}) {
             Arrival::InOrder | Arrival::Stale => conn.rpcs.ack_pending = true,
             Arrival::Conflict => {}

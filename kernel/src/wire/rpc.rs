@@ -200,13 +200,14 @@ pub struct ReliableWindow<T> {
     /// Calls numbered past `expected`: the hash of their bits, the call, its tag.
     held: BTreeMap<u32, Vec<(u64, RpcBunch, T)>>,
     /// The hashes of the bits delivered under the last [`MAX_RELIABLE_RPCS`] numbers, by number
-    /// modulo the window (two where a number came with two).
+    /// modulo the window (two where a number came with two); allocated with the first delivery
+    /// (16 KiB: a window made and dropped costs nothing).
     done: Vec<[u64; 2]>,
 }
 
 impl<T> Default for ReliableWindow<T> {
     fn default() -> Self {
-        Self { expected: 0, held: BTreeMap::new(), done: vec![[0; 2]; MAX_RELIABLE_RPCS as usize] }
+        Self { expected: 0, held: BTreeMap::new(), done: Vec::new() }
     }
 }
 
@@ -222,6 +223,11 @@ impl<T> ReliableWindow<T> {
     /// The next number to deliver.
     pub fn expected(&self) -> u32 {
         self.expected
+    }
+
+    /// Calls held for their turn.
+    pub fn held(&self) -> usize {
+        self.held.values().map(Vec::len).sum()
     }
 
     /// Takes reliable call `call` (its `seq` set), tagged `tag`; `deliver` gets every call that
@@ -245,6 +251,9 @@ impl<T> ReliableWindow<T> {
             let arrival = if entry.is_empty() { Arrival::InOrder } else { Arrival::Conflict };
             entry.push((hash, call, tag));
             while let Some(calls) = self.held.remove(&self.expected) {
+                if self.done.is_empty() {
+                    self.done = vec![[0; 2]; window as usize];
+                }
                 self.done[(self.expected % window) as usize] = [calls[0].0, calls.get(1).map_or(0, |c| c.0)];
                 self.expected = self.expected.wrapping_add(1);
                 for (_, call, tag) in calls {
@@ -254,7 +263,7 @@ impl<T> ReliableWindow<T> {
             return arrival;
         }
         let behind = u32::from((self.expected as u16).wrapping_sub(low));
-        if behind <= window {
+        if behind <= window && !self.done.is_empty() {
             let slot = &mut self.done[(self.expected.wrapping_sub(behind) % window) as usize];
             if slot.contains(&hash) {
                 // A resend of a call delivered (its acknowledgement was lost).
@@ -322,6 +331,19 @@ mod tests {
         ];
         let (_, back, bits) = round_trip(&c, 1, &zero, Some(1));
         assert_eq!((back, bits), (zero.to_vec(), 1), "zero arguments are left out");
+    }
+
+    #[test]
+    fn a_window_costs_nothing_until_it_delivers() {
+        // Connections and clients move their windows about with `mem::take`: a default window
+        // must not allocate (its 16 KiB of hashes come with the first delivery).
+        let mut w: ReliableWindow<()> = ReliableWindow::default();
+        assert_eq!(w.done.capacity(), 0);
+        let call = RpcBunch { target: NetGuid(2), seq: Some(0), call: vec![1], bits: 1, reliable: true };
+        let mut n = 0;
+        assert_eq!(w.accept(call.clone(), (), |_, _| n += 1), Arrival::InOrder);
+        assert_eq!((n, w.done.len(), w.expected()), (1, MAX_RELIABLE_RPCS as usize, 1));
+        assert_eq!(w.accept(call, (), |_, _| n += 1), Arrival::Stale);
     }
 
     #[test]

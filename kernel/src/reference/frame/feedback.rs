@@ -93,7 +93,8 @@ impl ReferenceFrame {
         // The client's Server calls, after the settling as the driver takes them: the same
         // acknowledgements go out.
         let rc = &mut self.conns[ci];
-        crate::net::rpc::track_calls(&mut rc.conn, &fb.calls);
+        let not_taken = driver.conns.get(ci).map_or(&[][..], |dc| &dc.rpcs.not_taken[..]);
+        crate::net::rpc::track_calls(&mut rc.conn, &fb.calls, not_taken);
         for guid in &fb.reopen {
             rc.reopen(driver, ci, *guid);
         }
