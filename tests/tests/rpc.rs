@@ -738,7 +738,6 @@ fn server_calls_a_game_gets_wrong_are_refused() {
 
 #[test]
 fn hostile_server_calls_are_refused_and_bounded() {
-    use shadowrep::wire::feedback::{write_feedback, write_feedback_calls, AckBits};
     use shadowrep::wire::rpc::RpcBunch;
     let (mut w, ids) = world(1, 1, LinkConfig::perfect(0));
     w.set_owner(0, ids[0], Some(0), true);
@@ -750,12 +749,7 @@ fn hostile_server_calls_are_refused_and_bounded() {
     let use_call = |n: u32| encode_call(&layout, layout.rpc_index(USE).unwrap(), &[Value::U32(n)]).unwrap();
     let conn = w.clients[0].conn;
     let highest = w.clients[0].world.highest_received();
-    let feedback = |calls: Vec<RpcBunch>| {
-        let mut f = BitWriter::new();
-        write_feedback(&mut f, highest, &AckBits([u64::MAX; 4]), &[]);
-        write_feedback_calls(&mut f, &calls.iter().collect::<Vec<_>>());
-        f.into_bytes()
-    };
+    let feedback = |calls: Vec<RpcBunch>| calls_feedback(highest, &calls);
     // A reliable call numbered `seq`, or an unreliable one numbered `u`.
     let bunch = |target: NetGuid, seq: Option<u16>, call: BitWriter| {
         let (bits, call) = (call.len_bits(), call.into_bytes());
