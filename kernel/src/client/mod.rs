@@ -16,8 +16,11 @@
 //!   an object reference to an object the client does not have yet is stored as null and kept
 //!   unmapped; when that object arrives (an open, an export, a registered static object), the
 //!   reference is written and its notify fires again
-//! feedback(): the newest packet received, which of the 255 before it arrived, and the actors to
-//!   open again — send it at least once per frame in which packets arrived
+//!   then the packet's remote procedure calls (`rpcs`: reliable ones once each, in number
+//!   order; taken with take_rpcs), and its acknowledgement of this client's Server calls
+//! feedback(): the newest packet received, which of the 255 before it arrived, the actors to
+//!   open again, and this client's Server calls (call_server_rpc) — send it at least once per
+//!   frame in which packets arrived, and while feedback_due says so
 //! ```
 //!
 //! Actors live in [`ClassStore`]s exactly like the server's, one per class.
