@@ -371,7 +371,7 @@ fn a_call_costs_what_its_grammar_says() {
     }
     assert_eq!(
         sizes,
-        vec![vec![(8 + 10 + 2 + 8 + 2 + 8 + 2 + 32 + 2usize).div_ceil(8)], vec![(74 + 16usize).div_ceil(8)]]
+        vec![vec![(8 + 10 + 2 + 8 + 2 + 8 + 3 + 32 + 2usize).div_ceil(8)], vec![(75 + 16usize).div_ceil(8)]]
     );
     assert_eq!(numbers(&w.clients[0].world.take_rpcs(), PING), vec![1000]);
 }

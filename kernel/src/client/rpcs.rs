@@ -1,4 +1,5 @@
-//! Remote procedure calls as the client receives them ([`crate::net`]'s `rpc` sends them).
+//! Remote procedure calls as the client receives them ([`crate::net::rpc`] sends them), and the
+//! Server calls it makes ([`ClientWorld::call_server_rpc`]: they ride its feedback).
 //!
 //! ```text
 //! a packet applied: its bunches first, then its call bunches in order
@@ -85,8 +86,8 @@ pub(super) struct Rpcs {
 /// Most unreliable Server calls waiting for the next feedback.
 pub const MAX_OUTGOING_CALLS: usize = 256;
 
-/// Bits of Server calls one feedback carries at most (about a kilobyte: the rest wait for the
-/// next feedback, which a client sends with every packet it receives).
+/// Bits of Server calls one feedback carries at most (a kilobyte: the rest wait for the next
+/// feedback).
 pub const MAX_FEEDBACK_CALL_BITS: usize = 8 * 1024;
 
 impl ClientWorld {

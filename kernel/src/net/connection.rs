@@ -122,13 +122,18 @@ pub struct ConnectionStats {
     pub rpcs_overflowed: u64,
     /// The client's Server calls delivered to the game ([`super::NetDriver::take_server_rpcs`]).
     pub server_rpcs_delivered: u64,
-    /// The client's Server calls dropped: an actor this connection did not own when the call
-    /// arrived (or gone when its turn came), a call that does not decode or is not a Server call
-    /// of the actor's class, a reliable number that came with other bits, or
-    /// [`super::rpc::MAX_UNTAKEN_SERVER_RPCS`] waiting to be taken.
+    /// The client's Server calls dropped: on an actor this connection did not own when the call
+    /// arrived or when its turn came, torn off, or gone; a call that does not decode, is not a
+    /// Server call of the actor's class or not of its declared reliability; an unreliable one
+    /// while [`super::rpc::MAX_UNTAKEN_SERVER_RPCS`] wait to be taken.
     pub server_rpcs_refused: u64,
-    /// The client's reliable Server calls received again (it had not heard the acknowledgement).
+    /// The client's Server calls received again (reliable: a resend, the acknowledgement not
+    /// heard yet; unreliable: a repeated feedback datagram).
     pub server_rpcs_stale: u64,
+    /// The client's reliable Server calls not taken for want of room (the game has not taken
+    /// [`super::rpc::MAX_UNTAKEN_SERVER_RPCS`] of this connection's): not acknowledged, the
+    /// client sends them again.
+    pub server_rpcs_no_room: u64,
 }
 
 /// A close to send (or in flight): the actor and why its channel ends.

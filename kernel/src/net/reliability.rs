@@ -177,7 +177,8 @@ pub(crate) struct Reliability {
     pub rpcs: VecDeque<u32>,
     /// The numbers acknowledgements of the client's calls gave.
     pub calls_acks: VecDeque<u16>,
-    /// Packets in flight that carry entries or closes.
+    /// Packets in flight that carry content: entries, closes, exports, fast array bunches,
+    /// reliable calls or call acknowledgements.
     content: u32,
     /// The newest packet sent, kept to be sent again while the window is full.
     last_packet: Vec<u8>,
@@ -422,9 +423,9 @@ pub(crate) fn apply_settled(
             conn.closes.push(PendingClose::destroyed(guid));
         }
     }
+    super::rpc::settle_packet(conn, (rec.rpcs, rec.acks), delivered);
     // An export the client acknowledged is never sent again; a lost one goes at the next frame
     // (the references it serves may have arrived without it: they wait on the client).
-    super::rpc::settle_packet(conn, (rec.rpcs, rec.acks), delivered);
     for _ in 0..rec.exports {
         let Some(guid) = conn.rel.exports.pop_front() else { break };
         conn.exporting.remove(&guid);

@@ -1,5 +1,6 @@
-//! Remote procedure calls, server to client: UE's `Client` and `NetMulticast` functions, reliable
-//! or not ([`crate::schema::rpc`] declares them, [`crate::wire::rpc`] writes them).
+//! Remote procedure calls: UE's `Client` and `NetMulticast` functions the server calls, reliable or
+//! not, and the `Server` functions its clients call ([`crate::schema::rpc`] declares them,
+//! [`crate::wire::rpc`] writes them; a client's ride its feedback, [`crate::wire::feedback`]).
 //!
 //! ```text
 //! call_rpc(actor, "Name", args)   the arguments checked and encoded once (the call's bits)
@@ -10,10 +11,13 @@
 //!                 for an actor without a channel
 //!   number        reliable calls wait until their channel's open is acknowledged (the client
 //!                 has the actor), then take the connection's next reliable number, in call order
-//!   write         numbered calls not in flight (lost ones first: lowest numbers), then this
-//!                 tick's unreliable ones unless the connection saturated; one bunch each, after
-//!                 the actors' bunches
-//! feedback        a delivered packet's reliable calls are done; a lost one's are written again
+//!   write         the acknowledgement of the client's Server calls, when one is owed and none
+//!                 flies; numbered calls not in flight (lost ones first: lowest numbers), then
+//!                 this tick's unreliable ones unless the connection saturated; one bunch each,
+//!                 after the actors' bunches
+//! feedback        a delivered packet's reliable calls are done; a lost one's are written again;
+//!                 the client's Server calls are taken (receive_calls: owned actors only, reliable
+//!                 ones through the same window the client uses, each owing an acknowledgement)
 //! ```
 //!
 //! A reliable call goes once per packet until a packet carrying it is acknowledged, and the
@@ -251,10 +255,11 @@ impl NetDriver {
     /// order): a `Client` call reaches the actor's owning connection ([`Self::set_owner`]), a
     /// `NetMulticast` call every connection — each where the actor's channel is open at the next
     /// tick, which sends it after the frame's actors ([`self`](crate::net::rpc)). The arguments
-    /// are checked and encoded now, once for every connection. Refused: an unknown call
-    /// ([`DriverError::UnknownRpc`]), arguments that do not fit its parameters
-    /// ([`DriverError::RpcArgs`]), a call larger than a packet ([`DriverError::RpcTooLarge`]), a
-    /// torn-off actor ([`DriverError::TornOff`]: it is its clients' own).
+    /// are checked and encoded now, once for every connection. Refused, changing nothing: an
+    /// unknown call ([`DriverError::UnknownRpc`]), a Server call ([`DriverError::ServerRpc`]: a
+    /// client calls it), arguments that do not fit its parameters ([`DriverError::RpcArgs`]), a
+    /// call larger than a packet ([`DriverError::RpcTooLarge`]), a torn-off actor
+    /// ([`DriverError::TornOff`]: it is its clients' own).
     ///
     /// ```
     /// use shadowrep::client::ClientWorld;
@@ -305,20 +310,22 @@ impl NetDriver {
         let unknown = || DriverError::UnknownRpc { class: layout.name.clone(), rpc: rpc.to_string() };
         let index = layout.rpc_index(rpc).ok_or_else(unknown)?;
         let decl = &layout.rpcs[index];
+        if decl.target == RpcTarget::Server {
+            return Err(DriverError::ServerRpc(rpc.to_string()));
+        }
         let bits = crate::wire::rpc::encode_call(&layout, index, args).map_err(DriverError::RpcArgs)?;
-        let guid = self.assign_guid(class, store, id)?;
         let worst = Some(u16::MAX).filter(|_| decl.reliable);
         let fits = crate::wire::packet::PacketWriter::new(self.cfg.mtu).rpc_fits_empty(worst, NetGuid(u64::MAX), &bits);
         if !fits {
             return Err(DriverError::RpcTooLarge { rpc: rpc.to_string(), bits: bits.len_bits() });
         }
+        // Checked before a GUID is given: a refused call changes nothing (a torn-off actor has
+        // one already).
+        if let Some(g) = self.guid_of(class, id).filter(|_| self.classes[ci].actors[id.index as usize].torn()) {
+            return Err(DriverError::TornOff(g));
+        }
+        let guid = self.assign_guid(class, store, id)?;
         let a = &self.classes[ci].actors[id.index as usize];
-        if a.torn() || a.tearing {
-            return Err(DriverError::TornOff(guid));
-        }
-        if decl.target == RpcTarget::Server {
-            return Err(DriverError::ServerRpc(rpc.to_string()));
-        }
         let owner = a.owner.map(|slot| self.conns[slot as usize].id);
         self.rpcs.next.push(Arc::new(Call { guid, owner, target: decl.target, reliable: decl.reliable, bits }));
         Ok(())
@@ -361,6 +368,7 @@ impl NetDriver {
             // that does not, or a flood, leaves the client resending instead).
             if rpcs.untaken + rpcs.incoming.held() + 1 > MAX_UNTAKEN_SERVER_RPCS {
                 rpcs.not_taken.push(i);
+                self.conns[ci].stats.server_rpcs_no_room += 1;
                 continue;
             }
             let mut delivered = Vec::new();

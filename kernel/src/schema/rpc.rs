@@ -1,5 +1,5 @@
-//! Remote procedure calls a class declares: UE's `UFUNCTION(Client)` and `UFUNCTION(NetMulticast)`,
-//! reliable or not, with typed parameters.
+//! Remote procedure calls a class declares: UE's `UFUNCTION(Client)`, `UFUNCTION(NetMulticast)`
+//! and `UFUNCTION(Server)`, reliable or not, with typed parameters.
 //!
 //! ```text
 //! RpcDecl::client("ClientHitConfirmed").reliable().param(PropertyDecl::new("Damage", PropType::U16))

@@ -31,7 +31,8 @@
 //! the lost part's properties, as for any lost packet.
 //!
 //! Two forms, because a length costs a byte or two on every bunch and only a receiver that lacks
-//! the actor needs it. A **sized** bunch (an open, a close, a fast array's delta, an export)
+//! the actor needs it. A **sized** bunch (an open, a close, a fast array's delta, an export, a
+//! call or a calls acknowledgement: [`super::rpc`])
 //! carries its body length, so a receiver can step over a bunch it cannot apply (as UE skips a
 //! bunch for a channel it cannot open) and keep the rest of the packet. A **plain** bunch — an
 //! update of a channel whose open the client acknowledged, by far the most common — carries a
@@ -120,7 +121,8 @@ pub struct Packet {
     /// number it has not received (the last one in the packet).
     pub calls_ack: Option<u16>,
     /// Whether the last bunch of `bunches` goes on in the next packet's first bunch: the packet
-    /// says so and its last bunch on the wire was decoded (not stepped over, not an export).
+    /// says so and its last bunch on the wire was decoded (not stepped over, not an export, a
+    /// call or a calls acknowledgement).
     pub continues: bool,
 }
 

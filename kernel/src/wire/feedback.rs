@@ -1,5 +1,5 @@
-//! Acknowledgement feedback: which of the last [`ACK_WINDOW`] packets a client received, and
-//! which actors it asks the server to open again.
+//! Acknowledgement feedback: which of the last [`ACK_WINDOW`] packets a client received, which
+//! actors it asks the server to open again, and the client's Server calls ([`super::rpc`]).
 //!
 //! ```text
 //! feedback := highest:packed  runs:packed { run:packed }*  reopens:packed { guid:packed }*
@@ -22,8 +22,10 @@
 //! otherwise; the server settles nothing it has not heard about.
 //!
 //! Decoding is strict: more runs than the window holds, runs past the window, a non-canonical
-//! zero run, too many reopen GUIDs or a null one, and trailing garbage are errors. Nothing is
-//! allocated beyond [`MAX_REOPENS`] GUIDs. A reopen may name a static actor (odd GUID): a client
+//! zero run, too many reopen GUIDs or a null one, an empty call list, more than
+//! [`MAX_FEEDBACK_CALLS`] calls, a call longer than [`MAX_CLIENT_CALL_BITS`] or with a null
+//! target, and trailing garbage are errors. Nothing is allocated beyond [`MAX_REOPENS`] GUIDs and
+//! [`MAX_FEEDBACK_CALLS`] calls of at most [`MAX_CLIENT_CALL_BITS`] bits.
 //! that lost its level copy of one (a forged close took it) asks for it like any other, and
 //! refusing that feedback whole had left every packet unacknowledged for good.
 

@@ -21,9 +21,10 @@
 //! applied (an actor opened by the same packet has its class then), and a sized bunch is stepped
 //! over whole when it cannot ([`decode_call`] fails alone, never the packet).
 //!
-//! Reliable calls carry the low 16 bits of their number in the connection's reliable stream; the
-//! server never has more than [`MAX_RELIABLE_RPCS`] numbered and unacknowledged, so a receiver
-//! that expects number `n` places any honest one within `n .. n + MAX_RELIABLE_RPCS`.
+//! Reliable calls carry the low 16 bits of their number in the connection's reliable stream; a
+//! sender (the server, or a client for its Server calls) never has more than
+//! [`MAX_RELIABLE_RPCS`] numbered and unacknowledged, so a receiver that expects number `n`
+//! places any honest one within `n .. n + MAX_RELIABLE_RPCS`.
 
 use super::bunch::{handle_bits, read_records, write_array_record, write_leaf_record, RecordValue};
 use super::{BitReader, BitWriter, WireError};

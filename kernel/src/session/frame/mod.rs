@@ -18,8 +18,9 @@ mod codec;
 /// may be sealed ([`super::seal`]). Version 3: sealed datagrams are AES-256-GCM under a key per
 /// session and direction (version 2 sealed them with XChaCha20-Poly1305 under the ticket's keys).
 /// Version 4: level visibility ([`super::levels`]: the levels datagram and its ack).
-/// Version 5: remote procedure calls in the kernel's packets (`crate::wire::rpc`: an export's
-/// body now starts with a 0 bit, a call's with a 1).
+/// Version 5: remote procedure calls (`crate::wire::rpc`): in the kernel's packets an export's body
+/// now starts with a 0 bit, a call's with a 1, and an export of GUID 0 acknowledges a client's
+/// calls; a kernel feedback may end with the client's Server calls.
 pub const PROTOCOL_VERSION: u16 = 5;
 
 /// The smallest hello (with or without cookie) a server answers: the hello is padded with zeros
