@@ -305,6 +305,11 @@ fn hostile_reliable_numbers_neither_lose_the_servers_calls_nor_grow_without_boun
 fn a_call_the_game_gets_wrong_is_refused_and_changes_nothing() {
     let (mut w, ids) = world(1, 1, LinkConfig::perfect(1));
     let (class, id) = (w.classes[0], ids[0]);
+    // Refused calls on an actor no tick has seen yet give it no GUID.
+    for (name, args) in [("Nope", vec![]), (SHOUT, vec![]), (USE, vec![Value::U32(1)])] {
+        assert!(w.driver.call_rpc(class, &w.stores[0], id, name, &args).is_err());
+    }
+    assert_eq!(w.driver.guid_of(class, id), None, "a refused call changes nothing");
     let err = w.driver.call_rpc(class, &w.stores[0], id, "Nope", &[]).unwrap_err();
     assert_eq!(err, DriverError::UnknownRpc { class: "Pawn".into(), rpc: "Nope".into() });
     assert!(err.to_string().contains("declares no call `Nope`"), "{err}");
