@@ -159,8 +159,9 @@ pub(crate) struct ConnRpcs {
     waiting: Vec<Arc<Call>>,
     /// Numbered and not acknowledged, by number.
     stream: VecDeque<Numbered>,
-    /// This tick's unreliable calls for the connection (scratch).
-    unreliable: Vec<Arc<Call>>,
+    /// This tick's unreliable calls for the connection, by index in the tick's calls (scratch:
+    /// no reference count is touched per call and connection).
+    unreliable: Vec<u32>,
 }
 
 impl ConnRpcs {
@@ -474,7 +475,7 @@ impl WriteCtx<'_> {
             return;
         }
         let mut rpcs = std::mem::take(&mut conn.rpcs);
-        for call in calls {
+        for (i, call) in calls.iter().enumerate() {
             let reaches = match call.target {
                 RpcTarget::Client => call.owner == Some(conn.id),
                 RpcTarget::Multicast => true,
@@ -486,7 +487,7 @@ impl WriteCtx<'_> {
             if chan(conn, call.guid) == Chan::Closed {
                 conn.stats.rpcs_dropped += 1;
             } else if !call.reliable {
-                rpcs.unreliable.push(call.clone());
+                rpcs.unreliable.push(i as u32);
             } else if rpcs.outstanding() >= MAX_RELIABLE_RPCS as usize {
                 conn.stats.rpcs_overflowed += 1;
             } else {
@@ -531,7 +532,7 @@ impl WriteCtx<'_> {
         let unreliable = std::mem::take(&mut rpcs.unreliable);
         let mut sent = 0;
         if write && !saturated {
-            sent = unreliable.iter().take_while(|call| self.write_rpc(conn, st, None, call)).count();
+            sent = unreliable.iter().take_while(|&&i| self.write_rpc(conn, st, None, &calls[i as usize])).count();
         }
         conn.stats.rpcs_dropped += (unreliable.len() - sent) as u64;
         rpcs.unreliable = unreliable;

@@ -331,12 +331,13 @@ impl PacketWriter {
         self.bunches += 1;
     }
 
-    /// Writes a call bunch.
+    /// Writes a call bunch: its header and length, then its body straight into `out` (a frame
+    /// writes one per call and connection: no body is built apart).
     pub fn write_rpc(&mut self, out: &mut BitWriter, seq: Option<u16>, target: NetGuid, call: &BitWriter) {
         debug_assert!(self.header.is_none());
-        let mut body = BitWriter::new();
-        super::rpc::write_rpc_body(&mut body, seq, target, call);
-        write_bunch_after(out, self.prev, super::open::EXPORT_GUID, None, &body);
+        write_sized_header(out, self.prev, super::open::EXPORT_GUID, None, false);
+        out.write_packed(super::rpc::rpc_body_bits(seq, target, call) as u64);
+        super::rpc::write_rpc_body(out, seq, target, call);
         self.prev = super::open::EXPORT_GUID;
         self.bunches += 1;
     }
