@@ -819,7 +819,7 @@ fn calls_feedback(highest: Seq, calls: &[shadowrep::wire::rpc::RpcBunch]) -> Vec
     use shadowrep::wire::feedback::{write_feedback, write_feedback_calls, AckBits};
     let mut f = BitWriter::new();
     write_feedback(&mut f, highest, &AckBits([u64::MAX; 4]), &[]);
-    write_feedback_calls(&mut f, &calls.iter().collect::<Vec<_>>());
+    write_feedback_calls(&mut f, calls);
     f.into_bytes()
 }
 

@@ -532,7 +532,7 @@ impl ClientWorld {
         let guids: Vec<NetGuid> = self.reopen.iter().map(|r| r.guid).collect();
         write_feedback(&mut w, self.window.highest(), self.window.received(), &guids);
         let (calls, waiting) = self.calls_for_feedback();
-        crate::wire::feedback::write_feedback_calls(&mut w, &calls.iter().collect::<Vec<_>>());
+        crate::wire::feedback::write_feedback_calls(&mut w, &calls);
         if waiting > 0 {
             self.unreported = true;
         }

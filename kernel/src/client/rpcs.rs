@@ -202,7 +202,7 @@ impl ClientWorld {
     /// bytes: its reliable calls).
     pub(super) fn receive_rpc(&mut self, call: RpcBunch) {
         let class = self.actors.get(&call.target).map(|a| a.0);
-        if call.seq.is_none() {
+        if !call.reliable {
             self.deliver_rpc(&call, class, false);
             return;
         }

@@ -180,9 +180,33 @@ impl ConnRpcs {
         } else if !n.acked {
             n.in_flight = false;
         }
+        self.pop_acked();
+    }
+
+    /// Drops the acknowledged calls at the stream's front: it stays one number after another
+    /// (`settle` indexes it by number).
+    fn pop_acked(&mut self) {
         while self.stream.front().is_some_and(|n| n.acked) {
             self.stream.pop_front();
         }
+    }
+
+    /// Takes the client's reliable Server call `call` into the window (`tag`: its actor, if
+    /// this connection owned it on arrival); `deliver` gets the calls it releases, in order. A
+    /// call in order, or a resend (the client did not hear the acknowledgement), owes an
+    /// acknowledgement; one whose number came with other bits or far from the window (only a
+    /// hostile client sends that, and it could send a new call as well) is delivered like any.
+    fn accept_call(
+        &mut self,
+        call: RpcBunch,
+        tag: Option<NetGuid>,
+        deliver: impl FnMut(RpcBunch, Option<NetGuid>),
+    ) -> Arrival {
+        let arrival = self.incoming.accept(call, tag, deliver);
+        if arrival != Arrival::Conflict {
+            self.ack_pending = true;
+        }
+        arrival
     }
 
     /// Whether the client's unreliable call numbered `seq` is one not taken before: newer than
@@ -218,8 +242,7 @@ impl ConnRpcs {
         }
     }
 
-    /// Every call in flight delivered (the reference's perfect link). Acknowledged ones leave
-    /// from the front only, so the stream stays one number after another (`settle` indexes it).
+    /// Every call in flight delivered (the reference's perfect link).
     pub fn acknowledge_in_flight(&mut self) {
         if self.ack_in_flight {
             self.ack_in_flight = false;
@@ -228,9 +251,7 @@ impl ConnRpcs {
         for n in self.stream.iter_mut().filter(|n| n.in_flight) {
             n.acked = true;
         }
-        while self.stream.front().is_some_and(|n| n.acked) {
-            self.stream.pop_front();
-        }
+        self.pop_acked();
     }
 }
 
@@ -373,19 +394,8 @@ impl NetDriver {
                 continue;
             }
             let mut delivered = Vec::new();
-            let arrival = rpcs.incoming.accept(call, tag, |call, tag| delivered.push((call, tag)));
-            let stats = &mut self.conns[ci].stats;
-            match arrival {
-                Arrival::InOrder => rpcs.ack_pending = true,
-                Arrival::Stale => {
-                    // A resend: the client did not hear the acknowledgement.
-                    stats.server_rpcs_stale += 1;
-                    rpcs.ack_pending = true;
-                }
-                // Other bits under a number, or one far from the window: only a hostile client
-                // sends that, and it could send a new call as well — delivered (or refused) like
-                // any.
-                Arrival::Conflict => {}
+            if rpcs.accept_call(call, tag, |call, tag| delivered.push((call, tag))) == Arrival::Stale {
+                self.conns[ci].stats.server_rpcs_stale += 1;
             }
             for (call, tag) in delivered {
                 self.deliver_server_call(ci, &mut rpcs, &call, tag, true, &mut out);
@@ -449,10 +459,7 @@ impl NetDriver {
 /// the same bytes). Owned or not, every reliable call takes its number.
 pub(crate) fn track_calls(conn: &mut Connection, calls: &[RpcBunch], not_taken: &[usize]) {
     for (_, call) in calls.iter().enumerate().filter(|(i, c)| c.reliable && !not_taken.contains(i)) {
-        match conn.rpcs.incoming.accept(call.clone(), None, |_, _| {}) {
-            Arrival::InOrder | Arrival::Stale => conn.rpcs.ack_pending = true,
-            Arrival::Conflict => {}
-        }
+        conn.rpcs.accept_call(call.clone(), None, |_, _| {});
     }
 }
 
@@ -529,13 +536,11 @@ impl WriteCtx<'_> {
                 n.in_flight = true;
             }
         }
-        let unreliable = std::mem::take(&mut rpcs.unreliable);
         let mut sent = 0;
         if write && !saturated {
-            sent = unreliable.iter().take_while(|&&i| self.write_rpc(conn, st, None, &calls[i as usize])).count();
+            sent = rpcs.unreliable.iter().take_while(|&&i| self.write_rpc(conn, st, None, &calls[i as usize])).count();
         }
-        conn.stats.rpcs_dropped += (unreliable.len() - sent) as u64;
-        rpcs.unreliable = unreliable;
+        conn.stats.rpcs_dropped += (rpcs.unreliable.len() - sent) as u64;
         rpcs.unreliable.clear();
         conn.rpcs = rpcs;
     }

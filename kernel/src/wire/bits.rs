@@ -228,6 +228,18 @@ impl<'a> BitReader<'a> {
         Ok(())
     }
 
+    /// Reads `n` bits into bytes of their own (the last one zero-padded), as a writer would have
+    /// them.
+    pub fn read_to_bytes(&mut self, n: usize) -> Result<Vec<u8>, WireError> {
+        if n > self.remaining() {
+            return Err(WireError::Truncated);
+        }
+        let mut w = BitWriter::new();
+        w.write_from(self.bytes, self.pos, n);
+        self.pos += n;
+        Ok(w.into_bytes())
+    }
+
     /// Reads one bit.
     pub fn read_bool(&mut self) -> Result<bool, WireError> {
         Ok(self.read_bits(1)? != 0)

@@ -109,7 +109,7 @@ pub const MAX_FEEDBACK_CALLS: usize = 64;
 pub const MAX_CLIENT_CALL_BITS: usize = 8 * 1024;
 
 /// Appends `calls` to feedback just written ([`write_feedback`]); none writes nothing.
-pub fn write_feedback_calls(w: &mut BitWriter, calls: &[&super::rpc::RpcBunch]) {
+pub fn write_feedback_calls(w: &mut BitWriter, calls: &[super::rpc::RpcBunch]) {
     let calls = &calls[..calls.len().min(MAX_FEEDBACK_CALLS)];
     if calls.is_empty() {
         return;
@@ -235,14 +235,8 @@ pub fn read_feedback(bytes: &[u8]) -> Result<Feedback, WireError> {
                 return Err(WireError::Invalid("call length"));
             }
             let bits = bits as usize;
-            let mut call = BitWriter::new();
-            let mut left = bits;
-            while left > 0 {
-                let n = left.min(64) as u32;
-                call.write_bits(r.read_bits(n)?, n);
-                left -= n as usize;
-            }
-            calls.push(super::rpc::RpcBunch { target, seq, call: call.into_bytes(), bits, reliable });
+            let call = r.read_to_bytes(bits)?;
+            calls.push(super::rpc::RpcBunch { target, seq, call, bits, reliable });
         }
     }
     if r.remaining() >= 8 || (r.remaining() > 0 && r.read_bits(r.remaining() as u32)? != 0) {
@@ -258,7 +252,7 @@ mod tests {
     fn round_trip(f: &Feedback) -> Feedback {
         let mut w = BitWriter::new();
         write_feedback(&mut w, f.highest, &f.received, &f.reopen);
-        write_feedback_calls(&mut w, &f.calls.iter().collect::<Vec<_>>());
+        write_feedback_calls(&mut w, &f.calls);
         read_feedback(&w.into_bytes()).unwrap()
     }
 
@@ -290,7 +284,7 @@ mod tests {
         assert!(read_feedback(w.bytes()).is_err(), "an empty call list is written as none");
         let mut w = BitWriter::new();
         write_feedback(&mut w, Seq(9), &AckBits([1, 0, 0, 0]), &[]);
-        write_feedback_calls(&mut w, &[&call(None, 12)]);
+        write_feedback_calls(&mut w, &[call(None, 12)]);
         let full = w.into_bytes();
         for cut in base.div_ceil(8) + 1..full.len() {
             assert!(read_feedback(&full[..cut]).is_err(), "cut at {cut}");

@@ -168,12 +168,8 @@ pub fn read_rpc_body(r: &mut BitReader<'_>) -> Result<RpcBunch, WireError> {
         return Err(WireError::Invalid("call target"));
     }
     let bits = r.remaining();
-    let mut call = BitWriter::new();
-    while r.remaining() > 0 {
-        let n = r.remaining().min(64) as u32;
-        call.write_bits(r.read_bits(n)?, n);
-    }
-    Ok(RpcBunch { target, seq, call: call.into_bytes(), bits, reliable: seq.is_some() })
+    let call = r.read_to_bytes(bits)?;
+    Ok(RpcBunch { target, seq, call, bits, reliable: seq.is_some() })
 }
 
 /// What [`ReliableWindow::accept`] did with a reliable call.
