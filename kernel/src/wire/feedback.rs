@@ -297,6 +297,36 @@ mod tests {
         w.write_packed(6);
         w.write_packed(MAX_CLIENT_CALL_BITS as u64 + 1);
         assert_eq!(read_feedback(w.bytes()).unwrap_err(), WireError::Invalid("call length"));
+        // At the limits: a call of MAX_CLIENT_CALL_BITS, MAX_FEEDBACK_CALLS calls; one more of
+        // either is refused (the writer never writes more calls than the limit).
+        let longest = call(Some(3), MAX_CLIENT_CALL_BITS);
+        let many = |n: usize| {
+            let mut w = BitWriter::new();
+            write_feedback(&mut w, Seq(9), &AckBits([1, 0, 0, 0]), &[]);
+            w.write_packed(n as u64);
+            for _ in 0..n {
+                w.write_bool(false);
+                w.write_bits(7, 16);
+                w.write_packed(6);
+                w.write_packed(1);
+                w.write_bool(true);
+            }
+            w.into_bytes()
+        };
+        let mut w = BitWriter::new();
+        write_feedback(&mut w, Seq(9), &AckBits([1, 0, 0, 0]), &[]);
+        write_feedback_calls(&mut w, std::slice::from_ref(&longest));
+        assert_eq!(read_feedback(w.bytes()).map(|f| f.calls[0].bits), Ok(MAX_CLIENT_CALL_BITS));
+        assert_eq!(read_feedback(&many(MAX_FEEDBACK_CALLS)).map(|f| f.calls.len()), Ok(MAX_FEEDBACK_CALLS));
+        assert!(matches!(read_feedback(&many(MAX_FEEDBACK_CALLS + 1)), Err(WireError::OutOfRange { .. })));
+        let mut w = BitWriter::new();
+        write_feedback(&mut w, Seq(9), &AckBits([1, 0, 0, 0]), &[]);
+        write_feedback_calls(&mut w, &vec![call(None, 1); MAX_FEEDBACK_CALLS + 5]);
+        assert_eq!(
+            read_feedback(w.bytes()).map(|f| f.calls.len()),
+            Ok(MAX_FEEDBACK_CALLS),
+            "the writer keeps to the limit"
+        );
     }
 
     #[test]
