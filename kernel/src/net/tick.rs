@@ -75,7 +75,7 @@ impl NetDriver {
         }
         self.frame = Frame(self.frame.0 + 1);
         let frame = self.frame;
-        self.rpcs.frame = std::mem::take(&mut self.rpcs.next);
+        self.rpcs.frame = super::rpc::FrameCalls::new(std::mem::take(&mut self.rpcs.next));
         self.subs.orphaned.retain(|o| o.frame.0 + 1 >= frame.0);
         self.finish_tear_offs();
         self.stats = TickStats { frame: self.frame, ..TickStats::default() };
@@ -119,7 +119,8 @@ impl NetDriver {
     /// frame should cost next to nothing).
     fn parallel_worth_it(&self) -> bool {
         let pending: usize = self.conns.iter().map(|c| c.pending.len() + c.closes.len()).sum();
-        self.changed.len() * self.conns.len() + pending >= self.cfg.min_parallel_items
+        // A frame's calls go to connections as its changed actors do.
+        (self.changed.len() + self.rpcs.frame.calls.len()) * self.conns.len() + pending >= self.cfg.min_parallel_items
     }
 
     /// Per connection, one after the other on a worker: its closes, then what to send (a
@@ -131,6 +132,7 @@ impl NetDriver {
     /// they were written; planned for one connection first, its list of sends was).
     fn plan_and_write(&mut self, stores: &[&ClassStore], parallel: bool) {
         let (frame, changed) = (self.frame, (&self.changed[..], &self.changed_actors[..]));
+        self.rpcs.frame.resolve(&self.guids);
         let ctx = send::WriteCtx {
             classes: &self.classes,
             stores,

@@ -10,7 +10,7 @@
 //!
 //! ```text
 //! begin_packet(seq)
-//!   write_close(guid, reason) | write_export(guid, path) | write_rpc(seq, target, call)
+//!   write_close(guid, reason) | write_export(guid, path) | write_call(call, seq)
 //!   | write_plain(guid, pre-encoded count and records)            the shared arena's copy
 //!   | begin_bunch(guid, open) | begin_plain(guid, count bits)
 //!       { body().write… while body_fits(bits) } end_bunch(records)
@@ -161,7 +161,13 @@ pub fn write_close_after(w: &mut BitWriter, prev: NetGuid, guid: NetGuid, reason
     write_close_reason(w, guid, reason, path);
 }
 
-fn write_sized_header(w: &mut BitWriter, prev: NetGuid, guid: NetGuid, open: Option<&EncodedOpen>, close: bool) {
+pub(super) fn write_sized_header(
+    w: &mut BitWriter,
+    prev: NetGuid,
+    guid: NetGuid,
+    open: Option<&EncodedOpen>,
+    close: bool,
+) {
     write_lead(w, guid_delta(prev, guid), false);
     w.write_bool(open.is_some());
     if let Some(open) = open {
@@ -305,8 +311,8 @@ impl PacketWriter {
     }
 
     /// Whether a call bunch ([`super::rpc`]) fits the open packet.
-    pub fn rpc_fits(&self, out: &BitWriter, seq: Option<u16>, target: NetGuid, call: &BitWriter) -> bool {
-        self.bunch_fits(out, super::open::EXPORT_GUID, None, super::rpc::rpc_body_bits(seq, target, call))
+    pub fn call_fits(&self, out: &BitWriter, call: &super::rpc::EncodedCall) -> bool {
+        self.bunch_fits(out, super::open::EXPORT_GUID, None, call.body_bits())
     }
 
     /// Whether a call bunch fits an otherwise empty packet (whatever its sequence number).
@@ -331,15 +337,37 @@ impl PacketWriter {
         self.bunches += 1;
     }
 
-    /// Writes a call bunch: its header and length, then its body straight into `out` (a frame
-    /// writes one per call and connection: no body is built apart).
-    pub fn write_rpc(&mut self, out: &mut BitWriter, seq: Option<u16>, target: NetGuid, call: &BitWriter) {
+    /// Writes a call bunch: its header, then its length and body as encoded once for every
+    /// connection (`seq`: a reliable call's number).
+    pub fn write_call(&mut self, out: &mut BitWriter, call: &super::rpc::EncodedCall, seq: Option<u16>) {
         debug_assert!(self.header.is_none());
         write_sized_header(out, self.prev, super::open::EXPORT_GUID, None, false);
-        out.write_packed(super::rpc::rpc_body_bits(seq, target, call) as u64);
-        super::rpc::write_rpc_body(out, seq, target, call);
+        call.write(out, seq);
         self.prev = super::open::EXPORT_GUID;
         self.bunches += 1;
+    }
+
+    /// Writes as many of calls `first .. first + max` of `run` as fit the open packet, in one
+    /// copy, when its last bunch is a call bunch (each call's header is then the run's); returns
+    /// how many it wrote — those that [`Self::call_fits`] and [`Self::write_call`] one by one
+    /// would have.
+    pub fn write_call_run(
+        &mut self,
+        out: &mut BitWriter,
+        run: &super::rpc::CallRun,
+        first: usize,
+        max: usize,
+    ) -> usize {
+        debug_assert!(self.header.is_none());
+        if !self.open_packet || self.prev != super::open::EXPORT_GUID || max == 0 {
+            return 0;
+        }
+        let room = self.mtu_bits.saturating_sub(self.total(out, 0, 0));
+        let (n, bits) = run.fitting(first, max, room);
+        let (src, from) = run.bits_from(first);
+        out.write_from(src, from, bits);
+        self.bunches += n as u32;
+        n
     }
 
     /// Whether a sized bunch for `guid` with `body_bits` of records fits an otherwise empty
@@ -468,6 +496,46 @@ mod tests {
             let mut w = BitWriter::new();
             w.write_packed(v);
             assert_eq!(packed_bits(v), w.len_bits(), "{v}");
+        }
+    }
+
+    #[test]
+    fn a_run_of_calls_writes_what_the_calls_one_by_one_would() {
+        use super::super::rpc::{CallRun, EncodedCall};
+        // Calls of 1 to 90 bits on actors of short and long GUIDs, and a run of all of them.
+        let calls: Vec<EncodedCall> = (0..60u64)
+            .map(|i| {
+                let mut bits = BitWriter::new();
+                bits.write_bits((i * 0x9e37_79b9) ^ 0x5555, (1 + i * 3 % 90) as u32);
+                EncodedCall::new(NetGuid(2 + i * i * 977), false, &bits)
+            })
+            .collect();
+        let mut run = CallRun::default();
+        calls.iter().for_each(|c| run.push(c));
+        assert_eq!(run.len(), calls.len());
+        for mtu in [MIN_MTU, 300, 1400] {
+            for first in [0, 1, 7] {
+                let (mut one, mut p1) = (BitWriter::new(), PacketWriter::new(mtu));
+                let (mut all, mut p2) = (BitWriter::new(), PacketWriter::new(mtu));
+                p1.begin_packet(&mut one, Seq(9));
+                p2.begin_packet(&mut all, Seq(9));
+                // A plain bunch first: the run waits for a call bunch to follow.
+                p1.write_plain(&mut one, NetGuid(40), &[0xff], 0, 5);
+                p2.write_plain(&mut all, NetGuid(40), &[0xff], 0, 5);
+                assert_eq!(p2.write_call_run(&mut all, &run, first, 3), 0, "not after a plain bunch");
+                p1.write_call(&mut one, &calls[first], None);
+                p2.write_call(&mut all, &calls[first], None);
+                let mut n1 = 0;
+                while first + 1 + n1 < calls.len() && p1.call_fits(&one, &calls[first + 1 + n1]) {
+                    p1.write_call(&mut one, &calls[first + 1 + n1], None);
+                    n1 += 1;
+                }
+                let n2 = p2.write_call_run(&mut all, &run, first + 1, calls.len() - first - 1);
+                assert_eq!((n2, p2.bunches()), (n1, p1.bunches()), "mtu {mtu}, from {first}");
+                assert_eq!(p1.finish_packet(&mut one), p2.finish_packet(&mut all));
+                assert_eq!(one.bytes(), all.bytes(), "mtu {mtu}, from {first}");
+                assert!(one.len_bits() <= mtu.max(MIN_MTU) * 8, "{} bits, mtu {mtu}", one.len_bits());
+            }
         }
     }
 

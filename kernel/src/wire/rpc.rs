@@ -160,6 +160,97 @@ pub fn rpc_body_bits(seq: Option<u16>, target: NetGuid, call: &BitWriter) -> usi
     2 + if seq.is_some() { 16 } else { 0 } + super::packet::packed_bits(target.0) + call.len_bits()
 }
 
+/// A call bunch after its header — its length and body — encoded once for every connection it
+/// goes to: a connection's writer copies its bits (a reliable call's number written in
+/// between).
+#[derive(Debug)]
+pub struct EncodedCall {
+    /// The length and the body, a reliable call's number zero.
+    bits: BitWriter,
+    /// Where a reliable call's 16-bit number goes in `bits`.
+    seq_at: Option<usize>,
+    body_bits: usize,
+}
+
+impl EncodedCall {
+    /// Call `call` (index and parameters, [`encode_call`]) on actor `target`.
+    pub fn new(target: NetGuid, reliable: bool, call: &BitWriter) -> Self {
+        let seq = reliable.then_some(0);
+        let body_bits = rpc_body_bits(seq, target, call);
+        let mut bits = BitWriter::new();
+        bits.write_packed(body_bits as u64);
+        let seq_at = seq.map(|_| bits.len_bits() + 2);
+        write_rpc_body(&mut bits, seq, target, call);
+        Self { bits, seq_at, body_bits }
+    }
+
+    /// Bits of the bunch's body ([`write_rpc_body`]'s).
+    pub fn body_bits(&self) -> usize {
+        self.body_bits
+    }
+
+    /// Writes the bunch's length and body, what [`write_rpc_body`] writes after the length,
+    /// with reliable number `seq` (given exactly for a reliable call).
+    pub fn write(&self, w: &mut BitWriter, seq: Option<u16>) {
+        let (bytes, len) = (self.bits.bytes(), self.bits.len_bits());
+        debug_assert_eq!(seq.is_some(), self.seq_at.is_some(), "a number exactly for a reliable call");
+        match (self.seq_at, seq) {
+            (Some(at), Some(s)) => {
+                w.write_from(bytes, 0, at);
+                w.write_bits(u64::from(s), 16);
+                w.write_from(bytes, at + 16, len - at - 16);
+            }
+            _ => w.write_from(bytes, 0, len),
+        }
+    }
+}
+
+/// Unreliable call bunches one after another, encoded once for every connection: each after a
+/// call bunch, so each header is the same step from GUID 1 to itself, and a connection whose
+/// open packet ends with a call bunch writes the next calls it gets of the run in one copy
+/// ([`super::packet::PacketWriter::write_call_run`]).
+#[derive(Debug, Default)]
+pub struct CallRun {
+    bits: BitWriter,
+    /// Where each call's bunch starts in `bits`, and where the last one ends.
+    at: Vec<usize>,
+}
+
+impl CallRun {
+    /// Appends an unreliable call's bunch, as written after a call bunch.
+    pub fn push(&mut self, call: &EncodedCall) {
+        if self.at.is_empty() {
+            self.at.push(0);
+        }
+        let export = super::open::EXPORT_GUID;
+        super::packet::write_sized_header(&mut self.bits, export, export, None, false);
+        call.write(&mut self.bits, None);
+        self.at.push(self.bits.len_bits());
+    }
+
+    /// Calls in the run.
+    pub fn len(&self) -> usize {
+        self.at.len().saturating_sub(1)
+    }
+
+    /// Whether the run has no call.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// How many of the `max` calls from `first` on fit in `room` bits, and their bits.
+    pub fn fitting(&self, first: usize, max: usize, room: usize) -> (usize, usize) {
+        let at = &self.at[first..=first + max];
+        let n = at[1..].partition_point(|&end| end - at[0] <= room);
+        (n, at[n] - at[0])
+    }
+
+    /// The run's bits from call `first` on.
+    pub fn bits_from(&self, first: usize) -> (&[u8], usize) {
+        (self.bits.bytes(), self.at[first])
+    }
+}
+
 /// Reads a call bunch's body after its call bit, to its end (the bunch's length).
 pub fn read_rpc_body(r: &mut BitReader<'_>) -> Result<RpcBunch, WireError> {
     let seq = if r.read_bool()? { Some(r.read_bits(16)? as u16) } else { None };
@@ -302,6 +393,14 @@ mod tests {
         let mut w = BitWriter::new();
         write_rpc_body(&mut w, seq, NetGuid(42), &call);
         assert_eq!(w.len_bits(), rpc_body_bits(seq, NetGuid(42), &call));
+        // Encoded once, it writes the same bits after the length, its number put in.
+        let (mut once, mut plain) = (BitWriter::new(), BitWriter::new());
+        once.write_bits(0b101, 3);
+        EncodedCall::new(NetGuid(42), seq.is_some(), &call).write(&mut once, seq);
+        plain.write_bits(0b101, 3);
+        plain.write_packed(w.len_bits() as u64);
+        plain.write_from(w.bytes(), 0, w.len_bits());
+        assert_eq!((once.bytes(), once.len_bits()), (plain.bytes(), plain.len_bits()));
         let mut r = BitReader::with_len(w.bytes(), w.len_bits());
         assert!(r.read_bool().unwrap());
         let b = read_rpc_body(&mut r).unwrap();

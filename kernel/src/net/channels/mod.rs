@@ -258,8 +258,8 @@ pub(crate) fn replicate_connection(ctx: &LevelCtx<'_>, ci: u32, conn: &mut Conne
     if !ready && ctx.sleepy > 0 {
         held_awake_idle(ctx, conn, &mut out.awake);
     }
-    let chan = |c: &Connection, g: NetGuid| crate::net::rpc::pair_chan(c, ctx.guids, g);
-    ctx.write.write_rpcs(conn, &mut st, ctx.write.calls, (out.saturated, ready), chan);
+    let channels = crate::net::rpc::PairChannels(ctx.guids);
+    ctx.write.write_rpcs(conn, &mut st, ctx.write.calls, (out.saturated, ready), &channels);
     out.written = ctx.write.end(conn, st, true);
     conn.budget.sent(out.written.bytes);
     if let Some(d) = &mut decisions {

@@ -431,6 +431,7 @@ impl NetDriver {
         self.stats.changed_actors = self.changed.len();
         let level = self.level.as_mut().expect("checked above");
         level.retired.sort_unstable();
+        self.rpcs.frame.resolve(&self.guids);
         let level = self.level.as_ref().expect("checked above");
         debug_assert_eq!(level.guid_rank.ranks.len(), level.due.len(), "a GUID rank per due actor");
         let hooks: Vec<Option<RelevancyHook>> = self.classes.iter().map(|c| c.cols.hook.clone()).collect();
@@ -477,7 +478,8 @@ impl NetDriver {
             sublevels: level.sublevels,
         };
         let run = |(ci, conn): (usize, &mut Connection)| channels::replicate_connection(&ctx, ci as u32, conn);
-        let parallel = self.cfg.parallel && level.due.len() * self.conns.len() >= self.cfg.min_parallel_items;
+        let items = (level.due.len() + self.rpcs.frame.calls.len()) * self.conns.len();
+        let parallel = self.cfg.parallel && items >= self.cfg.min_parallel_items;
         let t = Instant::now();
         let outcomes: Vec<Outcome> = if parallel {
             super::share::share_mut(&mut self.conns, |ci, c| run((ci, c)))

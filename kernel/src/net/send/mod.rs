@@ -53,7 +53,7 @@ pub(crate) struct WriteCtx<'a> {
     /// the connection's rows for the pair.
     pub marks_opens: bool,
     /// This tick's remote procedure calls ([`super::rpc`]).
-    pub calls: &'a [std::sync::Arc<super::rpc::Call>],
+    pub calls: &'a super::rpc::FrameCalls,
 }
 
 /// What one connection's writing produced.
@@ -98,6 +98,11 @@ impl FrameWrite {
         self.bunches += 1;
     }
 
+    /// Counts `n` unreliable call bunches just written into the open packet.
+    pub fn wrote_calls(&mut self, n: usize) {
+        self.bunches += n;
+    }
+
     /// Counts an acknowledgement of the client's calls just written into the open packet.
     pub fn wrote_calls_ack(&mut self) {
         self.open.acks += 1;
@@ -121,8 +126,7 @@ impl WriteCtx<'_> {
         if !self.fast.is_empty() {
             self.write_all_fast_arrays(ci, conn, &mut st);
         }
-        let chan = |c: &Connection, g: NetGuid| super::rpc::pair_chan(c, self.guids, g);
-        self.write_rpcs(conn, &mut st, self.calls, (false, true), chan);
+        self.write_rpcs(conn, &mut st, self.calls, (false, true), &super::rpc::PairChannels(self.guids));
         self.end(conn, st, false)
     }
 

@@ -410,7 +410,7 @@ impl ReferenceFrame {
             _ => Chan::Closed,
         };
         let saturated = rc.decisions.saturated;
-        write.write_rpcs(&mut rc.conn, &mut st, write.calls, (saturated, ready), chan);
+        write.write_rpcs(&mut rc.conn, &mut st, write.calls, (saturated, ready), &chan);
         let written = write.end(&mut rc.conn, st, true);
         rc.budget.sent(written.bytes);
         for (c, s) in pending {
