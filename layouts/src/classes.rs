@@ -25,6 +25,10 @@
 //! - `LootContainer`'s `ContainerOwnInfo` is one struct parent whose first field is a dynamic
 //!   array, as in UE: leaves `ContainerOwnInfo.PlayerIdArray` (an array command),
 //!   `ContainerOwnInfo.StartTime` and `ContainerOwnInfo.OwnDuration`.
+//! - `ShooterCharacter` declares ShooterGame's two Server calls, `ServerSetTargeting` and
+//!   `ServerSetRunning` (reliable): the owner's client predicts aiming and sprinting, tells the
+//!   server, and the server replicates `bIsTargeting` and `bWantsToRun` to everyone else
+//!   (`SkipOwner`). `shadowrep bots` calls them; `shadowrep serve` applies them.
 //! - `ShooterWeapon` is ShooterGame's `AShooterWeapon`, replicated as a sub-object of its
 //!   character (`NetDriver::register_sub_object`): the burst counter everyone sees (it drives the
 //!   muzzle effects), the ammo only its owner sees.
@@ -97,6 +101,13 @@ crate::replicated_class! {
         wants_to_run: bool = "bWantsToRun" [cond = SkipOwner],
         /// Hit points.
         health: f32 = "Health",
+    }
+    rpcs {
+        /// The owning player starts or stops aiming (its client predicts it; the server sets
+        /// `bIsTargeting`, which every other client gets).
+        server_set_targeting = "ServerSetTargeting" (new_targeting: bool) [server, reliable];
+        /// The owning player starts or stops sprinting (`bWantsToRun` likewise).
+        server_set_running = "ServerSetRunning" (new_running: bool, toggle: bool) [server, reliable];
     }
 }
 

@@ -1,7 +1,8 @@
 //! End to end over real localhost UDP: `shadowrep serve` with a small battle_royale world and
 //! `shadowrep bots` with three bots and 5 % loss each way, about five seconds of wall time. The
 //! bots must all complete the handshake, see losses, and match the server's digest of what
-//! each should hold after the world froze — in plain sessions, then in sealed ones.
+//! each should hold after the world froze — in plain sessions, then in sealed ones — and every
+//! Server call the bots' players made must reach the server's game exactly once.
 
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
@@ -70,5 +71,17 @@ fn serve_and_bots(extra: &[&str]) -> serde_json::Value {
     assert_eq!(report["converged"], true, "{report}");
     assert_eq!(report["bots_matched"], 3);
     assert!(bots.status.success());
+    // The players' Server calls (ShooterGame's ServerSetTargeting / ServerSetRunning): all
+    // acknowledged by the end, and each taken by the server exactly once.
+    let made = report["server_calls_made"].as_u64().unwrap();
+    assert!(made > 0, "the bots made no calls: {report}");
+    assert_eq!(report["server_calls_unacknowledged"], 0, "{report}");
+    let out = String::from_utf8_lossy(&served.stdout);
+    let calls = out.split("Server calls: ").nth(1).unwrap_or_else(|| panic!("no Server calls in {out:?}"));
+    let counts: Vec<u64> =
+        calls.split(',').map(|part| part.trim().split(' ').next().unwrap().parse().unwrap()).collect();
+    let [taken, applied, frozen] = counts[..] else { panic!("{calls:?}") };
+    assert_eq!(taken, made, "every call taken once: {out}");
+    assert_eq!(applied + frozen, taken, "each applied to its caller's character unless frozen: {out}");
     report
 }

@@ -93,6 +93,9 @@ struct Character {
     dispersal: Option<Dispersal>,
     /// Shots owed (fractional rate carried over).
     shots: f64,
+    /// A client controls the player: its aiming and sprinting come from the client's Server
+    /// calls ([`World::set_targeting`], [`World::set_running`]), not from the game's dice.
+    controlled: bool,
 }
 
 /// Leaving the hot drop: straight out at `speed` from `from` until `until` (server seconds).
@@ -156,6 +159,7 @@ impl World {
                 health: 100.0,
                 dispersal: None,
                 shots: rng.random(),
+                controlled: false,
             };
             if let Some((centre, h)) = drop.filter(|_| rng.random_bool(cfg.hot_drop.map_or(0.0, |h| h.fraction))) {
                 // Uniform in the drop disc, then out and away from its centre.
@@ -329,6 +333,29 @@ impl World {
         ev
     }
 
+    /// Whether a client controls player `p` (its aiming and sprinting then come from the
+    /// client's calls) — a player nobody controls aims and sprints at random.
+    pub fn set_controlled(&mut self, p: usize, controlled: bool) {
+        if let Some(c) = self.characters.get_mut(p) {
+            c.controlled = controlled;
+        }
+    }
+
+    /// Player `p`'s client aims or stops (ShooterGame's `ServerSetTargeting`); false if the
+    /// player has no character.
+    pub fn set_targeting(&mut self, p: usize, on: bool) -> bool {
+        let Some(id) = self.character(p) else { return false };
+        ShooterCharacter::set_is_targeting(&mut self.stores[Kind::Character.index()], id, on).is_ok()
+    }
+
+    /// Player `p`'s client sprints or stops (ShooterGame's `ServerSetRunning`); false if the
+    /// player has no character.
+    pub fn set_running(&mut self, p: usize, on: bool) -> bool {
+        let Some(id) = self.character(p) else { return false };
+        self.characters[p].running = on;
+        ShooterCharacter::set_wants_to_run(&mut self.stores[Kind::Character.index()], id, on).is_ok()
+    }
+
     /// Player `p`'s weapon, once it joined.
     pub fn weapon(&self, p: usize) -> Option<ActorId> {
         self.characters.get(p)?.weapon
@@ -390,11 +417,13 @@ impl World {
                 let hit = TakeHitInfo { actual_damage: damage, damage_type_class: ObjectRef(0) };
                 ShooterCharacter::set_last_take_hit_info(store, id, hit).expect(LIVE);
             }
-            if self.rng.random_bool(p(AIM_TOGGLE_RATE)) {
+            // A controlled player's dice are rolled all the same: the rest of the world draws
+            // what it would have.
+            if self.rng.random_bool(p(AIM_TOGGLE_RATE)) && !c.controlled {
                 let aiming = !ShooterCharacter::is_targeting(store, id).expect(LIVE);
                 ShooterCharacter::set_is_targeting(store, id, aiming).expect(LIVE);
             }
-            if self.rng.random_bool(p(RUN_TOGGLE_RATE)) {
+            if self.rng.random_bool(p(RUN_TOGGLE_RATE)) && !c.controlled {
                 c.running = !c.running;
                 ShooterCharacter::set_wants_to_run(store, id, c.running).expect(LIVE);
             }

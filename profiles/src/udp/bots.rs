@@ -9,18 +9,26 @@
 //!            seeded) → SessionClient::handle; events and notifies counted and cleared
 //!            feedback when the world says it is due, and at least every 100 ms (so the server
 //!            keeps hearing from it); a digest request every 200 ms; sends dropped with
-//!            probability --loss too
+//!            probability --loss too; now and then (every 0.2–0.8 s, not in the last second)
+//!            the player aims or sprints: ShooterGame's ServerSetTargeting / ServerSetRunning
+//!            on its own character (the actor it holds as autonomous proxy), reliable Server
+//!            calls riding the feedback until the server's packets acknowledge them
 //!   a pass that received nothing sleeps 1 ms; once a second a line on stderr
 //! a digest answer is conclusive when `ready` and the bot has exactly the packets up to the
 //! one it names: the bot then compares it with the digest of its own world (its verdict is
 //! the last conclusive comparison)
 //! ```
+//!
+//! The report counts the calls made and those the server had not acknowledged at the end (none,
+//! after the quiet last second, on a link that works); `shadowrep serve` counts those it took:
+//! each reliable call exactly once, so the two agree.
 
 use super::PerSecond;
 use clap::Args;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde_json::json;
+use shadowrep::client::NetRole;
 use shadowrep::client::Receipt;
 use shadowrep::session::frame::DigestAnswer;
 use shadowrep::session::{
@@ -28,6 +36,7 @@ use shadowrep::session::{
     MAX_DATAGRAM,
 };
 use shadowrep_benches::scenario::Kind;
+use shadowrep_layouts::classes::ShooterCharacter;
 use std::io::ErrorKind;
 use std::net::{SocketAddr, UdpSocket};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -61,6 +70,10 @@ pub struct BotsArgs {
 const HELLO_INTERVAL: Duration = Duration::from_millis(200);
 const FEEDBACK_INTERVAL: Duration = Duration::from_millis(100);
 const DIGEST_INTERVAL: Duration = Duration::from_millis(200);
+/// The shortest and longest wait between a bot's calls, ms.
+const CALL_INTERVAL_MS: (u64, u64) = (200, 800);
+/// The last part of the run makes no calls, so those made are acknowledged by its end.
+const CALLS_QUIET_TAIL: Duration = Duration::from_secs(1);
 
 /// Counters over all bots.
 #[derive(Clone, Copy, Debug, Default)]
@@ -77,6 +90,9 @@ struct Counters {
     feedback_sent: u64,
     digest_checks: u64,
     digest_inconclusive: u64,
+    /// Server calls made, and refused by the client (too many waiting).
+    calls_made: u64,
+    calls_refused: u64,
 }
 
 impl Counters {
@@ -94,6 +110,8 @@ impl Counters {
             feedback_sent: self.feedback_sent - o.feedback_sent,
             digest_checks: self.digest_checks - o.digest_checks,
             digest_inconclusive: self.digest_inconclusive - o.digest_inconclusive,
+            calls_made: self.calls_made - o.calls_made,
+            calls_refused: self.calls_refused - o.calls_refused,
         }
     }
 }
@@ -108,6 +126,10 @@ struct Bot {
     next_digest_id: u32,
     /// The last conclusive comparison: (matched, actors the server named, actors held).
     verdict: Option<(bool, u32, u32)>,
+    /// When the player next aims or sprints, and whether it aims and sprints now.
+    next_call: Instant,
+    aiming: bool,
+    running: bool,
 }
 
 impl Bot {
@@ -160,6 +182,27 @@ impl Bot {
         self.verdict = Some((mine.hash == a.digest && mine.actors == a.actors, a.actors, mine.actors));
     }
 
+    /// The player aims or stops, or sprints or stops: a Server call on its character, if the
+    /// bot holds it yet.
+    fn call(&mut self, c: &mut Counters) {
+        let Some(world) = self.client.world_mut() else { return };
+        let character = Kind::Character.index() as u32;
+        let mine =
+            world.actors().find(|&(g, class)| class == character && world.role(g) == Some(NetRole::AutonomousProxy));
+        let Some((guid, _)) = mine else { return };
+        let made = if self.rng.random_bool(0.5) {
+            self.aiming = !self.aiming;
+            ShooterCharacter::call_server_set_targeting(world, guid, self.aiming)
+        } else {
+            self.running = !self.running;
+            ShooterCharacter::call_server_set_running(world, guid, self.running, false)
+        };
+        match made {
+            Ok(()) => c.calls_made += 1,
+            Err(_) => c.calls_refused += 1,
+        }
+    }
+
     fn connected(&self) -> bool {
         matches!(self.client.state(), ClientState::Connected { .. })
     }
@@ -199,6 +242,9 @@ pub fn bots(args: &BotsArgs, json: bool, session: &mut crate::Session) -> Result
             last_digest: start,
             next_digest_id: 0,
             verdict: None,
+            next_call: start,
+            aiming: false,
+            running: false,
         });
     }
     if !json {
@@ -249,6 +295,11 @@ pub fn bots(args: &BotsArgs, json: bool, session: &mut crate::Session) -> Result
                     bot.send(&h, loss, &mut c);
                 }
             } else if bot.connected() {
+                if now >= bot.next_call && now + CALLS_QUIET_TAIL < end {
+                    bot.call(&mut c);
+                    bot.next_call =
+                        now + Duration::from_millis(bot.rng.random_range(CALL_INTERVAL_MS.0..CALL_INTERVAL_MS.1));
+                }
                 let due = bot.client.world().is_some_and(|w| w.feedback_due());
                 if due || now - bot.last_feedback >= FEEDBACK_INTERVAL {
                     if let Some(f) = bot.client.feedback() {
@@ -321,6 +372,7 @@ pub fn bots(args: &BotsArgs, json: bool, session: &mut crate::Session) -> Result
     let late: u64 = worlds().map(|w| w.stats().late).sum();
     let duplicates: u64 = worlds().map(|w| w.stats().duplicates).sum();
     let actors: usize = worlds().map(|w| w.actor_count()).sum();
+    let calls_unacknowledged: usize = worlds().map(|w| w.server_calls_unacknowledged()).sum();
     let session_drops: u64 = bots
         .iter()
         .map(|b| {
@@ -361,6 +413,9 @@ pub fn bots(args: &BotsArgs, json: bool, session: &mut crate::Session) -> Result
             "feedback_sent": c.feedback_sent,
             "digest_checks": c.digest_checks,
             "digest_inconclusive": c.digest_inconclusive,
+            "server_calls_made": c.calls_made,
+            "server_calls_refused": c.calls_refused,
+            "server_calls_unacknowledged": calls_unacknowledged,
             "bots_matched": matched,
             "bots_mismatched": mismatched,
             "bots_unchecked": unchecked,
@@ -371,8 +426,9 @@ pub fn bots(args: &BotsArgs, json: bool, session: &mut crate::Session) -> Result
     } else {
         println!(
             "bots: {} bots, {wall:.1} s, {} connected; received {:.1} KB/s, {} packets applied, {} notifies, {} actors held \
-             at the end; late {late}, duplicates {duplicates}, dropped by --loss {} in / {} out; digests: {matched} matched, \
-             {mismatched} differ, {unchecked} never checked → {}",
+             at the end; late {late}, duplicates {duplicates}, dropped by --loss {} in / {} out; Server calls: {} made, \
+             {calls_unacknowledged} unacknowledged at the end; digests: {matched} matched, {mismatched} differ, \
+             {unchecked} never checked → {}",
             bots.len(),
             connected,
             c.bytes_in as f64 / wall / 1e3,
@@ -381,6 +437,7 @@ pub fn bots(args: &BotsArgs, json: bool, session: &mut crate::Session) -> Result
             actors,
             c.dropped_in,
             c.dropped_out,
+            c.calls_made,
             if converged { "converged" } else { "NOT converged" }
         );
         for r in &refused {

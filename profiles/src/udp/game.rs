@@ -8,8 +8,10 @@
 //! attach    a client joins: the first free player's character is owned by its new
 //!           connection (autonomous proxy) and the connection views from it
 //! detach    the client left: its connection is removed, the character is nobody's
-//! frame     unless frozen: the game's step and its calls (apply_events); every attached
-//!           connection's viewer; NetDriver::tick
+//! frame     the clients' Server calls taken (ShooterGame's ServerSetTargeting and
+//!           ServerSetRunning on their own characters: applied unless frozen); unless frozen,
+//!           the game's step and its calls (apply_events); every attached connection's viewer;
+//!           NetDriver::tick
 //! freeze    the game stops changing anything; ticks go on, so the links drain
 //! ```
 
@@ -17,6 +19,7 @@ use shadowrep::net::{ClassId, ConnectionId, NetDriver, NetGuid, SubObjectConditi
 use shadowrep::session::{expected_digest, StateDigest};
 use shadowrep::store::ClassStore;
 use shadowrep_benches::scenario::{apply_events, scenario_driver, Kind, ScenarioConfig, World};
+use shadowrep_layouts::classes::ShooterCharacter;
 
 fn err(e: impl std::fmt::Display) -> String {
     e.to_string()
@@ -32,6 +35,18 @@ pub struct LiveGame {
     /// The connection controlling each player, if any.
     players: Vec<Option<ConnectionId>>,
     frozen: bool,
+    calls: ServerCalls,
+}
+
+/// The clients' Server calls the game took.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ServerCalls {
+    /// Taken from the driver (each call a client made, once).
+    pub taken: u64,
+    /// Applied to the caller's character.
+    pub applied: u64,
+    /// Taken while the world was frozen: not applied.
+    pub frozen: u64,
 }
 
 impl LiveGame {
@@ -59,7 +74,7 @@ impl LiveGame {
         }
         world.bind_character_guids(characters.iter().map(|g| g.0).collect());
         let players = vec![None; characters.len()];
-        Ok(LiveGame { world, driver, classes, characters, players, frozen: false })
+        Ok(LiveGame { world, driver, classes, characters, players, frozen: false, calls: ServerCalls::default() })
     }
 
     /// The driver.
@@ -91,6 +106,7 @@ impl LiveGame {
         let id = self.world.character(p).ok_or_else(|| format!("player {p} has no character"))?;
         self.driver.set_owner(class, self.world.store(Kind::Character), id, Some(conn), true).map_err(err)?;
         self.players[p] = Some(conn);
+        self.world.set_controlled(p, true);
         self.set_viewer(p, conn)?;
         Ok(Some(conn))
     }
@@ -99,6 +115,7 @@ impl LiveGame {
     pub fn detach(&mut self, conn: ConnectionId) -> Result<(), String> {
         if let Some(p) = self.players.iter().position(|c| *c == Some(conn)) {
             self.players[p] = None;
+            self.world.set_controlled(p, false);
             self.driver.remove_connection(conn).map_err(err)?;
         }
         Ok(())
@@ -120,8 +137,39 @@ impl LiveGame {
         self.frozen
     }
 
-    /// One server frame (the game's step unless frozen, then the driver's tick).
+    /// The clients' Server calls taken so far.
+    pub fn server_calls(&self) -> ServerCalls {
+        self.calls
+    }
+
+    /// Takes the clients' Server calls and applies each to its caller's character (the driver
+    /// delivers only calls on an actor the calling connection owns).
+    fn apply_server_calls(&mut self) {
+        for call in self.driver.take_server_rpcs() {
+            self.calls.taken += 1;
+            if self.frozen {
+                self.calls.frozen += 1;
+                continue;
+            }
+            let Some(p) = self.players.iter().position(|c| *c == Some(call.conn)) else { continue };
+            if self.characters[p] != call.guid {
+                continue;
+            }
+            let applied = if let Some((on,)) = ShooterCharacter::server_set_targeting_args(&call) {
+                self.world.set_targeting(p, on)
+            } else if let Some((on, _toggle)) = ShooterCharacter::server_set_running_args(&call) {
+                self.world.set_running(p, on)
+            } else {
+                false
+            };
+            self.calls.applied += u64::from(applied);
+        }
+    }
+
+    /// One server frame (the clients' calls, the game's step unless frozen, then the driver's
+    /// tick).
     pub fn frame(&mut self) -> Result<TickStats, String> {
+        self.apply_server_calls();
         if !self.frozen {
             let events = self.world.step();
             apply_events(&mut self.driver, &self.classes, &self.world, &events, &self.characters)?;

@@ -238,6 +238,7 @@ pub fn serve(args: &ServeArgs, json: bool, run: &mut crate::Session) -> Result<(
         }
     }
     let st = session.stats();
+    let calls = game.server_calls();
     let wall = start.elapsed().as_secs_f64();
     if json {
         let out = json!({
@@ -261,6 +262,9 @@ pub fn serve(args: &ServeArgs, json: bool, run: &mut crate::Session) -> Result<(
             "levels_applied": total.levels_applied,
             "levels_refused": total.levels_refused,
             "send_errors": total.send_errors,
+            "server_calls": {
+                "taken": calls.taken, "applied": calls.applied, "while_frozen": calls.frozen,
+            },
             "sessions": {
                 "joins": st.joins, "challenges": st.challenges, "rejects": st.rejects,
                 "welcomes_repeated": st.welcomes_repeated, "ended": st.ended,
@@ -277,7 +281,8 @@ pub fn serve(args: &ServeArgs, json: bool, run: &mut crate::Session) -> Result<(
         println!(
             "serve {}: {:.1} s, {} ticks ({} late), frame {:.2} ms mean / {:.2} ms max; {} packets out ({:.1} KB/s); \
              {} joins, {} challenges, {} rejects; dropped: {} malformed, {} bad cookie, {} unknown address, {} bad token, \
-             {} forged, {} replayed, {} unsealed, {} digest requests throttled; {} digests answered",
+             {} forged, {} replayed, {} unsealed, {} digest requests throttled; {} digests answered; \
+             Server calls: {} taken, {} applied, {} while frozen",
             profile.name(),
             wall,
             total.ticks,
@@ -297,7 +302,10 @@ pub fn serve(args: &ServeArgs, json: bool, run: &mut crate::Session) -> Result<(
             st.replayed,
             st.unsealed,
             st.digests_throttled,
-            total.digests
+            total.digests,
+            calls.taken,
+            calls.applied,
+            calls.frozen
         );
     }
     Ok(())
