@@ -331,6 +331,26 @@ mod tests {
         assert_ne!(counts_of(&alone), counts_of(&other_alone), "the two worlds differ");
     }
 
+    /// `--calls`: the server's calls (a muzzle effect per shot, a reload when a clip runs dry)
+    /// reach the connections where the shooter's channel is open, and the UE-style reference,
+    /// ticked on the same frames, makes the same decisions and writes the same calls.
+    #[test]
+    fn a_world_with_calls_writes_them_as_the_reference_does() {
+        let cfg = ScenarioConfig { calls: true, ..small() };
+        let mut world = World::new(&cfg);
+        let mut server = KernelServer::with_reference(&mut world, true).expect("a valid driver");
+        let records = run(&mut world, &mut server, 45, None, &mut |_| {}, &mut NoProbe).expect("runs");
+        let (written, dropped) = server.calls_written().expect("live connections");
+        assert!(written > 100 && dropped > 0, "{written} written, {dropped} not");
+        let (_, mismatch) = server.reference_report().expect("a reference ran");
+        assert_eq!(mismatch, None);
+        // The calls' bytes come on top where a connection's budget has room: the same world
+        // without them sends no more.
+        let (_, quiet) = run_small(&small(), 45, None);
+        let bytes = |r: &[FrameRecord]| r.iter().map(|r| r.stats.bytes).sum::<usize>();
+        assert!(bytes(&records) >= bytes(&quiet), "calls add bytes: {} against {}", bytes(&records), bytes(&quiet));
+    }
+
     #[test]
     fn the_hot_drop_makes_players_see_each_other_then_they_spread_out() {
         let cfg = small();

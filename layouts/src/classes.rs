@@ -28,7 +28,10 @@
 //! - `ShooterCharacter` declares ShooterGame's two Server calls, `ServerSetTargeting` and
 //!   `ServerSetRunning` (reliable): the owner's client predicts aiming and sprinting, tells the
 //!   server, and the server replicates `bIsTargeting` and `bWantsToRun` to everyone else
-//!   (`SkipOwner`). `shadowrep bots` calls them; `shadowrep serve` applies them.
+//!   (`SkipOwner`). `shadowrep bots` calls them; `shadowrep serve` applies them. With
+//!   `shadowrep run --calls` the server also multicasts a muzzle effect per shot
+//!   (`MulticastFireEffect`, unreliable) and calls the weapon's `ClientStartReload` (reliable)
+//!   when a clip runs dry.
 //! - `ShooterWeapon` is ShooterGame's `AShooterWeapon`, replicated as a sub-object of its
 //!   character (`NetDriver::register_sub_object`): the burst counter everyone sees (it drives the
 //!   muzzle effects), the ammo only its owner sees.
@@ -108,6 +111,11 @@ crate::replicated_class! {
         server_set_targeting = "ServerSetTargeting" (new_targeting: bool) [server, reliable];
         /// The owning player starts or stops sprinting (`bWantsToRun` likewise).
         server_set_running = "ServerSetRunning" (new_running: bool, toggle: bool) [server, reliable];
+        /// A shot's muzzle effect for everyone who sees the shooter, `muzzle` naming the
+        /// effect: not ShooterGame's (its effects follow the weapon's `BurstCounter`), but what
+        /// a game driving effects by gameplay cues sends, one unreliable multicast per shot
+        /// (`shadowrep run --calls`).
+        multicast_fire_effect = "MulticastFireEffect" (muzzle: u8) [multicast];
     }
 }
 
@@ -170,6 +178,11 @@ crate::replicated_class! {
         current_ammo: i32 = "CurrentAmmo" [cond = OwnerOnly],
         /// Ammo in the clip: its owner's only.
         current_ammo_in_clip: i32 = "CurrentAmmoInClip" [cond = OwnerOnly],
+    }
+    rpcs {
+        /// The server starts a reload on the owner's client (ShooterGame's reliable Client
+        /// call; `shadowrep run --calls` makes it when a clip runs dry).
+        client_start_reload = "ClientStartReload" () [client, reliable];
     }
 }
 

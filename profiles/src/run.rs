@@ -34,6 +34,11 @@ pub(crate) struct RunArgs {
     /// Write timed frame K's inputs and decisions (1..=frames) as JSON to FILE.
     #[arg(long, num_args = 2, value_names = ["K", "FILE.json"])]
     dump_frame: Option<Vec<String>>,
+    /// The server makes remote procedure calls as well: a muzzle effect multicast per shot
+    /// (unreliable) and a reload call to a weapon's owner when its clip runs dry (reliable) —
+    /// what they cost, beside the same frames' actors (the reference writes them too).
+    #[arg(long)]
+    calls: bool,
     /// Run the UE-style reference on the first N timed frames (a second pass over the same
     /// seeded world, the kernel's decisions compared with it on every frame); 0 skips it.
     /// Default: every frame for battle_royale, 5 for mmo (its reference takes seconds a frame).
@@ -76,6 +81,7 @@ pub(crate) fn run(
         Some(_) => return Err("--dump-frame takes a frame and a file".into()),
     };
     let mut cfg = profile.config(args.seed);
+    cfg.calls = args.calls;
     if let Some(f) = args.dormant_fraction {
         if profile != Profile::OpenWorld {
             return Err(format!("--dormant-fraction is for open_world, not {}", profile.name()));
@@ -101,6 +107,7 @@ pub(crate) fn run(
         kernel_pass(&cfg, frames, threads, request, awake_alone.as_ref(), progress, session)?;
     // What the kernel's run leaves, read before its world is dropped for the reference's pass.
     let (open_pairs, pair_bytes) = server.pair_state()?;
+    let (calls_sent, calls_dropped) = server.calls_written()?;
     let actors: usize = world.stores.iter().map(|st| st.len()).sum();
     let peak_rss_mb = scenario::peak_rss_bytes().map(|b| b as f64 / 1e6);
     let dormant = match cfg.dormant {
@@ -123,6 +130,9 @@ pub(crate) fn run(
             "command": "run",
             "profile": profile.name(),
             "seed": cfg.seed,
+            "calls": cfg.calls,
+            "calls_written": calls_sent,
+            "calls_dropped": calls_dropped,
             "frames": frames,
             "warmup_frames": scenario::WARMUP_FRAMES,
             "level_load_frames": cfg.load_frames(),
@@ -237,6 +247,9 @@ pub(crate) fn run(
                 "  {name:<13} frame {:>8.3} ms, relevant pairs {:>8.0}, sent {:>7.0}, saturated {:>5.0}, {:>6.0} B/conn/frame",
                 p.frame_ms, p.relevant_pairs, p.sent_pairs, p.saturated_connections, p.bytes_per_connection_frame
             );
+        }
+        if cfg.calls {
+            println!("  calls: {calls_sent} written to connections over the run, {calls_dropped} dropped");
         }
         println!("  due actors per frame {:.0}", s.due_actors);
         println!("  channels: {open_pairs} rows, {bytes_per_open_pair:.0} B each, {:.1} MB", pair_bytes as f64 / 1e6);

@@ -33,7 +33,7 @@ use shadowrep::net::{
 use shadowrep::reference::frame::ReferenceFrame;
 use shadowrep::schema::{ArrayLayout, PropType, StructType};
 use shadowrep::store::ActorId;
-use shadowrep_layouts::classes::{Actor, Pickup, Projectile};
+use shadowrep_layouts::classes::{Actor, Pickup, Projectile, ShooterCharacter, ShooterWeapon};
 use std::io::Write;
 
 /// See the module documentation.
@@ -257,6 +257,44 @@ pub fn apply_events(
     Ok(dormant)
 }
 
+impl KernelServer {
+    /// Calls written to the connections so far (resends included), and those dropped (an
+    /// unreliable call on a saturated connection, one on an actor whose channel was not open).
+    pub fn calls_written(&self) -> Result<(u64, u64), String> {
+        let (mut sent, mut dropped) = (0, 0);
+        for &c in &self.conns {
+            let st = self.driver.connection_stats(c).map_err(err)?;
+            (sent, dropped) = (sent + st.rpcs_sent, dropped + st.rpcs_dropped);
+        }
+        Ok((sent, dropped))
+    }
+
+    /// The frame's remote procedure calls (`ScenarioConfig::calls`): each shot's muzzle effect
+    /// to everyone who sees the shooter, and a reload to the owner of each weapon whose clip
+    /// ran dry.
+    fn make_calls(&mut self, world: &World, events: &FrameEvents) -> Result<(), String> {
+        let (character, weapon) = (self.class(Kind::Character), self.class(Kind::Weapon));
+        for &(projectile, p) in &events.fired {
+            let id = world.character(p).ok_or_else(|| format!("player {p} has no character"))?;
+            let muzzle = (projectile.index % 4) as u8;
+            ShooterCharacter::call_multicast_fire_effect(
+                &mut self.driver,
+                character,
+                world.store(Kind::Character),
+                id,
+                muzzle,
+            )
+            .map_err(err)?;
+        }
+        for &p in &events.reloaded {
+            let id = world.weapon(p).ok_or_else(|| format!("player {p} has no weapon"))?;
+            ShooterWeapon::call_client_start_reload(&mut self.driver, weapon, world.store(Kind::Weapon), id)
+                .map_err(err)?;
+        }
+        Ok(())
+    }
+}
+
 impl ScenarioServer for KernelServer {
     fn prepare(&mut self, world: &mut World, events: &FrameEvents) -> Result<(), String> {
         let character = self.class(Kind::Character);
@@ -291,6 +329,9 @@ impl ScenarioServer for KernelServer {
         self.dormant.extend(dormant);
         for &(_, p) in &events.fired {
             self.shot(p)?;
+        }
+        if world.config().calls {
+            self.make_calls(world, events)?;
         }
         self.viewers.clear();
         for (p, (&conn, &guid)) in self.conns.iter().zip(&self.characters).enumerate() {

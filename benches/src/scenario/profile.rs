@@ -111,6 +111,10 @@ pub struct ScenarioConfig {
     pub static_change_rate: f64,
     /// Dormant actors besides the awake ones (`actors` counts the awake), if any.
     pub dormant: Option<DormantActors>,
+    /// The server makes remote procedure calls: a muzzle effect multicast per shot
+    /// (`MulticastFireEffect`, unreliable) and the weapon's `ClientStartReload` (reliable) when
+    /// a clip runs dry.
+    pub calls: bool,
     /// RNG seed.
     pub seed: u64,
 }
@@ -241,6 +245,7 @@ impl Profile {
             }),
             static_change_rate: 0.005,
             dormant: None,
+            calls: false,
             seed,
         };
         match self {

@@ -75,6 +75,8 @@ pub struct FrameEvents {
     pub despawned: Vec<ActorId>,
     /// Static actors whose replicated state the game changed (a server calls ForceNetUpdate).
     pub changed: Vec<(Kind, ActorId)>,
+    /// Players whose clip ran dry and reloaded.
+    pub reloaded: Vec<usize>,
 }
 
 /// One player's character.
@@ -477,8 +479,12 @@ impl World {
                     let clip = ShooterWeapon::current_ammo_in_clip(weapons, w).expect(LIVE);
                     let ammo = ShooterWeapon::current_ammo(weapons, w).expect(LIVE);
                     // Reloaded from the reserve when the clip runs dry; the reserve refills.
-                    let (clip, ammo) =
-                        if clip > 1 { (clip - 1, ammo) } else { (CLIP_AMMO, (ammo - CLIP_AMMO).max(CLIP_AMMO)) };
+                    let (clip, ammo) = if clip > 1 {
+                        (clip - 1, ammo)
+                    } else {
+                        ev.reloaded.push(p);
+                        (CLIP_AMMO, (ammo - CLIP_AMMO).max(CLIP_AMMO))
+                    };
                     ShooterWeapon::set_current_ammo_in_clip(weapons, w, clip).expect(LIVE);
                     ShooterWeapon::set_current_ammo(weapons, w, ammo).expect(LIVE);
                 }

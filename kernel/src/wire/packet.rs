@@ -347,8 +347,9 @@ impl PacketWriter {
         self.bunches += 1;
     }
 
-    /// Writes as many of calls `first .. first + max` of `run` as fit the open packet, in one
-    /// copy, when its last bunch is a call bunch (each call's header is then the run's); returns
+    /// Writes as many of calls `first .. first + max` of `run` (those it has) as fit the open
+    /// packet, in one copy, when its last bunch is one of GUID 1 — a call bunch, a calls
+    /// acknowledgement or an export: the step to each call's header is then the run's; returns
     /// how many it wrote — those that [`Self::call_fits`] and [`Self::write_call`] one by one
     /// would have.
     pub fn write_call_run(
@@ -513,6 +514,20 @@ mod tests {
         let mut run = CallRun::default();
         calls.iter().for_each(|c| run.push(c));
         assert_eq!(run.len(), calls.len());
+        // Asked past its end, a run gives what it has.
+        let (n, bits) = run.fitting(58, 10, usize::MAX);
+        assert_eq!(
+            (n, bits),
+            (
+                2,
+                2 * 12
+                    + [58, 59]
+                        .iter()
+                        .map(|&i| packed_bits(calls[i].body_bits() as u64) + calls[i].body_bits())
+                        .sum::<usize>()
+            )
+        );
+        assert_eq!((run.fitting(60, 3, usize::MAX), run.fitting(99, 1, usize::MAX)), ((0, 0), (0, 0)));
         for mtu in [MIN_MTU, 300, 1400] {
             for first in [0, 1, 7] {
                 let (mut one, mut p1) = (BitWriter::new(), PacketWriter::new(mtu));
@@ -648,5 +663,69 @@ mod tests {
         p.begin_packet(&mut out, Seq(2));
         p.write_plain(&mut out, NetGuid(1002), &body, 0, 8);
         assert_eq!(out.len_bits() - at - 8, 1 + packed_bits(2004) + 1 + 8, "from 0 again");
+    }
+
+    /// A run after a calls acknowledgement or an export (the step from GUID 1 as after a call
+    /// bunch), and every room left near the packet's end, against the calls one by one.
+    #[test]
+    fn a_run_of_calls_fits_as_the_calls_one_by_one_at_every_room() {
+        use super::super::rpc::{CallRun, EncodedCall};
+        let calls: Vec<EncodedCall> = (0..40u64)
+            .map(|i| {
+                let mut bits = BitWriter::new();
+                bits.write_bits(i.wrapping_mul(0x9e37_79b9_7f4a), (1 + (i * 7) % 61) as u32);
+                EncodedCall::new(NetGuid(2 + i * i * 131), false, &bits)
+            })
+            .collect();
+        let mut run = CallRun::default();
+        calls.iter().for_each(|c| run.push(c));
+        let mut cases = 0;
+        for mtu in [MIN_MTU, 513, 777] {
+            for lead in 0..3 {
+                for fill in 0..(mtu * 8) {
+                    if fill % 7 != 0 && fill < mtu * 8 - 1200 {
+                        continue;
+                    }
+                    for &(first, max) in &[(0usize, 0usize), (0, 1), (3, 5), (10, 29), (39, 1), (39, 0), (40, 0)] {
+                        let (mut one, mut p1) = (BitWriter::new(), PacketWriter::new(mtu));
+                        let (mut all, mut p2) = (BitWriter::new(), PacketWriter::new(mtu));
+                        for (p, w) in [(&mut p1, &mut one), (&mut p2, &mut all)] {
+                            p.begin_packet(w, Seq(70_000));
+                            let body = [0x5au8; 1024];
+                            let bits = fill.min(mtu * 8 - 200);
+                            if !p.plain_fits(w, NetGuid(9), bits) {
+                                continue;
+                            }
+                            p.write_plain(w, NetGuid(9), &body, 0, bits);
+                            match lead {
+                                0 if p.calls_ack_fits(w) => p.write_calls_ack(w, 77),
+                                1 if p.export_fits(w, NetGuid(6), "/Game/X") => {
+                                    p.write_export(w, NetGuid(6), "/Game/X")
+                                }
+                                2 if p.call_fits(w, &calls[0]) => p.write_call(w, &calls[0], None),
+                                _ => {}
+                            }
+                        }
+                        let mut n1 = 0;
+                        if p1.prev == super::super::open::EXPORT_GUID {
+                            while n1 < max && p1.call_fits(&one, &calls[first + n1]) {
+                                p1.write_call(&mut one, &calls[first + n1], None);
+                                n1 += 1;
+                            }
+                        }
+                        let n2 = p2.write_call_run(&mut all, &run, first, max);
+                        assert_eq!(
+                            (n1, p1.bunches()),
+                            (n2, p2.bunches()),
+                            "mtu {mtu} lead {lead} fill {fill} first {first}"
+                        );
+                        assert_eq!(p1.finish_packet(&mut one), p2.finish_packet(&mut all));
+                        assert_eq!(one.bytes(), all.bytes(), "mtu {mtu} lead {lead} fill {fill}");
+                        cases += 1;
+                    }
+                }
+            }
+        }
+        assert!(cases > 1000);
     }
 }

@@ -238,16 +238,18 @@ impl CallRun {
         self.len() == 0
     }
 
-    /// How many of the `max` calls from `first` on fit in `room` bits, and their bits.
+    /// How many of the `max` calls from `first` on (those the run has) fit in `room` bits, and
+    /// their bits.
     pub fn fitting(&self, first: usize, max: usize, room: usize) -> (usize, usize) {
-        let at = &self.at[first..=first + max];
+        let last = first.saturating_add(max).min(self.len());
+        let Some(at) = self.at.get(first..=last).filter(|_| first < last) else { return (0, 0) };
         let n = at[1..].partition_point(|&end| end - at[0] <= room);
         (n, at[n] - at[0])
     }
 
-    /// The run's bits from call `first` on.
+    /// The run's bits, and where call `first` starts in them (its end past the last call).
     pub fn bits_from(&self, first: usize) -> (&[u8], usize) {
-        (self.bits.bytes(), self.at[first])
+        (self.bits.bytes(), self.at.get(first).or(self.at.last()).copied().unwrap_or(0))
     }
 }
 

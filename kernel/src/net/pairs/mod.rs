@@ -483,4 +483,48 @@ mod tests {
         assert_eq!(p.remove(0, 9).flags, 1 | DORMANT);
         assert_eq!(p.len(), 2);
     }
+
+    #[test]
+    fn a_sorted_walk_answers_as_get_does_with_repeated_keys_and_both_tables() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(55);
+        for round in 0..300 {
+            let sparse = round % 4 != 0;
+            let mut p = Pairs::new(sparse, 3);
+            let span = rng.random_range(1..600u32);
+            for _ in 0..rng.random_range(0..400) {
+                let (c, s) = (rng.random_range(0..3), rng.random_range(0..span));
+                p.get_or_insert(c, s).flags = rng.random_range(1..=u8::MAX);
+            }
+            if let Pairs::Channels { rows, dormant } = &mut p {
+                let k = rng.random_range(2..7);
+                let (awake, asleep): (Vec<Channel>, Vec<Channel>) = rows.iter().partition(|r| r.key % k != 0);
+                (*rows, *dormant) = (awake, asleep);
+                // A key in both tables (rows first, as get).
+                if let (Some(a), true) = (dormant.first().copied(), rng.random_bool(0.3)) {
+                    let mut b = a;
+                    b.state.flags = 0x42;
+                    let at = rows.partition_point(|r| r.key < a.key);
+                    rows.insert(at, b);
+                }
+            }
+            let mut keys: Vec<(u64, usize)> = (0..rng.random_range(0..300))
+                .map(|i| (pair_key(rng.random_range(0..3), rng.random_range(0..span + 5)), i))
+                .collect();
+            // Repeats: a key asked two and three times.
+            let extra: Vec<(u64, usize)> = keys.iter().take(20).map(|&(k, i)| (k, i + 1000)).collect();
+            keys.extend(extra);
+            keys.sort_unstable();
+            let mut got = Vec::new();
+            p.for_each_sorted(keys.iter().copied(), |i, ps| got.push((i, ps.copied())));
+            let want: Vec<_> = keys
+                .iter()
+                .map(|&(k, i)| {
+                    let (c, s) = split_key(k);
+                    (i, p.get(c, s).copied())
+                })
+                .collect();
+            assert_eq!(got, want, "round {round}");
+        }
+    }
 }
