@@ -125,6 +125,9 @@ fn a_client_call_reaches_its_owner_and_a_multicast_everyone() {
         assert_eq!(got, want, "client {c}");
         let pawn1 = w.guid(0, ids[1]);
         assert!(e.iter().filter(|e| e.name == SHOUT).all(|e| e.guid == pawn1 && e.class == 0));
+        // A Client call is another connection's business, not a call dropped here.
+        let stats = w.driver.connection_stats(w.clients[c].conn).unwrap();
+        assert_eq!((stats.rpcs_sent, stats.rpcs_dropped), (want.len() as u64, 0), "client {c}");
     }
 }
 
