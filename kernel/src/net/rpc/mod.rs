@@ -74,18 +74,6 @@ pub(crate) struct Call {
     pub encoded: EncodedCall,
 }
 
-impl Call {
-    /// Whether the call goes to connection `conn` (where its actor's channel is open): a Client
-    /// call to its owner's, a Multicast call to every one.
-    fn reaches(&self, conn: super::ConnectionId) -> bool {
-        match self.target {
-            RpcTarget::Client => self.owner == Some(conn),
-            RpcTarget::Multicast => true,
-            RpcTarget::Server => false,
-        }
-    }
-}
-
 /// Calls made since the last tick, and the tick's own; the clients' Server calls not taken.
 #[derive(Default)]
 pub(crate) struct Calls {
