@@ -340,8 +340,12 @@ mod tests {
         let mut world = World::new(&cfg);
         let mut server = KernelServer::with_reference(&mut world, true).expect("a valid driver");
         let records = run(&mut world, &mut server, 45, None, &mut |_| {}, &mut NoProbe).expect("runs");
-        let (written, dropped) = server.calls_written().expect("live connections");
-        assert!(written > 100 && dropped > 0, "{written} written, {dropped} not");
+        let [written, dropped, elsewhere] = server.calls_written().expect("live connections");
+        assert!(
+            // (A world this small saturates no connection: nothing is dropped.)
+            written > 100 && elsewhere > 0,
+            "{written} written, {dropped} dropped, {elsewhere} not here"
+        );
         let (_, mismatch) = server.reference_report().expect("a reference ran");
         assert_eq!(mismatch, None);
         // The calls' bytes come on top where a connection's budget has room: the same world

@@ -258,15 +258,16 @@ pub fn apply_events(
 }
 
 impl KernelServer {
-    /// Calls written to the connections so far (resends included), and those dropped (an
-    /// unreliable call on a saturated connection, one on an actor whose channel was not open).
-    pub fn calls_written(&self) -> Result<(u64, u64), String> {
-        let (mut sent, mut dropped) = (0, 0);
+    /// Calls written to the connections so far (resends included), those dropped (mostly
+    /// unreliable calls on a saturated connection) and those not for a connection (no open
+    /// channel of the actor there).
+    pub fn calls_written(&self) -> Result<[u64; 3], String> {
+        let mut n = [0; 3];
         for &c in &self.conns {
             let st = self.driver.connection_stats(c).map_err(err)?;
-            (sent, dropped) = (sent + st.rpcs_sent, dropped + st.rpcs_dropped);
+            n = [n[0] + st.rpcs_sent, n[1] + st.rpcs_dropped, n[2] + st.rpcs_without_channel];
         }
-        Ok((sent, dropped))
+        Ok(n)
     }
 
     /// The frame's remote procedure calls (`ScenarioConfig::calls`): each shot's muzzle effect

@@ -113,10 +113,14 @@ pub struct ConnectionStats {
     pub rpcs_sent: u64,
     /// Reliable calls written again because a packet carrying them was lost.
     pub rpcs_resent: u64,
-    /// Calls that reached no client here: the actor's channel was not open (or, for a reliable
-    /// call, closed before its open was acknowledged), or an unreliable call on a saturated
-    /// connection, a full window or a connection not ready.
+    /// Calls for this connection that did not go: a reliable call whose channel closed before
+    /// its open was acknowledged, an unreliable call on a saturated connection, a full window
+    /// or a connection not ready.
     pub rpcs_dropped: u64,
+    /// Calls not for this connection when the tick fanned them out: their actor had no open
+    /// channel here (not relevant to it — a Multicast call on an actor it does not see —
+    /// dormant, torn off, or its open not gone yet), as UE sends a call only down a channel.
+    pub rpcs_without_channel: u64,
     /// Reliable calls dropped because [`crate::wire::rpc::MAX_RELIABLE_RPCS`] were waiting or
     /// in flight here (UE closes the connection).
     pub rpcs_overflowed: u64,

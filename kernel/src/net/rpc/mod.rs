@@ -9,8 +9,8 @@
 //! tick, per connection, after the frame's actors (write.rs):
 //!   fan out       this tick's calls reaching the connection: a Client call its owning
 //!                 connection, a Multicast call every connection — each only where the actor's
-//!                 channel is open (its open has gone); elsewhere dropped, as UE drops a call
-//!                 for an actor without a channel
+//!                 channel is open (its open has gone); elsewhere not sent (counted
+//!                 `rpcs_without_channel`), as UE sends a call only down a channel
 //!   number        reliable calls wait until their channel's open is acknowledged (the client
 //!                 has the actor), then take the connection's next reliable number, in call order
 //!   write         the acknowledgement of the client's Server calls, when one is owed and none

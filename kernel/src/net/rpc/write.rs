@@ -176,7 +176,7 @@ impl WriteCtx<'_> {
                 continue;
             }
             if chans[i] == Chan::Closed {
-                conn.stats.rpcs_dropped += 1;
+                conn.stats.rpcs_without_channel += 1;
             } else if !call.reliable {
                 rpcs.unreliable.push(i as u32);
             } else if rpcs.outstanding() >= MAX_RELIABLE_RPCS as usize {
