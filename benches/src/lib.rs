@@ -8,6 +8,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod calls;
 pub mod fastarray;
 pub mod flamegraph;
 pub mod phase;
