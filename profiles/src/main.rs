@@ -5,7 +5,7 @@
 //! shadowrep compare --class C --actors N --changed F --threads T [--json] [--flamegraph out.svg]
 //! shadowrep replicate --class C --actors N --connections M --changed F [--json]
 //! shadowrep run --profile battle_royale|mmo|open_world [--frames N] [--threads T] [--seed S]
-//!               [--json] [--flamegraph out.svg] [--dump-frame K FILE.json]
+//!               [--calls] [--json] [--flamegraph out.svg] [--dump-frame K FILE.json]
 //! shadowrep serve [--profile battle_royale|mmo] --bind 127.0.0.1:PORT [--seconds S] [--scale F]
 //! shadowrep bots --connect 127.0.0.1:PORT --count N [--loss F] [--seconds S] [--json]
 //! shadowrep sweep [--quick] [--series actors,changed,connections] [--out DIR] [--csv F] [--plot F.svg]
