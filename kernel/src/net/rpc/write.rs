@@ -9,6 +9,7 @@ use crate::net::{ConnectionId, NetGuid};
 use crate::schema::RpcTarget;
 use crate::wire::rpc::{CallRun, MAX_RELIABLE_RPCS};
 use std::sync::Arc;
+
 /// A tick's calls, and what every connection's writing needs of them found once: each call's
 /// live actor as a pair key, the keys sorted, so a connection reads its pairs of the calls'
 /// actors in one forward walk ([`CallChannels::frame_chans`]).
@@ -22,7 +23,8 @@ pub(crate) struct FrameCalls {
     run: CallRun,
     run_index: Vec<u32>,
     /// Whom each call goes to, side by side (every connection's fan-out reads it for every call:
-    /// read through each call's own allocation, it cost a mmo frame with ~900 calls ~15 ms).
+    /// read through each call's own allocation, it cost a one-thread mmo frame with ~900 calls
+    /// ~2.5 ms more).
     reach: Vec<Reach>,
 }
 
