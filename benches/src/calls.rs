@@ -186,3 +186,20 @@ impl ServerCalls {
         (t.elapsed(), taken)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The worlds measure what they say: calls written and received, every Server call taken.
+    #[test]
+    fn the_worlds_make_the_calls_they_time() {
+        let mut fan = FanOut::new();
+        let (_, quiet) = fan.frame(0);
+        let (_, busy) = fan.frame(200);
+        assert!(busy > quiet + 200 * CONNECTIONS, "{busy} bytes with calls against {quiet}");
+        let mut server = ServerCalls::new();
+        assert_eq!(server.frame(4).1, 4 * CONNECTIONS);
+        assert_eq!(server.frame(0).1, 0);
+    }
+}
