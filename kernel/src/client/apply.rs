@@ -308,10 +308,11 @@ impl ClientWorld {
             match &r.value {
                 RecordValue::Leaf(bytes) => {
                     self.unmapped.remove(Slot { owner: guid, leaf: leaf_index, element: None });
-                    let mut bytes = bytes.clone();
+                    // A reference is mapped into a copy; any other leaf is written as it came.
+                    let mut bytes = std::borrow::Cow::Borrowed(&bytes[..]);
                     if leaf.kind == LeafKind::Object {
                         self.mapped.remove(Slot { owner: guid, leaf: leaf_index, element: None });
-                        self.map_reference(guid, leaf_index, None, &mut bytes);
+                        self.map_reference(guid, leaf_index, None, bytes.to_mut());
                     }
                     let _ = self.classes[class as usize].store.write_leaf_bytes(id, leaf_index, &bytes);
                 }
@@ -328,11 +329,13 @@ impl ClientWorld {
                     let mut writes = Vec::with_capacity(elements.len());
                     for (nested, bytes) in elements {
                         let (e, i) = ((*nested as usize - 1) / per, (*nested as usize - 1) % per);
-                        let mut bytes = bytes.clone();
                         self.unmapped.remove(Slot { owner: guid, leaf: leaf_index, element: Some((e, i)) });
+                        // A reference is mapped into a copy; any other element is written as it
+                        // came.
+                        let mut bytes = std::borrow::Cow::Borrowed(&bytes[..]);
                         if array.elements[i].kind == LeafKind::Object {
                             self.mapped.remove(Slot { owner: guid, leaf: leaf_index, element: Some((e, i)) });
-                            self.map_reference(guid, leaf_index, Some((e, i)), &mut bytes);
+                            self.map_reference(guid, leaf_index, Some((e, i)), bytes.to_mut());
                         }
                         writes.push((e, i, bytes));
                     }
