@@ -61,14 +61,84 @@ use crate::schema::{ArrayLayout, ClassLayout, LeafKind};
 #[derive(Clone, Debug, PartialEq)]
 pub enum RecordValue {
     /// A fixed leaf in its byte form.
-    Leaf(Vec<u8>),
+    Leaf(LeafBytes),
     /// An array: its new length and (nested handle, element leaf bytes) pairs.
     Array {
         /// Length after this record.
         count: u16,
         /// Element leaf values by nested handle (`element * element_leaves + leaf + 1`).
-        elements: Vec<(u16, Vec<u8>)>,
+        elements: Vec<(u16, LeafBytes)>,
     },
+}
+
+/// A leaf's bytes as decoded: held inline up to [`LeafBytes::INLINE`] bytes (every leaf kind but
+/// a large opaque one), so decoding a record allocates nothing for its value — a client applies
+/// thousands a frame. Reads as a byte slice.
+#[derive(Clone)]
+pub struct LeafBytes(Held);
+
+#[derive(Clone)]
+enum Held {
+    Inline { len: u8, bytes: [u8; LeafBytes::INLINE] },
+    Heap(Vec<u8>),
+}
+
+impl LeafBytes {
+    /// Bytes held without an allocation.
+    pub const INLINE: usize = 16;
+
+    /// `len` zero bytes, to read a leaf into.
+    pub fn zeroed(len: usize) -> LeafBytes {
+        match len <= Self::INLINE {
+            true => LeafBytes(Held::Inline { len: len as u8, bytes: [0; Self::INLINE] }),
+            false => LeafBytes(Held::Heap(vec![0; len])),
+        }
+    }
+}
+
+impl std::ops::Deref for LeafBytes {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match &self.0 {
+            Held::Inline { len, bytes } => &bytes[..*len as usize],
+            Held::Heap(v) => v,
+        }
+    }
+}
+
+impl std::ops::DerefMut for LeafBytes {
+    fn deref_mut(&mut self) -> &mut [u8] {
+        match &mut self.0 {
+            Held::Inline { len, bytes } => &mut bytes[..*len as usize],
+            Held::Heap(v) => v,
+        }
+    }
+}
+
+impl From<&[u8]> for LeafBytes {
+    fn from(bytes: &[u8]) -> LeafBytes {
+        let mut b = LeafBytes::zeroed(bytes.len());
+        b.copy_from_slice(bytes);
+        b
+    }
+}
+
+impl From<Vec<u8>> for LeafBytes {
+    fn from(bytes: Vec<u8>) -> LeafBytes {
+        LeafBytes::from(&bytes[..])
+    }
+}
+
+impl PartialEq for LeafBytes {
+    fn eq(&self, other: &LeafBytes) -> bool {
+        self[..] == other[..]
+    }
+}
+
+impl std::fmt::Debug for LeafBytes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
+    }
 }
 
 /// One decoded record.
@@ -362,7 +432,7 @@ pub(crate) fn read_records(
         let leaf = layout.leaf_by_handle(handle).ok_or(WireError::Invalid("handle"))?;
         let value = match leaf.array {
             None => {
-                let mut out = vec![0u8; leaf.kind.byte_size()];
+                let mut out = LeafBytes::zeroed(leaf.kind.byte_size());
                 read_leaf(r, leaf.kind, &mut out)?;
                 RecordValue::Leaf(out)
             }
@@ -385,7 +455,7 @@ pub(crate) fn read_records(
                     }
                     last_nested = nested;
                     let el = &array.elements[((nested - 1) % per) as usize];
-                    let mut out = vec![0u8; el.kind.byte_size()];
+                    let mut out = LeafBytes::zeroed(el.kind.byte_size());
                     read_leaf(r, el.kind, &mut out)?;
                     elements.push((nested as u16, out));
                 }
@@ -404,6 +474,22 @@ mod tests {
     use crate::wire::packet::{
         begin_packet, end_packet, guid_delta, write_bunch, write_bunch_after, write_close_after, write_plain,
     };
+
+    #[test]
+    fn leaf_bytes_read_as_their_slice_inline_or_not() {
+        for len in [0, 1, 12, LeafBytes::INLINE, LeafBytes::INLINE + 1, 300] {
+            let bytes: Vec<u8> = (0..len).map(|i| i as u8 ^ 0x5a).collect();
+            let mut b = LeafBytes::from(&bytes[..]);
+            assert_eq!(&b[..], &bytes[..]);
+            assert_eq!(b, LeafBytes::from(bytes.clone()));
+            assert_eq!(format!("{b:?}"), format!("{bytes:?}"));
+            if len > 0 {
+                b[0] ^= 1;
+                assert_ne!(b, LeafBytes::from(bytes.clone()));
+            }
+            assert_eq!(LeafBytes::zeroed(len).len(), len);
+        }
+    }
 
     fn layout() -> ClassLayout {
         ClassBuilder::new("B")
@@ -435,10 +521,13 @@ mod tests {
         assert_eq!(p.seq, Seq(7));
         assert_eq!(p.bunches.len(), 3);
         assert_eq!(p.bunches[0].open, Some(OpenHeader::spawn(2)));
-        assert_eq!(p.bunches[0].records[0], Record { handle: 1, value: RecordValue::Leaf(vec![0x34, 0x12]) });
+        assert_eq!(p.bunches[0].records[0], Record { handle: 1, value: RecordValue::Leaf(vec![0x34, 0x12].into()) });
         assert_eq!(
             p.bunches[0].records[1],
-            Record { handle: 2, value: RecordValue::Array { count: 2, elements: vec![(1, vec![9]), (2, vec![8])] } }
+            Record {
+                handle: 2,
+                value: RecordValue::Array { count: 2, elements: vec![(1, vec![9].into()), (2, vec![8].into())] }
+            }
         );
         assert_eq!(p.bunches[1].close, Some(Close { reason: CloseReason::Destroyed, path: None }));
         assert_eq!(p.bunches[2].records, p.bunches[0].records);
@@ -517,7 +606,7 @@ mod tests {
         record(&mut body);
         assert_eq!(body.len_bits(), 16, "the value alone");
         let p = decode(&one_bunch(0, record)).unwrap();
-        assert_eq!(p.bunches[0].records, [Record { handle: 1, value: RecordValue::Leaf(vec![7, 0]) }]);
+        assert_eq!(p.bunches[0].records, [Record { handle: 1, value: RecordValue::Leaf(vec![7, 0].into()) }]);
         let twice = |w: &mut BitWriter| {
             record(w);
             record(w);
@@ -588,7 +677,7 @@ mod tests {
         assert_eq!(p.bunches.iter().map(|b| b.guid.0).collect::<Vec<_>>(), [40, 2, 1 << 40, 42]);
         for b in &p.bunches {
             assert_eq!(b.records.len(), 2);
-            assert_eq!(b.records[1], Record { handle: 3, value: RecordValue::Leaf(vec![5]) });
+            assert_eq!(b.records[1], Record { handle: 3, value: RecordValue::Leaf(vec![5].into()) });
         }
         // Discarded: read and dropped, the rest still decodes.
         let p = decode_packet(&bytes, |g, _| Ok(if g.0 == 2 { Resolve::Discard(&l) } else { Resolve::Layout(&l) }))
