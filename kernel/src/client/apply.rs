@@ -300,7 +300,9 @@ impl ClientWorld {
             let Some(leaf_index) = r.handle.checked_sub(1).map(usize::from) else { continue };
             let leaf = &layout.leaves[leaf_index];
             let store = &mut self.classes[class as usize].store;
-            if !touched.iter().any(|t| t.0 == leaf.parent) {
+            // The value before, for a parent with a notify (the only ones `fire_touched` keeps).
+            let notified = layout.parents[leaf.parent].notify != Notify::None;
+            if notified && !touched.iter().any(|t| t.0 == leaf.parent) {
                 if let Ok(old) = store.get(id, leaf.parent) {
                     touched.push((leaf.parent, old));
                 }
