@@ -39,6 +39,20 @@ fn world(pawns: usize, clients: usize, link: LinkConfig) -> (World, Vec<ActorId>
     (w, ids)
 }
 
+/// [`world`], pawn `i` owned by client `i` (as many as both have) and three frames run (every
+/// open acknowledged on a perfect link); and each pawn's GUID.
+fn owned_world(pawns: usize, clients: usize, link: LinkConfig) -> (World, Vec<ActorId>, Vec<NetGuid>) {
+    let (mut w, ids) = world(pawns, clients, link);
+    for (c, &id) in ids.iter().enumerate().take(clients) {
+        w.set_owner(0, id, Some(c), true);
+    }
+    for _ in 0..3 {
+        w.step();
+    }
+    let guids = ids.iter().map(|&id| w.guid(0, id)).collect();
+    (w, ids, guids)
+}
+
 fn call(w: &mut World, id: ActorId, name: &str, n: u32) -> Result<(), DriverError> {
     w.driver.call_rpc(w.classes[0], &w.stores[0], id, name, &[Value::U32(n)])
 }
@@ -677,13 +691,8 @@ fn server_calls_reach_the_game_once_and_in_order_through_loss() {
 
 #[test]
 fn a_server_call_on_an_actor_another_connection_owns_is_refused_and_the_stream_goes_on() {
-    let (mut w, ids) = world(2, 2, LinkConfig::perfect(1));
-    w.set_owner(0, ids[0], Some(0), true);
-    w.set_owner(0, ids[1], Some(1), true);
-    for _ in 0..3 {
-        w.step();
-    }
-    let (mine, theirs) = (w.guid(0, ids[1]), w.guid(0, ids[0]));
+    let (mut w, ids, guids) = owned_world(2, 2, LinkConfig::perfect(1));
+    let (mine, theirs) = (guids[1], guids[0]);
     let client = &mut w.clients[1].world;
     client.call_server_rpc(theirs, USE, &[Value::U32(1)]).unwrap();
     client.call_server_rpc(theirs, FIRE, &[Value::U32(2)]).unwrap();
@@ -748,12 +757,8 @@ fn server_calls_a_game_gets_wrong_are_refused() {
 #[test]
 fn hostile_server_calls_are_refused_and_bounded() {
     use shadowrep::wire::rpc::RpcBunch;
-    let (mut w, ids) = world(1, 1, LinkConfig::perfect(0));
-    w.set_owner(0, ids[0], Some(0), true);
-    for _ in 0..3 {
-        w.step();
-    }
-    let g = w.guid(0, ids[0]);
+    let (mut w, _, guids) = owned_world(1, 1, LinkConfig::perfect(0));
+    let g = guids[0];
     let layout = pawn();
     let use_call = |n: u32| encode_call(&layout, layout.rpc_index(USE).unwrap(), &[Value::U32(n)]).unwrap();
     let conn = w.clients[0].conn;
@@ -832,12 +837,8 @@ fn calls_feedback(highest: Seq, calls: &[shadowrep::wire::rpc::RpcBunch]) -> Vec
 /// again when a call's turn comes; a review found all 60 delivered).
 #[test]
 fn calls_banked_while_owning_an_actor_do_not_run_once_another_player_owns_it() {
-    let (mut w, ids) = world(1, 2, LinkConfig::perfect(1));
-    w.set_owner(0, ids[0], Some(0), true);
-    for _ in 0..3 {
-        w.step();
-    }
-    let g = w.guid(0, ids[0]);
+    let (mut w, ids, guids) = owned_world(1, 2, LinkConfig::perfect(1));
+    let g = guids[0];
     let hostile = w.clients[0].conn;
     let highest = w.clients[0].world.highest_received();
     let banked: Vec<_> = (1..=60u16).map(|s| client_call(g, USE, s, u32::from(s))).collect();
@@ -859,13 +860,8 @@ fn calls_banked_while_owning_an_actor_do_not_run_once_another_player_owns_it() {
 #[test]
 fn a_flood_of_calls_fills_its_own_connections_room_only() {
     use shadowrep::net::MAX_UNTAKEN_SERVER_RPCS;
-    let (mut w, ids) = world(2, 2, LinkConfig::perfect(1));
-    w.set_owner(0, ids[0], Some(0), true);
-    w.set_owner(0, ids[1], Some(1), true);
-    for _ in 0..3 {
-        w.step();
-    }
-    let (g0, g1) = (w.guid(0, ids[0]), w.guid(0, ids[1]));
+    let (mut w, _, guids) = owned_world(2, 2, LinkConfig::perfect(1));
+    let (g0, g1) = (guids[0], guids[1]);
     let (hostile, honest) = (w.clients[0].conn, w.clients[1].conn);
     let highest = w.clients[0].world.highest_received();
     for d in 0..200u32 {
@@ -895,12 +891,8 @@ fn a_flood_of_calls_fills_its_own_connections_room_only() {
 /// delivered to the old owner's game).
 #[test]
 fn server_calls_on_a_torn_off_actor_do_not_run() {
-    let (mut w, ids) = world(1, 1, LinkConfig::perfect(1));
-    w.set_owner(0, ids[0], Some(0), true);
-    for _ in 0..3 {
-        w.step();
-    }
-    let g = w.guid(0, ids[0]);
+    let (mut w, ids, guids) = owned_world(1, 1, LinkConfig::perfect(1));
+    let g = guids[0];
     w.driver.tear_off(w.classes[0], &w.stores[0], ids[0]).unwrap();
     for _ in 0..4 {
         w.step();
