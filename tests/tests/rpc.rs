@@ -11,6 +11,7 @@ use shadowrep::net::{DriverConfig, DriverError};
 use shadowrep::schema::{ClassBuilder, ClassLayout, PropType, PropertyDecl, RpcDecl};
 use shadowrep::store::ActorId;
 use shadowrep::value::{Value, ValueError};
+use shadowrep::wire::feedback::read_feedback;
 use shadowrep::wire::open::{OpenHeader, EXPORT_GUID};
 use shadowrep::wire::packet::{begin_packet, end_packet, write_bunch, write_bunch_after};
 use shadowrep::wire::rpc::{encode_call, write_rpc_body, MAX_RELIABLE_RPCS};
@@ -903,4 +904,86 @@ fn server_calls_on_a_torn_off_actor_do_not_run() {
     }
     assert!(w.driver.take_server_rpcs().is_empty());
     assert_eq!(w.clients[0].world.server_calls_unacknowledged(), 0, "refused, its number used");
+}
+
+/// A reliable Server call goes in one feedback while the server's acknowledgements come within
+/// a round trip and a half, and again only once one has not — not in every feedback until it
+/// comes, a round trip of copies (UE resends a reliable bunch only when it is lost). Feedback
+/// reaches the server three feedbacks late here; the client measures that.
+#[test]
+fn a_reliable_server_call_goes_again_only_when_its_acknowledgement_is_late() {
+    use shadowrep::net::NetDriver;
+    use shadowrep::store::ClassStore;
+    use std::collections::{HashMap, VecDeque};
+    const DELAY: usize = 3;
+    let layout = pawn();
+    let mut store = ClassStore::new(layout.clone());
+    let mut driver = NetDriver::new(DriverConfig::default()).unwrap();
+    let class = driver.register_class(&mut store).unwrap();
+    let conn = driver.add_connection(false);
+    let mut client = ClientWorld::new(&[layout], &driver.checksums()).unwrap();
+    let id = store.spawn();
+    driver.set_owner(class, &store, id, Some(conn), true).unwrap();
+    let guid = driver.assign_guid(class, &store, id).unwrap();
+    // Each frame: tick, the packets applied, one feedback — delivered DELAY frames later, or
+    // never when `lost`. Returns the reliable numbers the feedback carried.
+    let mut in_flight: VecDeque<(Vec<u8>, bool)> = VecDeque::new();
+    let mut frame = |driver: &mut NetDriver, client: &mut ClientWorld, store: &mut ClassStore, lost: bool| {
+        driver.tick(&mut [store]).unwrap();
+        for p in driver.take_packets(conn).unwrap() {
+            client.receive(&p).unwrap();
+        }
+        let fb = client.feedback();
+        let seqs: Vec<u16> = read_feedback(&fb).unwrap().calls.iter().filter_map(|c| c.seq).collect();
+        in_flight.push_back((fb, lost));
+        while in_flight.len() > DELAY {
+            let (fb, lost) = in_flight.pop_front().unwrap();
+            if !lost {
+                driver.receive_feedback(conn, &fb).unwrap();
+            }
+        }
+        seqs
+    };
+    for _ in 0..8 {
+        frame(&mut driver, &mut client, &mut store, false);
+    }
+    assert!(client.has(guid));
+    let mut copies: HashMap<u16, usize> = HashMap::new();
+    let count = |copies: &mut HashMap<u16, usize>, seqs: Vec<u16>| {
+        seqs.into_iter().for_each(|s| *copies.entry(s).or_default() += 1)
+    };
+    // The first call: no round trip known yet, it goes in every feedback until acknowledged.
+    client.call_server_rpc(guid, USE, &[Value::U32(0)]).unwrap();
+    for _ in 0..12 {
+        count(&mut copies, frame(&mut driver, &mut client, &mut store, false));
+    }
+    let first = copies[&0];
+    assert!(first > DELAY, "until the acknowledgement came: {first} copies");
+    let rtt = client.server_calls_round_trip().expect("measured");
+    assert!((DELAY as f64..=DELAY as f64 + 2.0).contains(&rtt), "round trip {rtt} feedbacks");
+    // Then one call a frame: each in one feedback only.
+    for n in 1..=30 {
+        client.call_server_rpc(guid, USE, &[Value::U32(n)]).unwrap();
+        count(&mut copies, frame(&mut driver, &mut client, &mut store, false));
+    }
+    for _ in 0..12 {
+        count(&mut copies, frame(&mut driver, &mut client, &mut store, false));
+    }
+    assert!((1..=30).all(|n| copies[&(n as u16)] == 1), "one copy each: {copies:?}");
+    assert_eq!(client.stats().server_calls_resent, first as u64 - 1);
+    // A call whose feedback is lost goes again, once, after the resend gap — not at once; its
+    // acknowledgement does not time the round trip (it cannot tell which copy it answers).
+    let before = client.server_calls_round_trip();
+    client.call_server_rpc(guid, USE, &[Value::U32(31)]).unwrap();
+    let mut carried = vec![frame(&mut driver, &mut client, &mut store, true)];
+    for _ in 0..12 {
+        carried.push(frame(&mut driver, &mut client, &mut store, false));
+    }
+    let when: Vec<usize> = (0..carried.len()).filter(|&i| carried[i].contains(&31)).collect();
+    assert_eq!(when.len(), 2, "sent, then resent once: {carried:?}");
+    assert!(when[1] > DELAY, "resent after a round trip and more, not at once: feedback {}", when[1]);
+    assert_eq!(client.server_calls_unacknowledged(), 0);
+    assert_eq!(client.server_calls_round_trip(), before, "a resent call's acknowledgement is not timed");
+    let taken = server_numbers(&driver.take_server_rpcs(), conn, USE);
+    assert_eq!(taken, (0..=31).collect::<Vec<_>>(), "each once, in order");
 }

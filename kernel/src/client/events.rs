@@ -109,6 +109,9 @@ pub struct ClientStats {
     /// or further from the window than an honest server goes: some call was forged, and this one
     /// is delivered too (see `client::rpcs`).
     pub rpcs_conflicts: u64,
+    /// Reliable Server calls written again into a feedback: the server's acknowledgement had
+    /// not come within the resend gap (a lost feedback, or a lost or late acknowledgement).
+    pub server_calls_resent: u64,
 }
 
 /// A fired notify: one per property and update (a packet's bunch, or the arrival of an object

@@ -44,7 +44,7 @@ pub use closed::MAX_CLOSED;
 pub use error::{ClientError, ReceiveError};
 pub use events::{ClientEvent, ClientStats, NotifyEvent, Receipt};
 pub use partial::MAX_PARTIAL_BYTES;
-pub use rpcs::{RpcEvent, MAX_FEEDBACK_CALL_BITS, MAX_OUTGOING_CALLS, MAX_UNTAKEN_RPCS};
+pub use rpcs::{RpcEvent, MAX_FEEDBACK_CALL_BITS, MAX_OUTGOING_CALLS, MAX_RESEND_GAP, MAX_UNTAKEN_RPCS};
 pub use window::{SeqVerdict, ROLLBACK_DISTANCE, ROLLBACK_SPARSE, ROLLBACK_STREAK};
 
 pub use crate::ids::NetRole;
@@ -481,7 +481,8 @@ impl ClientWorld {
 
     /// Whether the server is owed feedback: packets were applied since the last
     /// [`Self::feedback`], an actor is being asked for, or Server calls wait to go or for the
-    /// server's acknowledgement (each feedback carries them again until it comes).
+    /// server's acknowledgement (feedback is the clock of their resends: call
+    /// [`Self::feedback`] once a frame while this says so).
     pub fn feedback_due(&self) -> bool {
         self.unreported || !self.reopen.is_empty() || self.server_calls_waiting()
     }
@@ -525,7 +526,10 @@ impl ClientWorld {
         std::mem::take(&mut self.notifies)
     }
 
-    /// Feedback for the server: what arrived, and the actors to open again.
+    /// Feedback for the server: what arrived, the actors to open again, and the Server calls
+    /// due — new ones, and reliable ones the server has not acknowledged within a round trip
+    /// and a half of their last send, measured in feedbacks (at most [`MAX_RESEND_GAP`]; until
+    /// a first acknowledgement measures it, every feedback carries them).
     pub fn feedback(&mut self) -> Vec<u8> {
         self.unreported = false;
         let mut w = BitWriter::new();

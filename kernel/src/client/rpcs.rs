@@ -79,9 +79,27 @@ pub(super) struct Rpcs {
     next: u32,
     /// The next unreliable number.
     next_unreliable: u32,
-    unacked: VecDeque<RpcBunch>,
+    unacked: VecDeque<Outgoing>,
     unreliable: Vec<RpcBunch>,
+    /// Feedback messages written: the clock of the reliable calls' resends.
+    feedbacks: u32,
+    /// The smoothed round trip, in feedbacks and eighths of one, from a reliable call's first
+    /// feedback to the server's acknowledgement of it (none measured yet).
+    round_trip: Option<u32>,
 }
+
+/// A reliable Server call the server has not acknowledged, and the feedbacks that carried it.
+#[derive(Debug)]
+struct Outgoing {
+    call: RpcBunch,
+    /// The first feedback that carried it (none: not sent yet), and the last.
+    first: Option<u32>,
+    last: u32,
+}
+
+/// Feedbacks at most between two sends of a reliable Server call the server has not
+/// acknowledged (about a second at 30 frames a second), whatever round trip was measured.
+pub const MAX_RESEND_GAP: u32 = 30;
 
 /// Most unreliable Server calls waiting for the next feedback.
 pub const MAX_OUTGOING_CALLS: usize = 256;
@@ -90,6 +108,19 @@ pub const MAX_OUTGOING_CALLS: usize = 256;
 /// feedback).
 pub const MAX_FEEDBACK_CALL_BITS: usize = 8 * 1024;
 
+impl Rpcs {
+    /// Feedbacks after which a reliable Server call the server has not acknowledged goes again:
+    /// UE resends a reliable bunch when its packet is known lost; a feedback message has no
+    /// acknowledgement of its own, so a call goes again once the server's has not come within
+    /// a round trip and a half (and one feedback) of its last send — at least 2 feedbacks, at
+    /// most [`MAX_RESEND_GAP`]; until a round trip is measured, in every feedback.
+    fn resend_gap(&self) -> u32 {
+        let Some(r) = self.round_trip else { return 1 };
+        let rtt = r.div_ceil(8);
+        (rtt + rtt / 2 + 1).clamp(2, MAX_RESEND_GAP)
+    }
+}
+
 impl ClientWorld {
     /// Calls delivered since the last call, in delivery order.
     pub fn take_rpcs(&mut self) -> Vec<RpcEvent> {
@@ -97,9 +128,9 @@ impl ClientWorld {
     }
 
     /// Calls Server procedure `rpc` of actor `guid` with `args` (one per declared parameter): it
-    /// goes in the next feedback ([`Self::feedback`]) — a reliable one in every feedback until a
-    /// packet of the server's acknowledges it, reliable calls numbered so the server runs each
-    /// once, in call order. The server runs it only if this client's connection owns the actor
+    /// goes in the next feedback ([`Self::feedback`]) — a reliable one again whenever a packet
+    /// of the server's has not acknowledged it within a round trip and a half (see
+    /// [`Self::feedback`]), reliable calls numbered so the server runs each once, in call order. The server runs it only if this client's connection owns the actor
     /// (UE drops a Server RPC from any other). Refused: an actor the client lacks, a name its
     /// class does not declare as a Server call, arguments that do not fit, a call larger than
     /// [`MAX_CLIENT_CALL_BITS`](crate::wire::feedback::MAX_CLIENT_CALL_BITS), too many waiting
@@ -131,7 +162,7 @@ impl ClientWorld {
         *counter = counter.wrapping_add(1);
         let call = RpcBunch { target: guid, seq, bits: bits.len_bits(), call: bits.into_bytes(), reliable };
         if reliable {
-            out.unacked.push_back(call);
+            out.unacked.push_back(Outgoing { call, first: None, last: 0 });
         } else {
             out.unreliable.push(call);
         }
@@ -139,13 +170,16 @@ impl ClientWorld {
         Ok(())
     }
 
-    /// The Server calls for the next feedback: the reliable ones not acknowledged (oldest
-    /// first), then the unreliable ones (taken), within [`MAX_FEEDBACK_CALL_BITS`] and
+    /// The Server calls for the next feedback: the reliable ones not acknowledged that are due
+    /// (never sent, or sent [`Rpcs::resend_gap`] feedbacks ago or more; oldest first), then the
+    /// unreliable ones (taken), within [`MAX_FEEDBACK_CALL_BITS`] and
     /// [`MAX_FEEDBACK_CALLS`](crate::wire::feedback::MAX_FEEDBACK_CALLS); what does not fit
     /// waits for the next.
     pub(super) fn calls_for_feedback(&mut self) -> (Vec<RpcBunch>, usize) {
         use crate::wire::feedback::{feedback_call_bits, MAX_FEEDBACK_CALLS};
         let out = &mut self.rpcs;
+        let (now, gap) = (out.feedbacks, out.resend_gap());
+        out.feedbacks = now.wrapping_add(1);
         let (mut calls, mut bits) = (Vec::new(), 0);
         let mut room = |c: &RpcBunch, n: usize| {
             let b = feedback_call_bits(c);
@@ -155,11 +189,19 @@ impl ClientWorld {
             }
             fits
         };
-        for c in &out.unacked {
-            if !room(c, calls.len()) {
+        for c in &mut out.unacked {
+            if c.first.is_some() && now.wrapping_sub(c.last) < gap {
+                continue;
+            }
+            if !room(&c.call, calls.len()) {
                 return (calls, out.unreliable.len());
             }
-            calls.push(c.clone());
+            calls.push(c.call.clone());
+            if c.first.is_some() {
+                self.stats.server_calls_resent += 1;
+            }
+            c.first.get_or_insert(now);
+            c.last = now;
         }
         let mut taken = 0;
         for c in &out.unreliable {
@@ -184,13 +226,31 @@ impl ClientWorld {
         let first = out.next.wrapping_sub(out.unacked.len() as u32) as u16;
         let done = usize::from(next.wrapping_sub(first));
         if done <= out.unacked.len() {
-            out.unacked.drain(..done);
+            let (now, mut round_trip) = (out.feedbacks, out.round_trip);
+            for c in out.unacked.drain(..done) {
+                // Timed only for a call sent once (Karn's rule: a resend's acknowledgement
+                // cannot be told from the first copy's, and timing from the first would take a
+                // lost copy's wait for the round trip) — but the first measure, which every
+                // copy of a call sent in every feedback would otherwise never give, is timed
+                // from the call's first feedback: long under loss, never short.
+                let Some(sent) = c.first.filter(|&f| f == c.last || round_trip.is_none()) else { continue };
+                let sample = now.wrapping_sub(sent).clamp(1, MAX_RESEND_GAP);
+                round_trip = Some(round_trip.map_or(8 * sample, |r| r - r / 8 + sample));
+            }
+            out.round_trip = round_trip;
         }
     }
 
     /// Reliable Server calls the server has not acknowledged.
     pub fn server_calls_unacknowledged(&self) -> usize {
         self.rpcs.unacked.len()
+    }
+
+    /// The smoothed round trip of this client's reliable Server calls, in feedbacks (from a
+    /// call's first feedback to the server packet acknowledging it): what their resends wait
+    /// for. `None` until a call was acknowledged.
+    pub fn server_calls_round_trip(&self) -> Option<f64> {
+        self.rpcs.round_trip.map(|r| f64::from(r) / 8.0)
     }
 
     /// Whether Server calls wait to go or for the server's acknowledgement.

@@ -7,12 +7,13 @@
 //! loop until --seconds:
 //!   per bot: every datagram waiting on its socket (each dropped with probability --loss,
 //!            seeded) → SessionClient::handle; events and notifies counted and cleared
-//!            feedback when the world says it is due, and at least every 100 ms (so the server
-//!            keeps hearing from it); a digest request every 200 ms; sends dropped with
+//!            feedback when the world says it is due, at most once a 60 Hz frame as a game
+//!            client's, and at least every 100 ms (so the server keeps hearing from it); a digest request every 200 ms; sends dropped with
 //!            probability --loss too; now and then (every 0.2–0.8 s, not in the last second)
 //!            the player aims or sprints: ShooterGame's ServerSetTargeting / ServerSetRunning
 //!            on its own character (the actor it holds as autonomous proxy), reliable Server
-//!            calls riding the feedback until the server's packets acknowledge them
+//!            calls riding the next feedback, and another whenever the server's packets have
+//!            not acknowledged them within a round trip and a half (`server_calls_resent`)
 //!   a pass that received nothing sleeps 1 ms; once a second a line on stderr
 //! a digest answer is conclusive when `ready` and the bot has exactly the packets up to the
 //! one it names: the bot then compares it with the digest of its own world (its verdict is
@@ -69,6 +70,10 @@ pub struct BotsArgs {
 
 const HELLO_INTERVAL: Duration = Duration::from_millis(200);
 const FEEDBACK_INTERVAL: Duration = Duration::from_millis(100);
+/// A bot's frame: feedback due goes at most once a frame, as a game client's does (its world
+/// counts its reliable calls' round trip in feedbacks; a bot polling every millisecond sent one
+/// each pass while a call waited, a clock 30 times too fast).
+const CLIENT_FRAME: Duration = Duration::from_micros(16_667);
 const DIGEST_INTERVAL: Duration = Duration::from_millis(200);
 /// The shortest and longest wait between a bot's calls, ms.
 const CALL_INTERVAL_MS: (u64, u64) = (200, 800);
@@ -301,7 +306,8 @@ pub fn bots(args: &BotsArgs, json: bool, session: &mut crate::Session) -> Result
                         now + Duration::from_millis(bot.rng.random_range(CALL_INTERVAL_MS.0..CALL_INTERVAL_MS.1));
                 }
                 let due = bot.client.world().is_some_and(|w| w.feedback_due());
-                if due || now - bot.last_feedback >= FEEDBACK_INTERVAL {
+                let since = now - bot.last_feedback;
+                if due && since >= CLIENT_FRAME || since >= FEEDBACK_INTERVAL {
                     if let Some(f) = bot.client.feedback() {
                         bot.last_feedback = now;
                         c.feedback_sent += 1;
@@ -373,6 +379,7 @@ pub fn bots(args: &BotsArgs, json: bool, session: &mut crate::Session) -> Result
     let duplicates: u64 = worlds().map(|w| w.stats().duplicates).sum();
     let actors: usize = worlds().map(|w| w.actor_count()).sum();
     let calls_unacknowledged: usize = worlds().map(|w| w.server_calls_unacknowledged()).sum();
+    let calls_resent: u64 = worlds().map(|w| w.stats().server_calls_resent).sum();
     let session_drops: u64 = bots
         .iter()
         .map(|b| {
@@ -416,6 +423,7 @@ pub fn bots(args: &BotsArgs, json: bool, session: &mut crate::Session) -> Result
             "server_calls_made": c.calls_made,
             "server_calls_refused": c.calls_refused,
             "server_calls_unacknowledged": calls_unacknowledged,
+            "server_calls_resent": calls_resent,
             "bots_matched": matched,
             "bots_mismatched": mismatched,
             "bots_unchecked": unchecked,
@@ -427,7 +435,7 @@ pub fn bots(args: &BotsArgs, json: bool, session: &mut crate::Session) -> Result
         println!(
             "bots: {} bots, {wall:.1} s, {} connected; received {:.1} KB/s, {} packets applied, {} notifies, {} actors held \
              at the end; late {late}, duplicates {duplicates}, dropped by --loss {} in / {} out; Server calls: {} made, \
-             {calls_unacknowledged} unacknowledged at the end; digests: {matched} matched, {mismatched} differ, \
+             {calls_resent} sent again, {calls_unacknowledged} unacknowledged at the end; digests: {matched} matched, {mismatched} differ, \
              {unchecked} never checked → {}",
             bots.len(),
             connected,

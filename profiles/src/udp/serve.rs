@@ -257,6 +257,7 @@ pub fn serve(args: &ServeArgs, json: bool, run: &mut crate::Session) -> Result<(
             "packets_out": total.packets_out,
             "bytes_out_per_second": total.bytes_out as f64 / wall,
             "datagrams_in": total.datagrams_in,
+            "bytes_in_per_second": total.bytes_in as f64 / wall,
             "digests_answered": total.digests,
             "feedback_refused": total.feedback_refused,
             "levels_applied": total.levels_applied,

@@ -103,10 +103,15 @@ pub(crate) struct ConnRpcs {
     /// The client's reliable Server calls, each tagged with its actor's GUID when it arrived if
     /// this connection owned the actor then (none: refused, its number used).
     incoming: ReliableWindow<Option<NetGuid>>,
-    /// The client has reliable calls the server's packets have not acknowledged yet.
+    /// An acknowledgement of the client's reliable calls is owed: one arrived that the newest
+    /// acknowledgement in flight does not cover (a new call, or a resend once none is in flight:
+    /// the client did not hear it), or that acknowledgement was lost.
     ack_pending: bool,
-    /// An acknowledgement is in flight.
-    ack_in_flight: bool,
+    /// The newest acknowledgement written (the number it gives), while its packet is in flight.
+    /// Each new number is acknowledged at once, whatever older ones fly: a client resends a
+    /// call whose acknowledgement is late (`client::rpcs`), so one acknowledgement a round trip
+    /// cost the client's calls copies.
+    ack_in_flight: Option<u16>,
     /// The client's unreliable Server calls: the newest number taken and which of the
     /// [`ACK_WINDOW`](crate::wire::feedback::ACK_WINDOW) before it were (a repeated feedback
     /// datagram brings them again).
@@ -163,18 +168,16 @@ impl ConnRpcs {
     /// The fate of a settled packet's acknowledgement of the client's calls (`next`: the
     /// number it gave).
     pub fn settle_ack(&mut self, next: u16, delivered: bool) {
-        self.ack_in_flight = false;
-        if delivered && next == self.incoming.expected() as u16 {
-            self.ack_pending = false;
+        // An older one's fate changes nothing: a newer one flies.
+        if self.ack_in_flight == Some(next) {
+            self.ack_in_flight = None;
+            self.ack_pending |= !delivered;
         }
     }
 
     /// Every call in flight delivered (the reference's perfect link).
     pub fn acknowledge_in_flight(&mut self) {
-        if self.ack_in_flight {
-            self.ack_in_flight = false;
-            self.ack_pending = false;
-        }
+        self.ack_in_flight = None;
         for n in self.stream.iter_mut().filter(|n| n.in_flight) {
             n.acked = true;
         }

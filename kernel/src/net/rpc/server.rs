@@ -42,8 +42,9 @@ impl ConnRpcs {
     /// Takes the client's reliable Server call `call` into the window (`tag`: its actor, if
     /// this connection owned it on arrival); `deliver` gets the calls it releases, in order. A
     /// call in order, or a resend (the client did not hear the acknowledgement), owes an
-    /// acknowledgement; one whose number came with other bits or far from the window (only a
-    /// hostile client sends that, and it could send a new call as well) is delivered like any.
+    /// acknowledgement unless one of the number now expected flies already; one whose number
+    /// came with other bits or far from the window (only a hostile client sends that, and it
+    /// could send a new call as well) is delivered like any.
     fn accept_call(
         &mut self,
         call: RpcBunch,
@@ -51,7 +52,7 @@ impl ConnRpcs {
         deliver: impl FnMut(RpcBunch, Option<NetGuid>),
     ) -> Arrival {
         let arrival = self.incoming.accept(call, tag, deliver);
-        if arrival != Arrival::Conflict {
+        if arrival != Arrival::Conflict && self.ack_in_flight != Some(self.incoming.expected() as u16) {
             self.ack_pending = true;
         }
         arrival

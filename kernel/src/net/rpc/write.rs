@@ -257,13 +257,14 @@ impl WriteCtx<'_> {
         rpcs.spare = waiting;
         fresh.clear();
         (rpcs.chans, rpcs.fresh) = (chans, fresh);
-        if write && rpcs.ack_pending && !rpcs.ack_in_flight {
+        if write && rpcs.ack_pending {
             let next = rpcs.incoming.expected() as u16;
             if !st.full && self.ensure_in(conn, st, |c| c.writer.calls_ack_fits(&c.out)) {
                 conn.writer.write_calls_ack(&mut conn.out, next);
                 st.wrote_calls_ack();
                 conn.rel.calls_acks.push_back(next);
-                rpcs.ack_in_flight = true;
+                rpcs.ack_in_flight = Some(next);
+                rpcs.ack_pending = false;
             } else {
                 st.full = true;
             }
