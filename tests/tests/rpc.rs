@@ -7,14 +7,14 @@
 use shadowrep::client::{ClientWorld, RpcEvent};
 use shadowrep::ids::{NetGuid, Seq};
 use shadowrep::link::LinkConfig;
-use shadowrep::net::{DriverConfig, DriverError};
+use shadowrep::net::{DriverConfig, DriverError, NetDriver};
 use shadowrep::schema::{ClassBuilder, ClassLayout, PropType, PropertyDecl, RpcDecl};
-use shadowrep::store::ActorId;
+use shadowrep::store::{ActorId, ClassStore};
 use shadowrep::value::{Value, ValueError};
 use shadowrep::wire::feedback::read_feedback;
 use shadowrep::wire::open::{OpenHeader, EXPORT_GUID};
 use shadowrep::wire::packet::{begin_packet, end_packet, write_bunch, write_bunch_after};
-use shadowrep::wire::rpc::{encode_call, write_rpc_body, MAX_RELIABLE_RPCS};
+use shadowrep::wire::rpc::{encode_call, write_calls_ack_body, write_rpc_body, MAX_RELIABLE_RPCS};
 use shadowrep::wire::{BitReader, BitWriter};
 use shadowrep_tests::random_world::{with_calls, CALLS, SERVER_CALLS};
 use shadowrep_tests::World;
@@ -912,8 +912,6 @@ fn server_calls_on_a_torn_off_actor_do_not_run() {
 /// reaches the server three feedbacks late here; the client measures that.
 #[test]
 fn a_reliable_server_call_goes_again_only_when_its_acknowledgement_is_late() {
-    use shadowrep::net::NetDriver;
-    use shadowrep::store::ClassStore;
     use std::collections::{HashMap, VecDeque};
     const DELAY: usize = 3;
     let layout = pawn();
@@ -986,4 +984,146 @@ fn a_reliable_server_call_goes_again_only_when_its_acknowledgement_is_late() {
     assert_eq!(client.server_calls_round_trip(), before, "a resent call's acknowledgement is not timed");
     let taken = server_numbers(&driver.take_server_rpcs(), conn, USE);
     assert_eq!(taken, (0..=31).collect::<Vec<_>>(), "each once, in order");
+}
+
+/// One forged acknowledgement of the client's reliable Server calls (a plain session), naming
+/// calls the server never got, does not leave the server's window waiting for them for good:
+/// the server's own acknowledgement, naming the number it lacks, has the client send them again
+/// (found by a helper's reading in session 56: every later reliable call was held at the server
+/// and the client refused new ones from its 1 026th).
+#[test]
+fn one_forged_calls_ack_does_not_wedge_the_clients_reliable_server_calls() {
+    use shadowrep::client::ClientError;
+    let layout = Arc::new(
+        with_calls(ClassBuilder::new("Pawn").property(PropertyDecl::new("Hp", PropType::U16))).build().unwrap(),
+    );
+    let mut store = ClassStore::new(layout.clone());
+    let mut driver = NetDriver::new(DriverConfig::default()).unwrap();
+    let class = driver.register_class(&mut store).unwrap();
+    let conn = driver.add_connection(false);
+    let mut client = ClientWorld::new(&[layout], &driver.checksums()).unwrap();
+    let id = store.spawn();
+    driver.set_owner(class, &store, id, Some(conn), true).unwrap();
+    let guid = driver.assign_guid(class, &store, id).unwrap();
+    // A perfect link; `deliver`: whether the client's feedback reaches the server.
+    let frame = |driver: &mut NetDriver, client: &mut ClientWorld, store: &mut ClassStore, deliver: bool| {
+        driver.tick(&mut [store]).unwrap();
+        for p in driver.take_packets(conn).unwrap() {
+            let _ = client.receive(&p);
+        }
+        let fb = client.feedback();
+        if deliver {
+            driver.receive_feedback(conn, &fb).unwrap();
+        }
+    };
+    for _ in 0..8 {
+        frame(&mut driver, &mut client, &mut store, true);
+    }
+    assert!(client.has(guid));
+    // Calls 0 and 1; their feedback is lost (nothing else: the next feedbacks would resend them
+    // once their resend gap passed).
+    client.call_server_rpc(guid, USE, &[Value::U32(0)]).unwrap();
+    client.call_server_rpc(guid, USE, &[Value::U32(1)]).unwrap();
+    let _lost = client.feedback();
+    // A forged packet (the next number, a plain session): "the server expects call 2".
+    let mut w = BitWriter::new();
+    begin_packet(&mut w, Seq(client.highest_received().0 + 1));
+    let mut body = BitWriter::new();
+    write_calls_ack_body(&mut body, 2);
+    write_bunch_after(&mut w, NetGuid(0), EXPORT_GUID, None, &body);
+    end_packet(&mut w);
+    client.receive(&w.into_bytes()).unwrap();
+    assert_eq!(client.server_calls_unacknowledged(), 0, "the forged acknowledgement is believed");
+    // Documented: calls 0 and 1 are not sent again. Now the honest client goes on calling, one
+    // reliable call a frame, every feedback delivered, for 1 200 frames.
+    let mut taken = Vec::new();
+    let mut refused_from = None;
+    for n in 2..1200u32 {
+        match client.call_server_rpc(guid, USE, &[Value::U32(n)]) {
+            Ok(()) => {}
+            Err(ClientError::TooManyCalls) => {
+                refused_from.get_or_insert(n);
+            }
+            Err(e) => panic!("{e:?}"),
+        }
+        frame(&mut driver, &mut client, &mut store, true);
+        taken.extend(driver.take_server_rpcs().into_iter().map(|e| e.args[0].clone()));
+    }
+    for _ in 0..60 {
+        frame(&mut driver, &mut client, &mut store, true);
+        taken.extend(driver.take_server_rpcs().into_iter().map(|e| e.args[0].clone()));
+    }
+    assert_eq!(refused_from, None, "the client refused reliable Server calls");
+    // Every call, the two the forged acknowledgement retired first, each once and in order.
+    let want: Vec<Value> = (0..1200u32).map(Value::U32).collect();
+    assert_eq!(taken, want);
+    assert_eq!(client.server_calls_unacknowledged(), 0);
+    assert!(client.stats().server_calls_restored >= 2);
+}
+
+/// The resend gap follows a round trip that grows past it: every call would go again before
+/// its acknowledgement could come and Karn's rule would time none of them, so a feedback that
+/// resends doubles the gap (TCP's back-off) until a call sent once is timed. Feedback 2 frames
+/// late, then 12 (a latency rise; found by a helper's reading in session 56, the estimate stuck
+/// at 3 and every call sent three times).
+#[test]
+fn the_resend_gap_follows_a_rising_round_trip() {
+    use std::collections::{HashMap, VecDeque};
+    let layout = Arc::new(
+        with_calls(ClassBuilder::new("Pawn").property(PropertyDecl::new("Hp", PropType::U16))).build().unwrap(),
+    );
+    let mut store = ClassStore::new(layout.clone());
+    let mut driver = NetDriver::new(DriverConfig::default()).unwrap();
+    let class = driver.register_class(&mut store).unwrap();
+    let conn = driver.add_connection(false);
+    let mut client = ClientWorld::new(&[layout], &driver.checksums()).unwrap();
+    let id = store.spawn();
+    driver.set_owner(class, &store, id, Some(conn), true).unwrap();
+    let guid = driver.assign_guid(class, &store, id).unwrap();
+    let mut in_flight: VecDeque<(usize, Vec<u8>)> = VecDeque::new();
+    let mut now = 0usize;
+    // One frame; the feedback reaches the server `delay` frames later. Returns its call numbers.
+    let mut frame = |driver: &mut NetDriver, client: &mut ClientWorld, store: &mut ClassStore, delay: usize| {
+        driver.tick(&mut [store]).unwrap();
+        for p in driver.take_packets(conn).unwrap() {
+            client.receive(&p).unwrap();
+        }
+        let fb = client.feedback();
+        let seqs: Vec<u16> =
+            shadowrep::wire::feedback::read_feedback(&fb).unwrap().calls.iter().filter_map(|c| c.seq).collect();
+        in_flight.push_back((now + delay, fb));
+        while in_flight.front().is_some_and(|(at, _)| *at <= now) {
+            driver.receive_feedback(conn, &in_flight.pop_front().unwrap().1).unwrap();
+        }
+        now += 1;
+        seqs
+    };
+    for _ in 0..8 {
+        frame(&mut driver, &mut client, &mut store, 0);
+    }
+    let mut copies: HashMap<u16, usize> = HashMap::new();
+    let mut n = 0u32;
+    for _ in 0..60 {
+        client.call_server_rpc(guid, USE, &[Value::U32(n)]).unwrap();
+        n += 1;
+        for s in frame(&mut driver, &mut client, &mut store, 2) {
+            *copies.entry(s).or_default() += 1;
+        }
+    }
+    let before = client.server_calls_round_trip().unwrap();
+    let first_late = n;
+    for _ in 0..400 {
+        client.call_server_rpc(guid, USE, &[Value::U32(n)]).unwrap();
+        n += 1;
+        for s in frame(&mut driver, &mut client, &mut store, 12) {
+            *copies.entry(s).or_default() += 1;
+        }
+    }
+    let after = client.server_calls_round_trip().unwrap();
+    let last: Vec<usize> = (n - 100..n - 20).map(|k| copies[&(k as u16)]).collect();
+    let mean = last.iter().sum::<usize>() as f64 / last.len() as f64;
+    assert!(before < 5.0, "round trip {before} feedbacks at delay 2");
+    let _ = first_late;
+    assert!(after > 8.0, "the estimate stayed at {after} feedbacks: the true round trip is ~12");
+    assert!(mean < 1.5, "each call sent {mean} times on a loss-free link");
 }

@@ -112,6 +112,10 @@ pub struct ClientStats {
     /// Reliable Server calls written again into a feedback: the server's acknowledgement had
     /// not come within the resend gap (a lost feedback, or a lost or late acknowledgement).
     pub server_calls_resent: u64,
+    /// Reliable Server calls taken as acknowledged and then found missing at the server (its
+    /// acknowledgement named a number before them: a forged acknowledgement had retired them,
+    /// or an older one came late): sent again.
+    pub server_calls_restored: u64,
 }
 
 /// A fired notify: one per property and update (a packet's bunch, or the arrival of an object

@@ -86,6 +86,15 @@ pub(super) struct Rpcs {
     /// The smoothed round trip, in feedbacks and eighths of one, from a reliable call's first
     /// feedback to the server's acknowledgement of it (none measured yet).
     round_trip: Option<u32>,
+    /// Calls acknowledged in a row without a round trip timed (each one resent, so Karn's rule
+    /// left it out): at [`UNTIMED_LIMIT`] the next is timed from its first feedback.
+    untimed: u32,
+    /// The acknowledged calls, newest last (at most [`MAX_RELIABLE_RPCS`] of them): an
+    /// acknowledgement that says the server still lacks one (a forged one had retired it, or
+    /// an older one came late) sends them again.
+    ///
+    /// [`MAX_RELIABLE_RPCS`]: crate::wire::rpc::MAX_RELIABLE_RPCS
+    retired: VecDeque<RpcBunch>,
 }
 
 /// A reliable Server call the server has not acknowledged, and the feedbacks that carried it.
@@ -95,11 +104,22 @@ struct Outgoing {
     /// The first feedback that carried it (none: not sent yet), and the last.
     first: Option<u32>,
     last: u32,
+    /// Sent more than once: its acknowledgement is not timed (Karn's rule).
+    resent: bool,
 }
 
 /// Feedbacks at most between two sends of a reliable Server call the server has not
 /// acknowledged (about a second at 30 frames a second), whatever round trip was measured.
 pub const MAX_RESEND_GAP: u32 = 30;
+
+/// Calls acknowledged in a row untimed after which one is timed from its first feedback anyway.
+/// A round trip that grows past the resend gap has every call resent before its
+/// acknowledgement comes, and Karn's rule would time none of them again: the estimate would stay
+/// where it was for good (a helper's reading, session 56). Timed from its first feedback, such
+/// a call gives the round trip — long when a copy was lost, never short. (TCP backs its timer
+/// off instead; here that left a lossy link's resends up to the longest gap, and calls made in a
+/// bot's last second at 30 % loss unacknowledged at its end.)
+const UNTIMED_LIMIT: u32 = 8;
 
 /// Most unreliable Server calls waiting for the next feedback.
 pub const MAX_OUTGOING_CALLS: usize = 256;
@@ -162,7 +182,7 @@ impl ClientWorld {
         *counter = counter.wrapping_add(1);
         let call = RpcBunch { target: guid, seq, bits: bits.len_bits(), call: bits.into_bytes(), reliable };
         if reliable {
-            out.unacked.push_back(Outgoing { call, first: None, last: 0 });
+            out.unacked.push_back(Outgoing { call, first: None, last: 0, resent: false });
         } else {
             out.unreliable.push(call);
         }
@@ -180,7 +200,7 @@ impl ClientWorld {
         let out = &mut self.rpcs;
         let (now, gap) = (out.feedbacks, out.resend_gap());
         out.feedbacks = now.wrapping_add(1);
-        let (mut calls, mut bits) = (Vec::new(), 0);
+        let (mut calls, mut bits, mut full) = (Vec::new(), 0, false);
         let mut room = |c: &RpcBunch, n: usize| {
             let b = feedback_call_bits(c);
             let fits = n < MAX_FEEDBACK_CALLS && (n == 0 || bits + b <= MAX_FEEDBACK_CALL_BITS);
@@ -194,14 +214,19 @@ impl ClientWorld {
                 continue;
             }
             if !room(&c.call, calls.len()) {
-                return (calls, out.unreliable.len());
+                full = true;
+                break;
             }
             calls.push(c.call.clone());
-            if c.first.is_some() {
+            if c.first.is_some() || c.resent {
                 self.stats.server_calls_resent += 1;
+                c.resent = true;
             }
             c.first.get_or_insert(now);
             c.last = now;
+        }
+        if full {
+            return (calls, out.unreliable.len());
         }
         let mut taken = 0;
         for c in &out.unreliable {
@@ -217,27 +242,54 @@ impl ClientWorld {
 
     /// The server's acknowledgement of this client's reliable calls in an applied packet:
     /// `next`, the low 16 bits of the first number it lacks. One that acknowledges more than
-    /// was sent is ignored (forged). One a forger writes within what was sent is believed: the
-    /// calls it names are not sent again — Server calls' reliability against forged server
-    /// packets needs a sealed session (a forger who can write packets has seen the token, and
-    /// the calls: nothing the acknowledgement could echo would stop him).
+    /// was made is ignored (forged). One a forger writes within what was made is believed — the
+    /// calls it names stop going — but not for good: the acknowledged calls are kept (the last
+    /// [`MAX_RELIABLE_RPCS`](crate::wire::rpc::MAX_RELIABLE_RPCS)), and the server's own
+    /// acknowledgement, naming a number it still lacks, sends them again. (Before session 56 a
+    /// forged acknowledgement of calls the server never got left its window waiting for them
+    /// for good, every later reliable call held there, until the client refused new ones.) A
+    /// forger can delay a plain session's calls, never silence them; a sealed session rules
+    /// it out.
     pub(super) fn calls_acked(&mut self, next: u16) {
         let out = &mut self.rpcs;
         let first = out.next.wrapping_sub(out.unacked.len() as u32) as u16;
-        let done = usize::from(next.wrapping_sub(first));
+        let ahead = next.wrapping_sub(first) as i16;
+        if ahead < 0 {
+            // Calls acknowledged before that the server lacks: due again at once, not timed.
+            let back = usize::from(ahead.unsigned_abs());
+            if back <= out.retired.len() {
+                for call in out.retired.drain(out.retired.len() - back..).rev() {
+                    out.unacked.push_front(Outgoing { call, first: None, last: 0, resent: true });
+                }
+                self.stats.server_calls_restored += back as u64;
+            }
+            return;
+        }
+        let done = ahead as usize;
         if done <= out.unacked.len() {
             let (now, mut round_trip) = (out.feedbacks, out.round_trip);
             for c in out.unacked.drain(..done) {
                 // Timed only for a call sent once (Karn's rule: a resend's acknowledgement
                 // cannot be told from the first copy's, and timing from the first would take a
                 // lost copy's wait for the round trip) — but the first measure, which every
-                // copy of a call sent in every feedback would otherwise never give, is timed
-                // from the call's first feedback: long under loss, never short.
-                let Some(sent) = c.first.filter(|&f| f == c.last || round_trip.is_none()) else { continue };
+                // copy of a call sent in every feedback would otherwise never give, and one
+                // after UNTIMED_LIMIT untimed, are timed from the call's first feedback: long
+                // under loss, never short.
+                let timed = c.first.filter(|_| !c.resent || round_trip.is_none() || out.untimed >= UNTIMED_LIMIT);
+                out.retired.push_back(c.call);
+                let Some(sent) = timed else {
+                    out.untimed += 1;
+                    continue;
+                };
                 let sample = now.wrapping_sub(sent).clamp(1, MAX_RESEND_GAP);
                 round_trip = Some(round_trip.map_or(8 * sample, |r| r - r / 8 + sample));
+                out.untimed = 0;
             }
             out.round_trip = round_trip;
+            let keep = crate::wire::rpc::MAX_RELIABLE_RPCS as usize;
+            if out.retired.len() > keep {
+                out.retired.drain(..out.retired.len() - keep);
+            }
         }
     }
 
