@@ -1127,3 +1127,411 @@ fn the_resend_gap_follows_a_rising_round_trip() {
     assert!(after > 8.0, "the estimate stayed at {after} feedbacks: the true round trip is ~12");
     assert!(mean < 1.5, "each call sent {mean} times on a loss-free link");
 }
+
+// Mutation pass (docs/mutation-pass-rpc.md): tests that kill mutants the suite let live.
+
+/// A Client call reaches its owner's connection by the connection's id, which is never given
+/// again — not by its slot: a player who joined into a departed player's slot gets the calls on
+/// the actors it owns (a mutant taking the slot for the id sent them nowhere).
+#[test]
+fn a_client_call_reaches_an_owner_that_took_a_departed_players_slot() {
+    let (mut w, ids) = world(1, 2, LinkConfig::perfect(0));
+    let leaver = w.clients.remove(0).conn;
+    w.driver.remove_connection(leaver).unwrap();
+    w.add_client(false, LinkConfig::perfect(0)); // slot 0 again, a new id
+    w.set_owner(0, ids[0], Some(1), true);
+    for _ in 0..3 {
+        w.step();
+    }
+    call(&mut w, ids[0], WHISPER, 5).unwrap();
+    call(&mut w, ids[0], HINT, 6).unwrap();
+    for _ in 0..3 {
+        w.step();
+    }
+    let got = w.clients[1].world.take_rpcs();
+    assert_eq!((numbers(&got, WHISPER), numbers(&got, HINT)), (vec![5], vec![6]), "the owner's calls");
+    assert!(w.clients[0].world.take_rpcs().is_empty(), "another player's");
+}
+
+/// `call_rpc` measures a call against an empty packet with everything its bunch carries — a
+/// reliable call's 16-bit number too: at the edge a call that fits a packet unreliable is
+/// refused reliable (`RpcTooLarge`), and the largest reliable call taken goes in one packet
+/// within the MTU and arrives (a mutant that left the number out took a call no packet holds).
+#[test]
+fn a_reliable_calls_size_limit_counts_its_number() {
+    // 50 u64 parameters and 60 u8 ones (7-bit handles): each u8 set adds 15 bits, finer than a
+    // number's 16, so some count of them fits unreliable and not reliable.
+    let decl = |d: RpcDecl| {
+        let d = (0..50).fold(d, |d, i| d.param(PropertyDecl::new(format!("W{i}"), PropType::U64)));
+        (0..60).fold(d, |d, i| d.param(PropertyDecl::new(format!("B{i}"), PropType::U8)))
+    };
+    let layout = ClassBuilder::new("Big")
+        .rpc(decl(RpcDecl::multicast("Loud")))
+        .rpc(decl(RpcDecl::multicast("LoudReliable").reliable()))
+        .build()
+        .unwrap();
+    let mtu = 512;
+    let mut w = World::with_layouts(vec![Arc::new(layout)], DriverConfig { mtu, ..DriverConfig::default() }, 3);
+    w.add_client(false, LinkConfig::perfect(0));
+    let id = w.spawn(0);
+    for _ in 0..3 {
+        w.step();
+    }
+    let args = |set: usize| -> Vec<Value> {
+        let words = (0..50).map(|i| Value::U64(u64::MAX - i));
+        words.chain((0..60).map(|i| Value::U8(if i < set { 0xa5 } else { 0 }))).collect()
+    };
+    let fits = |w: &mut World, name: &str, set: usize| match w.driver.call_rpc(
+        w.classes[0],
+        &w.stores[0],
+        id,
+        name,
+        &args(set),
+    ) {
+        Ok(()) => true,
+        Err(DriverError::RpcTooLarge { .. }) => false,
+        Err(e) => panic!("{e}"),
+    };
+    let reliable = (0..=60).take_while(|&k| fits(&mut w, "LoudReliable", k)).last().expect("a reliable call fits");
+    assert!(reliable < 60, "the parameters reach past a packet");
+    assert!(
+        fits(&mut w, "Loud", reliable + 1),
+        "unreliable, one more parameter still fits: the number is the difference"
+    );
+    // Every call taken above goes; the largest reliable one is in a packet of its own, within the MTU.
+    let conn = w.clients[0].conn;
+    let mut stores: Vec<_> = w.stores.iter_mut().collect();
+    w.driver.tick(&mut stores).unwrap();
+    let packets = w.driver.take_packets(conn).unwrap();
+    assert!(packets.iter().all(|p| p.len() <= mtu), "{:?}", packets.iter().map(Vec::len).collect::<Vec<_>>());
+    for p in &packets {
+        w.clients[0].world.receive(p).unwrap();
+    }
+    let fb = w.clients[0].world.feedback();
+    w.driver.receive_feedback(conn, &fb).unwrap();
+    let got = w.clients[0].world.take_rpcs();
+    let count = |name: &str| got.iter().filter(|e| e.name == name).count();
+    assert_eq!((count("LoudReliable"), count("Loud")), (reliable + 1, 1));
+    assert!(got.iter().any(|e| e.name == "LoudReliable" && e.args == args(reliable)));
+}
+
+/// The server may resend a call from exactly `MAX_RELIABLE_RPCS` numbers behind the client's
+/// window — every call of a full window delivered, every acknowledgement lost, the oldest sent
+/// again: the client knows its bits under that number and drops it, as any resend (a mutant
+/// that kept one number fewer delivered it twice).
+#[test]
+fn a_resend_from_a_full_window_behind_is_dropped_as_a_resend() {
+    let g = NetGuid(2);
+    let mut c = crafted_client(g, &[]);
+    let all: Vec<u32> = (0..MAX_RELIABLE_RPCS).collect();
+    let mut seq = 2;
+    for chunk in all.chunks(50) {
+        c.receive(&shouts(seq, &chunk.iter().map(|&n| (n, g, n)).collect::<Vec<_>>())).unwrap();
+        seq += 1;
+    }
+    assert_eq!(numbers(&c.take_rpcs(), SHOUT), all);
+    let last = MAX_RELIABLE_RPCS - 1;
+    c.receive(&shouts(seq, &[(0, g, 0), (1, g, 1), (last, g, last)])).unwrap();
+    assert!(c.take_rpcs().is_empty(), "a resend was delivered twice");
+    assert_eq!((c.stats().rpcs_stale, c.stats().rpcs_conflicts), (3, 0));
+}
+
+/// A forged call and the server's held under one number are both delivered in their turn, and
+/// the number keeps both their hashes: the server's resend of its call afterwards is dropped,
+/// not delivered a second time (a mutant that kept only the first hash delivered it again).
+#[test]
+fn a_resend_of_a_call_held_beside_a_forged_one_is_not_delivered_twice() {
+    let g = NetGuid(2);
+    let mut c = crafted_client(g, &[]);
+    c.receive(&shouts(2, &[(1, g, 666)])).unwrap(); // forged, held for number 0
+    c.receive(&shouts(3, &[(1, g, 11)])).unwrap(); // the server's, held beside it
+    c.receive(&shouts(4, &[(0, g, 10)])).unwrap();
+    assert_eq!(numbers(&c.take_rpcs(), SHOUT), vec![10, 666, 11]);
+    c.receive(&shouts(5, &[(1, g, 11), (1, g, 666), (0, g, 10)])).unwrap(); // resends
+    assert!(c.take_rpcs().is_empty(), "a resend was delivered twice");
+    assert_eq!(c.stats().rpcs_stale, 3);
+}
+
+/// A call's hash covers its target: a forged call taking the server's next number with the
+/// server's very arguments on another actor does not make the server's call look like a resend
+/// (a mutant hashing the bits alone dropped the server's call: a forger silenced it).
+#[test]
+fn a_forged_call_with_the_servers_bits_on_another_actor_does_not_silence_the_servers() {
+    let g = NetGuid(2);
+    let mut c = crafted_client(g, &[]);
+    c.receive(&shouts(2, &[(0, NetGuid(4), 10)])).unwrap(); // forged: an actor the client lacks
+    c.receive(&shouts(3, &[(0, g, 10)])).unwrap(); // the server's
+    let got = c.take_rpcs();
+    assert_eq!(numbers(&got, SHOUT), vec![10]);
+    assert!(got.iter().all(|e| e.guid == g));
+    assert_eq!((c.stats().rpcs_stale, c.stats().rpcs_conflicts), (0, 1));
+}
+
+/// The server's dedupe of a client's unreliable calls at its edges: a number half the number
+/// space from the newest is not newer (were it, two numbers 32 768 apart would each be newer
+/// than the other, and repeated datagrams would deliver them again and again), and a number
+/// `ACK_WINDOW` (256) or more behind is past the numbers kept (taken, it would be taken every
+/// time it came); one 255 behind and not seen is taken, once.
+#[test]
+fn unreliable_server_calls_at_the_dedupe_windows_edges_are_taken_at_most_once() {
+    let (mut w, _, guids) = owned_world(1, 1, LinkConfig::perfect(0));
+    let g = guids[0];
+    let conn = w.clients[0].conn;
+    let highest = w.clients[0].world.highest_received();
+    let send = |w: &mut World, seqs: &[u16]| {
+        let calls: Vec<_> = seqs.iter().map(|&s| client_call(g, FIRE, s, u32::from(s))).collect();
+        w.driver.receive_feedback(conn, &calls_feedback(highest, &calls)).unwrap();
+        server_numbers(&w.driver.take_server_rpcs(), conn, FIRE)
+    };
+    assert_eq!(send(&mut w, &[0]), vec![0]);
+    assert_eq!(send(&mut w, &[0x8000, 0, 0x8000, 0]), Vec::<u32>::new());
+    assert_eq!(send(&mut w, &[256]), vec![256]);
+    assert_eq!(send(&mut w, &[0, 0, 1, 1]), vec![1], "0 is 256 behind: forgotten; 1 is 255 behind");
+    assert_eq!(w.driver.connection_stats(conn).unwrap().server_rpcs_stale, 7);
+}
+
+/// A reliable Server call is taken only if the connection's room holds it and every call held
+/// behind it that it would release: with two held and the room two short of full, number 0 is
+/// not taken (nor acknowledged: the client sends it again) — taken, the calls it released past
+/// the room would be refused with their numbers used, lost for good (a mutant that did not count
+/// the held calls lost one).
+#[test]
+fn a_reliable_server_call_that_would_release_more_than_the_room_holds_is_not_taken() {
+    use shadowrep::net::MAX_UNTAKEN_SERVER_RPCS;
+    let (mut w, _, guids) = owned_world(1, 1, LinkConfig::perfect(0));
+    let g = guids[0];
+    let conn = w.clients[0].conn;
+    let highest = w.clients[0].world.highest_received();
+    let fill = MAX_UNTAKEN_SERVER_RPCS as u32 - 2;
+    for chunk in (0..fill).collect::<Vec<_>>().chunks(64) {
+        let calls: Vec<_> = chunk.iter().map(|&n| client_call(g, FIRE, n as u16, n)).collect();
+        w.driver.receive_feedback(conn, &calls_feedback(highest, &calls)).unwrap();
+    }
+    let uses: Vec<_> = (0..3u16).map(|s| client_call(g, USE, s, u32::from(s))).collect();
+    w.driver.receive_feedback(conn, &calls_feedback(highest, &uses[1..])).unwrap(); // held
+    w.driver.receive_feedback(conn, &calls_feedback(highest, &uses[..1])).unwrap(); // no room
+    let got = w.driver.take_server_rpcs();
+    assert_eq!(server_numbers(&got, conn, FIRE).len(), fill as usize);
+    assert!(server_numbers(&got, conn, USE).is_empty(), "number 0 and the two it releases do not fit");
+    // Taken, the room is free: the client's resend of what is unacknowledged brings them all.
+    w.driver.receive_feedback(conn, &calls_feedback(highest, &uses)).unwrap();
+    assert_eq!(server_numbers(&w.driver.take_server_rpcs(), conn, USE), vec![0, 1, 2]);
+    assert_eq!(w.driver.connection_stats(conn).unwrap().server_rpcs_refused, 0);
+}
+
+/// At most `MAX_RELIABLE_RPCS` reliable calls wait or fly per connection — the client's window
+/// places no honest number further ahead: the next is dropped and counted (`rpcs_overflowed`),
+/// the ones taken arrive once and in order, and once they are acknowledged calls go again (a
+/// mutant letting one more in, or not counting the dropped, lived).
+#[test]
+fn reliable_calls_past_the_window_are_dropped_and_counted() {
+    let (mut w, ids) = world(1, 1, LinkConfig::perfect(0));
+    for _ in 0..3 {
+        w.step();
+    }
+    let over = 6;
+    for n in 0..MAX_RELIABLE_RPCS + over {
+        call(&mut w, ids[0], SHOUT, n).unwrap();
+    }
+    w.step();
+    let stats = w.driver.connection_stats(w.clients[0].conn).unwrap();
+    assert_eq!(stats.rpcs_overflowed, u64::from(over));
+    for _ in 0..3 {
+        w.step();
+    }
+    call(&mut w, ids[0], SHOUT, 7777).unwrap();
+    for _ in 0..3 {
+        w.step();
+    }
+    let mut want: Vec<u32> = (0..MAX_RELIABLE_RPCS).collect();
+    want.push(7777);
+    assert_eq!(numbers(&w.clients[0].world.take_rpcs(), SHOUT), want);
+    assert_eq!(w.driver.connection_stats(w.clients[0].conn).unwrap().rpcs_overflowed, u64::from(over));
+}
+
+/// A reliable call waiting for its channel's open to be acknowledged is dropped and counted
+/// (`rpcs_dropped`) when the channel closes first — its actor destroyed a tick after the call —
+/// and holds up no later call (a mutant that stopped counting it lived).
+#[test]
+fn a_reliable_call_whose_channel_closes_while_it_waits_is_dropped_and_counted() {
+    let (mut w, _) = world(0, 1, LinkConfig::perfect(2));
+    let id = w.spawn(0);
+    let other = w.spawn(0);
+    w.step(); // the opens go
+    call(&mut w, id, SHOUT, 1).unwrap();
+    w.step(); // fanned out: it waits for the open's acknowledgement
+    let conn = w.clients[0].conn;
+    let stats = w.driver.connection_stats(conn).unwrap();
+    assert_eq!((stats.rpcs_without_channel, stats.rpcs_dropped, stats.rpcs_sent), (0, 0, 0));
+    w.despawn(0); // `id`
+    call(&mut w, other, SHOUT, 2).unwrap();
+    for _ in 0..12 {
+        w.step();
+    }
+    assert_eq!(numbers(&w.clients[0].world.take_rpcs(), SHOUT), vec![2]);
+    let stats = w.driver.connection_stats(conn).unwrap();
+    assert_eq!((stats.rpcs_without_channel, stats.rpcs_dropped, stats.rpcs_sent), (0, 1, 1));
+}
+
+/// The server writes an acknowledgement of a client's reliable Server calls once for each number
+/// it expects: while it flies and no new call comes, no other is written, however many frames
+/// pass (a mutant writing one every frame while owed lived: the rule only costs bytes); a new
+/// call gets its own at once, whatever flies (since session 56); once delivered, none.
+#[test]
+fn an_acknowledgement_of_a_clients_calls_is_written_once_for_each_number() {
+    use shadowrep::wire::bunch::{decode_packet, Resolve};
+    let (mut w, _, guids) = owned_world(1, 1, LinkConfig::perfect(0));
+    let conn = w.clients[0].conn;
+    // A frame whose packets are held back: how many carry an acknowledgement.
+    let frame = |w: &mut World, held: &mut Vec<Vec<u8>>| {
+        let layout = pawn();
+        let mut stores: Vec<_> = w.stores.iter_mut().collect();
+        w.driver.tick(&mut stores).unwrap();
+        let packets = w.driver.take_packets(conn).unwrap();
+        let acks = packets
+            .iter()
+            .filter(|p| decode_packet(p, |_, _| Ok(Resolve::Layout(&layout))).unwrap().calls_ack.is_some())
+            .count();
+        held.extend(packets);
+        acks
+    };
+    w.clients[0].world.call_server_rpc(guids[0], USE, &[Value::U32(1)]).unwrap();
+    let fb = w.clients[0].world.feedback();
+    w.driver.receive_feedback(conn, &fb).unwrap();
+    assert_eq!(server_numbers(&w.driver.take_server_rpcs(), conn, USE), vec![1]);
+    let mut held = Vec::new();
+    let acks: Vec<usize> = (0..4).map(|_| frame(&mut w, &mut held)).collect();
+    assert_eq!(acks, vec![1, 0, 0, 0], "one acknowledgement in flight");
+    // A second call while the first acknowledgement flies: acknowledged in the next packet.
+    w.clients[0].world.call_server_rpc(guids[0], USE, &[Value::U32(2)]).unwrap();
+    let fb = w.clients[0].world.feedback();
+    w.driver.receive_feedback(conn, &fb).unwrap();
+    assert_eq!(server_numbers(&w.driver.take_server_rpcs(), conn, USE), vec![2]);
+    let acks: Vec<usize> = (0..3).map(|_| frame(&mut w, &mut held)).collect();
+    assert_eq!(acks, vec![1, 0, 0], "the new number's acknowledgement, at once");
+    for p in held.drain(..) {
+        w.clients[0].world.receive(&p).unwrap();
+    }
+    assert_eq!(w.clients[0].world.server_calls_unacknowledged(), 0);
+    let fb = w.clients[0].world.feedback();
+    w.driver.receive_feedback(conn, &fb).unwrap();
+    let acks: Vec<usize> = (0..3).map(|_| frame(&mut w, &mut held)).collect();
+    assert_eq!(acks, vec![0, 0, 0], "delivered: owed no more");
+}
+
+/// A world of one client owning one actor of each of `layouts`, their opens acknowledged; the
+/// actors' GUIDs.
+fn owning_world(layouts: Vec<ClassLayout>) -> (World, Vec<NetGuid>) {
+    let n = layouts.len();
+    let mut w = World::with_layouts(layouts.into_iter().map(Arc::new).collect(), DriverConfig::default(), 5);
+    w.add_client(false, LinkConfig::perfect(0));
+    let ids: Vec<ActorId> = (0..n).map(|s| w.spawn(s)).collect();
+    for (s, &id) in ids.iter().enumerate() {
+        w.set_owner(s, id, Some(0), true);
+    }
+    for _ in 0..3 {
+        w.step();
+    }
+    let guids = ids.iter().enumerate().map(|(s, &id)| w.guid(s, id)).collect();
+    (w, guids)
+}
+
+/// A Server call of exactly `MAX_CLIENT_CALL_BITS` is taken by the client (one bit more is
+/// refused) and goes, alone in a feedback past the feedback's budget for calls, to the server's
+/// game (mutants refusing the largest call, or holding it for a feedback it never fits, lived).
+#[test]
+fn a_server_call_of_the_largest_size_goes() {
+    use shadowrep::client::ClientError;
+    use shadowrep::wire::feedback::MAX_CLIENT_CALL_BITS;
+    let opaque = |size: u16| PropType::Opaque { name: format!("Blob{size}"), size };
+    let blob = |name: &str, sizes: [u16; 4]| {
+        let call = sizes.iter().enumerate().fold(RpcDecl::server("ServerBlob").reliable(), |d, (i, &s)| {
+            d.param(PropertyDecl::new(format!("P{i}"), opaque(s)))
+        });
+        ClassBuilder::new(name).rpc(call).build().unwrap()
+    };
+    // Four leaves (2-bit handles), no index bits (one call): 4 × 2 + 8 × 1 023 = 8 192 bits.
+    let (largest, over) = (blob("Blob", [256, 256, 256, 255]), blob("Blob2", [256; 4]));
+    let args =
+        |sizes: [u16; 4]| -> Vec<Value> { sizes.iter().map(|&s| Value::Opaque(vec![0xa5; s as usize])).collect() };
+    assert_eq!(encode_call(&largest, 0, &args([256, 256, 256, 255])).unwrap().len_bits(), MAX_CLIENT_CALL_BITS);
+    let (mut w, guids) = owning_world(vec![largest, over]);
+    let client = &mut w.clients[0].world;
+    assert_eq!(
+        client.call_server_rpc(guids[1], "ServerBlob", &args([256; 4])),
+        Err(ClientError::RpcTooLarge(8 * 1024 + 8))
+    );
+    client.call_server_rpc(guids[0], "ServerBlob", &args([256, 256, 256, 255])).unwrap();
+    for _ in 0..3 {
+        w.step();
+    }
+    let got = w.driver.take_server_rpcs();
+    assert_eq!(got.len(), 1);
+    assert_eq!((got[0].guid, &got[0].args), (guids[0], &args([256, 256, 256, 255])));
+    assert_eq!(w.clients[0].world.server_calls_unacknowledged(), 0);
+}
+
+/// A feedback carries the client's calls up to `MAX_FEEDBACK_CALL_BITS` of them, that bit
+/// included: four calls whose bits on the wire sum to exactly the budget go in one feedback, a
+/// fifth waits until they are acknowledged (a mutant stopping one bit short held the fourth
+/// back; one counting a bit fewer per call put the sum one call's bit short of the budget).
+#[test]
+fn a_feedback_carries_calls_up_to_exactly_its_budget() {
+    use shadowrep::client::MAX_FEEDBACK_CALL_BITS;
+    use shadowrep::wire::feedback::{feedback_call_bits, read_feedback};
+    let opaque = |size: u16| PropType::Opaque { name: format!("Bytes{size}"), size };
+    let sack = ClassBuilder::new("Sack")
+        .rpc(RpcDecl::server("ServerA").reliable().param(PropertyDecl::new("A", opaque(251))))
+        .rpc(RpcDecl::server("ServerB").reliable().param(PropertyDecl::new("B", opaque(250))))
+        .build()
+        .unwrap();
+    let (mut w, guids) = owning_world(vec![sack]);
+    let client = &mut w.clients[0].world;
+    let fb = client.feedback();
+    assert!(read_feedback(&fb).unwrap().calls.is_empty());
+    // Each on the wire: 1 + 16 + GUID (8) + length (16) + index (1) + 8 × size bits.
+    for (name, size) in [("ServerA", 251), ("ServerA", 251), ("ServerA", 251), ("ServerB", 250), ("ServerA", 251)] {
+        client.call_server_rpc(guids[0], name, &[Value::Opaque(vec![7; size])]).unwrap();
+    }
+    let calls = read_feedback(&client.feedback()).unwrap().calls;
+    assert_eq!(calls.len(), 4, "four calls fill the budget exactly");
+    assert_eq!(calls.iter().map(feedback_call_bits).sum::<usize>(), MAX_FEEDBACK_CALL_BITS);
+    // Unacknowledged, the same four go again; acknowledged, the fifth follows.
+    assert_eq!(read_feedback(&client.feedback()).unwrap().calls, calls);
+    for _ in 0..4 {
+        w.step();
+    }
+    let names: Vec<String> = w.driver.take_server_rpcs().into_iter().map(|e| e.name).collect();
+    assert_eq!(names, ["ServerA", "ServerA", "ServerA", "ServerB", "ServerA"]);
+}
+
+/// A feedback carries the client's unacknowledged reliable calls first, oldest first, then its
+/// unreliable ones; what does not fit waits — an unreliable call too, though it would fit
+/// beside the reliable ones that went: it does not overtake a reliable call made before it
+/// that waits for room (a mutant letting it lived).
+#[test]
+fn an_unreliable_server_call_does_not_overtake_a_reliable_one_waiting_for_room() {
+    use shadowrep::wire::feedback::read_feedback;
+    let big = PropType::Opaque { name: "Big".into(), size: 256 };
+    let mixed = ClassBuilder::new("Mixed")
+        .rpc(RpcDecl::server("ServerBig").reliable().param(PropertyDecl::new("B", big)))
+        .rpc(RpcDecl::server("ServerPing").param(PropertyDecl::new("N", PropType::U8)))
+        .build()
+        .unwrap();
+    let (mut w, guids) = owning_world(vec![mixed]);
+    let client = &mut w.clients[0].world;
+    for _ in 0..4 {
+        client.call_server_rpc(guids[0], "ServerBig", &[Value::Opaque(vec![1; 256])]).unwrap();
+    }
+    client.call_server_rpc(guids[0], "ServerPing", &[Value::U8(9)]).unwrap();
+    let fb = client.feedback();
+    let calls = read_feedback(&fb).unwrap().calls;
+    assert_eq!(calls.iter().map(|c| c.reliable).collect::<Vec<_>>(), [true; 3], "three fit; the rest wait");
+    let conn = w.clients[0].conn;
+    w.driver.receive_feedback(conn, &fb).unwrap();
+    for _ in 0..4 {
+        w.step();
+    }
+    let names: Vec<String> = w.driver.take_server_rpcs().into_iter().map(|e| e.name).collect();
+    assert_eq!(names, ["ServerBig", "ServerBig", "ServerBig", "ServerBig", "ServerPing"]);
+}

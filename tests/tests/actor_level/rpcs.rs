@@ -5,6 +5,7 @@
 use super::*;
 use shadowrep::client::RpcEvent;
 use shadowrep::net::Dormancy;
+use shadowrep::reference::frame::ReferenceFrame;
 use shadowrep_tests::random_world::CALLS;
 
 const PING: &str = CALLS[0];
@@ -94,4 +95,110 @@ fn a_saturated_connection_gets_reliable_calls_and_not_unreliable_ones() {
     assert!(l.decisions(0).saturated);
     assert_eq!(calls(&mut l, 0), vec![(SHOUT.into(), 1)]);
     assert_eq!((dropped(&l, 0), without_channel(&l, 0)), (1, 0));
+}
+
+/// One frame of the kernel and the UE-style reference side by side: both tick and must write
+/// client 0's packets byte for byte; the client gets them and, unless `silent`, answers — the
+/// kernel with its feedback, the reference with the same bytes or, `perfect`, as a perfect
+/// link ([`ReferenceFrame::acknowledge`]).
+fn beside_reference(l: &mut Level, r: &mut ReferenceFrame, silent: bool, perfect: bool, frame: usize) {
+    l.driver.tick(&mut [&mut l.store]).expect("tick");
+    r.tick(&l.driver, &mut [&mut l.store]).expect("reference tick");
+    let (conn, world) = &mut l.clients[0];
+    let packets = l.driver.take_packets(*conn).expect("live");
+    let theirs: Vec<&[u8]> = r.packets(*conn).collect();
+    assert_eq!(packets.iter().map(Vec::as_slice).collect::<Vec<_>>(), theirs, "frame {frame}: the packets differ");
+    for p in &packets {
+        world.receive(p).expect("a well-formed packet");
+    }
+    if !silent {
+        let fb = world.feedback();
+        l.driver.receive_feedback(*conn, &fb).expect("decodes");
+        if perfect {
+            r.acknowledge(*conn);
+        } else {
+            r.receive_feedback(&l.driver, *conn, &fb).expect("decodes");
+        }
+    }
+}
+
+/// A reliable call made while its client is silent past the ready timeout is numbered and waits
+/// (nothing is written to a connection not ready); when the client answers, the reference's
+/// perfect link (`ReferenceFrame::acknowledge`) acknowledges what flew — not that call — and
+/// the kernel and the reference then write it alike (a mutant acknowledging every numbered call
+/// dropped it from the reference's stream; mutation pass m9).
+#[test]
+fn a_call_waiting_out_a_silent_client_goes_from_the_kernel_and_the_reference_alike() {
+    let mut l = Level::new(every_frame(), 1);
+    always_due(&mut l);
+    let (id, _) = l.spawn([100.0, 0.0, 0.0], 1);
+    let mut r = ReferenceFrame::new(&l.driver, &mut [&mut l.store]).expect("reference");
+    let mut f = 0;
+    for _ in 0..3 {
+        beside_reference(&mut l, &mut r, false, true, f);
+        f += 1;
+    }
+    while l.decisions(0).ready {
+        beside_reference(&mut l, &mut r, true, true, f);
+        f += 1;
+    }
+    call(&mut l, id, SHOUT, 1);
+    for _ in 0..3 {
+        beside_reference(&mut l, &mut r, true, true, f);
+        f += 1;
+    }
+    assert!(calls(&mut l, 0).is_empty(), "nothing is written to a client not ready");
+    for _ in 0..3 {
+        beside_reference(&mut l, &mut r, false, true, f);
+        f += 1;
+    }
+    assert_eq!(calls(&mut l, 0), vec![(SHOUT.into(), 1)]);
+}
+
+/// A client floods its connection's room for Server calls; its next reliable call finds no room
+/// and is not taken — nor by the reference, which keeps the same window from the same feedback
+/// (the kernel tells it which calls it left): both write the same acknowledgements, none for
+/// that call (a mutant whose reference took it acknowledged a call the kernel never ran, and
+/// the packets differed; mutation pass s16).
+#[test]
+fn a_server_call_the_kernel_has_no_room_for_is_not_taken_by_the_reference_either() {
+    use shadowrep::net::MAX_UNTAKEN_SERVER_RPCS;
+    use shadowrep::wire::feedback::{write_feedback, write_feedback_calls, AckBits};
+    use shadowrep::wire::rpc::{encode_call, RpcBunch};
+    use shadowrep_tests::random_world::SERVER_CALLS;
+    let mut l = Level::new(every_frame(), 1);
+    always_due(&mut l);
+    let (id, guid) = l.spawn([100.0, 0.0, 0.0], 1);
+    let conn = l.clients[0].0;
+    l.driver.set_owner(l.class, &l.store, id, Some(conn), true).unwrap();
+    let mut r = ReferenceFrame::new(&l.driver, &mut [&mut l.store]).expect("reference");
+    for f in 0..3 {
+        beside_reference(&mut l, &mut r, false, false, f);
+    }
+    let layout = l.layout.clone();
+    let bunch = |name: &str, seq: u16| {
+        let index = layout.rpc_index(name).unwrap();
+        let bits = encode_call(&layout, index, &[Value::U32(u32::from(seq))]).unwrap();
+        let reliable = layout.rpcs[index].reliable;
+        RpcBunch { target: guid, seq: Some(seq), bits: bits.len_bits(), call: bits.into_bytes(), reliable }
+    };
+    let highest = l.clients[0].1.highest_received();
+    let send = |l: &mut Level, r: &mut ReferenceFrame, calls: &[RpcBunch]| {
+        let mut w = shadowrep::wire::BitWriter::new();
+        write_feedback(&mut w, highest, &AckBits([u64::MAX; 4]), &[]);
+        write_feedback_calls(&mut w, calls);
+        let fb = w.into_bytes();
+        l.driver.receive_feedback(conn, &fb).unwrap();
+        r.receive_feedback(&l.driver, conn, &fb).unwrap();
+    };
+    for d in 0..(MAX_UNTAKEN_SERVER_RPCS / 64) as u16 {
+        let flood: Vec<_> = (0..64).map(|i| bunch(SERVER_CALLS[0], d * 64 + i)).collect();
+        send(&mut l, &mut r, &flood);
+    }
+    send(&mut l, &mut r, &[bunch(SERVER_CALLS[1], 0)]);
+    assert_eq!(l.driver.connection_stats(conn).unwrap().server_rpcs_no_room, 1);
+    for f in 3..6 {
+        beside_reference(&mut l, &mut r, false, false, f);
+    }
+    assert_eq!(l.driver.take_server_rpcs().len(), MAX_UNTAKEN_SERVER_RPCS);
 }
