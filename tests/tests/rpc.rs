@@ -906,6 +906,21 @@ fn server_calls_on_a_torn_off_actor_do_not_run() {
     assert_eq!(w.clients[0].world.server_calls_unacknowledged(), 0, "refused, its number used");
 }
 
+/// A driver with one pawn its one connection owns, and that connection's client (driven by
+/// hand: the Server-call timing tests choose which feedback arrives, and when); the pawn's GUID.
+fn one_owned_pawn() -> (NetDriver, ClassStore, ClientWorld, shadowrep::ids::ConnectionId, NetGuid) {
+    let layout = pawn();
+    let mut store = ClassStore::new(layout.clone());
+    let mut driver = NetDriver::new(DriverConfig::default()).unwrap();
+    let class = driver.register_class(&mut store).unwrap();
+    let conn = driver.add_connection(false);
+    let client = ClientWorld::new(&[layout], &driver.checksums()).unwrap();
+    let id = store.spawn();
+    driver.set_owner(class, &store, id, Some(conn), true).unwrap();
+    let guid = driver.assign_guid(class, &store, id).unwrap();
+    (driver, store, client, conn, guid)
+}
+
 /// A reliable Server call goes in one feedback while the server's acknowledgements come within
 /// a round trip and a half, and again only once one has not — not in every feedback until it
 /// comes, a round trip of copies (UE resends a reliable bunch only when it is lost). Feedback
@@ -914,15 +929,7 @@ fn server_calls_on_a_torn_off_actor_do_not_run() {
 fn a_reliable_server_call_goes_again_only_when_its_acknowledgement_is_late() {
     use std::collections::{HashMap, VecDeque};
     const DELAY: usize = 3;
-    let layout = pawn();
-    let mut store = ClassStore::new(layout.clone());
-    let mut driver = NetDriver::new(DriverConfig::default()).unwrap();
-    let class = driver.register_class(&mut store).unwrap();
-    let conn = driver.add_connection(false);
-    let mut client = ClientWorld::new(&[layout], &driver.checksums()).unwrap();
-    let id = store.spawn();
-    driver.set_owner(class, &store, id, Some(conn), true).unwrap();
-    let guid = driver.assign_guid(class, &store, id).unwrap();
+    let (mut driver, mut store, mut client, conn, guid) = one_owned_pawn();
     // Each frame: tick, the packets applied, one feedback — delivered DELAY frames later, or
     // never when `lost`. Returns the reliable numbers the feedback carried.
     let mut in_flight: VecDeque<(Vec<u8>, bool)> = VecDeque::new();
@@ -994,17 +1001,7 @@ fn a_reliable_server_call_goes_again_only_when_its_acknowledgement_is_late() {
 #[test]
 fn one_forged_calls_ack_does_not_wedge_the_clients_reliable_server_calls() {
     use shadowrep::client::ClientError;
-    let layout = Arc::new(
-        with_calls(ClassBuilder::new("Pawn").property(PropertyDecl::new("Hp", PropType::U16))).build().unwrap(),
-    );
-    let mut store = ClassStore::new(layout.clone());
-    let mut driver = NetDriver::new(DriverConfig::default()).unwrap();
-    let class = driver.register_class(&mut store).unwrap();
-    let conn = driver.add_connection(false);
-    let mut client = ClientWorld::new(&[layout], &driver.checksums()).unwrap();
-    let id = store.spawn();
-    driver.set_owner(class, &store, id, Some(conn), true).unwrap();
-    let guid = driver.assign_guid(class, &store, id).unwrap();
+    let (mut driver, mut store, mut client, conn, guid) = one_owned_pawn();
     // A perfect link; `deliver`: whether the client's feedback reaches the server.
     let frame = |driver: &mut NetDriver, client: &mut ClientWorld, store: &mut ClassStore, deliver: bool| {
         driver.tick(&mut [store]).unwrap();
@@ -1069,17 +1066,7 @@ fn one_forged_calls_ack_does_not_wedge_the_clients_reliable_server_calls() {
 #[test]
 fn the_resend_gap_follows_a_rising_round_trip() {
     use std::collections::{HashMap, VecDeque};
-    let layout = Arc::new(
-        with_calls(ClassBuilder::new("Pawn").property(PropertyDecl::new("Hp", PropType::U16))).build().unwrap(),
-    );
-    let mut store = ClassStore::new(layout.clone());
-    let mut driver = NetDriver::new(DriverConfig::default()).unwrap();
-    let class = driver.register_class(&mut store).unwrap();
-    let conn = driver.add_connection(false);
-    let mut client = ClientWorld::new(&[layout], &driver.checksums()).unwrap();
-    let id = store.spawn();
-    driver.set_owner(class, &store, id, Some(conn), true).unwrap();
-    let guid = driver.assign_guid(class, &store, id).unwrap();
+    let (mut driver, mut store, mut client, conn, guid) = one_owned_pawn();
     let mut in_flight: VecDeque<(usize, Vec<u8>)> = VecDeque::new();
     let mut now = 0usize;
     // One frame; the feedback reaches the server `delay` frames later. Returns its call numbers.
