@@ -1406,6 +1406,62 @@ fn an_acknowledgement_of_a_clients_calls_is_written_once_for_each_number() {
     assert_eq!(acks, vec![0, 0, 0], "delivered: owed no more");
 }
 
+/// A packet carrying the acknowledgement of a client's calls that is lost has the server write
+/// it again in its next packet — not left to the client's resend a resend gap later (the
+/// mutation pass's m8, a lost acknowledgement settled as delivered, lived on session 56's rule:
+/// the calls still arrived, later).
+#[test]
+fn a_lost_acknowledgement_of_a_clients_calls_is_written_again_at_once() {
+    use shadowrep::wire::bunch::{decode_packet, Resolve};
+    let (mut driver, mut store, mut client, conn, guid) = one_owned_pawn();
+    let layout = pawn();
+    let has_ack = |p: &[u8]| decode_packet(p, |_, _| Ok(Resolve::Layout(&layout))).unwrap().calls_ack.is_some();
+    for _ in 0..4 {
+        driver.tick(&mut [&mut store]).unwrap();
+        for p in driver.take_packets(conn).unwrap() {
+            client.receive(&p).unwrap();
+        }
+        driver.receive_feedback(conn, &client.feedback()).unwrap();
+    }
+    // A first call acknowledged at once: the client's round trip is one feedback.
+    client.call_server_rpc(guid, USE, &[Value::U32(6)]).unwrap();
+    driver.receive_feedback(conn, &client.feedback()).unwrap();
+    driver.tick(&mut [&mut store]).unwrap();
+    for p in driver.take_packets(conn).unwrap() {
+        client.receive(&p).unwrap();
+    }
+    assert_eq!(client.server_calls_round_trip(), Some(1.0));
+    client.call_server_rpc(guid, USE, &[Value::U32(7)]).unwrap();
+    driver.receive_feedback(conn, &client.feedback()).unwrap();
+    assert_eq!(server_numbers(&driver.take_server_rpcs(), conn, USE), vec![6, 7]);
+    // The packet with the acknowledgement is lost; a later one (a keep-alive: the world is
+    // quiet) arrives, so the client's feedback reports the loss.
+    driver.tick(&mut [&mut store]).unwrap();
+    let lost = driver.take_packets(conn).unwrap();
+    assert!(lost.iter().any(|p| has_ack(p)), "acknowledged in the next packet");
+    let mut next = || {
+        (0..200).find_map(|_| {
+            driver.tick(&mut [&mut store]).unwrap();
+            Some(driver.take_packets(conn).unwrap()).filter(|p| !p.is_empty())
+        })
+    };
+    for p in next().expect("a keep-alive") {
+        assert!(!has_ack(&p), "one acknowledgement while it flies");
+        client.receive(&p).unwrap();
+    }
+    let fb = client.feedback();
+    assert!(read_feedback(&fb).unwrap().calls.is_empty(), "the call is not due again yet");
+    driver.receive_feedback(conn, &fb).unwrap();
+    driver.tick(&mut [&mut store]).unwrap();
+    let again = driver.take_packets(conn).unwrap();
+    assert!(again.iter().any(|p| has_ack(p)), "written again once its packet is known lost");
+    for p in &again {
+        client.receive(p).unwrap();
+    }
+    assert_eq!(client.server_calls_unacknowledged(), 0);
+    assert_eq!(client.stats().server_calls_resent, 0, "the client had no need to send it again");
+}
+
 /// A world of one client owning one actor of each of `layouts`, their opens acknowledged; the
 /// actors' GUIDs.
 fn owning_world(layouts: Vec<ClassLayout>) -> (World, Vec<NetGuid>) {
