@@ -150,8 +150,9 @@ impl ClientWorld {
     /// Calls Server procedure `rpc` of actor `guid` with `args` (one per declared parameter): it
     /// goes in the next feedback ([`Self::feedback`]) — a reliable one again whenever a packet
     /// of the server's has not acknowledged it within a round trip and a half (see
-    /// [`Self::feedback`]), reliable calls numbered so the server runs each once, in call order. The server runs it only if this client's connection owns the actor
-    /// (UE drops a Server RPC from any other). Refused: an actor the client lacks, a name its
+    /// [`Self::feedback`]), reliable calls numbered so the server runs each once, in call
+    /// order. The server runs it only if this client's connection owns the actor (UE drops a
+    /// Server RPC from any other). Refused: an actor the client lacks, a name its
     /// class does not declare as a Server call, arguments that do not fit, a call larger than
     /// [`MAX_CLIENT_CALL_BITS`](crate::wire::feedback::MAX_CLIENT_CALL_BITS), too many waiting
     /// ([`ClientError::TooManyCalls`](super::ClientError::TooManyCalls)).

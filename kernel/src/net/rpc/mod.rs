@@ -131,9 +131,10 @@ pub(crate) struct ConnRpcs {
     /// This tick's unreliable calls for the connection, by index in the tick's calls (scratch:
     /// no reference count is touched per call and connection).
     unreliable: Vec<u32>,
-    /// Scratch: this tick's calls with a channel here (index, channel), and the channels of
-    /// those it put in `waiting`.
+    /// Scratch: this tick's calls with a channel here (index, channel), the same by call (the
+    /// fan-out's way back to call order), and the channels of those it put in `waiting`.
     chans: Vec<(u32, Chan)>,
+    by_call: Vec<Chan>,
     fresh: Vec<Chan>,
     /// Scratch: `waiting`'s other buffer (its calls move, their counts untouched).
     spare: Vec<Arc<Call>>,

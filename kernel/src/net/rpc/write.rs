@@ -219,9 +219,7 @@ impl WriteCtx<'_> {
         let (mut chans, mut fresh) = (std::mem::take(&mut rpcs.chans), std::mem::take(&mut rpcs.fresh));
         chans.clear();
         if !calls.is_empty() {
-            // `fresh`, empty between ticks, lends its buffer to the walk first.
-            channels.frame_chans(conn, calls, &mut chans, &mut fresh);
-            fresh.clear();
+            channels.frame_chans(conn, calls, &mut chans, &mut rpcs.by_call);
             // The calls for this connection that found no channel: counted, not visited.
             conn.stats.rpcs_without_channel += (calls.reaching(conn.id) - chans.len()) as u64;
         }
