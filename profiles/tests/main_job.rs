@@ -84,6 +84,10 @@ fn compare_and_replicate_say_what_they_measured() {
     assert!(v["scaling_ratio"].as_f64().is_some_and(|r| r > 0.0), "{v}");
     assert!(v["push_ns"][1].as_u64().is_some_and(|t| t > 0) && v["gather_ns"][0].as_u64().is_some(), "{v}");
     assert!(v["gather_scaling_ratio"].as_f64().is_some_and(|r| r > 0.0), "{v}");
+    assert!(
+        v["copy_scaling_ratio"].as_f64().is_some_and(|r| r > 0.0) && v["copy_ns"][1].as_u64().is_some_and(|t| t > 0),
+        "{v}"
+    );
     refused(&["compare", "--scaling", "--actors", "100", "--dirty", "101"], "--dirty 101 is more than the 100 actors");
     let out = shadowrep(&["replicate", "--actors", "500", "--connections", "2", "--frames", "2", "--json"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));

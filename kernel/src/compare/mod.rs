@@ -83,7 +83,7 @@ pub use changes::{ArrayChange, ChangeSet};
 use check::PushCheck;
 pub use check::{CompareVisit, PropertyDirtyStats, UnmarkedChange, MAX_UNMARKED_CHANGES};
 pub use config::{CompareConfig, CompareError, PushMode, PARALLEL_MIN_PAGES, SPARSE_LANES};
-pub(crate) use simd::prefetch_addr;
+pub use simd::prefetch_addr;
 
 /// Prefetches every cache line of the `len` bytes at `addr`.
 pub(crate) fn prefetch_lines(addr: usize, len: usize) {

@@ -33,7 +33,7 @@ use super::generic::LaneOps;
 /// Hints the CPU to start loading the cache line at `addr`. A prefetch never faults and never
 /// reads memory architecturally, so any address is allowed; a no-op off x86-64.
 #[inline(always)]
-pub(crate) fn prefetch_addr(addr: usize) {
+pub fn prefetch_addr(addr: usize) {
     #[cfg(target_arch = "x86_64")]
     // SAFETY: PREFETCHT0 is a hint: it does not fault on any address and has no effect visible to
     // the program; SSE is part of the x86-64 baseline.
