@@ -7,7 +7,7 @@
 use shadowrep::client::{ClientWorld, RpcEvent};
 use shadowrep::ids::{NetGuid, Seq};
 use shadowrep::link::LinkConfig;
-use shadowrep::net::{DriverConfig, DriverError, NetDriver};
+use shadowrep::net::{ConnectionFailure, DriverConfig, DriverError, NetDriver, ReliableOverflow};
 use shadowrep::schema::{ClassBuilder, ClassLayout, PropType, PropertyDecl, RpcDecl};
 use shadowrep::store::{ActorId, ClassStore};
 use shadowrep::value::{Value, ValueError};
@@ -1307,12 +1307,16 @@ fn a_reliable_server_call_that_would_release_more_than_the_room_holds_is_not_tak
 }
 
 /// At most `MAX_RELIABLE_RPCS` reliable calls wait or fly per connection — the client's window
-/// places no honest number further ahead: the next is dropped and counted (`rpcs_overflowed`),
-/// the ones taken arrive once and in order, and once they are acknowledged calls go again (a
-/// mutant letting one more in, or not counting the dropped, lived).
+/// places no honest number further ahead. With `ReliableOverflow::Drop` the next is dropped and
+/// counted (`rpcs_overflowed`), the ones taken arrive once and in order, and once they are
+/// acknowledged calls go again (a mutant letting one more in, or not counting the dropped,
+/// lived).
 #[test]
-fn reliable_calls_past_the_window_are_dropped_and_counted() {
-    let (mut w, ids) = world(1, 1, LinkConfig::perfect(0));
+fn reliable_calls_past_the_window_are_dropped_and_counted_when_told_to_drop() {
+    let cfg = DriverConfig { reliable_overflow: ReliableOverflow::Drop, ..DriverConfig::default() };
+    let mut w = World::with_layouts(vec![pawn()], cfg, 11);
+    w.add_client(false, LinkConfig::perfect(0));
+    let ids = [w.spawn(0)];
     for _ in 0..3 {
         w.step();
     }
@@ -1334,6 +1338,46 @@ fn reliable_calls_past_the_window_are_dropped_and_counted() {
     want.push(7777);
     assert_eq!(numbers(&w.clients[0].world.take_rpcs(), SHOUT), want);
     assert_eq!(w.driver.connection_stats(w.clients[0].conn).unwrap().rpcs_overflowed, u64::from(over));
+}
+
+/// By default (`ReliableOverflow::Close`, UE's way: its reliable buffer overflow closes the
+/// connection) one reliable call past `MAX_RELIABLE_RPCS` fails its connection: at the end of
+/// that tick the connection is removed — nothing more is written to it, calls naming it are
+/// `UnknownConnection` — and `take_failed_connections` names it once, with its counters; a full
+/// window is no failure, and another connection's calls go on.
+#[test]
+fn one_reliable_call_past_the_window_fails_its_connection_and_no_other() {
+    let (mut w, ids, _) = owned_world(2, 2, LinkConfig::perfect(0));
+    let (lost, kept) = (w.clients[0].conn, w.clients[1].conn);
+    // The first client goes silent (the harness steps only the second from here): its reliable
+    // calls stay in flight.
+    w.clients.remove(0);
+    for n in 0..MAX_RELIABLE_RPCS {
+        call(&mut w, ids[0], WHISPER, n).unwrap();
+    }
+    w.step();
+    assert!(w.driver.take_failed_connections().is_empty(), "a full window is not an overflow");
+    call(&mut w, ids[0], WHISPER, MAX_RELIABLE_RPCS).unwrap();
+    call(&mut w, ids[1], WHISPER, 5).unwrap();
+    w.step();
+    let failed = w.driver.take_failed_connections();
+    assert_eq!(failed.len(), 1, "{failed:?}");
+    assert_eq!((failed[0].conn, failed[0].why), (lost, ConnectionFailure::ReliableOverflow));
+    assert_eq!(failed[0].stats.rpcs_overflowed, 1);
+    assert!(
+        failed[0].stats.rpcs_sent >= u64::from(MAX_RELIABLE_RPCS),
+        "its counters as they stood: {:?}",
+        failed[0].stats
+    );
+    assert_eq!(w.driver.connection_stats(lost), Err(DriverError::UnknownConnection(lost)));
+    assert_eq!(w.driver.take_packets(lost).unwrap_err(), DriverError::UnknownConnection(lost));
+    assert!(w.driver.connections().eq([kept]), "the other connection stays");
+    for _ in 0..3 {
+        w.step();
+    }
+    assert!(w.driver.take_failed_connections().is_empty(), "a failure is told once");
+    assert_eq!(numbers(&w.clients[0].world.take_rpcs(), WHISPER), vec![5]);
+    assert_eq!(w.driver.connection_stats(kept).unwrap().rpcs_overflowed, 0);
 }
 
 /// A reliable call waiting for its channel's open to be acknowledged is dropped and counted

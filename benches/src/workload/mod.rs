@@ -10,7 +10,9 @@
 
 mod scaling;
 
-pub use scaling::{flush_bytes, gather, last_level_cache_bytes, run_push_scaling, ScalingOptions, ScalingReport};
+pub use scaling::{
+    copy_floor, flush_bytes, gather, last_level_cache_bytes, run_push_scaling, ScalingOptions, ScalingReport,
+};
 
 use crate::phase::{within, ExtraFrames, Phase, PhaseProbe};
 use rand::{Rng, SeedableRng};

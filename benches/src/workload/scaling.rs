@@ -25,9 +25,9 @@ const COPY_PREFETCH: usize = 32;
 /// The memory work of a push frame and nothing else: at every offset of `sorted` (ascending, the
 /// order a push frame visits its lanes in), the aligned 8-byte word holding it loaded from
 /// `live` and from `shadow`, compared, and copied into `shadow`, with the lines of the offset
-/// [`COPY_PREFETCH`] ahead prefetched. Run on page arrays of the world's size and layout of its
-/// own (a copy into the real shadow would leave the next push frame nothing to find), as cold
-/// as the world's. Where a push frame scales as this floor does, what is left is the memory's.
+/// 32 ahead (the push frame's distance) prefetched. Run on page arrays of the world's size and
+/// layout of its own (a copy into the real shadow would leave the next push frame nothing to
+/// find), as cold as the world's. Where a push frame scales as this floor does, what is left is the memory's.
 pub fn copy_floor(live: &[Block], shadow: &mut [Block], sorted: &[usize]) -> u64 {
     let (live_at, shadow_at) = (live.as_ptr() as usize, shadow.as_ptr() as usize);
     let mut acc = 0u64;

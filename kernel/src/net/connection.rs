@@ -121,8 +121,9 @@ pub struct ConnectionStats {
     /// channel here (not relevant to it — a Multicast call on an actor it does not see —
     /// dormant, torn off, or its open not gone yet), as UE sends a call only down a channel.
     pub rpcs_without_channel: u64,
-    /// Reliable calls dropped because [`crate::wire::rpc::MAX_RELIABLE_RPCS`] were waiting or
-    /// in flight here (UE closes the connection).
+    /// Reliable calls that found [`crate::wire::rpc::MAX_RELIABLE_RPCS`] waiting or in flight
+    /// here, and were dropped. Under [`super::ReliableOverflow::Close`] (the default, UE's way)
+    /// the first ends the connection at the end of its tick ([`super::FailedConnection`]).
     pub rpcs_overflowed: u64,
     /// The client's Server calls delivered to the game ([`super::NetDriver::take_server_rpcs`]).
     pub server_rpcs_delivered: u64,

@@ -107,7 +107,7 @@ pub use level::ChannelInfo;
 pub use lifecycle::{NetGroups, ReplicationFlags, SubObjectCondition};
 pub use priority::{PriorityHook, PriorityInput};
 pub use relevancy::{RelevancyHook, Viewer};
-pub use rpc::{ServerRpcEvent, MAX_UNTAKEN_SERVER_RPCS};
+pub use rpc::{ConnectionFailure, FailedConnection, ReliableOverflow, ServerRpcEvent, MAX_UNTAKEN_SERVER_RPCS};
 pub use settings::{ActorLevelConfig, NetSettings};
 pub use sublevels::SublevelId;
 pub use tick::{Stages, TickStats};
@@ -143,6 +143,10 @@ pub struct DriverConfig {
     /// bandwidth; [`level`]). `None`: every actor goes to every connection, as fast as the
     /// window allows.
     pub actor_level: Option<ActorLevelConfig>,
+    /// What a connection does when a reliable call finds
+    /// [`MAX_RELIABLE_RPCS`](crate::wire::rpc::MAX_RELIABLE_RPCS) waiting or in flight on it:
+    /// fail, as UE's does (the default), or drop the call and go on.
+    pub reliable_overflow: ReliableOverflow,
 }
 
 impl Default for DriverConfig {
@@ -155,6 +159,7 @@ impl Default for DriverConfig {
             keep_alive_frames: 6,
             compare: CompareConfig::default(),
             actor_level: None,
+            reliable_overflow: ReliableOverflow::Close,
         }
     }
 }
@@ -199,6 +204,9 @@ pub struct NetDriver {
     pub(crate) fast: fastarrays::FastArrays,
     /// Remote procedure calls made since the last tick, and the tick's ([`rpc`]).
     pub(crate) rpcs: rpc::Calls,
+    /// Connections the driver ended and the game has not heard of
+    /// ([`NetDriver::take_failed_connections`]).
+    pub(crate) failed: Vec<FailedConnection>,
     /// How long the last [`NetDriver::tick`] took: a long one runs the next on the pool.
     last_tick_ns: u64,
 }
@@ -236,6 +244,7 @@ impl NetDriver {
             inactive: HashMap::new(),
             fast: fastarrays::FastArrays::default(),
             rpcs: rpc::Calls::default(),
+            failed: Vec::new(),
             last_tick_ns: 0,
         })
     }
@@ -341,6 +350,7 @@ impl NetDriver {
         let move_to_pool =
             self.cfg.parallel && self.last_tick_ns >= POOL_TICK_MIN_NS && rayon::current_thread_index().is_none();
         let stats = if move_to_pool { rayon::scope(|_| self.tick_body(stores)) } else { self.tick_body(stores) };
+        self.fail_overflowed();
         self.last_tick_ns = start.elapsed().as_nanos() as u64;
         stats
     }

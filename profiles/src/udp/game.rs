@@ -36,6 +36,8 @@ pub struct LiveGame {
     players: Vec<Option<ConnectionId>>,
     frozen: bool,
     calls: ServerCalls,
+    /// Connections the driver ended, not yet taken by the server ([`LiveGame::take_failed`]).
+    failed: Vec<ConnectionId>,
 }
 
 /// The clients' Server calls the game took.
@@ -74,7 +76,16 @@ impl LiveGame {
         }
         world.bind_character_guids(characters.iter().map(|g| g.0).collect());
         let players = vec![None; characters.len()];
-        Ok(LiveGame { world, driver, classes, characters, players, frozen: false, calls: ServerCalls::default() })
+        Ok(LiveGame {
+            world,
+            driver,
+            classes,
+            characters,
+            players,
+            frozen: false,
+            calls: ServerCalls::default(),
+            failed: Vec::new(),
+        })
     }
 
     /// The driver.
@@ -179,7 +190,23 @@ impl LiveGame {
                 self.set_viewer(p, conn)?;
             }
         }
-        self.driver.tick(&mut self.world.stores_mut()).map_err(err)
+        let stats = self.driver.tick(&mut self.world.stores_mut()).map_err(err)?;
+        // Connections the driver ended (a client that acknowledged none of the last 1024
+        // reliable calls): their players go back to the game, for the server to end the sessions.
+        for failed in self.driver.take_failed_connections() {
+            if let Some(p) = self.players.iter().position(|c| *c == Some(failed.conn)) {
+                self.players[p] = None;
+                self.world.set_controlled(p, false);
+            }
+            self.failed.push(failed.conn);
+        }
+        Ok(stats)
+    }
+
+    /// The connections the driver ended since the last call (their players free again): end
+    /// their sessions.
+    pub fn take_failed(&mut self) -> Vec<ConnectionId> {
+        std::mem::take(&mut self.failed)
     }
 
     /// The digest of what `conn` should hold.

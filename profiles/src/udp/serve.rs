@@ -85,6 +85,8 @@ struct Second {
     levels_applied: u64,
     levels_refused: u64,
     send_errors: u64,
+    /// Connections the driver ended (a reliable-call overflow), their sessions ended.
+    failed: u64,
 }
 
 pub fn serve(args: &ServeArgs, json: bool, run: &mut crate::Session) -> Result<(), String> {
@@ -197,6 +199,12 @@ pub fn serve(args: &ServeArgs, json: bool, run: &mut crate::Session) -> Result<(
         for conn in session.expire(Instant::now()) {
             game.detach(conn)?;
         }
+        for conn in game.take_failed() {
+            second.failed += 1;
+            if let Some((addr, d)) = session.disconnect(conn, DisconnectReason::ReliableOverflow) {
+                let _ = socket.send_to(&d, addr);
+            }
+        }
         next_tick += period;
         let after = Instant::now();
         if after > next_tick + period {
@@ -263,6 +271,7 @@ pub fn serve(args: &ServeArgs, json: bool, run: &mut crate::Session) -> Result<(
             "levels_applied": total.levels_applied,
             "levels_refused": total.levels_refused,
             "send_errors": total.send_errors,
+            "connections_failed": total.failed,
             "server_calls": {
                 "taken": calls.taken, "applied": calls.applied, "while_frozen": calls.frozen,
             },
@@ -327,6 +336,7 @@ fn add(a: Second, b: Second) -> Second {
         levels_applied: a.levels_applied + b.levels_applied,
         levels_refused: a.levels_refused + b.levels_refused,
         send_errors: a.send_errors + b.send_errors,
+        failed: a.failed + b.failed,
     }
 }
 

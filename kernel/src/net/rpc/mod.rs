@@ -36,10 +36,14 @@
 //! acknowledgement keeps a reliable call from reaching a client whose copy of the actor is still
 //! on its way (an open lost while the call's packet arrived would leave nothing to call); it costs
 //! a call on an actor opened in the same frame a round trip. At most
-//! [`MAX_RELIABLE_RPCS`](crate::wire::rpc::MAX_RELIABLE_RPCS) calls wait or fly per connection
-//! (UE closes a connection whose reliable buffer overflows; here the call is dropped and counted,
-//! [`ConnectionStats::rpcs_overflowed`](super::ConnectionStats::rpcs_overflowed)). An unreliable
-//! call goes in its tick's packets or never.
+//! [`MAX_RELIABLE_RPCS`](crate::wire::rpc::MAX_RELIABLE_RPCS) calls wait or fly per connection;
+//! one more fails the connection, as UE's "outgoing reliable buffer overflow" closes it — the call
+//! is counted ([`ConnectionStats::rpcs_overflowed`](super::ConnectionStats::rpcs_overflowed)), the
+//! connection removed at the end of the tick and named by
+//! [`NetDriver::take_failed_connections`] for the game to end its session — unless
+//! [`DriverConfig::reliable_overflow`](super::DriverConfig::reliable_overflow) is
+//! [`ReliableOverflow::Drop`], which drops the call and goes on. An unreliable call goes in its
+//! tick's packets or never.
 //!
 //! Calls are written after the actors' bunches and fast arrays, so an actor a frame opens is open
 //! before a call of that frame reaches it, and the call sees the state the frame sent. Their bytes
@@ -55,7 +59,7 @@ pub use server::{ServerRpcEvent, MAX_UNTAKEN_SERVER_RPCS};
 pub(crate) use write::{Chan, FrameCalls, PairChannels};
 
 use super::connection::Connection;
-use super::{ClassId, DriverError, NetDriver, NetGuid};
+use super::{ClassId, ConnectionId, ConnectionStats, DriverError, NetDriver, NetGuid};
 use crate::schema::RpcTarget;
 use crate::store::{ActorId, ClassStore};
 use crate::value::Value;
@@ -85,6 +89,73 @@ pub(crate) struct Calls {
     pub frame: FrameCalls,
     /// The clients' Server calls delivered and not taken ([`NetDriver::take_server_rpcs`]).
     pub server: Vec<ServerRpcEvent>,
+}
+
+/// What a connection does when a reliable call finds
+/// [`MAX_RELIABLE_RPCS`](crate::wire::rpc::MAX_RELIABLE_RPCS) calls waiting or in flight on it
+/// ([`DriverConfig::reliable_overflow`](super::DriverConfig::reliable_overflow)): a client that
+/// acknowledges nothing for that long is gone, hostile, or so far behind that the game's
+/// reliable calls cannot all reach it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ReliableOverflow {
+    /// UE's way: the connection fails. The call is counted
+    /// ([`ConnectionStats::rpcs_overflowed`](super::ConnectionStats::rpcs_overflowed)); at the
+    /// end of the tick the connection is removed — nothing more is written to it, and a later
+    /// call naming it is [`DriverError::UnknownConnection`] — and
+    /// [`NetDriver::take_failed_connections`] names it, for the game to end its session.
+    #[default]
+    Close,
+    /// The call is dropped and counted, and the connection goes on: its client never gets that
+    /// call, and is not told — what "reliable" promises no longer holds for it.
+    Drop,
+}
+
+/// Why the driver ended a connection ([`FailedConnection`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ConnectionFailure {
+    /// A reliable call found [`MAX_RELIABLE_RPCS`](crate::wire::rpc::MAX_RELIABLE_RPCS) waiting
+    /// or in flight ([`ReliableOverflow::Close`]).
+    ReliableOverflow,
+}
+
+/// A connection the driver ended ([`NetDriver::take_failed_connections`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FailedConnection {
+    /// The connection (removed: the driver knows it no more).
+    pub conn: ConnectionId,
+    /// Why.
+    pub why: ConnectionFailure,
+    /// Its counters when it ended.
+    pub stats: ConnectionStats,
+}
+
+impl NetDriver {
+    /// The connections the driver ended since the last call ([`ReliableOverflow::Close`]),
+    /// oldest first. Each was removed at the end of the tick that failed it; end its session
+    /// (`ServerSession::disconnect` with
+    /// [`DisconnectReason::ReliableOverflow`](crate::session::DisconnectReason::ReliableOverflow)
+    /// over UDP). Holds at most one entry per connection ever added.
+    pub fn take_failed_connections(&mut self) -> Vec<FailedConnection> {
+        std::mem::take(&mut self.failed)
+    }
+
+    /// At the end of a tick: removes the connections whose reliable calls overflowed this tick,
+    /// under [`ReliableOverflow::Close`] (under it, a live connection's overflow count is this
+    /// tick's: its first overflow ends it).
+    pub(super) fn fail_overflowed(&mut self) {
+        if self.cfg.reliable_overflow != ReliableOverflow::Close {
+            return;
+        }
+        let over: Vec<ConnectionId> =
+            self.conns.iter().filter(|c| !c.removed && c.stats.rpcs_overflowed > 0).map(|c| c.id).collect();
+        for conn in over {
+            let Ok(stats) = self.connection_stats(conn) else { continue };
+            if self.remove_connection(conn).is_ok() {
+                self.failed.push(FailedConnection { conn, why: ConnectionFailure::ReliableOverflow, stats });
+            }
+        }
+    }
 }
 
 /// A numbered reliable call.

@@ -105,6 +105,7 @@ fn disconnect_code(r: DisconnectReason) -> u8 {
     match r {
         DisconnectReason::Closed => 0,
         DisconnectReason::TimedOut => 1,
+        DisconnectReason::ReliableOverflow => 2,
     }
 }
 
@@ -275,6 +276,7 @@ impl<'a> Datagram<'a> {
                 let reason = match r.u8()? {
                     0 => DisconnectReason::Closed,
                     1 => DisconnectReason::TimedOut,
+                    2 => DisconnectReason::ReliableOverflow,
                     c => return Err(FrameError::BadCode(c)),
                 };
                 Datagram::Disconnect { token, reason }
@@ -328,6 +330,7 @@ mod tests {
                 answer: DigestAnswer { id: 2, status: DigestStatus::Ready, seq: 40, actors: 3, digest: 99 },
             },
             Datagram::Disconnect { token: 11, reason: DisconnectReason::TimedOut },
+            Datagram::Disconnect { token: 11, reason: DisconnectReason::ReliableOverflow },
             Datagram::Levels { token: 11, seq: 3, levels: vec![SublevelId(1), SublevelId(700)] },
             Datagram::Levels { token: 11, seq: 0, levels: vec![] },
             Datagram::LevelsAck { token: 11, seq: 3 },

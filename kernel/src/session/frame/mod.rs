@@ -21,7 +21,9 @@ mod codec;
 /// Version 5: remote procedure calls (`crate::wire::rpc`): in the kernel's packets an export's body
 /// now starts with a 0 bit, a call's with a 1, and an export of GUID 0 acknowledges a client's
 /// calls; a kernel feedback may end with the client's Server calls.
-pub const PROTOCOL_VERSION: u16 = 5;
+/// Version 6: a disconnect may give reason 2, [`DisconnectReason::ReliableOverflow`] (a version 5
+/// client would refuse the datagram as a bad code and learn of the end only by its timeout).
+pub const PROTOCOL_VERSION: u16 = 6;
 
 /// The smallest hello (with or without cookie) a server answers: the hello is padded with zeros
 /// to this size, so a reply to it (a challenge, [`CHALLENGE_BYTES`], or a reject,
@@ -173,6 +175,10 @@ pub enum DisconnectReason {
     Closed,
     /// Nothing was heard for too long.
     TimedOut,
+    /// The server's reliable calls for this client overflowed: it acknowledged none of the last
+    /// [`MAX_RELIABLE_RPCS`](crate::wire::rpc::MAX_RELIABLE_RPCS), and the driver ended the
+    /// connection ([`crate::net::ReliableOverflow::Close`], UE's way). Since protocol version 6.
+    ReliableOverflow,
 }
 
 /// Where the server's answer to a digest request stands.
