@@ -121,6 +121,9 @@ pub struct World {
     pub rng: ChaCha8Rng,
     /// Replication settings and role history per live actor.
     pub meta: HashMap<(usize, ActorId), ActorMeta>,
+    /// Connections the driver ended (a reliable-call overflow): their clients are stepped no
+    /// more.
+    pub failed: Vec<shadowrep::net::FailedConnection>,
 }
 
 impl World {
@@ -154,6 +157,7 @@ impl World {
             actors: Vec::new(),
             rng: ChaCha8Rng::seed_from_u64(seed),
             meta: HashMap::new(),
+            failed: Vec::new(),
         }
     }
 
@@ -249,7 +253,11 @@ impl World {
         self.record_roles();
         let mut stores: Vec<&mut ClassStore> = self.stores.iter_mut().collect();
         self.driver.tick(&mut stores).expect("tick");
+        self.failed.extend(self.driver.take_failed_connections());
         for c in &mut self.clients {
+            if self.failed.iter().any(|f| f.conn == c.conn) {
+                continue;
+            }
             for p in self.driver.take_packets(c.conn).expect("connection") {
                 c.down.send(p);
             }
