@@ -317,6 +317,9 @@ impl NetDriver {
     /// pool and the calling thread waits: one worker wake-up per frame instead of one per
     /// parallel phase.
     ///
+    /// A frame may end connections itself (a reliable-call overflow under
+    /// [`ReliableOverflow::Close`]): ask [`Self::take_failed_connections`] after it.
+    ///
     /// ```
     /// use shadowrep::client::ClientWorld;
     /// use shadowrep::net::{DriverConfig, NetDriver};
