@@ -60,6 +60,7 @@ fn main() -> std::io::Result<()> {
         Datagram::DigestRequest { token: 5, id: 1 },
         Datagram::DigestAnswer { token: 5, answer },
         Datagram::Disconnect { token: 5, reason: DisconnectReason::Closed },
+        Datagram::Disconnect { token: 5, reason: DisconnectReason::ReliableOverflow },
         Datagram::Levels { token: 5, seq: 2, levels: vec![SublevelId(1), SublevelId(9)] },
         Datagram::LevelsAck { token: 5, seq: 2 },
     ];
