@@ -124,12 +124,18 @@ impl LiveGame {
 
     /// A client left: its connection goes, its player is free again.
     pub fn detach(&mut self, conn: ConnectionId) -> Result<(), String> {
-        if let Some(p) = self.players.iter().position(|c| *c == Some(conn)) {
-            self.players[p] = None;
-            self.world.set_controlled(p, false);
+        if self.free_player(conn) {
             self.driver.remove_connection(conn).map_err(err)?;
         }
         Ok(())
+    }
+
+    /// Gives `conn`'s player back to the game (nobody controls it); whether `conn` had one.
+    fn free_player(&mut self, conn: ConnectionId) -> bool {
+        let Some(p) = self.players.iter().position(|c| *c == Some(conn)) else { return false };
+        self.players[p] = None;
+        self.world.set_controlled(p, false);
+        true
     }
 
     fn set_viewer(&mut self, p: usize, conn: ConnectionId) -> Result<(), String> {
@@ -194,10 +200,8 @@ impl LiveGame {
         // Connections the driver ended (a client that acknowledged none of the last 1024
         // reliable calls): their players go back to the game, for the server to end the sessions.
         for failed in self.driver.take_failed_connections() {
-            if let Some(p) = self.players.iter().position(|c| *c == Some(failed.conn)) {
-                self.players[p] = None;
-                self.world.set_controlled(p, false);
-            }
+            // The driver removed the connection already.
+            self.free_player(failed.conn);
             self.failed.push(failed.conn);
         }
         Ok(stats)
