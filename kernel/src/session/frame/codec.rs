@@ -363,6 +363,24 @@ mod tests {
         assert_eq!(s[10].encode().len(), DIGEST_ANSWER_BYTES);
     }
 
+    /// The disconnect's reason byte at its edge: 2 (`ReliableOverflow`, version 6) is the last
+    /// code a reader takes; 3 and beyond are refused, not read as some reason (a decoder that
+    /// mapped unknown codes to a reason, or forgot code 2, would fail here).
+    #[test]
+    fn a_disconnect_reason_past_the_last_code_is_refused() {
+        let mut bytes = Datagram::Disconnect { token: 9, reason: DisconnectReason::ReliableOverflow }.encode();
+        let at = bytes.len() - 1;
+        assert_eq!(bytes[at], 2, "the reason is the disconnect's last byte");
+        assert_eq!(
+            Datagram::decode(&bytes),
+            Ok(Datagram::Disconnect { token: 9, reason: DisconnectReason::ReliableOverflow })
+        );
+        for code in [3u8, 4, 0xff] {
+            bytes[at] = code;
+            assert_eq!(Datagram::decode(&bytes), Err(FrameError::BadCode(code)));
+        }
+    }
+
     #[test]
     fn limits_are_enforced_at_their_edges() {
         let hello = |n: usize| {
