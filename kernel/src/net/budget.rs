@@ -66,6 +66,20 @@ impl Budget {
         self.replay || self.queued_bits + pending_bits <= 0.0
     }
 
+    /// The most bits that may be written and not yet counted with the connection still net
+    /// ready — [`Self::ready`] as one integer compare, for a loop that asks after every send
+    /// while nothing is counted (`bits ≤ limit` ⇔ `ready(bits)`; negative: none may).
+    ///
+    /// Exact: for a whole number of bits `p`, `queued + p ≤ 0` ⇔ `p ≤ ⌊−queued⌋`, and the
+    /// floating sum cannot round across zero.
+    pub fn ready_limit(&self) -> i64 {
+        if self.replay {
+            i64::MAX
+        } else {
+            (-self.queued_bits).floor() as i64
+        }
+    }
+
     /// Counts a packet of `bytes` sent.
     pub fn sent(&mut self, bytes: usize) {
         self.queued_bits += bytes as f64 * 8.0;
@@ -143,6 +157,32 @@ mod tests {
         let one_tick = 6000.0 / 30.0;
         assert!(sent <= 30.0 * one_tick + 10.0, "{sent} bytes in 30 hitched ticks");
         assert!(sent >= 30.0 * one_tick - 10.0, "{sent} bytes in 30 hitched ticks");
+    }
+
+    #[test]
+    fn the_ready_limit_answers_as_ready_does() {
+        let mut rng = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move || {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            rng
+        };
+        let mut budget = Budget::new(DEFAULT_NET_SPEED, false);
+        for i in 0..20_000 {
+            // Queues around zero, with fractions, whole and huge ones among them.
+            budget.queued_bits = match i % 4 {
+                0 => (next() % 20_000) as f64 / 3.0 - 3_333.0,
+                1 => (next() % 2_000) as f64 - 1_000.0,
+                2 => -((next() % 100) as f64) - 0.5,
+                _ => ((next() % (1 << 40)) as f64 - (1u64 << 39) as f64) / 7.0,
+            };
+            let limit = budget.ready_limit();
+            for bits in [0, 1, limit.max(0), limit.max(0) + 1, (next() % 8_000) as i64] {
+                assert_eq!(budget.ready(bits as f64), bits <= limit, "queued {} bits {bits}", budget.queued_bits);
+            }
+        }
+        assert_eq!(Budget::new(1, true).ready_limit(), i64::MAX, "a replay is never saturated");
     }
 
     #[test]

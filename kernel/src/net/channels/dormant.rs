@@ -86,25 +86,3 @@ pub(super) fn held_awake_idle(ctx: &LevelCtx<'_>, conn: &mut Connection, awake: 
 pub(super) fn wants_dormancy(ctx: &LevelCtx<'_>, conn: crate::ids::ConnectionId, due: &DueActor) -> bool {
     due.dormancy.dormant() && dormant_for(due, conn, ctx.dormancy_hooks)
 }
-
-/// How a sub-object's owner's copy is held on a connection, as far as dormancy goes.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub(super) enum Held {
-    /// Not a sub-object, or its owner is neither of the below.
-    No,
-    /// The owner's channel is closed for dormancy: the client keeps it as it was.
-    Dormant,
-    /// The owner was woken (flushed) and nothing was sent to it since: it may go back to
-    /// dormant here, stale, if it is not relevant.
-    Woken,
-}
-
-/// How sub-object `due`'s owner is held on this connection (dormancy).
-pub(super) fn owner_hold(conn: &Connection, due: &DueActor) -> Held {
-    let Some((c, s)) = due.owner_slot else { return Held::No };
-    match conn.pairs.get(c, s).map(|ps| ps.flags) {
-        Some(f) if f & pair::DORMANT != 0 => Held::Dormant,
-        Some(f) if f & pair::WOKEN != 0 => Held::Woken,
-        _ => Held::No,
-    }
-}

@@ -59,10 +59,12 @@ pub use super::decisions::{Action, FrameDecisions, SendDecision};
 mod candidates;
 mod dormant;
 mod ends;
+mod owners;
 mod replicate;
 use candidates::{candidates, rank, Cand};
-use dormant::{go_dormant, held_awake, held_awake_idle, owner_hold, wants_dormancy, Held};
+use dormant::{go_dormant, held_awake, held_awake_idle, wants_dormancy};
 pub(crate) use ends::{close_reason, drop_scratch_rows, end_sub_channels, retire_rows};
+use owners::{held, hold, hold_torn_owner, initial_window, Held, LastActor};
 use replicate::{leftovers, replicate};
 
 /// What the per-connection step reads.
@@ -330,6 +332,9 @@ fn process(ctx: &LevelCtx<'_>, run: &mut Run<'_>, conn: &mut Connection, scratch
     // the frame ends there, once the sub-objects ranked right behind it went too (UE writes
     // sub-objects inside their owner's update, and checks the budget after the whole of it).
     let mut saturated_by: Option<(u32, u32, usize)> = None;
+    // The budget is counted after the frame: until then "ready" is one integer compare.
+    let ready_limit = conn.budget.ready_limit();
+    let mut last = LastActor::default();
     'frame: while start < order.len() {
         let n = order.select(start, batch);
         // The due records are read in priority order, all over the frame's list: each is asked
@@ -358,18 +363,22 @@ fn process(ctx: &LevelCtx<'_>, run: &mut Run<'_>, conn: &mut Connection, scratch
                 }
             }
             let (key, index) = order.get(i);
-            let Cand { row: ri, due: d, relevant_now } = cands[index as usize];
+            let cand = cands[index as usize];
+            let Cand { row: ri, due: d, relevant_now } = cand;
             let due = &ctx.due[d as usize];
             if saturated_by.is_some_and(|(c, s, _)| due.owner_slot != Some((c, s))) {
                 break 'frame;
             }
+            last.processing(due, cand);
             let guid = due.rel.guid;
             // A sub-object its condition leaves out closes at once; one whose owner has no
             // channel here (not opened yet, or closed) waits for it (UE sends sub-objects in
             // their owner's channel).
             let allowed = (ctx.conditioned == 0 || due.allowed_for(ci, replay, conn.net_groups))
-                && (due.condition.is_none() || owner_held(conn, due))
-                && (ctx.initial_only == 0 || !due.initial_only_for(ci) || initial_window(conn, due, ri));
+                && (due.condition.is_none() || held(last.owner_flags(conn, due)))
+                && (ctx.initial_only == 0
+                    || !due.initial_only_for(ci)
+                    || initial_window(conn, ri, last.owner_flags(conn, due)));
             let row = &mut rows_in(&mut conn.pairs)[ri as usize];
             let has_channel = row.state.flags & pair::CHANNEL != 0;
             let recheck = !has_channel || now - row.relevant_time >= recheck_after;
@@ -444,8 +453,9 @@ fn process(ctx: &LevelCtx<'_>, run: &mut Run<'_>, conn: &mut Connection, scratch
                 // A sub-object rides its owner's channel in UE, closed with it for dormancy: it
                 // goes dormant where its owner is held dormant, whatever its own setting.
                 let may_sleep = !tearing && !due.rel.only_relevant_to_owner;
-                let wants =
-                    |conn: &Connection| owner_hold(conn, due) == Held::Dormant || wants_dormancy(ctx, conn.id, due);
+                let wants = |conn: &Connection| {
+                    hold(last.owner_flags(conn, due)) == Held::Dormant || wants_dormancy(ctx, conn.id, due)
+                };
                 if may_sleep && has_channel && wants(conn) {
                     let before = ctx.write.bits_written(conn);
                     if go_dormant(ctx, ci, conn, st, ri as usize, due) {
@@ -456,7 +466,7 @@ fn process(ctx: &LevelCtx<'_>, run: &mut Run<'_>, conn: &mut Connection, scratch
                         }
                     }
                 }
-                if !conn.budget.ready(ctx.write.bits_written(conn) as f64) {
+                if ctx.write.bits_written(conn) as i64 > ready_limit {
                     if saturated_by.is_none() {
                         out.saturated = true;
                         *bits_per_send =
@@ -480,7 +490,7 @@ fn process(ctx: &LevelCtx<'_>, run: &mut Run<'_>, conn: &mut Connection, scratch
             let woken = rows(conn)[ri as usize].state.flags & pair::WOKEN != 0;
             // A sub-object's owner held dormant here, or woken and not sent to since (it may yet
             // go back to dormant, stale): the client keeps the owner, and the sub-object with it.
-            let owner = if !tearing && !recently { owner_hold(conn, due) } else { Held::No };
+            let owner = if !tearing && !recently { hold(last.owner_flags(conn, due)) } else { Held::No };
             if !tearing && !recently && woken && (owner != Held::No || wants_dormancy(ctx, conn.id, due)) {
                 // Stale (`DORMANT | WOKEN`): the first frame the actor is relevant here again
                 // wakes it and sends what changed (see `candidates`).
@@ -545,42 +555,4 @@ fn process(ctx: &LevelCtx<'_>, run: &mut Run<'_>, conn: &mut Connection, scratch
 fn lane_set(bits: &[u64], slot: u32) -> bool {
     let slot = slot as usize;
     bits.get(slot / crate::schema::PAGE_LANES).is_some_and(|w| w >> (slot % crate::schema::PAGE_LANES) & 1 != 0)
-}
-
-/// Tearing sub-object `due`'s last update waits for the window here: if its owner's channel
-/// closed TornOff (the client keeps the owner), the owner's row stays until its tear-off ends,
-/// so the update still finds the owner when it goes (not only in this frame).
-fn hold_torn_owner(conn: &mut Connection, due: &DueActor) {
-    let Some((c, s)) = due.owner_slot else { return };
-    if conn.pairs.get(c, s).is_some_and(|ps| ps.flags & pair::TORN != 0) {
-        let key = crate::net::pairs::pair_key(c, s);
-        if let Err(i) = conn.held_torn.binary_search(&key) {
-            conn.held_torn.insert(i, key);
-        }
-    }
-}
-
-/// Whether sub-object `due`'s owner has a channel on this connection (open, opening, held
-/// dormant, or torn off this frame: the client has the owner).
-fn owner_held(conn: &Connection, due: &DueActor) -> bool {
-    let Some((c, s)) = due.owner_slot else { return false };
-    conn.pairs.get(c, s).is_some_and(|ps| ps.flags & (pair::CHANNEL | pair::DORMANT | pair::TORN) != 0)
-}
-
-/// Whether an initial-only sub-object `due` (row `ri`) may go here: while its owner's channel is
-/// in its initial bunch ([`owner_initial`]), or — its own channel opened then — until its open
-/// is delivered: a candidate with a channel owes its open (the skip took it otherwise), lost
-/// after the owner's was acknowledged, and UE's initial bunch, reliable, would go again with it.
-fn initial_window(conn: &Connection, due: &DueActor, ri: u32) -> bool {
-    let Pairs::Channels { rows, .. } = &conn.pairs else { unreachable!("the actor level keeps channel rows") };
-    rows[ri as usize].state.flags & pair::CHANNEL != 0 || owner_initial(conn, due)
-}
-
-/// Whether sub-object `due`'s owner's channel on this connection is in its initial bunch — open
-/// or opening, its open not acknowledged (nor held dormant, nor torn off): an initial-only
-/// sub-object ([`crate::net::SubObjectCondition::InitialOnly`]) may open then only.
-fn owner_initial(conn: &Connection, due: &DueActor) -> bool {
-    let Some((c, s)) = due.owner_slot else { return false };
-    let initial = |flags: u8| flags & (pair::OPEN_ACKED | pair::DORMANT | pair::TORN) == 0;
-    conn.pairs.get(c, s).is_some_and(|ps| ps.flags & pair::CHANNEL != 0 && initial(ps.flags))
 }

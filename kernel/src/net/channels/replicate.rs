@@ -1,11 +1,20 @@
 //! Replicating one candidate on one connection's frame (what its pair owes, its open, its fast
 //! arrays) and UE's leftovers of a saturated frame.
+//!
+//! ```text
+//! at rest (nothing changed, nothing owed, open acknowledged)   → nothing written
+//! clean, owing exactly the frame's shared bunch, and it fits   → the bunch copied (`copy_clean`)
+//! else                                                         → planned (`plan_pair`), written
+//! then its fast arrays, if it has any
+//! ```
 
 use super::{relevant_until, rows, rows_in, Cand, LevelCtx};
 use crate::ids::{Frame, LeafMask};
 use crate::net::connection::{pair, Connection};
 use crate::net::fastarrays::OwnerChannel;
 use crate::net::plan::plan_pair;
+use crate::net::relevancy::DueActor;
+use crate::net::reliability::SentEntry;
 use crate::net::send::FrameWrite;
 
 /// Plans and writes what the pair in row `row` owes.
@@ -34,10 +43,14 @@ pub(super) fn replicate(
     // A pair that replicated when the actor was last considered owes what this frame's compare
     // found (shared by every such connection); one further behind asks the history.
     let mut parked = LeafMask::EMPTY;
+    let clean = !at_rest && !role && ps.resend.is_empty() && ps.flags & pair::OPEN_ACKED != 0;
     let item = if at_rest {
         ps.sent_through = ctx.time.frame;
         None
+    } else if clean && copy_clean(ctx, ci, conn, st, row, due) {
+        None
     } else {
+        let ps = &mut rows_in(&mut conn.pairs)[row].state;
         let (this_frame, catch_up) = if ps.sent_through == due.since {
             (due.changed, false)
         } else {
@@ -85,6 +98,55 @@ pub(super) fn replicate(
         let channel = if sent { OwnerChannel::Open(ps.epoch) } else { OwnerChannel::Missing };
         ctx.write.write_listed_fast_arrays((ci, conn), st, actor, ctx.fast_arrays_of(due), channel);
     }
+}
+
+/// The lane of a clean pair — its open acknowledged, nothing to resend, no role owed — that owes
+/// exactly the frame's shared bunch, every leaf of it active here and none an object reference
+/// to export (three sends in four of battle_royale's): the bunch is copied into the open packet
+/// as planning and writing would write it, without building the send. What [`plan_pair`] would
+/// set is set — the catch-up point; nothing was to resend, nothing is parked — and the row's
+/// newest packet. False, with nothing done, when the pair owes anything else or the copy would
+/// not land in the open packet (planning and writing decide those).
+fn copy_clean(
+    ctx: &LevelCtx<'_>,
+    ci: u32,
+    conn: &mut Connection,
+    st: &mut FrameWrite,
+    row: usize,
+    d: &DueActor,
+) -> bool {
+    let Some(sh) = ctx.write.arena.and_then(|a| a.at(d.shared)) else { return false };
+    let c = &ctx.write.classes[d.class as usize];
+    let (actor, ps) = (&d.actor, rows(conn)[row].state);
+    // What `replicate` hands planning: this frame's change, or what changed since the pair's
+    // last send when it is further behind.
+    let owed = if ps.sent_through == d.since {
+        d.changed
+    } else if ps.sent_through == Frame(0) || d.last_changed > ps.sent_through {
+        c.history.changed_since(d.slot, ps.sent_through)
+    } else {
+        return false;
+    };
+    let send = owed & actor.active_leaves(&c.active, actor.flags(ci, conn.replay, false));
+    if send.is_empty() || send != sh.leaves || !(send & c.object_leaves).is_empty() {
+        return false;
+    }
+    let e = SentEntry {
+        class: d.class,
+        slot: d.slot,
+        guid_low: actor.guid.0 as u32,
+        epoch: ps.epoch,
+        flags: 0,
+        leaves: send,
+    };
+    if !ctx.write.copy_shared_here(conn, st, actor.guid, sh, e) {
+        return false;
+    }
+    let open = conn.rel.next_seq().0 as u16;
+    let ps = &mut rows(conn)[row].state;
+    ps.sent_through = ctx.time.frame;
+    ps.last_packet = open;
+    true
 }
 
 /// UE's leftovers: a channel relevant within the last second, or an actor relevant now, is

@@ -19,6 +19,18 @@ use std::borrow::Cow;
 /// Body bits a new bunch should have room for, or it starts in the next packet.
 const MIN_BODY_BITS: usize = 64;
 
+/// Body bits a plain bunch of a class whose handles take `handle_width` bits must have room for
+/// to start: its record count and some records.
+fn plain_start_bits(handle_width: u32) -> usize {
+    handle_width as usize + MIN_BODY_BITS
+}
+
+/// The room a copy of a shared plain bunch of `bits` needs in a packet: the whole of it, and
+/// what a bunch needs to start there (what building it would ask).
+fn copy_bits(bits: usize, handle_width: u32) -> usize {
+    bits.max(plain_start_bits(handle_width))
+}
+
 impl WriteCtx<'_> {
     /// Writes one actor; returns the bunches written, or `None` when the window filled (what
     /// was not written went back to the pair).
@@ -56,8 +68,7 @@ impl WriteCtx<'_> {
         };
         let whole = shared.filter(|sh| !item.open && item.leaves == sh.leaves);
         if let Some((src, start, bits)) = whole.map(|sh| sh.bunch()) {
-            // Room for the whole of it, and for a bunch to start (what building asks).
-            let need = bits.max(part.plain_start_bits());
+            let need = copy_bits(bits, handle_width);
             let here = conn.writer.packet_open() && conn.writer.plain_fits(&conn.out, item.guid, need);
             let splits_here = !here && conn.writer.packet_open() && part.fits_start(conn);
             if here || (!splits_here && conn.writer.plain_fits_empty(item.guid, need)) {
@@ -192,6 +203,31 @@ impl WriteCtx<'_> {
         }
     }
 
+    /// The clean pair's lane (`net::channels`): copies `sh`, the frame's shared bunch of the
+    /// actor `e` records — a plain bunch, no open, no initial values — into the open packet when
+    /// the whole of it fits there, which is where [`Self::write`] would put it, and records it.
+    /// False, with nothing written, when it would go anywhere else (the next packet, built and
+    /// split, or nowhere with the window full): `write` decides those.
+    pub(crate) fn copy_shared_here(
+        &self,
+        conn: &mut Connection,
+        st: &mut super::FrameWrite,
+        guid: crate::ids::NetGuid,
+        sh: SharedActor<'_>,
+        e: SentEntry,
+    ) -> bool {
+        let (src, start, bits) = sh.bunch();
+        let need = copy_bits(bits, handle_bits(&self.classes[e.class as usize].layout));
+        if st.full || !conn.writer.packet_open() || !conn.writer.plain_fits(&conn.out, guid, need) {
+            return false;
+        }
+        conn.writer.write_plain(&mut conn.out, guid, src, start, bits);
+        conn.rel.entries.push_back(e);
+        st.open.entries += 1;
+        st.bunches += 1;
+        true
+    }
+
     /// Ends the bunch being built (dropping it if it carries nothing) and records it — as
     /// unfinished while a group is being written (a split inside it, or a full window after).
     fn end_part(&self, conn: &mut Connection, open: &mut Open, part: &mut BunchPart<'_>) {
@@ -321,17 +357,11 @@ struct BunchPart<'a> {
 }
 
 impl BunchPart<'_> {
-    /// Body bits a plain bunch of this actor must have room for to start: its record count and
-    /// some records.
-    fn plain_start_bits(&self) -> usize {
-        self.handle_width as usize + MIN_BODY_BITS
-    }
-
     /// Whether a bunch of this actor may start in `conn`'s open packet with room for some body.
     fn fits_start(&self, conn: &Connection) -> bool {
         match &self.class_open {
             Some(header) => conn.writer.bunch_fits(&conn.out, self.item.guid, Some(header), MIN_BODY_BITS),
-            None => conn.writer.plain_fits(&conn.out, self.item.guid, self.plain_start_bits()),
+            None => conn.writer.plain_fits(&conn.out, self.item.guid, plain_start_bits(self.handle_width)),
         }
     }
 
