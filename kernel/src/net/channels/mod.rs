@@ -47,7 +47,7 @@ use super::dormancy::DormancyHook;
 use super::level::NOT_DUE;
 use super::pairs::{Channel, Pairs};
 use super::priority::SendOrder;
-use super::relevancy::{DueActor, RelevancyHook, RelevancyIndex};
+use super::relevancy::{DueActor, RelevancyHook, RelevancyIndex, DUE_HOT_BYTES};
 use super::send::{WriteCtx, Written};
 use super::settings::ActorLevelConfig;
 use crate::compare::prefetch_lines;
@@ -341,7 +341,7 @@ fn process(ctx: &LevelCtx<'_>, run: &mut Run<'_>, conn: &mut Connection, scratch
         // for a few sends ahead, while the ones before it are written.
         let fetch = |i: usize| {
             let due = &ctx.due[cands[order.get(i).1 as usize].due as usize];
-            prefetch_lines(due as *const DueActor as usize, std::mem::size_of::<DueActor>());
+            prefetch_lines(due as *const DueActor as usize, DUE_HOT_BYTES);
         };
         (start..start + n).take(PREFETCH_AHEAD).for_each(fetch);
         for i in start..start + n {
@@ -370,7 +370,7 @@ fn process(ctx: &LevelCtx<'_>, run: &mut Run<'_>, conn: &mut Connection, scratch
                 break 'frame;
             }
             last.processing(due, cand);
-            let guid = due.rel.guid;
+            let guid = due.actor.guid;
             // A sub-object its condition leaves out closes at once; one whose owner has no
             // channel here (not opened yet, or closed) waits for it (UE sends sub-objects in
             // their owner's channel).
@@ -396,7 +396,7 @@ fn process(ctx: &LevelCtx<'_>, run: &mut Run<'_>, conn: &mut Connection, scratch
                     conn.opened_after.opened(key, conn.rel.next_seq().back(1), conn.rel.acked());
                 }
                 if relevant {
-                    row.relevant_time = relevant_until(now, due.rel.guid, ci, ctx.time.frame);
+                    row.relevant_time = relevant_until(now, guid, ci, ctx.time.frame);
                 }
                 row.last_update = now;
                 let mut woken = None;
@@ -452,7 +452,7 @@ fn process(ctx: &LevelCtx<'_>, run: &mut Run<'_>, conn: &mut Connection, scratch
                 // an owner-only actor keeps replicating, whatever its setting.
                 // A sub-object rides its owner's channel in UE, closed with it for dormancy: it
                 // goes dormant where its owner is held dormant, whatever its own setting.
-                let may_sleep = !tearing && !due.rel.only_relevant_to_owner;
+                let may_sleep = !tearing && !due.owner_only();
                 let wants = |conn: &Connection| {
                     hold(last.owner_flags(conn, due)) == Held::Dormant || wants_dormancy(ctx, conn.id, due)
                 };

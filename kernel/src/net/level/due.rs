@@ -231,7 +231,7 @@ fn consider_run(
                 slot: slot as u32,
                 rel: relevancy(a.guid, s, owner, instigator, at),
                 net_priority: s.net_priority,
-                flags: due_flags(s.startup_for(a.guid), s.net_temporary),
+                flags: due_flags(s.startup_for(a.guid), s.net_temporary, s.only_relevant_to_owner),
                 rules,
                 since,
                 changed: leaves,
@@ -252,9 +252,9 @@ fn consider_run(
 }
 
 /// A due record's [`DueActor::flags`].
-fn due_flags(startup: bool, temporary: bool) -> u8 {
-    use crate::net::relevancy::due_flags::{STARTUP, TEMPORARY};
-    (u8::from(startup) * STARTUP) | (u8::from(temporary) * TEMPORARY)
+fn due_flags(startup: bool, temporary: bool, owner_only: bool) -> u8 {
+    use crate::net::relevancy::due_flags::{OWNER_ONLY, STARTUP, TEMPORARY};
+    (u8::from(startup) * STARTUP) | (u8::from(temporary) * TEMPORARY) | (u8::from(owner_only) * OWNER_ONLY)
 }
 
 /// The due actors' ranks by GUID (see [`crate::net::priority::SendOrder`]): rank `r` of due
