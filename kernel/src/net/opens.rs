@@ -134,11 +134,16 @@ impl OpenCache {
                 .flatten()
                 .map(|b| &**b);
         }
-        if self.once[word].fetch_or(bit, Relaxed) & bit == 0 {
+        // Each bit read before it is set: a bit set already (every open after an actor's first,
+        // or second) is found by a read, which leaves the word's line shared between the cores
+        // where a read-modify-write would take it from the other one every time.
+        let set_first =
+            |words: &[AtomicU64]| words[word].load(Relaxed) & bit == 0 && words[word].fetch_or(bit, Relaxed) & bit == 0;
+        if set_first(&self.once) {
             firsts.push(d);
             return None;
         }
-        if self.twice[word].fetch_or(bit, Relaxed) & bit == 0 {
+        if set_first(&self.twice) {
             return None;
         }
         Some(self.slots[d as usize].get_or_init(|| {

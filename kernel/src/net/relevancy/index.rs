@@ -96,7 +96,8 @@ pub(crate) struct DueActor {
 // The send loop's fields within the first two lines (see above), the record no larger than
 // before the layout was chosen.
 const _: () = assert!(
-    std::mem::offset_of!(DueActor, condition) + std::mem::size_of::<Option<crate::net::lifecycle::SubObjectCondition>>()
+    std::mem::offset_of!(DueActor, condition)
+        + std::mem::size_of::<Option<crate::net::lifecycle::SubObjectCondition>>()
         <= DUE_HOT_BYTES
 );
 const _: () = assert!(std::mem::size_of::<DueActor>() <= 184);
