@@ -84,13 +84,13 @@ pub fn step(w: &mut World, frame: usize) -> (Vec<Vec<u8>>, Vec<u8>) {
 fn deliver(w: &mut World, strict: bool) -> (Vec<Vec<u8>>, Vec<u8>) {
     let mut stores: Vec<&mut ClassStore> = w.stores.iter_mut().collect();
     w.driver.tick(&mut stores).expect("tick");
-    w.failed.extend(w.driver.take_failed_connections());
-    let c = &mut w.clients[0];
-    if w.failed.iter().any(|f| f.conn == c.conn) {
+    w.note_failures();
+    if w.has_failed(w.clients[0].conn) {
         // The driver ended the connection (hostile feedback that never acknowledged 1 024
         // reliable calls): a legitimate end, nothing more to deliver.
         return (Vec::new(), Vec::new());
     }
+    let c = &mut w.clients[0];
     let packets = w.driver.take_packets(c.conn).expect("connection");
     for p in &packets {
         let r = c.world.receive(p);

@@ -248,16 +248,28 @@ impl World {
         self.driver.assign_guid(self.classes[s], &self.stores[s], id).expect("live actor")
     }
 
+    /// Takes the connections the driver ended in its last tick into [`Self::failed`].
+    pub fn note_failures(&mut self) {
+        self.failed.extend(self.driver.take_failed_connections());
+    }
+
+    /// Whether the driver ended connection `conn` (see [`Self::failed`]): its client is stepped
+    /// no more.
+    pub fn has_failed(&self, conn: ConnectionId) -> bool {
+        self.failed.iter().any(|f| f.conn == conn)
+    }
+
     /// One frame: tick, deliver, apply, feed back.
     pub fn step(&mut self) {
         self.record_roles();
         let mut stores: Vec<&mut ClassStore> = self.stores.iter_mut().collect();
         self.driver.tick(&mut stores).expect("tick");
-        self.failed.extend(self.driver.take_failed_connections());
-        for c in &mut self.clients {
-            if self.failed.iter().any(|f| f.conn == c.conn) {
+        self.note_failures();
+        for i in 0..self.clients.len() {
+            if self.has_failed(self.clients[i].conn) {
                 continue;
             }
+            let c = &mut self.clients[i];
             for p in self.driver.take_packets(c.conn).expect("connection") {
                 c.down.send(p);
             }
