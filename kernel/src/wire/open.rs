@@ -130,10 +130,21 @@ impl EncodedOpen {
 
     /// Copies it into `w`.
     pub fn write(&self, w: &mut BitWriter) {
+        self.write_as(w, self.autonomous);
+    }
+
+    /// [`Self::write`], giving the client the role `autonomous` instead of the one it holds
+    /// (one encoding of an open serves every connection, each with its own role).
+    pub fn write_as(&self, w: &mut BitWriter, autonomous: bool) {
         w.write_from(self.header.bytes(), 0, self.header.len_bits());
         if self.role {
-            w.write_bool(self.autonomous);
+            w.write_bool(autonomous);
         }
+    }
+
+    /// The role it gives the client: autonomous (an actor's open set so; else simulated).
+    pub fn autonomous(&self) -> bool {
+        self.autonomous
     }
 
     /// Replaces it with `other` (reusing the buffer).

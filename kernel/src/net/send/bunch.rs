@@ -81,6 +81,18 @@ impl WriteCtx<'_> {
                 return Some(1);
             }
         }
+        // An open owing every fixed leaf, encoded this frame, whose whole bunch fits the open
+        // packet (with the room a bunch start asks, so building it would land here too): written
+        // straight into the packet, the records not staged first.
+        let whole_open = opened.and_then(|o| Some((o.header(), o.whole(item.leaves)?)));
+        if let Some((header, (records, bits))) = whole_open {
+            let need = bits.max(MIN_BODY_BITS);
+            if conn.writer.packet_open() && conn.writer.bunch_fits(&conn.out, item.guid, Some(header), need) {
+                conn.writer.write_open_bunch(&mut conn.out, item.guid, (header, item.autonomous), records, bits);
+                self.entry(conn, open, item, item.leaves, (false, false));
+                return Some(1);
+            }
+        }
         if !self.ensure(conn, open, |c| part.fits_start(c)) {
             self.defer(conn, item, item.leaves);
             return None;

@@ -168,10 +168,21 @@ pub(super) fn write_sized_header(
     open: Option<&EncodedOpen>,
     close: bool,
 ) {
+    write_sized_header_as(w, prev, guid, open.map(|o| (o, o.autonomous())), close);
+}
+
+/// [`write_sized_header`], the open (if any) giving the client the role paired with it.
+fn write_sized_header_as(
+    w: &mut BitWriter,
+    prev: NetGuid,
+    guid: NetGuid,
+    open: Option<(&EncodedOpen, bool)>,
+    close: bool,
+) {
     write_lead(w, guid_delta(prev, guid), false);
     w.write_bool(open.is_some());
-    if let Some(open) = open {
-        open.write(w);
+    if let Some((open, autonomous)) = open {
+        open.write_as(w, autonomous);
     }
     w.write_bool(close);
 }
@@ -397,6 +408,26 @@ impl PacketWriter {
             self.open.set(open);
             self.open.set_autonomous(autonomous);
         }
+    }
+
+    /// Writes a whole sized bunch for `guid` that opens with `open`, giving the client the role
+    /// `autonomous`, its body `bits` of `body` from bit 0: the bits [`Self::begin_bunch`], a body
+    /// of those bits and [`Self::end_bunch`] write, without staging the body (an open copied
+    /// whole from the frame's encoding of it, `net::opens`).
+    pub fn write_open_bunch(
+        &mut self,
+        out: &mut BitWriter,
+        guid: NetGuid,
+        (open, autonomous): (&EncodedOpen, bool),
+        body: &[u8],
+        bits: usize,
+    ) {
+        debug_assert!(self.header.is_none());
+        write_sized_header_as(out, self.prev, guid, Some((open, autonomous)), false);
+        out.write_packed(bits as u64);
+        out.write_from(body, 0, bits);
+        self.prev = guid;
+        self.bunches += 1;
     }
 
     /// Starts building a plain bunch for `guid`, whose class writes handles (and its record

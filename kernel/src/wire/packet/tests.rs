@@ -239,3 +239,45 @@ fn a_run_of_calls_fits_as_the_calls_one_by_one_at_every_room() {
     }
     assert!(cases > 1000);
 }
+
+/// Catches a whole open written straight into the packet that differs from the one built
+/// through the writer's staging (`begin_bunch`, body, `end_bunch`): a role bit from the shared
+/// encoding instead of the connection's, a wrong length, a GUID step from the wrong bunch, or a
+/// count that leaves the next bunch stepping from the wrong GUID.
+#[test]
+fn a_whole_open_written_straight_equals_the_one_built() {
+    use super::super::open::{OpenHeader, OpenKind};
+    let opens = [
+        OpenHeader::spawn(3),
+        OpenHeader { class: 5, kind: OpenKind::Static("/Game/Map.Door_7".into()), autonomous: true },
+        OpenHeader { class: 9, kind: OpenKind::SubObject { owner: NetGuid(70) }, autonomous: false },
+    ];
+    let mut records = BitWriter::new();
+    for i in 0..37u64 {
+        records.write_bits(i * 0x9e37 % 1021, 10);
+    }
+    for header in &opens {
+        let encoded = header.encode();
+        for autonomous in [false, true] {
+            for bits in [0, 1, 63, 64, 65, records.len_bits()] {
+                let (mut built, mut p1) = (BitWriter::new(), PacketWriter::new(1400));
+                let (mut straight, mut p2) = (BitWriter::new(), PacketWriter::new(1400));
+                for (out, p) in [(&mut built, &mut p1), (&mut straight, &mut p2)] {
+                    p.begin_packet(out, Seq(4));
+                    p.write_plain(out, NetGuid(40), &[0xa5], 0, 7);
+                }
+                p1.begin_bunch(NetGuid(44), Some(&encoded), autonomous);
+                p1.body().write_from(records.bytes(), 0, bits);
+                p1.end_bunch(&mut built, 0);
+                p2.write_open_bunch(&mut straight, NetGuid(44), (&encoded, autonomous), records.bytes(), bits);
+                // The next bunch steps from the open's GUID in both.
+                for (out, p) in [(&mut built, &mut p1), (&mut straight, &mut p2)] {
+                    assert_eq!(p.bunches(), 2);
+                    p.write_plain(out, NetGuid(45), &[0x3c], 0, 6);
+                    p.finish_packet(out);
+                }
+                assert_eq!(straight.bytes(), built.bytes(), "{header:?} autonomous {autonomous} bits {bits}");
+            }
+        }
+    }
+}
