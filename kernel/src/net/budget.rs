@@ -75,7 +75,11 @@ impl Budget {
     pub fn ready_limit(&self) -> i64 {
         if self.replay {
             i64::MAX
+        } else if self.queued_bits.is_nan() {
+            // `ready` says no to everything then (a comparison with NaN is false).
+            i64::MIN
         } else {
+            // (Saturating: an infinite or huge queue gives i64::MIN or MAX, as `ready` answers.)
             (-self.queued_bits).floor() as i64
         }
     }
@@ -171,14 +175,16 @@ mod tests {
         let mut budget = Budget::new(DEFAULT_NET_SPEED, false);
         for i in 0..20_000 {
             // Queues around zero, with fractions, whole and huge ones among them.
-            budget.queued_bits = match i % 4 {
+            budget.queued_bits = match i % 5 {
                 0 => (next() % 20_000) as f64 / 3.0 - 3_333.0,
                 1 => (next() % 2_000) as f64 - 1_000.0,
                 2 => -((next() % 100) as f64) - 0.5,
-                _ => ((next() % (1 << 40)) as f64 - (1u64 << 39) as f64) / 7.0,
+                3 => ((next() % (1 << 40)) as f64 - (1u64 << 39) as f64) / 7.0,
+                // The edges: zero of both signs, infinities, huge values, NaN.
+                _ => [0.0, -0.0, f64::INFINITY, f64::NEG_INFINITY, 1e300, -1e300, f64::NAN][i / 5 % 7],
             };
             let limit = budget.ready_limit();
-            for bits in [0, 1, limit.max(0), limit.max(0) + 1, (next() % 8_000) as i64] {
+            for bits in [0, 1, limit.max(0), limit.max(0).saturating_add(1), (next() % 8_000) as i64] {
                 assert_eq!(budget.ready(bits as f64), bits <= limit, "queued {} bits {bits}", budget.queued_bits);
             }
         }

@@ -247,5 +247,5 @@ fn skipped_once(ctx: &LevelCtx<'_>, ci: u32, flags: u8, d: u32, ended: &[crate::
 /// Whether due actor `d` is owner-only and connection `ci` with `viewers` does not own it.
 fn unowned(ctx: &LevelCtx<'_>, ci: u32, viewers: &[crate::net::relevancy::Viewer], d: u32) -> bool {
     let due = &ctx.due[d as usize];
-    due.rel.only_relevant_to_owner && !ctx.index.owns(due, ci, viewers)
+    due.owner_only() && !ctx.index.owns(due, ci, viewers)
 }

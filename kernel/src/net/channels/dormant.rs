@@ -27,7 +27,7 @@ pub(super) fn go_dormant(
     row: usize,
     due: &DueActor,
 ) -> bool {
-    let guid = due.rel.guid;
+    let guid = due.actor.guid;
     let ps = rows(conn)[row].state;
     let c = &ctx.write.classes[due.class as usize];
     let active = || due.actor.active_leaves(&c.active, due.actor.flags(ci, conn.replay, false));

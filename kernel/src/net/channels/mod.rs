@@ -338,7 +338,7 @@ fn process(ctx: &LevelCtx<'_>, run: &mut Run<'_>, conn: &mut Connection, scratch
     'frame: while start < order.len() {
         let n = order.select(start, batch);
         // The due records are read in priority order, all over the frame's list: each is asked
-        // for a few sends ahead, while the ones before it are written.
+        // for a few sends ahead (the part the loop reads), while the ones before it are written.
         let fetch = |i: usize| {
             let due = &ctx.due[cands[order.get(i).1 as usize].due as usize];
             prefetch_lines(due as *const DueActor as usize, DUE_HOT_BYTES);

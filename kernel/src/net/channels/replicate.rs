@@ -32,30 +32,22 @@ pub(super) fn replicate(
     let actor = &due.actor;
     let replay = conn.replay;
     let ps = &mut rows_in(&mut conn.pairs)[row].state;
-    // The common case of an actor at rest on an open channel: nothing owed, no lookups.
     let key = crate::net::pairs::pair_key(due.class, due.slot);
     let role = conn.roles.owed(key, actor.guid, ps.epoch);
-    let at_rest = ps.sent_through == due.since
-        && due.changed.is_empty()
-        && ps.resend.is_empty()
-        && ps.flags & pair::OPEN_ACKED != 0
-        && !role;
-    // A pair that replicated when the actor was last considered owes what this frame's compare
-    // found (shared by every such connection); one further behind asks the history.
+    // Open acknowledged, nothing to resend, no role owed: the pair owes what changed, no more.
+    let clean = ps.resend.is_empty() && ps.flags & pair::OPEN_ACKED != 0 && !role;
+    let changes = changes_owed(ps.sent_through, due);
+    // The common case of an actor at rest on an open channel: nothing owed, no lookups.
+    let at_rest = clean && changes == (LeafMask::EMPTY, false) && ps.sent_through == due.since;
     let mut parked = LeafMask::EMPTY;
-    let clean = !at_rest && !role && ps.resend.is_empty() && ps.flags & pair::OPEN_ACKED != 0;
     let item = if at_rest {
         ps.sent_through = ctx.time.frame;
         None
-    } else if clean && copy_clean(ctx, ci, conn, st, row, due) {
+    } else if clean && copy_clean(ctx, ci, conn, st, row, due, changes) {
         None
     } else {
         let ps = &mut rows_in(&mut conn.pairs)[row].state;
-        let (this_frame, catch_up) = if ps.sent_through == due.since {
-            (due.changed, false)
-        } else {
-            (LeafMask::EMPTY, ps.sent_through == Frame(0) || due.last_changed > ps.sent_through)
-        };
+        let (this_frame, catch_up) = changes;
         let (at, frame) = ((due.class, due.slot), ctx.time.frame);
         let unsent = |epoch| conn.unsent_initial.get(key, epoch);
         plan_pair((ci, replay, role), ps, (c, unsent), at, actor, this_frame, catch_up, frame, &mut parked)
@@ -107,6 +99,7 @@ pub(super) fn replicate(
 /// set is set — the catch-up point; nothing was to resend, nothing is parked — and the row's
 /// newest packet. False, with nothing done, when the pair owes anything else or the copy would
 /// not land in the open packet (planning and writing decide those).
+#[allow(clippy::too_many_arguments)]
 fn copy_clean(
     ctx: &LevelCtx<'_>,
     ci: u32,
@@ -114,19 +107,14 @@ fn copy_clean(
     st: &mut FrameWrite,
     row: usize,
     d: &DueActor,
+    (this_frame, catch_up): (LeafMask, bool),
 ) -> bool {
     let Some(sh) = ctx.write.arena.and_then(|a| a.at(d.shared)) else { return false };
     let c = &ctx.write.classes[d.class as usize];
     let (actor, ps) = (&d.actor, rows(conn)[row].state);
-    // What `replicate` hands planning: this frame's change, or what changed since the pair's
-    // last send when it is further behind.
-    let owed = if ps.sent_through == d.since {
-        d.changed
-    } else if ps.sent_through == Frame(0) || d.last_changed > ps.sent_through {
-        c.history.changed_since(d.slot, ps.sent_through)
-    } else {
-        return false;
-    };
+    // As planning finds it ([`changes_owed`]; a pair the lane declines asks the history again
+    // there — a pair behind, which is rare).
+    let owed = if catch_up { this_frame | c.history.changed_since(d.slot, ps.sent_through) } else { this_frame };
     let send = owed & actor.active_leaves(&c.active, actor.flags(ci, conn.replay, false));
     if send.is_empty() || send != sh.leaves || !(send & c.object_leaves).is_empty() {
         return false;
@@ -147,6 +135,18 @@ fn copy_clean(
     ps.sent_through = ctx.time.frame;
     ps.last_packet = open;
     true
+}
+
+/// What a pair whose last send was at `sent_through` owes of due actor `d`'s changes, as planning
+/// takes them (`this_frame`, `catch_up`): a pair that replicated when the actor was last
+/// considered owes what this frame's compare found (shared by every such connection); one
+/// further behind — or never sent — asks the history, if the actor changed since.
+fn changes_owed(sent_through: Frame, d: &DueActor) -> (LeafMask, bool) {
+    if sent_through == d.since {
+        (d.changed, false)
+    } else {
+        (LeafMask::EMPTY, sent_through == Frame(0) || d.last_changed > sent_through)
+    }
 }
 
 /// UE's leftovers: a channel relevant within the last second, or an actor relevant now, is

@@ -106,7 +106,7 @@ pub const DORMANT_CHECK_SECONDS: f64 = 1.0;
 /// Whether `due` wants to be dormant for connection `conn`.
 pub(crate) fn dormant_for(due: &DueActor, conn: ConnectionId, hooks: &[Option<DormancyHook>]) -> bool {
     let hook = hooks.get(due.class as usize).and_then(Option::as_ref);
-    wants_dormancy_for(due.dormancy, hook, due.rel.guid, conn)
+    wants_dormancy_for(due.dormancy, hook, due.actor.guid, conn)
 }
 
 /// Whether an actor `guid` of `dormancy`, its class's `hook` given, wants to be dormant for

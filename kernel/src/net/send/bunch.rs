@@ -4,7 +4,7 @@
 //! actor goes on in the next one.
 
 use super::{Open, Room, WriteCtx};
-use crate::ids::LeafMask;
+use crate::ids::{LeafMask, NetGuid};
 use crate::net::connection::{pair, Connection};
 use crate::net::opens::OpenBits;
 use crate::net::plan::SendItem;
@@ -18,6 +18,44 @@ use std::borrow::Cow;
 
 /// Body bits a new bunch should have room for, or it starts in the next packet.
 const MIN_BODY_BITS: usize = 64;
+
+/// The entry recording a bunch of `item` that carries `leaves` (and the open, if owed);
+/// `continued`: its lowest group began in an earlier bunch; `unfinished`: its highest goes on
+/// past it.
+fn sent_entry(item: &SendItem, leaves: LeafMask, (continued, unfinished): (bool, bool)) -> SentEntry {
+    let flag = |on: bool, bit: u8| if on { bit } else { 0 };
+    SentEntry {
+        class: item.class,
+        slot: item.slot,
+        guid_low: item.guid.0 as u32,
+        epoch: item.epoch,
+        flags: flag(item.open, entry::OPEN)
+            | flag(item.initial || item.initial_values, entry::INITIAL)
+            | flag(item.role, entry::ROLE)
+            | flag(continued, entry::CONTINUED)
+            | flag(unfinished, entry::UNFINISHED),
+        leaves,
+    }
+}
+
+/// Records entry `e` for the open packet.
+fn record(conn: &mut Connection, open: &mut Open, e: SentEntry) {
+    conn.rel.entries.push_back(e);
+    open.entries += 1;
+}
+
+/// Copies the shared plain bunch `(src, start, bits)` of actor `guid` into the open packet (which
+/// has room for it) and records it with entry `e` (a plain bunch's: no open, no role).
+fn copy_plain(
+    conn: &mut Connection,
+    open: &mut Open,
+    guid: NetGuid,
+    (src, start, bits): (&[u8], usize, usize),
+    e: SentEntry,
+) {
+    conn.writer.write_plain(&mut conn.out, guid, src, start, bits);
+    record(conn, open, e);
+}
 
 /// Body bits a plain bunch of a class whose handles take `handle_width` bits must have room for
 /// to start: its record count and some records.
@@ -76,8 +114,8 @@ impl WriteCtx<'_> {
                     self.defer(conn, item, item.leaves);
                     return None;
                 }
-                conn.writer.write_plain(&mut conn.out, item.guid, src, start, bits);
-                self.entry(conn, open, item, item.leaves, (false, false));
+                // (Not an open: nothing to record of a role.)
+                copy_plain(conn, open, item.guid, (src, start, bits), sent_entry(item, item.leaves, (false, false)));
                 return Some(1);
             }
         }
@@ -174,32 +212,10 @@ impl WriteCtx<'_> {
         Some(part.bunches)
     }
 
-    /// Records that the open packet carries `leaves` (and the open, if owed) of `item`;
-    /// `continued`: its lowest group began in an earlier bunch; `unfinished`: its highest goes
-    /// on past it.
-    fn entry(
-        &self,
-        conn: &mut Connection,
-        open: &mut Open,
-        item: &SendItem,
-        leaves: LeafMask,
-        (continued, unfinished): (bool, bool),
-    ) {
-        let flag = |on: bool, bit: u8| if on { bit } else { 0 };
-        let e = SentEntry {
-            class: item.class,
-            slot: item.slot,
-            guid_low: item.guid.0 as u32,
-            epoch: item.epoch,
-            flags: flag(item.open, entry::OPEN)
-                | flag(item.initial || item.initial_values, entry::INITIAL)
-                | flag(item.role, entry::ROLE)
-                | flag(continued, entry::CONTINUED)
-                | flag(unfinished, entry::UNFINISHED),
-            leaves,
-        };
-        conn.rel.entries.push_back(e);
-        open.entries += 1;
+    /// Records that the open packet carries `leaves` (and the open, if owed) of `item`; `parts`:
+    /// (continued, unfinished), see [`sent_entry`]. An open's bunch tells the client its role.
+    fn entry(&self, conn: &mut Connection, open: &mut Open, item: &SendItem, leaves: LeafMask, parts: (bool, bool)) {
+        record(conn, open, sent_entry(item, leaves, parts));
         // What the open told the client of its role, where that is not "simulated, nothing
         // owed" (an actor's open: a sub-object's carries no role).
         if item.open && (item.autonomous || item.role) && !self.outers.contains_key(&item.guid) {
@@ -224,7 +240,7 @@ impl WriteCtx<'_> {
         &self,
         conn: &mut Connection,
         st: &mut super::FrameWrite,
-        guid: crate::ids::NetGuid,
+        guid: NetGuid,
         sh: SharedActor<'_>,
         e: SentEntry,
     ) -> bool {
@@ -233,9 +249,7 @@ impl WriteCtx<'_> {
         if st.full || !conn.writer.packet_open() || !conn.writer.plain_fits(&conn.out, guid, need) {
             return false;
         }
-        conn.writer.write_plain(&mut conn.out, guid, src, start, bits);
-        conn.rel.entries.push_back(e);
-        st.open.entries += 1;
+        copy_plain(conn, &mut st.open, guid, (src, start, bits), e);
         st.bunches += 1;
         true
     }

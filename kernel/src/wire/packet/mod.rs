@@ -12,6 +12,7 @@
 //! begin_packet(seq)
 //!   write_close(guid, reason) | write_export(guid, path) | write_call(call, seq)
 //!   | write_plain(guid, pre-encoded count and records)            the shared arena's copy
+//!   | write_open_bunch(guid, open and role, records)             an open encoded once a frame
 //!   | begin_bunch(guid, open) | begin_plain(guid, count bits)
 //!       { body().write… while body_fits(bits) } end_bunch(records)
 //! finish_packet() | finish_packet_continued() → end byte
