@@ -165,13 +165,9 @@ mod tests {
 
     #[test]
     fn the_ready_limit_answers_as_ready_does() {
-        let mut rng = 0x2545_f491_4f6c_dd1du64;
-        let mut next = move || {
-            rng ^= rng << 13;
-            rng ^= rng >> 7;
-            rng ^= rng << 17;
-            rng
-        };
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(58);
+        let mut next = move || rng.random::<u64>();
         let mut budget = Budget::new(DEFAULT_NET_SPEED, false);
         for i in 0..20_000 {
             // Queues around zero, with fractions, whole and huge ones among them.
