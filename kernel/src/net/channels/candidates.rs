@@ -170,7 +170,7 @@ pub(super) fn candidates(
 pub(super) fn rank(ctx: &LevelCtx<'_>, conn: &Connection, scratch: &mut Scratch) {
     let now = ctx.time.now;
     let viewers = &conn.viewers;
-    let Pairs::Channels { rows, .. } = &conn.pairs else { unreachable!("the actor level keeps channel rows") };
+    let rows = super::rows_of(conn);
     scratch.order.begin(scratch.cands.len(), ctx.guid_rank.bits);
     for (i, c) in scratch.cands.iter().enumerate() {
         let row = &rows[c.row as usize];

@@ -175,6 +175,14 @@ fn rows(conn: &mut Connection) -> &mut Vec<Channel> {
     rows_in(&mut conn.pairs)
 }
 
+/// A connection's channel rows, to read.
+fn rows_of(conn: &Connection) -> &[Channel] {
+    match &conn.pairs {
+        Pairs::Channels { rows, .. } => rows,
+        Pairs::Dense(_) => unreachable!("the actor level keeps channel rows"),
+    }
+}
+
 /// [`rows`] of a connection's pair table alone (its other fields stay free to borrow).
 fn rows_in(pairs: &mut Pairs) -> &mut Vec<Channel> {
     match pairs {

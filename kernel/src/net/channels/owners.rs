@@ -7,18 +7,9 @@
 //! it, and only a sub-object whose owner went earlier in the frame, or not at all, looks the
 //! owner up (a binary search in the rows, and one in the dormant copies when that misses).
 
-use super::Cand;
+use super::{rows_of, Cand};
 use crate::net::connection::{pair, Connection};
-use crate::net::pairs::{Channel, Pairs};
 use crate::net::relevancy::DueActor;
-
-/// A connection's channel rows, to read.
-fn rows_of(conn: &Connection) -> &[Channel] {
-    match &conn.pairs {
-        Pairs::Channels { rows, .. } => rows,
-        Pairs::Dense(_) => unreachable!("the actor level keeps channel rows"),
-    }
-}
 
 /// The last actor (not a sub-object) the send loop processed: its (class, slot) and its row.
 #[derive(Clone, Copy, Default)]

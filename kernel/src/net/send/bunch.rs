@@ -119,35 +119,22 @@ impl WriteCtx<'_> {
                 return Some(1);
             }
         }
-        // An open owing every fixed leaf, encoded this frame, whose whole bunch fits the open
-        // packet (with the room a bunch start asks, so building it would land here too): written
-        // straight into the packet, the records not staged first.
-        let whole_open = opened.and_then(|o| Some((o.header(), o.whole(item.leaves)?)));
-        if let Some((header, (records, bits))) = whole_open {
-            let need = bits.max(MIN_BODY_BITS);
-            if conn.writer.packet_open() && conn.writer.bunch_fits(&conn.out, item.guid, Some(header), need) {
+        if !self.ensure(conn, open, |c| part.fits_start(c)) {
+            self.defer(conn, item, item.leaves);
+            return None;
+        }
+        // An open owing every fixed leaf, encoded this frame, that fits whole: written straight
+        // into the packet, its header with this connection's role and its records in one copy
+        // each (the same bits leaf by leaf; the arena's records of this frame's changes are
+        // encoded from the same values), not staged as a bunch being built first.
+        if let Some((header, (records, bits))) = opened.and_then(|o| Some((o.header(), o.whole(item.leaves)?))) {
+            if conn.writer.bunch_fits(&conn.out, item.guid, Some(header), bits) {
                 conn.writer.write_open_bunch(&mut conn.out, item.guid, (header, item.autonomous), records, bits);
                 self.entry(conn, open, item, item.leaves, (false, false));
                 return Some(1);
             }
         }
-        if !self.ensure(conn, open, |c| part.fits_start(c)) {
-            self.defer(conn, item, item.leaves);
-            return None;
-        }
         part.begin(conn);
-        // An open owing every fixed leaf, encoded this frame, that fits: its records in one
-        // copy (the same bits leaf by leaf; the arena's records of this frame's changes are
-        // encoded from the same values).
-        if let Some((records, bits)) = opened.and_then(|o| o.whole(item.leaves)) {
-            if conn.writer.body_fits(&conn.out, bits) {
-                conn.writer.body().write_from(records, 0, bits);
-                part.leaves = item.leaves;
-                part.records = c.layout.groups.count(item.leaves);
-                self.end_part(conn, open, &mut part);
-                return Some(part.bunches);
-            }
-        }
         // Group by group (a leaf each, up to 64 leaves: `schema::groups`); a group split between
         // packets is owed whole again if the rest does not fit.
         let groups = &c.layout.groups;

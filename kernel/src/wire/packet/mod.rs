@@ -115,9 +115,22 @@ pub fn write_bunch_encoded(
     open: Option<&EncodedOpen>,
     body: &BitWriter,
 ) {
-    write_sized_header(w, prev, guid, open, false);
-    w.write_packed(body.len_bits() as u64);
-    w.write_from(body.bytes(), 0, body.len_bits());
+    let open = open.map(|o| (o, o.autonomous()));
+    write_sized_bunch(w, prev, guid, open, (body.bytes(), body.len_bits()));
+}
+
+/// A whole sized bunch: its header (the open, if any, giving the client the role paired with
+/// it), the body's length and `bits` of `body` from bit 0.
+fn write_sized_bunch(
+    w: &mut BitWriter,
+    prev: NetGuid,
+    guid: NetGuid,
+    open: Option<(&EncodedOpen, bool)>,
+    (body, bits): (&[u8], usize),
+) {
+    write_sized_header_as(w, prev, guid, open, false);
+    w.write_packed(bits as u64);
+    w.write_from(body, 0, bits);
 }
 
 /// Writes a plain bunch: an update of a channel whose open the client acknowledged. `body` is
@@ -424,9 +437,7 @@ impl PacketWriter {
         bits: usize,
     ) {
         debug_assert!(self.header.is_none());
-        write_sized_header_as(out, self.prev, guid, Some((open, autonomous)), false);
-        out.write_packed(bits as u64);
-        out.write_from(body, 0, bits);
+        write_sized_bunch(out, self.prev, guid, Some((open, autonomous)), (body, bits));
         self.prev = guid;
         self.bunches += 1;
     }
