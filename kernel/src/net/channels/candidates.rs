@@ -169,10 +169,11 @@ pub(super) fn candidates(
 /// [`super::priority::PriorityInput`] (owner chains followed once per frame, not per connection).
 pub(super) fn rank(ctx: &LevelCtx<'_>, conn: &Connection, scratch: &mut Scratch) {
     let now = ctx.time.now;
-    let viewers = &conn.viewers;
+    let viewers = &conn.viewers[..];
     let rows = super::rows_of(conn);
-    scratch.order.begin(scratch.cands.len(), ctx.guid_rank.bits);
-    for (i, c) in scratch.cands.iter().enumerate() {
+    // Empty when no class has a priority hook; past every class for `NO_PRIORITY_HOOK`.
+    let hooks = &ctx.index.priority_hook[..];
+    let key = |c: &Cand| {
         let row = &rows[c.row as usize];
         // No channel yet, or one woken from dormancy (UE closed it then): UE's spawn priority.
         let t = if row.state.flags & (pair::CHANNEL | pair::WOKEN) == pair::CHANNEL {
@@ -181,16 +182,16 @@ pub(super) fn rank(ctx: &LevelCtx<'_>, conn: &Connection, scratch: &mut Scratch)
             SPAWN_PRIORITY_SECONDS
         };
         let p = &ctx.index.priority[c.due as usize];
-        // The hook of the class that ranks the actor: none when no class has one (the list is
-        // empty), nor for `NO_PRIORITY_HOOK` (past every class).
-        let hook =
-            ctx.index.priority_hook.get(c.due as usize).and_then(|&h| ctx.priority_hooks.get(h as usize)?.as_ref());
-        let best = match hook {
-            None => viewers.iter().map(|v| p.priority(t, v)).fold(0.0f32, f32::max),
-            Some(hook) => viewers.iter().map(|v| hook(p, t, v)).fold(0.0f32, f32::max),
+        let hook = hooks.get(c.due as usize).and_then(|&h| ctx.priority_hooks.get(h as usize)?.as_ref());
+        let best = match (hook, viewers) {
+            // One viewer (no split screen): the max over the viewers, without the loop.
+            (None, [v]) => 0.0f32.max(p.priority(t, v)),
+            (None, _) => viewers.iter().map(|v| p.priority(t, v)).fold(0.0f32, f32::max),
+            (Some(hook), _) => viewers.iter().map(|v| hook(p, t, v)).fold(0.0f32, f32::max),
         };
-        scratch.order.push(priority_key(best), p.actor, ctx.guid_rank.ranks[c.due as usize], i as u32);
-    }
+        (priority_key(best), p.actor, ctx.guid_rank.ranks[c.due as usize])
+    };
+    scratch.order.fill(scratch.cands.iter().map(key), ctx.guid_rank.bits);
 }
 
 /// The epoch of a connection's next channel (see [`super::connection::PairState::epoch`]),

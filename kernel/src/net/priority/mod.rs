@@ -22,6 +22,12 @@
 //! candidates as one integer each (`SendOrder`): the key, the actor's rank by GUID among the
 //! frame's due actors (ranked once a frame for every connection), and the candidate's index.
 
+#[cfg(target_arch = "x86_64")]
+mod avx512;
+mod sort;
+
+use sort::KeySort;
+
 use crate::ids::NetGuid;
 use crate::net::relevancy::{ActorRelevancy, Viewer, MAX_OWNER_DEPTH};
 use std::cmp::Ordering;
@@ -204,16 +210,14 @@ impl PriorityInput {
 }
 
 /// The integer sort key of a priority: `round(65536 × p)`, saturating (NaN and negatives: 0).
+///
+/// One expression, no branch (a key is made for every candidate of every connection): `as`
+/// saturates — NaN and anything below one half give 0, anything past `u32::MAX` gives
+/// `u32::MAX` — and for the rest adding one half and truncating rounds half up, as
+/// `k.round()` does for `k > 0` (no libm call). `65536 × p` is exact in `f64`.
+#[inline]
 pub fn priority_key(priority: f32) -> u32 {
-    let k = priority as f64 * 65536.0;
-    if k.is_nan() || k <= 0.0 {
-        0
-    } else if k >= u32::MAX as f64 {
-        u32::MAX
-    } else {
-        // Round half up by truncation (no libm call): for k > 0 this is `k.round()`.
-        (k + 0.5) as u32
-    }
+    (priority as f64 * 65536.0 + 0.5) as u32
 }
 
 /// One candidate of a connection's frame.
@@ -279,29 +283,32 @@ pub(crate) struct SendOrder {
     wide: Vec<Candidate>,
     /// Bits of the candidate index in a packed entry; `None`: wide.
     index_bits: Option<u32>,
+    /// Sorts the chosen packed entries ([`sort`]).
+    sorter: KeySort,
 }
 
 impl SendOrder {
-    /// Empties the order for `candidates` candidates whose GUID ranks take `rank_bits`.
-    pub fn begin(&mut self, candidates: usize, rank_bits: u32) {
+    /// Fills the order with `candidates` — each one's key, actor and the actor's rank by GUID
+    /// among the frame's due actors (below `2^rank_bits`), its index its place in the
+    /// iterator — replacing what it held.
+    pub fn fill(&mut self, candidates: impl ExactSizeIterator<Item = (u32, NetGuid, u32)>, rank_bits: u32) {
         self.packed.clear();
         self.wide.clear();
-        let index_bits = bits_below(candidates);
+        let index_bits = bits_below(candidates.len());
         self.index_bits = (index_bits + rank_bits <= 32).then_some(index_bits);
-    }
-
-    /// Adds candidate `index` (pushed in index order): its key, its actor, and the actor's rank
-    /// by GUID among the frame's due actors (below `2^rank_bits`).
-    #[inline]
-    pub fn push(&mut self, key: u32, guid: NetGuid, rank: u32, index: u32) {
+        // One test for the whole list, and a loop that writes a word per candidate.
         match self.index_bits {
-            Some(bits) => {
-                debug_assert!(u64::from(index) >> bits == 0, "index {index} past {bits} bits");
+            Some(bits) => self.packed.extend(candidates.enumerate().map(|(index, (key, _, rank))| {
+                debug_assert!((index as u64) >> bits == 0, "index {index} past {bits} bits");
                 debug_assert!((u64::from(rank) << bits) >> 32 == 0, "rank {rank} past the low half");
-                let low = (u64::from(rank) << bits) | u64::from(index);
-                self.packed.push((u64::from(!key) << 32) | low);
-            }
-            None => self.wide.push(Candidate { key, guid, index }),
+                let low = (u64::from(rank) << bits) | index as u64;
+                (u64::from(!key) << 32) | low
+            })),
+            None => self.wide.extend(candidates.enumerate().map(|(index, (key, guid, _))| Candidate {
+                key,
+                guid,
+                index: index as u32,
+            })),
         }
     }
 
@@ -320,7 +327,16 @@ impl SendOrder {
         if self.index_bits.is_none() {
             return select_top(&mut self.wide[start..], n).len();
         }
-        first_sorted(&mut self.packed[start..], n, |&p| p)
+        let v = &mut self.packed[start..];
+        let n = n.min(v.len());
+        if n == 0 {
+            return 0;
+        }
+        if n < v.len() {
+            v.select_nth_unstable(n - 1);
+        }
+        self.sorter.sort(&mut v[..n]);
+        n
     }
 
     /// The key and index of the `i`-th candidate (in send order once selected).
@@ -443,6 +459,53 @@ mod tests {
     }
 
     #[test]
+    fn the_branch_free_key_is_the_key_spelled_out() {
+        // The key as it reads in words: 0 for NaN and anything not above 0, u32::MAX from there
+        // up, round half up between.
+        let spelled_out = |p: f32| {
+            let k = p as f64 * 65536.0;
+            if k.is_nan() || k <= 0.0 {
+                0
+            } else if k >= u32::MAX as f64 {
+                u32::MAX
+            } else {
+                k.round() as u32
+            }
+        };
+        let edges = [
+            0.0,
+            -0.0,
+            f32::MIN_POSITIVE,
+            -f32::MIN_POSITIVE,
+            0.5 / 65536.0,
+            0.49 / 65536.0,
+            1.5 / 65536.0,
+            2.5 / 65536.0,
+            u32::MAX as f32 / 65536.0,
+            65535.99,
+            65536.0,
+            f32::MAX,
+            f32::MIN,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+            f32::NAN,
+            -f32::NAN,
+        ];
+        for p in edges {
+            assert_eq!(priority_key(p), spelled_out(p), "p = {p:e}");
+        }
+        // Every exponent, random mantissas and signs.
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        for _ in 0..200_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let p = f32::from_bits(x as u32);
+            assert_eq!(priority_key(p), spelled_out(p), "p = {p:e} ({:#x})", p.to_bits());
+        }
+    }
+
+    #[test]
     fn the_top_n_equal_the_first_n_of_a_full_sort() {
         let mut x = 0x2545_f491_4f6c_dd1du64;
         for len in [0, 1, 2, 7, 64, 1000] {
@@ -505,11 +568,10 @@ mod tests {
             want.sort_by(send_order);
             for rank_bits in [bits_below(by_guid.len()), 40] {
                 let mut order = SendOrder::default();
-                order.begin(cands.len(), rank_bits);
+                // A list left from an earlier frame is replaced.
+                order.fill([(7, NetGuid(1), 0)].into_iter(), 1);
+                order.fill(cands.iter().zip(&picked).map(|(c, &d)| (c.key, c.guid, ranks[d])), rank_bits);
                 assert_eq!(order.index_bits.is_some(), rank_bits + bits_below(cands.len()) <= 32);
-                for (c, &d) in cands.iter().zip(&picked) {
-                    order.push(c.key, c.guid, ranks[d], c.index);
-                }
                 assert_eq!(order.len(), cands.len());
                 // In batches, as the send loop takes them.
                 let (mut start, mut batch, mut got) = (0, 3, Vec::new());
