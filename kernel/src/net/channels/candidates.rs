@@ -7,7 +7,7 @@ use super::{close_reason, lane_set, LevelCtx, Scratch};
 use crate::net::connection::{pair, Connection, PendingClose};
 use crate::net::level::NOT_DUE;
 use crate::net::pairs::{merge_rows, split_key, Channel, Pairs};
-use crate::net::priority::{priority_key, SPAWN_PRIORITY_SECONDS};
+use crate::net::priority::{priorities, priority_key, LANES, SPAWN_PRIORITY_SECONDS};
 
 /// One candidate of the frame: a row whose actor is due.
 #[derive(Clone, Copy)]
@@ -171,27 +171,41 @@ pub(super) fn rank(ctx: &LevelCtx<'_>, conn: &Connection, scratch: &mut Scratch)
     let now = ctx.time.now;
     let viewers = &conn.viewers[..];
     let rows = super::rows_of(conn);
-    // Empty when no class has a priority hook; past every class for `NO_PRIORITY_HOOK`.
-    let hooks = &ctx.index.priority_hook[..];
-    let key = |c: &Cand| {
+    let Scratch { cands, order, keys, .. } = scratch;
+    let time = |c: &Cand| {
         let row = &rows[c.row as usize];
         // No channel yet, or one woken from dormancy (UE closed it then): UE's spawn priority.
-        let t = if row.state.flags & (pair::CHANNEL | pair::WOKEN) == pair::CHANNEL {
+        if row.state.flags & (pair::CHANNEL | pair::WOKEN) == pair::CHANNEL {
             (now - row.last_update) as f32
         } else {
             SPAWN_PRIORITY_SECONDS
-        };
-        let p = &ctx.index.priority[c.due as usize];
-        let hook = hooks.get(c.due as usize).and_then(|&h| ctx.priority_hooks.get(h as usize)?.as_ref());
-        let best = match (hook, viewers) {
-            // One viewer (no split screen): the max over the viewers, without the loop.
-            (None, [v]) => 0.0f32.max(p.priority(t, v)),
-            (None, _) => viewers.iter().map(|v| p.priority(t, v)).fold(0.0f32, f32::max),
-            (Some(hook), _) => viewers.iter().map(|v| hook(p, t, v)).fold(0.0f32, f32::max),
-        };
-        (priority_key(best), p.actor, ctx.guid_rank.ranks[c.due as usize])
+        }
     };
-    scratch.order.fill(scratch.cands.iter().map(key), ctx.guid_rank.bits);
+    let input = |c: &Cand| &ctx.index.priority[c.due as usize];
+    // Empty when no class has a priority hook; past every class for `NO_PRIORITY_HOOK`.
+    let hooks = &ctx.index.priority_hook[..];
+    keys.clear();
+    match (hooks.is_empty(), viewers) {
+        // One viewer (no split screen) and UE's formula for every class: the keys a batch of
+        // candidates at a time, side by side.
+        (true, [v]) => {
+            for batch in cands.chunks(LANES) {
+                let p = priorities(batch.len(), |k| (input(&batch[k]), time(&batch[k])), v);
+                keys.extend(p[..batch.len()].iter().map(|&p| priority_key(0.0f32.max(p))));
+            }
+        }
+        _ => keys.extend(cands.iter().map(|c| {
+            let (p, t) = (input(c), time(c));
+            let hook = hooks.get(c.due as usize).and_then(|&h| ctx.priority_hooks.get(h as usize)?.as_ref());
+            let best = match hook {
+                None => viewers.iter().map(|v| p.priority(t, v)).fold(0.0f32, f32::max),
+                Some(hook) => viewers.iter().map(|v| hook(p, t, v)).fold(0.0f32, f32::max),
+            };
+            priority_key(best)
+        })),
+    }
+    let ranked = cands.iter().zip(&*keys).map(|(c, &key)| (key, input(c).actor, ctx.guid_rank.ranks[c.due as usize]));
+    order.fill(ranked, ctx.guid_rank.bits);
 }
 
 /// The epoch of a connection's next channel (see [`super::connection::PairState::epoch`]),

@@ -286,6 +286,8 @@ pub(crate) struct Scratch {
     query: super::relevancy::Scratch,
     fresh: Vec<Channel>,
     cands: Vec<Cand>,
+    /// The candidates' priority keys, in their order (`rank`).
+    keys: Vec<u32>,
     order: SendOrder,
     /// Mean bits of a replicated pair in the last saturated frame: sizes the first ranked batch.
     bits_per_send: f64,
