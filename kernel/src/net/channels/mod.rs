@@ -50,7 +50,7 @@ use super::priority::SendOrder;
 use super::relevancy::{DueActor, RelevancyHook, RelevancyIndex, DUE_HOT_BYTES};
 use super::send::{WriteCtx, Written};
 use super::settings::ActorLevelConfig;
-use crate::compare::prefetch_lines;
+use crate::compare::prefetch_addr;
 use crate::ids::{Frame, NetGuid};
 use std::time::Instant;
 
@@ -351,7 +351,11 @@ fn process(ctx: &LevelCtx<'_>, run: &mut Run<'_>, conn: &mut Connection, scratch
         // for a few sends ahead (the part the loop reads), while the ones before it are written.
         let fetch = |i: usize| {
             let due = &ctx.due[cands[order.get(i).1 as usize].due as usize];
-            prefetch_lines(due as *const DueActor as usize, DUE_HOT_BYTES);
+            // The record starts a line: its hot part is whole lines, asked for without a loop.
+            let at = due as *const DueActor as usize;
+            for line in (0..DUE_HOT_BYTES).step_by(64) {
+                prefetch_addr(at + line);
+            }
         };
         (start..start + n).take(PREFETCH_AHEAD).for_each(fetch);
         for i in start..start + n {
