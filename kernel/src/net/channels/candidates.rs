@@ -204,8 +204,8 @@ pub(super) fn rank(ctx: &LevelCtx<'_>, conn: &Connection, scratch: &mut Scratch)
             priority_key(best)
         })),
     }
-    let ranked = cands.iter().zip(&*keys).map(|(c, &key)| (key, input(c).actor, ctx.guid_rank.ranks[c.due as usize]));
-    order.fill(ranked, ctx.guid_rank.bits);
+    let rank = |i: usize| ctx.guid_rank.ranks[cands[i].due as usize];
+    order.fill(keys, ctx.guid_rank.bits, rank, |i| input(&cands[i]).actor);
 }
 
 /// The epoch of a connection's next channel (see [`super::connection::PairState::epoch`]),

@@ -334,25 +334,33 @@ pub(crate) struct SendOrder {
 }
 
 impl SendOrder {
-    /// Fills the order with `candidates` — each one's key, actor and the actor's rank by GUID
-    /// among the frame's due actors (below `2^rank_bits`), its index its place in the
-    /// iterator — replacing what it held.
-    pub fn fill(&mut self, candidates: impl ExactSizeIterator<Item = (u32, NetGuid, u32)>, rank_bits: u32) {
+    /// Fills the order with candidates `0..keys.len()` — candidate `i`'s key `keys[i]`, its
+    /// actor's rank by GUID among the frame's due actors `rank(i)` (below `2^rank_bits`) and
+    /// its actor `actor(i)` (asked only when the ranks and indices do not pack into 32 bits) —
+    /// replacing what it held.
+    pub fn fill(
+        &mut self,
+        keys: &[u32],
+        rank_bits: u32,
+        rank: impl Fn(usize) -> u32,
+        actor: impl Fn(usize) -> NetGuid,
+    ) {
         self.packed.clear();
         self.wide.clear();
-        let index_bits = bits_below(candidates.len());
+        let index_bits = bits_below(keys.len());
         self.index_bits = (index_bits + rank_bits <= 32).then_some(index_bits);
         // One test for the whole list, and a loop that writes a word per candidate.
         match self.index_bits {
-            Some(bits) => self.packed.extend(candidates.enumerate().map(|(index, (key, _, rank))| {
+            Some(bits) => self.packed.extend(keys.iter().enumerate().map(|(index, &key)| {
+                let rank = rank(index);
                 debug_assert!((index as u64) >> bits == 0, "index {index} past {bits} bits");
                 debug_assert!((u64::from(rank) << bits) >> 32 == 0, "rank {rank} past the low half");
                 let low = (u64::from(rank) << bits) | index as u64;
                 (u64::from(!key) << 32) | low
             })),
-            None => self.wide.extend(candidates.enumerate().map(|(index, (key, guid, _))| Candidate {
+            None => self.wide.extend(keys.iter().enumerate().map(|(index, &key)| Candidate {
                 key,
-                guid,
+                guid: actor(index),
                 index: index as u32,
             })),
         }
@@ -664,8 +672,9 @@ mod tests {
             for rank_bits in [bits_below(by_guid.len()), 40] {
                 let mut order = SendOrder::default();
                 // A list left from an earlier frame is replaced.
-                order.fill([(7, NetGuid(1), 0)].into_iter(), 1);
-                order.fill(cands.iter().zip(&picked).map(|(c, &d)| (c.key, c.guid, ranks[d])), rank_bits);
+                order.fill(&[7], 1, |_| 0, |_| NetGuid(1));
+                let keys: Vec<u32> = cands.iter().map(|c| c.key).collect();
+                order.fill(&keys, rank_bits, |i| ranks[picked[i]], |i| cands[i].guid);
                 assert_eq!(order.index_bits.is_some(), rank_bits + bits_below(cands.len()) <= 32);
                 assert_eq!(order.len(), cands.len());
                 // In batches, as the send loop takes them.
