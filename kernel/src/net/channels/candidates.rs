@@ -78,23 +78,36 @@ pub(super) fn candidates(
         fresh.push(row);
         cands.push(Cand { row: at as u32, due: d, relevant_now: true });
     };
-    let mut rel = relevant.iter().map(|&d| (ctx.keys[d as usize], d)).peekable();
-    let mut gone = ctx.retired.iter().peekable();
+    // The relevant actors by key, and the frame's gone actors, each met by a cursor as the rows
+    // go by (plain indices: the walk's few compares a row, no iterator state to test).
+    let rel_key = |r: usize| relevant.get(r).map_or(u64::MAX, |&d| ctx.keys[d as usize]);
+    let (mut r, mut next_rel) = (0, rel_key(0));
+    let (retired, mut g) = (ctx.retired, 0);
     let (mut class, mut index, mut bits): (u32, &[u32], &[u64]) = (u32::MAX, &[], &[]);
     for (ri, row) in rows.iter_mut().enumerate() {
         // A gone actor's row: its channel closes (if a packet carried the open), and the row
         // stays as a scratch row, which a new actor in the same slot takes below.
-        while gone.next_if(|&&(key, _)| key < row.key).is_some() {}
-        if let Some(&(_, guid)) = gone.next_if(|&&(key, _)| key == row.key) {
-            retire(row, guid, closes);
+        if g < retired.len() {
+            while retired.get(g).is_some_and(|&(key, _)| key < row.key) {
+                g += 1;
+            }
+            if let Some(&(_, guid)) = retired.get(g).filter(|&&(key, _)| key == row.key) {
+                retire(row, guid, closes);
+                g += 1;
+            }
         }
-        while let Some(actor) = rel.next_if(|&(key, _)| key < row.key) {
-            add(actor, ri + fresh.len(), fresh, cands, dormant, &ended);
+        while next_rel < row.key {
+            add((next_rel, relevant[r]), ri + fresh.len(), fresh, cands, dormant, &ended);
+            r += 1;
+            next_rel = rel_key(r);
         }
         let at = (ri + fresh.len()) as u32;
         // An owner closed TornOff whose row stays for its sub-objects: no candidate.
         let torn = row.state.flags & pair::TORN != 0;
-        if let Some((_, d)) = rel.next_if(|&(key, _)| key == row.key) {
+        if next_rel == row.key {
+            let d = relevant[r];
+            r += 1;
+            next_rel = rel_key(r);
             if torn {
                 continue;
             }
@@ -154,8 +167,8 @@ pub(super) fn candidates(
         }
         cands.push(Cand { row: at, due: d, relevant_now: false });
     }
-    for actor in rel {
-        add(actor, rows.len() + fresh.len(), fresh, cands, dormant, &ended);
+    for &d in &relevant[r..] {
+        add((ctx.keys[d as usize], d), rows.len() + fresh.len(), fresh, cands, dormant, &ended);
     }
     merge_rows(rows, fresh);
     for owner in ended {
