@@ -104,7 +104,7 @@ pub(super) fn candidates(
         let at = (ri + fresh.len()) as u32;
         // An owner closed TornOff whose row stays for its sub-objects: no candidate.
         let torn = row.state.flags & pair::TORN != 0;
-        if next_rel == row.key {
+        if r < relevant.len() && next_rel == row.key {
             let d = relevant[r];
             r += 1;
             next_rel = rel_key(r);
@@ -178,7 +178,8 @@ pub(super) fn candidates(
 }
 
 /// Each candidate's priority key — the max over the viewers of UE's `GetNetPriority` — with
-/// its GUID and its index in the candidates. Reads the frame's per-due-actor
+/// its actor's GUID rank and its index in the candidates, as the send order (the GUID itself only
+/// for the wide order). Reads the frame's per-due-actor
 /// [`super::priority::PriorityInput`] (owner chains followed once per frame, not per connection).
 pub(super) fn rank(ctx: &LevelCtx<'_>, conn: &Connection, scratch: &mut Scratch) {
     let now = ctx.time.now;

@@ -351,7 +351,8 @@ fn process(ctx: &LevelCtx<'_>, run: &mut Run<'_>, conn: &mut Connection, scratch
         // for a few sends ahead (the part the loop reads), while the ones before it are written.
         let fetch = |i: usize| {
             let due = &ctx.due[cands[order.get(i).1 as usize].due as usize];
-            // The record starts a line: its hot part is whole lines, asked for without a loop.
+            // The record starts a line: its hot part is whole lines, one prefetch each (a loop of
+            // a constant two trips, unrolled).
             let at = due as *const DueActor as usize;
             for line in (0..DUE_HOT_BYTES).step_by(64) {
                 prefetch_addr(at + line);

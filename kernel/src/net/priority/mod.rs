@@ -257,10 +257,10 @@ fn pick(c: bool, a: f32, b: f32) -> f32 {
 
 /// The integer sort key of a priority: `round(65536 × p)`, saturating (NaN and negatives: 0).
 ///
-/// One expression, no branch (a key is made for every candidate of every connection): `as`
-/// saturates — NaN and anything below one half give 0, anything past `u32::MAX` gives
-/// `u32::MAX` — and for the rest adding one half and truncating rounds half up, as
-/// `k.round()` does for `k > 0` (no libm call). `65536 × p` is exact in `f64`.
+/// One expression, no branch (a key is made for every candidate of every connection): with
+/// `k = 65536 × p` (exact in `f64`), `as` saturates — NaN and any `k` below one half give 0,
+/// any `k` past `u32::MAX` gives `u32::MAX` — and for the rest adding one half and truncating
+/// rounds half up, as `k.round()` does for `k > 0` (no libm call).
 #[inline]
 pub fn priority_key(priority: f32) -> u32 {
     (priority as f64 * 65536.0 + 0.5) as u32

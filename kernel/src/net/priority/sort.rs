@@ -9,7 +9,10 @@
 //!
 //! [`KeySort::best`] is measured, not assumed: where the CPU has AVX-512 a short calibration at
 //! first use (a few batches of synthetic keys, ~0.1 ms once per process) times both and keeps
-//! the faster, so a CPU whose permutes are slow never sorts slower than `sort_unstable`.
+//! the faster, so a CPU whose permutes are slow never sorts slower than `sort_unstable`. (It
+//! runs inside the first frame that sorts, on a worker: a loaded host can tip a close call
+//! either way from one process to the next — speed only, never the order: both paths give the
+//! same keys in the same order.)
 
 use std::sync::OnceLock;
 
@@ -46,6 +49,7 @@ fn avx512_token() -> Option<()> {
 /// A sorter of keys with its scratch runs, kept from frame to frame (a frame allocates nothing
 /// once they have grown).
 #[derive(Default)]
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 pub(crate) struct KeySort {
     a: Vec<u64>,
     b: Vec<u64>,

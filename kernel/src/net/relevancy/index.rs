@@ -54,8 +54,8 @@ pub(crate) mod due_flags {
 /// fields), what relevancy and the dump read (`rel`) after them, so a send asks for those bytes
 /// and not the whole record. The record starts a cache line (aligned to 64 bytes, 192 long),
 /// so those bytes are exactly its first two lines: a send touches two lines, asked for by two
-/// prefetches. Unaligned (176 bytes), the same bytes straddled three lines in two records of
-/// three, and the look-ahead asked for them in a loop whose trip count (two or three) a branch
+/// prefetches. Unaligned (176 bytes), the same bytes straddled three lines in three records
+/// of four, and the look-ahead asked for them in a loop whose trip count (two or three) a branch
 /// guessed: the write stage took 6 % longer (session 59, battle_royale, AMD EPYC Zen 5). The
 /// loop reads the actor's GUID from `actor`, not `rel`.
 #[derive(Clone, Copy, Debug)]
