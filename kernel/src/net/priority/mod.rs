@@ -26,7 +26,7 @@
 mod avx512;
 mod sort;
 
-use sort::KeySort;
+pub use sort::{KeySort, SortPath};
 
 use crate::ids::NetGuid;
 use crate::net::relevancy::{ActorRelevancy, Viewer, MAX_OWNER_DEPTH};

@@ -3,8 +3,9 @@
 //!
 //! ```text
 //! Std      sort_unstable — the scalar twin, and the path on CPUs without AVX-512
-//! Avx512   a merge sort in registers ([`super::avx512`]): 2.1× std on 316 keys, 2.7× on 256
-//!          (battle_royale's batches; AMD EPYC Zen 5)
+//! Avx512   a merge sort in registers ([`super::avx512`]): 1.8× std on 64 keys, 1.7× on 256,
+//!          1.34× on 316 (battle_royale-like batches, `cargo bench -p shadowrep-benches --bench
+//!          sort`; AMD EPYC Zen 5)
 //! ```
 //!
 //! [`KeySort::best`] is measured, not assumed: where the CPU has AVX-512 a short calibration at
@@ -18,7 +19,7 @@ use std::sync::OnceLock;
 
 /// A way to sort keys.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum SortPath {
+pub enum SortPath {
     /// `sort_unstable`: the reference every other path is tested against.
     Std,
     /// The AVX-512 merge sort.
@@ -47,10 +48,23 @@ fn avx512_token() -> Option<()> {
 }
 
 /// A sorter of keys with its scratch runs, kept from frame to frame (a frame allocates nothing
-/// once they have grown).
+/// once they have grown). Public for the benches (`cargo bench -p shadowrep-benches --bench
+/// sort`) and for a game that sorts its own keys the same way.
+///
+/// ```
+/// use shadowrep::net::priority::{KeySort, SortPath};
+///
+/// let mut sorter = KeySort::default();
+/// let mut keys = vec![9, u64::MAX, 3, 3, 0, 7];
+/// sorter.sort(&mut keys); // the faster path on this CPU
+/// assert_eq!(keys, [0, 3, 3, 7, 9, u64::MAX]);
+/// let mut again = vec![5, 1, 4];
+/// sorter.sort_on(SortPath::Std, &mut again);
+/// assert_eq!(again, [1, 4, 5]);
+/// ```
 #[derive(Default)]
 #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
-pub(crate) struct KeySort {
+pub struct KeySort {
     a: Vec<u64>,
     b: Vec<u64>,
 }
