@@ -20,7 +20,9 @@
 //! a frame can carry — a partial selection (`select_nth_unstable_by`) then a sort of the chosen
 //! few — never a full sort of everything relevant. A connection of the actor level holds its
 //! candidates as one integer each (`SendOrder`): the key, the actor's rank by GUID among the
-//! frame's due actors (ranked once a frame for every connection), and the candidate's index.
+//! frame's due actors (ranked once a frame for every connection), and the candidate's index —
+//! its keys computed eight candidates at a time (`priorities`), its chosen few sorted by
+//! [`KeySort`] (an AVX-512 merge sort where it is the faster, `sort_unstable` elsewhere).
 
 #[cfg(target_arch = "x86_64")]
 mod avx512;
@@ -287,13 +289,15 @@ pub fn send_order(a: &Candidate, b: &Candidate) -> Ordering {
 pub fn select_top(candidates: &mut [Candidate], n: usize) -> &mut [Candidate] {
     // The order as one integer (the key inverted, then the GUID): the sort compares integers,
     // not a chained comparison.
-    let n = first_sorted(candidates, n, |c| (u128::from(!c.key) << 64) | u128::from(c.guid.0));
+    let key = |c: &Candidate| (u128::from(!c.key) << 64) | u128::from(c.guid.0);
+    let n = first_sorted(candidates, n, key, |chosen| chosen.sort_unstable_by_key(key));
     &mut candidates[..n]
 }
 
-/// Puts the `n` smallest of `v` by `key` first, sorted (a partial selection, then a sort of the
-/// chosen few); returns how many that was (fewer when `v` is shorter).
-fn first_sorted<T, K: Ord>(v: &mut [T], n: usize, key: impl Fn(&T) -> K + Copy) -> usize {
+/// Puts the `n` smallest of `v` by `key` first, sorted by `sort` (a partial selection, then a
+/// sort of the chosen few, which `sort` orders as `key` does); returns how many that was (fewer
+/// when `v` is shorter).
+fn first_sorted<T, K: Ord>(v: &mut [T], n: usize, key: impl Fn(&T) -> K, sort: impl FnOnce(&mut [T])) -> usize {
     let n = n.min(v.len());
     if n == 0 {
         return 0;
@@ -301,7 +305,7 @@ fn first_sorted<T, K: Ord>(v: &mut [T], n: usize, key: impl Fn(&T) -> K + Copy) 
     if n < v.len() {
         v.select_nth_unstable_by_key(n - 1, key);
     }
-    v[..n].sort_unstable_by_key(key);
+    sort(&mut v[..n]);
     n
 }
 
@@ -381,16 +385,8 @@ impl SendOrder {
         if self.index_bits.is_none() {
             return select_top(&mut self.wide[start..], n).len();
         }
-        let v = &mut self.packed[start..];
-        let n = n.min(v.len());
-        if n == 0 {
-            return 0;
-        }
-        if n < v.len() {
-            v.select_nth_unstable(n - 1);
-        }
-        self.sorter.sort(&mut v[..n]);
-        n
+        let sorter = &mut self.sorter;
+        first_sorted(&mut self.packed[start..], n, |&p| p, |chosen| sorter.sort(chosen))
     }
 
     /// The key and index of the `i`-th candidate (in send order once selected).

@@ -128,7 +128,7 @@ fn write_sized_bunch(
     open: Option<(&EncodedOpen, bool)>,
     (body, bits): (&[u8], usize),
 ) {
-    write_sized_header_as(w, prev, guid, open, false);
+    write_sized_header(w, prev, guid, open, false);
     w.write_packed(bits as u64);
     w.write_from(body, 0, bits);
 }
@@ -175,18 +175,9 @@ pub fn write_close_after(w: &mut BitWriter, prev: NetGuid, guid: NetGuid, reason
     write_close_reason(w, guid, reason, path);
 }
 
+/// A sized bunch's header after the bunch for `prev`: the open (if any) giving the client the
+/// role paired with it, and whether the bunch closes the channel.
 pub(super) fn write_sized_header(
-    w: &mut BitWriter,
-    prev: NetGuid,
-    guid: NetGuid,
-    open: Option<&EncodedOpen>,
-    close: bool,
-) {
-    write_sized_header_as(w, prev, guid, open.map(|o| (o, o.autonomous())), close);
-}
-
-/// [`write_sized_header`], the open (if any) giving the client the role paired with it.
-fn write_sized_header_as(
     w: &mut BitWriter,
     prev: NetGuid,
     guid: NetGuid,
