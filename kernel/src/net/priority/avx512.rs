@@ -244,6 +244,9 @@ mod tests {
         v
     }
 
+    /// Catches a network table that misses or misplaces a compare-exchange (the 8-lane sort or
+    /// the bitonic clean): some 0-1 input comes out unsorted. The oracle is `sort_unstable` of
+    /// that input; the tables are run lane by lane in scalar code, as the vector code reads them.
     #[test]
     fn the_networks_sort_every_zero_one_input() {
         // The 0-1 principle: a comparator network that sorts every input of 0s and 1s sorts

@@ -499,6 +499,10 @@ mod tests {
         assert_eq!(PriorityInput::resolve(&follower, 1.0, &lookup).priority(1.0, &own), 12.0);
     }
 
+    /// Catches a lane of `priorities` that strays from UE's formula as `net_priority` computes it
+    /// one actor at a time (a wrong factor, a threshold compared the other way, operations
+    /// reordered so a bit differs, an input gathered from the wrong lane): the scalar answer is
+    /// the oracle, on UE's thresholds ± one ulp, NaN and infinities.
     #[test]
     fn side_by_side_priorities_are_the_scalar_ones_bit_for_bit() {
         use rand::{Rng, SeedableRng};
@@ -557,6 +561,9 @@ mod tests {
         assert_eq!(priority_key(1.0e30), u32::MAX);
     }
 
+    /// Catches a branch-free key that rounds or saturates differently from the key as specified
+    /// (truncating instead of rounding half up, a NaN or negative not ranking last, a huge
+    /// priority wrapping): the oracle spells the key out with its branches and `f64::round`.
     #[test]
     fn the_branch_free_key_is_the_key_spelled_out() {
         // The key as it reads in words: 0 for NaN and anything not above 0, u32::MAX from there

@@ -146,6 +146,9 @@ mod tests {
         vec![random, few, vec![7; len], sorted, reversed, with_max, packed]
     }
 
+    /// Catches a vector sort that loses, duplicates or misorders a key — at a length that is not
+    /// a whole number of blocks, where a run meets a shorter one, among equal keys, or with keys
+    /// equal to the padding (`u64::MAX`): `sort_unstable` is the oracle.
     #[test]
     fn every_path_sorts_as_sort_unstable_does() {
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(11);
@@ -170,6 +173,9 @@ mod tests {
         eprintln!("key sort paths tested: {paths:?} (AVX-512 here: {avx512}, best: {:?})", KeySort::best());
     }
 
+    /// Catches a calibration that names a path this CPU cannot run (`sort_on` would fall back to
+    /// `sort_unstable` behind its back, and `best` would report what is not used), and checks the
+    /// chosen path sorts.
     #[test]
     fn the_best_path_runs_here() {
         assert!(KeySort::best().available());
