@@ -31,6 +31,9 @@ pub(super) fn candidates(
     scratch: &mut Scratch,
     closed: &mut Vec<(u32, u32)>,
 ) {
+    if plain(ctx) {
+        return plain_candidates(ctx, ci, conn, scratch);
+    }
     let Scratch { relevant, fresh, cands, .. } = scratch;
     let (closes, viewers, sent_temporaries) = (&mut conn.closes, &conn.viewers, &conn.sent_temporaries);
     let Pairs::Channels { rows, dormant } = &mut conn.pairs else { unreachable!("the actor level keeps channel rows") };
@@ -60,23 +63,10 @@ pub(super) fn candidates(
         if no_channel(d) {
             return;
         }
-        let row = match dormant.binary_search_by_key(&key, |r: &Channel| r.key) {
-            // (A temporary actor's copy whose open went stays as it is: skipped.)
-            Ok(i) if skipped_once(ctx, ci, dormant[i].state.flags, d, ended) => return,
-            Ok(i) if dormant[i].state.flags & pair::WOKEN != 0 => {
-                let mut row = dormant.remove(i);
-                row.state.flags &= !pair::DORMANT;
-                row
-            }
-            Ok(_) => return,
-            // A temporary actor whose open went here before its channel ended (UE's
-            // `SentTemporaries` outlives the channel): no channel again.
-            Err(_) if sent_before(ctx, sent_temporaries, d) => return,
-            // (Numbered when it becomes a channel: `number`.)
-            Err(_) => Channel { key, ..Channel::default() },
-        };
-        fresh.push(row);
-        cands.push(Cand { row: at as u32, due: d, relevant_now: true });
+        if let Some(row) = fresh_row(ctx, ci, (key, d), dormant, sent_temporaries, ended) {
+            fresh.push(row);
+            cands.push(Cand { row: at as u32, due: d, relevant_now: true });
+        }
     };
     // The relevant actors by key, and the frame's gone actors, each met by a cursor as the rows
     // go by (plain indices: the walk's few compares a row, no iterator state to test).
@@ -175,6 +165,128 @@ pub(super) fn candidates(
         let reason = close_reason(false);
         super::end_sub_channels(ctx, ci as usize, (rows, dormant, closes), (owner, reason), closed);
     }
+}
+
+/// The row a relevant actor without one gets (its key `key`, due index `d`): a scratch row — or
+/// its copy held dormant here, if the actor woke, taken back from `dormant` — but none for a copy
+/// held dormant (not replicated until the actor wakes), nor for a temporary actor whose open
+/// went here before (UE's `SentTemporaries` outlives the channel).
+fn fresh_row(
+    ctx: &LevelCtx<'_>,
+    ci: u32,
+    (key, d): (u64, u32),
+    dormant: &mut Vec<Channel>,
+    sent_temporaries: &crate::ids::GuidSet,
+    ended: &[crate::ids::NetGuid],
+) -> Option<Channel> {
+    match dormant.binary_search_by_key(&key, |r: &Channel| r.key) {
+        // (A temporary actor's copy whose open went stays as it is: skipped.)
+        Ok(i) if skipped_once(ctx, ci, dormant[i].state.flags, d, ended) => None,
+        Ok(i) if dormant[i].state.flags & pair::WOKEN != 0 => {
+            let mut row = dormant.remove(i);
+            row.state.flags &= !pair::DORMANT;
+            Some(row)
+        }
+        Ok(_) => None,
+        Err(_) if sent_before(ctx, sent_temporaries, d) => None,
+        // (Numbered when it becomes a channel: `number`.)
+        Err(_) => Some(Channel { key, ..Channel::default() }),
+    }
+}
+
+/// Whether the frame is plain for the candidates walk: no due actor is owner-only, temporary,
+/// initial-only for a connection, tearing off, outside the persistent level, or a sub-object
+/// with a condition — so a row's fate is its actor's due bit, its relevancy and its own flags
+/// ([`plain_candidates`]).
+pub(super) fn plain(ctx: &LevelCtx<'_>) -> bool {
+    ctx.owner_only == 0
+        && ctx.temporary == 0
+        && ctx.initial_only == 0
+        && ctx.tearing == 0
+        && ctx.conditioned == 0
+        && !ctx.sublevels
+}
+
+/// [`candidates`] of a [`plain`] frame, from the relevancy query's bits (one per due actor)
+/// rather than its list: each row looks its actor up in the due index (through the due lanes'
+/// bitset) and its relevancy in the bits, and is a candidate or not without a branch — the
+/// general walk's merge of the rows with the relevant list took a branch per row that went
+/// either way, and its rules for owner-only, temporary and tearing actors are void here. The
+/// relevant actors no row matched are the ones without a row (a copy of the bits, each match
+/// cleared): their scratch rows are merged in after, and the candidates' row numbers moved by
+/// the scratch rows before them.
+fn plain_candidates(ctx: &LevelCtx<'_>, ci: u32, conn: &mut Connection, scratch: &mut Scratch) {
+    let Scratch { query, unmatched, fresh, cands, .. } = scratch;
+    let relevant = query.bits();
+    let (closes, sent_temporaries) = (&mut conn.closes, &conn.sent_temporaries);
+    let Pairs::Channels { rows, dormant } = &mut conn.pairs else { unreachable!("the actor level keeps channel rows") };
+    fresh.clear();
+    unmatched.clear();
+    unmatched.extend_from_slice(relevant);
+    // Written at `n` for every row, kept by moving `n` on: room for a candidate per row.
+    if cands.len() < rows.len() {
+        cands.resize(rows.len(), Cand { row: 0, due: NOT_DUE, relevant_now: false });
+    }
+    let mut n = 0;
+    let (retired, mut g) = (ctx.retired, 0);
+    let (mut class, mut index, mut bits): (u32, &[u32], &[u64]) = (u32::MAX, &[], &[]);
+    for (ri, row) in rows.iter_mut().enumerate() {
+        // A gone actor's row: as in `candidates`.
+        if g < retired.len() {
+            while retired.get(g).is_some_and(|&(key, _)| key < row.key) {
+                g += 1;
+            }
+            if let Some(&(_, guid)) = retired.get(g).filter(|&&(key, _)| key == row.key) {
+                retire(row, guid, closes);
+                g += 1;
+            }
+        }
+        let (c, slot) = split_key(row.key);
+        if c != class {
+            class = c;
+            index = ctx.due_index.get(c as usize).map_or(&[], |v| &v[..]);
+            bits = ctx.selected.get(c as usize).map_or(&[], |v| &v[..]);
+        }
+        // The index is read for a due lane only (the bitset stays in the cache).
+        let due = lane_set(bits, slot);
+        let d = if due { index.get(slot as usize).copied().unwrap_or(NOT_DUE) } else { NOT_DUE };
+        // (`NOT_DUE`'s word is past the bits: not relevant.)
+        let (word, bit) = (d as usize / 64, d % 64);
+        let rel = relevant.get(word).is_some_and(|w| w >> bit & 1 != 0);
+        if let Some(w) = unmatched.get_mut(word) {
+            *w &= !(u64::from(rel) << bit);
+        }
+        // A torn owner's row stays for its sub-objects: no candidate. A gone actor's scratch
+        // row (no flags) is one only for a relevant new actor in its slot.
+        let flags = row.state.flags;
+        let cand = d != NOT_DUE && flags & pair::TORN == 0 && (rel || flags != 0);
+        cands[n] = Cand { row: ri as u32, due: d, relevant_now: rel };
+        n += usize::from(cand);
+    }
+    cands.truncate(n);
+    for d in crate::net::relevancy::relevant_in(unmatched) {
+        if let Some(row) = fresh_row(ctx, ci, (ctx.keys[d as usize], d), dormant, sent_temporaries, &[]) {
+            fresh.push(row);
+            // Its row number once merged: set below.
+            cands.push(Cand { row: 0, due: d, relevant_now: true });
+        }
+    }
+    if !fresh.is_empty() {
+        // A row's number once merged is its number now plus the scratch rows before it; a
+        // scratch row's, its place among the scratch rows plus the rows before it.
+        let mut f = 0;
+        for c in &mut cands[..n] {
+            let key = rows[c.row as usize].key;
+            while fresh.get(f).is_some_and(|r| r.key < key) {
+                f += 1;
+            }
+            c.row += f as u32;
+        }
+        for (j, (c, r)) in cands[n..].iter_mut().zip(fresh.iter()).enumerate() {
+            c.row = (j + rows.partition_point(|row| row.key < r.key)) as u32;
+        }
+    }
+    merge_rows(rows, fresh);
 }
 
 /// Each candidate's priority key — the max over the viewers of UE's `GetNetPriority` — with

@@ -231,17 +231,25 @@ pub(crate) fn replicate_connection(ctx: &LevelCtx<'_>, ci: u32, conn: &mut Conne
             let d = *ctx.due_index.get(c as usize)?.get(s as usize)?;
             (d != NOT_DUE).then_some(d)
         };
+        // A plain frame's walk reads the query's bits; the general one, its list.
+        let plain = candidates::plain(ctx);
         let Scratch { relevant, query, .. } = &mut *scratch;
-        ctx.index.relevant_for(ctx.due, due_of, ci, &conn.viewers, ctx.hooks, query, relevant);
+        ctx.index.relevant_for(ctx.due, due_of, ci, &conn.viewers, ctx.hooks, query, (!plain).then_some(relevant));
         if ctx.conditioned > 0 {
             let (replay, groups) = (conn.replay, conn.net_groups);
             relevant.retain(|&d| ctx.due[d as usize].allowed_for(ci, replay, groups));
         }
         out.nanos[0] = t.elapsed().as_nanos() as u64;
         let t = Instant::now();
-        out.relevant = scratch.relevant.len();
+        let bits = scratch.query.bits();
+        out.relevant = if plain { bits.iter().map(|w| w.count_ones() as usize).sum() } else { scratch.relevant.len() };
         if let Some(d) = &mut decisions {
-            d.relevant = scratch.relevant.iter().map(|&i| ctx.due[i as usize].rel.guid).collect();
+            let guid = |i: u32| ctx.due[i as usize].rel.guid;
+            d.relevant = if plain {
+                crate::net::relevancy::relevant_in(bits).map(guid).collect()
+            } else {
+                scratch.relevant.iter().map(|&i| guid(i)).collect()
+            };
             d.relevant.sort_unstable();
         }
         candidates(ctx, ci, conn, &mut scratch, &mut out.closed);
@@ -282,8 +290,12 @@ pub(crate) fn replicate_connection(ctx: &LevelCtx<'_>, ci: u32, conn: &mut Conne
 /// A connection's buffers for its actor-level frame, kept from frame to frame.
 #[derive(Default)]
 pub(crate) struct Scratch {
+    /// The relevant due actors, listed (the general walk's; a plain frame's reads the query's
+    /// bits).
     relevant: Vec<u32>,
     query: super::relevancy::Scratch,
+    /// The plain walk's copy of the query's bits, each matched by a row cleared.
+    unmatched: Vec<u64>,
     fresh: Vec<Channel>,
     cands: Vec<Cand>,
     /// The candidates' priority keys, in their order (`rank`).

@@ -345,24 +345,23 @@ impl Pairs {
     }
 }
 
-/// Merges `new` rows (sorted by key, none already present) into `rows` (sorted), in one pass
-/// from the back.
+/// Merges `new` rows (sorted by key, none already present) into `rows` (sorted), from the back:
+/// each new row's place found by a binary search, and the old rows between two new ones moved
+/// as one block. (A connection's frame merges a dozen new rows into hundreds; moved one by one,
+/// with a compare each, the merge was a fifth of the candidates walk, battle_royale.)
 pub(crate) fn merge_rows(rows: &mut Vec<Channel>, new: &[Channel]) {
     if new.is_empty() {
         return;
     }
     let old = rows.len();
     rows.resize(old + new.len(), Channel::default());
-    let (mut i, mut j, mut w) = (old, new.len(), old + new.len());
-    while j > 0 {
-        if i > 0 && rows[i - 1].key > new[j - 1].key {
-            rows[w - 1] = rows[i - 1];
-            i -= 1;
-        } else {
-            rows[w - 1] = new[j - 1];
-            j -= 1;
-        }
-        w -= 1;
+    // Old rows `..end` are still in place; the new ones `..j` are still to go.
+    let mut end = old;
+    for (j, row) in new.iter().enumerate().rev() {
+        let at = rows[..end].partition_point(|r| r.key < row.key);
+        rows.copy_within(at..end, at + j + 1);
+        rows[at + j] = *row;
+        end = at;
     }
 }
 
@@ -382,6 +381,32 @@ mod tests {
         let mut empty = Vec::new();
         merge_rows(&mut empty, &[row(3)]);
         assert_eq!(empty[0].key, 3);
+    }
+
+    /// The block merge against a sort of the union (a block moved to the wrong place, or a
+    /// new row placed one off, breaks the order or loses a row).
+    #[test]
+    fn merged_rows_are_the_sorted_union() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(11);
+        for _ in 0..2000 {
+            let mut keys: Vec<u64> = (0..rng.random_range(0..60)).map(|_| rng.random_range(0..200)).collect();
+            keys.sort_unstable();
+            keys.dedup();
+            let (mut rows, mut new) = (Vec::new(), Vec::new());
+            for k in &keys {
+                let row = Channel { key: *k, relevant_time: *k as f64, ..Channel::default() };
+                if rng.random_bool(0.3) {
+                    new.push(row)
+                } else {
+                    rows.push(row)
+                }
+            }
+            merge_rows(&mut rows, &new);
+            let got: Vec<(u64, f64)> = rows.iter().map(|r| (r.key, r.relevant_time)).collect();
+            let want: Vec<(u64, f64)> = keys.iter().map(|&k| (k, k as f64)).collect();
+            assert_eq!(got, want);
+        }
     }
 
     #[test]

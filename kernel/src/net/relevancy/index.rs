@@ -355,13 +355,14 @@ impl RelevancyIndex {
         self.grid.rebuild(&self.positions, &self.cull_sq, |_| true);
     }
 
-    /// The due indices relevant to connection `conn` with `viewers`, ascending, into `out`.
-    /// `due_of` gives the due index of an actor by GUID, if it is due.
+    /// The due actors relevant to connection `conn` with `viewers`: a bit each in `scratch`
+    /// ([`Scratch::bits`]), and their due indices ascending in `out` if asked for. `due_of`
+    /// gives the due index of an actor by GUID, if it is due.
     ///
     /// Every answer (grid hits, links, rule actors, followers) sets its bit in a bitset over the
-    /// due list (`due.len() / 64` words, zeroed and scanned once per connection), and the scan
-    /// lists them ascending without duplicates: no sort of the grid's interleaved cell runs and
-    /// no merges.
+    /// due list (`due.len() / 64` words, zeroed once per connection), and a scan of it lists
+    /// them ascending without duplicates: no sort of the grid's interleaved cell runs and no
+    /// merges. The candidates walk of a plain frame reads the bits themselves (no list).
     #[allow(clippy::too_many_arguments)]
     pub fn relevant_for(
         &self,
@@ -371,17 +372,19 @@ impl RelevancyIndex {
         viewers: &[Viewer],
         hooks: &[Option<RelevancyHook>],
         scratch: &mut Scratch,
-        out: &mut Vec<u32>,
+        mut out: Option<&mut Vec<u32>>,
     ) {
-        out.clear();
+        if let Some(out) = out.as_deref_mut() {
+            out.clear();
+        }
+        let Scratch { locations, hits, bits } = scratch;
+        bits.clear();
         if viewers.is_empty() {
             return;
         }
-        let Scratch { locations, hits, bits } = scratch;
         locations.clear();
         locations.extend(viewers.iter().map(|v| v.location));
         self.grid.relevant_unsorted(locations, hits);
-        bits.clear();
         bits.resize(due.len().div_ceil(64), 0);
         let set = |bits: &mut [u64], i: u32| bits[i as usize / 64] |= 1 << (i % 64);
         let has = |bits: &[u64], i: u32| bits[i as usize / 64] >> (i % 64) & 1 != 0;
@@ -436,10 +439,15 @@ impl RelevancyIndex {
                 set(bits, f.due);
             }
         }
-        for (w, &word) in bits.iter().enumerate() {
-            out.extend(crate::store::BitIter(word).map(|b| (w * 64 + b) as u32));
+        if let Some(out) = out {
+            out.extend(relevant_in(bits));
         }
     }
+}
+
+/// The due indices whose bit is set in `bits`, ascending.
+pub(crate) fn relevant_in(bits: &[u64]) -> impl Iterator<Item = u32> + '_ {
+    bits.iter().enumerate().flat_map(|(w, &word)| crate::store::BitIter(word).map(move |b| (w * 64 + b) as u32))
 }
 
 impl RelevancyIndex {
@@ -467,6 +475,14 @@ pub(crate) struct Scratch {
     locations: Vec<[f32; 3]>,
     /// The grid's hits (its rows).
     hits: Vec<u32>,
-    /// One bit per due actor: relevant.
+    /// One bit per due actor: relevant (empty for a connection without viewers).
     bits: Vec<u64>,
+}
+
+impl Scratch {
+    /// The last query's answer: one bit per due actor, set when relevant (empty when the
+    /// connection had no viewers).
+    pub(crate) fn bits(&self) -> &[u64] {
+        &self.bits
+    }
 }
