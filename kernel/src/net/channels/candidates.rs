@@ -259,7 +259,7 @@ fn plain_candidates(ctx: &LevelCtx<'_>, ci: u32, conn: &mut Connection, scratch:
         // A torn owner's row stays for its sub-objects: no candidate. A gone actor's scratch
         // row (no flags) is one only for a relevant new actor in its slot.
         let flags = row.state.flags;
-        let cand = d != NOT_DUE && flags & pair::TORN == 0 && (rel || flags != 0);
+        let cand = (d != NOT_DUE) & (flags & pair::TORN == 0) & (rel | (flags != 0));
         cands[n] = Cand { row: ri as u32, due: d, relevant_now: rel };
         n += usize::from(cand);
     }
