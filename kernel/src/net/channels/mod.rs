@@ -301,6 +301,8 @@ pub(crate) struct Scratch {
     /// The candidates' priority keys, in their order (`rank`).
     keys: Vec<u32>,
     order: SendOrder,
+    /// The batch being sent: each candidate with its key, in send order.
+    sends: Vec<(u32, Cand)>,
     /// Mean bits of a replicated pair in the last saturated frame: sizes the first ranked batch.
     bits_per_send: f64,
     /// [`Outcome::pending`], [`Outcome::awake`] and [`Outcome::first_opens`], handed back by
@@ -331,7 +333,7 @@ fn process(ctx: &LevelCtx<'_>, run: &mut Run<'_>, conn: &mut Connection, scratch
     let ci = *ci;
     let now = ctx.time.now;
     let recheck_after = ctx.cfg.relevant_timeout.min(1.0);
-    let Scratch { cands, order, bits_per_send, .. } = scratch;
+    let Scratch { cands, order, sends, bits_per_send, .. } = scratch;
     let replay = conn.replay;
     let mut start = 0;
     // The first batch: what the budget's credit carries at last frame's bits per send, and a
@@ -359,10 +361,17 @@ fn process(ctx: &LevelCtx<'_>, run: &mut Run<'_>, conn: &mut Connection, scratch
     let mut last = LastActor::default();
     'frame: while start < order.len() {
         let n = order.select(start, batch);
+        // The batch in send order, each with its key: read by the loop and, ahead of it, by the
+        // prefetches (one pass, not three lookups through the order a send).
+        sends.clear();
+        sends.extend((start..start + n).map(|i| {
+            let (key, index) = order.get(i);
+            (key, cands[index as usize])
+        }));
         // The due records are read in priority order, all over the frame's list: each is asked
         // for a few sends ahead (the part the loop reads), while the ones before it are written.
-        let fetch = |i: usize| {
-            let due = &ctx.due[cands[order.get(i).1 as usize].due as usize];
+        let fetch = |j: usize| {
+            let due = &ctx.due[sends[j].1.due as usize];
             // The record starts a line: its hot part is whole lines, one prefetch each (a loop of
             // a constant two trips, unrolled).
             let at = due as *const DueActor as usize;
@@ -370,16 +379,18 @@ fn process(ctx: &LevelCtx<'_>, run: &mut Run<'_>, conn: &mut Connection, scratch
                 prefetch_addr(at + line);
             }
         };
-        (start..start + n).take(PREFETCH_AHEAD).for_each(fetch);
-        for i in start..start + n {
-            if i + PREFETCH_AHEAD < start + n {
-                fetch(i + PREFETCH_AHEAD);
+        (0..n).take(PREFETCH_AHEAD).for_each(fetch);
+        for (j, &(key, cand)) in sends.iter().enumerate() {
+            // Its place in the whole order.
+            let i = start + j;
+            if j + PREFETCH_AHEAD < n {
+                fetch(j + PREFETCH_AHEAD);
             }
-            if i + FOLLOW_AHEAD < start + n {
+            if let Some(ahead) = sends.get(j + FOLLOW_AHEAD) {
                 // That send's record, asked for a few sends ago, is at hand: ask for what it names
                 // — its shared encoding's head and its fast arrays' quiet records (this
                 // connection's, cold since its last frame).
-                let due = &ctx.due[cands[order.get(i + FOLLOW_AHEAD).1 as usize].due as usize];
+                let due = &ctx.due[ahead.1.due as usize];
                 if let Some(a) = ctx.write.arena {
                     a.prefetch(due.shared);
                 }
@@ -389,8 +400,6 @@ fn process(ctx: &LevelCtx<'_>, run: &mut Run<'_>, conn: &mut Connection, scratch
                     }
                 }
             }
-            let (key, index) = order.get(i);
-            let cand = cands[index as usize];
             let Cand { row: ri, due: d, relevant_now } = cand;
             let due = &ctx.due[d as usize];
             if saturated_by.is_some_and(|(c, s, _)| due.owner_slot != Some((c, s))) {
