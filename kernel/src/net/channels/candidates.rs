@@ -264,7 +264,7 @@ fn plain_candidates(ctx: &LevelCtx<'_>, ci: u32, conn: &mut Connection, scratch:
         n += usize::from(cand);
     }
     cands.truncate(n);
-    for d in crate::net::relevancy::relevant_in(unmatched) {
+    for d in crate::net::relevancy::due_in(unmatched) {
         if let Some(row) = fresh_row(ctx, ci, (ctx.keys[d as usize], d), dormant, sent_temporaries, &[]) {
             fresh.push(row);
             // Its row number once merged: set below.

@@ -132,8 +132,8 @@ impl<'a> LevelCtx<'a> {
 /// What one connection's frame produced.
 #[derive(Default)]
 pub(crate) struct Outcome {
-    /// Due indices of leftovers to consider next frame.
-    pub pending: Vec<u32>,
+    /// Leftovers to consider next frame: a bit per due actor (empty when there are none).
+    pub pending: Vec<u64>,
     /// Due indices of actors that want dormancy but that this connection holds awake (an open
     /// channel not yet dormant, or relevant and waiting for one): they stay on the consider list.
     pub awake: Vec<u32>,
@@ -246,7 +246,7 @@ pub(crate) fn replicate_connection(ctx: &LevelCtx<'_>, ci: u32, conn: &mut Conne
         if let Some(d) = &mut decisions {
             let guid = |i: u32| ctx.due[i as usize].rel.guid;
             d.relevant = if plain {
-                crate::net::relevancy::relevant_in(bits).map(guid).collect()
+                crate::net::relevancy::due_in(bits).map(guid).collect()
             } else {
                 scratch.relevant.iter().map(|&i| guid(i)).collect()
             };
@@ -307,7 +307,7 @@ pub(crate) struct Scratch {
     bits_per_send: f64,
     /// [`Outcome::pending`], [`Outcome::awake`] and [`Outcome::first_opens`], handed back by
     /// [`recycle`] after the frame.
-    pending: Vec<u32>,
+    pending: Vec<u64>,
     awake: Vec<u32>,
     first_opens: Vec<u32>,
 }

@@ -158,18 +158,21 @@ pub(super) fn leftovers(
     conn: &mut Connection,
     cands: &[Cand],
     rest: impl Iterator<Item = u32>,
-    pending: &mut Vec<u32>,
+    pending: &mut Vec<u64>,
 ) {
     let now = ctx.time.now;
     let rows = rows(conn);
+    // One bit per due actor (the frame's step ORs the connections' sets: no list to merge).
+    pending.resize(ctx.due.len().div_ceil(64), 0);
+    let mut mark = |d: u32| pending[d as usize / 64] |= 1 << (d % 64);
     for index in rest {
         let Cand { row, due: d, relevant_now } = cands[index as usize];
         let row = &mut rows[row as usize];
         let has_channel = row.state.flags & pair::CHANNEL != 0;
         if has_channel && now - row.relevant_time <= 1.0 {
-            pending.push(d);
+            mark(d);
         } else if relevant_now {
-            pending.push(d);
+            mark(d);
             if has_channel {
                 row.relevant_time = relevant_until(now, ctx.due[d as usize].actor.guid, ci, ctx.time.frame);
             }

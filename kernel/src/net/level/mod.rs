@@ -488,7 +488,8 @@ impl NetDriver {
         };
         self.stats.stages.connections = t.elapsed().as_nanos() as u64;
         let level = self.level.as_ref().expect("checked above");
-        let (mut awake, mut pending) = (vec![false; level.due.len()], vec![false; level.due.len()]);
+        let mut awake = vec![false; level.due.len()];
+        let mut pending = vec![0u64; level.due.len().div_ceil(64)];
         for o in &outcomes {
             for &d in &o.awake {
                 awake[d as usize] = true;
@@ -502,8 +503,8 @@ impl NetDriver {
             self.stats.stages.relevancy_query += o.nanos[0];
             self.stats.stages.priority += o.nanos[1];
             self.stats.stages.write += o.nanos[2];
-            for &d in &o.pending {
-                pending[d as usize] = true;
+            for (p, &w) in pending.iter_mut().zip(&o.pending) {
+                *p |= w;
             }
         }
         // Adaptive frequency: each actor's interval from the connections it was sent to (UE sets
@@ -539,7 +540,8 @@ impl NetDriver {
         let level = self.level.as_ref().expect("checked above");
         // Left over by some connection: considered again next frame. One pass in due order
         // (class, slot ascending), each actor once, however many connections left it over.
-        for (d, _) in level.due.iter().zip(&pending).filter(|&(_, &p)| p) {
+        for d in crate::net::relevancy::due_in(&pending) {
+            let d = &level.due[d as usize];
             self.classes[d.class as usize].cols.set_pending(d.slot as usize, true);
         }
         // The opens encoded this frame: their buffers back to the pool, their slots empty.

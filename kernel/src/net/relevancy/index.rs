@@ -440,13 +440,13 @@ impl RelevancyIndex {
             }
         }
         if let Some(out) = out {
-            out.extend(relevant_in(bits));
+            out.extend(due_in(bits));
         }
     }
 }
 
 /// The due indices whose bit is set in `bits`, ascending.
-pub(crate) fn relevant_in(bits: &[u64]) -> impl Iterator<Item = u32> + '_ {
+pub(crate) fn due_in(bits: &[u64]) -> impl Iterator<Item = u32> + '_ {
     bits.iter().enumerate().flat_map(|(w, &word)| crate::store::BitIter(word).map(move |b| (w * 64 + b) as u32))
 }
 
