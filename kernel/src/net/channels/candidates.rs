@@ -297,7 +297,7 @@ pub(super) fn rank(ctx: &LevelCtx<'_>, conn: &Connection, scratch: &mut Scratch)
     let now = ctx.time.now;
     let viewers = &conn.viewers[..];
     let rows = super::rows_of(conn);
-    let Scratch { cands, order, keys, .. } = scratch;
+    let Scratch { cands, order, keys, cutoff, .. } = scratch;
     let time = |c: &Cand| {
         let row = &rows[c.row as usize];
         // No channel yet, or one woken from dormancy (UE closed it then): UE's spawn priority.
@@ -331,7 +331,7 @@ pub(super) fn rank(ctx: &LevelCtx<'_>, conn: &Connection, scratch: &mut Scratch)
         })),
     }
     let rank = |i: usize| ctx.guid_rank.ranks[cands[i].due as usize];
-    order.fill(keys, ctx.guid_rank.bits, rank, |i| input(&cands[i]).actor);
+    order.fill(keys, ctx.guid_rank.bits, rank, |i| input(&cands[i]).actor, *cutoff);
 }
 
 /// The epoch of a connection's next channel (see [`super::connection::PairState::epoch`]),

@@ -305,6 +305,9 @@ pub(crate) struct Scratch {
     sends: Vec<(u32, Cand)>,
     /// Mean bits of a replicated pair in the last saturated frame: sizes the first ranked batch.
     bits_per_send: f64,
+    /// The priority key at which the last frame saturated (none if it did not): where this
+    /// frame's first batch likely ends ([`SendOrder::fill`]).
+    cutoff: Option<u32>,
     /// [`Outcome::pending`], [`Outcome::awake`] and [`Outcome::first_opens`], handed back by
     /// [`recycle`] after the frame.
     pending: Vec<u64>,
@@ -333,7 +336,7 @@ fn process(ctx: &LevelCtx<'_>, run: &mut Run<'_>, conn: &mut Connection, scratch
     let ci = *ci;
     let now = ctx.time.now;
     let recheck_after = ctx.cfg.relevant_timeout.min(1.0);
-    let Scratch { cands, order, sends, bits_per_send, .. } = scratch;
+    let Scratch { cands, order, sends, bits_per_send, cutoff, .. } = scratch;
     let replay = conn.replay;
     let mut start = 0;
     // The first batch: what the budget's credit carries at last frame's bits per send, and a
@@ -508,6 +511,7 @@ fn process(ctx: &LevelCtx<'_>, run: &mut Run<'_>, conn: &mut Connection, scratch
                         *bits_per_send =
                             (ctx.write.bits_written(conn) - bits_at_start) as f64 / out.processed.max(1) as f64;
                         saturated_by = Some((due.class, due.slot, i));
+                        *cutoff = Some(key);
                     }
                     continue;
                 }
@@ -579,6 +583,9 @@ fn process(ctx: &LevelCtx<'_>, run: &mut Run<'_>, conn: &mut Connection, scratch
         }
         start += n;
         batch *= 2;
+    }
+    if saturated_by.is_none() {
+        *cutoff = None;
     }
     if let Some((_, _, from)) = saturated_by {
         // UE returns the index of the actor that saturated the connection, and its leftovers

@@ -333,6 +333,9 @@ pub(crate) struct SendOrder {
     wide: Vec<Candidate>,
     /// Bits of the candidate index in a packed entry; `None`: wide.
     index_bits: Option<u32>,
+    /// Packed entries whose key reached the cutoff [`Self::fill`] was given: the first this many,
+    /// in no order.
+    front: Option<usize>,
     /// Sorts the chosen packed entries ([`sort`]).
     sorter: KeySort,
 }
@@ -342,27 +345,53 @@ impl SendOrder {
     /// actor's rank by GUID among the frame's due actors `rank(i)` (below `2^rank_bits`) and
     /// its actor `actor(i)` (asked only when the ranks and indices do not pack into 32 bits) —
     /// replacing what it held.
+    ///
+    /// With a `cutoff` (a guess of where this frame's first batch ends: the key at which the
+    /// connection's last frame saturated), the candidates whose key reaches it are put first as
+    /// they are written, so the first [`Self::select`] may take them as its batch without a
+    /// selection over the whole list: they are exactly the first ones in send order, however
+    /// good the guess.
     pub fn fill(
         &mut self,
         keys: &[u32],
         rank_bits: u32,
         rank: impl Fn(usize) -> u32,
         actor: impl Fn(usize) -> NetGuid,
+        cutoff: Option<u32>,
     ) {
         self.packed.clear();
         self.wide.clear();
+        self.front = None;
         let index_bits = bits_below(keys.len());
         self.index_bits = (index_bits + rank_bits <= 32).then_some(index_bits);
+        let pack = |bits: u32, index: usize, key: u32| {
+            let rank = rank(index);
+            debug_assert!((index as u64) >> bits == 0, "index {index} past {bits} bits");
+            debug_assert!((u64::from(rank) << bits) >> 32 == 0, "rank {rank} past the low half");
+            let low = (u64::from(rank) << bits) | index as u64;
+            (u64::from(!key) << 32) | low
+        };
         // One test for the whole list, and a loop that writes a word per candidate.
-        match self.index_bits {
-            Some(bits) => self.packed.extend(keys.iter().enumerate().map(|(index, &key)| {
-                let rank = rank(index);
-                debug_assert!((index as u64) >> bits == 0, "index {index} past {bits} bits");
-                debug_assert!((u64::from(rank) << bits) >> 32 == 0, "rank {rank} past the low half");
-                let low = (u64::from(rank) << bits) | index as u64;
-                (u64::from(!key) << 32) | low
-            })),
-            None => self.wide.extend(keys.iter().enumerate().map(|(index, &key)| Candidate {
+        match (self.index_bits, cutoff) {
+            (Some(bits), Some(cutoff)) => {
+                // A partition as the words are written, without a branch: each word goes to both
+                // ends, and the end it belongs to moves on (a slot left behind is written again).
+                self.packed.resize(keys.len(), 0);
+                let (mut lo, mut hi) = (0, keys.len());
+                for (index, &key) in keys.iter().enumerate() {
+                    let word = pack(bits, index, key);
+                    let first = key >= cutoff;
+                    self.packed[lo] = word;
+                    self.packed[hi - 1] = word;
+                    lo += usize::from(first);
+                    hi -= usize::from(!first);
+                }
+                self.front = Some(lo);
+            }
+            (Some(bits), None) => {
+                self.packed.extend(keys.iter().enumerate().map(|(index, &key)| pack(bits, index, key)))
+            }
+            (None, _) => self.wide.extend(keys.iter().enumerate().map(|(index, &key)| Candidate {
                 key,
                 guid: actor(index),
                 index: index as u32,
@@ -381,12 +410,27 @@ impl SendOrder {
 
     /// Puts the next `n` candidates in send order from `start` on (those before `start` were
     /// selected already); returns how many there were (fewer at the end).
+    ///
+    /// The first batch of an order filled with a cutoff is the candidates that reached it when
+    /// they are between half and twice `n` (sorted, and all of them: more or fewer than `n`);
+    /// the first `n` of them when there are more; the first `n` of all when there are fewer.
     pub fn select(&mut self, start: usize, n: usize) -> usize {
         if self.index_bits.is_none() {
             return select_top(&mut self.wide[start..], n).len();
         }
         let sorter = &mut self.sorter;
-        first_sorted(&mut self.packed[start..], n, |&p| p, |chosen| sorter.sort(chosen))
+        let rest = match self.front.take() {
+            // Every key of the front part comes before every key behind it.
+            Some(m) if start == 0 && m > 0 && m >= n / 2 => {
+                if m <= n.saturating_mul(2) {
+                    sorter.sort(&mut self.packed[..m]);
+                    return m;
+                }
+                &mut self.packed[..m]
+            }
+            _ => &mut self.packed[start..],
+        };
+        first_sorted(rest, n, |&p| p, |chosen| sorter.sort(chosen))
     }
 
     /// The key and index of the `i`-th candidate (in send order once selected).
@@ -634,6 +678,10 @@ mod tests {
         }
     }
 
+    /// Catches a packed entry that orders candidates otherwise than `send_order` (a rank or index
+    /// bit lost, a batch taken out of order) and a cutoff's first batch that is not the order's
+    /// head (its partition inverted, a front part taken as a whole when it is not the first
+    /// candidates): the oracle is `send_order`'s full sort.
     #[test]
     fn the_packed_order_is_the_send_order() {
         let mut x = 0x9e37_79b9_7f4a_7c15u64;
@@ -672,16 +720,21 @@ mod tests {
                 .collect();
             let mut want = cands.clone();
             want.sort_by(send_order);
-            for rank_bits in [bits_below(by_guid.len()), 40] {
+            // Cutoffs that put none, some or all of them first (a first batch taken whole, in
+            // part, or not at all), and first batches small and large.
+            let cutoffs = [None, Some(0), Some(2 * 4096), Some(4 * 4096 + 1), Some(5 * 4096), Some(u32::MAX)];
+            for (rank_bits, cutoff, first) in (cutoffs.iter().flat_map(|&c| [(c, 3), (c, len / 2 + 1)]))
+                .flat_map(|(c, first)| [(bits_below(by_guid.len()), c, first), (40, c, first)])
+            {
                 let mut order = SendOrder::default();
                 // A list left from an earlier frame is replaced.
-                order.fill(&[7], 1, |_| 0, |_| NetGuid(1));
+                order.fill(&[7], 1, |_| 0, |_| NetGuid(1), Some(7));
                 let keys: Vec<u32> = cands.iter().map(|c| c.key).collect();
-                order.fill(&keys, rank_bits, |i| ranks[picked[i]], |i| cands[i].guid);
+                order.fill(&keys, rank_bits, |i| ranks[picked[i]], |i| cands[i].guid, cutoff);
                 assert_eq!(order.index_bits.is_some(), rank_bits + bits_below(cands.len()) <= 32);
                 assert_eq!(order.len(), cands.len());
                 // In batches, as the send loop takes them.
-                let (mut start, mut batch, mut got) = (0, 3, Vec::new());
+                let (mut start, mut batch, mut got) = (0, first, Vec::new());
                 while start < order.len() {
                     let n = order.select(start, batch);
                     got.extend((start..start + n).map(|i| order.get(i)));
@@ -689,7 +742,7 @@ mod tests {
                     batch *= 2;
                 }
                 let want: Vec<(u32, u32)> = want.iter().map(|c| (c.key, c.index)).collect();
-                assert_eq!(got, want, "{len} candidates of {due} due, {rank_bits} rank bits");
+                assert_eq!(got, want, "{len} candidates of {due} due, {rank_bits} rank bits, cutoff {cutoff:?}");
             }
         }
     }
