@@ -72,20 +72,12 @@ pub(super) fn candidates(
     // go by (plain indices: the walk's few compares a row, no iterator state to test).
     let rel_key = |r: usize| relevant.get(r).map_or(u64::MAX, |&d| ctx.keys[d as usize]);
     let (mut r, mut next_rel) = (0, rel_key(0));
-    let (retired, mut g) = (ctx.retired, 0);
-    let (mut class, mut index, mut bits): (u32, &[u32], &[u64]) = (u32::MAX, &[], &[]);
+    let mut gone = Gone { retired: ctx.retired, at: 0 };
+    let mut due_of = DueOf::new(ctx);
     for (ri, row) in rows.iter_mut().enumerate() {
         // A gone actor's row: its channel closes (if a packet carried the open), and the row
         // stays as a scratch row, which a new actor in the same slot takes below.
-        if g < retired.len() {
-            while retired.get(g).is_some_and(|&(key, _)| key < row.key) {
-                g += 1;
-            }
-            if let Some(&(_, guid)) = retired.get(g).filter(|&&(key, _)| key == row.key) {
-                retire(row, guid, closes);
-                g += 1;
-            }
-        }
+        gone.meet(row, closes);
         while next_rel < row.key {
             add((next_rel, relevant[r]), ri + fresh.len(), fresh, cands, dormant, &ended);
             r += 1;
@@ -118,16 +110,7 @@ pub(super) fn candidates(
         if row.state.flags == 0 || torn {
             continue;
         }
-        let (c, slot) = split_key(row.key);
-        if c != class {
-            class = c;
-            index = ctx.due_index.get(c as usize).map_or(&[], |v| &v[..]);
-            bits = ctx.selected.get(c as usize).map_or(&[], |v| &v[..]);
-        }
-        if !lane_set(bits, slot) {
-            continue;
-        }
-        let d = index.get(slot as usize).copied().unwrap_or(NOT_DUE);
+        let d = due_of.get(row.key);
         if d == NOT_DUE {
             continue;
         }
@@ -164,6 +147,61 @@ pub(super) fn candidates(
     for owner in ended {
         let reason = close_reason(false);
         super::end_sub_channels(ctx, ci as usize, (rows, dormant, closes), (owner, reason), closed);
+    }
+}
+
+/// The frame's gone actors (sorted by key), met by a cursor as a walk's rows go by in key order.
+struct Gone<'a> {
+    retired: &'a [(u64, crate::ids::NetGuid)],
+    at: usize,
+}
+
+impl Gone<'_> {
+    /// Retires `row` if its actor is gone: its channel's close queued (if a packet carried the
+    /// open), the row left as a scratch row for a new actor in the same slot.
+    #[inline]
+    fn meet(&mut self, row: &mut Channel, closes: &mut Vec<PendingClose>) {
+        if self.at < self.retired.len() {
+            while self.retired.get(self.at).is_some_and(|&(key, _)| key < row.key) {
+                self.at += 1;
+            }
+            if let Some(&(_, guid)) = self.retired.get(self.at).filter(|&&(key, _)| key == row.key) {
+                retire(row, guid, closes);
+                self.at += 1;
+            }
+        }
+    }
+}
+
+/// A row's due index by its key, for rows met in key order: the class's due lanes and index
+/// taken as the class changes, the index read only for a due lane (the lanes' bitset stays in
+/// the cache; the index would be a miss a row).
+struct DueOf<'a> {
+    ctx: &'a LevelCtx<'a>,
+    class: u32,
+    index: &'a [u32],
+    lanes: &'a [u64],
+}
+
+impl<'a> DueOf<'a> {
+    fn new(ctx: &'a LevelCtx<'a>) -> Self {
+        Self { ctx, class: u32::MAX, index: &[], lanes: &[] }
+    }
+
+    /// The due index of the actor of pair `key`, or [`NOT_DUE`].
+    #[inline]
+    fn get(&mut self, key: u64) -> u32 {
+        let (c, slot) = split_key(key);
+        if c != self.class {
+            self.class = c;
+            self.index = self.ctx.due_index.get(c as usize).map_or(&[], |v| &v[..]);
+            self.lanes = self.ctx.selected.get(c as usize).map_or(&[], |v| &v[..]);
+        }
+        if lane_set(self.lanes, slot) {
+            self.index.get(slot as usize).copied().unwrap_or(NOT_DUE)
+        } else {
+            NOT_DUE
+        }
     }
 }
 
@@ -228,28 +266,12 @@ fn plain_candidates(ctx: &LevelCtx<'_>, ci: u32, conn: &mut Connection, scratch:
         cands.resize(rows.len(), Cand { row: 0, due: NOT_DUE, relevant_now: false });
     }
     let mut n = 0;
-    let (retired, mut g) = (ctx.retired, 0);
-    let (mut class, mut index, mut bits): (u32, &[u32], &[u64]) = (u32::MAX, &[], &[]);
+    let mut gone = Gone { retired: ctx.retired, at: 0 };
+    let mut due_of = DueOf::new(ctx);
     for (ri, row) in rows.iter_mut().enumerate() {
         // A gone actor's row: as in `candidates`.
-        if g < retired.len() {
-            while retired.get(g).is_some_and(|&(key, _)| key < row.key) {
-                g += 1;
-            }
-            if let Some(&(_, guid)) = retired.get(g).filter(|&&(key, _)| key == row.key) {
-                retire(row, guid, closes);
-                g += 1;
-            }
-        }
-        let (c, slot) = split_key(row.key);
-        if c != class {
-            class = c;
-            index = ctx.due_index.get(c as usize).map_or(&[], |v| &v[..]);
-            bits = ctx.selected.get(c as usize).map_or(&[], |v| &v[..]);
-        }
-        // The index is read for a due lane only (the bitset stays in the cache).
-        let due = lane_set(bits, slot);
-        let d = if due { index.get(slot as usize).copied().unwrap_or(NOT_DUE) } else { NOT_DUE };
+        gone.meet(row, closes);
+        let d = due_of.get(row.key);
         // (`NOT_DUE`'s word is past the bits: not relevant.)
         let (word, bit) = (d as usize / 64, d % 64);
         let rel = relevant.get(word).is_some_and(|w| w >> bit & 1 != 0);
