@@ -103,14 +103,15 @@ impl BitWriter {
     /// The bits gather in a register and leave in whole 8-byte stores that are never read back
     /// (OR-ing each 56-bit piece in, as [`Self::write_bits`] does, reloads bytes the previous
     /// piece has just stored at an overlapping address, which a store buffer cannot forward).
-    /// Every piece but the last is 56 bits read with one unaligned load and not masked: the
-    /// source bits a piece carries past its 56 are the next piece's first, at the same places,
-    /// so OR-ing that piece in again changes nothing; the last piece clears whatever lies past
-    /// the end (a copy is ~10 instructions a piece).
+    /// Every piece but the last is 56 bits read with one unaligned load and not masked: what a
+    /// piece carries past its 56 bits is the next piece's first source bits at the same places
+    /// (or zeros), so OR-ing that piece in again changes nothing; the last piece clears whatever
+    /// lies past the end (a copy is ~10 instructions a piece).
     pub fn write_from(&mut self, src: &[u8], from: usize, n: usize) {
         if n == 0 {
             return;
         }
+        debug_assert!(from + n <= src.len() * 8, "bits {from}..{} past the source's {} bytes", from + n, src.len());
         let end_bits = self.bits + n;
         let need = end_bits / 8 + 9;
         if self.buf.len() < need {
@@ -350,10 +351,10 @@ mod tests {
             stale in proptest::collection::vec(any::<u64>(), 1..12),
             prefix in 0u32..64,
             from in 0.0f64..1.0,
-            n in 0.0f64..1.0,
+            n in 0.0f64..=1.0,
         ) {
-            // Anywhere in the source, and any part of the rest (source bits after the copy's end
-            // are there to leak).
+            // Anywhere in the source, and any part of the rest up to its last bit (source bits
+            // after the copy's end are there to leak; a copy to the end reads no byte past it).
             let from = (from * (src.len() * 8) as f64) as usize;
             let n = (n * (src.len() * 8 - from) as f64) as usize;
             let mut a = BitWriter::new();

@@ -132,7 +132,8 @@ impl<'a> LevelCtx<'a> {
 /// What one connection's frame produced.
 #[derive(Default)]
 pub(crate) struct Outcome {
-    /// Leftovers to consider next frame: a bit per due actor (empty when there are none).
+    /// Leftovers to consider next frame: a bit per due actor (empty, or all zero, when there are
+    /// none).
     pub pending: Vec<u64>,
     /// Due indices of actors that want dormancy but that this connection holds awake (an open
     /// channel not yet dormant, or relevant and waiting for one): they stay on the consider list.
@@ -242,7 +243,6 @@ pub(crate) fn replicate_connection(ctx: &LevelCtx<'_>, ci: u32, conn: &mut Conne
         out.nanos[0] = t.elapsed().as_nanos() as u64;
         let t = Instant::now();
         let bits = scratch.query.bits();
-        out.relevant = if plain { bits.iter().map(|w| w.count_ones() as usize).sum() } else { scratch.relevant.len() };
         if let Some(d) = &mut decisions {
             let guid = |i: u32| ctx.due[i as usize].rel.guid;
             d.relevant = if plain {
@@ -252,7 +252,7 @@ pub(crate) fn replicate_connection(ctx: &LevelCtx<'_>, ci: u32, conn: &mut Conne
             };
             d.relevant.sort_unstable();
         }
-        candidates(ctx, ci, conn, &mut scratch, &mut out.closed);
+        out.relevant = candidates(ctx, ci, conn, &mut scratch, &mut out.closed);
         // Ranked before anything is written: a priority hook that panics (and a game that catches
         // it around `tick`) leaves this frame's closes queued, not in a packet never finished.
         rank(ctx, conn, &mut scratch);
@@ -294,8 +294,6 @@ pub(crate) struct Scratch {
     /// bits).
     relevant: Vec<u32>,
     query: super::relevancy::Scratch,
-    /// The plain walk's copy of the query's bits, each matched by a row cleared.
-    unmatched: Vec<u64>,
     fresh: Vec<Channel>,
     cands: Vec<Cand>,
     /// The candidates' priority keys, in their order (`rank`).
@@ -305,8 +303,9 @@ pub(crate) struct Scratch {
     sends: Vec<(u32, Cand)>,
     /// Mean bits of a replicated pair in the last saturated frame: sizes the first ranked batch.
     bits_per_send: f64,
-    /// The priority key at which the last frame saturated (none if it did not): where this
-    /// frame's first batch likely ends ([`SendOrder::fill`]).
+    /// The priority key at which the last frame that sent saturated (none if it ran through its
+    /// candidates): where this frame's first batch likely ends ([`SendOrder::fill`]). Speed
+    /// only: the order is exact whatever it holds.
     cutoff: Option<u32>,
     /// [`Outcome::pending`], [`Outcome::awake`] and [`Outcome::first_opens`], handed back by
     /// [`recycle`] after the frame.

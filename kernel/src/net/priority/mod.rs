@@ -408,8 +408,9 @@ impl SendOrder {
         }
     }
 
-    /// Puts the next `n` candidates in send order from `start` on (those before `start` were
-    /// selected already); returns how many there were (fewer at the end).
+    /// Puts the next candidates in send order from `start` on (those before `start` were
+    /// selected already), about `n` of them; returns how many: `n`, or fewer at the end —
+    /// or, for the first batch of an order filled with a cutoff, as many as reached it.
     ///
     /// The first batch of an order filled with a cutoff is the candidates that reached it when
     /// they are between half and twice `n` (sorted, and all of them: more or fewer than `n`);

@@ -360,7 +360,7 @@ impl RelevancyIndex {
     /// gives the due index of an actor by GUID, if it is due.
     ///
     /// Every answer (grid hits, links, rule actors, followers) sets its bit in a bitset over the
-    /// due list (`due.len() / 64` words, zeroed once per connection), and a scan of it lists
+    /// due list (`due.len()` bits, zeroed once per connection), and a scan of it lists
     /// them ascending without duplicates: no sort of the grid's interleaved cell runs and no
     /// merges. The candidates walk of a plain frame reads the bits themselves (no list).
     #[allow(clippy::too_many_arguments)]
@@ -484,5 +484,10 @@ impl Scratch {
     /// connection had no viewers).
     pub(crate) fn bits(&self) -> &[u64] {
         &self.bits
+    }
+
+    /// [`Self::bits`], to clear as they are used.
+    pub(crate) fn bits_mut(&mut self) -> &mut [u64] {
+        &mut self.bits
     }
 }
