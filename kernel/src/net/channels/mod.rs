@@ -8,7 +8,9 @@
 //!   actors' closes again (`super::sublevels`)
 //! not heard from within ready_timeout → nothing but a keep-alive (rows of gone actors dropped)
 //! relevant   = the relevancy index's answer for the viewers (due actors only)
-//! one walk over the rows, in key order, merged with the relevant actors and the gone ones:
+//! one walk over the rows, in key order, merged with the relevant actors and the gone ones (a
+//!   plain frame of a small due list: each row's relevancy read in the answer's bits, the
+//!   actors left in them given rows after — `candidates::plain_candidates`):
 //!   rows of gone actors → scratch rows in place, their open channels' closes queued
 //!   rows      += a scratch row for each relevant actor without one — but one whose sublevel
 //!                the client has not loaded (a gone actor's scratch row in the slot is taken)
