@@ -3,7 +3,7 @@
 //! key (see the module above for the whole frame).
 
 use super::ends::retire;
-use super::{close_reason, lane_set, LevelCtx, Scratch};
+use super::{close_reason, LevelCtx, Scratch};
 use crate::net::connection::{pair, Connection, PendingClose};
 use crate::net::level::NOT_DUE;
 use crate::net::pairs::{merge_rows, split_key, Channel, Pairs};
@@ -178,7 +178,7 @@ impl Gone<'_> {
 /// A row's due index by its key, for rows met in key order: the class's due lanes and index
 /// taken as the class changes, the index read only for a due lane (the lanes' bitset stays in
 /// the cache; the index would be a miss a row).
-struct DueOf<'a> {
+pub(super) struct DueOf<'a> {
     ctx: &'a LevelCtx<'a>,
     class: u32,
     index: &'a [u32],
@@ -186,13 +186,13 @@ struct DueOf<'a> {
 }
 
 impl<'a> DueOf<'a> {
-    fn new(ctx: &'a LevelCtx<'a>) -> Self {
+    pub(super) fn new(ctx: &'a LevelCtx<'a>) -> Self {
         Self { ctx, class: u32::MAX, index: &[], lanes: &[] }
     }
 
     /// The due index of the actor of pair `key`, or [`NOT_DUE`].
     #[inline]
-    fn get(&mut self, key: u64) -> u32 {
+    pub(super) fn get(&mut self, key: u64) -> u32 {
         let (c, slot) = split_key(key);
         if c != self.class {
             self.class = c;
@@ -205,6 +205,12 @@ impl<'a> DueOf<'a> {
             NOT_DUE
         }
     }
+}
+
+/// Whether `slot`'s bit is set in a per-page lane bitset.
+fn lane_set(bits: &[u64], slot: u32) -> bool {
+    let slot = slot as usize;
+    bits.get(slot / crate::schema::PAGE_LANES).is_some_and(|w| w >> (slot % crate::schema::PAGE_LANES) & 1 != 0)
 }
 
 /// The row a relevant actor without one gets (its key `key`, due index `d`): a scratch row — or
@@ -240,10 +246,10 @@ fn fresh_row(
 /// the general walk's merge (17.2 ms a frame against 16.2–16.6, the index a cache miss a row).
 const PLAIN_WALK_MAX_DUE: usize = 1 << 14;
 
-/// Whether the frame is plain for the candidates walk (and its due list small enough): no due actor is owner-only, temporary,
-/// initial-only for a connection, tearing off, outside the persistent level, or a sub-object
-/// with a condition — so a row's fate is its actor's due bit, its relevancy and its own flags
-/// ([`plain_candidates`]).
+/// Whether the frame is plain for the candidates walk: its due list small enough, and no due
+/// actor owner-only, temporary, initial-only for a connection, tearing off, outside the
+/// persistent level, or a sub-object with a condition — so a row's fate is its actor's due bit,
+/// its relevancy and its own flags ([`plain_candidates`]).
 pub(super) fn plain(ctx: &LevelCtx<'_>) -> bool {
     ctx.due.len() <= PLAIN_WALK_MAX_DUE
         && ctx.owner_only == 0
@@ -257,14 +263,14 @@ pub(super) fn plain(ctx: &LevelCtx<'_>) -> bool {
 /// [`candidates`] of a [`plain`] frame, from the relevancy query's bits (one per due actor)
 /// rather than its list: each row looks its actor up in the due index (through the due lanes'
 /// bitset) and its relevancy in the bits (clearing it), and is a candidate or not without a
-/// branch — the
-/// general walk's merge of the rows with the relevant list took a branch per row that went
-/// either way, and its rules for owner-only, temporary and tearing actors are void here. The
-/// relevant actors no row matched are the ones without a row (the bits left once each match is
-/// cleared — the query's bits are not read again; no copy, no count of a large due list's
-/// words): their scratch rows are merged in after, and the candidates' row numbers moved by the
-/// scratch rows before them. Returns how many actors are relevant (matched and left). The candidates come in row order, the new rows' last (the
-/// send order does not depend on it; a priority hook is asked in this order).
+/// branch — the general walk's merge of the rows with the relevant list took a branch per row
+/// that went either way, and its rules for owner-only, temporary and tearing actors are void
+/// here. The relevant actors no row matched are the ones without a row (the bits left once each
+/// match is cleared — the query's bits are not read again; no copy, no count of a large due
+/// list's words): their scratch rows are merged in after, and the candidates' row numbers moved
+/// by the scratch rows before them. The candidates come in row order, the new rows' last (the
+/// send order does not depend on it; a priority hook is asked in this order). Returns how many
+/// actors are relevant (matched and left).
 fn plain_candidates(ctx: &LevelCtx<'_>, ci: u32, conn: &mut Connection, scratch: &mut Scratch) -> usize {
     let Scratch { query, fresh, cands, .. } = scratch;
     // Each bit a row matches is cleared as it is met: what is left are the relevant actors

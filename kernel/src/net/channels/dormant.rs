@@ -2,11 +2,11 @@
 //! channel closed with reason Dormant, and the due actors that want dormancy but that this
 //! connection holds awake.
 
-use super::{lane_set, rows, Cand, LevelCtx};
+use super::{rows, Cand, LevelCtx};
 use crate::net::connection::{pair, Connection, PendingClose};
 use crate::net::dormancy::dormant_for;
 use crate::net::level::NOT_DUE;
-use crate::net::pairs::{split_key, Pairs};
+use crate::net::pairs::Pairs;
 use crate::net::relevancy::DueActor;
 use crate::net::send::FrameWrite;
 use crate::wire::open::CloseReason;
@@ -70,12 +70,9 @@ pub(super) fn held_awake_idle(ctx: &LevelCtx<'_>, conn: &mut Connection, awake: 
     let Pairs::Channels { rows, .. } = &conn.pairs else { return };
     // Between frames dormant copies live in the other table and every row here is a channel (a
     // frame that does not replicate drops its gone actors' rows at once): the filter is a guard.
+    let mut due_of = super::candidates::DueOf::new(ctx);
     for r in rows.iter().filter(|r| r.state.flags & pair::CHANNEL != 0) {
-        let (c, slot) = split_key(r.key);
-        if !lane_set(ctx.selected.get(c as usize).map_or(&[], |v| &v[..]), slot) {
-            continue;
-        }
-        let d = ctx.due_index.get(c as usize).and_then(|v| v.get(slot as usize)).copied().unwrap_or(NOT_DUE);
+        let d = due_of.get(r.key);
         if d != NOT_DUE && ctx.due[d as usize].sleepy {
             awake.push(d);
         }

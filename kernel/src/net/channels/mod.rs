@@ -244,6 +244,7 @@ pub(crate) fn replicate_connection(ctx: &LevelCtx<'_>, ci: u32, conn: &mut Conne
         }
         out.nanos[0] = t.elapsed().as_nanos() as u64;
         let t = Instant::now();
+        // (Listed before the walk: a plain frame's walk clears the bits as rows match them.)
         let bits = scratch.query.bits();
         if let Some(d) = &mut decisions {
             let guid = |i: u32| ctx.due[i as usize].rel.guid;
@@ -585,18 +586,12 @@ fn process(ctx: &LevelCtx<'_>, run: &mut Run<'_>, conn: &mut Connection, scratch
         start += n;
         batch *= 2;
     }
-    if saturated_by.is_none() {
-        *cutoff = None;
-    }
-    if let Some((_, _, from)) = saturated_by {
+    match saturated_by {
         // UE returns the index of the actor that saturated the connection, and its leftovers
         // start there: that actor is considered next frame too.
-        leftovers(ctx, ci, conn, cands, (from..order.len()).map(|j| order.get(j).1), &mut out.pending);
+        Some((_, _, from)) => {
+            leftovers(ctx, ci, conn, cands, (from..order.len()).map(|j| order.get(j).1), &mut out.pending)
+        }
+        None => *cutoff = None,
     }
-}
-
-/// Whether `slot`'s bit is set in a per-page lane bitset.
-fn lane_set(bits: &[u64], slot: u32) -> bool {
-    let slot = slot as usize;
-    bits.get(slot / crate::schema::PAGE_LANES).is_some_and(|w| w >> (slot % crate::schema::PAGE_LANES) & 1 != 0)
 }

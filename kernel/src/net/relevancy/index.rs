@@ -481,7 +481,8 @@ pub(crate) struct Scratch {
 
 impl Scratch {
     /// The last query's answer: one bit per due actor, set when relevant (empty when the
-    /// connection had no viewers).
+    /// connection had no viewers) — until a plain frame's candidates walk clears the bits its
+    /// rows match ([`Self::bits_mut`]).
     pub(crate) fn bits(&self) -> &[u64] {
         &self.bits
     }
