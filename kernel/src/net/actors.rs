@@ -195,7 +195,7 @@ impl NetDriver {
     /// records history.
     fn compare_class(&mut self, ci: usize, store: &mut ClassStore) -> Result<(), super::DriverError> {
         if let Some(level) = self.level.as_mut() {
-            level.select_due(ci, &self.classes[ci], self.cfg.parallel);
+            level.select_due(ci, &self.classes[ci], self.cfg.parallel, self.warm);
         }
         let c = &mut self.classes[ci];
         match self.level.as_ref() {

@@ -94,6 +94,7 @@ pub(crate) mod shared;
 pub mod spatial;
 pub mod sublevels;
 mod tick;
+mod warm;
 
 pub use crate::ids::{ClassId, ConnectionId, Frame, LeafMask, NetGuid, NetRole, Seq};
 pub use channels::{Action, FrameDecisions, SendDecision};
@@ -119,6 +120,7 @@ use actors::{ChangedActor, ClassNet};
 use connection::Connection;
 use shared::SharedArena;
 use std::collections::HashMap;
+use std::time::Duration;
 
 /// How a driver runs.
 #[derive(Clone, Copy, Debug)]
@@ -209,11 +211,25 @@ pub struct NetDriver {
     pub(crate) failed: Vec<FailedConnection>,
     /// How long the last [`NetDriver::tick`] took: a long one runs the next on the pool.
     last_tick_ns: u64,
+    /// This tick keeps the pool's other workers awake ([`warm`]): its phases may go to the pool
+    /// with less work.
+    warm: bool,
 }
 
 /// A tick from outside the rayon pool runs on one of its workers when the last took at least
 /// this long (see [`NetDriver::tick`]).
 const POOL_TICK_MIN_NS: u64 = 4_000_000;
+
+/// A tick on a worker keeps the pool's other workers awake through its phases
+/// ([`warm::Warm`]) when the last took at least this long (a shorter one has no parallel phase
+/// worth a wake-up).
+const WARM_TICK_MIN_NS: u64 = 250_000;
+
+/// Bounds of how long the other workers stay awake for one tick (four times the last tick's
+/// time, clamped): the frame's end releases them sooner; the bound only limits how long a
+/// companion started inside another job's wait can hold that job.
+const WARM_LIMIT_MIN: Duration = Duration::from_millis(2);
+const WARM_LIMIT_MAX: Duration = Duration::from_millis(100);
 
 impl NetDriver {
     /// A driver with no classes and no connections.
@@ -246,6 +262,7 @@ impl NetDriver {
             rpcs: rpc::Calls::default(),
             failed: Vec::new(),
             last_tick_ns: 0,
+            warm: false,
         })
     }
 
@@ -315,7 +332,10 @@ impl NetDriver {
     /// `pool.install` — so each phase starts on the calling thread at once. Called from outside
     /// any pool, a frame whose predecessor took 4 ms or more moves onto a worker of the global
     /// pool and the calling thread waits: one worker wake-up per frame instead of one per
-    /// parallel phase.
+    /// parallel phase. A frame on a worker whose predecessor took 0.25 ms or more keeps the
+    /// pool's other workers awake until it ends (the `net::warm` module's companions run the
+    /// frame's phases as soon as they are forked, and spin between them): the other cores are
+    /// busy for the frame's length, and no phase waits for a wake-up.
     ///
     /// A frame may end connections itself (a reliable-call overflow under
     /// [`ReliableOverflow::Close`]): ask [`Self::take_failed_connections`] after it.
@@ -352,7 +372,16 @@ impl NetDriver {
         // (~0.4 ms there) cost open_world's 2 ms frames more than their phases' wakes.
         let move_to_pool =
             self.cfg.parallel && self.last_tick_ns >= POOL_TICK_MIN_NS && rayon::current_thread_index().is_none();
-        let stats = if move_to_pool { rayon::scope(|_| self.tick_body(stores)) } else { self.tick_body(stores) };
+        let warm = self.cfg.parallel && self.last_tick_ns >= WARM_TICK_MIN_NS;
+        let limit = Duration::from_nanos(self.last_tick_ns.saturating_mul(4)).clamp(WARM_LIMIT_MIN, WARM_LIMIT_MAX);
+        let mut body = |driver: &mut Self| {
+            let hold = warm.then(|| warm::Warm::start(limit)).flatten();
+            driver.warm = hold.is_some();
+            let stats = driver.tick_body(stores);
+            driver.warm = false;
+            stats
+        };
+        let stats = if move_to_pool { rayon::scope(|_| body(self)) } else { body(self) };
         self.fail_overflowed();
         self.last_tick_ns = start.elapsed().as_nanos() as u64;
         stats
