@@ -35,7 +35,9 @@ pub struct CompareConfig {
     /// Shard pages across the current rayon pool.
     pub parallel: bool,
     /// Fewer pages than this are compared on the calling thread even when `parallel` (waking
-    /// the pool costs more than the work); default [`PARALLEL_MIN_PAGES`].
+    /// the pool costs more than the work); default [`PARALLEL_MIN_PAGES`]. (A driver frame that
+    /// keeps the pool awake compares the actor level's due actors on it from 32 pages, or this
+    /// if fewer: there is no wake-up to pay.)
     pub min_parallel_pages: usize,
     /// Push-model validation (UE's `net.PushModelValidateProperties`): push-ruled fixed leaves
     /// are also compared in unmarked lanes, against a validation shadow of their own, and every

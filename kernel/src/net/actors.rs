@@ -198,14 +198,16 @@ impl NetDriver {
             level.select_due(ci, &self.classes[ci], self.cfg.parallel, self.warm);
         }
         let c = &mut self.classes[ci];
+        // A warm frame's pool costs no wake-up: the due actors' few pages go to it sooner
+        // (battle_royale, Intel Xeon, session 61: gather 0.20 → 0.175 ms from 32 pages).
+        let mut cfg = self.cfg.compare;
+        if self.warm {
+            cfg.min_parallel_pages = cfg.min_parallel_pages.min(WARM_MIN_PAGES);
+        }
         match self.level.as_ref() {
-            Some(l) => c.shadow.compare_selected(
-                store,
-                &self.cfg.compare,
-                &l.selected[ci],
-                &l.selected_pages[ci],
-                &mut c.changes,
-            )?,
+            Some(l) => {
+                c.shadow.compare_selected(store, &cfg, &l.selected[ci], &l.selected_pages[ci], &mut c.changes)?
+            }
             None => c.shadow.compare(store, &self.cfg.compare, &mut c.changes)?,
         }
         c.history.record(self.frame, &c.changes);
@@ -357,3 +359,7 @@ impl NetDriver {
         }
     }
 }
+
+/// Selected pages from which a warm frame's compare of the due actors goes to the pool (at
+/// most; [`crate::compare::CompareConfig::min_parallel_pages`] may say fewer).
+const WARM_MIN_PAGES: usize = 32;

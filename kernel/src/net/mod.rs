@@ -216,14 +216,11 @@ pub struct NetDriver {
     warm: bool,
 }
 
-/// A tick from outside the rayon pool runs on one of its workers when the last took at least
-/// this long (see [`NetDriver::tick`]).
-const POOL_TICK_MIN_NS: u64 = 4_000_000;
-
-/// A tick on a worker keeps the pool's other workers awake through its phases
-/// ([`warm::Warm`]) when the last took at least this long (a shorter one has no parallel phase
-/// worth a wake-up).
-const WARM_TICK_MIN_NS: u64 = 250_000;
+/// A tick whose predecessor took at least this long runs on a worker of the rayon pool (moved
+/// there from a thread outside it) and keeps the pool's other workers awake through its phases
+/// ([`warm::Warm`]); a shorter one has no parallel phase worth a wake-up (see
+/// [`NetDriver::tick`]).
+const POOL_TICK_MIN_NS: u64 = 250_000;
 
 /// Bounds of how long the other workers stay awake for one tick (four times the last tick's
 /// time, clamped): the frame's end releases them sooner; the bound only limits how long a
@@ -330,12 +327,12 @@ impl NetDriver {
     /// pool. Best called from a thread of that pool — e.g. a game thread made a worker of the
     /// global pool with `rayon::ThreadPoolBuilder::use_current_thread`, or inside
     /// `pool.install` — so each phase starts on the calling thread at once. Called from outside
-    /// any pool, a frame whose predecessor took 4 ms or more moves onto a worker of the global
-    /// pool and the calling thread waits: one worker wake-up per frame instead of one per
-    /// parallel phase. A frame on a worker whose predecessor took 0.25 ms or more keeps the
-    /// pool's other workers awake until it ends (the `net::warm` module's companions run the
-    /// frame's phases as soon as they are forked, and spin between them): the other cores are
-    /// busy for the frame's length, and no phase waits for a wake-up.
+    /// any pool, a frame whose predecessor took 0.25 ms or more moves onto a worker of the
+    /// global pool and the calling thread waits: a wake-up each way per frame instead of two per
+    /// parallel phase. Such a frame keeps the pool's other workers awake until it ends (the
+    /// `net::warm` module's companions run the frame's phases as soon as they are forked, and
+    /// spin between them): the other cores are busy for the frame's length, and no phase waits
+    /// for a wake-up.
     ///
     /// A frame may end connections itself (a reliable-call overflow under
     /// [`ReliableOverflow::Close`]): ask [`Self::take_failed_connections`] after it.
@@ -364,18 +361,20 @@ impl NetDriver {
     /// ```
     pub fn tick(&mut self, stores: &mut [&mut ClassStore]) -> Result<TickStats, DriverError> {
         let start = std::time::Instant::now();
-        // A large frame called from outside the pool runs on one of its workers: each parallel
-        // phase then starts at once on this worker while the other wakes, instead of this
-        // thread blocking until a sleeping worker wakes for it — on a loaded two-core host the
-        // wake took 0.4–0.6 ms, paid by every phase (battle_royale's connections phase started
-        // ~0.5 ms late on both workers). A smaller frame stays here: the one wake-up of the move
-        // (~0.4 ms there) cost open_world's 2 ms frames more than their phases' wakes.
-        let move_to_pool =
-            self.cfg.parallel && self.last_tick_ns >= POOL_TICK_MIN_NS && rayon::current_thread_index().is_none();
-        let warm = self.cfg.parallel && self.last_tick_ns >= WARM_TICK_MIN_NS;
+        // A large frame runs on a worker with the other workers kept awake: each parallel phase
+        // starts at once, its other halves taken as soon as they are forked. Called from outside
+        // the pool, a phase would block this thread until a sleeping worker woke, and wake this
+        // thread at its end — two wake-ups a phase; moved, the frame pays one each way. On a
+        // two-core VM (Intel Xeon, session 61), a thread outside the pool: battle_royale 2.67–2.71
+        // ms a frame moved with the pool warm against 2.92–3.01 staying (the rule was 4 ms
+        // frames then), open_world 1.08–1.11 against 1.28–1.30; a thread of the pool
+        // (`use_current_thread`), warm against cold: 2.56–2.58 against 2.66–2.81 and 1.01–1.04
+        // against 1.10–1.17.
+        let pooled = self.cfg.parallel && self.last_tick_ns >= POOL_TICK_MIN_NS;
+        let move_to_pool = pooled && rayon::current_thread_index().is_none();
         let limit = Duration::from_nanos(self.last_tick_ns.saturating_mul(4)).clamp(WARM_LIMIT_MIN, WARM_LIMIT_MAX);
         let mut body = |driver: &mut Self| {
-            let hold = warm.then(|| warm::Warm::start(limit)).flatten();
+            let hold = pooled.then(|| warm::Warm::start(limit)).flatten();
             driver.warm = hold.is_some();
             let stats = driver.tick_body(stores);
             driver.warm = false;
