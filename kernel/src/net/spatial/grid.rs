@@ -429,12 +429,17 @@ impl SpatialGrid {
         cell_index((v.into() - f64::from(origin)) * self.per_cell, cells)
     }
 
-    fn place(&self, index: usize) -> Placement {
+    /// Where actor `index` lives in the grid. `memo` holds the last cull distance's reach (the
+    /// actors of a class share one: a square root once per run of them, not per actor).
+    fn place(&self, index: usize, memo: &mut (u32, f64)) -> Placement {
         let (pos, cull_sq) = (self.positions[index], self.cull_sq[index]);
         if !self.live[index] || !pos.iter().all(|c| c.is_finite()) || cull_sq.is_nan() || cull_sq <= 0.0 {
             return Placement::Nowhere;
         }
-        let r = reach(cull_sq);
+        if cull_sq.to_bits() != memo.0 {
+            *memo = (cull_sq.to_bits(), reach(cull_sq));
+        }
+        let r = memo.1;
         let (x, y) = (f64::from(pos[0]), f64::from(pos[1]));
         let [ox, oy] = self.config.origin;
         let (cx, cy) = (self.config.cells_x, self.config.cells_y);
@@ -456,7 +461,15 @@ impl SpatialGrid {
     fn build(&mut self) {
         let n = self.live.len();
         let mut placements = std::mem::take(&mut self.placements);
-        (0..n).into_par_iter().map(|i| self.place(i)).collect_into_vec(&mut placements);
+        placements.clear();
+        placements.resize(n, Placement::Nowhere);
+        placements.par_chunks_mut(PLACE_RUN).enumerate().for_each(|(k, out)| {
+            // (A NaN's bits: no cull distance placed yet.)
+            let mut memo = (f32::NAN.to_bits(), 0.0);
+            for (j, p) in out.iter_mut().enumerate() {
+                *p = self.place(k * PLACE_RUN + j, &mut memo);
+            }
+        });
         let cells = (self.config.cells_x * self.config.cells_y) as usize;
 
         self.cells.clear();
@@ -502,6 +515,9 @@ impl SpatialGrid {
         self.stale = false;
     }
 }
+
+/// Actors placed per job of a build (their reach memoised along the run).
+const PLACE_RUN: usize = 1024;
 
 /// The bounding box of no rows: any `min`/`max` with a finite point replaces it.
 const EMPTY_BOX: [f32; 4] = [f32::INFINITY, f32::INFINITY, f32::NEG_INFINITY, f32::NEG_INFINITY];

@@ -124,20 +124,24 @@ fn exact_cull_distance_is_not_relevant() {
 
 /// One random world: actors spread over (and beyond) the grid, viewers anywhere, some exactly
 /// on cell boundaries, actors whose square exactly touches a cell edge.
-fn check_world(cfg: GridConfig, seed: u64) {
+/// A world of `n` actors, each `run` in a row sharing a cull distance (as a class's actors do:
+/// the build memoises the last one's reach), checked against brute force.
+fn check_world(cfg: GridConfig, seed: u64, n: usize, run: usize) {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let cs = cfg.cell_size;
     let span = cs * cfg.cells_x.max(cfg.cells_y) as f32;
     let (ox, oy) = (cfg.origin[0], cfg.origin[1]);
-    let n = 600;
     let mut positions = Vec::with_capacity(n);
     let mut cull_sq = Vec::with_capacity(n);
+    let mut r = 0.0f32;
     for i in 0..n {
-        let r: f32 = match rng.random_range(0..10) {
-            0 => rng.random_range(0..4) as f32 * cs, // square edge on a cell edge
-            1 => span * 4.0,                         // large-radius list
-            _ => rng.random_range(0.0..cs * 2.5),
-        };
+        if i % run == 0 {
+            r = match rng.random_range(0..10) {
+                0 => rng.random_range(0..4) as f32 * cs, // square edge on a cell edge
+                1 => span * 4.0,                         // large-radius list
+                _ => rng.random_range(0.0..cs * 2.5),
+            };
+        }
         let mut p = [
             rng.random_range(ox - span * 0.2..ox + span * 1.2),
             rng.random_range(oy - span * 0.2..oy + span * 1.2),
@@ -205,12 +209,20 @@ fn grid_and_sweep_equal_brute_force() {
     for (seed, cell_size, cells) in
         [(1, 10_000.0, 16), (2, 1_000.0, 40), (3, 2_500.0, 7), (4, 333.0, 100), (5, 64.0, 1)]
     {
-        check_world(GridConfig::centred(cell_size, cells), seed);
+        check_world(GridConfig::centred(cell_size, cells), seed, 600, 1);
     }
     let mut off_centre = GridConfig::centred(500.0, 20);
     off_centre.origin = [-1234.5, 777.0];
     off_centre.max_cells_per_actor = 4;
-    check_world(off_centre, 6);
+    check_world(off_centre, 6, 600, 1);
+}
+
+#[test]
+fn grid_and_sweep_equal_brute_force_over_runs_of_one_cull_distance() {
+    // Past one placement job (1024 actors), with runs that cross the jobs' edges.
+    for (seed, cell_size, cells, run) in [(7, 2_500.0, 7, 7), (8, 1_000.0, 40, 300), (9, 333.0, 100, 1)] {
+        check_world(GridConfig::centred(cell_size, cells), seed, 2_600, run);
+    }
 }
 
 #[test]
