@@ -223,8 +223,9 @@ pub struct NetDriver {
 const POOL_TICK_MIN_NS: u64 = 250_000;
 
 /// Bounds of how long the other workers stay awake for one tick (four times the last tick's
-/// time, clamped): the frame's end releases them sooner; the bound only limits how long a
-/// companion started inside another job's wait can hold that job.
+/// time, clamped): the frame's end releases them sooner; the bound limits how long a companion
+/// that a worker took inside another job's wait holds that job (it looks at the clock between
+/// the jobs it runs).
 const WARM_LIMIT_MIN: Duration = Duration::from_millis(2);
 const WARM_LIMIT_MAX: Duration = Duration::from_millis(100);
 

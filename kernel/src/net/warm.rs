@@ -12,65 +12,99 @@
 //! awake until the frame ends (the guard is dropped): it runs whatever work the pool has
 //! (`rayon::yield_now`), and spins when there is none, so a phase's work is stolen as soon as
 //! it is pushed. The cost is the other cores' time while the frame's serial steps run — a
-//! frame-synchronous server's cores wait for the frame anyway.
+//! frame-synchronous server's cores wait for the frame anyway (on a host with more busy threads
+//! than cores, the spinning takes time from them).
 //!
-//! Liveness: a companion never blocks, and it ends when the frame's guard drops or after
-//! `limit`, whichever is first. Only one frame at a time keeps the pool warm (a second driver
-//! ticking at once runs cold): a companion that started nested inside another job's wait holds
-//! that job until it ends, so two frames' companions could otherwise each hold the job the other
-//! frame waits for; the limit bounds any such hold with work that is not a frame's.
+//! Liveness: a companion waits on nothing itself; it ends when the frame's guard drops, or
+//! when it finds `limit` passed — it looks at the clock between the jobs it runs, so a long job
+//! it took from the pool delays that. A worker takes its companion before it steals anything, so
+//! a companion never sits below a job of its own frame; but a worker that waits inside some
+//! other job (another driver's cold frame, the game's own rayon work) may take it there and hold
+//! that job until the frame ends or the limit passes. Hence one frame at a time, process-wide,
+//! keeps workers warm (a second frame at once, in any pool, runs cold): two frames' companions
+//! could otherwise each sit on a job the other frame waits for, and only the limits would part
+//! them.
 
+use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// Frames keeping the pool warm now (at most one; see the module docs).
+/// Frames keeping workers warm now, process-wide (at most one; see the module docs).
 static WARM_FRAMES: AtomicUsize = AtomicUsize::new(0);
+
+thread_local! {
+    /// This thread started a frame's companions and its own copy of the broadcast (which it
+    /// skips) has not run yet. A worker runs its copy only when it looks for work — a thread
+    /// made a worker by `use_current_thread` does so only while it waits in a join or a scope —
+    /// so a thread whose frames never wait would pile up a copy a frame; it starts no more until
+    /// the last one ran.
+    static OWN_COPY_PENDING: Cell<bool> = const { Cell::new(false) };
+}
+
+/// What a frame and its companions share.
+#[derive(Default)]
+struct Shared {
+    /// The frame ended: the companions stop.
+    done: AtomicBool,
+    /// Companions running now.
+    running: AtomicUsize,
+}
 
 /// A frame's hold on the pool's other workers: they stay awake until this is dropped.
 pub(super) struct Warm {
-    done: Arc<AtomicBool>,
+    shared: Arc<Shared>,
 }
 
 impl Warm {
     /// Keeps every other worker of the current pool awake until the guard drops, or for at most
     /// `limit`. `None` (nothing started) on a thread outside any pool, in a pool of one thread,
-    /// or while another frame keeps the pool warm.
+    /// while another frame keeps workers warm, or while this thread's copy of its last start is
+    /// still queued.
     pub fn start(limit: Duration) -> Option<Warm> {
         let owner = rayon::current_thread_index()?;
-        if rayon::current_num_threads() < 2 {
+        if rayon::current_num_threads() < 2 || OWN_COPY_PENDING.get() {
             return None;
         }
         if WARM_FRAMES.fetch_add(1, Ordering::AcqRel) != 0 {
             WARM_FRAMES.fetch_sub(1, Ordering::AcqRel);
             return None;
         }
-        let done = Arc::new(AtomicBool::new(false));
-        let flag = done.clone();
+        // The guard first: whatever happens below, dropping it gives the turn back.
+        let warm = Warm { shared: Arc::default() };
+        let shared = warm.shared.clone();
+        OWN_COPY_PENDING.set(true);
         rayon::spawn_broadcast(move |ctx| {
-            if ctx.index() != owner {
-                stay_awake(&flag, limit);
+            if ctx.index() == owner {
+                OWN_COPY_PENDING.set(false);
+            } else {
+                shared.running.fetch_add(1, Ordering::AcqRel);
+                stay_awake(&shared.done, limit);
+                shared.running.fetch_sub(1, Ordering::AcqRel);
             }
         });
-        Some(Warm { done })
+        Some(warm)
+    }
+
+    /// Companions running now.
+    #[cfg(test)]
+    fn running(&self) -> usize {
+        self.shared.running.load(Ordering::Acquire)
     }
 }
 
 impl Drop for Warm {
     fn drop(&mut self) {
-        self.done.store(true, Ordering::Release);
+        self.shared.done.store(true, Ordering::Release);
         WARM_FRAMES.fetch_sub(1, Ordering::AcqRel);
     }
 }
 
-/// Runs the pool's work, or spins, until `done` or for `limit`.
+/// Runs the pool's work, or spins, until `done` or until it finds `limit` passed (between jobs).
 fn stay_awake(done: &AtomicBool, limit: Duration) {
     let start = Instant::now();
-    while !done.load(Ordering::Acquire) {
+    while !done.load(Ordering::Acquire) && start.elapsed() < limit {
         if rayon::yield_now() != Some(rayon::Yield::Executed) {
-            if start.elapsed() >= limit {
-                return;
-            }
             std::hint::spin_loop();
         }
     }
@@ -80,30 +114,63 @@ fn stay_awake(done: &AtomicBool, limit: Duration) {
 mod tests {
     use super::*;
 
+    /// Waits up to ten seconds for `ok`.
+    fn eventually(mut ok: impl FnMut() -> bool) -> bool {
+        let start = Instant::now();
+        while start.elapsed() < Duration::from_secs(10) {
+            if ok() {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        false
+    }
+
     #[test]
-    fn the_companions_run_the_frames_work_and_end_with_it() {
+    fn every_other_worker_runs_a_companion_until_the_frame_ends() {
         let pool = rayon::ThreadPoolBuilder::new().num_threads(3).build().unwrap();
         pool.install(|| {
-            // (Another test's frame may hold the pool-wide turn for a moment.)
-            let warm = std::iter::repeat_with(|| Warm::start(Duration::from_secs(60)))
-                .take(10_000)
-                .find_map(|w| {
-                    w.or_else(|| {
-                        std::thread::sleep(Duration::from_millis(1));
-                        None
-                    })
-                })
-                .expect("a worker of a three-thread pool gets its turn");
+            // (Another test's frame may hold the process-wide turn for a moment.)
+            let mut warm = None;
+            assert!(eventually(|| {
+                warm = warm.take().or_else(|| Warm::start(Duration::from_secs(60)));
+                warm.is_some()
+            }));
+            let warm = warm.unwrap();
             // A second frame at once runs cold.
             assert!(Warm::start(Duration::from_secs(60)).is_none());
-            // The companions take part in the frame's phases (a join whose halves each wait for
-            // the other would hang if no other worker ran one).
+            // Both other workers keep a companion while the frame holds them, and run its work.
+            assert!(eventually(|| warm.running() == 2), "{} companions", warm.running());
             let (a, b) = rayon::join(|| (0..1000u64).sum::<u64>(), || (0..1000u64).map(|x| x * 2).sum::<u64>());
             assert_eq!((a, b), (499_500, 999_000));
+            assert_eq!(warm.running(), 2);
+            let shared = warm.shared.clone();
             drop(warm);
+            assert!(eventually(|| shared.running.load(Ordering::Acquire) == 0), "the companions end with the frame");
         });
-        // The companions ended with the frames: the pool's threads take new work.
+        // The pool's threads take new work.
         assert_eq!(pool.install(|| rayon::join(|| 1, || 2)), (1, 2));
+    }
+
+    #[test]
+    fn a_thread_starts_no_more_while_its_own_copy_waits_in_its_queue() {
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
+        pool.install(|| {
+            let mut warm = None;
+            assert!(eventually(|| {
+                warm = warm.take().or_else(|| Warm::start(Duration::from_secs(60)));
+                warm.is_some()
+            }));
+            drop(warm);
+            // This thread has not looked for work since: its copy is queued, and a frame that
+            // never waits would queue one each frame.
+            assert!(Warm::start(Duration::from_secs(60)).is_none());
+            // Looking for work runs it; then a frame may start again.
+            assert!(eventually(|| {
+                rayon::yield_now();
+                Warm::start(Duration::from_secs(60)).is_some()
+            }));
+        });
     }
 
     #[test]
@@ -119,5 +186,35 @@ mod tests {
         let t = Instant::now();
         stay_awake(&done, Duration::from_millis(20));
         assert!(t.elapsed() >= Duration::from_millis(20));
+    }
+
+    #[test]
+    fn a_companion_busy_with_the_pools_work_still_ends_at_its_limit() {
+        // Work is always there to take (a job queues two more while fewer than 64 wait; the
+        // stream dries up after five seconds): the limit is looked at between jobs, not only
+        // when the pool is idle.
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
+        let queued = Arc::new(AtomicUsize::new(0));
+        let begun = Instant::now();
+        fn job(queued: Arc<AtomicUsize>, begun: Instant) {
+            queued.fetch_sub(1, Ordering::AcqRel);
+            for _ in 0..2 {
+                if begun.elapsed() < Duration::from_secs(5) && queued.load(Ordering::Acquire) < 64 {
+                    queued.fetch_add(1, Ordering::AcqRel);
+                    let q = queued.clone();
+                    rayon::spawn(move || job(q, begun));
+                }
+            }
+        }
+        let ended = pool.install(|| {
+            queued.fetch_add(1, Ordering::AcqRel);
+            let q = queued.clone();
+            rayon::spawn(move || job(q, begun));
+            let done = AtomicBool::new(false);
+            let t = Instant::now();
+            stay_awake(&done, Duration::from_millis(20));
+            t.elapsed()
+        });
+        assert!(ended >= Duration::from_millis(20) && ended < Duration::from_secs(2), "{ended:?}");
     }
 }

@@ -122,10 +122,10 @@ fn exact_cull_distance_is_not_relevant() {
     assert_eq!(out, [1]);
 }
 
-/// One random world: actors spread over (and beyond) the grid, viewers anywhere, some exactly
-/// on cell boundaries, actors whose square exactly touches a cell edge.
-/// A world of `n` actors, each `run` in a row sharing a cull distance (as a class's actors do:
-/// the build memoises the last one's reach), checked against brute force.
+/// One random world of `n` actors, checked against brute force: actors spread over (and
+/// beyond) the grid, viewers anywhere, some exactly on cell boundaries, actors whose square
+/// exactly touches a cell edge; each `run` actors in a row share a cull distance (as a class's
+/// actors do: the build memoises the last one's reach).
 fn check_world(cfg: GridConfig, seed: u64, n: usize, run: usize) {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let cs = cfg.cell_size;
