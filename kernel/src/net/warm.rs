@@ -126,17 +126,21 @@ mod tests {
         false
     }
 
+    /// A frame's companions, started once no other test's frame holds the process-wide turn.
+    fn start_when_free() -> Warm {
+        let mut warm = None;
+        assert!(eventually(|| {
+            warm = warm.take().or_else(|| Warm::start(Duration::from_secs(60)));
+            warm.is_some()
+        }));
+        warm.expect("started")
+    }
+
     #[test]
     fn every_other_worker_runs_a_companion_until_the_frame_ends() {
         let pool = rayon::ThreadPoolBuilder::new().num_threads(3).build().unwrap();
         pool.install(|| {
-            // (Another test's frame may hold the process-wide turn for a moment.)
-            let mut warm = None;
-            assert!(eventually(|| {
-                warm = warm.take().or_else(|| Warm::start(Duration::from_secs(60)));
-                warm.is_some()
-            }));
-            let warm = warm.unwrap();
+            let warm = start_when_free();
             // A second frame at once runs cold.
             assert!(Warm::start(Duration::from_secs(60)).is_none());
             // Both other workers keep a companion while the frame holds them, and run its work.
@@ -156,12 +160,7 @@ mod tests {
     fn a_thread_starts_no_more_while_its_own_copy_waits_in_its_queue() {
         let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
         pool.install(|| {
-            let mut warm = None;
-            assert!(eventually(|| {
-                warm = warm.take().or_else(|| Warm::start(Duration::from_secs(60)));
-                warm.is_some()
-            }));
-            drop(warm);
+            drop(start_when_free());
             // This thread has not looked for work since: its copy is queued, and a frame that
             // never waits would queue one each frame.
             assert!(Warm::start(Duration::from_secs(60)).is_none());
