@@ -125,8 +125,7 @@ impl BitWriter {
         let (mut at, end) = (from, from + n);
         while end - at > 56 {
             // `at + 56 < end ≤ 8 · src.len()`: the 8 bytes from `at / 8` are all in `src`.
-            let word = src.get(at / 8..at / 8 + 8).map_or(0, |w| u64::from_le_bytes(w.try_into().unwrap_or([0; 8])));
-            acc |= (word >> (at % 8)) << pending;
+            acc |= read_word_at(src, at) << pending;
             self.buf[byte..byte + 8].copy_from_slice(&acc.to_le_bytes());
             // 56 bits went: `pending` is the same, seven bytes on.
             (byte, acc, at) = (byte + 7, acc >> 56, at + 56);
@@ -169,13 +168,20 @@ pub fn ranged_bits(max: u64) -> u32 {
 /// Reads `n ≤ 56` bits of `src` at bit `at` (the caller checked they exist).
 #[inline(always)]
 fn read_bits_at(src: &[u8], at: usize, n: usize) -> u64 {
+    read_word_at(src, at) & ((1u64 << n) - 1)
+}
+
+/// The source bits from bit `at` on, unmasked: at least 56 of them (zeros past the end of
+/// `src`), bit `at` lowest.
+#[inline(always)]
+fn read_word_at(src: &[u8], at: usize) -> u64 {
     let byte = at / 8;
     let word = match src.get(byte..byte + 8) {
         // One unaligned load when 8 bytes are there; byte by byte only at the very end.
         Some(w) => u64::from_le_bytes(w.try_into().unwrap_or([0; 8])),
         None => src[byte.min(src.len())..].iter().rev().fold(0u64, |acc, &b| acc << 8 | b as u64),
     };
-    (word >> (at % 8)) & ((1u64 << n) - 1)
+    word >> (at % 8)
 }
 
 /// Reads bits written by [`BitWriter`]; every read checks the length.

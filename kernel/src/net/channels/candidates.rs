@@ -23,16 +23,18 @@ pub(super) struct Cand {
 /// scratch row, its open channel's close queued). A row's index once the scratch rows are merged in is
 /// its index now plus the scratch rows before it, so the candidates name their rows as they will
 /// be. (A first walk that added the scratch rows and a second that listed the merged rows read
-/// every row twice.) A [`plain`] frame takes [`plain_candidates`] instead. Returns how many
-/// actors are relevant.
+/// every row twice.) A [`plain`] frame (`plain`: the caller asked [`plain`] once, and had the
+/// relevancy query list its answer only when not) takes [`plain_candidates`] instead. Returns
+/// how many actors are relevant.
 pub(super) fn candidates(
     ctx: &LevelCtx<'_>,
     ci: u32,
     conn: &mut Connection,
     scratch: &mut Scratch,
     closed: &mut Vec<(u32, u32)>,
+    plain: bool,
 ) -> usize {
-    if plain(ctx) {
+    if plain {
         return plain_candidates(ctx, ci, conn, scratch);
     }
     let Scratch { relevant, fresh, cands, .. } = scratch;

@@ -255,7 +255,7 @@ pub(crate) fn replicate_connection(ctx: &LevelCtx<'_>, ci: u32, conn: &mut Conne
             };
             d.relevant.sort_unstable();
         }
-        out.relevant = candidates(ctx, ci, conn, &mut scratch, &mut out.closed);
+        out.relevant = candidates(ctx, ci, conn, &mut scratch, &mut out.closed, plain);
         // Ranked before anything is written: a priority hook that panics (and a game that catches
         // it around `tick`) leaves this frame's closes queued, not in a packet never finished.
         rank(ctx, conn, &mut scratch);

@@ -164,7 +164,7 @@ pub(super) fn leftovers(
     let rows = rows(conn);
     // One bit per due actor (the frame's step ORs the connections' sets: no list to merge).
     pending.resize(ctx.due.len().div_ceil(64), 0);
-    let mut mark = |d: u32| pending[d as usize / 64] |= 1 << (d % 64);
+    let mut mark = |d: u32| crate::net::relevancy::set_due(pending, d);
     for index in rest {
         let Cand { row, due: d, relevant_now } = cands[index as usize];
         let row = &mut rows[row as usize];

@@ -386,10 +386,8 @@ impl RelevancyIndex {
         locations.extend(viewers.iter().map(|v| v.location));
         self.grid.relevant_unsorted(locations, hits);
         bits.resize(due.len().div_ceil(64), 0);
-        let set = |bits: &mut [u64], i: u32| bits[i as usize / 64] |= 1 << (i % 64);
-        let has = |bits: &[u64], i: u32| bits[i as usize / 64] >> (i % 64) & 1 != 0;
         for &row in hits.iter() {
-            set(bits, self.grid_due[row as usize]);
+            set_due(bits, self.grid_due[row as usize]);
         }
         let range = |list: &[(NetGuid, u32)], g: NetGuid| {
             let start = list.partition_point(|e| e.0 < g);
@@ -400,21 +398,21 @@ impl RelevancyIndex {
             for g in [v.view_target, v.real_viewer].into_iter().flatten() {
                 // The view target or real viewer itself (rule actors answer for themselves).
                 if let Some(i) = due_of(g).filter(|&i| !due[i as usize].rules) {
-                    set(bits, i);
+                    set_due(bits, i);
                 }
                 for e in &self.owned[range(&self.owned, g)] {
-                    set(bits, e.1);
+                    set_due(bits, e.1);
                 }
             }
             if let Some(t) = v.view_target {
                 for e in &self.instigated[range(&self.instigated, t)] {
-                    set(bits, e.1);
+                    set_due(bits, e.1);
                 }
             }
         }
         let start = self.by_conn.partition_point(|e| e.0 < conn);
         for e in self.by_conn[start..].iter().take_while(|e| e.0 == conn) {
-            set(bits, e.1);
+            set_due(bits, e.1);
         }
         let lookup = |g: NetGuid| self.linked.get(&g).map(|l| &l.0);
         let hook_of = |g: NetGuid| self.hooked_links.get(&g).and_then(|&c| hooks.get(c as usize)?.as_ref());
@@ -425,24 +423,34 @@ impl RelevancyIndex {
         };
         for &i in &self.rules {
             if by_rules(i) {
-                set(bits, i);
+                set_due(bits, i);
             }
         }
         let viewed = |g: NetGuid| viewers.iter().any(|v| v.view_target == Some(g) || v.real_viewer == Some(g));
         for f in &self.followers {
             // The owner's own answer (see `Follower::owner`), or UE's rules.
             let relevant = match f.owner {
-                Some(o) => has(bits, o) || viewed(f.guid) || f.conn == Some(conn),
+                Some(o) => has_due(bits, o) || viewed(f.guid) || f.conn == Some(conn),
                 None => by_rules(f.due),
             };
             if relevant {
-                set(bits, f.due);
+                set_due(bits, f.due);
             }
         }
         if let Some(out) = out {
             out.extend(due_in(bits));
         }
     }
+}
+
+/// Sets due actor `d`'s bit in a bitset over the due list.
+pub(crate) fn set_due(bits: &mut [u64], d: u32) {
+    bits[d as usize / 64] |= 1 << (d % 64);
+}
+
+/// Whether due actor `d`'s bit is set in a bitset over the due list.
+fn has_due(bits: &[u64], d: u32) -> bool {
+    bits[d as usize / 64] >> (d % 64) & 1 != 0
 }
 
 /// The due indices whose bit is set in `bits`, ascending.
