@@ -302,7 +302,8 @@ fn with_scan(kernels: Kernels, scan: Option<&str>) -> Result<Kernels, String> {
                     and reports the one it kept as page_scan"
             .into());
     }
-    let scan = PageScan::parse(name).ok_or_else(|| format!("unknown page scan `{name}` (first-difference, whole)"))?;
+    let scan =
+        PageScan::parse(name).ok_or_else(|| format!("unknown page scan `{name}` (first-difference, whole, lanes)"))?;
     Ok(kernels.with_scan(scan))
 }
 

@@ -73,7 +73,7 @@ fn compare_and_replicate_say_what_they_measured() {
         "{v}"
     );
     refused(&["compare", "--scan", "whole"], "--scan needs a named --isa");
-    refused(&["compare", "--isa", "wide", "--scan", "all"], "unknown page scan `all` (first-difference, whole)");
+    refused(&["compare", "--isa", "wide", "--scan", "all"], "unknown page scan `all` (first-difference, whole, lanes)");
     refused(&["compare", "--next-page", "hardware"], "--next-page needs a named --isa");
     refused(&["compare", "--isa", "wide", "--next-page", "none"], "unknown next-page rule `none` (prefetch, hardware)");
     let out = shadowrep(&["compare", "--scaling", "--actors", "2000", "--dirty", "50", "--frames", "2", "--json"]);

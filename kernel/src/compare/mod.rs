@@ -440,17 +440,18 @@ impl ShadowState {
             // alternating runs each. With dirty statistics on, every page is a job (they count).
             let dense = plan.is_dense() && stat_words == 0;
             let walk = |t: &mut Tally, mut block: PageBlock<'_>| {
+                let mut planes = [0; page::DENSE_MAX_PLANES];
                 for i in 0..block.pages() {
                     let occ = block.occupied[i];
                     if occ != 0 && !is_dirty(block.first + i) {
                         let (live, shadow) = block.bytes(i);
-                        let differ = plan.scan_page(live, shadow);
+                        let differ = plan.scan_page(live, shadow, &mut planes);
                         if differ == 0 || dense {
                             t.pages += 1;
                             t.lanes += u64::from(occ.count_ones());
                             if differ != 0 {
                                 let (mut page, masks, lanes) = block.refs(i);
-                                *lanes = plan.compare_planes_dense(&mut page, differ, masks);
+                                *lanes = plan.compare_planes_dense(&mut page, differ, &mut planes, masks);
                             }
                             continue;
                         }

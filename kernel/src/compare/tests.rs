@@ -442,7 +442,9 @@ fn large_full_frames_try_every_table_keep_one_and_find_what_the_scalar_table_fin
     let by_scalar = CompareConfig { kernels: Kernels::for_isa(Isa::Scalar).unwrap(), ..best };
     let all_push = CompareConfig { push: PushMode::All, ..best };
     // Each vector table with each page scan and each next-page rule.
-    let tables = [Isa::Avx512, Isa::Avx2, Isa::Wide].into_iter().filter(|i| i.available()).count() * 4;
+    let tables = [Isa::Avx512, Isa::Avx2, Isa::Wide].into_iter().filter(|i| i.available()).count()
+        * PageScan::ALL.len()
+        * NextPage::ALL.len();
     let (mut a, mut b) = (ChangeSet::new(), ChangeSet::new());
     // The warm-up, `TRIALS` trials per table, and three frames on the table kept.
     let trials = tune::TRIALS * tables;

@@ -44,7 +44,7 @@ pub const RETRY_EVERY: usize = 3600;
 #[derive(Debug, Default)]
 pub(super) struct IsaTuner {
     /// The vector tables this CPU runs, widest first, each with each page scan and each
-    /// next-page rule (filled at the first eligible frame; never fewer than four: `wide` runs
+    /// next-page rule (filled at the first eligible frame; never fewer than six: `wide` runs
     /// everywhere).
     tables: Vec<Kernels>,
     /// Per table: nanoseconds per page walked, one entry per timed frame.
@@ -151,7 +151,7 @@ mod tests {
             .flat_map(|i| PageScan::ALL.map(|s| (i, s)))
             .flat_map(|(i, s)| NextPage::ALL.map(|n| (i, s, n)))
             .collect();
-        assert!(tables.len() >= 4, "wide with both scans and both next-page rules at least");
+        assert!(tables.len() >= 6, "wide with every scan and both next-page rules at least");
         // The warm-up frame runs the calibrated table, untimed.
         let (k, trial) = t.pick(best, true);
         assert_eq!((candidate(k), trial), (candidate(best), None));

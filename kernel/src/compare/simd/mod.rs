@@ -98,17 +98,23 @@ pub enum PageScan {
     /// Read every byte of the page's planes (an XOR/OR pass, one test per plane); the lane
     /// diffs of a changed page then read it from L1.
     Whole,
+    /// Read every byte of the page's planes once, each vector compared lane by lane as it
+    /// arrives: every plane's lane mask in the one read, no "equal?" pass and no second read of
+    /// a changed page (an equal page pays a compare and a mask per vector instead of an XOR and
+    /// an OR). For a dense plan only; another plan's pages are read as with `FirstDifference`.
+    Lanes,
 }
 
 impl PageScan {
-    /// Both scans, the default first.
-    pub const ALL: [PageScan; 2] = [PageScan::FirstDifference, PageScan::Whole];
+    /// Every scan, the default first.
+    pub const ALL: [PageScan; 3] = [PageScan::FirstDifference, PageScan::Whole, PageScan::Lanes];
 
-    /// Lower-case name (`first-difference`, `whole`).
+    /// Lower-case name (`first-difference`, `whole`, `lanes`).
     pub fn name(self) -> &'static str {
         match self {
             PageScan::FirstDifference => "first-difference",
             PageScan::Whole => "whole",
+            PageScan::Lanes => "lanes",
         }
     }
 

@@ -5,6 +5,7 @@
 //! the shared algorithm must not be able to hide by appearing on both sides of the test.
 
 use super::generic::{run, Routines};
+use crate::schema::{PlaneRun, PlaneWidth};
 
 /// Reference: lane `i` differs iff its `W` bytes differ (`N = 64 * W`).
 pub fn scalar<const N: usize, const W: usize>(live: &[u8; N], shadow: &[u8; N]) -> u64 {
@@ -26,6 +27,33 @@ pub(crate) fn scalar_planes_differ(live: &[u8], shadow: &[u8], planes: &[(usize,
     planes.iter().enumerate().fold(0, |flags, (i, &(o, n))| flags | u64::from(live[o..o + n] != shadow[o..o + n]) << i)
 }
 
+/// Reference: every plane's lane mask, one plane at a time with [`scalar`] (a bit plane's is its
+/// words' XOR); returns their OR.
+pub(crate) fn scalar_page_lanes(live: &[u8], shadow: &[u8], runs: &[PlaneRun], out: &mut [u64]) -> u64 {
+    let mut any = 0;
+    for run in runs {
+        let bytes = run.width.page_bytes();
+        for (i, plane) in run.planes.clone().enumerate() {
+            let at = run.offset + i * bytes;
+            let (l, s) = (&live[at..at + bytes], &shadow[at..at + bytes]);
+            let m = match run.width {
+                PlaneWidth::Bit => {
+                    let word = |b: &[u8]| u64::from_le_bytes(b.try_into().expect("a bit plane is 8 bytes"));
+                    word(l) ^ word(s)
+                }
+                PlaneWidth::B1 => scalar::<64, 1>(l.try_into().expect("plane"), s.try_into().expect("plane")),
+                PlaneWidth::B2 => scalar::<128, 2>(l.try_into().expect("plane"), s.try_into().expect("plane")),
+                PlaneWidth::B4 => scalar::<256, 4>(l.try_into().expect("plane"), s.try_into().expect("plane")),
+                PlaneWidth::B8 => scalar::<512, 8>(l.try_into().expect("plane"), s.try_into().expect("plane")),
+                PlaneWidth::B12 => scalar::<768, 12>(l.try_into().expect("plane"), s.try_into().expect("plane")),
+            };
+            out[plane] = m;
+            any |= m;
+        }
+    }
+    any
+}
+
 /// The reference table.
 pub(crate) const ROUTINES: Routines = Routines {
     d1: scalar::<64, 1>,
@@ -40,4 +68,5 @@ pub(crate) const ROUTINES: Routines = Routines {
     r12: |l, s, o| run(scalar_eq, scalar::<768, 12>, l, s, o),
     eq: scalar_eq,
     planes_differ: scalar_planes_differ,
+    page_lanes: scalar_page_lanes,
 };

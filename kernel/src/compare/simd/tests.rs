@@ -213,6 +213,88 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    /// The one-read lane scan (`PageScan::Lanes`) against each plane diffed on its own: a page of
+    /// up to 20 planes of every width (bit planes among them) laid end to end from any offset, in
+    /// runs of consecutive same-width planes as a layout groups them, differing in a few bytes of
+    /// any plane, in every third byte of one, in the padding or nowhere: every plane's lane mask,
+    /// their OR returned, and the output past the last plane left alone.
+    #[test]
+    fn page_lanes_agree_with_each_plane_diffed_alone(
+        widths in proptest::collection::vec(proptest::sample::select(vec![0usize, 1, 2, 4, 8, 12]), 1..20),
+        front in 0usize..64,
+        seed in proptest::collection::vec(any::<u8>(), 1..97),
+        flips in proptest::collection::vec((any::<usize>(), any::<usize>(), 1u8..=255), 0..6),
+        dense in proptest::option::of(any::<usize>()),
+        pad_flip in any::<bool>(),
+    ) {
+        use crate::schema::{PlaneRun, PlaneWidth};
+        // Width 0 stands for a bit plane (8 bytes).
+        let width = |w: usize| match w {
+            0 => PlaneWidth::Bit,
+            1 => PlaneWidth::B1,
+            2 => PlaneWidth::B2,
+            4 => PlaneWidth::B4,
+            8 => PlaneWidth::B8,
+            _ => PlaneWidth::B12,
+        };
+        let mut planes = Vec::new();
+        let mut runs: Vec<PlaneRun> = Vec::new();
+        let mut at = front;
+        for (i, &w) in widths.iter().enumerate() {
+            let n = if w == 0 { 8 } else { 64 * w };
+            match runs.last_mut() {
+                Some(r) if r.width == width(w) => r.planes.end = i + 1,
+                _ => runs.push(PlaneRun { width: width(w), offset: at, planes: i..i + 1 }),
+            }
+            planes.push((at, n, w));
+            at += n;
+        }
+        let live: Vec<u8> = (0..at + 64).map(|i| seed[i % seed.len()] ^ (i / seed.len()) as u8).collect();
+        let mut shadow = live.clone();
+        for &(p, byte, x) in &flips {
+            let (o, n, _) = planes[p % planes.len()];
+            shadow[o + byte % n] ^= x;
+        }
+        if let Some(p) = dense {
+            let (o, n, _) = planes[p % planes.len()];
+            for i in (o..o + n).step_by(3) {
+                shadow[i] = shadow[i].wrapping_add(1);
+            }
+        }
+        if pad_flip {
+            // Outside every plane: must not count.
+            shadow[at] ^= 1;
+            if front > 0 {
+                shadow[0] ^= 1;
+            }
+        }
+        let expected: Vec<u64> = planes
+            .iter()
+            .map(|&(o, n, w)| {
+                let (l, s) = (&live[o..o + n], &shadow[o..o + n]);
+                if w == 0 {
+                    u64::from_le_bytes(l.try_into().unwrap()) ^ u64::from_le_bytes(s.try_into().unwrap())
+                } else {
+                    reference(w, l, s)
+                }
+            })
+            .collect();
+        let any = expected.iter().fold(0, |a, &m| a | m);
+        let mut out = vec![0xdead_beef_u64; planes.len() + 1];
+        prop_assert_eq!(scalar::scalar_page_lanes(&live, &shadow, &runs, &mut out), any);
+        prop_assert_eq!(&out[..planes.len()], &expected[..], "scalar");
+        for k in tables() {
+            let mut out = vec![0xdead_beef_u64; planes.len() + 1];
+            prop_assert_eq!((k.routines.page_lanes)(&live, &shadow, &runs, &mut out), any, "{:?}", k.isa);
+            prop_assert_eq!(&out[..planes.len()], &expected[..], "{:?} {:?}", k.isa, widths);
+            prop_assert_eq!(out[planes.len()], 0xdead_beef, "{:?} wrote past the planes it was given", k.isa);
+        }
+    }
+}
+
 /// An "equal?" test of two byte slices.
 type EqTest<'a> = dyn Fn(&[u8], &[u8]) -> bool + 'a;
 

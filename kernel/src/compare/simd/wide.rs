@@ -2,7 +2,7 @@
 //! lower to whatever the crate is compiled for (SSE2 pairs on baseline x86-64, NEON on aarch64,
 //! plain integers elsewhere). No feature detection, no `unsafe`.
 
-use super::generic::{diff, diff12, equal, planes_differ, run, LaneOps, Routines};
+use super::generic::{diff, diff12, equal, page_lanes, planes_differ, run, LaneOps, Routines};
 use wide::{u16x16, u32x8, u64x4, u8x32};
 
 /// The portable token: available everywhere.
@@ -79,4 +79,5 @@ pub(crate) const ROUTINES: Routines = Routines {
     r12: |l, s, o| run(eq, |a, b| diff12(Portable, a, b), l, s, o),
     eq,
     planes_differ: |l, s, p| planes_differ(Portable, l, s, p),
+    page_lanes: |l, s, r, o| page_lanes(Portable, l, s, r, o),
 };

@@ -49,7 +49,8 @@ pub fn prefetch_addr(addr: usize) {
 #[cfg(target_arch = "x86_64")]
 macro_rules! backend {
     ($token:ident, $features:literal) => {
-        use super::super::generic::{diff, diff12, equal, planes_differ, run, Routines};
+        use super::super::generic::{diff, diff12, equal, page_lanes, planes_differ, run, Routines};
+        use crate::schema::PlaneRun;
 
         #[target_feature(enable = $features)]
         fn d1(t: $token, l: &[u8; 64], s: &[u8; 64]) -> u64 {
@@ -78,6 +79,10 @@ macro_rules! backend {
         #[target_feature(enable = $features)]
         fn differ(t: $token, l: &[u8], s: &[u8], p: &[(usize, usize)]) -> u64 {
             planes_differ(t, l, s, p)
+        }
+        #[target_feature(enable = $features)]
+        fn lanes(t: $token, l: &[u8], s: &[u8], r: &[PlaneRun], o: &mut [u64]) -> u64 {
+            page_lanes(t, l, s, r, o)
         }
         // The run loops carry the features themselves, so the plane diff inlines into them: one
         // call per run of planes, not one per plane.
@@ -127,6 +132,7 @@ macro_rules! backend {
                 r12: |l, s, o| unsafe { r12(token(), l, s, o) },
                 eq: |l, s| unsafe { eq(token(), l, s) },
                 planes_differ: |l, s, p| unsafe { differ(token(), l, s, p) },
+                page_lanes: |l, s, r, o| unsafe { lanes(token(), l, s, r, o) },
             })
         }
     };
