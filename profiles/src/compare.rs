@@ -28,8 +28,8 @@ pub(crate) struct CompareArgs {
     /// Diff routines: best, scalar, wide, avx2, avx512.
     #[arg(long, default_value = "best")]
     isa: String,
-    /// How a page is read before its lane diffs: first-difference or whole (needs a named
-    /// `--isa`; with `best` the compare tries both and reports the one it kept as `page_scan`).
+    /// How a page is read before its lane diffs: first-difference, whole or lanes (needs a named
+    /// `--isa`; with `best` the compare tries each and reports the one it kept as `page_scan`).
     #[arg(long)]
     scan: Option<String>,
     /// Whether a changed page's lane diffs prefetch the next page: prefetch or hardware (needs a
