@@ -14,7 +14,7 @@
 //! `memcmp` (the `compare` command's `fraction_of_memcmp`), all on one thread.
 
 use shadowrep::compare::{ChangeSet, CompareConfig, Isa, Kernels, NextPage, PageScan, PushMode, ShadowState};
-use shadowrep_benches::workload::{median, CompareWorkload};
+use shadowrep_benches::workload::{flag_pairs, flag_value, median, CompareWorkload};
 use std::hint::black_box;
 use std::time::Instant;
 
@@ -33,14 +33,11 @@ fn table(spec: &str) -> Result<Kernels, String> {
 fn main() -> Result<(), String> {
     let (mut changed, mut actors, mut frames) = (0.1, 1_000_000usize, 31usize);
     let (mut a, mut b) = (None, None);
-    let mut args = std::env::args().skip(1);
-    while let Some(flag) = args.next() {
-        let value = args.next().ok_or_else(|| format!("{flag} needs a value"))?;
-        let bad = |e: &dyn std::fmt::Display| format!("{flag} {value}: {e}");
+    for (flag, value) in flag_pairs()? {
         match flag.as_str() {
-            "--changed" => changed = value.parse().map_err(|e| bad(&e))?,
-            "--actors" => actors = value.parse().map_err(|e| bad(&e))?,
-            "--frames" => frames = value.parse::<usize>().map_err(|e| bad(&e))?.max(1),
+            "--changed" => changed = flag_value(&flag, &value)?,
+            "--actors" => actors = flag_value(&flag, &value)?,
+            "--frames" => frames = flag_value::<usize>(&flag, &value)?.max(1),
             "--a" => a = Some(table(&value)?),
             "--b" => b = Some(table(&value)?),
             _ => return Err(format!("unknown flag {flag}")),

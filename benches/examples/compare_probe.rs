@@ -18,25 +18,22 @@
 //! (`--actors 4096`: ~390 ns a page at 10 % in L2) and the write-back's (README, "Session 33").
 
 use shadowrep::compare::{ChangeSet, CompareConfig, Isa, Kernels, NextPage, PageScan, PushMode, ShadowState};
-use shadowrep_benches::workload::{median, CompareWorkload};
+use shadowrep_benches::workload::{flag_pairs, flag_value, median, CompareWorkload};
 use std::hint::black_box;
 use std::time::Instant;
 
 fn main() -> Result<(), String> {
     let (mut changed, mut actors, mut frames, mut isa, mut scan, mut next_page, mut write) =
         (0.1, 1_000_000usize, 15usize, "best".to_string(), None, None, None);
-    let mut args = std::env::args().skip(1);
-    while let Some(flag) = args.next() {
-        let value = args.next().ok_or_else(|| format!("{flag} needs a value"))?;
-        let bad = |e: &dyn std::fmt::Display| format!("{flag} {value}: {e}");
+    for (flag, value) in flag_pairs()? {
         match flag.as_str() {
-            "--changed" => changed = value.parse().map_err(|e| bad(&e))?,
-            "--actors" => actors = value.parse().map_err(|e| bad(&e))?,
-            "--frames" => frames = value.parse::<usize>().map_err(|e| bad(&e))?.max(1),
+            "--changed" => changed = flag_value(&flag, &value)?,
+            "--actors" => actors = flag_value(&flag, &value)?,
+            "--frames" => frames = flag_value::<usize>(&flag, &value)?.max(1),
             "--isa" => isa = value,
             "--scan" => scan = Some(value),
             "--next-page" => next_page = Some(value),
-            "--write" => write = Some(value.parse::<usize>().map_err(|e| bad(&e))?),
+            "--write" => write = Some(flag_value::<usize>(&flag, &value)?),
             _ => return Err(format!("unknown flag {flag}")),
         }
     }

@@ -288,6 +288,26 @@ pub struct CompareReport {
     pub dirty_stats: Vec<PropertyDirtyStats>,
 }
 
+/// An example's `--flag value` pairs from its command line, in order (an error for a flag given
+/// without its value); [`flag_value`] parses one.
+pub fn flag_pairs() -> Result<Vec<(String, String)>, String> {
+    let mut args = std::env::args().skip(1);
+    let mut pairs = Vec::new();
+    while let Some(flag) = args.next() {
+        let value = args.next().ok_or_else(|| format!("{flag} needs a value"))?;
+        pairs.push((flag, value));
+    }
+    Ok(pairs)
+}
+
+/// `value` of `flag` parsed, or an error naming both.
+pub fn flag_value<T: std::str::FromStr>(flag: &str, value: &str) -> Result<T, String>
+where
+    T::Err: std::fmt::Display,
+{
+    value.parse().map_err(|e| format!("{flag} {value}: {e}"))
+}
+
 /// Median of measurements (0 for none).
 pub fn median<T: PartialOrd + Copy + Default>(mut v: Vec<T>) -> T {
     v.sort_unstable_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));

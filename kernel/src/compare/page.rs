@@ -178,8 +178,9 @@ impl<'a> Plan<'a> {
     /// The "equal?" pass over a page's planes, live and shadow, read as the table's
     /// [`PageScan`] says: 0 when they are equal, else the planes a lane diff must look at —
     /// every plane when the scan stopped at the first difference, exactly those that differ
-    /// when it read the page whole; with [`PageScan::Lanes`] every plane's lane mask is left in
-    /// `planes` (which [`Self::compare_planes_dense`] then takes as they are).
+    /// when it read the page whole; with [`PageScan::Lanes`] the OR of every plane's lane mask,
+    /// the masks themselves left in `planes` (which [`Self::compare_planes_dense`] then takes as
+    /// they are).
     pub(super) fn scan_page(&self, live: &[u8], shadow: &[u8], planes: &mut PlaneMasks) -> u64 {
         if self.lanes {
             (self.kernels.routines.page_lanes)(live, shadow, &self.layout.plane_runs, planes)
