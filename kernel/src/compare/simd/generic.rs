@@ -13,6 +13,8 @@
 //!     per plane: OR of (live_i ^ shadow_i) over it, two accumulators, one test
 //! run_w(planes):                              // consecutive planes of one width
 //!     per plane: 0 if equal(plane), else diff_w(plane)
+//! page_lanes(live, shadow, runs):             // every plane's lane mask in one read
+//!     per run, per plane: diff_w(plane)         (no "equal?" pass first; returns their OR)
 //! ```
 //!
 //! [`LaneOps`] is implemented by a zero-sized *token* per instruction set: a value of the type is
@@ -176,7 +178,7 @@ pub(crate) fn page_lanes<S: LaneOps>(ops: S, live: &[u8], shadow: &[u8], runs: &
 
 /// `out[i]` = `d` of the `i`-th `N`-byte plane of a run; returns their OR.
 #[inline(always)]
-pub(crate) fn lanes_of_run<const N: usize>(
+fn lanes_of_run<const N: usize>(
     live: &[u8],
     shadow: &[u8],
     out: &mut [u64],
