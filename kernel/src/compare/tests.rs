@@ -480,3 +480,47 @@ fn large_full_frames_try_every_table_keep_one_and_find_what_the_scalar_table_fin
     assert_eq!(scalar.tuned_isa(), None, "a named table is used as given");
     assert_eq!(push.tuned_isa(), None, "push frames walk only marked pages: never a trial");
 }
+
+/// A frame's walk reuses one buffer of plane masks from page to page: a page must report only its
+/// own planes' changes, whatever the page before it changed (a plane a scan names as equal gets
+/// no lane diff, so its mask must be cleared, not left from the last page). Every table, with
+/// each page scan and each next-page rule.
+#[test]
+fn a_page_reports_only_its_own_planes_whatever_the_page_before_it_changed() {
+    let layout = ClassBuilder::new("Two")
+        .property(PropertyDecl::new("Hp", PropType::F32))
+        .property(PropertyDecl::new("Ammo", PropType::U8))
+        .build()
+        .unwrap();
+    let tables = Isa::ALL
+        .into_iter()
+        .filter_map(Kernels::for_isa)
+        .flat_map(|k| PageScan::ALL.map(|scan| k.with_scan(scan)))
+        .flat_map(|k| NextPage::ALL.map(|next| k.with_next_page(next)));
+    for kernels in tables {
+        let name = (kernels.isa, kernels.scan, kernels.next_page);
+        let mut s = ClassStore::new(Arc::new(layout.clone()));
+        let ids: Vec<_> = (0..3 * PAGE_LANES).map(|_| s.spawn()).collect();
+        let mut sh = ShadowState::new(&mut s);
+        let cfg = CompareConfig { push: PushMode::Off, kernels, parallel: false, ..CompareConfig::default() };
+        let mut out = ChangeSet::new();
+        s.begin_tick();
+        sh.compare(&mut s, &cfg, &mut out).unwrap();
+        // Unmarked writes: the walk's own path, no job. Page 0 changes Hp in lane 5, page 1 only
+        // Ammo in lane 9, page 2 Hp in lane 3.
+        s.set(ids[5], 0, &Value::F32(1.0)).unwrap();
+        s.set(ids[PAGE_LANES + 9], 1, &Value::U8(7)).unwrap();
+        s.set(ids[2 * PAGE_LANES + 3], 0, &Value::F32(2.0)).unwrap();
+        s.begin_tick();
+        sh.compare(&mut s, &cfg, &mut out).unwrap();
+        assert_eq!(out.changed_actors(), 3, "{name:?}");
+        assert_eq!(out.changelist(s.layout(), ids[5].index), vec![1, 0], "{name:?}");
+        assert_eq!(out.changelist(s.layout(), ids[PAGE_LANES + 9].index), vec![2, 0], "{name:?}");
+        assert!(out.changelist(s.layout(), ids[PAGE_LANES + 5].index).is_empty(), "{name:?}: page 0's Hp mask leaked");
+        assert_eq!(out.changelist(s.layout(), ids[2 * PAGE_LANES + 3].index), vec![1, 0], "{name:?}");
+        assert!(
+            out.changelist(s.layout(), ids[2 * PAGE_LANES + 9].index).is_empty(),
+            "{name:?}: page 1's Ammo mask leaked"
+        );
+    }
+}
