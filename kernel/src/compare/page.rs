@@ -171,8 +171,9 @@ impl<'a> Plan<'a> {
 
     /// Whether the page's plane bytes are equal in live and shadow: then no fixed leaf changed,
     /// whatever lanes are considered.
+    /// (A plan that is not dense never scans by lanes: no plane masks to keep.)
     fn planes_equal(&self, page: &PageRefs<'_>) -> bool {
-        self.scan_page(page.live, page.shadow, &mut [0; DENSE_MAX_PLANES]) == 0
+        self.scan_planes(page.live, page.shadow) == 0
     }
 
     /// The "equal?" pass over a page's planes, live and shadow, read as the table's
@@ -184,7 +185,15 @@ impl<'a> Plan<'a> {
     pub(super) fn scan_page(&self, live: &[u8], shadow: &[u8], planes: &mut PlaneMasks) -> u64 {
         if self.lanes {
             (self.kernels.routines.page_lanes)(live, shadow, &self.layout.plane_runs, planes)
-        } else if self.whole {
+        } else {
+            self.scan_planes(live, shadow)
+        }
+    }
+
+    /// [`Self::scan_page`] without lane masks: the planes a lane diff must look at, by the
+    /// table's first-difference or whole scan.
+    fn scan_planes(&self, live: &[u8], shadow: &[u8]) -> u64 {
+        if self.whole {
             (self.kernels.routines.planes_differ)(live, shadow, &self.plane_spans)
         } else {
             let end = self.planes_end;
@@ -354,15 +363,10 @@ impl<'a> Plan<'a> {
     ) -> u64 {
         if !self.lanes {
             self.diff_runs(page, differ, plane_masks);
-        } else if page.streamed && self.kernels.next_page == NextPage::Prefetch {
+        } else if let Some(next) = self.next_page(page) {
             // What follows — the leaves' masks and copies — reads only this page, from L1: the
             // next page's first lines are asked for now, so its read starts with them on the way.
-            let stride = self.layout.page_bytes;
-            let (live, shadow) = (page.live.as_ptr() as usize + stride, page.shadow.as_ptr() as usize + stride);
-            for at in (0..LANES_AHEAD_LINES * 64).step_by(64) {
-                prefetch_addr(live + at);
-                prefetch_addr(shadow + at);
-            }
+            prefetch_page_lines(next, 0, LANES_AHEAD_LINES * 64);
         }
         let occupied = page.occupied;
         let planes = &plane_masks[..self.layout.planes.len()];
@@ -428,21 +432,10 @@ impl<'a> Plan<'a> {
     /// (0.89 → 0.78–0.82 of `memcmp`: equal pages stream at `memcmp` speed without it).
     fn diff_runs(&self, page: &PageRefs<'_>, differ: u64, out: &mut PlaneMasks) {
         let k = &self.kernels.routines;
-        let next = (page.streamed && self.kernels.next_page == NextPage::Prefetch).then(|| {
-            let stride = self.layout.page_bytes;
-            (page.live.as_ptr() as usize + stride, page.shadow.as_ptr() as usize + stride)
-        });
-        // The next page's lines of `bytes` bytes from page offset `o`: a plain loop, two
-        // prefetches an iteration, live and shadow side by side (not `prefetch_lines` once per
-        // side, which would ask for all of one side's lines before the other's).
+        let next = self.next_page(page);
         let prefetch_next = |o: usize, bytes: usize| {
-            if let Some((live, shadow)) = next {
-                let mut at = o & !63;
-                while at < o + bytes {
-                    prefetch_addr(live + at);
-                    prefetch_addr(shadow + at);
-                    at += 64;
-                }
+            if let Some(next) = next {
+                prefetch_page_lines(next, o, bytes);
             }
         };
         for run in &self.layout.plane_runs {
@@ -482,6 +475,16 @@ impl<'a> Plan<'a> {
                 }
             }
         }
+    }
+
+    /// The next page's live and shadow addresses when a changed page asks for its lines: the next
+    /// page in memory is the next compared (`streamed`) and the table says
+    /// [`NextPage::Prefetch`].
+    fn next_page(&self, page: &PageRefs<'_>) -> Option<(usize, usize)> {
+        (page.streamed && self.kernels.next_page == NextPage::Prefetch).then(|| {
+            let stride = self.layout.page_bytes;
+            (page.live.as_ptr() as usize + stride, page.shadow.as_ptr() as usize + stride)
+        })
     }
 
     fn diff_plane(&self, w: PlaneWidth, live: &[u8], shadow: &[u8], o: usize) -> u64 {
@@ -543,6 +546,19 @@ pub(super) fn lane_lines(at: usize, w: PlaneWidth, mut fetch: impl FnMut(usize))
     let last = at + w.read_bytes() - 1;
     if last / 64 != at / 64 {
         fetch(last);
+    }
+}
+
+/// Asks for the next page's lines (`next`: its live and shadow addresses) of `bytes` bytes from
+/// page offset `o`: a plain loop, two prefetches an iteration, live and shadow side by side (not
+/// `prefetch_lines` once per side, which would ask for all of one side's lines before the
+/// other's).
+fn prefetch_page_lines((live, shadow): (usize, usize), o: usize, bytes: usize) {
+    let mut at = o & !63;
+    while at < o + bytes {
+        prefetch_addr(live + at);
+        prefetch_addr(shadow + at);
+        at += 64;
     }
 }
 

@@ -41,17 +41,22 @@ pub(crate) fn scalar_page_lanes(live: &[u8], shadow: &[u8], runs: &[PlaneRun], o
                     let word = |b: &[u8]| u64::from_le_bytes(b.try_into().expect("a bit plane is 8 bytes"));
                     word(l) ^ word(s)
                 }
-                PlaneWidth::B1 => scalar::<64, 1>(l.try_into().expect("plane"), s.try_into().expect("plane")),
-                PlaneWidth::B2 => scalar::<128, 2>(l.try_into().expect("plane"), s.try_into().expect("plane")),
-                PlaneWidth::B4 => scalar::<256, 4>(l.try_into().expect("plane"), s.try_into().expect("plane")),
-                PlaneWidth::B8 => scalar::<512, 8>(l.try_into().expect("plane"), s.try_into().expect("plane")),
-                PlaneWidth::B12 => scalar::<768, 12>(l.try_into().expect("plane"), s.try_into().expect("plane")),
+                PlaneWidth::B1 => one_plane::<64, 1>(l, s),
+                PlaneWidth::B2 => one_plane::<128, 2>(l, s),
+                PlaneWidth::B4 => one_plane::<256, 4>(l, s),
+                PlaneWidth::B8 => one_plane::<512, 8>(l, s),
+                PlaneWidth::B12 => one_plane::<768, 12>(l, s),
             };
             out[plane] = m;
             any |= m;
         }
     }
     any
+}
+
+/// [`scalar`] of one plane given as slices of its `N` bytes.
+fn one_plane<const N: usize, const W: usize>(live: &[u8], shadow: &[u8]) -> u64 {
+    scalar::<N, W>(live.try_into().expect("a plane is 64 lanes"), shadow.try_into().expect("a plane is 64 lanes"))
 }
 
 /// The reference table.

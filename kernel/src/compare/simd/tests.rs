@@ -169,6 +169,39 @@ proptest! {
     }
 }
 
+/// A test page: planes of `widths` (0 for a bit plane's 8 bytes) laid end to end from `front`,
+/// as (offset, bytes); live bytes from `seed`, and a shadow equal to them but for `flips` (plane,
+/// byte, XOR) and, with `pad_flip`, a byte of the padding after the planes and before them (which
+/// must not count). Returns the planes, live and shadow.
+fn test_page(
+    widths: &[usize],
+    front: usize,
+    seed: &[u8],
+    flips: &[(usize, usize, u8)],
+    pad_flip: bool,
+) -> (Vec<(usize, usize)>, Vec<u8>, Vec<u8>) {
+    let mut planes = Vec::new();
+    let mut at = front;
+    for &w in widths {
+        let n = if w == 0 { 8 } else { 64 * w };
+        planes.push((at, n));
+        at += n;
+    }
+    let live: Vec<u8> = (0..at + 64).map(|i| seed[i % seed.len()] ^ (i / seed.len()) as u8).collect();
+    let mut shadow = live.clone();
+    for &(p, byte, x) in flips {
+        let (o, n) = planes[p % planes.len()];
+        shadow[o + byte % n] ^= x;
+    }
+    if pad_flip {
+        shadow[at] ^= 1;
+        if front > 0 {
+            shadow[0] ^= 1;
+        }
+    }
+    (planes, live, shadow)
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(512))]
 
@@ -184,26 +217,7 @@ proptest! {
         pad_flip in any::<bool>(),
     ) {
         // Width 0 stands for a bit plane (8 bytes).
-        let mut planes = Vec::new();
-        let mut at = front;
-        for &w in &widths {
-            let n = if w == 0 { 8 } else { 64 * w };
-            planes.push((at, n));
-            at += n;
-        }
-        let live: Vec<u8> = (0..at + 64).map(|i| seed[i % seed.len()] ^ (i / seed.len()) as u8).collect();
-        let mut shadow = live.clone();
-        for &(p, byte, x) in &flips {
-            let (o, n) = planes[p % planes.len()];
-            shadow[o + byte % n] ^= x;
-        }
-        if pad_flip {
-            // Outside every plane: must not count.
-            shadow[at] ^= 1;
-            if front > 0 {
-                shadow[0] ^= 1;
-            }
-        }
+        let (planes, live, shadow) = test_page(&widths, front, &seed, &flips, pad_flip);
         let expected = scalar::scalar_planes_differ(&live, &shadow, &planes);
         let by_hand = planes.iter().enumerate().fold(0u64, |f, (i, &(o, n))| f | u64::from(live[o..o + n] != shadow[o..o + n]) << i);
         prop_assert_eq!(expected, by_hand);
@@ -240,40 +254,25 @@ proptest! {
             8 => PlaneWidth::B8,
             _ => PlaneWidth::B12,
         };
-        let mut planes = Vec::new();
+        let (planes, live, mut shadow) = test_page(&widths, front, &seed, &flips, pad_flip);
+        // Consecutive planes of one width make a run, as a layout groups them.
         let mut runs: Vec<PlaneRun> = Vec::new();
-        let mut at = front;
-        for (i, &w) in widths.iter().enumerate() {
-            let n = if w == 0 { 8 } else { 64 * w };
+        for (i, (&w, &(o, _))) in widths.iter().zip(&planes).enumerate() {
             match runs.last_mut() {
                 Some(r) if r.width == width(w) => r.planes.end = i + 1,
-                _ => runs.push(PlaneRun { width: width(w), offset: at, planes: i..i + 1 }),
+                _ => runs.push(PlaneRun { width: width(w), offset: o, planes: i..i + 1 }),
             }
-            planes.push((at, n, w));
-            at += n;
-        }
-        let live: Vec<u8> = (0..at + 64).map(|i| seed[i % seed.len()] ^ (i / seed.len()) as u8).collect();
-        let mut shadow = live.clone();
-        for &(p, byte, x) in &flips {
-            let (o, n, _) = planes[p % planes.len()];
-            shadow[o + byte % n] ^= x;
         }
         if let Some(p) = dense {
-            let (o, n, _) = planes[p % planes.len()];
+            let (o, n) = planes[p % planes.len()];
             for i in (o..o + n).step_by(3) {
                 shadow[i] = shadow[i].wrapping_add(1);
             }
         }
-        if pad_flip {
-            // Outside every plane: must not count.
-            shadow[at] ^= 1;
-            if front > 0 {
-                shadow[0] ^= 1;
-            }
-        }
         let expected: Vec<u64> = planes
             .iter()
-            .map(|&(o, n, w)| {
+            .zip(&widths)
+            .map(|(&(o, n), &w)| {
                 let (l, s) = (&live[o..o + n], &shadow[o..o + n]);
                 if w == 0 {
                     u64::from_le_bytes(l.try_into().unwrap()) ^ u64::from_le_bytes(s.try_into().unwrap())
