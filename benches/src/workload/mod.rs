@@ -394,13 +394,14 @@ pub fn run_compare(
     let mut changed_actors = 0;
     // Frame 0 warms caches and the thread pool. With `Kernels::best()` a large world's compare
     // then tries each diff table with each page scan and each next-page rule on its next frames
-    // (`shadowrep::compare::tune`: a warm-up and `TRIALS` per candidate, 61 with three tables):
-    // those are not timed either, so the timed frames run the table it kept. Past 80 frames
-    // timing starts whatever the compare says.
+    // (`shadowrep::compare::tune`: a warm-up and a pair of frames per candidate beside the
+    // baseline, `TRIALS` times — 111 frames with two tables, 171 with three): those are not timed
+    // either, so the timed frames run the table it kept. Past 200 frames timing starts whatever
+    // the compare says.
     let settles = w.tunes(opts.kernels);
     let (mut frame, mut timed_frames) = (0, 0);
     while timed_frames < opts.frames {
-        let timing = frame > 0 && (!settles || full_shadow.tuned_isa().is_some() || frame > 80);
+        let timing = frame > 0 && (!settles || full_shadow.tuned_isa().is_some() || frame > 200);
         frame += 1;
         progress(&format!(
             "frame {}/{} at {:.1} % changed{}",
