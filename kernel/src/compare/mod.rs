@@ -65,7 +65,8 @@
 //! Where things are: this module owns each driver's [`ShadowState`] (slot tracking, sharding
 //! pages across rayon); `config` how a compare runs; `jobs` cuts the per-page borrows (`PageJob`, from a
 //! run of consecutive pages, `PageBlock`, or a list) and counts what a shard visited; `page`
-//! holds the per-compare plan and one page's walk; `push` the batched push frame; `changes` the
+//! holds the per-compare plan and one page's walk; `lane` one lane of a plane (its lines, its
+//! diff, its copy); `push` the batched push frame; `changes` the
 //! [`ChangeSet`] output; `simd` the lane diffs per ISA and the choice among them.
 //!
 //! Push rules decide for fixed leaves only: a dynamic array is compared exactly where the store
@@ -76,6 +77,7 @@ mod changes;
 mod check;
 mod config;
 mod jobs;
+mod lane;
 mod page;
 mod push;
 mod simd;

@@ -17,7 +17,8 @@
 //! not depend on each other, so the lane loads of many probes are in flight at once, as in a
 //! plain gather of the same lines.
 
-use super::page::{lane_lines, Plan};
+use super::lane::lane_lines;
+use super::page::Plan;
 use super::Tally;
 use crate::schema::{ClassLayout, PlaneWidth, PAGE_LANES};
 use crate::store::{BitIter, DirtyState};
