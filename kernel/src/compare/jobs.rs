@@ -43,9 +43,9 @@ impl PageBlock<'_> {
     }
 
     /// The live and shadow bytes of the block's page `i`.
-    pub(super) fn bytes(&self, i: usize) -> (&[u8], &[u8]) {
+    pub(super) fn bytes_mut(&mut self, i: usize) -> (&[u8], &mut [u8]) {
         let blocks = self.page_blocks(i);
-        (bytemuck::cast_slice(&self.live[blocks.clone()]), bytemuck::cast_slice(&self.shadow[blocks]))
+        (bytemuck::cast_slice(&self.live[blocks.clone()]), bytemuck::cast_slice_mut(&mut self.shadow[blocks]))
     }
 
     /// The block's page `i` as [`PageRefs`] (every lane, streamed), with its leaf masks and lane

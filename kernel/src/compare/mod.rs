@@ -448,14 +448,17 @@ impl ShadowState {
                 for i in 0..block.pages() {
                     let occ = block.occupied[i];
                     if occ != 0 && !is_dirty(block.first + i) {
-                        let (live, shadow) = block.bytes(i);
-                        let differ = plan.scan_page(live, shadow, &mut planes);
-                        if differ == 0 || dense {
+                        // The walk's own pages compare every lane; a lane scan copies as it
+                        // goes only where the page is finished here (not as a job, which would
+                        // scan it again).
+                        let (live, shadow) = block.bytes_mut(i);
+                        let scan = plan.scan_page(live, shadow, &mut planes, dense);
+                        if scan.0 == 0 || dense {
                             t.pages += 1;
                             t.lanes += u64::from(occ.count_ones());
-                            if differ != 0 {
+                            if scan.0 != 0 {
                                 let (mut page, masks, lanes) = block.refs(i);
-                                *lanes = plan.compare_planes_dense(&mut page, differ, &mut planes, masks);
+                                *lanes = plan.compare_planes_dense(&mut page, scan, &mut planes, masks);
                             }
                             continue;
                         }

@@ -73,10 +73,12 @@ pub(super) type PlaneMasks = [u64; DENSE_MAX_PLANES];
 pub(super) const PREFETCH_PAGES: usize = 8;
 
 /// With [`PageScan::Lanes`] and [`NextPage::Prefetch`], a changed page asks for this many lines
-/// of the next page, live and shadow, before its leaves' copies. On an AMD EPYC Zen 3 with AVX2
+/// of the next page, live and shadow, before its leaves' masks (and copies, where the scan did
+/// not make them). On an AMD EPYC Zen 3 with AVX2
 /// only (1M ShooterCharacter, one thread, side by side with `--example compare_ab`): 8 or 16
 /// lines 3–5 % faster than none at 10 and 100 % changed, 32 level, 64 4–10 % slower (the burst
 /// crowds the stream's own misses).
+/// (With the scan's own copies, session 63: still 1–3 % faster than none.)
 const LANES_AHEAD_LINES: usize = 8;
 
 /// From this many changed lanes on, the dense path copies whole planes.
@@ -182,12 +184,14 @@ impl<'a> Plan<'a> {
     /// every plane when the scan stopped at the first difference, exactly those that differ
     /// when it read the page whole; with [`PageScan::Lanes`] the OR of every plane's lane mask,
     /// the masks themselves left in `planes` (which [`Self::compare_planes_dense`] then takes as
-    /// they are).
-    pub(super) fn scan_page(&self, live: &[u8], shadow: &[u8], planes: &mut PlaneMasks) -> u64 {
+    /// they are). With `copy` (every lane of the page is compared, and the page goes on to
+    /// [`Self::compare_planes_dense`]), a lane scan also copies each plane that differs into the
+    /// shadow: returns whether it did (then the leaves are not copied again).
+    pub(super) fn scan_page(&self, live: &[u8], shadow: &mut [u8], planes: &mut PlaneMasks, copy: bool) -> (u64, bool) {
         if self.lanes {
-            (self.kernels.routines.page_lanes)(live, shadow, &self.layout.plane_runs, planes)
+            ((self.kernels.routines.page_lanes)(live, shadow, &self.layout.plane_runs, planes, copy), copy)
         } else {
-            self.scan_planes(live, shadow)
+            (self.scan_planes(live, shadow), false)
         }
     }
 
@@ -336,8 +340,9 @@ impl<'a> Plan<'a> {
         let occupied = page.occupied;
         // Most pages of a frame with little change are equal: no lane masks, no leaves.
         let mut planes = [0; DENSE_MAX_PLANES];
-        let differ = self.scan_page(page.live, page.shadow, &mut planes);
-        let mut any = if differ == 0 { 0 } else { self.compare_planes_dense(&mut page, differ, &mut planes, masks) };
+        let (differ, copied) = self.scan_page(page.live, page.shadow, &mut planes, page.every_lane);
+        let mut any =
+            if differ == 0 { 0 } else { self.compare_planes_dense(&mut page, (differ, copied), &mut planes, masks) };
         if let Some(d) = dirty {
             for &(pi, li, a) in &self.array_leaves {
                 let consider = d[pi] & occupied;
@@ -353,19 +358,20 @@ impl<'a> Plan<'a> {
 
     /// The fixed leaves of a dense page whose planes differ somewhere (`differ` and
     /// `plane_masks`, from [`Self::scan_page`]): lane masks of the planes named there (already in
-    /// `plane_masks` after a [`PageScan::Lanes`] scan), then the changed lanes of each leaf copied;
-    /// returns the lanes with a change (the page's leaf masks written when there is one).
+    /// `plane_masks` after a [`PageScan::Lanes`] scan), then the changed lanes of each leaf copied
+    /// (unless the scan `copied` them); returns the lanes with a change (the page's leaf masks
+    /// written when there is one).
     pub(super) fn compare_planes_dense(
         &self,
         page: &mut PageRefs<'_>,
-        differ: u64,
+        (differ, copied): (u64, bool),
         plane_masks: &mut PlaneMasks,
         masks: &mut [u64],
     ) -> u64 {
         if !self.lanes {
             self.diff_runs(page, differ, plane_masks);
         } else if let Some(next) = self.next_page(page) {
-            // What follows — the leaves' masks and copies — reads only this page, from L1: the
+            // What follows — the leaves' masks (and copies) — reads only this page, from L1: the
             // next page's first lines are asked for now, so its read starts with them on the way.
             prefetch_page_lines(next, 0, LANES_AHEAD_LINES * 64);
         }
@@ -378,7 +384,7 @@ impl<'a> Plan<'a> {
         for (li, range) in &self.fixed_leaves {
             let changed = plane_masks[range.clone()].iter().fold(0, |a, &m| a | m) & occupied;
             note_change(masks, &mut any, *li, changed);
-            if changed != 0 {
+            if changed != 0 && !copied {
                 // Dense pages compare every occupied lane, and free lanes are zero on both
                 // sides, so every lane outside `changed` already matches: with many changed
                 // lanes one whole-plane copy beats a copy per lane.

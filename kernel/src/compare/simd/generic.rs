@@ -13,8 +13,9 @@
 //!     per plane: OR of (live_i ^ shadow_i) over it, two accumulators, one test
 //! run_w(planes):                              // consecutive planes of one width
 //!     per plane: 0 if equal(plane), else diff_w(plane)
-//! page_lanes(live, shadow, runs):             // every plane's lane mask in one read
+//! page_lanes(live, shadow, runs, copy):       // every plane's lane mask in one read
 //!     per run, per plane: diff_w(plane)         (no "equal?" pass first; returns their OR)
+//!         copy: a plane that differs copied into the shadow (whole, or its changed lanes)
 //! ```
 //!
 //! [`LaneOps`] is implemented by a zero-sized *token* per instruction set: a value of the type is
@@ -28,6 +29,7 @@
 //! [`super::scalar`], deliberately not written over this trait.
 
 use crate::schema::{PlaneRun, PlaneWidth};
+use crate::store::BitIter;
 
 /// The vector operations the lane diff needs, on a token that proves the CPU has them.
 pub(crate) trait LaneOps: Copy {
@@ -152,46 +154,90 @@ pub(crate) fn planes_differ<S: LaneOps>(ops: S, live: &[u8], shadow: &[u8], plan
 /// compared lane by lane as it arrives, so an equal page costs a compare and a mask per vector
 /// where [`equal_whole`] costs an XOR and an OR, and a changed page is read once.
 ///
+/// With `copy` (every lane of the page is compared), a plane that differs is copied into the
+/// shadow right after its mask, from L1 — whole from [`WHOLE_PLANE_LANES`] changed lanes on,
+/// else lane by lane (a lane outside the mask is equal already, so the shadow ends equal to live
+/// in every plane). Copied here, the copies sit among the page's loads, where the out-of-order
+/// window overlaps them with the memory stream; after the scan they stalled it.
+///
 /// Nothing is prefetched here: asking for the next page's lines plane by plane as this one is
 /// read (as `Plan::diff_runs` does) cost 5–19 % at 0.1–100 % changed on an AMD EPYC Zen 3 (1M
 /// ShooterCharacter, one thread, side by side with `--example compare_ab`): every page pays for
 /// it, equal ones too, and the hardware's stream is already running.
 #[inline(always)]
-pub(crate) fn page_lanes<S: LaneOps>(ops: S, live: &[u8], shadow: &[u8], runs: &[PlaneRun], out: &mut [u64]) -> u64 {
+pub(crate) fn page_lanes<S: LaneOps>(
+    ops: S,
+    live: &[u8],
+    shadow: &mut [u8],
+    runs: &[PlaneRun],
+    out: &mut [u64],
+    copy: bool,
+) -> u64 {
     let mut any = 0u64;
     for run in runs {
         let bytes = run.width.page_bytes();
         let span = run.offset..run.offset + run.planes.len() * bytes;
-        let (l, s) = (&live[span.clone()], &shadow[span]);
+        let (l, s) = (&live[span.clone()], &mut shadow[span]);
         let o = &mut out[run.planes.clone()];
         any |= match run.width {
-            PlaneWidth::Bit => lanes_of_run::<8>(l, s, o, |a, b| u64::from_le_bytes(*a) ^ u64::from_le_bytes(*b)),
-            PlaneWidth::B1 => lanes_of_run(l, s, o, |a, b| diff::<_, 64, 1>(ops, a, b)),
-            PlaneWidth::B2 => lanes_of_run(l, s, o, |a, b| diff::<_, 128, 2>(ops, a, b)),
-            PlaneWidth::B4 => lanes_of_run(l, s, o, |a, b| diff::<_, 256, 4>(ops, a, b)),
-            PlaneWidth::B8 => lanes_of_run(l, s, o, |a, b| diff::<_, 512, 8>(ops, a, b)),
-            PlaneWidth::B12 => lanes_of_run(l, s, o, |a, b| diff12(ops, a, b)),
+            PlaneWidth::Bit => {
+                lanes_of_run::<8, 0>(l, s, o, copy, |a, b| u64::from_le_bytes(*a) ^ u64::from_le_bytes(*b))
+            }
+            PlaneWidth::B1 => lanes_of_run::<64, 1>(l, s, o, copy, |a, b| diff::<_, 64, 1>(ops, a, b)),
+            PlaneWidth::B2 => lanes_of_run::<128, 2>(l, s, o, copy, |a, b| diff::<_, 128, 2>(ops, a, b)),
+            PlaneWidth::B4 => lanes_of_run::<256, 4>(l, s, o, copy, |a, b| diff::<_, 256, 4>(ops, a, b)),
+            PlaneWidth::B8 => lanes_of_run::<512, 8>(l, s, o, copy, |a, b| diff::<_, 512, 8>(ops, a, b)),
+            PlaneWidth::B12 => lanes_of_run::<768, 12>(l, s, o, copy, |a, b| diff12(ops, a, b)),
         };
     }
     any
 }
 
-/// `out[i]` = `d` of the `i`-th `N`-byte plane of a run; returns their OR.
+/// From this many changed lanes on, a plane is copied whole (fewer: lane by lane, so a page
+/// with one changed actor dirties one line of each changed plane, not all of them).
+pub(crate) const WHOLE_PLANE_LANES: u32 = 8;
+
+/// `out[i]` = `d` of the `i`-th `N`-byte plane of a run (lanes of `W` bytes; `W = 0`: a bit
+/// plane), each plane that differs copied into the shadow when `copy` (see [`page_lanes`]);
+/// returns their OR.
 #[inline(always)]
-fn lanes_of_run<const N: usize>(
+fn lanes_of_run<const N: usize, const W: usize>(
     live: &[u8],
-    shadow: &[u8],
+    shadow: &mut [u8],
     out: &mut [u64],
+    copy: bool,
     d: impl Fn(&[u8; N], &[u8; N]) -> u64,
 ) -> u64 {
     let mut any = 0u64;
-    for ((l, s), o) in live.chunks_exact(N).zip(shadow.chunks_exact(N)).zip(out) {
-        if let (Ok(la), Ok(sa)) = (l.try_into(), s.try_into()) {
-            *o = d(la, sa);
-            any |= *o;
+    for ((l, s), o) in live.chunks_exact(N).zip(shadow.chunks_exact_mut(N)).zip(out) {
+        let (Ok(la), Ok(sa)) = (<&[u8; N]>::try_from(l), <&mut [u8; N]>::try_from(s)) else {
+            continue;
+        };
+        let m = d(la, sa);
+        *o = m;
+        any |= m;
+        if copy && m != 0 {
+            if W == 0 || at_least(m, WHOLE_PLANE_LANES) {
+                *sa = *la;
+            } else {
+                for lane in BitIter(m) {
+                    let at = lane * W;
+                    sa[at..at + W].copy_from_slice(&la[at..at + W]);
+                }
+            }
         }
     }
     any
+}
+
+/// Whether `m` has at least `n` bits set: its lowest cleared `n - 1` times (no `popcnt` needed:
+/// the AVX2 table is not compiled for it, and without it `count_ones` is a dozen instructions).
+#[inline(always)]
+fn at_least(mut m: u64, n: u32) -> bool {
+    for _ in 1..n {
+        m &= m.wrapping_sub(1);
+    }
+    m != 0
 }
 
 /// Lanes of a plane of 64 `W`-byte lanes (`N = 64 * W`, `W` in 1, 2, 4, 8) whose bytes differ.
@@ -292,8 +338,9 @@ pub(crate) type EqFn = fn(&[u8], &[u8]) -> bool;
 /// most 64 planes.
 pub(crate) type PlanesFn = fn(&[u8], &[u8], &[(usize, usize)]) -> u64;
 
-/// Every plane's lane mask of a page in one read (see [`page_lanes`]).
-pub(crate) type PageLanesFn = fn(&[u8], &[u8], &[PlaneRun], &mut [u64]) -> u64;
+/// Every plane's lane mask of a page in one read, each plane that differs copied into the
+/// shadow when asked (see [`page_lanes`]).
+pub(crate) type PageLanesFn = fn(&[u8], &mut [u8], &[PlaneRun], &mut [u64], bool) -> u64;
 
 /// Diffs `out.len()` consecutive planes of `live` and `shadow` (see [`run`]).
 pub(crate) type RunFn = fn(&[u8], &[u8], &mut [u64]);

@@ -28,8 +28,9 @@ pub(crate) fn scalar_planes_differ(live: &[u8], shadow: &[u8], planes: &[(usize,
 }
 
 /// Reference: every plane's lane mask, one plane at a time with [`scalar`] (a bit plane's is its
-/// words' XOR); returns their OR.
-pub(crate) fn scalar_page_lanes(live: &[u8], shadow: &[u8], runs: &[PlaneRun], out: &mut [u64]) -> u64 {
+/// words' XOR); returns their OR. With `copy`, every plane that differs is copied whole into the
+/// shadow afterwards.
+pub(crate) fn scalar_page_lanes(live: &[u8], shadow: &mut [u8], runs: &[PlaneRun], out: &mut [u64], copy: bool) -> u64 {
     let mut any = 0;
     for run in runs {
         let bytes = run.width.page_bytes();
@@ -49,6 +50,9 @@ pub(crate) fn scalar_page_lanes(live: &[u8], shadow: &[u8], runs: &[PlaneRun], o
             };
             out[plane] = m;
             any |= m;
+            if copy && m != 0 {
+                shadow[at..at + bytes].copy_from_slice(&live[at..at + bytes]);
+            }
         }
     }
     any

@@ -234,7 +234,9 @@ proptest! {
     /// up to 20 planes of every width (bit planes among them) laid end to end from any offset, in
     /// runs of consecutive same-width planes as a layout groups them, differing in a few bytes of
     /// any plane, in every third byte of one, in the padding or nowhere: every plane's lane mask,
-    /// their OR returned, and the output past the last plane left alone.
+    /// their OR returned, and the output past the last plane left alone; asked to copy, the
+    /// shadow ends equal to live in every plane (whole or lane by lane: a lane left out, or a
+    /// byte written outside the planes, fails), and untouched when not asked.
     #[test]
     fn page_lanes_agree_with_each_plane_diffed_alone(
         widths in proptest::collection::vec(proptest::sample::select(vec![0usize, 1, 2, 4, 8, 12]), 1..20),
@@ -282,14 +284,24 @@ proptest! {
             })
             .collect();
         let any = expected.iter().fold(0, |a, &m| a | m);
-        let mut out = vec![0xdead_beef_u64; planes.len() + 1];
-        prop_assert_eq!(scalar::scalar_page_lanes(&live, &shadow, &runs, &mut out), any);
-        prop_assert_eq!(&out[..planes.len()], &expected[..], "scalar");
-        for k in tables() {
-            let mut out = vec![0xdead_beef_u64; planes.len() + 1];
-            prop_assert_eq!((k.routines.page_lanes)(&live, &shadow, &runs, &mut out), any, "{:?}", k.isa);
-            prop_assert_eq!(&out[..planes.len()], &expected[..], "{:?} {:?}", k.isa, widths);
-            prop_assert_eq!(out[planes.len()], 0xdead_beef, "{:?} wrote past the planes it was given", k.isa);
+        // With the copy, the shadow must end equal to live in every plane and untouched around
+        // them (the padding before and after the planes differs where `pad_flip` set it).
+        let mut copied = shadow.clone();
+        for &(o, n) in &planes {
+            copied[o..o + n].copy_from_slice(&live[o..o + n]);
+        }
+        let scalar_table: super::generic::PageLanesFn = scalar::scalar_page_lanes;
+        let paths = std::iter::once(("scalar".to_string(), scalar_table))
+            .chain(tables().into_iter().map(|k| (format!("{:?}", k.isa), k.routines.page_lanes)));
+        for (name, page_lanes) in paths {
+            for copy in [false, true] {
+                let mut out = vec![0xdead_beef_u64; planes.len() + 1];
+                let mut after = shadow.clone();
+                prop_assert_eq!(page_lanes(&live, &mut after, &runs, &mut out, copy), any, "{}", name);
+                prop_assert_eq!(&out[..planes.len()], &expected[..], "{} {:?}", name, widths);
+                prop_assert_eq!(out[planes.len()], 0xdead_beef, "{} wrote past the planes it was given", name);
+                prop_assert!(&after == if copy { &copied } else { &shadow }, "{} copy {}: the shadow after the scan", name, copy);
+            }
         }
     }
 }

@@ -79,5 +79,5 @@ pub(crate) const ROUTINES: Routines = Routines {
     r12: |l, s, o| run(eq, |a, b| diff12(Portable, a, b), l, s, o),
     eq,
     planes_differ: |l, s, p| planes_differ(Portable, l, s, p),
-    page_lanes: |l, s, r, o| page_lanes(Portable, l, s, r, o),
+    page_lanes: |l, s, r, o, c| page_lanes(Portable, l, s, r, o, c),
 };

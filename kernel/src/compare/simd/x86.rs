@@ -81,8 +81,8 @@ macro_rules! backend {
             planes_differ(t, l, s, p)
         }
         #[target_feature(enable = $features)]
-        fn lanes(t: $token, l: &[u8], s: &[u8], r: &[PlaneRun], o: &mut [u64]) -> u64 {
-            page_lanes(t, l, s, r, o)
+        fn lanes(t: $token, l: &[u8], s: &mut [u8], r: &[PlaneRun], o: &mut [u64], copy: bool) -> u64 {
+            page_lanes(t, l, s, r, o, copy)
         }
         // The run loops carry the features themselves, so the plane diff inlines into them: one
         // call per run of planes, not one per plane.
@@ -132,7 +132,7 @@ macro_rules! backend {
                 r12: |l, s, o| unsafe { r12(token(), l, s, o) },
                 eq: |l, s| unsafe { eq(token(), l, s) },
                 planes_differ: |l, s, p| unsafe { differ(token(), l, s, p) },
-                page_lanes: |l, s, r, o| unsafe { lanes(token(), l, s, r, o) },
+                page_lanes: |l, s, r, o, c| unsafe { lanes(token(), l, s, r, o, c) },
             })
         }
     };
