@@ -5,6 +5,22 @@
 use crate::schema::{PlaneWidth, PAGE_LANES};
 use crate::store::BitIter;
 
+/// From this many changed lanes on, a plane of a page whose every lane is compared is copied
+/// whole — by the leaves' copies and by the lane scan's own (fewer: lane by lane, so a page with
+/// one changed actor dirties one line of each changed plane, not all of them).
+pub(super) const WHOLE_PLANE_LANES: u32 = 8;
+
+/// Whether `m` has at least `n` bits set: its lowest cleared `n - 1` times (a baseline x86-64
+/// build, or the AVX2 table, is not compiled for `popcnt`: `count_ones` is a dozen instructions
+/// there).
+#[inline(always)]
+pub(super) fn at_least(mut m: u64, n: u32) -> bool {
+    for _ in 1..n {
+        m &= m.wrapping_sub(1);
+    }
+    m != 0
+}
+
 /// Calls `fetch` with the offset `at` of a read of one lane of width `w` and, when the read ends
 /// in the next cache line (a 12-byte lane does in 2 of every 16: bytes 60–71 and 124–135 of a
 /// plane's lines), with the offset of its last byte too.
@@ -83,7 +99,7 @@ pub(super) fn copy_lanes(w: PlaneWidth, live: &[u8], shadow: &mut [u8], o: usize
 /// length called `memcpy` for every lane, the most of a changed page's diff work: 1M
 /// ShooterCharacter at 10 % changed copies ~60 lanes a page.)
 #[inline(always)]
-fn copy_lanes_of<const N: usize>(live: &[u8], shadow: &mut [u8], o: usize, lanes: u64) {
+pub(super) fn copy_lanes_of<const N: usize>(live: &[u8], shadow: &mut [u8], o: usize, lanes: u64) {
     let (live, shadow) = (&live[o..o + N * PAGE_LANES], &mut shadow[o..o + N * PAGE_LANES]);
     for lane in BitIter(lanes) {
         let at = (lane % PAGE_LANES) * N;

@@ -7,7 +7,7 @@
 //! borrowed live and shadow bytes ([`PageRefs`]) to [`Plan::compare_page`], which updates the
 //! shadow in place and writes the page's leaf masks and array changes.
 
-use super::lane::{copy_lanes, fixed, lane_differs, lane_lines, word};
+use super::lane::{at_least, copy_lanes, fixed, lane_differs, lane_lines, word, WHOLE_PLANE_LANES};
 use super::simd::prefetch_addr;
 use super::{ArrayChange, CompareConfig, Kernels, NextPage, PageScan, PushMode, SPARSE_LANES};
 use crate::schema::{ClassLayout, PlaneWidth, PAGE_LANES};
@@ -80,9 +80,6 @@ pub(super) const PREFETCH_PAGES: usize = 8;
 /// crowds the stream's own misses).
 /// (With the scan's own copies, session 63: still 1–3 % faster than none.)
 const LANES_AHEAD_LINES: usize = 8;
-
-/// From this many changed lanes on, the dense path copies whole planes.
-const DENSE_WHOLE_PLANE_COPY: u32 = 8;
 
 /// Most planes a class may have for the dense path's on-stack mask buffer.
 pub(super) const DENSE_MAX_PLANES: usize = 64;
@@ -389,7 +386,7 @@ impl<'a> Plan<'a> {
                 // sides, so every lane outside `changed` already matches: with many changed
                 // lanes one whole-plane copy beats a copy per lane.
                 // (Not when only some lanes are compared: the others may differ.)
-                let whole = page.every_lane && changed.count_ones() >= DENSE_WHOLE_PLANE_COPY;
+                let whole = page.every_lane && at_least(changed, WHOLE_PLANE_LANES);
                 let copy = if whole { !0 } else { changed };
                 self.copy_leaf(page, range.clone(), copy);
             }

@@ -17,7 +17,7 @@
 //! not depend on each other, so the lane loads of many probes are in flight at once, as in a
 //! plain gather of the same lines.
 
-use super::lane::lane_lines;
+use super::lane::{at_least, lane_lines};
 use super::page::Plan;
 use super::Tally;
 use crate::schema::{ClassLayout, PlaneWidth, PAGE_LANES};
@@ -121,7 +121,7 @@ impl Batch {
                 let m = marks[pi] & occ;
                 marked_parents |= u64::from(m != 0) << pi;
                 lanes |= m;
-                busy |= m != 0 && (self.parents[pi].1 || more_than_batch(m));
+                busy |= m != 0 && (self.parents[pi].1 || at_least(m, BATCH_LANES + 1));
             }
             if busy {
                 self.walk.push(p);
@@ -235,16 +235,6 @@ impl Batch {
             self.parents.push((start..self.planes.len(), array));
         }
     }
-}
-
-/// Whether `lanes` has more than [`BATCH_LANES`] bits set: the lowest cleared that many times
-/// (a baseline x86-64 build has no `popcnt`: `count_ones` is a dozen instructions there).
-#[inline(always)]
-fn more_than_batch(mut lanes: u64) -> bool {
-    for _ in 0..BATCH_LANES {
-        lanes &= lanes.wrapping_sub(1);
-    }
-    lanes != 0
 }
 
 /// Copies the lane at byte `at` of a plane of width `w` (a bit plane: bit `lane` of the word

@@ -28,8 +28,8 @@
 //! The one-lane-at-a-time reference every instantiation is tested against lives in
 //! [`super::scalar`], deliberately not written over this trait.
 
+use super::super::lane::{at_least, copy_lanes_of, WHOLE_PLANE_LANES};
 use crate::schema::{PlaneRun, PlaneWidth};
-use crate::store::BitIter;
 
 /// The vector operations the lane diff needs, on a token that proves the CPU has them.
 pub(crate) trait LaneOps: Copy {
@@ -155,7 +155,7 @@ pub(crate) fn planes_differ<S: LaneOps>(ops: S, live: &[u8], shadow: &[u8], plan
 /// where [`equal_whole`] costs an XOR and an OR, and a changed page is read once.
 ///
 /// With `copy` (every lane of the page is compared), a plane that differs is copied into the
-/// shadow right after its mask, from L1 — whole from [`WHOLE_PLANE_LANES`] changed lanes on,
+/// shadow right after its mask, from L1 — whole from `lane::WHOLE_PLANE_LANES` changed lanes on,
 /// else lane by lane (a lane outside the mask is equal already, so the shadow ends equal to live
 /// in every plane). Copied here, the copies sit among the page's loads, where the out-of-order
 /// window overlaps them with the memory stream; after the scan they stalled it.
@@ -193,10 +193,6 @@ pub(crate) fn page_lanes<S: LaneOps>(
     any
 }
 
-/// From this many changed lanes on, a plane is copied whole (fewer: lane by lane, so a page
-/// with one changed actor dirties one line of each changed plane, not all of them).
-pub(crate) const WHOLE_PLANE_LANES: u32 = 8;
-
 /// `out[i]` = `d` of the `i`-th `N`-byte plane of a run (lanes of `W` bytes; `W = 0`: a bit
 /// plane), each plane that differs copied into the shadow when `copy` (see [`page_lanes`]);
 /// returns their OR.
@@ -220,24 +216,11 @@ fn lanes_of_run<const N: usize, const W: usize>(
             if W == 0 || at_least(m, WHOLE_PLANE_LANES) {
                 *sa = *la;
             } else {
-                for lane in BitIter(m) {
-                    let at = lane * W;
-                    sa[at..at + W].copy_from_slice(&la[at..at + W]);
-                }
+                copy_lanes_of::<W>(la, sa, 0, m);
             }
         }
     }
     any
-}
-
-/// Whether `m` has at least `n` bits set: its lowest cleared `n - 1` times (no `popcnt` needed:
-/// the AVX2 table is not compiled for it, and without it `count_ones` is a dozen instructions).
-#[inline(always)]
-fn at_least(mut m: u64, n: u32) -> bool {
-    for _ in 1..n {
-        m &= m.wrapping_sub(1);
-    }
-    m != 0
 }
 
 /// Lanes of a plane of 64 `W`-byte lanes (`N = 64 * W`, `W` in 1, 2, 4, 8) whose bytes differ.
