@@ -11,13 +11,12 @@
 mod scaling;
 
 pub use scaling::{
-    copy_floor, flush_bytes, gather, last_level_cache_bytes, run_push_scaling, ScalingOptions, ScalingReport,
+    copy_floor, flush_bytes, gather, last_level_cache_bytes, run_push_scaling, stream, ScalingOptions, ScalingReport,
 };
 
 use crate::phase::{within, ExtraFrames, Phase, PhaseProbe};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use scaling::stream;
 use shadowrep::compare::{
     tune, ChangeSet, CompareConfig, Isa, Kernels, NextPage, PageScan, PropertyDirtyStats, PushMode, ShadowState,
 };

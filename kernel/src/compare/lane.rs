@@ -72,7 +72,7 @@ pub(super) fn fixed<const N: usize>(bytes: &[u8], o: usize) -> &[u8; N] {
 }
 
 /// The `N` bytes at `o`, to write.
-fn fixed_mut<const N: usize>(bytes: &mut [u8], o: usize) -> &mut [u8; N] {
+pub(super) fn fixed_mut<const N: usize>(bytes: &mut [u8], o: usize) -> &mut [u8; N] {
     (&mut bytes[o..o + N]).try_into().expect("plane lies inside its page")
 }
 

@@ -525,3 +525,76 @@ fn a_page_reports_only_its_own_planes_whatever_the_page_before_it_changed() {
         );
     }
 }
+
+#[test]
+fn a_push_frame_leaves_an_unmarked_neighbour_for_its_own_mark() {
+    // The batch compares and copies each marked lane through a 16-byte window that holds its
+    // neighbours' bytes too: they must go back to the shadow unchanged, in every plane width,
+    // so a neighbour changed without a mark is still found when its mark comes.
+    let layout = ClassBuilder::new("T")
+        .property(PropertyDecl::new("Flag", PropType::Bool).push(true))
+        .property(PropertyDecl::new("Byte", PropType::U8).push(true))
+        .property(PropertyDecl::new("Short", PropType::U16).push(true))
+        .property(PropertyDecl::new("Hp", PropType::F32).push(true))
+        .property(PropertyDecl::new("Big", PropType::U64).push(true))
+        .property(PropertyDecl::new("Pos", PropType::Vector(crate::schema::VectorQuant::None)).push(true))
+        .build()
+        .unwrap();
+    let mut s = ClassStore::new(Arc::new(layout));
+    let mut shadow = ShadowState::new(&mut s);
+    let ids: Vec<_> = (0..2 * PAGE_LANES).map(|_| s.spawn()).collect();
+    let cfg = CompareConfig { push: PushMode::All, parallel: false, ..CompareConfig::default() };
+    let mut changes = ChangeSet::new();
+    s.begin_tick();
+    shadow.compare(&mut s, &cfg, &mut changes).unwrap();
+    let value = |parent: usize, i: usize| match parent {
+        0 => Value::Bool(true),
+        1 => Value::U8(i as u8 | 1),
+        2 => Value::U16(i as u16 | 0x100),
+        3 => Value::F32(i as f32 + 0.5),
+        4 => Value::U64(i as u64 | 1 << 40),
+        _ => Value::Vector([i as f32, 1.0, 2.0]),
+    };
+    // Every actor changes every property; only every sixteenth is marked (four lanes a page: a
+    // quiet page, for the batch).
+    for (i, &id) in ids.iter().enumerate() {
+        for parent in 0..6 {
+            s.set(id, parent, &value(parent, i)).unwrap();
+            if i % 16 == 0 {
+                s.mark_dirty(id, parent).unwrap();
+            }
+        }
+    }
+    let all: Vec<u16> = (1..=6).chain([0]).collect();
+    for round in 0..4 {
+        s.begin_tick();
+        shadow.compare(&mut s, &cfg, &mut changes).unwrap();
+        assert!(
+            shadow.batch.walk.is_empty() && shadow.last_visit().lanes > 0,
+            "round {round}: every page to the batch"
+        );
+        for (i, id) in ids.iter().enumerate() {
+            let expected = if i % 16 == round { all.clone() } else { Vec::new() };
+            assert_eq!(changes.changelist(s.layout(), id.index), expected, "round {round}, actor {i}");
+        }
+        // The next lanes marked, without another write: their changes must still be there.
+        for (_, &id) in ids.iter().enumerate().filter(|(i, _)| i % 16 == round + 1) {
+            for parent in 0..6 {
+                s.mark_dirty(id, parent).unwrap();
+            }
+        }
+    }
+    // And what the batch copied is whole: marked again without a write, those lanes are equal
+    // (only the lanes marked after the last round report their change).
+    for (_, &id) in ids.iter().enumerate().filter(|(i, _)| i % 16 < 4) {
+        for parent in 0..6 {
+            s.mark_dirty(id, parent).unwrap();
+        }
+    }
+    s.begin_tick();
+    shadow.compare(&mut s, &cfg, &mut changes).unwrap();
+    for (i, id) in ids.iter().enumerate() {
+        let expected = if i % 16 == 4 { all.clone() } else { Vec::new() };
+        assert_eq!(changes.changelist(s.layout(), id.index), expected, "marked again: actor {i}");
+    }
+}

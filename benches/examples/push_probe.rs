@@ -1,0 +1,63 @@
+//! Push frames alone (every property push-based, 1 % of the actors marked and changed), each
+//! started from a cold cache as the `compare` command's are, beside a plain gather of the same
+//! marked lanes' lines: quick to rerun and to profile while tuning `compare::push`.
+//!
+//! ```text
+//! cargo run --release -p shadowrep-benches --example push_probe -- \
+//!     [--actors N] [--dirty F] [--frames K] [--full-between 0|1]
+//! ```
+//!
+//! `--full-between 1` runs a full compare into the same change set between push frames, as the
+//! `compare` command does (the push frame's reset then clears the whole set).
+
+use shadowrep::compare::{ChangeSet, CompareConfig, PushMode, ShadowState};
+use shadowrep_benches::workload::{flag_pairs, flag_value, flush_bytes, gather, median, stream, CompareWorkload};
+use std::time::Instant;
+
+fn main() -> Result<(), String> {
+    let (mut actors, mut dirty, mut frames, mut full_between) = (1_000_000usize, 0.01, 31usize, 1u32);
+    for (flag, value) in flag_pairs()? {
+        match flag.as_str() {
+            "--actors" => actors = flag_value(&flag, &value)?,
+            "--dirty" => dirty = flag_value(&flag, &value)?,
+            "--frames" => frames = flag_value::<usize>(&flag, &value)?.max(1),
+            "--full-between" => full_between = flag_value(&flag, &value)?,
+            _ => return Err(format!("unknown flag {flag}")),
+        }
+    }
+    let mut w = CompareWorkload::new("ShooterCharacter", actors, 1, false)?;
+    let full = CompareConfig { push: PushMode::Off, parallel: false, ..CompareConfig::default() };
+    let push = CompareConfig { push: PushMode::All, ..full };
+    let (mut full_shadow, mut push_shadow) = (ShadowState::new(&mut w.store), ShadowState::new(&mut w.store));
+    let mut changes = ChangeSet::new();
+    w.store.begin_tick();
+    full_shadow.compare(&mut w.store, &full, &mut changes).map_err(|e| e.to_string())?;
+    push_shadow.compare(&mut w.store, &push, &mut changes).map_err(|e| e.to_string())?;
+    let mut flush = vec![0u64; flush_bytes() / 8];
+    let (mut pushes, mut gathers) = (Vec::new(), Vec::new());
+    for frame in 0..frames + 1 {
+        stream(&mut flush);
+        w.mutate(dirty, true);
+        w.store.begin_tick();
+        let offsets = w.marked_offsets();
+        let start = Instant::now();
+        push_shadow.compare(&mut w.store, &push, &mut changes).map_err(|e| e.to_string())?;
+        let t = start.elapsed().as_secs_f64() * 1e3;
+        if full_between != 0 {
+            full_shadow.compare(&mut w.store, &full, &mut changes).map_err(|e| e.to_string())?;
+        }
+        stream(&mut flush);
+        let (live, shadow) = (w.store.live().bytes(), push_shadow.pages().bytes());
+        gather(live, live, &offsets);
+        let start = Instant::now();
+        gather(live, shadow, &offsets);
+        let g = start.elapsed().as_secs_f64() * 1e3;
+        if frame > 0 {
+            pushes.push(t);
+            gathers.push(g);
+        }
+    }
+    let (p, g) = (median(pushes), median(gathers));
+    println!("{actors} ShooterCharacter, {:.1} % marked, {frames} frames: push {p:.3} ms, gather {g:.3} ms, push / gather {:.2}", dirty * 100.0, p / g);
+    Ok(())
+}
