@@ -184,16 +184,31 @@ impl Batch {
                 continue;
             }
             let marks = dirty.page_masks(p);
-            // The marked parents as bits (from the page's parent bits: most parents are
-            // unmarked, and their masks are not read), and whether one keeps the page in the walk.
+            // The page's marked parents (from its parent bits: most parents are unmarked, and
+            // their masks are not read), each listed as it is found; a busy one or a dynamic
+            // array hands the page to the walk, and what was listed of it is dropped.
+            let (listed, base) = (self.probes.len(), p * layout.page_bytes);
             let (mut marked_parents, mut lanes, mut busy) = (0u64, 0u64, false);
             for pi in BitIter(dirty.page_parents(p)) {
                 let m = marks[pi] & occ;
-                marked_parents |= u64::from(m != 0) << pi;
+                if m == 0 {
+                    continue;
+                }
+                let (planes, array) = &self.parents[pi];
+                if *array || at_least(m, BATCH_LANES + 1) {
+                    busy = true;
+                    break;
+                }
+                marked_parents |= 1 << pi;
                 lanes |= m;
-                busy |= m != 0 && (self.parents[pi].1 || at_least(m, BATCH_LANES + 1));
+                for plane in &self.planes[planes.clone()] {
+                    for lane in BitIter(m) {
+                        self.probes.push(plane.probe(base, p, lane));
+                    }
+                }
             }
             if busy {
+                self.probes.truncate(listed);
                 self.walk.push(p);
                 continue;
             }
@@ -201,17 +216,8 @@ impl Batch {
             tally.lanes += u64::from(lanes.count_ones());
             if stats {
                 self.listed.push((p, marked_parents));
-            }
-            let base = p * layout.page_bytes;
-            for pi in BitIter(marked_parents) {
-                let marked = marks[pi] & occ;
-                if stats {
-                    tally.parents[2 * pi] += u64::from(marked.count_ones());
-                }
-                for plane in &self.planes[self.parents[pi].0.clone()] {
-                    for lane in BitIter(marked) {
-                        self.probes.push(plane.probe(base, p, lane));
-                    }
+                for pi in BitIter(marked_parents) {
+                    tally.parents[2 * pi] += u64::from((marks[pi] & occ).count_ones());
                 }
             }
             // The page's marks are consumed: cleared now, while their lines are at hand (the
