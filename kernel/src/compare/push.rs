@@ -134,7 +134,7 @@ pub(super) struct Batch {
     pub(super) walk: Vec<usize>,
     /// Pages the batch compared, with their marked parents as bits (for the dirty statistics).
     listed: Vec<(usize, u64)>,
-    /// Every plane of every fixed leaf, parent by parent: (page offset, width, leaf).
+    /// Every plane of every fixed leaf, parent by parent: its probes, lane by lane.
     planes: Vec<PlaneProbes>,
     /// Per parent: its range of `planes`, and whether it has a dynamic array.
     parents: Vec<(std::ops::Range<usize>, bool)>,
@@ -292,8 +292,11 @@ impl Batch {
         }
     }
 
-    /// Indexes the layout's planes by parent.
+    /// Indexes the layout's planes by parent, once: a shadow's layout is its store's, for good.
     fn index_planes(&mut self, layout: &ClassLayout) {
+        if self.parents.len() == layout.parents.len() {
+            return;
+        }
         self.planes.clear();
         self.parents.clear();
         for parent in &layout.parents {
