@@ -106,7 +106,16 @@ impl PlaneProbes {
     /// on a line, a bit plane's word on 8 bytes).
     fn new(offset: usize, w: PlaneWidth, leaf: u16) -> Self {
         let (bit, bytes) = (w == PlaneWidth::Bit, w.read_bytes());
-        let masks = if bit { 5 * WINDOW } else { BYTE_WIDTHS.iter().position(|&b| b == bytes).unwrap_or(0) * WINDOW };
+        // Where the width's masks start in `MASKS` (`BYTE_WIDTHS`' order, then the bits).
+        let masks = WINDOW
+            * match w {
+                PlaneWidth::B1 => 0,
+                PlaneWidth::B2 => 1,
+                PlaneWidth::B4 => 2,
+                PlaneWidth::B8 => 3,
+                PlaneWidth::B12 => 4,
+                PlaneWidth::Bit => 5,
+            };
         let mut lanes = Box::new([(0u32, 0u8); PAGE_LANES]);
         for (lane, entry) in lanes.iter_mut().enumerate() {
             let at = offset + lane * w.read_stride();
