@@ -1,0 +1,54 @@
+//! Clients joining (the level's static actors loaded, a net speed, net groups, sublevels) and
+//! streaming sublevels in and out.
+
+use super::{slots, Sim};
+use crate::random_world::{bag, thing};
+use rand::Rng;
+use shadowrep::client::ClientWorld;
+use shadowrep::net::SublevelId;
+
+impl Sim {
+    /// A client joins (with the level's static actors loaded), a replay connection or not.
+    pub(super) fn join(&mut self, replay: bool) {
+        let conn = self.driver.add_connection(replay);
+        let bag = bag(self.dynamic, self.defaults, self.wide);
+        let layouts = if self.bags_first { [bag, thing()] } else { [thing(), bag] };
+        let mut world = ClientWorld::new(&layouts, &self.driver.checksums())
+            .and_then(|w| w.with_fast_array_kinds(&[slots()], &self.driver.fast_array_checksums()))
+            .unwrap();
+        for (path, _) in self.statics.iter().zip(&self.static_sublevels).filter(|s| *s.1 == SublevelId::PERSISTENT) {
+            world.load_static_actor(path, self.thing.0).unwrap();
+        }
+        let speed = [4_000, 12_000, 100_000][self.rng.random_range(0..3)];
+        self.driver.set_net_speed(conn, speed).unwrap();
+        if self.net_groups {
+            let groups = Self::game_groups(&mut self.groups_rng);
+            self.driver.set_connection_net_groups(conn, groups).unwrap();
+        }
+        self.clients.push((conn, world));
+        if self.sublevels {
+            for l in 1..=2 {
+                if self.rng.random_bool(0.5) {
+                    self.stream(self.clients.len() - 1, SublevelId(l), true);
+                }
+            }
+        }
+    }
+
+    /// Client `c` streams sublevel `l` in (its static actors loaded, then the server told) or
+    /// out (unloaded, then told), as a game does.
+    pub(super) fn stream(&mut self, c: usize, l: SublevelId, load: bool) {
+        let (conn, world) = &mut self.clients[c];
+        for (path, _) in self.statics.iter().zip(&self.static_sublevels).filter(|s| *s.1 == l) {
+            if load {
+                // (One a destroy's close took is loaded again: the server tells it again.)
+                world.load_static_actor(path, self.thing.0).unwrap();
+            } else {
+                // (False for one a destroy's close took.)
+                world.unload_static_actor(path);
+            }
+        }
+        self.driver.set_sublevel_loaded(*conn, l, load).unwrap();
+        self.sublevel_changes += 1;
+    }
+}

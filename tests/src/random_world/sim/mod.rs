@@ -1,0 +1,327 @@
+//! The game of a random world: its stores, its driver and reference side by side, its clients
+//! behind a lossy link, and the calls a game makes frame by frame — spawns, despawns, moves,
+//! owners, settings, tear-offs, dormancy, sublevels, joins and leaves ([`Sim::play`]) — then a
+//! tick of both sides and the clients' feedback ([`Sim::step`]).
+//!
+//! Here the type, its construction and its step; the game's calls by family in the submodules:
+//! spawns ([`spawn`]), clients joining and streaming ([`clients`]), the frame's play ([`play`]),
+//! the conditions changing ([`conditions`]) and the other calls of a frame ([`calls`]).
+
+use super::{bag, thing, LOCATION};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use shadowrep::client::ClientWorld;
+use shadowrep::ids::{ClassId, ConnectionId, NetGuid};
+use shadowrep::net::{ActorLevelConfig, DriverConfig, NetDriver, SublevelId};
+use shadowrep::reference::frame::ReferenceFrame;
+use shadowrep::store::{ActorId, ClassStore};
+use shadowrep::value::Value;
+use std::sync::Arc;
+
+mod calls;
+mod clients;
+mod conditions;
+mod play;
+mod spawn;
+
+pub(super) struct Sim {
+    /// The sub-objects' class was registered first (owners' classes come after theirs).
+    pub(super) bags_first: bool,
+    pub(super) driver: NetDriver,
+    pub(super) reference: ReferenceFrame,
+    pub(super) things: ClassStore,
+    pub(super) bags: ClassStore,
+    pub(super) thing: ClassId,
+    pub(super) bag: ClassId,
+    pub(super) clients: Vec<(ConnectionId, ClientWorld)>,
+    pub(super) live: Vec<(ClassId, ActorId)>,
+    pub(super) rng: ChaCha8Rng,
+    pub(super) span: f32,
+    /// Things' fast arrays (inventories), and their kind.
+    pub(super) arrays: Vec<NetGuid>,
+    pub(super) kind: shadowrep::net::FastArrayKind,
+    /// Actors torn off so far; those still in their store (the game despawns some later, its
+    /// ragdolls: some while their tear-off still waits for a saturated client); how many went.
+    pub(super) torn: usize,
+    pub(super) torn_ids: Vec<(ClassId, ActorId)>,
+    pub(super) torn_gone: usize,
+    /// Frames stepped, and the clients that answer nothing until a frame.
+    pub(super) frames: u32,
+    pub(super) silent: std::collections::HashMap<ConnectionId, u32>,
+    /// The level's static actors' paths (each client loads them all).
+    pub(super) statics: Vec<String>,
+    /// Connections that joined and left mid-run.
+    pub(super) joined: usize,
+    pub(super) left: usize,
+    /// The share of packets the link loses, and its own dice (so a lossless world's stream is
+    /// the same as before loss existed).
+    pub(super) loss: f64,
+    pub(super) link: ChaCha8Rng,
+    /// Lossy worlds: clients whose downlink goes dark (every packet lost) until a frame, their
+    /// feedback still arriving — each says nothing new, yet keeps the client net-ready, so the
+    /// server writes on until the sequence window is full.
+    pub(super) dark: std::collections::HashMap<ConnectionId, u32>,
+    /// Packets the link lost.
+    pub(super) dropped: usize,
+    /// The game uses dormancy: actors set dormant (all, or partial by the things' hook), awake
+    /// and never, flushed; static actors streamed in with `Initial`; a relevancy hook on the
+    /// things for a while (their sleepers back to the consider list).
+    pub(super) dormancy: bool,
+    /// Dormancy calls that went through, and the most actors asleep at once.
+    pub(super) dormancy_calls: usize,
+    pub(super) most_asleep: usize,
+    /// Actors live in the persistent level and in sublevels 1 and 2, which the clients stream
+    /// in and out (the static actors' sublevel beside `statics`); the streaming calls made.
+    pub(super) sublevels: bool,
+    pub(super) static_sublevels: Vec<SublevelId>,
+    pub(super) sublevel_changes: usize,
+    /// Sub-objects and fast arrays under `NetGroup` conditions, the connections' groups and the
+    /// sub-objects' changing as the world runs, drawn from their own dice (so a world without
+    /// them is the same as before they existed); the changes made.
+    pub(super) net_groups: bool,
+    pub(super) groups_rng: ChaCha8Rng,
+    pub(super) group_changes: usize,
+    /// The bags' class has a Dynamic parent ([`super::Spec::dynamic_conditions`]), its own dice,
+    /// and the conditions set.
+    pub(super) dynamic: bool,
+    /// The bags' class declares class defaults ([`super::Spec::class_defaults`]).
+    defaults: bool,
+    dynamic_rng: ChaCha8Rng,
+    pub(super) dynamic_changes: usize,
+    /// With dynamic conditions, fast arrays' conditions change too (GAS's effects between its
+    /// Mixed and Full modes), from dice of their own; the changes made.
+    fast_conditions_rng: ChaCha8Rng,
+    pub(super) fast_condition_changes: usize,
+    /// Some actors are temporary ([`super::Spec::net_temporary`]), drawn from dice of their own
+    /// (a world without them is the same as before they existed).
+    pub(super) temporary: bool,
+    temporary_rng: ChaCha8Rng,
+    pub(super) temporaries: usize,
+    /// Some sub-objects are initial-only ([`super::Spec::initial_only`]), drawn from dice of their
+    /// own (a world without them is the same as before they existed).
+    pub(super) initial_only: bool,
+    initial_rng: ChaCha8Rng,
+    pub(super) initial_onlys: usize,
+    /// Some sub-objects take UE's other conditions ([`super::Spec::sub_conditions`]), drawn from
+    /// dice of their own.
+    pub(super) sub_conditions: bool,
+    conditions_rng: ChaCha8Rng,
+    pub(super) other_conditions: usize,
+    /// The game switches actors' replication off and on ([`super::Spec::replicates`]), from dice
+    /// of their own.
+    pub(super) replicates_switch: bool,
+    switch_rng: ChaCha8Rng,
+    pub(super) switched_off: usize,
+    /// The bags' class is past 64 leaves ([`super::Spec::wide`]); its ledgers' own dice and the
+    /// ledger bytes written.
+    wide: bool,
+    wide_rng: ChaCha8Rng,
+    pub(super) ledger_writes: usize,
+    /// The game calls the actors' remote procedures ([`super::Spec::rpcs`]), from dice of their
+    /// own, each call numbered by its argument.
+    pub(super) rpcs: bool,
+    rpc_rng: ChaCha8Rng,
+    pub(super) rpcs_called: u32,
+}
+
+fn slots() -> Arc<shadowrep::schema::ArrayLayout> {
+    Arc::new(shadowrep::fastarray::item_layout("Slots", shadowrep::schema::PropType::U32).unwrap())
+}
+
+impl Sim {
+    /// A world of `connections` clients; `adaptive`: UE's adaptive update frequency on.
+    pub(super) fn new(
+        seed: u64,
+        connections: usize,
+        (adaptive, bags_first, sublevels, net_groups): (bool, bool, bool, bool),
+        (dynamic, defaults, wide): (bool, bool, bool),
+    ) -> Sim {
+        let (tl, bl) = (thing(), bag(dynamic, defaults, wide));
+        let mut things = ClassStore::new(tl.clone());
+        let mut bags = ClassStore::new(bl.clone());
+        let level =
+            ActorLevelConfig { record_decisions: true, adaptive_frequency: adaptive, ..ActorLevelConfig::default() };
+        let mut driver =
+            NetDriver::new(DriverConfig { actor_level: Some(level), ..DriverConfig::default() }).expect("valid");
+        let (thing, bag) = if bags_first {
+            let bag = driver.register_class(&mut bags).unwrap();
+            (driver.register_class(&mut things).unwrap(), bag)
+        } else {
+            let thing = driver.register_class(&mut things).unwrap();
+            (thing, driver.register_class(&mut bags).unwrap())
+        };
+        driver.set_location_property(thing, LOCATION).unwrap();
+        let kind = driver.register_fast_array_kind(slots()).unwrap();
+        let reference = ReferenceFrame::new(&driver, &mut [&mut things, &mut bags]).expect("actor level on");
+        let mut sim = Sim {
+            bags_first,
+            driver,
+            reference,
+            things,
+            bags,
+            thing,
+            bag,
+            clients: Vec::new(),
+            live: Vec::new(),
+            rng: ChaCha8Rng::seed_from_u64(seed),
+            span: 30_000.0,
+            arrays: Vec::new(),
+            kind,
+            torn: 0,
+            torn_ids: Vec::new(),
+            torn_gone: 0,
+            frames: 0,
+            silent: Default::default(),
+            statics: Vec::new(),
+            joined: 0,
+            left: 0,
+            loss: 0.0,
+            link: ChaCha8Rng::seed_from_u64(seed ^ 0x5eed_1055),
+            dark: Default::default(),
+            dropped: 0,
+            dormancy: false,
+            dormancy_calls: 0,
+            most_asleep: 0,
+            sublevels,
+            static_sublevels: Vec::new(),
+            sublevel_changes: 0,
+            net_groups,
+            groups_rng: ChaCha8Rng::seed_from_u64(seed ^ 0x6e65_7467),
+            group_changes: 0,
+            dynamic,
+            defaults,
+            dynamic_rng: ChaCha8Rng::seed_from_u64(seed ^ 0x6479_6e61),
+            temporary: false,
+            temporary_rng: ChaCha8Rng::seed_from_u64(seed ^ 0x7465_6d70),
+            temporaries: 0,
+            initial_only: false,
+            initial_rng: ChaCha8Rng::seed_from_u64(seed ^ 0x696e_6974),
+            initial_onlys: 0,
+            sub_conditions: false,
+            conditions_rng: ChaCha8Rng::seed_from_u64(seed ^ 0x636f_6e64),
+            other_conditions: 0,
+            replicates_switch: false,
+            switch_rng: ChaCha8Rng::seed_from_u64(seed ^ 0x7265_706c),
+            switched_off: 0,
+            dynamic_changes: 0,
+            fast_conditions_rng: ChaCha8Rng::seed_from_u64(seed ^ 0x6661_7374),
+            fast_condition_changes: 0,
+            wide,
+            wide_rng: ChaCha8Rng::seed_from_u64(seed ^ 0x7769_6465),
+            ledger_writes: 0,
+            rpcs: false,
+            rpc_rng: ChaCha8Rng::seed_from_u64(seed ^ 0x7270_6373),
+            rpcs_called: 0,
+        };
+        // `DormantPartial` things are dormant for two connections in three.
+        let partial: shadowrep::net::dormancy::DormancyHook =
+            Arc::new(|g, c| !(g.0 / 2 + c.0 as u64).is_multiple_of(3));
+        sim.driver.set_dormancy_hook(thing, Some(partial)).unwrap();
+        // The level's static actors (UE's actors loaded with the map): things registered by
+        // path, never closed for relevancy.
+        for i in 0..12 {
+            let id = sim.things.spawn();
+            let at = sim.pos();
+            sim.things.set(id, LOCATION, &Value::Vector(at)).unwrap();
+            let path = format!("Level/Thing_{i}");
+            sim.driver.register_static_actor(thing, &sim.things, id, &path).unwrap();
+            let sublevel = SublevelId(if sublevels { (i % 3) as u16 } else { 0 });
+            sim.driver.set_sublevel(thing, &sim.things, id, sublevel).unwrap();
+            sim.statics.push(path);
+            sim.static_sublevels.push(sublevel);
+            sim.live.push((thing, id));
+        }
+        // A class hook: some bags are always relevant to viewers west of the origin, some never
+        // relevant, the rest left to UE's rules.
+        let hook: shadowrep::net::relevancy::RelevancyHook = Arc::new(|a, v| match a.guid.0 % 14 {
+            0 => (v.location[0] < 0.0).then_some(true),
+            2 => Some(false),
+            _ => None,
+        });
+        sim.driver.set_relevancy_hook(bag, Some(hook)).unwrap();
+        // The last a replay connection (a demo recorder: its own conditions and budget).
+        for c in 0..connections {
+            sim.join(c + 1 == connections);
+        }
+        for _ in 0..300 {
+            sim.spawn();
+        }
+        sim
+    }
+
+    /// Whether a call on an actor that sets what a sub-object takes from its owner went through:
+    /// refused (`FollowsOwner`) exactly for a sub-object, done for any other actor.
+    fn done_unless_sub_object(
+        &self,
+        class: ClassId,
+        id: ActorId,
+        result: Result<(), shadowrep::net::DriverError>,
+    ) -> bool {
+        match self.guid(class, id).and_then(|g| Some((g, self.driver.owner_of(g)?))) {
+            Some((sub, owner)) => {
+                assert_eq!(result, Err(shadowrep::net::DriverError::FollowsOwner { sub, owner }));
+                false
+            }
+            None => {
+                result.unwrap();
+                true
+            }
+        }
+    }
+
+    fn pos(&mut self) -> [f32; 3] {
+        let s = self.span;
+        [self.rng.random_range(-s..s), self.rng.random_range(-s..s), self.rng.random_range(-100.0..100.0f32)]
+    }
+
+    fn guid(&self, c: ClassId, id: ActorId) -> Option<NetGuid> {
+        self.driver.guid_of(c, id)
+    }
+
+    /// One frame: the kernel ticks, then the reference; packets go down the link to the clients,
+    /// their feedback up to both. A client refusing a packet is an error: the kernel sent what a
+    /// client cannot read.
+    pub(super) fn step(&mut self) -> Result<(), String> {
+        let frame = self.frames;
+        self.driver.tick(&mut [&mut self.things, &mut self.bags]).map_err(|e| format!("frame {frame}: kernel: {e}"))?;
+        self.reference
+            .tick(&self.driver, &mut [&mut self.bags, &mut self.things])
+            .map_err(|e| format!("frame {frame}: reference: {e}"))?;
+        self.frames += 1;
+        self.most_asleep = self.most_asleep.max(self.driver.asleep_actors());
+        if self.loss > 0.0 && (self.frames == 40 || self.link.random_bool(0.01)) {
+            let c = self.clients[self.link.random_range(0..self.clients.len())].0;
+            let until = self.frames + self.link.random_range(90..180);
+            self.dark.insert(c, until);
+        }
+        for (conn, world) in &mut self.clients {
+            let dark = self.dark.get(conn).is_some_and(|&until| self.frames < until);
+            let packets = self.driver.take_packets(*conn).unwrap();
+            // Byte for byte what the reference wrote: the same decisions write the same values.
+            let reference: Vec<&[u8]> = self.reference.packets(*conn).collect();
+            if let Some(i) = (0..packets.len().max(reference.len()))
+                .find(|&i| packets.get(i).map(Vec::as_slice) != reference.get(i).copied())
+            {
+                return Err(format!("frame {frame}: connection {conn:?}: packet {i} differs from the reference's"));
+            }
+            for p in packets {
+                if dark || self.loss > 0.0 && self.link.random_bool(self.loss) {
+                    self.dropped += 1;
+                    continue;
+                }
+                world.receive(&p).map_err(|e| format!("frame {frame}: connection {conn:?} refused a packet: {e}"))?;
+            }
+            // A silent client's answers wait (past the ready timeout the server stops sending
+            // to it), then come all at once.
+            if self.silent.get(conn).is_some_and(|&until| self.frames < until) {
+                continue;
+            }
+            let feedback = world.feedback();
+            self.driver.receive_feedback(*conn, &feedback).map_err(|e| format!("frame {frame}: kernel: {e}"))?;
+            self.reference
+                .receive_feedback(&self.driver, *conn, &feedback)
+                .map_err(|e| format!("frame {frame}: reference: {e}"))?;
+        }
+        Ok(())
+    }
+}
