@@ -88,6 +88,7 @@ use check::PushCheck;
 pub use check::{CompareVisit, PropertyDirtyStats, UnmarkedChange, MAX_UNMARKED_CHANGES};
 pub use config::{CompareConfig, CompareError, PushMode, PARALLEL_MIN_PAGES, SPARSE_LANES};
 pub use simd::prefetch_addr;
+use simd::prefetch_l2_addr;
 
 /// Prefetches every cache line of the `len` bytes at `addr`.
 pub(crate) fn prefetch_lines(addr: usize, len: usize) {

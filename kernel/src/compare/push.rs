@@ -44,6 +44,13 @@ pub(super) const MAX_LEAVES: usize = u16::MAX as usize;
 /// 32, and 8 was worse (4.1–4.6).
 const PROBE_PREFETCH: usize = 32;
 
+/// How many probes ahead the run asks the L2 for a probe's lines, beside the L1 prefetch at
+/// [`PROBE_PREFETCH`]. On an AMD EPYC Zen 3 (1M ShooterCharacter, 1 % marked, `--example
+/// push_probe` alternating frames with and without it) 48 or 64 took the run 8–11 % off, 96–128
+/// 5–8 %, 192 2 %; session 49 saw 96–192 take 9–14 % off on a Zen 4, and 48 level on an Intel Xeon
+/// (session 21).
+const PROBE_PREFETCH_L2: usize = 64;
+
 /// How many marked pages ahead the listing prefetches marks and occupancy. In a 10M-actor world
 /// (10 000 marked, cold) this took the push frame from 2.9–3.0 to 2.2 ms on an AMD EPYC (Zen 3)
 /// and left 1M unchanged; prefetching each listed page's masks row as well made 1M slower.
@@ -266,6 +273,10 @@ impl Batch {
         };
         let mut ahead_page = u32::MAX;
         for (i, probe) in self.probes.iter().enumerate() {
+            if let Some(far) = self.probes.get(i + PROBE_PREFETCH_L2) {
+                super::prefetch_l2_addr(live_at + far.window);
+                super::prefetch_l2_addr(shadow_at + far.window);
+            }
             if let Some(ahead) = self.probes.get(i + PROBE_PREFETCH) {
                 for at in [ahead.window, ahead.window + WINDOW - 1] {
                     super::prefetch_addr(live_at + at);

@@ -37,7 +37,7 @@ mod tests;
 
 pub(crate) use generic::Routines;
 pub use scalar::scalar;
-pub use x86::prefetch_addr;
+pub use x86::{prefetch_addr, prefetch_l2_addr};
 
 use std::sync::OnceLock;
 

@@ -44,6 +44,21 @@ pub fn prefetch_addr(addr: usize) {
     let _ = addr;
 }
 
+/// Hints the CPU to start loading the cache line at `addr` into the L2 cache (not the L1): for
+/// lines wanted later than an L1 prefetch's, without holding an L1 fill buffer meanwhile. As
+/// [`prefetch_addr`], any address is allowed; a no-op off x86-64.
+#[inline(always)]
+pub fn prefetch_l2_addr(addr: usize) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: PREFETCHT1 is a hint: it does not fault on any address and has no effect visible to
+    // the program; SSE is part of the x86-64 baseline.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T1 }>(addr as *const i8)
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = addr;
+}
+
 /// Generates, for a token type and its target features, the entry points compiled for those
 /// features and `routines()`, the table of safe wrappers (or `None` without the features).
 #[cfg(target_arch = "x86_64")]
