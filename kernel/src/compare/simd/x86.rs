@@ -44,9 +44,9 @@ pub fn prefetch_addr(addr: usize) {
     let _ = addr;
 }
 
-/// Hints the CPU to start loading the cache line at `addr` into the L2 cache (not the L1): for
-/// lines wanted later than an L1 prefetch's, without holding an L1 fill buffer meanwhile. As
-/// [`prefetch_addr`], any address is allowed; a no-op off x86-64.
+/// Hints the CPU to start loading the cache line at `addr` into the L2 cache (PREFETCHT1): for
+/// lines wanted later than an L1 prefetch's. As [`prefetch_addr`], any address is allowed; a
+/// no-op off x86-64.
 #[inline(always)]
 pub fn prefetch_l2_addr(addr: usize) {
     #[cfg(target_arch = "x86_64")]
