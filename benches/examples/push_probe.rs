@@ -7,21 +7,29 @@
 //!     [--actors N] [--dirty F] [--frames K] [--full-between 0|1]
 //! ```
 //!
-//! `--full-between 1` runs a full compare into the same change set between push frames, as the
-//! `compare` command does (the push frame's reset then clears the whole set).
+//! `--full-between 1` (the default) runs a full compare into the same change set between push
+//! frames, as the `compare` command does (the push frame's reset then clears the whole set);
+//! `0` does not. Each frame starts and its gather is timed as the command's
+//! (`CompareWorkload::start_push_frame`, `workload::time_gather`).
 
 use shadowrep::compare::{ChangeSet, CompareConfig, PushMode, ShadowState};
-use shadowrep_benches::workload::{flag_pairs, flag_value, flush_bytes, gather, median, stream, CompareWorkload};
+use shadowrep_benches::workload::{flag_pairs, flag_value, flush_bytes, median, time_gather, CompareWorkload};
 use std::time::Instant;
 
 fn main() -> Result<(), String> {
-    let (mut actors, mut dirty, mut frames, mut full_between) = (1_000_000usize, 0.01, 31usize, 1u32);
+    let (mut actors, mut dirty, mut frames, mut full_between) = (1_000_000usize, 0.01, 31usize, true);
     for (flag, value) in flag_pairs()? {
         match flag.as_str() {
             "--actors" => actors = flag_value(&flag, &value)?,
             "--dirty" => dirty = flag_value(&flag, &value)?,
             "--frames" => frames = flag_value::<usize>(&flag, &value)?.max(1),
-            "--full-between" => full_between = flag_value(&flag, &value)?,
+            "--full-between" => {
+                full_between = match value.as_str() {
+                    "1" => true,
+                    "0" => false,
+                    _ => return Err(format!("{flag} takes 0 or 1, not `{value}`")),
+                }
+            }
             _ => return Err(format!("unknown flag {flag}")),
         }
     }
@@ -36,22 +44,14 @@ fn main() -> Result<(), String> {
     let mut flush = vec![0u64; flush_bytes() / 8];
     let (mut pushes, mut gathers) = (Vec::new(), Vec::new());
     for frame in 0..frames + 1 {
-        stream(&mut flush);
-        w.mutate(dirty, true);
-        w.store.begin_tick();
-        let offsets = w.marked_offsets();
+        let offsets = w.start_push_frame(&mut flush, dirty);
         let start = Instant::now();
         push_shadow.compare(&mut w.store, &push, &mut changes).map_err(|e| e.to_string())?;
         let t = start.elapsed().as_secs_f64() * 1e3;
-        if full_between != 0 {
+        if full_between {
             full_shadow.compare(&mut w.store, &full, &mut changes).map_err(|e| e.to_string())?;
         }
-        stream(&mut flush);
-        let (live, shadow) = (w.store.live().bytes(), push_shadow.pages().bytes());
-        gather(live, live, &offsets);
-        let start = Instant::now();
-        gather(live, shadow, &offsets);
-        let g = start.elapsed().as_secs_f64() * 1e3;
+        let g = time_gather(&mut flush, w.store.live().bytes(), push_shadow.pages().bytes(), &offsets) as f64 / 1e6;
         if frame > 0 {
             pushes.push(t);
             gathers.push(g);

@@ -11,12 +11,13 @@
 mod scaling;
 
 pub use scaling::{
-    copy_floor, flush_bytes, gather, last_level_cache_bytes, run_push_scaling, stream, ScalingOptions, ScalingReport,
+    copy_floor, flush_bytes, gather, last_level_cache_bytes, run_push_scaling, ScalingOptions, ScalingReport,
 };
 
 use crate::phase::{within, ExtraFrames, Phase, PhaseProbe};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+use scaling::stream;
 use shadowrep::compare::{
     tune, ChangeSet, CompareConfig, Isa, Kernels, NextPage, PageScan, PropertyDirtyStats, PushMode, ShadowState,
 };
@@ -114,6 +115,17 @@ impl CompareWorkload {
     /// left untimed until the compare has kept one.
     pub fn tunes(&self, kernels: Kernels) -> bool {
         kernels.tuned() && self.store.live().len() >= tune::TUNE_MIN_PAGES
+    }
+
+    /// A push frame's start as the `compare` command times it: the cache made cold by streaming
+    /// `flush` (a buffer past the last-level cache), then `fraction` of the actors changed and
+    /// marked, and the tick begun. Returns the marked lanes' offsets ([`Self::marked_offsets`]),
+    /// for [`time_gather`].
+    pub fn start_push_frame(&mut self, flush: &mut [u64], fraction: f64) -> Vec<usize> {
+        stream(flush);
+        self.mutate(fraction, true);
+        self.store.begin_tick();
+        self.marked_offsets()
     }
 
     /// Byte offsets in the store's pages (the shadow's pages lie out the same) of every plane
@@ -323,6 +335,18 @@ fn timed(f: impl FnOnce()) -> u64 {
     t.elapsed().as_nanos() as u64
 }
 
+/// A push frame's gather floor as the `compare` command times it (`push_gather_ns`), in
+/// nanoseconds: the cache made cold again by streaming `flush`, the marked lanes' live lines
+/// warmed (the game's writes had left them warm for the push compare), then a gather of
+/// `offsets` in `live` and `shadow` timed.
+pub fn time_gather(flush: &mut [u64], live: &[u8], shadow: &[u8], offsets: &[usize]) -> u64 {
+    stream(flush);
+    gather(live, live, offsets);
+    timed(|| {
+        gather(live, shadow, offsets);
+    })
+}
+
 /// Times a fallible step; its error is returned, not dropped.
 fn timed_try<E>(f: impl FnOnce() -> Result<(), E>) -> Result<u64, E> {
     let mut result = Ok(());
@@ -464,19 +488,10 @@ pub fn run_compare(
             opts.frames,
             if stats { " (dirty statistics, untimed)" } else { "" }
         ));
-        stream(&mut flush);
-        w.mutate(0.01, true);
-        w.store.begin_tick();
-        let offsets = w.marked_offsets();
+        let offsets = w.start_push_frame(&mut flush, 0.01);
         let t = timed_try(|| compare(&mut w, &mut push_shadow, if stats { &push_stats } else { &push }, &mut changes))?;
         let f = timed_try(|| compare(&mut w, &mut full_shadow, &full, &mut changes))?;
-        // Cold again; the game's writes had left the live lanes warm for the push compare: so here.
-        stream(&mut flush);
-        let (live, shadow) = (w.store.live().bytes(), push_shadow.pages().bytes());
-        gather(live, live, &offsets);
-        let g = timed(|| {
-            gather(live, shadow, &offsets);
-        });
+        let g = time_gather(&mut flush, w.store.live().bytes(), push_shadow.pages().bytes(), &offsets);
         if frame > 0 && !stats {
             push_times.push(t);
             push_ratios.push(ratio(t, f));

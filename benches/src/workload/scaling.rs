@@ -110,7 +110,7 @@ pub fn flush_bytes() -> usize {
 }
 
 /// Reads and writes every word of `buf` (larger than the cache: what was cached is evicted).
-pub fn stream(buf: &mut [u64]) {
+pub(super) fn stream(buf: &mut [u64]) {
     buf.iter_mut().for_each(|b| *b = b.wrapping_add(1));
     black_box(&*buf);
 }

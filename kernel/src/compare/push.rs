@@ -168,7 +168,8 @@ pub(super) struct Target<'a> {
 impl Batch {
     /// Compares the marked pages `order` (ascending) whose parents are quiet, leaving the others
     /// in [`Batch::walk`]; counts the pages compared in `tally`. Two passes: the probes listed
-    /// from the marks, then run, each prefetching the lines of the one [`PROBE_PREFETCH`] ahead.
+    /// from the marks, then run, each prefetching the lines of the one [`PROBE_PREFETCH`] ahead
+    /// (and asking the L2 for those [`PROBE_PREFETCH_L2`] ahead).
     /// (One pass that lists a page, prefetches its probes' lines and runs the probes a distance
     /// behind — 16, 64 or 256 — was 20 % slower: the prefetches, issued while listing, stalled the
     /// listing behind the memory.)
@@ -243,7 +244,7 @@ impl Batch {
         let leaves = layout.leaves.len();
         let Target { live, shadow, masks, page_lanes } = target;
         self.run(leaves, live, shadow, masks, page_lanes);
-        if !tally.parents.is_empty() {
+        if stats {
             // Dirty statistics (marked lanes were counted while listing): a marked parent's
             // lanes with a change, from the masks just written (an unmarked parent has none).
             for &(p, marked_parents) in self.listed.iter().filter(|&&(p, _)| page_lanes[p] != 0) {
