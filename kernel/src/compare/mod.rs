@@ -279,6 +279,18 @@ impl ShadowState {
         // compared leaf is push-ruled, or the pages with a selected lane (the actor level's due
         // actors, a few of a large world's pages).
         let list_mode = (plan.dirty_only || lanes.is_some()) && !validate;
+        // Validation walks every page: a selection's lanes count on its listed pages only (an
+        // unlisted page's lane, compared, would keep its mark and its change would be lost).
+        let listed_lanes: Option<Vec<u64>> = selection.filter(|_| validate).map(|(l, listed)| {
+            let mut only = vec![0u64; l.len()];
+            for &p in listed {
+                if let Some(&m) = l.get(p as usize) {
+                    only[p as usize] = m;
+                }
+            }
+            only
+        });
+        let lanes = listed_lanes.as_deref().or(lanes);
         // A large full frame may be a trial of another diff table (`tune`): timed, per page.
         let eligible = !list_mode && !validate && pages >= tune::TUNE_MIN_PAGES;
         let (kernels, trial) = self.tuner.pick(cfg.kernels, eligible);

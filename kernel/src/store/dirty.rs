@@ -368,4 +368,76 @@ mod tests {
             }
         }
     }
+
+    /// Marks, lane clears, and the batched push frame's way of consuming them — some marked
+    /// pages cleared one by one (`clear_page`), then `clear` — against a model, with parents
+    /// past 63 (their bits folded into bit 63). (After a model test of
+    /// session 65's review; the test above never consumes marks page by page.)
+    #[test]
+    fn marks_consumed_page_by_page_leave_the_list_and_bits_exact() {
+        use rand::{Rng, SeedableRng};
+        for seed in 0..40u64 {
+            let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+            let (pages, parents) = (rng.random_range(1..200), [3usize, 63, 64, 65, 70][seed as usize % 5]);
+            let mut d = DirtyState::new(parents);
+            d.ensure_pages(pages);
+            let mut model = std::collections::HashSet::new();
+            for step in 0..300 {
+                match rng.random_range(0..10) {
+                    0..=5 => {
+                        let (p, parent) = (rng.random_range(0..pages), rng.random_range(0..parents));
+                        let lanes = rng.random::<u64>() & rng.random::<u64>();
+                        d.mark(p, parent, lanes);
+                        model.extend(BitIter(lanes).map(|lane| (p, parent, lane)));
+                    }
+                    6 | 7 => {
+                        let lanes: Vec<u64> = (0..rng.random_range(0..=pages + 2))
+                            .map(|_| if rng.random_bool(0.3) { rng.random::<u64>() } else { 0 })
+                            .collect();
+                        let listed: Vec<u32> =
+                            pages_with_lanes(&lanes).into_iter().filter(|_| rng.random_bool(0.7)).collect();
+                        d.clear_listed(&lanes, &listed);
+                        model.retain(|&(p, _, lane)| {
+                            !(listed.contains(&(p as u32)) && lanes.get(p).is_some_and(|&l| l >> lane & 1 != 0))
+                        });
+                    }
+                    _ => {
+                        let dirty: Vec<u32> = d.dirty_pages().to_vec();
+                        for p in dirty.into_iter().map(|p| p as usize).filter(|_| rng.random_bool(0.5)) {
+                            let need = d_parents(&model, p);
+                            assert_eq!(d.page_parents(p) & need, need, "seed {seed} step {step}");
+                            d.clear_page(p);
+                            assert!(d.page_masks(p).iter().all(|&m| m == 0) && !d.page_dirty(p));
+                        }
+                        d.clear();
+                        model.clear();
+                    }
+                }
+                let mut listed = d.dirty_pages().to_vec();
+                listed.sort_unstable();
+                let mut want: Vec<u32> = model.iter().map(|&(p, _, _)| p as u32).collect();
+                want.sort_unstable();
+                want.dedup();
+                assert_eq!(listed, want, "seed {seed} step {step}");
+                for p in 0..pages {
+                    assert_eq!(d.page_dirty(p), want.contains(&(p as u32)), "seed {seed} step {step} page {p}");
+                    for parent in 0..parents {
+                        let lanes = model
+                            .iter()
+                            .filter(|&&(q, r, _)| q == p && r == parent)
+                            .fold(0u64, |m, &(_, _, l)| m | 1 << l);
+                        assert_eq!(d.page_masks(p)[parent], lanes, "seed {seed} step {step}");
+                        if lanes != 0 {
+                            assert!(d.page_parents(p) >> parent.min(63) & 1 != 0, "seed {seed} step {step}");
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// The parent bits a page's marks in `model` need (the state may hold a superset).
+    fn d_parents(model: &std::collections::HashSet<(usize, usize, usize)>, p: usize) -> u64 {
+        model.iter().filter(|&&(q, _, _)| q == p).fold(0, |b, &(_, r, _)| b | 1 << r.min(63))
+    }
 }
