@@ -300,9 +300,12 @@ impl ShadowState {
         let live_all = view.live.bytes();
         // A push frame: the marked lanes of quiet pages as one list (`push`), on this thread even
         // when the pool is allowed — a latency-bound list beat the page walk on two threads by
-        // 2–3× (1M ShooterCharacter, 10 000 marked: 1.3–1.5 ms against 3.7 ms) — and the busier
-        // pages walked below. It runs before the walk so that it can clear a listed page's marks
-        // while their lines are at hand.
+        // 2–3× (1M ShooterCharacter, 10 000 marked: 1.3–1.5 ms against 3.7 ms), and the list cut
+        // into two runs at multiples of 64 pages, one batch on each thread, was slower than one
+        // (1.65–1.91 ms against 1.32–1.52, AMD EPYC Zen 3, session 65: a plain gather of the same
+        // lines took 0.88 ms on two threads against 0.65 on one there) — and the busier pages
+        // walked below. It runs before the walk so that it can clear a listed page's marks while
+        // their lines are at hand.
         let batched = list_mode
             && plan.dirty_only
             && selection.is_none()
