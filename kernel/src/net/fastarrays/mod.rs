@@ -140,6 +140,12 @@ const OPEN_ACKED: u8 = 2;
 /// this base's open replaces the client's copy; should that open be lost, the close is owed
 /// again ([`FastArrays::settle`]).
 const CLOSE_OWED: u8 = 4;
+/// [`FaConn::flags`]: the client may hold a copy of the array from an earlier channel of its
+/// owner — that channel's close was lost and not sent again, as the owner has a channel here
+/// again ([`FastArrays::owner_close_dropped`]) — which the server holds no state for. A base's
+/// acknowledged open replaces the copy; a condition that leaves the connection out sends the
+/// array's close instead (`write`). Kept through [`FastArrayNet::reset`].
+const STALE: u8 = 8;
 
 /// One connection's state in one fast array.
 #[derive(Clone, Copy, Debug, Default)]
@@ -171,7 +177,15 @@ impl FastArrayNet {
         if let Some(base) = fc.base.take() {
             let _ = self.array.disconnect(base);
         }
-        *fc = FaConn { generation: fc.generation.wrapping_add(1), ..FaConn::default() };
+        *fc = FaConn { generation: fc.generation.wrapping_add(1), flags: fc.flags & STALE, ..FaConn::default() };
+    }
+
+    /// [`Self::reset`], and no stale copy either: the slot's connection is gone (or new).
+    fn forget(&mut self, slot: usize) {
+        self.reset(slot);
+        if let Some(fc) = self.conns.get_mut(slot) {
+            fc.flags = 0;
+        }
     }
 
     /// Whether the driver's connection `ci` holds nothing of this array in flight and nothing
@@ -383,7 +397,8 @@ impl FastArrays {
         fc.in_flight = fc.in_flight.saturating_sub(1);
         if delivered {
             if sent.open {
-                fc.flags |= OPEN_ACKED;
+                // The open replaced whatever copy the client held.
+                fc.flags = fc.flags & !STALE | OPEN_ACKED;
             }
             if let Some(t) = sent.token {
                 fa.array.acked(base, t);
@@ -416,6 +431,36 @@ impl FastArrays {
                 false
             }
             _ => true,
+        }
+    }
+
+    /// A lost close of `owner` to `side`'s connection `ci` (destroyed, or its sublevel
+    /// unloaded) is not sent again because the owner has a channel there again: the client may
+    /// still hold the owner's fast arrays from the channel that close ended, while the new
+    /// channel starts them from nothing. Each is marked ([`STALE`]) so that, should its
+    /// condition leave the connection out before an open replaces the copy, the array's own
+    /// close goes instead — or the client kept items it should not have, for good.
+    ///
+    /// The driver's connection passes its quiet record, which forgets the arrays (an answer
+    /// recorded while the connection was left out would skip them).
+    pub(crate) fn owner_close_dropped(
+        &self,
+        side: Side,
+        ci: usize,
+        owner: NetGuid,
+        mut quiet: Option<&mut QuietArrays>,
+    ) {
+        let slot = side.slot(ci);
+        for g in self.by_owner.get(&owner).map_or(&[][..], |l| &l[..]) {
+            if let Some(q) = quiet.as_deref_mut() {
+                q.forget(*g);
+            }
+            let Some(e) = self.arrays.get(g) else { continue };
+            let mut fa = lock(e);
+            if fa.conns.len() <= slot {
+                fa.conns.resize(slot + 1, FaConn::default());
+            }
+            fa.conns[slot].flags |= STALE;
         }
     }
 
@@ -463,14 +508,14 @@ impl FastArrays {
     /// Connection `ci` is gone: its bases go.
     pub fn remove_connection(&mut self, ci: usize) {
         for m in self.arrays.values_mut() {
-            m.m.get_mut().unwrap_or_else(PoisonError::into_inner).reset(Side::Driver.slot(ci));
+            m.m.get_mut().unwrap_or_else(PoisonError::into_inner).forget(Side::Driver.slot(ci));
         }
     }
 
     /// The reference's connection in slot `ci` is a new one: its bases start from nothing.
     pub(crate) fn reset_reference_connection(&self, ci: usize) {
         for m in self.arrays.values() {
-            lock(m).reset(Side::Reference.slot(ci));
+            lock(m).forget(Side::Reference.slot(ci));
         }
     }
 

@@ -4,6 +4,7 @@
 
 use super::{
     lock, ArrayStamp, FaConn, FastSent, Left, OwnerChannel, Quiet, Side, MAX_DELTAS_PER_FRAME, OPEN_ACKED, OPEN_SENT,
+    STALE,
 };
 use crate::fastarray::{ArrayKey, BaseId, FastArray};
 use crate::ids::NetGuid;
@@ -168,11 +169,15 @@ impl WriteCtx<'_> {
             }
         };
         if !fa.condition.allows(ReplicationFlags::of(actor, ci, conn.replay, conn.net_groups)) {
-            if fa.conns[i].base.is_some() {
-                if fa.conns[i].flags & (OPEN_SENT | OPEN_ACKED) != 0 || fa.conns[i].in_flight > 0 {
+            let fc = fa.conns[i];
+            if fc.base.is_some() || fc.flags & STALE != 0 {
+                // The client may hold the array: opened here, in flight, or left from an earlier
+                // channel of the owner whose close was lost (`STALE`).
+                if fc.flags & (OPEN_SENT | OPEN_ACKED | STALE) != 0 || fc.in_flight > 0 {
                     conn.closes.push(PendingClose::destroyed(guid));
                 }
                 fa.reset(i);
+                fa.conns[i].flags &= !STALE;
             }
             // No base: until the owner's ownership changes, every call ends here.
             return Left::Excluded;

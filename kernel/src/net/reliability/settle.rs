@@ -89,10 +89,13 @@ pub(crate) fn apply_settled(
         // open has not gone yet leaves the old copy to this close); a dormancy close while the
         // row is still dormant.
         let again = match close.reason {
-            CloseReason::Destroyed => {
-                !conn.holds_copy(guids, close.guid) && fast.close_lost(fastarrays::Side::Driver, ci, close.guid)
+            CloseReason::Destroyed | CloseReason::LevelUnloaded if conn.holds_copy(guids, close.guid) => {
+                // Not again, but the client may keep the fast arrays of that copy.
+                fast.owner_close_dropped(fastarrays::Side::Driver, ci, close.guid, Some(&mut conn.quiet));
+                false
             }
-            CloseReason::LevelUnloaded => !conn.holds_copy(guids, close.guid),
+            CloseReason::Destroyed => fast.close_lost(fastarrays::Side::Driver, ci, close.guid),
+            CloseReason::LevelUnloaded => true,
             CloseReason::Dormant => conn.dormant_here(guids, close.guid),
             CloseReason::TornOff => true,
         };

@@ -64,8 +64,14 @@ impl ReferenceFrame {
                     let again = || match close.reason {
                         CloseReason::TornOff => true,
                         CloseReason::Dormant => rc.dormant.contains_key(&close.guid),
-                        CloseReason::Destroyed => !holds() && driver.fast.close_lost(Side::Reference, ci, close.guid),
-                        CloseReason::LevelUnloaded => !holds(),
+                        CloseReason::Destroyed | CloseReason::LevelUnloaded if holds() => {
+                            // Not again; the client may keep that copy's fast arrays (as the
+                            // driver's).
+                            driver.fast.owner_close_dropped(Side::Reference, ci, close.guid, None);
+                            false
+                        }
+                        CloseReason::Destroyed => driver.fast.close_lost(Side::Reference, ci, close.guid),
+                        CloseReason::LevelUnloaded => true,
                     };
                     if !delivered && again() {
                         rc.conn.closes.push(close);
