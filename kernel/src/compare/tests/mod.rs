@@ -1,10 +1,12 @@
 //! The compare's unit tests: new actors, bitwise equality, push rules, arrays, several drivers,
 //! lane selections (with validation too), foreign stores, bulk writes beside arrays, reused
-//! slots, reused change sets, the tuner's tables; the batched push frame's in `push`.
+//! slots, reused change sets, the tuner's tables; the batched push frame's in `push`; every
+//! compare kind against a model, on random classes, actors, writes and drivers, in `model`.
 
 use super::*;
 use crate::schema::{ClassBuilder, PropType, PropertyDecl, StructType};
 
+mod model;
 mod push;
 
 fn store(push: bool) -> ClassStore {
