@@ -117,6 +117,9 @@ pub enum DriverError {
     InitialOnlyFastArray,
     /// No fast array has this GUID.
     UnknownFastArray(NetGuid),
+    /// A view of this fast array ([`super::NetDriver::fast_array`]) is alive: drop it before
+    /// taking another.
+    FastArrayInView(NetGuid),
     /// A net setting (of [`NetSettings`](super::NetSettings), a connection's net speed) outside
     /// what replication can run with: a NaN, an infinite or non-positive update frequency, a
     /// negative priority or cull distance, a net speed of 0.
@@ -212,6 +215,9 @@ impl fmt::Display for DriverError {
                 write!(f, "a fast array cannot be initial-only (InitialOnly, InitialOrOwner): its changes ride its owner's every bunch")
             }
             DriverError::UnknownFastArray(g) => write!(f, "no fast array has GUID {g}"),
+            DriverError::FastArrayInView(g) => {
+                write!(f, "fast array {g} is in a view already: drop that view before taking another")
+            }
             DriverError::SubObjectChain(g) => {
                 write!(
                     f,

@@ -10,7 +10,7 @@ use crate::schema::ArrayLayout;
 use crate::wire::packet::max_body_bits;
 use std::sync::{Arc, PoisonError};
 
-use super::{lock, FastArrayKind, FastArrayNet, OPEN_ACKED, OPEN_SENT};
+use super::{FastArrayKind, FastArrayNet, OPEN_ACKED, OPEN_SENT};
 
 /// A fast array's items, to change on the server ([`NetDriver::fast_array_mut`]): every change
 /// marks the item, and the next frames send it to every connection that has the array.
@@ -147,16 +147,45 @@ impl NetDriver {
         self.classes[oc as usize].actors[os as usize].fast = true;
         let guid = self.next_guid;
         self.next_guid = guid.next_dynamic();
-        let fa = FastArrayNet { array: FastArray::new(layout), kind: kind.0, owner, condition, conns: Vec::new() };
-        self.fast.insert(guid, fa);
+        let fa = FastArrayNet { array: FastArray::new(layout), kind: kind.0, owner, conns: Vec::new() };
+        self.fast.insert(guid, fa, condition);
         self.fast.by_owner.entry(owner).or_default().push(guid);
         Ok(guid)
     }
 
-    /// Fast array `guid`'s items, to read.
+    /// Fast array `guid`'s items, to read. A view holds the array's lock: a second view of the
+    /// same array while one is alive is refused ([`DriverError::FastArrayInView`]) — taking
+    /// the lock again on the same thread would wait for good. The driver's other reads of the
+    /// array ([`Self::fast_array_condition`], [`Self::fast_arrays_of`]) take no lock.
+    ///
+    /// ```
+    /// use shadowrep::fastarray::item_layout;
+    /// use shadowrep::net::{DriverConfig, DriverError, NetDriver, SubObjectCondition};
+    /// use shadowrep::prelude::*;
+    /// use std::sync::Arc;
+    ///
+    /// let pawn = Arc::new(ClassBuilder::new("Pawn").property(PropertyDecl::new("Hp", PropType::U16)).build().unwrap());
+    /// let mut store = ClassStore::new(pawn);
+    /// let mut driver = NetDriver::new(DriverConfig::default()).unwrap();
+    /// let class = driver.register_class(&mut store).unwrap();
+    /// let kind = driver.register_fast_array_kind(Arc::new(item_layout("Item", PropType::U32).unwrap())).unwrap();
+    /// let hero = store.spawn();
+    /// let owner = driver.assign_guid(class, &store, hero).unwrap();
+    /// let bag = driver.add_fast_array(kind, owner, SubObjectCondition::OwnerOnly).unwrap();
+    /// let view = driver.fast_array(bag).unwrap();
+    /// assert!(view.is_empty());
+    /// assert_eq!(driver.fast_array_condition(bag), Ok(SubObjectCondition::OwnerOnly));
+    /// assert!(matches!(driver.fast_array(bag), Err(DriverError::FastArrayInView(g)) if g == bag));
+    /// drop(view);
+    /// assert!(driver.fast_array(bag).is_ok());
+    /// ```
     pub fn fast_array(&self, guid: NetGuid) -> Result<FastArrayView<'_>, DriverError> {
         let m = self.fast.arrays.get(&guid).ok_or(DriverError::UnknownFastArray(guid))?;
-        Ok(FastArrayView(lock(m)))
+        match m.m.try_lock() {
+            Ok(fa) => Ok(FastArrayView(fa)),
+            Err(std::sync::TryLockError::Poisoned(p)) => Ok(FastArrayView(p.into_inner())),
+            Err(std::sync::TryLockError::WouldBlock) => Err(DriverError::FastArrayInView(guid)),
+        }
     }
 
     /// Fast array `guid`'s items, to read and change. Every call counts as a change (each
@@ -205,12 +234,11 @@ impl NetDriver {
             return Err(DriverError::InitialOnlyFastArray);
         }
         let e = self.fast.arrays.get_mut(&guid).ok_or(DriverError::UnknownFastArray(guid))?;
-        let slot = e.slot;
-        let fa = e.m.get_mut().unwrap_or_else(PoisonError::into_inner);
-        if fa.condition == condition {
+        if e.condition == condition {
             return Ok(());
         }
-        fa.condition = condition;
+        e.condition = condition;
+        let slot = e.slot;
         // Every connection's record of this array rested on the old condition (a connection it
         // left out skips the array without looking at it): looked at again, locked.
         for conn in &mut self.conns {
@@ -221,8 +249,7 @@ impl NetDriver {
 
     /// The condition fast array `guid` replicates under.
     pub fn fast_array_condition(&self, guid: NetGuid) -> Result<SubObjectCondition, DriverError> {
-        let e = self.fast.arrays.get(&guid).ok_or(DriverError::UnknownFastArray(guid))?;
-        Ok(lock(e).condition)
+        Ok(self.fast.arrays.get(&guid).ok_or(DriverError::UnknownFastArray(guid))?.condition)
     }
 
     /// The fast arrays of actor `owner`, in the order they were added.

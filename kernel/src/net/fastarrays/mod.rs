@@ -165,7 +165,6 @@ pub(crate) struct FastArrayNet {
     array: FastArray,
     kind: u32,
     owner: NetGuid,
-    condition: SubObjectCondition,
     /// Per connection, at [`Side::slot`].
     conns: Vec<FaConn>,
 }
@@ -227,6 +226,9 @@ struct FaEntry {
     version: u64,
     /// Its place in every connection's [`QuietArrays`] (reused after the array is removed).
     slot: u32,
+    /// Its condition, changed only with the driver borrowed mutably: read without the lock (a
+    /// caller holding a [`FastArrayView`] of the array may ask for it).
+    condition: SubObjectCondition,
     m: Mutex<FastArrayNet>,
 }
 
@@ -356,12 +358,12 @@ impl FastArrays {
     }
 
     /// Adds fast array `guid` in a free slot.
-    fn insert(&mut self, guid: NetGuid, fa: FastArrayNet) {
+    fn insert(&mut self, guid: NetGuid, fa: FastArrayNet, condition: SubObjectCondition) {
         let slot = self.free_slots.pop().unwrap_or_else(|| {
             self.slots += 1;
             self.slots - 1
         });
-        self.arrays.insert(guid, FaEntry { version: 0, slot, m: Mutex::new(fa) });
+        self.arrays.insert(guid, FaEntry { version: 0, slot, condition, m: Mutex::new(fa) });
     }
 
     /// Removes fast array `guid`, freeing its slot (every connection must forget it).
@@ -569,24 +571,19 @@ mod tests {
     #[test]
     fn slots_of_removed_arrays_are_reused() {
         let layout = Arc::new(crate::fastarray::item_layout("Slot", crate::schema::PropType::U32).unwrap());
-        let fa = || FastArrayNet {
-            array: FastArray::new(layout.clone()),
-            kind: 0,
-            owner: NetGuid(2),
-            condition: crate::net::SubObjectCondition::None,
-            conns: Vec::new(),
-        };
+        let fa =
+            || FastArrayNet { array: FastArray::new(layout.clone()), kind: 0, owner: NetGuid(2), conns: Vec::new() };
         let mut arrays = FastArrays::default();
         for g in [10, 12, 14] {
-            arrays.insert(NetGuid(g), fa());
+            arrays.insert(NetGuid(g), fa(), crate::net::SubObjectCondition::None);
         }
         let slot = |arrays: &FastArrays, g| arrays.arrays[&NetGuid(g)].slot;
         assert_eq!([10, 12, 14].map(|g| slot(&arrays, g)), [0, 1, 2]);
         assert!(arrays.remove(NetGuid(12)).is_some());
         assert!(arrays.remove(NetGuid(12)).is_none(), "removed once");
-        arrays.insert(NetGuid(16), fa());
+        arrays.insert(NetGuid(16), fa(), crate::net::SubObjectCondition::None);
         assert_eq!(slot(&arrays, 16), 1, "the freed slot");
-        arrays.insert(NetGuid(18), fa());
+        arrays.insert(NetGuid(18), fa(), crate::net::SubObjectCondition::None);
         assert_eq!(slot(&arrays, 18), 3);
     }
 }

@@ -168,7 +168,7 @@ impl WriteCtx<'_> {
                 return Left::Busy;
             }
         };
-        if !fa.condition.allows(ReplicationFlags::of(actor, ci, conn.replay, conn.net_groups)) {
+        if !m.condition.allows(ReplicationFlags::of(actor, ci, conn.replay, conn.net_groups)) {
             let fc = fa.conns[i];
             if fc.base.is_some() || fc.flags & STALE != 0 {
                 // The client may hold the array: opened here, in flight, or left from an earlier
