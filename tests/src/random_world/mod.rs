@@ -12,14 +12,17 @@
 //! and out. [`decide_alike`] runs it for 240 frames and compares on every frame of every
 //! connection the relevant set, the send order (with priorities, actions and bits), saturation
 //! and the bits queued; [`Exercised::weakness`] says whether the world exercised what a test
-//! relies on.
+//! relies on. [`settle_and_check`] plays the same worlds, heals them and checks the clients' end
+//! state against the server's (`tests/tests/end_state.rs`).
 
 use shadowrep::net::ConnectionStats;
 use shadowrep::schema::{ClassBuilder, ClassLayout, Notify, PropType, PropertyDecl, VectorQuant};
 use shadowrep::value::Value;
 use std::sync::Arc;
 
+mod settle;
 mod sim;
+pub use settle::{settle_and_check, Settled, PLAY_FRAMES, QUIET_FRAMES, RECENT_FRAMES};
 use sim::Sim;
 
 /// Parent indices of [`thing`].
@@ -377,48 +380,16 @@ impl Exercised {
 /// packet read by its client. `Err` names the first difference (`"seed N frame F client C: …"`)
 /// or the refused packet.
 pub fn decide_alike(spec: Spec) -> Result<Exercised, String> {
-    let Spec { seed, connections, loss, bags_first, dormancy, sublevels, priority_hooks, net_groups, .. } = spec;
-    let mut sim = Sim::new(
-        seed,
-        connections,
-        (seed % 4 == 3, bags_first, sublevels, net_groups),
-        (spec.dynamic_conditions, spec.class_defaults, spec.wide),
-    );
-    sim.loss = loss;
-    sim.dormancy = dormancy;
-    sim.temporary = spec.net_temporary;
-    sim.initial_only = spec.initial_only;
-    sim.sub_conditions = spec.sub_conditions;
-    sim.replicates_switch = spec.replicates;
-    sim.rpcs = spec.rpcs;
+    let seed = spec.seed;
+    let mut sim = world(&spec);
     // Per (connection, actor, reliable): the number of the last call delivered.
     let mut last_call: std::collections::HashMap<(shadowrep::ids::ConnectionId, shadowrep::ids::NetGuid, bool), u32> =
         Default::default();
     // The same for the clients' Server calls as the server got them.
     let mut last_server_call = last_call.clone();
-    if dormancy {
-        // A wider map: more actors out of every viewer's reach, asleep until a viewer comes by.
-        sim.span = 60_000.0;
-    }
     let mut x = Exercised::default();
     for frame in 0..240 {
-        // Sometimes the actors stay where they are, so channels time out.
-        if frame % 90 < 60 {
-            sim.play();
-        }
-        sim.play_inventories();
-        if priority_hooks {
-            sim.priority_hooks(frame);
-        }
-        if net_groups {
-            sim.net_groups(frame);
-        }
-        if spec.dynamic_conditions {
-            sim.dynamic_conditions(frame);
-        }
-        if spec.rpcs {
-            sim.play_rpcs();
-        }
+        play_frame(&mut sim, &spec, frame);
         sim.step().map_err(|e| format!("seed {seed} {e}"))?;
         for (c, &(conn, _)) in sim.clients.iter().enumerate() {
             let kernel = sim.driver.decisions(conn).map_err(|e| e.to_string())?.expect("recorded");
@@ -514,4 +485,48 @@ pub fn decide_alike(spec: Spec) -> Result<Exercised, String> {
     x.rpcs_called = sim.rpcs_called as usize;
     x.stats = sim.clients.iter().map(|&(c, _)| sim.driver.connection_stats(c).expect("live")).collect();
     Ok(x)
+}
+
+/// World `spec` built: its stores, driver, reference and first clients, its game's options set.
+fn world(spec: &Spec) -> Sim {
+    let Spec { seed, connections, bags_first, sublevels, net_groups, .. } = *spec;
+    let mut sim = Sim::new(
+        seed,
+        connections,
+        (seed % 4 == 3, bags_first, sublevels, net_groups),
+        (spec.dynamic_conditions, spec.class_defaults, spec.wide),
+    );
+    sim.loss = spec.loss;
+    sim.dormancy = spec.dormancy;
+    sim.temporary = spec.net_temporary;
+    sim.initial_only = spec.initial_only;
+    sim.sub_conditions = spec.sub_conditions;
+    sim.replicates_switch = spec.replicates;
+    sim.rpcs = spec.rpcs;
+    if spec.dormancy {
+        // A wider map: more actors out of every viewer's reach, asleep until a viewer comes by.
+        sim.span = 60_000.0;
+    }
+    sim
+}
+
+/// The game's calls of frame `frame` of world `spec` (before its step).
+fn play_frame(sim: &mut Sim, spec: &Spec, frame: u32) {
+    // Sometimes the actors stay where they are, so channels time out.
+    if frame % 90 < 60 {
+        sim.play();
+    }
+    sim.play_inventories();
+    if spec.priority_hooks {
+        sim.priority_hooks(frame);
+    }
+    if spec.net_groups {
+        sim.net_groups(frame);
+    }
+    if spec.dynamic_conditions {
+        sim.dynamic_conditions(frame);
+    }
+    if spec.rpcs {
+        sim.play_rpcs();
+    }
 }

@@ -47,6 +47,7 @@ impl Sim {
             let id = subs[r.random_range(0..subs.len())];
             let condition = if r.random_bool(0.8) { C::NetGroup(Self::sub_object_groups(r)) } else { C::None };
             self.driver.set_sub_object_condition(self.bag, &self.bags, id, condition).unwrap();
+            self.sub_object_conditions.insert(self.driver.guid_of(self.bag, id).expect("live"), condition);
         }
         self.group_changes += 1;
     }

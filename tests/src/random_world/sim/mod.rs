@@ -122,6 +122,9 @@ pub(super) struct Sim {
     pub(super) rpcs: bool,
     rpc_rng: ChaCha8Rng,
     pub(super) rpcs_called: u32,
+    /// Each sub-object's condition as the game last set it (the driver keeps it to itself): the
+    /// end-state check ([`super::settle`]) leaves the initial-only ones out.
+    pub(super) sub_object_conditions: std::collections::HashMap<NetGuid, shadowrep::net::SubObjectCondition>,
 }
 
 fn slots() -> Arc<shadowrep::schema::ArrayLayout> {
@@ -212,6 +215,7 @@ impl Sim {
             rpcs: false,
             rpc_rng: ChaCha8Rng::seed_from_u64(seed ^ 0x7270_6373),
             rpcs_called: 0,
+            sub_object_conditions: Default::default(),
         };
         // `DormantPartial` things are dormant for two connections in three.
         let partial: shadowrep::net::dormancy::DormancyHook =

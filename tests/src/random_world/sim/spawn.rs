@@ -77,21 +77,24 @@ impl Sim {
             let owner = things[self.rng.random_range(0..things.len())];
             let owner = self.driver.guid_of(self.thing, owner).expect("live");
             self.driver.register_sub_object(class, &self.bags, id, owner, condition).unwrap();
+            let mut condition = condition;
             if self.net_groups && self.groups_rng.random_bool(0.5) {
-                let groups = C::NetGroup(Self::sub_object_groups(&mut self.groups_rng));
-                self.driver.set_sub_object_condition(class, &self.bags, id, groups).unwrap();
+                condition = C::NetGroup(Self::sub_object_groups(&mut self.groups_rng));
+                self.driver.set_sub_object_condition(class, &self.bags, id, condition).unwrap();
             }
             if self.initial_only && self.initial_rng.random_bool(0.5) {
-                self.driver.set_sub_object_condition(class, &self.bags, id, C::InitialOnly).unwrap();
+                condition = C::InitialOnly;
+                self.driver.set_sub_object_condition(class, &self.bags, id, condition).unwrap();
                 self.initial_onlys += 1;
             }
             if self.sub_conditions && self.conditions_rng.random_bool(0.5) {
                 let others =
                     [C::SimulatedOrPhysics, C::SimulatedOnlyNoReplay, C::SimulatedOrPhysicsNoReplay, C::InitialOrOwner];
-                let condition = others[self.conditions_rng.random_range(0..others.len())];
+                condition = others[self.conditions_rng.random_range(0..others.len())];
                 self.driver.set_sub_object_condition(class, &self.bags, id, condition).unwrap();
                 self.other_conditions += 1;
             }
+            self.sub_object_conditions.insert(self.driver.guid_of(class, id).expect("registered"), condition);
             self.live.push((class, id));
             return;
         }
