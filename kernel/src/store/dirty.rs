@@ -346,25 +346,7 @@ mod tests {
                         model.clear();
                     }
                 }
-                let mut listed = d.dirty_pages().to_vec();
-                listed.sort_unstable();
-                let mut want: Vec<u32> = model.iter().map(|&(p, _, _)| p as u32).collect();
-                want.sort_unstable();
-                want.dedup();
-                assert_eq!(listed, want, "seed {seed} step {step}");
-                for p in 0..pages {
-                    assert_eq!(d.page_dirty(p), want.contains(&(p as u32)), "seed {seed} step {step} page {p}");
-                    for parent in 0..parents {
-                        let lanes = model
-                            .iter()
-                            .filter(|&&(q, r, _)| q == p && r == parent)
-                            .fold(0u64, |m, &(_, _, l)| m | 1 << l);
-                        assert_eq!(d.page_masks(p)[parent], lanes, "seed {seed} step {step}");
-                        if lanes != 0 {
-                            assert!(d.page_parents(p) >> parent & 1 != 0, "seed {seed} step {step}: parent bit");
-                        }
-                    }
-                }
+                assert_matches(&d, &model, pages, &format!("seed {seed} step {step}"));
             }
         }
     }
@@ -413,25 +395,33 @@ mod tests {
                         model.clear();
                     }
                 }
-                let mut listed = d.dirty_pages().to_vec();
-                listed.sort_unstable();
-                let mut want: Vec<u32> = model.iter().map(|&(p, _, _)| p as u32).collect();
-                want.sort_unstable();
-                want.dedup();
-                assert_eq!(listed, want, "seed {seed} step {step}");
-                for p in 0..pages {
-                    assert_eq!(d.page_dirty(p), want.contains(&(p as u32)), "seed {seed} step {step} page {p}");
-                    for parent in 0..parents {
-                        let lanes = model
-                            .iter()
-                            .filter(|&&(q, r, _)| q == p && r == parent)
-                            .fold(0u64, |m, &(_, _, l)| m | 1 << l);
-                        assert_eq!(d.page_masks(p)[parent], lanes, "seed {seed} step {step}");
-                        if lanes != 0 {
-                            assert!(d.page_parents(p) >> parent.min(63) & 1 != 0, "seed {seed} step {step}");
-                        }
-                    }
-                }
+                assert_matches(&d, &model, pages, &format!("seed {seed} step {step}"));
+            }
+        }
+    }
+
+    /// `d` holds exactly the marks of `model` (page, parent, lane): its list names exactly the
+    /// marked pages, each page's masks are the model's, and every marked parent has its bit.
+    fn assert_matches(
+        d: &DirtyState,
+        model: &std::collections::HashSet<(usize, usize, usize)>,
+        pages: usize,
+        at: &str,
+    ) {
+        let mut listed = d.dirty_pages().to_vec();
+        listed.sort_unstable();
+        let mut want: Vec<u32> = model.iter().map(|&(p, _, _)| p as u32).collect();
+        want.sort_unstable();
+        want.dedup();
+        assert_eq!(listed, want, "{at}");
+        for p in 0..pages {
+            assert_eq!(d.page_dirty(p), want.contains(&(p as u32)), "{at} page {p}");
+            for parent in 0..d.parents {
+                let lanes =
+                    model.iter().filter(|&&(q, r, _)| q == p && r == parent).fold(0u64, |m, &(_, _, l)| m | 1 << l);
+                assert_eq!(d.page_masks(p)[parent], lanes, "{at} page {p} parent {parent}");
+                let need = d_parents(model, p);
+                assert_eq!(d.page_parents(p) & need, need, "{at} page {p}: parent bits");
             }
         }
     }
