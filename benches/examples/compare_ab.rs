@@ -75,16 +75,15 @@ fn main() -> Result<(), String> {
             ratios.push(t[1] / t[0]);
         }
     }
-    let name = |k: &Kernels| format!("{}:{}:{}", k.isa.name(), k.scan.name(), k.next_page.name());
     let m = median(times[2].clone());
     let (ta, tb) = (median(times[0].clone()), median(times[1].clone()));
     println!(
         "{actors} ShooterCharacter at {:.1} % changed, {frames} frames: A {} {:.3} ms (fraction {:.3}), B {} {:.3} ms (fraction {:.3}), memcmp {:.3} ms; B / A median {:.3}",
         changed * 100.0,
-        name(&a),
+        a.name(),
         ta / 1e6,
         m / ta,
-        name(&b),
+        b.name(),
         tb / 1e6,
         m / tb,
         m / 1e6,

@@ -104,6 +104,7 @@ pub(crate) fn compare(
             "isa_tuned": opts.kernels.tuned(),
             "page_scan": r.scan.name(),
             "next_page": r.next_page.name(),
+            "tune_scores": r.tune_scores.iter().map(|(table, ratio)| json!({"table": table, "ratio": ratio})).collect::<Vec<_>>(),
             "isa_calibration_ns": Kernels::calibration()
                 .iter()
                 .map(|(isa, ns)| (isa.name().to_string(), json!(ns)))
@@ -111,7 +112,8 @@ pub(crate) fn compare(
             "frames": opts.frames,
             "times": "per-frame medians over the timed frames (untimed first: one warm-up frame and, with --isa best \
                 on a large world, the frames where the compare tries each diff table with each page scan and each \
-                next-page rule; `isa`, `page_scan` and `next_page` are what it kept)",
+                next-page rule; `isa`, `page_scan` and `next_page` are what it kept, `tune_scores` every candidate, \
+                fastest first, with the median of its time per page over the baseline's in those frames)",
             "reference": REFERENCE_COMPARE,
             "push_1pct": PUSH_1PCT,
             "kernel_ns": r.kernel_ns,
@@ -184,6 +186,10 @@ pub(crate) fn compare(
             r.changed_actors,
             r.live_bytes as f64 / 1e6
         );
+        if !r.tune_scores.is_empty() {
+            let scores: Vec<String> = r.tune_scores.iter().map(|(t, x)| format!("{t} {x:.3}")).collect();
+            println!("  trials (time per page over the baseline's, medians, fastest first): {}", scores.join(", "));
+        }
         println!("  dirty statistics of untimed push frames after the timed ones (lanes compared with a mark / lanes changed):");
         for s in r.dirty_stats.iter().filter(|s| s.marked != 0 || s.changed != 0) {
             println!("    {:<24} {:>10} marked {:>10} changed", s.property, s.marked, s.changed);

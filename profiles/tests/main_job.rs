@@ -50,6 +50,22 @@ fn compare_and_replicate_say_what_they_measured() {
     assert!(v["push_vs_gather"].as_f64().is_some_and(|r| r > 0.0), "{v}");
     // A small world is never a trial: the calibrated table's default scan.
     assert_eq!((&v["page_scan"], &v["next_page"]), (&json!("first-difference"), &json!("prefetch")), "{v}");
+    assert_eq!(v["tune_scores"], json!([]), "{v}");
+    // A large one (1094 pages) is: every candidate scored, fastest first, the first the table
+    // the timed frames ran, the baseline at 1.
+    let out = shadowrep(&["compare", "--actors", "70000", "--frames", "1", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
+    let scores = v["tune_scores"].as_array().expect("tune_scores");
+    assert!(scores.len() >= 6, "{v}");
+    let kept = format!(
+        "{}:{}:{}",
+        v["isa"].as_str().unwrap(),
+        v["page_scan"].as_str().unwrap(),
+        v["next_page"].as_str().unwrap()
+    );
+    assert_eq!(scores[0]["table"], json!(kept), "{v}");
+    let ratios: Vec<f64> = scores.iter().map(|s| s["ratio"].as_f64().unwrap()).collect();
+    assert!(ratios.windows(2).all(|w| w[0] <= w[1]) && ratios.contains(&1.0), "{ratios:?}");
     // A page scan and a next-page rule named with a named table are what the frames run.
     let out = shadowrep(&[
         "compare",

@@ -263,6 +263,10 @@ pub struct CompareReport {
     /// Whether the timed full frames prefetched a changed page's next page (asked for, or kept
     /// with the table).
     pub next_page: NextPage,
+    /// With [`Kernels::best`]: every candidate table the compare tried (`isa:scan:next-page`),
+    /// fastest first, with the median of its time per page over the baseline's in the trial
+    /// frames ([`ShadowState::tune_scores`]); empty for a named table.
+    pub tune_scores: Vec<(String, f64)>,
     /// Kernel, push model off, at the requested fraction.
     pub kernel_ns: u64,
     /// Reference, push model off, same frames.
@@ -417,10 +421,9 @@ pub fn run_compare(
     let mut changed_actors = 0;
     // Frame 0 warms caches and the thread pool. With `Kernels::best()` a large world's compare
     // then tries each diff table with each page scan and each next-page rule on its next frames
-    // (`shadowrep::compare::tune`: a warm-up and a pair of frames per candidate beside the
-    // baseline, `TRIALS` times — 111 frames with two tables, 171 with three): those are not timed
-    // either, so the timed frames run the table it kept. Past 200 frames timing starts whatever
-    // the compare says.
+    // (`shadowrep::compare::tune`: a warm-up and `TRIALS` trial frames, each running every
+    // candidate in short runs of pages): those are not timed either, so the timed frames run the
+    // table it kept. Past 200 frames timing starts whatever the compare says.
     let settles = w.tunes(opts.kernels);
     let (mut frame, mut timed_frames) = (0, 0);
     while timed_frames < opts.frames {
@@ -524,6 +527,7 @@ pub fn run_compare(
         isa: full_shadow.tuned_isa().unwrap_or(opts.kernels.isa),
         scan: full_shadow.tuned_scan().unwrap_or(opts.kernels.scan),
         next_page: full_shadow.tuned_next_page().unwrap_or(opts.kernels.next_page),
+        tune_scores: full_shadow.tune_scores().iter().map(|&(k, r)| (k.name(), r)).collect(),
         kernel_ns: median(kernel),
         reference_ns: median(reference),
         memcmp_ns: median(memcmp),

@@ -4,6 +4,7 @@
 //! `split_at_mut`, ascending pages); [`Tally`] is what one shard of the compare counted.
 
 use super::page::{PageRefs, PREFETCH_PAGES};
+use super::tune::TrialTime;
 use super::ArrayChange;
 use crate::store::{Block, PageArrays};
 
@@ -204,11 +205,19 @@ pub(super) struct Tally {
     pub(super) pages: u64,
     pub(super) lanes: u64,
     pub(super) parents: Vec<u64>,
+    /// A trial frame's timed pages per candidate (see `tune`); empty in other frames.
+    pub(super) trial: Vec<TrialTime>,
 }
 
 impl Tally {
     pub(super) fn new(words: usize) -> Self {
-        Self { pages: 0, lanes: 0, parents: vec![0; words] }
+        Self { pages: 0, lanes: 0, parents: vec![0; words], trial: Vec::new() }
+    }
+
+    /// The same, timing a trial frame's `candidates`.
+    pub(super) fn with_trials(mut self, candidates: usize) -> Self {
+        self.trial = vec![TrialTime::default(); candidates];
+        self
     }
 
     pub(super) fn add(mut self, other: Self) -> Self {
@@ -216,6 +225,13 @@ impl Tally {
         self.lanes += other.lanes;
         for (a, b) in self.parents.iter_mut().zip(other.parents) {
             *a += b;
+        }
+        if self.trial.len() < other.trial.len() {
+            self.trial.resize(other.trial.len(), TrialTime::default());
+        }
+        for (a, b) in self.trial.iter_mut().zip(other.trial) {
+            a.nanos += b.nanos;
+            a.pages += b.pages;
         }
         self
     }

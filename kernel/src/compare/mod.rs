@@ -187,6 +187,14 @@ impl ShadowState {
         self.tuner.chosen().map(|k| k.next_page)
     }
 
+    /// What the last round of trials measured (see [`tune`]): every candidate table, fastest
+    /// first, with the median over the trial frames of its time per page over the baseline's
+    /// (the widest table stopping at the first difference and prefetching, whose own is 1).
+    /// Empty until a round is done; the first is the table kept.
+    pub fn tune_scores(&self) -> &[(Kernels, f64)] {
+        self.tuner.scores()
+    }
+
     /// The shadow pages (same layout as the store's live pages).
     pub fn pages(&self) -> &PageArray {
         &self.shadow
@@ -295,7 +303,9 @@ impl ShadowState {
         let eligible = !list_mode && !validate && pages >= tune::TUNE_MIN_PAGES;
         let (kernels, trial) = self.tuner.pick(cfg.kernels, eligible);
         plan.set_kernels(kernels);
-        let started = trial.map(|i| (i, std::time::Instant::now()));
+        // A trial frame walks its pages in short runs, each with one candidate's plan (`tune`).
+        let trial_plans: Vec<Plan<'_>> =
+            if trial { self.tuner.tables().iter().map(|&k| plan.with_kernels(k)).collect() } else { Vec::new() };
         let stat_words = if cfg.dirty_stats { 2 * parents } else { 0 };
         let live_all = view.live.bytes();
         // A push frame: the marked lanes of quiet pages as one list (`push`), on this thread even
@@ -330,7 +340,7 @@ impl ShadowState {
         let page_bytes = layout.page_bytes;
         // Addresses only (no borrow): the far prefetch names another job's output.
         let (out_masks, out_lanes) = (out.masks.as_ptr() as usize, out.page_lanes.as_ptr() as usize);
-        let work = |tally: &mut Tally, job: PageJob<'_>| {
+        let work = |plan: &Plan<'_>, tally: &mut Tally, job: PageJob<'_>| {
             let p = job.index;
             if let Some(q) = job.prefetch_far {
                 // Two stages: first the page's bookkeeping, which the near stage reads.
@@ -386,7 +396,7 @@ impl ShadowState {
             }
         };
         let fold = |mut t: Tally, job: PageJob<'_>| {
-            work(&mut t, job);
+            work(&plan, &mut t, job);
             t
         };
         let mut parallel = cfg.parallel && pages >= cfg.min_parallel_pages;
@@ -461,9 +471,10 @@ impl ShadowState {
             let dense = plan.is_dense() && stat_words == 0;
             let walk = |t: &mut Tally, mut block: PageBlock<'_>| {
                 let mut planes = [0; page::DENSE_MAX_PLANES];
-                for i in 0..block.pages() {
+                let (first, count) = (block.first, block.pages());
+                let mut step = |plan: &Plan<'_>, t: &mut Tally, i: usize| {
                     let occ = block.occupied[i];
-                    if occ != 0 && !is_dirty(block.first + i) {
+                    if occ != 0 && !is_dirty(first + i) {
                         // The walk's own pages compare every lane; a lane scan copies as it
                         // goes only where the page is finished here (not as a job, which would
                         // scan it again).
@@ -476,10 +487,15 @@ impl ShadowState {
                                 let (mut page, masks, lanes) = block.refs(i);
                                 *lanes = plan.compare_planes_dense(&mut page, scan, &mut planes, masks);
                             }
-                            continue;
+                            return;
                         }
                     }
-                    work(t, block.job(i));
+                    work(plan, t, block.job(i));
+                };
+                if trial_plans.is_empty() {
+                    (0..count).for_each(|i| step(&plan, t, i));
+                } else {
+                    tune::walk_trial(first, count, &trial_plans, t, step);
                 }
             };
             let shadow = &mut self.shadow.blocks_mut()[..pages * stride];
@@ -511,15 +527,15 @@ impl ShadowState {
                         occupied,
                     })
                     .fold(
-                        || Tally::new(stat_words),
+                        || Tally::new(stat_words).with_trials(trial_plans.len()),
                         |mut t, block| {
                             walk(&mut t, block);
                             t
                         },
                     )
-                    .reduce(|| Tally::new(stat_words), Tally::add)
+                    .reduce(|| Tally::new(stat_words).with_trials(trial_plans.len()), Tally::add)
             } else {
-                let mut t = Tally::new(stat_words);
+                let mut t = Tally::new(stat_words).with_trials(trial_plans.len());
                 let block = PageBlock {
                     first: 0,
                     stride,
@@ -537,8 +553,8 @@ impl ShadowState {
                 t
             }
         };
-        if let Some((i, at)) = started {
-            self.tuner.record(i, at.elapsed().as_nanos() as u64, tally.pages as usize);
+        if trial {
+            self.tuner.record(&tally.trial);
         }
         self.visit = CompareVisit { pages: tally.pages, lanes: tally.lanes };
         out.written = written;

@@ -28,6 +28,7 @@ pub(super) struct PageRefs<'a> {
 }
 
 /// Per-compare decisions made once, not per page.
+#[derive(Clone)]
 pub(super) struct Plan<'a> {
     layout: &'a ClassLayout,
     kernels: Kernels,
@@ -162,6 +163,13 @@ impl<'a> Plan<'a> {
         self.kernels = kernels;
         self.whole = kernels.scan == PageScan::Whole && self.dense;
         self.lanes = kernels.scan == PageScan::Lanes && self.dense;
+    }
+
+    /// The same plan with another diff table (a trial frame's candidates, see `tune`).
+    pub(super) fn with_kernels(&self, kernels: Kernels) -> Self {
+        let mut plan = self.clone();
+        plan.set_kernels(kernels);
+        plan
     }
 
     /// The class layout compared.

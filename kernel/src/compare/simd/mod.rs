@@ -203,6 +203,12 @@ impl Kernels {
         Some(Kernels { isa, scan: PageScan::FirstDifference, next_page: NextPage::Prefetch, routines, tune: false })
     }
 
+    /// The table's name as the `compare` command takes it apart: `isa:scan:next-page`, e.g.
+    /// `avx2:lanes:prefetch`.
+    pub fn name(self) -> String {
+        format!("{}:{}:{}", self.isa.name(), self.scan.name(), self.next_page.name())
+    }
+
     /// This table with `scan` as its page scan.
     pub fn with_scan(self, scan: PageScan) -> Kernels {
         Kernels { scan, ..self }
