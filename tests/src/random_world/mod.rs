@@ -29,6 +29,13 @@ use sim::Sim;
 pub const LOCATION: usize = 0;
 pub const HEALTH: usize = 1;
 
+/// Parent indices of the bags ([`bag`]) that the world writes under no condition: `Coins` (push
+/// model), `Items` (a dynamic array), `Open` (with a notify); and `Stash`, the owner-only array.
+pub const COINS: usize = 0;
+pub const ITEMS: usize = 1;
+pub const OPEN: usize = 2;
+pub const STASH: usize = 7;
+
 /// A class with a replicated location and a health, and the calls of [`with_calls`].
 pub fn thing() -> Arc<ClassLayout> {
     let b = ClassBuilder::new("Thing")

@@ -6,7 +6,7 @@
 //! bug in it. This check asks the clients instead: whatever was lost on the way, once nothing is
 //! lost any more, what they hold must be the server's.
 
-use super::{play_frame, world, Spec, HEALTH, LOCATION};
+use super::{play_frame, world, Spec, HEALTH, ITEMS, LOCATION, OPEN};
 use shadowrep::ids::{ClassId, ConnectionId, NetGuid};
 use shadowrep::net::dormancy::Dormancy;
 use shadowrep::net::{NetGroups, ReplicationFlags, SubObjectCondition};
@@ -248,7 +248,3 @@ fn check_fast_arrays(sim: &super::Sim, relevant: &[HashSet<NetGuid>], settled: &
     }
     Ok(())
 }
-
-/// The unconditioned parents of [`super::bag`] checked: `Items` (a dynamic array) and `Open`.
-const ITEMS: usize = 1;
-const OPEN: usize = 2;

@@ -2,7 +2,7 @@
 //! actors, joins and leaves, silences, net speeds, tear-offs, despawns, dormancy, sublevels, viewers.
 
 use super::Sim;
-use crate::random_world::{BAG_CONDITIONED, HEALTH, LEDGERS, LOCATION, TUNED};
+use crate::random_world::{BAG_CONDITIONED, COINS, HEALTH, ITEMS, LEDGERS, LOCATION, OPEN, STASH, TUNED};
 use rand::Rng;
 use shadowrep::net::dormancy::Dormancy;
 use shadowrep::net::{SublevelId, Viewer};
@@ -24,22 +24,22 @@ impl Sim {
             } else {
                 self.driver.set_position(class, &self.bags, id, at).unwrap();
                 let coins = self.rng.random_range(0..4);
-                self.bags.set_and_mark(id, 0, &Value::U32(coins)).unwrap();
+                self.bags.set_and_mark(id, COINS, &Value::U32(coins)).unwrap();
                 // A push change the game forgot to mark: found only by a later marked compare.
                 if self.rng.random_bool(0.2) {
-                    self.bags.set(id, 0, &Value::U32(coins + 1)).unwrap();
+                    self.bags.set(id, COINS, &Value::U32(coins + 1)).unwrap();
                 }
                 // Its elements change a few at a time with the coins (sent as the changed elements).
                 let items: Vec<Value> = (0..self.rng.random_range(0..30))
                     .map(|i: u16| Value::U16(i + u16::from(i % 4 == coins as u16)))
                     .collect();
-                self.bags.set(id, 1, &Value::Array(items)).unwrap();
+                self.bags.set(id, ITEMS, &Value::Array(items)).unwrap();
                 let open = self.rng.random_bool(0.5);
-                self.bags.set(id, 2, &Value::Bool(open)).unwrap();
+                self.bags.set(id, OPEN, &Value::Bool(open)).unwrap();
                 if self.rng.random_bool(0.3) {
                     let stash: Vec<Value> =
                         (0..self.rng.random_range(0..16)).map(|_| Value::U8(self.rng.random_range(0..4))).collect();
-                    self.bags.set(id, 7, &Value::Array(stash)).unwrap();
+                    self.bags.set(id, STASH, &Value::Array(stash)).unwrap();
                 }
                 for (parent, n) in BAG_CONDITIONED {
                     if self.rng.random_bool(0.3) {
