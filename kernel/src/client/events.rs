@@ -98,9 +98,10 @@ pub struct ClientStats {
     pub split_broken: u64,
     /// Remote procedure calls delivered ([`ClientWorld::take_rpcs`](super::ClientWorld::take_rpcs)).
     pub rpcs_delivered: u64,
-    /// Calls dropped: the client lacked the actor when the call arrived (its channel is gone, or
-    /// its open has not arrived — for an unreliable call), the call does not decode with its
-    /// class, or [`MAX_UNTAKEN_RPCS`](super::MAX_UNTAKEN_RPCS) were waiting to be taken.
+    /// Calls dropped: the client lacked the actor when the call arrived (its channel is gone —
+    /// for a reliable call, one the client has no record of closing — or its open has not
+    /// arrived — for an unreliable call), the call does not decode with its class, or
+    /// [`MAX_UNTAKEN_RPCS`](super::MAX_UNTAKEN_RPCS) were waiting to be taken.
     pub rpcs_dropped: u64,
     /// Reliable calls whose exact bits were held or delivered under their number already (the
     /// server's resend after a lost acknowledgement): dropped.

@@ -21,9 +21,14 @@
 //! A call's target is looked up when the call arrives: a held call is delivered in its turn even
 //! if a later packet destroyed its actor meanwhile (the server made it while the actor was
 //! there; UE would have run it before the channel's close) — the game gets it after the
-//! actor's `Destroyed` event. A call naming an actor the client lacks when it arrives (its
-//! channel is gone) uses its number and delivers nothing, as UE drops a call for a channel that
-//! is gone, so the stream never waits on a destroyed actor.
+//! actor's `Destroyed` event. So is a reliable call whose actor the client closed (destroyed)
+//! before the call came — its packet lost, the close's not: the server numbers a reliable call
+//! only on a channel open and acknowledged, and UE's channel delivers its reliable bunches before
+//! its close — with the class the client remembers for the closed GUID ([`super::closed`]; a
+//! static actor's, or one forgotten past [`MAX_CLOSED`](super::MAX_CLOSED), is not kept). Any
+//! other call naming an actor the client lacks when it arrives uses its number and delivers
+//! nothing, so the stream never waits on a destroyed actor; an unreliable call on an actor the
+//! client lacks is dropped, as UE drops one for a channel that is gone.
 //!
 //! **Forged calls.** Without packet authentication (a sealed session has it,
 //! [`crate::session`]) a forged packet can carry a call, delivered like any — an event cannot be
@@ -319,6 +324,17 @@ impl ClientWorld {
             self.deliver_rpc(&call, class, false);
             return;
         }
+        // A reliable call whose actor this client closed (destroyed) is one the server numbered
+        // while the channel was open and acknowledged — it numbers none on a closed channel —
+        // whose packet was lost and whose close overtook its resend. UE sends both down the
+        // channel in reliable order, so the client runs the call before the close: it is
+        // delivered with the class the actor had (after its `Destroyed` event, as a held call
+        // is). Dropped, a reliable call was lost for good by the order of two packets (a review,
+        // session 66: `a_reliable_call_lost_before_its_actors_relevancy_close_is_still_delivered`).
+        let class = class.or_else(|| match self.closed.get(call.target) {
+            Some(super::closed::Was::Actor(c)) => Some(c),
+            _ => None,
+        });
         let mut window = std::mem::take(&mut self.rpcs.window);
         match window.accept(call, class, |call, class| self.deliver_rpc(&call, class, true)) {
             Arrival::InOrder => {}

@@ -137,10 +137,13 @@ fn a_reliable_call_whose_actor_is_destroyed_in_flight_does_not_hold_up_the_next(
         w.step();
     }
     let e = w.clients[0].world.take_rpcs();
-    assert_eq!(numbers(&e, SHOUT), vec![2], "the first call's actor was gone when it came again");
+    // The first call's actor was gone when it came again; it was made while the client had the
+    // actor, and UE's channel runs it before its close: delivered, in its turn (until session 66
+    // it was dropped and counted).
+    assert_eq!(numbers(&e, SHOUT), vec![1, 2]);
     let dropped =
         w.clients[0].world.stats().rpcs_dropped + w.driver.connection_stats(w.clients[0].conn).unwrap().rpcs_dropped;
-    assert_eq!(dropped, 1, "the first call is counted dropped on one side");
+    assert_eq!(dropped, 0);
 }
 
 #[test]

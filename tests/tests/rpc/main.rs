@@ -16,4 +16,5 @@ mod client_calls;
 mod hostile;
 mod hostile_clients;
 mod limits;
+mod review;
 mod server_calls;

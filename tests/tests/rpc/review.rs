@@ -1,0 +1,290 @@
+//! A review of reliable calls against their actor's channel closing (session 66's helper): what
+//! UE's per-channel reliable order promises — a reliable call sent down a channel before its
+//! close reaches the client before the close, however the packets are lost — checked on a
+//! hand-driven actor-level world whose packets and feedback the test chooses to lose.
+//!
+//! Found: a call whose packet was lost and whose actor's close (relevancy, destruction; on a
+//! sub-object, its owner's) reached the client first was dropped by the client — fixed
+//! (`client::rpcs` delivers it with the class the client remembers of the closed GUID). Not
+//! fixed, `#[ignore]`d with the reason: a call made in the same frame as a tear-off, destroy or
+//! dormancy close never goes, and a sub-object's channel closes for relevancy a few frames
+//! before its owner's.
+
+use super::common::{numbers, PING, SHOUT};
+use shadowrep::client::ClientWorld;
+use shadowrep::ids::{ClassId, ConnectionId, NetGuid};
+use shadowrep::net::SubObjectCondition;
+use shadowrep::net::{ActorLevelConfig, DriverConfig, NetDriver, NetSettings, Viewer};
+use shadowrep::schema::{ClassBuilder, PropType, PropertyDecl};
+use shadowrep::store::{ActorId, ClassStore};
+use shadowrep::value::Value;
+use shadowrep_tests::random_world::{thing, with_calls, HEALTH, LOCATION};
+use std::sync::Arc;
+
+/// One actor-level server with a class of things, one client viewing from the origin; every
+/// packet and feedback goes where the test says.
+struct Lvl {
+    driver: NetDriver,
+    store: ClassStore,
+    class: ClassId,
+    /// A second class, of sub-objects (`Part`: the same calls).
+    parts: ClassStore,
+    part_class: ClassId,
+    conn: ConnectionId,
+    client: ClientWorld,
+}
+
+fn viewer(at: [f32; 3]) -> Viewer {
+    Viewer { real_viewer: None, view_target: None, location: at, direction: [1.0, 0.0, 0.0] }
+}
+
+const FAR: [f32; 3] = [1.0e6, 0.0, 0.0];
+
+impl Lvl {
+    fn new() -> Lvl {
+        let layout = thing();
+        let mut store = ClassStore::new(layout.clone());
+        // A short relevant timeout: a channel closes a few frames after its actor stops being
+        // relevant (UE's 5 s, scaled down).
+        let level = ActorLevelConfig { relevant_timeout: 0.1, ..ActorLevelConfig::default() };
+        let cfg = DriverConfig { actor_level: Some(level), ..DriverConfig::default() };
+        let mut driver = NetDriver::new(cfg).unwrap();
+        let class = driver.register_class(&mut store).unwrap();
+        driver.set_location_property(class, LOCATION).unwrap();
+        let part = Arc::new(
+            with_calls(ClassBuilder::new("Part").property(PropertyDecl::new("Hp", PropType::U16))).build().unwrap(),
+        );
+        let mut parts = ClassStore::new(part.clone());
+        let part_class = driver.register_class(&mut parts).unwrap();
+        let mut s = NetSettings::default();
+        s.frequency.net_update_frequency = 1.0e6;
+        driver.set_class_settings(class, s).unwrap();
+        let conn = driver.add_connection(false);
+        driver.set_viewers(conn, &[viewer([0.0; 3])]).unwrap();
+        let client = ClientWorld::new(&[layout, part], &driver.checksums()).unwrap();
+        Lvl { driver, store, class, parts, part_class, conn, client }
+    }
+
+    fn spawn(&mut self) -> (ActorId, NetGuid) {
+        let id = self.store.spawn();
+        self.store.set(id, LOCATION, &Value::Vector([100.0, 0.0, 0.0])).unwrap();
+        self.store.set(id, HEALTH, &Value::U32(1)).unwrap();
+        (id, self.driver.assign_guid(self.class, &self.store, id).unwrap())
+    }
+
+    fn call(&mut self, id: ActorId, name: &str, n: u32) {
+        self.driver.call_rpc(self.class, &self.store, id, name, &[Value::U32(n)]).unwrap();
+    }
+
+    /// A tick; its packets.
+    fn tick(&mut self) -> Vec<Vec<u8>> {
+        self.driver.tick(&mut [&mut self.store, &mut self.parts]).unwrap();
+        self.driver.take_packets(self.conn).unwrap()
+    }
+
+    /// The client applies `packets`; its feedback reaches the server if `answer`.
+    fn deliver(&mut self, packets: Vec<Vec<u8>>, answer: bool) {
+        for p in packets {
+            self.client.receive(&p).unwrap();
+        }
+        let f = self.client.feedback();
+        if answer {
+            self.driver.receive_feedback(self.conn, &f).unwrap();
+        }
+    }
+
+    /// A frame on a perfect link.
+    fn step(&mut self) {
+        let p = self.tick();
+        self.deliver(p, true);
+    }
+
+    fn run(&mut self, frames: usize) {
+        for _ in 0..frames {
+            self.step();
+        }
+    }
+
+    /// A reliable call on `id` whose packet is lost; then frames whose packets reach the client
+    /// while its feedback does not reach the server (a lossy uplink) until `until` holds of the
+    /// client — the server does not know the call was lost, so the call is not resent before
+    /// then; then frames on a perfect link. The client's calls.
+    fn call_lost_then(
+        &mut self,
+        id: ActorId,
+        until: impl Fn(&ClientWorld) -> bool,
+        change: impl FnOnce(&mut Lvl),
+    ) -> Vec<u32> {
+        self.call(id, SHOUT, 1);
+        let lost = self.tick();
+        assert!(!lost.is_empty());
+        assert_eq!(self.driver.connection_stats(self.conn).unwrap().rpcs_sent, 1);
+        change(self);
+        let mut frames = 0;
+        while !until(&self.client) {
+            let p = self.tick();
+            self.deliver(p, false);
+            frames += 1;
+            assert!(frames < 40, "the change reached the client");
+        }
+        self.run(10);
+        numbers(&self.client.take_rpcs(), SHOUT)
+    }
+}
+
+/// A reliable multicast on an actor whose channel is open and acknowledged; its packet is lost,
+/// and the channel closes for relevancy (the viewer walked away) before the loss is known. UE
+/// sends the call and the close down the same channel, each reliable and in order: the client
+/// runs the call, then destroys the actor. Here the client destroyed the actor first and dropped
+/// the call's resend ("its actor gone when it came again"): a reliable call made while the
+/// client had the actor, lost for good by the order of two packets.
+#[test]
+fn a_reliable_call_lost_before_its_actors_relevancy_close_is_still_delivered() {
+    let mut l = Lvl::new();
+    let (id, guid) = l.spawn();
+    l.run(3);
+    assert!(l.client.has(guid));
+    let got = l.call_lost_then(id, |c| !c.has(guid), |l| l.driver.set_viewers(l.conn, &[viewer(FAR)]).unwrap());
+    assert_eq!(got, vec![1], "client stats {:?}", l.client.stats());
+}
+
+/// The same with the actor destroyed on the server (UE closes its channel Destroyed, after the
+/// call in the channel's reliable order).
+#[test]
+fn a_reliable_call_lost_before_its_actors_destruction_is_still_delivered() {
+    let mut l = Lvl::new();
+    let (id, guid) = l.spawn();
+    l.run(3);
+    let got = l.call_lost_then(id, |c| !c.has(guid), |l| l.store.despawn(id).unwrap());
+    assert_eq!(got, vec![1], "client stats {:?}", l.client.stats());
+}
+
+/// The same with the channel going dormant (the client keeps the actor): delivered.
+#[test]
+fn a_reliable_call_lost_before_its_actors_dormancy_close_is_still_delivered() {
+    let mut l = Lvl::new();
+    let (id, guid) = l.spawn();
+    l.run(3);
+    let got = l.call_lost_then(
+        id,
+        |c| c.is_dormant(guid),
+        |l| l.driver.set_net_dormancy(l.class, &l.store, id, shadowrep::net::Dormancy::DormantAll).unwrap(),
+    );
+    assert_eq!(got, vec![1]);
+}
+
+/// The same with the actor torn off (the client keeps its copy): delivered.
+#[test]
+fn a_reliable_call_lost_before_its_actors_tear_off_is_still_delivered() {
+    let mut l = Lvl::new();
+    let (id, guid) = l.spawn();
+    l.run(3);
+    let got = l.call_lost_then(id, |c| c.is_torn_off(guid), |l| l.driver.tear_off(l.class, &l.store, id).unwrap());
+    assert_eq!(got, vec![1]);
+}
+
+/// A reliable call on a sub-object (a part of the thing) whose packet is lost, and the owner's
+/// channel closes for relevancy before the loss is known: the client destroys the owner and
+/// the part with it; the call, made while the client had the part, is delivered (UE's part
+/// lives in its owner's channel, whose reliable order puts the call before the close).
+#[test]
+fn a_reliable_call_on_a_sub_object_lost_before_its_owners_relevancy_close_is_still_delivered() {
+    let mut l = Lvl::new();
+    let (_, owner) = l.spawn();
+    let part = l.parts.spawn();
+    let pg = l.driver.register_sub_object(l.part_class, &l.parts, part, owner, SubObjectCondition::None).unwrap();
+    l.run(3);
+    assert!(l.client.has(pg));
+    l.driver.call_rpc(l.part_class, &l.parts, part, SHOUT, &[Value::U32(1)]).unwrap();
+    let lost = l.tick();
+    assert!(!lost.is_empty());
+    assert_eq!(l.driver.connection_stats(l.conn).unwrap().rpcs_sent, 1);
+    l.driver.set_viewers(l.conn, &[viewer(FAR)]).unwrap();
+    for _ in 0..40 {
+        if !l.client.has(owner) {
+            break;
+        }
+        let p = l.tick();
+        l.deliver(p, false);
+    }
+    assert!(
+        !l.client.has(pg) && !l.client.has(owner),
+        "the owner's close reached the client: {} {} {:?}",
+        l.client.has(pg),
+        l.client.has(owner),
+        l.driver.connection_stats(l.conn).unwrap()
+    );
+    l.run(10);
+    assert_eq!(numbers(&l.client.take_rpcs(), SHOUT), vec![1], "client stats {:?}", l.client.stats());
+}
+
+/// While the owner's channel is open the client holds its sub-objects (UE replicates them in
+/// the owner's channel: a sub-object has no relevancy, and no close, of its own). Here a part
+/// closes for relevancy a few frames before its owner (each row's relevancy recheck has its own
+/// jitter): the client destroys the part while it keeps the owner, and a call on the part in
+/// those frames finds no channel. Not fixed (the sub-objects' lifecycle, `net::lifecycle`, not
+/// the calls): reported.
+#[test]
+#[ignore = "bug, not fixed: a sub-object's channel closes for relevancy before its owner's"]
+fn a_sub_object_is_not_closed_for_relevancy_before_its_owner() {
+    let mut l = Lvl::new();
+    let (_, owner) = l.spawn();
+    let part = l.parts.spawn();
+    let pg = l.driver.register_sub_object(l.part_class, &l.parts, part, owner, SubObjectCondition::None).unwrap();
+    l.run(3);
+    l.driver.set_viewers(l.conn, &[viewer(FAR)]).unwrap();
+    let mut calls = 0;
+    for frame in 0..60 {
+        if l.client.has(owner) {
+            assert!(l.client.has(pg), "frame {frame}: the owner is there, its part gone");
+            l.driver.call_rpc(l.part_class, &l.parts, part, SHOUT, &[Value::U32(calls)]).unwrap();
+            calls += 1;
+        }
+        l.step();
+    }
+    assert!(!l.client.has(owner));
+    assert_eq!(numbers(&l.client.take_rpcs(), SHOUT), (0..calls).collect::<Vec<_>>());
+}
+
+/// Same frame: the game calls a reliable multicast, then tears the actor off, destroys it or
+/// makes it dormant before the tick (UE's `MulticastDeath(); TearOff();`). UE sends an RPC when
+/// it is called, down the channel open then, so the client runs it before the close that
+/// follows. Here the tick fans the frame's calls out after its actors — closes included — so the
+/// call finds no channel (counted `rpcs_without_channel`, never sent). Not fixed: the fan-out
+/// would have to read each connection's channels as they were when the call was made (before
+/// the frame's tear-offs, dormancy closes and gone actors' retirements), and the UE-style
+/// reference, which writes the same bytes, would have to follow; the module documentation
+/// (`net::rpc`) speaks of opens in the same frame, not of closes.
+fn call_then(change: impl FnOnce(&mut Lvl, ActorId)) -> (Vec<u32>, shadowrep::net::ConnectionStats) {
+    let mut l = Lvl::new();
+    let (id, _) = l.spawn();
+    l.run(3);
+    l.call(id, SHOUT, 1);
+    l.call(id, PING, 2);
+    change(&mut l, id);
+    l.run(10);
+    (numbers(&l.client.take_rpcs(), SHOUT), l.driver.connection_stats(l.conn).unwrap())
+}
+
+#[test]
+#[ignore = "bug, not fixed: the tick fans calls out after the frame's closes (see the note above call_then)"]
+fn a_reliable_call_made_just_before_a_tear_off_is_delivered() {
+    let (got, stats) = call_then(|l, id| l.driver.tear_off(l.class, &l.store, id).unwrap());
+    assert_eq!(got, vec![1], "{stats:?}");
+}
+
+#[test]
+#[ignore = "bug, not fixed: the tick fans calls out after the frame's closes (see the note above call_then)"]
+fn a_reliable_call_made_just_before_a_destroy_is_delivered() {
+    let (got, stats) = call_then(|l, id| l.store.despawn(id).unwrap());
+    assert_eq!(got, vec![1], "{stats:?}");
+}
+
+#[test]
+#[ignore = "bug, not fixed: the tick fans calls out after the frame's closes (see the note above call_then)"]
+fn a_reliable_call_made_just_before_dormancy_is_delivered() {
+    let (got, stats) = call_then(|l, id| {
+        l.driver.set_net_dormancy(l.class, &l.store, id, shadowrep::net::Dormancy::DormantAll).unwrap()
+    });
+    assert_eq!(got, vec![1], "{stats:?}");
+}
