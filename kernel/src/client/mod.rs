@@ -350,6 +350,16 @@ impl ClientWorld {
                 self.destroy(guid);
                 // Unloaded by the game, not destroyed by a close: nothing to bring back.
                 self.gone_statics.remove(path);
+                // The server learns of the unload a round trip later: the packets it sent before
+                // may carry plain updates of the actor. Read past and dropped as an ignored
+                // static actor's (UE's client drops bunches of a channel it cleaned up with the
+                // level), not refused with the rest of their packet — which the server would
+                // send again whole, the client asking for this actor, and asked already, for its
+                // neighbour (a reopen for nothing). The server's LevelUnloaded close, or its
+                // open once the level is loaded again, ends the record (`apply_one`).
+                if self.ignored.insert(guid, class, MAX_IGNORED) {
+                    self.stats.ignored_evicted += 1;
+                }
             }
             None => {
                 self.level.remove(path);

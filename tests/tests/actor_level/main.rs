@@ -12,6 +12,7 @@ mod hostile;
 mod initial;
 mod initial_only;
 mod lifecycle;
+mod lifecycle_review;
 mod mixed;
 mod mutants;
 mod net_groups;
