@@ -185,6 +185,7 @@ impl ClientWorld {
         for g in std::iter::once(guid).chain(self.subs.of(guid)) {
             if let Some(&(class, _)) = self.actors.get(&g).filter(|_| g.is_dynamic()) {
                 self.closed.insert(g, Was::Actor(class));
+                self.rpcs.closed_now.push(g);
             }
         }
         for array in self.fast_arrays_of(guid).to_vec() {

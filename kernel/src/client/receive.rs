@@ -422,6 +422,7 @@ impl ClientWorld {
         for (guid, path) in std::mem::take(&mut packet.exports) {
             self.bind_export(guid, &path);
         }
+        self.rpcs.closed_now.clear();
         for b in packet.bunches {
             let class = opened.get(&b.guid).copied();
             self.apply_one(b, class, packet.seq);
@@ -437,6 +438,7 @@ impl ClientWorld {
         for call in packet.rpcs {
             self.receive_rpc(call);
         }
+        self.rpcs.closed_now.clear();
         if let Some(next) = packet.calls_ack {
             self.calls_acked(next);
         }

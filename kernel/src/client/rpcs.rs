@@ -3,8 +3,9 @@
 //!
 //! ```text
 //! a packet applied: its bunches first, then its call bunches in order
-//!   unreliable     decoded with the target's class and delivered, or dropped (the client lacks
-//!                  the actor, or the call does not decode)
+//!   unreliable     decoded with the target's class and delivered (an actor the same packet
+//!                  closed: with the class it had), or dropped (the client lacks the actor, or
+//!                  the call does not decode)
 //!   reliable n     n = expected + (low 16 bits − expected's) mod 2¹⁶:
 //!     within MAX_RELIABLE_RPCS ahead   held until every number before it arrived, then
 //!                                      delivered in number order
@@ -27,8 +28,16 @@
 //! its close — with the class the client remembers for the closed GUID ([`super::closed`]; a
 //! static actor's, or one forgotten past [`MAX_CLOSED`](super::MAX_CLOSED), is not kept). Any
 //! other call naming an actor the client lacks when it arrives uses its number and delivers
-//! nothing, so the stream never waits on a destroyed actor; an unreliable call on an actor the
-//! client lacks is dropped, as UE drops one for a channel that is gone.
+//! nothing, so the stream never waits on a destroyed actor.
+//!
+//! A call the game made in the frame whose tick closed its actor's channel (a multicast, then
+//! `TearOff`, `Destroy` or dormancy) comes after the close, in the same packet or a later one of
+//! that frame ([`crate::net::rpc`]): the client applies the close (a torn-off or dormant copy
+//! stays; a destroyed actor's `Destroyed` event), then delivers the call — a reliable one on a
+//! destroyed actor as above, an unreliable one with the class the packet's close left in
+//! [`super::closed`] if that very packet closed the actor. UE's client runs such a call before
+//! the close; here it comes after it, once and in reliable order. Any other unreliable call on
+//! an actor the client lacks is dropped, as UE drops one for a channel that is gone.
 //!
 //! **Forged calls.** Without packet authentication (a sealed session has it,
 //! [`crate::session`]) a forged packet can carry a call, delivered like any — an event cannot be
@@ -100,6 +109,10 @@ pub(super) struct Rpcs {
     ///
     /// [`MAX_RELIABLE_RPCS`]: crate::wire::rpc::MAX_RELIABLE_RPCS
     retired: VecDeque<RpcBunch>,
+    /// The actors the packet being applied closed (destroyed): its unreliable calls on them are
+    /// still delivered (the server sends a call of the frame that closes the channel after the
+    /// close). Empty between packets.
+    pub(super) closed_now: Vec<NetGuid>,
 }
 
 /// A reliable Server call the server has not acknowledged, and the feedbacks that carried it.
@@ -321,6 +334,16 @@ impl ClientWorld {
     pub(super) fn receive_rpc(&mut self, call: RpcBunch) {
         let class = self.actors.get(&call.target).map(|a| a.0);
         if !call.reliable {
+            // An unreliable call on an actor this very packet closed: the server made it while
+            // the channel was open (it writes a call of the frame that closes a channel after
+            // the close) and UE's client would have run it before the close — delivered with
+            // the class the actor had. An actor closed by an earlier packet: dropped, as UE drops
+            // a call for a channel that is gone.
+            let closed_now = || match self.closed.get(call.target) {
+                Some(super::closed::Was::Actor(c)) if self.rpcs.closed_now.contains(&call.target) => Some(c),
+                _ => None,
+            };
+            let class = class.or_else(closed_now);
             self.deliver_rpc(&call, class, false);
             return;
         }

@@ -175,6 +175,7 @@ pub(crate) fn apply_changes(ctx: &LevelCtx<'_>, ci: u32, conn: &mut Connection, 
         let Some(guid) = closing(row.key) else { continue };
         if row.state.flags & pair::EVER_OPENED != 0 {
             conn.closes.push(PendingClose { guid, reason: CloseReason::LevelUnloaded });
+            crate::net::rpc::note_close(&mut conn.rpcs.closing, guid, row.state.flags);
         }
         row.state.flags = 0;
         ended.push(guid);
@@ -193,8 +194,9 @@ pub(crate) fn apply_changes(ctx: &LevelCtx<'_>, ci: u32, conn: &mut Connection, 
         false
     });
     for owner in ended {
-        let closes = &mut conn.closes;
-        end_sub_channels(ctx, ci as usize, (rows, dormant, closes), (owner, CloseReason::LevelUnloaded), closed);
+        let (closes, closing) = (&mut conn.closes, &mut conn.rpcs.closing);
+        let ends = (&mut rows[..], &mut *dormant, closes, closing);
+        end_sub_channels(ctx, ci as usize, ends, (owner, CloseReason::LevelUnloaded), closed);
     }
     drop_scratch_rows(conn);
 }

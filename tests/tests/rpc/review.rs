@@ -5,13 +5,14 @@
 //!
 //! Found: a call whose packet was lost and whose actor's close (relevancy, destruction; on a
 //! sub-object, its owner's) reached the client first was dropped by the client — fixed
-//! (`client::rpcs` delivers it with the class the client remembers of the closed GUID). Not
-//! fixed, `#[ignore]`d with the reason: a call made in the same frame as a tear-off, destroy or
-//! dormancy close never goes, and a sub-object's channel closes for relevancy a few frames
-//! before its owner's.
+//! (`client::rpcs` delivers it with the class the client remembers of the closed GUID). A call
+//! made in the same frame as a tear-off, destroy or dormancy close never went — fixed (`net::rpc`:
+//! a channel the tick closes still carries the calls made while it was open, written after the
+//! close; the client delivers them). Not fixed, `#[ignore]`d with the reason: a sub-object's
+//! channel closes for relevancy a few frames before its owner's.
 
 use super::common::{numbers, PING, SHOUT};
-use shadowrep::client::ClientWorld;
+use shadowrep::client::{ClientWorld, RpcEvent};
 use shadowrep::ids::{ClassId, ConnectionId, NetGuid};
 use shadowrep::net::SubObjectCondition;
 use shadowrep::net::{ActorLevelConfig, DriverConfig, NetDriver, NetSettings, Viewer};
@@ -249,13 +250,20 @@ fn a_sub_object_is_not_closed_for_relevancy_before_its_owner() {
 /// Same frame: the game calls a reliable multicast, then tears the actor off, destroys it or
 /// makes it dormant before the tick (UE's `MulticastDeath(); TearOff();`). UE sends an RPC when
 /// it is called, down the channel open then, so the client runs it before the close that
-/// follows. Here the tick fans the frame's calls out after its actors — closes included — so the
-/// call finds no channel (counted `rpcs_without_channel`, never sent). Not fixed: the fan-out
-/// would have to read each connection's channels as they were when the call was made (before
-/// the frame's tear-offs, dormancy closes and gone actors' retirements), and the UE-style
-/// reference, which writes the same bytes, would have to follow; the module documentation
-/// (`net::rpc`) speaks of opens in the same frame, not of closes.
+/// follows. The tick fanned the frame's calls out after its actors — closes included — so the
+/// call found no channel (counted `rpcs_without_channel`, never sent). Fixed: a channel the
+/// tick closes is noted with where a call stood with it, and the tick's calls on it still go
+/// (`net::rpc`), after the close in the packet; the client delivers them (a destroyed actor's
+/// reliable call with the class it remembers).
 fn call_then(change: impl FnOnce(&mut Lvl, ActorId)) -> (Vec<u32>, shadowrep::net::ConnectionStats) {
+    let (calls, stats, _) = calls_then(change);
+    (numbers(&calls, SHOUT), stats)
+}
+
+/// [`call_then`]'s world: a reliable SHOUT 1 and an unreliable PING 2 on an actor whose channel
+/// is open and acknowledged, then `change`, then ten frames on a perfect link: every call the
+/// client delivered, the connection's counters, the client.
+fn calls_then(change: impl FnOnce(&mut Lvl, ActorId)) -> (Vec<RpcEvent>, shadowrep::net::ConnectionStats, Lvl) {
     let mut l = Lvl::new();
     let (id, _) = l.spawn();
     l.run(3);
@@ -263,28 +271,111 @@ fn call_then(change: impl FnOnce(&mut Lvl, ActorId)) -> (Vec<u32>, shadowrep::ne
     l.call(id, PING, 2);
     change(&mut l, id);
     l.run(10);
-    (numbers(&l.client.take_rpcs(), SHOUT), l.driver.connection_stats(l.conn).unwrap())
+    let calls = l.client.take_rpcs();
+    let stats = l.driver.connection_stats(l.conn).unwrap();
+    (calls, stats, l)
 }
 
 #[test]
-#[ignore = "bug, not fixed: the tick fans calls out after the frame's closes (see the note above call_then)"]
 fn a_reliable_call_made_just_before_a_tear_off_is_delivered() {
     let (got, stats) = call_then(|l, id| l.driver.tear_off(l.class, &l.store, id).unwrap());
     assert_eq!(got, vec![1], "{stats:?}");
 }
 
 #[test]
-#[ignore = "bug, not fixed: the tick fans calls out after the frame's closes (see the note above call_then)"]
 fn a_reliable_call_made_just_before_a_destroy_is_delivered() {
     let (got, stats) = call_then(|l, id| l.store.despawn(id).unwrap());
     assert_eq!(got, vec![1], "{stats:?}");
 }
 
 #[test]
-#[ignore = "bug, not fixed: the tick fans calls out after the frame's closes (see the note above call_then)"]
 fn a_reliable_call_made_just_before_dormancy_is_delivered() {
     let (got, stats) = call_then(|l, id| {
         l.driver.set_net_dormancy(l.class, &l.store, id, shadowrep::net::Dormancy::DormantAll).unwrap()
     });
     assert_eq!(got, vec![1], "{stats:?}");
+}
+
+/// The unreliable call of the same frame goes too (the packet has room): the client keeps the
+/// torn-off actor and runs it, once.
+#[test]
+fn an_unreliable_call_made_just_before_a_tear_off_is_delivered() {
+    let (calls, stats, l) = calls_then(|l, id| l.driver.tear_off(l.class, &l.store, id).unwrap());
+    assert_eq!(numbers(&calls, PING), vec![2], "{stats:?}");
+    assert_eq!(numbers(&calls, SHOUT), vec![1], "{stats:?}");
+    assert_eq!((stats.rpcs_without_channel, stats.rpcs_dropped), (0, 0));
+    let guid = calls[0].guid;
+    assert!(l.client.is_torn_off(guid));
+}
+
+/// The unreliable call of the same frame as a destroy goes too, after the close: the client has
+/// just destroyed the actor and runs it with the class it remembers, once — as UE's client runs
+/// the call its channel brought before the close.
+#[test]
+fn an_unreliable_call_made_just_before_a_destroy_is_delivered() {
+    let (calls, stats, l) = calls_then(|l, id| l.store.despawn(id).unwrap());
+    assert_eq!(numbers(&calls, PING), vec![2], "{stats:?} {:?}", l.client.stats());
+    assert_eq!(numbers(&calls, SHOUT), vec![1], "{stats:?}");
+    assert!(!l.client.has(calls[0].guid));
+}
+
+/// A call made after `set_net_dormancy` in the same frame: the channel is still open until the
+/// tick closes it (as in UE, where the channel closes at the next replication), so the call goes
+/// like one made before — delivered, and the client keeps its dormant copy.
+#[test]
+fn a_call_made_after_set_net_dormancy_in_the_same_frame_is_delivered() {
+    let mut l = Lvl::new();
+    let (id, guid) = l.spawn();
+    l.run(3);
+    l.driver.set_net_dormancy(l.class, &l.store, id, shadowrep::net::Dormancy::DormantAll).unwrap();
+    l.call(id, SHOUT, 1);
+    l.call(id, PING, 2);
+    let p = l.tick();
+    assert!(l.driver.connection_stats(l.conn).unwrap().rpcs_sent >= 2);
+    l.deliver(p, true);
+    l.run(10);
+    assert!(l.client.is_dormant(guid));
+    let calls = l.client.take_rpcs();
+    assert_eq!((numbers(&calls, SHOUT), numbers(&calls, PING)), (vec![1], vec![2]));
+}
+
+/// A call made after `tear_off` in the same frame is refused, as `NetDriver::call_rpc`
+/// documents (`DriverError::TornOff`: a torn-off actor is its clients' own, from the tear-off
+/// call on) and changes nothing; the calls made before it go.
+#[test]
+fn a_call_made_after_tear_off_in_the_same_frame_is_refused_and_the_earlier_ones_go() {
+    let mut l = Lvl::new();
+    let (id, guid) = l.spawn();
+    l.run(3);
+    l.call(id, SHOUT, 1);
+    l.driver.tear_off(l.class, &l.store, id).unwrap();
+    let err = l.driver.call_rpc(l.class, &l.store, id, SHOUT, &[Value::U32(2)]).unwrap_err();
+    assert_eq!(err, shadowrep::net::DriverError::TornOff(guid));
+    l.run(10);
+    assert!(l.client.is_torn_off(guid));
+    assert_eq!(numbers(&l.client.take_rpcs(), SHOUT), vec![1]);
+}
+
+/// A relevancy close the same way: the viewer walks away and the game calls every frame while
+/// the client has the actor; the frame whose tick closes the channel (its relevancy lapsed)
+/// still sends that frame's calls, made while it was open. Every one is delivered, in order.
+#[test]
+fn calls_made_in_the_frame_a_channel_closes_for_relevancy_are_delivered() {
+    let mut l = Lvl::new();
+    let (id, guid) = l.spawn();
+    l.run(3);
+    l.driver.set_viewers(l.conn, &[viewer(FAR)]).unwrap();
+    let mut calls = 0;
+    while l.client.has(guid) {
+        assert!(calls < 60, "the channel closed");
+        l.call(id, SHOUT, calls);
+        l.call(id, PING, calls);
+        calls += 1;
+        l.step();
+    }
+    l.run(5);
+    let got = l.client.take_rpcs();
+    assert_eq!(numbers(&got, SHOUT), (0..calls).collect::<Vec<_>>());
+    assert_eq!(numbers(&got, PING), (0..calls).collect::<Vec<_>>());
+    assert_eq!(l.driver.connection_stats(l.conn).unwrap().rpcs_without_channel, 0);
 }

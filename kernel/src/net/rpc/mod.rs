@@ -6,10 +6,14 @@
 //! call_rpc(actor, "Name", args)   the arguments checked, the call's bunch encoded once
 //! tick, once (write.rs)     the calls' actors found and sorted; the unreliable calls' bunches
 //!                           laid end to end in one run
+//! tick, per connection, while its frame closes channels (destroyed, torn off, dormant, not
+//!   relevant, sublevel unloaded, owner's closed): each channel a close ends is noted with where
+//!   a call stood with it (`note_close`; a lost close's resend is not)
 //! tick, per connection, after the frame's actors (write.rs):
 //!   fan out       this tick's calls reaching the connection: a Client call its owning
 //!                 connection, a Multicast call every connection — each only where the actor's
-//!                 channel is open (its open has gone); elsewhere not sent (counted
+//!                 channel is open (its open has gone), or was until this tick closed it (the
+//!                 noted closes: only a connection with one looks); elsewhere not sent (counted
 //!                 `rpcs_without_channel`), as UE sends a call only down a channel
 //!   number        reliable calls wait until their channel's open is acknowledged (the client
 //!                 has the actor), then take the connection's next reliable number, in call order
@@ -46,17 +50,28 @@
 //! tick's packets or never.
 //!
 //! Calls are written after the actors' bunches and fast arrays, so an actor a frame opens is open
-//! before a call of that frame reaches it, and the call sees the state the frame sent. Their bytes
-//! count against the connection's bandwidth like any other: reliable calls are written whatever
-//! the budget (UE sends RPCs as they are called, outside the priority list), unreliable ones not
-//! on a saturated connection (UE's `IsNetReady` check).
+//! before a call of that frame reaches it, and the call sees the state the frame sent. A call
+//! made between two ticks on an actor whose channel was open when the tick began still goes down
+//! it when the tick closes that channel (UE's `MulticastDeath(); TearOff();`, a call then
+//! `Destroy()` or `SetNetDormancy`, or the frame its relevancy lapses or its sublevel unloads):
+//! UE sends an RPC at call time, down the channel open then, before the close. Here the call is
+//! written after the close, in the same frame — a reliable one numbered as any (where the open
+//! was acknowledged: a closing channel's never will be), an unreliable one where the packet has
+//! room — and the client delivers it after the close: on a torn-off or dormant actor it keeps, or
+//! on one it destroyed with the class it remembers ([`crate::client`]). A call made after
+//! `set_net_dormancy` in the same frame goes the same way (the channel is open until the tick
+//! closes it); one made after [`NetDriver::tear_off`] is refused ([`DriverError::TornOff`]).
+//!
+//! Calls' bytes count against the connection's bandwidth like any other: reliable calls are
+//! written whatever the budget (UE sends RPCs as they are called, outside the priority list),
+//! unreliable ones not on a saturated connection (UE's `IsNetReady` check).
 
 mod server;
 mod write;
 
 pub(crate) use server::track_calls;
 pub use server::{ServerRpcEvent, MAX_UNTAKEN_SERVER_RPCS};
-pub(crate) use write::{Chan, FrameCalls, PairChannels};
+pub(crate) use write::{note_close, Chan, Closing, FrameCalls, PairChannels};
 
 use super::connection::Connection;
 use super::{ClassId, ConnectionId, ConnectionStats, DriverError, NetDriver, NetGuid};
@@ -207,6 +222,10 @@ pub(crate) struct ConnRpcs {
     chans: Vec<(u32, Chan)>,
     by_call: Vec<Chan>,
     fresh: Vec<Chan>,
+    /// The channels closed since this connection's last calls were fanned out — in this tick,
+    /// before its calls ([`note_close`]) — each with where a call stood with it before: this
+    /// tick's calls on them still go.
+    pub(crate) closing: Closing,
     /// Scratch: `waiting`'s other buffer (its calls move, their counts untouched).
     spare: Vec<Arc<Call>>,
 }
@@ -278,7 +297,8 @@ impl NetDriver {
     /// Calls remote procedure `rpc` of actor `id` with `args` (one per declared parameter, in
     /// order): a `Client` call reaches the actor's owning connection ([`Self::set_owner`]), a
     /// `NetMulticast` call every connection — each where the actor's channel is open at the next
-    /// tick, which sends it after the frame's actors ([`self`](crate::net::rpc)). The arguments
+    /// tick, or was when it began (a channel the tick closes still carries the calls made before
+    /// it), which sends it after the frame's actors ([`self`](crate::net::rpc)). The arguments
     /// are checked and encoded now, once for every connection. Refused, changing nothing: an
     /// unknown call ([`DriverError::UnknownRpc`]), a Server call ([`DriverError::ServerRpc`]: a
     /// client calls it), arguments that do not fit its parameters ([`DriverError::RpcArgs`]), a

@@ -31,6 +31,9 @@ pub(crate) struct FrameCalls {
     /// call, sorted: how many reach a connection, without reading every call.
     multicasts: usize,
     owners: Vec<ConnectionId>,
+    /// (actor, call index) of every call, by actor: the calls on a channel the tick closed
+    /// ([`Self::add_closing`]).
+    by_guid: Vec<(NetGuid, u32)>,
 }
 
 /// Whom a call goes to (where its actor's channel is open).
@@ -69,7 +72,32 @@ impl FrameCalls {
         let mut owners: Vec<ConnectionId> =
             reach.iter().filter_map(|&r| if let Reach::Only(c) = r { Some(c) } else { None }).collect();
         owners.sort_unstable();
-        Self { calls, by_key: Vec::new(), run, run_index, reach, multicasts, owners }
+        let mut by_guid: Vec<(NetGuid, u32)> = calls.iter().enumerate().map(|(i, c)| (c.guid, i as u32)).collect();
+        by_guid.sort_unstable();
+        Self { calls, by_key: Vec::new(), run, run_index, reach, multicasts, owners, by_guid }
+    }
+
+    /// Adds to `out` (connection `conn`'s calls with a channel, in call order) the calls reaching
+    /// `conn` whose actor's channel the tick closed (`closing`: each with where a call stood with
+    /// it before the close), still in call order: made before the tick, while the channel was
+    /// open, they go down it as UE's would have at call time. A reliable one only where the
+    /// open was acknowledged (the numbering rule: a closed channel's open never will be).
+    fn add_closing(&self, conn: ConnectionId, closing: &[(NetGuid, Chan)], out: &mut Vec<(u32, Chan)>) {
+        let before = out.len();
+        for &(guid, chan) in closing {
+            let first = self.by_guid.partition_point(|&(g, _)| g < guid);
+            for &(_, i) in self.by_guid[first..].iter().take_while(|&&(g, _)| g == guid) {
+                if self.reaches(i as usize, conn) && (chan == Chan::Acked || !self.calls[i as usize].reliable) {
+                    out.push((i, chan));
+                }
+            }
+        }
+        if out.len() > before {
+            // Stable: a call found with a channel open now keeps it (its actor's channel opened
+            // again), and one closed twice is added once.
+            out.sort_by_key(|&(i, _)| i);
+            out.dedup_by_key(|&mut (i, _)| i);
+        }
     }
 
     /// How many calls go to connection `conn` where their actor's channel is open.
@@ -189,11 +217,32 @@ pub(crate) enum Chan {
 
 /// The channel state a connection's pair gives (the driver's channels; the reference has its own).
 fn chan_of(pair: Option<&crate::net::connection::PairState>) -> Chan {
-    match pair {
-        Some(ps) if ps.flags & (pair::DORMANT | pair::TORN) != 0 => Chan::Closed,
-        Some(ps) if ps.flags & pair::OPEN_ACKED != 0 => Chan::Acked,
-        Some(ps) if ps.flags & pair::EVER_OPENED != 0 => Chan::Opened,
+    pair.map_or(Chan::Closed, |ps| chan_of_flags(ps.flags))
+}
+
+/// The channel state of a pair with `flags`.
+fn chan_of_flags(flags: u8) -> Chan {
+    match flags {
+        f if f & (pair::DORMANT | pair::TORN) != 0 => Chan::Closed,
+        f if f & pair::OPEN_ACKED != 0 => Chan::Acked,
+        f if f & pair::EVER_OPENED != 0 => Chan::Opened,
         _ => Chan::Closed,
+    }
+}
+
+/// The channels a connection closed this tick, each with where a call stood with it before
+/// ([`note_close`]).
+pub(crate) type Closing = Vec<(NetGuid, Chan)>;
+
+/// A channel of actor `guid` closes (destroyed, torn off, dormant, not relevant, its sublevel
+/// unloaded, its owner's closed), its pair's flags `flags` before: noted in the connection's
+/// `closing` list ([`ConnRpcs::closing`](super::ConnRpcs)), so this tick's calls made while it was
+/// open still go ([`WriteCtx::write_rpcs`]). Every close site that ends an open channel notes
+/// it (resends of lost closes do not: their channel closed in an earlier tick).
+pub(crate) fn note_close(closing: &mut Closing, guid: NetGuid, flags: u8) {
+    let chan = chan_of_flags(flags);
+    if chan != Chan::Closed {
+        closing.push((guid, chan));
     }
 }
 
@@ -213,6 +262,7 @@ impl WriteCtx<'_> {
         channels: &impl CallChannels,
     ) {
         if calls.is_empty() && conn.rpcs.outstanding() == 0 && !conn.rpcs.ack_pending {
+            conn.rpcs.closing.clear();
             return;
         }
         let mut rpcs = std::mem::take(&mut conn.rpcs);
@@ -220,9 +270,15 @@ impl WriteCtx<'_> {
         chans.clear();
         if !calls.is_empty() {
             channels.frame_chans(conn, calls, &mut chans, &mut rpcs.by_call);
+            // A channel this tick closed still carries the calls made while it was open (only
+            // a connection with such a close does this).
+            if !rpcs.closing.is_empty() {
+                calls.add_closing(conn.id, &rpcs.closing, &mut chans);
+            }
             // The calls for this connection that found no channel: counted, not visited.
             conn.stats.rpcs_without_channel += (calls.reaching(conn.id) - chans.len()) as u64;
         }
+        rpcs.closing.clear();
         let earlier = rpcs.waiting.len();
         for &(i, chan) in &chans {
             let call = &calls.calls[i as usize];

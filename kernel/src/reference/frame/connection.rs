@@ -91,9 +91,10 @@ impl ReferenceFrame {
                     let lapsed =
                         rc.channels.get(&a.guid).is_some_and(|ch| now - ch.relevant_time >= cfg.relevant_timeout);
                     if lapsed && !settings.startup_for(a.guid) && viewers.iter().all(|v| v.view_target.is_some()) {
-                        if rc.channels.remove(&a.guid).is_some_and(|ch| ch.ever_opened) {
+                        if let Some(ch) = rc.channels.remove(&a.guid).filter(|ch| ch.ever_opened) {
                             let reason = close_reason(net.tearing);
                             rc.conn.closes.push(PendingClose { guid: a.guid, reason });
+                            rc.note_close(a.guid, &ch);
                         }
                         if !net.tearing {
                             // Its sub-objects' channels end with it, and its fast arrays' bases.
@@ -352,7 +353,9 @@ impl ReferenceFrame {
                     let before = write.bits_written(&rc.conn);
                     let reason = close_reason(net.tearing);
                     if write.write_close(&mut rc.conn, &mut st, PendingClose { guid, reason }) {
-                        rc.channels.remove(&guid);
+                        if let Some(ch) = rc.channels.remove(&guid) {
+                            rc.note_close(guid, &ch);
+                        }
                         let bits = (write.bits_written(&rc.conn) - before) as u32;
                         let action = if net.tearing {
                             torn_here.push(guid);

@@ -199,6 +199,7 @@ impl RefConn {
             return false;
         }
         let ch = self.channels.remove(&guid).expect("found above");
+        self.note_close(guid, &ch);
         self.dormant.insert(guid, ch);
         true
     }

@@ -108,7 +108,8 @@ impl ReferenceFrame {
                             rc.sent_temporaries.remove(&g);
                             // (A static actor's end was told to every connection above.) A copy held
                             // dormant is the client's as a channel's is (UE's destruction infos).
-                            let ch = rc.channels.remove(&g).or_else(|| rc.dormant.remove(&g));
+                            let open = rc.channels.remove(&g);
+                            let ch = open.or_else(|| rc.dormant.remove(&g));
                             let opened = ch.is_some_and(|ch| ch.ever_opened);
                             // An orphan's tear-off ending with it does not make it one of the
                             // torn: where its owner's channel is open, the owner's Destroyed
@@ -119,6 +120,12 @@ impl ReferenceFrame {
                                 rc.conn.closes.push(PendingClose { guid: g, reason: CloseReason::TornOff });
                             } else if opened && !g.is_static() && !orphaned {
                                 rc.conn.closes.push(PendingClose::destroyed(g));
+                            } else if !(opened && g.is_static()) {
+                                // (A static actor's close went above; its channel closes here.)
+                                continue;
+                            }
+                            if let Some(ch) = open {
+                                rc.note_close(g, &ch);
                             }
                         }
                     }
@@ -166,8 +173,9 @@ impl ReferenceFrame {
                         if e.tear_seen && !e.clock.pending_net_update && !owner_waits && !waits || orphaned {
                             e.torn = true;
                             for rc in &mut self.conns {
-                                rc.held_torn.remove(&e.guid);
-                                let ch = rc.channels.remove(&e.guid).or_else(|| rc.dormant.remove(&e.guid));
+                                let held = rc.held_torn.remove(&e.guid);
+                                let open = rc.channels.remove(&e.guid);
+                                let ch = open.or_else(|| rc.dormant.remove(&e.guid));
                                 let opened = ch.is_some_and(|ch| ch.ever_opened);
                                 // An orphan: where the gone owner's channel was open, its Destroyed
                                 // close takes the sub-object with it (queued this frame, or to come in
@@ -175,6 +183,9 @@ impl ReferenceFrame {
                                 let owner_open = orphaned && rc.owner_open(e.owner);
                                 if opened && tearing && !owner_open {
                                     rc.conn.closes.push(PendingClose { guid: e.guid, reason: CloseReason::TornOff });
+                                    if let Some(ch) = open.filter(|_| !held) {
+                                        rc.note_close(e.guid, &ch);
+                                    }
                                 }
                             }
                         }
@@ -210,9 +221,13 @@ impl RefConn {
             driver.fast.restart(Side::Reference, ci, g);
         }
         for &sub in driver.sub_objects(owner) {
-            let sent = self.channels.remove(&sub).is_some_and(|ch| ch.ever_opened);
+            let open = self.channels.remove(&sub);
+            let sent = open.is_some_and(|ch| ch.ever_opened);
             if self.dormant.remove(&sub).is_some() || sent {
                 self.conn.closes.push(PendingClose { guid: sub, reason });
+            }
+            if let Some(ch) = open {
+                self.note_close(sub, &ch);
             }
         }
     }
@@ -240,8 +255,10 @@ impl RefConn {
         let open: Vec<NetGuid> = self.channels.keys().copied().filter(|&g| closing(g)).collect();
         let held: Vec<NetGuid> = self.dormant.keys().copied().filter(|&g| closing(g)).collect();
         for &guid in &open {
-            if self.channels.remove(&guid).is_some_and(|ch| ch.ever_opened) {
+            let Some(ch) = self.channels.remove(&guid) else { continue };
+            if ch.ever_opened {
                 self.conn.closes.push(PendingClose { guid, reason: CloseReason::LevelUnloaded });
+                self.note_close(guid, &ch);
             }
         }
         for &guid in &held {

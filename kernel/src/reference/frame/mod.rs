@@ -287,6 +287,27 @@ struct RefConn {
 }
 
 impl RefConn {
+    /// Where a call stands with channel `ch` of actor `guid` (the writer's rule, with this
+    /// connection's channels: one held for a torn-off owner's sub-objects is closed).
+    fn call_chan(&self, guid: NetGuid, ch: &RefChannel) -> crate::net::rpc::Chan {
+        use crate::net::rpc::Chan;
+        match ch {
+            _ if self.held_torn.contains(&guid) => Chan::Closed,
+            ch if ch.open_acked => Chan::Acked,
+            ch if ch.ever_opened => Chan::Opened,
+            _ => Chan::Closed,
+        }
+    }
+
+    /// Channel `ch` of actor `guid` closes this frame (taken out of `channels` by the caller):
+    /// this tick's calls made while it was open still go (the kernel's `net::rpc::note_close`).
+    fn note_close(&mut self, guid: NetGuid, ch: &RefChannel) {
+        let chan = self.call_chan(guid, ch);
+        if chan != crate::net::rpc::Chan::Closed {
+            self.conn.rpcs.closing.push((guid, chan));
+        }
+    }
+
     /// Every packet sent so far arrived: its opens, fast array bunches and exports with it.
     fn acknowledge(&mut self) {
         self.fast_delivered.extend(self.conn.rel.fast.drain(..));
