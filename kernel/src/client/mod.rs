@@ -84,8 +84,9 @@ pub const MAX_MAPPED: usize = 65_536;
 /// the first one it can; a request for an actor the server no longer has is never answered).
 const REOPEN_TRIES: u8 = 8;
 
-/// Static actors whose opens the client refused (it did not load their path) remembered at most:
-/// their updates are read past (a plain bunch cannot be stepped over without knowing the class).
+/// Static actors whose opens the client refused (it did not load their path), and sub-objects
+/// whose opens it set aside (their owner was not there), remembered at most: their updates are
+/// read past (a plain bunch cannot be stepped over without knowing the class).
 /// Beyond, a new one evicts the least recently opened or updated ([`ignored`]); an evicted one's
 /// next update makes its packet refused, as for any actor the client lacks, and asks for it again.
 const MAX_IGNORED: usize = 4096;

@@ -18,6 +18,7 @@ mod mutants;
 mod net_groups;
 mod priority;
 mod reference;
+mod refusals;
 mod relevancy;
 mod replicates;
 mod roles;
