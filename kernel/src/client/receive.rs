@@ -8,7 +8,7 @@ use super::{ClientWorld, Receipt, ReceiveError, Reopen, SeqVerdict, MAX_IGNORED}
 use crate::ids::{NetGuid, Seq};
 use crate::wire::bunch::{decode_packet, Bunch, Resolve, PLAIN_FOR_MISSING};
 use crate::wire::feedback::MAX_REOPENS;
-use crate::wire::open::OpenKind;
+use crate::wire::open::{CloseReason, OpenKind};
 use crate::wire::packet::MAX_MTU;
 use crate::wire::WireError;
 use std::collections::{HashMap, HashSet};
@@ -476,11 +476,14 @@ impl ClientWorld {
     }
 
     /// Applies one validated bunch of packet `seq` (`class`: its actor's, or none for a fast
-    /// array's): a bunch for an actor cancels a request for it, an open or a close ends its
-    /// being ignored (see `ignored`).
+    /// array's): a bunch for an actor cancels a request for it, an open or a close (not a
+    /// dormancy close) ends its being ignored (see `ignored`).
     pub(super) fn apply_one(&mut self, b: Bunch, class: Option<u32>, seq: Seq) {
         self.reopen.retain(|r| r.guid != b.guid || r.conflict);
-        if b.close.is_some() || b.open.is_some() {
+        // A dormancy close ends nothing: the server believes the client keeps the copy, and
+        // sends it plain updates once it wakes (an ignored actor's are still read past; an
+        // orphaned sub-object's, refused, cost a packet — the review's rich worlds, seed 146).
+        if b.open.is_some() || b.close.as_ref().is_some_and(|c| c.reason != CloseReason::Dormant) {
             self.ignored.remove(b.guid);
         }
         if let Some(close) = b.close {
