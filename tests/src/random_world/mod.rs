@@ -29,7 +29,7 @@ use sim::Sim;
 pub const LOCATION: usize = 0;
 pub const HEALTH: usize = 1;
 
-/// Parent indices of the bags ([`bag`]) that the world writes under no condition: `Coins` (push
+/// Parent indices of the bags (`bag`) that the world writes under no condition: `Coins` (push
 /// model), `Items` (a dynamic array), `Open` (with a notify); and `Stash`, the owner-only array.
 pub const COINS: usize = 0;
 pub const ITEMS: usize = 1;
