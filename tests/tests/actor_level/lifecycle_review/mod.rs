@@ -139,6 +139,49 @@ struct Char {
     arrays: Vec<(NetGuid, SubObjectCondition)>,
 }
 
+/// Switches actor `id`'s replication off if on, on if off.
+fn toggle(w: &mut World, id: ActorId) {
+    let on = w.driver.replicates(w.ch, id) == Some(true);
+    w.driver.set_replicates(w.ch, &w.chars, id, !on).unwrap();
+}
+
+/// Moves actor `id` out of every viewer's reach half the time, else near the origin.
+fn wander(w: &mut World, rng: &mut impl rand::Rng, id: ActorId) {
+    let at = if rng.random_bool(0.5) { [900_000.0, 0.0, 0.0] } else { [rng.random_range(0.0..3000.0), 0.0, 0.0] };
+    w.chars.set(id, LOCATION, &Value::Vector(at)).unwrap();
+}
+
+impl Char {
+    /// One of its weapons under another random condition.
+    fn recondition(&mut self, w: &mut World, rng: &mut impl rand::Rng) {
+        let i = rng.random_range(0..self.weapons.len());
+        let cond = CONDS[rng.random_range(0..3)];
+        self.weapons[i].2 = cond;
+        w.driver.set_sub_object_condition(w.wp, &w.weapons, self.weapons[i].0, cond).unwrap();
+    }
+
+    /// Another owner: a random client four times in five, else none.
+    fn reown(&mut self, w: &mut World, rng: &mut impl rand::Rng) {
+        let o = rng.random_bool(0.8).then(|| rng.random_range(0..w.clients.len()));
+        self.owner = o;
+        w.driver.set_owner(w.ch, &w.chars, self.id, o.map(|o| w.clients[o].0), false).unwrap();
+    }
+
+    /// Gives it one more fast array, under a random condition.
+    fn add_array(&mut self, w: &mut World, rng: &mut impl rand::Rng) {
+        let cond = CONDS[rng.random_range(0..3)];
+        let fa = w.driver.add_fast_array(w.kind, self.guid, cond).unwrap();
+        self.arrays.push((fa, cond));
+    }
+
+    /// Gives it one more weapon, under a random condition.
+    fn arm(&mut self, w: &mut World, rng: &mut impl rand::Rng) {
+        let cond = CONDS[rng.random_range(0..3)];
+        let (wid, wg) = w.weapon(self.guid, rng.random_range(0..100), cond);
+        self.weapons.push((wid, wg, cond));
+    }
+}
+
 const CONDS: [SubObjectCondition; 3] =
     [SubObjectCondition::None, SubObjectCondition::OwnerOnly, SubObjectCondition::SkipOwner];
 
@@ -163,14 +206,10 @@ fn spawn_char(w: &mut World, rng: &mut impl rand::Rng, sublevel: Option<shadowre
     }
     let mut c = Char { id, guid, owner, weapons: Vec::new(), arrays: Vec::new() };
     for _ in 0..rng.random_range(0..3) {
-        let cond = CONDS[rng.random_range(0..3)];
-        let (wid, wg) = w.weapon(guid, rng.random_range(0..100), cond);
-        c.weapons.push((wid, wg, cond));
+        c.arm(w, rng);
     }
     for _ in 0..rng.random_range(0..2) {
-        let cond = CONDS[rng.random_range(0..3)];
-        let fa = w.driver.add_fast_array(w.kind, guid, cond).unwrap();
-        c.arrays.push((fa, cond));
+        c.add_array(w, rng);
     }
     if rng.random_bool(0.3) {
         w.driver.set_replicates(w.ch, &w.chars, id, false).unwrap();

@@ -78,7 +78,6 @@ pub(super) fn rich_world(seed: u64, loss: f64, frames: u32) -> Result<(), String
     let mut torn_ids: Vec<ActorId> = Vec::new();
     let mut gone: Vec<NetGuid> = Vec::new();
     let mut why: std::collections::HashMap<NetGuid, String> = Default::default();
-    let near = |rng: &mut rand_chacha::ChaCha8Rng| [rng.random_range(0.0..3000.0), 0.0, 0.0];
     let mut frame_no = 0u32;
     for frame in 0..frames {
         now.set(frame_no);
@@ -90,19 +89,9 @@ pub(super) fn rich_world(seed: u64, loss: f64, frames: u32) -> Result<(), String
                 let c = spawn_char(&mut w, &mut rng, Some(HALL));
                 chars.push(c);
             }
-            (3..=8, Some(k)) => {
-                let on = w.driver.replicates(w.ch, chars[k].id) == Some(true);
-                w.driver.set_replicates(w.ch, &w.chars, chars[k].id, !on).unwrap();
-            }
-            (9..=11, Some(k)) => {
-                let at = if rng.random_bool(0.5) { [900_000.0, 0.0, 0.0] } else { near(&mut rng) };
-                w.chars.set(chars[k].id, LOCATION, &Value::Vector(at)).unwrap();
-            }
-            (12..=13, Some(k)) if chars[k].weapons.len() < 3 => {
-                let cond = CONDS[rng.random_range(0..3)];
-                let (wid, wg) = w.weapon(chars[k].guid, rng.random_range(0..100), cond);
-                chars[k].weapons.push((wid, wg, cond));
-            }
+            (3..=8, Some(k)) => toggle(&mut w, chars[k].id),
+            (9..=11, Some(k)) => wander(&mut w, &mut rng, chars[k].id),
+            (12..=13, Some(k)) if chars[k].weapons.len() < 3 => chars[k].arm(&mut w, &mut rng),
             (14, Some(k)) if !chars[k].weapons.is_empty() => {
                 let i = rng.random_range(0..chars[k].weapons.len());
                 let (wid, wg, _) = chars[k].weapons.remove(i);
@@ -117,22 +106,9 @@ pub(super) fn rich_world(seed: u64, loss: f64, frames: u32) -> Result<(), String
                     ),
                 );
             }
-            (15, Some(k)) if !chars[k].weapons.is_empty() => {
-                let i = rng.random_range(0..chars[k].weapons.len());
-                let cond = CONDS[rng.random_range(0..3)];
-                chars[k].weapons[i].2 = cond;
-                w.driver.set_sub_object_condition(w.wp, &w.weapons, chars[k].weapons[i].0, cond).unwrap();
-            }
-            (16, Some(k)) => {
-                let o = rng.random_bool(0.8).then(|| rng.random_range(0..w.clients.len()));
-                chars[k].owner = o;
-                w.driver.set_owner(w.ch, &w.chars, chars[k].id, o.map(|o| w.clients[o].0), false).unwrap();
-            }
-            (17, Some(k)) if chars[k].arrays.len() < 2 => {
-                let cond = CONDS[rng.random_range(0..3)];
-                let fa = w.driver.add_fast_array(w.kind, chars[k].guid, cond).unwrap();
-                chars[k].arrays.push((fa, cond));
-            }
+            (15, Some(k)) if !chars[k].weapons.is_empty() => chars[k].recondition(&mut w, &mut rng),
+            (16, Some(k)) => chars[k].reown(&mut w, &mut rng),
+            (17, Some(k)) if chars[k].arrays.len() < 2 => chars[k].add_array(&mut w, &mut rng),
             (18, Some(k)) if !chars[k].arrays.is_empty() => {
                 let i = rng.random_range(0..chars[k].arrays.len());
                 let (fa, _) = chars[k].arrays.remove(i);
@@ -185,14 +161,8 @@ pub(super) fn rich_world(seed: u64, loss: f64, frames: u32) -> Result<(), String
                 let load = !peers[cl].loaded;
                 stream(&mut w, &mut peers, &statics, cl, load);
             }
-            (25..=27, _) if statics[si].alive && !statics[si].torn => {
-                let on = w.driver.replicates(w.ch, statics[si].id) == Some(true);
-                w.driver.set_replicates(w.ch, &w.chars, statics[si].id, !on).unwrap();
-            }
-            (28, _) if statics[si].alive && !statics[si].torn => {
-                let at = if rng.random_bool(0.5) { [900_000.0, 0.0, 0.0] } else { near(&mut rng) };
-                w.chars.set(statics[si].id, LOCATION, &Value::Vector(at)).unwrap();
-            }
+            (25..=27, _) if statics[si].alive && !statics[si].torn => toggle(&mut w, statics[si].id),
+            (28, _) if statics[si].alive && !statics[si].torn => wander(&mut w, &mut rng, statics[si].id),
             (29, _) if statics[si].alive && !statics[si].torn && rng.random_bool(0.2) => {
                 statics[si].alive = false;
                 w.chars.despawn(statics[si].id).unwrap();

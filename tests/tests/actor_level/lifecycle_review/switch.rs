@@ -15,7 +15,6 @@ pub(super) fn switch_world(seed: u64, loss: f64, frames: u32, dormancy: bool) ->
     let mut w = World::new(3);
     let mut chars: Vec<Char> = Vec::new();
     let mut gone: Vec<NetGuid> = Vec::new();
-    let near = |rng: &mut rand_chacha::ChaCha8Rng| [rng.random_range(0.0..3000.0), 0.0, 0.0];
     for frame in 0..frames {
         let op = rng.random_range(0..40);
         let k = (!chars.is_empty()).then(|| rng.random_range(0..chars.len()));
@@ -24,41 +23,18 @@ pub(super) fn switch_world(seed: u64, loss: f64, frames: u32, dormancy: bool) ->
                 let c = spawn_char(&mut w, &mut rng, None);
                 chars.push(c);
             }
-            (3..=8, Some(k)) => {
-                let on = w.driver.replicates(w.ch, chars[k].id) == Some(true);
-                w.driver.set_replicates(w.ch, &w.chars, chars[k].id, !on).unwrap();
-            }
-            (9..=10, Some(k)) => {
-                let at = if rng.random_bool(0.5) { [900_000.0, 0.0, 0.0] } else { near(&mut rng) };
-                w.chars.set(chars[k].id, LOCATION, &Value::Vector(at)).unwrap();
-            }
-            (11..=12, Some(k)) if chars[k].weapons.len() < 3 => {
-                let cond = CONDS[rng.random_range(0..3)];
-                let (wid, wg) = w.weapon(chars[k].guid, rng.random_range(0..100), cond);
-                chars[k].weapons.push((wid, wg, cond));
-            }
+            (3..=8, Some(k)) => toggle(&mut w, chars[k].id),
+            (9..=10, Some(k)) => wander(&mut w, &mut rng, chars[k].id),
+            (11..=12, Some(k)) if chars[k].weapons.len() < 3 => chars[k].arm(&mut w, &mut rng),
             (13, Some(k)) if !chars[k].weapons.is_empty() => {
                 let i = rng.random_range(0..chars[k].weapons.len());
                 let (wid, wg, _) = chars[k].weapons.remove(i);
                 w.weapons.despawn(wid).unwrap();
                 gone.push(wg);
             }
-            (14, Some(k)) if !chars[k].weapons.is_empty() => {
-                let i = rng.random_range(0..chars[k].weapons.len());
-                let cond = CONDS[rng.random_range(0..3)];
-                chars[k].weapons[i].2 = cond;
-                w.driver.set_sub_object_condition(w.wp, &w.weapons, chars[k].weapons[i].0, cond).unwrap();
-            }
-            (15..=16, Some(k)) => {
-                let o = rng.random_bool(0.8).then(|| rng.random_range(0..3));
-                chars[k].owner = o;
-                w.driver.set_owner(w.ch, &w.chars, chars[k].id, o.map(|o| w.clients[o].0), false).unwrap();
-            }
-            (17, Some(k)) if chars[k].arrays.len() < 2 => {
-                let cond = CONDS[rng.random_range(0..3)];
-                let fa = w.driver.add_fast_array(w.kind, chars[k].guid, cond).unwrap();
-                chars[k].arrays.push((fa, cond));
-            }
+            (14, Some(k)) if !chars[k].weapons.is_empty() => chars[k].recondition(&mut w, &mut rng),
+            (15..=16, Some(k)) => chars[k].reown(&mut w, &mut rng),
+            (17, Some(k)) if chars[k].arrays.len() < 2 => chars[k].add_array(&mut w, &mut rng),
             (18, Some(k)) if !chars[k].arrays.is_empty() => {
                 let i = rng.random_range(0..chars[k].arrays.len());
                 let (fa, _) = chars[k].arrays.remove(i);
