@@ -364,14 +364,13 @@ mod tests {
             stepped.push((i, plan));
             t.pages += 1;
         });
-        let want: Vec<(usize, usize)> = (0..70).map(|i| (i, candidate_of((5 + i) / TRIAL_PAGES, 3))).collect();
+        // Three candidates: runs 0–2 take them in order, runs 3–5 reversed.
+        let runs = [(0, 11), (1, 16), (2, 16), (2, 16), (1, 11)];
+        let want: Vec<(usize, usize)> =
+            runs.iter().flat_map(|&(c, len)| std::iter::repeat_n(c, len)).enumerate().collect();
         assert_eq!(stepped, want);
-        // Each run's pages but its first, per candidate.
-        let mut pages = [0u64; 3];
-        for (run, len) in [11, 16, 16, 16, 11].into_iter().enumerate() {
-            pages[candidate_of(run, 3)] += len - 1;
-        }
-        assert_eq!(tally.trial.iter().map(|t| t.pages).collect::<Vec<_>>(), pages);
+        // Each run's pages but its first, per candidate: 10; 15 + 10; 15 + 15.
+        assert_eq!(tally.trial.iter().map(|t| t.pages).collect::<Vec<_>>(), [10, 25, 30]);
         assert_eq!(tally.pages, 70);
     }
 }
