@@ -8,8 +8,8 @@
 //! (`client::rpcs` delivers it with the class the client remembers of the closed GUID). A call
 //! made in the same frame as a tear-off, destroy or dormancy close never went — fixed (`net::rpc`:
 //! a channel the tick closes still carries the calls made while it was open, written after the
-//! close; the client delivers them). Not fixed, `#[ignore]`d with the reason: a sub-object's
-//! channel closes for relevancy a few frames before its owner's.
+//! close; the client delivers them). A sub-object's channel closed for relevancy a few frames
+//! before its owner's — fixed in session 67 (its channel keeps its owner's relevancy clock).
 
 use super::common::{numbers, PING, SHOUT};
 use shadowrep::client::{ClientWorld, RpcEvent};
@@ -220,13 +220,12 @@ fn a_reliable_call_on_a_sub_object_lost_before_its_owners_relevancy_close_is_sti
 }
 
 /// While the owner's channel is open the client holds its sub-objects (UE replicates them in
-/// the owner's channel: a sub-object has no relevancy, and no close, of its own). Here a part
-/// closes for relevancy a few frames before its owner (each row's relevancy recheck has its own
-/// jitter): the client destroys the part while it keeps the owner, and a call on the part in
-/// those frames finds no channel. Not fixed (the sub-objects' lifecycle, `net::lifecycle`, not
-/// the calls): reported.
+/// the owner's channel: a sub-object has no relevancy, and no close, of its own). A part closed
+/// for relevancy a few frames before its owner (each row's relevancy clock had its own jitter):
+/// the client destroyed the part while it kept the owner, and a call on the part in those frames
+/// found no channel. Fixed: a sub-object's channel keeps its owner's clock while the owner's
+/// channel is open (`channels::owners::LastActor::owner_relevant_time`, and the reference).
 #[test]
-#[ignore = "bug, not fixed: a sub-object's channel closes for relevancy before its owner's"]
 fn a_sub_object_is_not_closed_for_relevancy_before_its_owner() {
     let mut l = Lvl::new();
     let (_, owner) = l.spawn();

@@ -420,11 +420,15 @@ fn process(ctx: &LevelCtx<'_>, run: &mut Run<'_>, conn: &mut Connection, scratch
                 && (ctx.initial_only == 0
                     || !due.initial_only_for(ci)
                     || initial_window(conn, ri, last.owner_flags(conn, due)));
+            // A sub-object's channel lasts as long as its owner's relevancy does (its own clock,
+            // jittered by its own GUID, would lapse frames before or after the owner's).
+            let owner_time = last.owner_relevant_time(conn, due);
             let row = &mut rows_in(&mut conn.pairs)[ri as usize];
             let has_channel = row.state.flags & pair::CHANNEL != 0;
             let recheck = !has_channel || now - row.relevant_time >= recheck_after;
             let relevant = recheck && relevant_now;
-            let recently = allowed && (relevant || (has_channel && now - row.relevant_time < ctx.cfg.relevant_timeout));
+            let clock = owner_time.unwrap_or(row.relevant_time);
+            let recently = allowed && (relevant || (has_channel && now - clock < ctx.cfg.relevant_timeout));
             let tearing = due.actor.tearing;
             if recently {
                 if !has_channel {

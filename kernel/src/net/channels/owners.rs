@@ -38,6 +38,24 @@ impl LastActor {
     }
 }
 
+impl LastActor {
+    /// The relevancy clock (`relevant_time`) of sub-object `due`'s owner's channel here, while
+    /// that channel is open — not dormant, not torn off: what keeps the sub-object's channel
+    /// (UE replicates a sub-object inside its owner's channel: it has no relevancy of its own,
+    /// and closes with the owner, never before). `None` for an actor, or an owner without an
+    /// open channel here.
+    #[inline]
+    pub fn owner_relevant_time(&self, conn: &Connection, due: &DueActor) -> Option<f64> {
+        let owner = due.owner_slot?;
+        let row = match self.0 {
+            Some((key, row)) if key == owner => &rows_of(conn)[row as usize],
+            _ => conn.pairs.channel(owner.0, owner.1)?,
+        };
+        let open = row.state.flags & (pair::CHANNEL | pair::DORMANT | pair::TORN) == pair::CHANNEL;
+        open.then_some(row.relevant_time)
+    }
+}
+
 /// How a sub-object's owner's copy is held on a connection, as far as dormancy goes.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub(super) enum Held {

@@ -223,9 +223,13 @@ impl ReferenceFrame {
                             || torn_here.contains(&o)
                             || rc.held_torn.contains(&o)
                     });
+                // A sub-object's channel lasts as long as its owner's relevancy does, while the
+                // owner's channel is open here (the kernel's rule: `LastActor::owner_relevant_time`).
+                let owner_channel = driver.owner_of(guid).filter(|_| sub_object).and_then(|o| rc.channels.get(&o));
+                let clock = |ch: &RefChannel| owner_channel.map_or(ch.relevant_time, |o| o.relevant_time);
                 let recently = allowed
                     && owner_open
-                    && (relevant || channel.is_some_and(|ch| now - ch.relevant_time < cfg.relevant_timeout));
+                    && (relevant || channel.is_some_and(|ch| now - clock(&ch) < cfg.relevant_timeout));
                 let startup = class.cols.settings[s as usize].startup_for(guid);
                 if recently {
                     if channel.is_none() && net.fast {
