@@ -449,6 +449,11 @@ impl Connection {
         self.pair_of(guids, guid).is_some_and(|ps| ps.flags & (pair::EVER_OPENED | pair::DORMANT) != 0)
     }
 
+    /// Whether a close of `guid` is queued here or on its way (in a packet not settled yet).
+    pub fn close_pending(&self, guid: NetGuid) -> bool {
+        self.closes.iter().chain(&self.rel.closes).any(|c| c.guid == guid)
+    }
+
     /// Forgets a pair (its actor is gone, or its channel closed); returns what it held.
     pub fn drop_pair(&mut self, class: u32, slot: u32) -> PairState {
         if !self.unsent_initial.is_empty() {

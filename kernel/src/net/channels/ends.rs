@@ -95,9 +95,7 @@ pub(crate) fn end_sub_channels(
     (owner, reason): (NetGuid, CloseReason),
     closed: &mut Vec<(u32, u32)>,
 ) {
-    for (g, _) in ctx.write.fast.versions_of(owner) {
-        ctx.write.fast.restart(crate::net::fastarrays::Side::Driver, ci, g);
-    }
+    ctx.write.fast.owner_ended(ci, owner);
     let Some(subs) = ctx.subs.get(&owner) else { return };
     for &g in subs {
         let Some(&(c, s)) = ctx.guids.get(&g) else { continue };

@@ -10,7 +10,7 @@ use crate::schema::ArrayLayout;
 use crate::wire::packet::max_body_bits;
 use std::sync::{Arc, PoisonError};
 
-use super::{FastArrayKind, FastArrayNet, OPEN_ACKED, OPEN_SENT};
+use super::{FastArrayKind, FastArrayNet, MAY_HOLD, OPEN_ACKED, OPEN_SENT, STALE};
 
 /// A fast array's items, to change on the server ([`NetDriver::fast_array_mut`]): every change
 /// marks the item, and the next frames send it to every connection that has the array.
@@ -274,7 +274,9 @@ impl NetDriver {
         }
         // The driver's connections' states sit at even slots (the reference's at odd ones).
         for (ci, fc) in fa.conns.iter().step_by(2).enumerate() {
-            if fc.flags & (OPEN_SENT | OPEN_ACKED) != 0 || fc.in_flight > 0 {
+            // The client may hold it: opened here, in flight, or a copy from an earlier channel
+            // of the owner whose close was lost (`STALE`) or may yet be (`MAY_HOLD`).
+            if fc.flags & (OPEN_SENT | OPEN_ACKED | STALE | MAY_HOLD) != 0 || fc.in_flight > 0 {
                 if let Some(conn) = self.conns.get_mut(ci).filter(|c| !c.removed) {
                     conn.closes.push(PendingClose::destroyed(guid));
                 }

@@ -147,6 +147,15 @@ const CLOSE_OWED: u8 = 4;
 /// array's close instead (`write`). Kept through [`FastArrayNet::reset`].
 const STALE: u8 = 8;
 
+/// [`FaConn::flags`]: the owner's channel here ended ([`FastArrays::owner_ended`]) while the
+/// client may have had the array (its open sent or acknowledged, bunches in flight, or a stale
+/// copy): the owner's close takes the client's copy with it — unless that close is lost and not
+/// sent again, the owner back first. Until the owner's close is known delivered
+/// ([`FastArrays::owner_close_delivered`]) or a new open replaces the copy, a removal of the
+/// array sends the array's own close (`NetDriver::remove_fast_array`): the server holds no
+/// state that would tell it the client may keep it. Kept through [`FastArrayNet::reset`].
+const MAY_HOLD: u8 = 16;
+
 /// One connection's state in one fast array.
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct FaConn {
@@ -176,7 +185,8 @@ impl FastArrayNet {
         if let Some(base) = fc.base.take() {
             let _ = self.array.disconnect(base);
         }
-        *fc = FaConn { generation: fc.generation.wrapping_add(1), flags: fc.flags & STALE, ..FaConn::default() };
+        let kept = fc.flags & (STALE | MAY_HOLD);
+        *fc = FaConn { generation: fc.generation.wrapping_add(1), flags: kept, ..FaConn::default() };
     }
 
     /// [`Self::reset`], and no stale copy either: the slot's connection is gone (or new).
@@ -400,7 +410,7 @@ impl FastArrays {
         if delivered {
             if sent.open {
                 // The open replaced whatever copy the client held.
-                fc.flags = fc.flags & !STALE | OPEN_ACKED;
+                fc.flags = fc.flags & !(STALE | MAY_HOLD) | OPEN_ACKED;
             }
             if let Some(t) = sent.token {
                 fa.array.acked(base, t);
@@ -488,6 +498,41 @@ impl FastArrays {
     pub(crate) fn restart(&self, side: Side, ci: usize, guid: NetGuid) {
         if let Some(e) = self.arrays.get(&guid) {
             lock(e).reset(side.slot(ci));
+        }
+    }
+
+    /// Owner `owner`'s channel on the driver's connection `ci` ended (closed, not torn off):
+    /// the client destroys its arrays with it, so each starts again from nothing there
+    /// ([`Self::restart`]) — marked [`MAY_HOLD`] where the client may have had it, until the
+    /// owner's close is known delivered.
+    pub(crate) fn owner_ended(&self, ci: usize, owner: NetGuid) {
+        let slot = Side::Driver.slot(ci);
+        for g in self.by_owner.get(&owner).map_or(&[][..], |l| &l[..]) {
+            let Some(e) = self.arrays.get(g) else { continue };
+            let mut fa = lock(e);
+            let Some(fc) = fa.conns.get_mut(slot) else { continue };
+            if fc.flags & (OPEN_SENT | OPEN_ACKED | STALE) != 0 || fc.in_flight > 0 {
+                fc.flags |= MAY_HOLD;
+            }
+            fa.reset(slot);
+        }
+    }
+
+    /// Whether actor `owner` has fast arrays.
+    pub(crate) fn has_arrays(&self, owner: NetGuid) -> bool {
+        self.by_owner.contains_key(&owner)
+    }
+
+    /// The last close of `owner` on its way to the driver's connection `ci` (destroyed, or its
+    /// sublevel unloaded) reached it: the client holds none of its arrays from before
+    /// ([`MAY_HOLD`] cleared).
+    pub(crate) fn owner_close_delivered(&self, ci: usize, owner: NetGuid) {
+        let slot = Side::Driver.slot(ci);
+        for g in self.by_owner.get(&owner).map_or(&[][..], |l| &l[..]) {
+            let Some(e) = self.arrays.get(g) else { continue };
+            if let Some(fc) = lock(e).conns.get_mut(slot) {
+                fc.flags &= !MAY_HOLD;
+            }
         }
     }
 

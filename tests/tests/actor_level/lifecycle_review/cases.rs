@@ -66,15 +66,16 @@ fn sweep() {
 }
 
 #[test]
-#[ignore = "bug, not fixed: a fast array removed while its owner's lost relevancy close is not sent again (the owner reopened before the loss was known) stays on the client for good"]
 fn a_fast_array_removed_while_its_owners_lost_close_is_replaced_by_a_reopen_leaves_the_client() {
     // The owner's relevancy close is lost, the owner is relevant again before the server hears
     // of the loss (its close does not go again: the reopen replaces it, and the client keeps its
     // copy), and the owner's fast array is removed meanwhile. A sub-object in its place gets a
     // close of its own (`end_sub_channels`); the array's per-connection state was reset when
-    // the owner's channel ended, so `remove_fast_array` sends no close, and
-    // `owner_close_dropped` marks only the arrays the owner still has: the client keeps the
-    // removed array, its items frozen, for as long as the owner lives.
+    // the owner's channel ended, so `remove_fast_array` sent no close, and
+    // `owner_close_dropped` marks only the arrays the owner still has: the client kept the
+    // removed array, its items frozen, for as long as the owner lived. Fixed (session 67): the
+    // reset keeps a mark that the client may hold the array until the owner's close is known
+    // delivered (`fastarrays::MAY_HOLD`), and a removal sends the array's close where it is set.
     let mut w = World::new(1);
     let (owner, og) = w.spawn([500.0, 0.0, 0.0]);
     let fa = w.driver.add_fast_array(w.kind, og, SubObjectCondition::None).unwrap();
