@@ -82,6 +82,7 @@ pub const MAX_MAPPED: usize = 65_536;
 
 /// Feedbacks a reopen request rides in before the client gives up on it (the server answers
 /// the first one it can; a request for an actor the server no longer has is never answered).
+/// A sub-object set aside for want of its owner asks again later ([`ignored`]).
 const REOPEN_TRIES: u8 = 8;
 
 /// Static actors whose opens the client refused (it did not load their path), and sub-objects
@@ -158,6 +159,8 @@ pub struct ClientWorld {
     window: ReceiveWindow,
     /// Actors to ask the server to open again, with the feedbacks that carried the request.
     reopen: Vec<Reopen>,
+    /// Feedbacks written: the clock of set-aside sub-objects' requests ([`ignored`]).
+    feedbacks: u64,
     unmapped: unmapped::Unmapped,
     /// References written to an object the client has, by target (the same index as
     /// `unmapped`): when the target is destroyed they wait for it again, so its return fires
@@ -211,6 +214,7 @@ impl ClientWorld {
             fast: fastarrays::ClientFastArrays::default(),
             window: ReceiveWindow::new(Seq(1)),
             reopen: Vec::new(),
+            feedbacks: 0,
             unmapped: unmapped::Unmapped::default(),
             mapped: unmapped::Unmapped::default(),
             notifies: Vec::new(),
@@ -543,6 +547,17 @@ impl ClientWorld {
     /// a first acknowledgement measures it, every feedback carries them).
     pub fn feedback(&mut self) -> Vec<u8> {
         self.unreported = false;
+        let now = self.feedbacks;
+        self.feedbacks += 1;
+        // Set-aside sub-objects whose wait ended ask again — with room left for the requests
+        // of what a packet lacked (a forger's sub-objects cannot take every place).
+        for guid in self.ignored.due(now) {
+            if self.reopen.len() < crate::wire::feedback::MAX_REOPENS / 2 {
+                self.request_reopen(guid);
+            } else {
+                self.ignored.unanswered(guid, now);
+            }
+        }
         let mut w = BitWriter::new();
         let guids: Vec<NetGuid> = self.reopen.iter().map(|r| r.guid).collect();
         write_feedback(&mut w, self.window.highest(), self.window.received(), &guids);
@@ -554,7 +569,17 @@ impl ClientWorld {
         for r in &mut self.reopen {
             r.tries += 1;
         }
-        self.reopen.retain(|r| r.tries < REOPEN_TRIES);
+        let mut unanswered = Vec::new();
+        self.reopen.retain(|r| {
+            let rides = r.tries < REOPEN_TRIES;
+            if !rides {
+                unanswered.push(r.guid);
+            }
+            rides
+        });
+        for guid in unanswered {
+            self.ignored.unanswered(guid, now + 1);
+        }
         w.into_bytes()
     }
 }

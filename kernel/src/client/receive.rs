@@ -596,7 +596,7 @@ impl ClientWorld {
     }
 
     /// Asks the server to open actor `guid` again (in the next feedbacks), unless already asked.
-    fn request_reopen(&mut self, guid: NetGuid) {
+    pub(super) fn request_reopen(&mut self, guid: NetGuid) {
         if self.reopen.len() < MAX_REOPENS && !self.reopen.iter().any(|r| r.guid == guid) {
             self.reopen.push(Reopen { guid, tries: 0, conflict: false });
             self.stats.reopens_requested += 1;

@@ -85,3 +85,18 @@ fn a_sub_object_set_aside_stays_read_past_through_its_dormancy_close() {
     assert!(w.refused.is_empty(), "an honest server's packet, in order, refused: {:?}", w.refused);
     assert_eq!(w.client(0).value(wg, AMMO), Some(Value::U32(9)));
 }
+
+#[test]
+fn a_sub_object_set_aside_that_never_changes_still_comes() {
+    // As above, but the weapon never changes: no read-past update asks for it again, and its
+    // request, given up after eight feedbacks, left the client without it for good (its open
+    // believed delivered, nothing more to send). The client asks again after a wait (doubling
+    // each time it goes unanswered), and the server opens it anew.
+    let (mut w, (_, owner), (_, wg)) = weapon_set_aside();
+    w.run(12);
+    assert!(w.client(0).has(owner), "the owner's open went again");
+    assert!(!w.client(0).has(wg), "the weapon waits for the client to ask again");
+    w.run(30);
+    assert_eq!(w.client(0).value(wg, AMMO), Some(Value::U32(7)));
+    assert!(w.refused.is_empty(), "{:?}", w.refused);
+}
