@@ -62,8 +62,9 @@
 //! renders one actor's changes in UE's changelist format, which the tests compare with the
 //! reference path's.
 //!
-//! Where things are: this module owns each driver's [`ShadowState`] (slot tracking, sharding
-//! pages across rayon); `config` how a compare runs; `jobs` cuts the per-page borrows (`PageJob`, from a
+//! Where things are: this module owns each driver's [`ShadowState`] (sharding pages across
+//! rayon); `slots` keeps its slots in line with the store's (spawns, despawns, new pages);
+//! `config` how a compare runs; `jobs` cuts the per-page borrows (`PageJob`, from a
 //! run of consecutive pages, `PageBlock`, or a list) and counts what a shard visited; `page`
 //! holds the per-compare plan and one page's walk; `lane` one lane of a plane (its lines, its
 //! diff, its copy); `push` the batched push frame; `changes` the
@@ -81,6 +82,8 @@ mod lane;
 mod page;
 mod push;
 mod simd;
+mod slots;
+use slots::marked_pages;
 pub mod tune;
 
 pub use changes::{ArrayChange, ChangeSet};
@@ -101,9 +104,7 @@ pub(crate) fn prefetch_lines(addr: usize, len: usize) {
 pub use simd::{scalar, Isa, Kernels, NextPage, PageScan};
 
 use crate::schema::{ClassLayout, PAGE_LANES};
-use crate::store::{
-    pages_with_lanes, read_parent, BitIter, ClassStore, DirtyState, LiveView, PageArray, PageArrays, WatcherId,
-};
+use crate::store::{pages_with_lanes, read_parent, ClassStore, DirtyState, PageArray, PageArrays, WatcherId};
 use crate::value::Value;
 use jobs::{split_jobs, JobSource, PageBlock, PageJob, Tally, BLOCK_PAGES};
 use page::{PageRefs, Plan};
@@ -131,17 +132,6 @@ pub struct ShadowState {
     batch: push::Batch,
     /// Which diff table large full frames use (see `tune`).
     tuner: tune::IsaTuner,
-}
-
-/// The pages with a mark below `pages`, ascending (as the summary bits list them).
-fn marked_pages(dirty: &DirtyState, pages: usize) -> Vec<usize> {
-    dirty
-        .pages
-        .iter()
-        .enumerate()
-        .flat_map(|(w, &bits)| BitIter(bits).map(move |b| w * 64 + b))
-        .filter(|&p| p < pages)
-        .collect()
 }
 
 impl ShadowState {
@@ -569,69 +559,6 @@ impl ShadowState {
             Some((l, listed)) => dirty.clear_listed(l, listed),
         }
         Ok(())
-    }
-
-    /// Brings the shadow's slots in line with the store's: new pages, and lanes whose actor was
-    /// spawned or despawned since the last compare (zeroed shadow, every parent marked dirty).
-    fn sync_slots(&mut self, view: &LiveView<'_>, dirty: &mut DirtyState) {
-        let pages = view.occupied.len();
-        // Nothing spawned or despawned since the last look: no page to visit (a push frame of a
-        // large class costs its marks, not a pass over every page's epoch).
-        if self.seen_structure == Some(view.structure) && self.seen_epochs.len() == pages {
-            return;
-        }
-        while self.seen_epochs.len() < pages {
-            let p = self.seen_epochs.len();
-            self.shadow.push_zeroed();
-            self.arrays.push(vec![Vec::new(); self.layout.arrays.len() * PAGE_LANES]);
-            // Differs from the store's epoch, so the page's lanes are examined below.
-            self.seen_epochs.push(view.epochs[p].wrapping_add(1));
-            self.seen_occupied.push(0);
-        }
-        self.seen_generations.resize(view.generations.len(), 0);
-        let parents = self.layout.parents.len();
-        for p in 0..pages {
-            if self.seen_epochs[p] == view.epochs[p] {
-                continue;
-            }
-            let (now, was) = (view.occupied[p], self.seen_occupied[p]);
-            let first = p * PAGE_LANES;
-            let slots = first..(first + PAGE_LANES).min(view.generations.len());
-            let mut reset = now ^ was;
-            for (lane, slot) in slots.enumerate() {
-                if now >> lane & 1 != 0 && self.seen_generations[slot] != view.generations[slot] {
-                    reset |= 1 << lane;
-                }
-                self.seen_generations[slot] = view.generations[slot];
-            }
-            let bytes = self.shadow.page_mut(p);
-            for lane in BitIter(reset) {
-                crate::store::zero_lanes(&self.layout, bytes, lane);
-                self.check.reset_lane(&self.layout, p, lane);
-                for a in 0..self.layout.arrays.len() {
-                    self.arrays[p][a * PAGE_LANES + lane] = Vec::new();
-                }
-            }
-            let born = reset & now;
-            // A new actor's shadow holds the class defaults: its first compare finds what differs
-            // from them (UE compares a new object with its class default object).
-            if !self.layout.default_planes.is_empty() {
-                for lane in BitIter(born) {
-                    crate::store::write_defaults(&self.layout, bytes, lane);
-                }
-            }
-            for lane in BitIter(born) {
-                crate::store::write_default_arrays(&self.layout, &mut self.arrays[p], lane);
-            }
-            if born != 0 {
-                for parent in 0..parents {
-                    dirty.mark(p, parent, born);
-                }
-            }
-            self.seen_occupied[p] = now;
-            self.seen_epochs[p] = view.epochs[p];
-        }
-        self.seen_structure = Some(view.structure);
     }
 }
 

@@ -308,8 +308,7 @@ impl NetDriver {
             self.statics.destroyed.push(guid);
             for conn in self.conns.iter_mut().filter(|c| !c.removed) {
                 let ps = conn.drop_pair(class, slot);
-                conn.closes.push(PendingClose::destroyed(guid));
-                super::rpc::note_close(&mut conn.rpcs.closing, guid, ps.flags);
+                conn.closes.end(PendingClose::destroyed(guid), ps.flags);
             }
             if let Some(level) = self.level.as_mut() {
                 // The rows are gone already; the retired list still clears the slot's due state.
@@ -326,8 +325,7 @@ impl NetDriver {
         for conn in self.conns.iter_mut().filter(|c| !c.removed) {
             let ps = conn.drop_pair(class, slot);
             if ps.flags & pair::EVER_OPENED != 0 {
-                conn.closes.push(PendingClose::destroyed(guid));
-                super::rpc::note_close(&mut conn.rpcs.closing, guid, ps.flags);
+                conn.closes.end(PendingClose::destroyed(guid), ps.flags);
             }
         }
     }

@@ -11,6 +11,7 @@ use super::channels::FrameDecisions;
 use super::pairs::Pairs;
 use super::relevancy::Viewer;
 use super::reliability::Reliability;
+use super::rpc::{note_close, Closing};
 use crate::ids::{ConnectionId, Frame, LeafMask, NetGuid, Seq};
 use crate::wire::open::CloseReason;
 use crate::wire::packet::PacketWriter;
@@ -155,6 +156,40 @@ impl PendingClose {
     }
 }
 
+/// A connection's closes: those queued for its next packets, and the channels this tick ended
+/// — a call made on one while it was open still goes down it ([`crate::net::rpc`]). Every site
+/// that ends an open channel says so here ([`Self::end`], or [`Self::note`] where it writes the
+/// close itself or owes none); a close that ends nothing now — a lost one sent again, a dormant
+/// copy's, a fast array's, a static actor's destruction told again — is only queued
+/// ([`Self::push`]).
+#[derive(Debug, Default)]
+pub(crate) struct Closes {
+    /// Closes to send, in order.
+    pub queued: Vec<PendingClose>,
+    /// The channels ended since this connection's calls were last fanned out — in this tick,
+    /// before its calls — each with where a call stood with it before ([`note_close`]).
+    pub ending: Closing,
+}
+
+impl Closes {
+    /// The channel of `close.guid` ends (its pair's flags were `flags`), its close queued.
+    pub fn end(&mut self, close: PendingClose, flags: u8) {
+        self.note(close.guid, flags);
+        self.queued.push(close);
+    }
+
+    /// The channel of `guid` ends (its pair's flags were `flags`); the caller writes its close
+    /// (or none is owed: no packet carried the open).
+    pub fn note(&mut self, guid: NetGuid, flags: u8) {
+        note_close(&mut self.ending, guid, flags);
+    }
+
+    /// Queues a close that ends no channel now.
+    pub fn push(&mut self, close: PendingClose) {
+        self.queued.push(close);
+    }
+}
+
 /// The server's state for one client.
 pub(crate) struct Connection {
     /// The id the game knows it by (its slot in the driver's table may have served another).
@@ -170,8 +205,8 @@ pub(crate) struct Connection {
     pub pairs: Pairs,
     /// (class, slot) of pairs with the PENDING flag.
     pub pending: Vec<(u32, u32)>,
-    /// Closes to send.
-    pub closes: Vec<PendingClose>,
+    /// Closes to send, and the channels this tick ended.
+    pub closes: Closes,
     /// Static objects referenced by what was sent, whose export the client acknowledged /
     /// whose export is in flight / whose export was lost (written again at the next frame).
     pub exported: crate::ids::GuidSet,
@@ -354,7 +389,7 @@ impl Connection {
             removed: false,
             pairs,
             pending: Vec::new(),
-            closes: Vec::new(),
+            closes: Closes::default(),
             exported: Default::default(),
             exporting: Default::default(),
             exports: Vec::new(),
@@ -451,7 +486,7 @@ impl Connection {
 
     /// Whether a close of `guid` is queued here or on its way (in a packet not settled yet).
     pub fn close_pending(&self, guid: NetGuid) -> bool {
-        self.closes.iter().chain(&self.rel.closes).any(|c| c.guid == guid)
+        self.closes.queued.iter().chain(&self.rel.closes).any(|c| c.guid == guid)
     }
 
     /// Forgets a pair (its actor is gone, or its channel closed); returns what it held.

@@ -97,7 +97,7 @@ impl NetDriver {
     /// bandwidth budget, are not counted (the driver learns of them at the next tick).
     pub fn is_settled(&self, conn: ConnectionId) -> Result<bool, DriverError> {
         let c = self.conn(conn)?;
-        if c.rel.in_flight() > 0 || !c.pending.is_empty() || !c.closes.is_empty() || !c.exports.is_empty() {
+        if c.rel.in_flight() > 0 || !c.pending.is_empty() || !c.closes.queued.is_empty() || !c.exports.is_empty() {
             return Ok(false);
         }
         // (A torn-off owner's row held for its sub-objects owes nothing: its channel is closed.)

@@ -98,7 +98,7 @@ impl NetDriver {
         let mut c = Connection::new(replay, Pairs::new(false, self.classes.len()), self.cfg.mtu, first);
         self.level_connection(&mut c);
         // Static actors destroyed before it joined: its client loaded them with the level.
-        c.closes.extend(self.statics.destroyed.iter().map(|&g| connection::PendingClose::destroyed(g)));
+        c.closes.queued.extend(self.statics.destroyed.iter().map(|&g| connection::PendingClose::destroyed(g)));
         for (ci, class) in self.classes.iter().enumerate().filter(|_| self.level.is_none()) {
             for (slot, a) in class.actors.iter().enumerate() {
                 if a.alive {

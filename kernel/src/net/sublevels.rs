@@ -149,7 +149,7 @@ pub(crate) fn apply_changes(ctx: &LevelCtx<'_>, ci: u32, conn: &mut Connection, 
     }
     let statics = ctx.statics;
     let retell = conn.sublevels.destroyed_to_retell(frame, &statics.destroyed, |g| statics.sublevel_of(g));
-    conn.closes.extend(retell.map(PendingClose::destroyed));
+    conn.closes.queued.extend(retell.map(PendingClose::destroyed));
     if !changes.iter().any(|c| c.unloaded) {
         return;
     }
@@ -174,8 +174,7 @@ pub(crate) fn apply_changes(ctx: &LevelCtx<'_>, ci: u32, conn: &mut Connection, 
     for row in rows.iter_mut().filter(|r| r.state.flags & pair::CHANNEL != 0) {
         let Some(guid) = closing(row.key) else { continue };
         if row.state.flags & pair::EVER_OPENED != 0 {
-            conn.closes.push(PendingClose { guid, reason: CloseReason::LevelUnloaded });
-            crate::net::rpc::note_close(&mut conn.rpcs.closing, guid, row.state.flags);
+            conn.closes.end(PendingClose { guid, reason: CloseReason::LevelUnloaded }, row.state.flags);
         }
         row.state.flags = 0;
         ended.push(guid);
@@ -194,8 +193,7 @@ pub(crate) fn apply_changes(ctx: &LevelCtx<'_>, ci: u32, conn: &mut Connection, 
         false
     });
     for owner in ended {
-        let (closes, closing) = (&mut conn.closes, &mut conn.rpcs.closing);
-        let ends = (&mut rows[..], &mut *dormant, closes, closing);
+        let ends = (&mut rows[..], &mut *dormant, &mut conn.closes);
         end_sub_channels(ctx, ci as usize, ends, (owner, CloseReason::LevelUnloaded), closed);
     }
     drop_scratch_rows(conn);

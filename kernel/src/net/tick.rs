@@ -118,7 +118,7 @@ impl NetDriver {
     /// Whether this frame's per-connection work is big enough to pay for waking the pool (an idle
     /// frame should cost next to nothing).
     fn parallel_worth_it(&self) -> bool {
-        let pending: usize = self.conns.iter().map(|c| c.pending.len() + c.closes.len()).sum();
+        let pending: usize = self.conns.iter().map(|c| c.pending.len() + c.closes.queued.len()).sum();
         // A frame's calls go to connections as its changed actors do.
         (self.changed.len() + self.rpcs.frame.calls.len()) * self.conns.len() + pending >= self.cfg.min_parallel_items
     }

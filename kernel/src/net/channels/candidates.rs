@@ -39,7 +39,6 @@ pub(super) fn candidates(
     }
     let Scratch { relevant, fresh, cands, .. } = scratch;
     let (closes, viewers, sent_temporaries) = (&mut conn.closes, &conn.viewers, &conn.sent_temporaries);
-    let closing = &mut conn.rpcs.closing;
     let Pairs::Channels { rows, dormant } = &mut conn.pairs else { unreachable!("the actor level keeps channel rows") };
     fresh.clear();
     cands.clear();
@@ -81,7 +80,7 @@ pub(super) fn candidates(
     for (ri, row) in rows.iter_mut().enumerate() {
         // A gone actor's row: its channel closes (if a packet carried the open), and the row
         // stays as a scratch row, which a new actor in the same slot takes below.
-        gone.meet(row, (closes, closing));
+        gone.meet(row, closes);
         while next_rel < row.key {
             add((next_rel, relevant[r]), ri + fresh.len(), fresh, cands, dormant, &ended);
             r += 1;
@@ -127,8 +126,8 @@ pub(super) fn candidates(
             let lapsed = ctx.time.now - row.relevant_time >= ctx.cfg.relevant_timeout;
             if lapsed && !due.startup() && viewers.iter().all(|v| v.view_target.is_some()) {
                 if row.state.flags & pair::EVER_OPENED != 0 {
-                    closes.push(PendingClose { guid: due.actor.guid, reason: close_reason(due.actor.tearing) });
-                    crate::net::rpc::note_close(closing, due.actor.guid, row.state.flags);
+                    let close = PendingClose { guid: due.actor.guid, reason: close_reason(due.actor.tearing) };
+                    closes.end(close, row.state.flags);
                 }
                 row.state.flags = 0;
                 if !due.actor.tearing {
@@ -151,7 +150,7 @@ pub(super) fn candidates(
     merge_rows(rows, fresh);
     for owner in ended {
         let reason = close_reason(false);
-        super::end_sub_channels(ctx, ci as usize, (rows, dormant, closes, closing), (owner, reason), closed);
+        super::end_sub_channels(ctx, ci as usize, (rows, dormant, closes), (owner, reason), closed);
     }
     relevant.len()
 }
@@ -166,7 +165,7 @@ impl Gone<'_> {
     /// Retires `row` if its actor is gone: its channel's close queued (if a packet carried the
     /// open), the row left as a scratch row for a new actor in the same slot.
     #[inline]
-    fn meet(&mut self, row: &mut Channel, closes: (&mut Vec<PendingClose>, &mut crate::net::rpc::Closing)) {
+    fn meet(&mut self, row: &mut Channel, closes: &mut crate::net::connection::Closes) {
         if self.at < self.retired.len() {
             while self.retired.get(self.at).is_some_and(|&(key, _)| key < row.key) {
                 self.at += 1;
@@ -281,7 +280,6 @@ fn plain_candidates(ctx: &LevelCtx<'_>, ci: u32, conn: &mut Connection, scratch:
     // without a row.
     let relevant = query.bits_mut();
     let (closes, sent_temporaries) = (&mut conn.closes, &conn.sent_temporaries);
-    let closing = &mut conn.rpcs.closing;
     let Pairs::Channels { rows, dormant } = &mut conn.pairs else { unreachable!("the actor level keeps channel rows") };
     fresh.clear();
     // Written at `n` for every row, kept by moving `n` on: room for a candidate per row.
@@ -293,7 +291,7 @@ fn plain_candidates(ctx: &LevelCtx<'_>, ci: u32, conn: &mut Connection, scratch:
     let mut due_of = DueOf::new(ctx);
     for (ri, row) in rows.iter_mut().enumerate() {
         // A gone actor's row: as in `candidates`.
-        gone.meet(row, (closes, closing));
+        gone.meet(row, closes);
         let d = due_of.get(row.key);
         // (`NOT_DUE`'s word is past the bits: not relevant.)
         let (word, bit) = (d as usize / 64, d % 64);

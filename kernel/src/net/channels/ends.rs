@@ -5,9 +5,9 @@
 
 use super::LevelCtx;
 use crate::ids::NetGuid;
+use crate::net::connection::Closes;
 use crate::net::connection::{pair, Connection, PendingClose};
 use crate::net::pairs::{Channel, Pairs};
-use crate::net::rpc::{note_close, Closing};
 use crate::wire::open::CloseReason;
 
 /// Retires the copies held dormant of actors that are gone, and — in a frame that does not
@@ -48,7 +48,7 @@ pub(crate) fn retire_rows(conn: &mut Connection, retired: &[(u64, NetGuid)], rea
             r += 1;
         }
         if let Some(row) = rows[..end].get_mut(r).filter(|row| row.key == key) {
-            retire(row, guid, (&mut conn.closes, &mut conn.rpcs.closing));
+            retire(row, guid, &mut conn.closes);
             gone = true;
         }
     }
@@ -59,11 +59,10 @@ pub(crate) fn retire_rows(conn: &mut Connection, retired: &[(u64, NetGuid)], rea
 
 /// Makes the row of gone actor `guid` a scratch row (no flags: a frame's last pass drops it),
 /// queueing its channel's close if a packet carried the open (a static actor's close went to
-/// every connection when it was destroyed), noted in `closing` for this tick's calls.
-pub(super) fn retire(row: &mut Channel, guid: NetGuid, (closes, closing): (&mut Vec<PendingClose>, &mut Closing)) {
+/// every connection when it was destroyed).
+pub(super) fn retire(row: &mut Channel, guid: NetGuid, closes: &mut Closes) {
     if row.state.flags & pair::EVER_OPENED != 0 && !guid.is_static() {
-        closes.push(PendingClose::destroyed(guid));
-        note_close(closing, guid, row.state.flags);
+        closes.end(PendingClose::destroyed(guid), row.state.flags);
     }
     *row = Channel { key: row.key, ..Channel::default() };
 }
@@ -91,7 +90,7 @@ pub(super) fn retire(row: &mut Channel, guid: NetGuid, (closes, closing): (&mut 
 pub(crate) fn end_sub_channels(
     ctx: &LevelCtx<'_>,
     ci: usize,
-    (rows, dormant, closes, closing): (&mut [Channel], &mut Vec<Channel>, &mut Vec<PendingClose>, &mut Closing),
+    (rows, dormant, closes): (&mut [Channel], &mut Vec<Channel>, &mut Closes),
     (owner, reason): (NetGuid, CloseReason),
     closed: &mut Vec<(u32, u32)>,
 ) {
@@ -104,7 +103,7 @@ pub(crate) fn end_sub_channels(
         if let Ok(i) = rows.binary_search_by_key(&key, |r| r.key) {
             let flags = rows[i].state.flags;
             if flags & pair::CHANNEL != 0 {
-                note_close(closing, g, flags);
+                closes.note(g, flags);
                 rows[i].state.flags = 0;
                 ended = true;
                 sent = flags & pair::EVER_OPENED != 0;

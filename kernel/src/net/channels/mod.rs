@@ -561,7 +561,7 @@ fn process(ctx: &LevelCtx<'_>, run: &mut Run<'_>, conn: &mut Connection, scratch
                 let close = PendingClose { guid, reason: close_reason(tearing) };
                 if ctx.write.write_close(conn, st, close) {
                     let flags = rows(conn)[ri as usize].state.flags;
-                    crate::net::rpc::note_close(&mut conn.rpcs.closing, guid, flags);
+                    conn.closes.note(guid, flags);
                     // A torn row stays marked until the frame's end: its sub-objects, ranked
                     // after it, still find their owner on the client.
                     rows(conn)[ri as usize].state.flags = if tearing { pair::TORN } else { 0 };
@@ -569,11 +569,10 @@ fn process(ctx: &LevelCtx<'_>, run: &mut Run<'_>, conn: &mut Connection, scratch
                         let Pairs::Channels { rows, dormant } = &mut conn.pairs else {
                             unreachable!("the actor level keeps channel rows")
                         };
-                        let (closes, closing) = (&mut conn.closes, &mut conn.rpcs.closing);
                         end_sub_channels(
                             ctx,
                             ci as usize,
-                            (rows, dormant, closes, closing),
+                            (rows, dormant, &mut conn.closes),
                             (guid, close.reason),
                             &mut out.closed,
                         );

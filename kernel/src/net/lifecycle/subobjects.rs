@@ -458,8 +458,7 @@ impl NetDriver {
                     .and_then(|(oc, os)| conn.pair_ref(oc, os))
                     .is_some_and(|o| o.flags & EVER_OPENED != 0 && o.flags & TORN == 0);
                 if tearing && ps.flags & EVER_OPENED != 0 && !owner_open {
-                    conn.closes.push(PendingClose { guid: sub, reason: CloseReason::TornOff });
-                    crate::net::rpc::note_close(&mut conn.rpcs.closing, sub, ps.flags);
+                    conn.closes.end(PendingClose { guid: sub, reason: CloseReason::TornOff }, ps.flags);
                 }
             }
         }

@@ -266,8 +266,7 @@ impl NetDriver {
             }
             let ps = conn.drop_pair(ci as u32, slot);
             if ps.flags & crate::net::connection::pair::EVER_OPENED != 0 {
-                conn.closes.push(PendingClose { guid, reason: CloseReason::TornOff });
-                crate::net::rpc::note_close(&mut conn.rpcs.closing, guid, ps.flags);
+                conn.closes.end(PendingClose { guid, reason: CloseReason::TornOff }, ps.flags);
             }
             if let Pairs::Dense(_) = conn.pairs {
                 // A dense pair left in the pending list is skipped when planned (torn off).

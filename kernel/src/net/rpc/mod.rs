@@ -222,10 +222,6 @@ pub(crate) struct ConnRpcs {
     chans: Vec<(u32, Chan)>,
     by_call: Vec<Chan>,
     fresh: Vec<Chan>,
-    /// The channels closed since this connection's last calls were fanned out — in this tick,
-    /// before its calls ([`note_close`]) — each with where a call stood with it before: this
-    /// tick's calls on them still go.
-    pub(crate) closing: Closing,
     /// Scratch: `waiting`'s other buffer (its calls move, their counts untouched).
     spare: Vec<Arc<Call>>,
 }

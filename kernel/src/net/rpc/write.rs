@@ -236,9 +236,11 @@ pub(crate) type Closing = Vec<(NetGuid, Chan)>;
 
 /// A channel of actor `guid` closes (destroyed, torn off, dormant, not relevant, its sublevel
 /// unloaded, its owner's closed), its pair's flags `flags` before: noted in the connection's
-/// `closing` list ([`ConnRpcs::closing`](super::ConnRpcs)), so this tick's calls made while it was
-/// open still go ([`WriteCtx::write_rpcs`]). Every close site that ends an open channel notes
-/// it (resends of lost closes do not: their channel closed in an earlier tick).
+/// `closing` list ([`Closes::ending`](crate::net::connection::Closes)), so this tick's calls
+/// made while it was open still go ([`WriteCtx::write_rpcs`]). Every close site that ends an
+/// open channel notes it, through [`Closes::end`](crate::net::connection::Closes::end) or
+/// [`Closes::note`](crate::net::connection::Closes::note) (resends of lost closes do not: their
+/// channel closed in an earlier tick).
 pub(crate) fn note_close(closing: &mut Closing, guid: NetGuid, flags: u8) {
     let chan = chan_of_flags(flags);
     if chan != Chan::Closed {
@@ -262,7 +264,7 @@ impl WriteCtx<'_> {
         channels: &impl CallChannels,
     ) {
         if calls.is_empty() && conn.rpcs.outstanding() == 0 && !conn.rpcs.ack_pending {
-            conn.rpcs.closing.clear();
+            conn.closes.ending.clear();
             return;
         }
         let mut rpcs = std::mem::take(&mut conn.rpcs);
@@ -272,13 +274,13 @@ impl WriteCtx<'_> {
             channels.frame_chans(conn, calls, &mut chans, &mut rpcs.by_call);
             // A channel this tick closed still carries the calls made while it was open (only
             // a connection with such a close does this).
-            if !rpcs.closing.is_empty() {
-                calls.add_closing(conn.id, &rpcs.closing, &mut chans);
+            if !conn.closes.ending.is_empty() {
+                calls.add_closing(conn.id, &conn.closes.ending, &mut chans);
             }
             // The calls for this connection that found no channel: counted, not visited.
             conn.stats.rpcs_without_channel += (calls.reaching(conn.id) - chans.len()) as u64;
         }
-        rpcs.closing.clear();
+        conn.closes.ending.clear();
         let earlier = rpcs.waiting.len();
         for &(i, chan) in &chans {
             let call = &calls.calls[i as usize];

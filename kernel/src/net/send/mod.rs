@@ -151,7 +151,7 @@ impl WriteCtx<'_> {
         st: &mut FrameWrite,
         dormant_here: impl Fn(&Connection, NetGuid) -> bool,
     ) {
-        let mut closes = std::mem::take(&mut conn.closes);
+        let mut closes = std::mem::take(&mut conn.closes.queued);
         // A dormancy close queued again (its packet was lost) whose actor has woken since: its
         // channel is open again and sending, so the close goes no more — written now, ahead of
         // the actor's bunches, it would leave the client holding a stale dormant copy. (The
@@ -159,8 +159,8 @@ impl WriteCtx<'_> {
         closes.retain(|c| c.reason != crate::wire::open::CloseReason::Dormant || dormant_here(conn, c.guid));
         closes.sort_by_key(|c| c.guid);
         let written = closes.iter().take_while(|&&close| self.write_close(conn, st, close)).count();
-        conn.closes = closes;
-        conn.closes.drain(..written);
+        conn.closes.queued = closes;
+        conn.closes.queued.drain(..written);
         let exports = std::mem::take(&mut conn.exports);
         let written = exports.iter().take_while(|&&guid| self.write_export(conn, st, guid)).count();
         conn.exports = exports;

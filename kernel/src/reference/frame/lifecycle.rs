@@ -244,7 +244,7 @@ impl RefConn {
         }
         let statics = &driver.statics;
         let retell = sublevels.destroyed_to_retell(frame, &statics.destroyed, |g| statics.sublevel_of(g));
-        self.conn.closes.extend(retell.map(PendingClose::destroyed));
+        self.conn.closes.queued.extend(retell.map(PendingClose::destroyed));
         let closing = |guid: NetGuid| {
             let Some(&(c, s)) = driver.guids.get(&guid) else { return false };
             let (class, s) = (&driver.classes[c as usize], s as usize);
@@ -276,7 +276,7 @@ impl RefConn {
     fn owner_open(&self, owner: Option<NetGuid>) -> bool {
         owner.is_some_and(|o| {
             self.channels.get(&o).or_else(|| self.dormant.get(&o)).is_some_and(|ch| ch.ever_opened)
-                || self.conn.closes.iter().any(|c| c.guid == o && c.reason == CloseReason::Destroyed)
+                || self.conn.closes.queued.iter().any(|c| c.guid == o && c.reason == CloseReason::Destroyed)
         })
     }
 }

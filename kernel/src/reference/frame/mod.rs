@@ -304,7 +304,7 @@ impl RefConn {
     fn note_close(&mut self, guid: NetGuid, ch: &RefChannel) {
         let chan = self.call_chan(guid, ch);
         if chan != crate::net::rpc::Chan::Closed {
-            self.conn.rpcs.closing.push((guid, chan));
+            self.conn.closes.ending.push((guid, chan));
         }
     }
 
@@ -416,7 +416,7 @@ impl ReferenceFrame {
         // later is told of every one destroyed before (a torn-off one is its clients' own).
         for (rc, _) in self.conns.iter_mut().zip(&driver.conns).filter(|(_, dc)| !dc.removed) {
             let newly = &driver.statics.destroyed[self.statics_told..];
-            rc.conn.closes.extend(newly.iter().map(|&g| PendingClose::destroyed(g)));
+            rc.conn.closes.queued.extend(newly.iter().map(|&g| PendingClose::destroyed(g)));
         }
         self.statics_told = driver.statics.destroyed.len();
         for (ci, c) in driver.conns.iter().enumerate() {
@@ -426,7 +426,7 @@ impl ReferenceFrame {
             // A new connection, in a new slot or in the slot of one removed.
             let mut conn = Connection::new(c.replay, Pairs::channels(), driver.cfg.mtu, Seq(1));
             conn.id = c.id;
-            conn.closes.extend(driver.statics.destroyed.iter().map(|&g| PendingClose::destroyed(g)));
+            conn.closes.queued.extend(driver.statics.destroyed.iter().map(|&g| PendingClose::destroyed(g)));
             driver.fast.reset_reference_connection(ci);
             let rc = RefConn {
                 id: c.id,

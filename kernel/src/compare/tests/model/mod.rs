@@ -18,6 +18,7 @@
 use super::super::*;
 use crate::schema::{ClassBuilder, PlaneWidth, PropType, PropertyDecl, StructType, VectorQuant};
 use crate::store::read_lane;
+use crate::store::BitIter;
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 use std::ops::{Range, RangeInclusive};
