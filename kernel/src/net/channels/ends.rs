@@ -5,8 +5,7 @@
 
 use super::LevelCtx;
 use crate::ids::NetGuid;
-use crate::net::connection::Closes;
-use crate::net::connection::{pair, Connection, PendingClose};
+use crate::net::connection::{pair, Closes, Connection, PendingClose};
 use crate::net::pairs::{Channel, Pairs};
 use crate::wire::open::CloseReason;
 

@@ -36,9 +36,7 @@ impl LastActor {
             _ => conn.pairs.get(owner.0, owner.1).map(|ps| ps.flags),
         }
     }
-}
 
-impl LastActor {
     /// The relevancy clock (`relevant_time`) of sub-object `due`'s owner's channel here, while
     /// that channel is open — not dormant, not torn off: what keeps the sub-object's channel
     /// (UE replicates a sub-object inside its owner's channel: it has no relevancy of its own,
