@@ -33,6 +33,7 @@ mod fastarrays;
 mod ignored;
 mod partial;
 mod receive;
+mod resolve;
 mod rpcs;
 mod subobjects;
 #[cfg(test)]

@@ -1,9 +1,9 @@
-//! Receiving a packet: the sequence-number verdict, decoding with each bunch's class resolved,
-//! and the checks that decide which bunches can apply (opens that match their GUID's parity,
+//! Receiving a packet: the sequence-number verdict, decoding with each bunch's class resolved
+//! ([`super::resolve`]), and the checks that decide which bunches can apply (opens that match their GUID's parity,
 //! owners that are here, static actors that were loaded) before anything changes; then the
 //! bunches go to [`super::apply`] in order, and actors the client lacks are asked for again.
 
-use super::closed::Was;
+use super::resolve::{Found, Resolver};
 use super::{ClientWorld, Receipt, ReceiveError, Reopen, SeqVerdict, MAX_IGNORED};
 use crate::ids::{NetGuid, Seq};
 use crate::wire::bunch::{decode_packet, Bunch, Resolve, PLAIN_FOR_MISSING};
@@ -105,146 +105,17 @@ impl ClientWorld {
             }
         }
         let mut opened: HashMap<NetGuid, u32> = HashMap::new();
-        let mut fast_opened: HashMap<NetGuid, u32> = HashMap::new();
         // A held part (see `partial`): this packet is read as if it had applied — its actor has
         // its class, and an open it carries counts for the bunches after it.
         let held = self.held_before(seq);
         if let Some(h) = held {
             opened.insert(h.guid, h.class);
         }
-        let mut missing: Vec<NetGuid> = Vec::new();
-        // The last update of an actor the client had before this packet (a plain bunch): a packet
-        // that fails to decode after it asks for that actor again (see below).
-        let mut last_update: Option<NetGuid> = None;
-        // Opens of an actor the client has with another class (see `conflicts`), in order, and
-        // their GUIDs as a set: each bunch asks, so a scan would cost bunches × conflicts.
-        let mut conflicts: Vec<NetGuid> = Vec::new();
-        let mut conflicting: HashSet<NetGuid> = HashSet::new();
-        // Torn-off actors this packet proves were never torn off (see `undo_tear_off`), in order,
-        // each once (the set, for the same reason).
-        let mut untorn: Vec<NetGuid> = Vec::new();
-        let mut untorn_set: HashSet<NetGuid> = HashSet::new();
-        // Ignored static actors whose updates this packet reads past (see `ignored`).
-        let mut ignored_used: Vec<NetGuid> = Vec::new();
-        // Of those, sub-objects set aside for want of their owner: asked for again (see below).
-        let mut asked_again: Vec<NetGuid> = Vec::new();
-        let (classes, actors, fast) = (&self.classes, &self.actors, &self.fast);
-        let (torn, ignored, closed) = (&self.torn, &self.ignored, &self.closed);
-        let decoded = decode_packet(bytes, |guid, open| {
-            if guid.is_null() {
-                return Err(WireError::Invalid("actor GUID"));
-            }
-            // An honest server writes nothing for a torn-off actor after its close (its last
-            // bunch comes before it), nor in any packet numbered after it: a bunch in the packet
-            // of a close this client applied, or a later one, proves the tear-off forged.
-            let torn_off = match torn.get(&guid) {
-                Some(t) if seq.ahead_of(t.at) >= 0 => {
-                    if untorn_set.insert(guid) {
-                        untorn.push(guid);
-                    }
-                    false
-                }
-                t => t.is_some(),
-            };
-            // (An open earlier in this packet, or in the part held from the last one, ends the
-            // record when it applies: the bunches after it are its.)
-            let ignored_class = if open.is_none() && !opened.contains_key(&guid) { ignored.class(guid) } else { None };
-            if torn_off || ignored_class.is_some() {
-                // The server's last bunches before the tear-off (the actor is the client's now),
-                // or updates of a static actor this client did not load, or of a sub-object whose
-                // open it set aside: read past, not applied.
-                if !torn_off {
-                    ignored_used.push(guid);
-                    if ignored.asks(guid) {
-                        asked_again.push(guid);
-                    }
-                }
-                let class = actors.get(&guid).map(|a| a.0).or(ignored_class);
-                return Ok(match class.and_then(|c| classes.get(c as usize)) {
-                    Some(c) if open.is_none() => Resolve::Discard(&c.layout),
-                    _ => Resolve::Skip,
-                });
-            }
-            if open.is_none() && conflicting.contains(&guid) {
-                // Its open was stepped over: the client has no actor of the server's class.
-                missing.push(guid);
-                return Ok(Resolve::Skip);
-            }
-            let known = opened.get(&guid).copied().or_else(|| actors.get(&guid).map(|a| a.0));
-            if matches!(open.map(|o| &o.kind), Some(OpenKind::FastArray { .. }))
-                && !opened.contains_key(&guid)
-                && actors.contains_key(&guid)
-            {
-                // A fast array opened under the GUID of an actor the client has: one of the two
-                // opens was forged (the server never gives a GUID to both). Stepped over and
-                // healed as a class conflict (see below): refused, the server's open would be
-                // refused with every packet resending it, and the connection with it.
-                if conflicting.insert(guid) {
-                    conflicts.push(guid);
-                }
-                return Ok(Resolve::Skip);
-            }
-            if matches!(open.map(|o| &o.kind), Some(k) if !matches!(k, OpenKind::FastArray { .. }))
-                && (fast_opened.contains_key(&guid) || fast.kind_of(guid).is_some())
-            {
-                // An actor opened under the GUID of a fast array the client has: the same
-                // conflict the other way round (a forged fast array open at an actor's future
-                // GUID, say). Refused, the server's open would be refused with every packet
-                // resending it: stepped over, the fast array dropped and the GUID asked for. (A
-                // fast array opened earlier in this packet — only a forged packet holds both —
-                // is applied after the heal, which its open's bunch cancels; the server's own
-                // open meets it later and heals it then.)
-                if conflicting.insert(guid) {
-                    conflicts.push(guid);
-                }
-                return Ok(Resolve::Skip);
-            }
-            if let Some(o) =
-                open.filter(|_| known.is_none() && !fast_opened.contains_key(&guid) && fast.kind_of(guid).is_none())
-            {
-                // An open of a dynamic object the client closed, with another class or kind than
-                // it had: forged, or the close before it was (the server never gives a GUID
-                // another class). Stepped over and healed as a class conflict: the server's
-                // open names the right class, and takes, the record forgotten (`closed`).
-                let was = match o.kind {
-                    OpenKind::FastArray { .. } => Was::FastArray(o.class),
-                    _ => Was::Actor(o.class),
-                };
-                if closed.get(guid).is_some_and(|w| w != was) {
-                    if conflicting.insert(guid) {
-                        conflicts.push(guid);
-                    }
-                    return Ok(Resolve::Skip);
-                }
-            }
-            if let Some(r) = fast.resolve(guid, open, known.is_some(), &mut fast_opened)? {
-                return Ok(r);
-            }
-            let class = match (open.map(|o| o.class), known) {
-                (Some(c), Some(k)) if c != k => {
-                    // The server never reopens a GUID with another class: one of the two opens
-                    // was forged. Stepped over, not refused (refusing would refuse the server's
-                    // open, and every packet resending it, for good).
-                    conflicts.push(guid);
-                    conflicting.insert(guid);
-                    return Ok(Resolve::Skip);
-                }
-                (Some(c), _) => c,
-                (None, Some(k)) => {
-                    if !opened.contains_key(&guid) {
-                        last_update = Some(guid);
-                    }
-                    k
-                }
-                (None, None) => {
-                    missing.push(guid);
-                    return Ok(Resolve::Skip);
-                }
-            };
-            let layout = classes.get(class as usize).map(|c| &*c.layout).ok_or(WireError::Invalid("class id"))?;
-            opened.insert(guid, class);
-            Ok(Resolve::Layout(layout))
-        });
+        // Each bunch's class, against the world before this packet (`resolve`).
+        let mut resolver = Resolver::new(self, seq, opened);
+        let decoded = decode_packet(bytes, |guid, open| resolver.resolve(guid, open));
+        let Found { opened, fast_opened, missing, last_update, conflicts, untorn, ignored_used, asked_again } =
+            resolver.found;
         let mut packet = match decoded {
             Ok(p) => p,
             Err(e) => {
@@ -304,7 +175,7 @@ impl ClientWorld {
         // only an open brings one back; a bunch naming a static object the client does not know
         // cannot be applied either, nor an open of a static actor the client did not load.
         let mut gone: HashSet<NetGuid> = HashSet::new();
-        let level = &self.level;
+        let (level, actors) = (&self.level, &self.actors);
         let gone_statics = &self.gone_statics;
         let mut unknown_statics = 0;
         let mut opened_here: HashSet<NetGuid> = HashSet::new();
