@@ -16,6 +16,7 @@ mod lifecycle_review;
 mod mixed;
 mod mutants;
 mod net_groups;
+mod ownership_review;
 mod priority;
 mod reference;
 mod refusals;

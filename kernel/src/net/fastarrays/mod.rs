@@ -408,6 +408,12 @@ impl FastArrays {
             return false;
         }
         fa.reset(slot);
+        // The request may be late (feedback is reordered): sent before an open that reached the
+        // client since, which holds the array now. Should the array's condition leave the
+        // connection out before a new open replaces that copy, its own close must go — the
+        // base just forgotten was all that told the server the client held it, and the copy
+        // stayed for good (an owner-only array handed to another player in that frame).
+        fa.conns[slot].flags |= STALE;
         true
     }
 
