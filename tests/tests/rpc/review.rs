@@ -246,6 +246,32 @@ fn a_sub_object_is_not_closed_for_relevancy_before_its_owner() {
     assert_eq!(numbers(&l.client.take_rpcs(), SHOUT), (0..calls).collect::<Vec<_>>());
 }
 
+/// An owner-only owner this connection stops owning, while its one viewer has no view target
+/// yet: UE's owner-only filter skips it and keeps its channel (every connection may still come
+/// to own it), so the client keeps the owner — and its sub-objects, which UE replicates inside
+/// the owner's channel. The part closed for relevancy on the owner's lapsed clock while the
+/// owner's channel stayed (the owner is no candidate: nothing refreshes its clock).
+#[test]
+fn a_sub_object_of_an_owner_only_owner_kept_for_a_viewer_without_a_view_target_stays() {
+    let mut l = Lvl::new();
+    let mut s = NetSettings::default();
+    s.frequency.net_update_frequency = 1.0e6;
+    s.only_relevant_to_owner = true;
+    l.driver.set_class_settings(l.class, s).unwrap();
+    let (id, owner) = l.spawn();
+    l.driver.set_owner(l.class, &l.store, id, Some(l.conn), false).unwrap();
+    let part = l.parts.spawn();
+    let pg = l.driver.register_sub_object(l.part_class, &l.parts, part, owner, SubObjectCondition::None).unwrap();
+    l.run(3);
+    assert!(l.client.has(owner) && l.client.has(pg));
+    l.driver.set_owner(l.class, &l.store, id, None, false).unwrap();
+    for frame in 0..60 {
+        l.step();
+        assert!(l.client.has(owner), "frame {frame}: the owner's channel stays");
+        assert!(l.client.has(pg), "frame {frame}: the owner is there, its part gone");
+    }
+}
+
 /// Same frame: the game calls a reliable multicast, then tears the actor off, destroys it or
 /// makes it dormant before the tick (UE's `MulticastDeath(); TearOff();`). UE sends an RPC when
 /// it is called, down the channel open then, so the client runs it before the close that

@@ -139,6 +139,15 @@ pub(super) fn candidates(
             }
             continue;
         }
+        // A sub-object of such an owner (not relevant here: one relevant — its owner's
+        // relevancy is the distance rule's — is a candidate above): UE sends it inside its
+        // owner's channel, so it is skipped with the owner — neither updated nor closed on its own clock: it closes when
+        // its owner's channel does (`ended`, below), and stays while the owner's does (a viewer
+        // without a view target keeps it). As a candidate it closed for relevancy while the
+        // owner's channel stayed: the client kept the owner without its sub-objects.
+        if ctx.owner_only > 0 && owner_unowned(ctx, ci, viewers, d) {
+            continue;
+        }
         if skipped_once(ctx, ci, row.state.flags, d, &ended) {
             continue;
         }
@@ -430,6 +439,17 @@ fn skipped_once(ctx: &LevelCtx<'_>, ci: u32, flags: u8, d: u32, ended: &[crate::
         due.condition.is_some() && due.rel.owner.is_some_and(|o| ended.contains(&o))
     };
     sent_once(ctx, ci, flags, d) && (ended.is_empty() || !sub_of_ended(&ctx.due[d as usize]))
+}
+
+/// Whether due actor `d` is a sub-object whose owner is owner-only and connection `ci` with
+/// `viewers` does not own it (the driver gives a sub-object its owner's owner: the sub-object's
+/// ownership is its owner's).
+fn owner_unowned(ctx: &LevelCtx<'_>, ci: u32, viewers: &[crate::net::relevancy::Viewer], d: u32) -> bool {
+    let due = &ctx.due[d as usize];
+    let Some((oc, os)) = due.owner_slot else { return false };
+    let owner_only =
+        ctx.write.classes[oc as usize].cols.settings.get(os as usize).is_some_and(|s| s.only_relevant_to_owner);
+    owner_only && !ctx.index.owns(due, ci, viewers)
 }
 
 /// Whether due actor `d` is owner-only and connection `ci` with `viewers` does not own it.

@@ -185,7 +185,12 @@ impl NetDriver {
                     d.fast_arrays = (first, level.fast_arrays.len() as u32);
                 }
                 level.conditioned += d.condition.is_some_and(|c| c != SubObjectCondition::None) as usize;
-                level.owner_only += d.rel.only_relevant_to_owner as usize;
+                // (A sub-object of an owner-only owner counts: the candidates walk skips it where
+                // its owner is not owned, and a plain frame would not.)
+                let owners_owner_only = d.owner_slot.is_some_and(|(oc, os)| {
+                    self.classes[oc as usize].cols.settings.get(os as usize).is_some_and(|s| s.only_relevant_to_owner)
+                });
+                level.owner_only += (d.rel.only_relevant_to_owner || owners_owner_only) as usize;
                 level.tearing += d.actor.tearing as usize;
                 level.temporary += d.temporary() as usize;
                 level.initial_only += d.initial_only() as usize;

@@ -123,8 +123,8 @@ pub(crate) struct Level {
     /// How many due sub-objects have a condition that leaves some connections out (counted
     /// likewise).
     pub conditioned: usize,
-    /// How many due actors are owner-only (counted likewise): none, and no connection asks
-    /// which of its channels it no longer owns.
+    /// How many due actors are owner-only, or sub-objects of an owner-only owner (counted
+    /// likewise): none, and no connection asks which of its channels it no longer owns.
     pub owner_only: usize,
     /// How many due actors are tearing off (counted likewise): none, and no connection asks
     /// whether a relevant actor without a channel may get one.

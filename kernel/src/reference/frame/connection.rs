@@ -104,6 +104,18 @@ impl ReferenceFrame {
                     }
                     continue;
                 }
+                // A sub-object of such an owner, not relevant here, is skipped with it (UE sends it
+                // inside the owner's channel): it closes when the owner's does, never on its own
+                // clock (the kernel's `candidates::owner_unowned`). (Relevant — its owner's
+                // relevancy is the distance rule's — it is a candidate, as ever.)
+                let owners_owner_only = !relevant
+                    && class.cols.sub_condition[s as usize].is_some()
+                    && driver.owner_of(a.guid).and_then(|o| driver.guids.get(&o)).is_some_and(|&(oc, os)| {
+                        driver.classes[oc as usize].cols.settings[os as usize].only_relevant_to_owner
+                    });
+                if owners_owner_only && !owned && !owned_by_viewers(&a.link.0, viewers, &lookup) {
+                    continue;
+                }
                 // A copy held dormant is not replicated until the actor wakes — but a stale one
                 // (woken, not sent to, dormant again: it owes what changed) is a channel again
                 // when the actor is relevant (not when it is tearing off).
