@@ -127,6 +127,16 @@ impl Ignored {
         self.again.insert((at, guid));
     }
 
+    /// Set-aside sub-object `guid`'s request found no place in the reopen list (full: a
+    /// forger's requests fill it): it never rode a feedback, so it never goes unanswered, and
+    /// one that never changes would never ask again. It asks again as one unanswered would —
+    /// unless already waiting to. Nothing for any other GUID.
+    pub fn turned_away(&mut self, guid: NetGuid, feedback: u64) {
+        if self.by_guid.get(&guid).is_some_and(|e| e.ask.is_some_and(|a| a.at.is_none())) {
+            self.unanswered(guid, feedback);
+        }
+    }
+
     /// The set-aside sub-objects whose wait ends by feedback number `feedback`, taken off the
     /// schedule (each asks again once its request goes unanswered, [`Self::unanswered`]).
     pub fn due(&mut self, feedback: u64) -> Vec<NetGuid> {

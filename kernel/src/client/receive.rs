@@ -333,6 +333,11 @@ impl ClientWorld {
             if !self.actors.contains_key(&guid) && self.ignored.insert_asking(guid, class, MAX_IGNORED) {
                 self.stats.ignored_evicted += 1;
             }
+            // Its request above found the reopen list full (before it was recorded here): it
+            // asks again later, or it never would (one that never changes sends no update).
+            if !self.reopen.iter().any(|r| r.guid == guid) {
+                self.ignored.turned_away(guid, self.feedbacks);
+            }
         }
         // Calls after the actors: an actor this packet opens is there, and a call sees the state
         // its frame sent.
@@ -468,9 +473,15 @@ impl ClientWorld {
 
     /// Asks the server to open actor `guid` again (in the next feedbacks), unless already asked.
     pub(super) fn request_reopen(&mut self, guid: NetGuid) {
-        if self.reopen.len() < MAX_REOPENS && !self.reopen.iter().any(|r| r.guid == guid) {
+        if self.reopen.iter().any(|r| r.guid == guid) {
+            return;
+        }
+        if self.reopen.len() < MAX_REOPENS {
             self.reopen.push(Reopen { guid, tries: 0, conflict: false });
             self.stats.reopens_requested += 1;
+        } else {
+            // No place: a set-aside sub-object asks again later (`ignored`).
+            self.ignored.turned_away(guid, self.feedbacks);
         }
     }
 }

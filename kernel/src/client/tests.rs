@@ -316,3 +316,24 @@ fn a_sub_object_reopened_under_a_missing_owner_is_asked_for_even_after_its_old_c
     let fb = crate::wire::feedback::read_feedback(&c.feedback()).expect("well-formed");
     assert_eq!(fb.reopen, vec![sub], "the sub-object is asked for again");
 }
+
+/// A sub-object set aside for want of its owner while the reopen list is full (a forger's
+/// requests for actors the client lacks fill it): its request found no place, so it never rode
+/// a feedback, never went unanswered, and — one that never changes sends no update to ask for it
+/// again — was never asked for at all. It asks again once the list has room.
+#[test]
+fn a_sub_object_set_aside_while_the_reopen_list_is_full_is_asked_for_later() {
+    let layout = layout();
+    let mut c = ClientWorld::new(std::slice::from_ref(&layout), &[layout.checksum]).expect("same layout");
+    for i in 0..crate::wire::feedback::MAX_REOPENS as u64 {
+        c.request_reopen(NetGuid(1000 + 2 * i));
+    }
+    let (owner, sub) = (NetGuid(2), NetGuid(4));
+    let p = packet(1, vec![Part::Sub(sub, owner)]);
+    assert_eq!(c.receive(&p), Ok(Receipt::Applied { bunches: 0, skipped: 1 }));
+    let asked = (0..200).find(|_| {
+        let fb = crate::wire::feedback::read_feedback(&c.feedback()).expect("well-formed");
+        fb.reopen.contains(&sub)
+    });
+    assert!(asked.is_some(), "the sub-object set aside is never asked for");
+}
