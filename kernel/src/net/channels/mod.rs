@@ -427,7 +427,11 @@ fn process(ctx: &LevelCtx<'_>, run: &mut Run<'_>, conn: &mut Connection, scratch
             let has_channel = row.state.flags & pair::CHANNEL != 0;
             let recheck = !has_channel || now - row.relevant_time >= recheck_after;
             let relevant = recheck && relevant_now;
-            let clock = owner_time.unwrap_or(row.relevant_time);
+            // (The later of the two: a sub-object met before its owner — ranked first — reads the
+            // owner's clock before the owner's recheck this frame renews it; with the owner's
+            // clock alone it closed whenever that clock had just lapsed and its own recheck was
+            // not due, though the owner stayed. Its own clock, while fresh, keeps it till then.)
+            let clock = owner_time.map_or(row.relevant_time, |t| t.max(row.relevant_time));
             let recently = allowed && (relevant || (has_channel && now - clock < ctx.cfg.relevant_timeout));
             let tearing = due.actor.tearing;
             if recently {

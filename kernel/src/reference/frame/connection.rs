@@ -238,7 +238,10 @@ impl ReferenceFrame {
                 // A sub-object's channel lasts as long as its owner's relevancy does, while the
                 // owner's channel is open here (the kernel's rule: `LastActor::owner_relevant_time`).
                 let owner_channel = driver.owner_of(guid).filter(|_| sub_object).and_then(|o| rc.channels.get(&o));
-                let clock = |ch: &RefChannel| owner_channel.map_or(ch.relevant_time, |o| o.relevant_time);
+                // (The later of the two clocks: one met before its owner reads the owner's before
+                // the owner's recheck renews it.)
+                let clock =
+                    |ch: &RefChannel| owner_channel.map_or(ch.relevant_time, |o| o.relevant_time.max(ch.relevant_time));
                 let recently = allowed
                     && owner_open
                     && (relevant || channel.is_some_and(|ch| now - clock(&ch) < cfg.relevant_timeout));
