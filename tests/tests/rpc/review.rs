@@ -246,6 +246,28 @@ fn a_sub_object_is_not_closed_for_relevancy_before_its_owner() {
     assert_eq!(numbers(&l.client.take_rpcs(), SHOUT), (0..calls).collect::<Vec<_>>());
 }
 
+/// As above, but the part's condition is owner-only: its condition leaves it out once the
+/// connection no longer owns the owner, and such a sub-object closes at once, whatever its
+/// owner's channel does (it is skipped with its owner only while its condition allows it).
+#[test]
+fn an_owner_only_sub_object_of_an_owner_only_owner_no_longer_owned_closes_at_once() {
+    let mut l = Lvl::new();
+    let mut s = NetSettings::default();
+    s.frequency.net_update_frequency = 1.0e6;
+    s.only_relevant_to_owner = true;
+    l.driver.set_class_settings(l.class, s).unwrap();
+    let (id, owner) = l.spawn();
+    l.driver.set_owner(l.class, &l.store, id, Some(l.conn), false).unwrap();
+    let part = l.parts.spawn();
+    let pg = l.driver.register_sub_object(l.part_class, &l.parts, part, owner, SubObjectCondition::OwnerOnly).unwrap();
+    l.run(3);
+    assert!(l.client.has(owner) && l.client.has(pg));
+    l.driver.set_owner(l.class, &l.store, id, None, false).unwrap();
+    l.run(2);
+    assert!(l.client.has(owner), "the owner's channel stays");
+    assert!(!l.client.has(pg), "the part its condition leaves out is still there");
+}
+
 /// A part that ranks before its owner (its class's priority hook), the viewer away a few frames
 /// and back (a few more each time). With the owner's clock alone (session 67's first fix) the
 /// part, met first, read the owner's clock before the owner's recheck renewed it: whenever that

@@ -39,6 +39,7 @@ pub(super) fn candidates(
     }
     let Scratch { relevant, fresh, cands, .. } = scratch;
     let (closes, viewers, sent_temporaries) = (&mut conn.closes, &conn.viewers, &conn.sent_temporaries);
+    let (replay, net_groups) = (conn.replay, conn.net_groups);
     let Pairs::Channels { rows, dormant } = &mut conn.pairs else { unreachable!("the actor level keeps channel rows") };
     fresh.clear();
     cands.clear();
@@ -145,7 +146,11 @@ pub(super) fn candidates(
         // its owner's channel does (`ended`, below), and stays while the owner's does (a viewer
         // without a view target keeps it). As a candidate it closed for relevancy while the
         // owner's channel stayed: the client kept the owner without its sub-objects.
-        if ctx.owner_only > 0 && owner_unowned(ctx, ci, viewers, d) {
+        // (One its condition leaves out is a candidate: it closes at once, as anywhere.)
+        if ctx.owner_only > 0
+            && owner_unowned(ctx, ci, viewers, d)
+            && ctx.due[d as usize].allowed_for(ci, replay, net_groups)
+        {
             continue;
         }
         if skipped_once(ctx, ci, row.state.flags, d, &ended) {

@@ -108,7 +108,9 @@ impl ReferenceFrame {
                 // inside the owner's channel): it closes when the owner's does, never on its own
                 // clock (the kernel's `candidates::owner_unowned`). (Relevant — its owner's
                 // relevancy is the distance rule's — it is a candidate, as ever.)
+                // (One its condition leaves out is a candidate: it closes at once, as anywhere.)
                 let owners_owner_only = !relevant
+                    && allowed
                     && class.cols.sub_condition[s as usize].is_some()
                     && driver.owner_of(a.guid).and_then(|o| driver.guids.get(&o)).is_some_and(|&(oc, os)| {
                         driver.classes[oc as usize].cols.settings[os as usize].only_relevant_to_owner
