@@ -142,11 +142,12 @@ pub(super) fn candidates(
         }
         // A sub-object of such an owner (not relevant here: one relevant — its owner's
         // relevancy is the distance rule's — is a candidate above): UE sends it inside its
-        // owner's channel, so it is skipped with the owner — neither updated nor closed on its own clock: it closes when
-        // its owner's channel does (`ended`, below), and stays while the owner's does (a viewer
-        // without a view target keeps it). As a candidate it closed for relevancy while the
-        // owner's channel stayed: the client kept the owner without its sub-objects.
-        // (One its condition leaves out is a candidate: it closes at once, as anywhere.)
+        // owner's channel, so it is skipped with the owner — neither updated nor closed on its
+        // own clock: it closes when its owner's channel does (`ended`, below), and stays while
+        // the owner's does (a viewer without a view target keeps it). As a candidate it closed
+        // for relevancy while the owner's channel stayed: the client kept the owner without its
+        // sub-objects. (One its condition leaves out is a candidate: it closes at once, as
+        // anywhere.)
         if ctx.owner_only > 0
             && owner_unowned(ctx, ci, viewers, d)
             && ctx.due[d as usize].allowed_for(ci, replay, net_groups)
