@@ -1,4 +1,4 @@
-//! The roles' unit tests: a torn-off pawn unpossessed, and what a property coming back is owed.
+//! The roles' unit tests: a torn-off pawn unpossessed, and the bound on each actor's records of inactive leaves.
 
 use super::*;
 use crate::net::DriverConfig;
