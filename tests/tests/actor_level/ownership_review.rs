@@ -10,7 +10,6 @@ use super::lifecycle_review::World;
 use super::*;
 use shadowrep::link::{Link, LinkConfig};
 use shadowrep::net::{Dormancy, NetRole, SubObjectCondition};
-use std::collections::BTreeMap;
 
 /// Parent of the weapon's ammo.
 const AMMO: usize = 0;
@@ -79,10 +78,6 @@ fn step(w: &mut World, links: &mut Links, frame: u32) {
 }
 
 /// Client `c`'s items of array `fa`, if it holds it.
-fn client_items(w: &World, c: usize, fa: NetGuid) -> Option<BTreeMap<u32, Vec<u8>>> {
-    w.client_items(c, fa)
-}
-
 fn flags(ch: &Char, c: usize) -> shadowrep::net::ReplicationFlags {
     shadowrep::net::ReplicationFlags { owner: ch.owner == Some(c), autonomous: ch.autonomous, ..Default::default() }
 }
@@ -133,48 +128,8 @@ fn check_client(w: &World, c: usize, target: usize, chars: &[Char], gone: &[NetG
             return Err(format!("client {c}: character {} role {:?}, want {role:?}", ch.guid, client.role(ch.guid)));
         }
         let f = flags(ch, c);
-        let mut want = Vec::new();
-        for &(wid, wg, cond) in &ch.weapons {
-            if cond.allows(f) {
-                want.push(wg);
-                let ammo = w.weapons.get(wid, AMMO).ok();
-                if client.value(wg, AMMO) != ammo {
-                    return Err(format!(
-                        "client {c}: weapon {wg} ({cond:?}) of {} ammo {:?}, server {ammo:?}",
-                        ch.guid,
-                        client.value(wg, AMMO)
-                    ));
-                }
-            }
-        }
-        let mut have = client.sub_objects(ch.guid);
-        want.sort();
-        have.sort();
-        if have != want {
-            return Err(format!(
-                "client {c}: character {}'s weapons {have:?}, want {want:?} (owner {:?} autonomous {})",
-                ch.guid, ch.owner, ch.autonomous
-            ));
-        }
-        let mut want = Vec::new();
-        for &(fa, cond) in &ch.arrays {
-            if cond.allows(f) {
-                want.push(fa);
-                let (server, held) = (w.items(fa), client_items(w, c, fa));
-                if held.as_ref() != Some(&server) {
-                    return Err(format!("client {c}: fast array {fa} ({cond:?}) {held:?}, server {server:?}"));
-                }
-            }
-        }
-        let mut have = client.fast_arrays_of(ch.guid).to_vec();
-        want.sort();
-        have.sort();
-        if have != want {
-            return Err(format!(
-                "client {c}: character {}'s fast arrays {have:?}, want {want:?} (owner {:?} autonomous {})",
-                ch.guid, ch.owner, ch.autonomous
-            ));
-        }
+        let why = format!(" (owner {:?} autonomous {})", ch.owner, ch.autonomous);
+        w.check_parts(c, ch.guid, (&ch.weapons, &ch.arrays), |cond| cond.allows(f), &why)?;
     }
     Ok(())
 }

@@ -246,11 +246,10 @@ fn a_sub_object_is_not_closed_for_relevancy_before_its_owner() {
     assert_eq!(numbers(&l.client.take_rpcs(), SHOUT), (0..calls).collect::<Vec<_>>());
 }
 
-/// As above, but the part's condition is owner-only: its condition leaves it out once the
-/// connection no longer owns the owner, and such a sub-object closes at once, whatever its
-/// owner's channel does (it is skipped with its owner only while its condition allows it).
-#[test]
-fn an_owner_only_sub_object_of_an_owner_only_owner_no_longer_owned_closes_at_once() {
+/// An owner-only owner owned by the connection, with a part under `cond`, both on the client;
+/// then the connection no longer owns it (its one viewer has no view target). The level, the
+/// owner's GUID and the part's.
+fn owner_only_owner_given_up(cond: SubObjectCondition) -> (Lvl, NetGuid, NetGuid) {
     let mut l = Lvl::new();
     let mut s = NetSettings::default();
     s.frequency.net_update_frequency = 1.0e6;
@@ -259,10 +258,19 @@ fn an_owner_only_sub_object_of_an_owner_only_owner_no_longer_owned_closes_at_onc
     let (id, owner) = l.spawn();
     l.driver.set_owner(l.class, &l.store, id, Some(l.conn), false).unwrap();
     let part = l.parts.spawn();
-    let pg = l.driver.register_sub_object(l.part_class, &l.parts, part, owner, SubObjectCondition::OwnerOnly).unwrap();
+    let pg = l.driver.register_sub_object(l.part_class, &l.parts, part, owner, cond).unwrap();
     l.run(3);
     assert!(l.client.has(owner) && l.client.has(pg));
     l.driver.set_owner(l.class, &l.store, id, None, false).unwrap();
+    (l, owner, pg)
+}
+
+/// As above, but the part's condition is owner-only: its condition leaves it out once the
+/// connection no longer owns the owner, and such a sub-object closes at once, whatever its
+/// owner's channel does (it is skipped with its owner only while its condition allows it).
+#[test]
+fn an_owner_only_sub_object_of_an_owner_only_owner_no_longer_owned_closes_at_once() {
+    let (mut l, owner, pg) = owner_only_owner_given_up(SubObjectCondition::OwnerOnly);
     l.run(2);
     assert!(l.client.has(owner), "the owner's channel stays");
     assert!(!l.client.has(pg), "the part its condition leaves out is still there");
@@ -309,18 +317,7 @@ fn a_sub_object_ranked_before_its_owner_is_not_closed_when_its_owners_relevancy_
 /// owner's channel stayed (the owner is no candidate: nothing refreshes its clock).
 #[test]
 fn a_sub_object_of_an_owner_only_owner_kept_for_a_viewer_without_a_view_target_stays() {
-    let mut l = Lvl::new();
-    let mut s = NetSettings::default();
-    s.frequency.net_update_frequency = 1.0e6;
-    s.only_relevant_to_owner = true;
-    l.driver.set_class_settings(l.class, s).unwrap();
-    let (id, owner) = l.spawn();
-    l.driver.set_owner(l.class, &l.store, id, Some(l.conn), false).unwrap();
-    let part = l.parts.spawn();
-    let pg = l.driver.register_sub_object(l.part_class, &l.parts, part, owner, SubObjectCondition::None).unwrap();
-    l.run(3);
-    assert!(l.client.has(owner) && l.client.has(pg));
-    l.driver.set_owner(l.class, &l.store, id, None, false).unwrap();
+    let (mut l, owner, pg) = owner_only_owner_given_up(SubObjectCondition::None);
     for frame in 0..60 {
         l.step();
         assert!(l.client.has(owner), "frame {frame}: the owner's channel stays");

@@ -128,7 +128,57 @@ impl World {
     pub fn client_items(&self, c: usize, fa: NetGuid) -> Option<BTreeMap<u32, Vec<u8>>> {
         self.client(c).fast_array(fa).map(|r| r.iter().map(|(id, b)| (id.0, b.to_vec())).collect())
     }
+
+    /// Whether client `c` holds exactly the weapons and fast arrays of character `owner` that
+    /// `allows` lets it have (by condition), each with the server's ammo or items; the error
+    /// says what differs (`why`: what it adds of the character).
+    pub fn check_parts(
+        &self,
+        c: usize,
+        owner: NetGuid,
+        (weapons, arrays): (&Weapons, &Arrays),
+        allows: impl Fn(SubObjectCondition) -> bool,
+        why: &str,
+    ) -> Result<(), String> {
+        let client = self.client(c);
+        let mut want = Vec::new();
+        for &(wid, wg, cond) in weapons.iter().filter(|w| allows(w.2)) {
+            want.push(wg);
+            let ammo = self.weapons.get(wid, AMMO).ok();
+            if client.value(wg, AMMO) != ammo {
+                let held = client.value(wg, AMMO);
+                return Err(format!("client {c}: weapon {wg} ({cond:?}) of {owner} ammo {held:?}, server {ammo:?}"));
+            }
+        }
+        let mut have = client.sub_objects(owner);
+        want.sort();
+        have.sort();
+        if have != want {
+            return Err(format!("client {c}: character {owner}'s weapons {have:?}, want {want:?}{why}"));
+        }
+        let mut want = Vec::new();
+        for &(fa, cond) in arrays.iter().filter(|a| allows(a.1)) {
+            want.push(fa);
+            let (server, held) = (self.items(fa), self.client_items(c, fa));
+            if held.as_ref() != Some(&server) {
+                return Err(format!("client {c}: fast array {fa} ({cond:?}) {held:?}, server {server:?}"));
+            }
+        }
+        let mut have = client.fast_arrays_of(owner).to_vec();
+        want.sort();
+        have.sort();
+        if have != want {
+            return Err(format!("client {c}: character {owner}'s fast arrays {have:?}, want {want:?}{why}"));
+        }
+        Ok(())
+    }
 }
+
+/// A character's weapons (sub-objects): id, GUID, condition.
+pub type Weapons = [(ActorId, NetGuid, SubObjectCondition)];
+
+/// A character's fast arrays: GUID, condition.
+pub type Arrays = [(NetGuid, SubObjectCondition)];
 
 /// One character of the random worlds, with its weapons and fast arrays.
 struct Char {
@@ -238,42 +288,7 @@ fn check(w: &World, chars: &[Char], gone: &[NetGuid]) -> Result<(), String> {
             }
             let is_owner = w.driver.owning_connection(w.ch, ch.id) == Some(*conn);
             assert_eq!(is_owner, ch.owner == Some(c));
-            let mut want = Vec::new();
-            for &(wid, wg, cond) in &ch.weapons {
-                if allows(cond, is_owner) {
-                    want.push(wg);
-                    let ammo = w.weapons.get(wid, AMMO).ok();
-                    if client.value(wg, AMMO) != ammo {
-                        return Err(format!(
-                            "client {c}: weapon {wg} ({cond:?}) of {} ammo {:?}, server {ammo:?}",
-                            ch.guid,
-                            client.value(wg, AMMO)
-                        ));
-                    }
-                }
-            }
-            let mut have = client.sub_objects(ch.guid);
-            want.sort();
-            have.sort();
-            if have != want {
-                return Err(format!("client {c}: character {}'s weapons {have:?}, want {want:?}", ch.guid));
-            }
-            let mut want: Vec<NetGuid> = Vec::new();
-            for &(fa, cond) in &ch.arrays {
-                if allows(cond, is_owner) {
-                    want.push(fa);
-                    let (server, held) = (w.items(fa), w.client_items(c, fa));
-                    if held.as_ref() != Some(&server) {
-                        return Err(format!("client {c}: fast array {fa} ({cond:?}) {held:?}, server {server:?}"));
-                    }
-                }
-            }
-            let mut have = client.fast_arrays_of(ch.guid).to_vec();
-            want.sort();
-            have.sort();
-            if have != want {
-                return Err(format!("client {c}: character {}'s fast arrays {have:?}, want {want:?}", ch.guid));
-            }
+            w.check_parts(c, ch.guid, (&ch.weapons, &ch.arrays), |cond| allows(cond, is_owner), "")?;
         }
     }
     Ok(())
