@@ -145,8 +145,9 @@ impl NetDriver {
         c.queue(class, slot);
         c.stats.reopens_honoured += 1;
         // The client has no copy of the owner, so none of its fast arrays: they start again
-        // from nothing behind its open (the channel keeps its epoch, which would not tell).
-        self.fast.restart_for_connection(ci, &mut c.quiet, self.fast.versions_of(guid));
+        // from nothing behind its open (the channel keeps its epoch, which would not tell) —
+        // unless the request is late or forged, and the client holds them: marked stale.
+        self.fast.owner_reopened(super::fastarrays::Side::Driver, ci, guid, Some(&mut c.quiet));
         // Sent again from nothing: what it lacked while inactive comes back as never sent.
         self.forget_inactive(class, slot, ci);
     }

@@ -535,3 +535,46 @@ fn the_worlds_that_found_a_late_reopen_request_heal() {
     let failures: Vec<String> = [122, 129].into_iter().filter_map(|s| ownership_world(s, 3, 300, play).err()).collect();
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+/// The same for a request to open the array's *owner* again, arriving after the client has the
+/// owner (late behind its own heal, or forged: the server cannot tell). The server honours it —
+/// it sends the owner's open again and starts the owner's arrays from nothing — while the client
+/// keeps the owner, arrays and all (an open of an actor it holds keeps its copy). Handed to
+/// client 1 in that frame, the owner-only array leaves client 0 out with nothing to say client 0
+/// holds it: unless the restart marks it stale, no close goes, and the old owner keeps it.
+#[test]
+fn a_late_request_to_reopen_an_owner_does_not_leave_its_fast_array_with_an_old_owner() {
+    use shadowrep::wire::feedback::{read_feedback, write_feedback};
+    let (mut w, id, guid, _, fa) = handed(SubObjectCondition::OwnerOnly);
+    assert_eq!(w.client_items(0, fa), Some(w.items(fa)));
+    let (c0, c1) = (w.clients[0].0, w.clients[1].0);
+    w.driver.tick(&mut [&mut w.chars, &mut w.weapons]).unwrap();
+    for c in 0..2 {
+        for p in w.driver.take_packets(w.clients[c].0).unwrap() {
+            w.clients[c].1.receive(&p).unwrap();
+        }
+    }
+    let fb = w.clients[1].1.feedback();
+    w.driver.receive_feedback(c1, &fb).unwrap();
+    // Client 0's feedback, with a request for the owner it holds.
+    let real = read_feedback(&w.clients[0].1.feedback()).unwrap();
+    let mut late = shadowrep::wire::BitWriter::new();
+    write_feedback(&mut late, real.highest, &real.received, &[guid]);
+    w.driver.receive_feedback(c0, &late.into_bytes()).unwrap();
+    w.driver.set_owner(w.ch, &w.chars, id, Some(c1), true).unwrap();
+    w.run(20);
+    assert!(w.client(0).has(guid), "the owner stays with client 0");
+    assert_eq!(w.client_items(1, fa), Some(w.items(fa)), "the new owner gets the array");
+    assert_eq!(w.client_items(0, fa), None, "the old owner's copy is closed");
+}
+
+/// Found by the ownership sweep at the end of session 67 (seeds 2000..2200 at 30 % loss with
+/// dormancy, owner-only flips and view targets; the one failure of 200, and it fails on the
+/// session's code before its last fix too): client 0 keeps a `SimulatedOnly` weapon with a
+/// stale ammo (0 against the server's 155) after healing. Not investigated yet.
+#[test]
+#[ignore = "bug, not fixed: a SimulatedOnly weapon left with a stale value on one client (ownership sweep seed 2042)"]
+fn the_ownership_world_of_seed_2042_heals() {
+    let play = Play { loss: 0.3, dormancy: true, flip_owner_only: true, view_targets: true };
+    ownership_world(2042, 3, 300, play).unwrap();
+}

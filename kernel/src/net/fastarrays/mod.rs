@@ -417,6 +417,31 @@ impl FastArrays {
         true
     }
 
+    /// Owner `owner` is opened again on `side`'s connection `ci` at the client's request: each
+    /// of its arrays starts again from nothing there ([`Self::restart`]) — marked [`STALE`] where
+    /// the client may hold it, since the request may be late (behind an open that reached the
+    /// client since) or forged, and a client keeps the actor it holds, arrays and all, through
+    /// the open sent again: should an array's condition leave the connection out before a new
+    /// open replaces that copy, its own close goes (an owner-only array handed to another player
+    /// in that frame stayed with the old one for good). The driver's connection passes its quiet
+    /// record, which forgets the arrays.
+    pub(crate) fn owner_reopened(&self, side: Side, ci: usize, owner: NetGuid, mut quiet: Option<&mut QuietArrays>) {
+        let slot = side.slot(ci);
+        for g in self.by_owner.get(&owner).map_or(&[][..], |l| &l[..]) {
+            let Some(e) = self.arrays.get(g) else { continue };
+            if let Some(q) = quiet.as_deref_mut() {
+                q.forget_at(e.slot, *g);
+            }
+            let mut fa = lock(e);
+            let Some(fc) = fa.conns.get_mut(slot) else { continue };
+            let held = fc.flags & (OPEN_SENT | OPEN_ACKED | STALE) != 0 || fc.in_flight > 0;
+            fa.reset(slot);
+            if held {
+                fa.conns[slot].flags |= STALE;
+            }
+        }
+    }
+
     /// Fast array `guid` starts again from nothing on `side`'s connection `ci`: its owner is
     /// opened there again — a new channel, or the client asked for it — and the client has
     /// none of its arrays (whatever the channels' numbers say: a connection numbers them in a

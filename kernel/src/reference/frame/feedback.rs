@@ -163,10 +163,7 @@ impl RefConn {
         ch.open_sent = false;
         ch.sent_through = Frame(0);
         ch.inactive = LeafMask::EMPTY;
-        for (g, stamp) in driver.fast.versions_of(guid) {
-            if stamp.is_some() {
-                driver.fast.restart(Side::Reference, ci, g);
-            }
-        }
+        // (Its arrays marked stale where the client may hold them: the kernel's rule.)
+        driver.fast.owner_reopened(Side::Reference, ci, guid, None);
     }
 }
