@@ -309,16 +309,10 @@ impl ClientWorld {
             let class = opened.get(&b.guid).copied();
             self.apply_one(b, class, packet.seq);
         }
-        // Opens set aside for a missing owner are asked for after the bunches too: a close of
-        // the actor's earlier channel in this packet (before the open) must not take the request
-        // back — the server would believe the open acknowledged.
-        for guid in reask.into_iter().chain(orphans).chain(asked_again) {
-            self.request_reopen(guid);
-        }
         // A sub-object's open set aside is one the server may count delivered: its owner's open
         // went in an earlier packet, lost, and the sub-object's went on in a later one before
         // the server knew (it sends a sub-object once its owner has a channel, its open not yet
-        // acknowledged). Asked for again above — but the request rides a few feedbacks only,
+        // acknowledged). Asked for again below — but the request rides a few feedbacks only,
         // and should they all be lost, the next one acknowledges this packet without it: the
         // server then sends the sub-object's changes as plain bunches, which cannot be stepped
         // over without its class. Each was a refused packet (the server sent it again whole,
@@ -329,15 +323,18 @@ impl ClientWorld {
         // GUID is recorded with the class its open named, its updates read past and each asking
         // for it again, until its open (which the server sends on the request) or its close
         // ends the record (`apply_one`).
+        // (Recorded before it is asked for: a request that finds the reopen list full leaves the
+        // record to ask again later — `request_reopen`.)
         for (guid, class) in orphan_subs {
             if !self.actors.contains_key(&guid) && self.ignored.insert_asking(guid, class, MAX_IGNORED) {
                 self.stats.ignored_evicted += 1;
             }
-            // Its request above found the reopen list full (before it was recorded here): it
-            // asks again later, or it never would (one that never changes sends no update).
-            if !self.reopen.iter().any(|r| r.guid == guid) {
-                self.ignored.turned_away(guid, self.feedbacks);
-            }
+        }
+        // Opens set aside for a missing owner are asked for after the bunches too: a close of
+        // the actor's earlier channel in this packet (before the open) must not take the request
+        // back — the server would believe the open acknowledged.
+        for guid in reask.into_iter().chain(orphans).chain(asked_again) {
+            self.request_reopen(guid);
         }
         // Calls after the actors: an actor this packet opens is there, and a call sees the state
         // its frame sent.

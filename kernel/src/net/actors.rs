@@ -135,6 +135,12 @@ pub(crate) struct ClassNet {
     pub cols: Columns,
 }
 
+/// Whether the actor in `slot` of class `class` is owner-only (`only_relevant_to_owner`): what
+/// a sub-object of it follows (the sub-object's own setting is never owner-only).
+pub(crate) fn owner_only_at(classes: &[ClassNet], (class, slot): (u32, u32)) -> bool {
+    classes[class as usize].cols.settings.get(slot as usize).is_some_and(|s| s.only_relevant_to_owner)
+}
+
 impl ClassNet {
     /// The dynamic arrays among `send` that go whole rather than as their changed elements:
     /// all of them while the channel's `open` is owed, else those under a condition (see

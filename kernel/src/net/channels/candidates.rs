@@ -452,10 +452,8 @@ fn skipped_once(ctx: &LevelCtx<'_>, ci: u32, flags: u8, d: u32, ended: &[crate::
 /// ownership is its owner's).
 fn owner_unowned(ctx: &LevelCtx<'_>, ci: u32, viewers: &[crate::net::relevancy::Viewer], d: u32) -> bool {
     let due = &ctx.due[d as usize];
-    let Some((oc, os)) = due.owner_slot else { return false };
-    let owner_only =
-        ctx.write.classes[oc as usize].cols.settings.get(os as usize).is_some_and(|s| s.only_relevant_to_owner);
-    owner_only && !ctx.index.owns(due, ci, viewers)
+    due.owner_slot.is_some_and(|o| crate::net::actors::owner_only_at(ctx.write.classes, o))
+        && !ctx.index.owns(due, ci, viewers)
 }
 
 /// Whether due actor `d` is owner-only and connection `ci` with `viewers` does not own it.

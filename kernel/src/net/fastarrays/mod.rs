@@ -418,14 +418,30 @@ impl FastArrays {
     }
 
     /// Owner `owner` is opened again on `side`'s connection `ci` at the client's request: each
-    /// of its arrays starts again from nothing there ([`Self::restart`]) — marked [`STALE`] where
-    /// the client may hold it, since the request may be late (behind an open that reached the
-    /// client since) or forged, and a client keeps the actor it holds, arrays and all, through
-    /// the open sent again: should an array's condition leave the connection out before a new
-    /// open replaces that copy, its own close goes (an owner-only array handed to another player
-    /// in that frame stayed with the old one for good). The driver's connection passes its quiet
-    /// record, which forgets the arrays.
-    pub(crate) fn owner_reopened(&self, side: Side, ci: usize, owner: NetGuid, mut quiet: Option<&mut QuietArrays>) {
+    /// of its arrays starts again from nothing there — marked [`STALE`] where the client may
+    /// hold it, since the request may be late (behind an open that reached the client since) or
+    /// forged, and a client keeps the actor it holds, arrays and all, through the open sent
+    /// again: should an array's condition leave the connection out before a new open replaces
+    /// that copy, its own close goes (an owner-only array handed to another player in that frame
+    /// stayed with the old one for good). The driver's connection passes its quiet record, which
+    /// forgets the arrays.
+    pub(crate) fn owner_reopened(&self, side: Side, ci: usize, owner: NetGuid, quiet: Option<&mut QuietArrays>) {
+        self.restart_owner(side, ci, owner, STALE, quiet);
+    }
+
+    /// Owner `owner`'s channel on the driver's connection `ci` ended (closed, not torn off):
+    /// the client destroys its arrays with it, so each starts again from nothing there —
+    /// marked [`MAY_HOLD`] where the client may have had it, until the owner's close is known
+    /// delivered.
+    pub(crate) fn owner_ended(&self, ci: usize, owner: NetGuid) {
+        self.restart_owner(Side::Driver, ci, owner, MAY_HOLD, None);
+    }
+
+    /// Each of `owner`'s arrays starts again from nothing on `side`'s connection `ci`
+    /// ([`FastArrayNet::reset`]), with flag `mark` where the client may hold a copy (its open
+    /// sent or acknowledged, bunches in flight, or a stale copy already); `quiet`, the driver
+    /// connection's record, forgets them.
+    fn restart_owner(&self, side: Side, ci: usize, owner: NetGuid, mark: u8, mut quiet: Option<&mut QuietArrays>) {
         let slot = side.slot(ci);
         for g in self.by_owner.get(&owner).map_or(&[][..], |l| &l[..]) {
             let Some(e) = self.arrays.get(g) else { continue };
@@ -437,7 +453,7 @@ impl FastArrays {
             let held = fc.flags & (OPEN_SENT | OPEN_ACKED | STALE) != 0 || fc.in_flight > 0;
             fa.reset(slot);
             if held {
-                fa.conns[slot].flags |= STALE;
+                fa.conns[slot].flags |= mark;
             }
         }
     }
@@ -449,23 +465,6 @@ impl FastArrays {
     pub(crate) fn restart(&self, side: Side, ci: usize, guid: NetGuid) {
         if let Some(e) = self.arrays.get(&guid) {
             lock(e).reset(side.slot(ci));
-        }
-    }
-
-    /// Owner `owner`'s channel on the driver's connection `ci` ended (closed, not torn off):
-    /// the client destroys its arrays with it, so each starts again from nothing there
-    /// ([`Self::restart`]) — marked [`MAY_HOLD`] where the client may have had it, until the
-    /// owner's close is known delivered.
-    pub(crate) fn owner_ended(&self, ci: usize, owner: NetGuid) {
-        let slot = Side::Driver.slot(ci);
-        for g in self.by_owner.get(&owner).map_or(&[][..], |l| &l[..]) {
-            let Some(e) = self.arrays.get(g) else { continue };
-            let mut fa = lock(e);
-            let Some(fc) = fa.conns.get_mut(slot) else { continue };
-            if fc.flags & (OPEN_SENT | OPEN_ACKED | STALE) != 0 || fc.in_flight > 0 {
-                fc.flags |= MAY_HOLD;
-            }
-            fa.reset(slot);
         }
     }
 

@@ -187,9 +187,8 @@ impl NetDriver {
                 level.conditioned += d.condition.is_some_and(|c| c != SubObjectCondition::None) as usize;
                 // (A sub-object of an owner-only owner counts: the candidates walk skips it where
                 // its owner is not owned, and a plain frame would not.)
-                let owners_owner_only = d.owner_slot.is_some_and(|(oc, os)| {
-                    self.classes[oc as usize].cols.settings.get(os as usize).is_some_and(|s| s.only_relevant_to_owner)
-                });
+                let owners_owner_only =
+                    d.owner_slot.is_some_and(|o| crate::net::actors::owner_only_at(&self.classes, o));
                 level.owner_only += (d.rel.only_relevant_to_owner || owners_owner_only) as usize;
                 level.tearing += d.actor.tearing as usize;
                 level.temporary += d.temporary() as usize;
