@@ -114,14 +114,7 @@ fn check_client(w: &World, c: usize, target: usize, chars: &[Char], gone: &[NetG
                 ch.guid, ch.owner, ch.owner_only
             ));
         }
-        let health = w.chars.get(ch.id, HEALTH).ok();
-        if client.value(ch.guid, HEALTH) != health {
-            return Err(format!(
-                "client {c}: character {} health {:?}, server {health:?}",
-                ch.guid,
-                client.value(ch.guid, HEALTH)
-            ));
-        }
+        w.check_health(c, (ch.id, ch.guid))?;
         let role =
             if ch.owner == Some(c) && ch.autonomous { NetRole::AutonomousProxy } else { NetRole::SimulatedProxy };
         if client.role(ch.guid) != Some(role) {
@@ -269,11 +262,8 @@ fn ownership_world(seed: u64, clients: usize, frames: u32, play: Play) -> Result
                 chars[k].weapons.push((wid, wg, cond));
             }
             (18, Some(k)) if !chars[k].weapons.is_empty() => {
-                let i = rng.random_range(0..chars[k].weapons.len());
-                let (wid, wg, _) = chars[k].weapons.remove(i);
+                let wg = w.disarm(&mut rng, &mut chars[k].weapons, &mut gone);
                 log.push(format!("{frame}: weapon {wg} of {} despawned", chars[k].guid));
-                w.weapons.despawn(wid).unwrap();
-                gone.push(wg);
             }
             (19, Some(k)) if !chars[k].weapons.is_empty() => {
                 let i = rng.random_range(0..chars[k].weapons.len());
@@ -329,13 +319,7 @@ fn ownership_world(seed: u64, clients: usize, frames: u32, play: Play) -> Result
             (26, Some(k)) => {
                 let ch = chars.swap_remove(k);
                 log.push(format!("{frame}: {} despawned", ch.guid));
-                w.chars.despawn(ch.id).unwrap();
-                gone.push(ch.guid);
-                for (wid, wg, _) in ch.weapons {
-                    w.weapons.despawn(wid).unwrap();
-                    gone.push(wg);
-                }
-                gone.extend(ch.arrays.iter().map(|a| a.0));
+                w.despawn_character((ch.id, ch.guid), (&ch.weapons, &ch.arrays), &mut gone);
             }
             _ => {}
         }

@@ -129,6 +129,45 @@ impl World {
         self.client(c).fast_array(fa).map(|r| r.iter().map(|(id, b)| (id.0, b.to_vec())).collect())
     }
 
+    /// Whether client `c`'s copy of character `guid` (`id` here) has the server's health.
+    pub fn check_health(&self, c: usize, (id, guid): (ActorId, NetGuid)) -> Result<(), String> {
+        let (health, held) = (self.chars.get(id, HEALTH).ok(), self.client(c).value(guid, HEALTH));
+        if held != health {
+            return Err(format!("client {c}: character {guid} health {held:?}, server {health:?}"));
+        }
+        Ok(())
+    }
+
+    /// Despawns one of `weapons` at random (taken off the list, put on `gone`); returns its GUID.
+    pub fn disarm(
+        &mut self,
+        rng: &mut impl rand::Rng,
+        weapons: &mut Vec<(ActorId, NetGuid, SubObjectCondition)>,
+        gone: &mut Vec<NetGuid>,
+    ) -> NetGuid {
+        let (wid, wg, _) = weapons.remove(rng.random_range(0..weapons.len()));
+        self.weapons.despawn(wid).unwrap();
+        gone.push(wg);
+        wg
+    }
+
+    /// Despawns character `id` (`guid`) and its `weapons`; it, they and its `arrays` go on
+    /// `gone`.
+    pub fn despawn_character(
+        &mut self,
+        (id, guid): (ActorId, NetGuid),
+        (weapons, arrays): (&Weapons, &Arrays),
+        gone: &mut Vec<NetGuid>,
+    ) {
+        self.chars.despawn(id).unwrap();
+        gone.push(guid);
+        for &(wid, wg, _) in weapons {
+            self.weapons.despawn(wid).unwrap();
+            gone.push(wg);
+        }
+        gone.extend(arrays.iter().map(|a| a.0));
+    }
+
     /// Whether client `c` holds exactly the weapons and fast arrays of character `owner` that
     /// `allows` lets it have (by condition), each with the server's ammo or items; the error
     /// says what differs (`why`: what it adds of the character).
@@ -278,14 +317,7 @@ fn check(w: &World, chars: &[Char], gone: &[NetGuid]) -> Result<(), String> {
             if !client.has(ch.guid) {
                 return Err(format!("client {c} lacks character {}", ch.guid));
             }
-            let health = w.chars.get(ch.id, HEALTH).ok();
-            if client.value(ch.guid, HEALTH) != health {
-                return Err(format!(
-                    "client {c}: character {} health {:?}, server {health:?}",
-                    ch.guid,
-                    client.value(ch.guid, HEALTH)
-                ));
-            }
+            w.check_health(c, (ch.id, ch.guid))?;
             let is_owner = w.driver.owning_connection(w.ch, ch.id) == Some(*conn);
             assert_eq!(is_owner, ch.owner == Some(c));
             w.check_parts(c, ch.guid, (&ch.weapons, &ch.arrays), |cond| allows(cond, is_owner), "")?;

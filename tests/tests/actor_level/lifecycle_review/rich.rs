@@ -93,10 +93,7 @@ pub(super) fn rich_world(seed: u64, loss: f64, frames: u32) -> Result<(), String
             (9..=11, Some(k)) => wander(&mut w, &mut rng, chars[k].id),
             (12..=13, Some(k)) if chars[k].weapons.len() < 3 => chars[k].arm(&mut w, &mut rng),
             (14, Some(k)) if !chars[k].weapons.is_empty() => {
-                let i = rng.random_range(0..chars[k].weapons.len());
-                let (wid, wg, _) = chars[k].weapons.remove(i);
-                w.weapons.despawn(wid).unwrap();
-                gone.push(wg);
+                let wg = w.disarm(&mut rng, &mut chars[k].weapons, &mut gone);
                 why.insert(
                     wg,
                     format!(
@@ -128,15 +125,11 @@ pub(super) fn rich_world(seed: u64, loss: f64, frames: u32) -> Result<(), String
             }
             (21, Some(k)) => {
                 let c = chars.swap_remove(k);
-                w.chars.despawn(c.id).unwrap();
-                gone.push(c.guid);
+                w.despawn_character((c.id, c.guid), (&c.weapons, &c.arrays), &mut gone);
                 why.insert(c.guid, format!("char despawned at {frame} on {:?}", w.driver.replicates(w.ch, c.id)));
-                for (wid, wg, _) in c.weapons {
+                for &(_, wg, _) in &c.weapons {
                     why.insert(wg, format!("weapon of despawned char {} at {frame}", c.guid));
-                    w.weapons.despawn(wid).unwrap();
-                    gone.push(wg);
                 }
-                gone.extend(c.arrays.iter().map(|a| a.0));
             }
             (22, Some(k)) => {
                 // Torn off, sometimes with the switch, dormancy or its sublevel in the same frame.

@@ -27,10 +27,7 @@ pub(super) fn switch_world(seed: u64, loss: f64, frames: u32, dormancy: bool) ->
             (9..=10, Some(k)) => wander(&mut w, &mut rng, chars[k].id),
             (11..=12, Some(k)) if chars[k].weapons.len() < 3 => chars[k].arm(&mut w, &mut rng),
             (13, Some(k)) if !chars[k].weapons.is_empty() => {
-                let i = rng.random_range(0..chars[k].weapons.len());
-                let (wid, wg, _) = chars[k].weapons.remove(i);
-                w.weapons.despawn(wid).unwrap();
-                gone.push(wg);
+                w.disarm(&mut rng, &mut chars[k].weapons, &mut gone);
             }
             (14, Some(k)) if !chars[k].weapons.is_empty() => chars[k].recondition(&mut w, &mut rng),
             (15..=16, Some(k)) => chars[k].reown(&mut w, &mut rng),
@@ -47,13 +44,7 @@ pub(super) fn switch_world(seed: u64, loss: f64, frames: u32, dormancy: bool) ->
             }
             (21, Some(k)) => {
                 let c = chars.swap_remove(k);
-                w.chars.despawn(c.id).unwrap();
-                gone.push(c.guid);
-                for (wid, wg, _) in c.weapons {
-                    w.weapons.despawn(wid).unwrap();
-                    gone.push(wg);
-                }
-                gone.extend(c.arrays.iter().map(|a| a.0));
+                w.despawn_character((c.id, c.guid), (&c.weapons, &c.arrays), &mut gone);
             }
             _ => {}
         }
