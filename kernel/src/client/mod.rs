@@ -105,11 +105,16 @@ struct Reopen {
     guid: NetGuid,
     /// Feedbacks that carried it.
     tries: u8,
-    /// Made by a class conflict: it rides its [`REOPEN_TRIES`] feedbacks whatever bunches come
-    /// for the actor meanwhile. The client cannot tell the server's open from a forged one, so
-    /// an open after the conflict — a forger's again — must not end the request: the server's
-    /// reopen it brings then comes last.
-    conflict: bool,
+    /// It rides its [`REOPEN_TRIES`] feedbacks whatever bunches come for the actor meanwhile:
+    /// only the server's answer — an open sent after it read the request, which carries the
+    /// actor's whole state — heals what made it, and the client cannot tell that open from
+    /// another. A class conflict's: an open after the conflict may be a forger's again. A
+    /// bunch set aside (a sub-object's or fast array's whose owner was not there): the values
+    /// it carried are the client's in the server's books, and an open sent before the request
+    /// — the one a lost open's loss sent again — lacks them (the ownership review's seed 2042:
+    /// a weapon's ammo, changed after its lost open, set aside with its owner's open lost, then
+    /// its open resent without it; stale for good).
+    firm: bool,
 }
 
 struct ClientClass {
@@ -554,7 +559,7 @@ impl ClientWorld {
         // of what a packet lacked (a forger's sub-objects cannot take every place).
         for guid in self.ignored.due(now) {
             if self.reopen.len() < crate::wire::feedback::MAX_REOPENS / 2 {
-                self.request_reopen(guid);
+                self.request_reopen_firm(guid);
             } else {
                 self.ignored.unanswered(guid, now);
             }

@@ -333,8 +333,11 @@ impl ClientWorld {
         // Opens set aside for a missing owner are asked for after the bunches too: a close of
         // the actor's earlier channel in this packet (before the open) must not take the request
         // back — the server would believe the open acknowledged.
-        for guid in reask.into_iter().chain(orphans).chain(asked_again) {
+        for guid in reask {
             self.request_reopen(guid);
+        }
+        for guid in orphans.into_iter().chain(asked_again) {
+            self.request_reopen_firm(guid);
         }
         // Calls after the actors: an actor this packet opens is there, and a call sees the state
         // its frame sent.
@@ -349,10 +352,11 @@ impl ClientWorld {
     }
 
     /// Applies one validated bunch of packet `seq` (`class`: its actor's, or none for a fast
-    /// array's): a bunch for an actor cancels a request for it, an open or a close (not a
-    /// dormancy close) ends its being ignored (see `ignored`).
+    /// array's): a bunch for an actor cancels a request for it (not a firm one:
+    /// `Reopen::firm`), an open or a close (not a dormancy close) ends its being ignored (see
+    /// `ignored`).
     pub(super) fn apply_one(&mut self, b: Bunch, class: Option<u32>, seq: Seq) {
-        self.reopen.retain(|r| r.guid != b.guid || r.conflict);
+        self.reopen.retain(|r| r.guid != b.guid || r.firm);
         // A dormancy close ends nothing: the server believes the client keeps the copy, and
         // sends it plain updates once it wakes (an ignored actor's are still read past; an
         // orphaned sub-object's, refused, cost a packet — the review's rich worlds, seed 146).
@@ -449,11 +453,7 @@ impl ClientWorld {
                 self.forget_references(guid);
             }
             self.destroy(guid);
-            self.request_reopen(guid);
-            // Ends only by riding its feedbacks (see `Reopen::conflict`).
-            if let Some(r) = self.reopen.iter_mut().find(|r| r.guid == guid) {
-                r.conflict = true;
-            }
+            self.request_reopen_firm(guid);
         }
     }
 
@@ -470,11 +470,22 @@ impl ClientWorld {
 
     /// Asks the server to open actor `guid` again (in the next feedbacks), unless already asked.
     pub(super) fn request_reopen(&mut self, guid: NetGuid) {
-        if self.reopen.iter().any(|r| r.guid == guid) {
+        self.ask(guid, false);
+    }
+
+    /// As [`Self::request_reopen`], and the request rides all its feedbacks: no bunch for the
+    /// actor ends it (see `Reopen::firm`).
+    pub(super) fn request_reopen_firm(&mut self, guid: NetGuid) {
+        self.ask(guid, true);
+    }
+
+    fn ask(&mut self, guid: NetGuid, firm: bool) {
+        if let Some(r) = self.reopen.iter_mut().find(|r| r.guid == guid) {
+            r.firm |= firm;
             return;
         }
         if self.reopen.len() < MAX_REOPENS {
-            self.reopen.push(Reopen { guid, tries: 0, conflict: false });
+            self.reopen.push(Reopen { guid, tries: 0, firm });
             self.stats.reopens_requested += 1;
         } else {
             // No place: a set-aside sub-object asks again later (`ignored`).

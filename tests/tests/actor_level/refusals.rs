@@ -1,6 +1,7 @@
 //! Packets an honest server sends in order, under nothing but loss, are never refused: each
 //! case here was a refusal ("a plain bunch for an actor the receiver does not have") found by
-//! the lifecycle review's random worlds.
+//! the lifecycle review's random worlds — and what a bunch the client set aside carried is not
+//! lost (the ownership review's).
 
 use super::lifecycle_review::World;
 use super::*;
@@ -98,5 +99,49 @@ fn a_sub_object_set_aside_that_never_changes_still_comes() {
     assert!(!w.client(0).has(wg), "the weapon waits for the client to ask again");
     w.run(30);
     assert_eq!(w.client(0).value(wg, AMMO), Some(Value::U32(7)));
+    assert!(w.refused.is_empty(), "{:?}", w.refused);
+}
+
+#[test]
+fn a_change_set_aside_with_its_sub_object_is_not_lost_to_the_open_sent_again() {
+    // Ownership sweep seed 2042 (30 % loss), cut down. The owner and its weapon (ammo at the
+    // class default, so their opens carry none) open in a packet that is lost. The ammo changes,
+    // and the weapon's next bunch (the open's header and the ammo) arrives alone — its owner has
+    // nothing new to send — and is set aside; the client asks for the weapon again. A feedback
+    // sent before that bunch arrived tells the server the opens were lost: it sends them again,
+    // with what the lost packet carried, no ammo. That open arrives before the client's request
+    // reaches the server; it must not end the request (the server believes the ammo delivered).
+    let mut w = World::new(1);
+    let conn = w.clients[0].0;
+    let bystander = w.spawn([300.0, 0.0, 0.0]);
+    w.run(3);
+    let owner = w.spawn([500.0, 0.0, 0.0]);
+    let (weapon, wg) = w.weapon(owner.1, 0, SubObjectCondition::None);
+    // The opens: lost.
+    assert!(!tick(&mut w).is_empty());
+    w.driver.heard_from(conn).unwrap();
+    // A bystander's change, delivered: its feedback reports the opens missing (kept for later).
+    w.chars.set(bystander.0, HEALTH, &Value::U32(3)).unwrap();
+    for p in tick(&mut w) {
+        w.clients[0].1.receive(&p).unwrap();
+    }
+    let told = w.clients[0].1.feedback();
+    // The ammo changes: the weapon's bunch alone, delivered, set aside.
+    w.weapons.set(weapon, AMMO, &Value::U32(155)).unwrap();
+    let packets = tick(&mut w);
+    assert!(!packets.is_empty());
+    for p in &packets {
+        w.clients[0].1.receive(p).unwrap();
+    }
+    assert!(!w.client(0).has(owner.1) && !w.client(0).has(wg), "set aside: no owner to hang it on");
+    // The feedback carrying the request: lost. The older one arrives; the opens go again.
+    let _ = w.clients[0].1.feedback();
+    w.driver.receive_feedback(conn, &told).unwrap();
+    for p in tick(&mut w) {
+        w.clients[0].1.receive(&p).unwrap();
+    }
+    assert!(w.client(0).has(owner.1) && w.client(0).has(wg), "the opens sent again");
+    w.run(10);
+    assert_eq!(w.client(0).value(wg, AMMO), Some(Value::U32(155)), "the change set aside comes back");
     assert!(w.refused.is_empty(), "{:?}", w.refused);
 }

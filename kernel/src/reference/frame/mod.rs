@@ -65,21 +65,19 @@
 //! every viewer — no cells, no sorted rows; the game's calls that wake or put to sleep are
 //! replayed from the driver's log of them, as its forced updates are.
 //!
-//! This module holds the frame and the consider list; `lifecycle.rs` the actor list across
+//! This module holds the frame; `consider.rs` the consider list; `lifecycle.rs` the actor list across
 //! frames (new and gone actors, tear-offs, orphaned sub-objects), as the kernel's
 //! `net::lifecycle` does; `connection.rs` one connection's frame (prioritize, process,
 //! replicate), as the kernel's `net::channels` does; `dormancy.rs` sleep and waking, as the
 //! kernel's `net::dormancy` does; `feedback.rs` what the client's feedback means for the
 //! channels.
 
-use crate::compare::PushMode;
 use crate::ids::{Frame, LeafMask, NetGuid, Seq};
 use crate::net::budget::Budget;
 use crate::net::channels::{close_reason, relevant_until, Action, FrameDecisions, SendDecision};
 use crate::net::connection::{Connection, PendingClose};
 use crate::net::consider::{ConsiderClock, ServerTime};
 use crate::net::fastarrays::{FastSent, OwnerChannel, Side};
-use crate::net::level::{clock_key, location, relevancy_of};
 use crate::net::pairs::Pairs;
 use crate::net::plan::SendItem;
 use crate::net::priority::{
@@ -88,14 +86,14 @@ use crate::net::priority::{
 use crate::net::relevancy::{owned_by_viewers, relevant_to_connection, ActorRelevancy};
 use crate::net::send::WriteCtx;
 use crate::net::sublevels::ConnSublevels;
-use crate::net::{ConnectionId, DriverError, NetDriver, NetSettings, ReplicationFlags};
-use crate::schema::PAGE_LANES;
+use crate::net::{ConnectionId, DriverError, NetDriver, ReplicationFlags};
 use crate::store::{ClassStore, WatcherId};
 use crate::wire::open::CloseReason;
 use std::collections::HashMap;
 use std::time::Instant;
 
 mod connection;
+mod consider;
 mod dormancy;
 mod feedback;
 mod lifecycle;
@@ -517,95 +515,5 @@ impl ReferenceFrame {
             }
         }
         Ok(ReferenceTick { seconds: start.elapsed().as_secs_f64(), due_actors: due.len(), bytes })
-    }
-
-    /// The consider list: due actors, each compared property by property and rescheduled.
-    fn consider(
-        &mut self,
-        driver: &NetDriver,
-        stores: &mut [&mut ClassStore],
-        order: &[usize],
-        time: &ServerTime,
-    ) -> Vec<(u32, u32)> {
-        let adaptive = driver.level.as_ref().is_some_and(|l| l.cfg.adaptive_frequency);
-        let push = driver.cfg.compare.push;
-        let mut due = Vec::new();
-        for (c, class) in driver.classes.iter().enumerate() {
-            let layout = &class.layout;
-            let store = &*stores[order[c]];
-            let dirty = store.dirty(&self.watchers[c]);
-            let parents = layout.parents.len();
-            // Which parents' fixed leaves are compared only where marked (arrays always are).
-            let uses_marks: Vec<bool> = layout
-                .parents
-                .iter()
-                .map(|parent| match push {
-                    PushMode::Off => false,
-                    PushMode::Declared => parent.push,
-                    PushMode::All => true,
-                })
-                .collect();
-            let mut compared = vec![0u64; class.actors.len().div_ceil(PAGE_LANES)];
-            let mut buf = [0u8; 256];
-            for (slot, entry) in self.actors[c].iter_mut().enumerate() {
-                let Some(a) = entry.as_mut() else { continue };
-                // Torn off (or a sub-object whose owner is gone): never replicated again; asleep:
-                // not considered until woken; not replicating.
-                let on = switched_on(driver, a.owner, Some(&class.actors[slot]));
-                if a.asleep || !a.clock.due(time.now) || a.torn || !on {
-                    continue;
-                }
-                compared[slot / PAGE_LANES] |= 1 << (slot % PAGE_LANES);
-                let (p, lane) = (slot / PAGE_LANES, slot % PAGE_LANES);
-                let marked = |parent: usize| dirty.masks.get(p * parents + parent).is_some_and(|m| m >> lane & 1 != 0);
-                for (li, leaf) in layout.leaves.iter().enumerate() {
-                    let differs = match leaf.array {
-                        Some(arr) => {
-                            if !(a.fresh || marked(leaf.parent)) {
-                                continue;
-                            }
-                            let now = store.array_bytes(slot as u32, arr);
-                            let d = now != &a.shadow_arrays[arr][..];
-                            if d {
-                                a.shadow_arrays[arr] = now.to_vec();
-                            }
-                            d
-                        }
-                        None => {
-                            if uses_marks[leaf.parent] && !(a.fresh || marked(leaf.parent)) {
-                                continue;
-                            }
-                            let n = leaf.kind.byte_size();
-                            store.read_leaf(slot as u32, li, &mut buf[..n]);
-                            let at = leaf.record_offset;
-                            a.object[at..at + n].copy_from_slice(&buf[..n]);
-                            let d = a.object[at..at + n] != a.shadow[at..at + n];
-                            if d {
-                                a.shadow[at..at + n].copy_from_slice(&buf[..n]);
-                            }
-                            d
-                        }
-                    };
-                    if differs {
-                        a.last_changed[li] = time.frame.0;
-                    }
-                }
-                a.fresh = false;
-                let settings: NetSettings = class.cols.settings[slot];
-                let key = clock_key(a.guid, class.cols.owner_actor[slot], class.cols.sub_condition[slot]);
-                a.clock.considered(key, time, &settings.frequency, adaptive);
-                due.push((c as u32, slot as u32));
-            }
-            // Relevancy data of every live actor (owner chains reach actors that are not due).
-            for (slot, entry) in self.actors[c].iter_mut().enumerate() {
-                let Some(a) = entry.as_mut() else { continue };
-                let at = location(class, store, slot as u32);
-                a.link = (relevancy_of(class, slot as u32, at), class.cols.settings[slot].net_priority);
-                a.serve = Serve::of(class, slot);
-            }
-            let (_, dirty) = stores[order[c]].split_for_compare(&self.watchers[c]);
-            dirty.clear_lanes(&compared);
-        }
-        due
     }
 }

@@ -1,0 +1,104 @@
+//! The reference's consider list: every awake, due, replicating actor, compared property by
+//! property — read from the store into its object and compared with its own shadow (push-based
+//! properties and dynamic arrays only where marked) — and its next time scheduled, as UE's
+//! `ServerReplicateActors_BuildConsiderList` and `FRepLayout::CompareProperties` do.
+
+use super::{switched_on, ReferenceFrame, Serve};
+use crate::compare::PushMode;
+use crate::net::consider::ServerTime;
+use crate::net::level::{clock_key, location, relevancy_of};
+use crate::net::{NetDriver, NetSettings};
+use crate::schema::PAGE_LANES;
+use crate::store::ClassStore;
+
+impl ReferenceFrame {
+    /// The consider list: due actors, each compared property by property and rescheduled.
+    pub(super) fn consider(
+        &mut self,
+        driver: &NetDriver,
+        stores: &mut [&mut ClassStore],
+        order: &[usize],
+        time: &ServerTime,
+    ) -> Vec<(u32, u32)> {
+        let adaptive = driver.level.as_ref().is_some_and(|l| l.cfg.adaptive_frequency);
+        let push = driver.cfg.compare.push;
+        let mut due = Vec::new();
+        for (c, class) in driver.classes.iter().enumerate() {
+            let layout = &class.layout;
+            let store = &*stores[order[c]];
+            let dirty = store.dirty(&self.watchers[c]);
+            let parents = layout.parents.len();
+            // Which parents' fixed leaves are compared only where marked (arrays always are).
+            let uses_marks: Vec<bool> = layout
+                .parents
+                .iter()
+                .map(|parent| match push {
+                    PushMode::Off => false,
+                    PushMode::Declared => parent.push,
+                    PushMode::All => true,
+                })
+                .collect();
+            let mut compared = vec![0u64; class.actors.len().div_ceil(PAGE_LANES)];
+            let mut buf = [0u8; 256];
+            for (slot, entry) in self.actors[c].iter_mut().enumerate() {
+                let Some(a) = entry.as_mut() else { continue };
+                // Torn off (or a sub-object whose owner is gone): never replicated again; asleep:
+                // not considered until woken; not replicating.
+                let on = switched_on(driver, a.owner, Some(&class.actors[slot]));
+                if a.asleep || !a.clock.due(time.now) || a.torn || !on {
+                    continue;
+                }
+                compared[slot / PAGE_LANES] |= 1 << (slot % PAGE_LANES);
+                let (p, lane) = (slot / PAGE_LANES, slot % PAGE_LANES);
+                let marked = |parent: usize| dirty.masks.get(p * parents + parent).is_some_and(|m| m >> lane & 1 != 0);
+                for (li, leaf) in layout.leaves.iter().enumerate() {
+                    let differs = match leaf.array {
+                        Some(arr) => {
+                            if !(a.fresh || marked(leaf.parent)) {
+                                continue;
+                            }
+                            let now = store.array_bytes(slot as u32, arr);
+                            let d = now != &a.shadow_arrays[arr][..];
+                            if d {
+                                a.shadow_arrays[arr] = now.to_vec();
+                            }
+                            d
+                        }
+                        None => {
+                            if uses_marks[leaf.parent] && !(a.fresh || marked(leaf.parent)) {
+                                continue;
+                            }
+                            let n = leaf.kind.byte_size();
+                            store.read_leaf(slot as u32, li, &mut buf[..n]);
+                            let at = leaf.record_offset;
+                            a.object[at..at + n].copy_from_slice(&buf[..n]);
+                            let d = a.object[at..at + n] != a.shadow[at..at + n];
+                            if d {
+                                a.shadow[at..at + n].copy_from_slice(&buf[..n]);
+                            }
+                            d
+                        }
+                    };
+                    if differs {
+                        a.last_changed[li] = time.frame.0;
+                    }
+                }
+                a.fresh = false;
+                let settings: NetSettings = class.cols.settings[slot];
+                let key = clock_key(a.guid, class.cols.owner_actor[slot], class.cols.sub_condition[slot]);
+                a.clock.considered(key, time, &settings.frequency, adaptive);
+                due.push((c as u32, slot as u32));
+            }
+            // Relevancy data of every live actor (owner chains reach actors that are not due).
+            for (slot, entry) in self.actors[c].iter_mut().enumerate() {
+                let Some(a) = entry.as_mut() else { continue };
+                let at = location(class, store, slot as u32);
+                a.link = (relevancy_of(class, slot as u32, at), class.cols.settings[slot].net_priority);
+                a.serve = Serve::of(class, slot);
+            }
+            let (_, dirty) = stores[order[c]].split_for_compare(&self.watchers[c]);
+            dirty.clear_lanes(&compared);
+        }
+        due
+    }
+}
