@@ -10,7 +10,8 @@
 //! `receive`). One that never changes sends no update: when its request goes unanswered (it rode
 //! its feedbacks, all lost, say) it asks again after a wait that doubles each time, from
 //! [`FIRST_ASK_GAP`] feedbacks up to [`MAX_ASK_GAP`], until its open or its close ends the
-//! record.
+//! record. Fast arrays set aside so are kept the same way, without a class (a fast array's
+//! bunch is stepped over by its length, not read past): they ask again on the same schedule.
 
 use crate::ids::NetGuid;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -37,7 +38,8 @@ pub(super) struct Ignored {
 
 #[derive(Clone, Copy)]
 struct Entry {
-    class: u32,
+    /// The class its updates are read past with (none for a fast array).
+    class: Option<u32>,
     /// Its key in `by_use`.
     used: u64,
     /// A sub-object set aside: it asks for itself again.
@@ -54,9 +56,9 @@ struct Ask {
 }
 
 impl Ignored {
-    /// The class the open of ignored static actor `guid` named.
+    /// The class the open of ignored static actor (or set-aside sub-object) `guid` named.
     pub fn class(&self, guid: NetGuid) -> Option<u32> {
-        self.by_guid.get(&guid).map(|e| e.class)
+        self.by_guid.get(&guid).and_then(|e| e.class)
     }
 
     /// Whether a read-past update of `guid` asks for it again (a sub-object set aside for want
@@ -68,17 +70,19 @@ impl Ignored {
     /// Records (or refreshes) static actor `guid`, evicting the least recently used if `cap` are
     /// kept; returns whether one was evicted.
     pub fn insert(&mut self, guid: NetGuid, class: u32, cap: usize) -> bool {
-        self.put(guid, class, None, cap)
+        self.put(guid, Some(class), None, cap)
     }
 
-    /// Records (or refreshes) sub-object `guid`, whose open was set aside for want of its owner:
-    /// its updates are read past and ask for it again. As [`Self::insert`].
-    pub fn insert_asking(&mut self, guid: NetGuid, class: u32, cap: usize) -> bool {
+    /// Records (or refreshes) sub-object `guid` (of `class`), or fast array `guid` (`None`),
+    /// whose open was set aside for want of its owner: a sub-object's updates are read past and
+    /// ask for it again; either asks again on the schedule when its request goes unanswered. As
+    /// [`Self::insert`].
+    pub fn insert_asking(&mut self, guid: NetGuid, class: Option<u32>, cap: usize) -> bool {
         let ask = self.by_guid.get(&guid).and_then(|e| e.ask).unwrap_or(Ask { gap: FIRST_ASK_GAP, at: None });
         self.put(guid, class, Some(ask), cap)
     }
 
-    fn put(&mut self, guid: NetGuid, class: u32, ask: Option<Ask>, cap: usize) -> bool {
+    fn put(&mut self, guid: NetGuid, class: Option<u32>, ask: Option<Ask>, cap: usize) -> bool {
         self.remove(guid);
         let evicted = self.by_guid.len() >= cap;
         if evicted {
@@ -160,7 +164,7 @@ mod tests {
     fn an_unanswered_sub_object_asks_again_after_doubling_waits() {
         let mut ig = Ignored::default();
         let (sub, stat) = (NetGuid(6), NetGuid(9));
-        ig.insert_asking(sub, 1, 8);
+        ig.insert_asking(sub, Some(1), 8);
         ig.insert(stat, 2, 8);
         ig.unanswered(stat, 0);
         assert!(ig.due(u64::MAX).is_empty(), "a static actor does not ask");
@@ -185,7 +189,7 @@ mod tests {
     #[test]
     fn an_evicted_sub_object_leaves_no_schedule() {
         let mut ig = Ignored::default();
-        ig.insert_asking(NetGuid(4), 1, 1);
+        ig.insert_asking(NetGuid(4), None, 1);
         ig.unanswered(NetGuid(4), 0);
         assert!(ig.insert(NetGuid(8), 1, 1), "evicted");
         assert!(ig.again.is_empty() && !ig.asks(NetGuid(4)));

@@ -187,9 +187,9 @@ impl ClientWorld {
             }
         }
         let subs = &self.subs;
-        let mut orphans: Vec<NetGuid> = Vec::new();
-        // Sub-objects among `orphans`, with the class their open named.
-        let mut orphan_subs: Vec<(NetGuid, u32)> = Vec::new();
+        // Opens set aside for want of their owner, with the class the open named (a
+        // sub-object's; none for a fast array).
+        let mut orphans: Vec<(NetGuid, Option<u32>)> = Vec::new();
         let mut not_loaded: Vec<(NetGuid, u32)> = Vec::new();
         let mut keep = |b: &Bunch| {
             if b.close.is_some() {
@@ -223,7 +223,7 @@ impl ClientWorld {
                     if !present {
                         // Its owner is not here (yet): the server sends the open again.
                         skipped += 1;
-                        orphans.push(b.guid);
+                        orphans.push((b.guid, None));
                         return false;
                     }
                     gone.remove(&b.guid);
@@ -240,8 +240,7 @@ impl ClientWorld {
                     if !present || owner == b.guid {
                         // Its owner is not here (yet): the server sends the open again.
                         skipped += 1;
-                        orphans.push(b.guid);
-                        orphan_subs.push((b.guid, open.class));
+                        orphans.push((b.guid, Some(open.class)));
                         return false;
                     }
                 }
@@ -322,11 +321,14 @@ impl ClientWorld {
         // (its sub-objects ride their owner's channel, whose reliable open comes first): the
         // GUID is recorded with the class its open named, its updates read past and each asking
         // for it again, until its open (which the server sends on the request) or its close
-        // ends the record (`apply_one`).
+        // ends the record (`apply_one`). A fast array's open set aside likewise (recorded
+        // without a class: its bunches are stepped over by their length), so that one that
+        // never changes asks again on the same schedule when its request goes unanswered.
         // (Recorded before it is asked for: a request that finds the reopen list full leaves the
         // record to ask again later — `request_reopen`.)
-        for (guid, class) in orphan_subs {
-            if !self.actors.contains_key(&guid) && self.ignored.insert_asking(guid, class, MAX_IGNORED) {
+        for &(guid, class) in &orphans {
+            let held = self.actors.contains_key(&guid) || self.fast.kind_of(guid).is_some();
+            if !held && self.ignored.insert_asking(guid, class, MAX_IGNORED) {
                 self.stats.ignored_evicted += 1;
             }
         }
@@ -336,7 +338,7 @@ impl ClientWorld {
         for guid in reask {
             self.request_reopen(guid);
         }
-        for guid in orphans.into_iter().chain(asked_again) {
+        for guid in orphans.into_iter().map(|o| o.0).chain(asked_again) {
             self.request_reopen_firm(guid);
         }
         // Calls after the actors: an actor this packet opens is there, and a call sees the state
@@ -480,8 +482,14 @@ impl ClientWorld {
     }
 
     fn ask(&mut self, guid: NetGuid, firm: bool) {
+        // Asked again while the request rides: it rides its feedbacks from now. The server
+        // honours a request only once the open it last sent is acknowledged (before, one is on
+        // its way); that open set aside again, the request made for the one before may have
+        // ridden out before the acknowledgement of this one (the ownership sweep's seed 3972: a
+        // fast array opened four times while its owner's open was lost, never there).
         if let Some(r) = self.reopen.iter_mut().find(|r| r.guid == guid) {
             r.firm |= firm;
+            r.tries = 0;
             return;
         }
         if self.reopen.len() < MAX_REOPENS {

@@ -145,3 +145,33 @@ fn a_change_set_aside_with_its_sub_object_is_not_lost_to_the_open_sent_again() {
     assert_eq!(w.client(0).value(wg, AMMO), Some(Value::U32(155)), "the change set aside comes back");
     assert!(w.refused.is_empty(), "{:?}", w.refused);
 }
+
+#[test]
+fn a_fast_array_set_aside_that_never_changes_still_comes() {
+    // As `a_sub_object_set_aside_that_never_changes_still_comes`, for a fast array: the owner's
+    // open lost, the array's (in the next packet) set aside for want of it, and the eight
+    // feedbacks carrying the request for it lost; the array never changes.
+    let mut w = World::new(1);
+    let conn = w.clients[0].0;
+    let owner = w.spawn([500.0, 0.0, 0.0]);
+    assert!(!tick(&mut w).is_empty(), "the owner's open: lost");
+    w.driver.heard_from(conn).unwrap();
+    let fa = w.driver.add_fast_array(w.kind, owner.1, SubObjectCondition::None).unwrap();
+    w.driver.fast_array_mut(fa).unwrap().add(&7u32.to_le_bytes()).unwrap();
+    let packets = tick(&mut w);
+    assert!(!packets.is_empty());
+    for p in &packets {
+        w.clients[0].1.receive(p).unwrap();
+    }
+    assert!(!w.client(0).has(owner.1) && w.client_items(0, fa).is_none(), "set aside");
+    for _ in 0..8 {
+        let _ = w.clients[0].1.feedback();
+    }
+    let fb = w.clients[0].1.feedback();
+    w.driver.receive_feedback(conn, &fb).unwrap();
+    w.run(12);
+    assert!(w.client(0).has(owner.1), "the owner's open went again");
+    w.run(60);
+    assert_eq!(w.client_items(0, fa), Some(w.items(fa)));
+    assert!(w.refused.is_empty(), "{:?}", w.refused);
+}
