@@ -42,7 +42,7 @@ struct Entry {
     class: Option<u32>,
     /// Its key in `by_use`.
     used: u64,
-    /// A sub-object set aside: it asks for itself again.
+    /// A sub-object (or fast array) set aside: it asks for itself again.
     ask: Option<Ask>,
 }
 
@@ -116,11 +116,11 @@ impl Ignored {
         }
     }
 
-    /// The request for set-aside sub-object `guid` went unanswered (it rode its feedbacks; the
-    /// next is number `feedback`): it asks again after a wait, twice the last one. A sub-object
-    /// that never changes has no update to ask for it, and would never come (its owner's open
-    /// lost, its own delivered alone, and every feedback carrying the request lost). Nothing for
-    /// any other GUID.
+    /// The request for set-aside sub-object (or fast array) `guid` went unanswered (it rode its
+    /// feedbacks; the next is number `feedback`): it asks again after a wait, twice the last
+    /// one. A sub-object that never changes has no update to ask for it, and would never come
+    /// (its owner's open lost, its own delivered alone, and every feedback carrying the request
+    /// lost). Nothing for any other GUID.
     pub fn unanswered(&mut self, guid: NetGuid, feedback: u64) {
         let Some(Entry { ask: Some(ask), .. }) = self.by_guid.get_mut(&guid) else { return };
         if let Some(at) = ask.at.take() {

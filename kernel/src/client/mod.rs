@@ -82,8 +82,9 @@ pub const MAX_UNMAPPED: usize = 16_384;
 pub const MAX_MAPPED: usize = 65_536;
 
 /// Feedbacks a reopen request rides in before the client gives up on it (the server answers
-/// the first one it can; a request for an actor the server no longer has is never answered).
-/// A sub-object set aside for want of its owner asks again later ([`ignored`]).
+/// the first one it can; a request for an actor the server no longer has is never answered),
+/// counted from the last time it was asked for. A sub-object or fast array set aside for want
+/// of its owner asks again later ([`ignored`]).
 const REOPEN_TRIES: u8 = 8;
 
 /// Static actors whose opens the client refused (it did not load their path), and sub-objects
@@ -103,7 +104,7 @@ pub const MAX_PENDING_EXPORTS: usize = 1024;
 #[derive(Clone, Copy, Debug)]
 struct Reopen {
     guid: NetGuid,
-    /// Feedbacks that carried it.
+    /// Feedbacks that carried it since it was last asked for.
     tries: u8,
     /// It rides its [`REOPEN_TRIES`] feedbacks whatever bunches come for the actor meanwhile:
     /// only the server's answer — an open sent after it read the request, which carries the

@@ -332,9 +332,10 @@ impl ClientWorld {
                 self.stats.ignored_evicted += 1;
             }
         }
-        // Opens set aside for a missing owner are asked for after the bunches too: a close of
-        // the actor's earlier channel in this packet (before the open) must not take the request
-        // back — the server would believe the open acknowledged.
+        // Opens set aside for a missing owner are asked for after the bunches too, and firmly: a
+        // close of the actor's earlier channel in this packet (before the open), or an open
+        // arriving before the server's answer, must not take the request back — the server
+        // believes the open acknowledged, and what the set-aside bunch carried delivered.
         for guid in reask {
             self.request_reopen(guid);
         }
@@ -470,7 +471,8 @@ impl ClientWorld {
         t.dropped_refs
     }
 
-    /// Asks the server to open actor `guid` again (in the next feedbacks), unless already asked.
+    /// Asks the server to open actor `guid` again (in the next feedbacks); a request already
+    /// riding rides its feedbacks again from now.
     pub(super) fn request_reopen(&mut self, guid: NetGuid) {
         self.ask(guid, false);
     }
