@@ -16,27 +16,34 @@ const AMMO: usize = 0;
 /// carried the client's request for it again were lost; the ninth acknowledged the weapon's
 /// packet. Returns the world, the owner and the weapon.
 fn weapon_set_aside() -> (World, (ActorId, NetGuid), (ActorId, NetGuid)) {
+    let (w, owner, weapon) = set_aside(|w, owner| w.weapon(owner, 7, SubObjectCondition::None));
+    assert!(!w.client(0).has(weapon.1));
+    (w, owner, weapon)
+}
+
+/// The world of [`weapon_set_aside`], with what `add` gives the owner in place of the weapon.
+fn set_aside<T>(add: impl FnOnce(&mut World, NetGuid) -> T) -> (World, (ActorId, NetGuid), T) {
     let mut w = World::new(1);
     let conn = w.clients[0].0;
     let owner = w.spawn([500.0, 0.0, 0.0]);
     // The owner's open: lost.
     assert!(!tick(&mut w).is_empty());
     w.driver.heard_from(conn).unwrap();
-    // The weapon's open, in the next packet: delivered, set aside.
-    let weapon = w.weapon(owner.1, 7, SubObjectCondition::None);
+    // The part's open, in the next packet: delivered, set aside.
+    let part = add(&mut w, owner.1);
     let packets = tick(&mut w);
     assert!(!packets.is_empty());
     for p in &packets {
         w.clients[0].1.receive(p).unwrap();
     }
-    assert!(!w.client(0).has(owner.1) && !w.client(0).has(weapon.1));
+    assert!(!w.client(0).has(owner.1));
     // Eight feedbacks lost (the reopen request with them); the ninth goes.
     for _ in 0..8 {
         let _ = w.clients[0].1.feedback();
     }
     let fb = w.clients[0].1.feedback();
     w.driver.receive_feedback(conn, &fb).unwrap();
-    (w, owner, weapon)
+    (w, owner, part)
 }
 
 /// One server frame; its packets to the only client.
@@ -151,26 +158,14 @@ fn a_fast_array_set_aside_that_never_changes_still_comes() {
     // As `a_sub_object_set_aside_that_never_changes_still_comes`, for a fast array: the owner's
     // open lost, the array's (in the next packet) set aside for want of it, and the eight
     // feedbacks carrying the request for it lost; the array never changes.
-    let mut w = World::new(1);
-    let conn = w.clients[0].0;
-    let owner = w.spawn([500.0, 0.0, 0.0]);
-    assert!(!tick(&mut w).is_empty(), "the owner's open: lost");
-    w.driver.heard_from(conn).unwrap();
-    let fa = w.driver.add_fast_array(w.kind, owner.1, SubObjectCondition::None).unwrap();
-    w.driver.fast_array_mut(fa).unwrap().add(&7u32.to_le_bytes()).unwrap();
-    let packets = tick(&mut w);
-    assert!(!packets.is_empty());
-    for p in &packets {
-        w.clients[0].1.receive(p).unwrap();
-    }
-    assert!(!w.client(0).has(owner.1) && w.client_items(0, fa).is_none(), "set aside");
-    for _ in 0..8 {
-        let _ = w.clients[0].1.feedback();
-    }
-    let fb = w.clients[0].1.feedback();
-    w.driver.receive_feedback(conn, &fb).unwrap();
+    let (mut w, (_, owner), fa) = set_aside(|w, owner| {
+        let fa = w.driver.add_fast_array(w.kind, owner, SubObjectCondition::None).unwrap();
+        w.driver.fast_array_mut(fa).unwrap().add(&7u32.to_le_bytes()).unwrap();
+        fa
+    });
+    assert!(w.client_items(0, fa).is_none(), "set aside");
     w.run(12);
-    assert!(w.client(0).has(owner.1), "the owner's open went again");
+    assert!(w.client(0).has(owner), "the owner's open went again");
     w.run(60);
     assert_eq!(w.client_items(0, fa), Some(w.items(fa)));
     assert!(w.refused.is_empty(), "{:?}", w.refused);
