@@ -106,15 +106,19 @@ struct Reopen {
     guid: NetGuid,
     /// Feedbacks that carried it since it was last asked for.
     tries: u8,
-    /// It rides its [`REOPEN_TRIES`] feedbacks whatever bunches come for the actor meanwhile:
-    /// only the server's answer — an open sent after it read the request, which carries the
-    /// actor's whole state — heals what made it, and the client cannot tell that open from
-    /// another. A class conflict's: an open after the conflict may be a forger's again. A
-    /// bunch set aside (a sub-object's or fast array's whose owner was not there): the values
-    /// it carried are the client's in the server's books, and an open sent before the request
-    /// — the one a lost open's loss sent again — lacks them (the ownership review's seed 2042:
-    /// a weapon's ammo, changed after its lost open, set aside with its owner's open lost, then
-    /// its open resent without it; stale for good).
+    /// Whether it rides its [`REOPEN_TRIES`] feedbacks whatever bunches come for the actor
+    /// meanwhile; if not, a bunch for the actor ends it (a missing actor's request: any open of
+    /// it the server sends carries its whole state). What made a firm request only the server's
+    /// answer heals — an open sent after it read the request, with the whole state — and the
+    /// client cannot tell that open from another, while a plain update carries only what
+    /// changed. Firm: a class conflict's (an open after the conflict may be a forger's again);
+    /// a late packet's whose number came with other bytes (the forged packet's values stay
+    /// where nothing changes); an undone tear-off's (the references it dropped come only with
+    /// the open); a bunch set aside, a sub-object's or fast array's whose owner was not there
+    /// (what it carried is the client's in the server's books, and the open sent again for a
+    /// lost one lacks it — the ownership review's seed 2042: a weapon's ammo, changed after its
+    /// lost open, set aside with its owner's open lost, then its open resent without it; stale
+    /// for good).
     firm: bool,
 }
 

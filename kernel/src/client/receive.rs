@@ -335,11 +335,10 @@ impl ClientWorld {
         // Opens set aside for a missing owner are asked for after the bunches too, and firmly: a
         // close of the actor's earlier channel in this packet (before the open), or an open
         // arriving before the server's answer, must not take the request back — the server
-        // believes the open acknowledged, and what the set-aside bunch carried delivered.
-        for guid in reask {
-            self.request_reopen(guid);
-        }
-        for guid in orphans.into_iter().map(|o| o.0).chain(asked_again) {
+        // believes the open acknowledged, and what the set-aside bunch carried delivered. So is
+        // an actor whose forged tear-off was undone: it dropped the references waiting for their
+        // target, which the server's plain updates do not carry again, only its open.
+        for guid in reask.into_iter().chain(orphans.into_iter().map(|o| o.0)).chain(asked_again) {
             self.request_reopen_firm(guid);
         }
         // Calls after the actors: an actor this packet opens is there, and a call sees the state
@@ -408,11 +407,13 @@ impl ClientWorld {
                 None => Resolve::Skip,
             })
         });
+        // Firm: the server's plain updates carry what changed, not what a forged packet may
+        // have left in the copies.
         for guid in named {
             if self.reopen.len() >= MAX_REOPENS / 2 {
                 break;
             }
-            self.request_reopen(guid);
+            self.request_reopen_firm(guid);
         }
         // Its reliable calls: the server counts them delivered with the number, and would never
         // send them again. The reliable window keeps each once (a call seen under its number

@@ -129,3 +129,45 @@ fn unmapped_reference_through_the_server() {
     }
     w.assert_converged();
 }
+
+/// A forged tear-off drops the references its actor held waiting for their target; the server's
+/// next bunch (its packet numbered from the tear-off's on) undoes it, and the client asks for the
+/// actor again — only its open carries those references again. The request must ride its
+/// feedbacks whatever the server's plain updates do meanwhile: they carry what changed, never
+/// the waiting reference, and one that ended the request (its feedback lost) left the reference
+/// null for good.
+#[test]
+fn a_request_after_an_undone_tear_off_rides_through_plain_updates() {
+    use shadowrep::wire::feedback::read_feedback;
+    use shadowrep::wire::open::CloseReason;
+    use shadowrep::wire::packet::write_close_after;
+    let layout = build(
+        ClassBuilder::new("Linked")
+            .property(PropertyDecl::new("Target", PropType::Object))
+            .property(PropertyDecl::new("N", PropType::U32)),
+    );
+    let mut c = ClientWorld::new(std::slice::from_ref(&layout), &[layout.checksum]).expect("same layout");
+    let (a, b) = (NetGuid(2), NetGuid(4));
+    let bits = shadowrep::wire::bunch::handle_bits(&layout);
+    // A opens pointing at B, which the client does not have: waiting.
+    let opened =
+        craft(1, |w| bunch(w, a, Some(0), |w| write_leaf_record(w, bits, 1, LeafKind::Object, &b.0.to_le_bytes())));
+    assert_eq!(c.receive(&opened), applied(1));
+    assert_eq!(c.unmapped_count(), 1);
+    let _ = c.feedback();
+    // A forged tear-off numbered as the server's next packet: the waiting reference is dropped.
+    let forged = craft(2, |w| write_close_after(w, NetGuid(0), a, CloseReason::TornOff, None));
+    assert_eq!(c.receive(&forged), applied(1));
+    assert!(c.is_torn_off(a) && c.unmapped_count() == 0);
+    // The server's packet with that number (other bytes): A's update undoes the tear-off, and
+    // the client asks for A.
+    assert!(matches!(c.receive(&craft(2, |w| u32_bunch(w, &layout, a, None, &[(2, 5)]))), Ok(Receipt::Applied { .. })));
+    assert!(!c.is_torn_off(a));
+    assert_eq!(c.stats().tear_offs_undone, 1);
+    // Its feedback lost; the server's next plain update of A arrives.
+    let lost = read_feedback(&c.feedback()).unwrap();
+    assert_eq!(lost.reopen, [a]);
+    assert_eq!(c.receive(&craft(3, |w| u32_bunch(w, &layout, a, None, &[(2, 6)]))), applied(1));
+    let next = read_feedback(&c.feedback()).unwrap();
+    assert_eq!(next.reopen, [a], "the request rides on: only A's open brings its reference again");
+}
