@@ -16,5 +16,6 @@ mod client_calls;
 mod hostile;
 mod hostile_clients;
 mod limits;
+mod ownership_review;
 mod review;
 mod server_calls;

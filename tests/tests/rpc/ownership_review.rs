@@ -1,0 +1,747 @@
+//! A random review of calls while ownership moves between connections (session 68's helper):
+//! characters (with parts, registered as sub-objects under owner conditions) handed from client
+//! to client, moved out of relevancy and back, made dormant and woken, over links that lose,
+//! duplicate and reorder — every frame a few calls, each numbered by its argument (one counter
+//! for the whole world) — then healed (perfect links, everything near and awake) and checked
+//! against what UE and the README's "Remote procedure calls" promise:
+//!
+//! - a Client call (`Hint`, `Whisper`) reaches only the connection that owned its actor (a
+//!   part's owner) when it was made; a Multicast call (`Ping`, `Shout`) only a connection with
+//!   a channel of the actor when it was made or the frame's tick opened (calls are sent only
+//!   down a channel, after the frame's actors);
+//! - every call is delivered at most once per connection, on the actor it was made on;
+//! - reliable calls (`Shout`, `Whisper`) arrive at each connection in call order per actor;
+//! - a reliable call for a connection must arrive there when (a) its actor's channel there was
+//!   open and acknowledged when it was made (the server numbers it; a numbered call reaches the
+//!   client even if the channel closes after: README, session 66), or (b) the channel was there
+//!   after the call's tick and stayed there, frame after frame, to the end (a call made while
+//!   the open is unacknowledged waits for the acknowledgement; one whose channel closes first is
+//!   dropped and counted: only (b) guarantees it).
+//!
+//! What the server says of its channels (`NetDriver::channel_info`: open rows, acknowledged or
+//! not; dormant ones are not there) is read before each tick (when the frame's calls were made)
+//! and after it.
+//!
+//! Sweeps (`rpc_ownership_sweep`): seeds 0..3000 at 30 % loss with three clients, 0..400
+//! without dormancy, 0..200 with four clients and 600 frames pass; two bugs found, not fixed,
+//! each cut down to an ignored test here:
+//! `calls_on_a_part_made_just_before_its_owner_is_destroyed_are_delivered` (79 of seeds 0..1000
+//! at 30 % loss; the world owes such calls only under `RPC_STRICT=1`) and
+//! `a_reliable_call_on_a_sub_object_whose_open_the_client_set_aside_is_delivered` (seeds 312,
+//! 453 and 499 of 0..1000 at 50 % loss with two clients, e.g. `RPC_SEEDS=312..313 RPC_LOSS=0.5
+//! RPC_CLIENTS=2`: each a reliable call on a part the server counted open and acknowledged
+//! while the client lacked it; `RPC_WATCH=guid,client` shows both sides frame by frame. In 453
+//! the part's owner was dormant on the client and its part newly allowed there by a condition:
+//! perhaps the part's open came in the packet that resent its owner's dormancy close, which
+//! the client's set-aside check counts as the owner gone — not cut down). 0..600 at 50 % loss
+//! with three clients passes.
+
+use super::common::{HINT, PING, SHOUT, WHISPER};
+use shadowrep::client::{ClientWorld, RpcEvent};
+use shadowrep::ids::{ClassId, ConnectionId, NetGuid};
+use shadowrep::link::{Link, LinkConfig};
+use shadowrep::net::{ActorLevelConfig, Dormancy, DriverConfig, NetDriver, NetSettings, SubObjectCondition, Viewer};
+use shadowrep::schema::{ClassBuilder, PropType, PropertyDecl};
+use shadowrep::store::{ActorId, ClassStore};
+use shadowrep::value::Value;
+use shadowrep_tests::random_world::{thing, with_calls, HEALTH, LOCATION};
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+const NAMES: [&str; 4] = [PING, SHOUT, HINT, WHISPER];
+
+/// The part conditions the world draws: every connection, the owner's alone, all but the
+/// owner's (so a part's channel opens and closes as its owner's ownership moves).
+const CONDS: [SubObjectCondition; 3] =
+    [SubObjectCondition::None, SubObjectCondition::OwnerOnly, SubObjectCondition::SkipOwner];
+
+const NEAR: [f32; 3] = [100.0, 0.0, 0.0];
+const FAR: [f32; 3] = [1.0e6, 0.0, 0.0];
+
+fn part_layout() -> Arc<shadowrep::schema::ClassLayout> {
+    Arc::new(with_calls(ClassBuilder::new("Part").property(PropertyDecl::new("Hp", PropType::U16))).build().unwrap())
+}
+
+fn viewer() -> Viewer {
+    Viewer { real_viewer: None, view_target: None, location: [0.0; 3], direction: [1.0, 0.0, 0.0] }
+}
+
+/// The server, its clients, their links (packets down, feedback up).
+struct World {
+    driver: NetDriver,
+    chars: ClassStore,
+    parts: ClassStore,
+    ch: ClassId,
+    pt: ClassId,
+    clients: Vec<(ConnectionId, ClientWorld)>,
+    down: Vec<Link>,
+    up: Vec<Link>,
+    refused: Vec<String>,
+}
+
+impl World {
+    fn new(clients: usize, seed: u64, loss: f64) -> World {
+        let mut chars = ClassStore::new(thing());
+        let mut parts = ClassStore::new(part_layout());
+        // A short relevant timeout: a far character's channel closes a few frames on.
+        let level = ActorLevelConfig { relevant_timeout: 0.3, ..ActorLevelConfig::default() };
+        let cfg = DriverConfig { actor_level: Some(level), ..DriverConfig::default() };
+        let mut driver = NetDriver::new(cfg).unwrap();
+        let ch = driver.register_class(&mut chars).unwrap();
+        let pt = driver.register_class(&mut parts).unwrap();
+        driver.set_location_property(ch, LOCATION).unwrap();
+        let mut s = NetSettings::default();
+        s.frequency.net_update_frequency = 1.0e6;
+        driver.set_class_settings(ch, s).unwrap();
+        driver.set_class_settings(pt, s).unwrap();
+        let mut w = World {
+            driver,
+            chars,
+            parts,
+            ch,
+            pt,
+            clients: Vec::new(),
+            down: Vec::new(),
+            up: Vec::new(),
+            refused: Vec::new(),
+        };
+        for c in 0..clients as u64 {
+            let conn = w.driver.add_connection(false);
+            w.driver.set_viewers(conn, &[viewer()]).unwrap();
+            let client = ClientWorld::new(&[thing(), part_layout()], &w.driver.checksums()).unwrap();
+            w.clients.push((conn, client));
+            w.down.push(Link::new(LinkConfig { loss, ..LinkConfig::lossy(loss, seed * 31 + c) }));
+            w.up.push(Link::new(LinkConfig { loss, ..LinkConfig::lossy(loss, seed * 37 + 1000 + c) }));
+        }
+        w
+    }
+
+    /// One frame: the tick, packets down and feedback up through the links; each client's
+    /// delivered calls.
+    fn step(&mut self, frame: u32) -> Vec<Vec<RpcEvent>> {
+        self.driver.tick(&mut [&mut self.chars, &mut self.parts]).unwrap();
+        let mut got = Vec::new();
+        for (c, (conn, client)) in self.clients.iter_mut().enumerate() {
+            for p in self.driver.take_packets(*conn).unwrap() {
+                self.down[c].send(p);
+            }
+            for p in self.down[c].tick() {
+                if let Err(e) = client.receive(&p) {
+                    self.refused.push(format!("client {c} at frame {frame}: {e}"));
+                }
+            }
+            if client.feedback_due() || frame.is_multiple_of(2) {
+                self.up[c].send(client.feedback());
+            }
+            for fb in self.up[c].tick() {
+                self.driver.receive_feedback(*conn, &fb).unwrap();
+            }
+            self.driver.heard_from(*conn).unwrap();
+            got.push(client.take_rpcs());
+        }
+        got
+    }
+
+    /// Each client's open channels: actor and whether its open is acknowledged.
+    fn channels(&self) -> Vec<HashMap<NetGuid, bool>> {
+        self.clients
+            .iter()
+            .map(|(conn, _)| {
+                self.driver.channel_info(*conn).unwrap().into_iter().map(|i| (i.guid, i.open_acked)).collect()
+            })
+            .collect()
+    }
+}
+
+struct Part {
+    id: ActorId,
+    guid: NetGuid,
+    cond: SubObjectCondition,
+}
+
+struct Char {
+    id: ActorId,
+    guid: NetGuid,
+    owner: Option<usize>,
+    parts: Vec<Part>,
+}
+
+/// One call the game made.
+struct Call {
+    frame: u32,
+    guid: NetGuid,
+    name: &'static str,
+    /// The connection (client index) owning its actor when made.
+    owner: Option<usize>,
+    /// Per client: its channel of the actor before the tick (acknowledged or not), if any.
+    before: Vec<Option<bool>>,
+    /// Per client: whether the channel was there after the call's tick.
+    after: Vec<bool>,
+    /// Made on a part whose owner was destroyed later in the same frame: never sent, a known bug
+    /// (`calls_on_a_part_made_just_before_its_owner_is_destroyed_are_delivered`), owed only
+    /// under [`Play::strict`].
+    owner_destroyed: bool,
+}
+
+impl Call {
+    fn reliable(&self) -> bool {
+        self.name == SHOUT || self.name == WHISPER
+    }
+
+    fn client_call(&self) -> bool {
+        self.name == HINT || self.name == WHISPER
+    }
+
+    /// Whether it is for client `c` at all (a Client call: its owner when made).
+    fn for_client(&self, c: usize) -> bool {
+        !self.client_call() || self.owner == Some(c)
+    }
+}
+
+/// What the random world does.
+#[derive(Clone, Copy)]
+struct Play {
+    loss: f64,
+    dormancy: bool,
+    /// Calls on a part whose owner is destroyed in the same frame are owed too (the known bug).
+    strict: bool,
+}
+
+/// Debugging: `RPC_WATCH=guid,client` prints each frame that client's channel of the actor
+/// before and after the tick (acknowledged or not) and whether the client holds it.
+fn watch(w: &World, frame: u32, before: &[HashMap<NetGuid, bool>], after: &[HashMap<NetGuid, bool>]) {
+    let Ok(v) = std::env::var("RPC_WATCH") else { return };
+    let v: Vec<u64> = v.split(',').map(|x| x.parse().unwrap()).collect();
+    let (g, c) = (NetGuid(v[0]), v[1] as usize);
+    let client = &w.clients[c].1;
+    eprintln!(
+        "{frame}: c{c} {g}: before {:?} after {:?}, client has {} dormant {}",
+        before[c].get(&g),
+        after[c].get(&g),
+        client.has(g),
+        client.is_dormant(g)
+    );
+}
+
+/// What a world exercised (summed over a sweep): calls made, deliveries, reliable calls owed by
+/// each rule, Client calls delivered to an owner that had lost the actor by the delivery, and
+/// calls delivered on parts.
+#[derive(Clone, Copy, Debug, Default)]
+struct Exercised {
+    calls: usize,
+    delivered: usize,
+    owed_acked: usize,
+    owed_stayed: usize,
+    owed_unreliable: usize,
+    to_former_owner: usize,
+    on_parts: usize,
+}
+
+impl std::ops::AddAssign for Exercised {
+    fn add_assign(&mut self, o: Exercised) {
+        self.calls += o.calls;
+        self.delivered += o.delivered;
+        self.owed_acked += o.owed_acked;
+        self.owed_stayed += o.owed_stayed;
+        self.owed_unreliable += o.owed_unreliable;
+        self.to_former_owner += o.to_former_owner;
+        self.on_parts += o.on_parts;
+    }
+}
+
+fn number(e: &RpcEvent) -> u32 {
+    match e.args[..] {
+        [Value::U32(n)] => n,
+        _ => panic!("one u32 argument: {e:?}"),
+    }
+}
+
+/// The world's state beside the server's: characters, calls, the history.
+struct Play0 {
+    chars: Vec<Char>,
+    calls: Vec<Call>,
+    /// Every character's and part's GUID ever.
+    known: Vec<NetGuid>,
+    log: Vec<String>,
+}
+
+impl Play0 {
+    /// The owner (client index) of actor `guid` now: a character's, or its part's owner's.
+    fn owner_of(&self, guid: NetGuid) -> Option<Option<usize>> {
+        self.chars.iter().find(|ch| ch.guid == guid || ch.parts.iter().any(|p| p.guid == guid)).map(|ch| ch.owner)
+    }
+}
+
+/// One random change of the world in `frame`.
+fn change(w: &mut World, rng: &mut impl rand::Rng, st: &mut Play0, frame: u32, play: Play) {
+    let clients = w.clients.len();
+    let chars = &mut st.chars;
+    let log = &mut st.log;
+    let op = rng.random_range(0..30);
+    let k = (!chars.is_empty()).then(|| rng.random_range(0..chars.len()));
+    match (op, k) {
+        (0..=2, _) if chars.len() < 5 || k.is_none() => {
+            let id = w.chars.spawn();
+            let at = if rng.random_bool(0.8) { NEAR } else { FAR };
+            w.chars.set(id, LOCATION, &Value::Vector(at)).unwrap();
+            w.chars.set(id, HEALTH, &Value::U32(1)).unwrap();
+            let guid = w.driver.assign_guid(w.ch, &w.chars, id).unwrap();
+            let owner = rng.random_bool(0.8).then(|| rng.random_range(0..clients));
+            w.driver.set_owner(w.ch, &w.chars, id, owner.map(|o| w.clients[o].0), rng.random_bool(0.5)).unwrap();
+            let mut ch = Char { id, guid, owner, parts: Vec::new() };
+            log.push(format!("{frame}: spawn {guid} owner {owner:?} at {}", at[0]));
+            st.known.push(guid);
+            for _ in 0..rng.random_range(0..3) {
+                let cond = CONDS[rng.random_range(0..CONDS.len())];
+                let pid = w.parts.spawn();
+                let pg = w.driver.register_sub_object(w.pt, &w.parts, pid, guid, cond).unwrap();
+                log.push(format!("{frame}: part {pg} of {guid} {cond:?}"));
+                st.known.push(pg);
+                ch.parts.push(Part { id: pid, guid: pg, cond });
+            }
+            chars.push(ch);
+        }
+        // Handed on: to another client (or nobody).
+        (3..=10, Some(k)) => {
+            let o = rng.random_bool(0.85).then(|| rng.random_range(0..clients));
+            let ch = &mut chars[k];
+            ch.owner = o;
+            w.driver.set_owner(w.ch, &w.chars, ch.id, o.map(|o| w.clients[o].0), rng.random_bool(0.5)).unwrap();
+            log.push(format!("{frame}: {} to {o:?}", ch.guid));
+        }
+        (11..=13, Some(k)) => {
+            let at = if rng.random_bool(0.5) { FAR } else { NEAR };
+            w.chars.set(chars[k].id, LOCATION, &Value::Vector(at)).unwrap();
+            log.push(format!("{frame}: {} at {}", chars[k].guid, at[0]));
+        }
+        (14..=15, Some(k)) if play.dormancy => {
+            let d = if rng.random_bool(0.5) { Dormancy::DormantAll } else { Dormancy::Awake };
+            w.driver.set_net_dormancy(w.ch, &w.chars, chars[k].id, d).unwrap();
+            log.push(format!("{frame}: {} {d:?}", chars[k].guid));
+        }
+        (16, Some(k)) if chars[k].parts.len() < 3 => {
+            let cond = CONDS[rng.random_range(0..CONDS.len())];
+            let pid = w.parts.spawn();
+            let pg = w.driver.register_sub_object(w.pt, &w.parts, pid, chars[k].guid, cond).unwrap();
+            log.push(format!("{frame}: part {pg} of {} {cond:?}", chars[k].guid));
+            st.known.push(pg);
+            chars[k].parts.push(Part { id: pid, guid: pg, cond });
+        }
+        (17, Some(k)) if !chars[k].parts.is_empty() => {
+            let i = rng.random_range(0..chars[k].parts.len());
+            let cond = CONDS[rng.random_range(0..CONDS.len())];
+            let p = &mut chars[k].parts[i];
+            p.cond = cond;
+            w.driver.set_sub_object_condition(w.pt, &w.parts, p.id, cond).unwrap();
+            log.push(format!("{frame}: part {} now {cond:?}", p.guid));
+        }
+        (18, Some(k)) if !chars[k].parts.is_empty() => {
+            let i = rng.random_range(0..chars[k].parts.len());
+            let p = chars[k].parts.remove(i);
+            w.parts.despawn(p.id).unwrap();
+            log.push(format!("{frame}: part {} despawned", p.guid));
+        }
+        (19, Some(k)) if chars.len() > 1 => {
+            let ch = chars.swap_remove(k);
+            w.chars.despawn(ch.id).unwrap();
+            for p in &ch.parts {
+                w.parts.despawn(p.id).unwrap();
+            }
+            log.push(format!("{frame}: {} despawned", ch.guid));
+            for call in st.calls.iter_mut().filter(|c| c.frame == frame && ch.parts.iter().any(|p| p.guid == c.guid)) {
+                call.owner_destroyed = true;
+            }
+        }
+        _ => {}
+    }
+}
+
+/// A few calls on random characters and parts in `frame`, each numbered by its argument.
+fn make_calls(w: &mut World, rng: &mut impl rand::Rng, st: &mut Play0, frame: u32) {
+    let clients = w.clients.len();
+    let mut made = Vec::new();
+    for _ in 0..rng.random_range(0..4) {
+        if st.chars.is_empty() {
+            break;
+        }
+        let ch = &st.chars[rng.random_range(0..st.chars.len())];
+        let name = NAMES[rng.random_range(0..NAMES.len())];
+        let on_part = !ch.parts.is_empty() && rng.random_bool(0.4);
+        let n = st.calls.len() as u32;
+        let (guid, res) = if on_part {
+            let p = &ch.parts[rng.random_range(0..ch.parts.len())];
+            (p.guid, w.driver.call_rpc(w.pt, &w.parts, p.id, name, &[Value::U32(n)]))
+        } else {
+            (ch.guid, w.driver.call_rpc(w.ch, &w.chars, ch.id, name, &[Value::U32(n)]))
+        };
+        res.unwrap();
+        assert_eq!(w.driver.owning_connection(w.ch, ch.id), ch.owner.map(|o| w.clients[o].0));
+        made.push(format!("{name} {n} on {guid}"));
+        st.calls.push(Call {
+            frame,
+            guid,
+            name,
+            owner: ch.owner,
+            before: vec![None; clients],
+            after: vec![false; clients],
+            owner_destroyed: false,
+        });
+    }
+    if !made.is_empty() {
+        st.log.push(format!("{frame}: {}", made.join(", ")));
+    }
+}
+
+/// A random world of `clients` clients played `frames` frames (each a change and a few calls,
+/// in either order), then healed — perfect links, everything near and awake — for 200 frames,
+/// the first 50 with calls, and checked (the module's documentation says what).
+fn rpc_ownership_world(seed: u64, clients: usize, frames: u32, play: Play) -> Result<Exercised, String> {
+    use rand::{Rng, SeedableRng};
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+    let mut w = World::new(clients, seed, play.loss);
+    let mut st = Play0 { chars: Vec::new(), calls: Vec::new(), known: Vec::new(), log: Vec::new() };
+    let mut ex = Exercised::default();
+    // Per client: the calls delivered, with the frame.
+    let mut got: Vec<Vec<(u32, RpcEvent)>> = vec![Vec::new(); clients];
+    // (client, actor): the last frame after whose tick the client had no channel of the actor.
+    let mut last_absent: HashMap<(usize, NetGuid), u32> = HashMap::new();
+    let heal = frames;
+    let calls_end = frames + 50;
+    let end = frames + 200;
+    for frame in 0..end {
+        if frame == heal {
+            for l in w.down.iter_mut().chain(w.up.iter_mut()) {
+                l.set_config(LinkConfig::perfect(1));
+            }
+            for ch in &st.chars {
+                w.driver.set_net_dormancy(w.ch, &w.chars, ch.id, Dormancy::Awake).unwrap();
+                w.chars.set(ch.id, LOCATION, &Value::Vector(NEAR)).unwrap();
+            }
+            st.log.push(format!("{frame}: heal"));
+        }
+        let first_new = st.calls.len();
+        let calls_first = rng.random_bool(0.5);
+        if calls_first && frame < calls_end {
+            make_calls(&mut w, &mut rng, &mut st, frame);
+        }
+        if frame < heal {
+            change(&mut w, &mut rng, &mut st, frame, play);
+        }
+        if !calls_first && frame < calls_end {
+            make_calls(&mut w, &mut rng, &mut st, frame);
+        }
+        let before = w.channels();
+        for call in &mut st.calls[first_new..] {
+            call.before = before.iter().map(|m| m.get(&call.guid).copied()).collect();
+        }
+        let delivered = w.step(frame);
+        let after = w.channels();
+        watch(&w, frame, &before, &after);
+        for call in &mut st.calls[first_new..] {
+            call.after = after.iter().map(|m| m.contains_key(&call.guid)).collect();
+        }
+        for (c, m) in after.iter().enumerate() {
+            for &g in &st.known {
+                if !m.contains_key(&g) {
+                    last_absent.insert((c, g), frame);
+                }
+            }
+        }
+        for (c, events) in delivered.into_iter().enumerate() {
+            if !events.is_empty() {
+                let ns: Vec<String> =
+                    events.iter().map(|e| format!("{} {} on {}", e.name, number(e), e.guid)).collect();
+                st.log.push(format!("{frame}: client {c} got {}", ns.join(", ")));
+            }
+            for e in &events {
+                let call = st.calls.get(number(e) as usize);
+                if call.is_some_and(|call| call.client_call() && st.owner_of(call.guid).is_some_and(|o| o != Some(c))) {
+                    ex.to_former_owner += 1;
+                }
+            }
+            got[c].extend(events.into_iter().map(|e| (frame, e)));
+        }
+    }
+    let (calls, log) = (&st.calls, &st.log);
+    ex.calls = calls.len();
+    let what = |e: String| format!("seed {seed}, loss {}: {e}\n  {}", play.loss, log.join("\n  "));
+    if !w.refused.is_empty() {
+        return Err(what(format!("{} packets refused: {:?}", w.refused.len(), &w.refused[..w.refused.len().min(4)])));
+    }
+    for (c, got) in got.iter().enumerate() {
+        let stats = w.driver.connection_stats(w.clients[c].0).unwrap();
+        if stats.rpcs_overflowed > 0 {
+            return Err(what(format!("client {c}: reliable calls overflowed: {stats:?}")));
+        }
+        ex.delivered += got.len();
+        let mut seen = HashSet::new();
+        // Per actor: the last reliable number delivered.
+        let mut last: HashMap<NetGuid, u32> = HashMap::new();
+        for (frame, e) in got {
+            let n = number(e);
+            let Some(call) = calls.get(n as usize) else {
+                return Err(what(format!("client {c} at frame {frame}: a call never made: {e:?}")));
+            };
+            if e.name != call.name || e.guid != call.guid || e.reliable != call.reliable() {
+                return Err(what(format!(
+                    "client {c} at frame {frame}: {e:?} is not call {n} ({} on {})",
+                    call.name, call.guid
+                )));
+            }
+            if !seen.insert(n) {
+                return Err(what(format!("client {c} at frame {frame}: {} {n} delivered twice", e.name)));
+            }
+            if e.class == 1 {
+                ex.on_parts += 1;
+            }
+            if !call.for_client(c) {
+                return Err(what(format!(
+                    "client {c} at frame {frame}: {} {n} (frame {}) on {} owned by {:?} when made",
+                    e.name, call.frame, call.guid, call.owner
+                )));
+            }
+            if call.before[c].is_none() && !call.after[c] {
+                return Err(what(format!(
+                    "client {c} at frame {frame}: {} {n} (frame {}) on {}, which had no channel there",
+                    e.name, call.frame, call.guid
+                )));
+            }
+            if call.reliable() {
+                if let Some(&prev) = last.get(&call.guid) {
+                    if prev > n {
+                        return Err(what(format!(
+                            "client {c} at frame {frame}: {} {n} on {} after {prev}",
+                            e.name, call.guid
+                        )));
+                    }
+                }
+                last.insert(call.guid, n);
+            }
+        }
+        for (n, call) in calls.iter().enumerate() {
+            if !call.for_client(c) {
+                continue;
+            }
+            let acked = call.before[c] == Some(true);
+            let stayed = call.after[c] && last_absent.get(&(c, call.guid)).is_none_or(|&f| f < call.frame);
+            // Healed: an unreliable call on a channel open and acknowledged before and after its
+            // tick goes (a perfect link, nothing saturated).
+            let owed = if call.owner_destroyed && !play.strict {
+                false
+            } else if call.reliable() {
+                ex.owed_acked += acked as usize;
+                ex.owed_stayed += (stayed && !acked) as usize;
+                acked || stayed
+            } else {
+                let owed = call.frame >= heal && acked && call.after[c];
+                ex.owed_unreliable += owed as usize;
+                owed
+            };
+            if owed && !seen.contains(&(n as u32)) {
+                let why = if acked { "acknowledged when made" } else { "open from its tick on" };
+                return Err(what(format!(
+                    "client {c}: {} {n} (frame {}) on {} never delivered, its channel {why}; stats {stats:?}",
+                    call.name, call.frame, call.guid
+                )));
+            }
+        }
+    }
+    Ok(ex)
+}
+
+fn sweep(seeds: std::ops::Range<u64>, clients: usize, frames: u32, play: Play) {
+    let mut failures = Vec::new();
+    let mut ex = Exercised::default();
+    for seed in seeds {
+        match rpc_ownership_world(seed, clients, frames, play) {
+            Ok(e) => ex += e,
+            Err(e) => failures.push(e),
+        }
+    }
+    eprintln!("{ex:?}");
+    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
+}
+
+#[test]
+fn calls_follow_their_owner_through_ownership_moves_and_loss() {
+    sweep(0..6, 3, 300, Play { loss: 0.3, dormancy: true, strict: false });
+}
+
+#[test]
+fn calls_follow_their_owner_through_ownership_moves_lossless() {
+    sweep(0..3, 3, 300, Play { loss: 0.0, dormancy: true, strict: false });
+}
+
+/// A wider sweep (`RPC_SEEDS=a..b RPC_LOSS=x`, `RPC_NODORM=1` without dormancy, `RPC_CLIENTS`,
+/// `RPC_FRAMES`; `RPC_STRICT=1` owes the calls the known bug loses), for exploring.
+#[test]
+#[ignore = "a sweep for exploring"]
+fn rpc_ownership_sweep() {
+    let seeds = std::env::var("RPC_SEEDS").unwrap_or("0..200".into());
+    let (a, b) = seeds.split_once("..").unwrap();
+    let loss: f64 = std::env::var("RPC_LOSS").map_or(0.3, |l| l.parse().unwrap());
+    let clients: usize = std::env::var("RPC_CLIENTS").map_or(3, |l| l.parse().unwrap());
+    let frames: u32 = std::env::var("RPC_FRAMES").map_or(300, |l| l.parse().unwrap());
+    let dormancy = std::env::var("RPC_NODORM").is_err();
+    let strict = std::env::var("RPC_STRICT").is_ok();
+    sweep(a.parse().unwrap()..b.parse().unwrap(), clients, frames, Play { loss, dormancy, strict });
+}
+
+/// One client on a perfect link, a character near it with one part (`SubObjectCondition::None`),
+/// both open and acknowledged (five frames); a reliable multicast `Shout 1` and an unreliable
+/// `Ping 2` on the part, then `change` in the same frame; ten frames. The part's `Shout`s and
+/// `Ping`s the client got, and the connection's counters.
+fn part_calls_then(change: impl FnOnce(&mut World, ActorId, ActorId)) -> (Vec<u32>, Vec<u32>, String) {
+    let mut w = World::new(1, 0, 0.0);
+    for l in w.down.iter_mut().chain(w.up.iter_mut()) {
+        l.set_config(LinkConfig::perfect(0));
+    }
+    let id = w.chars.spawn();
+    w.chars.set(id, LOCATION, &Value::Vector(NEAR)).unwrap();
+    let guid = w.driver.assign_guid(w.ch, &w.chars, id).unwrap();
+    let part = w.parts.spawn();
+    let pg = w.driver.register_sub_object(w.pt, &w.parts, part, guid, SubObjectCondition::None).unwrap();
+    let mut got = Vec::new();
+    for frame in 0..5 {
+        got.extend(w.step(frame).concat());
+    }
+    assert!(w.clients[0].1.has(pg) && w.channels()[0].get(&pg) == Some(&true), "the part's open acknowledged");
+    w.driver.call_rpc(w.pt, &w.parts, part, SHOUT, &[Value::U32(1)]).unwrap();
+    w.driver.call_rpc(w.pt, &w.parts, part, PING, &[Value::U32(2)]).unwrap();
+    change(&mut w, id, part);
+    for frame in 5..15 {
+        got.extend(w.step(frame).concat());
+    }
+    let stats = w.driver.connection_stats(w.clients[0].0).unwrap();
+    let of = |name: &str| got.iter().filter(|e| e.guid == pg && e.name == name).map(number).collect();
+    (of(SHOUT), of(PING), format!("{stats:?}"))
+}
+
+/// Calls on a sub-object made just before its channel closes or may close — the part despawned,
+/// its condition leaving the connection out, its owner sent far (its channel closes a few
+/// frames on), made dormant or torn off — are delivered, once (README: a call made in the frame
+/// that closes its actor's channel still goes down it).
+#[test]
+fn calls_on_a_part_made_just_before_its_channel_closes_are_delivered() {
+    type Change = fn(&mut World, ActorId, ActorId);
+    let changes: [(&str, Change); 5] = [
+        ("part despawned", |w, _, part| w.parts.despawn(part).unwrap()),
+        ("condition Never", |w, _, part| {
+            w.driver.set_sub_object_condition(w.pt, &w.parts, part, SubObjectCondition::Never).unwrap()
+        }),
+        ("owner far", |w, id, _| w.chars.set(id, LOCATION, &Value::Vector(FAR)).unwrap()),
+        ("owner dormant", |w, id, _| w.driver.set_net_dormancy(w.ch, &w.chars, id, Dormancy::DormantAll).unwrap()),
+        ("owner torn off", |w, id, _| w.driver.tear_off(w.ch, &w.chars, id).unwrap()),
+    ];
+    for (what, change) in changes {
+        let (shouts, pings, stats) = part_calls_then(change);
+        assert_eq!((shouts, pings), (vec![1], vec![2]), "{what}: {stats}");
+    }
+}
+
+/// Bug, not fixed (found by this module's sweep: 79 of seeds 0..1000 at 30 % loss, e.g. seed 10:
+/// `Shout 199` on part 26 in frame 132, then its owner 20 despawned with its parts). A call on a
+/// sub-object, then its owner destroyed in the same frame (`MulticastHit(); Destroy();` on a
+/// weapon's owner; with the part despawned as well or not): the part's channel was open and
+/// acknowledged, so UE sends the call down the owner's channel at call time, before the
+/// destruction's close, and the client runs it; the README promises the same ("a call then
+/// `Destroy()` … still goes down that channel"; the part despawned alone, or its owner torn
+/// off, made dormant or sent away, does deliver it: the test above). Here neither call is
+/// ever sent: `rpcs_sent` stays 0 and `rpcs_without_channel` counts both, on a perfect link.
+///
+/// Where: the tick retires the owner (`NetDriver::retire_actor`, `net/actors.rs`), whose
+/// `forget_sub_objects` (`net/lifecycle/subobjects.rs`) orphans the part and drops the part's
+/// pair on every connection (`conn.drop_pair`) without noting the channel it ends
+/// (`conn.closes.note(sub, ps.flags)`: only the tearing case calls `closes.end`). So the
+/// fan-out (`net/rpc/write.rs`) finds neither an open channel of the part nor a noted close
+/// (`Closes::ending`), and the call counts as `rpcs_without_channel`. (The part despawned in
+/// the same tick is retired after its owner, class order: its row is gone by then, so its own
+/// retirement notes nothing either.) On the client, a reliable call on a part closed with its
+/// owner is delivered with the class the client remembers (README, session 66), so noting the
+/// close there should be all it takes.
+#[test]
+#[ignore = "bug, not fixed: a call on a sub-object made just before its owner's destruction is never sent"]
+fn calls_on_a_part_made_just_before_its_owner_is_destroyed_are_delivered() {
+    type Change = fn(&mut World, ActorId, ActorId);
+    let changes: [(&str, Change); 2] = [
+        ("owner despawned", |w, id, _| w.chars.despawn(id).unwrap()),
+        ("owner and part despawned", |w, id, part| {
+            w.chars.despawn(id).unwrap();
+            w.parts.despawn(part).unwrap();
+        }),
+    ];
+    for (what, change) in changes {
+        let (shouts, pings, stats) = part_calls_then(change);
+        assert_eq!((shouts, pings), (vec![1], vec![2]), "{what}: {stats}");
+    }
+}
+
+/// Bug, not fixed (found by this module's sweep at 50 % loss with two clients, seed 312: client
+/// 0 never got `Whisper 246` on part 66, made in frame 177 while the server counted the part's
+/// open acknowledged, and the client held no part 66 until frame 183). A reliable call on a
+/// sub-object whose open the client set aside is dropped by the client, for good.
+///
+/// Frame 0: a character near the one client; its open (packet 1) is lost. Frame 1: a part
+/// registered on it; its open (packet 2: the server sends a sub-object once its owner has a
+/// channel, before that open is acknowledged) reaches the client, which lacks the owner and sets
+/// the part's open aside (`client::ignored`), asking for it in its next feedbacks. Those eight
+/// feedbacks (`REOPEN_TRIES`) are lost; the ninth, without the request, acknowledges packet 2 —
+/// so the server counts the part's open acknowledged (`ChannelInfo::open_acked`), as the client
+/// code documents it may. A reliable `Shout 1` on the part is then numbered at once (the
+/// numbering rule: "waits until its channel's open is acknowledged") and sent in frame 2 with
+/// the owner's open sent again; the client applies the owner, lacks the part, and drops the
+/// call (`ClientStats::rpcs_dropped` 1: `client::rpcs::receive_rpc` finds no actor and no
+/// closed record, so `deliver_rpc` gets no class). The part asks again after
+/// `FIRST_ASK_GAP` feedbacks; the server sends its open again some fifteen frames on and the
+/// client has the part from then on, but the call is gone: the connection's counters say it was sent and
+/// acknowledged (`rpcs_sent` 1, no resend).
+///
+/// UE sends a sub-object's creation and its calls down its owner's actor channel, whose
+/// reliable bunches are processed in order, so the call is run once the part exists. Here the
+/// server's "open acknowledged" means "the packet carrying it was received", which for a
+/// set-aside sub-object is not "the client has it" (`net/rpc/write.rs`'s numbering reads
+/// `pair::OPEN_ACKED`); the client then treats the call like one on an actor gone for good.
+/// (Either side could hold it: the client keeping reliable calls on a GUID it has set aside until
+/// its open comes, or the server not counting a sub-object's open acknowledged before its
+/// owner's.)
+#[test]
+#[ignore = "bug, not fixed: a reliable call on a sub-object the client set aside is dropped"]
+fn a_reliable_call_on_a_sub_object_whose_open_the_client_set_aside_is_delivered() {
+    let mut w = World::new(1, 0, 0.0);
+    let conn = w.clients[0].0;
+    let tick = |w: &mut World| {
+        w.driver.tick(&mut [&mut w.chars, &mut w.parts]).unwrap();
+        w.driver.take_packets(conn).unwrap()
+    };
+    let id = w.chars.spawn();
+    w.chars.set(id, LOCATION, &Value::Vector(NEAR)).unwrap();
+    let guid = w.driver.assign_guid(w.ch, &w.chars, id).unwrap();
+    let _lost = tick(&mut w);
+    let part = w.parts.spawn();
+    let pg = w.driver.register_sub_object(w.pt, &w.parts, part, guid, SubObjectCondition::None).unwrap();
+    for p in tick(&mut w) {
+        w.clients[0].1.receive(&p).unwrap();
+    }
+    assert!(!w.clients[0].1.has(guid) && !w.clients[0].1.has(pg), "the part set aside");
+    // The feedbacks carrying the request are lost; the next acknowledges the part's packet.
+    for _ in 0..8 {
+        let _lost = w.clients[0].1.feedback();
+    }
+    let fb = w.clients[0].1.feedback();
+    w.driver.receive_feedback(conn, &fb).unwrap();
+    assert_eq!(w.channels()[0].get(&pg), Some(&true), "the server counts the part's open acknowledged");
+    w.driver.call_rpc(w.pt, &w.parts, part, SHOUT, &[Value::U32(1)]).unwrap();
+    let mut got = Vec::new();
+    for _ in 2..60 {
+        for p in tick(&mut w) {
+            w.clients[0].1.receive(&p).unwrap();
+        }
+        let fb = w.clients[0].1.feedback();
+        w.driver.receive_feedback(conn, &fb).unwrap();
+        got.extend(w.clients[0].1.take_rpcs());
+    }
+    assert!(w.clients[0].1.has(guid) && w.clients[0].1.has(pg), "healed");
+    let stats = w.driver.connection_stats(conn).unwrap();
+    assert_eq!((stats.rpcs_sent, stats.rpcs_resent), (1, 0));
+    assert_eq!(got.iter().map(number).collect::<Vec<_>>(), vec![1], "client {:?}", w.clients[0].1.stats());
+}
