@@ -181,8 +181,13 @@ impl ReferenceFrame {
                                 // close takes the sub-object with it (queued this frame, or to come in
                                 // this pass). (A tear-off that ends closes every channel it has.)
                                 let owner_open = orphaned && rc.owner_open(e.owner);
-                                if opened && tearing && !owner_open {
+                                let torn_close = opened && tearing && !owner_open;
+                                if torn_close {
                                     rc.conn.closes.push(PendingClose { guid: e.guid, reason: CloseReason::TornOff });
+                                }
+                                // An orphan's channel ends with or without a close of its own:
+                                // this tick's calls made while it was open still go.
+                                if torn_close || orphaned {
                                     if let Some(ch) = open.filter(|_| !held) {
                                         rc.note_close(e.guid, &ch);
                                     }
