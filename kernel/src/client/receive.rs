@@ -308,6 +308,8 @@ impl ClientWorld {
             let class = opened.get(&b.guid).copied();
             self.apply_one(b, class, packet.seq);
         }
+        // Reliable calls held for a sub-object set aside whose open this packet applied.
+        self.release_held_rpcs();
         // A sub-object's open set aside is one the server may count delivered: its owner's open
         // went in an earlier packet, lost, and the sub-object's went on in a later one before
         // the server knew (it sends a sub-object once its owner has a channel, its open not yet

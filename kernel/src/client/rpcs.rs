@@ -63,6 +63,10 @@ use std::collections::VecDeque;
 /// and counted (a game takes them every frame; a forged packet carries a few hundred).
 pub const MAX_UNTAKEN_RPCS: usize = 65_536;
 
+/// Most reliable calls held for sub-objects the client set aside ([`Rpcs::held`]): past it a
+/// call is dropped and counted.
+pub const MAX_HELD_RPCS: usize = 256;
+
 /// A call the server made on an actor, as delivered.
 #[derive(Clone, Debug, PartialEq)]
 pub struct RpcEvent {
@@ -113,6 +117,12 @@ pub(super) struct Rpcs {
     /// still delivered (the server sends a call of the frame that closes the channel after the
     /// close). Empty between packets.
     pub(super) closed_now: Vec<NetGuid>,
+    /// Reliable calls, in order, on sub-objects whose open the client set aside (their owner's
+    /// open was lost; `client::ignored`): the server counts the open acknowledged and numbers
+    /// the calls, and UE's in-order channel would run each once the sub-object exists — each is
+    /// delivered when its sub-object's open applies, dropped (and counted) if its record ends
+    /// without one. At most [`MAX_HELD_RPCS`].
+    held: Vec<RpcBunch>,
 }
 
 /// A reliable Server call the server has not acknowledged, and the feedbacks that carried it.
@@ -370,7 +380,15 @@ impl ClientWorld {
     /// Decodes a call with `class`, its actor's when it arrived, and delivers it, or counts it
     /// dropped.
     fn deliver_rpc(&mut self, call: &RpcBunch, class: Option<u32>, reliable: bool) {
+        // A reliable call held in the window since before its actor came (a sub-object set
+        // aside, say) goes with the class the actor has now.
+        let class = class.or_else(|| reliable.then(|| self.actors.get(&call.target).map(|a| a.0)).flatten());
         let Some(class) = class else {
+            // A reliable call on a sub-object set aside: held for its open (`Rpcs::held`).
+            if reliable && self.ignored.asks(call.target) && self.rpcs.held.len() < MAX_HELD_RPCS {
+                self.rpcs.held.push(call.clone());
+                return;
+            }
             self.stats.rpcs_dropped += 1;
             return;
         };
@@ -386,6 +404,21 @@ impl ClientWorld {
                 self.stats.rpcs_delivered += 1;
             }
             Err(_) => self.stats.rpcs_dropped += 1,
+        }
+    }
+
+    /// Delivers the held calls whose sub-object the packet just applied opened, in order; drops
+    /// those whose record ended without an open (`Rpcs::held`).
+    pub(super) fn release_held_rpcs(&mut self) {
+        if self.rpcs.held.is_empty() {
+            return;
+        }
+        for call in std::mem::take(&mut self.rpcs.held) {
+            match self.actors.get(&call.target).map(|a| a.0) {
+                Some(class) => self.deliver_rpc(&call, Some(class), true),
+                None if self.ignored.asks(call.target) => self.rpcs.held.push(call),
+                None => self.stats.rpcs_dropped += 1,
+            }
         }
     }
 }

@@ -1,6 +1,6 @@
 //! The RPC ownership review's finds, cut down to one client on a hand-driven link: calls on a
 //! part made just before its channel closes (its owner's destruction among the ways), and a
-//! reliable call on a part whose open the client set aside (not fixed).
+//! reliable call on a part whose open the client set aside.
 
 use super::*;
 
@@ -85,10 +85,11 @@ fn calls_on_a_part_made_just_before_its_owner_is_destroyed_are_delivered() {
     }
 }
 
-/// Bug, not fixed (found by this module's sweep at 50 % loss with two clients, seed 312: client
-/// 0 never got `Whisper 246` on part 66, made in frame 177 while the server counted the part's
-/// open acknowledged, and the client held no part 66 until frame 183). A reliable call on a
-/// sub-object whose open the client set aside is dropped by the client, for good.
+/// Found by this module's sweep at 50 % loss with two clients (seed 312: client 0 never got
+/// `Whisper 246` on part 66, made in frame 177 while the server counted the part's open
+/// acknowledged, and the client held no part 66 until frame 183), fixed in session 68. A
+/// reliable call on a sub-object whose open the client set aside was dropped by the client, for
+/// good.
 ///
 /// Frame 0: a character near the one client; its open (packet 1) is lost. Frame 1: a part
 /// registered on it; its open (packet 2: the server sends a sub-object once its owner has a
@@ -109,12 +110,10 @@ fn calls_on_a_part_made_just_before_its_owner_is_destroyed_are_delivered() {
 /// reliable bunches are processed in order, so the call is run once the part exists. Here the
 /// server's "open acknowledged" means "the packet carrying it was received", which for a
 /// set-aside sub-object is not "the client has it" (`net/rpc/write.rs`'s numbering reads
-/// `pair::OPEN_ACKED`); the client then treats the call like one on an actor gone for good.
-/// (Either side could hold it: the client keeping reliable calls on a GUID it has set aside until
-/// its open comes, or the server not counting a sub-object's open acknowledged before its
-/// owner's.)
+/// `pair::OPEN_ACKED`); the client treated the call like one on an actor gone for good. Now
+/// the client holds a reliable call on a sub-object it set aside (`client::rpcs`, `Rpcs::held`)
+/// and delivers it once the sub-object's open applies.
 #[test]
-#[ignore = "bug, not fixed: a reliable call on a sub-object the client set aside is dropped"]
 fn a_reliable_call_on_a_sub_object_whose_open_the_client_set_aside_is_delivered() {
     let mut w = World::new(1, 0, 0.0);
     let conn = w.clients[0].0;
