@@ -192,8 +192,14 @@ impl ClientWorld {
         let mut orphans: Vec<(NetGuid, Option<u32>)> = Vec::new();
         let mut not_loaded: Vec<(NetGuid, u32)> = Vec::new();
         let mut keep = |b: &Bunch| {
-            if b.close.is_some() {
-                gone.insert(b.guid);
+            if let Some(close) = &b.close {
+                // A dormancy close keeps the copy (dormant): a sub-object's open after it, in
+                // the same packet, still has its owner — set aside, it was lost for good while
+                // the server counted the owner's woken copy and the part's channel held (the RPC
+                // ownership review's seed 453: a reliable call on the part never delivered).
+                if close.reason != CloseReason::Dormant {
+                    gone.insert(b.guid);
+                }
                 return true;
             }
             if let Some(open) = &b.open {

@@ -29,12 +29,11 @@
 //! `calls_on_a_part_made_just_before_its_owner_is_destroyed_are_delivered`), and a reliable
 //! call on a part whose open the client set aside was dropped by the client (seeds 312 and 499
 //! of 0..1000 at 50 % loss with two clients;
-//! `a_reliable_call_on_a_sub_object_whose_open_the_client_set_aside_is_delivered`). Not fixed:
-//! seed 453 there (`the_rpc_world_of_seed_453_delivers_its_calls`, ignored): a reliable call on
-//! a part whose owner was dormant on the client, the part newly allowed there by its condition
-//! and never held by the client, while the server counts its copy held (acknowledged) once the
-//! owner wakes — perhaps the part's open came in the packet that resent the owner's dormancy
-//! close, which the client's set-aside check counts as the owner gone; not cut down.
+//! `a_reliable_call_on_a_sub_object_whose_open_the_client_set_aside_is_delivered`); and seed
+//! 453 there (`the_rpc_world_of_seed_453_delivers_its_calls`): a part's open in the packet that
+//! carried its owner's dormancy close was set aside, the client counting the owner gone though
+//! it keeps a dormant copy, while the server counted the part's channel held — a reliable call
+//! on it never delivered.
 //! `RPC_WATCH=guid,client` shows both sides of a channel frame by frame.
 
 use super::common::{HINT, PING, SHOUT, WHISPER};
@@ -564,10 +563,10 @@ fn calls_follow_their_owner_through_ownership_moves_lossless() {
 }
 
 /// Seed 453 of the sweep at 50 % loss with two clients (see the module documentation): client 1
-/// never gets `Shout 121` on part 26, made in frame 90 while the server counted the part's
-/// copy there acknowledged.
+/// never got `Shout 121` on part 26, made in frame 90 while the server counted the part's copy
+/// there acknowledged — the part's open, behind its owner's dormancy close in one packet, had
+/// been set aside (`client/receive.rs`: a dormancy close no longer counts its actor gone).
 #[test]
-#[ignore = "bug, not fixed: a reliable call on a part of a dormant owner the client never held (RPC sweep seed 453)"]
 fn the_rpc_world_of_seed_453_delivers_its_calls() {
     rpc_ownership_world(453, 2, 300, Play { loss: 0.5, dormancy: true }).unwrap();
 }
