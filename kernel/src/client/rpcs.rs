@@ -407,18 +407,12 @@ impl ClientWorld {
         }
     }
 
-    /// Delivers the held calls whose sub-object the packet just applied opened, in order; drops
-    /// those whose record ended without an open (`Rpcs::held`).
+    /// Offers the held calls again, in order (`Rpcs::held`): [`Self::deliver_rpc`] delivers
+    /// those whose sub-object the packet just applied opened, holds those still set aside, and
+    /// drops those whose record ended without an open.
     pub(super) fn release_held_rpcs(&mut self) {
-        if self.rpcs.held.is_empty() {
-            return;
-        }
         for call in std::mem::take(&mut self.rpcs.held) {
-            match self.actors.get(&call.target).map(|a| a.0) {
-                Some(class) => self.deliver_rpc(&call, Some(class), true),
-                None if self.ignored.asks(call.target) => self.rpcs.held.push(call),
-                None => self.stats.rpcs_dropped += 1,
-            }
+            self.deliver_rpc(&call, None, true);
         }
     }
 }
