@@ -236,12 +236,17 @@ fn with_net_groups_the_kernel_decides_exactly_as_the_ue_style_reference() {
 fn with_dynamic_conditions_the_kernel_decides_exactly_as_the_ue_style_reference() {
     // The bags' class with a Dynamic parent whose per-actor condition changes every third
     // frame (`Spec::dynamic_conditions`), lossless and lossy, with dormancy and with net groups.
-    let worlds = [(0, 4, 0.0), (200, 8, 0.2), (201, 3, 0.3), (202, 12, 0.1)];
+    // (92059 with 3 at 50 %, from session 69's sweep: a sub-object the game despawned while its
+    // torn-off owner's tear-off still went on (a connection had left the owner over or owed it)
+    // is destroyed, as the kernel closes it; the reference counted the sub-object's own
+    // tear-off ended and sent a TornOff close.)
+    let worlds = [(0, 4, 0.0), (200, 8, 0.2), (201, 3, 0.3), (202, 12, 0.1), (92059, 3, 0.5)];
     for (seed, connections, loss) in worlds {
         let spec = Spec::new(seed, connections).loss(loss).dynamic_conditions();
         decide_alike(match seed {
             200 => spec.dormancy(),
             201 => spec.net_groups().sublevels(),
+            92059 => spec.dormancy().net_groups().rpcs().bags_first(),
             _ => spec,
         });
     }

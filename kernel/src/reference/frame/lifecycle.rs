@@ -92,10 +92,12 @@ impl ReferenceFrame {
                         // Torn off at the start of the frame that found it gone (its tear-off ended
                         // first): its channels end with a TornOff close, as below, not a Destroyed.
                         // (Not while a connection's full window holds back its last update or its
-                        // sub-object's: then it is destroyed there as anywhere.)
+                        // sub-object's, nor — a sub-object — while its owner's tear-off goes on:
+                        // then it is destroyed there as anywhere; reference sweep seed 92059.)
                         let torn_now = e.as_ref().is_some_and(|e| {
                             let waits = owing.contains(&e.guid) || owing_owners.contains(&e.guid);
-                            !e.torn && e.tear_seen && !e.clock.pending_net_update && !waits
+                            let owner_waits = e.owner.is_some_and(|o| waiting.contains(&o));
+                            !e.torn && e.tear_seen && !e.clock.pending_net_update && !waits && !owner_waits
                         });
                         // An orphan still tearing: closed TornOff where its owner's channel is not
                         // open (a client that tore the owner off keeps the sub-object too).

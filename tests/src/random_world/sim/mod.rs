@@ -21,6 +21,7 @@ use std::sync::Arc;
 mod calls;
 mod clients;
 mod conditions;
+mod differ;
 mod play;
 mod spawn;
 
@@ -306,7 +307,21 @@ impl Sim {
             if let Some(i) = (0..packets.len().max(reference.len()))
                 .find(|&i| packets.get(i).map(Vec::as_slice) != reference.get(i).copied())
             {
-                return Err(format!("frame {frame}: connection {conn:?}: packet {i} differs from the reference's"));
+                let mut layouts = [self.things.layout(), self.bags.layout()];
+                if self.bags_first {
+                    layouts.swap(0, 1);
+                }
+                let what = match (packets.get(i), reference.get(i)) {
+                    (Some(k), Some(r)) => differ::describe(k, r, &layouts, world),
+                    (k, r) => format!(
+                        "kernel {} bytes, reference {} bytes",
+                        k.map_or(0, |k| k.len()),
+                        r.map_or(0, |r| r.len())
+                    ),
+                };
+                return Err(format!(
+                    "frame {frame}: connection {conn:?}: packet {i} differs from the reference's: {what}"
+                ));
             }
             for p in packets {
                 if dark || self.loss > 0.0 && self.link.random_bool(self.loss) {
