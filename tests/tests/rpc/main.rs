@@ -18,4 +18,5 @@ mod hostile_clients;
 mod limits;
 mod ownership_review;
 mod review;
+mod server_call_review;
 mod server_calls;

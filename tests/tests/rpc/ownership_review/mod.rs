@@ -57,32 +57,32 @@ const NAMES: [&str; 4] = [PING, SHOUT, HINT, WHISPER];
 const CONDS: [SubObjectCondition; 3] =
     [SubObjectCondition::None, SubObjectCondition::OwnerOnly, SubObjectCondition::SkipOwner];
 
-const NEAR: [f32; 3] = [100.0, 0.0, 0.0];
-const FAR: [f32; 3] = [1.0e6, 0.0, 0.0];
+pub(super) const NEAR: [f32; 3] = [100.0, 0.0, 0.0];
+pub(super) const FAR: [f32; 3] = [1.0e6, 0.0, 0.0];
 
-fn part_layout() -> Arc<shadowrep::schema::ClassLayout> {
+pub(super) fn part_layout() -> Arc<shadowrep::schema::ClassLayout> {
     Arc::new(with_calls(ClassBuilder::new("Part").property(PropertyDecl::new("Hp", PropType::U16))).build().unwrap())
 }
 
-fn viewer() -> Viewer {
+pub(super) fn viewer() -> Viewer {
     Viewer { real_viewer: None, view_target: None, location: [0.0; 3], direction: [1.0, 0.0, 0.0] }
 }
 
 /// The server, its clients, their links (packets down, feedback up).
-struct World {
-    driver: NetDriver,
-    chars: ClassStore,
-    parts: ClassStore,
-    ch: ClassId,
-    pt: ClassId,
-    clients: Vec<(ConnectionId, ClientWorld)>,
-    down: Vec<Link>,
-    up: Vec<Link>,
-    refused: Vec<String>,
+pub(super) struct World {
+    pub(super) driver: NetDriver,
+    pub(super) chars: ClassStore,
+    pub(super) parts: ClassStore,
+    pub(super) ch: ClassId,
+    pub(super) pt: ClassId,
+    pub(super) clients: Vec<(ConnectionId, ClientWorld)>,
+    pub(super) down: Vec<Link>,
+    pub(super) up: Vec<Link>,
+    pub(super) refused: Vec<String>,
 }
 
 impl World {
-    fn new(clients: usize, seed: u64, loss: f64) -> World {
+    pub(super) fn new(clients: usize, seed: u64, loss: f64) -> World {
         let mut chars = ClassStore::new(thing());
         let mut parts = ClassStore::new(part_layout());
         // A short relevant timeout: a far character's channel closes a few frames on.
@@ -155,21 +155,21 @@ impl World {
     }
 }
 
-struct Part {
-    id: ActorId,
-    guid: NetGuid,
+pub(super) struct Part {
+    pub(super) id: ActorId,
+    pub(super) guid: NetGuid,
     cond: SubObjectCondition,
 }
 
-struct Char {
-    id: ActorId,
-    guid: NetGuid,
-    owner: Option<usize>,
-    parts: Vec<Part>,
+pub(super) struct Char {
+    pub(super) id: ActorId,
+    pub(super) guid: NetGuid,
+    pub(super) owner: Option<usize>,
+    pub(super) parts: Vec<Part>,
 }
 
 /// One call the game made.
-struct Call {
+pub(super) struct Call {
     frame: u32,
     guid: NetGuid,
     name: &'static str,
@@ -198,9 +198,9 @@ impl Call {
 
 /// What the random world does.
 #[derive(Clone, Copy)]
-struct Play {
-    loss: f64,
-    dormancy: bool,
+pub(super) struct Play {
+    pub(super) loss: f64,
+    pub(super) dormancy: bool,
 }
 
 /// Debugging: `RPC_WATCH=guid,client` prints each frame that client's channel of the actor
@@ -253,12 +253,12 @@ fn number(e: &RpcEvent) -> u32 {
 }
 
 /// The world's state beside the server's: characters, calls, the history.
-struct Play0 {
-    chars: Vec<Char>,
-    calls: Vec<Call>,
+pub(super) struct Play0 {
+    pub(super) chars: Vec<Char>,
+    pub(super) calls: Vec<Call>,
     /// Every character's and part's GUID ever.
-    known: Vec<NetGuid>,
-    log: Vec<String>,
+    pub(super) known: Vec<NetGuid>,
+    pub(super) log: Vec<String>,
 }
 
 impl Play0 {
@@ -269,7 +269,7 @@ impl Play0 {
 }
 
 /// One random change of the world in `frame`.
-fn change(w: &mut World, rng: &mut impl rand::Rng, st: &mut Play0, frame: u32, play: Play) {
+pub(super) fn change(w: &mut World, rng: &mut impl rand::Rng, st: &mut Play0, frame: u32, play: Play) {
     let clients = w.clients.len();
     let chars = &mut st.chars;
     let log = &mut st.log;
