@@ -1,7 +1,8 @@
 //! When the server judges a Server call's ownership, cut down to one connection and hand-made
 //! feedback: on the call's first arrival and again at its turn (a call that first arrived while
 //! its connection did not own the actor stays refused, though ownership came before its turn),
-//! and what a call arriving between the game's despawn and the next tick names.
+//! what a call arriving between the game's despawn and the next tick names, and a held call
+//! whose actor's slot serves a new actor by its turn.
 
 use super::super::common::*;
 use shadowrep::link::LinkConfig;
@@ -61,4 +62,32 @@ fn a_server_call_arriving_between_a_despawn_and_the_tick_names_the_despawned_id(
     w.driver.take_server_rpcs();
     w.driver.receive_feedback(conn, &calls_feedback(highest, &[client_call(g, USE, 1, 3)])).unwrap();
     assert!(w.driver.take_server_rpcs().is_empty(), "gone after the tick");
+}
+
+/// A reliable call held behind a missing number while its connection owns the actor; the actor
+/// despawned, its slot serving a new actor the same connection owns; the missing number comes:
+/// neither call runs — the held one's actor is gone, whatever now lives in its slot.
+#[test]
+fn a_held_call_does_not_run_on_the_actor_that_took_its_actors_slot() {
+    let (mut w, ids, guids) = owned_world(1, 1, LinkConfig::perfect(1));
+    let (conn, g) = (w.clients[0].conn, guids[0]);
+    let highest = w.clients[0].world.highest_received();
+    w.driver.receive_feedback(conn, &calls_feedback(highest, &[client_call(g, USE, 1, 11)])).unwrap();
+    assert!(w.driver.take_server_rpcs().is_empty(), "held behind number 0");
+    w.stores[0].despawn(ids[0]).unwrap();
+    for _ in 0..3 {
+        w.step();
+    }
+    let new = w.spawn(0);
+    assert_eq!(new.index, ids[0].index, "the slot serves a new actor");
+    w.set_owner(0, new, Some(0), true);
+    for _ in 0..3 {
+        w.step();
+    }
+    assert_ne!(w.guid(0, new), g);
+    w.driver.take_server_rpcs();
+    w.driver.receive_feedback(conn, &calls_feedback(highest, &[client_call(g, USE, 0, 10)])).unwrap();
+    let got = w.driver.take_server_rpcs();
+    assert!(got.is_empty(), "{got:?}");
+    assert_eq!(w.driver.connection_stats(conn).unwrap().server_rpcs_refused, 2);
 }

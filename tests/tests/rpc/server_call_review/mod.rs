@@ -41,7 +41,7 @@
 //! timing (a call that first arrived before its connection owned the actor stays refused — a
 //! documented rule, stricter than judging at the turn alone) and what a call arriving
 //! between the game's despawn and the next tick names (the despawned id, which the store
-//! refuses).
+//! refuses); and that a held call does not run on the actor that took its actor's slot.
 
 use super::common::{FIRE, USE};
 use super::ownership_review::{change, part_layout, viewer, Play, Play0, World, NEAR};
