@@ -72,7 +72,7 @@ mod replicate;
 use candidates::{candidates, rank, Cand};
 use dormant::{go_dormant, held_awake, held_awake_idle, wants_dormancy};
 pub(crate) use ends::{close_reason, drop_scratch_rows, end_sub_channels, retire_rows};
-use owners::{held, hold, hold_torn_owner, initial_window, Held, LastActor};
+use owners::{held, hold, hold_torn_owner, initial_window, opens_with_dormant_owner, Held, LastActor};
 use process::{process, Run};
 use replicate::{leftovers, replicate};
 

@@ -75,6 +75,14 @@ pub(super) fn hold(owner: Option<u8>) -> Held {
     }
 }
 
+/// Whether sub-object `due` would open a channel under an owner held dormant on this connection
+/// (its owner's pair flagged dormant, stale or not): it must not — it waits for the owner to wake
+/// (UE sends sub-objects inside their owner's channel, closed for dormancy). False for an actor.
+#[inline]
+pub(super) fn opens_with_dormant_owner(conn: &Connection, last: &LastActor, due: &DueActor) -> bool {
+    due.condition.is_some() && hold(last.owner_flags(conn, due)) == Held::Dormant
+}
+
 /// Whether the client has a sub-object's owner whose pair has `owner` flags: a channel (open,
 /// opening, or torn off this frame) or a dormant copy.
 pub(super) fn held(owner: Option<u8>) -> bool {

@@ -113,6 +113,7 @@ pub(super) fn process(ctx: &LevelCtx<'_>, run: &mut Run<'_>, conn: &mut Connecti
             // A sub-object's channel lasts as long as its owner's relevancy does (its own clock,
             // jittered by its own GUID, would lapse frames before or after the owner's).
             let owner_time = last.owner_relevant_time(conn, due);
+            let owner_dormant = opens_with_dormant_owner(conn, &last, due);
             let row = &mut rows_in(&mut conn.pairs)[ri as usize];
             let has_channel = row.state.flags & pair::CHANNEL != 0;
             let recheck = !has_channel || now - row.relevant_time >= recheck_after;
@@ -122,7 +123,14 @@ pub(super) fn process(ctx: &LevelCtx<'_>, run: &mut Run<'_>, conn: &mut Connecti
             // clock alone it closed whenever that clock had just lapsed and its own recheck was
             // not due, though the owner stayed. Its own clock, while fresh, keeps it till then.)
             let clock = owner_time.map_or(row.relevant_time, |t| t.max(row.relevant_time));
-            let recently = allowed && (relevant || (has_channel && now - clock < ctx.cfg.relevant_timeout));
+            // A sub-object rides its owner's channel (UE): while the owner is held dormant here —
+            // its channel closed, the client keeping its copy — none opens for the sub-object
+            // (one its condition newly allows, one registered since): it opens with the owner
+            // when the owner wakes. (An open sent here had given a dormant actor's client a part
+            // of it, traffic dormancy promises not to send.)
+            let opens_asleep = !has_channel && owner_dormant;
+            let recently =
+                allowed && !opens_asleep && (relevant || (has_channel && now - clock < ctx.cfg.relevant_timeout));
             let tearing = due.actor.tearing;
             if recently {
                 if !has_channel {

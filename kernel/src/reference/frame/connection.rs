@@ -244,8 +244,12 @@ impl ReferenceFrame {
                 // the owner's recheck renews it.)
                 let clock =
                     |ch: &RefChannel| owner_channel.map_or(ch.relevant_time, |o| o.relevant_time.max(ch.relevant_time));
+                // None opens while its owner is held dormant here (stale or not): it opens with
+                // the owner when the owner wakes (the kernel's `opens_with_dormant_owner`).
+                let opens_asleep = channel.is_none() && rc.owner_hold(driver, sub_object, guid) == Hold::Dormant;
                 let recently = allowed
                     && owner_open
+                    && !opens_asleep
                     && (relevant || channel.is_some_and(|ch| now - clock(&ch) < cfg.relevant_timeout));
                 let startup = class.cols.settings[s as usize].startup_for(guid);
                 if recently {

@@ -61,8 +61,10 @@ fn a_sub_object_ranked_before_its_flushed_owner_stays_with_it() {
 
 /// A sub-object whose owner is held dormant on a connection goes dormant with it only once the
 /// client has its open: one whose open was lost — carrying no values, so nothing else is owed —
-/// and that is no longer relevant there when the loss is learned gets its open again, not a
-/// Dormant close for a copy the client never had (the mutation pass's survivor d1).
+/// while its owner went dormant, and that is no longer relevant there when the loss is learned,
+/// gets its open again, not a Dormant close for a copy the client never had (the mutation
+/// pass's survivor d1). (The open goes while the owner is awake: none opens under a dormant
+/// owner — `a_sub_object_newly_allowed_while_its_owner_is_dormant_waits_for_the_owner_to_wake`.)
 #[test]
 fn a_sub_object_whose_open_was_lost_is_not_closed_for_dormancy_with_its_dormant_owner() {
     let mut a = Arena::new();
@@ -71,14 +73,12 @@ fn a_sub_object_whose_open_was_lost_is_not_closed_for_dormancy_with_its_dormant_
     let w = a.weapons.spawn();
     a.weapons.set(w, AMMO, &Value::U32(5)).unwrap();
     a.driver.register_sub_object(a.weapon, &a.weapons, w, cg, SubObjectCondition::None).unwrap();
-    a.driver.set_net_dormancy(a.character, &a.characters, ch, Dormancy::DormantAll).unwrap();
     a.run(10);
     assert!(a.client(0).has(cg));
-    let dormant = |a: &Arena| a.driver.is_asleep(a.character, ch);
-    assert!(dormant(&a), "the owner settled and fell asleep");
     // A new sub-object at its default values (its open carries none): the packet with its open
-    // is lost, and the client says nothing for longer than the relevancy timeout (the server
-    // stops replicating to it after the ready timeout) while its viewer walks away.
+    // is lost, its owner goes dormant, and the client says nothing for longer than the
+    // relevancy timeout (the server stops replicating to it after the ready timeout) while its
+    // viewer walks away.
     let spare = a.weapons.spawn();
     let sg = a.driver.register_sub_object(a.weapon, &a.weapons, spare, cg, SubObjectCondition::None).unwrap();
     let (conn, _) = a.clients[0];
@@ -99,12 +99,15 @@ fn a_sub_object_whose_open_was_lost_is_not_closed_for_dormancy_with_its_dormant_
     let before = sent(&a);
     step(&mut a, false, false);
     assert!(sent(&a) > before && a.client(1).has(sg), "the sub-object's open went out (and was lost)");
+    a.driver.set_net_dormancy(a.character, &a.characters, ch, Dormancy::DormantAll).unwrap();
     a.driver.set_viewers(conn, &[viewer([1.0e6, 0.0, 0.0], None)]).unwrap();
     for _ in 0..(7.0 * 30.0) as usize {
         step(&mut a, true, false);
     }
     assert!(!a.client(0).has(sg));
-    assert!(dormant(&a), "the owner still asleep");
+    assert!(a.client(0).is_dormant(cg), "the owner dormant there");
+    let dormant = |a: &Arena| a.driver.is_asleep(a.character, ch);
+    assert!(dormant(&a), "the owner settled and fell asleep");
     for _ in 0..5 {
         step(&mut a, true, true);
     }
@@ -112,4 +115,38 @@ fn a_sub_object_whose_open_was_lost_is_not_closed_for_dormancy_with_its_dormant_
     assert_eq!(a.client(0).sub_objects(cg).len(), 2);
     assert_eq!(a.client(1).sub_objects(cg).len(), 2, "the other client's arrived at once");
     assert_eq!(a.driver.connection_stats(conn).unwrap().reopens_honoured, 0);
+}
+
+/// A sub-object rides its owner's channel in UE: while the owner is dormant on a connection
+/// (its channel closed there), nothing of it goes — a sub-object its condition newly allows
+/// there (the owner changing hands: an owner-only part now the new owner's, a skip-owner part
+/// now the old owner's) waits for the owner to wake, and opens with it.
+#[test]
+fn a_sub_object_newly_allowed_while_its_owner_is_dormant_waits_for_the_owner_to_wake() {
+    for condition in [SubObjectCondition::OwnerOnly, SubObjectCondition::SkipOwner] {
+        let mut a = Arena::new();
+        let (ch, cg, _, wg) = a.armed([100.0, 0.0, 0.0], 0, 30, condition);
+        a.driver.set_net_dormancy(a.character, &a.characters, ch, Dormancy::DormantAll).unwrap();
+        a.run(8);
+        // The client the part newly applies to once client 1 owns the character.
+        let newly = if condition == SubObjectCondition::OwnerOnly { 1 } else { 0 };
+        assert!(a.client(newly).is_dormant(cg), "{condition:?}: the owner dormant there");
+        assert!(!a.client(newly).has(wg), "{condition:?}: not its part yet");
+        // Packets with content (keep-alives aside).
+        let sent = |a: &Arena| {
+            let s = a.driver.connection_stats(a.clients[newly].0).unwrap();
+            s.packets_sent - s.keep_alives
+        };
+        a.driver.set_owner(a.character, &a.characters, ch, Some(a.clients[1].0), true).unwrap();
+        let before = sent(&a);
+        a.run(10);
+        assert!(!a.client(newly).has(wg), "{condition:?}: the part waits for its dormant owner");
+        assert!(a.client(newly).is_dormant(cg), "{condition:?}: the owner still dormant there");
+        assert_eq!(sent(&a) - before, 0, "{condition:?}: nothing goes for a dormant actor");
+        a.driver.flush_net_dormancy(a.character, &a.characters, ch).unwrap();
+        a.run(3);
+        assert!(a.client(newly).has(wg), "{condition:?}: opened with its woken owner");
+        assert_eq!(a.client(newly).owner_of(wg), Some(cg));
+        assert_eq!(a.client(newly).value(wg, AMMO), Some(Value::U32(30)));
+    }
 }
