@@ -165,7 +165,8 @@ pub enum ClientEvent {
         class: u32,
     },
     /// The actor went dormant: the client keeps it as it is; the server sends nothing for it
-    /// until it wakes.
+    /// until it wakes. No event marks the wake: the actor's next bunch is its first news of it
+    /// ([`ClientWorld::is_dormant`](super::ClientWorld::is_dormant)).
     Dormant {
         /// The actor.
         guid: NetGuid,

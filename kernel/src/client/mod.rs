@@ -400,8 +400,10 @@ impl ClientWorld {
         self.subs.of(owner)
     }
 
-    /// Whether actor `guid` is dormant (kept as last received; the server sends nothing until it
-    /// wakes).
+    /// Whether actor (or sub-object, closed with its owner) `guid` is dormant as far as this
+    /// client knows: its channel's last word was a dormancy close, and no bunch of it came since.
+    /// A wake with nothing to send (no change while it slept) sends nothing — UE's reopened
+    /// channel would send its open — so this stays true until the woken actor's first change.
     pub fn is_dormant(&self, guid: NetGuid) -> bool {
         self.dormant.contains(&guid)
     }

@@ -408,3 +408,53 @@ fn flushing_an_awake_actor_leaves_it_to_its_update_frequency() {
     let due = l.driver.tick(&mut [&mut l.store]).unwrap().due_actors;
     assert_eq!(due, 0, "not made due");
 }
+
+/// What the client's `is_dormant` says across a wake: a wake with something to send clears it
+/// with the first bunch delivered (a flush's too, until its new dormancy close); a wake with
+/// nothing to send — no change while the actor slept — sends nothing (UE's reopened channel
+/// would send its open; here the woken channel is the same channel), so the client, told
+/// nothing, still counts the actor dormant until the first change arrives.
+#[test]
+fn is_dormant_clears_with_the_first_bunch_after_a_wake() {
+    let (mut l, id, guid) = dormant_thing(1, 4);
+    assert!(l.client(0).is_dormant(guid));
+    let content = |l: &Level| {
+        let s = l.driver.connection_stats(l.clients[0].0).unwrap();
+        s.packets_sent - s.keep_alives
+    };
+    // Woken with nothing changed: nothing goes, and the client still counts it dormant.
+    let before = content(&l);
+    l.driver.set_net_dormancy(l.class, &l.store, id, Dormancy::Awake).unwrap();
+    l.run(4);
+    assert_eq!(content(&l), before, "a wake with nothing to send sends nothing");
+    assert!(l.client(0).is_dormant(guid), "told nothing of the wake");
+    // Its first change clears it.
+    l.store.set(id, HEALTH, &Value::U32(12)).unwrap();
+    l.run(2);
+    assert_eq!(health(&l, 0, guid), Some(Value::U32(12)));
+    assert!(!l.client(0).is_dormant(guid), "awake once a bunch of it arrived");
+    // Dormant again, then woken with a change made while it slept: the wake's bunch clears it.
+    l.driver.set_net_dormancy(l.class, &l.store, id, Dormancy::DormantAll).unwrap();
+    l.run(4);
+    assert!(l.client(0).is_dormant(guid));
+    l.store.set(id, HEALTH, &Value::U32(13)).unwrap();
+    l.run(2);
+    l.driver.set_net_dormancy(l.class, &l.store, id, Dormancy::Awake).unwrap();
+    l.run(1);
+    assert_eq!(health(&l, 0, guid), Some(Value::U32(13)));
+    assert!(!l.client(0).is_dormant(guid), "awake with the wake's bunch");
+    l.run(4);
+    assert!(!l.client(0).is_dormant(guid), "and stays awake");
+    // A flush with a change: awake with its bunch, dormant again with its new close.
+    l.driver.set_net_dormancy(l.class, &l.store, id, Dormancy::DormantAll).unwrap();
+    l.run(4);
+    l.store.set(id, HEALTH, &Value::U32(14)).unwrap();
+    l.events(0);
+    l.driver.flush_net_dormancy(l.class, &l.store, id).unwrap();
+    l.run(1);
+    assert_eq!(health(&l, 0, guid), Some(Value::U32(14)));
+    assert!(!l.client(0).is_dormant(guid), "awake with the flush's bunch");
+    l.run(4);
+    assert!(l.client(0).is_dormant(guid), "dormant again");
+    assert_eq!(l.events(0), vec![ClientEvent::Dormant { guid }]);
+}

@@ -150,3 +150,23 @@ fn a_sub_object_newly_allowed_while_its_owner_is_dormant_waits_for_the_owner_to_
         assert_eq!(a.client(newly).value(wg, AMMO), Some(Value::U32(30)));
     }
 }
+
+/// A sub-object held dormant with its owner gets its own dormancy close (the client counts it
+/// dormant too), and a wake clears it on the client with the sub-object's first bunch.
+#[test]
+fn a_sub_objects_client_copy_is_dormant_with_its_owner_and_wakes_with_its_first_bunch() {
+    let mut a = Arena::new();
+    let (ch, cg, w, wg) = a.armed([100.0, 0.0, 0.0], 0, 30, SubObjectCondition::None);
+    a.driver.set_net_dormancy(a.character, &a.characters, ch, Dormancy::DormantAll).unwrap();
+    a.run(8);
+    for c in 0..2 {
+        assert!(a.client(c).is_dormant(cg) && a.client(c).is_dormant(wg), "client {c}: both dormant");
+    }
+    a.weapons.set(w, AMMO, &Value::U32(7)).unwrap();
+    a.driver.set_net_dormancy(a.character, &a.characters, ch, Dormancy::Awake).unwrap();
+    a.run(2);
+    for c in 0..2 {
+        assert_eq!(a.client(c).value(wg, AMMO), Some(Value::U32(7)));
+        assert!(!a.client(c).is_dormant(wg), "client {c}: the part awake with its bunch");
+    }
+}
