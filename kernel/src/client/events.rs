@@ -100,8 +100,10 @@ pub struct ClientStats {
     pub rpcs_delivered: u64,
     /// Calls dropped: the client lacked the actor when the call arrived (its channel is gone —
     /// for a reliable call, one the client has no record of closing — or its open has not
-    /// arrived — for an unreliable call), the call does not decode with its class, or
-    /// [`MAX_UNTAKEN_RPCS`](super::MAX_UNTAKEN_RPCS) were waiting to be taken.
+    /// arrived — for an unreliable call), the call does not decode with its class,
+    /// [`MAX_UNTAKEN_RPCS`](super::MAX_UNTAKEN_RPCS) were waiting to be taken, or — a reliable
+    /// call on a sub-object whose open the client set aside — [`MAX_HELD_RPCS`](super::MAX_HELD_RPCS)
+    /// were held for such opens already (or the record of the set-aside open ended without one).
     pub rpcs_dropped: u64,
     /// Reliable calls whose exact bits were held or delivered under their number already (the
     /// server's resend after a lost acknowledgement): dropped.

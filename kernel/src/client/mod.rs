@@ -45,7 +45,7 @@ pub use closed::MAX_CLOSED;
 pub use error::{ClientError, ReceiveError};
 pub use events::{ClientEvent, ClientStats, NotifyEvent, Receipt};
 pub use partial::MAX_PARTIAL_BYTES;
-pub use rpcs::{RpcEvent, MAX_FEEDBACK_CALL_BITS, MAX_OUTGOING_CALLS, MAX_RESEND_GAP, MAX_UNTAKEN_RPCS};
+pub use rpcs::{RpcEvent, MAX_FEEDBACK_CALL_BITS, MAX_HELD_RPCS, MAX_OUTGOING_CALLS, MAX_RESEND_GAP, MAX_UNTAKEN_RPCS};
 pub use window::{SeqVerdict, ROLLBACK_DISTANCE, ROLLBACK_SPARSE, ROLLBACK_STREAK};
 
 pub use crate::ids::NetRole;

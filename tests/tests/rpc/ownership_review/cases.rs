@@ -153,3 +153,63 @@ fn a_reliable_call_on_a_sub_object_whose_open_the_client_set_aside_is_delivered(
     assert_eq!((stats.rpcs_sent, stats.rpcs_resent), (1, 0));
     assert_eq!(got.iter().map(number).collect::<Vec<_>>(), vec![1], "client {:?}", w.clients[0].1.stats());
 }
+
+/// The bound on those held calls: reliable calls on a sub-object whose open the client set
+/// aside are held at most `MAX_HELD_RPCS`; the ones past it are dropped and counted
+/// (`ClientStats::rpcs_dropped`), so what the client keeps for them stays bounded whatever the
+/// server sends; and once the part's open applies, the held ones are delivered in the order
+/// they were made. (The scenario of the test above, with `MAX_HELD_RPCS + 44` calls.)
+#[test]
+fn reliable_calls_held_for_a_set_aside_sub_object_are_bounded_and_delivered_in_order() {
+    use shadowrep::client::MAX_HELD_RPCS;
+    let extra = 44;
+    let mut w = World::new(1, 0, 0.0);
+    let conn = w.clients[0].0;
+    let tick = |w: &mut World| {
+        w.driver.tick(&mut [&mut w.chars, &mut w.parts]).unwrap();
+        w.driver.take_packets(conn).unwrap()
+    };
+    let id = w.chars.spawn();
+    w.chars.set(id, LOCATION, &Value::Vector(NEAR)).unwrap();
+    let guid = w.driver.assign_guid(w.ch, &w.chars, id).unwrap();
+    let _lost = tick(&mut w);
+    let part = w.parts.spawn();
+    let pg = w.driver.register_sub_object(w.pt, &w.parts, part, guid, SubObjectCondition::None).unwrap();
+    for p in tick(&mut w) {
+        w.clients[0].1.receive(&p).unwrap();
+    }
+    assert!(!w.clients[0].1.has(pg), "the part set aside");
+    for _ in 0..8 {
+        let _lost = w.clients[0].1.feedback();
+    }
+    let fb = w.clients[0].1.feedback();
+    w.driver.receive_feedback(conn, &fb).unwrap();
+    assert_eq!(w.channels()[0].get(&pg), Some(&true), "the server counts the part's open acknowledged");
+    let calls = (MAX_HELD_RPCS + extra) as u32;
+    for n in 1..=calls {
+        w.driver.call_rpc(w.pt, &w.parts, part, SHOUT, &[Value::U32(n)]).unwrap();
+    }
+    let mut got = Vec::new();
+    // Frames until every call reached the client while it still lacks the part.
+    let mut held_frames = 0;
+    for _ in 2..80 {
+        for p in tick(&mut w) {
+            w.clients[0].1.receive(&p).unwrap();
+        }
+        let fb = w.clients[0].1.feedback();
+        w.driver.receive_feedback(conn, &fb).unwrap();
+        got.extend(w.clients[0].1.take_rpcs());
+        if !w.clients[0].1.has(pg) {
+            held_frames += 1;
+            assert!(got.is_empty(), "nothing delivered before the part's open applies");
+        }
+    }
+    assert!(held_frames > 1 && w.clients[0].1.has(pg), "healed after holding");
+    let stats = w.driver.connection_stats(conn).unwrap();
+    assert_eq!((stats.rpcs_sent, stats.rpcs_resent), (calls as u64, 0), "each sent once");
+    let client = w.clients[0].1.stats();
+    assert_eq!(client.rpcs_dropped, extra as u64, "the calls past the bound dropped and counted");
+    assert_eq!(client.rpcs_delivered, MAX_HELD_RPCS as u64);
+    let shouts: Vec<u32> = got.iter().filter(|e| e.guid == pg).map(number).collect();
+    assert_eq!(shouts, (1..=MAX_HELD_RPCS as u32).collect::<Vec<_>>(), "the held ones, in order");
+}
