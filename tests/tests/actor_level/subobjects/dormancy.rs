@@ -120,7 +120,8 @@ fn a_sub_object_whose_open_was_lost_is_not_closed_for_dormancy_with_its_dormant_
 /// A sub-object rides its owner's channel in UE: while the owner is dormant on a connection
 /// (its channel closed there), nothing of it goes — a sub-object its condition newly allows
 /// there (the owner changing hands: an owner-only part now the new owner's, a skip-owner part
-/// now the old owner's) waits for the owner to wake, and opens with it.
+/// now the old owner's) waits for the owner to wake, and opens with it; where the part no
+/// longer applies its dormant copy stays until the wake too.
 #[test]
 fn a_sub_object_newly_allowed_while_its_owner_is_dormant_waits_for_the_owner_to_wake() {
     for condition in [SubObjectCondition::OwnerOnly, SubObjectCondition::SkipOwner] {
@@ -143,8 +144,14 @@ fn a_sub_object_newly_allowed_while_its_owner_is_dormant_waits_for_the_owner_to_
         assert!(!a.client(newly).has(wg), "{condition:?}: the part waits for its dormant owner");
         assert!(a.client(newly).is_dormant(cg), "{condition:?}: the owner still dormant there");
         assert_eq!(sent(&a) - before, 0, "{condition:?}: nothing goes for a dormant actor");
+        // The client the part no longer applies to keeps its dormant copy as it is until the
+        // owner wakes, which closes it there (the departure kept: a part its condition leaves
+        // out is destroyed, not left stale as UE leaves it).
+        let left = 1 - newly;
+        assert!(a.client(left).has(wg) && a.client(left).is_dormant(wg), "{condition:?}: kept dormant");
         a.driver.flush_net_dormancy(a.character, &a.characters, ch).unwrap();
         a.run(3);
+        assert!(!a.client(left).has(wg), "{condition:?}: closed where it no longer applies once woken");
         assert!(a.client(newly).has(wg), "{condition:?}: opened with its woken owner");
         assert_eq!(a.client(newly).owner_of(wg), Some(cg));
         assert_eq!(a.client(newly).value(wg, AMMO), Some(Value::U32(30)));
