@@ -187,6 +187,36 @@ mod tests {
     }
 
     #[test]
+    fn a_sub_object_set_aside_again_keeps_its_wait() {
+        // Its open set aside once more (the server sent it again, to a client still without the
+        // owner): the record is refreshed, and the wait it had grown to keeps doubling.
+        let mut ig = Ignored::default();
+        let sub = NetGuid(6);
+        ig.insert_asking(sub, Some(1), 8);
+        ig.unanswered(sub, 0);
+        ig.unanswered(sub, 0);
+        ig.insert_asking(sub, Some(1), 8);
+        ig.unanswered(sub, 100);
+        assert!(ig.due(163).is_empty(), "the wait started over");
+        assert_eq!(ig.due(164), [sub]);
+    }
+
+    #[test]
+    fn a_sub_object_turned_away_while_it_waits_keeps_its_wait() {
+        // Turned away by a full reopen list while already waiting to ask again: its wait is
+        // not pushed out (nor doubled), or a forger keeping the list full would put it off for
+        // good.
+        let mut ig = Ignored::default();
+        let sub = NetGuid(6);
+        ig.insert_asking(sub, Some(1), 8);
+        ig.turned_away(sub, 0);
+        ig.turned_away(sub, 10);
+        assert_eq!(ig.due(16), [sub]);
+        ig.unanswered(sub, 20);
+        assert_eq!(ig.due(52), [sub], "the wait doubled once");
+    }
+
+    #[test]
     fn an_evicted_sub_object_leaves_no_schedule() {
         let mut ig = Ignored::default();
         ig.insert_asking(NetGuid(4), None, 1);

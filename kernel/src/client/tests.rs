@@ -337,3 +337,102 @@ fn a_sub_object_set_aside_while_the_reopen_list_is_full_is_asked_for_later() {
     });
     assert!(asked.is_some(), "the sub-object set aside is never asked for");
 }
+
+/// A request asked for again while it rides: a plain request (a missing actor's) does not make
+/// a firm one (a set-aside bunch's, `Reopen::firm`) plain — the actor's next bunch, an open the
+/// server may have sent before it read the request, must not end it — and the request rides
+/// its [`super::REOPEN_TRIES`] feedbacks again from then.
+#[test]
+fn a_request_asked_for_again_stays_firm_and_rides_its_feedbacks_again() {
+    let layout = layout();
+    let mut c = ClientWorld::new(std::slice::from_ref(&layout), &[layout.checksum]).expect("same layout");
+    let g = NetGuid(4);
+    let asked = |c: &mut ClientWorld| {
+        crate::wire::feedback::read_feedback(&c.feedback()).expect("well-formed").reopen.contains(&g)
+    };
+    c.request_reopen_firm(g);
+    c.request_reopen(g);
+    let p = packet(1, vec![Part::Bunch(g, true, BitWriter::new())]);
+    assert_eq!(c.receive(&p), Ok(Receipt::Applied { bunches: 1, skipped: 0 }));
+    assert!(asked(&mut c), "a firm request ended by a plain one's bunch");
+    for _ in 0..4 {
+        assert!(asked(&mut c));
+    }
+    c.request_reopen(g);
+    let rides = (0..20).take_while(|_| asked(&mut c)).count();
+    assert_eq!(rides, usize::from(super::REOPEN_TRIES), "a request asked again rides all its feedbacks again");
+}
+
+/// A reliable call on an actor the client lacks is held only for a sub-object (or fast array)
+/// set aside for want of its owner (`Rpcs::held`: its open comes again); on a static actor the
+/// client did not load (recorded in the same table, to read its updates past) it uses its number
+/// and is dropped and counted at once, as on any other actor the client lacks — held, it would
+/// wait for an open that never comes.
+#[test]
+fn a_reliable_call_is_held_for_a_set_aside_sub_object_and_not_for_an_unloaded_static_actor() {
+    use crate::wire::rpc::RpcBunch;
+    let layout = layout();
+    let mut c = ClientWorld::new(std::slice::from_ref(&layout), &[layout.checksum]).expect("same layout");
+    let (stat, sub) = (NetGuid(3), NetGuid(4));
+    c.ignored.insert(stat, 0, super::MAX_IGNORED);
+    c.ignored.insert_asking(sub, Some(0), super::MAX_IGNORED);
+    let call = |target, seq| RpcBunch { target, seq: Some(seq), call: vec![0], bits: 1, reliable: true };
+    c.receive_rpc(call(stat, 0));
+    assert_eq!(c.stats.rpcs_dropped, 1, "a call on a static actor not loaded: dropped at once");
+    c.receive_rpc(call(sub, 1));
+    assert_eq!(c.stats.rpcs_dropped, 1, "a call on a set-aside sub-object: held");
+}
+
+/// An unreliable call on an actor the client closed (destroyed) is delivered with the class the
+/// actor had only when the packet being applied closed it (the server writes a call of the frame
+/// that closes a channel after the close, `client::rpcs`); one on an actor an earlier packet
+/// closed is dropped and counted, as UE drops a call for a channel that is gone.
+#[test]
+fn an_unreliable_call_on_an_actor_an_earlier_packet_closed_is_dropped() {
+    use crate::schema::RpcDecl;
+    use crate::wire::rpc::{encode_call, RpcBunch};
+    let layout = Arc::new(
+        ClassBuilder::new("Pinged")
+            .property(PropertyDecl::new("Target", PropType::Object))
+            .rpc(RpcDecl::multicast("Ping"))
+            .build()
+            .expect("valid layout"),
+    );
+    let mut c = ClientWorld::new(std::slice::from_ref(&layout), &[layout.checksum]).expect("same layout");
+    let g = NetGuid(2);
+    let bits = encode_call(&layout, 0, &[]).expect("no parameters");
+    let ping = RpcBunch { target: g, seq: None, call: bits.bytes().to_vec(), bits: bits.len_bits(), reliable: false };
+    assert_eq!(
+        c.receive(&packet(1, vec![Part::Bunch(g, true, BitWriter::new())])),
+        Ok(Receipt::Applied { bunches: 1, skipped: 0 })
+    );
+    c.receive_rpc(ping.clone());
+    assert_eq!(c.take_rpcs().len(), 1, "delivered while the actor is there");
+    assert_eq!(
+        c.receive(&packet(2, vec![Part::Close(g, CloseReason::Destroyed)])),
+        Ok(Receipt::Applied { bunches: 1, skipped: 0 })
+    );
+    c.receive_rpc(ping);
+    assert!(c.take_rpcs().is_empty(), "delivered on an actor a packet before closed");
+    assert_eq!(c.stats.rpcs_dropped, 1);
+}
+
+/// An open set aside for want of its owner under the GUID of a sub-object the client holds (its
+/// new owner's open lost): the client asks for it again, but records nothing to read past — its
+/// copy is the object the server names, and the server's plain updates to it apply meanwhile
+/// (read past, they were lost until the open sent again on the request).
+#[test]
+fn a_held_sub_object_reopened_under_a_missing_owner_keeps_taking_its_updates() {
+    let layout = layout();
+    let mut c = ClientWorld::new(std::slice::from_ref(&layout), &[layout.checksum]).expect("same layout");
+    let (owner, sub, new_owner) = (NetGuid(2), NetGuid(4), NetGuid(6));
+    let p = packet(1, vec![Part::Bunch(owner, true, BitWriter::new()), Part::Sub(sub, owner)]);
+    assert_eq!(c.receive(&p), Ok(Receipt::Applied { bunches: 2, skipped: 0 }));
+    let p = packet(2, vec![Part::Sub(sub, new_owner)]);
+    assert_eq!(c.receive(&p), Ok(Receipt::Applied { bunches: 0, skipped: 1 }));
+    let fb = crate::wire::feedback::read_feedback(&c.feedback()).expect("well-formed");
+    assert_eq!(fb.reopen, vec![sub], "asked for again");
+    let p = packet(3, vec![Part::Bunch(sub, false, refs(&layout, &[TARGETS, TARGETS + 2]))]);
+    assert_eq!(c.receive(&p), Ok(Receipt::Applied { bunches: 1, skipped: 0 }));
+    assert_eq!(c.unmapped_count(), 2, "the update applied to the copy held");
+}

@@ -213,3 +213,97 @@ fn reliable_calls_held_for_a_set_aside_sub_object_are_bounded_and_delivered_in_o
     let shouts: Vec<u32> = got.iter().filter(|e| e.guid == pg).map(number).collect();
     assert_eq!(shouts, (1..=MAX_HELD_RPCS as u32).collect::<Vec<_>>(), "the held ones, in order");
 }
+
+/// Only reliable calls are held for a sub-object set aside (`Rpcs::held`): an unreliable one
+/// on it is dropped and counted, as any unreliable call on an actor the client lacks (UE drops
+/// one for a channel it has not opened) — held, it would be run late, once the part's open
+/// applies, after reliable calls made after it. (The scenario of the tests above: a reliable
+/// `Shout 1` and an unreliable `Ping 2` on the set-aside part.)
+#[test]
+fn an_unreliable_call_on_a_set_aside_sub_object_is_dropped_not_held() {
+    let mut w = World::new(1, 0, 0.0);
+    let conn = w.clients[0].0;
+    let tick = |w: &mut World| {
+        w.driver.tick(&mut [&mut w.chars, &mut w.parts]).unwrap();
+        w.driver.take_packets(conn).unwrap()
+    };
+    let id = w.chars.spawn();
+    w.chars.set(id, LOCATION, &Value::Vector(NEAR)).unwrap();
+    let guid = w.driver.assign_guid(w.ch, &w.chars, id).unwrap();
+    let _lost = tick(&mut w);
+    let part = w.parts.spawn();
+    let pg = w.driver.register_sub_object(w.pt, &w.parts, part, guid, SubObjectCondition::None).unwrap();
+    for p in tick(&mut w) {
+        w.clients[0].1.receive(&p).unwrap();
+    }
+    for _ in 0..8 {
+        let _lost = w.clients[0].1.feedback();
+    }
+    let fb = w.clients[0].1.feedback();
+    w.driver.receive_feedback(conn, &fb).unwrap();
+    w.driver.call_rpc(w.pt, &w.parts, part, SHOUT, &[Value::U32(1)]).unwrap();
+    w.driver.call_rpc(w.pt, &w.parts, part, PING, &[Value::U32(2)]).unwrap();
+    let mut got = Vec::new();
+    for _ in 2..60 {
+        for p in tick(&mut w) {
+            w.clients[0].1.receive(&p).unwrap();
+        }
+        let fb = w.clients[0].1.feedback();
+        w.driver.receive_feedback(conn, &fb).unwrap();
+        got.extend(w.clients[0].1.take_rpcs());
+    }
+    assert!(w.clients[0].1.has(pg), "healed");
+    let stats = w.driver.connection_stats(conn).unwrap();
+    assert_eq!(stats.rpcs_sent, 2, "both calls went");
+    let client = w.clients[0].1.stats();
+    let names: Vec<(&str, u32)> = got.iter().map(|e| (e.name.as_str(), number(e))).collect();
+    assert_eq!(names, vec![(SHOUT, 1)], "client {client:?}");
+    assert_eq!(client.rpcs_dropped, 1, "the unreliable call dropped and counted");
+}
+
+/// The calls held for a set-aside sub-object go before the calls of the packet that applies its
+/// open: they were numbered first, and UE sends a sub-object's calls down its owner's channel,
+/// in order with the owner's own. A reliable `Shout` on the part, held; then a `Shout` on the
+/// owner every frame until the part's open applies: in the frame it does, the part's held call
+/// is delivered before that frame's call on the owner (made after it).
+#[test]
+fn calls_held_for_a_set_aside_sub_object_go_before_the_calls_of_the_packet_that_opens_it() {
+    let mut w = World::new(1, 0, 0.0);
+    let conn = w.clients[0].0;
+    let tick = |w: &mut World| {
+        w.driver.tick(&mut [&mut w.chars, &mut w.parts]).unwrap();
+        w.driver.take_packets(conn).unwrap()
+    };
+    let id = w.chars.spawn();
+    w.chars.set(id, LOCATION, &Value::Vector(NEAR)).unwrap();
+    let guid = w.driver.assign_guid(w.ch, &w.chars, id).unwrap();
+    let _lost = tick(&mut w);
+    let part = w.parts.spawn();
+    let pg = w.driver.register_sub_object(w.pt, &w.parts, part, guid, SubObjectCondition::None).unwrap();
+    for p in tick(&mut w) {
+        w.clients[0].1.receive(&p).unwrap();
+    }
+    for _ in 0..8 {
+        let _lost = w.clients[0].1.feedback();
+    }
+    let fb = w.clients[0].1.feedback();
+    w.driver.receive_feedback(conn, &fb).unwrap();
+    w.driver.call_rpc(w.pt, &w.parts, part, SHOUT, &[Value::U32(1)]).unwrap();
+    let mut opened_in = None;
+    for n in 2..60 {
+        w.driver.call_rpc(w.ch, &w.chars, id, SHOUT, &[Value::U32(n)]).unwrap();
+        for p in tick(&mut w) {
+            w.clients[0].1.receive(&p).unwrap();
+        }
+        let fb = w.clients[0].1.feedback();
+        w.driver.receive_feedback(conn, &fb).unwrap();
+        let got = w.clients[0].1.take_rpcs();
+        if got.iter().any(|e| e.guid == pg) {
+            opened_in = Some(got.iter().map(|e| (e.guid == pg, number(e))).collect::<Vec<_>>());
+            break;
+        }
+    }
+    let frame = opened_in.expect("the part's held call delivered");
+    assert_eq!(frame.first(), Some(&(true, 1)), "the held call first in its frame: {frame:?}");
+    assert!(frame.len() > 1, "the owner's call of that frame came with it: {frame:?}");
+}
