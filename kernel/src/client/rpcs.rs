@@ -63,8 +63,9 @@ use std::collections::VecDeque;
 /// and counted (a game takes them every frame; a forged packet carries a few hundred).
 pub const MAX_UNTAKEN_RPCS: usize = 65_536;
 
-/// Most reliable calls held for sub-objects the client set aside ([`Rpcs::held`]): past it a
-/// call is dropped and counted.
+/// Most reliable calls held for sub-objects the client set aside (a call on a sub-object whose
+/// open waits for its owner is held until that open applies): past it a call is dropped and
+/// counted in [`ClientStats::rpcs_dropped`](super::ClientStats::rpcs_dropped).
 pub const MAX_HELD_RPCS: usize = 256;
 
 /// A call the server made on an actor, as delivered.
