@@ -38,6 +38,39 @@ fn part_calls_then(change: impl FnOnce(&mut World, ActorId, ActorId)) -> (Vec<u3
 /// its condition leaving the connection out, its owner sent far (its channel closes a few
 /// frames on), made dormant or torn off — are delivered, once (README: a call made in the frame
 /// that closes its actor's channel still goes down it).
+/// The world's tick; its packets for `conn`.
+fn tick(w: &mut World, conn: ConnectionId) -> Vec<Vec<u8>> {
+    w.driver.tick(&mut [&mut w.chars, &mut w.parts]).unwrap();
+    w.driver.take_packets(conn).unwrap()
+}
+
+/// The set-aside part of the tests below, on `w`'s one client (a perfect link driven by hand):
+/// a character near it whose open is lost, then a part of it (`SubObjectCondition::None`)
+/// whose open arrives alone and is set aside for want of its owner; the feedbacks carrying the
+/// client's request for it are lost (eight), the next acknowledges the part's packet, so the
+/// server counts the part's open acknowledged. Returns the connection, the character and its
+/// GUID, the part and its GUID.
+fn set_aside_part(w: &mut World) -> (ConnectionId, ActorId, NetGuid, ActorId, NetGuid) {
+    let conn = w.clients[0].0;
+    let id = w.chars.spawn();
+    w.chars.set(id, LOCATION, &Value::Vector(NEAR)).unwrap();
+    let guid = w.driver.assign_guid(w.ch, &w.chars, id).unwrap();
+    let _lost = tick(w, conn);
+    let part = w.parts.spawn();
+    let pg = w.driver.register_sub_object(w.pt, &w.parts, part, guid, SubObjectCondition::None).unwrap();
+    for p in tick(w, conn) {
+        w.clients[0].1.receive(&p).unwrap();
+    }
+    assert!(!w.clients[0].1.has(guid) && !w.clients[0].1.has(pg), "the part set aside");
+    for _ in 0..8 {
+        let _lost = w.clients[0].1.feedback();
+    }
+    let fb = w.clients[0].1.feedback();
+    w.driver.receive_feedback(conn, &fb).unwrap();
+    assert_eq!(w.channels()[0].get(&pg), Some(&true), "the server counts the part's open acknowledged");
+    (conn, id, guid, part, pg)
+}
+
 #[test]
 fn calls_on_a_part_made_just_before_its_channel_closes_are_delivered() {
     type Change = fn(&mut World, ActorId, ActorId);
@@ -116,32 +149,11 @@ fn calls_on_a_part_made_just_before_its_owner_is_destroyed_are_delivered() {
 #[test]
 fn a_reliable_call_on_a_sub_object_whose_open_the_client_set_aside_is_delivered() {
     let mut w = World::new(1, 0, 0.0);
-    let conn = w.clients[0].0;
-    let tick = |w: &mut World| {
-        w.driver.tick(&mut [&mut w.chars, &mut w.parts]).unwrap();
-        w.driver.take_packets(conn).unwrap()
-    };
-    let id = w.chars.spawn();
-    w.chars.set(id, LOCATION, &Value::Vector(NEAR)).unwrap();
-    let guid = w.driver.assign_guid(w.ch, &w.chars, id).unwrap();
-    let _lost = tick(&mut w);
-    let part = w.parts.spawn();
-    let pg = w.driver.register_sub_object(w.pt, &w.parts, part, guid, SubObjectCondition::None).unwrap();
-    for p in tick(&mut w) {
-        w.clients[0].1.receive(&p).unwrap();
-    }
-    assert!(!w.clients[0].1.has(guid) && !w.clients[0].1.has(pg), "the part set aside");
-    // The feedbacks carrying the request are lost; the next acknowledges the part's packet.
-    for _ in 0..8 {
-        let _lost = w.clients[0].1.feedback();
-    }
-    let fb = w.clients[0].1.feedback();
-    w.driver.receive_feedback(conn, &fb).unwrap();
-    assert_eq!(w.channels()[0].get(&pg), Some(&true), "the server counts the part's open acknowledged");
+    let (conn, _, guid, part, pg) = set_aside_part(&mut w);
     w.driver.call_rpc(w.pt, &w.parts, part, SHOUT, &[Value::U32(1)]).unwrap();
     let mut got = Vec::new();
     for _ in 2..60 {
-        for p in tick(&mut w) {
+        for p in tick(&mut w, conn) {
             w.clients[0].1.receive(&p).unwrap();
         }
         let fb = w.clients[0].1.feedback();
@@ -164,27 +176,7 @@ fn reliable_calls_held_for_a_set_aside_sub_object_are_bounded_and_delivered_in_o
     use shadowrep::client::MAX_HELD_RPCS;
     let extra = 44;
     let mut w = World::new(1, 0, 0.0);
-    let conn = w.clients[0].0;
-    let tick = |w: &mut World| {
-        w.driver.tick(&mut [&mut w.chars, &mut w.parts]).unwrap();
-        w.driver.take_packets(conn).unwrap()
-    };
-    let id = w.chars.spawn();
-    w.chars.set(id, LOCATION, &Value::Vector(NEAR)).unwrap();
-    let guid = w.driver.assign_guid(w.ch, &w.chars, id).unwrap();
-    let _lost = tick(&mut w);
-    let part = w.parts.spawn();
-    let pg = w.driver.register_sub_object(w.pt, &w.parts, part, guid, SubObjectCondition::None).unwrap();
-    for p in tick(&mut w) {
-        w.clients[0].1.receive(&p).unwrap();
-    }
-    assert!(!w.clients[0].1.has(pg), "the part set aside");
-    for _ in 0..8 {
-        let _lost = w.clients[0].1.feedback();
-    }
-    let fb = w.clients[0].1.feedback();
-    w.driver.receive_feedback(conn, &fb).unwrap();
-    assert_eq!(w.channels()[0].get(&pg), Some(&true), "the server counts the part's open acknowledged");
+    let (conn, _, _, part, pg) = set_aside_part(&mut w);
     let calls = (MAX_HELD_RPCS + extra) as u32;
     for n in 1..=calls {
         w.driver.call_rpc(w.pt, &w.parts, part, SHOUT, &[Value::U32(n)]).unwrap();
@@ -193,7 +185,7 @@ fn reliable_calls_held_for_a_set_aside_sub_object_are_bounded_and_delivered_in_o
     // Frames until every call reached the client while it still lacks the part.
     let mut held_frames = 0;
     for _ in 2..80 {
-        for p in tick(&mut w) {
+        for p in tick(&mut w, conn) {
             w.clients[0].1.receive(&p).unwrap();
         }
         let fb = w.clients[0].1.feedback();
@@ -222,30 +214,12 @@ fn reliable_calls_held_for_a_set_aside_sub_object_are_bounded_and_delivered_in_o
 #[test]
 fn an_unreliable_call_on_a_set_aside_sub_object_is_dropped_not_held() {
     let mut w = World::new(1, 0, 0.0);
-    let conn = w.clients[0].0;
-    let tick = |w: &mut World| {
-        w.driver.tick(&mut [&mut w.chars, &mut w.parts]).unwrap();
-        w.driver.take_packets(conn).unwrap()
-    };
-    let id = w.chars.spawn();
-    w.chars.set(id, LOCATION, &Value::Vector(NEAR)).unwrap();
-    let guid = w.driver.assign_guid(w.ch, &w.chars, id).unwrap();
-    let _lost = tick(&mut w);
-    let part = w.parts.spawn();
-    let pg = w.driver.register_sub_object(w.pt, &w.parts, part, guid, SubObjectCondition::None).unwrap();
-    for p in tick(&mut w) {
-        w.clients[0].1.receive(&p).unwrap();
-    }
-    for _ in 0..8 {
-        let _lost = w.clients[0].1.feedback();
-    }
-    let fb = w.clients[0].1.feedback();
-    w.driver.receive_feedback(conn, &fb).unwrap();
+    let (conn, _, _, part, pg) = set_aside_part(&mut w);
     w.driver.call_rpc(w.pt, &w.parts, part, SHOUT, &[Value::U32(1)]).unwrap();
     w.driver.call_rpc(w.pt, &w.parts, part, PING, &[Value::U32(2)]).unwrap();
     let mut got = Vec::new();
     for _ in 2..60 {
-        for p in tick(&mut w) {
+        for p in tick(&mut w, conn) {
             w.clients[0].1.receive(&p).unwrap();
         }
         let fb = w.clients[0].1.feedback();
@@ -269,30 +243,12 @@ fn an_unreliable_call_on_a_set_aside_sub_object_is_dropped_not_held() {
 #[test]
 fn calls_held_for_a_set_aside_sub_object_go_before_the_calls_of_the_packet_that_opens_it() {
     let mut w = World::new(1, 0, 0.0);
-    let conn = w.clients[0].0;
-    let tick = |w: &mut World| {
-        w.driver.tick(&mut [&mut w.chars, &mut w.parts]).unwrap();
-        w.driver.take_packets(conn).unwrap()
-    };
-    let id = w.chars.spawn();
-    w.chars.set(id, LOCATION, &Value::Vector(NEAR)).unwrap();
-    let guid = w.driver.assign_guid(w.ch, &w.chars, id).unwrap();
-    let _lost = tick(&mut w);
-    let part = w.parts.spawn();
-    let pg = w.driver.register_sub_object(w.pt, &w.parts, part, guid, SubObjectCondition::None).unwrap();
-    for p in tick(&mut w) {
-        w.clients[0].1.receive(&p).unwrap();
-    }
-    for _ in 0..8 {
-        let _lost = w.clients[0].1.feedback();
-    }
-    let fb = w.clients[0].1.feedback();
-    w.driver.receive_feedback(conn, &fb).unwrap();
+    let (conn, id, _, part, pg) = set_aside_part(&mut w);
     w.driver.call_rpc(w.pt, &w.parts, part, SHOUT, &[Value::U32(1)]).unwrap();
     let mut opened_in = None;
     for n in 2..60 {
         w.driver.call_rpc(w.ch, &w.chars, id, SHOUT, &[Value::U32(n)]).unwrap();
-        for p in tick(&mut w) {
+        for p in tick(&mut w, conn) {
             w.clients[0].1.receive(&p).unwrap();
         }
         let fb = w.clients[0].1.feedback();
