@@ -68,6 +68,14 @@ impl ReferenceFrame {
             .iter()
             .map(|t| t.iter().map(|e| e.as_ref().is_some_and(|e| e.owner.is_some())).collect())
             .collect();
+        // A tearing actor's tear-off ends this frame: replicated since the game's call, not left
+        // over, no connection's window holding back its last update or a sub-object's, and — a
+        // sub-object — its owner's tear-off not going on.
+        let tear_ends = |e: &RefActor| {
+            let waits = owing.contains(&e.guid) || owing_owners.contains(&e.guid);
+            let owner_waits = e.owner.is_some_and(|o| waiting.contains(&o));
+            e.tear_seen && !e.clock.pending_net_update && !waits && !owner_waits
+        };
         for sub_objects in [false, true] {
             for (c, class) in driver.classes.iter().enumerate() {
                 let store = &*stores[order[c]];
@@ -94,11 +102,7 @@ impl ReferenceFrame {
                         // (Not while a connection's full window holds back its last update or its
                         // sub-object's, nor — a sub-object — while its owner's tear-off goes on:
                         // then it is destroyed there as anywhere; reference sweep seed 92059.)
-                        let torn_now = e.as_ref().is_some_and(|e| {
-                            let waits = owing.contains(&e.guid) || owing_owners.contains(&e.guid);
-                            let owner_waits = e.owner.is_some_and(|o| waiting.contains(&o));
-                            !e.torn && e.tear_seen && !e.clock.pending_net_update && !waits && !owner_waits
-                        });
+                        let torn_now = e.as_ref().is_some_and(|e| !e.torn && tear_ends(e));
                         // An orphan still tearing: closed TornOff where its owner's channel is not
                         // open (a client that tore the owner off keeps the sub-object too).
                         let tearing_orphan = orphaned
@@ -170,9 +174,7 @@ impl ReferenceFrame {
                     let orphaned = a.is_some_and(|a| a.orphaned);
                     let tearing = a.is_some_and(|a| a.tearing);
                     if let Some(e) = entry.as_mut().filter(|e| !e.torn && (tearing || orphaned)) {
-                        let owner_waits = e.owner.is_some_and(|o| waiting.contains(&o));
-                        let waits = owing.contains(&e.guid) || owing_owners.contains(&e.guid);
-                        if e.tear_seen && !e.clock.pending_net_update && !owner_waits && !waits || orphaned {
+                        if tear_ends(e) || orphaned {
                             e.torn = true;
                             for rc in &mut self.conns {
                                 let held = rc.held_torn.remove(&e.guid);

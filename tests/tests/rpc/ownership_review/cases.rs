@@ -44,6 +44,17 @@ fn tick(w: &mut World, conn: ConnectionId) -> Vec<Vec<u8>> {
     w.driver.take_packets(conn).unwrap()
 }
 
+/// A frame on the perfect link: the tick, its packets delivered, the client's feedback read by
+/// the server; the calls the client got.
+fn frame(w: &mut World, conn: ConnectionId) -> Vec<RpcEvent> {
+    for p in tick(w, conn) {
+        w.clients[0].1.receive(&p).unwrap();
+    }
+    let fb = w.clients[0].1.feedback();
+    w.driver.receive_feedback(conn, &fb).unwrap();
+    w.clients[0].1.take_rpcs()
+}
+
 /// The set-aside part of the tests below, on `w`'s one client (a perfect link driven by hand):
 /// a character near it whose open is lost, then a part of it (`SubObjectCondition::None`)
 /// whose open arrives alone and is set aside for want of its owner; the feedbacks carrying the
@@ -153,12 +164,7 @@ fn a_reliable_call_on_a_sub_object_whose_open_the_client_set_aside_is_delivered(
     w.driver.call_rpc(w.pt, &w.parts, part, SHOUT, &[Value::U32(1)]).unwrap();
     let mut got = Vec::new();
     for _ in 2..60 {
-        for p in tick(&mut w, conn) {
-            w.clients[0].1.receive(&p).unwrap();
-        }
-        let fb = w.clients[0].1.feedback();
-        w.driver.receive_feedback(conn, &fb).unwrap();
-        got.extend(w.clients[0].1.take_rpcs());
+        got.extend(frame(&mut w, conn));
     }
     assert!(w.clients[0].1.has(guid) && w.clients[0].1.has(pg), "healed");
     let stats = w.driver.connection_stats(conn).unwrap();
@@ -185,12 +191,7 @@ fn reliable_calls_held_for_a_set_aside_sub_object_are_bounded_and_delivered_in_o
     // Frames until every call reached the client while it still lacks the part.
     let mut held_frames = 0;
     for _ in 2..80 {
-        for p in tick(&mut w, conn) {
-            w.clients[0].1.receive(&p).unwrap();
-        }
-        let fb = w.clients[0].1.feedback();
-        w.driver.receive_feedback(conn, &fb).unwrap();
-        got.extend(w.clients[0].1.take_rpcs());
+        got.extend(frame(&mut w, conn));
         if !w.clients[0].1.has(pg) {
             held_frames += 1;
             assert!(got.is_empty(), "nothing delivered before the part's open applies");
@@ -219,12 +220,7 @@ fn an_unreliable_call_on_a_set_aside_sub_object_is_dropped_not_held() {
     w.driver.call_rpc(w.pt, &w.parts, part, PING, &[Value::U32(2)]).unwrap();
     let mut got = Vec::new();
     for _ in 2..60 {
-        for p in tick(&mut w, conn) {
-            w.clients[0].1.receive(&p).unwrap();
-        }
-        let fb = w.clients[0].1.feedback();
-        w.driver.receive_feedback(conn, &fb).unwrap();
-        got.extend(w.clients[0].1.take_rpcs());
+        got.extend(frame(&mut w, conn));
     }
     assert!(w.clients[0].1.has(pg), "healed");
     let stats = w.driver.connection_stats(conn).unwrap();
@@ -248,12 +244,7 @@ fn calls_held_for_a_set_aside_sub_object_go_before_the_calls_of_the_packet_that_
     let mut opened_in = None;
     for n in 2..60 {
         w.driver.call_rpc(w.ch, &w.chars, id, SHOUT, &[Value::U32(n)]).unwrap();
-        for p in tick(&mut w, conn) {
-            w.clients[0].1.receive(&p).unwrap();
-        }
-        let fb = w.clients[0].1.feedback();
-        w.driver.receive_feedback(conn, &fb).unwrap();
-        let got = w.clients[0].1.take_rpcs();
+        let got = frame(&mut w, conn);
         if got.iter().any(|e| e.guid == pg) {
             opened_in = Some(got.iter().map(|e| (e.guid == pg, number(e))).collect::<Vec<_>>());
             break;

@@ -121,6 +121,12 @@ impl World {
     /// One frame: the tick, packets down and feedback up through the links; each client's
     /// delivered calls.
     fn step(&mut self, frame: u32) -> Vec<Vec<RpcEvent>> {
+        self.step_with(frame, |_, _| {})
+    }
+
+    /// [`Self::step`], with `look` shown each feedback datagram (and its connection) as it
+    /// comes out of the link, before the server reads it.
+    pub(super) fn step_with(&mut self, frame: u32, mut look: impl FnMut(ConnectionId, &[u8])) -> Vec<Vec<RpcEvent>> {
         self.driver.tick(&mut [&mut self.chars, &mut self.parts]).unwrap();
         let mut got = Vec::new();
         for (c, (conn, client)) in self.clients.iter_mut().enumerate() {
@@ -136,6 +142,7 @@ impl World {
                 self.up[c].send(client.feedback());
             }
             for fb in self.up[c].tick() {
+                look(*conn, &fb);
                 self.driver.receive_feedback(*conn, &fb).unwrap();
             }
             self.driver.heard_from(*conn).unwrap();

@@ -224,32 +224,15 @@ fn make_calls(w: &mut World, rng: &mut impl rand::Rng, st: &mut Play0, rv: &mut 
 /// out of the link, noting the calls it carries that reach the server first — and the Server
 /// calls the server delivered.
 fn step(w: &mut World, rv: &mut Review, frame: u32) -> Vec<ServerRpcEvent> {
-    w.driver.tick(&mut [&mut w.chars, &mut w.parts]).unwrap();
-    for (c, (conn, client)) in w.clients.iter_mut().enumerate() {
-        for p in w.driver.take_packets(*conn).unwrap() {
-            w.down[c].send(p);
+    w.step_with(frame, |conn, fb| {
+        let calls = shadowrep::wire::feedback::read_feedback(fb).unwrap().calls;
+        for call in calls {
+            let stream = &rv.streams[&conn][usize::from(!call.reliable)];
+            let n = stream[usize::from(call.seq.unwrap())];
+            assert_eq!(rv.calls[n as usize].guid, call.target, "the review's numbering");
+            rv.arrived.entry(n).or_insert(frame);
         }
-        for p in w.down[c].tick() {
-            if let Err(e) = client.receive(&p) {
-                w.refused.push(format!("client {c} at frame {frame}: {e}"));
-            }
-        }
-        if client.feedback_due() || frame.is_multiple_of(2) {
-            w.up[c].send(client.feedback());
-        }
-        for fb in w.up[c].tick() {
-            let calls = shadowrep::wire::feedback::read_feedback(&fb).unwrap().calls;
-            for call in calls {
-                let stream = &rv.streams[conn][usize::from(!call.reliable)];
-                let n = stream[usize::from(call.seq.unwrap())];
-                assert_eq!(rv.calls[n as usize].guid, call.target, "the review's numbering");
-                rv.arrived.entry(n).or_insert(frame);
-            }
-            w.driver.receive_feedback(*conn, &fb).unwrap();
-        }
-        w.driver.heard_from(*conn).unwrap();
-        let _ = client.take_rpcs();
-    }
+    });
     w.driver.take_server_rpcs()
 }
 
