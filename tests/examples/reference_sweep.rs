@@ -22,7 +22,7 @@ use std::sync::Mutex;
 
 const USAGE: &str = "usage: reference_sweep --seeds A..B [--connections N] [--loss F] [--dormancy] \
 [--bags-first] [--sublevels] [--priority-hooks] [--net-groups] [--dynamic-conditions] [--class-defaults] [--net-temporary] \
-[--initial-only] [--sub-conditions] [--replicates] [--wide] [--rpcs] [--threads T] \
+[--initial-only] [--sub-conditions] [--replicates] [--wide] [--rpcs] [--owner-chains] [--threads T] \
 [--verbose]
   --seeds A..B       the worlds' seeds, B excluded (required)
   --connections N    clients per world, the last a replay connection (default 4, at least 1)
@@ -41,6 +41,7 @@ const USAGE: &str = "usage: reference_sweep --seeds A..B [--connections N] [--lo
   --replicates       the game switches actors' replication off and on (SetReplicates)
   --wide             the bags' class past 64 leaves (twenty eight-byte ledgers more): masks of leaf groups
   --rpcs             the game calls its actors' remote procedures (reliable and not, multicast and client)
+  --owner-chains     owning connections follow owner chains (ActorLevelConfig::owner_chain_connections)
   --threads T        worlds run at once (default 1)
   --verbose          also print matching and tame worlds";
 
@@ -104,6 +105,7 @@ fn parse(args: impl Iterator<Item = String>) -> Result<Args, String> {
             "--replicates" => template.replicates = true,
             "--wide" => template.wide = true,
             "--rpcs" => template.rpcs = true,
+            "--owner-chains" => template.owner_chains = true,
             "--verbose" => verbose = true,
             "--help" | "-h" => return Err(String::new()),
             other => return Err(format!("unknown flag {other}")),
@@ -184,8 +186,8 @@ fn main() -> ExitCode {
                     }
                     Verdict::Failed(what) => {
                         println!(
-                            "FAIL seed {seed} connections {} loss {} dormancy {} bags-first {} sublevels {} priority-hooks {} net-groups {} dynamic-conditions {} class-defaults {} net-temporary {} initial-only {} sub-conditions {} replicates {} wide {} rpcs {}: {what}",
-                            t.connections, t.loss, t.dormancy, t.bags_first, t.sublevels, t.priority_hooks, t.net_groups, t.dynamic_conditions, t.class_defaults, t.net_temporary, t.initial_only, t.sub_conditions, t.replicates, t.wide, t.rpcs
+                            "FAIL seed {seed} connections {} loss {} dormancy {} bags-first {} sublevels {} priority-hooks {} net-groups {} dynamic-conditions {} class-defaults {} net-temporary {} initial-only {} sub-conditions {} replicates {} wide {} rpcs {} owner-chains {}: {what}",
+                            t.connections, t.loss, t.dormancy, t.bags_first, t.sublevels, t.priority_hooks, t.net_groups, t.dynamic_conditions, t.class_defaults, t.net_temporary, t.initial_only, t.sub_conditions, t.replicates, t.wide, t.rpcs, t.owner_chains
                         );
                         failed.lock().expect("no panic holds it").push(seed);
                     }

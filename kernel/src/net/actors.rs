@@ -305,8 +305,12 @@ impl NetDriver {
         c.history.clear_slot(slot);
         c.cols.set_awake_lane(slot as usize, false);
         self.inactive.remove(&(class, slot));
+        let below = self.unchain_retired(class, slot, guid);
         self.forget_sub_objects(guid);
         self.guids.remove(&guid);
+        // With owner chains, the actors that named it (or its sub-objects) their owner: their
+        // walks end here now.
+        self.derive_below_retired(below);
         if torn_off {
             return;
         }

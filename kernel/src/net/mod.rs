@@ -107,7 +107,7 @@ pub use held::HeldActor;
 pub use level::ChannelInfo;
 pub use lifecycle::{NetGroups, ReplicationFlags, SubObjectCondition};
 pub use priority::{PriorityHook, PriorityInput};
-pub use relevancy::{RelevancyHook, Viewer};
+pub use relevancy::{RelevancyHook, Viewer, MAX_OWNER_DEPTH};
 pub use rpc::{ConnectionFailure, FailedConnection, ReliableOverflow, ServerRpcEvent, MAX_UNTAKEN_SERVER_RPCS};
 pub use settings::{ActorLevelConfig, NetSettings};
 pub use sublevels::SublevelId;
@@ -209,6 +209,9 @@ pub struct NetDriver {
     /// Connections the driver ended and the game has not heard of
     /// ([`NetDriver::take_failed_connections`]).
     pub(crate) failed: Vec<FailedConnection>,
+    /// Owner chains, when owning connections follow them
+    /// ([`ActorLevelConfig::owner_chain_connections`]; [`roles`]).
+    pub(crate) chains: Option<roles::OwnerChains>,
     /// How long the last [`NetDriver::tick`] took: a long one runs the next on the pool.
     last_tick_ns: u64,
     /// This tick keeps the pool's other workers awake ([`warm`]): its phases may go to the pool
@@ -236,8 +239,10 @@ impl NetDriver {
             return Err(DriverError::MtuOutOfRange(cfg.mtu));
         }
         let level = cfg.actor_level.map(level::Level::new).transpose()?;
+        let chains = cfg.actor_level.filter(|l| l.owner_chain_connections).map(|_| roles::OwnerChains::default());
         Ok(Self {
             level,
+            chains,
             cfg,
             frame: Frame(0),
             classes: Vec::new(),

@@ -143,9 +143,22 @@ impl NetDriver {
         for t in &mut self.tearing {
             t.deferred.retain(|&c| c as usize != ci);
         }
-        for c in &mut self.classes {
-            for a in c.actors.iter_mut().filter(|a| a.owner == Some(ci as u32)) {
+        let mut owned = Vec::new();
+        for (class, c) in self.classes.iter_mut().enumerate() {
+            for (slot, a) in c.actors.iter_mut().enumerate().filter(|(_, a)| a.owner == Some(ci as u32)) {
                 a.owner = None;
+                owned.push((class, slot, a.guid));
+            }
+        }
+        // With owner chains, an actor it owned may be owned through its chain by another.
+        if let Some(chains) = self.chains.as_mut() {
+            chains.forget_connection(ci as u32);
+        }
+        if self.chains.is_some() {
+            for (class, slot, guid) in owned {
+                if self.classes[class].cols.sub_condition.get(slot).is_some_and(|c| c.is_none()) {
+                    self.derive_owners_from(guid, true);
+                }
             }
         }
         Ok(())

@@ -150,6 +150,13 @@ pub struct ActorLevelConfig {
     /// Keep each connection's relevant set and send order of the last frame
     /// ([`super::NetDriver::decisions`]): for tests, dumps and debugging a server's choices.
     pub record_decisions: bool,
+    /// An actor the game gave no owning connection ([`super::NetDriver::set_owner`]) takes the
+    /// one of the first actor up its owner chain ([`super::NetDriver::set_owner_actor`]) that
+    /// has one, as UE's `GetNetConnection` walks `Owner`: a weapon owned by a pawn its player
+    /// owns is that player's — its owner-only properties, its sub-objects' owner conditions, the
+    /// Server calls its player may make on it. Off (the default), only `set_owner` makes an
+    /// owner, and the chain serves relevancy and priority alone.
+    pub owner_chain_connections: bool,
 }
 
 impl Default for ActorLevelConfig {
@@ -162,6 +169,7 @@ impl Default for ActorLevelConfig {
             adaptive_frequency: false,
             grid: GridConfig::default(),
             record_decisions: false,
+            owner_chain_connections: false,
         }
     }
 }

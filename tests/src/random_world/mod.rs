@@ -149,6 +149,7 @@ pub struct Spec {
     pub replicates: bool,
     pub wide: bool,
     pub rpcs: bool,
+    pub owner_chains: bool,
 }
 
 impl Spec {
@@ -172,6 +173,7 @@ impl Spec {
             replicates: false,
             wide: false,
             rpcs: false,
+            owner_chains: false,
         }
     }
 
@@ -269,6 +271,13 @@ impl Spec {
     /// actor's calls in call order, none twice.
     pub fn rpcs(self) -> Spec {
         Spec { rpcs: true, ..self }
+    }
+
+    /// The same with owning connections following owner chains
+    /// (`ActorLevelConfig::owner_chain_connections`): a thing or bag whose owner actor a player
+    /// owns is that player's, its owner-only parents and roles moving as the chains do.
+    pub fn owner_chains(self) -> Spec {
+        Spec { owner_chains: true, ..self }
     }
 }
 
@@ -501,7 +510,7 @@ fn world(spec: &Spec) -> Sim {
         seed,
         connections,
         (seed % 4 == 3, bags_first, sublevels, net_groups),
-        (spec.dynamic_conditions, spec.class_defaults, spec.wide),
+        (spec.dynamic_conditions, spec.class_defaults, spec.wide, spec.owner_chains),
     );
     sim.loss = spec.loss;
     sim.dormancy = spec.dormancy;

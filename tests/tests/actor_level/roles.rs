@@ -50,14 +50,32 @@ impl Roles {
     }
 }
 
-fn converges(level: bool, dormancy: bool, seed: u64) {
+/// The owner UE's `GetNetConnection` gives actor `k`: its own, else the first owner up its chain
+/// of owner actors (`links`) within `MAX_OWNER_DEPTH` links; `links` all `None` without owner
+/// chains.
+fn owner_through(actors: &[(ActorId, NetGuid, Roles)], links: &[Option<usize>], k: usize) -> Option<usize> {
+    let mut at = k;
+    for _ in 0..=shadowrep::net::MAX_OWNER_DEPTH {
+        if let Some(o) = actors[at].2.owner {
+            return Some(o);
+        }
+        at = links[at]?;
+    }
+    None
+}
+
+/// `chains`: owning connections follow owner chains
+/// (`ActorLevelConfig::owner_chain_connections`), the game linking the actors to each other at
+/// random — chains, cycles, an actor its own owner — as it sets their owners.
+fn converges(level: bool, dormancy: bool, chains: bool, seed: u64) {
     let mut b = ClassBuilder::new("Armed").property(PropertyDecl::new("Location", PropType::Vector(VectorQuant::None)));
     for (i, &c) in CONDITIONS.iter().enumerate() {
         b = b.property(PropertyDecl::new(format!("P{i}"), PropType::U32).condition(c));
     }
     let layout = Arc::new(b.build().unwrap());
     let mut store = ClassStore::new(layout.clone());
-    let (mut driver, class) = driver_for(level, &mut store, DriverConfig::default());
+    let actor_level = ActorLevelConfig { owner_chain_connections: chains, ..ActorLevelConfig::default() };
+    let (mut driver, class) = driver_with(level.then_some(actor_level), &mut store, DriverConfig::default());
     let conns: Vec<ConnectionId> = (0..3).map(|_| driver.add_connection(false)).collect();
     let mut clients: Vec<ClientWorld> =
         conns.iter().map(|_| ClientWorld::new(std::slice::from_ref(&layout), &driver.checksums()).unwrap()).collect();
@@ -73,6 +91,7 @@ fn converges(level: bool, dormancy: bool, seed: u64) {
             (id, driver.assign_guid(class, &store, id).unwrap(), Roles::default())
         })
         .collect();
+    let guids: Vec<NetGuid> = actors.iter().map(|a| a.1).collect();
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
     let mut silent_until = [0u32; 3];
     let mut resent = 0;
@@ -81,6 +100,7 @@ fn converges(level: bool, dormancy: bool, seed: u64) {
     let initial_or_owner = 1 + CONDITIONS.iter().position(|&c| c == Condition::InitialOrOwner).unwrap();
     let mut held: Vec<Vec<Option<Option<Value>>>> = vec![vec![None; actors.len()]; conns.len()];
     let mut was_owner: Vec<Option<usize>> = vec![None; actors.len()];
+    let mut links: Vec<Option<usize>> = vec![None; actors.len()];
     for frame in 0..380u32 {
         let lossy = frame < 300;
         if lossy {
@@ -93,6 +113,11 @@ fn converges(level: bool, dormancy: bool, seed: u64) {
                     roles.owner = [None, Some(0), Some(1), Some(2)][rng.random_range(0..4)];
                     roles.autonomous = rng.random_bool(0.5);
                     driver.set_owner(class, &store, *id, roles.owner.map(|o| conns[o]), roles.autonomous).unwrap();
+                }
+                if chains && rng.random_bool(0.05) {
+                    links[k] = rng.random_bool(0.8).then(|| rng.random_range(0..8));
+                    let owner = links[k].map(|j| guids[j]);
+                    driver.set_owner_actor(class, &store, *id, owner, None).unwrap();
                 }
                 if rng.random_bool(0.05) {
                     roles.physics = !roles.physics;
@@ -140,11 +165,12 @@ fn converges(level: bool, dormancy: bool, seed: u64) {
         // A client that did not own the actor at this tick or the last one gets no InitialOrOwner
         // value but its initial one — late if its open's was lost (it held the default until
         // then). (Dormant actors woken reopen their channels, initial values and all, as UE's.)
-        for (k, &(_, guid, roles)) in actors.iter().enumerate() {
+        for (k, &(_, guid, _)) in actors.iter().enumerate() {
+            let owner = owner_through(&actors, &links, k);
             for (c, client) in clients.iter().enumerate() {
                 let now = client.has(guid).then(|| client.value(guid, initial_or_owner));
                 if let (Some(before), Some(now)) = (&held[c][k], &now) {
-                    let owned = roles.owner == Some(c) || was_owner[k] == Some(c);
+                    let owned = owner == Some(c) || was_owner[k] == Some(c);
                     if !owned && !dormancy && before != now {
                         assert_eq!(
                             *before,
@@ -155,12 +181,13 @@ fn converges(level: bool, dormancy: bool, seed: u64) {
                 }
                 held[c][k] = now;
             }
-            was_owner[k] = roles.owner;
+            was_owner[k] = owner;
         }
     }
     assert!(resent > 0, "seed {seed}: leaves were lost");
     for (c, client) in clients.iter().enumerate() {
-        for &(id, guid, roles) in &actors {
+        for (k, &(id, guid, roles)) in actors.iter().enumerate() {
+            let roles = Roles { owner: owner_through(&actors, &links, k), ..roles };
             // The client's role, as the game's last call set it (UE's swap of Role and
             // RemoteRole, downgraded for non-owners).
             let role = if roles.owner == Some(c) && roles.autonomous {
@@ -186,7 +213,7 @@ fn converges(level: bool, dormancy: bool, seed: u64) {
 #[test]
 fn with_the_actor_level_clients_converge_under_loss_and_silence_while_roles_change() {
     for seed in 0..12 {
-        converges(true, false, seed);
+        converges(true, false, false, seed);
     }
 }
 
@@ -196,13 +223,27 @@ fn with_the_actor_level_clients_converge_under_loss_and_silence_while_roles_chan
 #[test]
 fn with_dormancy_too_clients_converge_under_loss_and_silence_while_roles_change() {
     for seed in 0..SEEDS {
-        converges(true, true, seed);
+        converges(true, true, false, seed);
     }
 }
 
 #[test]
 fn without_it_clients_converge_under_loss_and_silence_while_roles_change() {
     for seed in 0..12 {
-        converges(false, false, seed);
+        converges(false, false, false, seed);
+    }
+}
+
+/// The same with owning connections derived from owner chains that the game relinks at random
+/// (`ActorLevelConfig::owner_chain_connections`): each client's roles and values follow the
+/// owner UE's `GetNetConnection` walk gives each actor, as its own owner changes and as its
+/// chain's do.
+#[test]
+fn with_owner_chains_clients_converge_under_loss_and_silence_while_roles_and_chains_change() {
+    for seed in 0..12 {
+        converges(true, false, true, seed);
+    }
+    for seed in 0..6 {
+        converges(true, true, true, seed);
     }
 }

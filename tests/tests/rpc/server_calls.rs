@@ -267,3 +267,54 @@ fn an_unreliable_server_call_does_not_overtake_a_reliable_one_waiting_for_room()
     let names: Vec<String> = w.driver.take_server_rpcs().into_iter().map(|e| e.name).collect();
     assert_eq!(names, ["ServerBig", "ServerBig", "ServerBig", "ServerBig", "ServerPing"]);
 }
+
+/// With owner chains (`ActorLevelConfig::owner_chain_connections`) a rifle whose owner actor is
+/// a pawn its player owns takes that player's Server calls and refuses the other's, as UE's
+/// `GetNetConnection` walks `Owner`; the pawn handed to the other player hands the rifle over
+/// with it, and once the pawn is despawned nobody owns the rifle. Without the switch the rifle
+/// is nobody's throughout: only `set_owner` makes an owner.
+#[test]
+fn with_owner_chains_a_rifle_takes_the_server_calls_of_its_pawns_player() {
+    use shadowrep::client::ClientWorld;
+    use shadowrep::net::{ActorLevelConfig, NetDriver};
+    use shadowrep::store::ClassStore;
+    for chains in [true, false] {
+        let layout = pawn();
+        let mut store = ClassStore::new(layout.clone());
+        let level = ActorLevelConfig { owner_chain_connections: chains, ..ActorLevelConfig::default() };
+        let mut driver = NetDriver::new(DriverConfig { actor_level: Some(level), ..DriverConfig::default() }).unwrap();
+        let class = driver.register_class(&mut store).unwrap();
+        let conns = [driver.add_connection(false), driver.add_connection(false)];
+        let highest = ClientWorld::new(&[layout], &driver.checksums()).unwrap().highest_received();
+        let (pawn_id, rifle) = (store.spawn(), store.spawn());
+        let pawn_guid = driver.assign_guid(class, &store, pawn_id).unwrap();
+        let rifle_guid = driver.assign_guid(class, &store, rifle).unwrap();
+        driver.set_owner(class, &store, pawn_id, Some(conns[0]), true).unwrap();
+        driver.set_owner_actor(class, &store, rifle, Some(pawn_guid), None).unwrap();
+        let (mut seq, mut n) = (0u16, 0);
+        // Each connection calls `USE` on the rifle: the connections whose call ran.
+        let mut calls = |driver: &mut NetDriver| -> Vec<usize> {
+            let mut ran = Vec::new();
+            for (c, &conn) in conns.iter().enumerate() {
+                n += 1;
+                driver
+                    .receive_feedback(conn, &calls_feedback(highest, &[client_call(rifle_guid, USE, seq, n)]))
+                    .unwrap();
+                if server_numbers(&driver.take_server_rpcs(), conn, USE) == [n] {
+                    ran.push(c);
+                }
+            }
+            seq += 1;
+            ran
+        };
+        let owner = |chains: bool, c: usize| if chains { vec![c] } else { vec![] };
+        assert_eq!(calls(&mut driver), owner(chains, 0), "chains {chains}: the pawn's player");
+        driver.set_owner(class, &store, pawn_id, Some(conns[1]), true).unwrap();
+        assert_eq!(calls(&mut driver), owner(chains, 1), "chains {chains}: handed over with the pawn");
+        store.despawn(pawn_id).unwrap();
+        driver.tick(&mut [&mut store]).unwrap();
+        assert_eq!(calls(&mut driver), Vec::<usize>::new(), "chains {chains}: the pawn gone, nobody's");
+        driver.set_owner(class, &store, rifle, Some(conns[0]), false).unwrap();
+        assert_eq!(calls(&mut driver), vec![0], "chains {chains}: its own owner");
+    }
+}

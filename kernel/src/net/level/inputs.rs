@@ -211,7 +211,8 @@ impl NetDriver {
     }
 
     /// Sets an actor's owner actor (UE's `Owner`: owner relevancy and "owned by the viewer"
-    /// follow the chain) and instigator. A sub-object's owner actor is the one it was registered
+    /// follow the chain, and with [`super::ActorLevelConfig::owner_chain_connections`] the owning
+    /// connection) and instigator. A sub-object's owner actor is the one it was registered
     /// with ([`DriverError::FollowsOwner`]).
     pub fn set_owner_actor(
         &mut self,
@@ -223,8 +224,14 @@ impl NetDriver {
     ) -> Result<(), DriverError> {
         self.not_a_sub_object(class, id)?;
         let (c, s) = self.cols_slot(class, store, id)?;
-        self.classes[c].cols.owner_actor[s] = owner;
+        let was = std::mem::replace(&mut self.classes[c].cols.owner_actor[s], owner);
         self.classes[c].cols.instigator[s] = instigator;
+        if let Some(chains) = self.chains.as_mut() {
+            // Owner chains: the actor (and what is below it) may be owned by another connection.
+            let guid = self.classes[c].actors[s].guid;
+            chains.relink(guid, was, owner);
+            self.derive_owners_from(guid, true);
+        }
         Ok(())
     }
 

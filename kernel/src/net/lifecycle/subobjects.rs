@@ -379,6 +379,10 @@ impl NetDriver {
         a.autonomous = owner_net.autonomous;
         a.physics = owner_net.physics;
         a.not_replicated = owner_net.not_replicated;
+        // With owner chains: its owner's connection is its own now, and the actors that name it
+        // their owner actor walk through its owner.
+        self.unchain_sub_object(guid);
+        self.derive_owners_from(guid, false);
         Ok(guid)
     }
 

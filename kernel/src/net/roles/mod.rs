@@ -1,5 +1,6 @@
-//! An actor's role for each connection, as the game sets it: its owning connection and autonomy,
-//! physics, and Custom condition overrides. Each changes the actor's condition flags per
+//! An actor's role for each connection, as the game sets it: its owning connection (given, or
+//! derived from its owner chain: [`chains`]) and autonomy, physics, and Custom condition
+//! overrides. Each changes the actor's condition flags per
 //! connection ([`condition`](super::condition)).
 //!
 //! ```text
@@ -14,6 +15,10 @@
 //!
 //! So a client gets exactly what changed while the property was off for it, as UE's
 //! `FRepLayout` sends (its `InactiveChangelist`): no value is lost, and none it has is sent again.
+
+mod chains;
+
+pub(crate) use chains::OwnerChains;
 
 use super::actors::ActorNet;
 use super::connection::pair;
@@ -56,7 +61,10 @@ impl NetDriver {
     }
 
     /// Sets which connection owns an actor (`None`: nobody) and whether the owner holds an
-    /// autonomous proxy. Properties that become active for a connection are sent to it.
+    /// autonomous proxy. Properties that become active for a connection are sent to it. With
+    /// [`ActorLevelConfig::owner_chain_connections`](super::ActorLevelConfig::owner_chain_connections)
+    /// the connection given is the actor's own: `None` leaves it the one its owner chain gives
+    /// ([`Self::set_owner_actor`]), and the actors whose chains pass through it follow.
     ///
     /// ```
     /// use shadowrep::client::ClientWorld;
@@ -91,21 +99,36 @@ impl NetDriver {
         // The owner is kept as the connection's slot, which every check compares with (not its
         // id: once a removed connection's slot serves a new one they differ, and the id named
         // nobody, or a later connection in the slot of that number).
-        let slot = owner.map(|o| self.live(o)).transpose()?;
+        let slot = owner.map(|o| self.live(o).map(|s| s as u32)).transpose()?;
         self.class_for(class, store)?;
         self.not_a_sub_object(class, id)?;
-        let a = self.actor_mut(class, store, id)?;
+        let guid = self.actor_mut(class, store, id)?.guid;
+        // With owner chains the connection given is the actor's own: with none it takes its
+        // owner chain's, and the actors below it derive theirs again.
+        if let Some(chains) = self.chains.as_mut() {
+            chains.set_explicit(guid, slot);
+        }
+        let owner = self.chains.as_ref().map_or(slot, |chains| self.chain_owner(chains, guid));
+        self.apply_owner(class.0, id.index, owner, autonomous);
+        self.derive_owners_from(guid, false);
+        Ok(())
+    }
+
+    /// Makes the connection in slot `owner` the owner of the actor in `slot` (and of its
+    /// sub-objects), with the actor's autonomy: the roles and proxies that change are owed
+    /// ([`Self::set_roles`], [`Self::proxy_changed`]).
+    pub(in crate::net) fn apply_owner(&mut self, class: u32, slot: u32, owner: Option<u32>, autonomous: bool) {
+        let a = &self.classes[class as usize].actors[slot as usize];
         // A torn-off actor is the clients' own (Authority) and never planned again: nothing to
         // tell (an owed role would stay owed for as long as the actor lives).
         let (guid, torn_off) = (a.guid, a.torn_off);
         let was = a.autonomous_owner().filter(|_| !torn_off);
         // Its sub-objects are owned by whoever owns it.
-        self.set_roles_with_sub_objects(class.0, id.index, guid, |a| {
-            a.owner = slot.map(|s| s as u32);
+        self.set_roles_with_sub_objects(class, slot, guid, |a| {
+            a.owner = owner;
             a.autonomous = autonomous;
         });
-        self.proxy_changed(class.0, id.index, guid, was, slot.map(|s| s as u32).filter(|_| autonomous && !torn_off));
-        Ok(())
+        self.proxy_changed(class, slot, guid, was, owner.filter(|_| autonomous && !torn_off));
     }
 
     /// The connection holding an autonomous proxy of the actor in `slot` went from `was` to
@@ -175,11 +198,16 @@ impl NetDriver {
         autonomous: bool,
     ) -> Result<(), DriverError> {
         self.class_for(class, store)?;
-        let owner = self.owning_connection(class, id);
+        // The actor's own owner kept (with owner chains, not the one its chain gives it).
+        let owner = match (self.chains.as_ref(), self.guid_of(class, id)) {
+            (Some(chains), Some(guid)) => chains.explicit(guid).map(|s| self.conns[s as usize].id),
+            _ => self.owning_connection(class, id),
+        };
         self.set_owner(class, store, id, owner, autonomous)
     }
 
-    /// The connection that owns an actor ([`Self::set_owner`]), if any.
+    /// The connection that owns an actor ([`Self::set_owner`]; with owner chains, the one its
+    /// chain gives it when it has none of its own), if any.
     pub fn owning_connection(&self, class: ClassId, id: ActorId) -> Option<ConnectionId> {
         self.guid_of(class, id)?;
         let slot = self.classes[class.0 as usize].actors[id.index as usize].owner?;
@@ -474,6 +502,9 @@ impl NetDriver {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod chain_tests;
 
 #[cfg(test)]
 mod level_tests;

@@ -138,13 +138,17 @@ impl Sim {
         seed: u64,
         connections: usize,
         (adaptive, bags_first, sublevels, net_groups): (bool, bool, bool, bool),
-        (dynamic, defaults, wide): (bool, bool, bool),
+        (dynamic, defaults, wide, owner_chains): (bool, bool, bool, bool),
     ) -> Sim {
         let (tl, bl) = (thing(), bag(dynamic, defaults, wide));
         let mut things = ClassStore::new(tl.clone());
         let mut bags = ClassStore::new(bl.clone());
-        let level =
-            ActorLevelConfig { record_decisions: true, adaptive_frequency: adaptive, ..ActorLevelConfig::default() };
+        let level = ActorLevelConfig {
+            record_decisions: true,
+            adaptive_frequency: adaptive,
+            owner_chain_connections: owner_chains,
+            ..ActorLevelConfig::default()
+        };
         let mut driver =
             NetDriver::new(DriverConfig { actor_level: Some(level), ..DriverConfig::default() }).expect("valid");
         let (thing, bag) = if bags_first {
