@@ -324,6 +324,8 @@ pub struct Exercised {
     pub other_conditions: usize,
     /// Actors switched off ([`Spec::replicates`]).
     pub switched_off: usize,
+    /// Owner actors set that moved an actor's owning connection ([`Spec::owner_chains`]).
+    pub chain_moves: usize,
     /// Ledger bytes written ([`Spec::wide`]).
     pub ledger_writes: usize,
     /// Remote procedure calls made, and those delivered to the clients, reliable and not
@@ -373,6 +375,7 @@ impl Exercised {
                 format!("{} sub-objects with UE's other conditions", self.other_conditions),
             ),
             (!spec.replicates || self.switched_off > 20, format!("{} actors switched off", self.switched_off)),
+            (!spec.owner_chains || self.chain_moves > 10, format!("{} owners moved by a chain", self.chain_moves)),
             (!spec.wide || self.ledger_writes > 1000, format!("{} ledger bytes written", self.ledger_writes)),
             (!spec.rpcs || self.server_delivered > 100, format!("{} Server calls delivered", self.server_delivered)),
             (
@@ -497,6 +500,7 @@ pub fn decide_alike(spec: Spec) -> Result<Exercised, String> {
     x.initial_onlys = sim.initial_onlys;
     x.other_conditions = sim.other_conditions;
     x.switched_off = sim.switched_off;
+    x.chain_moves = sim.chain_moves;
     x.ledger_writes = sim.ledger_writes;
     x.rpcs_called = sim.rpcs_called as usize;
     x.stats = sim.clients.iter().map(|&(c, _)| sim.driver.connection_stats(c).expect("live")).collect();

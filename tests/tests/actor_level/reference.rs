@@ -299,6 +299,25 @@ fn with_remote_procedure_calls_the_kernel_writes_exactly_as_the_ue_style_referen
 }
 
 #[test]
+fn with_owner_chains_the_kernel_decides_exactly_as_the_ue_style_reference() {
+    // Owning connections follow the owner chains (`Spec::owner_chains`): relinking an actor, a
+    // despawned owner, a registered sub-object move its owner and the owners below it at once
+    // — conditions, roles and Server calls with them — and both sides decide alike (the
+    // reference reads each actor's owner from the driver, derived or not; the derivation itself
+    // is checked against UE's walk in `net::roles::chain_tests`). Sweeps of `reference_sweep
+    // --owner-chains`, session 70: 650 worlds in four mixes, none differing.
+    let worlds = [(0, 4, 0.0), (1, 4, 0.3), (2, 3, 0.5)];
+    for (seed, connections, loss) in worlds {
+        let spec = Spec::new(seed, connections).loss(loss).owner_chains();
+        decide_alike(match seed {
+            1 => spec.rpcs().sub_conditions(),
+            2 => spec.dormancy().net_groups(),
+            _ => spec,
+        });
+    }
+}
+
+#[test]
 fn with_temporary_actors_the_kernel_decides_exactly_as_the_ue_style_reference() {
     // A quarter of the actors temporary (`Spec::net_temporary`, UE's `bNetTemporary`), the flag
     // coming and going with their settings: each connection skips one once its open went (not

@@ -108,6 +108,8 @@ pub(super) struct Sim {
     pub(super) sub_conditions: bool,
     conditions_rng: ChaCha8Rng,
     pub(super) other_conditions: usize,
+    /// Owner actors set that moved an actor's owning connection (with owner chains).
+    pub(super) chain_moves: usize,
     /// The game switches actors' replication off and on ([`super::Spec::replicates`]), from dice
     /// of their own.
     pub(super) replicates_switch: bool,
@@ -208,6 +210,7 @@ impl Sim {
             sub_conditions: false,
             conditions_rng: ChaCha8Rng::seed_from_u64(seed ^ 0x636f_6e64),
             other_conditions: 0,
+            chain_moves: 0,
             replicates_switch: false,
             switch_rng: ChaCha8Rng::seed_from_u64(seed ^ 0x7265_706c),
             switched_off: 0,

@@ -88,7 +88,10 @@ impl Sim {
                     let owner = self.rng.random_bool(0.7).then(|| self.driver.guid_of(oc, oid)).flatten();
                     let (ic, iid) = self.live[self.rng.random_range(0..self.live.len())];
                     let instigator = self.rng.random_bool(0.2).then(|| self.driver.guid_of(ic, iid)).flatten();
-                    self.driver.set_owner_actor(class, store, id, owner, instigator)
+                    let before = self.driver.owning_connection(class, id);
+                    let set = self.driver.set_owner_actor(class, store, id, owner, instigator);
+                    self.chain_moves += usize::from(set.is_ok() && self.driver.owning_connection(class, id) != before);
+                    set
                 }
                 2 => {
                     let on = self.rng.random_bool(0.5);
