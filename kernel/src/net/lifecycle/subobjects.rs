@@ -368,7 +368,7 @@ impl NetDriver {
         // It sleeps and wakes with its owner: a dormancy set on it before is dropped.
         c.cols.dormancy[slot] = Default::default();
         c.cols.sub_condition[slot] = Some(condition);
-        c.cols.owner_actor[slot] = Some(owner);
+        let old_link = c.cols.owner_actor[slot].replace(owner);
         c.cols.sublevel[slot] = owner_sublevel;
         // Due with its owner from the start (then on its owner's frames: `clock_key`), as UE
         // replicates a new sub-object in its owner's next update.
@@ -381,7 +381,7 @@ impl NetDriver {
         a.not_replicated = owner_net.not_replicated;
         // With owner chains: its owner's connection is its own now, and the actors that name it
         // their owner actor walk through its owner.
-        self.unchain_sub_object(guid);
+        self.unchain_sub_object(guid, old_link);
         self.derive_owners_from(guid, false);
         Ok(guid)
     }

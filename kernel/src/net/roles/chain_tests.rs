@@ -188,3 +188,45 @@ fn without_owner_chains_an_owner_actor_gives_no_owning_connection() {
     assert_eq!(driver.owning_connection(class, pawn), Some(conn));
     assert_eq!(driver.owning_connection(class, rifle), None);
 }
+
+/// The chains keep nothing of what is gone: a pawn firing projectiles (each linked to it, then
+/// despawned), parts linked to the pawn and then registered as a bag's sub-objects, connections
+/// added and removed — the index holds only the live links and owners.
+#[test]
+fn the_chains_keep_nothing_of_actors_gone() {
+    let layout = std::sync::Arc::new(
+        ClassBuilder::new("Thing")
+            .property(PropertyDecl::new("Location", PropType::Vector(VectorQuant::None)))
+            .build()
+            .unwrap(),
+    );
+    let mut store = ClassStore::new(layout);
+    let level = ActorLevelConfig { owner_chain_connections: true, ..ActorLevelConfig::default() };
+    let mut driver = NetDriver::new(DriverConfig { actor_level: Some(level), ..DriverConfig::default() }).unwrap();
+    let class = driver.register_class(&mut store).unwrap();
+    let pawn = store.spawn();
+    let pawn_guid = driver.assign_guid(class, &store, pawn).unwrap();
+    let bag = store.spawn();
+    let bag_guid = driver.assign_guid(class, &store, bag).unwrap();
+    for round in 0..500 {
+        let conn = driver.add_connection(false);
+        driver.set_owner(class, &store, pawn, Some(conn), round % 2 == 0).unwrap();
+        let (shot, part) = (store.spawn(), store.spawn());
+        driver.set_owner_actor(class, &store, shot, Some(pawn_guid), None).unwrap();
+        driver.set_owner(class, &store, shot, Some(conn), false).unwrap();
+        driver.set_owner_actor(class, &store, part, Some(pawn_guid), None).unwrap();
+        assert_eq!(driver.owning_connection(class, part), Some(conn));
+        // Registered under the bag: its link to the pawn goes.
+        driver.register_sub_object(class, &store, part, bag_guid, SubObjectCondition::None).unwrap();
+        assert_eq!(driver.owning_connection(class, part), None);
+        driver.tick(&mut [&mut store]).unwrap();
+        store.despawn(shot).unwrap();
+        store.despawn(part).unwrap();
+        driver.tick(&mut [&mut store]).unwrap();
+        driver.remove_connection(conn).unwrap();
+        assert_eq!(driver.owning_connection(class, pawn), None);
+    }
+    let chains = driver.chains.as_ref().unwrap();
+    assert!(chains.children.is_empty(), "{} owners with children left", chains.children.len());
+    assert!(chains.explicit.is_empty(), "{} owners left", chains.explicit.len());
+}

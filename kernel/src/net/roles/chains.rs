@@ -34,10 +34,10 @@ use std::collections::{HashMap, HashSet};
 #[derive(Default)]
 pub(crate) struct OwnerChains {
     /// Actor → the connection slot the game made its owner.
-    explicit: HashMap<NetGuid, u32>,
+    pub(super) explicit: HashMap<NetGuid, u32>,
     /// Owner actor → the actors that named it (entries may be stale: checked against the owner
     /// column when walked, dropped when either side is retired).
-    children: HashMap<NetGuid, Vec<NetGuid>>,
+    pub(super) children: HashMap<NetGuid, Vec<NetGuid>>,
 }
 
 impl OwnerChains {
@@ -172,10 +172,14 @@ impl NetDriver {
     }
 
     /// A sub-object takes its owner's connection from now on: an owner the game gave it before
-    /// goes.
-    pub(in crate::net) fn unchain_sub_object(&mut self, guid: NetGuid) {
+    /// goes, and so does the owner actor it had named (`old_link`; a sub-object's is its owner,
+    /// which the chains reach through the owner's sub-objects).
+    pub(in crate::net) fn unchain_sub_object(&mut self, guid: NetGuid, old_link: Option<NetGuid>) {
         if let Some(chains) = self.chains.as_mut() {
             chains.explicit.remove(&guid);
+            if let Some(old) = old_link {
+                chains.unlink(guid, old);
+            }
         }
     }
 }
