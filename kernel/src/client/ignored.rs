@@ -217,6 +217,24 @@ mod tests {
     }
 
     #[test]
+    fn a_sub_object_due_is_not_due_again_when_its_update_is_read_past() {
+        // Due, it asks; a read-past update (a touch) or its open set aside again, while that
+        // request rides, must not put it back on the schedule: due again at the next feedback
+        // with the reopen list half full, it would be counted unanswered and its wait doubled
+        // once more than its requests went unanswered.
+        let mut ig = Ignored::default();
+        let sub = NetGuid(6);
+        ig.insert_asking(sub, Some(1), 8);
+        ig.unanswered(sub, 0);
+        assert_eq!(ig.due(16), [sub]);
+        ig.touch(sub, 8);
+        ig.insert_asking(sub, Some(1), 8);
+        assert!(ig.due(u64::MAX).is_empty(), "due again");
+        ig.unanswered(sub, 100);
+        assert_eq!(ig.due(132), [sub], "the wait doubled once");
+    }
+
+    #[test]
     fn an_evicted_sub_object_leaves_no_schedule() {
         let mut ig = Ignored::default();
         ig.insert_asking(NetGuid(4), None, 1);

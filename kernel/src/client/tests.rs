@@ -23,11 +23,12 @@ fn layout() -> Arc<ClassLayout> {
     )
 }
 
-/// Bunches of a hand-made packet: (GUID, opens, body), a sub-object's open (GUID, owner) or a
-/// close with its reason.
+/// Bunches of a hand-made packet: (GUID, opens, body), a sub-object's or an empty fast array's
+/// (of kind 0) open (GUID, owner) or a close with its reason.
 enum Part {
     Bunch(NetGuid, bool, BitWriter),
     Sub(NetGuid, NetGuid),
+    Fast(NetGuid, NetGuid),
     Close(NetGuid, CloseReason),
 }
 
@@ -43,6 +44,11 @@ fn packet(seq: u32, parts: Vec<Part>) -> Vec<u8> {
             }
             Part::Sub(g, owner) => {
                 let open = OpenHeader { class: 0, kind: OpenKind::SubObject { owner }, autonomous: false };
+                write_bunch_after(&mut w, prev, g, Some(&open), &BitWriter::new());
+                prev = g;
+            }
+            Part::Fast(g, owner) => {
+                let open = OpenHeader { class: 0, kind: OpenKind::FastArray { owner }, autonomous: false };
                 write_bunch_after(&mut w, prev, g, Some(&open), &BitWriter::new());
                 prev = g;
             }
@@ -435,4 +441,99 @@ fn a_held_sub_object_reopened_under_a_missing_owner_keeps_taking_its_updates() {
     let p = packet(3, vec![Part::Bunch(sub, false, refs(&layout, &[TARGETS, TARGETS + 2]))]);
     assert_eq!(c.receive(&p), Ok(Receipt::Applied { bunches: 1, skipped: 0 }));
     assert_eq!(c.unmapped_count(), 2, "the update applied to the copy held");
+}
+
+/// A sub-object set aside for want of its owner, its request unanswered (it rode its eight
+/// feedbacks, `REOPEN_TRIES`, all lost, say): it asks again after a wait of 16 feedbacks
+/// (`ignored`'s first), counted from the feedback after the last one that carried the request.
+#[test]
+fn an_unanswered_set_aside_sub_object_asks_again_after_its_whole_wait() {
+    let layout = layout();
+    let mut c = ClientWorld::new(std::slice::from_ref(&layout), &[layout.checksum]).expect("same layout");
+    let sub = NetGuid(4);
+    assert_eq!(
+        c.receive(&packet(1, vec![Part::Sub(sub, NetGuid(2))])),
+        Ok(Receipt::Applied { bunches: 0, skipped: 1 })
+    );
+    let asked: Vec<bool> = (0..25)
+        .map(|_| crate::wire::feedback::read_feedback(&c.feedback()).expect("well-formed").reopen.contains(&sub))
+        .collect();
+    assert_eq!(asked.iter().take_while(|&&a| a).count(), 8, "its request rides eight feedbacks: {asked:?}");
+    assert_eq!(asked[8..].iter().position(|&a| a), Some(16), "then waits sixteen: {asked:?}");
+}
+
+/// A set-aside sub-object whose wait ends while the reopen list is half full (requests for
+/// actors a packet lacked — a forger's, say) leaves the other half to them: it does not ask
+/// then, but waits again, twice as long, and asks then — its wait taken off the schedule, it
+/// would otherwise never ask again (one that never changes sends no update to ask for it).
+#[test]
+fn a_set_aside_sub_object_due_while_the_reopen_list_is_half_full_asks_after_another_wait() {
+    use crate::wire::feedback::{read_feedback, MAX_REOPENS};
+    let layout = layout();
+    let mut c = ClientWorld::new(std::slice::from_ref(&layout), &[layout.checksum]).expect("same layout");
+    let sub = NetGuid(4);
+    assert_eq!(
+        c.receive(&packet(1, vec![Part::Sub(sub, NetGuid(2))])),
+        Ok(Receipt::Applied { bunches: 0, skipped: 1 })
+    );
+    // Its eight feedbacks, unanswered, and the sixteen of its wait: it is due at the next.
+    for _ in 0..8 + 16 {
+        c.feedback();
+    }
+    for i in 0..MAX_REOPENS as u64 / 2 {
+        c.request_reopen(NetGuid(1000 + 2 * i));
+    }
+    let asked = (0..40).position(|_| read_feedback(&c.feedback()).expect("well-formed").reopen.contains(&sub));
+    assert_eq!(asked, Some(32), "due with no room: it asks after a wait of 32 feedbacks more");
+}
+
+/// A client of [`layout`] with one fast array kind (kind 0: `u32` items), for `Part::Fast`.
+fn with_fast_arrays() -> ClientWorld {
+    use crate::fastarray::{item_layout, layout_checksum};
+    let layout = layout();
+    let items = Arc::new(item_layout("Items", PropType::U32).expect("valid layout"));
+    ClientWorld::new(std::slice::from_ref(&layout), &[layout.checksum])
+        .and_then(|c| c.with_fast_array_kinds(std::slice::from_ref(&items), &[layout_checksum(&items)]))
+        .expect("same layouts")
+}
+
+/// A sub-object's or a fast array's open after its owner's close (not a dormancy close) in the
+/// same packet: the owner is gone when it would apply, so the open is set aside and asked for,
+/// as for an owner the client never had — applied, it would hang on no actor.
+#[test]
+fn an_open_after_its_owners_close_in_the_same_packet_is_set_aside() {
+    let mut c = with_fast_arrays();
+    let (sub, array) = (NetGuid(4), NetGuid(6));
+    for (seq, owner, part) in
+        [(1, NetGuid(2), Part::Sub(sub, NetGuid(2))), (3, NetGuid(8), Part::Fast(array, NetGuid(8)))]
+    {
+        let p = packet(seq, vec![Part::Bunch(owner, true, BitWriter::new())]);
+        assert_eq!(c.receive(&p), Ok(Receipt::Applied { bunches: 1, skipped: 0 }));
+        let p = packet(seq + 1, vec![Part::Close(owner, CloseReason::Destroyed), part]);
+        assert_eq!(c.receive(&p), Ok(Receipt::Applied { bunches: 1, skipped: 1 }), "packet {}", seq + 1);
+    }
+    assert!(c.owner_of(sub).is_none() && !c.has(sub), "the sub-object hung on its closed owner");
+    assert!(c.fast_array(array).is_none(), "the fast array hung on its closed owner");
+    let fb = crate::wire::feedback::read_feedback(&c.feedback()).expect("well-formed");
+    assert!(fb.reopen.contains(&sub) && fb.reopen.contains(&array), "asked for again: {:?}", fb.reopen);
+}
+
+/// A fast array closed and opened again in one packet is back for the rest of it: a bunch for
+/// it after the open applies (as for an actor, only an open brings back what a close in the
+/// packet ended) — left counted gone, it was stepped over.
+#[test]
+fn a_fast_array_closed_and_opened_again_in_one_packet_takes_its_later_bunch() {
+    let mut c = with_fast_arrays();
+    let (owner, array) = (NetGuid(2), NetGuid(6));
+    let p = packet(1, vec![Part::Bunch(owner, true, BitWriter::new()), Part::Fast(array, owner)]);
+    assert_eq!(c.receive(&p), Ok(Receipt::Applied { bunches: 2, skipped: 0 }));
+    let p = packet(
+        2,
+        vec![
+            Part::Close(array, CloseReason::Destroyed),
+            Part::Fast(array, owner),
+            Part::Bunch(array, false, BitWriter::new()),
+        ],
+    );
+    assert_eq!(c.receive(&p), Ok(Receipt::Applied { bunches: 3, skipped: 0 }));
 }
