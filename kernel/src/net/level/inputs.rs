@@ -1,7 +1,8 @@
 //! The actor level's inputs and what it shows: per-class and per-actor net settings, where an
 //! actor is and who owns it, `force_net_update`, `set_replicates`, each connection's viewers,
 //! net speed and "heard from", and the last frame's decisions, channels and budgets — the calls
-//! a game makes between ticks (the frame itself is in [`super`]).
+//! a game makes between ticks (the frame itself is in [`super`]; the sublevels' calls in
+//! [`crate::net::sublevels`]).
 
 use super::{ChannelInfo, Level};
 use crate::net::actors::ClassNet;
@@ -11,13 +12,12 @@ use crate::net::pairs::Pairs;
 use crate::net::priority::PriorityHook;
 use crate::net::relevancy::{RelevancyHook, Viewer};
 use crate::net::settings::{NetSettings, SpawnLeaves};
-use crate::net::sublevels::SublevelId;
 use crate::net::{ClassId, ConnectionId, DriverError, NetDriver, NetGuid};
 use crate::schema::LeafKind;
 use crate::store::{ActorId, ClassStore};
 
 impl NetDriver {
-    fn level(&self) -> Result<&Level, DriverError> {
+    pub(in crate::net) fn level(&self) -> Result<&Level, DriverError> {
         self.level.as_ref().ok_or(DriverError::ActorLevelOff)
     }
 
@@ -157,7 +157,12 @@ impl NetDriver {
     }
 
     /// The actor's (class, slot) in the actor level's columns (a GUID given if it had none yet).
-    fn cols_slot(&mut self, class: ClassId, store: &ClassStore, id: ActorId) -> Result<(usize, usize), DriverError> {
+    pub(in crate::net) fn cols_slot(
+        &mut self,
+        class: ClassId,
+        store: &ClassStore,
+        id: ActorId,
+    ) -> Result<(usize, usize), DriverError> {
         self.level()?;
         self.assign_guid(class, store, id)?;
         Ok((class.0 as usize, id.index as usize))
@@ -370,140 +375,6 @@ impl NetDriver {
         let ci = self.live(conn)?;
         self.conns[ci].viewers = viewers.to_vec();
         Ok(())
-    }
-
-    /// Places an actor in a sublevel of the map (UE: the streaming level it was spawned in or
-    /// placed in; [`SublevelId::PERSISTENT`] by default): a connection whose client has not
-    /// loaded that sublevel is opened no channel to it ([`crate::net::sublevels`]). Its
-    /// sub-objects are in it too. Call it before the tick that first replicates the actor
-    /// ([`DriverError::SublevelFixed`] after); a sub-object's own is refused
-    /// ([`DriverError::FollowsOwner`]).
-    ///
-    /// ```
-    /// use shadowrep::net::{ActorLevelConfig, DriverConfig, NetDriver, SublevelId, Viewer};
-    /// use shadowrep::prelude::*;
-    /// use std::sync::Arc;
-    ///
-    /// let layout = Arc::new(ClassBuilder::new("Lamp").property(PropertyDecl::new("On", PropType::Bool)).build().unwrap());
-    /// let mut store = ClassStore::new(layout);
-    /// let cfg = DriverConfig { actor_level: Some(ActorLevelConfig::default()), ..DriverConfig::default() };
-    /// let mut driver = NetDriver::new(cfg).unwrap();
-    /// let class = driver.register_class(&mut store).unwrap();
-    /// let conn = driver.add_connection(false);
-    /// let viewer = Viewer { real_viewer: None, view_target: None, location: [0.0; 3], direction: [1.0, 0.0, 0.0] };
-    /// driver.set_viewers(conn, &[viewer]).unwrap();
-    /// let lamp = store.spawn();
-    /// driver.set_position(class, &store, lamp, [100.0, 0.0, 0.0]).unwrap();
-    /// driver.set_sublevel(class, &store, lamp, SublevelId(1)).unwrap();
-    /// driver.tick(&mut [&mut store]).unwrap();
-    /// assert_eq!(driver.channels(conn).unwrap().0, 0, "its client has not loaded sublevel 1");
-    /// driver.set_sublevel_loaded(conn, SublevelId(1), true).unwrap();
-    /// driver.tick(&mut [&mut store]).unwrap();
-    /// assert_eq!(driver.channels(conn).unwrap().0, 1);
-    /// ```
-    pub fn set_sublevel(
-        &mut self,
-        class: ClassId,
-        store: &ClassStore,
-        id: ActorId,
-        sublevel: SublevelId,
-    ) -> Result<(), DriverError> {
-        self.not_a_sub_object(class, id)?;
-        let (c, s) = self.cols_slot(class, store, id)?;
-        let guid = self.classes[c].actors[s].guid;
-        if self.classes[c].actors[s].adopted != self.frame {
-            return Err(DriverError::SublevelFixed(guid));
-        }
-        self.classes[c].cols.sublevel[s] = sublevel;
-        for (sc, ss, _) in self.sub_slots(guid) {
-            self.classes[sc as usize].cols.sublevel[ss as usize] = sublevel;
-        }
-        if guid.is_static() {
-            self.statics.sublevels.insert(guid, sublevel);
-        }
-        if sublevel != SublevelId::PERSISTENT {
-            self.level.as_mut().expect("checked by cols_slot").sublevels = true;
-        }
-        Ok(())
-    }
-
-    /// The sublevel an actor is in.
-    pub fn sublevel(&self, class: ClassId, id: ActorId) -> Option<SublevelId> {
-        self.guid_of(class, id)?;
-        self.classes[class.0 as usize].cols.sublevel.get(id.index as usize).copied()
-    }
-
-    /// The client of `conn` loaded (`true`) or unloaded sublevel `sublevel` (UE's
-    /// `ServerUpdateLevelVisibility`; a client's game unloads a level's static actors itself,
-    /// `ClientWorld::unload_static_actor`, then tells the server). At the next tick: an unload
-    /// closes the connection's channels to the sublevel's actors (reason `LevelUnloaded`); a
-    /// load lets them open (with their current state) and sends again the closes of the
-    /// sublevel's destroyed static actors. A new connection has only the persistent level,
-    /// which cannot be unloaded ([`DriverError::PersistentSublevel`]).
-    pub fn set_sublevel_loaded(
-        &mut self,
-        conn: ConnectionId,
-        sublevel: SublevelId,
-        loaded: bool,
-    ) -> Result<(), DriverError> {
-        self.level()?;
-        let ci = self.live(conn)?;
-        if sublevel == SublevelId::PERSISTENT {
-            return if loaded { Ok(()) } else { Err(DriverError::PersistentSublevel) };
-        }
-        let next = crate::ids::Frame(self.frame.0 + 1);
-        self.conns[ci].sublevels.set(sublevel, loaded, next);
-        Ok(())
-    }
-
-    /// The client of `conn` has exactly the sublevels `loaded` (and the persistent level)
-    /// loaded: each listed one not loaded is loaded, each loaded one not listed unloaded, as by
-    /// [`Self::set_sublevel_loaded`] — what a session's `Incoming::Levels` asks
-    /// ([`crate::session::levels`]). The persistent level may be listed (it is loaded anyway);
-    /// duplicates count once. Returns how many sublevels changed.
-    ///
-    /// ```
-    /// use shadowrep::net::{ActorLevelConfig, DriverConfig, NetDriver, SublevelId};
-    ///
-    /// let cfg = DriverConfig { actor_level: Some(ActorLevelConfig::default()), ..DriverConfig::default() };
-    /// let mut driver = NetDriver::new(cfg).unwrap();
-    /// let conn = driver.add_connection(false);
-    /// assert_eq!(driver.set_loaded_sublevels(conn, &[SublevelId(1), SublevelId(4)]).unwrap(), 2);
-    /// assert_eq!(driver.set_loaded_sublevels(conn, &[SublevelId(4), SublevelId(9)]).unwrap(), 2, "1 out, 9 in");
-    /// assert!(!driver.sublevel_loaded(conn, SublevelId(1)).unwrap());
-    /// assert!(driver.sublevel_loaded(conn, SublevelId(9)).unwrap());
-    /// assert_eq!(driver.loaded_sublevels(conn).unwrap(), [SublevelId(4), SublevelId(9)]);
-    /// ```
-    pub fn set_loaded_sublevels(&mut self, conn: ConnectionId, loaded: &[SublevelId]) -> Result<usize, DriverError> {
-        self.level()?;
-        let ci = self.live(conn)?;
-        let next = crate::ids::Frame(self.frame.0 + 1);
-        let mut want = loaded.to_vec();
-        want.sort_unstable();
-        let sublevels = &mut self.conns[ci].sublevels;
-        let gone: Vec<SublevelId> = sublevels.loaded().filter(|l| want.binary_search(l).is_err()).collect();
-        let mut changed = 0;
-        for l in gone {
-            changed += sublevels.set(l, false, next) as usize;
-        }
-        for &l in want.iter().filter(|&&l| l != SublevelId::PERSISTENT) {
-            changed += sublevels.set(l, true, next) as usize;
-        }
-        Ok(changed)
-    }
-
-    /// Whether the client of `conn` has sublevel `sublevel` loaded (as the game last said).
-    pub fn sublevel_loaded(&self, conn: ConnectionId, sublevel: SublevelId) -> Result<bool, DriverError> {
-        let ci = self.live(conn)?;
-        Ok(self.conns[ci].sublevels.is_loaded(sublevel))
-    }
-
-    /// The sublevels `conn`'s client has loaded as of the next tick, in order (the persistent
-    /// level, always loaded, left out): what [`Self::set_sublevel_loaded`] and
-    /// [`Self::set_loaded_sublevels`] told, for a team checking what its server believes.
-    pub fn loaded_sublevels(&self, conn: ConnectionId) -> Result<Vec<SublevelId>, DriverError> {
-        let ci = self.live(conn)?;
-        Ok(self.conns[ci].sublevels.loaded().collect())
     }
 
     /// Sets a connection's bandwidth in bytes per second (UE's `CurrentNetSpeed`). At least 1:
