@@ -443,11 +443,8 @@ fn a_held_sub_object_reopened_under_a_missing_owner_keeps_taking_its_updates() {
     assert_eq!(c.unmapped_count(), 2, "the update applied to the copy held");
 }
 
-/// A sub-object set aside for want of its owner, its request unanswered (it rode its eight
-/// feedbacks, `REOPEN_TRIES`, all lost, say): it asks again after a wait of 16 feedbacks
-/// (`ignored`'s first), counted from the feedback after the last one that carried the request.
-#[test]
-fn an_unanswered_set_aside_sub_object_asks_again_after_its_whole_wait() {
+/// A client that set aside the open of sub-object 4 for want of its owner (2): asking for it.
+fn sub_set_aside() -> (ClientWorld, NetGuid) {
     let layout = layout();
     let mut c = ClientWorld::new(std::slice::from_ref(&layout), &[layout.checksum]).expect("same layout");
     let sub = NetGuid(4);
@@ -455,6 +452,15 @@ fn an_unanswered_set_aside_sub_object_asks_again_after_its_whole_wait() {
         c.receive(&packet(1, vec![Part::Sub(sub, NetGuid(2))])),
         Ok(Receipt::Applied { bunches: 0, skipped: 1 })
     );
+    (c, sub)
+}
+
+/// A sub-object set aside for want of its owner, its request unanswered (it rode its eight
+/// feedbacks, `REOPEN_TRIES`, all lost, say): it asks again after a wait of 16 feedbacks
+/// (`ignored`'s first), counted from the feedback after the last one that carried the request.
+#[test]
+fn an_unanswered_set_aside_sub_object_asks_again_after_its_whole_wait() {
+    let (mut c, sub) = sub_set_aside();
     let asked: Vec<bool> = (0..25)
         .map(|_| crate::wire::feedback::read_feedback(&c.feedback()).expect("well-formed").reopen.contains(&sub))
         .collect();
@@ -469,13 +475,7 @@ fn an_unanswered_set_aside_sub_object_asks_again_after_its_whole_wait() {
 #[test]
 fn a_set_aside_sub_object_due_while_the_reopen_list_is_half_full_asks_after_another_wait() {
     use crate::wire::feedback::{read_feedback, MAX_REOPENS};
-    let layout = layout();
-    let mut c = ClientWorld::new(std::slice::from_ref(&layout), &[layout.checksum]).expect("same layout");
-    let sub = NetGuid(4);
-    assert_eq!(
-        c.receive(&packet(1, vec![Part::Sub(sub, NetGuid(2))])),
-        Ok(Receipt::Applied { bunches: 0, skipped: 1 })
-    );
+    let (mut c, sub) = sub_set_aside();
     // Its eight feedbacks, unanswered, and the sixteen of its wait: it is due at the next.
     for _ in 0..8 + 16 {
         c.feedback();

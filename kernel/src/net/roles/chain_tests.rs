@@ -38,7 +38,10 @@ impl Game {
     }
 }
 
-fn world(seed: u64) {
+/// A driver at the actor level, owning connections following owner chains or not, with one
+/// class of located things with an owner-only property (no viewers: ownership and roles are
+/// what these tests look at).
+fn thing_world(chains: bool) -> (NetDriver, ClassStore, ClassId) {
     let layout = std::sync::Arc::new(
         ClassBuilder::new("Thing")
             .property(PropertyDecl::new("Location", PropType::Vector(VectorQuant::None)))
@@ -47,10 +50,15 @@ fn world(seed: u64) {
             .unwrap(),
     );
     let mut store = ClassStore::new(layout);
-    let level = ActorLevelConfig { owner_chain_connections: true, ..ActorLevelConfig::default() };
+    let level = ActorLevelConfig { owner_chain_connections: chains, ..ActorLevelConfig::default() };
     let mut driver = NetDriver::new(DriverConfig { actor_level: Some(level), ..DriverConfig::default() }).unwrap();
     let class = driver.register_class(&mut store).unwrap();
     driver.set_location_property(class, 0).unwrap();
+    (driver, store, class)
+}
+
+fn world(seed: u64) {
+    let (mut driver, mut store, class) = thing_world(true);
     let mut conns: Vec<ConnectionId> = (0..3).map(|_| driver.add_connection(false)).collect();
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
     let mut game = Game::default();
@@ -170,16 +178,7 @@ fn owning_connections_follow_ues_walk_of_the_owner_chain() {
 /// before owner chains).
 #[test]
 fn without_owner_chains_an_owner_actor_gives_no_owning_connection() {
-    let layout = std::sync::Arc::new(
-        ClassBuilder::new("Thing")
-            .property(PropertyDecl::new("Location", PropType::Vector(VectorQuant::None)))
-            .build()
-            .unwrap(),
-    );
-    let mut store = ClassStore::new(layout);
-    let cfg = DriverConfig { actor_level: Some(ActorLevelConfig::default()), ..DriverConfig::default() };
-    let mut driver = NetDriver::new(cfg).unwrap();
-    let class = driver.register_class(&mut store).unwrap();
+    let (mut driver, mut store, class) = thing_world(false);
     let conn = driver.add_connection(false);
     let (pawn, rifle) = (store.spawn(), store.spawn());
     let pawn_guid = driver.assign_guid(class, &store, pawn).unwrap();
@@ -194,16 +193,7 @@ fn without_owner_chains_an_owner_actor_gives_no_owning_connection() {
 /// added and removed — the index holds only the live links and owners.
 #[test]
 fn the_chains_keep_nothing_of_actors_gone() {
-    let layout = std::sync::Arc::new(
-        ClassBuilder::new("Thing")
-            .property(PropertyDecl::new("Location", PropType::Vector(VectorQuant::None)))
-            .build()
-            .unwrap(),
-    );
-    let mut store = ClassStore::new(layout);
-    let level = ActorLevelConfig { owner_chain_connections: true, ..ActorLevelConfig::default() };
-    let mut driver = NetDriver::new(DriverConfig { actor_level: Some(level), ..DriverConfig::default() }).unwrap();
-    let class = driver.register_class(&mut store).unwrap();
+    let (mut driver, mut store, class) = thing_world(true);
     let pawn = store.spawn();
     let pawn_guid = driver.assign_guid(class, &store, pawn).unwrap();
     let bag = store.spawn();
