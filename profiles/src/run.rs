@@ -39,6 +39,10 @@ pub(crate) struct RunArgs {
     /// what they cost, beside the same frames' actors (the reference writes them too).
     #[arg(long)]
     calls: bool,
+    /// Owning connections follow owner chains (`ActorLevelConfig::owner_chain_connections`, UE's
+    /// `GetNetConnection`): a projectile whose owner actor is a character belongs to its player.
+    #[arg(long)]
+    owner_chains: bool,
     /// Run the UE-style reference on the first N timed frames (a second pass over the same
     /// seeded world, the kernel's decisions compared with it on every frame); 0 skips it.
     /// Default: every frame for battle_royale, 5 for mmo (its reference takes seconds a frame).
@@ -82,6 +86,7 @@ pub(crate) fn run(
     };
     let mut cfg = profile.config(args.seed);
     cfg.calls = args.calls;
+    cfg.owner_chains = args.owner_chains;
     if let Some(f) = args.dormant_fraction {
         if profile != Profile::OpenWorld {
             return Err(format!("--dormant-fraction is for open_world, not {}", profile.name()));
@@ -131,6 +136,7 @@ pub(crate) fn run(
             "profile": profile.name(),
             "seed": cfg.seed,
             "calls": cfg.calls,
+            "owner_chains": cfg.owner_chains,
             "calls_written": calls_sent,
             "calls_dropped": calls_dropped,
             "calls_without_channel": calls_without_channel,

@@ -201,6 +201,7 @@ pub fn scenario_driver(world: &mut World, parallel: bool) -> Result<(NetDriver, 
         tick_rate: cfg.tick_rate,
         net_speed: cfg.net_speed,
         grid: GridConfig::centred(DEFAULT_CELL_SIZE, cells),
+        owner_chain_connections: cfg.owner_chains,
         ..ActorLevelConfig::default()
     };
     let mut driver =

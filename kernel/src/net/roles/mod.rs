@@ -123,8 +123,11 @@ impl NetDriver {
         // tell (an owed role would stay owed for as long as the actor lives).
         let (guid, torn_off) = (a.guid, a.torn_off);
         let was = a.autonomous_owner().filter(|_| !torn_off);
+        // Only the old and the new owner's flags can move (a sub-object's owner is its owner's).
+        let mut owners: Vec<u32> = [a.owner, owner].into_iter().flatten().collect();
+        owners.dedup();
         // Its sub-objects are owned by whoever owns it.
-        self.set_roles_with_sub_objects(class, slot, guid, |a| {
+        self.set_roles_with_sub_objects(class, slot, guid, Some(&owners), |a| {
             a.owner = owner;
             a.autonomous = autonomous;
         });
@@ -227,7 +230,7 @@ impl NetDriver {
         self.class_for(class, store)?;
         self.not_a_sub_object(class, id)?;
         let guid = self.actor_mut(class, store, id)?.guid;
-        self.set_roles_with_sub_objects(class.0, id.index, guid, |a| a.physics = physics);
+        self.set_roles_with_sub_objects(class.0, id.index, guid, None, |a| a.physics = physics);
         Ok(())
     }
 
@@ -359,11 +362,12 @@ impl NetDriver {
         class: u32,
         slot: u32,
         guid: super::NetGuid,
+        among: Option<&[u32]>,
         change: impl Fn(&mut ActorNet),
     ) {
         let subs = self.sub_slots(guid).into_iter().map(|(c, s, _)| (c, s));
         for (c, s) in std::iter::once((class, slot)).chain(subs) {
-            self.set_roles(c, s, &change);
+            self.set_roles_among(c, s, among, &change);
         }
     }
 
@@ -371,15 +375,26 @@ impl NetDriver {
     /// went inactive are recorded with the pair's last send, and leaves that came back are owed
     /// what changed while they were away (see the module documentation).
     fn set_roles(&mut self, class: u32, slot: u32, change: impl FnOnce(&mut ActorNet)) {
+        self.set_roles_among(class, slot, None, change);
+    }
+
+    /// [`Self::set_roles`] looking only at the connections in slots `among` (when given): the
+    /// only ones whose flags `change` can move (an owner change moves the old and new owners'
+    /// alone), so a change a game makes for each spawn — a projectile's owner through its chain
+    /// — costs its two owners, not every connection.
+    fn set_roles_among(&mut self, class: u32, slot: u32, among: Option<&[u32]>, change: impl FnOnce(&mut ActorNet)) {
         let live = |c: &super::connection::Connection| !c.removed;
-        let before: Vec<LeafMask> = (0..self.conns.len())
-            .map(|ci| if live(&self.conns[ci]) { self.active_for(class, slot, ci) } else { LeafMask::EMPTY })
+        let conns: Vec<usize> = match among {
+            Some(list) => list.iter().map(|&c| c as usize).filter(|&c| c < self.conns.len()).collect(),
+            None => (0..self.conns.len()).collect(),
+        };
+        let before: Vec<(usize, LeafMask)> = conns
+            .iter()
+            .filter(|&&ci| live(&self.conns[ci]))
+            .map(|&ci| (ci, self.active_for(class, slot, ci)))
             .collect();
         change(&mut self.classes[class as usize].actors[slot as usize]);
-        for (ci, &was) in before.iter().enumerate() {
-            if !live(&self.conns[ci]) {
-                continue;
-            }
+        for &(ci, was) in &before {
             let now = self.active_for(class, slot, ci);
             let (lost, gained) = (was & !now, now & !was);
             let conn = &self.conns[ci];
