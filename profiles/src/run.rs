@@ -39,10 +39,11 @@ pub(crate) struct RunArgs {
     /// what they cost, beside the same frames' actors (the reference writes them too).
     #[arg(long)]
     calls: bool,
-    /// Owning connections follow owner chains (`ActorLevelConfig::owner_chain_connections`, UE's
-    /// `GetNetConnection`): a projectile whose owner actor is a character belongs to its player.
+    /// Owning connections do not follow owner chains (`ActorLevelConfig::owner_chain_connections`
+    /// off; on by default, as UE's `GetNetConnection` walks `Owner`): only the characters'
+    /// `set_owner` makes owners, and a projectile whose owner actor is a character is nobody's.
     #[arg(long)]
-    owner_chains: bool,
+    no_owner_chains: bool,
     /// Run the UE-style reference on the first N timed frames (a second pass over the same
     /// seeded world, the kernel's decisions compared with it on every frame); 0 skips it.
     /// Default: every frame for battle_royale, 5 for mmo (its reference takes seconds a frame).
@@ -86,7 +87,9 @@ pub(crate) fn run(
     };
     let mut cfg = profile.config(args.seed);
     cfg.calls = args.calls;
-    cfg.owner_chains = args.owner_chains;
+    if args.no_owner_chains {
+        cfg.owner_chains = false;
+    }
     if let Some(f) = args.dormant_fraction {
         if profile != Profile::OpenWorld {
             return Err(format!("--dormant-fraction is for open_world, not {}", profile.name()));

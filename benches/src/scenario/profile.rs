@@ -115,8 +115,9 @@ pub struct ScenarioConfig {
     /// (`MulticastFireEffect`, unreliable) and the weapon's `ClientStartReload` (reliable) when
     /// a clip runs dry.
     pub calls: bool,
-    /// Owning connections follow owner chains (`ActorLevelConfig::owner_chain_connections`): a
-    /// projectile whose owner actor is a character belongs to that character's player.
+    /// Owning connections follow owner chains (`ActorLevelConfig::owner_chain_connections`, on
+    /// by default): a projectile whose owner actor is a character belongs to that character's
+    /// player.
     pub owner_chains: bool,
     /// RNG seed.
     pub seed: u64,
@@ -249,7 +250,8 @@ impl Profile {
             static_change_rate: 0.005,
             dormant: None,
             calls: false,
-            owner_chains: false,
+            // The driver's default (UE's walk of the owner chain).
+            owner_chains: shadowrep::net::ActorLevelConfig::default().owner_chain_connections,
             seed,
         };
         match self {

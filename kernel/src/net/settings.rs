@@ -154,8 +154,10 @@ pub struct ActorLevelConfig {
     /// one of the first actor up its owner chain ([`super::NetDriver::set_owner_actor`]) that
     /// has one, as UE's `GetNetConnection` walks `Owner`: a weapon owned by a pawn its player
     /// owns is that player's — its owner-only properties, its sub-objects' owner conditions, the
-    /// Server calls its player may make on it. Off (the default), only `set_owner` makes an
-    /// owner, and the chain serves relevancy and priority alone.
+    /// Server calls its player may make on it. On by default (UE's rule; since session 71). Off,
+    /// only `set_owner` makes an owner, and the chain serves relevancy and priority alone — for
+    /// a game that gives every owner itself and wants no derivation (it costs an index of the
+    /// owner links and, at each link, owner or despawn, a walk of the actors below).
     pub owner_chain_connections: bool,
 }
 
@@ -169,7 +171,7 @@ impl Default for ActorLevelConfig {
             adaptive_frequency: false,
             grid: GridConfig::default(),
             record_decisions: false,
-            owner_chain_connections: false,
+            owner_chain_connections: true,
         }
     }
 }

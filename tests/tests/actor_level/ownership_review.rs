@@ -77,13 +77,20 @@ fn step(w: &mut World, links: &mut Links, frame: u32) {
     }
 }
 
-/// Client `c`'s items of array `fa`, if it holds it.
-fn flags(ch: &Char, c: usize) -> shadowrep::net::ReplicationFlags {
-    shadowrep::net::ReplicationFlags { owner: ch.owner == Some(c), autonomous: ch.autonomous, ..Default::default() }
+/// The client that owns `ch`: its own owner, else — owner chains, the driver's default, as UE's
+/// `GetNetConnection` walks `Owner` — its owner actor's (a pawn, owned by its client).
+fn owner_of(ch: &Char, pawns: &[Char]) -> Option<usize> {
+    ch.owner.or_else(|| pawns[ch.owner_actor?].owner)
 }
 
 /// Client `c`'s end state against the server's (`target`: the pawn it views through).
-fn check_client(w: &World, c: usize, target: usize, chars: &[Char], gone: &[NetGuid]) -> Result<(), String> {
+fn check_client(
+    w: &World,
+    c: usize,
+    target: usize,
+    (chars, pawns): (&[Char], &[Char]),
+    gone: &[NetGuid],
+) -> Result<(), String> {
     let client = w.client(c);
     for &g in gone {
         if client.has(g) || client.fast_array(g).is_some() {
@@ -91,9 +98,10 @@ fn check_client(w: &World, c: usize, target: usize, chars: &[Char], gone: &[NetG
         }
     }
     for ch in chars {
-        assert_eq!(w.driver.owning_connection(w.ch, ch.id), ch.owner.map(|o| w.clients[o].0));
+        let owner = owner_of(ch, pawns);
+        assert_eq!(w.driver.owning_connection(w.ch, ch.id), owner.map(|o| w.clients[o].0));
         // UE's owner-only rule: the owning connection, or one whose view target owns it.
-        let sees = !ch.owner_only || ch.owner == Some(c) || ch.owner_actor == Some(target);
+        let sees = !ch.owner_only || owner == Some(c) || ch.owner_actor == Some(target);
         if !sees {
             let held: Vec<NetGuid> = std::iter::once(ch.guid)
                 .chain(ch.weapons.iter().map(|x| x.1))
@@ -103,7 +111,7 @@ fn check_client(w: &World, c: usize, target: usize, chars: &[Char], gone: &[NetG
             if !held.is_empty() {
                 return Err(format!(
                     "client {c} holds {held:?} of owner-only character {} owned by {:?}",
-                    ch.guid, ch.owner
+                    ch.guid, owner
                 ));
             }
             continue;
@@ -111,17 +119,20 @@ fn check_client(w: &World, c: usize, target: usize, chars: &[Char], gone: &[NetG
         if !client.has(ch.guid) {
             return Err(format!(
                 "client {c} lacks character {} (owner {:?}, owner-only {})",
-                ch.guid, ch.owner, ch.owner_only
+                ch.guid, owner, ch.owner_only
             ));
         }
         w.check_health(c, (ch.id, ch.guid))?;
-        let role =
-            if ch.owner == Some(c) && ch.autonomous { NetRole::AutonomousProxy } else { NetRole::SimulatedProxy };
+        let role = if owner == Some(c) && ch.autonomous { NetRole::AutonomousProxy } else { NetRole::SimulatedProxy };
         if client.role(ch.guid) != Some(role) {
             return Err(format!("client {c}: character {} role {:?}, want {role:?}", ch.guid, client.role(ch.guid)));
         }
-        let f = flags(ch, c);
-        let why = format!(" (owner {:?} autonomous {})", ch.owner, ch.autonomous);
+        let f = shadowrep::net::ReplicationFlags {
+            owner: owner == Some(c),
+            autonomous: ch.autonomous,
+            ..Default::default()
+        };
+        let why = format!(" (owner {owner:?} autonomous {})", ch.autonomous);
         w.check_parts(c, ch.guid, (&ch.weapons, &ch.arrays), |cond| cond.allows(f), &why)?;
     }
     Ok(())
@@ -368,8 +379,8 @@ fn ownership_world(seed: u64, clients: usize, frames: u32, play: Play) -> Result
         return Err(what(format!("{} packets refused: {:?}", w.refused.len(), &w.refused[..w.refused.len().min(4)])));
     }
     for (c, &target) in targets.iter().enumerate() {
-        check_client(&w, c, target, &pawns, &[]).map_err(what)?;
-        check_client(&w, c, target, &chars, &gone).map_err(what)?;
+        check_client(&w, c, target, (&pawns, &pawns), &[]).map_err(what)?;
+        check_client(&w, c, target, (&chars, &pawns), &gone).map_err(what)?;
     }
     Ok(())
 }

@@ -5,6 +5,7 @@ use super::*;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use shadowrep::net::relevancy::{relevant_to_connection, ActorRelevancy};
+use shadowrep::net::MAX_OWNER_DEPTH;
 use std::collections::HashMap;
 
 fn has(l: &Level, c: usize, g: NetGuid) -> bool {
@@ -243,9 +244,11 @@ struct Known {
 
 #[test]
 fn the_index_equals_ues_rules_asked_one_actor_at_a_time_on_random_worlds() {
-    for seed in 0..4u64 {
+    // With owner chains (the default) an actor's owning connection is the first one up its
+    // chain, as UE's `GetNetConnection` walks `Owner`; without, only `set_owner` makes one.
+    for (seed, chains) in (0..4u64).flat_map(|s| [(s, true), (s, false)]) {
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
-        let mut l = Level::new(every_frame(), 4);
+        let mut l = Level::new(ActorLevelConfig { owner_chain_connections: chains, ..every_frame() }, 4);
         let mut known: Vec<Known> = Vec::new();
         let span = 40_000.0f32;
         let pos = |rng: &mut ChaCha8Rng| {
@@ -318,17 +321,32 @@ fn the_index_equals_ues_rules_asked_one_actor_at_a_time_on_random_worlds() {
             }
             l.step();
             let map: HashMap<NetGuid, ActorRelevancy> = known.iter().map(|k| (k.rel.guid, k.rel)).collect();
+            let given: HashMap<NetGuid, usize> =
+                known.iter().filter_map(|k| Some((k.rel.guid, k.owner_conn?))).collect();
+            let owner_conn = |k: &Known| {
+                if !chains {
+                    return k.owner_conn;
+                }
+                let mut at = k.rel.guid;
+                for _ in 0..=MAX_OWNER_DEPTH {
+                    if let Some(&c) = given.get(&at) {
+                        return Some(c);
+                    }
+                    at = map.get(&at)?.owner?;
+                }
+                None
+            };
             for (c, vs) in viewers.iter().enumerate() {
                 let mut expect: Vec<NetGuid> = known
                     .iter()
                     .filter(|k| {
-                        relevant_to_connection(&k.rel, k.owner_conn == Some(c), vs, None, &|g| map.get(&g), &|_| None)
+                        relevant_to_connection(&k.rel, owner_conn(k) == Some(c), vs, None, &|g| map.get(&g), &|_| None)
                     })
                     .map(|k| k.rel.guid)
                     .collect();
                 expect.sort();
                 let got = l.decisions(c).relevant;
-                assert_eq!(got, expect, "seed {seed}, frame {frame}, client {c}");
+                assert_eq!(got, expect, "seed {seed}, chains {chains}, frame {frame}, client {c}");
             }
         }
     }

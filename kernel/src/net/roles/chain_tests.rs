@@ -174,8 +174,8 @@ fn owning_connections_follow_ues_walk_of_the_owner_chain() {
     }
 }
 
-/// Without the switch the chain gives no owner: only `set_owner` makes one (the default, as
-/// before owner chains).
+/// With the switch off the chain gives no owner: only `set_owner` makes one (the behaviour
+/// before owner chains; on by default, as UE walks the chain).
 #[test]
 fn without_owner_chains_an_owner_actor_gives_no_owning_connection() {
     let (mut driver, mut store, class) = thing_world(false);
@@ -186,6 +186,19 @@ fn without_owner_chains_an_owner_actor_gives_no_owning_connection() {
     driver.set_owner_actor(class, &store, rifle, Some(pawn_guid), None).unwrap();
     assert_eq!(driver.owning_connection(class, pawn), Some(conn));
     assert_eq!(driver.owning_connection(class, rifle), None);
+}
+
+/// By default the chain gives the owner, as UE's `GetNetConnection` walks it: a driver made
+/// with the default actor level hands a rifle its pawn's player.
+#[test]
+fn by_default_an_owner_actor_gives_its_owning_connection() {
+    let (mut driver, mut store, class) = thing_world(ActorLevelConfig::default().owner_chain_connections);
+    let conn = driver.add_connection(false);
+    let (pawn, rifle) = (store.spawn(), store.spawn());
+    let pawn_guid = driver.assign_guid(class, &store, pawn).unwrap();
+    driver.set_owner(class, &store, pawn, Some(conn), false).unwrap();
+    driver.set_owner_actor(class, &store, rifle, Some(pawn_guid), None).unwrap();
+    assert_eq!(driver.owning_connection(class, rifle), Some(conn));
 }
 
 /// The chains keep nothing of what is gone: a pawn firing projectiles (each linked to it, then

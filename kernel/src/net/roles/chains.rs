@@ -115,14 +115,23 @@ impl NetDriver {
     ///
     /// [`ActorLevelConfig::owner_chain_connections`]: crate::net::ActorLevelConfig::owner_chain_connections
     pub(in crate::net) fn derive_owners_from(&mut self, guid: NetGuid, itself: bool) {
+        self.derive_owners_below(&[guid], itself);
+    }
+
+    /// [`Self::derive_owners_from`] for several roots in one walk: an actor below two of them
+    /// is derived once (a derivation reads the explicit owners and the owner links alone, never
+    /// another derived owner, so the order does not matter).
+    fn derive_owners_below(&mut self, roots: &[NetGuid], itself: bool) {
         let Some(chains) = self.chains.take() else { return };
         if itself {
-            if let Some(&(c, s)) = self.guids.get(&guid) {
-                self.derive_owner(&chains, c, s);
+            for root in roots {
+                if let Some(&(c, s)) = self.guids.get(root) {
+                    self.derive_owner(&chains, c, s);
+                }
             }
         }
-        let mut seen = HashSet::from([guid]);
-        let mut stack = vec![(guid, 0)];
+        let mut seen: HashSet<NetGuid> = roots.iter().copied().collect();
+        let mut stack: Vec<(NetGuid, usize)> = roots.iter().map(|&g| (g, 0)).collect();
         while let Some((at, depth)) = stack.pop() {
             let subs = self.sub_slots(at).into_iter().map(|(_, _, g)| (g, depth + 1));
             for (parent, links) in std::iter::once((at, depth)).chain(subs).collect::<Vec<_>>() {
@@ -147,31 +156,27 @@ impl NetDriver {
     /// The actor `guid` in `slot` is being retired: it leaves the chains, and the actors below
     /// it — its children, its sub-objects (an orphan the game keeps is an actor of its own, its
     /// owner actor gone) and their children — are returned, to derive again once it is gone.
+    /// Without owner chains a retirement (by the thousand a frame) pays one test.
     pub(in crate::net) fn unchain_retired(&mut self, class: u32, slot: u32, guid: NetGuid) -> Vec<NetGuid> {
-        // Without owner chains a retirement (by the thousand a frame) pays one test here.
-        if self.chains.is_none() {
-            return Vec::new();
-        }
-        let subs: Vec<NetGuid> = self.sub_slots(guid).into_iter().map(|(_, _, g)| g).collect();
-        let owner = self.classes[class as usize].cols.owner_actor.get(slot as usize).copied().flatten();
-        let Some(chains) = self.chains.as_mut() else { return Vec::new() };
+        let Some(mut chains) = self.chains.take() else { return Vec::new() };
         chains.explicit.remove(&guid);
-        if let Some(owner) = owner {
+        if let Some(owner) = self.classes[class as usize].cols.owner_actor.get(slot as usize).copied().flatten() {
             chains.unlink(guid, owner);
         }
         let mut below = chains.children.remove(&guid).unwrap_or_default();
-        for sub in subs {
+        for (_, _, sub) in self.sub_slots(guid) {
             below.push(sub);
             below.extend(chains.children.get(&sub).into_iter().flatten().copied());
         }
+        self.chains = Some(chains);
         below
     }
 
     /// Derives again the owners of `below` (from [`Self::unchain_retired`]) and of the actors
-    /// under them, their owner actor gone.
+    /// under them, their owner actor gone: one walk for all of them.
     pub(in crate::net) fn derive_below_retired(&mut self, below: Vec<NetGuid>) {
-        for guid in below {
-            self.derive_owners_from(guid, true);
+        if !below.is_empty() {
+            self.derive_owners_below(&below, true);
         }
     }
 
