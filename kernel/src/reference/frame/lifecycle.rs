@@ -24,8 +24,8 @@ impl ReferenceFrame {
         // game's call — and is considered each frame meanwhile; its owner waits with it.
         // (Its own list of tearing actors a window held back: the driver's tick may have
         // retired them since.)
-        let mut owing = std::collections::HashSet::new();
-        let mut owing_owners = std::collections::HashSet::new();
+        let mut owing = crate::ids::GuidSet::default();
+        let mut owing_owners = crate::ids::GuidSet::default();
         self.deferring.retain(|&(c, s)| {
             self.actors[c as usize].get(s as usize).and_then(Option::as_ref).is_some_and(|e| !e.deferred.is_empty())
         });
@@ -47,7 +47,7 @@ impl ReferenceFrame {
                 owing_owners.extend(e.owner);
             }
         }
-        let waiting: std::collections::HashSet<NetGuid> = driver
+        let waiting: crate::ids::GuidSet = driver
             .tearing
             .iter()
             .map(|t| t.actor())

@@ -73,6 +73,7 @@
 //! channels.
 
 use crate::ids::{Frame, LeafMask, NetGuid, Seq};
+use crate::ids::{GuidMap, GuidSet};
 use crate::net::budget::Budget;
 use crate::net::channels::{close_reason, relevant_until, Action, FrameDecisions, SendDecision};
 use crate::net::connection::{Connection, PendingClose};
@@ -89,7 +90,6 @@ use crate::net::sublevels::ConnSublevels;
 use crate::net::{ConnectionId, DriverError, NetDriver, ReplicationFlags};
 use crate::store::{ClassStore, WatcherId};
 use crate::wire::open::CloseReason;
-use std::collections::HashMap;
 use std::time::Instant;
 
 mod connection;
@@ -263,7 +263,11 @@ struct RefConn {
     /// The driver's connection in this slot it follows (a new id in the slot: a new connection).
     id: ConnectionId,
     conn: Connection,
-    channels: HashMap<NetGuid, RefChannel>,
+    /// UE's actor channel map (`ActorChannelMap`, a `TMap` keyed by the actor's pointer, hashed
+    /// by a cheap mix of its bits): the driver's own GUID hash, not std's keyed SipHash — a
+    /// reference paying ~150 instructions a lookup would flatter the kernel (session 71: 19
+    /// million lookups in 30 battle_royale frames, a quarter of the reference's instructions).
+    channels: GuidMap<RefChannel>,
     budget: Budget,
     decisions: FrameDecisions,
     /// Fast array bunches the perfect link delivered, settled at the next frame (the arrays
@@ -274,14 +278,14 @@ struct RefConn {
     /// Owners closed TornOff here whose tearing sub-object's last update a full window held
     /// back: the client keeps the owner, so the update still finds it, until the owner's
     /// tear-off ends.
-    held_torn: std::collections::HashSet<NetGuid>,
+    held_torn: GuidSet,
     /// Channels closed for dormancy: the copies the client keeps (`woken`: woken and not sent
     /// to, dormant again — stale, it owes what changed).
-    dormant: HashMap<NetGuid, RefChannel>,
+    dormant: GuidMap<RefChannel>,
     /// Its first look at the sleeping actors is done.
     looked: bool,
     /// UE's `SentTemporaries`: temporary actors whose open went here, until they are gone.
-    sent_temporaries: std::collections::HashSet<NetGuid>,
+    sent_temporaries: GuidSet,
 }
 
 impl RefConn {
@@ -429,13 +433,13 @@ impl ReferenceFrame {
             let rc = RefConn {
                 id: c.id,
                 conn,
-                channels: HashMap::new(),
+                channels: GuidMap::default(),
                 budget: Budget::new(cfg.net_speed, c.replay),
                 decisions: FrameDecisions::default(),
                 fast_delivered: Vec::new(),
                 next_epoch: 0,
                 held_torn: Default::default(),
-                dormant: HashMap::new(),
+                dormant: GuidMap::default(),
                 looked: false,
                 sent_temporaries: Default::default(),
             };
@@ -501,7 +505,7 @@ impl ReferenceFrame {
         self.fall_asleep(driver, &due, &sleepy, &awake);
         if level.cfg.adaptive_frequency {
             // UE's send-time rule, per actor, from the connections its ReplicateActor wrote to.
-            let mut sends: HashMap<NetGuid, u32> = HashMap::new();
+            let mut sends: GuidMap<u32> = GuidMap::default();
             for s in self.conns.iter().flat_map(|rc| &rc.decisions.sends) {
                 if matches!(s.action, Action::Replicated { .. }) && s.bits > 0 {
                     *sends.entry(s.guid).or_default() += 1;
