@@ -59,7 +59,9 @@ impl ReferenceFrame {
         let viewers = &dc.viewers;
         if ready {
             // Prioritize: every due actor with a channel, or relevant.
-            let mut list: Vec<(Candidate, u32, u32, bool)> = Vec::new();
+            // Each candidate with its channel's (woken, last update) as the walk found it: UE
+            // keeps the channel found in `PrioritizeActors` (`FActorPriority::Channel`).
+            let mut list: Vec<(Candidate, u32, u32, bool, Option<(bool, f64)>)> = Vec::new();
             // Owners whose channel this walk ended (owner-only, given up).
             let mut ended: Vec<NetGuid> = Vec::new();
             for (i, &(c, s)) in due.iter().enumerate() {
@@ -162,7 +164,8 @@ impl ReferenceFrame {
                 if channel.is_none() && (!relevant || net.tearing || !loaded()) {
                     continue;
                 }
-                list.push((Candidate { key: 0, guid: a.guid, index: i as u32 }, c, s, relevant));
+                let found = channel.map(|ch| (ch.woken, ch.last_update));
+                list.push((Candidate { key: 0, guid: a.guid, index: i as u32 }, c, s, relevant, found));
             }
             // (A world without priority hooks asks for none: the reference's time is UE's.)
             let any_priority_hook = driver.classes.iter().any(|c| c.cols.priority_hook.is_some());
@@ -170,12 +173,18 @@ impl ReferenceFrame {
             // walk gave up ended its sub-objects' channels with it, and a sub-object listed
             // before it (its class registered first) ranks as one without a channel, as one
             // listed after it does.
-            for (cand, c, s, _) in &mut list {
+            for (cand, c, s, _, found) in &mut list {
                 let a = actors[*c as usize][*s as usize].as_ref().expect("due actors are live");
                 // No channel, or one woken from dormancy (UE closed it then): the spawn priority.
-                let channel = rc.channels.get(&cand.guid);
-                let t =
-                    channel.filter(|ch| !ch.woken).map_or(SPAWN_PRIORITY_SECONDS, |ch| (now - ch.last_update) as f32);
+                // (Found again only when an owner this walk gave up may have ended its channel.)
+                let channel = if ended.is_empty() {
+                    *found
+                } else {
+                    rc.channels.get(&cand.guid).map(|ch| (ch.woken, ch.last_update))
+                };
+                let t = channel
+                    .filter(|&(woken, _)| !woken)
+                    .map_or(SPAWN_PRIORITY_SECONDS, |(_, last_update)| (now - last_update) as f32);
                 let (rel, np) = &a.link;
                 // UE's `GetNetPriority` is virtual: the first class on the owner-relevancy chain
                 // with its own answers (`PriorityHook`).
@@ -191,8 +200,9 @@ impl ReferenceFrame {
                 };
                 cand.key = priority_key(best);
             }
-            rc.decisions.relevant.sort();
-            list.sort_by(|a, b| send_order(&a.0, &b.0));
+            // (Unstable sorts, as UE's introsort: the send order is total, GUIDs breaking ties.)
+            rc.decisions.relevant.sort_unstable();
+            list.sort_unstable_by(|a, b| send_order(&a.0, &b.0));
             // Its closes (destroyed and torn-off actors, owner-only channels it gave up) and those
             // the writer queued (a fast array its condition no longer allows), written as the
             // kernel writes its queue: after the candidates, before any send.
@@ -208,7 +218,7 @@ impl ReferenceFrame {
             // The actor whose send saturated the connection: its sub-objects ranked right behind
             // it go too, then the frame ends (UE writes sub-objects inside their owner's update).
             let mut saturated_by: Option<NetGuid> = None;
-            for (k, &(cand, c, s, relevant_now)) in processed.iter().enumerate() {
+            for (k, &(cand, c, s, relevant_now, _)) in processed.iter().enumerate() {
                 let guid = cand.guid;
                 if saturated_by.is_some_and(|owner| driver.owner_of(guid) != Some(owner)) {
                     break;
@@ -239,7 +249,8 @@ impl ReferenceFrame {
                     });
                 // A sub-object's channel lasts as long as its owner's relevancy does, while the
                 // owner's channel is open here (the kernel's rule: `LastActor::owner_relevant_time`).
-                let owner_channel = driver.owner_of(guid).filter(|_| sub_object).and_then(|o| rc.channels.get(&o));
+                let owner_channel =
+                    sub_object.then(|| driver.owner_of(guid)).flatten().and_then(|o| rc.channels.get(&o));
                 // (The later of the two clocks: one met before its owner reads the owner's before
                 // the owner's recheck renews it.)
                 let clock =
@@ -374,7 +385,7 @@ impl ReferenceFrame {
                         replicate(driver, write, &mut rc.conn, &mut st, &mut ch, a, ci as u32, time.frame);
                         rc.channels.insert(guid, ch);
                     }
-                } else if rc.channels.contains_key(&guid) && (net.tearing || gone) {
+                } else if (net.tearing || gone) && rc.channels.contains_key(&guid) {
                     let before = write.bits_written(&rc.conn);
                     let reason = close_reason(net.tearing);
                     if write.write_close(&mut rc.conn, &mut st, PendingClose { guid, reason }) {
@@ -399,7 +410,7 @@ impl ReferenceFrame {
             // now (its channel then marked relevant a while longer), is considered next frame.
             if let Some(from) = leftovers_from {
                 rc.decisions.saturated = true;
-                for &(rest, _, _, rest_relevant) in &list[from..] {
+                for &(rest, _, _, rest_relevant, _) in &list[from..] {
                     // (A channel closed for dormancy this frame is still one.)
                     let ch = match rc.channels.get_mut(&rest.guid) {
                         Some(ch) => Some(ch),

@@ -60,7 +60,10 @@ impl ReferenceFrame {
                             let now = store.array_bytes(slot as u32, arr);
                             let d = now != &a.shadow_arrays[arr][..];
                             if d {
-                                a.shadow_arrays[arr] = now.to_vec();
+                                // The shadow array keeps its memory, as UE's does.
+                                let shadow = &mut a.shadow_arrays[arr];
+                                shadow.clear();
+                                shadow.extend_from_slice(now);
                             }
                             d
                         }
