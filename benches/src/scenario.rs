@@ -95,9 +95,15 @@ pub trait ScenarioServer {
     fn dump(&self, world: &World, frame: usize, out: &mut dyn Write) -> Result<(), String>;
     /// Channel rows held over every connection, and their bytes.
     fn pair_state(&self) -> Result<(usize, usize), String>;
-    /// With a UE-style reference ticked beside the server: its last frame's time, ns.
+    /// With a UE-style reference ticked beside the server: its last frame's time, ns (without
+    /// its relevancy audit).
     fn reference_ns(&self) -> Option<u64> {
         None
+    }
+    /// The reference's last relevancy audit, ns (answers UE never asks, asked for the
+    /// cross-check): part of neither the reference's frame nor the server's.
+    fn reference_audit_ns(&self) -> u64 {
+        0
     }
 }
 
@@ -137,7 +143,7 @@ pub fn run_frame(
     server.feedback()?;
     let feedback_ns = t.elapsed().as_nanos() as u64;
     let reference_ns = server.reference_ns();
-    let tick_ns = tick_ns - reference_ns.unwrap_or(0);
+    let tick_ns = tick_ns.saturating_sub(reference_ns.unwrap_or(0) + server.reference_audit_ns());
     Ok(FrameRecord { tick_ns, feedback_ns, prepare_ns, game_ns: 0, stats, reference_ns })
 }
 

@@ -3,6 +3,7 @@
 //! budget is spent, and each actor's replication — the changed properties active for this
 //! connection, encoded for it alone.
 
+use super::asked::{rep_flags, Asker};
 use super::dormancy::{wants_dormancy, Hold};
 use super::*;
 use crate::net::rpc::Chan;
@@ -51,33 +52,25 @@ impl ReferenceFrame {
             actors.get(c as usize)?.get(s as usize)?.as_ref().map(|a| &a.link)
         };
         let lookup = |g: NetGuid| plookup(g).map(|l| &l.0);
-        // An owner's class hook answers for it when owner relevancy asks it.
-        let hook_of = |g: NetGuid| {
-            let &(c, _) = driver.guids.get(&g)?;
-            driver.classes[c as usize].cols.hook.as_ref()
-        };
         let viewers = &dc.viewers;
+        // Relevancy, asked where UE asks it (`asked`).
+        let mut asker = Asker::new(driver, actors, due, ci, (rc.conn.replay, dc.net_groups), viewers);
         if ready {
             // Prioritize: every due actor with a channel, or relevant.
             // Each candidate with its channel's (woken, last update) as the walk found it: UE
             // keeps the channel found in `PrioritizeActors` (`FActorPriority::Channel`).
-            let mut list: Vec<(Candidate, u32, u32, bool, Option<(bool, f64)>)> = Vec::new();
+            let mut list: Vec<Listed> = Vec::new();
             // Owners whose channel this walk ended (owner-only, given up).
             let mut ended: Vec<NetGuid> = Vec::new();
             for (i, &(c, s)) in due.iter().enumerate() {
                 let a = actors[c as usize][s as usize].as_ref().expect("due actors are live");
                 let class = &driver.classes[c as usize];
-                let hook = class.cols.hook.as_ref();
                 let net = &class.actors[s as usize];
                 let owned = net.owner == Some(ci as u32);
                 // A sub-object's condition, with its owner's ownership (the driver keeps the two
                 // the same), comes before any rule.
                 let flags = rep_flags(net, owned, rc.conn.replay, dc.net_groups);
                 let allowed = class.cols.sub_condition[s as usize].is_none_or(|c| condition_map(c, flags, true));
-                let relevant = allowed && relevant_to_connection(&a.link.0, owned, viewers, hook, &lookup, &hook_of);
-                if relevant {
-                    rc.decisions.relevant.push(a.guid);
-                }
                 // UE's owner-only filter: an owner-only actor this connection does not own is
                 // skipped, its channel closed once its relevancy has lapsed (unless a viewer has no
                 // view target yet; a startup actor keeps its channel).
@@ -111,12 +104,12 @@ impl ReferenceFrame {
                 // clock (the kernel's `candidates::owner_unowned`). (Relevant — its owner's
                 // relevancy is the distance rule's — it is a candidate, as ever.)
                 // (One its condition leaves out is a candidate: it closes at once, as anywhere.)
-                let owners_owner_only = !relevant
-                    && allowed
+                let owners_owner_only = allowed
                     && class.cols.sub_condition[s as usize].is_some()
                     && driver.owner_of(a.guid).and_then(|o| driver.guids.get(&o)).is_some_and(|&(oc, os)| {
                         driver.classes[oc as usize].cols.settings[os as usize].only_relevant_to_owner
-                    });
+                    })
+                    && !asker.ask(i);
                 if owners_owner_only && !owned && !owned_by_viewers(&a.link.0, viewers, &lookup) {
                     continue;
                 }
@@ -125,7 +118,7 @@ impl ReferenceFrame {
                 // when the actor is relevant (not when it is tearing off).
                 // (A copy is in one map or the other; a lookup in an empty map hashes nothing.)
                 if let Some(d) = rc.dormant.get(&a.guid) {
-                    if !(d.woken && relevant && !net.tearing) {
+                    if !(d.woken && !net.tearing && asker.ask(i)) {
                         continue;
                     }
                     // A temporary actor's (or initial-only sub-object's) copy whose open went stays
@@ -161,11 +154,17 @@ impl ReferenceFrame {
                 // Nor one whose sublevel the client has not loaded (UE's
                 // IsLevelInitializedForActor).
                 let loaded = || dc.sublevels.is_loaded(class.cols.sublevel[s as usize]);
-                if channel.is_none() && (!relevant || net.tearing || !loaded()) {
+                // (Relevancy asked last, for an actor with no channel only: UE's `PrioritizeActors`.)
+                if channel.is_none() && (net.tearing || !loaded() || !asker.ask(i)) {
                     continue;
                 }
                 let found = channel.map(|ch| (ch.woken, ch.last_update));
-                list.push((Candidate { key: 0, guid: a.guid, index: i as u32 }, c, s, relevant, found));
+                list.push(Listed {
+                    cand: Candidate { key: 0, guid: a.guid, index: i as u32 },
+                    class: c,
+                    slot: s,
+                    found,
+                });
             }
             // (A world without priority hooks asks for none: the reference's time is UE's.)
             let any_priority_hook = driver.classes.iter().any(|c| c.cols.priority_hook.is_some());
@@ -173,7 +172,7 @@ impl ReferenceFrame {
             // walk gave up ended its sub-objects' channels with it, and a sub-object listed
             // before it (its class registered first) ranks as one without a channel, as one
             // listed after it does.
-            for (cand, c, s, _, found) in &mut list {
+            for Listed { cand, class: c, slot: s, found } in &mut list {
                 let a = actors[*c as usize][*s as usize].as_ref().expect("due actors are live");
                 // No channel, or one woken from dormancy (UE closed it then): the spawn priority.
                 // (Found again only when an owner this walk gave up may have ended its channel.)
@@ -200,9 +199,8 @@ impl ReferenceFrame {
                 };
                 cand.key = priority_key(best);
             }
-            // (Unstable sorts, as UE's introsort: the send order is total, GUIDs breaking ties.)
-            rc.decisions.relevant.sort_unstable();
-            list.sort_unstable_by(|a, b| send_order(&a.0, &b.0));
+            // (An unstable sort, as UE's introsort: the send order is total, GUIDs breaking ties.)
+            list.sort_unstable_by(|a, b| send_order(&a.cand, &b.cand));
             // Its closes (destroyed and torn-off actors, owner-only channels it gave up) and those
             // the writer queued (a fast array its condition no longer allows), written as the
             // kernel writes its queue: after the candidates, before any send.
@@ -218,14 +216,15 @@ impl ReferenceFrame {
             // The actor whose send saturated the connection: its sub-objects ranked right behind
             // it go too, then the frame ends (UE writes sub-objects inside their owner's update).
             let mut saturated_by: Option<NetGuid> = None;
-            for (k, &(cand, c, s, relevant_now, _)) in processed.iter().enumerate() {
+            for (k, &Listed { cand, class: c, slot: s, .. }) in processed.iter().enumerate() {
                 let guid = cand.guid;
                 if saturated_by.is_some_and(|owner| driver.owner_of(guid) != Some(owner)) {
                     break;
                 }
                 let channel = rc.channels.get(&guid).copied();
                 let recheck = channel.is_none_or(|ch| now - ch.relevant_time >= recheck_after);
-                let relevant = recheck && relevant_now;
+                // (Asked again only at the recheck: UE's `ProcessPrioritizedActors`.)
+                let relevant = recheck && asker.ask(cand.index as usize);
                 let class = &driver.classes[c as usize];
                 let net = &class.actors[s as usize];
                 let owned = net.owner == Some(ci as u32);
@@ -410,7 +409,7 @@ impl ReferenceFrame {
             // now (its channel then marked relevant a while longer), is considered next frame.
             if let Some(from) = leftovers_from {
                 rc.decisions.saturated = true;
-                for &(rest, _, _, rest_relevant, _) in &list[from..] {
+                for &Listed { cand: rest, .. } in &list[from..] {
                     // (A channel closed for dormancy this frame is still one.)
                     let ch = match rc.channels.get_mut(&rest.guid) {
                         Some(ch) => Some(ch),
@@ -418,10 +417,10 @@ impl ReferenceFrame {
                     };
                     match ch {
                         Some(ch) if now - ch.relevant_time <= 1.0 => {}
-                        Some(ch) if rest_relevant => {
+                        Some(ch) if asker.ask(rest.index as usize) => {
                             ch.relevant_time = relevant_until(now, rest.guid, ci as u32, time.frame);
                         }
-                        None if rest_relevant => {}
+                        None if asker.ask(rest.index as usize) => {}
                         _ => continue,
                     }
                     pending.push(due[rest.index as usize]);
@@ -435,10 +434,16 @@ impl ReferenceFrame {
             let (i, (c, s)) = (i as usize, due[i as usize]);
             let Some(a) = actors[c as usize][s as usize].as_ref().filter(|_| !awake[i]) else { continue };
             let open = rc.channels.contains_key(&a.guid);
-            let relevant = rc.decisions.relevant.binary_search(&a.guid).is_ok();
             let loaded = dc.sublevels.is_loaded(driver.classes[c as usize].cols.sublevel[s as usize]);
-            let relevant_new = ready && relevant && !rc.dormant.contains_key(&a.guid) && loaded;
+            let relevant_new = ready && !rc.dormant.contains_key(&a.guid) && loaded && asker.ask(i);
             awake[i] = open || relevant_new;
+        }
+        // The whole relevant set, for the cross-check with the kernel: the answers the frame did
+        // not need asked now, timed apart (`asked`).
+        if ready {
+            let audit = Instant::now();
+            rc.decisions.relevant = asker.audit();
+            self.audit_seconds += audit.elapsed().as_secs_f64();
         }
         // The tick's calls, after the actors (the writer's rule, with this connection's channels).
         let (channels, held_torn) = (&rc.channels, &rc.held_torn);
@@ -576,13 +581,13 @@ pub(super) fn changed_since(a: &RefActor, groups: &LeafGroups, since: Frame) -> 
     changed
 }
 
-/// UE's `FReplicationFlags` of an actor's channel on a connection, as a sub-object's condition
-/// reads them (`owned`: the connection owns the actor; a sub-object's are its owner's).
-fn rep_flags(
-    net: &crate::net::actors::ActorNet,
-    owned: bool,
-    replay: bool,
-    groups: crate::net::NetGroups,
-) -> ReplicationFlags {
-    ReplicationFlags { owner: owned, autonomous: net.autonomous, physics: net.physics, replay, groups }
+/// A candidate of the prioritize walk: its class and slot, and its channel's (woken, last
+/// update) as the walk found it — UE keeps the channel `PrioritizeActors` found
+/// (`FActorPriority::Channel`).
+#[derive(Clone, Copy)]
+struct Listed {
+    cand: Candidate,
+    class: u32,
+    slot: u32,
+    found: Option<(bool, f64)>,
 }

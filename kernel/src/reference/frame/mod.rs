@@ -84,7 +84,7 @@ use crate::net::plan::SendItem;
 use crate::net::priority::{
     actor_priority, priority_key, send_order, Candidate, PriorityInput, SPAWN_PRIORITY_SECONDS,
 };
-use crate::net::relevancy::{owned_by_viewers, relevant_to_connection, ActorRelevancy};
+use crate::net::relevancy::{owned_by_viewers, ActorRelevancy};
 use crate::net::send::WriteCtx;
 use crate::net::sublevels::ConnSublevels;
 use crate::net::{ConnectionId, DriverError, NetDriver, ReplicationFlags};
@@ -92,6 +92,7 @@ use crate::store::{ClassStore, WatcherId};
 use crate::wire::open::CloseReason;
 use std::time::Instant;
 
+mod asked;
 mod connection;
 mod consider;
 mod dormancy;
@@ -326,8 +327,12 @@ impl RefConn {
 /// What one reference frame did.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct ReferenceTick {
-    /// Wall time of the frame, seconds.
+    /// Wall time of the frame, seconds, without its audit.
     pub seconds: f64,
+    /// Wall time of the relevancy answers the frame asked only for the cross-check with the
+    /// kernel (each connection's whole relevant set; UE asks an open channel's relevancy once a
+    /// second), seconds: within the call, not in `seconds`.
+    pub audit_seconds: f64,
     /// Actors on the consider list.
     pub due_actors: usize,
     /// Bytes written over every connection.
@@ -345,6 +350,8 @@ pub struct ReferenceFrame {
     deferring: std::collections::HashSet<(u32, u32)>,
     /// How many of the driver's destroyed static actors the connections were told of.
     statics_told: usize,
+    /// This frame's relevancy audit (the answers UE never asks, for the cross-check: `asked`).
+    audit_seconds: f64,
 }
 
 impl ReferenceFrame {
@@ -370,6 +377,7 @@ impl ReferenceFrame {
             frame: Frame(0),
             deferring: Default::default(),
             statics_told: 0,
+            audit_seconds: 0.0,
         })
     }
 
@@ -411,6 +419,7 @@ impl ReferenceFrame {
             return Err(DriverError::MissingStore(crate::ids::ClassId(missing as u32)));
         }
         self.frame = driver.frame;
+        self.audit_seconds = 0.0;
         let time = level.time;
         let cfg = &level.cfg;
         // A static actor's end goes to every connection, a channel or not (its client loaded it
@@ -518,6 +527,12 @@ impl ReferenceFrame {
                 }
             }
         }
-        Ok(ReferenceTick { seconds: start.elapsed().as_secs_f64(), due_actors: due.len(), bytes })
+        let audit_seconds = self.audit_seconds;
+        Ok(ReferenceTick {
+            seconds: start.elapsed().as_secs_f64() - audit_seconds,
+            audit_seconds,
+            due_actors: due.len(),
+            bytes,
+        })
     }
 }

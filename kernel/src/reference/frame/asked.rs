@@ -1,0 +1,104 @@
+//! Relevancy asked where UE asks it. UE's `ServerReplicateActors` calls
+//! `IsActorRelevantToConnection` for a due actor with no channel (in `PrioritizeActors`), for a
+//! channel last found relevant a second ago or more (in `ProcessPrioritizedActors`, and for the
+//! leftovers of a saturated connection) — never for a channel found relevant within the last
+//! second. The reference asks the same: each answer the first time the frame needs it
+//! ([`Asker::ask`], kept per due actor), and the timed frame pays for no other.
+//!
+//! The cross-check with the kernel needs each connection's whole relevant set, so the answers
+//! the frame did not need are asked at the end of each connection's frame as an audit
+//! ([`Asker::audit`]), timed apart ([`super::ReferenceTick::audit_seconds`]) and left out of the
+//! reference's frame time: charging the reference for relevancy UE never asks would flatter the
+//! kernel (until session 71 it asked every due actor, open channels too).
+
+use super::{condition_map, RefActor};
+use crate::ids::NetGuid;
+use crate::net::relevancy::relevant_to_connection;
+use crate::net::{NetDriver, NetGroups, ReplicationFlags, Viewer};
+
+/// Not asked yet (else 0 or 1: the answer).
+const UNASKED: u8 = 2;
+
+/// What one connection's relevancy answers read, and the answers so far (per due actor).
+pub(super) struct Asker<'a> {
+    pub(super) driver: &'a NetDriver,
+    pub(super) actors: &'a [Vec<Option<RefActor>>],
+    pub(super) due: &'a [(u32, u32)],
+    /// The connection's slot.
+    pub(super) ci: usize,
+    pub(super) replay: bool,
+    pub(super) groups: NetGroups,
+    pub(super) viewers: &'a [Viewer],
+    known: Vec<u8>,
+}
+
+impl<'a> Asker<'a> {
+    pub(super) fn new(
+        driver: &'a NetDriver,
+        actors: &'a [Vec<Option<RefActor>>],
+        due: &'a [(u32, u32)],
+        ci: usize,
+        (replay, groups): (bool, NetGroups),
+        viewers: &'a [Viewer],
+    ) -> Self {
+        Asker { driver, actors, due, ci, replay, groups, viewers, known: vec![UNASKED; due.len()] }
+    }
+
+    /// Whether due actor `i` is relevant to the connection: a sub-object's condition allows it
+    /// and UE's rules say so (asked once a frame).
+    pub(super) fn ask(&mut self, i: usize) -> bool {
+        if self.known[i] == UNASKED {
+            self.known[i] = u8::from(self.answer(i));
+        }
+        self.known[i] == 1
+    }
+
+    fn answer(&self, i: usize) -> bool {
+        let (driver, actors) = (self.driver, self.actors);
+        let (c, s) = self.due[i];
+        let a = actors[c as usize][s as usize].as_ref().expect("due actors are live");
+        let class = &driver.classes[c as usize];
+        let net = &class.actors[s as usize];
+        let owned = net.owner == Some(self.ci as u32);
+        let flags = rep_flags(net, owned, self.replay, self.groups);
+        let allowed = class.cols.sub_condition[s as usize].is_none_or(|c| condition_map(c, flags, true));
+        // Owner chains are followed actor to actor, as UE follows `Owner` pointers; an owner's
+        // class hook answers for it when owner relevancy asks it.
+        let lookup = |g: NetGuid| {
+            let &(c, s) = driver.guids.get(&g)?;
+            actors.get(c as usize)?.get(s as usize)?.as_ref().map(|a| &a.link.0)
+        };
+        let hook_of = |g: NetGuid| {
+            let &(c, _) = driver.guids.get(&g)?;
+            driver.classes[c as usize].cols.hook.as_ref()
+        };
+        let hook = class.cols.hook.as_ref();
+        allowed && relevant_to_connection(&a.link.0, owned, self.viewers, hook, &lookup, &hook_of)
+    }
+
+    /// The connection's whole relevant set, sorted: the answers the frame asked and, asked now,
+    /// the rest (the cross-check's, not UE's).
+    pub(super) fn audit(mut self) -> Vec<NetGuid> {
+        let (due, actors) = (self.due, self.actors);
+        let mut relevant: Vec<NetGuid> = (0..due.len())
+            .filter(|&i| self.ask(i))
+            .map(|i| {
+                let (c, s) = due[i];
+                actors[c as usize][s as usize].as_ref().expect("due actors are live").guid
+            })
+            .collect();
+        relevant.sort_unstable();
+        relevant
+    }
+}
+
+/// UE's `FReplicationFlags` of an actor's channel on a connection, as a sub-object's condition
+/// reads them (`owned`: the connection owns the actor; a sub-object's are its owner's).
+pub(super) fn rep_flags(
+    net: &crate::net::actors::ActorNet,
+    owned: bool,
+    replay: bool,
+    groups: NetGroups,
+) -> ReplicationFlags {
+    ReplicationFlags { owner: owned, autonomous: net.autonomous, physics: net.physics, replay, groups }
+}
