@@ -52,6 +52,11 @@ impl ReferenceFrame {
             actors.get(c as usize)?.get(s as usize)?.as_ref().map(|a| &a.link)
         };
         let lookup = |g: NetGuid| plookup(g).map(|l| &l.0);
+        // An owner's class hook answers for it when owner relevancy asks it.
+        let hook_of = |g: NetGuid| {
+            let &(c, _) = driver.guids.get(&g)?;
+            driver.classes[c as usize].cols.hook.as_ref()
+        };
         let viewers = &dc.viewers;
         // Relevancy, asked where UE asks it (`asked`).
         let mut asker = Asker::new(driver, actors, due, ci, (rc.conn.replay, dc.net_groups), viewers);
@@ -65,6 +70,7 @@ impl ReferenceFrame {
             for (i, &(c, s)) in due.iter().enumerate() {
                 let a = actors[c as usize][s as usize].as_ref().expect("due actors are live");
                 let class = &driver.classes[c as usize];
+                let hook = class.cols.hook.as_ref();
                 let net = &class.actors[s as usize];
                 let owned = net.owner == Some(ci as u32);
                 // A sub-object's condition, with its owner's ownership (the driver keeps the two
@@ -155,7 +161,8 @@ impl ReferenceFrame {
                 // IsLevelInitializedForActor).
                 let loaded = || dc.sublevels.is_loaded(class.cols.sublevel[s as usize]);
                 // (Relevancy asked last, for an actor with no channel only: UE's `PrioritizeActors`.)
-                if channel.is_none() && (net.tearing || !loaded() || !asker.ask(i)) {
+                let relevant = || allowed && relevant_to_connection(&a.link.0, owned, viewers, hook, &lookup, &hook_of);
+                if channel.is_none() && (net.tearing || !loaded() || !asker.ask_with(i, relevant)) {
                     continue;
                 }
                 let found = channel.map(|ch| (ch.woken, ch.last_update));

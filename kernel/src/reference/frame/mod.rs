@@ -84,7 +84,7 @@ use crate::net::plan::SendItem;
 use crate::net::priority::{
     actor_priority, priority_key, send_order, Candidate, PriorityInput, SPAWN_PRIORITY_SECONDS,
 };
-use crate::net::relevancy::{owned_by_viewers, ActorRelevancy};
+use crate::net::relevancy::{owned_by_viewers, relevant_to_connection, ActorRelevancy};
 use crate::net::send::WriteCtx;
 use crate::net::sublevels::ConnSublevels;
 use crate::net::{ConnectionId, DriverError, NetDriver, ReplicationFlags};
