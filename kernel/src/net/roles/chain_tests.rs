@@ -174,31 +174,32 @@ fn owning_connections_follow_ues_walk_of_the_owner_chain() {
     }
 }
 
-/// With the switch off the chain gives no owner: only `set_owner` makes one (the behaviour
-/// before owner chains; on by default, as UE walks the chain).
-#[test]
-fn without_owner_chains_an_owner_actor_gives_no_owning_connection() {
-    let (mut driver, mut store, class) = thing_world(false);
+/// A pawn its player owns (`set_owner`) and a rifle whose owner actor is the pawn, with owner
+/// chains followed or not: the rifle's owning connection, and the player's.
+fn rifle_of_a_players_pawn(chains: bool) -> (Option<ConnectionId>, ConnectionId) {
+    let (mut driver, mut store, class) = thing_world(chains);
     let conn = driver.add_connection(false);
     let (pawn, rifle) = (store.spawn(), store.spawn());
     let pawn_guid = driver.assign_guid(class, &store, pawn).unwrap();
     driver.set_owner(class, &store, pawn, Some(conn), false).unwrap();
     driver.set_owner_actor(class, &store, rifle, Some(pawn_guid), None).unwrap();
     assert_eq!(driver.owning_connection(class, pawn), Some(conn));
-    assert_eq!(driver.owning_connection(class, rifle), None);
+    (driver.owning_connection(class, rifle), conn)
+}
+
+/// With the switch off the chain gives no owner: only `set_owner` makes one (the behaviour
+/// before owner chains).
+#[test]
+fn without_owner_chains_an_owner_actor_gives_no_owning_connection() {
+    assert_eq!(rifle_of_a_players_pawn(false).0, None);
 }
 
 /// By default the chain gives the owner, as UE's `GetNetConnection` walks it: a driver made
 /// with the default actor level hands a rifle its pawn's player.
 #[test]
 fn by_default_an_owner_actor_gives_its_owning_connection() {
-    let (mut driver, mut store, class) = thing_world(ActorLevelConfig::default().owner_chain_connections);
-    let conn = driver.add_connection(false);
-    let (pawn, rifle) = (store.spawn(), store.spawn());
-    let pawn_guid = driver.assign_guid(class, &store, pawn).unwrap();
-    driver.set_owner(class, &store, pawn, Some(conn), false).unwrap();
-    driver.set_owner_actor(class, &store, rifle, Some(pawn_guid), None).unwrap();
-    assert_eq!(driver.owning_connection(class, rifle), Some(conn));
+    let (rifle, player) = rifle_of_a_players_pawn(ActorLevelConfig::default().owner_chain_connections);
+    assert_eq!(rifle, Some(player));
 }
 
 /// The chains keep nothing of what is gone: a pawn firing projectiles (each linked to it, then
