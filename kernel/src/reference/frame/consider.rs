@@ -44,8 +44,12 @@ impl ReferenceFrame {
                 let Some(a) = entry.as_mut() else { continue };
                 // Torn off (or a sub-object whose owner is gone): never replicated again; asleep:
                 // not considered until woken; not replicating.
-                let on = switched_on(driver, a.owner, Some(&class.actors[slot]));
-                if a.asleep || !a.clock.due(time.now) || a.torn || !on {
+                // (The cheap tests first: a sleeper costs no owner lookup.)
+                if a.asleep
+                    || !a.clock.due(time.now)
+                    || a.torn
+                    || !switched_on(driver, a.owner, Some(&class.actors[slot]))
+                {
                     continue;
                 }
                 compared[slot / PAGE_LANES] |= 1 << (slot % PAGE_LANES);
