@@ -310,7 +310,7 @@ impl NetDriver {
         self.guids.remove(&guid);
         // With owner chains, the actors that named it (or its sub-objects) their owner: their
         // walks end here now.
-        self.derive_below_retired(below);
+        self.derive_owners_below(&below, true);
         if torn_off {
             return;
         }

@@ -150,16 +150,18 @@ impl NetDriver {
                 owned.push((class, slot, a.guid));
             }
         }
-        // With owner chains, an actor it owned may be owned through its chain by another.
+        // With owner chains, an actor it owned may be owned through its chain by another (one
+        // walk for them all; a sub-object takes its owner's).
         if let Some(chains) = self.chains.as_mut() {
             chains.forget_connection(ci as u32);
-        }
-        if self.chains.is_some() {
-            for (class, slot, guid) in owned {
-                if self.classes[class].cols.sub_condition.get(slot).is_some_and(|c| c.is_none()) {
-                    self.derive_owners_from(guid, true);
-                }
-            }
+            let roots: Vec<NetGuid> = owned
+                .into_iter()
+                .filter(|&(class, slot, _)| {
+                    self.classes[class].cols.sub_condition.get(slot).is_some_and(|c| c.is_none())
+                })
+                .map(|(_, _, guid)| guid)
+                .collect();
+            self.derive_owners_below(&roots, true);
         }
         Ok(())
     }

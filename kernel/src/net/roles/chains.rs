@@ -120,8 +120,9 @@ impl NetDriver {
 
     /// [`Self::derive_owners_from`] for several roots in one walk: an actor below two of them
     /// is derived once (a derivation reads the explicit owners and the owner links alone, never
-    /// another derived owner, so the order does not matter).
-    fn derive_owners_below(&mut self, roots: &[NetGuid], itself: bool) {
+    /// another derived owner, so the order does not matter) — a retirement's orphans
+    /// ([`Self::unchain_retired`]), a removed connection's actors.
+    pub(in crate::net) fn derive_owners_below(&mut self, roots: &[NetGuid], itself: bool) {
         let Some(chains) = self.chains.take() else { return };
         if itself {
             for root in roots {
@@ -155,7 +156,8 @@ impl NetDriver {
 
     /// The actor `guid` in `slot` is being retired: it leaves the chains, and the actors below
     /// it — its children, its sub-objects (an orphan the game keeps is an actor of its own, its
-    /// owner actor gone) and their children — are returned, to derive again once it is gone.
+    /// owner actor gone) and their children — are returned, to derive again once it is gone
+    /// ([`Self::derive_owners_below`]).
     /// Without owner chains a retirement (by the thousand a frame) pays one test.
     pub(in crate::net) fn unchain_retired(&mut self, class: u32, slot: u32, guid: NetGuid) -> Vec<NetGuid> {
         let Some(mut chains) = self.chains.take() else { return Vec::new() };
@@ -170,14 +172,6 @@ impl NetDriver {
         }
         self.chains = Some(chains);
         below
-    }
-
-    /// Derives again the owners of `below` (from [`Self::unchain_retired`]) and of the actors
-    /// under them, their owner actor gone: one walk for all of them.
-    pub(in crate::net) fn derive_below_retired(&mut self, below: Vec<NetGuid>) {
-        if !below.is_empty() {
-            self.derive_owners_below(&below, true);
-        }
     }
 
     /// A sub-object takes its owner's connection from now on: an owner the game gave it before
