@@ -188,7 +188,7 @@ impl RefConn {
         let class = &driver.classes[ch.class as usize];
         let net = &class.actors[ch.slot as usize];
         let active = net.active_leaves(&class.active, net.flags(ci as u32, self.conn.replay, false));
-        let waiting = ch.inactive | super::connection::changed_since(a, &class.layout.groups, ch.sent_through);
+        let waiting = ch.inactive | super::replicate::changed_since(a, &class.layout.groups, ch.sent_through);
         let owed = (ch.resend & (active | ch.unsent_initial)) | (waiting & active);
         let settled = ch.open_acked
             && owed.is_empty()

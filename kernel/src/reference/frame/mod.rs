@@ -67,10 +67,12 @@
 //!
 //! This module holds the frame; `consider.rs` the consider list; `lifecycle.rs` the actor list across
 //! frames (new and gone actors, tear-offs, orphaned sub-objects), as the kernel's
-//! `net::lifecycle` does; `connection.rs` one connection's frame (prioritize, process,
-//! replicate), as the kernel's `net::channels` does; `dormancy.rs` sleep and waking, as the
-//! kernel's `net::dormancy` does; `feedback.rs` what the client's feedback means for the
-//! channels.
+//! `net::lifecycle` does; `connection.rs` one connection's frame, as the kernel's
+//! `net::channels` does, in its steps: `prioritize.rs` (the walk, relevancy asked where UE asks
+//! it in `asked.rs`, priorities, the sort), `process.rs` (the candidates in send order until the
+//! budget is spent, the leftovers), `replicate.rs` (one actor's bunch); `dormancy.rs` sleep and
+//! waking, as the kernel's `net::dormancy` does; `feedback.rs` what the client's feedback means
+//! for the channels.
 
 use crate::ids::{Frame, LeafMask, NetGuid, Seq};
 use crate::ids::{GuidMap, GuidSet};
@@ -98,6 +100,9 @@ mod consider;
 mod dormancy;
 mod feedback;
 mod lifecycle;
+mod prioritize;
+mod process;
+mod replicate;
 
 /// One actor as an object of its own.
 struct RefActor {
@@ -257,6 +262,31 @@ struct RefChannel {
     role: Option<bool>,
     /// A bunch that sent a changed role was lost: the role goes again (UE's NAK of a property).
     role_resend: bool,
+}
+
+impl RefChannel {
+    /// A new channel to the actor in (`class`, `slot`): nothing sent yet, its open owed.
+    fn new((class, slot): (u32, u32), epoch: u8, opened_after: Seq) -> Self {
+        RefChannel {
+            class,
+            slot,
+            open_sent: false,
+            open_acked: false,
+            ever_opened: false,
+            sent_through: Frame(0),
+            relevant_time: 0.0,
+            last_update: 0.0,
+            epoch,
+            opened_after,
+            inactive: LeafMask::EMPTY,
+            resend: LeafMask::EMPTY,
+            unsent_initial: LeafMask::EMPTY,
+            woken: false,
+            last_packet: 0,
+            role: None,
+            role_resend: false,
+        }
+    }
 }
 
 /// One connection.
