@@ -287,12 +287,17 @@ fn with_remote_procedure_calls_the_kernel_writes_exactly_as_the_ue_style_referen
     // same acknowledgements, drop unreliable ones on the same saturated connections and write
     // the same packets; each client gets every actor's calls in call order, none twice — through
     // loss, silent and dark clients, relevancy and dormancy closes, tear-offs and sub-objects.
-    let worlds = [(0, 4, 0.0), (1, 4, 0.2), (8, 6, 0.3), (2, 3, 0.3)];
+    // Seed 5379 (lossless, owner chains, dormancy, sublevels; session 72's sweep): a dormant
+    // sub-object the game woke in the tick its owner was destroyed — the driver's woken channel
+    // carried the tick's Multicast call as it closed; the reference had closed it as a dormant
+    // copy (wakes replayed after the closes) and dropped the call.
+    let worlds = [(0, 4, 0.0), (1, 4, 0.2), (8, 6, 0.3), (2, 3, 0.3), (5379, 4, 0.0)];
     for (seed, connections, loss) in worlds {
         let spec = Spec::new(seed, connections).loss(loss).rpcs();
         decide_alike(match seed {
             8 => spec.dormancy(),
             2 => spec.sublevels().wide(),
+            5379 => spec.owner_chains().dormancy().sublevels(),
             _ => spec,
         });
     }

@@ -23,8 +23,36 @@ use crate::net::dormancy::{wants_dormancy_for, Dormancy, DormancyCall, Logged, D
 use crate::net::relevancy::within_cull_distance;
 
 impl ReferenceFrame {
-    /// Replays the game's dormancy calls the driver logged since the last frame, in call order.
-    pub(super) fn replay_dormancy_calls(&mut self, driver: &NetDriver, calls: &[Logged]) {
+    /// The copies the game's wakes since the last frame made channels again: every copy held
+    /// dormant of a woken actor is a channel (woken) on its connection. Applied before the
+    /// actor list's closes, as the driver applies a wake when the game calls it: a copy woken
+    /// and then closed in the same tick (its actor destroyed, or a sub-object orphaned by its
+    /// owner's end) carries this tick's calls down its channel as any channel the tick closes
+    /// does — woken after the closes, it was a dormant copy there, and the reference dropped a
+    /// call the driver sent (reference sweep seed 5379 with owner chains, dormancy, sublevels
+    /// and calls, lossless).
+    pub(super) fn wake_copies(&mut self, driver: &NetDriver, calls: &[Logged]) {
+        for &Logged { class, slot, guid, call, .. } in calls {
+            // (Of that actor: its slot may hold another by now.)
+            let entry = self.actors[class as usize].get(slot as usize).and_then(Option::as_ref);
+            if call != DormancyCall::Wake || entry.is_none_or(|a| a.guid != guid) {
+                continue;
+            }
+            for (rc, dc) in self.conns.iter_mut().zip(&driver.conns) {
+                if dc.removed {
+                    continue;
+                }
+                if let Some(mut ch) = rc.dormant.remove(&guid) {
+                    ch.woken = true;
+                    rc.channels.insert(guid, ch);
+                }
+            }
+        }
+    }
+
+    /// Replays the game's dormancy calls the driver logged since the last frame, in call order,
+    /// on the actors (their copies: [`Self::wake_copies`]).
+    pub(super) fn replay_dormancy_calls(&mut self, calls: &[Logged]) {
         for &Logged { class, slot, guid, at, call } in calls {
             // (Of that actor: its slot may hold another by now.)
             let entry = self.actors[class as usize].get_mut(slot as usize).and_then(Option::as_mut);
@@ -38,17 +66,6 @@ impl ReferenceFrame {
                     a.asleep = false;
                     a.sleep_at = None;
                     a.clock.force_net_update(at);
-                }
-            }
-            if call == DormancyCall::Wake {
-                for (rc, dc) in self.conns.iter_mut().zip(&driver.conns) {
-                    if dc.removed {
-                        continue;
-                    }
-                    if let Some(mut ch) = rc.dormant.remove(&guid) {
-                        ch.woken = true;
-                        rc.channels.insert(guid, ch);
-                    }
                 }
             }
         }

@@ -3,10 +3,12 @@
 //!
 //! ```text
 //! per frame (after the driver's tick, on the same stores and the driver's inputs):
+//!   wakes          the game's wakes: their dormant copies channels again (woken), before any
+//!                  close, as the driver wakes them at the call
 //!   actor list     every live actor, one object each: new ones get an object, destroyed ones
 //!                  queue a close on every connection with a channel or a dormant copy
 //!                  (`lifecycle.rs`)
-//!   game's calls   forced updates, and dormancy's: woken (its dormant copies channels again),
+//!   game's calls   forced updates, and dormancy's: awake (a wake is a forced update too),
 //!                  asleep at once (a static actor's Initial)
 //!   dormant look   each connection about once a second (and in its first frame) wakes every
 //!                  sleeping actor within its cull distance of a viewer (where it fell asleep)
@@ -488,9 +490,12 @@ impl ReferenceFrame {
                 self.conns.push(rc);
             }
         }
+        // The game's wakes since the last frame: their copies are channels again before the
+        // actor list closes any (the driver woke them at the game's call).
+        self.wake_copies(driver, &level.dormancy_calls_last_tick);
         let new_subs = self.track_actors(driver, stores, &order);
         // The game's dormancy calls since the last frame (a wake is a forced update too).
-        self.replay_dormancy_calls(driver, &level.dormancy_calls_last_tick);
+        self.replay_dormancy_calls(&level.dormancy_calls_last_tick);
         // The game's ForceNetUpdate calls since the last frame.
         for &(c, s, at) in &level.forced_last_tick {
             if let Some(a) = self.actors[c as usize].get_mut(s as usize).and_then(Option::as_mut) {
