@@ -152,6 +152,7 @@ impl ReferenceFrame {
                             clock: ConsiderClock::default(),
                             fresh: true,
                             link: (ActorRelevancy::at(a.guid, [0.0; 3]), 0.0),
+                            linked: None,
                             tear_seen: false,
                             torn: false,
                             deferred: Vec::new(),

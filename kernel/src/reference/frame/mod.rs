@@ -120,8 +120,10 @@ struct RefActor {
     /// Not compared yet: every property is looked at, marks or not.
     fresh: bool,
     /// What relevancy and priority read this frame, and its net priority (what an owner chain
-    /// reads of it).
+    /// reads of it): refreshed for the frames that can ask (`consider.rs`).
     link: (ActorRelevancy, f32),
+    /// The frame `link` was last refreshed in.
+    linked: Option<Frame>,
     /// The game tore it off, and a frame has replicated it since: its tear-off ends once no
     /// connection left it over.
     tear_seen: bool,
