@@ -14,7 +14,7 @@
 use super::common::{numbers, PING, SHOUT};
 use shadowrep::client::{ClientWorld, RpcEvent};
 use shadowrep::ids::{ClassId, ConnectionId, NetGuid};
-use shadowrep::net::SubObjectCondition;
+use shadowrep::net::{Dormancy, SubObjectCondition};
 use shadowrep::net::{ActorLevelConfig, DriverConfig, NetDriver, NetSettings, Viewer};
 use shadowrep::schema::{ClassBuilder, PropType, PropertyDecl};
 use shadowrep::store::{ActorId, ClassStore};
@@ -456,4 +456,34 @@ fn calls_made_in_the_frame_a_channel_closes_for_relevancy_are_delivered() {
     assert_eq!(numbers(&got, SHOUT), (0..calls).collect::<Vec<_>>());
     assert_eq!(numbers(&got, PING), (0..calls).collect::<Vec<_>>());
     assert_eq!(l.driver.connection_stats(l.conn).unwrap().rpcs_without_channel, 0);
+}
+
+/// A slot's dormant copies are its old actor's, not the next one's: an actor held dormant here
+/// gets a call (no channel: UE drops it), is despawned, and a new actor spawned into its slot is
+/// woken, all in one tick — the wake is the new actor's, so the old one's copy stays dormant
+/// until the tick retires it, and the call is not sent. (Session 72's review: the driver woke
+/// the slot's rows, the old actor's dormant copy among them, and the tick's retirement of that
+/// now open channel carried the call, where the reference — and UE — dropped it.)
+#[test]
+fn a_wake_of_an_actor_spawned_into_a_slot_wakes_no_copy_of_its_previous_actor() {
+    for wake in [Dormancy::Awake, Dormancy::Never] {
+        let mut l = Lvl::new();
+        let (a, guid_a) = l.spawn();
+        l.run(3);
+        l.driver.set_net_dormancy(l.class, &l.store, a, Dormancy::DormantAll).unwrap();
+        l.run(5);
+        assert!(l.client.is_dormant(guid_a), "held dormant before the tick under test");
+        l.call(a, SHOUT, 1);
+        l.call(a, PING, 2);
+        l.store.despawn(a).unwrap();
+        let (b, guid_b) = l.spawn();
+        assert_eq!(b.index, a.index, "the new actor took the old one's slot");
+        l.driver.set_net_dormancy(l.class, &l.store, b, wake).unwrap();
+        l.run(10);
+        let calls = l.client.take_rpcs();
+        assert!(calls.is_empty(), "{wake:?}: calls on the dormant actor went: {calls:?}");
+        assert!(!l.client.has(guid_a) && l.client.has(guid_b), "{wake:?}");
+        let stats = l.driver.connection_stats(l.conn).unwrap();
+        assert_eq!(stats.rpcs_sent, 0, "{wake:?}: {stats:?}");
+    }
 }

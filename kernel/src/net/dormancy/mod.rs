@@ -215,7 +215,11 @@ impl NetDriver {
     }
 
     /// Wakes an actor: due now, and every dormant row of it a channel again — its sub-objects'
-    /// too (they went dormant with it).
+    /// too (they went dormant with it). A slot whose previous actor's retirement waits for the
+    /// frame (it was despawned, and this actor spawned into its slot since) holds that actor's
+    /// rows until then: its dormant copies are not this actor's to wake (woken, they were open
+    /// channels when the frame retired them, and the calls made on the old actor while it was
+    /// dormant went down them).
     fn wake(&mut self, ci: usize, slot: usize) {
         let now = self.server_time();
         let guid = self.classes[ci].actors[slot].guid;
@@ -225,7 +229,8 @@ impl NetDriver {
             cols.set_asleep(s as usize, false);
             cols.force_net_update(s as usize, now);
             let key = pair_key(c, s);
-            for conn in self.conns.iter_mut().filter(|c| !c.removed) {
+            let retiring = self.level.as_ref().is_some_and(|l| l.retired.iter().any(|&(k, _)| k == key));
+            for conn in self.conns.iter_mut().filter(|c| !c.removed && !retiring) {
                 conn.pairs.wake(key);
             }
             self.log_dormancy(c as usize, s as usize, now, DormancyCall::Wake);
