@@ -14,8 +14,8 @@
 use super::common::{numbers, PING, SHOUT};
 use shadowrep::client::{ClientWorld, RpcEvent};
 use shadowrep::ids::{ClassId, ConnectionId, NetGuid};
-use shadowrep::net::{Dormancy, SubObjectCondition};
 use shadowrep::net::{ActorLevelConfig, DriverConfig, NetDriver, NetSettings, Viewer};
+use shadowrep::net::{Dormancy, SubObjectCondition};
 use shadowrep::schema::{ClassBuilder, PropType, PropertyDecl};
 use shadowrep::store::{ActorId, ClassStore};
 use shadowrep::value::Value;
