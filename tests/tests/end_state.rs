@@ -81,3 +81,13 @@ fn worlds_with_dynamic_and_sub_object_conditions_settle_to_the_servers_state() {
         settles(Spec::new(seed, 4).loss(0.25).dynamic_conditions().sub_conditions());
     }
 }
+
+/// The game removes inventories from live owners now and then (`Spec::remove_fast_arrays`):
+/// once healed and quiet, no client holds one (each close goes to every client that may hold
+/// the array — its open sent, bunches in flight, a stale copy, or an owner whose close has not
+/// been delivered — and again if lost), and the arrays left hold the server's items.
+#[test]
+fn worlds_whose_game_removes_fast_arrays_settle_with_no_client_holding_one() {
+    sweep(0..6, |seed| Spec::new(seed, 4).loss(0.3).remove_fast_arrays());
+    sweep(6..10, |seed| Spec::new(seed, 4).loss(0.2).remove_fast_arrays().dormancy().sublevels());
+}

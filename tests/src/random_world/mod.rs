@@ -150,6 +150,7 @@ pub struct Spec {
     pub wide: bool,
     pub rpcs: bool,
     pub owner_chains: bool,
+    pub remove_fast_arrays: bool,
 }
 
 impl Spec {
@@ -174,7 +175,15 @@ impl Spec {
             wide: false,
             rpcs: false,
             owner_chains: false,
+            remove_fast_arrays: false,
         }
+    }
+
+    /// The same where the game now and then removes an inventory (a fast array) from its live
+    /// owner (`NetDriver::remove_fast_array`), from dice of their own: a client that may hold it
+    /// gets its close — on both sides, each by its own state of the array.
+    pub fn remove_fast_arrays(self) -> Spec {
+        Spec { remove_fast_arrays: true, ..self }
     }
 
     /// The same over a link that loses `loss` of the packets (and now and then goes dark for a
@@ -324,6 +333,8 @@ pub struct Exercised {
     pub other_conditions: usize,
     /// Actors switched off ([`Spec::replicates`]).
     pub switched_off: usize,
+    /// Fast arrays removed from live owners ([`Spec::remove_fast_arrays`]).
+    pub arrays_removed: usize,
     /// Owner actors set that moved an actor's owning connection ([`Spec::owner_chains`]).
     pub chain_moves: usize,
     /// Ledger bytes written ([`Spec::wide`]).
@@ -375,6 +386,10 @@ impl Exercised {
                 format!("{} sub-objects with UE's other conditions", self.other_conditions),
             ),
             (!spec.replicates || self.switched_off > 20, format!("{} actors switched off", self.switched_off)),
+            (
+                !spec.remove_fast_arrays || self.arrays_removed > 5,
+                format!("{} fast arrays removed", self.arrays_removed),
+            ),
             (!spec.owner_chains || self.chain_moves > 10, format!("{} owners moved by a chain", self.chain_moves)),
             (!spec.wide || self.ledger_writes > 1000, format!("{} ledger bytes written", self.ledger_writes)),
             (!spec.rpcs || self.server_delivered > 100, format!("{} Server calls delivered", self.server_delivered)),
@@ -500,6 +515,7 @@ pub fn decide_alike(spec: Spec) -> Result<Exercised, String> {
     x.initial_onlys = sim.initial_onlys;
     x.other_conditions = sim.other_conditions;
     x.switched_off = sim.switched_off;
+    x.arrays_removed = sim.arrays_removed;
     x.chain_moves = sim.chain_moves;
     x.ledger_writes = sim.ledger_writes;
     x.rpcs_called = sim.rpcs_called as usize;
@@ -522,6 +538,7 @@ fn world(spec: &Spec) -> Sim {
     sim.initial_only = spec.initial_only;
     sim.sub_conditions = spec.sub_conditions;
     sim.replicates_switch = spec.replicates;
+    sim.remove_arrays = spec.remove_fast_arrays;
     sim.rpcs = spec.rpcs;
     if spec.dormancy {
         // A wider map: more actors out of every viewer's reach, asleep until a viewer comes by.

@@ -98,6 +98,7 @@ pub fn settle_and_check(spec: Spec) -> Result<Settled, String> {
     let mut settled = Settled::default();
     check_actors(&sim, &relevant, &mut settled).map_err(|e| format!("seed {seed}: {e}"))?;
     check_fast_arrays(&sim, &relevant, &mut settled).map_err(|e| format!("seed {seed}: {e}"))?;
+    check_removed_arrays(&sim).map_err(|e| format!("seed {seed}: {e}"))?;
     Ok(settled)
 }
 
@@ -205,6 +206,20 @@ fn check_actors(sim: &super::Sim, relevant: &[HashSet<NetGuid>], settled: &mut S
                     }
                     settled.values += 1;
                 }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// No client holds a fast array the game removed ([`Spec::remove_fast_arrays`]): the close went
+/// to every client that may have held it, and again if lost — but a client that tore the owner
+/// off keeps its copy as it is.
+fn check_removed_arrays(sim: &super::Sim) -> Result<(), String> {
+    for &(fa, owner) in &sim.removed_arrays {
+        for (c, (conn, world)) in sim.clients.iter().enumerate() {
+            if world.fast_array(fa).is_some() && !world.is_torn_off(owner) {
+                return Err(format!("client {c} ({conn:?}) holds fast array {fa} of {owner}, removed by the game"));
             }
         }
     }

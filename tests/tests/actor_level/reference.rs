@@ -383,6 +383,26 @@ fn with_ues_other_sub_object_conditions_the_kernel_decides_exactly_as_the_ue_sty
 }
 
 #[test]
+fn with_fast_arrays_removed_the_kernel_decides_exactly_as_the_ue_style_reference() {
+    // The game now and then removes an inventory from its live owner (`Spec::remove_fast_arrays`,
+    // `NetDriver::remove_fast_array`): each side sends the array's close to the clients its own
+    // state of the array says may hold it — the driver at the call, the reference at its next
+    // frame from the log of its own states, by connection slot. Seed 14 (lossless): a client
+    // that joined in a departed one's slot after the reference's last frame was told the close
+    // the departed client's state asked for, when the log named the connections there at the
+    // call (session 72; nine more of seeds 0..200 did the same).
+    let worlds = [(0, 4, 0.0), (14, 4, 0.0), (1, 4, 0.3), (2, 5, 0.2)];
+    for (seed, connections, loss) in worlds {
+        let spec = Spec::new(seed, connections).loss(loss).remove_fast_arrays();
+        decide_alike(match seed {
+            1 => spec.dormancy().rpcs().owner_chains(),
+            2 => spec.sublevels().replicates().sub_conditions(),
+            _ => spec,
+        });
+    }
+}
+
+#[test]
 fn with_actors_switched_off_and_on_the_kernel_decides_exactly_as_the_ue_style_reference() {
     // The game switches actors' replication off and on (`Spec::replicates`, UE's
     // `SetReplicates`): an actor switched off leaves the consider list — its channels neither

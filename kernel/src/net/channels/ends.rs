@@ -93,7 +93,7 @@ pub(crate) fn end_sub_channels(
     (owner, reason): (NetGuid, CloseReason),
     closed: &mut Vec<(u32, u32)>,
 ) {
-    ctx.write.fast.owner_ended(ci, owner);
+    ctx.write.fast.owner_ended(crate::net::fastarrays::Side::Driver, ci, owner);
     let Some(subs) = ctx.subs.get(&owner) else { return };
     for &g in subs {
         let Some(&(c, s)) = ctx.guids.get(&g) else { continue };

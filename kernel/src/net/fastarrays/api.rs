@@ -272,15 +272,22 @@ impl NetDriver {
                 }
             }
         }
+        // The client may hold it: opened here, in flight, or a copy from an earlier channel of
+        // the owner whose close was lost (`STALE`) or may yet be (`MAY_HOLD`).
+        let may_hold =
+            |fc: &&super::FaConn| fc.flags & (OPEN_SENT | OPEN_ACKED | STALE | MAY_HOLD) != 0 || fc.in_flight > 0;
         // The driver's connections' states sit at even slots (the reference's at odd ones).
-        for (ci, fc) in fa.conns.iter().step_by(2).enumerate() {
-            // The client may hold it: opened here, in flight, or a copy from an earlier channel
-            // of the owner whose close was lost (`STALE`) or may yet be (`MAY_HOLD`).
-            if fc.flags & (OPEN_SENT | OPEN_ACKED | STALE | MAY_HOLD) != 0 || fc.in_flight > 0 {
-                if let Some(conn) = self.conns.get_mut(ci).filter(|c| !c.removed) {
-                    conn.closes.push(PendingClose::destroyed(guid));
-                }
+        for (ci, _) in fa.conns.iter().step_by(2).enumerate().filter(|(_, fc)| may_hold(fc)) {
+            if let Some(conn) = self.conns.get_mut(ci).filter(|c| !c.removed) {
+                conn.closes.push(PendingClose::destroyed(guid));
             }
+        }
+        // The reference's states go with the array too: what they say is logged for it, by
+        // connection slot — a slot's reference state is the connection the reference last saw
+        // there (one that joined since, in a removed one's slot, is met at its next frame).
+        if let Some(level) = self.level.as_mut() {
+            let holders = fa.conns.iter().skip(1).step_by(2).enumerate().filter(|(_, fc)| may_hold(fc));
+            level.fast_removed.push((guid, holders.map(|(ci, _)| ci as u32).collect()));
         }
         Ok(())
     }

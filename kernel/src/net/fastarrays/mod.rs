@@ -429,12 +429,12 @@ impl FastArrays {
         self.restart_owner(side, ci, owner, STALE, quiet);
     }
 
-    /// Owner `owner`'s channel on the driver's connection `ci` ended (closed, not torn off):
-    /// the client destroys its arrays with it, so each starts again from nothing there —
-    /// marked [`MAY_HOLD`] where the client may have had it, until the owner's close is known
+    /// Owner `owner`'s channel on `side`'s connection `ci` ended (closed, not torn off): the
+    /// client destroys its arrays with it, so each starts again from nothing there — marked
+    /// [`MAY_HOLD`] where the client may have had it, until the owner's close is known
     /// delivered.
-    pub(crate) fn owner_ended(&self, ci: usize, owner: NetGuid) {
-        self.restart_owner(Side::Driver, ci, owner, MAY_HOLD, None);
+    pub(crate) fn owner_ended(&self, side: Side, ci: usize, owner: NetGuid) {
+        self.restart_owner(side, ci, owner, MAY_HOLD, None);
     }
 
     /// Each of `owner`'s arrays starts again from nothing on `side`'s connection `ci`
@@ -473,11 +473,11 @@ impl FastArrays {
         self.by_owner.contains_key(&owner)
     }
 
-    /// The last close of `owner` on its way to the driver's connection `ci` (destroyed, or its
+    /// The last close of `owner` on its way to `side`'s connection `ci` (destroyed, or its
     /// sublevel unloaded) reached it: the client holds none of its arrays from before
     /// ([`MAY_HOLD`] cleared).
-    pub(crate) fn owner_close_delivered(&self, ci: usize, owner: NetGuid) {
-        let slot = Side::Driver.slot(ci);
+    pub(crate) fn owner_close_delivered(&self, side: Side, ci: usize, owner: NetGuid) {
+        let slot = side.slot(ci);
         for g in self.by_owner.get(&owner).map_or(&[][..], |l| &l[..]) {
             let Some(e) = self.arrays.get(g) else { continue };
             if let Some(fc) = lock(e).conns.get_mut(slot) {

@@ -154,6 +154,13 @@ pub(crate) struct Level {
     pub dormancy_calls: Vec<super::dormancy::Logged>,
     /// The calls the last tick saw.
     pub dormancy_calls_last_tick: Vec<super::dormancy::Logged>,
+    /// Fast arrays the game removed since the last tick (`NetDriver::remove_fast_array`), each
+    /// with the connection slots whose reference-side state (the odd slots of the array's
+    /// per-connection states, which go with it) says the client may hold it: a reference's
+    /// closes of them, told at the call as the driver's are.
+    pub fast_removed: Vec<(NetGuid, Vec<u32>)>,
+    /// The removals the last tick saw.
+    pub fast_removed_last_tick: Vec<(NetGuid, Vec<u32>)>,
     pub time: ServerTime,
     /// Sleeping actors by cell, where connections look for those they have not met.
     pub dormant: super::dormancy::DormantCells,
@@ -178,6 +185,8 @@ impl Level {
         std::mem::swap(&mut self.forced, &mut self.forced_last_tick);
         self.dormancy_calls_last_tick.clear();
         std::mem::swap(&mut self.dormancy_calls, &mut self.dormancy_calls_last_tick);
+        self.fast_removed_last_tick.clear();
+        std::mem::swap(&mut self.fast_removed, &mut self.fast_removed_last_tick);
         self.time = ServerTime { frame, now: frame.0 as f64 * self.time.tick, tick: self.time.tick };
     }
 
@@ -294,6 +303,8 @@ impl Level {
             forced_last_tick: Vec::new(),
             dormancy_calls: Vec::new(),
             dormancy_calls_last_tick: Vec::new(),
+            fast_removed: Vec::new(),
+            fast_removed_last_tick: Vec::new(),
             time: ServerTime { frame: Frame(0), now: 0.0, tick: 1.0 / cfg.tick_rate },
             dormant: super::dormancy::DormantCells::new(cfg.grid.cell_size),
             fast_arrays: Vec::new(),

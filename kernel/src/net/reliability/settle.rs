@@ -85,7 +85,7 @@ pub(crate) fn apply_settled(
             // owner is still on its way (a later channel's copy may be there).
             let destroys = matches!(close.reason, CloseReason::Destroyed | CloseReason::LevelUnloaded);
             if destroys && fast.has_arrays(close.guid) && !conn.close_pending(close.guid) {
-                fast.owner_close_delivered(ci, close.guid);
+                fast.owner_close_delivered(fastarrays::Side::Driver, ci, close.guid);
             }
             continue;
         }

@@ -225,11 +225,11 @@ impl RefConn {
     /// end, and their copies held dormant, each the client was sent getting a close of its own
     /// (should the owner's be lost while the owner has a channel again, a sub-object gone
     /// meanwhile would stay on the client); its fast arrays' bases here go (the next channel
-    /// starts them from nothing either way; a base kept meanwhile pinned the arrays' change logs).
+    /// starts them from nothing either way; a base kept meanwhile pinned the arrays' change logs),
+    /// each marked as one the client may hold until the owner's close is known delivered (a
+    /// removal of the array then sends its own close), as the driver's.
     pub(super) fn end_owner(&mut self, driver: &NetDriver, ci: usize, owner: NetGuid, reason: CloseReason) {
-        for (g, _) in driver.fast.versions_of(owner) {
-            driver.fast.restart(Side::Reference, ci, g);
-        }
+        driver.fast.owner_ended(Side::Reference, ci, owner);
         for &sub in driver.sub_objects(owner) {
             let open = self.channels.remove(&sub);
             let sent = open.is_some_and(|ch| ch.ever_opened);

@@ -308,6 +308,9 @@ struct RefConn {
     /// Fast array bunches the perfect link delivered, settled at the next frame (the arrays
     /// are the driver's, reached through it then).
     fast_delivered: Vec<FastSent>,
+    /// Owners whose last close the perfect link delivered: their fast arrays' marks that the
+    /// client may hold them go at the next frame, with `fast_delivered`.
+    owner_closes_delivered: Vec<NetGuid>,
     /// The next channel's epoch.
     next_epoch: u8,
     /// Owners closed TornOff here whose tearing sub-object's last update a full window held
@@ -348,8 +351,12 @@ impl RefConn {
     /// Every packet sent so far arrived: its opens, fast array bunches and exports with it.
     fn acknowledge(&mut self) {
         self.fast_delivered.extend(self.conn.rel.fast.drain(..));
+        let destroys = |c: &&PendingClose| matches!(c.reason, CloseReason::Destroyed | CloseReason::LevelUnloaded);
+        let closed: Vec<NetGuid> = self.conn.rel.closes.iter().filter(destroys).map(|c| c.guid).collect();
         self.conn.rpcs.acknowledge_in_flight();
         self.conn.rel.acknowledge_everything();
+        let last = closed.into_iter().filter(|&g| !self.conn.close_pending(g));
+        self.owner_closes_delivered.extend(last);
         let exporting: Vec<NetGuid> = self.conn.exporting.drain().collect();
         self.conn.exported.extend(exporting);
         for ch in self.channels.values_mut() {
@@ -426,7 +433,11 @@ impl ReferenceFrame {
         self.conns.iter().filter(move |c| c.id == conn).flat_map(|c| c.conn.packets())
     }
 
-    /// A perfect link: every packet sent so far arrived, every open is acknowledged.
+    /// A perfect link: every packet sent so far arrived, every open is acknowledged. (What that
+    /// means for the fast arrays — bunches delivered, owners' closes that took a client's arrays
+    /// — is settled at the next frame: a fast array the game removes before then is judged by
+    /// the reference's state of it before this call, and its close may go to a client that no
+    /// longer holds it.)
     pub fn acknowledge_all(&mut self) {
         self.conns.iter_mut().for_each(RefConn::acknowledge);
     }
@@ -464,6 +475,17 @@ impl ReferenceFrame {
             rc.conn.closes.queued.extend(newly.iter().map(|&g| PendingClose::destroyed(g)));
         }
         self.statics_told = driver.statics.destroyed.len();
+        // Fast arrays the game removed since the last frame: a client that may hold one (by the
+        // reference's own state of it, logged by slot as the array went) gets its close, as the
+        // driver's got theirs at the call — told to the connection the reference last saw in
+        // the slot, before a new one there replaces it.
+        for (guid, slots) in &level.fast_removed_last_tick {
+            for &ci in slots {
+                if let Some(rc) = self.conns.get_mut(ci as usize) {
+                    rc.conn.closes.push(PendingClose::destroyed(*guid));
+                }
+            }
+        }
         for (ci, c) in driver.conns.iter().enumerate() {
             if self.conns.get(ci).is_some_and(|rc| rc.id == c.id) {
                 continue;
@@ -480,6 +502,7 @@ impl ReferenceFrame {
                 budget: Budget::new(cfg.net_speed, c.replay),
                 decisions: FrameDecisions::default(),
                 fast_delivered: Vec::new(),
+                owner_closes_delivered: Vec::new(),
                 next_epoch: 0,
                 held_torn: Default::default(),
                 dormant: GuidMap::default(),
@@ -527,6 +550,9 @@ impl ReferenceFrame {
         for (ci, rc) in self.conns.iter_mut().enumerate() {
             for sent in rc.fast_delivered.drain(..) {
                 driver.fast.settle(Side::Reference, ci, sent, true);
+            }
+            for owner in rc.owner_closes_delivered.drain(..).filter(|&g| driver.fast.has_arrays(g)) {
+                driver.fast.owner_close_delivered(Side::Reference, ci, owner);
             }
         }
         let write = WriteCtx {

@@ -50,10 +50,19 @@ impl Sim {
         }
     }
 
-    /// Changes, adds and removes items of a few inventories (dropping those whose owner is gone).
+    /// Changes, adds and removes items of a few inventories (dropping those whose owner is gone);
+    /// with [`crate::random_world::Spec::remove_fast_arrays`], now and then removes an inventory
+    /// from its live owner (`NetDriver::remove_fast_array`: clients that may hold it get a close).
     pub(in crate::random_world) fn play_inventories(&mut self) {
         let driver = &mut self.driver;
         self.arrays.retain(|&fa| driver.fast_array_mut(fa).is_ok());
+        if self.remove_arrays && !self.arrays.is_empty() && self.removal_rng.random_bool(0.06) {
+            let fa = self.arrays.swap_remove(self.removal_rng.random_range(0..self.arrays.len()));
+            let owner = self.array_owners[&fa];
+            self.driver.remove_fast_array(fa).unwrap();
+            self.arrays_removed += 1;
+            self.removed_arrays.push((fa, owner));
+        }
         for _ in 0..self.arrays.len() / 4 {
             let fa = self.arrays[self.rng.random_range(0..self.arrays.len())];
             let mut items = self.driver.fast_array_mut(fa).unwrap();

@@ -115,6 +115,14 @@ pub(super) struct Sim {
     pub(super) replicates_switch: bool,
     switch_rng: ChaCha8Rng,
     pub(super) switched_off: usize,
+    /// The game removes inventories (fast arrays) from live owners
+    /// ([`super::Spec::remove_fast_arrays`]), from dice of their own.
+    pub(super) remove_arrays: bool,
+    removal_rng: ChaCha8Rng,
+    pub(super) arrays_removed: usize,
+    /// The arrays removed, with their owners; every array's owner.
+    pub(super) removed_arrays: Vec<(NetGuid, NetGuid)>,
+    array_owners: std::collections::HashMap<NetGuid, NetGuid>,
     /// The bags' class is past 64 leaves ([`super::Spec::wide`]); its ledgers' own dice and the
     /// ledger bytes written.
     wide: bool,
@@ -214,6 +222,11 @@ impl Sim {
             replicates_switch: false,
             switch_rng: ChaCha8Rng::seed_from_u64(seed ^ 0x7265_706c),
             switched_off: 0,
+            remove_arrays: false,
+            removal_rng: ChaCha8Rng::seed_from_u64(seed ^ 0x7265_6d6f),
+            arrays_removed: 0,
+            removed_arrays: Vec::new(),
+            array_owners: Default::default(),
             dynamic_changes: 0,
             fast_conditions_rng: ChaCha8Rng::seed_from_u64(seed ^ 0x6661_7374),
             fast_condition_changes: 0,

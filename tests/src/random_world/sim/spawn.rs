@@ -123,6 +123,7 @@ impl Sim {
             }
             let owner = self.driver.guid_of(class, id).expect("live");
             let fa = self.driver.add_fast_array(self.kind, owner, condition).unwrap();
+            self.array_owners.insert(fa, owner);
             let n = self.rng.random_range(0..40);
             let mut items = self.driver.fast_array_mut(fa).unwrap();
             for i in 0..n {
