@@ -224,6 +224,12 @@ pub enum CloseReason {
 }
 
 impl CloseReason {
+    /// Whether the client destroys its copy on this close (destroyed, or its sublevel
+    /// unloaded) — the owner's fast arrays with it.
+    pub fn destroys_copy(self) -> bool {
+        matches!(self, CloseReason::Destroyed | CloseReason::LevelUnloaded)
+    }
+
     fn bits(self) -> u64 {
         match self {
             CloseReason::Destroyed => 0,

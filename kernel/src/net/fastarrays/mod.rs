@@ -473,6 +473,22 @@ impl FastArrays {
         self.by_owner.contains_key(&owner)
     }
 
+    /// A close on `side`'s connection `ci` (`conn`, the close already out of its packets in
+    /// flight) reached the client: one that destroyed an owner took the owner's arrays with it —
+    /// unless another close of the owner is still on its way (a later channel's copy may be
+    /// there) — so [`Self::owner_close_delivered`].
+    pub(crate) fn close_delivered(
+        &self,
+        side: Side,
+        ci: usize,
+        conn: &super::connection::Connection,
+        close: &super::connection::PendingClose,
+    ) {
+        if close.reason.destroys_copy() && self.has_arrays(close.guid) && !conn.close_pending(close.guid) {
+            self.owner_close_delivered(side, ci, close.guid);
+        }
+    }
+
     /// The last close of `owner` on its way to `side`'s connection `ci` (destroyed, or its
     /// sublevel unloaded) reached it: the client holds none of its arrays from before
     /// ([`MAY_HOLD`] cleared).

@@ -81,12 +81,7 @@ pub(crate) fn apply_settled(
     for _ in 0..rec.closes {
         let Some(close) = conn.rel.closes.pop_front() else { break };
         if delivered {
-            // The client destroyed the owner's fast arrays with it — unless another close of the
-            // owner is still on its way (a later channel's copy may be there).
-            let destroys = matches!(close.reason, CloseReason::Destroyed | CloseReason::LevelUnloaded);
-            if destroys && fast.has_arrays(close.guid) && !conn.close_pending(close.guid) {
-                fast.owner_close_delivered(fastarrays::Side::Driver, ci, close.guid);
-            }
+            fast.close_delivered(fastarrays::Side::Driver, ci, conn, &close);
             continue;
         }
         // A lost close goes again unless the channel is back: a torn-off actor's always; a

@@ -74,7 +74,7 @@ impl ReferenceFrame {
                         CloseReason::LevelUnloaded => true,
                     };
                     if delivered {
-                        rc.close_delivered(driver, ci, close);
+                        driver.fast.close_delivered(Side::Reference, ci, &rc.conn, &close);
                     } else if again() {
                         rc.conn.closes.push(close);
                     }
@@ -111,16 +111,6 @@ impl ReferenceFrame {
 }
 
 impl RefConn {
-    /// A close reached the client: one that destroyed an owner (destroyed, or its sublevel
-    /// unloaded) took the owner's fast arrays with it — unless another close of the owner is
-    /// still on its way — so the client holds none of them from before (as the driver's).
-    fn close_delivered(&self, driver: &NetDriver, ci: usize, close: PendingClose) {
-        let destroys = matches!(close.reason, CloseReason::Destroyed | CloseReason::LevelUnloaded);
-        if destroys && driver.fast.has_arrays(close.guid) && !self.conn.close_pending(close.guid) {
-            driver.fast.owner_close_delivered(Side::Reference, ci, close.guid);
-        }
-    }
-
     /// One bunch of a settled packet: `e` names its actor by class, slot and GUID.
     fn settle_entry(
         &mut self,

@@ -351,8 +351,8 @@ impl RefConn {
     /// Every packet sent so far arrived: its opens, fast array bunches and exports with it.
     fn acknowledge(&mut self) {
         self.fast_delivered.extend(self.conn.rel.fast.drain(..));
-        let destroys = |c: &&PendingClose| matches!(c.reason, CloseReason::Destroyed | CloseReason::LevelUnloaded);
-        let closed: Vec<NetGuid> = self.conn.rel.closes.iter().filter(destroys).map(|c| c.guid).collect();
+        let closed: Vec<NetGuid> =
+            self.conn.rel.closes.iter().filter(|c| c.reason.destroys_copy()).map(|c| c.guid).collect();
         self.conn.rpcs.acknowledge_in_flight();
         self.conn.rel.acknowledge_everything();
         let last = closed.into_iter().filter(|&g| !self.conn.close_pending(g));
