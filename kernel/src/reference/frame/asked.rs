@@ -13,37 +13,26 @@
 //! was ~3 % of its instructions: most due actors have no channel on a connection, and UE asks
 //! those).
 
-use super::{condition_map, RefActor};
+use super::condition_map;
+use super::connection::ConnView;
 use crate::ids::NetGuid;
 use crate::net::relevancy::relevant_to_connection;
-use crate::net::{NetDriver, NetGroups, ReplicationFlags, Viewer};
+use crate::net::{NetGroups, ReplicationFlags};
 
 /// Not asked yet (else 0 or 1: the answer).
 const UNASKED: u8 = 2;
 
-/// What one connection's relevancy answers read, and the answers so far (per due actor).
+/// What one connection's relevancy answers read (its frame, and whether it is a replay
+/// connection), and the answers so far (per due actor).
 pub(super) struct Asker<'a> {
-    driver: &'a NetDriver,
-    actors: &'a [Vec<Option<RefActor>>],
-    due: &'a [(u32, u32)],
-    /// The connection's slot.
-    ci: usize,
+    v: ConnView<'a>,
     replay: bool,
-    groups: NetGroups,
-    viewers: &'a [Viewer],
     known: Vec<u8>,
 }
 
 impl<'a> Asker<'a> {
-    pub(super) fn new(
-        driver: &'a NetDriver,
-        actors: &'a [Vec<Option<RefActor>>],
-        due: &'a [(u32, u32)],
-        ci: usize,
-        (replay, groups): (bool, NetGroups),
-        viewers: &'a [Viewer],
-    ) -> Self {
-        Asker { driver, actors, due, ci, replay, groups, viewers, known: vec![UNASKED; due.len()] }
+    pub(super) fn new(v: ConnView<'a>, replay: bool) -> Self {
+        Asker { v, replay, known: vec![UNASKED; v.due.len()] }
     }
 
     /// Whether due actor `i` is relevant to the connection: a sub-object's condition allows it
@@ -67,37 +56,28 @@ impl<'a> Asker<'a> {
     }
 
     fn answer(&self, i: usize) -> bool {
-        let (driver, actors) = (self.driver, self.actors);
-        let (c, s) = self.due[i];
-        let a = actors[c as usize][s as usize].as_ref().expect("due actors are live");
-        let class = &driver.classes[c as usize];
+        let v = self.v;
+        let (c, s) = v.due[i];
+        let a = v.actor(c, s);
+        let class = &v.driver.classes[c as usize];
         let net = &class.actors[s as usize];
-        let owned = net.owner == Some(self.ci as u32);
-        let flags = rep_flags(net, owned, self.replay, self.groups);
+        let owned = net.owner == Some(v.ci as u32);
+        let flags = rep_flags(net, owned, self.replay, v.dc.net_groups);
         let allowed = class.cols.sub_condition[s as usize].is_none_or(|c| condition_map(c, flags, true));
-        // Owner chains are followed actor to actor, as UE follows `Owner` pointers; an owner's
-        // class hook answers for it when owner relevancy asks it.
-        let lookup = |g: NetGuid| {
-            let &(c, s) = driver.guids.get(&g)?;
-            actors.get(c as usize)?.get(s as usize)?.as_ref().map(|a| &a.link.0)
-        };
-        let hook_of = |g: NetGuid| {
-            let &(c, _) = driver.guids.get(&g)?;
-            driver.classes[c as usize].cols.hook.as_ref()
-        };
+        let lookup = |g: NetGuid| v.link(g).map(|l| &l.0);
         let hook = class.cols.hook.as_ref();
-        allowed && relevant_to_connection(&a.link.0, owned, self.viewers, hook, &lookup, &hook_of)
+        allowed && relevant_to_connection(&a.link.0, owned, &v.dc.viewers, hook, &lookup, &|g| v.hook_of(g))
     }
 
     /// The connection's whole relevant set, sorted: the answers the frame asked and, asked now,
     /// the rest (the cross-check's, not UE's).
     pub(super) fn audit(mut self) -> Vec<NetGuid> {
-        let (due, actors) = (self.due, self.actors);
-        let mut relevant: Vec<NetGuid> = (0..due.len())
+        let v = self.v;
+        let mut relevant: Vec<NetGuid> = (0..v.due.len())
             .filter(|&i| self.ask(i))
             .map(|i| {
-                let (c, s) = due[i];
-                actors[c as usize][s as usize].as_ref().expect("due actors are live").guid
+                let (c, s) = v.due[i];
+                v.actor(c, s).guid
             })
             .collect();
         relevant.sort_unstable();

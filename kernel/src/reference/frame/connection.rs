@@ -95,7 +95,7 @@ impl ReferenceFrame {
         // Tearing actors replicated here: (class, slot, whether the window held some back).
         let mut tearing: Vec<(u32, u32, bool)> = Vec::new();
         // Relevancy, asked where UE asks it (`asked`).
-        let mut asker = Asker::new(driver, actors, due, ci, (rc.conn.replay, dc.net_groups), &dc.viewers);
+        let mut asker = Asker::new(v, rc.conn.replay);
         if ready {
             let list = rc.prioritize(&v, &mut asker);
             // Its closes (destroyed and torn-off actors, owner-only channels it gave up) and those
