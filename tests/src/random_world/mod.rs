@@ -515,7 +515,7 @@ pub fn decide_alike(spec: Spec) -> Result<Exercised, String> {
     x.initial_onlys = sim.initial_onlys;
     x.other_conditions = sim.other_conditions;
     x.switched_off = sim.switched_off;
-    x.arrays_removed = sim.arrays_removed;
+    x.arrays_removed = sim.removed_arrays.len();
     x.chain_moves = sim.chain_moves;
     x.ledger_writes = sim.ledger_writes;
     x.rpcs_called = sim.rpcs_called as usize;

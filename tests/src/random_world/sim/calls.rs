@@ -60,7 +60,6 @@ impl Sim {
             let fa = self.arrays.swap_remove(self.removal_rng.random_range(0..self.arrays.len()));
             let owner = self.array_owners[&fa];
             self.driver.remove_fast_array(fa).unwrap();
-            self.arrays_removed += 1;
             self.removed_arrays.push((fa, owner));
         }
         for _ in 0..self.arrays.len() / 4 {

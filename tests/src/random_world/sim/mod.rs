@@ -119,7 +119,6 @@ pub(super) struct Sim {
     /// ([`super::Spec::remove_fast_arrays`]), from dice of their own.
     pub(super) remove_arrays: bool,
     removal_rng: ChaCha8Rng,
-    pub(super) arrays_removed: usize,
     /// The arrays removed, with their owners; every array's owner.
     pub(super) removed_arrays: Vec<(NetGuid, NetGuid)>,
     array_owners: std::collections::HashMap<NetGuid, NetGuid>,
@@ -224,7 +223,6 @@ impl Sim {
             switched_off: 0,
             remove_arrays: false,
             removal_rng: ChaCha8Rng::seed_from_u64(seed ^ 0x7265_6d6f),
-            arrays_removed: 0,
             removed_arrays: Vec::new(),
             array_owners: Default::default(),
             dynamic_changes: 0,
