@@ -358,6 +358,9 @@ impl ScenarioServer for KernelServer {
             let total = t.elapsed().as_nanos() as u64;
             r.audit_ns = (tick.audit_seconds * 1e9) as u64;
             r.last_ns = total.saturating_sub(r.audit_ns);
+            if r.mismatch.is_none() && tick.missed_slots > 0 {
+                r.mismatch = Some(format!("reference: {} slots changed outside the driver's log", tick.missed_slots));
+            }
             if r.mismatch.is_none() {
                 r.mismatch = compare_decisions(&self.driver, &r.frame, &self.conns);
             }

@@ -275,6 +275,7 @@ impl NetDriver {
 
     /// Starts replicating the actor in `slot` under `guid`: every connection will meet it.
     pub(super) fn adopt(&mut self, class: u32, slot: u32, generation: u32, guid: NetGuid, adopted: Frame) {
+        self.touch(class, slot);
         let c = &mut self.classes[class as usize];
         if c.actors.len() <= slot as usize {
             c.actors.resize(slot as usize + 1, ActorNet::default());
@@ -294,10 +295,19 @@ impl NetDriver {
         }
     }
 
+    /// Logs a slot whose actor's life as a reference's actor list sees it changed now
+    /// (`Level::touched`): adopted, retired, made or orphaned as a sub-object, torn off.
+    pub(super) fn touch(&mut self, class: u32, slot: u32) {
+        if let Some(level) = self.level.as_mut() {
+            level.touched.push((class, slot));
+        }
+    }
+
     /// The actor in `slot` is gone: connections that may have it get a close (every connection,
     /// for a static actor: its client loaded it with the level; none for a torn-off one: its
     /// clients own their copies).
     pub(super) fn retire_actor(&mut self, class: u32, slot: u32) {
+        self.touch(class, slot);
         let c = &mut self.classes[class as usize];
         let a = &mut c.actors[slot as usize];
         a.alive = false;

@@ -161,6 +161,13 @@ pub(crate) struct Level {
     pub fast_removed: Vec<(NetGuid, Vec<u32>)>,
     /// The removals the last tick saw.
     pub fast_removed_last_tick: Vec<(NetGuid, Vec<u32>)>,
+    /// Slots (class, slot) whose actor was adopted, retired, made or orphaned as a sub-object, or
+    /// torn off since the last tick began ([`NetDriver::touch`]): where a reference's actor list
+    /// changed, as UE's network object list hears of spawns and destructions when they happen
+    /// (a reference walks these, not every slot of the world).
+    pub touched: Vec<(u32, u32)>,
+    /// The slots the last tick saw.
+    pub touched_last_tick: Vec<(u32, u32)>,
     pub time: ServerTime,
     /// Sleeping actors by cell, where connections look for those they have not met.
     pub dormant: super::dormancy::DormantCells,
@@ -187,6 +194,8 @@ impl Level {
         std::mem::swap(&mut self.dormancy_calls, &mut self.dormancy_calls_last_tick);
         self.fast_removed_last_tick.clear();
         std::mem::swap(&mut self.fast_removed, &mut self.fast_removed_last_tick);
+        self.touched_last_tick.clear();
+        std::mem::swap(&mut self.touched, &mut self.touched_last_tick);
         self.time = ServerTime { frame, now: frame.0 as f64 * self.time.tick, tick: self.time.tick };
     }
 
@@ -305,6 +314,8 @@ impl Level {
             dormancy_calls_last_tick: Vec::new(),
             fast_removed: Vec::new(),
             fast_removed_last_tick: Vec::new(),
+            touched: Vec::new(),
+            touched_last_tick: Vec::new(),
             time: ServerTime { frame: Frame(0), now: 0.0, tick: 1.0 / cfg.tick_rate },
             dormant: super::dormancy::DormantCells::new(cfg.grid.cell_size),
             fast_arrays: Vec::new(),

@@ -356,6 +356,7 @@ impl NetDriver {
         let guid = self.assign_guid(class, store, id)?;
         self.subs.outer.insert(guid, owner);
         self.subs.inner.entry(owner).or_default().push(guid);
+        self.touch(ci as u32, id.index);
         let (owner_net, owner_settings, owner_clock, owner_sublevel) = {
             let o = &self.classes[oc as usize];
             let os = os as usize;
@@ -434,11 +435,13 @@ impl NetDriver {
             }
             if let Some(&(c, s)) = self.guids.get(&guid) {
                 self.classes[c as usize].cols.sub_condition[s as usize] = None;
+                self.touch(c, s);
             }
         }
         for sub in self.subs.inner.remove(&guid).unwrap_or_default() {
             self.subs.outer.remove(&sub);
             let Some(&(c, s)) = self.guids.get(&sub) else { continue };
+            self.touch(c, s);
             let class = &mut self.classes[c as usize];
             class.cols.sub_condition[s as usize] = None;
             let tearing = class.actors[s as usize].tearing;

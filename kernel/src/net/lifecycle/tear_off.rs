@@ -255,6 +255,7 @@ impl NetDriver {
 
     /// Marks the actor in `slot` torn off and closes its channels with reason TornOff.
     fn tear_off_slot(&mut self, ci: usize, slot: u32, guid: NetGuid) {
+        self.touch(ci as u32, slot);
         let a = &mut self.classes[ci].actors[slot as usize];
         a.torn_off = true;
         self.classes[ci].cols.set_awake_lane(slot as usize, false);

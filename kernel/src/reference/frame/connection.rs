@@ -1,4 +1,6 @@
-//! One connection's frame the UE way (`ServerReplicateActors`' per-connection part): ready,
+//! The connections across frames (`follow_connections`: joins, and what each is told of before
+//! its frame), and one connection's frame the UE way (`ServerReplicateActors`' per-connection
+//! part): ready,
 //! closes, prioritize (`prioritize.rs`: relevancy asked actor by actor, a full sort), process in
 //! order until the budget is spent (`process.rs`), each actor's replication (`replicate.rs`: the
 //! changed properties active for this connection, encoded for it alone), the leftovers, the
@@ -9,6 +11,63 @@ use super::*;
 use crate::net::rpc::Chan;
 use crate::net::settings::ActorLevelConfig;
 use crate::net::RelevancyHook;
+
+impl ReferenceFrame {
+    /// The driver's connections as this frame finds them: a static actor's end told to every
+    /// connection, the game's fast array removals to the clients that may hold them, and a new
+    /// connection (in a new slot, or in the slot of one removed) given its state.
+    pub(super) fn follow_connections(&mut self, driver: &NetDriver) {
+        let level = driver.level.as_ref().expect("checked by tick");
+        // A static actor's end goes to every connection, a channel or not (its client loaded it
+        // with the level; UE's destruction infos of startup actors), and a connection that joins
+        // later is told of every one destroyed before (a torn-off one is its clients' own).
+        for (rc, _) in self.conns.iter_mut().zip(&driver.conns).filter(|(_, dc)| !dc.removed) {
+            let newly = &driver.statics.destroyed[self.statics_told..];
+            rc.conn.closes.queued.extend(newly.iter().map(|&g| PendingClose::destroyed(g)));
+        }
+        self.statics_told = driver.statics.destroyed.len();
+        // Fast arrays the game removed since the last frame: a client that may hold one (by the
+        // reference's own state of it, logged by slot as the array went) gets its close, as the
+        // driver's got theirs at the call — told to the connection the reference last saw in
+        // the slot, before a new one there replaces it.
+        for (guid, slots) in &level.fast_removed_last_tick {
+            for &ci in slots {
+                if let Some(rc) = self.conns.get_mut(ci as usize) {
+                    rc.conn.closes.push(PendingClose::destroyed(*guid));
+                }
+            }
+        }
+        for (ci, c) in driver.conns.iter().enumerate() {
+            if self.conns.get(ci).is_some_and(|rc| rc.id == c.id) {
+                continue;
+            }
+            // A new connection, in a new slot or in the slot of one removed.
+            let mut conn = Connection::new(c.replay, Pairs::channels(), driver.cfg.mtu, Seq(1));
+            conn.id = c.id;
+            conn.closes.queued.extend(driver.statics.destroyed.iter().map(|&g| PendingClose::destroyed(g)));
+            driver.fast.reset_reference_connection(ci);
+            let rc = RefConn {
+                id: c.id,
+                conn,
+                channels: GuidMap::default(),
+                budget: Budget::new(level.cfg.net_speed, c.replay),
+                decisions: FrameDecisions::default(),
+                fast_delivered: Vec::new(),
+                owner_closes_delivered: Vec::new(),
+                next_epoch: 0,
+                held_torn: Default::default(),
+                dormant: GuidMap::default(),
+                looked: false,
+                sent_temporaries: Default::default(),
+            };
+            if ci < self.conns.len() {
+                self.conns[ci] = rc;
+            } else {
+                self.conns.push(rc);
+            }
+        }
+    }
+}
 
 /// What the steps of one connection's frame read: the driver and its connection, the
 /// reference's actors, the frame's due list and clock.

@@ -42,16 +42,11 @@ impl ReferenceFrame {
                 .collect();
             let mut compared = vec![0u64; class.actors.len().div_ceil(PAGE_LANES)];
             let mut buf = [0u8; 256];
-            for (slot, entry) in self.actors[c].iter_mut().enumerate() {
-                let Some(a) = entry.as_mut() else { continue };
-                // Torn off (or a sub-object whose owner is gone): never replicated again; asleep:
-                // not considered until woken; not replicating.
-                // (The cheap tests first: a sleeper costs no owner lookup.)
-                if a.asleep
-                    || !a.clock.due(time.now)
-                    || a.torn
-                    || !switched_on(driver, a.owner, Some(&class.actors[slot]))
-                {
+            for slot in self.active.slots(c) {
+                let Some(a) = self.actors[c][slot].as_mut() else { continue };
+                // Torn off (or a sub-object whose owner is gone): never replicated again; not
+                // replicating.
+                if !a.clock.due(time.now) || a.torn || !switched_on(driver, a.owner, Some(&class.actors[slot])) {
                     continue;
                 }
                 compared[slot / PAGE_LANES] |= 1 << (slot % PAGE_LANES);
@@ -148,5 +143,48 @@ impl ReferenceFrame {
                 a.serve = Serve::of(class, s as usize);
             }
         }
+    }
+}
+
+/// The reference's awake entries, per class a bit per slot: UE's `ActiveNetworkObjects`, the
+/// set its consider list is built from — an actor dormant wherever it is held leaves it (UE:
+/// `FNetworkObjectList::MarkDormant` on its last connection) and comes back when woken. A frame
+/// walks the awake actors, not every actor in the world (open_world's 990 000 sleepers).
+pub(super) struct ActiveList {
+    bits: Vec<Vec<u64>>,
+}
+
+impl ActiveList {
+    pub(super) fn new(classes: usize) -> Self {
+        ActiveList { bits: vec![Vec::new(); classes] }
+    }
+
+    /// Room for `slots` slots of class `c`.
+    pub(super) fn grow(&mut self, c: usize, slots: usize) {
+        let words = &mut self.bits[c];
+        words.resize(slots.div_ceil(64).max(words.len()), 0);
+    }
+
+    pub(super) fn set(&mut self, c: u32, slot: usize, awake: bool) {
+        let word = &mut self.bits[c as usize][slot / 64];
+        let bit = 1u64 << (slot % 64);
+        *word = if awake { *word | bit } else { *word & !bit };
+    }
+
+    pub(super) fn contains(&self, c: usize, slot: usize) -> bool {
+        self.bits[c].get(slot / 64).is_some_and(|w| w >> (slot % 64) & 1 != 0)
+    }
+
+    /// Class `c`'s awake slots, ascending.
+    pub(super) fn slots(&self, c: usize) -> Vec<usize> {
+        let mut out = Vec::new();
+        for (w, &word) in self.bits[c].iter().enumerate() {
+            let mut rest = word;
+            while rest != 0 {
+                out.push(w * 64 + rest.trailing_zeros() as usize);
+                rest &= rest - 1;
+            }
+        }
+        out
     }
 }

@@ -57,14 +57,11 @@ impl ReferenceFrame {
             // (Of that actor: its slot may hold another by now.)
             let entry = self.actors[class as usize].get_mut(slot as usize).and_then(Option::as_mut);
             let Some(a) = entry.filter(|a| a.guid == guid) else { continue };
+            a.sleep_at = None;
             match call {
-                DormancyCall::Sleep => {
-                    a.asleep = true;
-                    a.sleep_at = None;
-                }
+                DormancyCall::Sleep => self.active.set(class, slot as usize, false),
                 DormancyCall::Rouse | DormancyCall::Wake => {
-                    a.asleep = false;
-                    a.sleep_at = None;
+                    self.active.set(class, slot as usize, true);
                     a.clock.force_net_update(at);
                 }
             }
@@ -95,20 +92,20 @@ impl ReferenceFrame {
         // Every sleeper, once a frame (class, slot).
         let sleepers: Vec<(usize, usize)> = (self.actors.iter().enumerate())
             .flat_map(|(c, t)| t.iter().enumerate().map(move |(s, a)| (c, s, a)))
-            .filter(|(_, _, a)| a.as_ref().is_some_and(|a| a.asleep && a.sleep_at.is_some()))
+            .filter(|&(c, s, a)| a.as_ref().is_some_and(|a| a.sleep_at.is_some()) && !self.active.contains(c, s))
             .map(|(c, s, _)| (c, s))
             .collect();
         for ci in looking {
             let (rc, dc) = (&self.conns[ci], &driver.conns[ci]);
             for &(c, s) in &sleepers {
                 let Some(a) = self.actors[c][s].as_mut() else { continue };
-                let Some((at, cull_sq)) = a.sleep_at.filter(|_| a.asleep) else { continue };
+                let Some((at, cull_sq)) = a.sleep_at.filter(|_| !self.active.contains(c, s)) else { continue };
                 let near = dc.viewers.iter().any(|v| within_cull_distance(at, cull_sq, v.location));
                 let held = rc.channels.contains_key(&a.guid) || rc.dormant.get(&a.guid).is_some_and(|d| !d.woken);
                 // A client that has not loaded its sublevel would not be opened a channel.
                 let loaded = dc.sublevels.is_loaded(driver.classes[c].cols.sublevel[s]);
                 if near && !held && loaded {
-                    a.asleep = false;
+                    self.active.set(c as u32, s, true);
                     a.sleep_at = None;
                     a.clock.force_net_update(time.now);
                 }
@@ -125,7 +122,7 @@ impl ReferenceFrame {
                 continue;
             }
             let Some(a) = self.actors[c as usize][s as usize].as_mut() else { continue };
-            a.asleep = true;
+            self.active.set(c, s as usize, false);
             a.clock.pending_net_update = false;
             let initial_static =
                 driver.classes[c as usize].cols.dormancy[s as usize] == Dormancy::Initial && a.guid.is_static();

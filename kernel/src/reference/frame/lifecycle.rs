@@ -2,19 +2,30 @@
 //! channels, tear-offs end once no connection owes their last update, sub-objects whose owner
 //! went are settled — owners first, so a sub-object's close sees its owner's channel as this
 //! frame leaves it.
+//!
+//! A frame looks at the slots where something happened, not at every slot of the world: UE's
+//! network object list hears of an actor's spawn and destruction when they happen
+//! (`AddNetworkActor`, `RemoveNetworkActor`), and the driver logs the same events by slot
+//! (`Level::touched`: adopted, retired, made or orphaned as a sub-object, torn off). With them go
+//! the tearing actors, whose tear-off is decided each frame until it ends. Every other slot is
+//! audited after the frame's work (timed apart, as the relevancy audit): one that needed
+//! tracking is a slot the log missed, tracked then and counted in
+//! [`super::ReferenceTick::missed_slots`] — the random worlds and the profiles fail on it. (Two
+//! walks of every slot a frame were 16 % of battle_royale's reference frame, 50 000 actors, and
+//! more than half of open_world's, 1 000 000: UE's frame walks neither.)
 
 use super::*;
 
 impl ReferenceFrame {
-    /// New actors get an object; destroyed ones are closed where they have a channel. Returns
-    /// the new sub-objects (class, slot).
+    /// New actors get an object; destroyed ones are closed where they have a channel; tearing
+    /// ones end their tear-off when it is due — in the slots the driver's log names (see the
+    /// module documentation). Returns the new sub-objects (class, slot).
     pub(super) fn track_actors(
         &mut self,
         driver: &NetDriver,
         stores: &[&mut ClassStore],
         order: &[usize],
     ) -> Vec<(u32, u32)> {
-        let mut new_subs = Vec::new();
         // Tearing actors whose tear-off goes on this frame (a connection left them over, or
         // this is the frame that replicates them): their sub-objects' tear-offs go on too (a
         // sub-object rides its owner's channel).
@@ -59,163 +70,247 @@ impl ReferenceFrame {
             })
             .collect();
         let now = driver.level.as_ref().map_or(0.0, |l| l.time.now);
+        let track = Tracking { owing, owing_owners, waiting, now };
+        for (c, class) in driver.classes.iter().enumerate() {
+            let table = &mut self.actors[c];
+            table.resize_with(class.actors.len().max(table.len()), || None);
+            self.active.grow(c, table.len());
+        }
+        let slots = self.slots_to_track(driver);
         // Owners before sub-objects (two passes; a sub-object is an entry with an owner as the
         // frame begins): what a sub-object's close depends on — whether its owner's channel is
         // still open here — is then as this frame leaves it, whatever the order the classes
-        // were registered in.
-        let was_sub: Vec<Vec<bool>> = self
-            .actors
+        // were registered in. Each pass in (class, slot) order, as a walk of every slot visits
+        // them.
+        let was_sub: Vec<bool> = slots
             .iter()
-            .map(|t| t.iter().map(|e| e.as_ref().is_some_and(|e| e.owner.is_some())).collect())
+            .map(|&(c, s)| self.actors[c as usize][s as usize].as_ref().is_some_and(|e| e.owner.is_some()))
             .collect();
-        // A tearing actor's tear-off ends this frame: replicated since the game's call, not left
-        // over, no connection's window holding back its last update or a sub-object's, and — a
-        // sub-object — its owner's tear-off not going on.
-        let tear_ends = |e: &RefActor| {
-            let waits = owing.contains(&e.guid) || owing_owners.contains(&e.guid);
-            let owner_waits = e.owner.is_some_and(|o| waiting.contains(&o));
-            e.tear_seen && !e.clock.pending_net_update && !waits && !owner_waits
-        };
+        let mut new_subs = Vec::new();
         for sub_objects in [false, true] {
-            for (c, class) in driver.classes.iter().enumerate() {
-                let store = &*stores[order[c]];
-                let table = &mut self.actors[c];
-                table.resize_with(class.actors.len().max(table.len()), || None);
-                for (slot, entry) in table.iter_mut().enumerate() {
-                    if was_sub[c].get(slot).copied().unwrap_or(false) != sub_objects {
-                        continue;
-                    }
-                    let a = class.actors.get(slot).filter(|a| a.alive);
-                    let live = a.is_some_and(|a| store.generations().get(slot) == Some(&a.generation));
-                    let same = entry.as_ref().is_some_and(|e| a.is_some_and(|a| a.guid == e.guid && live));
-                    if entry.is_some() && !same {
-                        let e = entry.take();
-                        let gone = e.as_ref().map(|e| e.guid);
-                        // A sub-object the driver orphaned (its owner went first, in the same frame):
-                        // its clients destroy it with the owner, no close of its own. (The driver's
-                        // list of recent orphans says so when the slot has a new actor already.)
-                        let same_slot = class.actors.get(slot).filter(|a| Some(a.guid) == gone);
-                        let orphan = driver.subs.orphaned.iter().find(|o| Some(o.guid) == gone);
-                        let orphaned = same_slot.is_some_and(|a| a.orphaned) || orphan.is_some();
-                        // Torn off at the start of the frame that found it gone (its tear-off ended
-                        // first): its channels end with a TornOff close, as below, not a Destroyed.
-                        // (Not while a connection's full window holds back its last update or its
-                        // sub-object's, nor — a sub-object — while its owner's tear-off goes on:
-                        // then it is destroyed there as anywhere; reference sweep seed 92059.)
-                        let torn_now = e.as_ref().is_some_and(|e| !e.torn && tear_ends(e));
-                        // An orphan still tearing: closed TornOff where its owner's channel is not
-                        // open (a client that tore the owner off keeps the sub-object too).
-                        let tearing_orphan = orphaned
-                            && e.as_ref().is_some_and(|e| !e.torn)
-                            && (same_slot.is_some_and(|a| a.tearing) || orphan.is_some_and(|o| o.tearing));
-                        let owner = e.as_ref().and_then(|e| e.owner);
-                        for rc in &mut self.conns {
-                            let Some(g) = gone else { break };
-                            rc.sent_temporaries.remove(&g);
-                            // (A static actor's end was told to every connection above.) A copy held
-                            // dormant is the client's as a channel's is (UE's destruction infos).
-                            let open = rc.channels.remove(&g);
-                            let ch = open.or_else(|| rc.dormant.remove(&g));
-                            let opened = ch.is_some_and(|ch| ch.ever_opened);
-                            // An orphan's tear-off ending with it does not make it one of the
-                            // torn: where its owner's channel is open, the owner's Destroyed
-                            // close takes it (seed 112352 with dormancy and sublevels: a copy
-                            // held dormant got a TornOff close the driver never sends).
-                            let torn = if orphaned { tearing_orphan && !rc.owner_open(owner) } else { torn_now };
-                            if opened && torn {
-                                rc.conn.closes.push(PendingClose { guid: g, reason: CloseReason::TornOff });
-                            } else if opened && !g.is_static() && !orphaned {
-                                rc.conn.closes.push(PendingClose::destroyed(g));
-                            } else if !(opened && g.is_static()) {
-                                // (A static actor's close went above; its channel closes here.)
-                                continue;
-                            }
-                            if let Some(ch) = open {
-                                rc.note_close(g, &ch);
-                            }
-                        }
-                    }
-                    if entry.is_none() && live {
-                        let a = a.expect("live");
-                        if class.cols.sub_condition[slot].is_some() {
-                            new_subs.push((c as u32, slot as u32));
-                        }
-                        let layout = &class.layout;
-                        *entry = Some(RefActor {
-                            guid: a.guid,
-                            generation: a.generation,
-                            object: vec![0; layout.record_bytes],
-                            // UE compares a new object with its class default object.
-                            shadow: layout.default_record.clone(),
-                            shadow_arrays: layout.default_arrays.clone(),
-                            last_changed: vec![0; layout.leaves.len()],
-                            clock: ConsiderClock::default(),
-                            fresh: true,
-                            link: (ActorRelevancy::at(a.guid, [0.0; 3]), 0.0),
-                            linked: None,
-                            tear_seen: false,
-                            torn: false,
-                            deferred: Vec::new(),
-                            tear_since: Frame(0),
-                            owner: None,
-                            asleep: false,
-                            sleep_at: None,
-                            serve: Serve::default(),
-                        });
-                    }
-                    if let Some(e) = entry.as_mut().filter(|_| class.cols.sub_condition[slot].is_some()) {
-                        e.owner = driver.owner_of(e.guid).or(e.owner);
-                    }
-                    // Torn off: replicated in the frame after the game's call (the first this sees
-                    // it), each channel closed right after; then, once no connection left it over,
-                    // its other channels end with a TornOff close (clients keep their copies). A
-                    // sub-object whose owner is gone: its channels end without one (clients destroyed
-                    // it with the owner) — with one if it was tearing (a client may have torn the
-                    // owner off and kept it).
-                    let orphaned = a.is_some_and(|a| a.orphaned);
-                    let tearing = a.is_some_and(|a| a.tearing);
-                    if let Some(e) = entry.as_mut().filter(|e| !e.torn && (tearing || orphaned)) {
-                        if tear_ends(e) || orphaned {
-                            e.torn = true;
-                            for rc in &mut self.conns {
-                                let held = rc.held_torn.remove(&e.guid);
-                                let open = rc.channels.remove(&e.guid);
-                                let ch = open.or_else(|| rc.dormant.remove(&e.guid));
-                                let opened = ch.is_some_and(|ch| ch.ever_opened);
-                                // An orphan: where the gone owner's channel was open, its Destroyed
-                                // close takes the sub-object with it (queued this frame, or to come in
-                                // this pass). (A tear-off that ends closes every channel it has.)
-                                let owner_open = orphaned && rc.owner_open(e.owner);
-                                let torn_close = opened && tearing && !owner_open;
-                                if torn_close {
-                                    rc.conn.closes.push(PendingClose { guid: e.guid, reason: CloseReason::TornOff });
-                                }
-                                // An orphan's channel ends with or without a close of its own:
-                                // this tick's calls made while it was open still go.
-                                if torn_close || orphaned {
-                                    if let Some(ch) = open.filter(|_| !held) {
-                                        rc.note_close(e.guid, &ch);
-                                    }
-                                }
-                            }
-                        }
-                        if owing.contains(&e.guid) && !e.torn {
-                            e.clock.force_net_update(now);
-                        }
-                        // Switched off (a sub-object: its owner), it is not considered, so not
-                        // replicated: its tear-off waits, seen the first frame it is on.
-                        if !e.tear_seen && switched_on(driver, e.owner, a) {
-                            e.tear_since = Frame(self.frame.0.saturating_sub(1));
-                            e.tear_seen = true;
-                        }
-                    }
-                    if let Some(e) = entry.as_mut() {
-                        debug_assert_eq!(e.generation, a.map_or(0, |a| a.generation));
-                    }
+            for (&(c, s), _) in slots.iter().zip(&was_sub).filter(|&(_, &sub)| sub == sub_objects) {
+                self.track(driver, &*stores[order[c as usize]], &track, (c, s), &mut new_subs);
+            }
+        }
+        // Still tearing: looked at again next frame. Then the audit (timed apart, as the
+        // relevancy audit is): a slot the driver's log did not name must need nothing.
+        self.unsettled = slots.into_iter().filter(|&(c, s)| self.needs_track(driver, stores, order, c, s)).collect();
+        let audit = Instant::now();
+        let missed: Vec<(u32, u32)> = (0..driver.classes.len() as u32)
+            .flat_map(|c| (0..self.actors[c as usize].len() as u32).map(move |s| (c, s)))
+            .filter(|&(c, s)| self.needs_track(driver, stores, order, c, s) && !self.unsettled.contains(&(c, s)))
+            .collect();
+        self.missed_slots += missed.len();
+        debug_assert!(missed.is_empty(), "the driver's log missed slots {missed:?}");
+        for (c, s) in missed {
+            self.track(driver, &*stores[order[c as usize]], &track, (c, s), &mut new_subs);
+        }
+        self.audit_seconds += audit.elapsed().as_secs_f64();
+        new_subs
+    }
+
+    /// The slots whose entry may change this frame: those the driver's log names since the
+    /// last frame (`Level::touched`), its tearing actors, the tearing actors a window held back
+    /// (`deferring`), and the entries last frame left tearing (`unsettled`) — every slot on the
+    /// first frame. Sorted, each once.
+    fn slots_to_track(&mut self, driver: &NetDriver) -> Vec<(u32, u32)> {
+        let level = driver.level.as_ref().expect("checked by tick");
+        if !std::mem::replace(&mut self.tracked_once, true) {
+            let sizes = self.actors.iter().map(Vec::len).enumerate();
+            return sizes.flat_map(|(c, n)| (0..n as u32).map(move |s| (c as u32, s))).collect();
+        }
+        let mut slots: Vec<(u32, u32)> = level.touched_last_tick.iter().chain(&level.touched).copied().collect();
+        slots.extend(driver.tearing.iter().map(|t| t.actor()).map(|(c, s, _)| (c, s)));
+        slots.extend(self.deferring.iter().copied());
+        slots.append(&mut self.unsettled);
+        slots.retain(|&(c, s)| self.actors.get(c as usize).is_some_and(|t| (s as usize) < t.len()));
+        slots.sort_unstable();
+        slots.dedup();
+        slots
+    }
+
+    /// Whether the entry in (`c`, `s`) would change if tracked now: an actor new or gone, a
+    /// sub-object's owner not yet read, a tear-off or an orphan not yet settled.
+    fn needs_track(&self, driver: &NetDriver, stores: &[&mut ClassStore], order: &[usize], c: u32, s: u32) -> bool {
+        let (class, slot) = (&driver.classes[c as usize], s as usize);
+        let entry = self.actors[c as usize][slot].as_ref();
+        let a = class.actors.get(slot).filter(|a| a.alive);
+        let live = a.is_some_and(|a| stores[order[c as usize]].generations().get(slot) == Some(&a.generation));
+        match (entry, a) {
+            (None, _) => live,
+            (Some(_), None) => true,
+            (Some(e), Some(a)) => {
+                let owner_moved = class.cols.sub_condition[slot].is_some()
+                    && driver.owner_of(e.guid).is_some_and(|o| e.owner != Some(o));
+                a.guid != e.guid || !live || owner_moved || (!e.torn && (a.tearing || a.orphaned))
+            }
+        }
+    }
+
+    /// One slot of the actor list (see [`Self::track_actors`]).
+    fn track(
+        &mut self,
+        driver: &NetDriver,
+        store: &ClassStore,
+        track: &Tracking,
+        (c, slot): (u32, u32),
+        new_subs: &mut Vec<(u32, u32)>,
+    ) {
+        let (class, slot, now) = (&driver.classes[c as usize], slot as usize, track.now);
+        let tear_ends = |e: &RefActor| track.tear_ends(e);
+        let owing = &track.owing;
+        let entry = &mut self.actors[c as usize][slot];
+        let a = class.actors.get(slot).filter(|a| a.alive);
+        let live = a.is_some_and(|a| store.generations().get(slot) == Some(&a.generation));
+        let same = entry.as_ref().is_some_and(|e| a.is_some_and(|a| a.guid == e.guid && live));
+        if entry.is_some() && !same {
+            let e = entry.take();
+            self.active.set(c, slot, false);
+            let gone = e.as_ref().map(|e| e.guid);
+            // A sub-object the driver orphaned (its owner went first, in the same frame):
+            // its clients destroy it with the owner, no close of its own. (The driver's
+            // list of recent orphans says so when the slot has a new actor already.)
+            let same_slot = class.actors.get(slot).filter(|a| Some(a.guid) == gone);
+            let orphan = driver.subs.orphaned.iter().find(|o| Some(o.guid) == gone);
+            let orphaned = same_slot.is_some_and(|a| a.orphaned) || orphan.is_some();
+            // Torn off at the start of the frame that found it gone (its tear-off ended
+            // first): its channels end with a TornOff close, as below, not a Destroyed.
+            // (Not while a connection's full window holds back its last update or its
+            // sub-object's, nor — a sub-object — while its owner's tear-off goes on:
+            // then it is destroyed there as anywhere; reference sweep seed 92059.)
+            let torn_now = e.as_ref().is_some_and(|e| !e.torn && tear_ends(e));
+            // An orphan still tearing: closed TornOff where its owner's channel is not
+            // open (a client that tore the owner off keeps the sub-object too).
+            let tearing_orphan = orphaned
+                && e.as_ref().is_some_and(|e| !e.torn)
+                && (same_slot.is_some_and(|a| a.tearing) || orphan.is_some_and(|o| o.tearing));
+            let owner = e.as_ref().and_then(|e| e.owner);
+            for rc in &mut self.conns {
+                let Some(g) = gone else { break };
+                rc.sent_temporaries.remove(&g);
+                // (A static actor's end was told to every connection above.) A copy held
+                // dormant is the client's as a channel's is (UE's destruction infos).
+                let open = rc.channels.remove(&g);
+                let ch = open.or_else(|| rc.dormant.remove(&g));
+                let opened = ch.is_some_and(|ch| ch.ever_opened);
+                // An orphan's tear-off ending with it does not make it one of the
+                // torn: where its owner's channel is open, the owner's Destroyed
+                // close takes it (seed 112352 with dormancy and sublevels: a copy
+                // held dormant got a TornOff close the driver never sends).
+                let torn = if orphaned { tearing_orphan && !rc.owner_open(owner) } else { torn_now };
+                if opened && torn {
+                    rc.conn.closes.push(PendingClose { guid: g, reason: CloseReason::TornOff });
+                } else if opened && !g.is_static() && !orphaned {
+                    rc.conn.closes.push(PendingClose::destroyed(g));
+                } else if !(opened && g.is_static()) {
+                    // (A static actor's close went above; its channel closes here.)
+                    continue;
+                }
+                if let Some(ch) = open {
+                    rc.note_close(g, &ch);
                 }
             }
         }
-        new_subs
+        if entry.is_none() && live {
+            let a = a.expect("live");
+            if class.cols.sub_condition[slot].is_some() {
+                new_subs.push((c, slot as u32));
+            }
+            let layout = &class.layout;
+            self.active.set(c, slot, true);
+            *entry = Some(RefActor {
+                guid: a.guid,
+                generation: a.generation,
+                object: vec![0; layout.record_bytes],
+                // UE compares a new object with its class default object.
+                shadow: layout.default_record.clone(),
+                shadow_arrays: layout.default_arrays.clone(),
+                last_changed: vec![0; layout.leaves.len()],
+                clock: ConsiderClock::default(),
+                fresh: true,
+                link: (ActorRelevancy::at(a.guid, [0.0; 3]), 0.0),
+                linked: None,
+                tear_seen: false,
+                torn: false,
+                deferred: Vec::new(),
+                tear_since: Frame(0),
+                owner: None,
+                sleep_at: None,
+                serve: Serve::default(),
+            });
+        }
+        if let Some(e) = entry.as_mut().filter(|_| class.cols.sub_condition[slot].is_some()) {
+            e.owner = driver.owner_of(e.guid).or(e.owner);
+        }
+        // Torn off: replicated in the frame after the game's call (the first this sees
+        // it), each channel closed right after; then, once no connection left it over,
+        // its other channels end with a TornOff close (clients keep their copies). A
+        // sub-object whose owner is gone: its channels end without one (clients destroyed
+        // it with the owner) — with one if it was tearing (a client may have torn the
+        // owner off and kept it).
+        let orphaned = a.is_some_and(|a| a.orphaned);
+        let tearing = a.is_some_and(|a| a.tearing);
+        if let Some(e) = entry.as_mut().filter(|e| !e.torn && (tearing || orphaned)) {
+            if tear_ends(e) || orphaned {
+                e.torn = true;
+                for rc in &mut self.conns {
+                    let held = rc.held_torn.remove(&e.guid);
+                    let open = rc.channels.remove(&e.guid);
+                    let ch = open.or_else(|| rc.dormant.remove(&e.guid));
+                    let opened = ch.is_some_and(|ch| ch.ever_opened);
+                    // An orphan: where the gone owner's channel was open, its Destroyed
+                    // close takes the sub-object with it (queued this frame, or to come in
+                    // this pass). (A tear-off that ends closes every channel it has.)
+                    let owner_open = orphaned && rc.owner_open(e.owner);
+                    let torn_close = opened && tearing && !owner_open;
+                    if torn_close {
+                        rc.conn.closes.push(PendingClose { guid: e.guid, reason: CloseReason::TornOff });
+                    }
+                    // An orphan's channel ends with or without a close of its own:
+                    // this tick's calls made while it was open still go.
+                    if torn_close || orphaned {
+                        if let Some(ch) = open.filter(|_| !held) {
+                            rc.note_close(e.guid, &ch);
+                        }
+                    }
+                }
+            }
+            if owing.contains(&e.guid) && !e.torn {
+                e.clock.force_net_update(now);
+            }
+            // Switched off (a sub-object: its owner), it is not considered, so not
+            // replicated: its tear-off waits, seen the first frame it is on.
+            if !e.tear_seen && switched_on(driver, e.owner, a) {
+                e.tear_since = Frame(self.frame.0.saturating_sub(1));
+                e.tear_seen = true;
+            }
+        }
+        if let Some(e) = entry.as_mut() {
+            debug_assert_eq!(e.generation, a.map_or(0, |a| a.generation));
+        }
+    }
+}
+
+/// What a frame's tracking of the actor list reads of its tearing actors.
+struct Tracking {
+    /// Tearing actors a connection's full window held back, whose tear-off waits for it.
+    owing: crate::ids::GuidSet,
+    /// Their owners, which wait with them.
+    owing_owners: crate::ids::GuidSet,
+    /// Tearing actors whose tear-off goes on this frame.
+    waiting: crate::ids::GuidSet,
+    /// Server time.
+    now: f64,
+}
+
+impl Tracking {
+    /// A tearing actor's tear-off ends this frame: replicated since the game's call, not left
+    /// over, no connection's window holding back its last update or a sub-object's, and — a
+    /// sub-object — its owner's tear-off not going on.
+    fn tear_ends(&self, e: &RefActor) -> bool {
+        let waits = self.owing.contains(&e.guid) || self.owing_owners.contains(&e.guid);
+        let owner_waits = e.owner.is_some_and(|o| self.waiting.contains(&o));
+        e.tear_seen && !e.clock.pending_net_update && !waits && !owner_waits
     }
 }
 

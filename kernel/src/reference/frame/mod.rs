@@ -5,15 +5,17 @@
 //! per frame (after the driver's tick, on the same stores and the driver's inputs):
 //!   wakes          the game's wakes: their dormant copies channels again (woken), before any
 //!                  close, as the driver wakes them at the call
-//!   actor list     every live actor, one object each: new ones get an object, destroyed ones
-//!                  queue a close on every connection with a channel or a dormant copy
-//!                  (`lifecycle.rs`)
+//!   actor list     one object per live actor: new ones get an object, destroyed ones queue a
+//!                  close on every connection with a channel or a dormant copy — looked at where
+//!                  the driver logged a spawn, a destruction or a tear-off, as UE's network
+//!                  object list hears of them (`lifecycle.rs`)
 //!   game's calls   forced updates, and dormancy's: awake (a wake is a forced update too),
 //!                  asleep at once (a static actor's Initial)
 //!   dormant look   each connection about once a second (and in its first frame) wakes every
 //!                  sleeping actor within its cull distance of a viewer (where it fell asleep)
 //!                  that it holds no copy of — a walk over every actor (`dormancy.rs`)
-//!   consider list  every awake actor whose clock is due (or pending) and that replicates (not
+//!   consider list  every awake actor (the active list, UE's `ActiveNetworkObjects`: a sleeper
+//!                  is off it) whose clock is due (or pending) and that replicates (not
 //!                  switched off by `set_replicates`); each is compared property by
 //!                  property — read from the store into its object, compared with its own shadow
 //!                  (push-based properties and dynamic arrays only where marked) — and its next
@@ -62,14 +64,15 @@
 //! call [`ReferenceFrame::acknowledge_all`] where the clients would answer. The reference keeps
 //! the kernel's bookkeeping of packets in flight (sequence numbers, what each packet carried);
 //! what a loss means for a channel it decides itself. Dormancy is the kernel's (`net::dormancy`)
-//! decided the plain way: a copy held dormant is a channel in a second map, a sleeping actor a
-//! flag skipped by the consider list, and the once-a-second look a test of every sleeper against
+//! decided the plain way: a copy held dormant is a channel in a second map, a sleeping actor off
+//! the consider list's active list, and the once-a-second look a test of every sleeper against
 //! every viewer — no cells, no sorted rows; the game's calls that wake or put to sleep are
 //! replayed from the driver's log of them, as its forced updates are.
 //!
 //! This module holds the frame; `consider.rs` the consider list; `lifecycle.rs` the actor list across
 //! frames (new and gone actors, tear-offs, orphaned sub-objects), as the kernel's
-//! `net::lifecycle` does; `connection.rs` one connection's frame, as the kernel's
+//! `net::lifecycle` does; `connection.rs` the connections across frames and one connection's
+//! frame, as the kernel's
 //! `net::channels` does, in its steps: `prioritize.rs` (the walk, relevancy asked where UE asks
 //! it in `asked.rs`, priorities, the sort), `process.rs` (the candidates in send order until the
 //! budget is spent, the leftovers), `replicate.rs` (one actor's bunch); `dormancy.rs` sleep and
@@ -105,6 +108,7 @@ mod lifecycle;
 mod prioritize;
 mod process;
 mod replicate;
+use consider::ActiveList;
 
 /// One actor as an object of its own.
 struct RefActor {
@@ -136,8 +140,6 @@ struct RefActor {
     tear_since: Frame,
     /// As a sub-object, its owner (kept: the driver forgets the link when the owner goes).
     owner: Option<NetGuid>,
-    /// Dormant wherever it is held: off the consider list.
-    asleep: bool,
     /// Asleep, where it fell asleep and its squared cull distance then: where a connection's
     /// look meets it (`None`: a static actor's Initial sleep, which only a wake ends).
     sleep_at: Option<([f32; 3], f32)>,
@@ -372,8 +374,13 @@ pub struct ReferenceTick {
     pub seconds: f64,
     /// Wall time of the relevancy answers the frame asked only for the cross-check with the
     /// kernel (each connection's whole relevant set; UE asks an open channel's relevancy once a
-    /// second), seconds: within the call, not in `seconds`.
+    /// second), and of the actor list's audit (every slot the driver's log did not name looked
+    /// at, to prove it needed nothing), seconds: within the call, not in `seconds`.
     pub audit_seconds: f64,
+    /// Slots whose actor changed without the driver's log naming them (`Level::touched`), found
+    /// by the audit and tracked after the others, over every frame so far: a bug if not 0 (the
+    /// sims and the profiles' cross-check fail on it).
+    pub missed_slots: usize,
     /// Actors on the consider list.
     pub due_actors: usize,
     /// Bytes written over every connection.
@@ -385,14 +392,23 @@ pub struct ReferenceFrame {
     watchers: Vec<WatcherId>,
     /// Per class, per slot.
     actors: Vec<Vec<Option<RefActor>>>,
+    /// The entries awake (not dormant wherever they are held): the consider list's members.
+    active: ActiveList,
     conns: Vec<RefConn>,
     frame: Frame,
     /// Tearing actors whose last update a connection's full window held back (class, slot).
     deferring: std::collections::HashSet<(u32, u32)>,
     /// How many of the driver's destroyed static actors the connections were told of.
     statics_told: usize,
-    /// This frame's relevancy audit (the answers UE never asks, for the cross-check: `asked`).
+    /// This frame's relevancy audit (the answers UE never asks, for the cross-check: `asked`)
+    /// and actor list audit (`lifecycle`).
     audit_seconds: f64,
+    /// The actor list has been walked whole once (its first frame).
+    tracked_once: bool,
+    /// Entries the last frame left tearing (class, slot): tracked again this frame.
+    unsettled: Vec<(u32, u32)>,
+    /// See [`ReferenceTick::missed_slots`].
+    missed_slots: usize,
 }
 
 impl ReferenceFrame {
@@ -414,11 +430,15 @@ impl ReferenceFrame {
         Ok(ReferenceFrame {
             watchers,
             actors: (0..driver.classes.len()).map(|_| Vec::new()).collect(),
+            active: ActiveList::new(driver.classes.len()),
             conns: Vec::new(),
             frame: Frame(0),
             deferring: Default::default(),
             statics_told: 0,
             audit_seconds: 0.0,
+            tracked_once: false,
+            unsettled: Vec::new(),
+            missed_slots: 0,
         })
     }
 
@@ -467,54 +487,7 @@ impl ReferenceFrame {
         self.audit_seconds = 0.0;
         let time = level.time;
         let cfg = &level.cfg;
-        // A static actor's end goes to every connection, a channel or not (its client loaded it
-        // with the level; UE's destruction infos of startup actors), and a connection that joins
-        // later is told of every one destroyed before (a torn-off one is its clients' own).
-        for (rc, _) in self.conns.iter_mut().zip(&driver.conns).filter(|(_, dc)| !dc.removed) {
-            let newly = &driver.statics.destroyed[self.statics_told..];
-            rc.conn.closes.queued.extend(newly.iter().map(|&g| PendingClose::destroyed(g)));
-        }
-        self.statics_told = driver.statics.destroyed.len();
-        // Fast arrays the game removed since the last frame: a client that may hold one (by the
-        // reference's own state of it, logged by slot as the array went) gets its close, as the
-        // driver's got theirs at the call — told to the connection the reference last saw in
-        // the slot, before a new one there replaces it.
-        for (guid, slots) in &level.fast_removed_last_tick {
-            for &ci in slots {
-                if let Some(rc) = self.conns.get_mut(ci as usize) {
-                    rc.conn.closes.push(PendingClose::destroyed(*guid));
-                }
-            }
-        }
-        for (ci, c) in driver.conns.iter().enumerate() {
-            if self.conns.get(ci).is_some_and(|rc| rc.id == c.id) {
-                continue;
-            }
-            // A new connection, in a new slot or in the slot of one removed.
-            let mut conn = Connection::new(c.replay, Pairs::channels(), driver.cfg.mtu, Seq(1));
-            conn.id = c.id;
-            conn.closes.queued.extend(driver.statics.destroyed.iter().map(|&g| PendingClose::destroyed(g)));
-            driver.fast.reset_reference_connection(ci);
-            let rc = RefConn {
-                id: c.id,
-                conn,
-                channels: GuidMap::default(),
-                budget: Budget::new(cfg.net_speed, c.replay),
-                decisions: FrameDecisions::default(),
-                fast_delivered: Vec::new(),
-                owner_closes_delivered: Vec::new(),
-                next_epoch: 0,
-                held_torn: Default::default(),
-                dormant: GuidMap::default(),
-                looked: false,
-                sent_temporaries: Default::default(),
-            };
-            if ci < self.conns.len() {
-                self.conns[ci] = rc;
-            } else {
-                self.conns.push(rc);
-            }
-        }
+        self.follow_connections(driver);
         // The game's wakes since the last frame: their copies are channels again before the
         // actor list closes any (the driver woke them at the game's call).
         self.wake_copies(driver, &level.dormancy_calls_last_tick);
@@ -594,6 +567,7 @@ impl ReferenceFrame {
         Ok(ReferenceTick {
             seconds: start.elapsed().as_secs_f64() - audit_seconds,
             audit_seconds,
+            missed_slots: self.missed_slots,
             due_actors: due.len(),
             bytes,
         })

@@ -307,9 +307,16 @@ impl Sim {
     pub(super) fn step(&mut self) -> Result<(), String> {
         let frame = self.frames;
         self.driver.tick(&mut [&mut self.things, &mut self.bags]).map_err(|e| format!("frame {frame}: kernel: {e}"))?;
-        self.reference
+        let tick = self
+            .reference
             .tick(&self.driver, &mut [&mut self.bags, &mut self.things])
             .map_err(|e| format!("frame {frame}: reference: {e}"))?;
+        if tick.missed_slots > 0 {
+            return Err(format!(
+                "frame {frame}: reference: {} slots changed outside the driver's log",
+                tick.missed_slots
+            ));
+        }
         self.frames += 1;
         self.most_asleep = self.most_asleep.max(self.driver.asleep_actors());
         if self.loss > 0.0 && (self.frames == 40 || self.link.random_bool(0.01)) {
