@@ -262,3 +262,89 @@ fn count(l: &Level, counts: NetGuid, item: shadowrep::fastarray::ReplicationId) 
     let bytes = l.client(0).fast_array(counts)?.item(item)?;
     Some(u32::from_le_bytes(bytes.try_into().ok()?))
 }
+
+/// A frame of the kernel and the UE-style reference side by side, as [`stalled_tick`]: both must
+/// write client 0's packets byte for byte; the client's feedback goes to both, or neither hears
+/// anything but that it is alive.
+fn stalled_tick_beside(
+    l: &mut Level,
+    r: &mut shadowrep::reference::frame::ReferenceFrame,
+    fillers: &[ActorId],
+    frame: u32,
+    feedback: bool,
+) {
+    for &f in fillers {
+        l.store.set(f, HEALTH, &Value::U32(frame)).unwrap();
+    }
+    l.driver.tick(&mut [&mut l.store]).expect("tick");
+    let tick = r.tick(&l.driver, &mut [&mut l.store]).expect("reference tick");
+    assert_eq!(tick.missed_slots, 0);
+    let (conn, world) = &mut l.clients[0];
+    let packets = l.driver.take_packets(*conn).expect("live");
+    let theirs: Vec<&[u8]> = r.packets(*conn).collect();
+    assert_eq!(packets.iter().map(Vec::as_slice).collect::<Vec<_>>(), theirs, "frame {frame}: the packets differ");
+    for p in &packets {
+        world.receive(p).expect("a well-formed packet");
+    }
+    let fb = world.feedback();
+    if feedback {
+        l.driver.receive_feedback(*conn, &fb).expect("decodes");
+        r.receive_feedback(&l.driver, *conn, &fb).expect("decodes");
+    } else {
+        l.driver.heard_from(*conn).expect("live");
+    }
+}
+
+/// A tearing owner-only actor, served through the viewer (its owner actor is the view target),
+/// whose last update a full window deferred, despawned and its slot given to a new actor
+/// before the next tick, after which the game moves the viewer off the actor's owner chain: the
+/// kernel decides the tear-off as the slot is reused, the reference at its tick — alike.
+///
+/// Not yet: the kernel judges whether the connection still owes the update (so the tear-off
+/// waits, and the despawn closes the channel Destroyed) with the viewers of the moment the slot
+/// is reused (`retire_unseen`), the reference with the viewers of its tick (the connection no
+/// longer served: the tear-off ends, TornOff) — the second frame after the reuse writes a
+/// different close. Found in session 73 from a helper's review of call order (no random world
+/// had hit it in 10 000 lossy ones); which moment is right, and the fix, in the issue's note.
+#[test]
+#[ignore = "a known kernel/reference divergence (issue 7's note): the tear-off of a reused slot judged at the call vs at the tick"]
+fn a_tear_off_decided_as_its_slot_is_reused_is_decided_as_the_reference_decides_it() {
+    use shadowrep::reference::frame::ReferenceFrame;
+    let mut l = Level::new(every_frame(), 1);
+    always_due(&mut l);
+    let conn = l.clients[0].0;
+    let mut r = ReferenceFrame::new(&l.driver, &mut [&mut l.store]).unwrap();
+    l.driver.set_net_speed(conn, 10_000_000).unwrap();
+    let (_, pawn) = l.spawn([300.0, 0.0, 0.0], 1);
+    let (id, guid) = l.spawn([100.0, 0.0, 0.0], 5);
+    l.driver.set_owner_actor(l.class, &l.store, id, Some(pawn), None).unwrap();
+    l.settings(id, |s| s.only_relevant_to_owner = true);
+    l.driver.set_viewers(conn, &[viewer([0.0; 3], Some(pawn))]).unwrap();
+    let fillers: Vec<ActorId> = (0..40).map(|i| l.spawn([200.0 + i as f32, 0.0, 0.0], 0).0).collect();
+    let mut frame = 0;
+    for _ in 0..3 {
+        frame += 1;
+        stalled_tick_beside(&mut l, &mut r, &fillers, frame, true);
+    }
+    assert!(l.client(0).has(guid));
+    l.settings(id, |s| s.frequency.net_update_frequency = 0.2);
+    while l.driver.connection_stats(conn).unwrap().repeats == 0 {
+        frame += 1;
+        assert!(frame < 2_000, "the window never filled");
+        stalled_tick_beside(&mut l, &mut r, &fillers, frame, false);
+    }
+    l.store.set(id, HEALTH, &Value::U32(0)).unwrap();
+    l.driver.tear_off(l.class, &l.store, id).unwrap();
+    frame += 1;
+    stalled_tick_beside(&mut l, &mut r, &fillers, frame, false);
+    assert!(!l.client(0).is_torn_off(guid), "nothing got through the full window");
+    // Between two ticks: despawned, its slot reused, the viewer off its owner chain.
+    l.store.despawn(id).unwrap();
+    let (reused, _) = l.spawn([150.0, 0.0, 0.0], 9);
+    assert_eq!(reused.index, id.index, "the slot is reused");
+    l.driver.set_viewers(conn, &[viewer([0.0; 3], None)]).unwrap();
+    for _ in 0..6 {
+        frame += 1;
+        stalled_tick_beside(&mut l, &mut r, &fillers, frame, true);
+    }
+}
