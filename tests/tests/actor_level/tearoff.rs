@@ -298,16 +298,13 @@ fn stalled_tick_beside(
 /// A tearing owner-only actor, served through the viewer (its owner actor is the view target),
 /// whose last update a full window deferred, despawned and its slot given to a new actor
 /// before the next tick, after which the game moves the viewer off the actor's owner chain: the
-/// kernel decides the tear-off as the slot is reused, the reference at its tick — alike.
-///
-/// Not yet: the kernel judges whether the connection still owes the update (so the tear-off
-/// waits, and the despawn closes the channel Destroyed) with the viewers of the moment the slot
-/// is reused (`retire_unseen`), the reference with the viewers of its tick (the connection no
-/// longer served: the tear-off ends, TornOff) — the second frame after the reuse writes a
-/// different close. Found in session 73 from a helper's review of call order (no random world
-/// had hit it in 10 000 lossy ones); which moment is right, and the fix, in the issue's note.
+/// kernel judges the tear-off as the slot is reused (still owed there: the despawn closes the
+/// channel Destroyed), by the viewers of that call, and the reference alike, from the driver's
+/// log of what the call read (`Level::reused_tearing`). Until session 73 the reference judged it
+/// with the viewers of its tick (no longer served: TornOff), and the second frame after the
+/// reuse wrote a different close (a helper's call-order review named the case; no random world
+/// had hit it).
 #[test]
-#[ignore = "a known kernel/reference divergence (issue 7's note): the tear-off of a reused slot judged at the call vs at the tick"]
 fn a_tear_off_decided_as_its_slot_is_reused_is_decided_as_the_reference_decides_it() {
     use shadowrep::reference::frame::ReferenceFrame;
     let mut l = Level::new(every_frame(), 1);
@@ -347,4 +344,53 @@ fn a_tear_off_decided_as_its_slot_is_reused_is_decided_as_the_reference_decides_
         frame += 1;
         stalled_tick_beside(&mut l, &mut r, &fillers, frame, true);
     }
+    assert!(!l.client(0).has(guid), "destroyed: the despawn closed the channel its tear-off waited on");
+}
+
+/// A tearing owner-only actor served through its owner chain (its owner's owner is the view
+/// target), whose last update a full window deferred, and the game breaks the chain before the
+/// next tick: the kernel judges the tear-off at that tick's start with the chain as it is then
+/// (no longer served: it ends, TornOff), and the reference alike — it read the chain's links as
+/// its last frame left them.
+#[test]
+fn a_tear_off_waiting_on_an_owner_chain_the_game_breaks_is_decided_as_the_reference_decides_it() {
+    use shadowrep::reference::frame::ReferenceFrame;
+    let mut l = Level::new(every_frame(), 1);
+    always_due(&mut l);
+    let conn = l.clients[0].0;
+    let mut r = ReferenceFrame::new(&l.driver, &mut [&mut l.store]).unwrap();
+    l.driver.set_net_speed(conn, 10_000_000).unwrap();
+    let (_, pawn) = l.spawn([300.0, 0.0, 0.0], 1);
+    let (holder, held_by) = l.spawn([310.0, 0.0, 0.0], 1);
+    let (id, guid) = l.spawn([100.0, 0.0, 0.0], 5);
+    l.driver.set_owner_actor(l.class, &l.store, holder, Some(pawn), None).unwrap();
+    l.driver.set_owner_actor(l.class, &l.store, id, Some(held_by), None).unwrap();
+    l.settings(id, |s| s.only_relevant_to_owner = true);
+    l.driver.set_viewers(conn, &[viewer([0.0; 3], Some(pawn))]).unwrap();
+    let fillers: Vec<ActorId> = (0..40).map(|i| l.spawn([200.0 + i as f32, 0.0, 0.0], 0).0).collect();
+    let mut frame = 0;
+    for _ in 0..3 {
+        frame += 1;
+        stalled_tick_beside(&mut l, &mut r, &fillers, frame, true);
+    }
+    assert!(l.client(0).has(guid));
+    l.settings(id, |s| s.frequency.net_update_frequency = 0.2);
+    while l.driver.connection_stats(conn).unwrap().repeats == 0 {
+        frame += 1;
+        assert!(frame < 2_000, "the window never filled");
+        stalled_tick_beside(&mut l, &mut r, &fillers, frame, false);
+    }
+    l.store.set(id, HEALTH, &Value::U32(0)).unwrap();
+    l.driver.tear_off(l.class, &l.store, id).unwrap();
+    // The update deferred by the full window; the feedback after it opens the window.
+    frame += 1;
+    stalled_tick_beside(&mut l, &mut r, &fillers, frame, true);
+    assert!(!l.client(0).is_torn_off(guid), "nothing got through the full window");
+    // Between two ticks: the chain broken above the actor's owner.
+    l.driver.set_owner_actor(l.class, &l.store, holder, None, None).unwrap();
+    for _ in 0..6 {
+        frame += 1;
+        stalled_tick_beside(&mut l, &mut r, &fillers, frame, true);
+    }
+    assert!(l.client(0).is_torn_off(guid), "closed TornOff: no longer served, nothing owed");
 }

@@ -168,6 +168,11 @@ pub(crate) struct Level {
     pub touched: Vec<(u32, u32)>,
     /// The slots the last tick saw.
     pub touched_last_tick: Vec<(u32, u32)>,
+    /// Tearing actors whose slot the game reused since the last tick: their tear-off judged at
+    /// that call, with what it read then (inputs a reference judges it with alike).
+    pub reused_tearing: Vec<ReusedTearing>,
+    /// The reuses the last tick saw.
+    pub reused_tearing_last_tick: Vec<ReusedTearing>,
     pub time: ServerTime,
     /// Sleeping actors by cell, where connections look for those they have not met.
     pub dormant: super::dormancy::DormantCells,
@@ -185,6 +190,36 @@ pub(crate) struct Level {
     pub sublevels: bool,
 }
 
+/// A tearing actor despawned between ticks whose slot the game gave a new actor at once
+/// (`NetDriver::retire_unseen`): its tear-off was judged at that call — whether a connection
+/// whose full window deferred its last update still owes it — by the connections and the
+/// actor's columns as they were then. What that judgment read, for a reference to judge it
+/// alike at its tick (the game may move a viewer between the call and the tick).
+#[derive(Clone, Debug)]
+pub struct ReusedTearing {
+    /// The actor's class.
+    pub class: u32,
+    /// Its slot (another actor's now).
+    pub slot: u32,
+    /// The actor.
+    pub guid: NetGuid,
+    /// The connections the judgment asked about (those whose window deferred the actor's last
+    /// update): (connection slot, removed, viewers, net groups).
+    pub conns: Vec<(u32, bool, Vec<super::relevancy::Viewer>, super::NetGroups)>,
+    /// The actor's owning connection.
+    pub owner: Option<u32>,
+    /// It was its owner's autonomous proxy.
+    pub autonomous: bool,
+    /// It simulated physics.
+    pub physics: bool,
+    /// Its condition, as a sub-object.
+    pub sub_condition: Option<super::SubObjectCondition>,
+    /// Its owner-only setting (`bOnlyRelevantToOwner`).
+    pub only_relevant_to_owner: bool,
+    /// Its owner actor (the owner chain's first link).
+    pub owner_actor: Option<NetGuid>,
+}
+
 impl Level {
     /// Starts frame `frame`: server time moves on by one tick.
     pub fn begin_frame(&mut self, frame: Frame) {
@@ -196,6 +231,8 @@ impl Level {
         std::mem::swap(&mut self.fast_removed, &mut self.fast_removed_last_tick);
         self.touched_last_tick.clear();
         std::mem::swap(&mut self.touched, &mut self.touched_last_tick);
+        self.reused_tearing_last_tick.clear();
+        std::mem::swap(&mut self.reused_tearing, &mut self.reused_tearing_last_tick);
         self.time = ServerTime { frame, now: frame.0 as f64 * self.time.tick, tick: self.time.tick };
     }
 
@@ -316,6 +353,8 @@ impl Level {
             fast_removed_last_tick: Vec::new(),
             touched: Vec::new(),
             touched_last_tick: Vec::new(),
+            reused_tearing: Vec::new(),
+            reused_tearing_last_tick: Vec::new(),
             time: ServerTime { frame: Frame(0), now: 0.0, tick: 1.0 / cfg.tick_rate },
             dormant: super::dormancy::DormantCells::new(cfg.grid.cell_size),
             fast_arrays: Vec::new(),

@@ -151,9 +151,36 @@ impl NetDriver {
             return;
         }
         if a.tearing {
+            self.log_reused_tearing(class, slot, a.guid);
             self.finish_tear_offs_as_of(Frame(self.frame.0 + 1), Some(a.guid));
         }
         self.retire_actor(class, slot);
+    }
+
+    /// Logs what [`Self::retire_unseen`]'s judgment of tearing actor `guid` reads
+    /// ([`crate::net::level::ReusedTearing`]).
+    fn log_reused_tearing(&mut self, class: u32, slot: u32, guid: NetGuid) {
+        let Some(t) = self.tearing.iter().find(|t| t.guid == guid) else { return };
+        let conns = (t.deferred.iter().filter_map(|&ci| self.conns.get(ci as usize).map(|c| (ci, c))))
+            .map(|(ci, c)| (ci, c.removed, c.viewers.clone(), c.net_groups))
+            .collect();
+        let c = &self.classes[class as usize];
+        let (a, s) = (&c.actors[slot as usize], slot as usize);
+        let reused = crate::net::level::ReusedTearing {
+            class,
+            slot,
+            guid,
+            conns,
+            owner: a.owner,
+            autonomous: a.autonomous,
+            physics: a.physics,
+            sub_condition: c.cols.sub_condition[s],
+            only_relevant_to_owner: c.cols.settings[s].only_relevant_to_owner,
+            owner_actor: c.cols.owner_actor[s],
+        };
+        if let Some(level) = self.level.as_mut() {
+            level.reused_tearing.push(reused);
+        }
     }
 
     /// [`Self::finish_tear_offs`] at the start of `frame`; with `only`, for that actor alone.

@@ -15,6 +15,7 @@
 //! more than half of open_world's, 1 000 000: UE's frame walks neither.)
 
 use super::*;
+use crate::net::level::ReusedTearing;
 
 impl ReferenceFrame {
     /// New actors get an object; destroyed ones are closed where they have a channel; tearing
@@ -35,6 +36,7 @@ impl ReferenceFrame {
         // game's call — and is considered each frame meanwhile; its owner waits with it.
         // (Its own list of tearing actors a window held back: the driver's tick may have
         // retired them since.)
+        let reused = &driver.level.as_ref().expect("checked by tick").reused_tearing_last_tick;
         let mut owing = crate::ids::GuidSet::default();
         let mut owing_owners = crate::ids::GuidSet::default();
         self.deferring.retain(|&(c, s)| {
@@ -49,9 +51,7 @@ impl ReferenceFrame {
                 && !e.torn
                 && e.deferred.iter().any(|&ci| {
                     let ci = ci as usize;
-                    !driver.conns[ci].removed
-                        && self.conns[ci].channels.contains_key(&guid)
-                        && serves(driver, &self.actors, (c, s), ci)
+                    self.conns[ci].channels.contains_key(&guid) && serves(driver, &self.actors, reused, (c, s), ci)
                 });
             if owes {
                 owing.insert(guid);
@@ -394,25 +394,54 @@ impl RefConn {
     }
 }
 
-/// Whether connection `ci`'s frames serve the actor in (`c`, `s`) at all: an owner-only actor
-/// only a connection that owns it or whose viewers are on its owner chain (UE's
+/// Whether connection `ci` is live and its frames serve the actor in (`c`, `s`) at all: an
+/// owner-only actor only a connection that owns it or whose viewers are on its owner chain (UE's
 /// `IsActorOwnedByAndRelevantToConnection`), a sub-object only where its condition lets it.
-/// The actor is the reference's entry in (`c`, `s`); if the driver's slot holds another actor
-/// already (it died and a new one was spawned there: the driver ended its tear-off or not when
-/// it retired it, judged by its own columns then), its own, as of its last frame, answer.
-fn serves(driver: &NetDriver, actors: &[Vec<Option<RefActor>>], (c, s): (u32, u32), ci: usize) -> bool {
+/// The actor is the reference's entry in (`c`, `s`). If the driver's slot holds another actor
+/// already (it died and the game spawned a new one there between ticks: the driver judged its
+/// tear-off at that call), it is judged as the driver judged it: by the connections and its
+/// own columns at that call (`reused`, the driver's log of them) — or, not logged there, by its
+/// own columns as of its last frame.
+fn serves(
+    driver: &NetDriver,
+    actors: &[Vec<Option<RefActor>>],
+    reused: &[ReusedTearing],
+    (c, s): (u32, u32),
+    ci: usize,
+) -> bool {
     let class = &driver.classes[c as usize];
     let net = &class.actors[s as usize];
     let Some(a) = actors[c as usize][s as usize].as_ref() else { return false };
-    let serve = if net.guid == a.guid { Serve::of(class, s as usize) } else { a.serve };
-    let owned = serve.owner == Some(ci as u32);
     let dc = &driver.conns[ci];
+    // The owner chain's first link: the actor's `Owner`.
+    let mut first = a.link.0.owner;
+    let (serve, removed, viewers, groups) = if net.guid == a.guid {
+        first = class.cols.owner_actor[s as usize];
+        (Serve::of(class, s as usize), dc.removed, &dc.viewers[..], dc.net_groups)
+    } else if let Some(r) = reused.iter().find(|r| (r.class, r.slot, r.guid) == (c, s, a.guid)) {
+        let Some((_, removed, viewers, groups)) = r.conns.iter().find(|x| x.0 == ci as u32) else { return false };
+        first = r.owner_actor;
+        let serve = Serve {
+            owner: r.owner,
+            autonomous: r.autonomous,
+            physics: r.physics,
+            sub_condition: r.sub_condition,
+            only_relevant_to_owner: r.only_relevant_to_owner,
+        };
+        (serve, *removed, &viewers[..], *groups)
+    } else {
+        (a.serve, dc.removed, &dc.viewers[..], dc.net_groups)
+    };
+    if removed {
+        return false;
+    }
+    let owned = serve.owner == Some(ci as u32);
     let flags = ReplicationFlags {
         owner: owned,
         autonomous: serve.autonomous,
         physics: serve.physics,
         replay: dc.replay,
-        groups: dc.net_groups,
+        groups,
     };
     // (An initial-only one is served: its owner's channel decides when.)
     if !serve.sub_condition.is_none_or(|cond| condition_map(cond, flags, true)) {
@@ -421,9 +450,13 @@ fn serves(driver: &NetDriver, actors: &[Vec<Option<RefActor>>], (c, s): (u32, u3
     if !serve.only_relevant_to_owner || owned {
         return true;
     }
-    let lookup = |g: NetGuid| {
+    // The chain's links as they are now, read through each actor as UE reads `Owner` (its
+    // links here are refreshed later in the frame, for the consider list: a chain the game broke
+    // since the last frame was still whole in them — a tear-off waited on a connection the
+    // driver no longer served).
+    let owner_of = |g: NetGuid| {
         let &(c, s) = driver.guids.get(&g)?;
-        actors.get(c as usize)?.get(s as usize)?.as_ref().map(|a| &a.link.0)
+        driver.classes[c as usize].cols.owner_actor[s as usize]
     };
-    owned_by_viewers(&a.link.0, &dc.viewers, &lookup)
+    crate::net::relevancy::chain_viewed(a.guid, first, viewers, &owner_of)
 }
