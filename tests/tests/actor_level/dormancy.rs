@@ -458,3 +458,83 @@ fn is_dormant_clears_with_the_first_bunch_after_a_wake() {
     assert!(l.client(0).is_dormant(guid), "dormant again");
     assert_eq!(l.events(0), vec![ClientEvent::Dormant { guid }]);
 }
+
+/// The kernel and the UE-style reference tick side by side and must write client 0's packets
+/// byte for byte: returns them (not delivered).
+fn tick_beside(l: &mut Level, r: &mut shadowrep::reference::frame::ReferenceFrame, frame: u32) -> Vec<Vec<u8>> {
+    l.driver.tick(&mut [&mut l.store]).expect("tick");
+    r.tick(&l.driver, &mut [&mut l.store]).expect("reference tick");
+    let conn = l.clients[0].0;
+    let packets = l.driver.take_packets(conn).expect("live");
+    let theirs: Vec<&[u8]> = r.packets(conn).collect();
+    assert_eq!(packets.iter().map(Vec::as_slice).collect::<Vec<_>>(), theirs, "frame {frame}: the packets differ");
+    packets
+}
+
+/// Client 0 gets `packets`; its feedback goes to the kernel and the reference.
+fn deliver_beside(l: &mut Level, r: &mut shadowrep::reference::frame::ReferenceFrame, packets: &[Vec<u8>]) {
+    let (conn, world) = &mut l.clients[0];
+    for p in packets {
+        world.receive(p).expect("a well-formed packet");
+    }
+    let fb = world.feedback();
+    l.driver.receive_feedback(*conn, &fb).expect("decodes");
+    r.receive_feedback(&l.driver, *conn, &fb).expect("decodes");
+}
+
+/// A dormancy close lost, and the game wakes the actor before the feedback that reports the loss
+/// arrives (a server's order: feedback comes between ticks, after or before the game's calls):
+/// the client never closed the channel, the woken channel is the one it has, and the close
+/// goes no more — from the kernel (its row is awake when the loss is known) and from the
+/// reference alike (its copy is dormant until its next tick replays the wake, so it queues the
+/// close again; the closes' writer, shared, drops a dormancy close whose copy is awake). A
+/// helper's review of call order (session 72) named the case as a possible divergence: it is
+/// none.
+#[test]
+fn a_dormancy_close_lost_and_reported_after_a_wake_is_not_sent_again() {
+    use shadowrep::net::Action;
+    use shadowrep::reference::frame::ReferenceFrame;
+    let mut l = Level::new(every_frame(), 1);
+    always_due(&mut l);
+    let mut r = ReferenceFrame::new(&l.driver, &mut [&mut l.store]).unwrap();
+    let (id, guid) = l.spawn([500.0, 0.0, 0.0], 10);
+    l.driver.set_net_dormancy(l.class, &l.store, id, Dormancy::DormantAll).unwrap();
+    // Another actor changes every frame: each frame sends a packet.
+    let (other, _) = l.spawn([600.0, 0.0, 0.0], 0);
+    let mut frame = 0;
+    // Until a frame closes the channel for dormancy: its packets are lost.
+    loop {
+        frame += 1;
+        assert!(frame < 50, "the actor never went dormant");
+        l.store.set(other, HEALTH, &Value::U32(frame)).unwrap();
+        let packets = tick_beside(&mut l, &mut r, frame);
+        if l.decisions(0).sends.iter().any(|s| s.guid == guid && s.action == Action::Dormant) {
+            break;
+        }
+        deliver_beside(&mut l, &mut r, &packets);
+    }
+    assert!(!l.client(0).is_dormant(guid));
+    // The next frame's packets arrive; the game wakes the actor; then the feedback that reports
+    // the lost packet arrives.
+    frame += 1;
+    l.store.set(other, HEALTH, &Value::U32(frame)).unwrap();
+    let packets = tick_beside(&mut l, &mut r, frame);
+    for p in &packets {
+        l.clients[0].1.receive(p).expect("a well-formed packet");
+    }
+    l.driver.set_net_dormancy(l.class, &l.store, id, Dormancy::Awake).unwrap();
+    let fb = l.clients[0].1.feedback();
+    let conn = l.clients[0].0;
+    l.driver.receive_feedback(conn, &fb).expect("decodes");
+    r.receive_feedback(&l.driver, conn, &fb).expect("decodes");
+    assert_eq!(l.driver.connection_stats(conn).unwrap().packets_lost, 1, "the close's packet, known lost");
+    l.store.set(id, HEALTH, &Value::U32(11)).unwrap();
+    for _ in 0..4 {
+        frame += 1;
+        let packets = tick_beside(&mut l, &mut r, frame);
+        deliver_beside(&mut l, &mut r, &packets);
+    }
+    assert!(!l.client(0).is_dormant(guid), "never closed: awake");
+    assert!(!l.events(0).contains(&ClientEvent::Dormant { guid }), "no dormancy close ever arrived");
+    assert_eq!(health(&l, 0, guid), Some(Value::U32(11)));
+}
