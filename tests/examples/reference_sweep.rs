@@ -22,7 +22,8 @@ use std::sync::Mutex;
 
 const USAGE: &str = "usage: reference_sweep --seeds A..B [--connections N] [--loss F] [--dormancy] \
 [--bags-first] [--sublevels] [--priority-hooks] [--net-groups] [--dynamic-conditions] [--class-defaults] [--net-temporary] \
-[--initial-only] [--sub-conditions] [--replicates] [--wide] [--rpcs] [--owner-chains] [--remove-fast-arrays] [--threads T] \
+[--initial-only] [--sub-conditions] [--replicates] [--wide] [--rpcs] [--owner-chains] [--remove-fast-arrays] [--late-feedback] \
+[--threads T] \
 [--verbose]
   --seeds A..B       the worlds' seeds, B excluded (required)
   --connections N    clients per world, the last a replay connection (default 4, at least 1)
@@ -43,6 +44,7 @@ const USAGE: &str = "usage: reference_sweep --seeds A..B [--connections N] [--lo
   --rpcs             the game calls its actors' remote procedures (reliable and not, multicast and client)
   --owner-chains     owning connections follow owner chains (ActorLevelConfig::owner_chain_connections)
   --remove-fast-arrays  the game removes inventories (fast arrays) from live owners (remove_fast_array)
+  --late-feedback    half the clients' feedback arrives after the game's next calls, not right after the tick
   --threads T        worlds run at once (default 1)
   --verbose          also print matching and tame worlds";
 
@@ -105,6 +107,7 @@ fn parse(args: impl Iterator<Item = String>) -> Result<Args, String> {
             "--sub-conditions" => template.sub_conditions = true,
             "--replicates" => template.replicates = true,
             "--remove-fast-arrays" => template.remove_fast_arrays = true,
+            "--late-feedback" => template.late_feedback = true,
             "--wide" => template.wide = true,
             "--rpcs" => template.rpcs = true,
             "--owner-chains" => template.owner_chains = true,
@@ -188,8 +191,8 @@ fn main() -> ExitCode {
                     }
                     Verdict::Failed(what) => {
                         println!(
-                            "FAIL seed {seed} connections {} loss {} dormancy {} bags-first {} sublevels {} priority-hooks {} net-groups {} dynamic-conditions {} class-defaults {} net-temporary {} initial-only {} sub-conditions {} replicates {} wide {} rpcs {} owner-chains {} remove-fast-arrays {}: {what}",
-                            t.connections, t.loss, t.dormancy, t.bags_first, t.sublevels, t.priority_hooks, t.net_groups, t.dynamic_conditions, t.class_defaults, t.net_temporary, t.initial_only, t.sub_conditions, t.replicates, t.wide, t.rpcs, t.owner_chains, t.remove_fast_arrays
+                            "FAIL seed {seed} connections {} loss {} dormancy {} bags-first {} sublevels {} priority-hooks {} net-groups {} dynamic-conditions {} class-defaults {} net-temporary {} initial-only {} sub-conditions {} replicates {} wide {} rpcs {} owner-chains {} remove-fast-arrays {} late-feedback {}: {what}",
+                            t.connections, t.loss, t.dormancy, t.bags_first, t.sublevels, t.priority_hooks, t.net_groups, t.dynamic_conditions, t.class_defaults, t.net_temporary, t.initial_only, t.sub_conditions, t.replicates, t.wide, t.rpcs, t.owner_chains, t.remove_fast_arrays, t.late_feedback
                         );
                         failed.lock().expect("no panic holds it").push(seed);
                     }

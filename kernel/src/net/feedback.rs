@@ -103,10 +103,12 @@ impl NetDriver {
     fn settle(&mut self, ci: usize, fb: &crate::wire::feedback::Feedback) -> usize {
         let (classes, guids, c) = (&self.classes, &self.guids, &mut self.conns[ci]);
         let fast = &self.fast;
+        let retired = self.level.as_ref().map_or(&[][..], |l| &l.retired[..]);
         let mut settled = 0;
         let mut entries = std::mem::take(&mut c.settled);
         while let Some((rec, delivered)) = c.rel.settle_next(fb) {
-            reliability::apply_settled((ci, c), classes, guids, fast, rec, delivered, &mut entries);
+            let lookup = reliability::Lookup { classes, guids, retired };
+            reliability::apply_settled((ci, c), lookup, fast, rec, delivered, &mut entries);
             settled += 1;
         }
         reliability::apply_entries(c, &mut entries);

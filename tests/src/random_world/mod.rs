@@ -151,6 +151,7 @@ pub struct Spec {
     pub rpcs: bool,
     pub owner_chains: bool,
     pub remove_fast_arrays: bool,
+    pub late_feedback: bool,
 }
 
 impl Spec {
@@ -176,7 +177,16 @@ impl Spec {
             rpcs: false,
             owner_chains: false,
             remove_fast_arrays: false,
+            late_feedback: false,
         }
+    }
+
+    /// The same where a client's feedback now and then arrives after the game's calls of the
+    /// next frame, not right after the tick (a real server reads its sockets whenever it
+    /// likes): its acknowledgements then meet the game's changes — a slot reused, a channel
+    /// ended, an actor woken — before the tick sees them. Dice of their own.
+    pub fn late_feedback(self) -> Spec {
+        Spec { late_feedback: true, ..self }
     }
 
     /// The same where the game now and then removes an inventory (a fast array) from its live
@@ -335,6 +345,8 @@ pub struct Exercised {
     pub switched_off: usize,
     /// Fast arrays removed from live owners ([`Spec::remove_fast_arrays`]).
     pub arrays_removed: usize,
+    /// Feedback that arrived after the game's next calls ([`Spec::late_feedback`]).
+    pub late_feedbacks: usize,
     /// Owner actors set that moved an actor's owning connection ([`Spec::owner_chains`]).
     pub chain_moves: usize,
     /// Ledger bytes written ([`Spec::wide`]).
@@ -390,6 +402,7 @@ impl Exercised {
                 !spec.remove_fast_arrays || self.arrays_removed > 5,
                 format!("{} fast arrays removed", self.arrays_removed),
             ),
+            (!spec.late_feedback || self.late_feedbacks > 100, format!("{} feedbacks late", self.late_feedbacks)),
             (!spec.owner_chains || self.chain_moves > 10, format!("{} owners moved by a chain", self.chain_moves)),
             (!spec.wide || self.ledger_writes > 1000, format!("{} ledger bytes written", self.ledger_writes)),
             (!spec.rpcs || self.server_delivered > 100, format!("{} Server calls delivered", self.server_delivered)),
@@ -516,6 +529,7 @@ pub fn decide_alike(spec: Spec) -> Result<Exercised, String> {
     x.other_conditions = sim.other_conditions;
     x.switched_off = sim.switched_off;
     x.arrays_removed = sim.removed_arrays.len();
+    x.late_feedbacks = sim.late_feedbacks;
     x.chain_moves = sim.chain_moves;
     x.ledger_writes = sim.ledger_writes;
     x.rpcs_called = sim.rpcs_called as usize;
@@ -539,6 +553,7 @@ fn world(spec: &Spec) -> Sim {
     sim.sub_conditions = spec.sub_conditions;
     sim.replicates_switch = spec.replicates;
     sim.remove_arrays = spec.remove_fast_arrays;
+    sim.late_feedback = spec.late_feedback;
     sim.rpcs = spec.rpcs;
     if spec.dormancy {
         // A wider map: more actors out of every viewer's reach, asleep until a viewer comes by.

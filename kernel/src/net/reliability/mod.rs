@@ -52,7 +52,7 @@ use std::collections::VecDeque;
 
 mod settle;
 
-pub(crate) use settle::{apply_entries, apply_settled, SettledEntry};
+pub(crate) use settle::{apply_entries, apply_settled, Lookup, SettledEntry};
 
 /// A packet in flight.
 #[derive(Clone, Copy, Debug)]

@@ -11,6 +11,31 @@ use crate::net::fastarrays::{self, FastArrays};
 use crate::net::{pairs, rpc};
 use crate::wire::open::CloseReason;
 
+/// Where settling finds an entry's or a close's actor: its class, the live actors by GUID, and
+/// the actors whose slot the game reused since the last tick (`Level::retired`), whose rows
+/// stay theirs until the tick.
+#[derive(Clone, Copy)]
+pub(crate) struct Lookup<'a> {
+    pub classes: &'a [ClassNet],
+    pub guids: &'a crate::ids::GuidMap<(u32, u32)>,
+    pub retired: &'a [(u64, crate::ids::NetGuid)],
+}
+
+/// [`Connection::holds_copy`], for a live actor or one whose slot was reused since the last
+/// tick (its channel, reopened since the close, is the client's until the tick closes it).
+fn holds_copy(
+    conn: &Connection,
+    guids: &crate::ids::GuidMap<(u32, u32)>,
+    retired: &[(u64, crate::ids::NetGuid)],
+    guid: crate::ids::NetGuid,
+) -> bool {
+    conn.holds_copy(guids, guid)
+        || retired.iter().find(|&&(_, g)| g == guid).is_some_and(|&(k, _)| {
+            let (c, s) = pairs::split_key(k);
+            conn.pair_ref(c, s).is_some_and(|ps| ps.flags & (pair::EVER_OPENED | pair::DORMANT) != 0)
+        })
+}
+
 /// One entry of a settled packet, waiting for [`apply_entries`].
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct SettledEntry {
@@ -27,16 +52,17 @@ pub(crate) struct SettledEntry {
 /// (applied together by [`apply_entries`] once every packet of the feedback is settled), its
 /// closes, fast array bunches and exports are applied here.
 ///
-/// A lost close is queued again unless its actor has a channel again on this connection whose
+/// A lost close is queued again unless a close of the same actor is queued since (it ends
+/// whatever copy the client has), or its actor has a channel again on this connection whose
 /// open has gone (the actor level closed it for relevancy and has reopened it since: the open
-/// replaced the close),
-/// or its fast array was opened there again ([`FastArrays::close_lost`]).
+/// replaced the close — the channel of an actor whose slot the game reused since the last tick
+/// counts, its rows the actor's until the tick), or its fast array was opened there again
+/// ([`FastArrays::close_lost`]).
 /// Entries touch only their own pair's state, which no close, fast array or export reads, so
 /// applying them after the rest changes nothing but the cost.
 pub(crate) fn apply_settled(
     (ci, conn): (usize, &mut Connection),
-    classes: &[ClassNet],
-    guids: &crate::ids::GuidMap<(u32, u32)>,
+    Lookup { classes, guids, retired }: Lookup<'_>,
     fast: &FastArrays,
     rec: PacketRecord,
     delivered: bool,
@@ -60,7 +86,10 @@ pub(crate) fn apply_settled(
         }
         let c = &classes[e.class as usize];
         let Some(a) = c.actors.get(e.slot as usize) else { continue };
-        if !(a.alive && e.names(a.guid)) {
+        // Its actor, or the one whose slot the game reused since the last tick: its rows are
+        // its own until the tick retires them, and what the client says of them still counts.
+        let retiring = || retired.iter().any(|&(k, g)| k == key && e.names(g));
+        if !(a.alive && e.names(a.guid) || retiring()) {
             continue;
         }
         // A bunch of an earlier channel of the pair (see `OpenedAfter`) is nothing to this
@@ -90,7 +119,14 @@ pub(crate) fn apply_settled(
         // open has not gone yet leaves the old copy to this close); a dormancy close while the
         // row is still dormant.
         let again = match close.reason {
-            CloseReason::Destroyed | CloseReason::LevelUnloaded if conn.holds_copy(guids, close.guid) => {
+            // A close of the actor queued since (the game destroyed it, or another channel of
+            // it ended) ends whatever copy the client has.
+            CloseReason::Destroyed | CloseReason::LevelUnloaded
+                if conn.closes.queued.iter().any(|c| c.guid == close.guid) =>
+            {
+                false
+            }
+            CloseReason::Destroyed | CloseReason::LevelUnloaded if holds_copy(conn, guids, retired, close.guid) => {
                 // Not again, but the client may keep the fast arrays of that copy.
                 fast.owner_close_dropped(fastarrays::Side::Driver, ci, close.guid, Some(&mut conn.quiet));
                 false

@@ -13,30 +13,57 @@ use crate::net::settings::ActorLevelConfig;
 use crate::net::RelevancyHook;
 
 impl ReferenceFrame {
-    /// The driver's connections as this frame finds them: a static actor's end told to every
-    /// connection, the game's fast array removals to the clients that may hold them, and a new
-    /// connection (in a new slot, or in the slot of one removed) given its state.
-    pub(super) fn follow_connections(&mut self, driver: &NetDriver) {
-        let level = driver.level.as_ref().expect("checked by tick");
-        // A static actor's end goes to every connection, a channel or not (its client loaded it
-        // with the level; UE's destruction infos of startup actors), and a connection that joins
-        // later is told of every one destroyed before (a torn-off one is its clients' own).
+    /// A static actor's end goes to every connection, a channel or not (its client loaded it
+    /// with the level; UE's destruction infos of startup actors), and a connection that joins
+    /// later is told of every one destroyed before (a torn-off one is its clients' own). Told
+    /// as soon as the reference hears from the driver — its tick, or a client's feedback that
+    /// arrives after the game's call (the driver queued the close at the call: a close the
+    /// feedback sends again goes after it, as there).
+    pub(super) fn tell_destroyed_statics(&mut self, driver: &NetDriver) {
         for (rc, _) in self.conns.iter_mut().zip(&driver.conns).filter(|(_, dc)| !dc.removed) {
-            let newly = &driver.statics.destroyed[self.statics_told..];
+            let newly = &driver.statics.destroyed[self.statics_told.min(driver.statics.destroyed.len())..];
             rc.conn.closes.queued.extend(newly.iter().map(|&g| PendingClose::destroyed(g)));
         }
         self.statics_told = driver.statics.destroyed.len();
-        // Fast arrays the game removed since the last frame: a client that may hold one (by the
-        // reference's own state of it, logged by slot as the array went) gets its close, as the
-        // driver's got theirs at the call — told to the connection the reference last saw in
-        // the slot, before a new one there replaces it.
-        for (guid, slots) in &level.fast_removed_last_tick {
+    }
+
+    /// Fast arrays the game removed (`removed`, the driver's log; the first `skip` told
+    /// already): a client that may hold one (by the reference's own state of it, logged by slot
+    /// as the array went) gets its close, as the driver's got theirs at the call — told to the
+    /// connection the reference last saw in the slot, before a new one there replaces it.
+    fn tell_fast_removals(&mut self, removed: &[(NetGuid, Vec<u32>)], skip: usize) {
+        for (guid, slots) in removed.iter().skip(skip) {
             for &ci in slots {
                 if let Some(rc) = self.conns.get_mut(ci as usize) {
                     rc.conn.closes.push(PendingClose::destroyed(*guid));
                 }
             }
         }
+    }
+
+    /// What the game did since the last frame that the driver applied at its calls and a
+    /// client's feedback arriving now must find done, as the driver's finds it: destroyed
+    /// static actors' closes and removed fast arrays' closes queued (a close the feedback sends
+    /// again goes after them, as there). The frame tells the rest.
+    pub(super) fn catch_up(&mut self, driver: &NetDriver) {
+        self.tell_destroyed_statics(driver);
+        let Some(level) = driver.level.as_ref() else { return };
+        // Removals logged since the driver's frame began (its next frame's `_last_tick`).
+        let skip = if self.fast_told.0 == driver.frame { self.fast_told.1 } else { 0 };
+        self.tell_fast_removals(&level.fast_removed, skip);
+        self.fast_told = (driver.frame, level.fast_removed.len());
+    }
+
+    /// The driver's connections as this frame finds them: a static actor's end told to every
+    /// connection, the game's fast array removals to the clients that may hold them, and a new
+    /// connection (in a new slot, or in the slot of one removed) given its state.
+    pub(super) fn follow_connections(&mut self, driver: &NetDriver) {
+        let level = driver.level.as_ref().expect("checked by tick");
+        self.tell_destroyed_statics(driver);
+        // (Before a new connection replaces one the removals were logged for.)
+        let told = std::mem::take(&mut self.fast_told);
+        let skip = if told.0 .0 + 1 == self.frame.0 { told.1 } else { 0 };
+        self.tell_fast_removals(&level.fast_removed_last_tick, skip);
         for (ci, c) in driver.conns.iter().enumerate() {
             if self.conns.get(ci).is_some_and(|rc| rc.id == c.id) {
                 continue;

@@ -10,8 +10,12 @@
 //!              values when the actor next replicates); an open not acknowledged meanwhile goes
 //!              again, its bunch the initial one; the initial values it carried stay owed as
 //!              initial values until a delivered bunch carries them (UE's reliable open bunch)
-//!   closes     a lost one goes again unless its actor has a channel again (a torn-off actor's
-//!              always; a dormancy close while the copy is still held dormant)
+//!   closes     a lost one goes again unless a close of its actor is queued since, or its
+//!              actor has a channel again (a torn-off actor's always; a dormancy close while
+//!              the copy is still held dormant)
+//! before any: the game's calls since the last frame the driver applied at the call and the
+//!   feedback must find done (destroyed static actors' and removed fast arrays' closes queued:
+//!   `catch_up`)
 //!   fast array bunches and GUID exports, as the driver's
 //! reopen       a client that got a bunch for an actor it does not have: the channel starts over
 //! ```
@@ -36,6 +40,8 @@ impl ReferenceFrame {
     ) -> Result<(), DriverError> {
         let fb = read_feedback(bytes).map_err(DriverError::Feedback)?;
         let Some(ci) = self.conns.iter().position(|c| c.id == conn) else { return Ok(()) };
+        // The game's calls since the last frame that the driver applied at once, before this.
+        self.catch_up(driver);
         let rc = &mut self.conns[ci];
         let settling = match rc.conn.rel.classify(&fb) {
             Intake::NeverSent => return Ok(()),
@@ -61,8 +67,11 @@ impl ReferenceFrame {
                         rc.channels.get(&close.guid).is_some_and(|ch| ch.ever_opened)
                             || rc.dormant.contains_key(&close.guid)
                     };
+                    let queued = rc.conn.closes.queued.iter().any(|c| c.guid == close.guid);
                     let again = || match close.reason {
                         CloseReason::TornOff => true,
+                        // A close of it queued since ends whatever copy the client has.
+                        CloseReason::Destroyed | CloseReason::LevelUnloaded if queued => false,
                         CloseReason::Dormant => rc.dormant.contains_key(&close.guid),
                         CloseReason::Destroyed | CloseReason::LevelUnloaded if holds() => {
                             // Not again; the client may keep that copy's fast arrays (as the

@@ -409,6 +409,9 @@ pub struct ReferenceFrame {
     unsettled: Vec<(u32, u32)>,
     /// See [`ReferenceTick::missed_slots`].
     missed_slots: usize,
+    /// How many of the driver's fast array removals of its frame (the driver's frame then) a
+    /// feedback's catch-up told already.
+    fast_told: (Frame, usize),
 }
 
 impl ReferenceFrame {
@@ -439,6 +442,7 @@ impl ReferenceFrame {
             tracked_once: false,
             unsettled: Vec::new(),
             missed_slots: 0,
+            fast_told: (Frame(0), 0),
         })
     }
 

@@ -119,6 +119,13 @@ pub(super) struct Sim {
     /// ([`super::Spec::remove_fast_arrays`]), from dice of their own.
     pub(super) remove_arrays: bool,
     removal_rng: ChaCha8Rng,
+    /// A client's feedback arrives after the game's next calls half the time
+    /// ([`super::Spec::late_feedback`]), from dice of their own: held here until the next step.
+    pub(super) late_feedback: bool,
+    late_rng: ChaCha8Rng,
+    held_feedback: Vec<(ConnectionId, Vec<u8>)>,
+    /// Feedback delivered late.
+    pub(super) late_feedbacks: usize,
     /// The arrays removed, with their owners; every array's owner.
     pub(super) removed_arrays: Vec<(NetGuid, NetGuid)>,
     array_owners: std::collections::HashMap<NetGuid, NetGuid>,
@@ -223,6 +230,10 @@ impl Sim {
             switched_off: 0,
             remove_arrays: false,
             removal_rng: ChaCha8Rng::seed_from_u64(seed ^ 0x7265_6d6f),
+            late_feedback: false,
+            late_rng: ChaCha8Rng::seed_from_u64(seed ^ 0x6c61_7465),
+            held_feedback: Vec::new(),
+            late_feedbacks: 0,
             removed_arrays: Vec::new(),
             array_owners: Default::default(),
             dynamic_changes: 0,
@@ -306,6 +317,18 @@ impl Sim {
     /// client cannot read.
     pub(super) fn step(&mut self) -> Result<(), String> {
         let frame = self.frames;
+        // Feedback held over from the last step arrives now, after the game's calls (a client
+        // that left meanwhile: its datagram finds no connection, and is dropped).
+        for (conn, feedback) in std::mem::take(&mut self.held_feedback) {
+            if !self.clients.iter().any(|&(c, _)| c == conn) {
+                continue;
+            }
+            self.late_feedbacks += 1;
+            self.driver.receive_feedback(conn, &feedback).map_err(|e| format!("frame {frame}: kernel: {e}"))?;
+            self.reference
+                .receive_feedback(&self.driver, conn, &feedback)
+                .map_err(|e| format!("frame {frame}: reference: {e}"))?;
+        }
         self.driver.tick(&mut [&mut self.things, &mut self.bags]).map_err(|e| format!("frame {frame}: kernel: {e}"))?;
         let tick = self
             .reference
@@ -361,6 +384,10 @@ impl Sim {
                 continue;
             }
             let feedback = world.feedback();
+            if self.late_feedback && self.late_rng.random_bool(0.5) {
+                self.held_feedback.push((*conn, feedback));
+                continue;
+            }
             self.driver.receive_feedback(*conn, &feedback).map_err(|e| format!("frame {frame}: kernel: {e}"))?;
             self.reference
                 .receive_feedback(&self.driver, *conn, &feedback)
