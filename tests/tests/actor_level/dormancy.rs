@@ -459,18 +459,6 @@ fn is_dormant_clears_with_the_first_bunch_after_a_wake() {
     assert_eq!(l.events(0), vec![ClientEvent::Dormant { guid }]);
 }
 
-/// The kernel and the UE-style reference tick side by side and must write client 0's packets
-/// byte for byte: returns them (not delivered).
-fn tick_beside(l: &mut Level, r: &mut shadowrep::reference::frame::ReferenceFrame, frame: u32) -> Vec<Vec<u8>> {
-    l.driver.tick(&mut [&mut l.store]).expect("tick");
-    r.tick(&l.driver, &mut [&mut l.store]).expect("reference tick");
-    let conn = l.clients[0].0;
-    let packets = l.driver.take_packets(conn).expect("live");
-    let theirs: Vec<&[u8]> = r.packets(conn).collect();
-    assert_eq!(packets.iter().map(Vec::as_slice).collect::<Vec<_>>(), theirs, "frame {frame}: the packets differ");
-    packets
-}
-
 /// Client 0 gets `packets`; its feedback goes to the kernel and the reference.
 fn deliver_beside(l: &mut Level, r: &mut shadowrep::reference::frame::ReferenceFrame, packets: &[Vec<u8>]) {
     let (conn, world) = &mut l.clients[0];
@@ -507,7 +495,7 @@ fn a_dormancy_close_lost_and_reported_after_a_wake_is_not_sent_again() {
         frame += 1;
         assert!(frame < 50, "the actor never went dormant");
         l.store.set(other, HEALTH, &Value::U32(frame)).unwrap();
-        let packets = tick_beside(&mut l, &mut r, frame);
+        let packets = l.tick_beside(&mut r, frame);
         if l.decisions(0).sends.iter().any(|s| s.guid == guid && s.action == Action::Dormant) {
             break;
         }
@@ -518,7 +506,7 @@ fn a_dormancy_close_lost_and_reported_after_a_wake_is_not_sent_again() {
     // the lost packet arrives.
     frame += 1;
     l.store.set(other, HEALTH, &Value::U32(frame)).unwrap();
-    let packets = tick_beside(&mut l, &mut r, frame);
+    let packets = l.tick_beside(&mut r, frame);
     for p in &packets {
         l.clients[0].1.receive(p).expect("a well-formed packet");
     }
@@ -531,7 +519,7 @@ fn a_dormancy_close_lost_and_reported_after_a_wake_is_not_sent_again() {
     l.store.set(id, HEALTH, &Value::U32(11)).unwrap();
     for _ in 0..4 {
         frame += 1;
-        let packets = tick_beside(&mut l, &mut r, frame);
+        let packets = l.tick_beside(&mut r, frame);
         deliver_beside(&mut l, &mut r, &packets);
     }
     assert!(!l.client(0).is_dormant(guid), "never closed: awake");

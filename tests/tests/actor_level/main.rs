@@ -193,6 +193,20 @@ impl Level {
         &self.clients[c].1
     }
 
+    /// One frame of the kernel and the UE-style reference `r` side by side: both tick (the
+    /// reference's audit finding no slot the driver's log missed) and must write client 0's
+    /// packets byte for byte; returns them, not delivered.
+    pub fn tick_beside(&mut self, r: &mut shadowrep::reference::frame::ReferenceFrame, frame: u32) -> Vec<Vec<u8>> {
+        self.driver.tick(&mut [&mut self.store]).expect("tick");
+        let tick = r.tick(&self.driver, &mut [&mut self.store]).expect("reference tick");
+        assert_eq!(tick.missed_slots, 0, "frame {frame}: slots changed outside the driver's log");
+        let conn = self.clients[0].0;
+        let packets = self.driver.take_packets(conn).expect("live");
+        let theirs: Vec<&[u8]> = r.packets(conn).collect();
+        assert_eq!(packets.iter().map(Vec::as_slice).collect::<Vec<_>>(), theirs, "frame {frame}: the packets differ");
+        packets
+    }
+
     /// Client `c`'s decisions of the last frame.
     pub fn decisions(&self, c: usize) -> FrameDecisions {
         self.driver.decisions(self.clients[c].0).expect("live").cloned().expect("recorded")

@@ -276,13 +276,8 @@ fn stalled_tick_beside(
     for &f in fillers {
         l.store.set(f, HEALTH, &Value::U32(frame)).unwrap();
     }
-    l.driver.tick(&mut [&mut l.store]).expect("tick");
-    let tick = r.tick(&l.driver, &mut [&mut l.store]).expect("reference tick");
-    assert_eq!(tick.missed_slots, 0);
+    let packets = l.tick_beside(r, frame);
     let (conn, world) = &mut l.clients[0];
-    let packets = l.driver.take_packets(*conn).expect("live");
-    let theirs: Vec<&[u8]> = r.packets(*conn).collect();
-    assert_eq!(packets.iter().map(Vec::as_slice).collect::<Vec<_>>(), theirs, "frame {frame}: the packets differ");
     for p in &packets {
         world.receive(p).expect("a well-formed packet");
     }
@@ -292,6 +287,57 @@ fn stalled_tick_beside(
         r.receive_feedback(&l.driver, *conn, &fb).expect("decodes");
     } else {
         l.driver.heard_from(*conn).expect("live");
+    }
+}
+
+/// A world for the tear-offs judged beside the reference: client 0 views with `pawn` as its
+/// view target; an owner-only actor (`id`) owned by `owner(l, pawn)`'s answer, 40 fillers that
+/// change every frame; the actor torn off once client 0's full window holds back its last
+/// update (that frame's feedback going back if `answered`).
+struct Deferred {
+    l: Level,
+    r: shadowrep::reference::frame::ReferenceFrame,
+    fillers: Vec<ActorId>,
+    frame: u32,
+    id: ActorId,
+    guid: NetGuid,
+}
+
+impl Deferred {
+    fn new(owner: impl FnOnce(&mut Level, NetGuid) -> NetGuid, answered: bool) -> Deferred {
+        let mut l = Level::new(every_frame(), 1);
+        always_due(&mut l);
+        let conn = l.clients[0].0;
+        let r = shadowrep::reference::frame::ReferenceFrame::new(&l.driver, &mut [&mut l.store]).unwrap();
+        l.driver.set_net_speed(conn, 10_000_000).unwrap();
+        let (_, pawn) = l.spawn([300.0, 0.0, 0.0], 1);
+        let owner = owner(&mut l, pawn);
+        let (id, guid) = l.spawn([100.0, 0.0, 0.0], 5);
+        l.driver.set_owner_actor(l.class, &l.store, id, Some(owner), None).unwrap();
+        l.settings(id, |s| s.only_relevant_to_owner = true);
+        l.driver.set_viewers(conn, &[viewer([0.0; 3], Some(pawn))]).unwrap();
+        let fillers: Vec<ActorId> = (0..40).map(|i| l.spawn([200.0 + i as f32, 0.0, 0.0], 0).0).collect();
+        let mut w = Deferred { l, r, fillers, frame: 0, id, guid };
+        for _ in 0..3 {
+            w.tick(true);
+        }
+        assert!(w.l.client(0).has(guid));
+        w.l.settings(id, |s| s.frequency.net_update_frequency = 0.2);
+        while w.l.driver.connection_stats(conn).unwrap().repeats == 0 {
+            assert!(w.frame < 2_000, "the window never filled");
+            w.tick(false);
+        }
+        w.l.store.set(id, HEALTH, &Value::U32(0)).unwrap();
+        w.l.driver.tear_off(w.l.class, &w.l.store, id).unwrap();
+        w.tick(answered);
+        assert!(!w.l.client(0).is_torn_off(guid), "nothing got through the full window");
+        w
+    }
+
+    /// The next frame beside the reference ([`stalled_tick_beside`]).
+    fn tick(&mut self, feedback: bool) {
+        self.frame += 1;
+        stalled_tick_beside(&mut self.l, &mut self.r, &self.fillers, self.frame, feedback);
     }
 }
 
@@ -306,45 +352,17 @@ fn stalled_tick_beside(
 /// had hit it).
 #[test]
 fn a_tear_off_decided_as_its_slot_is_reused_is_decided_as_the_reference_decides_it() {
-    use shadowrep::reference::frame::ReferenceFrame;
-    let mut l = Level::new(every_frame(), 1);
-    always_due(&mut l);
-    let conn = l.clients[0].0;
-    let mut r = ReferenceFrame::new(&l.driver, &mut [&mut l.store]).unwrap();
-    l.driver.set_net_speed(conn, 10_000_000).unwrap();
-    let (_, pawn) = l.spawn([300.0, 0.0, 0.0], 1);
-    let (id, guid) = l.spawn([100.0, 0.0, 0.0], 5);
-    l.driver.set_owner_actor(l.class, &l.store, id, Some(pawn), None).unwrap();
-    l.settings(id, |s| s.only_relevant_to_owner = true);
-    l.driver.set_viewers(conn, &[viewer([0.0; 3], Some(pawn))]).unwrap();
-    let fillers: Vec<ActorId> = (0..40).map(|i| l.spawn([200.0 + i as f32, 0.0, 0.0], 0).0).collect();
-    let mut frame = 0;
-    for _ in 0..3 {
-        frame += 1;
-        stalled_tick_beside(&mut l, &mut r, &fillers, frame, true);
-    }
-    assert!(l.client(0).has(guid));
-    l.settings(id, |s| s.frequency.net_update_frequency = 0.2);
-    while l.driver.connection_stats(conn).unwrap().repeats == 0 {
-        frame += 1;
-        assert!(frame < 2_000, "the window never filled");
-        stalled_tick_beside(&mut l, &mut r, &fillers, frame, false);
-    }
-    l.store.set(id, HEALTH, &Value::U32(0)).unwrap();
-    l.driver.tear_off(l.class, &l.store, id).unwrap();
-    frame += 1;
-    stalled_tick_beside(&mut l, &mut r, &fillers, frame, false);
-    assert!(!l.client(0).is_torn_off(guid), "nothing got through the full window");
+    let mut w = Deferred::new(|_, pawn| pawn, false);
     // Between two ticks: despawned, its slot reused, the viewer off its owner chain.
-    l.store.despawn(id).unwrap();
-    let (reused, _) = l.spawn([150.0, 0.0, 0.0], 9);
-    assert_eq!(reused.index, id.index, "the slot is reused");
-    l.driver.set_viewers(conn, &[viewer([0.0; 3], None)]).unwrap();
+    w.l.store.despawn(w.id).unwrap();
+    let (reused, _) = w.l.spawn([150.0, 0.0, 0.0], 9);
+    assert_eq!(reused.index, w.id.index, "the slot is reused");
+    let conn = w.l.clients[0].0;
+    w.l.driver.set_viewers(conn, &[viewer([0.0; 3], None)]).unwrap();
     for _ in 0..6 {
-        frame += 1;
-        stalled_tick_beside(&mut l, &mut r, &fillers, frame, true);
+        w.tick(true);
     }
-    assert!(!l.client(0).has(guid), "destroyed: the despawn closed the channel its tear-off waited on");
+    assert!(!w.l.client(0).has(w.guid), "destroyed: the despawn closed the channel its tear-off waited on");
 }
 
 /// A tearing owner-only actor served through its owner chain (its owner's owner is the view
@@ -354,43 +372,22 @@ fn a_tear_off_decided_as_its_slot_is_reused_is_decided_as_the_reference_decides_
 /// its last frame left them.
 #[test]
 fn a_tear_off_waiting_on_an_owner_chain_the_game_breaks_is_decided_as_the_reference_decides_it() {
-    use shadowrep::reference::frame::ReferenceFrame;
-    let mut l = Level::new(every_frame(), 1);
-    always_due(&mut l);
-    let conn = l.clients[0].0;
-    let mut r = ReferenceFrame::new(&l.driver, &mut [&mut l.store]).unwrap();
-    l.driver.set_net_speed(conn, 10_000_000).unwrap();
-    let (_, pawn) = l.spawn([300.0, 0.0, 0.0], 1);
-    let (holder, held_by) = l.spawn([310.0, 0.0, 0.0], 1);
-    let (id, guid) = l.spawn([100.0, 0.0, 0.0], 5);
-    l.driver.set_owner_actor(l.class, &l.store, holder, Some(pawn), None).unwrap();
-    l.driver.set_owner_actor(l.class, &l.store, id, Some(held_by), None).unwrap();
-    l.settings(id, |s| s.only_relevant_to_owner = true);
-    l.driver.set_viewers(conn, &[viewer([0.0; 3], Some(pawn))]).unwrap();
-    let fillers: Vec<ActorId> = (0..40).map(|i| l.spawn([200.0 + i as f32, 0.0, 0.0], 0).0).collect();
-    let mut frame = 0;
-    for _ in 0..3 {
-        frame += 1;
-        stalled_tick_beside(&mut l, &mut r, &fillers, frame, true);
-    }
-    assert!(l.client(0).has(guid));
-    l.settings(id, |s| s.frequency.net_update_frequency = 0.2);
-    while l.driver.connection_stats(conn).unwrap().repeats == 0 {
-        frame += 1;
-        assert!(frame < 2_000, "the window never filled");
-        stalled_tick_beside(&mut l, &mut r, &fillers, frame, false);
-    }
-    l.store.set(id, HEALTH, &Value::U32(0)).unwrap();
-    l.driver.tear_off(l.class, &l.store, id).unwrap();
-    // The update deferred by the full window; the feedback after it opens the window.
-    frame += 1;
-    stalled_tick_beside(&mut l, &mut r, &fillers, frame, true);
-    assert!(!l.client(0).is_torn_off(guid), "nothing got through the full window");
+    let mut holder = None;
+    // (The feedback after the deferred update opens the window.)
+    let mut w = Deferred::new(
+        |l, pawn| {
+            let (id, guid) = l.spawn([310.0, 0.0, 0.0], 1);
+            l.driver.set_owner_actor(l.class, &l.store, id, Some(pawn), None).unwrap();
+            holder = Some(id);
+            guid
+        },
+        true,
+    );
     // Between two ticks: the chain broken above the actor's owner.
-    l.driver.set_owner_actor(l.class, &l.store, holder, None, None).unwrap();
+    let holder = holder.expect("made");
+    w.l.driver.set_owner_actor(w.l.class, &w.l.store, holder, None, None).unwrap();
     for _ in 0..6 {
-        frame += 1;
-        stalled_tick_beside(&mut l, &mut r, &fillers, frame, true);
+        w.tick(true);
     }
-    assert!(l.client(0).is_torn_off(guid), "closed TornOff: no longer served, nothing owed");
+    assert!(w.l.client(0).is_torn_off(w.guid), "closed TornOff: no longer served, nothing owed");
 }
