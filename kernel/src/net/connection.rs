@@ -188,6 +188,11 @@ impl Closes {
     pub fn push(&mut self, close: PendingClose) {
         self.queued.push(close);
     }
+
+    /// Whether a close of `guid` waits to be written.
+    pub fn is_queued(&self, guid: NetGuid) -> bool {
+        self.queued.iter().any(|c| c.guid == guid)
+    }
 }
 
 /// The server's state for one client.
@@ -475,18 +480,31 @@ impl Connection {
         self.pair_of(guids, guid).is_some_and(|ps| ps.flags & pair::DORMANT != 0)
     }
 
-    /// Whether the client may hold this channel's copy of live actor `guid`: some packet carried
-    /// the open of the channel it has now, or it holds the actor dormant. A row the actor level
-    /// opened but whose open has not gone yet (the window was full, the frame saturated) does
-    /// not count: the client's copy, if any, is an earlier channel's, which a lost close must
-    /// still end.
-    pub fn holds_copy(&self, guids: &crate::ids::GuidMap<(u32, u32)>, guid: NetGuid) -> bool {
-        self.pair_of(guids, guid).is_some_and(|ps| ps.flags & (pair::EVER_OPENED | pair::DORMANT) != 0)
+    /// Whether the client may hold this channel's copy of actor `guid` — live (`guids`), or
+    /// one whose slot the game reused since the last tick (`retired`: its rows are its own until
+    /// the tick retires them): some packet carried the open of the channel it has now, or it
+    /// holds the actor dormant. A row the actor level opened but whose open has not gone yet
+    /// (the window was full, the frame saturated) does not count: the client's copy, if any, is
+    /// an earlier channel's, which a lost close must still end.
+    pub fn holds_copy(
+        &self,
+        guids: &crate::ids::GuidMap<(u32, u32)>,
+        retired: &[(u64, NetGuid)],
+        guid: NetGuid,
+    ) -> bool {
+        let retiring = || {
+            let &(key, _) = retired.iter().find(|&&(_, g)| g == guid)?;
+            let (c, s) = super::pairs::split_key(key);
+            self.pair_ref(c, s)
+        };
+        self.pair_of(guids, guid)
+            .or_else(retiring)
+            .is_some_and(|ps| ps.flags & (pair::EVER_OPENED | pair::DORMANT) != 0)
     }
 
     /// Whether a close of `guid` is queued here or on its way (in a packet not settled yet).
     pub fn close_pending(&self, guid: NetGuid) -> bool {
-        self.closes.queued.iter().chain(&self.rel.closes).any(|c| c.guid == guid)
+        self.closes.is_queued(guid) || self.rel.closes.iter().any(|c| c.guid == guid)
     }
 
     /// Forgets a pair (its actor is gone, or its channel closed); returns what it held.

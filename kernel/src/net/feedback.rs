@@ -104,10 +104,10 @@ impl NetDriver {
         let (classes, guids, c) = (&self.classes, &self.guids, &mut self.conns[ci]);
         let fast = &self.fast;
         let retired = self.level.as_ref().map_or(&[][..], |l| &l.retired[..]);
+        let lookup = reliability::Lookup { classes, guids, retired };
         let mut settled = 0;
         let mut entries = std::mem::take(&mut c.settled);
         while let Some((rec, delivered)) = c.rel.settle_next(fb) {
-            let lookup = reliability::Lookup { classes, guids, retired };
             reliability::apply_settled((ci, c), lookup, fast, rec, delivered, &mut entries);
             settled += 1;
         }

@@ -144,35 +144,24 @@ pub(crate) struct Level {
     /// Actors gone since the last frame's connection step, by (key, GUID): every connection
     /// drops their rows and closes their open channels.
     pub retired: Vec<(u64, NetGuid)>,
-    /// `force_net_update` calls since the last tick, as (class, slot, server time of the call):
-    /// inputs a reference replays.
-    pub forced: Vec<(u32, u32, f64)>,
-    /// The calls the last tick saw.
-    pub forced_last_tick: Vec<(u32, u32, f64)>,
-    /// What the game's dormancy calls did to actors since the last tick, in call order: inputs a
-    /// reference replays.
-    pub dormancy_calls: Vec<super::dormancy::Logged>,
-    /// The calls the last tick saw.
-    pub dormancy_calls_last_tick: Vec<super::dormancy::Logged>,
-    /// Fast arrays the game removed since the last tick (`NetDriver::remove_fast_array`), each
-    /// with the connection slots whose reference-side state (the odd slots of the array's
-    /// per-connection states, which go with it) says the client may hold it: a reference's
-    /// closes of them, told at the call as the driver's are.
-    pub fast_removed: Vec<(NetGuid, Vec<u32>)>,
-    /// The removals the last tick saw.
-    pub fast_removed_last_tick: Vec<(NetGuid, Vec<u32>)>,
+    /// `force_net_update` calls, as (class, slot, server time of the call): inputs a reference
+    /// replays.
+    pub forced: TickLog<(u32, u32, f64)>,
+    /// What the game's dormancy calls did to actors, in call order: inputs a reference replays.
+    pub dormancy_calls: TickLog<super::dormancy::Logged>,
+    /// Fast arrays the game removed (`NetDriver::remove_fast_array`), each with the connection
+    /// slots whose reference-side state (the odd slots of the array's per-connection states,
+    /// which go with it) says the client may hold it: a reference's closes of them, told at the
+    /// call as the driver's are.
+    pub fast_removed: TickLog<(NetGuid, Vec<u32>)>,
     /// Slots (class, slot) whose actor was adopted, retired, made or orphaned as a sub-object, or
-    /// torn off since the last tick began ([`NetDriver::touch`]): where a reference's actor list
-    /// changed, as UE's network object list hears of spawns and destructions when they happen
-    /// (a reference walks these, not every slot of the world).
-    pub touched: Vec<(u32, u32)>,
-    /// The slots the last tick saw.
-    pub touched_last_tick: Vec<(u32, u32)>,
-    /// Tearing actors whose slot the game reused since the last tick: their tear-off judged at
-    /// that call, with what it read then (inputs a reference judges it with alike).
-    pub reused_tearing: Vec<ReusedTearing>,
-    /// The reuses the last tick saw.
-    pub reused_tearing_last_tick: Vec<ReusedTearing>,
+    /// torn off ([`NetDriver::touch`]): where a reference's actor list changed, as UE's network
+    /// object list hears of spawns and destructions when they happen (a reference walks these,
+    /// not every slot of the world).
+    pub touched: TickLog<(u32, u32)>,
+    /// Tearing actors whose slot the game reused: their tear-off judged at that call, with what
+    /// it read then (inputs a reference judges it with alike).
+    pub reused_tearing: TickLog<ReusedTearing>,
     pub time: ServerTime,
     /// Sleeping actors by cell, where connections look for those they have not met.
     pub dormant: super::dormancy::DormantCells,
@@ -188,6 +177,36 @@ pub(crate) struct Level {
     /// Some actor was placed outside the persistent level: connections check their clients'
     /// sublevels ([`super::sublevels`]).
     pub sublevels: bool,
+}
+
+/// A log of the game's calls between two ticks, for a reference to replay: what was logged
+/// since the last tick began (`current`), and what the last tick saw (`last_tick`, read by a
+/// reference frame that runs after the driver's).
+#[derive(Debug)]
+pub struct TickLog<T> {
+    /// Since the last tick began.
+    pub current: Vec<T>,
+    /// Before that, back to the tick before (what the last tick saw).
+    pub last_tick: Vec<T>,
+}
+
+impl<T> Default for TickLog<T> {
+    fn default() -> Self {
+        TickLog { current: Vec::new(), last_tick: Vec::new() }
+    }
+}
+
+impl<T> TickLog<T> {
+    /// Logs one call.
+    pub fn push(&mut self, item: T) {
+        self.current.push(item);
+    }
+
+    /// A tick begins: what was logged becomes what it saw.
+    fn rotate(&mut self) {
+        self.last_tick.clear();
+        std::mem::swap(&mut self.current, &mut self.last_tick);
+    }
 }
 
 /// A tearing actor despawned between ticks whose slot the game gave a new actor at once
@@ -223,16 +242,11 @@ pub struct ReusedTearing {
 impl Level {
     /// Starts frame `frame`: server time moves on by one tick.
     pub fn begin_frame(&mut self, frame: Frame) {
-        self.forced_last_tick.clear();
-        std::mem::swap(&mut self.forced, &mut self.forced_last_tick);
-        self.dormancy_calls_last_tick.clear();
-        std::mem::swap(&mut self.dormancy_calls, &mut self.dormancy_calls_last_tick);
-        self.fast_removed_last_tick.clear();
-        std::mem::swap(&mut self.fast_removed, &mut self.fast_removed_last_tick);
-        self.touched_last_tick.clear();
-        std::mem::swap(&mut self.touched, &mut self.touched_last_tick);
-        self.reused_tearing_last_tick.clear();
-        std::mem::swap(&mut self.reused_tearing, &mut self.reused_tearing_last_tick);
+        self.forced.rotate();
+        self.dormancy_calls.rotate();
+        self.fast_removed.rotate();
+        self.touched.rotate();
+        self.reused_tearing.rotate();
         self.time = ServerTime { frame, now: frame.0 as f64 * self.time.tick, tick: self.time.tick };
     }
 
@@ -345,16 +359,11 @@ impl Level {
             selected: Vec::new(),
             selected_pages: Vec::new(),
             retired: Vec::new(),
-            forced: Vec::new(),
-            forced_last_tick: Vec::new(),
-            dormancy_calls: Vec::new(),
-            dormancy_calls_last_tick: Vec::new(),
-            fast_removed: Vec::new(),
-            fast_removed_last_tick: Vec::new(),
-            touched: Vec::new(),
-            touched_last_tick: Vec::new(),
-            reused_tearing: Vec::new(),
-            reused_tearing_last_tick: Vec::new(),
+            forced: TickLog::default(),
+            dormancy_calls: TickLog::default(),
+            fast_removed: TickLog::default(),
+            touched: TickLog::default(),
+            reused_tearing: TickLog::default(),
             time: ServerTime { frame: Frame(0), now: 0.0, tick: 1.0 / cfg.tick_rate },
             dormant: super::dormancy::DormantCells::new(cfg.grid.cell_size),
             fast_arrays: Vec::new(),

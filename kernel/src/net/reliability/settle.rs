@@ -21,21 +21,6 @@ pub(crate) struct Lookup<'a> {
     pub retired: &'a [(u64, crate::ids::NetGuid)],
 }
 
-/// [`Connection::holds_copy`], for a live actor or one whose slot was reused since the last
-/// tick (its channel, reopened since the close, is the client's until the tick closes it).
-fn holds_copy(
-    conn: &Connection,
-    guids: &crate::ids::GuidMap<(u32, u32)>,
-    retired: &[(u64, crate::ids::NetGuid)],
-    guid: crate::ids::NetGuid,
-) -> bool {
-    conn.holds_copy(guids, guid)
-        || retired.iter().find(|&&(_, g)| g == guid).is_some_and(|&(k, _)| {
-            let (c, s) = pairs::split_key(k);
-            conn.pair_ref(c, s).is_some_and(|ps| ps.flags & (pair::EVER_OPENED | pair::DORMANT) != 0)
-        })
-}
-
 /// One entry of a settled packet, waiting for [`apply_entries`].
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct SettledEntry {
@@ -121,12 +106,8 @@ pub(crate) fn apply_settled(
         let again = match close.reason {
             // A close of the actor queued since (the game destroyed it, or another channel of
             // it ended) ends whatever copy the client has.
-            CloseReason::Destroyed | CloseReason::LevelUnloaded
-                if conn.closes.queued.iter().any(|c| c.guid == close.guid) =>
-            {
-                false
-            }
-            CloseReason::Destroyed | CloseReason::LevelUnloaded if holds_copy(conn, guids, retired, close.guid) => {
+            CloseReason::Destroyed | CloseReason::LevelUnloaded if conn.closes.is_queued(close.guid) => false,
+            CloseReason::Destroyed | CloseReason::LevelUnloaded if conn.holds_copy(guids, retired, close.guid) => {
                 // Not again, but the client may keep the fast arrays of that copy.
                 fast.owner_close_dropped(fastarrays::Side::Driver, ci, close.guid, Some(&mut conn.quiet));
                 false

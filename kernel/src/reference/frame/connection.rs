@@ -50,8 +50,8 @@ impl ReferenceFrame {
         let Some(level) = driver.level.as_ref() else { return };
         // Removals logged since the driver's frame began (its next frame's `_last_tick`).
         let skip = if self.fast_told.0 == driver.frame { self.fast_told.1 } else { 0 };
-        self.tell_fast_removals(&level.fast_removed, skip);
-        self.fast_told = (driver.frame, level.fast_removed.len());
+        self.tell_fast_removals(&level.fast_removed.current, skip);
+        self.fast_told = (driver.frame, level.fast_removed.current.len());
     }
 
     /// The driver's connections as this frame finds them: a static actor's end told to every
@@ -63,7 +63,7 @@ impl ReferenceFrame {
         // (Before a new connection replaces one the removals were logged for.)
         let told = std::mem::take(&mut self.fast_told);
         let skip = if told.0 .0 + 1 == self.frame.0 { told.1 } else { 0 };
-        self.tell_fast_removals(&level.fast_removed_last_tick, skip);
+        self.tell_fast_removals(&level.fast_removed.last_tick, skip);
         for (ci, c) in driver.conns.iter().enumerate() {
             if self.conns.get(ci).is_some_and(|rc| rc.id == c.id) {
                 continue;

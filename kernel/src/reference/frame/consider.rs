@@ -176,15 +176,7 @@ impl ActiveList {
     }
 
     /// Class `c`'s awake slots, ascending.
-    pub(super) fn slots(&self, c: usize) -> Vec<usize> {
-        let mut out = Vec::new();
-        for (w, &word) in self.bits[c].iter().enumerate() {
-            let mut rest = word;
-            while rest != 0 {
-                out.push(w * 64 + rest.trailing_zeros() as usize);
-                rest &= rest - 1;
-            }
-        }
-        out
+    pub(super) fn slots(&self, c: usize) -> impl Iterator<Item = usize> + '_ {
+        crate::net::relevancy::due_in(&self.bits[c]).map(|s| s as usize)
     }
 }

@@ -2,6 +2,9 @@
 //! applied to the reference's own channels.
 //!
 //! ```text
+//! first        the game's calls since the last frame that the driver applied at the call and
+//!              the feedback must find done (destroyed static actors' and removed fast arrays'
+//!              closes queued: `catch_up`)
 //! per packet the feedback settles, oldest first (the connection's reliability: which packets,
 //! and what each carried — the bunches the shared writer recorded):
 //!   delivered  an open acknowledges its channel; the leaves reach the client: no longer owed
@@ -13,9 +16,6 @@
 //!   closes     a lost one goes again unless a close of its actor is queued since, or its
 //!              actor has a channel again (a torn-off actor's always; a dormancy close while
 //!              the copy is still held dormant)
-//! before any: the game's calls since the last frame the driver applied at the call and the
-//!   feedback must find done (destroyed static actors' and removed fast arrays' closes queued:
-//!   `catch_up`)
 //!   fast array bunches and GUID exports, as the driver's
 //! reopen       a client that got a bunch for an actor it does not have: the channel starts over
 //! ```
@@ -67,11 +67,12 @@ impl ReferenceFrame {
                         rc.channels.get(&close.guid).is_some_and(|ch| ch.ever_opened)
                             || rc.dormant.contains_key(&close.guid)
                     };
-                    let queued = rc.conn.closes.queued.iter().any(|c| c.guid == close.guid);
                     let again = || match close.reason {
                         CloseReason::TornOff => true,
                         // A close of it queued since ends whatever copy the client has.
-                        CloseReason::Destroyed | CloseReason::LevelUnloaded if queued => false,
+                        CloseReason::Destroyed | CloseReason::LevelUnloaded if rc.conn.closes.is_queued(close.guid) => {
+                            false
+                        }
                         CloseReason::Dormant => rc.dormant.contains_key(&close.guid),
                         CloseReason::Destroyed | CloseReason::LevelUnloaded if holds() => {
                             // Not again; the client may keep that copy's fast arrays (as the

@@ -36,7 +36,7 @@ impl ReferenceFrame {
         // game's call — and is considered each frame meanwhile; its owner waits with it.
         // (Its own list of tearing actors a window held back: the driver's tick may have
         // retired them since.)
-        let reused = &driver.level.as_ref().expect("checked by tick").reused_tearing_last_tick;
+        let reused = &driver.level.as_ref().expect("checked by tick").reused_tearing.last_tick;
         let mut owing = crate::ids::GuidSet::default();
         let mut owing_owners = crate::ids::GuidSet::default();
         self.deferring.retain(|&(c, s)| {
@@ -127,7 +127,8 @@ impl ReferenceFrame {
             let sizes = self.actors.iter().map(Vec::len).enumerate();
             return sizes.flat_map(|(c, n)| (0..n as u32).map(move |s| (c as u32, s))).collect();
         }
-        let mut slots: Vec<(u32, u32)> = level.touched_last_tick.iter().chain(&level.touched).copied().collect();
+        let mut slots: Vec<(u32, u32)> =
+            level.touched.last_tick.iter().chain(&level.touched.current).copied().collect();
         slots.extend(driver.tearing.iter().map(|t| t.actor()).map(|(c, s, _)| (c, s)));
         slots.extend(self.deferring.iter().copied());
         slots.append(&mut self.unsettled);

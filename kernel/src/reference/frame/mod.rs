@@ -494,12 +494,12 @@ impl ReferenceFrame {
         self.follow_connections(driver);
         // The game's wakes since the last frame: their copies are channels again before the
         // actor list closes any (the driver woke them at the game's call).
-        self.wake_copies(driver, &level.dormancy_calls_last_tick);
+        self.wake_copies(driver, &level.dormancy_calls.last_tick);
         let new_subs = self.track_actors(driver, stores, &order);
         // The game's dormancy calls since the last frame (a wake is a forced update too).
-        self.replay_dormancy_calls(&level.dormancy_calls_last_tick);
+        self.replay_dormancy_calls(&level.dormancy_calls.last_tick);
         // The game's ForceNetUpdate calls since the last frame.
-        for &(c, s, at) in &level.forced_last_tick {
+        for &(c, s, at) in &level.forced.last_tick {
             if let Some(a) = self.actors[c as usize].get_mut(s as usize).and_then(Option::as_mut) {
                 a.clock.force_net_update(at);
             }
