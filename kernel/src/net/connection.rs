@@ -255,6 +255,13 @@ pub(crate) struct Connection {
     /// client unloaded, an owner-only owner given up), so that none opens again here. Empty in
     /// a world without temporaries.
     pub sent_temporaries: crate::ids::GuidSet,
+    /// Sub-objects orphaned since the last tick (their owner retired) whose copy the client
+    /// holds — a channel whose open went, or held dormant. Their rows went at the call, but
+    /// until the tick the channel is theirs as the owner's close will end it: a loss report of
+    /// an earlier close of theirs arriving meanwhile finds the copy ([`Self::holds_copy`]), as
+    /// the reference's channel does until its tick (reference sweep seeds 102924, 107182 with
+    /// late feedback). Cleared at each tick; rarely more than a few.
+    pub orphan_copies: Vec<NetGuid>,
     /// Lost leaves planning found inactive here (class, slot, leaves), recorded with the
     /// driver's inactive leaves after the frame ([`super::roles`]).
     pub parked: Vec<(u32, u32, crate::ids::LeafMask)>,
@@ -418,6 +425,7 @@ impl Connection {
             sent_temporaries: Default::default(),
             parked: Vec::new(),
             unsent_initial: UnsentInitial::default(),
+            orphan_copies: Vec::new(),
             roles: super::proxy_roles::ProxyRoles::default(),
             held_back: crate::ids::LeafMask::EMPTY,
             rpcs: Default::default(),
@@ -483,7 +491,8 @@ impl Connection {
     /// Whether the client may hold this channel's copy of actor `guid` — live (`guids`), or
     /// one whose slot the game reused since the last tick (`retired`: its rows are its own until
     /// the tick retires them): some packet carried the open of the channel it has now, or it
-    /// holds the actor dormant. A row the actor level opened but whose open has not gone yet
+    /// holds the actor dormant — or a sub-object orphaned since the last tick held so
+    /// ([`Self::orphan_copies`]). A row the actor level opened but whose open has not gone yet
     /// (the window was full, the frame saturated) does not count: the client's copy, if any, is
     /// an earlier channel's, which a lost close must still end.
     pub fn holds_copy(
@@ -500,6 +509,7 @@ impl Connection {
         self.pair_of(guids, guid)
             .or_else(retiring)
             .is_some_and(|ps| ps.flags & (pair::EVER_OPENED | pair::DORMANT) != 0)
+            || self.orphan_copies.contains(&guid)
     }
 
     /// Whether a close of `guid` is queued here or on its way (in a packet not settled yet).

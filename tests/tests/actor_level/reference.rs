@@ -456,7 +456,10 @@ fn with_feedback_arriving_after_the_games_calls_the_kernel_decides_exactly_as_th
     // reopened — the driver, its rows dropped at the call, sent the old close again; the
     // reference, its channel kept to its tick, did not (seed 107161). Now neither sends a lost
     // close again when a close of the same actor is queued since: that one ends whatever copy
-    // the client has.
+    // the client has. Session 74: the same with a sub-object orphaned at the call (its owner
+    // despawned, the slot reused): the driver dropped its rows there and sent its old lost close
+    // again, though the client's reopened copy goes with the owner's close (seeds 102924 and
+    // 107182; now the driver keeps the orphans' copies until the tick, `orphan_copies`).
     let late = |seed: u64, connections: usize, loss: f64| Spec::new(seed, connections).loss(loss).late_feedback();
     let worlds = [
         late(99223, 4, 0.3).dormancy().sublevels().rpcs().owner_chains().sub_conditions(),
@@ -464,6 +467,8 @@ fn with_feedback_arriving_after_the_games_calls_the_kernel_decides_exactly_as_th
         late(99838, 6, 0.5).replicates().net_groups().dynamic_conditions().rpcs(),
         late(100869, 4, 0.3).sublevels().owner_chains(),
         late(107161, 4, 0.2).sublevels().owner_chains().net_temporary().initial_only().remove_fast_arrays(),
+        late(102924, 4, 0.2).sublevels().owner_chains().net_temporary().initial_only().remove_fast_arrays(),
+        late(107182, 4, 0.2).sublevels().owner_chains().net_temporary().initial_only().remove_fast_arrays(),
         late(0, 4, 0.0).dormancy().rpcs().owner_chains(),
         late(1, 5, 0.2).remove_fast_arrays().net_temporary().initial_only(),
     ];

@@ -460,7 +460,10 @@ impl NetDriver {
             }
             for conn in self.conns.iter_mut().filter(|c| !c.removed) {
                 let ps = conn.drop_pair(c, s);
-                use crate::net::connection::pair::{EVER_OPENED, TORN};
+                use crate::net::connection::pair::{DORMANT, EVER_OPENED, TORN};
+                if ps.flags & (EVER_OPENED | DORMANT) != 0 {
+                    conn.orphan_copies.push(sub);
+                }
                 let owner_open = owner
                     .and_then(|(oc, os)| conn.pair_ref(oc, os))
                     .is_some_and(|o| o.flags & EVER_OPENED != 0 && o.flags & TORN == 0);
