@@ -260,7 +260,7 @@ pub(crate) struct Connection {
     /// until the tick the channel is theirs as the owner's close will end it: a loss report of
     /// an earlier close of theirs arriving meanwhile finds the copy ([`Self::holds_copy`]), as
     /// the reference's channel does until its tick (reference sweep seeds 102924, 107182 with
-    /// late feedback). Cleared at each tick; rarely more than a few.
+    /// late feedback). Cleared at the end of each tick; rarely more than a few.
     pub orphan_copies: Vec<NetGuid>,
     /// Lost leaves planning found inactive here (class, slot, leaves), recorded with the
     /// driver's inactive leaves after the frame ([`super::roles`]).

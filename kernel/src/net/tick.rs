@@ -77,7 +77,6 @@ impl NetDriver {
         let frame = self.frame;
         self.rpcs.frame = super::rpc::FrameCalls::new(std::mem::take(&mut self.rpcs.next));
         self.subs.orphaned.retain(|o| o.frame.0 + 1 >= frame.0);
-        self.conns.iter_mut().for_each(|c| c.orphan_copies.clear());
         self.finish_tear_offs();
         self.stats = TickStats { frame: self.frame, ..TickStats::default() };
         if let Some(level) = self.level.as_mut() {

@@ -459,7 +459,10 @@ fn with_feedback_arriving_after_the_games_calls_the_kernel_decides_exactly_as_th
     // the client has. Session 74: the same with a sub-object orphaned at the call (its owner
     // despawned, the slot reused): the driver dropped its rows there and sent its old lost close
     // again, though the client's reopened copy goes with the owner's close (seeds 102924 and
-    // 107182; now the driver keeps the orphans' copies until the tick, `orphan_copies`).
+    // 107182; now the driver keeps the orphans' copies until the tick, `orphan_copies` — and
+    // forgets them as the tick ends: kept past a tick that orphaned a sub-object itself, its
+    // owner found gone by the gather, they made the next feedback drop a close the reference
+    // sent again, seed 113429).
     let late = |seed: u64, connections: usize, loss: f64| Spec::new(seed, connections).loss(loss).late_feedback();
     let worlds = [
         late(99223, 4, 0.3).dormancy().sublevels().rpcs().owner_chains().sub_conditions(),
@@ -469,6 +472,7 @@ fn with_feedback_arriving_after_the_games_calls_the_kernel_decides_exactly_as_th
         late(107161, 4, 0.2).sublevels().owner_chains().net_temporary().initial_only().remove_fast_arrays(),
         late(102924, 4, 0.2).sublevels().owner_chains().net_temporary().initial_only().remove_fast_arrays(),
         late(107182, 4, 0.2).sublevels().owner_chains().net_temporary().initial_only().remove_fast_arrays(),
+        late(113429, 8, 0.3).dormancy().net_groups().dynamic_conditions().priority_hooks().class_defaults().wide(),
         late(0, 4, 0.0).dormancy().rpcs().owner_chains(),
         late(1, 5, 0.2).remove_fast_arrays().net_temporary().initial_only(),
     ];
