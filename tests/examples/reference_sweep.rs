@@ -22,7 +22,7 @@ use std::sync::Mutex;
 
 const USAGE: &str = "usage: reference_sweep --seeds A..B [--connections N] [--loss F] [--dormancy] \
 [--bags-first] [--sublevels] [--priority-hooks] [--net-groups] [--dynamic-conditions] [--class-defaults] [--net-temporary] \
-[--initial-only] [--sub-conditions] [--replicates] [--wide] [--rpcs] [--owner-chains] [--remove-fast-arrays] [--late-feedback] \
+[--initial-only] [--sub-conditions] [--replicates] [--wide] [--rpcs] [--owner-chains] [--remove-fast-arrays] [--late-feedback] [--stale-reopens] \
 [--threads T] \
 [--verbose]
   --seeds A..B       the worlds' seeds, B excluded (required)
@@ -45,6 +45,7 @@ const USAGE: &str = "usage: reference_sweep --seeds A..B [--connections N] [--lo
   --owner-chains     owning connections follow owner chains (ActorLevelConfig::owner_chain_connections)
   --remove-fast-arrays  the game removes inventories (fast arrays) from live owners (remove_fast_array)
   --late-feedback    half the clients' feedback arrives after the game's next calls, not right after the tick
+  --stale-reopens    now and then a feedback asks again for an actor or array some client held once (late or forged)
   --threads T        worlds run at once (default 1)
   --verbose          also print matching and tame worlds";
 
@@ -108,6 +109,7 @@ fn parse(args: impl Iterator<Item = String>) -> Result<Args, String> {
             "--replicates" => template.replicates = true,
             "--remove-fast-arrays" => template.remove_fast_arrays = true,
             "--late-feedback" => template.late_feedback = true,
+            "--stale-reopens" => template.stale_reopens = true,
             "--wide" => template.wide = true,
             "--rpcs" => template.rpcs = true,
             "--owner-chains" => template.owner_chains = true,
@@ -122,8 +124,9 @@ fn parse(args: impl Iterator<Item = String>) -> Result<Args, String> {
 
 /// What one world came to.
 enum Verdict {
-    /// With the frames in which a window was full, and the reopens honoured.
-    Matched(u64, u64),
+    /// With the frames in which a window was full, the packets sent and the reopen requests
+    /// honoured (over its connections).
+    Matched(u64, u64, u64),
     Tame(String),
     Failed(String),
 }
@@ -133,8 +136,8 @@ fn run(spec: Spec) -> Verdict {
         Ok(Ok(exercised)) => match exercised.weakness(&spec) {
             Some(why) => Verdict::Tame(why),
             None => {
-                let full = exercised.stats.iter().map(|s| s.window_full_frames).sum();
-                Verdict::Matched(full, exercised.stats.iter().map(|s| s.packets_sent).sum())
+                let sum = |f: fn(&shadowrep::net::ConnectionStats) -> u64| exercised.stats.iter().map(f).sum();
+                Verdict::Matched(sum(|s| s.window_full_frames), sum(|s| s.packets_sent), sum(|s| s.reopens_honoured))
             }
         },
         Ok(Err(difference)) => Verdict::Failed(difference),
@@ -177,10 +180,12 @@ fn main() -> ExitCode {
                     break;
                 }
                 match run(Spec { seed, ..*t }) {
-                    Verdict::Matched(full, reopens) => {
+                    Verdict::Matched(full, packets, reopens) => {
                         matched.fetch_add(1, Ordering::Relaxed);
                         if args.verbose {
-                            println!("ok seed {seed} (window full {full} frames, {reopens} packets)");
+                            println!(
+                                "ok seed {seed} (window full {full} frames, {packets} packets, {reopens} reopens honoured)"
+                            );
                         }
                     }
                     Verdict::Tame(why) => {
@@ -191,8 +196,8 @@ fn main() -> ExitCode {
                     }
                     Verdict::Failed(what) => {
                         println!(
-                            "FAIL seed {seed} connections {} loss {} dormancy {} bags-first {} sublevels {} priority-hooks {} net-groups {} dynamic-conditions {} class-defaults {} net-temporary {} initial-only {} sub-conditions {} replicates {} wide {} rpcs {} owner-chains {} remove-fast-arrays {} late-feedback {}: {what}",
-                            t.connections, t.loss, t.dormancy, t.bags_first, t.sublevels, t.priority_hooks, t.net_groups, t.dynamic_conditions, t.class_defaults, t.net_temporary, t.initial_only, t.sub_conditions, t.replicates, t.wide, t.rpcs, t.owner_chains, t.remove_fast_arrays, t.late_feedback
+                            "FAIL seed {seed} connections {} loss {} dormancy {} bags-first {} sublevels {} priority-hooks {} net-groups {} dynamic-conditions {} class-defaults {} net-temporary {} initial-only {} sub-conditions {} replicates {} wide {} rpcs {} owner-chains {} remove-fast-arrays {} late-feedback {} stale-reopens {}: {what}",
+                            t.connections, t.loss, t.dormancy, t.bags_first, t.sublevels, t.priority_hooks, t.net_groups, t.dynamic_conditions, t.class_defaults, t.net_temporary, t.initial_only, t.sub_conditions, t.replicates, t.wide, t.rpcs, t.owner_chains, t.remove_fast_arrays, t.late_feedback, t.stale_reopens
                         );
                         failed.lock().expect("no panic holds it").push(seed);
                     }

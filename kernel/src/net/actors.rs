@@ -328,7 +328,7 @@ impl NetDriver {
             self.statics.destroyed.push(guid);
             for conn in self.conns.iter_mut().filter(|c| !c.removed) {
                 let ps = conn.drop_pair(class, slot);
-                conn.closes.end(PendingClose::destroyed(guid), ps.flags);
+                conn.closes.end(PendingClose::destroyed(guid), &ps);
             }
             if let Some(level) = self.level.as_mut() {
                 // The rows are gone already; the retired list still clears the slot's due state.
@@ -345,7 +345,7 @@ impl NetDriver {
         for conn in self.conns.iter_mut().filter(|c| !c.removed) {
             let ps = conn.drop_pair(class, slot);
             if ps.flags & pair::EVER_OPENED != 0 {
-                conn.closes.end(PendingClose::destroyed(guid), ps.flags);
+                conn.closes.end(PendingClose::destroyed(guid), &ps);
             }
         }
     }

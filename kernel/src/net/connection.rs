@@ -11,7 +11,7 @@ use super::channels::FrameDecisions;
 use super::pairs::Pairs;
 use super::relevancy::Viewer;
 use super::reliability::Reliability;
-use super::rpc::{note_close, Closing};
+use super::rpc::{note_close, Chan, Closing};
 use crate::ids::{ConnectionId, Frame, LeafMask, NetGuid, Seq};
 use crate::wire::open::CloseReason;
 use crate::wire::packet::PacketWriter;
@@ -172,16 +172,38 @@ pub(crate) struct Closes {
 }
 
 impl Closes {
-    /// The channel of `close.guid` ends (its pair's flags were `flags`), its close queued.
-    pub fn end(&mut self, close: PendingClose, flags: u8) {
-        self.note(close.guid, flags);
+    /// The channel of `close.guid` ends (its pair was `state`), its close queued.
+    pub fn end(&mut self, close: PendingClose, state: &PairState) {
+        self.note(close.guid, state);
         self.queued.push(close);
     }
 
-    /// The channel of `guid` ends (its pair's flags were `flags`); the caller writes its close
-    /// (or none is owed: no packet carried the open).
-    pub fn note(&mut self, guid: NetGuid, flags: u8) {
-        note_close(&mut self.ending, guid, flags);
+    /// The channel of `guid` ends (its pair was `state`); the caller writes its close (or none
+    /// is owed: no packet carried the open).
+    pub fn note(&mut self, guid: NetGuid, state: &PairState) {
+        note_close(&mut self.ending, guid, state);
+    }
+
+    /// A packet carrying the open of channel `epoch` of the actor `names` picks out was
+    /// delivered (not one sent before its channel opened). A channel of it a game call ended
+    /// since the last tick — its row gone, its calls still to go at the tick — has its open
+    /// acknowledged now: a reliable call made on it goes, as down the reference's channel,
+    /// which lasts to its tick.
+    pub fn open_delivered(&mut self, names: impl Fn(NetGuid) -> bool, epoch: u8) {
+        for e in self.ending.iter_mut().filter(|e| e.epoch == epoch && names(e.guid)) {
+            e.chan = Chan::Acked;
+        }
+    }
+
+    /// The client asks for actor `guid` again (it lacks it): a channel of it a game call
+    /// ended since the last tick with its open acknowledged has it no longer — as the
+    /// reference's channel, which lasts to its tick, takes the request. Whether there was one.
+    pub fn reopened(&mut self, guid: NetGuid) -> bool {
+        let acked = self.ending.iter_mut().filter(|e| e.guid == guid && e.chan == Chan::Acked);
+        acked.fold(false, |_, e| {
+            e.chan = Chan::Opened;
+            true
+        })
     }
 
     /// Queues a close that ends no channel now.
@@ -192,6 +214,33 @@ impl Closes {
     /// Whether a close of `guid` waits to be written.
     pub fn is_queued(&self, guid: NetGuid) -> bool {
         self.queued.iter().any(|c| c.guid == guid)
+    }
+}
+
+/// What the game's calls since the last tick did at once to a connection's channels, where the
+/// reference's channels change at its tick (UE's, as its frame replicates): feedback arriving
+/// meanwhile — a late report, a late or forged request — is judged by the channels as the
+/// client knows them, as the reference judges it. Cleared as each tick ends; rarely more than a
+/// few entries.
+#[derive(Debug, Default)]
+pub(crate) struct SinceTick {
+    /// Sub-objects orphaned (their owner retired) whose copy the client holds — a channel whose
+    /// open went, or held dormant. Their rows went at the call, but until the tick the channel
+    /// is theirs as the owner's close will end it: a loss report of an earlier close of theirs
+    /// finds the copy ([`Connection::holds_copy`]; reference sweep seeds 102924, 107182 with
+    /// late feedback).
+    pub orphan_copies: Vec<NetGuid>,
+    /// Actors whose copy held dormant here a call woke (`set_net_dormancy`, a flush): their rows
+    /// are channels again at once, but until a frame replicates them the client's copy is the
+    /// dormant one, and a request to open one again is stale (reference sweep seed 121010 with
+    /// stale reopens and late feedback).
+    pub woken: Vec<NetGuid>,
+}
+
+impl SinceTick {
+    pub fn clear(&mut self) {
+        self.orphan_copies.clear();
+        self.woken.clear();
     }
 }
 
@@ -255,13 +304,8 @@ pub(crate) struct Connection {
     /// client unloaded, an owner-only owner given up), so that none opens again here. Empty in
     /// a world without temporaries.
     pub sent_temporaries: crate::ids::GuidSet,
-    /// Sub-objects orphaned since the last tick (their owner retired) whose copy the client
-    /// holds — a channel whose open went, or held dormant. Their rows went at the call, but
-    /// until the tick the channel is theirs as the owner's close will end it: a loss report of
-    /// an earlier close of theirs arriving meanwhile finds the copy ([`Self::holds_copy`]), as
-    /// the reference's channel does until its tick (reference sweep seeds 102924, 107182 with
-    /// late feedback). Cleared at the end of each tick; rarely more than a few.
-    pub orphan_copies: Vec<NetGuid>,
+    /// What the game's calls since the last tick did to its channels ahead of the tick.
+    pub since_tick: SinceTick,
     /// Lost leaves planning found inactive here (class, slot, leaves), recorded with the
     /// driver's inactive leaves after the frame ([`super::roles`]).
     pub parked: Vec<(u32, u32, crate::ids::LeafMask)>,
@@ -425,7 +469,7 @@ impl Connection {
             sent_temporaries: Default::default(),
             parked: Vec::new(),
             unsent_initial: UnsentInitial::default(),
-            orphan_copies: Vec::new(),
+            since_tick: SinceTick::default(),
             roles: super::proxy_roles::ProxyRoles::default(),
             held_back: crate::ids::LeafMask::EMPTY,
             rpcs: Default::default(),
@@ -492,7 +536,7 @@ impl Connection {
     /// one whose slot the game reused since the last tick (`retired`: its rows are its own until
     /// the tick retires them): some packet carried the open of the channel it has now, or it
     /// holds the actor dormant — or a sub-object orphaned since the last tick held so
-    /// ([`Self::orphan_copies`]). A row the actor level opened but whose open has not gone yet
+    /// ([`SinceTick::orphan_copies`]). A row the actor level opened but whose open has not gone yet
     /// (the window was full, the frame saturated) does not count: the client's copy, if any, is
     /// an earlier channel's, which a lost close must still end.
     pub fn holds_copy(
@@ -502,14 +546,13 @@ impl Connection {
         guid: NetGuid,
     ) -> bool {
         let retiring = || {
-            let &(key, _) = retired.iter().find(|&&(_, g)| g == guid)?;
-            let (c, s) = super::pairs::split_key(key);
+            let (c, s) = super::reliability::retiring_slot(retired, guid)?;
             self.pair_ref(c, s)
         };
         self.pair_of(guids, guid)
             .or_else(retiring)
             .is_some_and(|ps| ps.flags & (pair::EVER_OPENED | pair::DORMANT) != 0)
-            || self.orphan_copies.contains(&guid)
+            || self.since_tick.orphan_copies.contains(&guid)
     }
 
     /// Whether a close of `guid` is queued here or on its way (in a packet not settled yet).

@@ -134,11 +134,37 @@ impl NetDriver {
             }
             return;
         }
+        // A copy held dormant is the client's (it got the dormancy close after the open): a
+        // request for it is late or forged, and an open now would wake it behind the game's
+        // back — as the reference, which looks only among open channels.
+        let open = |flags: u8| flags & pair::OPEN_ACKED != 0 && flags & pair::DORMANT == 0;
         let Some(&(class, slot)) = self.guids.get(&guid) else {
-            c.stats.reopens_ignored += 1;
+            // Gone since the last tick (the game despawned it): its channel lasts to the tick,
+            // as the reference's does — its rows, kept while the slot's retirement waits, or,
+            // where the game's call dropped them (a static actor, an orphaned sub-object), the
+            // record of the channel's end. It loses its acknowledgement, and with it the
+            // reliable calls made on it this tick; nothing is sent again (its close is due).
+            let level = self.level.as_ref().map_or(&[][..], |l| &l.retired[..]);
+            let rows = reliability::retiring_slot(level, guid).and_then(|(c_, s)| c.pairs.get_mut(c_, s));
+            let honoured = match rows.filter(|ps| ps.flags & pair::CHANNEL != 0 && open(ps.flags)) {
+                Some(ps) => {
+                    ps.flags &= !(pair::OPEN_ACKED | pair::OPEN_SENT);
+                    true
+                }
+                None => c.closes.reopened(guid),
+            };
+            if honoured {
+                c.stats.reopens_honoured += 1;
+                self.fast.owner_reopened(super::fastarrays::Side::Driver, ci, guid, Some(&mut c.quiet));
+            } else {
+                c.stats.reopens_ignored += 1;
+            }
             return;
         };
-        let Some(ps) = c.pairs.get_mut(class, slot).filter(|ps| ps.flags & pair::OPEN_ACKED != 0) else {
+        // Woken by a game call since the last tick: the client's copy is still the dormant one
+        // (`SinceTick::woken`).
+        let woken = c.since_tick.woken.contains(&guid);
+        let Some(ps) = c.pairs.get_mut(class, slot).filter(|ps| open(ps.flags) && !woken) else {
             c.stats.reopens_ignored += 1;
             return;
         };

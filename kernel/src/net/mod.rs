@@ -388,8 +388,8 @@ impl NetDriver {
         };
         let stats = if move_to_pool { rayon::scope(|_| body(self)) } else { body(self) };
         // The tick ended the orphans' channels (those it orphaned itself too, an owner found
-        // gone by its gather).
-        self.conns.iter_mut().for_each(|c| c.orphan_copies.clear());
+        // gone by its gather) and replicated or kept what woke.
+        self.conns.iter_mut().for_each(|c| c.since_tick.clear());
         self.fail_overflowed();
         self.last_tick_ns = start.elapsed().as_nanos() as u64;
         stats

@@ -176,7 +176,7 @@ pub(crate) fn apply_changes(ctx: &LevelCtx<'_>, ci: u32, conn: &mut Connection, 
     for row in rows.iter_mut().filter(|r| r.state.flags & pair::CHANNEL != 0) {
         let Some(guid) = closing(row.key) else { continue };
         if row.state.flags & pair::EVER_OPENED != 0 {
-            conn.closes.end(PendingClose { guid, reason: CloseReason::LevelUnloaded }, row.state.flags);
+            conn.closes.end(PendingClose { guid, reason: CloseReason::LevelUnloaded }, &row.state);
         }
         row.state.flags = 0;
         ended.push(guid);

@@ -152,6 +152,7 @@ pub struct Spec {
     pub owner_chains: bool,
     pub remove_fast_arrays: bool,
     pub late_feedback: bool,
+    pub stale_reopens: bool,
 }
 
 impl Spec {
@@ -178,6 +179,7 @@ impl Spec {
             owner_chains: false,
             remove_fast_arrays: false,
             late_feedback: false,
+            stale_reopens: false,
         }
     }
 
@@ -187,6 +189,13 @@ impl Spec {
     /// ended, an actor woken — before the tick sees them. Dice of their own.
     pub fn late_feedback(self) -> Spec {
         Spec { late_feedback: true, ..self }
+    }
+
+    /// The same where a client's feedback now and then asks again for an actor or an array some
+    /// client held once — held still, dormant, torn off, or gone with its slot reused: a request
+    /// riding several feedbacks that arrives late, or a forger's. Dice of their own.
+    pub fn stale_reopens(self) -> Spec {
+        Spec { stale_reopens: true, ..self }
     }
 
     /// The same where the game now and then removes an inventory (a fast array) from its live
@@ -347,6 +356,8 @@ pub struct Exercised {
     pub arrays_removed: usize,
     /// Feedback that arrived after the game's next calls ([`Spec::late_feedback`]).
     pub late_feedbacks: usize,
+    /// Requests to open again added to the feedback ([`Spec::stale_reopens`]).
+    pub stale_requests: usize,
     /// Owner actors set that moved an actor's owning connection ([`Spec::owner_chains`]).
     pub chain_moves: usize,
     /// Ledger bytes written ([`Spec::wide`]).
@@ -403,6 +414,7 @@ impl Exercised {
                 format!("{} fast arrays removed", self.arrays_removed),
             ),
             (!spec.late_feedback || self.late_feedbacks > 100, format!("{} feedbacks late", self.late_feedbacks)),
+            (!spec.stale_reopens || self.stale_requests > 20, format!("{} stale reopen requests", self.stale_requests)),
             (!spec.owner_chains || self.chain_moves > 10, format!("{} owners moved by a chain", self.chain_moves)),
             (!spec.wide || self.ledger_writes > 1000, format!("{} ledger bytes written", self.ledger_writes)),
             (!spec.rpcs || self.server_delivered > 100, format!("{} Server calls delivered", self.server_delivered)),
@@ -530,6 +542,7 @@ pub fn decide_alike(spec: Spec) -> Result<Exercised, String> {
     x.switched_off = sim.switched_off;
     x.arrays_removed = sim.removed_arrays.len();
     x.late_feedbacks = sim.late_feedbacks;
+    x.stale_requests = sim.stale_requests;
     x.chain_moves = sim.chain_moves;
     x.ledger_writes = sim.ledger_writes;
     x.rpcs_called = sim.rpcs_called as usize;
@@ -554,6 +567,7 @@ fn world(spec: &Spec) -> Sim {
     sim.replicates_switch = spec.replicates;
     sim.remove_arrays = spec.remove_fast_arrays;
     sim.late_feedback = spec.late_feedback;
+    sim.stale_reopens = spec.stale_reopens;
     sim.rpcs = spec.rpcs;
     if spec.dormancy {
         // A wider map: more actors out of every viewer's reach, asleep until a viewer comes by.

@@ -480,3 +480,28 @@ fn with_feedback_arriving_after_the_games_calls_the_kernel_decides_exactly_as_th
         decide_alike(spec);
     }
 }
+
+#[test]
+fn with_stale_reopen_requests_the_kernel_decides_exactly_as_the_ue_style_reference() {
+    // Now and then a client's feedback asks again for an actor or an array some client held
+    // once (`Spec::stale_reopens`): held still, held dormant, torn off, gone — a request riding
+    // several feedbacks that arrives late, or a forger's. Session 74's first sweep of it: the
+    // driver took a request for a copy its client held dormant, and sent a fresh open of a
+    // sleeping actor, where the reference looks only among open channels (190 of 200 worlds
+    // with dormancy differed; now the driver too ignores it: a dormant copy is the client's).
+    // With late feedback beside, the requests meet slots the game reused between ticks, and
+    // actors the game woke: the driver made their rows channels at the call and took a request
+    // the reference, whose copy stays dormant to its tick, ignored (seed 121010; now the
+    // driver keeps the copies a call woke as dormant ones until the tick, `SinceTick::woken`).
+    let stale = |seed: u64, connections: usize, loss: f64| Spec::new(seed, connections).loss(loss).stale_reopens();
+    let worlds = [
+        stale(120004, 4, 0.3).dormancy().sublevels().rpcs().owner_chains().sub_conditions(),
+        stale(120005, 4, 0.3).dormancy().sublevels().rpcs().owner_chains().sub_conditions(),
+        stale(120001, 4, 0.2).late_feedback().sublevels().owner_chains().net_temporary().remove_fast_arrays(),
+        stale(121010, 4, 0.3).late_feedback().dormancy().sublevels().rpcs().owner_chains().sub_conditions(),
+        stale(2, 5, 0.0).dormancy().rpcs(),
+    ];
+    for spec in worlds {
+        decide_alike(spec);
+    }
+}

@@ -128,7 +128,7 @@ pub(super) fn candidates(
             if lapsed && !due.startup() && viewers.iter().all(|v| v.view_target.is_some()) {
                 if row.state.flags & pair::EVER_OPENED != 0 {
                     let close = PendingClose { guid: due.actor.guid, reason: close_reason(due.actor.tearing) };
-                    closes.end(close, row.state.flags);
+                    closes.end(close, &row.state);
                 }
                 row.state.flags = 0;
                 if !due.actor.tearing {

@@ -43,7 +43,7 @@ pub(super) fn go_dormant(
         && (due.last_changed <= ps.sent_through || !pending());
     let closed = settled && ctx.write.write_close(conn, st, PendingClose { guid, reason: CloseReason::Dormant });
     if closed {
-        conn.closes.note(guid, ps.flags);
+        conn.closes.note(guid, &ps);
         rows(conn)[row].state.flags |= pair::DORMANT;
     }
     closed

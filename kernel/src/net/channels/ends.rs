@@ -61,7 +61,7 @@ pub(crate) fn retire_rows(conn: &mut Connection, retired: &[(u64, NetGuid)], rea
 /// every connection when it was destroyed).
 pub(super) fn retire(row: &mut Channel, guid: NetGuid, closes: &mut Closes) {
     if row.state.flags & pair::EVER_OPENED != 0 && !guid.is_static() {
-        closes.end(PendingClose::destroyed(guid), row.state.flags);
+        closes.end(PendingClose::destroyed(guid), &row.state);
     }
     *row = Channel { key: row.key, ..Channel::default() };
 }
@@ -102,7 +102,7 @@ pub(crate) fn end_sub_channels(
         if let Ok(i) = rows.binary_search_by_key(&key, |r| r.key) {
             let flags = rows[i].state.flags;
             if flags & pair::CHANNEL != 0 {
-                closes.note(g, flags);
+                closes.note(g, &rows[i].state);
                 rows[i].state.flags = 0;
                 ended = true;
                 sent = flags & pair::EVER_OPENED != 0;

@@ -262,8 +262,8 @@ pub(super) fn process(ctx: &LevelCtx<'_>, run: &mut Run<'_>, conn: &mut Connecti
                 let before = ctx.write.bits_written(conn);
                 let close = PendingClose { guid, reason: close_reason(tearing) };
                 if ctx.write.write_close(conn, st, close) {
-                    let flags = rows(conn)[ri as usize].state.flags;
-                    conn.closes.note(guid, flags);
+                    let state = rows(conn)[ri as usize].state;
+                    conn.closes.note(guid, &state);
                     // A torn row stays marked until the frame's end: its sub-objects, ranked
                     // after it, still find their owner on the client.
                     rows(conn)[ri as usize].state.flags = if tearing { pair::TORN } else { 0 };

@@ -230,8 +230,11 @@ impl NetDriver {
             cols.force_net_update(s as usize, now);
             let key = pair_key(c, s);
             let retiring = self.level.as_ref().is_some_and(|l| l.retired.iter().any(|&(k, _)| k == key));
+            let g = self.classes[c as usize].actors[s as usize].guid;
             for conn in self.conns.iter_mut().filter(|c| !c.removed && !retiring) {
-                conn.pairs.wake(key);
+                if conn.pairs.wake(key) {
+                    conn.since_tick.woken.push(g);
+                }
             }
             self.log_dormancy(c as usize, s as usize, now, DormancyCall::Wake);
         }

@@ -462,19 +462,19 @@ impl NetDriver {
                 let ps = conn.drop_pair(c, s);
                 use crate::net::connection::pair::{DORMANT, EVER_OPENED, TORN};
                 if ps.flags & (EVER_OPENED | DORMANT) != 0 {
-                    conn.orphan_copies.push(sub);
+                    conn.since_tick.orphan_copies.push(sub);
                 }
                 let owner_open = owner
                     .and_then(|(oc, os)| conn.pair_ref(oc, os))
                     .is_some_and(|o| o.flags & EVER_OPENED != 0 && o.flags & TORN == 0);
                 if tearing && ps.flags & EVER_OPENED != 0 && !owner_open {
-                    conn.closes.end(PendingClose { guid: sub, reason: CloseReason::TornOff }, ps.flags);
+                    conn.closes.end(PendingClose { guid: sub, reason: CloseReason::TornOff }, &ps);
                 } else {
                     // No close of its own (the owner's takes it), but its channel ends: a call
                     // made on it this tick while it was open still goes, after the owner's close
                     // (the client delivers it with the class it remembers) — UE sends it down the
                     // owner's channel before the close. It never went (the RPC ownership review).
-                    conn.closes.note(sub, ps.flags);
+                    conn.closes.note(sub, &ps);
                 }
             }
         }

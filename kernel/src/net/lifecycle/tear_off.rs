@@ -294,7 +294,7 @@ impl NetDriver {
             }
             let ps = conn.drop_pair(ci as u32, slot);
             if ps.flags & crate::net::connection::pair::EVER_OPENED != 0 {
-                conn.closes.end(PendingClose { guid, reason: CloseReason::TornOff }, ps.flags);
+                conn.closes.end(PendingClose { guid, reason: CloseReason::TornOff }, &ps);
             }
             if let Pairs::Dense(_) = conn.pairs {
                 // A dense pair left in the pending list is skipped when planned (torn off).

@@ -52,7 +52,7 @@ use std::collections::VecDeque;
 
 mod settle;
 
-pub(crate) use settle::{apply_entries, apply_settled, Lookup, SettledEntry};
+pub(crate) use settle::{apply_entries, apply_settled, retiring_slot, Lookup, SettledEntry};
 
 /// A packet in flight.
 #[derive(Clone, Copy, Debug)]
@@ -169,6 +169,9 @@ pub(crate) enum Intake {
 
 /// Sequence numbers and packets in flight of one connection.
 pub(crate) struct Reliability {
+    /// The number of its first packet (`NetDriver::add_connection_at`): the reference's copy of
+    /// the connection, made at its first tick, starts there too.
+    pub first: Seq,
     next_seq: Seq,
     /// The newest packet the client reported: the window's base.
     acked: Seq,
@@ -194,6 +197,7 @@ pub(crate) struct Reliability {
 impl Reliability {
     pub fn new(first: Seq) -> Self {
         Self {
+            first,
             next_seq: first,
             acked: first.back(1),
             in_flight: VecDeque::new(),

@@ -21,6 +21,15 @@ pub(crate) struct Lookup<'a> {
     pub retired: &'a [(u64, crate::ids::NetGuid)],
 }
 
+/// The (class, slot) whose rows are still those of `guid`, an actor the game despawned since the
+/// last tick, its slot's retirement waiting for the tick (`Level::retired`) — the first actor of
+/// its slot to go since (a slot reused twice keeps its first occupant's rows).
+pub(crate) fn retiring_slot(retired: &[(u64, crate::ids::NetGuid)], guid: crate::ids::NetGuid) -> Option<(u32, u32)> {
+    let &(key, _) = retired.iter().find(|&&(_, g)| g == guid)?;
+    let &(_, first) = retired.iter().find(|&&(k, _)| k == key)?;
+    (first == guid).then(|| pairs::split_key(key))
+}
+
 /// One entry of a settled packet, waiting for [`apply_entries`].
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct SettledEntry {
@@ -80,6 +89,9 @@ pub(crate) fn apply_settled(
         // A bunch of an earlier channel of the pair (see `OpenedAfter`) is nothing to this
         // one's initial values either.
         let earlier = conn.opened_after.earlier(key, rec.seq);
+        if delivered && e.open() && !earlier && !conn.closes.ending.is_empty() {
+            conn.closes.open_delivered(|g| e.names(g), e.epoch);
+        }
         if !earlier {
             if delivered {
                 unsent.delivered(key, e.epoch, e.settles());

@@ -71,7 +71,7 @@ mod write;
 
 pub(crate) use server::track_calls;
 pub use server::{ServerRpcEvent, MAX_UNTAKEN_SERVER_RPCS};
-pub(crate) use write::{note_close, Chan, Closing, FrameCalls, PairChannels};
+pub(crate) use write::{note_close, Chan, Closing, Ended, FrameCalls, PairChannels};
 
 use super::connection::Connection;
 use super::{ClassId, ConnectionId, ConnectionStats, DriverError, NetDriver, NetGuid};

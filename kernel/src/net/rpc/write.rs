@@ -3,7 +3,7 @@
 //! ([`WriteCtx::write_rpcs`]).
 
 use super::{Call, Numbered};
-use crate::net::connection::{pair, Connection};
+use crate::net::connection::{pair, Connection, PairState};
 use crate::net::send::{FrameWrite, WriteCtx};
 use crate::net::{ConnectionId, NetGuid};
 use crate::schema::RpcTarget;
@@ -82,9 +82,9 @@ impl FrameCalls {
     /// it before the close), still in call order: made before the tick, while the channel was
     /// open, they go down it as UE's would have at call time. A reliable one only where the
     /// open was acknowledged (the numbering rule: a closed channel's open never will be).
-    fn add_closing(&self, conn: ConnectionId, closing: &[(NetGuid, Chan)], out: &mut Vec<(u32, Chan)>) {
+    fn add_closing(&self, conn: ConnectionId, closing: &[Ended], out: &mut Vec<(u32, Chan)>) {
         let before = out.len();
-        for &(guid, chan) in closing {
+        for &Ended { guid, chan, .. } in closing {
             let first = self.by_guid.partition_point(|&(g, _)| g < guid);
             for &(_, i) in self.by_guid[first..].iter().take_while(|&&(g, _)| g == guid) {
                 if self.reaches(i as usize, conn) && (chan == Chan::Acked || !self.calls[i as usize].reliable) {
@@ -216,7 +216,7 @@ pub(crate) enum Chan {
 }
 
 /// The channel state a connection's pair gives (the driver's channels; the reference has its own).
-fn chan_of(pair: Option<&crate::net::connection::PairState>) -> Chan {
+fn chan_of(pair: Option<&PairState>) -> Chan {
     pair.map_or(Chan::Closed, |ps| chan_of_flags(ps.flags))
 }
 
@@ -232,7 +232,21 @@ fn chan_of_flags(flags: u8) -> Chan {
 
 /// The channels a connection closed this tick, each with where a call stood with it before
 /// ([`note_close`]).
-pub(crate) type Closing = Vec<(NetGuid, Chan)>;
+pub(crate) type Closing = Vec<Ended>;
+
+/// A channel ended since its connection's calls were last fanned out ([`Closing`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Ended {
+    /// Its actor.
+    pub guid: NetGuid,
+    /// Where a call stood with it as it ended — kept up to date by the feedback that comes
+    /// before the tick where a game call ended it (a late acknowledgement of its open, a reopen
+    /// request), as the reference's channel, which lasts to its tick ([`Closes::open_delivered`](crate::net::connection::Closes::open_delivered),
+    /// [`Closes::reopened`](crate::net::connection::Closes::reopened)).
+    pub chan: Chan,
+    /// Its epoch (a delivered open of an earlier channel of the actor is not its own).
+    pub epoch: u8,
+}
 
 /// A channel of actor `guid` closes (destroyed, torn off, dormant, not relevant, its sublevel
 /// unloaded, its owner's closed), its pair's flags `flags` before: noted in the connection's
@@ -241,10 +255,10 @@ pub(crate) type Closing = Vec<(NetGuid, Chan)>;
 /// open channel notes it, through [`Closes::end`](crate::net::connection::Closes::end) or
 /// [`Closes::note`](crate::net::connection::Closes::note) (resends of lost closes do not: their
 /// channel closed in an earlier tick).
-pub(crate) fn note_close(closing: &mut Closing, guid: NetGuid, flags: u8) {
-    let chan = chan_of_flags(flags);
+pub(crate) fn note_close(closing: &mut Closing, guid: NetGuid, state: &PairState) {
+    let chan = chan_of_flags(state.flags);
     if chan != Chan::Closed {
-        closing.push((guid, chan));
+        closing.push(Ended { guid, chan, epoch: state.epoch });
     }
 }
 

@@ -69,7 +69,7 @@ impl ReferenceFrame {
                 continue;
             }
             // A new connection, in a new slot or in the slot of one removed.
-            let mut conn = Connection::new(c.replay, Pairs::channels(), driver.cfg.mtu, Seq(1));
+            let mut conn = Connection::new(c.replay, Pairs::channels(), driver.cfg.mtu, c.rel.first);
             conn.id = c.id;
             conn.closes.queued.extend(driver.statics.destroyed.iter().map(|&g| PendingClose::destroyed(g)));
             driver.fast.reset_reference_connection(ci);

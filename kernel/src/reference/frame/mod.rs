@@ -346,7 +346,7 @@ impl RefConn {
     fn note_close(&mut self, guid: NetGuid, ch: &RefChannel) {
         let chan = self.call_chan(guid, ch);
         if chan != crate::net::rpc::Chan::Closed {
-            self.conn.closes.ending.push((guid, chan));
+            self.conn.closes.ending.push(crate::net::rpc::Ended { guid, chan, epoch: ch.epoch });
         }
     }
 

@@ -4,8 +4,52 @@
 use super::{slots, Sim};
 use crate::random_world::{bag, thing};
 use rand::Rng;
+use rand_chacha::ChaCha8Rng;
 use shadowrep::client::ClientWorld;
+use shadowrep::ids::NetGuid;
 use shadowrep::net::SublevelId;
+use std::collections::VecDeque;
+
+/// Client `world`'s `feedback`, now and then with a request to open again an actor or array some
+/// client held once (`held_once`, fed from `world` too): late or forged, it names an actor the
+/// client has, holds dormant or torn off, one gone, its slot reused — what a request riding
+/// several feedbacks, or a forger, may name. Both sides get the same bytes.
+pub(super) fn with_stale_reopen(
+    world: &ClientWorld,
+    feedback: Vec<u8>,
+    (rng, held_once, added): (&mut ChaCha8Rng, &mut VecDeque<NetGuid>, &mut usize),
+) -> Vec<u8> {
+    use shadowrep::wire::feedback::{read_feedback, write_feedback, write_feedback_calls, MAX_REOPENS};
+    if world.actor_count() > 0 && rng.random_bool(0.3) {
+        // (Sorted: the client's map iterates in no fixed order, the world must be the same
+        // every run.)
+        let mut guids: Vec<NetGuid> = world.actors().map(|(g, _)| g).collect();
+        guids.sort_unstable();
+        let guid = guids[rng.random_range(0..guids.len())];
+        let arrays = world.fast_arrays_of(guid);
+        let pick =
+            if arrays.is_empty() || rng.random_bool(0.5) { guid } else { arrays[rng.random_range(0..arrays.len())] };
+        if !held_once.contains(&pick) {
+            if held_once.len() == 64 {
+                held_once.pop_front();
+            }
+            held_once.push_back(pick);
+        }
+    }
+    if held_once.is_empty() || !rng.random_bool(0.1) {
+        return feedback;
+    }
+    let mut f = read_feedback(&feedback).expect("a client's own feedback decodes");
+    if f.reopen.len() >= MAX_REOPENS {
+        return feedback;
+    }
+    f.reopen.push(held_once[rng.random_range(0..held_once.len())]);
+    *added += 1;
+    let mut w = shadowrep::wire::BitWriter::new();
+    write_feedback(&mut w, f.highest, &f.received, &f.reopen);
+    write_feedback_calls(&mut w, &f.calls);
+    w.into_bytes()
+}
 
 impl Sim {
     /// A client joins (with the level's static actors loaded), a replay connection or not.

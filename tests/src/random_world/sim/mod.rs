@@ -126,6 +126,14 @@ pub(super) struct Sim {
     held_feedback: Vec<(ConnectionId, Vec<u8>)>,
     /// Feedback delivered late.
     pub(super) late_feedbacks: usize,
+    /// Now and then a feedback asks again for an actor or array its client had once
+    /// ([`super::Spec::stale_reopens`]), from dice of their own: a request late or forged.
+    pub(super) stale_reopens: bool,
+    reopen_rng: ChaCha8Rng,
+    /// What the clients held once (actors and fast arrays), the requests' pool: the newest 64.
+    held_once: std::collections::VecDeque<NetGuid>,
+    /// Requests added.
+    pub(super) stale_requests: usize,
     /// The arrays removed, with their owners; every array's owner.
     pub(super) removed_arrays: Vec<(NetGuid, NetGuid)>,
     array_owners: std::collections::HashMap<NetGuid, NetGuid>,
@@ -234,6 +242,10 @@ impl Sim {
             late_rng: ChaCha8Rng::seed_from_u64(seed ^ 0x6c61_7465),
             held_feedback: Vec::new(),
             late_feedbacks: 0,
+            stale_reopens: false,
+            reopen_rng: ChaCha8Rng::seed_from_u64(seed ^ 0x7265_6f70),
+            held_once: Default::default(),
+            stale_requests: 0,
             removed_arrays: Vec::new(),
             array_owners: Default::default(),
             dynamic_changes: 0,
@@ -383,7 +395,14 @@ impl Sim {
             if self.silent.get(conn).is_some_and(|&until| self.frames < until) {
                 continue;
             }
-            let feedback = world.feedback();
+            let mut feedback = world.feedback();
+            if self.stale_reopens {
+                feedback = clients::with_stale_reopen(
+                    world,
+                    feedback,
+                    (&mut self.reopen_rng, &mut self.held_once, &mut self.stale_requests),
+                );
+            }
             if self.late_feedback && self.late_rng.random_bool(0.5) {
                 self.held_feedback.push((*conn, feedback));
                 continue;
