@@ -92,7 +92,12 @@ impl NetDriver {
             self.reopen(ci, guid);
         }
         if !fb.calls.is_empty() {
-            self.receive_calls(ci, fb.calls);
+            if self.conns[ci].since_tick.joined {
+                // Nothing sent to it yet (`SinceTick::joined`): a forger's calls.
+                self.conns[ci].stats.server_rpcs_refused += fb.calls.len() as u64;
+            } else {
+                self.receive_calls(ci, fb.calls);
+            }
         }
         Ok(outcome)
     }
@@ -144,14 +149,16 @@ impl NetDriver {
             // where the game's call dropped them (a static actor, an orphaned sub-object), the
             // record of the channel's end. It loses its acknowledgement, and with it the
             // reliable calls made on it this tick; nothing is sent again (its close is due).
-            let level = self.level.as_ref().map_or(&[][..], |l| &l.retired[..]);
-            let rows = reliability::retiring_slot(level, guid).and_then(|(c_, s)| c.pairs.get_mut(c_, s));
-            let honoured = match rows.filter(|ps| ps.flags & pair::CHANNEL != 0 && open(ps.flags)) {
-                Some(ps) => {
+            // (Past `SinceTick::MAX_LOOKUPS` requests a tick, ignored: a flood's.)
+            let retired = self.level.as_ref().map_or(&[][..], |l| &l.retired[..]);
+            let look = !(retired.is_empty() && c.closes.ending.is_empty()) && c.since_tick.may_look();
+            let rows = look.then(|| reliability::retiring_slot(retired, guid)).flatten();
+            let honoured = match rows.and_then(|(c_, s)| c.pairs.get_mut(c_, s)) {
+                Some(ps) if ps.flags & pair::CHANNEL != 0 && open(ps.flags) => {
                     ps.flags &= !(pair::OPEN_ACKED | pair::OPEN_SENT);
                     true
                 }
-                None => c.closes.reopened(guid),
+                _ => look && c.closes.reopened(guid),
             };
             if honoured {
                 c.stats.reopens_honoured += 1;
@@ -162,8 +169,9 @@ impl NetDriver {
             return;
         };
         // Woken by a game call since the last tick: the client's copy is still the dormant one
-        // (`SinceTick::woken`).
-        let woken = c.since_tick.woken.contains(&guid);
+        // (`SinceTick::woken`; past `MAX_LOOKUPS` requests a tick, taken as woken: ignored).
+        let since = &mut c.since_tick;
+        let woken = !since.woken.is_empty() && (!since.may_look() || since.woken.contains(&guid));
         let Some(ps) = c.pairs.get_mut(class, slot).filter(|ps| open(ps.flags) && !woken) else {
             c.stats.reopens_ignored += 1;
             return;

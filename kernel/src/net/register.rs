@@ -96,6 +96,7 @@ impl NetDriver {
     /// it at random, as UE's does; the client must be told: [`crate::client::ClientWorld::with_first_seq`]).
     pub fn add_connection_at(&mut self, replay: bool, first: Seq) -> ConnectionId {
         let mut c = Connection::new(replay, Pairs::new(false, self.classes.len()), self.cfg.mtu, first);
+        c.since_tick.joined = true;
         self.level_connection(&mut c);
         // Static actors destroyed before it joined: its client loaded them with the level.
         c.closes.queued.extend(self.statics.destroyed.iter().map(|&g| connection::PendingClose::destroyed(g)));

@@ -41,10 +41,15 @@ fn frame(l: &mut Level, r: &mut ReferenceFrame, frame: u32) {
 /// Feedback `fb` again (stale: it settles nothing new), asking the server to open `guid` again
 /// (a client's reopen request that arrives late — or forged).
 fn with_reopen(fb: &[u8], guid: NetGuid) -> Vec<u8> {
+    with_reopens(fb, &[guid])
+}
+
+/// Feedback `fb` again, asking for `guids`.
+fn with_reopens(fb: &[u8], guids: &[NetGuid]) -> Vec<u8> {
     use shadowrep::wire::feedback::{read_feedback, write_feedback};
     let f = read_feedback(fb).expect("decodes");
     let mut w = shadowrep::wire::BitWriter::new();
-    write_feedback(&mut w, f.highest, &f.received, &[guid]);
+    write_feedback(&mut w, f.highest, &f.received, guids);
     w.into_bytes()
 }
 
@@ -278,4 +283,161 @@ fn a_reliable_call_on_a_sub_object_orphaned_before_its_open_is_acknowledged_late
 #[test]
 fn a_reliable_call_on_a_sub_object_orphaned_before_its_open_is_acknowledged_control() {
     orphaned_with_a_call(false);
+}
+
+// ---- 5. A flood of requests for GUIDs gone or never sent -------------------------------------
+
+/// The actor of `reused_slot_reopened` gone between ticks, its slot reused; before the request
+/// for it, `flood` feedbacks each ask for 64 GUIDs that name nothing. A request for an actor
+/// that is not live is looked up in what changed since the last tick (the slots retiring, the
+/// channels calls ended) at most `2 × 64` times a tick: past that the flood costs a hash lookup
+/// each, and the genuine request of the same tick is ignored with it — the next tick looks again.
+/// Returns the kernel's (honoured, ignored) reopen counts.
+fn flooded_reopen(flood: usize) -> (u64, u64) {
+    let mut l = Level::new(every_frame(), 1);
+    always_due(&mut l);
+    let (id, guid) = l.spawn([100.0, 0.0, 0.0], 1);
+    for _ in 0..3 {
+        l.step();
+    }
+    assert!(l.client(0).has(guid));
+    let conn = l.clients[0].0;
+    let fb = l.clients[0].1.feedback();
+    l.store.despawn(id).unwrap();
+    let (other, _) = l.spawn([200.0, 0.0, 0.0], 2);
+    assert_eq!(other.index, id.index, "the slot reused");
+    let nothing: Vec<NetGuid> = (0..64).map(|i| NetGuid(1_000_000 + 2 * i)).collect();
+    for _ in 0..flood {
+        l.driver.receive_feedback(conn, &with_reopens(&fb, &nothing)).expect("decodes");
+    }
+    l.driver.receive_feedback(conn, &with_reopen(&fb, guid)).expect("decodes");
+    let stats = l.driver.connection_stats(conn).unwrap();
+    (stats.reopens_honoured, stats.reopens_ignored)
+}
+
+#[test]
+fn a_flood_of_reopen_requests_is_looked_up_a_bounded_number_of_times_a_tick() {
+    // Control: the request alone is honoured (on the retiring rows).
+    let (honoured, ignored) = flooded_reopen(0);
+    assert_eq!((honoured, ignored), (1, 0));
+    // One feedback's worth of nothing: still within the tick's lookups.
+    let (honoured, ignored) = flooded_reopen(1);
+    assert_eq!((honoured, ignored), (1, 64));
+    // Two and more: the lookups are spent, the request is ignored with the flood.
+    let (honoured, ignored) = flooded_reopen(20);
+    assert_eq!((honoured, ignored), (0, 20 * 64 + 1));
+}
+
+// ---- Helpers of a second round of witnesses (session 74) ---------------------------------------
+
+/// One frame beside the reference, every client's packets equal (not client 0's alone) and
+/// delivered; returns each client's feedback, not yet given to either side.
+fn frame_all_held(l: &mut Level, r: &mut ReferenceFrame, frame: u32) -> Vec<Vec<u8>> {
+    l.driver.tick(&mut [&mut l.store]).expect("tick");
+    let tick = r.tick(&l.driver, &mut [&mut l.store]).expect("reference tick");
+    assert_eq!(tick.missed_slots, 0, "frame {frame}: slots changed outside the driver's log");
+    let mut out = Vec::new();
+    for (c, (conn, world)) in l.clients.iter_mut().enumerate() {
+        let packets = l.driver.take_packets(*conn).expect("live");
+        let theirs: Vec<&[u8]> = r.packets(*conn).collect();
+        assert_eq!(
+            packets.iter().map(Vec::as_slice).collect::<Vec<_>>(),
+            theirs,
+            "frame {frame}: client {c}'s packets differ"
+        );
+        for p in &packets {
+            world.receive(p).expect("a well-formed packet");
+        }
+        out.push(world.feedback());
+    }
+    out
+}
+
+/// Gives client `c`'s feedback `fb` to the kernel and to the reference.
+fn feed_to(l: &mut Level, r: &mut ReferenceFrame, c: usize, fb: &[u8]) {
+    let conn = l.clients[c].0;
+    l.driver.receive_feedback(conn, fb).expect("decodes");
+    r.receive_feedback(&l.driver, conn, fb).expect("decodes");
+}
+
+/// One frame beside the reference over every client, each one's feedback given to both at once.
+fn frame_all(l: &mut Level, r: &mut ReferenceFrame, frame: u32) {
+    for (c, fb) in frame_all_held(l, r, frame).into_iter().enumerate() {
+        feed_to(l, r, c, &fb);
+    }
+}
+
+/// Feedback `fb` carrying besides a reliable Server call (`ServerUse`, number `seq`) on `guid`
+/// (a hostile client's: it need not hold the actor, nor own it — the server takes the number
+/// and acknowledges it all the same, refusing the call).
+fn with_server_call(l: &Level, fb: &[u8], guid: NetGuid, seq: u16) -> Vec<u8> {
+    use shadowrep::wire::feedback::{read_feedback, write_feedback, write_feedback_calls};
+    use shadowrep::wire::rpc::{encode_call, RpcBunch};
+    use shadowrep_tests::random_world::SERVER_CALLS;
+    let f = read_feedback(fb).expect("decodes");
+    let index = l.layout.rpc_index(SERVER_CALLS[1]).expect("declared");
+    let bits = encode_call(&l.layout, index, &[Value::U32(9)]).expect("fits");
+    let call =
+        RpcBunch { target: guid, seq: Some(seq), bits: bits.len_bits(), call: bits.into_bytes(), reliable: true };
+    let mut w = shadowrep::wire::BitWriter::new();
+    write_feedback(&mut w, f.highest, &f.received, &f.reopen);
+    write_feedback_calls(&mut w, &[call]);
+    w.into_bytes()
+}
+
+// ---- 6. A connection the game added since the last tick, heard from before it ----------------
+
+/// The game adds a connection between two ticks (`add_connection`: the driver's state for it
+/// exists at once); its client's first feedback arrives before the tick (`early`) carrying a
+/// reliable Server call (numbered 0). The driver took its number and owed an acknowledgement,
+/// written at the tick; the reference makes its copy of the connection only at its tick
+/// (`follow_connections`), so `ReferenceFrame::receive_feedback` finds no connection of that id
+/// and drops the feedback: its first packet had no acknowledgement. Nothing was sent to the
+/// client, so it owns nothing to call on: the driver now drops such calls unacknowledged
+/// (`SinceTick::joined`). (`!early`: the same call after the connection's first tick — both
+/// acknowledge it.)
+/// (`reused`: the game removed client 0's connection first, and the new one takes its slot —
+/// the reference's copy in that slot is still the old connection's.)
+fn call_before_first_tick(early: bool, reused: bool) {
+    let mut l = Level::new(every_frame(), 1);
+    always_due(&mut l);
+    let (_, guid) = l.spawn([100.0, 0.0, 0.0], 1);
+    let mut r = ReferenceFrame::new(&l.driver, &mut [&mut l.store]).expect("reference");
+    for f in 0..2 {
+        frame_all(&mut l, &mut r, f);
+    }
+    if reused {
+        let old = l.clients.remove(0).0;
+        l.driver.remove_connection(old).expect("live");
+    }
+    let c = l.add_client();
+    if !early {
+        frame_all(&mut l, &mut r, 2);
+    }
+    let fb = l.clients[c].1.feedback();
+    let fb = with_server_call(&l, &fb, guid, 0);
+    feed_to(&mut l, &mut r, c, &fb);
+    for f in 3..6 {
+        frame_all(&mut l, &mut r, f);
+    }
+}
+
+#[test]
+fn a_server_call_from_a_connection_added_since_the_last_tick_early() {
+    call_before_first_tick(true, false);
+}
+
+#[test]
+fn a_server_call_from_a_connection_added_since_the_last_tick_control() {
+    call_before_first_tick(false, false);
+}
+
+#[test]
+fn a_server_call_from_a_connection_added_in_a_removed_ones_slot_early() {
+    call_before_first_tick(true, true);
+}
+
+#[test]
+fn a_server_call_from_a_connection_added_in_a_removed_ones_slot_control() {
+    call_before_first_tick(false, true);
 }

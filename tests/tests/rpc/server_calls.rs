@@ -291,6 +291,8 @@ fn with_owner_chains_a_rifle_takes_the_server_calls_of_its_pawns_player() {
         let rifle_guid = driver.assign_guid(class, &store, rifle).unwrap();
         driver.set_owner(class, &store, pawn_id, Some(conns[0]), true).unwrap();
         driver.set_owner_actor(class, &store, rifle, Some(pawn_guid), None).unwrap();
+        // (A first tick: a connection's calls before it are a forger's, dropped.)
+        driver.tick(&mut [&mut store]).unwrap();
         let (mut seq, mut n) = (0u16, 0);
         // Each connection calls `USE` on the rifle: the connections whose call ran.
         let mut calls = |driver: &mut NetDriver| -> Vec<usize> {

@@ -100,11 +100,33 @@ pub(crate) struct SinceTick {
     /// dormant one, and a request to open one again is stale (reference sweep seed 121010 with
     /// stale reopens and late feedback).
     pub woken: Vec<NetGuid>,
+    /// The game added the connection since the last tick: nothing was sent to it, so its client
+    /// owns nothing it could call a Server function on (UE's client calls through actors the
+    /// server replicated first, its PlayerController) — calls in a feedback now are a forger's,
+    /// dropped unacknowledged, as by the reference, which meets the connection at its first
+    /// tick (a helper's witness, `between_ticks.rs`).
+    pub joined: bool,
+    /// Reopen requests looked up in what changed since the last tick (the woken copies, the
+    /// channels calls ended, the slots retiring): at most [`Self::MAX_LOOKUPS`] a tick, so a
+    /// flood of requests — every feedback datagram may carry 64, a duplicate too — costs a hash
+    /// lookup each beyond, not a walk of those lists.
+    lookups: u32,
 }
 
 impl SinceTick {
+    /// Reopen requests a tick looks up in what changed since the last one (two feedbacks' worth).
+    pub const MAX_LOOKUPS: u32 = 2 * crate::wire::feedback::MAX_REOPENS as u32;
+
+    /// Whether one more reopen request may be looked up this tick (counting it).
+    pub fn may_look(&mut self) -> bool {
+        self.lookups += 1;
+        self.lookups <= Self::MAX_LOOKUPS
+    }
+
     pub fn clear(&mut self) {
         self.orphan_copies.clear();
         self.woken.clear();
+        self.joined = false;
+        self.lookups = 0;
     }
 }

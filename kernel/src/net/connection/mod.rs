@@ -130,7 +130,8 @@ pub struct ConnectionStats {
     /// The client's Server calls delivered to the game ([`super::NetDriver::take_server_rpcs`]).
     pub server_rpcs_delivered: u64,
     /// The client's Server calls dropped: on an actor this connection did not own when the call
-    /// arrived or when its turn came, torn off, or gone; a call that does not decode, is not a
+    /// arrived or when its turn came, torn off, or gone; made before the server sent it
+    /// anything (in a feedback that arrived before the connection's first tick); a call that does not decode, is not a
     /// Server call of the actor's class or not of its declared reliability; an unreliable one
     /// while [`super::rpc::MAX_UNTAKEN_SERVER_RPCS`] wait to be taken.
     pub server_rpcs_refused: u64,
