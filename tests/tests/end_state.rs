@@ -95,9 +95,10 @@ fn worlds_whose_game_removes_fast_arrays_settle_with_no_client_holding_one() {
 /// Feedback that arrives after the game's next calls, and requests to open again what some client
 /// held once (late or forged: `Spec::stale_reopens`): the server takes each request its rules
 /// honour — a fresh open of a copy the client may already have — and ignores the rest; either
-/// way every client ends with the server's state.
+/// way every client ends with the server's state (the first worlds with feedback duplicated and
+/// reordered by the link too).
 #[test]
 fn worlds_with_late_feedback_and_stale_reopen_requests_settle_to_the_servers_state() {
-    sweep(0..4, |seed| Spec::new(seed, 4).loss(0.3).late_feedback().stale_reopens().dormancy());
+    sweep(0..4, |seed| Spec::new(seed, 4).loss(0.3).late_feedback().stale_reopens().dormancy().replayed_feedback());
     sweep(4..8, |seed| Spec::new(seed, 4).loss(0.2).late_feedback().stale_reopens().sublevels().remove_fast_arrays());
 }

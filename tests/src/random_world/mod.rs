@@ -179,6 +179,8 @@ pub struct Exercised {
     pub late_feedbacks: usize,
     /// Requests to open again added to the feedback ([`Spec::stale_reopens`]).
     pub stale_requests: usize,
+    /// Feedbacks the link delivered again ([`Spec::replayed_feedback`]).
+    pub replays: usize,
     /// Owner actors set that moved an actor's owning connection ([`Spec::owner_chains`]).
     pub chain_moves: usize,
     /// Ledger bytes written ([`Spec::wide`]).
@@ -236,6 +238,7 @@ impl Exercised {
             ),
             (!spec.late_feedback || self.late_feedbacks > 100, format!("{} feedbacks late", self.late_feedbacks)),
             (!spec.stale_reopens || self.stale_requests > 20, format!("{} stale reopen requests", self.stale_requests)),
+            (!spec.replayed_feedback || self.replays > 50, format!("{} feedbacks delivered again", self.replays)),
             (!spec.owner_chains || self.chain_moves > 10, format!("{} owners moved by a chain", self.chain_moves)),
             (!spec.wide || self.ledger_writes > 1000, format!("{} ledger bytes written", self.ledger_writes)),
             (!spec.rpcs || self.server_delivered > 100, format!("{} Server calls delivered", self.server_delivered)),
@@ -364,6 +367,7 @@ pub fn decide_alike(spec: Spec) -> Result<Exercised, String> {
     x.arrays_removed = sim.removed_arrays.len();
     x.late_feedbacks = sim.late_feedbacks;
     x.stale_requests = sim.stale_requests;
+    x.replays = sim.replays;
     x.chain_moves = sim.chain_moves;
     x.ledger_writes = sim.ledger_writes;
     x.rpcs_called = sim.rpcs_called as usize;
@@ -389,6 +393,7 @@ fn world(spec: &Spec) -> Sim {
     sim.remove_arrays = spec.remove_fast_arrays;
     sim.late_feedback = spec.late_feedback;
     sim.stale_reopens = spec.stale_reopens;
+    sim.replayed_feedback = spec.replayed_feedback;
     sim.rpcs = spec.rpcs;
     if spec.dormancy {
         // A wider map: more actors out of every viewer's reach, asleep until a viewer comes by.

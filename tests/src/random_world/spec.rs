@@ -26,6 +26,7 @@ pub struct Spec {
     pub owner_chains: bool,
     pub remove_fast_arrays: bool,
     pub late_feedback: bool,
+    pub replayed_feedback: bool,
     pub stale_reopens: bool,
 }
 
@@ -53,6 +54,7 @@ impl Spec {
             owner_chains: false,
             remove_fast_arrays: false,
             late_feedback: false,
+            replayed_feedback: false,
             stale_reopens: false,
         }
     }
@@ -63,6 +65,13 @@ impl Spec {
     /// ended, an actor woken — before the tick sees them. Dice of their own.
     pub fn late_feedback(self) -> Spec {
         Spec { late_feedback: true, ..self }
+    }
+
+    /// The same where the link now and then delivers a client's earlier feedback again, before
+    /// or after its newest (a datagram duplicated or reordered): nothing it settles is new, but
+    /// its reopen requests and its Server calls come again. Dice of their own.
+    pub fn replayed_feedback(self) -> Spec {
+        Spec { replayed_feedback: true, ..self }
     }
 
     /// The same where a client's feedback now and then asks again for an actor or an array some

@@ -505,3 +505,28 @@ fn with_stale_reopen_requests_the_kernel_decides_exactly_as_the_ue_style_referen
         decide_alike(spec);
     }
 }
+
+#[test]
+fn with_feedback_duplicated_and_reordered_the_kernel_decides_exactly_as_the_ue_style_reference() {
+    // Now and then the link delivers a client's earlier feedback again, before or after its
+    // newest (`Spec::replayed_feedback`), as UDP duplicates and reorders datagrams: nothing it
+    // settles is new, but its reopen requests and its Server calls (numbered: the duplicates are
+    // stale) come again, on both sides alike. Beside late feedback and stale requests too.
+    let replayed =
+        |seed: u64, connections: usize, loss: f64| Spec::new(seed, connections).loss(loss).replayed_feedback();
+    let worlds = [
+        replayed(124000, 4, 0.3).rpcs(),
+        replayed(124003, 4, 0.3).dormancy().sublevels().rpcs().owner_chains().sub_conditions(),
+        replayed(124002, 6, 0.4)
+            .late_feedback()
+            .stale_reopens()
+            .bags_first()
+            .dormancy()
+            .replicates()
+            .rpcs()
+            .net_temporary(),
+    ];
+    for spec in worlds {
+        decide_alike(spec);
+    }
+}

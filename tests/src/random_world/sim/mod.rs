@@ -134,6 +134,14 @@ pub(super) struct Sim {
     held_once: std::collections::VecDeque<NetGuid>,
     /// Requests added.
     pub(super) stale_requests: usize,
+    /// Now and then the link delivers a client's earlier feedback again, before or after its
+    /// newest ([`super::Spec::replayed_feedback`]): a datagram duplicated or reordered. Dice of
+    /// their own; the newest 64 feedbacks delivered, by connection.
+    pub(super) replayed_feedback: bool,
+    replay_rng: ChaCha8Rng,
+    delivered: std::collections::VecDeque<(ConnectionId, Vec<u8>)>,
+    /// Feedbacks delivered again.
+    pub(super) replays: usize,
     /// The arrays removed, with their owners; every array's owner.
     pub(super) removed_arrays: Vec<(NetGuid, NetGuid)>,
     array_owners: std::collections::HashMap<NetGuid, NetGuid>,
@@ -246,6 +254,10 @@ impl Sim {
             reopen_rng: ChaCha8Rng::seed_from_u64(seed ^ 0x7265_6f70),
             held_once: Default::default(),
             stale_requests: 0,
+            replayed_feedback: false,
+            replay_rng: ChaCha8Rng::seed_from_u64(seed ^ 0x6475_7065),
+            delivered: Default::default(),
+            replays: 0,
             removed_arrays: Vec::new(),
             array_owners: Default::default(),
             dynamic_changes: 0,
@@ -336,10 +348,7 @@ impl Sim {
                 continue;
             }
             self.late_feedbacks += 1;
-            self.driver.receive_feedback(conn, &feedback).map_err(|e| format!("frame {frame}: kernel: {e}"))?;
-            self.reference
-                .receive_feedback(&self.driver, conn, &feedback)
-                .map_err(|e| format!("frame {frame}: reference: {e}"))?;
+            self.deliver(conn, feedback, frame)?;
         }
         self.driver.tick(&mut [&mut self.things, &mut self.bags]).map_err(|e| format!("frame {frame}: kernel: {e}"))?;
         let tick = self
@@ -359,6 +368,9 @@ impl Sim {
             let until = self.frames + self.link.random_range(90..180);
             self.dark.insert(c, until);
         }
+        // (Delivered once every client's packets are compared and received: feedback changes no
+        // packet already written.)
+        let mut now = Vec::new();
         for (conn, world) in &mut self.clients {
             let dark = self.dark.get(conn).is_some_and(|&until| self.frames < until);
             let packets = self.driver.take_packets(*conn).unwrap();
@@ -407,10 +419,39 @@ impl Sim {
                 self.held_feedback.push((*conn, feedback));
                 continue;
             }
-            self.driver.receive_feedback(*conn, &feedback).map_err(|e| format!("frame {frame}: kernel: {e}"))?;
+            now.push((*conn, feedback));
+        }
+        for (conn, feedback) in now {
+            self.deliver(conn, feedback, frame)?;
+        }
+        Ok(())
+    }
+
+    /// Client `conn`'s `feedback` to the kernel and the reference — with
+    /// [`super::Spec::replayed_feedback`], now and then an earlier one of its feedbacks again,
+    /// before or after it.
+    fn deliver(&mut self, conn: ConnectionId, feedback: Vec<u8>, frame: u32) -> Result<(), String> {
+        let mut order = vec![feedback.clone()];
+        if self.replayed_feedback && self.replay_rng.random_bool(0.1) {
+            let earlier: Vec<&Vec<u8>> = self.delivered.iter().filter(|(c, _)| *c == conn).map(|(_, f)| f).collect();
+            if !earlier.is_empty() {
+                let again = earlier[self.replay_rng.random_range(0..earlier.len())].clone();
+                let at = if self.replay_rng.random_bool(0.5) { 0 } else { 1 };
+                order.insert(at, again);
+                self.replays += 1;
+            }
+        }
+        for f in &order {
+            self.driver.receive_feedback(conn, f).map_err(|e| format!("frame {frame}: kernel: {e}"))?;
             self.reference
-                .receive_feedback(&self.driver, *conn, &feedback)
+                .receive_feedback(&self.driver, conn, f)
                 .map_err(|e| format!("frame {frame}: reference: {e}"))?;
+        }
+        if self.replayed_feedback {
+            if self.delivered.len() == 64 {
+                self.delivered.pop_front();
+            }
+            self.delivered.push_back((conn, feedback));
         }
         Ok(())
     }
