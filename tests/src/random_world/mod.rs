@@ -181,6 +181,9 @@ pub struct Exercised {
     pub stale_requests: usize,
     /// Feedbacks the link delivered again ([`Spec::replayed_feedback`]).
     pub replays: usize,
+    /// Lies told, and packets the liars refused ([`Spec::lying_feedback`]).
+    pub lies: usize,
+    pub refused: usize,
     /// Owner actors set that moved an actor's owning connection ([`Spec::owner_chains`]).
     pub chain_moves: usize,
     /// Ledger bytes written ([`Spec::wide`]).
@@ -239,6 +242,10 @@ impl Exercised {
             (!spec.late_feedback || self.late_feedbacks > 100, format!("{} feedbacks late", self.late_feedbacks)),
             (!spec.stale_reopens || self.stale_requests > 20, format!("{} stale reopen requests", self.stale_requests)),
             (!spec.replayed_feedback || self.replays > 50, format!("{} feedbacks delivered again", self.replays)),
+            (
+                !spec.lying_feedback || self.lies > 20 && self.refused > 5,
+                format!("{} lies told, {} packets refused", self.lies, self.refused),
+            ),
             (!spec.owner_chains || self.chain_moves > 10, format!("{} owners moved by a chain", self.chain_moves)),
             (!spec.wide || self.ledger_writes > 1000, format!("{} ledger bytes written", self.ledger_writes)),
             (!spec.rpcs || self.server_delivered > 100, format!("{} Server calls delivered", self.server_delivered)),
@@ -368,6 +375,8 @@ pub fn decide_alike(spec: Spec) -> Result<Exercised, String> {
     x.late_feedbacks = sim.late_feedbacks;
     x.stale_requests = sim.stale_requests;
     x.replays = sim.replays;
+    x.lies = sim.lies;
+    x.refused = sim.refused;
     x.chain_moves = sim.chain_moves;
     x.ledger_writes = sim.ledger_writes;
     x.rpcs_called = sim.rpcs_called as usize;
@@ -394,6 +403,7 @@ fn world(spec: &Spec) -> Sim {
     sim.late_feedback = spec.late_feedback;
     sim.stale_reopens = spec.stale_reopens;
     sim.replayed_feedback = spec.replayed_feedback;
+    sim.lying_feedback = spec.lying_feedback;
     sim.rpcs = spec.rpcs;
     if spec.dormancy {
         // A wider map: more actors out of every viewer's reach, asleep until a viewer comes by.

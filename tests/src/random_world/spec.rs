@@ -27,6 +27,7 @@ pub struct Spec {
     pub remove_fast_arrays: bool,
     pub late_feedback: bool,
     pub replayed_feedback: bool,
+    pub lying_feedback: bool,
     pub stale_reopens: bool,
 }
 
@@ -55,6 +56,7 @@ impl Spec {
             remove_fast_arrays: false,
             late_feedback: false,
             replayed_feedback: false,
+            lying_feedback: false,
             stale_reopens: false,
         }
     }
@@ -72,6 +74,14 @@ impl Spec {
     /// its reopen requests and its Server calls come again. Dice of their own.
     pub fn replayed_feedback(self) -> Spec {
         Spec { replayed_feedback: true, ..self }
+    }
+
+    /// The same where clients now and then lie: a feedback claims a packet it missed received
+    /// (a hostile client's, or a broken one's). Both sides settle it as delivered; the liar,
+    /// lacking what it claimed, refuses packets (allowed in these worlds alone) and asks again.
+    /// Dice of their own.
+    pub fn lying_feedback(self) -> Spec {
+        Spec { lying_feedback: true, ..self }
     }
 
     /// The same where a client's feedback now and then asks again for an actor or an array some

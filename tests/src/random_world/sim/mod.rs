@@ -142,6 +142,13 @@ pub(super) struct Sim {
     delivered: std::collections::VecDeque<(ConnectionId, Vec<u8>)>,
     /// Feedbacks delivered again.
     pub(super) replays: usize,
+    /// Now and then a feedback claims a lost packet received ([`super::Spec::lying_feedback`]),
+    /// dice of their own; the lies told, and the packets the liars refused since (a client
+    /// lacking an actor it was told it got).
+    pub(super) lying_feedback: bool,
+    lie_rng: ChaCha8Rng,
+    pub(super) lies: usize,
+    pub(super) refused: usize,
     /// The arrays removed, with their owners; every array's owner.
     pub(super) removed_arrays: Vec<(NetGuid, NetGuid)>,
     array_owners: std::collections::HashMap<NetGuid, NetGuid>,
@@ -258,6 +265,10 @@ impl Sim {
             replay_rng: ChaCha8Rng::seed_from_u64(seed ^ 0x6475_7065),
             delivered: Default::default(),
             replays: 0,
+            lying_feedback: false,
+            lie_rng: ChaCha8Rng::seed_from_u64(seed ^ 0x6c69_6573),
+            lies: 0,
+            refused: 0,
             removed_arrays: Vec::new(),
             array_owners: Default::default(),
             dynamic_changes: 0,
@@ -400,7 +411,12 @@ impl Sim {
                     self.dropped += 1;
                     continue;
                 }
-                world.receive(&p).map_err(|e| format!("frame {frame}: connection {conn:?} refused a packet: {e}"))?;
+                match world.receive(&p) {
+                    Err(_) if self.lying_feedback => self.refused += 1,
+                    r => {
+                        r.map_err(|e| format!("frame {frame}: connection {conn:?} refused a packet: {e}"))?;
+                    }
+                }
             }
             // A silent client's answers wait (past the ready timeout the server stops sending
             // to it), then come all at once.
@@ -414,6 +430,9 @@ impl Sim {
                     feedback,
                     (&mut self.reopen_rng, &mut self.held_once, &mut self.stale_requests),
                 );
+            }
+            if self.lying_feedback {
+                feedback = clients::with_lie(feedback, &mut self.lie_rng, &mut self.lies);
             }
             if self.late_feedback && self.late_rng.random_bool(0.5) {
                 self.held_feedback.push((*conn, feedback));
