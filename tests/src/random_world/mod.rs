@@ -206,6 +206,7 @@ impl Exercised {
     pub fn weakness(&self, spec: &Spec) -> Option<String> {
         let seed = spec.seed;
         let resent: u64 = self.stats.iter().map(|s| s.leaves_resent).sum();
+        let ahead: u64 = self.stats.iter().map(|s| s.feedback_ahead).sum();
         let checks = [
             (self.saturated > 50, format!("{} saturated connection-frames", self.saturated)),
             (self.closed > 5, format!("{} relevancy closes", self.closed)),
@@ -243,8 +244,8 @@ impl Exercised {
             (!spec.stale_reopens || self.stale_requests > 20, format!("{} stale reopen requests", self.stale_requests)),
             (!spec.replayed_feedback || self.replays > 50, format!("{} feedbacks delivered again", self.replays)),
             (
-                !spec.lying_feedback || self.lies > 20 && self.refused > 5,
-                format!("{} lies told, {} packets refused", self.lies, self.refused),
+                !spec.lying_feedback || self.lies > 20 && self.refused > 5 && ahead > 0,
+                format!("{} lies told, {} packets refused, {ahead} feedbacks ahead", self.lies, self.refused),
             ),
             (!spec.owner_chains || self.chain_moves > 10, format!("{} owners moved by a chain", self.chain_moves)),
             (!spec.wide || self.ledger_writes > 1000, format!("{} ledger bytes written", self.ledger_writes)),

@@ -54,15 +54,24 @@ pub(super) fn with_stale_reopen(
 /// Client feedback `feedback` with, now and then, a lie: a packet of the last eight it missed
 /// claimed received. The server settles it as delivered and never sends its content again; the
 /// client, lacking an open it was told it got, refuses the next plain bunch of that actor and
-/// asks for it (README "Two bunch forms": a liar pays a refused packet and converges).
+/// asks for it (README "Two bunch forms": a liar pays a refused packet and converges). One lie
+/// in five claims packets past its newest received too — maybe past the newest sent (a forged
+/// packet accepted: `Intake::Ahead`, settled as of the newest sent).
 pub(super) fn with_lie(feedback: Vec<u8>, rng: &mut ChaCha8Rng, lies: &mut usize) -> Vec<u8> {
     use shadowrep::wire::feedback::{read_feedback, write_feedback, write_feedback_calls};
     if !rng.random_bool(0.05) {
         return feedback;
     }
     let mut f = read_feedback(&feedback).expect("a client's own feedback decodes");
-    let Some(back) = (1..8).find(|&b| !f.received.get(b) && f.highest.0 > b) else { return feedback };
-    f.received.set(back);
+    if rng.random_bool(0.2) {
+        let ahead = rng.random_range(1..4);
+        f.received.shift(ahead);
+        f.received.set(0);
+        f.highest = shadowrep::ids::Seq(f.highest.0 + ahead);
+    } else {
+        let Some(back) = (1..8).find(|&b| !f.received.get(b) && f.highest.0 > b) else { return feedback };
+        f.received.set(back);
+    }
     *lies += 1;
     let mut w = shadowrep::wire::BitWriter::new();
     write_feedback(&mut w, f.highest, &f.received, &f.reopen);
