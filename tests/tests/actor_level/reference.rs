@@ -268,13 +268,19 @@ fn with_class_defaults_the_kernel_decides_exactly_as_the_ue_style_reference() {
 fn with_a_class_past_64_leaves_the_kernel_decides_exactly_as_the_ue_style_reference() {
     // The bags' class with twenty eight-byte ledgers more (`Spec::wide`): its masks name groups
     // of leaves, planned, shared, sent, lost and resent alike on both sides, with the roles and
-    // Custom switches that bring properties back, dormancy and class defaults.
-    let worlds = [(0, 4, 0.0), (1, 4, 0.2), (8, 6, 0.3), (2, 3, 0.3)];
+    // Custom switches that bring properties back, dormancy and class defaults. (Seed 128040
+    // with 7 at 20 %, from session 74's sweeps: a tearing sub-object whose slot the game reused
+    // between ticks was judged at that call, where its tearing owner — left over — still waited,
+    // so it closed Destroyed; the owner was despawned in the same window, and the reference,
+    // judging at its tick, found no owner waiting and closed it TornOff. The driver now logs the
+    // call's answer with the other inputs of that judgment, `ReusedTearing::owner_waits`.)
+    let worlds = [(0, 4, 0.0), (1, 4, 0.2), (8, 6, 0.3), (2, 3, 0.3), (128040, 7, 0.2)];
     for (seed, connections, loss) in worlds {
         let spec = Spec::new(seed, connections).loss(loss).wide();
         decide_alike(match seed {
             8 => spec.dormancy().dynamic_conditions(),
             2 => spec.class_defaults().sublevels(),
+            128040 => spec.net_groups().dynamic_conditions().priority_hooks().class_defaults(),
             _ => spec,
         });
     }

@@ -237,6 +237,11 @@ pub struct ReusedTearing {
     pub only_relevant_to_owner: bool,
     /// Its owner actor (the owner chain's first link).
     pub owner_actor: Option<NetGuid>,
+    /// A sub-object: its owner's tear-off went on, as the call judged it (left over, or owing a
+    /// connection: a sub-object's tear-off goes on with its owner's). The judgment's answer, not
+    /// its inputs: the owner, alive at the call, may be gone by the reference's tick (despawned
+    /// in the same window, found gone by the tick's gather) — reference sweep seed 128040.
+    pub owner_waits: bool,
 }
 
 impl Level {

@@ -152,7 +152,11 @@ impl NetDriver {
         }
         if a.tearing {
             self.log_reused_tearing(class, slot, a.guid);
-            self.finish_tear_offs_as_of(Frame(self.frame.0 + 1), Some(a.guid));
+            let owner_waits = self.finish_tear_offs_as_of(Frame(self.frame.0 + 1), Some(a.guid));
+            let logged = self.level.as_mut().and_then(|l| l.reused_tearing.current.last_mut());
+            if let Some(r) = logged.filter(|r| r.guid == a.guid) {
+                r.owner_waits = owner_waits;
+            }
         }
         self.retire_actor(class, slot);
     }
@@ -177,16 +181,19 @@ impl NetDriver {
             sub_condition: c.cols.sub_condition[s],
             only_relevant_to_owner: c.cols.settings[s].only_relevant_to_owner,
             owner_actor: c.cols.owner_actor[s],
+            owner_waits: false,
         };
         if let Some(level) = self.level.as_mut() {
             level.reused_tearing.push(reused);
         }
     }
 
-    /// [`Self::finish_tear_offs`] at the start of `frame`; with `only`, for that actor alone.
-    fn finish_tear_offs_as_of(&mut self, frame: Frame, only: Option<NetGuid>) {
+    /// [`Self::finish_tear_offs`] at the start of `frame`; with `only`, for that actor alone —
+    /// returning whether its owner's tear-off went on (what held a sub-object's back).
+    fn finish_tear_offs_as_of(&mut self, frame: Frame, only: Option<NetGuid>) -> bool {
+        let mut only_owner_waits = false;
         if self.tearing.is_empty() {
-            return;
+            return only_owner_waits;
         }
         // (tearing, owes, finishes), decided first for all: an owner waits for its sub-objects.
         let mut decided = Vec::with_capacity(self.tearing.len());
@@ -247,6 +254,7 @@ impl NetDriver {
                 continue;
             }
             let owner_waits = self.owner_of(t.guid).is_some_and(|o| waiting_owners.contains(&o));
+            only_owner_waits |= only.is_some() && owner_waits;
             if finishes && !owing_owners.contains(&t.guid) && !owner_waits {
                 self.tear_off_slot(t.class as usize, t.slot, t.guid);
             } else {
@@ -257,6 +265,7 @@ impl NetDriver {
                 self.tearing.push(t);
             }
         }
+        only_owner_waits
     }
 
     /// Whether connection `ci`'s frames serve the actor in `slot` at all: an owner-only actor

@@ -70,7 +70,10 @@ impl ReferenceFrame {
             })
             .collect();
         let now = driver.level.as_ref().map_or(0.0, |l| l.time.now);
-        let track = Tracking { owing, owing_owners, waiting, now };
+        // A tearing sub-object judged at the game's call that reused its slot: its owner's
+        // tear-off went on as the driver judged it then (the owner may be gone by now).
+        let owner_waited = reused.iter().map(|r| (r.guid, r.owner_waits)).collect();
+        let track = Tracking { owing, owing_owners, waiting, owner_waited, now };
         for (c, class) in driver.classes.iter().enumerate() {
             let table = &mut self.actors[c];
             table.resize_with(class.actors.len().max(table.len()), || None);
@@ -308,6 +311,9 @@ struct Tracking {
     owing_owners: crate::ids::GuidSet,
     /// Tearing actors whose tear-off goes on this frame.
     waiting: crate::ids::GuidSet,
+    /// Tearing actors judged at the call that reused their slot (`Level::reused_tearing`):
+    /// whether their owner's tear-off went on then.
+    owner_waited: crate::ids::GuidMap<bool>,
     /// Server time.
     now: f64,
 }
@@ -318,7 +324,10 @@ impl Tracking {
     /// sub-object — its owner's tear-off not going on.
     fn tear_ends(&self, e: &RefActor) -> bool {
         let waits = self.owing.contains(&e.guid) || self.owing_owners.contains(&e.guid);
-        let owner_waits = e.owner.is_some_and(|o| self.waiting.contains(&o));
+        let owner_waits = match self.owner_waited.get(&e.guid) {
+            Some(&waited) => waited,
+            None => e.owner.is_some_and(|o| self.waiting.contains(&o)),
+        };
         e.tear_seen && !e.clock.pending_net_update && !waits && !owner_waits
     }
 }
