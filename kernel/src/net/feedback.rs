@@ -1,6 +1,7 @@
 //! What a client's feedback does ([`NetDriver::receive_feedback`]): decoded, classified against
 //! the sequence window ([`reliability`](super::reliability)), its packets settled — acks retire,
-//! naks resend — and its reopen requests honoured at most once per round trip.
+//! naks resend — its reopen requests honoured at most once per round trip, and its Server calls
+//! taken.
 
 use super::connection::pair;
 use super::reliability::{self, Intake};
@@ -29,7 +30,11 @@ impl NetDriver {
     /// again. Feedback that is stale (duplicated, reordered, repeated) or names packets never
     /// sent changes nothing and is counted; feedback a little ahead of the newest packet sent
     /// (its client took a forged packet) settles the packets sent by what it says of them;
-    /// bytes that do not decode are an error (and counted).
+    /// bytes that do not decode are an error (and counted). Its Server calls go to the game
+    /// ([`Self::take_server_rpcs`]) — but not those of a connection added since the last tick,
+    /// which was sent nothing and owns nothing to call on (dropped, counted refused). Feedback
+    /// that arrives between the game's calls and the next tick is judged by the channels as the
+    /// client knows them (README "Feedback between a game's call and the tick").
     ///
     /// ```
     /// use shadowrep::client::ClientWorld;
