@@ -53,6 +53,15 @@ fn with_reopens(fb: &[u8], guids: &[NetGuid]) -> Vec<u8> {
     w.into_bytes()
 }
 
+/// The game's calls between two ticks: a reliable call on `id`, `id` despawned, another actor
+/// spawned into its slot.
+fn call_then_reuse(l: &mut Level, id: ActorId) {
+    l.driver.call_rpc(l.class, &l.store, id, SHOUT, &[Value::U32(1)]).expect("a valid call");
+    l.store.despawn(id).unwrap();
+    let (other, _) = l.spawn([200.0, 0.0, 0.0], 2);
+    assert_eq!(other.index, id.index, "the slot reused");
+}
+
 // ---- 1. A channel ended at a game call records its call state at the call -------------------
 
 /// A static actor's channel opens; before the client's acknowledgement of the open arrives the
@@ -77,10 +86,7 @@ fn static_destroyed_with_a_call(late: bool) {
         feed(&mut l, &mut r, &fb);
     }
     // The game: a reliable call on the door, the door destroyed, its slot reused at once.
-    l.driver.call_rpc(l.class, &l.store, id, SHOUT, &[Value::U32(1)]).expect("a valid call");
-    l.store.despawn(id).unwrap();
-    let (other, _) = l.spawn([200.0, 0.0, 0.0], 2);
-    assert_eq!(other.index, id.index, "the slot reused");
+    call_then_reuse(&mut l, id);
     if late {
         feed(&mut l, &mut r, &fb);
     }
@@ -117,10 +123,7 @@ fn reused_slot_reopened(reopen: bool) {
     }
     assert!(l.client(0).has(guid));
     let fb = l.clients[0].1.feedback();
-    l.driver.call_rpc(l.class, &l.store, id, SHOUT, &[Value::U32(1)]).expect("a valid call");
-    l.store.despawn(id).unwrap();
-    let (other, _) = l.spawn([200.0, 0.0, 0.0], 2);
-    assert_eq!(other.index, id.index, "the slot reused");
+    call_then_reuse(&mut l, id);
     if reopen {
         feed(&mut l, &mut r, &with_reopen(&fb, guid));
     }

@@ -8,6 +8,7 @@ use rand_chacha::ChaCha8Rng;
 use shadowrep::client::ClientWorld;
 use shadowrep::ids::NetGuid;
 use shadowrep::net::SublevelId;
+use shadowrep::wire::feedback::{read_feedback, write_feedback, write_feedback_calls, Feedback};
 use std::collections::VecDeque;
 
 /// Client `world`'s `feedback`, now and then with a request to open again an actor or array some
@@ -19,7 +20,7 @@ pub(super) fn with_stale_reopen(
     feedback: Vec<u8>,
     (rng, held_once, added): (&mut ChaCha8Rng, &mut VecDeque<NetGuid>, &mut usize),
 ) -> Vec<u8> {
-    use shadowrep::wire::feedback::{read_feedback, write_feedback, write_feedback_calls, MAX_REOPENS};
+    use shadowrep::wire::feedback::MAX_REOPENS;
     if world.actor_count() > 0 && rng.random_bool(0.3) {
         // (Sorted: the client's map iterates in no fixed order, the world must be the same
         // every run.)
@@ -45,6 +46,11 @@ pub(super) fn with_stale_reopen(
     }
     f.reopen.push(held_once[rng.random_range(0..held_once.len())]);
     *added += 1;
+    written(&f)
+}
+
+/// Feedback `f` written as a client writes it.
+fn written(f: &Feedback) -> Vec<u8> {
     let mut w = shadowrep::wire::BitWriter::new();
     write_feedback(&mut w, f.highest, &f.received, &f.reopen);
     write_feedback_calls(&mut w, &f.calls);
@@ -58,7 +64,6 @@ pub(super) fn with_stale_reopen(
 /// in five claims packets past its newest received too — maybe past the newest sent (a forged
 /// packet accepted: `Intake::Ahead`, settled as of the newest sent).
 pub(super) fn with_lie(feedback: Vec<u8>, rng: &mut ChaCha8Rng, lies: &mut usize) -> Vec<u8> {
-    use shadowrep::wire::feedback::{read_feedback, write_feedback, write_feedback_calls};
     if !rng.random_bool(0.05) {
         return feedback;
     }
@@ -73,10 +78,7 @@ pub(super) fn with_lie(feedback: Vec<u8>, rng: &mut ChaCha8Rng, lies: &mut usize
         f.received.set(back);
     }
     *lies += 1;
-    let mut w = shadowrep::wire::BitWriter::new();
-    write_feedback(&mut w, f.highest, &f.received, &f.reopen);
-    write_feedback_calls(&mut w, &f.calls);
-    w.into_bytes()
+    written(&f)
 }
 
 impl Sim {
