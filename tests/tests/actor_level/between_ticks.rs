@@ -444,3 +444,237 @@ fn a_server_call_from_a_connection_added_in_a_removed_ones_slot_early() {
 fn a_server_call_from_a_connection_added_in_a_removed_ones_slot_control() {
     call_before_first_tick(false, true);
 }
+
+// ---- 7. The lookup budget, exactly (a helper's mutation pass) -----------------------------
+
+/// As [`flooded_reopen`], with `nothing` requests for GUIDs that name nothing (in feedbacks of
+/// at most 64), then the genuine request; `then`: after it the tick, and a second actor's
+/// request like the first (its slot reused between the tick and the request).
+/// Returns the kernel's (honoured, ignored) reopen counts.
+fn flooded_reopen_by(nothing: usize, then: bool) -> (u64, u64) {
+    use shadowrep::wire::feedback::MAX_REOPENS;
+    let mut l = Level::new(every_frame(), 1);
+    always_due(&mut l);
+    let (id, guid) = l.spawn([100.0, 0.0, 0.0], 1);
+    let (id2, guid2) = l.spawn([150.0, 0.0, 0.0], 3);
+    for _ in 0..3 {
+        l.step();
+    }
+    assert!(l.client(0).has(guid) && l.client(0).has(guid2));
+    let conn = l.clients[0].0;
+    let fb = l.clients[0].1.feedback();
+    l.store.despawn(id).unwrap();
+    let (other, _) = l.spawn([200.0, 0.0, 0.0], 2);
+    assert_eq!(other.index, id.index, "the slot reused");
+    let nothing: Vec<NetGuid> = (0..nothing as u64).map(|i| NetGuid(1_000_000 + 2 * i)).collect();
+    for chunk in nothing.chunks(MAX_REOPENS) {
+        l.driver.receive_feedback(conn, &with_reopens(&fb, chunk)).expect("decodes");
+    }
+    l.driver.receive_feedback(conn, &with_reopen(&fb, guid)).expect("decodes");
+    if then {
+        l.step();
+        let fb = l.clients[0].1.feedback();
+        l.store.despawn(id2).unwrap();
+        let (other, _) = l.spawn([250.0, 0.0, 0.0], 4);
+        assert_eq!(other.index, id2.index, "the second slot reused");
+        l.driver.receive_feedback(conn, &with_reopen(&fb, guid2)).expect("decodes");
+    }
+    let stats = l.driver.connection_stats(conn).unwrap();
+    (stats.reopens_honoured, stats.reopens_ignored)
+}
+
+#[test]
+fn a_tick_looks_up_exactly_two_feedbacks_worth_of_reopen_requests() {
+    // 127 requests for nothing: the genuine one is the 128th lookup, still made.
+    assert_eq!(flooded_reopen_by(127, false), (1, 127));
+    // 128: the lookups are spent before it.
+    assert_eq!(flooded_reopen_by(128, false), (0, 129));
+}
+
+#[test]
+fn the_next_tick_looks_up_reopen_requests_again_after_a_flood() {
+    // Control: no flood, both requests honoured on their retiring rows.
+    assert_eq!(flooded_reopen_by(0, true), (2, 0));
+    // The first tick's lookups spent by the flood; the next tick's request is looked up.
+    assert_eq!(flooded_reopen_by(20 * 64, true), (1, 20 * 64 + 1));
+}
+
+/// A static actor's channel open and acknowledged; the game destroys it and spawns another
+/// actor in its slot (its rows dropped at the call, the record of its channel's end kept:
+/// `Closes::ending`); before the tick `flood` requests for GUIDs that name nothing, then one for
+/// the door. Returns the kernel's (honoured, ignored) reopen counts.
+fn static_destroyed_flooded(flood: usize) -> (u64, u64) {
+    use shadowrep::wire::feedback::MAX_REOPENS;
+    const DOOR: &str = "/Game/Maps/Arena.Arena:PersistentLevel.Door_76";
+    let mut l = Level::new(every_frame(), 1);
+    always_due(&mut l);
+    let id = l.store.spawn();
+    l.move_to(id, [100.0, 0.0, 0.0]);
+    let guid = l.driver.register_static_actor(l.class, &l.store, id, DOOR).unwrap();
+    l.clients[0].1.load_static_actor(DOOR, l.class.0).unwrap();
+    for _ in 0..3 {
+        l.step();
+    }
+    let conn = l.clients[0].0;
+    let fb = l.clients[0].1.feedback();
+    l.store.despawn(id).unwrap();
+    let (other, _) = l.spawn([200.0, 0.0, 0.0], 2);
+    assert_eq!(other.index, id.index, "the slot reused");
+    let nothing: Vec<NetGuid> = (0..flood as u64).map(|i| NetGuid(1_000_000 + 2 * i)).collect();
+    for chunk in nothing.chunks(MAX_REOPENS) {
+        l.driver.receive_feedback(conn, &with_reopens(&fb, chunk)).expect("decodes");
+    }
+    l.driver.receive_feedback(conn, &with_reopen(&fb, guid)).expect("decodes");
+    let stats = l.driver.connection_stats(conn).unwrap();
+    (stats.reopens_honoured, stats.reopens_ignored)
+}
+
+#[test]
+fn a_flood_spends_the_lookups_of_the_records_of_channels_calls_ended_too() {
+    // Control: taken on the record of the channel's end.
+    assert_eq!(static_destroyed_flooded(0), (1, 0));
+    assert_eq!(static_destroyed_flooded(127), (1, 127));
+    // Past the tick's lookups: ignored with the flood.
+    assert_eq!(static_destroyed_flooded(128), (0, 129));
+}
+
+// ---- 8. A reopen request for a channel a game call ended (a helper's mutation pass) -------
+
+/// A static actor far away (no channel) and a thing near; after a few frames the door comes
+/// near and its channel opens; (`acked`) its open is acknowledged. The game makes a reliable
+/// call on the door, destroys it and spawns another actor in its slot (the door's rows dropped
+/// at the call); then (`reopen`) an old feedback (settling nothing) asks for the door, before
+/// the tick; then (`!acked`) the acknowledgement of its open arrives, late. The reference's
+/// channel lasts to its tick: a request on an acknowledged open takes it (the call does not
+/// go), one on an open not acknowledged is ignored (the late acknowledgement lets the call go).
+/// The kernel's record of the channel's end follows (`Closes::reopened`: `Acked` to `Opened`,
+/// an `Opened` one left alone and the request counted ignored).
+fn static_destroyed_then_reopened(acked: bool, reopen: bool) {
+    const DOOR: &str = "/Game/Maps/Arena.Arena:PersistentLevel.Door_77";
+    let mut l = Level::new(every_frame(), 1);
+    always_due(&mut l);
+    let id = l.store.spawn();
+    l.move_to(id, [1.0e7, 0.0, 0.0]);
+    let guid = l.driver.register_static_actor(l.class, &l.store, id, DOOR).unwrap();
+    l.clients[0].1.load_static_actor(DOOR, l.class.0).unwrap();
+    l.spawn([150.0, 0.0, 0.0], 1);
+    let mut r = ReferenceFrame::new(&l.driver, &mut [&mut l.store]).expect("reference");
+    for f in 0..2 {
+        frame(&mut l, &mut r, f);
+    }
+    assert!(!l.decisions(0).sends.iter().any(|s| s.guid == guid), "the door far away");
+    let old = l.clients[0].1.feedback();
+    l.move_to(id, [100.0, 0.0, 0.0]);
+    let fb = frame_held(&mut l, &mut r, 2);
+    assert!(l.decisions(0).sends.iter().any(|s| s.guid == guid), "the door's channel opened");
+    if acked {
+        feed(&mut l, &mut r, &fb);
+    }
+    l.driver.call_rpc(l.class, &l.store, id, SHOUT, &[Value::U32(1)]).expect("a valid call");
+    l.store.despawn(id).unwrap();
+    let (other, _) = l.spawn([200.0, 0.0, 0.0], 2);
+    assert_eq!(other.index, id.index, "the slot reused");
+    if reopen {
+        feed(&mut l, &mut r, &with_reopen(&old, guid));
+    }
+    if !acked {
+        feed(&mut l, &mut r, &fb);
+    }
+    for f in 3..6 {
+        frame(&mut l, &mut r, f);
+    }
+    let honoured = l.driver.connection_stats(l.clients[0].0).unwrap().reopens_honoured;
+    assert_eq!(honoured, (reopen && acked) as u64, "the request taken only on an acknowledged open");
+}
+
+#[test]
+fn a_reopen_request_for_a_static_actor_destroyed_since_the_tick_reopened() {
+    static_destroyed_then_reopened(true, true);
+}
+
+#[test]
+fn a_reopen_request_for_a_static_actor_destroyed_since_the_tick_before_its_open_is_acknowledged() {
+    static_destroyed_then_reopened(false, true);
+}
+
+#[test]
+fn a_reopen_request_for_a_static_actor_destroyed_since_the_tick_control() {
+    static_destroyed_then_reopened(true, false);
+    static_destroyed_then_reopened(false, false);
+}
+
+// ---- 9. Requests for a woken actor past the lookup budget (a helper's mutation pass) -------
+
+/// Actor A goes dormant on client 0, B stays awake; the game wakes A (`SinceTick::woken`); then,
+/// before the tick, `flood` requests for B (one honoured, the rest ignored: its open no longer
+/// acknowledged) and one for A. Within the tick's lookups A's request is found among the woken
+/// copies and ignored; past them it is taken as woken, ignored too — never honoured (the
+/// client's copy is the dormant one until a frame replicates it).
+/// Returns the kernel's (honoured, ignored) reopen counts.
+fn woken_after_a_flood(flood: usize) -> (u64, u64) {
+    use shadowrep::wire::feedback::MAX_REOPENS;
+    let mut l = Level::new(every_frame(), 1);
+    always_due(&mut l);
+    let (a, ga) = l.spawn([100.0, 0.0, 0.0], 1);
+    let (_, gb) = l.spawn([150.0, 0.0, 0.0], 2);
+    l.driver.set_net_dormancy(l.class, &l.store, a, Dormancy::DormantAll).unwrap();
+    let mut f = 0;
+    while !l.client(0).is_dormant(ga) {
+        l.step();
+        f += 1;
+        assert!(f < 20, "never dormant");
+    }
+    l.step();
+    assert!(l.client(0).has(gb));
+    let conn = l.clients[0].0;
+    let fb = l.clients[0].1.feedback();
+    l.driver.set_net_dormancy(l.class, &l.store, a, Dormancy::Awake).unwrap();
+    let bs = vec![gb; flood];
+    for chunk in bs.chunks(MAX_REOPENS) {
+        l.driver.receive_feedback(conn, &with_reopens(&fb, chunk)).expect("decodes");
+    }
+    l.driver.receive_feedback(conn, &with_reopen(&fb, ga)).expect("decodes");
+    let stats = l.driver.connection_stats(conn).unwrap();
+    (stats.reopens_honoured, stats.reopens_ignored)
+}
+
+#[test]
+fn a_request_for_an_actor_woken_since_the_tick_is_ignored_past_the_lookups_too() {
+    // Within the lookups: found among the woken copies.
+    assert_eq!(woken_after_a_flood(1), (1, 1));
+    // Past them: taken as woken.
+    assert_eq!(woken_after_a_flood(2 * 64), (1, 2 * 64));
+}
+
+// ---- 10. A slot reused twice between ticks (a helper's mutation pass) ----------------------
+
+/// A's channel open and acknowledged; before the tick the game despawns A, spawns B in its slot,
+/// despawns B and spawns C there. The slot's rows are A's until the tick
+/// (`reliability::retiring_slot`): a request for A is taken on them, one for B (never sent to
+/// the client: late or forged) finds no rows and is ignored.
+/// Returns the kernel's (honoured, ignored) reopen counts.
+fn slot_reused_twice(ask: impl Fn(NetGuid, NetGuid) -> NetGuid) -> (u64, u64) {
+    let mut l = Level::new(every_frame(), 1);
+    always_due(&mut l);
+    let (a, ga) = l.spawn([100.0, 0.0, 0.0], 1);
+    for _ in 0..3 {
+        l.step();
+    }
+    let conn = l.clients[0].0;
+    let fb = l.clients[0].1.feedback();
+    l.store.despawn(a).unwrap();
+    let (b, gb) = l.spawn([200.0, 0.0, 0.0], 2);
+    assert_eq!(b.index, a.index, "the slot reused");
+    l.store.despawn(b).unwrap();
+    let (c, _) = l.spawn([300.0, 0.0, 0.0], 3);
+    assert_eq!(c.index, a.index, "the slot reused again");
+    l.driver.receive_feedback(conn, &with_reopen(&fb, ask(ga, gb))).expect("decodes");
+    let stats = l.driver.connection_stats(conn).unwrap();
+    (stats.reopens_honoured, stats.reopens_ignored)
+}
+
+#[test]
+fn a_request_for_the_second_occupant_of_a_slot_reused_twice_between_ticks_is_ignored() {
+    assert_eq!(slot_reused_twice(|a, _| a), (1, 0), "the first occupant's rows");
+    assert_eq!(slot_reused_twice(|_, b| b), (0, 1), "the second had none");
+}
