@@ -153,10 +153,14 @@ impl NetDriver {
             // as the reference's does — its rows, kept while the slot's retirement waits, or,
             // where the game's call dropped them (a static actor, an orphaned sub-object), the
             // record of the channel's end. It loses its acknowledgement, and with it the
-            // reliable calls made on it this tick; nothing is sent again (its close is due).
-            // (Past `SinceTick::MAX_LOOKUPS` requests a tick, ignored: a flood's.)
+            // reliable calls made on it this tick; nothing is sent again (its close is due). One
+            // a call woke since the tick, before it went, is the client's dormant copy still
+            // (`SinceTick::woken`). (Past `SinceTick::MAX_LOOKUPS` requests a tick, ignored: a
+            // flood's.)
             let retired = self.level.as_ref().map_or(&[][..], |l| &l.retired[..]);
-            let look = !(retired.is_empty() && c.closes.ending.is_empty()) && c.since_tick.may_look();
+            let look = !(retired.is_empty() && c.closes.ending.is_empty())
+                && c.since_tick.may_look()
+                && !c.since_tick.woken.contains(&guid);
             let rows = look.then(|| reliability::retiring_slot(retired, guid)).flatten();
             let honoured = match rows.and_then(|(c_, s)| c.pairs.get_mut(c_, s)) {
                 Some(ps) if ps.flags & pair::CHANNEL != 0 && open(ps.flags) => {

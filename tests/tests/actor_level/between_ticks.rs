@@ -678,3 +678,47 @@ fn a_request_for_the_second_occupant_of_a_slot_reused_twice_between_ticks_is_ign
     assert_eq!(slot_reused_twice(|a, _| a), (1, 0), "the first occupant's rows");
     assert_eq!(slot_reused_twice(|_, b| b), (0, 1), "the second had none");
 }
+
+// ---- 11. A request for a copy woken, then gone, since the last tick ------------------------
+
+/// An actor held dormant on client 0; between two ticks the game wakes it, makes a reliable call
+/// on it, despawns it and spawns another into its slot; then (`reopen`) a feedback asks for it.
+/// The client's copy is still the dormant one (the wake has not replicated), as the reference
+/// holds it to its tick: the request is ignored on both sides, and the call's fate is the same
+/// (the mutation pass's m17 suggested the driver's gone-actor path missed `SinceTick::woken`).
+fn woken_then_gone_reopened(reopen: bool) {
+    let mut l = Level::new(every_frame(), 1);
+    always_due(&mut l);
+    let (id, guid) = l.spawn([100.0, 0.0, 0.0], 1);
+    l.driver.set_net_dormancy(l.class, &l.store, id, Dormancy::DormantAll).unwrap();
+    let mut r = ReferenceFrame::new(&l.driver, &mut [&mut l.store]).expect("reference");
+    let mut f = 0;
+    while !l.client(0).is_dormant(guid) {
+        frame(&mut l, &mut r, f);
+        f += 1;
+        assert!(f < 20, "never dormant");
+    }
+    frame(&mut l, &mut r, f);
+    f += 1;
+    let fb = l.clients[0].1.feedback();
+    l.driver.set_net_dormancy(l.class, &l.store, id, Dormancy::Awake).unwrap();
+    call_then_reuse(&mut l, id);
+    if reopen {
+        feed(&mut l, &mut r, &with_reopen(&fb, guid));
+    }
+    for _ in 0..4 {
+        frame(&mut l, &mut r, f);
+        f += 1;
+    }
+    assert!(!l.client(0).has(guid), "destroyed with its channel");
+}
+
+#[test]
+fn a_reopen_request_for_an_actor_woken_then_gone_since_the_tick_reopened() {
+    woken_then_gone_reopened(true);
+}
+
+#[test]
+fn a_reopen_request_for_an_actor_woken_then_gone_since_the_tick_control() {
+    woken_then_gone_reopened(false);
+}
