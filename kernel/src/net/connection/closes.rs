@@ -104,7 +104,7 @@ pub(crate) struct SinceTick {
     /// owns nothing it could call a Server function on (UE's client calls through actors the
     /// server replicated first, its PlayerController) — calls in a feedback now are a forger's,
     /// dropped unacknowledged, as by the reference, which meets the connection at its first
-    /// tick (a helper's witness, `between_ticks.rs`).
+    /// tick (a helper's witness, `actor_level/between_ticks/`).
     pub joined: bool,
     /// Reopen requests looked up in what changed since the last tick (the woken copies, the
     /// channels calls ended, the slots retiring): at most [`Self::MAX_LOOKUPS`] a tick, so a

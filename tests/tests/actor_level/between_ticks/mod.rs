@@ -12,6 +12,8 @@ use shadowrep::net::Dormancy;
 use shadowrep::reference::frame::ReferenceFrame;
 use shadowrep_tests::random_world::CALLS;
 
+mod budget;
+
 /// The reliable multicast of `thing`.
 const SHOUT: &str = CALLS[1];
 
@@ -288,49 +290,6 @@ fn a_reliable_call_on_a_sub_object_orphaned_before_its_open_is_acknowledged_cont
     orphaned_with_a_call(false);
 }
 
-// ---- 5. A flood of requests for GUIDs gone or never sent -------------------------------------
-
-/// The actor of `reused_slot_reopened` gone between ticks, its slot reused; before the request
-/// for it, `flood` feedbacks each ask for 64 GUIDs that name nothing. A request for an actor
-/// that is not live is looked up in what changed since the last tick (the slots retiring, the
-/// channels calls ended) at most `2 × 64` times a tick: past that the flood costs a hash lookup
-/// each, and the genuine request of the same tick is ignored with it — the next tick looks again.
-/// Returns the kernel's (honoured, ignored) reopen counts.
-fn flooded_reopen(flood: usize) -> (u64, u64) {
-    let mut l = Level::new(every_frame(), 1);
-    always_due(&mut l);
-    let (id, guid) = l.spawn([100.0, 0.0, 0.0], 1);
-    for _ in 0..3 {
-        l.step();
-    }
-    assert!(l.client(0).has(guid));
-    let conn = l.clients[0].0;
-    let fb = l.clients[0].1.feedback();
-    l.store.despawn(id).unwrap();
-    let (other, _) = l.spawn([200.0, 0.0, 0.0], 2);
-    assert_eq!(other.index, id.index, "the slot reused");
-    let nothing: Vec<NetGuid> = (0..64).map(|i| NetGuid(1_000_000 + 2 * i)).collect();
-    for _ in 0..flood {
-        l.driver.receive_feedback(conn, &with_reopens(&fb, &nothing)).expect("decodes");
-    }
-    l.driver.receive_feedback(conn, &with_reopen(&fb, guid)).expect("decodes");
-    let stats = l.driver.connection_stats(conn).unwrap();
-    (stats.reopens_honoured, stats.reopens_ignored)
-}
-
-#[test]
-fn a_flood_of_reopen_requests_is_looked_up_a_bounded_number_of_times_a_tick() {
-    // Control: the request alone is honoured (on the retiring rows).
-    let (honoured, ignored) = flooded_reopen(0);
-    assert_eq!((honoured, ignored), (1, 0));
-    // One feedback's worth of nothing: still within the tick's lookups.
-    let (honoured, ignored) = flooded_reopen(1);
-    assert_eq!((honoured, ignored), (1, 64));
-    // Two and more: the lookups are spent, the request is ignored with the flood.
-    let (honoured, ignored) = flooded_reopen(20);
-    assert_eq!((honoured, ignored), (0, 20 * 64 + 1));
-}
-
 // ---- Helpers of a second round of witnesses (session 74) ---------------------------------------
 
 /// One frame beside the reference, every client's packets equal (not client 0's alone) and
@@ -445,99 +404,6 @@ fn a_server_call_from_a_connection_added_in_a_removed_ones_slot_control() {
     call_before_first_tick(false, true);
 }
 
-// ---- 7. The lookup budget, exactly (a helper's mutation pass) -----------------------------
-
-/// As [`flooded_reopen`], with `nothing` requests for GUIDs that name nothing (in feedbacks of
-/// at most 64), then the genuine request; `then`: after it the tick, and a second actor's
-/// request like the first (its slot reused between the tick and the request).
-/// Returns the kernel's (honoured, ignored) reopen counts.
-fn flooded_reopen_by(nothing: usize, then: bool) -> (u64, u64) {
-    use shadowrep::wire::feedback::MAX_REOPENS;
-    let mut l = Level::new(every_frame(), 1);
-    always_due(&mut l);
-    let (id, guid) = l.spawn([100.0, 0.0, 0.0], 1);
-    let (id2, guid2) = l.spawn([150.0, 0.0, 0.0], 3);
-    for _ in 0..3 {
-        l.step();
-    }
-    assert!(l.client(0).has(guid) && l.client(0).has(guid2));
-    let conn = l.clients[0].0;
-    let fb = l.clients[0].1.feedback();
-    l.store.despawn(id).unwrap();
-    let (other, _) = l.spawn([200.0, 0.0, 0.0], 2);
-    assert_eq!(other.index, id.index, "the slot reused");
-    let nothing: Vec<NetGuid> = (0..nothing as u64).map(|i| NetGuid(1_000_000 + 2 * i)).collect();
-    for chunk in nothing.chunks(MAX_REOPENS) {
-        l.driver.receive_feedback(conn, &with_reopens(&fb, chunk)).expect("decodes");
-    }
-    l.driver.receive_feedback(conn, &with_reopen(&fb, guid)).expect("decodes");
-    if then {
-        l.step();
-        let fb = l.clients[0].1.feedback();
-        l.store.despawn(id2).unwrap();
-        let (other, _) = l.spawn([250.0, 0.0, 0.0], 4);
-        assert_eq!(other.index, id2.index, "the second slot reused");
-        l.driver.receive_feedback(conn, &with_reopen(&fb, guid2)).expect("decodes");
-    }
-    let stats = l.driver.connection_stats(conn).unwrap();
-    (stats.reopens_honoured, stats.reopens_ignored)
-}
-
-#[test]
-fn a_tick_looks_up_exactly_two_feedbacks_worth_of_reopen_requests() {
-    // 127 requests for nothing: the genuine one is the 128th lookup, still made.
-    assert_eq!(flooded_reopen_by(127, false), (1, 127));
-    // 128: the lookups are spent before it.
-    assert_eq!(flooded_reopen_by(128, false), (0, 129));
-}
-
-#[test]
-fn the_next_tick_looks_up_reopen_requests_again_after_a_flood() {
-    // Control: no flood, both requests honoured on their retiring rows.
-    assert_eq!(flooded_reopen_by(0, true), (2, 0));
-    // The first tick's lookups spent by the flood; the next tick's request is looked up.
-    assert_eq!(flooded_reopen_by(20 * 64, true), (1, 20 * 64 + 1));
-}
-
-/// A static actor's channel open and acknowledged; the game destroys it and spawns another
-/// actor in its slot (its rows dropped at the call, the record of its channel's end kept:
-/// `Closes::ending`); before the tick `flood` requests for GUIDs that name nothing, then one for
-/// the door. Returns the kernel's (honoured, ignored) reopen counts.
-fn static_destroyed_flooded(flood: usize) -> (u64, u64) {
-    use shadowrep::wire::feedback::MAX_REOPENS;
-    const DOOR: &str = "/Game/Maps/Arena.Arena:PersistentLevel.Door_76";
-    let mut l = Level::new(every_frame(), 1);
-    always_due(&mut l);
-    let id = l.store.spawn();
-    l.move_to(id, [100.0, 0.0, 0.0]);
-    let guid = l.driver.register_static_actor(l.class, &l.store, id, DOOR).unwrap();
-    l.clients[0].1.load_static_actor(DOOR, l.class.0).unwrap();
-    for _ in 0..3 {
-        l.step();
-    }
-    let conn = l.clients[0].0;
-    let fb = l.clients[0].1.feedback();
-    l.store.despawn(id).unwrap();
-    let (other, _) = l.spawn([200.0, 0.0, 0.0], 2);
-    assert_eq!(other.index, id.index, "the slot reused");
-    let nothing: Vec<NetGuid> = (0..flood as u64).map(|i| NetGuid(1_000_000 + 2 * i)).collect();
-    for chunk in nothing.chunks(MAX_REOPENS) {
-        l.driver.receive_feedback(conn, &with_reopens(&fb, chunk)).expect("decodes");
-    }
-    l.driver.receive_feedback(conn, &with_reopen(&fb, guid)).expect("decodes");
-    let stats = l.driver.connection_stats(conn).unwrap();
-    (stats.reopens_honoured, stats.reopens_ignored)
-}
-
-#[test]
-fn a_flood_spends_the_lookups_of_the_records_of_channels_calls_ended_too() {
-    // Control: taken on the record of the channel's end.
-    assert_eq!(static_destroyed_flooded(0), (1, 0));
-    assert_eq!(static_destroyed_flooded(127), (1, 127));
-    // Past the tick's lookups: ignored with the flood.
-    assert_eq!(static_destroyed_flooded(128), (0, 129));
-}
-
 // ---- 8. A reopen request for a channel a game call ended (a helper's mutation pass) -------
 
 /// A static actor far away (no channel) and a thing near; after a few frames the door comes
@@ -601,49 +467,6 @@ fn a_reopen_request_for_a_static_actor_destroyed_since_the_tick_before_its_open_
 fn a_reopen_request_for_a_static_actor_destroyed_since_the_tick_control() {
     static_destroyed_then_reopened(true, false);
     static_destroyed_then_reopened(false, false);
-}
-
-// ---- 9. Requests for a woken actor past the lookup budget (a helper's mutation pass) -------
-
-/// Actor A goes dormant on client 0, B stays awake; the game wakes A (`SinceTick::woken`); then,
-/// before the tick, `flood` requests for B (one honoured, the rest ignored: its open no longer
-/// acknowledged) and one for A. Within the tick's lookups A's request is found among the woken
-/// copies and ignored; past them it is taken as woken, ignored too — never honoured (the
-/// client's copy is the dormant one until a frame replicates it).
-/// Returns the kernel's (honoured, ignored) reopen counts.
-fn woken_after_a_flood(flood: usize) -> (u64, u64) {
-    use shadowrep::wire::feedback::MAX_REOPENS;
-    let mut l = Level::new(every_frame(), 1);
-    always_due(&mut l);
-    let (a, ga) = l.spawn([100.0, 0.0, 0.0], 1);
-    let (_, gb) = l.spawn([150.0, 0.0, 0.0], 2);
-    l.driver.set_net_dormancy(l.class, &l.store, a, Dormancy::DormantAll).unwrap();
-    let mut f = 0;
-    while !l.client(0).is_dormant(ga) {
-        l.step();
-        f += 1;
-        assert!(f < 20, "never dormant");
-    }
-    l.step();
-    assert!(l.client(0).has(gb));
-    let conn = l.clients[0].0;
-    let fb = l.clients[0].1.feedback();
-    l.driver.set_net_dormancy(l.class, &l.store, a, Dormancy::Awake).unwrap();
-    let bs = vec![gb; flood];
-    for chunk in bs.chunks(MAX_REOPENS) {
-        l.driver.receive_feedback(conn, &with_reopens(&fb, chunk)).expect("decodes");
-    }
-    l.driver.receive_feedback(conn, &with_reopen(&fb, ga)).expect("decodes");
-    let stats = l.driver.connection_stats(conn).unwrap();
-    (stats.reopens_honoured, stats.reopens_ignored)
-}
-
-#[test]
-fn a_request_for_an_actor_woken_since_the_tick_is_ignored_past_the_lookups_too() {
-    // Within the lookups: found among the woken copies.
-    assert_eq!(woken_after_a_flood(1), (1, 1));
-    // Past them: taken as woken.
-    assert_eq!(woken_after_a_flood(2 * 64), (1, 2 * 64));
 }
 
 // ---- 10. A slot reused twice between ticks (a helper's mutation pass) ----------------------
