@@ -25,9 +25,7 @@ fn flooded_reopen(flood: usize) -> (u64, u64) {
     assert!(l.client(0).has(guid));
     let conn = l.clients[0].0;
     let fb = l.clients[0].1.feedback();
-    l.store.despawn(id).unwrap();
-    let (other, _) = l.spawn([200.0, 0.0, 0.0], 2);
-    assert_eq!(other.index, id.index, "the slot reused");
+    reuse(&mut l, id);
     let nothing: Vec<NetGuid> = (0..64).map(|i| NetGuid(1_000_000 + 2 * i)).collect();
     for _ in 0..flood {
         l.driver.receive_feedback(conn, &with_reopens(&fb, &nothing)).expect("decodes");
@@ -68,9 +66,7 @@ fn flooded_reopen_by(nothing: usize, then: bool) -> (u64, u64) {
     assert!(l.client(0).has(guid) && l.client(0).has(guid2));
     let conn = l.clients[0].0;
     let fb = l.clients[0].1.feedback();
-    l.store.despawn(id).unwrap();
-    let (other, _) = l.spawn([200.0, 0.0, 0.0], 2);
-    assert_eq!(other.index, id.index, "the slot reused");
+    reuse(&mut l, id);
     let nothing: Vec<NetGuid> = (0..nothing as u64).map(|i| NetGuid(1_000_000 + 2 * i)).collect();
     for chunk in nothing.chunks(MAX_REOPENS) {
         l.driver.receive_feedback(conn, &with_reopens(&fb, chunk)).expect("decodes");
@@ -110,21 +106,13 @@ fn the_next_tick_looks_up_reopen_requests_again_after_a_flood() {
 /// the door. Returns the kernel's (honoured, ignored) reopen counts.
 fn static_destroyed_flooded(flood: usize) -> (u64, u64) {
     use shadowrep::wire::feedback::MAX_REOPENS;
-    const DOOR: &str = "/Game/Maps/Arena.Arena:PersistentLevel.Door_76";
-    let mut l = Level::new(every_frame(), 1);
-    always_due(&mut l);
-    let id = l.store.spawn();
-    l.move_to(id, [100.0, 0.0, 0.0]);
-    let guid = l.driver.register_static_actor(l.class, &l.store, id, DOOR).unwrap();
-    l.clients[0].1.load_static_actor(DOOR, l.class.0).unwrap();
+    let (mut l, id, guid) = level_with_door("/Game/Maps/Arena.Arena:PersistentLevel.Door_76");
     for _ in 0..3 {
         l.step();
     }
     let conn = l.clients[0].0;
     let fb = l.clients[0].1.feedback();
-    l.store.despawn(id).unwrap();
-    let (other, _) = l.spawn([200.0, 0.0, 0.0], 2);
-    assert_eq!(other.index, id.index, "the slot reused");
+    reuse(&mut l, id);
     let nothing: Vec<NetGuid> = (0..flood as u64).map(|i| NetGuid(1_000_000 + 2 * i)).collect();
     for chunk in nothing.chunks(MAX_REOPENS) {
         l.driver.receive_feedback(conn, &with_reopens(&fb, chunk)).expect("decodes");

@@ -59,6 +59,23 @@ fn with_reopens(fb: &[u8], guids: &[NetGuid]) -> Vec<u8> {
 /// spawned into its slot.
 fn call_then_reuse(l: &mut Level, id: ActorId) {
     l.driver.call_rpc(l.class, &l.store, id, SHOUT, &[Value::U32(1)]).expect("a valid call");
+    reuse(l, id);
+}
+
+/// A level of one client, every actor due every frame, with a static actor (a door at `path`) its
+/// client loaded: the level, the door's id and GUID.
+fn level_with_door(path: &str) -> (Level, ActorId, NetGuid) {
+    let mut l = Level::new(every_frame(), 1);
+    always_due(&mut l);
+    let id = l.store.spawn();
+    l.move_to(id, [100.0, 0.0, 0.0]);
+    let guid = l.driver.register_static_actor(l.class, &l.store, id, path).unwrap();
+    l.clients[0].1.load_static_actor(path, l.class.0).unwrap();
+    (l, id, guid)
+}
+
+/// The game despawns `id` and spawns another actor into its slot (between two ticks).
+fn reuse(l: &mut Level, id: ActorId) {
     l.store.despawn(id).unwrap();
     let (other, _) = l.spawn([200.0, 0.0, 0.0], 2);
     assert_eq!(other.index, id.index, "the slot reused");
@@ -73,13 +90,7 @@ fn call_then_reuse(l: &mut Level, id: ActorId) {
 /// call; the reference closes the channel at its tick, `Acked`, and sends it. Now the record of
 /// the channel's end follows the acknowledgement (`Closes::open_delivered`).
 fn static_destroyed_with_a_call(late: bool) {
-    const DOOR: &str = "/Game/Maps/Arena.Arena:PersistentLevel.Door_74";
-    let mut l = Level::new(every_frame(), 1);
-    always_due(&mut l);
-    let id = l.store.spawn();
-    l.move_to(id, [100.0, 0.0, 0.0]);
-    let guid = l.driver.register_static_actor(l.class, &l.store, id, DOOR).unwrap();
-    l.clients[0].1.load_static_actor(DOOR, l.class.0).unwrap();
+    let (mut l, id, guid) = level_with_door("/Game/Maps/Arena.Arena:PersistentLevel.Door_74");
     let mut r = ReferenceFrame::new(&l.driver, &mut [&mut l.store]).expect("reference");
     // Frame 0 opens the door's channel; its acknowledgement is held.
     let fb = frame_held(&mut l, &mut r, 0);
@@ -268,9 +279,7 @@ fn orphaned_with_a_call(late: bool) {
         feed(&mut l, &mut r, &fb);
     }
     l.driver.call_rpc(sc, &subs, sub, SHOUT, &[Value::U32(1)]).expect("a valid call");
-    l.store.despawn(owner).unwrap();
-    let (other, _) = l.spawn([200.0, 0.0, 0.0], 2);
-    assert_eq!(other.index, owner.index, "the slot reused");
+    reuse(&mut l, owner);
     if late {
         feed(&mut l, &mut r, &fb);
     }
@@ -437,9 +446,7 @@ fn static_destroyed_then_reopened(acked: bool, reopen: bool) {
         feed(&mut l, &mut r, &fb);
     }
     l.driver.call_rpc(l.class, &l.store, id, SHOUT, &[Value::U32(1)]).expect("a valid call");
-    l.store.despawn(id).unwrap();
-    let (other, _) = l.spawn([200.0, 0.0, 0.0], 2);
-    assert_eq!(other.index, id.index, "the slot reused");
+    reuse(&mut l, id);
     if reopen {
         feed(&mut l, &mut r, &with_reopen(&old, guid));
     }
