@@ -64,11 +64,12 @@ impl Closes {
     /// ended since the last tick with its open acknowledged has it no longer — as the
     /// reference's channel, which lasts to its tick, takes the request. Whether there was one.
     pub fn reopened(&mut self, guid: NetGuid) -> bool {
-        let acked = self.ending.iter_mut().filter(|e| e.guid == guid && e.chan == Chan::Acked);
-        acked.fold(false, |_, e| {
+        let mut any = false;
+        for e in self.ending.iter_mut().filter(|e| e.guid == guid && e.chan == Chan::Acked) {
             e.chan = Chan::Opened;
-            true
-        })
+            any = true;
+        }
+        any
     }
 
     /// Queues a close that ends no channel now.

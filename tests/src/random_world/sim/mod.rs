@@ -450,17 +450,17 @@ impl Sim {
     /// [`super::Spec::replayed_feedback`], now and then an earlier one of its feedbacks again,
     /// before or after it.
     fn deliver(&mut self, conn: ConnectionId, feedback: Vec<u8>, frame: u32) -> Result<(), String> {
-        let mut order = vec![feedback.clone()];
+        // (before, after): an earlier feedback delivered again on either side of this one.
+        let (mut before, mut after) = (None, None);
         if self.replayed_feedback && self.replay_rng.random_bool(0.1) {
             let earlier: Vec<&Vec<u8>> = self.delivered.iter().filter(|(c, _)| *c == conn).map(|(_, f)| f).collect();
             if !earlier.is_empty() {
                 let again = earlier[self.replay_rng.random_range(0..earlier.len())].clone();
-                let at = if self.replay_rng.random_bool(0.5) { 0 } else { 1 };
-                order.insert(at, again);
+                *(if self.replay_rng.random_bool(0.5) { &mut before } else { &mut after }) = Some(again);
                 self.replays += 1;
             }
         }
-        for f in &order {
+        for f in before.iter().chain([&feedback]).chain(after.iter()) {
             self.driver.receive_feedback(conn, f).map_err(|e| format!("frame {frame}: kernel: {e}"))?;
             self.reference
                 .receive_feedback(&self.driver, conn, f)
