@@ -177,6 +177,9 @@ pub struct Exercised {
     pub arrays_removed: usize,
     /// Feedback that arrived after the game's next calls ([`Spec::late_feedback`]).
     pub late_feedbacks: usize,
+    /// Of those, the ones that arrived before the last of the calls
+    /// ([`Spec::interleaved_feedback`]).
+    pub among_calls: usize,
     /// Requests to open again added to the feedback ([`Spec::stale_reopens`]).
     pub stale_requests: usize,
     /// Feedbacks the link delivered again ([`Spec::replayed_feedback`]).
@@ -241,6 +244,10 @@ impl Exercised {
                 format!("{} fast arrays removed", self.arrays_removed),
             ),
             (!spec.late_feedback || self.late_feedbacks > 100, format!("{} feedbacks late", self.late_feedbacks)),
+            (
+                !spec.interleaved_feedback || self.among_calls > 50,
+                format!("{} feedbacks arrived among the calls", self.among_calls),
+            ),
             (!spec.stale_reopens || self.stale_requests > 20, format!("{} stale reopen requests", self.stale_requests)),
             (!spec.replayed_feedback || self.replays > 50, format!("{} feedbacks delivered again", self.replays)),
             (
@@ -374,6 +381,7 @@ pub fn decide_alike(spec: Spec) -> Result<Exercised, String> {
     x.switched_off = sim.switched_off;
     x.arrays_removed = sim.removed_arrays.len();
     x.late_feedbacks = sim.late_feedbacks;
+    x.among_calls = sim.among_calls;
     x.stale_requests = sim.stale_requests;
     x.replays = sim.replays;
     x.lies = sim.lies;
@@ -402,6 +410,7 @@ fn world(spec: &Spec) -> Sim {
     sim.replicates_switch = spec.replicates;
     sim.remove_arrays = spec.remove_fast_arrays;
     sim.late_feedback = spec.late_feedback;
+    sim.interleaved_feedback = spec.interleaved_feedback;
     sim.stale_reopens = spec.stale_reopens;
     sim.replayed_feedback = spec.replayed_feedback;
     sim.lying_feedback = spec.lying_feedback;
@@ -414,21 +423,30 @@ fn world(spec: &Spec) -> Sim {
 }
 
 /// The game's calls of frame `frame` of world `spec` (before its step).
+///
+/// With [`Spec::interleaved_feedback`], held feedback arrives at its own point among these calls
+/// (`sim.arrive(k)`, points 0 to 16 here and in `Sim::play`; the rest as the step begins).
 fn play_frame(sim: &mut Sim, spec: &Spec, frame: u32) {
+    sim.arrive(0);
     // Sometimes the actors stay where they are, so channels time out.
     if frame % 90 < 60 {
         sim.play();
     }
+    sim.arrive(12);
     sim.play_inventories();
+    sim.arrive(13);
     if spec.priority_hooks {
         sim.priority_hooks(frame);
     }
+    sim.arrive(14);
     if spec.net_groups {
         sim.net_groups(frame);
     }
+    sim.arrive(15);
     if spec.dynamic_conditions {
         sim.dynamic_conditions(frame);
     }
+    sim.arrive(16);
     if spec.rpcs {
         sim.play_rpcs();
     }

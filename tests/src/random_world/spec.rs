@@ -26,6 +26,7 @@ pub struct Spec {
     pub owner_chains: bool,
     pub remove_fast_arrays: bool,
     pub late_feedback: bool,
+    pub interleaved_feedback: bool,
     pub replayed_feedback: bool,
     pub lying_feedback: bool,
     pub stale_reopens: bool,
@@ -55,6 +56,7 @@ impl Spec {
             owner_chains: false,
             remove_fast_arrays: false,
             late_feedback: false,
+            interleaved_feedback: false,
             replayed_feedback: false,
             lying_feedback: false,
             stale_reopens: false,
@@ -67,6 +69,17 @@ impl Spec {
     /// ended, an actor woken — before the tick sees them. Dice of their own.
     pub fn late_feedback(self) -> Spec {
         Spec { late_feedback: true, ..self }
+    }
+
+    /// The same as [`Spec::late_feedback`] where each held feedback arrives at a point of its
+    /// own among the game's next calls — before any, between two kinds of call (moves, owners,
+    /// settings, replication switches, streamed statics, joins and leaves, silences and net
+    /// speeds, tear-offs, despawns and spawns, dormancy, sublevels, viewers, inventories, hooks,
+    /// groups, conditions, calls), or after all — not only after every one: a reopen request may
+    /// meet a wake but not the despawn that follows it, an acknowledgement a slot reused but not
+    /// the spawn into it. Dice of their own.
+    pub fn interleaved_feedback(self) -> Spec {
+        Spec { late_feedback: true, interleaved_feedback: true, ..self }
     }
 
     /// The same where the link now and then delivers a client's earlier feedback again, before

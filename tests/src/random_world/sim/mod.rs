@@ -18,6 +18,11 @@ use shadowrep::store::{ActorId, ClassStore};
 use shadowrep::value::Value;
 use std::sync::Arc;
 
+/// The last point among the game's calls where held feedback arrives: after every call, as the
+/// step begins ([`Sim::arrive`]; the points before it are marked in `play.rs` and
+/// `random_world::play_frame`).
+pub(super) const AFTER_THE_CALLS: u8 = 17;
+
 mod calls;
 mod clients;
 mod conditions;
@@ -123,7 +128,17 @@ pub(super) struct Sim {
     /// ([`super::Spec::late_feedback`]), from dice of their own: held here until the next step.
     pub(super) late_feedback: bool,
     late_rng: ChaCha8Rng,
-    held_feedback: Vec<(ConnectionId, Vec<u8>)>,
+    /// Held feedback, each with the point among the game's next calls where it arrives
+    /// ([`Sim::arrive`]; [`AFTER_THE_CALLS`] without [`super::Spec::interleaved_feedback`]).
+    held_feedback: Vec<(ConnectionId, Vec<u8>, u8)>,
+    /// Each held feedback's point drawn from dice of their own
+    /// ([`super::Spec::interleaved_feedback`]).
+    pub(super) interleaved_feedback: bool,
+    cut_rng: ChaCha8Rng,
+    /// Held feedback that arrived before the last of the game's calls.
+    pub(super) among_calls: usize,
+    /// The first error of a feedback delivered among the game's calls, reported by the step.
+    failure: Option<String>,
     /// Feedback delivered late.
     pub(super) late_feedbacks: usize,
     /// Now and then a feedback asks again for an actor or array its client had once
@@ -256,6 +271,10 @@ impl Sim {
             late_feedback: false,
             late_rng: ChaCha8Rng::seed_from_u64(seed ^ 0x6c61_7465),
             held_feedback: Vec::new(),
+            interleaved_feedback: false,
+            cut_rng: ChaCha8Rng::seed_from_u64(seed ^ 0x6375_7473),
+            among_calls: 0,
+            failure: None,
             late_feedbacks: 0,
             stale_reopens: false,
             reopen_rng: ChaCha8Rng::seed_from_u64(seed ^ 0x7265_6f70),
@@ -352,14 +371,11 @@ impl Sim {
     /// client cannot read.
     pub(super) fn step(&mut self) -> Result<(), String> {
         let frame = self.frames;
-        // Feedback held over from the last step arrives now, after the game's calls (a client
-        // that left meanwhile: its datagram finds no connection, and is dropped).
-        for (conn, feedback) in std::mem::take(&mut self.held_feedback) {
-            if !self.clients.iter().any(|&(c, _)| c == conn) {
-                continue;
-            }
-            self.late_feedbacks += 1;
-            self.deliver(conn, feedback, frame)?;
+        // Feedback held over from the last step and not yet arrived among the game's calls
+        // arrives now, after them.
+        self.arrive(AFTER_THE_CALLS);
+        if let Some(failure) = self.failure.take() {
+            return Err(failure);
         }
         self.driver.tick(&mut [&mut self.things, &mut self.bags]).map_err(|e| format!("frame {frame}: kernel: {e}"))?;
         let tick = self
@@ -435,7 +451,12 @@ impl Sim {
                 feedback = clients::with_lie(feedback, &mut self.lie_rng, &mut self.lies);
             }
             if self.late_feedback && self.late_rng.random_bool(0.5) {
-                self.held_feedback.push((*conn, feedback));
+                let cut = if self.interleaved_feedback {
+                    self.cut_rng.random_range(0..=AFTER_THE_CALLS)
+                } else {
+                    AFTER_THE_CALLS
+                };
+                self.held_feedback.push((*conn, feedback, cut));
                 continue;
             }
             now.push((*conn, feedback));
@@ -444,6 +465,29 @@ impl Sim {
             self.deliver(conn, feedback, frame)?;
         }
         Ok(())
+    }
+
+    /// The held feedback whose point among the game's calls is `point` arrives (a client that
+    /// left meanwhile: its datagram finds no connection, and is dropped). A failure is kept for
+    /// the step to report; nothing more arrives after one.
+    pub(super) fn arrive(&mut self, point: u8) {
+        if self.held_feedback.is_empty() || self.failure.is_some() {
+            return;
+        }
+        let (now, later): (Vec<_>, Vec<_>) =
+            std::mem::take(&mut self.held_feedback).into_iter().partition(|h| h.2 <= point);
+        self.held_feedback = later;
+        for (conn, feedback, _) in now {
+            if !self.clients.iter().any(|&(c, _)| c == conn) {
+                continue;
+            }
+            self.late_feedbacks += 1;
+            self.among_calls += usize::from(point < AFTER_THE_CALLS);
+            if let Err(e) = self.deliver(conn, feedback, self.frames) {
+                self.failure = Some(e);
+                return;
+            }
+        }
     }
 
     /// Client `conn`'s `feedback` to the kernel and the reference — with

@@ -53,6 +53,7 @@ impl Sim {
                 }
             }
         }
+        self.arrive(1);
         // Roles change: owners come and go (a thing's sub-objects follow it) and Custom properties
         // switch off and on — what changed while a property was off for a connection reaches it
         // when it comes back, and only that (UE's inactive changelist).
@@ -70,6 +71,7 @@ impl Sim {
                 self.driver.set_custom_active(class, &self.bags, id, TUNED, on).unwrap();
             }
         }
+        self.arrive(2);
         // The game changes its mind: an actor's net settings (priority, frequency, cull distance,
         // hidden, owner-only…), its owner actor and instigator (owner relevancy chains), its
         // physics (SimulatedOrPhysics), or asks for an update now; a connection's net speed.
@@ -105,6 +107,7 @@ impl Sim {
             };
             self.done_unless_sub_object(class, id, result);
         }
+        self.arrive(3);
         // The game switches actors' replication off and on (UE's `SetReplicates`): a few a
         // frame, from dice of their own; each switch turns one off with odds 0.15, so about that
         // share of the live actors is off at a time.
@@ -119,6 +122,7 @@ impl Sim {
                 }
             }
         }
+        self.arrive(4);
         // Now and then the level streams a static actor in, which may be gone before any tick
         // saw it (its end is told to every client all the same).
         if self.rng.random_bool(0.05) {
@@ -146,6 +150,7 @@ impl Sim {
                 self.live.push((self.thing, id));
             }
         }
+        self.arrive(5);
         // Players come and go.
         if self.rng.random_bool(0.03) {
             let replay = self.rng.random_bool(0.15);
@@ -157,6 +162,7 @@ impl Sim {
             self.driver.remove_connection(conn).unwrap();
             self.left += 1;
         }
+        self.arrive(6);
         // Now and then a client falls silent for one to two and a half seconds (its link
         // stalls): not net-ready after 1.5 s, the server sends it nothing but keep-alives.
         if self.rng.random_bool(0.03) || self.frames == 20 {
@@ -169,6 +175,7 @@ impl Sim {
             let speed = [4_000, 12_000, 100_000][self.rng.random_range(0..3)];
             self.driver.set_net_speed(self.clients[c].0, speed).unwrap();
         }
+        self.arrive(7);
         // Now and then an actor is torn off (its sub-objects with it): clients keep their copies.
         if self.rng.random_bool(0.07) && self.live.len() > 50 {
             let i = self.rng.random_range(0..self.live.len());
@@ -182,6 +189,7 @@ impl Sim {
                 self.live.push((class, id));
             }
         }
+        self.arrive(8);
         if !self.torn_ids.is_empty() && self.rng.random_bool(0.3) {
             let (class, id) = self.torn_ids.swap_remove(self.rng.random_range(0..self.torn_ids.len()));
             let store = if class == self.thing { &mut self.things } else { &mut self.bags };
@@ -201,9 +209,11 @@ impl Sim {
                 self.spawn();
             }
         }
+        self.arrive(9);
         if self.dormancy {
             self.play_dormancy();
         }
+        self.arrive(10);
         if self.sublevels && self.rng.random_bool(0.15) {
             let c = self.rng.random_range(0..self.clients.len());
             let l = SublevelId(self.rng.random_range(1..=2));
@@ -214,6 +224,7 @@ impl Sim {
                 self.stream(c, l, true);
             }
         }
+        self.arrive(11);
         for c in 0..self.clients.len() {
             let mut viewers = Vec::new();
             for _ in 0..self.rng.random_range(1..=2) {

@@ -173,3 +173,45 @@ fn a_request_for_an_actor_woken_since_the_tick_is_ignored_past_the_lookups_too()
     // Past them: taken as woken.
     assert_eq!(woken_after_a_flood(2 * 64), (1, 2 * 64));
 }
+
+// ---- 11. Requests for live actors spend no lookups (session 75: mutant m23) -----------------
+
+/// `live` actors open at client 0; before the next tick one feedback's worth of requests at a
+/// time asks for every one of them (a client that lost them all — or a forger), then, when
+/// `gone`, a request for an actor whose slot the game reused since the tick. Nothing was woken,
+/// so a live actor's request needs no look at what changed since the tick: it spends none of
+/// the tick's lookups, however many come. Returns the kernel's (honoured, ignored) counts.
+fn live_flood(live: usize, gone: bool) -> (u64, u64) {
+    use shadowrep::wire::feedback::MAX_REOPENS;
+    let mut l = Level::new(every_frame(), 1);
+    always_due(&mut l);
+    let guids: Vec<NetGuid> = (0..live).map(|i| l.spawn([100.0 + i as f32, 0.0, 0.0], 1).1).collect();
+    let (id, guid) = l.spawn([50.0, 0.0, 0.0], 1);
+    for _ in 0..8 {
+        l.step();
+    }
+    assert!(guids.iter().chain([&guid]).all(|&g| l.client(0).has(g)), "every actor open at the client");
+    let conn = l.clients[0].0;
+    let fb = l.clients[0].1.feedback();
+    if gone {
+        reuse(&mut l, id);
+    }
+    for chunk in guids.chunks(MAX_REOPENS) {
+        l.driver.receive_feedback(conn, &with_reopens(&fb, chunk)).expect("decodes");
+    }
+    if gone {
+        l.driver.receive_feedback(conn, &with_reopen(&fb, guid)).expect("decodes");
+    }
+    let stats = l.driver.connection_stats(conn).unwrap();
+    (stats.reopens_honoured, stats.reopens_ignored)
+}
+
+#[test]
+fn requests_for_live_actors_spend_none_of_the_ticks_lookups() {
+    // Past `SinceTick::MAX_LOOKUPS` (crate-private): two feedbacks' worth of requests.
+    let past = 2 * shadowrep::wire::feedback::MAX_REOPENS + 12;
+    // Every live actor asked for is opened again, past the lookup budget too.
+    assert_eq!(live_flood(past, false), (past as u64, 0));
+    // And a gone actor's request after them is still looked up (on its retiring rows).
+    assert_eq!(live_flood(past, true), (past as u64 + 1, 0));
+}
