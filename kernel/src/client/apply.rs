@@ -488,7 +488,7 @@ impl ClientWorld {
             let notify = parents[first].notify;
             if dim == 1 {
                 if let Ok(new) = c.store.get(id, parent) {
-                    fire(&mut self.notifies, notify, guid, parent, old, new);
+                    fire(&mut self.notifies, notify, (guid, class), parent, old, new);
                 }
                 continue;
             }
@@ -503,7 +503,7 @@ impl ClientWorld {
                 before.push(was.unwrap_or_else(|| now.clone()));
                 after.push(now);
             }
-            fire(&mut self.notifies, notify, guid, first, Value::Array(before), Value::Array(after));
+            fire(&mut self.notifies, notify, (guid, class), first, Value::Array(before), Value::Array(after));
         }
     }
 }
@@ -513,8 +513,15 @@ fn static_array_dim(parents: &[crate::schema::Parent], first: usize) -> usize {
     1 + parents[first + 1..].iter().enumerate().take_while(|(j, p)| p.array_index as usize == j + 1).count()
 }
 
-/// Fires a notify by its declared mode.
-fn fire(out: &mut Vec<NotifyEvent>, mode: Notify, guid: NetGuid, parent: usize, old: Value, new: Value) {
+/// Fires a notify of actor (GUID, class) by its declared mode.
+fn fire(
+    out: &mut Vec<NotifyEvent>,
+    mode: Notify,
+    (guid, class): (NetGuid, u32),
+    parent: usize,
+    old: Value,
+    new: Value,
+) {
     let changed = !value_bits_eq(&old, &new);
     let (fires, with_old) = match mode {
         Notify::None => (false, false),
@@ -524,7 +531,7 @@ fn fire(out: &mut Vec<NotifyEvent>, mode: Notify, guid: NetGuid, parent: usize, 
         Notify::AlwaysWithOld => (true, true),
     };
     if fires {
-        out.push(NotifyEvent { guid, parent, old: with_old.then_some(old), new });
+        out.push(NotifyEvent { guid, class, parent, old: with_old.then_some(old), new });
     }
 }
 

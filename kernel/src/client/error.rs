@@ -28,6 +28,14 @@ pub enum ClientError {
         /// Client's checksum.
         client: u64,
     },
+    /// A class layout is the server's, at another class id: the layouts were given in another
+    /// order than the server registered them.
+    ClassOrder {
+        /// Class id the layout was given at.
+        class: usize,
+        /// The server's class id of that layout.
+        server_class: usize,
+    },
     /// The server registers a different number of fast array kinds.
     FastArrayKindCount {
         /// Server's count.
@@ -43,6 +51,14 @@ pub enum ClientError {
         server: u64,
         /// Client's checksum.
         client: u64,
+    },
+    /// A fast array item layout is the server's, at another kind index: the kinds were given in
+    /// another order than the server registered them.
+    FastArrayKindOrder {
+        /// Kind index the layout was given at.
+        kind: usize,
+        /// The server's kind index of that layout.
+        server_kind: usize,
     },
     /// The client has no actor with this GUID.
     UnknownActor(crate::ids::NetGuid),
@@ -71,12 +87,22 @@ impl fmt::Display for ClientError {
                 f,
                 "class {class}: layout checksum {client:#x} does not match the server's {server:#x}; the builds do not interoperate"
             ),
+            ClientError::ClassOrder { class, server_class } => write!(
+                f,
+                "class {class}: the layout given is the server's class {server_class}; give the layouts in the order \
+                 the server registered them (`NetDriver::layouts` lists them so)"
+            ),
             ClientError::FastArrayKindCount { server, client } => {
                 write!(f, "server has {server} fast array kinds, client {client}")
             }
             ClientError::FastArrayChecksumMismatch { kind, server, client } => write!(
                 f,
                 "fast array kind {kind}: item layout checksum {client:#x} does not match the server's {server:#x}"
+            ),
+            ClientError::FastArrayKindOrder { kind, server_kind } => write!(
+                f,
+                "fast array kind {kind}: the item layout given is the server's kind {server_kind}; give the kinds in \
+                 the order the server registered them (`NetDriver::fast_array_kinds` lists them so)"
             ),
             ClientError::UnknownActor(g) => write!(f, "the client has no actor {g}"),
             ClientError::UnknownServerRpc(r) => write!(f, "the actor's class declares no Server call `{r}`"),

@@ -128,6 +128,8 @@ pub struct ClientStats {
 pub struct NotifyEvent {
     /// Actor GUID.
     pub guid: NetGuid,
+    /// Its class id: a parent index names a property of this class only.
+    pub class: u32,
     /// Parent property index (a static array's element 0).
     pub parent: usize,
     /// Previous value, when the notify is declared with it.

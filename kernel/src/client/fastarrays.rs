@@ -101,8 +101,10 @@ impl ClientFastArrays {
 }
 
 impl ClientWorld {
-    /// Registers the fast array item layouts, in the server's order, refusing any whose checksum
-    /// is not the server's ([`crate::net::NetDriver::fast_array_checksums`]).
+    /// Registers the fast array item layouts, in the server's order
+    /// ([`crate::net::NetDriver::fast_array_kinds`] lists them so), refusing any whose checksum
+    /// is not the server's ([`crate::net::NetDriver::fast_array_checksums`]) —
+    /// [`ClientError::FastArrayKindOrder`] where it is the server's at another index.
     pub fn with_fast_array_kinds(
         mut self,
         layouts: &[Arc<ArrayLayout>],
@@ -114,6 +116,10 @@ impl ClientWorld {
         for (kind, (l, &server)) in layouts.iter().zip(server_checksums).enumerate() {
             let client = layout_checksum(l);
             if client != server {
+                // The server's layout at another index: the same build, given in another order.
+                if let Some(server_kind) = server_checksums.iter().position(|&c| c == client) {
+                    return Err(ClientError::FastArrayKindOrder { kind, server_kind });
+                }
                 return Err(ClientError::FastArrayChecksumMismatch { kind, server, client });
             }
         }

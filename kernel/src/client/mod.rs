@@ -42,6 +42,9 @@ mod tests;
 mod unmapped;
 mod window;
 
+/// Whether a client converged, in one number each side: what it holds, and what the server says
+/// it should (they need no transport; [`crate::session::digest`] documents them).
+pub use crate::session::digest::{client_digest, expected_digest, StateDigest};
 pub use closed::MAX_CLOSED;
 pub use error::{ClientError, ReceiveError};
 pub use events::{ClientEvent, ClientStats, NotifyEvent, Receipt};
@@ -192,14 +195,21 @@ pub struct ClientWorld {
 }
 
 impl ClientWorld {
-    /// A client with `layouts` (in the server's class-id order), refusing any whose checksum is
-    /// not the server's.
+    /// A client with `layouts` (in the server's class-id order: [`NetDriver::layouts`] lists them
+    /// so), refusing any whose checksum is not the server's — [`ClientError::ClassOrder`] where
+    /// it is the server's at another id.
+    ///
+    /// [`NetDriver::layouts`]: crate::net::NetDriver::layouts
     pub fn new(layouts: &[Arc<ClassLayout>], server_checksums: &[u64]) -> Result<Self, ClientError> {
         if layouts.len() != server_checksums.len() {
             return Err(ClientError::ClassCount { server: server_checksums.len(), client: layouts.len() });
         }
         for (i, (l, &s)) in layouts.iter().zip(server_checksums).enumerate() {
             if l.checksum != s {
+                // The server's layout at another id: the same build, given in another order.
+                if let Some(server_class) = server_checksums.iter().position(|&c| c == l.checksum) {
+                    return Err(ClientError::ClassOrder { class: i, server_class });
+                }
                 return Err(ClientError::ChecksumMismatch { class: i, server: s, client: l.checksum });
             }
         }

@@ -39,8 +39,16 @@ pub enum DriverError {
     UnknownClass(ClassId),
     /// No such connection.
     UnknownConnection(ConnectionId),
-    /// A store that is not registered with this driver (or not the one registered as `ClassId`).
+    /// A store that is not registered with this driver.
     UnknownStore,
+    /// A call named class `class` with the store registered as class `registered_as` (the
+    /// store of another class: a sub-object's class with its owner's store, say).
+    WrongStore {
+        /// The class the call named.
+        class: ClassId,
+        /// The class the store given is registered as.
+        registered_as: ClassId,
+    },
     /// `tick` was not given the store of this class.
     MissingStore(ClassId),
     /// The actor id is stale.
@@ -178,6 +186,11 @@ impl fmt::Display for DriverError {
             DriverError::UnknownClass(c) => write!(f, "no class with id {}", c.0),
             DriverError::UnknownConnection(c) => write!(f, "no connection with id {}", c.0),
             DriverError::UnknownStore => write!(f, "a store that is not registered with this driver"),
+            DriverError::WrongStore { class, registered_as } => write!(
+                f,
+                "the store given is class {}'s, not class {}'s: give each call the store of the class it names",
+                registered_as.0, class.0
+            ),
             DriverError::MissingStore(c) => write!(f, "tick needs the store of class {} too", c.0),
             DriverError::StaleActor(id) => write!(f, "actor {}:{} does not exist", id.index, id.generation),
             DriverError::NoSuchParent(p) => write!(f, "no parent property with index {p}"),

@@ -99,6 +99,7 @@ mod warm;
 pub use crate::ids::{ClassId, ConnectionId, Frame, LeafMask, NetGuid, NetRole, Seq};
 pub use channels::{Action, FrameDecisions, SendDecision};
 pub use connection::{ConnectionStats, PairState};
+pub use consider::UpdateFrequency;
 pub use dormancy::{Dormancy, DormancyHook};
 pub use error::DriverError;
 pub use fastarrays::{FastArrayItems, FastArrayKind, FastArrayView};
@@ -286,7 +287,10 @@ impl NetDriver {
     fn class_for(&self, class: ClassId, store: &ClassStore) -> Result<usize, DriverError> {
         let c = self.classes.get(class.0 as usize).ok_or(DriverError::UnknownClass(class))?;
         if c.store_id != store.id() {
-            return Err(DriverError::UnknownStore);
+            return Err(match self.by_store.get(&store.id()) {
+                Some(&other) => DriverError::WrongStore { class, registered_as: ClassId(other) },
+                None => DriverError::UnknownStore,
+            });
         }
         Ok(class.0 as usize)
     }

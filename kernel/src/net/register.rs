@@ -9,9 +9,11 @@ use super::pairs::Pairs;
 use super::{condition, ClassId, ConnectionId, DriverError, NetDriver, NetGuid, Seq};
 use crate::compare::{ChangeSet, ShadowState};
 use crate::history::History;
+use crate::schema::ClassLayout;
 use crate::store::{ActorId, ClassStore};
 use crate::wire::bunch::max_record_bits;
 use crate::wire::packet::max_body_bits;
+use std::sync::Arc;
 
 impl NetDriver {
     /// Starts watching `store`; its class id is the registration index.
@@ -84,6 +86,29 @@ impl NetDriver {
     /// Checksums of the registered layouts, in class-id order (a client must match them).
     pub fn checksums(&self) -> Vec<u64> {
         self.classes.iter().map(|c| c.layout.checksum).collect()
+    }
+
+    /// The registered layouts, in class-id order: what a client in the same process (a test, a
+    /// replay recorder, a listen server's own view) is built with.
+    ///
+    /// ```
+    /// use shadowrep::client::ClientWorld;
+    /// use shadowrep::net::{DriverConfig, NetDriver};
+    /// use shadowrep::prelude::*;
+    /// use std::sync::Arc;
+    ///
+    /// let crate_ = Arc::new(ClassBuilder::new("Crate").property(PropertyDecl::new("Hp", PropType::U16)).build().unwrap());
+    /// let door = Arc::new(ClassBuilder::new("Door").property(PropertyDecl::new("Open", PropType::Bool)).build().unwrap());
+    /// let mut driver = NetDriver::new(DriverConfig::default()).unwrap();
+    /// driver.register_class(&mut ClassStore::new(door.clone())).unwrap();
+    /// driver.register_class(&mut ClassStore::new(crate_.clone())).unwrap();
+    /// // Another order than the server's is refused, and the error says so.
+    /// let wrong = ClientWorld::new(&[crate_, door], &driver.checksums());
+    /// assert!(matches!(wrong, Err(shadowrep::client::ClientError::ClassOrder { class: 0, server_class: 1 })));
+    /// assert!(ClientWorld::new(&driver.layouts(), &driver.checksums()).is_ok());
+    /// ```
+    pub fn layouts(&self) -> Vec<Arc<ClassLayout>> {
+        self.classes.iter().map(|c| c.layout.clone()).collect()
     }
 
     /// Adds a connection whose first packet has sequence number 1; every live actor will be
@@ -189,11 +214,5 @@ impl NetDriver {
     pub fn guid_of(&self, class: ClassId, id: ActorId) -> Option<NetGuid> {
         let a = self.classes.get(class.0 as usize)?.actors.get(id.index as usize)?;
         (a.alive && a.generation == id.generation).then_some(a.guid)
-    }
-
-    /// [`Self::guid_of`] for a call naming an actor of `store`: stale once despawned from the
-    /// store, before the next tick retires it too (as every call naming an actor refuses it).
-    pub(crate) fn known_guid(&self, class: ClassId, store: &ClassStore, id: ActorId) -> Result<NetGuid, DriverError> {
-        self.guid_of(class, id).filter(|_| store.contains(id)).ok_or(DriverError::StaleActor(id))
     }
 }

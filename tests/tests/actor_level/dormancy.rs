@@ -526,3 +526,43 @@ fn a_dormancy_close_lost_and_reported_after_a_wake_is_not_sent_again() {
     assert!(!l.events(0).contains(&ClientEvent::Dormant { guid }), "no dormancy close ever arrived");
     assert_eq!(health(&l, 0, guid), Some(Value::U32(11)));
 }
+
+/// The game makes an actor dormant (and flushes another) in the frame it spawns them, before
+/// any tick gave them a NetGUID — UE's pickup spawned dormant. Each call gives the actor its GUID
+/// there (until session 75 they were refused as `StaleActor`, "actor 0:0 does not exist"): the
+/// dormant one opens with its state, then sleeps once its open is acknowledged; the reference
+/// beside decides alike.
+#[test]
+fn an_actor_set_dormant_before_any_tick_saw_it_opens_then_sleeps() {
+    use shadowrep::reference::frame::ReferenceFrame;
+    let mut l = Level::new(every_frame(), 1);
+    always_due(&mut l);
+    let mut r = ReferenceFrame::new(&l.driver, &mut [&mut l.store]).unwrap();
+    let pickup = l.store.spawn();
+    l.move_to(pickup, [500.0, 0.0, 0.0]);
+    l.store.set(pickup, HEALTH, &Value::U32(7)).unwrap();
+    assert_eq!(l.driver.guid_of(l.class, pickup), None, "no tick has seen it");
+    l.driver.set_net_dormancy(l.class, &l.store, pickup, Dormancy::DormantAll).unwrap();
+    let guid = l.driver.guid_of(l.class, pickup).expect("the call gave it its GUID");
+    let other = l.store.spawn();
+    l.move_to(other, [600.0, 0.0, 0.0]);
+    l.driver.flush_net_dormancy(l.class, &l.store, other).unwrap();
+    let other_guid = l.driver.guid_of(l.class, other).expect("the flush gave it its GUID");
+    for frame in 1..=8 {
+        let packets = l.tick_beside(&mut r, frame);
+        deliver_beside(&mut l, &mut r, &packets);
+    }
+    assert!(l.client(0).has(guid) && l.client(0).has(other_guid));
+    assert!(l.client(0).is_dormant(guid), "opened, then dormant");
+    assert!(!l.client(0).is_dormant(other_guid), "a flush leaves an awake actor awake");
+    assert_eq!(health(&l, 0, guid), Some(Value::U32(7)));
+    // A call naming an actor the game despawned is still refused, and gives nothing a GUID.
+    let gone = l.store.spawn();
+    l.store.despawn(gone).unwrap();
+    let refused = l.driver.set_net_dormancy(l.class, &l.store, gone, Dormancy::DormantAll);
+    assert_eq!(refused, Err(shadowrep::net::DriverError::StaleActor(gone)));
+    assert_eq!(
+        l.driver.flush_net_dormancy(l.class, &l.store, gone),
+        Err(shadowrep::net::DriverError::StaleActor(gone))
+    );
+}

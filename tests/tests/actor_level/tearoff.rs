@@ -391,3 +391,37 @@ fn a_tear_off_waiting_on_an_owner_chain_the_game_breaks_is_decided_as_the_refere
     }
     assert!(w.l.client(0).is_torn_off(w.guid), "closed TornOff: no longer served, nothing owed");
 }
+
+/// The game tears an actor off in the frame it spawns it, before any tick gave it a NetGUID: the
+/// call gives it one (until session 75 it was refused as `StaleActor`), and no client ever gets
+/// it — a tearing actor opens no channel, as UE's torn-off actor opens none — while an actor
+/// spawned beside it arrives; the reference beside decides alike.
+#[test]
+fn an_actor_torn_off_before_any_tick_saw_it_is_never_sent() {
+    use shadowrep::reference::frame::ReferenceFrame;
+    let mut l = Level::new(every_frame(), 1);
+    always_due(&mut l);
+    let mut r = ReferenceFrame::new(&l.driver, &mut [&mut l.store]).unwrap();
+    let ragdoll = l.store.spawn();
+    l.move_to(ragdoll, [100.0, 0.0, 0.0]);
+    l.driver.tear_off(l.class, &l.store, ragdoll).unwrap();
+    let guid = l.driver.guid_of(l.class, ragdoll).expect("the call gave it its GUID");
+    let (_, beside) = l.spawn([120.0, 0.0, 0.0], 3);
+    for frame in 1..=6 {
+        let packets = l.tick_beside(&mut r, frame);
+        let (conn, world) = &mut l.clients[0];
+        for p in &packets {
+            world.receive(p).expect("a well-formed packet");
+        }
+        let fb = world.feedback();
+        l.driver.receive_feedback(*conn, &fb).expect("decodes");
+        r.receive_feedback(&l.driver, *conn, &fb).expect("decodes");
+    }
+    assert!(l.client(0).has(beside));
+    assert!(!l.client(0).has(guid) && !l.client(0).is_torn_off(guid), "never sent");
+    assert!(l.decisions(0).sends.iter().all(|s| s.guid != guid));
+    // Torn off again: nothing to do; despawned from the store: refused.
+    l.driver.tear_off(l.class, &l.store, ragdoll).unwrap();
+    l.store.despawn(ragdoll).unwrap();
+    assert_eq!(l.driver.tear_off(l.class, &l.store, ragdoll), Err(shadowrep::net::DriverError::StaleActor(ragdoll)));
+}

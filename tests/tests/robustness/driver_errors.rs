@@ -104,6 +104,11 @@ fn calls_naming_what_does_not_exist() {
     assert_eq!(b.driver.tick(&mut [&mut b.store]), Err(DriverError::MissingStore(second_id)));
     // Stores in any order work.
     assert!(b.driver.tick(&mut [&mut second, &mut b.store]).is_ok());
+    // The store of another class: named as such (a sub-object's class with its owner's store).
+    let in_second = second.spawn();
+    let e = b.driver.assign_guid(b.class, &second, in_second).unwrap_err();
+    assert_eq!(e, DriverError::WrongStore { class: b.class, registered_as: second_id });
+    message(e, "the store given is class 1's, not class 0's");
 }
 
 /// A removed connection sends nothing more, frees its state, and its id is refused afterwards;

@@ -39,3 +39,23 @@ fn a_client_with_a_different_layout_is_refused() {
     w.add_client(false, LinkConfig::perfect(1));
     w.step();
 }
+
+#[test]
+fn layouts_given_in_another_order_than_the_servers_are_named_as_such() {
+    let a = build(ClassBuilder::new("Door").property(PropertyDecl::new("Open", PropType::Bool)));
+    let b = build(ClassBuilder::new("Crate").property(PropertyDecl::new("Hp", PropType::U16)));
+    let w = World::with_layouts(vec![a.clone(), b.clone()], DriverConfig::default(), 1);
+    let checksums = w.driver.checksums();
+    // The same build, the layouts swapped: not "the builds do not interoperate".
+    let e = ClientWorld::new(&[b.clone(), a.clone()], &checksums).err().expect("refused");
+    assert_eq!(e, ClientError::ClassOrder { class: 0, server_class: 1 });
+    let m = e.to_string();
+    assert!(m.contains("order the server registered them") && m.contains("NetDriver::layouts"), "{m}");
+    // The driver lists its layouts in its order: a client built from them matches.
+    let listed: Vec<u64> = w.driver.layouts().iter().map(|l| l.checksum).collect();
+    assert_eq!(listed, [a.checksum, b.checksum]);
+    assert!(ClientWorld::new(&w.driver.layouts(), &checksums).is_ok());
+    // A layout the server does not have at all is still a mismatch.
+    let other = build(ClassBuilder::new("Door").property(PropertyDecl::new("Open", PropType::U8)));
+    assert!(matches!(ClientWorld::new(&[other, b], &checksums), Err(ClientError::ChecksumMismatch { class: 0, .. })));
+}

@@ -22,6 +22,7 @@ fn notifies_fire_by_their_declared_mode() {
     let g = NetGuid(2);
     let ev = |parent: usize, old: Option<u32>, new: u32| NotifyEvent {
         guid: g,
+        class: 0,
         parent,
         old: old.map(Value::U32),
         new: Value::U32(new),
@@ -49,7 +50,7 @@ fn notifies_fire_by_their_declared_mode() {
     let p = craft(3, |w| u32_bunch(w, &layout, g, None, &[(1, 9), (2, 9), (3, 9), (4, 9), (5, 9), (6, 1), (7, 2)]));
     assert_eq!(c.receive(&p), applied(1));
     let mut want = vec![ev(1, None, 9), ev(2, Some(5), 9), ev(3, None, 9), ev(4, Some(5), 9)];
-    want.push(NotifyEvent { guid: g, parent: 5, old: Some(pair_value(0, 0)), new: pair_value(1, 2) });
+    want.push(NotifyEvent { class: 0, guid: g, parent: 5, old: Some(pair_value(0, 0)), new: pair_value(1, 2) });
     assert_eq!(take(&mut c), want);
     assert_eq!(c.value(g, 5), Some(pair_value(1, 2)));
 
@@ -68,14 +69,17 @@ fn notifies_fire_by_their_declared_mode() {
     // One struct leaf changed: the struct parent fires with the whole old and new value.
     let p = craft(6, |w| u32_bunch(w, &layout, g, None, &[(7, 3)]));
     assert_eq!(c.receive(&p), applied(1));
-    assert_eq!(take(&mut c), [NotifyEvent { guid: g, parent: 5, old: Some(pair_value(1, 2)), new: pair_value(1, 3) }]);
+    assert_eq!(
+        take(&mut c),
+        [NotifyEvent { class: 0, guid: g, parent: 5, old: Some(pair_value(1, 2)), new: pair_value(1, 3) }]
+    );
 
     // A second actor opened with default values: OnChanged stays quiet, Always fires.
     let p = craft(7, |w| u32_bunch(w, &layout, NetGuid(4), Some(0), &[(1, 0), (2, 0), (3, 0), (4, 0), (5, 0)]));
     assert_eq!(c.receive(&p), applied(1));
     let opened_at_default = [
-        NotifyEvent { guid: NetGuid(4), parent: 3, old: None, new: Value::U32(0) },
-        NotifyEvent { guid: NetGuid(4), parent: 4, old: Some(Value::U32(0)), new: Value::U32(0) },
+        NotifyEvent { class: 0, guid: NetGuid(4), parent: 3, old: None, new: Value::U32(0) },
+        NotifyEvent { class: 0, guid: NetGuid(4), parent: 4, old: Some(Value::U32(0)), new: Value::U32(0) },
     ];
     assert_eq!(take(&mut c), opened_at_default);
 
@@ -108,7 +112,7 @@ fn a_static_array_notifies_once_per_update_with_every_element() {
     let mut c = ClientWorld::new(std::slice::from_ref(&layout), &[layout.checksum]).expect("same layout");
     let g = NetGuid(2);
     let u32s = |v: &[u32]| Value::Array(v.iter().map(|&x| Value::U32(x)).collect());
-    let ev = |parent: usize, old: Option<Value>, new: Value| NotifyEvent { guid: g, parent, old, new };
+    let ev = |parent: usize, old: Option<Value>, new: Value| NotifyEvent { class: 0, guid: g, parent, old, new };
 
     // Elements 0 and 2 and the scalar after the array: one notify each for Ammo and Hp.
     let p = craft(1, |w| u32_bunch(w, &layout, g, Some(0), &[(1, 5), (3, 7), (4, 9)]));
@@ -169,4 +173,41 @@ fn receive_events_follow_each_update_when_asked() {
     });
     assert_eq!(c.receive(&p), applied(2));
     assert_eq!(c.take_events(), [Received { guid: a }, Destroyed { guid: b }]);
+}
+
+#[test]
+fn a_notify_names_its_actors_class() {
+    use shadowrep::net::{DriverConfig, NetDriver};
+    use shadowrep::store::ClassStore;
+    // Two classes whose parent 0 both notify: the parent index alone does not say whose.
+    let door =
+        build(ClassBuilder::new("Door").property(PropertyDecl::new("Open", PropType::U32).notify(Notify::OnChanged)));
+    let hero = build(
+        ClassBuilder::new("Hero").property(PropertyDecl::new("Health", PropType::U32).notify(Notify::OnChangedWithOld)),
+    );
+    let (mut doors, mut heroes) = (ClassStore::new(door.clone()), ClassStore::new(hero.clone()));
+    let mut driver = NetDriver::new(DriverConfig::default()).unwrap();
+    let door_class = driver.register_class(&mut doors).unwrap();
+    let hero_class = driver.register_class(&mut heroes).unwrap();
+    let conn = driver.add_connection(false);
+    let mut c = ClientWorld::new(&driver.layouts(), &driver.checksums()).unwrap();
+    let d = doors.spawn();
+    let h = heroes.spawn();
+    let (dg, hg) =
+        (driver.assign_guid(door_class, &doors, d).unwrap(), driver.assign_guid(hero_class, &heroes, h).unwrap());
+    doors.set(d, 0, &Value::U32(1)).unwrap();
+    heroes.set(h, 0, &Value::U32(100)).unwrap();
+    driver.tick(&mut [&mut doors, &mut heroes]).unwrap();
+    for p in driver.take_packets(conn).unwrap() {
+        assert!(matches!(c.receive(&p), Ok(Receipt::Applied { .. })));
+    }
+    let mut got = c.take_notifies();
+    got.sort_by_key(|n| n.class);
+    assert_eq!(
+        got,
+        [
+            NotifyEvent { guid: dg, class: door_class.0, parent: 0, old: None, new: Value::U32(1) },
+            NotifyEvent { guid: hg, class: hero_class.0, parent: 0, old: Some(Value::U32(0)), new: Value::U32(100) },
+        ]
+    );
 }

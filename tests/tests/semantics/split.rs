@@ -80,8 +80,8 @@ fn a_split_update_applies_whole_and_notifies_once() {
     assert_eq!(
         notifies,
         [
-            NotifyEvent { guid: g, parent: 0, old: Some(Value::U32(0)), new: Value::U32(5) },
-            NotifyEvent { guid: g, parent: 1, old: Some(big(0)), new: big(300) },
+            NotifyEvent { class: 0, guid: g, parent: 0, old: Some(Value::U32(0)), new: Value::U32(5) },
+            NotifyEvent { class: 0, guid: g, parent: 1, old: Some(big(0)), new: big(300) },
         ],
         "one notify per property, with the value before the update and after all of it"
     );

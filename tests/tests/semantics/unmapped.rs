@@ -43,13 +43,19 @@ fn unmapped_reference_resolves_when_its_target_opens() {
     assert_eq!(c.receive(&craft(3, |w| u32_bunch(w, &layout, b, Some(0), &[(2, 1)]))), applied(1));
     assert_eq!(c.value(a, 0), Some(obj(b)));
     assert_eq!(c.unmapped_count(), 0);
-    assert_eq!(c.take_notifies(), [NotifyEvent { guid: a, parent: 0, old: Some(obj(NetGuid::NULL)), new: obj(b) }]);
+    assert_eq!(
+        c.take_notifies(),
+        [NotifyEvent { class: 0, guid: a, parent: 0, old: Some(obj(NetGuid::NULL)), new: obj(b) }]
+    );
 
     // A now points at D (unknown), then back at null before D arrives: D's later open must not
     // resurrect the stale reference.
     assert_eq!(c.receive(&craft(4, |w| reference(w, a, None, d))), applied(1));
     assert_eq!((c.value(a, 0), c.unmapped_count()), (Some(obj(NetGuid::NULL)), 1));
-    assert_eq!(c.take_notifies(), [NotifyEvent { guid: a, parent: 0, old: Some(obj(b)), new: obj(NetGuid::NULL) }]);
+    assert_eq!(
+        c.take_notifies(),
+        [NotifyEvent { class: 0, guid: a, parent: 0, old: Some(obj(b)), new: obj(NetGuid::NULL) }]
+    );
     assert_eq!(c.receive(&craft(5, |w| reference(w, a, None, NetGuid::NULL))), applied(1));
     assert_eq!(c.unmapped_count(), 0, "a newer value replaces the waiting reference");
     assert!(c.take_notifies().is_empty());
@@ -117,6 +123,7 @@ fn unmapped_reference_through_the_server() {
         c.take_notifies(),
         [NotifyEvent {
             guid: ga,
+            class: 0,
             parent: 0,
             old: Some(Value::Object(ObjectRef(0))),
             new: Value::Object(ObjectRef(gb.0))

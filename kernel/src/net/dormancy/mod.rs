@@ -146,9 +146,10 @@ impl NetDriver {
     ) -> Result<(), DriverError> {
         self.level.as_ref().ok_or(DriverError::ActorLevelOff)?;
         let ci = self.class_for(class, store)?;
-        let guid = self.known_guid(class, store, id)?;
         // It rides its owner's channel: the owner's dormancy is its own.
         self.not_a_sub_object(class, id)?;
+        // An actor no tick has seen yet gets its GUID now (a pickup spawned dormant).
+        let guid = self.assign_guid(class, store, id)?;
         let slot = id.index as usize;
         let fresh = self.classes[ci].actors[slot].adopted == self.frame;
         let now = self.server_time();
@@ -179,7 +180,7 @@ impl NetDriver {
     pub fn flush_net_dormancy(&mut self, class: ClassId, store: &ClassStore, id: ActorId) -> Result<(), DriverError> {
         self.level.as_ref().ok_or(DriverError::ActorLevelOff)?;
         let ci = self.class_for(class, store)?;
-        self.known_guid(class, store, id)?;
+        self.assign_guid(class, store, id)?;
         // A sub-object sleeps and wakes with its owner: flushing it flushes the owner.
         let (ci, slot) = self.carrier(ci, id.index as usize);
         if self.classes[ci].cols.dormancy[slot].dormant() {

@@ -121,6 +121,12 @@ impl NetDriver {
         self.fast.kinds.iter().map(|k| k.1).collect()
     }
 
+    /// The registered fast array item layouts, in kind order: what a client in the same process
+    /// registers ([`crate::client::ClientWorld::with_fast_array_kinds`]).
+    pub fn fast_array_kinds(&self) -> Vec<Arc<ArrayLayout>> {
+        self.fast.kinds.iter().map(|k| k.0.clone()).collect()
+    }
+
     /// Adds a fast array of `kind` to the actor `owner` (a live actor with a NetGUID — see
     /// [`Self::assign_guid`] — not a sub-object, not torn off), sent to the connections its owner reaches that
     /// `condition` allows (evaluated with the owner's ownership, as a sub-object's). Returns its

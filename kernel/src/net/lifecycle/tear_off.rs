@@ -83,9 +83,11 @@ impl NetDriver {
     /// ```
     pub fn tear_off(&mut self, class: ClassId, store: &ClassStore, id: ActorId) -> Result<(), DriverError> {
         let ci = self.class_for(class, store)?;
-        let guid = self.known_guid(class, store, id)?;
         // A sub-object is torn off with its owner (UE tears off actors).
         self.not_a_sub_object(class, id)?;
+        // An actor no tick has seen yet gets its GUID now: it is never sent (a tearing actor
+        // opens no channel), as UE's torn-off actor opens none.
+        let guid = self.assign_guid(class, store, id)?;
         if self.classes[ci].actors[id.index as usize].torn() {
             return Ok(());
         }

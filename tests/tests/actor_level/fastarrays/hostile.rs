@@ -23,7 +23,7 @@ fn fast_array_registration_and_checksums_refuse_bad_input() {
     let other = Arc::new(item_layout("Other", PropType::U32).unwrap());
     let client = ClientWorld::new(std::slice::from_ref(&l.layout), &l.driver.checksums()).unwrap();
     assert!(matches!(
-        client.with_fast_array_kinds(&[other], &l.driver.fast_array_checksums()),
+        client.with_fast_array_kinds(std::slice::from_ref(&other), &l.driver.fast_array_checksums()),
         Err(shadowrep::client::ClientError::FastArrayChecksumMismatch { kind: 0, .. })
     ));
     let client = ClientWorld::new(std::slice::from_ref(&l.layout), &l.driver.checksums()).unwrap();
@@ -31,6 +31,16 @@ fn fast_array_registration_and_checksums_refuse_bad_input() {
         client.with_fast_array_kinds(&[], &l.driver.fast_array_checksums()),
         Err(shadowrep::client::ClientError::FastArrayKindCount { server: 1, client: 0 })
     ));
+    // Two kinds given in another order than the server's: named as such, not as a mismatch.
+    let mut l = l;
+    let second = l.driver.register_fast_array_kind(other.clone()).unwrap();
+    assert_eq!(second, FastArrayKind(1));
+    let client = ClientWorld::new(std::slice::from_ref(&l.layout), &l.driver.checksums()).unwrap();
+    let e = client.with_fast_array_kinds(&[other, slots()], &l.driver.fast_array_checksums()).err().expect("refused");
+    assert_eq!(e, shadowrep::client::ClientError::FastArrayKindOrder { kind: 0, server_kind: 1 });
+    assert!(e.to_string().contains("NetDriver::fast_array_kinds"), "{e}");
+    let client = ClientWorld::new(std::slice::from_ref(&l.layout), &l.driver.checksums()).unwrap();
+    assert!(client.with_fast_array_kinds(&l.driver.fast_array_kinds(), &l.driver.fast_array_checksums()).is_ok());
 }
 
 #[test]
