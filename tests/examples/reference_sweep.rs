@@ -22,7 +22,7 @@ use std::sync::Mutex;
 
 const USAGE: &str = "usage: reference_sweep --seeds A..B [--connections N] [--loss F] [--dormancy] \
 [--bags-first] [--sublevels] [--priority-hooks] [--net-groups] [--dynamic-conditions] [--class-defaults] [--net-temporary] \
-[--initial-only] [--sub-conditions] [--replicates] [--wide] [--rpcs] [--owner-chains] [--remove-fast-arrays] [--late-feedback] [--interleaved-feedback] [--stale-reopens] [--replayed-feedback] [--lying-feedback] \
+[--initial-only] [--sub-conditions] [--replicates] [--wide] [--rpcs] [--owner-chains] [--remove-fast-arrays] [--late-feedback] [--interleaved-feedback] [--stale-reopens] [--fresh-calls] [--replayed-feedback] [--lying-feedback] \
 [--threads T] \
 [--verbose]
   --seeds A..B       the worlds' seeds, B excluded (required)
@@ -47,6 +47,7 @@ const USAGE: &str = "usage: reference_sweep --seeds A..B [--connections N] [--lo
   --late-feedback    half the clients' feedback arrives after the game's next calls, not right after the tick
   --interleaved-feedback  the same, each held feedback arriving at a point of its own among those calls
   --stale-reopens    now and then a feedback asks again for an actor or array some client held once (late or forged)
+  --fresh-calls      now and then a thing spawned and at once made dormant, flushed or torn off (no GUID yet)
   --replayed-feedback  now and then the link delivers a client's earlier feedback again (duplicated or reordered)
   --lying-feedback   now and then a feedback claims a lost packet received (the liar refuses packets, asks again)
   --threads T        worlds run at once (default 1)
@@ -114,6 +115,7 @@ fn parse(args: impl Iterator<Item = String>) -> Result<Args, String> {
             "--late-feedback" => template.late_feedback = true,
             "--interleaved-feedback" => template = template.interleaved_feedback(),
             "--stale-reopens" => template.stale_reopens = true,
+            "--fresh-calls" => template.fresh_calls = true,
             "--replayed-feedback" => template.replayed_feedback = true,
             "--lying-feedback" => template.lying_feedback = true,
             "--wide" => template.wide = true,
@@ -202,8 +204,8 @@ fn main() -> ExitCode {
                     }
                     Verdict::Failed(what) => {
                         println!(
-                            "FAIL seed {seed} connections {} loss {} dormancy {} bags-first {} sublevels {} priority-hooks {} net-groups {} dynamic-conditions {} class-defaults {} net-temporary {} initial-only {} sub-conditions {} replicates {} wide {} rpcs {} owner-chains {} remove-fast-arrays {} late-feedback {} interleaved-feedback {} stale-reopens {} replayed-feedback {} lying-feedback {}: {what}",
-                            t.connections, t.loss, t.dormancy, t.bags_first, t.sublevels, t.priority_hooks, t.net_groups, t.dynamic_conditions, t.class_defaults, t.net_temporary, t.initial_only, t.sub_conditions, t.replicates, t.wide, t.rpcs, t.owner_chains, t.remove_fast_arrays, t.late_feedback, t.interleaved_feedback, t.stale_reopens, t.replayed_feedback, t.lying_feedback
+                            "FAIL seed {seed} connections {} loss {} dormancy {} bags-first {} sublevels {} priority-hooks {} net-groups {} dynamic-conditions {} class-defaults {} net-temporary {} initial-only {} sub-conditions {} replicates {} wide {} rpcs {} owner-chains {} remove-fast-arrays {} late-feedback {} interleaved-feedback {} stale-reopens {} fresh-calls {} replayed-feedback {} lying-feedback {}: {what}",
+                            t.connections, t.loss, t.dormancy, t.bags_first, t.sublevels, t.priority_hooks, t.net_groups, t.dynamic_conditions, t.class_defaults, t.net_temporary, t.initial_only, t.sub_conditions, t.replicates, t.wide, t.rpcs, t.owner_chains, t.remove_fast_arrays, t.late_feedback, t.interleaved_feedback, t.stale_reopens, t.fresh_calls, t.replayed_feedback, t.lying_feedback
                         );
                         failed.lock().expect("no panic holds it").push(seed);
                     }

@@ -180,6 +180,9 @@ pub struct Exercised {
     /// Of those, the ones that arrived before the last of the calls
     /// ([`Spec::interleaved_feedback`]).
     pub among_calls: usize,
+    /// Things spawned and made dormant, flushed or torn off before any tick saw them
+    /// ([`Spec::fresh_calls`]).
+    pub fresh_calls: usize,
     /// Requests to open again added to the feedback ([`Spec::stale_reopens`]).
     pub stale_requests: usize,
     /// Feedbacks the link delivered again ([`Spec::replayed_feedback`]).
@@ -248,6 +251,7 @@ impl Exercised {
                 !spec.interleaved_feedback || self.among_calls > 50,
                 format!("{} feedbacks arrived among the calls", self.among_calls),
             ),
+            (!spec.fresh_calls || self.fresh_calls > 20, format!("{} fresh calls", self.fresh_calls)),
             (!spec.stale_reopens || self.stale_requests > 20, format!("{} stale reopen requests", self.stale_requests)),
             (!spec.replayed_feedback || self.replays > 50, format!("{} feedbacks delivered again", self.replays)),
             (
@@ -381,6 +385,7 @@ pub fn decide_alike(spec: Spec) -> Result<Exercised, String> {
     x.switched_off = sim.switched_off;
     x.arrays_removed = sim.removed_arrays.len();
     x.late_feedbacks = sim.late_feedbacks;
+    x.fresh_calls = sim.fresh;
     x.among_calls = sim.among_calls;
     x.stale_requests = sim.stale_requests;
     x.replays = sim.replays;
@@ -412,6 +417,7 @@ fn world(spec: &Spec) -> Sim {
     sim.late_feedback = spec.late_feedback;
     sim.interleaved_feedback = spec.interleaved_feedback;
     sim.stale_reopens = spec.stale_reopens;
+    sim.fresh_calls = spec.fresh_calls;
     sim.replayed_feedback = spec.replayed_feedback;
     sim.lying_feedback = spec.lying_feedback;
     sim.rpcs = spec.rpcs;

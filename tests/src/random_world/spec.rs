@@ -30,6 +30,7 @@ pub struct Spec {
     pub replayed_feedback: bool,
     pub lying_feedback: bool,
     pub stale_reopens: bool,
+    pub fresh_calls: bool,
 }
 
 impl Spec {
@@ -60,6 +61,7 @@ impl Spec {
             replayed_feedback: false,
             lying_feedback: false,
             stale_reopens: false,
+            fresh_calls: false,
         }
     }
 
@@ -102,6 +104,13 @@ impl Spec {
     /// riding several feedbacks that arrives late, or a forger's. Dice of their own.
     pub fn stale_reopens(self) -> Spec {
         Spec { stale_reopens: true, ..self }
+    }
+
+    /// The same where the game now and then spawns an actor and at once, before any tick gave it
+    /// a NetGUID, makes it dormant, flushes it or tears it off (the call gives it its GUID).
+    /// Dice of their own.
+    pub fn fresh_calls(self) -> Spec {
+        Spec { fresh_calls: true, ..self }
     }
 
     /// The same where the game now and then removes an inventory (a fast array) from its live

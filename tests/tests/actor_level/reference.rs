@@ -558,3 +558,17 @@ fn with_clients_lying_about_lost_packets_the_kernel_decides_exactly_as_the_ue_st
         decide_alike(spec);
     }
 }
+
+#[test]
+fn with_actors_made_dormant_or_torn_off_before_any_tick_saw_them_the_kernel_decides_exactly_as_the_ue_style_reference()
+{
+    // Now and then the game spawns a thing and at once, before any tick gave it a NetGUID, makes
+    // it dormant, flushes it or tears it off (`Spec::fresh_calls`; until session 75 those calls
+    // refused such an actor, now they give it its GUID): the dormant one opens and sleeps, the
+    // torn-off one never opens, on both sides alike.
+    let fresh = |seed: u64, connections: usize, loss: f64| Spec::new(seed, connections).loss(loss).fresh_calls();
+    let worlds = [fresh(170000, 4, 0.2), fresh(170003, 4, 0.3).dormancy().sublevels().rpcs().owner_chains()];
+    for spec in worlds {
+        decide_alike(spec);
+    }
+}

@@ -120,7 +120,7 @@ impl SinceTick {
 
     /// Whether one more reopen request may be looked up this tick (counting it).
     pub fn may_look(&mut self) -> bool {
-        self.lookups += 1;
+        self.lookups = self.lookups.saturating_add(1);
         self.lookups <= Self::MAX_LOOKUPS
     }
 

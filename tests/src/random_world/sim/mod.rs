@@ -144,6 +144,11 @@ pub(super) struct Sim {
     /// Now and then a feedback asks again for an actor or array its client had once
     /// ([`super::Spec::stale_reopens`]), from dice of their own: a request late or forged.
     pub(super) stale_reopens: bool,
+    /// Now and then a thing spawned and at once made dormant, flushed or torn off, before any
+    /// tick saw it ([`super::Spec::fresh_calls`]), from dice of their own.
+    pub(super) fresh_calls: bool,
+    fresh_rng: ChaCha8Rng,
+    pub(super) fresh: usize,
     reopen_rng: ChaCha8Rng,
     /// What the clients held once (actors and fast arrays), the requests' pool: the newest 64.
     held_once: std::collections::VecDeque<NetGuid>,
@@ -277,6 +282,9 @@ impl Sim {
             failure: None,
             late_feedbacks: 0,
             stale_reopens: false,
+            fresh_calls: false,
+            fresh_rng: ChaCha8Rng::seed_from_u64(seed ^ 0x6672_6573),
+            fresh: 0,
             reopen_rng: ChaCha8Rng::seed_from_u64(seed ^ 0x7265_6f70),
             held_once: Default::default(),
             stale_requests: 0,
@@ -364,6 +372,44 @@ impl Sim {
 
     fn guid(&self, c: ClassId, id: ActorId) -> Option<NetGuid> {
         self.driver.guid_of(c, id)
+    }
+
+    /// Whether this frame has a fresh call (three frames in ten).
+    pub(super) fn fresh_rng_roll(&mut self) -> bool {
+        self.fresh_rng.random_bool(0.3)
+    }
+
+    /// A thing spawned and, before any tick saw it, made dormant, flushed or torn off
+    /// ([`super::Spec::fresh_calls`]): the call gives it its NetGUID.
+    pub(super) fn fresh_call(&mut self) {
+        let s = self.span;
+        let r = &mut self.fresh_rng;
+        let at = [r.random_range(-s..s), r.random_range(-s..s), 0.0];
+        let id = self.things.spawn();
+        self.things.set(id, LOCATION, &Value::Vector(at)).unwrap();
+        assert_eq!(self.driver.guid_of(self.thing, id), None, "no tick has seen it");
+        let thing = self.thing;
+        let torn = match self.fresh_rng.random_range(0..4) {
+            0 | 1 => {
+                self.driver.set_net_dormancy(thing, &self.things, id, shadowrep::net::Dormancy::DormantAll).unwrap();
+                false
+            }
+            2 => {
+                self.driver.tear_off(thing, &self.things, id).unwrap();
+                true
+            }
+            _ => {
+                self.driver.flush_net_dormancy(thing, &self.things, id).unwrap();
+                false
+            }
+        };
+        assert!(self.driver.guid_of(thing, id).is_some(), "the call gave it its NetGUID");
+        if torn {
+            self.torn_ids.push((thing, id));
+        } else {
+            self.live.push((thing, id));
+        }
+        self.fresh += 1;
     }
 
     /// One frame: the kernel ticks, then the reference; packets go down the link to the clients,

@@ -210,6 +210,9 @@ impl Sim {
             }
         }
         self.arrive(9);
+        if self.fresh_calls && self.fresh_rng_roll() {
+            self.fresh_call();
+        }
         if self.dormancy {
             self.play_dormancy();
         }
