@@ -170,7 +170,7 @@ impl LevelWorld {
     /// The frame's changes: every thing moves and takes damage, the static door too, the
     /// reference and the sub-object change, the fast array gains, changes and loses items; a
     /// despawn at frame 8, spawns at 10 and 16, a tear-off at 12.
-    fn change(&mut self) {
+    pub(crate) fn change(&mut self) {
         let (frame, f) = (self.frame, self.frame as u32);
         self.frame += 1;
         let things = &mut self.things;

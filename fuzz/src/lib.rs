@@ -184,6 +184,9 @@ pub fn converged(w: &World) -> bool {
 pub trait Live {
     /// One frame (the world changes if `mutate`); packets the client refuses are allowed.
     fn frame(&mut self, mutate: bool);
+    /// The game's calls of the next frame (the world changes), without the tick: feedback that
+    /// arrives now meets them before the tick does.
+    fn calls(&mut self);
     /// One frame in which every value [`Live::values_converged`] checks changes; returns the
     /// client's packets.
     fn heal_frame(&mut self) -> Vec<Vec<u8>>;
@@ -204,6 +207,9 @@ pub trait Live {
 impl Live for World {
     fn frame(&mut self, mutate: bool) {
         tolerant_step(self, mutate);
+    }
+    fn calls(&mut self) {
+        self.mutate(0.7);
     }
     fn heal_frame(&mut self) -> Vec<Vec<u8>> {
         touch_all(self);
@@ -234,6 +240,9 @@ impl Live for World {
 impl Live for level::LevelWorld {
     fn frame(&mut self, mutate: bool) {
         self.step(mutate, false);
+    }
+    fn calls(&mut self) {
+        self.change();
     }
     fn heal_frame(&mut self) -> Vec<Vec<u8>> {
         self.step(true, false).0

@@ -16,7 +16,9 @@ mod udp_common;
 
 use shadowrep::net::{DriverConfig, NetDriver};
 use shadowrep::prelude::*;
-use shadowrep::session::{DigestStatus, Incoming, RejectReason, ServerConfig, SessionServer, TicketKey, MAX_DATAGRAM};
+use shadowrep::session::{
+    DigestStatus, DisconnectReason, Incoming, RejectReason, ServerConfig, SessionServer, TicketKey, MAX_DATAGRAM,
+};
 use std::net::UdpSocket;
 use std::time::{Duration, Instant};
 
@@ -96,6 +98,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             }
         }
         driver.tick(&mut [&mut balls])?;
+        // Connections the driver ended itself (a client that acknowledged none of its reliable
+        // calls for too long, UE's reliable buffer overflow) are gone already: end their
+        // sessions, telling the clients why.
+        for failed in driver.take_failed_connections() {
+            if let Some((to, bytes)) = sessions.disconnect(failed.conn, DisconnectReason::ReliableOverflow) {
+                drop(socket.send_to(&bytes, to));
+            }
+        }
         let conns: Vec<_> = sessions.sessions().map(|(conn, _)| conn).collect();
         for conn in conns {
             for packet in driver.take_packets(conn)? {
@@ -104,7 +114,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 }
             }
         }
-        for conn in sessions.expire(Instant::now()) {
+        // Clients not heard from for the idle timeout: told so, and their connections removed.
+        for (conn, to, bytes) in sessions.expire_with_notice(Instant::now()) {
+            drop(socket.send_to(&bytes, to));
             driver.remove_connection(conn)?;
         }
         next_tick += tick;

@@ -228,10 +228,9 @@ fn a_mismatch_of_version_classes_or_checksums_is_rejected_with_its_reason() {
     let r = reply(server.handle(addr(1), &client.hello().unwrap(), t));
     assert_eq!(client.handle(&r), ClientIncoming::Rejected(RejectReason::Checksum { class: 1 }));
     assert!(client.hello().is_none(), "a rejected client stops");
-    assert_eq!(
-        RejectReason::Checksum { class: 1 }.to_string(),
-        "layout checksum mismatch at class 1: the builds do not interoperate"
-    );
+    let m = RejectReason::Checksum { class: 1 }.to_string();
+    assert!(m.starts_with("layout checksum mismatch at class 1: the builds do not interoperate"), "{m}");
+    assert!(m.contains("in another order than the server registered them"), "{m}");
     // Class count.
     let mut one = SessionClient::new(vec![layout.clone()], 2);
     let r = reply(server.handle(addr(2), &one.hello().unwrap(), t));
@@ -336,4 +335,28 @@ fn digests_agree_on_converged_clients_and_differ_when_a_change_was_missed() {
         }
         other => panic!("{other:?}"),
     }
+}
+
+#[test]
+fn a_session_that_times_out_is_told_so() {
+    use shadowrep::session::DisconnectReason;
+    let t0 = Instant::now();
+    let cfg = ServerConfig::new(vec![door().checksum]);
+    let idle = cfg.idle_timeout;
+    let mut server = SessionServer::new(cfg, t0).expect("a valid session config");
+    let (mut quiet, mut talking) = (SessionClient::new(vec![door()], 7), SessionClient::new(vec![door()], 8));
+    handshake(&mut server, &mut quiet, addr(6000), ConnectionId(1));
+    handshake(&mut server, &mut talking, addr(6001), ConnectionId(2));
+    // One client goes on talking; the other falls silent past the idle timeout.
+    let later = Instant::now() + idle + Duration::from_millis(10);
+    let fb = talking.feedback().expect("connected");
+    assert!(matches!(server.handle(addr(6001), &fb, later), Incoming::Feedback { .. }));
+    let told = server.expire_with_notice(later);
+    assert_eq!(told.len(), 1, "the silent one only");
+    let (conn, to, bytes) = &told[0];
+    assert_eq!((*conn, *to), (ConnectionId(1), addr(6000)));
+    assert_eq!(quiet.handle(bytes), ClientIncoming::Disconnected(DisconnectReason::TimedOut));
+    assert_eq!((server.len(), server.stats().ended), (1, 1));
+    // Its datagrams now find no session.
+    assert!(server.expire_with_notice(later).is_empty());
 }

@@ -138,7 +138,10 @@ pub struct DriverConfig {
     pub min_parallel_items: usize,
     /// A connection with content in flight that sent nothing for this many frames sends a
     /// keep-alive, so a lost tail is found within about a round trip plus this interval (UE's
-    /// `KeepAliveTime` is 0.2 s: 6 frames at 30 Hz).
+    /// `KeepAliveTime` is 0.2 s: 6 frames at 30 Hz). With the actor level every connection
+    /// does, in flight or not: its client hears from the server at least this often (and
+    /// answers, so it stays net-ready) — a client may take a longer silence as the session
+    /// gone.
     pub keep_alive_frames: u32,
     /// How to compare.
     pub compare: CompareConfig,

@@ -112,7 +112,9 @@ impl NetDriver {
     }
 
     /// Adds a connection whose first packet has sequence number 1; every live actor will be
-    /// opened on it.
+    /// opened on it. `replay`: a replay recorder's connection (UE's demo connection:
+    /// `COND_ReplayOnly` and `ReplayOrOwner` properties reach it, `COND_SkipReplay` ones do
+    /// not); `false` for a player's.
     pub fn add_connection(&mut self, replay: bool) -> ConnectionId {
         self.add_connection_at(replay, Seq(1))
     }

@@ -226,7 +226,10 @@ impl SessionClient {
     }
 
     /// Feedback for the server, framed (once connected). Send it when the world's
-    /// `feedback_due` says so, and every keep-alive interval otherwise.
+    /// `feedback_due` says so, and every keep-alive interval otherwise — a few times a second:
+    /// the server sends nothing but keep-alives to a client not heard from for
+    /// `ActorLevelConfig::ready_timeout` (1.5 s), and ends a session silent for
+    /// `ServerConfig::idle_timeout`.
     pub fn feedback(&mut self) -> Option<Vec<u8>> {
         let ClientState::Connected { token, world, .. } = &mut self.state else { return None };
         let (token, payload) = (*token, world.feedback());

@@ -99,7 +99,7 @@ pub use client::{ClientIncoming, ClientState, SessionClient};
 pub use cookie::random_u64;
 pub use digest::{client_digest, expected_digest, StateDigest};
 pub use frame::{
-    Datagram, DigestStatus, DisconnectReason, RejectReason, TicketRefusal, MAX_DATAGRAM, PROTOCOL_VERSION,
+    Datagram, DigestAnswer, DigestStatus, DisconnectReason, RejectReason, TicketRefusal, MAX_DATAGRAM, PROTOCOL_VERSION,
 };
 pub use levels::{LevelError, MAX_LEVELS};
 pub use seal::{SealError, Sealer};

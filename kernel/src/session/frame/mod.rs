@@ -154,7 +154,11 @@ impl fmt::Display for RejectReason {
             RejectReason::Version => write!(f, "protocol version mismatch"),
             RejectReason::ClassCount { server } => write!(f, "class count mismatch (the server has {server})"),
             RejectReason::Checksum { class } => {
-                write!(f, "layout checksum mismatch at class {class}: the builds do not interoperate")
+                write!(
+                    f,
+                    "layout checksum mismatch at class {class}: the builds do not interoperate, or the client lists \
+                     the classes in another order than the server registered them (`NetDriver::layouts`)"
+                )
             }
             RejectReason::Full => write!(f, "the server is full"),
             RejectReason::AddressInUse => write!(f, "this address already has a session"),
@@ -192,7 +196,11 @@ pub enum DigestStatus {
     Ready,
 }
 
-/// A server's answer to a digest request.
+/// A server's answer to a digest request. When `Ready`, compare it with the client's own
+/// digest ([`crate::client::client_digest`]) once the client's newest packet is `seq`
+/// (`ClientWorld::highest_received`): the server answers only when nothing more is in flight,
+/// so a client past `seq` got packets written after the answer (ask again), and one short of it
+/// has packets still to come.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct DigestAnswer {
     /// The request's id.

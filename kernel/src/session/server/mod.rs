@@ -557,8 +557,30 @@ impl SessionServer {
         }
     }
 
+    /// [`Self::expire`], telling each client why: the sessions not heard from for
+    /// [`ServerConfig::idle_timeout`] end, and each comes back with the
+    /// [`DisconnectReason::TimedOut`] datagram to send its address (a client that was only
+    /// slow, or whose replies were lost, then knows to join again rather than talk to a server
+    /// that drops its datagrams as from an unknown address).
+    pub fn expire_with_notice(&mut self, now: Instant) -> Vec<(ConnectionId, SocketAddr, Vec<u8>)> {
+        let timeout = self.cfg.idle_timeout;
+        let gone: Vec<ConnectionId> = self
+            .sessions
+            .values()
+            .filter(|s| now.saturating_duration_since(s.heard) > timeout)
+            .map(|s| s.conn)
+            .collect();
+        let told = gone
+            .into_iter()
+            .filter_map(|c| self.disconnect(c, DisconnectReason::TimedOut).map(|(addr, bytes)| (c, addr, bytes)))
+            .collect();
+        self.forget_expired_tickets();
+        told
+    }
+
     /// Ends every session not heard from for [`ServerConfig::idle_timeout`]; returns their
-    /// connections (for `NetDriver::remove_connection`).
+    /// connections (for `NetDriver::remove_connection`). Nothing is sent to them
+    /// ([`Self::expire_with_notice`] frames the notice).
     pub fn expire(&mut self, now: Instant) -> Vec<ConnectionId> {
         self.forget_expired_tickets();
         let timeout = self.cfg.idle_timeout;
