@@ -43,9 +43,7 @@
 
 use super::cookie::{CookieJar, Keyed};
 use super::digest::StateDigest;
-use super::frame::{
-    Datagram, DigestAnswer, DigestStatus, DisconnectReason, Hello, RejectReason, TicketRefusal, PROTOCOL_VERSION,
-};
+use super::frame::{Datagram, DigestAnswer, DigestStatus, Hello, RejectReason, TicketRefusal, PROTOCOL_VERSION};
 use super::seal::{SealError, Sealer, SEALED};
 use super::ticket::{self, TicketError, TicketKey};
 use crate::ids::ConnectionId;
@@ -55,6 +53,7 @@ use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant, SystemTime};
 
+mod ends;
 mod incoming;
 pub use incoming::{Dropped, Incoming, JoinRequest, ServerStats};
 
@@ -532,68 +531,6 @@ impl SessionServer {
         let answer = DigestAnswer { id, status, seq: s.last_seq, actors: d.actors, digest: d.hash };
         let token = s.token;
         Some((addr, s.frame(&Datagram::DigestAnswer { token, answer })))
-    }
-
-    /// Ends `conn`'s session and returns the disconnect to send it.
-    pub fn disconnect(&mut self, conn: ConnectionId, reason: DisconnectReason) -> Option<(SocketAddr, Vec<u8>)> {
-        let addr = self.by_conn.get(&conn).copied()?;
-        let s = self.sessions.get_mut(&addr)?;
-        let token = s.token;
-        let bytes = s.frame(&Datagram::Disconnect { token, reason });
-        self.end(conn);
-        Some((addr, bytes))
-    }
-
-    /// Forgets the taken tickets that have expired (a copy of one is refused by its expiry).
-    fn forget_expired_tickets(&mut self) {
-        let unix = SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
-        self.used.retain(|_, &mut (_, expires)| expires > unix);
-    }
-
-    fn end(&mut self, conn: ConnectionId) {
-        if let Some(addr) = self.by_conn.remove(&conn) {
-            self.sessions.remove(&addr);
-            self.stats.ended += 1;
-        }
-    }
-
-    /// [`Self::expire`], telling each client why: the sessions not heard from for
-    /// [`ServerConfig::idle_timeout`] end, and each comes back with the
-    /// [`DisconnectReason::TimedOut`] datagram to send its address (a client that was only
-    /// slow, or whose replies were lost, then knows to join again rather than talk to a server
-    /// that drops its datagrams as from an unknown address).
-    pub fn expire_with_notice(&mut self, now: Instant) -> Vec<(ConnectionId, SocketAddr, Vec<u8>)> {
-        let timeout = self.cfg.idle_timeout;
-        let gone: Vec<ConnectionId> = self
-            .sessions
-            .values()
-            .filter(|s| now.saturating_duration_since(s.heard) > timeout)
-            .map(|s| s.conn)
-            .collect();
-        let told = gone
-            .into_iter()
-            .filter_map(|c| self.disconnect(c, DisconnectReason::TimedOut).map(|(addr, bytes)| (c, addr, bytes)))
-            .collect();
-        self.forget_expired_tickets();
-        told
-    }
-
-    /// Ends every session not heard from for [`ServerConfig::idle_timeout`]; returns their
-    /// connections (for `NetDriver::remove_connection`). Nothing is sent to them
-    /// ([`Self::expire_with_notice`] frames the notice).
-    pub fn expire(&mut self, now: Instant) -> Vec<ConnectionId> {
-        self.forget_expired_tickets();
-        let timeout = self.cfg.idle_timeout;
-        let gone: Vec<ConnectionId> = self
-            .sessions
-            .values()
-            .filter(|s| now.saturating_duration_since(s.heard) > timeout)
-            .map(|s| s.conn)
-            .collect();
-        for &c in &gone {
-            self.end(c);
-        }
-        gone
     }
 }
 

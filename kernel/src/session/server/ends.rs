@@ -1,0 +1,68 @@
+//! How a session ends: the server says so ([`SessionServer::disconnect`]), or the client falls
+//! silent past [`ServerConfig::idle_timeout`](super::ServerConfig::idle_timeout) ([`SessionServer::expire_with_notice`], which
+//! frames the notice, or [`SessionServer::expire`]). (A client's own disconnect ends it in
+//! `handle`.)
+
+use super::SessionServer;
+use crate::ids::ConnectionId;
+use crate::session::frame::{Datagram, DisconnectReason};
+use std::net::SocketAddr;
+use std::time::{Instant, SystemTime};
+
+impl SessionServer {
+    /// Ends `conn`'s session and returns the disconnect to send it.
+    pub fn disconnect(&mut self, conn: ConnectionId, reason: DisconnectReason) -> Option<(SocketAddr, Vec<u8>)> {
+        let addr = self.by_conn.get(&conn).copied()?;
+        let s = self.sessions.get_mut(&addr)?;
+        let token = s.token;
+        let bytes = s.frame(&Datagram::Disconnect { token, reason });
+        self.end(conn);
+        Some((addr, bytes))
+    }
+
+    /// Forgets the taken tickets that have expired (a copy of one is refused by its expiry).
+    pub(super) fn forget_expired_tickets(&mut self) {
+        let unix = SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+        self.used.retain(|_, &mut (_, expires)| expires > unix);
+    }
+
+    /// The sessions not heard from for [`ServerConfig::idle_timeout`](super::ServerConfig::idle_timeout) at `now`.
+    fn idle(&self, now: Instant) -> Vec<ConnectionId> {
+        let timeout = self.cfg.idle_timeout;
+        self.sessions.values().filter(|s| now.saturating_duration_since(s.heard) > timeout).map(|s| s.conn).collect()
+    }
+
+    pub(super) fn end(&mut self, conn: ConnectionId) {
+        if let Some(addr) = self.by_conn.remove(&conn) {
+            self.sessions.remove(&addr);
+            self.stats.ended += 1;
+        }
+    }
+
+    /// [`Self::expire`], telling each client why: the sessions not heard from for
+    /// [`ServerConfig::idle_timeout`](super::ServerConfig::idle_timeout) end, and each comes back with the
+    /// [`DisconnectReason::TimedOut`] datagram to send its address (a client that was only
+    /// slow, or whose replies were lost, then knows to join again rather than talk to a server
+    /// that drops its datagrams as from an unknown address).
+    pub fn expire_with_notice(&mut self, now: Instant) -> Vec<(ConnectionId, SocketAddr, Vec<u8>)> {
+        let told = self
+            .idle(now)
+            .into_iter()
+            .filter_map(|c| self.disconnect(c, DisconnectReason::TimedOut).map(|(addr, bytes)| (c, addr, bytes)))
+            .collect();
+        self.forget_expired_tickets();
+        told
+    }
+
+    /// Ends every session not heard from for [`ServerConfig::idle_timeout`](super::ServerConfig::idle_timeout); returns their
+    /// connections (for `NetDriver::remove_connection`). Nothing is sent to them
+    /// ([`Self::expire_with_notice`] frames the notice).
+    pub fn expire(&mut self, now: Instant) -> Vec<ConnectionId> {
+        self.forget_expired_tickets();
+        let gone = self.idle(now);
+        for &c in &gone {
+            self.end(c);
+        }
+        gone
+    }
+}
