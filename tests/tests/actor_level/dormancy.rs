@@ -460,7 +460,7 @@ fn is_dormant_clears_with_the_first_bunch_after_a_wake() {
 }
 
 /// Client 0 gets `packets`; its feedback goes to the kernel and the reference.
-fn deliver_beside(l: &mut Level, r: &mut shadowrep::reference::frame::ReferenceFrame, packets: &[Vec<u8>]) {
+pub(super) fn deliver_beside(l: &mut Level, r: &mut shadowrep::reference::frame::ReferenceFrame, packets: &[Vec<u8>]) {
     let (conn, world) = &mut l.clients[0];
     for p in packets {
         world.receive(p).expect("a well-formed packet");

@@ -409,13 +409,7 @@ fn an_actor_torn_off_before_any_tick_saw_it_is_never_sent() {
     let (_, beside) = l.spawn([120.0, 0.0, 0.0], 3);
     for frame in 1..=6 {
         let packets = l.tick_beside(&mut r, frame);
-        let (conn, world) = &mut l.clients[0];
-        for p in &packets {
-            world.receive(p).expect("a well-formed packet");
-        }
-        let fb = world.feedback();
-        l.driver.receive_feedback(*conn, &fb).expect("decodes");
-        r.receive_feedback(&l.driver, *conn, &fb).expect("decodes");
+        super::dormancy::deliver_beside(&mut l, &mut r, &packets);
     }
     assert!(l.client(0).has(beside));
     assert!(!l.client(0).has(guid) && !l.client(0).is_torn_off(guid), "never sent");
