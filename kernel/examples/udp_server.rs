@@ -31,7 +31,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     let socket = UdpSocket::bind(addr)?;
     let start = Instant::now();
-    let mut cfg = ServerConfig::new(driver.checksums());
+    let mut cfg = ServerConfig::for_driver(&driver);
     if sealed {
         cfg = cfg.sealed(TicketKey::from_bytes(udp_common::DEMO_TICKET_KEY), udp_common::DEMO_SERVER_ID);
     }

@@ -360,3 +360,26 @@ fn a_session_that_times_out_is_told_so() {
     // Its datagrams now find no session.
     assert!(server.expire_with_notice(later).is_empty());
 }
+
+#[test]
+fn a_session_config_takes_the_drivers_rate_and_refuses_zeros() {
+    use shadowrep::net::ActorLevelConfig;
+    use shadowrep::session::server::ServerConfigError;
+    let now = Instant::now();
+    let level = ActorLevelConfig { tick_rate: 60.0, ..ActorLevelConfig::default() };
+    let mut driver = NetDriver::new(DriverConfig { actor_level: Some(level), ..DriverConfig::default() }).unwrap();
+    driver.register_class(&mut ClassStore::new(door())).unwrap();
+    assert_eq!(driver.actor_level_tick_rate(), Some(60.0));
+    let cfg = ServerConfig::for_driver(&driver);
+    assert_eq!((cfg.tick_rate, cfg.checksums.clone()), (60, driver.checksums()));
+    assert!(SessionServer::new(cfg.clone(), now).is_ok());
+    // Without an actor level: the default 30.
+    let plain = NetDriver::new(DriverConfig::default()).unwrap();
+    assert_eq!((plain.actor_level_tick_rate(), ServerConfig::for_driver(&plain).tick_rate), (None, 30));
+    let zero_rate = ServerConfig { tick_rate: 0, ..cfg.clone() };
+    let e = SessionServer::new(zero_rate, now).err().expect("refused");
+    assert_eq!(e, ServerConfigError::ZeroTickRate);
+    assert!(e.to_string().contains("ServerConfig::for_driver"), "{e}");
+    let zero_idle = ServerConfig { idle_timeout: Duration::ZERO, ..cfg };
+    assert_eq!(SessionServer::new(zero_idle, now).err(), Some(ServerConfigError::ZeroIdleTimeout));
+}

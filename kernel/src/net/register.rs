@@ -83,6 +83,12 @@ impl NetDriver {
         Ok(id)
     }
 
+    /// The actor level's tick rate (`ActorLevelConfig::tick_rate`, ticks a second), if the
+    /// driver has an actor level.
+    pub fn actor_level_tick_rate(&self) -> Option<f64> {
+        self.level.as_ref().map(|l| l.cfg.tick_rate)
+    }
+
     /// Checksums of the registered layouts, in class-id order (a client must match them).
     pub fn checksums(&self) -> Vec<u64> {
         self.classes.iter().map(|c| c.layout.checksum).collect()

@@ -123,8 +123,8 @@ pub fn serve(args: &ServeArgs, json: bool, run: &mut crate::Session) -> Result<(
     let mut game = LiveGame::new(&cfg, threads > 1)?;
     let (players, _) = game.players();
     let tick_rate = cfg.tick_rate;
-    let mut scfg = ServerConfig::new(game.driver().checksums());
-    scfg.tick_rate = tick_rate.round() as u16;
+    // The driver's checksums and its actor level's tick rate, told to clients in the welcome.
+    let mut scfg = ServerConfig::for_driver(game.driver());
     scfg.max_sessions = players;
     if let Some(key) = &args.ticket_key {
         scfg = scfg.sealed(key.clone(), args.server_id);

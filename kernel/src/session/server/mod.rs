@@ -91,6 +91,13 @@ impl ServerConfig {
         }
     }
 
+    /// Defaults for `driver`: its checksums, and the tick rate its actor level runs at (rounded;
+    /// 30 without an actor level) — the rate the welcome tells clients is then the driver's.
+    pub fn for_driver(driver: &crate::net::NetDriver) -> Self {
+        let rate = driver.actor_level_tick_rate().map_or(30, |r| r.round().clamp(1.0, f64::from(u16::MAX)) as u16);
+        Self { tick_rate: rate, ..Self::new(driver.checksums()) }
+    }
+
     /// The same, sealing every session with the keys of tickets `key` opens that were issued
     /// for server `server_id`.
     pub fn sealed(mut self, key: TicketKey, server_id: u64) -> Self {
@@ -110,6 +117,10 @@ pub enum ServerConfigError {
         /// The driver's classes.
         classes: usize,
     },
+    /// A tick rate of 0: clients are told how often the server ticks.
+    ZeroTickRate,
+    /// An idle timeout of zero: every session would end at the next [`SessionServer::expire`].
+    ZeroIdleTimeout,
 }
 
 impl std::fmt::Display for ServerConfigError {
@@ -120,6 +131,12 @@ impl std::fmt::Display for ServerConfigError {
                 "{classes} classes: a session names at most {} (no client could join)",
                 super::frame::MAX_CLASSES
             ),
+            ServerConfigError::ZeroTickRate => {
+                write!(f, "a tick rate of 0 (ServerConfig::for_driver takes the driver's actor level rate)")
+            }
+            ServerConfigError::ZeroIdleTimeout => {
+                write!(f, "an idle timeout of zero: every session would end at once")
+            }
         }
     }
 }
@@ -192,6 +209,12 @@ impl SessionServer {
     pub fn new(cfg: ServerConfig, now: Instant) -> Result<Self, ServerConfigError> {
         if cfg.checksums.len() > super::frame::MAX_CLASSES {
             return Err(ServerConfigError::TooManyClasses { classes: cfg.checksums.len() });
+        }
+        if cfg.tick_rate == 0 {
+            return Err(ServerConfigError::ZeroTickRate);
+        }
+        if cfg.idle_timeout.is_zero() {
+            return Err(ServerConfigError::ZeroIdleTimeout);
         }
         let jar = CookieJar::new(cfg.secret, now);
         let tokens = Keyed::new(cfg.secret);
