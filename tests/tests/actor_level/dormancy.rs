@@ -459,17 +459,6 @@ fn is_dormant_clears_with_the_first_bunch_after_a_wake() {
     assert_eq!(l.events(0), vec![ClientEvent::Dormant { guid }]);
 }
 
-/// Client 0 gets `packets`; its feedback goes to the kernel and the reference.
-pub(super) fn deliver_beside(l: &mut Level, r: &mut shadowrep::reference::frame::ReferenceFrame, packets: &[Vec<u8>]) {
-    let (conn, world) = &mut l.clients[0];
-    for p in packets {
-        world.receive(p).expect("a well-formed packet");
-    }
-    let fb = world.feedback();
-    l.driver.receive_feedback(*conn, &fb).expect("decodes");
-    r.receive_feedback(&l.driver, *conn, &fb).expect("decodes");
-}
-
 /// A dormancy close lost, and the game wakes the actor before the feedback that reports the loss
 /// arrives (a server's order: feedback comes between ticks, after or before the game's calls):
 /// the client never closed the channel, the woken channel is the one it has, and the close
@@ -499,7 +488,7 @@ fn a_dormancy_close_lost_and_reported_after_a_wake_is_not_sent_again() {
         if l.decisions(0).sends.iter().any(|s| s.guid == guid && s.action == Action::Dormant) {
             break;
         }
-        deliver_beside(&mut l, &mut r, &packets);
+        l.deliver_beside(&mut r, &packets);
     }
     assert!(!l.client(0).is_dormant(guid));
     // The next frame's packets arrive; the game wakes the actor; then the feedback that reports
@@ -520,7 +509,7 @@ fn a_dormancy_close_lost_and_reported_after_a_wake_is_not_sent_again() {
     for _ in 0..4 {
         frame += 1;
         let packets = l.tick_beside(&mut r, frame);
-        deliver_beside(&mut l, &mut r, &packets);
+        l.deliver_beside(&mut r, &packets);
     }
     assert!(!l.client(0).is_dormant(guid), "never closed: awake");
     assert!(!l.events(0).contains(&ClientEvent::Dormant { guid }), "no dormancy close ever arrived");
@@ -550,7 +539,7 @@ fn an_actor_set_dormant_before_any_tick_saw_it_opens_then_sleeps() {
     let other_guid = l.driver.guid_of(l.class, other).expect("the flush gave it its GUID");
     for frame in 1..=8 {
         let packets = l.tick_beside(&mut r, frame);
-        deliver_beside(&mut l, &mut r, &packets);
+        l.deliver_beside(&mut r, &packets);
     }
     assert!(l.client(0).has(guid) && l.client(0).has(other_guid));
     assert!(l.client(0).is_dormant(guid), "opened, then dormant");

@@ -208,6 +208,18 @@ impl Level {
         packets
     }
 
+    /// Client 0 gets `packets` (from [`Self::tick_beside`]); its feedback goes to the kernel and
+    /// the reference `r`.
+    pub fn deliver_beside(&mut self, r: &mut shadowrep::reference::frame::ReferenceFrame, packets: &[Vec<u8>]) {
+        let (conn, world) = &mut self.clients[0];
+        for p in packets {
+            world.receive(p).expect("a well-formed packet");
+        }
+        let fb = world.feedback();
+        self.driver.receive_feedback(*conn, &fb).expect("decodes");
+        r.receive_feedback(&self.driver, *conn, &fb).expect("decodes");
+    }
+
     /// Client `c`'s decisions of the last frame.
     pub fn decisions(&self, c: usize) -> FrameDecisions {
         self.driver.decisions(self.clients[c].0).expect("live").cloned().expect("recorded")

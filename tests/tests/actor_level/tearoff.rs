@@ -409,7 +409,7 @@ fn an_actor_torn_off_before_any_tick_saw_it_is_never_sent() {
     let (_, beside) = l.spawn([120.0, 0.0, 0.0], 3);
     for frame in 1..=6 {
         let packets = l.tick_beside(&mut r, frame);
-        super::dormancy::deliver_beside(&mut l, &mut r, &packets);
+        l.deliver_beside(&mut r, &packets);
     }
     assert!(l.client(0).has(beside));
     assert!(!l.client(0).has(guid) && !l.client(0).is_torn_off(guid), "never sent");

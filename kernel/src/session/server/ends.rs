@@ -1,7 +1,9 @@
 //! How a session ends: the server says so ([`SessionServer::disconnect`]), or the client falls
-//! silent past [`ServerConfig::idle_timeout`](super::ServerConfig::idle_timeout) ([`SessionServer::expire_with_notice`], which
+//! silent past [`ServerConfig::idle_timeout`] ([`SessionServer::expire_with_notice`], which
 //! frames the notice, or [`SessionServer::expire`]). (A client's own disconnect ends it in
 //! `handle`.)
+//!
+//! [`ServerConfig::idle_timeout`]: super::ServerConfig::idle_timeout
 
 use super::SessionServer;
 use crate::ids::ConnectionId;
@@ -26,7 +28,7 @@ impl SessionServer {
         self.used.retain(|_, &mut (_, expires)| expires > unix);
     }
 
-    /// The sessions not heard from for [`ServerConfig::idle_timeout`](super::ServerConfig::idle_timeout) at `now`.
+    /// The sessions not heard from for the idle timeout at `now`.
     fn idle(&self, now: Instant) -> Vec<ConnectionId> {
         let timeout = self.cfg.idle_timeout;
         self.sessions.values().filter(|s| now.saturating_duration_since(s.heard) > timeout).map(|s| s.conn).collect()
@@ -40,23 +42,25 @@ impl SessionServer {
     }
 
     /// [`Self::expire`], telling each client why: the sessions not heard from for
-    /// [`ServerConfig::idle_timeout`](super::ServerConfig::idle_timeout) end, and each comes back with the
+    /// [`ServerConfig::idle_timeout`] end, and each comes back with the
     /// [`DisconnectReason::TimedOut`] datagram to send its address (a client that was only
     /// slow, or whose replies were lost, then knows to join again rather than talk to a server
     /// that drops its datagrams as from an unknown address).
+    ///
+    /// [`ServerConfig::idle_timeout`]: super::ServerConfig::idle_timeout
     pub fn expire_with_notice(&mut self, now: Instant) -> Vec<(ConnectionId, SocketAddr, Vec<u8>)> {
-        let told = self
-            .idle(now)
+        self.forget_expired_tickets();
+        self.idle(now)
             .into_iter()
             .filter_map(|c| self.disconnect(c, DisconnectReason::TimedOut).map(|(addr, bytes)| (c, addr, bytes)))
-            .collect();
-        self.forget_expired_tickets();
-        told
+            .collect()
     }
 
-    /// Ends every session not heard from for [`ServerConfig::idle_timeout`](super::ServerConfig::idle_timeout); returns their
+    /// Ends every session not heard from for [`ServerConfig::idle_timeout`]; returns their
     /// connections (for `NetDriver::remove_connection`). Nothing is sent to them
     /// ([`Self::expire_with_notice`] frames the notice).
+    ///
+    /// [`ServerConfig::idle_timeout`]: super::ServerConfig::idle_timeout
     pub fn expire(&mut self, now: Instant) -> Vec<ConnectionId> {
         self.forget_expired_tickets();
         let gone = self.idle(now);

@@ -374,11 +374,6 @@ impl Sim {
         self.driver.guid_of(c, id)
     }
 
-    /// Whether this frame has a fresh call (three frames in ten).
-    pub(super) fn fresh_rng_roll(&mut self) -> bool {
-        self.fresh_rng.random_bool(0.3)
-    }
-
     /// A thing spawned and, before any tick saw it, made dormant, flushed or torn off
     /// ([`super::Spec::fresh_calls`]): the call gives it its NetGUID.
     pub(super) fn fresh_call(&mut self) {

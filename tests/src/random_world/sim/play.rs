@@ -210,7 +210,7 @@ impl Sim {
             }
         }
         self.arrive(9);
-        if self.fresh_calls && self.fresh_rng_roll() {
+        if self.fresh_calls && self.fresh_rng.random_bool(0.3) {
             self.fresh_call();
         }
         if self.dormancy {

@@ -36,8 +36,8 @@ fn feed(l: &mut Level, r: &mut ReferenceFrame, fb: &[u8]) {
 
 /// One frame beside the reference, its feedback given to both at once.
 fn frame(l: &mut Level, r: &mut ReferenceFrame, frame: u32) {
-    let fb = frame_held(l, r, frame);
-    feed(l, r, &fb);
+    let packets = l.tick_beside(r, frame);
+    l.deliver_beside(r, &packets);
 }
 
 /// Feedback `fb` again (stale: it settles nothing new), asking the server to open `guid` again
