@@ -89,7 +89,11 @@ fn worlds_with_dynamic_and_sub_object_conditions_settle_to_the_servers_state() {
 #[test]
 fn worlds_whose_game_removes_fast_arrays_settle_with_no_client_holding_one() {
     sweep(0..6, |seed| Spec::new(seed, 4).loss(0.3).remove_fast_arrays());
-    sweep(6..10, |seed| Spec::new(seed, 4).loss(0.2).remove_fast_arrays().dormancy().sublevels());
+    // (Seed 9 has removed all but three arrays by its end since calls on orphaned sub-objects
+    // are refused: too few left to check.)
+    for seed in [6, 7, 8, 10] {
+        settles(Spec::new(seed, 4).loss(0.2).remove_fast_arrays().dormancy().sublevels());
+    }
 }
 
 /// Feedback that arrives after the game's next calls, and requests to open again what some client

@@ -426,3 +426,92 @@ fn another_sessions_datagram_does_not_move_the_window() {
     }
     assert_eq!(gold(&second), Some(Value::U32(10)));
 }
+
+#[test]
+fn a_sealed_session_follows_its_client_to_a_new_address_and_nobody_else() {
+    let (mut w, mut client, conn, _) = open_session(12, 6100);
+    let t0 = Instant::now();
+    // The client's NAT gives it a new port: its next sealed datagram opens, and the session
+    // (with the server's next packets) moves there.
+    let fb = client.feedback().unwrap();
+    assert!(matches!(w.server.handle(addr(6101), &fb, t0), Incoming::Feedback { conn: c, .. } if c == conn));
+    assert_eq!(w.server.addr_of(conn), Some(addr(6101)));
+    assert_eq!(w.server.stats().moved, 1);
+    w.store.set(w.actor, 0, &Value::U32(31)).unwrap();
+    for d in w.tick(conn) {
+        assert!(matches!(client.handle(&d), ClientIncoming::Packet(Ok(Receipt::Applied { .. }))));
+    }
+    assert_eq!(w.server.packet(conn, &[1]).map(|(to, _)| to), Some(addr(6101)));
+    assert_eq!(gold(&client), Some(Value::U32(31)));
+
+    // A replay of that datagram from a third address is not the client: the session stays.
+    assert_eq!(w.server.handle(addr(6102), &fb, t0), Incoming::Dropped(Dropped::Replayed));
+    // Nor is an altered one, nor a plain one with the session's token.
+    let mut altered = client.feedback().unwrap();
+    let last = altered.len() - 1;
+    altered[last] ^= 1;
+    assert_eq!(w.server.handle(addr(6102), &altered, t0), Incoming::Dropped(Dropped::Forged));
+    let token = u64::from_le_bytes(fb[1..9].try_into().unwrap());
+    let plain = Datagram::Feedback { token, payload: &[0] }.encode();
+    assert_eq!(w.server.handle(addr(6102), &plain, t0), Incoming::Dropped(Dropped::UnknownAddress));
+    assert_eq!(w.server.addr_of(conn), Some(addr(6101)));
+    assert_eq!(w.server.stats().moved, 1);
+
+    // Back at the first port (the mapping flapped): the session follows again; the ticket
+    // is held at the session's address only, so a copy from the port it left is refused.
+    let fb = client.feedback().unwrap();
+    assert!(matches!(w.server.handle(addr(6100), &fb, t0), Incoming::Feedback { .. }));
+    assert_eq!((w.server.addr_of(conn), w.server.len(), w.server.stats().moved), (Some(addr(6100)), 1, 2));
+}
+
+#[test]
+fn a_restarted_sealed_client_joins_again_with_a_new_ticket_and_an_ended_ticket_from_anywhere() {
+    let key = TicketKey::generate().unwrap();
+    let mut w = World::new(&key);
+    let (t, keys) = issue(&key, 40, unix_now() + 60);
+    let mut first = SessionClient::with_ticket(vec![crate_layout()], 5, t.clone(), &keys).unwrap();
+    let (conn, _) = handshake(&mut w, &mut first, addr(6200));
+    let t0 = Instant::now();
+    // A hello after the cookie from `from` by a fresh client with `ticket`: what the server says.
+    let restart = |w: &mut World, nonce: u64, (t, keys): &(Vec<u8>, SessionKeys), from: SocketAddr| {
+        let mut c = SessionClient::with_ticket(vec![crate_layout()], nonce, t.clone(), keys).unwrap();
+        let Incoming::Reply(ch) = w.server.handle(from, &c.hello().unwrap(), t0) else { panic!("a challenge") };
+        assert_eq!(c.handle(&ch), ClientIncoming::Challenge);
+        let answer = match w.server.handle(from, &c.hello().unwrap(), t0) {
+            Incoming::Reply(r) => Incoming::Reply(r),
+            Incoming::Join(j) => Incoming::Join(j),
+            Incoming::Disconnected { conn } => Incoming::Disconnected { conn },
+            other => panic!("a hello answered with {other:?}"),
+        };
+        (c, answer)
+    };
+    let rejected = |i: &Incoming<'_>, reason: RejectReason| matches!(i, Incoming::Reply(r) if matches!(Datagram::decode(r), Ok(Datagram::Reject { reason: got, .. }) if got == reason));
+    // The session's own ticket again (a copier who receives at the address holds it too), or
+    // another player's, cannot end it.
+    let (_, same) = restart(&mut w, 6, &(t.clone(), keys), addr(6200));
+    assert!(rejected(&same, RejectReason::AddressInUse), "{same:?}");
+    let (_, other) = restart(&mut w, 7, &issue(&key, 41, unix_now() + 60), addr(6200));
+    assert!(rejected(&other, RejectReason::AddressInUse), "{other:?}");
+    assert_eq!((w.server.len(), w.server.stats().restarts), (1, 0));
+    // A new ticket of the session's player ends it; the client's next hello joins.
+    let fresh = issue(&key, 40, unix_now() + 60);
+    let (mut second, ended) = restart(&mut w, 8, &fresh, addr(6200));
+    assert_eq!(ended, Incoming::Disconnected { conn });
+    assert_eq!((w.server.len(), w.server.stats().restarts), (0, 1));
+    w.driver.remove_connection(conn).unwrap();
+    let Incoming::Join(join) = w.server.handle(addr(6200), &second.hello().unwrap(), t0) else { panic!("a join") };
+    let conn2 = w.driver.add_connection(false);
+    let welcome = w.server.accept(join, conn2, t0).unwrap();
+    assert_eq!(second.handle(&welcome), ClientIncoming::Welcome);
+    w.store.set(w.actor, 0, &Value::U32(77)).unwrap();
+    for d in w.tick(conn2) {
+        assert!(matches!(second.handle(&d), ClientIncoming::Packet(Ok(Receipt::Applied { .. }))));
+    }
+    assert_eq!(gold(&second), Some(Value::U32(77)));
+    // The first ticket's session ended: it may join again, from another port.
+    let (_, rejoin) = restart(&mut w, 9, &(t, keys), addr(6201));
+    assert!(matches!(rejoin, Incoming::Join(_)), "{rejoin:?}");
+    // The second's ticket is held while its session lives.
+    let (_, copy) = restart(&mut w, 10, &fresh, addr(6202));
+    assert!(rejected(&copy, RejectReason::Ticket(TicketRefusal::InUse)), "{copy:?}");
+}

@@ -383,3 +383,36 @@ fn a_session_config_takes_the_drivers_rate_and_refuses_zeros() {
     let zero_idle = ServerConfig { idle_timeout: Duration::ZERO, ..cfg };
     assert_eq!(SessionServer::new(zero_idle, now).err(), Some(ServerConfigError::ZeroIdleTimeout));
 }
+
+#[test]
+fn a_client_restarted_at_its_address_joins_again_at_once() {
+    let layout = door();
+    let mut server =
+        SessionServer::new(ServerConfig::new(vec![layout.checksum]), Instant::now()).expect("a valid session config");
+    let mut old = SessionClient::new(vec![layout.clone()], 1);
+    handshake(&mut server, &mut old, addr(7300), ConnectionId(3));
+    let now = Instant::now();
+    // The game restarted on the same port: a new nonce, the cookie proves the address.
+    let mut new = SessionClient::new(vec![layout], 2);
+    let challenge = reply(server.handle(addr(7300), &new.hello().unwrap(), now));
+    assert_eq!(new.handle(&challenge), ClientIncoming::Challenge);
+    let echo = new.hello().unwrap();
+    assert_eq!(server.handle(addr(7300), &echo, now), Incoming::Disconnected { conn: ConnectionId(3) });
+    assert_eq!((server.len(), server.stats().restarts, server.stats().ended), (0, 1, 1));
+    // The old session's datagrams are nobody's now; the next hello joins.
+    let stale = old.feedback().unwrap();
+    assert_eq!(server.handle(addr(7300), &stale, now), Incoming::Dropped(Dropped::UnknownAddress));
+    let Incoming::Join(join) = server.handle(addr(7300), &echo, now) else { panic!("a join") };
+    let welcome = server.accept(join, ConnectionId(4), now).expect("room");
+    assert_eq!(new.handle(&welcome), ClientIncoming::Welcome);
+    assert_eq!(server.addr_of(ConnectionId(4)), Some(addr(7300)));
+    // A hello without the cookie, or with one for another nonce, ends nothing.
+    let third = SessionClient::new(vec![door()], 9);
+    assert!(fresh_challenge(server.handle(addr(7300), &third.hello().unwrap(), now), 9));
+    let mut forged = Datagram::decode(&echo).unwrap();
+    if let Datagram::Hello(h) = &mut forged {
+        h.nonce = 9;
+    }
+    assert!(fresh_challenge(server.handle(addr(7300), &forged.encode(), now), 9));
+    assert_eq!((server.len(), server.stats().restarts), (1, 1));
+}

@@ -118,6 +118,10 @@ pub enum DriverError {
         /// Its owner.
         owner: NetGuid,
     },
+    /// The sub-object is orphaned: its owner was despawned, so it replicates no more (clients
+    /// dropped it with the owner) and nothing can be set on it or forced — despawn it from its
+    /// store, as UE destroys an actor's components with it.
+    Orphaned(NetGuid),
     /// No fast array kind with this index.
     UnknownFastArrayKind(fastarrays::FastArrayKind),
     /// A fast array's condition may not be initial-only ([`super::SubObjectCondition::InitialOnly`],
@@ -240,6 +244,10 @@ impl fmt::Display for DriverError {
             DriverError::FollowsOwner { sub, owner } => write!(
                 f,
                 "{sub} is a sub-object of {owner}: its owner, roles, physics, net settings and replication are its owner's (set them on {owner})"
+            ),
+            DriverError::Orphaned(sub) => write!(
+                f,
+                "{sub} is an orphaned sub-object: its owner was despawned, so it replicates no more (despawn it too)"
             ),
             DriverError::BadNetSetting { setting, value, expected } => {
                 write!(f, "net setting {setting} = {value}: expected {expected}")

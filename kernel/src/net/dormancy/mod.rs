@@ -176,9 +176,11 @@ impl NetDriver {
     /// it dormant gets what changed since, then it goes dormant again. `Initial` becomes
     /// `DormantAll`, as in UE. An actor that is not dormant (`Never`, `Awake`) is left as it is,
     /// as UE returns early for it (`force_net_update` is the call that makes it due). Asked of a
-    /// sub-object, it flushes its owner (they sleep and wake together).
+    /// sub-object, it flushes its owner (they sleep and wake together); of an orphaned one,
+    /// whose owner was despawned, [`DriverError::Orphaned`].
     pub fn flush_net_dormancy(&mut self, class: ClassId, store: &ClassStore, id: ActorId) -> Result<(), DriverError> {
         self.level.as_ref().ok_or(DriverError::ActorLevelOff)?;
+        self.not_orphaned(class, id)?;
         let ci = self.class_for(class, store)?;
         self.assign_guid(class, store, id)?;
         // A sub-object sleeps and wakes with its owner: flushing it flushes the owner.

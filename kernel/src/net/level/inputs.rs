@@ -243,8 +243,10 @@ impl NetDriver {
     /// UE's `ForceNetUpdate`: the actor is considered on the next frame — a dormant one's
     /// dormancy flushed first ([`NetDriver::flush_net_dormancy`]), as UE's does — and so are its
     /// sub-objects, which UE replicates inside their owner's update. Asked of a sub-object, it
-    /// forces its owner (and so the owner's other sub-objects): a sub-object goes with its owner.
+    /// forces its owner (and so the owner's other sub-objects): a sub-object goes with its owner
+    /// (an orphaned one, whose owner was despawned, with none: [`DriverError::Orphaned`]).
     pub fn force_net_update(&mut self, class: ClassId, store: &ClassStore, id: ActorId) -> Result<(), DriverError> {
+        self.not_orphaned(class, id)?;
         let (c, s) = self.cols_slot(class, store, id)?;
         let (c, s) = self.carrier(c, s);
         self.force_slot(c, s);

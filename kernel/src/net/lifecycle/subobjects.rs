@@ -401,10 +401,21 @@ impl NetDriver {
         }
     }
 
-    /// Refuses a call that would set on a sub-object what it takes from its owner.
+    /// Refuses a call that would set on a sub-object what it takes from its owner (or on an
+    /// orphaned one anything at all).
     pub(in crate::net) fn not_a_sub_object(&self, class: ClassId, id: ActorId) -> Result<(), DriverError> {
+        self.not_orphaned(class, id)?;
         match self.guid_of(class, id).and_then(|sub| Some((sub, self.owner_of(sub)?))) {
             Some((sub, owner)) => Err(DriverError::FollowsOwner { sub, owner }),
+            None => Ok(()),
+        }
+    }
+
+    /// Refuses a call on a sub-object whose owner was despawned ([`DriverError::Orphaned`]).
+    pub(in crate::net) fn not_orphaned(&self, class: ClassId, id: ActorId) -> Result<(), DriverError> {
+        let slot = self.classes.get(class.0 as usize).and_then(|c| c.actors.get(id.index as usize));
+        match self.guid_of(class, id).filter(|_| slot.is_some_and(|a| a.orphaned)) {
+            Some(sub) => Err(DriverError::Orphaned(sub)),
             None => Ok(()),
         }
     }

@@ -124,7 +124,9 @@ pub enum RejectReason {
     },
     /// The server holds as many sessions as it may (or has no room in its game).
     Full,
-    /// The address already has a session started by another hello.
+    /// The address already has a sealed session started by another hello, and this one's
+    /// ticket may not end it: a restarted client of a sealed session joins again with a new
+    /// ticket of its player (or once the old session's idle timeout ended it).
     AddressInUse,
     /// The join ticket: see [`TicketRefusal`].
     Ticket(TicketRefusal),
@@ -142,7 +144,9 @@ pub enum TicketRefusal {
     Forged,
     /// It has expired.
     Expired,
-    /// The server took it from another address (a copy of someone's ticket): get a new one.
+    /// A live session at another address holds it (a copy of someone's ticket, or the same
+    /// client joining from a new port while its old session lives): get a new one, or join
+    /// once that session ended.
     InUse,
     /// It was issued for another game server of the deployment.
     OtherServer,
@@ -161,12 +165,17 @@ impl fmt::Display for RejectReason {
                 )
             }
             RejectReason::Full => write!(f, "the server is full"),
-            RejectReason::AddressInUse => write!(f, "this address already has a session"),
+            RejectReason::AddressInUse => write!(
+                f,
+                "this address already has a sealed session: join again with a new ticket, or after its idle timeout"
+            ),
             RejectReason::Ticket(TicketRefusal::Missing) => write!(f, "the server needs a join ticket"),
             RejectReason::Ticket(TicketRefusal::NotSealed) => write!(f, "the server does not take join tickets"),
             RejectReason::Ticket(TicketRefusal::Forged) => write!(f, "the join ticket is not the server's"),
             RejectReason::Ticket(TicketRefusal::Expired) => write!(f, "the join ticket has expired"),
-            RejectReason::Ticket(TicketRefusal::InUse) => write!(f, "the join ticket is in use from another address"),
+            RejectReason::Ticket(TicketRefusal::InUse) => {
+                write!(f, "the join ticket is held by a live session at another address")
+            }
             RejectReason::Ticket(TicketRefusal::OtherServer) => write!(f, "the join ticket is for another server"),
         }
     }

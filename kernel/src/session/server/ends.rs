@@ -34,11 +34,31 @@ impl SessionServer {
         self.sessions.values().filter(|s| now.saturating_duration_since(s.heard) > timeout).map(|s| s.conn).collect()
     }
 
+    /// Ends `conn`'s session: its ticket (a sealed session's) may be taken again, from any
+    /// address, until it expires — by the same player's client joining again, say, from
+    /// another port.
     pub(super) fn end(&mut self, conn: ConnectionId) {
-        if let Some(addr) = self.by_conn.remove(&conn) {
-            self.sessions.remove(&addr);
-            self.stats.ended += 1;
+        let Some(addr) = self.by_conn.remove(&conn) else { return };
+        let Some(s) = self.sessions.remove(&addr) else { return };
+        if self.by_token.get(&s.token) == Some(&addr) {
+            self.by_token.remove(&s.token);
         }
+        if let Some(taken) = s.ticket.and_then(|(fingerprint, _)| self.used.get_mut(&fingerprint)) {
+            taken.0 = None;
+        }
+        self.stats.ended += 1;
+    }
+
+    /// Moves the session at `from` to `to` (a sealed datagram of it opened from there).
+    pub(super) fn move_session(&mut self, from: SocketAddr, to: SocketAddr) {
+        let Some(s) = self.sessions.remove(&from) else { return };
+        self.by_conn.insert(s.conn, to);
+        self.by_token.insert(s.token, to);
+        if let Some(taken) = s.ticket.and_then(|(fingerprint, _)| self.used.get_mut(&fingerprint)) {
+            taken.0 = Some(to);
+        }
+        self.sessions.insert(to, s);
+        self.stats.moved += 1;
     }
 
     /// [`Self::expire`], telling each client why: the sessions not heard from for

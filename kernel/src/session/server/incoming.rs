@@ -43,7 +43,10 @@ pub enum Incoming<'a> {
         /// The ack to send to the client.
         ack: Vec<u8>,
     },
-    /// The client left: its session is gone; remove its connection.
+    /// The client left: its session is gone; remove its connection. Also when the client
+    /// restarted: a hello with a good cookie and a new nonce from the session's address (a
+    /// sealed session's with a new ticket of its player) ends the old session, and the
+    /// client's next hello joins.
     Disconnected {
         /// The session's connection.
         conn: ConnectionId,
@@ -114,6 +117,12 @@ pub struct ServerStats {
     pub bad_token: u64,
     /// Datagrams dropped: of a kind only a server sends.
     pub unexpected: u64,
+    /// Sessions ended by a new handshake from their address (the client restarted: see
+    /// [`Incoming::Disconnected`]).
+    pub restarts: u64,
+    /// Sealed sessions moved to a new address: a datagram of theirs opened from there (a NAT
+    /// gave the client a new mapping).
+    pub moved: u64,
     /// Sessions ended (by the client, by
     /// [`SessionServer::expire`](super::SessionServer::expire) or by the game).
     pub ended: u64,

@@ -15,8 +15,14 @@
 //!                                           returns the welcome
 //!   hello with cookie from a session's    → Reply(the same welcome) (it was lost)
 //!     address and nonce
-//!   packet-layer datagram from an address → Dropped(UnknownAddress)
-//!     without a session
+//!   …and another nonce                    → Disconnected (the client restarted; its next
+//!                                           hello joins), or Reply(reject: AddressInUse)
+//!                                           for a sealed session without a new ticket of
+//!                                           its player (see join.rs)
+//!   packet-layer datagram from an address → Dropped(UnknownAddress) — but a sealed one that
+//!     without a session                     opens with the keys of the session its token
+//!                                           names moves that session to the address
+//!                                           (a NAT's new mapping; counted as moved)
 //!   …with another token                   → Dropped(BadToken)
 //!   feedback / digest request / disconnect → Feedback / DigestRequest / Disconnected
 //!   levels with a newer number            → Levels (with its ack), or Dropped(Throttled)
@@ -33,7 +39,10 @@
 //! (`Dropped(Unsealed)`: a forger who read the token) is dropped before anything reads it.
 //! Only datagrams that opened count as hearing from a sealed session's client (a copier
 //! repeating its hello cannot keep a session alive), and a ticket is taken from one address
-//! only until it expires ([`TicketRefusal::InUse`] for a copy sent from another).
+//! while its session lives ([`TicketRefusal::InUse`](super::frame::TicketRefusal::InUse) for a copy sent from another; once the
+//! session ended, the ticket may join again from anywhere until it expires). A sealed
+//! session follows its client to a new address; a plain one cannot (anyone who read its
+//! token could take it): seal sessions whose clients sit behind NATs that remap.
 //!
 //! Every reply to a datagram from an address that has not proved itself (a challenge or a
 //! reject) is at most as large as that datagram (hellos are at least
@@ -43,18 +52,19 @@
 
 use super::cookie::{CookieJar, Keyed};
 use super::digest::StateDigest;
-use super::frame::{Datagram, DigestAnswer, DigestStatus, Hello, RejectReason, TicketRefusal, PROTOCOL_VERSION};
+use super::frame::{Datagram, DigestAnswer, DigestStatus, Hello, RejectReason, PROTOCOL_VERSION};
 use super::seal::{SealError, Sealer, SEALED};
-use super::ticket::{self, TicketError, TicketKey};
+use super::ticket::TicketKey;
 use crate::ids::ConnectionId;
 use crate::net::SublevelId;
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 mod ends;
 mod incoming;
+mod join;
 pub use incoming::{Dropped, Incoming, JoinRequest, ServerStats};
 
 /// What a [`SessionServer`] accepts.
@@ -168,6 +178,8 @@ struct Session {
     last_digest: Option<Instant>,
     /// A sealed session's keys at work.
     sealer: Option<Sealer>,
+    /// A sealed session's ticket: its fingerprint and player.
+    ticket: Option<([u8; 16], u64)>,
     /// The number of the newest levels datagram applied (0: none), and when it came.
     levels_seq: u32,
     last_levels: Option<Instant>,
@@ -198,8 +210,12 @@ pub struct SessionServer {
     minted: u64,
     sessions: HashMap<SocketAddr, Session>,
     by_conn: HashMap<ConnectionId, SocketAddr>,
-    /// Tickets taken, by fingerprint: the address that brought each, and when it expires.
-    used: HashMap<[u8; 16], (SocketAddr, u64)>,
+    /// Sealed sessions' addresses by token: where a sealed datagram from a new address may
+    /// belong (the client's address changed under it).
+    by_token: HashMap<u64, SocketAddr>,
+    /// Tickets taken, by fingerprint: the address of the live session that holds each (none
+    /// once it ended), and when it expires.
+    used: HashMap<[u8; 16], (Option<SocketAddr>, u64)>,
     stats: ServerStats,
 }
 
@@ -225,6 +241,7 @@ impl SessionServer {
             minted: 0,
             sessions: HashMap::new(),
             by_conn: HashMap::new(),
+            by_token: HashMap::new(),
             used: HashMap::new(),
             stats: ServerStats::default(),
         })
@@ -367,7 +384,13 @@ impl SessionServer {
 
     /// A sealed datagram: its session's, opened, or dropped.
     fn handle_sealed<'a>(&mut self, from: SocketAddr, bytes: &'a [u8], now: Instant) -> Incoming<'a> {
-        let Some(s) = self.sessions.get_mut(&from) else {
+        // From an address without a session, the sealed session its token names, if any: the
+        // client's address may have changed under it (a NAT's new mapping).
+        let home = match self.sessions.contains_key(&from) {
+            true => Some(from),
+            false => super::seal::sealed_header(bytes).and_then(|(_, id)| self.by_token.get(&id).copied()),
+        };
+        let Some(s) = home.and_then(|home| self.sessions.get_mut(&home)) else {
             self.stats.unknown_address += 1;
             return Incoming::Dropped(Dropped::UnknownAddress);
         };
@@ -416,113 +439,11 @@ impl SessionServer {
             }
         };
         let r = Self::session_datagram(s, d, now, &mut self.stats).into_static();
+        if let Some(home) = home.filter(|&home| home != from) {
+            // It opened: only the session's client can seal it, so the client is at `from` now.
+            self.move_session(home, from);
+        }
         self.end_if_disconnected(r)
-    }
-
-    fn hello(&mut self, from: SocketAddr, h: &Hello, now: Instant) -> Incoming<'static> {
-        if let Some(reason) = self.check_hello(h) {
-            return self.reject(h.nonce, reason);
-        }
-        match (&self.cfg.tickets, &h.ticket) {
-            (Some(_), None) => return self.reject(h.nonce, RejectReason::Ticket(TicketRefusal::Missing)),
-            (None, Some(_)) => return self.reject(h.nonce, RejectReason::Ticket(TicketRefusal::NotSealed)),
-            _ => {}
-        }
-        let Some(cookie) = h.cookie else {
-            self.stats.challenges += 1;
-            let cookie = self.jar.cookie(from, h.nonce, now);
-            return Incoming::Reply(Datagram::Challenge { nonce: h.nonce, cookie }.encode());
-        };
-        if !self.jar.check(from, h.nonce, cookie, now) {
-            // Stale (the handshake took more than a period) or not this server's (a forged
-            // challenge replaced the real one): a fresh challenge, no larger than the hello.
-            self.stats.bad_cookies += 1;
-            let cookie = self.jar.cookie(from, h.nonce, now);
-            return Incoming::Reply(Datagram::Challenge { nonce: h.nonce, cookie }.encode());
-        }
-        if let Some(s) = self.sessions.get_mut(&from) {
-            if s.nonce != h.nonce {
-                return self.reject(h.nonce, RejectReason::AddressInUse);
-            }
-            // A plain hello proves nothing about a sealed session's client: only what opens
-            // keeps such a session alive.
-            if s.sealer.is_none() {
-                s.heard = now;
-            }
-            self.stats.welcomes_repeated += 1;
-            let welcome = welcome(&self.cfg, h.nonce, s.token);
-            return Incoming::Reply(s.frame(&welcome));
-        }
-        // The address has proved itself: a ticket is worth opening now.
-        let ticket = match (&self.cfg.tickets, &h.ticket) {
-            (Some(key), Some(t)) => match ticket::open(key, t, SystemTime::now()) {
-                Ok(claims) if claims.server != self.cfg.server_id => {
-                    return self.reject(h.nonce, RejectReason::Ticket(TicketRefusal::OtherServer))
-                }
-                Ok(claims) if self.used.get(&claims.fingerprint).is_some_and(|&(a, _)| a != from) => {
-                    return self.reject(h.nonce, RejectReason::Ticket(TicketRefusal::InUse))
-                }
-                Ok(claims) => Some(claims),
-                Err(TicketError::Expired) => return self.reject(h.nonce, RejectReason::Ticket(TicketRefusal::Expired)),
-                Err(_) => return self.reject(h.nonce, RejectReason::Ticket(TicketRefusal::Forged)),
-            },
-            _ => None,
-        };
-        // A new ticket needs room in the list of those taken (`accept` would refuse it).
-        if ticket.as_ref().is_some_and(|c| !self.used.contains_key(&c.fingerprint))
-            && self.used.len() >= MAX_USED_TICKETS
-        {
-            self.forget_expired_tickets();
-        }
-        let no_room = ticket.is_some() && self.used.len() >= MAX_USED_TICKETS;
-        if self.sessions.len() >= self.cfg.max_sessions || no_room {
-            return self.reject(h.nonce, RejectReason::Full);
-        }
-        Incoming::Join(JoinRequest { addr: from, nonce: h.nonce, ticket })
-    }
-
-    /// Opens the session of `join` on connection `conn` and returns the welcome to send to
-    /// `join.addr`. `None` if the address got a session in the meantime or the server is full.
-    pub fn accept(&mut self, join: JoinRequest, conn: ConnectionId, now: Instant) -> Option<Vec<u8>> {
-        if self.sessions.contains_key(&join.addr) || self.sessions.len() >= self.cfg.max_sessions {
-            return None;
-        }
-        if let Some(t) = &join.ticket {
-            // One address per ticket (checked at the hello too; joins may interleave).
-            self.forget_expired_tickets();
-            match self.used.get(&t.fingerprint) {
-                Some(&(a, _)) if a != join.addr => return None,
-                None if self.used.len() >= MAX_USED_TICKETS => return None,
-                _ => {}
-            }
-            self.used.insert(t.fingerprint, (join.addr, t.expires));
-        }
-        self.minted += 1;
-        // A token is never 0, so an all-zero header never matches.
-        let token = self.tokens.hash(&(self.minted, join.addr, join.nonce)).max(1);
-        let sealer = join.ticket.map(|t| Sealer::server(&t.keys));
-        let mut session = Session {
-            conn,
-            token,
-            nonce: join.nonce,
-            heard: now,
-            last_seq: 0,
-            last_digest: None,
-            sealer,
-            levels_seq: 0,
-            last_levels: None,
-        };
-        let welcome = session.frame(&welcome(&self.cfg, join.nonce, token));
-        self.sessions.insert(join.addr, session);
-        self.by_conn.insert(conn, join.addr);
-        self.stats.joins += 1;
-        Some(welcome)
-    }
-
-    /// The reject to send `join.addr` when the game has no room for it.
-    pub fn refuse(&mut self, join: JoinRequest, reason: RejectReason) -> Vec<u8> {
-        self.stats.rejects += 1;
-        Datagram::Reject { nonce: join.nonce, reason, server_version: PROTOCOL_VERSION }.encode()
     }
 
     /// A kernel packet for `conn`, framed: (where to send it, the datagram). `None` if `conn`

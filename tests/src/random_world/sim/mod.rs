@@ -185,6 +185,9 @@ pub(super) struct Sim {
     /// Each sub-object's condition as the game last set it (the driver keeps it to itself): the
     /// end-state check ([`super::settle`]) leaves the initial-only ones out.
     pub(super) sub_object_conditions: std::collections::HashMap<NetGuid, shadowrep::net::SubObjectCondition>,
+    /// Every bag registered as a sub-object: one the driver no longer names an owner of was
+    /// orphaned (its owner despawned), and calls on it are refused.
+    pub(super) registered_subs: std::collections::HashSet<NetGuid>,
 }
 
 fn slots() -> Arc<shadowrep::schema::ArrayLayout> {
@@ -308,6 +311,7 @@ impl Sim {
             rpc_rng: ChaCha8Rng::seed_from_u64(seed ^ 0x7270_6373),
             rpcs_called: 0,
             sub_object_conditions: Default::default(),
+            registered_subs: Default::default(),
         };
         // `DormantPartial` things are dormant for two connections in three.
         let partial: shadowrep::net::dormancy::DormancyHook =
@@ -346,7 +350,8 @@ impl Sim {
     }
 
     /// Whether a call on an actor that sets what a sub-object takes from its owner went through:
-    /// refused (`FollowsOwner`) exactly for a sub-object, done for any other actor.
+    /// refused (`FollowsOwner`) exactly for a sub-object, (`Orphaned`) for one whose owner was
+    /// despawned, done for any other actor.
     fn done_unless_sub_object(
         &self,
         class: ClassId,
@@ -356,6 +361,25 @@ impl Sim {
         match self.guid(class, id).and_then(|g| Some((g, self.driver.owner_of(g)?))) {
             Some((sub, owner)) => {
                 assert_eq!(result, Err(shadowrep::net::DriverError::FollowsOwner { sub, owner }));
+                false
+            }
+            None => self.done_unless_orphaned(class, id, result),
+        }
+    }
+
+    /// Whether a call on an actor went through: refused (`Orphaned`) exactly for a sub-object
+    /// whose owner was despawned, done for any other actor.
+    fn done_unless_orphaned(
+        &self,
+        class: ClassId,
+        id: ActorId,
+        result: Result<(), shadowrep::net::DriverError>,
+    ) -> bool {
+        let orphan =
+            self.guid(class, id).filter(|g| self.registered_subs.contains(g) && self.driver.owner_of(*g).is_none());
+        match orphan {
+            Some(sub) => {
+                assert_eq!(result, Err(shadowrep::net::DriverError::Orphaned(sub)));
                 false
             }
             None => {

@@ -65,7 +65,8 @@ impl Sim {
                 let owner =
                     self.rng.random_bool(0.7).then(|| self.clients[self.rng.random_range(0..self.clients.len())].0);
                 let autonomous = self.rng.random_bool(0.5);
-                self.driver.set_owner(class, store, id, owner, autonomous).unwrap();
+                let set = self.driver.set_owner(class, store, id, owner, autonomous);
+                self.done_unless_orphaned(class, id, set);
             } else if class == self.bag {
                 let on = self.rng.random_bool(0.5);
                 self.driver.set_custom_active(class, &self.bags, id, TUNED, on).unwrap();
@@ -101,7 +102,8 @@ impl Sim {
                 }
                 // A sub-object's forces its owner.
                 _ => {
-                    self.driver.force_net_update(class, store, id).unwrap();
+                    let forced = self.driver.force_net_update(class, store, id);
+                    self.done_unless_orphaned(class, id, forced);
                     continue;
                 }
             };
@@ -256,8 +258,8 @@ impl Sim {
                 0..=8 => self.driver.set_net_dormancy(class, store, id, Dormancy::DormantAll),
                 9..=11 => self.driver.set_net_dormancy(class, store, id, Dormancy::DormantPartial),
                 12..=15 => {
-                    self.driver.flush_net_dormancy(class, store, id).unwrap();
-                    self.dormancy_calls += 1;
+                    let flushed = self.driver.flush_net_dormancy(class, store, id);
+                    self.dormancy_calls += usize::from(self.done_unless_orphaned(class, id, flushed));
                     continue;
                 }
                 16..=18 => self.driver.set_net_dormancy(class, store, id, Dormancy::Awake),

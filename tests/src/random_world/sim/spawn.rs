@@ -77,6 +77,7 @@ impl Sim {
             let owner = things[self.rng.random_range(0..things.len())];
             let owner = self.driver.guid_of(self.thing, owner).expect("live");
             self.driver.register_sub_object(class, &self.bags, id, owner, condition).unwrap();
+            self.registered_subs.insert(self.driver.guid_of(class, id).expect("registered"));
             let mut condition = condition;
             if self.net_groups && self.groups_rng.random_bool(0.5) {
                 condition = C::NetGroup(Self::sub_object_groups(&mut self.groups_rng));

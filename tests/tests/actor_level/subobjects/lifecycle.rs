@@ -2,7 +2,7 @@
 //! its owner, and one orphaned in the slot of an actor gone between ticks.
 
 use super::*;
-use shadowrep::net::DriverError;
+use shadowrep::net::{Dormancy, DriverError};
 
 #[test]
 fn removing_a_sub_object_or_destroying_its_owner_destroys_it_on_clients() {
@@ -30,6 +30,20 @@ fn removing_a_sub_object_or_destroying_its_owner_destroys_it_on_clients() {
     // The driver stopped replicating the orphan; it sends nothing for it any more.
     assert!(a.driver.sub_objects(cg).is_empty());
     assert_eq!(a.driver.owner_of(spare), None);
+    // And says so to a call that would change or force it (it did nothing, and said Ok).
+    let orphan = a.weapons.ids().find(|&id| a.driver.guid_of(a.weapon, id) == Some(spare)).expect("still in its store");
+    let refused = Err(DriverError::Orphaned(spare));
+    assert_eq!(a.driver.force_net_update(a.weapon, &a.weapons, orphan), refused);
+    assert_eq!(a.driver.flush_net_dormancy(a.weapon, &a.weapons, orphan), refused);
+    assert_eq!(a.driver.set_net_dormancy(a.weapon, &a.weapons, orphan, Dormancy::DormantAll), refused);
+    assert_eq!(a.driver.tear_off(a.weapon, &a.weapons, orphan), refused);
+    assert_eq!(a.driver.set_owner(a.weapon, &a.weapons, orphan, None, false), refused);
+    let message = DriverError::Orphaned(spare).to_string();
+    assert!(message.contains("owner was despawned") && message.contains("despawn it"), "{message}");
+    // Despawned, it is gone: nothing is left to refuse.
+    a.weapons.despawn(orphan).unwrap();
+    a.run(1);
+    assert_eq!(a.driver.guid_of(a.weapon, orphan), None);
 }
 
 #[test]
