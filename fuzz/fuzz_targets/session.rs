@@ -60,6 +60,12 @@ fuzz_target!(|data: &[u8]| {
                     matches!(r, Incoming::Dropped(_) | Incoming::Reply(_)),
                     "raw bytes opened at the sealed server: {r:?}"
                 );
+                // Nor from elsewhere (where a datagram that opened would move the session).
+                let r = server.handle(stranger, bytes, t0);
+                assert!(
+                    matches!(r, Incoming::Dropped(_) | Incoming::Reply(_)),
+                    "raw bytes from another address opened at the sealed server: {r:?}"
+                );
             }
             1 => {
                 let r = client.handle(bytes);
@@ -89,8 +95,9 @@ fuzz_target!(|data: &[u8]| {
     if rogue {
         return;
     }
-    // Nothing the fuzzer sent opened: the session goes on.
-    let (_, p) = server.packet(conn, &[0]).expect("the session is open");
+    // Nothing the fuzzer sent opened: the session goes on, where it was.
+    let (to, p) = server.packet(conn, &[0]).expect("the session is open");
+    assert_eq!(to, home, "the session moved");
     assert!(matches!(client.handle(&p), ClientIncoming::Packet(_)), "the server's packet no longer opens");
     let fb = client.feedback().expect("still connected");
     assert!(matches!(server.handle(home, &fb, t0), Incoming::Feedback { .. }), "the client's feedback no longer opens");

@@ -149,6 +149,14 @@ fn the_session_layer_survives_random_and_mutated_datagrams() {
             Incoming::Reply(r) => assert!(r.len() <= bytes.len()),
             Incoming::Dropped(_) => {}
         }
+        // The same bytes from elsewhere: opened at home already (a replay now) or never to
+        // open, they cannot move the sealed session to another address.
+        let elsewhere = SocketAddr::from(([10, 8, (i >> 8) as u8, i as u8], 4000));
+        match capped(|| sealed_server.handle(elsewhere, &bytes, t0)) {
+            Incoming::Reply(r) => assert!(r.len() <= bytes.len()),
+            Incoming::Dropped(_) => {}
+            other => panic!("a datagram from another address was taken as the sealed session's: {other:?}"),
+        }
         match capped(|| sealed_client.handle(&bytes)) {
             ClientIncoming::Packet(_) => opened += 1,
             ClientIncoming::DigestAnswer(_)
@@ -187,6 +195,8 @@ fn the_session_layer_survives_random_and_mutated_datagrams() {
     // Only the seeds themselves, unmutated, ever open — each at most once.
     assert!(opened <= 4, "{opened} sealed datagrams opened: a mutant passed the tag or a replay the window");
     assert!(sealed_client.world().is_some() && sealed_server.len() == 1);
+    assert_eq!(sealed_server.addr_of(conn), Some(home), "the sealed session never moved");
+    assert_eq!(sealed_server.stats().moved, 0);
     // Enough of the mutants decode that the validation past the type byte is exercised.
     assert!(decoded > n / 10, "only {decoded} of {n} inputs decoded");
 }
