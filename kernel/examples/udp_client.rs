@@ -64,6 +64,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 _ => {}
             }
         }
+        // The server sends a settled client a keep-alive every few frames: three silent seconds
+        // mean it (or the path) is gone.
+        if client.expire(Instant::now(), Duration::from_secs(3)) {
+            println!("the server went silent: the session is closed");
+            break;
+        }
         if let Some(world) = client.world_mut() {
             notifies += world.take_notifies().len();
             world.take_events();

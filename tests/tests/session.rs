@@ -416,3 +416,35 @@ fn a_client_restarted_at_its_address_joins_again_at_once() {
     assert!(fresh_challenge(server.handle(addr(7300), &forged.encode(), now), 9));
     assert_eq!((server.len(), server.stats().restarts), (1, 1));
 }
+
+#[test]
+fn a_client_that_hears_nothing_for_its_timeout_closes_its_session() {
+    let layout = door();
+    let mut server =
+        SessionServer::new(ServerConfig::new(vec![layout.checksum]), Instant::now()).expect("a valid session config");
+    let mut client = SessionClient::new(vec![layout], 1);
+    let conn = ConnectionId(0);
+    let t0 = Instant::now();
+    let timeout = Duration::from_secs(3);
+    assert_eq!(client.silent_for(t0), None, "not connected");
+    let challenge = reply(server.handle(addr(7400), &client.hello().unwrap(), t0));
+    client.handle_at(&challenge, t0);
+    let Incoming::Join(join) = server.handle(addr(7400), &client.hello().unwrap(), t0) else { panic!("a join") };
+    let welcome = server.accept(join, conn, t0).unwrap();
+    assert_eq!(client.handle_at(&welcome, t0), ClientIncoming::Welcome);
+    assert_eq!(client.silent_for(t0 + Duration::from_secs(1)), Some(Duration::from_secs(1)));
+    // A packet two seconds in restarts the count; a datagram that is not the server's does not.
+    let (_, packet) = server.packet(conn, &[1]).unwrap();
+    client.handle_at(&packet, t0 + Duration::from_secs(2));
+    let mut forged = packet.clone();
+    forged[1] ^= 1;
+    client.handle_at(&forged, t0 + Duration::from_secs(4));
+    assert!(!client.expire(t0 + Duration::from_secs(5), timeout), "three seconds: not past the timeout");
+    assert!(client.world().is_some());
+    assert!(client.expire(t0 + Duration::from_millis(5_001), timeout));
+    let timed_out = shadowrep::session::DisconnectReason::TimedOut;
+    assert!(matches!(client.state(), shadowrep::session::ClientState::Closed(r) if *r == timed_out));
+    assert_eq!(client.feedback(), None, "closed: nothing more to send");
+    assert_eq!(client.silent_for(t0 + Duration::from_secs(6)), None);
+    assert!(!client.expire(t0 + Duration::from_secs(60), timeout), "closed once");
+}

@@ -11,6 +11,7 @@
 //!            ── digest_request(id) ────→ / ←─ answer     compare with digest::client_digest
 //!            ── levels() ──────────────→ / ←─ ack        each tick while set_sublevel_loaded's
 //!                                                        newest set is not acknowledged
+//!            (nothing from the server for a while)     expire(now, timeout) → Closed(TimedOut)
 //! Rejected / Failed / Closed                             final
 //! ```
 //!
@@ -32,6 +33,7 @@ use crate::client::{ClientError, ClientWorld, Receipt, ReceiveError};
 use crate::net::SublevelId;
 use crate::schema::ClassLayout;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 /// Where a client's session stands.
 pub enum ClientState {
@@ -131,6 +133,9 @@ pub struct SessionClient {
     ticket: Option<Vec<u8>>,
     sealer: Option<Sealer>,
     levels: LevelSet,
+    /// When the session last heard from the server: the welcome, then each datagram of the
+    /// session taken (sealed: each that opened).
+    heard: Option<Instant>,
 }
 
 impl SessionClient {
@@ -145,6 +150,7 @@ impl SessionClient {
             ticket: None,
             sealer: None,
             levels: LevelSet::default(),
+            heard: None,
         }
     }
 
@@ -310,8 +316,58 @@ impl SessionClient {
         ClientIncoming::Dropped(why)
     }
 
-    /// Handles one datagram from the server (see the module documentation).
+    /// Handles one datagram from the server (see the module documentation), received now.
     pub fn handle(&mut self, bytes: &[u8]) -> ClientIncoming {
+        self.handle_at(bytes, Instant::now())
+    }
+
+    /// [`Self::handle`], for a datagram received at `now` (the clock [`Self::expire`] reads).
+    pub fn handle_at(&mut self, bytes: &[u8], now: Instant) -> ClientIncoming {
+        let r = self.take(bytes);
+        let heard = matches!(
+            r,
+            ClientIncoming::Welcome
+                | ClientIncoming::Packet(_)
+                | ClientIncoming::DigestAnswer(_)
+                | ClientIncoming::LevelsAcked(_)
+        );
+        if heard {
+            self.heard = Some(now);
+        }
+        r
+    }
+
+    /// How long the session has heard nothing from the server at `now` (since the welcome or
+    /// its last datagram taken); `None` unless connected.
+    pub fn silent_for(&self, now: Instant) -> Option<Duration> {
+        self.token()?;
+        self.heard.map(|t| now.saturating_duration_since(t))
+    }
+
+    /// Closes a connected session that has heard nothing from the server for longer than
+    /// `timeout` at `now` — the client's side of the server's idle timeout: the server sends a
+    /// settled client a keep-alive every `DriverConfig::keep_alive_frames`, so a few times that
+    /// interval with nothing means the server or the path is gone. The state becomes
+    /// `Closed(TimedOut)` (join again with a new client); whether it did.
+    ///
+    /// ```
+    /// use shadowrep::session::{ClientState, SessionClient};
+    /// use std::time::{Duration, Instant};
+    ///
+    /// let mut client = SessionClient::new(Vec::new(), 7);
+    /// // Not connected: nothing to time out (a connecting client sends its hello again).
+    /// assert!(!client.expire(Instant::now(), Duration::from_secs(3)));
+    /// assert!(matches!(client.state(), ClientState::Connecting { .. }));
+    /// ```
+    pub fn expire(&mut self, now: Instant, timeout: Duration) -> bool {
+        if self.silent_for(now).is_none_or(|silent| silent <= timeout) {
+            return false;
+        }
+        self.state = ClientState::Closed(DisconnectReason::TimedOut);
+        true
+    }
+
+    fn take(&mut self, bytes: &[u8]) -> ClientIncoming {
         let sealed = bytes.first().is_some_and(|&t| t & SEALED != 0);
         let opened;
         // Once connected, a sealed datagram names the session's token before anything is
