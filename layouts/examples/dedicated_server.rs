@@ -290,10 +290,9 @@ pub fn main() -> Result<(), Box<dyn std::error::Error>> {
             }
             for n in p.world.take_notifies() {
                 p.notifies += 1;
-                if n.class == hero_class.0 && n.parent == Hero::HEALTH {
-                    if let (Some(Value::F32(old)), Value::F32(new)) = (&n.old, &n.new) {
-                        p.old_health_seen.push((*old, *new));
-                    }
+                // Typed: `Some((old, new))` for a notify of Hero's Health, `None` for any other.
+                if let Some((Some(old), new)) = Hero::health_notify(&p.world, &n) {
+                    p.old_health_seen.push((old, new));
                 }
             }
             for e in p.world.take_events() {
@@ -357,6 +356,10 @@ pub fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
         if p.taunts != 1 {
             failures.push(format!("conn {:?}: {} taunts, not the one reliable call", p.conn, p.taunts));
+        }
+        // Every old → new pair a Health notify brought is a step of 7.5 or the ragdoll's fall.
+        if p.old_health_seen.is_empty() || p.old_health_seen.iter().any(|&(old, new)| old - new != 7.5 && new != 0.0) {
+            failures.push(format!("conn {:?}: health notifies {:?}", p.conn, p.old_health_seen));
         }
     }
     println!("server took {jumps} jump(s)");

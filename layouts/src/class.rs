@@ -39,7 +39,7 @@
 //! Each property is `rust_name: RustType = "WireName" [options]`; the options are any of
 //! `cond = <Condition variant>`, `notify = <Notify variant>`, `push` and `default = <value>` (the
 //! class default, one token: a literal, or an expression in parentheses), comma separated, and
-//! the whole bracket is optional. `RustType` is any [`RepType`]. `extends Base` is
+//! the whole bracket is optional. `RustType` is any [`RepType`](crate::RepType). `extends Base` is
 //! optional; `Base` must itself be declared with this macro.
 //!
 //! The macro generates a unit struct with:
@@ -55,6 +55,7 @@
 //! | `set_health(&mut store, id, v)` | plain setter: never marks (polled properties need no mark) |
 //! | `mark_health_dirty(&mut store, id)` | UE's `MARK_PROPERTY_DIRTY` |
 //! | `set_health_and_mark_dirty(&mut store, id, v)` | writes and marks only if the value changed; returns whether it did |
+//! | `health_notify(&client_world, &notify)` | a client's notify of the property, typed: `Some((old, new))` (`old` with `OnChangedWithOld`), `None` for another property's |
 //!
 //! so the names above (and `layout`, `try_layout`, `new_store`) are not available as property
 //! names.
@@ -64,12 +65,11 @@
 //! checks that the store's parent at its index has its wire name, so an accessor of an unrelated
 //! class returns an error instead of touching another property.
 
-use shadowrep::schema::{ClassLayout, Condition, LayoutError, Notify, PropType, PropertyDecl};
-use shadowrep::store::{ActorId, ClassStore, StoreError};
-use shadowrep::value::ValueError;
+use shadowrep::schema::{ClassLayout, LayoutError};
+use shadowrep::store::ClassStore;
 use std::sync::Arc;
 
-use crate::RepType;
+use crate::accessors::expect_layout;
 
 /// What every class declared with [`replicated_class!`](crate::replicated_class) provides, for
 /// code generic over classes. The generated inherent functions of the same names do the same.
@@ -404,6 +404,18 @@ macro_rules! replicated_class {
                 ) -> ::core::result::Result<bool, $crate::__private::StoreError> {
                     $crate::__private::set_and_mark(store, id, Self::CLASS_NAME, $name, Self::[<$field:upper>], &value)
                 }
+
+                #[doc = concat!(
+                    "A client's notify of `", $name, "` (`ClientWorld::take_notifies`), typed: `(old, new)` — ",
+                    "`old` when the notify is declared with it (`OnChangedWithOld`). `None` for a notify of ",
+                    "another property, or of a class that is neither this one nor a subclass."
+                )]
+                pub fn [<$field _notify>](
+                    world: &$crate::__private::ClientWorld,
+                    event: &$crate::__private::NotifyEvent,
+                ) -> ::core::option::Option<(::core::option::Option<$ty>, $ty)> {
+                    $crate::__private::notify(world, event, $name, Self::[<$field:upper>])
+                }
             )*
 
             $($(
@@ -442,151 +454,4 @@ macro_rules! replicated_class {
             }
         }
     }};
-}
-
-/// One option of a property declaration, as the macro parsed it.
-#[doc(hidden)]
-#[derive(Clone, Debug)]
-pub enum PropOpt {
-    Condition(Condition),
-    Notify(Notify),
-    Push,
-    Default(shadowrep::value::Value),
-}
-
-/// A property declaration with its options applied.
-#[doc(hidden)]
-pub fn decl(name: &str, ty: PropType, opts: &[PropOpt]) -> PropertyDecl {
-    opts.iter().fold(PropertyDecl::new(name, ty), |d, o| match o {
-        PropOpt::Condition(c) => d.condition(*c),
-        PropOpt::Notify(n) => d.notify(*n),
-        PropOpt::Push => d.push(true),
-        PropOpt::Default(v) => d.default_value(v.clone()),
-    })
-}
-
-/// Builds the layout and checks the parent indices the macro computed at compile time.
-#[doc(hidden)]
-pub fn finish(
-    builder: shadowrep::schema::ClassBuilder,
-    base_parents: usize,
-    own: &[&str],
-) -> Result<Arc<ClassLayout>, LayoutError> {
-    let layout = builder.build()?;
-    // Holds whenever the build succeeded: a declared property is exactly one parent, appended
-    // after the base's, and names are unique.
-    for (i, name) in own.iter().enumerate() {
-        debug_assert_eq!(layout.parent_index(name), Some(base_parents + i), "parent index of `{name}`");
-    }
-    Ok(Arc::new(layout))
-}
-
-/// The layout, or a panic that says which declaration is invalid.
-#[doc(hidden)]
-pub fn expect_layout(class: &str, layout: Result<&'static Arc<ClassLayout>, LayoutError>) -> &'static Arc<ClassLayout> {
-    match layout {
-        Ok(l) => l,
-        Err(e) => panic!("replicated class `{class}` has an invalid declaration: {e} (`{class}::try_layout()` returns this as an error)"),
-    }
-}
-
-/// Index of `name` in `names` (a compile-time lookup for the generated index consts).
-#[doc(hidden)]
-pub const fn position(names: &[&str], name: &str) -> usize {
-    let mut i = 0;
-    while i < names.len() {
-        if str_eq(names[i], name) {
-            return i;
-        }
-        i += 1;
-    }
-    panic!("property name not declared")
-}
-
-const fn str_eq(a: &str, b: &str) -> bool {
-    let (a, b) = (a.as_bytes(), b.as_bytes());
-    if a.len() != b.len() {
-        return false;
-    }
-    let mut i = 0;
-    while i < a.len() {
-        if a[i] != b[i] {
-            return false;
-        }
-        i += 1;
-    }
-    true
-}
-
-/// Checks that the store's parent `parent` is the property `class.name`, i.e. that the store is of
-/// `class` or a subclass (or of a class that happens to declare the same name at the same index).
-fn check(store: &ClassStore, class: &str, name: &str, parent: usize) -> Result<(), StoreError> {
-    let layout = store.layout();
-    match layout.parents.get(parent) {
-        Some(p) if p.name == name => Ok(()),
-        Some(p) => Err(StoreError::Value(ValueError::TypeMismatch {
-            expected: format!(
-                "`{class}.{name}` at parent {parent}: this store holds class `{}`, whose parent {parent} is `{}`",
-                layout.name, p.name
-            ),
-        })),
-        None => Err(StoreError::Value(ValueError::NoSuchProperty(parent))),
-    }
-}
-
-/// Typed read of one parent.
-#[doc(hidden)]
-pub fn get<T: RepType>(
-    store: &ClassStore,
-    id: ActorId,
-    class: &str,
-    name: &str,
-    parent: usize,
-) -> Result<T, StoreError> {
-    check(store, class, name, parent)?;
-    let v = store.get(id, parent)?;
-    T::from_value(&v).ok_or_else(|| {
-        StoreError::Value(ValueError::TypeMismatch { expected: format!("{:?} for `{class}.{name}`", T::prop_type()) })
-    })
-}
-
-/// Typed write of one parent, without marking.
-#[doc(hidden)]
-pub fn set<T: RepType>(
-    store: &mut ClassStore,
-    id: ActorId,
-    class: &str,
-    name: &str,
-    parent: usize,
-    v: &T,
-) -> Result<(), StoreError> {
-    check(store, class, name, parent)?;
-    store.set(id, parent, &v.to_value())
-}
-
-/// Marks one parent dirty.
-#[doc(hidden)]
-pub fn mark_dirty(
-    store: &mut ClassStore,
-    id: ActorId,
-    class: &str,
-    name: &str,
-    parent: usize,
-) -> Result<(), StoreError> {
-    check(store, class, name, parent)?;
-    store.mark_dirty(id, parent)
-}
-
-/// Typed write that marks only on a change.
-#[doc(hidden)]
-pub fn set_and_mark<T: RepType>(
-    store: &mut ClassStore,
-    id: ActorId,
-    class: &str,
-    name: &str,
-    parent: usize,
-    v: &T,
-) -> Result<bool, StoreError> {
-    check(store, class, name, parent)?;
-    store.set_and_mark(id, parent, &v.to_value())
 }

@@ -39,6 +39,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+mod accessors;
 pub mod class;
 pub mod classes;
 pub mod types;
@@ -180,9 +181,11 @@ fn type_name(ty: &shadowrep::schema::PropType) -> String {
 /// What the macros expand to; not a stable API.
 #[doc(hidden)]
 pub mod __private {
-    pub use crate::class::{decl, expect_layout, finish, get, mark_dirty, position, set, set_and_mark, PropOpt};
+    pub use crate::accessors::{
+        decl, expect_layout, finish, get, mark_dirty, notify, position, set, set_and_mark, PropOpt,
+    };
     pub use pastey::paste;
-    pub use shadowrep::client::{ClientError, ClientWorld, RpcEvent};
+    pub use shadowrep::client::{ClientError, ClientWorld, NotifyEvent, RpcEvent};
     pub use shadowrep::ids::NetGuid;
 
     /// A delivered call, on either side.

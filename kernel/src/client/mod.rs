@@ -423,6 +423,12 @@ impl ClientWorld {
         self.actors.contains_key(&guid)
     }
 
+    /// The layout of class id `class` (as [`NotifyEvent::class`] and
+    /// [`ClientEvent::Spawned`] name it); `None` past the classes the client has.
+    pub fn class_layout(&self, class: u32) -> Option<&Arc<ClassLayout>> {
+        self.classes.get(class as usize).map(|c| c.store.layout())
+    }
+
     /// Class id of actor `guid`.
     pub fn class_of(&self, guid: NetGuid) -> Option<u32> {
         self.actors.get(&guid).map(|a| a.0)
