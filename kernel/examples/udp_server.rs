@@ -17,7 +17,7 @@ mod udp_common;
 use shadowrep::net::{DriverConfig, NetDriver};
 use shadowrep::prelude::*;
 use shadowrep::session::{
-    DigestStatus, DisconnectReason, Incoming, RejectReason, ServerConfig, SessionServer, TicketKey, MAX_DATAGRAM,
+    DigestStatus, DisconnectReason, Incoming, ServerConfig, SessionServer, TicketKey, MAX_DATAGRAM,
 };
 use std::net::UdpSocket;
 use std::time::{Duration, Instant};
@@ -49,16 +49,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             let Ok((n, from)) = socket.recv_from(&mut buf) else { continue };
             match sessions.handle(from, &buf[..n], Instant::now()) {
                 Incoming::Reply(bytes) => drop(socket.send_to(&bytes, from)),
+                // The connection is opened only for a session that will be made.
                 Incoming::Join(join) => {
-                    let conn = driver.add_connection(false);
-                    match sessions.accept(join, conn, Instant::now()) {
-                        Some(welcome) => drop(socket.send_to(&welcome, from)),
-                        None => {
-                            driver.remove_connection(conn)?;
-                            drop(socket.send_to(&sessions.refuse(join, RejectReason::Full), from));
+                    match sessions.accept_with(join, Instant::now(), || Some(driver.add_connection(false))) {
+                        Ok((conn, welcome)) => {
+                            drop(socket.send_to(&welcome, from));
+                            println!("{from} joined as connection {}", conn.0);
                         }
+                        Err(reject) => drop(socket.send_to(&reject, from)),
                     }
-                    println!("{from} joined as connection {}", conn.0);
                 }
                 Incoming::Feedback { conn, payload } => {
                     // Feedback from the network may be malformed: the driver refuses it.

@@ -448,3 +448,44 @@ fn a_client_that_hears_nothing_for_its_timeout_closes_its_session() {
     assert_eq!(client.silent_for(t0 + Duration::from_secs(6)), None);
     assert!(!client.expire(t0 + Duration::from_secs(60), timeout), "closed once");
 }
+
+#[test]
+fn accept_with_opens_the_games_connection_only_for_a_session_it_makes() {
+    let layout = door();
+    let mut cfg = ServerConfig::new(vec![layout.checksum]);
+    cfg.max_sessions = 1;
+    let mut server = SessionServer::new(cfg, Instant::now()).expect("a valid session config");
+    let now = Instant::now();
+    // Three clients past the cookie before any is accepted: room for one.
+    let mut joins = Vec::new();
+    for (port, nonce) in [(7500, 1), (7501, 2), (7502, 3)] {
+        let mut c = SessionClient::new(vec![layout.clone()], nonce);
+        c.handle(&reply(server.handle(addr(port), &c.hello().unwrap(), now)));
+        let Incoming::Join(j) = server.handle(addr(port), &c.hello().unwrap(), now) else { panic!("a join") };
+        joins.push((c, j));
+    }
+    let mut opened = Vec::new();
+    let mut open = |n: u32| {
+        opened.push(n);
+        Some(ConnectionId(n))
+    };
+    // The game has no room for the first: refused Full, no session.
+    let (_, j) = &joins[0];
+    let Err(reject) = server.accept_with(*j, now, || None) else { panic!("refused") };
+    assert!(matches!(Datagram::decode(&reject), Ok(Datagram::Reject { reason: RejectReason::Full, nonce: 1, .. })));
+    assert!(server.is_empty());
+    let (c, j) = &mut joins[1];
+    let Ok((conn, welcome)) = server.accept_with(*j, now, || open(8)) else { panic!("accepted") };
+    assert_eq!(conn, ConnectionId(8));
+    assert_eq!(c.handle(&welcome), ClientIncoming::Welcome);
+    // The server is full now: the third is refused before the game opens anything.
+    let (_, j) = &joins[2];
+    let Err(reject) = server.accept_with(*j, now, || open(9)) else { panic!("refused") };
+    assert!(matches!(Datagram::decode(&reject), Ok(Datagram::Reject { reason: RejectReason::Full, nonce: 3, .. })));
+    // And a second join from a session's address names why.
+    let (_, j) = &joins[1];
+    let Err(reject) = server.accept_with(*j, now, || open(10)) else { panic!("refused") };
+    assert!(matches!(Datagram::decode(&reject), Ok(Datagram::Reject { reason: RejectReason::AddressInUse, .. })));
+    assert_eq!(opened, [8], "the game opened one connection, the one that got a session");
+    assert_eq!((server.len(), server.stats().joins), (1, 1));
+}

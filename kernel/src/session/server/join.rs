@@ -123,18 +123,15 @@ impl SessionServer {
 
     /// Opens the session of `join` on connection `conn` and returns the welcome to send to
     /// `join.addr`. `None` if the address got a session in the meantime or the server is full.
+    /// ([`Self::accept_with`] opens the connection only once the session is sure.)
     pub fn accept(&mut self, join: JoinRequest, conn: ConnectionId, now: Instant) -> Option<Vec<u8>> {
-        if self.sessions.contains_key(&join.addr) || self.sessions.len() >= self.cfg.max_sessions {
-            return None;
-        }
+        self.admits(&join).ok()?;
+        Some(self.open_session(join, conn, now))
+    }
+
+    /// The session of an admitted `join` on `conn`, made; its welcome.
+    fn open_session(&mut self, join: JoinRequest, conn: ConnectionId, now: Instant) -> Vec<u8> {
         if let Some(t) = &join.ticket {
-            // One address per ticket (checked at the hello too; joins may interleave).
-            self.forget_expired_tickets();
-            if self.taken_elsewhere(&t.fingerprint, join.addr)
-                || (!self.used.contains_key(&t.fingerprint) && self.used.len() >= MAX_USED_TICKETS)
-            {
-                return None;
-            }
             self.used.insert(t.fingerprint, (Some(join.addr), t.expires));
         }
         self.minted += 1;
@@ -160,7 +157,60 @@ impl SessionServer {
         self.sessions.insert(join.addr, session);
         self.by_conn.insert(conn, join.addr);
         self.stats.joins += 1;
-        Some(welcome)
+        welcome
+    }
+
+    /// [`Self::accept`], opening the game's connection only when the session will be made:
+    /// `open` is called then (`None`: the game has no room). The connection and the welcome to
+    /// send `join.addr`, or the reject to send it — nothing to undo either way.
+    ///
+    /// ```no_run
+    /// # use shadowrep::net::{DriverConfig, NetDriver};
+    /// # use shadowrep::session::{Incoming, ServerConfig, SessionServer};
+    /// # use std::time::Instant;
+    /// # let mut driver = NetDriver::new(DriverConfig::default()).unwrap();
+    /// # let mut sessions = SessionServer::new(ServerConfig::for_driver(&driver), Instant::now()).unwrap();
+    /// # let (from, datagram) = ("127.0.0.1:7777".parse().unwrap(), [0u8; 48]);
+    /// # let send = |_: &[u8]| {};
+    /// if let Incoming::Join(join) = sessions.handle(from, &datagram, Instant::now()) {
+    ///     match sessions.accept_with(join, Instant::now(), || Some(driver.add_connection(false))) {
+    ///         Ok((_conn, welcome)) => send(&welcome),
+    ///         Err(reject) => send(&reject),
+    ///     }
+    /// }
+    /// ```
+    pub fn accept_with(
+        &mut self,
+        join: JoinRequest,
+        now: Instant,
+        open: impl FnOnce() -> Option<ConnectionId>,
+    ) -> Result<(ConnectionId, Vec<u8>), Vec<u8>> {
+        if let Err(reason) = self.admits(&join) {
+            return Err(self.refuse(join, reason));
+        }
+        let Some(conn) = open() else { return Err(self.refuse(join, RejectReason::Full)) };
+        Ok((conn, self.open_session(join, conn, now)))
+    }
+
+    /// Whether [`Self::accept`] would open `join`'s session — its address has none, the server
+    /// has room, and its ticket (if any) is not held elsewhere and fits the list of those taken
+    /// — or why not. (All checked at the hello; joins may interleave.)
+    fn admits(&mut self, join: &JoinRequest) -> Result<(), RejectReason> {
+        if self.sessions.contains_key(&join.addr) {
+            return Err(RejectReason::AddressInUse);
+        }
+        if self.sessions.len() >= self.cfg.max_sessions {
+            return Err(RejectReason::Full);
+        }
+        let Some(t) = &join.ticket else { return Ok(()) };
+        self.forget_expired_tickets();
+        if self.taken_elsewhere(&t.fingerprint, join.addr) {
+            return Err(RejectReason::Ticket(TicketRefusal::InUse));
+        }
+        match self.used.contains_key(&t.fingerprint) || self.used.len() < MAX_USED_TICKETS {
+            true => Ok(()),
+            false => Err(RejectReason::Full),
+        }
     }
 
     /// The reject to send `join.addr` when the game has no room for it.
