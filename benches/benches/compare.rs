@@ -88,7 +88,7 @@ fn compare(c: &mut Criterion) {
                         b.iter_custom(|iters| {
                             let mut total = Duration::ZERO;
                             for _ in 0..iters {
-                                w.mutate(f, push != PushMode::Off);
+                                w.mutate_store(f, push != PushMode::Off);
                                 w.store.begin_tick();
                                 let t = Instant::now();
                                 pool.install(|| shadow.compare(&mut w.store, &cfg, &mut changes)).expect("own store");

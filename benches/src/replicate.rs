@@ -54,11 +54,16 @@ pub struct ReplicateReport {
     pub bytes_per_pair_state: usize,
     /// Actors changed per frame (last timed frame).
     pub changed_actors: usize,
+    /// Of the timed frames' (connection, frame) pairs, those in which the connection's packet
+    /// window filled (256 packets past its last acknowledgement, about 256 × MTU bytes): what did
+    /// not fit was left to later frames, so such a frame measures a capped send, not the whole
+    /// change. 0 in a run whose changes fit.
+    pub capped_connection_frames: u64,
 }
 
 /// Acknowledges every packet a driver produced for each connection this frame, with one
 /// feedback per connection; returns bytes and packets.
-pub(crate) fn drain_and_ack(driver: &mut NetDriver, conns: &[ConnectionId]) -> Result<(usize, usize), String> {
+pub fn drain_and_ack(driver: &mut NetDriver, conns: &[ConnectionId]) -> Result<(usize, usize), String> {
     let (mut bytes, mut packets) = (0, 0);
     for &c in conns {
         let mut newest = None;
@@ -106,23 +111,8 @@ pub fn run_replicate(
         drain_and_ack(&mut shared, &conns)?;
         drain_and_ack(&mut unshared, &conns)?;
     }
-    for frame in 0.. {
-        let full = |d: &NetDriver| {
-            conns.iter().map(|&c| d.connection_stats(c).map_or(0, |s| s.window_full_frames)).sum::<u64>()
-        };
-        let before = (full(&shared), full(&unshared));
-        progress(&format!("draining the initial backlog, frame {}", frame + 1));
-        shared.tick(&mut [&mut w.store]).map_err(|e| e.to_string())?;
-        unshared.tick(&mut [&mut w.store]).map_err(|e| e.to_string())?;
-        drain_and_ack(&mut shared, &conns)?;
-        drain_and_ack(&mut unshared, &conns)?;
-        if (full(&shared), full(&unshared)) == before {
-            break;
-        }
-        if frame > 10_000 {
-            return Err("the initial replication never drained".into());
-        }
-    }
+    drain_backlog(&mut w, [&mut shared, &mut unshared], &conns, "the initial backlog", progress)?;
+    let capped_before = window_full_frames(&shared, &conns);
     let (mut t_shared, mut t_unshared, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
     let (mut bytes, mut packets, mut changed_actors) = (0usize, 0usize, 0usize);
     for frame in 0..opts.frames {
@@ -151,6 +141,9 @@ pub fn run_replicate(
         t_unshared.push(b);
         ratios.push(b / a.max(1e-9));
     }
+    let capped_connection_frames = window_full_frames(&shared, &conns) - capped_before;
+    // What capped frames left over goes first: an idle frame sends nothing.
+    drain_backlog(&mut w, [&mut shared, &mut unshared], &conns, "what the timed frames left over", progress)?;
     let mut idle = Vec::new();
     for frame in 0..opts.frames {
         progress(&format!("idle frame {}/{}", frame + 1, opts.frames));
@@ -188,7 +181,40 @@ pub fn run_replicate(
         packets_per_connection_frame: packets as f64 / per,
         bytes_per_pair_state: NetDriver::pair_state_bytes(),
         changed_actors,
+        capped_connection_frames,
     })
+}
+
+/// Frames, summed over `conns`, in which a connection of `driver` found its packet window full.
+fn window_full_frames(driver: &NetDriver, conns: &[ConnectionId]) -> u64 {
+    conns.iter().map(|&c| driver.connection_stats(c).map_or(0, |s| s.window_full_frames)).sum()
+}
+
+/// Frames with no new change until no connection of either driver finds its window full: what
+/// earlier frames could not send (`what`) has gone.
+fn drain_backlog(
+    w: &mut CompareWorkload,
+    drivers: [&mut NetDriver; 2],
+    conns: &[ConnectionId],
+    what: &str,
+    progress: &mut dyn FnMut(&str),
+) -> Result<(), String> {
+    let [a, b] = drivers;
+    for frame in 0.. {
+        let before = (window_full_frames(a, conns), window_full_frames(b, conns));
+        progress(&format!("draining {what}, frame {}", frame + 1));
+        a.tick(&mut [&mut w.store]).map_err(|e| e.to_string())?;
+        b.tick(&mut [&mut w.store]).map_err(|e| e.to_string())?;
+        drain_and_ack(a, conns)?;
+        drain_and_ack(b, conns)?;
+        if (window_full_frames(a, conns), window_full_frames(b, conns)) == before {
+            return Ok(());
+        }
+        if frame > 10_000 {
+            return Err(format!("{what} never drained"));
+        }
+    }
+    Ok(())
 }
 
 /// One tick of `driver` inside `phase`, timed: (milliseconds, its statistics).

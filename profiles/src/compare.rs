@@ -10,7 +10,8 @@ use shadowrep_benches::workload::{run_compare, run_push_scaling, CompareOptions,
 
 #[derive(Args, Clone)]
 pub(crate) struct CompareArgs {
-    /// Class to instantiate: ShooterCharacter, LootContainer, ExampleActor, Projectile, ShooterWeapon, Pickup, Counter.
+    /// Class to instantiate: Actor, ShooterCharacter, LootContainer, ExampleActor, Projectile, ShooterWeapon, Pickup,
+    /// Counter (a class of your own: `cargo run --release -p shadowrep-benches --example custom_class`).
     #[arg(long, default_value = "ShooterCharacter")]
     class: String,
     /// Number of actors.
@@ -190,7 +191,12 @@ pub(crate) fn compare(
             let scores: Vec<String> = r.tune_scores.iter().map(|(t, x)| format!("{t} {x:.3}")).collect();
             println!("  trials (time per page over the baseline's, medians, fastest first): {}", scores.join(", "));
         }
-        println!("  dirty statistics of untimed push frames after the timed ones (lanes compared with a mark / lanes changed):");
+        println!(
+            "  dirty statistics, summed over the {} untimed push frames after the timed ones (lanes compared with a \
+             mark / lanes changed; every property is push-based in those frames, `push` in the JSON is the \
+             declaration):",
+            opts.frames
+        );
         for s in r.dirty_stats.iter().filter(|s| s.marked != 0 || s.changed != 0) {
             println!("    {:<24} {:>10} marked {:>10} changed", s.property, s.marked, s.changed);
         }
@@ -198,6 +204,10 @@ pub(crate) fn compare(
         println!("  push, 1 %: {PUSH_1PCT}");
         println!("  gather: {PUSH_GATHER}");
         println!("  memcmp: the same live and shadow bytes compared with `==` (equal, so every byte is read)");
+        println!(
+            "  ratios are medians of per-frame ratios (kernel and its baseline timed in the same frame), not ratios \
+             of the medians above"
+        );
     }
     Ok(())
 }

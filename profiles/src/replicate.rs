@@ -9,7 +9,8 @@ use shadowrep_benches::replicate::{run_replicate, ReplicateOptions};
 
 #[derive(Args, Clone)]
 pub(crate) struct ReplicateArgs {
-    /// Class to instantiate: ShooterCharacter, LootContainer, ExampleActor, Projectile, ShooterWeapon, Pickup, Counter.
+    /// Class to instantiate: Actor, ShooterCharacter, LootContainer, ExampleActor, Projectile, ShooterWeapon, Pickup,
+    /// Counter (a class of your own: `cargo run --release -p shadowrep-benches --example custom_class`).
     #[arg(long, default_value = "Counter")]
     class: String,
     /// Number of actors.
@@ -90,6 +91,7 @@ pub(crate) fn replicate(
             "packets_per_connection_frame": r.packets_per_connection_frame,
             "bytes_per_pair_state": r.bytes_per_pair_state,
             "changed_actors": r.changed_actors,
+            "capped_connection_frames": r.capped_connection_frames,
         });
         session.emit(out)?;
     } else {
@@ -115,6 +117,17 @@ pub(crate) fn replicate(
             "  per connection and frame    {:>10.0} bytes in {:.1} packets",
             r.bytes_per_connection_frame, r.packets_per_connection_frame
         );
+        if r.capped_connection_frames > 0 {
+            println!(
+                "  CAPPED: in {} of {} (connection, frame) pairs the connection's packet window filled (256 packets \
+                 past its last acknowledgement, about 256 × {} bytes) and the rest of the change waited for later \
+                 frames: these frames measure a capped send, not the whole change (raise --mtu, or lower --changed \
+                 or --actors)",
+                r.capped_connection_frames,
+                opts.connections * opts.frames,
+                opts.mtu
+            );
+        }
         println!("  send state per (connection, actor): {} bytes", r.bytes_per_pair_state);
         println!("  per connection (the reference here): {REFERENCE_REPLICATE}");
     }

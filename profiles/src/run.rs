@@ -46,7 +46,8 @@ pub(crate) struct RunArgs {
     no_owner_chains: bool,
     /// Run the UE-style reference on the first N timed frames (a second pass over the same
     /// seeded world, the kernel's decisions compared with it on every frame); 0 skips it.
-    /// Default: every frame for battle_royale, 5 for mmo (its reference takes seconds a frame).
+    /// Default: every frame for battle_royale, 5 for mmo (its reference takes seconds a frame),
+    /// 60 for open_world.
     #[arg(long)]
     reference_frames: Option<usize>,
 }

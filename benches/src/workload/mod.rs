@@ -8,8 +8,10 @@
 //! frames and reports medians; after every compare, outside
 //! the timed region, each actor's kernel changelist must equal the reference's.
 
+mod classes;
 mod scaling;
 
+pub use classes::register_class;
 pub use scaling::{
     copy_floor, flush_bytes, gather, last_level_cache_bytes, run_push_scaling, ScalingOptions, ScalingReport,
 };
@@ -28,12 +30,6 @@ use shadowrep::value::{ObjectRef, Value};
 use std::hint::black_box;
 use std::sync::Arc;
 use std::time::Instant;
-
-/// Parents that change every time an actor changes: movement, and a weapon's shot (its burst
-/// counter and the round it takes from the clip).
-const HOT: [&str; 6] = ["Location", "Rotation", "LinearVelocity", "Velocity", "BurstCounter", "CurrentAmmoInClip"];
-/// Parents one changed actor in ten also changes.
-const OCCASIONAL: [&str; 5] = ["Health", "bIsTargeting", "bWantsToRun", "bHidden", "CurrentAmmo"];
 
 /// `N` actors of one class in the kernel store and (optionally) in the reference world.
 pub struct CompareWorkload {
@@ -56,29 +52,10 @@ pub struct CompareWorkload {
 }
 
 impl CompareWorkload {
-    /// Spawns `actors` actors of `class` with seeded random movement and health.
+    /// Spawns `actors` actors of `class` (a sample class, or one of
+    /// [`register_class`]) with seeded random values.
     pub fn new(class: &str, actors: usize, seed: u64, with_reference: bool) -> Result<Self, String> {
-        let layout = shadowrep_layouts::layout_by_name(class)
-            .ok_or_else(|| format!("unknown class `{class}`; known: {}", shadowrep_layouts::class_names().join(", ")))?
-            .clone();
-        let find = |names: &[&str]| -> Vec<usize> { names.iter().filter_map(|n| layout.parent_index(n)).collect() };
-        let mut hot = find(&HOT);
-        let named = !hot.is_empty();
-        if !named {
-            // A class with none of those (Counter): its first fixed parent is what changes — not an
-            // object reference, which has no other actor to point at here and would never change.
-            hot.extend(layout.parents.iter().position(|p| !matches!(p.ty, PropType::Array { .. } | PropType::Object)));
-        }
-        if hot.is_empty() {
-            return Err(format!(
-                "class `{class}` has no property this workload can change (every one is an object reference or an array)"
-            ));
-        }
-        // A counter counts: a `u32` that is all a class changes starts at the actor's index and
-        // grows by one per change (values stay small, as real counters' do).
-        let counting =
-            !named && hot.len() == 1 && matches!(layout.parents[hot[0]].ty, PropType::U32 | PropType::PackedU32);
-        let occasional = find(&OCCASIONAL);
+        let classes::WorkloadClass { layout, hot, occasional, counting } = classes::WorkloadClass::by_name(class)?;
         let mut store = ClassStore::new(layout.clone());
         let mut reference = with_reference.then(|| RefWorld::new(layout.clone()));
         let ids: Vec<ActorId> = (0..actors).map(|_| store.spawn()).collect();
@@ -161,6 +138,16 @@ impl CompareWorkload {
             let occasional = self.rng.random_range(0..10) == 0;
             self.change_actor(actor, occasional, mark);
         }
+        k
+    }
+
+    /// [`Self::mutate`] of the kernel's store alone, the reference world left as it is (it no
+    /// longer mirrors the store: for kernel-only measurements, whose profiles should not hold
+    /// the reference's writes).
+    pub fn mutate_store(&mut self, fraction: f64, mark: bool) -> usize {
+        let reference = self.reference.take();
+        let k = self.mutate(fraction, mark);
+        self.reference = reference;
         k
     }
 
