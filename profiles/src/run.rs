@@ -266,7 +266,12 @@ pub(crate) fn run(
             );
         }
         println!("  due actors per frame {:.0}", s.due_actors);
-        println!("  channels: {open_pairs} rows, {bytes_per_open_pair:.0} B each, {:.1} MB", pair_bytes as f64 / 1e6);
+        println!(
+            "  channel rows at the run's end (open or recently relevant pairs; `open_pairs` in the JSON): {open_pairs}, \
+             {bytes_per_open_pair:.0} B of state each (`bytes_per_open_pair`: send state, relevancy and priority \
+             times, key), {:.1} MB",
+            pair_bytes as f64 / 1e6
+        );
         if let Some(mb) = peak_rss_mb {
             println!("  peak RSS {mb:.0} MB");
         }

@@ -68,6 +68,10 @@ fn json_is_one_object_with_the_documented_keys() {
     let frame: serde_json::Value =
         serde_json::from_slice(&std::fs::read(&dump).expect("the dump was written")).expect("valid JSON");
     assert_eq!(frame["connections"].as_array().map(Vec::len), Some(100));
+    // The dump says what its fields count in.
+    for field in ["position", "queued_bits_before", "priority", "priority_key", "relevant_time"] {
+        assert!(frame["units"][field].as_str().is_some_and(|u| !u.is_empty()), "no unit for `{field}`");
+    }
     std::fs::remove_dir_all(&dir).ok();
 }
 

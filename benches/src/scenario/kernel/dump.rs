@@ -63,6 +63,27 @@ fn location(world: &World, kind: Kind, id: ActorId) -> [f32; 3] {
     read.unwrap_or([f32::NAN; 3])
 }
 
+/// What each field of the dump means and counts in (the dump's `units` object).
+const UNITS: &str = concat!(
+    "{\"position\":\"UE units (cm); a weapon's is null: it is where its owner is\",",
+    "\"server_time\":\"seconds since the server started\",",
+    "\"settings\":\"classes[]: the class defaults; actors[]: the actor's own (defaults or overrides)\",",
+    "\"net_update_frequency\":\"Hz\",\"cull_distance_squared\":\"cm squared; relevant when strictly closer\",",
+    "\"net_speed\":\"bytes per second\",",
+    "\"queued_bits_before\":\"bits the connection owed before this frame's sends (UE's QueuedBits, drained by ",
+    "elapsed time x net speed); negative is credit, floored at minus two ticks' allowance\",",
+    "\"queued_bits_after\":\"the same after the frame's sends\",",
+    "\"ready\":\"heard from within the ready timeout (1.5 s): replicated to at all\",",
+    "\"saturated\":\"the frame stopped on the bandwidth budget; what was left waits with pending-net-update\",",
+    "\"relevant\":\"NetGUIDs relevant to the connection this frame\",",
+    "\"priority\":\"UE's GetNetPriority: time since last sent x net priority x distance and view factors, ",
+    "x4 for the view target, the largest over the viewers\",",
+    "\"priority_key\":\"the priority in 16.16 fixed point, the send order's key (descending; ties by NetGUID)\",",
+    "\"bits\":\"bits written for the action (an open, an update, a close)\",",
+    "\"last_update\":\"server_time of the channel's last replication, s\",",
+    "\"relevant_time\":\"server_time it was last found relevant, s (it closes relevant_timeout, 5 s, later)\"}"
+);
+
 /// The dump: written row by row (a 1M-actor frame is hundreds of MB), one actor or channel per
 /// line.
 pub(super) fn write_dump(s: &KernelServer, world: &World, frame: usize, out: &mut dyn Write) -> std::io::Result<()> {
@@ -77,6 +98,7 @@ pub(super) fn write_dump(s: &KernelServer, world: &World, frame: usize, out: &mu
         num(d.server_time()),
         num(cfg.tick_rate)
     )?;
+    writeln!(out, "\"units\":{UNITS},")?;
     write!(out, "\"classes\":[")?;
     for (i, kind) in Kind::ALL.into_iter().enumerate() {
         let sep = if i == 0 { "" } else { "," };
