@@ -24,7 +24,7 @@ pub(crate) struct CompareArgs {
     #[arg(long, value_parser = positive)]
     threads: Option<usize>,
     /// Timed frames; medians are reported.
-    #[arg(long, default_value_t = 5, value_parser = positive)]
+    #[arg(long, default_value_t = 9, value_parser = positive)]
     frames: usize,
     /// Diff routines: best, scalar, wide, avx2, avx512.
     #[arg(long, default_value = "best")]
@@ -57,7 +57,7 @@ impl Default for CompareArgs {
             actors: 100_000,
             changed: 0.01,
             threads: None,
-            frames: 5,
+            frames: 9,
             isa: "best".into(),
             scan: None,
             next_page: None,

@@ -40,7 +40,7 @@ pub fn main_job(json: bool, progress: &mut dyn FnMut(&str), session: &mut Sessio
         actors: COMPARE_ACTORS,
         changed: 0.01,
         threads,
-        frames: 5,
+        frames: 9,
         kernels: Kernels::best(),
         seed: 1,
     };
