@@ -32,7 +32,8 @@
 //!                       reason: 1 version, 2 class count (detail: the server's),
 //!                       3 checksum (detail: the first class that differs), 4 full,
 //!                       5 address in use, 6 ticket (detail: 0 missing, 1 server does not
-//!                       seal, 2 forged or another deployment's, 3 expired, 4 in use from another address, 5 for another server)
+//!                       seal, 2 forged or another deployment's, 3 expired, 4 held by a live session at another
+//!                       address, 5 for another server)
 //! 0x10 packet         | 10 | token u64 | kernel packet (1..=8192 bytes) |
 //! 0x11 feedback       | 11 | token u64 | kernel feedback (1..=8192 bytes) |
 //! 0x12 digest request | 12 | token u64 | id u32 |
@@ -77,6 +78,14 @@
 //! assert!(ticket::open(&key, &t, SystemTime::now() + Duration::from_secs(61)).is_err());
 //! # Ok::<(), shadowrep::session::TicketError>(())
 //! ```
+//!
+//! # A session's end, a restart, a new address
+//! A session ends when the client says so, when the server ends it
+//! ([`SessionServer::disconnect`]), or when one side hears nothing for its timeout (the
+//! server's [`SessionServer::expire_with_notice`], the client's [`SessionClient::expire`]). A
+//! client restarted on the same address joins again at once: its new handshake ends the old
+//! session (a sealed one only for a new ticket of its player). A sealed session follows its
+//! client to a new address (the first datagram that opens there moves it); a plain one cannot.
 //!
 //! # State digests
 //! [`digest`] reduces "what a client holds" to one number the server can compute for a
