@@ -14,8 +14,8 @@
 
 use shadowrep::compare::Kernels;
 use shadowrep_benches::phase::NoProbe;
-use shadowrep_benches::replicate::{run_replicate, ReplicateOptions};
-use shadowrep_benches::workload::{flag_pairs, flag_value, register_class, run_compare, CompareOptions};
+use shadowrep_benches::replicate::{run_replicate, ReplicateOptions, ReplicateReport};
+use shadowrep_benches::workload::{flag_pairs, flag_value, register_class, run_compare, CompareOptions, CompareReport};
 use shadowrep_layouts::classes::Actor;
 use shadowrep_layouts::prelude::*;
 
@@ -31,22 +31,47 @@ replicated_class! {
     }
 }
 
+/// What to measure (the flags).
+pub struct Run {
+    pub actors: usize,
+    pub changed: f64,
+    pub connections: usize,
+    pub frames: usize,
+    pub threads: usize,
+    /// What every change writes, and one in ten also (wire names, comma separated).
+    pub hot: String,
+    pub occasional: String,
+}
+
+#[allow(dead_code)] // (A test runs `measure` alone.)
 fn main() -> Result<(), String> {
-    let (mut actors, mut changed, mut connections, mut frames) = (100_000usize, 0.01, 16usize, 5usize);
-    let mut threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let (mut hot, mut occasional) = ("Position,Heading,Fuel".to_string(), "Health,Ammo".to_string());
+    let mut run = Run {
+        actors: 100_000,
+        changed: 0.01,
+        connections: 16,
+        frames: 5,
+        threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        hot: "Position,Heading,Fuel".into(),
+        occasional: "Health,Ammo".into(),
+    };
     for (flag, value) in flag_pairs()? {
         match flag.as_str() {
-            "--actors" => actors = flag_value(&flag, &value)?,
-            "--changed" => changed = flag_value(&flag, &value)?,
-            "--connections" => connections = flag_value::<usize>(&flag, &value)?.max(1),
-            "--frames" => frames = flag_value::<usize>(&flag, &value)?.max(1),
-            "--threads" => threads = flag_value::<usize>(&flag, &value)?.max(1),
-            "--hot" => hot = value,
-            "--occasional" => occasional = value,
+            "--actors" => run.actors = flag_value(&flag, &value)?,
+            "--changed" => run.changed = flag_value(&flag, &value)?,
+            "--connections" => run.connections = flag_value::<usize>(&flag, &value)?.max(1),
+            "--frames" => run.frames = flag_value::<usize>(&flag, &value)?.max(1),
+            "--threads" => run.threads = flag_value::<usize>(&flag, &value)?.max(1),
+            "--hot" => run.hot = value,
+            "--occasional" => run.occasional = value,
             _ => return Err(format!("unknown flag {flag}")),
         }
     }
+    measure(&run).map(drop)
+}
+
+/// Registers `Vehicle` with `run`'s changes, measures it and prints the figures.
+pub fn measure(run: &Run) -> Result<(CompareReport, ReplicateReport), String> {
+    let Run { actors, changed, connections, frames, threads, .. } = *run;
     let layout = Vehicle::try_layout().map_err(|e| e.to_string())?.clone();
     println!(
         "Vehicle: {} parents, {} leaves, {:.1} bytes of fixed live state an actor (arrays beside)",
@@ -54,13 +79,17 @@ fn main() -> Result<(), String> {
         layout.leaves.len(),
         layout.page_bytes as f64 / shadowrep::schema::PAGE_LANES as f64
     );
+    let names =
+        |list: &'_ str| -> Vec<String> { list.split(',').filter(|n| !n.is_empty()).map(String::from).collect() };
+    let (hot, occasional) = (names(&run.hot), names(&run.occasional));
     let (hot, occasional): (Vec<&str>, Vec<&str>) =
-        (hot.split(',').filter(|n| !n.is_empty()).collect(), occasional.split(',').filter(|n| !n.is_empty()).collect());
+        (hot.iter().map(String::as_str).collect(), occasional.iter().map(String::as_str).collect());
     register_class(layout, &hot, &occasional)?;
 
     let opts =
         CompareOptions { class: "Vehicle".into(), actors, changed, threads, frames, kernels: Kernels::best(), seed: 1 };
-    let r = run_compare(&opts, &mut |_| {}, &mut NoProbe)?;
+    let compared = run_compare(&opts, &mut |_| {}, &mut NoProbe)?;
+    let r = &compared;
     println!(
         "compare, {actors} vehicles at {:.2} % changed, {threads} thread(s), {}: kernel {:.3} ms, reference {:.3} ms \
          (×{:.1}), {:.2} of a memcmp of the same bytes; push 1 % / full {:.3} (per-frame medians of {frames})",
@@ -83,7 +112,8 @@ fn main() -> Result<(), String> {
         kernels: Kernels::best(),
         seed: 1,
     };
-    let r = run_replicate(&opts, &mut |_| {}, &mut NoProbe)?;
+    let replicated = run_replicate(&opts, &mut |_| {}, &mut NoProbe)?;
+    let r = &replicated;
     println!(
         "replicate to {connections} connections: shared {:.3} ms, per connection {:.3} ms (×{:.2}), idle {:.3} ms; \
          {:.0} bytes in {:.1} packets a connection and frame",
@@ -100,5 +130,5 @@ fn main() -> Result<(), String> {
             r.capped_connection_frames
         );
     }
-    Ok(())
+    Ok((compared, replicated))
 }

@@ -1,0 +1,27 @@
+//! The example `custom_class` (a class of one's own through the command's workloads) runs: the
+//! registered class is compared against the UE-style reference (every changelist checked
+//! inside `run_compare`) and replicated, shared and per connection, with the same bytes.
+
+#[path = "../examples/custom_class.rs"]
+mod example;
+
+#[test]
+fn a_registered_class_is_measured_as_the_samples_are() {
+    let run = example::Run {
+        actors: 3_000,
+        changed: 0.05,
+        connections: 3,
+        frames: 2,
+        threads: 2,
+        hot: "Position,Heading,Fuel,Ammo".into(),
+        occasional: "Health,Driver".into(),
+    };
+    let (compared, replicated) = example::measure(&run).expect("the custom class runs");
+    assert_eq!(compared.changed_actors, 150, "5 % of 3 000 changed each frame");
+    assert!(compared.kernel_ns > 0 && compared.reference_ns > 0);
+    assert!(replicated.bytes_per_connection_frame > 150.0, "each changed vehicle sends something");
+    assert_eq!(replicated.capped_connection_frames, 0);
+    // A property the class does not have is refused by name.
+    let bad = example::Run { hot: "Wings".into(), ..run };
+    assert!(example::measure(&bad).is_err_and(|e| e.contains("Wings")));
+}
