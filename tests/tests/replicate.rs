@@ -97,9 +97,12 @@ fn shared_and_per_connection_encoding_write_the_same_packets() {
     use rand::{Rng, SeedableRng};
     use shadowrep::net::NetDriver;
     use shadowrep::store::ClassStore;
+    use shadowrep::value::ObjectRef;
     use shadowrep::value::Value;
     use shadowrep::wire::feedback::ack_everything;
     let layout = shadowrep_tests::mixed_layouts()[0].clone();
+    const ITEMS: usize = 8;
+    assert_eq!(layout.parents[ITEMS].name, "Items");
     let mut store = ClassStore::new(layout.clone());
     let mut drivers: Vec<NetDriver> = [true, false]
         .into_iter()
@@ -125,6 +128,21 @@ fn shared_and_per_connection_encoding_write_the_same_packets() {
             if rng.random_bool(0.1) {
                 let at = [rng.random_range(-1e4..1e4), 0.0, rng.random_range(-1e4..1e4)];
                 store.set(id, 2, &Value::Vector(at)).unwrap();
+            }
+            // The dynamic array: an element's count changes, one is added or one goes (the
+            // shared encoding carries the elements this frame changed).
+            if rng.random_bool(0.15) {
+                let Ok(Value::Array(mut items)) = store.get(id, ITEMS) else { panic!("an array") };
+                let item = |n: u16| Value::Struct(vec![Value::U16(n), Value::Object(ObjectRef(0))]);
+                match rng.random_range(0..3) {
+                    0 if !items.is_empty() => {
+                        let at = rng.random_range(0..items.len());
+                        items[at] = item(rng.random());
+                    }
+                    1 if items.len() < 8 => items.push(item(rng.random())),
+                    _ => drop(items.pop()),
+                }
+                store.set(id, ITEMS, &Value::Array(items)).unwrap();
             }
         }
         // One connection of each driver owns a few actors: conditions make the two connections'

@@ -128,6 +128,9 @@ pub(crate) struct ClassNet {
     /// Fixed leaves the shared arena encodes: those a simulated proxy receives (see
     /// [`super::shared`]).
     pub shared_leaves: LeafMask,
+    /// Arrays whose changed elements the shared arena encodes: those a simulated proxy
+    /// receives, under no condition (a conditioned array always goes whole).
+    pub shared_arrays: LeafMask,
     /// Leaves that hold object references (fixed, or arrays with a reference in their element):
     /// a static object they name is exported to a connection before it is sent there.
     pub object_leaves: LeafMask,

@@ -57,7 +57,9 @@ impl NetDriver {
         // reach a connection or two, which encode them themselves — the arena would encode them
         // for nobody most frames.
         use condition::flags::{PHYSICS, SIMULATED};
-        let shared_leaves = (active.get(SIMULATED) | active.get(SIMULATED | PHYSICS)) & !array_leaves;
+        let simulated = active.get(SIMULATED) | active.get(SIMULATED | PHYSICS);
+        let shared_leaves = simulated & !array_leaves;
+        let shared_arrays = simulated & array_leaves & !conditioned_arrays;
         let id = ClassId(self.classes.len() as u32);
         self.by_store.insert(store.id(), id.0);
         self.classes.push(ClassNet {
@@ -73,6 +75,7 @@ impl NetDriver {
             conditioned_arrays,
             fixed_leaves,
             shared_leaves,
+            shared_arrays,
             object_leaves,
             layout,
             cols: Default::default(),

@@ -13,16 +13,23 @@
 //! GUID is a step from the bunch before it in that connection's packet, so it cannot be shared)
 //! and copies the body; one
 //! that gets a subset or a superset (conditions, resends, first sends) copies record spans into
-//! its own bunch and encodes the rest itself. Dynamic arrays are never shared (they are written
-//! per connection, split across packets when large), nor leaves that reach only an owner, an
-//! autonomous proxy, a first send or a replay (`ClassNet::shared_leaves`): the one or two
-//! connections that get them encode them, instead of the arena encoding them every frame.
+//! its own bunch and encodes the rest itself. Leaves that reach only an owner, an autonomous
+//! proxy, a first send or a replay are not encoded here (`ClassNet::shared_leaves`): the one or
+//! two connections that get them encode them, instead of the arena encoding them every frame.
+//!
+//! A changed dynamic array (one a simulated proxy receives, under no condition:
+//! `ClassNet::shared_arrays`) has the elements that changed this frame encoded once, each its
+//! own span ([`SharedArray`]): a connection whose last send of the actor came after every
+//! earlier change of the array — so "changed after my last send" is "changed this frame" —
+//! copies them element by element (the array is still split between elements across packets
+//! where it does not fit); any other (a resend, an open, a send that missed a change) encodes
+//! its own.
 
 use super::actors::{ChangedActor, ClassNet};
-use crate::ids::LeafMask;
+use crate::ids::{Frame, LeafMask};
 use crate::schema::LeafGroups;
 use crate::store::ClassStore;
-use crate::wire::bunch::{handle_bits, write_leaf_record, write_record_count};
+use crate::wire::bunch::{handle_bits, write_array_element, write_leaf_record, write_record_count};
 use crate::wire::BitWriter;
 use rayon::prelude::*;
 
@@ -50,6 +57,29 @@ pub(crate) struct SharedArena {
     /// Per key, its record spans in leaf order.
     pub spans: Vec<Span>,
     pub chunks: Vec<BitWriter>,
+    /// Per key, where its arrays start in `arrays` (one more entry than keys: the end).
+    pub array_heads: Vec<u32>,
+    /// The changed arrays' shared encodings, by key, in leaf order.
+    pub arrays: Vec<SharedArray>,
+    /// Their elements: (element index, its encoding), by array, in element order.
+    pub elements: Vec<(u32, Span)>,
+}
+
+/// A changed array's elements that changed this frame, encoded once ([`SharedArena::arrays`]).
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct SharedArray {
+    /// Its leaf.
+    pub leaf: u32,
+    /// Its element count.
+    pub count: u32,
+    /// The frame that changed them.
+    pub frame: u32,
+    /// The newest earlier frame that changed an element leaf of it (0: none): a connection whose
+    /// last send came at or after it and before `frame` wants exactly these elements.
+    pub before: u32,
+    /// Its elements' range in [`SharedArena::elements`].
+    pub first: u32,
+    pub len: u32,
 }
 
 /// A key's entry in [`SharedArena::heads`].
@@ -69,6 +99,7 @@ pub(crate) struct SharedActor<'a> {
     pub leaves: LeafMask,
     body: Span,
     records: u32,
+    key: u32,
 }
 
 impl<'a> SharedActor<'a> {
@@ -80,6 +111,34 @@ impl<'a> SharedActor<'a> {
     /// The record of `leaf` (whose group, of the class's `groups`, must be in `leaves`).
     pub fn record(&self, leaf: usize, groups: &LeafGroups) -> (&'a [u8], usize, usize) {
         self.arena.bits_of(self.arena.spans[(self.records + groups.rank(self.leaves, leaf)) as usize])
+    }
+
+    /// The shared elements of array leaf `leaf` for a send whose last send of the actor was
+    /// `since`, if they are exactly what it wants: it came at or after every earlier change of
+    /// the array and before this frame's, and the array still has `count` elements.
+    pub fn array(&self, leaf: usize, since: crate::ids::Frame, count: usize) -> Option<SharedElements<'a>> {
+        let a = self.arena;
+        let range =
+            *a.array_heads.get(self.key as usize)? as usize..*a.array_heads.get(self.key as usize + 1)? as usize;
+        let sa = a.arrays[range].iter().find(|sa| sa.leaf as usize == leaf)?;
+        (sa.before <= since.0 && since.0 < sa.frame && sa.count as usize == count).then(|| SharedElements {
+            arena: a,
+            elements: &a.elements[sa.first as usize..(sa.first + sa.len) as usize],
+        })
+    }
+}
+
+/// The elements of one shared array, in element order.
+#[derive(Clone, Copy)]
+pub(crate) struct SharedElements<'a> {
+    arena: &'a SharedArena,
+    pub elements: &'a [(u32, Span)],
+}
+
+impl<'a> SharedElements<'a> {
+    /// The bits of the `k`-th: (chunk bytes, start bit, bits).
+    pub fn bits(&self, k: usize) -> (&'a [u8], usize, usize) {
+        self.arena.bits_of(self.elements[k].1)
     }
 }
 
@@ -101,14 +160,63 @@ pub(crate) fn encode_leaf(
     write_leaf_record(w, handle_width, l.handle, l.kind, &buf[..n]);
 }
 
+/// One encoding chunk's output: its bits, its fixed records' (start, bits), its arrays (by key
+/// index in the chunk; `first` counts in the chunk's elements) and their elements' (element,
+/// start, bits).
+#[derive(Default)]
+struct Chunk {
+    w: BitWriter,
+    spans: Vec<(u32, u32)>,
+    arrays: Vec<(u32, SharedArray)>,
+    elements: Vec<(u32, u32, u32)>,
+}
+
+/// Encodes into `chunk` the elements `frame` changed of the arrays among `leaves` of the actor
+/// in `slot` (key `key` of the chunk): those whose history has a frame per element leaf, as the
+/// array is now (else a send encodes the whole array itself).
+fn encode_arrays(
+    chunk: &mut Chunk,
+    (key, c, store, slot): (u32, &ClassNet, &ClassStore, u32),
+    leaves: LeafMask,
+    frame: u32,
+) {
+    for leaf in c.layout.groups.leaves_in(leaves) {
+        let Some(a) = c.layout.leaves[leaf].array else { continue };
+        let array = &c.layout.arrays[a];
+        let bytes = store.array_bytes(slot, a);
+        let (count, per) = (bytes.len() / array.stride, array.elements.len());
+        let frames = c.history.element_frames(slot, leaf);
+        if frames.len() != count * per {
+            continue;
+        }
+        let before = frames.iter().copied().filter(|&f| f < frame).max().unwrap_or(0);
+        let first = chunk.elements.len();
+        for (e, stamps) in frames.chunks_exact(per.max(1)).enumerate() {
+            if !stamps.contains(&frame) {
+                continue;
+            }
+            let start = chunk.w.len_bits();
+            let element = &bytes[e * array.stride..(e + 1) * array.stride];
+            write_array_element(&mut chunk.w, array, e, element, |i| stamps[i] == frame);
+            chunk.elements.push((e as u32, start as u32, (chunk.w.len_bits() - start) as u32));
+        }
+        let len = (chunk.elements.len() - first) as u32;
+        chunk.arrays.push((
+            key,
+            SharedArray { leaf: leaf as u32, count: count as u32, frame, before, first: first as u32, len },
+        ));
+    }
+}
+
 impl SharedArena {
-    /// Encodes the fixed leaves of every changed actor, once.
+    /// Encodes the fixed leaves of every changed actor, once, and the elements of its changed
+    /// arrays that `frame` changed.
     pub fn encode(
         &mut self,
         changed: &[ChangedActor],
         classes: &[ClassNet],
         stores: &[&ClassStore],
-        parallel: bool,
+        (frame, parallel): (Frame, bool),
     ) -> usize {
         // One key per entry, in order (the actor level finds an actor's by its index in the
         // list); an entry with no shared leaf keeps an empty key.
@@ -116,53 +224,67 @@ impl SharedArena {
         self.keys.extend(
             changed.iter().map(|c| ChangedActor { leaves: c.leaves & classes[c.class as usize].shared_leaves, ..*c }),
         );
-        let encode = |keys: &[ChangedActor]| {
-            let mut w = BitWriter::new();
-            let mut spans = Vec::with_capacity(keys.len() * 4);
+        let encode = |(keys, entries): (&[ChangedActor], &[ChangedActor])| {
+            let mut chunk = Chunk::default();
             let mut buf = [0u8; 256];
-            for k in keys {
+            for (j, (k, entry)) in keys.iter().zip(entries).enumerate() {
+                let c = &classes[k.class as usize];
+                let arrays = entry.leaves & c.shared_arrays;
+                if !arrays.is_empty() {
+                    let store = stores[k.class as usize];
+                    encode_arrays(&mut chunk, (j as u32, c, store, k.slot), arrays, frame.0);
+                }
+                let w = &mut chunk.w;
                 if k.leaves.is_empty() {
-                    spans.push((0, 0));
+                    chunk.spans.push((0, 0));
                     continue;
                 }
-                let c = &classes[k.class as usize];
                 let bits = handle_bits(&c.layout);
                 let body_start = w.len_bits();
-                write_record_count(&mut w, bits, c.layout.groups.count(k.leaves));
-                let whole = spans.len();
-                spans.push((body_start as u32, 0));
+                write_record_count(w, bits, c.layout.groups.count(k.leaves));
+                let whole = chunk.spans.len();
+                chunk.spans.push((body_start as u32, 0));
                 for leaf in c.layout.groups.leaves_in(k.leaves) {
                     let start = w.len_bits();
-                    encode_leaf(&mut w, stores[k.class as usize], k.slot, &c.layout, leaf, bits, &mut buf);
-                    spans.push((start as u32, (w.len_bits() - start) as u32));
+                    encode_leaf(w, stores[k.class as usize], k.slot, &c.layout, leaf, bits, &mut buf);
+                    chunk.spans.push((start as u32, (w.len_bits() - start) as u32));
                 }
-                spans[whole].1 = (w.len_bits() - body_start) as u32;
+                chunk.spans[whole].1 = (w.len_bits() - body_start) as u32;
             }
-            (w, spans)
+            chunk
         };
-        let chunks: Vec<(BitWriter, Vec<(u32, u32)>)> = if parallel && self.keys.len() > CHUNK {
-            self.keys.par_chunks(CHUNK).map(encode).collect()
+        let chunks: Vec<Chunk> = if parallel && self.keys.len() > CHUNK {
+            self.keys.par_chunks(CHUNK).zip(changed.par_chunks(CHUNK)).map(encode).collect()
         } else {
-            self.keys.chunks(CHUNK).map(encode).collect()
+            self.keys.chunks(CHUNK).zip(changed.chunks(CHUNK)).map(encode).collect()
         };
         self.spans.clear();
         self.heads.clear();
         self.chunks.clear();
-        for (chunk, ((w, spans), keys)) in chunks.into_iter().zip(self.keys.chunks(CHUNK)).enumerate() {
-            let mut it = spans.into_iter();
-            let mut span = || {
-                let (start, bits) = it.next().unwrap_or_default();
-                Span { chunk: chunk as u32, start, bits }
-            };
-            for k in keys {
-                let body = span();
+        self.array_heads.clear();
+        self.arrays.clear();
+        self.elements.clear();
+        for (chunk, (c, keys)) in chunks.into_iter().zip(self.keys.chunks(CHUNK)).enumerate() {
+            let at = |(start, bits): (u32, u32)| Span { chunk: chunk as u32, start, bits };
+            let mut it = c.spans.into_iter();
+            let mut arrays = c.arrays.into_iter().peekable();
+            for (j, k) in keys.iter().enumerate() {
+                let body = at(it.next().unwrap_or_default());
                 self.heads.push(Head { leaves: k.leaves, body, records: self.spans.len() as u32 });
                 for _ in 0..classes[k.class as usize].layout.groups.count(k.leaves) {
-                    self.spans.push(span());
+                    self.spans.push(at(it.next().unwrap_or_default()));
+                }
+                self.array_heads.push(self.arrays.len() as u32);
+                while let Some((_, sa)) = arrays.next_if(|(key, _)| *key == j as u32) {
+                    let first = self.elements.len() as u32;
+                    let elements = &c.elements[sa.first as usize..(sa.first + sa.len) as usize];
+                    self.elements.extend(elements.iter().map(|&(e, start, bits)| (e, at((start, bits)))));
+                    self.arrays.push(SharedArray { first, ..sa });
                 }
             }
-            self.chunks.push(w);
+            self.chunks.push(c.w);
         }
+        self.array_heads.push(self.arrays.len() as u32);
         self.spans.len()
     }
 
@@ -177,12 +299,15 @@ impl SharedArena {
         self.heads.clear();
         self.spans.clear();
         self.chunks.clear();
+        self.array_heads.clear();
+        self.arrays.clear();
+        self.elements.clear();
     }
 
     /// The shared encodings of key `i` (the `i`-th entry of the list given to
     /// [`SharedArena::encode`]).
     pub fn at(&self, i: u32) -> Option<SharedActor<'_>> {
-        self.heads.get(i as usize).map(|h| self.actor(h))
+        (self.heads.len() > i as usize).then(|| self.actor(i as usize))
     }
 
     /// Asks for key `i`'s head ahead of [`Self::at`].
@@ -192,8 +317,9 @@ impl SharedArena {
         }
     }
 
-    fn actor(&self, h: &Head) -> SharedActor<'_> {
-        SharedActor { arena: self, leaves: h.leaves, body: h.body, records: h.records }
+    fn actor(&self, key: usize) -> SharedActor<'_> {
+        let h = &self.heads[key];
+        SharedActor { arena: self, leaves: h.leaves, body: h.body, records: h.records, key: key as u32 }
     }
 
     /// The shared encodings of actor (`class`, `slot`), given a cursor into the sorted keys that
@@ -203,6 +329,6 @@ impl SharedArena {
             *cursor += 1;
         }
         self.keys.get(*cursor).filter(|k| (k.class, k.slot) == (class, slot))?;
-        Some(self.actor(&self.heads[*cursor]))
+        Some(self.actor(*cursor))
     }
 }

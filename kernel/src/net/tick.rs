@@ -102,7 +102,8 @@ impl NetDriver {
         let stores: Vec<&ClassStore> = order.iter().map(|&si| &*stores[si]).collect();
         let t = std::time::Instant::now();
         if self.cfg.shared_serialization {
-            self.stats.shared_records = self.arena.encode(&self.changed, &self.classes, &stores, self.cfg.parallel);
+            self.stats.shared_records =
+                self.arena.encode(&self.changed, &self.classes, &stores, (self.frame, self.cfg.parallel));
         } else {
             self.arena.clear();
         }

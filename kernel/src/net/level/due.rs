@@ -167,11 +167,13 @@ impl NetDriver {
             let index = &mut level.due_index[ci];
             index.resize(c.actors.len(), super::NOT_DUE);
             for (i, d) in level.due[start..end].iter_mut().enumerate().map(|(i, d)| (start + i, d)) {
-                let fixed = d.changed & !c.array_leaves;
-                if !fixed.is_empty() {
-                    // The arena keeps one key per entry of this list, in this order.
+                // The arena encodes the changed fixed leaves and the shared arrays' changed
+                // elements (`ClassNet::shared_arrays`); it keeps one key per entry of this list,
+                // in this order.
+                let shared = d.changed & (!c.array_leaves | c.shared_arrays);
+                if !shared.is_empty() {
                     d.shared = self.changed.len() as u32;
-                    self.changed.push(ChangedActor { class: d.class, slot: d.slot, leaves: fixed });
+                    self.changed.push(ChangedActor { class: d.class, slot: d.slot, leaves: shared });
                 }
                 index[d.slot as usize] = i as u32;
                 level.guid_rank.note(d.rel.guid, i as u32);

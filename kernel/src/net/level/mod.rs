@@ -403,7 +403,8 @@ impl NetDriver {
         // other: built side by side.
         let level = self.level.as_mut().expect("checked above");
         let (classes, guids, changed) = (&self.classes, &self.guids, &self.changed);
-        let (arena, shared, parallel) = (&mut self.arena, self.cfg.shared_serialization, self.cfg.parallel);
+        let (arena, shared, parallel, frame) =
+            (&mut self.arena, self.cfg.shared_serialization, self.cfg.parallel, self.frame);
         let Level { due, due_index, index, guid_rank, opens, .. } = level;
         let mut build_index = || {
             let t = Instant::now();
@@ -434,7 +435,7 @@ impl NetDriver {
         let mut encode = || {
             let t = Instant::now();
             let records = if shared {
-                arena.encode(changed, classes, stores, parallel)
+                arena.encode(changed, classes, stores, (frame, parallel))
             } else {
                 arena.clear();
                 0

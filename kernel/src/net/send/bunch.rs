@@ -9,7 +9,7 @@ use crate::net::connection::{pair, Connection};
 use crate::net::opens::OpenBits;
 use crate::net::plan::SendItem;
 use crate::net::reliability::{entry, SentEntry};
-use crate::net::shared::SharedActor;
+use crate::net::shared::{SharedActor, SharedElements};
 use crate::wire::bunch::{end_array, handle_bits, write_array_element, write_array_head, write_leaf_record};
 use crate::wire::open::EncodedOpen;
 use crate::wire::packet::packed_bits;
@@ -147,7 +147,7 @@ impl WriteCtx<'_> {
                 let ok = match l.array {
                     Some(a) => {
                         let since = (item.whole & group).is_empty().then_some(item.since);
-                        self.write_array(conn, open, &mut part, leaf, a, since)
+                        self.write_array(conn, open, &mut part, (leaf, a, since), shared)
                     }
                     None => match shared
                         .filter(|sh| !(sh.leaves & group).is_empty())
@@ -279,15 +279,15 @@ impl WriteCtx<'_> {
 
     /// Writes a dynamic array: its count and, `since` a frame, the element leaves that changed
     /// after it (by nested handle; the client keeps the rest), else every element — split
-    /// between elements across packets.
+    /// between elements across packets. Elements the frame's shared encoding holds for this
+    /// send ([`SharedActor::array`]) are copied from it, the same bits.
     fn write_array(
         &self,
         conn: &mut Connection,
         open: &mut Open,
         part: &mut BunchPart<'_>,
-        leaf: usize,
-        a: usize,
-        since: Option<crate::ids::Frame>,
+        (leaf, a, since): (usize, usize, Option<crate::ids::Frame>),
+        shared: Option<SharedActor<'_>>,
     ) -> Room {
         let item = part.item;
         let c = &self.classes[item.class as usize];
@@ -297,32 +297,47 @@ impl WriteCtx<'_> {
         let bytes = self.stores[item.class as usize].array_bytes(item.slot, a);
         let count = bytes.len() / array.stride;
         let per = array.elements.len();
+        let arena = since.zip(shared).and_then(|(s, sh)| sh.array(leaf, s, count));
         // Which element leaves go: all, or those changed after `since`. The history holds a
         // frame per element leaf as long as the array was when last compared; should it not
         // match the array now, everything goes.
-        let frames = since.map(|_| c.history.element_frames(item.slot, leaf)).filter(|f| f.len() == count * per);
+        let frames = since
+            .filter(|_| arena.is_none())
+            .map(|_| c.history.element_frames(item.slot, leaf))
+            .filter(|f| f.len() == count * per);
         let wanted = |e: usize, i: usize| match (since, frames) {
             (Some(s), Some(f)) => f[e * per + i] > s.0,
             _ => true,
         };
         let head = handle_bits(layout) as usize + packed_bits(count as u64) + 8;
         let mut el = BitWriter::new();
-        // The next element at or after `e` with a leaf to send (`count` when none), encoded.
-        let next = |el: &mut BitWriter, mut e: usize| {
-            el.clear();
-            while e < count && !(0..per).any(|i| wanted(e, i)) {
-                e += 1;
+        // The next element at or after `e` with a leaf to send (`count` when none): encoded into
+        // `el`, or found at the arena's `k`-th.
+        let next = |el: &mut BitWriter, k: &mut usize, mut e: usize| match arena {
+            Some(sh) => {
+                while sh.elements.get(*k).is_some_and(|&(x, _)| (x as usize) < e) {
+                    *k += 1;
+                }
+                sh.elements.get(*k).map_or(count, |&(x, _)| x as usize)
             }
-            if e < count {
-                let element = &bytes[e * array.stride..(e + 1) * array.stride];
-                write_array_element(el, array, e, element, |i| wanted(e, i));
+            None => {
+                el.clear();
+                while e < count && !(0..per).any(|i| wanted(e, i)) {
+                    e += 1;
+                }
+                if e < count {
+                    let element = &bytes[e * array.stride..(e + 1) * array.stride];
+                    write_array_element(el, array, e, element, |i| wanted(e, i));
+                }
+                e
             }
-            e
         };
-        let mut e = next(&mut el, 0);
+        let mut k = 0;
+        let mut e = next(&mut el, &mut k, 0);
+        let len = |el: &BitWriter, k: usize, e: usize| if e < count { element_bits(arena, el, k).2 } else { 0 };
         loop {
             // The head and at least the next element, or a new packet.
-            if !conn.writer.body_fits(&conn.out, head + el.len_bits()) {
+            if !conn.writer.body_fits(&conn.out, head + len(&el, k, e)) {
                 let fresh = conn.writer.body_bits() == 0 && conn.writer.bunches() <= 1;
                 if fresh || !self.split(conn, open, part) {
                     // Registration guarantees one element fits an empty packet; a full window
@@ -334,9 +349,10 @@ impl WriteCtx<'_> {
             part.leaves |= layout.groups.bit(leaf);
             part.records += 1;
             part.in_group = true;
-            while e < count && conn.writer.body_fits(&conn.out, el.len_bits() + 8) {
-                conn.writer.body().write_from(el.bytes(), 0, el.len_bits());
-                e = next(&mut el, e + 1);
+            while e < count && conn.writer.body_fits(&conn.out, len(&el, k, e) + 8) {
+                let (src, start, n) = element_bits(arena, &el, k);
+                conn.writer.body().write_from(src, start, n);
+                e = next(&mut el, &mut k, e + 1);
             }
             end_array(conn.writer.body());
             if e >= count {
@@ -347,6 +363,15 @@ impl WriteCtx<'_> {
                 return false;
             }
         }
+    }
+}
+
+/// The bits of the array element [`WriteCtx::write_array`] found: the arena's `k`-th, or the
+/// one encoded into `el` — (source, start bit, bits).
+fn element_bits<'a>(arena: Option<SharedElements<'a>>, el: &'a BitWriter, k: usize) -> (&'a [u8], usize, usize) {
+    match arena {
+        Some(sh) => sh.bits(k),
+        None => (el.bytes(), 0, el.len_bits()),
     }
 }
 
