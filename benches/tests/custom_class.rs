@@ -25,3 +25,28 @@ fn a_registered_class_is_measured_as_the_samples_are() {
     let bad = example::Run { hot: "Wings".into(), ..run };
     assert!(example::measure(&bad).is_err_and(|e| e.contains("Wings")));
 }
+
+/// A frame whose change does not fit the packet window is reported capped (and its idle
+/// frames, timed after the backlog, send nothing); one that fits is not.
+#[test]
+fn replicate_reports_frames_capped_by_the_packet_window() {
+    use shadowrep::compare::Kernels;
+    use shadowrep_benches::phase::NoProbe;
+    use shadowrep_benches::replicate::{run_replicate, ReplicateOptions};
+    let opts = |actors, changed, mtu| ReplicateOptions {
+        class: "ShooterCharacter".into(),
+        actors,
+        connections: 1,
+        changed,
+        frames: 2,
+        mtu,
+        kernels: Kernels::best(),
+        seed: 3,
+    };
+    // 6 000 characters all changing: far more than 256 packets of 512 bytes.
+    let capped = run_replicate(&opts(6_000, 1.0, 512), &mut |_| {}, &mut NoProbe).unwrap();
+    assert_eq!(capped.capped_connection_frames, 2, "both timed frames filled the window");
+    assert_eq!(capped.packets_per_connection_frame, 256.0);
+    let fits = run_replicate(&opts(2_000, 0.05, 1024), &mut |_| {}, &mut NoProbe).unwrap();
+    assert_eq!(fits.capped_connection_frames, 0);
+}

@@ -515,3 +515,88 @@ fn a_restarted_sealed_client_joins_again_with_a_new_ticket_and_an_ended_ticket_f
     let (_, copy) = restart(&mut w, 10, &fresh, addr(6202));
     assert!(rejected(&copy, RejectReason::Ticket(TicketRefusal::InUse)), "{copy:?}");
 }
+
+#[test]
+fn a_moved_session_holds_its_ticket_at_its_new_address_only() {
+    let key = TicketKey::generate().unwrap();
+    let mut w = World::new(&key);
+    let (t, keys) = issue(&key, 13, unix_now() + 60);
+    let mut client = SessionClient::with_ticket(vec![crate_layout()], 5, t.clone(), &keys).unwrap();
+    let (conn, _) = handshake(&mut w, &mut client, addr(6300));
+    let t0 = Instant::now();
+    let fb = client.feedback().unwrap();
+    assert!(matches!(w.server.handle(addr(6301), &fb, t0), Incoming::Feedback { .. }));
+    assert_eq!(w.server.addr_of(conn), Some(addr(6301)));
+    // Whoever holds the port the session left (another host behind the NAT, given the old
+    // mapping) and a copy of the ticket opens no second session on it.
+    let mut copier = SessionClient::with_ticket(vec![crate_layout()], 6, t, &keys).unwrap();
+    let Incoming::Reply(ch) = w.server.handle(addr(6300), &copier.hello().unwrap(), t0) else { panic!() };
+    assert_eq!(copier.handle(&ch), ClientIncoming::Challenge);
+    let Incoming::Reply(r) = w.server.handle(addr(6300), &copier.hello().unwrap(), t0) else { panic!("a reject") };
+    assert!(matches!(
+        Datagram::decode(&r),
+        Ok(Datagram::Reject { reason: RejectReason::Ticket(TicketRefusal::InUse), nonce: 6, .. })
+    ));
+    assert_eq!(w.server.len(), 1);
+    // Ended, the session's token names nothing: a late datagram of it from a third address is
+    // from an unknown address, though another session lives where it was.
+    let late = client.feedback().unwrap();
+    w.server.disconnect(conn, shadowrep::session::DisconnectReason::Closed);
+    let (t2, keys2) = issue(&key, 14, unix_now() + 60);
+    let mut next = SessionClient::with_ticket(vec![crate_layout()], 7, t2, &keys2).unwrap();
+    handshake(&mut w, &mut next, addr(6301));
+    assert_eq!(w.server.handle(addr(6302), &late, t0), Incoming::Dropped(Dropped::UnknownAddress));
+}
+
+#[test]
+fn the_list_of_taken_tickets_is_capped_and_forgets_the_expired() {
+    use shadowrep::session::server::MAX_USED_TICKETS;
+    let key = TicketKey::generate().unwrap();
+    let mut w = World::new(&key);
+    let t0 = Instant::now();
+    // A hello past the cookie from `from` with ticket `t`: the join, or the reject's reason.
+    let hello = |w: &mut World, from: SocketAddr, nonce: u64, (t, keys): &(Vec<u8>, SessionKeys)| {
+        let mut c = SessionClient::with_ticket(vec![crate_layout()], nonce, t.clone(), keys).unwrap();
+        let Incoming::Reply(ch) = w.server.handle(from, &c.hello().unwrap(), t0) else { panic!("a challenge") };
+        c.handle(&ch);
+        match w.server.handle(from, &c.hello().unwrap(), t0) {
+            Incoming::Join(j) => Ok(j),
+            Incoming::Reply(r) => match Datagram::decode(&r) {
+                Ok(Datagram::Reject { reason, .. }) => Err(reason),
+                other => panic!("{other:?}"),
+            },
+            other => panic!("{other:?}"),
+        }
+    };
+    let from = |i: usize| SocketAddr::from(([10, (i >> 16) as u8, (i >> 8) as u8, i as u8], 7000));
+    // A ticket taken and its session ended: it stays on the list until it expires.
+    let known = issue(&key, 1, unix_now() + 60);
+    let j = hello(&mut w, from(0), 1, &known).unwrap();
+    w.server.accept(j, ConnectionId(0), t0).unwrap();
+    w.server.disconnect(ConnectionId(0), shadowrep::session::DisconnectReason::Closed);
+    // Its hello again, while the list has room: a join, accepted below once the list is full.
+    let known_join = hello(&mut w, from(1), 2, &known).unwrap();
+    // A new ticket's hello while the list has room, accepted once the list is full of
+    // expired tickets.
+    let late = hello(&mut w, from(2), 3, &issue(&key, 2, unix_now() + 60)).unwrap();
+    // Fill the list with tickets that expire in a few seconds (sessions ended at once).
+    let soon = unix_now() + 4;
+    for i in 1..MAX_USED_TICKETS {
+        let (t, _) = issue(&key, 100 + i as u64, soon);
+        let claims = ticket::open(&key, &t, SystemTime::now()).unwrap();
+        let join = JoinRequest { addr: from(10 + i), nonce: 1, ticket: Some(claims) };
+        w.server.accept(join, ConnectionId(10 + i as u32), t0).expect("room on the list");
+        w.server.disconnect(ConnectionId(10 + i as u32), shadowrep::session::DisconnectReason::Closed);
+    }
+    // Full: a new ticket is refused at the hello (and at the accept); a ticket on the list
+    // still joins.
+    assert_eq!(hello(&mut w, from(3), 4, &issue(&key, 3, unix_now() + 60)).err(), Some(RejectReason::Full));
+    // (Its hello was refused Full too, until session 76's mutation pass found it.)
+    assert!(hello(&mut w, from(4), 5, &known).is_ok(), "a ticket on the full list passes the hello");
+    assert!(w.server.accept(known_join, ConnectionId(1), t0).is_some(), "already on the list");
+    // Once the fill expired, the accept forgets it and finds room.
+    while unix_now() < soon {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(w.server.accept(late, ConnectionId(2), t0).is_some(), "the expired tickets forgotten");
+}

@@ -488,4 +488,58 @@ fn accept_with_opens_the_games_connection_only_for_a_session_it_makes() {
     assert!(matches!(Datagram::decode(&reject), Ok(Datagram::Reject { reason: RejectReason::AddressInUse, .. })));
     assert_eq!(opened, [8], "the game opened one connection, the one that got a session");
     assert_eq!((server.len(), server.stats().joins), (1, 1));
+    assert_eq!(server.stats().rejects, 3, "each refusal counted");
+}
+
+#[test]
+fn a_digest_answer_or_a_levels_ack_counts_as_hearing_from_the_server() {
+    let layout = door();
+    let mut server =
+        SessionServer::new(ServerConfig::new(vec![layout.checksum]), Instant::now()).expect("a valid session config");
+    let mut client = SessionClient::new(vec![layout], 1);
+    let (conn, from, t0) = (ConnectionId(0), addr(7600), Instant::now());
+    let timeout = Duration::from_secs(3);
+    let challenge = reply(server.handle(from, &client.hello().unwrap(), t0));
+    client.handle_at(&challenge, t0);
+    let Incoming::Join(join) = server.handle(from, &client.hello().unwrap(), t0) else { panic!("a join") };
+    assert_eq!(client.handle_at(&server.accept(join, conn, t0).unwrap(), t0), ClientIncoming::Welcome);
+    // A digest answer two seconds in restarts the count…
+    let (_, answer) = server.digest_answer(conn, 1, DigestStatus::Live, None).unwrap();
+    let at = t0 + Duration::from_secs(2);
+    assert!(matches!(client.handle_at(&answer, at), ClientIncoming::DigestAnswer(_)));
+    assert_eq!(client.silent_for(at + Duration::from_secs(1)), Some(Duration::from_secs(1)));
+    assert!(!client.expire(t0 + Duration::from_secs(5), timeout), "heard at two seconds");
+    // …and so does a levels ack, at four.
+    client.set_sublevel_loaded(shadowrep::net::SublevelId(1), true).unwrap();
+    let levels = client.levels().unwrap();
+    let Incoming::Levels { ack, .. } = server.handle(from, &levels, t0) else { panic!("levels") };
+    let at = t0 + Duration::from_secs(4);
+    assert!(matches!(client.handle_at(&ack, at), ClientIncoming::LevelsAcked(_)));
+    assert_eq!(client.silent_for(at + Duration::from_secs(1)), Some(Duration::from_secs(1)));
+    assert!(!client.expire(t0 + Duration::from_secs(7), timeout), "heard at four seconds");
+    assert!(client.expire(t0 + Duration::from_millis(7_001), timeout));
+}
+
+#[test]
+fn a_sealed_datagram_naming_a_plain_sessions_token_is_from_an_unknown_address() {
+    // Only sealed sessions follow their client to a new address: a plain session's token,
+    // in a sealed header from another address, finds no session (it is not even tried).
+    let layout = door();
+    let mut server =
+        SessionServer::new(ServerConfig::new(vec![layout.checksum]), Instant::now()).expect("a valid session config");
+    let mut client = SessionClient::new(vec![layout.clone()], 1);
+    let now = Instant::now();
+    let challenge = reply(server.handle(addr(7700), &client.hello().unwrap(), now));
+    client.handle(&challenge);
+    let Incoming::Join(join) = server.handle(addr(7700), &client.hello().unwrap(), now) else { panic!("a join") };
+    let welcome = server.accept(join, ConnectionId(1), now).unwrap();
+    assert_eq!(client.handle(&welcome), ClientIncoming::Welcome);
+    // The session's own feedback (kind, token, payload) with the sealed bit set, long enough
+    // to be a sealed datagram, sent from another address.
+    let mut sealed = client.feedback().unwrap();
+    sealed[0] |= 0x80;
+    sealed.extend_from_slice(&[0; 48]);
+    let forged = server.stats().forged;
+    assert_eq!(server.handle(addr(7701), &sealed, now), Incoming::Dropped(Dropped::UnknownAddress));
+    assert_eq!((server.stats().forged, server.addr_of(ConnectionId(1))), (forged, Some(addr(7700))));
 }

@@ -114,3 +114,41 @@ impl WorkloadClass {
         Self { layout, hot, occasional, counting }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::register_class;
+    use crate::workload::CompareWorkload;
+    use shadowrep::schema::{ClassBuilder, PropType, PropertyDecl};
+    use std::sync::Arc;
+
+    /// Which of parents 0 and 1 a mutation of every actor of `class` changed.
+    fn changed(class: &str) -> [bool; 2] {
+        let mut w = CompareWorkload::new(class, 50, 1, false).unwrap();
+        let ids: Vec<_> = w.store.ids().collect();
+        let values =
+            |w: &CompareWorkload, p: usize| -> Vec<_> { ids.iter().map(|&id| w.store.get(id, p).unwrap()).collect() };
+        let before = [values(&w, 0), values(&w, 1)];
+        assert_eq!(w.mutate(1.0, false), 50);
+        [values(&w, 0) != before[0], values(&w, 1) != before[1]]
+    }
+
+    #[test]
+    fn a_registered_class_changes_what_it_names_and_a_second_registration_replaces_the_first() {
+        let probe = ClassBuilder::new("RegisterProbe")
+            .property(PropertyDecl::new("A", PropType::F32))
+            .property(PropertyDecl::new("B", PropType::F32))
+            .build()
+            .unwrap();
+        let probe = Arc::new(probe);
+        // Named: B, not the first fixed property the samples' rule would pick.
+        register_class(probe.clone(), &["B"], &[]).unwrap();
+        assert_eq!(changed("RegisterProbe"), [false, true]);
+        // Registered again: the new choice applies.
+        register_class(probe.clone(), &["A"], &[]).unwrap();
+        assert_eq!(changed("RegisterProbe"), [true, false]);
+        // With none named, the samples' rule: the first fixed property.
+        register_class(probe, &[], &[]).unwrap();
+        assert_eq!(changed("RegisterProbe"), [true, false]);
+    }
+}

@@ -77,7 +77,8 @@ impl SessionServer {
         {
             self.forget_expired_tickets();
         }
-        let no_room = ticket.is_some() && self.used.len() >= MAX_USED_TICKETS;
+        let no_room = ticket.as_ref().is_some_and(|c| !self.used.contains_key(&c.fingerprint))
+            && self.used.len() >= MAX_USED_TICKETS;
         if self.sessions.len() >= self.cfg.max_sessions || no_room {
             return self.reject(h.nonce, RejectReason::Full);
         }
