@@ -100,6 +100,39 @@ fn open_session(player: u64, port: u16) -> (World, SessionClient, ConnectionId, 
     (w, client, conn, join)
 }
 
+/// What a sealed server answers a fresh client's hello with its cookie.
+#[derive(Debug, PartialEq)]
+enum Answer {
+    Join(JoinRequest),
+    Rejected(RejectReason),
+    /// The hello ended the session at its address (a restart).
+    Ended(ConnectionId),
+}
+
+/// A fresh client with ticket `t` says hello from `from`, echoes the cookie: the client and what
+/// the server answered the echo.
+fn hello_with_cookie(
+    w: &mut World,
+    from: SocketAddr,
+    nonce: u64,
+    (t, keys): &(Vec<u8>, SessionKeys),
+) -> (SessionClient, Answer) {
+    let now = Instant::now();
+    let mut c = SessionClient::with_ticket(vec![crate_layout()], nonce, t.clone(), keys).unwrap();
+    let Incoming::Reply(ch) = w.server.handle(from, &c.hello().unwrap(), now) else { panic!("a challenge") };
+    assert_eq!(c.handle(&ch), ClientIncoming::Challenge);
+    let answer = match w.server.handle(from, &c.hello().unwrap(), now) {
+        Incoming::Join(j) => Answer::Join(j),
+        Incoming::Disconnected { conn } => Answer::Ended(conn),
+        Incoming::Reply(r) => match Datagram::decode(&r) {
+            Ok(Datagram::Reject { reason, .. }) => Answer::Rejected(reason),
+            other => panic!("a hello answered with {other:?}"),
+        },
+        other => panic!("a hello answered with {other:?}"),
+    };
+    (c, answer)
+}
+
 fn gold(client: &SessionClient) -> Option<Value> {
     let world = client.world()?;
     let (guid, _) = world.actors().next()?;
@@ -472,31 +505,17 @@ fn a_restarted_sealed_client_joins_again_with_a_new_ticket_and_an_ended_ticket_f
     let mut first = SessionClient::with_ticket(vec![crate_layout()], 5, t.clone(), &keys).unwrap();
     let (conn, _) = handshake(&mut w, &mut first, addr(6200));
     let t0 = Instant::now();
-    // A hello after the cookie from `from` by a fresh client with `ticket`: what the server says.
-    let restart = |w: &mut World, nonce: u64, (t, keys): &(Vec<u8>, SessionKeys), from: SocketAddr| {
-        let mut c = SessionClient::with_ticket(vec![crate_layout()], nonce, t.clone(), keys).unwrap();
-        let Incoming::Reply(ch) = w.server.handle(from, &c.hello().unwrap(), t0) else { panic!("a challenge") };
-        assert_eq!(c.handle(&ch), ClientIncoming::Challenge);
-        let answer = match w.server.handle(from, &c.hello().unwrap(), t0) {
-            Incoming::Reply(r) => Incoming::Reply(r),
-            Incoming::Join(j) => Incoming::Join(j),
-            Incoming::Disconnected { conn } => Incoming::Disconnected { conn },
-            other => panic!("a hello answered with {other:?}"),
-        };
-        (c, answer)
-    };
-    let rejected = |i: &Incoming<'_>, reason: RejectReason| matches!(i, Incoming::Reply(r) if matches!(Datagram::decode(r), Ok(Datagram::Reject { reason: got, .. }) if got == reason));
     // The session's own ticket again (a copier who receives at the address holds it too), or
     // another player's, cannot end it.
-    let (_, same) = restart(&mut w, 6, &(t.clone(), keys), addr(6200));
-    assert!(rejected(&same, RejectReason::AddressInUse), "{same:?}");
-    let (_, other) = restart(&mut w, 7, &issue(&key, 41, unix_now() + 60), addr(6200));
-    assert!(rejected(&other, RejectReason::AddressInUse), "{other:?}");
+    let (_, same) = hello_with_cookie(&mut w, addr(6200), 6, &(t.clone(), keys));
+    assert_eq!(same, Answer::Rejected(RejectReason::AddressInUse));
+    let (_, other) = hello_with_cookie(&mut w, addr(6200), 7, &issue(&key, 41, unix_now() + 60));
+    assert_eq!(other, Answer::Rejected(RejectReason::AddressInUse));
     assert_eq!((w.server.len(), w.server.stats().restarts), (1, 0));
     // A new ticket of the session's player ends it; the client's next hello joins.
     let fresh = issue(&key, 40, unix_now() + 60);
-    let (mut second, ended) = restart(&mut w, 8, &fresh, addr(6200));
-    assert_eq!(ended, Incoming::Disconnected { conn });
+    let (mut second, ended) = hello_with_cookie(&mut w, addr(6200), 8, &fresh);
+    assert_eq!(ended, Answer::Ended(conn));
     assert_eq!((w.server.len(), w.server.stats().restarts), (0, 1));
     w.driver.remove_connection(conn).unwrap();
     let Incoming::Join(join) = w.server.handle(addr(6200), &second.hello().unwrap(), t0) else { panic!("a join") };
@@ -509,11 +528,11 @@ fn a_restarted_sealed_client_joins_again_with_a_new_ticket_and_an_ended_ticket_f
     }
     assert_eq!(gold(&second), Some(Value::U32(77)));
     // The first ticket's session ended: it may join again, from another port.
-    let (_, rejoin) = restart(&mut w, 9, &(t, keys), addr(6201));
-    assert!(matches!(rejoin, Incoming::Join(_)), "{rejoin:?}");
+    let (_, rejoin) = hello_with_cookie(&mut w, addr(6201), 9, &(t, keys));
+    assert!(matches!(rejoin, Answer::Join(_)), "{rejoin:?}");
     // The second's ticket is held while its session lives.
-    let (_, copy) = restart(&mut w, 10, &fresh, addr(6202));
-    assert!(rejected(&copy, RejectReason::Ticket(TicketRefusal::InUse)), "{copy:?}");
+    let (_, copy) = hello_with_cookie(&mut w, addr(6202), 10, &fresh);
+    assert_eq!(copy, Answer::Rejected(RejectReason::Ticket(TicketRefusal::InUse)));
 }
 
 #[test]
@@ -529,14 +548,8 @@ fn a_moved_session_holds_its_ticket_at_its_new_address_only() {
     assert_eq!(w.server.addr_of(conn), Some(addr(6301)));
     // Whoever holds the port the session left (another host behind the NAT, given the old
     // mapping) and a copy of the ticket opens no second session on it.
-    let mut copier = SessionClient::with_ticket(vec![crate_layout()], 6, t, &keys).unwrap();
-    let Incoming::Reply(ch) = w.server.handle(addr(6300), &copier.hello().unwrap(), t0) else { panic!() };
-    assert_eq!(copier.handle(&ch), ClientIncoming::Challenge);
-    let Incoming::Reply(r) = w.server.handle(addr(6300), &copier.hello().unwrap(), t0) else { panic!("a reject") };
-    assert!(matches!(
-        Datagram::decode(&r),
-        Ok(Datagram::Reject { reason: RejectReason::Ticket(TicketRefusal::InUse), nonce: 6, .. })
-    ));
+    let (_, copied) = hello_with_cookie(&mut w, addr(6300), 6, &(t, keys));
+    assert_eq!(copied, Answer::Rejected(RejectReason::Ticket(TicketRefusal::InUse)));
     assert_eq!(w.server.len(), 1);
     // Ended, the session's token names nothing: a late datagram of it from a third address is
     // from an unknown address, though another session lives where it was.
@@ -555,19 +568,13 @@ fn the_list_of_taken_tickets_is_capped_and_forgets_the_expired() {
     let mut w = World::new(&key);
     let t0 = Instant::now();
     // A hello past the cookie from `from` with ticket `t`: the join, or the reject's reason.
-    let hello = |w: &mut World, from: SocketAddr, nonce: u64, (t, keys): &(Vec<u8>, SessionKeys)| {
-        let mut c = SessionClient::with_ticket(vec![crate_layout()], nonce, t.clone(), keys).unwrap();
-        let Incoming::Reply(ch) = w.server.handle(from, &c.hello().unwrap(), t0) else { panic!("a challenge") };
-        c.handle(&ch);
-        match w.server.handle(from, &c.hello().unwrap(), t0) {
-            Incoming::Join(j) => Ok(j),
-            Incoming::Reply(r) => match Datagram::decode(&r) {
-                Ok(Datagram::Reject { reason, .. }) => Err(reason),
-                other => panic!("{other:?}"),
-            },
-            other => panic!("{other:?}"),
-        }
-    };
+    let hello =
+        |w: &mut World, from, nonce, ticket: &(Vec<u8>, SessionKeys)| match hello_with_cookie(w, from, nonce, ticket).1
+        {
+            Answer::Join(j) => Ok(j),
+            Answer::Rejected(reason) => Err(reason),
+            Answer::Ended(conn) => panic!("ended {conn:?}"),
+        };
     let from = |i: usize| SocketAddr::from(([10, (i >> 16) as u8, (i >> 8) as u8, i as u8], 7000));
     // A ticket taken and its session ended: it stays on the list until it expires.
     let known = issue(&key, 1, unix_now() + 60);
