@@ -54,6 +54,9 @@ pub struct ReplicateReport {
     pub bytes_per_pair_state: usize,
     /// Actors changed per frame (last timed frame).
     pub changed_actors: usize,
+    /// Bytes each connection received per idle frame (mean): what is left to send once nothing
+    /// changes — keep-alives, nothing of a backlog (drained before the idle frames are timed).
+    pub idle_bytes_per_connection_frame: f64,
     /// Of the timed frames' (connection, frame) pairs, those in which the connection's packet
     /// window filled (256 packets past its last acknowledgement, about 256 × MTU bytes): what did
     /// not fit was left to later frames, so such a frame measures a capped send, not the whole
@@ -144,14 +147,14 @@ pub fn run_replicate(
     let capped_connection_frames = window_full_frames(&shared, &conns) - capped_before;
     // What capped frames left over goes first: an idle frame sends nothing.
     drain_backlog(&mut w, [&mut shared, &mut unshared], &conns, "what the timed frames left over", progress)?;
-    let mut idle = Vec::new();
+    let (mut idle, mut idle_bytes) = (Vec::new(), 0usize);
     for frame in 0..opts.frames {
         progress(&format!("idle frame {}/{}", frame + 1, opts.frames));
         let t = Instant::now();
         shared.tick(&mut [&mut w.store]).map_err(|e| e.to_string())?;
         idle.push(t.elapsed().as_secs_f64() * 1e3);
         unshared.tick(&mut [&mut w.store]).map_err(|e| e.to_string())?;
-        drain_and_ack(&mut shared, &conns)?;
+        idle_bytes += drain_and_ack(&mut shared, &conns)?.0;
         drain_and_ack(&mut unshared, &conns)?;
     }
     // A profiler that wants more of its phase gets extra changing frames (untimed).
@@ -182,6 +185,7 @@ pub fn run_replicate(
         bytes_per_pair_state: NetDriver::pair_state_bytes(),
         changed_actors,
         capped_connection_frames,
+        idle_bytes_per_connection_frame: idle_bytes as f64 / per,
     })
 }
 

@@ -47,6 +47,8 @@ fn replicate_reports_frames_capped_by_the_packet_window() {
     let capped = run_replicate(&opts(6_000, 1.0, 512), &mut |_| {}, &mut NoProbe).unwrap();
     assert_eq!(capped.capped_connection_frames, 2, "both timed frames filled the window");
     assert_eq!(capped.packets_per_connection_frame, 256.0);
+    // The backlog went before the idle frames: they send no more than a keep-alive.
+    assert!(capped.idle_bytes_per_connection_frame < 64.0, "{}", capped.idle_bytes_per_connection_frame);
     let fits = run_replicate(&opts(2_000, 0.05, 1024), &mut |_| {}, &mut NoProbe).unwrap();
     assert_eq!(fits.capped_connection_frames, 0);
 }

@@ -9,6 +9,7 @@
 //! shadowrep serve [--profile battle_royale|mmo] --bind 127.0.0.1:PORT [--seconds S] [--scale F]
 //! shadowrep bots --connect 127.0.0.1:PORT --count N [--loss F] [--seconds S] [--json]
 //! shadowrep sweep [--quick] [--series actors,changed,connections] [--out DIR] [--csv F] [--plot F.svg]
+//! shadowrep layout [--class C]                # what a sample class is made of
 //! ```
 //!
 //! Every subcommand accepts `--json` (one JSON object on stdout, nothing on stderr) and, built
@@ -27,6 +28,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 mod compare;
+mod layout;
 mod overview;
 mod replicate;
 mod run;
@@ -86,6 +88,9 @@ enum Command {
     /// A scaling series: actors (compare), change rate (compare) and connections (replicate),
     /// written as CSV / JSON and SVG line plots of frame time and ratios.
     Sweep(sweep::SweepArgs),
+    /// What a sample class is made of: its parents (index, wire name, type, condition, notify,
+    /// push, handles) and the bytes an actor holds.
+    Layout(layout::LayoutArgs),
 }
 
 fn main() -> ExitCode {
@@ -105,6 +110,7 @@ fn main() -> ExitCode {
             Some(Command::Serve(args)) => udp::serve(&args, cli.json, &mut session),
             Some(Command::Bots(args)) => udp::bots(&args, cli.json, &mut session),
             Some(Command::Sweep(args)) => sweep::sweep(&args, cli.json, show_progress, &mut session),
+            Some(Command::Layout(args)) => layout::layout(&args, cli.json, &mut session),
         };
         if show_progress {
             eprint!("\r\x1b[2K");

@@ -87,6 +87,7 @@ pub(crate) fn replicate(
             "sharing_speedup": r.sharing_speedup,
             "idle_frame_ms": r.idle_frame_ms,
             "idle_ratio": r.frame_ms / r.idle_frame_ms.max(1e-9),
+            "idle_bytes_per_connection_frame": r.idle_bytes_per_connection_frame,
             "bytes_per_connection_frame": r.bytes_per_connection_frame,
             "packets_per_connection_frame": r.packets_per_connection_frame,
             "bytes_per_pair_state": r.bytes_per_pair_state,
@@ -109,9 +110,10 @@ pub(crate) fn replicate(
         println!("  server frame, shared        {:>10.3} ms", r.frame_ms);
         println!("  server frame, per connection {:>9.3} ms   sharing ×{:.2}", r.frame_ms_unshared, r.sharing_speedup);
         println!(
-            "  idle frame                  {:>10.3} ms   {:.0}× cheaper",
+            "  idle frame                  {:>10.3} ms   {:.0}× cheaper, {:.0} bytes a connection",
             r.idle_frame_ms,
-            r.frame_ms / r.idle_frame_ms.max(1e-9)
+            r.frame_ms / r.idle_frame_ms.max(1e-9),
+            r.idle_bytes_per_connection_frame
         );
         println!(
             "  per connection and frame    {:>10.0} bytes in {:.1} packets",

@@ -91,3 +91,23 @@ fn open_world_reports_its_dormant_actors() {
     assert_eq!(v["reference_frames"], 12);
     assert_eq!(v["matches_reference"], true, "first mismatch: {}", v["first_mismatch"]);
 }
+
+/// `shadowrep layout`: every sample class's parents and bytes an actor, as text or one JSON
+/// object; an unknown class is refused with the known ones.
+#[test]
+fn layout_describes_the_sample_classes() {
+    refused(&["layout", "--class", "Vehicle"], "unknown class `Vehicle` (one of Actor, ShooterCharacter");
+    let out = shadowrep(&["layout", "--class", "Counter"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8(out.stdout).expect("UTF-8");
+    assert!(text.contains("class Counter") && text.contains("0  Count") && text.contains("4.0 B an actor"), "{text}");
+    let out = shadowrep(&["--json", "layout"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
+    let classes = v["classes"].as_array().expect("classes");
+    assert_eq!(classes.len(), shadowrep_layouts::class_names().len());
+    let shooter = classes.iter().find(|c| c["name"] == "ShooterCharacter").expect("ShooterCharacter");
+    assert_eq!(shooter["bytes_per_actor"], 79.0, "the 79 bytes issue 9 names");
+    assert_eq!(shooter["base"], "Actor");
+    assert!(shooter["parents"].as_array().is_some_and(|p| p.iter().any(|p| p["name"] == "Health")));
+}
