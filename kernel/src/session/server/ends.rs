@@ -5,7 +5,7 @@
 //!
 //! [`ServerConfig::idle_timeout`]: super::ServerConfig::idle_timeout
 
-use super::SessionServer;
+use super::{Session, SessionServer};
 use crate::ids::ConnectionId;
 use crate::session::frame::{Datagram, DisconnectReason};
 use std::net::SocketAddr;
@@ -43,10 +43,16 @@ impl SessionServer {
         if self.by_token.get(&s.token) == Some(&addr) {
             self.by_token.remove(&s.token);
         }
-        if let Some(taken) = s.ticket.and_then(|(fingerprint, _)| self.used.get_mut(&fingerprint)) {
-            taken.0 = None;
-        }
+        self.hold_ticket(&s, None);
         self.stats.ended += 1;
+    }
+
+    /// Records that session `s`'s ticket (a sealed session's) is held at `holder` (`None`: by
+    /// no live session).
+    fn hold_ticket(&mut self, s: &Session, holder: Option<SocketAddr>) {
+        if let Some(taken) = s.ticket.and_then(|(fingerprint, _)| self.used.get_mut(&fingerprint)) {
+            taken.0 = holder;
+        }
     }
 
     /// Moves the session at `from` to `to` (a sealed datagram of it opened from there).
@@ -54,9 +60,7 @@ impl SessionServer {
         let Some(s) = self.sessions.remove(&from) else { return };
         self.by_conn.insert(s.conn, to);
         self.by_token.insert(s.token, to);
-        if let Some(taken) = s.ticket.and_then(|(fingerprint, _)| self.used.get_mut(&fingerprint)) {
-            taken.0 = Some(to);
-        }
+        self.hold_ticket(&s, Some(to));
         self.sessions.insert(to, s);
         self.stats.moved += 1;
     }

@@ -72,14 +72,11 @@ impl SessionServer {
             };
         }
         // A new ticket needs room in the list of those taken (`accept` would refuse it).
-        if ticket.as_ref().is_some_and(|c| !self.used.contains_key(&c.fingerprint))
-            && self.used.len() >= MAX_USED_TICKETS
-        {
+        let no_room = |s: &Self| ticket.as_ref().is_some_and(|c| !s.room_for(&c.fingerprint));
+        if no_room(self) {
             self.forget_expired_tickets();
         }
-        let no_room = ticket.as_ref().is_some_and(|c| !self.used.contains_key(&c.fingerprint))
-            && self.used.len() >= MAX_USED_TICKETS;
-        if self.sessions.len() >= self.cfg.max_sessions || no_room {
+        if self.sessions.len() >= self.cfg.max_sessions || no_room(self) {
             return self.reject(h.nonce, RejectReason::Full);
         }
         Incoming::Join(JoinRequest { addr: from, nonce: h.nonce, ticket })
@@ -96,6 +93,11 @@ impl SessionServer {
             Err(TicketError::Expired) => Err(TicketRefusal::Expired),
             Err(_) => Err(TicketRefusal::Forged),
         }
+    }
+
+    /// Whether the list of taken tickets holds ticket `fingerprint` already or has room for it.
+    fn room_for(&self, fingerprint: &[u8; 16]) -> bool {
+        self.used.contains_key(fingerprint) || self.used.len() < MAX_USED_TICKETS
     }
 
     /// Whether a live session at another address than `from` holds the ticket `fingerprint`
@@ -208,7 +210,7 @@ impl SessionServer {
         if self.taken_elsewhere(&t.fingerprint, join.addr) {
             return Err(RejectReason::Ticket(TicketRefusal::InUse));
         }
-        match self.used.contains_key(&t.fingerprint) || self.used.len() < MAX_USED_TICKETS {
+        match self.room_for(&t.fingerprint) {
             true => Ok(()),
             false => Err(RejectReason::Full),
         }
