@@ -4,8 +4,12 @@
 //!
 //! ```text
 //! cargo run --release -p shadowrep-benches --example push_probe -- \
-//!     [--actors N] [--dirty F] [--frames K] [--full-between 0|1]
+//!     [--actors N] [--dirty F] [--frames K] [--full-between 0|1] [--class C] [--hot P,Q]
 //! ```
+//!
+//! `--class` names a sample class (ShooterCharacter by default); `--hot` the properties each
+//! change writes (wire names, comma separated; `register_class`), e.g. `--hot Inventory` for a
+//! frame whose every change rewrites a dynamic array.
 //!
 //! `--full-between 1` (the default) runs a full compare into the same change set between push
 //! frames, as the `compare` command does (the push frame's reset then clears the whole set);
@@ -13,11 +17,14 @@
 //! (`CompareWorkload::start_push_frame`, `workload::time_gather`).
 
 use shadowrep::compare::{ChangeSet, CompareConfig, PushMode, ShadowState};
-use shadowrep_benches::workload::{flag_pairs, flag_value, flush_bytes, median, time_gather, CompareWorkload};
+use shadowrep_benches::workload::{
+    flag_pairs, flag_value, flush_bytes, median, register_class, time_gather, CompareWorkload,
+};
 use std::time::Instant;
 
 fn main() -> Result<(), String> {
     let (mut actors, mut dirty, mut frames, mut full_between) = (1_000_000usize, 0.01, 31usize, true);
+    let (mut class, mut hot) = ("ShooterCharacter".to_string(), String::new());
     for (flag, value) in flag_pairs()? {
         match flag.as_str() {
             "--actors" => actors = flag_value(&flag, &value)?,
@@ -30,10 +37,16 @@ fn main() -> Result<(), String> {
                     _ => return Err(format!("{flag} takes 0 or 1, not `{value}`")),
                 }
             }
+            "--class" => class = value,
+            "--hot" => hot = value,
             _ => return Err(format!("unknown flag {flag}")),
         }
     }
-    let mut w = CompareWorkload::new("ShooterCharacter", actors, 1, false)?;
+    if !hot.is_empty() {
+        let layout = shadowrep_layouts::layout_by_name(&class).ok_or_else(|| format!("unknown class `{class}`"))?;
+        register_class(layout.clone(), &hot.split(',').collect::<Vec<_>>(), &[])?;
+    }
+    let mut w = CompareWorkload::new(&class, actors, 1, false)?;
     let full = CompareConfig { push: PushMode::Off, parallel: false, ..CompareConfig::default() };
     let push = CompareConfig { push: PushMode::All, ..full };
     let (mut full_shadow, mut push_shadow) = (ShadowState::new(&mut w.store), ShadowState::new(&mut w.store));
@@ -58,6 +71,10 @@ fn main() -> Result<(), String> {
         }
     }
     let (p, g) = (median(pushes), median(gathers));
-    println!("{actors} ShooterCharacter, {:.1} % marked, {frames} frames: push {p:.3} ms, gather {g:.3} ms, push / gather {:.2}", dirty * 100.0, p / g);
+    println!(
+        "{actors} {class}, {:.1} % marked, {frames} frames: push {p:.3} ms, gather {g:.3} ms, push / gather {:.2}",
+        dirty * 100.0,
+        p / g
+    );
     Ok(())
 }

@@ -31,13 +31,14 @@ pub struct ChangeSet {
     pub(super) masks: Vec<u64>,
     /// Per page: lanes with any change.
     pub(super) page_lanes: Vec<u64>,
-    /// Per page: dynamic-array changes, in (slot, leaf) order.
+    /// Per page: dynamic-array changes, by leaf, then slot.
     pub(super) arrays: Vec<Vec<ArrayChange>>,
     /// The only pages the last compare may have written (a listed compare's pages), so the next
     /// reset clears just those; `None`: any page (clear them all).
     pub(super) written: Option<Vec<usize>>,
-    /// Of those, the pages the page walk compared: the only ones whose `arrays` may be non-empty
-    /// (the batched push frame never writes them), so the next reset reads just their lists.
+    /// Of those, the pages the page walk compared or whose arrays the batched push frame
+    /// compared: the only ones whose `arrays` may be non-empty, so the next reset reads just
+    /// their lists.
     pub(super) walked: Vec<usize>,
 }
 

@@ -74,6 +74,7 @@
 //! recorded a write (it records every one), so a polled fixed leaf in the same struct as an array
 //! is still compared every frame, and a bulk write to it (`plane_mut`) is found without a mark.
 
+mod arrays;
 mod changes;
 mod check;
 mod config;
@@ -320,6 +321,9 @@ impl ShadowState {
                 shadow: bytemuck::cast_slice_mut(self.shadow.blocks_mut()),
                 masks: &mut out.masks,
                 page_lanes: &mut out.page_lanes,
+                live_arrays: view.arrays,
+                shadow_arrays: &mut self.arrays,
+                changes: &mut out.arrays,
             };
             self.batch.compare(&plan, &marked, (&mut *dirty, view.occupied), target, &mut start);
         }
@@ -444,8 +448,11 @@ impl ShadowState {
             };
             if order.len() < pages {
                 // A listed compare: the next reset clears its pages, and the array lists of
-                // those it walked (a push frame's batched pages have none).
+                // those it walked or whose arrays the batch compared.
                 out.walked.extend_from_slice(if batched { &self.batch.walk } else { &order });
+                if batched {
+                    out.walked.extend_from_slice(&self.batch.arrays.pages);
+                }
                 written = Some(order);
             }
             tally

@@ -520,28 +520,16 @@ impl<'a> Plan<'a> {
         out: &mut Vec<ArrayChange>,
     ) -> u64 {
         let array = &self.layout.arrays[a];
-        let n = array.elements.len();
         let mut changed = 0u64;
         for lane in BitIter(consider) {
-            let live = &page.live_arrays[a * PAGE_LANES + lane];
-            let shadow = &mut page.shadow_arrays[a * PAGE_LANES + lane];
-            let (nl, ns) = (live.len() / array.stride, shadow.len() / array.stride);
-            let mut elements = Vec::new();
-            for e in 0..nl {
-                for (i, el) in array.elements.iter().enumerate() {
-                    let r = e * array.stride + el.offset..e * array.stride + el.offset + el.kind.byte_size();
-                    if e >= ns || live[r.clone()] != shadow[r] {
-                        elements.push((e * n + i + 1) as u16);
-                    }
-                }
-            }
-            if nl != ns || !elements.is_empty() {
+            let (live, shadow) =
+                (&page.live_arrays[a * PAGE_LANES + lane], &mut page.shadow_arrays[a * PAGE_LANES + lane]);
+            if let Some((new_len, elements)) = super::arrays::compare_lane(array, live, shadow) {
                 changed |= 1 << lane;
-                shadow.clone_from(live);
                 out.push(ArrayChange {
                     slot: (page.index * PAGE_LANES + lane) as u32,
                     leaf: leaf as u16,
-                    new_len: nl as u16,
+                    new_len,
                     elements,
                 });
             }

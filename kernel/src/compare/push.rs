@@ -3,13 +3,14 @@
 //!
 //! ```text
 //! list   for each marked page (ascending), for each marked parent:
-//!            at most BATCH_LANES marked lanes and no dynamic array → one probe per
-//!            (fixed leaf, marked lane) (a page with a busier parent keeps the page walk)
+//!            at most BATCH_LANES marked lanes → one probe per (fixed leaf, marked lane), and
+//!            one array probe per (dynamic array, marked lane) (`super::arrays`) (a page with
+//!            a busier parent keeps the page walk)
 //! run    for each probe, in list order: a 16-byte window around its lane read from live and
 //!        shadow, the lane's bytes (a mask) diffed and written into the shadow with the rest
 //!        of the window unchanged — the same few instructions for every plane width, no
 //!        branch on the width or the data; a page's leaf masks gathered in a row, stored when
-//!        the run leaves the page
+//!        the run leaves the page; then the array probes (`super::arrays`)
 //! ```
 //!
 //! Why: a push frame's page walk spent most of its time around each lane, not in it — per page
@@ -22,6 +23,7 @@
 //! the run from 0.92–0.96 to 0.81–0.88 ms, 1M ShooterCharacter at 1 % marked, AMD EPYC Zen 3,
 //! `--example push_probe`.)
 
+use super::arrays::{ArrayProbes, ArrayTarget};
 use super::lane::{at_least, fixed, fixed_mut};
 use super::page::Plan;
 use super::Tally;
@@ -146,14 +148,16 @@ impl PlaneProbes {
 #[derive(Debug, Default)]
 pub(super) struct Batch {
     probes: Vec<Probe>,
-    /// Marked pages left to the page walk (a busy parent, or a dynamic array marked).
+    /// The marked dynamic arrays of the pages listed.
+    pub(super) arrays: ArrayProbes,
+    /// Marked pages left to the page walk (a busy parent).
     pub(super) walk: Vec<usize>,
     /// Pages the batch compared, with their marked parents as bits (for the dirty statistics).
     listed: Vec<(usize, u64)>,
     /// Every plane of every fixed leaf, parent by parent: its probes, lane by lane.
     planes: Vec<PlaneProbes>,
-    /// Per parent: its range of `planes`, and whether it has a dynamic array.
-    parents: Vec<(std::ops::Range<usize>, bool)>,
+    /// Per parent: its range of `planes`.
+    parents: Vec<std::ops::Range<usize>>,
 }
 
 /// The bytes and output a batch works on.
@@ -163,6 +167,10 @@ pub(super) struct Target<'a> {
     /// The change set's leaf masks (`leaves` words a page) and changed lanes (a word a page).
     pub(super) masks: &'a mut [u64],
     pub(super) page_lanes: &'a mut [u64],
+    /// The pages' dynamic arrays, live and shadow, and the change set's array changes.
+    pub(super) live_arrays: &'a [crate::store::PageArrays],
+    pub(super) shadow_arrays: &'a mut [crate::store::PageArrays],
+    pub(super) changes: &'a mut [Vec<super::ArrayChange>],
 }
 
 impl Batch {
@@ -183,6 +191,7 @@ impl Batch {
     ) {
         let layout = plan.layout();
         self.index_planes(layout);
+        self.arrays.start(layout);
         self.probes.clear();
         self.walk.clear();
         self.listed.clear();
@@ -202,23 +211,26 @@ impl Batch {
             }
             let marks = dirty.page_masks(p);
             // The page's marked parents (from its parent bits: most parents are unmarked, and
-            // their masks are not read), each listed as it is found; a busy one or a dynamic
-            // array hands the page to the walk, and what was listed of it is dropped.
+            // their masks are not read), each listed as it is found; a busy one hands the page
+            // to the walk, and what was listed of it is dropped. Arrays are listed once the page
+            // is known to be quiet.
             let (listed, base) = (self.probes.len(), p * layout.page_bytes);
-            let (mut marked_parents, mut lanes, mut busy) = (0u64, 0u64, false);
+            let (mut marked_parents, mut lanes, mut busy, mut arrays) = (0u64, 0u64, false, 0u64);
             for pi in BitIter(dirty.page_parents(p)) {
                 let m = marks[pi] & occ;
                 if m == 0 {
                     continue;
                 }
-                let (planes, array) = &self.parents[pi];
-                if *array || at_least(m, BATCH_LANES + 1) {
+                if at_least(m, BATCH_LANES + 1) {
                     busy = true;
                     break;
                 }
                 marked_parents |= 1 << pi;
                 lanes |= m;
-                for plane in &self.planes[planes.clone()] {
+                if self.arrays.has_array(pi) {
+                    arrays |= 1 << pi;
+                }
+                for plane in &self.planes[self.parents[pi].clone()] {
                     for lane in BitIter(m) {
                         self.probes.push(plane.probe(base, p, lane));
                     }
@@ -228,6 +240,9 @@ impl Batch {
                 self.probes.truncate(listed);
                 self.walk.push(p);
                 continue;
+            }
+            if arrays != 0 {
+                self.arrays.list(p, |pi| marks[pi] & occ, arrays);
             }
             tally.pages += 1;
             tally.lanes += u64::from(lanes.count_ones());
@@ -242,8 +257,10 @@ impl Batch {
             dirty.clear_page(p);
         }
         let leaves = layout.leaves.len();
-        let Target { live, shadow, masks, page_lanes } = target;
+        let Target { live, shadow, masks, page_lanes, live_arrays, shadow_arrays, changes } = target;
         self.run(leaves, live, shadow, masks, page_lanes);
+        let target = ArrayTarget { live: live_arrays, shadow: shadow_arrays, masks, page_lanes, changes };
+        self.arrays.run(layout, target);
         if stats {
             // Dirty statistics (marked lanes were counted while listing): a marked parent's
             // lanes with a change, from the masks just written (an unmarked parent has none).
@@ -322,15 +339,12 @@ impl Batch {
         self.parents.clear();
         for parent in &layout.parents {
             let start = self.planes.len();
-            let mut array = false;
             for leaf in parent.leaves.clone() {
-                let l = &layout.leaves[leaf];
-                array |= l.array.is_some();
-                for pl in &layout.planes[l.planes.clone()] {
+                for pl in &layout.planes[layout.leaves[leaf].planes.clone()] {
                     self.planes.push(PlaneProbes::new(pl.page_offset, pl.width, leaf as u16));
                 }
             }
-            self.parents.push((start..self.planes.len(), array));
+            self.parents.push(start..self.planes.len());
         }
     }
 }

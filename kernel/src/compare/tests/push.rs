@@ -16,6 +16,7 @@ fn a_push_frame_reports_the_same_on_the_batch_and_on_the_page_walk() {
         .property(PropertyDecl::new("Alive", PropType::Bool).push(true))
         .property(PropertyDecl::new("Pos", PropType::Vector(Default::default())).push(true))
         .property(PropertyDecl::new("Inv", PropType::array(PropType::U32)).push(true))
+        .property(PropertyDecl::new("Bag", PropType::array(PropType::U16)).push(true))
         .build()
         .unwrap();
     let mut s = ClassStore::new(Arc::new(layout));
@@ -41,6 +42,16 @@ fn a_push_frame_reports_the_same_on_the_batch_and_on_the_page_walk() {
             if page == 5 && i % 9 == frame as usize {
                 s.set(id, 3, &Value::Array(vec![Value::U32(frame)])).unwrap();
             }
+            // A quiet page with both arrays written in four lanes (the batch's array probes, in
+            // the walk's order: by leaf, then slot): lengths that grow and shrink, elements kept or changed, and
+            // rewrites of elements the array already holds.
+            if page == 7 && (i % 16) as u32 == frame % 3 {
+                let n = (frame as usize + i) % 4;
+                let inv = (0..n).map(|e| Value::U32(if e == 1 { frame } else { e as u32 })).collect();
+                s.set(id, 3, &Value::Array(inv)).unwrap();
+                let bag = (0..(n + 1) % 3).map(|e| Value::U16(e as u16 + (frame / 3) as u16)).collect();
+                s.set(id, 4, &Value::Array(bag)).unwrap();
+            }
         }
         s.begin_tick();
         a.compare(&mut s, &serial, &mut ca).unwrap();
@@ -52,6 +63,13 @@ fn a_push_frame_reports_the_same_on_the_batch_and_on_the_page_walk() {
             assert_eq!(expected, cc.changelist(s.layout(), id.index), "frame {frame}");
         }
         assert_eq!(ca.changed_actors(), cb.changed_actors());
+        for p in 0..640 / PAGE_LANES {
+            assert_eq!(
+                ca.array_changes(p),
+                cb.array_changes(p),
+                "frame {frame}, page {p}: the walk's changes, in its order"
+            );
+        }
         assert_eq!(a.dirty_stats(), b.dirty_stats(), "frame {frame}");
         assert_eq!(a.dirty_stats(), c.dirty_stats(), "frame {frame}");
         assert_eq!(a.last_visit(), b.last_visit(), "frame {frame}");
