@@ -40,7 +40,7 @@ fn hello_with_cookie(
 
 #[test]
 fn a_sealed_session_follows_its_client_to_a_new_address_and_nobody_else() {
-    let (mut w, mut client, conn, _) = open_session(12, 6100);
+    let Opened { mut w, mut client, conn, .. } = open_session(12, 6100);
     let t0 = Instant::now();
     // The client's NAT gives it a new port: its next sealed datagram opens, and the session
     // (with the server's next packets) moves there.
@@ -77,11 +77,7 @@ fn a_sealed_session_follows_its_client_to_a_new_address_and_nobody_else() {
 
 #[test]
 fn a_restarted_sealed_client_joins_again_with_a_new_ticket_and_an_ended_ticket_from_anywhere() {
-    let key = TicketKey::generate().unwrap();
-    let mut w = World::new(&key);
-    let (t, keys) = issue(&key, 40, unix_now() + 60);
-    let mut first = SessionClient::with_ticket(vec![crate_layout()], 5, t.clone(), &keys).unwrap();
-    let (conn, _) = handshake(&mut w, &mut first, addr(6200));
+    let Opened { mut w, key, ticket: (t, keys), conn, .. } = open_session(40, 6200);
     let t0 = Instant::now();
     // The session's own ticket again (a copier who receives at the address holds it too), or
     // another player's, cannot end it.
@@ -115,11 +111,7 @@ fn a_restarted_sealed_client_joins_again_with_a_new_ticket_and_an_ended_ticket_f
 
 #[test]
 fn a_moved_session_holds_its_ticket_at_its_new_address_only() {
-    let key = TicketKey::generate().unwrap();
-    let mut w = World::new(&key);
-    let (t, keys) = issue(&key, 13, unix_now() + 60);
-    let mut client = SessionClient::with_ticket(vec![crate_layout()], 5, t.clone(), &keys).unwrap();
-    let (conn, _) = handshake(&mut w, &mut client, addr(6300));
+    let Opened { mut w, key, ticket: (t, keys), mut client, conn, .. } = open_session(13, 6300);
     let t0 = Instant::now();
     let fb = client.feedback().unwrap();
     assert!(matches!(w.server.handle(addr(6301), &fb, t0), Incoming::Feedback { .. }));
