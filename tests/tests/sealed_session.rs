@@ -89,15 +89,27 @@ fn handshake(w: &mut World, client: &mut SessionClient, from: SocketAddr) -> (Co
     (conn, join)
 }
 
-/// A sealed server's world and a client welcomed into it from `port`: a fresh key, a ticket
-/// for `player`.
-fn open_session(player: u64, port: u16) -> (World, SessionClient, ConnectionId, JoinRequest) {
+/// What [`open_session`] made: a sealed server's world, its ticket key (for more tickets), the
+/// client's ticket and its keys (to join with it again), the client, its connection and the
+/// join the server saw.
+struct Opened {
+    w: World,
+    key: TicketKey,
+    ticket: (Vec<u8>, SessionKeys),
+    client: SessionClient,
+    conn: ConnectionId,
+    join: JoinRequest,
+}
+
+/// A sealed server's world and a client welcomed into it from `port` (nonce 5): a fresh key, a
+/// ticket for `player`.
+fn open_session(player: u64, port: u16) -> Opened {
     let key = TicketKey::generate().unwrap();
     let mut w = World::new(&key);
-    let (t, keys) = issue(&key, player, unix_now() + 60);
-    let mut client = SessionClient::with_ticket(vec![crate_layout()], 5, t, &keys).unwrap();
+    let ticket = issue(&key, player, unix_now() + 60);
+    let mut client = SessionClient::with_ticket(vec![crate_layout()], 5, ticket.0.clone(), &ticket.1).unwrap();
     let (conn, join) = handshake(&mut w, &mut client, addr(port));
-    (w, client, conn, join)
+    Opened { w, key, ticket, client, conn, join }
 }
 
 fn gold(client: &SessionClient) -> Option<Value> {
@@ -108,7 +120,7 @@ fn gold(client: &SessionClient) -> Option<Value> {
 
 #[test]
 fn a_sealed_session_carries_packets_and_feedback_only_its_ends_can_read() {
-    let (mut w, mut client, conn, join) = open_session(77, 6000);
+    let Opened { mut w, mut client, conn, join, .. } = open_session(77, 6000);
     assert_eq!(join.ticket.map(|c| c.player), Some(77), "the game learns whose session it is");
 
     w.store.set(w.actor, 0, &Value::U32(0x5eed_5eed)).unwrap();
@@ -168,7 +180,7 @@ fn a_sealed_session_carries_packets_and_feedback_only_its_ends_can_read() {
 
 #[test]
 fn a_forger_who_reads_the_traffic_can_neither_inject_alter_nor_replay() {
-    let (mut w, mut client, conn, _) = open_session(1, 6001);
+    let Opened { mut w, mut client, conn, .. } = open_session(1, 6001);
     let first = w.tick(conn);
     for d in &first {
         assert!(matches!(client.handle(d), ClientIncoming::Packet(Ok(_))));
@@ -407,12 +419,8 @@ fn forged_handshake_replies_and_plain_endings_do_not_wedge_a_sealed_client() {
 
 #[test]
 fn another_sessions_datagram_does_not_move_the_window() {
-    let key = TicketKey::generate().unwrap();
-    let mut w = World::new(&key);
-    let (t, keys) = issue(&key, 2, unix_now() + 60);
     // A first session on the ticket sends many packets, then ends.
-    let mut first = SessionClient::with_ticket(vec![crate_layout()], 5, t.clone(), &keys).unwrap();
-    let (conn, _) = handshake(&mut w, &mut first, addr(9000));
+    let Opened { mut w, ticket: (t, keys), conn, .. } = open_session(2, 9000);
     let old: Vec<Vec<u8>> = (0..300).map(|_| w.server.packet(conn, &[0]).unwrap().1).collect();
     w.server.disconnect(conn, shadowrep::session::DisconnectReason::Closed);
     // A second one from the same address (the same keys: the same ticket).

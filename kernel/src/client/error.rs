@@ -75,6 +75,37 @@ pub enum ClientError {
     TooManyCalls,
 }
 
+/// Where a client's checksums (of its classes, or of its fast array kinds) first differ from the
+/// server's, each caller naming it with its own [`ClientError`].
+pub(super) enum ChecksumsDiffer {
+    /// The lists' lengths.
+    Count,
+    /// Entry `index` is the server's entry `server_index`: the same build, given in another
+    /// order.
+    Order { index: usize, server_index: usize },
+    /// Entry `index` is none of the server's.
+    Mismatch { index: usize, server: u64, client: u64 },
+}
+
+/// Checks the `client` checksums against the `server`'s, entry by entry.
+pub(super) fn compare_checksums(
+    client: impl ExactSizeIterator<Item = u64>,
+    server: &[u64],
+) -> Result<(), ChecksumsDiffer> {
+    if client.len() != server.len() {
+        return Err(ChecksumsDiffer::Count);
+    }
+    for (index, (client, &s)) in client.zip(server).enumerate() {
+        if client != s {
+            return Err(match server.iter().position(|&c| c == client) {
+                Some(server_index) => ChecksumsDiffer::Order { index, server_index },
+                None => ChecksumsDiffer::Mismatch { index, server: s, client },
+            });
+        }
+    }
+    Ok(())
+}
+
 impl fmt::Display for ClientError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {

@@ -12,6 +12,7 @@
 //!                      null again until it returns
 //! ```
 
+use super::error::{compare_checksums, ChecksumsDiffer};
 use super::unmapped::Slot;
 use super::{ClientError, ClientWorld};
 use crate::fastarray::{layout_checksum, ArrayKey, Delta, FastArrayEvent, FastArrayReceiver, ReplicationId};
@@ -110,19 +111,18 @@ impl ClientWorld {
         layouts: &[Arc<ArrayLayout>],
         server_checksums: &[u64],
     ) -> Result<Self, ClientError> {
-        if layouts.len() != server_checksums.len() {
-            return Err(ClientError::FastArrayKindCount { server: server_checksums.len(), client: layouts.len() });
-        }
-        for (kind, (l, &server)) in layouts.iter().zip(server_checksums).enumerate() {
-            let client = layout_checksum(l);
-            if client != server {
-                // The server's layout at another index: the same build, given in another order.
-                if let Some(server_kind) = server_checksums.iter().position(|&c| c == client) {
-                    return Err(ClientError::FastArrayKindOrder { kind, server_kind });
-                }
-                return Err(ClientError::FastArrayChecksumMismatch { kind, server, client });
+        let checksums = layouts.iter().map(|l| layout_checksum(l));
+        compare_checksums(checksums, server_checksums).map_err(|d| match d {
+            ChecksumsDiffer::Count => {
+                ClientError::FastArrayKindCount { server: server_checksums.len(), client: layouts.len() }
             }
-        }
+            ChecksumsDiffer::Order { index, server_index } => {
+                ClientError::FastArrayKindOrder { kind: index, server_kind: server_index }
+            }
+            ChecksumsDiffer::Mismatch { index, server, client } => {
+                ClientError::FastArrayChecksumMismatch { kind: index, server, client }
+            }
+        })?;
         self.fast.kinds = layouts.to_vec();
         Ok(self)
     }

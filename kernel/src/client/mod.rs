@@ -60,6 +60,7 @@ use crate::value::Value;
 use crate::wire::feedback::write_feedback;
 use crate::wire::open::{SpawnInfo, MAX_PATH_BYTES};
 use crate::wire::BitWriter;
+use error::{compare_checksums, ChecksumsDiffer};
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use window::ReceiveWindow;
@@ -201,18 +202,15 @@ impl ClientWorld {
     ///
     /// [`NetDriver::layouts`]: crate::net::NetDriver::layouts
     pub fn new(layouts: &[Arc<ClassLayout>], server_checksums: &[u64]) -> Result<Self, ClientError> {
-        if layouts.len() != server_checksums.len() {
-            return Err(ClientError::ClassCount { server: server_checksums.len(), client: layouts.len() });
-        }
-        for (i, (l, &s)) in layouts.iter().zip(server_checksums).enumerate() {
-            if l.checksum != s {
-                // The server's layout at another id: the same build, given in another order.
-                if let Some(server_class) = server_checksums.iter().position(|&c| c == l.checksum) {
-                    return Err(ClientError::ClassOrder { class: i, server_class });
-                }
-                return Err(ClientError::ChecksumMismatch { class: i, server: s, client: l.checksum });
+        compare_checksums(layouts.iter().map(|l| l.checksum), server_checksums).map_err(|d| match d {
+            ChecksumsDiffer::Count => ClientError::ClassCount { server: server_checksums.len(), client: layouts.len() },
+            ChecksumsDiffer::Order { index, server_index } => {
+                ClientError::ClassOrder { class: index, server_class: server_index }
             }
-        }
+            ChecksumsDiffer::Mismatch { index, server, client } => {
+                ClientError::ChecksumMismatch { class: index, server, client }
+            }
+        })?;
         Ok(Self {
             classes: layouts
                 .iter()

@@ -40,7 +40,7 @@ fn hello_with_cookie(
 
 #[test]
 fn a_sealed_session_follows_its_client_to_a_new_address_and_nobody_else() {
-    let (mut w, mut client, conn, _) = open_session(12, 6100);
+    let Opened { mut w, mut client, conn, .. } = open_session(12, 6100);
     let t0 = Instant::now();
     // The client's NAT gives it a new port: its next sealed datagram opens, and the session
     // (with the server's next packets) moves there.
@@ -77,11 +77,7 @@ fn a_sealed_session_follows_its_client_to_a_new_address_and_nobody_else() {
 
 #[test]
 fn a_restarted_sealed_client_joins_again_with_a_new_ticket_and_an_ended_ticket_from_anywhere() {
-    let key = TicketKey::generate().unwrap();
-    let mut w = World::new(&key);
-    let (t, keys) = issue(&key, 40, unix_now() + 60);
-    let mut first = SessionClient::with_ticket(vec![crate_layout()], 5, t.clone(), &keys).unwrap();
-    let (conn, _) = handshake(&mut w, &mut first, addr(6200));
+    let Opened { mut w, key, ticket: (t, keys), conn, .. } = open_session(40, 6200);
     let t0 = Instant::now();
     // The session's own ticket again (a copier who receives at the address holds it too), or
     // another player's, cannot end it.
@@ -115,11 +111,7 @@ fn a_restarted_sealed_client_joins_again_with_a_new_ticket_and_an_ended_ticket_f
 
 #[test]
 fn a_moved_session_holds_its_ticket_at_its_new_address_only() {
-    let key = TicketKey::generate().unwrap();
-    let mut w = World::new(&key);
-    let (t, keys) = issue(&key, 13, unix_now() + 60);
-    let mut client = SessionClient::with_ticket(vec![crate_layout()], 5, t.clone(), &keys).unwrap();
-    let (conn, _) = handshake(&mut w, &mut client, addr(6300));
+    let Opened { mut w, key, ticket: (t, keys), mut client, conn, .. } = open_session(13, 6300);
     let t0 = Instant::now();
     let fb = client.feedback().unwrap();
     assert!(matches!(w.server.handle(addr(6301), &fb, t0), Incoming::Feedback { .. }));
@@ -154,6 +146,19 @@ fn the_list_of_taken_tickets_is_capped_and_forgets_the_expired() {
             Answer::Ended(conn) => panic!("ended {conn:?}"),
         };
     let from = |i: usize| SocketAddr::from(([10, (i >> 16) as u8, (i >> 8) as u8, i as u8], 7000));
+    // A session of ticket `claims` from `from(i)` on connection `i`, ended at once: the ticket
+    // stays on the list until it expires.
+    let take = |w: &mut World, i: usize, claims: ticket::TicketClaims| {
+        let join = JoinRequest { addr: from(i), nonce: 1, ticket: Some(claims) };
+        w.server.accept(join, ConnectionId(i as u32), t0).expect("room on the list");
+        w.server.disconnect(ConnectionId(i as u32), shadowrep::session::DisconnectReason::Closed);
+    };
+    // The claims of a ticket that expired a minute ago, opened as if two minutes ago: the
+    // server's clock (the wall clock) finds it expired at once, with no waiting.
+    let expired = |player: u64| {
+        let (t, _) = issue(&key, player, unix_now() - 60);
+        ticket::open(&key, &t, SystemTime::now() - Duration::from_secs(120)).unwrap()
+    };
     // A ticket taken and its session ended: it stays on the list until it expires.
     let known = issue(&key, 1, unix_now() + 60);
     let j = hello(&mut w, from(0), 1, &known).unwrap();
@@ -161,27 +166,25 @@ fn the_list_of_taken_tickets_is_capped_and_forgets_the_expired() {
     w.server.disconnect(ConnectionId(0), shadowrep::session::DisconnectReason::Closed);
     // Its hello again, while the list has room: a join, accepted below once the list is full.
     let known_join = hello(&mut w, from(1), 2, &known).unwrap();
-    // A new ticket's hello while the list has room, accepted once the list is full of
-    // expired tickets.
+    // A new ticket's hello while the list has room, accepted once the list is full again.
     let late = hello(&mut w, from(2), 3, &issue(&key, 2, unix_now() + 60)).unwrap();
-    // Fill the list with tickets that expire in a few seconds (sessions ended at once).
-    let soon = unix_now() + 4;
-    for i in 1..MAX_USED_TICKETS {
-        let (t, _) = issue(&key, 100 + i as u64, soon);
-        let claims = ticket::open(&key, &t, SystemTime::now()).unwrap();
-        let join = JoinRequest { addr: from(10 + i), nonce: 1, ticket: Some(claims) };
-        w.server.accept(join, ConnectionId(10 + i as u32), t0).expect("room on the list");
-        w.server.disconnect(ConnectionId(10 + i as u32), shadowrep::session::DisconnectReason::Closed);
+    // Fill the list but one with tickets good for a minute, the last place with an expired one.
+    for i in 10..10 + MAX_USED_TICKETS - 2 {
+        let (t, _) = issue(&key, 100 + i as u64, unix_now() + 60);
+        take(&mut w, i, ticket::open(&key, &t, SystemTime::now()).unwrap());
     }
-    // Full: a new ticket is refused at the hello (and at the accept); a ticket on the list
-    // still joins.
-    assert_eq!(hello(&mut w, from(3), 4, &issue(&key, 3, unix_now() + 60)).err(), Some(RejectReason::Full));
+    take(&mut w, 3, expired(3));
+    // Full, but a new ticket's hello forgets the expired one and finds room (it takes none).
+    let admitted = hello(&mut w, from(4), 4, &issue(&key, 4, unix_now() + 60));
+    assert!(admitted.is_ok(), "the hello forgets the expired tickets: {:?}", admitted.err());
+    // Full again with another expired ticket: the accept forgets it and finds room.
+    take(&mut w, 5, expired(5));
+    assert!(w.server.accept(late, ConnectionId(2), t0).is_some(), "the accept forgets the expired tickets");
+    // Full of live tickets: a new ticket is refused at the hello and at the accept; a ticket on
+    // the list still joins.
+    assert_eq!(hello(&mut w, from(6), 6, &issue(&key, 6, unix_now() + 60)).err(), Some(RejectReason::Full));
+    assert!(w.server.accept(admitted.unwrap(), ConnectionId(4), t0).is_none(), "no room on the list");
     // (Its hello was refused Full too, until session 76's mutation pass found it.)
-    assert!(hello(&mut w, from(4), 5, &known).is_ok(), "a ticket on the full list passes the hello");
+    assert!(hello(&mut w, from(7), 7, &known).is_ok(), "a ticket on the full list passes the hello");
     assert!(w.server.accept(known_join, ConnectionId(1), t0).is_some(), "already on the list");
-    // Once the fill expired, the accept forgets it and finds room.
-    while unix_now() < soon {
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    assert!(w.server.accept(late, ConnectionId(2), t0).is_some(), "the expired tickets forgotten");
 }

@@ -384,11 +384,14 @@ impl SessionServer {
 
     /// A sealed datagram: its session's, opened, or dropped.
     fn handle_sealed<'a>(&mut self, from: SocketAddr, bytes: &'a [u8], now: Instant) -> Incoming<'a> {
+        // The session token the header names (`None`: no sealed datagram's header), read once,
+        // before any opening.
+        let token = super::seal::sealed_header(bytes).map(|(_, token)| token);
         // From an address without a session, the sealed session its token names, if any: the
         // client's address may have changed under it (a NAT's new mapping).
         let home = match self.sessions.contains_key(&from) {
             true => Some(from),
-            false => super::seal::sealed_header(bytes).and_then(|(_, id)| self.by_token.get(&id).copied()),
+            false => token.and_then(|token| self.by_token.get(&token).copied()),
         };
         let Some(s) = home.and_then(|home| self.sessions.get_mut(&home)) else {
             self.stats.unknown_address += 1;
@@ -398,8 +401,8 @@ impl SessionServer {
             self.stats.forged += 1;
             return Incoming::Dropped(Dropped::Forged);
         };
-        match super::seal::sealed_header(bytes) {
-            Some((_, id)) if id != s.token => {
+        match token {
+            Some(token) if token != s.token => {
                 self.stats.bad_token += 1;
                 return Incoming::Dropped(Dropped::BadToken);
             }
