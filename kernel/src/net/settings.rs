@@ -143,6 +143,10 @@ pub struct ActorLevelConfig {
     pub ready_timeout: f64,
     /// Bytes per second a new connection may receive (UE 5: 100 000); at least 1.
     pub net_speed: u32,
+    /// Bytes each packet costs the budget beyond its payload (UE's `PacketOverhead`: 28 for
+    /// IPv4 and UDP, [`super::budget::DEFAULT_PACKET_OVERHEAD`]); 48 for IPv6, 0 for a
+    /// transport that wants its payload counted alone.
+    pub packet_overhead: u32,
     /// UE's adaptive net update frequency (off by default, as in UE 5).
     pub adaptive_frequency: bool,
     /// The spatial grid of the distance test's broad phase.
@@ -168,6 +172,7 @@ impl Default for ActorLevelConfig {
             relevant_timeout: DEFAULT_RELEVANT_TIMEOUT,
             ready_timeout: DEFAULT_READY_TIMEOUT,
             net_speed: DEFAULT_NET_SPEED,
+            packet_overhead: super::budget::DEFAULT_PACKET_OVERHEAD,
             adaptive_frequency: false,
             grid: GridConfig::default(),
             record_decisions: false,

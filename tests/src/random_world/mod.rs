@@ -406,6 +406,7 @@ fn world(spec: &Spec) -> Sim {
         connections,
         (seed % 4 == 3, bags_first, sublevels, net_groups),
         (spec.dynamic_conditions, spec.class_defaults, spec.wide, spec.owner_chains),
+        spec.packet_overhead,
     );
     sim.loss = spec.loss;
     sim.dormancy = spec.dormancy;

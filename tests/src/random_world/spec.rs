@@ -31,6 +31,9 @@ pub struct Spec {
     pub lying_feedback: bool,
     pub stale_reopens: bool,
     pub fresh_calls: bool,
+    /// Bytes each packet costs the budget beyond its payload
+    /// ([`shadowrep::net::ActorLevelConfig::packet_overhead`]; UE's 28 unless set).
+    pub packet_overhead: u32,
 }
 
 impl Spec {
@@ -62,7 +65,16 @@ impl Spec {
             lying_feedback: false,
             stale_reopens: false,
             fresh_calls: false,
+            packet_overhead: shadowrep::net::budget::DEFAULT_PACKET_OVERHEAD,
         }
+    }
+
+    /// The same with `bytes` of overhead a packet. The worlds kept for divergences found before
+    /// the budget charged UE's 28 (session 77) run with 0, as they were found: with the
+    /// overhead they spend their budget otherwise, and some no longer do what they were kept
+    /// for.
+    pub fn packet_overhead(self, bytes: u32) -> Spec {
+        Spec { packet_overhead: bytes, ..self }
     }
 
     /// The same where a client's feedback now and then arrives after the game's calls of the

@@ -2,6 +2,7 @@
 //! priority, bandwidth and the sparse channel table, each checked on what a client receives and
 //! on the driver's recorded decisions.
 
+mod bandwidth;
 mod between_ticks;
 mod client_roles;
 mod dormancy;

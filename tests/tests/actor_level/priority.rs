@@ -179,11 +179,11 @@ fn a_leftover_channel_relevant_long_ago_but_relevant_now_is_considered_next_fram
 
 #[test]
 fn a_connection_over_its_budget_when_its_frame_starts_sends_nothing() {
-    // 150 B/s at 30 Hz: 5 bytes a tick, at most 10 banked — less than one actor's update. A frame
-    // that starts with the queue above zero sends nothing (UE's first test in
-    // ProcessPrioritizedActors), so the queue drains; sending one actor every frame regardless
-    // would grow it without bound.
-    let mut l = Level::new(ActorLevelConfig { net_speed: 150, ..every_frame() }, 1);
+    // 600 B/s at 30 Hz: 20 bytes a tick, at most 40 banked — less than one packet of an actor's
+    // update with its 28 bytes of overhead. A frame that starts with the queue above zero sends
+    // nothing (UE's first test in ProcessPrioritizedActors), so the queue drains; sending one
+    // actor every frame regardless would grow it without bound.
+    let mut l = Level::new(ActorLevelConfig { net_speed: 600, ..every_frame() }, 1);
     let ids: Vec<ActorId> = (0..4).map(|i| l.spawn([100.0 * i as f32, 0.0, 0.0], i).0).collect();
     let (mut idle, mut busy, mut most) = (0, 0, 0.0f64);
     for frame in 0..300u32 {

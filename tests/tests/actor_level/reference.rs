@@ -477,7 +477,14 @@ fn with_feedback_arriving_after_the_games_calls_the_kernel_decides_exactly_as_th
         late(100869, 4, 0.3).sublevels().owner_chains(),
         late(107161, 4, 0.2).sublevels().owner_chains().net_temporary().initial_only().remove_fast_arrays(),
         late(102924, 4, 0.2).sublevels().owner_chains().net_temporary().initial_only().remove_fast_arrays(),
-        late(107182, 4, 0.2).sublevels().owner_chains().net_temporary().initial_only().remove_fast_arrays(),
+        // (Too tame with UE's packet overhead — 5 relevancy closes: run as it was found.)
+        late(107182, 4, 0.2)
+            .sublevels()
+            .owner_chains()
+            .net_temporary()
+            .initial_only()
+            .remove_fast_arrays()
+            .packet_overhead(0),
         late(113429, 8, 0.3).dormancy().net_groups().dynamic_conditions().priority_hooks().class_defaults().wide(),
         late(0, 4, 0.0).dormancy().rpcs().owner_chains(),
         late(1, 5, 0.2).remove_fast_arrays().net_temporary().initial_only(),
@@ -550,7 +557,8 @@ fn with_clients_lying_about_lost_packets_the_kernel_decides_exactly_as_the_ue_st
     // past the newest received, maybe past the newest sent (`Intake::Ahead` on both sides).
     let lying = |seed: u64, connections: usize, loss: f64| Spec::new(seed, connections).loss(loss).lying_feedback();
     let worlds = [
-        lying(126000, 4, 0.3).rpcs(),
+        // (Too tame with UE's packet overhead — 3 packets refused: run as it was found.)
+        lying(126000, 4, 0.3).rpcs().packet_overhead(0),
         lying(126004, 4, 0.3).rpcs().late_feedback().replayed_feedback(),
         lying(126000, 4, 0.3).dormancy().sublevels().owner_chains().sub_conditions(),
     ];
@@ -567,7 +575,10 @@ fn with_actors_made_dormant_or_torn_off_before_any_tick_saw_them_the_kernel_deci
     // refused such an actor, now they give it its GUID): the dormant one opens and sleeps, the
     // torn-off one never opens, on both sides alike.
     let fresh = |seed: u64, connections: usize, loss: f64| Spec::new(seed, connections).loss(loss).fresh_calls();
-    let worlds = [fresh(170000, 4, 0.2), fresh(170003, 4, 0.3).dormancy().sublevels().rpcs().owner_chains()];
+    // (Seed 170003 is too tame with UE's packet overhead — 50 unreliable calls delivered: run
+    // as it was found.)
+    let worlds =
+        [fresh(170000, 4, 0.2), fresh(170003, 4, 0.3).dormancy().sublevels().rpcs().owner_chains().packet_overhead(0)];
     for spec in worlds {
         decide_alike(spec);
     }

@@ -279,7 +279,7 @@ pub(crate) fn replicate_connection(ctx: &LevelCtx<'_>, ci: u32, conn: &mut Conne
     let channels = crate::net::rpc::PairChannels(ctx.guids);
     ctx.write.write_rpcs(conn, &mut st, ctx.write.calls, (out.saturated, ready), &channels);
     out.written = ctx.write.end(conn, st, true);
-    conn.budget.sent(out.written.bytes);
+    conn.budget.sent(out.written.bytes, out.written.packets);
     if let Some(d) = &mut decisions {
         d.saturated = out.saturated;
     }

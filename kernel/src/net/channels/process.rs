@@ -39,7 +39,7 @@ pub(super) fn process(ctx: &LevelCtx<'_>, run: &mut Run<'_>, conn: &mut Connecti
     } else {
         FIRST_BATCH
     };
-    let bits_at_start = ctx.write.bits_written(conn);
+    let bits_at_start = ctx.write.bits_charged(conn, &conn.budget);
     // UE's first test (`ProcessPrioritizedActors`): a connection that is not net-ready when its
     // frame starts sends nothing, and every candidate is a leftover.
     if !conn.budget.ready(bits_at_start as f64) {
@@ -213,11 +213,11 @@ pub(super) fn process(ctx: &LevelCtx<'_>, run: &mut Run<'_>, conn: &mut Connecti
                         }
                     }
                 }
-                if ctx.write.bits_written(conn) as i64 > ready_limit {
+                let charged = ctx.write.bits_charged(conn, &conn.budget);
+                if charged as i64 > ready_limit {
                     if saturated_by.is_none() {
                         out.saturated = true;
-                        *bits_per_send =
-                            (ctx.write.bits_written(conn) - bits_at_start) as f64 / out.processed.max(1) as f64;
+                        *bits_per_send = (charged - bits_at_start) as f64 / out.processed.max(1) as f64;
                         saturated_by = Some((due.class, due.slot, i));
                         *cutoff = Some(key);
                     }

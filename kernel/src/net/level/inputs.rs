@@ -468,6 +468,7 @@ impl NetDriver {
         if let Some(l) = &self.level {
             c.pairs = Pairs::channels();
             c.budget.net_speed = l.cfg.net_speed;
+            c.budget.packet_overhead = l.cfg.packet_overhead;
             c.heard = l.time.now;
         }
     }

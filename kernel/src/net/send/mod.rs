@@ -274,6 +274,13 @@ impl WriteCtx<'_> {
         conn.out.len_bits()
     }
 
+    /// What this frame's writing so far counts against `budget` (a connection's, or the
+    /// reference's beside it): the bits written and each finished packet's overhead
+    /// ([`super::budget::Budget::pending_bits`]).
+    pub fn bits_charged(&self, conn: &Connection, budget: &super::budget::Budget) -> usize {
+        budget.pending_bits(conn.out.len_bits(), conn.out_ends.len())
+    }
+
     /// Ends the frame: finishes the open packet, sends a keep-alive if one is due (`always`: even
     /// with nothing in flight, so a client with nothing relevant still hears from the server and
     /// answers), keeps the newest packet and counts.

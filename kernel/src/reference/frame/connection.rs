@@ -77,7 +77,10 @@ impl ReferenceFrame {
                 id: c.id,
                 conn,
                 channels: GuidMap::default(),
-                budget: Budget::new(level.cfg.net_speed, c.replay),
+                budget: Budget {
+                    packet_overhead: level.cfg.packet_overhead,
+                    ..Budget::new(level.cfg.net_speed, c.replay)
+                },
                 decisions: FrameDecisions::default(),
                 fast_delivered: Vec::new(),
                 owner_closes_delivered: Vec::new(),
@@ -221,7 +224,7 @@ impl ReferenceFrame {
         let saturated = rc.decisions.saturated;
         write.write_rpcs(&mut rc.conn, &mut st, write.calls, (saturated, ready), &chan);
         let written = write.end(&mut rc.conn, st, true);
-        rc.budget.sent(written.bytes);
+        rc.budget.sent(written.bytes, written.packets);
         for (c, s) in pending {
             if let Some(a) = self.actors[c as usize][s as usize].as_mut() {
                 a.clock.pending_net_update = true;

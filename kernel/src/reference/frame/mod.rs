@@ -516,6 +516,7 @@ impl ReferenceFrame {
         }
         for (rc, dc) in self.conns.iter_mut().zip(&driver.conns) {
             rc.budget.net_speed = dc.budget.net_speed;
+            rc.budget.packet_overhead = dc.budget.packet_overhead;
             rc.budget.tick(time.tick, cfg.tick_rate);
         }
         // The connections whose look is due meet the sleeping actors near their viewers.

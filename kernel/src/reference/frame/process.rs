@@ -26,7 +26,7 @@ impl RefConn {
         let ConnView { driver, ci, time, cfg, dc, .. } = *v;
         let now = time.now;
         let recheck_after = cfg.relevant_timeout.min(1.0);
-        let mut leftovers_from = (!self.budget.ready(write.bits_written(&self.conn) as f64)).then_some(0);
+        let mut leftovers_from = (!self.budget.ready(write.bits_charged(&self.conn, &self.budget) as f64)).then_some(0);
         let processed = if leftovers_from.is_some() { &list[..0] } else { list };
         // Channels this frame closed with reason TornOff: the client keeps the actor, so its
         // sub-objects ranked after it still find their owner there.
@@ -142,7 +142,7 @@ impl RefConn {
                         self.decisions.sends.push(SendDecision { guid, priority: cand.key, action, bits });
                     }
                 }
-                if !self.budget.ready(write.bits_written(&self.conn) as f64) {
+                if !self.budget.ready(write.bits_charged(&self.conn, &self.budget) as f64) {
                     // UE returns this actor's index: the leftovers start with it.
                     if saturated_by.is_none() {
                         leftovers_from = Some(k);

@@ -197,12 +197,14 @@ fn slots() -> Arc<shadowrep::schema::ArrayLayout> {
 }
 
 impl Sim {
-    /// A world of `connections` clients; `adaptive`: UE's adaptive update frequency on.
+    /// A world of `connections` clients; `adaptive`: UE's adaptive update frequency on; each
+    /// packet costing `packet_overhead` bytes beyond its payload.
     pub(super) fn new(
         seed: u64,
         connections: usize,
         (adaptive, bags_first, sublevels, net_groups): (bool, bool, bool, bool),
         (dynamic, defaults, wide, owner_chains): (bool, bool, bool, bool),
+        packet_overhead: u32,
     ) -> Sim {
         let (tl, bl) = (thing(), bag(dynamic, defaults, wide));
         let mut things = ClassStore::new(tl.clone());
@@ -211,6 +213,7 @@ impl Sim {
             record_decisions: true,
             adaptive_frequency: adaptive,
             owner_chain_connections: owner_chains,
+            packet_overhead,
             ..ActorLevelConfig::default()
         };
         let mut driver =
