@@ -25,7 +25,11 @@ impl SessionServer {
     /// Forgets the taken tickets that have expired (a copy of one is refused by its expiry).
     pub(super) fn forget_expired_tickets(&mut self) {
         let unix = SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+        if unix < self.first_expiry {
+            return;
+        }
         self.used.retain(|_, &mut (_, expires)| expires > unix);
+        self.first_expiry = self.used.values().map(|&(_, expires)| expires).min().unwrap_or(u64::MAX);
     }
 
     /// The sessions not heard from for the idle timeout at `now`.

@@ -136,6 +136,7 @@ impl SessionServer {
     fn open_session(&mut self, join: JoinRequest, conn: ConnectionId, now: Instant) -> Vec<u8> {
         if let Some(t) = &join.ticket {
             self.used.insert(t.fingerprint, (Some(join.addr), t.expires));
+            self.first_expiry = self.first_expiry.min(t.expires);
         }
         self.minted += 1;
         // A token is never 0, so an all-zero header never matches.

@@ -216,6 +216,10 @@ pub struct SessionServer {
     /// Tickets taken, by fingerprint: the address of the live session that holds each (none
     /// once it ended), and when it expires.
     used: HashMap<[u8; 16], (Option<SocketAddr>, u64)>,
+    /// The earliest expiry in `used` (`u64::MAX`: none): until then nothing there has expired,
+    /// and forgetting costs one compare, not a pass over up to [`MAX_USED_TICKETS`] entries at
+    /// every accept and every `expire`.
+    first_expiry: u64,
     stats: ServerStats,
 }
 
@@ -243,6 +247,7 @@ impl SessionServer {
             by_conn: HashMap::new(),
             by_token: HashMap::new(),
             used: HashMap::new(),
+            first_expiry: u64::MAX,
             stats: ServerStats::default(),
         })
     }
