@@ -90,7 +90,7 @@ impl History {
                 let per = self.layout.arrays[a].elements.len();
                 let stamps = self.elements.entry(element_key(ch.slot, ch.leaf)).or_default();
                 stamps.resize(ch.new_len as usize * per, 0);
-                for &nested in &ch.elements {
+                for &nested in ch.elements {
                     if let Some(s) = stamps.get_mut(usize::from(nested).wrapping_sub(1)) {
                         *s = frame;
                     }

@@ -21,15 +21,20 @@
 //! are in flight at once. (1 % of 100 000 ShooterCharacter with only the `Inventory` array
 //! marked, AMD EPYC Zen 5: see the README's measurements.)
 
+use super::changes::PageArrayChanges;
 use super::simd::prefetch_addr;
-use super::ArrayChange;
 use crate::schema::{ArrayLayout, ClassLayout, PAGE_LANES};
 use crate::store::PageArrays;
 
 /// Compares one lane's array, `live` against `shadow`; on a change the shadow takes live's
-/// bytes and the change's new length and nested handles (`element * element_leaves + leaf + 1`,
-/// ascending) are returned.
-pub(super) fn compare_lane(array: &ArrayLayout, live: &[u8], shadow: &mut Vec<u8>) -> Option<(u16, Vec<u16>)> {
+/// bytes, the change's nested handles (`element * element_leaves + leaf + 1`, ascending) are
+/// pushed onto `handles` and its new length is returned (no change: `handles` as it was).
+pub(super) fn compare_lane(
+    array: &ArrayLayout,
+    live: &[u8],
+    shadow: &mut Vec<u8>,
+    handles: &mut Vec<u16>,
+) -> Option<u16> {
     // Most marked arrays of a frame were written with what they held, or changed in place:
     // equal bytes are no change, whatever the elements (a leaf differs only where bytes do).
     if live == shadow.as_slice() {
@@ -37,7 +42,7 @@ pub(super) fn compare_lane(array: &ArrayLayout, live: &[u8], shadow: &mut Vec<u8
     }
     let (stride, n) = (array.stride, array.elements.len());
     let (nl, ns) = (live.len() / stride, shadow.len() / stride);
-    let mut elements = Vec::new();
+    let start = handles.len();
     for e in 0..nl {
         let element = &live[e * stride..(e + 1) * stride];
         let old = if e < ns { Some(&shadow[e * stride..(e + 1) * stride]) } else { None };
@@ -47,7 +52,7 @@ pub(super) fn compare_lane(array: &ArrayLayout, live: &[u8], shadow: &mut Vec<u8
         for (i, el) in array.elements.iter().enumerate() {
             let r = el.offset..el.offset + el.kind.byte_size();
             if old.is_none_or(|old| element[r.clone()] != old[r]) {
-                elements.push((e * n + i + 1) as u16);
+                handles.push((e * n + i + 1) as u16);
             }
         }
     }
@@ -55,7 +60,7 @@ pub(super) fn compare_lane(array: &ArrayLayout, live: &[u8], shadow: &mut Vec<u8
     // between an element's leaves, at the same length, are no change.
     shadow.clear();
     shadow.extend_from_slice(live);
-    (nl != ns || !elements.is_empty()).then_some((nl as u16, elements))
+    (nl != ns || handles.len() > start).then_some(nl as u16)
 }
 
 /// One marked dynamic array of a page the batch takes.
@@ -91,7 +96,7 @@ pub(super) struct ArrayTarget<'a> {
     /// array changes (a list a page).
     pub(super) masks: &'a mut [u64],
     pub(super) page_lanes: &'a mut [u64],
-    pub(super) changes: &'a mut [Vec<ArrayChange>],
+    pub(super) changes: &'a mut [PageArrayChanges],
 }
 
 impl ArrayProbes {
@@ -148,7 +153,7 @@ impl ArrayProbes {
                 prefetch_addr(&shadow[q][k] as *const Vec<u8> as usize);
                 // Where a change is written: the page's list of array changes, leaf masks and
                 // lanes word.
-                prefetch_addr(&changes[q] as *const Vec<ArrayChange> as usize);
+                prefetch_addr(&changes[q] as *const PageArrayChanges as usize);
                 prefetch_addr(&masks[q * leaves + far.leaf as usize] as *const u64 as usize);
                 prefetch_addr(&page_lanes[q] as *const u64 as usize);
             }
@@ -156,11 +161,11 @@ impl ArrayProbes {
                 let (q, k) = (near.page as usize, header(near));
                 prefetch_addr(live[q][k].as_ptr() as usize);
                 prefetch_addr(shadow[q][k].as_ptr() as usize);
-                prefetch_addr(changes[q].as_ptr() as usize);
+                prefetch_addr(changes[q].elements_mut().as_ptr() as usize);
             }
             let (p, k) = (probe.page as usize, header(probe));
             let array = &layout.arrays[probe.array as usize];
-            if let Some((new_len, elements)) = compare_lane(array, &live[p][k], &mut shadow[p][k]) {
+            if let Some(new_len) = compare_lane(array, &live[p][k], &mut shadow[p][k], changes[p].elements_mut()) {
                 let lane = probe.lane as usize;
                 let row = &mut masks[p * leaves..(p + 1) * leaves];
                 if page_lanes[p] == 0 {
@@ -168,12 +173,7 @@ impl ArrayProbes {
                 }
                 row[probe.leaf as usize] |= 1 << lane;
                 page_lanes[p] |= 1 << lane;
-                changes[p].push(ArrayChange {
-                    slot: (p * PAGE_LANES + lane) as u32,
-                    leaf: probe.leaf,
-                    new_len,
-                    elements,
-                });
+                changes[p].push((p * PAGE_LANES + lane) as u32, probe.leaf, new_len);
             }
         }
     }

@@ -10,16 +10,70 @@ use crate::ids::LaneMask;
 use crate::schema::{ClassLayout, LeafKind, PAGE_LANES};
 
 /// One actor's dynamic-array change.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ArrayChange {
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ArrayChange<'a> {
     /// Actor slot.
     pub slot: u32,
     /// Leaf index of the array command.
     pub leaf: u16,
     /// Length now.
     pub new_len: u16,
-    /// Nested handles (`element * element_leaves + leaf + 1`) of changed or new element leaves.
-    pub elements: Vec<u16>,
+    /// Nested handles (`element * element_leaves + leaf + 1`) of changed or new element leaves,
+    /// ascending.
+    pub elements: &'a [u16],
+}
+
+/// One page's dynamic-array changes: the changes in order, and their nested handles in one
+/// list. Nothing is allocated a change (the lists keep their room from frame to frame) and a
+/// reset is two lengths set to zero. (Each change owned a `Vec` of its handles before session
+/// 77: an allocation a change, and a reset that walked every change of the last frame to free
+/// them, its lines cold — a fifth of a push frame of marked arrays.)
+#[derive(Clone, Debug, Default)]
+pub(super) struct PageArrayChanges {
+    changes: Vec<StoredChange>,
+    elements: Vec<u16>,
+}
+
+/// A change as a page keeps it: its handles end at `end` in the page's list, where the one
+/// before's end.
+#[derive(Clone, Copy, Debug)]
+struct StoredChange {
+    slot: u32,
+    leaf: u16,
+    new_len: u16,
+    end: u32,
+}
+
+impl PageArrayChanges {
+    pub(super) fn clear(&mut self) {
+        self.changes.clear();
+        self.elements.clear();
+    }
+
+    /// Where the next change's nested handles are pushed, before [`Self::push`] records it (a
+    /// lane found unchanged pushes none).
+    pub(super) fn elements_mut(&mut self) -> &mut Vec<u16> {
+        &mut self.elements
+    }
+
+    /// Records a change of the array leaf `leaf` of `slot`, now `new_len` long, whose handles
+    /// are those pushed since the last.
+    pub(super) fn push(&mut self, slot: u32, leaf: u16, new_len: u16) {
+        self.changes.push(StoredChange { slot, leaf, new_len, end: self.elements.len() as u32 });
+    }
+
+    /// The changes, in the order recorded.
+    pub(super) fn iter(&self) -> impl ExactSizeIterator<Item = ArrayChange<'_>> + '_ {
+        self.changes.iter().enumerate().map(move |(i, c)| {
+            let start = if i == 0 { 0 } else { self.changes[i - 1].end as usize };
+            ArrayChange {
+                slot: c.slot,
+                leaf: c.leaf,
+                new_len: c.new_len,
+                elements: &self.elements[start..c.end as usize],
+            }
+        })
+    }
 }
 
 /// What one compare found.
@@ -32,7 +86,7 @@ pub struct ChangeSet {
     /// Per page: lanes with any change.
     pub(super) page_lanes: Vec<u64>,
     /// Per page: dynamic-array changes, by leaf, then slot.
-    pub(super) arrays: Vec<Vec<ArrayChange>>,
+    pub(super) arrays: Vec<PageArrayChanges>,
     /// The only pages the last compare may have written (a listed compare's pages), so the next
     /// reset clears just those; `None`: any page (clear them all).
     pub(super) written: Option<Vec<usize>>,
@@ -67,7 +121,7 @@ impl ChangeSet {
         self.masks.resize(pages * leaves, 0);
         self.page_lanes.clear();
         self.page_lanes.resize(pages, 0);
-        self.arrays.resize_with(pages, Vec::new);
+        self.arrays.resize_with(pages, PageArrayChanges::default);
         for a in &mut self.arrays {
             a.clear();
         }
@@ -99,9 +153,10 @@ impl ChangeSet {
         LaneMask(self.masks[p * self.leaves + leaf])
     }
 
-    /// Dynamic-array changes of page `p`.
-    pub fn array_changes(&self, p: usize) -> &[ArrayChange] {
-        self.arrays.get(p).map_or(&[], |v| v.as_slice())
+    /// Dynamic-array changes of page `p`, by leaf, then slot.
+    pub fn array_changes(&self, p: usize) -> impl ExactSizeIterator<Item = ArrayChange<'_>> + '_ {
+        static NONE: PageArrayChanges = PageArrayChanges { changes: Vec::new(), elements: Vec::new() };
+        self.arrays.get(p).unwrap_or(&NONE).iter()
     }
 
     /// Number of actors with any change.
@@ -125,7 +180,7 @@ impl ChangeSet {
             out.push(leaf.handle);
             if leaf.kind == LeafKind::Array {
                 let change = self.arrays[p].iter().find(|c| c.slot == slot && c.leaf as usize == i);
-                let elements = change.map_or(&[][..], |c| c.elements.as_slice());
+                let elements = change.map_or(&[][..], |c| c.elements);
                 out.push(elements.len() as u16);
                 out.extend_from_slice(elements);
                 out.push(0);

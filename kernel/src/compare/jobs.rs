@@ -3,9 +3,9 @@
 //! ([`PageBlock`], a walk over every page) or, for a list of pages, by [`split_jobs`] (safe
 //! `split_at_mut`, ascending pages); [`Tally`] is what one shard of the compare counted.
 
+use super::changes::PageArrayChanges;
 use super::page::{PageRefs, PREFETCH_PAGES};
 use super::tune::TrialTime;
-use super::ArrayChange;
 use crate::store::{Block, PageArrays};
 
 /// A run of consecutive pages from page `first`, as a walk over every page hands them out: the
@@ -25,7 +25,7 @@ pub(super) struct PageBlock<'a> {
     /// Output lanes with any change, a word a page.
     pub(super) lanes: &'a mut [u64],
     /// Output array changes, a list a page.
-    pub(super) arrays: &'a mut [Vec<ArrayChange>],
+    pub(super) arrays: &'a mut [PageArrayChanges],
     pub(super) occupied: &'a [u64],
 }
 
@@ -100,7 +100,7 @@ pub(super) struct PageJob<'a> {
     /// Output lanes with any change.
     pub(super) lanes: &'a mut u64,
     /// Output array changes.
-    pub(super) arrays: &'a mut Vec<ArrayChange>,
+    pub(super) arrays: &'a mut PageArrayChanges,
     pub(super) occupied: u64,
     /// Push validation: the page of the validation shadow, and its per-parent unmarked lanes.
     pub(super) check: Option<(&'a mut [Block], &'a mut [u64])>,
@@ -124,7 +124,7 @@ pub(super) struct JobSource<'a> {
     pub(super) masks: &'a mut [u64],
     pub(super) leaves: usize,
     pub(super) page_lanes: &'a mut [u64],
-    pub(super) arrays: &'a mut [Vec<ArrayChange>],
+    pub(super) arrays: &'a mut [PageArrayChanges],
     pub(super) occupied: &'a [u64],
     pub(super) check: Option<(&'a mut [Block], &'a mut [u64])>,
     pub(super) parents: usize,

@@ -7,9 +7,10 @@
 //! borrowed live and shadow bytes ([`PageRefs`]) to [`Plan::compare_page`], which updates the
 //! shadow in place and writes the page's leaf masks and array changes.
 
+use super::changes::PageArrayChanges;
 use super::lane::{at_least, copy_lanes, fixed, lane_differs, lane_lines, word, WHOLE_PLANE_LANES};
 use super::simd::prefetch_addr;
-use super::{ArrayChange, CompareConfig, Kernels, NextPage, PageScan, PushMode, SPARSE_LANES};
+use super::{CompareConfig, Kernels, NextPage, PageScan, PushMode, SPARSE_LANES};
 use crate::schema::{ClassLayout, PlaneWidth, PAGE_LANES};
 use crate::store::{BitIter, PageArrays};
 
@@ -281,7 +282,7 @@ impl<'a> Plan<'a> {
         mut page: PageRefs<'_>,
         dirty: Option<&[u64]>,
         masks: &mut [u64],
-        arrays: &mut Vec<ArrayChange>,
+        arrays: &mut PageArrayChanges,
     ) -> u64 {
         if self.dense {
             return self.compare_page_dense(page, dirty, masks, arrays);
@@ -340,7 +341,7 @@ impl<'a> Plan<'a> {
         mut page: PageRefs<'_>,
         dirty: Option<&[u64]>,
         masks: &mut [u64],
-        arrays: &mut Vec<ArrayChange>,
+        arrays: &mut PageArrayChanges,
     ) -> u64 {
         let occupied = page.occupied;
         // Most pages of a frame with little change are equal: no lane masks, no leaves.
@@ -517,21 +518,16 @@ impl<'a> Plan<'a> {
         a: usize,
         leaf: usize,
         consider: u64,
-        out: &mut Vec<ArrayChange>,
+        out: &mut PageArrayChanges,
     ) -> u64 {
         let array = &self.layout.arrays[a];
         let mut changed = 0u64;
         for lane in BitIter(consider) {
             let (live, shadow) =
                 (&page.live_arrays[a * PAGE_LANES + lane], &mut page.shadow_arrays[a * PAGE_LANES + lane]);
-            if let Some((new_len, elements)) = super::arrays::compare_lane(array, live, shadow) {
+            if let Some(new_len) = super::arrays::compare_lane(array, live, shadow, out.elements_mut()) {
                 changed |= 1 << lane;
-                out.push(ArrayChange {
-                    slot: (page.index * PAGE_LANES + lane) as u32,
-                    leaf: leaf as u16,
-                    new_len,
-                    elements,
-                });
+                out.push((page.index * PAGE_LANES + lane) as u32, leaf as u16, new_len);
             }
         }
         changed

@@ -170,7 +170,7 @@ pub(super) struct Target<'a> {
     /// The pages' dynamic arrays, live and shadow, and the change set's array changes.
     pub(super) live_arrays: &'a [crate::store::PageArrays],
     pub(super) shadow_arrays: &'a mut [crate::store::PageArrays],
-    pub(super) changes: &'a mut [Vec<super::ArrayChange>],
+    pub(super) changes: &'a mut [super::changes::PageArrayChanges],
 }
 
 impl Batch {

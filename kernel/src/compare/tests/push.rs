@@ -65,8 +65,8 @@ fn a_push_frame_reports_the_same_on_the_batch_and_on_the_page_walk() {
         assert_eq!(ca.changed_actors(), cb.changed_actors());
         for p in 0..640 / PAGE_LANES {
             assert_eq!(
-                ca.array_changes(p),
-                cb.array_changes(p),
+                ca.array_changes(p).collect::<Vec<_>>(),
+                cb.array_changes(p).collect::<Vec<_>>(),
                 "frame {frame}, page {p}: the walk's changes, in its order"
             );
         }
