@@ -458,3 +458,25 @@ fn rotator_axis_examples() {
     }
     assert_eq!(max_leaf_bits(LeafKind::Rotator), 51);
 }
+
+/// UE's `UPackageMapClient::SerializeNewActor` with its default settings
+/// (`ConditionallySerializeQuantizedVector`): location and velocity as `FVector_NetQuantize10`
+/// (`net.QuantizeActorLocationOnSpawn`, `net.QuantizeActorVelocityOnSpawn` on), scale three
+/// full floats (`net.QuantizeActorScaleOnSpawn` off). Found by a helper's review against UE's
+/// source (session 77): scale went at one decimal — 0.25 came out 0.3 on every client, for
+/// good — and velocity in whole units.
+#[test]
+fn a_spawn_infos_location_scale_and_velocity_quantise_as_ues_serialize_new_actor() {
+    use shadowrep::wire::open::SpawnInfo;
+    let s = SpawnInfo {
+        location: [1234.56, -0.04, 77.77],
+        rotation: [0.0; 3],
+        scale: [0.25, 0.123_456_7, 1.5],
+        velocity: [12.34, 0.0, -3.26],
+    };
+    let q = s.quantized();
+    assert_eq!(q.scale, s.scale, "scale unquantised");
+    let near = |a: [f32; 3], b: [f32; 3]| a.iter().zip(b).all(|(x, y)| (x - y).abs() < 1e-3);
+    assert!(near(q.velocity, [12.3, 0.0, -3.3]), "velocity at one decimal: {:?}", q.velocity);
+    assert!(near(q.location, [1234.6, 0.0, 77.8]), "location at one decimal: {:?}", q.location);
+}

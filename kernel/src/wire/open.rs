@@ -266,9 +266,14 @@ fn read_vector(r: &mut BitReader<'_>, kind: LeafKind) -> Result<[f32; 3], WireEr
     Ok(bytes_vector(&b))
 }
 
-const LOCATION: LeafKind = LeafKind::Vector(VectorQuant::Q100);
-const SCALE: LeafKind = LeafKind::Vector(VectorQuant::Q10);
-const VELOCITY: LeafKind = LeafKind::Vector(VectorQuant::Q1);
+// UE's `SerializeNewActor` with its defaults: location and velocity one decimal
+// (`net.QuantizeActorLocationOnSpawn`, `net.QuantizeActorVelocityOnSpawn` on: `FVector_NetQuantize10`),
+// scale three full floats (`net.QuantizeActorScaleOnSpawn` off). (Until session 77: location two
+// decimals, scale one — an actor spawned at scale 0.25 came out 0.3 on every client, for good —
+// and velocity whole units.)
+const LOCATION: LeafKind = LeafKind::Vector(VectorQuant::Q10);
+const SCALE: LeafKind = LeafKind::Vector(VectorQuant::None);
+const VELOCITY: LeafKind = LeafKind::Vector(VectorQuant::Q10);
 
 fn write_spawn(w: &mut BitWriter, s: &SpawnInfo) {
     write_vector(w, LOCATION, s.location);
@@ -436,8 +441,10 @@ mod tests {
         let open = OpenHeader { class: 3, kind: OpenKind::Spawn(s), autonomous: false };
         let OpenKind::Spawn(back) = round_trip(&open).kind else { panic!("spawn") };
         assert_eq!(back, s.quantized());
-        assert!((back.location[0] - 1234.57).abs() < 1e-3 && (back.rotation[1] - 90.0).abs() < 0.01);
-        assert_eq!(back.velocity, [300.0, 0.0, -12.0]);
+        // UE's defaults: location and velocity at one decimal, scale whole.
+        assert!((back.location[0] - 1234.6).abs() < 1e-3 && (back.rotation[1] - 90.0).abs() < 0.01);
+        assert_eq!(back.velocity, [300.4, 0.0, -12.0]);
+        assert_eq!(back.scale, s.scale);
         let plain = OpenHeader { class: 3, kind: OpenKind::Spawn(SpawnInfo::default()), autonomous: false };
         let defaults = open_bits(&plain);
         assert_eq!(round_trip(&plain), plain);

@@ -69,10 +69,7 @@ impl Spec {
         }
     }
 
-    /// The same with `bytes` of overhead a packet. The worlds kept for divergences found before
-    /// the budget charged UE's 28 (session 77) run with 0, as they were found: with the
-    /// overhead they spend their budget otherwise, and some no longer do what they were kept
-    /// for.
+    /// The same with `bytes` of overhead a packet (UE's 28 for IPv4 and UDP unless set).
     pub fn packet_overhead(self, bytes: u32) -> Spec {
         Spec { packet_overhead: bytes, ..self }
     }

@@ -20,3 +20,4 @@ mod ownership_review;
 mod review;
 mod server_call_review;
 mod server_calls;
+mod static_args;

@@ -93,6 +93,19 @@ pub(crate) struct Call {
     pub reliable: bool,
     /// Its bunch after the header, encoded once.
     pub encoded: EncodedCall,
+    /// The static objects its arguments name: exported to a connection ahead of the call that
+    /// has not acknowledged them, as a property's references are (UE serialises a call's object
+    /// parameters through the package map, `SerializeObject`, which exports them).
+    pub statics: Vec<NetGuid>,
+}
+
+/// Appends the static objects `value` names (objects in structs and arrays too) to `out`.
+fn static_references(value: &Value, out: &mut Vec<NetGuid>) {
+    match value {
+        Value::Object(o) if NetGuid(o.0).is_static() && !out.contains(&NetGuid(o.0)) => out.push(NetGuid(o.0)),
+        Value::Struct(fields) | Value::Array(fields) => fields.iter().for_each(|f| static_references(f, out)),
+        _ => {}
+    }
 }
 
 /// Calls made since the last tick, and the tick's own; the clients' Server calls not taken.
@@ -368,7 +381,12 @@ impl NetDriver {
         let a = &self.classes[ci].actors[id.index as usize];
         let owner = a.owner.map(|slot| self.conns[slot as usize].id);
         let encoded = EncodedCall::new(guid, decl.reliable, &bits);
-        self.rpcs.next.push(Arc::new(Call { guid, owner, target: decl.target, reliable: decl.reliable, encoded }));
+        let mut statics = Vec::new();
+        if !self.statics.paths.is_empty() {
+            args.iter().for_each(|a| static_references(a, &mut statics));
+        }
+        let (target, reliable) = (decl.target, decl.reliable);
+        self.rpcs.next.push(Arc::new(Call { guid, owner, target, reliable, encoded, statics }));
         Ok(())
     }
 }

@@ -369,7 +369,10 @@ impl WriteCtx<'_> {
             }
             k += 1;
             let first = calls.run_index[i] as usize + 1;
-            let follow = list[k..].iter().zip(first..).take_while(|&(&j, r)| calls.run_index[j as usize] as usize == r);
+            // (A call that names static objects goes alone, after their exports.)
+            let follow = list[k..].iter().zip(first..).take_while(|&(&j, r)| {
+                calls.run_index[j as usize] as usize == r && calls.calls[j as usize].statics.is_empty()
+            });
             let n = conn.writer.write_call_run(&mut conn.out, &calls.run, first, follow.count());
             st.wrote_calls(n);
             conn.stats.rpcs_sent += n as u64;
@@ -378,8 +381,15 @@ impl WriteCtx<'_> {
         k
     }
 
-    /// Writes one call bunch; false when the window is full.
+    /// Writes one call bunch, after the exports of the static objects it names that the client
+    /// may not have (one that does not fit waits for the next frame, as a property's); false
+    /// when the window is full.
     fn write_rpc(&self, conn: &mut Connection, st: &mut FrameWrite, seq: Option<u16>, call: &Call) -> bool {
+        for &g in &call.statics {
+            if !self.write_export(conn, st, g) {
+                conn.exports.push(g);
+            }
+        }
         if st.full || !self.ensure_in(conn, st, |c| c.writer.call_fits(&c.out, &call.encoded)) {
             st.full = true;
             return false;
@@ -440,6 +450,7 @@ mod tests {
                         target,
                         reliable,
                         encoded: EncodedCall::new(guid, reliable, &BitWriter::new()),
+                        statics: Vec::new(),
                     })
                 })
                 .collect();
