@@ -56,6 +56,8 @@ fn a_call_reaches_the_connections_its_actor_is_relevant_to() {
     assert_eq!((without_channel(&l, 1), dropped(&l, 1)), (2, 0));
 }
 
+/// A departure from UE (README, "Calling"): UE's call finding the dormant actor's channel closed
+/// opens one and sends it; here it goes only down an open channel.
 #[test]
 fn a_dormant_actors_calls_are_dropped_until_it_wakes() {
     let mut l = Level::new(every_frame(), 1);
@@ -68,7 +70,7 @@ fn a_dormant_actors_calls_are_dropped_until_it_wakes() {
     call(&mut l, id, PING, 2);
     l.step();
     let not_sent = (without_channel(&l, 0), dropped(&l, 0));
-    assert_eq!((calls(&mut l, 0), not_sent), (vec![], (2, 0)), "UE sends no call down a dormant channel");
+    assert_eq!((calls(&mut l, 0), not_sent), (vec![], (2, 0)), "no call down a closed (dormant) channel");
     l.driver.set_net_dormancy(l.class, &l.store, id, Dormancy::Awake).unwrap();
     l.step();
     call(&mut l, id, SHOUT, 3);

@@ -61,6 +61,8 @@ fn a_client_call_reaches_its_owner_and_a_multicast_everyone() {
     call(&mut w, ids[0], HINT, 2).unwrap();
     call(&mut w, ids[1], WHISPER, 3).unwrap(); // owned by nobody: reaches no one
     call(&mut w, ids[1], SHOUT, 4).unwrap();
+    // Counted, for the game (UE runs such a call on the server, where it would).
+    assert_eq!(w.driver.rpcs_without_owner(), 1, "the Client call on the pawn nobody owns");
     for _ in 0..3 {
         w.step();
     }

@@ -117,6 +117,8 @@ pub(crate) struct Calls {
     pub frame: FrameCalls,
     /// The clients' Server calls delivered and not taken ([`NetDriver::take_server_rpcs`]).
     pub server: Vec<ServerRpcEvent>,
+    /// Client calls made on an actor with no owning connection ([`NetDriver::rpcs_without_owner`]).
+    pub without_owner: u64,
 }
 
 /// What a connection does when a reliable call finds
@@ -159,6 +161,14 @@ pub struct FailedConnection {
 }
 
 impl NetDriver {
+    /// Client calls made on an actor with no owning connection at the call, in all: they reach
+    /// nobody. UE runs such a call on the server itself (`GetFunctionCallspace`), and logs "no
+    /// owning connection" if it gets as far as the net driver: here the game runs it, if it
+    /// wants it run, and this count tells it that it happened.
+    pub fn rpcs_without_owner(&self) -> u64 {
+        self.rpcs.without_owner
+    }
+
     /// The connections the driver ended since the last call ([`ReliableOverflow::Close`]),
     /// oldest first. Each was removed at the end of the tick that failed it; end its session
     /// (`ServerSession::disconnect` with
@@ -381,6 +391,9 @@ impl NetDriver {
         let a = &self.classes[ci].actors[id.index as usize];
         let owner = a.owner.map(|slot| self.conns[slot as usize].id);
         let encoded = EncodedCall::new(guid, decl.reliable, &bits);
+        if decl.target == RpcTarget::Client && owner.is_none() {
+            self.rpcs.without_owner += 1;
+        }
         let mut statics = Vec::new();
         if !self.statics.paths.is_empty() {
             args.iter().for_each(|a| static_references(a, &mut statics));
