@@ -20,7 +20,7 @@ use std::process::ExitCode;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
-const USAGE: &str = "usage: reference_sweep --seeds A..B [--connections N] [--loss F] [--dormancy] \
+const USAGE: &str = "usage: reference_sweep --seeds A..B [--connections N] [--loss F] [--packet-overhead B] [--dormancy] \
 [--bags-first] [--sublevels] [--priority-hooks] [--net-groups] [--dynamic-conditions] [--class-defaults] [--net-temporary] \
 [--initial-only] [--sub-conditions] [--replicates] [--wide] [--rpcs] [--owner-chains] [--remove-fast-arrays] [--late-feedback] [--interleaved-feedback] [--stale-reopens] [--fresh-calls] [--replayed-feedback] [--lying-feedback] \
 [--threads T] \
@@ -28,6 +28,7 @@ const USAGE: &str = "usage: reference_sweep --seeds A..B [--connections N] [--lo
   --seeds A..B       the worlds' seeds, B excluded (required)
   --connections N    clients per world, the last a replay connection (default 4, at least 1)
   --loss F           share of packets the link loses, 0 <= F < 1 (default 0)
+  --packet-overhead B  bytes each packet costs the budget beyond its payload (default UE's 28)
   --dormancy         the game puts actors to sleep and wakes them
   --bags-first       the sub-objects' class registered before their owners'
   --sublevels        actors in sublevels the clients stream in and out
@@ -92,6 +93,10 @@ fn parse(args: impl Iterator<Item = String>) -> Result<Args, String> {
                     return Err(format!("--loss {v}: expected 0 <= F < 1"));
                 }
                 template.loss = loss;
+            }
+            "--packet-overhead" => {
+                let v = value("--packet-overhead")?;
+                template.packet_overhead = v.parse().map_err(|e| format!("--packet-overhead {v}: {e}"))?;
             }
             "--threads" => {
                 let v = value("--threads")?;
