@@ -66,3 +66,55 @@ fn an_overhead_of_zero_charges_the_payload_alone() {
     let (bytes, _, charged) = first_frame(0);
     assert!((charged - (bytes * 8) as f64).abs() < 1.0, "charged {charged} bits for {bytes} bytes");
 }
+
+/// A late joiner's first frame, each packet costing `overhead` bytes: it starts with the closes
+/// of 18 static actors destroyed before it came (each with its path, two packets' worth and
+/// more), then may open the one dynamic actor. The packets it sent, and the actors the client
+/// has after it.
+fn late_joiners_first_frame(overhead: u32) -> (usize, usize) {
+    let layout = thing();
+    let mut store = ClassStore::new(layout.clone());
+    let level = ActorLevelConfig { packet_overhead: overhead, ..ActorLevelConfig::default() };
+    let cfg = DriverConfig { actor_level: Some(level), parallel: false, ..DriverConfig::default() };
+    let mut driver = NetDriver::new(cfg).expect("valid config");
+    let class = driver.register_class(&mut store).expect("registers");
+    driver.set_location_property(class, LOCATION).expect("a vector");
+    let path = |i: usize| format!("/Game/Maps/Arena/PersistentLevel/{:_>80}{i:02}", "Torch");
+    let statics: Vec<_> = (0..18).map(|_| store.spawn()).collect();
+    for (i, &id) in statics.iter().enumerate() {
+        driver.register_static_actor(class, &store, id, &path(i)).expect("a new path");
+    }
+    driver.tick(&mut [&mut store]).expect("tick");
+    for &id in &statics {
+        store.despawn(id).expect("live");
+    }
+    driver.tick(&mut [&mut store]).expect("tick");
+    let _dynamic = store.spawn();
+    let conn = driver.add_connection(false);
+    let mut world = ClientWorld::new(std::slice::from_ref(&layout), &driver.checksums()).expect("checksums");
+    for i in 0..statics.len() {
+        world.load_static_actor(&path(i), 0).expect("a valid path");
+    }
+    let viewer = Viewer { real_viewer: None, view_target: None, location: [0.0; 3], direction: [1.0, 0.0, 0.0] };
+    driver.set_viewers(conn, &[viewer]).expect("live");
+    driver.tick(&mut [&mut store]).expect("tick");
+    let packets = driver.take_packets(conn).expect("live");
+    for p in &packets {
+        world.receive(p).expect("well-formed");
+    }
+    (packets.len(), world.actor_count())
+}
+
+/// UE's `IsNetReady` at the start of a connection's actor list sees the packets already flushed
+/// that frame with their overhead (`FlushNet` charged them to `QueuedBits`), not their payload
+/// alone: closes that took two packets and more, each costing 1000 bytes beyond its payload
+/// (well past a tick's allowance of 3333 bytes, with the closes' 2000-odd), leave the frame
+/// saturated before its first actor.
+#[test]
+fn packets_finished_before_the_actor_list_count_their_overhead_at_its_start() {
+    let (packets, actors) = late_joiners_first_frame(0);
+    assert!(packets >= 3, "the closes took two packets and more: {packets}");
+    assert_eq!(actors, 1, "without overhead, the statics closed and the dynamic actor opened");
+    let (_, actors) = late_joiners_first_frame(1000);
+    assert_eq!(actors, 0, "the finished packets' overhead spent the budget: the actor waits");
+}

@@ -188,3 +188,35 @@ fn a_push_frame_leaves_an_unmarked_neighbour_for_its_own_mark() {
         assert_eq!(changes.changelist(s.layout(), id.index), expected, "marked again: actor {i}");
     }
 }
+
+/// A struct with two dynamic arrays, both written in two lanes of a quiet page: the batch lists
+/// its array probes by leaf, then lane, so its array changes come in the page walk's order (by
+/// leaf, then slot), the order `ChangeSet::array_changes` promises — not lane by lane.
+#[test]
+fn a_structs_two_arrays_report_their_changes_by_leaf_then_slot_on_the_batch() {
+    let kit =
+        StructType::new("Kit").field("A", PropType::array(PropType::U32)).field("B", PropType::array(PropType::U16));
+    let layout =
+        ClassBuilder::new("T").property(PropertyDecl::new("Kit", PropType::Struct(kit)).push(true)).build().unwrap();
+    let mut s = ClassStore::new(Arc::new(layout));
+    let serial = CompareConfig { push: PushMode::All, parallel: false, ..CompareConfig::default() };
+    let (mut batch, mut walk) = (ShadowState::new(&mut s), ShadowState::new(&mut s));
+    let ids: Vec<_> = (0..4).map(|_| s.spawn()).collect();
+    let (mut cb, mut cw) = (ChangeSet::new(), ChangeSet::new());
+    let every_lane = vec![!0u64; 1];
+    for frame in 0..2u32 {
+        for id in &ids[1..3] {
+            let a = Value::Array(vec![Value::U32(id.index + frame)]);
+            let kit = Value::Struct(vec![a, Value::Array(vec![Value::U16(frame as u16 + 7)])]);
+            s.set(*id, 0, &kit).unwrap();
+        }
+        s.begin_tick();
+        batch.compare(&mut s, &serial, &mut cb).unwrap();
+        walk.compare_lanes(&mut s, &serial, Some(&every_lane), &mut cw).unwrap();
+        let (a, b) = (s.layout().leaf_index("Kit.A").unwrap(), s.layout().leaf_index("Kit.B").unwrap());
+        let order = |c: &ChangeSet| c.array_changes(0).map(|ch| (ch.leaf as usize, ch.slot)).collect::<Vec<_>>();
+        let expected = vec![(a, ids[1].index), (a, ids[2].index), (b, ids[1].index), (b, ids[2].index)];
+        assert_eq!(order(&cw), expected, "frame {frame}: the page walk");
+        assert_eq!(order(&cb), expected, "frame {frame}: the batch");
+    }
+}
