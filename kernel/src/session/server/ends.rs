@@ -25,6 +25,12 @@ impl SessionServer {
     /// Forgets the taken tickets that have expired (a copy of one is refused by its expiry).
     pub(super) fn forget_expired_tickets(&mut self) {
         let unix = SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+        self.forget_tickets_expired_at(unix);
+    }
+
+    /// [`Self::forget_expired_tickets`] at Unix time `unix` (seconds): a ticket expiring then
+    /// or before is forgotten.
+    fn forget_tickets_expired_at(&mut self, unix: u64) {
         if unix < self.first_expiry {
             return;
         }
@@ -96,5 +102,33 @@ impl SessionServer {
             self.end(c);
         }
         gone
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{ServerConfig, SessionServer};
+    use std::time::Instant;
+
+    #[test]
+    fn expired_tickets_are_forgotten_from_the_earliest_expiry_on_and_no_sooner() {
+        let mut server = SessionServer::new(ServerConfig::new(vec![1]), Instant::now()).unwrap();
+        for (k, expires) in [(1u8, 300u64), (2, 100), (3, 200)] {
+            server.used.insert([k; 16], (None, expires));
+            server.first_expiry = server.first_expiry.min(expires);
+        }
+        let held = |s: &SessionServer| {
+            let mut k: Vec<u8> = s.used.keys().map(|f| f[0]).collect();
+            k.sort_unstable();
+            k
+        };
+        server.forget_tickets_expired_at(99);
+        assert_eq!(held(&server), [1, 2, 3], "nothing expired yet");
+        server.forget_tickets_expired_at(100);
+        assert_eq!((held(&server), server.first_expiry), (vec![1, 3], 200), "at its expiry a ticket goes");
+        server.forget_tickets_expired_at(250);
+        assert_eq!((held(&server), server.first_expiry), (vec![1], 300), "the next earliest, once passed");
+        server.forget_tickets_expired_at(1000);
+        assert_eq!((held(&server), server.first_expiry), (vec![], u64::MAX));
     }
 }
