@@ -35,8 +35,8 @@ pub(super) fn compare_lane(
     shadow: &mut Vec<u8>,
     handles: &mut Vec<u16>,
 ) -> Option<u16> {
-    // Most marked arrays of a frame were written with what they held, or changed in place:
-    // equal bytes are no change, whatever the elements (a leaf differs only where bytes do).
+    // A marked array written with what it held costs one comparison: equal bytes are no change,
+    // whatever the elements (a leaf differs only where bytes do).
     if live == shadow.as_slice() {
         return None;
     }
