@@ -159,7 +159,9 @@ impl KernelServer {
             for s in d.sends.iter().filter(|s| self.dormant.contains(&s.guid)) {
                 match s.action {
                     Action::Replicated { opened: false } | Action::Closed | Action::TornOff => idle += s.bits as u64,
-                    Action::Replicated { opened: true } | Action::Dormant => first += s.bits as u64,
+                    Action::Replicated { opened: true } | Action::OpenedForCall | Action::Dormant => {
+                        first += s.bits as u64
+                    }
                 }
             }
         }

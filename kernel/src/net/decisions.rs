@@ -13,6 +13,10 @@ pub enum Action {
         /// This frame opened the channel.
         opened: bool,
     },
+    /// Its channel was opened, and the actor replicated, for a call of the tick that found
+    /// none (after a saturated frame, outside the budget: UE's `InternalProcessRemoteFunction`,
+    /// [`crate::net::channels`]'s `calls.rs`). It stays a leftover.
+    OpenedForCall,
     /// Its channel was closed: not relevant for the relevant timeout.
     Closed,
     /// Its channel was closed with reason TornOff (after this frame's replication of it, if it

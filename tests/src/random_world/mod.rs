@@ -197,6 +197,8 @@ pub struct Exercised {
     /// Remote procedure calls made, and those delivered to the clients, reliable and not
     /// ([`Spec::rpcs`]).
     pub rpcs_called: usize,
+    /// Channels a saturated frame opened for a call that found none ([`Spec::rpcs`]).
+    pub opened_for_calls: usize,
     pub reliable_delivered: usize,
     pub unreliable_delivered: usize,
     /// The clients' Server calls the server delivered ([`Spec::rpcs`]).
@@ -261,6 +263,7 @@ impl Exercised {
             (!spec.owner_chains || self.chain_moves > 10, format!("{} owners moved by a chain", self.chain_moves)),
             (!spec.wide || self.ledger_writes > 1000, format!("{} ledger bytes written", self.ledger_writes)),
             (!spec.rpcs || self.server_delivered > 100, format!("{} Server calls delivered", self.server_delivered)),
+            (!spec.rpcs || self.opened_for_calls > 0, format!("{} channels opened for calls", self.opened_for_calls)),
             (
                 !spec.rpcs || self.reliable_delivered > 200 && self.unreliable_delivered > 50,
                 format!(
@@ -333,6 +336,8 @@ pub fn decide_alike(spec: Spec) -> Result<Exercised, String> {
             x.not_ready += usize::from(!kernel.ready);
             x.closed += kernel.sends.iter().filter(|s| s.action == shadowrep::net::Action::Closed).count();
             x.dormant_closes += kernel.sends.iter().filter(|s| s.action == shadowrep::net::Action::Dormant).count();
+            x.opened_for_calls +=
+                kernel.sends.iter().filter(|s| s.action == shadowrep::net::Action::OpenedForCall).count();
             x.sends += kernel.sends.len();
             x.sub_sends += kernel.sends.iter().filter(|s| sim.driver.owner_of(s.guid).is_some()).count();
         }

@@ -99,6 +99,73 @@ fn a_saturated_connection_gets_reliable_calls_and_not_unreliable_ones() {
     assert_eq!((dropped(&l, 0), without_channel(&l, 0)), (1, 0));
 }
 
+/// UE's `InternalProcessRemoteFunction`: a call finding no channel of its actor opens one and
+/// replicates the actor at once, outside the budget. Here, on a saturated frame's leftovers: a
+/// reliable multicast and a reliable Client call on relevant actors the frame left unopened
+/// open their channels (`Action::OpenedForCall`, the frame still saturated) and reach the
+/// client; an unreliable Client call — UE drops it on a connection that is not net-ready —
+/// opens nothing and is lost. The kernel and the UE-style reference write the same packets all
+/// along. (Before, each call found no channel: counted in `rpcs_without_channel`, never sent.)
+#[test]
+fn a_reliable_call_on_an_actor_a_saturated_frame_left_unopened_opens_its_channel() {
+    use shadowrep::net::Action;
+    const WHISPER: &str = CALLS[3];
+    const HINT: &str = CALLS[2];
+    let mut l = Level::new(every_frame(), 1);
+    always_due(&mut l);
+    let conn = l.clients[0].0;
+    // A slow connection and many actors near its viewer: every frame saturates.
+    for i in 0..300 {
+        l.spawn([100.0 + i as f32, 0.0, 0.0], i);
+    }
+    l.driver.set_net_speed(conn, 3_000).unwrap();
+    let mut r = ReferenceFrame::new(&l.driver, &mut [&mut l.store]).expect("reference");
+    let mut f = 0;
+    let mut frame = |l: &mut Level, r: &mut ReferenceFrame| {
+        let packets = l.tick_beside(r, f);
+        l.deliver_beside(r, &packets);
+        f += 1;
+    };
+    for _ in 0..3 {
+        frame(&mut l, &mut r);
+    }
+    assert!(l.decisions(0).saturated);
+    // Three relevant actors that rank last, each with a call.
+    let mut far = |health| {
+        let (id, guid) = l.spawn([9_000.0, 0.0, 0.0], health);
+        l.settings(id, |s| s.net_priority = 0.001);
+        (id, guid)
+    };
+    let ((shout, shout_g), (whisper, whisper_g), (hint, hint_g)) = (far(1), far(2), far(3));
+    for id in [whisper, hint] {
+        l.driver.set_owner(l.class, &l.store, id, Some(conn), true).unwrap();
+    }
+    call(&mut l, shout, SHOUT, 1);
+    call(&mut l, whisper, WHISPER, 2);
+    call(&mut l, hint, HINT, 3);
+    frame(&mut l, &mut r);
+    let d = l.decisions(0);
+    assert!(d.saturated);
+    for g in [shout_g, whisper_g, hint_g] {
+        assert!(d.relevant.contains(&g), "relevant: {g:?}");
+    }
+    let action = |g| d.sends.iter().find(|s| s.guid == g).map(|s| (s.action, s.bits > 0));
+    assert_eq!(action(shout_g), Some((Action::OpenedForCall, true)), "the reliable multicast's actor");
+    assert_eq!(action(whisper_g), Some((Action::OpenedForCall, true)), "the reliable Client call's actor");
+    assert_eq!(action(hint_g), None, "an unreliable Client call opens nothing on a saturated connection");
+    assert_eq!(
+        d.sends.iter().rev().take(2).map(|s| s.guid).collect::<Vec<_>>(),
+        [whisper_g, shout_g],
+        "after the frame's sends, in call order"
+    );
+    for _ in 0..4 {
+        frame(&mut l, &mut r);
+    }
+    assert_eq!(calls(&mut l, 0), vec![(SHOUT.into(), 1), (WHISPER.into(), 2)]);
+    assert_eq!((without_channel(&l, 0), dropped(&l, 0)), (1, 0), "the unreliable call found no channel");
+    assert!(l.client(0).actor(shout_g).is_some() && l.client(0).actor(whisper_g).is_some());
+}
+
 /// One frame of the kernel and the UE-style reference side by side: both tick and must write
 /// client 0's packets byte for byte; the client gets them and, unless `silent`, answers — the
 /// kernel with its feedback, the reference with the same bytes or, `perfect`, as a perfect

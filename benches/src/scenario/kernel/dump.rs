@@ -169,6 +169,7 @@ pub(super) fn write_dump(s: &KernelServer, world: &World, frame: usize, out: &mu
                     let action = match send.action {
                         Action::Replicated { opened: true } => "opened",
                         Action::Replicated { opened: false } => "replicated",
+                        Action::OpenedForCall => "opened_for_call",
                         Action::Closed => "closed",
                         Action::Dormant => "dormant",
                         Action::TornOff => "torn_off",

@@ -40,11 +40,14 @@
 //! leftovers of a saturated frame, from the actor whose send saturated it (UE returns its index):
 //!   a channel relevant within 1 s, or an actor relevant now (its channel, if any, then marked
 //!   relevant_time = now + 0.5 · jitter) → pending (considered next frame whatever its clock)
+//!   one without a channel that a tick's call needs → opened and replicated outside the budget
+//!   (UE's `InternalProcessRemoteFunction`: `calls.rs`)
 //! rows without a channel (scratch, or closed) are dropped
 //! ```
 //!
 //! Here: the connection's frame as a whole (`replicate_connection`). `candidates.rs`: the walk
-//! and the rank; `process.rs`: the send loop; `replicate.rs`: one candidate's send, and the
+//! and the rank; `process.rs`: the send loop; `calls.rs`: the channels calls open;
+//! `replicate.rs`: one candidate's send, and the
 //! leftovers; `owners.rs`: what a sub-object reads of its owner; `dormant.rs`: dormancy's
 //! closes; `ends.rs`: channels ended and rows retired.
 
@@ -63,6 +66,7 @@ use std::time::Instant;
 
 pub use super::decisions::{Action, FrameDecisions, SendDecision};
 
+mod calls;
 mod candidates;
 mod dormant;
 mod ends;
@@ -262,7 +266,10 @@ pub(crate) fn replicate_connection(ctx: &LevelCtx<'_>, ci: u32, conn: &mut Conne
         out.nanos[1] = t.elapsed().as_nanos() as u64;
         let t = Instant::now();
         let mut run = Run { ci, st: &mut st, out: &mut out, decisions: decisions.as_mut() };
-        process(ctx, &mut run, conn, &mut scratch);
+        let leftovers_from = process(ctx, &mut run, conn, &mut scratch);
+        if let Some(from) = leftovers_from.filter(|_| !ctx.write.calls.is_empty()) {
+            calls::open_for_calls(ctx, &mut run, conn, &mut scratch, from);
+        }
         if ctx.sleepy > 0 {
             held_awake(ctx, conn, &scratch.cands, &mut out.awake);
         }
@@ -307,6 +314,10 @@ pub(crate) struct Scratch {
     /// candidates): where this frame's first batch likely ends ([`SendOrder::fill`]). Speed
     /// only: the order is exact whatever it holds.
     cutoff: Option<u32>,
+    /// The leftovers a call could open a channel for — (pair key, place in `cands`, priority
+    /// key), by key — and the calls that open them ([`calls`]).
+    call_keys: Vec<(u64, u32, u32)>,
+    call_opens: Vec<(u32, u32)>,
     /// [`Outcome::pending`], [`Outcome::awake`] and [`Outcome::first_opens`], handed back by
     /// [`recycle`] after the frame.
     pending: Vec<u64>,

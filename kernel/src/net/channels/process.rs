@@ -22,8 +22,14 @@ pub(super) struct Run<'r> {
     pub decisions: Option<&'r mut FrameDecisions>,
 }
 
-/// Processes the candidates in send order until the budget is spent.
-pub(super) fn process(ctx: &LevelCtx<'_>, run: &mut Run<'_>, conn: &mut Connection, scratch: &mut Scratch) {
+/// Processes the candidates in send order until the budget is spent. Returns where the
+/// leftovers start in the send order, if it saturated.
+pub(super) fn process(
+    ctx: &LevelCtx<'_>,
+    run: &mut Run<'_>,
+    conn: &mut Connection,
+    scratch: &mut Scratch,
+) -> Option<usize> {
     let Run { ci, st, out, decisions } = run;
     let ci = *ci;
     let now = ctx.time.now;
@@ -45,7 +51,7 @@ pub(super) fn process(ctx: &LevelCtx<'_>, run: &mut Run<'_>, conn: &mut Connecti
     if !conn.budget.ready(bits_at_start as f64) {
         out.saturated = true;
         leftovers(ctx, ci, conn, cands, 0..cands.len() as u32, &mut out.pending);
-        return;
+        return Some(0);
     }
     // The actor whose send saturated the connection (class, slot) and its place in the order:
     // the frame ends there, once the sub-objects ranked right behind it went too (UE writes
@@ -134,14 +140,9 @@ pub(super) fn process(ctx: &LevelCtx<'_>, run: &mut Run<'_>, conn: &mut Connecti
             let tearing = due.actor.tearing;
             if recently {
                 if !has_channel {
-                    row.state.flags |= pair::CHANNEL;
-                    row.state.epoch = candidates::number(&mut conn.next_epoch);
-                    let key = crate::net::pairs::pair_key(due.class, due.slot);
-                    // A new channel: its open tells the client its role; a record of an earlier
-                    // channel of the pair (the 8-bit epoch comes round) tells nothing of it.
-                    conn.roles.forget(key);
-                    conn.opened_after.opened(key, conn.rel.next_seq().back(1), conn.rel.acked());
+                    open_row(conn, ri as usize, due);
                 }
+                let row = &mut rows_in(&mut conn.pairs)[ri as usize];
                 if relevant {
                     row.relevant_time = relevant_until(now, guid, ci, ctx.time.frame);
                 }
@@ -297,8 +298,25 @@ pub(super) fn process(ctx: &LevelCtx<'_>, run: &mut Run<'_>, conn: &mut Connecti
         // UE returns the index of the actor that saturated the connection, and its leftovers
         // start there: that actor is considered next frame too.
         Some((_, _, from)) => {
-            leftovers(ctx, ci, conn, cands, (from..order.len()).map(|j| order.get(j).1), &mut out.pending)
+            leftovers(ctx, ci, conn, cands, (from..order.len()).map(|j| order.get(j).1), &mut out.pending);
+            Some(from)
         }
-        None => *cutoff = None,
+        None => {
+            *cutoff = None;
+            None
+        }
     }
+}
+
+/// Opens a channel on row `ri` for due actor `due` (it had none): numbered with the
+/// connection's next epoch.
+pub(super) fn open_row(conn: &mut Connection, ri: usize, due: &DueActor) {
+    let row = &mut rows_in(&mut conn.pairs)[ri];
+    row.state.flags |= pair::CHANNEL;
+    row.state.epoch = candidates::number(&mut conn.next_epoch);
+    let key = crate::net::pairs::pair_key(due.class, due.slot);
+    // A new channel: its open tells the client its role; a record of an earlier channel of the
+    // pair (the 8-bit epoch comes round) tells nothing of it.
+    conn.roles.forget(key);
+    conn.opened_after.opened(key, conn.rel.next_seq().back(1), conn.rel.acked());
 }

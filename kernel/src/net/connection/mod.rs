@@ -121,7 +121,9 @@ pub struct ConnectionStats {
     pub rpcs_dropped: u64,
     /// Calls not for this connection when the tick fanned them out: their actor had no open
     /// channel here (not relevant to it — a Multicast call on an actor it does not see —
-    /// dormant, torn off, or its open not gone yet), as UE sends a call only down a channel.
+    /// dormant, torn off, or its open not gone yet) and the frame opened none for it (a
+    /// saturated frame opens one for a reliable call or a multicast on a relevant leftover, as
+    /// UE opens a channel for a call: `crate::net::Action::OpenedForCall`).
     pub rpcs_without_channel: u64,
     /// Reliable calls that found [`crate::wire::rpc::MAX_RELIABLE_RPCS`] waiting or in flight
     /// here, and were dropped. Under [`super::ReliableOverflow::Close`] (the default, UE's way)

@@ -13,8 +13,10 @@
 //!   fan out       this tick's calls reaching the connection: a Client call its owning
 //!                 connection, a Multicast call every connection — each only where the actor's
 //!                 channel is open (its open has gone), or was until this tick closed it (the
-//!                 noted closes: only a connection with one looks); elsewhere not sent (counted
-//!                 `rpcs_without_channel`), as UE sends a call only down a channel
+//!                 noted closes: only a connection with one looks), or whose channel a
+//!                 saturated frame opened for it (UE opens a channel for a call that finds
+//!                 none: `crate::net::channels`, its `calls.rs`); elsewhere not sent (counted
+//!                 `rpcs_without_channel`)
 //!   number        reliable calls wait until their channel's open is acknowledged (the client
 //!                 has the actor), then take the connection's next reliable number, in call order
 //!   write         the acknowledgement of the client's Server calls, when one is owed and none

@@ -116,6 +116,40 @@ impl FrameCalls {
         }
     }
 
+    /// Whether call `i`, finding no channel of its actor on connection `conn`, would open one
+    /// there (UE's `InternalProcessRemoteFunction`, which creates the channel and replicates the
+    /// actor before it sends the call): a call reaching `conn` that is reliable or a multicast —
+    /// an unreliable Client call UE drops on a connection that is not net-ready, and a
+    /// connection opens channels for calls only once saturated ([`crate::net::channels`]).
+    fn opens(&self, i: usize, conn: ConnectionId) -> bool {
+        let call = &self.calls[i];
+        self.reaches(i, conn) && (call.reliable || call.target == RpcTarget::Multicast)
+    }
+
+    /// Into `out`, for each actor of `actors` (ascending by their pair keys, `key`) that a call
+    /// would open a channel for on connection `conn` ([`Self::opens`]), its first such call:
+    /// (call index, index in `actors`), in call order — one walk of both sorted sides.
+    pub fn opening<T>(&self, conn: ConnectionId, actors: &[T], key: impl Fn(&T) -> u64, out: &mut Vec<(u32, u32)>) {
+        out.clear();
+        let (mut a, mut b) = (0, 0);
+        while a < self.by_key.len() && b < actors.len() {
+            let (k, i) = self.by_key[a];
+            match k.cmp(&key(&actors[b])) {
+                std::cmp::Ordering::Less => a += 1,
+                std::cmp::Ordering::Greater => b += 1,
+                std::cmp::Ordering::Equal => {
+                    // (By key, then call index: the first that opens is the actor's earliest.)
+                    if self.opens(i as usize, conn) {
+                        out.push((i, b as u32));
+                        b += 1;
+                    }
+                    a += 1;
+                }
+            }
+        }
+        out.sort_unstable();
+    }
+
     /// Finds each call's actor among the live ones (`guids`, as the frame writes them).
     pub fn resolve(&mut self, guids: &crate::ids::GuidMap<(u32, u32)>) {
         self.by_key.clear();

@@ -193,6 +193,9 @@ impl ReferenceFrame {
             write.write_closes_if(&mut rc.conn, &mut st, |_, g| rc.dormant.contains_key(&g));
             if let Some(from) = rc.process(&v, &mut asker, (write, &mut st), &list, &mut tearing) {
                 pending = rc.leftovers(&v, &mut asker, &list[from..]);
+                if !write.calls.is_empty() {
+                    rc.open_for_calls(&v, &mut asker, (write, &mut st), &list[from..]);
+                }
             }
         }
         // The actors that may sleep that this connection holds awake: an open channel (not

@@ -100,6 +100,7 @@ use crate::wire::open::CloseReason;
 use std::time::Instant;
 
 mod asked;
+mod calls;
 mod connection;
 mod consider;
 mod dormancy;
