@@ -25,47 +25,39 @@
 
 use super::process::{open_row, Run};
 use super::replicate::replicate;
-use super::{rows, Action, Cand, LevelCtx, Scratch, SendDecision};
+use super::{rows, Action, LevelCtx, Scratch, SendDecision};
 use crate::net::connection::{pair, Connection};
+use crate::net::relevancy::has_due;
 
-/// Opens, replicates and records the channels this connection's leftovers (from place `from` in
-/// the send order) need for the tick's calls (see the module documentation).
-pub(super) fn open_for_calls(
-    ctx: &LevelCtx<'_>,
-    run: &mut Run<'_>,
-    conn: &mut Connection,
-    scratch: &mut Scratch,
-    from: usize,
-) {
-    let Scratch { cands, order, call_keys, call_opens, .. } = scratch;
-    // The leftovers a call could open: no channel (nor a dormant or torn-off copy), relevant now,
-    // not a sub-object (it rides its owner's channel), not tearing off — by key, each with its
-    // place in `cands` and its priority key.
-    call_keys.clear();
-    let all = rows(conn);
-    for j in from..order.len() {
-        let (priority, index) = order.get(j);
-        let Cand { row, due: d, relevant_now } = cands[index as usize];
-        let due = &ctx.due[d as usize];
-        let r = &all[row as usize];
-        let closed = r.state.flags & (pair::CHANNEL | pair::DORMANT | pair::TORN) == 0;
-        if closed && relevant_now && due.condition.is_none() && !due.actor.tearing {
-            call_keys.push((r.key, index, priority));
-        }
-    }
-    if call_keys.is_empty() {
-        return;
-    }
-    call_keys.sort_unstable();
-    ctx.write.calls.opening(conn.id, call_keys, |&(key, _, _)| key, call_opens);
+/// Opens, replicates and records the channels this saturated connection's leftovers need for
+/// the tick's calls (see the module documentation). The calls that could open one on a due
+/// actor are listed once a frame, in call order ([`crate::net::rpc::FrameCalls::openers`]):
+/// each reaching this connection is matched against its leftovers' bits (`out.pending`), then
+/// its actor's row — a few steps a call, never a pass over the leftovers (thousands a
+/// connection in a hot drop).
+pub(super) fn open_for_calls(ctx: &LevelCtx<'_>, run: &mut Run<'_>, conn: &mut Connection, scratch: &Scratch) {
+    let calls = ctx.write.calls;
     let Run { ci, st, out, decisions } = run;
     let now = ctx.time.now;
-    for &(_, k) in call_opens.iter() {
-        let (_, index, priority) = call_keys[k as usize];
-        let Cand { row: ri, due: d, .. } = cands[index as usize];
+    for &(i, d, key) in calls.openers() {
+        // A leftover: pending, and (with no channel) relevant now.
+        if !has_due(&out.pending, d) || !calls.reaches_conn(i, conn.id) {
+            continue;
+        }
+        // Not a sub-object (it rides its owner's channel), not tearing off.
         let due = &ctx.due[d as usize];
-        open_row(conn, ri as usize, due);
-        let row = &mut rows(conn)[ri as usize];
+        if due.condition.is_some() || due.actor.tearing {
+            continue;
+        }
+        // No channel, nor a dormant or torn-off copy (a channel an earlier call opened: its
+        // actor's first call did).
+        let Ok(ri) = rows(conn).binary_search_by_key(&key, |r| r.key) else { continue };
+        if rows(conn)[ri].state.flags & (pair::CHANNEL | pair::DORMANT | pair::TORN) != 0 {
+            continue;
+        }
+        open_row(conn, ri, due);
+        let row = &mut rows(conn)[ri];
+        // UE's fresh channel: no relevant time (rechecked when next considered).
         row.relevant_time = 0.0;
         row.last_update = now;
         if due.actor.fast {
@@ -73,12 +65,14 @@ pub(super) fn open_for_calls(
             ctx.write.fast.restart_for_connection(*ci as usize, &mut conn.quiet, arrays);
         }
         let before = ctx.write.bits_written(conn);
-        replicate(ctx, *ci, conn, st, ri as usize, d, &mut out.first_opens);
+        replicate(ctx, *ci, conn, st, ri, d, &mut out.first_opens);
         out.processed += 1;
         if let Some(dec) = decisions.as_deref_mut() {
             let bits = (ctx.write.bits_written(conn) - before) as u32;
-            let action = Action::OpenedForCall;
-            dec.sends.push(SendDecision { guid: due.actor.guid, priority, action, bits });
+            // Its priority key, as ranked (recorded decisions only: a look through the list).
+            let at = scratch.cands.iter().position(|c| c.row == ri as u32);
+            let priority = at.map_or(0, |k| scratch.keys[k]);
+            dec.sends.push(SendDecision { guid: due.actor.guid, priority, action: Action::OpenedForCall, bits });
         }
     }
 }

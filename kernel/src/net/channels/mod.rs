@@ -266,9 +266,9 @@ pub(crate) fn replicate_connection(ctx: &LevelCtx<'_>, ci: u32, conn: &mut Conne
         out.nanos[1] = t.elapsed().as_nanos() as u64;
         let t = Instant::now();
         let mut run = Run { ci, st: &mut st, out: &mut out, decisions: decisions.as_mut() };
-        let leftovers_from = process(ctx, &mut run, conn, &mut scratch);
-        if let Some(from) = leftovers_from.filter(|_| !ctx.write.calls.is_empty()) {
-            calls::open_for_calls(ctx, &mut run, conn, &mut scratch, from);
+        process(ctx, &mut run, conn, &mut scratch);
+        if run.out.saturated && !ctx.write.calls.openers().is_empty() {
+            calls::open_for_calls(ctx, &mut run, conn, &scratch);
         }
         if ctx.sleepy > 0 {
             held_awake(ctx, conn, &scratch.cands, &mut out.awake);
@@ -314,10 +314,6 @@ pub(crate) struct Scratch {
     /// candidates): where this frame's first batch likely ends ([`SendOrder::fill`]). Speed
     /// only: the order is exact whatever it holds.
     cutoff: Option<u32>,
-    /// The leftovers a call could open a channel for — (pair key, place in `cands`, priority
-    /// key), by key — and the calls that open them ([`calls`]).
-    call_keys: Vec<(u64, u32, u32)>,
-    call_opens: Vec<(u32, u32)>,
     /// [`Outcome::pending`], [`Outcome::awake`] and [`Outcome::first_opens`], handed back by
     /// [`recycle`] after the frame.
     pending: Vec<u64>,

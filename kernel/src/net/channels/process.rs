@@ -22,14 +22,8 @@ pub(super) struct Run<'r> {
     pub decisions: Option<&'r mut FrameDecisions>,
 }
 
-/// Processes the candidates in send order until the budget is spent. Returns where the
-/// leftovers start in the send order, if it saturated.
-pub(super) fn process(
-    ctx: &LevelCtx<'_>,
-    run: &mut Run<'_>,
-    conn: &mut Connection,
-    scratch: &mut Scratch,
-) -> Option<usize> {
+/// Processes the candidates in send order until the budget is spent.
+pub(super) fn process(ctx: &LevelCtx<'_>, run: &mut Run<'_>, conn: &mut Connection, scratch: &mut Scratch) {
     let Run { ci, st, out, decisions } = run;
     let ci = *ci;
     let now = ctx.time.now;
@@ -51,7 +45,7 @@ pub(super) fn process(
     if !conn.budget.ready(bits_at_start as f64) {
         out.saturated = true;
         leftovers(ctx, ci, conn, cands, 0..cands.len() as u32, &mut out.pending);
-        return Some(0);
+        return;
     }
     // The actor whose send saturated the connection (class, slot) and its place in the order:
     // the frame ends there, once the sub-objects ranked right behind it went too (UE writes
@@ -298,13 +292,9 @@ pub(super) fn process(
         // UE returns the index of the actor that saturated the connection, and its leftovers
         // start there: that actor is considered next frame too.
         Some((_, _, from)) => {
-            leftovers(ctx, ci, conn, cands, (from..order.len()).map(|j| order.get(j).1), &mut out.pending);
-            Some(from)
+            leftovers(ctx, ci, conn, cands, (from..order.len()).map(|j| order.get(j).1), &mut out.pending)
         }
-        None => {
-            *cutoff = None;
-            None
-        }
+        None => *cutoff = None,
     }
 }
 

@@ -453,6 +453,7 @@ impl NetDriver {
         let level = self.level.as_mut().expect("checked above");
         level.retired.sort_unstable();
         self.rpcs.frame.resolve(&self.guids);
+        self.rpcs.frame.find_due(&level.due_index);
         let level = self.level.as_ref().expect("checked above");
         debug_assert_eq!(level.guid_rank.ranks.len(), level.due.len(), "a GUID rank per due actor");
         let hooks: Vec<Option<RelevancyHook>> = self.classes.iter().map(|c| c.cols.hook.clone()).collect();

@@ -449,7 +449,7 @@ pub(crate) fn set_due(bits: &mut [u64], d: u32) {
 }
 
 /// Whether due actor `d`'s bit is set in a bitset over the due list.
-fn has_due(bits: &[u64], d: u32) -> bool {
+pub(crate) fn has_due(bits: &[u64], d: u32) -> bool {
     bits[d as usize / 64] >> (d % 64) & 1 != 0
 }
 

@@ -31,7 +31,7 @@ use std::sync::Arc;
 
 mod index;
 pub(crate) mod radix;
-pub(crate) use index::{due_flags, due_in, set_due, DueActor, RelevancyIndex, Scratch, DUE_HOT_BYTES};
+pub(crate) use index::{due_flags, due_in, has_due, set_due, DueActor, RelevancyIndex, Scratch, DUE_HOT_BYTES};
 
 /// A class's own relevancy rule (UE's `IsNetRelevantFor` override): `Some(answer)` decides,
 /// `None` leaves it to UE's rules. Called once per (actor, viewer) the frame asks about.

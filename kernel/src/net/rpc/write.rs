@@ -34,6 +34,12 @@ pub(crate) struct FrameCalls {
     /// (actor, call index) of every call, by actor: the calls on a channel the tick closed
     /// ([`Self::add_closing`]).
     by_guid: Vec<(NetGuid, u32)>,
+    /// The calls that would open a channel for their actor, on a due actor ([`Self::openers`]):
+    /// a reliable call or a multicast — UE's `InternalProcessRemoteFunction` creates the channel
+    /// and replicates the actor before it sends the call; an unreliable Client call it drops on
+    /// a connection that is not net-ready, and a connection opens channels for calls only once
+    /// saturated ([`crate::net::channels`]).
+    openers: Vec<(u32, u32, u64)>,
 }
 
 /// Whom a call goes to (where its actor's channel is open).
@@ -74,7 +80,7 @@ impl FrameCalls {
         owners.sort_unstable();
         let mut by_guid: Vec<(NetGuid, u32)> = calls.iter().enumerate().map(|(i, c)| (c.guid, i as u32)).collect();
         by_guid.sort_unstable();
-        Self { calls, by_key: Vec::new(), run, run_index, reach, multicasts, owners, by_guid }
+        Self { calls, by_key: Vec::new(), run, run_index, reach, multicasts, owners, by_guid, openers: Vec::new() }
     }
 
     /// Adds to `out` (connection `conn`'s calls with a channel, in call order) the calls reaching
@@ -116,38 +122,35 @@ impl FrameCalls {
         }
     }
 
-    /// Whether call `i`, finding no channel of its actor on connection `conn`, would open one
-    /// there (UE's `InternalProcessRemoteFunction`, which creates the channel and replicates the
-    /// actor before it sends the call): a call reaching `conn` that is reliable or a multicast —
-    /// an unreliable Client call UE drops on a connection that is not net-ready, and a
-    /// connection opens channels for calls only once saturated ([`crate::net::channels`]).
-    fn opens(&self, i: usize, conn: ConnectionId) -> bool {
-        let call = &self.calls[i];
-        self.reaches(i, conn) && (call.reliable || call.target == RpcTarget::Multicast)
+    /// The calls that would open a channel for their actor where it has none ([`Self::opens`])
+    /// whose actor is due this frame: (call index, due index, pair key), in call order — found
+    /// once a frame ([`Self::find_due`]) for every saturated connection to read.
+    pub fn openers(&self) -> &[(u32, u32, u64)] {
+        &self.openers
     }
 
-    /// Into `out`, for each actor of `actors` (ascending by their pair keys, `key`) that a call
-    /// would open a channel for on connection `conn` ([`Self::opens`]), its first such call:
-    /// (call index, index in `actors`), in call order — one walk of both sorted sides.
-    pub fn opening<T>(&self, conn: ConnectionId, actors: &[T], key: impl Fn(&T) -> u64, out: &mut Vec<(u32, u32)>) {
-        out.clear();
-        let (mut a, mut b) = (0, 0);
-        while a < self.by_key.len() && b < actors.len() {
-            let (k, i) = self.by_key[a];
-            match k.cmp(&key(&actors[b])) {
-                std::cmp::Ordering::Less => a += 1,
-                std::cmp::Ordering::Greater => b += 1,
-                std::cmp::Ordering::Equal => {
-                    // (By key, then call index: the first that opens is the actor's earliest.)
-                    if self.opens(i as usize, conn) {
-                        out.push((i, b as u32));
-                        b += 1;
-                    }
-                    a += 1;
-                }
+    /// Whether call `i` goes to connection `conn` where its actor's channel is open.
+    pub fn reaches_conn(&self, i: u32, conn: ConnectionId) -> bool {
+        self.reaches(i as usize, conn)
+    }
+
+    /// Finds the due actors of the calls that would open a channel for them ([`Self::openers`]):
+    /// `due_index`, per class and slot, the actor's place in the frame's due list
+    /// (`crate::net::level::NOT_DUE`: not due). After [`Self::resolve`].
+    pub fn find_due(&mut self, due_index: &[Vec<u32>]) {
+        self.openers.clear();
+        for &(key, i) in &self.by_key {
+            let call = &self.calls[i as usize];
+            if self.reach[i as usize] == Reach::Nobody || !(call.reliable || call.target == RpcTarget::Multicast) {
+                continue;
+            }
+            let (c, s) = crate::net::pairs::split_key(key);
+            let d = due_index.get(c as usize).and_then(|d| d.get(s as usize)).copied();
+            if let Some(d) = d.filter(|&d| d != crate::net::level::NOT_DUE) {
+                self.openers.push((i, d, key));
             }
         }
-        out.sort_unstable();
+        self.openers.sort_unstable();
     }
 
     /// Finds each call's actor among the live ones (`guids`, as the frame writes them).

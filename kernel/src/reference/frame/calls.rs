@@ -24,6 +24,8 @@ impl RefConn {
     ) {
         let ConnView { driver, ci, time, .. } = *v;
         let me = self.conn.id;
+        // The leftovers by GUID, made at the first call that finds no channel.
+        let mut leftovers: Option<crate::ids::GuidMap<usize>> = None;
         for call in &write.calls.calls {
             let reaches = match call.target {
                 RpcTarget::Multicast => true,
@@ -32,18 +34,16 @@ impl RefConn {
             if !reaches || !(call.reliable || call.target == RpcTarget::Multicast) {
                 continue;
             }
-            let Some(&Listed { cand, class: c, slot: s, .. }) = rest.iter().find(|l| l.cand.guid == call.guid) else {
+            if self.channels.contains_key(&call.guid) || self.dormant.contains_key(&call.guid) {
                 continue;
-            };
+            }
+            let map = leftovers.get_or_insert_with(|| rest.iter().enumerate().map(|(k, l)| (l.cand.guid, k)).collect());
+            let Some(&k) = map.get(&call.guid) else { continue };
+            let Listed { cand, class: c, slot: s, .. } = rest[k];
             let class = &driver.classes[c as usize];
             let net = &class.actors[s as usize];
             let sub_object = class.cols.sub_condition[s as usize].is_some();
-            if self.channels.contains_key(&call.guid)
-                || self.dormant.contains_key(&call.guid)
-                || sub_object
-                || net.tearing
-                || !asker.ask(cand.index as usize)
-            {
+            if sub_object || net.tearing || !asker.ask(cand.index as usize) {
                 continue;
             }
             if net.fast {
