@@ -116,7 +116,7 @@ pub(crate) fn run(
         kernel_pass(&cfg, frames, threads, request, awake_alone.as_ref(), progress, session)?;
     // What the kernel's run leaves, read before its world is dropped for the reference's pass.
     let (open_pairs, pair_bytes) = server.pair_state()?;
-    let [calls_sent, calls_dropped, calls_without_channel] = server.calls_written()?;
+    let [calls_sent, calls_dropped, calls_without_channel, calls_opened_channels] = server.calls_written()?;
     let actors: usize = world.stores.iter().map(|st| st.len()).sum();
     let peak_rss_mb = scenario::peak_rss_bytes().map(|b| b as f64 / 1e6);
     let dormant = match cfg.dormant {
@@ -144,6 +144,7 @@ pub(crate) fn run(
             "calls_written": calls_sent,
             "calls_dropped": calls_dropped,
             "calls_without_channel": calls_without_channel,
+            "calls_opened_channels": calls_opened_channels,
             "frames": frames,
             "warmup_frames": scenario::WARMUP_FRAMES,
             "level_load_frames": cfg.load_frames(),
@@ -262,7 +263,8 @@ pub(crate) fn run(
         if cfg.calls {
             println!(
                 "  calls: {calls_sent} written to connections over the run, {calls_dropped} dropped (unreliable on a \
-                 saturated connection), {calls_without_channel} not for a connection (no open channel there)"
+                 saturated connection), {calls_without_channel} not for a connection (no open channel there), \
+                 {calls_opened_channels} channels a saturated frame opened for them"
             );
         }
         println!("  due actors per frame {:.0}", s.due_actors);

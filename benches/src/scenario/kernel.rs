@@ -264,13 +264,14 @@ pub fn apply_events(
 
 impl KernelServer {
     /// Calls written to the connections so far (resends included), those dropped (mostly
-    /// unreliable calls on a saturated connection) and those not for a connection (no open
-    /// channel of the actor there).
-    pub fn calls_written(&self) -> Result<[u64; 3], String> {
-        let mut n = [0; 3];
+    /// unreliable calls on a saturated connection), those not for a connection (no open
+    /// channel of the actor there), and the channels saturated frames opened for calls.
+    pub fn calls_written(&self) -> Result<[u64; 4], String> {
+        let mut n = [0; 4];
         for &c in &self.conns {
             let st = self.driver.connection_stats(c).map_err(err)?;
-            n = [n[0] + st.rpcs_sent, n[1] + st.rpcs_dropped, n[2] + st.rpcs_without_channel];
+            let add = [st.rpcs_sent, st.rpcs_dropped, st.rpcs_without_channel, st.channels_opened_for_calls];
+            n.iter_mut().zip(add).for_each(|(n, a)| *n += a);
         }
         Ok(n)
     }

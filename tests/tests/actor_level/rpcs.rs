@@ -163,6 +163,7 @@ fn a_reliable_call_on_an_actor_a_saturated_frame_left_unopened_opens_its_channel
     }
     assert_eq!(calls(&mut l, 0), vec![(SHOUT.into(), 1), (WHISPER.into(), 2)]);
     assert_eq!((without_channel(&l, 0), dropped(&l, 0)), (1, 0), "the unreliable call found no channel");
+    assert_eq!(l.driver.connection_stats(conn).unwrap().channels_opened_for_calls, 2);
     assert!(l.client(0).actor(shout_g).is_some() && l.client(0).actor(whisper_g).is_some());
 }
 

@@ -67,6 +67,7 @@ pub(super) fn open_for_calls(ctx: &LevelCtx<'_>, run: &mut Run<'_>, conn: &mut C
         let before = ctx.write.bits_written(conn);
         replicate(ctx, *ci, conn, st, ri, d, &mut out.first_opens);
         out.processed += 1;
+        conn.stats.channels_opened_for_calls += 1;
         if let Some(dec) = decisions.as_deref_mut() {
             let bits = (ctx.write.bits_written(conn) - before) as u32;
             // Its priority key, as ranked (recorded decisions only: a look through the list).

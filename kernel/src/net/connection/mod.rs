@@ -125,6 +125,10 @@ pub struct ConnectionStats {
     /// saturated frame opens one for a reliable call or a multicast on a relevant leftover, as
     /// UE opens a channel for a call: `crate::net::Action::OpenedForCall`).
     pub rpcs_without_channel: u64,
+    /// Channels a saturated frame opened for a call that found none (UE's
+    /// `InternalProcessRemoteFunction`; `crate::net::Action::OpenedForCall`): the actor's open
+    /// written outside the budget.
+    pub channels_opened_for_calls: u64,
     /// Reliable calls that found [`crate::wire::rpc::MAX_RELIABLE_RPCS`] waiting or in flight
     /// here, and were dropped. Under [`super::ReliableOverflow::Close`] (the default, UE's way)
     /// the first ends the connection at the end of its tick ([`super::FailedConnection`]).
