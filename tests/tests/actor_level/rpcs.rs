@@ -167,6 +167,80 @@ fn a_reliable_call_on_an_actor_a_saturated_frame_left_unopened_opens_its_channel
     assert!(l.client(0).actor(shout_g).is_some() && l.client(0).actor(whisper_g).is_some());
 }
 
+/// Channels open for calls where the calls reach, in call order: two saturated clients, three
+/// left-over actors with calls made in the reverse of their spawn order — an unreliable
+/// multicast (it opens the channel on both, and is dropped with the saturated frames' other
+/// unreliable calls), a reliable Client call to client 1 (not client 0's to open) and a reliable
+/// multicast.
+#[test]
+fn channels_open_for_calls_where_the_calls_reach_in_call_order() {
+    use shadowrep::net::Action;
+    const WHISPER: &str = CALLS[3];
+    let mut l = Level::new(every_frame(), 2);
+    always_due(&mut l);
+    for i in 0..300 {
+        l.spawn([100.0 + i as f32, 0.0, 0.0], i);
+    }
+    for c in 0..2 {
+        l.driver.set_net_speed(l.clients[c].0, 3_000).unwrap();
+    }
+    l.run(3);
+    let mut far = |health| {
+        let (id, guid) = l.spawn([9_000.0, 0.0, 0.0], health);
+        l.settings(id, |s| s.net_priority = 0.001);
+        (id, guid)
+    };
+    let ((a, a_g), (b, b_g), (c, c_g)) = (far(1), far(2), far(3));
+    l.driver.set_owner(l.class, &l.store, b, Some(l.clients[1].0), true).unwrap();
+    call(&mut l, c, PING, 1);
+    call(&mut l, b, WHISPER, 2);
+    call(&mut l, a, SHOUT, 3);
+    l.step();
+    let opened = |l: &Level, k: usize| {
+        let d = l.decisions(k);
+        assert!(d.saturated, "client {k} saturated");
+        d.sends.iter().filter(|s| s.action == Action::OpenedForCall).map(|s| s.guid).collect::<Vec<_>>()
+    };
+    assert_eq!(opened(&l, 0), [c_g, a_g], "client 0: the multicasts' actors, in call order");
+    assert_eq!(opened(&l, 1), [c_g, b_g, a_g], "client 1: its Client call's actor too");
+    l.run(4);
+    assert_eq!(calls(&mut l, 0), vec![(SHOUT.into(), 3)]);
+    assert_eq!(calls(&mut l, 1), vec![(WHISPER.into(), 2), (SHOUT.into(), 3)]);
+    for k in 0..2 {
+        assert_eq!(dropped(&l, k), 1, "client {k}: the unreliable multicast, on a saturated connection");
+    }
+}
+
+/// A channel opened for a call is marked relevant for a while, as UE's frame marks the channel
+/// a call opened before it: its actor leaving the viewer's range at once — past the first
+/// seconds of the server's clock, and ranked first the next frame — keeps it for the relevant
+/// timeout, and the reliable call waiting for the open's acknowledgement arrives. (Left at UE's
+/// fresh channel's relevant time 0, the channel closed the next frame and the call was lost: a
+/// review's find.)
+#[test]
+fn a_channel_opened_for_a_call_outlives_its_actor_leaving_at_once() {
+    let mut l = Level::new(every_frame(), 1);
+    always_due(&mut l);
+    let near: Vec<ActorId> = (0..300).map(|i| l.spawn([100.0 + i as f32, 0.0, 0.0], i).0).collect();
+    l.driver.set_net_speed(l.clients[0].0, 3_000).unwrap();
+    // Past the relevant timeout (5 s at 30 Hz); then every near actor changes: the frame saturates.
+    l.run(200);
+    for (k, &n) in near.iter().enumerate() {
+        l.store.set(n, HEALTH, &Value::U32(1_000 + k as u32)).unwrap();
+    }
+    let (id, guid) = l.spawn([9_000.0, 0.0, 0.0], 1);
+    l.settings(id, |s| s.net_priority = 0.001);
+    call(&mut l, id, SHOUT, 1);
+    l.step();
+    assert!(l.decisions(0).sends.iter().any(|s| s.guid == guid && s.action == shadowrep::net::Action::OpenedForCall));
+    // Out of range, and first in the next frame's order.
+    l.move_to(id, [1.0e6, 0.0, 0.0]);
+    l.settings(id, |s| s.net_priority = 1_000.0);
+    l.run(4);
+    assert_eq!(calls(&mut l, 0), vec![(SHOUT.into(), 1)]);
+    assert!(l.client(0).actor(guid).is_some(), "its channel stays for the relevant timeout");
+}
+
 /// One frame of the kernel and the UE-style reference side by side: both tick and must write
 /// client 0's packets byte for byte; the client gets them and, unless `silent`, answers — the
 /// kernel with its feedback, the reference with the same bytes or, `perfect`, as a perfect

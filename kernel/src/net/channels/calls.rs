@@ -11,17 +11,17 @@
 //!   that a call of the tick opens for (reliable, or a multicast, reaching this connection),
 //!   in the order of its first such call:
 //!       open its channel, replicate it (its open, with every current value), outside the
-//!       budget; relevant_time = 0, UE's fresh channel's (rechecked when next considered);
-//!       it stays a leftover (considered next frame)
+//!       budget; relevant_time = now + 0.5 · jitter, as UE's frame marks the channel the call
+//!       opened before it; it stays a leftover (considered next frame)
 //! ```
 //!
 //! Without this a reliable call on an actor a saturated frame left unopened — a projectile's
 //! `MulticastExplode` in the hot drop's crowd, a Client call on a pickup just spawned beside a
 //! busy player — found no channel and was lost. The calls are written after the frame's actors
 //! ([`crate::net::rpc`]), so the channel they need opens there too, where UE opens it before the
-//! frame; a frame that did not saturate left no relevant actor without a channel. Actors not
-//! considered this frame, and dormant copies, still get no channel for a call (the README's
-//! departures).
+//! frame; a frame that did not saturate left no relevant actor without a channel (but one whose
+//! open found the window full: its calls are lost). Actors not considered this frame, dormant
+//! copies and sub-objects still get no channel for a call (the README's departures).
 
 use super::process::{open_row, Run};
 use super::replicate::replicate;
@@ -44,21 +44,26 @@ pub(super) fn open_for_calls(ctx: &LevelCtx<'_>, run: &mut Run<'_>, conn: &mut C
         if !has_due(&out.pending, d) || !calls.reaches_conn(i, conn.id) {
             continue;
         }
-        // Not a sub-object (it rides its owner's channel), not tearing off.
+        // Not a sub-object (it rides its owner's channel), not tearing off (a tearing actor
+        // without a channel has no candidate row: kept as the rule, should that change).
         let due = &ctx.due[d as usize];
         if due.condition.is_some() || due.actor.tearing {
             continue;
         }
-        // No channel, nor a dormant or torn-off copy (a channel an earlier call opened: its
-        // actor's first call did).
+        // No channel (a channel an earlier call opened: its actor's first call did). A dormant
+        // row has CHANNEL too, and a torn-off one is never a leftover: the bits say the rule.
         let Ok(ri) = rows(conn).binary_search_by_key(&key, |r| r.key) else { continue };
         if rows(conn)[ri].state.flags & (pair::CHANNEL | pair::DORMANT | pair::TORN) != 0 {
             continue;
         }
         open_row(conn, ri, due);
         let row = &mut rows(conn)[ri];
-        // UE's fresh channel: no relevant time (rechecked when next considered).
-        row.relevant_time = 0.0;
+        // UE's channel, opened at the call before the frame, is among the frame's candidates,
+        // and the frame — reaching it or leaving it over — finds it relevant and marks it so for
+        // a while (`RelevantTime = now + 0.5 · FRand`). (With UE's fresh channel's 0, a channel
+        // whose actor left the viewer's range closed at the next frame that reached it, and the
+        // reliable call still waiting for its open's acknowledgement was lost: a review's find.)
+        row.relevant_time = super::relevant_until(now, due.actor.guid, *ci, ctx.time.frame);
         row.last_update = now;
         if due.actor.fast {
             let arrays = ctx.fast_arrays_of(due).iter().copied();

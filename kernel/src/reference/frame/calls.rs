@@ -53,8 +53,9 @@ impl RefConn {
             }
             self.next_epoch = self.next_epoch.wrapping_add(1);
             let mut ch = RefChannel::new((c, s), self.next_epoch, self.conn.rel.next_seq().back(1));
-            // UE's fresh channel: no relevant time (rechecked when next considered).
-            ch.relevant_time = 0.0;
+            // Marked relevant for a while, as UE's frame marks the channel a call opened before
+            // it (the kernel's `net::channels` `calls.rs` says why).
+            ch.relevant_time = relevant_until(time.now, call.guid, ci as u32, time.frame);
             ch.last_update = time.now;
             let before = write.bits_written(&self.conn);
             replicate(driver, write, &mut self.conn, st, &mut ch, v.actor(c, s), ci as u32, time.frame);
