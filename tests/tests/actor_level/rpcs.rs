@@ -241,6 +241,59 @@ fn a_channel_opened_for_a_call_outlives_its_actor_leaving_at_once() {
     assert!(l.client(0).actor(guid).is_some(), "its channel stays for the relevant timeout");
 }
 
+/// A channel opened while the connection's window is full owes its open; a reliable call on
+/// its actor waits for it — as UE's reliable stream holds a call behind the channel's open —
+/// and reaches the client once the window drains, where it was lost (no channel yet); an
+/// unreliable one cannot go (the client has no actor to call).
+#[test]
+fn a_reliable_call_waits_for_an_open_the_full_window_held_back() {
+    let mut l = Level::new(every_frame(), 1);
+    always_due(&mut l);
+    let conn = l.clients[0].0;
+    let near: Vec<ActorId> = (0..200).map(|i| l.spawn([100.0 + i as f32, 0.0, 0.0], i).0).collect();
+    let mut r = ReferenceFrame::new(&l.driver, &mut [&mut l.store]).expect("reference");
+    let mut f = 0;
+    for _ in 0..3 {
+        let packets = l.tick_beside(&mut r, f);
+        l.deliver_beside(&mut r, &packets);
+        f += 1;
+    }
+    // The client hears every packet and answers none (the server still hears from it): the
+    // window of packets in flight fills — the kernel's and the reference's alike.
+    while l.driver.connection_stats(conn).unwrap().window_full_frames == 0 {
+        assert!(f < 1_000, "the window fills");
+        for (k, &n) in near.iter().enumerate() {
+            l.store.set(n, HEALTH, &Value::U32(f * 1_000 + k as u32)).unwrap();
+        }
+        for p in l.tick_beside(&mut r, f) {
+            l.clients[0].1.receive(&p).expect("a well-formed packet");
+        }
+        l.driver.heard_from(conn).unwrap();
+        f += 1;
+    }
+    let (id, guid) = l.spawn([50.0, 0.0, 0.0], 1);
+    call(&mut l, id, SHOUT, 1);
+    call(&mut l, id, PING, 2);
+    let packets = l.tick_beside(&mut r, f);
+    f += 1;
+    let d = l.decisions(0);
+    let opened = d.sends.iter().find(|s| s.guid == guid).map(|s| (s.action, s.bits));
+    assert_eq!(opened, Some((shadowrep::net::Action::Replicated { opened: true }, 0)), "opened, its open owed");
+    assert_eq!(
+        (without_channel(&l, 0), dropped(&l, 0)),
+        (0, 1),
+        "the reliable call waits, the unreliable one is dropped"
+    );
+    l.deliver_beside(&mut r, &packets);
+    for _ in 0..6 {
+        let packets = l.tick_beside(&mut r, f);
+        l.deliver_beside(&mut r, &packets);
+        f += 1;
+    }
+    assert_eq!(calls(&mut l, 0), vec![(SHOUT.into(), 1)]);
+    assert!(l.client(0).actor(guid).is_some());
+}
+
 /// One frame of the kernel and the UE-style reference side by side: both tick and must write
 /// client 0's packets byte for byte; the client gets them and, unless `silent`, answers — the
 /// kernel with its feedback, the reference with the same bytes or, `perfect`, as a perfect

@@ -19,9 +19,10 @@
 //! `MulticastExplode` in the hot drop's crowd, a Client call on a pickup just spawned beside a
 //! busy player — found no channel and was lost. The calls are written after the frame's actors
 //! ([`crate::net::rpc`]), so the channel they need opens there too, where UE opens it before the
-//! frame; a frame that did not saturate left no relevant actor without a channel (but one whose
-//! open found the window full: its calls are lost). Actors not considered this frame, dormant
-//! copies and sub-objects still get no channel for a call (the README's departures).
+//! frame; a frame that did not saturate left no relevant actor without a channel (one whose
+//! open found the window full has its channel, the open owed: a reliable call waits for it,
+//! [`crate::net::rpc`]'s `Chan::Owed`). Actors not considered this frame, dormant copies and
+//! sub-objects still get no channel for a call (the README's departures).
 
 use super::process::{open_row, Run};
 use super::replicate::replicate;

@@ -18,7 +18,8 @@
 //!                 none: `crate::net::channels`, its `calls.rs`); elsewhere not sent (counted
 //!                 `rpcs_without_channel`)
 //!   number        reliable calls wait until their channel's open is acknowledged (the client
-//!                 has the actor), then take the connection's next reliable number, in call order
+//!                 has the actor) — an open the full window held back too — then take the
+//!                 connection's next reliable number, in call order
 //!   write         the acknowledgement of the client's Server calls, when one is owed and none
 //!                 flies; numbered calls not in flight (lost ones first: lowest numbers), then
 //!                 this tick's unreliable ones unless the connection saturated; one bunch each,

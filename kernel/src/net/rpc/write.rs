@@ -244,8 +244,12 @@ const FEW_HITS: usize = 16;
 /// Where a connection stands with an actor's channel, for a call.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Chan {
-    /// No channel, or one whose open has not gone (or a dormant or torn-off one).
+    /// No channel (or a dormant or torn-off one).
     Closed,
+    /// A channel whose open has not gone yet (the connection's window was full): a reliable
+    /// call waits for it, as UE's reliable stream holds it behind the open; an unreliable one
+    /// cannot go (the client has no actor to call).
+    Owed,
     /// Its open has gone, not yet acknowledged.
     Opened,
     /// Its open is acknowledged: the client has the actor.
@@ -263,6 +267,7 @@ fn chan_of_flags(flags: u8) -> Chan {
         f if f & (pair::DORMANT | pair::TORN) != 0 => Chan::Closed,
         f if f & pair::OPEN_ACKED != 0 => Chan::Acked,
         f if f & pair::EVER_OPENED != 0 => Chan::Opened,
+        f if f & pair::CHANNEL != 0 => Chan::Owed,
         _ => Chan::Closed,
     }
 }
@@ -294,7 +299,8 @@ pub(crate) struct Ended {
 /// channel closed in an earlier tick).
 pub(crate) fn note_close(closing: &mut Closing, guid: NetGuid, state: &PairState) {
     let chan = chan_of_flags(state.flags);
-    if chan != Chan::Closed {
+    // (A channel whose open never went carries nothing: the client never had the actor.)
+    if matches!(chan, Chan::Opened | Chan::Acked) {
         closing.push(Ended { guid, chan, epoch: state.epoch });
     }
 }
@@ -335,7 +341,9 @@ impl WriteCtx<'_> {
         let earlier = rpcs.waiting.len();
         for &(i, chan) in &chans {
             let call = &calls.calls[i as usize];
-            if !call.reliable {
+            if !call.reliable && chan == Chan::Owed {
+                conn.stats.rpcs_dropped += 1;
+            } else if !call.reliable {
                 rpcs.unreliable.push(i);
             } else if rpcs.outstanding() >= MAX_RELIABLE_RPCS as usize {
                 conn.stats.rpcs_overflowed += 1;
@@ -357,7 +365,7 @@ impl WriteCtx<'_> {
                     rpcs.stream.push_back(Numbered { seq: rpcs.next, call, in_flight: false, acked: false });
                     rpcs.next = rpcs.next.wrapping_add(1);
                 }
-                Chan::Opened => rpcs.waiting.push(call),
+                Chan::Opened | Chan::Owed => rpcs.waiting.push(call),
                 Chan::Closed => conn.stats.rpcs_dropped += 1,
             }
         }

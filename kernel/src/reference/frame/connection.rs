@@ -222,7 +222,8 @@ impl ReferenceFrame {
             Some(_) if held_torn.contains(&g) => Chan::Closed,
             Some(ch) if ch.open_acked => Chan::Acked,
             Some(ch) if ch.ever_opened => Chan::Opened,
-            _ => Chan::Closed,
+            Some(_) => Chan::Owed,
+            None => Chan::Closed,
         };
         let saturated = rc.decisions.saturated;
         write.write_rpcs(&mut rc.conn, &mut st, write.calls, (saturated, ready), &chan);

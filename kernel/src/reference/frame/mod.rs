@@ -338,7 +338,7 @@ impl RefConn {
             _ if self.held_torn.contains(&guid) => Chan::Closed,
             ch if ch.open_acked => Chan::Acked,
             ch if ch.ever_opened => Chan::Opened,
-            _ => Chan::Closed,
+            _ => Chan::Owed,
         }
     }
 
@@ -346,7 +346,7 @@ impl RefConn {
     /// this tick's calls made while it was open still go (the kernel's `net::rpc::note_close`).
     fn note_close(&mut self, guid: NetGuid, ch: &RefChannel) {
         let chan = self.call_chan(guid, ch);
-        if chan != crate::net::rpc::Chan::Closed {
+        if matches!(chan, crate::net::rpc::Chan::Opened | crate::net::rpc::Chan::Acked) {
             self.conn.closes.ending.push(crate::net::rpc::Ended { guid, chan, epoch: ch.epoch });
         }
     }
