@@ -211,6 +211,35 @@ fn channels_open_for_calls_where_the_calls_reach_in_call_order() {
     }
 }
 
+/// A sub-object rides its owner's channel: a reliable multicast on a left-over sub-object opens
+/// no channel of its own (nor its owner's), and finds none.
+#[test]
+fn a_call_on_a_left_over_sub_object_opens_no_channel() {
+    use shadowrep::net::{Action, SubObjectCondition};
+    let mut l = Level::new(every_frame(), 1);
+    always_due(&mut l);
+    for i in 0..300 {
+        l.spawn([100.0 + i as f32, 0.0, 0.0], i);
+    }
+    l.driver.set_net_speed(l.clients[0].0, 3_000).unwrap();
+    l.run(3);
+    let (owner, owner_g) = l.spawn([9_000.0, 0.0, 0.0], 1);
+    l.settings(owner, |s| s.net_priority = 0.001);
+    let sub = l.store.spawn();
+    l.store.set(sub, LOCATION, &Value::Vector([9_000.0, 0.0, 0.0])).unwrap();
+    let sub_g = l.driver.register_sub_object(l.class, &l.store, sub, owner_g, SubObjectCondition::None).unwrap();
+    call(&mut l, sub, SHOUT, 1);
+    l.step();
+    let d = l.decisions(0);
+    assert!(d.saturated && d.relevant.contains(&sub_g));
+    assert!(
+        !d.sends.iter().any(|s| s.action == Action::OpenedForCall),
+        "{:?}",
+        &d.sends[d.sends.len().saturating_sub(3)..]
+    );
+    assert_eq!(without_channel(&l, 0), 1);
+}
+
 /// A channel opened for a call is marked relevant for a while, as UE's frame marks the channel
 /// a call opened before it: its actor leaving the viewer's range at once — past the first
 /// seconds of the server's clock, and ranked first the next frame — keeps it for the relevant
