@@ -79,6 +79,8 @@ const UNITS: &str = concat!(
     "\"priority\":\"UE's GetNetPriority: time since last sent x net priority x distance and view factors, ",
     "x4 for the view target, the largest over the viewers\",",
     "\"priority_key\":\"the priority in 16.16 fixed point, the send order's key (descending; ties by NetGUID)\",",
+    "\"action\":\"opened, replicated, opened_for_call (a saturated frame opened its channel for a call of the tick, ",
+    "outside the budget, as UE's InternalProcessRemoteFunction does), closed, dormant or torn_off\",",
     "\"bits\":\"bits written for the action (an open, an update, a close)\",",
     "\"last_update\":\"server_time of the channel's last replication, s\",",
     "\"relevant_time\":\"server_time it was last found relevant, s (it closes relevant_timeout, 5 s, later)\"}"
