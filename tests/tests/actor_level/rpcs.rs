@@ -211,6 +211,46 @@ fn channels_open_for_calls_where_the_calls_reach_in_call_order() {
     }
 }
 
+/// A temporary actor (`bNetTemporary`) whose channel a call opened is sent once, as after any
+/// open (UE's `SentTemporaries`): a change made right after its open is never sent — the kernel
+/// and the reference alike.
+#[test]
+fn a_temporary_actor_opened_for_a_call_is_never_updated_after() {
+    use shadowrep::net::Action;
+    let mut l = Level::new(every_frame(), 1);
+    always_due(&mut l);
+    for i in 0..300 {
+        l.spawn([100.0 + i as f32, 0.0, 0.0], i);
+    }
+    l.driver.set_net_speed(l.clients[0].0, 3_000).unwrap();
+    let mut r = ReferenceFrame::new(&l.driver, &mut [&mut l.store]).expect("reference");
+    let mut f = 0;
+    let mut frame = |l: &mut Level, r: &mut ReferenceFrame| {
+        let packets = l.tick_beside(r, f);
+        l.deliver_beside(r, &packets);
+        f += 1;
+    };
+    for _ in 0..3 {
+        frame(&mut l, &mut r);
+    }
+    let (id, guid) = l.spawn([9_000.0, 0.0, 0.0], 1);
+    l.settings(id, |s| {
+        s.net_priority = 0.001;
+        s.net_temporary = true;
+    });
+    call(&mut l, id, SHOUT, 1);
+    frame(&mut l, &mut r);
+    assert!(l.decisions(0).sends.iter().any(|s| s.guid == guid && s.action == Action::OpenedForCall));
+    // It changes at once; the connection drains the near actors' opens.
+    l.store.set(id, HEALTH, &Value::U32(99)).unwrap();
+    for _ in 0..120 {
+        frame(&mut l, &mut r);
+    }
+    assert!(!l.decisions(0).saturated);
+    assert_eq!(calls(&mut l, 0), vec![(SHOUT.into(), 1)]);
+    assert_eq!(l.client(0).value(guid, HEALTH), Some(Value::U32(1)), "never updated after its open");
+}
+
 /// A sub-object rides its owner's channel: a reliable multicast on a left-over sub-object opens
 /// no channel of its own (nor its owner's), and finds none.
 #[test]
