@@ -28,6 +28,7 @@ use super::process::{open_row, Run};
 use super::replicate::replicate;
 use super::{rows, Action, LevelCtx, Scratch, SendDecision};
 use crate::net::connection::{pair, Connection};
+use crate::net::pairs::find;
 use crate::net::relevancy::has_due;
 
 /// Opens, replicates and records the channels this saturated connection's leftovers need for
@@ -42,7 +43,7 @@ pub(super) fn open_for_calls(ctx: &LevelCtx<'_>, run: &mut Run<'_>, conn: &mut C
     let now = ctx.time.now;
     for &(i, d, key) in calls.openers() {
         // A leftover: pending, and (with no channel) relevant now.
-        if !has_due(&out.pending, d) || !calls.reaches_conn(i, conn.id) {
+        if !has_due(&out.pending, d) || !calls.reaches(i as usize, conn.id) {
             continue;
         }
         // Not a sub-object (it rides its owner's channel), not tearing off (a tearing actor
@@ -53,7 +54,7 @@ pub(super) fn open_for_calls(ctx: &LevelCtx<'_>, run: &mut Run<'_>, conn: &mut C
         }
         // No channel (a channel an earlier call opened: its actor's first call did). A dormant
         // row has CHANNEL too, and a torn-off one is never a leftover: the bits say the rule.
-        let Ok(ri) = rows(conn).binary_search_by_key(&key, |r| r.key) else { continue };
+        let Some(ri) = find(rows(conn), key) else { continue };
         if rows(conn)[ri].state.flags & (pair::CHANNEL | pair::DORMANT | pair::TORN) != 0 {
             continue;
         }

@@ -82,7 +82,7 @@ fn gallop_by<X>(xs: &[X], from: usize, key: u64, key_of: impl Fn(&X) -> u64) -> 
 }
 
 /// The index of `key` in sorted `rows`.
-fn find(rows: &[Channel], key: u64) -> Option<usize> {
+pub(crate) fn find(rows: &[Channel], key: u64) -> Option<usize> {
     rows.binary_search_by_key(&key, |r| r.key).ok()
 }
 

@@ -114,7 +114,7 @@ impl FrameCalls {
 
     /// Whether call `i` goes to connection `conn` (where its actor's channel is open): a Client
     /// call to its owner's, a Multicast call to every one.
-    fn reaches(&self, i: usize, conn: ConnectionId) -> bool {
+    pub fn reaches(&self, i: usize, conn: ConnectionId) -> bool {
         match self.reach[i] {
             Reach::Every => true,
             Reach::Only(owner) => owner == conn,
@@ -122,16 +122,11 @@ impl FrameCalls {
         }
     }
 
-    /// The calls that would open a channel for their actor where it has none ([`Self::opens`])
-    /// whose actor is due this frame: (call index, due index, pair key), in call order — found
+    /// The calls that would open a channel for their actor where it has none — a reliable call
+    /// or a multicast, reaching some connection — whose actor is due this frame: (call index, due index, pair key), in call order — found
     /// once a frame ([`Self::find_due`]) for every saturated connection to read.
     pub fn openers(&self) -> &[(u32, u32, u64)] {
         &self.openers
-    }
-
-    /// Whether call `i` goes to connection `conn` where its actor's channel is open.
-    pub fn reaches_conn(&self, i: u32, conn: ConnectionId) -> bool {
-        self.reaches(i as usize, conn)
     }
 
     /// Finds the due actors of the calls that would open a channel for them ([`Self::openers`]):
