@@ -4,27 +4,35 @@
 //! (Found by a review against UE's source in session 77: the budget charged the payload alone,
 //! so a quiet game's small packets went a third over the net speed.)
 
+use super::{driver_with, viewer};
 use shadowrep::client::ClientWorld;
+use shadowrep::ids::ClassId;
 use shadowrep::net::budget::DEFAULT_PACKET_OVERHEAD;
-use shadowrep::net::{ActorLevelConfig, DriverConfig, NetDriver, Viewer};
+use shadowrep::net::{ActorLevelConfig, DriverConfig, NetDriver};
+use shadowrep::schema::ClassLayout;
 use shadowrep::store::ClassStore;
 use shadowrep::value::Value;
 use shadowrep_tests::random_world::{thing, HEALTH, LOCATION};
+use std::sync::Arc;
+
+/// A driver running the actor level (every actor due every frame, on the calling thread) with
+/// `overhead` bytes a packet, for a store of [`thing`]s.
+fn level_with_overhead(overhead: u32) -> (Arc<ClassLayout>, ClassStore, NetDriver, ClassId) {
+    let layout = thing();
+    let mut store = ClassStore::new(layout.clone());
+    let level = ActorLevelConfig { packet_overhead: overhead, ..ActorLevelConfig::default() };
+    let base = DriverConfig { parallel: false, ..DriverConfig::default() };
+    let (driver, class) = driver_with(Some(level), &mut store, base);
+    (layout, store, driver, class)
+}
 
 /// One tick of a connection viewing three new actors with `overhead` bytes a packet: the
 /// packets' total payload, their count, and the bits the budget was charged for them.
 fn first_frame(overhead: u32) -> (usize, usize, f64) {
-    let layout = thing();
-    let mut store = ClassStore::new(layout.clone());
-    let level = ActorLevelConfig { packet_overhead: overhead, ..ActorLevelConfig::default() };
-    let cfg = DriverConfig { actor_level: Some(level), parallel: false, ..DriverConfig::default() };
-    let mut driver = NetDriver::new(cfg).expect("valid config");
-    let class = driver.register_class(&mut store).expect("registers");
-    driver.set_location_property(class, LOCATION).expect("a vector");
+    let (layout, mut store, mut driver, _) = level_with_overhead(overhead);
     let conn = driver.add_connection(false);
     let mut world = ClientWorld::new(std::slice::from_ref(&layout), &driver.checksums()).expect("checksums");
-    let viewer = Viewer { real_viewer: None, view_target: None, location: [0.0; 3], direction: [1.0, 0.0, 0.0] };
-    driver.set_viewers(conn, &[viewer]).expect("live");
+    driver.set_viewers(conn, &[viewer([0.0; 3], None)]).expect("live");
     for i in 0..3u32 {
         let id = store.spawn();
         store.set(id, LOCATION, &Value::Vector([100.0 * i as f32, 0.0, 0.0])).unwrap();
@@ -72,13 +80,7 @@ fn an_overhead_of_zero_charges_the_payload_alone() {
 /// more), then may open the one dynamic actor. The packets it sent, and the actors the client
 /// has after it.
 fn late_joiners_first_frame(overhead: u32) -> (usize, usize) {
-    let layout = thing();
-    let mut store = ClassStore::new(layout.clone());
-    let level = ActorLevelConfig { packet_overhead: overhead, ..ActorLevelConfig::default() };
-    let cfg = DriverConfig { actor_level: Some(level), parallel: false, ..DriverConfig::default() };
-    let mut driver = NetDriver::new(cfg).expect("valid config");
-    let class = driver.register_class(&mut store).expect("registers");
-    driver.set_location_property(class, LOCATION).expect("a vector");
+    let (layout, mut store, mut driver, class) = level_with_overhead(overhead);
     let path = |i: usize| format!("/Game/Maps/Arena/PersistentLevel/{:_>80}{i:02}", "Torch");
     let statics: Vec<_> = (0..18).map(|_| store.spawn()).collect();
     for (i, &id) in statics.iter().enumerate() {
@@ -95,8 +97,7 @@ fn late_joiners_first_frame(overhead: u32) -> (usize, usize) {
     for i in 0..statics.len() {
         world.load_static_actor(&path(i), 0).expect("a valid path");
     }
-    let viewer = Viewer { real_viewer: None, view_target: None, location: [0.0; 3], direction: [1.0, 0.0, 0.0] };
-    driver.set_viewers(conn, &[viewer]).expect("live");
+    driver.set_viewers(conn, &[viewer([0.0; 3], None)]).expect("live");
     driver.tick(&mut [&mut store]).expect("tick");
     let packets = driver.take_packets(conn).expect("live");
     for p in &packets {

@@ -99,6 +99,47 @@ fn a_saturated_connection_gets_reliable_calls_and_not_unreliable_ones() {
     assert_eq!((dropped(&l, 0), without_channel(&l, 0)), (1, 0));
 }
 
+/// A level whose `clients` connections are slow (3 000 B/s) and view 300 actors near them:
+/// every frame saturates. The near actors.
+fn crowded(clients: usize) -> (Level, Vec<ActorId>) {
+    let mut l = Level::new(every_frame(), clients);
+    always_due(&mut l);
+    let near = (0..300).map(|i| l.spawn([100.0 + i as f32, 0.0, 0.0], i).0).collect();
+    for c in 0..clients {
+        l.driver.set_net_speed(l.clients[c].0, 3_000).unwrap();
+    }
+    (l, near)
+}
+
+/// A thing with `health`, relevant (within the cull distance) and ranked last (net priority
+/// 0.001): a saturated frame's leftover.
+fn far_last(l: &mut Level, health: u32) -> (ActorId, NetGuid) {
+    let (id, guid) = l.spawn([9_000.0, 0.0, 0.0], health);
+    l.settings(id, |s| s.net_priority = 0.001);
+    (id, guid)
+}
+
+/// The UE-style reference beside a level, client 0 answering each frame through both
+/// ([`beside_reference`]); `f` counts the frames.
+struct Beside {
+    r: ReferenceFrame,
+    f: usize,
+}
+
+impl Beside {
+    fn new(l: &mut Level) -> Beside {
+        Beside { r: ReferenceFrame::new(&l.driver, &mut [&mut l.store]).expect("reference"), f: 0 }
+    }
+
+    /// `n` frames side by side.
+    fn frames(&mut self, l: &mut Level, n: usize) {
+        for _ in 0..n {
+            beside_reference(l, &mut self.r, false, false, self.f);
+            self.f += 1;
+        }
+    }
+}
+
 /// UE's `InternalProcessRemoteFunction`: a call finding no channel of its actor opens one and
 /// replicates the actor at once, outside the budget. Here, on a saturated frame's leftovers: a
 /// reliable multicast and a reliable Client call on relevant actors the frame left unopened
@@ -111,39 +152,21 @@ fn a_reliable_call_on_an_actor_a_saturated_frame_left_unopened_opens_its_channel
     use shadowrep::net::Action;
     const WHISPER: &str = CALLS[3];
     const HINT: &str = CALLS[2];
-    let mut l = Level::new(every_frame(), 1);
-    always_due(&mut l);
+    let (mut l, _) = crowded(1);
     let conn = l.clients[0].0;
-    // A slow connection and many actors near its viewer: every frame saturates.
-    for i in 0..300 {
-        l.spawn([100.0 + i as f32, 0.0, 0.0], i);
-    }
-    l.driver.set_net_speed(conn, 3_000).unwrap();
-    let mut r = ReferenceFrame::new(&l.driver, &mut [&mut l.store]).expect("reference");
-    let mut f = 0;
-    let mut frame = |l: &mut Level, r: &mut ReferenceFrame| {
-        let packets = l.tick_beside(r, f);
-        l.deliver_beside(r, &packets);
-        f += 1;
-    };
-    for _ in 0..3 {
-        frame(&mut l, &mut r);
-    }
+    let mut b = Beside::new(&mut l);
+    b.frames(&mut l, 3);
     assert!(l.decisions(0).saturated);
     // Three relevant actors that rank last, each with a call.
-    let mut far = |health| {
-        let (id, guid) = l.spawn([9_000.0, 0.0, 0.0], health);
-        l.settings(id, |s| s.net_priority = 0.001);
-        (id, guid)
-    };
-    let ((shout, shout_g), (whisper, whisper_g), (hint, hint_g)) = (far(1), far(2), far(3));
+    let ((shout, shout_g), (whisper, whisper_g), (hint, hint_g)) =
+        (far_last(&mut l, 1), far_last(&mut l, 2), far_last(&mut l, 3));
     for id in [whisper, hint] {
         l.driver.set_owner(l.class, &l.store, id, Some(conn), true).unwrap();
     }
     call(&mut l, shout, SHOUT, 1);
     call(&mut l, whisper, WHISPER, 2);
     call(&mut l, hint, HINT, 3);
-    frame(&mut l, &mut r);
+    b.frames(&mut l, 1);
     let d = l.decisions(0);
     assert!(d.saturated);
     for g in [shout_g, whisper_g, hint_g] {
@@ -158,9 +181,7 @@ fn a_reliable_call_on_an_actor_a_saturated_frame_left_unopened_opens_its_channel
         [whisper_g, shout_g],
         "after the frame's sends, in call order"
     );
-    for _ in 0..4 {
-        frame(&mut l, &mut r);
-    }
+    b.frames(&mut l, 4);
     assert_eq!(calls(&mut l, 0), vec![(SHOUT.into(), 1), (WHISPER.into(), 2)]);
     assert_eq!((without_channel(&l, 0), dropped(&l, 0)), (1, 0), "the unreliable call found no channel");
     assert_eq!(l.driver.connection_stats(conn).unwrap().channels_opened_for_calls, 2);
@@ -176,21 +197,9 @@ fn a_reliable_call_on_an_actor_a_saturated_frame_left_unopened_opens_its_channel
 fn channels_open_for_calls_where_the_calls_reach_in_call_order() {
     use shadowrep::net::Action;
     const WHISPER: &str = CALLS[3];
-    let mut l = Level::new(every_frame(), 2);
-    always_due(&mut l);
-    for i in 0..300 {
-        l.spawn([100.0 + i as f32, 0.0, 0.0], i);
-    }
-    for c in 0..2 {
-        l.driver.set_net_speed(l.clients[c].0, 3_000).unwrap();
-    }
+    let (mut l, _) = crowded(2);
     l.run(3);
-    let mut far = |health| {
-        let (id, guid) = l.spawn([9_000.0, 0.0, 0.0], health);
-        l.settings(id, |s| s.net_priority = 0.001);
-        (id, guid)
-    };
-    let ((a, a_g), (b, b_g), (c, c_g)) = (far(1), far(2), far(3));
+    let ((a, a_g), (b, b_g), (c, c_g)) = (far_last(&mut l, 1), far_last(&mut l, 2), far_last(&mut l, 3));
     l.driver.set_owner(l.class, &l.store, b, Some(l.clients[1].0), true).unwrap();
     call(&mut l, c, PING, 1);
     call(&mut l, b, WHISPER, 2);
@@ -217,35 +226,17 @@ fn channels_open_for_calls_where_the_calls_reach_in_call_order() {
 #[test]
 fn a_temporary_actor_opened_for_a_call_is_never_updated_after() {
     use shadowrep::net::Action;
-    let mut l = Level::new(every_frame(), 1);
-    always_due(&mut l);
-    for i in 0..300 {
-        l.spawn([100.0 + i as f32, 0.0, 0.0], i);
-    }
-    l.driver.set_net_speed(l.clients[0].0, 3_000).unwrap();
-    let mut r = ReferenceFrame::new(&l.driver, &mut [&mut l.store]).expect("reference");
-    let mut f = 0;
-    let mut frame = |l: &mut Level, r: &mut ReferenceFrame| {
-        let packets = l.tick_beside(r, f);
-        l.deliver_beside(r, &packets);
-        f += 1;
-    };
-    for _ in 0..3 {
-        frame(&mut l, &mut r);
-    }
-    let (id, guid) = l.spawn([9_000.0, 0.0, 0.0], 1);
-    l.settings(id, |s| {
-        s.net_priority = 0.001;
-        s.net_temporary = true;
-    });
+    let (mut l, _) = crowded(1);
+    let mut b = Beside::new(&mut l);
+    b.frames(&mut l, 3);
+    let (id, guid) = far_last(&mut l, 1);
+    l.settings(id, |s| s.net_temporary = true);
     call(&mut l, id, SHOUT, 1);
-    frame(&mut l, &mut r);
+    b.frames(&mut l, 1);
     assert!(l.decisions(0).sends.iter().any(|s| s.guid == guid && s.action == Action::OpenedForCall));
     // It changes at once; the connection drains the near actors' opens.
     l.store.set(id, HEALTH, &Value::U32(99)).unwrap();
-    for _ in 0..120 {
-        frame(&mut l, &mut r);
-    }
+    b.frames(&mut l, 120);
     assert!(!l.decisions(0).saturated);
     assert_eq!(calls(&mut l, 0), vec![(SHOUT.into(), 1)]);
     assert_eq!(l.client(0).value(guid, HEALTH), Some(Value::U32(1)), "never updated after its open");
@@ -256,15 +247,9 @@ fn a_temporary_actor_opened_for_a_call_is_never_updated_after() {
 #[test]
 fn a_call_on_a_left_over_sub_object_opens_no_channel() {
     use shadowrep::net::{Action, SubObjectCondition};
-    let mut l = Level::new(every_frame(), 1);
-    always_due(&mut l);
-    for i in 0..300 {
-        l.spawn([100.0 + i as f32, 0.0, 0.0], i);
-    }
-    l.driver.set_net_speed(l.clients[0].0, 3_000).unwrap();
+    let (mut l, _) = crowded(1);
     l.run(3);
-    let (owner, owner_g) = l.spawn([9_000.0, 0.0, 0.0], 1);
-    l.settings(owner, |s| s.net_priority = 0.001);
+    let (_, owner_g) = far_last(&mut l, 1);
     let sub = l.store.spawn();
     l.store.set(sub, LOCATION, &Value::Vector([9_000.0, 0.0, 0.0])).unwrap();
     let sub_g = l.driver.register_sub_object(l.class, &l.store, sub, owner_g, SubObjectCondition::None).unwrap();
@@ -288,17 +273,13 @@ fn a_call_on_a_left_over_sub_object_opens_no_channel() {
 /// review's find.)
 #[test]
 fn a_channel_opened_for_a_call_outlives_its_actor_leaving_at_once() {
-    let mut l = Level::new(every_frame(), 1);
-    always_due(&mut l);
-    let near: Vec<ActorId> = (0..300).map(|i| l.spawn([100.0 + i as f32, 0.0, 0.0], i).0).collect();
-    l.driver.set_net_speed(l.clients[0].0, 3_000).unwrap();
+    let (mut l, near) = crowded(1);
     // Past the relevant timeout (5 s at 30 Hz); then every near actor changes: the frame saturates.
     l.run(200);
     for (k, &n) in near.iter().enumerate() {
         l.store.set(n, HEALTH, &Value::U32(1_000 + k as u32)).unwrap();
     }
-    let (id, guid) = l.spawn([9_000.0, 0.0, 0.0], 1);
-    l.settings(id, |s| s.net_priority = 0.001);
+    let (id, guid) = far_last(&mut l, 1);
     call(&mut l, id, SHOUT, 1);
     l.step();
     assert!(l.decisions(0).sends.iter().any(|s| s.guid == guid && s.action == shadowrep::net::Action::OpenedForCall));
@@ -320,31 +301,23 @@ fn a_reliable_call_waits_for_an_open_the_full_window_held_back() {
     always_due(&mut l);
     let conn = l.clients[0].0;
     let near: Vec<ActorId> = (0..200).map(|i| l.spawn([100.0 + i as f32, 0.0, 0.0], i).0).collect();
-    let mut r = ReferenceFrame::new(&l.driver, &mut [&mut l.store]).expect("reference");
-    let mut f = 0;
-    for _ in 0..3 {
-        let packets = l.tick_beside(&mut r, f);
-        l.deliver_beside(&mut r, &packets);
-        f += 1;
-    }
+    let mut b = Beside::new(&mut l);
+    b.frames(&mut l, 3);
     // The client hears every packet and answers none (the server still hears from it): the
     // window of packets in flight fills — the kernel's and the reference's alike.
     while l.driver.connection_stats(conn).unwrap().window_full_frames == 0 {
-        assert!(f < 1_000, "the window fills");
+        assert!(b.f < 1_000, "the window fills");
         for (k, &n) in near.iter().enumerate() {
-            l.store.set(n, HEALTH, &Value::U32(f * 1_000 + k as u32)).unwrap();
+            l.store.set(n, HEALTH, &Value::U32((b.f * 1_000 + k) as u32)).unwrap();
         }
-        for p in l.tick_beside(&mut r, f) {
-            l.clients[0].1.receive(&p).expect("a well-formed packet");
-        }
+        beside_reference(&mut l, &mut b.r, true, false, b.f);
         l.driver.heard_from(conn).unwrap();
-        f += 1;
+        b.f += 1;
     }
     let (id, guid) = l.spawn([50.0, 0.0, 0.0], 1);
     call(&mut l, id, SHOUT, 1);
     call(&mut l, id, PING, 2);
-    let packets = l.tick_beside(&mut r, f);
-    f += 1;
+    b.frames(&mut l, 1);
     let d = l.decisions(0);
     let opened = d.sends.iter().find(|s| s.guid == guid).map(|s| (s.action, s.bits));
     assert_eq!(opened, Some((shadowrep::net::Action::Replicated { opened: true }, 0)), "opened, its open owed");
@@ -353,12 +326,7 @@ fn a_reliable_call_waits_for_an_open_the_full_window_held_back() {
         (0, 1),
         "the reliable call waits, the unreliable one is dropped"
     );
-    l.deliver_beside(&mut r, &packets);
-    for _ in 0..6 {
-        let packets = l.tick_beside(&mut r, f);
-        l.deliver_beside(&mut r, &packets);
-        f += 1;
-    }
+    b.frames(&mut l, 6);
     assert_eq!(calls(&mut l, 0), vec![(SHOUT.into(), 1)]);
     assert!(l.client(0).actor(guid).is_some());
 }
